@@ -1,0 +1,5 @@
+// Version of the plan format written by codegen and accepted by the runtime.
+#pragma once
+namespace plait {
+inline constexpr unsigned kPlanVersion = 1;
+}

@@ -1,0 +1,25 @@
+// Registration of the plait dialect.
+#include "ir/PlaitDialect.h"
+
+using namespace mlir;
+
+#include "ir/PlaitDialect.cpp.inc"
+
+namespace plait {
+
+void PlaitDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "ir/PlaitOps.cpp.inc"
+      >();
+}
+
+Operation *PlaitDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                             Location loc) {
+  auto elements = llvm::dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return builder.create<ConstantOp>(loc, elements);
+}
+
+} // namespace plait

@@ -1,0 +1,35 @@
+// The plait dialect: tensor ops with value semantics and static shapes.
+#ifndef PLAIT_DIALECT_TD
+#define PLAIT_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Plait_Dialect : Dialect {
+  let name = "plait";
+  let summary = "plait's training-graph dialect";
+  let description = [{
+    Tensor operations with value semantics and fully static shapes. A model is a
+    `func.func` whose arguments are the batch inputs and whose results are the model
+    outputs; trainable tensors are `plait.param` ops inside the body. Every op knows
+    its shape rule (verified), and the plan writer lowers each op to one runtime
+    kernel of the same name.
+  }];
+  let cppNamespace = "::plait";
+  let useDefaultAttributePrinterParser = 0;
+  let hasConstantMaterializer = 1;
+}
+
+class Plait_Op<string mnemonic, list<Trait> traits = []> :
+    Op<Plait_Dialect, mnemonic, traits>;
+
+// Element types every op may carry.
+def Plait_ElementType : AnyTypeOf<[F32, F64, BF16, F16, I64, I32, I1]>;
+def Plait_FloatType : AnyTypeOf<[F32, F64, BF16, F16]>;
+def Plait_IndexType : AnyTypeOf<[I64, I32]>;
+def Plait_Tensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I64, I32, I1]>;
+def Plait_FloatTensor : StaticShapeTensorOf<[F32, F64, BF16, F16]>;
+def Plait_NumericTensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I64, I32]>;
+def Plait_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Plait_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
+
+#endif // PLAIT_DIALECT_TD

@@ -1,0 +1,30 @@
+// Shape rules shared by the op verifiers, the importer and the runtime-facing passes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace plait {
+
+/// numpy broadcasting of two shapes; nullopt when they are incompatible.
+std::optional<llvm::SmallVector<int64_t>> broadcastShapes(llvm::ArrayRef<int64_t> a,
+                                                          llvm::ArrayRef<int64_t> b);
+
+/// True when `from` broadcasts (numpy rules) to exactly `to`.
+bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
+
+/// Normalises a possibly negative axis against `rank`; nullopt when out of range.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+/// Output size of one spatial dimension of a convolution or pooling window.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
+                         int64_t padEnd, int64_t dilation, bool ceilMode);
+
+/// Prints a shape as "2x3x4" (scalars as "scalar") for diagnostics.
+std::string shapeToString(llvm::ArrayRef<int64_t> shape);
+
+} // namespace plait

@@ -1,0 +1,44 @@
+// Element types and tensor views of the runtime (no MLIR dependency).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace plait::rt {
+
+/// Same numbering as plait.fb.DType in codegen/schema/plan.fbs.
+enum class DType : uint8_t { F32 = 0, F64 = 1, BF16 = 2, F16 = 3, I64 = 4, I32 = 5, I1 = 6 };
+inline constexpr int kNumDTypes = 7;
+
+size_t dtypeSize(DType t);          // bytes per element (I1 is one byte, 0 or 1)
+const char *dtypeName(DType t);     // "f32", "i64", ...
+bool isFloat(DType t);
+
+/// A dense row-major tensor living in memory owned by someone else (usually the arena).
+struct TensorView {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+
+  int64_t rank() const { return (int64_t)shape.size(); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  size_t bytes() const { return (size_t)numel() * dtypeSize(dtype); }
+  template <typename T> T *as() const { return static_cast<T *>(data); }
+};
+
+std::string shapeString(const std::vector<int64_t> &shape); // "[2, 3]"
+
+// IEEE half and bfloat16 conversions (round to nearest even).
+float bf16ToFloat(uint16_t v);
+uint16_t floatToBf16(float v);
+float f16ToFloat(uint16_t v);
+uint16_t floatToF16(float v);
+
+} // namespace plait::rt
