@@ -1,0 +1,53 @@
+// MLIR-free description of a plan and its FlatBuffers serialisation (codegen/schema/plan.fbs).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/schema/plan_generated.h"
+
+namespace plait::plan {
+
+struct TensorDesc {
+  std::string name;
+  fb::DType dtype = fb::DType::F32;
+  std::vector<int64_t> shape;
+  fb::TensorKind kind = fb::TensorKind::Activation;
+  uint64_t offset = 0;          // byte offset in the arena
+  std::vector<uint8_t> data;    // Param/Constant bytes (little-endian, row-major); may be empty
+  std::string init;             // Param initializer spec when `data` is empty
+};
+
+struct AttrDesc {
+  std::string name;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::string str;
+};
+
+struct InstrDesc {
+  std::string kernel;           // op mnemonic, e.g. "matmul"
+  std::vector<uint32_t> inputs; // tensor indices
+  std::vector<uint32_t> outputs;
+  std::vector<AttrDesc> attrs;
+  std::string name;             // source location for messages
+};
+
+struct PlanDesc {
+  uint32_t worldSize = 1;
+  std::vector<uint64_t> arenaBytes; // one per rank
+  std::vector<TensorDesc> tensors;
+  std::vector<InstrDesc> instrs;
+  std::vector<uint32_t> inputs, outputs;
+  std::string report;               // JSON
+  std::string source;
+};
+
+size_t elementSize(fb::DType t);
+
+/// Serialises `plan` (version kPlanVersion, identifier "PLAN"); deterministic: the same
+/// PlanDesc always gives the same bytes. Kernel names are interned in first-use order.
+std::vector<uint8_t> serializePlan(const PlanDesc &plan);
+
+} // namespace plait::plan
