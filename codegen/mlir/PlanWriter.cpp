@@ -1,0 +1,182 @@
+// Lowers a plait function to plan tensors and instructions; attributes are encoded generically.
+#include "codegen/mlir/PlanWriter.h"
+
+#include "ir/PlaitDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace plait {
+
+std::string locationName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().str() + ":" + std::to_string(file.getLine()) + ":" +
+            std::to_string(file.getColumn()));
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (!fused.getLocations().empty())
+      return locationName(fused.getLocations().front());
+  if (auto callsite = dyn_cast<CallSiteLoc>(loc))
+    return locationName(callsite.getCallee());
+  return "";
+}
+
+namespace {
+
+FailureOr<fb::DType> toDType(Type element) {
+  if (element.isF32()) return fb::DType::F32;
+  if (element.isF64()) return fb::DType::F64;
+  if (element.isBF16()) return fb::DType::BF16;
+  if (element.isF16()) return fb::DType::F16;
+  if (element.isInteger(64)) return fb::DType::I64;
+  if (element.isInteger(32)) return fb::DType::I32;
+  if (element.isInteger(1)) return fb::DType::I1;
+  return failure();
+}
+
+template <typename T> void appendLE(std::vector<uint8_t> &out, T v) {
+  const uint8_t *p = reinterpret_cast<const uint8_t *>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+/// Row-major little-endian bytes of `attr` in the runtime's layout (i1: one byte each).
+FailureOr<std::vector<uint8_t>> elementBytes(Operation *op, ElementsAttr attr) {
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense)
+    return op->emitOpError("holds a non-dense elements attribute; only dense data is supported");
+  Type element = dense.getElementType();
+  std::vector<uint8_t> out;
+  out.reserve(tensorBytes(cast<RankedTensorType>(dense.getType())));
+  if (auto floatType = dyn_cast<FloatType>(element)) {
+    unsigned width = floatType.getWidth();
+    for (const APFloat &v : dense.getValues<APFloat>()) {
+      uint64_t bits = v.bitcastToAPInt().getZExtValue();
+      if (width == 32) appendLE<uint32_t>(out, (uint32_t)bits);
+      else if (width == 64) appendLE<uint64_t>(out, bits);
+      else appendLE<uint16_t>(out, (uint16_t)bits);
+    }
+    return out;
+  }
+  unsigned width = element.getIntOrFloatBitWidth();
+  for (const APInt &v : dense.getValues<APInt>()) {
+    if (width == 1) out.push_back(v.getBoolValue() ? 1 : 0);
+    else if (width == 32) appendLE<int32_t>(out, (int32_t)v.getSExtValue());
+    else appendLE<int64_t>(out, v.getSExtValue());
+  }
+  return out;
+}
+
+/// Encodes one op attribute; returns false for attributes the runtime has no use for.
+FailureOr<bool> encodeAttr(Operation *op, NamedAttribute named, plan::AttrDesc &out) {
+  out.name = named.getName().str();
+  Attribute attr = named.getValue();
+  if (auto b = dyn_cast<BoolAttr>(attr)) {
+    out.ints = {b.getValue() ? 1 : 0};
+  } else if (auto i = dyn_cast<IntegerAttr>(attr)) {
+    out.ints = {i.getInt()};
+  } else if (auto f = dyn_cast<FloatAttr>(attr)) {
+    out.floats = {f.getValueAsDouble()};
+  } else if (auto a = dyn_cast<DenseI64ArrayAttr>(attr)) {
+    out.ints.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+  } else if (auto s = dyn_cast<StringAttr>(attr)) {
+    out.str = s.str();
+  } else {
+    return op->emitOpError("attribute '") << out.name << "' cannot be encoded in a plan";
+  }
+  return true;
+}
+
+} // namespace
+
+LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::PlanDesc &plan) {
+  // Tensors, one per planned buffer, in definition order.
+  llvm::DenseMap<Value, uint32_t> tensorOf;
+  for (const PlannedBuffer &b : memory.buffers) {
+    auto type = cast<RankedTensorType>(b.value.getType());
+    plan::TensorDesc t;
+    auto dtype = toDType(type.getElementType());
+    if (failed(dtype))
+      return emitError(b.value.getLoc()) << "element type " << type.getElementType()
+                                         << " has no runtime representation";
+    t.dtype = *dtype;
+    t.shape.assign(type.getShape().begin(), type.getShape().end());
+    t.offset = b.offset;
+    if (auto arg = dyn_cast<BlockArgument>(b.value)) {
+      t.kind = fb::TensorKind::Input;
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "plait.name");
+      t.name = name ? name.str() : "input" + std::to_string(arg.getArgNumber());
+    } else if (auto param = b.value.getDefiningOp<ParamOp>()) {
+      t.kind = fb::TensorKind::Param;
+      t.name = param.getName().str();
+      if (auto value = param.getValueAttr()) {
+        auto bytes = elementBytes(param, value);
+        if (failed(bytes))
+          return failure();
+        t.data = std::move(*bytes);
+      } else {
+        t.init = param.getInit()->str();
+      }
+    } else if (auto constant = b.value.getDefiningOp<ConstantOp>()) {
+      t.kind = fb::TensorKind::Constant;
+      t.name = "constant" + std::to_string(plan.tensors.size());
+      auto bytes = elementBytes(constant, constant.getValue());
+      if (failed(bytes))
+        return failure();
+      t.data = std::move(*bytes);
+    } else {
+      t.kind = fb::TensorKind::Activation;
+      Operation *def = b.value.getDefiningOp();
+      std::string base = locationName(def->getLoc());
+      if (base.empty())
+        base = def->getName().stripDialect().str();
+      unsigned resultNo = cast<OpResult>(b.value).getResultNumber();
+      t.name = def->getNumResults() > 1 ? base + ":" + std::to_string(resultNo) : base;
+    }
+    tensorOf[b.value] = plan.tensors.size();
+    plan.tensors.push_back(std::move(t));
+  }
+
+  // Instructions, one per compute op, in program order.
+  for (Operation &op : func.getBody().front()) {
+    if (isa<ParamOp, ConstantOp>(op))
+      continue;
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        uint32_t t = tensorOf.lookup(v);
+        plan.outputs.push_back(t);
+        if (auto name = func.getResultAttrOfType<StringAttr>(i, "plait.name"))
+          if (plan.tensors[t].kind == fb::TensorKind::Activation)
+            plan.tensors[t].name = name.str();
+      }
+      continue;
+    }
+    if (op.getDialect() == nullptr || !isa<PlaitDialect>(op.getDialect()))
+      return op.emitOpError("has no runtime kernel (only plait ops can be planned)");
+    plan::InstrDesc instr;
+    instr.kernel = op.getName().stripDialect().str();
+    instr.name = locationName(op.getLoc());
+    for (Value v : op.getOperands())
+      instr.inputs.push_back(tensorOf.lookup(v));
+    for (Value v : op.getResults())
+      instr.outputs.push_back(tensorOf.lookup(v));
+    for (NamedAttribute named : op.getAttrDictionary()) {
+      plan::AttrDesc attr;
+      auto keep = encodeAttr(&op, named, attr);
+      if (failed(keep))
+        return failure();
+      if (*keep)
+        instr.attrs.push_back(std::move(attr));
+    }
+    plan.instrs.push_back(std::move(instr));
+  }
+  for (BlockArgument arg : func.getArguments())
+    plan.inputs.push_back(tensorOf.lookup(arg));
+  plan.arenaBytes = {(uint64_t)memory.arenaBytes};
+  return success();
+}
+
+} // namespace plait

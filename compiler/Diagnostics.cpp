@@ -1,0 +1,65 @@
+// One-line diagnostics for the compiler drivers.
+#include "compiler/Diagnostics.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace plait {
+namespace {
+
+bool startsWith(const std::string &s, const std::string &prefix) {
+  return !prefix.empty() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::string formatLocation(Location loc, const std::string &modelPath) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    if (file.getLine() == 0)
+      return file.getFilename().str();
+    return file.getFilename().str() + ":" + std::to_string(file.getLine()) + ":" +
+           std::to_string(file.getColumn());
+  }
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return modelPath + ": node '" + name.getName().str() + "'";
+  if (auto fused = dyn_cast<FusedLoc>(loc); fused && !fused.getLocations().empty())
+    return formatLocation(fused.getLocations().front(), modelPath);
+  return modelPath;
+}
+
+std::string flatten(std::string text) {
+  for (char &c : text)
+    if (c == '\n')
+      c = ' ';
+  return text;
+}
+
+} // namespace
+
+OneLineDiagnostics::OneLineDiagnostics(MLIRContext &ctx, std::string modelPath)
+    : modelPath_(std::move(modelPath)),
+      handler_(&ctx, [this](Diagnostic &diag) {
+        if (diag.getSeverity() != DiagnosticSeverity::Error)
+          return success(); // warnings and remarks are not printed by the drivers
+        std::string message = flatten(diag.str());
+        std::string where = formatLocation(diag.getLocation(), modelPath_);
+        std::string line = startsWith(message, modelPath_) || startsWith(message, where)
+                               ? message
+                               : where + ": " + message;
+        for (Diagnostic &note : diag.getNotes())
+          line += "; note: " + flatten(note.str());
+        llvm::errs() << "plait-compile: " << line << "\n";
+        reported_ = true;
+        return success();
+      }) {}
+
+int reportError(const std::string &message) {
+  llvm::errs() << "plait-compile: " << message << "\n";
+  return 1;
+}
+
+int reportInternalError(const std::string &message) {
+  llvm::errs() << "plait-compile: internal error: " << message << "\n";
+  return 2;
+}
+
+} // namespace plait

@@ -1,0 +1,208 @@
+// The plait-compile pipeline: load, verify, plan memory, lower to a plan, write report.
+#include "compiler/Pipeline.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "codegen/PlanBuilder.h"
+#include "codegen/mlir/PlanWriter.h"
+#include "compiler/Diagnostics.h"
+#include "compiler/import/onnx/OnnxImporter.h"
+#include "ir/PlaitDialect.h"
+#include "passes/analysis/MemoryPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace plait {
+namespace {
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOptions &options) {
+  const std::string &path = options.modelPath;
+  if (!std::filesystem::exists(path))
+    return emitError(UnknownLoc::get(&ctx)) << path << ": no such file";
+  if (endsWith(path, ".onnx")) {
+    OnnxImportOptions importOptions;
+    importOptions.constInputs = options.constInputs;
+    return importOnnxFile(ctx, path, importOptions);
+  }
+  if (!options.constInputs.empty())
+    return emitError(UnknownLoc::get(&ctx)) << path << ": --const-input applies to ONNX models only";
+  if (endsWith(path, ".mlir")) {
+    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, &ctx);
+    if (!module)
+      return failure();
+    return module;
+  }
+  return emitError(UnknownLoc::get(&ctx))
+         << path << ": unknown model format (expected .onnx or .mlir)";
+}
+
+/// The function that forms the step: @main, or the only function in the module.
+FailureOr<func::FuncOp> entryFunction(ModuleOp module, const std::string &path) {
+  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+    return main;
+  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (funcs.size() == 1)
+    return funcs.front();
+  return emitError(module.getLoc()) << path << ": expected a function @main (found "
+                                    << funcs.size() << " functions)";
+}
+
+/// Writes through a temporary file and a rename, so a crash never leaves half a plan.
+/// Returns an error message, or "" on success.
+std::string writeFileAtomically(const std::string &path, const void *data, size_t size) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return fmt::format("{}: cannot open for writing", path);
+    out.write(static_cast<const char *>(data), (std::streamsize)size);
+    if (!out)
+      return fmt::format("{}: write failed", path);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return ec ? fmt::format("{}: {}", path, ec.message()) : "";
+}
+
+nlohmann::json buildReport(func::FuncOp func, const MemoryPlan &memory, const plan::PlanDesc &plan,
+                           const CompileOptions &options) {
+  nlohmann::json report;
+  report["model"] = options.modelPath;
+  report["world_size"] = plan.worldSize;
+  int64_t params = memory.bytesOf(BufferKind::Param);
+  int64_t constants = memory.bytesOf(BufferKind::Constant);
+  int64_t inputs = memory.bytesOf(BufferKind::Input);
+  int64_t activations = memory.arenaBytes; // upper bound on what is not model state
+  for (const PlannedBuffer &b : memory.buffers)
+    if (b.kind == BufferKind::Param || b.kind == BufferKind::Constant)
+      activations -= b.size;
+  report["memory"] = {{"params", params},
+                      {"grads", 0},
+                      {"optimizer", 0},
+                      {"constants", constants},
+                      {"inputs", inputs},
+                      {"activations", activations},
+                      {"workspace", 0},
+                      {"peak", memory.arenaBytes},
+                      {"lower_bound", memory.lowerBound},
+                      {"heuristic", memory.heuristic}};
+  report["comm"] = {{"all_reduce", 0}, {"reduce_scatter", 0}, {"all_gather", 0},
+                    {"broadcast", 0},  {"total", 0}};
+  report["kernels_per_step"] = plan.instrs.size();
+  nlohmann::json kernels = nlohmann::json::object();
+  for (const plan::InstrDesc &instr : plan.instrs)
+    kernels[instr.kernel] = kernels.value(instr.kernel, 0) + 1;
+  report["kernels"] = kernels;
+  report["units"] = nlohmann::json::array();
+  report["optimizations"] = {
+      {"memory_planning", fmt::format("{} buffers in a {}-byte arena ({}), lower bound {} bytes",
+                                      memory.buffers.size(), memory.arenaBytes,
+                                      memory.heuristic, memory.lowerBound)}};
+  (void)func;
+  return report;
+}
+
+void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
+  const auto &m = report["memory"];
+  os << fmt::format("plan for {} (world size {})\n", report["model"].get<std::string>(),
+                    report["world_size"].get<int>());
+  os << fmt::format("  kernels per step : {}\n", report["kernels_per_step"].get<int64_t>());
+  os << fmt::format("  params           : {} bytes\n", m["params"].get<int64_t>());
+  os << fmt::format("  constants        : {} bytes\n", m["constants"].get<int64_t>());
+  os << fmt::format("  arena (peak)     : {} bytes, liveness lower bound {} bytes\n",
+                    m["peak"].get<int64_t>(), m["lower_bound"].get<int64_t>());
+  for (auto &[name, line] : report["optimizations"].items())
+    os << fmt::format("  {:<17}: {}\n", name, line.get<std::string>());
+}
+
+/// Writes one stage of the IR under --dump-dir; returns an error message or "".
+std::string dumpStage(const CompileOptions &options, const std::string &name, ModuleOp module) {
+  if (options.dumpDir.empty())
+    return "";
+  std::error_code ec;
+  std::filesystem::create_directories(options.dumpDir, ec);
+  llvm::raw_fd_ostream os(options.dumpDir + "/" + name, ec);
+  if (ec)
+    return fmt::format("{}/{}: {}", options.dumpDir, name, ec.message());
+  module.print(os);
+  return "";
+}
+
+int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
+  auto module = loadModel(ctx, options);
+  if (failed(module) || failed(verify(**module)))
+    return 1;
+  auto func = entryFunction(**module, options.modelPath);
+  if (failed(func))
+    return 1;
+  if (std::string error = dumpStage(options, "00-imported.mlir", **module); !error.empty())
+    return reportError(error);
+
+  if (options.emit == "mlir") {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(options.outputPath, ec);
+    if (ec)
+      return reportError(fmt::format("{}: {}", options.outputPath, ec.message()));
+    (*module)->print(os);
+    return 0;
+  }
+
+  auto memory = planMemory(*func, options.alignment);
+  if (failed(memory))
+    return 1;
+  plan::PlanDesc plan;
+  plan.source = options.modelPath;
+  if (failed(lowerToPlan(*func, *memory, plan)))
+    return 1;
+  nlohmann::json report = buildReport(*func, *memory, plan, options);
+  plan.report = report.dump();
+  std::vector<uint8_t> bytes = plan::serializePlan(plan);
+  if (std::string error = writeFileAtomically(options.outputPath, bytes.data(), bytes.size());
+      !error.empty())
+    return reportError(error);
+  if (!options.reportPath.empty()) {
+    std::string text = report.dump(2) + "\n";
+    if (std::string error = writeFileAtomically(options.reportPath, text.data(), text.size());
+        !error.empty())
+      return reportError(error);
+  }
+  if (options.explain)
+    printExplain(report, llvm::outs());
+  return 0;
+}
+
+} // namespace
+
+int compileModel(const CompileOptions &options) {
+  DialectRegistry registry;
+  registry.insert<PlaitDialect, func::FuncDialect>();
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  OneLineDiagnostics diagnostics(ctx, options.modelPath);
+  try {
+    int rc = runPipeline(ctx, options);
+    if (rc != 0 && !diagnostics.reported())
+      return reportInternalError("the pipeline failed without a diagnostic");
+    return rc;
+  } catch (const std::exception &e) {
+    return reportInternalError(e.what());
+  }
+}
+
+} // namespace plait

@@ -1,0 +1,47 @@
+// Memory-plan analysis: liveness over program order, then byte offsets in one arena.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace plait {
+
+enum class BufferKind { Input, Param, Constant, Activation };
+const char *bufferKindName(BufferKind kind);
+
+/// One tensor's slot in the arena. Times are program positions: 0 is the step's start
+/// (arguments, params, constants), op i of the body (1-based) defines at time i, and the
+/// function's end is `numOps + 1`. A buffer occupies [offset, offset + size) during
+/// [start, end], both inclusive, so an op's results never share bytes with its operands.
+struct PlannedBuffer {
+  mlir::Value value;
+  BufferKind kind = BufferKind::Activation;
+  int64_t bytes = 0;  // exact tensor bytes
+  int64_t size = 0;   // bytes rounded up to the alignment
+  int64_t offset = 0;
+  int64_t start = 0, end = 0;
+};
+
+struct MemoryPlan {
+  std::vector<PlannedBuffer> buffers;       // in definition order
+  llvm::DenseMap<mlir::Value, size_t> index; // value -> position in `buffers`
+  int64_t arenaBytes = 0;
+  int64_t lowerBound = 0;  // max over time of the live aligned bytes
+  std::string heuristic;   // which placement won
+  int64_t bytesOf(BufferKind kind) const;
+};
+
+/// Bytes of a tensor as the runtime stores it (i1 takes one byte per element).
+int64_t tensorBytes(mlir::RankedTensorType type);
+
+/// Plans `func`'s arena. Tries greedy-by-size best-fit and in-order first-fit placement
+/// and keeps the smaller arena. Fails (with a diagnostic) on a value that is not a
+/// statically shaped tensor.
+mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func, int64_t alignment = 64);
+
+} // namespace plait
