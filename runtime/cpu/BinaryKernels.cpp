@@ -1,0 +1,300 @@
+// Elementwise binary kernels with numpy broadcasting: arithmetic, comparisons, logic, where.
+#include <cmath>
+#include <type_traits>
+
+#include "runtime/cpu/Broadcast.h"
+#include "runtime/cpu/KernelFamilies.h"
+#include "runtime/cpu/KernelSupport.h"
+
+namespace plait::rt::cpu {
+namespace {
+
+/// Which element types an op accepts. bf16/f16 are always staged through f32.
+enum class Domain { Numeric, AnyType, Bool };
+
+// Integer add/sub/mul/pow wrap (two's complement) instead of being undefined on overflow.
+template <typename T> using Wide = std::make_unsigned_t<T>;
+
+struct Add {
+  static constexpr const char *kName = "add";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return T(Wide<T>(a) + Wide<T>(b));
+    else
+      return a + b;
+  }
+};
+struct Sub {
+  static constexpr const char *kName = "sub";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return T(Wide<T>(a) - Wide<T>(b));
+    else
+      return a - b;
+  }
+};
+struct Mul {
+  static constexpr const char *kName = "mul";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return T(Wide<T>(a) * Wide<T>(b));
+    else
+      return a * b;
+  }
+};
+/// Integer division truncates toward zero (ONNX Div); a zero divisor is rejected before the
+/// loop runs, and MIN / -1 wraps rather than trapping.
+struct Div {
+  static constexpr const char *kName = "div";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return b == -1 ? T(Wide<T>(0) - Wide<T>(a)) : T(a / b);
+    else
+      return a / b;
+  }
+};
+/// Integers: the remainder takes the sign of the divisor (Python %, ONNX Mod fmod=0);
+/// floats: fmod, the sign of the dividend (ONNX Mod fmod=1).
+struct Mod {
+  static constexpr const char *kName = "mod";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == -1)
+        return 0;
+      T r = a % b;
+      return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+/// Integer powers by squaring. A negative exponent gives the real result truncated toward
+/// zero (0 unless the base is 1 or -1), so no input traps.
+struct Pow {
+  static constexpr const char *kName = "pow";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b < 0)
+        return a == 1 ? T(1) : a == -1 ? T((b & 1) ? -1 : 1) : T(0);
+      Wide<T> result = 1, base = Wide<T>(a);
+      for (T e = b; e != 0; e >>= 1) {
+        if (e & 1)
+          result *= base;
+        base *= base;
+      }
+      return T(result);
+    } else {
+      return std::pow(a, b);
+    }
+  }
+};
+/// NaN in either operand propagates, as in numpy.maximum and torch.maximum.
+struct Max {
+  static constexpr const char *kName = "max";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }
+};
+struct Min {
+  static constexpr const char *kName = "min";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
+};
+
+struct Equal {
+  static constexpr const char *kName = "equal";
+  static constexpr Domain kDomain = Domain::AnyType;
+  template <typename T> BoolByte operator()(T a, T b) const { return a == b; }
+};
+struct Less {
+  static constexpr const char *kName = "less";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> BoolByte operator()(T a, T b) const { return a < b; }
+};
+struct LessEqual {
+  static constexpr const char *kName = "less_equal";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> BoolByte operator()(T a, T b) const { return a <= b; }
+};
+struct Greater {
+  static constexpr const char *kName = "greater";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> BoolByte operator()(T a, T b) const { return a > b; }
+};
+struct GreaterEqual {
+  static constexpr const char *kName = "greater_equal";
+  static constexpr Domain kDomain = Domain::Numeric;
+  template <typename T> BoolByte operator()(T a, T b) const { return a >= b; }
+};
+
+// Logical ops read any nonzero byte as true, so they never produce a value other than 0/1.
+struct And {
+  static constexpr const char *kName = "and";
+  static constexpr Domain kDomain = Domain::Bool;
+  template <typename T> BoolByte operator()(T a, T b) const { return (a != 0) & (b != 0); }
+};
+struct Or {
+  static constexpr const char *kName = "or";
+  static constexpr Domain kDomain = Domain::Bool;
+  template <typename T> BoolByte operator()(T a, T b) const { return (a != 0) | (b != 0); }
+};
+struct Xor {
+  static constexpr const char *kName = "xor";
+  static constexpr Domain kDomain = Domain::Bool;
+  template <typename T> BoolByte operator()(T a, T b) const { return (a != 0) ^ (b != 0); }
+};
+
+template <typename Op, typename T> using ResultOf = decltype(Op()(T(), T()));
+
+/// out = op(a, b) over a broadcast plan. The four inner loops (both contiguous, one side a
+/// repeated scalar, both scalar) are split so that the compiler can vectorise each.
+template <typename Op, typename T>
+void applyBroadcast(const BroadcastPlan<2> &plan, const T *a, const T *b, ResultOf<Op, T> *out) {
+  Op op;
+  forEachRow(plan, [&](int64_t o, const std::array<int64_t, 2> &off, int64_t n,
+                       const std::array<int64_t, 2> &stride) {
+    const T *pa = a + off[0];
+    const T *pb = b + off[1];
+    auto *po = out + o;
+    if (stride[0] && stride[1]) {
+      for (int64_t i = 0; i < n; ++i)
+        po[i] = op(pa[i], pb[i]);
+    } else if (stride[1]) {
+      const T va = *pa;
+      for (int64_t i = 0; i < n; ++i)
+        po[i] = op(va, pb[i]);
+    } else if (stride[0]) {
+      const T vb = *pb;
+      for (int64_t i = 0; i < n; ++i)
+        po[i] = op(pa[i], vb);
+    } else {
+      const auto v = op(*pa, *pb);
+      for (int64_t i = 0; i < n; ++i)
+        po[i] = v;
+    }
+  });
+}
+
+template <typename Op> constexpr bool kRejectsZeroDivisor =
+    std::is_same_v<Op, Div> || std::is_same_v<Op, Mod>;
+
+/// Checks arity, dtypes and that the output shape is the broadcast of the operand shapes.
+Status checkBinary(const KernelCall &call, std::string_view kernel, bool boolResult) {
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, 2, 2, 1));
+  const TensorView &a = call.inputs[0], &b = call.inputs[1], &out = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, a, b));
+  DType expected = boolResult ? DType::I1 : a.dtype;
+  if (out.dtype != expected)
+    return Status::errorf("{}: output dtype {} should be {}", kernel, dtypeName(out.dtype),
+                          dtypeName(expected));
+  std::vector<int64_t> shape;
+  if (!broadcastShapes(a.shape, b.shape, shape))
+    return Status::errorf("{}: shapes {} and {} do not broadcast", kernel, shapeString(a.shape),
+                          shapeString(b.shape));
+  return checkShape(kernel, "output", out.shape, shape);
+}
+
+template <typename Op> Status binaryKernel(const KernelCall &call) {
+  constexpr bool kBoolResult = std::is_same_v<ResultOf<Op, float>, BoolByte>;
+  PLAIT_RETURN_IF_ERROR(checkBinary(call, Op::kName, kBoolResult));
+  if (hasHalfTensor(call)) {
+    if (Op::kDomain == Domain::Bool)
+      return unsupportedDtype(Op::kName, call.inputs[0].dtype, call.inputs[1].dtype);
+    return runStagedInF32(call, &binaryKernel<Op>);
+  }
+  const TensorView &a = call.inputs[0], &b = call.inputs[1];
+  TensorView &out = call.outputs[0];
+  BroadcastPlan<2> plan = planBroadcast<2>(out.shape, {&a.shape, &b.shape});
+  auto body = [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if constexpr (kRejectsZeroDivisor<Op> && std::is_integral_v<T>) {
+      const T *divisor = b.as<T>();
+      for (int64_t i = 0, n = b.numel(); i < n; ++i)
+        if (divisor[i] == 0)
+          return Status::errorf("{}: integer division by zero", Op::kName);
+    }
+    applyBroadcast<Op, T>(plan, a.as<T>(), b.as<T>(), out.as<ResultOf<Op, T>>());
+    return Status();
+  };
+  if constexpr (Op::kDomain == Domain::Bool) {
+    if (a.dtype != DType::I1)
+      return unsupportedDtype(Op::kName, a.dtype, b.dtype);
+    return body(BoolByte{});
+  } else {
+    if constexpr (Op::kDomain == Domain::AnyType)
+      if (a.dtype == DType::I1)
+        return body(BoolByte{});
+    if (a.dtype == DType::I1)
+      return unsupportedDtype(Op::kName, a.dtype, b.dtype);
+    return dispatchNumeric(Op::kName, a.dtype, body);
+  }
+}
+
+/// where(cond, x, y): selects whole elements, so one instantiation per element size serves
+/// every dtype.
+Status whereKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkArity(call, "where", 3, 3, 1));
+  const TensorView &cond = call.inputs[0], &x = call.inputs[1], &y = call.inputs[2];
+  TensorView &out = call.outputs[0];
+  if (cond.dtype != DType::I1)
+    return Status::errorf("where: cond must be i1, got {}", dtypeName(cond.dtype));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype("where", x, y));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype("where", x, out));
+  std::vector<int64_t> xy, shape;
+  if (!broadcastShapes(x.shape, y.shape, xy) || !broadcastShapes(cond.shape, xy, shape))
+    return Status::errorf("where: shapes {}, {} and {} do not broadcast",
+                          shapeString(cond.shape), shapeString(x.shape), shapeString(y.shape));
+  PLAIT_RETURN_IF_ERROR(checkShape("where", "output", out.shape, shape));
+  BroadcastPlan<3> plan = planBroadcast<3>(out.shape, {&cond.shape, &x.shape, &y.shape});
+  return dispatchBySize(x.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const BoolByte *c = cond.as<BoolByte>();
+    const T *px = x.as<T>(), *py = y.as<T>();
+    T *po = out.as<T>();
+    forEachRow(plan, [&](int64_t o, const std::array<int64_t, 3> &off, int64_t n,
+                         const std::array<int64_t, 3> &s) {
+      const BoolByte *rc = c + off[0];
+      const T *rx = px + off[1], *ry = py + off[2];
+      T *ro = po + o;
+      if (s[0] && s[1] && s[2]) {
+        for (int64_t i = 0; i < n; ++i)
+          ro[i] = rc[i] ? rx[i] : ry[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          ro[i] = rc[i * s[0]] ? rx[i * s[1]] : ry[i * s[2]];
+      }
+    });
+    return Status();
+  });
+}
+
+template <typename Op> void registerBinary() { registerKernel(Op::kName, &binaryKernel<Op>); }
+
+} // namespace
+
+void registerBinaryKernels() {
+  registerBinary<Add>();
+  registerBinary<Sub>();
+  registerBinary<Mul>();
+  registerBinary<Div>();
+  registerBinary<Mod>();
+  registerBinary<Pow>();
+  registerBinary<Max>();
+  registerBinary<Min>();
+  registerBinary<Equal>();
+  registerBinary<Less>();
+  registerBinary<LessEqual>();
+  registerBinary<Greater>();
+  registerBinary<GreaterEqual>();
+  registerBinary<And>();
+  registerBinary<Or>();
+  registerBinary<Xor>();
+  registerKernel("where", &whereKernel);
+}
+
+} // namespace plait::rt::cpu

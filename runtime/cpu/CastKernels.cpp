@@ -1,0 +1,92 @@
+// cast: element conversion between every pair of dtypes.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "runtime/cpu/KernelFamilies.h"
+#include "runtime/cpu/KernelSupport.h"
+
+namespace plait::rt::cpu {
+namespace {
+
+/// Calls fn(T{}) with the storage type of any dtype.
+template <typename Fn> Status dispatchStorage(DType t, Fn &&fn) {
+  switch (t) {
+  case DType::F32:
+    return fn(float{});
+  case DType::F64:
+    return fn(double{});
+  case DType::BF16:
+    return fn(Bf16Bits{});
+  case DType::F16:
+    return fn(F16Bits{});
+  case DType::I64:
+    return fn(int64_t{});
+  case DType::I32:
+    return fn(int32_t{});
+  case DType::I1:
+    return fn(BoolByte{});
+  }
+  return Status::errorf("cast: unknown dtype {}", int(t));
+}
+
+/// The arithmetic value of a stored element: halves widen to float, i1 is 0 or 1.
+inline float valueOf(Bf16Bits v) { return bf16ToFloat(v.bits); }
+inline float valueOf(F16Bits v) { return f16ToFloat(v.bits); }
+template <typename T> T valueOf(T v) { return v; }
+
+/// Float to integer truncates toward zero. Out-of-range values saturate and NaN becomes 0,
+/// where C++ would leave the result undefined.
+template <typename I, typename F> I truncateToInteger(F v) {
+  if (std::isnan(v))
+    return 0;
+  if (v <= F(std::numeric_limits<I>::lowest()))
+    return std::numeric_limits<I>::lowest();
+  if (v >= F(std::numeric_limits<I>::max()))
+    return std::numeric_limits<I>::max();
+  return I(v);
+}
+
+template <typename Dst, typename V> Dst storeAs(V v) {
+  if constexpr (std::is_same_v<Dst, BoolByte>)
+    return v != V(0);
+  else if constexpr (std::is_same_v<Dst, Bf16Bits>)
+    return Bf16Bits{floatToBf16(float(v))};
+  else if constexpr (std::is_same_v<Dst, F16Bits>)
+    return F16Bits{floatToF16(float(v))};
+  else if constexpr (std::is_integral_v<Dst> && std::is_floating_point_v<V>)
+    return truncateToInteger<Dst>(v);
+  else
+    return Dst(v); // integer narrowing wraps modulo 2^bits, like numpy's astype
+}
+
+Status castKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkArity(call, "cast", 1, 1, 1));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkShape("cast", "output", y.shape, x.shape));
+  if (x.dtype == y.dtype) {
+    if (x.data != y.data)
+      std::memmove(y.data, x.data, x.bytes());
+    return Status();
+  }
+  int64_t n = x.numel();
+  return dispatchStorage(x.dtype, [&](auto srcTag) -> Status {
+    using Src = decltype(srcTag);
+    return dispatchStorage(y.dtype, [&](auto dstTag) -> Status {
+      using Dst = decltype(dstTag);
+      const Src *in = x.as<Src>();
+      Dst *out = y.as<Dst>();
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = storeAs<Dst>(valueOf(in[i]));
+      return Status();
+    });
+  });
+}
+
+} // namespace
+
+void registerCastKernels() { registerKernel("cast", &castKernel); }
+
+} // namespace plait::rt::cpu

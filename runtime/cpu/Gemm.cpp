@@ -1,0 +1,84 @@
+// Row-major GEMM: cblas_sgemm/cblas_dgemm for floats, a wrapping integer loop for i64/i32.
+#include "runtime/cpu/Gemm.h"
+
+#include <climits>
+#include <type_traits>
+
+#include <cblas.h>
+
+namespace plait::rt::cpu {
+namespace {
+
+/// C = beta * C for the k == 0 case, which BLAS implementations treat inconsistently.
+template <typename T> void scaleRows(int64_t m, int64_t n, double beta, T *c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      c[i * ldc + j] = beta == 0 ? T(0) : T(beta * double(c[i * ldc + j]));
+}
+
+/// Integer product with wraparound; alpha and beta other than 0/1 go through double, as the
+/// ONNX reference (numpy) does.
+template <typename T>
+void integerGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha,
+                 const T *a, int64_t lda, const T *b, int64_t ldb, double beta, T *c,
+                 int64_t ldc) {
+  using U = std::make_unsigned_t<T>;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      U acc = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        T av = transA ? a[p * lda + i] : a[i * lda + p];
+        T bv = transB ? b[j * ldb + p] : b[p * ldb + j];
+        acc += U(av) * U(bv);
+      }
+      T product = alpha == 1 ? T(acc) : T(alpha * double(T(acc)));
+      T &out = c[i * ldc + j];
+      out = beta == 0 ? product : beta == 1 ? T(U(product) + U(out))
+                                            : T(double(product) + beta * double(out));
+    }
+}
+
+} // namespace
+
+template <typename T>
+Status gemmRowMajor(bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha,
+                    const T *a, int64_t lda, const T *b, int64_t ldb, double beta, T *c,
+                    int64_t ldc) {
+  if (m == 0 || n == 0)
+    return Status();
+  if (k == 0) {
+    scaleRows(m, n, beta, c, ldc);
+    return Status();
+  }
+  if constexpr (std::is_integral_v<T>) {
+    integerGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return Status();
+  } else {
+    for (int64_t v : {m, n, k, lda, ldb, ldc})
+      if (v > INT_MAX)
+        return Status::errorf("gemm: dimension {} exceeds the BLAS limit {}", v, INT_MAX);
+    CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
+    CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), float(alpha), a, int(lda), b,
+                  int(ldb), float(beta), c, int(ldc));
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b,
+                  int(ldb), beta, c, int(ldc));
+    return Status();
+  }
+}
+
+template Status gemmRowMajor<float>(bool, bool, int64_t, int64_t, int64_t, double, const float *,
+                                    int64_t, const float *, int64_t, double, float *, int64_t);
+template Status gemmRowMajor<double>(bool, bool, int64_t, int64_t, int64_t, double,
+                                     const double *, int64_t, const double *, int64_t, double,
+                                     double *, int64_t);
+template Status gemmRowMajor<int64_t>(bool, bool, int64_t, int64_t, int64_t, double,
+                                      const int64_t *, int64_t, const int64_t *, int64_t, double,
+                                      int64_t *, int64_t);
+template Status gemmRowMajor<int32_t>(bool, bool, int64_t, int64_t, int64_t, double,
+                                      const int32_t *, int64_t, const int32_t *, int64_t, double,
+                                      int32_t *, int64_t);
+
+} // namespace plait::rt::cpu

@@ -1,0 +1,108 @@
+// Index-driven kernels for every dtype: gather (embedding lookup) and trilu (causal masks).
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/cpu/KernelFamilies.h"
+#include "runtime/cpu/KernelSupport.h"
+
+namespace plait::rt::cpu {
+namespace {
+
+/// Reads i64/i32 indices into int64, mapping negative ones from the end, and rejects any that
+/// fall outside [0, size) -- a bad token id must be an error naming it, not a wild read.
+Status normalizeIndices(const TensorView &indices, int64_t axis, int64_t size,
+                        std::vector<int64_t> &out) {
+  int64_t n = indices.numel();
+  out.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = indices.dtype == DType::I64 ? indices.as<int64_t>()[i]
+                                            : (int64_t)indices.as<int32_t>()[i];
+    int64_t w = v < 0 ? v + size : v;
+    if (w < 0 || w >= size)
+      return Status::errorf("gather: index {} is out of range for axis {} of size {}", v, axis,
+                            size);
+    out[i] = w;
+  }
+  return Status();
+}
+
+/// out[o, q, :] = data[o, indices[q], :] with o over data[:axis] and ':' over data[axis+1:].
+Status gatherKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkArity(call, "gather", 2, 2, 1));
+  const TensorView &data = call.inputs[0], &indices = call.inputs[1];
+  TensorView &out = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype("gather", data, out));
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
+    return Status::errorf("gather: indices must be i64 or i32, got {}",
+                          dtypeName(indices.dtype));
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(normalizeAxis("gather", call.attrs.getInt("axis", 0), data.rank(), axis));
+  std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  PLAIT_RETURN_IF_ERROR(checkShape("gather", "output", out.shape, shape));
+  std::vector<int64_t> index;
+  PLAIT_RETURN_IF_ERROR(normalizeIndices(indices, axis, data.shape[axis], index));
+  int64_t outer = product(data.shape, 0, axis), n = data.shape[axis];
+  int64_t inner = product(data.shape, axis + 1, data.shape.size());
+  int64_t count = (int64_t)index.size();
+  return dispatchBySize(data.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T *src = data.as<T>();
+    T *dst = out.as<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      const T *block = src + o * n * inner;
+      if (inner == 1) {
+        for (int64_t q = 0; q < count; ++q)
+          dst[q] = block[index[q]];
+      } else {
+        for (int64_t q = 0; q < count; ++q)
+          std::memcpy(dst + q * inner, block + index[q] * inner, inner * sizeof(T));
+      }
+      dst += count * inner;
+    }
+    return Status();
+  });
+}
+
+/// Keeps the upper (j - i >= k) or lower (j - i <= k) triangle of each trailing matrix and
+/// zeroes the rest; zero is the all-zero bit pattern in every dtype.
+Status triluKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkArity(call, "trilu", 1, 1, 1));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype("trilu", x, y));
+  PLAIT_RETURN_IF_ERROR(checkShape("trilu", "output", y.shape, x.shape));
+  if (x.rank() < 2)
+    return Status::errorf("trilu: needs rank >= 2, got {}", x.rank());
+  bool upper = call.attrs.getBool("upper", true);
+  int64_t k = call.attrs.getInt("k", 0);
+  int64_t rows = x.shape[x.rank() - 2], cols = x.shape[x.rank() - 1];
+  int64_t matrices = rows * cols == 0 ? 0 : x.numel() / (rows * cols);
+  size_t size = dtypeSize(x.dtype);
+  const char *src = static_cast<const char *>(x.data);
+  char *dst = static_cast<char *>(y.data);
+  for (int64_t m = 0; m < matrices; ++m)
+    for (int64_t i = 0; i < rows; ++i) {
+      int64_t row = (m * rows + i) * cols;
+      // Columns [keepBegin, keepEnd) survive; clamp i + k into [0, cols] without overflow.
+      int64_t edge = std::clamp<int64_t>(k, -cols - i, cols) + i;
+      int64_t keepBegin = upper ? std::clamp<int64_t>(edge, 0, cols) : 0;
+      int64_t keepEnd = upper ? cols : std::clamp<int64_t>(edge + 1, 0, cols);
+      std::memset(dst + row * size, 0, keepBegin * size);
+      std::memmove(dst + (row + keepBegin) * size, src + (row + keepBegin) * size,
+                  std::max<int64_t>(keepEnd - keepBegin, 0) * size);
+      if (keepEnd < cols)
+        std::memset(dst + (row + keepEnd) * size, 0, (cols - keepEnd) * size);
+    }
+  return Status();
+}
+
+} // namespace
+
+void registerIndexingKernels() {
+  registerKernel("gather", &gatherKernel);
+  registerKernel("trilu", &triluKernel);
+}
+
+} // namespace plait::rt::cpu

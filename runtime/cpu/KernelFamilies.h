@@ -1,0 +1,18 @@
+// Registration entry points of the CPU kernel families (one source file each).
+#pragma once
+
+namespace plait::rt::cpu {
+
+void registerUnaryKernels();         // exp, log, ..., gelu, clamp, not   (UnaryKernels.cpp)
+void registerBinaryKernels();        // add, ..., comparisons, logic, where (BinaryKernels.cpp)
+void registerReductionKernels();     // reduce_*, argmax, argmin          (ReductionKernels.cpp)
+void registerNormalizationKernels(); // softmax, log_softmax, layer_norm, rms_norm
+void registerLinalgKernels();        // matmul, gemm                      (LinalgKernels.cpp)
+void registerConvKernels();          // conv2d                            (ConvKernels.cpp)
+void registerPoolKernels();          // max_pool2d, avg_pool2d            (PoolKernels.cpp)
+void registerMovementKernels();      // reshape, transpose, slice, pad, ... (MovementKernels.cpp)
+void registerIndexingKernels();      // gather, trilu                     (IndexingKernels.cpp)
+void registerCastKernels();          // cast                              (CastKernels.cpp)
+void registerLossKernels();          // softmax_cross_entropy, nll_loss   (LossKernels.cpp)
+
+} // namespace plait::rt::cpu

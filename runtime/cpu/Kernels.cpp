@@ -1,0 +1,21 @@
+// registerCpuKernels(): the one place that lists every CPU kernel family.
+#include "runtime/Kernel.h"
+#include "runtime/cpu/KernelFamilies.h"
+
+namespace plait::rt {
+
+void registerCpuKernels() {
+  cpu::registerUnaryKernels();
+  cpu::registerBinaryKernels();
+  cpu::registerReductionKernels();
+  cpu::registerNormalizationKernels();
+  cpu::registerLinalgKernels();
+  cpu::registerConvKernels();
+  cpu::registerPoolKernels();
+  cpu::registerMovementKernels();
+  cpu::registerIndexingKernels();
+  cpu::registerCastKernels();
+  cpu::registerLossKernels();
+}
+
+} // namespace plait::rt

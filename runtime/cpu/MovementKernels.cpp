@@ -1,0 +1,267 @@
+// Data-movement kernels for every dtype: reshape, transpose, broadcast_to, slice, pad,
+// concat and split. They move elements as opaque bytes and never look at values (except
+// pad, which writes its fill value).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "runtime/cpu/Broadcast.h"
+#include "runtime/cpu/KernelFamilies.h"
+#include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/StridedCopy.h"
+
+namespace plait::rt::cpu {
+namespace {
+
+Status checkUnaryMove(const KernelCall &call, std::string_view kernel) {
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, 1, 1, 1));
+  return checkSameDtype(kernel, call.inputs[0], call.outputs[0]);
+}
+
+Status reshapeKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "reshape"));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  if (x.numel() != y.numel())
+    return Status::errorf("reshape: cannot reshape {} to {}", shapeString(x.shape),
+                          shapeString(y.shape));
+  if (x.data != y.data)
+    std::memmove(y.data, x.data, x.bytes());
+  return Status();
+}
+
+Status transposeKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "transpose"));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  std::vector<int64_t> perm = call.attrs.getInts("perm");
+  if ((int64_t)perm.size() != x.rank())
+    return Status::errorf("transpose: perm has {} entries for rank {}", perm.size(), x.rank());
+  std::vector<bool> seen(perm.size(), false);
+  std::vector<int64_t> inStrides = contiguousStrides(x.shape), shape, strides;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= x.rank() || seen[p])
+      return Status::errorf("transpose: perm is not a permutation of 0..{}", x.rank() - 1);
+    seen[p] = true;
+    shape.push_back(x.shape[p]);
+    strides.push_back(inStrides[p]);
+  }
+  PLAIT_RETURN_IF_ERROR(checkShape("transpose", "output", y.shape, shape));
+  stridedCopy(x.data, dtypeSize(x.dtype), shape, strides, y.data);
+  return Status();
+}
+
+Status broadcastToKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "broadcast_to"));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  if (!broadcastsTo(x.shape, y.shape))
+    return Status::errorf("broadcast_to: cannot broadcast {} to {}", shapeString(x.shape),
+                          shapeString(y.shape));
+  std::vector<int64_t> inStrides = contiguousStrides(x.shape);
+  std::vector<int64_t> strides(y.rank(), 0);
+  size_t lead = y.shape.size() - x.shape.size();
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    strides[lead + d] = x.shape[d] == 1 ? 0 : inStrides[d];
+  stridedCopy(x.data, dtypeSize(x.dtype), y.shape, strides, y.data);
+  return Status();
+}
+
+/// Slices with normalised (start, end, step) per dimension: step > 0 needs
+/// 0 <= start <= end <= n, step < 0 needs -1 <= end <= start <= n - 1.
+Status sliceKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "slice"));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  std::vector<int64_t> starts = call.attrs.getInts("starts"), ends = call.attrs.getInts("ends"),
+                       steps = call.attrs.getInts("steps");
+  size_t rank = x.shape.size();
+  if (starts.size() != rank || ends.size() != rank || steps.size() != rank)
+    return Status::errorf("slice: starts, ends and steps need one entry per dimension ({})",
+                          rank);
+  std::vector<int64_t> inStrides = contiguousStrides(x.shape), shape, strides;
+  int64_t offset = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t n = x.shape[d], b = starts[d], e = ends[d], s = steps[d];
+    bool ok = s > 0 ? (0 <= b && b <= e && e <= n) : s < 0 && (-1 <= e && e <= b && b <= n - 1);
+    if (!ok)
+      return Status::errorf("slice: [{}:{}:{}] of dimension {} (size {}) is not normalised", b,
+                            e, s, d, n);
+    int64_t count = s > 0 ? (e - b + s - 1) / s : (b - e - s - 1) / (-s);
+    shape.push_back(count);
+    strides.push_back(s * inStrides[d]);
+    if (count > 0)
+      offset += b * inStrides[d];
+  }
+  PLAIT_RETURN_IF_ERROR(checkShape("slice", "output", y.shape, shape));
+  if (y.numel() == 0)
+    return Status();
+  const char *base = static_cast<const char *>(x.data) + offset * dtypeSize(x.dtype);
+  stridedCopy(base, dtypeSize(x.dtype), shape, strides, y.data);
+  return Status();
+}
+
+/// Integer fill value: truncated toward zero and saturated, so any f64 attribute is safe.
+template <typename T> T integerFill(double v) {
+  if (std::isnan(v))
+    return 0;
+  if (v <= (double)std::numeric_limits<T>::lowest())
+    return std::numeric_limits<T>::lowest();
+  if (v >= (double)std::numeric_limits<T>::max())
+    return std::numeric_limits<T>::max();
+  return T(v);
+}
+
+/// Fills `n` elements of `dtype` at `dst` with `value` converted to that dtype.
+void fillValue(void *dst, DType dtype, int64_t n, double value) {
+  auto fill = [&](auto v) {
+    auto *p = static_cast<decltype(v) *>(dst);
+    std::fill(p, p + n, v);
+  };
+  switch (dtype) {
+  case DType::F32:
+    return fill(float(value));
+  case DType::F64:
+    return fill(value);
+  case DType::BF16:
+    return fill(floatToBf16(float(value)));
+  case DType::F16:
+    return fill(floatToF16(float(value)));
+  case DType::I64:
+    return fill(integerFill<int64_t>(value));
+  case DType::I32:
+    return fill(integerFill<int32_t>(value));
+  case DType::I1:
+    return fill(uint8_t(value != 0));
+  }
+}
+
+/// Constant padding: fill the output, then copy the input's innermost rows into place.
+Status padKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "pad"));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  std::vector<int64_t> pads = call.attrs.getInts("pads");
+  size_t rank = x.shape.size();
+  if (pads.size() != 2 * rank)
+    return Status::errorf("pad: 'pads' must have {} entries, got {}", 2 * rank, pads.size());
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < rank; ++d) {
+    if (pads[d] < 0 || pads[d + rank] < 0)
+      return Status::error("pad: 'pads' entries must be >= 0");
+    shape.push_back(x.shape[d] + pads[d] + pads[d + rank]);
+  }
+  PLAIT_RETURN_IF_ERROR(checkShape("pad", "output", y.shape, shape));
+  fillValue(y.data, y.dtype, y.numel(), call.attrs.getFloat("value", 0.0));
+  if (x.numel() == 0)
+    return Status();
+  size_t size = dtypeSize(x.dtype);
+  std::vector<int64_t> outStrides = contiguousStrides(y.shape);
+  int64_t base = 0;
+  for (size_t d = 0; d < rank; ++d)
+    base += pads[d] * outStrides[d];
+  int64_t rowLength = rank ? x.shape[rank - 1] : 1;
+  int64_t rows = x.numel() / rowLength;
+  std::vector<int64_t> index(rank ? rank - 1 : 0, 0);
+  const char *src = static_cast<const char *>(x.data);
+  char *dst = static_cast<char *>(y.data);
+  int64_t offset = base;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst + offset * size, src + r * rowLength * size, rowLength * size);
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < x.shape[d]) {
+        offset += outStrides[d];
+        break;
+      }
+      offset -= outStrides[d] * (x.shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+  return Status();
+}
+
+/// Concatenation: for each index of the dimensions before `axis`, the inputs' contiguous
+/// slabs are laid end to end.
+Status concatKernel(const KernelCall &call) {
+  if (call.inputs.empty() || call.outputs.size() != 1)
+    return Status::errorf("concat: expected at least 1 input and 1 output, got {} and {}",
+                          call.inputs.size(), call.outputs.size());
+  TensorView &y = call.outputs[0];
+  const TensorView &first = call.inputs[0];
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(normalizeAxis("concat", call.attrs.getInt("axis", 0), first.rank(), axis));
+  std::vector<int64_t> shape = first.shape;
+  shape[axis] = 0;
+  for (const TensorView &t : call.inputs) {
+    PLAIT_RETURN_IF_ERROR(checkSameDtype("concat", t, y));
+    if (t.rank() != first.rank())
+      return Status::error("concat: inputs differ in rank");
+    for (int64_t d = 0; d < t.rank(); ++d)
+      if (d != axis && t.shape[d] != first.shape[d])
+        return Status::errorf("concat: inputs differ in dimension {}", d);
+    shape[axis] += t.shape[axis];
+  }
+  PLAIT_RETURN_IF_ERROR(checkShape("concat", "output", y.shape, shape));
+  size_t size = dtypeSize(y.dtype);
+  int64_t outer = product(shape, 0, axis);
+  int64_t inner = product(shape, axis + 1, shape.size()) * (int64_t)size;
+  char *dst = static_cast<char *>(y.data);
+  for (int64_t o = 0; o < outer; ++o)
+    for (const TensorView &t : call.inputs) {
+      int64_t slab = t.shape[axis] * inner;
+      std::memcpy(dst, static_cast<const char *>(t.data) + o * slab, slab);
+      dst += slab;
+    }
+  return Status();
+}
+
+/// Split: the inverse of concat, with output i taking sizes[i] entries along `axis`.
+Status splitKernel(const KernelCall &call) {
+  if (call.inputs.size() != 1)
+    return Status::errorf("split: expected 1 input, got {}", call.inputs.size());
+  const TensorView &x = call.inputs[0];
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(normalizeAxis("split", call.attrs.getInt("axis", 0), x.rank(), axis));
+  std::vector<int64_t> sizes = call.attrs.getInts("sizes");
+  if (sizes.size() != call.outputs.size())
+    return Status::errorf("split: {} sizes for {} outputs", sizes.size(), call.outputs.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0)
+      return Status::error("split: sizes must be >= 0");
+    total += sizes[i];
+    std::vector<int64_t> shape = x.shape;
+    shape[axis] = sizes[i];
+    PLAIT_RETURN_IF_ERROR(checkSameDtype("split", x, call.outputs[i]));
+    PLAIT_RETURN_IF_ERROR(checkShape("split", "output", call.outputs[i].shape, shape));
+  }
+  if (total != x.shape[axis])
+    return Status::errorf("split: sizes add up to {}, dimension {} is {}", total, axis,
+                          x.shape[axis]);
+  size_t size = dtypeSize(x.dtype);
+  int64_t outer = product(x.shape, 0, axis);
+  int64_t inner = product(x.shape, axis + 1, x.shape.size()) * (int64_t)size;
+  const char *src = static_cast<const char *>(x.data);
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      int64_t slab = sizes[i] * inner;
+      std::memcpy(static_cast<char *>(call.outputs[i].data) + o * slab, src, slab);
+      src += slab;
+    }
+  return Status();
+}
+
+} // namespace
+
+void registerMovementKernels() {
+  registerKernel("reshape", &reshapeKernel);
+  registerKernel("transpose", &transposeKernel);
+  registerKernel("broadcast_to", &broadcastToKernel);
+  registerKernel("slice", &sliceKernel);
+  registerKernel("pad", &padKernel);
+  registerKernel("concat", &concatKernel);
+  registerKernel("split", &splitKernel);
+}
+
+} // namespace plait::rt::cpu

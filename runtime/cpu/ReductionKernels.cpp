@@ -1,0 +1,203 @@
+// Reduction kernels: reduce_{sum,mean,max,min,prod} over a set of axes, argmax and argmin.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "runtime/cpu/Broadcast.h"
+#include "runtime/cpu/KernelFamilies.h"
+#include "runtime/cpu/KernelSupport.h"
+
+namespace plait::rt::cpu {
+namespace {
+
+/// Accumulator of sums and products: double for floats (f32 sums over long axes keep their
+/// precision), and uint64 for integers so that overflow wraps instead of being undefined.
+template <typename T> using SumAcc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+
+struct Sum {
+  static constexpr const char *kName = "reduce_sum";
+  template <typename T> using Acc = SumAcc<T>;
+  template <typename T> static Acc<T> identity() { return 0; }
+  template <typename T> static Acc<T> combine(Acc<T> acc, T x) { return acc + Acc<T>(x); }
+};
+struct Mean : Sum {
+  static constexpr const char *kName = "reduce_mean";
+};
+struct Prod {
+  static constexpr const char *kName = "reduce_prod";
+  template <typename T> using Acc = SumAcc<T>;
+  template <typename T> static Acc<T> identity() { return 1; }
+  template <typename T> static Acc<T> combine(Acc<T> acc, T x) { return acc * Acc<T>(x); }
+};
+/// Max and min propagate NaN (once the accumulator is NaN it stays NaN), as PyTorch does.
+struct Max {
+  static constexpr const char *kName = "reduce_max";
+  template <typename T> using Acc = T;
+  template <typename T> static T identity() {
+    if constexpr (std::is_floating_point_v<T>)
+      return -std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::lowest();
+  }
+  template <typename T> static T combine(T acc, T x) { return (x > acc || x != x) ? x : acc; }
+};
+struct Min {
+  static constexpr const char *kName = "reduce_min";
+  template <typename T> using Acc = T;
+  template <typename T> static T identity() {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::max();
+  }
+  template <typename T> static T combine(T acc, T x) { return (x < acc || x != x) ? x : acc; }
+};
+
+/// Normalises `axes` (empty: every axis) into a per-dimension mask and computes the shape
+/// the output must have.
+Status reducedShape(std::string_view kernel, const std::vector<int64_t> &shape,
+                    const std::vector<int64_t> &axes, bool keepdims, std::vector<bool> &reduced,
+                    std::vector<int64_t> &outShape, std::vector<int64_t> &keptShape) {
+  int64_t rank = (int64_t)shape.size();
+  reduced.assign(rank, axes.empty());
+  for (int64_t axis : axes) {
+    int64_t d;
+    PLAIT_RETURN_IF_ERROR(normalizeAxis(kernel, axis, rank, d));
+    if (reduced[d])
+      return Status::errorf("{}: axis {} is repeated", kernel, axis);
+    reduced[d] = true;
+  }
+  outShape.clear();
+  keptShape.clear();
+  for (int64_t d = 0; d < rank; ++d) {
+    keptShape.push_back(reduced[d] ? 1 : shape[d]);
+    if (!reduced[d])
+      outShape.push_back(shape[d]);
+    else if (keepdims)
+      outShape.push_back(1);
+  }
+  return Status();
+}
+
+/// Converts an accumulator to the element type, dividing by `count` for means.
+template <typename T, typename Acc> T finish(Acc acc, bool mean, int64_t count) {
+  if constexpr (std::is_integral_v<T>) {
+    if (!mean)
+      return T(acc);
+    // Integer means truncate toward zero; an empty reduction has mean 0 rather than trapping.
+    return count == 0 ? T(0) : T(int64_t(acc) / count);
+  } else {
+    return mean ? T(acc / Acc(count)) : T(acc);
+  }
+}
+
+template <typename Op> Status reduceKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkArity(call, Op::kName, 1, 1, 1));
+  const TensorView &x = call.inputs[0];
+  TensorView &out = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(Op::kName, x, out));
+  std::vector<bool> reduced;
+  std::vector<int64_t> outShape, keptShape;
+  PLAIT_RETURN_IF_ERROR(reducedShape(Op::kName, x.shape, call.attrs.getInts("axes"),
+                                     call.attrs.getBool("keepdims", true), reduced, outShape,
+                                     keptShape));
+  PLAIT_RETURN_IF_ERROR(checkShape(Op::kName, "output", out.shape, outShape));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &reduceKernel<Op>);
+  constexpr bool kMean = std::is_same_v<Op, Mean>;
+  return dispatchNumeric(Op::kName, x.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    using Acc = typename Op::template Acc<T>;
+    int64_t outCount = out.numel();
+    std::vector<Acc> acc(outCount, Op::template identity<T>());
+    // Walk the input in memory order; the output is the input "broadcast" along the reduced
+    // axes, so the same row plan yields each input row's accumulator offset.
+    BroadcastPlan<1> plan = planBroadcast<1>(x.shape, {&keptShape});
+    const T *in = x.as<T>();
+    forEachRow(plan, [&](int64_t o, const std::array<int64_t, 1> &off, int64_t n,
+                         const std::array<int64_t, 1> &stride) {
+      const T *row = in + o;
+      Acc *target = acc.data() + off[0];
+      if (stride[0] == 0) {
+        Acc a = *target;
+        for (int64_t i = 0; i < n; ++i)
+          a = Op::combine(a, row[i]);
+        *target = a;
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          target[i] = Op::combine(target[i], row[i]);
+      }
+    });
+    int64_t count = outCount == 0 ? 0 : x.numel() / outCount;
+    T *result = out.as<T>();
+    for (int64_t i = 0; i < outCount; ++i)
+      result[i] = finish<T>(acc[i], kMean, count);
+    return Status();
+  });
+}
+
+/// argmax/argmin along one axis; NaN counts as the extreme (first NaN wins), as in numpy.
+template <bool kMax> Status argKernel(const KernelCall &call) {
+  constexpr const char *kName = kMax ? "argmax" : "argmin";
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 1, 1, 1));
+  const TensorView &x = call.inputs[0];
+  TensorView &out = call.outputs[0];
+  if (out.dtype != DType::I64)
+    return Status::errorf("{}: output dtype {} should be i64", kName, dtypeName(out.dtype));
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(normalizeAxis(kName, call.attrs.getInt("axis", 0), x.rank(), axis));
+  std::vector<bool> reduced;
+  std::vector<int64_t> outShape, keptShape;
+  PLAIT_RETURN_IF_ERROR(reducedShape(kName, x.shape, {axis}, call.attrs.getBool("keepdims", true),
+                                     reduced, outShape, keptShape));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, outShape));
+  int64_t n = x.shape[axis];
+  int64_t outer = product(x.shape, 0, axis), inner = product(x.shape, axis + 1, x.rank());
+  if (n == 0 && outer * inner > 0)
+    return Status::errorf("{}: axis {} has size 0", kName, axis);
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &argKernel<kMax>);
+  bool selectLast = call.attrs.getBool("select_last_index", false);
+  return dispatchNumeric(kName, x.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T *in = x.as<T>();
+    int64_t *index = out.as<int64_t>();
+    std::vector<T> best(inner);
+    for (int64_t o = 0; o < outer; ++o) {
+      const T *block = in + o * n * inner;
+      int64_t *blockIndex = index + o * inner;
+      for (int64_t j = 0; j < inner; ++j) {
+        best[j] = block[j];
+        blockIndex[j] = 0;
+      }
+      for (int64_t k = 1; k < n; ++k) {
+        const T *row = block + k * inner;
+        for (int64_t j = 0; j < inner; ++j) {
+          T v = row[j], b = best[j];
+          bool vNan = v != v, bNan = b != b;
+          bool wins = kMax ? (selectLast ? v >= b : v > b) : (selectLast ? v <= b : v < b);
+          bool take = bNan ? (selectLast && vNan) : (vNan || wins);
+          if (take) {
+            best[j] = v;
+            blockIndex[j] = k;
+          }
+        }
+      }
+    }
+    return Status();
+  });
+}
+
+} // namespace
+
+void registerReductionKernels() {
+  registerKernel(Sum::kName, &reduceKernel<Sum>);
+  registerKernel(Mean::kName, &reduceKernel<Mean>);
+  registerKernel(Max::kName, &reduceKernel<Max>);
+  registerKernel(Min::kName, &reduceKernel<Min>);
+  registerKernel(Prod::kName, &reduceKernel<Prod>);
+  registerKernel("argmax", &argKernel<true>);
+  registerKernel("argmin", &argKernel<false>);
+}
+
+} // namespace plait::rt::cpu

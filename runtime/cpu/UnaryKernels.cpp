@@ -1,0 +1,304 @@
+// Elementwise unary kernels: math functions, activations, clamp and logical not.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "runtime/cpu/KernelFamilies.h"
+#include "runtime/cpu/KernelSupport.h"
+
+namespace plait::rt::cpu {
+namespace {
+
+/// Base of ops without attributes. Ops with attributes hide configure() and read them there,
+/// once per call, so the per-element operator() sees plain members.
+struct NoAttributes {
+  Status configure(const Attrs &) { return Status(); }
+};
+
+// Float ops (f32/f64; bf16 and f16 are staged through f32).
+struct Exp : NoAttributes {
+  static constexpr const char *kName = "exp";
+  template <typename T> T operator()(T x) const { return std::exp(x); }
+};
+struct Log : NoAttributes {
+  static constexpr const char *kName = "log";
+  template <typename T> T operator()(T x) const { return std::log(x); }
+};
+struct Sqrt : NoAttributes {
+  static constexpr const char *kName = "sqrt";
+  template <typename T> T operator()(T x) const { return std::sqrt(x); }
+};
+struct Rsqrt : NoAttributes {
+  static constexpr const char *kName = "rsqrt";
+  template <typename T> T operator()(T x) const { return T(1) / std::sqrt(x); }
+};
+struct Reciprocal : NoAttributes {
+  static constexpr const char *kName = "reciprocal";
+  template <typename T> T operator()(T x) const { return T(1) / x; }
+};
+struct Erf : NoAttributes {
+  static constexpr const char *kName = "erf";
+  template <typename T> T operator()(T x) const { return std::erf(x); }
+};
+struct Tanh : NoAttributes {
+  static constexpr const char *kName = "tanh";
+  template <typename T> T operator()(T x) const { return std::tanh(x); }
+};
+struct Sin : NoAttributes {
+  static constexpr const char *kName = "sin";
+  template <typename T> T operator()(T x) const { return std::sin(x); }
+};
+struct Cos : NoAttributes {
+  static constexpr const char *kName = "cos";
+  template <typename T> T operator()(T x) const { return std::cos(x); }
+};
+
+/// 1 / (1 + exp(-x)) evaluated so that exp never overflows.
+template <typename T> T stableSigmoid(T x) {
+  if (x >= T(0))
+    return T(1) / (T(1) + std::exp(-x));
+  T e = std::exp(x);
+  return e / (T(1) + e);
+}
+
+struct Sigmoid : NoAttributes {
+  static constexpr const char *kName = "sigmoid";
+  template <typename T> T operator()(T x) const { return stableSigmoid(x); }
+};
+struct Silu : NoAttributes {
+  static constexpr const char *kName = "silu";
+  template <typename T> T operator()(T x) const { return x * stableSigmoid(x); }
+};
+/// log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): exact for large |x|, no overflow.
+struct Softplus : NoAttributes {
+  static constexpr const char *kName = "softplus";
+  template <typename T> T operator()(T x) const {
+    if (std::isnan(x))
+      return x;
+    return std::max(x, T(0)) + std::log1p(std::exp(-std::abs(x)));
+  }
+};
+struct Floor : NoAttributes {
+  static constexpr const char *kName = "floor";
+  template <typename T> T operator()(T x) const { return std::floor(x); }
+};
+struct Ceil : NoAttributes {
+  static constexpr const char *kName = "ceil";
+  template <typename T> T operator()(T x) const { return std::ceil(x); }
+};
+/// nearbyint rounds in the current mode, which is round-half-to-even unless someone changed it.
+struct Round : NoAttributes {
+  static constexpr const char *kName = "round";
+  template <typename T> T operator()(T x) const { return std::nearbyint(x); }
+};
+
+struct Gelu {
+  static constexpr const char *kName = "gelu";
+  bool tanhApprox = false;
+  Status configure(const Attrs &attrs) {
+    std::string approximate = attrs.getStr("approximate", "none");
+    if (approximate != "none" && approximate != "tanh")
+      return Status::errorf("gelu: approximate must be \"none\" or \"tanh\", got \"{}\"",
+                            approximate);
+    tanhApprox = approximate == "tanh";
+    return Status();
+  }
+  template <typename T> T operator()(T x) const {
+    if (tanhApprox) {
+      const T k = T(0.7978845608028654); // sqrt(2 / pi)
+      return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+    }
+    return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));
+  }
+};
+
+struct LeakyRelu {
+  static constexpr const char *kName = "leaky_relu";
+  double alpha = 0.01;
+  Status configure(const Attrs &attrs) {
+    alpha = attrs.getFloat("alpha", 0.01);
+    return Status();
+  }
+  template <typename T> T operator()(T x) const { return x >= T(0) ? x : T(alpha) * x; }
+};
+
+struct Elu {
+  static constexpr const char *kName = "elu";
+  double alpha = 1.0;
+  Status configure(const Attrs &attrs) {
+    alpha = attrs.getFloat("alpha", 1.0);
+    return Status();
+  }
+  template <typename T> T operator()(T x) const { return x > T(0) ? x : T(alpha) * std::expm1(x); }
+};
+
+struct HardSigmoid {
+  static constexpr const char *kName = "hard_sigmoid";
+  double alpha = 0.2, beta = 0.5;
+  Status configure(const Attrs &attrs) {
+    alpha = attrs.getFloat("alpha", 0.2);
+    beta = attrs.getFloat("beta", 0.5);
+    return Status();
+  }
+  template <typename T> T operator()(T x) const {
+    return std::max(T(0), std::min(T(1), T(alpha) * x + T(beta)));
+  }
+};
+
+// Numeric ops (also i64/i32). Integer negation wraps like two's complement hardware does,
+// instead of being undefined for the most negative value.
+template <typename T> T wrappingNeg(T x) {
+  if constexpr (std::is_integral_v<T>)
+    return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
+  else
+    return -x;
+}
+
+struct Neg : NoAttributes {
+  static constexpr const char *kName = "neg";
+  template <typename T> T operator()(T x) const { return wrappingNeg(x); }
+};
+struct Abs : NoAttributes {
+  static constexpr const char *kName = "abs";
+  template <typename T> T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>)
+      return x < 0 ? wrappingNeg(x) : x;
+    else
+      return std::abs(x);
+  }
+};
+/// Written as `x < 0 ? 0 : x` so that NaN passes through, as in PyTorch and numpy.
+struct Relu : NoAttributes {
+  static constexpr const char *kName = "relu";
+  template <typename T> T operator()(T x) const { return x < T(0) ? T(0) : x; }
+};
+struct Sign : NoAttributes {
+  static constexpr const char *kName = "sign";
+  template <typename T> T operator()(T x) const {
+    if constexpr (!std::is_integral_v<T>)
+      if (std::isnan(x))
+        return x;
+    return T((x > T(0)) - (x < T(0)));
+  }
+};
+
+Status checkUnary(const KernelCall &call, std::string_view kernel) {
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, 1, 1, 1));
+  const TensorView &x = call.inputs[0], &y = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, x, y));
+  return checkShape(kernel, "output", y.shape, x.shape);
+}
+
+template <typename T, typename Op> void mapElements(const T *x, T *y, int64_t n, const Op &op) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = op(x[i]);
+}
+
+/// A unary kernel over f32/f64 (or over f32/f64/i64/i32 when `kNumeric`).
+template <typename Op, bool kNumeric> Status unaryKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkUnary(call, Op::kName));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &unaryKernel<Op, kNumeric>);
+  Op op;
+  PLAIT_RETURN_IF_ERROR(op.configure(call.attrs));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  auto body = [&](auto tag) -> Status {
+    using T = decltype(tag);
+    mapElements(x.as<T>(), y.as<T>(), x.numel(), op);
+    return Status();
+  };
+  if constexpr (kNumeric)
+    return dispatchNumeric(Op::kName, x.dtype, body);
+  else
+    return dispatchF32F64(Op::kName, x.dtype, body);
+}
+
+/// Integer clamp bounds: the smallest integer >= lo and the largest <= hi, saturated to T,
+/// which clamps integers exactly as clamping their real values would.
+template <typename T> T integerBound(double v, bool lower) {
+  double r = lower ? std::ceil(v) : std::floor(v);
+  if (r <= (double)std::numeric_limits<T>::lowest())
+    return std::numeric_limits<T>::lowest();
+  if (r >= (double)std::numeric_limits<T>::max())
+    return std::numeric_limits<T>::max();
+  return T(r);
+}
+
+Status clampKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkUnary(call, "clamp"));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &clampKernel);
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  return dispatchNumeric("clamp", x.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+    if constexpr (std::is_floating_point_v<T>) {
+      lo = -std::numeric_limits<T>::infinity();
+      hi = std::numeric_limits<T>::infinity();
+    }
+    if (call.attrs.has("min"))
+      lo = std::is_integral_v<T> ? integerBound<T>(call.attrs.getFloat("min", 0), true)
+                                 : T(call.attrs.getFloat("min", 0));
+    if (call.attrs.has("max"))
+      hi = std::is_integral_v<T> ? integerBound<T>(call.attrs.getFloat("max", 0), false)
+                                 : T(call.attrs.getFloat("max", 0));
+    const T *in = x.as<T>();
+    T *out = y.as<T>();
+    // std::max/std::min return their first argument on NaN, so NaN propagates; with
+    // min > max every element becomes max, as in numpy.clip and ONNX Clip.
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      out[i] = std::min(std::max(in[i], lo), hi);
+    return Status();
+  });
+}
+
+Status notKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkUnary(call, "not"));
+  const TensorView &x = call.inputs[0];
+  if (x.dtype != DType::I1)
+    return unsupportedDtype("not", x.dtype);
+  const BoolByte *in = x.as<BoolByte>();
+  BoolByte *out = call.outputs[0].as<BoolByte>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i)
+    out[i] = in[i] == 0;
+  return Status();
+}
+
+template <typename Op> void registerFloat() { registerKernel(Op::kName, &unaryKernel<Op, false>); }
+template <typename Op> void registerNumeric() { registerKernel(Op::kName, &unaryKernel<Op, true>); }
+
+} // namespace
+
+void registerUnaryKernels() {
+  registerFloat<Exp>();
+  registerFloat<Log>();
+  registerFloat<Sqrt>();
+  registerFloat<Rsqrt>();
+  registerFloat<Reciprocal>();
+  registerFloat<Erf>();
+  registerFloat<Tanh>();
+  registerFloat<Sin>();
+  registerFloat<Cos>();
+  registerFloat<Sigmoid>();
+  registerFloat<Silu>();
+  registerFloat<Softplus>();
+  registerFloat<Floor>();
+  registerFloat<Ceil>();
+  registerFloat<Round>();
+  registerFloat<Gelu>();
+  registerFloat<LeakyRelu>();
+  registerFloat<Elu>();
+  registerFloat<HardSigmoid>();
+  registerNumeric<Neg>();
+  registerNumeric<Abs>();
+  registerNumeric<Relu>();
+  registerNumeric<Sign>();
+  registerKernel("clamp", &clampKernel);
+  registerKernel("not", &notKernel);
+}
+
+} // namespace plait::rt::cpu

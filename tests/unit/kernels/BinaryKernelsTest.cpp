@@ -1,0 +1,225 @@
+// Elementwise binary kernels with broadcasting, comparisons, logic and where.
+#include <cmath>
+#include <limits>
+
+#include "KernelTestSupport.h"
+
+namespace plait::rt::test {
+namespace {
+
+TEST(BinaryKernels, SameShapeArithmetic) {
+  auto a = make<float>({4}, {1, 2, 3, 4});
+  auto b = make<float>({4}, {4, 3, 2, 0.5});
+  EXPECT_TRUE(allClose(runOk("add", {a, b}, DType::F32, {4}).floats(), {5, 5, 5, 4.5}));
+  EXPECT_TRUE(allClose(runOk("sub", {a, b}, DType::F32, {4}).floats(), {-3, -1, 1, 3.5}));
+  EXPECT_TRUE(allClose(runOk("mul", {a, b}, DType::F32, {4}).floats(), {4, 6, 6, 2}));
+  EXPECT_TRUE(allClose(runOk("div", {a, b}, DType::F32, {4}).floats(), {0.25, 2.0 / 3, 1.5, 8}));
+  EXPECT_TRUE(allClose(runOk("pow", {a, b}, DType::F32, {4}).floats(), {1, 8, 9, 2}));
+  EXPECT_TRUE(allClose(runOk("max", {a, b}, DType::F32, {4}).floats(), {4, 3, 3, 4}));
+  EXPECT_TRUE(allClose(runOk("min", {a, b}, DType::F32, {4}).floats(), {1, 2, 2, 0.5}));
+}
+
+TEST(BinaryKernels, BroadcastingRowColumnAndScalar) {
+  auto m = make<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto row = make<float>({3}, {10, 20, 30});
+  auto col = make<float>({2, 1}, {100, 200});
+  auto scalar = make<float>({}, {0.5});
+  EXPECT_TRUE(allClose(runOk("add", {m, row}, DType::F32, {2, 3}).floats(),
+                       {11, 22, 33, 14, 25, 36}));
+  EXPECT_TRUE(allClose(runOk("add", {row, m}, DType::F32, {2, 3}).floats(),
+                       {11, 22, 33, 14, 25, 36}));
+  EXPECT_TRUE(allClose(runOk("sub", {m, col}, DType::F32, {2, 3}).floats(),
+                       {-99, -98, -97, -196, -195, -194}));
+  EXPECT_TRUE(allClose(runOk("mul", {scalar, m}, DType::F32, {2, 3}).floats(),
+                       {0.5, 1, 1.5, 2, 2.5, 3}));
+  // [2,1] with [3] broadcasts both ways to [2,3].
+  EXPECT_TRUE(allClose(runOk("add", {col, row}, DType::F32, {2, 3}).floats(),
+                       {110, 120, 130, 210, 220, 230}));
+  EXPECT_TRUE(allClose(runOk("add", {scalar, scalar}, DType::F32, {}).floats(), {1.0}));
+}
+
+TEST(BinaryKernels, BroadcastingMiddleAxisRank4) {
+  // [2,1,3,1] + [1,2,1,2] -> [2,2,3,2]
+  std::vector<double> av = {1, 2, 3, 4, 5, 6}, bv = {10, 20, 30, 40};
+  auto a = makeFloat(DType::F64, {2, 1, 3, 1}, av);
+  auto b = makeFloat(DType::F64, {1, 2, 1, 2}, bv);
+  std::vector<double> expected;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 3; ++k)
+        for (int l = 0; l < 2; ++l)
+          expected.push_back(av[i * 3 + k] + bv[j * 2 + l]);
+  EXPECT_TRUE(allClose(runOk("add", {a, b}, DType::F64, {2, 2, 3, 2}).values<double>(), expected));
+}
+
+TEST(BinaryKernels, EmptyBroadcast) {
+  auto a = make<float>({0, 3}, {});
+  auto b = make<float>({3}, {1, 2, 3});
+  auto out = runOk("add", {a, b}, DType::F32, {0, 3});
+  EXPECT_EQ(out.view.numel(), 0);
+}
+
+TEST(BinaryKernels, IntegerDivisionTruncatesTowardZero) {
+  auto a = make<int64_t>({6}, {7, -7, 7, -7, 0, std::numeric_limits<int64_t>::min()});
+  auto b = make<int64_t>({6}, {2, 2, -2, -2, 5, -1});
+  EXPECT_EQ(runOk("div", {a, b}, DType::I64, {6}).values<int64_t>(),
+            (std::vector<int64_t>{3, -3, -3, 3, 0, std::numeric_limits<int64_t>::min()}));
+  auto c = make<int32_t>({2}, {9, -9});
+  auto d = make<int32_t>({}, {4});
+  EXPECT_EQ(runOk("div", {c, d}, DType::I32, {2}).values<int32_t>(),
+            (std::vector<int32_t>{2, -2}));
+}
+
+TEST(BinaryKernels, ModSignFollowsDivisorForIntsAndDividendForFloats) {
+  auto a = make<int64_t>({4}, {7, -7, 7, -7});
+  auto b = make<int64_t>({4}, {3, 3, -3, -3});
+  EXPECT_EQ(runOk("mod", {a, b}, DType::I64, {4}).values<int64_t>(),
+            (std::vector<int64_t>{1, 2, -2, -1}));
+  auto fa = make<float>({4}, {7, -7, 7, -7});
+  auto fb = make<float>({4}, {3, 3, -3, -3});
+  EXPECT_TRUE(allClose(runOk("mod", {fa, fb}, DType::F32, {4}).floats(), {1, -1, 1, -1}));
+  auto ia = make<int32_t>({3}, {5, -5, 6});
+  auto ib = make<int32_t>({1}, {-4});
+  EXPECT_EQ(runOk("mod", {ia, ib}, DType::I32, {3}).values<int32_t>(),
+            (std::vector<int32_t>{-3, -1, -2}));
+}
+
+TEST(BinaryKernels, IntegerDivisionByZeroIsAnError) {
+  auto a = make<int64_t>({2}, {1, 2});
+  auto b = make<int64_t>({2}, {1, 0});
+  auto r = runKernel("div", {a, b}, {{DType::I64, {2}}});
+  EXPECT_EQ(r.status.message(), "div: integer division by zero");
+  r = runKernel("mod", {a, b}, {{DType::I64, {2}}});
+  EXPECT_EQ(r.status.message(), "mod: integer division by zero");
+  // Floats follow IEEE instead.
+  auto f = runOk("div", {make<float>({1}, {1}), make<float>({1}, {0})}, DType::F32, {1});
+  EXPECT_TRUE(std::isinf(f.floats()[0]));
+}
+
+TEST(BinaryKernels, IntegerPowAndWrappingArithmetic) {
+  auto base = make<int64_t>({5}, {2, 3, -2, 1, -1});
+  auto exp = make<int64_t>({5}, {10, 0, 3, -4, -3});
+  EXPECT_EQ(runOk("pow", {base, exp}, DType::I64, {5}).values<int64_t>(),
+            (std::vector<int64_t>{1024, 1, -8, 1, -1}));
+  auto big = make<int32_t>({1}, {std::numeric_limits<int32_t>::max()});
+  auto one = make<int32_t>({1}, {1});
+  EXPECT_EQ(runOk("add", {big, one}, DType::I32, {1}).values<int32_t>()[0],
+            std::numeric_limits<int32_t>::min());
+  auto i32 = runOk("mul", {make<int32_t>({2}, {3, -4}), make<int32_t>({2}, {5, 6})}, DType::I32, {2});
+  EXPECT_EQ(i32.values<int32_t>(), (std::vector<int32_t>{15, -24}));
+}
+
+TEST(BinaryKernels, MaxMinPropagateNaN) {
+  double nan = std::nan("");
+  auto a = make<float>({3}, {float(nan), 1, 2});
+  auto b = make<float>({3}, {1, float(nan), 3});
+  auto mx = runOk("max", {a, b}, DType::F32, {3}).floats();
+  EXPECT_TRUE(std::isnan(mx[0]) && std::isnan(mx[1]));
+  EXPECT_EQ(mx[2], 3);
+  auto mn = runOk("min", {a, b}, DType::F32, {3}).floats();
+  EXPECT_TRUE(std::isnan(mn[0]) && std::isnan(mn[1]));
+  EXPECT_EQ(mn[2], 2);
+}
+
+TEST(BinaryKernels, ComparisonsProduceBool) {
+  auto a = make<float>({2, 2}, {1, 2, 3, 4});
+  auto b = make<float>({2}, {2, 2});
+  EXPECT_EQ(runOk("equal", {a, b}, DType::I1, {2, 2}).values<uint8_t>(),
+            (std::vector<uint8_t>{0, 1, 0, 0}));
+  EXPECT_EQ(runOk("less", {a, b}, DType::I1, {2, 2}).values<uint8_t>(),
+            (std::vector<uint8_t>{1, 0, 0, 0}));
+  EXPECT_EQ(runOk("less_equal", {a, b}, DType::I1, {2, 2}).values<uint8_t>(),
+            (std::vector<uint8_t>{1, 1, 0, 0}));
+  EXPECT_EQ(runOk("greater", {a, b}, DType::I1, {2, 2}).values<uint8_t>(),
+            (std::vector<uint8_t>{0, 0, 1, 1}));
+  EXPECT_EQ(runOk("greater_equal", {a, b}, DType::I1, {2, 2}).values<uint8_t>(),
+            (std::vector<uint8_t>{0, 1, 1, 1}));
+  auto ia = make<int64_t>({3}, {-1, 0, 5});
+  auto ib = make<int64_t>({}, {0});
+  EXPECT_EQ(runOk("greater", {ia, ib}, DType::I1, {3}).values<uint8_t>(),
+            (std::vector<uint8_t>{0, 0, 1}));
+  auto ba = make<uint8_t>({3}, {0, 1, 1});
+  auto bb = make<uint8_t>({3}, {0, 0, 1});
+  EXPECT_EQ(runOk("equal", {ba, bb}, DType::I1, {3}).values<uint8_t>(),
+            (std::vector<uint8_t>{1, 0, 1}));
+  auto ha = makeFloat(DType::BF16, {2}, {1.5, -0.0});
+  auto hb = makeFloat(DType::BF16, {2}, {1.5, 0.0});
+  EXPECT_EQ(runOk("equal", {ha, hb}, DType::I1, {2}).values<uint8_t>(),
+            (std::vector<uint8_t>{1, 1}));
+}
+
+TEST(BinaryKernels, LogicalOps) {
+  auto a = make<uint8_t>({4}, {0, 0, 1, 1});
+  auto b = make<uint8_t>({4}, {0, 1, 0, 1});
+  EXPECT_EQ(runOk("and", {a, b}, DType::I1, {4}).values<uint8_t>(),
+            (std::vector<uint8_t>{0, 0, 0, 1}));
+  EXPECT_EQ(runOk("or", {a, b}, DType::I1, {4}).values<uint8_t>(),
+            (std::vector<uint8_t>{0, 1, 1, 1}));
+  EXPECT_EQ(runOk("xor", {a, b}, DType::I1, {4}).values<uint8_t>(),
+            (std::vector<uint8_t>{0, 1, 1, 0}));
+  auto scalar = make<uint8_t>({}, {1});
+  EXPECT_EQ(runOk("and", {a, scalar}, DType::I1, {4}).values<uint8_t>(),
+            (std::vector<uint8_t>{0, 0, 1, 1}));
+}
+
+TEST(BinaryKernels, HalfPrecisionArithmetic) {
+  for (DType dt : {DType::BF16, DType::F16}) {
+    auto a = makeFloat(dt, {2, 2}, {1, 2, 3, 4});
+    auto b = makeFloat(dt, {2}, {0.5, 0.25});
+    auto out = runOk("mul", {a, b}, dt, {2, 2});
+    EXPECT_EQ(out.view.dtype, dt);
+    EXPECT_TRUE(allClose(out.floats(), {0.5, 0.5, 1.5, 1.0})) << dtypeName(dt);
+  }
+}
+
+TEST(BinaryKernels, WhereBroadcastsEveryDtype) {
+  auto cond = make<uint8_t>({2, 1}, {1, 0});
+  auto x = make<float>({3}, {1, 2, 3});
+  auto y = make<float>({}, {-1});
+  EXPECT_TRUE(allClose(runOk("where", {cond, x, y}, DType::F32, {2, 3}).floats(),
+                       {1, 2, 3, -1, -1, -1}));
+  auto c2 = make<uint8_t>({3}, {1, 0, 1});
+  auto xi = make<int64_t>({3}, {1, 2, 3});
+  auto yi = make<int64_t>({3}, {7, 8, 9});
+  EXPECT_EQ(runOk("where", {c2, xi, yi}, DType::I64, {3}).values<int64_t>(),
+            (std::vector<int64_t>{1, 8, 3}));
+  auto xb = make<uint8_t>({3}, {1, 1, 1});
+  auto yb = make<uint8_t>({3}, {0, 0, 0});
+  EXPECT_EQ(runOk("where", {c2, xb, yb}, DType::I1, {3}).values<uint8_t>(),
+            (std::vector<uint8_t>{1, 0, 1}));
+  auto xh = makeFloat(DType::F16, {3}, {1, 2, 3});
+  auto yh = makeFloat(DType::F16, {1}, {0});
+  EXPECT_TRUE(allClose(runOk("where", {c2, xh, yh}, DType::F16, {3}).floats(), {1, 0, 3}));
+  auto xi32 = make<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto yi32 = make<int32_t>({1}, {0});
+  EXPECT_EQ(runOk("where", {c2, xi32, yi32}, DType::I32, {2, 3}).values<int32_t>(),
+            (std::vector<int32_t>{1, 0, 3, 4, 0, 6}));
+}
+
+TEST(BinaryKernels, Errors) {
+  auto f = make<float>({2}, {1, 2});
+  auto i = make<int64_t>({2}, {1, 2});
+  auto r = runKernel("add", {f, i}, {{DType::F32, {2}}});
+  EXPECT_EQ(r.status.message(), "add: unsupported dtype f32 x i64");
+  auto bf = makeFloat(DType::BF16, {2}, {1, 2});
+  r = runKernel("add", {bf, i}, {{DType::BF16, {2}}});
+  EXPECT_EQ(r.status.message(), "add: unsupported dtype bf16 x i64");
+  auto b = make<uint8_t>({2}, {1, 0});
+  r = runKernel("add", {b, b}, {{DType::I1, {2}}});
+  EXPECT_EQ(r.status.message(), "add: unsupported dtype i1 x i1");
+  r = runKernel("and", {f, f}, {{DType::I1, {2}}});
+  EXPECT_EQ(r.status.message(), "and: unsupported dtype f32 x f32");
+  r = runKernel("less", {b, b}, {{DType::I1, {2}}});
+  EXPECT_EQ(r.status.message(), "less: unsupported dtype i1 x i1");
+  r = runKernel("add", {f, make<float>({3}, {1, 2, 3})}, {{DType::F32, {3}}});
+  EXPECT_EQ(r.status.message(), "add: shapes [2] and [3] do not broadcast");
+  r = runKernel("add", {f, f}, {{DType::F32, {2, 2}}});
+  EXPECT_EQ(r.status.message(), "add: output has shape [2, 2], expected [2]");
+  r = runKernel("less", {f, f}, {{DType::F32, {2}}});
+  EXPECT_EQ(r.status.message(), "less: output dtype f32 should be i1");
+  r = runKernel("where", {f, f, f}, {{DType::F32, {2}}});
+  EXPECT_EQ(r.status.message(), "where: cond must be i1, got f32");
+}
+
+} // namespace
+} // namespace plait::rt::test

@@ -1,0 +1,142 @@
+// conv2d against PyTorch values and a direct (non-im2col) reference over many geometries.
+#include "KernelTestSupport.h"
+
+namespace plait::rt::test {
+namespace {
+
+struct ConvCase {
+  int64_t n, c, h, w, m, kh, kw, group;
+  int64_t strides[2], pads[4], dilations[2];
+  bool bias;
+};
+
+std::vector<double> pattern(int64_t count, int mod, double offset, double scale) {
+  std::vector<double> v(count);
+  for (int64_t i = 0; i < count; ++i)
+    v[i] = (double(i % mod) + offset) * scale;
+  return v;
+}
+
+int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d) {
+  return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+}
+
+/// The textbook seven-loop convolution.
+std::vector<double> referenceConv(const ConvCase &c, const std::vector<double> &x,
+                                  const std::vector<double> &w, const std::vector<double> &b) {
+  int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
+  int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+  int64_t cg = c.c / c.group, mg = c.m / c.group;
+  std::vector<double> y;
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t m = 0; m < c.m; ++m)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = c.bias ? b[m] : 0;
+          int64_t g = m / mg;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t ki = 0; ki < c.kh; ++ki)
+              for (int64_t kj = 0; kj < c.kw; ++kj) {
+                int64_t ih = i * c.strides[0] - c.pads[0] + ki * c.dilations[0];
+                int64_t iw = j * c.strides[1] - c.pads[1] + kj * c.dilations[1];
+                if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w)
+                  continue;
+                acc += x[((n * c.c + g * cg + ci) * c.h + ih) * c.w + iw] *
+                       w[((m * cg + ci) * c.kh + ki) * c.kw + kj];
+              }
+          y.push_back(acc);
+        }
+  return y;
+}
+
+Attrs convAttrs(const ConvCase &c) {
+  return AttrsBuilder()
+      .ints("strides", {c.strides[0], c.strides[1]})
+      .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
+      .ints("dilations", {c.dilations[0], c.dilations[1]})
+      .i("group", c.group)
+      .build();
+}
+
+TEST(ConvKernels, GroupedStridedDilatedMatchesPyTorch) {
+  ConvCase c{2, 4, 5, 5, 6, 3, 3, 2, {2, 1}, {1, 2, 1, 2}, {1, 2}, true};
+  auto x = pattern(2 * 4 * 5 * 5, 7, -3, 0.5);
+  auto w = pattern(6 * 2 * 3 * 3, 5, -2, 0.25);
+  std::vector<double> b = {0.5, -1, 0, 1, 2, -0.5};
+  std::vector<OwnedTensor> in = {makeFloat(DType::F32, {2, 4, 5, 5}, x),
+                                 makeFloat(DType::F32, {6, 2, 3, 3}, w),
+                                 makeFloat(DType::F32, {6}, b)};
+  auto out = runOk("conv2d", in, DType::F32, {2, 6, 3, 5}, convAttrs(c)).floats();
+  // PyTorch: F.conv2d(x, w, b, stride=(2,1), padding=(1,2), dilation=(1,2), groups=2).
+  std::vector<float> head(out.begin(), out.begin() + 12);
+  EXPECT_TRUE(allClose(head, {0.625, -0.75, -0.75, -0.75, 0.125, -1.0, -1.125, 1.25, 0.0, 1.375,
+                              2.375, 0.5}));
+  double sum = 0, sumSq = 0;
+  for (float v : out) {
+    sum += v;
+    sumSq += double(v) * v;
+  }
+  EXPECT_NEAR(sum, 57.25, 1e-4);
+  EXPECT_NEAR(sumSq, 574.3125, 1e-3);
+  EXPECT_TRUE(allClose(out, referenceConv(c, x, w, b)));
+}
+
+TEST(ConvKernels, GeometriesMatchDirectConvolution) {
+  const ConvCase cases[] = {
+      {1, 3, 8, 8, 4, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},   // same padding
+      {2, 2, 7, 6, 3, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false},  // pointwise fast path
+      {1, 2, 7, 6, 2, 1, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, true},   // strided 1x1
+      {1, 4, 6, 6, 4, 3, 3, 4, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},   // depthwise
+      {1, 2, 6, 7, 2, 2, 3, 1, {2, 3}, {0, 1, 2, 0}, {2, 1}, false},  // asymmetric pads
+      {1, 1, 4, 4, 1, 4, 4, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false},  // kernel = input
+  };
+  for (const ConvCase &c : cases) {
+    int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
+    int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+    auto x = pattern(c.n * c.c * c.h * c.w, 11, -5, 0.3);
+    auto w = pattern(c.m * (c.c / c.group) * c.kh * c.kw, 7, -3, 0.2);
+    auto b = pattern(c.m, 3, -1, 1);
+    for (DType dt : {DType::F32, DType::F64}) {
+      std::vector<OwnedTensor> in = {makeFloat(dt, {c.n, c.c, c.h, c.w}, x),
+                                     makeFloat(dt, {c.m, c.c / c.group, c.kh, c.kw}, w)};
+      if (c.bias)
+        in.push_back(makeFloat(dt, {c.m}, b));
+      auto out = runOk("conv2d", in, dt, {c.n, c.m, oh, ow}, convAttrs(c));
+      std::vector<double> got;
+      for (float v : out.floats())
+        got.push_back(v);
+      EXPECT_TRUE(allClose(got, referenceConv(c, x, w, b)))
+          << "case c=" << c.c << " k=" << c.kh << "x" << c.kw << " " << dtypeName(dt);
+    }
+  }
+}
+
+TEST(ConvKernels, HalfPrecision) {
+  ConvCase c{1, 1, 3, 3, 1, 2, 2, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false};
+  std::vector<double> x = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w = {1, 0, 0, 1};
+  auto out = runOk("conv2d", {makeFloat(DType::F16, {1, 1, 3, 3}, x),
+                              makeFloat(DType::F16, {1, 1, 2, 2}, w)},
+                   DType::F16, {1, 1, 2, 2}, convAttrs(c));
+  EXPECT_TRUE(allClose(out.floats(), {6, 8, 12, 14}));
+}
+
+TEST(ConvKernels, Errors) {
+  ConvCase c{1, 1, 3, 3, 1, 2, 2, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false};
+  auto x = makeFloat(DType::F32, {1, 2, 3, 3}, std::vector<double>(18, 1));
+  auto w = makeFloat(DType::F32, {1, 1, 2, 2}, {1, 1, 1, 1});
+  auto r = runKernel("conv2d", {x, w}, {{DType::F32, {1, 1, 2, 2}}}, convAttrs(c));
+  EXPECT_EQ(r.status.message(), "conv2d: group 1 does not fit x [1, 2, 3, 3] and w [1, 1, 2, 2]");
+  auto xi = make<int64_t>({1, 1, 2, 2}, {1, 2, 3, 4});
+  auto wi = make<int64_t>({1, 1, 1, 1}, {1});
+  r = runKernel("conv2d", {xi, wi}, {{DType::I64, {1, 1, 2, 2}}}, convAttrs(c));
+  EXPECT_EQ(r.status.message(), "conv2d: unsupported dtype i64");
+  auto x1 = makeFloat(DType::F32, {1, 1, 3, 3}, std::vector<double>(9, 1));
+  r = runKernel("conv2d", {x1, w}, {{DType::F32, {1, 1, 2, 2}}},
+                AttrsBuilder().ints("strides", {1}).ints("pads", {0, 0, 0, 0}).build());
+  EXPECT_EQ(r.status.message(), "conv2d: 'strides' must have 2 entries, got 1");
+  r = runKernel("conv2d", {x1, w}, {{DType::F32, {1, 1, 3, 3}}}, convAttrs(c));
+  EXPECT_EQ(r.status.message(), "conv2d: output has shape [1, 1, 3, 3], expected [1, 1, 2, 2]");
+}
+
+} // namespace
+} // namespace plait::rt::test

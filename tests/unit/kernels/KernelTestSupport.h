@@ -1,0 +1,116 @@
+// Test helpers for the CPU kernels: owned tensors, attribute builders and a kernel runner.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/Kernel.h"
+
+namespace plait::rt::test {
+
+template <typename T> constexpr DType dtypeOf() {
+  if constexpr (std::is_same_v<T, float>)
+    return DType::F32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::F64;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::I64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::I32;
+  else
+    return DType::I1; // uint8_t
+}
+
+/// A tensor that owns its bytes; `view` points into them.
+struct OwnedTensor {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+
+  OwnedTensor(DType dtype, std::vector<int64_t> shape) {
+    view.dtype = dtype;
+    view.shape = std::move(shape);
+    bytes.assign(std::max<size_t>(view.bytes(), 1), 0xCD); // garbage, so unwritten shows
+    view.data = bytes.data();
+  }
+  OwnedTensor(const OwnedTensor &o) : bytes(o.bytes), view(o.view) { view.data = bytes.data(); }
+  OwnedTensor &operator=(const OwnedTensor &o) {
+    bytes = o.bytes;
+    view = o.view;
+    view.data = bytes.data();
+    return *this;
+  }
+
+  /// Elements as T (T must match the dtype's storage).
+  template <typename T> std::vector<T> values() const {
+    std::vector<T> out(view.numel());
+    if (!out.empty())
+      std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+    return out;
+  }
+  /// Elements of a float tensor of any width, as float.
+  std::vector<float> floats() const;
+};
+
+/// A tensor of dtypeOf<T>() holding `values` (uint8_t means i1).
+template <typename T> OwnedTensor make(std::vector<int64_t> shape, std::vector<T> values) {
+  OwnedTensor t(dtypeOf<T>(), std::move(shape));
+  EXPECT_EQ((int64_t)values.size(), t.view.numel()) << "test tensor size mismatch";
+  if (!values.empty())
+    std::memcpy(t.bytes.data(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+
+/// A float tensor of any float dtype (bf16/f16 rounded from `values`).
+OwnedTensor makeFloat(DType dtype, std::vector<int64_t> shape, const std::vector<double> &values);
+
+/// Builds Attrs fluently: AttrsBuilder().i("axis", 1).ints("axes", {0}).build().
+class AttrsBuilder {
+public:
+  AttrsBuilder &i(const std::string &name, int64_t v) { return set(name, {{v}, {}, {}}); }
+  AttrsBuilder &f(const std::string &name, double v) { return set(name, {{}, {v}, {}}); }
+  AttrsBuilder &ints(const std::string &name, std::vector<int64_t> v) {
+    return set(name, {std::move(v), {}, {}});
+  }
+  AttrsBuilder &s(const std::string &name, std::string v) { return set(name, {{}, {}, v}); }
+  Attrs build() const { return attrs_; }
+
+private:
+  AttrsBuilder &set(const std::string &name, AttrValue v) {
+    attrs_.set(name, std::move(v));
+    return *this;
+  }
+  Attrs attrs_;
+};
+
+/// The outcome of one kernel call.
+struct KernelResult {
+  Status status;
+  std::vector<OwnedTensor> outputs;
+  const OwnedTensor &out(size_t i = 0) const { return outputs.at(i); }
+};
+
+/// Runs kernel `name` on `inputs`, with outputs of the given dtypes and shapes.
+KernelResult runKernel(const std::string &name, const std::vector<OwnedTensor> &inputs,
+                       const std::vector<std::pair<DType, std::vector<int64_t>>> &outputs,
+                       const Attrs &attrs = Attrs());
+
+/// Runs a kernel expected to succeed and returns its only output.
+OwnedTensor runOk(const std::string &name, const std::vector<OwnedTensor> &inputs, DType dtype,
+                  std::vector<int64_t> shape, const Attrs &attrs = Attrs());
+
+/// Element-wise closeness with the suite's fp32 tolerances (rtol 1e-4, atol 1e-5).
+::testing::AssertionResult allClose(const std::vector<float> &actual,
+                                    const std::vector<double> &expected, double rtol = 1e-4,
+                                    double atol = 1e-5);
+::testing::AssertionResult allClose(const std::vector<double> &actual,
+                                    const std::vector<double> &expected, double rtol = 1e-4,
+                                    double atol = 1e-5);
+
+} // namespace plait::rt::test

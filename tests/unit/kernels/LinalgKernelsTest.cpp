@@ -1,0 +1,117 @@
+// matmul (1-D promotion, broadcast batches, every numeric dtype) and gemm.
+#include "KernelTestSupport.h"
+
+namespace plait::rt::test {
+namespace {
+
+std::vector<double> ramp(int64_t n, double scale, double offset) {
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = i * scale + offset;
+  return v;
+}
+
+TEST(LinalgKernels, MatmulFoldsBatchIntoRows) {
+  // [2,3,4] x [4,5]: the linear-layer case (reference from PyTorch).
+  auto a = makeFloat(DType::F32, {2, 3, 4}, ramp(24, 0.25, -1));
+  auto b = makeFloat(DType::F32, {4, 5}, ramp(20, 0.2, -2));
+  auto out = runOk("matmul", {a, b}, DType::F32, {2, 3, 5});
+  EXPECT_TRUE(allClose(out.floats(),
+                       {2.5, 2.0, 1.5, 1.0, 0.5, 0.5, 0.8, 1.1, 1.4, 1.7, -1.5, -0.4, 0.7, 1.8, 2.9,
+                        -3.5, -1.6, 0.3, 2.2, 4.1, -5.5, -2.8, -0.1, 2.6, 5.3, -7.5, -4.0, -0.5,
+                        3.0, 6.5}));
+}
+
+TEST(LinalgKernels, MatmulBroadcastsBatchDims) {
+  // [1,2,3] x [4,3,2] -> [4,2,2]
+  auto a = makeFloat(DType::F64, {1, 2, 3}, ramp(6, 1, 0));
+  auto b = makeFloat(DType::F64, {4, 3, 2}, ramp(24, 1, 0));
+  auto out = runOk("matmul", {a, b}, DType::F64, {4, 2, 2});
+  EXPECT_TRUE(allClose(out.values<double>(), {10, 13, 28, 40, 28, 31, 100, 112, 46, 49, 172, 184,
+                                              64, 67, 244, 256}));
+  // [2,1,1,2] x [3,2,1] -> [2,3,1,1]
+  auto c = makeFloat(DType::F32, {2, 1, 1, 2}, {1, 2, 3, 4});
+  auto d = makeFloat(DType::F32, {3, 2, 1}, {1, 1, 0, 1, 2, 0});
+  auto out2 = runOk("matmul", {c, d}, DType::F32, {2, 3, 1, 1});
+  EXPECT_TRUE(allClose(out2.floats(), {3, 2, 2, 7, 4, 6}));
+}
+
+TEST(LinalgKernels, MatmulPromotesVectors) {
+  auto v = makeFloat(DType::F32, {3}, {1, 2, 3});
+  auto b = makeFloat(DType::F32, {4, 3, 2}, ramp(24, 1, 0));
+  EXPECT_TRUE(allClose(runOk("matmul", {v, b}, DType::F32, {4, 2}).floats(),
+                       {16, 22, 52, 58, 88, 94, 124, 130}));
+  auto a = makeFloat(DType::F32, {1, 2, 3}, ramp(6, 1, 0));
+  EXPECT_TRUE(allClose(runOk("matmul", {a, v}, DType::F32, {1, 2}).floats(), {8, 26}));
+  EXPECT_TRUE(allClose(runOk("matmul", {v, v}, DType::F32, {}).floats(), {14}));
+}
+
+TEST(LinalgKernels, MatmulIntegersAndHalves) {
+  auto a = make<int64_t>({2, 2}, {1, 2, 3, 4});
+  auto b = make<int64_t>({2, 2}, {5, 6, 7, 8});
+  EXPECT_EQ(runOk("matmul", {a, b}, DType::I64, {2, 2}).values<int64_t>(),
+            (std::vector<int64_t>{19, 22, 43, 50}));
+  auto ai = make<int32_t>({2, 2}, {1, -2, 3, 4});
+  auto bi = make<int32_t>({2}, {5, 6});
+  EXPECT_EQ(runOk("matmul", {ai, bi}, DType::I32, {2}).values<int32_t>(),
+            (std::vector<int32_t>{-7, 39}));
+  auto ah = makeFloat(DType::BF16, {2, 2}, {1, 2, 3, 4});
+  auto bh = makeFloat(DType::BF16, {2, 2}, {5, 6, 7, 8});
+  auto out = runOk("matmul", {ah, bh}, DType::BF16, {2, 2});
+  EXPECT_TRUE(allClose(out.floats(), {19, 22, 43, 50}));
+}
+
+TEST(LinalgKernels, MatmulWithEmptyContraction) {
+  auto a = make<float>({2, 0}, {});
+  auto b = make<float>({0, 3}, {});
+  EXPECT_TRUE(allClose(runOk("matmul", {a, b}, DType::F32, {2, 3}).floats(), {0, 0, 0, 0, 0, 0}));
+}
+
+TEST(LinalgKernels, GemmTransposesAndBias) {
+  // a: [2,3], b^T with b: [4,3], c: [4] -> [2,4]
+  auto a = makeFloat(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto b = makeFloat(DType::F32, {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1});
+  auto c = makeFloat(DType::F32, {4}, {0.5, 0, 0, -1});
+  auto out = runOk("gemm", {a, b, c}, DType::F32, {2, 4}, AttrsBuilder().i("trans_b", 1).build());
+  EXPECT_TRUE(allClose(out.floats(), {1.5, 2, 3, 5, 4.5, 5, 6, 14}));
+  // alpha, beta and a column bias [2,1]; a^T with a stored [3,2].
+  auto at = makeFloat(DType::F64, {3, 2}, {1, 4, 2, 5, 3, 6});
+  auto bb = makeFloat(DType::F64, {3, 1}, {1, 1, 1});
+  auto cc = makeFloat(DType::F64, {2, 1}, {10, 20});
+  auto out2 = runOk("gemm", {at, bb, cc}, DType::F64, {2, 1},
+                    AttrsBuilder().i("trans_a", 1).f("alpha", 2).f("beta", 0.5).build());
+  EXPECT_TRUE(allClose(out2.values<double>(), {2 * 6 + 5, 2 * 15 + 10}));
+  // No c: just the product; scalar c broadcasts.
+  auto out3 = runOk("gemm", {a, b}, DType::F32, {2, 4}, AttrsBuilder().i("trans_b", 1).build());
+  EXPECT_TRUE(allClose(out3.floats(), {1, 2, 3, 6, 4, 5, 6, 15}));
+  auto out4 = runOk("gemm", {a, b, makeFloat(DType::F32, {}, {1})}, DType::F32, {2, 4},
+                    AttrsBuilder().i("trans_b", 1).build());
+  EXPECT_TRUE(allClose(out4.floats(), {2, 3, 4, 7, 5, 6, 7, 16}));
+}
+
+TEST(LinalgKernels, GemmIntegers) {
+  auto a = make<int64_t>({2, 2}, {1, 2, 3, 4});
+  auto b = make<int64_t>({2, 2}, {1, 0, 0, 1});
+  auto c = make<int64_t>({1, 2}, {10, 20});
+  EXPECT_EQ(runOk("gemm", {a, b, c}, DType::I64, {2, 2}, AttrsBuilder().i("trans_a", 1).build())
+                .values<int64_t>(),
+            (std::vector<int64_t>{11, 23, 12, 24}));
+}
+
+TEST(LinalgKernels, Errors) {
+  auto a = make<float>({2, 3}, std::vector<float>(6, 1));
+  auto b = make<float>({2, 3}, std::vector<float>(6, 1));
+  auto r = runKernel("matmul", {a, b}, {{DType::F32, {2, 3}}});
+  EXPECT_EQ(r.status.message(), "matmul: contracting dimensions differ: [2, 3] times [2, 3]");
+  r = runKernel("matmul", {a, make<int64_t>({3}, {1, 2, 3})}, {{DType::F32, {2}}});
+  EXPECT_EQ(r.status.message(), "matmul: unsupported dtype f32 x i64");
+  r = runKernel("matmul", {make<uint8_t>({1, 1}, {1}), make<uint8_t>({1, 1}, {1})},
+                {{DType::I1, {1, 1}}});
+  EXPECT_EQ(r.status.message(), "matmul: unsupported dtype i1");
+  r = runKernel("gemm", {a, b, make<float>({3}, {1, 2, 3})}, {{DType::F32, {2, 2}}},
+                AttrsBuilder().i("trans_b", 1).build());
+  EXPECT_EQ(r.status.message(), "gemm: c of shape [3] does not broadcast to [2, 2]");
+}
+
+} // namespace
+} // namespace plait::rt::test

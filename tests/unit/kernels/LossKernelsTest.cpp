@@ -1,0 +1,109 @@
+// softmax_cross_entropy and nll_loss as ONNX/PyTorch define them (reference: PyTorch 1.13).
+#include <cmath>
+
+#include "KernelTestSupport.h"
+
+namespace plait::rt::test {
+namespace {
+
+const std::vector<double> kLogits = {1, 2, 3, 0.5, -1, 2, 3, 3, 3, 0, 1, -2};
+
+OwnedTensor logits(DType dt = DType::F32) { return makeFloat(dt, {4, 3}, kLogits); }
+OwnedTensor targets() { return make<int64_t>({4}, {2, 0, 1, 2}); }
+OwnedTensor classWeights() { return makeFloat(DType::F32, {3}, {1, 2, 0.5}); }
+
+Attrs reduction(const std::string &r) { return AttrsBuilder().s("reduction", r).build(); }
+
+TEST(LossKernels, SoftmaxCrossEntropyReductions) {
+  EXPECT_TRUE(allClose(runOk("softmax_cross_entropy", {logits(), targets()}, DType::F32, {}).floats(),
+                       {1.6491354703903198}));
+  EXPECT_TRUE(allClose(runOk("softmax_cross_entropy", {logits(), targets()}, DType::F32, {},
+                             reduction("sum"))
+                           .floats(),
+                       {6.596541881561279}));
+  EXPECT_TRUE(allClose(runOk("softmax_cross_entropy", {logits(), targets()}, DType::F32, {4},
+                             reduction("none"))
+                           .floats(),
+                       {0.40760594606399536, 1.7413113117218018, 1.0986123085021973,
+                        3.3490121364593506}));
+}
+
+TEST(LossKernels, WeightedMeanAndIgnoreIndex) {
+  EXPECT_TRUE(allClose(runOk("softmax_cross_entropy", {logits(), targets(), classWeights()},
+                             DType::F32, {})
+                           .floats(),
+                       {1.4542112350463867}));
+  auto ignore0 = AttrsBuilder().i("ignore_index", 0).build();
+  EXPECT_TRUE(allClose(runOk("softmax_cross_entropy", {logits(), targets(), classWeights()},
+                             DType::F32, {}, ignore0)
+                           .floats(),
+                       {1.3585113286972046}));
+  auto none = AttrsBuilder().i("ignore_index", 0).s("reduction", "none").build();
+  EXPECT_TRUE(allClose(runOk("softmax_cross_entropy", {logits(), targets(), classWeights()},
+                             DType::F32, {4}, none)
+                           .floats(),
+                       {0.20380297303199768, 0.0, 2.1972246170043945, 1.6745060682296753}));
+}
+
+TEST(LossKernels, SpatialTargetsWithNegativeIgnoreIndex) {
+  std::vector<double> x(24);
+  for (int i = 0; i < 24; ++i)
+    x[i] = i % 5 - 2;
+  auto input = makeFloat(DType::F64, {2, 3, 2, 2}, x);
+  auto target = make<int32_t>({2, 2, 2}, {0, 1, 2, 1, 2, 2, 0, -1});
+  auto attrs = AttrsBuilder().i("ignore_index", -1).build();
+  EXPECT_TRUE(allClose(runOk("softmax_cross_entropy", {input, target}, DType::F64, {}, attrs)
+                           .values<double>(),
+                       {2.490068197250366}));
+  auto none = AttrsBuilder().i("ignore_index", -1).s("reduction", "none").build();
+  EXPECT_TRUE(allClose(runOk("softmax_cross_entropy", {input, target}, DType::F64, {2, 2, 2}, none)
+                           .values<double>(),
+                       {4.326562881469727, 4.065884113311768, 2.4076058864593506,
+                        1.4076058864593506, 2.4076058864593506, 2.4076058864593506,
+                        0.40760594606399536, 0.0}));
+}
+
+TEST(LossKernels, NllLossOnLogProbabilities) {
+  std::vector<double> logp = {-2.4076058864593506, -1.4076058864593506, -0.40760594606399536,
+                              -1.7413113117218018, -3.2413113117218018, -0.24131132662296295,
+                              -1.0986123085021973, -1.0986123085021973, -1.0986123085021973,
+                              -1.3490121364593506, -0.349012166261673,  -3.3490121364593506};
+  auto input = makeFloat(DType::F32, {4, 3}, logp);
+  EXPECT_TRUE(allClose(runOk("nll_loss", {input, targets()}, DType::F32, {}).floats(),
+                       {1.6491354703903198}));
+  EXPECT_TRUE(allClose(runOk("nll_loss", {input, targets(), classWeights()}, DType::F32, {},
+                             reduction("sum"))
+                           .floats(),
+                       {5.816844940185547}));
+}
+
+TEST(LossKernels, AllIgnoredMeanIsNaN) {
+  auto t = make<int64_t>({4}, {5, 5, 5, 5});
+  auto out = runOk("softmax_cross_entropy", {logits(), t}, DType::F32, {},
+                   AttrsBuilder().i("ignore_index", 5).build());
+  EXPECT_TRUE(std::isnan(out.floats()[0]));
+}
+
+TEST(LossKernels, HalfPrecision) {
+  auto out = runOk("softmax_cross_entropy", {logits(DType::BF16), targets()}, DType::BF16, {});
+  EXPECT_TRUE(allClose(out.floats(), {1.6491354703903198}, 1e-2, 0));
+}
+
+TEST(LossKernels, Errors) {
+  auto bad = make<int64_t>({4}, {2, 0, 3, 2});
+  auto r = runKernel("softmax_cross_entropy", {logits(), bad}, {{DType::F32, {}}});
+  EXPECT_EQ(r.status.message(), "softmax_cross_entropy: target 3 is out of range for 3 classes");
+  r = runKernel("nll_loss", {logits(), make<int64_t>({4}, {0, -1, 0, 0})}, {{DType::F32, {}}});
+  EXPECT_EQ(r.status.message(), "nll_loss: target -1 is out of range for 3 classes");
+  r = runKernel("nll_loss", {logits(), make<float>({4}, {0, 1, 0, 0})}, {{DType::F32, {}}});
+  EXPECT_EQ(r.status.message(), "nll_loss: target must be i64 or i32, got f32");
+  r = runKernel("nll_loss", {logits(), targets()}, {{DType::F32, {}}}, reduction("avg"));
+  EXPECT_EQ(r.status.message(), "nll_loss: reduction must be mean, sum or none, got 'avg'");
+  r = runKernel("nll_loss", {logits(), make<int64_t>({3}, {0, 0, 0})}, {{DType::F32, {}}});
+  EXPECT_EQ(r.status.message(), "nll_loss: target has shape [3], expected [4]");
+  r = runKernel("nll_loss", {logits(), targets()}, {{DType::F32, {4}}});
+  EXPECT_EQ(r.status.message(), "nll_loss: output has shape [4], expected []");
+}
+
+} // namespace
+} // namespace plait::rt::test

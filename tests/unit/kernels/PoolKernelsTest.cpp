@@ -1,0 +1,121 @@
+// max_pool2d and avg_pool2d: padding, dilation, ceil_mode, count_include_pad (PyTorch values).
+#include <cmath>
+
+#include "KernelTestSupport.h"
+
+namespace plait::rt::test {
+namespace {
+
+// 1..25 as a [1,1,5,5] image.
+OwnedTensor image5x5(DType dt = DType::F32, double sign = 1) {
+  std::vector<double> v(25);
+  for (int i = 0; i < 25; ++i)
+    v[i] = sign * (i + 1);
+  return makeFloat(dt, {1, 1, 5, 5}, v);
+}
+
+Attrs poolAttrs(int64_t k, int64_t s, int64_t p, int64_t d, bool ceil, bool countPad = false) {
+  return AttrsBuilder()
+      .ints("kernel", {k, k})
+      .ints("strides", {s, s})
+      .ints("pads", {p, p, p, p})
+      .ints("dilations", {d, d})
+      .i("ceil_mode", ceil)
+      .i("count_include_pad", countPad)
+      .build();
+}
+
+TEST(PoolKernels, MaxPoolCeilMode) {
+  auto out = runOk("max_pool2d", {image5x5()}, DType::F32, {1, 1, 3, 3}, poolAttrs(2, 2, 0, 1, true));
+  EXPECT_TRUE(allClose(out.floats(), {7, 9, 10, 17, 19, 20, 22, 24, 25}));
+}
+
+TEST(PoolKernels, MaxPoolPaddingNeverWins) {
+  // All inputs negative: a zero from the padding must not win.
+  auto out = runOk("max_pool2d", {image5x5(DType::F32, -1)}, DType::F32, {1, 1, 3, 3},
+                   poolAttrs(3, 2, 1, 1, false));
+  EXPECT_TRUE(allClose(out.floats(), {-1, -2, -4, -6, -7, -9, -16, -17, -19}));
+}
+
+TEST(PoolKernels, MaxPoolDilated) {
+  auto out = runOk("max_pool2d", {image5x5(DType::F64)}, DType::F64, {1, 1, 3, 3},
+                   poolAttrs(2, 1, 0, 2, false));
+  EXPECT_TRUE(allClose(out.values<double>(), {13, 14, 15, 18, 19, 20, 23, 24, 25}));
+}
+
+TEST(PoolKernels, MaxPoolAsymmetricPadsAndNaN) {
+  auto x = makeFloat(DType::F32, {1, 1, 2, 3}, {1, std::nan(""), 3, 4, 5, 6});
+  auto attrs = AttrsBuilder()
+                   .ints("kernel", {2, 2})
+                   .ints("strides", {1, 2})
+                   .ints("pads", {0, 1, 1, 0})
+                   .ints("dilations", {1, 1})
+                   .build();
+  // H: (2+0+1-2)/1+1 = 2; W: (3+1+0-2)/2+1 = 2.
+  auto out = runOk("max_pool2d", {x}, DType::F32, {1, 1, 2, 2}, attrs).floats();
+  EXPECT_EQ(out[0], 4);
+  EXPECT_TRUE(std::isnan(out[1]));
+  EXPECT_EQ(out[2], 4);
+  EXPECT_EQ(out[3], 6);
+}
+
+TEST(PoolKernels, AvgPoolCountIncludePad) {
+  auto with = runOk("avg_pool2d", {image5x5()}, DType::F32, {1, 1, 3, 3},
+                    poolAttrs(3, 2, 1, 1, false, true));
+  EXPECT_TRUE(allClose(with.floats(), {1.7777777910232544, 3.6666667461395264, 3.1111111640930176,
+                                       7.666666507720947, 13.0, 9.666666984558105,
+                                       8.44444465637207, 13.666666984558105, 9.777777671813965}));
+  auto without = runOk("avg_pool2d", {image5x5()}, DType::F32, {1, 1, 3, 3},
+                       poolAttrs(3, 2, 1, 1, false, false));
+  EXPECT_TRUE(allClose(without.floats(), {4, 5.5, 7, 11.5, 13, 14.5, 19, 20.5, 22}));
+}
+
+TEST(PoolKernels, AvgPoolCeilModeDividesOnlyInsidePaddedInput) {
+  // A window running past the input (no end padding) averages only what lies inside.
+  auto out = runOk("avg_pool2d", {image5x5()}, DType::F32, {1, 1, 3, 3},
+                   poolAttrs(2, 2, 0, 1, true, true));
+  EXPECT_TRUE(allClose(out.floats(), {4, 6, 7.5, 14, 16, 17.5, 21.5, 23.5, 25}));
+  // 4x4 with pad 1, kernel 3, stride 2, ceil: the last window is cut at input + pad.
+  std::vector<double> v;
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c)
+      v.push_back(r * 5 + c + 1);
+  auto out4 = runOk("avg_pool2d", {makeFloat(DType::F32, {1, 1, 4, 4}, v)}, DType::F32,
+                    {1, 1, 3, 3}, poolAttrs(3, 2, 1, 1, true, true));
+  EXPECT_TRUE(allClose(out4.floats(), {1.7777777910232544, 3.6666667461395264, 2.1666667461395264,
+                                       7.666666507720947, 13.0, 7.0, 5.5, 9.0, 4.75}));
+}
+
+TEST(PoolKernels, OnnxAveragePoolCeil) {
+  // test_averagepool_2d_ceil: 4x4, kernel 3, stride 2, ceil_mode.
+  std::vector<double> v(16);
+  for (int i = 0; i < 16; ++i)
+    v[i] = i + 1;
+  auto out = runOk("avg_pool2d", {makeFloat(DType::F32, {1, 1, 4, 4}, v)}, DType::F32,
+                   {1, 1, 2, 2}, poolAttrs(3, 2, 0, 1, true, false));
+  EXPECT_TRUE(allClose(out.floats(), {6, 7.5, 12, 13.5}));
+}
+
+TEST(PoolKernels, HalfPrecisionAndBatches) {
+  std::vector<double> v(2 * 2 * 2 * 2);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = double(i);
+  auto out = runOk("max_pool2d", {makeFloat(DType::BF16, {2, 2, 2, 2}, v)}, DType::BF16,
+                   {2, 2, 1, 1}, poolAttrs(2, 2, 0, 1, false));
+  EXPECT_TRUE(allClose(out.floats(), {3, 7, 11, 15}));
+}
+
+TEST(PoolKernels, Errors) {
+  auto r = runKernel("max_pool2d", {makeFloat(DType::F32, {1, 5, 5}, std::vector<double>(25, 0))},
+                     {{DType::F32, {1, 2, 2}}}, poolAttrs(2, 2, 0, 1, false));
+  EXPECT_EQ(r.status.message(), "max_pool2d: x must be 4-D (NCHW), got [1, 5, 5]");
+  r = runKernel("avg_pool2d", {image5x5()}, {{DType::F32, {1, 1, 3, 3}}},
+                poolAttrs(2, 2, 0, 1, false));
+  EXPECT_EQ(r.status.message(), "avg_pool2d: output has shape [1, 1, 3, 3], expected [1, 1, 2, 2]");
+  r = runKernel("max_pool2d", {make<int64_t>({1, 1, 2, 2}, {1, 2, 3, 4})},
+                {{DType::I64, {1, 1, 1, 1}}}, poolAttrs(2, 2, 0, 1, false));
+  EXPECT_EQ(r.status.message(), "max_pool2d: unsupported dtype i64");
+}
+
+} // namespace
+} // namespace plait::rt::test

@@ -1,0 +1,146 @@
+// Reductions over axes (keepdims, negative axes, all axes) and argmax/argmin.
+#include <cmath>
+#include <limits>
+
+#include "KernelTestSupport.h"
+
+namespace plait::rt::test {
+namespace {
+
+// x[i][j][k] = i*12 + j*4 + k over [2, 3, 4].
+OwnedTensor iota234() {
+  std::vector<float> v(24);
+  for (int i = 0; i < 24; ++i)
+    v[i] = float(i);
+  return make<float>({2, 3, 4}, v);
+}
+
+Attrs axesAttrs(std::vector<int64_t> axes, bool keepdims) {
+  return AttrsBuilder().ints("axes", std::move(axes)).i("keepdims", keepdims).build();
+}
+
+TEST(ReductionKernels, SumOverEachAxis) {
+  auto x = iota234();
+  EXPECT_TRUE(allClose(runOk("reduce_sum", {x}, DType::F32, {3, 4}, axesAttrs({0}, false)).floats(),
+                       {12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34}));
+  EXPECT_TRUE(allClose(runOk("reduce_sum", {x}, DType::F32, {2, 1, 4}, axesAttrs({1}, true)).floats(),
+                       {12, 15, 18, 21, 48, 51, 54, 57}));
+  EXPECT_TRUE(allClose(runOk("reduce_sum", {x}, DType::F32, {2, 3}, axesAttrs({-1}, false)).floats(),
+                       {6, 22, 38, 54, 70, 86}));
+  EXPECT_TRUE(allClose(runOk("reduce_sum", {x}, DType::F32, {3}, axesAttrs({0, 2}, false)).floats(),
+                       {60, 92, 124}));
+}
+
+TEST(ReductionKernels, EmptyAxesReduceEverything) {
+  auto x = iota234();
+  EXPECT_TRUE(allClose(runOk("reduce_sum", {x}, DType::F32, {1, 1, 1}, axesAttrs({}, true)).floats(),
+                       {276}));
+  EXPECT_TRUE(allClose(runOk("reduce_mean", {x}, DType::F32, {}, axesAttrs({}, false)).floats(),
+                       {11.5}));
+  // keepdims defaults to true.
+  EXPECT_TRUE(allClose(
+      runOk("reduce_max", {x}, DType::F32, {1, 1, 1}, AttrsBuilder().ints("axes", {}).build())
+          .floats(),
+      {23}));
+}
+
+TEST(ReductionKernels, MeanMaxMinProd) {
+  auto x = make<double>({2, 3}, {1, -2, 3, 4, 5, -6});
+  EXPECT_TRUE(allClose(runOk("reduce_mean", {x}, DType::F64, {2}, axesAttrs({1}, false)).values<double>(),
+                       {2.0 / 3, 1}));
+  EXPECT_TRUE(allClose(runOk("reduce_max", {x}, DType::F64, {3}, axesAttrs({0}, false)).values<double>(),
+                       {4, 5, 3}));
+  EXPECT_TRUE(allClose(runOk("reduce_min", {x}, DType::F64, {2, 1}, axesAttrs({-1}, true)).values<double>(),
+                       {-2, -6}));
+  EXPECT_TRUE(allClose(runOk("reduce_prod", {x}, DType::F64, {2}, axesAttrs({1}, false)).values<double>(),
+                       {-6, -120}));
+}
+
+TEST(ReductionKernels, Integers) {
+  auto x = make<int64_t>({2, 3}, {1, 2, 4, -3, -3, -1});
+  EXPECT_EQ(runOk("reduce_sum", {x}, DType::I64, {2}, axesAttrs({1}, false)).values<int64_t>(),
+            (std::vector<int64_t>{7, -7}));
+  // Integer means truncate toward zero: 7/3 -> 2, -7/3 -> -2.
+  EXPECT_EQ(runOk("reduce_mean", {x}, DType::I64, {2}, axesAttrs({1}, false)).values<int64_t>(),
+            (std::vector<int64_t>{2, -2}));
+  EXPECT_EQ(runOk("reduce_max", {x}, DType::I64, {3}, axesAttrs({0}, false)).values<int64_t>(),
+            (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(runOk("reduce_prod", {x}, DType::I64, {2}, axesAttrs({1}, false)).values<int64_t>(),
+            (std::vector<int64_t>{8, -9}));
+  auto y = make<int32_t>({3}, {5, -2, 7});
+  EXPECT_EQ(runOk("reduce_min", {y}, DType::I32, {}, axesAttrs({0}, false)).values<int32_t>(),
+            (std::vector<int32_t>{-2}));
+}
+
+TEST(ReductionKernels, EmptyInputGivesIdentities) {
+  auto x = make<float>({2, 0}, {});
+  EXPECT_TRUE(allClose(runOk("reduce_sum", {x}, DType::F32, {2}, axesAttrs({1}, false)).floats(),
+                       {0, 0}));
+  EXPECT_TRUE(allClose(runOk("reduce_prod", {x}, DType::F32, {2}, axesAttrs({1}, false)).floats(),
+                       {1, 1}));
+  auto mx = runOk("reduce_max", {x}, DType::F32, {2}, axesAttrs({1}, false)).floats();
+  EXPECT_TRUE(std::isinf(mx[0]) && mx[0] < 0);
+  auto xi = make<int64_t>({2, 0}, {});
+  EXPECT_EQ(runOk("reduce_mean", {xi}, DType::I64, {2}, axesAttrs({1}, false)).values<int64_t>(),
+            (std::vector<int64_t>{0, 0}));
+}
+
+TEST(ReductionKernels, MaxPropagatesNaN) {
+  auto x = make<float>({4}, {1, std::nanf(""), 3, 2});
+  EXPECT_TRUE(std::isnan(runOk("reduce_max", {x}, DType::F32, {}, axesAttrs({}, false)).floats()[0]));
+  EXPECT_TRUE(std::isnan(runOk("reduce_min", {x}, DType::F32, {}, axesAttrs({}, false)).floats()[0]));
+}
+
+TEST(ReductionKernels, LongF32SumKeepsPrecision) {
+  std::vector<float> v(1 << 20, 0.1f);
+  auto out = runOk("reduce_sum", {make<float>({1 << 20}, v)}, DType::F32, {}, axesAttrs({}, false));
+  EXPECT_TRUE(allClose(out.floats(), {double(0.1f) * (1 << 20)}, 1e-6, 0));
+}
+
+TEST(ReductionKernels, HalfPrecision) {
+  auto x = makeFloat(DType::BF16, {2, 2}, {1, 2, 3, 4});
+  auto out = runOk("reduce_sum", {x}, DType::BF16, {2}, axesAttrs({0}, false));
+  EXPECT_TRUE(allClose(out.floats(), {4, 6}));
+}
+
+TEST(ReductionKernels, ArgMaxArgMin) {
+  auto x = make<float>({2, 3}, {1, 5, 5, 7, 0, 7});
+  auto attrs = [](int64_t axis, bool keepdims, bool last) {
+    return AttrsBuilder().i("axis", axis).i("keepdims", keepdims).i("select_last_index", last).build();
+  };
+  EXPECT_EQ(runOk("argmax", {x}, DType::I64, {2}, attrs(1, false, false)).values<int64_t>(),
+            (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(runOk("argmax", {x}, DType::I64, {2, 1}, attrs(-1, true, true)).values<int64_t>(),
+            (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(runOk("argmin", {x}, DType::I64, {1, 3}, attrs(0, true, false)).values<int64_t>(),
+            (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(runOk("argmin", {x}, DType::I64, {2}, attrs(1, false, false)).values<int64_t>(),
+            (std::vector<int64_t>{0, 1}));
+  auto xi = make<int32_t>({4}, {3, 9, 9, 1});
+  EXPECT_EQ(runOk("argmax", {xi}, DType::I64, {}, attrs(0, false, false)).values<int64_t>(),
+            (std::vector<int64_t>{1}));
+  EXPECT_EQ(runOk("argmax", {xi}, DType::I64, {}, attrs(0, false, true)).values<int64_t>(),
+            (std::vector<int64_t>{2}));
+  auto xh = makeFloat(DType::F16, {3}, {0.5, -1, 2});
+  EXPECT_EQ(runOk("argmin", {xh}, DType::I64, {1}, attrs(0, true, false)).values<int64_t>(),
+            (std::vector<int64_t>{1}));
+}
+
+TEST(ReductionKernels, Errors) {
+  auto x = iota234();
+  auto r = runKernel("reduce_sum", {x}, {{DType::F32, {2, 3}}}, axesAttrs({3}, false));
+  EXPECT_EQ(r.status.message(), "reduce_sum: axis 3 is out of range for rank 3");
+  r = runKernel("reduce_sum", {x}, {{DType::F32, {3}}}, axesAttrs({0, -3}, false));
+  EXPECT_EQ(r.status.message(), "reduce_sum: axis -3 is repeated");
+  r = runKernel("reduce_sum", {x}, {{DType::F32, {2, 3}}}, axesAttrs({1}, false));
+  EXPECT_EQ(r.status.message(), "reduce_sum: output has shape [2, 3], expected [2, 4]");
+  auto b = make<uint8_t>({2}, {1, 0});
+  r = runKernel("reduce_sum", {b}, {{DType::I1, {}}}, axesAttrs({}, false));
+  EXPECT_EQ(r.status.message(), "reduce_sum: unsupported dtype i1");
+  r = runKernel("argmax", {make<float>({2, 0}, {})}, {{DType::I64, {2}}},
+                AttrsBuilder().i("axis", 1).i("keepdims", 0).build());
+  EXPECT_EQ(r.status.message(), "argmax: axis 1 has size 0");
+}
+
+} // namespace
+} // namespace plait::rt::test
