@@ -7,54 +7,60 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace plait {
 namespace {
 
+// Every plait operand and result is a statically shaped tensor (ODS constraints, checked by
+// the verifier before the shape rules run), so the casts below cannot fail on verified IR.
+// Builders that call inferReturnTypes directly must pass such tensors too.
 RankedTensorType rankedType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
-std::string typeString(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  t.print(os);
-  return s;
-}
+/// Reports a shape-rule failure of one op, worded like emitOpError: "'plait.add' op ...".
+/// Silent when there is no location (a builder probing whether an op would be valid).
+class ShapeRule {
+public:
+  ShapeRule(std::optional<Location> loc, StringRef opName) : loc(loc), opName(opName) {}
 
-/// Emits an error at `loc` (when present) and returns failure.
-LogicalResult inferError(std::optional<Location> loc, const llvm::Twine &message) {
-  return emitOptionalError(loc, message);
-}
+  template <typename... Args> LogicalResult fail(Args &&...args) const {
+    return emitOptionalError(loc, "'", opName, "' op ", std::forward<Args>(args)...);
+  }
 
-LogicalResult inferBroadcast(std::optional<Location> loc, Value lhs, Value rhs,
-                             Type resultElement, SmallVectorImpl<Type> &results) {
+private:
+  std::optional<Location> loc;
+  StringRef opName;
+};
+
+LogicalResult inferBroadcast(const ShapeRule &rule, Value lhs, Value rhs, Type resultElement,
+                             SmallVectorImpl<Type> &results) {
   auto a = rankedType(lhs), b = rankedType(rhs);
   if (a.getElementType() != b.getElementType())
-    return inferError(loc, "operands have different element types " +
-                               llvm::Twine(typeString(a.getElementType())) + " and " +
-                               typeString(b.getElementType()));
+    return rule.fail("operands have different element types ", a.getElementType(), " and ",
+                     b.getElementType());
   auto shape = broadcastShapes(a.getShape(), b.getShape());
   if (!shape)
-    return inferError(loc, "shapes " + shapeToString(a.getShape()) + " and " +
-                               shapeToString(b.getShape()) + " do not broadcast");
+    return rule.fail("shapes ", shapeToString(a.getShape()), " and ",
+                     shapeToString(b.getShape()), " do not broadcast");
   results.push_back(RankedTensorType::get(*shape, resultElement ? resultElement
                                                                 : a.getElementType()));
   return success();
 }
 
 /// Checks that `attr` has `count` entries, each >= `minValue`.
-LogicalResult checkArray(std::optional<Location> loc, StringRef name, ArrayRef<int64_t> attr,
+LogicalResult checkArray(const ShapeRule &rule, StringRef name, ArrayRef<int64_t> attr,
                          size_t count, int64_t minValue) {
   if (attr.size() != count)
-    return inferError(loc, "'" + name + "' must have " + llvm::Twine(count) + " entries, got " +
-                               llvm::Twine(attr.size()));
+    return rule.fail("'", name, "' must have ", count, " entries, got ", attr.size());
   for (int64_t v : attr)
     if (v < minValue)
-      return inferError(loc, "'" + name + "' entries must be >= " + llvm::Twine(minValue));
+      return rule.fail("'", name, "' entries must be >= ", minValue, ", got ", v);
   return success();
 }
 
-LogicalResult inferReduce(std::optional<Location> loc, Value x, ArrayRef<int64_t> axes,
+LogicalResult inferReduce(const ShapeRule &rule, Value x, ArrayRef<int64_t> axes,
                           bool keepdims, Type element, SmallVectorImpl<Type> &results) {
   auto type = rankedType(x);
   int64_t rank = type.getRank();
@@ -62,10 +68,9 @@ LogicalResult inferReduce(std::optional<Location> loc, Value x, ArrayRef<int64_t
   for (int64_t axis : axes) {
     auto norm = normalizeAxis(axis, rank);
     if (!norm)
-      return inferError(loc, "axis " + llvm::Twine(axis) + " is out of range for rank " +
-                                 llvm::Twine(rank));
+      return rule.fail("axis ", axis, " is out of range for rank ", rank);
     if (reduced[*norm])
-      return inferError(loc, "axis " + llvm::Twine(axis) + " is repeated");
+      return rule.fail("axis ", axis, " is repeated");
     reduced[*norm] = true;
   }
   llvm::SmallVector<int64_t> shape;
@@ -97,11 +102,39 @@ LogicalResult verifyNormParam(Operation *op, Value x, int64_t axis, Value param,
   return success();
 }
 
+/// epsilon of layer_norm and rms_norm: added to a variance before its square root.
+LogicalResult verifyEpsilon(Operation *op, double epsilon) {
+  if (!(std::isfinite(epsilon) && epsilon > 0))
+    return op->emitOpError("epsilon must be a finite number > 0, got ") << epsilon;
+  return success();
+}
+
+/// Whether the f64 attribute `value` is exactly representable in integer type `type`
+/// (i1: 0 or 1; other widths: a whole number in the signed range).
+bool fitsInteger(double value, IntegerType type) {
+  if (!std::isfinite(value) || std::trunc(value) != value)
+    return false;
+  if (type.getWidth() == 1)
+    return value == 0 || value == 1;
+  double limit = std::ldexp(1.0, type.getWidth() - 1); // 2^(w-1), exact in double
+  return value >= -limit && value < limit;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
 // Sources
 //===----------------------------------------------------------------------===//
+
+namespace {
+/// Parses the number after "normal:" or "uniform:" as runtime/ParamInit.cpp does: the whole
+/// rest of the spec, finite and >= 0.
+bool parseInitScale(StringRef text) {
+  double value;
+  // getAsDouble returns true on error; it rejects trailing characters.
+  return !text.empty() && !text.getAsDouble(value) && std::isfinite(value) && value >= 0;
+}
+} // namespace
 
 LogicalResult ParamOp::verify() {
   if (getName().empty())
@@ -115,12 +148,16 @@ LogicalResult ParamOp::verify() {
                                       << getType();
   if (auto init = getInit()) {
     StringRef spec = *init;
-    if (spec != "zeros" && spec != "ones" && !spec.starts_with("normal:") &&
-        !spec.starts_with("uniform:"))
+    bool known = spec == "zeros" || spec == "ones" ||
+                 (spec.starts_with("normal:") && parseInitScale(spec.drop_front(7))) ||
+                 (spec.starts_with("uniform:") && parseInitScale(spec.drop_front(8)));
+    if (!known)
       return emitOpError("unknown initializer '")
-             << spec << "' (expected zeros, ones, normal:STD or uniform:BOUND)";
+             << spec << "' (expected zeros, ones, normal:STD or uniform:BOUND with a finite "
+                        "number >= 0)";
     if (!llvm::isa<FloatType>(getType().getElementType()) && spec != "zeros" && spec != "ones")
-      return emitOpError("initializer '") << spec << "' needs a float element type";
+      return emitOpError("initializer '") << spec << "' needs a float element type, got "
+                                          << getType().getElementType();
   }
   return success();
 }
@@ -144,11 +181,18 @@ LogicalResult GeluOp::verify() {
   return success();
 }
 
+LogicalResult ClampOp::verify() {
+  if ((getMin() && getMin()->isNaN()) || (getMax() && getMax()->isNaN()))
+    return emitOpError("bounds must not be NaN");
+  return success();
+}
+
 #define PLAIT_BINARY_INFER(OP, RESULT_ELEMENT)                                                  \
   LogicalResult OP::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,        \
                                      Adaptor adaptor, SmallVectorImpl<Type> &results) {         \
     (void)context;                                                                              \
-    return inferBroadcast(loc, adaptor.getLhs(), adaptor.getRhs(), RESULT_ELEMENT, results);    \
+    return inferBroadcast(ShapeRule(loc, getOperationName()), adaptor.getLhs(),                 \
+                          adaptor.getRhs(), RESULT_ELEMENT, results);                           \
   }
 PLAIT_BINARY_INFER(AddOp, Type())
 PLAIT_BINARY_INFER(SubOp, Type())
@@ -170,13 +214,18 @@ PLAIT_BINARY_INFER(GreaterEqualOp, IntegerType::get(context, 1))
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  ShapeRule rule(loc, getOperationName());
+  auto cond = rankedType(adaptor.getCond());
   auto x = rankedType(adaptor.getX()), y = rankedType(adaptor.getY());
   if (x.getElementType() != y.getElementType())
-    return inferError(loc, "x and y have different element types");
+    return rule.fail("x and y have different element types ", x.getElementType(), " and ",
+                     y.getElementType());
   auto xy = broadcastShapes(x.getShape(), y.getShape());
-  auto all = xy ? broadcastShapes(rankedType(adaptor.getCond()).getShape(), *xy) : std::nullopt;
+  auto all = xy ? broadcastShapes(cond.getShape(), *xy) : std::nullopt;
   if (!all)
-    return inferError(loc, "cond, x and y shapes do not broadcast");
+    return rule.fail("shapes ", shapeToString(cond.getShape()), " (cond), ",
+                     shapeToString(x.getShape()), " (x) and ", shapeToString(y.getShape()),
+                     " (y) do not broadcast");
   results.push_back(RankedTensorType::get(*all, x.getElementType()));
   return success();
 }
@@ -188,8 +237,8 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 #define PLAIT_REDUCE_INFER(OP)                                                                 \
   LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc,              \
                                      Adaptor adaptor, SmallVectorImpl<Type> &results) {        \
-    return inferReduce(loc, adaptor.getX(), adaptor.getAxes(), adaptor.getKeepdims(), Type(),  \
-                       results);                                                               \
+    return inferReduce(ShapeRule(loc, getOperationName()), adaptor.getX(), adaptor.getAxes(),  \
+                       adaptor.getKeepdims(), Type(), results);                                \
   }
 PLAIT_REDUCE_INFER(ReduceSumOp)
 PLAIT_REDUCE_INFER(ReduceMeanOp)
@@ -198,16 +247,33 @@ PLAIT_REDUCE_INFER(ReduceMinOp)
 PLAIT_REDUCE_INFER(ReduceProdOp)
 #undef PLAIT_REDUCE_INFER
 
-#define PLAIT_ARG_INFER(OP)                                                                    \
-  LogicalResult OP::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,       \
-                                     Adaptor adaptor, SmallVectorImpl<Type> &results) {        \
-    int64_t axis = adaptor.getAxis();                                                          \
-    return inferReduce(loc, adaptor.getX(), ArrayRef<int64_t>(axis), adaptor.getKeepdims(),    \
-                       IntegerType::get(context, 64), results);                                \
-  }
-PLAIT_ARG_INFER(ArgMaxOp)
-PLAIT_ARG_INFER(ArgMinOp)
-#undef PLAIT_ARG_INFER
+namespace {
+/// argmax / argmin: a reduction over one axis to i64 indices. An empty axis has no index to
+/// return, so it is rejected unless the result is empty too.
+template <typename Adaptor>
+LogicalResult inferArg(const ShapeRule &rule, MLIRContext *context, Adaptor adaptor,
+                       SmallVectorImpl<Type> &results) {
+  int64_t axis = adaptor.getAxis();
+  if (failed(inferReduce(rule, adaptor.getX(), ArrayRef<int64_t>(axis), adaptor.getKeepdims(),
+                         IntegerType::get(context, 64), results)))
+    return failure();
+  auto x = rankedType(adaptor.getX());
+  int64_t norm = *normalizeAxis(axis, x.getRank());
+  if (x.getDimSize(norm) == 0 && llvm::cast<RankedTensorType>(results.back()).getNumElements())
+    return rule.fail("axis ", axis, " has size 0, so there is no index to return");
+  return success();
+}
+} // namespace
+
+LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  return inferArg(ShapeRule(loc, getOperationName()), context, adaptor, results);
+}
+
+LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  return inferArg(ShapeRule(loc, getOperationName()), context, adaptor, results);
+}
 
 LogicalResult SoftmaxOp::verify() {
   if (!normalizeAxis(getAxis(), getType().getRank()))
@@ -231,14 +297,16 @@ LogicalResult LayerNormOp::verify() {
     return failure();
   if (getBias() && failed(verifyNormParam(*this, getX(), getAxis(), getBias(), "bias")))
     return failure();
-  return success();
+  return verifyEpsilon(*this, getEpsilon().convertToDouble());
 }
 
 LogicalResult RmsNormOp::verify() {
   if (getResult().getType() != getX().getType())
     return emitOpError("result type ") << getResult().getType() << " differs from input type "
                                        << getX().getType();
-  return verifyNormParam(*this, getX(), getAxis(), getScale(), "scale");
+  if (failed(verifyNormParam(*this, getX(), getAxis(), getScale(), "scale")))
+    return failure();
+  return verifyEpsilon(*this, getEpsilon().convertToDouble());
 }
 
 //===----------------------------------------------------------------------===//
@@ -247,11 +315,14 @@ LogicalResult RmsNormOp::verify() {
 
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  ShapeRule rule(loc, getOperationName());
   auto a = rankedType(adaptor.getLhs()), b = rankedType(adaptor.getRhs());
   if (a.getElementType() != b.getElementType())
-    return inferError(loc, "operands have different element types");
+    return rule.fail("operands have different element types ", a.getElementType(), " and ",
+                     b.getElementType());
   if (a.getRank() == 0 || b.getRank() == 0)
-    return inferError(loc, "operands must have rank >= 1");
+    return rule.fail("operands must have rank >= 1, got ranks ", a.getRank(), " and ",
+                     b.getRank());
   SmallVector<int64_t> as(a.getShape()), bs(b.getShape());
   bool promoteA = as.size() == 1, promoteB = bs.size() == 1;
   if (promoteA)
@@ -260,12 +331,13 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     bs.push_back(1);
   int64_t m = as[as.size() - 2], k = as.back(), k2 = bs[bs.size() - 2], n = bs.back();
   if (k != k2)
-    return inferError(loc, "contracting dimensions differ: " + shapeToString(a.getShape()) +
-                               " times " + shapeToString(b.getShape()));
+    return rule.fail("contracting dimensions differ: ", shapeToString(a.getShape()), " times ",
+                     shapeToString(b.getShape()));
   auto batch = broadcastShapes(ArrayRef<int64_t>(as).drop_back(2),
                                ArrayRef<int64_t>(bs).drop_back(2));
   if (!batch)
-    return inferError(loc, "batch dimensions do not broadcast");
+    return rule.fail("batch dimensions of ", shapeToString(a.getShape()), " and ",
+                     shapeToString(b.getShape()), " do not broadcast");
   SmallVector<int64_t> shape(*batch);
   if (!promoteA)
     shape.push_back(m);
@@ -277,25 +349,27 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 
 LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                        Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  ShapeRule rule(loc, getOperationName());
   auto a = rankedType(adaptor.getA()), b = rankedType(adaptor.getB());
   if (a.getRank() != 2 || b.getRank() != 2)
-    return inferError(loc, "a and b must be 2-D");
+    return rule.fail("a and b must be 2-D, got ranks ", a.getRank(), " and ", b.getRank());
   if (a.getElementType() != b.getElementType())
-    return inferError(loc, "operands have different element types");
+    return rule.fail("operands have different element types ", a.getElementType(), " and ",
+                     b.getElementType());
   int64_t m = adaptor.getTransA() ? a.getDimSize(1) : a.getDimSize(0);
   int64_t k = adaptor.getTransA() ? a.getDimSize(0) : a.getDimSize(1);
   int64_t k2 = adaptor.getTransB() ? b.getDimSize(1) : b.getDimSize(0);
   int64_t n = adaptor.getTransB() ? b.getDimSize(0) : b.getDimSize(1);
   if (k != k2)
-    return inferError(loc, "contracting dimensions differ (" + llvm::Twine(k) + " vs " +
-                               llvm::Twine(k2) + ")");
+    return rule.fail("contracting dimensions differ (", k, " vs ", k2, ")");
   if (Value c = adaptor.getC()) {
     auto ct = rankedType(c);
     if (ct.getElementType() != a.getElementType())
-      return inferError(loc, "c has a different element type");
+      return rule.fail("c has element type ", ct.getElementType(), ", a and b have ",
+                       a.getElementType());
     if (!broadcastsTo(ct.getShape(), {m, n}))
-      return inferError(loc, "c of shape " + shapeToString(ct.getShape()) +
-                                 " does not broadcast to " + shapeToString({m, n}));
+      return rule.fail("c of shape ", shapeToString(ct.getShape()), " does not broadcast to ",
+                       shapeToString({m, n}));
   }
   results.push_back(RankedTensorType::get({m, n}, a.getElementType()));
   return success();
@@ -303,61 +377,73 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
 
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX()), w = rankedType(adaptor.getW());
   if (x.getRank() != 4 || w.getRank() != 4)
-    return inferError(loc, "x and w must be 4-D (NCHW and MCkHkW)");
+    return rule.fail("x and w must be 4-D (NCHW and MCkHkW), got ranks ", x.getRank(), " and ",
+                     w.getRank());
   if (x.getElementType() != w.getElementType())
-    return inferError(loc, "x and w have different element types");
+    return rule.fail("x and w have different element types ", x.getElementType(), " and ",
+                     w.getElementType());
   int64_t group = adaptor.getGroup();
   if (group < 1 || x.getDimSize(1) % group || w.getDimSize(0) % group)
-    return inferError(loc, "group " + llvm::Twine(group) + " must divide channels " +
-                               llvm::Twine(x.getDimSize(1)) + " and filters " +
-                               llvm::Twine(w.getDimSize(0)));
+    return rule.fail("group ", group, " must be >= 1 and divide channels ", x.getDimSize(1),
+                     " and filters ", w.getDimSize(0));
   if (x.getDimSize(1) / group != w.getDimSize(1))
-    return inferError(loc, "w expects " + llvm::Twine(w.getDimSize(1) * group) +
-                               " input channels, x has " + llvm::Twine(x.getDimSize(1)));
-  if (failed(checkArray(loc, "strides", adaptor.getStrides(), 2, 1)) ||
-      failed(checkArray(loc, "pads", adaptor.getPads(), 4, 0)) ||
-      failed(checkArray(loc, "dilations", adaptor.getDilations(), 2, 1)))
+    return rule.fail("w expects ", w.getDimSize(1) * group, " input channels, x has ",
+                     x.getDimSize(1));
+  if (failed(checkArray(rule, "strides", adaptor.getStrides(), 2, 1)) ||
+      failed(checkArray(rule, "pads", adaptor.getPads(), 4, 0)) ||
+      failed(checkArray(rule, "dilations", adaptor.getDilations(), 2, 1)))
     return failure();
   if (Value bias = adaptor.getBias()) {
     auto bt = rankedType(bias);
     if (bt.getRank() != 1 || bt.getDimSize(0) != w.getDimSize(0))
-      return inferError(loc, "bias must have shape [" + llvm::Twine(w.getDimSize(0)) + "]");
+      return rule.fail("bias must have shape ", w.getDimSize(0), ", got ",
+                       shapeToString(bt.getShape()));
+    if (bt.getElementType() != x.getElementType())
+      return rule.fail("bias has element type ", bt.getElementType(), ", x has ",
+                       x.getElementType());
   }
   auto s = adaptor.getStrides(), p = adaptor.getPads(), d = adaptor.getDilations();
   int64_t h = windowOutputSize(x.getDimSize(2), w.getDimSize(2), s[0], p[0], p[2], d[0], false);
   int64_t wd = windowOutputSize(x.getDimSize(3), w.getDimSize(3), s[1], p[1], p[3], d[1], false);
   if (h < 1 || wd < 1)
-    return inferError(loc, "the kernel does not fit the padded input");
+    return rule.fail("the ", w.getDimSize(2), "x", w.getDimSize(3),
+                     " kernel (dilated) does not fit the padded ", x.getDimSize(2), "x",
+                     x.getDimSize(3), " input");
   results.push_back(
       RankedTensorType::get({x.getDimSize(0), w.getDimSize(0), h, wd}, x.getElementType()));
   return success();
 }
 
 namespace {
-LogicalResult inferPool(std::optional<Location> loc, Value xv, ArrayRef<int64_t> kernel,
+LogicalResult inferPool(const ShapeRule &rule, Value xv, ArrayRef<int64_t> kernel,
                         ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
                         ArrayRef<int64_t> dilations, bool ceilMode,
                         SmallVectorImpl<Type> &results) {
   auto x = rankedType(xv);
   if (x.getRank() != 4)
-    return inferError(loc, "x must be 4-D (NCHW)");
-  if (failed(checkArray(loc, "kernel", kernel, 2, 1)) ||
-      failed(checkArray(loc, "strides", strides, 2, 1)) ||
-      failed(checkArray(loc, "pads", pads, 4, 0)) ||
-      failed(checkArray(loc, "dilations", dilations, 2, 1)))
+    return rule.fail("x must be 4-D (NCHW), got rank ", x.getRank());
+  if (failed(checkArray(rule, "kernel", kernel, 2, 1)) ||
+      failed(checkArray(rule, "strides", strides, 2, 1)) ||
+      failed(checkArray(rule, "pads", pads, 4, 0)) ||
+      failed(checkArray(rule, "dilations", dilations, 2, 1)))
     return failure();
-  for (int i = 0; i < 2; ++i)
-    if (pads[i] >= dilations[i] * (kernel[i] - 1) + 1 ||
-        pads[i + 2] >= dilations[i] * (kernel[i] - 1) + 1)
-      return inferError(loc, "padding must be smaller than the window");
+  // A window lying entirely in the padding would have nothing to pool.
+  for (int i = 0; i < 2; ++i) {
+    auto span = windowSpan(kernel[i], dilations[i]);
+    if (span && (pads[i] >= *span || pads[i + 2] >= *span))
+      return rule.fail("pads of spatial dimension ", i, " must be smaller than the window (",
+                       *span, ")");
+  }
   int64_t h = windowOutputSize(x.getDimSize(2), kernel[0], strides[0], pads[0], pads[2],
                                dilations[0], ceilMode);
   int64_t w = windowOutputSize(x.getDimSize(3), kernel[1], strides[1], pads[1], pads[3],
                                dilations[1], ceilMode);
   if (h < 1 || w < 1)
-    return inferError(loc, "the window does not fit the padded input");
+    return rule.fail("the window does not fit the padded ", x.getDimSize(2), "x",
+                     x.getDimSize(3), " input");
   results.push_back(
       RankedTensorType::get({x.getDimSize(0), x.getDimSize(1), h, w}, x.getElementType()));
   return success();
@@ -366,15 +452,17 @@ LogicalResult inferPool(std::optional<Location> loc, Value xv, ArrayRef<int64_t>
 
 LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &results) {
-  return inferPool(loc, adaptor.getX(), adaptor.getKernel(), adaptor.getStrides(),
-                   adaptor.getPads(), adaptor.getDilations(), adaptor.getCeilMode(), results);
+  return inferPool(ShapeRule(loc, getOperationName()), adaptor.getX(), adaptor.getKernel(),
+                   adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
+                   adaptor.getCeilMode(), results);
 }
 
 LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &results) {
   int64_t ones[2] = {1, 1};
-  return inferPool(loc, adaptor.getX(), adaptor.getKernel(), adaptor.getStrides(),
-                   adaptor.getPads(), ones, adaptor.getCeilMode(), results);
+  return inferPool(ShapeRule(loc, getOperationName()), adaptor.getX(), adaptor.getKernel(),
+                   adaptor.getStrides(), adaptor.getPads(), ones, adaptor.getCeilMode(),
+                   results);
 }
 
 //===----------------------------------------------------------------------===//
@@ -386,26 +474,28 @@ LogicalResult ReshapeOp::verify() {
   if (in.getElementType() != out.getElementType())
     return emitOpError("changes the element type from ") << in.getElementType() << " to "
                                                          << out.getElementType();
-  if (in.getNumElements() != out.getNumElements())
-    return emitOpError("cannot reshape ") << shapeToString(in.getShape()) << " ("
-                                          << in.getNumElements() << " elements) to "
-                                          << shapeToString(out.getShape()) << " ("
-                                          << out.getNumElements() << " elements)";
+  auto inCount = numElements(in.getShape()), outCount = numElements(out.getShape());
+  if (!inCount || !outCount)
+    return emitOpError("has a shape with more than 2^63 - 1 elements");
+  if (*inCount != *outCount)
+    return emitOpError("cannot reshape ") << shapeToString(in.getShape()) << " (" << *inCount
+                                          << " elements) to " << shapeToString(out.getShape())
+                                          << " (" << *outCount << " elements)";
   return success();
 }
 
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX());
   auto perm = adaptor.getPerm();
   if ((int64_t)perm.size() != x.getRank())
-    return inferError(loc, "perm has " + llvm::Twine(perm.size()) + " entries for rank " +
-                               llvm::Twine(x.getRank()));
+    return rule.fail("perm has ", perm.size(), " entries for rank ", x.getRank());
   SmallVector<bool> seen(perm.size(), false);
   SmallVector<int64_t> shape;
   for (int64_t p : perm) {
     if (p < 0 || p >= x.getRank() || seen[p])
-      return inferError(loc, "perm is not a permutation of 0.." + llvm::Twine(x.getRank() - 1));
+      return rule.fail("perm is not a permutation of 0..", x.getRank() - 1);
     seen[p] = true;
     shape.push_back(x.getDimSize(p));
   }
@@ -416,7 +506,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 LogicalResult BroadcastToOp::verify() {
   auto in = getX().getType(), out = getType();
   if (in.getElementType() != out.getElementType())
-    return emitOpError("changes the element type");
+    return emitOpError("changes the element type from ") << in.getElementType() << " to "
+                                                         << out.getElementType();
   if (!broadcastsTo(in.getShape(), out.getShape()))
     return emitOpError("cannot broadcast ") << shapeToString(in.getShape()) << " to "
                                             << shapeToString(out.getShape());
@@ -425,23 +516,26 @@ LogicalResult BroadcastToOp::verify() {
 
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX());
   auto starts = adaptor.getStarts(), ends = adaptor.getEnds(), steps = adaptor.getSteps();
   size_t rank = x.getRank();
   if (starts.size() != rank || ends.size() != rank || steps.size() != rank)
-    return inferError(loc, "starts, ends and steps need one entry per dimension (" +
-                               llvm::Twine(rank) + ")");
+    return rule.fail("starts, ends and steps need one entry per dimension (", rank, "), got ",
+                     starts.size(), ", ", ends.size(), " and ", steps.size());
   SmallVector<int64_t> shape;
   for (size_t d = 0; d < rank; ++d) {
     int64_t n = x.getDimSize(d), b = starts[d], e = ends[d], s = steps[d];
     if (s == 0)
-      return inferError(loc, "step of dimension " + llvm::Twine(d) + " is zero");
+      return rule.fail("step of dimension ", d, " is zero");
     bool ok = s > 0 ? (0 <= b && b <= e && e <= n) : (-1 <= e && e <= b && b <= n - 1);
     if (!ok)
-      return inferError(loc, "slice [" + llvm::Twine(b) + ":" + llvm::Twine(e) + ":" +
-                                 llvm::Twine(s) + "] of dimension " + llvm::Twine(d) +
-                                 " (size " + llvm::Twine(n) + ") is not normalised");
-    shape.push_back(s > 0 ? (e - b + s - 1) / s : (b - e + (-s) - 1) / (-s));
+      return rule.fail("slice [", b, ":", e, ":", s, "] of dimension ", d, " (size ", n,
+                       ") is not normalised");
+    // ceil(|e - b| / |s|), written so that no step (not even INT64_MIN) overflows.
+    uint64_t distance = s > 0 ? uint64_t(e - b) : uint64_t(b - e);
+    uint64_t stride = s > 0 ? uint64_t(s) : uint64_t(0) - uint64_t(s);
+    shape.push_back(int64_t(distance == 0 ? 0 : (distance - 1) / stride + 1));
   }
   results.push_back(RankedTensorType::get(shape, x.getElementType()));
   return success();
@@ -449,35 +543,57 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 
 LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                       Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX());
   auto pads = adaptor.getPads();
-  if (failed(checkArray(loc, "pads", pads, 2 * x.getRank(), 0)))
+  if (failed(checkArray(rule, "pads", pads, 2 * x.getRank(), 0)))
     return failure();
   SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < x.getRank(); ++d)
-    shape.push_back(x.getDimSize(d) + pads[d] + pads[d + x.getRank()]);
+  for (int64_t d = 0; d < x.getRank(); ++d) {
+    int64_t size;
+    if (llvm::AddOverflow(x.getDimSize(d), pads[d], size) ||
+        llvm::AddOverflow(size, pads[d + x.getRank()], size))
+      return rule.fail("padded dimension ", d, " overflows int64");
+    shape.push_back(size);
+  }
   results.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  auto element = llvm::dyn_cast<IntegerType>(getType().getElementType());
+  double value = getValue().convertToDouble();
+  if (element && !fitsInteger(value, element))
+    return emitOpError("pad value ") << value << " is not representable in " << element;
   return success();
 }
 
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  ShapeRule rule(loc, getOperationName());
   auto inputs = adaptor.getInputs();
   if (inputs.empty())
-    return inferError(loc, "needs at least one input");
+    return rule.fail("needs at least one input");
   auto first = rankedType(inputs[0]);
   auto axis = normalizeAxis(adaptor.getAxis(), first.getRank());
   if (!axis)
-    return inferError(loc, "axis " + llvm::Twine(adaptor.getAxis()) + " is out of range");
+    return rule.fail("axis ", adaptor.getAxis(), " is out of range for rank ", first.getRank());
   SmallVector<int64_t> shape(first.getShape());
-  for (Value v : inputs.drop_front()) {
+  for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
     auto t = rankedType(v);
-    if (t.getElementType() != first.getElementType() || t.getRank() != first.getRank())
-      return inferError(loc, "inputs differ in element type or rank");
+    if (t.getElementType() != first.getElementType())
+      return rule.fail("input ", i + 1, " has element type ", t.getElementType(),
+                       ", input 0 has ", first.getElementType());
+    if (t.getRank() != first.getRank())
+      return rule.fail("input ", i + 1, " has rank ", t.getRank(), ", input 0 has rank ",
+                       first.getRank());
     for (int64_t d = 0; d < t.getRank(); ++d)
       if (d != *axis && t.getDimSize(d) != first.getDimSize(d))
-        return inferError(loc, "inputs differ in dimension " + llvm::Twine(d));
-    shape[*axis] += t.getDimSize(*axis);
+        return rule.fail("input ", i + 1, " has shape ", shapeToString(t.getShape()),
+                         ", input 0 has ", shapeToString(first.getShape()),
+                         "; they may differ only in dimension ", *axis);
+    if (llvm::AddOverflow(shape[*axis], t.getDimSize(*axis), shape[*axis]))
+      return rule.fail("concatenated dimension overflows int64");
   }
   results.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
@@ -485,20 +601,26 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 
 LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX());
   auto axis = normalizeAxis(adaptor.getAxis(), x.getRank());
   if (!axis)
-    return inferError(loc, "axis " + llvm::Twine(adaptor.getAxis()) + " is out of range");
-  int64_t total = 0;
-  for (int64_t size : adaptor.getSizes()) {
+    return rule.fail("axis ", adaptor.getAxis(), " is out of range for rank ", x.getRank());
+  auto sizes = adaptor.getSizes();
+  if (sizes.empty())
+    return rule.fail("needs at least one size");
+  int64_t dim = x.getDimSize(*axis), total = 0;
+  for (int64_t size : sizes) {
     if (size < 0)
-      return inferError(loc, "sizes must be >= 0");
+      return rule.fail("sizes must be >= 0, got ", size);
+    // total <= dim here, so neither side of the comparison overflows.
+    if (size > dim - total)
+      return rule.fail("sizes add up to more than dimension ", *axis, " (size ", dim, ")");
     total += size;
   }
-  if (total != x.getDimSize(*axis))
-    return inferError(loc, "sizes add up to " + llvm::Twine(total) + ", dimension is " +
-                               llvm::Twine(x.getDimSize(*axis)));
-  for (int64_t size : adaptor.getSizes()) {
+  if (total != dim)
+    return rule.fail("sizes add up to ", total, ", dimension ", *axis, " has size ", dim);
+  for (int64_t size : sizes) {
     SmallVector<int64_t> shape(x.getShape());
     shape[*axis] = size;
     results.push_back(RankedTensorType::get(shape, x.getElementType()));
@@ -508,12 +630,13 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  ShapeRule rule(loc, getOperationName());
   auto data = rankedType(adaptor.getData()), indices = rankedType(adaptor.getIndices());
   if (data.getRank() == 0)
-    return inferError(loc, "data must have rank >= 1");
+    return rule.fail("data must have rank >= 1");
   auto axis = normalizeAxis(adaptor.getAxis(), data.getRank());
   if (!axis)
-    return inferError(loc, "axis " + llvm::Twine(adaptor.getAxis()) + " is out of range");
+    return rule.fail("axis ", adaptor.getAxis(), " is out of range for rank ", data.getRank());
   SmallVector<int64_t> shape(data.getShape().take_front(*axis));
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, data.getShape().drop_front(*axis + 1));
@@ -540,20 +663,24 @@ LogicalResult TriluOp::verify() {
 
 namespace {
 template <typename Adaptor>
-LogicalResult inferLoss(std::optional<Location> loc, Adaptor adaptor,
+LogicalResult inferLoss(const ShapeRule &rule, Adaptor adaptor,
                         SmallVectorImpl<Type> &results) {
   auto input = rankedType(adaptor.getInput()), target = rankedType(adaptor.getTarget());
   if (input.getRank() < 2)
-    return inferError(loc, "input must be [N, C, ...], got rank " + llvm::Twine(input.getRank()));
+    return rule.fail("input must be [N, C, ...], got rank ", input.getRank());
   SmallVector<int64_t> expected{input.getDimSize(0)};
   llvm::append_range(expected, input.getShape().drop_front(2));
   if (target.getShape() != ArrayRef<int64_t>(expected))
-    return inferError(loc, "target has shape " + shapeToString(target.getShape()) +
-                               ", expected " + shapeToString(expected));
+    return rule.fail("target has shape ", shapeToString(target.getShape()), ", expected ",
+                     shapeToString(expected));
   if (Value weight = adaptor.getWeight()) {
     auto wt = rankedType(weight);
     if (wt.getRank() != 1 || wt.getDimSize(0) != input.getDimSize(1))
-      return inferError(loc, "weight must have shape [" + llvm::Twine(input.getDimSize(1)) + "]");
+      return rule.fail("weight must have shape ", input.getDimSize(1), ", got ",
+                       shapeToString(wt.getShape()));
+    if (wt.getElementType() != input.getElementType())
+      return rule.fail("weight has element type ", wt.getElementType(), ", input has ",
+                       input.getElementType());
   }
   StringRef reduction = adaptor.getReduction();
   if (reduction == "none")
@@ -561,7 +688,7 @@ LogicalResult inferLoss(std::optional<Location> loc, Adaptor adaptor,
   else if (reduction == "mean" || reduction == "sum")
     results.push_back(RankedTensorType::get({}, input.getElementType()));
   else
-    return inferError(loc, "reduction must be mean, sum or none, got '" + reduction + "'");
+    return rule.fail("reduction must be mean, sum or none, got '", reduction, "'");
   return success();
 }
 } // namespace
@@ -569,12 +696,12 @@ LogicalResult inferLoss(std::optional<Location> loc, Adaptor adaptor,
 LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                       Adaptor adaptor,
                                                       SmallVectorImpl<Type> &results) {
-  return inferLoss(loc, adaptor, results);
+  return inferLoss(ShapeRule(loc, getOperationName()), adaptor, results);
 }
 
 LogicalResult NllLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                           Adaptor adaptor, SmallVectorImpl<Type> &results) {
-  return inferLoss(loc, adaptor, results);
+  return inferLoss(ShapeRule(loc, getOperationName()), adaptor, results);
 }
 
 } // namespace plait

@@ -15,9 +15,14 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 def Plait_ParamOp : Plait_Op<"param", [Pure]> {
   let summary = "a trainable tensor";
   let description = [{
-    A named trainable tensor. Its initial value is either `value` (data, e.g. an ONNX
-    initializer) or `init`, an initializer spec for shapes-only models:
-    `zeros`, `ones`, `normal:STD`, `uniform:BOUND`.
+    A named trainable tensor (the name is unique in the module and names the tensor in
+    the plan, checkpoints and reports). Its initial value is exactly one of:
+    - `value`: data (e.g. an ONNX initializer) whose type equals the result type;
+    - `init`, an initializer spec for shapes-only models: `zeros`, `ones` (any element
+      type; false / true for i1), `normal:STD` (samples of N(0, STD^2)) or `uniform:BOUND`
+      (samples of U(-BOUND, BOUND)); STD and BOUND are finite decimal numbers >= 0, and
+      the random specs need a float element type. Random values are a pure function of
+      (seed, name, element index), so every rank and every sharding sees the same tensor.
 
     ```mlir
     %w = plait.param "fc1.weight" {value = dense<0.5> : tensor<4x8xf32>} : tensor<4x8xf32>
@@ -34,6 +39,8 @@ def Plait_ParamOp : Plait_Op<"param", [Pure]> {
 def Plait_ConstantOp : Plait_Op<"constant", [ConstantLike, Pure, InferTypeOpAdaptor]> {
   let summary = "a constant tensor";
   let description = [{
+    The result type is the type of `value`.
+
     ```mlir
     %c = plait.constant dense<[1.0, 2.0]> : tensor<2xf32>
     ```
@@ -52,8 +59,11 @@ class Plait_UnaryOp<string mnemonic, string doc, Type operandType = Plait_FloatT
                     list<Trait> traits = []> :
     Plait_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
   let summary = doc;
-  let description = "Elementwise: " # doc # ".\n\n```mlir\n%y = plait." # mnemonic #
-                    " %x : tensor<4xf32>\n```";
+  let description = "Elementwise: " # doc # ". The result has the operand's type. " #
+                    "Float math follows IEEE 754 (NaN propagates, out-of-domain inputs give " #
+                    "NaN, poles give +-inf); bf16 and f16 are computed in f32 and rounded " #
+                    "to nearest even; integer arithmetic wraps (two's complement)." #
+                    "\n\n```mlir\n%y = plait." # mnemonic # " %x : tensor<4xf32>\n```";
   let arguments = (ins operandType:$x);
   let results = (outs operandType:$result);
   let assemblyFormat = "$x attr-dict `:` type($x)";
@@ -62,29 +72,33 @@ class Plait_UnaryOp<string mnemonic, string doc, Type operandType = Plait_FloatT
 def Plait_ExpOp : Plait_UnaryOp<"exp", "e raised to x">;
 def Plait_LogOp : Plait_UnaryOp<"log", "natural logarithm">;
 def Plait_SqrtOp : Plait_UnaryOp<"sqrt", "square root">;
-def Plait_RsqrtOp : Plait_UnaryOp<"rsqrt", "reciprocal square root">;
+def Plait_RsqrtOp : Plait_UnaryOp<"rsqrt", "reciprocal square root, 1 / sqrt(x)">;
 def Plait_ReciprocalOp : Plait_UnaryOp<"reciprocal", "1 / x">;
 def Plait_ErfOp : Plait_UnaryOp<"erf", "Gauss error function">;
 def Plait_TanhOp : Plait_UnaryOp<"tanh", "hyperbolic tangent">;
 def Plait_SinOp : Plait_UnaryOp<"sin", "sine">;
 def Plait_CosOp : Plait_UnaryOp<"cos", "cosine">;
-def Plait_SigmoidOp : Plait_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+def Plait_SigmoidOp : Plait_UnaryOp<"sigmoid", "1 / (1 + exp(-x)), computed without overflow">;
 def Plait_SiluOp : Plait_UnaryOp<"silu", "x * sigmoid(x)">;
-def Plait_SoftplusOp : Plait_UnaryOp<"softplus", "log(1 + exp(x))">;
+def Plait_SoftplusOp : Plait_UnaryOp<"softplus", "log(1 + exp(x)), computed without overflow">;
 def Plait_FloorOp : Plait_UnaryOp<"floor", "round toward negative infinity">;
 def Plait_CeilOp : Plait_UnaryOp<"ceil", "round toward positive infinity">;
-def Plait_RoundOp : Plait_UnaryOp<"round", "round half to even">;
-def Plait_NegOp : Plait_UnaryOp<"neg", "-x", Plait_NumericTensor>;
-def Plait_AbsOp : Plait_UnaryOp<"abs", "|x|", Plait_NumericTensor>;
-def Plait_ReluOp : Plait_UnaryOp<"relu", "max(x, 0)", Plait_NumericTensor>;
-def Plait_SignOp : Plait_UnaryOp<"sign", "-1, 0 or 1 by the sign of x", Plait_NumericTensor>;
+def Plait_RoundOp : Plait_UnaryOp<"round", "round to nearest, ties to even">;
+def Plait_NegOp : Plait_UnaryOp<"neg", "-x (the most negative integer maps to itself)",
+                                Plait_NumericTensor>;
+def Plait_AbsOp : Plait_UnaryOp<"abs", "|x| (the most negative integer maps to itself)",
+                                Plait_NumericTensor>;
+def Plait_ReluOp : Plait_UnaryOp<"relu", "x < 0 ? 0 : x (NaN stays NaN)", Plait_NumericTensor>;
+def Plait_SignOp : Plait_UnaryOp<"sign", "-1, 0 or 1 by the sign of x (-0.0 gives 0, NaN stays NaN)",
+                                 Plait_NumericTensor>;
 def Plait_NotOp : Plait_UnaryOp<"not", "logical negation", Plait_BoolTensor>;
 
 def Plait_GeluOp : Plait_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let summary = "Gaussian error linear unit";
   let description = [{
-    `approximate = "none"`: x * 0.5 * (1 + erf(x / sqrt(2)));
-    `approximate = "tanh"`: x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+    Elementwise. `approximate` is "none" (the default) or "tanh":
+    "none": x * 0.5 * (1 + erf(x / sqrt(2)));
+    "tanh": x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
 
     ```mlir
     %y = plait.gelu %x {approximate = "tanh"} : tensor<4xf32>
@@ -99,7 +113,9 @@ def Plait_GeluOp : Plait_Op<"gelu", [Pure, SameOperandsAndResultType]> {
 class Plait_UnaryAlphaOp<string mnemonic, string doc, string alphaDefault> :
     Plait_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = doc;
-  let description = "Elementwise: " # doc # ".\n\n```mlir\n%y = plait." # mnemonic #
+  let description = "Elementwise: " # doc # "; `alpha` defaults to " # alphaDefault #
+                    " and is applied in the element type." #
+                    "\n\n```mlir\n%y = plait." # mnemonic #
                     " %x {alpha = 0.1 : f64} : tensor<4xf32>\n```";
   let arguments = (ins Plait_FloatTensor:$x, DefaultValuedAttr<F64Attr, alphaDefault>:$alpha);
   let results = (outs Plait_FloatTensor:$result);
@@ -111,6 +127,8 @@ def Plait_EluOp : Plait_UnaryAlphaOp<"elu", "x if x > 0 else alpha * (exp(x) - 1
 def Plait_HardSigmoidOp : Plait_Op<"hard_sigmoid", [Pure, SameOperandsAndResultType]> {
   let summary = "max(0, min(1, alpha * x + beta))";
   let description = [{
+    Elementwise; `alpha` defaults to 0.2 and `beta` to 0.5 (ONNX HardSigmoid).
+
     ```mlir
     %y = plait.hard_sigmoid %x {alpha = 0.2 : f64, beta = 0.5 : f64} : tensor<4xf32>
     ```
@@ -124,7 +142,10 @@ def Plait_HardSigmoidOp : Plait_Op<"hard_sigmoid", [Pure, SameOperandsAndResultT
 def Plait_ClampOp : Plait_Op<"clamp", [Pure, SameOperandsAndResultType]> {
   let summary = "min(max(x, min), max)";
   let description = [{
-    Bounds are f64 attributes; an absent bound does not clamp.
+    Elementwise. Bounds are f64 attributes, never NaN; an absent bound does not clamp.
+    With min > max every element becomes max. For integer tensors the bounds act as
+    ceil(min) and floor(max), saturated to the element type's range (exactly what
+    clamping the real values would do). NaN elements stay NaN.
 
     ```mlir
     %y = plait.clamp %x {min = 0.0 : f64, max = 6.0 : f64} : tensor<4xf32>
@@ -133,6 +154,7 @@ def Plait_ClampOp : Plait_Op<"clamp", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Plait_NumericTensor:$x, OptionalAttr<F64Attr>:$min, OptionalAttr<F64Attr>:$max);
   let results = (outs Plait_NumericTensor:$result);
   let assemblyFormat = "$x attr-dict `:` type($x)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -144,7 +166,12 @@ class Plait_BinaryOp<string mnemonic, string doc, Type operandType = Plait_Numer
     Plait_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
   let summary = doc;
   let description = "Elementwise with numpy broadcasting: " # doc #
-                    ". Both operands share an element type.\n\n```mlir\n%z = plait." # mnemonic #
+                    ". Both operands share an element type; the result has the broadcast " #
+                    "shape (shapes are aligned at their last dimension, and each pair of " #
+                    "sizes must be equal or contain a 1, e.g. 2x1x3 with 4x1 gives 2x4x3). " #
+                    "Integer arithmetic wraps (two's complement); float math follows IEEE 754 " #
+                    "and bf16/f16 are computed in f32." #
+                    "\n\n```mlir\n%z = plait." # mnemonic #
                     " %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>\n```";
   let arguments = (ins operandType:$lhs, operandType:$rhs);
   let results = (outs resultType:$result);
@@ -154,16 +181,25 @@ class Plait_BinaryOp<string mnemonic, string doc, Type operandType = Plait_Numer
 def Plait_AddOp : Plait_BinaryOp<"add", "lhs + rhs">;
 def Plait_SubOp : Plait_BinaryOp<"sub", "lhs - rhs">;
 def Plait_MulOp : Plait_BinaryOp<"mul", "lhs * rhs">;
-def Plait_DivOp : Plait_BinaryOp<"div", "lhs / rhs (integer division truncates)">;
-def Plait_PowOp : Plait_BinaryOp<"pow", "lhs raised to rhs">;
-def Plait_MaxOp : Plait_BinaryOp<"max", "the larger of lhs and rhs">;
-def Plait_MinOp : Plait_BinaryOp<"min", "the smaller of lhs and rhs">;
-def Plait_ModOp : Plait_BinaryOp<"mod", "remainder; sign of the divisor for integers, fmod for floats">;
-def Plait_EqualOp : Plait_BinaryOp<"equal", "lhs == rhs", Plait_Tensor, Plait_BoolTensor>;
-def Plait_LessOp : Plait_BinaryOp<"less", "lhs < rhs", Plait_NumericTensor, Plait_BoolTensor>;
-def Plait_LessEqualOp : Plait_BinaryOp<"less_equal", "lhs <= rhs", Plait_NumericTensor, Plait_BoolTensor>;
-def Plait_GreaterOp : Plait_BinaryOp<"greater", "lhs > rhs", Plait_NumericTensor, Plait_BoolTensor>;
-def Plait_GreaterEqualOp : Plait_BinaryOp<"greater_equal", "lhs >= rhs", Plait_NumericTensor, Plait_BoolTensor>;
+def Plait_DivOp : Plait_BinaryOp<"div", "lhs / rhs; integer division truncates toward zero, an " #
+                                 "integer zero divisor is a runtime error and MIN / -1 wraps to MIN">;
+def Plait_PowOp : Plait_BinaryOp<"pow", "lhs raised to rhs; for integers a negative exponent " #
+                                 "gives the real result truncated toward zero (0 unless lhs is " #
+                                 "1 or -1)">;
+def Plait_MaxOp : Plait_BinaryOp<"max", "the larger of lhs and rhs (NaN in either propagates)">;
+def Plait_MinOp : Plait_BinaryOp<"min", "the smaller of lhs and rhs (NaN in either propagates)">;
+def Plait_ModOp : Plait_BinaryOp<"mod", "remainder; for integers it takes the sign of the divisor " #
+                                 "(Python %, ONNX Mod fmod=0; a zero divisor is a runtime error), " #
+                                 "for floats the sign of the dividend (C fmod, ONNX Mod fmod=1)">;
+def Plait_EqualOp : Plait_BinaryOp<"equal", "lhs == rhs, as i1 (NaN equals nothing)", Plait_Tensor,
+                                   Plait_BoolTensor>;
+def Plait_LessOp : Plait_BinaryOp<"less", "lhs < rhs, as i1", Plait_NumericTensor, Plait_BoolTensor>;
+def Plait_LessEqualOp : Plait_BinaryOp<"less_equal", "lhs <= rhs, as i1", Plait_NumericTensor,
+                                       Plait_BoolTensor>;
+def Plait_GreaterOp : Plait_BinaryOp<"greater", "lhs > rhs, as i1", Plait_NumericTensor,
+                                     Plait_BoolTensor>;
+def Plait_GreaterEqualOp : Plait_BinaryOp<"greater_equal", "lhs >= rhs, as i1", Plait_NumericTensor,
+                                          Plait_BoolTensor>;
 def Plait_AndOp : Plait_BinaryOp<"and", "logical and", Plait_BoolTensor>;
 def Plait_OrOp : Plait_BinaryOp<"or", "logical or", Plait_BoolTensor>;
 def Plait_XorOp : Plait_BinaryOp<"xor", "logical exclusive or", Plait_BoolTensor>;
@@ -171,6 +207,10 @@ def Plait_XorOp : Plait_BinaryOp<"xor", "logical exclusive or", Plait_BoolTensor
 def Plait_WhereOp : Plait_Op<"where", [Pure, InferTypeOpAdaptor]> {
   let summary = "select x where cond holds, else y (broadcasting)";
   let description = [{
+    result[i] = cond[i] ? x[i] : y[i] with cond, x and y broadcast (numpy rules) to one
+    shape. x and y may have any element type (i1 included) but must share it; the result
+    has that element type.
+
     ```mlir
     %r = plait.where %c, %x, %y : (tensor<2x2xi1>, tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
     ```
@@ -187,8 +227,15 @@ def Plait_WhereOp : Plait_Op<"where", [Pure, InferTypeOpAdaptor]> {
 class Plait_ReduceOp<string mnemonic, string doc> :
     Plait_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
   let summary = doc # " over `axes`";
-  let description = "Reduces by " # doc # " over `axes` (empty: all axes); `keepdims` keeps " #
-                    "reduced axes as size 1.\n\n```mlir\n%s = plait." # mnemonic #
+  let description = "Reduces by " # doc # " over `axes` (distinct, each in [-rank, rank); " #
+                    "empty: all axes); `keepdims` (default true) keeps reduced axes as size 1, " #
+                    "otherwise they are removed. The result has the input's element type. " #
+                    "Float sums, means and products accumulate in f64; integer sums and " #
+                    "products wrap; an integer mean is the wrapped sum divided by the count, " #
+                    "truncated toward zero. Reducing zero elements gives 0 (sum), 1 (prod), " #
+                    "NaN (float mean), 0 (integer mean), -inf / the lowest integer (max) and " #
+                    "+inf / the highest integer (min); max and min propagate NaN." #
+                    "\n\n```mlir\n%s = plait." # mnemonic #
                     " %x {axes = array<i64: 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xf32>\n```";
   let arguments = (ins Plait_NumericTensor:$x, DenseI64ArrayAttr:$axes,
                        DefaultValuedAttr<BoolAttr, "true">:$keepdims);
@@ -204,8 +251,12 @@ def Plait_ReduceProdOp : Plait_ReduceOp<"reduce_prod", "product">;
 class Plait_ArgOp<string mnemonic, string doc> :
     Plait_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
   let summary = doc;
-  let description = "Index (i64) of the " # doc # " along `axis`; ties take the first index " #
-                    "unless `select_last_index`.\n\n```mlir\n%i = plait." # mnemonic #
+  let description = "Index (i64) of the " # doc # " along `axis` (in [-rank, rank)); " #
+                    "`keepdims` (default true) keeps that axis as size 1. Ties take the first " #
+                    "index unless `select_last_index`; NaN counts as the extreme (the first " #
+                    "NaN, or the last with `select_last_index`). The axis must not have size " #
+                    "0 unless the result is empty." #
+                    "\n\n```mlir\n%i = plait." # mnemonic #
                     " %x {axis = 1 : i64, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xi64>\n```";
   let arguments = (ins Plait_NumericTensor:$x, I64Attr:$axis,
                        DefaultValuedAttr<BoolAttr, "true">:$keepdims,
@@ -219,21 +270,26 @@ def Plait_ArgMinOp : Plait_ArgOp<"argmin", "smallest element">;
 class Plait_SoftmaxLikeOp<string mnemonic, string doc> :
     Plait_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = doc;
-  let description = doc # " along one `axis`.\n\n```mlir\n%p = plait." # mnemonic #
+  let description = doc # " along one `axis` (in [-rank, rank)), computed stably by " #
+                    "subtracting the maximum along the axis first." #
+                    "\n\n```mlir\n%p = plait." # mnemonic #
                     " %x {axis = -1 : i64} : tensor<2x3xf32>\n```";
   let arguments = (ins Plait_FloatTensor:$x, I64Attr:$axis);
   let results = (outs Plait_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` type($x)";
   let hasVerifier = 1;
 }
-def Plait_SoftmaxOp : Plait_SoftmaxLikeOp<"softmax", "softmax">;
-def Plait_LogSoftmaxOp : Plait_SoftmaxLikeOp<"log_softmax", "log of softmax">;
+def Plait_SoftmaxOp : Plait_SoftmaxLikeOp<"softmax", "softmax, exp(x_i) / sum_j exp(x_j),">;
+def Plait_LogSoftmaxOp : Plait_SoftmaxLikeOp<"log_softmax",
+                                             "log of softmax, x_i - log(sum_j exp(x_j)),">;
 
 def Plait_LayerNormOp : Plait_Op<"layer_norm", [Pure]> {
   let summary = "layer normalisation over the axes from `axis` to the last";
   let description = [{
-    y = (x - mean) / sqrt(var + epsilon) * scale + bias, with mean and (biased) variance
-    over axes [axis, rank). `scale` and `bias` have the normalised shape; `bias` is optional.
+    y = (x - mean) / sqrt(var + epsilon) * scale + bias, with mean and biased variance
+    (divided by the element count) over axes [axis, rank); `axis` is in [-rank, rank).
+    `scale` and the optional `bias` have the normalised shape x.shape[axis:] and x's
+    element type; the result has x's type. `epsilon` is finite and > 0.
 
     ```mlir
     %y = plait.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f64}
@@ -251,7 +307,9 @@ def Plait_LayerNormOp : Plait_Op<"layer_norm", [Pure]> {
 def Plait_RmsNormOp : Plait_Op<"rms_norm", [Pure]> {
   let summary = "root-mean-square normalisation over the axes from `axis` to the last";
   let description = [{
-    y = x / sqrt(mean(x^2) + epsilon) * scale.
+    y = x / sqrt(mean(x^2) + epsilon) * scale, with the mean over axes [axis, rank);
+    `axis` is in [-rank, rank). `scale` has the normalised shape x.shape[axis:] and x's
+    element type; the result has x's type. `epsilon` is finite and > 0.
 
     ```mlir
     %y = plait.rms_norm %x, %g {axis = -1 : i64, epsilon = 1.0e-06 : f64}
@@ -272,8 +330,12 @@ def Plait_RmsNormOp : Plait_Op<"rms_norm", [Pure]> {
 def Plait_MatmulOp : Plait_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let summary = "matrix product with numpy semantics (batched, broadcasting)";
   let description = [{
-    As numpy.matmul / ONNX MatMul: 1-D operands are promoted and the promoted dimension
-    removed; leading (batch) dimensions broadcast.
+    As numpy.matmul / ONNX MatMul. Both operands have rank >= 1 and one element type.
+    A 1-D lhs [K] is treated as [1, K] and a 1-D rhs [K] as [K, 1]; the promoted dimension
+    is removed from the result. With lhs [..., M, K] and rhs [..., K, N], the leading
+    (batch) dimensions broadcast (numpy rules) and the result is [batch..., M, N]:
+    [4, 2, 3] x [3, 5] -> [4, 2, 5]; [3] x [2, 3, 5] -> [2, 5]; [3] x [3] -> scalar.
+    Integer products wrap; float accumulation is at least f32.
 
     ```mlir
     %c = plait.matmul %a, %b : (tensor<4x2x3xf32>, tensor<3x5xf32>) -> tensor<4x2x5xf32>
@@ -287,8 +349,11 @@ def Plait_MatmulOp : Plait_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
 def Plait_GemmOp : Plait_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
   let summary = "alpha * op(a) * op(b) + beta * c";
   let description = [{
-    As ONNX Gemm: `a` and `b` are 2-D, op() transposes when `trans_a`/`trans_b`; the optional
-    `c` broadcasts to the [M, N] result.
+    As ONNX Gemm: `a` and `b` are 2-D with one element type, op() transposes when
+    `trans_a`/`trans_b`, so op(a) is [M, K] and op(b) is [K, N]. The optional `c` has the
+    same element type and broadcasts (numpy rules, one way) to the [M, N] result; without
+    `c` the beta term is absent. For integer types alpha and beta other than 0 and 1 are
+    applied in f64 and the result truncated toward zero.
 
     ```mlir
     %y = plait.gemm %x, %w, %b {trans_b = true}
@@ -308,7 +373,15 @@ def Plait_GemmOp : Plait_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
 def Plait_Conv2dOp : Plait_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
   let summary = "2-D convolution (NCHW), grouped, with optional bias";
   let description = [{
-    x: [N, C, H, W], w: [M, C/group, kH, kW], bias: [M]. `pads` = [top, left, bottom, right].
+    Cross-correlation (the kernel is not flipped), as ONNX Conv / torch conv2d.
+    x: [N, C, H, W], w: [M, C/group, kH, kW], optional bias: [M], all one element type;
+    `group` >= 1 divides C and M. `strides` = [sH, sW] >= 1, `dilations` = [dH, dW] >= 1,
+    `pads` = [top, left, bottom, right] >= 0 (zero padding). The result is [N, M, oH, oW]
+    with oH = floor((H + top + bottom - dH * (kH - 1) - 1) / sH) + 1 (oW alike), and
+      y[n, m, i, j] = bias[m] + sum over c < C/group, p < kH, q < kW of
+        w[m, c, p, q] * x[n, g * C/group + c, i * sH - top + p * dH, j * sW - left + q * dW]
+    where g = m / (M/group) and x is 0 outside its bounds. The window must fit the padded
+    input at least once (oH, oW >= 1).
 
     ```mlir
     %y = plait.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
@@ -327,7 +400,14 @@ def Plait_Conv2dOp : Plait_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
 def Plait_MaxPool2dOp : Plait_Op<"max_pool2d", [Pure, InferTypeOpAdaptor]> {
   let summary = "2-D max pooling (NCHW)";
   let description = [{
-    Padded positions never win. `pads` = [top, left, bottom, right].
+    y[n, c, i, j] = max over p < kH, q < kW of
+    x[n, c, i * sH - top + p * dH, j * sW - left + q * dW], skipping positions outside x
+    (padded positions never win; NaN propagates). `kernel` = [kH, kW], `strides` and
+    `dilations` are >= 1; `pads` = [top, left, bottom, right] are >= 0 and each smaller
+    than the dilated window dH * (kH - 1) + 1 (dW alike). The output size is
+    floor((H + top + bottom - dH * (kH - 1) - 1) / sH) + 1, or with `ceil_mode` the ceiling,
+    less one if the last window would then start at or after H + top (it would lie in the
+    end padding only); as torch.nn.MaxPool2d. It must be >= 1.
 
     ```mlir
     %y = plait.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>,
@@ -346,7 +426,11 @@ def Plait_MaxPool2dOp : Plait_Op<"max_pool2d", [Pure, InferTypeOpAdaptor]> {
 def Plait_AvgPool2dOp : Plait_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor]> {
   let summary = "2-D average pooling (NCHW)";
   let description = [{
-    The divisor counts padded positions only when `count_include_pad`.
+    Mean over each [kH, kW] window, positions as in max_pool2d with dilation 1, the same
+    pads rule and the same output size (including `ceil_mode`). The divisor is the number
+    of window positions inside x, or, with `count_include_pad`, inside the padded input
+    [-top, H + bottom) x [-left, W + right) (positions beyond that, which only `ceil_mode`
+    creates, never count); as torch.nn.AvgPool2d.
 
     ```mlir
     %y = plait.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>,
@@ -368,6 +452,8 @@ def Plait_AvgPool2dOp : Plait_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor]> {
 def Plait_ReshapeOp : Plait_Op<"reshape", [Pure]> {
   let summary = "same elements, new static shape";
   let description = [{
+    Same elements in the same row-major order, same element type, same element count.
+
     ```mlir
     %y = plait.reshape %x : (tensor<2x3xf32>) -> tensor<6xf32>
     ```
@@ -381,6 +467,9 @@ def Plait_ReshapeOp : Plait_Op<"reshape", [Pure]> {
 def Plait_TransposeOp : Plait_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let summary = "permute dimensions: result dim i = operand dim perm[i]";
   let description = [{
+    `perm` is a permutation of 0..rank-1: result.shape[i] = x.shape[perm[i]] and
+    result[i_0, ..., i_r-1] = x at the index whose dimension perm[k] is i_k.
+
     ```mlir
     %y = plait.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
     ```
@@ -393,6 +482,9 @@ def Plait_TransposeOp : Plait_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
 def Plait_BroadcastToOp : Plait_Op<"broadcast_to", [Pure]> {
   let summary = "numpy broadcast to the result shape";
   let description = [{
+    Aligned at the last dimension, each operand dimension equals the result's or is 1
+    (repeated); missing leading dimensions are repeated too. The element type is kept.
+
     ```mlir
     %y = plait.broadcast_to %x : (tensor<3x1xf32>) -> tensor<2x3x4xf32>
     ```
@@ -406,8 +498,12 @@ def Plait_BroadcastToOp : Plait_Op<"broadcast_to", [Pure]> {
 def Plait_SliceOp : Plait_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let summary = "strided slice with one normalised (start, end, step) per dimension";
   let description = [{
-    Per dimension d of size n: step > 0 needs 0 <= start <= end <= n; step < 0 needs
-    -1 <= end <= start <= n - 1. The result has ceil((end - start) / step) elements there.
+    The importer normalises ONNX Slice (negative and clamped indices, omitted axes) into
+    one (start, end, step) per dimension. Per dimension d of size n: step > 0 needs
+    0 <= start <= end <= n; step < 0 needs -1 <= end <= start <= n - 1 (end = -1 means
+    "through index 0"); step != 0. The result takes indices start, start + step, ... while
+    they are before end, so it has ceil((end - start) / step) elements there: [4:0:-2] of
+    a size-5 dimension takes indices 4 and 2.
 
     ```mlir
     %y = plait.slice %x {starts = array<i64: 0, 1>, ends = array<i64: 2, 3>,
@@ -423,8 +519,10 @@ def Plait_SliceOp : Plait_Op<"slice", [Pure, InferTypeOpAdaptor]> {
 def Plait_PadOp : Plait_Op<"pad", [Pure, InferTypeOpAdaptor]> {
   let summary = "constant padding";
   let description = [{
-    `pads` = (begin of each dimension, then end of each dimension), each >= 0; new
-    positions hold `value`.
+    `pads` = (begin of each dimension, then end of each dimension), 2 * rank entries, each
+    >= 0 (as ONNX Pad, constant mode, without negative pads). New positions hold `value`
+    converted to the element type; for integer tensors it must be a whole number in the
+    type's range, for i1 0 or 1.
 
     ```mlir
     %y = plait.pad %x {pads = array<i64: 0, 1, 0, 1>, value = 0.0 : f64}
@@ -435,11 +533,15 @@ def Plait_PadOp : Plait_Op<"pad", [Pure, InferTypeOpAdaptor]> {
                        DefaultValuedAttr<F64Attr, "0.0">:$value);
   let results = (outs Plait_Tensor:$result);
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Plait_ConcatOp : Plait_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let summary = "join tensors along `axis`";
   let description = [{
+    One or more inputs of one element type and rank, equal in every dimension except
+    `axis` (in [-rank, rank)); the result's `axis` dimension is the sum of theirs.
+
     ```mlir
     %y = plait.concat %a, %b {axis = 0 : i64} : (tensor<1x3xf32>, tensor<2x3xf32>) -> tensor<3x3xf32>
     ```
@@ -452,6 +554,9 @@ def Plait_ConcatOp : Plait_Op<"concat", [Pure, InferTypeOpAdaptor]> {
 def Plait_SplitOp : Plait_Op<"split", [Pure, InferTypeOpAdaptor]> {
   let summary = "cut a tensor along `axis` into pieces of the given `sizes`";
   let description = [{
+    One result per entry of `sizes` (at least one, each >= 0, adding up to the `axis`
+    dimension); result i holds the next sizes[i] slices along `axis` (in [-rank, rank)).
+
     ```mlir
     %a, %b = plait.split %x {axis = 1 : i64, sizes = array<i64: 1, 3>}
         : (tensor<2x4xf32>) -> (tensor<2x1xf32>, tensor<2x3xf32>)
@@ -465,8 +570,11 @@ def Plait_SplitOp : Plait_Op<"split", [Pure, InferTypeOpAdaptor]> {
 def Plait_GatherOp : Plait_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let summary = "take slices of `data` along `axis` at `indices` (embedding lookup)";
   let description = [{
-    Result shape: data[:axis] + indices.shape + data[axis+1:]. Negative indices count from
-    the end.
+    As ONNX Gather / numpy.take: result shape data.shape[:axis] + indices.shape +
+    data.shape[axis+1:], and result[a..., i..., b...] = data[a..., indices[i...], b...].
+    `axis` is in [-rank, rank). Indices (i32 or i64) lie in [-n, n) for n =
+    data.shape[axis], negative ones counting from the end; any other index is a runtime
+    error. `data` may have any element type, i1 included.
 
     ```mlir
     %e = plait.gather %table, %ids {axis = 0 : i64}
@@ -482,7 +590,11 @@ def Plait_GatherOp : Plait_Op<"gather", [Pure, InferTypeOpAdaptor]> {
 def Plait_CastOp : Plait_Op<"cast", [Pure]> {
   let summary = "convert elements to the result's element type";
   let description = [{
-    Float to integer truncates toward zero; anything to i1 is `x != 0`.
+    Elementwise, same shape. Float to float rounds to nearest even (overflow gives +-inf,
+    NaN stays NaN); integer to float rounds to nearest even; float to integer truncates
+    toward zero, and values outside the target range (and NaN) give an unspecified value;
+    integer to integer keeps the low bits (i64 to i32 wraps); anything to i1 is x != 0
+    (so NaN gives true); i1 to a number gives 1 or 0. Casting to the same type is a copy.
 
     ```mlir
     %y = plait.cast %x : (tensor<4xf32>) -> tensor<4xi64>
@@ -497,7 +609,9 @@ def Plait_CastOp : Plait_Op<"cast", [Pure]> {
 def Plait_TriluOp : Plait_Op<"trilu", [Pure, SameOperandsAndResultType]> {
   let summary = "keep the upper or lower triangle of the last two dimensions";
   let description = [{
-    `upper`: keep j - i >= k; else keep j - i <= k; other elements become zero.
+    As ONNX Trilu, on each matrix of the last two dimensions (row i, column j; rank >= 2):
+    `upper` (the default) keeps elements with j - i >= k, otherwise those with j - i <= k;
+    the others become zero (false for i1). `k` (default 0) may be any integer.
 
     ```mlir
     %m = plait.trilu %x {upper = false, k = 0 : i64} : tensor<4x4xf32>
@@ -528,9 +642,15 @@ class Plait_LossOp<string mnemonic, string doc> :
 def Plait_SoftmaxCrossEntropyOp : Plait_LossOp<"softmax_cross_entropy",
                                                "softmax cross-entropy of logits against class indices"> {
   let description = [{
-    input: logits [N, C] or [N, C, d1, ...]; target: [N] or [N, d1, ...]; optional per-class
-    `weight` [C]. `reduction` is "mean" (weighted mean over non-ignored targets), "sum" or
-    "none" (result shaped like target). Targets equal to `ignore_index` contribute nothing.
+    input: logits [N, C] or [N, C, d1, ...] (float); target: class indices [N] or
+    [N, d1, ...] (i32 or i64); optional per-class `weight` [C] with the input's element
+    type (absent: all ones). Per position i, with t = target[i],
+      l[i] = -weight[t] * log_softmax(input[i, :])[t]  (softmax over the C dimension),
+    or 0 when t equals `ignore_index`. A target outside [0, C) that is not `ignore_index`
+    is a runtime error. `reduction`: "none" gives l shaped like target; "sum" gives
+    sum(l); "mean" (the default) gives sum(l) / sum(weight[t]) over the non-ignored
+    positions (NaN when there are none), as torch.nn.CrossEntropyLoss and ONNX
+    SoftmaxCrossEntropyLoss.
 
     ```mlir
     %l = plait.softmax_cross_entropy %logits, %labels {reduction = "mean"}
@@ -541,7 +661,9 @@ def Plait_SoftmaxCrossEntropyOp : Plait_LossOp<"softmax_cross_entropy",
 
 def Plait_NllLossOp : Plait_LossOp<"nll_loss", "negative log-likelihood of log-probabilities"> {
   let description = [{
-    As softmax_cross_entropy, but `input` already holds log-probabilities.
+    As softmax_cross_entropy, but `input` already holds log-probabilities:
+    l[i] = -weight[t] * input[i, t]; shapes, `ignore_index` and `reduction` as there
+    (torch.nn.NLLLoss, ONNX NegativeLogLikelihoodLoss).
 
     ```mlir
     %l = plait.nll_loss %logp, %labels {reduction = "sum"}

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "llvm/Support/MathExtras.h"
+
 namespace plait {
 
 std::optional<llvm::SmallVector<int64_t>> broadcastShapes(llvm::ArrayRef<int64_t> a,
@@ -35,17 +37,35 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+std::optional<int64_t> windowSpan(int64_t kernel, int64_t dilation) {
+  int64_t span;
+  if (llvm::MulOverflow(dilation, kernel - 1, span) || llvm::AddOverflow(span, int64_t(1), span))
+    return std::nullopt;
+  return span;
+}
+
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
                          int64_t padEnd, int64_t dilation, bool ceilMode) {
-  int64_t span = dilation * (kernel - 1) + 1;
-  int64_t numer = in + padBegin + padEnd - span;
-  if (numer < 0)
+  auto span = windowSpan(kernel, dilation);
+  int64_t padded, numer;
+  if (!span || llvm::AddOverflow(in, padBegin, padded) ||
+      llvm::AddOverflow(padded, padEnd, padded) || padded < *span)
     return 0;
-  int64_t out = (ceilMode ? (numer + stride - 1) / stride : numer / stride) + 1;
+  numer = padded - *span;
+  int64_t out = numer / stride + (ceilMode && numer % stride != 0 ? 1 : 0) + 1;
   // With ceil_mode, the last window must start inside the input or the begin padding.
-  if (ceilMode && (out - 1) * stride >= in + padBegin)
+  int64_t lastStart;
+  if (ceilMode && (llvm::MulOverflow(out - 1, stride, lastStart) || lastStart >= in + padBegin))
     --out;
   return out;
+}
+
+std::optional<int64_t> numElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (llvm::MulOverflow(count, d, count))
+      return std::nullopt;
+  return count;
 }
 
 std::string shapeToString(llvm::ArrayRef<int64_t> shape) {

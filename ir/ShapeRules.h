@@ -20,9 +20,20 @@ bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
 /// Normalises a possibly negative axis against `rank`; nullopt when out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
-/// Output size of one spatial dimension of a convolution or pooling window.
+/// Extent of a dilated window, dilation * (kernel - 1) + 1; nullopt when it overflows int64.
+/// Expects kernel >= 1 and dilation >= 1.
+std::optional<int64_t> windowSpan(int64_t kernel, int64_t dilation);
+
+/// Output size of one spatial dimension of a convolution or pooling window:
+/// floor((in + padBegin + padEnd - span) / stride) + 1 (ceil instead of floor with ceilMode,
+/// dropping a last window that would start in the end padding), where span = windowSpan().
+/// 0 when the window does not fit the padded input, or when the arithmetic overflows int64.
+/// Expects kernel, stride, dilation >= 1 and pads >= 0.
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
                          int64_t padEnd, int64_t dilation, bool ceilMode);
+
+/// Number of elements of a static shape; nullopt when it overflows int64.
+std::optional<int64_t> numElements(llvm::ArrayRef<int64_t> shape);
 
 /// Prints a shape as "2x3x4" (scalars as "scalar") for diagnostics.
 std::string shapeToString(llvm::ArrayRef<int64_t> shape);
