@@ -34,6 +34,13 @@ struct InstrDesc {
   std::string name;             // source location for messages
 };
 
+struct ScheduleDesc {
+  std::string kind = "constant";
+  double lr = 0;
+  int64_t warmupSteps = 0, totalSteps = 0;
+  double minLr = 0;
+};
+
 struct PlanDesc {
   uint32_t worldSize = 1;
   std::vector<uint64_t> arenaBytes; // one per rank
@@ -42,6 +49,9 @@ struct PlanDesc {
   std::vector<uint32_t> inputs, outputs;
   std::string report;               // JSON
   std::string source;
+  bool training = false;
+  std::vector<std::pair<uint32_t, uint32_t>> updates; // (source, target) tensor indices
+  ScheduleDesc schedule;
 };
 
 size_t elementSize(fb::DType t);

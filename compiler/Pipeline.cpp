@@ -13,12 +13,14 @@
 #include "compiler/Diagnostics.h"
 #include "compiler/import/onnx/OnnxImporter.h"
 #include "ir/PlaitDialect.h"
+#include "passes/Passes.h"
 #include "passes/analysis/MemoryPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -86,15 +88,20 @@ nlohmann::json buildReport(func::FuncOp func, const MemoryPlan &memory, const pl
   report["model"] = options.modelPath;
   report["world_size"] = plan.worldSize;
   int64_t params = memory.bytesOf(BufferKind::Param);
+  int64_t grads = 0; // one gradient per updated param, held in the arena while it lives
+  for (auto [source, target] : plan.updates)
+    if (plan.tensors[target].kind == fb::TensorKind::Param)
+      grads += memory.buffers[target].bytes;
   int64_t constants = memory.bytesOf(BufferKind::Constant);
   int64_t inputs = memory.bytesOf(BufferKind::Input);
   int64_t activations = memory.arenaBytes; // upper bound on what is not model state
   for (const PlannedBuffer &b : memory.buffers)
-    if (b.kind == BufferKind::Param || b.kind == BufferKind::Constant)
+    if (b.kind == BufferKind::Param || b.kind == BufferKind::Constant ||
+        b.kind == BufferKind::State)
       activations -= b.size;
   report["memory"] = {{"params", params},
-                      {"grads", 0},
-                      {"optimizer", 0},
+                      {"grads", grads},
+                      {"optimizer", memory.bytesOf(BufferKind::State)},
                       {"constants", constants},
                       {"inputs", inputs},
                       {"activations", activations},
@@ -110,6 +117,9 @@ nlohmann::json buildReport(func::FuncOp func, const MemoryPlan &memory, const pl
     kernels[instr.kernel] = kernels.value(instr.kernel, 0) + 1;
   report["kernels"] = kernels;
   report["units"] = nlohmann::json::array();
+  report["training"] = plan.training;
+  if (plan.training)
+    report["optimizer_updates"] = plan.updates.size();
   report["optimizations"] = {
       {"memory_planning", fmt::format("{} buffers in a {}-byte arena ({}), lower bound {} bytes",
                                       memory.buffers.size(), memory.arenaBytes,
@@ -144,6 +154,28 @@ std::string dumpStage(const CompileOptions &options, const std::string &name, Mo
   return "";
 }
 
+LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train) {
+  BuildTrainStepPassOptions o;
+  o.optimizer = train.optimizer;
+  o.lr = train.lr;
+  o.beta1 = train.beta1;
+  o.beta2 = train.beta2;
+  o.eps = train.eps;
+  o.weightDecay = train.weightDecay;
+  o.momentum = train.momentum;
+  o.dampening = train.dampening;
+  o.nesterov = train.nesterov;
+  o.freeze = train.freeze;
+  o.clipGradNorm = train.clipGradNorm;
+  o.schedule = train.schedule;
+  o.warmupSteps = train.warmupSteps;
+  o.totalSteps = train.totalSteps;
+  o.minLr = train.minLr;
+  PassManager pm(module.getContext());
+  pm.addPass(createBuildTrainStepPass(o));
+  return pm.run(module);
+}
+
 int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
   auto module = loadModel(ctx, options);
   if (failed(module) || failed(verify(**module)))
@@ -153,6 +185,13 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
     return 1;
   if (std::string error = dumpStage(options, "00-imported.mlir", **module); !error.empty())
     return reportError(error);
+  if (options.train.enabled) {
+    if (failed(buildTrainStep(**module, options.train)))
+      return 1;
+    if (std::string error = dumpStage(options, "01-train-step.mlir", **module); !error.empty())
+      return reportError(error);
+    func = entryFunction(**module, options.modelPath);
+  }
 
   if (options.emit == "mlir") {
     std::error_code ec;
@@ -192,6 +231,7 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
 int compileModel(const CompileOptions &options) {
   DialectRegistry registry;
   registry.insert<PlaitDialect, func::FuncDialect>();
+  registerVJPInterfaces(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   OneLineDiagnostics diagnostics(ctx, options.modelPath);

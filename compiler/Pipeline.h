@@ -6,6 +6,21 @@
 
 namespace plait {
 
+/// --train and its optimizer settings (defaults as PyTorch's optimizers).
+struct TrainOptions {
+  bool enabled = false;
+  std::string optimizer = "adamw";
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weightDecay = -1; // negative: the optimizer's default (sgd 0, adamw 0.01)
+  double momentum = 0, dampening = 0;
+  bool nesterov = false;
+  std::string freeze;      // regex of param names kept frozen
+  double clipGradNorm = 0;
+  std::string schedule = "constant";
+  int64_t warmupSteps = 0, totalSteps = 0;
+  double minLr = 0;
+};
+
 struct CompileOptions {
   std::string modelPath;
   std::string outputPath;                     // "-" for stdout (only with emit = "mlir")
@@ -15,6 +30,7 @@ struct CompileOptions {
   bool explain = false;                       // --explain: human summary on stdout
   std::string dumpDir;                        // --dump-dir: every stage as text
   int64_t alignment = 64;
+  TrainOptions train;
 };
 
 /// Runs the whole pipeline. Returns 0 on success, 1 on a user error (after printing one

@@ -4,6 +4,7 @@
 using namespace mlir;
 
 #include "ir/PlaitDialect.cpp.inc"
+#include "ir/VJPInterface.cpp.inc"
 
 namespace plait {
 
@@ -11,6 +12,9 @@ void PlaitDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "ir/PlaitOps.cpp.inc"
+      ,
+#define GET_OP_LIST
+#include "ir/PlaitTrainOps.cpp.inc"
       >();
 }
 

@@ -12,3 +12,17 @@
 
 #define GET_OP_CLASSES
 #include "ir/PlaitOps.h.inc"
+
+#define GET_OP_CLASSES
+#include "ir/PlaitTrainOps.h.inc"
+
+#include "ir/VJPInterface.h.inc"
+
+namespace mlir {
+class DialectRegistry;
+}
+
+namespace plait {
+/// Attaches the VJP interface (ir/VJP.cpp) to every differentiable plait op.
+void registerVJPInterfaces(mlir::DialectRegistry &registry);
+} // namespace plait

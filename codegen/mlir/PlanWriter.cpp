@@ -120,6 +120,12 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
       } else {
         t.init = param.getInit()->str();
       }
+    } else if (auto state = b.value.getDefiningOp<StateOp>()) {
+      t.kind = fb::TensorKind::State;
+      t.name = state.getName().str();
+    } else if (auto hyper = b.value.getDefiningOp<HyperOp>()) {
+      t.kind = fb::TensorKind::Hyper;
+      t.name = hyper.getName().str();
     } else if (auto constant = b.value.getDefiningOp<ConstantOp>()) {
       t.kind = fb::TensorKind::Constant;
       t.name = "constant" + std::to_string(plan.tensors.size());
@@ -141,9 +147,19 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
   }
 
   // Instructions, one per compute op, in program order.
+  bool seenAssign = false;
   for (Operation &op : func.getBody().front()) {
-    if (isa<ParamOp, ConstantOp>(op))
+    if (isa<ParamOp, ConstantOp, StateOp, HyperOp>(op))
       continue;
+    if (auto assign = dyn_cast<AssignOp>(op)) {
+      plan.updates.push_back({tensorOf.lookup(assign.getValue()), tensorOf.lookup(assign.getTarget())});
+      seenAssign = true;
+      continue;
+    }
+    // Updates are copied after the last instruction, so a compute op after an assign
+    // would see values the memory plan considers dead.
+    if (seenAssign && !isa<func::ReturnOp>(op))
+      return op.emitOpError("follows a plait.assign; assigns must end the step");
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         uint32_t t = tensorOf.lookup(v);
@@ -176,6 +192,20 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
   for (BlockArgument arg : func.getArguments())
     plan.inputs.push_back(tensorOf.lookup(arg));
   plan.arenaBytes = {(uint64_t)memory.arenaBytes};
+  plan.training = !plan.updates.empty();
+  if (auto module = func->getParentOfType<ModuleOp>())
+    if (auto schedule = module->getAttrOfType<DictionaryAttr>("plait.lr_schedule")) {
+      auto kind = dyn_cast_or_null<StringAttr>(schedule.get("kind"));
+      auto lr = dyn_cast_or_null<FloatAttr>(schedule.get("lr"));
+      auto minLr = dyn_cast_or_null<FloatAttr>(schedule.get("min_lr"));
+      auto warmup = dyn_cast_or_null<IntegerAttr>(schedule.get("warmup_steps"));
+      auto total = dyn_cast_or_null<IntegerAttr>(schedule.get("total_steps"));
+      if (!kind || !lr || !minLr || !warmup || !total)
+        return module.emitError("plait.lr_schedule needs kind, lr, min_lr, warmup_steps and "
+                                "total_steps");
+      plan.schedule = {kind.str(), lr.getValueAsDouble(), warmup.getInt(), total.getInt(),
+                       minLr.getValueAsDouble()};
+    }
   return success();
 }
 

@@ -1,4 +1,5 @@
 // plait-compile: compiles a model file (.onnx or .mlir) into a plan. A thin main over Pipeline.
+#include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -10,18 +11,14 @@ namespace {
 /// Flags of the command-line contract (shared/DESIGN.md) whose features are not built yet:
 /// they are accepted by the parser so that using one gives a clear message, not "unknown flag".
 struct PendingFlags {
-  bool train = false;
-  std::string optimizer, strategy, device, cluster, memLimit, recompute;
-  double lr = 0, weightDecay = 0, momentum = 0, eps = 0;
-  std::string betas;
+  std::string strategy, device, cluster, memLimit, recompute;
   int worldSize = 1, microBatches = 1;
   bool noFusion = false;
 
   /// Name of the first pending flag that was used, or "".
   std::string firstUsed(const CLI::App &app) const {
-    for (const char *flag : {"--train", "--optimizer", "--lr", "--weight-decay", "--momentum",
-                             "--betas", "--eps", "--strategy", "--cluster", "--mem-limit",
-                             "--micro-batches", "--recompute", "--no-fusion"})
+    for (const char *flag : {"--strategy", "--cluster", "--mem-limit", "--micro-batches",
+                             "--recompute", "--no-fusion"})
       if (app.count(flag))
         return flag;
     if (worldSize != 1)
@@ -49,13 +46,26 @@ int main(int argc, char **argv) {
   app.add_option("--report", options.reportPath, "write the compiler's decisions as JSON");
   app.add_flag("--explain", options.explain, "print a readable summary of the plan");
   app.add_option("--dump-dir", options.dumpDir, "write every IR stage into DIR");
-  app.add_flag("--train", pending.train);
-  app.add_option("--optimizer", pending.optimizer);
-  app.add_option("--lr", pending.lr);
-  app.add_option("--weight-decay", pending.weightDecay);
-  app.add_option("--momentum", pending.momentum);
-  app.add_option("--betas", pending.betas);
-  app.add_option("--eps", pending.eps);
+  plait::TrainOptions &train = options.train;
+  std::string betas;
+  app.add_flag("--train", train.enabled, "build the training step (loss, backward, optimizer)");
+  app.add_option("--optimizer", train.optimizer, "sgd or adamw")
+      ->check(CLI::IsMember({"sgd", "adamw"}));
+  app.add_option("--lr", train.lr, "base learning rate");
+  app.add_option("--weight-decay", train.weightDecay,
+                 "weight decay (default: sgd 0, adamw 0.01, as PyTorch)");
+  app.add_option("--momentum", train.momentum, "SGD momentum");
+  app.add_option("--dampening", train.dampening, "SGD dampening");
+  app.add_flag("--nesterov", train.nesterov, "SGD Nesterov momentum");
+  app.add_option("--betas", betas, "AdamW betas B1,B2");
+  app.add_option("--eps", train.eps, "AdamW epsilon");
+  app.add_option("--freeze", train.freeze, "regex of param names not to train");
+  app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
+  app.add_option("--lr-schedule", train.schedule, "constant, linear-warmup or cosine")
+      ->check(CLI::IsMember({"constant", "linear-warmup", "cosine"}));
+  app.add_option("--warmup-steps", train.warmupSteps, "warm-up steps of the schedule");
+  app.add_option("--total-steps", train.totalSteps, "steps over which cosine decays");
+  app.add_option("--min-lr", train.minLr, "final learning rate of the cosine schedule");
   app.add_option("--world-size", pending.worldSize);
   app.add_option("--strategy", pending.strategy);
   app.add_option("--device", pending.device);
@@ -72,9 +82,30 @@ int main(int argc, char **argv) {
     std::cerr << "plait-compile: " << e.what() << "\n";
     return 1;
   }
+  for (const char *flag : {"--optimizer", "--lr", "--weight-decay", "--momentum", "--dampening",
+                           "--nesterov", "--betas", "--eps", "--freeze", "--clip-grad-norm",
+                           "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr"})
+    if (app.count(flag) && !train.enabled) {
+      std::cerr << "plait-compile: " << flag << " needs --train\n";
+      return 1;
+    }
+  if (!betas.empty()) {
+    char *end = nullptr;
+    train.beta1 = std::strtod(betas.c_str(), &end);
+    if (!end || *end != ',') {
+      std::cerr << "plait-compile: --betas expects B1,B2, got '" << betas << "'\n";
+      return 1;
+    }
+    const char *second = end + 1;
+    train.beta2 = std::strtod(second, &end);
+    if (end == second || *end != '\0') {
+      std::cerr << "plait-compile: --betas expects B1,B2, got '" << betas << "'\n";
+      return 1;
+    }
+  }
   if (std::string flag = pending.firstUsed(app); !flag.empty()) {
     std::cerr << "plait-compile: " << flag
-              << " is not available yet: this build compiles forward graphs for one CPU rank\n";
+              << " is not available yet: this build compiles for one CPU rank\n";
     return 1;
   }
   for (const std::string &binding : constInputs) {

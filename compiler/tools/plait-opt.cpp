@@ -10,6 +10,7 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<plait::PlaitDialect, mlir::func::FuncDialect>();
+  plait::registerVJPInterfaces(registry);
   plait::registerPlaitPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

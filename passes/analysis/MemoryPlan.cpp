@@ -16,6 +16,8 @@ const char *bufferKindName(BufferKind kind) {
   case BufferKind::Param: return "param";
   case BufferKind::Constant: return "constant";
   case BufferKind::Activation: return "activation";
+  case BufferKind::State: return "state";
+  case BufferKind::Hyper: return "hyper";
   }
   return "?";
 }
@@ -63,6 +65,8 @@ LogicalResult getValuesAndSizes(func::FuncOp func, int64_t alignment, MemoryPlan
     ++time;
     BufferKind kind = isa<ParamOp>(op)      ? BufferKind::Param
                       : isa<ConstantOp>(op) ? BufferKind::Constant
+                      : isa<StateOp>(op)    ? BufferKind::State
+                      : isa<HyperOp>(op)    ? BufferKind::Hyper
                                             : BufferKind::Activation;
     for (Value result : op.getResults())
       if (failed(add(result, kind, kind == BufferKind::Activation ? time : 0, &op)))
@@ -78,7 +82,7 @@ void resolveLiveness(func::FuncOp func, MemoryPlan &plan) {
   int64_t time = 0;
   for (Operation &op : func.getBody().front()) {
     ++time;
-    bool isReturn = op.hasTrait<OpTrait::IsTerminator>();
+    bool isReturn = op.hasTrait<OpTrait::IsTerminator>() || isa<AssignOp>(op);
     for (Value operand : op.getOperands()) {
       auto it = plan.index.find(operand);
       if (it == plan.index.end())
@@ -88,7 +92,7 @@ void resolveLiveness(func::FuncOp func, MemoryPlan &plan) {
     }
   }
   for (PlannedBuffer &b : plan.buffers)
-    if (b.kind == BufferKind::Param || b.kind == BufferKind::Constant)
+    if (b.kind != BufferKind::Activation && b.kind != BufferKind::Input)
       b.end = endTime;
 }
 

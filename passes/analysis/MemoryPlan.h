@@ -11,12 +11,14 @@
 
 namespace plait {
 
-enum class BufferKind { Input, Param, Constant, Activation };
+enum class BufferKind { Input, Param, Constant, Activation, State, Hyper };
 const char *bufferKindName(BufferKind kind);
 
 /// One tensor's slot in the arena. Times are program positions: 0 is the step's start
 /// (arguments, params, constants), op i of the body (1-based) defines at time i, and the
-/// function's end is `numOps + 1`. A buffer occupies [offset, offset + size) during
+/// function's end is `numOps + 1`. Params, state, constants and hyper-parameters live for
+/// the whole step; values stored by plait.assign live to the end (the runtime copies
+/// them into their targets after the last instruction). A buffer occupies [offset, offset + size) during
 /// [start, end], both inclusive, so an op's results never share bytes with its operands.
 struct PlannedBuffer {
   mlir::Value value;

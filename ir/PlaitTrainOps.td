@@ -1,0 +1,254 @@
+// Training ops of the plait dialect: persistent state, per-step hyper-parameters, gradient
+// kernels that have no composition in forward ops, and optimizer updates. Written by the
+// build-train-step pipeline; each lowers to the runtime kernel of the same mnemonic.
+#ifndef PLAIT_TRAIN_OPS_TD
+#define PLAIT_TRAIN_OPS_TD
+
+include "ir/PlaitDialect.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Step state
+//===----------------------------------------------------------------------===//
+
+def Plait_StateOp : Plait_Op<"state", [Pure]> {
+  let summary = "a persistent, non-trainable tensor (optimizer state)";
+  let description = [{
+    Lives across steps like a param, starts as zeros, and is never differentiated.
+
+    ```mlir
+    %m = plait.state "fc1.weight.exp_avg" : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Plait_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Plait_HyperOp : Plait_Op<"hyper", [Pure]> {
+  let summary = "a scalar the runtime sets before each step";
+  let description = [{
+    `name` is `lr` (the learning rate of this step, from the plan's schedule) or `step`
+    (the 1-based step number).
+
+    ```mlir
+    %lr = plait.hyper "lr" : tensor<f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Plait_AssignOp : Plait_Op<"assign", [MemoryEffects<[MemWrite]>, AllTypesMatch<["target", "value"]>]> {
+  let summary = "store a new value into a param or state at the end of the step";
+  let description = [{
+    `target` is the param or state op whose persistent tensor receives `value` once the
+    step's instructions have run (so every reader in the step sees the old value).
+
+    ```mlir
+    plait.assign %w, %w_new : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Plait_Tensor:$target, Plait_Tensor:$value);
+  let assemblyFormat = "$target `,` $value attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient kernels
+//===----------------------------------------------------------------------===//
+
+def Plait_GatherGradOp : Plait_Op<"gather_grad", [Pure]> {
+  let summary = "scatter-add of gather's output gradient into a zero tensor shaped like data";
+  let description = [{
+    The VJP of `plait.gather` with respect to `data`: result[..., indices[j], ...] += grad[..., j, ...].
+
+    ```mlir
+    %dt = plait.gather_grad %g, %ids {axis = 0 : i64}
+        : (tensor<2x8x16xf32>, tensor<2x8xi64>) -> tensor<100x16xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$grad, Plait_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_Conv2dGradInputOp : Plait_Op<"conv2d_grad_input", [Pure]> {
+  let summary = "gradient of conv2d with respect to its input";
+  let description = [{
+    Attributes as the forward `plait.conv2d`; the result has the input's shape.
+
+    ```mlir
+    %dx = plait.conv2d_grad_input %g, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+        dilations = array<i64: 1, 1>, group = 1 : i64}
+        : (tensor<1x4x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x3x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$grad, Plait_FloatTensor:$w,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_Conv2dGradWeightOp : Plait_Op<"conv2d_grad_weight", [Pure]> {
+  let summary = "gradient of conv2d with respect to its weight";
+  let description = [{
+    Attributes as the forward `plait.conv2d`; the result has the weight's shape.
+
+    ```mlir
+    %dw = plait.conv2d_grad_weight %x, %g {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+        dilations = array<i64: 1, 1>, group = 1 : i64}
+        : (tensor<1x3x8x8xf32>, tensor<1x4x8x8xf32>) -> tensor<4x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_MaxPool2dGradOp : Plait_Op<"max_pool2d_grad", [Pure]> {
+  let summary = "gradient of max_pool2d: each window's gradient goes to its (first) maximum";
+  let description = [{
+    Attributes as the forward `plait.max_pool2d`; the result has `x`'s type.
+
+    ```mlir
+    %dx = plait.max_pool2d_grad %x, %g {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+        pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+        : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_AvgPool2dGradOp : Plait_Op<"avg_pool2d_grad", [Pure]> {
+  let summary = "gradient of avg_pool2d: each window's gradient spread over its elements";
+  let description = [{
+    Attributes as the forward `plait.avg_pool2d`; the result has the input's shape.
+
+    ```mlir
+    %dx = plait.avg_pool2d_grad %g {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+        pads = array<i64: 0, 0, 0, 0>} : (tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$grad, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class Plait_LossGradOp<string mnemonic, string doc> :
+    Plait_Op<mnemonic, [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = doc;
+  let arguments = (ins Plait_FloatTensor:$input, Plait_IndexTensor:$target,
+                       Plait_FloatTensor:$grad, Optional<Plait_FloatTensor>:$weight,
+                       DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_SoftmaxCrossEntropyGradOp : Plait_LossGradOp<"softmax_cross_entropy_grad",
+    "gradient of softmax_cross_entropy with respect to the logits"> {
+  let description = [{
+    `grad` is the loss's gradient (a scalar for mean/sum, target-shaped for none);
+    attributes as the forward op. Result: (softmax(input) - onehot(target)) * w * grad / norm.
+
+    ```mlir
+    %dl = plait.softmax_cross_entropy_grad %logits, %labels, %g {reduction = "mean"}
+        : (tensor<8x10xf32>, tensor<8xi64>, tensor<f32>) -> tensor<8x10xf32>
+    ```
+  }];
+}
+
+def Plait_NllLossGradOp : Plait_LossGradOp<"nll_loss_grad",
+    "gradient of nll_loss with respect to the log-probabilities"> {
+  let description = [{
+    Result: -onehot(target) * w * grad / norm.
+
+    ```mlir
+    %dl = plait.nll_loss_grad %logp, %labels, %g {reduction = "sum"}
+        : (tensor<8x10xf32>, tensor<8xi64>, tensor<f32>) -> tensor<8x10xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates (one fused kernel per parameter tensor)
+//===----------------------------------------------------------------------===//
+
+def Plait_SgdUpdateOp : Plait_Op<"sgd_update", [Pure, AllTypesMatch<["param", "grad", "new_param"]>]> {
+  let summary = "one SGD step as PyTorch's torch.optim.SGD computes it";
+  let description = [{
+    g = grad + weight_decay * param; with momentum m > 0: buf = g on step 1, else
+    buf = m * buf + (1 - dampening) * g, and g = nesterov ? g + m * buf : buf;
+    new_param = param - lr * g. Without momentum `momentum_buffer` is absent and
+    `new_buffer` is not produced.
+
+    ```mlir
+    %p2, %b2 = plait.sgd_update %p, %g, %lr, %step, %b {momentum = 0.9 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>)
+        -> (tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Optional<Plait_FloatTensor>:$momentum_buffer,
+                       DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dampening,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+  let results = (outs Plait_FloatTensor:$new_param, Optional<Plait_FloatTensor>:$new_buffer);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_AdamWUpdateOp : Plait_Op<"adamw_update",
+    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                          "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "one AdamW step as PyTorch's torch.optim.AdamW computes it";
+  let description = [{
+    param *= 1 - lr * weight_decay; m = beta1 * m + (1 - beta1) * g;
+    v = beta2 * v + (1 - beta2) * g * g; param -= lr / (1 - beta1^step) * m /
+    (sqrt(v) / sqrt(1 - beta2^step) + eps).
+
+    ```mlir
+    %p2, %m2, %v2 = plait.adamw_update %p, %g, %m, %v, %lr, %step
+        {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, weight_decay = 0.01 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>)
+        -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_avg_sq,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+  let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
+                      Plait_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+#endif // PLAIT_TRAIN_OPS_TD

@@ -1,0 +1,651 @@
+// VJP rules of the differentiable plait ops, attached as VJPOpInterface external models.
+#include "ir/PlaitDialect.h"
+#include "ir/ShapeRules.h"
+
+#include <cmath>
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectRegistry.h"
+
+using namespace mlir;
+
+namespace plait {
+namespace {
+
+RankedTensorType rankedType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// Small builder wrapper so rules read like the math they implement.
+struct Grad {
+  OpBuilder &b;
+  Location loc;
+
+  Type elementOf(Value v) { return rankedType(v).getElementType(); }
+  Value scalar(Value like, double v) {
+    auto type = RankedTensorType::get({}, elementOf(like));
+    return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getFloatAttr(elementOf(like), v)));
+  }
+  Value add(Value x, Value y) { return b.create<AddOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.create<SubOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.create<MulOp>(loc, x, y); }
+  Value div(Value x, Value y) { return b.create<DivOp>(loc, x, y); }
+  Value neg(Value x) { return b.create<NegOp>(loc, x); }
+  Value mulScalar(Value x, double s) { return mul(x, scalar(x, s)); }
+  Value where(Value c, Value x, Value y) { return b.create<WhereOp>(loc, c, x, y); }
+  Value zerosLike(Value x) {
+    auto type = rankedType(x);
+    return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+  }
+  Value reshape(Value x, RankedTensorType type) {
+    if (x.getType() == type)
+      return x;
+    return b.create<ReshapeOp>(loc, type, x);
+  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    return reshape(x, RankedTensorType::get(shape, elementOf(x)));
+  }
+  Value sum(Value x, ArrayRef<int64_t> axes, bool keepdims) {
+    return b.create<ReduceSumOp>(loc, x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(keepdims));
+  }
+  Value mean(Value x, ArrayRef<int64_t> axes, bool keepdims) {
+    return b.create<ReduceMeanOp>(loc, x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(keepdims));
+  }
+  Value transposeLast2(Value x) {
+    int64_t rank = rankedType(x).getRank();
+    SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i)
+      perm.push_back(i);
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    return b.create<TransposeOp>(loc, x, b.getDenseI64ArrayAttr(perm));
+  }
+  Value matmul(Value x, Value y) { return b.create<MatmulOp>(loc, x, y); }
+  Value broadcastTo(Value x, RankedTensorType type) {
+    if (x.getType() == type)
+      return x;
+    return b.create<BroadcastToOp>(loc, type, x);
+  }
+
+  /// Sums `grad` over the dimensions that broadcasting added or stretched to reach
+  /// `target`'s shape, then reshapes to it (the adjoint of numpy broadcasting).
+  Value unbroadcast(Value grad, Value target) {
+    auto gt = rankedType(grad), tt = rankedType(target);
+    if (gt.getShape() == tt.getShape())
+      return grad;
+    int64_t lead = gt.getRank() - tt.getRank();
+    SmallVector<int64_t> axes;
+    for (int64_t d = 0; d < gt.getRank(); ++d)
+      if (d < lead || (tt.getDimSize(d - lead) == 1 && gt.getDimSize(d) != 1))
+        axes.push_back(d);
+    Value reduced = axes.empty() ? grad : sum(grad, axes, /*keepdims=*/true);
+    return reshape(reduced, tt.getShape());
+  }
+
+  /// Positions of the reduced axes, normalised (empty `axes` = all).
+  SmallVector<int64_t> reducedAxes(ArrayRef<int64_t> axes, int64_t rank) {
+    SmallVector<int64_t> out;
+    if (axes.empty())
+      for (int64_t d = 0; d < rank; ++d)
+        out.push_back(d);
+    for (int64_t a : axes)
+      out.push_back(*normalizeAxis(a, rank));
+    llvm::sort(out);
+    return out;
+  }
+
+  /// Reshapes a reduction's result (or its gradient) to the keepdims shape of `x`.
+  Value keepdimsShape(Value reduced, Value x, ArrayRef<int64_t> axes) {
+    SmallVector<int64_t> shape(rankedType(x).getShape());
+    for (int64_t a : axes)
+      shape[a] = 1;
+    return reshape(reduced, shape);
+  }
+};
+
+bool isFloatTensor(Value v) { return isa<FloatType>(rankedType(v).getElementType()); }
+
+/// Base for rules: fills operandGrads with nulls, then calls Derived::vjp.
+template <typename Derived, typename Op>
+struct VJPModel : VJPOpInterface::ExternalModel<Derived, Op> {
+  LogicalResult buildVJP(Operation *op, OpBuilder &b, ArrayRef<Value> resultGrads,
+                         SmallVectorImpl<Value> &operandGrads) const {
+    operandGrads.assign(op->getNumOperands(), Value());
+    Grad g{b, op->getLoc()};
+    return Derived::vjp(cast<Op>(op), g, resultGrads, operandGrads);
+  }
+};
+
+#define PLAIT_VJP(OP)                                                                           \
+  struct OP##VJP : VJPModel<OP##VJP, OP> {                                                      \
+    static LogicalResult vjp(OP op, Grad &g, ArrayRef<Value> rg, SmallVectorImpl<Value> &og);   \
+  };                                                                                            \
+  LogicalResult OP##VJP::vjp(OP op, Grad &g, ArrayRef<Value> rg, SmallVectorImpl<Value> &og)
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+PLAIT_VJP(AddOp) {
+  og[0] = g.unbroadcast(rg[0], op.getLhs());
+  og[1] = g.unbroadcast(rg[0], op.getRhs());
+  return success();
+}
+PLAIT_VJP(SubOp) {
+  og[0] = g.unbroadcast(rg[0], op.getLhs());
+  og[1] = g.unbroadcast(g.neg(rg[0]), op.getRhs());
+  return success();
+}
+PLAIT_VJP(MulOp) {
+  og[0] = g.unbroadcast(g.mul(rg[0], op.getRhs()), op.getLhs());
+  og[1] = g.unbroadcast(g.mul(rg[0], op.getLhs()), op.getRhs());
+  return success();
+}
+PLAIT_VJP(DivOp) {
+  og[0] = g.unbroadcast(g.div(rg[0], op.getRhs()), op.getLhs());
+  og[1] = g.unbroadcast(g.neg(g.div(g.mul(rg[0], op.getResult()), op.getRhs())), op.getRhs());
+  return success();
+}
+PLAIT_VJP(PowOp) {
+  // d(a^b)/da = b * a^(b-1); d(a^b)/db = a^b * log(a).
+  Value a = op.getLhs(), e = op.getRhs();
+  Value powm1 = g.b.create<PowOp>(g.loc, a, g.sub(e, g.scalar(e, 1.0)));
+  og[0] = g.unbroadcast(g.mul(rg[0], g.mul(e, powm1)), a);
+  og[1] = g.unbroadcast(g.mul(rg[0], g.mul(op.getResult(), g.b.create<LogOp>(g.loc, a))), e);
+  return success();
+}
+
+/// max/min: the gradient goes to the selected operand; ties split it evenly (as PyTorch).
+template <typename Op> LogicalResult extremumVJP(Op op, Grad &g, ArrayRef<Value> rg,
+                                                 SmallVectorImpl<Value> &og, bool isMax) {
+  Value a = op.getLhs(), b = op.getRhs();
+  Value aWins = isMax ? Value(g.b.create<GreaterOp>(g.loc, a, b))
+                      : Value(g.b.create<LessOp>(g.loc, a, b));
+  Value tie = g.b.create<EqualOp>(g.loc, a, b);
+  Value half = g.mulScalar(rg[0], 0.5);
+  Value zero = g.scalar(rg[0], 0.0);
+  Value toA = g.where(aWins, rg[0], g.where(tie, half, zero));
+  Value toB = g.sub(g.broadcastTo(rg[0], rankedType(toA)), toA);
+  og[0] = g.unbroadcast(toA, a);
+  og[1] = g.unbroadcast(toB, b);
+  return success();
+}
+PLAIT_VJP(MaxOp) { return extremumVJP(op, g, rg, og, true); }
+PLAIT_VJP(MinOp) { return extremumVJP(op, g, rg, og, false); }
+
+PLAIT_VJP(NegOp) { og[0] = g.neg(rg[0]); return success(); }
+PLAIT_VJP(ExpOp) { og[0] = g.mul(rg[0], op.getResult()); return success(); }
+PLAIT_VJP(LogOp) { og[0] = g.div(rg[0], op.getX()); return success(); }
+PLAIT_VJP(SqrtOp) { og[0] = g.div(g.mulScalar(rg[0], 0.5), op.getResult()); return success(); }
+PLAIT_VJP(RsqrtOp) {
+  Value y = op.getResult();
+  og[0] = g.mul(g.mulScalar(rg[0], -0.5), g.mul(y, g.mul(y, y)));
+  return success();
+}
+PLAIT_VJP(ReciprocalOp) {
+  Value y = op.getResult();
+  og[0] = g.neg(g.mul(rg[0], g.mul(y, y)));
+  return success();
+}
+PLAIT_VJP(ErfOp) {
+  Value x = op.getX();
+  Value e = g.b.create<ExpOp>(g.loc, g.neg(g.mul(x, x)));
+  og[0] = g.mul(rg[0], g.mulScalar(e, 2.0 / std::sqrt(M_PI)));
+  return success();
+}
+PLAIT_VJP(TanhOp) {
+  Value y = op.getResult();
+  og[0] = g.mul(rg[0], g.sub(g.scalar(y, 1.0), g.mul(y, y)));
+  return success();
+}
+PLAIT_VJP(SinOp) { og[0] = g.mul(rg[0], g.b.create<CosOp>(g.loc, op.getX())); return success(); }
+PLAIT_VJP(CosOp) {
+  og[0] = g.neg(g.mul(rg[0], g.b.create<SinOp>(g.loc, op.getX())));
+  return success();
+}
+PLAIT_VJP(SigmoidOp) {
+  Value y = op.getResult();
+  og[0] = g.mul(rg[0], g.mul(y, g.sub(g.scalar(y, 1.0), y)));
+  return success();
+}
+PLAIT_VJP(SiluOp) {
+  Value x = op.getX();
+  Value s = g.b.create<SigmoidOp>(g.loc, x);
+  Value one = g.scalar(x, 1.0);
+  og[0] = g.mul(rg[0], g.mul(s, g.add(one, g.mul(x, g.sub(one, s)))));
+  return success();
+}
+PLAIT_VJP(SoftplusOp) {
+  og[0] = g.mul(rg[0], g.b.create<SigmoidOp>(g.loc, op.getX()));
+  return success();
+}
+PLAIT_VJP(AbsOp) {
+  if (!isFloatTensor(op.getX()))
+    return success();
+  og[0] = g.mul(rg[0], g.b.create<SignOp>(g.loc, op.getX()));
+  return success();
+}
+PLAIT_VJP(ReluOp) {
+  if (!isFloatTensor(op.getX()))
+    return success();
+  Value positive = g.b.create<GreaterOp>(g.loc, op.getX(), g.scalar(op.getX(), 0.0));
+  og[0] = g.where(positive, rg[0], g.scalar(rg[0], 0.0));
+  return success();
+}
+PLAIT_VJP(LeakyReluOp) {
+  Value positive = g.b.create<GreaterOp>(g.loc, op.getX(), g.scalar(op.getX(), 0.0));
+  og[0] = g.where(positive, rg[0], g.mulScalar(rg[0], op.getAlpha().convertToDouble()));
+  return success();
+}
+PLAIT_VJP(EluOp) {
+  Value positive = g.b.create<GreaterOp>(g.loc, op.getX(), g.scalar(op.getX(), 0.0));
+  Value alpha = g.scalar(op.getX(), op.getAlpha().convertToDouble());
+  og[0] = g.where(positive, rg[0], g.mul(rg[0], g.add(op.getResult(), alpha)));
+  return success();
+}
+PLAIT_VJP(HardSigmoidOp) {
+  double alpha = op.getAlpha().convertToDouble(), beta = op.getBeta().convertToDouble();
+  Value x = op.getX();
+  Value z = g.add(g.mulScalar(x, alpha), g.scalar(x, beta));
+  Value inside = g.b.create<AndOp>(g.loc, g.b.create<GreaterOp>(g.loc, z, g.scalar(z, 0.0)),
+                                   g.b.create<LessOp>(g.loc, z, g.scalar(z, 1.0)));
+  og[0] = g.where(inside, g.mulScalar(rg[0], alpha), g.scalar(rg[0], 0.0));
+  return success();
+}
+PLAIT_VJP(ClampOp) {
+  Value x = op.getX();
+  if (!isFloatTensor(x))
+    return success();
+  Value keep;
+  if (auto lo = op.getMin())
+    keep = g.b.create<GreaterEqualOp>(g.loc, x, g.scalar(x, lo->convertToDouble()));
+  if (auto hi = op.getMax()) {
+    Value below = g.b.create<LessEqualOp>(g.loc, x, g.scalar(x, hi->convertToDouble()));
+    keep = keep ? Value(g.b.create<AndOp>(g.loc, keep, below)) : below;
+  }
+  og[0] = keep ? g.where(keep, rg[0], g.scalar(rg[0], 0.0)) : rg[0];
+  return success();
+}
+PLAIT_VJP(GeluOp) {
+  Value x = op.getX();
+  if (op.getApproximate() == "tanh") {
+    const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+    Value x2 = g.mul(x, x);
+    Value inner = g.mulScalar(g.add(x, g.mulScalar(g.mul(x2, x), c)), k);
+    Value t = g.b.create<TanhOp>(g.loc, inner);
+    Value one = g.scalar(x, 1.0);
+    Value left = g.mulScalar(g.add(one, t), 0.5);
+    Value dInner = g.mulScalar(g.add(one, g.mulScalar(x2, 3 * c)), k);
+    Value right = g.mul(g.mulScalar(x, 0.5), g.mul(g.sub(one, g.mul(t, t)), dInner));
+    og[0] = g.mul(rg[0], g.add(left, right));
+    return success();
+  }
+  // 0.5 * (1 + erf(x / sqrt 2)) + x * exp(-x^2 / 2) / sqrt(2 pi)
+  Value cdf = g.mulScalar(
+      g.add(g.scalar(x, 1.0), g.b.create<ErfOp>(g.loc, g.mulScalar(x, M_SQRT1_2))), 0.5);
+  Value pdf = g.mulScalar(g.b.create<ExpOp>(g.loc, g.mulScalar(g.mul(x, x), -0.5)),
+                          1.0 / std::sqrt(2.0 * M_PI));
+  og[0] = g.mul(rg[0], g.add(cdf, g.mul(x, pdf)));
+  return success();
+}
+PLAIT_VJP(WhereOp) {
+  Value zero = g.scalar(rg[0], 0.0);
+  og[1] = g.unbroadcast(g.where(op.getCond(), rg[0], zero), op.getX());
+  og[2] = g.unbroadcast(g.where(op.getCond(), zero, rg[0]), op.getY());
+  return success();
+}
+PLAIT_VJP(CastOp) {
+  if (isFloatTensor(op.getX()) && isFloatTensor(op.getResult()))
+    og[0] = g.b.create<CastOp>(g.loc, op.getX().getType(), rg[0]);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisations
+//===----------------------------------------------------------------------===//
+
+PLAIT_VJP(ReduceSumOp) {
+  auto axes = g.reducedAxes(op.getAxes(), op.getX().getType().getRank());
+  og[0] = g.broadcastTo(g.keepdimsShape(rg[0], op.getX(), axes), op.getX().getType());
+  return success();
+}
+PLAIT_VJP(ReduceMeanOp) {
+  auto xt = op.getX().getType();
+  auto axes = g.reducedAxes(op.getAxes(), xt.getRank());
+  int64_t count = 1;
+  for (int64_t a : axes)
+    count *= xt.getDimSize(a);
+  Value scaled = g.mulScalar(rg[0], 1.0 / (double)count);
+  og[0] = g.broadcastTo(g.keepdimsShape(scaled, op.getX(), axes), xt);
+  return success();
+}
+/// reduce_max/min: the gradient is shared evenly among the elements equal to the result.
+template <typename Op> LogicalResult reduceExtremumVJP(Op op, Grad &g, ArrayRef<Value> rg,
+                                                       SmallVectorImpl<Value> &og) {
+  Value x = op.getX();
+  auto axes = g.reducedAxes(op.getAxes(), op.getX().getType().getRank());
+  Value y = g.keepdimsShape(op.getResult(), x, axes);
+  Value hit = g.b.create<EqualOp>(g.loc, x, y);
+  Value mask = g.where(hit, g.scalar(x, 1.0), g.scalar(x, 0.0));
+  Value count = g.sum(mask, axes, /*keepdims=*/true);
+  Value share = g.div(g.keepdimsShape(rg[0], x, axes), count);
+  og[0] = g.mul(mask, share);
+  return success();
+}
+PLAIT_VJP(ReduceMaxOp) { return reduceExtremumVJP(op, g, rg, og); }
+PLAIT_VJP(ReduceMinOp) { return reduceExtremumVJP(op, g, rg, og); }
+
+PLAIT_VJP(SoftmaxOp) {
+  Value y = op.getResult();
+  int64_t axis = *normalizeAxis(op.getAxis(), op.getType().getRank());
+  Value dot = g.sum(g.mul(rg[0], y), {axis}, true);
+  og[0] = g.mul(y, g.sub(rg[0], dot));
+  return success();
+}
+PLAIT_VJP(LogSoftmaxOp) {
+  int64_t axis = *normalizeAxis(op.getAxis(), op.getType().getRank());
+  Value p = g.b.create<ExpOp>(g.loc, op.getResult());
+  og[0] = g.sub(rg[0], g.mul(p, g.sum(rg[0], {axis}, true)));
+  return success();
+}
+
+/// Axes [axis, rank) normalised over, and the leading axes the params are shared across.
+void normAxes(int64_t axis, int64_t rank, SmallVectorImpl<int64_t> &norm,
+              SmallVectorImpl<int64_t> &lead) {
+  int64_t a = *normalizeAxis(axis, rank);
+  for (int64_t d = 0; d < rank; ++d)
+    (d < a ? lead : norm).push_back(d);
+}
+
+PLAIT_VJP(LayerNormOp) {
+  Value x = op.getX(), dy = rg[0];
+  SmallVector<int64_t> norm, lead;
+  normAxes(op.getAxis(), op.getType().getRank(), norm, lead);
+  Value mu = g.mean(x, norm, true);
+  Value xc = g.sub(x, mu);
+  Value var = g.mean(g.mul(xc, xc), norm, true);
+  Value rstd = g.b.create<RsqrtOp>(g.loc, g.add(var, g.scalar(x, op.getEpsilon().convertToDouble())));
+  Value xhat = g.mul(xc, rstd);
+  auto paramType = op.getScale().getType();
+  auto reduceLead = [&](Value v) { return lead.empty() ? v : g.reshape(g.sum(v, lead, false), paramType); };
+  og[1] = reduceLead(g.mul(dy, xhat));
+  if (op.getBias())
+    og[2] = reduceLead(dy);
+  Value dxhat = g.mul(dy, op.getScale());
+  Value term = g.sub(g.sub(dxhat, g.mean(dxhat, norm, true)),
+                     g.mul(xhat, g.mean(g.mul(dxhat, xhat), norm, true)));
+  og[0] = g.mul(rstd, term);
+  return success();
+}
+
+PLAIT_VJP(RmsNormOp) {
+  Value x = op.getX(), dy = rg[0];
+  SmallVector<int64_t> norm, lead;
+  normAxes(op.getAxis(), op.getType().getRank(), norm, lead);
+  Value r = g.b.create<RsqrtOp>(
+      g.loc, g.add(g.mean(g.mul(x, x), norm, true), g.scalar(x, op.getEpsilon().convertToDouble())));
+  Value xr = g.mul(x, r);
+  Value dscale = g.mul(dy, xr);
+  og[1] = lead.empty() ? dscale : g.reshape(g.sum(dscale, lead, false), op.getScale().getType());
+  Value dxr = g.mul(dy, op.getScale());
+  // d/dx (x * r) = r * dxr - x * r^3 * mean(dxr * x)
+  Value r3 = g.mul(r, g.mul(r, r));
+  og[0] = g.sub(g.mul(r, dxr), g.mul(g.mul(x, r3), g.mean(g.mul(dxr, x), norm, true)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+PLAIT_VJP(MatmulOp) {
+  if (!isFloatTensor(op.getLhs()))
+    return success();
+  Value a = op.getLhs(), b = op.getRhs(), dy = rg[0];
+  auto at = rankedType(a), bt = rankedType(b);
+  // Promote 1-D operands as numpy does, so the rule below sees matrices.
+  Value a2 = at.getRank() == 1 ? g.reshape(a, {1, at.getDimSize(0)}) : a;
+  Value b2 = bt.getRank() == 1 ? g.reshape(b, {bt.getDimSize(0), 1}) : b;
+  auto a2t = rankedType(a2), b2t = rankedType(b2);
+  auto batch = *broadcastShapes(a2t.getShape().drop_back(2), b2t.getShape().drop_back(2));
+  SmallVector<int64_t> dyShape(batch);
+  dyShape.push_back(a2t.getDimSize(a2t.getRank() - 2));
+  dyShape.push_back(b2t.getDimSize(b2t.getRank() - 1));
+  Value dy2 = g.reshape(dy, dyShape);
+  Value da = g.matmul(dy2, g.transposeLast2(b2)); // [batch.., m, k]
+  Value db = g.matmul(g.transposeLast2(a2), dy2); // [batch.., k, n]
+  og[0] = g.reshape(g.unbroadcast(da, a2), at);
+  og[1] = g.reshape(g.unbroadcast(db, b2), bt);
+  return success();
+}
+
+PLAIT_VJP(GemmOp) {
+  if (!isFloatTensor(op.getA()))
+    return success();
+  double alpha = op.getAlpha().convertToDouble(), beta = op.getBeta().convertToDouble();
+  Value a = op.getA(), b = op.getB(), dy = rg[0];
+  Value opA = op.getTransA() ? g.transposeLast2(a) : a;
+  Value opB = op.getTransB() ? g.transposeLast2(b) : b;
+  Value dOpA = g.matmul(dy, g.transposeLast2(opB));
+  Value dOpB = g.matmul(g.transposeLast2(opA), dy);
+  if (alpha != 1.0) {
+    dOpA = g.mulScalar(dOpA, alpha);
+    dOpB = g.mulScalar(dOpB, alpha);
+  }
+  og[0] = op.getTransA() ? g.transposeLast2(dOpA) : dOpA;
+  og[1] = op.getTransB() ? g.transposeLast2(dOpB) : dOpB;
+  if (Value c = op.getC())
+    og[2] = g.unbroadcast(beta == 1.0 ? dy : g.mulScalar(dy, beta), c);
+  return success();
+}
+
+PLAIT_VJP(Conv2dOp) {
+  Value dy = rg[0];
+  og[0] = g.b.create<Conv2dGradInputOp>(g.loc, op.getX().getType(), dy, op.getW(),
+                                        op.getStridesAttr(), op.getPadsAttr(),
+                                        op.getDilationsAttr(), op.getGroupAttr());
+  og[1] = g.b.create<Conv2dGradWeightOp>(g.loc, op.getW().getType(), op.getX(), dy,
+                                         op.getStridesAttr(), op.getPadsAttr(),
+                                         op.getDilationsAttr(), op.getGroupAttr());
+  if (Value bias = op.getBias())
+    og[2] = g.reshape(g.sum(dy, {0, 2, 3}, false), rankedType(bias));
+  return success();
+}
+
+PLAIT_VJP(MaxPool2dOp) {
+  og[0] = g.b.create<MaxPool2dGradOp>(g.loc, op.getX().getType(), op.getX(), rg[0],
+                                      op.getKernelAttr(), op.getStridesAttr(), op.getPadsAttr(),
+                                      op.getDilationsAttr(), op.getCeilModeAttr());
+  return success();
+}
+
+PLAIT_VJP(AvgPool2dOp) {
+  og[0] = g.b.create<AvgPool2dGradOp>(g.loc, op.getX().getType(), rg[0], op.getKernelAttr(),
+                                      op.getStridesAttr(), op.getPadsAttr(),
+                                      op.getCeilModeAttr(), op.getCountIncludePadAttr());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+PLAIT_VJP(ReshapeOp) {
+  if (isFloatTensor(op.getX()))
+    og[0] = g.reshape(rg[0], op.getX().getType());
+  return success();
+}
+PLAIT_VJP(TransposeOp) {
+  if (!isFloatTensor(op.getX()))
+    return success();
+  auto perm = op.getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[perm[i]] = i;
+  og[0] = g.b.create<TransposeOp>(g.loc, rg[0], g.b.getDenseI64ArrayAttr(inverse));
+  return success();
+}
+PLAIT_VJP(BroadcastToOp) {
+  if (isFloatTensor(op.getX()))
+    og[0] = g.unbroadcast(rg[0], op.getX());
+  return success();
+}
+PLAIT_VJP(SliceOp) {
+  if (!isFloatTensor(op.getX()))
+    return success();
+  auto xt = op.getX().getType();
+  int64_t rank = xt.getRank();
+  SmallVector<int64_t> pads(2 * rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (op.getSteps()[d] != 1)
+      return op.emitOpError("is not differentiable with a step other than 1 (dimension ")
+             << d << ")";
+    pads[d] = op.getStarts()[d];
+    pads[d + rank] = xt.getDimSize(d) - op.getEnds()[d];
+  }
+  og[0] = g.b.create<PadOp>(g.loc, rg[0], g.b.getDenseI64ArrayAttr(pads), g.b.getF64FloatAttr(0.0));
+  return success();
+}
+PLAIT_VJP(PadOp) {
+  if (!isFloatTensor(op.getX()))
+    return success();
+  auto xt = op.getX().getType();
+  int64_t rank = xt.getRank();
+  SmallVector<int64_t> starts, ends, steps(rank, 1);
+  for (int64_t d = 0; d < rank; ++d) {
+    starts.push_back(op.getPads()[d]);
+    ends.push_back(op.getPads()[d] + xt.getDimSize(d));
+  }
+  og[0] = g.b.create<SliceOp>(g.loc, rg[0], g.b.getDenseI64ArrayAttr(starts),
+                              g.b.getDenseI64ArrayAttr(ends), g.b.getDenseI64ArrayAttr(steps));
+  return success();
+}
+PLAIT_VJP(ConcatOp) {
+  auto outType = op.getType();
+  if (!isa<FloatType>(outType.getElementType()))
+    return success();
+  int64_t axis = *normalizeAxis(op.getAxis(), outType.getRank());
+  int64_t offset = 0;
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    auto it = rankedType(input);
+    SmallVector<int64_t> starts(outType.getRank(), 0), ends(outType.getShape()),
+        steps(outType.getRank(), 1);
+    starts[axis] = offset;
+    ends[axis] = offset + it.getDimSize(axis);
+    offset = ends[axis];
+    og[i] = g.b.create<SliceOp>(g.loc, rg[0], g.b.getDenseI64ArrayAttr(starts),
+                                g.b.getDenseI64ArrayAttr(ends), g.b.getDenseI64ArrayAttr(steps));
+  }
+  return success();
+}
+PLAIT_VJP(SplitOp) {
+  if (!isFloatTensor(op.getX()))
+    return success();
+  SmallVector<Value> pieces;
+  for (auto [i, result] : llvm::enumerate(op.getResults()))
+    pieces.push_back(rg[i] ? rg[i] : g.zerosLike(result));
+  og[0] = g.b.create<ConcatOp>(g.loc, pieces, op.getAxisAttr());
+  return success();
+}
+PLAIT_VJP(GatherOp) {
+  if (!isFloatTensor(op.getData()))
+    return success();
+  og[0] = g.b.create<GatherGradOp>(g.loc, op.getData().getType(), rg[0], op.getIndices(),
+                                   op.getAxisAttr());
+  return success();
+}
+PLAIT_VJP(TriluOp) {
+  if (isFloatTensor(op.getX()))
+    og[0] = g.b.create<TriluOp>(g.loc, rg[0], op.getUpperAttr(), op.getKAttr());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+PLAIT_VJP(SoftmaxCrossEntropyOp) {
+  og[0] = g.b.create<SoftmaxCrossEntropyGradOp>(g.loc, op.getInput().getType(), op.getInput(),
+                                                op.getTarget(), rg[0], op.getWeight(),
+                                                op.getReductionAttr(), op.getIgnoreIndexAttr());
+  return success();
+}
+PLAIT_VJP(NllLossOp) {
+  og[0] = g.b.create<NllLossGradOp>(g.loc, op.getInput().getType(), op.getInput(),
+                                    op.getTarget(), rg[0], op.getWeight(),
+                                    op.getReductionAttr(), op.getIgnoreIndexAttr());
+  return success();
+}
+
+#undef PLAIT_VJP
+
+/// Piecewise-constant ops: differentiable with a zero gradient (PyTorch agrees).
+template <typename Op> struct ZeroVJP : VJPModel<ZeroVJP<Op>, Op> {
+  static LogicalResult vjp(Op, Grad &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
+    return success();
+  }
+};
+
+} // namespace
+
+void registerVJPInterfaces(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, PlaitDialect *) {
+    AddOp::attachInterface<AddOpVJP>(*ctx);
+    SubOp::attachInterface<SubOpVJP>(*ctx);
+    MulOp::attachInterface<MulOpVJP>(*ctx);
+    DivOp::attachInterface<DivOpVJP>(*ctx);
+    PowOp::attachInterface<PowOpVJP>(*ctx);
+    MaxOp::attachInterface<MaxOpVJP>(*ctx);
+    MinOp::attachInterface<MinOpVJP>(*ctx);
+    NegOp::attachInterface<NegOpVJP>(*ctx);
+    ExpOp::attachInterface<ExpOpVJP>(*ctx);
+    LogOp::attachInterface<LogOpVJP>(*ctx);
+    SqrtOp::attachInterface<SqrtOpVJP>(*ctx);
+    RsqrtOp::attachInterface<RsqrtOpVJP>(*ctx);
+    ReciprocalOp::attachInterface<ReciprocalOpVJP>(*ctx);
+    ErfOp::attachInterface<ErfOpVJP>(*ctx);
+    TanhOp::attachInterface<TanhOpVJP>(*ctx);
+    SinOp::attachInterface<SinOpVJP>(*ctx);
+    CosOp::attachInterface<CosOpVJP>(*ctx);
+    SigmoidOp::attachInterface<SigmoidOpVJP>(*ctx);
+    SiluOp::attachInterface<SiluOpVJP>(*ctx);
+    SoftplusOp::attachInterface<SoftplusOpVJP>(*ctx);
+    AbsOp::attachInterface<AbsOpVJP>(*ctx);
+    ReluOp::attachInterface<ReluOpVJP>(*ctx);
+    LeakyReluOp::attachInterface<LeakyReluOpVJP>(*ctx);
+    EluOp::attachInterface<EluOpVJP>(*ctx);
+    HardSigmoidOp::attachInterface<HardSigmoidOpVJP>(*ctx);
+    ClampOp::attachInterface<ClampOpVJP>(*ctx);
+    GeluOp::attachInterface<GeluOpVJP>(*ctx);
+    WhereOp::attachInterface<WhereOpVJP>(*ctx);
+    CastOp::attachInterface<CastOpVJP>(*ctx);
+    ReduceSumOp::attachInterface<ReduceSumOpVJP>(*ctx);
+    ReduceMeanOp::attachInterface<ReduceMeanOpVJP>(*ctx);
+    ReduceMaxOp::attachInterface<ReduceMaxOpVJP>(*ctx);
+    ReduceMinOp::attachInterface<ReduceMinOpVJP>(*ctx);
+    SoftmaxOp::attachInterface<SoftmaxOpVJP>(*ctx);
+    LogSoftmaxOp::attachInterface<LogSoftmaxOpVJP>(*ctx);
+    LayerNormOp::attachInterface<LayerNormOpVJP>(*ctx);
+    RmsNormOp::attachInterface<RmsNormOpVJP>(*ctx);
+    MatmulOp::attachInterface<MatmulOpVJP>(*ctx);
+    GemmOp::attachInterface<GemmOpVJP>(*ctx);
+    Conv2dOp::attachInterface<Conv2dOpVJP>(*ctx);
+    MaxPool2dOp::attachInterface<MaxPool2dOpVJP>(*ctx);
+    AvgPool2dOp::attachInterface<AvgPool2dOpVJP>(*ctx);
+    ReshapeOp::attachInterface<ReshapeOpVJP>(*ctx);
+    TransposeOp::attachInterface<TransposeOpVJP>(*ctx);
+    BroadcastToOp::attachInterface<BroadcastToOpVJP>(*ctx);
+    SliceOp::attachInterface<SliceOpVJP>(*ctx);
+    PadOp::attachInterface<PadOpVJP>(*ctx);
+    ConcatOp::attachInterface<ConcatOpVJP>(*ctx);
+    SplitOp::attachInterface<SplitOpVJP>(*ctx);
+    GatherOp::attachInterface<GatherOpVJP>(*ctx);
+    TriluOp::attachInterface<TriluOpVJP>(*ctx);
+    SoftmaxCrossEntropyOp::attachInterface<SoftmaxCrossEntropyOpVJP>(*ctx);
+    NllLossOp::attachInterface<NllLossOpVJP>(*ctx);
+    FloorOp::attachInterface<ZeroVJP<FloorOp>>(*ctx);
+    CeilOp::attachInterface<ZeroVJP<CeilOp>>(*ctx);
+    RoundOp::attachInterface<ZeroVJP<RoundOp>>(*ctx);
+    SignOp::attachInterface<ZeroVJP<SignOp>>(*ctx);
+  });
+}
+
+} // namespace plait

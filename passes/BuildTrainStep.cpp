@@ -1,0 +1,223 @@
+// -plait-build-train-step: forward model -> loss, backward, gradient clipping, optimizer.
+#include "passes/Passes.h"
+#include "passes/autodiff/Autodiff.h"
+
+#include <regex>
+
+#include "ir/PlaitDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace plait {
+#define GEN_PASS_DEF_BUILDTRAINSTEPPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+struct OptimizerConfig {
+  std::string kind;
+  double beta1, beta2, eps, weightDecay, momentum, dampening;
+  bool nesterov;
+};
+
+FailureOr<func::FuncOp> entry(ModuleOp module) {
+  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+    return main;
+  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (funcs.size() == 1)
+    return funcs.front();
+  return module.emitError("expected a function @main to train");
+}
+
+/// The model's first output, checked to be a scalar float loss.
+FailureOr<Value> scalarLoss(func::FuncOp func) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  if (ret.getNumOperands() == 0)
+    return func.emitOpError("has no outputs; the first output must be the scalar loss");
+  Value loss = ret.getOperand(0);
+  auto type = cast<RankedTensorType>(loss.getType());
+  if (type.getRank() != 0 || !isa<FloatType>(type.getElementType())) {
+    std::string name = "0";
+    if (auto attr = func.getResultAttrOfType<StringAttr>(0, "plait.name"))
+      name = "'" + attr.str() + "'";
+    return func.emitOpError("first output ")
+           << name << " must be the scalar float loss, got " << type;
+  }
+  return loss;
+}
+
+/// Scales every gradient by min(1, maxNorm / (||g||_2 + 1e-6)) as torch's clip_grad_norm_.
+void clipByGlobalNorm(OpBuilder &b, Location loc, llvm::MapVector<Value, Value> &grads,
+                      double maxNorm) {
+  auto f32 = b.getF32Type();
+  auto scalarType = RankedTensorType::get({}, f32);
+  auto scalar = [&](double v) {
+    return b.create<ConstantOp>(loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, v)));
+  };
+  Value total;
+  for (auto &[param, grad] : grads) {
+    Value sq = b.create<ReduceSumOp>(loc, b.create<MulOp>(loc, grad, grad), b.getDenseI64ArrayAttr({}),
+                                     b.getBoolAttr(false));
+    if (cast<RankedTensorType>(sq.getType()).getElementType() != f32)
+      sq = b.create<CastOp>(loc, scalarType, sq);
+    total = total ? Value(b.create<AddOp>(loc, total, sq)) : sq;
+  }
+  Value norm = b.create<SqrtOp>(loc, total);
+  Value coef = b.create<DivOp>(loc, scalar(maxNorm), b.create<AddOp>(loc, norm, scalar(1e-6)));
+  coef = b.create<MinOp>(loc, coef, scalar(1.0));
+  for (auto &[param, grad] : grads) {
+    auto type = cast<RankedTensorType>(grad.getType());
+    Value c = coef;
+    if (type.getElementType() != f32)
+      c = b.create<CastOp>(loc, RankedTensorType::get({}, type.getElementType()), coef);
+    grad = b.create<MulOp>(loc, grad, c);
+  }
+}
+
+/// (target, new value) pairs stored by plait.assign once every update has been built.
+using PendingAssigns = SmallVector<std::pair<Value, Value>>;
+
+/// Appends the optimizer update of one param; its new values go to `assigns`.
+void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
+                  const OptimizerConfig &opt, PendingAssigns &assigns) {
+  Location loc = param.getLoc();
+  auto type = param.getType();
+  std::string name = param.getName().str();
+  if (opt.kind == "adamw") {
+    Value m = b.create<StateOp>(loc, type, b.getStringAttr(name + ".exp_avg"));
+    Value v = b.create<StateOp>(loc, type, b.getStringAttr(name + ".exp_avg_sq"));
+    auto update = b.create<AdamWUpdateOp>(
+        loc, TypeRange{type, type, type}, param, grad, m, v, lr, step,
+        b.getF64FloatAttr(opt.beta1), b.getF64FloatAttr(opt.beta2), b.getF64FloatAttr(opt.eps),
+        b.getF64FloatAttr(opt.weightDecay));
+    assigns.push_back({param, update.getNewParam()});
+    assigns.push_back({m, update.getNewExpAvg()});
+    assigns.push_back({v, update.getNewExpAvgSq()});
+    return;
+  }
+  Value buffer;
+  SmallVector<Type> results{type};
+  if (opt.momentum != 0.0) {
+    buffer = b.create<StateOp>(loc, type, b.getStringAttr(name + ".momentum_buffer"));
+    results.push_back(type);
+  }
+  auto update = b.create<SgdUpdateOp>(loc, results, param, grad, lr, step, buffer,
+                                      b.getF64FloatAttr(opt.momentum),
+                                      b.getF64FloatAttr(opt.dampening),
+                                      b.getF64FloatAttr(opt.weightDecay),
+                                      b.getBoolAttr(opt.nesterov));
+  assigns.push_back({param, update.getNewParam()});
+  if (buffer)
+    assigns.push_back({buffer, update.getNewBuffer()});
+}
+
+/// Erases side-effect-free ops whose results are unused (in reverse order).
+void eraseDeadOps(func::FuncOp func) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (op->use_empty() && isMemoryEffectFree(op) && !op->hasTrait<OpTrait::IsTerminator>())
+      op->erase();
+}
+
+struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
+  using Base::Base;
+
+  LogicalResult checkOptions(ModuleOp module) {
+    if (optimizer != "sgd" && optimizer != "adamw")
+      return module.emitError("unknown optimizer '") << optimizer << "' (expected sgd or adamw)";
+    if (schedule != "constant" && schedule != "linear-warmup" && schedule != "cosine")
+      return module.emitError("unknown learning-rate schedule '")
+             << schedule << "' (expected constant, linear-warmup or cosine)";
+    if (schedule == "cosine" && totalSteps <= 0)
+      return module.emitError("the cosine schedule needs total-steps > 0");
+    if (lr <= 0 || eps <= 0 || beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1 || momentum < 0)
+      return module.emitError("invalid optimizer hyper-parameters (need lr > 0, eps > 0, "
+                              "0 <= betas < 1, momentum >= 0)");
+    if (nesterov && (momentum <= 0 || dampening != 0))
+      return module.emitError("nesterov needs momentum > 0 and zero dampening");
+    return success();
+  }
+
+  void recordSchedule(ModuleOp module, double weightDecayUsed) {
+    OpBuilder b(module.getContext());
+    SmallVector<NamedAttribute> entries{
+        b.getNamedAttr("kind", b.getStringAttr(schedule)),
+        b.getNamedAttr("lr", b.getF64FloatAttr(lr)),
+        b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(warmupSteps)),
+        b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
+        b.getNamedAttr("min_lr", b.getF64FloatAttr(minLr))};
+    module->setAttr("plait.lr_schedule", b.getDictionaryAttr(entries));
+    SmallVector<NamedAttribute> train{
+        b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
+        b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecayUsed)),
+        b.getNamedAttr("clip_grad_norm", b.getF64FloatAttr(clipGradNorm))};
+    module->setAttr("plait.train", b.getDictionaryAttr(train));
+  }
+
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    auto func = entry(module);
+    if (failed(checkOptions(module)) || failed(func))
+      return signalPassFailure();
+    auto loss = scalarLoss(*func);
+    if (failed(loss))
+      return signalPassFailure();
+
+    std::optional<std::regex> frozen;
+    try {
+      if (!freeze.empty())
+        frozen.emplace(freeze.getValue());
+    } catch (const std::regex_error &e) {
+      module.emitError("invalid --freeze regex '") << freeze << "': " << e.what();
+      return signalPassFailure();
+    }
+    SmallVector<Value> trainable;
+    for (auto param : func->getOps<ParamOp>())
+      if (!frozen || !std::regex_search(param.getName().str(), *frozen))
+        trainable.push_back(param);
+    if (trainable.empty()) {
+      func->emitOpError("has no trainable params");
+      return signalPassFailure();
+    }
+
+    auto grads = differentiate(*func, *loss, trainable);
+    if (failed(grads))
+      return signalPassFailure();
+
+    Operation *terminator = func->getBody().front().getTerminator();
+    OpBuilder b(terminator);
+    Location loc = terminator->getLoc();
+    if (clipGradNorm > 0)
+      clipByGlobalNorm(b, loc, *grads, clipGradNorm);
+    auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+    Value lrValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("lr"));
+    Value stepValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("step"));
+    OptimizerConfig opt{optimizer, beta1, beta2, eps,
+                        weightDecay >= 0 ? weightDecay : (optimizer == "adamw" ? 0.01 : 0.0),
+                        momentum, dampening, nesterov};
+    PendingAssigns assigns;
+    for (auto &[param, grad] : *grads)
+      appendUpdate(b, param.getDefiningOp<ParamOp>(), grad, lrValue, stepValue, opt, assigns);
+    // Assigns end the step: the runtime copies their values after the last instruction.
+    for (auto &[target, value] : assigns)
+      b.create<AssignOp>(loc, target, value);
+
+    // The step returns only the loss.
+    b.create<func::ReturnOp>(loc, ValueRange{*loss});
+    terminator->erase();
+    DictionaryAttr lossAttrs = func->getResultAttrDict(0);
+    SmallVector<DictionaryAttr> resultAttrs{lossAttrs ? lossAttrs : b.getDictionaryAttr({})};
+    func->setType(FunctionType::get(&getContext(), func->getArgumentTypes(), {loss->getType()}));
+    func->setAllResultAttrs(resultAttrs);
+    eraseDeadOps(*func);
+    recordSchedule(module, opt.weightDecay);
+  }
+};
+
+} // namespace
+} // namespace plait

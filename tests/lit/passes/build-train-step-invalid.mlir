@@ -1,0 +1,46 @@
+// RUN: plait-opt --split-input-file --verify-diagnostics --plait-build-train-step %s
+
+// expected-error @+1 {{'func.func' op first output 'logits' must be the scalar float loss, got 'tensor<2x3xf32>'}}
+func.func @main(%x: tensor<2x3xf32>) -> (tensor<2x3xf32> {plait.name = "logits"}) {
+  %w = plait.param "w" {init = "ones"} : tensor<2x3xf32>
+  %y = plait.mul %x, %w : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = plait.param "w" {init = "ones"} : tensor<4xf32>
+  %p = plait.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'plait.argmax' op is a non-differentiable path from the trainable params to the loss}}
+  %i = plait.argmax %p {axis = 0 : i64, keepdims = false} : (tensor<4xf32>) -> tensor<i64>
+  %f = plait.cast %i : (tensor<i64>) -> tensor<f32>
+  return %f : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op the loss does not depend on any trainable param}}
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = plait.param "w" {init = "ones"} : tensor<4xf32>
+  %s = plait.reduce_sum %x {axes = array<i64>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op has no outputs; the first output must be the scalar loss}}
+func.func @main(%x: tensor<4xf32>) {
+  return
+}
+
+// -----
+
+func.func @main(%x: tensor<2x4xf32>) -> tensor<f32> {
+  %w = plait.param "w" {init = "ones"} : tensor<2x4xf32>
+  %p = plait.mul %x, %w : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  // expected-error @+1 {{'plait.slice' op is not differentiable with a step other than 1 (dimension 1)}}
+  %s = plait.slice %p {starts = array<i64: 0, 0>, ends = array<i64: 2, 4>, steps = array<i64: 1, 2>} : (tensor<2x4xf32>) -> tensor<2x2xf32>
+  %r = plait.reduce_sum %s {axes = array<i64>, keepdims = false} : (tensor<2x2xf32>) -> tensor<f32>
+  return %r : tensor<f32>
+}

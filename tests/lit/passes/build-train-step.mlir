@@ -1,0 +1,65 @@
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd momentum=0.9' %s | FileCheck %s --check-prefix=SGD
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adamw lr=0.003' %s | FileCheck %s --check-prefix=ADAMW
+
+// A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
+// the ReLU mask, the weight gradient (transpose + matmul for trans_b) and the bias
+// gradient (a reduction over the batch); the step returns only the loss.
+// SGD-LABEL: func.func @main
+// SGD-SAME: -> (tensor<f32> {plait.name = "loss"})
+// SGD: %[[W:.*]] = plait.param "fc.weight"
+// SGD: %[[B:.*]] = plait.param "fc.bias"
+// SGD: %[[H:.*]] = plait.gemm
+// SGD: %[[R:.*]] = plait.relu %[[H]]
+// SGD: %[[L:.*]] = plait.softmax_cross_entropy %[[R]]
+// SGD: %[[DR:.*]] = plait.softmax_cross_entropy_grad %[[R]], %{{.*}}, %{{.*}}
+// SGD: %[[MASK:.*]] = plait.greater %[[H]]
+// SGD: %[[DH:.*]] = plait.where %[[MASK]], %[[DR]]
+// SGD: %[[XT:.*]] = plait.transpose %arg0
+// SGD: %[[DWT:.*]] = plait.matmul %[[XT]], %[[DH]]
+// SGD: %[[DW:.*]] = plait.transpose %[[DWT]]
+// SGD: %[[DB1:.*]] = plait.reduce_sum %[[DH]] {axes = array<i64: 0>}
+// SGD: %[[DB:.*]] = plait.reshape %[[DB1]]
+// SGD: %[[LR:.*]] = plait.hyper "lr"
+// SGD: %[[STEP:.*]] = plait.hyper "step"
+// SGD: %[[MW:.*]] = plait.state "fc.weight.momentum_buffer"
+// SGD: %[[NW:.*]], %[[NMW:.*]] = plait.sgd_update %[[W]], %[[DW]], %[[LR]], %[[STEP]], %[[MW]] {momentum = 9.000000e-01 : f64}
+// SGD: plait.sgd_update %[[B]], %[[DB]]
+// SGD: plait.assign %[[W]], %[[NW]]
+// SGD: plait.assign %[[MW]], %[[NMW]]
+// SGD: return %[[L]] : tensor<f32>
+
+// AdamW's decoupled weight decay defaults to PyTorch's 0.01; its state is two tensors per param.
+// ADAMW-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 3.000000e-03 : f64
+// ADAMW-SAME: plait.train = {clip_grad_norm = 0.000000e+00 : f64, optimizer = "adamw", weight_decay = 1.000000e-02 : f64}
+// ADAMW: plait.state "fc.weight.exp_avg"
+// ADAMW: plait.state "fc.weight.exp_avg_sq"
+// ADAMW: plait.adamw_update
+// ADAMW-COUNT-6: plait.assign
+// ADAMW-NEXT: return
+func.func @main(%x: tensor<2x4xf32> {plait.name = "x"}, %y: tensor<2xi64> {plait.name = "y"})
+    -> (tensor<f32> {plait.name = "loss"}, tensor<2x3xf32> {plait.name = "logits"}) {
+  %w = plait.param "fc.weight" {init = "normal:0.02"} : tensor<3x4xf32>
+  %b = plait.param "fc.bias" {init = "zeros"} : tensor<3xf32>
+  %h = plait.gemm %x, %w, %b {trans_b = true} : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %r = plait.relu %h : tensor<2x3xf32>
+  %l = plait.softmax_cross_entropy %r, %y : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+  return %l, %r : tensor<f32>, tensor<2x3xf32>
+}
+
+// -----
+
+// Values that do not reach a param get no gradient work: the branch through %unused
+// and the embedding indices are left alone, and a frozen-free param that does not reach
+// the loss gets no update.
+// SGD-LABEL: func.func @main
+// SGD-NOT: plait.gather_grad
+// SGD: plait.sgd_update
+// SGD-NOT: plait.sgd_update
+// SGD: return
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = plait.param "w" {init = "ones"} : tensor<4xf32>
+  %unused = plait.param "unused" {init = "ones"} : tensor<4xf32>
+  %p = plait.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %s = plait.reduce_sum %p {axes = array<i64>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
