@@ -41,6 +41,9 @@ def run_tool(cmd, timeout):
 
 def plait_outputs(args, model_path, inputs, output_names, workdir):
     bindir = os.path.join(args.build, "bin")
+    for tool in ("plait-compile", "plait-run"):
+        if not os.access(os.path.join(bindir, tool), os.X_OK):
+            sys.exit("FAIL %s: %s not found in %s (build it first)" % (args.model, tool, bindir))
     plan = os.path.join(workdir, args.model + ".plan")
     rc, text = run_tool([os.path.join(bindir, "plait-compile"), model_path, "-o", plan],
                         args.timeout)
