@@ -253,7 +253,7 @@ namespace {
 template <typename Adaptor>
 LogicalResult inferArg(const ShapeRule &rule, MLIRContext *context, Adaptor adaptor,
                        SmallVectorImpl<Type> &results) {
-  int64_t axis = adaptor.getAxis();
+  int64_t axis = adaptor.getAxis(); // I64Attr getters return uint64_t
   if (failed(inferReduce(rule, adaptor.getX(), ArrayRef<int64_t>(axis), adaptor.getKeepdims(),
                          IntegerType::get(context, 64), results)))
     return failure();
@@ -275,18 +275,20 @@ LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   return inferArg(ShapeRule(loc, getOperationName()), context, adaptor, results);
 }
 
-LogicalResult SoftmaxOp::verify() {
-  if (!normalizeAxis(getAxis(), getType().getRank()))
-    return emitOpError("axis ") << getAxis() << " is out of range for rank "
-                                << getType().getRank();
+namespace {
+LogicalResult verifySoftmaxAxis(Operation *op, int64_t axis, int64_t rank) {
+  if (!normalizeAxis(axis, rank))
+    return op->emitOpError("axis ") << axis << " is out of range for rank " << rank;
   return success();
+}
+} // namespace
+
+LogicalResult SoftmaxOp::verify() {
+  return verifySoftmaxAxis(*this, getAxis(), getType().getRank());
 }
 
 LogicalResult LogSoftmaxOp::verify() {
-  if (!normalizeAxis(getAxis(), getType().getRank()))
-    return emitOpError("axis ") << getAxis() << " is out of range for rank "
-                                << getType().getRank();
-  return success();
+  return verifySoftmaxAxis(*this, getAxis(), getType().getRank());
 }
 
 LogicalResult LayerNormOp::verify() {
@@ -575,9 +577,10 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   if (inputs.empty())
     return rule.fail("needs at least one input");
   auto first = rankedType(inputs[0]);
-  auto axis = normalizeAxis(adaptor.getAxis(), first.getRank());
+  int64_t axisAttr = adaptor.getAxis(); // I64Attr getters return uint64_t
+  auto axis = normalizeAxis(axisAttr, first.getRank());
   if (!axis)
-    return rule.fail("axis ", adaptor.getAxis(), " is out of range for rank ", first.getRank());
+    return rule.fail("axis ", axisAttr, " is out of range for rank ", first.getRank());
   SmallVector<int64_t> shape(first.getShape());
   for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
     auto t = rankedType(v);
@@ -603,9 +606,10 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
   ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX());
-  auto axis = normalizeAxis(adaptor.getAxis(), x.getRank());
+  int64_t axisAttr = adaptor.getAxis(); // I64Attr getters return uint64_t
+  auto axis = normalizeAxis(axisAttr, x.getRank());
   if (!axis)
-    return rule.fail("axis ", adaptor.getAxis(), " is out of range for rank ", x.getRank());
+    return rule.fail("axis ", axisAttr, " is out of range for rank ", x.getRank());
   auto sizes = adaptor.getSizes();
   if (sizes.empty())
     return rule.fail("needs at least one size");
@@ -634,9 +638,10 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   auto data = rankedType(adaptor.getData()), indices = rankedType(adaptor.getIndices());
   if (data.getRank() == 0)
     return rule.fail("data must have rank >= 1");
-  auto axis = normalizeAxis(adaptor.getAxis(), data.getRank());
+  int64_t axisAttr = adaptor.getAxis(); // I64Attr getters return uint64_t
+  auto axis = normalizeAxis(axisAttr, data.getRank());
   if (!axis)
-    return rule.fail("axis ", adaptor.getAxis(), " is out of range for rank ", data.getRank());
+    return rule.fail("axis ", axisAttr, " is out of range for rank ", data.getRank());
   SmallVector<int64_t> shape(data.getShape().take_front(*axis));
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, data.getShape().drop_front(*axis + 1));

@@ -1,0 +1,145 @@
+// Diagnostics of plait.param and plait.constant.
+// RUN: plait-opt --split-input-file --verify-diagnostics %s
+
+func.func @param_empty_name() {
+  // expected-error @+1 {{'plait.param' op needs a non-empty name}}
+  %0 = plait.param "" {init = "zeros"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_value_and_init() {
+  // expected-error @+1 {{'plait.param' op has both 'value' and 'init'; give one}}
+  %0 = plait.param "w" {value = dense<1.0> : tensor<2xf32>, init = "zeros"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_no_initial_value() {
+  // expected-error @+1 {{'plait.param' op 'w' has neither 'value' nor 'init'}}
+  %0 = plait.param "w" : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_value_type() {
+  // expected-error @+1 {{'plait.param' op value type 'tensor<3xf32>' differs from result type 'tensor<2xf32>'}}
+  %0 = plait.param "w" {value = dense<1.0> : tensor<3xf32>} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_value_element_type() {
+  // expected-error @+1 {{'plait.param' op value type 'tensor<2xf64>' differs from result type 'tensor<2xf32>'}}
+  %0 = plait.param "w" {value = dense<1.0> : tensor<2xf64>} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_unknown_init() {
+  // expected-error @+1 {{'plait.param' op unknown initializer 'xavier' (expected zeros, ones, normal:STD or uniform:BOUND with a finite number >= 0)}}
+  %0 = plait.param "w" {init = "xavier"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_init_not_a_number() {
+  // expected-error @+1 {{unknown initializer 'normal:abc'}}
+  %0 = plait.param "w" {init = "normal:abc"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_init_missing_number() {
+  // expected-error @+1 {{unknown initializer 'uniform:'}}
+  %0 = plait.param "w" {init = "uniform:"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_init_negative() {
+  // expected-error @+1 {{unknown initializer 'normal:-0.5'}}
+  %0 = plait.param "w" {init = "normal:-0.5"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_init_trailing_text() {
+  // expected-error @+1 {{unknown initializer 'uniform:0.1x'}}
+  %0 = plait.param "w" {init = "uniform:0.1x"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_init_infinite() {
+  // expected-error @+1 {{unknown initializer 'normal:inf'}}
+  %0 = plait.param "w" {init = "normal:inf"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_random_init_of_integers() {
+  // expected-error @+1 {{'plait.param' op initializer 'normal:1' needs a float element type, got 'i64'}}
+  %0 = plait.param "w" {init = "normal:1"} : tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @param_random_init_of_bools() {
+  // expected-error @+1 {{initializer 'uniform:1' needs a float element type, got 'i1'}}
+  %0 = plait.param "w" {init = "uniform:1"} : tensor<2xi1>
+  return
+}
+
+// -----
+
+func.func @param_dynamic_shape() {
+  // expected-error @+1 {{'plait.param' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<?xf32>'}}
+  %0 = plait.param "w" {init = "zeros"} : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @param_name_not_a_string() {
+  // expected-error @+1 {{invalid properties {init = "zeros", name = 3 : i64} for op plait.param}}
+  %0 = "plait.param"() <{name = 3 : i64, init = "zeros"}> : () -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @constant_element_type() {
+  // expected-error @+1 {{'plait.constant' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<2xi8>'}}
+  %0 = plait.constant dense<1> : tensor<2xi8>
+  return
+}
+
+// -----
+
+func.func @constant_not_a_tensor() {
+  // expected-error @+1 {{'plait.constant' op result #0 must be statically shaped tensor}}
+  %0 = plait.constant dense<1.0> : vector<2xf32>
+  return
+}
+
+// -----
+
+func.func @constant_result_type() {
+  // expected-error @+2 {{'plait.constant' op inferred type(s) 'tensor<2xf32>' are incompatible with return type(s) of operation 'tensor<3xf32>'}}
+  // expected-error @+1 {{'plait.constant' op failed to infer returned types}}
+  %0 = "plait.constant"() <{value = dense<1.0> : tensor<2xf32>}> : () -> tensor<3xf32>
+  return
+}
