@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -9,24 +10,47 @@
 namespace plait::rt {
 
 /// Success, or a one-line message for the user. Runtime code returns Status rather than
-/// exiting; plait-run prints the message and exits 1.
+/// exiting; plait-run prints the message and exits 1 (2 for an internal error: a bug or
+/// an environment failure, not something the user's plan or inputs caused).
 class [[nodiscard]] Status {
 public:
   Status() = default;
-  static Status error(std::string message) { return Status(std::move(message)); }
+  static Status error(std::string message) { return Status(std::move(message), false); }
   template <typename... Args>
   static Status errorf(fmt::format_string<Args...> f, Args &&...args) {
-    return Status(fmt::format(f, std::forward<Args>(args)...));
+    return Status(fmt::format(f, std::forward<Args>(args)...), false);
   }
+  static Status internal(std::string message) { return Status(std::move(message), true); }
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
+  bool isInternal() const { return internal_; }
   const std::string &message() const { return message_; }
+  /// The same kind of error with `prefix` in front of the message (adds context on the way up).
+  Status withPrefix(const std::string &prefix) const {
+    return ok() ? *this : Status(prefix + message_, internal_);
+  }
 
 private:
-  explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
+  Status(std::string message, bool internal)
+      : failed_(true), internal_(internal), message_(std::move(message)) {}
   bool failed_ = false;
+  bool internal_ = false;
   std::string message_;
 };
+
+/// `text` with control characters escaped as \xNN, so that a name taken from a file can
+/// never break a one-line message.
+inline std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
 
 } // namespace plait::rt
 

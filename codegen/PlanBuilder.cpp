@@ -1,0 +1,108 @@
+// Serialises a PlanDesc into the FlatBuffers plan format (codegen/schema/plan.fbs).
+#include "codegen/PlanBuilder.h"
+
+#include <map>
+
+#include "codegen/schema/PlanVersion.h"
+
+namespace plait::plan {
+
+size_t elementSize(fb::DType t) {
+  switch (t) {
+  case fb::DType::F32:
+  case fb::DType::I32:
+    return 4;
+  case fb::DType::F64:
+  case fb::DType::I64:
+    return 8;
+  case fb::DType::BF16:
+  case fb::DType::F16:
+    return 2;
+  case fb::DType::I1:
+    return 1;
+  }
+  return 0; // unknown dtype: the runtime's loader rejects the resulting byte count
+}
+
+namespace {
+
+// Element count times element size. Negative dimensions are written as they are (the
+// loader rejects them); the byte count then saturates to 0 rather than wrapping around.
+uint64_t tensorBytes(const TensorDesc &t) {
+  uint64_t n = 1;
+  for (int64_t d : t.shape) {
+    if (d < 0)
+      return 0;
+    n *= static_cast<uint64_t>(d);
+  }
+  return n * elementSize(t.dtype);
+}
+
+flatbuffers::Offset<fb::Attr> buildAttr(flatbuffers::FlatBufferBuilder &fbb, const AttrDesc &a) {
+  auto name = fbb.CreateString(a.name);
+  auto ints = a.ints.empty() ? 0 : fbb.CreateVector(a.ints);
+  auto floats = a.floats.empty() ? 0 : fbb.CreateVector(a.floats);
+  auto str = a.str.empty() ? 0 : fbb.CreateString(a.str);
+  return fb::CreateAttr(fbb, name, ints, floats, str);
+}
+
+} // namespace
+
+std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
+  flatbuffers::FlatBufferBuilder fbb(1 << 16);
+
+  // Buffers first, in tensor order, so that weights sit at the front of the file and the
+  // same PlanDesc always lays them out identically.
+  std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
+  std::vector<int32_t> bufferOfTensor(plan.tensors.size(), -1);
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const TensorDesc &t = plan.tensors[i];
+    if (t.data.empty())
+      continue;
+    bufferOfTensor[i] = static_cast<int32_t>(buffers.size());
+    buffers.push_back(fb::CreateBufferDirect(fbb, &t.data));
+  }
+
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  tensors.reserve(plan.tensors.size());
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const TensorDesc &t = plan.tensors[i];
+    auto name = fbb.CreateString(t.name);
+    auto shape = fbb.CreateVector(t.shape);
+    auto init = t.init.empty() ? 0 : fbb.CreateString(t.init);
+    tensors.push_back(fb::CreateTensor(fbb, name, t.dtype, shape, t.kind, t.offset,
+                                       tensorBytes(t), bufferOfTensor[i], init));
+  }
+
+  // Kernel names are interned in first-use order: deterministic and independent of any
+  // hash or pointer order.
+  std::vector<std::string> kernelNames;
+  std::map<std::string, uint32_t> kernelIndex;
+  std::vector<flatbuffers::Offset<fb::Instr>> instrs;
+  instrs.reserve(plan.instrs.size());
+  for (const InstrDesc &in : plan.instrs) {
+    auto [it, inserted] =
+        kernelIndex.emplace(in.kernel, static_cast<uint32_t>(kernelNames.size()));
+    if (inserted)
+      kernelNames.push_back(in.kernel);
+    std::vector<flatbuffers::Offset<fb::Attr>> attrs;
+    attrs.reserve(in.attrs.size());
+    for (const AttrDesc &a : in.attrs)
+      attrs.push_back(buildAttr(fbb, a));
+    instrs.push_back(fb::CreateInstrDirect(fbb, it->second, &in.inputs, &in.outputs, &attrs,
+                                           in.name.c_str()));
+  }
+
+  std::vector<flatbuffers::Offset<flatbuffers::String>> kernels;
+  kernels.reserve(kernelNames.size());
+  for (const std::string &k : kernelNames)
+    kernels.push_back(fbb.CreateString(k));
+
+  auto root = fb::CreatePlanDirect(fbb, kPlanVersion, plan.worldSize, &plan.arenaBytes,
+                                   &kernels, &tensors, &instrs, &plan.inputs, &plan.outputs,
+                                   &buffers, plan.report.c_str(), plan.source.c_str());
+  fb::FinishPlanBuffer(fbb, root);
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+} // namespace plait::plan

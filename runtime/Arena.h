@@ -1,0 +1,33 @@
+// One rank's arena: the single block of memory every tensor of the plan lives in.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#include "runtime/Status.h"
+
+namespace plait::rt {
+
+class Arena {
+public:
+  /// Alignment of the arena's base; the compiler aligns tensor offsets relative to it.
+  static constexpr size_t kAlignment = 64;
+
+  /// A zero-filled arena of `bytes` bytes (zero-filled so that a plan reading memory
+  /// before writing it still behaves deterministically). Fails cleanly, without touching
+  /// memory, when `bytes` exceeds the machine's physical memory or cannot be allocated.
+  static Status allocate(uint64_t bytes, Arena &out);
+
+  uint8_t *data() const { return base_.get(); }
+  uint64_t size() const { return size_; }
+
+private:
+  struct Free {
+    void operator()(uint8_t *p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> base_;
+  uint64_t size_ = 0;
+};
+
+} // namespace plait::rt

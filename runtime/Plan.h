@@ -1,0 +1,70 @@
+// The in-memory plan: what the loader decodes and checks once, so that the executor never
+// reads FlatBuffers on the hot path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/Kernel.h"
+#include "runtime/ParamInit.h"
+#include "runtime/Tensor.h"
+
+namespace plait::rt {
+
+/// Same numbering as plait.fb.TensorKind in codegen/schema/plan.fbs.
+enum class TensorKind : uint8_t { Activation = 0, Input = 1, Param = 2, Constant = 3 };
+const char *tensorKindName(TensorKind k);
+
+struct PlanTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  TensorKind kind = TensorKind::Activation;
+  uint64_t offset = 0;  // byte offset in the rank's arena
+  uint64_t bytes = 0;   // numel * dtypeSize(dtype), checked by the loader
+  int32_t data = -1;    // index into Plan::buffers, or -1
+  ParamInit init;       // Param without data: how to initialise it
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+struct PlanInstr {
+  uint32_t kernel = 0;      // index into Plan::kernels
+  KernelFn fn = nullptr;    // resolved by the loader, never null in a loaded plan
+  std::vector<uint32_t> inputs, outputs; // tensor indices
+  Attrs attrs;
+  std::string name;         // source location for messages
+};
+
+/// A weight blob: a byte range of Plan::fileBytes (kept as offsets, so that copying or
+/// moving a Plan never leaves a dangling pointer).
+struct PlanBuffer {
+  size_t offset = 0;
+  size_t size = 0;
+};
+
+struct Plan {
+  std::string path;                 // the file it was loaded from; prefixes every message
+  uint32_t version = 0;
+  uint32_t worldSize = 1;
+  std::vector<uint64_t> arenaBytes; // one entry per rank
+  std::vector<std::string> kernels;
+  std::vector<PlanTensor> tensors;
+  std::vector<PlanInstr> instrs;
+  std::vector<uint32_t> inputs;     // graph inputs (tensor indices), in order
+  std::vector<uint32_t> outputs;    // graph outputs (tensor indices), in order
+  std::vector<PlanBuffer> buffers;
+  std::string report;               // the compiler's report, JSON
+  std::string source;               // the model file the plan was compiled from
+  std::vector<uint8_t> fileBytes;   // the whole plan file; buffers point into it
+
+  const uint8_t *bufferData(int32_t index) const { return fileBytes.data() + buffers[index].offset; }
+};
+
+} // namespace plait::rt

@@ -1,0 +1,306 @@
+// Plan loading in four gates: file size and identifier, the FlatBuffers Verifier (before any
+// field is read), the format version, then semantic checks while decoding into rt::Plan.
+#include "runtime/PlanLoader.h"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "codegen/schema/PlanVersion.h"
+#include "codegen/schema/plan_generated.h"
+
+namespace plait::rt {
+
+namespace {
+
+/// Decodes a verified plan, checking what the Verifier cannot: indices, sizes, names.
+class PlanDecoder {
+public:
+  PlanDecoder(const fb::Plan &root, Plan &out) : root_(root), out_(out) {}
+
+  Status decode() {
+    PLAIT_RETURN_IF_ERROR(decodeHeader());
+    PLAIT_RETURN_IF_ERROR(decodeKernels());
+    PLAIT_RETURN_IF_ERROR(decodeBuffers());
+    for (uint32_t i = 0; i < numTensors(); ++i)
+      PLAIT_RETURN_IF_ERROR(decodeTensor(i));
+    for (uint32_t i = 0; i < numInstrs(); ++i)
+      PLAIT_RETURN_IF_ERROR(decodeInstr(i));
+    PLAIT_RETURN_IF_ERROR(decodeGraphInputs());
+    return decodeGraphOutputs();
+  }
+
+private:
+  template <typename... Args>
+  Status fail(fmt::format_string<Args...> f, Args &&...args) const {
+    return Status::error(out_.path + ": " + fmt::format(f, std::forward<Args>(args)...));
+  }
+  std::string tensorLabel(uint32_t i) const {
+    return fmt::format("tensor {} ('{}')", i, printable(out_.tensors[i].name));
+  }
+  static std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
+  size_t numTensors() const { return root_.tensors() ? root_.tensors()->size() : 0; }
+  size_t numInstrs() const { return root_.instrs() ? root_.instrs()->size() : 0; }
+
+  Status decodeHeader() {
+    out_.worldSize = root_.world_size();
+    if (out_.worldSize == 0)
+      return fail("world size is 0");
+    if (root_.arena_bytes())
+      out_.arenaBytes.assign(root_.arena_bytes()->begin(), root_.arena_bytes()->end());
+    if (out_.arenaBytes.size() != out_.worldSize)
+      return fail("arena_bytes has {} entries, expected one per rank (world size {})",
+                  out_.arenaBytes.size(), out_.worldSize);
+    out_.report = str(root_.report());
+    out_.source = str(root_.source());
+    out_.tensors.reserve(numTensors());
+    out_.instrs.reserve(numInstrs());
+    return {};
+  }
+
+  Status decodeKernels() {
+    if (!root_.kernels())
+      return {};
+    for (uint32_t k = 0; k < root_.kernels()->size(); ++k) {
+      std::string name = str(root_.kernels()->Get(k));
+      KernelFn fn = findKernel(name);
+      if (!fn)
+        return fail("kernel {} '{}' is not known to this runtime ({} kernels registered)", k,
+                    printable(name), kernelNames().size());
+      out_.kernels.push_back(std::move(name));
+      kernelFns_.push_back(fn);
+    }
+    return {};
+  }
+
+  Status decodeBuffers() {
+    if (!root_.buffers())
+      return {};
+    const uint8_t *fileStart = out_.fileBytes.data();
+    for (const fb::Buffer *b : *root_.buffers()) {
+      PlanBuffer buffer;
+      if (b->data()) {
+        buffer.offset = static_cast<size_t>(b->data()->Data() - fileStart);
+        buffer.size = b->data()->size();
+      }
+      out_.buffers.push_back(buffer);
+    }
+    return {};
+  }
+
+  Status decodeTensor(uint32_t i) {
+    const fb::Tensor &src = *root_.tensors()->Get(i);
+    PlanTensor &t = out_.tensors.emplace_back();
+    t.name = str(src.name());
+    std::string label = tensorLabel(i);
+    int dtype = static_cast<int>(src.dtype());
+    if (dtype < 0 || dtype >= kNumDTypes)
+      return fail("{}: unknown dtype {}", label, dtype);
+    t.dtype = static_cast<DType>(dtype);
+    int kind = static_cast<int>(src.kind());
+    if (kind < 0 || kind > static_cast<int>(TensorKind::Constant))
+      return fail("{}: unknown tensor kind {}", label, kind);
+    t.kind = static_cast<TensorKind>(kind);
+    if (src.shape())
+      t.shape.assign(src.shape()->begin(), src.shape()->end());
+    t.offset = src.offset();
+    t.bytes = src.bytes();
+    t.data = src.data();
+
+    uint64_t expectedBytes = dtypeSize(t.dtype);
+    for (int64_t d : t.shape) {
+      if (d < 0)
+        return fail("{}: negative dimension in shape {}", label, shapeString(t.shape));
+      if (__builtin_mul_overflow(expectedBytes, static_cast<uint64_t>(d), &expectedBytes))
+        return fail("{}: shape {} is too large", label, shapeString(t.shape));
+    }
+    if (t.bytes != expectedBytes)
+      return fail("{}: bytes is {}, expected {} for shape {} of {}", label, t.bytes,
+                  expectedBytes, shapeString(t.shape), dtypeName(t.dtype));
+    for (uint32_t rank = 0; rank < out_.worldSize; ++rank) {
+      uint64_t arena = out_.arenaBytes[rank];
+      if (t.offset > arena || t.bytes > arena - t.offset)
+        return fail("{}: bytes [{}, {}+{}) lie past the end of rank {}'s arena ({} bytes)",
+                    label, t.offset, t.offset, t.bytes, rank, arena);
+    }
+    return checkTensorSource(t, str(src.init()), label);
+  }
+
+  // Where the tensor's first value comes from must match its kind.
+  Status checkTensorSource(PlanTensor &t, const std::string &init, const std::string &label) {
+    bool hasData = t.data != -1;
+    if (hasData) {
+      if (t.kind != TensorKind::Param && t.kind != TensorKind::Constant)
+        return fail("{}: {} tensors cannot have a data buffer", label, tensorKindName(t.kind));
+      if (t.data < 0 || static_cast<size_t>(t.data) >= out_.buffers.size())
+        return fail("{}: data buffer index {} out of range ({} buffers)", label, t.data,
+                    out_.buffers.size());
+      size_t size = out_.buffers[t.data].size;
+      if (size != t.bytes)
+        return fail("{}: data buffer {} holds {} bytes, the tensor needs {}", label, t.data,
+                    size, t.bytes);
+    }
+    if (!init.empty()) {
+      if (t.kind != TensorKind::Param)
+        return fail("{}: {} tensors cannot have an initializer", label,
+                    tensorKindName(t.kind));
+      if (hasData)
+        return fail("{}: has both a data buffer and initializer '{}'", label, printable(init));
+      Status parsed = parseParamInit(init, t.init);
+      if (!parsed.ok())
+        return fail("{}: {}", label, parsed.message());
+      if (t.init.kind != ParamInit::Kind::Zeros && t.init.kind != ParamInit::Kind::Ones &&
+          !isFloat(t.dtype))
+        return fail("{}: initializer '{}' needs a float dtype, the tensor is {}", label,
+                    printable(init), dtypeName(t.dtype));
+    }
+    if (t.kind == TensorKind::Constant && !hasData)
+      return fail("{}: constant has no data buffer", label);
+    if (t.kind == TensorKind::Param && !hasData && init.empty())
+      return fail("{}: param has neither a data buffer nor an initializer", label);
+    return {};
+  }
+
+  Status checkTensorIndices(const flatbuffers::Vector<uint32_t> *indices, const char *role,
+                            const std::string &label, std::vector<uint32_t> &into) const {
+    if (!indices)
+      return {};
+    for (uint32_t t : *indices) {
+      if (t >= numTensors())
+        return fail("{}: {} tensor index {} out of range ({} tensors)", label, role, t,
+                    numTensors());
+      into.push_back(t);
+    }
+    return {};
+  }
+
+  Status decodeInstr(uint32_t i) {
+    const fb::Instr &src = *root_.instrs()->Get(i);
+    PlanInstr &in = out_.instrs.emplace_back();
+    in.name = str(src.name());
+    std::string label = fmt::format("instruction {} ('{}')", i, printable(in.name));
+    in.kernel = src.kernel();
+    if (in.kernel >= out_.kernels.size())
+      return fail("{}: kernel index {} out of range ({} kernels)", label, in.kernel,
+                  out_.kernels.size());
+    in.fn = kernelFns_[in.kernel];
+    PLAIT_RETURN_IF_ERROR(checkTensorIndices(src.inputs(), "input", label, in.inputs));
+    PLAIT_RETURN_IF_ERROR(checkTensorIndices(src.outputs(), "output", label, in.outputs));
+    if (src.attrs()) {
+      std::set<std::string> seen;
+      for (const fb::Attr *a : *src.attrs()) {
+        if (!a->name() || a->name()->size() == 0)
+          return fail("{}: attribute without a name", label);
+        std::string name = a->name()->str();
+        if (!seen.insert(name).second)
+          return fail("{}: attribute '{}' given twice", label, printable(name));
+        AttrValue value;
+        if (a->ints())
+          value.ints.assign(a->ints()->begin(), a->ints()->end());
+        if (a->floats())
+          value.floats.assign(a->floats()->begin(), a->floats()->end());
+        value.str = str(a->str());
+        in.attrs.set(std::move(name), std::move(value));
+      }
+    }
+    return {};
+  }
+
+  Status decodeGraphInputs() {
+    PLAIT_RETURN_IF_ERROR(checkTensorIndices(root_.inputs(), "input", "graph inputs", out_.inputs));
+    std::set<std::string> names;
+    std::vector<bool> isGraphInput(out_.tensors.size(), false);
+    for (uint32_t t : out_.inputs) {
+      const PlanTensor &tensor = out_.tensors[t];
+      if (tensor.kind != TensorKind::Input)
+        return fail("graph inputs: {} has kind {}, not input", tensorLabel(t),
+                    tensorKindName(tensor.kind));
+      if (!names.insert(tensor.name).second)
+        return fail("graph inputs: two inputs are named '{}'", printable(tensor.name));
+      isGraphInput[t] = true;
+    }
+    // An input tensor nobody binds would be read uninitialised.
+    for (uint32_t t = 0; t < out_.tensors.size(); ++t)
+      if (out_.tensors[t].kind == TensorKind::Input && !isGraphInput[t])
+        return fail("{}: an input tensor that is not listed among the graph inputs",
+                    tensorLabel(t));
+    return {};
+  }
+
+  Status decodeGraphOutputs() {
+    return checkTensorIndices(root_.outputs(), "output", "graph outputs", out_.outputs);
+  }
+
+  const fb::Plan &root_;
+  Plan &out_;
+  std::vector<KernelFn> kernelFns_; // by kernel index
+};
+
+// The file identifier as printable text for messages ("PLAN", or "\x00\x01.." escaped).
+std::string printableIdentifier(const uint8_t *id) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) {
+    unsigned char c = id[i];
+    s += std::isprint(c) ? std::string(1, static_cast<char>(c)) : fmt::format("\\x{:02x}", c);
+  }
+  return s;
+}
+
+} // namespace
+
+Status loadPlanFromBytes(std::vector<uint8_t> bytes, const std::string &path, Plan &out) {
+  out = Plan{};
+  out.path = path;
+  // Root offset + identifier is the smallest possible FlatBuffer.
+  constexpr size_t kMinSize = sizeof(flatbuffers::uoffset_t) + flatbuffers::kFileIdentifierLength;
+  if (bytes.size() < kMinSize)
+    return Status::errorf("{}: not a plait plan (file is {} bytes)", path, bytes.size());
+  if (bytes.size() >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return Status::errorf("{}: plan file is {} bytes, larger than FlatBuffers allows", path,
+                          bytes.size());
+  if (!fb::PlanBufferHasIdentifier(bytes.data()))
+    return Status::errorf("{}: not a plait plan (file identifier '{}', expected '{}')", path,
+                          printableIdentifier(bytes.data() + sizeof(flatbuffers::uoffset_t)),
+                          fb::PlanIdentifier());
+
+  flatbuffers::Verifier::Options options;
+  // The default cap of 1M tables is too low for big models; one table needs >= 8 bytes.
+  options.max_tables = static_cast<flatbuffers::uoffset_t>(bytes.size() / 8 + 1);
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size(), options);
+  if (!fb::VerifyPlanBuffer(verifier))
+    return Status::errorf("{}: corrupt plan file (FlatBuffers verification failed)", path);
+
+  out.fileBytes = std::move(bytes);
+  const fb::Plan &root = *fb::GetPlan(out.fileBytes.data());
+  out.version = root.version();
+  if (out.version != kPlanVersion)
+    return Status::errorf("{}: plan format version {}, this runtime reads version {} "
+                          "(recompile the model with a matching plait-compile)",
+                          path, out.version, kPlanVersion);
+  return PlanDecoder(root, out).decode();
+}
+
+Status loadPlan(const std::string &path, Plan &out) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return Status::errorf("{}: no such file", path);
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Status::errorf("{}: not a regular file", path);
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  if (!file)
+    return Status::errorf("{}: cannot open for reading", path);
+  std::streamoff size = file.tellg();
+  if (size < 0)
+    return Status::errorf("{}: cannot determine the file size", path);
+  if (static_cast<uint64_t>(size) >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return Status::errorf("{}: plan file is {} bytes, larger than FlatBuffers allows", path,
+                          size);
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  file.seekg(0);
+  if (!file.read(reinterpret_cast<char *>(bytes.data()), size))
+    return Status::errorf("{}: read error", path);
+  return loadPlanFromBytes(std::move(bytes), path, out);
+}
+
+} // namespace plait::rt

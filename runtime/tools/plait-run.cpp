@@ -1,0 +1,86 @@
+// plait-run: executes a plait plan on the CPU. A thin main over runPlan() (runtime/RunPlan.h).
+// Exit codes: 0 ok, 1 user error ("plait-run: ..." on stderr, one line), 2 internal error.
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "runtime/RunPlan.h"
+
+namespace {
+
+constexpr int kExitUserError = 1;
+constexpr int kExitInternalError = 2;
+
+int fail(int code, const std::string &message) {
+  fmt::print(stderr, "plait-run: {}\n", message);
+  return code;
+}
+
+// NAME=FILE, split at the first '=' (file paths may contain '=', input names do not).
+bool splitInputBinding(const std::string &arg, std::pair<std::string, std::string> &out) {
+  size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    return false;
+  out = {arg.substr(0, eq), arg.substr(eq + 1)};
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  plait::rt::RunOptions options;
+  std::vector<std::string> inputArgs;
+  std::string tracePath, checkpointDir;
+  int64_t checkpointEvery = 0;
+  bool resume = false;
+
+  CLI::App app{"plait-run: execute a plait plan"};
+  app.add_option("plan", options.planPath, "plan file written by plait-compile")->required();
+  app.add_option("--input", inputArgs, "graph input NAME=FILE (.npy or ONNX TensorProto .pb)");
+  app.add_option("--output-dir", options.outputDir, "write one NAME.npy per graph output here");
+  app.add_option("--seed", options.seed, "seed for parameters initialised from a spec");
+  app.add_option("--steps", options.steps, "steps to run");
+  app.add_option("--nproc", options.nproc, "local ranks to launch");
+  app.add_option("--data", options.dataDir, "training data: one NAME.npy per graph input");
+  app.add_option("--log-jsonl", options.logJsonl, "append one JSON object per step");
+  app.add_option("--trace", tracePath, "write a Chrome trace");
+  app.add_option("--checkpoint-dir", checkpointDir, "checkpoint directory");
+  app.add_option("--checkpoint-every", checkpointEvery, "checkpoint every N steps");
+  app.add_flag("--resume", resume, "resume from the latest checkpoint");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success &e) { // --help
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    return fail(kExitUserError, std::string(e.what()) + " (see --help)");
+  }
+
+  if (!tracePath.empty())
+    return fail(kExitUserError, "--trace is not implemented yet");
+  if (!checkpointDir.empty() || checkpointEvery != 0 || resume)
+    return fail(kExitUserError, "checkpointing (--checkpoint-dir, --checkpoint-every, "
+                                "--resume) is not implemented yet");
+  for (const std::string &arg : inputArgs) {
+    std::pair<std::string, std::string> binding;
+    if (!splitInputBinding(arg, binding))
+      return fail(kExitUserError, fmt::format("--input '{}': expected NAME=FILE", arg));
+    options.inputs.push_back(std::move(binding));
+  }
+
+  try {
+    std::string summary;
+    plait::rt::Status status = plait::rt::runPlan(options, summary);
+    if (!status.ok())
+      return fail(status.isInternal() ? kExitInternalError : kExitUserError, status.message());
+    fmt::print("{}\n", summary);
+    return 0;
+  } catch (const std::bad_alloc &) {
+    return fail(kExitInternalError, "out of memory");
+  } catch (const std::exception &e) {
+    return fail(kExitInternalError, fmt::format("internal error: {}", e.what()));
+  }
+}

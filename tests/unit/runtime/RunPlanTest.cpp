@@ -1,0 +1,257 @@
+// The plait-run driver (runPlan) in process, and the plait-run binary's exit codes.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "PlanFixtures.h"
+#include "runtime/RunPlan.h"
+#include "runtime/io/Npy.h"
+
+namespace plait::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class RunPlanTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    registerTestKernels();
+    dir_ = freshTempDir("run");
+    planPath_ = dir_ + "/model.plan";
+    writeFile(planPath_, serializeRaw(validRawPlan()));
+    xPath_ = dir_ + "/x.npy";
+    std::vector<float> x = {1, 2, 3, 4, 5, 6};
+    ASSERT_TRUE(rt::writeNpy(xPath_, {x.data(), rt::DType::F32, {2, 3}}).ok());
+  }
+
+  rt::RunOptions options() {
+    rt::RunOptions o;
+    o.planPath = planPath_;
+    o.inputs = {{"x", xPath_}};
+    return o;
+  }
+  std::string runError(const rt::RunOptions &o) {
+    std::string summary;
+    rt::Status s = rt::runPlan(o, summary);
+    return s.ok() ? "" : s.message();
+  }
+
+  std::string dir_, planPath_, xPath_;
+};
+
+TEST_F(RunPlanTest, RunsAndWritesOutputs) {
+  rt::RunOptions o = options();
+  o.outputDir = dir_ + "/out/nested";
+  o.logJsonl = dir_ + "/log.jsonl";
+  std::string summary;
+  rt::Status s = rt::runPlan(o, summary);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(summary, StartsWith(planPath_ + ": ran 2 instructions in "));
+  EXPECT_THAT(summary, HasSubstr("outputs: y f32 [2, 3] -> " + o.outputDir + "/y.npy, w f32 "
+                                 "[2, 3] -> " + o.outputDir + "/w.npy"));
+  EXPECT_EQ(summary.find('\n'), std::string::npos);
+
+  rt::HostTensor y;
+  ASSERT_TRUE(rt::readNpy(o.outputDir + "/y.npy", y).ok());
+  EXPECT_EQ(y.bytes, f32Bytes({3, 5, 7, 9, 11, 13}));
+
+  std::ifstream log(o.logJsonl);
+  std::string line;
+  ASSERT_TRUE(std::getline(log, line));
+  nlohmann::json record = nlohmann::json::parse(line);
+  EXPECT_EQ(record["step"], 1);
+  EXPECT_TRUE(record["loss"].is_null()) << "the first output is not a scalar";
+  EXPECT_EQ(record["arena_bytes"], 128);
+  EXPECT_EQ(record["comm_bytes"], 0);
+  EXPECT_TRUE(record["step_ms"].is_number());
+  EXPECT_TRUE(record["samples_per_s"].is_number());
+  EXPECT_FALSE(std::getline(log, line));
+}
+
+TEST_F(RunPlanTest, ScalarOutputsAreShownAndLoggedAsLoss) {
+  RawPlan raw = validRawPlan();
+  RawTensor loss;
+  loss.name = "loss";
+  loss.kind = 3; // constant
+  loss.offset = 120;
+  loss.bytes = 4;
+  loss.data = 1;
+  raw.tensors.push_back(loss);
+  raw.buffers.push_back(f32Bytes({0.75f}));
+  raw.outputs = {5, 4};
+  writeFile(planPath_, serializeRaw(raw));
+  rt::RunOptions o = options();
+  o.logJsonl = dir_ + "/log.jsonl";
+  std::string summary;
+  ASSERT_TRUE(rt::runPlan(o, summary).ok());
+  EXPECT_THAT(summary, HasSubstr("outputs: loss f32 [] = 0.75, y f32 [2, 3]"));
+  std::ifstream log(o.logJsonl);
+  std::string line;
+  ASSERT_TRUE(std::getline(log, line));
+  EXPECT_EQ(nlohmann::json::parse(line)["loss"], 0.75);
+}
+
+TEST_F(RunPlanTest, OutputFileNamesAreSanitised) {
+  EXPECT_EQ(rt::outputFileName("/fc1/Gemm_output_0", 0), "_fc1_Gemm_output_0.npy");
+  EXPECT_EQ(rt::outputFileName("logits.1-a", 0), "logits.1-a.npy");
+  EXPECT_EQ(rt::outputFileName("a b:c", 0), "a_b_c.npy");
+  EXPECT_EQ(rt::outputFileName("", 3), "output_3.npy");
+  EXPECT_EQ(rt::outputFileName("..", 1), "output_1.npy");
+}
+
+TEST_F(RunPlanTest, OutputsWhoseNamesCollideAreBothWritten) {
+  RawPlan raw = validRawPlan();
+  raw.tensors[4].name = "a/b";
+  raw.tensors[2].name = "a:b";
+  writeFile(planPath_, serializeRaw(raw));
+  rt::RunOptions o = options();
+  o.outputDir = dir_ + "/out";
+  std::string summary;
+  ASSERT_TRUE(rt::runPlan(o, summary).ok());
+  EXPECT_TRUE(std::filesystem::exists(o.outputDir + "/a_b.npy"));
+  EXPECT_TRUE(std::filesystem::exists(o.outputDir + "/a_b_1.npy"));
+}
+
+TEST_F(RunPlanTest, RejectsBadInputBindings) {
+  rt::RunOptions o = options();
+  o.inputs = {{"x", xPath_}, {"z", xPath_}};
+  EXPECT_EQ(runError(o), "--input z: 'z' is not an input of " + planPath_ + " (inputs: x)");
+  o.inputs = {{"x", xPath_}, {"x", xPath_}};
+  EXPECT_EQ(runError(o), "--input x: given more than once");
+  o.inputs = {};
+  EXPECT_EQ(runError(o), "input 'x' (f32 [2, 3]) not given; pass --input x=FILE.npy");
+
+  std::string wrongShape = dir_ + "/wrong_shape.npy";
+  std::vector<float> v(6);
+  ASSERT_TRUE(rt::writeNpy(wrongShape, {v.data(), rt::DType::F32, {3, 2}}).ok());
+  o.inputs = {{"x", wrongShape}};
+  EXPECT_EQ(runError(o), "--input x: expected f32 [2, 3], got f32 [3, 2] from " + wrongShape);
+
+  std::string wrongType = dir_ + "/wrong_type.npy";
+  std::vector<double> d(6);
+  ASSERT_TRUE(rt::writeNpy(wrongType, {d.data(), rt::DType::F64, {2, 3}}).ok());
+  o.inputs = {{"x", wrongType}};
+  EXPECT_EQ(runError(o), "--input x: expected f32 [2, 3], got f64 [2, 3] from " + wrongType);
+
+  o.inputs = {{"x", dir_ + "/missing.npy"}};
+  EXPECT_EQ(runError(o), dir_ + "/missing.npy: no such file");
+}
+
+TEST_F(RunPlanTest, RejectsUnimplementedOptions) {
+  rt::RunOptions o = options();
+  o.steps = 2;
+  EXPECT_THAT(runError(o), HasSubstr("--steps > 1 needs a training plan"));
+  o = options();
+  o.steps = 0;
+  EXPECT_EQ(runError(o), "--steps must be at least 1, got 0");
+  o = options();
+  o.nproc = 2;
+  EXPECT_THAT(runError(o), HasSubstr("--nproc > 1 is not implemented yet"));
+  o = options();
+  o.dataDir = dir_;
+  EXPECT_THAT(runError(o), HasSubstr("--data is not implemented yet"));
+
+  RawPlan raw = validRawPlan();
+  raw.worldSize = 2;
+  raw.arenaBytes = {128, 128};
+  writeFile(planPath_, serializeRaw(raw));
+  EXPECT_EQ(runError(options()), planPath_ + ": compiled for world size 2; multi-rank execution "
+                                             "is not implemented yet");
+}
+
+TEST_F(RunPlanTest, ReportsPlanErrors) {
+  writeFile(planPath_, std::string("not a plan at all"));
+  EXPECT_THAT(runError(options()), HasSubstr(planPath_ + ": not a plait plan"));
+}
+
+// The binary: exit codes and one-line messages. It has no test kernels, so it runs a plan
+// whose output is its input (no instructions).
+class PlaitRunBinaryTest : public RunPlanTest {
+protected:
+  // Runs plait-run with `args`; returns the exit code, sets `output` to stdout + stderr.
+  int runTool(const std::string &args, std::string &output) {
+    std::string cmd = std::string(PLAIT_RUN_PATH) + " " + args + " 2>&1";
+    FILE *pipe = popen(cmd.c_str(), "r");
+    if (!pipe)
+      return -1;
+    output.clear();
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0)
+      output.append(buf, n);
+    int status = pclose(pipe);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  void writeIdentityPlan() {
+    RawPlan raw;
+    raw.arenaBytes = {64};
+    RawTensor x;
+    x.name = "x";
+    x.kind = 1;
+    x.shape = {2, 3};
+    x.bytes = 24;
+    raw.tensors = {x};
+    raw.inputs = {0};
+    raw.outputs = {0};
+    writeFile(planPath_, serializeRaw(raw));
+  }
+};
+
+TEST_F(PlaitRunBinaryTest, RunsIdentityPlan) {
+  writeIdentityPlan();
+  std::string out;
+  EXPECT_EQ(runTool(planPath_ + " --input x=" + xPath_ + " --output-dir " + dir_ + "/out --seed 3"
+                    " --steps 1",
+                    out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("ran 0 instructions"));
+  rt::HostTensor y;
+  ASSERT_TRUE(rt::readNpy(dir_ + "/out/x.npy", y).ok());
+  EXPECT_EQ(y.bytes, f32Bytes({1, 2, 3, 4, 5, 6}));
+}
+
+TEST_F(PlaitRunBinaryTest, UserErrorsExitOneWithOneLine) {
+  writeIdentityPlan();
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case &c : {
+           Case{"/nonexistent.plan", "plait-run: /nonexistent.plan: no such file\n"},
+           Case{planPath_, "plait-run: input 'x' (f32 [2, 3]) not given; pass --input "
+                           "x=FILE.npy\n"},
+           Case{planPath_ + " --input x", "plait-run: --input 'x': expected NAME=FILE\n"},
+           Case{planPath_ + " --input x=" + xPath_ + " --nproc 2",
+                "plait-run: --nproc > 1 is not implemented yet (multi-rank execution)\n"},
+           Case{planPath_ + " --input x=" + xPath_ + " --trace t.json",
+                "plait-run: --trace is not implemented yet\n"},
+           Case{planPath_ + " --input x=" + xPath_ + " --resume",
+                "plait-run: checkpointing (--checkpoint-dir, --checkpoint-every, --resume) is "
+                "not implemented yet\n"},
+       }) {
+    std::string out;
+    EXPECT_EQ(runTool(c.args, out), 1) << c.args;
+    EXPECT_EQ(out, c.message) << c.args;
+  }
+  std::string out;
+  EXPECT_EQ(runTool(planPath_ + " --no-such-flag", out), 1);
+  EXPECT_THAT(out, StartsWith("plait-run: "));
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(runTool("", out), 1);
+  EXPECT_EQ(runTool(planPath_ + " --steps abc", out), 1);
+}
+
+TEST_F(PlaitRunBinaryTest, HelpExitsZero) {
+  std::string out;
+  EXPECT_EQ(runTool("--help", out), 0);
+  EXPECT_THAT(out, HasSubstr("--output-dir"));
+}
+
+} // namespace
+} // namespace plait::testing
