@@ -1,0 +1,477 @@
+// Importers of ONNX's elementwise ops: arithmetic, comparisons, logic, unary math, activations,
+// Clip, Where and casts. Each folds at import time when all its inputs are constants.
+#include "compiler/import/onnx/Importer.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace plait::onnx_import {
+namespace {
+
+LogicalResult setResult(NodeContext &ctx, Value v) {
+  if (!v)
+    return failure();
+  ctx.setOutput(0, v);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Binary and variadic ops
+//===----------------------------------------------------------------------===//
+
+template <typename OpT, BinaryFn Fn>
+LogicalResult importBinary(NodeContext &ctx) {
+  if (ctx.allInputsFolded())
+    return ctx.setFolded(0, foldBinary(Fn, *ctx.foldedInput(0), *ctx.foldedInput(1)));
+  Value a = ctx.input(0), b = ctx.input(1);
+  if (!a || !b)
+    return failure();
+  return setResult(ctx, ctx.create<OpT>({a, b}));
+}
+
+LogicalResult importPow(NodeContext &ctx) {
+  if (ctx.allInputsFolded())
+    return ctx.setFolded(0, foldBinary(BinaryFn::Pow, *ctx.foldedInput(0), *ctx.foldedInput(1)));
+  Value base = ctx.input(0), exponent = ctx.input(1);
+  if (!base || !exponent)
+    return failure();
+  Type baseType = elementTypeOf(base), expType = elementTypeOf(exponent);
+  // ONNX lets the exponent's type differ. An integer base with a float exponent is computed in
+  // the exponent's type and truncated back, as the reference implementation does.
+  if (!llvm::isa<FloatType>(baseType) && llvm::isa<FloatType>(expType)) {
+    Value r = ctx.create<PowOp>({ctx.cast(base, expType), exponent});
+    return setResult(ctx, r ? ctx.cast(r, baseType) : Value());
+  }
+  Value e = ctx.cast(exponent, baseType);
+  return setResult(ctx, e ? ctx.create<PowOp>({base, e}) : Value());
+}
+
+LogicalResult importMod(NodeContext &ctx) {
+  bool fmod = ctx.intAttr("fmod", 0) != 0;
+  RankedTensorType type = ctx.inputType(0);
+  if (!type)
+    return failure();
+  bool isFloat = llvm::isa<FloatType>(type.getElementType());
+  if (isFloat && !fmod)
+    return ctx.error("fmod must be 1 for floating-point inputs");
+  if (ctx.allInputsFolded())
+    return ctx.setFolded(0, foldBinary(fmod ? BinaryFn::FMod : BinaryFn::Mod,
+                                       *ctx.foldedInput(0), *ctx.foldedInput(1)));
+  Value a = ctx.input(0), b = ctx.input(1);
+  if (!a || !b)
+    return failure();
+  if (isFloat || !fmod) // plait.mod: fmod for floats, the divisor's sign for integers
+    return setResult(ctx, ctx.create<ModOp>({a, b}));
+  // Integer fmod (the dividend's sign): a - b * trunc(a / b); plait's integer division truncates.
+  Value q = ctx.create<DivOp>({a, b});
+  Value p = q ? ctx.create<MulOp>({b, q}) : Value();
+  return setResult(ctx, p ? ctx.create<SubOp>({a, p}) : Value());
+}
+
+/// Max, Min, Sum: a left fold over any number of inputs.
+template <typename OpT, BinaryFn Fn>
+LogicalResult importVariadic(NodeContext &ctx) {
+  if (ctx.numInputs() == 0)
+    return ctx.error("needs at least one input");
+  if (ctx.numInputs() == 1)
+    return ctx.forwardInput(0, 0);
+  if (ctx.allInputsFolded()) {
+    HostTensor acc = *ctx.foldedInput(0);
+    for (unsigned i = 1; i < ctx.numInputs(); ++i) {
+      auto next = foldBinary(Fn, acc, *ctx.foldedInput(i));
+      if (!next)
+        return ctx.error(llvm::toString(next.takeError()));
+      acc = std::move(*next);
+    }
+    ctx.setOutput(0, std::move(acc));
+    return success();
+  }
+  Value acc = ctx.input(0);
+  for (unsigned i = 1; acc && i < ctx.numInputs(); ++i) {
+    Value next = ctx.input(i);
+    acc = next ? ctx.create<OpT>({acc, next}) : Value();
+  }
+  return setResult(ctx, acc);
+}
+
+LogicalResult importMean(NodeContext &ctx) {
+  if (ctx.numInputs() == 0)
+    return ctx.error("needs at least one input");
+  if (ctx.numInputs() == 1)
+    return ctx.forwardInput(0, 0);
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value acc = ctx.input(0);
+  for (unsigned i = 1; acc && i < ctx.numInputs(); ++i) {
+    Value next = ctx.input(i);
+    acc = next ? ctx.create<AddOp>({acc, next}) : Value();
+  }
+  if (!acc)
+    return failure();
+  Value n = ctx.scalar(static_cast<double>(ctx.numInputs()), elementTypeOf(acc));
+  return setResult(ctx, ctx.create<DivOp>({acc, n}));
+}
+
+LogicalResult importWhere(NodeContext &ctx) {
+  if (ctx.allInputsFolded())
+    return ctx.setFolded(
+        0, foldWhere(*ctx.foldedInput(0), *ctx.foldedInput(1), *ctx.foldedInput(2)));
+  Value c = ctx.input(0), x = ctx.input(1), y = ctx.input(2);
+  if (!c || !x || !y)
+    return failure();
+  return setResult(ctx, ctx.create<WhereOp>({c, x, y}));
+}
+
+//===----------------------------------------------------------------------===//
+// Unary ops
+//===----------------------------------------------------------------------===//
+
+/// A unary op that maps to one plait op.
+template <typename OpT>
+LogicalResult importUnary(NodeContext &ctx) {
+  Value x = ctx.input(0);
+  return setResult(ctx, x ? ctx.create<OpT>({x}) : Value());
+}
+
+/// A unary op that maps to one plait op and that `Fold` evaluates on constants.
+template <typename OpT, UnaryFn Fold>
+LogicalResult importFoldableUnary(NodeContext &ctx) {
+  if (ctx.allInputsFolded())
+    return ctx.setFolded(0, foldUnary(Fold, *ctx.foldedInput(0)));
+  return importUnary<OpT>(ctx);
+}
+
+LogicalResult importIdentity(NodeContext &ctx) { return ctx.forwardInput(0, 0); }
+
+LogicalResult importLeakyRelu(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  return setResult(ctx, x ? ctx.create<LeakyReluOp>(
+                                {x}, {ctx.f64Attr("alpha", ctx.floatAttr("alpha", 0.01))})
+                          : Value());
+}
+
+LogicalResult importElu(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  return setResult(ctx, x ? ctx.create<EluOp>({x}, {ctx.f64Attr("alpha", ctx.floatAttr("alpha", 1.0))})
+                          : Value());
+}
+
+/// Selu: gamma * elu(x, alpha).
+LogicalResult importSelu(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  double alpha = ctx.floatAttr("alpha", 1.67326319217681884765625);
+  double gamma = ctx.floatAttr("gamma", 1.05070102214813232421875);
+  Value e = ctx.create<EluOp>({x}, {ctx.f64Attr("alpha", alpha)});
+  return setResult(ctx, e ? ctx.create<MulOp>({e, ctx.scalar(gamma, elementTypeOf(x))}) : Value());
+}
+
+/// Celu: alpha * elu(x / alpha, 1).
+LogicalResult importCelu(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  double alpha = ctx.floatAttr("alpha", 1.0);
+  Type t = elementTypeOf(x);
+  Value scaled = ctx.create<DivOp>({x, ctx.scalar(alpha, t)});
+  Value e = scaled ? ctx.create<EluOp>({scaled}, {ctx.f64Attr("alpha", 1.0)}) : Value();
+  return setResult(ctx, e ? ctx.create<MulOp>({e, ctx.scalar(alpha, t)}) : Value());
+}
+
+LogicalResult importHardSigmoid(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  return setResult(ctx, x ? ctx.create<HardSigmoidOp>(
+                                {x}, {ctx.f64Attr("alpha", ctx.floatAttr("alpha", 0.2)),
+                                      ctx.f64Attr("beta", ctx.floatAttr("beta", 0.5))})
+                          : Value());
+}
+
+/// HardSwish: x * hard_sigmoid(x, 1/6, 1/2).
+LogicalResult importHardSwish(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Value hs = ctx.create<HardSigmoidOp>({x}, {ctx.f64Attr("alpha", 1.0 / 6.0), ctx.f64Attr("beta", 0.5)});
+  return setResult(ctx, hs ? ctx.create<MulOp>({x, hs}) : Value());
+}
+
+/// Softsign: x / (1 + |x|).
+LogicalResult importSoftsign(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Value a = ctx.create<AbsOp>({x});
+  Value d = a ? ctx.create<AddOp>({a, ctx.scalar(1.0, elementTypeOf(x))}) : Value();
+  return setResult(ctx, d ? ctx.create<DivOp>({x, d}) : Value());
+}
+
+/// PRelu: x where x >= 0, else slope * x (slope broadcasts to x).
+LogicalResult importPRelu(NodeContext &ctx) {
+  Value x = ctx.input(0), slope = ctx.input(1);
+  if (!x || !slope)
+    return failure();
+  Value neg = ctx.create<LessOp>({x, ctx.scalar(0.0, elementTypeOf(x))});
+  Value scaled = neg ? ctx.create<MulOp>({x, slope}) : Value();
+  return setResult(ctx, scaled ? ctx.create<WhereOp>({neg, scaled, x}) : Value());
+}
+
+/// ThresholdedRelu: x where x > alpha, else 0.
+LogicalResult importThresholdedRelu(NodeContext &ctx) {
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Type t = elementTypeOf(x);
+  Value gt = ctx.create<GreaterOp>({x, ctx.scalar(ctx.floatAttr("alpha", 1.0), t)});
+  return setResult(ctx, gt ? ctx.create<WhereOp>({gt, x, ctx.scalar(0.0, t)}) : Value());
+}
+
+/// Shrink: x + bias where x < -lambd, x - bias where x > lambd, else 0.
+LogicalResult importShrink(NodeContext &ctx) {
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Type t = elementTypeOf(x);
+  double lambd = ctx.floatAttr("lambd", 0.5), bias = ctx.floatAttr("bias", 0.0);
+  Value below = ctx.create<LessOp>({x, ctx.scalar(-lambd, t)});
+  Value above = below ? ctx.create<GreaterOp>({x, ctx.scalar(lambd, t)}) : Value();
+  Value plus = above ? ctx.create<AddOp>({x, ctx.scalar(bias, t)}) : Value();
+  Value minus = plus ? ctx.create<SubOp>({x, ctx.scalar(bias, t)}) : Value();
+  Value inner = minus ? ctx.create<WhereOp>({above, minus, ctx.scalar(0.0, t)}) : Value();
+  return setResult(ctx, inner ? ctx.create<WhereOp>({below, plus, inner}) : Value());
+}
+
+LogicalResult importIsNaN(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  Value eq = x ? ctx.create<EqualOp>({x, x}) : Value();
+  return setResult(ctx, eq ? ctx.create<NotOp>({eq}) : Value());
+}
+
+LogicalResult importIsInf(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Type t = elementTypeOf(x);
+  bool pos = ctx.intAttr("detect_positive", 1) != 0, neg = ctx.intAttr("detect_negative", 1) != 0;
+  if (pos && neg) {
+    Value a = ctx.create<AbsOp>({x});
+    return setResult(ctx, a ? ctx.create<EqualOp>({a, ctx.scalar(INFINITY, t)}) : Value());
+  }
+  // One sign, or neither (NaN equals nothing, so the result is all false).
+  double target = pos ? INFINITY : (neg ? -INFINITY : NAN);
+  return setResult(ctx, ctx.create<EqualOp>({x, ctx.scalar(target, t)}));
+}
+
+/// Sinh and Cosh: (exp(x) -/+ exp(-x)) / 2.
+template <bool IsSinh>
+LogicalResult importHyperbolic(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Value ep = ctx.create<ExpOp>({x});
+  Value nx = ep ? ctx.create<NegOp>({x}) : Value();
+  Value en = nx ? ctx.create<ExpOp>({nx}) : Value();
+  Value s = !en ? Value() : IsSinh ? ctx.create<SubOp>({ep, en}) : ctx.create<AddOp>({ep, en});
+  return setResult(ctx, s ? ctx.create<MulOp>({s, ctx.scalar(0.5, elementTypeOf(x))}) : Value());
+}
+
+LogicalResult importTan(NodeContext &ctx) {
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Value s = ctx.create<SinOp>({x});
+  Value c = s ? ctx.create<CosOp>({x}) : Value();
+  return setResult(ctx, c ? ctx.create<DivOp>({s, c}) : Value());
+}
+
+/// Asinh: log(x + sqrt(x^2 + 1)); Acosh: log(x + sqrt(x^2 - 1)).
+template <bool IsAsinh>
+LogicalResult importInverseHyperbolic(NodeContext &ctx) {
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Type t = elementTypeOf(x);
+  Value sq = ctx.create<MulOp>({x, x});
+  Value sh = !sq ? Value()
+             : IsAsinh ? ctx.create<AddOp>({sq, ctx.scalar(1.0, t)})
+                       : ctx.create<SubOp>({sq, ctx.scalar(1.0, t)});
+  Value r = sh ? ctx.create<SqrtOp>({sh}) : Value();
+  Value s = r ? ctx.create<AddOp>({x, r}) : Value();
+  return setResult(ctx, s ? ctx.create<LogOp>({s}) : Value());
+}
+
+/// Atanh: log((1 + x) / (1 - x)) / 2.
+LogicalResult importAtanh(NodeContext &ctx) {
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Type t = elementTypeOf(x);
+  Value one = ctx.scalar(1.0, t);
+  Value num = ctx.create<AddOp>({one, x});
+  Value den = num ? ctx.create<SubOp>({one, x}) : Value();
+  Value q = den ? ctx.create<DivOp>({num, den}) : Value();
+  Value l = q ? ctx.create<LogOp>({q}) : Value();
+  return setResult(ctx, l ? ctx.create<MulOp>({l, ctx.scalar(0.5, t)}) : Value());
+}
+
+//===----------------------------------------------------------------------===//
+// Clip and casts
+//===----------------------------------------------------------------------===//
+
+LogicalResult importClip(NodeContext &ctx) {
+  std::optional<double> lo, hi;
+  if (ctx.opset() < 11) { // attributes (not reachable in opsets 13-17, kept for clarity)
+    lo = ctx.floatAttr("min", -INFINITY);
+    hi = ctx.floatAttr("max", INFINITY);
+  }
+  for (unsigned i : {1u, 2u}) {
+    if (!ctx.hasInput(i))
+      continue;
+    const HostTensor *bound = ctx.requireConstInput(i, i == 1 ? "min" : "max");
+    if (!bound)
+      return failure();
+    if (bound->numElements() != 1)
+      return ctx.error(llvm::Twine("input '") + (i == 1 ? "min" : "max") + "' must be a scalar");
+    (i == 1 ? lo : hi) = bound->getDouble(0);
+  }
+  if (const HostTensor *x = ctx.foldedInput(0)) {
+    HostTensor r = *x;
+    for (auto [bound, fn] : {std::pair{lo, BinaryFn::Max}, std::pair{hi, BinaryFn::Min}}) {
+      if (!bound)
+        continue;
+      auto next = foldBinary(fn, r, HostTensor::splat(r.kind(), {}, *bound));
+      if (!next)
+        return ctx.error(llvm::toString(next.takeError()));
+      r = std::move(*next);
+    }
+    ctx.setOutput(0, std::move(r));
+    return success();
+  }
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  if (!lo && !hi)
+    return setResult(ctx, x);
+  llvm::SmallVector<NamedAttribute> attrs;
+  if (lo)
+    attrs.push_back(ctx.f64Attr("min", *lo));
+  if (hi)
+    attrs.push_back(ctx.f64Attr("max", *hi));
+  return setResult(ctx, ctx.create<ClampOp>({x}, attrs));
+}
+
+LogicalResult castTo(NodeContext &ctx, Type target) {
+  if (const HostTensor *x = ctx.foldedInput(0)) {
+    ctx.setOutput(0, foldCast(*x, *kindOf(target)));
+    return success();
+  }
+  Value x = ctx.input(0);
+  return setResult(ctx, x ? ctx.cast(x, target) : Value());
+}
+
+LogicalResult importCast(NodeContext &ctx) {
+  int64_t to = ctx.intAttr("to", 0);
+  Type target = elementTypeOf(static_cast<int>(to), ctx.context());
+  if (!target)
+    return ctx.unsupported("dtype " + onnxTypeName(static_cast<int>(to)) + " (attribute 'to')");
+  if (!ctx.inputType(0))
+    return failure();
+  return castTo(ctx, target);
+}
+
+LogicalResult importCastLike(NodeContext &ctx) {
+  RankedTensorType like = ctx.inputType(1);
+  if (!like || !ctx.inputType(0))
+    return failure();
+  return castTo(ctx, like.getElementType());
+}
+
+} // namespace
+
+void registerElementwiseOps(OpImporterMap &map) {
+  map["Add"] = importBinary<AddOp, BinaryFn::Add>;
+  map["Sub"] = importBinary<SubOp, BinaryFn::Sub>;
+  map["Mul"] = importBinary<MulOp, BinaryFn::Mul>;
+  map["Div"] = importBinary<DivOp, BinaryFn::Div>;
+  map["Pow"] = importPow;
+  map["Mod"] = importMod;
+  map["Max"] = importVariadic<MaxOp, BinaryFn::Max>;
+  map["Min"] = importVariadic<MinOp, BinaryFn::Min>;
+  map["Sum"] = importVariadic<AddOp, BinaryFn::Add>;
+  map["Mean"] = importMean;
+  map["Equal"] = importBinary<EqualOp, BinaryFn::Equal>;
+  map["Less"] = importBinary<LessOp, BinaryFn::Less>;
+  map["LessOrEqual"] = importBinary<LessEqualOp, BinaryFn::LessEqual>;
+  map["Greater"] = importBinary<GreaterOp, BinaryFn::Greater>;
+  map["GreaterOrEqual"] = importBinary<GreaterEqualOp, BinaryFn::GreaterEqual>;
+  map["And"] = importBinary<AndOp, BinaryFn::And>;
+  map["Or"] = importBinary<OrOp, BinaryFn::Or>;
+  map["Xor"] = importBinary<XorOp, BinaryFn::Xor>;
+  map["Where"] = importWhere;
+
+  map["Not"] = importFoldableUnary<NotOp, UnaryFn::Not>;
+  map["Neg"] = importFoldableUnary<NegOp, UnaryFn::Neg>;
+  map["Abs"] = importFoldableUnary<AbsOp, UnaryFn::Abs>;
+  map["Sign"] = importFoldableUnary<SignOp, UnaryFn::Sign>;
+  map["Relu"] = importFoldableUnary<ReluOp, UnaryFn::Relu>;
+  map["Exp"] = importFoldableUnary<ExpOp, UnaryFn::Exp>;
+  map["Log"] = importFoldableUnary<LogOp, UnaryFn::Log>;
+  map["Sqrt"] = importFoldableUnary<SqrtOp, UnaryFn::Sqrt>;
+  map["Reciprocal"] = importFoldableUnary<ReciprocalOp, UnaryFn::Reciprocal>;
+  map["Floor"] = importFoldableUnary<FloorOp, UnaryFn::Floor>;
+  map["Ceil"] = importFoldableUnary<CeilOp, UnaryFn::Ceil>;
+  map["Round"] = importFoldableUnary<RoundOp, UnaryFn::Round>;
+  map["Erf"] = importUnary<ErfOp>;
+  map["Tanh"] = importUnary<TanhOp>;
+  map["Sin"] = importUnary<SinOp>;
+  map["Cos"] = importUnary<CosOp>;
+  map["Sigmoid"] = importUnary<SigmoidOp>;
+  map["Softplus"] = importUnary<SoftplusOp>;
+  map["Tan"] = importTan;
+  map["Sinh"] = importHyperbolic<true>;
+  map["Cosh"] = importHyperbolic<false>;
+  map["Asinh"] = importInverseHyperbolic<true>;
+  map["Acosh"] = importInverseHyperbolic<false>;
+  map["Atanh"] = importAtanh;
+  map["Identity"] = importIdentity;
+
+  map["LeakyRelu"] = importLeakyRelu;
+  map["Elu"] = importElu;
+  map["Selu"] = importSelu;
+  map["Celu"] = importCelu;
+  map["HardSigmoid"] = importHardSigmoid;
+  map["HardSwish"] = importHardSwish;
+  map["Softsign"] = importSoftsign;
+  map["PRelu"] = importPRelu;
+  map["ThresholdedRelu"] = importThresholdedRelu;
+  map["Shrink"] = importShrink;
+  map["IsNaN"] = importIsNaN;
+  map["IsInf"] = importIsInf;
+
+  map["Clip"] = importClip;
+  map["Cast"] = importCast;
+  map["CastLike"] = importCastLike;
+}
+
+} // namespace plait::onnx_import

@@ -1,0 +1,160 @@
+// Internal interface between the ONNX graph walk (OnnxImporter.cpp) and the op importers, which
+// are grouped by family in ElementwiseOps.cpp, TensorOps.cpp and NeuralOps.cpp.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "compiler/import/onnx/HostTensor.h"
+#include "ir/PlaitDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace onnx {
+class NodeProto;
+class AttributeProto;
+class TensorProto;
+} // namespace onnx
+
+namespace plait::onnx_import {
+
+class GraphImporter;
+
+/// Decodes an ONNX tensor (any encoding: typed fields, raw_data, external data relative to
+/// `baseDir`) into a DenseElementsAttr. Errors name the problem but not the tensor.
+llvm::Expected<mlir::DenseElementsAttr> decodeTensorProto(const onnx::TensorProto &tensor,
+                                                          mlir::MLIRContext *ctx,
+                                                          llvm::StringRef baseDir);
+/// The MLIR element type of an ONNX TensorProto data type; null when plait does not support it.
+mlir::Type elementTypeOf(int onnxType, mlir::MLIRContext *ctx);
+/// ONNX's name of a TensorProto data type ("uint8", ...), for messages.
+std::string onnxTypeName(int onnxType);
+
+/// One node being imported. Gives the op importers its inputs (as MLIR values or folded host
+/// tensors), its attributes and its outputs, and builds plait ops at the node's location.
+///
+/// Error protocol: every function that can fail emits the node's single diagnostic and returns a
+/// null Value / nullptr / failure; callers return failure() at once.
+class NodeContext {
+public:
+  NodeContext(GraphImporter &graph, const onnx::NodeProto &node, mlir::Location loc,
+              int64_t opset);
+
+  llvm::StringRef opType() const;
+  int64_t opset() const { return opset_; }
+  mlir::Location loc() const { return loc_; }
+  mlir::OpBuilder &builder();
+  mlir::MLIRContext *context();
+
+  //===--- Inputs ----------------------------------------------------------===//
+  unsigned numInputs() const;
+  /// True when input `i` exists and is not an omitted optional input (empty name).
+  bool hasInput(unsigned i) const;
+  llvm::StringRef inputName(unsigned i) const;
+  /// The type of input `i`, without materialising constants. Null after an error.
+  mlir::RankedTensorType inputType(unsigned i);
+  /// Input `i` as an MLIR value; folded constants and params are materialised on first use.
+  mlir::Value input(unsigned i);
+  /// Input `i` as a non-trainable value: a compile-time constant (folded or initializer) becomes
+  /// a plait.constant, anything else is input(i). For running statistics and the like.
+  mlir::Value constantInput(unsigned i);
+  /// The folded value of input `i` when it is an import-time constant (never a param).
+  const HostTensor *foldedInput(unsigned i);
+  /// True when every present input is an import-time constant, so the node can be folded.
+  bool allInputsFolded();
+  /// Input `i` (role `role` in the ONNX spec, e.g. "shape") as a compile-time constant: folded
+  /// values and initializers qualify. Emits the "--const-input NAME=FILE" error otherwise.
+  const HostTensor *requireConstInput(unsigned i, llvm::StringRef role);
+  /// Like requireConstInput, but for integer operands (shapes, axes, ...), as int64 values.
+  std::optional<llvm::SmallVector<int64_t>> requireIntsInput(unsigned i, llvm::StringRef role);
+
+  //===--- Attributes ------------------------------------------------------===//
+  bool hasAttr(llvm::StringRef name) const;
+  int64_t intAttr(llvm::StringRef name, int64_t dflt) const;
+  double floatAttr(llvm::StringRef name, double dflt) const;
+  std::string stringAttr(llvm::StringRef name, llvm::StringRef dflt) const;
+  llvm::SmallVector<int64_t> intsAttr(llvm::StringRef name) const;
+  llvm::SmallVector<double> floatsAttr(llvm::StringRef name) const;
+  /// A tensor attribute decoded to a host tensor; nullopt (after an error) when undecodable.
+  std::optional<HostTensor> tensorAttr(llvm::StringRef name);
+  const onnx::AttributeProto *rawAttr(llvm::StringRef name) const;
+
+  //===--- Outputs ---------------------------------------------------------===//
+  unsigned numOutputs() const;
+  bool hasOutput(unsigned i) const;
+  void setOutput(unsigned i, mlir::Value value);
+  void setOutput(unsigned i, HostTensor folded);
+  /// Output `out` is input `in` (Identity): folded values and params stay what they are.
+  mlir::LogicalResult forwardInput(unsigned out, unsigned in);
+  /// Sets a folded output from a folding kernel, or reports the kernel's error.
+  mlir::LogicalResult setFolded(unsigned i, llvm::Expected<HostTensor> folded);
+
+  //===--- Diagnostics -----------------------------------------------------===//
+  /// "PATH: node 'NAME' (OpType, opset N): message"; returns failure.
+  mlir::LogicalResult error(const llvm::Twine &message);
+  /// As error(), with "unsupported " in front of `what`.
+  mlir::LogicalResult unsupported(const llvm::Twine &what);
+  /// Errors unless input `i` has a floating-point element type (plait's op needs one).
+  mlir::LogicalResult requireFloatInput(unsigned i);
+
+  //===--- Building plait ops ----------------------------------------------===//
+  /// Creates op `OpT`. Its result type comes from the op's shape rule when it has one, else
+  /// from `resultType`, else it is the type of the first operand. Verifies the op; a shape rule
+  /// or verifier failure becomes the node's diagnostic and the result is null.
+  template <typename OpT>
+  mlir::Value create(mlir::ValueRange operands, llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
+                     mlir::Type resultType = {}) {
+    mlir::Operation *op = createOp(OpT::getOperationName(), operands, attrs,
+                                   resultType ? mlir::TypeRange(resultType) : mlir::TypeRange(), 1);
+    return op ? op->getResult(0) : mlir::Value();
+  }
+  /// Generic form; `numResults` placeholders are typed by the shape rule when `resultTypes` is
+  /// empty.
+  mlir::Operation *createOp(llvm::StringRef name, mlir::ValueRange operands,
+                            llvm::ArrayRef<mlir::NamedAttribute> attrs,
+                            mlir::TypeRange resultTypes, unsigned numResults);
+
+  /// A plait.constant holding `value` (placed with the params, at the top of the function).
+  mlir::Value constant(const HostTensor &value);
+  /// A rank-0 constant of element type `elementType`.
+  mlir::Value scalar(double value, mlir::Type elementType);
+  /// plait.reshape, or `x` itself when the shape already matches.
+  mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape);
+  /// plait.cast, or `x` itself when the element type already matches.
+  mlir::Value cast(mlir::Value x, mlir::Type elementType);
+  /// plait.broadcast_to, or `x` itself when the shape already matches.
+  mlir::Value broadcastTo(mlir::Value x, llvm::ArrayRef<int64_t> shape);
+
+  mlir::NamedAttribute attr(llvm::StringRef name, mlir::Attribute value);
+  mlir::NamedAttribute i64Attr(llvm::StringRef name, int64_t value);
+  mlir::NamedAttribute f64Attr(llvm::StringRef name, double value);
+  mlir::NamedAttribute boolAttr(llvm::StringRef name, bool value);
+  mlir::NamedAttribute arrayAttr(llvm::StringRef name, llvm::ArrayRef<int64_t> values);
+
+private:
+  GraphImporter &graph_;
+  const onnx::NodeProto &node_;
+  mlir::Location loc_;
+  int64_t opset_;
+};
+
+/// Shorthand for the element type of a ranked tensor value.
+inline mlir::Type elementTypeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType()).getElementType();
+}
+inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
+}
+
+using OpImporter = mlir::LogicalResult (*)(NodeContext &);
+using OpImporterMap = llvm::StringMap<OpImporter>;
+
+void registerElementwiseOps(OpImporterMap &map);
+void registerTensorOps(OpImporterMap &map);
+void registerNeuralOps(OpImporterMap &map);
+
+} // namespace plait::onnx_import

@@ -1,0 +1,596 @@
+// Importers of ONNX's neural-network ops: MatMul, Gemm, convolution and pooling, normalisations,
+// softmax, reductions, ArgMax/ArgMin and the losses.
+#include "compiler/import/onnx/Importer.h"
+#include "ir/ShapeRules.h"
+
+using namespace mlir;
+
+namespace plait::onnx_import {
+namespace {
+
+LogicalResult setResult(NodeContext &ctx, Value v) {
+  if (!v)
+    return failure();
+  ctx.setOutput(0, v);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult importMatMul(NodeContext &ctx) {
+  Value a = ctx.input(0), b = ctx.input(1);
+  if (!a || !b)
+    return failure();
+  return setResult(ctx, ctx.create<MatmulOp>({a, b}));
+}
+
+LogicalResult importGemm(NodeContext &ctx) {
+  Value a = ctx.input(0), b = ctx.input(1);
+  if (!a || !b)
+    return failure();
+  llvm::SmallVector<Value> operands{a, b};
+  if (ctx.hasInput(2)) {
+    Value c = ctx.input(2);
+    if (!c)
+      return failure();
+    operands.push_back(c);
+  }
+  return setResult(ctx, ctx.create<GemmOp>(
+                            operands, {ctx.boolAttr("trans_a", ctx.intAttr("transA", 0) != 0),
+                                       ctx.boolAttr("trans_b", ctx.intAttr("transB", 0) != 0),
+                                       ctx.f64Attr("alpha", ctx.floatAttr("alpha", 1.0)),
+                                       ctx.f64Attr("beta", ctx.floatAttr("beta", 1.0))}));
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// Window parameters of a Conv or pooling node, per spatial dimension. `pads` holds all begins,
+/// then all ends (ONNX and plait agree on this order).
+struct Window {
+  llvm::SmallVector<int64_t> kernel, strides, dilations, pads;
+};
+
+/// Reads strides, dilations and pads (resolving auto_pad) for a window of `kernel` over the
+/// spatial dimensions `spatial`.
+std::optional<Window> readWindow(NodeContext &ctx, llvm::ArrayRef<int64_t> spatial,
+                                 llvm::ArrayRef<int64_t> kernel, bool hasDilations) {
+  size_t n = spatial.size();
+  Window w;
+  w.kernel.assign(kernel.begin(), kernel.end());
+  w.strides = ctx.hasAttr("strides") ? ctx.intsAttr("strides") : llvm::SmallVector<int64_t>(n, 1);
+  w.dilations = hasDilations && ctx.hasAttr("dilations") ? ctx.intsAttr("dilations")
+                                                         : llvm::SmallVector<int64_t>(n, 1);
+  if (w.kernel.size() != n || w.strides.size() != n || w.dilations.size() != n) {
+    (void)ctx.error("kernel_shape, strides and dilations need " + llvm::Twine(n) + " entries");
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1) {
+      (void)ctx.error("kernel_shape, strides and dilations must be >= 1");
+      return std::nullopt;
+    }
+  std::string autoPad = ctx.stringAttr("auto_pad", "NOTSET");
+  w.pads.assign(2 * n, 0);
+  if (autoPad == "NOTSET") {
+    if (ctx.hasAttr("pads")) {
+      w.pads = ctx.intsAttr("pads");
+      if (w.pads.size() != 2 * n) {
+        (void)ctx.error("pads needs " + llvm::Twine(2 * n) + " entries");
+        return std::nullopt;
+      }
+      if (llvm::any_of(w.pads, [](int64_t p) { return p < 0; })) {
+        (void)ctx.error("pads must be >= 0");
+        return std::nullopt;
+      }
+    }
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t out = (spatial[i] + w.strides[i] - 1) / w.strides[i];
+      int64_t span = (w.kernel[i] - 1) * w.dilations[i] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[i] + span - spatial[i]);
+      int64_t small = total / 2, large = total - small;
+      w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
+      w.pads[i + n] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  } else if (autoPad != "VALID") {
+    (void)ctx.unsupported("attribute auto_pad='" + autoPad + "'");
+    return std::nullopt;
+  }
+  return w;
+}
+
+/// Lifts a 1-D window to plait's 2-D form (a height of 1).
+Window liftTo2d(const Window &w) {
+  return Window{{1, w.kernel[0]}, {1, w.strides[0]}, {1, w.dilations[0]}, {0, w.pads[0], 0, w.pads[1]}};
+}
+
+/// Shape with a unit dimension inserted before the last one ([N, C, W] -> [N, C, 1, W]).
+llvm::SmallVector<int64_t> insertUnitHeight(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> out(shape);
+  out.insert(out.end() - 1, 1);
+  return out;
+}
+
+LogicalResult importConv(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0), wType = xType ? ctx.inputType(1) : RankedTensorType();
+  if (!wType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  if (xType.getRank() < 3 || wType.getRank() != xType.getRank())
+    return ctx.error("x and w must have the same rank >= 3");
+  int64_t spatialRank = xType.getRank() - 2;
+  if (spatialRank > 2)
+    return ctx.unsupported(llvm::Twine(spatialRank) + "-D convolution (plait has 1-D and 2-D)");
+  llvm::SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
+  if (ctx.hasAttr("kernel_shape") && ctx.intsAttr("kernel_shape") != kernel)
+    return ctx.error("kernel_shape does not match the weight's shape");
+  auto window = readWindow(ctx, xType.getShape().drop_front(2), kernel, /*hasDilations=*/true);
+  if (!window)
+    return failure();
+  Value x = ctx.input(0), w = ctx.input(1);
+  if (!x || !w)
+    return failure();
+  Value bias;
+  if (ctx.hasInput(2) && !(bias = ctx.input(2)))
+    return failure();
+  Window win = *window;
+  if (spatialRank == 1) {
+    win = liftTo2d(win);
+    x = ctx.reshape(x, insertUnitHeight(xType.getShape()));
+    w = x ? ctx.reshape(w, insertUnitHeight(wType.getShape())) : Value();
+    if (!w)
+      return failure();
+  }
+  llvm::SmallVector<Value> operands{x, w};
+  if (bias)
+    operands.push_back(bias);
+  Value y = ctx.create<Conv2dOp>(operands, {ctx.arrayAttr("strides", win.strides),
+                                            ctx.arrayAttr("pads", win.pads),
+                                            ctx.arrayAttr("dilations", win.dilations),
+                                            ctx.i64Attr("group", ctx.intAttr("group", 1))});
+  if (y && spatialRank == 1) {
+    llvm::SmallVector<int64_t> shape(shapeOf(y));
+    shape.erase(shape.end() - 2);
+    y = ctx.reshape(y, shape);
+  }
+  return setResult(ctx, y);
+}
+
+template <bool IsMax>
+LogicalResult importPool(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  if (xType.getRank() < 3)
+    return ctx.error("input must have rank >= 3");
+  int64_t spatialRank = xType.getRank() - 2;
+  if (spatialRank > 2)
+    return ctx.unsupported(llvm::Twine(spatialRank) + "-D pooling (plait has 1-D and 2-D)");
+  if (!ctx.hasAttr("kernel_shape"))
+    return ctx.error("missing attribute kernel_shape");
+  if (IsMax && ctx.intAttr("storage_order", 0) != 0 && ctx.hasOutput(1))
+    return ctx.unsupported("attribute storage_order=1");
+  auto window = readWindow(ctx, xType.getShape().drop_front(2), ctx.intsAttr("kernel_shape"),
+                           /*hasDilations=*/IsMax || ctx.opset() >= 19);
+  if (!window)
+    return failure();
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Window win = *window;
+  if (spatialRank == 1) {
+    win = liftTo2d(win);
+    x = ctx.reshape(x, insertUnitHeight(xType.getShape()));
+    if (!x)
+      return failure();
+  }
+  bool ceilMode = ctx.intAttr("ceil_mode", 0) != 0;
+  llvm::SmallVector<NamedAttribute> attrs{
+      ctx.arrayAttr("kernel", win.kernel), ctx.arrayAttr("strides", win.strides),
+      ctx.arrayAttr("pads", win.pads), ctx.boolAttr("ceil_mode", ceilMode)};
+  Value y;
+  if (IsMax) {
+    attrs.push_back(ctx.arrayAttr("dilations", win.dilations));
+    y = ctx.create<MaxPool2dOp>({x}, attrs);
+  } else {
+    attrs.push_back(ctx.boolAttr("count_include_pad", ctx.intAttr("count_include_pad", 0) != 0));
+    y = ctx.create<AvgPool2dOp>({x}, attrs);
+  }
+  if (y && spatialRank == 1) {
+    llvm::SmallVector<int64_t> shape(shapeOf(y));
+    shape.erase(shape.end() - 2);
+    y = ctx.reshape(y, shape);
+  }
+  return setResult(ctx, y);
+}
+
+llvm::SmallVector<int64_t> spatialAxes(int64_t rank) {
+  llvm::SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  return axes;
+}
+
+template <typename ReduceOpT>
+LogicalResult importGlobalPool(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  if (xType.getRank() < 3)
+    return ctx.error("input must have rank >= 3");
+  Value x = ctx.input(0);
+  return setResult(ctx, x ? ctx.create<ReduceOpT>({x}, {ctx.arrayAttr("axes", spatialAxes(xType.getRank())),
+                                                        ctx.boolAttr("keepdims", true)})
+                          : Value());
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisations
+//===----------------------------------------------------------------------===//
+
+/// [C] -> [C, 1, ..., 1] so a per-channel vector broadcasts against [N, C, ...].
+Value perChannel(NodeContext &ctx, Value v, int64_t rank) {
+  llvm::SmallVector<int64_t> shape(shapeOf(v));
+  shape.append(rank - 2, 1);
+  return ctx.reshape(v, shape);
+}
+
+LogicalResult importBatchNorm(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  if (ctx.intAttr("training_mode", 0) != 0)
+    return ctx.unsupported("training-mode BatchNormalization; export the model in eval mode");
+  if (xType.getRank() < 2)
+    return ctx.error("input must have rank >= 2");
+  double eps = ctx.floatAttr("epsilon", 1e-5);
+  Value x = ctx.input(0), scale = ctx.input(1), bias = ctx.input(2);
+  // Running statistics are not trained: initializers become constants, not params.
+  Value mean = ctx.constantInput(3), var = ctx.constantInput(4);
+  if (!x || !scale || !bias || !mean || !var)
+    return failure();
+  int64_t channels = xType.getDimSize(1);
+  for (Value v : {scale, bias, mean, var})
+    if (shapeOf(v) != llvm::ArrayRef<int64_t>{channels})
+      return ctx.error("scale, B, mean and var must have shape [" + llvm::Twine(channels) + "]");
+  Type t = xType.getElementType();
+  // y = x * a + b with a = scale / sqrt(var + eps), b = B - mean * a.
+  Value ve = ctx.create<AddOp>({var, ctx.scalar(eps, t)});
+  Value inv = ve ? ctx.create<RsqrtOp>({ve}) : Value();
+  Value a = inv ? ctx.create<MulOp>({scale, inv}) : Value();
+  Value ma = a ? ctx.create<MulOp>({mean, a}) : Value();
+  Value b = ma ? ctx.create<SubOp>({bias, ma}) : Value();
+  Value ac = b ? perChannel(ctx, a, xType.getRank()) : Value();
+  Value bc = ac ? perChannel(ctx, b, xType.getRank()) : Value();
+  Value xa = bc ? ctx.create<MulOp>({x, ac}) : Value();
+  return setResult(ctx, xa ? ctx.create<AddOp>({xa, bc}) : Value());
+}
+
+/// mean and (biased) variance of `x` over `axes`, kept as size-1 dimensions; returns x - mean and
+/// the variance.
+std::optional<std::pair<Value, Value>> centredAndVariance(NodeContext &ctx, Value x,
+                                                          llvm::ArrayRef<int64_t> axes) {
+  llvm::SmallVector<NamedAttribute> attrs{ctx.arrayAttr("axes", axes), ctx.boolAttr("keepdims", true)};
+  Value mean = ctx.create<ReduceMeanOp>({x}, attrs);
+  Value d = mean ? ctx.create<SubOp>({x, mean}) : Value();
+  Value sq = d ? ctx.create<MulOp>({d, d}) : Value();
+  Value var = sq ? ctx.create<ReduceMeanOp>({sq}, attrs) : Value();
+  if (!var)
+    return std::nullopt;
+  return std::make_pair(d, var);
+}
+
+LogicalResult importInstanceNorm(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  if (xType.getRank() < 3)
+    return ctx.error("input must have rank >= 3");
+  Value x = ctx.input(0), scale = ctx.input(1), bias = ctx.input(2);
+  if (!x || !scale || !bias)
+    return failure();
+  Type t = xType.getElementType();
+  auto stats = centredAndVariance(ctx, x, spatialAxes(xType.getRank()));
+  if (!stats)
+    return failure();
+  Value ve = ctx.create<AddOp>({stats->second, ctx.scalar(ctx.floatAttr("epsilon", 1e-5), t)});
+  Value inv = ve ? ctx.create<RsqrtOp>({ve}) : Value();
+  Value n = inv ? ctx.create<MulOp>({stats->first, inv}) : Value();
+  Value sc = n ? perChannel(ctx, scale, xType.getRank()) : Value();
+  Value bc = sc ? perChannel(ctx, bias, xType.getRank()) : Value();
+  Value y = bc ? ctx.create<MulOp>({n, sc}) : Value();
+  return setResult(ctx, y ? ctx.create<AddOp>({y, bc}) : Value());
+}
+
+LogicalResult importLayerNorm(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  int64_t rank = xType.getRank();
+  int64_t axisAttr = ctx.intAttr("axis", -1);
+  auto axis = normalizeAxis(axisAttr, rank);
+  if (!axis)
+    return ctx.error("axis " + llvm::Twine(axisAttr) + " is out of range for rank " +
+                     llvm::Twine(rank));
+  double eps = ctx.floatAttr("epsilon", 1e-5);
+  llvm::ArrayRef<int64_t> normShape = xType.getShape().drop_front(*axis);
+  Value x = ctx.input(0), scale = ctx.input(1);
+  if (!x || !scale)
+    return failure();
+  // plait.layer_norm wants scale and bias in the normalised shape; ONNX lets them broadcast.
+  scale = ctx.broadcastTo(scale, normShape);
+  llvm::SmallVector<Value> operands{x, scale};
+  if (ctx.hasInput(2)) {
+    Value bias = ctx.input(2);
+    bias = bias ? ctx.broadcastTo(bias, normShape) : Value();
+    if (!bias)
+      return failure();
+    operands.push_back(bias);
+  }
+  if (!scale)
+    return failure();
+  Value y = ctx.create<LayerNormOp>(operands, {ctx.i64Attr("axis", *axis), ctx.f64Attr("epsilon", eps)},
+                                    xType);
+  if (!y)
+    return failure();
+  ctx.setOutput(0, y);
+  if (ctx.hasOutput(1) || ctx.hasOutput(2)) {
+    llvm::SmallVector<int64_t> axes;
+    for (int64_t d = *axis; d < rank; ++d)
+      axes.push_back(d);
+    auto stats = centredAndVariance(ctx, x, axes);
+    if (!stats)
+      return failure();
+    if (ctx.hasOutput(1)) {
+      Value mean = ctx.create<ReduceMeanOp>({x}, {ctx.arrayAttr("axes", axes), ctx.boolAttr("keepdims", true)});
+      if (!mean)
+        return failure();
+      ctx.setOutput(1, mean);
+    }
+    if (ctx.hasOutput(2)) {
+      Value ve = ctx.create<AddOp>({stats->second, ctx.scalar(eps, xType.getElementType())});
+      Value inv = ve ? ctx.create<RsqrtOp>({ve}) : Value();
+      if (!inv)
+        return failure();
+      ctx.setOutput(2, inv);
+    }
+  }
+  return success();
+}
+
+/// MeanVarianceNormalization as ONNX's function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9).
+LogicalResult importMeanVarianceNorm(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  llvm::SmallVector<int64_t> axes =
+      ctx.hasAttr("axes") ? ctx.intsAttr("axes") : llvm::SmallVector<int64_t>{0, 2, 3};
+  for (int64_t &a : axes) {
+    auto norm = normalizeAxis(a, xType.getRank());
+    if (!norm)
+      return ctx.error("axis " + llvm::Twine(a) + " is out of range");
+    a = *norm;
+  }
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Type t = xType.getElementType();
+  llvm::SmallVector<NamedAttribute> attrs{ctx.arrayAttr("axes", axes), ctx.boolAttr("keepdims", true)};
+  Value mean = ctx.create<ReduceMeanOp>({x}, attrs);
+  Value meanSq = mean ? ctx.create<MulOp>({mean, mean}) : Value();
+  Value sq = meanSq ? ctx.create<MulOp>({x, x}) : Value();
+  Value eSq = sq ? ctx.create<ReduceMeanOp>({sq}, attrs) : Value();
+  Value var = eSq ? ctx.create<SubOp>({eSq, meanSq}) : Value();
+  Value std = var ? ctx.create<SqrtOp>({var}) : Value();
+  Value den = std ? ctx.create<AddOp>({std, ctx.scalar(1e-9, t)}) : Value();
+  Value num = den ? ctx.create<SubOp>({x, mean}) : Value();
+  return setResult(ctx, num ? ctx.create<DivOp>({num, den}) : Value());
+}
+
+template <typename OpT>
+LogicalResult importSoftmax(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  return setResult(ctx, x ? ctx.create<OpT>({x}, {ctx.i64Attr("axis", ctx.intAttr("axis", -1))}) : Value());
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+enum class Reduction { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+
+template <Reduction Kind>
+LogicalResult importReduce(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType)
+    return failure();
+  int64_t rank = xType.getRank();
+  llvm::SmallVector<int64_t> axes;
+  if (ctx.hasInput(1)) {
+    auto given = ctx.requireIntsInput(1, "axes");
+    if (!given)
+      return failure();
+    axes = *given;
+  } else {
+    axes = ctx.intsAttr("axes");
+  }
+  bool keepdims = ctx.intAttr("keepdims", 1) != 0;
+  if (axes.empty()) {
+    if (ctx.intAttr("noop_with_empty_axes", 0) != 0)
+      return ctx.forwardInput(0, 0);
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  llvm::SmallVector<bool> seen(rank, false);
+  for (int64_t &a : axes) {
+    auto norm = normalizeAxis(a, rank);
+    if (!norm)
+      return ctx.error("axis " + llvm::Twine(a) + " is out of range for rank " + llvm::Twine(rank));
+    if (seen[*norm])
+      return ctx.error("axis " + llvm::Twine(a) + " is repeated");
+    seen[*norm] = true;
+    a = *norm;
+  }
+  llvm::sort(axes);
+
+  constexpr bool simple = Kind == Reduction::Sum || Kind == Reduction::Mean ||
+                          Kind == Reduction::Max || Kind == Reduction::Min ||
+                          Kind == Reduction::Prod;
+  if constexpr (simple) {
+    if (const HostTensor *x = ctx.foldedInput(0)) {
+      ReduceFn fn = Kind == Reduction::Sum    ? ReduceFn::Sum
+                    : Kind == Reduction::Mean ? ReduceFn::Mean
+                    : Kind == Reduction::Max  ? ReduceFn::Max
+                    : Kind == Reduction::Min  ? ReduceFn::Min
+                                              : ReduceFn::Prod;
+      ctx.setOutput(0, foldReduce(fn, *x, axes, keepdims));
+      return success();
+    }
+  }
+  bool floatOnly = Kind == Reduction::L2 || Kind == Reduction::LogSum ||
+                   Kind == Reduction::LogSumExp;
+  if (floatOnly && failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  auto attrs = [&](bool keep) {
+    return llvm::SmallVector<NamedAttribute>{ctx.arrayAttr("axes", axes), ctx.boolAttr("keepdims", keep)};
+  };
+  switch (Kind) {
+  case Reduction::Sum:
+    return setResult(ctx, ctx.create<ReduceSumOp>({x}, attrs(keepdims)));
+  case Reduction::Mean:
+    return setResult(ctx, ctx.create<ReduceMeanOp>({x}, attrs(keepdims)));
+  case Reduction::Max:
+    return setResult(ctx, ctx.create<ReduceMaxOp>({x}, attrs(keepdims)));
+  case Reduction::Min:
+    return setResult(ctx, ctx.create<ReduceMinOp>({x}, attrs(keepdims)));
+  case Reduction::Prod:
+    return setResult(ctx, ctx.create<ReduceProdOp>({x}, attrs(keepdims)));
+  case Reduction::L1: {
+    Value a = ctx.create<AbsOp>({x});
+    return setResult(ctx, a ? ctx.create<ReduceSumOp>({a}, attrs(keepdims)) : Value());
+  }
+  case Reduction::L2:
+  case Reduction::SumSquare: {
+    Value sq = ctx.create<MulOp>({x, x});
+    Value s = sq ? ctx.create<ReduceSumOp>({sq}, attrs(keepdims)) : Value();
+    if (Kind == Reduction::SumSquare)
+      return setResult(ctx, s);
+    return setResult(ctx, s ? ctx.create<SqrtOp>({s}) : Value());
+  }
+  case Reduction::LogSum: {
+    Value s = ctx.create<ReduceSumOp>({x}, attrs(keepdims));
+    return setResult(ctx, s ? ctx.create<LogOp>({s}) : Value());
+  }
+  case Reduction::LogSumExp: {
+    // log(sum(exp(x - m))) + m with m = max(x): no overflow for large inputs.
+    Value m = ctx.create<ReduceMaxOp>({x}, attrs(true));
+    Value d = m ? ctx.create<SubOp>({x, m}) : Value();
+    Value e = d ? ctx.create<ExpOp>({d}) : Value();
+    Value s = e ? ctx.create<ReduceSumOp>({e}, attrs(true)) : Value();
+    Value l = s ? ctx.create<LogOp>({s}) : Value();
+    Value r = l ? ctx.create<AddOp>({l, m}) : Value();
+    if (r && !keepdims) {
+      llvm::SmallVector<int64_t> shape;
+      for (int64_t dim = 0; dim < rank; ++dim)
+        if (!seen[dim])
+          shape.push_back(xType.getDimSize(dim));
+      r = ctx.reshape(r, shape);
+    }
+    return setResult(ctx, r);
+  }
+  }
+  return failure();
+}
+
+template <typename OpT>
+LogicalResult importArg(NodeContext &ctx) {
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  return setResult(ctx, ctx.create<OpT>(
+                            {x}, {ctx.i64Attr("axis", ctx.intAttr("axis", 0)),
+                                  ctx.boolAttr("keepdims", ctx.intAttr("keepdims", 1) != 0),
+                                  ctx.boolAttr("select_last_index",
+                                               ctx.intAttr("select_last_index", 0) != 0)}));
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+template <typename OpT>
+LogicalResult importLoss(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value input = ctx.input(0), target = ctx.input(1);
+  if (!input || !target)
+    return failure();
+  llvm::SmallVector<Value> operands{input, target};
+  if (ctx.hasInput(2)) {
+    Value weight = ctx.input(2);
+    if (!weight)
+      return failure();
+    operands.push_back(weight);
+  }
+  std::string reduction = ctx.stringAttr("reduction", "mean");
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    return ctx.error("reduction must be mean, sum or none, got '" + reduction + "'");
+  llvm::SmallVector<NamedAttribute> attrs{
+      ctx.attr("reduction", StringAttr::get(ctx.context(), reduction))};
+  if (ctx.hasAttr("ignore_index"))
+    attrs.push_back(ctx.i64Attr("ignore_index", ctx.intAttr("ignore_index", 0)));
+  Value loss = ctx.create<OpT>(operands, attrs);
+  if (!loss)
+    return failure();
+  ctx.setOutput(0, loss);
+  if (ctx.hasOutput(1)) { // SoftmaxCrossEntropyLoss's log_prob
+    Value logProb = ctx.create<LogSoftmaxOp>({input}, {ctx.i64Attr("axis", 1)});
+    if (!logProb)
+      return failure();
+    ctx.setOutput(1, logProb);
+  }
+  return success();
+}
+
+} // namespace
+
+void registerNeuralOps(OpImporterMap &map) {
+  map["MatMul"] = importMatMul;
+  map["Gemm"] = importGemm;
+  map["Conv"] = importConv;
+  map["MaxPool"] = importPool<true>;
+  map["AveragePool"] = importPool<false>;
+  map["GlobalAveragePool"] = importGlobalPool<ReduceMeanOp>;
+  map["GlobalMaxPool"] = importGlobalPool<ReduceMaxOp>;
+  map["BatchNormalization"] = importBatchNorm;
+  map["InstanceNormalization"] = importInstanceNorm;
+  map["LayerNormalization"] = importLayerNorm;
+  map["MeanVarianceNormalization"] = importMeanVarianceNorm;
+  map["Softmax"] = importSoftmax<SoftmaxOp>;
+  map["LogSoftmax"] = importSoftmax<LogSoftmaxOp>;
+  map["ReduceSum"] = importReduce<Reduction::Sum>;
+  map["ReduceMean"] = importReduce<Reduction::Mean>;
+  map["ReduceMax"] = importReduce<Reduction::Max>;
+  map["ReduceMin"] = importReduce<Reduction::Min>;
+  map["ReduceProd"] = importReduce<Reduction::Prod>;
+  map["ReduceL1"] = importReduce<Reduction::L1>;
+  map["ReduceL2"] = importReduce<Reduction::L2>;
+  map["ReduceLogSum"] = importReduce<Reduction::LogSum>;
+  map["ReduceLogSumExp"] = importReduce<Reduction::LogSumExp>;
+  map["ReduceSumSquare"] = importReduce<Reduction::SumSquare>;
+  map["ArgMax"] = importArg<ArgMaxOp>;
+  map["ArgMin"] = importArg<ArgMinOp>;
+  map["SoftmaxCrossEntropyLoss"] = importLoss<SoftmaxCrossEntropyOp>;
+  map["NegativeLogLikelihoodLoss"] = importLoss<NllLossOp>;
+}
+
+} // namespace plait::onnx_import

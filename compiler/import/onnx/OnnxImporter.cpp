@@ -1,0 +1,920 @@
+// The ONNX graph walk: loads and checks a model, binds graph inputs, initializers and folded
+// constants to values, dispatches every node to its op importer and assembles func.func @main.
+#include "compiler/import/onnx/OnnxImporter.h"
+#include "compiler/import/onnx/Importer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/checker.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
+
+using namespace mlir;
+
+namespace plait::onnx_import {
+
+constexpr int64_t kMinOpset = 13;
+constexpr int64_t kMaxOpset = 17;
+
+/// What the importer knows about one ONNX value.
+struct ValueEntry {
+  enum class Kind {
+    Runtime, // computed by plait ops (or a function argument)
+    Folded,  // known at import time; materialised as plait.constant where a real op uses it
+    Param,   // a float initializer: a trainable plait.param, created on first use
+  };
+  Kind kind = Kind::Runtime;
+  Value value;
+  RankedTensorType type;
+  std::shared_ptr<const HostTensor> folded;        // Folded; Param once read as a constant
+  const onnx::TensorProto *initializer = nullptr; // Param
+};
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &ctx, llvm::StringRef path, onnx::ModelProto &model,
+                const OnnxImportOptions &opts, int64_t opset)
+      : ctx(ctx), path(path.str()), baseDir(llvm::sys::path::parent_path(path).str()),
+        model(model), opts(opts), opset(opset), builder(&ctx), prologue(&ctx) {}
+
+  FailureOr<OwningOpRef<ModuleOp>> run();
+
+  // Used by NodeContext.
+  LogicalResult nodeError(const onnx::NodeProto &node, const llvm::Twine &message);
+  LogicalResult graphError(const llvm::Twine &message);
+  ValueEntry *lookup(const onnx::NodeProto &node, llvm::StringRef name);
+  Value materialize(llvm::StringRef name, ValueEntry &entry);
+  const HostTensor *constantValue(const onnx::NodeProto &node, llvm::StringRef name,
+                                  ValueEntry &entry);
+  Value constant(const HostTensor &value, Location loc);
+  std::string runtimeDependencyHint(llvm::StringRef name);
+  std::string nodeName(const onnx::NodeProto &node) const;
+
+  MLIRContext &ctx;
+  std::string path;
+  std::string baseDir;
+  onnx::ModelProto &model;
+  const OnnxImportOptions &opts;
+  int64_t opset;
+  OpBuilder builder;  // the function body, appending
+  OpBuilder prologue; // params and constants, at the top of the function
+  llvm::StringMap<ValueEntry> values;
+
+private:
+  DenseMap<Attribute, Value> constantCache_;
+  DenseMap<const onnx::TensorProto *, Value> paramCache_;
+
+  FailureOr<RankedTensorType> declaredType(const onnx::ValueInfoProto &info, bool isInput);
+  LogicalResult bindInitializers();
+  LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  LogicalResult checkInferredTypes(const onnx::NodeProto &node);
+
+  llvm::StringMap<size_t> producer_;                  // value name -> node index
+  llvm::DenseMap<const onnx::NodeProto *, size_t> nodeIndex_;
+  llvm::StringMap<const onnx::ValueInfoProto *> valueInfo_; // shape inference results
+  llvm::StringSet<> runtimeInputs_;
+};
+
+//===----------------------------------------------------------------------===//
+// Diagnostics
+//===----------------------------------------------------------------------===//
+
+std::string GraphImporter::nodeName(const onnx::NodeProto &node) const {
+  if (!node.name().empty())
+    return node.name();
+  auto it = nodeIndex_.find(&node);
+  return node.op_type() + "_" + std::to_string(it == nodeIndex_.end() ? 0 : it->second);
+}
+
+LogicalResult GraphImporter::nodeError(const onnx::NodeProto &node, const llvm::Twine &message) {
+  std::string name = nodeName(node);
+  Location loc = NameLoc::get(StringAttr::get(&ctx, name), FileLineColLoc::get(&ctx, path, 0, 0));
+  std::string opDesc = node.op_type();
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    opDesc += ", domain " + node.domain();
+  else
+    opDesc += ", opset " + std::to_string(opset);
+  emitError(loc) << path << ": node '" << name << "' (" << opDesc << "): " << message.str();
+  return failure();
+}
+
+LogicalResult GraphImporter::graphError(const llvm::Twine &message) {
+  emitError(FileLineColLoc::get(&ctx, path, 0, 0)) << path << ": " << message.str();
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+ValueEntry *GraphImporter::lookup(const onnx::NodeProto &node, llvm::StringRef name) {
+  auto it = values.find(name);
+  if (it == values.end()) {
+    (void)nodeError(node, "input '" + name + "' is not produced by an earlier node, an "
+                                             "initializer or a graph input");
+    return nullptr;
+  }
+  return &it->second;
+}
+
+Value GraphImporter::constant(const HostTensor &value, Location loc) {
+  DenseElementsAttr attr = value.toAttr(&ctx);
+  auto it = constantCache_.find(attr);
+  if (it != constantCache_.end())
+    return it->second;
+  auto op = prologue.create<ConstantOp>(loc, attr);
+  prologue.setInsertionPointAfter(op);
+  constantCache_[attr] = op.getResult();
+  return op.getResult();
+}
+
+Value GraphImporter::materialize(llvm::StringRef name, ValueEntry &entry) {
+  if (entry.value)
+    return entry.value;
+  Location loc = NameLoc::get(StringAttr::get(&ctx, name));
+  if (entry.kind == ValueEntry::Kind::Folded) {
+    entry.value = constant(*entry.folded, loc);
+    return entry.value;
+  }
+  // A param: decode the initializer now (once, however many entries forward it).
+  auto cached = paramCache_.find(entry.initializer);
+  if (cached != paramCache_.end()) {
+    entry.value = cached->second;
+    return entry.value;
+  }
+  auto attr = decodeTensorProto(*entry.initializer, &ctx, baseDir);
+  if (!attr) {
+    (void)graphError("initializer '" + name + "' " + llvm::toString(attr.takeError()));
+    return {};
+  }
+  auto op = prologue.create<ParamOp>(loc, entry.type, StringAttr::get(&ctx, name), *attr,
+                                     StringAttr());
+  prologue.setInsertionPointAfter(op);
+  entry.value = op.getResult();
+  paramCache_[entry.initializer] = entry.value;
+  return entry.value;
+}
+
+const HostTensor *GraphImporter::constantValue(const onnx::NodeProto &node, llvm::StringRef name,
+                                               ValueEntry &entry) {
+  if (entry.folded)
+    return entry.folded.get();
+  if (entry.kind != ValueEntry::Kind::Param)
+    return nullptr;
+  auto attr = decodeTensorProto(*entry.initializer, &ctx, baseDir);
+  if (!attr) {
+    (void)nodeError(node, "initializer '" + name + "' " + llvm::toString(attr.takeError()));
+    return nullptr;
+  }
+  entry.folded = std::make_shared<HostTensor>(HostTensor::fromAttr(*attr));
+  return entry.folded.get();
+}
+
+/// Names the graph inputs a runtime value is computed from, as a hint for binding them.
+std::string GraphImporter::runtimeDependencyHint(llvm::StringRef name) {
+  std::vector<std::string> inputs; // in discovery order
+  llvm::StringSet<> visited;
+  llvm::SmallVector<std::string> work{name.str()};
+  while (!work.empty()) {
+    std::string v = work.pop_back_val();
+    if (!visited.insert(v).second)
+      continue;
+    if (runtimeInputs_.contains(v)) {
+      inputs.push_back(v);
+      continue;
+    }
+    auto it = producer_.find(v);
+    if (it == producer_.end())
+      continue;
+    const onnx::NodeProto &node = model.graph().node(it->second);
+    for (const std::string &in : node.input()) {
+      auto entry = values.find(in);
+      if (!in.empty() && entry != values.end() && entry->second.kind == ValueEntry::Kind::Runtime)
+        work.push_back(in);
+    }
+  }
+  if (inputs.empty())
+    return "it is computed at run time from trainable parameters";
+  std::string hint = "bind ";
+  hint += inputs.size() == 1 ? "it" : "them";
+  hint += " with";
+  for (const std::string &in : inputs)
+    hint += " --const-input " + in + "=FILE";
+  if (inputs.size() == 1 && inputs[0] != name.str())
+    hint = "it is computed from graph input '" + inputs[0] + "'; " + hint;
+  return hint;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph inputs, initializers, outputs
+//===----------------------------------------------------------------------===//
+
+FailureOr<RankedTensorType> GraphImporter::declaredType(const onnx::ValueInfoProto &info,
+                                                        bool isInput) {
+  const char *what = isInput ? "graph input" : "graph output";
+  if (!info.has_type() || !info.type().has_tensor_type())
+    return graphError(llvm::Twine(what) + " '" + info.name() +
+                      "': unsupported type (only tensors are supported)");
+  const auto &tensor = info.type().tensor_type();
+  Type element = elementTypeOf(tensor.elem_type(), &ctx);
+  if (!element)
+    return graphError(llvm::Twine(what) + " '" + info.name() + "': unsupported dtype " +
+                      onnxTypeName(tensor.elem_type()));
+  if (!tensor.has_shape())
+    return graphError(llvm::Twine(what) + " '" + info.name() +
+                      "': unsupported dynamic rank (the model gives no shape)");
+  llvm::SmallVector<int64_t> shape;
+  for (const auto &dim : tensor.shape().dim()) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+      continue;
+    }
+    if (dim.has_dim_param()) {
+      auto it = opts.dimParams.find(dim.dim_param());
+      if (it != opts.dimParams.end()) {
+        shape.push_back(it->second);
+        continue;
+      }
+    }
+    if (!isInput) {
+      shape.push_back(ShapedType::kDynamic);
+      continue;
+    }
+    return graphError(llvm::Twine(what) + " '" + info.name() +
+                      "': unsupported dynamic dimension" +
+                      (dim.has_dim_param() ? " '" + dim.dim_param() + "'" : std::string()) +
+                      " (plait needs static shapes; export the model with fixed sizes)");
+  }
+  return RankedTensorType::get(shape, element);
+}
+
+LogicalResult GraphImporter::bindInitializers() {
+  for (const onnx::TensorProto &init : model.graph().initializer()) {
+    if (init.name().empty())
+      return graphError("an initializer has no name");
+    Type element = elementTypeOf(init.data_type(), &ctx);
+    llvm::SmallVector<int64_t> shape(init.dims().begin(), init.dims().end());
+    ValueEntry entry;
+    entry.initializer = &init;
+    entry.kind = ValueEntry::Kind::Param;
+    if (element && llvm::all_of(shape, [](int64_t d) { return d >= 0; }))
+      entry.type = RankedTensorType::get(shape, element);
+    // Integer and bool initializers cannot be trained: they are constants (shapes, indices).
+    if (element && !llvm::isa<FloatType>(element)) {
+      auto attr = decodeTensorProto(init, &ctx, baseDir);
+      if (!attr)
+        return graphError("initializer '" + init.name() + "' " +
+                          llvm::toString(attr.takeError()));
+      entry.kind = ValueEntry::Kind::Folded;
+      entry.folded = std::make_shared<HostTensor>(HostTensor::fromAttr(*attr));
+    }
+    values[init.name()] = std::move(entry);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Nodes
+//===----------------------------------------------------------------------===//
+
+static const OpImporterMap &opImporters() {
+  static const OpImporterMap map = [] {
+    OpImporterMap m;
+    registerElementwiseOps(m);
+    registerTensorOps(m);
+    registerNeuralOps(m);
+    return m;
+  }();
+  return map;
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
+  nodeIndex_[&node] = index;
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return nodeError(node, "unsupported domain '" + node.domain() + "'");
+  auto it = opImporters().find(node.op_type());
+  if (it == opImporters().end())
+    return nodeError(node, "unsupported op");
+
+  Location loc = NameLoc::get(StringAttr::get(&ctx, nodeName(node)));
+  NodeContext nodeCtx(*this, node, loc, opset);
+  for (const std::string &out : node.output())
+    if (!out.empty())
+      values.erase(out); // an output is defined once; a stale entry means a malformed graph
+  if (failed(it->second(nodeCtx)))
+    return failure();
+  for (int i = 0; i < node.output_size(); ++i) {
+    const std::string &out = node.output(i);
+    if (out.empty())
+      continue;
+    if (!values.count(out))
+      return nodeError(node, "unsupported output #" + llvm::Twine(i) + " ('" + out +
+                                 "'); plait computes only the outputs used for inference");
+    producer_[out] = index;
+  }
+  return checkInferredTypes(node);
+}
+
+/// Compares the types the importer produced with ONNX shape inference where the latter is fully
+/// static: a disagreement would otherwise surface far from its cause.
+LogicalResult GraphImporter::checkInferredTypes(const onnx::NodeProto &node) {
+  for (const std::string &out : node.output()) {
+    auto info = valueInfo_.find(out);
+    if (out.empty() || info == valueInfo_.end())
+      continue;
+    const auto &type = info->second->type();
+    if (!type.has_tensor_type() || !type.tensor_type().has_shape())
+      continue;
+    const auto &tensor = type.tensor_type();
+    llvm::SmallVector<int64_t> shape;
+    for (const auto &dim : tensor.shape().dim()) {
+      if (!dim.has_dim_value())
+        return success();
+      shape.push_back(dim.dim_value());
+    }
+    Type element = elementTypeOf(tensor.elem_type(), &ctx);
+    const ValueEntry &entry = values[out];
+    RankedTensorType got = entry.value ? llvm::cast<RankedTensorType>(entry.value.getType())
+                                       : entry.folded ? entry.folded->type(&ctx) : entry.type;
+    if (!element || !got)
+      continue;
+    if (got.getShape() != llvm::ArrayRef<int64_t>(shape) || got.getElementType() != element) {
+      std::string gotStr, wantStr;
+      llvm::raw_string_ostream gotOs(gotStr), wantOs(wantStr);
+      got.print(gotOs);
+      RankedTensorType::get(shape, element).print(wantOs);
+      return nodeError(node, "output '" + out + "' was imported as " + gotStr +
+                                 " but ONNX shape inference gives " + wantStr);
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The walk
+//===----------------------------------------------------------------------===//
+
+FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
+  const onnx::GraphProto &graph = model.graph();
+  ctx.loadDialect<func::FuncDialect, PlaitDialect>();
+
+  for (const auto &info : graph.value_info())
+    valueInfo_[info.name()] = &info;
+
+  if (failed(bindInitializers()))
+    return failure();
+
+  // Bound graph inputs become folded constants; the others are function arguments.
+  llvm::StringSet<> inputNames;
+  llvm::SmallVector<Type> argTypes;
+  llvm::SmallVector<std::string> argNames;
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    inputNames.insert(info.name());
+    if (values.count(info.name()))
+      continue; // an initializer listed as input (IR version < 4): the initializer wins
+    auto bound = opts.constValues.find(info.name());
+    if (bound != opts.constValues.end()) {
+      auto value = std::make_shared<HostTensor>(HostTensor::fromAttr(bound->second));
+      if (info.has_type() && info.type().has_tensor_type()) {
+        const auto &tensor = info.type().tensor_type();
+        Type element = elementTypeOf(tensor.elem_type(), &ctx);
+        if (element && toMlirType(value->kind(), &ctx) != element)
+          return graphError("--const-input " + info.name() + " has element type " +
+                            kindName(value->kind()) + ", the model declares " +
+                            onnxTypeName(tensor.elem_type()));
+        if (tensor.has_shape()) {
+          bool matches = tensor.shape().dim_size() == value->rank();
+          for (int d = 0; matches && d < tensor.shape().dim_size(); ++d)
+            if (tensor.shape().dim(d).has_dim_value() &&
+                tensor.shape().dim(d).dim_value() != value->shape()[d])
+              matches = false;
+          if (!matches)
+            return graphError("--const-input " + info.name() +
+                              " has a shape the model does not declare for it");
+        }
+      }
+      ValueEntry entry;
+      entry.kind = ValueEntry::Kind::Folded;
+      entry.folded = std::move(value);
+      values[info.name()] = std::move(entry);
+      continue;
+    }
+    auto type = declaredType(info, /*isInput=*/true);
+    if (failed(type))
+      return failure();
+    ValueEntry entry;
+    entry.type = *type;
+    values[info.name()] = entry;
+    runtimeInputs_.insert(info.name());
+    argTypes.push_back(*type);
+    argNames.push_back(info.name());
+  }
+  for (const auto &bound : opts.constValues)
+    if (!inputNames.contains(bound.first))
+      return graphError("--const-input " + bound.first + " names no graph input of the model");
+
+  Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  auto func = func::FuncOp::create(fileLoc, "main", FunctionType::get(&ctx, argTypes, {}));
+  module->push_back(func);
+  Block *body = func.addEntryBlock();
+  builder.setInsertionPointToEnd(body);
+  prologue.setInsertionPointToStart(body);
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "plait.name", StringAttr::get(&ctx, name));
+    values[name].value = body->getArgument(i);
+  }
+
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (failed(importNode(graph.node(i), i)))
+      return failure();
+
+  llvm::SmallVector<Value> results;
+  llvm::SmallVector<Type> resultTypes;
+  for (const onnx::ValueInfoProto &info : graph.output()) {
+    auto it = values.find(info.name());
+    if (it == values.end())
+      return graphError("graph output '" + info.name() + "' is not produced by any node");
+    Value v = materialize(info.name(), it->second);
+    if (!v)
+      return failure();
+    auto declared = declaredType(info, /*isInput=*/false);
+    if (failed(declared))
+      return failure();
+    auto got = llvm::cast<RankedTensorType>(v.getType());
+    bool shapeOk = declared->getRank() == got.getRank();
+    for (int64_t d = 0; shapeOk && d < got.getRank(); ++d)
+      shapeOk = declared->isDynamicDim(d) || declared->getDimSize(d) == got.getDimSize(d);
+    if (declared->getElementType() != got.getElementType() ||
+        (info.type().tensor_type().has_shape() && !shapeOk)) {
+      std::string gotStr, wantStr;
+      llvm::raw_string_ostream gotOs(gotStr), wantOs(wantStr);
+      got.print(gotOs);
+      declared->print(wantOs);
+      return graphError("graph output '" + info.name() + "' was imported as " + gotStr +
+                        " but the model declares " + wantStr);
+    }
+    results.push_back(v);
+    resultTypes.push_back(v.getType());
+  }
+  builder.create<func::ReturnOp>(fileLoc, results);
+  func.setFunctionType(FunctionType::get(&ctx, argTypes, resultTypes));
+  for (auto [i, info] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "plait.name", StringAttr::get(&ctx, info.name()));
+
+  // Every op was verified when it was built; this catches anything left over.
+  std::string message;
+  {
+    ScopedDiagnosticHandler capture(&ctx, [&](Diagnostic &diag) {
+      if (message.empty())
+        message = diag.str();
+      return success();
+    });
+    if (failed(verify(*module)))
+      message = message.empty() ? "the imported module does not verify" : message;
+  }
+  if (!message.empty())
+    return graphError("internal error: " + message);
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+NodeContext::NodeContext(GraphImporter &graph, const onnx::NodeProto &node, Location loc,
+                         int64_t opset)
+    : graph_(graph), node_(node), loc_(loc), opset_(opset) {}
+
+llvm::StringRef NodeContext::opType() const { return node_.op_type(); }
+OpBuilder &NodeContext::builder() { return graph_.builder; }
+MLIRContext *NodeContext::context() { return &graph_.ctx; }
+
+unsigned NodeContext::numInputs() const { return node_.input_size(); }
+bool NodeContext::hasInput(unsigned i) const {
+  return i < static_cast<unsigned>(node_.input_size()) && !node_.input(i).empty();
+}
+llvm::StringRef NodeContext::inputName(unsigned i) const {
+  return hasInput(i) ? llvm::StringRef(node_.input(i)) : llvm::StringRef();
+}
+
+RankedTensorType NodeContext::inputType(unsigned i) {
+  if (!hasInput(i)) {
+    (void)error("missing input #" + llvm::Twine(i));
+    return {};
+  }
+  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  if (!entry)
+    return {};
+  if (entry->value)
+    return llvm::cast<RankedTensorType>(entry->value.getType());
+  if (entry->folded)
+    return entry->folded->type(context());
+  if (!entry->type) {
+    (void)error("input '" + node_.input(i) + "': unsupported dtype " +
+                onnxTypeName(entry->initializer ? entry->initializer->data_type() : 0));
+    return {};
+  }
+  return entry->type;
+}
+
+Value NodeContext::input(unsigned i) {
+  if (!hasInput(i)) {
+    (void)error("missing input #" + llvm::Twine(i));
+    return {};
+  }
+  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  if (!entry)
+    return {};
+  if (!entry->value && entry->kind == ValueEntry::Kind::Param && !entry->type) {
+    (void)error("input '" + node_.input(i) + "': unsupported dtype " +
+                onnxTypeName(entry->initializer->data_type()));
+    return {};
+  }
+  return graph_.materialize(node_.input(i), *entry);
+}
+
+Value NodeContext::constantInput(unsigned i) {
+  if (!hasInput(i))
+    return input(i);
+  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  if (!entry)
+    return {};
+  if (entry->kind != ValueEntry::Kind::Param)
+    return input(i);
+  const HostTensor *value = graph_.constantValue(node_, node_.input(i), *entry);
+  return value ? constant(*value) : Value();
+}
+
+const HostTensor *NodeContext::foldedInput(unsigned i) {
+  if (!hasInput(i))
+    return nullptr;
+  auto it = graph_.values.find(node_.input(i));
+  if (it == graph_.values.end() || it->second.kind != ValueEntry::Kind::Folded)
+    return nullptr;
+  return it->second.folded.get();
+}
+
+bool NodeContext::allInputsFolded() {
+  bool any = false;
+  for (unsigned i = 0; i < numInputs(); ++i) {
+    if (!hasInput(i))
+      continue;
+    if (!foldedInput(i))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+const HostTensor *NodeContext::requireConstInput(unsigned i, llvm::StringRef role) {
+  if (!hasInput(i)) {
+    (void)error("missing input '" + role + "'");
+    return nullptr;
+  }
+  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  if (!entry)
+    return nullptr;
+  if (entry->kind != ValueEntry::Kind::Runtime)
+    return graph_.constantValue(node_, node_.input(i), *entry);
+  std::string name = node_.input(i);
+  std::string what = "input '" + role.str() + "'";
+  if (name != role.str())
+    what += " ('" + name + "')";
+  (void)error(what + " must be a compile-time constant; " + graph_.runtimeDependencyHint(name));
+  return nullptr;
+}
+
+std::optional<llvm::SmallVector<int64_t>> NodeContext::requireIntsInput(unsigned i,
+                                                                        llvm::StringRef role) {
+  const HostTensor *t = requireConstInput(i, role);
+  if (!t)
+    return std::nullopt;
+  if (t->isFloat()) {
+    (void)error("input '" + role + "' must hold integers, got " + kindName(t->kind()));
+    return std::nullopt;
+  }
+  return t->toInts();
+}
+
+//===--- Attributes ----------------------------------------------------------===//
+
+const onnx::AttributeProto *NodeContext::rawAttr(llvm::StringRef name) const {
+  for (const onnx::AttributeProto &a : node_.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+bool NodeContext::hasAttr(llvm::StringRef name) const { return rawAttr(name) != nullptr; }
+
+int64_t NodeContext::intAttr(llvm::StringRef name, int64_t dflt) const {
+  const onnx::AttributeProto *a = rawAttr(name);
+  return a ? a->i() : dflt;
+}
+
+/// The double a user meant by float32 attribute `f`: the shortest decimal that rounds to `f`
+/// (so epsilon=1e-6 stays 1e-6 rather than becoming 9.99999997e-07).
+static double intendedDouble(float f) {
+  if (!std::isfinite(f))
+    return f;
+  char buf[32];
+  for (int precision = 1; precision <= 9; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, static_cast<double>(f));
+    double d = std::strtod(buf, nullptr);
+    if (static_cast<float>(d) == f)
+      return d;
+  }
+  return f;
+}
+
+double NodeContext::floatAttr(llvm::StringRef name, double dflt) const {
+  const onnx::AttributeProto *a = rawAttr(name);
+  return a ? intendedDouble(a->f()) : dflt;
+}
+
+std::string NodeContext::stringAttr(llvm::StringRef name, llvm::StringRef dflt) const {
+  const onnx::AttributeProto *a = rawAttr(name);
+  return a ? a->s() : dflt.str();
+}
+
+llvm::SmallVector<int64_t> NodeContext::intsAttr(llvm::StringRef name) const {
+  const onnx::AttributeProto *a = rawAttr(name);
+  if (!a)
+    return {};
+  return llvm::SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+llvm::SmallVector<double> NodeContext::floatsAttr(llvm::StringRef name) const {
+  const onnx::AttributeProto *a = rawAttr(name);
+  if (!a)
+    return {};
+  llvm::SmallVector<double> out;
+  for (float f : a->floats())
+    out.push_back(intendedDouble(f));
+  return out;
+}
+
+std::optional<HostTensor> NodeContext::tensorAttr(llvm::StringRef name) {
+  const onnx::AttributeProto *a = rawAttr(name);
+  if (!a || !a->has_t()) {
+    (void)error("attribute '" + name + "' is not a tensor");
+    return std::nullopt;
+  }
+  auto attr = decodeTensorProto(a->t(), context(), graph_.baseDir);
+  if (!attr) {
+    (void)error("attribute '" + name + "' " + llvm::toString(attr.takeError()));
+    return std::nullopt;
+  }
+  return HostTensor::fromAttr(*attr);
+}
+
+//===--- Outputs -------------------------------------------------------------===//
+
+unsigned NodeContext::numOutputs() const { return node_.output_size(); }
+bool NodeContext::hasOutput(unsigned i) const {
+  return i < static_cast<unsigned>(node_.output_size()) && !node_.output(i).empty();
+}
+
+void NodeContext::setOutput(unsigned i, Value value) {
+  if (!hasOutput(i))
+    return;
+  ValueEntry entry;
+  entry.kind = ValueEntry::Kind::Runtime;
+  entry.value = value;
+  entry.type = llvm::cast<RankedTensorType>(value.getType());
+  graph_.values[node_.output(i)] = std::move(entry);
+}
+
+LogicalResult NodeContext::forwardInput(unsigned out, unsigned in) {
+  ValueEntry *entry = graph_.lookup(node_, node_.input(in));
+  if (!entry)
+    return failure();
+  if (hasOutput(out)) {
+    ValueEntry copy = *entry; // an Identity of a folded value or a param keeps its kind
+    graph_.values[node_.output(out)] = std::move(copy);
+  }
+  return success();
+}
+
+void NodeContext::setOutput(unsigned i, HostTensor folded) {
+  if (!hasOutput(i))
+    return;
+  ValueEntry entry;
+  entry.kind = ValueEntry::Kind::Folded;
+  entry.type = folded.type(context());
+  entry.folded = std::make_shared<HostTensor>(std::move(folded));
+  graph_.values[node_.output(i)] = std::move(entry);
+}
+
+LogicalResult NodeContext::setFolded(unsigned i, llvm::Expected<HostTensor> folded) {
+  if (!folded)
+    return error(llvm::toString(folded.takeError()));
+  setOutput(i, std::move(*folded));
+  return success();
+}
+
+//===--- Diagnostics ---------------------------------------------------------===//
+
+LogicalResult NodeContext::error(const llvm::Twine &message) {
+  return graph_.nodeError(node_, message);
+}
+
+LogicalResult NodeContext::unsupported(const llvm::Twine &what) {
+  return graph_.nodeError(node_, "unsupported " + what);
+}
+
+LogicalResult NodeContext::requireFloatInput(unsigned i) {
+  RankedTensorType type = inputType(i);
+  if (!type)
+    return failure();
+  if (!llvm::isa<FloatType>(type.getElementType()))
+    return unsupported("dtype " + kindName(*kindOf(type.getElementType())) + " of input '" +
+                       inputName(i) + "' (plait implements " + opType() +
+                       " for floating-point types only)");
+  return success();
+}
+
+//===--- Building ------------------------------------------------------------===//
+
+Operation *NodeContext::createOp(llvm::StringRef name, ValueRange operands,
+                                 llvm::ArrayRef<NamedAttribute> attrs, TypeRange resultTypes,
+                                 unsigned numResults) {
+  OperationState state(loc_, name);
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  if (resultTypes.empty())
+    state.addTypes(llvm::SmallVector<Type>(numResults, NoneType::get(context())));
+  else
+    state.addTypes(resultTypes);
+  Operation *op = builder().create(state);
+
+  std::string message;
+  bool ok = true;
+  {
+    ScopedDiagnosticHandler capture(context(), [&](Diagnostic &diag) {
+      if (message.empty())
+        message = diag.str();
+      return success();
+    });
+    if (resultTypes.empty()) {
+      if (auto infer = llvm::dyn_cast<InferTypeOpInterface>(op)) {
+        llvm::SmallVector<Type> inferred;
+        ok = succeeded(infer.inferReturnTypes(context(), loc_, op->getOperands(),
+                                              op->getAttrDictionary(),
+                                              op->getPropertiesStorage(), op->getRegions(),
+                                              inferred)) &&
+             inferred.size() == op->getNumResults();
+        if (ok)
+          for (auto [result, type] : llvm::zip(op->getResults(), inferred))
+            result.setType(type);
+      } else {
+        for (Value result : op->getResults())
+          result.setType(operands[0].getType());
+      }
+    }
+    ok = ok && succeeded(verify(op, /*verifyRecursively=*/false));
+  }
+  if (!ok) {
+    op->erase();
+    (void)error(message.empty() ? "cannot build " + name.str() : message);
+    return nullptr;
+  }
+  return op;
+}
+
+Value NodeContext::constant(const HostTensor &value) { return graph_.constant(value, loc_); }
+
+Value NodeContext::scalar(double value, Type elementType) {
+  return constant(HostTensor::splat(*kindOf(elementType), {}, value));
+}
+
+Value NodeContext::reshape(Value x, llvm::ArrayRef<int64_t> shape) {
+  if (shapeOf(x) == shape)
+    return x;
+  return create<ReshapeOp>(x, {}, RankedTensorType::get(shape, elementTypeOf(x)));
+}
+
+Value NodeContext::cast(Value x, Type elementType) {
+  if (elementTypeOf(x) == elementType)
+    return x;
+  return create<CastOp>(x, {}, RankedTensorType::get(shapeOf(x), elementType));
+}
+
+Value NodeContext::broadcastTo(Value x, llvm::ArrayRef<int64_t> shape) {
+  if (shapeOf(x) == shape)
+    return x;
+  return create<BroadcastToOp>(x, {}, RankedTensorType::get(shape, elementTypeOf(x)));
+}
+
+NamedAttribute NodeContext::attr(llvm::StringRef name, Attribute value) {
+  return NamedAttribute(StringAttr::get(context(), name), value);
+}
+NamedAttribute NodeContext::i64Attr(llvm::StringRef name, int64_t value) {
+  return attr(name, builder().getI64IntegerAttr(value));
+}
+NamedAttribute NodeContext::f64Attr(llvm::StringRef name, double value) {
+  return attr(name, builder().getF64FloatAttr(value));
+}
+NamedAttribute NodeContext::boolAttr(llvm::StringRef name, bool value) {
+  return attr(name, builder().getBoolAttr(value));
+}
+NamedAttribute NodeContext::arrayAttr(llvm::StringRef name, llvm::ArrayRef<int64_t> values) {
+  return attr(name, builder().getDenseI64ArrayAttr(values));
+}
+
+} // namespace plait::onnx_import
+
+//===----------------------------------------------------------------------===//
+// Entry point
+//===----------------------------------------------------------------------===//
+
+namespace plait {
+
+FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRef path,
+                                                const OnnxImportOptions &opts) {
+  Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
+  auto fail = [&](const llvm::Twine &message) {
+    emitError(fileLoc) << path << ": " << message.str();
+    return failure();
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail("cannot read the model: " + buffer.getError().message());
+  llvm::StringRef data = (*buffer)->getBuffer();
+  if (data.size() > static_cast<size_t>(INT32_MAX))
+    return fail("unsupported model size over 2 GiB (protobuf's limit); store the weights as "
+                "external data");
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(data.data(), static_cast<int>(data.size())))
+    return fail("cannot parse the file as an ONNX model (truncated, or not ONNX)");
+  if (!model.has_graph())
+    return fail("the file holds no ONNX graph (truncated, or not an ONNX model)");
+
+  // Nodes of other domains are unsupported; say so before the opset and
+  // checker complain about them.
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const onnx::NodeProto &node = model.graph().node(i);
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(i)
+                                             : node.name();
+      emitError(NameLoc::get(StringAttr::get(&ctx, name), fileLoc))
+          << path << ": node '" << name << "' (" << node.op_type() << ", domain "
+          << node.domain() << "): unsupported domain '" << node.domain() << "'";
+      return failure();
+    }
+  }
+
+  std::optional<int64_t> opset;
+  for (const auto &import : model.opset_import())
+    if (import.domain().empty() || import.domain() == "ai.onnx")
+      opset = import.version();
+  if (!opset)
+    return fail("the model imports no version of the default ONNX domain");
+  if (*opset < onnx_import::kMinOpset || *opset > onnx_import::kMaxOpset)
+    return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain (plait " +
+                "imports opsets " + llvm::Twine(onnx_import::kMinOpset) + "-" +
+                llvm::Twine(onnx_import::kMaxOpset) + "; convert the model with " +
+                "onnx.version_converter)");
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    return fail("invalid ONNX model: " + llvm::StringRef(what).trim());
+  }
+  try {
+    onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/0,
+                                        /*enable_data_propagation=*/false};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception &) {
+    // Shape inference only cross-checks the importer; a model it cannot handle still imports.
+  }
+
+  // Load --const-input files now, so that a bad file is reported before the graph is walked.
+  OnnxImportOptions resolved = opts;
+  for (const auto &[name, file] : opts.constInputs) {
+    if (resolved.constValues.count(name))
+      continue;
+    auto value = loadTensorFile(ctx, file);
+    if (failed(value))
+      return failure();
+    resolved.constValues[name] = *value;
+  }
+  onnx_import::GraphImporter importer(ctx, path, model, resolved, *opset);
+  return importer.run();
+}
+
+} // namespace plait

@@ -1,0 +1,46 @@
+// Public entry points of the ONNX importer: an ONNX model file becomes a plait-dialect module.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace plait {
+
+struct OnnxImportOptions {
+  /// Graph inputs bound to compile-time constants (e.g. a Reshape's `shape` given as a graph input
+  /// in ONNX's node tests): input name -> file holding the value, an ONNX TensorProto (.pb) or a
+  /// NumPy array (.npy). This is what `--const-input NAME=FILE` fills. Bound inputs are not
+  /// function arguments; a value's element type must match the input's, and its shape too where
+  /// the model declares one.
+  std::map<std::string, std::string> constInputs;
+  /// The same, with values already in memory (takes precedence over constInputs).
+  std::map<std::string, mlir::DenseElementsAttr> constValues;
+  /// Sizes for symbolic input dimensions (`dim_param`), e.g. {"batch", 8}. A symbolic dimension
+  /// without a size here is reported as unsupported.
+  std::map<std::string, int64_t> dimParams;
+};
+
+/// Imports the ONNX model at `path` (opsets 13-17 of the default domain) as a module holding
+/// `func.func @main`. On failure, exactly one error has been emitted through `ctx`'s diagnostic
+/// engine: its message is a complete line, "PATH: node 'NAME' (OpType, opset N): what went wrong"
+/// (or "PATH: what went wrong" when no node is involved), and its location is
+/// NameLoc(node, FileLineColLoc(PATH, 0, 0)). Messages about limits of plait contain the word
+/// "unsupported"; messages about malformed models do not.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+importOnnxFile(mlir::MLIRContext &ctx, llvm::StringRef path, const OnnxImportOptions &opts);
+
+/// Reads a tensor from an ONNX TensorProto file (.pb) or a NumPy array file (.npy, little-endian,
+/// C order) for OnnxImportOptions::constInputs. Emits one error (naming `path`) and returns
+/// failure for unreadable files and unsupported element types.
+mlir::FailureOr<mlir::DenseElementsAttr> loadTensorFile(mlir::MLIRContext &ctx,
+                                                        llvm::StringRef path);
+
+} // namespace plait

@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""Writes the small ONNX models the importer's lit tests read (run with /usr/bin/python3, onnx 1.12).
+
+Usage: gen_models.py [OUTPUT_DIR]   (default: the directory of this script)
+Each model is built with onnx.helper so that the tests pin down one mapping or one diagnostic.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+F, I64, BOOL, U8 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL, TensorProto.UINT8
+
+
+def tensor(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def const(out, array, name=None):
+    return helper.make_node("Constant", [], [out], name=name or out,
+                            value=tensor(out + "_value", array))
+
+
+def save(name, nodes, inputs, outputs, inits=(), opset=13, check=True, domains=()):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    imports = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
+    model = helper.make_model(graph, opset_imports=imports, producer_name="plait-lit")
+    model.ir_version = 8
+    if check:
+        onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(OUT, name + ".onnx"))
+    return model
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def main():
+    rng = np.random.default_rng(0)
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+
+    # A two-layer MLP: params, function arguments, result names, Gemm/MatMul/Relu.
+    save("mlp", [
+        helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"], name="fc1", transB=1),
+        helper.make_node("Relu", ["h"], ["a"], name="relu"),
+        helper.make_node("MatMul", ["a", "fc2.weight"], ["y"], name="fc2"),
+    ], [vi("x", F, [2, 4])], [vi("y", F, [2, 3])],
+        [tensor("fc1.weight", f32(8, 4)), tensor("fc1.bias", f32(8)), tensor("fc2.weight", f32(8, 3))])
+
+    # The int64 shape chain torch.onnx.export emits: everything folds to one static reshape.
+    save("shape_chain", [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        const("i0", np.array(0, np.int64)),
+        helper.make_node("Gather", ["s", "i0"], ["batch"], name="gather", axis=0),
+        const("axes0", np.array([0], np.int64)),
+        helper.make_node("Unsqueeze", ["batch", "axes0"], ["b1"], name="unsqueeze"),
+        const("minus1", np.array([-1], np.int64)),
+        helper.make_node("Concat", ["b1", "minus1"], ["target"], name="concat", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["flat"], name="reshape"),
+        helper.make_node("Size", ["x"], ["n"], name="size"),
+        helper.make_node("Cast", ["n"], ["nf"], name="cast", to=F),
+        helper.make_node("Sqrt", ["nf"], ["root"], name="sqrt"),
+        helper.make_node("Div", ["flat", "root"], ["y"], name="scale"),
+    ], [vi("x", F, [2, 3, 4])], [vi("y", F, [2, 12])])
+
+    # Slice normalisation: negative indices, INT64_MAX ends, negative steps, omitted axes.
+    big = np.iinfo(np.int64).max
+    save("slice", [
+        const("starts", np.array([1, -1], np.int64)),
+        const("ends", np.array([big, -big], np.int64)),
+        const("axes", np.array([0, 2], np.int64)),
+        const("steps", np.array([2, -1], np.int64)),
+        helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"], name="slice"),
+        const("s2", np.array([10], np.int64)),
+        const("e2", np.array([20], np.int64)),
+        helper.make_node("Slice", ["x", "s2", "e2"], ["z"], name="empty_slice"),
+    ], [vi("x", F, [5, 3, 4])], [vi("y", F, [2, 3, 4]), vi("z", F, [0, 3, 4])])
+
+    # Convolution and pooling, with auto_pad and a 1-D convolution.
+    save("conv_pool", [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", auto_pad="SAME_UPPER",
+                         strides=[2, 2]),
+        helper.make_node("BatchNormalization", ["c", "bn.scale", "bn.bias", "bn.mean", "bn.var"],
+                         ["n"], name="bn", epsilon=1e-3),
+        helper.make_node("MaxPool", ["n"], ["p"], name="maxpool", kernel_shape=[2, 2],
+                         pads=[0, 0, 1, 1], ceil_mode=1),
+        helper.make_node("AveragePool", ["p"], ["q"], name="avgpool", kernel_shape=[2, 2],
+                         count_include_pad=1, pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["q"], ["y"], name="gap"),
+        helper.make_node("Conv", ["s", "w1"], ["z"], name="conv1d", pads=[1, 1], dilations=[2]),
+    ], [vi("x", F, [1, 3, 7, 7]), vi("s", F, [2, 3, 10])],
+        [vi("y", F, [1, 4, 1, 1]), vi("z", F, [2, 5, 8])],
+        [tensor("w", f32(4, 3, 3, 3)), tensor("b", f32(4)), tensor("bn.scale", f32(4)),
+         tensor("bn.bias", f32(4)), tensor("bn.mean", f32(4)),
+         tensor("bn.var", np.abs(f32(4))), tensor("w1", f32(5, 3, 3))], opset=15)
+
+    # Normalisations, softmax and the losses (LayerNormalization needs opset 17).
+    save("norm_loss", [
+        helper.make_node("LayerNormalization", ["x", "ln.weight", "ln.bias"], ["h"], name="ln",
+                         axis=-1, epsilon=1e-6),
+        helper.make_node("Softmax", ["h"], ["p"], name="softmax", axis=1),
+        helper.make_node("SoftmaxCrossEntropyLoss", ["h", "labels"], ["loss", "logp"], name="sce",
+                         reduction="mean", ignore_index=-100),
+        helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels"], ["nll"], name="nll",
+                         reduction="sum"),
+    ], [vi("x", F, [4, 10]), vi("labels", I64, [4])],
+        [vi("loss", F, []), vi("p", F, [4, 10]), vi("nll", F, [])],
+        [tensor("ln.weight", f32(10)), tensor("ln.bias", f32(10))], opset=17)
+
+    # Ops plait has no single op for.
+    save("decompose", [
+        helper.make_node("Selu", ["x"], ["selu"], name="selu"),
+        helper.make_node("HardSwish", ["x"], ["hswish"], name="hardswish"),
+        helper.make_node("Softsign", ["x"], ["softsign"], name="softsign"),
+        helper.make_node("ReduceLogSumExp", ["x"], ["lse"], name="lse", axes=[1], keepdims=0),
+        const("lo", np.array(-1.0, np.float32)),
+        const("hi", np.array(1.0, np.float32)),
+        helper.make_node("Clip", ["x", "lo", "hi"], ["clip"], name="clip"),
+        const("reps", np.array([2, 1], np.int64)),
+        helper.make_node("Tile", ["x", "reps"], ["tile"], name="tile"),
+        const("pads", np.array([0, -1, 1, 2], np.int64)),
+        helper.make_node("Pad", ["x", "pads"], ["pad"], name="pad"),
+        helper.make_node("Mod", ["i", "j"], ["mod"], name="fmod", fmod=1),
+        helper.make_node("Max", ["x", "x", "x"], ["max3"], name="max3"),
+    ], [vi("x", F, [2, 3]), vi("i", I64, [2]), vi("j", I64, [2])],
+        [vi("selu", F, [2, 3]), vi("hswish", F, [2, 3]), vi("softsign", F, [2, 3]),
+         vi("lse", F, [2]), vi("clip", F, [2, 3]), vi("tile", F, [4, 3]), vi("pad", F, [3, 4]),
+         vi("mod", I64, [2]), vi("max3", F, [2, 3])], opset=14)
+
+    # A causal mask from constants (torch's triu/where idiom) folds into one plait.constant.
+    save("fold_mask", [
+        const("shape", np.array([4, 4], np.int64)),
+        helper.make_node("ConstantOfShape", ["shape"], ["ones"], name="ones",
+                         value=tensor("one", np.array([1.0], np.float32))),
+        helper.make_node("Trilu", ["ones"], ["tri"], name="tril", upper=0),
+        const("zero", np.array(0.0, np.float32)),
+        helper.make_node("Equal", ["tri", "zero"], ["masked"], name="equal"),
+        const("neg", np.array(-1e9, np.float32)),
+        helper.make_node("Where", ["masked", "neg", "zero"], ["bias"], name="where"),
+        helper.make_node("Add", ["scores", "bias"], ["y"], name="add_mask"),
+        helper.make_node("Dropout", ["y"], ["d", "mask"], name="dropout"),
+        helper.make_node("Identity", ["d"], ["out"], name="identity"),
+    ], [vi("scores", F, [2, 4, 4])], [vi("out", F, [2, 4, 4]), vi("mask", BOOL, [2, 4, 4])],
+        opset=14)
+
+    # --- Diagnostics -------------------------------------------------------------------
+    save("unsupported_op", [
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="deconv1"),
+    ], [vi("x", F, [1, 2, 4, 4]), vi("w", F, [2, 2, 3, 3])], [vi("y", F, [1, 2, 6, 6])])
+
+    save("const_input", [
+        helper.make_node("Reshape", ["x", "target_shape"], ["y"], name="reshape1"),
+    ], [vi("x", F, [2, 6]), vi("target_shape", I64, [2])], [vi("y", F, [3, 4])], opset=14)
+    np.save(os.path.join(OUT, "target_shape.npy"), np.array([3, 4], np.int64))
+    with open(os.path.join(OUT, "target_shape.pb"), "wb") as f:
+        f.write(tensor("target_shape", np.array([4, -1], np.int64)).SerializeToString())
+
+    save("derived_const_input", [
+        helper.make_node("Cast", ["sizes"], ["sizes64"], name="cast_sizes", to=I64),
+        helper.make_node("Reshape", ["x", "sizes64"], ["y"], name="reshape2"),
+    ], [vi("x", F, [2, 6]), vi("sizes", TensorProto.INT32, [2])], [vi("y", F, [3, 4])])
+
+    save("dynamic_dim", [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+         [vi("x", F, ["batch", 4])], [vi("y", F, ["batch", 4])])
+    save("uint8_input", [helper.make_node("Identity", ["x"], ["y"], name="id")],
+         [vi("x", U8, [4])], [vi("y", U8, [4])])
+    save("opset11", [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+         [vi("x", F, [4])], [vi("y", F, [4])], opset=11)
+    save("custom_domain", [helper.make_node("FusedThing", ["x"], ["y"], name="fused",
+                                            domain="com.example")],
+         [vi("x", F, [4])], [vi("y", F, [4])], check=False, domains=["com.example"])
+    save("bad_reshape", [
+        const("shape", np.array([5, -1], np.int64)),
+        helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape3"),
+    ], [vi("x", F, [2, 6])], [vi("y", F, [5, 2])], check=False)
+    save("pad_reflect", [
+        const("pads", np.array([1, 1], np.int64)),
+        helper.make_node("Pad", ["x", "pads"], ["y"], name="pad1", mode="reflect"),
+    ], [vi("x", F, [4])], [vi("y", F, [6])])
+    save("dropout_training", [
+        const("ratio", np.array(0.5, np.float32)),
+        const("training", np.array(True)),
+        helper.make_node("Dropout", ["x", "ratio", "training"], ["y"], name="drop"),
+    ], [vi("x", F, [4])], [vi("y", F, [4])])
+    save("conv3d", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3")],
+         [vi("x", F, [1, 1, 3, 3, 3]), vi("w", F, [1, 1, 1, 1, 1])], [vi("y", F, [1, 1, 3, 3, 3])])
+    save("maxpool_indices", [
+        helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool_idx", kernel_shape=[2, 2]),
+    ], [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 2, 2]), vi("idx", I64, [1, 1, 2, 2])])
+
+    with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
+        whole = f.read()
+    with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:
+        f.write(whole[: len(whole) // 2])
+    with open(os.path.join(OUT, "garbage.onnx"), "wb") as f:
+        f.write(b"this is not an onnx model\n" * 4)
+
+
+if __name__ == "__main__":
+    main()
