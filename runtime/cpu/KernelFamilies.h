@@ -14,5 +14,7 @@ void registerMovementKernels();      // reshape, transpose, slice, pad, ... (Mov
 void registerIndexingKernels();      // gather, trilu                     (IndexingKernels.cpp)
 void registerCastKernels();          // cast                              (CastKernels.cpp)
 void registerLossKernels();          // softmax_cross_entropy, nll_loss   (LossKernels.cpp)
+void registerGradKernels();          // gather_grad, conv2d/pool/loss grads (GradKernels.cpp)
+void registerOptimizerKernels();     // sgd_update, adamw_update          (OptimizerKernels.cpp)
 
 } // namespace plait::rt::cpu

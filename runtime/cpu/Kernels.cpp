@@ -16,6 +16,8 @@ void registerCpuKernels() {
   cpu::registerIndexingKernels();
   cpu::registerCastKernels();
   cpu::registerLossKernels();
+  cpu::registerGradKernels();
+  cpu::registerOptimizerKernels();
 }
 
 } // namespace plait::rt

@@ -26,9 +26,11 @@ template <typename T, bool kLog> void softmaxRows(const T *x, T *y, int64_t rows
         out[i] = e;
     }
     if (kLog) {
-      T shift = m + T(std::log(sum));
+      // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds log(sum) away
+      // when the logits are large.
+      T logSum = T(std::log(sum));
       for (int64_t i = 0; i < n; ++i)
-        out[i] = in[i] - shift;
+        out[i] = (in[i] - m) - logSum;
     } else {
       T scale = T(1.0 / sum);
       for (int64_t i = 0; i < n; ++i)
@@ -58,12 +60,15 @@ void softmaxStrided(const T *x, T *y, int64_t outer, int64_t n, int64_t inner) {
         if (!kLog)
           out[k * inner + j] = e;
       }
+    // From here on sums[j] holds log(sum) for log_softmax and 1/sum for softmax.
+    for (int64_t j = 0; j < inner; ++j)
+      sums[j] = kLog ? std::log(sums[j]) : 1.0 / sums[j];
     for (int64_t k = 0; k < n; ++k)
       for (int64_t j = 0; j < inner; ++j) {
         if (kLog)
-          out[k * inner + j] = in[k * inner + j] - (maxes[j] + T(std::log(sums[j])));
+          out[k * inner + j] = (in[k * inner + j] - maxes[j]) - T(sums[j]);
         else
-          out[k * inner + j] *= T(1.0 / sums[j]);
+          out[k * inner + j] *= T(sums[j]);
       }
   }
 }

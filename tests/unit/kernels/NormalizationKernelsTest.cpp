@@ -30,6 +30,22 @@ TEST(NormalizationKernels, SoftmaxIsStableForLargeLogits) {
   EXPECT_TRUE(allClose(logOut.values<double>(), {-std::log(2.0), -std::log(2.0), -2000 - std::log(2.0)}));
 }
 
+TEST(NormalizationKernels, LogSoftmaxKeepsPrecisionForLargeLogits) {
+  // ONNX test_logsoftmax_large_number: x - (max + log(sum)) would round log(sum) away.
+  auto x = make<float>({2, 4}, {0, 1, 2, 3, 10000, 10001, 10002, 10003});
+  std::vector<double> expected = {-3.4401896, -2.4401896, -1.4401897, -0.44018966,
+                                  -3.4401896, -2.4401896, -1.4401897, -0.44018966};
+  EXPECT_TRUE(allClose(
+      runOk("log_softmax", {x}, DType::F32, {2, 4}, AttrsBuilder().i("axis", 1).build()).floats(),
+      expected));
+  auto xt = make<float>({4, 2}, {0, 10000, 1, 10001, 2, 10002, 3, 10003});
+  std::vector<double> expectedT = {-3.4401896, -3.4401896, -2.4401896, -2.4401896,
+                                   -1.4401897, -1.4401897, -0.44018966, -0.44018966};
+  EXPECT_TRUE(allClose(
+      runOk("log_softmax", {xt}, DType::F32, {4, 2}, AttrsBuilder().i("axis", 0).build()).floats(),
+      expectedT));
+}
+
 TEST(NormalizationKernels, SoftmaxMiddleAxisRank3) {
   // [2, 2, 2] along axis 1: pairs (x[i][0][k], x[i][1][k]).
   auto x = make<float>({2, 2, 2}, {0, 1, 2, 3, 4, 4, 4, 4});

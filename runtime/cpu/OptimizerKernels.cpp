@@ -1,0 +1,193 @@
+// Optimizer updates (ir/PlaitTrainOps.td): sgd_update and adamw_update, one fused pass per
+// parameter tensor that follows torch.optim.SGD / torch.optim.AdamW (PyTorch 1.13,
+// single-tensor path) operation by operation.
+//
+// PyTorch computes the scalar factors (1 - lr * wd, lr / (1 - beta1^step), ...) in double,
+// as Python floats, and converts each to the parameter dtype where it meets a tensor; the
+// element math runs in the parameter dtype. The kernels do the same, in the same order, so
+// that fp32 trajectories stay within rounding of PyTorch's.
+//
+// Each element's inputs are read before its outputs are written, so any output may share
+// its buffer with the input it replaces (param, momentum buffer, exp_avg, exp_avg_sq).
+#include <cmath>
+
+#include "runtime/cpu/KernelFamilies.h"
+#include "runtime/cpu/KernelSupport.h"
+
+namespace plait::rt::cpu {
+namespace {
+
+/// Reads the f32 scalar hyper-parameter `what` (lr or step) set by the runtime.
+Status readScalar(std::string_view kernel, std::string_view what, const TensorView &t,
+                  double &value) {
+  if (t.dtype != DType::F32 || t.numel() != 1)
+    return Status::errorf("{}: {} must be an f32 scalar, got {} {}", kernel, what,
+                          dtypeName(t.dtype), shapeString(t.shape));
+  value = double(*t.as<float>());
+  return Status();
+}
+
+/// The 1-based step number; anything below 1 (or fractional) means the runtime's step
+/// counter is broken, which must not silently skip the first-step rules.
+Status readStep(std::string_view kernel, const TensorView &t, double &step) {
+  PLAIT_RETURN_IF_ERROR(readScalar(kernel, "step", t, step));
+  if (!(step >= 1) || step != std::floor(step))
+    return Status::errorf("{}: step must be a whole number >= 1, got {}", kernel, step);
+  return Status();
+}
+
+/// Error unless `t` has the param's dtype and shape; `what` names it.
+Status checkLikeParam(std::string_view kernel, std::string_view what, const TensorView &param,
+                      const TensorView &t) {
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, param, t));
+  return checkShape(kernel, what, t.shape, param.shape);
+}
+
+//===----------------------------------------------------------------------===//
+// sgd_update
+//===----------------------------------------------------------------------===//
+
+struct SgdFactors {
+  double lr, step, momentum, dampening, weightDecay;
+  bool nesterov;
+};
+
+/// torch.optim.SGD's _single_tensor_sgd for one tensor:
+///   d_p = grad (+ wd * param);  buf = d_p on the first step, else buf * m + (1 - damp) * d_p;
+///   d_p = nesterov ? d_p + m * buf : buf;  param += -lr * d_p.
+template <typename T> void sgdUpdate(const KernelCall &call, const SgdFactors &f) {
+  int64_t n = call.inputs[0].numel();
+  const T *param = call.inputs[0].as<T>(), *grad = call.inputs[1].as<T>();
+  T *newParam = call.outputs[0].as<T>();
+  const T wd = T(f.weightDecay), negLr = T(-f.lr);
+  bool decay = f.weightDecay != 0;
+  if (f.momentum == 0) {
+    for (int64_t i = 0; i < n; ++i) {
+      T p = param[i], d = grad[i];
+      if (decay)
+        d = d + wd * p;
+      newParam[i] = p + negLr * d;
+    }
+    return;
+  }
+  const T *buffer = call.inputs[4].as<T>();
+  T *newBuffer = call.outputs[1].as<T>();
+  const T m = T(f.momentum), keep = T(1 - f.dampening);
+  bool first = f.step == 1; // PyTorch's buffer is None until the first step creates it
+  for (int64_t i = 0; i < n; ++i) {
+    T p = param[i], d = grad[i];
+    if (decay)
+      d = d + wd * p;
+    T b = first ? d : buffer[i] * m + keep * d;
+    d = f.nesterov ? d + m * b : b;
+    newBuffer[i] = b;
+    newParam[i] = p + negLr * d;
+  }
+}
+
+/// sgd_update(param, grad, lr, step, momentum_buffer?) -> (new_param, new_buffer?).
+Status sgdUpdateKernel(const KernelCall &call) {
+  constexpr std::string_view kName = "sgd_update";
+  bool hasBuffer = call.inputs.size() == 5;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 4, 5, hasBuffer ? 2 : 1));
+  SgdFactors f;
+  f.momentum = call.attrs.getFloat("momentum", 0.0);
+  f.dampening = call.attrs.getFloat("dampening", 0.0);
+  f.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
+  f.nesterov = call.attrs.getBool("nesterov", false);
+  if (hasBuffer != (f.momentum != 0))
+    return Status::errorf("{}: needs a momentum buffer exactly when momentum is non-zero "
+                          "(momentum {}, {} buffer)",
+                          kName, f.momentum, hasBuffer ? "with" : "without");
+  const TensorView &param = call.inputs[0];
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "grad", param, call.inputs[1]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, call.outputs[0]));
+  if (hasBuffer) {
+    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "momentum_buffer", param, call.inputs[4]));
+    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_buffer", param, call.outputs[1]));
+  }
+  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", call.inputs[2], f.lr));
+  PLAIT_RETURN_IF_ERROR(readStep(kName, call.inputs[3], f.step));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &sgdUpdateKernel);
+  return dispatchF32F64(kName, param.dtype, [&](auto tag) -> Status {
+    sgdUpdate<decltype(tag)>(call, f);
+    return Status();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// adamw_update
+//===----------------------------------------------------------------------===//
+
+struct AdamWFactors {
+  double decay;        // 1 - lr * weight_decay
+  double beta1, beta2; // moment decay rates
+  double bc2Sqrt;      // sqrt(1 - beta2^step)
+  double negStepSize;  // -lr / (1 - beta1^step)
+  double eps;
+};
+
+/// torch.optim.AdamW's _single_tensor_adamw for one tensor (no amsgrad, no maximize):
+///   param *= 1 - lr * wd;  m = m * b1 + (1 - b1) * g;  v = v * b2 + (1 - b2) * g * g;
+///   param += -step_size * m / (sqrt(v) / sqrt(bc2) + eps).
+template <typename T> void adamwUpdate(const KernelCall &call, const AdamWFactors &f) {
+  int64_t n = call.inputs[0].numel();
+  const T *param = call.inputs[0].as<T>(), *grad = call.inputs[1].as<T>();
+  const T *expAvg = call.inputs[2].as<T>(), *expAvgSq = call.inputs[3].as<T>();
+  T *newParam = call.outputs[0].as<T>(), *newExpAvg = call.outputs[1].as<T>();
+  T *newExpAvgSq = call.outputs[2].as<T>();
+  const T decay = T(f.decay), b1 = T(f.beta1), b2 = T(f.beta2);
+  const T oneMinusB1 = T(1 - f.beta1), oneMinusB2 = T(1 - f.beta2);
+  const T bc2Sqrt = T(f.bc2Sqrt), eps = T(f.eps), negStepSize = T(f.negStepSize);
+  for (int64_t i = 0; i < n; ++i) {
+    T p = param[i], g = grad[i], m = expAvg[i], v = expAvgSq[i];
+    p = p * decay;
+    m = m * b1 + oneMinusB1 * g;
+    v = v * b2 + oneMinusB2 * g * g;
+    T denom = std::sqrt(v) / bc2Sqrt + eps;
+    newParam[i] = p + negStepSize * m / denom;
+    newExpAvg[i] = m;
+    newExpAvgSq[i] = v;
+  }
+}
+
+/// adamw_update(param, grad, exp_avg, exp_avg_sq, lr, step)
+///   -> (new_param, new_exp_avg, new_exp_avg_sq).
+Status adamwUpdateKernel(const KernelCall &call) {
+  constexpr std::string_view kName = "adamw_update";
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 6, 6, 3));
+  const TensorView &param = call.inputs[0];
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "grad", param, call.inputs[1]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg", param, call.inputs[2]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg_sq", param, call.inputs[3]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, call.outputs[0]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg", param, call.outputs[1]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg_sq", param, call.outputs[2]));
+  double lr, step;
+  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", call.inputs[4], lr));
+  PLAIT_RETURN_IF_ERROR(readStep(kName, call.inputs[5], step));
+  AdamWFactors f;
+  f.beta1 = call.attrs.getFloat("beta1", 0.9);
+  f.beta2 = call.attrs.getFloat("beta2", 0.999);
+  f.eps = call.attrs.getFloat("eps", 1e-8);
+  double weightDecay = call.attrs.getFloat("weight_decay", 0.01);
+  f.decay = 1 - lr * weightDecay;
+  f.negStepSize = -(lr / (1 - std::pow(f.beta1, step)));
+  f.bc2Sqrt = std::sqrt(1 - std::pow(f.beta2, step));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &adamwUpdateKernel);
+  return dispatchF32F64(kName, param.dtype, [&](auto tag) -> Status {
+    adamwUpdate<decltype(tag)>(call, f);
+    return Status();
+  });
+}
+
+} // namespace
+
+void registerOptimizerKernels() {
+  registerKernel("sgd_update", &sgdUpdateKernel);
+  registerKernel("adamw_update", &adamwUpdateKernel);
+}
+
+} // namespace plait::rt::cpu

@@ -1,0 +1,565 @@
+// Gradient kernels of the training ops: hand-checked cases, PyTorch 1.13 autograd values
+// (baked in; generated on the CPU with float32 unless noted), and brute-force adjoints of the
+// forward conv2d.
+#include <cmath>
+#include <limits>
+
+#include "KernelTestSupport.h"
+
+namespace plait::rt::test {
+namespace {
+
+std::vector<double> pattern(int64_t count, int mod, double offset, double scale) {
+  std::vector<double> v(count);
+  for (int64_t i = 0; i < count; ++i)
+    v[i] = (double(i % mod) + offset) * scale;
+  return v;
+}
+
+/// Runs `name` with its only output aliasing input `aliased` (as an in-place memory plan
+/// would) and returns that buffer afterwards.
+OwnedTensor runInPlace(const std::string &name, std::vector<OwnedTensor> inputs, size_t aliased,
+                       const Attrs &attrs = Attrs()) {
+  std::vector<TensorView> in;
+  for (const OwnedTensor &t : inputs)
+    in.push_back(t.view);
+  std::vector<TensorView> out{inputs[aliased].view};
+  KernelCall call{in, out, attrs};
+  Status s = findKernel(name)(call);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return inputs[aliased];
+}
+
+//===----------------------------------------------------------------------===//
+// gather_grad
+//===----------------------------------------------------------------------===//
+
+TEST(GatherGrad, AxisZeroAccumulatesRepeatedAndNegativeIndices) {
+  auto grad = makeFloat(DType::F32, {2, 3, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  auto indices = make<int64_t>({2, 3}, {0, 4, 0, 2, -1, 3});
+  auto out = runOk("gather_grad", {grad, indices}, DType::F32, {5, 2},
+                   AttrsBuilder().i("axis", 0).build());
+  // Row 0 gets grad[0,0] + grad[0,2]; row 4 gets grad[0,1] and grad[1,1] (index -1).
+  EXPECT_TRUE(allClose(out.floats(), {6, 8, 0, 0, 7, 8, 11, 12, 12, 14}));
+}
+
+TEST(GatherGrad, InnerAxisWithI32IndicesAndDefaultAxis) {
+  auto grad = makeFloat(DType::F64, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto indices = make<int32_t>({3}, {1, 1, 3});
+  for (int64_t axis : {1, -1}) {
+    auto out = runOk("gather_grad", {grad, indices}, DType::F64, {2, 4},
+                     AttrsBuilder().i("axis", axis).build());
+    EXPECT_TRUE(allClose(out.values<double>(), {0, 3, 0, 3, 0, 9, 0, 6}));
+  }
+  // No axis attribute: the ODS default 0.
+  auto rows = makeFloat(DType::F32, {2, 2}, {1, 2, 3, 4});
+  auto out = runOk("gather_grad", {rows, make<int64_t>({2}, {2, 2})}, DType::F32, {3, 2});
+  EXPECT_TRUE(allClose(out.floats(), {0, 0, 0, 0, 4, 6}));
+}
+
+TEST(GatherGrad, HalfPrecisionGoesThroughFloat) {
+  auto grad = makeFloat(DType::BF16, {3}, {0.5, 1.5, 2});
+  auto out = runOk("gather_grad", {grad, make<int64_t>({3}, {1, 0, 1})}, DType::BF16, {2});
+  EXPECT_TRUE(allClose(out.floats(), {1.5, 2.5}));
+}
+
+TEST(GatherGrad, OutOfRangeIndexIsAnErrorNamingIt) {
+  auto grad = makeFloat(DType::F32, {2, 2}, {1, 2, 3, 4});
+  for (int64_t bad : {5, -6}) {
+    auto r = runKernel("gather_grad", {grad, make<int64_t>({2}, {0, bad})}, {{DType::F32, {5, 2}}});
+    ASSERT_FALSE(r.status.ok());
+    EXPECT_NE(r.status.message().find("gather_grad: index " + std::to_string(bad)),
+              std::string::npos)
+        << r.status.message();
+  }
+}
+
+TEST(GatherGrad, BadDtypesAndShapesAreErrors) {
+  auto r = runKernel("gather_grad", {make<int64_t>({2}, {1, 2}), make<int64_t>({2}, {0, 1})},
+                     {{DType::I64, {3}}});
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("unsupported dtype i64"), std::string::npos)
+      << r.status.message();
+  r = runKernel("gather_grad",
+                {makeFloat(DType::F32, {2}, {1, 2}), makeFloat(DType::F32, {2}, {0, 1})},
+                {{DType::F32, {3}}});
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("indices must be i64 or i32"), std::string::npos);
+  r = runKernel("gather_grad", {makeFloat(DType::F32, {3}, {1, 2, 3}), make<int64_t>({2}, {0, 1})},
+                {{DType::F32, {3}}});
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("grad has shape [3], expected [2]"), std::string::npos)
+      << r.status.message();
+}
+
+//===----------------------------------------------------------------------===//
+// conv2d_grad_input, conv2d_grad_weight
+//===----------------------------------------------------------------------===//
+
+struct ConvCase {
+  int64_t n, c, h, w, m, kh, kw, group;
+  int64_t strides[2], pads[4], dilations[2];
+};
+
+int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d) {
+  return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+}
+
+Attrs convAttrs(const ConvCase &c) {
+  return AttrsBuilder()
+      .ints("strides", {c.strides[0], c.strides[1]})
+      .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
+      .ints("dilations", {c.dilations[0], c.dilations[1]})
+      .i("group", c.group)
+      .build();
+}
+
+/// The seven-loop convolution run backwards: every product x * w that the forward adds into
+/// y[n, m, i, j] sends dy[n, m, i, j] * w to dx and dy[n, m, i, j] * x to dw.
+void referenceConvGrads(const ConvCase &c, const std::vector<double> &x,
+                        const std::vector<double> &w, const std::vector<double> &dy,
+                        std::vector<double> &dx, std::vector<double> &dw) {
+  int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
+  int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+  int64_t cg = c.c / c.group, mg = c.m / c.group;
+  dx.assign(x.size(), 0);
+  dw.assign(w.size(), 0);
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t m = 0; m < c.m; ++m)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double g = dy[((n * c.m + m) * oh + i) * ow + j];
+          int64_t grp = m / mg;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t ki = 0; ki < c.kh; ++ki)
+              for (int64_t kj = 0; kj < c.kw; ++kj) {
+                int64_t ih = i * c.strides[0] - c.pads[0] + ki * c.dilations[0];
+                int64_t iw = j * c.strides[1] - c.pads[1] + kj * c.dilations[1];
+                if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w)
+                  continue;
+                int64_t xi = ((n * c.c + grp * cg + ci) * c.h + ih) * c.w + iw;
+                int64_t wi = ((m * cg + ci) * c.kh + ki) * c.kw + kj;
+                dx[xi] += g * w[wi];
+                dw[wi] += g * x[xi];
+              }
+        }
+}
+
+TEST(ConvGrad, MatchesPyTorchStridedPadded) {
+  ConvCase c{1, 2, 4, 4, 3, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}};
+  auto x = makeFloat(DType::F32, {1, 2, 4, 4}, pattern(32, 7, -3, 0.25));
+  auto w = makeFloat(DType::F32, {3, 2, 3, 3}, pattern(54, 5, -2, 0.5));
+  auto dy = makeFloat(DType::F32, {1, 3, 2, 2}, pattern(12, 3, -1, 1.0));
+  auto dx = runOk("conv2d_grad_input", {dy, w}, DType::F32, {1, 2, 4, 4}, convAttrs(c));
+  EXPECT_TRUE(allClose(dx.floats(),
+                       {-2.0, -1.0, 1.0,  1.0,  -1.0, 3.0,  -1.0, -1.0, 1.0, -1.0, -2.0,
+                        0.5,  1.0,  1.5,  0.5,  0.5,  0.5,  -3.5, -1.5, 1.0, -1.0, -2.0,
+                        1.5,  -1.0, 1.0,  1.5,  0.5,  -2.0, -1.5, 1.5,  0.5, 0.5}));
+  auto dw = runOk("conv2d_grad_weight", {x, dy}, DType::F32, {3, 2, 3, 3}, convAttrs(c));
+  EXPECT_TRUE(allClose(
+      dw.floats(),
+      {-0.5, -0.5, 1.25,  0.25, 0.25, 0.0,   -0.75, 1.0,   0.75,  0.75,  1.25, -0.5, -0.25, -0.25,
+       -0.5, 0.5,  -1.25, 0.25, 0.0,  -0.25, -0.5,  -0.5,  0.25,  0.25,  0.5,  0.25, -1.5,  0.0,
+       -0.75, 0.75, 0.0,  0.25, 0.25, -0.75, 0.25,  0.25,  0.5,   0.75,  -0.75, 0.25, -0.5, -0.25,
+       0.25, -1.25, 0.75, -0.75, -0.5, -0.25, 0.25,  0.0,   0.25,  0.25,  1.0,  -0.5}));
+}
+
+TEST(ConvGrad, MatchesPyTorchGroupedDilated) {
+  ConvCase c{1, 4, 5, 5, 4, 2, 2, 2, {1, 1}, {0, 0, 0, 0}, {2, 2}};
+  auto x = makeFloat(DType::F64, {1, 4, 5, 5}, pattern(100, 9, -4, 0.125));
+  auto w = makeFloat(DType::F64, {4, 2, 2, 2}, pattern(32, 5, -2, 0.5));
+  auto dy = makeFloat(DType::F64, {1, 4, 3, 3}, pattern(36, 4, -1.5, 1.0));
+  auto dx = runOk("conv2d_grad_input", {dy, w}, DType::F64, {1, 4, 5, 5}, convAttrs(c));
+  EXPECT_TRUE(allClose(
+      dx.values<double>(),
+      {1.25,  0.75,  0.5,  0.75,  1.25,  -2.25, 1.25,  -1.5,  0.25,  0.75,  0.75,  -2.75, 0.5,
+       -2.75, -0.25, 1.5,  0.5,   1.0,   -0.5,  -0.5,  -1.5,  1.5,   0.0,   1.5,   -0.5,  -1.5,
+       -0.5,  1.75,  0.75, 0.25,  1.5,   -1.5,  -2.75, 1.25,  0.75,  0.75,  2.25,  0.5,   -2.75,
+       -0.25, -2.25, 0.25, 2.25,  0.5,   -0.5,  1.25,  -2.25, -1.25, 1.5,   0.5,   1.25,  -2.25,
+       -1.25, 1.5,   0.5,  0.75,  1.25,  -2.75, -1.5,  1.5,   -0.25, 2.25,  1.75,  1.0,   -3.0,
+       -0.5,  -0.5,  1.0,  0.5,   1.5,   -0.5,  -0.5,  -2.0,  -0.5,  0.5,   0.25,  -2.25, 2.5,
+       -2.25, 0.25,  0.75, 0.25,  -1.5,  1.25,  -2.25, -0.25, 2.25,  0.5,   2.25,  0.75,  -0.5,
+       -1.5,  1.0,   -0.5, 1.5,   0.5,   -0.5,  -2.0,  -0.5,  -0.5}));
+  auto dw = runOk("conv2d_grad_weight", {x, dy}, DType::F64, {4, 2, 2, 2}, convAttrs(c));
+  EXPECT_TRUE(allClose(dw.values<double>(),
+                       {0.0625,  0.25,    -0.125,  1.75,    -1.25,   0.0625,  -1.4375, -0.125,
+                        -0.5625, -1.25,   -0.625,  -0.75,   1.25,    -0.5625, -1.0625, -0.625,
+                        -0.5625, 1.25,    -1.0625, 1.3125,  -1.25,   -0.5625, -0.625,  -1.0625,
+                        0.0625,  -1.25,   -1.4375, 1.1875,  0.25,    0.0625,  -0.125,  -1.4375}));
+}
+
+TEST(ConvGrad, MatchesBruteForceAdjointOverGeometries) {
+  const ConvCase cases[] = {
+      {2, 3, 5, 6, 4, 3, 2, 1, {1, 2}, {1, 0, 2, 1}, {1, 1}}, // asymmetric pads
+      {2, 4, 7, 7, 6, 3, 3, 2, {2, 1}, {2, 1, 0, 2}, {2, 1}}, // grouped, dilated
+      {3, 4, 4, 5, 4, 1, 1, 4, {1, 1}, {0, 0, 0, 0}, {1, 1}}, // depthwise pointwise
+      {2, 3, 3, 4, 2, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}}, // pointwise: no im2col
+      {1, 2, 6, 6, 2, 2, 2, 1, {3, 3}, {0, 0, 0, 0}, {1, 1}}, // stride beyond the kernel
+      {1, 1, 3, 3, 1, 3, 3, 1, {1, 1}, {2, 2, 2, 2}, {1, 1}}, // pads as wide as the kernel
+  };
+  for (const ConvCase &c : cases) {
+    int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
+    int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+    std::vector<int64_t> xs{c.n, c.c, c.h, c.w}, ws{c.m, c.c / c.group, c.kh, c.kw},
+        ys{c.n, c.m, oh, ow};
+    auto xv = pattern(c.n * c.c * c.h * c.w, 11, -5, 0.37);
+    auto wv = pattern(c.m * (c.c / c.group) * c.kh * c.kw, 7, -3, 0.21);
+    auto dyv = pattern(c.n * c.m * oh * ow, 5, -2.2, 0.9);
+    std::vector<double> dxRef, dwRef;
+    referenceConvGrads(c, xv, wv, dyv, dxRef, dwRef);
+    for (DType dt : {DType::F64, DType::F32}) {
+      auto x = makeFloat(dt, xs, xv), w = makeFloat(dt, ws, wv), dy = makeFloat(dt, ys, dyv);
+      auto dx = runOk("conv2d_grad_input", {dy, w}, dt, xs, convAttrs(c));
+      auto dw = runOk("conv2d_grad_weight", {x, dy}, dt, ws, convAttrs(c));
+      EXPECT_TRUE(allClose(dx.floats(), dxRef)) << "dx, case group " << c.group;
+      EXPECT_TRUE(allClose(dw.floats(), dwRef)) << "dw, case group " << c.group;
+    }
+  }
+}
+
+TEST(ConvGrad, ShapeAndDtypeErrors) {
+  ConvCase c{1, 2, 4, 4, 3, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}};
+  auto w = makeFloat(DType::F32, {3, 2, 3, 3}, pattern(54, 5, -2, 0.5));
+  auto badDy = makeFloat(DType::F32, {1, 3, 3, 3}, pattern(27, 3, -1, 1.0));
+  auto r = runKernel("conv2d_grad_input", {badDy, w}, {{DType::F32, {1, 2, 4, 4}}}, convAttrs(c));
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("conv2d_grad_input: grad has shape [1, 3, 3, 3], expected "
+                                    "[1, 3, 2, 2]"),
+            std::string::npos)
+      << r.status.message();
+  auto dy64 = makeFloat(DType::F64, {1, 3, 2, 2}, pattern(12, 3, -1, 1.0));
+  r = runKernel("conv2d_grad_weight", {makeFloat(DType::F32, {1, 2, 4, 4}, pattern(32, 3, 0, 1)),
+                                       dy64},
+                {{DType::F32, {3, 2, 3, 3}}}, convAttrs(c));
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("unsupported dtype f32 x f64"), std::string::npos)
+      << r.status.message();
+  auto x = make<int64_t>({1, 2, 4, 4}, std::vector<int64_t>(32, 1));
+  auto dy = make<int64_t>({1, 3, 2, 2}, std::vector<int64_t>(12, 1));
+  r = runKernel("conv2d_grad_weight", {x, dy}, {{DType::I64, {3, 2, 3, 3}}}, convAttrs(c));
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("unsupported dtype i64"), std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// max_pool2d_grad, avg_pool2d_grad
+//===----------------------------------------------------------------------===//
+
+Attrs poolAttrs(std::vector<int64_t> kernel, std::vector<int64_t> strides,
+                std::vector<int64_t> pads) {
+  return AttrsBuilder()
+      .ints("kernel", std::move(kernel))
+      .ints("strides", std::move(strides))
+      .ints("pads", std::move(pads))
+      .build();
+}
+
+TEST(MaxPoolGrad, TiesGoToTheFirstMaximumAsInPyTorch) {
+  auto x = makeFloat(DType::F32, {1, 2, 5, 5}, pattern(50, 4, -3, 1.0));
+  auto dy = makeFloat(DType::F32, {1, 2, 3, 3}, pattern(18, 5, 1, 1.0));
+  auto dx = runOk("max_pool2d_grad", {x, dy}, DType::F32, {1, 2, 5, 5},
+                  poolAttrs({3, 3}, {2, 2}, {1, 1, 1, 1}));
+  EXPECT_TRUE(allClose(dx.floats(),
+                       {0, 0, 0, 5, 0, 0, 1, 5, 0, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, 5, 0, 0, 0, 3, 0,
+                        0, 0, 1, 0, 0, 0, 12, 0, 0, 2, 0, 0, 0, 0, 5, 0, 0, 0, 5, 0, 0, 1, 0, 0, 0}));
+}
+
+TEST(MaxPoolGrad, DilatedCeilModeMatchesPyTorch) {
+  auto x = makeFloat(DType::F64, {1, 1, 6, 6}, pattern(36, 7, -3, 0.5));
+  auto dy = makeFloat(DType::F64, {1, 1, 3, 3}, pattern(9, 5, 1, 1.0));
+  auto attrs = AttrsBuilder()
+                   .ints("kernel", {2, 2})
+                   .ints("strides", {2, 2})
+                   .ints("pads", {0, 0, 0, 0})
+                   .ints("dilations", {2, 2})
+                   .i("ceil_mode", 1)
+                   .build();
+  auto dx = runOk("max_pool2d_grad", {x, dy}, DType::F64, {1, 1, 6, 6}, attrs);
+  std::vector<double> expected(36, 0);
+  expected[4] = 5;
+  expected[12] = 5;
+  expected[16] = 1;
+  expected[26] = 10;
+  expected[28] = 4;
+  EXPECT_TRUE(allClose(dx.values<double>(), expected));
+}
+
+TEST(MaxPoolGrad, PaddingNeverWinsAndAllInfWindowsUseTheirFirstPosition) {
+  // Every window covers the whole (all-negative) input: -1 wins over the zero padding.
+  auto x = makeFloat(DType::F32, {1, 1, 2, 2}, {-4, -3, -2, -1});
+  auto dy = makeFloat(DType::F32, {1, 1, 2, 2}, {1, 2, 3, 4});
+  auto attrs = poolAttrs({3, 3}, {1, 1}, {1, 1, 1, 1});
+  EXPECT_TRUE(allClose(runOk("max_pool2d_grad", {x, dy}, DType::F32, {1, 1, 2, 2}, attrs).floats(),
+                       {0, 0, 0, 10}));
+  // Windows of -inf only: PyTorch's index is the window's first position inside the input.
+  const double inf = std::numeric_limits<double>::infinity();
+  auto xinf = makeFloat(DType::F32, {1, 1, 2, 2}, {-inf, -inf, -inf, -inf});
+  EXPECT_TRUE(allClose(
+      runOk("max_pool2d_grad", {xinf, dy}, DType::F32, {1, 1, 2, 2}, attrs).floats(),
+      {10, 0, 0, 0}));
+  // A NaN wins its window, as in the forward kernel.
+  auto xnan = makeFloat(DType::F32, {1, 1, 2, 2}, {5, std::nan(""), 1, 7});
+  EXPECT_TRUE(allClose(
+      runOk("max_pool2d_grad", {xnan, dy}, DType::F32, {1, 1, 2, 2}, attrs).floats(),
+      {0, 10, 0, 0}));
+}
+
+TEST(MaxPoolGrad, SameElementAsTheForwardKernel) {
+  // The forward max equals x at the element that receives the gradient, for every window.
+  auto x = makeFloat(DType::F32, {2, 3, 7, 6}, pattern(252, 13, -6, 0.5));
+  auto attrs = AttrsBuilder()
+                   .ints("kernel", {3, 2})
+                   .ints("strides", {2, 2})
+                   .ints("pads", {1, 0, 1, 1})
+                   .ints("dilations", {1, 2})
+                   .i("ceil_mode", 1)
+                   .build();
+  auto y = runOk("max_pool2d", {x}, DType::F32, {2, 3, 4, 3}, attrs);
+  std::vector<float> xs = x.floats(), ys = y.floats();
+  for (int64_t o = 0; o < (int64_t)ys.size(); ++o) {
+    std::vector<double> onehot(ys.size(), 0);
+    onehot[o] = 1;
+    auto dy = makeFloat(DType::F32, {2, 3, 4, 3}, onehot);
+    auto dx = runOk("max_pool2d_grad", {x, dy}, DType::F32, {2, 3, 7, 6}, attrs).floats();
+    int hits = 0;
+    for (size_t i = 0; i < dx.size(); ++i)
+      if (dx[i] != 0) {
+        ++hits;
+        EXPECT_EQ(dx[i], 1.0f);
+        EXPECT_EQ(xs[i], ys[o]) << "output " << o;
+      }
+    EXPECT_EQ(hits, 1) << "output " << o;
+  }
+}
+
+TEST(MaxPoolGrad, ResultMayAliasX) {
+  auto x = makeFloat(DType::F32, {1, 2, 5, 5}, pattern(50, 4, -3, 1.0));
+  auto dy = makeFloat(DType::F32, {1, 2, 3, 3}, pattern(18, 5, 1, 1.0));
+  auto attrs = poolAttrs({3, 3}, {2, 2}, {1, 1, 1, 1});
+  auto expected = runOk("max_pool2d_grad", {x, dy}, DType::F32, {1, 2, 5, 5}, attrs);
+  auto inPlace = runInPlace("max_pool2d_grad", {x, dy}, 0, attrs);
+  EXPECT_EQ(inPlace.floats(), expected.floats());
+}
+
+TEST(AvgPoolGrad, CeilModeDivisorsMatchPyTorch) {
+  auto dy = makeFloat(DType::F32, {1, 1, 3, 3}, pattern(9, 5, 1, 1.0));
+  auto withPad = AttrsBuilder()
+                     .ints("kernel", {3, 3})
+                     .ints("strides", {2, 2})
+                     .ints("pads", {1, 1, 1, 1})
+                     .i("ceil_mode", 1)
+                     .i("count_include_pad", 1)
+                     .build();
+  EXPECT_TRUE(allClose(
+      runOk("avg_pool2d_grad", {dy}, DType::F32, {1, 1, 5, 5}, withPad).floats(),
+      {0.1111111119389534, 0.3333333432674408, 0.2222222238779068, 0.5555555820465088,
+       0.3333333432674408, 0.5555555820465088, 1.3333333730697632, 0.7777777910232544,
+       1.2222223281860352, 0.4444444477558136, 0.4444444477558136, 1.0,
+       0.5555555820465088, 0.6666666865348816, 0.1111111119389534, 0.6666666865348816,
+       1.5555555820465088, 0.888888955116272,  1.4444444179534912, 0.5555555820465088,
+       0.2222222238779068, 0.5555555820465088, 0.3333333432674408, 0.7777777910232544,
+       0.4444444477558136}));
+  auto withoutPad = AttrsBuilder()
+                        .ints("kernel", {3, 3})
+                        .ints("strides", {2, 2})
+                        .ints("pads", {1, 1, 1, 1})
+                        .i("ceil_mode", 1)
+                        .build();
+  EXPECT_TRUE(allClose(
+      runOk("avg_pool2d_grad", {dy}, DType::F32, {1, 1, 5, 5}, withoutPad).floats(),
+      {0.25, 0.5833333730697632, 0.3333333432674408, 1.0833333730697632, 0.75,
+       0.9166666865348816, 1.8055555820465088, 0.888888955116272, 1.8055555820465088,
+       0.9166666865348816, 0.6666666865348816, 1.2222223281860352, 0.5555555820465088,
+       0.7222222685813904, 0.1666666716337204, 1.1666667461395264, 2.222222328186035,
+       1.0555555820465088, 2.222222328186035, 1.1666666269302368, 0.5, 1.0, 0.5, 1.5, 1.0}));
+  // A 6x6 input: the ceil-mode window hangs past the end padding and is cut there.
+  auto dy4 = makeFloat(DType::F64, {1, 1, 4, 4}, pattern(16, 5, 1, 1.0));
+  EXPECT_TRUE(allClose(
+      runOk("avg_pool2d_grad", {dy4}, DType::F64, {1, 1, 6, 6}, withPad).values<double>(),
+      {0.1111111119389534, 0.3333333432674408, 0.2222222238779068, 0.5555555820465088,
+       0.3333333432674408, 1.0,                0.6666666865348816, 1.0000001192092896,
+       0.3333333432674408, 0.8888888955116272, 0.5555555820465088, 1.7222222089767456,
+       0.5555555820465088, 0.6666666865348816, 0.1111111119389534, 0.3333333432674408,
+       0.2222222238779068, 0.7222222089767456, 1.0,                1.6666667461395264,
+       0.6666666865348816, 1.0000001192092896, 0.3333333432674408, 1.1666666269302368,
+       0.4444444477558136, 1.0,                0.5555555820465088, 0.6666666865348816,
+       0.1111111119389534, 0.4444444477558136, 0.9444444179534912, 2.1666667461395264,
+       1.2222223281860352, 2.1666667461395264, 0.9444444179534912, 1.5277777910232544}));
+}
+
+TEST(AvgPoolGrad, IsTheAdjointOfTheForwardKernel) {
+  // <avg_pool2d(x), dy> == <x, avg_pool2d_grad(dy)> for every divisor rule.
+  auto xv = pattern(2 * 2 * 8 * 7, 11, -5, 0.3);
+  auto x = makeFloat(DType::F64, {2, 2, 8, 7}, xv);
+  for (int ceil : {0, 1})
+    for (int countPad : {0, 1}) {
+      auto attrs = AttrsBuilder()
+                       .ints("kernel", {3, 2})
+                       .ints("strides", {2, 3})
+                       .ints("pads", {1, 0, 1, 0})
+                       .i("ceil_mode", ceil)
+                       .i("count_include_pad", countPad)
+                       .build();
+      // ceil_mode adds a last row (cut by the end padding) and a last column.
+      std::vector<int64_t> ys{2, 2, ceil ? 5 : 4, ceil ? 3 : 2};
+      int64_t yn = 2 * 2 * ys[2] * ys[3];
+      auto dyv = pattern(yn, 7, -3, 0.7);
+      auto y = runOk("avg_pool2d", {x}, DType::F64, ys, attrs).values<double>();
+      auto dx = runOk("avg_pool2d_grad", {makeFloat(DType::F64, ys, dyv)}, DType::F64,
+                      {2, 2, 8, 7}, attrs)
+                    .values<double>();
+      double lhs = 0, rhs = 0;
+      for (int64_t i = 0; i < yn; ++i)
+        lhs += y[i] * dyv[i];
+      for (size_t i = 0; i < xv.size(); ++i)
+        rhs += xv[i] * dx[i];
+      EXPECT_NEAR(lhs, rhs, 1e-12 * (1 + std::fabs(lhs))) << "ceil " << ceil << " pad " << countPad;
+    }
+}
+
+TEST(PoolGrad, GradShapeMustBeTheForwardOutput) {
+  auto r = runKernel("avg_pool2d_grad", {makeFloat(DType::F32, {1, 1, 2, 2}, {1, 2, 3, 4})},
+                     {{DType::F32, {1, 1, 5, 5}}}, poolAttrs({3, 3}, {2, 2}, {1, 1, 1, 1}));
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("avg_pool2d_grad: grad has shape [1, 1, 2, 2], expected "
+                                    "[1, 1, 3, 3]"),
+            std::string::npos)
+      << r.status.message();
+  r = runKernel("max_pool2d_grad",
+                {make<int32_t>({1, 1, 2, 2}, {1, 2, 3, 4}), make<int32_t>({1, 1, 1, 1}, {1})},
+                {{DType::I32, {1, 1, 2, 2}}}, poolAttrs({2, 2}, {2, 2}, {0, 0, 0, 0}));
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("unsupported dtype i32"), std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// softmax_cross_entropy_grad, nll_loss_grad
+//===----------------------------------------------------------------------===//
+
+const std::vector<double> kLogits = {1, 2, 3, 0.5, -1, 2, 3, 3, 3, 0, 1, -2};
+const std::vector<double> kLogProbs = {
+    -2.4076058864593506, -1.4076058864593506, -0.40760594606399536, -1.7413113117218018,
+    -3.2413113117218018, -0.24131132662296295, -1.0986123085021973, -1.0986123085021973,
+    -1.0986123085021973, -1.3490121364593506, -0.349012166261673,  -3.3490121364593506};
+
+OwnedTensor logits() { return makeFloat(DType::F32, {4, 3}, kLogits); }
+OwnedTensor targets() { return make<int64_t>({4}, {2, 0, 1, 2}); }
+OwnedTensor classWeights() { return makeFloat(DType::F32, {3}, {1, 2, 0.5}); }
+OwnedTensor scalar(double v) { return makeFloat(DType::F32, {}, {v}); }
+OwnedTensor perSample() { return makeFloat(DType::F32, {4}, {1, -2, 0.5, 3}); }
+
+TEST(LossGrad, SoftmaxCrossEntropyReductionsMatchPyTorch) {
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy_grad", {logits(), targets(), scalar(1)}, DType::F32, {4, 3})
+          .floats(),
+      {0.022507645189762115, 0.06118212267756462, -0.08368974924087524, -0.20617739856243134,
+       0.009778142906725407, 0.1963992565870285, 0.0833333283662796, -0.1666666716337204,
+       0.0833333283662796, 0.06487412005662918, 0.17634613811969757, -0.24122023582458496}));
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy_grad", {logits(), targets(), scalar(0.5)}, DType::F32, {4, 3},
+            AttrsBuilder().s("reduction", "sum").build())
+          .floats(),
+      {0.04501529037952423, 0.12236424535512924, -0.1673794984817505, -0.41235479712486267,
+       0.019556285813450813, 0.392798513174057, 0.1666666567325592, -0.3333333432674408,
+       0.1666666567325592, 0.12974824011325836, 0.35269227623939514, -0.4824404716491699}));
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy_grad", {logits(), targets(), perSample()}, DType::F32, {4, 3},
+            AttrsBuilder().s("reduction", "none").build())
+          .floats(),
+      {0.09003058075904846, 0.24472849071025848, -0.334758996963501, 1.6494191884994507,
+       -0.07822514325380325, -1.571194052696228, 0.1666666567325592, -0.3333333432674408,
+       0.1666666567325592, 0.7784894704818726, 2.1161537170410156, -2.8946428298950195}));
+}
+
+TEST(LossGrad, SoftmaxCrossEntropyWeightsAndIgnoreIndexMatchPyTorch) {
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy_grad", {logits(), targets(), scalar(2), classWeights()},
+            DType::F32, {4, 3}, AttrsBuilder().i("ignore_index", 0).build())
+          .floats(),
+      {0.030010193586349487, 0.08157616853713989, -0.11158633232116699, 0.0, 0.0, 0.0,
+       0.4444444179534912, -0.888888955116272, 0.4444444179534912, 0.08649882674217224,
+       0.23512819409370422, -0.3216269910335541}));
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy_grad", {logits(), targets(), perSample(), classWeights()},
+            DType::F32, {4, 3}, AttrsBuilder().i("ignore_index", 0).s("reduction", "none").build())
+          .floats(),
+      {0.04501529037952423, 0.12236424535512924, -0.1673794984817505, 0.0, 0.0, 0.0,
+       0.3333333134651184, -0.6666666865348816, 0.3333333134651184, 0.3892447352409363,
+       1.0580768585205078, -1.4473214149475098}));
+}
+
+TEST(LossGrad, SpatialTargetsWithNegativeIgnoreIndexMatchPyTorch) {
+  std::vector<double> x(24);
+  for (int i = 0; i < 24; ++i)
+    x[i] = i % 5 - 2;
+  auto input = makeFloat(DType::F64, {2, 3, 2, 2}, x);
+  auto target = make<int32_t>({2, 2, 2}, {0, 1, 2, 1, 2, 2, 0, -1});
+  auto g = makeFloat(DType::F64, {}, {1});
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy_grad", {input, target, g}, DType::F64, {2, 3, 2, 2},
+            AttrsBuilder().i("ignore_index", -1).build())
+          .values<double>(),
+      {-0.14096958757803008, 0.006658946082567698, 0.09503442225354597, 0.09503442225354597,
+       0.10305702632485265, -0.1404074534934971, 0.03496121015068537, -0.10789593270645748,
+       0.037912561253177414, 0.1337485074109294, -0.12999563240423137, 0.01286151045291149,
+       0.09503442225354597, 0.09503442225354597, -0.04782272060359689, 0.0,
+       0.03496121015068537, 0.03496121015068537, 0.03496121015068537, 0.0,
+       -0.12999563240423137, -0.12999563240423137, 0.01286151045291149, 0.0},
+      1e-12, 1e-15));
+}
+
+TEST(LossGrad, NllLossMatchesPyTorch) {
+  auto logp = makeFloat(DType::F32, {4, 3}, kLogProbs);
+  EXPECT_TRUE(allClose(runOk("nll_loss_grad", {logp, targets(), scalar(1.5), classWeights()},
+                             DType::F32, {4, 3}, AttrsBuilder().i("ignore_index", 2).build())
+                           .floats(),
+                       {0, 0, 0, -0.5, 0, 0, 0, -1.0, 0, 0, 0, 0}));
+  EXPECT_TRUE(allClose(runOk("nll_loss_grad", {logp, targets(), scalar(1)}, DType::F32, {4, 3},
+                             AttrsBuilder().s("reduction", "sum").build())
+                           .floats(),
+                       {0, 0, -1, -1, 0, 0, 0, -1, 0, 0, 0, -1}));
+}
+
+TEST(LossGrad, EveryTargetIgnoredGivesZeros) {
+  auto target = make<int64_t>({4}, {1, 1, 1, 1});
+  auto attrs = AttrsBuilder().i("ignore_index", 1).build();
+  for (const char *kernel : {"softmax_cross_entropy_grad", "nll_loss_grad"})
+    EXPECT_TRUE(allClose(runOk(kernel, {logits(), target, scalar(1)}, DType::F32, {4, 3}, attrs)
+                             .floats(),
+                         std::vector<double>(12, 0.0)))
+        << kernel;
+}
+
+TEST(LossGrad, ResultMayAliasTheInput) {
+  for (const char *kernel : {"softmax_cross_entropy_grad", "nll_loss_grad"}) {
+    auto attrs = AttrsBuilder().i("ignore_index", 0).build();
+    auto expected = runOk(kernel, {logits(), targets(), scalar(2), classWeights()}, DType::F32,
+                          {4, 3}, attrs);
+    auto inPlace = runInPlace(kernel, {logits(), targets(), scalar(2), classWeights()}, 0, attrs);
+    EXPECT_EQ(inPlace.floats(), expected.floats()) << kernel;
+  }
+}
+
+TEST(LossGrad, Errors) {
+  auto r = runKernel("softmax_cross_entropy_grad",
+                     {logits(), make<int64_t>({4}, {2, 0, 3, 2}), scalar(1)},
+                     {{DType::F32, {4, 3}}});
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("target 3 is out of range for 3 classes"), std::string::npos)
+      << r.status.message();
+  r = runKernel("nll_loss_grad", {logits(), targets(), scalar(1)}, {{DType::F32, {4, 3}}},
+                AttrsBuilder().s("reduction", "none").build());
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("nll_loss_grad: grad has shape [], expected [4]"),
+            std::string::npos)
+      << r.status.message();
+  r = runKernel("nll_loss_grad",
+                {make<int64_t>({4, 3}, std::vector<int64_t>(12, 0)), targets(),
+                 make<int64_t>({}, {1})},
+                {{DType::I64, {4, 3}}});
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("unsupported dtype i64"), std::string::npos);
+}
+
+} // namespace
+} // namespace plait::rt::test

@@ -1,0 +1,276 @@
+// sgd_update and adamw_update against three-step trajectories of torch.optim.SGD and
+// torch.optim.AdamW (PyTorch 1.13, CPU, float32; values baked in), plus in-place use and
+// error paths.
+#include <cmath>
+
+#include "KernelTestSupport.h"
+
+namespace plait::rt::test {
+namespace {
+
+const std::vector<double> kParam0 = {0.5, -1.25, 2.0, 0.0, -0.75, 3.5};
+const std::vector<std::vector<double>> kGrads = {
+    {-0.30000001192092896, 0.0, 0.30000001192092896, -0.10000000149011612, 0.20000000298023224,
+     -0.20000000298023224},
+    {0.20999999344348907, -0.1899999976158142, 0.10999999940395355, -0.28999999165534973,
+     0.009999999776482582, 0.3100000023841858},
+    {0.019999999552965164, 0.3199999928474426, -0.07999999821186066, 0.2199999988079071,
+     -0.18000000715255737, 0.11999999731779099},
+};
+
+/// PyTorch and these kernels do the same float32 operations in the same order; only fused
+/// multiply-adds in PyTorch's vectorised loops may differ, by an ulp per step.
+constexpr double kRtol = 2e-6, kAtol = 1e-8;
+
+OwnedTensor f32(std::vector<double> v) {
+  int64_t n = (int64_t)v.size();
+  return makeFloat(DType::F32, {n}, v);
+}
+OwnedTensor f32Scalar(double v) { return makeFloat(DType::F32, {}, {v}); }
+
+struct SgdStep {
+  std::vector<double> param, buffer; // buffer empty without momentum
+};
+
+/// Runs three sgd_update steps from kParam0 with kGrads, checking each against `expected`.
+void checkSgd(double lr, const Attrs &attrs, bool momentum, const std::vector<SgdStep> &expected) {
+  OwnedTensor param = f32(kParam0), buffer = f32(std::vector<double>(kParam0.size(), 0.0));
+  int64_t n = (int64_t)kParam0.size();
+  for (size_t k = 0; k < expected.size(); ++k) {
+    std::vector<OwnedTensor> inputs{param, f32(kGrads[k]), f32Scalar(lr), f32Scalar(k + 1.0)};
+    std::vector<std::pair<DType, std::vector<int64_t>>> outputs{{DType::F32, {n}}};
+    if (momentum) {
+      inputs.push_back(buffer);
+      outputs.push_back({DType::F32, {n}});
+    }
+    KernelResult r = runKernel("sgd_update", inputs, outputs, attrs);
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    EXPECT_TRUE(allClose(r.out(0).floats(), expected[k].param, kRtol, kAtol)) << "step " << k + 1;
+    param = r.out(0);
+    if (momentum) {
+      EXPECT_TRUE(allClose(r.out(1).floats(), expected[k].buffer, kRtol, kAtol))
+          << "buffer, step " << k + 1;
+      buffer = r.out(1);
+    }
+  }
+}
+
+TEST(SgdUpdate, PlainMatchesTorch) {
+  checkSgd(0.1, Attrs(), false,
+           {{{0.5300000309944153, -1.25, 1.9700000286102295, 0.010000000707805157,
+              -0.7699999809265137, 3.5199999809265137}},
+            {{0.5090000033378601, -1.2309999465942383, 1.9589999914169312, 0.039000000804662704,
+              -0.7709999680519104, 3.489000082015991}},
+            {{0.5070000290870667, -1.2629998922348022, 1.9670000076293945, 0.017000000923871994,
+              -0.7529999613761902, 3.4769999980926514}}});
+}
+
+TEST(SgdUpdate, MomentumDampeningWeightDecayMatchesTorch) {
+  auto attrs =
+      AttrsBuilder().f("momentum", 0.9).f("dampening", 0.1).f("weight_decay", 0.01).build();
+  checkSgd(0.05, attrs, true,
+           {{{0.5147500038146973, -1.2493749856948853, 1.9839999675750732, 0.005000000353902578,
+              -0.7596250176429749, 3.5082499980926514},
+             {-0.29500001668930054, -0.01249999925494194, 0.320000022649765, -0.10000000149011612,
+              0.1925000101327896, -0.16500000655651093}},
+            {{0.5183433890342712, -1.2397003173828125, 1.9637571573257446, 0.022547749802470207,
+              -0.7683956623077393, 3.5001463890075684},
+             {-0.07186726480722427, -0.19349436461925507, 0.40485602617263794,
+              -0.35095497965812683, 0.17541338503360748, 0.1620742380619049}},
+            {{0.5204441547393799, -1.2448352575302124, 1.948254942893982, 0.028430577367544174,
+              -0.76784348487854, 3.4858779907226562},
+             {-0.042015448212623596, 0.10269776731729507, 0.31004422903060913,
+              -0.11765653640031815, -0.011043531820178032, 0.2853681147098541}}});
+}
+
+TEST(SgdUpdate, NesterovMatchesTorch) {
+  auto attrs =
+      AttrsBuilder().f("momentum", 0.8).f("weight_decay", 0.001).i("nesterov", 1).build();
+  checkSgd(0.2, attrs, true,
+           {{{0.6078200340270996, -1.2495499849319458, 1.891279935836792, 0.036000002175569534,
+              -0.8217300176620483, 3.570739984512329},
+             {-0.2995000183582306, -0.0012500000884756446, 0.3020000159740448,
+              -0.10000000149011612, 0.1992499977350235, -0.1965000033378601}},
+            {{0.5703372359275818, -1.1805400848388672, 1.8123431205749512, 0.15318703651428223,
+              -0.8505381941795349, 3.483006477355957},
+             {-0.02899220585823059, -0.19224955141544342, 0.35349130630493164,
+              -0.36996400356292725, 0.16857826709747314, 0.15637072920799255}},
+            {{0.5666429400444031, -1.270707130432129, 1.795243740081787, 0.1212872862815857,
+              -0.8070099949836731, 3.418537139892578},
+             {-0.002623429521918297, 0.16501982510089874, 0.20460540056228638,
+              -0.0758180320262909, -0.04598793387413025, 0.24857959151268005}}});
+}
+
+TEST(SgdUpdate, FirstStepIgnoresTheStoredBuffer) {
+  // On step 1 the buffer is the gradient (PyTorch creates it then), whatever the state holds.
+  auto attrs = AttrsBuilder().f("momentum", 0.5).build();
+  auto param = makeFloat(DType::F64, {2}, {1, -2});
+  auto grad = makeFloat(DType::F64, {2}, {0.5, 0.25});
+  auto stale = makeFloat(DType::F64, {2}, {100, 100});
+  auto r = runKernel("sgd_update", {param, grad, f32Scalar(0.5), f32Scalar(1), stale},
+                     {{DType::F64, {2}}, {DType::F64, {2}}}, attrs);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_TRUE(allClose(r.out(0).values<double>(), {0.75, -2.125}, 0, 0));
+  EXPECT_TRUE(allClose(r.out(1).values<double>(), {0.5, 0.25}, 0, 0));
+  // Step 2: buf = 0.5 * buf + g.
+  r = runKernel("sgd_update", {param, grad, f32Scalar(0.5), f32Scalar(2), stale},
+                {{DType::F64, {2}}, {DType::F64, {2}}}, attrs);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_TRUE(allClose(r.out(1).values<double>(), {50.5, 50.25}, 0, 0));
+  EXPECT_TRUE(allClose(r.out(0).values<double>(), {1 - 25.25, -2 - 25.125}, 0, 0));
+}
+
+struct AdamWStep {
+  std::vector<double> param, expAvg, expAvgSq;
+};
+
+void checkAdamW(double lr, const Attrs &attrs, const std::vector<AdamWStep> &expected) {
+  int64_t n = (int64_t)kParam0.size();
+  std::vector<double> zeros(n, 0.0);
+  OwnedTensor param = f32(kParam0), m = f32(zeros), v = f32(zeros);
+  for (size_t k = 0; k < expected.size(); ++k) {
+    KernelResult r =
+        runKernel("adamw_update", {param, f32(kGrads[k]), m, v, f32Scalar(lr), f32Scalar(k + 1.0)},
+                  {{DType::F32, {n}}, {DType::F32, {n}}, {DType::F32, {n}}}, attrs);
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    EXPECT_TRUE(allClose(r.out(0).floats(), expected[k].param, kRtol, kAtol)) << "step " << k + 1;
+    EXPECT_TRUE(allClose(r.out(1).floats(), expected[k].expAvg, kRtol, kAtol))
+        << "exp_avg, step " << k + 1;
+    EXPECT_TRUE(allClose(r.out(2).floats(), expected[k].expAvgSq, kRtol, kAtol))
+        << "exp_avg_sq, step " << k + 1;
+    param = r.out(0);
+    m = r.out(1);
+    v = r.out(2);
+  }
+}
+
+TEST(AdamWUpdate, DefaultsMatchTorch) {
+  // No attributes: the ODS defaults, which are torch.optim.AdamW's (betas 0.9/0.999,
+  // eps 1e-8, weight_decay 0.01).
+  checkAdamW(1e-3, Attrs(),
+             {{{0.5009949803352356, -1.2499874830245972, 1.998979926109314, 0.0009999999310821295,
+                -0.750992476940155, 3.500964879989624},
+               {-0.030000001192092896, 0.0, 0.030000001192092896, -0.010000000707805157,
+                0.020000001415610313, -0.020000001415610313},
+               {9.000000864034519e-05, 0.0, 9.000000864034519e-05, 1.0000000656873453e-05,
+                4.0000002627493814e-05, 4.0000002627493814e-05}},
+              {{0.5011119246482849, -1.2492308616638184, 1.9980745315551758,
+                0.0019218490924686193, -0.7516913414001465, 3.5006675720214844},
+               {-0.006000000983476639, -0.01899999938905239, 0.03800000250339508,
+                -0.03799999877810478, 0.01900000125169754, 0.012999999336898327},
+               {0.00013401001342572272, 3.610000203480013e-05, 0.00010201000986853614,
+                9.408999903826043e-05, 4.006000381195918e-05, 0.00013605999993160367}},
+              {{0.5011661648750305, -1.2494741678237915, 1.9975459575653076,
+                0.002128360792994499, -0.7516624927520752, 3.500241994857788},
+               {-0.0034000005107373, 0.014900000765919685, 0.026200002059340477,
+                -0.012199997901916504, -0.0009000002173706889, 0.02369999885559082},
+               {0.00013427600788418204, 0.00013846390356775373, 0.00010830799874383956,
+                0.00014239591837394983, 7.24199489923194e-05, 0.00015032393275760114}}});
+}
+
+TEST(AdamWUpdate, CustomHyperParametersMatchTorch) {
+  auto attrs = AttrsBuilder()
+                   .f("beta1", 0.8)
+                   .f("beta2", 0.95)
+                   .f("eps", 1e-6)
+                   .f("weight_decay", 0.1)
+                   .build();
+  checkAdamW(0.01, attrs,
+             {{{0.5094999670982361, -1.2487499713897705, 1.9880000352859497, 0.009999900124967098,
+                -0.7592499256134033, 3.506500005722046},
+               {-0.06000000238418579, 0.0, 0.06000000238418579, -0.020000001415610313,
+                0.04000000283122063, -0.04000000283122063},
+               {0.004500000271946192, 0.0, 0.004500000271946192, 0.0005000000237487257,
+                0.0020000000949949026, 0.0020000000949949026}},
+              {{0.5096369385719299, -1.2397433519363403, 1.9773207902908325, 0.01937214285135269,
+                -0.7652472853660583, 3.4998159408569336},
+               {-0.006000004708766937, -0.03799999877810478, 0.07000000774860382,
+                -0.07400000095367432, 0.03400000184774399, 0.029999999329447746},
+               {0.006479999981820583, 0.0018049998907372355, 0.0048800003714859486,
+                0.004679999779909849, 0.0019050000701099634, 0.006705000065267086}},
+              {{0.5092061161994934, -1.24164879322052, 1.9709463119506836, 0.020772377029061317,
+                -0.7633191347122192, 3.4919044971466064},
+               {-0.0008000039961189032, 0.03360000252723694, 0.040000006556510925,
+                -0.015199999324977398, -0.008799999952316284, 0.04800000041723251},
+               {0.006175999995321035, 0.006834750063717365, 0.004956000484526157,
+                0.006865999661386013, 0.0034297502133995295, 0.007089749909937382}}});
+}
+
+TEST(AdamWUpdate, OutputsMayAliasTheirInputs) {
+  int64_t n = (int64_t)kParam0.size();
+  OwnedTensor param = f32(kParam0), grad = f32(kGrads[1]);
+  OwnedTensor m = f32(kGrads[0]), v = f32(kGrads[2]);
+  for (int64_t i = 0; i < n; ++i) // exp_avg_sq is never negative
+    v.view.as<float>()[i] = std::fabs(v.view.as<float>()[i]);
+  OwnedTensor lr = f32Scalar(0.01), step = f32Scalar(3);
+  KernelResult expected = runKernel("adamw_update", {param, grad, m, v, lr, step},
+                                    {{DType::F32, {n}}, {DType::F32, {n}}, {DType::F32, {n}}});
+  ASSERT_TRUE(expected.status.ok()) << expected.status.message();
+  std::vector<TensorView> in{param.view, grad.view, m.view, v.view, lr.view, step.view};
+  std::vector<TensorView> out{param.view, m.view, v.view};
+  Attrs attrs;
+  Status s = findKernel("adamw_update")(KernelCall{in, out, attrs});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(param.floats(), expected.out(0).floats());
+  EXPECT_EQ(m.floats(), expected.out(1).floats());
+  EXPECT_EQ(v.floats(), expected.out(2).floats());
+}
+
+TEST(SgdUpdate, OutputsMayAliasTheirInputs) {
+  int64_t n = (int64_t)kParam0.size();
+  auto attrs = AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).i("nesterov", 1).build();
+  OwnedTensor param = f32(kParam0), grad = f32(kGrads[1]), buffer = f32(kGrads[0]);
+  OwnedTensor lr = f32Scalar(0.1), step = f32Scalar(2);
+  KernelResult expected = runKernel("sgd_update", {param, grad, lr, step, buffer},
+                                    {{DType::F32, {n}}, {DType::F32, {n}}}, attrs);
+  ASSERT_TRUE(expected.status.ok()) << expected.status.message();
+  std::vector<TensorView> in{param.view, grad.view, lr.view, step.view, buffer.view};
+  std::vector<TensorView> out{param.view, buffer.view};
+  Status s = findKernel("sgd_update")(KernelCall{in, out, attrs});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(param.floats(), expected.out(0).floats());
+  EXPECT_EQ(buffer.floats(), expected.out(1).floats());
+}
+
+TEST(OptimizerKernels, HalfPrecisionParamsGoThroughFloat) {
+  auto param = makeFloat(DType::BF16, {2}, {1, -2});
+  auto grad = makeFloat(DType::BF16, {2}, {0.5, 0.25});
+  auto out = runOk("sgd_update", {param, grad, f32Scalar(0.5), f32Scalar(1)}, DType::BF16, {2});
+  EXPECT_TRUE(allClose(out.floats(), {0.75, -2.125}, 0, 0));
+}
+
+TEST(OptimizerKernels, Errors) {
+  auto expectError = [](const KernelResult &r, const std::string &text) {
+    ASSERT_FALSE(r.status.ok());
+    EXPECT_NE(r.status.message().find(text), std::string::npos) << r.status.message();
+  };
+  auto p = f32({1, 2}), g = f32({0.5, 0.5});
+  expectError(runKernel("sgd_update",
+                        {make<int64_t>({2}, {1, 2}), make<int64_t>({2}, {1, 1}), f32Scalar(0.1),
+                         f32Scalar(1)},
+                        {{DType::I64, {2}}}),
+              "sgd_update: unsupported dtype i64");
+  expectError(runKernel("sgd_update", {p, g, f32Scalar(0.1), f32Scalar(1)}, {{DType::F32, {2}}},
+                        AttrsBuilder().f("momentum", 0.9).build()),
+              "needs a momentum buffer exactly when momentum is non-zero");
+  expectError(runKernel("sgd_update", {p, g, makeFloat(DType::F64, {}, {0.1}), f32Scalar(1)},
+                        {{DType::F32, {2}}}),
+              "sgd_update: lr must be an f32 scalar, got f64 []");
+  expectError(runKernel("sgd_update", {p, f32({1, 2, 3}), f32Scalar(0.1), f32Scalar(1)},
+                        {{DType::F32, {2}}}),
+              "sgd_update: grad has shape [3], expected [2]");
+  expectError(runKernel("adamw_update", {p, g, p, p, f32Scalar(0.1), f32Scalar(0)},
+                        {{DType::F32, {2}}, {DType::F32, {2}}, {DType::F32, {2}}}),
+              "adamw_update: step must be a whole number >= 1, got 0");
+  expectError(runKernel("adamw_update", {p, g, p, p, f32Scalar(0.1), f32Scalar(1)},
+                        {{DType::F32, {2}}, {DType::F32, {2}}}),
+              "adamw_update: expected 3 outputs, got 2");
+  expectError(runKernel("adamw_update",
+                        {p, g, makeFloat(DType::F64, {2}, {0, 0}), p, f32Scalar(0.1),
+                         f32Scalar(1)},
+                        {{DType::F32, {2}}, {DType::F32, {2}}, {DType::F32, {2}}}),
+              "adamw_update: unsupported dtype f32 x f64");
+}
+
+} // namespace
+} // namespace plait::rt::test
