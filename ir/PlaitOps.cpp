@@ -159,6 +159,23 @@ LogicalResult ParamOp::verify() {
       return emitOpError("initializer '") << spec << "' needs a float element type, got "
                                           << getType().getElementType();
   }
+  // Params of one name denote one tensor (one plan slot, one checkpoint entry, one random
+  // stream), so copies (e.g. made by recomputation) must agree. Checking against the nearest
+  // earlier namesake suffices: that one was checked against its own predecessors. Params
+  // usually lead the block, so the backward scan is short.
+  for (Operation *prev = getOperation()->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    auto earlier = llvm::dyn_cast<ParamOp>(prev);
+    if (!earlier || earlier.getName() != getName())
+      continue;
+    if (earlier.getType() != getType() || earlier.getValueAttr() != getValueAttr() ||
+        earlier.getInitAttr() != getInitAttr())
+      return (emitOpError("'") << getName()
+                               << "' differs in type or initial value from an earlier param "
+                                  "of the same name")
+                 .attachNote(earlier.getLoc())
+             << "the earlier param";
+    break;
+  }
   return success();
 }
 
@@ -392,8 +409,9 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return rule.fail("group ", group, " must be >= 1 and divide channels ", x.getDimSize(1),
                      " and filters ", w.getDimSize(0));
   if (x.getDimSize(1) / group != w.getDimSize(1))
-    return rule.fail("w expects ", w.getDimSize(1) * group, " input channels, x has ",
-                     x.getDimSize(1));
+    return rule.fail("w has ", w.getDimSize(1), " input channels per group, expected ",
+                     x.getDimSize(1) / group, " (", x.getDimSize(1), " channels / group ", group,
+                     ")");
   if (failed(checkArray(rule, "strides", adaptor.getStrides(), 2, 1)) ||
       failed(checkArray(rule, "pads", adaptor.getPads(), 4, 0)) ||
       failed(checkArray(rule, "dilations", adaptor.getDilations(), 2, 1)))

@@ -15,8 +15,10 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 def Plait_ParamOp : Plait_Op<"param", [Pure]> {
   let summary = "a trainable tensor";
   let description = [{
-    A named trainable tensor (the name is unique in the module and names the tensor in
-    the plan, checkpoints and reports). Its initial value is exactly one of:
+    A named trainable tensor; the name identifies it in the plan, checkpoints and reports.
+    Params of one name denote one tensor: within a block they must agree in type and
+    initial value (copies, e.g. made by recomputation, are fine). The initial value is
+    exactly one of:
     - `value`: data (e.g. an ONNX initializer) whose type equals the result type;
     - `init`, an initializer spec for shapes-only models: `zeros`, `ones` (any element
       type; false / true for i1), `normal:STD` (samples of N(0, STD^2)) or `uniform:BOUND`

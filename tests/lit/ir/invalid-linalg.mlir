@@ -174,7 +174,7 @@ func.func @conv_group_divides_filters(%x: tensor<1x4x8x8xf32>, %w: tensor<3x2x3x
 // -----
 
 func.func @conv_input_channels(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) {
-  // expected-error @+2 {{'plait.conv2d' op w expects 8 input channels, x has 4}}
+  // expected-error @+2 {{'plait.conv2d' op w has 4 input channels per group, expected 2 (4 channels / group 2)}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = plait.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<1x6x6x6xf32>
   return
