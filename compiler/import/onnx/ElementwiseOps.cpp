@@ -22,6 +22,8 @@ LogicalResult setResult(NodeContext &ctx, Value v) {
 
 template <typename OpT, BinaryFn Fn>
 LogicalResult importBinary(NodeContext &ctx) {
+  if (!ctx.hasInput(0) || !ctx.hasInput(1))
+    return ctx.error("needs two inputs");
   if (ctx.allInputsFolded())
     return ctx.setFolded(0, foldBinary(Fn, *ctx.foldedInput(0), *ctx.foldedInput(1)));
   Value a = ctx.input(0), b = ctx.input(1);
@@ -31,6 +33,8 @@ LogicalResult importBinary(NodeContext &ctx) {
 }
 
 LogicalResult importPow(NodeContext &ctx) {
+  if (!ctx.hasInput(0) || !ctx.hasInput(1))
+    return ctx.error("needs two inputs");
   if (ctx.allInputsFolded())
     return ctx.setFolded(0, foldBinary(BinaryFn::Pow, *ctx.foldedInput(0), *ctx.foldedInput(1)));
   Value base = ctx.input(0), exponent = ctx.input(1);
@@ -48,6 +52,8 @@ LogicalResult importPow(NodeContext &ctx) {
 }
 
 LogicalResult importMod(NodeContext &ctx) {
+  if (!ctx.hasInput(0) || !ctx.hasInput(1))
+    return ctx.error("needs two inputs");
   bool fmod = ctx.intAttr("fmod", 0) != 0;
   RankedTensorType type = ctx.inputType(0);
   if (!type)
@@ -74,6 +80,9 @@ template <typename OpT, BinaryFn Fn>
 LogicalResult importVariadic(NodeContext &ctx) {
   if (ctx.numInputs() == 0)
     return ctx.error("needs at least one input");
+  for (unsigned i = 0; i < ctx.numInputs(); ++i)
+    if (!ctx.hasInput(i))
+      return ctx.error("input #" + llvm::Twine(i) + " is empty");
   if (ctx.numInputs() == 1)
     return ctx.forwardInput(0, 0);
   if (ctx.allInputsFolded()) {
@@ -114,6 +123,8 @@ LogicalResult importMean(NodeContext &ctx) {
 }
 
 LogicalResult importWhere(NodeContext &ctx) {
+  if (!ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2))
+    return ctx.error("needs three inputs");
   if (ctx.allInputsFolded())
     return ctx.setFolded(
         0, foldWhere(*ctx.foldedInput(0), *ctx.foldedInput(1), *ctx.foldedInput(2)));
@@ -142,7 +153,13 @@ LogicalResult importFoldableUnary(NodeContext &ctx) {
   return importUnary<OpT>(ctx);
 }
 
-LogicalResult importIdentity(NodeContext &ctx) { return ctx.forwardInput(0, 0); }
+/// torch.onnx.export replaces parameters that merely have equal values (every LayerNorm weight
+/// starts as ones) by Identity nodes of one initializer, keeping the parameter's name as the
+/// output. Such an output is a parameter of its own (truly tied weights are exported as uses of
+/// one initializer, without Identity), so an Identity of an initializer makes a new param.
+LogicalResult importIdentity(NodeContext &ctx) {
+  return ctx.forwardInput(0, 0, /*copyParam=*/true);
+}
 
 LogicalResult importLeakyRelu(NodeContext &ctx) {
   if (failed(ctx.requireFloatInput(0)))

@@ -88,8 +88,9 @@ public:
   bool hasOutput(unsigned i) const;
   void setOutput(unsigned i, mlir::Value value);
   void setOutput(unsigned i, HostTensor folded);
-  /// Output `out` is input `in` (Identity): folded values and params stay what they are.
-  mlir::LogicalResult forwardInput(unsigned out, unsigned in);
+  /// Output `out` is input `in`: folded values and params stay what they are. With `copyParam`,
+  /// a param input becomes a new param named after the output, initialised with the same value.
+  mlir::LogicalResult forwardInput(unsigned out, unsigned in, bool copyParam = false);
   /// Sets a folded output from a folding kernel, or reports the kernel's error.
   mlir::LogicalResult setFolded(unsigned i, llvm::Expected<HostTensor> folded);
 

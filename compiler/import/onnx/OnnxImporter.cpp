@@ -39,6 +39,7 @@ struct ValueEntry {
   RankedTensorType type;
   std::shared_ptr<const HostTensor> folded;        // Folded; Param once read as a constant
   const onnx::TensorProto *initializer = nullptr; // Param
+  std::string paramName;                          // Param: the plait.param's name
 };
 
 class GraphImporter {
@@ -73,7 +74,7 @@ public:
 
 private:
   DenseMap<Attribute, Value> constantCache_;
-  DenseMap<const onnx::TensorProto *, Value> paramCache_;
+  llvm::StringMap<Value> paramCache_; // param name -> plait.param
 
   FailureOr<RankedTensorType> declaredType(const onnx::ValueInfoProto &info, bool isInput);
   LogicalResult bindInitializers();
@@ -148,7 +149,7 @@ Value GraphImporter::materialize(llvm::StringRef name, ValueEntry &entry) {
     return entry.value;
   }
   // A param: decode the initializer now (once, however many entries forward it).
-  auto cached = paramCache_.find(entry.initializer);
+  auto cached = paramCache_.find(entry.paramName);
   if (cached != paramCache_.end()) {
     entry.value = cached->second;
     return entry.value;
@@ -158,11 +159,12 @@ Value GraphImporter::materialize(llvm::StringRef name, ValueEntry &entry) {
     (void)graphError("initializer '" + name + "' " + llvm::toString(attr.takeError()));
     return {};
   }
-  auto op = prologue.create<ParamOp>(loc, entry.type, StringAttr::get(&ctx, name), *attr,
+  auto op = prologue.create<ParamOp>(NameLoc::get(StringAttr::get(&ctx, entry.paramName)),
+                                     entry.type, StringAttr::get(&ctx, entry.paramName), *attr,
                                      StringAttr());
   prologue.setInsertionPointAfter(op);
   entry.value = op.getResult();
-  paramCache_[entry.initializer] = entry.value;
+  paramCache_[entry.paramName] = entry.value;
   return entry.value;
 }
 
@@ -267,6 +269,7 @@ LogicalResult GraphImporter::bindInitializers() {
     llvm::SmallVector<int64_t> shape(init.dims().begin(), init.dims().end());
     ValueEntry entry;
     entry.initializer = &init;
+    entry.paramName = init.name();
     entry.kind = ValueEntry::Kind::Param;
     if (element && llvm::all_of(shape, [](int64_t d) { return d >= 0; }))
       entry.type = RankedTensorType::get(shape, element);
@@ -385,6 +388,9 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
       continue; // an initializer listed as input (IR version < 4): the initializer wins
     auto bound = opts.constValues.find(info.name());
     if (bound != opts.constValues.end()) {
+      auto boundType = llvm::dyn_cast<RankedTensorType>(bound->second.getType());
+      if (!boundType || !kindOf(boundType.getElementType()))
+        return graphError("--const-input " + info.name() + ": unsupported element type");
       auto value = std::make_shared<HostTensor>(HostTensor::fromAttr(bound->second));
       if (info.has_type() && info.type().has_tensor_type()) {
         const auto &tensor = info.type().tensor_type();
@@ -567,6 +573,8 @@ const HostTensor *NodeContext::foldedInput(unsigned i) {
 }
 
 bool NodeContext::allInputsFolded() {
+  // Every input an op importer reads must then have a folded value; absent optional inputs
+  // (empty names) are skipped by the importers themselves.
   bool any = false;
   for (unsigned i = 0; i < numInputs(); ++i) {
     if (!hasInput(i))
@@ -697,12 +705,18 @@ void NodeContext::setOutput(unsigned i, Value value) {
   graph_.values[node_.output(i)] = std::move(entry);
 }
 
-LogicalResult NodeContext::forwardInput(unsigned out, unsigned in) {
+LogicalResult NodeContext::forwardInput(unsigned out, unsigned in, bool copyParam) {
+  if (!hasInput(in))
+    return error("missing input #" + llvm::Twine(in));
   ValueEntry *entry = graph_.lookup(node_, node_.input(in));
   if (!entry)
     return failure();
   if (hasOutput(out)) {
-    ValueEntry copy = *entry; // an Identity of a folded value or a param keeps its kind
+    ValueEntry copy = *entry; // a folded value or a param keeps its kind
+    if (copyParam && copy.kind == ValueEntry::Kind::Param) {
+      copy.paramName = node_.output(out);
+      copy.value = Value(); // materialised on first use, as its own plait.param
+    }
     graph_.values[node_.output(out)] = std::move(copy);
   }
   return success();

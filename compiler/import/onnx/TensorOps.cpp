@@ -270,6 +270,9 @@ LogicalResult importTile(NodeContext &ctx) {
 LogicalResult importConcat(NodeContext &ctx) {
   if (ctx.numInputs() == 0)
     return ctx.error("needs at least one input");
+  for (unsigned i = 0; i < ctx.numInputs(); ++i)
+    if (!ctx.hasInput(i))
+      return ctx.error("input #" + llvm::Twine(i) + " is empty");
   RankedTensorType first = ctx.inputType(0);
   if (!first)
     return failure();
@@ -526,7 +529,7 @@ LogicalResult importGather(NodeContext &ctx) {
   auto axis = normalizedAxis(ctx, ctx.intAttr("axis", 0), type.getRank());
   if (!axis)
     return failure();
-  if (ctx.allInputsFolded())
+  if (ctx.foldedInput(0) && ctx.foldedInput(1))
     return ctx.setFolded(0, foldGather(*ctx.foldedInput(0), *ctx.foldedInput(1), *axis));
   Value data = ctx.input(0), indices = ctx.input(1);
   if (!data || !indices)
