@@ -1,6 +1,8 @@
 // One-line diagnostics for the compiler drivers.
 #include "compiler/Diagnostics.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
+
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;

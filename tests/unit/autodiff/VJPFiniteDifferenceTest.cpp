@@ -329,7 +329,9 @@ const VJPCase kCases[] = {
     %t = plait.constant dense<[1, 0, 4, 2]> : tensor<4xi64>
     %0 = plait.softmax_cross_entropy %l, %t {reduction = "mean"} : (tensor<4x5xf64>, tensor<4xi64>) -> tensor<f64>
     return %0 : tensor<f64> })", -2, 2},
-  {"softmax_cross_entropy_weighted_ignore", R"(func.func @main(%l: tensor<4x3x2xf64>, %w: tensor<3xf64>) -> tensor<f64> {
+  // Class weights are constants, as in PyTorch (which has no derivative for them).
+  {"softmax_cross_entropy_weighted_ignore", R"(func.func @main(%l: tensor<4x3x2xf64>) -> tensor<f64> {
+    %w = plait.constant dense<[0.5, 2.0, 1.5]> : tensor<3xf64>
     %t = plait.constant dense<[[1, 0], [2, 2], [0, 1], [1, 1]]> : tensor<4x2xi64>
     %0 = plait.softmax_cross_entropy %l, %t, %w {reduction = "mean", ignore_index = 0 : i64} : (tensor<4x3x2xf64>, tensor<4x2xi64>, tensor<3xf64>) -> tensor<f64>
     return %0 : tensor<f64> })", 0.5, 2},
