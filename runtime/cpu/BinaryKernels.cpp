@@ -1,4 +1,8 @@
 // Elementwise binary kernels with numpy broadcasting: arithmetic, comparisons, logic, where.
+// Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
+// the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
+// this changes no result (it is clang's default).
+#pragma GCC optimize("no-trapping-math")
 #include <cmath>
 #include <type_traits>
 

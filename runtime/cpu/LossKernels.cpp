@@ -1,11 +1,17 @@
 // Classification losses as ONNX defines them: softmax_cross_entropy and nll_loss, with
+// Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
+// the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
+// this changes no result (it is clang's default).
+#pragma GCC optimize("no-trapping-math")
 // optional class weights, ignore_index and mean/sum/none reduction.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -84,12 +90,21 @@ Status computeLoss(const KernelCall &call, std::string_view kernel, const LossSh
         double logp = block[t * s.spatial + d];
         if (kFromLogits) {
           T m = -std::numeric_limits<T>::infinity();
-          for (int64_t c = 0; c < s.classes; ++c)
-            m = std::max(m, block[c * s.spatial + d]);
           double sum = 0;
-          for (int64_t c = 0; c < s.classes; ++c)
-            sum += std::exp(block[c * s.spatial + d] - m);
-          logp = logp - double(m) - std::log(sum);
+          bool contiguousRow = s.spatial == 1 && s.classes > 0; // [N, C]
+          if constexpr (std::is_same_v<T, float>) {
+            if (contiguousRow) {
+              m = maxFloats(block, s.classes);
+              sum = sumExpShifted(block, s.classes, m);
+            }
+          }
+          if (!std::is_same_v<T, float> || !contiguousRow) {
+            for (int64_t c = 0; c < s.classes; ++c)
+              m = std::max(m, block[c * s.spatial + d]);
+            for (int64_t c = 0; c < s.classes; ++c)
+              sum += std::exp(block[c * s.spatial + d] - m);
+          }
+          logp = (logp - double(m)) - std::log(sum);
         }
         loss = -w * logp;
       }

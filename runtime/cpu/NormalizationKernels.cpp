@@ -1,29 +1,57 @@
 // Normalisation kernels: softmax and log_softmax along an axis, layer_norm and rms_norm.
+// Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
+// the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
+// this changes no result (it is clang's default).
+#pragma GCC optimize("no-trapping-math")
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 namespace {
 
+/// e^x: the vectorisable approximation for f32 (about 1 ulp), libm for f64.
+template <typename T> T expOf(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return expApprox(x);
+  else
+    return std::exp(x);
+}
+
 /// Softmax of each contiguous row of length n: subtract the row max so exp never overflows;
-/// the denominator is summed in double.
+/// the denominator is summed in double (f32: in blocked float lanes added in double).
 template <typename T, bool kLog> void softmaxRows(const T *x, T *y, int64_t rows, int64_t n) {
+  if (n == 0)
+    return;
   for (int64_t r = 0; r < rows; ++r) {
     const T *in = x + r * n;
     T *out = y + r * n;
-    T m = -std::numeric_limits<T>::infinity();
-    for (int64_t i = 0; i < n; ++i)
-      m = std::max(m, in[i]);
+    T m;
     double sum = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      T e = std::exp(in[i] - m);
-      sum += e;
-      if (!kLog)
-        out[i] = e;
+    if constexpr (std::is_same_v<T, float>) {
+      m = maxFloats(in, n);
+      if (kLog) {
+        sum = sumExpShifted(in, n, m);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = expApprox(in[i] - m);
+        sum = sumFloats(out, n);
+      }
+    } else {
+      m = -std::numeric_limits<T>::infinity();
+      for (int64_t i = 0; i < n; ++i)
+        m = std::max(m, in[i]);
+      for (int64_t i = 0; i < n; ++i) {
+        T e = std::exp(in[i] - m);
+        sum += e;
+        if (!kLog)
+          out[i] = e;
+      }
     }
     if (kLog) {
       // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds log(sum) away
@@ -55,7 +83,7 @@ void softmaxStrided(const T *x, T *y, int64_t outer, int64_t n, int64_t inner) {
         maxes[j] = std::max(maxes[j], in[k * inner + j]);
     for (int64_t k = 0; k < n; ++k)
       for (int64_t j = 0; j < inner; ++j) {
-        T e = std::exp(in[k * inner + j] - maxes[j]);
+        T e = expOf(in[k * inner + j] - maxes[j]);
         sums[j] += e;
         if (!kLog)
           out[k * inner + j] = e;
@@ -119,7 +147,8 @@ Status checkNorm(const KernelCall &call, std::string_view kernel, size_t maxInpu
 }
 
 /// y = (x - mean) / sqrt(var + eps) * scale + bias per row, with biased variance from a
-/// two-pass computation in double (stable when the mean is large relative to the spread).
+/// two-pass computation (stable when the mean is large relative to the spread), summed in
+/// double (f32: blocked float lanes added in double).
 Status layerNormKernel(const KernelCall &call) {
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(checkNorm(call, "layer_norm", 3, axis));
@@ -135,14 +164,16 @@ Status layerNormKernel(const KernelCall &call) {
     for (int64_t r = 0; r < rows; ++r) {
       const T *in = x.as<T>() + r * n;
       T *out = call.outputs[0].as<T>() + r * n;
-      double sum = 0;
-      for (int64_t i = 0; i < n; ++i)
-        sum += in[i];
-      double mean = n ? sum / n : 0.0;
-      double sq = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        double d = in[i] - mean;
-        sq += d * d;
+      double mean = 0, sq = 0;
+      if constexpr (std::is_same_v<T, float>) {
+        mean = n ? sumFloats(in, n) / n : 0.0;
+        sq = sumSquaredDeviations(in, n, float(mean));
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          mean += in[i];
+        mean = n ? mean / n : 0.0;
+        for (int64_t i = 0; i < n; ++i)
+          sq += (in[i] - mean) * (in[i] - mean);
       }
       double rstd = 1.0 / std::sqrt((n ? sq / n : 0.0) + eps);
       T m = T(mean), s = T(rstd);
@@ -174,8 +205,12 @@ Status rmsNormKernel(const KernelCall &call) {
       const T *in = x.as<T>() + r * n;
       T *out = call.outputs[0].as<T>() + r * n;
       double sq = 0;
-      for (int64_t i = 0; i < n; ++i)
-        sq += double(in[i]) * in[i];
+      if constexpr (std::is_same_v<T, float>) {
+        sq = sumSquaredDeviations(in, n, 0.0f);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          sq += in[i] * in[i];
+      }
       T s = T(1.0 / std::sqrt((n ? sq / n : 0.0) + eps));
       for (int64_t i = 0; i < n; ++i)
         out[i] = in[i] * s * scale[i];

@@ -1,4 +1,8 @@
 // 2-D pooling over NCHW: max_pool2d (dilated, padding never wins) and avg_pool2d.
+// Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
+// the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
+// this changes no result (it is clang's default).
+#pragma GCC optimize("no-trapping-math")
 #include <algorithm>
 #include <cmath>
 #include <limits>

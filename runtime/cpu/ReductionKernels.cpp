@@ -1,4 +1,8 @@
 // Reduction kernels: reduce_{sum,mean,max,min,prod} over a set of axes, argmax and argmin.
+// Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
+// the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
+// this changes no result (it is clang's default).
+#pragma GCC optimize("no-trapping-math")
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -6,6 +10,7 @@
 #include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -118,6 +123,12 @@ template <typename Op> Status reduceKernel(const KernelCall &call) {
                          const std::array<int64_t, 1> &stride) {
       const T *row = in + o;
       Acc *target = acc.data() + off[0];
+      if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) {
+        if (std::is_same_v<T, float> && stride[0] == 0) { // a contiguous row into one sum
+          *target += sumFloats(reinterpret_cast<const float *>(row), n);
+          return;
+        }
+      }
       if (stride[0] == 0) {
         Acc a = *target;
         for (int64_t i = 0; i < n; ++i)

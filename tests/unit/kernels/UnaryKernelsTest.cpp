@@ -86,6 +86,39 @@ TEST(UnaryKernels, SigmoidAndSoftplusAreStableAtExtremes) {
     EXPECT_FALSE(std::isnan(v));
 }
 
+TEST(UnaryKernels, VectorisedF32MathTracksLibmAcrossTheRange) {
+  // exp, erf, sigmoid and gelu use branch-free f32 approximations; sweep them against libm.
+  std::vector<double> x;
+  for (double v = -110; v <= 110; v += 0.0137)
+    x.push_back(float(v));
+  auto in = makeFloat(DType::F32, {(int64_t)x.size()}, x);
+  auto exp = runOk("exp", {in}, DType::F32, {(int64_t)x.size()}).floats();
+  auto erf = runOk("erf", {in}, DType::F32, {(int64_t)x.size()}).floats();
+  auto sig = runOk("sigmoid", {in}, DType::F32, {(int64_t)x.size()}).floats();
+  auto gelu = runOk("gelu", {in}, DType::F32, {(int64_t)x.size()}).floats();
+  for (size_t i = 0; i < x.size(); ++i) {
+    double e = std::exp(x[i]);
+    if (e > 1.2e-38 && e < 3.4e38)
+      ASSERT_NEAR(exp[i], e, 3e-7 * e) << "exp(" << x[i] << ")";
+    else if (e <= 1.2e-38) // denormal results: within a few units of the smallest denormal
+      ASSERT_NEAR(exp[i], e, 5e-45) << "exp(" << x[i] << ")";
+    else
+      ASSERT_TRUE(std::isinf(exp[i])) << "exp(" << x[i] << ")";
+    ASSERT_NEAR(erf[i], std::erf(x[i]), 2e-7 + 1e-6 * std::abs(std::erf(x[i])))
+        << "erf(" << x[i] << ")";
+    double s = 1 / (1 + std::exp(-x[i]));
+    ASSERT_NEAR(sig[i], s, 3e-7 * s + 1e-30) << "sigmoid(" << x[i] << ")";
+    double g = 0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0)));
+    ASSERT_NEAR(gelu[i], g, 1e-5 + 1e-4 * std::abs(g)) << "gelu(" << x[i] << ")";
+  }
+  double inf = std::numeric_limits<double>::infinity();
+  auto special = runOk("exp", {makeFloat(DType::F32, {3}, {std::nan(""), inf, -inf})}, DType::F32,
+                       {3}).floats();
+  EXPECT_TRUE(std::isnan(special[0]));
+  EXPECT_TRUE(std::isinf(special[1]) && special[1] > 0);
+  EXPECT_EQ(special[2], 0.0f);
+}
+
 TEST(UnaryKernels, RoundIsHalfToEven) {
   EXPECT_TRUE(allClose(unaryF32("round", {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, 2.6}),
                        {0, 2, 2, 0, -2, -2, 2, 3}));

@@ -1,0 +1,160 @@
+// Branch-free f32 math that the compiler can vectorise (libm's expf/erff are scalar calls),
+// and blocked float sums that are both vectorisable and accurate.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace plait::rt::cpu {
+
+inline float bitsToFloat(int32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+inline int32_t floatToBits(float f) {
+  int32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+/// e^x for f32 to about 1 ulp (Cephes expf: range reduction by ln 2, degree-6 polynomial).
+/// Overflows to inf, underflows through the denormals to 0, NaN stays NaN.
+inline float expApprox(float x) {
+  const float kLog2e = 1.44269504088896341f;
+  const float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  const float kRound = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
+  float xc = x < -104.0f ? -104.0f : x; // ternaries, not std::min/max: those block
+  xc = xc > 88.8f ? 88.8f : xc;         // if-conversion (and they keep NaN as NaN)
+  float t = xc * kLog2e + kRound;
+  float n = t - kRound;
+  int32_t ni = floatToBits(t) - floatToBits(kRound);
+  float r = xc - n * kLn2Hi - n * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  // n is in [-150, 128]: apply 2^n as 2^(n/2) * 2^(n - n/2), two factors whose exponents
+  // are always representable, so that results overflow to inf and underflow through the
+  // denormals (e^-104 rounds to 0) exactly as a correctly rounded exp would.
+  int32_t half = ni >> 1;
+  return p * bitsToFloat((half + 127) << 23) * bitsToFloat((ni - half + 127) << 23);
+}
+
+/// 1 / (1 + e^-x) for f32; exact limits 0 and 1 at the extremes.
+inline float sigmoidApprox(float x) { return 1.0f / (1.0f + expApprox(-x)); }
+
+/// erf for f32: the Taylor series x * P(x^2) (ten terms) below |x| = 0.9, which keeps the
+/// relative error near zero small, and Abramowitz & Stegun 7.1.26 (absolute error 1.5e-7, the
+/// approximation PyTorch's vectorised CPU erf uses) above. Both are evaluated and one is
+/// selected, so the loop stays branch-free.
+inline float erfApprox(float x) {
+  float x2 = x * x;
+  float series = -1.6365844691234924e-07f;
+  series = series * x2 + 1.6462114365889246e-06f;
+  series = series * x2 - 1.492565035840625e-05f;
+  series = series * x2 + 0.00012055332981789664f;
+  series = series * x2 - 0.0008548327023450852f;
+  series = series * x2 + 0.005223977625442188f;
+  series = series * x2 - 0.026866170645131252f;
+  series = series * x2 + 0.11283791670955126f;
+  series = series * x2 - 0.37612638903183754f;
+  series = series * x2 + 1.1283791670955126f;
+  series *= x;
+  const float p = 0.3275911f, a1 = 0.254829592f, a2 = -0.284496736f, a3 = 1.421413741f,
+              a4 = -1.453152027f, a5 = 1.061405429f;
+  float ax = x < 0 ? -x : x;
+  float t = 1.0f / (1.0f + p * ax);
+  float poly = ((((a5 * t + a4) * t + a3) * t + a2) * t + a1) * t;
+  float tail = 1.0f - poly * expApprox(-x2);
+  tail = x < 0 ? -tail : tail;
+  return ax < 0.9f ? series : tail;
+}
+
+/// Sum of n floats: eight float lanes over blocks of 1024 (vectorisable, short chains),
+/// blocks added in double, so long sums keep their precision.
+inline double sumFloats(const float *x, int64_t n) {
+  double total = 0;
+  for (int64_t begin = 0; begin < n; begin += 1024) {
+    int64_t end = std::min(n, begin + 1024);
+    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = begin;
+    for (; i + 8 <= end; i += 8)
+      for (int j = 0; j < 8; ++j)
+        lanes[j] += x[i + j];
+    float block = 0;
+    for (; i < end; ++i)
+      block += x[i];
+    for (int j = 0; j < 8; ++j)
+      block += lanes[j];
+    total += block;
+  }
+  return total;
+}
+
+/// Sum of (x[i] - mean)^2, blocked like sumFloats.
+inline double sumSquaredDeviations(const float *x, int64_t n, float mean) {
+  double total = 0;
+  for (int64_t begin = 0; begin < n; begin += 1024) {
+    int64_t end = std::min(n, begin + 1024);
+    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = begin;
+    for (; i + 8 <= end; i += 8)
+      for (int j = 0; j < 8; ++j) {
+        float d = x[i + j] - mean;
+        lanes[j] += d * d;
+      }
+    float block = 0;
+    for (; i < end; ++i)
+      block += (x[i] - mean) * (x[i] - mean);
+    for (int j = 0; j < 8; ++j)
+      block += lanes[j];
+    total += block;
+  }
+  return total;
+}
+
+/// Largest of n >= 1 floats, in eight lanes (NaN handling is left to the caller: a NaN
+/// input poisons whatever the caller computes from it next).
+inline float maxFloats(const float *x, int64_t n) {
+  float lanes[8];
+  for (int j = 0; j < 8; ++j)
+    lanes[j] = x[0];
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j)
+      lanes[j] = lanes[j] > x[i + j] ? lanes[j] : x[i + j];
+  float m = x[0];
+  for (; i < n; ++i)
+    m = m > x[i] ? m : x[i];
+  for (int j = 0; j < 8; ++j)
+    m = m > lanes[j] ? m : lanes[j];
+  return m;
+}
+
+/// Sum of e^(x[i] - shift), blocked like sumFloats.
+inline double sumExpShifted(const float *x, int64_t n, float shift) {
+  double total = 0;
+  for (int64_t begin = 0; begin < n; begin += 1024) {
+    int64_t end = std::min(n, begin + 1024);
+    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = begin;
+    for (; i + 8 <= end; i += 8)
+      for (int j = 0; j < 8; ++j)
+        lanes[j] += expApprox(x[i + j] - shift);
+    float block = 0;
+    for (; i < end; ++i)
+      block += expApprox(x[i] - shift);
+    for (int j = 0; j < 8; ++j)
+      block += lanes[j];
+    total += block;
+  }
+  return total;
+}
+
+} // namespace plait::rt::cpu
