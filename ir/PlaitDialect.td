@@ -13,6 +13,15 @@ def Plait_Dialect : Dialect {
     outputs; trainable tensors are `plait.param` ops inside the body. Every op knows
     its shape rule (verified), and the plan writer lowers each op to one runtime
     kernel of the same name.
+
+    Each op's description is the contract its kernels implement on every backend.
+    Conventions shared by all ops: tensors are dense and row-major; i1 is stored as
+    one byte holding 0 or 1; "numpy broadcasting" aligns shapes at their last
+    dimension and each pair of sizes must be equal or contain a 1; axes are given in
+    [-rank, rank) with negative values counting from the end; integer arithmetic
+    wraps (two's complement) instead of trapping; float math follows IEEE 754, with
+    bf16 and f16 computed in f32 and rounded to nearest even. Attributes with a
+    default may be absent from the IR and from the plan.
   }];
   let cppNamespace = "::plait";
   let useDefaultAttributePrinterParser = 0;

@@ -61,7 +61,9 @@ class Plait_UnaryOp<string mnemonic, string doc, Type operandType = Plait_FloatT
                     list<Trait> traits = []> :
     Plait_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
   let summary = doc;
-  let description = "Elementwise: " # doc # ". The result has the operand's type. " #
+  // Extra semantics of one op, appended to the shared description.
+  string semantics = "";
+  let description = "Elementwise: " # doc # ". " # semantics # "The result has the operand's type. " #
                     "Float math follows IEEE 754 (NaN propagates, out-of-domain inputs give " #
                     "NaN, poles give +-inf); bf16 and f16 are computed in f32 and rounded " #
                     "to nearest even; integer arithmetic wraps (two's complement)." #
@@ -80,19 +82,28 @@ def Plait_ErfOp : Plait_UnaryOp<"erf", "Gauss error function">;
 def Plait_TanhOp : Plait_UnaryOp<"tanh", "hyperbolic tangent">;
 def Plait_SinOp : Plait_UnaryOp<"sin", "sine">;
 def Plait_CosOp : Plait_UnaryOp<"cos", "cosine">;
-def Plait_SigmoidOp : Plait_UnaryOp<"sigmoid", "1 / (1 + exp(-x)), computed without overflow">;
+def Plait_SigmoidOp : Plait_UnaryOp<"sigmoid", "1 / (1 + exp(-x))"> {
+  let semantics = "Computed without overflow: e / (1 + e) with e = exp(x) for x < 0. ";
+}
 def Plait_SiluOp : Plait_UnaryOp<"silu", "x * sigmoid(x)">;
-def Plait_SoftplusOp : Plait_UnaryOp<"softplus", "log(1 + exp(x)), computed without overflow">;
+def Plait_SoftplusOp : Plait_UnaryOp<"softplus", "log(1 + exp(x))"> {
+  let semantics = "Computed without overflow as max(x, 0) + log1p(exp(-|x|)). ";
+}
 def Plait_FloorOp : Plait_UnaryOp<"floor", "round toward negative infinity">;
 def Plait_CeilOp : Plait_UnaryOp<"ceil", "round toward positive infinity">;
 def Plait_RoundOp : Plait_UnaryOp<"round", "round to nearest, ties to even">;
-def Plait_NegOp : Plait_UnaryOp<"neg", "-x (the most negative integer maps to itself)",
-                                Plait_NumericTensor>;
-def Plait_AbsOp : Plait_UnaryOp<"abs", "|x| (the most negative integer maps to itself)",
-                                Plait_NumericTensor>;
-def Plait_ReluOp : Plait_UnaryOp<"relu", "x < 0 ? 0 : x (NaN stays NaN)", Plait_NumericTensor>;
-def Plait_SignOp : Plait_UnaryOp<"sign", "-1, 0 or 1 by the sign of x (-0.0 gives 0, NaN stays NaN)",
-                                 Plait_NumericTensor>;
+def Plait_NegOp : Plait_UnaryOp<"neg", "-x", Plait_NumericTensor> {
+  let semantics = "The most negative integer maps to itself. ";
+}
+def Plait_AbsOp : Plait_UnaryOp<"abs", "|x|", Plait_NumericTensor> {
+  let semantics = "The most negative integer maps to itself. ";
+}
+def Plait_ReluOp : Plait_UnaryOp<"relu", "max(x, 0)", Plait_NumericTensor> {
+  let semantics = "Computed as x < 0 ? 0 : x, so NaN stays NaN. ";
+}
+def Plait_SignOp : Plait_UnaryOp<"sign", "-1, 0 or 1 by the sign of x", Plait_NumericTensor> {
+  let semantics = "-0.0 gives 0; NaN stays NaN. ";
+}
 def Plait_NotOp : Plait_UnaryOp<"not", "logical negation", Plait_BoolTensor>;
 
 def Plait_GeluOp : Plait_Op<"gelu", [Pure, SameOperandsAndResultType]> {
@@ -167,8 +178,10 @@ class Plait_BinaryOp<string mnemonic, string doc, Type operandType = Plait_Numer
                      Type resultType = operandType> :
     Plait_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
   let summary = doc;
-  let description = "Elementwise with numpy broadcasting: " # doc #
-                    ". Both operands share an element type; the result has the broadcast " #
+  // Extra semantics of one op, appended to the shared description.
+  string semantics = "";
+  let description = "Elementwise with numpy broadcasting: " # doc # ". " # semantics #
+                    "Both operands share an element type; the result has the broadcast " #
                     "shape (shapes are aligned at their last dimension, and each pair of " #
                     "sizes must be equal or contain a 1, e.g. 2x1x3 with 4x1 gives 2x4x3). " #
                     "Integer arithmetic wraps (two's complement); float math follows IEEE 754 " #
@@ -183,25 +196,43 @@ class Plait_BinaryOp<string mnemonic, string doc, Type operandType = Plait_Numer
 def Plait_AddOp : Plait_BinaryOp<"add", "lhs + rhs">;
 def Plait_SubOp : Plait_BinaryOp<"sub", "lhs - rhs">;
 def Plait_MulOp : Plait_BinaryOp<"mul", "lhs * rhs">;
-def Plait_DivOp : Plait_BinaryOp<"div", "lhs / rhs; integer division truncates toward zero, an " #
-                                 "integer zero divisor is a runtime error and MIN / -1 wraps to MIN">;
-def Plait_PowOp : Plait_BinaryOp<"pow", "lhs raised to rhs; for integers a negative exponent " #
-                                 "gives the real result truncated toward zero (0 unless lhs is " #
-                                 "1 or -1)">;
-def Plait_MaxOp : Plait_BinaryOp<"max", "the larger of lhs and rhs (NaN in either propagates)">;
-def Plait_MinOp : Plait_BinaryOp<"min", "the smaller of lhs and rhs (NaN in either propagates)">;
-def Plait_ModOp : Plait_BinaryOp<"mod", "remainder; for integers it takes the sign of the divisor " #
-                                 "(Python %, ONNX Mod fmod=0; a zero divisor is a runtime error), " #
-                                 "for floats the sign of the dividend (C fmod, ONNX Mod fmod=1)">;
-def Plait_EqualOp : Plait_BinaryOp<"equal", "lhs == rhs, as i1 (NaN equals nothing)", Plait_Tensor,
-                                   Plait_BoolTensor>;
-def Plait_LessOp : Plait_BinaryOp<"less", "lhs < rhs, as i1", Plait_NumericTensor, Plait_BoolTensor>;
-def Plait_LessEqualOp : Plait_BinaryOp<"less_equal", "lhs <= rhs, as i1", Plait_NumericTensor,
-                                       Plait_BoolTensor>;
-def Plait_GreaterOp : Plait_BinaryOp<"greater", "lhs > rhs, as i1", Plait_NumericTensor,
-                                     Plait_BoolTensor>;
-def Plait_GreaterEqualOp : Plait_BinaryOp<"greater_equal", "lhs >= rhs, as i1", Plait_NumericTensor,
-                                          Plait_BoolTensor>;
+def Plait_DivOp : Plait_BinaryOp<"div", "lhs / rhs"> {
+  let semantics = "Integer division truncates toward zero; an integer zero divisor is a " #
+                  "runtime error; MIN / -1 wraps to MIN. ";
+}
+def Plait_PowOp : Plait_BinaryOp<"pow", "lhs raised to rhs"> {
+  let semantics = "For integers a negative exponent gives the real result truncated toward " #
+                  "zero (0 unless lhs is 1 or -1). ";
+}
+def Plait_MaxOp : Plait_BinaryOp<"max", "the larger of lhs and rhs"> {
+  let semantics = "NaN in either operand propagates. ";
+}
+def Plait_MinOp : Plait_BinaryOp<"min", "the smaller of lhs and rhs"> {
+  let semantics = "NaN in either operand propagates. ";
+}
+def Plait_ModOp : Plait_BinaryOp<"mod", "remainder of lhs / rhs"> {
+  let semantics = "For integers the remainder takes the sign of the divisor (Python %, ONNX " #
+                  "Mod fmod=0; a zero divisor is a runtime error); for floats the sign of " #
+                  "the dividend (C fmod, ONNX Mod fmod=1). ";
+}
+def Plait_EqualOp : Plait_BinaryOp<"equal", "lhs == rhs", Plait_Tensor, Plait_BoolTensor> {
+  let semantics = "The result is i1 (NaN equals nothing); operands may be i1. ";
+}
+def Plait_LessOp : Plait_BinaryOp<"less", "lhs < rhs", Plait_NumericTensor, Plait_BoolTensor> {
+  let semantics = "The result is i1. ";
+}
+def Plait_LessEqualOp : Plait_BinaryOp<"less_equal", "lhs <= rhs", Plait_NumericTensor,
+                                       Plait_BoolTensor> {
+  let semantics = "The result is i1. ";
+}
+def Plait_GreaterOp : Plait_BinaryOp<"greater", "lhs > rhs", Plait_NumericTensor,
+                                     Plait_BoolTensor> {
+  let semantics = "The result is i1. ";
+}
+def Plait_GreaterEqualOp : Plait_BinaryOp<"greater_equal", "lhs >= rhs", Plait_NumericTensor,
+                                          Plait_BoolTensor> {
+  let semantics = "The result is i1. ";
+}
 def Plait_AndOp : Plait_BinaryOp<"and", "logical and", Plait_BoolTensor>;
 def Plait_OrOp : Plait_BinaryOp<"or", "logical or", Plait_BoolTensor>;
 def Plait_XorOp : Plait_BinaryOp<"xor", "logical exclusive or", Plait_BoolTensor>;
@@ -271,8 +302,10 @@ def Plait_ArgMinOp : Plait_ArgOp<"argmin", "smallest element">;
 
 class Plait_SoftmaxLikeOp<string mnemonic, string doc> :
     Plait_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
-  let summary = doc;
-  let description = doc # " along one `axis` (in [-rank, rank)), computed stably by " #
+  let summary = doc # " along `axis`";
+  // The formula, appended to the shared description.
+  string formula = "";
+  let description = doc # " along one `axis` (in [-rank, rank)), " # formula # ", computed stably by " #
                     "subtracting the maximum along the axis first." #
                     "\n\n```mlir\n%p = plait." # mnemonic #
                     " %x {axis = -1 : i64} : tensor<2x3xf32>\n```";
@@ -281,9 +314,12 @@ class Plait_SoftmaxLikeOp<string mnemonic, string doc> :
   let assemblyFormat = "$x attr-dict `:` type($x)";
   let hasVerifier = 1;
 }
-def Plait_SoftmaxOp : Plait_SoftmaxLikeOp<"softmax", "softmax, exp(x_i) / sum_j exp(x_j),">;
-def Plait_LogSoftmaxOp : Plait_SoftmaxLikeOp<"log_softmax",
-                                             "log of softmax, x_i - log(sum_j exp(x_j)),">;
+def Plait_SoftmaxOp : Plait_SoftmaxLikeOp<"softmax", "softmax"> {
+  let formula = "exp(x_i) / sum_j exp(x_j)";
+}
+def Plait_LogSoftmaxOp : Plait_SoftmaxLikeOp<"log_softmax", "log of softmax"> {
+  let formula = "x_i - log(sum_j exp(x_j))";
+}
 
 def Plait_LayerNormOp : Plait_Op<"layer_norm", [Pure]> {
   let summary = "layer normalisation over the axes from `axis` to the last";
@@ -593,10 +629,11 @@ def Plait_CastOp : Plait_Op<"cast", [Pure]> {
   let summary = "convert elements to the result's element type";
   let description = [{
     Elementwise, same shape. Float to float rounds to nearest even (overflow gives +-inf,
-    NaN stays NaN); integer to float rounds to nearest even; float to integer truncates
-    toward zero, and values outside the target range (and NaN) give an unspecified value;
-    integer to integer keeps the low bits (i64 to i32 wraps); anything to i1 is x != 0
-    (so NaN gives true); i1 to a number gives 1 or 0. Casting to the same type is a copy.
+    NaN stays NaN; conversions to bf16 and f16 go through f32); integer to float rounds to
+    nearest even; float to integer truncates toward zero, saturating values outside the
+    target range, and NaN gives 0; integer to integer keeps the low bits (i64 to i32
+    wraps); anything to i1 is x != 0 (so NaN gives true); i1 to a number gives 1 or 0.
+    Casting to the same type is a copy.
 
     ```mlir
     %y = plait.cast %x : (tensor<4xf32>) -> tensor<4xi64>
