@@ -38,6 +38,19 @@ uint64_t tensorBytes(const TensorDesc &t) {
   return n * elementSize(t.dtype);
 }
 
+// plan.fbs asks for 64-byte aligned weight blobs (force_align: 64, for mmap-friendly
+// plans), but FlatBuffers 2.0.8's ForceVectorAlignment, used by CreateBufferDirect, asserts
+// alignment <= FLATBUFFERS_MAX_ALIGNMENT (32) in debug builds. PreAlign pads the same way
+// without that assert; the final buffer is then aligned to 64 as a whole.
+constexpr size_t kBufferAlignment = 64;
+
+flatbuffers::Offset<fb::Buffer> buildBuffer(flatbuffers::FlatBufferBuilder &fbb,
+                                            const std::vector<uint8_t> &data) {
+  fbb.PreAlign(data.size(), kBufferAlignment);
+  auto bytes = fbb.CreateVector(data);
+  return fb::CreateBuffer(fbb, bytes);
+}
+
 flatbuffers::Offset<fb::Attr> buildAttr(flatbuffers::FlatBufferBuilder &fbb, const AttrDesc &a) {
   auto name = fbb.CreateString(a.name);
   auto ints = a.ints.empty() ? 0 : fbb.CreateVector(a.ints);
@@ -60,7 +73,7 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
     if (t.data.empty())
       continue;
     bufferOfTensor[i] = static_cast<int32_t>(buffers.size());
-    buffers.push_back(fb::CreateBufferDirect(fbb, &t.data));
+    buffers.push_back(buildBuffer(fbb, t.data));
   }
 
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;

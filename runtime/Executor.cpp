@@ -39,7 +39,8 @@ Status Executor::initialiseParamsAndConstants() {
       continue;
     uint8_t *dst = arena_.data() + t.offset;
     if (t.data >= 0) {
-      std::memcpy(dst, plan_.bufferData(t.data), t.bytes);
+      if (t.bytes != 0) // an empty tensor's source may be a null pointer
+        std::memcpy(dst, plan_.bufferData(t.data), t.bytes);
       continue;
     }
     Status filled = fillParam(t.init, t.dtype, t.numel(), dst, options_.seed, t.name);
@@ -69,7 +70,8 @@ Status Executor::setInput(size_t index, const TensorView &value) {
                           printable(t.name),
                           dtypeName(t.dtype), shapeString(t.shape), dtypeName(value.dtype),
                           shapeString(value.shape));
-  std::memcpy(arena_.data() + t.offset, value.data, t.bytes);
+  if (t.bytes != 0) // an empty tensor's data may be a null pointer
+    std::memcpy(arena_.data() + t.offset, value.data, t.bytes);
   inputSet_[index] = true;
   return {};
 }

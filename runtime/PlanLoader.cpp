@@ -3,6 +3,7 @@
 #include "runtime/PlanLoader.h"
 
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,6 +14,20 @@
 namespace plait::rt {
 
 namespace {
+
+static_assert(FLATBUFFERS_LITTLEENDIAN, "plan files are little-endian; so must the host be");
+
+// The Verifier (2.0.8) only checks that a vector's length word is 4-byte aligned, so a
+// crafted file can hold 8-byte elements at a 4-byte boundary: copy them out bytewise
+// instead of loading them as (misaligned) int64_t/double.
+template <typename T> std::vector<T> copyScalars(const flatbuffers::Vector<T> *v) {
+  std::vector<T> out;
+  if (v && v->size() != 0) {
+    out.resize(v->size());
+    std::memcpy(out.data(), v->Data(), out.size() * sizeof(T));
+  }
+  return out;
+}
 
 /// Decodes a verified plan, checking what the Verifier cannot: indices, sizes, names.
 class PlanDecoder {
@@ -47,8 +62,7 @@ private:
     out_.worldSize = root_.world_size();
     if (out_.worldSize == 0)
       return fail("world size is 0");
-    if (root_.arena_bytes())
-      out_.arenaBytes.assign(root_.arena_bytes()->begin(), root_.arena_bytes()->end());
+    out_.arenaBytes = copyScalars(root_.arena_bytes());
     if (out_.arenaBytes.size() != out_.worldSize)
       return fail("arena_bytes has {} entries, expected one per rank (world size {})",
                   out_.arenaBytes.size(), out_.worldSize);
@@ -102,8 +116,7 @@ private:
     if (kind < 0 || kind > static_cast<int>(TensorKind::Constant))
       return fail("{}: unknown tensor kind {}", label, kind);
     t.kind = static_cast<TensorKind>(kind);
-    if (src.shape())
-      t.shape.assign(src.shape()->begin(), src.shape()->end());
+    t.shape = copyScalars(src.shape());
     t.offset = src.offset();
     t.bytes = src.bytes();
     t.data = src.data();
@@ -155,9 +168,10 @@ private:
         return fail("{}: initializer '{}' needs a float dtype, the tensor is {}", label,
                     printable(init), dtypeName(t.dtype));
     }
-    if (t.kind == TensorKind::Constant && !hasData)
+    // PlanBuilder writes no buffer for empty data, so an empty tensor needs none.
+    if (t.kind == TensorKind::Constant && !hasData && t.bytes != 0)
       return fail("{}: constant has no data buffer", label);
-    if (t.kind == TensorKind::Param && !hasData && init.empty())
+    if (t.kind == TensorKind::Param && !hasData && init.empty() && t.bytes != 0)
       return fail("{}: param has neither a data buffer nor an initializer", label);
     return {};
   }
@@ -196,10 +210,8 @@ private:
         if (!seen.insert(name).second)
           return fail("{}: attribute '{}' given twice", label, printable(name));
         AttrValue value;
-        if (a->ints())
-          value.ints.assign(a->ints()->begin(), a->ints()->end());
-        if (a->floats())
-          value.floats.assign(a->floats()->begin(), a->floats()->end());
+        value.ints = copyScalars(a->ints());
+        value.floats = copyScalars(a->floats());
         value.str = str(a->str());
         in.attrs.set(std::move(name), std::move(value));
       }

@@ -41,7 +41,8 @@ int main(int argc, char **argv) {
   app.add_option("plan", options.planPath, "plan file written by plait-compile")->required();
   app.add_option("--input", inputArgs, "graph input NAME=FILE (.npy or ONNX TensorProto .pb)");
   app.add_option("--output-dir", options.outputDir, "write one NAME.npy per graph output here");
-  app.add_option("--seed", options.seed, "seed for parameters initialised from a spec");
+  app.add_option("--seed", options.seed, "seed for parameters initialised from a spec")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--steps", options.steps, "steps to run");
   app.add_option("--nproc", options.nproc, "local ranks to launch");
   app.add_option("--data", options.dataDir, "training data: one NAME.npy per graph input");

@@ -127,6 +127,29 @@ TEST_F(ExecutorTest, InitialisesParamsFromSpecDeterministically) {
     EXPECT_LT(std::abs(v), 5.0f); // 10 sigma
 }
 
+TEST_F(ExecutorTest, HandlesEmptyTensors) {
+  RawPlan raw;
+  raw.arenaBytes = {0};
+  RawTensor x;
+  x.name = "x";
+  x.kind = 1;
+  x.shape = {0, 3};
+  RawTensor c = x;
+  c.name = "c";
+  c.kind = 3;
+  c.data = 0;
+  raw.tensors = {x, c};
+  raw.buffers = {{}};
+  raw.inputs = {0};
+  raw.outputs = {1, 0};
+  ASSERT_NO_FATAL_FAILURE(load(raw));
+  auto exec = create();
+  ASSERT_TRUE(exec);
+  ASSERT_TRUE(exec->setInput(0, {nullptr, rt::DType::F32, {0, 3}}).ok());
+  ASSERT_TRUE(exec->run().ok());
+  EXPECT_EQ(exec->output(1).numel(), 0);
+}
+
 TEST_F(ExecutorTest, RejectsRankOutsideWorld) {
   ASSERT_NO_FATAL_FAILURE(load(validRawPlan()));
   std::unique_ptr<rt::Executor> exec;

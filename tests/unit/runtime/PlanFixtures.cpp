@@ -47,8 +47,9 @@ void registerTestKernels() {
 std::vector<uint8_t> serializeRaw(const RawPlan &plan) {
   flatbuffers::FlatBufferBuilder fbb;
   std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
+  // Not CreateBufferDirect: its 64-byte force_align asserts in debug builds (PlanBuilder.cpp).
   for (const auto &b : plan.buffers)
-    buffers.push_back(fb::CreateBufferDirect(fbb, &b));
+    buffers.push_back(fb::CreateBuffer(fbb, fbb.CreateVector(b)));
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
   for (const RawTensor &t : plan.tensors)
     tensors.push_back(fb::CreateTensorDirect(

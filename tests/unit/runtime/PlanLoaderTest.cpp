@@ -65,6 +65,7 @@ TEST_F(PlanLoaderTest, RoundTripThroughPlanBuilder) {
   ASSERT_EQ(plan.tensors[1].data, 0);
   EXPECT_EQ(std::vector<uint8_t>(plan.bufferData(0), plan.bufferData(0) + 24),
             f32Bytes({1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(plan.buffers[0].offset % 64, 0u) << "weights are 64-byte aligned in the file";
   EXPECT_EQ(plan.tensors[2].dtype, rt::DType::BF16);
   EXPECT_EQ(plan.tensors[2].bytes, 8u);
   EXPECT_EQ(plan.tensors[2].init.kind, rt::ParamInit::Kind::Normal);
@@ -281,6 +282,14 @@ TEST_F(PlanLoaderTest, RejectsConstantWithoutData) {
   RawPlan raw = validRawPlan();
   raw.tensors[1].data = -1;
   EXPECT_EQ(loadError(raw), "model.plan: tensor 1 ('bias'): constant has no data buffer");
+}
+
+TEST_F(PlanLoaderTest, AcceptsEmptyConstantWithoutData) {
+  RawPlan raw = validRawPlan();
+  raw.tensors[1].data = -1;
+  raw.tensors[1].shape = {0, 3};
+  raw.tensors[1].bytes = 0;
+  EXPECT_EQ(loadError(raw), "");
 }
 
 TEST_F(PlanLoaderTest, RejectsParamWithoutDataOrInit) {
