@@ -14,9 +14,8 @@ using namespace mlir;
 namespace plait {
 namespace {
 
-// Every plait operand and result is a statically shaped tensor (ODS constraints, checked by
-// the verifier before the shape rules run), so the casts below cannot fail on verified IR.
-// Builders that call inferReturnTypes directly must pass such tensors too.
+// Every plait operand is a statically shaped tensor: the verifier checks the ODS constraints
+// before the shape rules run, and checkShapeRuleInputs() below guards the other callers.
 RankedTensorType rankedType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
 /// Reports a shape-rule failure of one op, worded like emitOpError: "'plait.add' op ...".
@@ -33,6 +32,25 @@ private:
   std::optional<Location> loc;
   StringRef opName;
 };
+
+/// First step of every shape rule. The verifier runs the ODS checks (required attributes,
+/// operand types) before the shape rules, but callers that infer types on an op they have
+/// not verified yet (the ONNX importer does) reach the rules without them. So: required
+/// attributes are checked here with the verifier's own messages, and operands that are not
+/// statically shaped tensors fail quietly -- the verifier's type constraint reports them --
+/// instead of reaching rankedType()'s cast.
+template <typename Adaptor>
+LogicalResult checkShapeRuleInputs(MLIRContext *context, std::optional<Location> loc,
+                                   Adaptor adaptor) {
+  if (failed(adaptor.verify(loc ? *loc : UnknownLoc::get(context))))
+    return failure();
+  for (Value operand : adaptor.getOperands()) {
+    auto type = llvm::dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || !type.hasStaticShape())
+      return failure();
+  }
+  return success();
+}
 
 LogicalResult inferBroadcast(const ShapeRule &rule, Value lhs, Value rhs, Type resultElement,
                              SmallVectorImpl<Type> &results) {
@@ -179,8 +197,10 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
-LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                            Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   results.push_back(adaptor.getValue().getType());
   return success();
 }
@@ -207,7 +227,8 @@ LogicalResult ClampOp::verify() {
 #define PLAIT_BINARY_INFER(OP, RESULT_ELEMENT)                                                  \
   LogicalResult OP::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,        \
                                      Adaptor adaptor, SmallVectorImpl<Type> &results) {         \
-    (void)context;                                                                              \
+    if (failed(checkShapeRuleInputs(context, loc, adaptor)))                                    \
+      return failure();                                                                         \
     return inferBroadcast(ShapeRule(loc, getOperationName()), adaptor.getLhs(),                 \
                           adaptor.getRhs(), RESULT_ELEMENT, results);                           \
   }
@@ -229,8 +250,10 @@ PLAIT_BINARY_INFER(GreaterOp, IntegerType::get(context, 1))
 PLAIT_BINARY_INFER(GreaterEqualOp, IntegerType::get(context, 1))
 #undef PLAIT_BINARY_INFER
 
-LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   ShapeRule rule(loc, getOperationName());
   auto cond = rankedType(adaptor.getCond());
   auto x = rankedType(adaptor.getX()), y = rankedType(adaptor.getY());
@@ -252,8 +275,10 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 //===----------------------------------------------------------------------===//
 
 #define PLAIT_REDUCE_INFER(OP)                                                                 \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc,              \
+  LogicalResult OP::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,       \
                                      Adaptor adaptor, SmallVectorImpl<Type> &results) {        \
+    if (failed(checkShapeRuleInputs(context, loc, adaptor)))                                   \
+      return failure();                                                                        \
     return inferReduce(ShapeRule(loc, getOperationName()), adaptor.getX(), adaptor.getAxes(),  \
                        adaptor.getKeepdims(), Type(), results);                                \
   }
@@ -284,11 +309,15 @@ LogicalResult inferArg(const ShapeRule &rule, MLIRContext *context, Adaptor adap
 
 LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   return inferArg(ShapeRule(loc, getOperationName()), context, adaptor, results);
 }
 
 LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   return inferArg(ShapeRule(loc, getOperationName()), context, adaptor, results);
 }
 
@@ -332,8 +361,10 @@ LogicalResult RmsNormOp::verify() {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   ShapeRule rule(loc, getOperationName());
   auto a = rankedType(adaptor.getLhs()), b = rankedType(adaptor.getRhs());
   if (a.getElementType() != b.getElementType())
@@ -366,8 +397,10 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                        Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   ShapeRule rule(loc, getOperationName());
   auto a = rankedType(adaptor.getA()), b = rankedType(adaptor.getB());
   if (a.getRank() != 2 || b.getRank() != 2)
@@ -394,8 +427,10 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   return success();
 }
 
-LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX()), w = rankedType(adaptor.getW());
   if (x.getRank() != 4 || w.getRank() != 4)
@@ -470,15 +505,19 @@ LogicalResult inferPool(const ShapeRule &rule, Value xv, ArrayRef<int64_t> kerne
 }
 } // namespace
 
-LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   return inferPool(ShapeRule(loc, getOperationName()), adaptor.getX(), adaptor.getKernel(),
                    adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
                    adaptor.getCeilMode(), results);
 }
 
-LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   int64_t ones[2] = {1, 1};
   return inferPool(ShapeRule(loc, getOperationName()), adaptor.getX(), adaptor.getKernel(),
                    adaptor.getStrides(), adaptor.getPads(), ones, adaptor.getCeilMode(),
@@ -504,8 +543,10 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX());
   auto perm = adaptor.getPerm();
@@ -534,8 +575,10 @@ LogicalResult BroadcastToOp::verify() {
   return success();
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX());
   auto starts = adaptor.getStarts(), ends = adaptor.getEnds(), steps = adaptor.getSteps();
@@ -561,8 +604,10 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
-LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult PadOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                       Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX());
   auto pads = adaptor.getPads();
@@ -588,8 +633,10 @@ LogicalResult PadOp::verify() {
   return success();
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   ShapeRule rule(loc, getOperationName());
   auto inputs = adaptor.getInputs();
   if (inputs.empty())
@@ -620,8 +667,10 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX());
   int64_t axisAttr = adaptor.getAxis(); // I64Attr getters return uint64_t
@@ -650,8 +699,10 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   ShapeRule rule(loc, getOperationName());
   auto data = rankedType(adaptor.getData()), indices = rankedType(adaptor.getIndices());
   if (data.getRank() == 0)
@@ -716,14 +767,19 @@ LogicalResult inferLoss(const ShapeRule &rule, Adaptor adaptor,
 }
 } // namespace
 
-LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(MLIRContext *context,
+                                                      std::optional<Location> loc,
                                                       Adaptor adaptor,
                                                       SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   return inferLoss(ShapeRule(loc, getOperationName()), adaptor, results);
 }
 
-LogicalResult NllLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                           Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
   return inferLoss(ShapeRule(loc, getOperationName()), adaptor, results);
 }
 

@@ -166,3 +166,11 @@ func.func @param_same_name_different_init() {
   %2 = plait.param "w" {value = dense<0.0> : tensor<2xf32>} : tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @constant_without_value() {
+  // expected-error @+1 {{'plait.constant' op requires attribute 'value'}}
+  %0 = "plait.constant"() : () -> tensor<2xf32>
+  return
+}
