@@ -156,6 +156,7 @@ using OpImporterMap = llvm::StringMap<OpImporter>;
 
 void registerElementwiseOps(OpImporterMap &map);
 void registerTensorOps(OpImporterMap &map);
+void registerSourceOps(OpImporterMap &map);
 void registerNeuralOps(OpImporterMap &map);
 
 } // namespace plait::onnx_import

@@ -238,14 +238,64 @@ Value perChannel(NodeContext &ctx, Value v, int64_t rank) {
   return ctx.reshape(v, shape);
 }
 
+/// mean and (biased) variance of `x` over `axes`, kept as size-1 dimensions; returns x - mean and
+/// the variance.
+std::optional<std::pair<Value, Value>> centredAndVariance(NodeContext &ctx, Value x,
+                                                          llvm::ArrayRef<int64_t> axes);
+
+/// Training-mode BatchNormalization: normalises with the batch's statistics, and computes the
+/// running statistics (outputs 1 and 2) as input * momentum + batch * (1 - momentum).
+LogicalResult importBatchNormTraining(NodeContext &ctx, RankedTensorType xType) {
+  int64_t rank = xType.getRank(), channels = xType.getDimSize(1);
+  double eps = ctx.floatAttr("epsilon", 1e-5), momentum = ctx.floatAttr("momentum", 0.9);
+  Value x = ctx.input(0), scale = ctx.input(1), bias = ctx.input(2);
+  if (!x || !scale || !bias)
+    return failure();
+  llvm::SmallVector<int64_t> axes{0};
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  auto stats = centredAndVariance(ctx, x, axes);
+  if (!stats)
+    return failure();
+  Type t = xType.getElementType();
+  Value ve = ctx.create<AddOp>({stats->second, ctx.scalar(eps, t)});
+  Value inv = ve ? ctx.create<RsqrtOp>({ve}) : Value();
+  Value n = inv ? ctx.create<MulOp>({stats->first, inv}) : Value();
+  Value sc = n ? perChannel(ctx, scale, rank) : Value();
+  Value bc = sc ? perChannel(ctx, bias, rank) : Value();
+  Value y = bc ? ctx.create<MulOp>({n, sc}) : Value();
+  y = y ? ctx.create<AddOp>({y, bc}) : Value();
+  if (!y)
+    return failure();
+  ctx.setOutput(0, y);
+  for (unsigned out : {1u, 2u}) {
+    if (!ctx.hasOutput(out))
+      continue;
+    Value running = ctx.constantInput(out + 2); // input_mean, input_var
+    Value batch;
+    if (out == 1) {
+      batch = ctx.create<ReduceMeanOp>({x}, {ctx.arrayAttr("axes", axes), ctx.boolAttr("keepdims", false)});
+    } else {
+      batch = ctx.reshape(stats->second, {channels});
+    }
+    Value kept = running ? ctx.create<MulOp>({running, ctx.scalar(momentum, t)}) : Value();
+    Value fresh = batch && kept ? ctx.create<MulOp>({batch, ctx.scalar(1.0 - momentum, t)}) : Value();
+    Value updated = fresh ? ctx.create<AddOp>({kept, fresh}) : Value();
+    if (!updated)
+      return failure();
+    ctx.setOutput(out, updated);
+  }
+  return success();
+}
+
 LogicalResult importBatchNorm(NodeContext &ctx) {
   RankedTensorType xType = ctx.inputType(0);
   if (!xType || failed(ctx.requireFloatInput(0)))
     return failure();
-  if (ctx.intAttr("training_mode", 0) != 0)
-    return ctx.unsupported("training-mode BatchNormalization; export the model in eval mode");
   if (xType.getRank() < 2)
     return ctx.error("input must have rank >= 2");
+  if (ctx.intAttr("training_mode", 0) != 0)
+    return importBatchNormTraining(ctx, xType);
   double eps = ctx.floatAttr("epsilon", 1e-5);
   Value x = ctx.input(0), scale = ctx.input(1), bias = ctx.input(2);
   // Running statistics are not trained: initializers become constants, not params.
@@ -561,6 +611,105 @@ LogicalResult importLoss(NodeContext &ctx) {
   return success();
 }
 
+
+/// Hardmax: 1 where an element is the first maximum along `axis`, else 0.
+LogicalResult importHardmax(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  int64_t axisAttr = ctx.intAttr("axis", -1);
+  auto axis = normalizeAxis(axisAttr, xType.getRank());
+  if (!axis)
+    return ctx.error("axis " + llvm::Twine(axisAttr) + " is out of range");
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Value am = ctx.create<ArgMaxOp>({x}, {ctx.i64Attr("axis", *axis), ctx.boolAttr("keepdims", true)});
+  int64_t n = xType.getDimSize(*axis);
+  llvm::SmallVector<int64_t> shape(xType.getRank(), 1), iota;
+  shape[*axis] = n;
+  for (int64_t i = 0; i < n; ++i)
+    iota.push_back(i);
+  Value range = ctx.constant(HostTensor::fromInts(ElemKind::I64, shape, iota));
+  Value hot = am ? ctx.create<EqualOp>({am, range}) : Value();
+  return setResult(ctx, hot ? ctx.cast(hot, xType.getElementType()) : Value());
+}
+
+/// CumSum along a constant axis as a matmul with a triangular 0/1 matrix: y[j] = sum_i x[i] T[i, j].
+LogicalResult importCumSum(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType)
+    return failure();
+  const HostTensor *axisT = ctx.requireConstInput(1, "axis");
+  if (!axisT)
+    return failure();
+  if (axisT->numElements() != 1)
+    return ctx.error("axis must be a scalar");
+  int64_t rank = xType.getRank();
+  auto axis = normalizeAxis(axisT->getInt(0), rank);
+  if (!axis)
+    return ctx.error("axis " + llvm::Twine(axisT->getInt(0)) + " is out of range");
+  bool exclusive = ctx.intAttr("exclusive", 0) != 0, reverse = ctx.intAttr("reverse", 0) != 0;
+  int64_t n = xType.getDimSize(*axis);
+  HostTensor tri(*kindOf(xType.getElementType()), {n, n});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      bool take = reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
+      tri.setInt(i * n + j, take ? 1 : 0);
+    }
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  // Move the axis last, multiply, move it back.
+  llvm::SmallVector<int64_t> perm, inverse(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis)
+      perm.push_back(d);
+  perm.push_back(*axis);
+  for (int64_t d = 0; d < rank; ++d)
+    inverse[perm[d]] = d;
+  bool moves = *axis != rank - 1;
+  Value v = moves ? ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)}) : x;
+  v = v ? ctx.create<MatmulOp>({v, ctx.constant(tri)}) : Value();
+  if (v && moves)
+    v = ctx.create<TransposeOp>({v}, {ctx.arrayAttr("perm", inverse)});
+  return setResult(ctx, v);
+}
+
+/// LRN: x / (bias + alpha / size * sum of x^2 over a window of `size` channels)^beta. The window
+/// sum is an average pool over the channel dimension of [N, 1, C, rest] times `size`.
+LogicalResult importLRN(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  if (!xType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  if (xType.getRank() < 2)
+    return ctx.error("input must have rank >= 2");
+  int64_t size = ctx.intAttr("size", 0);
+  if (size < 1)
+    return ctx.error("size must be >= 1");
+  double alpha = ctx.floatAttr("alpha", 1e-4), beta = ctx.floatAttr("beta", 0.75),
+         bias = ctx.floatAttr("bias", 1.0);
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  Type t = xType.getElementType();
+  int64_t n = xType.getDimSize(0), c = xType.getDimSize(1);
+  int64_t rest = numElementsOf(xType.getShape().drop_front(2));
+  Value sq = ctx.create<MulOp>({x, x});
+  Value r = sq ? ctx.reshape(sq, {n, 1, c, rest}) : Value();
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  Value mean = r ? ctx.create<AvgPool2dOp>(
+                       {r}, {ctx.arrayAttr("kernel", {size, 1}), ctx.arrayAttr("strides", {1, 1}),
+                             ctx.arrayAttr("pads", {before, 0, after, 0}),
+                             ctx.boolAttr("count_include_pad", true)})
+                 : Value();
+  Value sum = mean ? ctx.reshape(mean, xType.getShape()) : Value();
+  Value scaled = sum ? ctx.create<MulOp>({sum, ctx.scalar(alpha, t)}) : Value(); // mean * size * alpha / size
+  Value base = scaled ? ctx.create<AddOp>({scaled, ctx.scalar(bias, t)}) : Value();
+  Value den = base ? ctx.create<PowOp>({base, ctx.scalar(beta, t)}) : Value();
+  return setResult(ctx, den ? ctx.create<DivOp>({x, den}) : Value());
+}
+
 } // namespace
 
 void registerNeuralOps(OpImporterMap &map) {
@@ -589,6 +738,9 @@ void registerNeuralOps(OpImporterMap &map) {
   map["ReduceSumSquare"] = importReduce<Reduction::SumSquare>;
   map["ArgMax"] = importArg<ArgMaxOp>;
   map["ArgMin"] = importArg<ArgMinOp>;
+  map["Hardmax"] = importHardmax;
+  map["CumSum"] = importCumSum;
+  map["LRN"] = importLRN;
   map["SoftmaxCrossEntropyLoss"] = importLoss<SoftmaxCrossEntropyOp>;
   map["NegativeLogLikelihoodLoss"] = importLoss<NllLossOp>;
 }

@@ -19,6 +19,7 @@
 #include "onnx/checker.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
 
 using namespace mlir;
 
@@ -296,6 +297,7 @@ static const OpImporterMap &opImporters() {
     OpImporterMap m;
     registerElementwiseOps(m);
     registerTensorOps(m);
+    registerSourceOps(m);
     registerNeuralOps(m);
     return m;
   }();
@@ -897,13 +899,33 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
       opset = import.version();
   if (!opset)
     return fail("the model imports no version of the default ONNX domain");
+  if (*opset < onnx_import::kMinOpset && opts.upgradeOpset) {
+    try {
+      model = onnx::version_conversion::ConvertVersion(model, onnx_import::kMinOpset);
+      opset = onnx_import::kMinOpset;
+    } catch (const std::exception &e) {
+      std::string what = e.what();
+      std::replace(what.begin(), what.end(), '\n', ' ');
+      return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain: ONNX's " +
+                  "version converter cannot lift it to opset " +
+                  llvm::Twine(onnx_import::kMinOpset) + " (" + llvm::StringRef(what).trim() + ")");
+    }
+  }
   if (*opset < onnx_import::kMinOpset || *opset > onnx_import::kMaxOpset)
     return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain (plait " +
                 "imports opsets " + llvm::Twine(onnx_import::kMinOpset) + "-" +
                 llvm::Twine(onnx_import::kMaxOpset) + "; convert the model with " +
                 "onnx.version_converter)");
+  // The checker resolves external data relative to the model's directory, which only the
+  // path form tells it.
+  bool externalData = llvm::any_of(model.graph().initializer(), [](const onnx::TensorProto &t) {
+    return t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
+  });
   try {
-    onnx::checker::check_model(model);
+    if (externalData)
+      onnx::checker::check_model(path.str());
+    else
+      onnx::checker::check_model(model);
   } catch (const std::exception &e) {
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');

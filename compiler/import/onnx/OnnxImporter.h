@@ -23,6 +23,9 @@ struct OnnxImportOptions {
   std::map<std::string, std::string> constInputs;
   /// The same, with values already in memory (takes precedence over constInputs).
   std::map<std::string, mlir::DenseElementsAttr> constValues;
+  /// Models of opsets below 13 are lifted to opset 13 with ONNX's version converter before
+  /// import (off: they are rejected as an unsupported opset).
+  bool upgradeOpset = false;
   /// Sizes for symbolic input dimensions (`dim_param`), e.g. {"batch", 8}. A symbolic dimension
   /// without a size here is reported as unsupported.
   std::map<std::string, int64_t> dimParams;

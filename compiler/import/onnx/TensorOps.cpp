@@ -450,13 +450,62 @@ LogicalResult importSlice(NodeContext &ctx) {
                                                   ctx.arrayAttr("steps", s)}));
 }
 
+/// `x` sliced along one dimension `d` (start, end, step normalised as plait.slice wants).
+Value sliceAlong(NodeContext &ctx, Value x, int64_t d, int64_t start, int64_t end, int64_t step) {
+  llvm::ArrayRef<int64_t> shape = shapeOf(x);
+  llvm::SmallVector<int64_t> starts(shape.size(), 0), ends(shape), steps(shape.size(), 1);
+  starts[d] = start;
+  ends[d] = end;
+  steps[d] = step;
+  return ctx.create<SliceOp>({x}, {ctx.arrayAttr("starts", starts), ctx.arrayAttr("ends", ends),
+                                   ctx.arrayAttr("steps", steps)});
+}
+
+/// Pad in reflect or edge mode: per dimension, concatenate the mirrored (reflect) or repeated
+/// (edge) border slices around the input.
+LogicalResult padBySlices(NodeContext &ctx, llvm::ArrayRef<int64_t> pads, bool reflect) {
+  Value v = ctx.input(0);
+  if (!v)
+    return failure();
+  int64_t rank = shapeOf(v).size();
+  for (int64_t d = 0; d < rank && v; ++d) {
+    int64_t before = pads[d], after = pads[d + rank], n = shapeOf(v)[d];
+    if (before < 0 || after < 0)
+      return ctx.unsupported("negative pads with mode='" +
+                             std::string(reflect ? "reflect" : "edge") + "'");
+    if (before == 0 && after == 0)
+      continue;
+    if (reflect ? std::max(before, after) > n - 1 : n == 0)
+      return ctx.error("cannot pad dimension " + llvm::Twine(d) + " of size " + llvm::Twine(n) +
+                       " by " + llvm::Twine(std::max(before, after)) + " in " +
+                       (reflect ? "reflect" : "edge") + " mode");
+    llvm::SmallVector<Value> parts;
+    auto edge = [&](int64_t at, int64_t count) {
+      Value one = sliceAlong(ctx, v, d, at, at + 1, 1);
+      llvm::SmallVector<int64_t> shape(shapeOf(v));
+      shape[d] = count;
+      return one ? ctx.broadcastTo(one, shape) : Value();
+    };
+    if (before > 0)
+      parts.push_back(reflect ? sliceAlong(ctx, v, d, before, 0, -1) : edge(0, before));
+    parts.push_back(v);
+    if (after > 0)
+      parts.push_back(reflect ? sliceAlong(ctx, v, d, n - 2, n - 2 - after, -1) : edge(n - 1, after));
+    if (llvm::is_contained(parts, Value()))
+      return failure();
+    v = ctx.create<ConcatOp>(parts, {ctx.i64Attr("axis", d)});
+  }
+  return setResult(ctx, v);
+}
+
 LogicalResult importPad(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
     return failure();
   std::string mode = ctx.stringAttr("mode", "constant");
-  if (mode != "constant")
-    return ctx.unsupported("attribute mode='" + mode + "' (only constant padding)");
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return ctx.unsupported("attribute mode='" + mode + "' (plait pads in constant, reflect and "
+                                                       "edge modes)");
   int64_t rank = type.getRank();
   auto given = ctx.requireIntsInput(1, "pads");
   if (!given)
@@ -490,6 +539,8 @@ LogicalResult importPad(NodeContext &ctx) {
       return ctx.error("constant_value must hold one value");
     value = v->getDouble(0);
   }
+  if (mode != "constant")
+    return padBySlices(ctx, pads, mode == "reflect");
   // Negative pads crop: pad the positive parts, then slice the negative ones away.
   llvm::SmallVector<int64_t> grow(2 * rank), starts(rank), ends(rank), steps(rank, 1), padded(rank);
   bool crops = false;
@@ -535,120 +586,6 @@ LogicalResult importGather(NodeContext &ctx) {
   if (!data || !indices)
     return failure();
   return setResult(ctx, ctx.create<GatherOp>({data, indices}, {ctx.i64Attr("axis", *axis)}));
-}
-
-//===----------------------------------------------------------------------===//
-// Shape queries and constant sources (always folded)
-//===----------------------------------------------------------------------===//
-
-LogicalResult importShape(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
-  if (!type)
-    return failure();
-  int64_t rank = type.getRank();
-  int64_t start = ctx.intAttr("start", 0), end = ctx.intAttr("end", rank);
-  if (start < 0)
-    start += rank;
-  if (end < 0)
-    end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, start, rank);
-  llvm::SmallVector<int64_t> dims(type.getShape().slice(start, end - start));
-  ctx.setOutput(0, HostTensor::fromInts(ElemKind::I64, {static_cast<int64_t>(dims.size())}, dims));
-  return success();
-}
-
-LogicalResult importSize(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
-  if (!type)
-    return failure();
-  ctx.setOutput(0, HostTensor::splatInt(ElemKind::I64, {}, type.getNumElements()));
-  return success();
-}
-
-LogicalResult importConstantOfShape(NodeContext &ctx) {
-  auto shape = ctx.requireIntsInput(0, "input");
-  if (!shape)
-    return failure();
-  if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
-    return ctx.error("shape " + listStr(*shape) + " has a negative dimension");
-  HostTensor value = HostTensor::splat(ElemKind::F32, {}, 0.0);
-  if (ctx.hasAttr("value")) {
-    auto given = ctx.tensorAttr("value");
-    if (!given)
-      return failure();
-    if (given->numElements() != 1)
-      return ctx.error("attribute 'value' must hold one element");
-    value = *given;
-  }
-  ctx.setOutput(0, value.isFloat() ? HostTensor::splat(value.kind(), *shape, value.getDouble(0))
-                                   : HostTensor::splatInt(value.kind(), *shape, value.getInt(0)));
-  return success();
-}
-
-LogicalResult importRange(NodeContext &ctx) {
-  const HostTensor *start = ctx.requireConstInput(0, "start");
-  const HostTensor *limit = start ? ctx.requireConstInput(1, "limit") : nullptr;
-  const HostTensor *delta = limit ? ctx.requireConstInput(2, "delta") : nullptr;
-  if (!delta)
-    return failure();
-  if (start->numElements() != 1 || limit->numElements() != 1 || delta->numElements() != 1)
-    return ctx.error("start, limit and delta must be scalars");
-  ElemKind kind = start->kind();
-  if (start->isFloat()) {
-    double s = start->getDouble(0), l = limit->getDouble(0), d = delta->getDouble(0);
-    if (d == 0)
-      return ctx.error("delta is 0");
-    int64_t n = std::max<int64_t>(static_cast<int64_t>(std::ceil((l - s) / d)), 0);
-    HostTensor out(kind, {n});
-    for (int64_t i = 0; i < n; ++i)
-      out.setDouble(i, s + i * d);
-    ctx.setOutput(0, std::move(out));
-    return success();
-  }
-  int64_t s = start->getInt(0), l = limit->getInt(0), d = delta->getInt(0);
-  if (d == 0)
-    return ctx.error("delta is 0");
-  int64_t n = d > 0 ? (l > s ? (l - s + d - 1) / d : 0) : (s > l ? (s - l - d - 1) / (-d) : 0);
-  HostTensor out(kind, {n});
-  for (int64_t i = 0; i < n; ++i)
-    out.setInt(i, s + i * d);
-  ctx.setOutput(0, std::move(out));
-  return success();
-}
-
-LogicalResult importConstant(NodeContext &ctx) {
-  if (ctx.hasAttr("value")) {
-    auto value = ctx.tensorAttr("value");
-    if (!value)
-      return failure();
-    ctx.setOutput(0, std::move(*value));
-    return success();
-  }
-  if (ctx.hasAttr("value_float")) {
-    ctx.setOutput(0, HostTensor::splat(ElemKind::F32, {}, ctx.floatAttr("value_float", 0)));
-    return success();
-  }
-  if (ctx.hasAttr("value_int")) {
-    ctx.setOutput(0, HostTensor::splatInt(ElemKind::I64, {}, ctx.intAttr("value_int", 0)));
-    return success();
-  }
-  if (ctx.hasAttr("value_ints")) {
-    auto ints = ctx.intsAttr("value_ints");
-    ctx.setOutput(0, HostTensor::fromInts(ElemKind::I64, {static_cast<int64_t>(ints.size())}, ints));
-    return success();
-  }
-  if (ctx.hasAttr("value_floats")) {
-    auto floats = ctx.floatsAttr("value_floats");
-    ctx.setOutput(0, HostTensor::fromDoubles(ElemKind::F32,
-                                             {static_cast<int64_t>(floats.size())}, floats));
-    return success();
-  }
-  if (ctx.hasAttr("value_string") || ctx.hasAttr("value_strings"))
-    return ctx.unsupported("dtype string");
-  if (ctx.hasAttr("sparse_value"))
-    return ctx.unsupported("sparse Constant (attribute 'sparse_value')");
-  return ctx.error("has no value attribute");
 }
 
 LogicalResult importDropout(NodeContext &ctx) {
@@ -711,28 +648,6 @@ LogicalResult importTrilu(NodeContext &ctx) {
   return setResult(ctx, x ? ctx.create<TriluOp>({x}, {ctx.boolAttr("upper", upper),
                                                       ctx.i64Attr("k", k)})
                           : Value());
-}
-
-LogicalResult importEyeLike(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
-  if (!type)
-    return failure();
-  if (type.getRank() != 2)
-    return ctx.error("input must be 2-D");
-  Type element = type.getElementType();
-  if (ctx.hasAttr("dtype")) {
-    int dtype = static_cast<int>(ctx.intAttr("dtype", 1));
-    element = elementTypeOf(dtype, ctx.context());
-    if (!element)
-      return ctx.unsupported("dtype " + onnxTypeName(dtype));
-  }
-  int64_t k = ctx.intAttr("k", 0), rows = type.getDimSize(0), cols = type.getDimSize(1);
-  HostTensor out(*kindOf(element), type.getShape());
-  for (int64_t r = 0; r < rows; ++r)
-    if (r + k >= 0 && r + k < cols)
-      out.setInt(r * cols + r + k, 1);
-  ctx.setOutput(0, std::move(out));
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -834,14 +749,8 @@ void registerTensorOps(OpImporterMap &map) {
   map["Slice"] = importSlice;
   map["Pad"] = importPad;
   map["Gather"] = importGather;
-  map["Shape"] = importShape;
-  map["Size"] = importSize;
-  map["ConstantOfShape"] = importConstantOfShape;
-  map["Range"] = importRange;
-  map["Constant"] = importConstant;
   map["Dropout"] = importDropout;
   map["Trilu"] = importTrilu;
-  map["EyeLike"] = importEyeLike;
   map["DepthToSpace"] = importDepthToSpace;
   map["SpaceToDepth"] = importSpaceToDepth;
   map["OneHot"] = importOneHot;

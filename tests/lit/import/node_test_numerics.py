@@ -2,10 +2,12 @@
 """Checks the importer's numerics on ONNX node tests without the plait runtime.
 
 Usage: node_test_numerics.py [--data DIR] [--filter S] [--verbose] -- IMPORT_COMMAND...
-  e.g. node_test_numerics.py -- plait-compile {model} --emit mlir --mlir-print-op-generic -o -
+  e.g. node_test_numerics.py -- bash -o pipefail -c \
+         "plait-compile {model} {args} --emit mlir -o - | plait-opt --mlir-print-op-generic"
 
-IMPORT_COMMAND must print the imported module in MLIR's generic op form on stdout ({model} is
-replaced by the model path, `--const-input NAME=FILE` is appended as the import asks for it).
+IMPORT_COMMAND must print the imported module in MLIR's generic op form on stdout. {model} is
+replaced by the model path; `--const-input NAME=FILE` arguments, added as the import asks for
+them, replace {args} (or are appended when there is no {args}).
 A small numpy interpreter of the plait ops runs the module on test_data_set_0's inputs and
 compares with the expected outputs, so a wrong mapping, decomposition, folding or attribute shows
 up as a MISMATCH, independent of the kernels. Exit status 1 when any test mismatches.
@@ -79,6 +81,8 @@ def parse_scalar_token(tok, elem):
 def parse_dense(body, shape, elem):
     dtype = DTYPES[elem]
     body = body.strip()
+    if not body:  # dense<> of an empty tensor
+        return np.zeros(shape, dtype)
     if body.startswith('"0x'):
         raw = bytes.fromhex(body[3:-1])
         if elem == "bf16":
@@ -439,9 +443,12 @@ def run_test(command, test_dir):
     model_path = os.path.join(test_dir, "model.onnx")
     bindings, files = {}, None
     while True:
+        extra = [f"--const-input {k}={v}" for k, v in bindings.items()]
         args = [a.replace("{model}", model_path) for a in command]
-        for k, v in bindings.items():
-            args += ["--const-input", f"{k}={v}"]
+        if any("{args}" in a for a in args):
+            args = [a.replace("{args}", " ".join(extra)) for a in args]
+        else:
+            args += " ".join(extra).split()
         proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
         if proc.returncode == 0:
             break
@@ -475,6 +482,8 @@ def run_test(command, test_dir):
         return "noimpl", str(e)
     except Exception as e:  # a bug in the interpreter or the IR
         return "MISMATCH", f"interpreter: {type(e).__name__}: {e}"
+    if got is None:
+        return "MISMATCH", "the command printed no function"
     for i, (g, e) in enumerate(zip(got, expected)):
         if e.dtype == np.uint16 and g.dtype == np.float32:  # bfloat16 stored as raw bits
             e = from_bf16_bits(e)

@@ -131,6 +131,18 @@ def main():
          vi("lse", F, [2]), vi("clip", F, [2, 3]), vi("tile", F, [4, 3]), vi("pad", F, [3, 4]),
          vi("mod", I64, [2]), vi("max3", F, [2, 3])], opset=14)
 
+    # More decompositions: Pad in reflect and edge modes, CumSum, Hardmax.
+    save("decompose2", [
+        const("pads", np.array([0, 2, 0, 1], np.int64)),
+        helper.make_node("Pad", ["x", "pads"], ["reflect"], name="pad_reflect", mode="reflect"),
+        helper.make_node("Pad", ["x", "pads"], ["edge"], name="pad_edge", mode="edge"),
+        const("axis", np.array(1, np.int64)),
+        helper.make_node("CumSum", ["x", "axis"], ["cumsum"], name="cumsum", exclusive=1),
+        helper.make_node("Hardmax", ["x"], ["hardmax"], name="hardmax", axis=1),
+    ], [vi("x", F, [2, 3])],
+        [vi("reflect", F, [2, 6]), vi("edge", F, [2, 6]), vi("cumsum", F, [2, 3]),
+         vi("hardmax", F, [2, 3])], opset=14)
+
     # A causal mask from constants (torch's triu/where idiom) folds into one plait.constant.
     save("fold_mask", [
         const("shape", np.array([4, 4], np.int64)),
@@ -146,6 +158,14 @@ def main():
         helper.make_node("Identity", ["d"], ["out"], name="identity"),
     ], [vi("scores", F, [2, 4, 4])], [vi("out", F, [2, 4, 4]), vi("mask", BOOL, [2, 4, 4])],
         opset=14)
+
+    # Weights stored as external data next to the model.
+    model = save("external_data", [
+        helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul"),
+    ], [vi("x", F, [1, 2])], [vi("y", F, [1, 2])],
+        [tensor("w", np.array([[1, 2], [3, 4]], np.float32))])
+    onnx.save(model, os.path.join(OUT, "external_data.onnx"), save_as_external_data=True,
+              location="external_data.bin", size_threshold=0)
 
     # --- Diagnostics -------------------------------------------------------------------
     save("unsupported_op", [
@@ -177,9 +197,9 @@ def main():
         const("shape", np.array([5, -1], np.int64)),
         helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape3"),
     ], [vi("x", F, [2, 6])], [vi("y", F, [5, 2])], check=False)
-    save("pad_reflect", [
+    save("pad_wrap", [
         const("pads", np.array([1, 1], np.int64)),
-        helper.make_node("Pad", ["x", "pads"], ["y"], name="pad1", mode="reflect"),
+        helper.make_node("Pad", ["x", "pads"], ["y"], name="pad1", mode="wrap"),
     ], [vi("x", F, [4])], [vi("y", F, [6])])
     save("dropout_training", [
         const("ratio", np.array(0.5, np.float32)),
