@@ -42,8 +42,11 @@ inline float expApprox(float x) {
   // n is in [-150, 128]: apply 2^n as 2^(n/2) * 2^(n - n/2), two factors whose exponents
   // are always representable, so that results overflow to inf and underflow through the
   // denormals (e^-104 rounds to 0) exactly as a correctly rounded exp would.
+  // (Shifted as unsigned: for a NaN input n is garbage, and so harmlessly is the scale.)
   int32_t half = ni >> 1;
-  return p * bitsToFloat((half + 127) << 23) * bitsToFloat((ni - half + 127) << 23);
+  float scaleA = bitsToFloat(int32_t(uint32_t(half + 127) << 23));
+  float scaleB = bitsToFloat(int32_t(uint32_t(ni - half + 127) << 23));
+  return p * scaleA * scaleB;
 }
 
 /// 1 / (1 + e^-x) for f32; exact limits 0 and 1 at the extremes.
