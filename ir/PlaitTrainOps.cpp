@@ -53,9 +53,10 @@ LogicalResult AssignOp::verify() {
 
 LogicalResult GatherGradOp::verify() {
   auto grad = getGrad().getType(), out = getType();
-  auto axis = normalizeAxis(getAxis(), out.getRank());
+  int64_t axisAttr = getAxis(); // I64Attr getters return uint64_t
+  auto axis = normalizeAxis(axisAttr, out.getRank());
   if (!axis)
-    return emitOpError("axis ") << getAxis() << " is out of range for rank " << out.getRank();
+    return emitOpError("axis ") << axisAttr << " is out of range for rank " << out.getRank();
   SmallVector<int64_t> expected(out.getShape().take_front(*axis));
   llvm::append_range(expected, getIndices().getType().getShape());
   llvm::append_range(expected, out.getShape().drop_front(*axis + 1));

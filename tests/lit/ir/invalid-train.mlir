@@ -1,0 +1,175 @@
+// Diagnostics of the training ops (ir/PlaitTrainOps.*): hyper, assign, the gradient
+// kernels and sgd_update.
+// RUN: plait-opt --split-input-file --verify-diagnostics %s
+
+func.func @hyper_unknown_name() {
+  // expected-error @+1 {{'plait.hyper' op unknown hyper-parameter 'momentum' (expected lr or step)}}
+  %0 = plait.hyper "momentum" : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @hyper_not_scalar() {
+  // expected-error @+1 {{'plait.hyper' op must be a scalar tensor<f32>}}
+  %0 = plait.hyper "lr" : tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @hyper_not_f32() {
+  // expected-error @+1 {{'plait.hyper' op result #0 must be statically shaped tensor of 32-bit float values, but got 'tensor<f64>'}}
+  %0 = plait.hyper "lr" : tensor<f64>
+  return
+}
+
+// -----
+
+func.func @assign_to_an_argument(%x: tensor<4xf32>, %v: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.assign' op target must be a plait.param or plait.state}}
+  plait.assign %x, %v : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @assign_to_an_activation(%v: tensor<4xf32>) {
+  %w = plait.param "w" {init = "zeros"} : tensor<4xf32>
+  %a = plait.exp %w : tensor<4xf32>
+  // expected-error @+1 {{'plait.assign' op target must be a plait.param or plait.state}}
+  plait.assign %a, %v : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @assign_type(%v: tensor<2x2xf32>) {
+  %w = plait.param "w" {init = "zeros"} : tensor<4xf32>
+  // expected-error @+1 {{'plait.assign' op failed to verify that all of {target, value} have same type}}
+  "plait.assign"(%w, %v) : (tensor<4xf32>, tensor<2x2xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_grad_axis(%g: tensor<2x8x16xf32>, %i: tensor<2x8xi64>) {
+  // expected-error @+1 {{'plait.gather_grad' op axis -3 is out of range for rank 2}}
+  %0 = plait.gather_grad %g, %i {axis = -3 : i64} : (tensor<2x8x16xf32>, tensor<2x8xi64>) -> tensor<100x16xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_shape(%g: tensor<2x8x16xf32>, %i: tensor<2x8xi64>) {
+  // expected-error @+1 {{'plait.gather_grad' op grad has shape 2x8x16, expected 100x2x8}}
+  %0 = plait.gather_grad %g, %i {axis = 1 : i64} : (tensor<2x8x16xf32>, tensor<2x8xi64>) -> tensor<100x16xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_element_type(%g: tensor<2x8x16xf32>, %i: tensor<2x8xi64>) {
+  // expected-error @+1 {{'plait.gather_grad' op changes the element type}}
+  %0 = plait.gather_grad %g, %i : (tensor<2x8x16xf32>, tensor<2x8xi64>) -> tensor<100x16xf16>
+  return
+}
+
+// -----
+
+func.func @conv_grad_input_shape(%g: tensor<1x4x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // Without padding, a 3x3 conv of a 8x8 input gives 6x6, not the 8x8 gradient.
+  // expected-error @+1 {{'plait.conv2d_grad_input' op grad has type 'tensor<1x4x8x8xf32>', but the forward op gives 'tensor<1x4x6x6xf32>'}}
+  %0 = plait.conv2d_grad_input %g, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x4x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_grad_input_forward_rule(%g: tensor<1x4x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // The forward op's shape rule reports its own errors.
+  // expected-error @+1 {{'plait.conv2d' op w has 3 input channels per group, expected 5 (5 channels / group 1)}}
+  %0 = plait.conv2d_grad_input %g, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x4x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x5x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_grad_weight_shape(%x: tensor<1x3x8x8xf32>, %g: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'plait.conv2d_grad_weight' op grad has type 'tensor<1x4x8x8xf32>', but the forward op gives 'tensor<1x4x4x4xf32>'}}
+  %0 = plait.conv2d_grad_weight %x, %g {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<1x4x8x8xf32>) -> tensor<4x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_result(%x: tensor<1x1x4x4xf32>, %g: tensor<1x1x2x2xf32>) {
+  // expected-error @+1 {{'plait.max_pool2d_grad' op result type must equal x's type}}
+  %0 = plait.max_pool2d_grad %x, %g {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf64>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_shape(%x: tensor<1x1x5x5xf32>, %g: tensor<1x1x3x3xf32>) {
+  // expected-error @+1 {{'plait.max_pool2d_grad' op grad has type 'tensor<1x1x3x3xf32>', but the forward op gives 'tensor<1x1x2x2xf32>'}}
+  %0 = plait.max_pool2d_grad %x, %g {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x1x5x5xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x5x5xf32>
+  return
+}
+
+// -----
+
+func.func @avg_pool_grad_shape(%g: tensor<1x1x2x2xf32>) {
+  // expected-error @+1 {{'plait.avg_pool2d_grad' op grad has type 'tensor<1x1x2x2xf32>', but the forward op gives 'tensor<1x1x3x3xf32>'}}
+  %0 = plait.avg_pool2d_grad %g {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>} : (tensor<1x1x2x2xf32>) -> tensor<1x1x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @loss_grad_shape(%x: tensor<8x10xf32>, %t: tensor<8xi64>, %g: tensor<8xf32>) {
+  // With reduction = mean the loss, and so its gradient, is a scalar.
+  // expected-error @+1 {{'plait.softmax_cross_entropy_grad' op grad has type 'tensor<8xf32>', but the forward op gives 'tensor<f32>'}}
+  %0 = plait.softmax_cross_entropy_grad %x, %t, %g : (tensor<8x10xf32>, tensor<8xi64>, tensor<8xf32>) -> tensor<8x10xf32>
+  return
+}
+
+// -----
+
+func.func @nll_grad_forward_rule(%x: tensor<8x10xf32>, %t: tensor<4xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{'plait.nll_loss' op target has shape 4, expected 8}}
+  %0 = plait.nll_loss_grad %x, %t, %g {reduction = "sum"} : (tensor<8x10xf32>, tensor<4xi64>, tensor<f32>) -> tensor<8x10xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_momentum_without_buffer(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'plait.sgd_update' op needs a momentum buffer exactly when momentum is non-zero}}
+  %0 = plait.sgd_update %p, %g, %lr, %s {momentum = 0.9 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_buffer_without_new_buffer(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, %s: tensor<f32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.sgd_update' op produces a new buffer exactly when it takes one}}
+  %0 = plait.sgd_update %p, %g, %lr, %s, %b {momentum = 0.9 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_buffer_type(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, %s: tensor<f32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.sgd_update' op momentum buffer type differs from the param's}}
+  %0:2 = plait.sgd_update %p, %g, %lr, %s, %b {momentum = 0.9 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<8xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_nesterov(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, %s: tensor<f32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.sgd_update' op nesterov needs momentum > 0 and zero dampening}}
+  %0:2 = plait.sgd_update %p, %g, %lr, %s, %b {momentum = 0.9 : f64, dampening = 0.1 : f64, nesterov = true} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  return
+}
