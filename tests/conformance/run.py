@@ -39,6 +39,7 @@ import onnx
 from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
 DATA_ROOT = "/usr/share/libonnx-testdata/data"
 DEFAULT_SUITES = ("node", "pytorch-converted", "pytorch-operator")
 MAX_CONST_RETRIES = 8
@@ -349,7 +350,9 @@ def run_data_set(test, args, tool, model, data_set, workdir, compiled):
         want = read_pb_tensor(os.path.join(data_set, "output_%d.pb" % i))
         path = os.path.join(outdir, sanitize(vi.name) + ".npy")
         if not os.path.exists(path):
-            return "failed", "output '%s': plait-run wrote no %s" % (vi.name, os.path.basename(path))
+            written = sorted(os.listdir(outdir)) if os.path.isdir(outdir) else []
+            return "failed", "output '%s': plait-run wrote no %s (it wrote: %s)" % (
+                vi.name, os.path.basename(path), " ".join(written) or "nothing")
         try:
             got = np.load(path, allow_pickle=False)
         except Exception as e:  # noqa: BLE001 - any unreadable file is the runtime's failure
@@ -417,6 +420,11 @@ def write_markdown(path, summary):
                                                    row["unsupported"]))
 
 
+def shown_path(path):
+    path = os.path.abspath(path)
+    return os.path.relpath(path, REPO) if path.startswith(REPO + os.sep) else path
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -482,7 +490,7 @@ def main():
                 print("FAIL %s [%s]: %s" % (t.name, t.op, t.reason))
         elif t.status == "passed" and t.known:
             print("note: %s passes now; remove it from %s" % (
-                t.name, os.path.relpath(args.known_failures)))
+                t.name, shown_path(args.known_failures)))
         elif t.status == "unsupported" and args.verbose:
             print("unsupported %s [%s]: %s" % (t.name, t.op, t.reason))
 
@@ -503,7 +511,7 @@ def main():
     known_failed = len(summary["known_failures"])
     if known_failed:
         print("(%d of the failures are listed in %s)" % (known_failed,
-                                                         os.path.relpath(args.known_failures)))
+                                                         shown_path(args.known_failures)))
     print("%d passed, %d failed, %d unsupported" % (
         totals["passed"], totals["failed"], totals["unsupported"]))
     return status
