@@ -111,9 +111,18 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
   for (const std::string &k : kernelNames)
     kernels.push_back(fbb.CreateString(k));
 
+  std::vector<flatbuffers::Offset<fb::Update>> updates;
+  for (auto [source, target] : plan.updates)
+    updates.push_back(fb::CreateUpdate(fbb, source, target));
+  flatbuffers::Offset<fb::LrSchedule> schedule = 0;
+  if (plan.training)
+    schedule = fb::CreateLrScheduleDirect(fbb, plan.schedule.kind.c_str(), plan.schedule.lr,
+                                          plan.schedule.warmupSteps, plan.schedule.totalSteps,
+                                          plan.schedule.minLr);
   auto root = fb::CreatePlanDirect(fbb, kPlanVersion, plan.worldSize, &plan.arenaBytes,
                                    &kernels, &tensors, &instrs, &plan.inputs, &plan.outputs,
-                                   &buffers, plan.report.c_str(), plan.source.c_str());
+                                   &buffers, plan.report.c_str(), plan.source.c_str(),
+                                   plan.training, &updates, schedule);
   fb::FinishPlanBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }

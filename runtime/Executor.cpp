@@ -35,9 +35,13 @@ Status Executor::create(const Plan &plan, const ExecutorOptions &options,
 Status Executor::initialiseParamsAndConstants() {
   for (uint32_t i = 0; i < plan_.tensors.size(); ++i) {
     const PlanTensor &t = plan_.tensors[i];
+    uint8_t *dst = arena_.data() + t.offset;
+    if (t.kind == TensorKind::State) { // optimizer state starts as zeros, like PyTorch's
+      std::memset(dst, 0, t.bytes);
+      continue;
+    }
     if (t.kind != TensorKind::Param && t.kind != TensorKind::Constant)
       continue;
-    uint8_t *dst = arena_.data() + t.offset;
     if (t.data >= 0) {
       if (t.bytes != 0) // an empty tensor's source may be a null pointer
         std::memcpy(dst, plan_.bufferData(t.data), t.bytes);
@@ -105,8 +109,21 @@ Status Executor::run() {
     PLAIT_RETURN_IF_ERROR(runInstr(i));
     ++instructionsRun_;
   }
+  // New weights and optimizer state become visible only after the whole step ran.
+  for (const PlanUpdate &u : plan_.updates)
+    std::memcpy(arena_.data() + plan_.tensors[u.target].offset,
+                arena_.data() + plan_.tensors[u.source].offset, plan_.tensors[u.target].bytes);
   inputSet_.assign(plan_.inputs.size(), false);
   return {};
+}
+
+void Executor::setHyperParameters(int64_t step, double lr) {
+  for (const PlanTensor &t : plan_.tensors) {
+    if (t.kind != TensorKind::Hyper)
+      continue;
+    float value = t.name == "lr" ? static_cast<float>(lr) : static_cast<float>(step);
+    std::memcpy(arena_.data() + t.offset, &value, sizeof value);
+  }
 }
 
 } // namespace plait::rt

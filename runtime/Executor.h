@@ -27,7 +27,11 @@ public:
   /// that `value` has the planned dtype and shape.
   Status setInput(size_t index, const TensorView &value);
 
-  /// Runs every instruction once, in order. Every graph input must have been set since the
+  /// Writes the per-step hyper-parameters (the "lr" and "step" tensors, when present).
+  void setHyperParameters(int64_t step, double lr);
+
+  /// Runs every instruction once, in order, then (training plans) copies each update's
+  /// new value into its param or state. Every graph input must have been set since the
   /// previous run: the arena reuses input memory for activations within a step.
   /// A kernel error reads "PLAN: instruction N ('name', kernel K): message".
   Status run();

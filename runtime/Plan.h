@@ -13,7 +13,14 @@
 namespace plait::rt {
 
 /// Same numbering as plait.fb.TensorKind in codegen/schema/plan.fbs.
-enum class TensorKind : uint8_t { Activation = 0, Input = 1, Param = 2, Constant = 3 };
+enum class TensorKind : uint8_t {
+  Activation = 0,
+  Input = 1,
+  Param = 2,
+  Constant = 3,
+  State = 4, // persistent optimizer state, starts as zeros
+  Hyper = 5  // a scalar the runtime writes before each step ("lr" or "step")
+};
 const char *tensorKindName(TensorKind k);
 
 struct PlanTensor {
@@ -49,6 +56,21 @@ struct PlanBuffer {
   size_t size = 0;
 };
 
+/// After a training step, `source`'s bytes are copied into `target` (a Param or State).
+struct PlanUpdate {
+  uint32_t source = 0, target = 0;
+};
+
+/// Learning rate per step (plan.fbs LrSchedule).
+struct LrSchedule {
+  std::string kind = "constant"; // constant | linear-warmup | cosine
+  double lr = 0;
+  int64_t warmupSteps = 0, totalSteps = 0;
+  double minLr = 0;
+  /// The learning rate of 1-based `step`.
+  double at(int64_t step) const;
+};
+
 struct Plan {
   std::string path;                 // the file it was loaded from; prefixes every message
   uint32_t version = 0;
@@ -63,6 +85,9 @@ struct Plan {
   std::string report;               // the compiler's report, JSON
   std::string source;               // the model file the plan was compiled from
   std::vector<uint8_t> fileBytes;   // the whole plan file; buffers point into it
+  bool training = false;            // output 0 is the loss; updates run after each step
+  std::vector<PlanUpdate> updates;
+  LrSchedule schedule;
 
   const uint8_t *bufferData(int32_t index) const { return fileBytes.data() + buffers[index].offset; }
 };

@@ -43,7 +43,8 @@ public:
     for (uint32_t i = 0; i < numInstrs(); ++i)
       PLAIT_RETURN_IF_ERROR(decodeInstr(i));
     PLAIT_RETURN_IF_ERROR(decodeGraphInputs());
-    return decodeGraphOutputs();
+    PLAIT_RETURN_IF_ERROR(decodeGraphOutputs());
+    return decodeTraining();
   }
 
 private:
@@ -113,7 +114,7 @@ private:
       return fail("{}: unknown dtype {}", label, dtype);
     t.dtype = static_cast<DType>(dtype);
     int kind = static_cast<int>(src.kind());
-    if (kind < 0 || kind > static_cast<int>(TensorKind::Constant))
+    if (kind < 0 || kind > static_cast<int>(TensorKind::Hyper))
       return fail("{}: unknown tensor kind {}", label, kind);
     t.kind = static_cast<TensorKind>(kind);
     t.shape = copyScalars(src.shape());
@@ -242,6 +243,56 @@ private:
 
   Status decodeGraphOutputs() {
     return checkTensorIndices(root_.outputs(), "output", "graph outputs", out_.outputs);
+  }
+
+  // Hyper tensors, updates and the schedule: what a training step needs beyond the stream.
+  Status decodeTraining() {
+    for (uint32_t t = 0; t < out_.tensors.size(); ++t) {
+      const PlanTensor &tensor = out_.tensors[t];
+      if (tensor.kind != TensorKind::Hyper)
+        continue;
+      if (tensor.name != "lr" && tensor.name != "step")
+        return fail("{}: unknown hyper-parameter (expected lr or step)", tensorLabel(t));
+      if (tensor.dtype != DType::F32 || !tensor.shape.empty())
+        return fail("{}: a hyper-parameter must be a f32 scalar", tensorLabel(t));
+    }
+    out_.training = root_.training();
+    if (root_.updates()) {
+      for (const fb::Update *u : *root_.updates()) {
+        if (u->source() >= numTensors() || u->target() >= numTensors())
+          return fail("update {} -> {}: tensor index out of range ({} tensors)", u->source(),
+                      u->target(), numTensors());
+        const PlanTensor &src = out_.tensors[u->source()], &dst = out_.tensors[u->target()];
+        if (dst.kind != TensorKind::Param && dst.kind != TensorKind::State)
+          return fail("update of {}: the target must be a param or state, not {}",
+                      tensorLabel(u->target()), tensorKindName(dst.kind));
+        if (src.dtype != dst.dtype || src.shape != dst.shape)
+          return fail("update of {}: source {} is {} {}, the target {} {}",
+                      tensorLabel(u->target()), tensorLabel(u->source()), dtypeName(src.dtype),
+                      shapeString(src.shape), dtypeName(dst.dtype), shapeString(dst.shape));
+        out_.updates.push_back({u->source(), u->target()});
+      }
+    }
+    if (out_.training) {
+      if (out_.outputs.empty() || out_.tensors[out_.outputs[0]].shape.size() != 0 ||
+          !isFloat(out_.tensors[out_.outputs[0]].dtype))
+        return fail("a training plan's first output must be the scalar loss");
+      if (const fb::LrSchedule *s = root_.schedule()) {
+        LrSchedule &sched = out_.schedule;
+        sched.kind = str(s->kind());
+        sched.lr = s->lr();
+        sched.warmupSteps = s->warmup_steps();
+        sched.totalSteps = s->total_steps();
+        sched.minLr = s->min_lr();
+        if (sched.kind != "constant" && sched.kind != "linear-warmup" && sched.kind != "cosine")
+          return fail("unknown learning-rate schedule '{}'", printable(sched.kind));
+        if (!(sched.lr > 0) || sched.warmupSteps < 0 || sched.totalSteps < 0)
+          return fail("learning-rate schedule needs lr > 0 and non-negative step counts");
+      } else {
+        return fail("a training plan needs a learning-rate schedule");
+      }
+    }
+    return {};
   }
 
   const fb::Plan &root_;

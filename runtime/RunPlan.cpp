@@ -1,4 +1,4 @@
-// The forward-run driver behind plait-run: binds inputs by name, runs once, writes outputs.
+// The run driver behind plait-run: binds inputs or training batches, runs steps, writes outputs.
 #include "runtime/RunPlan.h"
 
 #include <cctype>
@@ -10,9 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/DataLoader.h"
 #include "runtime/Executor.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/io/Npy.h"
+#include "runtime/io/Safetensors.h"
 #include "runtime/io/TensorFile.h"
 
 namespace plait::rt {
@@ -24,13 +26,10 @@ Status checkImplemented(const RunOptions &options) {
     return Status::errorf("--nproc must be at least 1, got {}", options.nproc);
   if (options.nproc > 1)
     return Status::error("--nproc > 1 is not implemented yet (multi-rank execution)");
-  if (!options.dataDir.empty())
-    return Status::error("--data is not implemented yet (training plans)");
   if (options.steps < 1)
     return Status::errorf("--steps must be at least 1, got {}", options.steps);
-  if (options.steps > 1)
-    return Status::error("--steps > 1 needs a training plan; only forward plans run yet "
-                         "(use --steps 1)");
+  if (!options.dataDir.empty() && !options.inputs.empty())
+    return Status::error("give the batch either with --data DIR or with --input, not both");
   return {};
 }
 
@@ -41,8 +40,9 @@ std::string inputList(const Plan &plan) {
   return names.empty() ? "none" : names;
 }
 
-// Reads every --input file and copies it into the arena, checking names and coverage.
-Status bindInputs(const RunOptions &options, const Plan &plan, Executor &exec) {
+// Reads every --input file, checking names, shapes and coverage; `values` is by input index.
+Status readInputs(const RunOptions &options, const Plan &plan, std::vector<HostTensor> &values) {
+  values.assign(plan.inputs.size(), HostTensor{});
   std::map<std::string, size_t> inputIndex;
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     inputIndex.emplace(plan.tensors[plan.inputs[i]].name, i);
@@ -61,7 +61,7 @@ Status bindInputs(const RunOptions &options, const Plan &plan, Executor &exec) {
       return Status::errorf("--input {}: expected {} {}, got {} {} from {}", printable(name),
                             dtypeName(t.dtype), shapeString(t.shape), dtypeName(value.dtype),
                             shapeString(value.shape), file);
-    PLAIT_RETURN_IF_ERROR(exec.setInput(it->second, value.view()));
+    values[it->second] = std::move(value);
   }
   for (uint32_t t : plan.inputs) {
     const PlanTensor &tensor = plan.tensors[t];
@@ -149,7 +149,7 @@ nlohmann::json lossOf(const Executor &exec) {
 }
 
 Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t step,
-                    double stepMs) {
+                    double stepMs, std::ofstream &log) {
   const Plan &plan = exec.plan();
   int64_t samples = 1; // the leading dimension of the first input is the batch
   if (!plan.inputs.empty() && !plan.tensors[plan.inputs[0]].shape.empty())
@@ -162,11 +162,7 @@ Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t ste
       {"arena_bytes", exec.arenaBytes()},
       {"comm_bytes", 0},
   };
-  // The first step starts a fresh log: the file describes this run only.
-  std::ofstream log(options.logJsonl, step == 1 ? std::ios::trunc : std::ios::app);
-  if (!log)
-    return Status::errorf("--log-jsonl {}: cannot open for writing", options.logJsonl);
-  log << record.dump() << '\n';
+  log << record.dump() << std::endl; // flushed per step: a crashed run keeps its log
   if (!log)
     return Status::errorf("--log-jsonl {}: write error", options.logJsonl);
   return {};
@@ -200,6 +196,20 @@ std::string outputFileName(const std::string &tensorName, size_t index) {
   return name + ".npy";
 }
 
+namespace {
+
+/// Writes every param under its name (the ONNX initializer names) as safetensors.
+Status saveWeights(const std::string &path, const Executor &exec) {
+  std::vector<std::pair<std::string, TensorView>> params;
+  const Plan &plan = exec.plan();
+  for (uint32_t t = 0; t < plan.tensors.size(); ++t)
+    if (plan.tensors[t].kind == TensorKind::Param)
+      params.emplace_back(plan.tensors[t].name, exec.view(t));
+  return writeSafetensors(path, params);
+}
+
+} // namespace
+
 Status runPlan(const RunOptions &options, std::string &summary) {
   PLAIT_RETURN_IF_ERROR(checkImplemented(options));
   Plan plan;
@@ -208,25 +218,67 @@ Status runPlan(const RunOptions &options, std::string &summary) {
     return Status::errorf("{}: compiled for world size {}; multi-rank execution is not "
                           "implemented yet",
                           plan.path, plan.worldSize);
+  if (plan.training && options.dataDir.empty() && options.inputs.empty())
+    return Status::errorf("{}: a training plan needs its batches: --data DIR (one NAME.npy "
+                          "per graph input) or --input NAME=FILE for one fixed batch",
+                          plan.path);
   ExecutorOptions execOptions;
   execOptions.seed = options.seed;
   std::unique_ptr<Executor> exec;
   PLAIT_RETURN_IF_ERROR(Executor::create(plan, execOptions, exec));
-  PLAIT_RETURN_IF_ERROR(bindInputs(options, plan, *exec));
 
-  auto start = std::chrono::steady_clock::now();
-  PLAIT_RETURN_IF_ERROR(exec->run());
-  double stepMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  DataLoader data;
+  std::vector<HostTensor> fixedInputs;
+  if (!options.dataDir.empty())
+    PLAIT_RETURN_IF_ERROR(DataLoader::open(options.dataDir, plan, data));
+  else
+    PLAIT_RETURN_IF_ERROR(readInputs(options, plan, fixedInputs));
 
-  if (!options.logJsonl.empty())
-    PLAIT_RETURN_IF_ERROR(writeStepLog(options, *exec, /*step=*/1, stepMs));
+  std::ofstream log;
+  if (!options.logJsonl.empty()) {
+    log.open(options.logJsonl, std::ios::trunc); // the log describes this run only
+    if (!log)
+      return Status::errorf("--log-jsonl {}: cannot open for writing", options.logJsonl);
+  }
+
+  double totalMs = 0, lastMs = 0;
+  nlohmann::json firstLoss;
+  for (int64_t step = 1; step <= options.steps; ++step) {
+    if (!options.dataDir.empty())
+      PLAIT_RETURN_IF_ERROR(data.loadBatch(step - 1, *exec));
+    else
+      for (size_t i = 0; i < fixedInputs.size(); ++i)
+        PLAIT_RETURN_IF_ERROR(exec->setInput(i, fixedInputs[i].view()));
+    if (plan.training)
+      exec->setHyperParameters(step, plan.schedule.at(step));
+    auto start = std::chrono::steady_clock::now();
+    PLAIT_RETURN_IF_ERROR(exec->run());
+    lastMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                 .count();
+    totalMs += lastMs;
+    if (step == 1)
+      firstLoss = lossOf(*exec);
+    if (log.is_open())
+      PLAIT_RETURN_IF_ERROR(writeStepLog(options, *exec, step, lastMs, log));
+  }
+
   std::vector<std::string> written;
   if (!options.outputDir.empty())
     PLAIT_RETURN_IF_ERROR(writeOutputs(options, *exec, written));
-  summary = fmt::format("{}: ran {} instructions in {:.3f} ms (arena {} bytes); outputs: {}",
-                        plan.path, plan.instrs.size(), stepMs, exec->arenaBytes(),
-                        outputsSummary(*exec, written));
+  if (!options.saveWeights.empty())
+    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec));
+  if (plan.training)
+    summary = fmt::format("{}: trained {} steps, loss {} -> {}, {:.3f} ms/step (arena {} "
+                          "bytes){}",
+                          plan.path, options.steps, firstLoss.dump(), lossOf(*exec).dump(),
+                          totalMs / double(options.steps), exec->arenaBytes(),
+                          options.saveWeights.empty() ? "" : "; weights -> " + options.saveWeights);
+  else
+    summary = fmt::format("{}: ran {} instructions {} in {:.3f} ms (arena {} bytes); outputs: {}",
+                          plan.path, plan.instrs.size(),
+                          options.steps == 1 ? std::string("once")
+                                             : fmt::format("x {} steps", options.steps),
+                          totalMs, exec->arenaBytes(), outputsSummary(*exec, written));
   return {};
 }
 

@@ -17,13 +17,15 @@ struct RunOptions {
   uint64_t seed = 0;
   int64_t steps = 1;
   int64_t nproc = 1;
-  std::string dataDir;     // training data (not implemented yet)
+  std::string dataDir;     // one NAME.npy per graph input; step s takes the next batch
   std::string logJsonl;    // one JSON object per step
+  std::string saveWeights; // write the params as safetensors after the last step
 };
 
-/// Runs the plan once on rank 0 and, on success, sets `summary` to a one-line description
-/// of what ran and what was written. Options that this runtime does not implement yet
-/// (--nproc > 1, --data, --steps > 1, plans for world size > 1) are errors, never ignored.
+/// Runs `steps` steps of the plan on rank 0 (training plans update their params and state
+/// after each) and, on success, sets `summary` to a one-line description of what ran and
+/// what was written. Options that this runtime does not implement yet (--nproc > 1, plans
+/// for world size > 1) are errors, never ignored.
 Status runPlan(const RunOptions &options, std::string &summary);
 
 /// The file name (without directory) that graph output `index` named `tensorName` is

@@ -1,5 +1,5 @@
 // Version of the plan format written by codegen and accepted by the runtime.
 #pragma once
 namespace plait {
-inline constexpr unsigned kPlanVersion = 1;
+inline constexpr unsigned kPlanVersion = 2; // 2: training plans (updates, schedule)
 }

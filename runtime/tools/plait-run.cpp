@@ -46,6 +46,8 @@ int main(int argc, char **argv) {
   app.add_option("--steps", options.steps, "steps to run");
   app.add_option("--nproc", options.nproc, "local ranks to launch");
   app.add_option("--data", options.dataDir, "training data: one NAME.npy per graph input");
+  app.add_option("--save-weights", options.saveWeights,
+                 "write the params (after the last step) as FILE.safetensors");
   app.add_option("--log-jsonl", options.logJsonl, "append one JSON object per step");
   app.add_option("--trace", tracePath, "write a Chrome trace");
   app.add_option("--checkpoint-dir", checkpointDir, "checkpoint directory");

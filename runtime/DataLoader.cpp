@@ -1,0 +1,68 @@
+// Training data loader: whole .npy files in memory, contiguous batches copied per step.
+#include "runtime/DataLoader.h"
+
+#include <filesystem>
+
+#include "runtime/io/Npy.h"
+
+namespace plait::rt {
+
+Status DataLoader::open(const std::string &dir, const Plan &plan, DataLoader &out) {
+  out = DataLoader{};
+  out.plan_ = &plan;
+  if (!std::filesystem::is_directory(dir))
+    return Status::errorf("--data {}: not a directory", dir);
+  if (plan.inputs.empty())
+    return Status::errorf("--data {}: {} has no graph inputs to feed", dir, plan.path);
+  const PlanTensor &first = plan.tensors[plan.inputs[0]];
+  if (first.shape.empty())
+    return Status::errorf("{}: input '{}' is a scalar; batch inputs need a leading sample "
+                          "dimension", plan.path, printable(first.name));
+  out.batch_ = first.shape[0];
+  for (uint32_t t : plan.inputs) {
+    const PlanTensor &input = plan.tensors[t];
+    std::string path = (std::filesystem::path(dir) / (input.name + ".npy")).string();
+    if (!std::filesystem::exists(path))
+      return Status::errorf("--data {}: missing {} for graph input '{}' ({} {})", dir, path,
+                            printable(input.name), dtypeName(input.dtype),
+                            shapeString(input.shape));
+    HostTensor column;
+    PLAIT_RETURN_IF_ERROR(readNpy(path, column));
+    if (input.shape.empty() || input.shape[0] != out.batch_)
+      return Status::errorf("{}: inputs disagree on the batch size ('{}' is {}, '{}' is {})",
+                            plan.path, printable(first.name), shapeString(first.shape),
+                            printable(input.name), shapeString(input.shape));
+    std::vector<int64_t> perSample(input.shape.begin() + 1, input.shape.end());
+    if (column.dtype != input.dtype || column.shape.empty() ||
+        std::vector<int64_t>(column.shape.begin() + 1, column.shape.end()) != perSample)
+      return Status::errorf("{}: expected {} samples of shape {} (leading dimension = "
+                            "samples), got {} {}",
+                            path, dtypeName(input.dtype), shapeString(perSample),
+                            dtypeName(column.dtype), shapeString(column.shape));
+    int64_t n = column.shape[0];
+    if (out.columns_.empty())
+      out.samples_ = n;
+    else if (n != out.samples_)
+      return Status::errorf("{}: {} samples, but {}.npy has {}", path, n,
+                            printable(first.name), out.samples_);
+    out.columns_.push_back(std::move(column));
+  }
+  if (out.samples_ < out.batch_)
+    return Status::errorf("--data {}: {} samples, fewer than one batch of {}", dir,
+                          out.samples_, out.batch_);
+  return {};
+}
+
+Status DataLoader::loadBatch(int64_t step, Executor &exec) const {
+  int64_t first = (step % batchesPerEpoch()) * batch_;
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    const PlanTensor &input = plan_->tensors[plan_->inputs[i]];
+    size_t sampleBytes = input.bytes / static_cast<size_t>(batch_);
+    TensorView batch{const_cast<uint8_t *>(columns_[i].bytes.data()) + first * sampleBytes,
+                     input.dtype, input.shape};
+    PLAIT_RETURN_IF_ERROR(exec.setInput(i, batch));
+  }
+  return {};
+}
+
+} // namespace plait::rt

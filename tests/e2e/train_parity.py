@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Training parity: plait vs PyTorch on the samples, same weights, data and optimizer.
+
+For each configuration: the initial weights are the ONNX file's initializers, loaded into the
+sample's PyTorch module; a dataset of STEPS distinct batches is written as one .npy per graph
+input; plait-compile --train builds the step and plait-run trains it; PyTorch trains the same
+module with the same optimizer and schedule. Per-step losses must agree within 1e-4 relative and
+the final weights (plait's --save-weights safetensors) within rtol 1e-4 / atol 1e-5.
+
+Run with /usr/bin/python3 (torch 1.13, onnx 1.12):
+  train_parity.py --build BUILD [--config NAME] [--steps 30]
+"""
+import argparse
+import importlib.util
+import json
+import math
+import os
+import pathlib
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "samples"
+
+# The key projection's bias (rows 32..63 of qkv.bias, d_model 32) has an exactly zero gradient:
+# adding a constant to every key shifts each query's scores uniformly, which softmax cancels.
+# Both frameworks compute it as rounding noise (~1e-9), and AdamW divides that noise by its own
+# RMS, so these entries take lr-sized steps in directions set by the noise: they cannot agree
+# between any two implementations. SGD keeps them at noise level, so gpt-sgd checks them.
+KEY_BIAS = {f"blocks.{i}.attn.qkv.bias": slice(32, 64) for i in range(2)}
+
+
+def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None):
+    """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
+    (kind, lr, warmup, total, min_lr); noise_only: weight slices whose gradient is exactly 0."""
+    return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
+                clip=clip, noise_only=noise_only or {})
+
+
+CONFIGS = {
+    "mlp-sgd": config("mlp", ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9",
+                              "--nesterov", "--weight-decay", "1e-4"],
+                      lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True,
+                                                weight_decay=1e-4)),
+    "mlp-adamw": config("mlp", ["--optimizer", "adamw", "--lr", "3e-3"],
+                        lambda p: torch.optim.AdamW(p, lr=3e-3)),
+    "cnn-sgd": config("cnn", ["--optimizer", "sgd", "--lr", "0.02", "--momentum", "0.5",
+                              "--dampening", "0.1"],
+                      lambda p: torch.optim.SGD(p, lr=0.02, momentum=0.5, dampening=0.1)),
+    "cnn-adamw": config("cnn", ["--optimizer", "adamw", "--lr", "2e-3", "--betas", "0.8,0.99",
+                                "--weight-decay", "0.05"],
+                        lambda p: torch.optim.AdamW(p, lr=2e-3, betas=(0.8, 0.99),
+                                                    weight_decay=0.05)),
+    "gpt-sgd": config("gpt", ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9",
+                              "--lr-schedule", "linear-warmup", "--warmup-steps", "10"],
+                      lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+                      lr_schedule=("linear-warmup", 0.1, 10, 0, 0.0)),
+    "gpt-adamw": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3", "--clip-grad-norm", "1.0",
+                                "--lr-schedule", "cosine", "--warmup-steps", "5",
+                                "--total-steps", "30", "--min-lr", "3e-4"],
+                        lambda p: torch.optim.AdamW(p, lr=3e-3),
+                        lr_schedule=("cosine", 3e-3, 5, 30, 3e-4), clip=1.0,
+                        noise_only=KEY_BIAS),
+}
+
+
+def load_sample_module(name):
+    spec = importlib.util.spec_from_file_location(name, SAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(SAMPLES))
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_torch_model(name, onnx_path):
+    module = load_sample_module(name)
+    model = {"mlp": "MLP", "cnn": "CNN", "gpt": "GPT"}[name]
+    model = getattr(module, model)()
+    weights = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy())
+               for i in onnx.load(str(onnx_path)).graph.initializer}
+    model.load_state_dict(weights, strict=True)
+    return model
+
+
+def make_dataset(name, steps, directory, seed=123):
+    """STEPS batches shaped like the sample's reference inputs, one .npy per graph input."""
+    rng = np.random.default_rng(seed)
+    ref = {p.stem: np.load(p) for p in (SAMPLES / name / "inputs").glob("*.npy")}
+    data = {}
+    if name in ("mlp", "cnn"):
+        x, y = ref["x"], ref["y"]
+        data["x"] = rng.standard_normal((steps * x.shape[0],) + x.shape[1:]).astype(np.float32)
+        data["y"] = rng.integers(0, 10, size=(steps * y.shape[0],) + y.shape[1:]).astype(np.int64)
+    else:
+        idx = ref["idx"]
+        b, t = idx.shape
+        start = rng.integers(0, 64, size=(steps * b, 1))
+        seq = (start + 3 * np.arange(t + 1)[None, :] + rng.integers(0, 2, size=(steps * b, t + 1))) % 64
+        data["idx"] = seq[:, :-1].astype(np.int64)
+        data["targets"] = seq[:, 1:].astype(np.int64)
+    for k, v in data.items():
+        np.save(directory / f"{k}.npy", v)
+    batch = next(iter(ref.values())).shape[0]
+    return data, batch
+
+
+def schedule_factor(schedule, step):
+    """Learning-rate multiplier of 1-based `step`, as the plan's schedule defines it."""
+    kind, lr, warmup, total, min_lr = schedule
+    scale = min(1.0, step / warmup) if warmup > 0 else 1.0
+    if kind == "cosine" and step > warmup:
+        p = min(1.0, max(0.0, (step - warmup) / (total - warmup)))
+        return (min_lr + (lr - min_lr) * (1 + math.cos(math.pi * p)) / 2) / lr
+    return scale
+
+
+def train_torch(model, cfg, data, batch, steps, input_order):
+    opt = cfg["optimizer"](model.parameters())
+    schedule = cfg["schedule"]
+    losses = []
+    for s in range(steps):
+        if schedule:
+            for group in opt.param_groups:
+                group["lr"] = schedule[1] * schedule_factor(schedule, s + 1)
+        args = [torch.from_numpy(data[n][s * batch:(s + 1) * batch]) for n in input_order]
+        loss, _ = model(*args)
+        opt.zero_grad()
+        loss.backward()
+        if cfg["clip"]:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["clip"])
+        opt.step()
+        losses.append(float(loss))
+    return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
+
+
+def read_safetensors(path):
+    raw = pathlib.Path(path).read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    body = raw[8 + n:]
+    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32}
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        out[name] = np.frombuffer(body[b:e], dtype=dtypes[info["dtype"]]).reshape(info["shape"])
+    return out
+
+
+def run_config(name, build, steps):
+    cfg = CONFIGS[name]
+    sample, flags = cfg["sample"], cfg["flags"]
+    onnx_path = SAMPLES / sample / f"{sample}.onnx"
+    bindir = pathlib.Path(build) / "bin"
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        (tmp / "data").mkdir()
+        data, batch = make_dataset(sample, steps, tmp / "data")
+        plan = tmp / "model.plan"
+        subprocess.run([bindir / "plait-compile", onnx_path, "-o", plan, "--train", *flags],
+                       check=True)
+        subprocess.run([bindir / "plait-run", plan, "--data", tmp / "data", "--steps", str(steps),
+                        "--log-jsonl", tmp / "log.jsonl", "--save-weights",
+                        tmp / "weights.safetensors"], check=True, stdout=subprocess.DEVNULL)
+        plait_losses = [json.loads(line)["loss"] for line in (tmp / "log.jsonl").read_text().splitlines()]
+        plait_weights = read_safetensors(tmp / "weights.safetensors")
+
+    input_order = [i.name for i in onnx.load(str(onnx_path)).graph.input]
+    model = build_torch_model(sample, onnx_path)
+    torch_losses, torch_weights = train_torch(model, cfg, data, batch, steps, input_order)
+    ok = len(plait_losses) == steps
+    worst_loss = 0.0
+    for s, (a, b) in enumerate(zip(plait_losses, torch_losses)):
+        rel = abs(a - b) / max(abs(b), 1e-12)
+        worst_loss = max(worst_loss, rel)
+        if rel > 1e-4:
+            print(f"{name}: step {s + 1}: plait loss {a:.7g} vs pytorch {b:.7g} (rel {rel:.2e})")
+            ok = False
+    worst_weight = 0.0
+    for k, want in torch_weights.items():
+        got = plait_weights.get(k)
+        if got is None or got.shape != want.shape:
+            print(f"{name}: weight {k} missing or misshapen in plait's safetensors")
+            ok = False
+            continue
+        if k in cfg["noise_only"]:
+            keep = np.ones(want.shape, dtype=bool)
+            keep[cfg["noise_only"][k]] = False
+            got, want = got[keep], want[keep]
+        worst_weight = max(worst_weight, float(np.max(np.abs(got - want))))
+        if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+            print(f"{name}: weight {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")
+            ok = False
+    print(f"{name}: {steps} steps, loss {torch_losses[0]:.4f} -> {torch_losses[-1]:.4f}, "
+          f"max rel loss diff {worst_loss:.1e}, max abs weight diff {worst_weight:.1e}: "
+          f"{'ok' if ok else 'MISMATCH'}")
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--config", action="append", choices=sorted(CONFIGS))
+    parser.add_argument("--steps", type=int, default=30)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    results = [run_config(c, args.build, args.steps) for c in (args.config or sorted(CONFIGS))]
+    passed = sum(results)
+    print(f"{passed} passed, {len(results) - passed} failed")
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
