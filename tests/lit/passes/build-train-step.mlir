@@ -1,5 +1,6 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd momentum=0.9' %s | FileCheck %s --check-prefix=SGD
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adamw lr=0.003' %s | FileCheck %s --check-prefix=ADAMW
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-norm=1.0' %s | FileCheck %s --check-prefix=FREEZE
 
 // A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
 // the ReLU mask, the weight gradient (transpose + matmul for trans_b) and the bias
@@ -36,6 +37,19 @@
 // ADAMW: plait.adamw_update
 // ADAMW-COUNT-6: plait.assign
 // ADAMW-NEXT: return
+// --freeze keeps fc.bias out of training: no bias gradient, one update. Clipping scales the
+// remaining gradient by min(1, max_norm / (||g|| + 1e-6)).
+// FREEZE-LABEL: func.func @main
+// FREEZE-NOT: plait.reduce_sum %{{.*}} {axes = array<i64: 0>}
+// FREEZE: %[[SQ:.*]] = plait.mul %[[G:.*]], %[[G]]
+// FREEZE: plait.reduce_sum %[[SQ]]
+// FREEZE: plait.sqrt
+// FREEZE: plait.min
+// FREEZE: plait.sgd_update %{{.*}}
+// FREEZE-NOT: plait.sgd_update
+// FREEZE: plait.assign
+// FREEZE-NOT: plait.assign
+// FREEZE: return
 func.func @main(%x: tensor<2x4xf32> {plait.name = "x"}, %y: tensor<2xi64> {plait.name = "y"})
     -> (tensor<f32> {plait.name = "loss"}, tensor<2x3xf32> {plait.name = "logits"}) {
   %w = plait.param "fc.weight" {init = "normal:0.02"} : tensor<3x4xf32>

@@ -1,0 +1,163 @@
+// Training-plan pieces of the runtime: LR schedules, loader checks of updates and hyper
+// tensors, end-of-step updates, the data loader and the safetensors writer.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "codegen/PlanBuilder.h"
+#include "runtime/DataLoader.h"
+#include "runtime/Executor.h"
+#include "runtime/PlanLoader.h"
+#include "runtime/io/Npy.h"
+#include "runtime/io/Safetensors.h"
+
+namespace plait::rt {
+namespace {
+
+TEST(LrSchedule, ConstantWarmupAndCosine) {
+  LrSchedule constant{"constant", 0.1, 0, 0, 0};
+  EXPECT_DOUBLE_EQ(constant.at(1), 0.1);
+  EXPECT_DOUBLE_EQ(constant.at(1000), 0.1);
+
+  LrSchedule warmup{"linear-warmup", 0.1, 4, 0, 0};
+  EXPECT_DOUBLE_EQ(warmup.at(1), 0.025);
+  EXPECT_DOUBLE_EQ(warmup.at(4), 0.1);
+  EXPECT_DOUBLE_EQ(warmup.at(9), 0.1);
+
+  LrSchedule cosine{"cosine", 1.0, 2, 12, 0.1};
+  EXPECT_DOUBLE_EQ(cosine.at(1), 0.5);            // warming up
+  EXPECT_DOUBLE_EQ(cosine.at(2), 1.0);            // peak
+  EXPECT_NEAR(cosine.at(7), 0.1 + 0.9 * 0.5, 1e-12); // half way down
+  EXPECT_NEAR(cosine.at(12), 0.1, 1e-12);         // floor
+  EXPECT_NEAR(cosine.at(50), 0.1, 1e-12);         // stays at the floor
+}
+
+/// A one-param training plan: w -= lr * x, where the "update" is computed by `add` of a
+/// negated input (enough to test the executor's update and hyper-parameter plumbing).
+plan::PlanDesc tinyTrainingPlan() {
+  using plan::TensorDesc;
+  plan::PlanDesc p;
+  auto f32 = [](std::string name, fb::TensorKind kind, uint64_t offset, std::vector<int64_t> shape) {
+    TensorDesc t;
+    t.name = std::move(name);
+    t.kind = kind;
+    t.offset = offset;
+    t.shape = std::move(shape);
+    return t;
+  };
+  p.tensors.push_back(f32("x", fb::TensorKind::Input, 0, {2}));        // 0
+  p.tensors.push_back(f32("w", fb::TensorKind::Param, 64, {2}));       // 1
+  p.tensors.back().init = "ones";
+  p.tensors.push_back(f32("w_new", fb::TensorKind::Activation, 128, {2})); // 2
+  p.tensors.push_back(f32("lr", fb::TensorKind::Hyper, 192, {}));      // 3
+  p.tensors.push_back(f32("loss", fb::TensorKind::Activation, 256, {})); // 4
+  p.tensors.push_back(f32("m", fb::TensorKind::State, 320, {2}));      // 5
+  p.instrs.push_back({"add", {1, 0}, {2}, {}, "step"});
+  p.instrs.push_back({"reduce_sum", {2}, {4}, {{"keepdims", {0}, {}, ""}}, "loss"});
+  p.inputs = {0};
+  p.outputs = {4};
+  p.arenaBytes = {384};
+  p.training = true;
+  p.updates = {{2, 1}, {2, 5}};
+  p.schedule = {"linear-warmup", 0.5, 2, 0, 0};
+  return p;
+}
+
+TEST(TrainingPlan, UpdatesPersistAcrossStepsAndStateStartsAtZero) {
+  Plan plan;
+  ASSERT_TRUE(loadPlanFromBytes(plan::serializePlan(tinyTrainingPlan()), "t.plan", plan).ok());
+  ASSERT_TRUE(plan.training);
+  ASSERT_EQ(plan.updates.size(), 2u);
+  EXPECT_DOUBLE_EQ(plan.schedule.at(1), 0.25);
+  std::unique_ptr<Executor> exec;
+  ASSERT_TRUE(Executor::create(plan, {}, exec).ok());
+  EXPECT_EQ(exec->view(5).as<float>()[0], 0.0f); // state starts as zeros
+  float x[2] = {1.0f, 2.0f};
+  for (int step = 1; step <= 3; ++step) {
+    ASSERT_TRUE(exec->setInput(0, TensorView{x, DType::F32, {2}}).ok());
+    exec->setHyperParameters(step, plan.schedule.at(step));
+    ASSERT_TRUE(exec->run().ok());
+    EXPECT_FLOAT_EQ(*exec->output(0).as<float>(), 2.0f + 3.0f * step); // sum(w + x), w grows
+  }
+  EXPECT_FLOAT_EQ(exec->view(1).as<float>()[1], 1.0f + 3 * 2.0f);
+  EXPECT_FLOAT_EQ(exec->view(5).as<float>()[1], 1.0f + 3 * 2.0f);
+  EXPECT_FLOAT_EQ(*exec->view(3).as<float>(), 0.5f); // lr of step 3 after warm-up
+}
+
+TEST(TrainingPlan, LoaderRejectsBadUpdatesAndHyperParameters) {
+  auto rejects = [](plan::PlanDesc p, const std::string &needle) {
+    Plan plan;
+    Status s = loadPlanFromBytes(plan::serializePlan(p), "t.plan", plan);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  auto p = tinyTrainingPlan();
+  p.updates = {{2, 0}};
+  rejects(p, "the target must be a param or state, not input");
+  p = tinyTrainingPlan();
+  p.updates = {{4, 1}};
+  rejects(p, "source tensor 4 ('loss') is f32 [], the target f32 [2]");
+  p = tinyTrainingPlan();
+  p.updates = {{2, 99}};
+  rejects(p, "tensor index out of range");
+  p = tinyTrainingPlan();
+  p.tensors[3].name = "momentum";
+  rejects(p, "unknown hyper-parameter (expected lr or step)");
+  p = tinyTrainingPlan();
+  p.schedule.kind = "exponential";
+  rejects(p, "unknown learning-rate schedule 'exponential'");
+  p = tinyTrainingPlan();
+  p.outputs = {2};
+  rejects(p, "a training plan's first output must be the scalar loss");
+}
+
+TEST(DataLoader, TakesBatchesInOrderAndWrapsAround) {
+  Plan plan;
+  ASSERT_TRUE(loadPlanFromBytes(plan::serializePlan(tinyTrainingPlan()), "t.plan", plan).ok());
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "plait_dataloader_test";
+  std::filesystem::create_directories(dir);
+  // The plan's input x is [2]: a batch of two scalar samples. Five samples make two batches.
+  std::vector<float> samples = {0, 1, 2, 3, 4};
+  ASSERT_TRUE(writeNpy((dir / "x.npy").string(), TensorView{samples.data(), DType::F32, {5}}).ok());
+  DataLoader data;
+  ASSERT_TRUE(DataLoader::open(dir.string(), plan, data).ok());
+  EXPECT_EQ(data.batchesPerEpoch(), 2); // the incomplete last batch is dropped
+  std::unique_ptr<Executor> exec;
+  ASSERT_TRUE(Executor::create(plan, {}, exec).ok());
+  for (int64_t step : {0, 1, 2}) {
+    ASSERT_TRUE(data.loadBatch(step, *exec).ok());
+    float first = exec->view(0).as<float>()[0];
+    EXPECT_EQ(first, step % 2 == 0 ? 0.0f : 2.0f);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Safetensors, HeaderDescribesEveryTensor) {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / "plait_weights.safetensors";
+  float a[3] = {1, 2, 3};
+  int64_t b[2] = {7, 8};
+  ASSERT_TRUE(writeSafetensors(path.string(), {{"fc.weight", TensorView{a, DType::F32, {3}}},
+                                               {"steps", TensorView{b, DType::I64, {2, 1}}}})
+                  .ok());
+  std::ifstream in(path, std::ios::binary);
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char *>(&n), 8);
+  ASSERT_EQ(n % 8, 0u);
+  std::string header(n, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(n));
+  auto json = nlohmann::json::parse(header);
+  EXPECT_EQ(json["fc.weight"]["dtype"], "F32");
+  EXPECT_EQ(json["fc.weight"]["data_offsets"], nlohmann::json({0, 12}));
+  EXPECT_EQ(json["steps"]["shape"], nlohmann::json({2, 1}));
+  EXPECT_EQ(json["steps"]["data_offsets"], nlohmann::json({12, 28}));
+  float back[3];
+  in.read(reinterpret_cast<char *>(back), sizeof back);
+  EXPECT_EQ(back[2], 3.0f);
+  std::filesystem::remove(path);
+}
+
+} // namespace
+} // namespace plait::rt
