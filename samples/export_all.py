@@ -2,7 +2,8 @@
 
 Usage: /usr/bin/python3 samples/export_all.py [--out DIR] [NAME...]   (default: this folder)
        /usr/bin/python3 samples/export_all.py --check   (re-export to a temp dir, compare)
-Each sample lands in DIR/<name>/: <name>.onnx, inputs/<input>.npy, expected/<output>.npy.
+Each sample lands in DIR/<name>/: <name>.onnx, inputs/<input>.npy, expected/<output>.npy, and
+train/ (data, config.json, <optimizer>.npz: PyTorch's losses and final weights).
 """
 import argparse
 import glob
@@ -57,17 +58,27 @@ def compare_sample(committed, fresh, name):
     # Producer strings may differ between torch builds; the graph itself must not.
     if a.graph.SerializeToString() != b.graph.SerializeToString():
         problems.append("%s: graph differs" % name)
-    for sub in ("inputs", "expected"):
-        fresh_files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(fresh, sub, "*")))
-        committed_files = sorted(os.path.basename(p)
-                                 for p in glob.glob(os.path.join(committed, sub, "*")))
-        if fresh_files != committed_files:
-            problems.append("%s/%s: files %s vs %s" % (name, sub, committed_files, fresh_files))
+    def files(root):
+        return sorted(os.path.relpath(os.path.join(d, f), root)
+                      for d, _, fs in os.walk(root) for f in fs if not f.endswith(".onnx"))
+    if files(committed) != files(fresh):
+        problems.append("%s: files %s vs %s" % (name, files(committed), files(fresh)))
+        return problems
+    for f in files(fresh):
+        a_path, b_path = os.path.join(committed, f), os.path.join(fresh, f)
+        if f.endswith(".npy"):
+            x, y = {"": np.load(a_path)}, {"": np.load(b_path)}
+        elif f.endswith(".npz"):
+            x, y = dict(np.load(a_path)), dict(np.load(b_path))
+        else:
+            with open(a_path, "rb") as fa, open(b_path, "rb") as fb:
+                if fa.read() != fb.read():
+                    problems.append("%s/%s differs" % (name, f))
             continue
-        for f in fresh_files:
-            x, y = np.load(os.path.join(committed, sub, f)), np.load(os.path.join(fresh, sub, f))
-            if x.dtype != y.dtype or x.shape != y.shape or not np.array_equal(x, y):
-                problems.append("%s/%s/%s differs" % (name, sub, f))
+        if sorted(x) != sorted(y) or any(
+                x[k].dtype != y[k].dtype or x[k].shape != y[k].shape
+                or not np.array_equal(x[k], y[k]) for k in x):
+            problems.append("%s/%s differs" % (name, f))
     return problems
 
 

@@ -23,7 +23,9 @@ BATCH, SEQ, VOCAB, D_MODEL, HEADS, LAYERS = 4, 16, 64, 32, 4, 2
 class CausalSelfAttention(nn.Module):
     def __init__(self):
         super().__init__()
-        self.qkv = nn.Linear(D_MODEL, 3 * D_MODEL)
+        # No qkv bias: the key bias has an identically zero gradient (softmax ignores a shift
+        # shared by a whole row), which AdamW turns into rounding-noise-driven updates.
+        self.qkv = nn.Linear(D_MODEL, 3 * D_MODEL, bias=False)
         self.proj = nn.Linear(D_MODEL, D_MODEL)
 
     def forward(self, x):
@@ -85,21 +87,29 @@ class GPT(nn.Module):
         return loss, logits
 
 
+def toy_batch():
+    """A learnable toy language: a noisy counting sequence; targets are idx shifted by one."""
+    start = torch.randint(0, VOCAB, (BATCH, 1))
+    data = (start + torch.arange(SEQ + 1).view(1, SEQ + 1) * 3
+            + torch.randint(0, 2, (BATCH, SEQ + 1))) % VOCAB
+    return data[:, :-1].contiguous(), data[:, 1:].contiguous()
+
+
 def export(out_root):
     common.seed_everything(2)
     model = GPT()
-    # A learnable toy language: targets are idx shifted by one, idx a noisy counting sequence.
-    data = (torch.arange(BATCH * (SEQ + 1)).view(BATCH, SEQ + 1) * 3
-            + torch.randint(0, 2, (BATCH, SEQ + 1))) % VOCAB
-    idx, targets = data[:, :-1].contiguous(), data[:, 1:].contiguous()
+    idx, targets = toy_batch()
     # Exported with dynamic batch/sequence axes, as a user exporting for deployment would, then
     # pinned to the sample's static shapes: the graph keeps the Shape → Gather → Unsqueeze →
     # Concat → Reshape/Range/ConstantOfShape chains the importer must fold.
-    return common.export_sample("gpt", model, (idx, targets), ["idx", "targets"],
+    path = common.export_sample("gpt", model, (idx, targets), ["idx", "targets"],
                                 ["loss", "logits"], out_root,
                                 dynamic_axes={"idx": {0: "batch", 1: "seq"},
                                               "targets": {0: "batch", 1: "seq"},
                                               "logits": {0: "batch", 1: "seq"}})
+    batches = [toy_batch() for _ in range(common.TRAIN_STEPS)]
+    common.export_training_reference("gpt", model, batches, ["idx", "targets"], out_root)
+    return path
 
 
 if __name__ == "__main__":
