@@ -52,7 +52,7 @@ TEST_F(RunPlanTest, RunsAndWritesOutputs) {
   std::string summary;
   rt::Status s = rt::runPlan(o, summary);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_THAT(summary, StartsWith(planPath_ + ": ran 2 instructions in "));
+  EXPECT_THAT(summary, StartsWith(planPath_ + ": ran 2 instructions once in "));
   EXPECT_THAT(summary, HasSubstr("outputs: y f32 [2, 3] -> " + o.outputDir + "/y.npy, w f32 "
                                  "[2, 3] -> " + o.outputDir + "/w.npy"));
   EXPECT_EQ(summary.find('\n'), std::string::npos);
@@ -143,19 +143,35 @@ TEST_F(RunPlanTest, RejectsBadInputBindings) {
   EXPECT_EQ(runError(o), dir_ + "/missing.npy: no such file");
 }
 
-TEST_F(RunPlanTest, RejectsUnimplementedOptions) {
+TEST_F(RunPlanTest, ForwardPlanRunsSeveralSteps) {
   rt::RunOptions o = options();
-  o.steps = 2;
-  EXPECT_THAT(runError(o), HasSubstr("--steps > 1 needs a training plan"));
-  o = options();
+  o.steps = 3;
+  o.logJsonl = dir_ + "/log.jsonl";
+  std::string summary;
+  rt::Status s = rt::runPlan(o, summary);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(summary, HasSubstr("ran 2 instructions x 3 steps"));
+  std::ifstream log(o.logJsonl);
+  std::string line;
+  int lines = 0;
+  while (std::getline(log, line))
+    EXPECT_EQ(nlohmann::json::parse(line)["step"], ++lines);
+  EXPECT_EQ(lines, 3);
+}
+
+TEST_F(RunPlanTest, RejectsBadOrUnimplementedOptions) {
+  rt::RunOptions o = options();
   o.steps = 0;
   EXPECT_EQ(runError(o), "--steps must be at least 1, got 0");
+  o = options();
+  o.nproc = 0;
+  EXPECT_EQ(runError(o), "--nproc must be at least 1, got 0");
   o = options();
   o.nproc = 2;
   EXPECT_THAT(runError(o), HasSubstr("--nproc > 1 is not implemented yet"));
   o = options();
   o.dataDir = dir_;
-  EXPECT_THAT(runError(o), HasSubstr("--data is not implemented yet"));
+  EXPECT_EQ(runError(o), "give the batch either with --data DIR or with --input, not both");
 
   RawPlan raw = validRawPlan();
   raw.worldSize = 2;
