@@ -4,8 +4,6 @@ Every sample follows DESIGN.md's training convention: the model's first output i
 loss, the initializers are the trainable parameters, and the remaining graph inputs are the batch.
 Run with /usr/bin/python3 (torch 1.13, onnx 1.12).
 """
-import copy
-import json
 import os
 import random
 import warnings
@@ -15,15 +13,6 @@ import onnx
 import torch
 
 OPSET = 14
-
-# Training references: STEPS steps of each optimizer from the exported initial weights.
-# Hyper-parameters not named here are PyTorch's defaults (SGD: dampening 0, no Nesterov, no
-# weight decay; AdamW: betas 0.9/0.999, eps 1e-8, weight decay 0.01), as plait-compile's are.
-TRAIN_STEPS = 5
-TRAIN_OPTIMIZERS = {
-    "sgd": {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9},
-    "adamw": {"optimizer": "adamw", "lr": 0.01},
-}
 
 # Tracing turns Python-number shape arithmetic into constants; that is intended here.
 warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
@@ -116,39 +105,3 @@ def _check_convention(onnx_model, input_names, output_names, model_params):
         assert not (node.op_type == "Identity" and node.input[0] in inits), \
             "initializer %s aliased by %s" % (node.input[0], node.output[0])
 
-
-def export_training_reference(name, model, batches, input_names, out_root):
-    """Writes <out_root>/<name>/train/: data/<input>.npy (the batches stacked along the leading
-    axis, as plait-run --data reads them), config.json, and <optimizer>.npz per optimizer with
-    `loss` (the loss of each step, before its update) and `param.<name>` (weights after the last
-    step), computed by PyTorch from the same initial weights as the exported model."""
-    train_dir = os.path.join(out_root, name, "train")
-    os.makedirs(os.path.join(train_dir, "data"), exist_ok=True)
-    for i, input_name in enumerate(input_names):
-        stacked = torch.cat([b[i] for b in batches]).numpy()
-        np.save(os.path.join(train_dir, "data", input_name + ".npy"), stacked)
-    with open(os.path.join(train_dir, "config.json"), "w") as f:
-        json.dump({"steps": len(batches), "optimizers": TRAIN_OPTIMIZERS}, f, indent=1,
-                  sort_keys=True)
-        f.write("\n")
-
-    for key, cfg in TRAIN_OPTIMIZERS.items():
-        trained = copy.deepcopy(model)
-        trained.train()
-        params = list(trained.parameters())
-        if cfg["optimizer"] == "sgd":
-            opt = torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg.get("momentum", 0.0))
-        else:
-            opt = torch.optim.AdamW(params, lr=cfg["lr"])
-        losses = []
-        for batch in batches:
-            opt.zero_grad()
-            loss = trained(*batch)[0]
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        arrays = {"loss": np.array(losses, dtype=np.float32)}
-        for pname, p in trained.named_parameters():
-            arrays["param." + pname] = p.detach().numpy()
-        np.savez(os.path.join(train_dir, key + ".npz"), **arrays)
-        print("%s train %s: loss %s" % (name, key, " ".join("%.5f" % l for l in losses)))

@@ -2,8 +2,7 @@
 
 Usage: /usr/bin/python3 samples/export_all.py [--out DIR] [NAME...]   (default: this folder)
        /usr/bin/python3 samples/export_all.py --check   (re-export to a temp dir, compare)
-Each sample lands in DIR/<name>/: <name>.onnx, inputs/<input>.npy, expected/<output>.npy, and
-train/ (data, config.json, <optimizer>.npz: PyTorch's losses and final weights).
+Each sample lands in DIR/<name>/: <name>.onnx, inputs/<input>.npy, expected/<output>.npy.
 """
 import argparse
 import glob
