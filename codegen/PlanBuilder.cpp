@@ -111,6 +111,9 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
   for (const std::string &k : kernelNames)
     kernels.push_back(fbb.CreateString(k));
 
+  std::vector<flatbuffers::Offset<flatbuffers::String>> outputNames;
+  for (const std::string &name : plan.outputNames)
+    outputNames.push_back(fbb.CreateString(name));
   std::vector<flatbuffers::Offset<fb::Update>> updates;
   for (auto [source, target] : plan.updates)
     updates.push_back(fb::CreateUpdate(fbb, source, target));
@@ -122,7 +125,8 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
   auto root = fb::CreatePlanDirect(fbb, kPlanVersion, plan.worldSize, &plan.arenaBytes,
                                    &kernels, &tensors, &instrs, &plan.inputs, &plan.outputs,
                                    &buffers, plan.report.c_str(), plan.source.c_str(),
-                                   plan.training, &updates, schedule);
+                                   plan.training, &updates, schedule,
+                                   plan.outputNames.empty() ? nullptr : &outputNames);
   fb::FinishPlanBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }

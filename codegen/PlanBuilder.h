@@ -47,6 +47,7 @@ struct PlanDesc {
   std::vector<TensorDesc> tensors;
   std::vector<InstrDesc> instrs;
   std::vector<uint32_t> inputs, outputs;
+  std::vector<std::string> outputNames; // by position in `outputs`; may be empty
   std::string report;               // JSON
   std::string source;
   bool training = false;

@@ -81,6 +81,7 @@ struct Plan {
   std::vector<PlanInstr> instrs;
   std::vector<uint32_t> inputs;     // graph inputs (tensor indices), in order
   std::vector<uint32_t> outputs;    // graph outputs (tensor indices), in order
+  std::vector<std::string> outputNames; // graph output names, in order (one per output)
   std::vector<PlanBuffer> buffers;
   std::string report;               // the compiler's report, JSON
   std::string source;               // the model file the plan was compiled from

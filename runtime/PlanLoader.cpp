@@ -242,7 +242,19 @@ private:
   }
 
   Status decodeGraphOutputs() {
-    return checkTensorIndices(root_.outputs(), "output", "graph outputs", out_.outputs);
+    PLAIT_RETURN_IF_ERROR(
+        checkTensorIndices(root_.outputs(), "output", "graph outputs", out_.outputs));
+    if (!root_.output_names()) { // older writers: outputs go by their tensors' names
+      for (uint32_t t : out_.outputs)
+        out_.outputNames.push_back(out_.tensors[t].name);
+      return {};
+    }
+    if (root_.output_names()->size() != out_.outputs.size())
+      return fail("graph outputs: {} names for {} outputs", root_.output_names()->size(),
+                  out_.outputs.size());
+    for (const flatbuffers::String *name : *root_.output_names())
+      out_.outputNames.push_back(str(name));
+    return {};
   }
 
   // Hyper tensors, updates and the schedule: what a training step needs beyond the stream.

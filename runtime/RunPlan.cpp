@@ -116,9 +116,9 @@ Status writeOutputs(const RunOptions &options, const Executor &exec,
   const Plan &plan = exec.plan();
   std::set<std::string> used;
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
-    std::string file = outputFileName(plan.tensors[plan.outputs[i]].name, i);
+    std::string file = outputFileName(plan.outputNames[i], i);
     if (!used.insert(file).second) // two names that sanitise alike: keep both, by index
-      file = outputFileName(fmt::format("{}_{}", plan.tensors[plan.outputs[i]].name, i), i);
+      file = outputFileName(fmt::format("{}_{}", plan.outputNames[i], i), i);
     used.insert(file);
     std::string path = (std::filesystem::path(options.outputDir) / file).string();
     PLAIT_RETURN_IF_ERROR(writeOutput(path, exec.output(i)));
@@ -173,7 +173,7 @@ std::string outputsSummary(const Executor &exec, const std::vector<std::string> 
   std::string text;
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     const PlanTensor &t = plan.tensors[plan.outputs[i]];
-    text += fmt::format("{}{} {} {}", i ? ", " : "", printable(t.name), dtypeName(t.dtype),
+    text += fmt::format("{}{} {} {}", i ? ", " : "", printable(plan.outputNames[i]), dtypeName(t.dtype),
                         shapeString(t.shape));
     std::string value = scalarText(exec.output(i));
     if (!value.empty())

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's demo command: set up, build, then compile the GPT sample into a plan and run it.
+# The README's demo command: set up, build, compile the GPT sample into a plan and run it, then
+# compile its training step and train it for 40 steps on a small synthetic dataset.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${PLAIT_BUILD_DIR:-$root/build}"
@@ -22,4 +23,28 @@ for want in sorted(want_dir.glob("*.npy")):
     g, w = np.load(got_dir / want.name), np.load(want)
     err = float(np.max(np.abs(g.astype(np.float64) - w))) if w.size else 0.0
     print(f"  {want.stem:8s} shape {str(list(w.shape)):12s} max |plait - pytorch| = {err:.2e}")
+PY
+
+echo
+echo "== plait-compile samples/gpt/gpt.onnx -o gpt-train.plan --train --optimizer adamw --lr 3e-3"
+"$bin/plait-compile" "$sample/gpt.onnx" -o "$out/gpt-train.plan" --train --optimizer adamw \
+  --lr 3e-3 --explain
+/usr/bin/python3 - "$out/data" <<'PY'
+import sys, pathlib, numpy as np
+d = pathlib.Path(sys.argv[1]); d.mkdir()
+rng = np.random.default_rng(0)
+start = rng.integers(0, 64, size=(256, 1))
+seq = (start + 3 * np.arange(17)[None, :] + rng.integers(0, 2, size=(256, 17))) % 64
+np.save(d / "idx.npy", seq[:, :-1]); np.save(d / "targets.npy", seq[:, 1:])
+PY
+echo
+echo "== plait-run gpt-train.plan --data data/ --steps 40 --log-jsonl log.jsonl"
+"$bin/plait-run" "$out/gpt-train.plan" --data "$out/data" --steps 40 --log-jsonl "$out/log.jsonl" \
+  --save-weights "$out/gpt.safetensors"
+/usr/bin/python3 - "$out/log.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["step"] in (1, 10, 20, 30, 40):
+        print(f"  step {r['step']:3d}  loss {r['loss']:.4f}  {r['step_ms']:.2f} ms")
 PY

@@ -165,9 +165,10 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         uint32_t t = tensorOf.lookup(v);
         plan.outputs.push_back(t);
-        if (auto name = func.getResultAttrOfType<StringAttr>(i, "plait.name"))
-          if (plan.tensors[t].kind == fb::TensorKind::Activation)
-            plan.tensors[t].name = name.str();
+        auto name = func.getResultAttrOfType<StringAttr>(i, "plait.name");
+        plan.outputNames.push_back(name ? name.str() : "output" + std::to_string(i));
+        if (name && plan.tensors[t].kind == fb::TensorKind::Activation)
+          plan.tensors[t].name = name.str(); // messages then name the value as the user does
       }
       continue;
     }
