@@ -134,6 +134,13 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
                     report["world_size"].get<int>());
   os << fmt::format("  kernels per step : {}\n", report["kernels_per_step"].get<int64_t>());
   os << fmt::format("  params           : {} bytes\n", m["params"].get<int64_t>());
+  if (report.value("training", false)) {
+    os << fmt::format("  training step    : {} tensors updated per step\n",
+                      report["optimizer_updates"].get<int64_t>());
+    os << fmt::format("  gradients        : {} bytes (transient, in the arena)\n",
+                      m["grads"].get<int64_t>());
+    os << fmt::format("  optimizer state  : {} bytes\n", m["optimizer"].get<int64_t>());
+  }
   os << fmt::format("  constants        : {} bytes\n", m["constants"].get<int64_t>());
   os << fmt::format("  arena (peak)     : {} bytes, liveness lower bound {} bytes\n",
                     m["peak"].get<int64_t>(), m["lower_bound"].get<int64_t>());
