@@ -1,6 +1,7 @@
 // Importers of ONNX's elementwise ops: arithmetic, comparisons, logic, unary math, activations,
 // Clip, Where and casts. Each folds at import time when all its inputs are constants.
 #include "compiler/import/onnx/Importer.h"
+#include "ir/ShapeRules.h"
 
 #include <cmath>
 
@@ -16,6 +17,26 @@ LogicalResult setResult(NodeContext &ctx, Value v) {
   return success();
 }
 
+/// True when every input is a constant and the broadcast result is a splat or small enough to
+/// hold on the host; otherwise the node becomes a plait op (on materialised constants).
+bool shouldFold(NodeContext &ctx) {
+  if (!ctx.allInputsFolded())
+    return false;
+  bool allSplat = true;
+  llvm::SmallVector<int64_t> shape;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    const HostTensor *t = ctx.foldedInput(i);
+    if (!t)
+      continue;
+    allSplat &= t->isSplat() || t->numElements() <= 1;
+    auto next = broadcastShapes(shape, t->shape());
+    if (!next)
+      return true; // the folding kernel reports the mismatch
+    shape = *next;
+  }
+  return allSplat || fitsFolding(shape);
+}
+
 //===----------------------------------------------------------------------===//
 // Binary and variadic ops
 //===----------------------------------------------------------------------===//
@@ -24,7 +45,7 @@ template <typename OpT, BinaryFn Fn>
 LogicalResult importBinary(NodeContext &ctx) {
   if (!ctx.hasInput(0) || !ctx.hasInput(1))
     return ctx.error("needs two inputs");
-  if (ctx.allInputsFolded())
+  if (shouldFold(ctx))
     return ctx.setFolded(0, foldBinary(Fn, *ctx.foldedInput(0), *ctx.foldedInput(1)));
   Value a = ctx.input(0), b = ctx.input(1);
   if (!a || !b)
@@ -35,7 +56,7 @@ LogicalResult importBinary(NodeContext &ctx) {
 LogicalResult importPow(NodeContext &ctx) {
   if (!ctx.hasInput(0) || !ctx.hasInput(1))
     return ctx.error("needs two inputs");
-  if (ctx.allInputsFolded())
+  if (shouldFold(ctx))
     return ctx.setFolded(0, foldBinary(BinaryFn::Pow, *ctx.foldedInput(0), *ctx.foldedInput(1)));
   Value base = ctx.input(0), exponent = ctx.input(1);
   if (!base || !exponent)
@@ -61,7 +82,7 @@ LogicalResult importMod(NodeContext &ctx) {
   bool isFloat = llvm::isa<FloatType>(type.getElementType());
   if (isFloat && !fmod)
     return ctx.error("fmod must be 1 for floating-point inputs");
-  if (ctx.allInputsFolded())
+  if (shouldFold(ctx))
     return ctx.setFolded(0, foldBinary(fmod ? BinaryFn::FMod : BinaryFn::Mod,
                                        *ctx.foldedInput(0), *ctx.foldedInput(1)));
   Value a = ctx.input(0), b = ctx.input(1);
@@ -85,7 +106,7 @@ LogicalResult importVariadic(NodeContext &ctx) {
       return ctx.error("input #" + llvm::Twine(i) + " is empty");
   if (ctx.numInputs() == 1)
     return ctx.forwardInput(0, 0);
-  if (ctx.allInputsFolded()) {
+  if (shouldFold(ctx)) {
     HostTensor acc = *ctx.foldedInput(0);
     for (unsigned i = 1; i < ctx.numInputs(); ++i) {
       auto next = foldBinary(Fn, acc, *ctx.foldedInput(i));
@@ -125,7 +146,7 @@ LogicalResult importMean(NodeContext &ctx) {
 LogicalResult importWhere(NodeContext &ctx) {
   if (!ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2))
     return ctx.error("needs three inputs");
-  if (ctx.allInputsFolded())
+  if (shouldFold(ctx))
     return ctx.setFolded(
         0, foldWhere(*ctx.foldedInput(0), *ctx.foldedInput(1), *ctx.foldedInput(2)));
   Value c = ctx.input(0), x = ctx.input(1), y = ctx.input(2);

@@ -82,8 +82,14 @@ llvm::StringRef kindName(ElemKind kind) {
 
 int64_t numElementsOf(llvm::ArrayRef<int64_t> shape) {
   int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
+  for (int64_t d : shape) {
+    if (d == 0)
+      return 0;
+    if (d < 0 || n > std::numeric_limits<int64_t>::max() / d)
+      n = std::numeric_limits<int64_t>::max(); // keep scanning: a later 0 still wins
+    else
+      n *= d;
+  }
   return n;
 }
 

@@ -22,7 +22,18 @@ std::optional<ElemKind> kindOf(mlir::Type type);
 /// ONNX's name of the element type ("float", "int64", ...), for messages.
 llvm::StringRef kindName(ElemKind kind);
 
+/// The element count of `shape`, saturating at INT64_MAX.
 int64_t numElementsOf(llvm::ArrayRef<int64_t> shape);
+
+/// Folded results that are not splats hold at most this many elements; bigger results are built
+/// as plait ops instead (or, where plait has no op, reported as unsupported).
+constexpr int64_t kMaxFoldedElements = int64_t(1) << 22;
+inline bool fitsFolding(llvm::ArrayRef<int64_t> shape) {
+  return numElementsOf(shape) <= kMaxFoldedElements;
+}
+/// Tensors of more elements than this are rejected as malformed (no real model has them, and the
+/// element count must not overflow anywhere downstream).
+constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
 
 /// A dense tensor on the host. Floats are held as doubles, rounded to the element type after every
 /// operation; integers and booleans as int64 (booleans 0/1). Storage holding one element for a shape

@@ -68,9 +68,11 @@ std::optional<Window> readWindow(NodeContext &ctx, llvm::ArrayRef<int64_t> spati
     (void)ctx.error("kernel_shape, strides and dilations need " + llvm::Twine(n) + " entries");
     return std::nullopt;
   }
+  constexpr int64_t kMaxWindow = int64_t(1) << 31; // keeps the window arithmetic in range
   for (size_t i = 0; i < n; ++i)
-    if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1) {
-      (void)ctx.error("kernel_shape, strides and dilations must be >= 1");
+    if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1 || w.kernel[i] > kMaxWindow ||
+        w.strides[i] > kMaxWindow || w.dilations[i] > kMaxWindow) {
+      (void)ctx.error("kernel_shape, strides and dilations must be in [1, 2^31]");
       return std::nullopt;
     }
   std::string autoPad = ctx.stringAttr("auto_pad", "NOTSET");
@@ -82,8 +84,8 @@ std::optional<Window> readWindow(NodeContext &ctx, llvm::ArrayRef<int64_t> spati
         (void)ctx.error("pads needs " + llvm::Twine(2 * n) + " entries");
         return std::nullopt;
       }
-      if (llvm::any_of(w.pads, [](int64_t p) { return p < 0; })) {
-        (void)ctx.error("pads must be >= 0");
+      if (llvm::any_of(w.pads, [&](int64_t p) { return p < 0 || p > kMaxWindow; })) {
+        (void)ctx.error("pads must be in [0, 2^31]");
         return std::nullopt;
       }
     }
@@ -372,6 +374,8 @@ LogicalResult importLayerNorm(NodeContext &ctx) {
     return failure();
   // plait.layer_norm wants scale and bias in the normalised shape; ONNX lets them broadcast.
   scale = ctx.broadcastTo(scale, normShape);
+  if (!scale)
+    return failure();
   llvm::SmallVector<Value> operands{x, scale};
   if (ctx.hasInput(2)) {
     Value bias = ctx.input(2);
@@ -380,8 +384,6 @@ LogicalResult importLayerNorm(NodeContext &ctx) {
       return failure();
     operands.push_back(bias);
   }
-  if (!scale)
-    return failure();
   Value y = ctx.create<LayerNormOp>(operands, {ctx.i64Attr("axis", *axis), ctx.f64Attr("epsilon", eps)},
                                     xType);
   if (!y)
@@ -493,7 +495,8 @@ LogicalResult importReduce(NodeContext &ctx) {
                           Kind == Reduction::Max || Kind == Reduction::Min ||
                           Kind == Reduction::Prod;
   if constexpr (simple) {
-    if (const HostTensor *x = ctx.foldedInput(0)) {
+    const HostTensor *x = ctx.foldedInput(0);
+    if (x && fitsFolding(x->shape())) {
       ReduceFn fn = Kind == Reduction::Sum    ? ReduceFn::Sum
                     : Kind == Reduction::Mean ? ReduceFn::Mean
                     : Kind == Reduction::Max  ? ReduceFn::Max
@@ -624,8 +627,11 @@ LogicalResult importHardmax(NodeContext &ctx) {
   Value x = ctx.input(0);
   if (!x)
     return failure();
-  Value am = ctx.create<ArgMaxOp>({x}, {ctx.i64Attr("axis", *axis), ctx.boolAttr("keepdims", true)});
   int64_t n = xType.getDimSize(*axis);
+  if (n > kMaxFoldedElements)
+    return ctx.unsupported("Hardmax over more than " + llvm::Twine(kMaxFoldedElements) +
+                           " elements");
+  Value am = ctx.create<ArgMaxOp>({x}, {ctx.i64Attr("axis", *axis), ctx.boolAttr("keepdims", true)});
   llvm::SmallVector<int64_t> shape(xType.getRank(), 1), iota;
   shape[*axis] = n;
   for (int64_t i = 0; i < n; ++i)
@@ -651,6 +657,9 @@ LogicalResult importCumSum(NodeContext &ctx) {
     return ctx.error("axis " + llvm::Twine(axisT->getInt(0)) + " is out of range");
   bool exclusive = ctx.intAttr("exclusive", 0) != 0, reverse = ctx.intAttr("reverse", 0) != 0;
   int64_t n = xType.getDimSize(*axis);
+  if (!fitsFolding({n, n}))
+    return ctx.unsupported("CumSum along a dimension of more than 2048 elements (plait computes "
+                           "it as a matmul with an n x n constant)");
   HostTensor tri(*kindOf(xType.getElementType()), {n, n});
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {

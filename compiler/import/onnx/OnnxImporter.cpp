@@ -13,6 +13,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -80,17 +81,29 @@ private:
   FailureOr<RankedTensorType> declaredType(const onnx::ValueInfoProto &info, bool isInput);
   LogicalResult bindInitializers();
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
-  LogicalResult checkInferredTypes(const onnx::NodeProto &node);
+  LogicalResult crossCheckShapeInference();
 
   llvm::StringMap<size_t> producer_;                  // value name -> node index
   llvm::DenseMap<const onnx::NodeProto *, size_t> nodeIndex_;
-  llvm::StringMap<const onnx::ValueInfoProto *> valueInfo_; // shape inference results
   llvm::StringSet<> runtimeInputs_;
+  bool errorEmitted_ = false;
 };
 
 //===----------------------------------------------------------------------===//
 // Diagnostics
 //===----------------------------------------------------------------------===//
+
+/// A message as one printable line: names read from a (possibly corrupt) model may hold
+/// control characters or invalid UTF-8.
+static std::string printable(const llvm::Twine &message) {
+  std::string text = message.str();
+  if (!llvm::json::isUTF8(text))
+    text = llvm::json::fixUTF8(text);
+  for (char &c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      c = '?';
+  return text;
+}
 
 std::string GraphImporter::nodeName(const onnx::NodeProto &node) const {
   if (!node.name().empty())
@@ -100,6 +113,9 @@ std::string GraphImporter::nodeName(const onnx::NodeProto &node) const {
 }
 
 LogicalResult GraphImporter::nodeError(const onnx::NodeProto &node, const llvm::Twine &message) {
+  if (errorEmitted_) // the first error stops the import; later ones would only repeat it
+    return failure();
+  errorEmitted_ = true;
   std::string name = nodeName(node);
   Location loc = NameLoc::get(StringAttr::get(&ctx, name), FileLineColLoc::get(&ctx, path, 0, 0));
   std::string opDesc = node.op_type();
@@ -107,12 +123,15 @@ LogicalResult GraphImporter::nodeError(const onnx::NodeProto &node, const llvm::
     opDesc += ", domain " + node.domain();
   else
     opDesc += ", opset " + std::to_string(opset);
-  emitError(loc) << path << ": node '" << name << "' (" << opDesc << "): " << message.str();
+  emitError(loc) << printable(path + ": node '" + name + "' (" + opDesc + "): " + message);
   return failure();
 }
 
 LogicalResult GraphImporter::graphError(const llvm::Twine &message) {
-  emitError(FileLineColLoc::get(&ctx, path, 0, 0)) << path << ": " << message.str();
+  if (errorEmitted_)
+    return failure();
+  errorEmitted_ = true;
+  emitError(FileLineColLoc::get(&ctx, path, 0, 0)) << printable(path + ": " + message);
   return failure();
 }
 
@@ -328,39 +347,52 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
                                  "'); plait computes only the outputs used for inference");
     producer_[out] = index;
   }
-  return checkInferredTypes(node);
+  return success();
 }
 
 /// Compares the types the importer produced with ONNX shape inference where the latter is fully
-/// static: a disagreement would otherwise surface far from its cause.
-LogicalResult GraphImporter::checkInferredTypes(const onnx::NodeProto &node) {
-  for (const std::string &out : node.output()) {
-    auto info = valueInfo_.find(out);
-    if (out.empty() || info == valueInfo_.end())
+/// static: a disagreement would otherwise surface far from its cause. Runs after the import, on
+/// models whose every node the importer has validated: libonnx's shape inference is not safe on
+/// malformed attributes (it crashes on some), and the importer rejects those first.
+LogicalResult GraphImporter::crossCheckShapeInference() {
+  try {
+    onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/0,
+                                        /*enable_data_propagation=*/false};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception &) {
+    return success(); // only a cross-check: a model ONNX cannot infer still imports
+  }
+  for (const onnx::ValueInfoProto &info : model.graph().value_info()) {
+    auto producer = producer_.find(info.name());
+    auto entry = values.find(info.name());
+    if (producer == producer_.end() || entry == values.end())
       continue;
-    const auto &type = info->second->type();
+    const auto &type = info.type();
     if (!type.has_tensor_type() || !type.tensor_type().has_shape())
       continue;
     const auto &tensor = type.tensor_type();
     llvm::SmallVector<int64_t> shape;
+    bool isStatic = true;
     for (const auto &dim : tensor.shape().dim()) {
-      if (!dim.has_dim_value())
-        return success();
+      isStatic &= dim.has_dim_value();
       shape.push_back(dim.dim_value());
     }
     Type element = elementTypeOf(tensor.elem_type(), &ctx);
-    const ValueEntry &entry = values[out];
-    RankedTensorType got = entry.value ? llvm::cast<RankedTensorType>(entry.value.getType())
-                                       : entry.folded ? entry.folded->type(&ctx) : entry.type;
-    if (!element || !got)
+    const ValueEntry &got = entry->second;
+    RankedTensorType gotType = got.value ? llvm::cast<RankedTensorType>(got.value.getType())
+                               : got.folded ? got.folded->type(&ctx)
+                                            : got.type;
+    if (!isStatic || !element || !gotType)
       continue;
-    if (got.getShape() != llvm::ArrayRef<int64_t>(shape) || got.getElementType() != element) {
+    if (gotType.getShape() != llvm::ArrayRef<int64_t>(shape) ||
+        gotType.getElementType() != element) {
       std::string gotStr, wantStr;
       llvm::raw_string_ostream gotOs(gotStr), wantOs(wantStr);
-      got.print(gotOs);
+      gotType.print(gotOs);
       RankedTensorType::get(shape, element).print(wantOs);
-      return nodeError(node, "output '" + out + "' was imported as " + gotStr +
-                                 " but ONNX shape inference gives " + wantStr);
+      return nodeError(model.graph().node(producer->second),
+                       "output '" + info.name() + "' was imported as " + gotStr +
+                           " but ONNX shape inference gives " + wantStr);
     }
   }
   return success();
@@ -373,9 +405,6 @@ LogicalResult GraphImporter::checkInferredTypes(const onnx::NodeProto &node) {
 FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
   const onnx::GraphProto &graph = model.graph();
   ctx.loadDialect<func::FuncDialect, PlaitDialect>();
-
-  for (const auto &info : graph.value_info())
-    valueInfo_[info.name()] = &info;
 
   if (failed(bindInitializers()))
     return failure();
@@ -447,6 +476,9 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
   for (int i = 0; i < graph.node_size(); ++i)
     if (failed(importNode(graph.node(i), i)))
       return failure();
+
+  if (failed(crossCheckShapeInference()))
+    return failure();
 
   llvm::SmallVector<Value> results;
   llvm::SmallVector<Type> resultTypes;
@@ -862,7 +894,7 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
                                                 const OnnxImportOptions &opts) {
   Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
   auto fail = [&](const llvm::Twine &message) {
-    emitError(fileLoc) << path << ": " << message.str();
+    emitError(fileLoc) << onnx_import::printable(path + ": " + message);
     return failure();
   };
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
@@ -887,8 +919,9 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
       std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(i)
                                              : node.name();
       emitError(NameLoc::get(StringAttr::get(&ctx, name), fileLoc))
-          << path << ": node '" << name << "' (" << node.op_type() << ", domain "
-          << node.domain() << "): unsupported domain '" << node.domain() << "'";
+          << onnx_import::printable(path + ": node '" + name + "' (" + node.op_type() +
+                                    ", domain " + node.domain() + "): unsupported domain '" +
+                                    node.domain() + "'");
       return failure();
     }
   }
@@ -931,14 +964,6 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
     std::replace(what.begin(), what.end(), '\n', ' ');
     return fail("invalid ONNX model: " + llvm::StringRef(what).trim());
   }
-  try {
-    onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/0,
-                                        /*enable_data_propagation=*/false};
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception &) {
-    // Shape inference only cross-checks the importer; a model it cannot handle still imports.
-  }
-
   // Load --const-input files now, so that a bad file is reported before the graph is walked.
   OnnxImportOptions resolved = opts;
   for (const auto &[name, file] : opts.constInputs) {

@@ -48,6 +48,8 @@ LogicalResult importConstantOfShape(NodeContext &ctx) {
     return failure();
   if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
     return ctx.error("shape " + listStr(*shape) + " has a negative dimension");
+  if (numElementsOf(*shape) > kMaxTensorElements)
+    return ctx.error("shape " + listStr(*shape) + " has too many elements");
   HostTensor value = HostTensor::splat(ElemKind::F32, {}, 0.0);
   if (ctx.hasAttr("value")) {
     auto given = ctx.tensorAttr("value");
@@ -75,7 +77,11 @@ LogicalResult importRange(NodeContext &ctx) {
     double s = start->getDouble(0), l = limit->getDouble(0), d = delta->getDouble(0);
     if (d == 0)
       return ctx.error("delta is 0");
-    int64_t n = std::max<int64_t>(static_cast<int64_t>(std::ceil((l - s) / d)), 0);
+    double count = std::ceil((l - s) / d);
+    if (!(count <= static_cast<double>(kMaxFoldedElements)))
+      return ctx.unsupported("Range of more than " + llvm::Twine(kMaxFoldedElements) +
+                             " elements (plait folds Range at import time)");
+    int64_t n = std::max<int64_t>(static_cast<int64_t>(count), 0);
     HostTensor out(kind, {n});
     for (int64_t i = 0; i < n; ++i)
       out.setDouble(i, s + i * d);
@@ -85,7 +91,12 @@ LogicalResult importRange(NodeContext &ctx) {
   int64_t s = start->getInt(0), l = limit->getInt(0), d = delta->getInt(0);
   if (d == 0)
     return ctx.error("delta is 0");
-  int64_t n = d > 0 ? (l > s ? (l - s + d - 1) / d : 0) : (s > l ? (s - l - d - 1) / (-d) : 0);
+  // In double: the differences may overflow int64 (the count is only checked against a bound).
+  double count = std::ceil((static_cast<double>(l) - static_cast<double>(s)) / static_cast<double>(d));
+  if (count > static_cast<double>(kMaxFoldedElements))
+    return ctx.unsupported("Range of more than " + llvm::Twine(kMaxFoldedElements) +
+                           " elements (plait folds Range at import time)");
+  int64_t n = std::max<int64_t>(static_cast<int64_t>(count), 0);
   HostTensor out(kind, {n});
   for (int64_t i = 0; i < n; ++i)
     out.setInt(i, s + i * d);
@@ -140,6 +151,8 @@ LogicalResult importEyeLike(NodeContext &ctx) {
     if (!element)
       return ctx.unsupported("dtype " + onnxTypeName(dtype));
   }
+  if (!fitsFolding(type.getShape()))
+    return ctx.unsupported("EyeLike of more than " + llvm::Twine(kMaxFoldedElements) + " elements");
   int64_t k = ctx.intAttr("k", 0), rows = type.getDimSize(0), cols = type.getDimSize(1);
   HostTensor out(*kindOf(element), type.getShape());
   for (int64_t r = 0; r < rows; ++r)
@@ -161,6 +174,8 @@ LogicalResult importWindow(NodeContext &ctx) {
   int64_t size = sizeT->getInt(0);
   if (size < 0)
     return ctx.error("size must be >= 0");
+  if (size > kMaxFoldedElements)
+    return ctx.unsupported("window of more than " + llvm::Twine(kMaxFoldedElements) + " elements");
   int dtype = static_cast<int>(ctx.intAttr("output_datatype", 1));
   Type element = elementTypeOf(dtype, ctx.context());
   if (!element)

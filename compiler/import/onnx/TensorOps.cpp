@@ -11,9 +11,6 @@ using namespace mlir;
 namespace plait::onnx_import {
 namespace {
 
-/// Folded results above this many elements are built as plait ops instead (splats excepted).
-constexpr int64_t kMaxFoldedElements = int64_t(1) << 22;
-
 LogicalResult setResult(NodeContext &ctx, Value v) {
   if (!v)
     return failure();
@@ -63,7 +60,6 @@ LogicalResult importReshape(NodeContext &ctx) {
   bool allowZero = ctx.intAttr("allowzero", 0) != 0;
   llvm::SmallVector<int64_t> shape;
   std::optional<size_t> inferred;
-  int64_t known = 1;
   for (auto [i, d] : llvm::enumerate(*requested)) {
     if (d == 0 && !allowZero) {
       if (static_cast<int64_t>(i) >= type.getRank())
@@ -80,8 +76,8 @@ LogicalResult importReshape(NodeContext &ctx) {
       return ctx.error("shape " + listStr(*requested) + " has a negative dimension");
     }
     shape.push_back(d);
-    known *= d;
   }
+  int64_t known = numElementsOf(shape); // the -1 counts as 1 here; saturates on overflow
   int64_t total = type.getNumElements();
   if (inferred) {
     if (allowZero && llvm::is_contained(*requested, 0))
@@ -222,7 +218,9 @@ LogicalResult importExpand(NodeContext &ctx) {
     return ctx.error("cannot expand " + shapeToString(type.getShape()) + " to " +
                      listStr(*requested));
   const HostTensor *x = ctx.foldedInput(0);
-  if (x && (x->isSplat() || x->numElements() == 1 || numElementsOf(*shape) <= kMaxFoldedElements)) {
+  if (numElementsOf(*shape) > kMaxTensorElements)
+    return ctx.error("cannot expand to " + listStr(*shape) + ": too many elements");
+  if (x && (x->isSplat() || x->numElements() == 1 || fitsFolding(*shape))) {
     ctx.setOutput(0, foldBroadcastTo(*x, *shape));
     return success();
   }
@@ -246,12 +244,16 @@ LogicalResult importTile(NodeContext &ctx) {
     int64_t r = (*repeats)[d];
     if (r < 0)
       return ctx.error("repeats must be >= 0");
+    if (r > 0 && type.getDimSize(d) > kMaxTensorElements / r)
+      return ctx.error("tiling gives too many elements");
     interleaved.append({1, type.getDimSize(d)});
     broadcast.append({r, type.getDimSize(d)});
     result.push_back(r * type.getDimSize(d));
   }
+  if (numElementsOf(result) > kMaxTensorElements)
+    return ctx.error("tiling to " + listStr(result) + " gives too many elements");
   const HostTensor *x = ctx.foldedInput(0);
-  if (x && numElementsOf(result) <= kMaxFoldedElements) {
+  if (x && fitsFolding(result)) {
     ctx.setOutput(0, foldBroadcastTo(x->reshaped(interleaved), broadcast).reshaped(result));
     return success();
   }
@@ -279,7 +281,17 @@ LogicalResult importConcat(NodeContext &ctx) {
   auto axis = normalizedAxis(ctx, ctx.intAttr("axis", 0), first.getRank());
   if (!axis)
     return failure();
-  if (ctx.allInputsFolded()) {
+  int64_t total = 0;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    RankedTensorType t = ctx.inputType(i);
+    if (!t)
+      return failure();
+    if (t.getRank() > *axis)
+      total += t.getDimSize(*axis);
+  }
+  llvm::SmallVector<int64_t> outShape(first.getShape());
+  outShape[*axis] = total;
+  if (ctx.allInputsFolded() && fitsFolding(outShape)) {
     llvm::SmallVector<const HostTensor *> inputs;
     for (unsigned i = 0; i < ctx.numInputs(); ++i) {
       const HostTensor *t = ctx.foldedInput(i);
@@ -324,6 +336,8 @@ LogicalResult importSplit(NodeContext &ctx) {
     sizes = ctx.intsAttr("split");
   } else if (ctx.hasAttr("num_outputs")) {
     int64_t parts = ctx.intAttr("num_outputs", n);
+    if (parts < 1 || parts != static_cast<int64_t>(n))
+      return ctx.error("num_outputs must equal the number of outputs");
     int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t i = 0, left = dim; i < parts; ++i, left -= chunk)
       sizes.push_back(std::min(chunk, std::max<int64_t>(left, 0)));
@@ -556,7 +570,9 @@ LogicalResult importPad(NodeContext &ctx) {
   }
   bool grows = llvm::any_of(grow, [](int64_t p) { return p > 0; });
   const HostTensor *x = ctx.foldedInput(0);
-  if (x && numElementsOf(padded) <= kMaxFoldedElements) {
+  if (numElementsOf(padded) > kMaxTensorElements)
+    return ctx.error("padding gives too many elements");
+  if (x && fitsFolding(padded)) {
     HostTensor r = grows ? foldPad(*x, grow, value) : *x;
     ctx.setOutput(0, crops ? foldSlice(r, starts, ends, steps) : r);
     return success();
@@ -580,7 +596,10 @@ LogicalResult importGather(NodeContext &ctx) {
   auto axis = normalizedAxis(ctx, ctx.intAttr("axis", 0), type.getRank());
   if (!axis)
     return failure();
-  if (ctx.foldedInput(0) && ctx.foldedInput(1))
+  llvm::SmallVector<int64_t> outShape(type.getShape().take_front(*axis));
+  llvm::append_range(outShape, indexType.getShape());
+  llvm::append_range(outShape, type.getShape().drop_front(*axis + 1));
+  if (ctx.foldedInput(0) && ctx.foldedInput(1) && fitsFolding(outShape))
     return ctx.setFolded(0, foldGather(*ctx.foldedInput(0), *ctx.foldedInput(1), *axis));
   Value data = ctx.input(0), indices = ctx.input(1);
   if (!data || !indices)
@@ -632,8 +651,9 @@ LogicalResult importTrilu(NodeContext &ctx) {
     k = given->getInt(0);
   }
   bool upper = ctx.intAttr("upper", 1) != 0;
-  if (const HostTensor *x = ctx.foldedInput(0)) {
-    HostTensor out = x->materialized();
+  const HostTensor *folded = ctx.foldedInput(0);
+  if (folded && fitsFolding(type.getShape())) {
+    HostTensor out = folded->materialized();
     int64_t rows = type.getDimSize(type.getRank() - 2), cols = type.getDimSize(type.getRank() - 1);
     for (int64_t i = 0, n = out.numElements(); i < n; ++i) {
       int64_t col = i % cols, row = (i / cols) % rows;
@@ -672,7 +692,7 @@ LogicalResult importDepthToSpace(NodeContext &ctx) {
   if (!type)
     return failure();
   int64_t b = ctx.intAttr("blocksize", 0);
-  if (type.getRank() != 4 || b < 1 || type.getDimSize(1) % (b * b))
+  if (type.getRank() != 4 || b < 1 || b > type.getDimSize(1) || type.getDimSize(1) % (b * b))
     return ctx.error("needs a 4-D input whose channels divide by blocksize^2");
   int64_t n = type.getDimSize(0), c = type.getDimSize(1), h = type.getDimSize(2),
           w = type.getDimSize(3);
@@ -687,7 +707,8 @@ LogicalResult importSpaceToDepth(NodeContext &ctx) {
   if (!type)
     return failure();
   int64_t b = ctx.intAttr("blocksize", 0);
-  if (type.getRank() != 4 || b < 1 || type.getDimSize(2) % b || type.getDimSize(3) % b)
+  if (type.getRank() != 4 || b < 1 || b > type.getDimSize(2) || b > type.getDimSize(3) ||
+      type.getDimSize(2) % b || type.getDimSize(3) % b)
     return ctx.error("needs a 4-D input whose height and width divide by blocksize");
   int64_t n = type.getDimSize(0), c = type.getDimSize(1), h = type.getDimSize(2),
           w = type.getDimSize(3);
@@ -707,6 +728,9 @@ LogicalResult importOneHot(NodeContext &ctx) {
   if (depthT->numElements() != 1 || valuesT->numElements() != 2)
     return ctx.error("depth must be a scalar and values must hold [off, on]");
   int64_t depth = depthT->getInt(0), rank = indexType.getRank() + 1;
+  if (depth < 1 || depth > kMaxFoldedElements)
+    return depth < 1 ? ctx.error("depth must be >= 1")
+                     : ctx.unsupported("OneHot depth over " + llvm::Twine(kMaxFoldedElements));
   auto axis = normalizedAxis(ctx, ctx.intAttr("axis", -1), rank);
   if (!axis)
     return failure();

@@ -47,7 +47,8 @@ def run(command, model, bindings):
         args.append(model)
     for name, path in bindings.items():
         args += ["--const-input", f"{name}={path}"]
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(args, capture_output=True, text=True, errors="replace",
+                          timeout=120)
     return proc.returncode, proc.stderr.strip()
 
 
