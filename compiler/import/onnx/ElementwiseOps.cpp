@@ -379,10 +379,6 @@ LogicalResult importAtanh(NodeContext &ctx) {
 
 LogicalResult importClip(NodeContext &ctx) {
   std::optional<double> lo, hi;
-  if (ctx.opset() < 11) { // attributes (not reachable in opsets 13-17, kept for clarity)
-    lo = ctx.floatAttr("min", -INFINITY);
-    hi = ctx.floatAttr("max", INFINITY);
-  }
   for (unsigned i : {1u, 2u}) {
     if (!ctx.hasInput(i))
       continue;

@@ -1,0 +1,83 @@
+// The importer's per-model state, shared by the graph walk (OnnxImporter.cpp) and the per-node
+// API the op importers use (NodeContext.cpp). Internal to compiler/import/onnx.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "compiler/import/onnx/Importer.h"
+#include "compiler/import/onnx/OnnxImporter.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/onnx_pb.h"
+
+namespace plait::onnx_import {
+
+constexpr int64_t kMinOpset = 13;
+constexpr int64_t kMaxOpset = 17;
+
+/// What the importer knows about one ONNX value.
+struct ValueEntry {
+  enum class Kind {
+    Runtime, // computed by plait ops (or a function argument)
+    Folded,  // known at import time; materialised as plait.constant where a real op uses it
+    Param,   // a float initializer: a trainable plait.param, created on first use
+  };
+  Kind kind = Kind::Runtime;
+  mlir::Value value;
+  mlir::RankedTensorType type;
+  std::shared_ptr<const HostTensor> folded;        // Folded; Param once read as a constant
+  const onnx::TensorProto *initializer = nullptr; // Param
+  std::string paramName;                          // Param: the plait.param's name
+};
+
+class GraphImporter {
+public:
+  GraphImporter(mlir::MLIRContext &ctx, llvm::StringRef path, onnx::ModelProto &model,
+                const OnnxImportOptions &opts, int64_t opset)
+      : ctx(ctx), path(path.str()), baseDir(llvm::sys::path::parent_path(path).str()),
+        model(model), opts(opts), opset(opset), builder(&ctx), prologue(&ctx) {}
+
+  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> run();
+
+  // Used by NodeContext.
+  mlir::LogicalResult nodeError(const onnx::NodeProto &node, const llvm::Twine &message);
+  mlir::LogicalResult graphError(const llvm::Twine &message);
+  ValueEntry *lookup(const onnx::NodeProto &node, llvm::StringRef name);
+  mlir::Value materialize(llvm::StringRef name, ValueEntry &entry);
+  const HostTensor *constantValue(const onnx::NodeProto &node, llvm::StringRef name,
+                                  ValueEntry &entry);
+  mlir::Value constant(const HostTensor &value, mlir::Location loc);
+  std::string runtimeDependencyHint(llvm::StringRef name);
+  std::string nodeName(const onnx::NodeProto &node) const;
+
+  mlir::MLIRContext &ctx;
+  std::string path;
+  std::string baseDir;
+  onnx::ModelProto &model;
+  const OnnxImportOptions &opts;
+  int64_t opset;
+  mlir::OpBuilder builder;  // the function body, appending
+  mlir::OpBuilder prologue; // params and constants, at the top of the function
+  llvm::StringMap<ValueEntry> values;
+
+private:
+  llvm::DenseMap<mlir::Attribute, mlir::Value> constantCache_;
+  llvm::StringMap<mlir::Value> paramCache_; // param name -> plait.param
+
+  mlir::FailureOr<mlir::RankedTensorType> declaredType(const onnx::ValueInfoProto &info, bool isInput);
+  mlir::LogicalResult bindInitializers();
+  mlir::LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  mlir::LogicalResult crossCheckShapeInference();
+
+  llvm::StringMap<size_t> producer_;                  // value name -> node index
+  llvm::DenseMap<const onnx::NodeProto *, size_t> nodeIndex_;
+  llvm::StringSet<> runtimeInputs_;
+  bool errorEmitted_ = false;
+};
+
+} // namespace plait::onnx_import
