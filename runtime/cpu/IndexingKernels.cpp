@@ -8,33 +8,13 @@
 namespace plait::rt::cpu {
 namespace {
 
-/// Reads i64/i32 indices into int64, mapping negative ones from the end, and rejects any that
-/// fall outside [0, size) -- a bad token id must be an error naming it, not a wild read.
-Status normalizeIndices(const TensorView &indices, int64_t axis, int64_t size,
-                        std::vector<int64_t> &out) {
-  int64_t n = indices.numel();
-  out.resize(n);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t v = indices.dtype == DType::I64 ? indices.as<int64_t>()[i]
-                                            : (int64_t)indices.as<int32_t>()[i];
-    int64_t w = v < 0 ? v + size : v;
-    if (w < 0 || w >= size)
-      return Status::errorf("gather: index {} is out of range for axis {} of size {}", v, axis,
-                            size);
-    out[i] = w;
-  }
-  return Status();
-}
-
 /// out[o, q, :] = data[o, indices[q], :] with o over data[:axis] and ':' over data[axis+1:].
 Status gatherKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkArity(call, "gather", 2, 2, 1));
   const TensorView &data = call.inputs[0], &indices = call.inputs[1];
   TensorView &out = call.outputs[0];
   PLAIT_RETURN_IF_ERROR(checkSameDtype("gather", data, out));
-  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
-    return Status::errorf("gather: indices must be i64 or i32, got {}",
-                          dtypeName(indices.dtype));
+  PLAIT_RETURN_IF_ERROR(checkIndexDtype("gather", "indices", indices));
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(normalizeAxis("gather", call.attrs.getInt("axis", 0), data.rank(), axis));
   std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
@@ -42,7 +22,7 @@ Status gatherKernel(const KernelCall &call) {
   shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
   PLAIT_RETURN_IF_ERROR(checkShape("gather", "output", out.shape, shape));
   std::vector<int64_t> index;
-  PLAIT_RETURN_IF_ERROR(normalizeIndices(indices, axis, data.shape[axis], index));
+  PLAIT_RETURN_IF_ERROR(normalizeIndices("gather", indices, axis, data.shape[axis], index));
   int64_t outer = product(data.shape, 0, axis), n = data.shape[axis];
   int64_t inner = product(data.shape, axis + 1, data.shape.size());
   int64_t count = (int64_t)index.size();

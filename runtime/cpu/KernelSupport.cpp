@@ -50,6 +50,27 @@ Status checkSameDtype(std::string_view kernel, const TensorView &a, const Tensor
   return Status();
 }
 
+Status checkIndexDtype(std::string_view kernel, std::string_view what, const TensorView &t) {
+  if (t.dtype != DType::I64 && t.dtype != DType::I32)
+    return Status::errorf("{}: {} must be i64 or i32, got {}", kernel, what, dtypeName(t.dtype));
+  return Status();
+}
+
+Status normalizeIndices(std::string_view kernel, const TensorView &indices, int64_t axis,
+                        int64_t size, std::vector<int64_t> &rows) {
+  int64_t count = indices.numel();
+  rows.resize(count);
+  for (int64_t q = 0; q < count; ++q) {
+    int64_t v = indexAt(indices, q);
+    int64_t r = v < 0 ? v + size : v;
+    if (r < 0 || r >= size)
+      return Status::errorf("{}: index {} is out of range for axis {} of size {}", kernel, v,
+                            axis, size);
+    rows[q] = r;
+  }
+  return Status();
+}
+
 int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
   int64_t n = 1;
   for (size_t i = begin; i < end && i < shape.size(); ++i)

@@ -44,6 +44,21 @@ Status checkShape(std::string_view kernel, std::string_view what,
 /// Error unless every tensor of the call has dtype `dtype` (index inputs are checked apart).
 Status checkSameDtype(std::string_view kernel, const TensorView &a, const TensorView &b);
 
+/// Error unless `t` (an index tensor: gather indices, loss targets) is i64 or i32;
+/// `what` names it ("indices", "target").
+Status checkIndexDtype(std::string_view kernel, std::string_view what, const TensorView &t);
+
+/// Element `i` of an i64 or i32 index tensor, as int64.
+inline int64_t indexAt(const TensorView &t, int64_t i) {
+  return t.dtype == DType::I64 ? t.as<int64_t>()[i] : (int64_t)t.as<int32_t>()[i];
+}
+
+/// Reads every index of `indices` into `rows`, mapping negative ones from the end, and rejects
+/// any outside [0, size) -- a bad token id must be an error naming it, not a wild access.
+/// gather and gather_grad share it so that both read an index the same way.
+Status normalizeIndices(std::string_view kernel, const TensorView &indices, int64_t axis,
+                        int64_t size, std::vector<int64_t> &rows);
+
 /// Product of shape[begin, end).
 int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end);
 

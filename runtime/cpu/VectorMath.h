@@ -79,9 +79,10 @@ inline float erfApprox(float x) {
   return ax < 0.9f ? series : tail;
 }
 
-/// Sum of n floats: eight float lanes over blocks of 1024 (vectorisable, short chains),
-/// blocks added in double, so long sums keep their precision.
-inline double sumFloats(const float *x, int64_t n) {
+/// Sum of term(x[i]) over n floats: eight float lanes over blocks of 1024 (vectorisable,
+/// short dependency chains), blocks added in double, so long sums keep their precision.
+/// `term` maps a float to the float added; it is inlined into both the lanes and the tail.
+template <typename Term> double blockedSum(const float *x, int64_t n, Term term) {
   double total = 0;
   for (int64_t begin = 0; begin < n; begin += 1024) {
     int64_t end = std::min(n, begin + 1024);
@@ -89,10 +90,10 @@ inline double sumFloats(const float *x, int64_t n) {
     int64_t i = begin;
     for (; i + 8 <= end; i += 8)
       for (int j = 0; j < 8; ++j)
-        lanes[j] += x[i + j];
+        lanes[j] += term(x[i + j]);
     float block = 0;
     for (; i < end; ++i)
-      block += x[i];
+      block += term(x[i]);
     for (int j = 0; j < 8; ++j)
       block += lanes[j];
     total += block;
@@ -100,26 +101,17 @@ inline double sumFloats(const float *x, int64_t n) {
   return total;
 }
 
-/// Sum of (x[i] - mean)^2, blocked like sumFloats.
+/// Sum of n floats.
+inline double sumFloats(const float *x, int64_t n) {
+  return blockedSum(x, n, [](float v) { return v; });
+}
+
+/// Sum of (x[i] - mean)^2.
 inline double sumSquaredDeviations(const float *x, int64_t n, float mean) {
-  double total = 0;
-  for (int64_t begin = 0; begin < n; begin += 1024) {
-    int64_t end = std::min(n, begin + 1024);
-    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = begin;
-    for (; i + 8 <= end; i += 8)
-      for (int j = 0; j < 8; ++j) {
-        float d = x[i + j] - mean;
-        lanes[j] += d * d;
-      }
-    float block = 0;
-    for (; i < end; ++i)
-      block += (x[i] - mean) * (x[i] - mean);
-    for (int j = 0; j < 8; ++j)
-      block += lanes[j];
-    total += block;
-  }
-  return total;
+  return blockedSum(x, n, [mean](float v) {
+    float d = v - mean;
+    return d * d;
+  });
 }
 
 /// Largest of n >= 1 floats, in eight lanes (NaN handling is left to the caller: a NaN
@@ -140,24 +132,9 @@ inline float maxFloats(const float *x, int64_t n) {
   return m;
 }
 
-/// Sum of e^(x[i] - shift), blocked like sumFloats.
+/// Sum of e^(x[i] - shift).
 inline double sumExpShifted(const float *x, int64_t n, float shift) {
-  double total = 0;
-  for (int64_t begin = 0; begin < n; begin += 1024) {
-    int64_t end = std::min(n, begin + 1024);
-    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = begin;
-    for (; i + 8 <= end; i += 8)
-      for (int j = 0; j < 8; ++j)
-        lanes[j] += expApprox(x[i + j] - shift);
-    float block = 0;
-    for (; i < end; ++i)
-      block += expApprox(x[i] - shift);
-    for (int j = 0; j < 8; ++j)
-      block += lanes[j];
-    total += block;
-  }
-  return total;
+  return blockedSum(x, n, [shift](float v) { return expApprox(v - shift); });
 }
 
 } // namespace plait::rt::cpu

@@ -1,0 +1,79 @@
+// conv2d geometry and its column layout (im2col, col2im), shared by conv2d and its adjoints
+// so that the forward and the gradients read the same input positions.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "runtime/Kernel.h"
+#include "runtime/cpu/Window.h"
+
+namespace plait::rt::cpu {
+
+/// Geometry of one conv2d: x [N, C, H, W], w [F, C/group, kH, kW], y [N, F, OH, OW].
+struct ConvShape {
+  int64_t batch, channels, height, width; // x
+  int64_t filters, groupChannels;         // w: [filters, groupChannels, kernel...]
+  int64_t group, outHeight, outWidth;
+  Window2d window;
+
+  int64_t inPlane() const { return height * width; }
+  int64_t filtersPerGroup() const { return filters / group; }
+  /// Element offsets of group g of image n in x (and dx) and in y (and dy).
+  int64_t inputOffset(int64_t n, int64_t g) const {
+    return (n * channels + g * groupChannels) * inPlane();
+  }
+  int64_t outputOffset(int64_t n, int64_t g) const {
+    return (n * filters + g * filtersPerGroup()) * outPlane();
+  }
+  int64_t outPlane() const { return outHeight * outWidth; }
+  /// Rows of the column matrix: one per (channel of the group, kernel position).
+  int64_t patch() const { return groupChannels * window.kernel[0] * window.kernel[1]; }
+  /// A 1x1 unpadded stride-1 convolution: x itself is the column matrix.
+  bool pointwise() const {
+    const Window2d &w = window;
+    return w.kernel[0] == 1 && w.kernel[1] == 1 && w.stride[0] == 1 && w.stride[1] == 1 &&
+           w.padBegin[0] == 0 && w.padBegin[1] == 0 && w.padEnd[0] == 0 && w.padEnd[1] == 0;
+  }
+};
+
+/// Reads the geometry of conv2d(x, w) -> y from the tensors and `attrs` (group, strides,
+/// pads, dilations) and checks it: one dtype, 4-D x and w, a group that fits, and y shaped
+/// as conv2d produces it. `yName` names y in the error ("output", or "grad" in an adjoint).
+Status planConvShape(std::string_view kernel, const Attrs &attrs, const TensorView &x,
+                     const TensorView &w, const TensorView &y, std::string_view yName,
+                     ConvShape &s);
+
+/// Lays out the receptive fields of one group's input planes `x` as columns:
+/// col[(c * kH + i) * kW + j][oh * OW + ow] = x[c][oh*sH - pT + i*dH][ow*sW - pL + j*dW],
+/// zero where that position falls in the padding. `col` holds patch() x outPlane() entries.
+template <typename T> void im2col(const T *x, const ConvShape &s, T *col);
+
+/// The adjoint of im2col: zeroes the group's input planes `x`, then adds every column entry
+/// back to the input position it was read from (padding entries are dropped).
+template <typename T> void col2im(const T *col, const ConvShape &s, T *x);
+
+/// The column matrix (patch() x outPlane()) of one group's input planes, as conv2d and
+/// conv2d_grad_weight multiply it: the planes themselves for a pointwise convolution, else
+/// their im2col in a buffer reused from group to group.
+template <typename T> class ColumnMatrix {
+public:
+  explicit ColumnMatrix(const ConvShape &s)
+      : shape_(s), pointwise_(s.pointwise()), buffer_(pointwise_ ? 0 : s.patch() * s.outPlane()) {}
+
+  /// The columns of the group whose planes start at `image`; valid until the next call.
+  const T *of(const T *image) {
+    if (pointwise_)
+      return image;
+    im2col(image, shape_, buffer_.data());
+    return buffer_.data();
+  }
+
+private:
+  const ConvShape &shape_;
+  bool pointwise_;
+  std::vector<T> buffer_;
+};
+
+} // namespace plait::rt::cpu

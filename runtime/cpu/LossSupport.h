@@ -1,0 +1,55 @@
+// Shape, reduction and target rules of the classification losses, shared by
+// softmax_cross_entropy/nll_loss and their gradients so that the two cannot drift apart.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "runtime/Kernel.h"
+
+namespace plait::rt::cpu {
+
+enum class Reduction { Mean, Sum, None };
+
+/// Shape facts of a loss call: input [N, C, d...] seen as [N, C, D], target [N, d...].
+struct LossShape {
+  int64_t batch = 0, classes = 0, spatial = 1;
+  std::vector<int64_t> targetShape; // [N, d...]
+  Reduction reduction = Reduction::Mean;
+  bool hasIgnore = false;
+  int64_t ignoreIndex = 0;
+
+  /// Shape of the loss (and of its incoming gradient): per position for none, else scalar.
+  std::vector<int64_t> lossShape() const {
+    return reduction == Reduction::None ? targetShape : std::vector<int64_t>{};
+  }
+};
+
+/// Checks that `target` is an index tensor and `input` is [N, C, ...]; sets N, C and D.
+Status planLossInput(std::string_view kernel, const TensorView &input, const TensorView &target,
+                     LossShape &s);
+
+/// After planLossInput: checks target's shape and the optional class weights [C] (`weight`
+/// may be null), and reads reduction and ignore_index from `attrs`.
+Status planLossTargets(std::string_view kernel, const Attrs &attrs, const TensorView &input,
+                       const TensorView &target, const TensorView *weight, LossShape &s);
+
+/// The targets of a loss call, resolved once per call: per position p = n * D + d, the
+/// target class and the weight it carries, and the divisor of the reduction.
+struct LossTargets {
+  static constexpr int64_t kIgnored = -1;
+  std::vector<int64_t> classes; // target class, or kIgnored where ignore_index matches
+  std::vector<double> weights;  // w[t] (1 without class weights), 0 where ignored
+  /// mean: the sum of the weights (0 with every target ignored: the loss is then 0/0 = NaN
+  /// as in PyTorch, and the gradient zero); sum and none: 1.
+  double normalizer = 1;
+};
+
+/// Validates every target (in [0, C) unless ignored) before the caller writes anything, and
+/// fills `out`. `weight` is the class-weight input or null.
+template <typename T>
+Status resolveLossTargets(std::string_view kernel, const LossShape &s, const TensorView &target,
+                          const T *weight, LossTargets &out);
+
+} // namespace plait::rt::cpu

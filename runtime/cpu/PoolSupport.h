@@ -1,0 +1,85 @@
+// Pooling window geometry and window rules shared by max_pool2d/avg_pool2d and their
+// adjoints, so that a gradient flows through exactly the window, argmax and divisor the
+// forward used.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+#include "runtime/Kernel.h"
+#include "runtime/cpu/Window.h"
+
+namespace plait::rt::cpu {
+
+/// Geometry of one 2-D pool over NCHW, with N * C seen as independent planes.
+struct PoolShape {
+  int64_t planes, height, width, outHeight, outWidth;
+  Window2d window;
+};
+
+/// Reads the pooling window of x (4-D NCHW) from `attrs` (kernel, strides, pads, dilations
+/// when `hasDilations`, ceil_mode) and checks that `pooled` has the pooled shape; `pooledName`
+/// names it in the error ("output", or "grad" in an adjoint). Dtypes are the caller's.
+Status planPoolShape(std::string_view kernel, const Attrs &attrs, bool hasDilations,
+                     const TensorView &x, const TensorView &pooled, std::string_view pooledName,
+                     PoolShape &s);
+
+/// The value of one max_pool2d window and the plane offset it comes from.
+template <typename T> struct WindowMax {
+  T value;
+  int64_t offset; // -1 when no window position lies inside the input (value is -inf)
+};
+
+/// Max over the positions of window (oh, ow) that lie inside `plane`; the padding never
+/// wins. The first inside position is taken unconditionally; after it only a strictly
+/// greater value or a NaN replaces the choice (`v > best || isnan(v)`, PyTorch's rule), so
+/// NaN propagates and a window of -inf sends its gradient to its first inside position.
+template <typename T>
+inline WindowMax<T> maxPoolWindow(const T *plane, const PoolShape &s, int64_t oh, int64_t ow) {
+  const Window2d &w = s.window;
+  WindowMax<T> best{-std::numeric_limits<T>::infinity(), -1};
+  int64_t h0 = oh * w.stride[0] - w.padBegin[0], w0 = ow * w.stride[1] - w.padBegin[1];
+  for (int64_t i = 0; i < w.kernel[0]; ++i) {
+    int64_t ih = h0 + i * w.dilation[0];
+    if (ih < 0 || ih >= s.height)
+      continue;
+    for (int64_t j = 0; j < w.kernel[1]; ++j) {
+      int64_t iw = w0 + j * w.dilation[1];
+      if (iw < 0 || iw >= s.width)
+        continue;
+      T v = plane[ih * s.width + iw];
+      bool wins = v > best.value || std::isnan(v);
+      if (wins || best.offset < 0)
+        best.offset = ih * s.width + iw;
+      if (wins)
+        best.value = v;
+    }
+  }
+  return best;
+}
+
+/// The extent of an avg_pool2d window along one dimension: the input positions
+/// [begin, end) it covers, and `padded`, its size once cut at the end of the padded input
+/// (which only matters with ceil_mode).
+struct AvgPoolSpan {
+  int64_t begin, end, padded;
+};
+
+/// The span of output position `out` along `dim` of an input of extent `in`.
+inline AvgPoolSpan avgPoolSpan(const Window2d &w, int dim, int64_t out, int64_t in) {
+  int64_t begin = out * w.stride[dim] - w.padBegin[dim];
+  int64_t end = std::min(begin + w.kernel[dim], in + w.padEnd[dim]);
+  int64_t padded = end - begin;
+  return {std::max<int64_t>(begin, 0), std::min(end, in), padded};
+}
+
+/// avg_pool2d's divisor, PyTorch's and ONNX's rule: with count_include_pad the size of the
+/// cut window, else the number of input positions in it (<= 0 when there are none).
+inline int64_t avgPoolDivisor(const AvgPoolSpan &h, const AvgPoolSpan &w, bool countPad) {
+  return countPad ? h.padded * w.padded : (h.end - h.begin) * (w.end - w.begin);
+}
+
+} // namespace plait::rt::cpu
