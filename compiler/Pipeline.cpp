@@ -82,7 +82,7 @@ std::string writeFileAtomically(const std::string &path, const void *data, size_
   return ec ? fmt::format("{}: {}", path, ec.message()) : "";
 }
 
-nlohmann::json buildReport(func::FuncOp func, const MemoryPlan &memory, const plan::PlanDesc &plan,
+nlohmann::json buildReport(const MemoryPlan &memory, const plan::PlanDesc &plan,
                            const CompileOptions &options) {
   nlohmann::json report;
   report["model"] = options.modelPath;
@@ -124,7 +124,6 @@ nlohmann::json buildReport(func::FuncOp func, const MemoryPlan &memory, const pl
       {"memory_planning", fmt::format("{} buffers in a {}-byte arena ({}), lower bound {} bytes",
                                       memory.buffers.size(), memory.arenaBytes,
                                       memory.heuristic, memory.lowerBound)}};
-  (void)func;
   return report;
 }
 
@@ -216,7 +215,7 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
   plan.source = options.modelPath;
   if (failed(lowerToPlan(*func, *memory, plan)))
     return 1;
-  nlohmann::json report = buildReport(*func, *memory, plan, options);
+  nlohmann::json report = buildReport(*memory, plan, options);
   plan.report = report.dump();
   std::vector<uint8_t> bytes = plan::serializePlan(plan);
   if (std::string error = writeFileAtomically(options.outputPath, bytes.data(), bytes.size());
