@@ -509,7 +509,9 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
       opset = import.version();
   if (!opset)
     return fail("the model imports no version of the default ONNX domain");
+  std::optional<int64_t> convertedFrom;
   if (*opset < onnx_import::kMinOpset && opts.upgradeOpset) {
+    convertedFrom = *opset;
     try {
       model = onnx::version_conversion::ConvertVersion(model, onnx_import::kMinOpset);
       opset = onnx_import::kMinOpset;
@@ -539,6 +541,10 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
   } catch (const std::exception &e) {
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
+    if (convertedFrom) // the converter's output, not the user's model, is at fault
+      return fail("unsupported opset " + llvm::Twine(*convertedFrom) +
+                  " of the default domain: ONNX's version converter made an invalid model (" +
+                  llvm::StringRef(what).trim() + ")");
     return fail("invalid ONNX model: " + llvm::StringRef(what).trim());
   }
   // Load --const-input files now, so that a bad file is reported before the graph is walked.
