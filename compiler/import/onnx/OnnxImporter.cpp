@@ -523,7 +523,40 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
                   llvm::Twine(onnx_import::kMinOpset) + " (" + llvm::StringRef(what).trim() + ")");
     }
   }
-  if (*opset < onnx_import::kMinOpset || *opset > onnx_import::kMaxOpset)
+  // An older model is exactly an opset-13 model when none of its ops changed meaning in
+  // between: the schema in effect at its opset is the one in effect at 13. Such models are
+  // imported as they are; the others name the first op that changed.
+  int64_t importOpset = *opset;
+  if (*opset < onnx_import::kMinOpset && *opset >= 1) {
+    const onnx::NodeProto *changed = nullptr;
+    int changedIndex = 0, thenVersion = 0, nowVersion = 0;
+    for (int i = 0; i < model.graph().node_size() && !changed; ++i) {
+      const onnx::NodeProto &node = model.graph().node(i);
+      const onnx::OpSchema *then = onnx::OpSchemaRegistry::Schema(node.op_type(), int(*opset));
+      const onnx::OpSchema *now =
+          onnx::OpSchemaRegistry::Schema(node.op_type(), int(onnx_import::kMinOpset));
+      if (!then || !now || then->SinceVersion() != now->SinceVersion()) {
+        changed = &node;
+        changedIndex = i;
+        thenVersion = then ? then->SinceVersion() : 0;
+        nowVersion = now ? now->SinceVersion() : 0;
+      }
+    }
+    if (!changed) {
+      importOpset = onnx_import::kMinOpset;
+    } else {
+      std::string name = changed->name().empty()
+                             ? changed->op_type() + "_" + std::to_string(changedIndex)
+                             : changed->name();
+      return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain: node '" +
+                  name + "' (" + changed->op_type() + ") is defined there by version " +
+                  llvm::Twine(thenVersion) + ", but plait imports version " +
+                  llvm::Twine(nowVersion) + " (the one of opset " +
+                  llvm::Twine(onnx_import::kMinOpset) + "); convert the model with " +
+                  "onnx.version_converter");
+    }
+  }
+  if (importOpset < onnx_import::kMinOpset || importOpset > onnx_import::kMaxOpset)
     return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain (plait " +
                 "imports opsets " + llvm::Twine(onnx_import::kMinOpset) + "-" +
                 llvm::Twine(onnx_import::kMaxOpset) + "; convert the model with " +
@@ -557,7 +590,7 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
       return failure();
     resolved.constValues[name] = *value;
   }
-  onnx_import::GraphImporter importer(ctx, path, model, resolved, *opset);
+  onnx_import::GraphImporter importer(ctx, path, model, resolved, importOpset);
   return importer.run();
 }
 
