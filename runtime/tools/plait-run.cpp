@@ -4,10 +4,13 @@
 #include <exception>
 #include <new>
 
+#include <thread>
+
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include "runtime/RunPlan.h"
+#include "runtime/cuda/CudaDevice.h"
 
 namespace {
 
@@ -28,6 +31,20 @@ bool splitInputBinding(const std::string &arg, std::pair<std::string, std::strin
   return true;
 }
 
+/// --list-devices: the CPU, then each CUDA device or the reason there is none.
+void printDevices() {
+  fmt::print("cpu: {} hardware threads\n", std::thread::hardware_concurrency());
+  std::vector<plait::rt::CudaDeviceInfo> gpus;
+  plait::rt::Status s = plait::rt::listCudaDevices(gpus);
+  if (!s.ok()) {
+    fmt::print("cuda: {}\n", s.message());
+    return;
+  }
+  for (const auto &d : gpus)
+    fmt::print("cuda:{}: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", d.index, d.name, d.major, d.minor,
+               d.multiprocessors, double(d.memoryBytes) / (1ull << 30));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -38,7 +55,9 @@ int main(int argc, char **argv) {
   bool resume = false;
 
   CLI::App app{"plait-run: execute a plait plan"};
-  app.add_option("plan", options.planPath, "plan file written by plait-compile")->required();
+  bool listDevices = false;
+  app.add_option("plan", options.planPath, "plan file written by plait-compile");
+  app.add_flag("--list-devices", listDevices, "print the CPU and CUDA devices this runtime sees");
   app.add_option("--input", inputArgs, "graph input NAME=FILE (.npy or ONNX TensorProto .pb)");
   app.add_option("--output-dir", options.outputDir, "write one NAME.npy per graph output here");
   app.add_option("--seed", options.seed, "seed for parameters initialised from a spec")
@@ -62,6 +81,12 @@ int main(int argc, char **argv) {
     return fail(kExitUserError, std::string(e.what()) + " (see --help)");
   }
 
+  if (listDevices) {
+    printDevices();
+    return 0;
+  }
+  if (options.planPath.empty())
+    return fail(kExitUserError, "a plan file is required (see --help)");
   if (!tracePath.empty())
     return fail(kExitUserError, "--trace is not implemented yet");
   if (!checkpointDir.empty() || checkpointEvery != 0 || resume)
