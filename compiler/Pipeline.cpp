@@ -240,6 +240,7 @@ int compileModel(const CompileOptions &options) {
   registerVJPInterfaces(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  ctx.printOpOnDiagnostic(false); // errors are one line; the IR is what --dump-dir is for
   OneLineDiagnostics diagnostics(ctx, options.modelPath);
   try {
     int rc = runPipeline(ctx, options);
