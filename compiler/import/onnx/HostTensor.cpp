@@ -1,5 +1,6 @@
 // Host tensors and the folding kernels the importer evaluates at import time.
 #include "compiler/import/onnx/HostTensor.h"
+#include "ir/ShapeRules.h"
 
 #include <cmath>
 #include <limits>
@@ -370,20 +371,6 @@ int64_t dot(llvm::ArrayRef<int64_t> idx, llvm::ArrayRef<int64_t> strides) {
   return off;
 }
 
-std::optional<llvm::SmallVector<int64_t>> broadcastShape(llvm::ArrayRef<int64_t> a,
-                                                         llvm::ArrayRef<int64_t> b) {
-  size_t rank = std::max(a.size(), b.size());
-  llvm::SmallVector<int64_t> out(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1)
-      return std::nullopt;
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 std::string shapeStr(llvm::ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -503,7 +490,7 @@ llvm::Expected<HostTensor> foldBinary(BinaryFn fn, const HostTensor &a, const Ho
                      kindName(a.kind()) + " and " + kindName(b.kind()));
   if (isLogical(fn) && a.kind() != ElemKind::Bool)
     return foldError("logical ops need bool operands");
-  auto shape = broadcastShape(a.shape(), b.shape());
+  auto shape = plait::broadcastShapes(a.shape(), b.shape());
   if (!shape)
     return foldError("shapes " + shapeStr(a.shape()) + " and " + shapeStr(b.shape()) +
                      " do not broadcast");
@@ -584,8 +571,8 @@ llvm::Expected<HostTensor> foldWhere(const HostTensor &cond, const HostTensor &x
     return foldError("condition must be bool");
   if (x.kind() != y.kind())
     return foldError("x and y have different element types");
-  auto xy = broadcastShape(x.shape(), y.shape());
-  auto shape = xy ? broadcastShape(cond.shape(), *xy) : std::nullopt;
+  auto xy = plait::broadcastShapes(x.shape(), y.shape());
+  auto shape = xy ? plait::broadcastShapes(cond.shape(), *xy) : std::nullopt;
   if (!shape)
     return foldError("shapes of cond, x and y do not broadcast");
   const HostTensor *in[] = {&cond, &x, &y};
