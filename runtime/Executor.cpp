@@ -27,6 +27,9 @@ Status Executor::create(const Plan &plan, const ExecutorOptions &options,
       b.outputs.push_back(exec->view(t));
   }
   exec->inputSet_.assign(plan.inputs.size(), false);
+  for (uint32_t t = 0; t < plan.tensors.size(); ++t)
+    if (plan.tensors[t].kind == TensorKind::Hyper)
+      exec->hyperTensors_.push_back(t);
   PLAIT_RETURN_IF_ERROR(exec->initialiseParamsAndConstants());
   out = std::move(exec);
   return {};
@@ -118,9 +121,8 @@ Status Executor::run() {
 }
 
 void Executor::setHyperParameters(int64_t step, double lr) {
-  for (const PlanTensor &t : plan_.tensors) {
-    if (t.kind != TensorKind::Hyper)
-      continue;
+  for (uint32_t i : hyperTensors_) {
+    const PlanTensor &t = plan_.tensors[i];
     float value = t.name == "lr" ? static_cast<float>(lr) : static_cast<float>(step);
     std::memcpy(arena_.data() + t.offset, &value, sizeof value);
   }

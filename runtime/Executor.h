@@ -62,6 +62,7 @@ private:
   Arena arena_;
   std::vector<BoundInstr> bound_;
   std::vector<bool> inputSet_;
+  std::vector<uint32_t> hyperTensors_; // "lr"/"step" tensors, written before each step
   uint64_t instructionsRun_ = 0;
 };
 

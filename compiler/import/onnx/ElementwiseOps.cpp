@@ -10,13 +10,6 @@ using namespace mlir;
 namespace plait::onnx_import {
 namespace {
 
-LogicalResult setResult(NodeContext &ctx, Value v) {
-  if (!v)
-    return failure();
-  ctx.setOutput(0, v);
-  return success();
-}
-
 /// True when every input is a constant and the broadcast result is a splat or small enough to
 /// hold on the host; otherwise the node becomes a plait op (on materialised constants).
 bool shouldFold(NodeContext &ctx) {
@@ -50,7 +43,7 @@ LogicalResult importBinary(NodeContext &ctx) {
   Value a = ctx.input(0), b = ctx.input(1);
   if (!a || !b)
     return failure();
-  return setResult(ctx, ctx.create<OpT>({a, b}));
+  return ctx.setResult(ctx.create<OpT>({a, b}));
 }
 
 LogicalResult importPow(NodeContext &ctx) {
@@ -66,10 +59,10 @@ LogicalResult importPow(NodeContext &ctx) {
   // the exponent's type and truncated back, as the reference implementation does.
   if (!llvm::isa<FloatType>(baseType) && llvm::isa<FloatType>(expType)) {
     Value r = ctx.create<PowOp>({ctx.cast(base, expType), exponent});
-    return setResult(ctx, r ? ctx.cast(r, baseType) : Value());
+    return ctx.setResult(r ? ctx.cast(r, baseType) : Value());
   }
   Value e = ctx.cast(exponent, baseType);
-  return setResult(ctx, e ? ctx.create<PowOp>({base, e}) : Value());
+  return ctx.setResult(e ? ctx.create<PowOp>({base, e}) : Value());
 }
 
 LogicalResult importMod(NodeContext &ctx) {
@@ -89,11 +82,11 @@ LogicalResult importMod(NodeContext &ctx) {
   if (!a || !b)
     return failure();
   if (isFloat || !fmod) // plait.mod: fmod for floats, the divisor's sign for integers
-    return setResult(ctx, ctx.create<ModOp>({a, b}));
+    return ctx.setResult(ctx.create<ModOp>({a, b}));
   // Integer fmod (the dividend's sign): a - b * trunc(a / b); plait's integer division truncates.
   Value q = ctx.create<DivOp>({a, b});
   Value p = q ? ctx.create<MulOp>({b, q}) : Value();
-  return setResult(ctx, p ? ctx.create<SubOp>({a, p}) : Value());
+  return ctx.setResult(p ? ctx.create<SubOp>({a, p}) : Value());
 }
 
 /// Max, Min, Sum: a left fold over any number of inputs.
@@ -122,7 +115,7 @@ LogicalResult importVariadic(NodeContext &ctx) {
     Value next = ctx.input(i);
     acc = next ? ctx.create<OpT>({acc, next}) : Value();
   }
-  return setResult(ctx, acc);
+  return ctx.setResult(acc);
 }
 
 LogicalResult importMean(NodeContext &ctx) {
@@ -140,7 +133,7 @@ LogicalResult importMean(NodeContext &ctx) {
   if (!acc)
     return failure();
   Value n = ctx.scalar(static_cast<double>(ctx.numInputs()), elementTypeOf(acc));
-  return setResult(ctx, ctx.create<DivOp>({acc, n}));
+  return ctx.setResult(ctx.create<DivOp>({acc, n}));
 }
 
 LogicalResult importWhere(NodeContext &ctx) {
@@ -152,7 +145,7 @@ LogicalResult importWhere(NodeContext &ctx) {
   Value c = ctx.input(0), x = ctx.input(1), y = ctx.input(2);
   if (!c || !x || !y)
     return failure();
-  return setResult(ctx, ctx.create<WhereOp>({c, x, y}));
+  return ctx.setResult(ctx.create<WhereOp>({c, x, y}));
 }
 
 //===----------------------------------------------------------------------===//
@@ -163,7 +156,7 @@ LogicalResult importWhere(NodeContext &ctx) {
 template <typename OpT>
 LogicalResult importUnary(NodeContext &ctx) {
   Value x = ctx.input(0);
-  return setResult(ctx, x ? ctx.create<OpT>({x}) : Value());
+  return ctx.setResult(x ? ctx.create<OpT>({x}) : Value());
 }
 
 /// A unary op that maps to one plait op and that `Fold` evaluates on constants.
@@ -186,7 +179,7 @@ LogicalResult importLeakyRelu(NodeContext &ctx) {
   if (failed(ctx.requireFloatInput(0)))
     return failure();
   Value x = ctx.input(0);
-  return setResult(ctx, x ? ctx.create<LeakyReluOp>(
+  return ctx.setResult(x ? ctx.create<LeakyReluOp>(
                                 {x}, {ctx.f64Attr("alpha", ctx.floatAttr("alpha", 0.01))})
                           : Value());
 }
@@ -195,7 +188,7 @@ LogicalResult importElu(NodeContext &ctx) {
   if (failed(ctx.requireFloatInput(0)))
     return failure();
   Value x = ctx.input(0);
-  return setResult(ctx, x ? ctx.create<EluOp>({x}, {ctx.f64Attr("alpha", ctx.floatAttr("alpha", 1.0))})
+  return ctx.setResult(x ? ctx.create<EluOp>({x}, {ctx.f64Attr("alpha", ctx.floatAttr("alpha", 1.0))})
                           : Value());
 }
 
@@ -209,7 +202,7 @@ LogicalResult importSelu(NodeContext &ctx) {
   double alpha = ctx.floatAttr("alpha", 1.67326319217681884765625);
   double gamma = ctx.floatAttr("gamma", 1.05070102214813232421875);
   Value e = ctx.create<EluOp>({x}, {ctx.f64Attr("alpha", alpha)});
-  return setResult(ctx, e ? ctx.create<MulOp>({e, ctx.scalar(gamma, elementTypeOf(x))}) : Value());
+  return ctx.setResult(e ? ctx.create<MulOp>({e, ctx.scalar(gamma, elementTypeOf(x))}) : Value());
 }
 
 /// Celu: alpha * elu(x / alpha, 1).
@@ -223,14 +216,14 @@ LogicalResult importCelu(NodeContext &ctx) {
   Type t = elementTypeOf(x);
   Value scaled = ctx.create<DivOp>({x, ctx.scalar(alpha, t)});
   Value e = scaled ? ctx.create<EluOp>({scaled}, {ctx.f64Attr("alpha", 1.0)}) : Value();
-  return setResult(ctx, e ? ctx.create<MulOp>({e, ctx.scalar(alpha, t)}) : Value());
+  return ctx.setResult(e ? ctx.create<MulOp>({e, ctx.scalar(alpha, t)}) : Value());
 }
 
 LogicalResult importHardSigmoid(NodeContext &ctx) {
   if (failed(ctx.requireFloatInput(0)))
     return failure();
   Value x = ctx.input(0);
-  return setResult(ctx, x ? ctx.create<HardSigmoidOp>(
+  return ctx.setResult(x ? ctx.create<HardSigmoidOp>(
                                 {x}, {ctx.f64Attr("alpha", ctx.floatAttr("alpha", 0.2)),
                                       ctx.f64Attr("beta", ctx.floatAttr("beta", 0.5))})
                           : Value());
@@ -244,7 +237,7 @@ LogicalResult importHardSwish(NodeContext &ctx) {
   if (!x)
     return failure();
   Value hs = ctx.create<HardSigmoidOp>({x}, {ctx.f64Attr("alpha", 1.0 / 6.0), ctx.f64Attr("beta", 0.5)});
-  return setResult(ctx, hs ? ctx.create<MulOp>({x, hs}) : Value());
+  return ctx.setResult(hs ? ctx.create<MulOp>({x, hs}) : Value());
 }
 
 /// Softsign: x / (1 + |x|).
@@ -256,7 +249,7 @@ LogicalResult importSoftsign(NodeContext &ctx) {
     return failure();
   Value a = ctx.create<AbsOp>({x});
   Value d = a ? ctx.create<AddOp>({a, ctx.scalar(1.0, elementTypeOf(x))}) : Value();
-  return setResult(ctx, d ? ctx.create<DivOp>({x, d}) : Value());
+  return ctx.setResult(d ? ctx.create<DivOp>({x, d}) : Value());
 }
 
 /// PRelu: x where x >= 0, else slope * x (slope broadcasts to x).
@@ -266,7 +259,7 @@ LogicalResult importPRelu(NodeContext &ctx) {
     return failure();
   Value neg = ctx.create<LessOp>({x, ctx.scalar(0.0, elementTypeOf(x))});
   Value scaled = neg ? ctx.create<MulOp>({x, slope}) : Value();
-  return setResult(ctx, scaled ? ctx.create<WhereOp>({neg, scaled, x}) : Value());
+  return ctx.setResult(scaled ? ctx.create<WhereOp>({neg, scaled, x}) : Value());
 }
 
 /// ThresholdedRelu: x where x > alpha, else 0.
@@ -276,7 +269,7 @@ LogicalResult importThresholdedRelu(NodeContext &ctx) {
     return failure();
   Type t = elementTypeOf(x);
   Value gt = ctx.create<GreaterOp>({x, ctx.scalar(ctx.floatAttr("alpha", 1.0), t)});
-  return setResult(ctx, gt ? ctx.create<WhereOp>({gt, x, ctx.scalar(0.0, t)}) : Value());
+  return ctx.setResult(gt ? ctx.create<WhereOp>({gt, x, ctx.scalar(0.0, t)}) : Value());
 }
 
 /// Shrink: x + bias where x < -lambd, x - bias where x > lambd, else 0.
@@ -291,7 +284,7 @@ LogicalResult importShrink(NodeContext &ctx) {
   Value plus = above ? ctx.create<AddOp>({x, ctx.scalar(bias, t)}) : Value();
   Value minus = plus ? ctx.create<SubOp>({x, ctx.scalar(bias, t)}) : Value();
   Value inner = minus ? ctx.create<WhereOp>({above, minus, ctx.scalar(0.0, t)}) : Value();
-  return setResult(ctx, inner ? ctx.create<WhereOp>({below, plus, inner}) : Value());
+  return ctx.setResult(inner ? ctx.create<WhereOp>({below, plus, inner}) : Value());
 }
 
 LogicalResult importIsNaN(NodeContext &ctx) {
@@ -299,7 +292,7 @@ LogicalResult importIsNaN(NodeContext &ctx) {
     return failure();
   Value x = ctx.input(0);
   Value eq = x ? ctx.create<EqualOp>({x, x}) : Value();
-  return setResult(ctx, eq ? ctx.create<NotOp>({eq}) : Value());
+  return ctx.setResult(eq ? ctx.create<NotOp>({eq}) : Value());
 }
 
 LogicalResult importIsInf(NodeContext &ctx) {
@@ -312,11 +305,11 @@ LogicalResult importIsInf(NodeContext &ctx) {
   bool pos = ctx.intAttr("detect_positive", 1) != 0, neg = ctx.intAttr("detect_negative", 1) != 0;
   if (pos && neg) {
     Value a = ctx.create<AbsOp>({x});
-    return setResult(ctx, a ? ctx.create<EqualOp>({a, ctx.scalar(INFINITY, t)}) : Value());
+    return ctx.setResult(a ? ctx.create<EqualOp>({a, ctx.scalar(INFINITY, t)}) : Value());
   }
   // One sign, or neither (NaN equals nothing, so the result is all false).
   double target = pos ? INFINITY : (neg ? -INFINITY : NAN);
-  return setResult(ctx, ctx.create<EqualOp>({x, ctx.scalar(target, t)}));
+  return ctx.setResult(ctx.create<EqualOp>({x, ctx.scalar(target, t)}));
 }
 
 /// Sinh and Cosh: (exp(x) -/+ exp(-x)) / 2.
@@ -331,7 +324,7 @@ LogicalResult importHyperbolic(NodeContext &ctx) {
   Value nx = ep ? ctx.create<NegOp>({x}) : Value();
   Value en = nx ? ctx.create<ExpOp>({nx}) : Value();
   Value s = !en ? Value() : IsSinh ? ctx.create<SubOp>({ep, en}) : ctx.create<AddOp>({ep, en});
-  return setResult(ctx, s ? ctx.create<MulOp>({s, ctx.scalar(0.5, elementTypeOf(x))}) : Value());
+  return ctx.setResult(s ? ctx.create<MulOp>({s, ctx.scalar(0.5, elementTypeOf(x))}) : Value());
 }
 
 LogicalResult importTan(NodeContext &ctx) {
@@ -340,7 +333,7 @@ LogicalResult importTan(NodeContext &ctx) {
     return failure();
   Value s = ctx.create<SinOp>({x});
   Value c = s ? ctx.create<CosOp>({x}) : Value();
-  return setResult(ctx, c ? ctx.create<DivOp>({s, c}) : Value());
+  return ctx.setResult(c ? ctx.create<DivOp>({s, c}) : Value());
 }
 
 /// Asinh: log(x + sqrt(x^2 + 1)); Acosh: log(x + sqrt(x^2 - 1)).
@@ -356,7 +349,7 @@ LogicalResult importInverseHyperbolic(NodeContext &ctx) {
                        : ctx.create<SubOp>({sq, ctx.scalar(1.0, t)});
   Value r = sh ? ctx.create<SqrtOp>({sh}) : Value();
   Value s = r ? ctx.create<AddOp>({x, r}) : Value();
-  return setResult(ctx, s ? ctx.create<LogOp>({s}) : Value());
+  return ctx.setResult(s ? ctx.create<LogOp>({s}) : Value());
 }
 
 /// Atanh: log((1 + x) / (1 - x)) / 2.
@@ -370,7 +363,7 @@ LogicalResult importAtanh(NodeContext &ctx) {
   Value den = num ? ctx.create<SubOp>({one, x}) : Value();
   Value q = den ? ctx.create<DivOp>({num, den}) : Value();
   Value l = q ? ctx.create<LogOp>({q}) : Value();
-  return setResult(ctx, l ? ctx.create<MulOp>({l, ctx.scalar(0.5, t)}) : Value());
+  return ctx.setResult(l ? ctx.create<MulOp>({l, ctx.scalar(0.5, t)}) : Value());
 }
 
 //===----------------------------------------------------------------------===//
@@ -406,13 +399,13 @@ LogicalResult importClip(NodeContext &ctx) {
   if (!x)
     return failure();
   if (!lo && !hi)
-    return setResult(ctx, x);
+    return ctx.setResult(x);
   llvm::SmallVector<NamedAttribute> attrs;
   if (lo)
     attrs.push_back(ctx.f64Attr("min", *lo));
   if (hi)
     attrs.push_back(ctx.f64Attr("max", *hi));
-  return setResult(ctx, ctx.create<ClampOp>({x}, attrs));
+  return ctx.setResult(ctx.create<ClampOp>({x}, attrs));
 }
 
 LogicalResult castTo(NodeContext &ctx, Type target) {
@@ -421,7 +414,7 @@ LogicalResult castTo(NodeContext &ctx, Type target) {
     return success();
   }
   Value x = ctx.input(0);
-  return setResult(ctx, x ? ctx.cast(x, target) : Value());
+  return ctx.setResult(x ? ctx.cast(x, target) : Value());
 }
 
 LogicalResult importCast(NodeContext &ctx) {

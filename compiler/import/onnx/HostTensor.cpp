@@ -719,6 +719,22 @@ HostTensor foldPad(const HostTensor &x, llvm::ArrayRef<int64_t> pads, double val
   return out;
 }
 
+namespace {
+/// Folds `v` into the reduction accumulator `acc` (the first value initialises it).
+template <typename T> void accumulate(ReduceFn fn, T &acc, T v, bool seen) {
+  if (!seen)
+    acc = v;
+  else if (fn == ReduceFn::Sum || fn == ReduceFn::Mean)
+    acc += v;
+  else if (fn == ReduceFn::Prod)
+    acc *= v;
+  else if (fn == ReduceFn::Max)
+    acc = std::max(acc, v);
+  else
+    acc = std::min(acc, v);
+}
+} // namespace
+
 HostTensor foldReduce(ReduceFn fn, const HostTensor &x, llvm::ArrayRef<int64_t> axes,
                       bool keepdims) {
   int64_t rank = x.rank();
@@ -746,31 +762,10 @@ HostTensor foldReduce(ReduceFn fn, const HostTensor &x, llvm::ArrayRef<int64_t> 
       keptStrides[d] = 0;
   forEachIndex(x.shape(), [&](int64_t i, llvm::ArrayRef<int64_t> idx) {
     int64_t o = dot(idx, keptStrides);
-    if (isFloat) {
-      double v = x.getDouble(i);
-      if (!seen[o])
-        accF[o] = v;
-      else if (fn == ReduceFn::Sum || fn == ReduceFn::Mean)
-        accF[o] += v;
-      else if (fn == ReduceFn::Prod)
-        accF[o] *= v;
-      else if (fn == ReduceFn::Max)
-        accF[o] = std::max(accF[o], v);
-      else
-        accF[o] = std::min(accF[o], v);
-    } else {
-      int64_t v = x.getInt(i);
-      if (!seen[o])
-        accI[o] = v;
-      else if (fn == ReduceFn::Sum || fn == ReduceFn::Mean)
-        accI[o] += v;
-      else if (fn == ReduceFn::Prod)
-        accI[o] *= v;
-      else if (fn == ReduceFn::Max)
-        accI[o] = std::max(accI[o], v);
-      else
-        accI[o] = std::min(accI[o], v);
-    }
+    if (isFloat)
+      accumulate(fn, accF[o], x.getDouble(i), seen[o]);
+    else
+      accumulate(fn, accI[o], x.getInt(i), seen[o]);
     seen[o] = true;
   });
   HostTensor out(x.kind(), outShape);

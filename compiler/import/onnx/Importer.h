@@ -71,6 +71,9 @@ public:
   const HostTensor *requireConstInput(unsigned i, llvm::StringRef role);
   /// Like requireConstInput, but for integer operands (shapes, axes, ...), as int64 values.
   std::optional<llvm::SmallVector<int64_t>> requireIntsInput(unsigned i, llvm::StringRef role);
+  /// Integers given either as input `i` (the opset-13 form, which must be a compile-time
+  /// constant) or, when that input is absent, as attribute `name` (empty when neither is).
+  std::optional<llvm::SmallVector<int64_t>> intsInputOrAttr(unsigned i, llvm::StringRef name);
 
   //===--- Attributes ------------------------------------------------------===//
   bool hasAttr(llvm::StringRef name) const;
@@ -88,6 +91,8 @@ public:
   bool hasOutput(unsigned i) const;
   void setOutput(unsigned i, mlir::Value value);
   void setOutput(unsigned i, HostTensor folded);
+  /// Sets output 0 to `value`; a null value (a builder that already reported) is a failure.
+  mlir::LogicalResult setResult(mlir::Value value);
   /// Output `out` is input `in`: folded values and params stay what they are. With `copyParam`,
   /// a param input becomes a new param named after the output, initialised with the same value.
   mlir::LogicalResult forwardInput(unsigned out, unsigned in, bool copyParam = false);

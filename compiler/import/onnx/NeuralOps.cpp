@@ -8,13 +8,6 @@ using namespace mlir;
 namespace plait::onnx_import {
 namespace {
 
-LogicalResult setResult(NodeContext &ctx, Value v) {
-  if (!v)
-    return failure();
-  ctx.setOutput(0, v);
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//
@@ -23,7 +16,7 @@ LogicalResult importMatMul(NodeContext &ctx) {
   Value a = ctx.input(0), b = ctx.input(1);
   if (!a || !b)
     return failure();
-  return setResult(ctx, ctx.create<MatmulOp>({a, b}));
+  return ctx.setResult(ctx.create<MatmulOp>({a, b}));
 }
 
 LogicalResult importGemm(NodeContext &ctx) {
@@ -37,7 +30,7 @@ LogicalResult importGemm(NodeContext &ctx) {
       return failure();
     operands.push_back(c);
   }
-  return setResult(ctx, ctx.create<GemmOp>(
+  return ctx.setResult(ctx.create<GemmOp>(
                             operands, {ctx.boolAttr("trans_a", ctx.intAttr("transA", 0) != 0),
                                        ctx.boolAttr("trans_b", ctx.intAttr("transB", 0) != 0),
                                        ctx.f64Attr("alpha", ctx.floatAttr("alpha", 1.0)),
@@ -158,7 +151,7 @@ LogicalResult importConv(NodeContext &ctx) {
     shape.erase(shape.end() - 2);
     y = ctx.reshape(y, shape);
   }
-  return setResult(ctx, y);
+  return ctx.setResult(y);
 }
 
 template <bool IsMax>
@@ -206,7 +199,7 @@ LogicalResult importPool(NodeContext &ctx) {
     shape.erase(shape.end() - 2);
     y = ctx.reshape(y, shape);
   }
-  return setResult(ctx, y);
+  return ctx.setResult(y);
 }
 
 llvm::SmallVector<int64_t> spatialAxes(int64_t rank) {
@@ -224,7 +217,7 @@ LogicalResult importGlobalPool(NodeContext &ctx) {
   if (xType.getRank() < 3)
     return ctx.error("input must have rank >= 3");
   Value x = ctx.input(0);
-  return setResult(ctx, x ? ctx.create<ReduceOpT>({x}, {ctx.arrayAttr("axes", spatialAxes(xType.getRank())),
+  return ctx.setResult(x ? ctx.create<ReduceOpT>({x}, {ctx.arrayAttr("axes", spatialAxes(xType.getRank())),
                                                         ctx.boolAttr("keepdims", true)})
                           : Value());
 }
@@ -318,7 +311,7 @@ LogicalResult importBatchNorm(NodeContext &ctx) {
   Value ac = b ? perChannel(ctx, a, xType.getRank()) : Value();
   Value bc = ac ? perChannel(ctx, b, xType.getRank()) : Value();
   Value xa = bc ? ctx.create<MulOp>({x, ac}) : Value();
-  return setResult(ctx, xa ? ctx.create<AddOp>({xa, bc}) : Value());
+  return ctx.setResult(xa ? ctx.create<AddOp>({xa, bc}) : Value());
 }
 
 /// mean and (biased) variance of `x` over `axes`, kept as size-1 dimensions; returns x - mean and
@@ -354,7 +347,7 @@ LogicalResult importInstanceNorm(NodeContext &ctx) {
   Value sc = n ? perChannel(ctx, scale, xType.getRank()) : Value();
   Value bc = sc ? perChannel(ctx, bias, xType.getRank()) : Value();
   Value y = bc ? ctx.create<MulOp>({n, sc}) : Value();
-  return setResult(ctx, y ? ctx.create<AddOp>({y, bc}) : Value());
+  return ctx.setResult(y ? ctx.create<AddOp>({y, bc}) : Value());
 }
 
 LogicalResult importLayerNorm(NodeContext &ctx) {
@@ -439,7 +432,7 @@ LogicalResult importMeanVarianceNorm(NodeContext &ctx) {
   Value std = var ? ctx.create<SqrtOp>({var}) : Value();
   Value den = std ? ctx.create<AddOp>({std, ctx.scalar(1e-9, t)}) : Value();
   Value num = den ? ctx.create<SubOp>({x, mean}) : Value();
-  return setResult(ctx, num ? ctx.create<DivOp>({num, den}) : Value());
+  return ctx.setResult(num ? ctx.create<DivOp>({num, den}) : Value());
 }
 
 template <typename OpT>
@@ -448,7 +441,7 @@ LogicalResult importSoftmax(NodeContext &ctx) {
   if (!xType || failed(ctx.requireFloatInput(0)))
     return failure();
   Value x = ctx.input(0);
-  return setResult(ctx, x ? ctx.create<OpT>({x}, {ctx.i64Attr("axis", ctx.intAttr("axis", -1))}) : Value());
+  return ctx.setResult(x ? ctx.create<OpT>({x}, {ctx.i64Attr("axis", ctx.intAttr("axis", -1))}) : Value());
 }
 
 //===----------------------------------------------------------------------===//
@@ -463,15 +456,10 @@ LogicalResult importReduce(NodeContext &ctx) {
   if (!xType)
     return failure();
   int64_t rank = xType.getRank();
-  llvm::SmallVector<int64_t> axes;
-  if (ctx.hasInput(1)) {
-    auto given = ctx.requireIntsInput(1, "axes");
-    if (!given)
-      return failure();
-    axes = *given;
-  } else {
-    axes = ctx.intsAttr("axes");
-  }
+  auto axesOr = ctx.intsInputOrAttr(1, "axes");
+  if (!axesOr)
+    return failure();
+  llvm::SmallVector<int64_t> axes = std::move(*axesOr);
   bool keepdims = ctx.intAttr("keepdims", 1) != 0;
   if (axes.empty()) {
     if (ctx.intAttr("noop_with_empty_axes", 0) != 0)
@@ -518,30 +506,30 @@ LogicalResult importReduce(NodeContext &ctx) {
   };
   switch (Kind) {
   case Reduction::Sum:
-    return setResult(ctx, ctx.create<ReduceSumOp>({x}, attrs(keepdims)));
+    return ctx.setResult(ctx.create<ReduceSumOp>({x}, attrs(keepdims)));
   case Reduction::Mean:
-    return setResult(ctx, ctx.create<ReduceMeanOp>({x}, attrs(keepdims)));
+    return ctx.setResult(ctx.create<ReduceMeanOp>({x}, attrs(keepdims)));
   case Reduction::Max:
-    return setResult(ctx, ctx.create<ReduceMaxOp>({x}, attrs(keepdims)));
+    return ctx.setResult(ctx.create<ReduceMaxOp>({x}, attrs(keepdims)));
   case Reduction::Min:
-    return setResult(ctx, ctx.create<ReduceMinOp>({x}, attrs(keepdims)));
+    return ctx.setResult(ctx.create<ReduceMinOp>({x}, attrs(keepdims)));
   case Reduction::Prod:
-    return setResult(ctx, ctx.create<ReduceProdOp>({x}, attrs(keepdims)));
+    return ctx.setResult(ctx.create<ReduceProdOp>({x}, attrs(keepdims)));
   case Reduction::L1: {
     Value a = ctx.create<AbsOp>({x});
-    return setResult(ctx, a ? ctx.create<ReduceSumOp>({a}, attrs(keepdims)) : Value());
+    return ctx.setResult(a ? ctx.create<ReduceSumOp>({a}, attrs(keepdims)) : Value());
   }
   case Reduction::L2:
   case Reduction::SumSquare: {
     Value sq = ctx.create<MulOp>({x, x});
     Value s = sq ? ctx.create<ReduceSumOp>({sq}, attrs(keepdims)) : Value();
     if (Kind == Reduction::SumSquare)
-      return setResult(ctx, s);
-    return setResult(ctx, s ? ctx.create<SqrtOp>({s}) : Value());
+      return ctx.setResult(s);
+    return ctx.setResult(s ? ctx.create<SqrtOp>({s}) : Value());
   }
   case Reduction::LogSum: {
     Value s = ctx.create<ReduceSumOp>({x}, attrs(keepdims));
-    return setResult(ctx, s ? ctx.create<LogOp>({s}) : Value());
+    return ctx.setResult(s ? ctx.create<LogOp>({s}) : Value());
   }
   case Reduction::LogSumExp: {
     // log(sum(exp(x - m))) + m with m = max(x): no overflow for large inputs.
@@ -558,7 +546,7 @@ LogicalResult importReduce(NodeContext &ctx) {
           shape.push_back(xType.getDimSize(dim));
       r = ctx.reshape(r, shape);
     }
-    return setResult(ctx, r);
+    return ctx.setResult(r);
   }
   }
   return failure();
@@ -569,7 +557,7 @@ LogicalResult importArg(NodeContext &ctx) {
   Value x = ctx.input(0);
   if (!x)
     return failure();
-  return setResult(ctx, ctx.create<OpT>(
+  return ctx.setResult(ctx.create<OpT>(
                             {x}, {ctx.i64Attr("axis", ctx.intAttr("axis", 0)),
                                   ctx.boolAttr("keepdims", ctx.intAttr("keepdims", 1) != 0),
                                   ctx.boolAttr("select_last_index",
@@ -638,7 +626,7 @@ LogicalResult importHardmax(NodeContext &ctx) {
     iota.push_back(i);
   Value range = ctx.constant(HostTensor::fromInts(ElemKind::I64, shape, iota));
   Value hot = am ? ctx.create<EqualOp>({am, range}) : Value();
-  return setResult(ctx, hot ? ctx.cast(hot, xType.getElementType()) : Value());
+  return ctx.setResult(hot ? ctx.cast(hot, xType.getElementType()) : Value());
 }
 
 /// CumSum along a constant axis as a matmul with a triangular 0/1 matrix: y[j] = sum_i x[i] T[i, j].
@@ -682,7 +670,7 @@ LogicalResult importCumSum(NodeContext &ctx) {
   v = v ? ctx.create<MatmulOp>({v, ctx.constant(tri)}) : Value();
   if (v && moves)
     v = ctx.create<TransposeOp>({v}, {ctx.arrayAttr("perm", inverse)});
-  return setResult(ctx, v);
+  return ctx.setResult(v);
 }
 
 /// LRN: x / (bias + alpha / size * sum of x^2 over a window of `size` channels)^beta. The window
@@ -716,7 +704,7 @@ LogicalResult importLRN(NodeContext &ctx) {
   Value scaled = sum ? ctx.create<MulOp>({sum, ctx.scalar(alpha, t)}) : Value(); // mean * size * alpha / size
   Value base = scaled ? ctx.create<AddOp>({scaled, ctx.scalar(bias, t)}) : Value();
   Value den = base ? ctx.create<PowOp>({base, ctx.scalar(beta, t)}) : Value();
-  return setResult(ctx, den ? ctx.create<DivOp>({x, den}) : Value());
+  return ctx.setResult(den ? ctx.create<DivOp>({x, den}) : Value());
 }
 
 } // namespace

@@ -130,6 +130,13 @@ std::optional<llvm::SmallVector<int64_t>> NodeContext::requireIntsInput(unsigned
   return t->toInts();
 }
 
+std::optional<llvm::SmallVector<int64_t>> NodeContext::intsInputOrAttr(unsigned i,
+                                                                       llvm::StringRef name) {
+  if (hasInput(i))
+    return requireIntsInput(i, name);
+  return intsAttr(name);
+}
+
 //===--- Attributes ----------------------------------------------------------===//
 
 const onnx::AttributeProto *NodeContext::rawAttr(llvm::StringRef name) const {
@@ -233,6 +240,13 @@ LogicalResult NodeContext::forwardInput(unsigned out, unsigned in, bool copyPara
     }
     graph_.values[node_.output(out)] = std::move(copy);
   }
+  return success();
+}
+
+LogicalResult NodeContext::setResult(Value value) {
+  if (!value)
+    return failure();
+  setOutput(0, value);
   return success();
 }
 

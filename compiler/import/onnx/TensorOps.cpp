@@ -11,13 +11,6 @@ using namespace mlir;
 namespace plait::onnx_import {
 namespace {
 
-LogicalResult setResult(NodeContext &ctx, Value v) {
-  if (!v)
-    return failure();
-  ctx.setOutput(0, v);
-  return success();
-}
-
 /// A shape operand as written in the model, e.g. "[5, -1]" (shapes of values print as "2x6").
 std::string listStr(llvm::ArrayRef<int64_t> values) {
   std::string s = "[";
@@ -47,7 +40,7 @@ LogicalResult reshapeTo(NodeContext &ctx, llvm::ArrayRef<int64_t> shape) {
     return success();
   }
   Value x = ctx.input(0);
-  return setResult(ctx, x ? ctx.reshape(x, shape) : Value());
+  return ctx.setResult(x ? ctx.reshape(x, shape) : Value());
 }
 
 LogicalResult importReshape(NodeContext &ctx) {
@@ -115,16 +108,10 @@ LogicalResult importSqueeze(NodeContext &ctx) {
   int64_t rank = type.getRank();
   llvm::SmallVector<bool> drop(rank, false);
   if (ctx.hasInput(1) || ctx.hasAttr("axes")) {
-    llvm::SmallVector<int64_t> axes;
-    if (ctx.hasInput(1)) {
-      auto given = ctx.requireIntsInput(1, "axes");
-      if (!given)
-        return failure();
-      axes = *given;
-    } else {
-      axes = ctx.intsAttr("axes");
-    }
-    for (int64_t a : axes) {
+    auto axes = ctx.intsInputOrAttr(1, "axes");
+    if (!axes)
+      return failure();
+    for (int64_t a : *axes) {
       auto norm = normalizedAxis(ctx, a, rank);
       if (!norm)
         return failure();
@@ -148,15 +135,10 @@ LogicalResult importUnsqueeze(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
     return failure();
-  llvm::SmallVector<int64_t> axes;
-  if (ctx.hasInput(1)) {
-    auto given = ctx.requireIntsInput(1, "axes");
-    if (!given)
-      return failure();
-    axes = *given;
-  } else {
-    axes = ctx.intsAttr("axes");
-  }
+  auto axesOr = ctx.intsInputOrAttr(1, "axes");
+  if (!axesOr)
+    return failure();
+  llvm::SmallVector<int64_t> axes = std::move(*axesOr);
   int64_t outRank = type.getRank() + static_cast<int64_t>(axes.size());
   llvm::SmallVector<bool> inserted(outRank, false);
   for (int64_t a : axes) {
@@ -202,7 +184,7 @@ LogicalResult importTranspose(NodeContext &ctx) {
     return success();
   }
   Value x = ctx.input(0);
-  return setResult(ctx, x ? ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)})
+  return ctx.setResult(x ? ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)})
                           : Value());
 }
 
@@ -225,7 +207,7 @@ LogicalResult importExpand(NodeContext &ctx) {
     return success();
   }
   Value v = ctx.input(0);
-  return setResult(ctx, v ? ctx.broadcastTo(v, *shape) : Value());
+  return ctx.setResult(v ? ctx.broadcastTo(v, *shape) : Value());
 }
 
 /// Tile as reshape [1, d0, 1, d1, ...] -> broadcast [r0, d0, r1, d1, ...] -> reshape.
@@ -262,7 +244,7 @@ LogicalResult importTile(NodeContext &ctx) {
     return failure();
   Value r = ctx.reshape(v, interleaved);
   r = r ? ctx.broadcastTo(r, broadcast) : Value();
-  return setResult(ctx, r ? ctx.reshape(r, result) : Value());
+  return ctx.setResult(r ? ctx.reshape(r, result) : Value());
 }
 
 //===----------------------------------------------------------------------===//
@@ -313,8 +295,8 @@ LogicalResult importConcat(NodeContext &ctx) {
     inputs.push_back(v);
   }
   if (inputs.size() == 1)
-    return setResult(ctx, inputs[0]);
-  return setResult(ctx, ctx.create<ConcatOp>(inputs, {ctx.i64Attr("axis", *axis)}));
+    return ctx.setResult(inputs[0]);
+  return ctx.setResult(ctx.create<ConcatOp>(inputs, {ctx.i64Attr("axis", *axis)}));
 }
 
 LogicalResult importSplit(NodeContext &ctx) {
@@ -373,7 +355,7 @@ LogicalResult importSplit(NodeContext &ctx) {
   if (!x)
     return failure();
   if (n == 1)
-    return setResult(ctx, x);
+    return ctx.setResult(x);
   Operation *op = ctx.createOp(SplitOp::getOperationName(), {x},
                                {ctx.i64Attr("axis", *axis), ctx.arrayAttr("sizes", sizes)}, {}, n);
   if (!op)
@@ -458,8 +440,8 @@ LogicalResult importSlice(NodeContext &ctx) {
                   llvm::all_of(b, [](int64_t v) { return v == 0; }) &&
                   llvm::ArrayRef<int64_t>(e) == type.getShape();
   if (identity)
-    return setResult(ctx, x);
-  return setResult(ctx, ctx.create<SliceOp>({x}, {ctx.arrayAttr("starts", b),
+    return ctx.setResult(x);
+  return ctx.setResult(ctx.create<SliceOp>({x}, {ctx.arrayAttr("starts", b),
                                                   ctx.arrayAttr("ends", e),
                                                   ctx.arrayAttr("steps", s)}));
 }
@@ -509,7 +491,7 @@ LogicalResult padBySlices(NodeContext &ctx, llvm::ArrayRef<int64_t> pads, bool r
       return failure();
     v = ctx.create<ConcatOp>(parts, {ctx.i64Attr("axis", d)});
   }
-  return setResult(ctx, v);
+  return ctx.setResult(v);
 }
 
 LogicalResult importPad(NodeContext &ctx) {
@@ -583,7 +565,7 @@ LogicalResult importPad(NodeContext &ctx) {
   if (v && crops)
     v = ctx.create<SliceOp>({v}, {ctx.arrayAttr("starts", starts), ctx.arrayAttr("ends", ends),
                                   ctx.arrayAttr("steps", steps)});
-  return setResult(ctx, v);
+  return ctx.setResult(v);
 }
 
 LogicalResult importGather(NodeContext &ctx) {
@@ -604,7 +586,7 @@ LogicalResult importGather(NodeContext &ctx) {
   Value data = ctx.input(0), indices = ctx.input(1);
   if (!data || !indices)
     return failure();
-  return setResult(ctx, ctx.create<GatherOp>({data, indices}, {ctx.i64Attr("axis", *axis)}));
+  return ctx.setResult(ctx.create<GatherOp>({data, indices}, {ctx.i64Attr("axis", *axis)}));
 }
 
 LogicalResult importDropout(NodeContext &ctx) {
@@ -665,7 +647,7 @@ LogicalResult importTrilu(NodeContext &ctx) {
     return success();
   }
   Value x = ctx.input(0);
-  return setResult(ctx, x ? ctx.create<TriluOp>({x}, {ctx.boolAttr("upper", upper),
+  return ctx.setResult(x ? ctx.create<TriluOp>({x}, {ctx.boolAttr("upper", upper),
                                                       ctx.i64Attr("k", k)})
                           : Value());
 }
@@ -684,7 +666,7 @@ LogicalResult rearrange(NodeContext &ctx, llvm::ArrayRef<int64_t> split,
   Value v = ctx.input(0);
   v = v ? ctx.reshape(v, split) : Value();
   v = v ? ctx.create<TransposeOp>({v}, {ctx.arrayAttr("perm", perm)}) : Value();
-  return setResult(ctx, v ? ctx.reshape(v, result) : Value());
+  return ctx.setResult(v ? ctx.reshape(v, result) : Value());
 }
 
 LogicalResult importDepthToSpace(NodeContext &ctx) {
@@ -755,7 +737,7 @@ LogicalResult importOneHot(NodeContext &ctx) {
   Value hot = u ? ctx.create<EqualOp>({u, range}) : Value();
   Value offV = ctx.constant(foldSlice(*valuesT, {0}, {1}, {1}).reshaped({}));
   Value onV = ctx.constant(foldSlice(*valuesT, {1}, {2}, {1}).reshaped({}));
-  return setResult(ctx, hot ? ctx.create<WhereOp>({hot, onV, offV}) : Value());
+  return ctx.setResult(hot ? ctx.create<WhereOp>({hot, onV, offV}) : Value());
 }
 
 } // namespace
