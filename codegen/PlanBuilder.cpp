@@ -75,6 +75,14 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
     bufferOfTensor[i] = static_cast<int32_t>(buffers.size());
     buffers.push_back(buildBuffer(fbb, t.data));
   }
+  // Then the pieces of sharded params, in tensor and piece order.
+  std::vector<std::vector<int32_t>> bufferOfPiece(plan.tensors.size());
+  for (size_t i = 0; i < plan.tensors.size(); ++i)
+    for (const ShardPieceDesc &p : plan.tensors[i].shard.pieces) {
+      bufferOfPiece[i].push_back(p.data.empty() ? -1 : static_cast<int32_t>(buffers.size()));
+      if (!p.data.empty())
+        buffers.push_back(buildBuffer(fbb, p.data));
+    }
 
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
   tensors.reserve(plan.tensors.size());
@@ -83,8 +91,20 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
     auto name = fbb.CreateString(t.name);
     auto shape = fbb.CreateVector(t.shape);
     auto init = t.init.empty() ? 0 : fbb.CreateString(t.init);
+    flatbuffers::Offset<fb::Shard> shard = 0;
+    if (!t.shard.pieces.empty()) {
+      std::vector<flatbuffers::Offset<fb::ShardPiece>> pieces;
+      for (size_t k = 0; k < t.shard.pieces.size(); ++k) {
+        const ShardPieceDesc &p = t.shard.pieces[k];
+        pieces.push_back(fb::CreateShardPieceDirect(fbb, p.name.c_str(), &p.shape, p.offset,
+                                                    p.numel, bufferOfPiece[i][k],
+                                                    p.init.empty() ? nullptr : p.init.c_str()));
+      }
+      shard = fb::CreateShardDirect(fbb, t.shard.unit.c_str(), &t.shard.groups,
+                                    t.shard.groupSize, t.shard.paddedNumel, &pieces);
+    }
     tensors.push_back(fb::CreateTensor(fbb, name, t.dtype, shape, t.kind, t.offset,
-                                       tensorBytes(t), bufferOfTensor[i], init));
+                                       tensorBytes(t), bufferOfTensor[i], init, shard));
   }
 
   // Kernel names are interned in first-use order: deterministic and independent of any
@@ -103,7 +123,8 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
     for (const AttrDesc &a : in.attrs)
       attrs.push_back(buildAttr(fbb, a));
     instrs.push_back(fb::CreateInstrDirect(fbb, it->second, &in.inputs, &in.outputs, &attrs,
-                                           in.name.c_str()));
+                                           in.name.c_str(),
+                                           in.waits.empty() ? nullptr : &in.waits));
   }
 
   std::vector<flatbuffers::Offset<flatbuffers::String>> kernels;

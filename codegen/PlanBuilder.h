@@ -9,6 +9,24 @@
 
 namespace plait::plan {
 
+/// One parameter inside a sharded unit's flat buffer (plan.fbs ShardPiece).
+struct ShardPieceDesc {
+  std::string name;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0, numel = 0; // elements of the flat buffer
+  std::vector<uint8_t> data;      // the whole parameter's bytes, or empty (then `init`)
+  std::string init;
+};
+
+/// A Param that is one rank's shard of a flat unit (plan.fbs Shard); empty `pieces` = none.
+struct ShardDesc {
+  std::string unit;
+  std::vector<uint32_t> groups; // group-major, every rank once
+  uint32_t groupSize = 0;
+  uint64_t paddedNumel = 0;
+  std::vector<ShardPieceDesc> pieces;
+};
+
 struct TensorDesc {
   std::string name;
   fb::DType dtype = fb::DType::F32;
@@ -17,6 +35,7 @@ struct TensorDesc {
   uint64_t offset = 0;          // byte offset in the arena
   std::vector<uint8_t> data;    // Param/Constant bytes (little-endian, row-major); may be empty
   std::string init;             // Param initializer spec when `data` is empty
+  ShardDesc shard;              // a sharded Param (pieces non-empty)
 };
 
 struct AttrDesc {
@@ -32,6 +51,7 @@ struct InstrDesc {
   std::vector<uint32_t> outputs;
   std::vector<AttrDesc> attrs;
   std::string name;             // source location for messages
+  std::vector<uint32_t> waits;  // collective instructions to complete before this one
 };
 
 struct ScheduleDesc {
