@@ -14,7 +14,11 @@
 #include "compiler/import/onnx/OnnxImporter.h"
 #include "ir/PlaitDialect.h"
 #include "passes/Passes.h"
+#include "passes/sharding/Placement.h"
 #include "passes/analysis/MemoryPlan.h"
+#include "passes/sharding/VerifyCollectives.h"
+#include "codegen/schema/CommModel.h"
+#include "ir/RankGroups.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -82,16 +86,45 @@ std::string writeFileAtomically(const std::string &path, const void *data, size_
   return ec ? fmt::format("{}: {}", path, ec.message()) : "";
 }
 
-nlohmann::json buildReport(const MemoryPlan &memory, const plan::PlanDesc &plan,
-                           const CompileOptions &options) {
+nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
+                           const plan::PlanDesc &plan, const CompileOptions &options) {
   nlohmann::json report;
   report["model"] = options.modelPath;
   report["world_size"] = plan.worldSize;
   int64_t params = memory.bytesOf(BufferKind::Param);
-  int64_t grads = 0; // one gradient per updated param, held in the arena while it lives
+  // Gradient bytes kept for the optimizer step, per the placement of each unit (the ZeRO
+  // paper's accounting; plait-shard records the units): a whole gradient per updated param
+  // where nothing is sharded, this rank's shard of the unit where gradients are.
+  int64_t grads = 0;
   for (auto [source, target] : plan.updates)
     if (plan.tensors[target].kind == fb::TensorKind::Param)
       grads += memory.buffers[target].bytes;
+  nlohmann::json units = nlohmann::json::array();
+  if (auto list = module->getAttrOfType<ArrayAttr>("plait.units")) {
+    grads = 0;
+    for (Attribute attr : list) {
+      auto unit = cast<DictionaryAttr>(attr);
+      auto get = [&](const char *key) { return unit.getAs<IntegerAttr>(key).getInt(); };
+      std::string placementName = unit.getAs<StringAttr>("placement").str();
+      std::string error;
+      auto placement = parsePlacement(placementName, plan.worldSize, error);
+      ModelStateBytes state = modelStateBytes(*placement, get("numel"), get("element_bytes"),
+                                              get("states_per_param"), plan.worldSize);
+      grads += state.grads;
+      nlohmann::json names = nlohmann::json::array();
+      for (Attribute name : unit.getAs<ArrayAttr>("params"))
+        names.push_back(cast<StringAttr>(name).str());
+      units.push_back({{"name", unit.getAs<StringAttr>("name").str()},
+                       {"placement", placementName},
+                       {"bytes", get("numel") * get("element_bytes")},
+                       {"numel", get("numel")},
+                       {"padded_numel", get("padded_numel")},
+                       {"params_bytes", state.params},
+                       {"grads_bytes", state.grads},
+                       {"optimizer_bytes", state.optimizer},
+                       {"params", names}});
+    }
+  }
   int64_t constants = memory.bytesOf(BufferKind::Constant);
   int64_t inputs = memory.bytesOf(BufferKind::Input);
   int64_t activations = memory.arenaBytes; // upper bound on what is not model state
@@ -109,14 +142,50 @@ nlohmann::json buildReport(const MemoryPlan &memory, const plan::PlanDesc &plan,
                       {"peak", memory.arenaBytes},
                       {"lower_bound", memory.lowerBound},
                       {"heuristic", memory.heuristic}};
-  report["comm"] = {{"all_reduce", 0}, {"reduce_scatter", 0}, {"all_gather", 0},
-                    {"broadcast", 0},  {"total", 0}};
+  // Bytes rank 0 sends per step (every rank sends the same in these SPMD plans), under the
+  // ring model the runtime's counters use.
+  std::map<std::string, uint64_t> comm{
+      {"all_reduce", 0}, {"reduce_scatter", 0}, {"all_gather", 0}, {"broadcast", 0}};
+  std::map<std::string, int64_t> collectiveCount;
+  uint64_t commTotal = 0;
+  for (const plan::InstrDesc &instr : plan.instrs) {
+    if (!comm.count(instr.kernel))
+      continue;
+    std::vector<int64_t> groups;
+    int64_t groupSize = 1;
+    for (const plan::AttrDesc &a : instr.attrs) {
+      if (a.name == "groups")
+        groups = a.ints;
+      if (a.name == "group_size")
+        groupSize = a.ints.front();
+    }
+    if (std::find(groups.begin(), groups.end(), 0) == groups.end())
+      continue; // rank 0 skips it
+    const plan::TensorDesc &in = plan.tensors[instr.inputs.front()];
+    const plan::TensorDesc &out = plan.tensors[instr.outputs.front()];
+    const plan::TensorDesc &whole = instr.kernel == "all_gather" ? out : in;
+    uint64_t bytes = plan::elementSize(whole.dtype);
+    for (int64_t d : whole.shape)
+      bytes *= d;
+    uint64_t sent = collectiveBytesSent(instr.kernel, bytes, groupSize);
+    comm[instr.kernel] += sent;
+    commTotal += sent;
+    ++collectiveCount[instr.kernel];
+  }
+  report["comm"] = comm;
+  report["comm"]["total"] = commTotal;
+  report["collectives_per_step"] = collectiveCount;
   report["kernels_per_step"] = plan.instrs.size();
   nlohmann::json kernels = nlohmann::json::object();
   for (const plan::InstrDesc &instr : plan.instrs)
     kernels[instr.kernel] = kernels.value(instr.kernel, 0) + 1;
   report["kernels"] = kernels;
-  report["units"] = nlohmann::json::array();
+  report["units"] = units;
+  if (!plan.inputs.empty() && !plan.tensors[plan.inputs.front()].shape.empty()) {
+    int64_t batch = plan.tensors[plan.inputs.front()].shape.front();
+    report["batch_per_rank"] = batch;
+    report["global_batch"] = batch * plan.worldSize;
+  }
   report["training"] = plan.training;
   if (plan.training)
     report["optimizer_updates"] = plan.updates.size();
@@ -124,6 +193,24 @@ nlohmann::json buildReport(const MemoryPlan &memory, const plan::PlanDesc &plan,
       {"memory_planning", fmt::format("{} buffers in a {}-byte arena ({}), lower bound {} bytes",
                                       memory.buffers.size(), memory.arenaBytes,
                                       memory.heuristic, memory.lowerBound)}};
+  if (plan.worldSize > 1) {
+    std::map<std::string, int> byPlacement;
+    for (const auto &u : units)
+      ++byPlacement[u["placement"].get<std::string>()];
+    std::string mix;
+    for (auto &[name, n] : byPlacement)
+      mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, name);
+    const DistOptions &d = options.dist;
+    report["optimizations"]["sharding"] =
+        fmt::format("{} units over {} ranks: {}", units.size(), plan.worldSize, mix);
+    report["optimizations"]["overlap"] = fmt::format(
+        "gradient collectives start as soon as their bucket/unit is complete (ddp buckets "
+        "<= {} bytes); all-gathers prefetch {} unit(s) ahead; {}",
+        d.bucketBytes, d.prefetch,
+        d.noReshardAfterForward ? "gathered params kept from forward to backward "
+                                  "(--no-reshard-after-forward)"
+                                : "params resharded after forward");
+  }
   return report;
 }
 
@@ -132,15 +219,31 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
   os << fmt::format("plan for {} (world size {})\n", report["model"].get<std::string>(),
                     report["world_size"].get<int>());
   os << fmt::format("  kernels per step : {}\n", report["kernels_per_step"].get<int64_t>());
-  os << fmt::format("  params           : {} bytes\n", m["params"].get<int64_t>());
+  os << fmt::format("  params           : {} bytes{}\n", m["params"].get<int64_t>(),
+                    report["world_size"].get<int>() > 1 ? " per rank" : "");
   if (report.value("training", false)) {
     os << fmt::format("  training step    : {} tensors updated per step\n",
                       report["optimizer_updates"].get<int64_t>());
-    os << fmt::format("  gradients        : {} bytes (transient, in the arena)\n",
+    os << fmt::format("  gradients        : {} bytes (kept for the optimizer step)\n",
                       m["grads"].get<int64_t>());
     os << fmt::format("  optimizer state  : {} bytes\n", m["optimizer"].get<int64_t>());
   }
   os << fmt::format("  constants        : {} bytes\n", m["constants"].get<int64_t>());
+  if (report["world_size"].get<int>() > 1) {
+    const auto &c = report["comm"];
+    os << fmt::format("  global batch     : {} ({} per rank)\n",
+                      report.value("global_batch", 0), report.value("batch_per_rank", 0));
+    os << fmt::format("  comm per step    : {} bytes sent per rank (all_reduce {}, "
+                      "reduce_scatter {}, all_gather {})\n",
+                      c["total"].get<uint64_t>(), c["all_reduce"].get<uint64_t>(),
+                      c["reduce_scatter"].get<uint64_t>(), c["all_gather"].get<uint64_t>());
+    for (const auto &u : report["units"])
+      os << fmt::format("  unit {:<12}: {:<7} {} bytes -> params {}, grads {}, optimizer {} "
+                        "bytes per rank\n",
+                        u["name"].get<std::string>(), u["placement"].get<std::string>(),
+                        u["bytes"].get<int64_t>(), u["params_bytes"].get<int64_t>(),
+                        u["grads_bytes"].get<int64_t>(), u["optimizer_bytes"].get<int64_t>());
+  }
   os << fmt::format("  arena (peak)     : {} bytes, liveness lower bound {} bytes\n",
                     m["peak"].get<int64_t>(), m["lower_bound"].get<int64_t>());
   for (auto &[name, line] : report["optimizations"].items())
@@ -182,6 +285,25 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train) {
   return pm.run(module);
 }
 
+/// plait-shard, plait-insert-collectives, then the check that no rank can hang.
+LogicalResult distribute(ModuleOp module, const DistOptions &dist) {
+  ShardPassOptions shard;
+  shard.worldSize = dist.worldSize;
+  shard.strategy = dist.strategy;
+  shard.placement = dist.placement;
+  shard.unitSize = dist.unitSize;
+  shard.reshardAfterForward = !dist.noReshardAfterForward;
+  InsertCollectivesPassOptions collectives;
+  collectives.bucketBytes = dist.bucketBytes;
+  collectives.prefetch = dist.prefetch;
+  PassManager pm(module.getContext());
+  pm.addPass(createShardPass(shard));
+  pm.addPass(createInsertCollectivesPass(collectives));
+  if (failed(pm.run(module)))
+    return failure();
+  return verifyCollectiveOrder(module);
+}
+
 int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
   auto module = loadModel(ctx, options);
   if (failed(module) || failed(verify(**module)))
@@ -195,6 +317,10 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
     if (failed(buildTrainStep(**module, options.train)))
       return 1;
     if (std::string error = dumpStage(options, "01-train-step.mlir", **module); !error.empty())
+      return reportError(error);
+    if (failed(distribute(**module, options.dist)))
+      return 1;
+    if (std::string error = dumpStage(options, "02-sharded.mlir", **module); !error.empty())
       return reportError(error);
     func = entryFunction(**module, options.modelPath);
   }
@@ -215,7 +341,7 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
   plan.source = options.modelPath;
   if (failed(lowerToPlan(*func, *memory, plan)))
     return 1;
-  nlohmann::json report = buildReport(*memory, plan, options);
+  nlohmann::json report = buildReport(**module, *memory, plan, options);
   plan.report = report.dump();
   std::vector<uint8_t> bytes = plan::serializePlan(plan);
   if (std::string error = writeFileAtomically(options.outputPath, bytes.data(), bytes.size());

@@ -21,6 +21,18 @@ struct TrainOptions {
   double minLr = 0;
 };
 
+/// Data-parallel placement (--world-size, --strategy, ...): the plait-shard and
+/// plait-insert-collectives options.
+struct DistOptions {
+  int64_t worldSize = 1;
+  std::string strategy = "ddp";
+  std::string placement;             // REGEX=STRATEGY,...
+  int64_t unitSize = 0;              // bytes; 0: one unit per block
+  int64_t bucketBytes = 25 << 20;    // PyTorch DDP's default bucket
+  int64_t prefetch = 1;
+  bool noReshardAfterForward = false;
+};
+
 struct CompileOptions {
   std::string modelPath;
   std::string outputPath;                     // "-" for stdout (only with emit = "mlir")
@@ -31,6 +43,7 @@ struct CompileOptions {
   std::string dumpDir;                        // --dump-dir: every stage as text
   int64_t alignment = 64;
   TrainOptions train;
+  DistOptions dist;
 };
 
 /// Runs the whole pipeline. Returns 0 on success, 1 on a user error (after printing one

@@ -15,6 +15,9 @@ void PlaitDialect::initialize() {
       ,
 #define GET_OP_LIST
 #include "ir/PlaitTrainOps.cpp.inc"
+      ,
+#define GET_OP_LIST
+#include "ir/PlaitDistOps.cpp.inc"
       >();
 }
 

@@ -16,6 +16,9 @@
 #define GET_OP_CLASSES
 #include "ir/PlaitTrainOps.h.inc"
 
+#define GET_OP_CLASSES
+#include "ir/PlaitDistOps.h.inc"
+
 #include "ir/VJPInterface.h.inc"
 
 namespace mlir {

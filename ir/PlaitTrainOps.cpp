@@ -43,8 +43,9 @@ LogicalResult HyperOp::verify() {
 }
 
 LogicalResult AssignOp::verify() {
-  if (!getTarget().getDefiningOp<ParamOp>() && !getTarget().getDefiningOp<StateOp>())
-    return emitOpError("target must be a plait.param or plait.state");
+  if (!getTarget().getDefiningOp<ParamOp>() && !getTarget().getDefiningOp<StateOp>() &&
+      !getTarget().getDefiningOp<ParamShardOp>())
+    return emitOpError("target must be a plait.param, plait.param_shard or plait.state");
   if (getTarget().getType() != getValue().getType())
     return emitOpError("value type ") << getValue().getType() << " differs from target type "
                                       << getTarget().getType();

@@ -1,6 +1,7 @@
 // -plait-build-train-step: forward model -> loss, backward, gradient clipping, optimizer.
 #include "passes/Passes.h"
 #include "passes/autodiff/Autodiff.h"
+#include "passes/PassUtils.h"
 
 #include <regex>
 
@@ -22,15 +23,6 @@ struct OptimizerConfig {
   double beta1, beta2, eps, weightDecay, momentum, dampening;
   bool nesterov;
 };
-
-FailureOr<func::FuncOp> entry(ModuleOp module) {
-  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
-    return main;
-  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
-  if (funcs.size() == 1)
-    return funcs.front();
-  return module.emitError("expected a function @main to train");
-}
 
 /// The model's first output, checked to be a scalar float loss.
 FailureOr<Value> scalarLoss(func::FuncOp func) {
@@ -161,7 +153,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
-    auto func = entry(module);
+    auto func = entryFunction(module, "train");
     if (failed(checkOptions(module)) || failed(func))
       return signalPassFailure();
     auto loss = scalarLoss(*func);

@@ -66,4 +66,77 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
   ];
 }
 
+def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
+  let summary = "Place each parameter unit (ddp, zero1/2/3, fsdp, hsdp:G) and shard its state";
+  let description = [{
+    Runs on a training step (after plait-build-train-step). Params are grouped into units:
+    by default one per repeated block, from the param names (`blocks.3.attn.qkv.weight`
+    belongs to `blocks.3`; a name without a numbered component to its first component), or,
+    with `unit-size`, consecutive params in first-use order until a unit holds that many bytes.
+    Each unit gets a placement: `strategy` for all, then the first `placement` rule whose regex
+    matches the unit name (`REGEX=STRATEGY,...`). The module records `plait.world_size` and
+    `plait.units`.
+
+    - `ddp`: gradients become `plait.sync_grad` over all ranks (bucketed later).
+    - `zero1`, `zero2`: the unit's gradients are flattened into one padded buffer whose
+      `sync_grad` gives this rank's shard (zero1 at the end of backward, zero2 as soon as the
+      unit's gradients exist); the optimizer updates this rank's shard of the flat params
+      (`local_shard`) with shard-sized state, and `unshard` rebuilds the replicated params.
+    - `zero3`, `fsdp`: params live as `plait.param_shard`; `unshard` gives the whole unit
+      before its forward uses, and again before its backward uses unless
+      `reshard-after-forward=false`; the optimizer updates the shard in place.
+    - `hsdp:G`: as fsdp inside groups of G consecutive ranks, gradients also averaged across
+      the groups.
+
+    Frozen params stay replicated and are not communicated. The step's loss is unchanged
+    (plait-insert-collectives averages it over the ranks).
+  }];
+  let options = [
+    Option<"worldSize", "world-size", "int64_t", "1", "number of data-parallel ranks">,
+    Option<"strategy", "strategy", "std::string", "\"ddp\"",
+           "placement of every unit: ddp, zero1, zero2, zero3, fsdp or hsdp:G">,
+    Option<"placement", "placement", "std::string", "\"\"",
+           "per-unit placements REGEX=STRATEGY,... (first matching rule wins)">,
+    Option<"unitSize", "unit-size", "int64_t", "0",
+           "group params into units of at least this many bytes (0: one unit per block)">,
+    Option<"reshardAfterForward", "reshard-after-forward", "bool", "true",
+           "zero3/fsdp/hsdp: free gathered params after forward and gather again for backward">
+  ];
+}
+
+def InsertCollectivesPass : Pass<"plait-insert-collectives", "mlir::ModuleOp"> {
+  let summary = "Lower sync_grad/unshard to collectives on flat buffers, bucketed and overlapped";
+  let description = [{
+    - Whole-tensor `sync_grad`s (ddp) are packed, in the order their gradients are produced,
+      into buckets of at most `bucket-bytes` (a larger gradient is a bucket of its own); each
+      bucket is one `all_reduce` (mean) that starts right after its last gradient is produced,
+      with the unpacking placed before the optimizer uses it.
+    - Flat `sync_grad`s become `reduce_scatter` (mean) over the shard groups, then `all_reduce`
+      (mean) over the replica groups, where the gradient buffer is produced.
+    - `unshard` becomes `all_gather`. Gathers of one phase (forward, backward, optimizer) start
+      `prefetch` units early: the gather for the k-th unit starts before the first use of the
+      (k - prefetch)-th, so it overlaps that unit's compute.
+    - The loss is averaged over all ranks (`all_reduce` mean) so every rank reports the
+      global-batch loss.
+    Collectives start where they stand and complete before their first user; the memory plan
+    keeps their operands alive until then.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
+           "largest gradient bucket for ddp all-reduces (PyTorch DDP's 25 MiB)">,
+    Option<"prefetch", "prefetch", "int64_t", "1", "units of all-gather started ahead of use">
+  ];
+}
+
+def VerifyCollectivesPass : Pass<"plait-verify-collectives", "mlir::ModuleOp"> {
+  let summary = "Reject plans whose ranks would not run the same collective sequence";
+  let description = [{
+    Expands the collective sequence each rank runs (functions with `plait.ranks` run only on
+    those ranks; others on every rank; a rank in none of an op's groups skips it) and replays
+    them: a collective completes once every member of its group has it next. A mismatch in
+    kind, element count, element type, reduction or root between members, or a state where no
+    collective can complete, is an error naming the first divergence (rank, position, op).
+  }];
+}
+
 #endif // PLAIT_PASSES_TD

@@ -2,6 +2,7 @@
 #include "codegen/mlir/PlanWriter.h"
 
 #include "ir/PlaitDialect.h"
+#include "ir/RankGroups.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -121,6 +122,35 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
       } else {
         t.init = param.getInit()->str();
       }
+    } else if (auto shard = b.value.getDefiningOp<ParamShardOp>()) {
+      t.kind = fb::TensorKind::Param;
+      t.name = shard.getUnit().str();
+      plan::ShardDesc &desc = t.shard;
+      desc.unit = t.name;
+      for (const auto &group : groupsOf(shard.getGroups()))
+        desc.groups.insert(desc.groups.end(), group.begin(), group.end());
+      desc.groupSize = groupsOf(shard.getGroups()).front().size();
+      desc.paddedNumel = shard.getPaddedNumel();
+      for (Attribute attr : shard.getPieces()) {
+        auto dict = cast<DictionaryAttr>(attr);
+        plan::ShardPieceDesc piece;
+        piece.name = dict.getAs<StringAttr>("name").str();
+        auto shape = dict.getAs<DenseI64ArrayAttr>("shape").asArrayRef();
+        piece.shape.assign(shape.begin(), shape.end());
+        piece.offset = dict.getAs<IntegerAttr>("offset").getInt();
+        piece.numel = 1;
+        for (int64_t d : shape)
+          piece.numel *= d;
+        if (auto value = dict.getAs<ElementsAttr>("value")) {
+          auto bytes = elementBytes(shard, value);
+          if (failed(bytes))
+            return failure();
+          piece.data = std::move(*bytes);
+        } else {
+          piece.init = dict.getAs<StringAttr>("init").str();
+        }
+        desc.pieces.push_back(std::move(piece));
+      }
     } else if (auto state = b.value.getDefiningOp<StateOp>()) {
       t.kind = fb::TensorKind::State;
       t.name = state.getName().str();
@@ -148,10 +178,14 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
   }
 
   // Instructions, one per compute op, in program order.
+  llvm::DenseMap<Operation *, uint32_t> instrOf;
   bool seenAssign = false;
   for (Operation &op : func.getBody().front()) {
-    if (isa<ParamOp, ConstantOp, StateOp, HyperOp>(op))
+    if (isa<ParamOp, ParamShardOp, ConstantOp, StateOp, HyperOp>(op))
       continue;
+    if (isa<UnshardOp, SyncGradOp>(op))
+      return op.emitOpError("is a placement-level op with no runtime kernel; run "
+                            "plait-insert-collectives first");
     if (auto assign = dyn_cast<AssignOp>(op)) {
       plan.updates.push_back({tensorOf.lookup(assign.getValue()), tensorOf.lookup(assign.getTarget())});
       seenAssign = true;
@@ -183,17 +217,41 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
       instr.outputs.push_back(tensorOf.lookup(v));
     for (NamedAttribute named : op.getAttrDictionary()) {
       plan::AttrDesc attr;
+      if (named.getName() == "groups") { // rank lists: flat, group-major, plus group_size
+        RankGroupList groups = groupsOf(cast<ArrayAttr>(named.getValue()));
+        attr.name = "groups";
+        for (const auto &group : groups)
+          attr.ints.insert(attr.ints.end(), group.begin(), group.end());
+        instr.attrs.push_back(std::move(attr));
+        instr.attrs.push_back({"group_size", {(int64_t)groups.front().size()}, {}, ""});
+        continue;
+      }
       auto keep = encodeAttr(&op, named, attr);
       if (failed(keep))
         return failure();
       if (*keep)
         instr.attrs.push_back(std::move(attr));
     }
+    instrOf[&op] = plan.instrs.size();
     plan.instrs.push_back(std::move(instr));
+  }
+  // A collective completes before its first user; one read only by the return or an assign
+  // completes at the end of the step.
+  for (Operation &op : func.getBody().front()) {
+    if (!isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp>(op))
+      continue;
+    std::optional<uint32_t> first;
+    for (Operation *user : op.getUsers())
+      if (auto it = instrOf.find(user); it != instrOf.end())
+        first = std::min(first.value_or(it->second), it->second);
+    if (first)
+      plan.instrs[*first].waits.push_back(instrOf.lookup(&op));
   }
   for (BlockArgument arg : func.getArguments())
     plan.inputs.push_back(tensorOf.lookup(arg));
-  plan.arenaBytes = {(uint64_t)memory.arenaBytes};
+  // SPMD: every rank runs the same instructions on the same arena layout.
+  plan.worldSize = worldSizeOf(func);
+  plan.arenaBytes.assign(plan.worldSize, (uint64_t)memory.arenaBytes);
   plan.training = !plan.updates.empty();
   if (auto module = func->getParentOfType<ModuleOp>())
     if (auto schedule = module->getAttrOfType<DictionaryAttr>("plait.lr_schedule")) {

@@ -11,18 +11,16 @@ namespace {
 /// Flags of the command-line contract (shared/DESIGN.md) whose features are not built yet:
 /// they are accepted by the parser so that using one gives a clear message, not "unknown flag".
 struct PendingFlags {
-  std::string strategy, device, cluster, memLimit, recompute;
-  int worldSize = 1, microBatches = 1;
+  std::string device, cluster, memLimit, recompute;
+  int microBatches = 1;
   bool noFusion = false;
 
   /// Name of the first pending flag that was used, or "".
   std::string firstUsed(const CLI::App &app) const {
-    for (const char *flag : {"--strategy", "--cluster", "--mem-limit", "--micro-batches",
-                             "--recompute", "--no-fusion"})
+    for (const char *flag : {"--cluster", "--mem-limit", "--micro-batches", "--recompute",
+                             "--no-fusion"})
       if (app.count(flag))
         return flag;
-    if (worldSize != 1)
-      return "--world-size";
     if (!device.empty() && device != "cpu")
       return "--device " + device;
     return "";
@@ -66,8 +64,18 @@ int main(int argc, char **argv) {
   app.add_option("--warmup-steps", train.warmupSteps, "warm-up steps of the schedule");
   app.add_option("--total-steps", train.totalSteps, "steps over which cosine decays");
   app.add_option("--min-lr", train.minLr, "final learning rate of the cosine schedule");
-  app.add_option("--world-size", pending.worldSize);
-  app.add_option("--strategy", pending.strategy);
+  plait::DistOptions &dist = options.dist;
+  app.add_option("--world-size", dist.worldSize, "data-parallel ranks the plan is for");
+  app.add_option("--strategy", dist.strategy,
+                 "placement of every unit: ddp, zero1, zero2, zero3, fsdp or hsdp:G");
+  app.add_option("--placement", dist.placement,
+                 "per-unit placements 'REGEX=STRATEGY,...' (first match wins)");
+  app.add_option("--unit-size", dist.unitSize,
+                 "group params into units of at least BYTES (default: one unit per block)");
+  app.add_option("--bucket-bytes", dist.bucketBytes, "largest ddp gradient bucket");
+  app.add_option("--prefetch", dist.prefetch, "all-gathers started this many units ahead");
+  app.add_flag("--no-reshard-after-forward", dist.noReshardAfterForward,
+               "zero3/fsdp/hsdp: keep gathered params from forward to backward");
   app.add_option("--device", pending.device);
   app.add_option("--cluster", pending.cluster);
   app.add_option("--mem-limit", pending.memLimit);
@@ -89,6 +97,17 @@ int main(int argc, char **argv) {
       std::cerr << "plait-compile: " << flag << " needs --train\n";
       return 1;
     }
+  for (const char *flag : {"--world-size", "--strategy", "--placement", "--unit-size",
+                           "--bucket-bytes", "--prefetch", "--no-reshard-after-forward"})
+    if (app.count(flag) && !train.enabled) {
+      std::cerr << "plait-compile: " << flag << " needs --train (data-parallel training)\n";
+      return 1;
+    }
+  if (dist.worldSize < 1 || dist.unitSize < 0 || dist.bucketBytes < 1 || dist.prefetch < 0) {
+    std::cerr << "plait-compile: --world-size and --bucket-bytes must be >= 1, --unit-size and "
+                 "--prefetch >= 0\n";
+    return 1;
+  }
   if (!betas.empty()) {
     char *end = nullptr;
     train.beta1 = std::strtod(betas.c_str(), &end);

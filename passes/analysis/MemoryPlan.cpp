@@ -63,7 +63,7 @@ LogicalResult getValuesAndSizes(func::FuncOp func, int64_t alignment, MemoryPlan
   int64_t time = 0;
   for (Operation &op : func.getBody().front()) {
     ++time;
-    BufferKind kind = isa<ParamOp>(op)      ? BufferKind::Param
+    BufferKind kind = isa<ParamOp, ParamShardOp>(op) ? BufferKind::Param
                       : isa<ConstantOp>(op) ? BufferKind::Constant
                       : isa<StateOp>(op)    ? BufferKind::State
                       : isa<HyperOp>(op)    ? BufferKind::Hyper
@@ -94,6 +94,24 @@ void resolveLiveness(func::FuncOp func, MemoryPlan &plan) {
   for (PlannedBuffer &b : plan.buffers)
     if (b.kind != BufferKind::Activation && b.kind != BufferKind::Input)
       b.end = endTime;
+  // A collective runs from its position until its first user (where the runtime waits),
+  // reading its operand all the while; one whose result is unused completes at the end.
+  time = 0;
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (Operation &op : func.getBody().front())
+    position[&op] = ++time;
+  for (Operation &op : func.getBody().front()) {
+    if (!isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp>(op))
+      continue;
+    int64_t wait = endTime;
+    for (Operation *user : op.getUsers())
+      wait = std::min(wait, position.lookup(user));
+    for (Value operand : op.getOperands()) {
+      auto it = plan.index.find(operand);
+      if (it != plan.index.end())
+        plan.buffers[it->second].end = std::max(plan.buffers[it->second].end, wait);
+    }
+  }
 }
 
 bool overlapsInTime(const PlannedBuffer &a, const PlannedBuffer &b) {

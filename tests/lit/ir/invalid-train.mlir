@@ -27,7 +27,7 @@ func.func @hyper_not_f32() {
 // -----
 
 func.func @assign_to_an_argument(%x: tensor<4xf32>, %v: tensor<4xf32>) {
-  // expected-error @+1 {{'plait.assign' op target must be a plait.param or plait.state}}
+  // expected-error @+1 {{'plait.assign' op target must be a plait.param, plait.param_shard or plait.state}}
   plait.assign %x, %v : tensor<4xf32>
   return
 }
@@ -37,7 +37,7 @@ func.func @assign_to_an_argument(%x: tensor<4xf32>, %v: tensor<4xf32>) {
 func.func @assign_to_an_activation(%v: tensor<4xf32>) {
   %w = plait.param "w" {init = "zeros"} : tensor<4xf32>
   %a = plait.exp %w : tensor<4xf32>
-  // expected-error @+1 {{'plait.assign' op target must be a plait.param or plait.state}}
+  // expected-error @+1 {{'plait.assign' op target must be a plait.param, plait.param_shard or plait.state}}
   plait.assign %a, %v : tensor<4xf32>
   return
 }

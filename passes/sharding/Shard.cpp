@@ -1,0 +1,430 @@
+// -plait-shard: group params into units, place each unit (ddp, zero1/2/3, fsdp, hsdp:G) and
+// rewrite its gradients, optimizer state and (for zero3/fsdp/hsdp) params into shards.
+#include "passes/PassUtils.h"
+#include "passes/Passes.h"
+#include "passes/sharding/FlatUnit.h"
+#include "passes/sharding/Placement.h"
+#include "passes/analysis/MemoryPlan.h"
+
+#include <deque>
+#include <map>
+#include <regex>
+
+#include "ir/PlaitDialect.h"
+#include "ir/RankGroups.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace plait {
+#define GEN_PASS_DEF_SHARDPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+/// A trainable param: its op, its optimizer update and where the forward first reads it.
+struct TrainableParam {
+  ParamOp op;
+  Operation *update = nullptr;
+  int64_t firstUse = 0;
+  RankedTensorType type() { return op.getType(); }
+  Value grad() { return update->getOperand(1); }
+};
+
+struct Unit {
+  std::string name;
+  SmallVector<TrainableParam *> params; // in first-use order
+  Placement placement;
+  int64_t firstUse = 0;
+  int64_t numel() const {
+    int64_t n = 0;
+    for (TrainableParam *p : params)
+      n += p->type().getNumElements();
+    return n;
+  }
+};
+
+bool isUpdate(Operation *op) { return isa<SgdUpdateOp, AdamWUpdateOp>(op); }
+
+/// The optimizer state operands of an update op, in operand order.
+SmallVector<Value> stateOperands(Operation *update) {
+  if (auto adam = dyn_cast<AdamWUpdateOp>(update))
+    return {adam.getExpAvg(), adam.getExpAvgSq()};
+  auto sgd = cast<SgdUpdateOp>(update);
+  return sgd.getMomentumBuffer() ? SmallVector<Value>{sgd.getMomentumBuffer()}
+                                 : SmallVector<Value>{};
+}
+
+SmallVector<StringRef> stateSuffixes(Operation *update) {
+  if (isa<AdamWUpdateOp>(update))
+    return {"exp_avg", "exp_avg_sq"};
+  return stateOperands(update).empty() ? SmallVector<StringRef>{}
+                                       : SmallVector<StringRef>{"momentum_buffer"};
+}
+
+/// The update op of one flat shard, with `like`'s hyper-parameters.
+Operation *buildShardUpdate(OpBuilder &b, Location loc, Operation *like, Value param, Value grad,
+                            ArrayRef<Value> states) {
+  Type t = param.getType();
+  if (auto adam = dyn_cast<AdamWUpdateOp>(like))
+    return b.create<AdamWUpdateOp>(loc, TypeRange{t, t, t}, param, grad, states[0], states[1],
+                                   adam.getLr(), adam.getStep(), adam.getBeta1Attr(),
+                                   adam.getBeta2Attr(), adam.getEpsAttr(),
+                                   adam.getWeightDecayAttr());
+  auto sgd = cast<SgdUpdateOp>(like);
+  SmallVector<Type> results{t};
+  Value buffer = states.empty() ? Value() : states[0];
+  if (buffer)
+    results.push_back(t);
+  return b.create<SgdUpdateOp>(loc, results, param, grad, sgd.getLr(), sgd.getStep(), buffer,
+                               sgd.getMomentumAttr(), sgd.getDampeningAttr(),
+                               sgd.getWeightDecayAttr(), sgd.getNesterovAttr());
+}
+
+/// Two updates differ in anything but their tensors (the flat update needs one setting).
+bool sameSettings(Operation *a, Operation *b) {
+  return a->getName() == b->getName() && a->getAttrDictionary() == b->getAttrDictionary() &&
+         stateOperands(a).size() == stateOperands(b).size();
+}
+
+struct ShardPass : impl::ShardPassBase<ShardPass> {
+  using Base::Base;
+
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    if (worldSize < 1) {
+      module.emitError("world size must be at least 1, got ") << worldSize;
+      return signalPassFailure();
+    }
+    std::string error;
+    auto strategyPlacement = parsePlacement(strategy, worldSize, error);
+    if (!strategyPlacement) {
+      module.emitError("--strategy: ") << error;
+      return signalPassFailure();
+    }
+    auto rules = parsePlacementRules(placement, worldSize, error);
+    if (!rules) {
+      module.emitError("--placement: ") << error;
+      return signalPassFailure();
+    }
+    std::vector<std::regex> regexes;
+    for (const PlacementRule &rule : *rules) {
+      try {
+        regexes.emplace_back(rule.regex);
+      } catch (const std::regex_error &e) {
+        module.emitError("--placement: invalid regex '") << rule.regex << "': " << e.what();
+        return signalPassFailure();
+      }
+    }
+    auto func = entryFunction(module, "shard");
+    if (failed(func))
+      return signalPassFailure();
+    if (worldSize > 1)
+      if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train"))
+        if (auto clip = train.getAs<FloatAttr>("clip_grad_norm"))
+          if (clip.getValueAsDouble() > 0) {
+            module.emitError("gradient clipping (--clip-grad-norm) is not supported with "
+                             "world size > 1 yet");
+            return signalPassFailure();
+          }
+
+    Block &body = func->getBody().front();
+    DenseMap<Operation *, int64_t> position;
+    for (Operation &op : body)
+      position[&op] = position.size();
+
+    // Trainable params: the ones an optimizer update writes.
+    std::deque<TrainableParam> params;
+    for (Operation &op : body) {
+      if (!isUpdate(&op))
+        continue;
+      auto param = op.getOperand(0).getDefiningOp<ParamOp>();
+      if (!param) {
+        op.emitOpError("updates a value that is not a plait.param; cannot shard it");
+        return signalPassFailure();
+      }
+      TrainableParam p{param, &op, std::numeric_limits<int64_t>::max()};
+      for (Operation *user : param->getUsers())
+        if (!isUpdate(user) && !isa<AssignOp>(user))
+          p.firstUse = std::min(p.firstUse, position[user]);
+      params.push_back(p);
+    }
+    if (params.empty()) {
+      module.emitError("no trainable params to place (run plait-build-train-step first)");
+      return signalPassFailure();
+    }
+    SmallVector<TrainableParam *> byUse;
+    for (TrainableParam &p : params)
+      byUse.push_back(&p);
+    llvm::stable_sort(byUse, [](TrainableParam *a, TrainableParam *b) {
+      return a->firstUse < b->firstUse;
+    });
+
+    // Units.
+    std::vector<Unit> units;
+    if (unitSize > 0) {
+      int64_t bytes = 0;
+      for (TrainableParam *p : byUse) {
+        if (units.empty() || bytes >= unitSize) {
+          units.push_back({"unit" + std::to_string(units.size())});
+          bytes = 0;
+        }
+        units.back().params.push_back(p);
+        bytes += tensorBytes(p->type());
+      }
+    } else {
+      std::map<std::string, size_t> index;
+      for (TrainableParam *p : byUse) {
+        std::string key = defaultUnitKey(p->op.getName());
+        auto [it, inserted] = index.emplace(key, units.size());
+        if (inserted)
+          units.push_back({key});
+        units[it->second].params.push_back(p);
+      }
+    }
+    for (Unit &u : units)
+      u.firstUse = u.params.front()->firstUse;
+
+    // Placements: --strategy, then the first matching --placement rule.
+    std::vector<bool> ruleUsed(rules->size(), false);
+    for (Unit &u : units) {
+      u.placement = *strategyPlacement;
+      for (size_t i = 0; i < rules->size(); ++i)
+        if (std::regex_search(u.name, regexes[i])) {
+          u.placement = (*rules)[i].placement;
+          ruleUsed[i] = true;
+          break;
+        }
+    }
+    for (size_t i = 0; i < rules->size(); ++i)
+      if (!ruleUsed[i]) {
+        std::string names;
+        for (const Unit &u : units)
+          names += (names.empty() ? "" : ", ") + u.name;
+        module.emitError("--placement: rule '")
+            << (*rules)[i].regex << "' matches no unit (units: " << names << ")";
+        return signalPassFailure();
+      }
+
+    recordUnits(module, units);
+    if (worldSize == 1)
+      return; // one rank: every placement is the single-rank step
+
+    Value loss = cast<func::ReturnOp>(body.getTerminator()).getOperand(0);
+    int64_t forwardEnd = loss.getDefiningOp() ? position[loss.getDefiningOp()] : 0;
+    Operation *optimizerStart = nullptr;
+    for (Operation &op : body)
+      if (isa<HyperOp, StateOp, AssignOp>(op) || isUpdate(&op)) {
+        optimizerStart = &op;
+        break;
+      }
+
+    for (Unit &u : units) {
+      LogicalResult done = u.placement.kind == PlacementKind::Ddp
+                               ? placeDdp(u)
+                               : placeFlat(*func, u, position, forwardEnd, optimizerStart);
+      if (failed(done))
+        return signalPassFailure();
+    }
+    // Assigns end the step; the new ones were built before the terminator, after old ones.
+    Operation *terminator = body.getTerminator();
+    for (AssignOp assign : llvm::to_vector(body.getOps<AssignOp>()))
+      assign->moveBefore(terminator);
+  }
+
+  void recordUnits(ModuleOp module, const std::vector<Unit> &units) {
+    OpBuilder b(module.getContext());
+    module->setAttr(kWorldSizeAttr, b.getI64IntegerAttr(worldSize));
+    SmallVector<Attribute> list;
+    for (const Unit &u : units) {
+      SmallVector<Attribute> names;
+      for (TrainableParam *p : u.params)
+        names.push_back(p->op.getNameAttr());
+      int64_t g = u.placement.shardGroupSize(worldSize);
+      Type element = u.params.front()->type().getElementType();
+      int64_t elementBytes = tensorBytes(RankedTensorType::get({1}, element));
+      list.push_back(b.getDictionaryAttr({
+          b.getNamedAttr("name", b.getStringAttr(u.name)),
+          b.getNamedAttr("placement", b.getStringAttr(u.placement.str())),
+          b.getNamedAttr("params", b.getArrayAttr(names)),
+          b.getNamedAttr("numel", b.getI64IntegerAttr(u.numel())),
+          b.getNamedAttr("padded_numel", b.getI64IntegerAttr(paddedNumel(u.numel(), g))),
+          b.getNamedAttr("element_bytes", b.getI64IntegerAttr(elementBytes)),
+          b.getNamedAttr("states_per_param",
+                         b.getI64IntegerAttr(stateOperands(u.params.front()->update).size())),
+      }));
+    }
+    module->setAttr("plait.units", b.getArrayAttr(list));
+  }
+
+  /// ddp: each gradient is averaged over all ranks where it is produced.
+  LogicalResult placeDdp(Unit &u) {
+    ArrayAttr world = groupsAttr(&getContext(), worldGroup(worldSize));
+    for (TrainableParam *p : u.params) {
+      Value grad = p->grad();
+      OpBuilder b(&getContext());
+      b.setInsertionPointAfterValue(grad);
+      auto sync = b.create<SyncGradOp>(grad.getLoc(), grad.getType(), grad, ArrayAttr(), world);
+      p->update->setOperand(1, sync);
+    }
+    return success();
+  }
+
+  LogicalResult placeFlat(func::FuncOp func, Unit &u, DenseMap<Operation *, int64_t> &position,
+                          int64_t forwardEnd, Operation *optimizerStart) {
+    MLIRContext *ctx = &getContext();
+    Block &body = func.getBody().front();
+    Operation *like = u.params.front()->update;
+    Type element = u.params.front()->type().getElementType();
+    for (TrainableParam *p : u.params) {
+      if (p->type().getElementType() != element)
+        return p->op.emitOpError("unit '") << u.name << "' mixes element types; give it "
+                                           << "another unit (--unit-size) or ddp";
+      if (!sameSettings(p->update, like))
+        return p->update->emitOpError("unit '") << u.name << "' mixes optimizer settings";
+    }
+    int64_t g = u.placement.shardGroupSize(worldSize);
+    int64_t padded = paddedNumel(u.numel(), g);
+    auto shardType = RankedTensorType::get({padded / g}, element);
+    ArrayAttr shardGroups = groupsAttr(ctx, u.placement.kind == PlacementKind::Hsdp
+                                                ? blockGroups(worldSize, g)
+                                                : worldGroup(worldSize));
+    ArrayAttr replicaGroups;
+    if (u.placement.replicaGroupSize(worldSize) > 1)
+      replicaGroups = groupsAttr(ctx, strideGroups(worldSize, g));
+    Location loc = NameLoc::get(StringAttr::get(ctx, u.name));
+    SmallVector<Type> paramTypes;
+    SmallVector<Value> grads, paramValues;
+    Operation *lastGrad = nullptr;
+    for (TrainableParam *p : u.params) {
+      paramTypes.push_back(p->type());
+      grads.push_back(p->grad());
+      paramValues.push_back(p->op);
+      Operation *def = p->grad().getDefiningOp();
+      if (def && (!lastGrad || position[def] > position[lastGrad]))
+        lastGrad = def;
+    }
+
+    // The unit's gradient: flattened where its last piece is produced (zero1: at the end
+    // of backward, so the whole gradient stays until the optimizer step, as ZeRO-1 does).
+    OpBuilder b(ctx);
+    if (u.placement.kind == PlacementKind::Zero1 || !lastGrad)
+      b.setInsertionPoint(optimizerStart);
+    else
+      b.setInsertionPointAfter(lastGrad);
+    Value flatGrad = flattenInto(b, loc, grads, padded);
+    Value gradShard = b.create<SyncGradOp>(loc, shardType, flatGrad, shardGroups, replicaGroups);
+
+    // This rank's shard of the params.
+    Value paramShard;
+    if (u.placement.shardsParams()) {
+      b.setInsertionPointToStart(&body);
+      SmallVector<Attribute> pieces;
+      int64_t offset = 0;
+      for (TrainableParam *p : u.params) {
+        SmallVector<NamedAttribute> piece{
+            b.getNamedAttr("name", p->op.getNameAttr()),
+            b.getNamedAttr("shape", b.getDenseI64ArrayAttr(p->type().getShape())),
+            b.getNamedAttr("offset", b.getI64IntegerAttr(offset))};
+        if (auto value = p->op.getValueAttr())
+          piece.push_back(b.getNamedAttr("value", value));
+        else
+          piece.push_back(b.getNamedAttr("init", p->op.getInitAttr()));
+        pieces.push_back(b.getDictionaryAttr(piece));
+        offset += p->type().getNumElements();
+      }
+      paramShard = b.create<ParamShardOp>(loc, shardType, b.getStringAttr(u.name), shardGroups,
+                                          b.getI64IntegerAttr(padded), b.getArrayAttr(pieces));
+      if (failed(replaceParamUses(u, paramShard, shardGroups, position, forwardEnd)))
+        return failure();
+    } else {
+      b.setInsertionPoint(optimizerStart);
+      Value flatParams = flattenInto(b, loc, paramValues, padded);
+      paramShard = b.create<LocalShardOp>(loc, shardType, flatParams, shardGroups);
+    }
+
+    // The optimizer step on the shard, with shard-sized state.
+    Operation *terminator = body.getTerminator();
+    b.setInsertionPoint(terminator);
+    SmallVector<Value> states;
+    for (StringRef suffix : stateSuffixes(like))
+      states.push_back(b.create<StateOp>(loc, shardType, b.getStringAttr(u.name + "." + suffix.str())));
+    Operation *update = buildShardUpdate(b, loc, like, paramShard, gradShard, states);
+    if (u.placement.shardsParams()) {
+      b.create<AssignOp>(loc, paramShard, update->getResult(0));
+    } else {
+      Value whole = b.create<UnshardOp>(loc, RankedTensorType::get({padded}, element),
+                                        update->getResult(0), shardGroups);
+      for (auto [p, piece] : llvm::zip(u.params, unflatten(b, loc, whole, paramTypes)))
+        b.create<AssignOp>(loc, p->op, piece);
+    }
+    for (auto [i, state] : llvm::enumerate(states))
+      b.create<AssignOp>(loc, state, update->getResult(i + 1));
+
+    // The per-param updates, their assigns and state are gone.
+    for (TrainableParam *p : u.params) {
+      SmallVector<Value> oldStates = stateOperands(p->update);
+      // Its users are the assigns of the new param and state values.
+      for (Operation *user : llvm::to_vector(p->update->getUsers()))
+        user->erase();
+      p->update->erase();
+      p->update = nullptr;
+      for (Value s : oldStates)
+        if (Operation *def = s.getDefiningOp())
+          if (def->use_empty())
+            def->erase();
+      if (u.placement.shardsParams()) {
+        if (!p->op->use_empty())
+          return p->op.emitOpError("is still used after sharding unit '") << u.name << "'";
+        p->op->erase();
+      }
+    }
+    return success();
+  }
+
+  /// zero3/fsdp/hsdp: the forward reads the params from one gather placed before its first
+  /// use, the backward from a second one (or the same, without resharding).
+  LogicalResult replaceParamUses(Unit &u, Value shard, ArrayAttr groups,
+                                 DenseMap<Operation *, int64_t> &position, int64_t forwardEnd) {
+    auto shardType = cast<RankedTensorType>(shard.getType());
+    int64_t g = groupsOf(groups).front().size();
+    auto wholeType =
+        RankedTensorType::get({shardType.getDimSize(0) * g}, shardType.getElementType());
+    SmallVector<Type> types;
+    for (TrainableParam *p : u.params)
+      types.push_back(p->type());
+    // Users per phase, and the earliest of each.
+    Operation *firstForward = nullptr, *firstBackward = nullptr;
+    for (TrainableParam *p : u.params)
+      for (Operation *user : p->op->getUsers()) {
+        if (isUpdate(user) || isa<AssignOp>(user))
+          continue;
+        Operation *&first = position[user] <= forwardEnd ? firstForward : firstBackward;
+        if (!first || position[user] < position[first])
+          first = user;
+      }
+    SmallVector<Value> forwardPieces, backwardPieces;
+    auto gather = [&](Operation *before) {
+      OpBuilder b(before);
+      Value whole = b.create<UnshardOp>(shard.getLoc(), wholeType, shard, groups);
+      return unflatten(b, shard.getLoc(), whole, types);
+    };
+    if (firstForward)
+      forwardPieces = gather(firstForward);
+    if (firstBackward)
+      backwardPieces = (reshardAfterForward || !firstForward) ? gather(firstBackward)
+                                                              : forwardPieces;
+    for (auto [i, p] : llvm::enumerate(u.params))
+      for (OpOperand &use : llvm::make_early_inc_range(p->op->getUses())) {
+        Operation *user = use.getOwner();
+        if (isUpdate(user) || isa<AssignOp>(user))
+          continue;
+        use.set(position[user] <= forwardEnd ? forwardPieces[i] : backwardPieces[i]);
+      }
+    return success();
+  }
+};
+
+} // namespace
+} // namespace plait
