@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Data-parallel parity: W ranks with batch B/W train exactly like one rank with batch B.
+
+For a sample (mlp or gpt) and a world size W, the sample's ONNX file is re-pinned to batch
+B/W (B = the committed global batch), compiled with each placement (ddp, zero1, zero2, zero3,
+fsdp, hsdp:2 at W = 4, and a mixed plan) and trained for STEPS steps on W MPI ranks
+(mpirun --oversubscribe) from the same data. The reference is the committed batch-B model on
+one rank. Checked per placement:
+  - per-step losses equal the reference within 1e-5 relative;
+  - the final weights (--save-weights, gathered from the shards) equal the reference's;
+  - the report's per-rank params / grads / optimizer bytes equal the ZeRO paper's closed forms
+    (computed here, independently, from the units' sizes);
+  - the bytes the runtime counted on the wire each step equal the report's prediction.
+
+Run with /usr/bin/python3:  dp_parity.py --build BUILD --sample mlp --world 2 [--steps 20]
+"""
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from train_parity import KEY_BIAS, SAMPLES, make_dataset, read_safetensors  # noqa: E402
+
+STATES = {"adamw": 2, "sgd": 1}  # optimizer tensors per param (sgd with momentum)
+TRAIN = {
+    "mlp": ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"],
+    "gpt": ["--optimizer", "adamw", "--lr", "3e-3"],
+}
+MIXED = {"mlp": "fc1=ddp,fc2|head=fsdp", "gpt": "wte|wpe=ddp,blocks=fsdp,ln_f|lm_head=zero2"}
+
+
+def placements(world):
+    out = [("ddp", []), ("zero1", []), ("zero2", []), ("zero3", []), ("fsdp", []),
+           ("fsdp-noreshard", ["--no-reshard-after-forward", "--prefetch", "2"])]
+    if world == 4:
+        out.append(("hsdp:2", []))
+    return out
+
+
+def rebatch(src, dst, batch):
+    """The ONNX model with its graph inputs' (and batch outputs') leading dimension = batch."""
+    m = onnx.load(str(src))
+    old = m.graph.input[0].type.tensor_type.shape.dim[0].dim_value
+    for v in list(m.graph.input) + list(m.graph.output):
+        dims = v.type.tensor_type.shape.dim
+        if len(dims) and dims[0].dim_value == old:
+            dims[0].dim_value = batch
+    del m.graph.value_info[:]
+    onnx.save(m, str(dst))
+
+
+def run(cmd, timeout):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        sys.exit("FAILED (%d): %s\n%s%s" % (p.returncode, " ".join(map(str, cmd)), p.stdout,
+                                           p.stderr))
+    return p.stdout
+
+
+def closed_forms(unit, world, states):
+    """ZeRO paper, full precision: (params, grads, optimizer) bytes per rank for one unit."""
+    placement, numel, e = unit["placement"], unit["numel"], 4
+    g = 1 if placement == "ddp" else int(placement.split(":")[1]) if placement.startswith(
+        "hsdp:") else world
+    shard = -(-numel // g) * e  # ceil(numel / g) elements: the padded buffer's shard
+    whole = numel * e
+    params = shard if placement in ("zero3", "fsdp") or placement.startswith("hsdp") else whole
+    grads = whole if placement in ("ddp", "zero1") else shard
+    opt = states * (whole if placement == "ddp" else shard)
+    return params, grads, opt
+
+
+def train(build, plan, data, steps, world, out):
+    log, weights = out / "log.jsonl", out / "w.safetensors"
+    for f in (log, weights):
+        if f.exists():
+            f.unlink()
+    run_cmd = [str(build / "bin" / "plait-run"), str(plan), "--data", str(data), "--steps",
+               str(steps), "--log-jsonl", str(log), "--save-weights", str(weights)]
+    if world > 1:
+        run_cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", str(world)] + run_cmd
+    run(["timeout", "240"] + run_cmd, 260)
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return records, read_safetensors(weights)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", required=True, type=pathlib.Path)
+    ap.add_argument("--sample", required=True, choices=sorted(TRAIN))
+    ap.add_argument("--world", required=True, type=int)
+    ap.add_argument("--steps", type=int, default=20)
+    args = ap.parse_args()
+    compile_bin = args.build / "bin" / "plait-compile"
+    name, world, steps = args.sample, args.world, args.steps
+    optimizer = TRAIN[name][1]
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="plait-dp-") as tmp:
+        tmp = pathlib.Path(tmp)
+        data_dir = tmp / "data"
+        data_dir.mkdir()
+        _, global_batch = make_dataset(name, steps, data_dir)
+        if global_batch % world:
+            sys.exit("global batch %d does not split over %d ranks" % (global_batch, world))
+        # The reference: the committed model (global batch) on one rank.
+        ref_plan = tmp / "ref.plan"
+        run([compile_bin, SAMPLES / name / (name + ".onnx"), "--train", *TRAIN[name], "-o",
+             ref_plan], 120)
+        ref_out = tmp / "ref"
+        ref_out.mkdir()
+        ref_log, ref_w = train(args.build, ref_plan, data_dir, steps, 1, ref_out)
+        ref_losses = np.array([r["loss"] for r in ref_log])
+
+        model = tmp / ("%s-b%d.onnx" % (name, global_batch // world))
+        rebatch(SAMPLES / name / (name + ".onnx"), model, global_batch // world)
+        runs = placements(world) + [("mixed", ["--placement", MIXED[name]])]
+        for label, extra in runs:
+            strategy = label.split("-")[0] if label != "mixed" else "fsdp"
+            plan, report_path = tmp / "dp.plan", tmp / "report.json"
+            run([compile_bin, model, "--train", *TRAIN[name], "--world-size", str(world),
+                 "--strategy", strategy, *extra, "--report", report_path, "-o", plan], 120)
+            report = json.loads(report_path.read_text())
+            out = tmp / label.replace(":", "_")
+            out.mkdir()
+            log, weights = train(args.build, plan, data_dir, steps, world, out)
+            losses = np.array([r["loss"] for r in log])
+            problems = []
+            rel = np.abs(losses - ref_losses) / np.maximum(np.abs(ref_losses), 1e-12)
+            if len(losses) != steps or rel.max() > 1e-5:
+                problems.append("losses differ: max rel %.3g" % rel.max())
+            worst = 0.0
+            for key, ref in ref_w.items():
+                got = weights.get(key)
+                if got is None or got.shape != ref.shape:
+                    problems.append("weight %s missing or reshaped" % key)
+                    continue
+                a, b = got.copy(), ref.copy()
+                if optimizer == "adamw" and key in KEY_BIAS:
+                    a[KEY_BIAS[key]] = b[KEY_BIAS[key]] = 0  # see train_parity.KEY_BIAS
+                err = np.abs(a - b) - 1e-4 * np.abs(b)
+                worst = max(worst, float(np.abs(a - b).max()))
+                if err.max() > 2e-5:
+                    problems.append("weight %s differs by %.3g" % (key, np.abs(a - b).max()))
+            mem = report["memory"]
+            expect = np.zeros(3, dtype=np.int64)
+            for unit in report["units"]:
+                forms = closed_forms(unit, world, STATES[optimizer])
+                got = (unit["params_bytes"], unit["grads_bytes"], unit["optimizer_bytes"])
+                if got != forms:
+                    problems.append("unit %s: report %s, closed forms %s" % (unit["name"], got,
+                                                                              forms))
+                expect += forms
+            if (mem["params"], mem["grads"], mem["optimizer"]) != tuple(expect):
+                problems.append("memory params/grads/optimizer %s, closed forms %s" % (
+                    (mem["params"], mem["grads"], mem["optimizer"]), tuple(expect)))
+            predicted = report["comm"]
+            for r in log:
+                measured = r.get("comm_bytes", {})
+                if any(measured.get(k, 0) != predicted[k] for k in predicted):
+                    problems.append("step %d: runtime sent %s, report predicts %s" % (
+                        r["step"], measured, predicted))
+                    break
+            print("%-5s world %d %-15s loss %.6f -> %.6f  max rel loss diff %.2e  max |dw| "
+                  "%.2e  comm %d B/step  params/grads/opt per rank %s  %s" % (
+                      name, world, label, losses[0], losses[-1], rel.max(), worst,
+                      predicted["total"], tuple(int(v) for v in expect),
+                      "ok" if not problems else "FAIL"))
+            failures += ["%s %s: %s" % (name, label, p) for p in problems]
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
