@@ -7,9 +7,12 @@
 
 namespace plait::rt {
 
-Status DataLoader::open(const std::string &dir, const Plan &plan, DataLoader &out) {
+Status DataLoader::open(const std::string &dir, const Plan &plan, DataLoader &out,
+                        uint32_t worldSize, uint32_t rank) {
   out = DataLoader{};
   out.plan_ = &plan;
+  out.world_ = worldSize;
+  out.rank_ = rank;
   if (!std::filesystem::is_directory(dir))
     return Status::errorf("--data {}: not a directory", dir);
   if (plan.inputs.empty())
@@ -47,14 +50,18 @@ Status DataLoader::open(const std::string &dir, const Plan &plan, DataLoader &ou
                             printable(first.name), out.samples_);
     out.columns_.push_back(std::move(column));
   }
-  if (out.samples_ < out.batch_)
+  if (out.world_ == 1 && out.samples_ < out.batch_)
     return Status::errorf("--data {}: {} samples, fewer than one batch of {}", dir,
                           out.samples_, out.batch_);
+  if (out.samples_ < out.batch_ * out.world_)
+    return Status::errorf("--data {}: {} samples, fewer than one global batch of {} ({} ranks "
+                          "x {})", dir, out.samples_, out.batch_ * out.world_, out.world_,
+                          out.batch_);
   return {};
 }
 
 Status DataLoader::loadBatch(int64_t step, Executor &exec) const {
-  int64_t first = (step % batchesPerEpoch()) * batch_;
+  int64_t first = ((step % batchesPerEpoch()) * world_ + rank_) * batch_;
   for (size_t i = 0; i < columns_.size(); ++i) {
     const PlanTensor &input = plan_->tensors[plan_->inputs[i]];
     size_t sampleBytes = input.bytes / static_cast<size_t>(batch_);

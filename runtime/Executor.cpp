@@ -2,6 +2,7 @@
 // by the loader; tensors may overlap in time, and the executor trusts that plan.
 #include "runtime/Executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
@@ -13,6 +14,16 @@ Status Executor::create(const Plan &plan, const ExecutorOptions &options,
     return Status::errorf("{}: rank {} out of range (world size {})", plan.path, options.rank,
                           plan.worldSize);
   std::unique_ptr<Executor> exec(new Executor(plan, options));
+  exec->comm_ = options.comm;
+  if (!exec->comm_) {
+    exec->ownComm_ = makeLocalComm(options.rank, plan.worldSize);
+    exec->comm_ = exec->ownComm_.get();
+  }
+  if (exec->comm_->rank() != options.rank || exec->comm_->size() != plan.worldSize)
+    return Status::errorf("{}: the communicator is rank {} of {}, the plan runs as rank {} of "
+                          "world size {}",
+                          plan.path, exec->comm_->rank(), exec->comm_->size(), options.rank,
+                          plan.worldSize);
   Status allocated = Arena::allocate(plan.arenaBytes[options.rank], exec->arena_);
   if (!allocated.ok())
     return allocated.withPrefix(fmt::format("{}: rank {}: ", plan.path, options.rank));
@@ -30,8 +41,35 @@ Status Executor::create(const Plan &plan, const ExecutorOptions &options,
   for (uint32_t t = 0; t < plan.tensors.size(); ++t)
     if (plan.tensors[t].kind == TensorKind::Hyper)
       exec->hyperTensors_.push_back(t);
+  PLAIT_RETURN_IF_ERROR(exec->createGroups());
   PLAIT_RETURN_IF_ERROR(exec->initialiseParamsAndConstants());
   out = std::move(exec);
+  return {};
+}
+
+// One communicator per distinct partition, created in plan order (collectives, then sharded
+// params) so that every rank makes the same collective calls in the same order.
+Status Executor::createGroups() {
+  for (size_t i = 0; i < plan_.instrs.size(); ++i) {
+    const PlanInstr &in = plan_.instrs[i];
+    if (!in.isCollective)
+      continue;
+    BoundInstr &b = bound_[i];
+    uint32_t group, index;
+    b.member = in.collective.groups.locate(options_.rank, group, index);
+    Status s = comm_->group(in.collective.groups, b.group);
+    if (!s.ok())
+      return s.withPrefix(where(i));
+  }
+  shardGroups_.assign(plan_.tensors.size(), 0);
+  for (uint32_t t = 0; t < plan_.tensors.size(); ++t) {
+    if (!plan_.tensors[t].sharded)
+      continue;
+    Status s = comm_->group(plan_.tensors[t].shard.groups, shardGroups_[t]);
+    if (!s.ok())
+      return s.withPrefix(fmt::format("{}: tensor {} ('{}'): ", plan_.path, t,
+                                      printable(plan_.tensors[t].name)));
+  }
   return {};
 }
 
@@ -45,6 +83,10 @@ Status Executor::initialiseParamsAndConstants() {
     }
     if (t.kind != TensorKind::Param && t.kind != TensorKind::Constant)
       continue;
+    if (t.sharded) {
+      PLAIT_RETURN_IF_ERROR(initialiseShard(i));
+      continue;
+    }
     if (t.data >= 0) {
       if (t.bytes != 0) // an empty tensor's source may be a null pointer
         std::memcpy(dst, plan_.bufferData(t.data), t.bytes);
@@ -56,6 +98,61 @@ Status Executor::initialiseParamsAndConstants() {
           fmt::format("{}: tensor {} ('{}'): ", plan_.path, i, printable(t.name)));
   }
   return {};
+}
+
+// This rank's slice [i * S, (i + 1) * S) of the unit's flat buffer: the overlapping part of
+// each piece, from its data or its initializer (which fillParam evaluates per element, so
+// the slice equals that part of the unsharded param), zeros in the padding.
+Status Executor::initialiseShard(uint32_t tensor) {
+  const PlanTensor &t = plan_.tensors[tensor];
+  uint32_t group, index;
+  if (!t.shard.groups.locate(options_.rank, group, index)) // the loader places every rank
+    return Status::internal(fmt::format("{}: rank {} holds no shard of tensor {}", plan_.path,
+                                        options_.rank, tensor));
+  size_t elementBytes = dtypeSize(t.dtype);
+  uint64_t first = uint64_t(index) * uint64_t(t.numel()), last = first + uint64_t(t.numel());
+  uint8_t *dst = arena_.data() + t.offset;
+  std::memset(dst, 0, t.bytes);
+  for (const ShardPiece &p : t.shard.pieces) {
+    uint64_t lo = std::max(first, p.offset), hi = std::min(last, p.offset + p.numel);
+    if (lo >= hi)
+      continue;
+    uint8_t *out = dst + (lo - first) * elementBytes;
+    uint64_t inPiece = lo - p.offset;
+    if (p.data >= 0) {
+      std::memcpy(out, plan_.bufferData(p.data) + inPiece * elementBytes,
+                  (hi - lo) * elementBytes);
+      continue;
+    }
+    Status filled = fillParam(p.init, t.dtype, int64_t(hi - lo), out, options_.seed, p.name,
+                              int64_t(inPiece));
+    if (!filled.ok())
+      return filled.withPrefix(fmt::format("{}: tensor {} ('{}'), piece '{}': ", plan_.path,
+                                           tensor, printable(t.name), printable(p.name)));
+  }
+  return {};
+}
+
+Status Executor::gatherParam(uint32_t tensor, std::vector<uint8_t> &out) {
+  const PlanTensor &t = plan_.tensors[tensor];
+  const uint8_t *mine = arena_.data() + t.offset;
+  if (!t.sharded) {
+    out.assign(mine, mine + t.bytes);
+    return {};
+  }
+  out.assign(t.shard.paddedNumel * dtypeSize(t.dtype), 0);
+  CollectiveArgs args;
+  args.kind = CollectiveKind::AllGather;
+  args.dtype = t.dtype;
+  args.send = mine;
+  args.recv = out.data();
+  args.count = uint64_t(t.numel());
+  CommRequest request;
+  Status s = comm_->start(shardGroups_[tensor], args, request);
+  if (s.ok())
+    s = comm_->wait(request);
+  return s.withPrefix(fmt::format("{}: gathering the shards of tensor {} ('{}'): ",
+                                  plan_.path, tensor, printable(t.name)));
 }
 
 TensorView Executor::view(uint32_t tensor) const {
@@ -83,23 +180,116 @@ Status Executor::setInput(size_t index, const TensorView &value) {
   return {};
 }
 
+std::string Executor::where(size_t i) const {
+  const PlanInstr &in = plan_.instrs[i];
+  return fmt::format("{}: instruction {} ('{}', kernel {}): ", plan_.path, i,
+                     printable(in.name), printable(plan_.kernels[in.kernel]));
+}
+
 Status Executor::runInstr(size_t i) {
   const PlanInstr &in = plan_.instrs[i];
+  for (uint32_t w : in.waits)
+    PLAIT_RETURN_IF_ERROR(completeCollective(w));
+  if (in.isCollective)
+    return startCollective(i);
   BoundInstr &b = bound_[i];
-  KernelCall call{b.inputs, b.outputs, in.attrs};
-  // Formatted only on failure: this is the hot path.
-  auto where = [&] {
-    return fmt::format("{}: instruction {} ('{}', kernel {}): ", plan_.path, i,
-                       printable(in.name), printable(plan_.kernels[in.kernel]));
-  };
+  KernelCall call{b.inputs, b.outputs, in.attrs, options_.rank, plan_.worldSize};
   try {
     Status s = in.fn(call);
     if (!s.ok())
-      return s.withPrefix(where());
+      return s.withPrefix(where(i)); // formatted only on failure: this is the hot path
   } catch (const std::exception &e) {
     // Kernels report errors through Status; an exception is a kernel bug or OOM.
-    return Status::internal(where() + "kernel threw: " + e.what());
+    return Status::internal(where(i) + "kernel threw: " + e.what());
   }
+  return {};
+}
+
+Status Executor::startCollective(size_t i) {
+  BoundInstr &b = bound_[i];
+  if (!b.member) // a rank in no group skips the instruction; its output stays as it was
+    return {};
+  const CollectiveSpec &spec = plan_.instrs[i].collective;
+  const TensorView &x = b.inputs[0], &y = b.outputs[0];
+  CollectiveArgs args;
+  args.kind = spec.kind;
+  args.dtype = x.dtype;
+  args.send = x.data;
+  args.recv = y.data;
+  uint64_t fullBytes = 0; // the buffer the ring model counts (CommModel.h)
+  switch (spec.kind) {
+  case CollectiveKind::AllReduce:
+    args.count = uint64_t(x.numel());
+    fullBytes = x.bytes();
+    break;
+  case CollectiveKind::ReduceScatter:
+    args.count = uint64_t(y.numel());
+    fullBytes = x.bytes();
+    break;
+  case CollectiveKind::AllGather:
+    args.count = uint64_t(x.numel());
+    fullBytes = y.bytes();
+    break;
+  case CollectiveKind::Broadcast:
+    // In place on the output: the root sends it, the others overwrite it.
+    if (x.data != y.data && y.bytes() != 0)
+      std::memmove(y.data, x.data, y.bytes());
+    args.send = y.data;
+    args.count = uint64_t(y.numel());
+    args.root = spec.root;
+    fullBytes = y.bytes();
+    break;
+  }
+  Status s = comm_->start(b.group, args, b.request);
+  if (!s.ok())
+    return s.withPrefix(where(i));
+  b.inFlight = true;
+  inFlight_.push_back(i);
+  stepCommBytes_.add(spec.kind, fullBytes, spec.groups.groupSize);
+  return {};
+}
+
+namespace {
+
+// A mean is the completed sum divided by the group size, in the tensor's own precision
+// (16-bit floats through f32, as their kernels compute).
+void divideInPlace(const TensorView &t, uint32_t divisor) {
+  switch (t.dtype) {
+  case DType::F32:
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.as<float>()[i] /= float(divisor);
+    break;
+  case DType::F64:
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.as<double>()[i] /= double(divisor);
+    break;
+  case DType::BF16:
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.as<uint16_t>()[i] = floatToBf16(bf16ToFloat(t.as<uint16_t>()[i]) / float(divisor));
+    break;
+  case DType::F16:
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.as<uint16_t>()[i] = floatToF16(f16ToFloat(t.as<uint16_t>()[i]) / float(divisor));
+    break;
+  default: // the loader allows means of float tensors only
+    break;
+  }
+}
+
+} // namespace
+
+Status Executor::completeCollective(size_t i) {
+  BoundInstr &b = bound_[i];
+  if (!b.inFlight) // a rank in no group started nothing
+    return {};
+  Status s = comm_->wait(b.request);
+  if (!s.ok())
+    return s.withPrefix(where(i));
+  b.inFlight = false;
+  inFlight_.erase(std::find(inFlight_.begin(), inFlight_.end(), i));
+  const CollectiveSpec &spec = plan_.instrs[i].collective;
+  if (spec.mean && spec.groups.groupSize > 1)
+    divideInPlace(b.outputs[0], spec.groups.groupSize);
   return {};
 }
 
@@ -108,10 +298,24 @@ Status Executor::run() {
     if (!inputSet_[i])
       return Status::errorf("{}: input '{}' was not set before the run", plan_.path,
                             printable(plan_.tensors[plan_.inputs[i]].name));
+  if (!inFlight_.empty()) // a failed step left them; their buffers cannot be trusted
+    return Status::internal(fmt::format("{}: a previous step failed with collectives in "
+                                        "flight", plan_.path));
+  stepCommBytes_ = {};
   for (size_t i = 0; i < plan_.instrs.size(); ++i) {
     PLAIT_RETURN_IF_ERROR(runInstr(i));
     ++instructionsRun_;
+    // Non-blocking collectives advance only inside MPI calls: poll between kernels so that
+    // they progress while the next kernels compute.
+    if (!inFlight_.empty()) {
+      Status polled = comm_->poll();
+      if (!polled.ok())
+        return polled.withPrefix(where(i));
+    }
   }
+  // Collectives nobody waited for complete here, before the updates may read them.
+  while (!inFlight_.empty())
+    PLAIT_RETURN_IF_ERROR(completeCollective(inFlight_.front()));
   // New weights and optimizer state become visible only after the whole step ran.
   for (const PlanUpdate &u : plan_.updates)
     std::memcpy(arena_.data() + plan_.tensors[u.target].offset,

@@ -8,12 +8,17 @@
 #include "runtime/Arena.h"
 #include "runtime/Plan.h"
 #include "runtime/Status.h"
+#include "runtime/comm/Comm.h"
 
 namespace plait::rt {
 
 struct ExecutorOptions {
   uint32_t rank = 0;  // which entry of Plan::arenaBytes to allocate
   uint64_t seed = 0;  // for params initialised from a spec (ParamInit)
+  /// Runs the plan's collectives; its rank() and size() must be `rank` and the plan's world
+  /// size. Null: a single-process communicator (makeLocalComm), enough for plans whose
+  /// groups all have one rank. Must outlive the executor.
+  Communicator *comm = nullptr;
 };
 
 class Executor {
@@ -33,8 +38,18 @@ public:
   /// Runs every instruction once, in order, then (training plans) copies each update's
   /// new value into its param or state. Every graph input must have been set since the
   /// previous run: the arena reuses input memory for activations within a step.
+  /// Collectives start at their place in the stream and complete before the first
+  /// instruction that waits for them, or else at the end of the step, before the updates.
   /// A kernel error reads "PLAN: instruction N ('name', kernel K): message".
   Status run();
+
+  /// Bytes this rank sent in collectives during the last run() (ring model, CommModel.h).
+  const CommBytes &stepCommBytes() const { return stepCommBytes_; }
+
+  /// The full value of param `tensor`: its own bytes, or for a sharded param the unit's
+  /// whole flat buffer (padded), gathered from the rank's group. Collective for sharded
+  /// params: every rank of the world must call it for the same tensors in the same order.
+  Status gatherParam(uint32_t tensor, std::vector<uint8_t> &out);
 
   /// A tensor in the arena (valid until the executor is destroyed; its contents are only
   /// meaningful while the tensor is live, since the arena reuses memory over a step).
@@ -43,6 +58,7 @@ public:
   TensorView output(size_t index) const { return view(plan_.outputs[index]); }
 
   const Plan &plan() const { return plan_; }
+  uint32_t rank() const { return options_.rank; }
   uint64_t arenaBytes() const { return arena_.size(); }
   uint64_t instructionsRun() const { return instructionsRun_; }
 
@@ -50,17 +66,32 @@ private:
   // An instruction with its operand views pointing into the arena, built once.
   struct BoundInstr {
     std::vector<TensorView> inputs, outputs;
+    // Collectives: this rank's group (member == false: the rank skips the instruction).
+    bool member = false;
+    CommGroup group = 0;
+    bool inFlight = false; // started this step and not yet completed
+    CommRequest request = 0;
   };
 
   Executor(const Plan &plan, const ExecutorOptions &options)
       : plan_(plan), options_(options) {}
+  Status createGroups();
   Status initialiseParamsAndConstants();
+  Status initialiseShard(uint32_t tensor);
   Status runInstr(size_t i);
+  Status startCollective(size_t i);
+  Status completeCollective(size_t i);
+  std::string where(size_t i) const;
 
   const Plan &plan_;
   ExecutorOptions options_;
+  std::unique_ptr<Communicator> ownComm_; // when options_.comm was null
+  Communicator *comm_ = nullptr;
   Arena arena_;
   std::vector<BoundInstr> bound_;
+  std::vector<CommGroup> shardGroups_; // by tensor; meaningful for sharded params
+  std::vector<size_t> inFlight_;       // instructions whose collectives are in flight
+  CommBytes stepCommBytes_;
   std::vector<bool> inputSet_;
   std::vector<uint32_t> hyperTensors_; // "lr"/"step" tensors, written before each step
   uint64_t instructionsRun_ = 0;

@@ -39,6 +39,10 @@ struct KernelCall {
   const std::vector<TensorView> &inputs;
   std::vector<TensorView> &outputs;   // shapes and dtypes set by the plan; kernels fill data
   const Attrs &attrs;
+  /// The rank running the plan and the plan's world size: what makes a rank-dependent
+  /// kernel (local_shard picks this rank's chunk) differ between ranks of one SPMD plan.
+  uint32_t rank = 0;
+  uint32_t worldSize = 1;
 };
 
 using KernelFn = Status (*)(const KernelCall &call);

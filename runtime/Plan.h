@@ -9,6 +9,7 @@
 #include "runtime/Kernel.h"
 #include "runtime/ParamInit.h"
 #include "runtime/Tensor.h"
+#include "runtime/comm/Comm.h"
 
 namespace plait::rt {
 
@@ -23,6 +24,26 @@ enum class TensorKind : uint8_t {
 };
 const char *tensorKindName(TensorKind k);
 
+/// One parameter inside a sharded unit's flat buffer (plan.fbs ShardPiece): elements
+/// [offset, offset + numel) of the flat buffer, initialised from `data` or `init`.
+struct ShardPiece {
+  std::string name;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0, numel = 0; // elements of the flat buffer
+  int32_t data = -1;              // index into Plan::buffers (the whole parameter), or -1
+  ParamInit init;
+};
+
+/// A Param holding one rank's shard of a flat unit (plan.fbs Shard): rank r holds elements
+/// [i * S, (i + 1) * S) of the `paddedNumel`-element flat buffer, where i is r's index in
+/// its group and S the tensor's element count (paddedNumel = S * groups.groupSize).
+struct ShardSpec {
+  std::string unit;
+  RankGroups groups; // every rank exactly once
+  uint64_t paddedNumel = 0;
+  std::vector<ShardPiece> pieces;
+};
+
 struct PlanTensor {
   std::string name;
   DType dtype = DType::F32;
@@ -32,6 +53,8 @@ struct PlanTensor {
   uint64_t bytes = 0;   // numel * dtypeSize(dtype), checked by the loader
   int32_t data = -1;    // index into Plan::buffers, or -1
   ParamInit init;       // Param without data: how to initialise it
+  bool sharded = false; // a Param holding one rank's shard of `shard`
+  ShardSpec shard;
 
   int64_t numel() const {
     int64_t n = 1;
@@ -41,12 +64,23 @@ struct PlanTensor {
   }
 };
 
+/// What a collective instruction does, decoded from its kernel name and attributes.
+struct CollectiveSpec {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  RankGroups groups;
+  bool mean = false; // all_reduce, reduce_scatter: divide the sum by the group size
+  uint32_t root = 0; // broadcast: index within the group
+};
+
 struct PlanInstr {
   uint32_t kernel = 0;      // index into Plan::kernels
-  KernelFn fn = nullptr;    // resolved by the loader, never null in a loaded plan
+  KernelFn fn = nullptr;    // resolved by the loader; null exactly for collectives
   std::vector<uint32_t> inputs, outputs; // tensor indices
   Attrs attrs;
   std::string name;         // source location for messages
+  std::vector<uint32_t> waits; // earlier collectives that must complete before this runs
+  bool isCollective = false;
+  CollectiveSpec collective; // when isCollective
 };
 
 /// A weight blob: a byte range of Plan::fileBytes (kept as offsets, so that copying or

@@ -2,6 +2,7 @@
 // field is read), the format version, then semantic checks while decoding into rt::Plan.
 #include "runtime/PlanLoader.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
@@ -40,8 +41,11 @@ public:
     PLAIT_RETURN_IF_ERROR(decodeBuffers());
     for (uint32_t i = 0; i < numTensors(); ++i)
       PLAIT_RETURN_IF_ERROR(decodeTensor(i));
+    PLAIT_RETURN_IF_ERROR(checkSavedNames());
+    waitedBy_.assign(numInstrs(), kNotWaited);
     for (uint32_t i = 0; i < numInstrs(); ++i)
       PLAIT_RETURN_IF_ERROR(decodeInstr(i));
+    PLAIT_RETURN_IF_ERROR(checkCollectivesInFlight());
     PLAIT_RETURN_IF_ERROR(decodeGraphInputs());
     PLAIT_RETURN_IF_ERROR(decodeGraphOutputs());
     return decodeTraining();
@@ -54,6 +58,9 @@ private:
   }
   std::string tensorLabel(uint32_t i) const {
     return fmt::format("tensor {} ('{}')", i, printable(out_.tensors[i].name));
+  }
+  std::string instrLabel(uint32_t i) const {
+    return fmt::format("instruction {} ('{}')", i, printable(out_.instrs[i].name));
   }
   static std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
   size_t numTensors() const { return root_.tensors() ? root_.tensors()->size() : 0; }
@@ -80,7 +87,8 @@ private:
     for (uint32_t k = 0; k < root_.kernels()->size(); ++k) {
       std::string name = str(root_.kernels()->Get(k));
       KernelFn fn = findKernel(name);
-      if (!fn)
+      CollectiveKind collective;
+      if (!fn && !collectiveKindOf(name, collective))
         return fail("kernel {} '{}' is not known to this runtime ({} kernels registered)", k,
                     printable(name), kernelNames().size());
       out_.kernels.push_back(std::move(name));
@@ -138,11 +146,149 @@ private:
         return fail("{}: bytes [{}, {}+{}) lie past the end of rank {}'s arena ({} bytes)",
                     label, t.offset, t.offset, t.bytes, rank, arena);
     }
-    return checkTensorSource(t, str(src.init()), label);
+    PLAIT_RETURN_IF_ERROR(checkTensorSource(t, str(src.init()), label, src.shard() != nullptr));
+    if (src.shard())
+      return decodeShard(*src.shard(), t, label);
+    return {};
+  }
+
+  // A `groups` partition: ranks inside the world, none twice, whole groups; `everyRank`
+  // when each rank must hold a place (sharded params, local_shard).
+  Status checkGroups(const std::vector<int64_t> &ranks, int64_t groupSize, bool everyRank,
+                     const std::string &label, RankGroups &out) const {
+    if (groupSize < 1)
+      return fail("{}: group_size must be at least 1, got {}", label, groupSize);
+    if (ranks.empty() || ranks.size() % uint64_t(groupSize) != 0)
+      return fail("{}: groups holds {} ranks, not a positive multiple of group_size {}", label,
+                  ranks.size(), groupSize);
+    std::vector<bool> seen(out_.worldSize, false);
+    for (int64_t r : ranks) {
+      if (r < 0 || r >= int64_t(out_.worldSize))
+        return fail("{}: rank {} in groups is outside the world (size {})", label, r,
+                    out_.worldSize);
+      if (seen[r])
+        return fail("{}: rank {} appears twice in groups", label, r);
+      seen[r] = true;
+    }
+    if (everyRank && ranks.size() != out_.worldSize)
+      return fail("{}: groups must place every rank of the world (size {}), it holds {}",
+                  label, out_.worldSize, ranks.size());
+    out.ranks.assign(ranks.begin(), ranks.end());
+    out.groupSize = uint32_t(groupSize);
+    return {};
+  }
+
+  // Where each piece of a sharded param comes from, and that the pieces fit the unit.
+  Status decodeShard(const fb::Shard &src, PlanTensor &t, const std::string &label) {
+    if (t.kind != TensorKind::Param)
+      return fail("{}: only a param can be sharded, this is a {} tensor", label,
+                  tensorKindName(t.kind));
+    if (t.data != -1 || t.init.kind != ParamInit::Kind::None)
+      return fail("{}: a sharded param takes its values from its pieces, not from a data "
+                  "buffer or initializer", label);
+    t.sharded = true;
+    ShardSpec &shard = t.shard;
+    shard.unit = str(src.unit());
+    std::vector<uint32_t> ranks = copyScalars(src.groups());
+    PLAIT_RETURN_IF_ERROR(checkGroups(std::vector<int64_t>(ranks.begin(), ranks.end()),
+                                      src.group_size(), /*everyRank=*/true, label + ": shard",
+                                      shard.groups));
+    shard.paddedNumel = src.padded_numel();
+    uint64_t numel = uint64_t(t.numel()), padded = 0;
+    if (__builtin_mul_overflow(numel, uint64_t(shard.groups.groupSize), &padded) ||
+        padded != shard.paddedNumel)
+      return fail("{}: shard padded_numel is {}, expected {} x group_size {}", label,
+                  shard.paddedNumel, numel, shard.groups.groupSize);
+    if (src.pieces())
+      for (uint32_t k = 0; k < src.pieces()->size(); ++k)
+        PLAIT_RETURN_IF_ERROR(decodePiece(*src.pieces()->Get(k), t, k, label));
+    std::vector<const ShardPiece *> byOffset;
+    for (const ShardPiece &p : shard.pieces)
+      byOffset.push_back(&p);
+    std::sort(byOffset.begin(), byOffset.end(),
+              [](const ShardPiece *a, const ShardPiece *b) { return a->offset < b->offset; });
+    for (size_t k = 1; k < byOffset.size(); ++k)
+      if (byOffset[k]->offset < byOffset[k - 1]->offset + byOffset[k - 1]->numel)
+        return fail("{}: pieces '{}' and '{}' overlap in the unit's flat buffer", label,
+                    printable(byOffset[k - 1]->name), printable(byOffset[k]->name));
+    return {};
+  }
+
+  Status decodePiece(const fb::ShardPiece &src, PlanTensor &t, uint32_t k,
+                     const std::string &tensorLabel) {
+    ShardPiece &p = t.shard.pieces.emplace_back();
+    p.name = str(src.name());
+    std::string label = fmt::format("{}: piece {} ('{}')", tensorLabel, k, printable(p.name));
+    if (p.name.empty())
+      return fail("{}: a piece needs a name", label);
+    p.shape = copyScalars(src.shape());
+    p.offset = src.offset();
+    p.numel = src.numel();
+    uint64_t shapeNumel = 1;
+    for (int64_t d : p.shape)
+      if (d < 0 || __builtin_mul_overflow(shapeNumel, uint64_t(d), &shapeNumel))
+        return fail("{}: bad shape {}", label, shapeString(p.shape));
+    if (shapeNumel != p.numel)
+      return fail("{}: numel is {}, but shape {} has {} elements", label, p.numel,
+                  shapeString(p.shape), shapeNumel);
+    uint64_t end = 0;
+    if (__builtin_add_overflow(p.offset, p.numel, &end) || end > t.shard.paddedNumel)
+      return fail("{}: elements [{}, {}+{}) lie outside the unit's padded buffer of {} "
+                  "elements", label, p.offset, p.offset, p.numel, t.shard.paddedNumel);
+    p.data = src.data();
+    std::string init = str(src.init());
+    if (p.data != -1) {
+      if (p.data < 0 || size_t(p.data) >= out_.buffers.size())
+        return fail("{}: data buffer index {} out of range ({} buffers)", label, p.data,
+                    out_.buffers.size());
+      uint64_t bytes = p.numel * dtypeSize(t.dtype); // p.numel <= paddedNumel: no overflow
+      if (out_.buffers[p.data].size != bytes)
+        return fail("{}: data buffer {} holds {} bytes, the piece needs {}", label, p.data,
+                    out_.buffers[p.data].size, bytes);
+      if (!init.empty())
+        return fail("{}: has both a data buffer and initializer '{}'", label, printable(init));
+    } else if (!init.empty()) {
+      Status parsed = parseParamInit(init, p.init);
+      if (!parsed.ok())
+        return fail("{}: {}", label, parsed.message());
+      if (p.init.kind != ParamInit::Kind::Zeros && p.init.kind != ParamInit::Kind::Ones &&
+          !isFloat(t.dtype))
+        return fail("{}: initializer '{}' needs a float dtype, the param is {}", label,
+                    printable(init), dtypeName(t.dtype));
+    } else if (p.numel != 0) {
+      return fail("{}: has neither a data buffer nor an initializer", label);
+    }
+    return {};
+  }
+
+  // Pieces are saved under their own names beside the replicated params (--save-weights),
+  // so none may take a name already taken.
+  Status checkSavedNames() const {
+    bool anySharded = false;
+    for (const PlanTensor &t : out_.tensors)
+      anySharded |= t.sharded;
+    if (!anySharded)
+      return {};
+    std::set<std::string> names;
+    for (uint32_t i = 0; i < out_.tensors.size(); ++i) {
+      const PlanTensor &t = out_.tensors[i];
+      if (t.kind != TensorKind::Param)
+        continue;
+      if (!t.sharded && !names.insert(t.name).second)
+        return fail("{}: the name '{}' is taken by another param or shard piece (saved "
+                    "weights hold both under their names)", tensorLabel(i), printable(t.name));
+      for (const ShardPiece &p : t.shard.pieces)
+        if (!names.insert(p.name).second)
+          return fail("{}: piece '{}': the name is taken by another param or shard piece "
+                      "(saved weights hold both under their names)", tensorLabel(i),
+                      printable(p.name));
+    }
+    return {};
   }
 
   // Where the tensor's first value comes from must match its kind.
-  Status checkTensorSource(PlanTensor &t, const std::string &init, const std::string &label) {
+  Status checkTensorSource(PlanTensor &t, const std::string &init, const std::string &label,
+                           bool sharded) {
     bool hasData = t.data != -1;
     if (hasData) {
       if (t.kind != TensorKind::Param && t.kind != TensorKind::Constant)
@@ -172,7 +318,8 @@ private:
     // PlanBuilder writes no buffer for empty data, so an empty tensor needs none.
     if (t.kind == TensorKind::Constant && !hasData && t.bytes != 0)
       return fail("{}: constant has no data buffer", label);
-    if (t.kind == TensorKind::Param && !hasData && init.empty() && t.bytes != 0)
+    if (t.kind == TensorKind::Param && !hasData && init.empty() && t.bytes != 0 &&
+        !sharded)
       return fail("{}: param has neither a data buffer nor an initializer", label);
     return {};
   }
@@ -215,6 +362,157 @@ private:
         value.floats = copyScalars(a->floats());
         value.str = str(a->str());
         in.attrs.set(std::move(name), std::move(value));
+      }
+    }
+    PLAIT_RETURN_IF_ERROR(decodeWaits(src, i, label));
+    CollectiveKind kind;
+    if (collectiveKindOf(out_.kernels[in.kernel], kind))
+      return decodeCollective(i, kind, label);
+    if (out_.kernels[in.kernel] == "local_shard")
+      return checkLocalShard(in, label);
+    return {};
+  }
+
+  // Each wait names an earlier collective, and each collective completes at one place.
+  Status decodeWaits(const fb::Instr &src, uint32_t i, const std::string &label) {
+    PlanInstr &in = out_.instrs[i];
+    in.waits = copyScalars(src.waits());
+    for (uint32_t w : in.waits) {
+      if (w >= i)
+        return fail("{}: waits for instruction {}, which is not an earlier instruction", label,
+                    w);
+      if (!out_.instrs[w].isCollective)
+        return fail("{}: waits for {}, which is not a collective ({})", label, instrLabel(w),
+                    printable(out_.kernels[out_.instrs[w].kernel]));
+      if (waitedBy_[w] != kNotWaited)
+        return fail("{}: waits for {}, already waited for by instruction {}", label,
+                    instrLabel(w), waitedBy_[w]);
+      waitedBy_[w] = i;
+    }
+    return {};
+  }
+
+  // Operands of a one-input, one-output instruction.
+  Status unaryOperands(const PlanInstr &in, const std::string &label, const PlanTensor *&x,
+                       const PlanTensor *&y) const {
+    if (in.inputs.size() != 1 || in.outputs.size() != 1)
+      return fail("{}: {} takes one input and one output, got {} and {}", label,
+                  out_.kernels[in.kernel], in.inputs.size(), in.outputs.size());
+    x = &out_.tensors[in.inputs[0]];
+    y = &out_.tensors[in.outputs[0]];
+    if (x->dtype != y->dtype)
+      return fail("{}: input is {}, output is {}", label, dtypeName(x->dtype),
+                  dtypeName(y->dtype));
+    return {};
+  }
+
+  Status decodeGroupsAttr(const Attrs &attrs, bool everyRank, const std::string &label,
+                          RankGroups &out) const {
+    if (!attrs.has("groups") || attrs.getInts("groups").empty())
+      return fail("{}: needs a 'groups' attribute (the participating ranks, group-major)",
+                  label);
+    if (!attrs.has("group_size"))
+      return fail("{}: needs a 'group_size' attribute", label);
+    return checkGroups(attrs.getInts("groups"), attrs.getInt("group_size", 0), everyRank,
+                       label, out);
+  }
+
+  // The shape, dtype and attribute rules of plan.fbs for one collective.
+  Status decodeCollective(uint32_t i, CollectiveKind kind, const std::string &label) {
+    PlanInstr &in = out_.instrs[i];
+    in.fn = nullptr; // run by the executor through its communicator
+    in.isCollective = true;
+    CollectiveSpec &spec = in.collective;
+    spec.kind = kind;
+    const char *name = collectiveKindName(kind);
+    const PlanTensor *x, *y;
+    PLAIT_RETURN_IF_ERROR(unaryOperands(in, label, x, y));
+    PLAIT_RETURN_IF_ERROR(decodeGroupsAttr(in.attrs, /*everyRank=*/false, label, spec.groups));
+    uint64_t g = spec.groups.groupSize;
+    bool reduces = kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter;
+    if (reduces) {
+      std::string reduce = in.attrs.getStr("reduce", "sum");
+      if (reduce != "sum" && reduce != "mean")
+        return fail("{}: reduce is '{}', expected sum or mean", label, printable(reduce));
+      spec.mean = reduce == "mean";
+      if (x->dtype == DType::I1)
+        return fail("{}: {} cannot reduce i1 tensors", label, name);
+      if (spec.mean && !isFloat(x->dtype))
+        return fail("{}: a mean needs a float dtype, the tensor is {}", label,
+                    dtypeName(x->dtype));
+    }
+    if (kind == CollectiveKind::Broadcast) {
+      int64_t root = in.attrs.getInt("root", 0);
+      if (root < 0 || uint64_t(root) >= g)
+        return fail("{}: root {} is not an index within a group of {}", label, root, g);
+      spec.root = uint32_t(root);
+    }
+    bool sameShape = kind == CollectiveKind::AllReduce || kind == CollectiveKind::Broadcast;
+    if (sameShape && x->shape != y->shape)
+      return fail("{}: {} keeps the shape, but the input is {} and the output {}", label, name,
+                  shapeString(x->shape), shapeString(y->shape));
+    if (!sameShape) {
+      if (x->shape.size() != 1 || y->shape.size() != 1)
+        return fail("{}: {} works on 1-D tensors, got input {} and output {}", label, name,
+                    shapeString(x->shape), shapeString(y->shape));
+      bool scatter = kind == CollectiveKind::ReduceScatter;
+      uint64_t chunk = uint64_t(scatter ? y->numel() : x->numel());
+      uint64_t full = uint64_t(scatter ? x->numel() : y->numel());
+      if (chunk * g != full)
+        return fail("{}: {} over groups of {} needs {} elements = {} x {}, got input {} and "
+                    "output {}", label, name, g, scatter ? "input" : "output",
+                    scatter ? "output" : "input", g, shapeString(x->shape),
+                    shapeString(y->shape));
+    }
+    // MPI may not alias send and receive buffers; in-place is the one exception it knows.
+    bool inPlace = x->offset == y->offset && x->bytes == y->bytes;
+    if (overlaps(*x, *y) && !(sameShape && inPlace))
+      return fail("{}: input and output of {} overlap in the arena{}", label, name,
+                  sameShape ? " (only an exactly in-place one is allowed)" : "");
+    return {};
+  }
+
+  // local_shard: this rank's chunk of its input, so every rank needs a place in a group.
+  Status checkLocalShard(const PlanInstr &in, const std::string &label) const {
+    const PlanTensor *x, *y;
+    PLAIT_RETURN_IF_ERROR(unaryOperands(in, label, x, y));
+    RankGroups groups;
+    PLAIT_RETURN_IF_ERROR(decodeGroupsAttr(in.attrs, /*everyRank=*/true, label, groups));
+    if (uint64_t(y->numel()) * groups.groupSize != uint64_t(x->numel()))
+      return fail("{}: local_shard over groups of {} needs input elements = {} x output, got "
+                  "input {} and output {}", label, groups.groupSize, groups.groupSize,
+                  shapeString(x->shape), shapeString(y->shape));
+    return {};
+  }
+
+  static bool overlaps(const PlanTensor &a, const PlanTensor &b) {
+    return a.bytes != 0 && b.bytes != 0 && a.offset < b.offset + b.bytes &&
+           b.offset < a.offset + a.bytes;
+  }
+
+  // A started collective owns its buffers until it completes: MPI reads its input and
+  // writes its output in the background. So between the start and the wait no instruction
+  // may read the output, or write either buffer. (The memory plan must keep both live until
+  // the wait; this catches a plan that does not.)
+  Status checkCollectivesInFlight() const {
+    for (uint32_t c = 0; c < out_.instrs.size(); ++c) {
+      const PlanInstr &coll = out_.instrs[c];
+      if (!coll.isCollective)
+        continue;
+      const PlanTensor &x = out_.tensors[coll.inputs[0]], &y = out_.tensors[coll.outputs[0]];
+      uint32_t end = waitedBy_[c] == kNotWaited ? uint32_t(out_.instrs.size()) : waitedBy_[c];
+      for (uint32_t j = c + 1; j < end; ++j) {
+        const PlanInstr &in = out_.instrs[j];
+        for (uint32_t t : in.inputs)
+          if (overlaps(out_.tensors[t], y))
+            return fail("{}: reads {} while collective {} is still writing it (wait for "
+                        "instruction {} first)", instrLabel(j), tensorLabel(t), instrLabel(c),
+                        c);
+        for (uint32_t t : in.outputs)
+          if (overlaps(out_.tensors[t], y) || overlaps(out_.tensors[t], x))
+            return fail("{}: writes {}, a buffer of collective {} which is still in flight "
+                        "(wait for instruction {} first)", instrLabel(j), tensorLabel(t),
+                        instrLabel(c), c);
       }
     }
     return {};
@@ -307,9 +605,12 @@ private:
     return {};
   }
 
+  static constexpr uint32_t kNotWaited = ~0u;
+
   const fb::Plan &root_;
   Plan &out_;
   std::vector<KernelFn> kernelFns_; // by kernel index
+  std::vector<uint32_t> waitedBy_;  // by instruction: the instruction that waits for it
 };
 
 // The file identifier as printable text for messages ("PLAN", or "\x00\x01.." escaped).

@@ -1,8 +1,11 @@
 // The run driver behind plait-run: binds inputs or training batches, runs steps, writes outputs.
 #include "runtime/RunPlan.h"
 
+#include <unistd.h>
+
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +16,8 @@
 #include "runtime/DataLoader.h"
 #include "runtime/Executor.h"
 #include "runtime/PlanLoader.h"
+#include "runtime/comm/Mpi.h"
+#include "runtime/comm/Mpirun.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/io/TensorFile.h"
@@ -21,11 +26,9 @@ namespace plait::rt {
 
 namespace {
 
-Status checkImplemented(const RunOptions &options) {
+Status checkOptions(const RunOptions &options) {
   if (options.nproc < 1)
     return Status::errorf("--nproc must be at least 1, got {}", options.nproc);
-  if (options.nproc > 1)
-    return Status::error("--nproc > 1 is not implemented yet (multi-rank execution)");
   if (options.steps < 1)
     return Status::errorf("--steps must be at least 1, got {}", options.steps);
   if (!options.dataDir.empty() && !options.inputs.empty())
@@ -148,19 +151,32 @@ nlohmann::json lossOf(const Executor &exec) {
   }
 }
 
+// Bytes sent per kind, under the names of the compiler report's `comm` (CommModel.h).
+nlohmann::json commBytesJson(const CommBytes &bytes) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int k = 0; k < kNumCollectiveKinds; ++k)
+    out[collectiveKindName(CollectiveKind(k))] = bytes.byKind[k];
+  out["total"] = bytes.total();
+  return out;
+}
+
+// One line per step, from rank 0: the loss (the plan already averaged it over the ranks),
+// the global throughput, and the bytes rank 0 sent (every rank of an SPMD plan sends as much).
 Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t step,
                     double stepMs, std::ofstream &log) {
   const Plan &plan = exec.plan();
-  int64_t samples = 1; // the leading dimension of the first input is the batch
+  int64_t samples = 1; // the leading dimension of the first input is the per-rank batch
   if (!plan.inputs.empty() && !plan.tensors[plan.inputs[0]].shape.empty())
     samples = plan.tensors[plan.inputs[0]].shape[0];
+  samples *= plan.worldSize;
   nlohmann::json record = {
       {"step", step},
       {"loss", lossOf(exec)},
       {"step_ms", stepMs},
       {"samples_per_s", stepMs > 0 ? samples * 1000.0 / stepMs : 0.0},
       {"arena_bytes", exec.arenaBytes()},
-      {"comm_bytes", 0},
+      {"comm_bytes", commBytesJson(exec.stepCommBytes())},
+      {"world_size", plan.worldSize},
   };
   log << record.dump() << std::endl; // flushed per step: a crashed run keeps its log
   if (!log)
@@ -198,52 +214,97 @@ std::string outputFileName(const std::string &tensorName, size_t index) {
 
 namespace {
 
-/// Writes every param under its name (the ONNX initializer names) as safetensors.
-Status saveWeights(const std::string &path, const Executor &exec) {
-  std::vector<std::pair<std::string, TensorView>> params;
+/// Writes every param under its name (the ONNX initializer names) as safetensors, from
+/// rank 0. Sharded params are gathered from their groups first (every rank takes part) and
+/// split into their pieces, so the file names and shapes are those of a world-1 run.
+Status saveWeights(const std::string &path, Executor &exec, bool writer) {
   const Plan &plan = exec.plan();
-  for (uint32_t t = 0; t < plan.tensors.size(); ++t)
-    if (plan.tensors[t].kind == TensorKind::Param)
-      params.emplace_back(plan.tensors[t].name, exec.view(t));
-  return writeSafetensors(path, params);
+  std::vector<std::pair<std::string, TensorView>> params;
+  std::vector<std::vector<uint8_t>> gathered; // keeps sharded units alive until written
+  gathered.reserve(plan.tensors.size());
+  for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
+    const PlanTensor &tensor = plan.tensors[t];
+    if (tensor.kind != TensorKind::Param)
+      continue;
+    if (!tensor.sharded) {
+      params.emplace_back(tensor.name, exec.view(t));
+      continue;
+    }
+    PLAIT_RETURN_IF_ERROR(exec.gatherParam(t, gathered.emplace_back()));
+    for (const ShardPiece &p : tensor.shard.pieces)
+      params.emplace_back(p.name,
+                          TensorView{gathered.back().data() + p.offset * dtypeSize(tensor.dtype),
+                                     tensor.dtype, p.shape});
+  }
+  return writer ? writeSafetensors(path, params) : Status();
 }
 
-} // namespace
+std::string rankCount(uint32_t n) { return fmt::format("{} rank{}", n, n == 1 ? "" : "s"); }
 
-Status runPlan(const RunOptions &options, std::string &summary) {
-  PLAIT_RETURN_IF_ERROR(checkImplemented(options));
+Status worldSizeMismatch(const std::string &planPath, uint32_t planWorld, uint32_t ranks) {
+  return Status::errorf("{}: compiled for world size {}, launched with {} (use mpirun -np {} "
+                        "or --nproc {})",
+                        planPath, planWorld, rankCount(ranks), planWorld, planWorld);
+}
+
+/// The test hook PLAIT_TEST_EXIT_RANK=R with PLAIT_TEST_EXIT_STEP=S: rank R dies (_exit(3),
+/// no MPI_Finalize, no MPI_Abort) just before step S, as a crashed rank would; tests check
+/// that the job then fails instead of hanging.
+struct ExitHook {
+  int64_t rank = -1, step = -1;
+  static ExitHook fromEnvironment() {
+    ExitHook hook;
+    const char *rank = std::getenv("PLAIT_TEST_EXIT_RANK");
+    const char *step = std::getenv("PLAIT_TEST_EXIT_STEP");
+    if (rank && step) {
+      hook.rank = std::strtoll(rank, nullptr, 10);
+      hook.step = std::strtoll(step, nullptr, 10);
+    }
+    return hook;
+  }
+  void before(uint32_t rank, int64_t step) const {
+    if (int64_t(rank) == this->rank && step == this->step)
+      ::_exit(3);
+  }
+};
+
+// The body of runPlan for one rank of `comm`'s world.
+Status runOnRank(const RunOptions &options, Communicator &comm, std::string &summary) {
   Plan plan;
   PLAIT_RETURN_IF_ERROR(loadPlan(options.planPath, plan));
-  if (plan.worldSize > 1)
-    return Status::errorf("{}: compiled for world size {}; multi-rank execution is not "
-                          "implemented yet",
-                          plan.path, plan.worldSize);
+  if (plan.worldSize != comm.size())
+    return worldSizeMismatch(plan.path, plan.worldSize, comm.size());
   if (plan.training && options.dataDir.empty() && options.inputs.empty())
     return Status::errorf("{}: a training plan needs its batches: --data DIR (one NAME.npy "
                           "per graph input) or --input NAME=FILE for one fixed batch",
                           plan.path);
   ExecutorOptions execOptions;
+  execOptions.rank = comm.rank();
   execOptions.seed = options.seed;
+  execOptions.comm = &comm;
   std::unique_ptr<Executor> exec;
   PLAIT_RETURN_IF_ERROR(Executor::create(plan, execOptions, exec));
 
   DataLoader data;
-  std::vector<HostTensor> fixedInputs;
+  std::vector<HostTensor> fixedInputs; // --input: every rank reads the same files
   if (!options.dataDir.empty())
-    PLAIT_RETURN_IF_ERROR(DataLoader::open(options.dataDir, plan, data));
+    PLAIT_RETURN_IF_ERROR(DataLoader::open(options.dataDir, plan, data, comm.size(), comm.rank()));
   else
     PLAIT_RETURN_IF_ERROR(readInputs(options, plan, fixedInputs));
 
+  bool lead = comm.rank() == 0; // logs, writes files and summarises for the job
   std::ofstream log;
-  if (!options.logJsonl.empty()) {
+  if (lead && !options.logJsonl.empty()) {
     log.open(options.logJsonl, std::ios::trunc); // the log describes this run only
     if (!log)
       return Status::errorf("--log-jsonl {}: cannot open for writing", options.logJsonl);
   }
 
+  ExitHook exitHook = ExitHook::fromEnvironment();
   double totalMs = 0, lastMs = 0;
   nlohmann::json firstLoss;
   for (int64_t step = 1; step <= options.steps; ++step) {
+    exitHook.before(comm.rank(), step);
     if (!options.dataDir.empty())
       PLAIT_RETURN_IF_ERROR(data.loadBatch(step - 1, *exec));
     else
@@ -263,23 +324,71 @@ Status runPlan(const RunOptions &options, std::string &summary) {
   }
 
   std::vector<std::string> written;
-  if (!options.outputDir.empty())
+  if (lead && !options.outputDir.empty())
     PLAIT_RETURN_IF_ERROR(writeOutputs(options, *exec, written));
   if (!options.saveWeights.empty())
-    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec));
+    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec, lead));
+  if (!lead)
+    return {};
+  std::string onRanks = plan.worldSize > 1 ? " on " + rankCount(plan.worldSize) : "";
   if (plan.training)
-    summary = fmt::format("{}: trained {} steps, loss {} -> {}, {:.3f} ms/step (arena {} "
+    summary = fmt::format("{}: trained {} steps{}, loss {} -> {}, {:.3f} ms/step (arena {} "
                           "bytes){}",
-                          plan.path, options.steps, firstLoss.dump(), lossOf(*exec).dump(),
-                          totalMs / double(options.steps), exec->arenaBytes(),
+                          plan.path, options.steps, onRanks, firstLoss.dump(),
+                          lossOf(*exec).dump(), totalMs / double(options.steps),
+                          exec->arenaBytes(),
                           options.saveWeights.empty() ? "" : "; weights -> " + options.saveWeights);
   else
-    summary = fmt::format("{}: ran {} instructions {} in {:.3f} ms (arena {} bytes); outputs: {}",
+    summary = fmt::format("{}: ran {} instructions {}{} in {:.3f} ms (arena {} bytes); outputs: {}",
                           plan.path, plan.instrs.size(),
                           options.steps == 1 ? std::string("once")
                                              : fmt::format("x {} steps", options.steps),
-                          totalMs, exec->arenaBytes(), outputsSummary(*exec, written));
+                          onRanks, totalMs, exec->arenaBytes(), outputsSummary(*exec, written));
   return {};
+}
+
+// "PLAN: rank R: message", whatever the message started with.
+Status withRank(const Status &s, const std::string &planPath, uint32_t rank) {
+  std::string message = s.message();
+  if (message.rfind(planPath + ": ", 0) == 0)
+    message.erase(0, planPath.size() + 2);
+  std::string text = fmt::format("{}: rank {}: {}", planPath, rank, message);
+  return s.isInternal() ? Status::internal(text) : Status::error(text);
+}
+
+} // namespace
+
+Status runPlan(const RunOptions &options, std::string &summary) {
+  summary.clear();
+  PLAIT_RETURN_IF_ERROR(checkOptions(options));
+  if (options.nproc > 1) // the ranks it asks for are started by relaunchUnderMpirun
+    return Status::internal(fmt::format("runPlan runs one rank, not --nproc {}", options.nproc));
+  // mpirun's ranks join the job; a single process never touches MPI. A plan for more ranks
+  // than were launched fails on the world-size check, without waiting for missing peers.
+  if (mpi::launchedWorldSize() > 0)
+    PLAIT_RETURN_IF_ERROR(mpi::initialize());
+  std::unique_ptr<Communicator> comm;
+  if (mpi::active())
+    PLAIT_RETURN_IF_ERROR(mpi::makeWorldComm(comm));
+  else
+    comm = makeLocalComm();
+  Status s = runOnRank(options, *comm, summary);
+  if (!s.ok() && comm->size() > 1)
+    return withRank(s, options.planPath, comm->rank());
+  return s;
+}
+
+Status relaunchUnderMpirun(const RunOptions &options, const std::vector<std::string> &args) {
+  if (mpi::launchedWorldSize() > 0)
+    return Status::errorf("--nproc {}: this process already is a rank started by mpirun; "
+                          "give the rank count to mpirun alone",
+                          options.nproc);
+  // Checked once here rather than as one error per rank after the launch.
+  Plan plan;
+  PLAIT_RETURN_IF_ERROR(loadPlan(options.planPath, plan));
+  if (int64_t(plan.worldSize) != options.nproc)
+    return worldSizeMismatch(plan.path, plan.worldSize, uint32_t(options.nproc));
+  return execUnderMpirun(uint32_t(options.nproc), args);
 }
 
 } // namespace plait::rt

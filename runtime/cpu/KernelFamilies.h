@@ -10,7 +10,7 @@ void registerNormalizationKernels(); // softmax, log_softmax, layer_norm, rms_no
 void registerLinalgKernels();        // matmul, gemm                      (LinalgKernels.cpp)
 void registerConvKernels();          // conv2d                            (ConvKernels.cpp)
 void registerPoolKernels();          // max_pool2d, avg_pool2d            (PoolKernels.cpp)
-void registerMovementKernels();      // reshape, transpose, slice, pad, ... (MovementKernels.cpp)
+void registerMovementKernels();      // reshape, ..., local_shard       (MovementKernels.cpp)
 void registerIndexingKernels();      // gather, trilu                     (IndexingKernels.cpp)
 void registerCastKernels();          // cast                              (CastKernels.cpp)
 void registerLossKernels();          // softmax_cross_entropy, nll_loss   (LossKernels.cpp)

@@ -1,5 +1,5 @@
 // Data-movement kernels for every dtype: reshape, transpose, broadcast_to, slice, pad,
-// concat and split. They move elements as opaque bytes and never look at values (except
+// concat, split and local_shard. They move elements as opaque bytes and never look at values (except
 // pad, which writes its fill value).
 #include <algorithm>
 #include <cmath>
@@ -252,6 +252,27 @@ Status splitKernel(const KernelCall &call) {
   return Status();
 }
 
+/// local_shard(x) -> chunk i of x's elements, i = this rank's index within its group in
+/// attr `groups` (group-major, `group_size` ranks each): how a rank keeps its shard of a
+/// replicated value without communicating.
+Status localShardKernel(const KernelCall &call) {
+  constexpr std::string_view kName = "local_shard";
+  PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, kName));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  std::vector<int64_t> groups = call.attrs.getInts("groups");
+  int64_t groupSize = call.attrs.getInt("group_size", 0);
+  if (groupSize < 1 || x.numel() != y.numel() * groupSize)
+    return Status::errorf("{}: input {} is not {} chunks of output {}", kName,
+                          shapeString(x.shape), groupSize, shapeString(y.shape));
+  auto it = std::find(groups.begin(), groups.end(), int64_t(call.rank));
+  if (it == groups.end())
+    return Status::errorf("{}: rank {} is in none of the groups", kName, call.rank);
+  int64_t index = (it - groups.begin()) % groupSize;
+  std::memmove(y.data, static_cast<const char *>(x.data) + index * y.bytes(), y.bytes());
+  return Status();
+}
+
 } // namespace
 
 void registerMovementKernels() {
@@ -262,6 +283,7 @@ void registerMovementKernels() {
   registerKernel("pad", &padKernel);
   registerKernel("concat", &concatKernel);
   registerKernel("split", &splitKernel);
+  registerKernel("local_shard", &localShardKernel);
 }
 
 } // namespace plait::rt::cpu

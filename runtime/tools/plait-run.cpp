@@ -1,5 +1,6 @@
 // plait-run: executes a plait plan on the CPU. A thin main over runPlan() (runtime/RunPlan.h).
 // Exit codes: 0 ok, 1 user error ("plait-run: ..." on stderr, one line), 2 internal error.
+// Multi-rank: `mpirun -np N plait-run PLAN ...`, or `plait-run --nproc N PLAN ...`.
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -10,6 +11,8 @@
 #include <fmt/core.h>
 
 #include "runtime/RunPlan.h"
+#include "runtime/comm/Mpi.h"
+#include "runtime/comm/Mpirun.h"
 #include "runtime/cuda/CudaDevice.h"
 
 namespace {
@@ -19,6 +22,18 @@ constexpr int kExitInternalError = 2;
 
 int fail(int code, const std::string &message) {
   fmt::print(stderr, "plait-run: {}\n", message);
+  return code;
+}
+
+// An error on one rank of a multi-rank job ends every rank: the others may be blocked in a
+// collective waiting for this one.
+int failRank(int code, const std::string &message) {
+  fail(code, message);
+  if (plait::rt::mpi::active() && plait::rt::mpi::launchedWorldSize() > 1) {
+    std::fflush(nullptr);
+    plait::rt::mpi::abortJob(code);
+  }
+  plait::rt::mpi::finalize();
   return code;
 }
 
@@ -63,7 +78,8 @@ int main(int argc, char **argv) {
   app.add_option("--seed", options.seed, "seed for parameters initialised from a spec")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--steps", options.steps, "steps to run");
-  app.add_option("--nproc", options.nproc, "local ranks to launch");
+  app.add_option("--nproc", options.nproc,
+                 "start N local ranks under mpirun (the plan's world size)");
   app.add_option("--data", options.dataDir, "training data: one NAME.npy per graph input");
   app.add_option("--save-weights", options.saveWeights,
                  "write the params (after the last step) as FILE.safetensors");
@@ -99,16 +115,27 @@ int main(int argc, char **argv) {
     options.inputs.push_back(std::move(binding));
   }
 
+  if (options.nproc > 1) { // returns only on error; otherwise mpirun takes over
+    std::vector<std::string> args(argv + 1, argv + argc);
+    plait::rt::Status status =
+        plait::rt::relaunchUnderMpirun(options, plait::rt::withoutOption(args, "--nproc"));
+    return fail(status.isInternal() ? kExitInternalError : kExitUserError, status.message());
+  }
+
   try {
     std::string summary;
     plait::rt::Status status = plait::rt::runPlan(options, summary);
     if (!status.ok())
-      return fail(status.isInternal() ? kExitInternalError : kExitUserError, status.message());
-    fmt::print("{}\n", summary);
+      return failRank(status.isInternal() ? kExitInternalError : kExitUserError,
+                      status.message());
+    if (!summary.empty()) // rank 0 speaks for the job
+      fmt::print("{}\n", summary);
+    std::fflush(stdout);
+    plait::rt::mpi::finalize();
     return 0;
   } catch (const std::bad_alloc &) {
-    return fail(kExitInternalError, "out of memory");
+    return failRank(kExitInternalError, "out of memory");
   } catch (const std::exception &e) {
-    return fail(kExitInternalError, fmt::format("internal error: {}", e.what()));
+    return failRank(kExitInternalError, fmt::format("internal error: {}", e.what()));
   }
 }

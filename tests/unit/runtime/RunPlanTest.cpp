@@ -68,7 +68,12 @@ TEST_F(RunPlanTest, RunsAndWritesOutputs) {
   EXPECT_EQ(record["step"], 1);
   EXPECT_TRUE(record["loss"].is_null()) << "the first output is not a scalar";
   EXPECT_EQ(record["arena_bytes"], 128);
-  EXPECT_EQ(record["comm_bytes"], 0);
+  EXPECT_EQ(record["comm_bytes"], nlohmann::json({{"all_reduce", 0},
+                                                   {"reduce_scatter", 0},
+                                                   {"all_gather", 0},
+                                                   {"broadcast", 0},
+                                                   {"total", 0}}));
+  EXPECT_EQ(record["world_size"], 1);
   EXPECT_TRUE(record["step_ms"].is_number());
   EXPECT_TRUE(record["samples_per_s"].is_number());
   EXPECT_FALSE(std::getline(log, line));
@@ -159,7 +164,7 @@ TEST_F(RunPlanTest, ForwardPlanRunsSeveralSteps) {
   EXPECT_EQ(lines, 3);
 }
 
-TEST_F(RunPlanTest, RejectsBadOrUnimplementedOptions) {
+TEST_F(RunPlanTest, RejectsBadOptionsAndWorldSizeMismatch) {
   rt::RunOptions o = options();
   o.steps = 0;
   EXPECT_EQ(runError(o), "--steps must be at least 1, got 0");
@@ -168,7 +173,7 @@ TEST_F(RunPlanTest, RejectsBadOrUnimplementedOptions) {
   EXPECT_EQ(runError(o), "--nproc must be at least 1, got 0");
   o = options();
   o.nproc = 2;
-  EXPECT_THAT(runError(o), HasSubstr("--nproc > 1 is not implemented yet"));
+  EXPECT_EQ(runError(o), "runPlan runs one rank, not --nproc 2"); // relaunchUnderMpirun's job
   o = options();
   o.dataDir = dir_;
   EXPECT_EQ(runError(o), "give the batch either with --data DIR or with --input, not both");
@@ -177,8 +182,9 @@ TEST_F(RunPlanTest, RejectsBadOrUnimplementedOptions) {
   raw.worldSize = 2;
   raw.arenaBytes = {128, 128};
   writeFile(planPath_, serializeRaw(raw));
-  EXPECT_EQ(runError(options()), planPath_ + ": compiled for world size 2; multi-rank execution "
-                                             "is not implemented yet");
+  // Not started by mpirun: one rank, so the plan cannot run (and MPI is never touched).
+  EXPECT_EQ(runError(options()), planPath_ + ": compiled for world size 2, launched with 1 rank "
+                                             "(use mpirun -np 2 or --nproc 2)");
 }
 
 TEST_F(RunPlanTest, ReportsPlanErrors) {
@@ -244,7 +250,8 @@ TEST_F(PlaitRunBinaryTest, UserErrorsExitOneWithOneLine) {
                            "x=FILE.npy\n"},
            Case{planPath_ + " --input x", "plait-run: --input 'x': expected NAME=FILE\n"},
            Case{planPath_ + " --input x=" + xPath_ + " --nproc 2",
-                "plait-run: --nproc > 1 is not implemented yet (multi-rank execution)\n"},
+                "plait-run: " + planPath_ + ": compiled for world size 1, launched with 2 ranks "
+                "(use mpirun -np 1 or --nproc 1)\n"},
            Case{planPath_ + " --input x=" + xPath_ + " --trace t.json",
                 "plait-run: --trace is not implemented yet\n"},
            Case{planPath_ + " --input x=" + xPath_ + " --resume",

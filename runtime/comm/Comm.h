@@ -1,0 +1,99 @@
+// The communicator the executor runs collectives through: MPI (MpiComm.h) or one process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "runtime/Status.h"
+#include "runtime/Tensor.h"
+
+namespace plait::rt {
+
+/// The collective instructions of plan.fbs, by kernel name.
+enum class CollectiveKind : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast };
+inline constexpr int kNumCollectiveKinds = 4;
+
+/// "all_reduce", "reduce_scatter", "all_gather", "broadcast".
+const char *collectiveKindName(CollectiveKind k);
+/// The collective named `kernel`, or false when `kernel` is not a collective.
+bool collectiveKindOf(std::string_view kernel, CollectiveKind &out);
+
+/// A `groups` attribute (plan.fbs): ranks partitioned into equal groups, group-major
+/// (ranks[g * groupSize + i] is member i of group g). A rank appears at most once; a rank
+/// that appears nowhere takes no part.
+struct RankGroups {
+  std::vector<uint32_t> ranks;
+  uint32_t groupSize = 0;
+
+  uint32_t numGroups() const { return groupSize ? uint32_t(ranks.size() / groupSize) : 0; }
+  /// Sets `group` and `index` (position within the group) of `rank`; false when it is in
+  /// no group.
+  bool locate(uint32_t rank, uint32_t &group, uint32_t &index) const;
+  bool operator==(const RankGroups &o) const {
+    return groupSize == o.groupSize && ranks == o.ranks;
+  }
+  bool operator<(const RankGroups &o) const {
+    return groupSize != o.groupSize ? groupSize < o.groupSize : ranks < o.ranks;
+  }
+};
+
+/// Bytes this rank sent, per kind of collective, under the ring model of
+/// codegen/schema/CommModel.h (the compiler's report predicts the same numbers).
+struct CommBytes {
+  uint64_t byKind[kNumCollectiveKinds] = {};
+
+  uint64_t of(CollectiveKind k) const { return byKind[static_cast<int>(k)]; }
+  uint64_t total() const;
+  /// Counts one collective over `groupSize` ranks whose whole buffer is `fullBytes`.
+  void add(CollectiveKind k, uint64_t fullBytes, uint64_t groupSize);
+};
+
+/// One collective as this rank sees it, on raw element arrays. Reductions are sums; a mean
+/// is the caller's division once the sum has completed.
+struct CollectiveArgs {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  DType dtype = DType::F32;
+  const void *send = nullptr; // all_reduce may pass send == recv (in place)
+  void *recv = nullptr;       // broadcast: the buffer, sent from the root, received elsewhere
+  /// Elements: the whole buffer (all_reduce, broadcast); this rank's chunk (reduce_scatter's
+  /// result, all_gather's contribution).
+  uint64_t count = 0;
+  uint32_t root = 0;          // broadcast: the root's index within the group
+};
+
+/// A started collective; valid until it is waited for.
+using CommRequest = uint32_t;
+/// A group partition interned by Communicator::group.
+using CommGroup = uint32_t;
+
+/// Collectives over the ranks of one job. Not thread-safe: the executor's thread makes
+/// every call (MPI_THREAD_FUNNELED).
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual uint32_t rank() const = 0;
+  virtual uint32_t size() const = 0;
+
+  /// The communicator for this rank's group under `groups`, created on first use of that
+  /// partition. Collective over all ranks: every rank must ask for the same partitions in
+  /// the same order, which holds because every rank loads the same plan.
+  virtual Status group(const RankGroups &groups, CommGroup &out) = 0;
+
+  /// Starts `args` on this rank's group of `group` (the rank must be a member) without
+  /// waiting for it. The buffers must stay untouched until wait() returns.
+  virtual Status start(CommGroup group, const CollectiveArgs &args, CommRequest &out) = 0;
+  /// Blocks until `request` has completed; the request is then released.
+  virtual Status wait(CommRequest request) = 0;
+  /// Lets outstanding collectives progress (OpenMPI progresses non-blocking collectives only
+  /// inside MPI calls); cheap when nothing is outstanding.
+  virtual Status poll() = 0;
+};
+
+/// A communicator for one process standing as rank `rank` of `size`: only groups of one
+/// rank can run, as local copies. With size > 1 it lets single-process code (tests, loaders)
+/// act as any rank of a plan for everything but communication.
+std::unique_ptr<Communicator> makeLocalComm(uint32_t rank = 0, uint32_t size = 1);
+
+} // namespace plait::rt

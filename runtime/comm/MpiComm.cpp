@@ -1,0 +1,225 @@
+// The MPI communicator: one MPI communicator per group partition (MPI_Comm_split), collectives
+// started with MPI_Iallreduce / MPI_Ireduce_scatter_block / MPI_Iallgather / MPI_Ibcast.
+#include <climits>
+#include <cstdlib>
+#include <map>
+
+#include "runtime/comm/Mpi.h"
+#include "runtime/comm/MpiStatus.h"
+
+namespace plait::rt::mpi {
+
+namespace {
+
+bool initializedHere = false;
+
+// MPI has no 16-bit float types: bf16 and f16 travel as 16-bit words and are summed by these
+// user operations, in f32, rounding once per addition (as the CPU kernels do).
+void sumBf16(void *in, void *inout, int *len, MPI_Datatype *) {
+  const uint16_t *a = static_cast<const uint16_t *>(in);
+  uint16_t *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i)
+    b[i] = floatToBf16(bf16ToFloat(a[i]) + bf16ToFloat(b[i]));
+}
+
+void sumF16(void *in, void *inout, int *len, MPI_Datatype *) {
+  const uint16_t *a = static_cast<const uint16_t *>(in);
+  uint16_t *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i)
+    b[i] = floatToF16(f16ToFloat(a[i]) + f16ToFloat(b[i]));
+}
+
+MPI_Datatype mpiType(DType t) {
+  switch (t) {
+  case DType::F32:
+    return MPI_FLOAT;
+  case DType::F64:
+    return MPI_DOUBLE;
+  case DType::BF16:
+  case DType::F16:
+    return MPI_UINT16_T;
+  case DType::I64:
+    return MPI_INT64_T;
+  case DType::I32:
+    return MPI_INT32_T;
+  case DType::I1:
+    return MPI_UINT8_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+class MpiComm final : public Communicator {
+public:
+  ~MpiComm() override {
+    // Reached with requests outstanding only after an error, on the way to MPI_Abort.
+    for (MPI_Comm &c : groupComms_)
+      if (c != MPI_COMM_NULL)
+        MPI_Comm_free(&c);
+    if (world_ != MPI_COMM_NULL)
+      MPI_Comm_free(&world_);
+    for (MPI_Op op : {sumBf16_, sumF16_})
+      if (op != MPI_OP_NULL)
+        MPI_Op_free(&op);
+  }
+
+  Status init() {
+    // A duplicate of MPI_COMM_WORLD keeps plait's traffic apart from anyone else's, and
+    // carries MPI_ERRORS_RETURN (to every communicator split from it) so that errors come
+    // back to us instead of aborting.
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_dup(MPI_COMM_WORLD, &world_));
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN));
+    int rank = 0, size = 0;
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_rank(world_, &rank));
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_size(world_, &size));
+    rank_ = uint32_t(rank);
+    size_ = uint32_t(size);
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Op_create(&sumBf16, /*commute=*/1, &sumBf16_));
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Op_create(&sumF16, /*commute=*/1, &sumF16_));
+    return {};
+  }
+
+  uint32_t rank() const override { return rank_; }
+  uint32_t size() const override { return size_; }
+
+  Status group(const RankGroups &groups, CommGroup &out) override {
+    auto it = groupIndex_.find(groups);
+    if (it != groupIndex_.end()) {
+      out = it->second;
+      return {};
+    }
+    // Split by group; the key orders each new communicator by position in the group, so
+    // that its rank is the rank's index within the group (broadcast roots, chunk order).
+    uint32_t group, index;
+    bool member = groups.locate(rank_, group, index);
+    MPI_Comm comm = MPI_COMM_NULL;
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_split(world_, member ? int(group) : MPI_UNDEFINED,
+                                             member ? int(index) : 0, &comm));
+    out = CommGroup(groupComms_.size());
+    groupComms_.push_back(comm);
+    groupIndex_.emplace(groups, out);
+    return {};
+  }
+
+  Status start(CommGroup group, const CollectiveArgs &args, CommRequest &out) override {
+    if (group >= groupComms_.size() || groupComms_[group] == MPI_COMM_NULL)
+      return Status::internal(fmt::format("{} on a group this rank is not in",
+                                          collectiveKindName(args.kind)));
+    if (args.count > uint64_t(INT_MAX))
+      return Status::errorf("{} of {} elements: more than MPI's int count allows",
+                            collectiveKindName(args.kind), args.count);
+    MPI_Comm comm = groupComms_[group];
+    MPI_Datatype type = mpiType(args.dtype);
+    int count = int(args.count);
+    MPI_Op sum = args.dtype == DType::BF16  ? sumBf16_
+                 : args.dtype == DType::F16 ? sumF16_
+                                            : MPI_SUM;
+    MPI_Request request = MPI_REQUEST_NULL;
+    switch (args.kind) {
+    case CollectiveKind::AllReduce:
+      PLAIT_MPI_RETURN_IF_ERROR(
+          MPI_Iallreduce(args.send == args.recv ? MPI_IN_PLACE : args.send, args.recv, count,
+                         type, sum, comm, &request));
+      break;
+    case CollectiveKind::ReduceScatter:
+      PLAIT_MPI_RETURN_IF_ERROR(
+          MPI_Ireduce_scatter_block(args.send, args.recv, count, type, sum, comm, &request));
+      break;
+    case CollectiveKind::AllGather:
+      PLAIT_MPI_RETURN_IF_ERROR(
+          MPI_Iallgather(args.send, count, type, args.recv, count, type, comm, &request));
+      break;
+    case CollectiveKind::Broadcast:
+      PLAIT_MPI_RETURN_IF_ERROR(
+          MPI_Ibcast(args.recv, count, type, int(args.root), comm, &request));
+      break;
+    }
+    if (freeSlots_.empty()) {
+      freeSlots_.push_back(uint32_t(requests_.size()));
+      requests_.push_back(MPI_REQUEST_NULL);
+      completedIndices_.resize(requests_.size());
+    }
+    out = freeSlots_.back();
+    freeSlots_.pop_back();
+    requests_[out] = request;
+    ++outstanding_;
+    return {};
+  }
+
+  Status wait(CommRequest request) override {
+    // A request poll() saw complete is MPI_REQUEST_NULL already; MPI_Wait returns at once.
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Wait(&requests_[request], MPI_STATUS_IGNORE));
+    freeSlots_.push_back(request);
+    --outstanding_;
+    return {};
+  }
+
+  Status poll() override {
+    if (outstanding_ == 0)
+      return {};
+    int completed = 0;
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Testsome(int(requests_.size()), requests_.data(), &completed,
+                                           completedIndices_.data(), MPI_STATUSES_IGNORE));
+    return {};
+  }
+
+private:
+  MPI_Comm world_ = MPI_COMM_NULL;
+  uint32_t rank_ = 0, size_ = 1;
+  MPI_Op sumBf16_ = MPI_OP_NULL, sumF16_ = MPI_OP_NULL;
+  std::vector<MPI_Comm> groupComms_;          // by CommGroup; MPI_COMM_NULL: not a member
+  std::map<RankGroups, CommGroup> groupIndex_;
+  std::vector<MPI_Request> requests_;         // by CommRequest slot
+  std::vector<CommRequest> freeSlots_;
+  std::vector<int> completedIndices_;         // MPI_Testsome's output
+  uint32_t outstanding_ = 0;                  // slots started and not yet waited for
+};
+
+} // namespace
+
+uint32_t launchedWorldSize() {
+  const char *size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!size || !*size)
+    return 0;
+  char *end = nullptr;
+  unsigned long n = std::strtoul(size, &end, 10);
+  return *end == '\0' && n <= UINT32_MAX ? uint32_t(n) : 0;
+}
+
+Status initialize() {
+  int initialized = 0;
+  PLAIT_MPI_RETURN_IF_ERROR(MPI_Initialized(&initialized));
+  if (initialized)
+    return {};
+  int provided = 0;
+  PLAIT_MPI_RETURN_IF_ERROR(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+  initializedHere = true;
+  if (provided < MPI_THREAD_FUNNELED)
+    return Status::internal("MPI does not provide MPI_THREAD_FUNNELED");
+  return {};
+}
+
+bool active() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+void finalize() {
+  if (initializedHere && active())
+    MPI_Finalize();
+}
+
+void abortJob(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code); // MPI_Abort does not return; this only keeps [[noreturn]] honest
+}
+
+Status makeWorldComm(std::unique_ptr<Communicator> &out) {
+  auto comm = std::make_unique<MpiComm>();
+  PLAIT_RETURN_IF_ERROR(comm->init());
+  out = std::move(comm);
+  return {};
+}
+
+} // namespace plait::rt::mpi
