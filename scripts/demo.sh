@@ -48,3 +48,22 @@ for line in open(sys.argv[1]):
     if r["step"] in (1, 10, 20, 30, 40):
         print(f"  step {r['step']:3d}  loss {r['loss']:.4f}  {r['step_ms']:.2f} ms")
 PY
+
+echo
+echo "== plait-compile samples/gpt/gpt.onnx -o gpt-fsdp.plan --train --optimizer adamw --lr 3e-3 --world-size 2 --strategy fsdp --placement 'wte|wpe=ddp'"
+"$bin/plait-compile" "$sample/gpt.onnx" -o "$out/gpt-fsdp.plan" --train --optimizer adamw \
+  --lr 3e-3 --world-size 2 --strategy fsdp --placement 'wte|wpe=ddp' --explain
+echo
+echo "== plait-run gpt-fsdp.plan --nproc 2 --data data/ --steps 40 --log-jsonl log2.jsonl"
+"$bin/plait-run" "$out/gpt-fsdp.plan" --nproc 2 --data "$out/data" --steps 40 \
+  --log-jsonl "$out/log2.jsonl"
+/usr/bin/python3 - "$out/log2.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["step"] in (1, 10, 20, 30, 40):
+        c = r["comm_bytes"]
+        print(f"  step {r['step']:3d}  loss {r['loss']:.4f}  {r['step_ms']:.2f} ms  sent "
+              f"{c['total']} B (all_reduce {c['all_reduce']}, reduce_scatter "
+              f"{c['reduce_scatter']}, all_gather {c['all_gather']})")
+PY
