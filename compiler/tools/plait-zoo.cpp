@@ -237,8 +237,9 @@ int64_t poolCount(int64_t size) {
   return pools;
 }
 
-/// Conv/pool stack: a 3x3 stem conv, residual blocks of 3x3 conv + ReLU with 2x2 max-pools
-/// spread evenly over the blocks, global average pool and a linear classifier.
+/// Conv/pool stack: a 3x3 stem conv, pre-activation residual blocks (x + conv(relu(x)), so
+/// that the branch adds zero-mean noise however deep the stack is) with 2x2 max-pools spread
+/// evenly over the blocks, then ReLU, global average pool and a linear classifier.
 FailureOr<OwningOpRef<ModuleOp>> buildCnn(MLIRContext &ctx, const ZooOptions &o) {
   const int64_t B = o.batch, C = o.width, I = o.image, K = o.classes, inChannels = 3;
   GraphBuilder g(ctx,
@@ -251,20 +252,20 @@ FailureOr<OwningOpRef<ModuleOp>> buildCnn(MLIRContext &ctx, const ZooOptions &o)
     Value bias = g.param(prefix + ".bias", {C}, "zeros");
     return g.create<plait::Conv2dOp>(x, w, bias, /*strides=*/ones, same, /*dilations=*/ones, 1);
   };
-  Value x = g.create<plait::ReluOp>(
-      conv(g.arg(0), "stem", inChannels, normal(std::sqrt(2.0 / (inChannels * 9)))));
+  Value x = conv(g.arg(0), "stem", inChannels, normal(std::sqrt(1.0 / (inChannels * 9))));
   // He init, scaled down by sqrt(layers) on the residual branch (see buildMlp).
   const std::string branchInit = normal(std::sqrt(2.0 / (C * 9 * static_cast<double>(o.layers))));
   const int64_t pools = std::min(poolCount(I), o.layers);
   int64_t size = I;
   for (int64_t i = 0; i < o.layers; ++i) {
-    x = g.add(x, g.create<plait::ReluOp>(conv(x, block(i, "conv"), C, branchInit)));
+    x = g.add(x, conv(g.create<plait::ReluOp>(x), block(i, "conv"), C, branchInit));
     if ((i + 1) * pools / o.layers > i * pools / o.layers) {
       x = g.create<plait::MaxPool2dOp>(x, ArrayRef<int64_t>{2, 2}, ArrayRef<int64_t>{2, 2}, none,
                                        /*dilations=*/ones);
       size /= 2;
     }
   }
+  x = g.create<plait::ReluOp>(x);
   x = g.create<plait::AvgPool2dOp>(x, ArrayRef<int64_t>{size, size}, /*strides=*/ones, none);
   x = g.reshape(x, {B, C});
   return g.finish(g.crossEntropy(g.linear(x, "head", C, K, normal(0.02)), g.arg(1)));
@@ -322,8 +323,9 @@ const Family kFamilies[] = {
      }(),
      true, buildMlp},
     {"cnn",
-     "conv/pool stack: 3x3 stem conv, residual blocks of 3x3 conv + ReLU with 2x2 max-pools "
-     "spread over the blocks, global average pool, linear classifier, cross-entropy",
+     "conv/pool stack: 3x3 stem conv, pre-activation residual blocks (ReLU, 3x3 conv) with 2x2 "
+     "max-pools spread over the blocks, ReLU, global average pool, linear classifier, "
+     "cross-entropy",
      "x: f32 [batch, 3, image, image], y: i64 [batch]",
      [] {
        ZooOptions o;
