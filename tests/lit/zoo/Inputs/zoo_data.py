@@ -30,7 +30,8 @@ def model_inputs(text):
 def class_count(text):
     header = re.search(r"--(?:vocab|classes) (\d+)", text.split("\n", 1)[0])
     if not header:
-        sys.exit("zoo_data.py: the first line names no --vocab or --classes (not a plait-zoo model?)")
+        sys.exit("zoo_data.py: the first line names no --vocab or --classes "
+                 "(not a plait-zoo model?)")
     return int(header.group(1))
 
 
