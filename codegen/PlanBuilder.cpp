@@ -1,9 +1,11 @@
 // Serialises a PlanDesc into the FlatBuffers plan format (codegen/schema/plan.fbs).
 #include "codegen/PlanBuilder.h"
 
+#include <algorithm>
 #include <map>
 
 #include "codegen/schema/PlanVersion.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::plan {
 
@@ -24,10 +26,8 @@ size_t elementSize(fb::DType t) {
   return 0; // unknown dtype: the runtime's loader rejects the resulting byte count
 }
 
-namespace {
-
-// Element count times element size. Negative dimensions are written as they are (the
-// loader rejects them); the byte count then saturates to 0 rather than wrapping around.
+// Negative dimensions are written as they are (the loader rejects them); the byte count
+// then saturates to 0 rather than wrapping around.
 uint64_t tensorBytes(const TensorDesc &t) {
   uint64_t n = 1;
   for (int64_t d : t.shape) {
@@ -37,6 +37,45 @@ uint64_t tensorBytes(const TensorDesc &t) {
   }
   return n * elementSize(t.dtype);
 }
+
+uint64_t workspaceBytesOf(const PlanDesc &plan, const InstrDesc &instr) {
+  // fb::DType and rt::DType share their numbering (runtime/Tensor.h); an out-of-range tensor
+  // index is the loader's to reject, and needs nothing here.
+  auto operands = [&](const std::vector<uint32_t> &indices,
+                      std::vector<rt::OperandType> &out) {
+    for (uint32_t t : indices) {
+      if (t >= plan.tensors.size())
+        return false;
+      out.push_back({static_cast<rt::DType>(plan.tensors[t].dtype), &plan.tensors[t].shape});
+    }
+    return true;
+  };
+  std::vector<rt::OperandType> inputs, outputs;
+  if (!operands(instr.inputs, inputs) || !operands(instr.outputs, outputs))
+    return 0;
+  rt::Attrs attrs;
+  for (const AttrDesc &a : instr.attrs)
+    attrs.set(a.name, {a.ints, a.floats, a.str});
+  return rt::kernelWorkspaceBytes(instr.kernel, inputs, outputs, attrs);
+}
+
+void declareWorkspace(PlanDesc &plan) {
+  uint64_t most = 0;
+  for (InstrDesc &instr : plan.instrs) {
+    instr.workspace = workspaceBytesOf(plan, instr);
+    most = std::max(most, instr.workspace);
+  }
+  plan.workspaceBytes.assign(plan.worldSize, most);
+}
+
+uint64_t peakBytesOf(const PlanDesc &plan) {
+  uint64_t peak = 0;
+  for (const TensorDesc &t : plan.tensors)
+    peak = std::max(peak, t.offset + tensorBytes(t));
+  return peak;
+}
+
+namespace {
 
 // plan.fbs asks for 64-byte aligned weight blobs (force_align: 64, for mmap-friendly
 // plans), but FlatBuffers 2.0.8's ForceVectorAlignment, used by CreateBufferDirect, asserts
@@ -124,7 +163,8 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
       attrs.push_back(buildAttr(fbb, a));
     instrs.push_back(fb::CreateInstrDirect(fbb, it->second, &in.inputs, &in.outputs, &attrs,
                                            in.name.c_str(),
-                                           in.waits.empty() ? nullptr : &in.waits));
+                                           in.waits.empty() ? nullptr : &in.waits,
+                                           in.workspace));
   }
 
   std::vector<flatbuffers::Offset<flatbuffers::String>> kernels;
@@ -147,7 +187,9 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
                                    &kernels, &tensors, &instrs, &plan.inputs, &plan.outputs,
                                    &buffers, plan.report.c_str(), plan.source.c_str(),
                                    plan.training, &updates, schedule,
-                                   plan.outputNames.empty() ? nullptr : &outputNames);
+                                   plan.outputNames.empty() ? nullptr : &outputNames,
+                                   plan.workspaceBytes.empty() ? nullptr : &plan.workspaceBytes,
+                                   plan.peakBytes.empty() ? nullptr : &plan.peakBytes);
   fb::FinishPlanBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }

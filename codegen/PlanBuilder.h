@@ -52,6 +52,7 @@ struct InstrDesc {
   std::vector<AttrDesc> attrs;
   std::string name;             // source location for messages
   std::vector<uint32_t> waits;  // collective instructions to complete before this one
+  uint64_t workspace = 0;       // scratch bytes its kernel takes (workspaceBytesOf)
 };
 
 struct ScheduleDesc {
@@ -64,6 +65,9 @@ struct ScheduleDesc {
 struct PlanDesc {
   uint32_t worldSize = 1;
   std::vector<uint64_t> arenaBytes; // one per rank
+  std::vector<uint64_t> workspaceBytes; // one per rank (>= every instruction's workspace), or
+                                        // empty: none
+  std::vector<uint64_t> peakBytes;  // one per rank (peakBytesOf), or empty
   std::vector<TensorDesc> tensors;
   std::vector<InstrDesc> instrs;
   std::vector<uint32_t> inputs, outputs;
@@ -76,6 +80,21 @@ struct PlanDesc {
 };
 
 size_t elementSize(fb::DType t);
+
+/// Element count times element size (0 for a shape with a negative dimension).
+uint64_t tensorBytes(const TensorDesc &t);
+
+/// The workspace bytes the runtime's kernel for `instr` takes per call
+/// (runtime/cpu/Workspace.h), from the kernel name, operand types and attributes.
+uint64_t workspaceBytesOf(const PlanDesc &plan, const InstrDesc &instr);
+
+/// Sets every instruction's workspace (workspaceBytesOf) and workspaceBytes to their maximum
+/// on every rank: what a plan whose ranks run the same instructions declares.
+void declareWorkspace(PlanDesc &plan);
+
+/// The planned peak of a plan whose ranks share one layout: the largest offset + bytes over
+/// its tensors.
+uint64_t peakBytesOf(const PlanDesc &plan);
 
 /// Serialises `plan` (version kPlanVersion, identifier "PLAN"); deterministic: the same
 /// PlanDesc always gives the same bytes. Kernel names are interned in first-use order.

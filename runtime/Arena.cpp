@@ -17,10 +17,10 @@ uint64_t physicalMemoryBytes() {
 }
 } // namespace
 
-Status Arena::allocate(uint64_t bytes, Arena &out) {
+Status Arena::allocate(uint64_t bytes, Arena &out, const char *what) {
   uint64_t physical = physicalMemoryBytes();
   if (bytes > physical)
-    return Status::errorf("arena needs {} bytes, this machine has {} bytes of memory", bytes,
+    return Status::errorf("{} needs {} bytes, this machine has {} bytes of memory", what, bytes,
                           physical);
   // aligned_alloc wants a size that is a multiple of the alignment, and never 0.
   uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -28,7 +28,7 @@ Status Arena::allocate(uint64_t bytes, Arena &out) {
     rounded = kAlignment;
   void *p = std::aligned_alloc(kAlignment, static_cast<size_t>(rounded));
   if (!p)
-    return Status::errorf("cannot allocate an arena of {} bytes", bytes);
+    return Status::errorf("cannot allocate the {} ({} bytes)", what, bytes);
   std::memset(p, 0, static_cast<size_t>(rounded));
   out.base_.reset(static_cast<uint8_t *>(p));
   out.size_ = bytes;

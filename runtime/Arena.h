@@ -1,4 +1,5 @@
-// One rank's arena: the single block of memory every tensor of the plan lives in.
+// One rank's arena: the single block of memory every tensor of the plan lives in (the same
+// class holds the rank's kernel workspace, the other block a plan sizes).
 #pragma once
 
 #include <cstdint>
@@ -16,8 +17,9 @@ public:
 
   /// A zero-filled arena of `bytes` bytes (zero-filled so that a plan reading memory
   /// before writing it still behaves deterministically). Fails cleanly, without touching
-  /// memory, when `bytes` exceeds the machine's physical memory or cannot be allocated.
-  static Status allocate(uint64_t bytes, Arena &out);
+  /// memory, when `bytes` exceeds the machine's physical memory or cannot be allocated;
+  /// `what` names the block in the message ("arena", "workspace").
+  static Status allocate(uint64_t bytes, Arena &out, const char *what = "arena");
 
   uint8_t *data() const { return base_.get(); }
   uint64_t size() const { return size_; }

@@ -65,9 +65,9 @@ Status DataLoader::loadBatch(int64_t step, Executor &exec) const {
   for (size_t i = 0; i < columns_.size(); ++i) {
     const PlanTensor &input = plan_->tensors[plan_->inputs[i]];
     size_t sampleBytes = input.bytes / static_cast<size_t>(batch_);
-    TensorView batch{const_cast<uint8_t *>(columns_[i].bytes.data()) + first * sampleBytes,
-                     input.dtype, input.shape};
-    PLAIT_RETURN_IF_ERROR(exec.setInput(i, batch));
+    // Raw bytes rather than a TensorView: building one would copy (allocate) the shape.
+    PLAIT_RETURN_IF_ERROR(exec.setInput(i, input.dtype, input.shape,
+                                        columns_[i].bytes.data() + first * sampleBytes));
   }
   return {};
 }

@@ -23,7 +23,8 @@ public:
   static Status open(const std::string &dir, const Plan &plan, DataLoader &out,
                      uint32_t worldSize = 1, uint32_t rank = 0);
 
-  /// Copies this rank's part of global batch number `step` (0-based) into the executor.
+  /// Copies this rank's part of global batch number `step` (0-based) into the executor,
+  /// without allocating.
   Status loadBatch(int64_t step, Executor &exec) const;
 
   int64_t samples() const { return samples_; }

@@ -27,6 +27,9 @@ Status Executor::create(const Plan &plan, const ExecutorOptions &options,
   Status allocated = Arena::allocate(plan.arenaBytes[options.rank], exec->arena_);
   if (!allocated.ok())
     return allocated.withPrefix(fmt::format("{}: rank {}: ", plan.path, options.rank));
+  allocated = Arena::allocate(plan.workspaceBytes[options.rank], exec->workspace_, "workspace");
+  if (!allocated.ok())
+    return allocated.withPrefix(fmt::format("{}: rank {}: ", plan.path, options.rank));
 
   exec->bound_.resize(plan.instrs.size());
   for (size_t i = 0; i < plan.instrs.size(); ++i) {
@@ -36,7 +39,16 @@ Status Executor::create(const Plan &plan, const ExecutorOptions &options,
       b.inputs.push_back(exec->view(t));
     for (uint32_t t : in.outputs)
       b.outputs.push_back(exec->view(t));
+    for (const auto *list : {&in.inputs, &in.outputs})
+      for (uint32_t t : *list)
+        b.arenaEnd = std::max(b.arenaEnd, plan.tensors[t].offset + plan.tensors[t].bytes);
   }
+  // At most every collective is in flight at once: reserved here, not grown during a step.
+  uint32_t collectives = 0;
+  for (const PlanInstr &in : plan.instrs)
+    collectives += in.isCollective;
+  exec->inFlight_.reserve(collectives);
+  exec->comm_->reserveRequests(collectives);
   exec->inputSet_.assign(plan.inputs.size(), false);
   for (uint32_t t = 0; t < plan.tensors.size(); ++t)
     if (plan.tensors[t].kind == TensorKind::Hyper)
@@ -165,17 +177,22 @@ TensorView Executor::view(uint32_t tensor) const {
 }
 
 Status Executor::setInput(size_t index, const TensorView &value) {
+  return setInput(index, value.dtype, value.shape, value.data);
+}
+
+Status Executor::setInput(size_t index, DType dtype, const std::vector<int64_t> &shape,
+                          const void *data) {
   if (index >= plan_.inputs.size())
     return Status::errorf("{}: input index {} out of range ({} inputs)", plan_.path, index,
                           plan_.inputs.size());
   const PlanTensor &t = plan_.tensors[plan_.inputs[index]];
-  if (value.dtype != t.dtype || value.shape != t.shape)
+  if (dtype != t.dtype || shape != t.shape)
     return Status::errorf("{}: input '{}': expected {} {}, got {} {}", plan_.path,
-                          printable(t.name),
-                          dtypeName(t.dtype), shapeString(t.shape), dtypeName(value.dtype),
-                          shapeString(value.shape));
+                          printable(t.name), dtypeName(t.dtype), shapeString(t.shape),
+                          dtypeName(dtype), shapeString(shape));
   if (t.bytes != 0) // an empty tensor's data may be a null pointer
-    std::memcpy(arena_.data() + t.offset, value.data, t.bytes);
+    std::memcpy(arena_.data() + t.offset, data, t.bytes);
+  touch(plan_.inputs[index]);
   inputSet_[index] = true;
   return {};
 }
@@ -193,9 +210,13 @@ Status Executor::runInstr(size_t i) {
   if (in.isCollective)
     return startCollective(i);
   BoundInstr &b = bound_[i];
-  KernelCall call{b.inputs, b.outputs, in.attrs, options_.rank, plan_.worldSize};
+  touched_ = std::max(touched_, b.arenaEnd);
+  uint64_t used = 0;
+  KernelCall call{b.inputs,        b.outputs,         in.attrs,          options_.rank,
+                  plan_.worldSize, workspace_.data(), workspace_.size(), &used};
   try {
     Status s = in.fn(call);
+    stepWorkspaceHighWater_ = std::max(stepWorkspaceHighWater_, used);
     if (!s.ok())
       return s.withPrefix(where(i)); // formatted only on failure: this is the hot path
   } catch (const std::exception &e) {
@@ -209,6 +230,7 @@ Status Executor::startCollective(size_t i) {
   BoundInstr &b = bound_[i];
   if (!b.member) // a rank in no group skips the instruction; its output stays as it was
     return {};
+  touched_ = std::max(touched_, b.arenaEnd);
   const CollectiveSpec &spec = plan_.instrs[i].collective;
   const TensorView &x = b.inputs[0], &y = b.outputs[0];
   CollectiveArgs args;
@@ -302,6 +324,7 @@ Status Executor::run() {
     return Status::internal(fmt::format("{}: a previous step failed with collectives in "
                                         "flight", plan_.path));
   stepCommBytes_ = {};
+  stepWorkspaceHighWater_ = 0;
   for (size_t i = 0; i < plan_.instrs.size(); ++i) {
     PLAIT_RETURN_IF_ERROR(runInstr(i));
     ++instructionsRun_;
@@ -317,10 +340,16 @@ Status Executor::run() {
   while (!inFlight_.empty())
     PLAIT_RETURN_IF_ERROR(completeCollective(inFlight_.front()));
   // New weights and optimizer state become visible only after the whole step ran.
-  for (const PlanUpdate &u : plan_.updates)
+  for (const PlanUpdate &u : plan_.updates) {
     std::memcpy(arena_.data() + plan_.tensors[u.target].offset,
                 arena_.data() + plan_.tensors[u.source].offset, plan_.tensors[u.target].bytes);
+    touch(u.source);
+    touch(u.target);
+  }
   inputSet_.assign(plan_.inputs.size(), false);
+  // The next step's high water starts with its own inputs and hyper-parameters.
+  stepArenaHighWater_ = touched_;
+  touched_ = 0;
   return {};
 }
 
@@ -329,6 +358,7 @@ void Executor::setHyperParameters(int64_t step, double lr) {
     const PlanTensor &t = plan_.tensors[i];
     float value = t.name == "lr" ? static_cast<float>(lr) : static_cast<float>(step);
     std::memcpy(arena_.data() + t.offset, &value, sizeof value);
+    touch(i);
   }
 }
 

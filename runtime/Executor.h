@@ -1,6 +1,9 @@
-// Executes a loaded plan on one rank: one arena, instructions in plan order.
+// Executes a loaded plan on one rank: one arena and one workspace, instructions in plan order.
+// After create(), a step (setInput, setHyperParameters, run) allocates no memory; only the
+// communicator's MPI calls may.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -23,14 +26,17 @@ struct ExecutorOptions {
 
 class Executor {
 public:
-  /// Allocates the rank's arena and writes every param and constant into it. `plan` must
-  /// outlive the executor.
+  /// Allocates the rank's arena and workspace and writes every param and constant into the
+  /// arena. `plan` must outlive the executor.
   static Status create(const Plan &plan, const ExecutorOptions &options,
                        std::unique_ptr<Executor> &out);
 
   /// Copies graph input `index` (a position in Plan::inputs) into the arena, after checking
   /// that `value` has the planned dtype and shape.
   Status setInput(size_t index, const TensorView &value);
+  /// The same, from raw bytes of `dtype` and `shape` (no TensorView needs building).
+  Status setInput(size_t index, DType dtype, const std::vector<int64_t> &shape,
+                  const void *data);
 
   /// Writes the per-step hyper-parameters (the "lr" and "step" tensors, when present).
   void setHyperParameters(int64_t step, double lr);
@@ -46,6 +52,13 @@ public:
   /// Bytes this rank sent in collectives during the last run() (ring model, CommModel.h).
   const CommBytes &stepCommBytes() const { return stepCommBytes_; }
 
+  /// The highest arena byte the last step touched: the largest offset + bytes over the
+  /// tensors that its instructions read or write, its inputs and hyper-parameters and its
+  /// updates (the same definition as the plan's peak_bytes, so the two compare exactly).
+  uint64_t stepArenaHighWater() const { return stepArenaHighWater_; }
+  /// The most workspace bytes one instruction of the last run() used.
+  uint64_t stepWorkspaceHighWater() const { return stepWorkspaceHighWater_; }
+
   /// The full value of param `tensor`: its own bytes, or for a sharded param the unit's
   /// whole flat buffer (padded), gathered from the rank's group. Collective for sharded
   /// params: every rank of the world must call it for the same tensors in the same order.
@@ -60,12 +73,14 @@ public:
   const Plan &plan() const { return plan_; }
   uint32_t rank() const { return options_.rank; }
   uint64_t arenaBytes() const { return arena_.size(); }
+  uint64_t workspaceBytes() const { return workspace_.size(); }
   uint64_t instructionsRun() const { return instructionsRun_; }
 
 private:
   // An instruction with its operand views pointing into the arena, built once.
   struct BoundInstr {
     std::vector<TensorView> inputs, outputs;
+    uint64_t arenaEnd = 0; // the largest offset + bytes of its operands
     // Collectives: this rank's group (member == false: the rank skips the instruction).
     bool member = false;
     CommGroup group = 0;
@@ -79,6 +94,11 @@ private:
   Status initialiseParamsAndConstants();
   Status initialiseShard(uint32_t tensor);
   Status runInstr(size_t i);
+  /// Notes that the step touches `tensor` (for stepArenaHighWater).
+  void touch(uint32_t tensor) {
+    const PlanTensor &t = plan_.tensors[tensor];
+    touched_ = std::max(touched_, t.offset + t.bytes);
+  }
   Status startCollective(size_t i);
   Status completeCollective(size_t i);
   std::string where(size_t i) const;
@@ -88,6 +108,7 @@ private:
   std::unique_ptr<Communicator> ownComm_; // when options_.comm was null
   Communicator *comm_ = nullptr;
   Arena arena_;
+  Arena workspace_; // kernels' scratch (KernelCall::workspace), shared by every instruction
   std::vector<BoundInstr> bound_;
   std::vector<CommGroup> shardGroups_; // by tensor; meaningful for sharded params
   std::vector<size_t> inFlight_;       // instructions whose collectives are in flight
@@ -95,6 +116,8 @@ private:
   std::vector<bool> inputSet_;
   std::vector<uint32_t> hyperTensors_; // "lr"/"step" tensors, written before each step
   uint64_t instructionsRun_ = 0;
+  uint64_t touched_ = 0; // this step's arena high water so far
+  uint64_t stepArenaHighWater_ = 0, stepWorkspaceHighWater_ = 0;
 };
 
 } // namespace plait::rt

@@ -1,45 +1,10 @@
-// The kernel registry and attribute accessors shared by every backend.
+// The kernel registry shared by every backend.
 #include "runtime/Kernel.h"
 
+#include <map>
 #include <mutex>
 
 namespace plait::rt {
-
-int64_t Attrs::getInt(std::string_view name, int64_t dflt) const {
-  auto it = values_.find(name);
-  if (it == values_.end())
-    return dflt;
-  if (!it->second.ints.empty())
-    return it->second.ints.front();
-  if (!it->second.floats.empty())
-    return static_cast<int64_t>(it->second.floats.front());
-  return dflt;
-}
-
-double Attrs::getFloat(std::string_view name, double dflt) const {
-  auto it = values_.find(name);
-  if (it == values_.end())
-    return dflt;
-  if (!it->second.floats.empty())
-    return it->second.floats.front();
-  if (!it->second.ints.empty())
-    return static_cast<double>(it->second.ints.front());
-  return dflt;
-}
-
-std::vector<int64_t> Attrs::getInts(std::string_view name) const {
-  auto it = values_.find(name);
-  return it == values_.end() ? std::vector<int64_t>{} : it->second.ints;
-}
-
-std::string Attrs::getStr(std::string_view name, std::string_view dflt) const {
-  auto it = values_.find(name);
-  // An attribute that carries numbers is not a string attribute: fall back to the default.
-  if (it == values_.end() || (it->second.str.empty() &&
-                              (!it->second.ints.empty() || !it->second.floats.empty())))
-    return std::string(dflt);
-  return it->second.str;
-}
 
 namespace {
 

@@ -1,40 +1,23 @@
 // The contract between the executor and the CPU kernels: one function per plait op.
 #pragma once
 
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "runtime/Attrs.h"
 #include "runtime/Status.h"
 #include "runtime/Tensor.h"
 
 namespace plait::rt {
 
-/// One attribute of an instruction, decoded from the plan (plan.fbs `Attr`).
-struct AttrValue {
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
-  std::string str;
-};
-
-/// Attributes of one instruction, by name. Names are the ODS attribute names in
-/// ir/PlaitOps.td; a DefaultValuedAttr may be absent, so kernels pass the ODS default.
-class Attrs {
-public:
-  void set(std::string name, AttrValue v) { values_[std::move(name)] = std::move(v); }
-  bool has(std::string_view name) const { return values_.count(std::string(name)) != 0; }
-  int64_t getInt(std::string_view name, int64_t dflt) const;
-  bool getBool(std::string_view name, bool dflt) const { return getInt(name, dflt) != 0; }
-  double getFloat(std::string_view name, double dflt) const;
-  std::vector<int64_t> getInts(std::string_view name) const; // empty when absent
-  std::string getStr(std::string_view name, std::string_view dflt) const;
-
-private:
-  std::map<std::string, AttrValue, std::less<>> values_;
-};
-
 /// Arguments of one kernel invocation. Optional trailing operands are absent from `inputs`.
+///
+/// Kernels never allocate memory: scratch comes from `workspace`, at most
+/// kernelWorkspaceBytes (runtime/cpu/Workspace.h) of it. A kernel that computes half-precision
+/// tensors through f32 retargets their views (dtype and data, never the shape) at f32 copies
+/// in the workspace for the inner call and restores them before it returns; so the views
+/// passed in must belong to the caller, not be const objects.
 struct KernelCall {
   const std::vector<TensorView> &inputs;
   std::vector<TensorView> &outputs;   // shapes and dtypes set by the plan; kernels fill data
@@ -43,6 +26,13 @@ struct KernelCall {
   /// kernel (local_shard picks this rank's chunk) differ between ranks of one SPMD plan.
   uint32_t rank = 0;
   uint32_t worldSize = 1;
+  /// Scratch memory for this call, 64-byte aligned (null when `workspaceBytes` is 0). A
+  /// kernel that needs more than it is given fails with an error naming both sizes.
+  uint8_t *workspace = nullptr;
+  uint64_t workspaceBytes = 0;
+  /// Where the kernel records the most workspace bytes it used (raised, never lowered);
+  /// may be null.
+  uint64_t *workspaceUsed = nullptr;
 };
 
 using KernelFn = Status (*)(const KernelCall &call);

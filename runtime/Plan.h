@@ -81,6 +81,7 @@ struct PlanInstr {
   std::vector<uint32_t> waits; // earlier collectives that must complete before this runs
   bool isCollective = false;
   CollectiveSpec collective; // when isCollective
+  uint64_t workspace = 0;    // workspace bytes the plan declares for it (>= its kernel's need)
 };
 
 /// A weight blob: a byte range of Plan::fileBytes (kept as offsets, so that copying or
@@ -110,6 +111,10 @@ struct Plan {
   uint32_t version = 0;
   uint32_t worldSize = 1;
   std::vector<uint64_t> arenaBytes; // one entry per rank
+  std::vector<uint64_t> workspaceBytes; // one per rank: kernels' scratch, beside the arena
+  /// One per rank, or empty: the compiler's planned peak, the largest offset + bytes over the
+  /// rank's tensors (informational; Executor::stepArenaHighWater measures the same thing).
+  std::vector<uint64_t> peakBytes;
   std::vector<std::string> kernels;
   std::vector<PlanTensor> tensors;
   std::vector<PlanInstr> instrs;

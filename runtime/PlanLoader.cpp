@@ -11,6 +11,7 @@
 
 #include "codegen/schema/PlanVersion.h"
 #include "codegen/schema/plan_generated.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt {
 
@@ -74,6 +75,17 @@ private:
     if (out_.arenaBytes.size() != out_.worldSize)
       return fail("arena_bytes has {} entries, expected one per rank (world size {})",
                   out_.arenaBytes.size(), out_.worldSize);
+    // A plan whose kernels need no scratch may leave workspace_bytes out.
+    out_.workspaceBytes = copyScalars(root_.workspace_bytes());
+    if (out_.workspaceBytes.empty())
+      out_.workspaceBytes.assign(out_.worldSize, 0);
+    if (out_.workspaceBytes.size() != out_.worldSize)
+      return fail("workspace_bytes has {} entries, expected one per rank (world size {})",
+                  out_.workspaceBytes.size(), out_.worldSize);
+    out_.peakBytes = copyScalars(root_.peak_bytes());
+    if (!out_.peakBytes.empty() && out_.peakBytes.size() != out_.worldSize)
+      return fail("peak_bytes has {} entries, expected one per rank (world size {})",
+                  out_.peakBytes.size(), out_.worldSize);
     out_.report = str(root_.report());
     out_.source = str(root_.source());
     out_.tensors.reserve(numTensors());
@@ -126,6 +138,9 @@ private:
       return fail("{}: unknown tensor kind {}", label, kind);
     t.kind = static_cast<TensorKind>(kind);
     t.shape = copyScalars(src.shape());
+    if (t.shape.size() > kMaxRank)
+      return fail("{}: rank {} is more than the {} dimensions the runtime supports", label,
+                  t.shape.size(), kMaxRank);
     t.offset = src.offset();
     t.bytes = src.bytes();
     t.data = src.data();
@@ -365,11 +380,35 @@ private:
       }
     }
     PLAIT_RETURN_IF_ERROR(decodeWaits(src, i, label));
+    PLAIT_RETURN_IF_ERROR(checkWorkspace(i, src.workspace()));
     CollectiveKind kind;
     if (collectiveKindOf(out_.kernels[in.kernel], kind))
       return decodeCollective(i, kind, label);
     if (out_.kernels[in.kernel] == "local_shard")
       return checkLocalShard(in, label);
+    return {};
+  }
+
+  // The workspace the plan declares for instruction i covers what its kernel takes
+  // (kernelWorkspaceBytes, the function the compiler sized it with), and every rank's
+  // workspace holds it: a kernel then never runs short at run time.
+  Status checkWorkspace(uint32_t i, uint64_t declared) {
+    PlanInstr &in = out_.instrs[i];
+    in.workspace = declared;
+    std::vector<OperandType> inputs, outputs;
+    for (uint32_t t : in.inputs)
+      inputs.push_back({out_.tensors[t].dtype, &out_.tensors[t].shape});
+    for (uint32_t t : in.outputs)
+      outputs.push_back({out_.tensors[t].dtype, &out_.tensors[t].shape});
+    uint64_t need = kernelWorkspaceBytes(out_.kernels[in.kernel], inputs, outputs, in.attrs);
+    std::string label = fmt::format("instruction {} ({} '{}')", i,
+                                    printable(out_.kernels[in.kernel]), printable(in.name));
+    if (need > declared)
+      return fail("{}: needs {} workspace bytes, the plan declares {}", label, need, declared);
+    for (uint32_t rank = 0; rank < out_.worldSize; ++rank)
+      if (declared > out_.workspaceBytes[rank])
+        return fail("{}: declares {} workspace bytes, more than rank {}'s workspace ({} bytes)",
+                    label, declared, rank, out_.workspaceBytes[rank]);
     return {};
   }
 

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -161,7 +162,8 @@ nlohmann::json commBytesJson(const CommBytes &bytes) {
 }
 
 // One line per step, from rank 0: the loss (the plan already averaged it over the ranks),
-// the global throughput, and the bytes rank 0 sent (every rank of an SPMD plan sends as much).
+// the global throughput, the bytes rank 0 sent (every rank of an SPMD plan sends as much), and
+// the memory the step touched: its arena and workspace high water (Executor).
 Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t step,
                     double stepMs, std::ofstream &log) {
   const Plan &plan = exec.plan();
@@ -175,6 +177,9 @@ Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t ste
       {"step_ms", stepMs},
       {"samples_per_s", stepMs > 0 ? samples * 1000.0 / stepMs : 0.0},
       {"arena_bytes", exec.arenaBytes()},
+      {"arena_high_water", exec.stepArenaHighWater()},
+      {"workspace_bytes", exec.workspaceBytes()},
+      {"workspace_high_water", exec.stepWorkspaceHighWater()},
       {"comm_bytes", commBytesJson(exec.stepCommBytes())},
       {"world_size", plan.worldSize},
   };
@@ -302,14 +307,17 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
 
   ExitHook exitHook = ExitHook::fromEnvironment();
   double totalMs = 0, lastMs = 0;
+  uint64_t arenaHighWater = 0, workspaceHighWater = 0; // over every step
   nlohmann::json firstLoss;
   for (int64_t step = 1; step <= options.steps; ++step) {
     exitHook.before(comm.rank(), step);
     if (!options.dataDir.empty())
       PLAIT_RETURN_IF_ERROR(data.loadBatch(step - 1, *exec));
     else
-      for (size_t i = 0; i < fixedInputs.size(); ++i)
-        PLAIT_RETURN_IF_ERROR(exec->setInput(i, fixedInputs[i].view()));
+      for (size_t i = 0; i < fixedInputs.size(); ++i) {
+        const HostTensor &t = fixedInputs[i];
+        PLAIT_RETURN_IF_ERROR(exec->setInput(i, t.dtype, t.shape, t.bytes.data()));
+      }
     if (plan.training)
       exec->setHyperParameters(step, plan.schedule.at(step));
     auto start = std::chrono::steady_clock::now();
@@ -317,6 +325,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     lastMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                  .count();
     totalMs += lastMs;
+    arenaHighWater = std::max(arenaHighWater, exec->stepArenaHighWater());
+    workspaceHighWater = std::max(workspaceHighWater, exec->stepWorkspaceHighWater());
     if (step == 1)
       firstLoss = lossOf(*exec);
     if (log.is_open())
@@ -331,19 +341,21 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   if (!lead)
     return {};
   std::string onRanks = plan.worldSize > 1 ? " on " + rankCount(plan.worldSize) : "";
+  std::string memory = fmt::format("arena {} bytes, high water {}; workspace {} bytes, high "
+                                   "water {}",
+                                   exec->arenaBytes(), arenaHighWater, exec->workspaceBytes(),
+                                   workspaceHighWater);
   if (plan.training)
-    summary = fmt::format("{}: trained {} steps{}, loss {} -> {}, {:.3f} ms/step (arena {} "
-                          "bytes){}",
+    summary = fmt::format("{}: trained {} steps{}, loss {} -> {}, {:.3f} ms/step ({}){}",
                           plan.path, options.steps, onRanks, firstLoss.dump(),
-                          lossOf(*exec).dump(), totalMs / double(options.steps),
-                          exec->arenaBytes(),
+                          lossOf(*exec).dump(), totalMs / double(options.steps), memory,
                           options.saveWeights.empty() ? "" : "; weights -> " + options.saveWeights);
   else
-    summary = fmt::format("{}: ran {} instructions {}{} in {:.3f} ms (arena {} bytes); outputs: {}",
+    summary = fmt::format("{}: ran {} instructions {}{} in {:.3f} ms ({}); outputs: {}",
                           plan.path, plan.instrs.size(),
                           options.steps == 1 ? std::string("once")
                                              : fmt::format("x {} steps", options.steps),
-                          onRanks, totalMs, exec->arenaBytes(), outputsSummary(*exec, written));
+                          onRanks, totalMs, memory, outputsSummary(*exec, written));
   return {};
 }
 

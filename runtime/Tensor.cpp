@@ -49,7 +49,11 @@ bool isFloat(DType t) {
 }
 
 std::string shapeString(const std::vector<int64_t> &shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
+  return shapeString(shape.data(), shape.size());
+}
+
+std::string shapeString(const int64_t *dims, size_t rank) {
+  return fmt::format("[{}]", fmt::join(dims, dims + rank, ", "));
 }
 
 namespace {

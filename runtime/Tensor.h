@@ -12,6 +12,10 @@ namespace plait::rt {
 enum class DType : uint8_t { F32 = 0, F64 = 1, BF16 = 2, F16 = 3, I64 = 4, I32 = 5, I1 = 6 };
 inline constexpr int kNumDTypes = 7;
 
+/// The most dimensions a tensor may have. The loader rejects plans with more, so that kernels
+/// can keep shapes and strides on the stack (runtime/cpu/Dims.h) instead of the heap.
+inline constexpr size_t kMaxRank = 16;
+
 size_t dtypeSize(DType t);          // bytes per element (I1 is one byte, 0 or 1)
 const char *dtypeName(DType t);     // "f32", "i64", ...
 bool isFloat(DType t);
@@ -34,6 +38,7 @@ struct TensorView {
 };
 
 std::string shapeString(const std::vector<int64_t> &shape); // "[2, 3]"
+std::string shapeString(const int64_t *dims, size_t rank);
 
 // IEEE half and bfloat16 conversions (round to nearest even).
 float bf16ToFloat(uint16_t v);

@@ -232,6 +232,8 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
       if (*keep)
         instr.attrs.push_back(std::move(attr));
     }
+    // The scratch its runtime kernel takes per call, sized by the runtime's own rule.
+    instr.workspace = plan::workspaceBytesOf(plan, instr);
     instrOf[&op] = plan.instrs.size();
     plan.instrs.push_back(std::move(instr));
   }
@@ -252,6 +254,11 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
   // SPMD: every rank runs the same instructions on the same arena layout.
   plan.worldSize = worldSizeOf(func);
   plan.arenaBytes.assign(plan.worldSize, (uint64_t)memory.arenaBytes);
+  uint64_t workspace = 0;
+  for (const plan::InstrDesc &instr : plan.instrs)
+    workspace = std::max(workspace, instr.workspace);
+  plan.workspaceBytes.assign(plan.worldSize, workspace);
+  plan.peakBytes.assign(plan.worldSize, plan::peakBytesOf(plan));
   plan.training = !plan.updates.empty();
   if (auto module = func->getParentOfType<ModuleOp>())
     if (auto schedule = module->getAttrOfType<DictionaryAttr>("plait.lr_schedule")) {

@@ -89,6 +89,9 @@ public:
   /// Lets outstanding collectives progress (OpenMPI progresses non-blocking collectives only
   /// inside MPI calls); cheap when nothing is outstanding.
   virtual Status poll() = 0;
+  /// Sizes the request bookkeeping for `count` collectives in flight at once, so that start()
+  /// and wait() never grow it during a step (what MPI itself allocates is MPI's affair).
+  virtual void reserveRequests(uint32_t count) { (void)count; }
 };
 
 /// A communicator for one process standing as rank `rank` of `size`: only groups of one

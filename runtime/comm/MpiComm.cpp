@@ -153,6 +153,12 @@ public:
     return {};
   }
 
+  void reserveRequests(uint32_t count) override {
+    requests_.reserve(count);
+    freeSlots_.reserve(count);
+    completedIndices_.reserve(count);
+  }
+
   Status poll() override {
     if (outstanding_ == 0)
       return {};

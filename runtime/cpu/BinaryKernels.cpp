@@ -196,7 +196,7 @@ Status checkBinary(const KernelCall &call, std::string_view kernel, bool boolRes
   if (out.dtype != expected)
     return Status::errorf("{}: output dtype {} should be {}", kernel, dtypeName(out.dtype),
                           dtypeName(expected));
-  std::vector<int64_t> shape;
+  Dims shape;
   if (!broadcastShapes(a.shape, b.shape, shape))
     return Status::errorf("{}: shapes {} and {} do not broadcast", kernel, shapeString(a.shape),
                           shapeString(b.shape));
@@ -213,7 +213,7 @@ template <typename Op> Status binaryKernel(const KernelCall &call) {
   }
   const TensorView &a = call.inputs[0], &b = call.inputs[1];
   TensorView &out = call.outputs[0];
-  BroadcastPlan<2> plan = planBroadcast<2>(out.shape, {&a.shape, &b.shape});
+  BroadcastPlan<2> plan = planBroadcast<2>(out.shape, {a.shape, b.shape});
   auto body = [&](auto tag) -> Status {
     using T = decltype(tag);
     if constexpr (kRejectsZeroDivisor<Op> && std::is_integral_v<T>) {
@@ -249,12 +249,12 @@ Status whereKernel(const KernelCall &call) {
     return Status::errorf("where: cond must be i1, got {}", dtypeName(cond.dtype));
   PLAIT_RETURN_IF_ERROR(checkSameDtype("where", x, y));
   PLAIT_RETURN_IF_ERROR(checkSameDtype("where", x, out));
-  std::vector<int64_t> xy, shape;
+  Dims xy, shape;
   if (!broadcastShapes(x.shape, y.shape, xy) || !broadcastShapes(cond.shape, xy, shape))
     return Status::errorf("where: shapes {}, {} and {} do not broadcast",
                           shapeString(cond.shape), shapeString(x.shape), shapeString(y.shape));
   PLAIT_RETURN_IF_ERROR(checkShape("where", "output", out.shape, shape));
-  BroadcastPlan<3> plan = planBroadcast<3>(out.shape, {&cond.shape, &x.shape, &y.shape});
+  BroadcastPlan<3> plan = planBroadcast<3>(out.shape, {cond.shape, x.shape, y.shape});
   return dispatchBySize(x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     const BoolByte *c = cond.as<BoolByte>();

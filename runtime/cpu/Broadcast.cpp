@@ -5,7 +5,7 @@
 
 namespace plait::rt::cpu {
 
-bool broadcastsTo(const std::vector<int64_t> &from, const std::vector<int64_t> &to) {
+bool broadcastsTo(ShapeRef from, ShapeRef to) {
   if (from.size() > to.size())
     return false;
   size_t lead = to.size() - from.size();
@@ -15,8 +15,7 @@ bool broadcastsTo(const std::vector<int64_t> &from, const std::vector<int64_t> &
   return true;
 }
 
-bool broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &b,
-                     std::vector<int64_t> &out) {
+bool broadcastShapes(ShapeRef a, ShapeRef b, Dims &out) {
   size_t rank = std::max(a.size(), b.size());
   out.assign(rank, 1);
   for (size_t i = 0; i < rank; ++i) {

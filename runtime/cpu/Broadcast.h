@@ -4,39 +4,38 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+
+#include "runtime/cpu/Dims.h"
 
 namespace plait::rt::cpu {
 
 /// True when `from` broadcasts to `to` under numpy rules (missing leading dims, or size 1).
-bool broadcastsTo(const std::vector<int64_t> &from, const std::vector<int64_t> &to);
+bool broadcastsTo(ShapeRef from, ShapeRef to);
 
 /// The result shape of broadcasting `a` with `b`, or false when they do not broadcast.
-bool broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &b,
-                     std::vector<int64_t> &out);
+bool broadcastShapes(ShapeRef a, ShapeRef b, Dims &out);
 
 /// How N operands are walked to produce a dense output: the output shape with adjacent
 /// dimensions merged wherever every operand allows it, and each operand's element strides
 /// (0 along broadcast dimensions). After merging, the innermost stride of each operand is 0
 /// or 1, so rows are either contiguous or a repeated scalar, which keeps inner loops tight.
 template <size_t N> struct BroadcastPlan {
-  std::vector<int64_t> shape;
-  std::array<std::vector<int64_t>, N> strides;
+  Dims shape;
+  std::array<Dims, N> strides;
   int64_t numel = 0;
 };
 
 /// Builds the plan; every operand shape must broadcast to `out` (checked by the caller).
 template <size_t N>
-BroadcastPlan<N> planBroadcast(const std::vector<int64_t> &out,
-                               const std::array<const std::vector<int64_t> *, N> &operands) {
+BroadcastPlan<N> planBroadcast(ShapeRef out, const std::array<ShapeRef, N> &operands) {
   BroadcastPlan<N> plan;
   plan.numel = 1;
   for (int64_t d : out)
     plan.numel *= d;
   size_t rank = out.size();
-  std::array<std::vector<int64_t>, N> full;
+  std::array<Dims, N> full;
   for (size_t k = 0; k < N; ++k) {
-    const std::vector<int64_t> &s = *operands[k];
+    ShapeRef s = operands[k];
     full[k].assign(rank, 0);
     int64_t stride = 1;
     for (size_t i = s.size(); i-- > 0;) {
@@ -80,7 +79,7 @@ template <size_t N, typename RowFn> void forEachRow(const BroadcastPlan<N> &plan
   std::array<int64_t, N> innerStride, offsets{};
   for (size_t k = 0; k < N; ++k)
     innerStride[k] = plan.strides[k][rank - 1];
-  std::vector<int64_t> index(rank, 0);
+  Dims index(rank, 0);
   int64_t rows = plan.numel / inner;
   int64_t outOffset = 0;
   for (int64_t r = 0; r < rows; ++r) {

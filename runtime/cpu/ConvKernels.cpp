@@ -24,7 +24,9 @@ template <typename T> Status convolve(const KernelCall &call, const ConvShape &s
   const T *bias = call.inputs.size() > 2 ? call.inputs[2].as<T>() : nullptr;
   T *out = call.outputs[0].as<T>();
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
-  ColumnMatrix<T> columns(s);
+  Scratch scratch(call, "conv2d");
+  ColumnMatrix<T> columns(s); // workspace: the im2col columns (Workspace.cpp convColumns)
+  PLAIT_RETURN_IF_ERROR(columns.allocate(scratch));
   for (int64_t n = 0; n < s.batch; ++n)
     for (int64_t g = 0; g < s.group; ++g)
       PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(false, false, filtersPerGroup, outPlane, patch, 1.0,

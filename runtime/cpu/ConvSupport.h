@@ -4,9 +4,9 @@
 
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 #include "runtime/Kernel.h"
+#include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Window.h"
 
 namespace plait::rt::cpu {
@@ -56,24 +56,28 @@ template <typename T> void col2im(const T *col, const ConvShape &s, T *x);
 
 /// The column matrix (patch() x outPlane()) of one group's input planes, as conv2d and
 /// conv2d_grad_weight multiply it: the planes themselves for a pointwise convolution, else
-/// their im2col in a buffer reused from group to group.
+/// their im2col in a workspace buffer reused from group to group.
 template <typename T> class ColumnMatrix {
 public:
-  explicit ColumnMatrix(const ConvShape &s)
-      : shape_(s), pointwise_(s.pointwise()), buffer_(pointwise_ ? 0 : s.patch() * s.outPlane()) {}
+  explicit ColumnMatrix(const ConvShape &s) : shape_(s), pointwise_(s.pointwise()) {}
+
+  /// Takes the im2col buffer (none when pointwise) from `scratch`; call once, before of().
+  Status allocate(Scratch &scratch) {
+    return pointwise_ ? Status() : scratch.take(shape_.patch() * shape_.outPlane(), buffer_);
+  }
 
   /// The columns of the group whose planes start at `image`; valid until the next call.
   const T *of(const T *image) {
     if (pointwise_)
       return image;
-    im2col(image, shape_, buffer_.data());
-    return buffer_.data();
+    im2col(image, shape_, buffer_);
+    return buffer_;
   }
 
 private:
   const ConvShape &shape_;
   bool pointwise_;
-  std::vector<T> buffer_;
+  T *buffer_ = nullptr;
 };
 
 } // namespace plait::rt::cpu

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "runtime/cpu/ConvSupport.h"
 #include "runtime/cpu/Gemm.h"
@@ -34,16 +33,21 @@ Status gatherGradKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkIndexDtype(kName, "indices", indices));
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(normalizeAxis(kName, call.attrs.getInt("axis", 0), out.rank(), axis));
-  std::vector<int64_t> expected(out.shape.begin(), out.shape.begin() + axis);
-  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
-  expected.insert(expected.end(), out.shape.begin() + axis + 1, out.shape.end());
+  ShapeRef outShape = out.shape;
+  Dims expected(outShape.slice(0, axis));
+  expected.append(indices.shape);
+  expected.append(outShape.slice(axis + 1, out.shape.size()));
+  if (expected.size() != out.shape.size() - 1 + indices.shape.size())
+    return Status::errorf("{}: grad would have more than {} dimensions", kName, kMaxRank);
   PLAIT_RETURN_IF_ERROR(checkShape(kName, "grad", grad.shape, expected));
   if (hasHalfTensor(call))
     return runStagedInF32(call, &gatherGradKernel);
 
   // Validate every index before writing anything, so an error leaves no half-done result.
   int64_t size = out.shape[axis], count = indices.numel();
-  std::vector<int64_t> rows;
+  Scratch scratch(call, kName);
+  int64_t *rows; // workspace: the normalised indices
+  PLAIT_RETURN_IF_ERROR(scratch.take(count, rows));
   PLAIT_RETURN_IF_ERROR(normalizeIndices(kName, indices, axis, size, rows));
   int64_t outer = product(out.shape, 0, axis);
   int64_t inner = product(out.shape, axis + 1, out.shape.size());
@@ -75,17 +79,20 @@ template <typename T> Status convGradInput(const KernelCall &call, const ConvSha
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   // A pointwise convolution's column matrix is the input itself: the GEMM writes dx directly.
   bool pointwise = s.pointwise();
-  std::vector<T> col(pointwise ? 0 : patch * outPlane);
+  Scratch scratch(call, "conv2d_grad_input");
+  T *col = nullptr; // workspace: the columns of one group (Workspace.cpp convColumns)
+  if (!pointwise)
+    PLAIT_RETURN_IF_ERROR(scratch.take(patch * outPlane, col));
   for (int64_t n = 0; n < s.batch; ++n)
     for (int64_t g = 0; g < s.group; ++g) {
       T *image = dx + s.inputOffset(n, g);
-      T *columns = pointwise ? image : col.data();
+      T *columns = pointwise ? image : col;
       PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(true, false, patch, outPlane, filtersPerGroup, 1.0,
                                             w + g * filtersPerGroup * patch, patch,
                                             dy + s.outputOffset(n, g), outPlane, 0.0, columns,
                                             outPlane));
       if (!pointwise)
-        col2im(col.data(), s, image);
+        col2im(col, s, image);
     }
   return Status();
 }
@@ -99,7 +106,9 @@ template <typename T> Status convGradWeight(const KernelCall &call, const ConvSh
     std::fill(dw, dw + s.filters * patch, T(0));
     return Status();
   }
-  ColumnMatrix<T> columns(s);
+  Scratch scratch(call, "conv2d_grad_weight");
+  ColumnMatrix<T> columns(s); // workspace: the im2col columns (Workspace.cpp convColumns)
+  PLAIT_RETURN_IF_ERROR(columns.allocate(scratch));
   for (int64_t n = 0; n < s.batch; ++n)
     for (int64_t g = 0; g < s.group; ++g)
       PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(
@@ -156,9 +165,10 @@ Status planPoolGrad(const KernelCall &call, std::string_view kernel, bool hasDil
 /// (maxPoolWindow: the first maximum, or the last NaN; a window entirely in the padding
 /// sends none).
 /// Safe when dx aliases x: each plane's argmaxes are found before the plane is written.
-template <typename T> void maxPoolGrad(const T *x, const T *dy, T *dx, const PoolShape &s) {
+/// `argmax` holds one plane's worth (outHeight x outWidth) of offsets.
+template <typename T>
+void maxPoolGrad(const T *x, const T *dy, T *dx, const PoolShape &s, int64_t *argmax) {
   int64_t inPlane = s.height * s.width, outPlane = s.outHeight * s.outWidth;
-  std::vector<int64_t> argmax(outPlane);
   for (int64_t p = 0; p < s.planes; ++p) {
     const T *plane = x + p * inPlane;
     for (int64_t oh = 0; oh < s.outHeight; ++oh)
@@ -206,9 +216,13 @@ Status maxPoolGradKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(planPoolGrad(call, kName, true, call.inputs[0], call.inputs[1], s));
   if (hasHalfTensor(call))
     return runStagedInF32(call, &maxPoolGradKernel);
+  Scratch scratch(call, kName);
+  int64_t *argmax; // workspace: the window argmaxes of one plane
+  PLAIT_RETURN_IF_ERROR(scratch.take(s.outHeight * s.outWidth, argmax));
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    maxPoolGrad(call.inputs[0].as<T>(), call.inputs[1].as<T>(), call.outputs[0].as<T>(), s);
+    maxPoolGrad(call.inputs[0].as<T>(), call.inputs[1].as<T>(), call.outputs[0].as<T>(), s,
+                argmax);
     return Status();
   });
 }
@@ -260,7 +274,9 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
   const T *grad = call.inputs[2].as<T>();
   const T *weight = call.inputs.size() > 3 ? call.inputs[3].as<T>() : nullptr;
   T *out = call.outputs[0].as<T>();
-  LossTargets targets;
+  Scratch scratch(call, kernel);
+  LossTargets targets; // workspace: a class and a weight per position
+  PLAIT_RETURN_IF_ERROR(targets.allocate(scratch, s));
   PLAIT_RETURN_IF_ERROR(resolveLossTargets(kernel, s, call.inputs[1], weight, targets));
   for (int64_t n = 0; n < s.batch; ++n) {
     const T *block = input + n * s.classes * s.spatial;

@@ -17,15 +17,20 @@ Status gatherKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkIndexDtype("gather", "indices", indices));
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(normalizeAxis("gather", call.attrs.getInt("axis", 0), data.rank(), axis));
-  std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
-  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
-  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  ShapeRef dataShape = data.shape;
+  Dims shape(dataShape.slice(0, axis));
+  shape.append(indices.shape);
+  shape.append(dataShape.slice(axis + 1, data.shape.size()));
+  if (shape.size() != data.shape.size() - 1 + indices.shape.size())
+    return Status::errorf("gather: output would have more than {} dimensions", kMaxRank);
   PLAIT_RETURN_IF_ERROR(checkShape("gather", "output", out.shape, shape));
-  std::vector<int64_t> index;
+  int64_t count = indices.numel();
+  Scratch scratch(call, "gather");
+  int64_t *index; // workspace: the normalised indices
+  PLAIT_RETURN_IF_ERROR(scratch.take(count, index));
   PLAIT_RETURN_IF_ERROR(normalizeIndices("gather", indices, axis, data.shape[axis], index));
   int64_t outer = product(data.shape, 0, axis), n = data.shape[axis];
   int64_t inner = product(data.shape, axis + 1, data.shape.size());
-  int64_t count = (int64_t)index.size();
   return dispatchBySize(data.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     const T *src = data.as<T>();

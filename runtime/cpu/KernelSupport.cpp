@@ -2,7 +2,8 @@
 #include "runtime/cpu/KernelSupport.h"
 
 #include <algorithm>
-#include <memory>
+
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
 
@@ -18,6 +19,16 @@ Status checkArity(const KernelCall &call, std::string_view kernel, size_t minInp
   if (call.outputs.size() != outputs)
     return Status::errorf("{}: expected {} outputs, got {}", kernel, outputs,
                           call.outputs.size());
+  return checkOperandRanks(call, kernel);
+}
+
+Status checkOperandRanks(const KernelCall &call, std::string_view kernel) {
+  const std::vector<TensorView> &outputs = call.outputs;
+  for (const auto *list : {&call.inputs, &outputs})
+    for (const TensorView &t : *list)
+      if (t.shape.size() > kMaxRank)
+        return Status::errorf("{}: an operand has rank {}, more than the {} the CPU kernels "
+                              "support", kernel, t.shape.size(), kMaxRank);
   return Status();
 }
 
@@ -36,8 +47,8 @@ Status unsupportedDtype(std::string_view kernel, DType a, DType b) {
   return Status::errorf("{}: unsupported dtype {} x {}", kernel, dtypeName(a), dtypeName(b));
 }
 
-Status checkShape(std::string_view kernel, std::string_view what,
-                  const std::vector<int64_t> &actual, const std::vector<int64_t> &expected) {
+Status checkShape(std::string_view kernel, std::string_view what, ShapeRef actual,
+                  ShapeRef expected) {
   if (actual != expected)
     return Status::errorf("{}: {} has shape {}, expected {}", kernel, what, shapeString(actual),
                           shapeString(expected));
@@ -57,9 +68,8 @@ Status checkIndexDtype(std::string_view kernel, std::string_view what, const Ten
 }
 
 Status normalizeIndices(std::string_view kernel, const TensorView &indices, int64_t axis,
-                        int64_t size, std::vector<int64_t> &rows) {
+                        int64_t size, int64_t *rows) {
   int64_t count = indices.numel();
-  rows.resize(count);
   for (int64_t q = 0; q < count; ++q) {
     int64_t v = indexAt(indices, q);
     int64_t r = v < 0 ? v + size : v;
@@ -71,18 +81,37 @@ Status normalizeIndices(std::string_view kernel, const TensorView &indices, int6
   return Status();
 }
 
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
+int64_t product(ShapeRef shape, size_t begin, size_t end) {
   int64_t n = 1;
   for (size_t i = begin; i < end && i < shape.size(); ++i)
     n *= shape[i];
   return n;
 }
 
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
+Dims contiguousStrides(ShapeRef shape) {
+  Dims strides(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;)
     strides[i - 1] = strides[i] * shape[i];
   return strides;
+}
+
+Status Scratch::takeBytes(int64_t count, size_t elementSize, uint8_t *&out) {
+  uint64_t bytes = 0;
+  if (count < 0 || __builtin_mul_overflow(uint64_t(count), uint64_t(elementSize), &bytes))
+    return Status::errorf("{}: a workspace chunk of {} elements of {} bytes is too large",
+                          kernel_, count, elementSize);
+  uint64_t chunk = workspaceChunkBytes(bytes);
+  if (chunk > call_.workspaceBytes - used_ || (chunk != 0 && !call_.workspace))
+    return Status::errorf("{}: needs at least {} workspace bytes, the call has {}", kernel_,
+                          used_ + chunk, call_.workspace ? call_.workspaceBytes : 0);
+  out = call_.workspace ? call_.workspace + used_ : nullptr;
+  used_ += chunk;
+  return Status();
+}
+
+Scratch::~Scratch() {
+  if (call_.workspaceUsed)
+    *call_.workspaceUsed = std::max(*call_.workspaceUsed, used_ + nested_);
 }
 
 void widenToF32(const void *src, DType srcType, float *dst, int64_t n) {
@@ -117,33 +146,66 @@ bool hasHalfTensor(const KernelCall &call) {
   return false;
 }
 
+namespace {
+
+// The views runStagedInF32 retargets, with what they pointed at before.
+struct StagedView {
+  TensorView *view;
+  DType dtype;
+  void *data;
+};
+// More than any staged kernel's operands (adamw_update has 6 inputs and 3 outputs).
+constexpr size_t kMaxStagedViews = 16;
+
+} // namespace
+
 Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel) {
-  std::vector<std::unique_ptr<float[]>> buffers;
-  auto widened = [&](const TensorView &t) {
-    TensorView w = t;
-    w.dtype = DType::F32;
-    buffers.emplace_back(new float[std::max<int64_t>(t.numel(), 1)]);
-    w.data = buffers.back().get();
-    return w;
-  };
-  std::vector<TensorView> inputs = call.inputs;
-  for (TensorView &t : inputs)
-    if (isHalf(t.dtype)) {
-      TensorView w = widened(t);
-      widenToF32(t.data, t.dtype, w.as<float>(), t.numel());
-      t = w;
+  // The caller owns the views (KernelCall says so): they are pointed at f32 copies for the
+  // inner call, which never copies a view (that would allocate its shape), and restored below.
+  auto &inputs = const_cast<std::vector<TensorView> &>(call.inputs);
+  StagedView staged[kMaxStagedViews];
+  size_t count = 0;
+  Scratch scratch(call, "half-precision staging");
+  auto restore = [&] {
+    for (size_t i = 0; i < count; ++i) {
+      staged[i].view->dtype = staged[i].dtype;
+      staged[i].view->data = staged[i].data;
     }
-  std::vector<TensorView> outputs = call.outputs;
-  for (TensorView &t : outputs)
-    if (isHalf(t.dtype))
-      t = widened(t);
-  KernelCall staged{inputs, outputs, call.attrs};
-  PLAIT_RETURN_IF_ERROR(f32Kernel(staged));
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (isHalf(call.outputs[i].dtype))
-      narrowFromF32(outputs[i].as<float>(), call.outputs[i].data, call.outputs[i].dtype,
-                    call.outputs[i].numel());
-  return Status();
+  };
+  Status status;
+  for (auto *list : {&inputs, &call.outputs})
+    for (TensorView &t : *list) {
+      if (!isHalf(t.dtype))
+        continue;
+      float *copy = nullptr;
+      if (count == kMaxStagedViews)
+        status = Status::errorf("half-precision staging: more than {} half tensors",
+                                kMaxStagedViews);
+      else
+        status = scratch.take(std::max<int64_t>(t.numel(), 1), copy);
+      if (!status.ok()) {
+        restore();
+        return status;
+      }
+      if (list == &inputs)
+        widenToF32(t.data, t.dtype, copy, t.numel());
+      staged[count++] = {&t, t.dtype, t.data};
+      t.dtype = DType::F32;
+      t.data = copy;
+    }
+  uint64_t innerUsed = 0;
+  KernelCall inner{inputs,         call.outputs,   call.attrs,          call.rank,
+                   call.worldSize, scratch.rest(), scratch.restBytes(), &innerUsed};
+  status = f32Kernel(inner);
+  scratch.addNested(innerUsed);
+  if (status.ok())
+    for (size_t i = 0; i < count; ++i)
+      if (staged[i].view >= call.outputs.data() &&
+          staged[i].view < call.outputs.data() + call.outputs.size())
+        narrowFromF32(staged[i].view->as<float>(), staged[i].data, staged[i].dtype,
+                      staged[i].view->numel());
+  restore();
+  return status;
 }
 
 } // namespace plait::rt::cpu

@@ -1,13 +1,14 @@
 // Helpers shared by the CPU kernels: argument checks, dtype dispatch, half-precision staging.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <type_traits>
-#include <vector>
 
 #include "runtime/Kernel.h"
+#include "runtime/cpu/Dims.h"
 
 namespace plait::rt::cpu {
 
@@ -25,10 +26,15 @@ using BoolByte = uint8_t;
 template <typename T>
 inline constexpr bool kIsIndexLike = std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>;
 
-/// Checks the number of inputs (in [minInputs, maxInputs]) and outputs of a call, so that a
-/// malformed plan yields an error instead of an out-of-bounds access.
+/// Checks the number of inputs (in [minInputs, maxInputs]) and outputs of a call, and that no
+/// operand has more than kMaxRank dimensions, so that a malformed plan yields an error
+/// instead of an out-of-bounds access.
 Status checkArity(const KernelCall &call, std::string_view kernel, size_t minInputs,
                   size_t maxInputs, size_t outputs);
+
+/// Error when an operand of the call has more than kMaxRank dimensions (checkArity does this
+/// too; kernels with any number of operands call it themselves).
+Status checkOperandRanks(const KernelCall &call, std::string_view kernel);
 
 /// `axis` in [-rank, rank) mapped to [0, rank), or an error naming the kernel.
 Status normalizeAxis(std::string_view kernel, int64_t axis, int64_t rank, int64_t &out);
@@ -38,8 +44,8 @@ Status unsupportedDtype(std::string_view kernel, DType a);
 Status unsupportedDtype(std::string_view kernel, DType a, DType b);
 
 /// Error unless `actual` equals `expected`; `what` names the tensor ("output", "bias").
-Status checkShape(std::string_view kernel, std::string_view what,
-                  const std::vector<int64_t> &actual, const std::vector<int64_t> &expected);
+Status checkShape(std::string_view kernel, std::string_view what, ShapeRef actual,
+                  ShapeRef expected);
 
 /// Error unless every tensor of the call has dtype `dtype` (index inputs are checked apart).
 Status checkSameDtype(std::string_view kernel, const TensorView &a, const TensorView &b);
@@ -53,17 +59,52 @@ inline int64_t indexAt(const TensorView &t, int64_t i) {
   return t.dtype == DType::I64 ? t.as<int64_t>()[i] : (int64_t)t.as<int32_t>()[i];
 }
 
-/// Reads every index of `indices` into `rows`, mapping negative ones from the end, and rejects
-/// any outside [0, size) -- a bad token id must be an error naming it, not a wild access.
-/// gather and gather_grad share it so that both read an index the same way.
+/// Reads every index of `indices` into `rows` (indices.numel() entries), mapping negative ones
+/// from the end, and rejects any outside [0, size) -- a bad token id must be an error naming
+/// it, not a wild access. gather and gather_grad share it so that both read an index the
+/// same way.
 Status normalizeIndices(std::string_view kernel, const TensorView &indices, int64_t axis,
-                        int64_t size, std::vector<int64_t> &rows);
+                        int64_t size, int64_t *rows);
 
 /// Product of shape[begin, end).
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end);
+int64_t product(ShapeRef shape, size_t begin, size_t end);
 
 /// Row-major strides (in elements) of `shape`.
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
+Dims contiguousStrides(ShapeRef shape);
+
+/// A kernel call's scratch memory: chunks taken in turn from KernelCall::workspace, each
+/// rounded up to kWorkspaceAlignment, exactly as kernelWorkspaceBytes (Workspace.h) counts
+/// them. When the workspace is too small, take() fails with a message naming both sizes; on
+/// destruction the bytes used are recorded in KernelCall::workspaceUsed.
+class Scratch {
+public:
+  Scratch(const KernelCall &call, std::string_view kernel) : call_(call), kernel_(kernel) {}
+  ~Scratch();
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+
+  /// `count` elements of T (uninitialised).
+  template <typename T> Status take(int64_t count, T *&out) {
+    uint8_t *bytes = nullptr;
+    PLAIT_RETURN_IF_ERROR(takeBytes(count, sizeof(T), bytes));
+    out = reinterpret_cast<T *>(bytes);
+    return Status();
+  }
+
+  /// The workspace left after the chunks taken so far, for a nested kernel call; `used` is
+  /// what that call reports through KernelCall::workspaceUsed.
+  uint8_t *rest() const { return call_.workspace ? call_.workspace + used_ : nullptr; }
+  uint64_t restBytes() const { return call_.workspaceBytes - used_; }
+  void addNested(uint64_t used) { nested_ = std::max(nested_, used); }
+
+private:
+  Status takeBytes(int64_t count, size_t elementSize, uint8_t *&out);
+
+  const KernelCall &call_;
+  std::string_view kernel_;
+  uint64_t used_ = 0;   // chunks taken
+  uint64_t nested_ = 0; // the most a nested call used after them
+};
 
 /// Calls `fn(T{})` with T = float or double by dtype; other dtypes are an error.
 template <typename Fn>
@@ -114,7 +155,8 @@ inline bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 /// Runs `f32Kernel` on copies of the call's bf16/f16 tensors widened to f32 and narrows the
 /// results back. Half precision on the CPU is a storage format: computing in f32 is what
-/// PyTorch does too, and it spares every kernel a 16-bit instantiation.
+/// PyTorch does too, and it spares every kernel a 16-bit instantiation. The copies live in
+/// the workspace (one chunk per half tensor, inputs then outputs, then the f32 kernel's own).
 Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel);
 
 /// True when any input or output of the call is bf16 or f16.

@@ -12,17 +12,19 @@ namespace {
 
 /// The shape of a matmul after numpy's 1-D promotion: batch dims and M, K, N.
 struct MatmulShape {
-  std::vector<int64_t> batchA, batchB, batch, result;
+  Dims batchA, batchB, batch, result;
   int64_t m = 0, k = 0, n = 0;
 };
 
 Status planMatmul(const TensorView &a, const TensorView &b, MatmulShape &s) {
   if (a.rank() == 0 || b.rank() == 0)
     return Status::error("matmul: operands must have rank >= 1");
-  std::vector<int64_t> as = a.shape, bs = b.shape;
-  bool promoteA = as.size() == 1, promoteB = bs.size() == 1;
+  bool promoteA = a.rank() == 1, promoteB = b.rank() == 1;
+  Dims as, bs;
   if (promoteA)
-    as.insert(as.begin(), 1);
+    as.push_back(1);
+  as.append(a.shape);
+  bs.append(b.shape);
   if (promoteB)
     bs.push_back(1);
   s.m = as[as.size() - 2];
@@ -31,8 +33,8 @@ Status planMatmul(const TensorView &a, const TensorView &b, MatmulShape &s) {
   if (bs[bs.size() - 2] != s.k)
     return Status::errorf("matmul: contracting dimensions differ: {} times {}",
                           shapeString(a.shape), shapeString(b.shape));
-  s.batchA.assign(as.begin(), as.end() - 2);
-  s.batchB.assign(bs.begin(), bs.end() - 2);
+  s.batchA = Dims(ShapeRef(as).slice(0, as.size() - 2));
+  s.batchB = Dims(ShapeRef(bs).slice(0, bs.size() - 2));
   if (!broadcastShapes(s.batchA, s.batchB, s.batch))
     return Status::errorf("matmul: batch dimensions of {} and {} do not broadcast",
                           shapeString(a.shape), shapeString(b.shape));
@@ -55,7 +57,7 @@ Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out) {
     return gemmRowMajor<T>(false, false, batch * s.m, s.n, s.k, 1.0, a, s.k, b, s.n, 0.0, out,
                            s.n);
   int64_t sizeA = s.m * s.k, sizeB = s.k * s.n, sizeOut = s.m * s.n;
-  BroadcastPlan<2> plan = planBroadcast<2>(s.batch, {&s.batchA, &s.batchB});
+  BroadcastPlan<2> plan = planBroadcast<2>(s.batch, {s.batchA, s.batchB});
   Status status;
   forEachRow(plan, [&](int64_t o, const std::array<int64_t, 2> &off, int64_t count,
                        const std::array<int64_t, 2> &stride) {
@@ -117,7 +119,7 @@ Status gemmKernel(const KernelCall &call) {
     T *result = out.as<T>();
     if (beta != 0) {
       // Materialise c broadcast into the output, then let GEMM accumulate onto it.
-      BroadcastPlan<1> plan = planBroadcast<1>(out.shape, {&c->shape});
+      BroadcastPlan<1> plan = planBroadcast<1>(out.shape, {c->shape});
       const T *src = c->as<T>();
       forEachRow(plan, [&](int64_t o, const std::array<int64_t, 1> &off, int64_t len,
                            const std::array<int64_t, 1> &stride) {

@@ -34,10 +34,14 @@ template <typename T, bool kFromLogits>
 Status computeLoss(const KernelCall &call, std::string_view kernel, const LossShape &s) {
   const T *input = call.inputs[0].as<T>();
   const T *weight = call.inputs.size() > 2 ? call.inputs[2].as<T>() : nullptr;
-  LossTargets targets;
+  Scratch scratch(call, kernel);
+  LossTargets targets; // workspace: a class and a weight per position
+  PLAIT_RETURN_IF_ERROR(targets.allocate(scratch, s));
   PLAIT_RETURN_IF_ERROR(resolveLossTargets(kernel, s, call.inputs[1], weight, targets));
-  int64_t positions = s.batch * s.spatial;
-  std::vector<double> losses(s.reduction == Reduction::None ? positions : 0);
+  int64_t positions = s.positions();
+  double *losses = nullptr; // workspace, reduction none: the loss per position
+  if (s.reduction == Reduction::None)
+    PLAIT_RETURN_IF_ERROR(scratch.take(positions, losses));
   double lossSum = 0;
   for (int64_t n = 0; n < s.batch; ++n) {
     const T *block = input + n * s.classes * s.spatial;
@@ -74,7 +78,7 @@ Status computeLoss(const KernelCall &call, std::string_view kernel, const LossSh
   }
   T *out = call.outputs[0].as<T>();
   if (s.reduction == Reduction::None)
-    std::transform(losses.begin(), losses.end(), out, [](double v) { return T(v); });
+    std::transform(losses, losses + positions, out, [](double v) { return T(v); });
   else
     out[0] = T(lossSum / targets.normalizer); // sum: / 1, exact
   return Status();

@@ -1,7 +1,7 @@
 // Shape, reduction and target rules shared by the classification losses and their gradients.
 #include "runtime/cpu/LossSupport.h"
 
-#include <string>
+#include <algorithm>
 
 #include "runtime/cpu/KernelSupport.h"
 
@@ -22,13 +22,13 @@ Status planLossInput(std::string_view kernel, const TensorView &input, const Ten
 Status planLossTargets(std::string_view kernel, const Attrs &attrs, const TensorView &input,
                        const TensorView &target, const TensorView *weight, LossShape &s) {
   s.targetShape = {s.batch};
-  s.targetShape.insert(s.targetShape.end(), input.shape.begin() + 2, input.shape.end());
+  s.targetShape.append(ShapeRef(input.shape).slice(2, input.shape.size()));
   PLAIT_RETURN_IF_ERROR(checkShape(kernel, "target", target.shape, s.targetShape));
   if (weight) {
     PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, *weight));
     PLAIT_RETURN_IF_ERROR(checkShape(kernel, "weight", weight->shape, {s.classes}));
   }
-  std::string reduction = attrs.getStr("reduction", "mean");
+  std::string_view reduction = attrs.getStrView("reduction", "mean");
   if (reduction == "mean")
     s.reduction = Reduction::Mean;
   else if (reduction == "sum")
@@ -46,9 +46,9 @@ Status planLossTargets(std::string_view kernel, const Attrs &attrs, const Tensor
 template <typename T>
 Status resolveLossTargets(std::string_view kernel, const LossShape &s, const TensorView &target,
                           const T *weight, LossTargets &out) {
-  int64_t positions = s.batch * s.spatial;
-  out.classes.assign(positions, LossTargets::kIgnored);
-  out.weights.assign(positions, 0.0);
+  int64_t positions = s.positions();
+  std::fill(out.classes, out.classes + positions, LossTargets::kIgnored);
+  std::fill(out.weights, out.weights + positions, 0.0);
   double weightSum = 0;
   for (int64_t p = 0; p < positions; ++p) {
     int64_t t = indexAt(target, p);

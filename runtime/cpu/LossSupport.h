@@ -4,9 +4,9 @@
 
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 #include "runtime/Kernel.h"
+#include "runtime/cpu/KernelSupport.h"
 
 namespace plait::rt::cpu {
 
@@ -15,15 +15,14 @@ enum class Reduction { Mean, Sum, None };
 /// Shape facts of a loss call: input [N, C, d...] seen as [N, C, D], target [N, d...].
 struct LossShape {
   int64_t batch = 0, classes = 0, spatial = 1;
-  std::vector<int64_t> targetShape; // [N, d...]
+  Dims targetShape; // [N, d...]
   Reduction reduction = Reduction::Mean;
   bool hasIgnore = false;
   int64_t ignoreIndex = 0;
 
+  int64_t positions() const { return batch * spatial; }
   /// Shape of the loss (and of its incoming gradient): per position for none, else scalar.
-  std::vector<int64_t> lossShape() const {
-    return reduction == Reduction::None ? targetShape : std::vector<int64_t>{};
-  }
+  Dims lossShape() const { return reduction == Reduction::None ? targetShape : Dims(); }
 };
 
 /// Checks that `target` is an index tensor and `input` is [N, C, ...]; sets N, C and D.
@@ -39,15 +38,21 @@ Status planLossTargets(std::string_view kernel, const Attrs &attrs, const Tensor
 /// target class and the weight it carries, and the divisor of the reduction.
 struct LossTargets {
   static constexpr int64_t kIgnored = -1;
-  std::vector<int64_t> classes; // target class, or kIgnored where ignore_index matches
-  std::vector<double> weights;  // w[t] (1 without class weights), 0 where ignored
+  int64_t *classes = nullptr; // target class, or kIgnored where ignore_index matches
+  double *weights = nullptr;  // w[t] (1 without class weights), 0 where ignored
   /// mean: the sum of the weights (0 with every target ignored: the loss is then 0/0 = NaN
   /// as in PyTorch, and the gradient zero); sum and none: 1.
   double normalizer = 1;
+
+  /// Takes `classes` and `weights` (s.positions() entries each, in that order) from `scratch`.
+  Status allocate(Scratch &scratch, const LossShape &s) {
+    PLAIT_RETURN_IF_ERROR(scratch.take(s.positions(), classes));
+    return scratch.take(s.positions(), weights);
+  }
 };
 
 /// Validates every target (in [0, C) unless ignored) before the caller writes anything, and
-/// fills `out`. `weight` is the class-weight input or null.
+/// fills `out` (allocated). `weight` is the class-weight input or null.
 template <typename T>
 Status resolveLossTargets(std::string_view kernel, const LossShape &s, const TensorView &target,
                           const T *weight, LossTargets &out);

@@ -2,6 +2,7 @@
 // concat, split and local_shard. They move elements as opaque bytes and never look at values (except
 // pad, which writes its fill value).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -35,11 +36,11 @@ Status transposeKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "transpose"));
   const TensorView &x = call.inputs[0];
   TensorView &y = call.outputs[0];
-  std::vector<int64_t> perm = call.attrs.getInts("perm");
+  const std::vector<int64_t> &perm = call.attrs.getInts("perm");
   if ((int64_t)perm.size() != x.rank())
     return Status::errorf("transpose: perm has {} entries for rank {}", perm.size(), x.rank());
-  std::vector<bool> seen(perm.size(), false);
-  std::vector<int64_t> inStrides = contiguousStrides(x.shape), shape, strides;
+  std::array<bool, kMaxRank> seen{};
+  Dims inStrides = contiguousStrides(x.shape), shape, strides;
   for (int64_t p : perm) {
     if (p < 0 || p >= x.rank() || seen[p])
       return Status::errorf("transpose: perm is not a permutation of 0..{}", x.rank() - 1);
@@ -59,8 +60,8 @@ Status broadcastToKernel(const KernelCall &call) {
   if (!broadcastsTo(x.shape, y.shape))
     return Status::errorf("broadcast_to: cannot broadcast {} to {}", shapeString(x.shape),
                           shapeString(y.shape));
-  std::vector<int64_t> inStrides = contiguousStrides(x.shape);
-  std::vector<int64_t> strides(y.rank(), 0);
+  Dims inStrides = contiguousStrides(x.shape);
+  Dims strides(y.shape.size(), 0);
   size_t lead = y.shape.size() - x.shape.size();
   for (size_t d = 0; d < x.shape.size(); ++d)
     strides[lead + d] = x.shape[d] == 1 ? 0 : inStrides[d];
@@ -74,13 +75,14 @@ Status sliceKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "slice"));
   const TensorView &x = call.inputs[0];
   TensorView &y = call.outputs[0];
-  std::vector<int64_t> starts = call.attrs.getInts("starts"), ends = call.attrs.getInts("ends"),
-                       steps = call.attrs.getInts("steps");
+  const std::vector<int64_t> &starts = call.attrs.getInts("starts"),
+                             &ends = call.attrs.getInts("ends"),
+                             &steps = call.attrs.getInts("steps");
   size_t rank = x.shape.size();
   if (starts.size() != rank || ends.size() != rank || steps.size() != rank)
     return Status::errorf("slice: starts, ends and steps need one entry per dimension ({})",
                           rank);
-  std::vector<int64_t> inStrides = contiguousStrides(x.shape), shape, strides;
+  Dims inStrides = contiguousStrides(x.shape), shape, strides;
   int64_t offset = 0;
   for (size_t d = 0; d < rank; ++d) {
     int64_t n = x.shape[d], b = starts[d], e = ends[d], s = steps[d];
@@ -142,11 +144,11 @@ Status padKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "pad"));
   const TensorView &x = call.inputs[0];
   TensorView &y = call.outputs[0];
-  std::vector<int64_t> pads = call.attrs.getInts("pads");
+  const std::vector<int64_t> &pads = call.attrs.getInts("pads");
   size_t rank = x.shape.size();
   if (pads.size() != 2 * rank)
     return Status::errorf("pad: 'pads' must have {} entries, got {}", 2 * rank, pads.size());
-  std::vector<int64_t> shape;
+  Dims shape;
   for (size_t d = 0; d < rank; ++d) {
     if (pads[d] < 0 || pads[d + rank] < 0)
       return Status::error("pad: 'pads' entries must be >= 0");
@@ -157,13 +159,13 @@ Status padKernel(const KernelCall &call) {
   if (x.numel() == 0)
     return Status();
   size_t size = dtypeSize(x.dtype);
-  std::vector<int64_t> outStrides = contiguousStrides(y.shape);
+  Dims outStrides = contiguousStrides(y.shape);
   int64_t base = 0;
   for (size_t d = 0; d < rank; ++d)
     base += pads[d] * outStrides[d];
   int64_t rowLength = rank ? x.shape[rank - 1] : 1;
   int64_t rows = x.numel() / rowLength;
-  std::vector<int64_t> index(rank ? rank - 1 : 0, 0);
+  Dims index(rank ? rank - 1 : 0, 0);
   const char *src = static_cast<const char *>(x.data);
   char *dst = static_cast<char *>(y.data);
   int64_t offset = base;
@@ -187,11 +189,12 @@ Status concatKernel(const KernelCall &call) {
   if (call.inputs.empty() || call.outputs.size() != 1)
     return Status::errorf("concat: expected at least 1 input and 1 output, got {} and {}",
                           call.inputs.size(), call.outputs.size());
+  PLAIT_RETURN_IF_ERROR(checkOperandRanks(call, "concat"));
   TensorView &y = call.outputs[0];
   const TensorView &first = call.inputs[0];
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(normalizeAxis("concat", call.attrs.getInt("axis", 0), first.rank(), axis));
-  std::vector<int64_t> shape = first.shape;
+  Dims shape(first.shape);
   shape[axis] = 0;
   for (const TensorView &t : call.inputs) {
     PLAIT_RETURN_IF_ERROR(checkSameDtype("concat", t, y));
@@ -220,10 +223,11 @@ Status concatKernel(const KernelCall &call) {
 Status splitKernel(const KernelCall &call) {
   if (call.inputs.size() != 1)
     return Status::errorf("split: expected 1 input, got {}", call.inputs.size());
+  PLAIT_RETURN_IF_ERROR(checkOperandRanks(call, "split"));
   const TensorView &x = call.inputs[0];
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(normalizeAxis("split", call.attrs.getInt("axis", 0), x.rank(), axis));
-  std::vector<int64_t> sizes = call.attrs.getInts("sizes");
+  const std::vector<int64_t> &sizes = call.attrs.getInts("sizes");
   if (sizes.size() != call.outputs.size())
     return Status::errorf("split: {} sizes for {} outputs", sizes.size(), call.outputs.size());
   int64_t total = 0;
@@ -231,7 +235,7 @@ Status splitKernel(const KernelCall &call) {
     if (sizes[i] < 0)
       return Status::error("split: sizes must be >= 0");
     total += sizes[i];
-    std::vector<int64_t> shape = x.shape;
+    Dims shape(x.shape);
     shape[axis] = sizes[i];
     PLAIT_RETURN_IF_ERROR(checkSameDtype("split", x, call.outputs[i]));
     PLAIT_RETURN_IF_ERROR(checkShape("split", "output", call.outputs[i].shape, shape));
@@ -260,7 +264,7 @@ Status localShardKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, kName));
   const TensorView &x = call.inputs[0];
   TensorView &y = call.outputs[0];
-  std::vector<int64_t> groups = call.attrs.getInts("groups");
+  const std::vector<int64_t> &groups = call.attrs.getInts("groups");
   int64_t groupSize = call.attrs.getInt("group_size", 0);
   if (groupSize < 1 || x.numel() != y.numel() * groupSize)
     return Status::errorf("{}: input {} is not {} chunks of output {}", kName,

@@ -68,16 +68,15 @@ template <typename T, bool kLog> void softmaxRows(const T *x, T *y, int64_t rows
 }
 
 /// Softmax along a non-innermost axis: blocks of [n, inner], reduced along n while the inner
-/// dimension stays contiguous in memory.
+/// dimension stays contiguous in memory. `maxes` and `sums` hold `inner` entries each.
 template <typename T, bool kLog>
-void softmaxStrided(const T *x, T *y, int64_t outer, int64_t n, int64_t inner) {
-  std::vector<T> maxes(inner);
-  std::vector<double> sums(inner);
+void softmaxStrided(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, T *maxes,
+                    double *sums) {
   for (int64_t o = 0; o < outer; ++o) {
     const T *in = x + o * n * inner;
     T *out = y + o * n * inner;
-    std::fill(maxes.begin(), maxes.end(), -std::numeric_limits<T>::infinity());
-    std::fill(sums.begin(), sums.end(), 0.0);
+    std::fill(maxes, maxes + inner, -std::numeric_limits<T>::infinity());
+    std::fill(sums, sums + inner, 0.0);
     for (int64_t k = 0; k < n; ++k)
       for (int64_t j = 0; j < inner; ++j)
         maxes[j] = std::max(maxes[j], in[k * inner + j]);
@@ -116,10 +115,16 @@ template <bool kLog> Status softmaxKernel(const KernelCall &call) {
   int64_t inner = product(x.shape, axis + 1, x.rank());
   return dispatchF32F64(kName, x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    if (inner == 1)
+    if (inner == 1) {
       softmaxRows<T, kLog>(x.as<T>(), y.as<T>(), outer, n);
-    else
-      softmaxStrided<T, kLog>(x.as<T>(), y.as<T>(), outer, n, inner);
+      return Status();
+    }
+    Scratch scratch(call, kName);
+    T *maxes; // workspace: the running max and sum of each column of a block
+    double *sums;
+    PLAIT_RETURN_IF_ERROR(scratch.take(inner, maxes));
+    PLAIT_RETURN_IF_ERROR(scratch.take(inner, sums));
+    softmaxStrided<T, kLog>(x.as<T>(), y.as<T>(), outer, n, inner, maxes, sums);
     return Status();
   });
 }
@@ -127,8 +132,8 @@ template <bool kLog> Status softmaxKernel(const KernelCall &call) {
 /// Checks that a norm parameter (`scale`, `bias`) has the normalised shape and x's dtype.
 Status checkNormParam(std::string_view kernel, std::string_view what, const TensorView &x,
                       int64_t axis, const TensorView &param) {
-  std::vector<int64_t> expected(x.shape.begin() + axis, x.shape.end());
-  PLAIT_RETURN_IF_ERROR(checkShape(kernel, what, param.shape, expected));
+  PLAIT_RETURN_IF_ERROR(
+      checkShape(kernel, what, param.shape, ShapeRef(x.shape).slice(axis, x.shape.size())));
   return checkSameDtype(kernel, x, param);
 }
 

@@ -1,8 +1,6 @@
 // Pooling window geometry shared by the pools and their adjoints.
 #include "runtime/cpu/PoolSupport.h"
 
-#include <vector>
-
 #include "runtime/cpu/KernelSupport.h"
 
 namespace plait::rt::cpu {
@@ -12,7 +10,7 @@ Status planPoolShape(std::string_view kernel, const Attrs &attrs, bool hasDilati
                      PoolShape &s) {
   if (x.rank() != 4)
     return Status::errorf("{}: x must be 4-D (NCHW), got {}", kernel, shapeString(x.shape));
-  std::vector<int64_t> extent = attrs.getInts("kernel");
+  const std::vector<int64_t> &extent = attrs.getInts("kernel");
   if (extent.size() != 2)
     return Status::errorf("{}: 'kernel' must have 2 entries, got {}", kernel, extent.size());
   s.window.kernel[0] = extent[0];

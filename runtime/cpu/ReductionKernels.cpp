@@ -3,6 +3,8 @@
 // the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
 // this changes no result (it is clang's default).
 #pragma GCC optimize("no-trapping-math")
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -59,12 +61,12 @@ struct Min {
 };
 
 /// Normalises `axes` (empty: every axis) into a per-dimension mask and computes the shape
-/// the output must have.
-Status reducedShape(std::string_view kernel, const std::vector<int64_t> &shape,
-                    const std::vector<int64_t> &axes, bool keepdims, std::vector<bool> &reduced,
-                    std::vector<int64_t> &outShape, std::vector<int64_t> &keptShape) {
+/// the output must have and the input's shape with the reduced dimensions set to 1.
+Status reducedShape(std::string_view kernel, ShapeRef shape, ShapeRef axes, bool keepdims,
+                    Dims &outShape, Dims &keptShape) {
   int64_t rank = (int64_t)shape.size();
-  reduced.assign(rank, axes.empty());
+  std::array<bool, kMaxRank> reduced;
+  reduced.fill(axes.empty());
   for (int64_t axis : axes) {
     int64_t d;
     PLAIT_RETURN_IF_ERROR(normalizeAxis(kernel, axis, rank, d));
@@ -101,10 +103,9 @@ template <typename Op> Status reduceKernel(const KernelCall &call) {
   const TensorView &x = call.inputs[0];
   TensorView &out = call.outputs[0];
   PLAIT_RETURN_IF_ERROR(checkSameDtype(Op::kName, x, out));
-  std::vector<bool> reduced;
-  std::vector<int64_t> outShape, keptShape;
+  Dims outShape, keptShape;
   PLAIT_RETURN_IF_ERROR(reducedShape(Op::kName, x.shape, call.attrs.getInts("axes"),
-                                     call.attrs.getBool("keepdims", true), reduced, outShape,
+                                     call.attrs.getBool("keepdims", true), outShape,
                                      keptShape));
   PLAIT_RETURN_IF_ERROR(checkShape(Op::kName, "output", out.shape, outShape));
   if (hasHalfTensor(call))
@@ -114,15 +115,18 @@ template <typename Op> Status reduceKernel(const KernelCall &call) {
     using T = decltype(tag);
     using Acc = typename Op::template Acc<T>;
     int64_t outCount = out.numel();
-    std::vector<Acc> acc(outCount, Op::template identity<T>());
+    Scratch scratch(call, Op::kName);
+    Acc *acc; // workspace: one accumulator per output element
+    PLAIT_RETURN_IF_ERROR(scratch.take(outCount, acc));
+    std::fill(acc, acc + outCount, Op::template identity<T>());
     // Walk the input in memory order; the output is the input "broadcast" along the reduced
     // axes, so the same row plan yields each input row's accumulator offset.
-    BroadcastPlan<1> plan = planBroadcast<1>(x.shape, {&keptShape});
+    BroadcastPlan<1> plan = planBroadcast<1>(x.shape, {keptShape});
     const T *in = x.as<T>();
     forEachRow(plan, [&](int64_t o, const std::array<int64_t, 1> &off, int64_t n,
                          const std::array<int64_t, 1> &stride) {
       const T *row = in + o;
-      Acc *target = acc.data() + off[0];
+      Acc *target = acc + off[0];
       if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) {
         if (std::is_same_v<T, float> && stride[0] == 0) { // a contiguous row into one sum
           *target += sumFloats(reinterpret_cast<const float *>(row), n);
@@ -157,10 +161,9 @@ template <bool kMax> Status argKernel(const KernelCall &call) {
     return Status::errorf("{}: output dtype {} should be i64", kName, dtypeName(out.dtype));
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(normalizeAxis(kName, call.attrs.getInt("axis", 0), x.rank(), axis));
-  std::vector<bool> reduced;
-  std::vector<int64_t> outShape, keptShape;
+  Dims outShape, keptShape;
   PLAIT_RETURN_IF_ERROR(reducedShape(kName, x.shape, {axis}, call.attrs.getBool("keepdims", true),
-                                     reduced, outShape, keptShape));
+                                     outShape, keptShape));
   PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, outShape));
   int64_t n = x.shape[axis];
   int64_t outer = product(x.shape, 0, axis), inner = product(x.shape, axis + 1, x.rank());
@@ -173,7 +176,9 @@ template <bool kMax> Status argKernel(const KernelCall &call) {
     using T = decltype(tag);
     const T *in = x.as<T>();
     int64_t *index = out.as<int64_t>();
-    std::vector<T> best(inner);
+    Scratch scratch(call, kName);
+    T *best; // workspace: the best value so far of each column of a block
+    PLAIT_RETURN_IF_ERROR(scratch.take(inner, best));
     for (int64_t o = 0; o < outer; ++o) {
       const T *block = in + o * n * inner;
       int64_t *blockIndex = index + o * inner;

@@ -9,8 +9,7 @@ namespace {
 
 /// Drops size-1 dimensions and merges neighbours that are contiguous in the source, so a
 /// plain copy becomes one row and a batched transpose becomes [batch, rows, cols].
-void collapse(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides,
-              std::vector<int64_t> &outShape, std::vector<int64_t> &outStrides) {
+void collapse(ShapeRef shape, ShapeRef strides, Dims &outShape, Dims &outStrides) {
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1)
       continue;
@@ -31,8 +30,7 @@ void collapse(const std::vector<int64_t> &shape, const std::vector<int64_t> &str
 constexpr int64_t kTile = 32;
 
 template <typename T>
-void copyRows(const T *in, const std::vector<int64_t> &shape, const std::vector<int64_t> &strides,
-              T *out) {
+void copyRows(const T *in, ShapeRef shape, ShapeRef strides, T *out) {
   size_t rank = shape.size();
   int64_t total = 1;
   for (int64_t d : shape)
@@ -44,7 +42,7 @@ void copyRows(const T *in, const std::vector<int64_t> &shape, const std::vector<
   bool transposed = rank >= 2 && strides[rank - 1] != 1 && strides[rank - 2] == 1;
   size_t loopRank = transposed ? rank - 2 : rank - 1;
   int64_t blockSize = transposed ? shape[rank - 2] * shape[rank - 1] : shape[rank - 1];
-  std::vector<int64_t> index(loopRank, 0);
+  Dims index(loopRank, 0);
   int64_t offset = 0;
   for (int64_t done = 0; done < total; done += blockSize) {
     if (transposed) {
@@ -81,9 +79,9 @@ void copyRows(const T *in, const std::vector<int64_t> &shape, const std::vector<
 
 } // namespace
 
-void stridedCopy(const void *in, size_t elementSize, const std::vector<int64_t> &shape,
-                 const std::vector<int64_t> &strides, void *out) {
-  std::vector<int64_t> s, st;
+void stridedCopy(const void *in, size_t elementSize, ShapeRef shape, ShapeRef strides,
+                 void *out) {
+  Dims s, st;
   collapse(shape, strides, s, st);
   switch (elementSize) {
   case 1:

@@ -4,14 +4,15 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+
+#include "runtime/cpu/Dims.h"
 
 namespace plait::rt::cpu {
 
 /// Writes the dense row-major tensor of `shape` whose element at index (i0, i1, ...) is
 /// in[sum_d i_d * strides[d]] (strides in elements; 0 repeats, negative walks backwards).
 /// Elements are copied as opaque `elementSize`-byte values, so every dtype shares this code.
-void stridedCopy(const void *in, size_t elementSize, const std::vector<int64_t> &shape,
-                 const std::vector<int64_t> &strides, void *out);
+void stridedCopy(const void *in, size_t elementSize, ShapeRef shape, ShapeRef strides,
+                 void *out);
 
 } // namespace plait::rt::cpu

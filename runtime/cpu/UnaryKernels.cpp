@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "runtime/cpu/KernelFamilies.h"
@@ -294,7 +294,7 @@ Status notKernel(const KernelCall &call) {
 
 /// gelu picks its formula once per call, so that each inner loop stays branch-free.
 Status geluKernel(const KernelCall &call) {
-  std::string approximate = call.attrs.getStr("approximate", "none");
+  std::string_view approximate = call.attrs.getStrView("approximate", "none");
   if (approximate == "none")
     return unaryKernel<GeluErf, false>(call);
   if (approximate == "tanh")

@@ -20,7 +20,7 @@ int64_t Window2d::outputSize(int dim, int64_t in) const {
 namespace {
 Status readArray(std::string_view kernelName, const Attrs &attrs, const char *name, size_t count,
                  int64_t minValue, int64_t *dst) {
-  std::vector<int64_t> values = attrs.getInts(name);
+  const std::vector<int64_t> &values = attrs.getInts(name);
   if (values.size() != count)
     return Status::errorf("{}: '{}' must have {} entries, got {}", kernelName, name, count,
                           values.size());

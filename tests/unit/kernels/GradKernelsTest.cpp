@@ -24,8 +24,7 @@ OwnedTensor runInPlace(const std::string &name, std::vector<OwnedTensor> inputs,
   for (const OwnedTensor &t : inputs)
     in.push_back(t.view);
   std::vector<TensorView> out{inputs[aliased].view};
-  KernelCall call{in, out, attrs};
-  Status s = findKernel(name)(call);
+  Status s = callKernel(name, in, out, attrs);
   EXPECT_TRUE(s.ok()) << s.message();
   return inputs[aliased];
 }

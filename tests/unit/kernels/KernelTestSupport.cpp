@@ -3,6 +3,11 @@
 
 #include <cmath>
 
+#include "runtime/cpu/Workspace.h"
+#ifdef PLAIT_COUNT_ALLOCATIONS
+#include "AllocationCounter.h"
+#endif
+
 namespace plait::rt::test {
 
 std::vector<float> OwnedTensor::floats() const {
@@ -70,9 +75,49 @@ KernelResult runKernel(const std::string &name, const std::vector<OwnedTensor> &
   std::vector<TensorView> out;
   for (OwnedTensor &t : result.outputs)
     out.push_back(t.view);
-  KernelCall call{in, out, attrs};
-  result.status = fn(call);
+  result.status = callKernel(name, in, out, attrs);
   return result;
+}
+
+Status callKernel(const std::string &name, std::vector<TensorView> &inputs,
+                  std::vector<TensorView> &outputs, const Attrs &attrs) {
+  KernelFn fn = findKernel(name);
+  if (!fn)
+    return Status::errorf("no kernel named {}", name);
+  std::vector<OperandType> in, out;
+  for (const TensorView &t : inputs)
+    in.push_back({t.dtype, &t.shape});
+  for (const TensorView &t : outputs)
+    out.push_back({t.dtype, &t.shape});
+  uint64_t declared = kernelWorkspaceBytes(name, in, out, attrs);
+  // The workspace sits at the end of an over-allocated block: a kernel writing past what it
+  // was given corrupts the guard bytes after it.
+  constexpr size_t kGuard = 64;
+  std::vector<uint8_t> block(declared + kWorkspaceAlignment + kGuard, 0xAB);
+  uint8_t *base = block.data();
+  base += (kWorkspaceAlignment - reinterpret_cast<uintptr_t>(base) % kWorkspaceAlignment) %
+          kWorkspaceAlignment;
+  uint64_t used = 0;
+  KernelCall call{inputs, outputs, attrs, 0, 1, declared ? base : nullptr, declared, &used};
+#ifdef PLAIT_COUNT_ALLOCATIONS
+  alloc_test::startCounting();
+  Status s = fn(call);
+  alloc_test::AllocationReport report = alloc_test::stopCounting();
+  if (s.ok()) // error paths may allocate their messages
+    EXPECT_EQ(report.allocationsBy("plait") + report.freesBy("plait"), 0u)
+        << name << " allocated: " << report.describe() << "\n" << report.firstPlaitStack;
+#else
+  Status s = fn(call);
+#endif
+  for (size_t i = 0; i < kGuard; ++i)
+    if (base[declared + i] != 0xAB) {
+      ADD_FAILURE() << name << " wrote past its " << declared << "-byte workspace";
+      break;
+    }
+  if (s.ok())
+    EXPECT_EQ(used, declared) << name << ": kernelWorkspaceBytes declares " << declared
+                              << " bytes, the kernel used " << used;
+  return s;
 }
 
 OwnedTensor runOk(const std::string &name, const std::vector<OwnedTensor> &inputs, DType dtype,

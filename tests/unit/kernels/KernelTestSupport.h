@@ -96,6 +96,15 @@ struct KernelResult {
   const OwnedTensor &out(size_t i = 0) const { return outputs.at(i); }
 };
 
+/// Calls kernel `name` on views the caller owns, with exactly the workspace that
+/// kernelWorkspaceBytes (runtime/cpu/Workspace.h) declares for them, and expects a kernel that
+/// succeeds to have used all of it: the plan writer and the loader size workspaces with that
+/// function, so it must be neither short (the kernel would fail) nor generous. Where the
+/// allocation counter is linked in (not in sanitizer builds), a kernel that succeeds must
+/// also have allocated nothing.
+Status callKernel(const std::string &name, std::vector<TensorView> &inputs,
+                  std::vector<TensorView> &outputs, const Attrs &attrs);
+
 /// Runs kernel `name` on `inputs`, with outputs of the given dtypes and shapes.
 KernelResult runKernel(const std::string &name, const std::vector<OwnedTensor> &inputs,
                        const std::vector<std::pair<DType, std::vector<int64_t>>> &outputs,

@@ -50,6 +50,8 @@ plan::PlanDesc PlanMaker::finish() const {
     for (uint32_t i = 0; i < out.tensors.size(); ++i)
       if (out.tensors[i].kind == fb::TensorKind::Input)
         out.inputs.push_back(i);
+  if (out.workspaceBytes.empty())
+    plan::declareWorkspace(out);
   return out;
 }
 

@@ -26,7 +26,7 @@ public:
                  std::vector<plan::AttrDesc> attrs = {}, std::vector<uint32_t> waits = {});
   plan::PlanDesc &desc() { return desc_; }
   /// The plan, with one arena size per rank and, unless set, every input tensor as a graph
-  /// input in creation order.
+  /// input in creation order and the workspace its kernels need (plan::declareWorkspace).
   plan::PlanDesc finish() const;
 
 private:

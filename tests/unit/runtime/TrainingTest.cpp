@@ -63,6 +63,7 @@ plan::PlanDesc tinyTrainingPlan() {
   p.training = true;
   p.updates = {{2, 1}, {2, 5}};
   p.schedule = {"linear-warmup", 0.5, 2, 0, 0};
+  plan::declareWorkspace(p); // reduce_sum keeps its accumulator in the workspace
   return p;
 }
 

@@ -1,0 +1,179 @@
+// Workspace sizes of the CPU kernels: for each kernel that needs scratch, the chunks it takes
+// (runtime/cpu/*Kernels.cpp say which, next to each Scratch::take), in the same arithmetic.
+#include "runtime/cpu/Workspace.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace plait::rt {
+namespace {
+
+uint64_t elementBytes(DType t) {
+  switch (t) {
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::BF16:
+  case DType::F16:
+    return 2;
+  case DType::I1:
+    return 1;
+  }
+  return 8; // an unknown dtype never reaches a kernel (the loader rejects it)
+}
+
+uint64_t saturatingMul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+uint64_t saturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/// Product of dims [begin, end); negative dimensions (rejected by the loader) count as 0.
+uint64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
+  uint64_t n = 1;
+  for (size_t i = begin; i < end && i < shape.size(); ++i)
+    n = saturatingMul(n, shape[i] < 0 ? 0 : uint64_t(shape[i]));
+  return n;
+}
+
+uint64_t numel(const OperandType &t) { return product(*t.shape, 0, t.shape->size()); }
+
+/// One chunk of `count` elements of `elementSize` bytes.
+uint64_t chunk(uint64_t count, uint64_t elementSize) {
+  return workspaceChunkBytes(saturatingMul(count, elementSize));
+}
+
+bool isHalfType(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+// The kernels that compute bf16/f16 through f32 copies (runStagedInF32): every float kernel.
+// Movement, indexing, cast, where and the logical ops move or test elements as they are.
+// clang-format off
+constexpr std::string_view kStagedKernels[] = {
+    "exp", "log", "sqrt", "rsqrt", "reciprocal", "erf", "tanh", "sin", "cos", "sigmoid",
+    "silu", "softplus", "floor", "ceil", "round", "gelu", "leaky_relu", "elu", "hard_sigmoid",
+    "neg", "abs", "relu", "sign", "clamp",
+    "add", "sub", "mul", "div", "mod", "pow", "max", "min", "equal", "less", "less_equal",
+    "greater", "greater_equal",
+    "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin",
+    "softmax", "log_softmax", "layer_norm", "rms_norm", "matmul", "gemm", "conv2d",
+    "max_pool2d", "avg_pool2d", "softmax_cross_entropy", "nll_loss",
+    "gather_grad", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
+    "avg_pool2d_grad", "softmax_cross_entropy_grad", "nll_loss_grad",
+    "sgd_update", "adamw_update"};
+// clang-format on
+
+bool isStaged(std::string_view kernel) {
+  return std::find(std::begin(kStagedKernels), std::end(kStagedKernels), kernel) !=
+         std::end(kStagedKernels);
+}
+
+/// `axis` normalised against `rank` (ODS default `dflt` when absent), or false.
+bool axisOf(const Attrs &attrs, int64_t dflt, size_t rank, size_t &out) {
+  int64_t axis = attrs.getInt("axis", dflt), r = int64_t(rank);
+  if (axis < -r || axis >= r)
+    return false;
+  out = size_t(axis < 0 ? axis + r : axis);
+  return true;
+}
+
+/// A conv2d whose 1x1, stride-1, unpadded window makes its input the column matrix itself
+/// (ConvShape::pointwise): no im2col buffer.
+bool pointwiseConv(const std::vector<int64_t> &w, const Attrs &attrs) {
+  const std::vector<int64_t> &strides = attrs.getInts("strides"), &pads = attrs.getInts("pads");
+  return w[2] == 1 && w[3] == 1 && strides == std::vector<int64_t>{1, 1} &&
+         pads == std::vector<int64_t>{0, 0, 0, 0};
+}
+
+/// The im2col column matrix (ColumnMatrix, and conv2d_grad_input's `col`): patch x outPlane
+/// elements, patch from the weight `w`, outPlane from the conv output (or its gradient) `y`.
+uint64_t convColumns(const OperandType &w, const OperandType &y, const Attrs &attrs) {
+  if (w.shape->size() != 4 || y.shape->size() != 4 || pointwiseConv(*w.shape, attrs))
+    return 0;
+  return chunk(saturatingMul(product(*w.shape, 1, 4), product(*y.shape, 2, 4)),
+               elementBytes(w.dtype));
+}
+
+/// The workspace of the kernel computing in f32/f64 (after any half staging).
+uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &in,
+                      const std::vector<OperandType> &out, const Attrs &attrs) {
+  auto operands = [&](size_t inputs, size_t outputs) {
+    return in.size() >= inputs && out.size() >= outputs;
+  };
+  if (kernel == "conv2d" && operands(2, 1))
+    return convColumns(in[1], out[0], attrs);
+  if (kernel == "conv2d_grad_input" && operands(2, 1)) // (dy, w) -> dx
+    return convColumns(in[1], in[0], attrs);
+  if (kernel == "conv2d_grad_weight" && operands(2, 1)) { // (x, dy) -> dw
+    if (!in[0].shape->empty() && (*in[0].shape)[0] == 0)
+      return 0; // an empty batch: dw is zeroed, no columns are built
+    return convColumns(out[0], in[1], attrs);
+  }
+  if (kernel == "max_pool2d_grad" && operands(2, 1)) // the argmax of each window of a plane
+    return in[1].shape->size() == 4 ? chunk(product(*in[1].shape, 2, 4), 8) : 0;
+  if ((kernel == "gather" || kernel == "gather_grad") && operands(2, 1)) // normalised indices
+    return chunk(numel(in[1]), 8);
+  if ((kernel == "reduce_sum" || kernel == "reduce_mean" || kernel == "reduce_prod") &&
+      operands(1, 1)) // accumulators: double for floats, uint64 for integers
+    return chunk(numel(out[0]), 8);
+  if ((kernel == "reduce_max" || kernel == "reduce_min") && operands(1, 1))
+    return chunk(numel(out[0]), elementBytes(in[0].dtype));
+  if ((kernel == "argmax" || kernel == "argmin") && operands(1, 1)) { // best value per column
+    size_t axis;
+    if (!axisOf(attrs, 0, in[0].shape->size(), axis))
+      return 0;
+    return chunk(product(*in[0].shape, axis + 1, in[0].shape->size()),
+                 elementBytes(in[0].dtype));
+  }
+  if ((kernel == "softmax" || kernel == "log_softmax") && operands(1, 1)) {
+    size_t axis;
+    if (!axisOf(attrs, -1, in[0].shape->size(), axis))
+      return 0;
+    uint64_t inner = product(*in[0].shape, axis + 1, in[0].shape->size());
+    if (inner == 1) // softmax along the innermost axis works row by row
+      return 0;
+    return saturatingAdd(chunk(inner, elementBytes(in[0].dtype)), chunk(inner, 8));
+  }
+  bool loss = kernel == "softmax_cross_entropy" || kernel == "nll_loss";
+  bool lossGrad = kernel == "softmax_cross_entropy_grad" || kernel == "nll_loss_grad";
+  if ((loss || lossGrad) && operands(1, 0)) {
+    const std::vector<int64_t> &x = *in[0].shape;
+    if (x.size() < 2)
+      return 0;
+    // LossTargets: a class and a weight per position; a per-position loss for "none".
+    uint64_t positions = saturatingMul(product(x, 0, 1), product(x, 2, x.size()));
+    uint64_t bytes = saturatingAdd(chunk(positions, 8), chunk(positions, 8));
+    if (loss && attrs.getStrView("reduction", "mean") == "none")
+      bytes = saturatingAdd(bytes, chunk(positions, 8));
+    return bytes;
+  }
+  return 0;
+}
+
+} // namespace
+
+uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<OperandType> &inputs,
+                              const std::vector<OperandType> &outputs, const Attrs &attrs) {
+  bool half = false;
+  for (const auto *list : {&inputs, &outputs})
+    for (const OperandType &t : *list)
+      half |= isHalfType(t.dtype);
+  if (!half || !isStaged(kernel))
+    return computeBytes(kernel, inputs, outputs, attrs);
+  // runStagedInF32: an f32 copy of every half tensor (at least one element each), then the
+  // f32 kernel's own workspace.
+  uint64_t bytes = 0;
+  std::vector<OperandType> in = inputs, out = outputs;
+  for (auto *list : {&in, &out})
+    for (OperandType &t : *list)
+      if (isHalfType(t.dtype)) {
+        bytes = saturatingAdd(bytes, chunk(std::max<uint64_t>(numel(t), 1), 4));
+        t.dtype = DType::F32;
+      }
+  return saturatingAdd(bytes, computeBytes(kernel, in, out, attrs));
+}
+
+} // namespace plait::rt

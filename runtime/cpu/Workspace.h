@@ -1,0 +1,42 @@
+// How much scratch memory (workspace) each CPU kernel takes for one call, as a pure function
+// of its operand types and attributes. The compiler declares it in the plan (per instruction
+// and per rank), the loader recomputes and checks it, and the kernels take exactly these
+// chunks from KernelCall::workspace. MLIR-free and runtime-free: it links on its own
+// (PlaitKernelWorkspace) into the plan writer.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "runtime/Attrs.h"
+#include "runtime/Tensor.h"
+
+namespace plait::rt {
+
+/// Workspace chunks start at multiples of this (the workspace base is aligned to it too).
+inline constexpr uint64_t kWorkspaceAlignment = 64;
+
+/// The bytes a chunk of `bytes` occupies: rounded up to kWorkspaceAlignment, saturating.
+inline uint64_t workspaceChunkBytes(uint64_t bytes) {
+  uint64_t rem = bytes % kWorkspaceAlignment;
+  if (rem == 0)
+    return bytes;
+  uint64_t pad = kWorkspaceAlignment - rem;
+  return bytes > UINT64_MAX - pad ? UINT64_MAX : bytes + pad;
+}
+
+/// The element type and shape of one kernel operand, as the plan declares it.
+struct OperandType {
+  DType dtype = DType::F32;
+  const std::vector<int64_t> *shape = nullptr; // never null
+};
+
+/// The workspace bytes kernel `kernel` takes for one call on operands of these types (0 for
+/// kernels that need none, for collectives and for unknown kernels). Saturates at UINT64_MAX
+/// instead of wrapping, so a crafted plan cannot make a huge need look small. Operands that
+/// the kernel would reject (wrong count or rank) need 0: the kernel fails before taking any.
+uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<OperandType> &inputs,
+                              const std::vector<OperandType> &outputs, const Attrs &attrs);
+
+} // namespace plait::rt

@@ -1,0 +1,209 @@
+// Kernel workspaces and memory high water: kernelWorkspaceBytes and the plan fields that
+// declare it (workspace per instruction and per rank, peak_bytes), the loader's checks, the
+// kernels' behaviour when given too little, and what the executor measures per step.
+#include <cstring>
+#include <limits>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "PlanFixtures.h"
+#include "codegen/PlanBuilder.h"
+#include "runtime/Executor.h"
+#include "runtime/PlanLoader.h"
+#include "runtime/cpu/Workspace.h"
+
+namespace plait::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using fb::TensorKind;
+
+uint64_t need(std::string_view kernel, std::vector<std::pair<rt::DType, std::vector<int64_t>>> in,
+              std::vector<std::pair<rt::DType, std::vector<int64_t>>> out,
+              const rt::Attrs &attrs = rt::Attrs()) {
+  std::vector<rt::OperandType> inputs, outputs;
+  for (const auto &[dtype, shape] : in)
+    inputs.push_back({dtype, &shape});
+  for (const auto &[dtype, shape] : out)
+    outputs.push_back({dtype, &shape});
+  return rt::kernelWorkspaceBytes(kernel, inputs, outputs, attrs);
+}
+
+rt::Attrs convAttrs(std::vector<int64_t> strides, std::vector<int64_t> pads) {
+  rt::Attrs attrs;
+  attrs.set("strides", {std::move(strides), {}, ""});
+  attrs.set("pads", {std::move(pads), {}, ""});
+  return attrs;
+}
+
+TEST(KernelWorkspaceBytes, ChunksOfWhatEachKernelKeeps) {
+  using rt::DType;
+  // conv2d: the im2col columns, patch (C/g * kH * kW = 3 * 3 * 3) x outPlane (4 * 4) floats,
+  // rounded up to 64 bytes; none for a pointwise convolution.
+  EXPECT_EQ(need("conv2d", {{DType::F32, {2, 3, 6, 6}}, {DType::F32, {8, 3, 3, 3}}},
+                 {{DType::F32, {2, 8, 4, 4}}}, convAttrs({1, 1}, {0, 0, 0, 0})),
+            27u * 16 * 4);
+  EXPECT_EQ(need("conv2d", {{DType::F32, {2, 3, 6, 6}}, {DType::F32, {8, 3, 1, 1}}},
+                 {{DType::F32, {2, 8, 6, 6}}}, convAttrs({1, 1}, {0, 0, 0, 0})),
+            0u);
+  // A strided 1x1 convolution is not pointwise: 3 x 9 doubles, 216 bytes in a 256-byte chunk.
+  EXPECT_EQ(need("conv2d", {{DType::F64, {1, 3, 6, 6}}, {DType::F64, {8, 3, 1, 1}}},
+                 {{DType::F64, {1, 8, 3, 3}}}, convAttrs({2, 2}, {0, 0, 0, 0})),
+            256u);
+  // Elementwise kernels keep nothing; in half precision, an f32 copy per half tensor.
+  EXPECT_EQ(need("add", {{DType::F32, {5}}, {DType::F32, {5}}}, {{DType::F32, {5}}}), 0u);
+  EXPECT_EQ(need("add", {{DType::BF16, {5}}, {DType::BF16, {1}}}, {{DType::BF16, {5}}}),
+            3u * 64);
+  // 100 floats take 448 bytes; an empty tensor's copy still holds one element.
+  EXPECT_EQ(need("add", {{DType::F16, {100}}, {DType::F16, {0}}}, {{DType::F16, {100}}}),
+            448u + 64 + 448);
+  // Logical ops never stage (half inputs are an error), so they need nothing.
+  EXPECT_EQ(need("and", {{DType::BF16, {5}}, {DType::BF16, {5}}}, {{DType::I1, {5}}}), 0u);
+  // Softmax along a non-innermost axis keeps a max (float) and a sum (double) per column.
+  rt::Attrs axis0;
+  axis0.set("axis", {{0}, {}, ""});
+  EXPECT_EQ(need("softmax", {{DType::F32, {7, 20}}}, {{DType::F32, {7, 20}}}, axis0),
+            128u + 192);
+  EXPECT_EQ(need("softmax", {{DType::F32, {7, 20}}}, {{DType::F32, {7, 20}}}), 0u);
+  // Movement kernels, collectives and unknown kernels need nothing.
+  EXPECT_EQ(need("transpose", {{DType::F32, {7, 20}}}, {{DType::F32, {20, 7}}}), 0u);
+  EXPECT_EQ(need("all_reduce", {{DType::F32, {7}}}, {{DType::F32, {7}}}), 0u);
+  EXPECT_EQ(need("no_such_kernel", {{DType::BF16, {7}}}, {{DType::BF16, {7}}}), 0u);
+}
+
+TEST(KernelWorkspaceBytes, SaturatesInsteadOfWrapping) {
+  int64_t huge = int64_t(1) << 40;
+  EXPECT_EQ(need("conv2d", {{rt::DType::F32, {1, 1, 4, 4}}, {rt::DType::F32, {1, huge, huge, 2}}},
+                 {{rt::DType::F32, {1, 1, huge, huge}}}, convAttrs({1, 1}, {0, 0, 0, 0})),
+            std::numeric_limits<uint64_t>::max());
+}
+
+/// x [4, 5] at 0 (80 bytes), y = reduce_sum(x, axes 1) [4] at 128 (ends at 144), and an
+/// unused param at 192 (ends at 224). reduce_sum keeps 4 double accumulators: one 64-byte
+/// chunk of workspace.
+plan::PlanDesc sumPlan() {
+  plan::PlanDesc d;
+  d.arenaBytes = {256};
+  d.tensors = {
+      {"x", fb::DType::F32, {4, 5}, TensorKind::Input, 0, {}, ""},
+      {"y", fb::DType::F32, {4}, TensorKind::Activation, 128, {}, ""},
+      {"spare", fb::DType::F32, {8}, TensorKind::Param, 192, {}, "zeros"},
+  };
+  d.instrs = {{"reduce_sum", {0}, {1}, {{"axes", {1}, {}, ""}, {"keepdims", {0}, {}, ""}}, "/sum"}};
+  d.inputs = {0};
+  d.outputs = {1};
+  return d;
+}
+
+std::string loadError(const plan::PlanDesc &d, rt::Plan *out = nullptr) {
+  rt::Plan plan;
+  rt::Status s = rt::loadPlanFromBytes(plan::serializePlan(d), "model.plan", out ? *out : plan);
+  return s.ok() ? "" : s.message();
+}
+
+TEST(PlanWorkspace, DeclaredPerInstructionAndPerRankAndLoaded) {
+  plan::PlanDesc d = sumPlan();
+  plan::declareWorkspace(d);
+  EXPECT_EQ(d.instrs[0].workspace, 64u);
+  EXPECT_EQ(d.workspaceBytes, std::vector<uint64_t>{64});
+  EXPECT_EQ(plan::peakBytesOf(d), 224u);
+  d.peakBytes = {plan::peakBytesOf(d)};
+  rt::Plan plan;
+  ASSERT_EQ(loadError(d, &plan), "");
+  EXPECT_EQ(plan.workspaceBytes, std::vector<uint64_t>{64});
+  EXPECT_EQ(plan.peakBytes, std::vector<uint64_t>{224});
+  EXPECT_EQ(plan.instrs[0].workspace, 64u);
+}
+
+TEST(PlanWorkspace, LoaderRejectsTooLittleWorkspace) {
+  plan::PlanDesc d = sumPlan();
+  // Absent: every rank's workspace is 0, too little for reduce_sum.
+  EXPECT_EQ(loadError(d), "model.plan: instruction 0 (reduce_sum '/sum'): needs 64 workspace "
+                          "bytes, the plan declares 0");
+  d.instrs[0].workspace = 32;
+  d.workspaceBytes = {64};
+  EXPECT_EQ(loadError(d), "model.plan: instruction 0 (reduce_sum '/sum'): needs 64 workspace "
+                          "bytes, the plan declares 32");
+  d.instrs[0].workspace = 64;
+  d.worldSize = 2;
+  d.arenaBytes = {256, 256};
+  d.workspaceBytes = {64, 32};
+  EXPECT_EQ(loadError(d), "model.plan: instruction 0 (reduce_sum '/sum'): declares 64 "
+                          "workspace bytes, more than rank 1's workspace (32 bytes)");
+  d.workspaceBytes = {64};
+  EXPECT_EQ(loadError(d), "model.plan: workspace_bytes has 1 entries, expected one per rank "
+                          "(world size 2)");
+  d.workspaceBytes = {64, 64};
+  d.peakBytes = {224, 224, 224};
+  EXPECT_EQ(loadError(d), "model.plan: peak_bytes has 3 entries, expected one per rank "
+                          "(world size 2)");
+  d.peakBytes.clear();
+  EXPECT_EQ(loadError(d), "");
+}
+
+TEST(PlanWorkspace, LoaderRejectsRanksBeyondTheKernelsLimit) {
+  plan::PlanDesc d;
+  d.arenaBytes = {64};
+  d.tensors = {{"x", fb::DType::F32, std::vector<int64_t>(rt::kMaxRank + 1, 1),
+                TensorKind::Input, 0, {}, ""}};
+  d.inputs = {0};
+  EXPECT_EQ(loadError(d), "model.plan: tensor 0 ('x'): rank 17 is more than the 16 dimensions "
+                          "the runtime supports");
+}
+
+// The executor measures what a step touches: the unused param at the end of the arena is
+// part of the plan's peak but never of the step's high water.
+TEST(PlanWorkspace, ExecutorMeasuresArenaAndWorkspaceHighWater) {
+  plan::PlanDesc d = sumPlan();
+  plan::declareWorkspace(d);
+  rt::Plan plan;
+  ASSERT_EQ(loadError(d, &plan), "");
+  std::unique_ptr<rt::Executor> exec;
+  rt::Status s = rt::Executor::create(plan, {}, exec);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(exec->workspaceBytes(), 64u);
+  std::vector<float> x(20, 1.0f);
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(exec->setInput(0, rt::DType::F32, {4, 5}, x.data()).ok());
+    s = exec->run();
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(exec->stepArenaHighWater(), 144u);
+    EXPECT_EQ(exec->stepWorkspaceHighWater(), 64u);
+  }
+  EXPECT_EQ(exec->output(0).as<float>()[3], 5.0f);
+}
+
+// A kernel given less workspace than it takes fails with a message naming both sizes; one
+// that stages half-precision tensors leaves the caller's views as they were.
+TEST(PlanWorkspace, KernelsGivenTooLittleFailCleanly) {
+  std::vector<float> x(2 * 3 * 6 * 6, 1.0f), w(8 * 3 * 3 * 3, 1.0f), y(2 * 8 * 4 * 4);
+  std::vector<rt::TensorView> in{{x.data(), rt::DType::F32, {2, 3, 6, 6}},
+                                 {w.data(), rt::DType::F32, {8, 3, 3, 3}}};
+  std::vector<rt::TensorView> out{{y.data(), rt::DType::F32, {2, 8, 4, 4}}};
+  rt::Attrs attrs = convAttrs({1, 1}, {0, 0, 0, 0});
+  alignas(64) static uint8_t workspace[2048];
+  uint64_t used = 0;
+  rt::Status s = rt::findKernel("conv2d")(
+      rt::KernelCall{in, out, attrs, 0, 1, workspace, 1024, &used});
+  EXPECT_EQ(s.message(), "conv2d: needs at least 1728 workspace bytes, the call has 1024");
+  s = rt::findKernel("conv2d")(rt::KernelCall{in, out, attrs, 0, 1, workspace, 1728, &used});
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(used, 1728u);
+  EXPECT_EQ(y[0], 27.0f);
+
+  std::vector<uint16_t> a(5), b(5), c(5);
+  std::vector<rt::TensorView> halfIn{{a.data(), rt::DType::BF16, {5}},
+                                     {b.data(), rt::DType::BF16, {5}}};
+  std::vector<rt::TensorView> halfOut{{c.data(), rt::DType::BF16, {5}}};
+  rt::Attrs none;
+  s = rt::findKernel("add")(rt::KernelCall{halfIn, halfOut, none, 0, 1, workspace, 128, &used});
+  EXPECT_THAT(s.message(), HasSubstr("needs at least 192 workspace bytes, the call has 128"));
+  EXPECT_EQ(halfIn[0].dtype, rt::DType::BF16);
+  EXPECT_EQ(halfIn[1].data, b.data());
+  EXPECT_EQ(halfOut[0].dtype, rt::DType::BF16);
+  EXPECT_EQ(halfOut[0].data, c.data());
+}
+
+} // namespace
+} // namespace plait::testing
