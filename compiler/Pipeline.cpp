@@ -44,10 +44,17 @@ FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOption
   if (endsWith(path, ".onnx")) {
     OnnxImportOptions importOptions;
     importOptions.constInputs = options.constInputs;
+    // --micro-batches: the forward is built at the micro-batch; the train step restores B.
+    importOptions.microBatches = options.train.enabled ? options.train.microBatches : 1;
     return importOnnxFile(ctx, path, importOptions);
   }
   if (!options.constInputs.empty())
     return emitError(UnknownLoc::get(&ctx)) << path << ": --const-input applies to ONNX models only";
+  if (endsWith(path, ".mlir") && options.train.microBatches > 1)
+    return emitError(UnknownLoc::get(&ctx))
+           << path << ": --micro-batches needs an ONNX model (a .mlir model's shapes are fixed "
+                      "at its batch; write it at the micro-batch size and use plait-opt "
+                      "--plait-build-train-step=micro-batches=K)";
   if (endsWith(path, ".mlir")) {
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, &ctx);
     if (!module)
@@ -189,10 +196,21 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   report["training"] = plan.training;
   if (plan.training)
     report["optimizer_updates"] = plan.updates.size();
+  if (plan.training)
+    report["micro_batches"] = options.train.microBatches;
   report["optimizations"] = {
       {"memory_planning", fmt::format("{} buffers in a {}-byte arena ({}), lower bound {} bytes",
                                       memory.buffers.size(), memory.arenaBytes,
                                       memory.heuristic, memory.lowerBound)}};
+  if (plan.training && options.train.microBatches > 1) {
+    int64_t k = options.train.microBatches;
+    int64_t micro = report.value("batch_per_rank", int64_t(0)) / k;
+    report["optimizations"]["micro_batches"] = fmt::format(
+        "{} micro-batches of {} sample{}: forward and backward per micro-batch, gradients "
+        "summed as they are produced, then averaged, {}and applied by one optimizer update",
+        k, micro, micro == 1 ? "" : "s",
+        plan.worldSize > 1 ? "reduced across ranks once per step " : "");
+  }
   if (plan.worldSize > 1) {
     std::map<std::string, int> byPlacement;
     for (const auto &u : units)
@@ -280,6 +298,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train) {
   o.warmupSteps = train.warmupSteps;
   o.totalSteps = train.totalSteps;
   o.minLr = train.minLr;
+  o.microBatches = train.microBatches;
   PassManager pm(module.getContext());
   pm.addPass(createBuildTrainStepPass(o));
   return pm.run(module);

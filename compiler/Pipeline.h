@@ -19,6 +19,7 @@ struct TrainOptions {
   std::string schedule = "constant";
   int64_t warmupSteps = 0, totalSteps = 0;
   double minLr = 0;
+  int64_t microBatches = 1; // --micro-batches: the model's batch split into this many
 };
 
 /// Data-parallel placement (--world-size, --strategy, ...): the plait-shard and

@@ -1,6 +1,8 @@
-// -plait-build-train-step: forward model -> loss, backward, gradient clipping, optimizer.
+// -plait-build-train-step: forward model -> loss, backward (per micro-batch), gradient clipping,
+// optimizer.
 #include "passes/Passes.h"
 #include "passes/autodiff/Autodiff.h"
+#include "passes/autodiff/MicroBatches.h"
 #include "passes/PassUtils.h"
 
 #include <regex>
@@ -132,6 +134,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                               "0 <= betas < 1, momentum >= 0)");
     if (nesterov && (momentum <= 0 || dampening != 0))
       return module.emitError("nesterov needs momentum > 0 and zero dampening");
+    if (microBatches < 1)
+      return module.emitError("micro-batches must be at least 1, got ")
+             << static_cast<int64_t>(microBatches);
     return success();
   }
 
@@ -148,6 +153,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
         b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecayUsed)),
         b.getNamedAttr("clip_grad_norm", b.getF64FloatAttr(clipGradNorm))};
+    if (microBatches > 1)
+      train.push_back(b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)));
     module->setAttr("plait.train", b.getDictionaryAttr(train));
   }
 
@@ -179,6 +186,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
 
     auto grads = differentiate(*func, *loss, trainable);
     if (failed(grads))
+      return signalPassFailure();
+    if (microBatches > 1 && failed(accumulateMicroBatches(*func, microBatches, *loss, *grads)))
       return signalPassFailure();
 
     Operation *terminator = func->getBody().front().getTerminator();

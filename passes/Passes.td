@@ -32,6 +32,13 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     new values with `plait.assign`, and returns only the loss. The learning-rate schedule
     is recorded as the module attribute `plait.lr_schedule` for the plan.
 
+    With `micro-batches` = K > 1 the entry function computes one micro-batch: each argument
+    leads with the micro-batch size b and becomes K * b long. The forward and backward run
+    K times in turn, on the slices [k*b, (k+1)*b) of the arguments (`plait.slice`); each
+    micro-batch's gradients are added to the running sums where they are produced, so its
+    activations die before the next micro-batch starts. The sums are divided by K, clipped,
+    and applied by one optimizer update; the step's loss is the mean of the K losses.
+
     Before:
     ```mlir
     func.func @main(%x: tensor<2x4xf32>) -> tensor<f32> {
@@ -62,7 +69,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
            "learning-rate schedule: constant, linear-warmup, cosine">,
     Option<"warmupSteps", "warmup-steps", "int64_t", "0", "warm-up steps of the schedule">,
     Option<"totalSteps", "total-steps", "int64_t", "0", "steps over which cosine decays">,
-    Option<"minLr", "min-lr", "double", "0.0", "final learning rate of the cosine schedule">
+    Option<"minLr", "min-lr", "double", "0.0", "final learning rate of the cosine schedule">,
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "micro-batches per step: the function is one micro-batch, the step K of them">
   ];
 }
 

@@ -12,13 +12,11 @@ namespace {
 /// they are accepted by the parser so that using one gives a clear message, not "unknown flag".
 struct PendingFlags {
   std::string device, cluster, memLimit, recompute;
-  int microBatches = 1;
   bool noFusion = false;
 
   /// Name of the first pending flag that was used, or "".
   std::string firstUsed(const CLI::App &app) const {
-    for (const char *flag : {"--cluster", "--mem-limit", "--micro-batches", "--recompute",
-                             "--no-fusion"})
+    for (const char *flag : {"--cluster", "--mem-limit", "--recompute", "--no-fusion"})
       if (app.count(flag))
         return flag;
     if (!device.empty() && device != "cpu")
@@ -79,7 +77,9 @@ int main(int argc, char **argv) {
   app.add_option("--device", pending.device);
   app.add_option("--cluster", pending.cluster);
   app.add_option("--mem-limit", pending.memLimit);
-  app.add_option("--micro-batches", pending.microBatches);
+  app.add_option("--micro-batches", train.microBatches,
+                 "split the batch into K micro-batches: one forward and backward each, "
+                 "gradients accumulated, one optimizer update");
   app.add_option("--recompute", pending.recompute);
   app.add_flag("--no-fusion", pending.noFusion);
   try {
@@ -92,7 +92,8 @@ int main(int argc, char **argv) {
   }
   for (const char *flag : {"--optimizer", "--lr", "--weight-decay", "--momentum", "--dampening",
                            "--nesterov", "--betas", "--eps", "--freeze", "--clip-grad-norm",
-                           "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr"})
+                           "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
+                           "--micro-batches"})
     if (app.count(flag) && !train.enabled) {
       std::cerr << "plait-compile: " << flag << " needs --train\n";
       return 1;
@@ -103,6 +104,11 @@ int main(int argc, char **argv) {
       std::cerr << "plait-compile: " << flag << " needs --train (data-parallel training)\n";
       return 1;
     }
+  if (train.microBatches < 1) {
+    std::cerr << "plait-compile: --micro-batches must be >= 1, got " << train.microBatches
+              << "\n";
+    return 1;
+  }
   if (dist.worldSize < 1 || dist.unitSize < 0 || dist.bucketBytes < 1 || dist.prefetch < 0) {
     std::cerr << "plait-compile: --world-size and --bucket-bytes must be >= 1, --unit-size and "
                  "--prefetch >= 0\n";

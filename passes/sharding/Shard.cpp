@@ -14,6 +14,7 @@
 #include "ir/RankGroups.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 
@@ -80,6 +81,28 @@ Operation *buildShardUpdate(OpBuilder &b, Location loc, Operation *like, Value p
   return b.create<SgdUpdateOp>(loc, results, param, grad, sgd.getLr(), sgd.getStep(), buffer,
                                sgd.getMomentumAttr(), sgd.getDampeningAttr(),
                                sgd.getWeightDecayAttr(), sgd.getNesterovAttr());
+}
+
+/// The phases of the step in program order, numbered from 0: a forward (the ops the loss is
+/// computed from), then a backward (the other ops), then, with micro-batches, the next
+/// micro-batch's forward and backward, and so on. Even phases are forwards. Ops without
+/// operands (params, constants) take the phase of the op before them.
+DenseMap<Operation *, int64_t> stepPhases(Block &body, Value loss) {
+  DenseSet<Value> toLoss{loss};
+  DenseSet<Operation *> forward;
+  for (Operation &op : llvm::reverse(body))
+    if (llvm::any_of(op.getResults(), [&](Value r) { return toLoss.contains(r); })) {
+      forward.insert(&op);
+      toLoss.insert(op.operand_begin(), op.operand_end());
+    }
+  DenseMap<Operation *, int64_t> phase;
+  int64_t current = 0;
+  for (Operation &op : body) {
+    if (op.getNumOperands() > 0 && forward.contains(&op) != (current % 2 == 0))
+      ++current;
+    phase[&op] = current;
+  }
+  return phase;
 }
 
 /// Two updates differ in anything but their tensors (the flat update needs one setting).
@@ -212,7 +235,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       return; // one rank: every placement is the single-rank step
 
     Value loss = cast<func::ReturnOp>(body.getTerminator()).getOperand(0);
-    int64_t forwardEnd = loss.getDefiningOp() ? position[loss.getDefiningOp()] : 0;
+    DenseMap<Operation *, int64_t> phase = stepPhases(body, loss);
     Operation *optimizerStart = nullptr;
     for (Operation &op : body)
       if (isa<HyperOp, StateOp, AssignOp>(op) || isUpdate(&op)) {
@@ -223,7 +246,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     for (Unit &u : units) {
       LogicalResult done = u.placement.kind == PlacementKind::Ddp
                                ? placeDdp(u)
-                               : placeFlat(*func, u, position, forwardEnd, optimizerStart);
+                               : placeFlat(*func, u, position, phase, optimizerStart);
       if (failed(done))
         return signalPassFailure();
     }
@@ -272,7 +295,8 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
   }
 
   LogicalResult placeFlat(func::FuncOp func, Unit &u, DenseMap<Operation *, int64_t> &position,
-                          int64_t forwardEnd, Operation *optimizerStart) {
+                          const DenseMap<Operation *, int64_t> &phase,
+                          Operation *optimizerStart) {
     MLIRContext *ctx = &getContext();
     Block &body = func.getBody().front();
     Operation *like = u.params.front()->update;
@@ -336,7 +360,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       }
       paramShard = b.create<ParamShardOp>(loc, shardType, b.getStringAttr(u.name), shardGroups,
                                           b.getI64IntegerAttr(padded), b.getArrayAttr(pieces));
-      if (failed(replaceParamUses(u, paramShard, shardGroups, position, forwardEnd)))
+      if (failed(replaceParamUses(u, paramShard, shardGroups, position, phase)))
         return failure();
     } else {
       b.setInsertionPoint(optimizerStart);
@@ -383,10 +407,12 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     return success();
   }
 
-  /// zero3/fsdp/hsdp: the forward reads the params from one gather placed before its first
-  /// use, the backward from a second one (or the same, without resharding).
+  /// zero3/fsdp/hsdp: each forward reads the params from one gather placed before its first
+  /// use, each backward from a second one (or the forward's, without resharding). With
+  /// micro-batches every micro-batch's forward and backward gathers again.
   LogicalResult replaceParamUses(Unit &u, Value shard, ArrayAttr groups,
-                                 DenseMap<Operation *, int64_t> &position, int64_t forwardEnd) {
+                                 DenseMap<Operation *, int64_t> &position,
+                                 const DenseMap<Operation *, int64_t> &phase) {
     auto shardType = cast<RankedTensorType>(shard.getType());
     int64_t g = groupsOf(groups).front().size();
     auto wholeType =
@@ -394,33 +420,33 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     SmallVector<Type> types;
     for (TrainableParam *p : u.params)
       types.push_back(p->type());
-    // Users per phase, and the earliest of each.
-    Operation *firstForward = nullptr, *firstBackward = nullptr;
+    // The earliest user in each phase.
+    std::map<int64_t, Operation *> firstUser;
     for (TrainableParam *p : u.params)
       for (Operation *user : p->op->getUsers()) {
         if (isUpdate(user) || isa<AssignOp>(user))
           continue;
-        Operation *&first = position[user] <= forwardEnd ? firstForward : firstBackward;
+        Operation *&first = firstUser[phase.lookup(user)];
         if (!first || position[user] < position[first])
           first = user;
       }
-    SmallVector<Value> forwardPieces, backwardPieces;
-    auto gather = [&](Operation *before) {
-      OpBuilder b(before);
+    std::map<int64_t, SmallVector<Value>> pieces;
+    for (auto [at, first] : firstUser) {
+      bool backward = at % 2 == 1;
+      if (backward && !reshardAfterForward && pieces.count(at - 1)) {
+        pieces[at] = pieces[at - 1];
+        continue;
+      }
+      OpBuilder b(first);
       Value whole = b.create<UnshardOp>(shard.getLoc(), wholeType, shard, groups);
-      return unflatten(b, shard.getLoc(), whole, types);
-    };
-    if (firstForward)
-      forwardPieces = gather(firstForward);
-    if (firstBackward)
-      backwardPieces = (reshardAfterForward || !firstForward) ? gather(firstBackward)
-                                                              : forwardPieces;
+      pieces[at] = unflatten(b, shard.getLoc(), whole, types);
+    }
     for (auto [i, p] : llvm::enumerate(u.params))
       for (OpOperand &use : llvm::make_early_inc_range(p->op->getUses())) {
         Operation *user = use.getOwner();
         if (isUpdate(user) || isa<AssignOp>(user))
           continue;
-        use.set(position[user] <= forwardEnd ? forwardPieces[i] : backwardPieces[i]);
+        use.set(pieces[phase.lookup(user)][i]);
       }
     return success();
   }

@@ -3,6 +3,7 @@
 #include "compiler/import/onnx/GraphImporter.h"
 
 #include <exception>
+#include <optional>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -467,6 +468,63 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
 
 namespace plait {
 
+/// --micro-batches: divides the batch (the leading dimension of every graph input that is not
+/// bound to a constant) by `opts.microBatches`, in those inputs and in the graph outputs that
+/// carry it. Inferred shapes (value_info) are dropped: they hold the old batch. Returns an
+/// error message, or "".
+static std::string divideBatch(onnx::ModelProto &model, const OnnxImportOptions &opts) {
+  onnx::GraphProto &graph = *model.mutable_graph();
+  llvm::StringSet<> initializers;
+  for (const onnx::TensorProto &init : graph.initializer())
+    initializers.insert(init.name());
+  auto leadingDim = [&](const onnx::ValueInfoProto &info) -> std::optional<int64_t> {
+    if (!info.has_type() || !info.type().has_tensor_type() ||
+        !info.type().tensor_type().has_shape() ||
+        info.type().tensor_type().shape().dim_size() == 0)
+      return std::nullopt;
+    const auto &dim = info.type().tensor_type().shape().dim(0);
+    if (dim.has_dim_value())
+      return dim.dim_value();
+    if (auto it = opts.dimParams.find(dim.has_dim_param() ? dim.dim_param() : "");
+        it != opts.dimParams.end())
+      return it->second;
+    return std::nullopt;
+  };
+  std::optional<int64_t> batch;
+  std::string batchInput;
+  std::vector<onnx::ValueInfoProto *> batched;
+  for (onnx::ValueInfoProto &info : *graph.mutable_input()) {
+    if (initializers.contains(info.name()) || opts.constValues.count(info.name()))
+      continue;
+    std::optional<int64_t> dim = leadingDim(info);
+    if (!dim)
+      return "--micro-batches: graph input '" + info.name() +
+             "' has no static leading dimension (the batch) to split";
+    if (batch && *dim != *batch)
+      return "--micro-batches: graph input '" + info.name() + "' has leading dimension " +
+             std::to_string(*dim) + " but graph input '" + batchInput + "' has " +
+             std::to_string(*batch) + "; every graph input must lead with the batch";
+    if (!batch) {
+      batch = dim;
+      batchInput = info.name();
+    }
+    batched.push_back(&info);
+  }
+  if (!batch)
+    return "--micro-batches: the model has no graph input to split into micro-batches";
+  if (*batch % opts.microBatches != 0)
+    return "--micro-batches " + std::to_string(opts.microBatches) + " does not divide the batch " +
+           std::to_string(*batch) + " (the leading dimension of graph input '" + batchInput + "')";
+  for (onnx::ValueInfoProto &info : *graph.mutable_output())
+    if (leadingDim(info) == batch)
+      batched.push_back(&info);
+  for (onnx::ValueInfoProto *info : batched) // dim_value and dim_param are a oneof
+    info->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(
+        *batch / opts.microBatches);
+  graph.clear_value_info();
+  return "";
+}
+
 FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRef path,
                                                 const OnnxImportOptions &opts) {
   Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
@@ -590,7 +648,21 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
       return failure();
     resolved.constValues[name] = *value;
   }
+  if (opts.microBatches < 1)
+    return fail("--micro-batches must be at least 1, got " + llvm::Twine(opts.microBatches));
+  if (opts.microBatches > 1)
+    if (std::string error = divideBatch(model, resolved); !error.empty())
+      return fail(error);
   onnx_import::GraphImporter importer(ctx, path, model, resolved, importOpset);
+  if (opts.microBatches == 1)
+    return importer.run();
+  // A model whose shapes pin the batch fails at the micro-batch size: say why it was changed.
+  ScopedDiagnosticHandler context(&ctx, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      diag << " (imported at the micro-batch size for --micro-batches " << opts.microBatches
+           << ", which needs shapes that follow the batch: export with dynamic batch axes)";
+    return failure(); // on to the handler that prints it
+  });
   return importer.run();
 }
 

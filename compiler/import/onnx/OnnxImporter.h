@@ -29,6 +29,12 @@ struct OnnxImportOptions {
   /// Sizes for symbolic input dimensions (`dim_param`), e.g. {"batch", 8}. A symbolic dimension
   /// without a size here is reported as unsupported.
   std::map<std::string, int64_t> dimParams;
+  /// Import one micro-batch of the model (--micro-batches): the batch B is the leading
+  /// dimension of the graph inputs that are not bound, the same for all of them; it becomes
+  /// B / microBatches there and in every graph output whose leading dimension is B. The
+  /// model's shape subgraphs then fold at the smaller batch, as they do for models exported
+  /// with dynamic batch axes. B must be a multiple of microBatches.
+  int64_t microBatches = 1;
 };
 
 /// Imports the ONNX model at `path` (opsets 13-17 of the default domain) as a module holding

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Gradient accumulation parity: K micro-batches of B/K train exactly like one batch of B.
+
+For a sample (mlp or gpt) the committed model (batch B) is trained for STEPS steps on one rank
+with --micro-batches 1 (the reference), 2 and 4 from the same data. It is also re-pinned to
+batch B/2 and trained on 2 MPI ranks with 2 micro-batches each, with every placement (ddp,
+zero1, zero2, zero3, fsdp, fsdp without resharding): that sees the same samples per step as the
+reference. Checked per run:
+  - per-step losses equal the reference within 1e-5 relative;
+  - the final weights (--save-weights) equal the reference's (AdamW's key-bias caveat as in
+    train_parity.py);
+  - the report says "micro_batches": K and lists the optimization;
+  - the gradients are reduced once per step: as many reduce-scatters and all-reduces as the
+    same plan without micro-batches, and (fsdp) K times its all-gathers, since every
+    micro-batch gathers the params for its forward and its backward (zero1/2 gather the
+    updated params once);
+  - the bytes the runtime counted on the wire each step equal the report's prediction.
+
+Run with /usr/bin/python3:  micro_batch_parity.py --build BUILD --sample gpt [--steps 20]
+"""
+import argparse
+import json
+import pathlib
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from dp_parity import TRAIN, placements, rebatch, run, train  # noqa: E402
+from train_parity import KEY_BIAS, SAMPLES, make_dataset  # noqa: E402
+
+
+def compare(name, losses, weights, ref_losses, ref_w, steps):
+    """Problems with one run against the reference, and (max rel loss, max |dw|)."""
+    problems = []
+    rel = np.abs(losses - ref_losses) / np.maximum(np.abs(ref_losses), 1e-12)
+    if len(losses) != steps or rel.max() > 1e-5:
+        problems.append("losses differ: max rel %.3g" % rel.max())
+    worst = 0.0
+    for key, ref in ref_w.items():
+        got = weights.get(key)
+        if got is None or got.shape != ref.shape:
+            problems.append("weight %s missing or reshaped" % key)
+            continue
+        a, b = got.copy(), ref.copy()
+        if TRAIN[name][1] == "adamw" and key in KEY_BIAS:
+            a[KEY_BIAS[key]] = b[KEY_BIAS[key]] = 0  # see train_parity.KEY_BIAS
+        worst = max(worst, float(np.abs(a - b).max()))
+        if (np.abs(a - b) - 1e-4 * np.abs(b)).max() > 2e-5:
+            problems.append("weight %s differs by %.3g" % (key, np.abs(a - b).max()))
+    return problems, rel.max(), worst
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", required=True, type=pathlib.Path)
+    ap.add_argument("--sample", required=True, choices=sorted(TRAIN))
+    ap.add_argument("--steps", type=int, default=20)
+    args = ap.parse_args()
+    compile_bin = args.build / "bin" / "plait-compile"
+    name, steps = args.sample, args.steps
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="plait-mb-") as tmp:
+        tmp = pathlib.Path(tmp)
+        data_dir = tmp / "data"
+        data_dir.mkdir()
+        _, batch = make_dataset(name, steps, data_dir)
+        committed = SAMPLES / name / (name + ".onnx")
+
+        def compile_plan(model, label, flags):
+            plan, report = tmp / (label + ".plan"), tmp / (label + ".json")
+            run([compile_bin, model, "--train", *TRAIN[name], *flags, "--report", report,
+                 "-o", plan], 120)
+            return plan, json.loads(report.read_text())
+
+        ref_plan, ref_report = compile_plan(committed, "ref", [])
+        (tmp / "ref").mkdir()
+        ref_log, ref_w = train(args.build, ref_plan, data_dir, steps, 1, tmp / "ref")
+        ref_losses = np.array([r["loss"] for r in ref_log])
+        print("%-4s %-20s loss %.6f -> %.6f  (reference)  arena %d B" % (
+            name, "k1", ref_losses[0], ref_losses[-1], ref_report["memory"]["peak"]))
+
+        # (label, model, world, K, strategy)
+        runs = [("k%d" % k, committed, 1, k, None) for k in (2, 4)]
+        per_rank = tmp / ("%s-b%d.onnx" % (name, batch // 2))
+        rebatch(committed, per_rank, batch // 2)
+        runs += [("w2-k2-" + p, per_rank, 2, 2, (p, extra)) for p, extra in placements(2)]
+        for label, model, world, k, placement in runs:
+            strategy, extra = placement or (None, [])
+            strategy = strategy and strategy.split("-")[0]
+            dist = ["--world-size", str(world), "--strategy", strategy, *extra] if strategy else []
+            plan, report = compile_plan(model, label, dist + ["--micro-batches", str(k)])
+            problems = []
+            if report.get("micro_batches") != k or \
+                    "micro_batches" not in report.get("optimizations", {}):
+                problems.append("the report does not say micro_batches %d" % k)
+            if world > 1:
+                _, single = compile_plan(model, label + "-k1", dist)
+                got, once = report["collectives_per_step"], single["collectives_per_step"]
+                for kind in ("reduce_scatter", "all_reduce"):
+                    if got.get(kind, 0) != once.get(kind, 0):
+                        problems.append("%d %s per step, %d without micro-batches" % (
+                            got.get(kind, 0), kind, once.get(kind, 0)))
+                # zero3/fsdp gather params per micro-batch; zero1/2 the updated params once.
+                gathers = (k if strategy in ("zero3", "fsdp") else 1) * once.get("all_gather", 0)
+                if got.get("all_gather", 0) != gathers:
+                    problems.append("%d all_gather per step, expected %d" % (
+                        got.get("all_gather", 0), gathers))
+            out = tmp / label
+            out.mkdir()
+            log, weights = train(args.build, plan, data_dir, steps, world, out)
+            losses = np.array([r["loss"] for r in log])
+            found, rel, worst = compare(name, losses, weights, ref_losses, ref_w, steps)
+            problems += found
+            for r in log:
+                if any(r.get("comm_bytes", {}).get(kind, 0) != report["comm"][kind]
+                       for kind in report["comm"]):
+                    problems.append("step %d: runtime sent %s, report predicts %s" % (
+                        r["step"], r.get("comm_bytes"), report["comm"]))
+                    break
+            print("%-4s %-20s loss %.6f -> %.6f  max rel loss diff %.2e  max |dw| %.2e  "
+                  "arena %d B  %s" % (name, label, losses[0], losses[-1], rel, worst,
+                                      report["memory"]["peak"], "ok" if not problems else "FAIL"))
+            failures += ["%s %s: %s" % (name, label, p) for p in problems]
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
