@@ -11,6 +11,7 @@
 #include "codegen/PlanBuilder.h"
 #include "codegen/mlir/PlanWriter.h"
 #include "compiler/Diagnostics.h"
+#include "compiler/PlanSearch.h"
 #include "compiler/import/onnx/OnnxImporter.h"
 #include "ir/PlaitDialect.h"
 #include "passes/Passes.h"
@@ -211,6 +212,42 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         k, micro, micro == 1 ? "" : "s",
         plan.worldSize > 1 ? "reduced across ranks once per step " : "");
   }
+  if (memory.inPlaceBuffers > 0)
+    report["optimizations"]["in_place_updates"] = fmt::format(
+        "{} optimizer results written straight into their param or state ({} bytes that need "
+        "no buffer and no copy after the step; off: --no-inplace-updates)",
+        memory.inPlaceBuffers, memory.inPlaceBytes);
+  if (auto moved = module->getAttrOfType<IntegerAttr>("plait.schedule"))
+    report["optimizations"]["schedule"] = fmt::format(
+        "{} optimizer updates moved next to their last input, freeing their gradients early "
+        "(off: --no-schedule)",
+        moved.getInt());
+  if (auto recompute = module->getAttrOfType<DictionaryAttr>("plait.recompute")) {
+    auto get = [&](const char *key) { return recompute.getAs<IntegerAttr>(key).getInt(); };
+    report["recompute"] = {{"mode", recompute.getAs<StringAttr>("mode").str()},
+                           {"segments", get("segments")},
+                           {"recomputed", get("recomputed")},
+                           {"ops_added", get("ops_added")},
+                           {"saved_bytes", get("saved_bytes")}};
+    report["optimizations"]["recompute"] = fmt::format(
+        "{} of {} forward segments recomputed in the backward (+{} ops); {} activation bytes "
+        "no longer kept from forward to backward",
+        get("recomputed"), get("segments"), get("ops_added"), get("saved_bytes"));
+  }
+  // Where every byte lives when: one entry per planned buffer (tensor i of the plan).
+  nlohmann::json timeline = nlohmann::json::array();
+  for (auto [i, b] : llvm::enumerate(memory.buffers)) {
+    nlohmann::json entry = {{"name", plan.tensors[i].name},
+                            {"kind", bufferKindName(b.kind)},
+                            {"offset", b.offset},
+                            {"size", b.size},
+                            {"bytes", b.bytes},
+                            {"live", {b.start, b.end}}};
+    if (b.aliasOf >= 0)
+      entry["in_place_of"] = b.aliasOf; // shares that buffer's bytes
+    timeline.push_back(entry);
+  }
+  report["memory_timeline"] = timeline;
   if (plan.worldSize > 1) {
     std::map<std::string, int> byPlacement;
     for (const auto &u : units)
@@ -304,25 +341,6 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train) {
   return pm.run(module);
 }
 
-/// plait-shard, plait-insert-collectives, then the check that no rank can hang.
-LogicalResult distribute(ModuleOp module, const DistOptions &dist) {
-  ShardPassOptions shard;
-  shard.worldSize = dist.worldSize;
-  shard.strategy = dist.strategy;
-  shard.placement = dist.placement;
-  shard.unitSize = dist.unitSize;
-  shard.reshardAfterForward = !dist.noReshardAfterForward;
-  InsertCollectivesPassOptions collectives;
-  collectives.bucketBytes = dist.bucketBytes;
-  collectives.prefetch = dist.prefetch;
-  PassManager pm(module.getContext());
-  pm.addPass(createShardPass(shard));
-  pm.addPass(createInsertCollectivesPass(collectives));
-  if (failed(pm.run(module)))
-    return failure();
-  return verifyCollectiveOrder(module);
-}
-
 int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
   auto module = loadModel(ctx, options);
   if (failed(module) || failed(verify(**module)))
@@ -337,7 +355,7 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
       return 1;
     if (std::string error = dumpStage(options, "01-train-step.mlir", **module); !error.empty())
       return reportError(error);
-    if (failed(distribute(**module, options.dist)))
+    if (failed(placeTrainStep(**module, options)))
       return 1;
     if (std::string error = dumpStage(options, "02-sharded.mlir", **module); !error.empty())
       return reportError(error);
@@ -353,9 +371,13 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
     return 0;
   }
 
-  auto memory = planMemory(*func, options.alignment);
+  auto memory = planMemory(*func, options.alignment, options.inPlaceUpdates);
   if (failed(memory))
     return 1;
+  if (options.memLimit > 0 && perRankPeak(memory->arenaBytes) > options.memLimit)
+    return reportError(fmt::format("{}: the plan needs {} bytes per rank, over --mem-limit {}",
+                                   options.modelPath, perRankPeak(memory->arenaBytes),
+                                   options.memLimit));
   plan::PlanDesc plan;
   plan.source = options.modelPath;
   if (failed(lowerToPlan(*func, *memory, plan)))

@@ -45,6 +45,10 @@ struct CompileOptions {
   int64_t alignment = 64;
   TrainOptions train;
   DistOptions dist;
+  std::string recompute = "none";             // --recompute none|all|auto
+  int64_t memLimit = 0;                       // --mem-limit in bytes per rank; 0: none
+  bool inPlaceUpdates = true;                 // off: --no-inplace-updates
+  bool schedule = true;                       // plait-schedule; off: --no-schedule
 };
 
 /// Runs the whole pipeline. Returns 0 on success, 1 on a user error (after printing one

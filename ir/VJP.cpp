@@ -411,8 +411,18 @@ PLAIT_VJP(MatmulOp) {
   dyShape.push_back(b2t.getDimSize(b2t.getRank() - 1));
   Value dy2 = g.reshape(dy, dyShape);
   Value da = g.matmul(dy2, g.transposeLast2(b2)); // [batch.., m, k]
-  Value db = g.matmul(g.transposeLast2(a2), dy2); // [batch.., k, n]
   og[0] = g.reshape(g.unbroadcast(da, a2), at);
+  if (b2t.getRank() == 2 && a2t.getRank() > 2) {
+    // A batch of rows times one matrix (a linear layer): the batch folds into the rows, so
+    // db is one [k, rows] x [rows, n] product, as PyTorch computes it, instead of a
+    // [batch.., k, n] product summed over the batch.
+    int64_t k = a2t.getShape().back(), n = b2t.getDimSize(1);
+    int64_t rows = a2t.getNumElements() / k;
+    Value db = g.matmul(g.transposeLast2(g.reshape(a2, {rows, k})), g.reshape(dy2, {rows, n}));
+    og[1] = g.reshape(db, bt);
+    return success();
+  }
+  Value db = g.matmul(g.transposeLast2(a2), dy2); // [batch.., k, n]
   og[1] = g.reshape(g.unbroadcast(db, b2), bt);
   return success();
 }

@@ -17,7 +17,9 @@ def TestPrintMemoryPlanPass : Pass<"plait-test-print-memory-plan", "mlir::Module
     ```
   }];
   let options = [
-    Option<"alignment", "alignment", "int64_t", "64", "Byte alignment of every buffer">
+    Option<"alignment", "alignment", "int64_t", "64", "Byte alignment of every buffer">,
+    Option<"inPlace", "in-place", "bool", "true",
+           "plan assigned values inside their param or state when safe">
   ];
 }
 
@@ -145,6 +147,41 @@ def VerifyCollectivesPass : Pass<"plait-verify-collectives", "mlir::ModuleOp"> {
     them: a collective completes once every member of its group has it next. A mismatch in
     kind, element count, element type, reduction or root between members, or a state where no
     collective can complete, is an error naming the first divergence (rank, position, op).
+  }];
+}
+
+def RecomputePass : Pass<"plait-recompute", "mlir::ModuleOp"> {
+  let summary = "Recompute forward activations in the backward instead of keeping them";
+  let description = [{
+    Runs on a training step (after plait-build-train-step, before plait-shard). The forward is
+    cut into segments, one per parameter unit in first-use order (blocks.3.* is one unit). In a
+    recomputed segment only the checkpoints stay alive until the backward: the values that
+    cross into a later segment, params, constants and inputs. The segment's other activations
+    that the backward reads are computed again, right before the first backward op that needs
+    one of them. The last segment is never recomputed, because its backward starts at once.
+    Recomputation replays the same kernels on the same inputs, so losses are bit-identical.
+
+    `mode`: `none`, `all`, or `segments` (the indices listed in `segments`; what
+    `--recompute auto` picks). The module records `plait.recompute` for the report.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"all\"", "none, all or segments">,
+    ListOption<"segments", "segments", "int64_t", "segment indices to recompute (mode=segments)">,
+    Option<"granularity", "granularity", "std::string", "\"unit\"",
+           "unit (one segment per parameter unit) or layer (per layer: X.weight and X.bias)">
+  ];
+}
+
+def SchedulePass : Pass<"plait-schedule", "mlir::ModuleOp"> {
+  let summary = "Reorder a training step for a lower peak, keeping every collective's overlap";
+  let description = [{
+    Runs on a placed training step (after plait-insert-collectives). Optimizer state and
+    hyper-parameter ops move to the start (they live for the whole step anyway). Each optimizer
+    update moves up to just after its last input and the last reader of the param and state it
+    replaces (a collective reads until its first user waits): its gradient is freed at once
+    instead of living to the end of the step, and the memory plan can write the new value over
+    the old one. Updates whose gradient comes straight from a collective keep their place, so
+    that no wait moves earlier. The module records how many updates moved (`plait.schedule`).
   }];
 }
 

@@ -31,7 +31,10 @@ void printPlan(mlir::func::FuncOp func, const MemoryPlan &plan, llvm::raw_ostrea
     const PlannedBuffer &b = plan.buffers[i];
     os << "  %" << i << " \"" << valueName(b.value) << "\" " << bufferKindName(b.kind)
        << ": offset = " << b.offset << ", size = " << b.size << ", live = [" << b.start << ", "
-       << b.end << "]\n";
+       << b.end << "]";
+    if (b.aliasOf >= 0)
+      os << ", in place of %" << b.aliasOf;
+    os << "\n";
   }
 }
 
@@ -40,7 +43,7 @@ struct TestPrintMemoryPlanPass
   using Base::Base;
   void runOnOperation() final {
     for (auto func : getOperation().getOps<mlir::func::FuncOp>()) {
-      auto plan = planMemory(func, alignment);
+      auto plan = planMemory(func, alignment, inPlace);
       if (failed(plan))
         return signalPassFailure();
       printPlan(func, *plan, llvm::outs());

@@ -187,7 +187,11 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
       return op.emitOpError("is a placement-level op with no runtime kernel; run "
                             "plait-insert-collectives first");
     if (auto assign = dyn_cast<AssignOp>(op)) {
-      plan.updates.push_back({tensorOf.lookup(assign.getValue()), tensorOf.lookup(assign.getTarget())});
+      uint32_t source = tensorOf.lookup(assign.getValue());
+      uint32_t target = tensorOf.lookup(assign.getTarget());
+      // A value the memory plan put inside its target is already there: nothing to copy.
+      if (plan.tensors[source].offset != plan.tensors[target].offset)
+        plan.updates.push_back({source, target});
       seenAssign = true;
       continue;
     }
@@ -259,7 +263,7 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
     workspace = std::max(workspace, instr.workspace);
   plan.workspaceBytes.assign(plan.worldSize, workspace);
   plan.peakBytes.assign(plan.worldSize, plan::peakBytesOf(plan));
-  plan.training = !plan.updates.empty();
+  plan.training = seenAssign;
   if (auto module = func->getParentOfType<ModuleOp>())
     if (auto schedule = module->getAttrOfType<DictionaryAttr>("plait.lr_schedule")) {
       auto kind = dyn_cast_or_null<StringAttr>(schedule.get("kind"));

@@ -5,18 +5,19 @@
 #include <CLI/CLI.hpp>
 
 #include "compiler/Pipeline.h"
+#include "compiler/PlanSearch.h"
 
 namespace {
 
 /// Flags of the command-line contract (shared/DESIGN.md) whose features are not built yet:
 /// they are accepted by the parser so that using one gives a clear message, not "unknown flag".
 struct PendingFlags {
-  std::string device, cluster, memLimit, recompute;
+  std::string device, cluster;
   bool noFusion = false;
 
   /// Name of the first pending flag that was used, or "".
   std::string firstUsed(const CLI::App &app) const {
-    for (const char *flag : {"--cluster", "--mem-limit", "--recompute", "--no-fusion"})
+    for (const char *flag : {"--cluster", "--no-fusion"})
       if (app.count(flag))
         return flag;
     if (!device.empty() && device != "cpu")
@@ -76,11 +77,19 @@ int main(int argc, char **argv) {
                "zero3/fsdp/hsdp: keep gathered params from forward to backward");
   app.add_option("--device", pending.device);
   app.add_option("--cluster", pending.cluster);
-  app.add_option("--mem-limit", pending.memLimit);
+  std::string memLimit;
+  app.add_option("--mem-limit", memLimit,
+                 "refuse plans whose per-rank peak exceeds BYTES (e.g. 24GiB, 512MB)");
   app.add_option("--micro-batches", train.microBatches,
                  "split the batch into K micro-batches: one forward and backward each, "
                  "gradients accumulated, one optimizer update");
-  app.add_option("--recompute", pending.recompute);
+  app.add_flag("--no-schedule", [&](int64_t) { options.schedule = false; },
+               "keep the program order of the training step (no plait-schedule)");
+  app.add_flag("--no-inplace-updates", [&](int64_t) { options.inPlaceUpdates = false; },
+               "keep optimizer results in buffers of their own, copied after the step");
+  app.add_option("--recompute", options.recompute,
+                 "activation recomputation: none, all, or auto (as much as --mem-limit needs)")
+      ->check(CLI::IsMember({"none", "all", "auto"}));
   app.add_flag("--no-fusion", pending.noFusion);
   try {
     app.parse(argc, argv);
@@ -104,6 +113,20 @@ int main(int argc, char **argv) {
       std::cerr << "plait-compile: " << flag << " needs --train (data-parallel training)\n";
       return 1;
     }
+  if (app.count("--recompute") && !train.enabled) {
+    std::cerr << "plait-compile: --recompute needs --train\n";
+    return 1;
+  }
+  if (!memLimit.empty()) {
+    auto bytes = plait::parseByteSize(memLimit);
+    if (!bytes) {
+      std::cerr << "plait-compile: --mem-limit expects a byte count such as 24GiB, 512MB or "
+                   "1000000, got '"
+                << memLimit << "'\n";
+      return 1;
+    }
+    options.memLimit = *bytes;
+  }
   if (train.microBatches < 1) {
     std::cerr << "plait-compile: --micro-batches must be >= 1, got " << train.microBatches
               << "\n";

@@ -2,6 +2,8 @@
 #include "passes/analysis/MemoryPlan.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <numeric>
 
 #include "ir/PlaitDialect.h"
@@ -114,6 +116,66 @@ void resolveLiveness(func::FuncOp func, MemoryPlan &plan) {
   }
 }
 
+/// The operand an optimizer update reads element by element for its result `result`.
+std::optional<unsigned> updatedOperand(Operation *op, unsigned result) {
+  if (isa<AdamWUpdateOp>(op))
+    return std::array<unsigned, 3>{0, 2, 3}[result];
+  if (isa<SgdUpdateOp>(op))
+    return result == 0 ? 0u : 4u;
+  return std::nullopt;
+}
+
+bool isCollective(Operation *op) {
+  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp>(op);
+}
+
+/// Plans assigned values inside their targets where that is safe (see planMemory).
+void aliasAssignedValues(func::FuncOp func, MemoryPlan &plan) {
+  Block &body = func.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> time;
+  int64_t t = 0;
+  for (Operation &op : body)
+    time[&op] = ++t;
+  // When a reader is done with a value: its own time, or a collective's wait.
+  auto readEnd = [&](Operation *user) {
+    int64_t end = time.lookup(user);
+    if (isCollective(user)) {
+      end = t + 1;
+      for (Operation *u : user->getUsers())
+        end = std::min(end, time.lookup(u));
+    }
+    return end;
+  };
+  for (auto assign : body.getOps<AssignOp>()) {
+    Value target = assign.getTarget(), value = assign.getValue();
+    auto ti = plan.index.find(target), vi = plan.index.find(value);
+    Operation *def = value.getDefiningOp();
+    if (ti == plan.index.end() || vi == plan.index.end() || !def || target == value)
+      continue;
+    PlannedBuffer &tb = plan.buffers[ti->second], &vb = plan.buffers[vi->second];
+    if (vb.kind != BufferKind::Activation || vb.aliasOf >= 0 || vb.size != tb.size ||
+        (tb.kind != BufferKind::Param && tb.kind != BufferKind::State))
+      continue;
+    bool safe = true;
+    for (OpOperand &use : target.getUses()) {
+      Operation *user = use.getOwner();
+      if (user == assign.getOperation())
+        continue;
+      if (user == def) {
+        auto matching = updatedOperand(def, cast<OpResult>(value).getResultNumber());
+        safe = safe && matching && *matching == use.getOperandNumber();
+      } else {
+        safe = safe && readEnd(user) < time.lookup(def);
+      }
+    }
+    if (!safe)
+      continue;
+    vb.aliasOf = ti->second;
+    ++plan.inPlaceBuffers;
+    plan.inPlaceBytes += vb.size;
+  }
+}
+
 bool overlapsInTime(const PlannedBuffer &a, const PlannedBuffer &b) {
   return a.start <= b.end && b.start <= a.end;
 }
@@ -126,6 +188,8 @@ int64_t placeInOrder(std::vector<PlannedBuffer> &buffers, const std::vector<size
   int64_t arena = 0;
   for (size_t i : order) {
     PlannedBuffer &b = buffers[i];
+    if (b.aliasOf >= 0)
+      continue; // placed with its target
     std::vector<std::pair<int64_t, int64_t>> busy; // [offset, offset + size)
     for (size_t j : placed)
       if (overlapsInTime(b, buffers[j]))
@@ -146,33 +210,63 @@ int64_t placeInOrder(std::vector<PlannedBuffer> &buffers, const std::vector<size
     arena = std::max(arena, b.offset + b.size);
     placed.push_back(i);
   }
+  for (PlannedBuffer &b : buffers)
+    if (b.aliasOf >= 0)
+      b.offset = buffers[b.aliasOf].offset;
   return arena;
 }
 
-/// Computes offsets with two heuristics and keeps the smaller arena (ties: the first).
+/// Computes offsets with several orders and keeps the smallest arena (ties: the first):
+/// greedy by size (best fit), by size x lifetime (best fit), by start (first and best fit).
+/// Which order wins depends on the shape of the step; trying them costs little next to the
+/// rest of the compile.
 void computeOffsets(MemoryPlan &plan) {
-  std::vector<size_t> bySize(plan.buffers.size());
-  std::iota(bySize.begin(), bySize.end(), 0);
-  std::stable_sort(bySize.begin(), bySize.end(), [&](size_t a, size_t b) {
-    const PlannedBuffer &x = plan.buffers[a], &y = plan.buffers[b];
-    if (x.size != y.size)
-      return x.size > y.size;
-    return x.start < y.start;
-  });
-  std::vector<size_t> inOrder(plan.buffers.size());
-  std::iota(inOrder.begin(), inOrder.end(), 0);
-
-  std::vector<PlannedBuffer> firstFit = plan.buffers;
-  int64_t greedyArena = placeInOrder(plan.buffers, bySize, /*firstFit=*/false);
-  int64_t orderArena = placeInOrder(firstFit, inOrder, /*firstFit=*/true);
-  if (orderArena < greedyArena) {
-    plan.buffers = std::move(firstFit);
-    plan.arenaBytes = orderArena;
-    plan.heuristic = "in-order first-fit";
-  } else {
-    plan.arenaBytes = greedyArena;
-    plan.heuristic = "greedy-by-size best-fit";
+  auto order = [&](auto less) {
+    std::vector<size_t> o(plan.buffers.size());
+    std::iota(o.begin(), o.end(), 0);
+    std::stable_sort(o.begin(), o.end(), [&](size_t a, size_t b) {
+      return less(plan.buffers[a], plan.buffers[b]);
+    });
+    return o;
+  };
+  auto lifetime = [](const PlannedBuffer &x) { return x.end - x.start + 1; };
+  struct Candidate {
+    const char *name;
+    std::vector<size_t> order;
+    bool firstFit;
+  };
+  std::vector<Candidate> candidates;
+  candidates.push_back({"greedy-by-size best-fit",
+                        order([](const PlannedBuffer &x, const PlannedBuffer &y) {
+                          return x.size != y.size ? x.size > y.size : x.start < y.start;
+                        }),
+                        false});
+  candidates.push_back({"in-order first-fit",
+                        order([](const PlannedBuffer &, const PlannedBuffer &) { return false; }),
+                        true});
+  candidates.push_back({"greedy-by-area best-fit",
+                        order([&](const PlannedBuffer &x, const PlannedBuffer &y) {
+                          int64_t ax = x.size * lifetime(x), ay = y.size * lifetime(y);
+                          return ax != ay ? ax > ay : x.start < y.start;
+                        }),
+                        false});
+  candidates.push_back({"greedy-by-lifetime best-fit",
+                        order([&](const PlannedBuffer &x, const PlannedBuffer &y) {
+                          return lifetime(x) != lifetime(y) ? lifetime(x) > lifetime(y)
+                                                            : x.size > y.size;
+                        }),
+                        false});
+  std::vector<PlannedBuffer> best;
+  for (const Candidate &c : candidates) {
+    std::vector<PlannedBuffer> buffers = plan.buffers;
+    int64_t arena = placeInOrder(buffers, c.order, c.firstFit);
+    if (best.empty() || arena < plan.arenaBytes) {
+      best = std::move(buffers);
+      plan.arenaBytes = arena;
+      plan.heuristic = c.name;
+    }
   }
+  plan.buffers = std::move(best);
 }
 
 /// Max over time of the live aligned bytes: no placement can beat it.
@@ -182,6 +276,8 @@ int64_t liveLowerBound(const MemoryPlan &plan) {
     endTime = std::max(endTime, b.end);
   std::vector<int64_t> delta(endTime + 2, 0);
   for (const PlannedBuffer &b : plan.buffers) {
+    if (b.aliasOf >= 0)
+      continue;
     delta[b.start] += b.size;
     delta[b.end + 1] -= b.size;
   }
@@ -193,11 +289,13 @@ int64_t liveLowerBound(const MemoryPlan &plan) {
 
 } // namespace
 
-FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment) {
+FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, bool inPlace) {
   MemoryPlan plan;
   if (failed(getValuesAndSizes(func, alignment, plan)))
     return failure();
   resolveLiveness(func, plan);
+  if (inPlace)
+    aliasAssignedValues(func, plan);
   computeOffsets(plan);
   plan.lowerBound = liveLowerBound(plan);
   return plan;

@@ -27,6 +27,9 @@ struct PlannedBuffer {
   int64_t size = 0;   // bytes rounded up to the alignment
   int64_t offset = 0;
   int64_t start = 0, end = 0;
+  /// >= 0: this buffer has no bytes of its own and lives in buffers[aliasOf] (an optimizer
+  /// update written straight into the param or state it replaces).
+  int64_t aliasOf = -1;
 };
 
 struct MemoryPlan {
@@ -35,6 +38,7 @@ struct MemoryPlan {
   int64_t arenaBytes = 0;
   int64_t lowerBound = 0;  // max over time of the live aligned bytes
   std::string heuristic;   // which placement won
+  int64_t inPlaceBuffers = 0, inPlaceBytes = 0; // values stored in their assign's target
   int64_t bytesOf(BufferKind kind) const;
 };
 
@@ -44,6 +48,12 @@ int64_t tensorBytes(mlir::RankedTensorType type);
 /// Plans `func`'s arena. Tries greedy-by-size best-fit and in-order first-fit placement
 /// and keeps the smaller arena. Fails (with a diagnostic) on a value that is not a
 /// statically shaped tensor.
-mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func, int64_t alignment = 64);
+///
+/// With `inPlace`, a value that plait.assign stores into a param or state is planned in
+/// that param's or state's own bytes when nothing reads the target after the value's
+/// producer starts (and the producer, if it reads the target, is an optimizer update that
+/// reads and writes it element by element): no second copy, and no copy after the step.
+mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func, int64_t alignment = 64,
+                                       bool inPlace = true);
 
 } // namespace plait

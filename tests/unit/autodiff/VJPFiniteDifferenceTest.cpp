@@ -277,6 +277,9 @@ const VJPCase kCases[] = {
   {"matmul_2d", R"(func.func @main(%a: tensor<3x4xf64>, %b: tensor<4x2xf64>) -> tensor<3x2xf64> {
     %0 = plait.matmul %a, %b : (tensor<3x4xf64>, tensor<4x2xf64>) -> tensor<3x2xf64>
     return %0 : tensor<3x2xf64> })"},
+  {"matmul_rows_times_matrix", R"(func.func @main(%a: tensor<2x3x4xf64>, %b: tensor<4x2xf64>) -> tensor<2x3x2xf64> {
+    %0 = plait.matmul %a, %b : (tensor<2x3x4xf64>, tensor<4x2xf64>) -> tensor<2x3x2xf64>
+    return %0 : tensor<2x3x2xf64> })"},
   {"matmul_batched_broadcast", R"(func.func @main(%a: tensor<2x1x3x4xf64>, %b: tensor<3x4x2xf64>) -> tensor<2x3x3x2xf64> {
     %0 = plait.matmul %a, %b : (tensor<2x1x3x4xf64>, tensor<3x4x2xf64>) -> tensor<2x3x3x2xf64>
     return %0 : tensor<2x3x3x2xf64> })"},

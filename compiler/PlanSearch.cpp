@@ -1,0 +1,202 @@
+// Placement, recomputation and the --mem-limit search over them.
+#include "compiler/PlanSearch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ir/PlaitDialect.h"
+#include "passes/Passes.h"
+#include "passes/analysis/MemoryPlan.h"
+#include "passes/memory/Recompute.h"
+#include "passes/sharding/Placement.h"
+#include "passes/sharding/VerifyCollectives.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+namespace plait {
+
+std::optional<int64_t> parseByteSize(const std::string &text) {
+  size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(end);
+  static const std::pair<const char *, double> units[] = {
+      {"", 1},          {"B", 1},          {"KB", 1e3},          {"MB", 1e6},
+      {"GB", 1e9},      {"TB", 1e12},      {"KiB", 1024.0},      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  for (auto [name, scale] : units)
+    if (unit == name) {
+      double bytes = value * scale;
+      if (!std::isfinite(bytes) || bytes < 1 || bytes > 9.0e18)
+        return std::nullopt;
+      return (int64_t)bytes;
+    }
+  return std::nullopt;
+}
+
+int64_t perRankPeak(int64_t arenaBytes) { return arenaBytes; }
+
+namespace {
+
+/// One way to place and recompute the step.
+struct Choice {
+  std::string strategy;
+  std::string recompute;          // none | all | segments
+  std::vector<int64_t> segments;  // for "segments"
+};
+
+/// plait-recompute, plait-shard, plait-insert-collectives, plait-schedule, then the check that
+/// no rank can hang: `choice` applied to `module` in place.
+LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const Choice &choice) {
+  const DistOptions &dist = options.dist;
+  PassManager pm(module.getContext());
+  if (choice.recompute != "none") {
+    RecomputePassOptions recompute;
+    recompute.mode = choice.recompute;
+    recompute.segments = choice.segments;
+    pm.addPass(createRecomputePass(recompute));
+  }
+  ShardPassOptions shard;
+  shard.worldSize = dist.worldSize;
+  shard.strategy = choice.strategy;
+  shard.placement = dist.placement;
+  shard.unitSize = dist.unitSize;
+  shard.reshardAfterForward = !dist.noReshardAfterForward;
+  pm.addPass(createShardPass(shard));
+  InsertCollectivesPassOptions collectives;
+  collectives.bucketBytes = dist.bucketBytes;
+  collectives.prefetch = dist.prefetch;
+  pm.addPass(createInsertCollectivesPass(collectives));
+  if (options.schedule)
+    pm.addPass(createSchedulePass());
+  if (failed(pm.run(module)))
+    return failure();
+  return verifyCollectiveOrder(module);
+}
+
+func::FuncOp stepFunction(ModuleOp module) {
+  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+    return main;
+  return *module.getOps<func::FuncOp>().begin();
+}
+
+/// The per-rank peak of `choice` on a copy of the step; nullopt when it does not compile
+/// (its error has been reported through the context).
+std::optional<int64_t> peakOf(ModuleOp step, const CompileOptions &options,
+                              const Choice &choice) {
+  OwningOpRef<ModuleOp> copy(step.clone());
+  if (failed(applyChoice(*copy, options, choice)))
+    return std::nullopt;
+  auto memory = planMemory(stepFunction(*copy), options.alignment, options.inPlaceUpdates);
+  if (failed(memory))
+    return std::nullopt;
+  return perRankPeak(memory->arenaBytes);
+}
+
+/// Strategies worth showing when the limit is missed: the one asked for, then every plain
+/// strategy and each hsdp group size that divides the world size.
+std::vector<std::string> candidateStrategies(const CompileOptions &options) {
+  std::vector<std::string> out{options.dist.strategy};
+  int64_t world = options.dist.worldSize;
+  std::vector<std::string> all{"ddp", "zero1", "zero2", "zero3"};
+  for (int64_t g = 2; g < world; ++g)
+    if (world % g == 0)
+      all.push_back("hsdp:" + std::to_string(g));
+  for (const std::string &s : all)
+    if (std::find(out.begin(), out.end(), s) == out.end() &&
+        !(s == "zero3" && out.front() == "fsdp"))
+      out.push_back(s);
+  if (world == 1)
+    out.resize(1); // one rank: placements change nothing
+  return out;
+}
+
+std::string humanBytes(int64_t bytes) {
+  if (bytes >= (1LL << 30))
+    return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
+  if (bytes >= (1LL << 20))
+    return fmt::format("{:.2f} MiB", bytes / 1048576.0);
+  if (bytes >= 1024)
+    return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+/// One error line, then the per-rank peak of each strategy and recompute choice.
+LogicalResult reportMissedLimit(ModuleOp module, const CompileOptions &options) {
+  int64_t limit = options.memLimit;
+  std::vector<std::string> rows;
+  bool anyFits = false;
+  for (const std::string &strategy : candidateStrategies(options))
+    for (const char *recompute : {"none", "all"}) {
+      auto peak = peakOf(module, options, Choice{strategy, recompute, {}});
+      if (!peak)
+        return failure();
+      bool fits = *peak <= limit;
+      anyFits |= fits;
+      rows.push_back(fmt::format("  {:<10} {:<9} {:>14} {:>12}  {}", strategy, recompute, *peak,
+                                 humanBytes(*peak), fits ? "fits" : "over"));
+    }
+  std::string table =
+      fmt::format("  {:<10} {:<9} {:>14} {:>12}\n", "strategy", "recompute", "peak bytes", "");
+  for (const std::string &row : rows)
+    table += row + "\n";
+  module.emitError() << "the plan needs more than --mem-limit " << limit << " bytes ("
+                     << humanBytes(limit) << ") per rank with --strategy "
+                     << options.dist.strategy << " --recompute " << options.recompute << "; "
+                     << (anyFits ? "per-rank peaks, marking what fits:"
+                                 : "nothing below fits (per-rank peaks):");
+  std::fputs(table.c_str(), stderr);
+  return failure();
+}
+
+} // namespace
+
+LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
+  int64_t limit = options.memLimit;
+  Choice choice{options.dist.strategy, options.recompute == "all" ? "all" : "none", {}};
+  if (limit <= 0)
+    return applyChoice(module, options, choice);
+  auto peak = peakOf(module, options, choice);
+  if (!peak)
+    return failure();
+  if (*peak <= limit)
+    return applyChoice(module, options, choice);
+  if (options.recompute != "auto")
+    return reportMissedLimit(module, options);
+  // auto: recompute the segments that free the most bytes per FLOP first, until it fits.
+  auto analysis = analyzeRecompute(stepFunction(module));
+  if (failed(analysis))
+    return failure();
+  std::vector<int64_t> order;
+  for (size_t s = 0; s + 1 < analysis->segmentOps.size(); ++s)
+    if (analysis->savedBytes[s] > 0)
+      order.push_back(s);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return analysis->flops[a] / analysis->savedBytes[a] <
+           analysis->flops[b] / analysis->savedBytes[b];
+  });
+  choice.recompute = "segments";
+  for (int64_t s : order) {
+    choice.segments.push_back(s);
+    peak = peakOf(module, options, choice);
+    if (!peak)
+      return failure();
+    if (*peak <= limit)
+      return applyChoice(module, options, choice);
+  }
+  return reportMissedLimit(module, options);
+}
+
+} // namespace plait

@@ -1,0 +1,28 @@
+// Choosing how a training step is placed and what it recomputes: the data-parallel passes,
+// activation recomputation and the --mem-limit search.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "compiler/Pipeline.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace plait {
+
+/// Parses a byte count: a plain number of bytes or one with a suffix B, KB, MB, GB, TB
+/// (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. "24GiB" or "1.5GB".
+std::optional<int64_t> parseByteSize(const std::string &text);
+
+/// Applies --recompute and the data-parallel passes to a training step in place. With a
+/// memory limit: `auto` adds recomputed segments, cheapest per byte first, until the plan
+/// fits; a plan that cannot fit fails with one error line followed by a table of the
+/// per-rank peak of each strategy and recompute choice, marking which fit.
+mlir::LogicalResult placeTrainStep(mlir::ModuleOp module, const CompileOptions &options);
+
+/// The per-rank peak the memory limit is checked against: arena bytes.
+int64_t perRankPeak(int64_t arenaBytes);
+
+} // namespace plait

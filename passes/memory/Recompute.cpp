@@ -1,0 +1,231 @@
+// -plait-recompute: activation recomputation per segment of the forward pass.
+#include "passes/PassUtils.h"
+#include "passes/Passes.h"
+#include "passes/analysis/MemoryPlan.h"
+#include "passes/memory/Recompute.h"
+#include "passes/sharding/Placement.h"
+
+#include <set>
+
+#include "ir/PlaitDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+namespace plait {
+#define GEN_PASS_DEF_RECOMPUTEPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+bool isStorage(Operation *op) { return isa<ParamOp, ConstantOp, StateOp, HyperOp>(op); }
+
+/// Rough FLOPs of recomputing `op`: 2MNK for contractions, one per output element otherwise.
+double recomputeFlops(Operation *op) {
+  auto elements = [](Value v) {
+    return (double)cast<RankedTensorType>(v.getType()).getNumElements();
+  };
+  double out = 0;
+  for (Value r : op->getResults())
+    out += elements(r);
+  if (isa<MatmulOp, GemmOp>(op)) {
+    auto a = cast<RankedTensorType>(op->getOperand(0).getType());
+    int64_t k = a.getRank() ? a.getShape().back() : 1;
+    if (auto gemm = dyn_cast<GemmOp>(op); gemm && gemm.getTransA())
+      k = a.getShape().front();
+    return 2.0 * out * (double)k;
+  }
+  if (auto conv = dyn_cast<Conv2dOp>(op)) {
+    auto w = cast<RankedTensorType>(conv.getW().getType()).getShape();
+    return 2.0 * out * (double)(w[1] * w[2] * w[3]);
+  }
+  return out;
+}
+
+} // namespace
+
+std::string segmentKey(StringRef paramName, bool perLayer) {
+  if (!perLayer)
+    return defaultUnitKey(paramName);
+  size_t dot = paramName.rfind('.');
+  return (dot == StringRef::npos ? paramName : paramName.take_front(dot)).str();
+}
+
+FailureOr<RecomputeAnalysis> analyzeRecompute(func::FuncOp func, bool perLayer) {
+  RecomputeAnalysis a;
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() == 0 || !ret.getOperand(0).getDefiningOp())
+    return func.emitOpError("has no computed loss to recompute towards");
+  Operation *lossDef = ret.getOperand(0).getDefiningOp();
+  int64_t position = 0;
+  bool forward = true;
+  std::set<std::string> seenUnits;
+  for (Operation &op : body) {
+    a.position[&op] = position++;
+    if (!forward || isStorage(&op))
+      continue;
+    // A segment starts where the forward first reads a param of a unit not seen yet.
+    for (Value operand : op.getOperands())
+      if (auto param = operand.getDefiningOp<ParamOp>())
+        if (seenUnits.insert(segmentKey(param.getName(), perLayer)).second && !a.segmentOps.empty() &&
+            !a.segmentOps.back().empty())
+          a.segmentOps.emplace_back();
+    if (a.segmentOps.empty())
+      a.segmentOps.emplace_back();
+    a.segmentOf[&op] = a.segmentOps.size() - 1;
+    a.segmentOps.back().push_back(&op);
+    if (&op == lossDef)
+      forward = false;
+  }
+  a.forwardEnd = a.position.lookup(lossDef);
+  // What each segment keeps alive for the backward, and what recomputing it would cost.
+  a.savedBytes.assign(a.segmentOps.size(), 0);
+  a.flops.assign(a.segmentOps.size(), 0);
+  for (auto [s, ops] : llvm::enumerate(a.segmentOps))
+    for (Operation *op : ops) {
+      a.flops[s] += recomputeFlops(op);
+      for (Value v : op->getResults())
+        if (!a.isCheckpoint(v))
+          for (Operation *user : v.getUsers())
+            if (a.position.lookup(user) > a.forwardEnd) {
+              a.savedBytes[s] += tensorBytes(cast<RankedTensorType>(v.getType()));
+              break;
+            }
+    }
+  return a;
+}
+
+bool RecomputeAnalysis::isCheckpoint(Value v) const {
+  Operation *def = v.getDefiningOp();
+  if (!def || !segmentOf.count(def))
+    return true; // arguments, params, constants, backward values
+  size_t s = segmentOf.lookup(def);
+  if (s + 1 == segmentOps.size() || !isMemoryEffectFree(def))
+    return true; // the last segment's backward starts at once; effects are not replayed
+  for (Operation *user : v.getUsers())
+    if (position.lookup(user) <= forwardEnd && segmentOf.lookup(user) != s)
+      return true; // crosses into a later segment of the forward
+  return false;
+}
+
+int64_t recomputeSegments(func::FuncOp func, const RecomputeAnalysis &a,
+                          ArrayRef<size_t> segments) {
+  int64_t added = 0;
+  for (size_t s : segments) {
+    if (s + 1 >= a.segmentOps.size())
+      continue;
+    // The segment's values the backward reads, and where the backward first reads one.
+    SmallVector<Value> wanted;
+    Operation *firstUse = nullptr;
+    for (Operation *op : a.segmentOps[s])
+      for (Value v : op->getResults()) {
+        if (a.isCheckpoint(v))
+          continue;
+        bool backward = false;
+        for (Operation *user : v.getUsers())
+          if (a.position.lookup(user) > a.forwardEnd) {
+            backward = true;
+            if (!firstUse || a.position.lookup(user) < a.position.lookup(firstUse))
+              firstUse = user;
+          }
+        if (backward)
+          wanted.push_back(v);
+      }
+    if (wanted.empty())
+      continue;
+    // Everything those values need from inside the segment, replayed in forward order.
+    llvm::SmallPtrSet<Operation *, 32> needed;
+    SmallVector<Value> stack(wanted.begin(), wanted.end());
+    while (!stack.empty()) {
+      Value v = stack.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (a.isCheckpoint(v) || !needed.insert(def).second)
+        continue;
+      for (Value operand : def->getOperands())
+        stack.push_back(operand);
+    }
+    OpBuilder b(firstUse);
+    IRMapping map;
+    SmallVector<Operation *> clones;
+    for (Operation *op : a.segmentOps[s])
+      if (needed.contains(op)) {
+        clones.push_back(b.clone(*op, map));
+        ++added;
+      }
+    for (Value v : wanted)
+      v.replaceUsesWithIf(map.lookup(v), [&](OpOperand &use) {
+        auto it = a.position.find(use.getOwner());
+        return it != a.position.end() && it->second > a.forwardEnd;
+      });
+    // Each replayed op then sinks to just before its first user (last clone first), so the
+    // attention of a block is not recomputed while its MLP's backward still runs.
+    for (Operation *clone : llvm::reverse(clones)) {
+      Operation *first = nullptr;
+      for (Operation *user : clone->getUsers())
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+      if (first && first->getBlock() == clone->getBlock() && clone->isBeforeInBlock(first))
+        clone->moveBefore(first);
+    }
+  }
+  return added;
+}
+
+namespace {
+
+struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
+  using Base::Base;
+
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    if (granularity != "unit" && granularity != "layer") {
+      module.emitError("unknown recompute granularity '") << granularity
+                                                         << "' (expected unit or layer)";
+      return signalPassFailure();
+    }
+    if (mode != "none" && mode != "all" && mode != "segments") {
+      module.emitError("unknown recompute mode '") << mode << "' (expected none, all or segments)";
+      return signalPassFailure();
+    }
+    auto func = entryFunction(module, "recompute");
+    if (failed(func))
+      return signalPassFailure();
+    auto analysis = analyzeRecompute(*func, granularity == "layer");
+    if (failed(analysis))
+      return signalPassFailure();
+    SmallVector<size_t> chosen;
+    if (mode == "all")
+      for (size_t s = 0; s + 1 < analysis->segmentOps.size(); ++s)
+        chosen.push_back(s);
+    if (mode == "segments")
+      for (int64_t s : segments) {
+        if (s < 0 || (size_t)s >= analysis->segmentOps.size()) {
+          module.emitError("recompute segment ")
+              << s << " does not exist (" << analysis->segmentOps.size() << " segments)";
+          return signalPassFailure();
+        }
+        chosen.push_back(s);
+      }
+    int64_t added = recomputeSegments(*func, *analysis, chosen);
+    int64_t saved = 0;
+    for (size_t s : chosen)
+      if (s + 1 < analysis->segmentOps.size())
+        saved += analysis->savedBytes[s];
+    OpBuilder b(module.getContext());
+    module->setAttr("plait.recompute",
+                    b.getDictionaryAttr({
+                        b.getNamedAttr("mode", b.getStringAttr(mode)),
+                        b.getNamedAttr("segments",
+                                       b.getI64IntegerAttr(analysis->segmentOps.size())),
+                        b.getNamedAttr("recomputed", b.getI64IntegerAttr(chosen.size())),
+                        b.getNamedAttr("ops_added", b.getI64IntegerAttr(added)),
+                        b.getNamedAttr("saved_bytes", b.getI64IntegerAttr(saved)),
+                    }));
+  }
+};
+
+} // namespace
+} // namespace plait

@@ -1,0 +1,41 @@
+// Activation recomputation: segments of the forward pass, what each keeps for the backward,
+// and the rewrite that replays a segment right before its backward instead.
+#pragma once
+
+#include <vector>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace plait {
+
+/// The forward of a training step (everything up to the loss), cut into segments: a new
+/// segment starts where the forward first reads a param of a unit it has not read before
+/// (units as plait-shard finds them by default: blocks.3.* is one unit).
+struct RecomputeAnalysis {
+  std::vector<std::vector<mlir::Operation *>> segmentOps;
+  llvm::DenseMap<mlir::Operation *, size_t> segmentOf;
+  llvm::DenseMap<mlir::Operation *, int64_t> position; // program order
+  int64_t forwardEnd = 0;                              // position of the loss
+  std::vector<int64_t> savedBytes; // bytes of activations the backward reads, per segment
+  std::vector<double> flops;       // rough cost of replaying the segment
+
+  /// A value kept whatever is recomputed: arguments, params and constants, values that
+  /// cross into a later segment, values of the last segment, and results of ops with
+  /// memory effects.
+  bool isCheckpoint(mlir::Value v) const;
+};
+
+/// `perLayer`: a segment per layer (params named X.weight, X.bias share the layer X) instead
+/// of per unit.
+mlir::FailureOr<RecomputeAnalysis> analyzeRecompute(mlir::func::FuncOp func,
+                                                    bool perLayer = false);
+
+/// Replays each segment in `segments` (indices into segmentOps; the last is skipped) right
+/// before the first backward op that reads one of its activations, and points the backward
+/// at the replayed values, so the forward's copies die at the end of their segment.
+/// Returns the number of ops added. Invalidates `analysis`.
+int64_t recomputeSegments(mlir::func::FuncOp func, const RecomputeAnalysis &analysis,
+                          llvm::ArrayRef<size_t> segments);
+
+} // namespace plait

@@ -1,0 +1,91 @@
+// -plait-schedule: reorder a training step to lower its peak memory without delaying or
+// hurrying any collective.
+#include "passes/PassUtils.h"
+#include "passes/Passes.h"
+
+#include "ir/PlaitDialect.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace plait {
+#define GEN_PASS_DEF_SCHEDULEPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+bool isCollective(Operation *op) {
+  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp>(op);
+}
+
+struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    auto func = entryFunction(module, "schedule");
+    if (failed(func))
+      return signalPassFailure();
+    Block &body = func->getBody().front();
+
+    // Storage ops define values that live for the whole step wherever they stand: put them
+    // first, so that nothing has to wait for them.
+    Operation *front = &body.front();
+    for (Operation &op : llvm::make_early_inc_range(body))
+      if (isa<HyperOp, StateOp>(op) && &op != front)
+        op.moveBefore(front);
+
+    DenseMap<Operation *, int64_t> position;
+    auto renumber = [&]() {
+      position.clear();
+      for (Operation &op : body)
+        position[&op] = position.size();
+    };
+    renumber();
+    // When a reader is done with a value: a collective reads until its first user waits.
+    auto readEnd = [&](Operation *user) -> Operation * {
+      if (!isCollective(user))
+        return user;
+      Operation *wait = body.getTerminator();
+      for (Operation *u : user->getUsers())
+        if (position.lookup(u) < position.lookup(wait))
+          wait = u;
+      return wait;
+    };
+
+    // Optimizer updates move up to just after their last input and the last reader of the
+    // param and state they replace: their gradient is freed at once instead of living to the
+    // end of the step, and the memory plan can write the result over the old value. An update
+    // whose gradient comes straight from a collective stays where it is, because moving it
+    // would move the wait and shorten the overlap.
+    int64_t moved = 0;
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (!isa<SgdUpdateOp, AdamWUpdateOp>(op))
+        continue;
+      Operation *after = nullptr;
+      auto later = [&](Operation *o) {
+        if (o && o != &op && (!after || position.lookup(o) > position.lookup(after)))
+          after = o;
+      };
+      bool pinned = false;
+      for (Value operand : op.getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        pinned |= def && isCollective(def);
+        later(def);
+        if (def && isa<ParamOp, ParamShardOp, StateOp>(def))
+          for (Operation *user : operand.getUsers())
+            if (!isa<AssignOp>(user) && user != &op)
+              later(readEnd(user));
+      }
+      if (pinned || !after || position.lookup(after) + 1 >= position.lookup(&op))
+        continue;
+      op.moveAfter(after);
+      ++moved;
+      renumber();
+    }
+    module->setAttr("plait.schedule",
+                    OpBuilder(module.getContext()).getI64IntegerAttr(moved));
+  }
+};
+
+} // namespace
+} // namespace plait
