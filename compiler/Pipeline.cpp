@@ -99,6 +99,7 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   nlohmann::json report;
   report["model"] = options.modelPath;
   report["world_size"] = plan.worldSize;
+  int64_t workspace = plan.workspaceBytes.empty() ? 0 : (int64_t)plan.workspaceBytes.front();
   int64_t params = memory.bytesOf(BufferKind::Param);
   // Gradient bytes kept for the optimizer step, per the placement of each unit (the ZeRO
   // paper's accounting; plait-shard records the units): a whole gradient per updated param
@@ -146,8 +147,10 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
                       {"constants", constants},
                       {"inputs", inputs},
                       {"activations", activations},
-                      {"workspace", 0},
+                      {"workspace", workspace},
                       {"peak", memory.arenaBytes},
+                      {"total", memory.arenaBytes + workspace},
+                      {"high_water", plan.peakBytes.empty() ? 0 : plan.peakBytes.front()},
                       {"lower_bound", memory.lowerBound},
                       {"heuristic", memory.heuristic}};
   // Bytes rank 0 sends per step (every rank sends the same in these SPMD plans), under the
@@ -301,6 +304,12 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
   }
   os << fmt::format("  arena (peak)     : {} bytes, liveness lower bound {} bytes\n",
                     m["peak"].get<int64_t>(), m["lower_bound"].get<int64_t>());
+  os << fmt::format("  per rank         : {} bytes = arena {} (params {}, optimizer state {}, "
+                    "constants {}, activations and gradients {}) + kernel workspace {}\n",
+                    m["total"].get<int64_t>(), m["peak"].get<int64_t>(),
+                    m["params"].get<int64_t>(), m["optimizer"].get<int64_t>(),
+                    m["constants"].get<int64_t>(), m["activations"].get<int64_t>(),
+                    m["workspace"].get<int64_t>());
   for (auto &[name, line] : report["optimizations"].items())
     os << fmt::format("  {:<17}: {}\n", name, line.get<std::string>());
 }
@@ -374,14 +383,15 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
   auto memory = planMemory(*func, options.alignment, options.inPlaceUpdates);
   if (failed(memory))
     return 1;
-  if (options.memLimit > 0 && perRankPeak(memory->arenaBytes) > options.memLimit)
-    return reportError(fmt::format("{}: the plan needs {} bytes per rank, over --mem-limit {}",
-                                   options.modelPath, perRankPeak(memory->arenaBytes),
-                                   options.memLimit));
   plan::PlanDesc plan;
   plan.source = options.modelPath;
   if (failed(lowerToPlan(*func, *memory, plan)))
     return 1;
+  int64_t workspace = plan.workspaceBytes.empty() ? 0 : (int64_t)plan.workspaceBytes.front();
+  if (options.memLimit > 0 && memory->arenaBytes + workspace > options.memLimit)
+    return reportError(fmt::format("{}: the plan needs {} bytes per rank, over --mem-limit {}",
+                                   options.modelPath, memory->arenaBytes + workspace,
+                                   options.memLimit));
   nlohmann::json report = buildReport(**module, *memory, plan, options);
   plan.report = report.dump();
   std::vector<uint8_t> bytes = plan::serializePlan(plan);

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "codegen/PlanBuilder.h"
+#include "codegen/mlir/PlanWriter.h"
 #include "ir/PlaitDialect.h"
 #include "passes/Passes.h"
 #include "passes/analysis/MemoryPlan.h"
@@ -46,7 +48,13 @@ std::optional<int64_t> parseByteSize(const std::string &text) {
   return std::nullopt;
 }
 
-int64_t perRankPeak(int64_t arenaBytes) { return arenaBytes; }
+FailureOr<int64_t> perRankPeak(func::FuncOp step, const MemoryPlan &memory) {
+  plan::PlanDesc plan;
+  if (failed(lowerToPlan(step, memory, plan)))
+    return failure();
+  uint64_t workspace = plan.workspaceBytes.empty() ? 0 : plan.workspaceBytes.front();
+  return memory.arenaBytes + (int64_t)workspace;
+}
 
 namespace {
 
@@ -102,7 +110,8 @@ std::optional<int64_t> peakOf(ModuleOp step, const CompileOptions &options,
   auto memory = planMemory(stepFunction(*copy), options.alignment, options.inPlaceUpdates);
   if (failed(memory))
     return std::nullopt;
-  return perRankPeak(memory->arenaBytes);
+  auto peak = perRankPeak(stepFunction(*copy), *memory);
+  return succeeded(peak) ? std::optional<int64_t>(*peak) : std::nullopt;
 }
 
 /// Strategies worth showing when the limit is missed: the one asked for, then every plain

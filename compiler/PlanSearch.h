@@ -7,7 +7,9 @@
 #include <string>
 
 #include "compiler/Pipeline.h"
+#include "passes/analysis/MemoryPlan.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace plait {
@@ -22,7 +24,8 @@ std::optional<int64_t> parseByteSize(const std::string &text);
 /// per-rank peak of each strategy and recompute choice, marking which fit.
 mlir::LogicalResult placeTrainStep(mlir::ModuleOp module, const CompileOptions &options);
 
-/// The per-rank peak the memory limit is checked against: arena bytes.
-int64_t perRankPeak(int64_t arenaBytes);
+/// The per-rank bytes the memory limit is checked against: everything the step allocates,
+/// the arena plus the kernels' workspace (from lowering `step` with `memory`).
+mlir::FailureOr<int64_t> perRankPeak(mlir::func::FuncOp step, const MemoryPlan &memory);
 
 } // namespace plait
