@@ -189,8 +189,8 @@ LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
   if (failed(analysis))
     return failure();
   std::vector<int64_t> order;
-  for (size_t s = 0; s + 1 < analysis->segmentOps.size(); ++s)
-    if (analysis->savedBytes[s] > 0)
+  for (size_t s = 0; s < analysis->segmentOps.size(); ++s)
+    if (!analysis->lastOfPhase.count(s) && analysis->savedBytes[s] > 0)
       order.push_back(s);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return analysis->flops[a] / analysis->savedBytes[a] <

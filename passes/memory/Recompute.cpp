@@ -59,28 +59,46 @@ FailureOr<RecomputeAnalysis> analyzeRecompute(func::FuncOp func, bool perLayer) 
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   if (ret.getNumOperands() == 0 || !ret.getOperand(0).getDefiningOp())
     return func.emitOpError("has no computed loss to recompute towards");
-  Operation *lossDef = ret.getOperand(0).getDefiningOp();
+  // The forward is what the loss is computed from; everything else the backward (or the
+  // optimizer). With micro-batches the step alternates: forward 0, backward 0, forward 1...
+  SmallVector<Operation *> stack{ret.getOperand(0).getDefiningOp()};
+  while (!stack.empty()) {
+    Operation *op = stack.pop_back_val();
+    if (!a.forward.insert(op).second)
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        stack.push_back(def);
+  }
   int64_t position = 0;
-  bool forward = true;
+  bool inForward = false;
   std::set<std::string> seenUnits;
   for (Operation &op : body) {
     a.position[&op] = position++;
-    if (!forward || isStorage(&op))
+    if (isStorage(&op))
       continue;
+    if (!a.forward.contains(&op)) {
+      inForward = false;
+      continue;
+    }
+    if (!inForward) { // a new forward phase (micro-batch) starts a new segment
+      seenUnits.clear();
+      if (!a.segmentOps.empty())
+        a.lastOfPhase.insert(a.segmentOps.size() - 1);
+      a.segmentOps.emplace_back();
+      inForward = true;
+    }
     // A segment starts where the forward first reads a param of a unit not seen yet.
     for (Value operand : op.getOperands())
       if (auto param = operand.getDefiningOp<ParamOp>())
-        if (seenUnits.insert(segmentKey(param.getName(), perLayer)).second && !a.segmentOps.empty() &&
+        if (seenUnits.insert(segmentKey(param.getName(), perLayer)).second &&
             !a.segmentOps.back().empty())
           a.segmentOps.emplace_back();
-    if (a.segmentOps.empty())
-      a.segmentOps.emplace_back();
     a.segmentOf[&op] = a.segmentOps.size() - 1;
     a.segmentOps.back().push_back(&op);
-    if (&op == lossDef)
-      forward = false;
   }
-  a.forwardEnd = a.position.lookup(lossDef);
+  if (!a.segmentOps.empty())
+    a.lastOfPhase.insert(a.segmentOps.size() - 1);
   // What each segment keeps alive for the backward, and what recomputing it would cost.
   a.savedBytes.assign(a.segmentOps.size(), 0);
   a.flops.assign(a.segmentOps.size(), 0);
@@ -90,7 +108,7 @@ FailureOr<RecomputeAnalysis> analyzeRecompute(func::FuncOp func, bool perLayer) 
       for (Value v : op->getResults())
         if (!a.isCheckpoint(v))
           for (Operation *user : v.getUsers())
-            if (a.position.lookup(user) > a.forwardEnd) {
+            if (a.isBackward(user)) {
               a.savedBytes[s] += tensorBytes(cast<RankedTensorType>(v.getType()));
               break;
             }
@@ -98,15 +116,19 @@ FailureOr<RecomputeAnalysis> analyzeRecompute(func::FuncOp func, bool perLayer) 
   return a;
 }
 
+bool RecomputeAnalysis::isBackward(Operation *op) const {
+  return position.count(op) && !forward.contains(op);
+}
+
 bool RecomputeAnalysis::isCheckpoint(Value v) const {
   Operation *def = v.getDefiningOp();
   if (!def || !segmentOf.count(def))
     return true; // arguments, params, constants, backward values
   size_t s = segmentOf.lookup(def);
-  if (s + 1 == segmentOps.size() || !isMemoryEffectFree(def))
+  if (lastOfPhase.count(s) || !isMemoryEffectFree(def))
     return true; // the last segment's backward starts at once; effects are not replayed
   for (Operation *user : v.getUsers())
-    if (position.lookup(user) <= forwardEnd && segmentOf.lookup(user) != s)
+    if (forward.contains(user) && segmentOf.lookup(user) != s)
       return true; // crosses into a later segment of the forward
   return false;
 }
@@ -115,7 +137,7 @@ int64_t recomputeSegments(func::FuncOp func, const RecomputeAnalysis &a,
                           ArrayRef<size_t> segments) {
   int64_t added = 0;
   for (size_t s : segments) {
-    if (s + 1 >= a.segmentOps.size())
+    if (s >= a.segmentOps.size() || a.lastOfPhase.count(s))
       continue;
     // The segment's values the backward reads, and where the backward first reads one.
     SmallVector<Value> wanted;
@@ -126,7 +148,7 @@ int64_t recomputeSegments(func::FuncOp func, const RecomputeAnalysis &a,
           continue;
         bool backward = false;
         for (Operation *user : v.getUsers())
-          if (a.position.lookup(user) > a.forwardEnd) {
+          if (a.isBackward(user)) {
             backward = true;
             if (!firstUse || a.position.lookup(user) < a.position.lookup(firstUse))
               firstUse = user;
@@ -156,10 +178,8 @@ int64_t recomputeSegments(func::FuncOp func, const RecomputeAnalysis &a,
         ++added;
       }
     for (Value v : wanted)
-      v.replaceUsesWithIf(map.lookup(v), [&](OpOperand &use) {
-        auto it = a.position.find(use.getOwner());
-        return it != a.position.end() && it->second > a.forwardEnd;
-      });
+      v.replaceUsesWithIf(map.lookup(v),
+                          [&](OpOperand &use) { return a.isBackward(use.getOwner()); });
     // Each replayed op then sinks to just before its first user (last clone first), so the
     // attention of a block is not recomputed while its MLP's backward still runs.
     for (Operation *clone : llvm::reverse(clones)) {
@@ -198,8 +218,9 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
       return signalPassFailure();
     SmallVector<size_t> chosen;
     if (mode == "all")
-      for (size_t s = 0; s + 1 < analysis->segmentOps.size(); ++s)
-        chosen.push_back(s);
+      for (size_t s = 0; s < analysis->segmentOps.size(); ++s)
+        if (!analysis->lastOfPhase.count(s))
+          chosen.push_back(s);
     if (mode == "segments")
       for (int64_t s : segments) {
         if (s < 0 || (size_t)s >= analysis->segmentOps.size()) {
@@ -212,7 +233,7 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
     int64_t added = recomputeSegments(*func, *analysis, chosen);
     int64_t saved = 0;
     for (size_t s : chosen)
-      if (s + 1 < analysis->segmentOps.size())
+      if (!analysis->lastOfPhase.count(s))
         saved += analysis->savedBytes[s];
     OpBuilder b(module.getContext());
     module->setAttr("plait.recompute",

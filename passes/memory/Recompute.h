@@ -2,21 +2,25 @@
 // and the rewrite that replays a segment right before its backward instead.
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace plait {
 
-/// The forward of a training step (everything up to the loss), cut into segments: a new
-/// segment starts where the forward first reads a param of a unit it has not read before
-/// (units as plait-shard finds them by default: blocks.3.* is one unit).
+/// The forward of a training step (the ops the loss is computed from), cut into segments: a
+/// new segment starts where the forward first reads a param of a unit it has not read before
+/// in this forward phase (units as plait-shard finds them by default: blocks.3.* is one
+/// unit). With micro-batches each micro-batch's forward is a phase of its own.
 struct RecomputeAnalysis {
   std::vector<std::vector<mlir::Operation *>> segmentOps;
   llvm::DenseMap<mlir::Operation *, size_t> segmentOf;
   llvm::DenseMap<mlir::Operation *, int64_t> position; // program order
-  int64_t forwardEnd = 0;                              // position of the loss
+  llvm::DenseSet<mlir::Operation *> forward;           // the ops the loss is computed from
+  std::set<size_t> lastOfPhase; // the last segment of each forward phase (micro-batch)
   std::vector<int64_t> savedBytes; // bytes of activations the backward reads, per segment
   std::vector<double> flops;       // rough cost of replaying the segment
 
@@ -24,6 +28,8 @@ struct RecomputeAnalysis {
   /// cross into a later segment, values of the last segment, and results of ops with
   /// memory effects.
   bool isCheckpoint(mlir::Value v) const;
+  /// An op of the step that the loss does not depend on (backward or optimizer).
+  bool isBackward(mlir::Operation *op) const;
 };
 
 /// `perLayer`: a segment per layer (params named X.weight, X.bias share the layer X) instead
