@@ -10,7 +10,9 @@ one rank. Checked per placement:
   - the final weights (--save-weights, gathered from the shards) equal the reference's;
   - the report's per-rank params / grads / optimizer bytes equal the ZeRO paper's closed forms
     (computed here, independently, from the units' sizes);
-  - the bytes the runtime counted on the wire each step equal the report's prediction.
+  - the bytes the runtime counted on the wire each step equal the report's prediction;
+  - the arena high water the runtime measured each step (the largest offset + bytes any
+    tensor it touched reaches) equals the planned one, byte for byte.
 
 Run with /usr/bin/python3:  dp_parity.py --build BUILD --sample mlp --world 2 [--steps 20]
 """
@@ -161,6 +163,11 @@ def main():
             if (mem["params"], mem["grads"], mem["optimizer"]) != tuple(expect):
                 problems.append("memory params/grads/optimizer %s, closed forms %s" % (
                     (mem["params"], mem["grads"], mem["optimizer"]), tuple(expect)))
+            planned = report["memory"]["high_water"]
+            measured_hw = {r.get("arena_high_water") for r in log}
+            if measured_hw != {planned}:
+                problems.append("arena high water %s, planned %d" % (sorted(measured_hw, key=str),
+                                                                     planned))
             predicted = report["comm"]
             for r in log:
                 measured = r.get("comm_bytes", {})
