@@ -198,10 +198,13 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     report["global_batch"] = batch * plan.worldSize;
   }
   report["training"] = plan.training;
-  if (plan.training)
-    report["optimizer_updates"] = plan.updates.size();
-  if (plan.training)
+  if (plan.training) {
+    // Tensors the step stores (plait.assign): copied after the step, or written in place.
+    int64_t stored = 0;
+    module.walk([&](AssignOp) { ++stored; });
+    report["optimizer_updates"] = stored;
     report["micro_batches"] = options.train.microBatches;
+  }
   report["optimizations"] = {
       {"memory_planning", fmt::format("{} buffers in a {}-byte arena ({}), lower bound {} bytes",
                                       memory.buffers.size(), memory.arenaBytes,
