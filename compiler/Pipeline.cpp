@@ -231,14 +231,17 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   if (auto recompute = module->getAttrOfType<DictionaryAttr>("plait.recompute")) {
     auto get = [&](const char *key) { return recompute.getAs<IntegerAttr>(key).getInt(); };
     report["recompute"] = {{"mode", recompute.getAs<StringAttr>("mode").str()},
+                           {"granularity", recompute.getAs<StringAttr>("granularity").str()},
                            {"segments", get("segments")},
                            {"recomputed", get("recomputed")},
                            {"ops_added", get("ops_added")},
                            {"saved_bytes", get("saved_bytes")}};
     report["optimizations"]["recompute"] = fmt::format(
-        "{} of {} forward segments recomputed in the backward (+{} ops); {} activation bytes "
-        "no longer kept from forward to backward",
-        get("recomputed"), get("segments"), get("ops_added"), get("saved_bytes"));
+        "{} of {} forward segments ({}s) recomputed in the backward (+{} ops); {} activation "
+        "bytes no longer kept from forward to backward (off: --recompute none)",
+        get("recomputed"), get("segments"),
+        recompute.getAs<StringAttr>("granularity").str() == "unit" ? "unit" : "layer",
+        get("ops_added"), get("saved_bytes"));
   }
   // Where every byte lives when: one entry per planned buffer (tensor i of the plan).
   nlohmann::json timeline = nlohmann::json::array();

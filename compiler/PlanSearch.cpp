@@ -74,6 +74,9 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
     RecomputePassOptions recompute;
     recompute.mode = choice.recompute;
     recompute.segments = choice.segments;
+    // all: the least memory (only unit inputs kept, each layer replayed from them); auto
+    // picks whole units, cheapest per byte first.
+    recompute.granularity = choice.recompute == "all" ? "nested" : "unit";
     pm.addPass(createRecomputePass(recompute));
   }
   ShardPassOptions shard;

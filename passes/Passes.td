@@ -162,13 +162,17 @@ def RecomputePass : Pass<"plait-recompute", "mlir::ModuleOp"> {
     Recomputation replays the same kernels on the same inputs, so losses are bit-identical.
 
     `mode`: `none`, `all`, or `segments` (the indices listed in `segments`; what
-    `--recompute auto` picks). The module records `plait.recompute` for the report.
+    `--recompute auto` picks). `granularity`: `unit` as above; `layer` cuts a segment per
+    layer (X.weight and X.bias are layer X) and keeps what crosses layers; `nested` cuts per
+    layer but keeps only what crosses units, and replays the unit's earlier layers again for
+    each layer's backward. That is the least memory for the most recompute, and it is what
+    `--recompute all` uses. The module records `plait.recompute` for the report.
   }];
   let options = [
     Option<"mode", "mode", "std::string", "\"all\"", "none, all or segments">,
     ListOption<"segments", "segments", "int64_t", "segment indices to recompute (mode=segments)">,
     Option<"granularity", "granularity", "std::string", "\"unit\"",
-           "unit (one segment per parameter unit) or layer (per layer: X.weight and X.bias)">
+           "unit (a segment per parameter unit), layer (per layer: X.weight and X.bias), or nested (per layer, keeping only unit inputs)">
   ];
 }
 

@@ -53,7 +53,8 @@ std::string segmentKey(StringRef paramName, bool perLayer) {
   return (dot == StringRef::npos ? paramName : paramName.take_front(dot)).str();
 }
 
-FailureOr<RecomputeAnalysis> analyzeRecompute(func::FuncOp func, bool perLayer) {
+FailureOr<RecomputeAnalysis> analyzeRecompute(func::FuncOp func, RecomputeGranularity grain) {
+  bool perLayer = grain != RecomputeGranularity::Unit;
   RecomputeAnalysis a;
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -72,7 +73,8 @@ FailureOr<RecomputeAnalysis> analyzeRecompute(func::FuncOp func, bool perLayer) 
   }
   int64_t position = 0;
   bool inForward = false;
-  std::set<std::string> seenUnits;
+  std::set<std::string> seenUnits, seenCheckpointUnits;
+  int64_t group = 0;
   for (Operation &op : body) {
     a.position[&op] = position++;
     if (isStorage(&op))
@@ -83,22 +85,40 @@ FailureOr<RecomputeAnalysis> analyzeRecompute(func::FuncOp func, bool perLayer) 
     }
     if (!inForward) { // a new forward phase (micro-batch) starts a new segment
       seenUnits.clear();
+      seenCheckpointUnits.clear();
+      if (!a.forwardOrder.empty())
+        ++group;
       if (!a.segmentOps.empty())
         a.lastOfPhase.insert(a.segmentOps.size() - 1);
       a.segmentOps.emplace_back();
       inForward = true;
     }
-    // A segment starts where the forward first reads a param of a unit not seen yet.
+    // A segment starts where the forward first reads a param of a unit (or layer) not seen
+    // yet in this phase; `checkpointGroup` counts units either way.
+    bool newUnit = false;
     for (Value operand : op.getOperands())
-      if (auto param = operand.getDefiningOp<ParamOp>())
+      if (auto param = operand.getDefiningOp<ParamOp>()) {
+        newUnit |= seenCheckpointUnits.insert(segmentKey(param.getName(), false)).second;
         if (seenUnits.insert(segmentKey(param.getName(), perLayer)).second &&
             !a.segmentOps.back().empty())
           a.segmentOps.emplace_back();
+      }
+    if (newUnit && !a.forwardOrder.empty() && a.groupOf.count(a.forwardOrder.back()) &&
+        a.groupOf.lookup(a.forwardOrder.back()) == group)
+      ++group;
     a.segmentOf[&op] = a.segmentOps.size() - 1;
     a.segmentOps.back().push_back(&op);
+    a.groupOf[&op] = grain == RecomputeGranularity::Nested ? group : a.segmentOf[&op];
+    a.forwardOrder.push_back(&op);
   }
   if (!a.segmentOps.empty())
     a.lastOfPhase.insert(a.segmentOps.size() - 1);
+  // Checkpoint groups: segments (unit, layer) or, nested, the unit around the layers.
+  for (Operation *op : a.forwardOrder)
+    a.lastGroupOfPhase.insert(a.groupOf.lookup(op)); // refined below
+  a.lastGroupOfPhase.clear();
+  for (size_t s : a.lastOfPhase)
+    a.lastGroupOfPhase.insert(a.groupOf.lookup(a.segmentOps[s].front()));
   // What each segment keeps alive for the backward, and what recomputing it would cost.
   a.savedBytes.assign(a.segmentOps.size(), 0);
   a.flops.assign(a.segmentOps.size(), 0);
@@ -124,12 +144,12 @@ bool RecomputeAnalysis::isCheckpoint(Value v) const {
   Operation *def = v.getDefiningOp();
   if (!def || !segmentOf.count(def))
     return true; // arguments, params, constants, backward values
-  size_t s = segmentOf.lookup(def);
-  if (lastOfPhase.count(s) || !isMemoryEffectFree(def))
+  int64_t g = groupOf.lookup(def);
+  if (lastGroupOfPhase.count(g) || !isMemoryEffectFree(def))
     return true; // the last segment's backward starts at once; effects are not replayed
   for (Operation *user : v.getUsers())
-    if (forward.contains(user) && segmentOf.lookup(user) != s)
-      return true; // crosses into a later segment of the forward
+    if (forward.contains(user) && groupOf.lookup(user) != g)
+      return true; // crosses into a later segment (unit, when nested) of the forward
   return false;
 }
 
@@ -137,7 +157,8 @@ int64_t recomputeSegments(func::FuncOp func, const RecomputeAnalysis &a,
                           ArrayRef<size_t> segments) {
   int64_t added = 0;
   for (size_t s : segments) {
-    if (s >= a.segmentOps.size() || a.lastOfPhase.count(s))
+    if (s >= a.segmentOps.size() || a.segmentOps[s].empty() ||
+        a.lastGroupOfPhase.count(a.groupOf.lookup(a.segmentOps[s].front())))
       continue;
     // The segment's values the backward reads, and where the backward first reads one.
     SmallVector<Value> wanted;
@@ -158,7 +179,8 @@ int64_t recomputeSegments(func::FuncOp func, const RecomputeAnalysis &a,
       }
     if (wanted.empty())
       continue;
-    // Everything those values need from inside the segment, replayed in forward order.
+    // Everything those values need from inside the segment (nested: from the unit's earlier
+    // layers too, replayed again for this layer), in forward order.
     llvm::SmallPtrSet<Operation *, 32> needed;
     SmallVector<Value> stack(wanted.begin(), wanted.end());
     while (!stack.empty()) {
@@ -172,7 +194,7 @@ int64_t recomputeSegments(func::FuncOp func, const RecomputeAnalysis &a,
     OpBuilder b(firstUse);
     IRMapping map;
     SmallVector<Operation *> clones;
-    for (Operation *op : a.segmentOps[s])
+    for (Operation *op : a.forwardOrder)
       if (needed.contains(op)) {
         clones.push_back(b.clone(*op, map));
         ++added;
@@ -201,9 +223,9 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
-    if (granularity != "unit" && granularity != "layer") {
-      module.emitError("unknown recompute granularity '") << granularity
-                                                         << "' (expected unit or layer)";
+    if (granularity != "unit" && granularity != "layer" && granularity != "nested") {
+      module.emitError("unknown recompute granularity '")
+          << granularity << "' (expected unit, layer or nested)";
       return signalPassFailure();
     }
     if (mode != "none" && mode != "all" && mode != "segments") {
@@ -213,13 +235,16 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
     auto func = entryFunction(module, "recompute");
     if (failed(func))
       return signalPassFailure();
-    auto analysis = analyzeRecompute(*func, granularity == "layer");
+    auto analysis = analyzeRecompute(*func, granularity == "unit"    ? RecomputeGranularity::Unit
+                                            : granularity == "layer" ? RecomputeGranularity::Layer
+                                                                     : RecomputeGranularity::Nested);
     if (failed(analysis))
       return signalPassFailure();
     SmallVector<size_t> chosen;
     if (mode == "all")
       for (size_t s = 0; s < analysis->segmentOps.size(); ++s)
-        if (!analysis->lastOfPhase.count(s))
+        if (!analysis->segmentOps[s].empty() &&
+            !analysis->lastGroupOfPhase.count(analysis->groupOf.lookup(analysis->segmentOps[s].front())))
           chosen.push_back(s);
     if (mode == "segments")
       for (int64_t s : segments) {
@@ -233,12 +258,12 @@ struct RecomputePass : impl::RecomputePassBase<RecomputePass> {
     int64_t added = recomputeSegments(*func, *analysis, chosen);
     int64_t saved = 0;
     for (size_t s : chosen)
-      if (!analysis->lastOfPhase.count(s))
-        saved += analysis->savedBytes[s];
+      saved += analysis->savedBytes[s];
     OpBuilder b(module.getContext());
     module->setAttr("plait.recompute",
                     b.getDictionaryAttr({
                         b.getNamedAttr("mode", b.getStringAttr(mode)),
+                        b.getNamedAttr("granularity", b.getStringAttr(granularity)),
                         b.getNamedAttr("segments",
                                        b.getI64IntegerAttr(analysis->segmentOps.size())),
                         b.getNamedAttr("recomputed", b.getI64IntegerAttr(chosen.size())),

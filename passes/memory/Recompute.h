@@ -15,12 +15,22 @@ namespace plait {
 /// new segment starts where the forward first reads a param of a unit it has not read before
 /// in this forward phase (units as plait-shard finds them by default: blocks.3.* is one
 /// unit). With micro-batches each micro-batch's forward is a phase of its own.
+/// What a segment is, and what stays alive for the backward:
+/// - Unit: a segment per parameter unit; values crossing segments are kept.
+/// - Layer: a segment per layer (X.weight, X.bias share layer X); values crossing layers kept.
+/// - Nested: a segment per layer, but only values crossing units are kept; a layer's replay
+///   recomputes the unit's earlier layers it needs from the unit's input again.
+enum class RecomputeGranularity { Unit, Layer, Nested };
+
 struct RecomputeAnalysis {
   std::vector<std::vector<mlir::Operation *>> segmentOps;
   llvm::DenseMap<mlir::Operation *, size_t> segmentOf;
   llvm::DenseMap<mlir::Operation *, int64_t> position; // program order
   llvm::DenseSet<mlir::Operation *> forward;           // the ops the loss is computed from
   std::set<size_t> lastOfPhase; // the last segment of each forward phase (micro-batch)
+  std::vector<mlir::Operation *> forwardOrder;          // forward ops in program order
+  llvm::DenseMap<mlir::Operation *, int64_t> groupOf;  // checkpoint group of a forward op
+  std::set<int64_t> lastGroupOfPhase; // groups whose backward starts at once (kept)
   std::vector<int64_t> savedBytes; // bytes of activations the backward reads, per segment
   std::vector<double> flops;       // rough cost of replaying the segment
 
@@ -32,10 +42,9 @@ struct RecomputeAnalysis {
   bool isBackward(mlir::Operation *op) const;
 };
 
-/// `perLayer`: a segment per layer (params named X.weight, X.bias share the layer X) instead
-/// of per unit.
-mlir::FailureOr<RecomputeAnalysis> analyzeRecompute(mlir::func::FuncOp func,
-                                                    bool perLayer = false);
+mlir::FailureOr<RecomputeAnalysis>
+analyzeRecompute(mlir::func::FuncOp func,
+                 RecomputeGranularity grain = RecomputeGranularity::Unit);
 
 /// Replays each segment in `segments` (indices into segmentOps; the last is skipped) right
 /// before the first backward op that reads one of its activations, and points the backward

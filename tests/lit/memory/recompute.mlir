@@ -7,7 +7,7 @@
 // it is the checkpoint. With recompute, matmul and tanh run again right before the
 // backward's first use of tanh's output, and the backward reads the replayed values: the
 // forward's tanh output dies at the sigmoid.
-// CHECK: plait.recompute = {mode = "all", ops_added = 2 : i64, recomputed = 1 : i64, saved_bytes = 48 : i64, segments = 2 : i64}
+// CHECK: plait.recompute = {granularity = "unit", mode = "all", ops_added = 2 : i64, recomputed = 1 : i64, saved_bytes = 48 : i64, segments = 2 : i64}
 // CHECK: %[[H:.*]] = plait.matmul %arg0, %[[W0:.*]] :
 // CHECK-NEXT: %[[T:.*]] = plait.tanh %[[H]]
 // CHECK-NEXT: %[[S:.*]] = plait.sigmoid %[[T]]
@@ -18,7 +18,7 @@
 // CHECK-NOT: %[[T]]{{$|[^0-9]}}
 // CHECK: return
 
-// NONE: plait.recompute = {mode = "none", ops_added = 0 : i64, recomputed = 0 : i64
+// NONE: plait.recompute = {granularity = "unit", mode = "none", ops_added = 0 : i64, recomputed = 0 : i64
 // NONE-COUNT-1: plait.tanh
 // NONE-NOT: plait.tanh
 
