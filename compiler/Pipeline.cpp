@@ -333,7 +333,7 @@ std::string dumpStage(const CompileOptions &options, const std::string &name, Mo
   return "";
 }
 
-LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train) {
+LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t worldSize) {
   BuildTrainStepPassOptions o;
   o.optimizer = train.optimizer;
   o.lr = train.lr;
@@ -345,7 +345,8 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train) {
   o.dampening = train.dampening;
   o.nesterov = train.nesterov;
   o.freeze = train.freeze;
-  o.clipGradNorm = train.clipGradNorm;
+  // With several ranks the norm is of the averaged gradients: plait-shard clips them.
+  o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;
   o.schedule = train.schedule;
   o.warmupSteps = train.warmupSteps;
   o.totalSteps = train.totalSteps;
@@ -366,7 +367,7 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
   if (std::string error = dumpStage(options, "00-imported.mlir", **module); !error.empty())
     return reportError(error);
   if (options.train.enabled) {
-    if (failed(buildTrainStep(**module, options.train)))
+    if (failed(buildTrainStep(**module, options.train, options.dist.worldSize)))
       return 1;
     if (std::string error = dumpStage(options, "01-train-step.mlir", **module); !error.empty())
       return reportError(error);

@@ -85,6 +85,8 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   shard.placement = dist.placement;
   shard.unitSize = dist.unitSize;
   shard.reshardAfterForward = !dist.noReshardAfterForward;
+  if (dist.worldSize > 1)
+    shard.clipGradNorm = options.train.clipGradNorm;
   pm.addPass(createShardPass(shard));
   InsertCollectivesPassOptions collectives;
   collectives.bucketBytes = dist.bucketBytes;

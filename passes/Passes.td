@@ -111,7 +111,9 @@ def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
     Option<"unitSize", "unit-size", "int64_t", "0",
            "group params into units of at least this many bytes (0: one unit per block)">,
     Option<"reshardAfterForward", "reshard-after-forward", "bool", "true",
-           "zero3/fsdp/hsdp: free gathered params after forward and gather again for backward">
+           "zero3/fsdp/hsdp: free gathered params after forward and gather again for backward">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
+           "world size > 1: clip the averaged gradients to this global L2 norm (0: off)">
   ];
 }
 

@@ -14,6 +14,7 @@
 #include "ir/RankGroups.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
@@ -147,10 +148,14 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train"))
         if (auto clip = train.getAs<FloatAttr>("clip_grad_norm"))
           if (clip.getValueAsDouble() > 0) {
-            module.emitError("gradient clipping (--clip-grad-norm) is not supported with "
-                             "world size > 1 yet");
+            module.emitError("the training step already clips local gradients; with world "
+                             "size > 1 give the norm to plait-shard (clip-grad-norm) instead");
             return signalPassFailure();
           }
+    if (clipGradNorm < 0) {
+      module.emitError("clip-grad-norm must be >= 0, got ") << clipGradNorm;
+      return signalPassFailure();
+    }
 
     Block &body = func->getBody().front();
     DenseMap<Operation *, int64_t> position;
@@ -250,6 +255,8 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       if (failed(done))
         return signalPassFailure();
     }
+    if (clipGradNorm > 0)
+      clipSyncedGradients(body);
     // Assigns end the step; the new ones were built before the terminator, after old ones.
     Operation *terminator = body.getTerminator();
     for (AssignOp assign : llvm::to_vector(body.getOps<AssignOp>()))
@@ -279,6 +286,63 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       }));
     }
     module->setAttr("plait.units", b.getArrayAttr(list));
+  }
+
+  /// Global-norm clipping of the averaged gradients, as torch's clip_grad_norm_: every
+  /// update's gradient is scaled by min(1, max / (||g|| + 1e-6)). Whole (ddp) gradients are
+  /// on every rank; a sharded unit's squares are summed over its shard group first.
+  void clipSyncedGradients(Block &body) {
+    SmallVector<Operation *> updates;
+    for (Operation &op : body)
+      if (isUpdate(&op))
+        updates.push_back(&op);
+    if (updates.empty())
+      return;
+    OpBuilder b(updates.front());
+    Location loc = updates.front()->getLoc();
+    auto f32 = b.getF32Type();
+    auto scalarType = RankedTensorType::get({}, f32);
+    auto scalar = [&](double v) {
+      return b.create<ConstantOp>(loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, v)));
+    };
+    Value local;
+    llvm::MapVector<Attribute, Value> sharded; // shard groups -> partial sum of squares
+    for (Operation *update : updates) {
+      Value g = update->getOperand(1);
+      Value sq = b.create<ReduceSumOp>(loc, b.create<MulOp>(loc, g, g),
+                                       b.getDenseI64ArrayAttr({}), b.getBoolAttr(false));
+      if (cast<RankedTensorType>(sq.getType()).getElementType() != f32)
+        sq = b.create<CastOp>(loc, scalarType, sq);
+      auto sync = g.getDefiningOp<SyncGradOp>();
+      Attribute groups = sync ? sync.getShardGroupsAttr() : Attribute();
+      Value &sum = groups ? sharded[groups] : local;
+      sum = sum ? Value(b.create<AddOp>(loc, sum, sq)) : sq;
+    }
+    Value total = local;
+    for (auto &[groups, sum] : sharded) {
+      Value whole = b.create<AllReduceOp>(loc, sum, cast<ArrayAttr>(groups),
+                                          b.getStringAttr("sum"));
+      total = total ? Value(b.create<AddOp>(loc, total, whole)) : whole;
+    }
+    Value norm = b.create<SqrtOp>(loc, total);
+    Value coef = b.create<DivOp>(loc, scalar(clipGradNorm),
+                                 b.create<AddOp>(loc, norm, scalar(1e-6)));
+    coef = b.create<MinOp>(loc, coef, scalar(1.0));
+    for (Operation *update : updates) {
+      Value g = update->getOperand(1);
+      auto type = cast<RankedTensorType>(g.getType());
+      Value c = coef;
+      if (type.getElementType() != f32)
+        c = b.create<CastOp>(loc, RankedTensorType::get({}, type.getElementType()), coef);
+      update->setOperand(1, b.create<MulOp>(loc, g, c));
+    }
+    OpBuilder mb(body.getParentOp()->getParentOfType<ModuleOp>().getContext());
+    auto module = body.getParentOp()->getParentOfType<ModuleOp>();
+    if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train")) {
+      NamedAttrList entries(train);
+      entries.set("clip_grad_norm", mb.getF64FloatAttr(clipGradNorm));
+      module->setAttr("plait.train", entries.getDictionary(module.getContext()));
+    }
   }
 
   /// ddp: each gradient is averaged over all ranks where it is produced.

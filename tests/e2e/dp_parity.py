@@ -14,7 +14,10 @@ one rank. Checked per placement:
   - the arena high water the runtime measured each step (the largest offset + bytes any
     tensor it touched reaches) equals the planned one, byte for byte.
 
-Run with /usr/bin/python3:  dp_parity.py --build BUILD --sample mlp --world 2 [--steps 20]
+With --clip, every run (the reference too) clips gradients to that global norm: on several
+ranks the norm is of the averaged gradients, with a shard's squares summed over its group.
+
+Run with /usr/bin/python3:  dp_parity.py --build BUILD --sample mlp --world 2 [--steps 20] [--clip F]
 """
 import argparse
 import json
@@ -100,7 +103,11 @@ def main():
     ap.add_argument("--sample", required=True, choices=sorted(TRAIN))
     ap.add_argument("--world", required=True, type=int)
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--clip", type=float, default=0.0,
+                    help="also clip gradients to this global norm (on every run)")
     args = ap.parse_args()
+    if args.clip > 0:
+        TRAIN[args.sample] = TRAIN[args.sample] + ["--clip-grad-norm", str(args.clip)]
     compile_bin = args.build / "bin" / "plait-compile"
     name, world, steps = args.sample, args.world, args.steps
     optimizer = TRAIN[name][1]

@@ -5,7 +5,7 @@
 
 // HSDP: error: --strategy: hsdp:3: the group size must divide the world size 4
 // NOMATCH: error: --placement: rule 'blocks' matches no unit (units: layers.0)
-// CLIP: error: gradient clipping (--clip-grad-norm) is not supported with world size > 1 yet
+// CLIP: error: the training step already clips local gradients; with world size > 1 give the norm to plait-shard (clip-grad-norm) instead
 
 // expected-error @+1 {{--strategy: unknown strategy 'zero4' (expected ddp, zero1, zero2, zero3, fsdp or hsdp:G)}}
 module {

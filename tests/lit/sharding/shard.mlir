@@ -6,6 +6,7 @@
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd momentum=0.9' --plait-shard='world-size=4 strategy=hsdp:2' | FileCheck %s --check-prefix=HSDP
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp' | FileCheck %s --check-prefix=MIXED
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=zero2 unit-size=40' | FileCheck %s --check-prefix=SIZE
+// RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-norm=1.0' | FileCheck %s --check-prefix=CLIP
 
 // Two units by name (layers.0: weight + bias = 12 elements; layers.1: 9 elements, padded
 // to 10 for two ranks), recorded on the module.
@@ -76,6 +77,18 @@
 // MIXED: plait.param_shard "layers.0"
 // MIXED: plait.param "layers.1.weight"
 // MIXED: plait.sync_grad %{{.*}} {replica_groups = [array<i64: 0, 1>]} : tensor<3x3xf32>
+
+// Clipping on two ranks: the norm is of the averaged gradients. The ddp gradient is whole on
+// every rank; the fsdp unit's shard squares are summed over its shard group first.
+// CLIP: plait.train = {clip_grad_norm = 1.000000e+00 : f64
+// CLIP: %[[SQ0:.*]] = plait.reduce_sum
+// CLIP: %[[SQ1:.*]] = plait.reduce_sum
+// CLIP: %[[PART:.*]] = plait.all_reduce %{{.*}} {groups = [array<i64: 0, 1>]} : tensor<f32>
+// CLIP-NEXT: %[[TOTAL:.*]] = plait.add %{{.*}}, %[[PART]]
+// CLIP-NEXT: %[[NORM:.*]] = plait.sqrt %[[TOTAL]]
+// CLIP: %[[COEF:.*]] = plait.min
+// CLIP-COUNT-2: plait.mul %{{.*}}, %[[COEF]]
+// CLIP: plait.sgd_update
 
 // --unit-size 40: params in first-use order until a unit holds 40 bytes.
 // SIZE: name = "unit0", {{.*}}params = ["layers.0.weight", "layers.0.bias"]
