@@ -97,6 +97,27 @@ def train(build, plan, data, steps, world, out):
     return records, read_safetensors(weights)
 
 
+def compare(name, losses, weights, ref_losses, ref_w, steps):
+    """Problems with one run against the reference, and (max rel loss, max |dw|)."""
+    problems = []
+    rel = np.abs(losses - ref_losses) / np.maximum(np.abs(ref_losses), 1e-12)
+    if len(losses) != steps or rel.max() > 1e-5:
+        problems.append("losses differ: max rel %.3g" % rel.max())
+    worst = 0.0
+    for key, ref in ref_w.items():
+        got = weights.get(key)
+        if got is None or got.shape != ref.shape:
+            problems.append("weight %s missing or reshaped" % key)
+            continue
+        a, b = got.copy(), ref.copy()
+        if TRAIN[name][1] == "adamw" and key in KEY_BIAS:
+            a[KEY_BIAS[key]] = b[KEY_BIAS[key]] = 0  # see train_parity.KEY_BIAS
+        worst = max(worst, float(np.abs(a - b).max()))
+        if (np.abs(a - b) - 1e-4 * np.abs(b)).max() > 2e-5:
+            problems.append("weight %s differs by %.3g" % (key, np.abs(a - b).max()))
+    return problems, rel.max(), worst
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True, type=pathlib.Path)
@@ -141,23 +162,7 @@ def main():
             out.mkdir()
             log, weights = train(args.build, plan, data_dir, steps, world, out)
             losses = np.array([r["loss"] for r in log])
-            problems = []
-            rel = np.abs(losses - ref_losses) / np.maximum(np.abs(ref_losses), 1e-12)
-            if len(losses) != steps or rel.max() > 1e-5:
-                problems.append("losses differ: max rel %.3g" % rel.max())
-            worst = 0.0
-            for key, ref in ref_w.items():
-                got = weights.get(key)
-                if got is None or got.shape != ref.shape:
-                    problems.append("weight %s missing or reshaped" % key)
-                    continue
-                a, b = got.copy(), ref.copy()
-                if optimizer == "adamw" and key in KEY_BIAS:
-                    a[KEY_BIAS[key]] = b[KEY_BIAS[key]] = 0  # see train_parity.KEY_BIAS
-                err = np.abs(a - b) - 1e-4 * np.abs(b)
-                worst = max(worst, float(np.abs(a - b).max()))
-                if err.max() > 2e-5:
-                    problems.append("weight %s differs by %.3g" % (key, np.abs(a - b).max()))
+            problems, rel_max, worst = compare(name, losses, weights, ref_losses, ref_w, steps)
             mem = report["memory"]
             expect = np.zeros(3, dtype=np.int64)
             for unit in report["units"]:
@@ -184,7 +189,7 @@ def main():
                     break
             print("%-5s world %d %-15s loss %.6f -> %.6f  max rel loss diff %.2e  max |dw| "
                   "%.2e  comm %d B/step  params/grads/opt per rank %s  %s" % (
-                      name, world, label, losses[0], losses[-1], rel.max(), worst,
+                      name, world, label, losses[0], losses[-1], rel_max, worst,
                       predicted["total"], tuple(int(v) for v in expect),
                       "ok" if not problems else "FAIL"))
             failures += ["%s %s: %s" % (name, label, p) for p in problems]

@@ -28,29 +28,8 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from dp_parity import TRAIN, placements, rebatch, run, train  # noqa: E402
-from train_parity import KEY_BIAS, SAMPLES, make_dataset  # noqa: E402
-
-
-def compare(name, losses, weights, ref_losses, ref_w, steps):
-    """Problems with one run against the reference, and (max rel loss, max |dw|)."""
-    problems = []
-    rel = np.abs(losses - ref_losses) / np.maximum(np.abs(ref_losses), 1e-12)
-    if len(losses) != steps or rel.max() > 1e-5:
-        problems.append("losses differ: max rel %.3g" % rel.max())
-    worst = 0.0
-    for key, ref in ref_w.items():
-        got = weights.get(key)
-        if got is None or got.shape != ref.shape:
-            problems.append("weight %s missing or reshaped" % key)
-            continue
-        a, b = got.copy(), ref.copy()
-        if TRAIN[name][1] == "adamw" and key in KEY_BIAS:
-            a[KEY_BIAS[key]] = b[KEY_BIAS[key]] = 0  # see train_parity.KEY_BIAS
-        worst = max(worst, float(np.abs(a - b).max()))
-        if (np.abs(a - b) - 1e-4 * np.abs(b)).max() > 2e-5:
-            problems.append("weight %s differs by %.3g" % (key, np.abs(a - b).max()))
-    return problems, rel.max(), worst
+from dp_parity import TRAIN, compare, placements, rebatch, run, train  # noqa: E402
+from train_parity import SAMPLES, make_dataset  # noqa: E402
 
 
 def main():
