@@ -21,7 +21,6 @@ Run with /usr/bin/python3:  dp_parity.py --build BUILD --sample mlp --world 2 [-
 """
 import argparse
 import json
-import os
 import pathlib
 import subprocess
 import sys
