@@ -14,6 +14,7 @@
 #include "compiler/PlanSearch.h"
 #include "compiler/import/onnx/OnnxImporter.h"
 #include "ir/PlaitDialect.h"
+#include "passes/PassUtils.h"
 #include "passes/Passes.h"
 #include "passes/sharding/Placement.h"
 #include "passes/analysis/MemoryPlan.h"
@@ -68,13 +69,11 @@ FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOption
 
 /// The function that forms the step: @main, or the only function in the module.
 FailureOr<func::FuncOp> entryFunction(ModuleOp module, const std::string &path) {
-  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
-    return main;
-  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
-  if (funcs.size() == 1)
-    return funcs.front();
+  if (auto func = findEntryFunction(module))
+    return func;
   return emitError(module.getLoc()) << path << ": expected a function @main (found "
-                                    << funcs.size() << " functions)";
+                                    << llvm::range_size(module.getOps<func::FuncOp>())
+                                    << " functions)";
 }
 
 /// Writes through a temporary file and a rename, so a crash never leaves half a plan.

@@ -12,6 +12,7 @@
 #include "codegen/PlanBuilder.h"
 #include "codegen/mlir/PlanWriter.h"
 #include "ir/PlaitDialect.h"
+#include "passes/PassUtils.h"
 #include "passes/Passes.h"
 #include "passes/analysis/MemoryPlan.h"
 #include "passes/memory/Recompute.h"
@@ -99,24 +100,38 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   return verifyCollectiveOrder(module);
 }
 
-func::FuncOp stepFunction(ModuleOp module) {
-  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
-    return main;
-  return *module.getOps<func::FuncOp>().begin();
-}
+/// `choice` applied to a copy of the step, and that copy's per-rank peak; a null copy when it
+/// does not compile (its error has been reported through the context).
+struct Candidate {
+  OwningOpRef<ModuleOp> module;
+  int64_t peak = 0;
+};
 
-/// The per-rank peak of `choice` on a copy of the step; nullopt when it does not compile
-/// (its error has been reported through the context).
-std::optional<int64_t> peakOf(ModuleOp step, const CompileOptions &options,
-                              const Choice &choice) {
+Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &choice) {
   OwningOpRef<ModuleOp> copy(step.clone());
   if (failed(applyChoice(*copy, options, choice)))
-    return std::nullopt;
-  auto memory = planMemory(stepFunction(*copy), options.alignment, options.inPlaceUpdates);
+    return {};
+  func::FuncOp func = findEntryFunction(*copy);
+  auto memory = planMemory(func, options.alignment, options.inPlaceUpdates);
   if (failed(memory))
-    return std::nullopt;
-  auto peak = perRankPeak(stepFunction(*copy), *memory);
-  return succeeded(peak) ? std::optional<int64_t>(*peak) : std::nullopt;
+    return {};
+  auto peak = perRankPeak(func, *memory);
+  if (failed(peak))
+    return {};
+  return {std::move(copy), *peak};
+}
+
+std::optional<int64_t> peakOf(ModuleOp step, const CompileOptions &options,
+                              const Choice &choice) {
+  Candidate c = tryChoice(step, options, choice);
+  return c.module ? std::optional<int64_t>(c.peak) : std::nullopt;
+}
+
+/// Makes `module` the candidate that fits (its ops and attributes), instead of compiling the
+/// same choice a second time.
+void adopt(ModuleOp module, Candidate &fitting) {
+  module.getBodyRegion().takeBody(fitting.module->getBodyRegion());
+  module->setAttrs(fitting.module.get()->getAttrDictionary());
 }
 
 /// Strategies worth showing when the limit is missed: the one asked for, then every plain
@@ -182,15 +197,17 @@ LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
   Choice choice{options.dist.strategy, options.recompute == "all" ? "all" : "none", {}};
   if (limit <= 0)
     return applyChoice(module, options, choice);
-  auto peak = peakOf(module, options, choice);
-  if (!peak)
+  Candidate candidate = tryChoice(module, options, choice);
+  if (!candidate.module)
     return failure();
-  if (*peak <= limit)
-    return applyChoice(module, options, choice);
+  if (candidate.peak <= limit) {
+    adopt(module, candidate);
+    return success();
+  }
   if (options.recompute != "auto")
     return reportMissedLimit(module, options);
   // auto: recompute the segments that free the most bytes per FLOP first, until it fits.
-  auto analysis = analyzeRecompute(stepFunction(module));
+  auto analysis = analyzeRecompute(findEntryFunction(module));
   if (failed(analysis))
     return failure();
   std::vector<int64_t> order;
@@ -204,11 +221,13 @@ LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
   choice.recompute = "segments";
   for (int64_t s : order) {
     choice.segments.push_back(s);
-    peak = peakOf(module, options, choice);
-    if (!peak)
+    candidate = tryChoice(module, options, choice);
+    if (!candidate.module)
       return failure();
-    if (*peak <= limit)
-      return applyChoice(module, options, choice);
+    if (candidate.peak <= limit) {
+      adopt(module, candidate);
+      return success();
+    }
   }
   return reportMissedLimit(module, options);
 }

@@ -1,6 +1,7 @@
 // Lowers a plait function to plan tensors and instructions; attributes are encoded generically.
 #include "codegen/mlir/PlanWriter.h"
 
+#include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 #include "ir/RankGroups.h"
 
@@ -244,7 +245,7 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
   // A collective completes before its first user; one read only by the return or an assign
   // completes at the end of the step.
   for (Operation &op : func.getBody().front()) {
-    if (!isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp>(op))
+    if (!isCollective(&op))
       continue;
     std::optional<uint32_t> first;
     for (Operation *user : op.getUsers())

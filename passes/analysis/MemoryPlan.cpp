@@ -7,6 +7,7 @@
 #include <random>
 #include <numeric>
 
+#include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 
 using namespace mlir;
@@ -104,7 +105,7 @@ void resolveLiveness(func::FuncOp func, MemoryPlan &plan) {
   for (Operation &op : func.getBody().front())
     position[&op] = ++time;
   for (Operation &op : func.getBody().front()) {
-    if (!isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp>(op))
+    if (!isCollective(&op))
       continue;
     int64_t wait = endTime;
     for (Operation *user : op.getUsers())
@@ -124,10 +125,6 @@ std::optional<unsigned> updatedOperand(Operation *op, unsigned result) {
   if (isa<SgdUpdateOp>(op))
     return result == 0 ? 0u : 4u;
   return std::nullopt;
-}
-
-bool isCollective(Operation *op) {
-  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp>(op);
 }
 
 /// Plans assigned values inside their targets where that is safe (see planMemory).

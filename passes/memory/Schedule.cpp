@@ -3,6 +3,7 @@
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
 
+#include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 
 #include "mlir/IR/Builders.h"
@@ -14,10 +15,6 @@ namespace plait {
 #include "passes/Passes.h.inc"
 
 namespace {
-
-bool isCollective(Operation *op) {
-  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp>(op);
-}
 
 struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
   void runOnOperation() final {
@@ -59,7 +56,7 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
     // would move the wait and shorten the overlap.
     int64_t moved = 0;
     for (Operation &op : llvm::make_early_inc_range(body)) {
-      if (!isa<SgdUpdateOp, AdamWUpdateOp>(op))
+      if (!isOptimizerUpdate(&op))
         continue;
       Operation *after = nullptr;
       auto later = [&](Operation *o) {

@@ -5,6 +5,7 @@
 #include "passes/analysis/MemoryPlan.h"
 #include "passes/sharding/FlatUnit.h"
 
+#include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 #include "ir/RankGroups.h"
 
@@ -146,7 +147,7 @@ struct InsertCollectivesPass : impl::InsertCollectivesPassBase<InsertCollectives
     int64_t forwardEnd = loss.getDefiningOp() ? position.lookup(loss.getDefiningOp()) : 0;
     int64_t backwardEnd = position.size();
     for (Operation &op : body)
-      if (isa<HyperOp, AssignOp, SgdUpdateOp, AdamWUpdateOp>(op)) {
+      if (isa<HyperOp, AssignOp>(op) || isOptimizerUpdate(&op)) {
         backwardEnd = position.lookup(&op);
         break;
       }

@@ -10,6 +10,7 @@
 #include <map>
 #include <regex>
 
+#include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 #include "ir/RankGroups.h"
 
@@ -46,8 +47,6 @@ struct Unit {
     return n;
   }
 };
-
-bool isUpdate(Operation *op) { return isa<SgdUpdateOp, AdamWUpdateOp>(op); }
 
 /// The optimizer state operands of an update op, in operand order.
 SmallVector<Value> stateOperands(Operation *update) {
@@ -165,7 +164,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     // Trainable params: the ones an optimizer update writes.
     std::deque<TrainableParam> params;
     for (Operation &op : body) {
-      if (!isUpdate(&op))
+      if (!isOptimizerUpdate(&op))
         continue;
       auto param = op.getOperand(0).getDefiningOp<ParamOp>();
       if (!param) {
@@ -174,7 +173,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       }
       TrainableParam p{param, &op, std::numeric_limits<int64_t>::max()};
       for (Operation *user : param->getUsers())
-        if (!isUpdate(user) && !isa<AssignOp>(user))
+        if (!isOptimizerUpdate(user) && !isa<AssignOp>(user))
           p.firstUse = std::min(p.firstUse, position[user]);
       params.push_back(p);
     }
@@ -243,7 +242,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     DenseMap<Operation *, int64_t> phase = stepPhases(body, loss);
     Operation *optimizerStart = nullptr;
     for (Operation &op : body)
-      if (isa<HyperOp, StateOp, AssignOp>(op) || isUpdate(&op)) {
+      if (isa<HyperOp, StateOp, AssignOp>(op) || isOptimizerUpdate(&op)) {
         optimizerStart = &op;
         break;
       }
@@ -294,7 +293,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
   void clipSyncedGradients(Block &body) {
     SmallVector<Operation *> updates;
     for (Operation &op : body)
-      if (isUpdate(&op))
+      if (isOptimizerUpdate(&op))
         updates.push_back(&op);
     if (updates.empty())
       return;
@@ -488,7 +487,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     std::map<int64_t, Operation *> firstUser;
     for (TrainableParam *p : u.params)
       for (Operation *user : p->op->getUsers()) {
-        if (isUpdate(user) || isa<AssignOp>(user))
+        if (isOptimizerUpdate(user) || isa<AssignOp>(user))
           continue;
         Operation *&first = firstUser[phase.lookup(user)];
         if (!first || position[user] < position[first])
@@ -508,7 +507,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     for (auto [i, p] : llvm::enumerate(u.params))
       for (OpOperand &use : llvm::make_early_inc_range(p->op->getUses())) {
         Operation *user = use.getOwner();
-        if (isUpdate(user) || isa<AssignOp>(user))
+        if (isOptimizerUpdate(user) || isa<AssignOp>(user))
           continue;
         use.set(pieces[phase.lookup(user)][i]);
       }

@@ -3,6 +3,7 @@
 #include "passes/Passes.h"
 #include "passes/sharding/VerifyCollectives.h"
 
+#include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 #include "ir/RankGroups.h"
 
@@ -23,10 +24,6 @@ struct Entry {
   SmallVector<int64_t> members;
   size_t index; // position in the rank's sequence
 };
-
-bool isCollective(Operation *op) {
-  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp>(op);
-}
 
 ArrayAttr groupsOfOp(Operation *op) { return op->getAttrOfType<ArrayAttr>("groups"); }
 

@@ -117,6 +117,16 @@ def compare(name, losses, weights, ref_losses, ref_w, steps):
     return problems, rel.max(), worst
 
 
+def comm_problems(log, predicted):
+    """The first step whose wire bytes (the runtime's count) differ from the report's."""
+    for r in log:
+        measured = r.get("comm_bytes", {})
+        if any(measured.get(k, 0) != predicted[k] for k in predicted):
+            return ["step %d: runtime sent %s, report predicts %s" % (r["step"], measured,
+                                                                      predicted)]
+    return []
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True, type=pathlib.Path)
@@ -180,12 +190,7 @@ def main():
                 problems.append("arena high water %s, planned %d" % (sorted(measured_hw, key=str),
                                                                      planned))
             predicted = report["comm"]
-            for r in log:
-                measured = r.get("comm_bytes", {})
-                if any(measured.get(k, 0) != predicted[k] for k in predicted):
-                    problems.append("step %d: runtime sent %s, report predicts %s" % (
-                        r["step"], measured, predicted))
-                    break
+            problems += comm_problems(log, predicted)
             print("%-5s world %d %-15s loss %.6f -> %.6f  max rel loss diff %.2e  max |dw| "
                   "%.2e  comm %d B/step  params/grads/opt per rank %s  %s" % (
                       name, world, label, losses[0], losses[-1], rel_max, worst,

@@ -28,7 +28,8 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from dp_parity import TRAIN, compare, placements, rebatch, run, train  # noqa: E402
+from dp_parity import (TRAIN, comm_problems, compare, placements, rebatch, run,  # noqa: E402
+                       train)
 from train_parity import SAMPLES, make_dataset  # noqa: E402
 
 
@@ -93,12 +94,7 @@ def main():
             losses = np.array([r["loss"] for r in log])
             found, rel, worst = compare(name, losses, weights, ref_losses, ref_w, steps)
             problems += found
-            for r in log:
-                if any(r.get("comm_bytes", {}).get(kind, 0) != report["comm"][kind]
-                       for kind in report["comm"]):
-                    problems.append("step %d: runtime sent %s, report predicts %s" % (
-                        r["step"], r.get("comm_bytes"), report["comm"]))
-                    break
+            problems += comm_problems(log, report["comm"])
             print("%-4s %-20s loss %.6f -> %.6f  max rel loss diff %.2e  max |dw| %.2e  "
                   "arena %d B  %s" % (name, label, losses[0], losses[-1], rel, worst,
                                       report["memory"]["peak"], "ok" if not problems else "FAIL"))
