@@ -23,6 +23,7 @@ class TensorProto;
 namespace plait::onnx_import {
 
 class GraphImporter;
+struct ValueEntry;
 
 /// Decodes an ONNX tensor (any encoding: typed fields, raw_data, external data relative to
 /// `baseDir`) into a DenseElementsAttr. Errors name the problem but not the tensor.
@@ -142,6 +143,9 @@ public:
   mlir::NamedAttribute arrayAttr(llvm::StringRef name, llvm::ArrayRef<int64_t> values);
 
 private:
+  /// The entry of input `i`; null after an error when it is absent or unknown.
+  ValueEntry *presentInput(unsigned i);
+
   GraphImporter &graph_;
   const onnx::NodeProto &node_;
   mlir::Location loc_;

@@ -29,12 +29,16 @@ llvm::StringRef NodeContext::inputName(unsigned i) const {
   return hasInput(i) ? llvm::StringRef(node_.input(i)) : llvm::StringRef();
 }
 
-RankedTensorType NodeContext::inputType(unsigned i) {
+ValueEntry *NodeContext::presentInput(unsigned i) {
   if (!hasInput(i)) {
     (void)error("missing input #" + llvm::Twine(i));
-    return {};
+    return nullptr;
   }
-  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  return graph_.lookup(node_, node_.input(i));
+}
+
+RankedTensorType NodeContext::inputType(unsigned i) {
+  ValueEntry *entry = presentInput(i);
   if (!entry)
     return {};
   if (entry->value)
@@ -50,11 +54,7 @@ RankedTensorType NodeContext::inputType(unsigned i) {
 }
 
 Value NodeContext::input(unsigned i) {
-  if (!hasInput(i)) {
-    (void)error("missing input #" + llvm::Twine(i));
-    return {};
-  }
-  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  ValueEntry *entry = presentInput(i);
   if (!entry)
     return {};
   if (!entry->value && entry->kind == ValueEntry::Kind::Param && !entry->type) {
