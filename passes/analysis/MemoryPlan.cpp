@@ -79,43 +79,47 @@ LogicalResult getValuesAndSizes(func::FuncOp func, int64_t alignment, MemoryPlan
   return success();
 }
 
+/// Program positions of a function's ops (1-based, as PlannedBuffer times) and when a
+/// collective completes: at its first user, where the runtime waits, or at the end.
+struct ProgramOrder {
+  llvm::DenseMap<Operation *, int64_t> time;
+  int64_t endTime = 0; // numOps + 1
+
+  explicit ProgramOrder(func::FuncOp func) {
+    for (Operation &op : func.getBody().front())
+      time[&op] = ++endTime;
+    ++endTime;
+  }
+  int64_t waitOf(Operation *collective) const {
+    int64_t wait = endTime;
+    for (Operation *user : collective->getUsers())
+      wait = std::min(wait, time.lookup(user));
+    return wait;
+  }
+  /// When `reader` is done with its operands: its own time, or a collective's wait.
+  int64_t readEnd(Operation *reader) const {
+    return isCollective(reader) ? waitOf(reader) : time.lookup(reader);
+  }
+};
+
 /// Extends every buffer to its last use; params, constants and returned values live to
-/// the end of the step (params persist across steps).
-void resolveLiveness(func::FuncOp func, MemoryPlan &plan) {
-  int64_t endTime = (int64_t)func.getBody().front().getOperations().size() + 1;
-  int64_t time = 0;
+/// the end of the step (params persist across steps). A collective reads its operands until
+/// it completes.
+void resolveLiveness(func::FuncOp func, const ProgramOrder &order, MemoryPlan &plan) {
   for (Operation &op : func.getBody().front()) {
-    ++time;
     bool isReturn = op.hasTrait<OpTrait::IsTerminator>() || isa<AssignOp>(op);
+    int64_t end = isReturn ? order.endTime : order.readEnd(&op);
     for (Value operand : op.getOperands()) {
       auto it = plan.index.find(operand);
       if (it == plan.index.end())
         continue;
       PlannedBuffer &b = plan.buffers[it->second];
-      b.end = std::max(b.end, isReturn ? endTime : time);
+      b.end = std::max(b.end, end);
     }
   }
   for (PlannedBuffer &b : plan.buffers)
     if (b.kind != BufferKind::Activation && b.kind != BufferKind::Input)
-      b.end = endTime;
-  // A collective runs from its position until its first user (where the runtime waits),
-  // reading its operand all the while; one whose result is unused completes at the end.
-  time = 0;
-  llvm::DenseMap<Operation *, int64_t> position;
-  for (Operation &op : func.getBody().front())
-    position[&op] = ++time;
-  for (Operation &op : func.getBody().front()) {
-    if (!isCollective(&op))
-      continue;
-    int64_t wait = endTime;
-    for (Operation *user : op.getUsers())
-      wait = std::min(wait, position.lookup(user));
-    for (Value operand : op.getOperands()) {
-      auto it = plan.index.find(operand);
-      if (it != plan.index.end())
-        plan.buffers[it->second].end = std::max(plan.buffers[it->second].end, wait);
-    }
-  }
+      b.end = order.endTime;
 }
 
 /// The operand an optimizer update reads element by element for its result `result`.
@@ -128,23 +132,8 @@ std::optional<unsigned> updatedOperand(Operation *op, unsigned result) {
 }
 
 /// Plans assigned values inside their targets where that is safe (see planMemory).
-void aliasAssignedValues(func::FuncOp func, MemoryPlan &plan) {
-  Block &body = func.getBody().front();
-  llvm::DenseMap<Operation *, int64_t> time;
-  int64_t t = 0;
-  for (Operation &op : body)
-    time[&op] = ++t;
-  // When a reader is done with a value: its own time, or a collective's wait.
-  auto readEnd = [&](Operation *user) {
-    int64_t end = time.lookup(user);
-    if (isCollective(user)) {
-      end = t + 1;
-      for (Operation *u : user->getUsers())
-        end = std::min(end, time.lookup(u));
-    }
-    return end;
-  };
-  for (auto assign : body.getOps<AssignOp>()) {
+void aliasAssignedValues(func::FuncOp func, const ProgramOrder &order, MemoryPlan &plan) {
+  for (auto assign : func.getBody().front().getOps<AssignOp>()) {
     Value target = assign.getTarget(), value = assign.getValue();
     auto ti = plan.index.find(target), vi = plan.index.find(value);
     Operation *def = value.getDefiningOp();
@@ -163,7 +152,7 @@ void aliasAssignedValues(func::FuncOp func, MemoryPlan &plan) {
         auto matching = updatedOperand(def, cast<OpResult>(value).getResultNumber());
         safe = safe && matching && *matching == use.getOperandNumber();
       } else {
-        safe = safe && readEnd(user) < time.lookup(def);
+        safe = safe && order.readEnd(user) < order.time.lookup(def);
       }
     }
     if (!safe)
@@ -319,9 +308,10 @@ FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, bool inPl
   MemoryPlan plan;
   if (failed(getValuesAndSizes(func, alignment, plan)))
     return failure();
-  resolveLiveness(func, plan);
+  ProgramOrder order(func);
+  resolveLiveness(func, order, plan);
   if (inPlace)
-    aliasAssignedValues(func, plan);
+    aliasAssignedValues(func, order, plan);
   computeOffsets(plan);
   plan.lowerBound = liveLowerBound(plan);
   return plan;
