@@ -1,7 +1,10 @@
-// safetensors writer: the format other tools (PyTorch, JAX, HF) load trained weights from.
+// safetensors reader and writer: the format other tools (PyTorch, JAX, HF) load trained
+// weights from, and the format of plait's checkpoint shards.
 #include "runtime/io/Safetensors.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -24,7 +27,123 @@ const char *safetensorsDType(DType t) {
   return "?";
 }
 
+bool parseDType(const std::string &name, DType &out) {
+  static const std::pair<const char *, DType> kNames[] = {
+      {"F32", DType::F32}, {"F64", DType::F64}, {"BF16", DType::BF16}, {"F16", DType::F16},
+      {"I64", DType::I64}, {"I32", DType::I32}, {"BOOL", DType::I1}};
+  for (const auto &[text, dtype] : kNames)
+    if (name == text) {
+      out = dtype;
+      return true;
+    }
+  return false;
+}
+
+// The largest header we accept (the format's reference implementation uses 100 MB).
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+
 } // namespace
+
+Status parseSafetensors(const uint8_t *data, size_t size, const std::string &path,
+                        std::vector<std::pair<std::string, HostTensor>> &out) {
+  out.clear();
+  if (size < 8)
+    return Status::errorf("{}: not a safetensors file ({} bytes, the header length alone "
+                          "takes 8)", path, size);
+  uint64_t headerBytes = 0;
+  for (int i = 7; i >= 0; --i)
+    headerBytes = (headerBytes << 8) | data[i];
+  if (headerBytes > kMaxHeaderBytes || headerBytes > size - 8)
+    return Status::errorf("{}: header length {} exceeds the file ({} bytes) or the 100 MB "
+                          "limit", path, headerBytes, size);
+  nlohmann::json header = nlohmann::json::parse(data + 8, data + 8 + headerBytes, nullptr,
+                                                /*allow_exceptions=*/false);
+  if (header.is_discarded() || !header.is_object())
+    return Status::errorf("{}: the header is not a JSON object", path);
+  const uint64_t dataBytes = size - 8 - headerBytes;
+  struct Entry {
+    std::string name;
+    HostTensor tensor;
+    uint64_t begin = 0, end = 0;
+  };
+  std::vector<Entry> entries;
+  for (const auto &[name, info] : header.items()) {
+    if (name == "__metadata__")
+      continue;
+    Entry e;
+    e.name = name;
+    auto dtype = info.is_object() ? info.find("dtype") : header.end();
+    auto shape = info.is_object() ? info.find("shape") : header.end();
+    auto offsets = info.is_object() ? info.find("data_offsets") : header.end();
+    if (!info.is_object() || dtype == info.end() || shape == info.end() ||
+        offsets == info.end() || !dtype->is_string() || !shape->is_array() ||
+        !offsets->is_array() || offsets->size() != 2)
+      return Status::errorf("{}: tensor '{}': expected {{dtype, shape, data_offsets: [begin, "
+                            "end]}}", path, name);
+    if (!parseDType(dtype->get<std::string>(), e.tensor.dtype))
+      return Status::errorf("{}: tensor '{}': unknown dtype '{}'", path, name,
+                            dtype->get<std::string>());
+    uint64_t bytes = dtypeSize(e.tensor.dtype);
+    for (const auto &d : *shape) {
+      if (!d.is_number_unsigned())
+        return Status::errorf("{}: tensor '{}': shape entries must be non-negative integers",
+                              path, name);
+      uint64_t dim = d.get<uint64_t>();
+      if (dim > uint64_t(INT64_MAX) || __builtin_mul_overflow(bytes, dim, &bytes))
+        return Status::errorf("{}: tensor '{}': shape is too large", path, name);
+      e.tensor.shape.push_back(int64_t(dim));
+    }
+    if (!(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
+      return Status::errorf("{}: tensor '{}': data_offsets must be non-negative integers",
+                            path, name);
+    e.begin = (*offsets)[0].get<uint64_t>();
+    e.end = (*offsets)[1].get<uint64_t>();
+    if (e.begin > e.end || e.end > dataBytes)
+      return Status::errorf("{}: tensor '{}': data_offsets [{}, {}) lie outside the {} data "
+                            "bytes (file truncated?)", path, name, e.begin, e.end, dataBytes);
+    if (e.end - e.begin != bytes)
+      return Status::errorf("{}: tensor '{}': data_offsets hold {} bytes, shape {} of {} "
+                            "needs {}", path, name, e.end - e.begin,
+                            shapeString(e.tensor.shape), dtypeName(e.tensor.dtype), bytes);
+    entries.push_back(std::move(e));
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;
+  for (const Entry &e : entries) {
+    if (e.begin != covered)
+      return Status::errorf("{}: tensor '{}': data_offsets start at {}, expected {} (tensors "
+                            "must cover the data without gaps or overlaps)", path, e.name,
+                            e.begin, covered);
+    covered = e.end;
+  }
+  if (covered != dataBytes)
+    return Status::errorf("{}: {} bytes follow the last tensor's data", path,
+                          dataBytes - covered);
+  const uint8_t *base = data + 8 + headerBytes;
+  out.reserve(entries.size());
+  for (Entry &e : entries) {
+    e.tensor.bytes.assign(base + e.begin, base + e.end);
+    out.emplace_back(std::move(e.name), std::move(e.tensor));
+  }
+  return {};
+}
+
+Status readSafetensors(const std::string &path,
+                       std::vector<std::pair<std::string, HostTensor>> &out) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in)
+    return Status::errorf("{}: cannot open for reading", path);
+  std::streamoff size = in.tellg();
+  if (size < 0)
+    return Status::errorf("{}: cannot determine the file size", path);
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  in.seekg(0);
+  if (size > 0 && !in.read(reinterpret_cast<char *>(bytes.data()), size))
+    return Status::errorf("{}: read error", path);
+  return parseSafetensors(bytes.data(), bytes.size(), path, out);
+}
 
 Status writeSafetensors(const std::string &path,
                         const std::vector<std::pair<std::string, TensorView>> &tensors) {

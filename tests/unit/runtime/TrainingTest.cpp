@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -158,6 +159,54 @@ TEST(Safetensors, HeaderDescribesEveryTensor) {
   in.read(reinterpret_cast<char *>(back), sizeof back);
   EXPECT_EQ(back[2], 3.0f);
   std::filesystem::remove(path);
+}
+
+TEST(Safetensors, ReadsBackWhatItWrote) {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / "plait_roundtrip.safetensors";
+  float a[3] = {1, 2, 3};
+  int64_t b[2] = {7, 8};
+  ASSERT_TRUE(writeSafetensors(path.string(), {{"w", TensorView{a, DType::F32, {3}}},
+                                               {"n", TensorView{b, DType::I64, {2}}}})
+                  .ok());
+  std::vector<std::pair<std::string, HostTensor>> back;
+  Status s = readSafetensors(path.string(), back);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].first, "w");
+  EXPECT_EQ(back[0].second.shape, std::vector<int64_t>({3}));
+  EXPECT_EQ(reinterpret_cast<const float *>(back[0].second.bytes.data())[2], 3.0f);
+  EXPECT_EQ(back[1].second.dtype, DType::I64);
+  EXPECT_EQ(reinterpret_cast<const int64_t *>(back[1].second.bytes.data())[1], 8);
+  std::filesystem::remove(path);
+}
+
+// Each malformed file is refused with a message naming the file and what is wrong.
+TEST(Safetensors, RefusesMalformedFiles) {
+  auto parse = [](const std::string &header, size_t dataBytes) {
+    std::vector<uint8_t> bytes(8);
+    for (int i = 0; i < 8; ++i)
+      bytes[i] = uint8_t(uint64_t(header.size()) >> (8 * i));
+    bytes.insert(bytes.end(), header.begin(), header.end());
+    bytes.resize(bytes.size() + dataBytes);
+    std::vector<std::pair<std::string, HostTensor>> out;
+    return parseSafetensors(bytes.data(), bytes.size(), "f.safetensors", out).message();
+  };
+  EXPECT_THAT(parse("[1]", 0), testing::HasSubstr("f.safetensors: the header is not a JSON object"));
+  EXPECT_THAT(parse(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4),
+              testing::HasSubstr("lie outside the 4 data bytes"));
+  EXPECT_THAT(parse(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
+              testing::HasSubstr("needs 12"));
+  EXPECT_THAT(parse(R"({"w":{"dtype":"Q8","shape":[2],"data_offsets":[0,8]}})", 8),
+              testing::HasSubstr("unknown dtype 'Q8'"));
+  EXPECT_THAT(parse(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                    R"("v":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12),
+              testing::HasSubstr("without gaps or overlaps"));
+  EXPECT_THAT(parse(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 9),
+              testing::HasSubstr("1 bytes follow the last tensor"));
+  std::vector<uint8_t> tiny(5);
+  std::vector<std::pair<std::string, HostTensor>> out;
+  EXPECT_THAT(parseSafetensors(tiny.data(), tiny.size(), "t", out).message(),
+              testing::HasSubstr("not a safetensors file"));
 }
 
 } // namespace
