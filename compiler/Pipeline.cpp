@@ -242,6 +242,24 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         recompute.getAs<StringAttr>("granularity").str() == "unit" ? "unit" : "layer",
         get("ops_added"), get("saved_bytes"));
   }
+  // The --mem-limit search (compiler/PlanSearch.cpp): each candidate it compiled, in order,
+  // the last one kept. There is no cost model yet, so no candidate predicts a step time.
+  if (auto tried = module->getAttrOfType<ArrayAttr>("plait.candidates")) {
+    report["mem_limit"] = options.memLimit;
+    nlohmann::json candidates = nlohmann::json::array();
+    for (auto [i, attr] : llvm::enumerate(tried)) {
+      auto row = cast<DictionaryAttr>(attr);
+      auto get = [&](const char *key) { return row.getAs<IntegerAttr>(key).getInt(); };
+      candidates.push_back({{"strategy", row.getAs<StringAttr>("strategy").str()},
+                            {"recompute", row.getAs<StringAttr>("recompute").str()},
+                            {"recomputed_segments", get("recomputed_segments")},
+                            {"peak", get("peak")},
+                            {"predicted_step_ms", nullptr},
+                            {"fits", row.getAs<BoolAttr>("fits").getValue()},
+                            {"chosen", i + 1 == tried.size()}});
+    }
+    report["candidates"] = candidates;
+  }
   // Where every byte lives when: one entry per planned buffer (tensor i of the plan).
   nlohmann::json timeline = nlohmann::json::array();
   for (auto [i, b] : llvm::enumerate(memory.buffers)) {

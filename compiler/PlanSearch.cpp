@@ -190,6 +190,34 @@ LogicalResult reportMissedLimit(ModuleOp module, const CompileOptions &options) 
   return failure();
 }
 
+/// The candidates a --mem-limit search compiled, in order, for the report's `candidates`:
+/// recorded on the module as `plait.candidates` once the kept one has been adopted.
+class CandidateLog {
+public:
+  CandidateLog(MLIRContext *ctx, int64_t limit) : builder_(ctx), limit_(limit) {}
+  void add(const Choice &choice, int64_t peak) {
+    std::string recompute = choice.recompute == "segments" ? "auto" : choice.recompute;
+    rows_.push_back(builder_.getDictionaryAttr(
+        {builder_.getNamedAttr("strategy", builder_.getStringAttr(choice.strategy)),
+         builder_.getNamedAttr("recompute", builder_.getStringAttr(recompute)),
+         builder_.getNamedAttr("recomputed_segments",
+                               builder_.getI64IntegerAttr((int64_t)choice.segments.size())),
+         builder_.getNamedAttr("peak", builder_.getI64IntegerAttr(peak)),
+         builder_.getNamedAttr("fits", builder_.getBoolAttr(peak <= limit_))}));
+  }
+  /// Adopts `fitting` into `module` (the last candidate added) and records the log.
+  LogicalResult keep(ModuleOp module, Candidate &fitting) {
+    adopt(module, fitting);
+    module->setAttr("plait.candidates", builder_.getArrayAttr(rows_));
+    return success();
+  }
+
+private:
+  Builder builder_;
+  int64_t limit_;
+  SmallVector<Attribute> rows_;
+};
+
 } // namespace
 
 LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
@@ -197,13 +225,13 @@ LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
   Choice choice{options.dist.strategy, options.recompute == "all" ? "all" : "none", {}};
   if (limit <= 0)
     return applyChoice(module, options, choice);
+  CandidateLog log(module.getContext(), limit);
   Candidate candidate = tryChoice(module, options, choice);
   if (!candidate.module)
     return failure();
-  if (candidate.peak <= limit) {
-    adopt(module, candidate);
-    return success();
-  }
+  log.add(choice, candidate.peak);
+  if (candidate.peak <= limit)
+    return log.keep(module, candidate);
   if (options.recompute != "auto")
     return reportMissedLimit(module, options);
   // auto: recompute the segments that free the most bytes per FLOP first, until it fits.
@@ -224,10 +252,9 @@ LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
     candidate = tryChoice(module, options, choice);
     if (!candidate.module)
       return failure();
-    if (candidate.peak <= limit) {
-      adopt(module, candidate);
-      return success();
-    }
+    log.add(choice, candidate.peak);
+    if (candidate.peak <= limit)
+      return log.keep(module, candidate);
   }
   return reportMissedLimit(module, options);
 }
