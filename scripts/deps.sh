@@ -10,6 +10,7 @@ PKGS=(
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   python3 python3-numpy python3-torch python3-onnx libonnx-testdata
+  chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do
