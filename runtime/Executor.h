@@ -15,6 +15,8 @@
 
 namespace plait::rt {
 
+class StepTrace;
+
 struct ExecutorOptions {
   uint32_t rank = 0;  // which entry of Plan::arenaBytes to allocate
   uint64_t seed = 0;  // for params initialised from a spec (ParamInit)
@@ -70,6 +72,10 @@ public:
   /// Graph output `index` (a position in Plan::outputs), read after run().
   TensorView output(size_t index) const { return view(plan_.outputs[index]); }
 
+  /// Records the next run()s' instructions, waits and collectives into `trace` (Trace.h);
+  /// null (the default) records nothing and costs one pointer test per event.
+  void setTrace(StepTrace *trace) { trace_ = trace; }
+
   const Plan &plan() const { return plan_; }
   uint32_t rank() const { return options_.rank; }
   uint64_t arenaBytes() const { return arena_.size(); }
@@ -118,6 +124,7 @@ private:
   uint64_t instructionsRun_ = 0;
   uint64_t touched_ = 0; // this step's arena high water so far
   uint64_t stepArenaHighWater_ = 0, stepWorkspaceHighWater_ = 0;
+  StepTrace *trace_ = nullptr;
 };
 
 } // namespace plait::rt

@@ -1,0 +1,200 @@
+// RunMonitor: progress, trace and the end-of-run comparison around plait-run's step loop.
+#include "runtime/RunMonitor.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/Executor.h"
+#include "runtime/Trace.h"
+#include "runtime/comm/Comm.h"
+
+namespace plait::rt {
+
+namespace {
+
+// The loss, by the training convention, is the first output when it is a float scalar.
+bool scalarLoss(const Executor &exec, double &out) {
+  if (exec.plan().outputs.empty())
+    return false;
+  TensorView v = exec.output(0);
+  if (v.numel() != 1)
+    return false;
+  switch (v.dtype) {
+  case DType::F32:
+    out = *v.as<float>();
+    return true;
+  case DType::F64:
+    out = *v.as<double>();
+    return true;
+  case DType::BF16:
+    out = bf16ToFloat(*v.as<uint16_t>());
+    return true;
+  case DType::F16:
+    out = f16ToFloat(*v.as<uint16_t>());
+    return true;
+  default:
+    return false;
+  }
+}
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + long(mid), values.end());
+  double upper = values[mid];
+  if (values.size() % 2)
+    return upper;
+  return (*std::max_element(values.begin(), values.begin() + long(mid)) + upper) / 2;
+}
+
+// "as planned", "3.1% below the plan", "12.0% above the plan".
+std::string againstPlan(double measured, double planned) {
+  if (measured == planned)
+    return "as planned";
+  double percent = planned > 0 ? (measured - planned) * 100.0 / planned : 100.0;
+  return fmt::format("{:.1f}% {} the plan", std::abs(percent),
+                     measured < planned ? "below" : "above");
+}
+
+} // namespace
+
+RunMonitor::RunMonitor() = default;
+RunMonitor::~RunMonitor() = default;
+
+Status RunMonitor::start(const MonitorOptions &options, const Plan &plan, Communicator &comm,
+                         int64_t steps) {
+  options_ = options;
+  plan_ = &plan;
+  rank_ = comm.rank();
+  steps_ = steps;
+  if (options.traceSteps < 1)
+    return Status::errorf("--trace-steps must be at least 1, got {}", options.traceSteps);
+  samplesPerStep_ = 1; // the leading dimension of the first input is the per-rank batch
+  if (!plan.inputs.empty() && !plan.tensors[plan.inputs[0]].shape.empty())
+    samplesPerStep_ = plan.tensors[plan.inputs[0]].shape[0];
+  samplesPerStep_ *= plan.worldSize;
+  stepMs_.reserve(size_t(std::min<int64_t>(steps, int64_t(1) << 24)));
+
+  bool lead = rank_ == 0;
+  ProgressMode mode = resolveProgressMode(options.progress, ::isatty(STDERR_FILENO) == 1);
+  if (lead && plan.training && mode != ProgressMode::None)
+    progress_ = std::make_unique<ProgressReporter>(mode, stderr, steps);
+
+  if (options.tracePath.empty())
+    return {};
+  if (lead) { // fail now rather than after the run
+    std::ofstream file(options.tracePath, std::ios::trunc);
+    if (!file)
+      return Status::errorf("--trace {}: cannot open for writing", options.tracePath);
+  }
+  trace_ = std::make_unique<StepTrace>(plan, rank_, std::min(steps, options.traceSteps));
+  PLAIT_RETURN_IF_ERROR(comm.barrier());
+  trace_->setOrigin();
+  return {};
+}
+
+void RunMonitor::beginStep(int64_t step, Executor &exec) {
+  if (!trace_)
+    return;
+  bool traced = step <= options_.traceSteps;
+  exec.setTrace(traced ? trace_.get() : nullptr);
+  if (traced) {
+    trace_->beginStep(step);
+    batchBegin_ = trace_->now();
+  }
+}
+
+void RunMonitor::batchLoaded() {
+  if (trace_ && batchBegin_ >= 0) {
+    trace_->record(TraceKind::LoadBatch, -1, batchBegin_, trace_->now());
+    batchBegin_ = -1;
+  }
+}
+
+void RunMonitor::endStep(int64_t step, double stepMs, Executor &exec) {
+  stepMs_.push_back(stepMs);
+  arenaHighWater_ = std::max(arenaHighWater_, exec.stepArenaHighWater());
+  workspaceHighWater_ = std::max(workspaceHighWater_, exec.stepWorkspaceHighWater());
+  if (trace_ && step <= options_.traceSteps) {
+    trace_->endStep();
+    exec.setTrace(nullptr);
+  }
+  if (!progress_)
+    return;
+  StepProgress p;
+  p.step = step;
+  p.hasLoss = scalarLoss(exec, p.loss);
+  p.stepMs = stepMs;
+  p.samples = samplesPerStep_;
+  p.arenaHighWater = exec.stepArenaHighWater();
+  progress_->step(p);
+}
+
+Status RunMonitor::finish(Communicator &comm) {
+  if (progress_)
+    progress_->finish();
+  if (!trace_)
+    return {};
+  std::vector<std::string> ranks;
+  PLAIT_RETURN_IF_ERROR(comm.gatherToRoot(trace_->eventsJson(), ranks));
+  if (rank_ != 0)
+    return {};
+  nlohmann::json other = {
+      {"plan", plan_->path},
+      {"world_size", plan_->worldSize},
+      {"steps_traced", std::min(steps_, options_.traceSteps)},
+      {"steps", steps_},
+      {"clock", "each rank's steady_clock, zero when it left a barrier before step 1"},
+  };
+  std::ofstream file(options_.tracePath, std::ios::trunc);
+  file << chromeTraceJson(ranks, other.dump(-1, ' ', false,
+                                            nlohmann::json::error_handler_t::replace));
+  file.close();
+  if (!file)
+    return Status::errorf("--trace {}: write error", options_.tracePath);
+  return {};
+}
+
+std::string RunMonitor::comparison(const Executor &exec) const {
+  const Plan &plan = *plan_;
+  std::string text = fmt::format("\nmemory (rank {}): arena high water {} bytes", rank_,
+                                 formatThousands(arenaHighWater_));
+  if (rank_ < plan.peakBytes.size())
+    text += fmt::format(", plan peak {} bytes ({})", formatThousands(plan.peakBytes[rank_]),
+                        againstPlan(double(arenaHighWater_), double(plan.peakBytes[rank_])));
+  else
+    text += ", the plan records no peak";
+  text += fmt::format("; workspace high water {} of {} bytes",
+                      formatThousands(workspaceHighWater_),
+                      formatThousands(exec.workspaceBytes()));
+
+  // The first step warms caches and MPI up: the prediction is for a warm step.
+  double all = median(stepMs_);
+  double warm = stepMs_.size() > 1
+                    ? median(std::vector<double>(stepMs_.begin() + 1, stepMs_.end()))
+                    : all;
+  text += fmt::format("\nstep time: median {:.3f} ms over {} step{}", all, stepMs_.size(),
+                      stepMs_.size() == 1 ? "" : "s");
+  if (stepMs_.size() > 1)
+    text += fmt::format(", {:.3f} ms without step 1", warm);
+  nlohmann::json report = nlohmann::json::parse(plan.report, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json *predicted = nullptr;
+  if (report.is_object() && report.contains("predicted_step_ms") &&
+      report["predicted_step_ms"].is_number())
+    predicted = &report["predicted_step_ms"];
+  if (predicted)
+    text += fmt::format("; predicted {:.3f} ms ({})", predicted->get<double>(),
+                        againstPlan(warm, predicted->get<double>()));
+  else
+    text += "; no prediction (the plan's report has no predicted_step_ms)";
+  return text;
+}
+
+} // namespace plait::rt
