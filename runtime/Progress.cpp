@@ -108,11 +108,12 @@ void ProgressReporter::step(const StepProgress &s) {
   double now = clock_();
   windowMs_ += s.stepMs;
   windowSamples_ += s.samples;
-  if (s.step == 1) {
+  if (firstStep_ < 0) { // a resumed run starts after step 1
+    firstStep_ = s.step;
     firstMs_ = s.stepMs;
     firstDone_ = now;
   } else {
-    afterFirstSteps_ = s.step - 1;
+    afterFirstSteps_ = s.step - firstStep_;
   }
   bool last = s.step >= totalSteps_;
   double interval = mode_ == ProgressMode::Bar ? kBarInterval : kLineInterval;

@@ -54,8 +54,8 @@ std::string renderProgressBar(const ProgressFields &f, int barWidth = 24);
 /// Prints progress for a run of `totalSteps` steps. Lines: the first and the last step always,
 /// others at most once per second. Bar: one line redrawn in place ("\r", clear to end of line)
 /// at most ten times per second, and always for the last step; finish() ends it with a
-/// newline. The ETA is the mean time of the steps after the first (the first warms up) times
-/// the steps left.
+/// newline. The ETA is the mean time of the steps after the first one reported (which warms
+/// up; a resumed run's first step need not be step 1) times the steps left.
 class ProgressReporter {
 public:
   /// Seconds on a monotonic clock.
@@ -85,8 +85,9 @@ private:
   bool emitted_ = false;
   double windowMs_ = 0;           // steps since the last report: time and samples
   int64_t windowSamples_ = 0;
-  double firstMs_ = 0;            // step 1's time: the ETA until a second step ran
-  double firstDone_ = 0;          // clock time step 1 ended; the ETA's mean starts there
+  int64_t firstStep_ = -1;        // the first step reported (1 unless the run resumed)
+  double firstMs_ = 0;            // its time: the ETA until a second step ran
+  double firstDone_ = 0;          // clock time it ended; the ETA's mean starts there
   int64_t afterFirstSteps_ = 0;
 };
 

@@ -100,10 +100,16 @@ Status RunMonitor::start(const MonitorOptions &options, const Plan &plan, Commun
   return {};
 }
 
+bool RunMonitor::traced(int64_t step) const {
+  return trace_ && step < firstStep_ + options_.traceSteps;
+}
+
 void RunMonitor::beginStep(int64_t step, Executor &exec) {
+  if (firstStep_ < 0)
+    firstStep_ = step;
   if (!trace_)
     return;
-  bool traced = step <= options_.traceSteps;
+  bool traced = this->traced(step);
   exec.setTrace(traced ? trace_.get() : nullptr);
   if (traced) {
     trace_->beginStep(step);
@@ -122,7 +128,7 @@ void RunMonitor::endStep(int64_t step, double stepMs, Executor &exec) {
   stepMs_.push_back(stepMs);
   arenaHighWater_ = std::max(arenaHighWater_, exec.stepArenaHighWater());
   workspaceHighWater_ = std::max(workspaceHighWater_, exec.stepWorkspaceHighWater());
-  if (trace_ && step <= options_.traceSteps) {
+  if (traced(step)) {
     trace_->endStep();
     exec.setTrace(nullptr);
   }
@@ -149,7 +155,8 @@ Status RunMonitor::finish(Communicator &comm) {
   nlohmann::json other = {
       {"plan", plan_->path},
       {"world_size", plan_->worldSize},
-      {"steps_traced", std::min(steps_, options_.traceSteps)},
+      {"first_step", firstStep_},
+      {"steps_traced", std::min(int64_t(stepMs_.size()), options_.traceSteps)},
       {"steps", steps_},
       {"clock", "each rank's steady_clock, zero when it left a barrier before step 1"},
   };
@@ -175,6 +182,8 @@ std::string RunMonitor::comparison(const Executor &exec) const {
                       formatThousands(workspaceHighWater_),
                       formatThousands(exec.workspaceBytes()));
 
+  if (stepMs_.empty())
+    return text + "\nstep time: no step ran";
   // The first step warms caches and MPI up: the prediction is for a warm step.
   double all = median(stepMs_);
   double warm = stepMs_.size() > 1
@@ -183,7 +192,7 @@ std::string RunMonitor::comparison(const Executor &exec) const {
   text += fmt::format("\nstep time: median {:.3f} ms over {} step{}", all, stepMs_.size(),
                       stepMs_.size() == 1 ? "" : "s");
   if (stepMs_.size() > 1)
-    text += fmt::format(", {:.3f} ms without step 1", warm);
+    text += fmt::format(", {:.3f} ms without the first", warm);
   nlohmann::json report = nlohmann::json::parse(plan.report, nullptr, /*allow_exceptions=*/false);
   const nlohmann::json *predicted = nullptr;
   if (report.is_object() && report.contains("predicted_step_ms") &&

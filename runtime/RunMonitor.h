@@ -34,7 +34,9 @@ public:
   /// barrier and takes its time origin there.
   Status start(const MonitorOptions &options, const Plan &plan, Communicator &comm,
                int64_t steps);
-  /// At the start of step `step` (before its batch is loaded).
+  /// At the start of step `step` (before its batch is loaded). Steps come in order; the first
+  /// is 1, or the step after the checkpoint a resumed run starts from. The trace records the
+  /// first --trace-steps steps of this run.
   void beginStep(int64_t step, Executor &exec);
   /// After the step's batch is in the arena.
   void batchLoaded();
@@ -49,10 +51,13 @@ public:
   std::string comparison(const Executor &exec) const;
 
 private:
+  bool traced(int64_t step) const;
+
   MonitorOptions options_;
   const Plan *plan_ = nullptr;
   uint32_t rank_ = 0;
   int64_t steps_ = 0;
+  int64_t firstStep_ = -1;      // the first step of this run
   int64_t samplesPerStep_ = 1;
   std::unique_ptr<ProgressReporter> progress_;
   std::unique_ptr<StepTrace> trace_;

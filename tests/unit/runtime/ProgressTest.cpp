@@ -146,6 +146,23 @@ TEST_F(ReporterTest, EtaUsesTheStepsAfterTheFirst) {
                     "step 3/10  loss -  1 samples/s  eta 0:00:07  mem 0 B\n");
 }
 
+// A run resumed from a checkpoint starts at a later step: that one is the warm-up.
+TEST_F(ReporterTest, ResumedRunCountsFromItsFirstStep) {
+  ProgressReporter r(ProgressMode::Lines, out_, 100, clock());
+  StepProgress p;
+  p.samples = 2;
+  p.stepMs = 3000;
+  p.step = 51;
+  now_ += 3;
+  r.step(p);
+  p.stepMs = 1000;
+  p.step = 52;
+  now_ += 1;
+  r.step(p);
+  EXPECT_EQ(text(), "step 51/100  loss -  1 samples/s  eta 0:02:27  mem 0 B\n"
+                    "step 52/100  loss -  2 samples/s  eta 0:00:48  mem 0 B\n");
+}
+
 TEST_F(ReporterTest, BarRedrawsAtMostTenTimesASecondAndEndsWithANewline) {
   ProgressReporter r(ProgressMode::Bar, out_, 10, clock());
   runSteps(r, 10, 0.0625); // a redraw at most every second step
