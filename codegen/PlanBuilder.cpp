@@ -1,5 +1,6 @@
 // Serialises a PlanDesc into the FlatBuffers plan format (codegen/schema/plan.fbs).
 #include "codegen/PlanBuilder.h"
+#include "codegen/schema/PlanChecksum.h"
 
 #include <algorithm>
 #include <map>
@@ -191,7 +192,9 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
                                    plan.workspaceBytes.empty() ? nullptr : &plan.workspaceBytes,
                                    plan.peakBytes.empty() ? nullptr : &plan.peakBytes);
   fb::FinishPlanBuffer(fbb, root);
-  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint8_t> bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  appendPlanChecksum(bytes);
+  return bytes;
 }
 
 } // namespace plait::plan

@@ -96,7 +96,8 @@ void declareWorkspace(PlanDesc &plan);
 /// its tensors.
 uint64_t peakBytesOf(const PlanDesc &plan);
 
-/// Serialises `plan` (version kPlanVersion, identifier "PLAN"); deterministic: the same
+/// Serialises `plan` (version kPlanVersion, identifier "PLAN", then the checksum trailer of
+/// codegen/schema/PlanChecksum.h); deterministic: the same
 /// PlanDesc always gives the same bytes. Kernel names are interned in first-use order.
 std::vector<uint8_t> serializePlan(const PlanDesc &plan);
 

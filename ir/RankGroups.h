@@ -14,6 +14,10 @@ using RankGroupList = llvm::SmallVector<llvm::SmallVector<int64_t>>;
 
 /// The module attribute holding the world size (ranks of the SPMD plan).
 inline constexpr llvm::StringLiteral kWorldSizeAttr = "plait.world_size";
+/// On a plait.state holding one rank's shard of a flat unit's optimizer state: a dictionary
+/// {unit, groups, padded_numel, pieces: [{name, shape, offset}]} laid out like the params'
+/// param_shard (written by plait-shard, read by the plan writer for checkpoints).
+inline constexpr llvm::StringLiteral kStateLayoutAttr = "plait.layout";
 
 /// `plait.world_size` of the op's module, or 1 when absent.
 int64_t worldSizeOf(mlir::Operation *op);

@@ -1,10 +1,13 @@
 // The instruction loop. Offsets come from the compiler's memory plan and were range-checked
 // by the loader; tensors may overlap in time, and the executor trusts that plan.
 #include "runtime/Executor.h"
+#include "runtime/RunActivity.h"
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
+
+#include "runtime/Trace.h"
 
 namespace plait::rt {
 
@@ -205,8 +208,12 @@ std::string Executor::where(size_t i) const {
 
 Status Executor::runInstr(size_t i) {
   const PlanInstr &in = plan_.instrs[i];
-  for (uint32_t w : in.waits)
-    PLAIT_RETURN_IF_ERROR(completeCollective(w));
+  if (!in.waits.empty()) {
+    ScopedTraceEvent waiting(trace_, TraceKind::Wait, int64_t(i));
+    for (uint32_t w : in.waits)
+      PLAIT_RETURN_IF_ERROR(completeCollective(w));
+  }
+  ScopedTraceEvent running(trace_, TraceKind::Instruction, int64_t(i));
   if (in.isCollective)
     return startCollective(i);
   BoundInstr &b = bound_[i];
@@ -268,6 +275,8 @@ Status Executor::startCollective(size_t i) {
   b.inFlight = true;
   inFlight_.push_back(i);
   stepCommBytes_.add(spec.kind, fullBytes, spec.groups.groupSize);
+  if (trace_)
+    trace_->collectiveStarted(uint32_t(i), fullBytes);
   return {};
 }
 
@@ -304,9 +313,13 @@ Status Executor::completeCollective(size_t i) {
   BoundInstr &b = bound_[i];
   if (!b.inFlight) // a rank in no group started nothing
     return {};
+  activity::setWaiting(int64_t(i));
   Status s = comm_->wait(b.request);
+  activity::setWaiting(-1);
   if (!s.ok())
     return s.withPrefix(where(i));
+  if (trace_)
+    trace_->collectiveCompleted(uint32_t(i));
   b.inFlight = false;
   inFlight_.erase(std::find(inFlight_.begin(), inFlight_.end(), i));
   const CollectiveSpec &spec = plan_.instrs[i].collective;
@@ -337,9 +350,13 @@ Status Executor::run() {
     }
   }
   // Collectives nobody waited for complete here, before the updates may read them.
-  while (!inFlight_.empty())
-    PLAIT_RETURN_IF_ERROR(completeCollective(inFlight_.front()));
+  if (!inFlight_.empty()) {
+    ScopedTraceEvent waiting(trace_, TraceKind::StepEndWait);
+    while (!inFlight_.empty())
+      PLAIT_RETURN_IF_ERROR(completeCollective(inFlight_.front()));
+  }
   // New weights and optimizer state become visible only after the whole step ran.
+  ScopedTraceEvent updating(plan_.updates.empty() ? nullptr : trace_, TraceKind::Updates);
   for (const PlanUpdate &u : plan_.updates) {
     std::memcpy(arena_.data() + plan_.tensors[u.target].offset,
                 arena_.data() + plan_.tensors[u.source].offset, plan_.tensors[u.target].bytes);

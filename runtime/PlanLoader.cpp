@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "codegen/schema/PlanChecksum.h"
 #include "codegen/schema/PlanVersion.h"
 #include "codegen/schema/plan_generated.h"
 #include "runtime/cpu/Workspace.h"
@@ -195,9 +196,9 @@ private:
 
   // Where each piece of a sharded param comes from, and that the pieces fit the unit.
   Status decodeShard(const fb::Shard &src, PlanTensor &t, const std::string &label) {
-    if (t.kind != TensorKind::Param)
-      return fail("{}: only a param can be sharded, this is a {} tensor", label,
-                  tensorKindName(t.kind));
+    if (t.kind != TensorKind::Param && t.kind != TensorKind::State)
+      return fail("{}: only a param or optimizer state can be sharded, this is a {} tensor",
+                  label, tensorKindName(t.kind));
     if (t.data != -1 || t.init.kind != ParamInit::Kind::None)
       return fail("{}: a sharded param takes its values from its pieces, not from a data "
                   "buffer or initializer", label);
@@ -252,6 +253,9 @@ private:
                   "elements", label, p.offset, p.offset, p.numel, t.shard.paddedNumel);
     p.data = src.data();
     std::string init = str(src.init());
+    if (t.kind == TensorKind::State && (p.data != -1 || !init.empty()))
+      return fail("{}: optimizer state starts as zeros; a piece of it takes no data buffer "
+                  "or initializer", label);
     if (p.data != -1) {
       if (p.data < 0 || size_t(p.data) >= out_.buffers.size())
         return fail("{}: data buffer index {} out of range ({} buffers)", label, p.data,
@@ -270,7 +274,7 @@ private:
           !isFloat(t.dtype))
         return fail("{}: initializer '{}' needs a float dtype, the param is {}", label,
                     printable(init), dtypeName(t.dtype));
-    } else if (p.numel != 0) {
+    } else if (p.numel != 0 && t.kind == TensorKind::Param) {
       return fail("{}: has neither a data buffer nor an initializer", label);
     }
     return {};
@@ -667,6 +671,14 @@ std::string printableIdentifier(const uint8_t *id) {
 Status loadPlanFromBytes(std::vector<uint8_t> bytes, const std::string &path, Plan &out) {
   out = Plan{};
   out.path = path;
+  if (plan::hasPlanChecksum(bytes)) {
+    uint32_t stored = 0, computed = 0;
+    plan::planChecksums(bytes, stored, computed);
+    if (stored != computed)
+      return Status::errorf("{}: damaged plan file (checksum {:08x}, the contents give "
+                            "{:08x}); recompile it or copy it again", path, stored, computed);
+    bytes.resize(bytes.size() - plan::kChecksumTrailerBytes);
+  }
   // Root offset + identifier is the smallest possible FlatBuffer.
   constexpr size_t kMinSize = sizeof(flatbuffers::uoffset_t) + flatbuffers::kFileIdentifierLength;
   if (bytes.size() < kMinSize)
@@ -715,6 +727,13 @@ Status loadPlan(const std::string &path, Plan &out) {
   file.seekg(0);
   if (!file.read(reinterpret_cast<char *>(bytes.data()), size))
     return Status::errorf("{}: read error", path);
+  // A file must carry its checksum trailer: without one it was cut short (or is not a plan).
+  if (!plan::hasPlanChecksum(bytes)) {
+    bool planStart = bytes.size() >= 8 && fb::PlanBufferHasIdentifier(bytes.data());
+    return planStart ? Status::errorf("{}: truncated plan file ({} bytes, no checksum "
+                                      "trailer at its end)", path, bytes.size())
+                     : loadPlanFromBytes(std::move(bytes), path, out); // says what it is not
+  }
   return loadPlanFromBytes(std::move(bytes), path, out);
 }
 

@@ -14,9 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/Checkpoint.h"
 #include "runtime/DataLoader.h"
 #include "runtime/Executor.h"
 #include "runtime/PlanLoader.h"
+#include "runtime/RunActivity.h"
+#include "runtime/RunMonitor.h"
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/Mpirun.h"
 #include "runtime/io/Npy.h"
@@ -34,6 +37,21 @@ Status checkOptions(const RunOptions &options) {
     return Status::errorf("--steps must be at least 1, got {}", options.steps);
   if (!options.dataDir.empty() && !options.inputs.empty())
     return Status::error("give the batch either with --data DIR or with --input, not both");
+  if (options.checkpointEvery < 0)
+    return Status::errorf("--checkpoint-every must be at least 0, got {}",
+                          options.checkpointEvery);
+  if (options.keepCheckpoints < 1)
+    return Status::errorf("--keep-checkpoints must be at least 1, got {}",
+                          options.keepCheckpoints);
+  if (options.checkpointDir.empty() && (options.checkpointEvery > 0 || options.resume))
+    return Status::errorf("{} needs --checkpoint-dir DIR",
+                          options.resume ? "--resume" : "--checkpoint-every");
+  if (!(options.timeoutSeconds > 0))
+    return Status::errorf("--timeout must be positive, got {}", options.timeoutSeconds);
+  if (options.maxRestarts < 0)
+    return Status::errorf("--max-restarts must be at least 0, got {}", options.maxRestarts);
+  if (options.maxRestarts > 0 && options.checkpointDir.empty())
+    return Status::error("--max-restarts needs --checkpoint-dir DIR to restart from");
   return {};
 }
 
@@ -273,6 +291,78 @@ struct ExitHook {
   }
 };
 
+// Samples per step over every rank: the first input's leading dimension is the per-rank batch.
+int64_t globalBatch(const Plan &plan) {
+  int64_t samples = 1;
+  if (!plan.inputs.empty() && !plan.tensors[plan.inputs[0]].shape.empty())
+    samples = plan.tensors[plan.inputs[0]].shape[0];
+  return samples * plan.worldSize;
+}
+
+// --resume: the newest usable checkpoint, the same on every rank, restored into `exec`.
+// Returns the last step it holds in `resumedStep`.
+Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executor &exec,
+                            Communicator &comm, int64_t &resumedStep) {
+  CheckpointIndex index;
+  std::vector<std::string> skipped;
+  Status found = findCheckpoint(options.checkpointDir, index, skipped);
+  if (comm.rank() == 0)
+    for (const std::string &why : skipped)
+      fmt::print(stderr, "plait-run: skipping a damaged checkpoint: {}\n", why);
+  if (!found.ok())
+    return found.withPrefix("--resume: ");
+  // Every rank looked at the same files; check that they chose the same step.
+  int64_t mine = index.info.step, sum = 0;
+  PLAIT_RETURN_IF_ERROR(sumOverWorld(comm, &mine, &sum, 1));
+  if (sum != mine * int64_t(comm.size()))
+    return Status::errorf("--resume: the ranks chose different checkpoints in {} (files "
+                          "changing while the run starts?)", options.checkpointDir);
+  PLAIT_RETURN_IF_ERROR(restoreCheckpoint(index, exec)); // first: is it this model at all?
+  if (index.info.globalBatch != globalBatch(plan))
+    return Status::errorf("--resume: {} was trained with a global batch of {} samples, {} "
+                          "takes {} per step; compile it for the same global batch so the "
+                          "data continues where it stopped", index.path,
+                          index.info.globalBatch, plan.path, globalBatch(plan));
+  if (comm.rank() == 0) {
+    fmt::print(stderr, "plait-run: resuming after step {} from {} (saved by {} rank{})\n",
+               index.info.step, index.path, index.worldSize, index.worldSize == 1 ? "" : "s");
+  }
+  resumedStep = index.info.step;
+  return {};
+}
+
+// A resumed run's log keeps the records up to the checkpoint's step and continues after
+// them, so the file reads as one uninterrupted run.
+Status openResumedLog(const std::string &path, int64_t resumedStep, std::ofstream &log) {
+  std::vector<std::string> kept;
+  {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+      if (!record.is_discarded() && record.contains("step") &&
+          record["step"].is_number_integer() && record["step"].get<int64_t>() <= resumedStep)
+        kept.push_back(line);
+    }
+  }
+  log.open(path, std::ios::trunc);
+  if (!log)
+    return Status::errorf("--log-jsonl {}: cannot open for writing", path);
+  for (const std::string &line : kept)
+    log << line << '\n';
+  log.flush();
+  return {};
+}
+
+// "PLAN: step S: message": which step an instruction failed in.
+Status inStep(const Status &s, const std::string &planPath, int64_t step) {
+  std::string message = s.message();
+  if (message.rfind(planPath + ": ", 0) == 0)
+    message.erase(0, planPath.size() + 2);
+  std::string text = fmt::format("{}: step {}: {}", planPath, step, message);
+  return s.isInternal() ? Status::internal(text) : Status::error(text);
+}
+
 // The body of runPlan for one rank of `comm`'s world.
 Status runOnRank(const RunOptions &options, Communicator &comm, std::string &summary) {
   Plan plan;
@@ -283,6 +373,12 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     return Status::errorf("{}: a training plan needs its batches: --data DIR (one NAME.npy "
                           "per graph input) or --input NAME=FILE for one fixed batch",
                           plan.path);
+  // The termination message reads the plan, which ends with this function; a rank that
+  // returns an error has reported it and then ends quietly.
+  activity::setRun(&plan, comm.rank());
+  struct ClearActivity {
+    ~ClearActivity() { activity::setRun(nullptr, 0); }
+  } clearActivity;
   ExecutorOptions execOptions;
   execOptions.rank = comm.rank();
   execOptions.seed = options.seed;
@@ -297,20 +393,35 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   else
     PLAIT_RETURN_IF_ERROR(readInputs(options, plan, fixedInputs));
 
+  if (!options.checkpointDir.empty() && !plan.training)
+    return Status::errorf("{}: checkpoints hold a training run's params and optimizer state; "
+                          "this plan does not train", plan.path);
+  int64_t resumedStep = 0;
+  if (options.resume)
+    PLAIT_RETURN_IF_ERROR(resumeFromCheckpoint(options, plan, *exec, comm, resumedStep));
+
   bool lead = comm.rank() == 0; // logs, writes files and summarises for the job
   std::ofstream log;
-  if (lead && !options.logJsonl.empty()) {
+  if (lead && !options.logJsonl.empty() && resumedStep > 0) {
+    PLAIT_RETURN_IF_ERROR(openResumedLog(options.logJsonl, resumedStep, log));
+  } else if (lead && !options.logJsonl.empty()) {
     log.open(options.logJsonl, std::ios::trunc); // the log describes this run only
     if (!log)
       return Status::errorf("--log-jsonl {}: cannot open for writing", options.logJsonl);
   }
 
+  RunMonitor monitor; // progress, --trace, the end-of-run comparison
+  PLAIT_RETURN_IF_ERROR(monitor.start(options.monitor, plan, comm, options.steps));
+
   ExitHook exitHook = ExitHook::fromEnvironment();
   double totalMs = 0, lastMs = 0;
   uint64_t arenaHighWater = 0, workspaceHighWater = 0; // over every step
   nlohmann::json firstLoss;
-  for (int64_t step = 1; step <= options.steps; ++step) {
+  const int64_t firstStep = resumedStep + 1, stepsRun = options.steps - resumedStep;
+  for (int64_t step = firstStep; step <= options.steps; ++step) {
     exitHook.before(comm.rank(), step);
+    activity::setStep(step);
+    monitor.beginStep(step, *exec);
     if (!options.dataDir.empty())
       PLAIT_RETURN_IF_ERROR(data.loadBatch(step - 1, *exec));
     else
@@ -318,20 +429,32 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
         const HostTensor &t = fixedInputs[i];
         PLAIT_RETURN_IF_ERROR(exec->setInput(i, t.dtype, t.shape, t.bytes.data()));
       }
+    monitor.batchLoaded();
     if (plan.training)
       exec->setHyperParameters(step, plan.schedule.at(step));
     auto start = std::chrono::steady_clock::now();
-    PLAIT_RETURN_IF_ERROR(exec->run());
+    if (Status ran = exec->run(); !ran.ok())
+      return inStep(ran, plan.path, step);
     lastMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                  .count();
     totalMs += lastMs;
     arenaHighWater = std::max(arenaHighWater, exec->stepArenaHighWater());
     workspaceHighWater = std::max(workspaceHighWater, exec->stepWorkspaceHighWater());
-    if (step == 1)
+    monitor.endStep(step, lastMs, *exec);
+    if (step == firstStep)
       firstLoss = lossOf(*exec);
     if (log.is_open())
       PLAIT_RETURN_IF_ERROR(writeStepLog(options, *exec, step, lastMs, log));
+    if (!options.checkpointDir.empty() &&
+        ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) ||
+         step == options.steps))
+      PLAIT_RETURN_IF_ERROR(
+          saveCheckpoint(options.checkpointDir,
+                         CheckpointInfo{step, globalBatch(plan), options.seed}, *exec, comm,
+                         options.keepCheckpoints)
+              .withPrefix(fmt::format("step {}: writing the checkpoint: ", step)));
   }
+  PLAIT_RETURN_IF_ERROR(monitor.finish(comm)); // every rank: the trace is gathered
 
   std::vector<std::string> written;
   if (lead && !options.outputDir.empty())
@@ -345,17 +468,38 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
                                    "water {}",
                                    exec->arenaBytes(), arenaHighWater, exec->workspaceBytes(),
                                    workspaceHighWater);
-  if (plan.training)
-    summary = fmt::format("{}: trained {} steps{}, loss {} -> {}, {:.3f} ms/step ({}){}",
-                          plan.path, options.steps, onRanks, firstLoss.dump(),
-                          lossOf(*exec).dump(), totalMs / double(options.steps), memory,
-                          options.saveWeights.empty() ? "" : "; weights -> " + options.saveWeights);
+  std::string resumed =
+      resumedStep > 0 ? fmt::format(" (steps {}-{}, resumed)", firstStep, options.steps) : "";
+  std::string saved = options.checkpointDir.empty()
+                          ? ""
+                          : fmt::format("; checkpoint -> {}", options.checkpointDir);
+  if (plan.training && stepsRun <= 0)
+    summary = fmt::format("{}: the checkpoint in {} is at step {}, nothing left to run for "
+                          "--steps {}", plan.path, options.checkpointDir, resumedStep,
+                          options.steps);
+  else if (plan.training)
+    summary = fmt::format("{}: trained {} steps{}{}, loss {} -> {}, {:.3f} ms/step ({}){}{}",
+                          plan.path, stepsRun, resumed, onRanks, firstLoss.dump(),
+                          lossOf(*exec).dump(), totalMs / double(stepsRun), memory,
+                          options.saveWeights.empty() ? "" : "; weights -> " + options.saveWeights,
+                          saved);
   else
     summary = fmt::format("{}: ran {} instructions {}{} in {:.3f} ms ({}); outputs: {}",
                           plan.path, plan.instrs.size(),
                           options.steps == 1 ? std::string("once")
                                              : fmt::format("x {} steps", options.steps),
                           onRanks, totalMs, memory, outputsSummary(*exec, written));
+  summary += monitor.comparison(*exec); // further lines: measured against the plan
+  return {};
+}
+
+// The launch deadline: every rank has started and reached MPI (a non-blocking all-reduce,
+// so the --timeout applies).
+Status joinRanks(Communicator &comm) {
+  int64_t one = 1, count = 0;
+  Status s = sumOverWorld(comm, &one, &count, 1);
+  if (!s.ok())
+    return Status::errorf("not every rank joined the job: {}", s.message());
   return {};
 }
 
@@ -384,6 +528,14 @@ Status runPlan(const RunOptions &options, std::string &summary) {
     PLAIT_RETURN_IF_ERROR(mpi::makeWorldComm(comm));
   else
     comm = makeLocalComm();
+  comm->setTimeout(options.timeoutSeconds);
+  if (comm->size() > 1) {
+    activity::installTerminationMessage();
+    Status joined = joinRanks(*comm);
+    if (!joined.ok())
+      return withRank(joined.withPrefix(options.planPath + ": launch: "), options.planPath,
+                      comm->rank());
+  }
   Status s = runOnRank(options, *comm, summary);
   if (!s.ok() && comm->size() > 1)
     return withRank(s, options.planPath, comm->rank());
@@ -400,7 +552,29 @@ Status relaunchUnderMpirun(const RunOptions &options, const std::vector<std::str
   PLAIT_RETURN_IF_ERROR(loadPlan(options.planPath, plan));
   if (int64_t(plan.worldSize) != options.nproc)
     return worldSizeMismatch(plan.path, plan.worldSize, uint32_t(options.nproc));
-  return execUnderMpirun(uint32_t(options.nproc), args);
+  if (options.maxRestarts == 0)
+    return execUnderMpirun(uint32_t(options.nproc), args);
+  // Supervised: a failed job starts again from the newest checkpoint (from scratch when
+  // it failed before writing one).
+  std::vector<std::string> resumed = withoutOption(args, "--max-restarts");
+  bool hasResume = std::find(resumed.begin(), resumed.end(), "--resume") != resumed.end();
+  for (int attempt = 0;; ++attempt) {
+    std::vector<std::string> attemptArgs = resumed;
+    if (attempt > 0 && !hasResume && hasCheckpoint(options.checkpointDir))
+      attemptArgs.push_back("--resume");
+    int code = 0;
+    PLAIT_RETURN_IF_ERROR(runUnderMpirun(uint32_t(options.nproc), attemptArgs, code));
+    if (code == 0)
+      return {};
+    if (attempt == options.maxRestarts)
+      return Status::errorf("the job failed (exit {}) and --max-restarts {} are used up",
+                            code, options.maxRestarts);
+    fmt::print(stderr, "plait-run: the job failed (exit {}); restart {} of {} from {}\n", code,
+               attempt + 1, options.maxRestarts,
+               hasCheckpoint(options.checkpointDir)
+                   ? "the newest checkpoint in " + options.checkpointDir
+                   : std::string("scratch (no checkpoint yet)"));
+  }
 }
 
 } // namespace plait::rt

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/RunMonitor.h"
 #include "runtime/Status.h"
 
 namespace plait::rt {
@@ -20,20 +21,30 @@ struct RunOptions {
   std::string dataDir;     // one NAME.npy per graph input; step s takes the next batch
   std::string logJsonl;    // one JSON object per step
   std::string saveWeights; // write the params as safetensors after the last step
+  MonitorOptions monitor;  // --progress, --trace, --trace-steps (RunMonitor.h)
+  std::string checkpointDir; // sharded checkpoints (Checkpoint.h); empty: none
+  int64_t checkpointEvery = 0; // checkpoint after every N-th step (and after the last)
+  int keepCheckpoints = 2;     // newest checkpoints kept in checkpointDir
+  bool resume = false;         // continue from the newest usable checkpoint
+  double timeoutSeconds = 300; // deadline of each collective and of the launch
+  int maxRestarts = 0;         // --nproc: relaunch from the last checkpoint this many times
 };
 
 /// Runs `steps` steps of the plan (training plans update their params and state after
 /// each) and, on success, sets `summary` to a one-line description of what ran and what was
-/// written. Under mpirun (or when a caller initialised MPI) this process is one rank of the
-/// job: MPI is initialised here when needed, every rank runs the plan on its part of each
-/// batch, and rank 0 alone logs, writes files and gets a summary (others get ""). Errors
-/// of a multi-rank run read "PLAN: rank R: ..."; the caller must then end the whole job
+/// written, followed by lines that compare the measured memory and step time with the plan's
+/// (RunMonitor::comparison). Under mpirun (or when a caller initialised MPI) this process is
+/// one rank of the job: MPI is initialised here when needed, every rank runs the plan on its
+/// part of each batch, and rank 0 alone logs, writes files and gets a summary (others get "").
+/// Errors of a multi-rank run read "PLAN: rank R: ..."; the caller must then end the whole job
 /// (mpi::abortJob), since the other ranks may be waiting for this one.
 Status runPlan(const RunOptions &options, std::string &summary);
 
 /// --nproc N (N > 1): checks that the plan was compiled for world size N, then replaces this
 /// process by mpirun starting N local ranks of this program with `args` (the command line
-/// without --nproc). Returns only on error.
+/// without --nproc). Returns only on error, except with --max-restarts R > 0: then mpirun
+/// runs as a child, a failed job is started again (with --resume once a checkpoint exists)
+/// up to R times, and success returns ok.
 Status relaunchUnderMpirun(const RunOptions &options, const std::vector<std::string> &args);
 
 /// The file name (without directory) that graph output `index` named `tensorName` is

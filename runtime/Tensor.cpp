@@ -44,6 +44,16 @@ const char *dtypeName(DType t) {
   return "unknown";
 }
 
+bool parseDTypeName(const std::string &name, DType &out) {
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16, DType::I64, DType::I32,
+                  DType::I1})
+    if (name == dtypeName(t)) {
+      out = t;
+      return true;
+    }
+  return false;
+}
+
 bool isFloat(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16;
 }

@@ -18,6 +18,7 @@ inline constexpr size_t kMaxRank = 16;
 
 size_t dtypeSize(DType t);          // bytes per element (I1 is one byte, 0 or 1)
 const char *dtypeName(DType t);     // "f32", "i64", ...
+bool parseDTypeName(const std::string &name, DType &out); // the inverse of dtypeName
 bool isFloat(DType t);
 
 /// A dense row-major tensor living in memory owned by someone else (usually the arena).

@@ -95,6 +95,47 @@ FailureOr<bool> encodeAttr(Operation *op, NamedAttribute named, plan::AttrDesc &
 
 } // namespace
 
+/// A Shard for the plan from a param_shard's attributes or a sharded state's layout (whose
+/// pieces carry no values: optimizer state starts as zeros).
+static LogicalResult decodeShard(Operation *op, const std::string &unit, ArrayAttr groups,
+                                 int64_t paddedNumel, ArrayAttr pieces,
+                                 plan::ShardDesc &desc) {
+  desc.unit = unit;
+  RankGroupList list = groupsOf(groups);
+  if (list.empty())
+    return op->emitOpError("has no rank groups");
+  for (const auto &group : list)
+    desc.groups.insert(desc.groups.end(), group.begin(), group.end());
+  desc.groupSize = list.front().size();
+  desc.paddedNumel = paddedNumel;
+  for (Attribute attr : pieces) {
+    auto dict = dyn_cast<DictionaryAttr>(attr);
+    auto name = dict ? dict.getAs<StringAttr>("name") : StringAttr();
+    auto shapeAttr = dict ? dict.getAs<DenseI64ArrayAttr>("shape") : DenseI64ArrayAttr();
+    auto offset = dict ? dict.getAs<IntegerAttr>("offset") : IntegerAttr();
+    if (!name || !shapeAttr || !offset)
+      return op->emitOpError("has a shard piece without name, shape or offset");
+    plan::ShardPieceDesc piece;
+    piece.name = name.str();
+    auto shape = shapeAttr.asArrayRef();
+    piece.shape.assign(shape.begin(), shape.end());
+    piece.offset = offset.getInt();
+    piece.numel = 1;
+    for (int64_t d : shape)
+      piece.numel *= d;
+    if (auto value = dict.getAs<ElementsAttr>("value")) {
+      auto bytes = elementBytes(op, value);
+      if (failed(bytes))
+        return failure();
+      piece.data = std::move(*bytes);
+    } else if (auto init = dict.getAs<StringAttr>("init")) {
+      piece.init = init.str();
+    }
+    desc.pieces.push_back(std::move(piece));
+  }
+  return success();
+}
+
 LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::PlanDesc &plan) {
   // Tensors, one per planned buffer, in definition order.
   llvm::DenseMap<Value, uint32_t> tensorOf;
@@ -126,35 +167,22 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
     } else if (auto shard = b.value.getDefiningOp<ParamShardOp>()) {
       t.kind = fb::TensorKind::Param;
       t.name = shard.getUnit().str();
-      plan::ShardDesc &desc = t.shard;
-      desc.unit = t.name;
-      for (const auto &group : groupsOf(shard.getGroups()))
-        desc.groups.insert(desc.groups.end(), group.begin(), group.end());
-      desc.groupSize = groupsOf(shard.getGroups()).front().size();
-      desc.paddedNumel = shard.getPaddedNumel();
-      for (Attribute attr : shard.getPieces()) {
-        auto dict = cast<DictionaryAttr>(attr);
-        plan::ShardPieceDesc piece;
-        piece.name = dict.getAs<StringAttr>("name").str();
-        auto shape = dict.getAs<DenseI64ArrayAttr>("shape").asArrayRef();
-        piece.shape.assign(shape.begin(), shape.end());
-        piece.offset = dict.getAs<IntegerAttr>("offset").getInt();
-        piece.numel = 1;
-        for (int64_t d : shape)
-          piece.numel *= d;
-        if (auto value = dict.getAs<ElementsAttr>("value")) {
-          auto bytes = elementBytes(shard, value);
-          if (failed(bytes))
-            return failure();
-          piece.data = std::move(*bytes);
-        } else {
-          piece.init = dict.getAs<StringAttr>("init").str();
-        }
-        desc.pieces.push_back(std::move(piece));
-      }
+      if (failed(decodeShard(shard, t.name, shard.getGroups(), shard.getPaddedNumel(),
+                             shard.getPieces(), t.shard)))
+        return failure();
     } else if (auto state = b.value.getDefiningOp<StateOp>()) {
       t.kind = fb::TensorKind::State;
       t.name = state.getName().str();
+      if (auto layout = state->getAttrOfType<DictionaryAttr>(kStateLayoutAttr)) {
+        auto unit = layout.getAs<StringAttr>("unit");
+        auto groups = layout.getAs<ArrayAttr>("groups");
+        auto padded = layout.getAs<IntegerAttr>("padded_numel");
+        auto pieces = layout.getAs<ArrayAttr>("pieces");
+        if (!unit || !groups || !padded || !pieces)
+          return state.emitOpError("has a malformed '") << kStateLayoutAttr << "' attribute";
+        if (failed(decodeShard(state, unit.str(), groups, padded.getInt(), pieces, t.shard)))
+          return failure();
+      }
     } else if (auto hyper = b.value.getDefiningOp<HyperOp>()) {
       t.kind = fb::TensorKind::Hyper;
       t.name = hyper.getName().str();

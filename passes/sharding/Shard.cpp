@@ -357,6 +357,26 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     return success();
   }
 
+  /// A sharded state's layout, for checkpoints: the unit's flat buffer with each param's
+  /// slot named "<param>.<suffix>" (the name the state has under ddp), split like the
+  /// params' shards. The plan writer turns it into the state tensor's Shard.
+  static DictionaryAttr stateLayout(OpBuilder &b, Unit &u, StringRef suffix,
+                                    ArrayAttr shardGroups, int64_t padded) {
+    SmallVector<Attribute> pieces;
+    int64_t offset = 0;
+    for (TrainableParam *p : u.params) {
+      pieces.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(p->op.getName() + "." + suffix)),
+           b.getNamedAttr("shape", b.getDenseI64ArrayAttr(p->type().getShape())),
+           b.getNamedAttr("offset", b.getI64IntegerAttr(offset))}));
+      offset += p->type().getNumElements();
+    }
+    return b.getDictionaryAttr({b.getNamedAttr("unit", b.getStringAttr(u.name)),
+                                b.getNamedAttr("groups", shardGroups),
+                                b.getNamedAttr("padded_numel", b.getI64IntegerAttr(padded)),
+                                b.getNamedAttr("pieces", b.getArrayAttr(pieces))});
+  }
+
   LogicalResult placeFlat(func::FuncOp func, Unit &u, DenseMap<Operation *, int64_t> &position,
                           const DenseMap<Operation *, int64_t> &phase,
                           Operation *optimizerStart) {
@@ -435,8 +455,12 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     Operation *terminator = body.getTerminator();
     b.setInsertionPoint(terminator);
     SmallVector<Value> states;
-    for (StringRef suffix : stateSuffixes(like))
-      states.push_back(b.create<StateOp>(loc, shardType, b.getStringAttr(u.name + "." + suffix.str())));
+    for (StringRef suffix : stateSuffixes(like)) {
+      auto state =
+          b.create<StateOp>(loc, shardType, b.getStringAttr(u.name + "." + suffix.str()));
+      state->setAttr(kStateLayoutAttr, stateLayout(b, u, suffix, shardGroups, padded));
+      states.push_back(state);
+    }
     Operation *update = buildShardUpdate(b, loc, like, paramShard, gradShard, states);
     if (u.placement.shardsParams()) {
       b.create<AssignOp>(loc, paramShard, update->getResult(0));

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -84,15 +85,30 @@ public:
   /// Starts `args` on this rank's group of `group` (the rank must be a member) without
   /// waiting for it. The buffers must stay untouched until wait() returns.
   virtual Status start(CommGroup group, const CollectiveArgs &args, CommRequest &out) = 0;
-  /// Blocks until `request` has completed; the request is then released.
+  /// Blocks until `request` has completed; the request is then released. Fails when it has
+  /// not completed within the timeout (setTimeout): a peer has died or stalled.
   virtual Status wait(CommRequest request) = 0;
+  /// The longest wait() may block, in seconds (default: 300).
+  virtual void setTimeout(double seconds) { (void)seconds; }
   /// Lets outstanding collectives progress (OpenMPI progresses non-blocking collectives only
   /// inside MPI calls); cheap when nothing is outstanding.
   virtual Status poll() = 0;
   /// Sizes the request bookkeeping for `count` collectives in flight at once, so that start()
   /// and wait() never grow it during a step (what MPI itself allocates is MPI's affair).
   virtual void reserveRequests(uint32_t count) { (void)count; }
+
+  /// Returns once every rank of the world has called it (whole-run bookkeeping such as the
+  /// trace's common time origin, never the step's collectives).
+  virtual Status barrier() = 0;
+  /// Collective over the world: rank 0 receives every rank's `bytes`, by rank, in `gathered`;
+  /// the other ranks get `gathered` empty. For end-of-run data (the trace), not for steps.
+  virtual Status gatherToRoot(const std::string &bytes, std::vector<std::string> &gathered) = 0;
 };
+
+/// Sums `count` int64 values over every rank of `comm` into `recv` (an all-reduce on the
+/// whole world, under the wait() deadline). Collective: every rank calls it at the same point.
+/// For the runtime's own bookkeeping (checkpoint agreement, the launch check), not plans.
+Status sumOverWorld(Communicator &comm, const int64_t *send, int64_t *recv, uint64_t count);
 
 /// A communicator for one process standing as rank `rank` of `size`: only groups of one
 /// rank can run, as local copies. With size > 1 it lets single-process code (tests, loaders)

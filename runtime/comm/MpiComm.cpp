@@ -1,5 +1,8 @@
 // The MPI communicator: one MPI communicator per group partition (MPI_Comm_split), collectives
 // started with MPI_Iallreduce / MPI_Ireduce_scatter_block / MPI_Iallgather / MPI_Ibcast.
+#include <sched.h>
+
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <map>
@@ -146,10 +149,60 @@ public:
   }
 
   Status wait(CommRequest request) override {
-    // A request poll() saw complete is MPI_REQUEST_NULL already; MPI_Wait returns at once.
-    PLAIT_MPI_RETURN_IF_ERROR(MPI_Wait(&requests_[request], MPI_STATUS_IGNORE));
+    // MPI_Wait has no deadline: test until done, yielding the core between tests (ranks
+    // often outnumber cores here), and give up after timeout_ seconds. A request poll()
+    // saw complete is MPI_REQUEST_NULL already and tests complete at once.
+    auto start = std::chrono::steady_clock::now();
+    for (uint64_t spins = 0;; ++spins) {
+      int done = 0;
+      PLAIT_MPI_RETURN_IF_ERROR(MPI_Test(&requests_[request], &done, MPI_STATUS_IGNORE));
+      if (done)
+        break;
+      if (spins % 64 == 63 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+              timeout_)
+        return Status::errorf("did not complete within {:g} s (--timeout): another rank has "
+                              "died or stalled", timeout_);
+      sched_yield();
+    }
     freeSlots_.push_back(request);
     --outstanding_;
+    return {};
+  }
+
+  void setTimeout(double seconds) override { timeout_ = seconds; }
+
+  Status barrier() override {
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Barrier(world_));
+    return {};
+  }
+
+  // Sizes first, then the bytes (MPI_Gatherv's counts and displacements are ints).
+  Status gatherToRoot(const std::string &bytes, std::vector<std::string> &gathered) override {
+    gathered.clear();
+    if (bytes.size() > size_t(INT_MAX))
+      return Status::errorf("gathering {} bytes to rank 0: more than MPI's int count allows",
+                            bytes.size());
+    int mine = int(bytes.size());
+    std::vector<int> sizes(rank_ == 0 ? size_ : 0), offsets(sizes.size());
+    PLAIT_MPI_RETURN_IF_ERROR(
+        MPI_Gather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, world_));
+    std::string all;
+    if (rank_ == 0) {
+      uint64_t total = 0;
+      for (uint32_t r = 0; r < size_; ++r) {
+        offsets[r] = int(total);
+        total += uint64_t(sizes[r]);
+      }
+      if (total > uint64_t(INT_MAX))
+        return Status::errorf("gathering {} bytes to rank 0: more than MPI's int count "
+                              "allows", total);
+      all.resize(total);
+    }
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Gatherv(bytes.data(), mine, MPI_CHAR, all.data(),
+                                          sizes.data(), offsets.data(), MPI_CHAR, 0, world_));
+    for (uint32_t r = 0; rank_ == 0 && r < size_; ++r)
+      gathered.push_back(all.substr(size_t(offsets[r]), size_t(sizes[r])));
     return {};
   }
 
@@ -178,6 +231,7 @@ private:
   std::vector<CommRequest> freeSlots_;
   std::vector<int> completedIndices_;         // MPI_Testsome's output
   uint32_t outstanding_ = 0;                  // slots started and not yet waited for
+  double timeout_ = 300;                      // seconds wait() may block
 };
 
 } // namespace

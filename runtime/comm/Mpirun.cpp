@@ -1,9 +1,11 @@
 // --nproc: re-executes plait-run under mpirun with the same arguments (less --nproc).
 #include "runtime/comm/Mpirun.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -43,7 +45,11 @@ std::string findOnPath(const std::string &program) {
 
 } // namespace
 
-Status execUnderMpirun(uint32_t nproc, const std::vector<std::string> &args) {
+namespace {
+
+// mpirun -np N --oversubscribe [--allow-run-as-root] SELF ARGS, as argv.
+Status mpirunCommand(uint32_t nproc, const std::vector<std::string> &args,
+                     std::vector<std::string> &argv) {
   std::string mpirun = findOnPath("mpirun");
   if (mpirun.empty())
     return Status::errorf("--nproc {}: mpirun not found on PATH (install openmpi-bin, or "
@@ -56,17 +62,52 @@ Status execUnderMpirun(uint32_t nproc, const std::vector<std::string> &args) {
   if (ec)
     return Status::internal(fmt::format("--nproc {}: cannot find this executable: {}", nproc,
                                         ec.message()));
-  std::vector<std::string> argv = {mpirun, "-np", std::to_string(nproc), "--oversubscribe"};
+  argv = {mpirun, "-np", std::to_string(nproc), "--oversubscribe"};
   if (::geteuid() == 0) // OpenMPI refuses root unless told; containers often run as root
     argv.push_back("--allow-run-as-root");
   argv.push_back(self);
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char *> cargv;
+  return {};
+}
+
+std::vector<char *> cArgv(std::vector<std::string> &argv) {
+  std::vector<char *> out;
   for (std::string &a : argv)
-    cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  ::execv(mpirun.c_str(), cargv.data());
-  return Status::errorf("--nproc {}: cannot run {}: {}", nproc, mpirun, std::strerror(errno));
+    out.push_back(a.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+} // namespace
+
+Status execUnderMpirun(uint32_t nproc, const std::vector<std::string> &args) {
+  std::vector<std::string> argv;
+  PLAIT_RETURN_IF_ERROR(mpirunCommand(nproc, args, argv));
+  std::vector<char *> cargv = cArgv(argv);
+  ::execv(argv[0].c_str(), cargv.data());
+  return Status::errorf("--nproc {}: cannot run {}: {}", nproc, argv[0], std::strerror(errno));
+}
+
+Status runUnderMpirun(uint32_t nproc, const std::vector<std::string> &args, int &exitCode) {
+  std::vector<std::string> argv;
+  PLAIT_RETURN_IF_ERROR(mpirunCommand(nproc, args, argv));
+  std::vector<char *> cargv = cArgv(argv);
+  std::fflush(nullptr);
+  pid_t child = ::fork();
+  if (child < 0)
+    return Status::errorf("--nproc {}: cannot fork: {}", nproc, std::strerror(errno));
+  if (child == 0) {
+    ::execv(argv[0].c_str(), cargv.data());
+    std::fprintf(stderr, "plait-run: --nproc %u: cannot run %s: %s\n", nproc, argv[0].c_str(),
+                 std::strerror(errno));
+    ::_exit(1);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0)
+    if (errno != EINTR)
+      return Status::errorf("--nproc {}: waiting for mpirun: {}", nproc, std::strerror(errno));
+  exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return {};
 }
 
 } // namespace plait::rt

@@ -19,4 +19,8 @@ std::vector<std::string> withoutOption(const std::vector<std::string> &args,
 /// when that cannot happen: mpirun is not on PATH, or exec failed.
 Status execUnderMpirun(uint32_t nproc, const std::vector<std::string> &args);
 
+/// Runs the same command line as a child process and waits for it: `exitCode` is mpirun's
+/// exit status, or 128 + the signal that ended it. Error only when it cannot be started.
+Status runUnderMpirun(uint32_t nproc, const std::vector<std::string> &args, int &exitCode);
+
 } // namespace plait::rt

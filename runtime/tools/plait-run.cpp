@@ -65,9 +65,6 @@ void printDevices() {
 int main(int argc, char **argv) {
   plait::rt::RunOptions options;
   std::vector<std::string> inputArgs;
-  std::string tracePath, checkpointDir;
-  int64_t checkpointEvery = 0;
-  bool resume = false;
 
   CLI::App app{"plait-run: execute a plait plan"};
   bool listDevices = false;
@@ -84,10 +81,37 @@ int main(int argc, char **argv) {
   app.add_option("--save-weights", options.saveWeights,
                  "write the params (after the last step) as FILE.safetensors");
   app.add_option("--log-jsonl", options.logJsonl, "append one JSON object per step");
-  app.add_option("--trace", tracePath, "write a Chrome trace");
-  app.add_option("--checkpoint-dir", checkpointDir, "checkpoint directory");
-  app.add_option("--checkpoint-every", checkpointEvery, "checkpoint every N steps");
-  app.add_flag("--resume", resume, "resume from the latest checkpoint");
+  // Progress, trace: RunMonitor.h.
+  std::string progress = "auto";
+  app.add_option("--progress", progress,
+                 "progress on stderr (rank 0, training plans): auto (a bar on a terminal, else "
+                 "lines), bar, lines (at most one a second, with the first and last step), none")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
+      ->capture_default_str();
+  app.add_option("--trace", options.monitor.tracePath,
+                 "write a Chrome/Perfetto trace (JSON) of the first --trace-steps steps: per "
+                 "rank, one event per instruction and per collective");
+  app.add_option("--trace-steps", options.monitor.traceSteps,
+                 "steps the trace records (the first N; bounds its memory)")
+      ->capture_default_str();
+  // Checkpoints and failures: Checkpoint.h, Mpirun.h.
+  app.add_option("--checkpoint-dir", options.checkpointDir,
+                 "write sharded checkpoints here (after the last step, and every "
+                 "--checkpoint-every steps)");
+  app.add_option("--checkpoint-every", options.checkpointEvery, "checkpoint every N steps");
+  app.add_option("--keep-checkpoints", options.keepCheckpoints,
+                 "newest checkpoints kept in --checkpoint-dir")
+      ->capture_default_str();
+  app.add_flag("--resume", options.resume,
+               "continue from the newest usable checkpoint in --checkpoint-dir (any world "
+               "size or placement of the same model and global batch)");
+  app.add_option("--timeout", options.timeoutSeconds,
+                 "seconds a collective (or the launch) may take before the run fails")
+      ->capture_default_str();
+  app.add_option("--max-restarts", options.maxRestarts,
+                 "--nproc: when a rank fails, restart the job from the last checkpoint up to "
+                 "this many times")
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -103,11 +127,7 @@ int main(int argc, char **argv) {
   }
   if (options.planPath.empty())
     return fail(kExitUserError, "a plan file is required (see --help)");
-  if (!tracePath.empty())
-    return fail(kExitUserError, "--trace is not implemented yet");
-  if (!checkpointDir.empty() || checkpointEvery != 0 || resume)
-    return fail(kExitUserError, "checkpointing (--checkpoint-dir, --checkpoint-every, "
-                                "--resume) is not implemented yet");
+  plait::rt::parseProgressMode(progress, options.monitor.progress); // checked by CLI11
   for (const std::string &arg : inputArgs) {
     std::pair<std::string, std::string> binding;
     if (!splitInputBinding(arg, binding))
@@ -119,6 +139,8 @@ int main(int argc, char **argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     plait::rt::Status status =
         plait::rt::relaunchUnderMpirun(options, plait::rt::withoutOption(args, "--nproc"));
+    if (status.ok()) // --max-restarts: the supervised job succeeded
+      return 0;
     return fail(status.isInternal() ? kExitInternalError : kExitUserError, status.message());
   }
 

@@ -31,7 +31,7 @@
 // ZERO1-NEXT: plait.reshape %[[W1]]
 // ZERO1: %[[PS1:.*]] = plait.local_shard %{{.*}} {groups = [array<i64: 0, 1>]} : tensor<10xf32> -> tensor<5xf32>
 // ZERO1: plait.hyper "lr"
-// ZERO1: plait.state "layers.1.exp_avg" : tensor<5xf32>
+// ZERO1: plait.state "layers.1.exp_avg" {plait.layout = {groups = [array<i64: 0, 1>], padded_numel = 10 : i64, pieces = [{name = "layers.1.weight.exp_avg", offset = 0 : i64, shape = array<i64: 3, 3>}], unit = "layers.1"}} : tensor<5xf32>
 // ZERO1: %[[NEW:.*]], %{{.*}}, %{{.*}} = plait.adamw_update %[[PS1]], %[[GS1]]
 // ZERO1-NEXT: %[[WHOLE:.*]] = plait.unshard %[[NEW]] {groups = [array<i64: 0, 1>]} : tensor<5xf32> -> tensor<10xf32>
 // ZERO1-NEXT: %[[PIECES:.*]]:2 = plait.split %[[WHOLE]] {axis = 0 : i64, sizes = array<i64: 9, 1>}
@@ -69,7 +69,7 @@
 // across the groups ({0,2} and {1,3}). SGD momentum state is shard-sized.
 // HSDP: plait.param_shard "layers.1" {groups = [array<i64: 0, 1>, array<i64: 2, 3>], padded_numel = 10 : i64
 // HSDP: plait.sync_grad %{{.*}} {replica_groups = [array<i64: 0, 2>, array<i64: 1, 3>], shard_groups = [array<i64: 0, 1>, array<i64: 2, 3>]} : tensor<10xf32> -> tensor<5xf32>
-// HSDP: plait.state "layers.1.momentum_buffer" : tensor<5xf32>
+// HSDP: plait.state "layers.1.momentum_buffer" {plait.layout = {groups = [array<i64: 0, 1>, array<i64: 2, 3>], padded_numel = 10 : i64, pieces = [{name = "layers.1.weight.momentum_buffer", offset = 0 : i64, shape = array<i64: 3, 3>}], unit = "layers.1"}} : tensor<5xf32>
 
 // A mixed plan: layers.1 ddp, layers.0 fsdp.
 // MIXED: placement = "fsdp"

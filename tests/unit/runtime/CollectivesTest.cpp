@@ -378,8 +378,11 @@ TEST(ShardedParams, LoaderRejectsBadShards) {
     return loadError(p);
   };
   const std::string t = "m.plan: tensor 0 ('block0.flat'): ";
+  EXPECT_EQ(error([](plan::PlanDesc &p) { p.tensors[0].kind = TensorKind::Input; }),
+            t + "only a param or optimizer state can be sharded, this is a input tensor");
   EXPECT_EQ(error([](plan::PlanDesc &p) { p.tensors[0].kind = TensorKind::State; }),
-            t + "only a param can be sharded, this is a state tensor");
+            t + "piece 0 ('a'): optimizer state starts as zeros; a piece of it takes no data "
+                "buffer or initializer");
   EXPECT_EQ(error([](plan::PlanDesc &p) { p.tensors[0].init = "zeros"; }),
             t + "a sharded param takes its values from its pieces, not from a data buffer or "
                 "initializer");

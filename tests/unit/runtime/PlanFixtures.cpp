@@ -4,6 +4,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "codegen/schema/PlanChecksum.h"
+
 namespace plait::testing {
 
 namespace {
@@ -75,6 +77,11 @@ std::vector<uint8_t> serializeRaw(const RawPlan &plan) {
                                    "{}", "test");
   fb::FinishPlanBuffer(fbb, root);
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
+}
+
+std::vector<uint8_t> withChecksum(std::vector<uint8_t> bytes) {
+  plan::appendPlanChecksum(bytes);
+  return bytes;
 }
 
 std::vector<uint8_t> f32Bytes(const std::vector<float> &values) {

@@ -63,6 +63,9 @@ struct RawPlan {
 };
 
 std::vector<uint8_t> serializeRaw(const RawPlan &plan);
+/// `bytes` with the plan file's checksum trailer (codegen/schema/PlanChecksum.h), as
+/// plait-compile writes plan files and loadPlan requires them.
+std::vector<uint8_t> withChecksum(std::vector<uint8_t> bytes);
 
 /// A valid two-instruction f32 plan over test kernels:
 ///   t0 x     input    [2, 3] at 0

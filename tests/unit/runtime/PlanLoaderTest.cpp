@@ -91,12 +91,27 @@ TEST_F(PlanLoaderTest, RoundTripThroughPlanBuilder) {
 
 TEST_F(PlanLoaderTest, LoadsFromFile) {
   std::string path = freshTempDir("plans") + "/valid.plan";
-  writeFile(path, serializeRaw(validRawPlan()));
+  writeFile(path, withChecksum(serializeRaw(validRawPlan())));
   rt::Plan plan;
   rt::Status s = rt::loadPlan(path, plan);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(plan.path, path);
   EXPECT_EQ(plan.tensors.size(), 5u);
+}
+
+// A plan file carries a checksum: a cut-short file has no trailer, a damaged one a wrong CRC.
+TEST_F(PlanLoaderTest, RejectsTruncatedOrDamagedFile) {
+  std::string dir = freshTempDir("plans");
+  std::vector<uint8_t> bytes = withChecksum(serializeRaw(validRawPlan()));
+  rt::Plan plan;
+  writeFile(dir + "/cut.plan", std::vector<uint8_t>(bytes.begin(), bytes.end() - 5));
+  EXPECT_THAT(rt::loadPlan(dir + "/cut.plan", plan).message(),
+              HasSubstr("cut.plan: truncated plan file"));
+  std::vector<uint8_t> flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x10;
+  writeFile(dir + "/flip.plan", flipped);
+  EXPECT_THAT(rt::loadPlan(dir + "/flip.plan", plan).message(),
+              HasSubstr("flip.plan: damaged plan file (checksum"));
 }
 
 TEST_F(PlanLoaderTest, RejectsMissingFile) {

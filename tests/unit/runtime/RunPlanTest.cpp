@@ -24,7 +24,7 @@ protected:
     registerTestKernels();
     dir_ = freshTempDir("run");
     planPath_ = dir_ + "/model.plan";
-    writeFile(planPath_, serializeRaw(validRawPlan()));
+    writeFile(planPath_, withChecksum(serializeRaw(validRawPlan())));
     xPath_ = dir_ + "/x.npy";
     std::vector<float> x = {1, 2, 3, 4, 5, 6};
     ASSERT_TRUE(rt::writeNpy(xPath_, {x.data(), rt::DType::F32, {2, 3}}).ok());
@@ -55,7 +55,13 @@ TEST_F(RunPlanTest, RunsAndWritesOutputs) {
   EXPECT_THAT(summary, StartsWith(planPath_ + ": ran 2 instructions once in "));
   EXPECT_THAT(summary, HasSubstr("outputs: y f32 [2, 3] -> " + o.outputDir + "/y.npy, w f32 "
                                  "[2, 3] -> " + o.outputDir + "/w.npy"));
-  EXPECT_EQ(summary.find('\n'), std::string::npos);
+  // One summary line, then the measured memory and time against the plan's (RunMonitor).
+  std::string first = summary.substr(0, summary.find('\n'));
+  EXPECT_THAT(first, HasSubstr("outputs: y f32"));
+  EXPECT_THAT(summary.substr(first.size()),
+              ::testing::MatchesRegex("\nmemory \\(rank 0\\): arena high water [0-9,]+ bytes.*"
+                                      "\nstep time: median [0-9.]+ ms over 1 step; no prediction "
+                                      "\\(the plan's report has no predicted_step_ms\\)"));
 
   rt::HostTensor y;
   ASSERT_TRUE(rt::readNpy(o.outputDir + "/y.npy", y).ok());
@@ -90,7 +96,7 @@ TEST_F(RunPlanTest, ScalarOutputsAreShownAndLoggedAsLoss) {
   raw.tensors.push_back(loss);
   raw.buffers.push_back(f32Bytes({0.75f}));
   raw.outputs = {5, 4};
-  writeFile(planPath_, serializeRaw(raw));
+  writeFile(planPath_, withChecksum(serializeRaw(raw)));
   rt::RunOptions o = options();
   o.logJsonl = dir_ + "/log.jsonl";
   std::string summary;
@@ -114,7 +120,7 @@ TEST_F(RunPlanTest, OutputsWhoseNamesCollideAreBothWritten) {
   RawPlan raw = validRawPlan();
   raw.tensors[4].name = "a/b";
   raw.tensors[2].name = "a:b";
-  writeFile(planPath_, serializeRaw(raw));
+  writeFile(planPath_, withChecksum(serializeRaw(raw)));
   rt::RunOptions o = options();
   o.outputDir = dir_ + "/out";
   std::string summary;
@@ -181,7 +187,7 @@ TEST_F(RunPlanTest, RejectsBadOptionsAndWorldSizeMismatch) {
   RawPlan raw = validRawPlan();
   raw.worldSize = 2;
   raw.arenaBytes = {128, 128};
-  writeFile(planPath_, serializeRaw(raw));
+  writeFile(planPath_, withChecksum(serializeRaw(raw)));
   // Not started by mpirun: one rank, so the plan cannot run (and MPI is never touched).
   EXPECT_EQ(runError(options()), planPath_ + ": compiled for world size 2, launched with 1 rank "
                                              "(use mpirun -np 2 or --nproc 2)");
@@ -221,7 +227,7 @@ protected:
     raw.tensors = {x};
     raw.inputs = {0};
     raw.outputs = {0};
-    writeFile(planPath_, serializeRaw(raw));
+    writeFile(planPath_, withChecksum(serializeRaw(raw)));
   }
 };
 
@@ -252,11 +258,19 @@ TEST_F(PlaitRunBinaryTest, UserErrorsExitOneWithOneLine) {
            Case{planPath_ + " --input x=" + xPath_ + " --nproc 2",
                 "plait-run: " + planPath_ + ": compiled for world size 1, launched with 2 ranks "
                 "(use mpirun -np 1 or --nproc 1)\n"},
-           Case{planPath_ + " --input x=" + xPath_ + " --trace t.json",
-                "plait-run: --trace is not implemented yet\n"},
+           Case{planPath_ + " --input x=" + xPath_ + " --trace /nonexistent/t.json",
+                "plait-run: --trace /nonexistent/t.json: cannot open for writing\n"},
            Case{planPath_ + " --input x=" + xPath_ + " --resume",
-                "plait-run: checkpointing (--checkpoint-dir, --checkpoint-every, --resume) is "
-                "not implemented yet\n"},
+                "plait-run: --resume needs --checkpoint-dir DIR\n"},
+           Case{planPath_ + " --input x=" + xPath_ + " --checkpoint-every 2",
+                "plait-run: --checkpoint-every needs --checkpoint-dir DIR\n"},
+           Case{planPath_ + " --input x=" + xPath_ + " --checkpoint-dir " + dir_ + "/ck",
+                "plait-run: " + planPath_ + ": checkpoints hold a training run's params and "
+                "optimizer state; this plan does not train\n"},
+           Case{planPath_ + " --input x=" + xPath_ + " --timeout 0",
+                "plait-run: --timeout must be positive, got 0\n"},
+           Case{planPath_ + " --input x=" + xPath_ + " --max-restarts 2",
+                "plait-run: --max-restarts needs --checkpoint-dir DIR to restart from\n"},
        }) {
     std::string out;
     EXPECT_EQ(runTool(c.args, out), 1) << c.args;

@@ -1,0 +1,541 @@
+// Sharded checkpoints (Checkpoint.h): what each rank holds, in the logical coordinates of a
+// world-1 run, so that any placement can be written and any other restored from it.
+#include "runtime/Checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/io/Safetensors.h"
+
+namespace plait::rt {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int kFormatVersion = 1;
+constexpr const char *kFormat = "plait-checkpoint";
+
+std::string stepDirName(int64_t step) { return fmt::format("step-{:08d}", step); }
+std::string rankFileName(uint32_t rank) { return fmt::format("rank-{:05d}.safetensors", rank); }
+
+uint32_t crc32Of(const uint8_t *data, size_t size) {
+  return uint32_t(crc32_z(crc32_z(0L, Z_NULL, 0), data, size));
+}
+
+Status readWholeFile(const std::string &path, std::vector<uint8_t> &out) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in)
+    return Status::errorf("{}: missing or unreadable", path);
+  std::streamoff size = in.tellg();
+  if (size < 0)
+    return Status::errorf("{}: cannot determine the file size", path);
+  out.resize(size_t(size));
+  in.seekg(0);
+  if (size > 0 && !in.read(reinterpret_cast<char *>(out.data()), size))
+    return Status::errorf("{}: read error", path);
+  return {};
+}
+
+// Flushes a file's or directory's contents to disk, so that a rename published after it
+// never points at data still in the page cache when the machine dies.
+Status syncPath(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    return Status::errorf("{}: cannot open to sync: {}", path, std::strerror(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0)
+    return Status::errorf("{}: fsync failed: {}", path, std::strerror(err));
+  return {};
+}
+
+Status writeDurably(const std::string &path, const std::string &text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return Status::errorf("{}: cannot open for writing", tmp);
+    out << text;
+    if (!out.flush())
+      return Status::errorf("{}: write error", tmp);
+  }
+  PLAIT_RETURN_IF_ERROR(syncPath(tmp));
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec)
+    return Status::errorf("{}: {}", path, ec.message());
+  return {};
+}
+
+// Where a rank's copy of a param or state sits in the logical tensors: one segment for a
+// whole tensor, one per overlapped piece for a shard.
+struct LocalSegment {
+  std::string logical;
+  const std::vector<int64_t> *shape; // the logical tensor's shape
+  uint64_t start, count;             // logical elements
+  uint64_t offset;                   // element offset in the rank's tensor
+};
+
+bool isPersistent(const PlanTensor &t) {
+  return t.kind == TensorKind::Param || t.kind == TensorKind::State;
+}
+
+std::vector<LocalSegment> localSegments(const PlanTensor &t, uint32_t rank) {
+  std::vector<LocalSegment> out;
+  if (!t.sharded) {
+    out.push_back({t.name, &t.shape, 0, uint64_t(t.numel()), 0});
+    return out;
+  }
+  uint32_t group = 0, index = 0;
+  if (!t.shard.groups.locate(rank, group, index))
+    return out;
+  uint64_t first = uint64_t(index) * uint64_t(t.numel()), last = first + uint64_t(t.numel());
+  for (const ShardPiece &p : t.shard.pieces) {
+    uint64_t lo = std::max(first, p.offset), hi = std::min(last, p.offset + p.numel);
+    if (lo < hi)
+      out.push_back({p.name, &p.shape, lo - p.offset, hi - lo, lo - first});
+  }
+  return out;
+}
+
+// Replicated tensors are written once (rank 0); a shard by the members of its first group.
+bool writesTensor(const PlanTensor &t, uint32_t rank) {
+  if (!t.sharded)
+    return rank == 0;
+  uint32_t group = 0, index = 0;
+  return t.shard.groups.locate(rank, group, index) && group == 0;
+}
+
+const char *kindName(const PlanTensor &t) {
+  return t.kind == TensorKind::Param ? "param" : "state";
+}
+
+// All ranks learn how many of them failed (a sum over the world); doubles as a barrier.
+Status agree(Communicator &comm, const Status &mine, const std::string &what) {
+  int64_t failed = mine.ok() ? 0 : 1, total = 0;
+  PLAIT_RETURN_IF_ERROR(sumOverWorld(comm, &failed, &total, 1));
+  if (!mine.ok())
+    return mine;
+  if (total > 0)
+    return Status::errorf("{}: {} other rank{} failed", what, total, total == 1 ? "" : "s");
+  return {};
+}
+
+// This rank's file, if it writes anything: the tensors it holds under their plan names.
+Status writeRankFile(const std::string &path, const Executor &exec, uint32_t rank,
+                     uint64_t &bytes, uint32_t &crc) {
+  const Plan &plan = exec.plan();
+  std::vector<std::pair<std::string, TensorView>> entries;
+  for (uint32_t t = 0; t < plan.tensors.size(); ++t)
+    if (isPersistent(plan.tensors[t]) && writesTensor(plan.tensors[t], rank))
+      entries.emplace_back(plan.tensors[t].name, exec.view(t));
+  bytes = 0;
+  crc = 0;
+  if (entries.empty())
+    return {};
+  PLAIT_RETURN_IF_ERROR(writeSafetensors(path, entries));
+  PLAIT_RETURN_IF_ERROR(syncPath(path));
+  std::vector<uint8_t> written; // read back: the checksum is of what is on disk
+  PLAIT_RETURN_IF_ERROR(readWholeFile(path, written));
+  bytes = written.size();
+  crc = crc32Of(written.data(), written.size());
+  return {};
+}
+
+// The metadata body: computable by rank 0 alone, since every rank runs the same plan.
+ojson metadataBody(const Plan &plan, const CheckpointInfo &info,
+                   const std::vector<uint64_t> &bytes, const std::vector<uint32_t> &crcs) {
+  ojson body;
+  body["format"] = kFormat;
+  body["version"] = kFormatVersion;
+  body["step"] = info.step;
+  body["world_size"] = plan.worldSize;
+  body["global_batch"] = info.globalBatch;
+  body["samples_seen"] = info.step * info.globalBatch;
+  body["seed"] = info.seed;
+  body["model"] = plan.source;
+  ojson tensors = ojson::object();
+  for (const PlanTensor &t : plan.tensors) {
+    if (!isPersistent(t))
+      continue;
+    auto describe = [&](const std::string &name, const std::vector<int64_t> &shape) {
+      tensors[name] = {{"kind", kindName(t)}, {"dtype", dtypeName(t.dtype)}, {"shape", shape}};
+    };
+    if (!t.sharded)
+      describe(t.name, t.shape);
+    else
+      for (const ShardPiece &p : t.shard.pieces)
+        describe(p.name, p.shape);
+  }
+  body["tensors"] = tensors;
+  ojson files = ojson::array();
+  for (uint32_t rank = 0; rank < plan.worldSize; ++rank) {
+    if (bytes[rank] == 0)
+      continue;
+    ojson entries = ojson::array();
+    for (const PlanTensor &t : plan.tensors) {
+      if (!isPersistent(t) || !writesTensor(t, rank))
+        continue;
+      ojson entry = {{"key", t.name}};
+      if (t.sharded) {
+        uint32_t group = 0, index = 0;
+        t.shard.groups.locate(rank, group, index);
+        entry["shard"] = {{"unit", t.shard.unit},
+                          {"group_size", t.shard.groups.groupSize},
+                          {"index", index},
+                          {"padded_numel", t.shard.paddedNumel}};
+      }
+      ojson segments = ojson::array();
+      for (const LocalSegment &s : localSegments(t, rank))
+        segments.push_back({{"tensor", s.logical},
+                            {"start", s.start},
+                            {"count", s.count},
+                            {"offset", s.offset}});
+      entry["segments"] = segments;
+      entries.push_back(entry);
+    }
+    files.push_back({{"file", rankFileName(rank)},
+                     {"rank", rank},
+                     {"bytes", bytes[rank]},
+                     {"crc32", crcs[rank]},
+                     {"entries", entries}});
+  }
+  body["files"] = files;
+  return body;
+}
+
+// Keeps the `keep` newest published checkpoints.
+void pruneCheckpoints(const std::string &dir, int keep) {
+  std::vector<std::string> steps;
+  std::error_code ec;
+  for (const auto &entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && entry.is_directory())
+      steps.push_back(name);
+  }
+  std::sort(steps.begin(), steps.end()); // zero-padded: lexical order is step order
+  for (size_t i = 0; i + size_t(std::max(keep, 1)) < steps.size(); ++i)
+    fs::remove_all(fs::path(dir) / steps[i], ec);
+}
+
+} // namespace
+
+int64_t CheckpointTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+Status saveCheckpoint(const std::string &dir, const CheckpointInfo &info, const Executor &exec,
+                      Communicator &comm, int keep) {
+  const Plan &plan = exec.plan();
+  const uint32_t rank = comm.rank(), world = comm.size();
+  const std::string what = fmt::format("checkpoint of step {} in {}", info.step, dir);
+  const std::string name = stepDirName(info.step);
+  const std::string tmp = (fs::path(dir) / ("." + name + ".tmp")).string();
+  const std::string final = (fs::path(dir) / name).string();
+
+  Status made;
+  if (rank == 0) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    fs::remove_all(tmp, ec);
+    if (!fs::create_directory(tmp, ec) || ec)
+      made = Status::errorf("{}: cannot create {}{}", what, tmp, ec ? ": " + ec.message() : "");
+  }
+  PLAIT_RETURN_IF_ERROR(agree(comm, made, what));
+
+  // Every rank's file size and checksum, summed over the world (each fills its own slot).
+  std::vector<int64_t> mine(2 * world + 1, 0), sums(2 * world + 1, 0);
+  uint64_t bytes = 0;
+  uint32_t crc = 0;
+  Status wrote = writeRankFile((fs::path(tmp) / rankFileName(rank)).string(), exec, rank,
+                               bytes, crc);
+  mine[rank] = int64_t(bytes);
+  mine[world + rank] = int64_t(crc);
+  mine[2 * world] = wrote.ok() ? 0 : 1;
+  PLAIT_RETURN_IF_ERROR(sumOverWorld(comm, mine.data(), sums.data(), mine.size()));
+  if (!wrote.ok())
+    return wrote;
+  if (sums[2 * world] > 0)
+    return Status::errorf("{}: {} other rank(s) could not write their file", what,
+                          sums[2 * world]);
+
+  Status published;
+  if (rank == 0) {
+    std::vector<uint64_t> sizes(world);
+    std::vector<uint32_t> crcs(world);
+    for (uint32_t r = 0; r < world; ++r) {
+      sizes[r] = uint64_t(sums[r]);
+      crcs[r] = uint32_t(sums[world + r]);
+    }
+    ojson body = metadataBody(plan, info, sizes, crcs);
+    std::string bodyText = body.dump();
+    ojson meta = {{"crc32", crc32Of(reinterpret_cast<const uint8_t *>(bodyText.data()),
+                                    bodyText.size())},
+                  {"body", body}};
+    published = writeDurably((fs::path(tmp) / "meta.json").string(), meta.dump(1) + "\n");
+    if (published.ok())
+      published = syncPath(tmp);
+    std::error_code ec;
+    if (published.ok()) {
+      fs::remove_all(final, ec); // a stale one of the same step, from an earlier run
+      fs::rename(tmp, final, ec);
+      if (ec)
+        published = Status::errorf("{}: cannot rename {} to {}: {}", what, tmp, final,
+                                   ec.message());
+    }
+    if (published.ok())
+      published = writeDurably((fs::path(dir) / "latest").string(), name + "\n");
+    if (published.ok())
+      published = syncPath(dir);
+    if (published.ok())
+      pruneCheckpoints(dir, keep);
+  }
+  return agree(comm, published, what);
+}
+
+Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::string &path,
+                               CheckpointIndex &out, bool checkCrc) {
+  out = CheckpointIndex{};
+  out.path = path;
+  std::string metaPath = (fs::path(path) / "meta.json").string();
+  ojson meta = ojson::parse(data, data + size, nullptr, false);
+  if (meta.is_discarded() || !meta.is_object() || !meta.contains("body") ||
+      !meta["body"].is_object() || !meta.contains("crc32") || !meta["crc32"].is_number_unsigned())
+    return Status::errorf("{}: not checkpoint metadata (truncated or damaged JSON)", metaPath);
+  const ojson &body = meta["body"];
+  std::string bodyText = body.dump();
+  uint32_t crc = crc32Of(reinterpret_cast<const uint8_t *>(bodyText.data()), bodyText.size());
+  if (checkCrc && crc != meta["crc32"].get<uint64_t>())
+    return Status::errorf("{}: checksum mismatch (damaged metadata)", metaPath);
+  try {
+    if (body.at("format") != kFormat || body.at("version") != kFormatVersion)
+      return Status::errorf("{}: format {} version {}, this runtime reads {} version {}",
+                            metaPath, body.at("format").dump(), body.at("version").dump(),
+                            kFormat, kFormatVersion);
+    out.info.step = body.at("step").get<int64_t>();
+    out.info.globalBatch = body.at("global_batch").get<int64_t>();
+    out.info.seed = body.at("seed").get<uint64_t>();
+    out.worldSize = body.at("world_size").get<uint32_t>();
+    out.model = body.at("model").get<std::string>();
+    for (const auto &[name, t] : body.at("tensors").items()) {
+      CheckpointTensor &ct = out.tensors[name];
+      ct.kind = t.at("kind").get<std::string>();
+      if (ct.kind != "param" && ct.kind != "state")
+        return Status::errorf("{}: tensor '{}': kind '{}' is neither param nor state",
+                              metaPath, printable(name), printable(ct.kind));
+      std::string dtype = t.at("dtype").get<std::string>();
+      if (!parseDTypeName(dtype, ct.dtype))
+        return Status::errorf("{}: tensor '{}': unknown dtype '{}'", metaPath, printable(name),
+                              printable(dtype));
+      ct.shape = t.at("shape").get<std::vector<int64_t>>();
+      uint64_t numel = 1;
+      for (int64_t d : ct.shape)
+        if (d < 0 || __builtin_mul_overflow(numel, uint64_t(d), &numel) ||
+            numel > (uint64_t(1) << 48))
+          return Status::errorf("{}: tensor '{}': bad shape {}", metaPath, printable(name),
+                                shapeString(ct.shape));
+    }
+    for (const auto &file : body.at("files")) {
+      std::string fileName = file.at("file").get<std::string>();
+      if (fileName.find('/') != std::string::npos || fileName.empty() || fileName[0] == '.')
+        return Status::errorf("{}: file name '{}' is not a plain name", metaPath,
+                              printable(fileName));
+      uint32_t index = uint32_t(out.files.size());
+      out.files.push_back({(fs::path(path) / fileName).string(), file.at("bytes").get<uint64_t>(),
+                           file.at("crc32").get<uint32_t>()});
+      for (const auto &entry : file.at("entries"))
+        for (const auto &s : entry.at("segments")) {
+          std::string logical = s.at("tensor").get<std::string>();
+          auto it = out.tensors.find(logical);
+          if (it == out.tensors.end())
+            return Status::errorf("{}: a segment of unknown tensor '{}'", metaPath,
+                                  printable(logical));
+          CheckpointTensor::Segment seg{index, entry.at("key").get<std::string>(),
+                                        s.at("start").get<uint64_t>(),
+                                        s.at("count").get<uint64_t>(),
+                                        s.at("offset").get<uint64_t>()};
+          uint64_t end = 0, last = 0;
+          if (__builtin_add_overflow(seg.start, seg.count, &end) ||
+              end > uint64_t(it->second.numel()) ||
+              __builtin_add_overflow(seg.offset, seg.count, &last) || last > (uint64_t(1) << 48))
+            return Status::errorf("{}: a segment of '{}' lies outside its {} elements",
+                                  metaPath, printable(logical), it->second.numel());
+          it->second.segments.push_back(std::move(seg));
+        }
+    }
+  } catch (const nlohmann::json::exception &e) {
+    return Status::errorf("{}: malformed checkpoint metadata: {}", metaPath, e.what());
+  }
+  for (auto &[name, t] : out.tensors)
+    std::sort(t.segments.begin(), t.segments.end(),
+              [](const auto &a, const auto &b) { return a.start < b.start; });
+  return {};
+}
+
+Status readCheckpoint(const std::string &path, CheckpointIndex &out) {
+  std::vector<uint8_t> metaBytes;
+  PLAIT_RETURN_IF_ERROR(readWholeFile((fs::path(path) / "meta.json").string(), metaBytes));
+  PLAIT_RETURN_IF_ERROR(parseCheckpointMetadata(metaBytes.data(), metaBytes.size(), path, out));
+  for (const CheckpointFile &file : out.files) {
+    std::vector<uint8_t> bytes;
+    PLAIT_RETURN_IF_ERROR(readWholeFile(file.path, bytes));
+    if (bytes.size() != file.bytes)
+      return Status::errorf("{}: {} bytes, the metadata says {} (truncated?)", file.path,
+                            bytes.size(), file.bytes);
+    if (crc32Of(bytes.data(), bytes.size()) != file.crc32)
+      return Status::errorf("{}: checksum mismatch (damaged file)", file.path);
+  }
+  return {};
+}
+
+bool hasCheckpoint(const std::string &dir) {
+  std::error_code ec;
+  for (const auto &entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && fs::exists(entry.path() / "meta.json", ec))
+      return true;
+  }
+  return false;
+}
+
+Status findCheckpoint(const std::string &dir, CheckpointIndex &out,
+                      std::vector<std::string> &skipped) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return Status::errorf("{} is not a directory of checkpoints", dir);
+  std::vector<std::string> candidates;
+  std::ifstream latest(fs::path(dir) / "latest");
+  std::string named;
+  if (latest && std::getline(latest, named) && named.rfind("step-", 0) == 0 &&
+      named.find('/') == std::string::npos)
+    candidates.push_back(named);
+  std::vector<std::string> steps;
+  for (const auto &entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && entry.is_directory())
+      steps.push_back(name);
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  for (const std::string &s : steps)
+    if (s != named)
+      candidates.push_back(s);
+  for (const std::string &name : candidates) {
+    Status s = readCheckpoint((fs::path(dir) / name).string(), out);
+    if (s.ok())
+      return {};
+    skipped.push_back(s.message());
+  }
+  return Status::errorf("no usable checkpoint in {}{}", dir,
+                        skipped.empty() ? "" : " (" + skipped.front() + ")");
+}
+
+namespace {
+
+// Lazily parsed checkpoint files, for restoring.
+class FileCache {
+public:
+  explicit FileCache(const CheckpointIndex &index) : index_(index) {}
+  Status entry(uint32_t file, const std::string &key, const HostTensor *&out) {
+    auto &entries = parsed_[file];
+    if (entries.empty())
+      PLAIT_RETURN_IF_ERROR(readSafetensors(index_.files[file].path, entries));
+    for (const auto &[name, tensor] : entries)
+      if (name == key) {
+        out = &tensor;
+        return {};
+      }
+    return Status::errorf("{}: has no entry '{}' the metadata lists", index_.files[file].path,
+                          printable(key));
+  }
+
+private:
+  const CheckpointIndex &index_;
+  std::map<uint32_t, std::vector<std::pair<std::string, HostTensor>>> parsed_;
+};
+
+// Copies logical elements [start, start + count) of `name` into `dst`.
+Status copyLogical(const CheckpointIndex &index, FileCache &files, const std::string &name,
+                   uint64_t start, uint64_t count, uint8_t *dst) {
+  const CheckpointTensor &t = index.tensors.at(name);
+  size_t element = dtypeSize(t.dtype);
+  uint64_t next = start, end = start + count;
+  for (const CheckpointTensor::Segment &s : t.segments) {
+    uint64_t lo = std::max(next, s.start), hi = std::min(end, s.start + s.count);
+    if (lo != next || lo >= hi)
+      continue;
+    const HostTensor *stored = nullptr;
+    PLAIT_RETURN_IF_ERROR(files.entry(s.file, s.key, stored));
+    uint64_t from = s.offset + (lo - s.start);
+    if (stored->dtype != t.dtype || (from + (hi - lo)) * element > stored->bytes.size())
+      return Status::errorf("{}: entry '{}' is smaller than its segments of '{}' say",
+                            index.files[s.file].path, printable(s.key), printable(name));
+    std::memcpy(dst + (lo - start) * element, stored->bytes.data() + from * element,
+                (hi - lo) * element);
+    next = hi;
+    if (next == end)
+      return {};
+  }
+  return Status::errorf("{}: elements [{}, {}) of '{}' are stored in no file", index.path, next,
+                        end, name);
+}
+
+} // namespace
+
+Status restoreCheckpoint(const CheckpointIndex &index, const Executor &exec) {
+  const Plan &plan = exec.plan();
+  FileCache files(index);
+  // Params first: a checkpoint of another model is named by a missing param, not a state.
+  for (TensorKind kind : {TensorKind::Param, TensorKind::State}) {
+    for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
+      const PlanTensor &tensor = plan.tensors[t];
+      if (tensor.kind != kind)
+        continue;
+      uint8_t *base = static_cast<uint8_t *>(exec.view(t).data);
+      for (const LocalSegment &s : localSegments(tensor, exec.rank())) {
+        auto it = index.tensors.find(s.logical);
+        if (it == index.tensors.end())
+          return Status::errorf("{}: has no {} '{}' (the plan's {} tensor {}); was it saved "
+                                "from another model or optimizer?", index.path,
+                                kindName(tensor), s.logical, plan.path, t);
+        if (it->second.shape != *s.shape || it->second.dtype != tensor.dtype)
+          return Status::errorf("{}: '{}' is {} {}, the plan {} has {} {}", index.path,
+                                s.logical, dtypeName(it->second.dtype),
+                                shapeString(it->second.shape), plan.path,
+                                dtypeName(tensor.dtype), shapeString(*s.shape));
+        PLAIT_RETURN_IF_ERROR(copyLogical(index, files, s.logical, s.start, s.count,
+                                          base + s.offset * dtypeSize(tensor.dtype)));
+      }
+    }
+  }
+  return {};
+}
+
+Status assembleCheckpointTensor(const CheckpointIndex &index, const std::string &name,
+                                HostTensor &out) {
+  auto it = index.tensors.find(name);
+  if (it == index.tensors.end())
+    return Status::errorf("{}: has no tensor '{}'", index.path, name);
+  out.dtype = it->second.dtype;
+  out.shape = it->second.shape;
+  out.bytes.assign(size_t(it->second.numel()) * dtypeSize(out.dtype), 0);
+  FileCache files(index);
+  if (it->second.numel() == 0)
+    return {};
+  return copyLogical(index, files, name, 0, uint64_t(it->second.numel()), out.bytes.data());
+}
+
+} // namespace plait::rt

@@ -1,0 +1,91 @@
+// plait-ckpt: inspects and exports plait checkpoints (runtime/Checkpoint.h). A thin main.
+//   plait-ckpt info DIR              which checkpoint --resume would take, and what it holds
+//   plait-ckpt export DIR -o F.safetensors [--optimizer]
+//                                    the params (and optimizer state) as whole tensors
+// DIR is a --checkpoint-dir (its newest usable checkpoint) or one DIR/step-N directory.
+// Exit codes: 0 ok, 1 user error (one line on stderr), 2 internal error.
+#include <cstdio>
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "runtime/Checkpoint.h"
+#include "runtime/io/Safetensors.h"
+
+namespace {
+
+int fail(int code, const std::string &message) {
+  fmt::print(stderr, "plait-ckpt: {}\n", message);
+  return code;
+}
+
+// DIR/step-N itself, or the newest usable checkpoint of a checkpoint directory.
+plait::rt::Status open(const std::string &path, plait::rt::CheckpointIndex &index) {
+  if (std::filesystem::exists(std::filesystem::path(path) / "meta.json"))
+    return plait::rt::readCheckpoint(path, index);
+  std::vector<std::string> skipped;
+  plait::rt::Status s = plait::rt::findCheckpoint(path, index, skipped);
+  for (const std::string &why : skipped)
+    fmt::print(stderr, "plait-ckpt: skipping a damaged checkpoint: {}\n", why);
+  return s;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"plait-ckpt: inspect and export plait checkpoints"};
+  app.require_subcommand(1);
+  std::string dir, output;
+  bool withOptimizer = false;
+  CLI::App *info = app.add_subcommand("info", "print the checkpoint --resume would take");
+  info->add_option("dir", dir, "checkpoint directory or one step-N directory")->required();
+  CLI::App *exportCmd =
+      app.add_subcommand("export", "write the whole (unsharded) params as safetensors");
+  exportCmd->add_option("dir", dir, "checkpoint directory or one step-N directory")->required();
+  exportCmd->add_option("-o,--output", output, "FILE.safetensors")->required();
+  exportCmd->add_flag("--optimizer", withOptimizer, "include the optimizer state");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    return fail(1, std::string(e.what()) + " (see --help)");
+  }
+
+  plait::rt::CheckpointIndex index;
+  if (plait::rt::Status s = open(dir, index); !s.ok())
+    return fail(s.isInternal() ? 2 : 1, s.message());
+  if (*info) {
+    uint64_t params = 0, states = 0;
+    for (const auto &[name, t] : index.tensors)
+      (t.kind == "param" ? params : states) += uint64_t(t.numel());
+    fmt::print("{}: step {}, saved by {} rank{}, global batch {}, {} files; {} params "
+               "({} elements), {} optimizer tensors ({} elements); model {}\n",
+               index.path, index.info.step, index.worldSize, index.worldSize == 1 ? "" : "s",
+               index.info.globalBatch, index.files.size(),
+               std::count_if(index.tensors.begin(), index.tensors.end(),
+                             [](const auto &t) { return t.second.kind == "param"; }),
+               params,
+               std::count_if(index.tensors.begin(), index.tensors.end(),
+                             [](const auto &t) { return t.second.kind != "param"; }),
+               states, index.model);
+    return 0;
+  }
+  std::vector<plait::rt::HostTensor> values;
+  std::vector<std::pair<std::string, plait::rt::TensorView>> entries;
+  values.reserve(index.tensors.size());
+  for (const auto &[name, t] : index.tensors) {
+    if (t.kind != "param" && !withOptimizer)
+      continue;
+    plait::rt::HostTensor &value = values.emplace_back();
+    if (plait::rt::Status s = plait::rt::assembleCheckpointTensor(index, name, value); !s.ok())
+      return fail(1, s.message());
+    entries.emplace_back(name, value.view());
+  }
+  if (plait::rt::Status s = plait::rt::writeSafetensors(output, entries); !s.ok())
+    return fail(1, s.message());
+  fmt::print("{}: {} tensors of step {} -> {}\n", index.path, entries.size(), index.info.step,
+             output);
+  return 0;
+}
