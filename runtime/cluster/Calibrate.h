@@ -1,0 +1,70 @@
+// plait-calibrate's measurements: GEMM rate (OpenBLAS), memory bandwidth (STREAM copy and
+// triad), per-kernel overhead, and the latency and bandwidth of MPI collectives within and
+// across nodes; and the cluster spec they make.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/Status.h"
+#include "runtime/cluster/ClusterSpec.h"
+#include "runtime/cluster/RingModel.h"
+
+namespace plait::cluster {
+
+struct CalibrateOptions {
+  bool quick = false;       ///< small sizes and few repetitions (tests)
+  uint64_t streamBytes = 0; ///< bytes per STREAM array; 0: from the last-level cache size
+};
+
+/// One GEMM shape and its rate: the median over repetitions of the slowest rank's time.
+struct GemmRate {
+  int m = 0, n = 0, k = 0;
+  double flopsPerSecond = 0;
+  double seconds = 0; ///< one call
+};
+
+/// The median time of one collective at each size, and the ring fit over them.
+struct CollectiveRates {
+  Collective collective = Collective::AllReduce;
+  uint32_t ranks = 0;
+  std::vector<CollectiveSample> samples;
+  Link fit;
+};
+
+struct Calibration {
+  std::string host, date, cpuModel;
+  uint32_t rank = 0; ///< this process's rank in MPI_COMM_WORLD
+  uint32_t worldSize = 1, nodes = 1, ranksPerNode = 1;
+  int blasThreads = 1;
+  std::string blasCore;    ///< the kernels OpenBLAS chose ("SkylakeX", "Haswell", "Prescott")
+  std::string blasWarning; ///< why blasCore is slower than this CPU allows, or ""
+  uint64_t memoryBytesPerRank = 0;   ///< physical memory / ranks per node
+  std::vector<GemmRate> squareGemms; ///< fp32, n×n×n
+  std::vector<GemmRate> gptGemms;    ///< fp32, the shapes of samples/gpt (batch 4, seq 16, d 32)
+  double bestGemm = 0;               ///< FLOP/s, the best of squareGemms
+  double gptGemm = 0;                ///< FLOP/s, all gptGemms together (flops / time)
+  double gptGemmNet = 0;             ///< the same with launchOverhead per call taken out
+  uint64_t streamBytes = 0;          ///< per array
+  double copyBandwidth = 0, triadBandwidth = 0;      ///< bytes/s per rank, all ranks at once
+  double launchOverhead = 0;                         ///< seconds: one 4×4×4 GEMM call
+  std::vector<CollectiveRates> intraNode, interNode; ///< empty when only one rank crosses
+  std::optional<Link> intraLink, interLink;          ///< fitted over all three collectives
+};
+
+/// Runs every measurement; every rank of MPI_COMM_WORLD must call it (MPI initialised).
+/// Everything but the per-collective rates is the same on every rank; those are of the
+/// rank's own groups (rank 0's are node 0's and local rank 0's across nodes).
+rt::Status calibrate(const CalibrateOptions &options, Calibration &out);
+
+/// The cluster spec of the measured machine: one device per rank, the best GEMM rate as the
+/// fp32 peak, the GPT-sample GEMMs' fraction of it (net of launch overhead) as the GEMM
+/// efficiency, the triad bandwidth with memory efficiency 1, the fitted links.
+ClusterSpec specFromCalibration(const Calibration &calibration, const std::string &name);
+
+/// What was measured, as a table for people (also written as comments above the spec).
+std::string calibrationTable(const Calibration &calibration);
+
+} // namespace plait::cluster

@@ -1,0 +1,81 @@
+// ClusterSpec: the machine a plan is made for (devices, their peak rates and memory, the
+// links between them, an optional price), read from and written to the YAML files in
+// samples/clusters/ (format: samples/clusters/README.md). MLIR-free: the compiler's planner
+// and the runtime's plait-calibrate both use it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "runtime/Status.h"
+
+namespace plait::cluster {
+
+enum class DeviceKind { Gpu, Cpu };
+
+/// The element types a device's peak FLOP/s is given for (dense, not sparse).
+enum class Dtype { Fp32, Tf32, Bf16, Fp16, Fp8 };
+inline constexpr size_t kNumDtypes = 5;
+
+/// "fp32", "tf32", "bf16", "fp16", "fp8": the YAML keys of peak_flops.
+std::string_view dtypeName(Dtype dtype);
+/// The Dtype named `name`, or nullopt.
+std::optional<Dtype> dtypeFromName(std::string_view name);
+
+/// One kind of link between devices, in the ring model the planner uses: a collective over p
+/// devices on this link takes steps·latency + factor·S/bandwidth for a buffer of S bytes, with
+/// steps = 2(p-1), factor = 2(p-1)/p for all-reduce and steps = p-1, factor = (p-1)/p for
+/// all-gather and reduce-scatter.
+struct Link {
+  double bandwidth = 0; ///< bytes/s, per direction, per device
+  double latency = 0;   ///< seconds per ring step (per message)
+};
+
+/// One device (a GPU, or one CPU rank) of the cluster; every device is the same.
+struct DeviceSpec {
+  DeviceKind kind = DeviceKind::Gpu;
+  std::string model;          ///< optional: "NVIDIA H100 SXM5 80GB"
+  uint64_t memoryBytes = 0;   ///< memory one device can use
+  double memoryBandwidth = 0; ///< bytes/s
+  /// Peak FLOP/s per Dtype (index: the enum's value); 0 where the device has no such rate.
+  std::array<double, kNumDtypes> peakFlops{};
+  /// Fractions of the peaks that real kernels reach: GEMMs of peakFlops, memory-bound
+  /// kernels of memoryBandwidth.
+  double gemmEfficiency = 0.7;
+  double memoryEfficiency = 0.8;
+  double launchOverhead = 0; ///< seconds each kernel launch costs beyond its work
+
+  double peak(Dtype dtype) const { return peakFlops[size_t(dtype)]; }
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string source; ///< where the numbers come from: a datasheet, or plait-calibrate
+  uint32_t nodes = 1;
+  uint32_t devicesPerNode = 1;
+  DeviceSpec device;
+  std::optional<Link> intraNode;            ///< required when devicesPerNode > 1
+  std::optional<Link> interNode;            ///< required when nodes > 1
+  std::optional<double> pricePerDeviceHour; ///< USD
+  std::string priceNote;                    ///< where the price comes from, and when
+
+  uint32_t worldSize() const { return nodes * devicesPerNode; }
+};
+
+/// Reads the YAML spec at `path`. Every error is one line naming the file, the line and the
+/// field: unknown fields (typos are not ignored), missing required fields, malformed or
+/// non-positive quantities, and YAML syntax errors.
+rt::Status parseClusterSpec(const std::string &path, ClusterSpec &spec);
+
+/// The same from YAML `text`; `displayName` stands for the file in messages.
+rt::Status parseClusterSpecText(const std::string &text, const std::string &displayName,
+                                ClusterSpec &spec);
+
+/// `spec` as YAML in the format parseClusterSpec reads, with human-readable units; parsing
+/// the result gives `spec` back exactly.
+std::string writeClusterSpec(const ClusterSpec &spec);
+
+} // namespace plait::cluster

@@ -1,0 +1,124 @@
+// plait-calibrate: measures the machine it runs on (GEMM rate, memory bandwidth, kernel call
+// overhead, MPI collective latency and bandwidth) and writes a cluster spec, so that the
+// planner's predictions can be checked against real runs. A thin main over Calibrate.h.
+// Multi-rank: `mpirun -np N plait-calibrate ...`, or `plait-calibrate --nproc N ...`.
+// Exit codes: 0 ok, 1 user error, 2 internal error.
+#include <cstdio>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "runtime/cluster/Calibrate.h"
+#include "runtime/cluster/ClusterSpec.h"
+#include "runtime/comm/Mpi.h"
+#include "runtime/comm/Mpirun.h"
+
+namespace {
+
+constexpr int kExitUserError = 1;
+constexpr int kExitInternalError = 2;
+
+int fail(int code, const std::string &message) {
+  fmt::print(stderr, "plait-calibrate: {}\n", message);
+  return code;
+}
+
+// An error on one rank ends every rank: the others may wait for it in a collective.
+int failRank(const plait::rt::Status &status) {
+  int code = status.isInternal() ? kExitInternalError : kExitUserError;
+  fail(code, status.message());
+  if (plait::rt::mpi::active() && plait::rt::mpi::launchedWorldSize() > 1) {
+    std::fflush(nullptr);
+    plait::rt::mpi::abortJob(code);
+  }
+  plait::rt::mpi::finalize();
+  return code;
+}
+
+// The spec file: the measurement table as comments, then the spec; checked by parsing it
+// back before it is written.
+plait::rt::Status writeSpec(const std::string &path, const plait::cluster::Calibration &c,
+                            const plait::cluster::ClusterSpec &spec) {
+  std::string text = "# Written by plait-calibrate. What it measured:\n";
+  std::string table = plait::cluster::calibrationTable(c);
+  size_t start = 0;
+  while (start < table.size()) {
+    size_t end = table.find('\n', start);
+    if (end == std::string::npos)
+      end = table.size();
+    std::string line = table.substr(start, end - start);
+    text += line.empty() ? "#\n" : "#   " + line + "\n";
+    start = end + 1;
+  }
+  text += plait::cluster::writeClusterSpec(spec);
+  plait::cluster::ClusterSpec check;
+  plait::rt::Status parsed = plait::cluster::parseClusterSpecText(text, path, check);
+  if (!parsed.ok())
+    return plait::rt::Status::internal("the spec written does not parse back: " + parsed.message());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out)
+    return plait::rt::Status::errorf("-o {}: cannot write the spec", path);
+  return {};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"plait-calibrate: measure this machine and write a cluster spec (YAML)"};
+  std::string output, name = "this-machine-cpu";
+  uint32_t nproc = 0;
+  uint64_t streamMiB = 0;
+  plait::cluster::CalibrateOptions options;
+  app.add_option("-o,--output", output, "write the cluster spec here (FILE.yaml)");
+  app.add_option("--name", name, "the spec's name")->capture_default_str();
+  app.add_flag("--quick", options.quick,
+               "small sizes and few repetitions (for tests; the numbers are rough)");
+  app.add_option("--nproc", nproc, "start N local ranks under mpirun (one device per rank)");
+  app.add_option("--stream-mib", streamMiB,
+                 "MiB per memory-bandwidth array (default: together 4x the last-level cache)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success &e) { // --help
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    return fail(kExitUserError, std::string(e.what()) + " (see --help)");
+  }
+  options.streamBytes = streamMiB << 20;
+
+  if (nproc > 1 && plait::rt::mpi::launchedWorldSize() == 0) { // returns only on error
+    std::vector<std::string> args(argv + 1, argv + argc);
+    plait::rt::Status status =
+        plait::rt::execUnderMpirun(nproc, plait::rt::withoutOption(args, "--nproc"));
+    return fail(status.isInternal() ? kExitInternalError : kExitUserError, status.message());
+  }
+
+  plait::rt::Status status = plait::rt::mpi::initialize();
+  if (!status.ok())
+    return failRank(status);
+  plait::cluster::Calibration calibration;
+  status = plait::cluster::calibrate(options, calibration);
+  if (!status.ok())
+    return failRank(status);
+  if (nproc > 1 && calibration.worldSize != nproc)
+    return failRank(plait::rt::Status::errorf("--nproc {}: started among {} ranks", nproc,
+                                              calibration.worldSize));
+
+  if (calibration.rank == 0) { // rank 0 speaks for the job
+    fmt::print("{}", plait::cluster::calibrationTable(calibration));
+    plait::cluster::ClusterSpec spec = plait::cluster::specFromCalibration(calibration, name);
+    if (!output.empty()) {
+      status = writeSpec(output, calibration, spec);
+      if (!status.ok())
+        return failRank(status);
+      fmt::print("\nwrote {}\n", output);
+    } else {
+      fmt::print("\n{}", plait::cluster::writeClusterSpec(spec));
+    }
+    std::fflush(stdout);
+  }
+  plait::rt::mpi::finalize();
+  return 0;
+}

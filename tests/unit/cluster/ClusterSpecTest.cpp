@@ -1,0 +1,232 @@
+// Cluster specs: a full spec, every malformed-input message (exact, with its line), the
+// write/parse round trip, and every spec shipped in samples/clusters/.
+#include "runtime/cluster/ClusterSpec.h"
+
+#include <filesystem>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+namespace plait::cluster {
+namespace {
+
+// Line numbers below count from the first line of this text.
+const std::string kSpec = R"(name: test-8x2
+source: "a datasheet"
+nodes: 2
+devices_per_node: 8
+device:
+  kind: gpu
+  model: Test GPU
+  memory: 80 GiB
+  memory_bandwidth: 3.35 TB/s
+  peak_flops: {fp32: 67 TFLOPS, bf16: 989.5 TFLOPS}
+  efficiency: {gemm: 0.7, memory: 0.8}
+  launch_overhead: 4 us
+links:
+  intra_node: {bandwidth: 450 GB/s, latency: 2 us}
+  inter_node:
+    bandwidth: 400 Gbit/s
+    latency: 5 us
+price:
+  per_device_hour: 3.5 USD
+  note: example
+)";
+
+// kSpec with `from` replaced by `to` (which must occur once).
+std::string edited(const std::string &from, const std::string &to) {
+  std::string text = kSpec;
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  EXPECT_EQ(text.find(from, at + 1), std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+std::string errorOf(const std::string &text) {
+  ClusterSpec spec;
+  rt::Status status = parseClusterSpecText(text, "spec.yaml", spec);
+  EXPECT_FALSE(status.ok());
+  return status.message();
+}
+
+TEST(ClusterSpec, ParsesEveryField) {
+  ClusterSpec spec;
+  rt::Status status = parseClusterSpecText(kSpec, "spec.yaml", spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(spec.name, "test-8x2");
+  EXPECT_EQ(spec.source, "a datasheet");
+  EXPECT_EQ(spec.nodes, 2u);
+  EXPECT_EQ(spec.devicesPerNode, 8u);
+  EXPECT_EQ(spec.worldSize(), 16u);
+  EXPECT_EQ(spec.device.kind, DeviceKind::Gpu);
+  EXPECT_EQ(spec.device.model, "Test GPU");
+  EXPECT_EQ(spec.device.memoryBytes, 80ull << 30);
+  EXPECT_DOUBLE_EQ(spec.device.memoryBandwidth, 3.35e12);
+  EXPECT_EQ(spec.device.peak(Dtype::Fp32), 67e12);
+  EXPECT_EQ(spec.device.peak(Dtype::Bf16), 989.5e12);
+  EXPECT_EQ(spec.device.peak(Dtype::Fp8), 0.0);
+  EXPECT_EQ(spec.device.gemmEfficiency, 0.7);
+  EXPECT_EQ(spec.device.memoryEfficiency, 0.8);
+  EXPECT_EQ(spec.device.launchOverhead, 4e-6);
+  ASSERT_TRUE(spec.intraNode && spec.interNode);
+  EXPECT_EQ(spec.intraNode->bandwidth, 450e9);
+  EXPECT_EQ(spec.intraNode->latency, 2e-6);
+  EXPECT_EQ(spec.interNode->bandwidth, 50e9);
+  EXPECT_EQ(spec.interNode->latency, 5e-6);
+  ASSERT_TRUE(spec.pricePerDeviceHour);
+  EXPECT_EQ(*spec.pricePerDeviceHour, 3.5);
+  EXPECT_EQ(spec.priceNote, "example");
+}
+
+TEST(ClusterSpec, OptionalFieldsAndDefaults) {
+  ClusterSpec spec;
+  std::string text = R"(name: one
+source: x
+nodes: 1
+devices_per_node: 1
+device: {kind: cpu, memory: 1 GiB, memory_bandwidth: 10 GB/s, peak_flops: {fp32: 50 GFLOPS},
+         launch_overhead: 1 us}
+)";
+  rt::Status status = parseClusterSpecText(text, "one.yaml", spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(spec.device.kind, DeviceKind::Cpu);
+  EXPECT_EQ(spec.device.gemmEfficiency, 0.7);
+  EXPECT_EQ(spec.device.memoryEfficiency, 0.8);
+  EXPECT_FALSE(spec.intraNode || spec.interNode || spec.pricePerDeviceHour);
+}
+
+TEST(ClusterSpec, UnknownFieldNamesItsLine) {
+  EXPECT_EQ(errorOf(edited("  memory: 80 GiB", "  memroy: 80 GiB")),
+            "spec.yaml:8: device.memroy: unknown field (expected one of kind, model, memory, "
+            "memory_bandwidth, peak_flops, efficiency, launch_overhead)");
+  EXPECT_EQ(errorOf(edited("nodes: 2", "nodes: 2\nnode: 2")),
+            "spec.yaml:4: node: unknown field (expected one of name, source, nodes, "
+            "devices_per_node, device, links, price)");
+  EXPECT_EQ(errorOf(edited("bf16: 989.5 TFLOPS", "bf61: 989.5 TFLOPS")),
+            "spec.yaml:10: device.peak_flops.bf61: unknown field (expected one of fp32, tf32, "
+            "bf16, fp16, fp8)");
+  EXPECT_EQ(errorOf(edited("    latency: 5 us", "    latency: 5 us\n    latncy: 5 us")),
+            "spec.yaml:18: links.inter_node.latncy: unknown field (expected one of bandwidth, "
+            "latency)");
+}
+
+TEST(ClusterSpec, BadUnitNamesFieldLineAndText) {
+  EXPECT_EQ(errorOf(edited("memory: 80 GiB", "memory: 80 GIB")),
+            "spec.yaml:8: device.memory: '80 GIB': unknown unit 'GIB' (expected one of TiB, "
+            "TB, GiB, GB, MiB, MB, KiB, KB, B)");
+  EXPECT_EQ(errorOf(edited("400 Gbit/s", "400 Gb/s")),
+            "spec.yaml:16: links.inter_node.bandwidth: '400 Gb/s': unknown unit 'Gb/s' "
+            "(expected one of TiB/s, TB/s, Tbit/s, GiB/s, GB/s, Gbit/s, MiB/s, MB/s, Mbit/s, "
+            "KiB/s, KB/s, B/s)");
+  EXPECT_EQ(errorOf(edited("launch_overhead: 4 us", "launch_overhead: 4")),
+            "spec.yaml:12: device.launch_overhead: '4': missing unit (one of s, ms, us, ns)");
+  EXPECT_EQ(errorOf(edited("fp32: 67 TFLOPS", "fp32: 67 TB/s")),
+            "spec.yaml:10: device.peak_flops.fp32: '67 TB/s': unknown unit 'TB/s' (expected "
+            "one of PFLOPS, TFLOPS, GFLOPS, MFLOPS, FLOPS)");
+  EXPECT_EQ(errorOf(edited("devices_per_node: 8", "devices_per_node: eight")),
+            "spec.yaml:4: devices_per_node: 'eight': expected a whole number");
+  EXPECT_EQ(errorOf(edited("kind: gpu", "kind: tpu")),
+            "spec.yaml:6: device.kind: 'tpu': expected gpu or cpu");
+  EXPECT_EQ(errorOf(edited("3.5 USD", "3.5 EUR")),
+            "spec.yaml:19: price.per_device_hour: '3.5 EUR': expected a number of USD");
+}
+
+TEST(ClusterSpec, MissingFieldIsNamed) {
+  EXPECT_EQ(errorOf(edited("  memory_bandwidth: 3.35 TB/s\n", "")),
+            "spec.yaml:5: device: missing required field 'memory_bandwidth'");
+  EXPECT_EQ(errorOf(edited("name: test-8x2\n", "")),
+            "spec.yaml:1: spec: missing required field 'name'");
+  EXPECT_EQ(errorOf(edited("fp32: 67 TFLOPS, ", "")),
+            "spec.yaml:10: device.peak_flops: missing required field 'fp32'");
+  EXPECT_EQ(errorOf(edited("    latency: 5 us\n", "")),
+            "spec.yaml:15: links.inter_node: missing required field 'latency'");
+  EXPECT_EQ(errorOf(edited("  intra_node: {bandwidth: 450 GB/s, latency: 2 us}\n", "")),
+            "spec.yaml:13: links: missing required field 'intra_node' (devices_per_node is 8)");
+  std::string noLinks = kSpec.substr(0, kSpec.find("links:")) + "price: {per_device_hour: 1}\n";
+  EXPECT_EQ(errorOf(noLinks), "spec.yaml:1: spec: missing required field 'links' (nodes is 2)");
+  EXPECT_EQ(errorOf(edited("  per_device_hour: 3.5 USD\n", "")),
+            "spec.yaml:18: price: missing required field 'per_device_hour'");
+}
+
+TEST(ClusterSpec, NonPositiveValuesAreRefused) {
+  EXPECT_EQ(errorOf(edited("memory: 80 GiB", "memory: -80 GiB")),
+            "spec.yaml:8: device.memory: '-80 GiB': must be positive");
+  EXPECT_EQ(errorOf(edited("latency: 2 us", "latency: 0 us")),
+            "spec.yaml:14: links.intra_node.latency: '0 us': must be positive");
+  EXPECT_EQ(errorOf(edited("nodes: 2", "nodes: 0")), "spec.yaml:3: nodes: '0': must be positive");
+  EXPECT_EQ(errorOf(edited("gemm: 0.7", "gemm: -0.7")),
+            "spec.yaml:11: device.efficiency.gemm: '-0.7': must be positive");
+  EXPECT_EQ(errorOf(edited("gemm: 0.7", "gemm: 1.5")),
+            "spec.yaml:11: device.efficiency.gemm: '1.5': must be at most 1");
+}
+
+TEST(ClusterSpec, StructuralErrors) {
+  EXPECT_EQ(errorOf(edited("nodes: 2", "nodes: 2\nnodes: 3")), "spec.yaml:4: nodes: given twice");
+  EXPECT_EQ(errorOf(edited("nodes: 2", "nodes: 1")),
+            "spec.yaml:15: links.inter_node: given, but nodes is 1");
+  EXPECT_EQ(errorOf(edited("  kind: gpu", "  kind: [gpu]")),
+            "spec.yaml:6: device.kind: expected a single value");
+  EXPECT_EQ(errorOf("name: [unclosed\n"),
+            "spec.yaml:2: YAML syntax error: end of sequence flow not found");
+  EXPECT_EQ(errorOf(""), "spec.yaml: empty cluster spec");
+  EXPECT_EQ(errorOf("- a list\n"), "spec.yaml:1: spec: expected a mapping of fields");
+  ClusterSpec spec;
+  EXPECT_EQ(parseClusterSpec("/nonexistent/x.yaml", spec).message(),
+            "/nonexistent/x.yaml: cannot open cluster spec");
+}
+
+TEST(ClusterSpec, WriteParsesBackExactly) {
+  ClusterSpec spec;
+  ASSERT_TRUE(parseClusterSpecText(kSpec, "spec.yaml", spec).ok());
+  // Awkward values too: measured rates, a quote in a string, a byte count no unit divides.
+  spec.source = "plait-calibrate on \"host\", 2026-11-29";
+  spec.device.memoryBytes = 12345678901;
+  spec.device.memoryBandwidth = 6.052e9;
+  spec.device.peakFlops[size_t(Dtype::Fp8)] = 1.0 / 3 * 1e15;
+  spec.device.launchOverhead = 177.5e-9;
+  spec.intraNode->latency = 859.4e-9;
+  std::string text = writeClusterSpec(spec);
+  ClusterSpec back;
+  rt::Status status = parseClusterSpecText(text, "written.yaml", back);
+  ASSERT_TRUE(status.ok()) << status.message() << "\n" << text;
+  EXPECT_EQ(writeClusterSpec(back), text);
+  EXPECT_EQ(back.source, spec.source);
+  EXPECT_EQ(back.device.memoryBytes, spec.device.memoryBytes);
+  EXPECT_EQ(back.device.memoryBandwidth, spec.device.memoryBandwidth);
+  EXPECT_EQ(back.device.peakFlops, spec.device.peakFlops);
+  EXPECT_EQ(back.device.launchOverhead, spec.device.launchOverhead);
+  EXPECT_EQ(back.intraNode->latency, spec.intraNode->latency);
+  EXPECT_EQ(back.interNode->bandwidth, spec.interNode->bandwidth);
+  EXPECT_EQ(*back.pricePerDeviceHour, *spec.pricePerDeviceHour);
+  EXPECT_NE(text.find("  memory_bandwidth: 6.052 GB/s\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  launch_overhead: 177.5 ns\n"), std::string::npos) << text;
+}
+
+// Every shipped spec parses, is named after its file, and has the shape its name says
+// (NAME-N: one node of N devices; NAME-NxM: M nodes of N).
+TEST(ClusterSpec, EveryShippedSpecParses) {
+  int count = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(PLAIT_CLUSTERS_DIR)) {
+    if (entry.path().extension() != ".yaml")
+      continue;
+    ++count;
+    ClusterSpec spec;
+    rt::Status status = parseClusterSpec(entry.path().string(), spec);
+    ASSERT_TRUE(status.ok()) << status.message();
+    std::string stem = entry.path().stem().string();
+    EXPECT_EQ(spec.name, stem);
+    std::smatch shape;
+    if (std::regex_match(stem, shape, std::regex(R"(.*-(\d+)(?:x(\d+))?)"))) {
+      EXPECT_EQ(spec.devicesPerNode, std::stoul(shape[1])) << stem;
+      EXPECT_EQ(spec.nodes, shape[2].matched ? std::stoul(shape[2]) : 1ul) << stem;
+    }
+    EXPECT_EQ(writeClusterSpec(spec).empty(), false);
+    ClusterSpec back;
+    ASSERT_TRUE(parseClusterSpecText(writeClusterSpec(spec), stem, back).ok()) << stem;
+    EXPECT_EQ(writeClusterSpec(back), writeClusterSpec(spec)) << stem;
+  }
+  EXPECT_GE(count, 15);
+}
+
+} // namespace
+} // namespace plait::cluster
