@@ -108,8 +108,11 @@ struct NpyHeader {
 
 Status parseHeaderDict(std::string_view text, const std::string &path, NpyHeader &out) {
   auto bad = [&](const char *what) {
-    return Status::errorf("{}: bad .npy header ({}): {}", path, what,
-                          std::string(text.substr(0, 120)));
+    // The start of the header, without numpy's padding (spaces and a newline): one line.
+    std::string_view shown = text.substr(0, 120);
+    while (!shown.empty() && std::isspace(static_cast<unsigned char>(shown.back())))
+      shown.remove_suffix(1);
+    return Status::errorf("{}: bad .npy header ({}): {}", path, what, printable(shown));
   };
   HeaderParser p(text);
   if (!p.consume('{'))
@@ -152,13 +155,13 @@ Status dtypeFromDescr(const std::string &descr, const std::string &path, DType &
     }
   if (!descr.empty() && descr[0] == '>')
     return Status::errorf("{}: big-endian dtype '{}' is not supported (save it little-endian)",
-                          path, descr);
+                          path, printable(descr));
   if (descr.size() > 1 && descr[1] == 'V')
     return Status::errorf("{}: dtype '{}' is raw bytes (bfloat16 from ml_dtypes?); numpy has "
                           "no bfloat16, save as float32 or use an ONNX .pb",
-                          path, descr);
+                          path, printable(descr));
   return Status::errorf("{}: unsupported dtype '{}' (supported: <f4 <f8 <f2 <i8 <i4 |b1)", path,
-                        descr);
+                        printable(descr));
 }
 
 const char *descrOf(DType t) {

@@ -177,6 +177,22 @@ TEST(NpyTest, RejectsBadFiles) {
               HasSubstr("is too large"));
 }
 
+// Found by fuzz-npy: a header numpy wrote, with one key misspelt, was echoed with its padding
+// and final newline, so the message was two lines.
+TEST(NpyTest, BadHeaderMessagesAreOneLine) {
+  EXPECT_EQ(parseError(npyBytes("{'descr': '<f4', 'oortran_order': False, 'shape': (0, 3), }",
+                                "")),
+            "in.npy: bad .npy header (unexpected key): {'descr': '<f4', 'oortran_order': False, "
+            "'shape': (0, 3), }");
+  EXPECT_EQ(parseError(npyBytes("{'descr': '<f\n4', 'fortran_order': False, 'shape': (0,), }",
+                                "")),
+            "in.npy: unsupported dtype '<f\\x0a4' (supported: <f4 <f8 <f2 <i8 <i4 |b1)");
+  EXPECT_EQ(parseError(npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0,), \x01}",
+                                "")),
+            "in.npy: bad .npy header (expected 'key':): {'descr': '<f4', 'fortran_order': "
+            "False, 'shape': (0,), \\x01}");
+}
+
 TEST(NpyTest, EveryTruncationIsAnError) {
   std::string full = npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
                               floatData({1, 2}));
