@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The ASan+UBSan build: configures ${PLAIT_SAN_BUILD_DIR:-build-san} with clang, PLAIT_FUZZ and
+# PLAIT_SANITIZE, builds it and runs its CTest suite: the unit tests under the sanitizers and
+# every fuzz target for PLAIT_FUZZ_SECONDS (60) over a seed corpus made from the samples.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${PLAIT_SAN_BUILD_DIR:-$root/build-san}"
+bash "$root/scripts/deps.sh"
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.ccache}"
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+jobs="${PLAIT_JOBS:-$(nproc)}"
+# -O1 keeps the sanitized tests fast enough; line tables are all the reports need.
+flags="-O1 -gline-tables-only"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="$flags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
+  -DPLAIT_FUZZ=ON -DPLAIT_FUZZ_SECONDS="${PLAIT_FUZZ_SECONDS:-60}" >/dev/null
+ninja -C "$build" -j"$jobs"
+cd "$build"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+ctest --output-on-failure -j"${PLAIT_TEST_JOBS:-2}" "$@"

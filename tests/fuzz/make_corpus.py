@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Builds the fuzzers' seed corpus (CTest's fuzz.corpus) from the samples: OUT/<target>/.
+
+  onnx         samples/*/*.onnx, and ONNX's node tests where libonnx-testdata is installed
+  npy          the samples' inputs and expected outputs, and small arrays of every dtype
+  plan         plans plait-compile makes from the samples (forward, training, sharded), or
+               the .plan files of --plans-from when the build has no compiler
+  safetensors  files of every dtype, written here (the format is a JSON header and bytes)
+
+Nothing here is committed: the corpus follows the samples and the plan format as they change.
+"""
+import argparse
+import json
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ONNX_NODE_TESTS = Path("/usr/share/libonnx-testdata/data/node")
+
+
+def onnx_seeds(samples, out):
+    for model in sorted(samples.glob("*/*.onnx")):
+        shutil.copy(model, out / model.name)
+    if ONNX_NODE_TESTS.is_dir():
+        for model in sorted(ONNX_NODE_TESTS.glob("*/model.onnx")):
+            shutil.copy(model, out / f"node_{model.parent.name}.onnx")
+
+
+def arrays():
+    """Small arrays of every dtype plait reads, and the shapes that are edge cases."""
+    rng = np.random.default_rng(0)
+    yield "f4_2x3", rng.standard_normal((2, 3)).astype("<f4")
+    yield "f8_4", rng.standard_normal(4).astype("<f8")
+    yield "f2_3x1", rng.standard_normal((3, 1)).astype("<f2")
+    yield "i8_5", np.arange(5, dtype="<i8")
+    yield "i4_2x2x2", np.arange(8, dtype="<i4").reshape(2, 2, 2)
+    yield "b1_4", np.array([True, False, True, True])
+    yield "f4_scalar", np.array(1.5, dtype="<f4")
+    yield "f4_empty", np.zeros((0, 3), dtype="<f4")
+
+
+def npy_seeds(samples, out):
+    for array in sorted(samples.glob("*/inputs/*.npy")) + sorted(samples.glob("*/expected/*.npy")):
+        shutil.copy(array, out / f"{array.parent.parent.name}_{array.parent.name}_{array.name}")
+    for name, value in arrays():
+        np.save(out / f"{name}.npy", value)
+    # Format version 2.0 (4-byte header length), which numpy writes only for huge headers.
+    with open(out / "f4_v2.npy", "wb") as f:
+        np.lib.format.write_array(f, np.ones((2, 2), dtype="<f4"), version=(2, 0))
+
+
+SAFETENSORS_DTYPES = {"f4": "F32", "f8": "F64", "f2": "F16", "i8": "I64", "i4": "I32", "b1": "BOOL"}
+
+
+def write_safetensors(path, tensors, metadata=None):
+    header, data, offset = {}, b"", 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, value in tensors:
+        raw = value.tobytes()
+        header[name] = {"dtype": SAFETENSORS_DTYPES[value.dtype.str[1:]],
+                        "shape": list(value.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        data += raw
+        offset += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+def safetensors_seeds(out):
+    every = list(arrays())
+    write_safetensors(out / "every_dtype.safetensors", every,
+                      {"format": "pt", "producer": "plait"})
+    write_safetensors(out / "one.safetensors", every[:1])
+    write_safetensors(out / "empty.safetensors", [])
+    # bfloat16 has no numpy dtype: its bytes are written by hand.
+    bf16 = b"\x80\x3f\x00\x40"  # 1.0, 2.0
+    header = json.dumps({"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}}).encode()
+    (out / "bf16.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bf16)
+
+
+def plan_seeds(samples, out, plait_compile, plans_from):
+    if plans_from:
+        for plan in sorted(Path(plans_from).glob("*.plan")):
+            shutil.copy(plan, out / plan.name)
+        return
+    if not plait_compile:
+        return
+    # The small samples only: a seed is mutated whole, and large ones slow every execution.
+    configs = {
+        "mlp": [], "cnn": [],
+        "mlp-train-sgd": ["--train", "--optimizer", "sgd", "--momentum", "0.9"],
+        "cnn-train-adamw": ["--train", "--optimizer", "adamw", "--clip-grad-norm", "1.0"],
+        "mlp-fsdp-w2": ["--train", "--optimizer", "adamw", "--world-size", "2", "--strategy", "fsdp"],
+        "mlp-ddp-w2-mb2": ["--train", "--optimizer", "sgd", "--world-size", "2", "--strategy", "ddp",
+                           "--micro-batches", "2"],
+    }
+    for name, flags in configs.items():
+        sample = name.split("-")[0]
+        cmd = [plait_compile, str(samples / sample / f"{sample}.onnx"), "-o",
+               str(out / f"{name}.plan"), *flags]
+        subprocess.run(cmd, check=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--samples", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--plait-compile", help="compile the plan seeds with this")
+    parser.add_argument("--plans-from", help="copy the plan seeds from this folder instead")
+    args = parser.parse_args()
+
+    shutil.rmtree(args.out, ignore_errors=True)
+    dirs = {name: args.out / name for name in ("onnx", "npy", "plan", "safetensors")}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    onnx_seeds(args.samples, dirs["onnx"])
+    npy_seeds(args.samples, dirs["npy"])
+    safetensors_seeds(dirs["safetensors"])
+    plan_seeds(args.samples, dirs["plan"], args.plait_compile, args.plans_from)
+    for name, d in dirs.items():
+        print(f"{name}: {len(list(d.iterdir()))} seeds")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
