@@ -4,7 +4,9 @@
 #include "compiler/import/onnx/OnnxImporter.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -75,15 +77,28 @@ llvm::Expected<std::string> readExternalData(const onnx::TensorProto &tensor,
   }
   if (location.empty())
     return decodeError("has external data without a location");
+  // ONNX: a location is relative to the model's folder. An absolute one, or one that climbs
+  // out of it, would let a model read any file into its weights (onnx 1.12's checker lets
+  // both through; CVE-2022-25882).
+  if (llvm::sys::path::is_absolute(location) ||
+      llvm::is_contained(llvm::make_range(llvm::sys::path::begin(location),
+                                          llvm::sys::path::end(location)),
+                         ".."))
+    return decodeError("has external data at '" + location + "', outside the model's folder "
+                       "(a location must be relative to it, without '..')");
   llvm::SmallString<256> path(baseDir);
   llvm::sys::path::append(path, location);
+  // Only a regular file: a device or a FIFO (/dev/zero, a pipe) could be read forever.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status) && !llvm::sys::fs::is_regular_file(status))
+    return decodeError("has external data in '" + path + "', which is not a regular file");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     return decodeError("has external data in '" + path + "', which cannot be read: " +
                        buffer.getError().message());
   llvm::StringRef all = (*buffer)->getBuffer();
-  if (offset > all.size() || (length && offset + *length > all.size()))
+  if (offset > all.size() || (length && *length > all.size() - offset))
     return decodeError("has external data beyond the end of '" + path + "'");
   return all.substr(offset, length ? *length : llvm::StringRef::npos).str();
 }
