@@ -17,6 +17,7 @@
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
 #include "passes/sharding/Placement.h"
+#include "passes/analysis/CostModel.h"
 #include "passes/analysis/MemoryPlan.h"
 #include "passes/sharding/VerifyCollectives.h"
 #include "codegen/schema/CommModel.h"
@@ -243,18 +244,21 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         get("ops_added"), get("saved_bytes"));
   }
   // The --mem-limit search (compiler/PlanSearch.cpp): each candidate it compiled, in order,
-  // the last one kept. There is no cost model yet, so no candidate predicts a step time.
+  // the last one kept; with --cluster each has the cost model's step time.
   if (auto tried = module->getAttrOfType<ArrayAttr>("plait.candidates")) {
     report["mem_limit"] = options.memLimit;
     nlohmann::json candidates = nlohmann::json::array();
     for (auto [i, attr] : llvm::enumerate(tried)) {
       auto row = cast<DictionaryAttr>(attr);
       auto get = [&](const char *key) { return row.getAs<IntegerAttr>(key).getInt(); };
+      nlohmann::json predicted = nullptr;
+      if (auto ms = row.getAs<FloatAttr>("predicted_step_ms"))
+        predicted = ms.getValueAsDouble();
       candidates.push_back({{"strategy", row.getAs<StringAttr>("strategy").str()},
                             {"recompute", row.getAs<StringAttr>("recompute").str()},
                             {"recomputed_segments", get("recomputed_segments")},
                             {"peak", get("peak")},
-                            {"predicted_step_ms", nullptr},
+                            {"predicted_step_ms", predicted},
                             {"fits", row.getAs<BoolAttr>("fits").getValue()},
                             {"chosen", i + 1 == tried.size()}});
     }
@@ -335,6 +339,50 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
                     m["workspace"].get<int64_t>());
   for (auto &[name, line] : report["optimizations"].items())
     os << fmt::format("  {:<17}: {}\n", name, line.get<std::string>());
+  if (report.contains("predicted")) {
+    const auto &p = report["predicted"];
+    os << fmt::format("  predicted step   : {:.3f} ms on {} (compute {:.3f}, comm {:.3f}, "
+                      "exposed {:.3f}; MFU {:.3g}%)\n",
+                      report["predicted_step_ms"].get<double>(),
+                      report["cluster"]["name"].get<std::string>(), p["compute_ms"].get<double>(),
+                      p["comm_ms"].get<double>(), p["exposed_comm_ms"].get<double>(),
+                      100 * p["mfu"].get<double>());
+  }
+}
+
+/// The cost model's prediction for `plan` on --cluster, into the report: predicted_step_ms,
+/// predicted {...} and cluster {...}. Without --cluster the report predicts nothing.
+LogicalResult addPrediction(const plan::PlanDesc &plan, const CompileOptions &options,
+                            nlohmann::json &report) {
+  if (!options.cluster)
+    return success();
+  const cluster::ClusterSpec &spec = *options.cluster;
+  cost::Prediction prediction;
+  if (rt::Status s = cost::predictStep(plan, spec, prediction); !s.ok()) {
+    reportError(fmt::format("{}: --cluster {}: {}", options.modelPath, options.clusterPath,
+                            s.message()));
+    return failure();
+  }
+  const cost::StepTime &step = prediction.step;
+  report["predicted_step_ms"] = step.seconds * 1e3;
+  nlohmann::json kernels = nlohmann::json::object();
+  for (const auto &[name, entry] : prediction.byKernel)
+    kernels[name] = {{"count", entry.first}, {"ms", entry.second * 1e3}};
+  report["predicted"] = {{"compute_ms", step.computeSeconds * 1e3},
+                         {"comm_ms", step.commSeconds * 1e3},
+                         {"exposed_comm_ms", step.exposedCommSeconds * 1e3},
+                         {"flops", prediction.flops},
+                         {"mfu", prediction.mfu},
+                         {"compute_share", prediction.placement.computeShare},
+                         {"kernels", kernels}};
+  report["cluster"] = {{"name", spec.name},
+                       {"file", options.clusterPath},
+                       {"source", spec.source},
+                       {"nodes", spec.nodes},
+                       {"devices_per_node", spec.devicesPerNode},
+                       {"device", spec.device.model},
+                       {"ranks_per_node", prediction.placement.ranksPerNode}};
+  return success();
 }
 
 /// Writes one stage of the IR under --dump-dir; returns an error message or "".
@@ -417,6 +465,8 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
                                    options.modelPath, memory->arenaBytes + workspace,
                                    options.memLimit));
   nlohmann::json report = buildReport(**module, *memory, plan, options);
+  if (failed(addPrediction(plan, options, report)))
+    return 1;
   plan.report = report.dump();
   std::vector<uint8_t> bytes = plan::serializePlan(plan);
   if (std::string error = writeFileAtomically(options.outputPath, bytes.data(), bytes.size());

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+
+#include "runtime/cluster/ClusterSpec.h"
 
 namespace plait {
 
@@ -49,6 +52,8 @@ struct CompileOptions {
   int64_t memLimit = 0;                       // --mem-limit in bytes per rank; 0: none
   bool inPlaceUpdates = true;                 // off: --no-inplace-updates
   bool schedule = true;                       // plait-schedule; off: --no-schedule
+  std::string clusterPath;                    // --cluster
+  std::optional<cluster::ClusterSpec> cluster; // parsed --cluster: the cost model's target
 };
 
 /// Runs the whole pipeline. Returns 0 on success, 1 on a user error (after printing one

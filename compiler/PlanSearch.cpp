@@ -14,6 +14,7 @@
 #include "ir/PlaitDialect.h"
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
+#include "passes/analysis/CostModel.h"
 #include "passes/analysis/MemoryPlan.h"
 #include "passes/memory/Recompute.h"
 #include "passes/sharding/Placement.h"
@@ -105,6 +106,7 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
 struct Candidate {
   OwningOpRef<ModuleOp> module;
   int64_t peak = 0;
+  std::optional<double> predictedMs; // with --cluster: the cost model's step time
 };
 
 Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &choice) {
@@ -115,10 +117,15 @@ Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &
   auto memory = planMemory(func, options.alignment, options.inPlaceUpdates);
   if (failed(memory))
     return {};
-  auto peak = perRankPeak(func, *memory);
-  if (failed(peak))
+  plan::PlanDesc plan;
+  if (failed(lowerToPlan(func, *memory, plan)))
     return {};
-  return {std::move(copy), *peak};
+  uint64_t workspace = plan.workspaceBytes.empty() ? 0 : plan.workspaceBytes.front();
+  Candidate out{std::move(copy), memory->arenaBytes + (int64_t)workspace, std::nullopt};
+  cost::Prediction prediction;
+  if (options.cluster && cost::predictStep(plan, *options.cluster, prediction).ok())
+    out.predictedMs = prediction.step.seconds * 1e3;
+  return out;
 }
 
 std::optional<int64_t> peakOf(ModuleOp step, const CompileOptions &options,
@@ -195,8 +202,13 @@ LogicalResult reportMissedLimit(ModuleOp module, const CompileOptions &options) 
 class CandidateLog {
 public:
   CandidateLog(MLIRContext *ctx, int64_t limit) : builder_(ctx), limit_(limit) {}
-  void add(const Choice &choice, int64_t peak) {
+  void add(const Choice &choice, const Candidate &candidate) {
     std::string recompute = choice.recompute == "segments" ? "auto" : choice.recompute;
+    int64_t peak = candidate.peak;
+    SmallVector<NamedAttribute> predicted;
+    if (candidate.predictedMs)
+      predicted.push_back(builder_.getNamedAttr("predicted_step_ms",
+                                                builder_.getF64FloatAttr(*candidate.predictedMs)));
     rows_.push_back(builder_.getDictionaryAttr(
         {builder_.getNamedAttr("strategy", builder_.getStringAttr(choice.strategy)),
          builder_.getNamedAttr("recompute", builder_.getStringAttr(recompute)),
@@ -204,6 +216,11 @@ public:
                                builder_.getI64IntegerAttr((int64_t)choice.segments.size())),
          builder_.getNamedAttr("peak", builder_.getI64IntegerAttr(peak)),
          builder_.getNamedAttr("fits", builder_.getBoolAttr(peak <= limit_))}));
+    if (!predicted.empty()) {
+      NamedAttrList row(cast<DictionaryAttr>(rows_.back()));
+      row.append(predicted.front());
+      rows_.back() = row.getDictionary(builder_.getContext());
+    }
   }
   /// Adopts `fitting` into `module` (the last candidate added) and records the log.
   LogicalResult keep(ModuleOp module, Candidate &fitting) {
@@ -229,7 +246,7 @@ LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
   Candidate candidate = tryChoice(module, options, choice);
   if (!candidate.module)
     return failure();
-  log.add(choice, candidate.peak);
+  log.add(choice, candidate);
   if (candidate.peak <= limit)
     return log.keep(module, candidate);
   if (options.recompute != "auto")
@@ -252,7 +269,7 @@ LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
     candidate = tryChoice(module, options, choice);
     if (!candidate.module)
       return failure();
-    log.add(choice, candidate.peak);
+    log.add(choice, candidate);
     if (candidate.peak <= limit)
       return log.keep(module, candidate);
   }

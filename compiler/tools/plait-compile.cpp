@@ -12,12 +12,12 @@ namespace {
 /// Flags of the command-line contract (shared/DESIGN.md) whose features are not built yet:
 /// they are accepted by the parser so that using one gives a clear message, not "unknown flag".
 struct PendingFlags {
-  std::string device, cluster;
+  std::string device;
   bool noFusion = false;
 
   /// Name of the first pending flag that was used, or "".
   std::string firstUsed(const CLI::App &app) const {
-    for (const char *flag : {"--cluster", "--no-fusion"})
+    for (const char *flag : {"--no-fusion"})
       if (app.count(flag))
         return flag;
     if (!device.empty() && device != "cpu")
@@ -76,7 +76,9 @@ int main(int argc, char **argv) {
   app.add_flag("--no-reshard-after-forward", dist.noReshardAfterForward,
                "zero3/fsdp/hsdp: keep gathered params from forward to backward");
   app.add_option("--device", pending.device);
-  app.add_option("--cluster", pending.cluster);
+  app.add_option("--cluster", options.clusterPath,
+                 "cluster spec (samples/clusters/*.yaml, plait-calibrate): the report predicts "
+                 "the step time on it");
   std::string memLimit;
   app.add_option("--mem-limit", memLimit,
                  "refuse plans whose per-rank peak exceeds BYTES (e.g. 24GiB, 512MB)");
@@ -126,6 +128,14 @@ int main(int argc, char **argv) {
       return 1;
     }
     options.memLimit = *bytes;
+  }
+  if (!options.clusterPath.empty()) {
+    plait::cluster::ClusterSpec spec;
+    if (auto status = plait::cluster::parseClusterSpec(options.clusterPath, spec); !status.ok()) {
+      std::cerr << "plait-compile: --cluster " << status.message() << "\n";
+      return 1;
+    }
+    options.cluster = std::move(spec);
   }
   if (train.microBatches < 1) {
     std::cerr << "plait-compile: --micro-batches must be >= 1, got " << train.microBatches

@@ -36,6 +36,13 @@ double ringTime(const Link &link, Collective collective, uint32_t ranks, double 
          ringFactor(collective, ranks) * bytes / link.bandwidth;
 }
 
+double treeAllReduceTime(const Link &link, uint32_t ranks, double bytes) {
+  if (ranks <= 1)
+    return 0;
+  double depth = std::ceil(std::log2(double(ranks)));
+  return 2 * depth * link.latency + 2 * bytes / link.bandwidth;
+}
+
 Link fitRing(const std::vector<CollectiveSample> &samples) {
   if (samples.empty())
     return {};

@@ -27,6 +27,11 @@ double ringFactor(Collective collective, uint32_t ranks);
 /// buffer before scattering). 0 for one rank.
 double ringTime(const Link &link, Collective collective, uint32_t ranks, double bytes);
 
+/// The tree form of all-reduce (a binary-tree reduce, then a broadcast down the same tree,
+/// pipelined): 2·ceil(log2 p)·latency + 2·bytes/bandwidth. Fewer latency steps than the ring,
+/// twice the ring's bytes on the wire in the large-message limit. 0 for one rank.
+double treeAllReduceTime(const Link &link, uint32_t ranks, double bytes);
+
 /// One measured collective: its kind, ranks, full buffer bytes and time (seconds).
 struct CollectiveSample {
   Collective collective;

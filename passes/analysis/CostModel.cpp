@@ -1,0 +1,284 @@
+// Cost model: per-op FLOPs and bytes, roofline op times, collective times and the two-stream
+// step simulation (formulas in CostModel.h).
+#include "passes/analysis/CostModel.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/cluster/RingModel.h"
+
+namespace plait::cost {
+namespace {
+
+double numel(const plan::TensorDesc &t) {
+  double n = 1;
+  for (int64_t d : t.shape)
+    n *= double(std::max<int64_t>(d, 0));
+  return n;
+}
+
+int64_t intAttr(const plan::InstrDesc &instr, const char *name, int64_t fallback) {
+  for (const plan::AttrDesc &a : instr.attrs)
+    if (a.name == name && !a.ints.empty())
+      return a.ints.front();
+  return fallback;
+}
+
+const std::vector<int64_t> *intsAttr(const plan::InstrDesc &instr, const char *name) {
+  for (const plan::AttrDesc &a : instr.attrs)
+    if (a.name == name)
+      return &a.ints;
+  return nullptr;
+}
+
+bool isCollective(const std::string &kernel) {
+  return kernel == "all_reduce" || kernel == "all_gather" || kernel == "reduce_scatter" ||
+         kernel == "broadcast";
+}
+
+/// FLOPs per element of the result (or of the first operand, for reductions and losses) of
+/// the kernels that are not contractions; 0 for data movement.
+struct ElementCost {
+  const char *kernel;
+  double flops;
+  bool perInput; // counted per element of the first operand
+};
+
+constexpr double T = kTranscendentalFlops;
+constexpr ElementCost kElementCosts[] = {
+    {"add", 1, false},          {"sub", 1, false},         {"mul", 1, false},
+    {"div", 1, false},          {"neg", 1, false},         {"abs", 1, false},
+    {"relu", 1, false},         {"where", 1, false},       {"greater", 1, false},
+    {"less", 1, false},         {"equal", 1, false},       {"not", 1, false},
+    {"and", 1, false},          {"or", 1, false},          {"max", 1, false},
+    {"min", 1, false},          {"clamp", 2, false},       {"cast", 1, false},
+    {"reciprocal", 1, false},   {"exp", T, false},         {"log", T, false},
+    {"erf", T, false},          {"tanh", T, false},        {"sigmoid", T + 2, false},
+    {"sqrt", T, false},         {"rsqrt", T, false},       {"sin", T, false},
+    {"cos", T, false},          {"gelu", T + 4, false},    {"pow", 2 * T + 1, false},
+    {"softmax", T + 4, false},  {"log_softmax", T + 4, false},
+    {"layer_norm", 8, false},   {"rms_norm", 6, false},
+    {"reduce_sum", 1, true},    {"reduce_mean", 1, true},  {"reduce_max", 1, true},
+    {"reduce_min", 1, true},    {"argmax", 1, true},       {"argmin", 1, true},
+    {"softmax_cross_entropy", T + 4, true},
+    {"softmax_cross_entropy_grad", T + 4, true},
+    {"nll_loss", 1, true},      {"nll_loss_grad", 1, false},
+    {"max_pool2d", 1, true},    {"avg_pool2d", 1, true},
+    {"max_pool2d_grad", 2, true}, {"avg_pool2d_grad", 2, true},
+    // torch's AdamW per element: decay, two moment updates, sqrt, divide, step: ~12 ops.
+    {"adamw_update", T + 12, false}, {"sgd_update", 4, false},
+    // Data movement: one load and store per element moved (the CPU backend's loops; on GPUs
+    // these are memory-bound and the bytes term decides).
+    {"transpose", 1, false},    {"reshape", 1, false},     {"broadcast_to", 1, false},
+    {"concat", 1, false},       {"split", 1, true},        {"slice", 1, false},
+    {"pad", 1, false},          {"gather", 1, false},      {"gather_grad", 1, false},
+    {"local_shard", 1, false},  {"trilu", 1, false},
+};
+
+const ElementCost *elementCost(const std::string &kernel) {
+  for (const ElementCost &c : kElementCosts)
+    if (kernel == c.kernel)
+      return &c;
+  return nullptr;
+}
+
+cluster::Dtype peakDtype(fb::DType dtype) {
+  switch (dtype) {
+  case fb::DType::BF16:
+    return cluster::Dtype::Bf16;
+  case fb::DType::F16:
+    return cluster::Dtype::Fp16;
+  default:
+    return cluster::Dtype::Fp32;
+  }
+}
+
+/// Rank 0's members of a collective's group ("groups" is group-major, group_size each), or
+/// empty when rank 0 takes no part.
+std::vector<int64_t> rankZeroGroup(const plan::InstrDesc &instr) {
+  const std::vector<int64_t> *groups = intsAttr(instr, "groups");
+  int64_t size = intAttr(instr, "group_size", 1);
+  if (!groups || size < 1)
+    return {};
+  for (size_t g = 0; g + size <= groups->size(); g += size)
+    for (int64_t k = 0; k < size; ++k)
+      if ((*groups)[g + k] == 0)
+        return std::vector<int64_t>(groups->begin() + g, groups->begin() + g + size);
+  return {};
+}
+
+} // namespace
+
+OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
+  OpCost cost;
+  auto tensor = [&](uint32_t i) -> const plan::TensorDesc & { return plan.tensors[i]; };
+  for (uint32_t i : instr.inputs)
+    cost.bytes += double(plan::tensorBytes(tensor(i)));
+  for (uint32_t o : instr.outputs)
+    cost.bytes += double(plan::tensorBytes(tensor(o)));
+  if (isCollective(instr.kernel)) {
+    cost.collective = true;
+    return cost;
+  }
+  if (instr.inputs.empty() || instr.outputs.empty())
+    return cost;
+  const plan::TensorDesc &a = tensor(instr.inputs[0]);
+  const plan::TensorDesc &out = tensor(instr.outputs[0]);
+  const std::string &k = instr.kernel;
+  if ((k == "matmul" || k == "gemm") && instr.inputs.size() >= 2 && !a.shape.empty()) {
+    // out = op(a)·op(b): every result element is a K-long dot product.
+    int64_t reduced = a.shape.back();
+    if (k == "gemm" && a.shape.size() == 2 && intAttr(instr, "trans_a", 0))
+      reduced = a.shape[0];
+    cost.flops = 2 * numel(out) * double(reduced);
+    cost.contraction = true;
+    return cost;
+  }
+  if (k == "conv2d" || k == "conv2d_grad_input" || k == "conv2d_grad_weight") {
+    // Every element of y (conv2d's result, the gradient's operand) is a dot product over
+    // Cin/g·kh·kw weights: the weight's elements per output channel.
+    const plan::TensorDesc *w = nullptr, *y = nullptr;
+    if (k == "conv2d" && instr.inputs.size() >= 2)
+      w = &tensor(instr.inputs[1]), y = &out;
+    else if (k == "conv2d_grad_input" && instr.inputs.size() >= 2)
+      w = &tensor(instr.inputs[1]), y = &a;
+    else if (k == "conv2d_grad_weight" && instr.inputs.size() >= 2)
+      w = &out, y = &tensor(instr.inputs[1]);
+    if (w && y && !w->shape.empty() && w->shape[0] > 0) {
+      cost.flops = 2 * numel(*y) * numel(*w) / double(w->shape[0]);
+      cost.contraction = true;
+    }
+    return cost;
+  }
+  if (const ElementCost *c = elementCost(k))
+    cost.flops = c->flops * (c->perInput ? numel(a) : numel(out));
+  return cost;
+}
+
+rt::Status placeRanks(const cluster::ClusterSpec &spec, uint32_t worldSize, Placement &out) {
+  out.ranks = std::max<uint32_t>(worldSize, 1);
+  uint32_t perNode = std::max<uint32_t>(spec.devicesPerNode, 1);
+  if (out.ranks > spec.worldSize()) {
+    if (spec.device.kind == cluster::DeviceKind::Gpu)
+      return rt::Status::errorf("the plan is for {} ranks but cluster '{}' has {} devices",
+                                out.ranks, spec.name, spec.worldSize());
+    // CPU: the extra ranks share the nodes' cores, spread evenly.
+    out.ranksPerNode = (out.ranks + spec.nodes - 1) / spec.nodes;
+    out.computeShare = std::min(1.0, double(perNode) / double(out.ranksPerNode));
+    return {};
+  }
+  out.ranksPerNode = std::min(out.ranks, perNode);
+  out.computeShare = 1;
+  return {};
+}
+
+double collectiveSeconds(const cluster::ClusterSpec &spec, const Placement &placement,
+                         const std::string &kind, const std::vector<int64_t> &members,
+                         double bytes) {
+  uint32_t p = uint32_t(members.size());
+  if (p <= 1)
+    return 0;
+  uint32_t perNode = std::max<uint32_t>(placement.ranksPerNode, 1);
+  bool spansNodes = false;
+  for (int64_t r : members)
+    spansNodes |= r / perNode != members.front() / perNode;
+  const std::optional<cluster::Link> &chosen = spansNodes ? spec.interNode : spec.intraNode;
+  cluster::Link link = chosen ? *chosen : spansNodes && spec.intraNode ? *spec.intraNode
+                                                                       : cluster::Link{};
+  if (link.bandwidth <= 0)
+    return 0; // a spec without that link level: nothing to charge
+  // Oversubscribed CPU ranks share cores, and MPI's shared-memory copies run on them.
+  link.bandwidth *= placement.computeShare;
+  link.latency /= placement.computeShare;
+  using cluster::Collective;
+  if (kind == "all_reduce")
+    return std::min(cluster::ringTime(link, Collective::AllReduce, p, bytes),
+                    cluster::treeAllReduceTime(link, p, bytes));
+  if (kind == "reduce_scatter")
+    return cluster::ringTime(link, Collective::ReduceScatter, p, bytes);
+  return cluster::ringTime(link, Collective::AllGather, p, bytes); // all_gather, broadcast
+}
+
+StepTime simulateStep(const std::vector<SimOp> &ops, bool overlap, double tailSeconds) {
+  StepTime out;
+  double computeClock = 0, commClock = 0;
+  std::vector<double> ends(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const SimOp &op = ops[i];
+    for (uint32_t w : op.waits)
+      if (w < i)
+        computeClock = std::max(computeClock, ends[w]);
+    if (op.collective) {
+      out.commSeconds += op.seconds;
+      double start = std::max(computeClock, commClock);
+      ends[i] = commClock = start + op.seconds;
+      if (!overlap)
+        computeClock = commClock;
+      continue;
+    }
+    out.computeSeconds += op.seconds;
+    computeClock += op.seconds;
+    ends[i] = computeClock;
+  }
+  out.seconds = std::max(computeClock, commClock) + tailSeconds;
+  out.computeSeconds += tailSeconds;
+  out.exposedCommSeconds = std::max(0.0, out.seconds - out.computeSeconds);
+  return out;
+}
+
+rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &spec,
+                       Prediction &out) {
+  out = {};
+  if (auto s = placeRanks(spec, plan.worldSize, out.placement); !s.ok())
+    return s;
+  const cluster::DeviceSpec &device = spec.device;
+  const double share = out.placement.computeShare;
+  const bool cpu = device.kind == cluster::DeviceKind::Cpu;
+  const double bandwidth = device.memoryBandwidth * device.memoryEfficiency * share;
+  auto memorySeconds = [&](double bytes) {
+    if (cpu && bytes <= kCpuCacheBytes)
+      return 0.0;
+    return bandwidth > 0 ? bytes / bandwidth : 0.0;
+  };
+  std::vector<SimOp> ops(plan.instrs.size());
+  for (size_t i = 0; i < plan.instrs.size(); ++i) {
+    const plan::InstrDesc &instr = plan.instrs[i];
+    OpCost cost = opCost(plan, instr);
+    SimOp &op = ops[i];
+    op.waits = instr.waits;
+    if (cost.collective) {
+      const plan::TensorDesc &in = plan.tensors[instr.inputs.front()];
+      const plan::TensorDesc &res = plan.tensors[instr.outputs.front()];
+      const plan::TensorDesc &whole = instr.kernel == "all_gather" ? res : in;
+      std::vector<int64_t> members = rankZeroGroup(instr);
+      op.collective = true;
+      op.seconds = collectiveSeconds(spec, out.placement, instr.kernel, members,
+                                     double(plan::tensorBytes(whole)));
+      if (!members.empty())
+        op.seconds += device.launchOverhead;
+    } else {
+      fb::DType dtype = instr.outputs.empty() ? fb::DType::F32
+                                              : plan.tensors[instr.outputs[0]].dtype;
+      double peak = device.peak(peakDtype(dtype));
+      if (peak <= 0)
+        peak = device.peak(cluster::Dtype::Fp32);
+      double rate = peak * device.gemmEfficiency * share;
+      double computeSeconds = rate > 0 ? cost.flops / rate : 0;
+      op.seconds = std::max(computeSeconds, memorySeconds(cost.bytes)) + device.launchOverhead;
+      out.flops += cost.flops;
+    }
+    auto &entry = out.byKernel[instr.kernel];
+    entry.first += 1;
+    entry.second += op.seconds;
+  }
+  // Updates not written in place are copied after the step: read and write their bytes.
+  double tail = 0;
+  for (auto [source, target] : plan.updates)
+    tail += memorySeconds(2.0 * double(plan::tensorBytes(plan.tensors[target])));
+  out.step = simulateStep(ops, /*overlap=*/!cpu, tail);
+  double peak = device.peak(cluster::Dtype::Fp32);
+  out.mfu = out.step.seconds > 0 && peak > 0 ? out.flops / (out.step.seconds * peak) : 0;
+  return {};
+}
+
+} // namespace plait::cost

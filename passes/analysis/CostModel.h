@@ -1,0 +1,106 @@
+// Cost model: the predicted time of one training step of a lowered plan on a cluster spec.
+// An analysis over the plan's instruction stream (the exact kernels, shapes, collectives and
+// waits the runtime executes), so it is MLIR-free; plait-compile runs it after lowering.
+//
+//   compute op:  t = max(F / R, B / W) + launch_overhead
+//     F  the op's FLOPs: exact for contractions (2·M·N·K for matmul/gemm, 2·|y|·Cin/g·kh·kw
+//        for conv2d and both its gradients); |out| (or |in| for reductions) times a per-element
+//        count for the rest, a transcendental function (exp, erf, sqrt, pow's exp·log) counted
+//        as kTranscendentalFlops
+//     R  peak[dtype] × efficiency.gemm × s, B the bytes the op reads and writes, W the memory
+//        bandwidth × efficiency.memory × s; s = the share of a core a rank gets (CPU specs:
+//        min(1, devices_per_node / ranks per node); 1 for GPUs)
+//     on CPU devices an op whose bytes fit in kCpuCacheBytes runs from cache: no B/W term
+//   collective:  the faster of the ring form (RingModel: 2(p-1)α + 2(p-1)/p·S/β for
+//     all-reduce, (p-1)α + (p-1)/p·S/β for all-gather and reduce-scatter) and, for all-reduce,
+//     the tree form 2⌈log2 p⌉α + 2S/β, on the intra-node link when every rank of the group is
+//     on one node (rank r is on node r / devices_per_node), the inter-node link otherwise
+//   step: a two-stream simulation in program order (simulateStep).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/PlanBuilder.h"
+#include "runtime/Status.h"
+#include "runtime/cluster/ClusterSpec.h"
+
+namespace plait::cost {
+
+/// FLOPs one transcendental function is counted as (a polynomial plus range reduction).
+inline constexpr double kTranscendentalFlops = 20;
+/// A CPU op whose operands and results total at most this many bytes is served by the core's
+/// caches, not DRAM (a typical per-core L2; cluster specs carry no cache size yet).
+inline constexpr double kCpuCacheBytes = 1 << 20;
+
+/// What one instruction costs on its own.
+struct OpCost {
+  double flops = 0;
+  double bytes = 0;      ///< operands read + results written
+  bool contraction = false;
+  bool collective = false;
+  double seconds = 0;    ///< predicted time (a collective's: its transfer on its link)
+};
+
+/// FLOPs and bytes of `instr` of `plan` (seconds left 0): the per-op cost table.
+OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr);
+
+/// How a plan's ranks map onto the cluster.
+struct Placement {
+  uint32_t ranks = 1;
+  uint32_t ranksPerNode = 1;
+  double computeShare = 1; ///< s above
+};
+
+/// Where `worldSize` ranks go on `spec`: filling nodes of devices_per_node first. A GPU
+/// cluster with fewer devices than ranks is an error; a CPU one runs the extra ranks
+/// oversubscribed on the same cores.
+rt::Status placeRanks(const cluster::ClusterSpec &spec, uint32_t worldSize, Placement &out);
+
+/// The predicted time (seconds) of a collective of `kind` ("all_reduce", "all_gather",
+/// "reduce_scatter", "broadcast") over `members` (global ranks), whose full buffer is
+/// `bytes`. Broadcast takes the all-gather form.
+double collectiveSeconds(const cluster::ClusterSpec &spec, const Placement &placement,
+                         const std::string &kind, const std::vector<int64_t> &members,
+                         double bytes);
+
+/// One instruction of the simulated stream: its time, whether it is a collective, and the
+/// collectives (instruction indices) it waits for.
+struct SimOp {
+  double seconds = 0;
+  bool collective = false;
+  std::vector<uint32_t> waits;
+};
+
+struct StepTime {
+  double seconds = 0;        ///< the whole step
+  double computeSeconds = 0; ///< sum of compute ops
+  double commSeconds = 0;    ///< sum of collectives
+  double exposedCommSeconds = 0; ///< step time not spent computing
+};
+
+/// The step under two streams: compute runs the non-collective ops in order; a collective
+/// posted at time t starts on the comm stream at max(t, end of the previous collective);
+/// an op that waits for collectives starts no earlier than their ends; the step ends when
+/// both streams are done, plus `tailSeconds` (the update copies). When !overlap (the CPU
+/// backend: MPI moves the bytes with the same cores, only inside MPI calls) a collective
+/// occupies the compute stream too, so communication and computation add up.
+StepTime simulateStep(const std::vector<SimOp> &ops, bool overlap, double tailSeconds = 0);
+
+/// The cost of one plan on one cluster.
+struct Prediction {
+  StepTime step;
+  double flops = 0; ///< this rank's FLOPs per step
+  double mfu = 0;   ///< flops / (step seconds × peak fp32 of one device)
+  Placement placement;
+  /// Per kernel name: count and predicted seconds (collectives by their kind).
+  std::map<std::string, std::pair<int64_t, double>> byKernel;
+};
+
+/// Predicts the step of `plan` (rank 0's instruction stream) on `spec`.
+rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &spec,
+                       Prediction &out);
+
+} // namespace plait::cost

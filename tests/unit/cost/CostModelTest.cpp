@@ -1,0 +1,231 @@
+// The cost model: collective times equal the alpha-beta formulas on the right link level, the
+// roofline of hand-made ops, and the two-stream simulation of a tiny schedule.
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "passes/analysis/CostModel.h"
+#include "runtime/cluster/RingModel.h"
+
+namespace plait::cost {
+namespace {
+
+using cluster::ClusterSpec;
+
+/// 2 nodes x 4 GPUs: intra 100 GB/s, 2 us; inter 10 GB/s, 10 us; 100 TFLOP/s fp32.
+ClusterSpec twoNodes() {
+  ClusterSpec spec;
+  spec.name = "test";
+  spec.nodes = 2;
+  spec.devicesPerNode = 4;
+  spec.device.kind = cluster::DeviceKind::Gpu;
+  spec.device.memoryBandwidth = 1e12;
+  spec.device.peakFlops[size_t(cluster::Dtype::Fp32)] = 100e12;
+  spec.device.gemmEfficiency = 0.5;
+  spec.device.memoryEfficiency = 0.5;
+  spec.device.launchOverhead = 1e-6;
+  spec.intraNode = cluster::Link{100e9, 2e-6};
+  spec.interNode = cluster::Link{10e9, 10e-6};
+  return spec;
+}
+
+Placement placed(const ClusterSpec &spec, uint32_t ranks) {
+  Placement p;
+  EXPECT_TRUE(placeRanks(spec, ranks, p).ok());
+  return p;
+}
+
+TEST(CollectiveTime, RingFormulasWithinANode) {
+  ClusterSpec spec = twoNodes();
+  Placement p = placed(spec, 8);
+  const double S = 64e6, a = 2e-6, b = 100e9;
+  const double n = 4;
+  std::vector<int64_t> group{0, 1, 2, 3};
+  // Large buffer: the ring beats the tree (2(n-1)/n < 2).
+  EXPECT_DOUBLE_EQ(collectiveSeconds(spec, p, "all_reduce", group, S),
+                   2 * (n - 1) * a + 2 * (n - 1) / n * S / b);
+  EXPECT_DOUBLE_EQ(collectiveSeconds(spec, p, "reduce_scatter", group, S),
+                   (n - 1) * a + (n - 1) / n * S / b);
+  EXPECT_DOUBLE_EQ(collectiveSeconds(spec, p, "all_gather", group, S),
+                   (n - 1) * a + (n - 1) / n * S / b);
+  EXPECT_EQ(collectiveSeconds(spec, p, "all_reduce", {0}, S), 0);
+}
+
+TEST(CollectiveTime, TreeFormForSmallAllReduce) {
+  ClusterSpec spec = twoNodes();
+  Placement p = placed(spec, 8);
+  std::vector<int64_t> group{0, 1, 2, 3};
+  const double S = 8, a = 2e-6, b = 100e9;
+  // 4 ranks: the tree has 2·log2(4) = 4 latency steps, the ring 2·3 = 6.
+  EXPECT_DOUBLE_EQ(cluster::treeAllReduceTime(*spec.intraNode, 4, S), 4 * a + 2 * S / b);
+  EXPECT_DOUBLE_EQ(collectiveSeconds(spec, p, "all_reduce", group, S), 4 * a + 2 * S / b);
+  // A non-power of two rounds the depth up: 5 ranks -> 3 levels.
+  EXPECT_DOUBLE_EQ(cluster::treeAllReduceTime(*spec.intraNode, 5, S), 6 * a + 2 * S / b);
+}
+
+TEST(CollectiveTime, GroupsSpanningNodesUseTheInterNodeLink) {
+  ClusterSpec spec = twoNodes();
+  Placement p = placed(spec, 8);
+  const double S = 64e6, n = 2;
+  // Ranks 3 and 4 are on nodes 0 and 1 (rank r on node r / 4).
+  double inter = collectiveSeconds(spec, p, "reduce_scatter", {3, 4}, S);
+  EXPECT_DOUBLE_EQ(inter, (n - 1) * 10e-6 + (n - 1) / n * S / 10e9);
+  double intra = collectiveSeconds(spec, p, "reduce_scatter", {2, 3}, S);
+  EXPECT_DOUBLE_EQ(intra, (n - 1) * 2e-6 + (n - 1) / n * S / 100e9);
+  // All 8 ranks span both nodes.
+  EXPECT_DOUBLE_EQ(collectiveSeconds(spec, p, "all_gather", {0, 1, 2, 3, 4, 5, 6, 7}, S),
+                   7 * 10e-6 + 7.0 / 8 * S / 10e9);
+}
+
+TEST(Placement, GpuClusterTooSmallIsAnErrorCpuOversubscribes) {
+  ClusterSpec gpu = twoNodes();
+  Placement p;
+  rt::Status s = placeRanks(gpu, 16, p);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("16 ranks"), std::string::npos) << s.message();
+
+  ClusterSpec cpu = twoNodes();
+  cpu.nodes = 1;
+  cpu.devicesPerNode = 2;
+  cpu.device.kind = cluster::DeviceKind::Cpu;
+  ASSERT_TRUE(placeRanks(cpu, 4, p).ok());
+  EXPECT_EQ(p.ranksPerNode, 4u);
+  EXPECT_DOUBLE_EQ(p.computeShare, 0.5); // 2 cores, 4 ranks
+  ASSERT_TRUE(placeRanks(cpu, 2, p).ok());
+  EXPECT_DOUBLE_EQ(p.computeShare, 1.0);
+  // Oversubscribed ranks: a collective's latency doubles and its bandwidth halves.
+  Placement over;
+  ASSERT_TRUE(placeRanks(cpu, 4, over).ok());
+  double full = collectiveSeconds(cpu, p, "all_gather", {0, 1}, 1e6);
+  double shared = collectiveSeconds(cpu, over, "all_gather", {0, 1}, 1e6);
+  EXPECT_DOUBLE_EQ(shared, 2 * full);
+}
+
+/// A plan with tensors of the given shapes (f32) and no instructions.
+plan::PlanDesc tensors(std::vector<std::vector<int64_t>> shapes) {
+  plan::PlanDesc plan;
+  for (auto &shape : shapes) {
+    plan::TensorDesc t;
+    t.shape = shape;
+    plan.tensors.push_back(t);
+  }
+  return plan;
+}
+
+TEST(OpCost, ContractionsAreExact) {
+  plan::PlanDesc plan = tensors({{8, 16, 32}, {8, 32, 64}, {8, 16, 64}, {64, 32}, {16, 64}});
+  plan::InstrDesc matmul{"matmul", {0, 1}, {2}};
+  OpCost c = opCost(plan, matmul);
+  EXPECT_TRUE(c.contraction);
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 8 * 16 * 64 * 32);
+  EXPECT_DOUBLE_EQ(c.bytes, 4.0 * (8 * 16 * 32 + 8 * 32 * 64 + 8 * 16 * 64));
+  // gemm with trans_a: a is [K, M] = [64, 32]... here a = [64, 32] transposed gives M = 32.
+  plan::PlanDesc g = tensors({{32, 16}, {32, 64}, {16, 64}});
+  plan::InstrDesc gemm{"gemm", {0, 1}, {2}, {{"trans_a", {1}}}};
+  EXPECT_DOUBLE_EQ(opCost(g, gemm).flops, 2.0 * 16 * 64 * 32);
+
+  // conv2d: x [2,3,8,8], w [4,3,3,3] -> y [2,4,6,6]; its two gradients cost the same.
+  plan::PlanDesc conv = tensors({{2, 3, 8, 8}, {4, 3, 3, 3}, {2, 4, 6, 6}});
+  double expect = 2.0 * (2 * 4 * 6 * 6) * (3 * 3 * 3);
+  EXPECT_DOUBLE_EQ(opCost(conv, {"conv2d", {0, 1}, {2}}).flops, expect);
+  EXPECT_DOUBLE_EQ(opCost(conv, {"conv2d_grad_input", {2, 1}, {0}}).flops, expect);
+  EXPECT_DOUBLE_EQ(opCost(conv, {"conv2d_grad_weight", {0, 2}, {1}}).flops, expect);
+}
+
+TEST(OpCost, ElementwiseAndMovement) {
+  plan::PlanDesc plan = tensors({{1000}, {1000}, {1000}, {10, 100}, {10}});
+  EXPECT_DOUBLE_EQ(opCost(plan, {"add", {0, 1}, {2}}).flops, 1000);
+  EXPECT_DOUBLE_EQ(opCost(plan, {"exp", {0}, {2}}).flops, 1000 * kTranscendentalFlops);
+  EXPECT_DOUBLE_EQ(opCost(plan, {"reduce_sum", {3}, {4}}).flops, 1000); // per input element
+  OpCost t = opCost(plan, {"transpose", {0}, {2}});
+  EXPECT_FALSE(t.contraction);
+  EXPECT_DOUBLE_EQ(t.bytes, 8000);
+}
+
+TEST(Roofline, ComputeOrMemoryBoundPlusLaunch) {
+  ClusterSpec spec = twoNodes();
+  spec.nodes = 1;
+  spec.devicesPerNode = 1;
+  // A big GEMM (compute-bound) then a big add (memory-bound), one rank.
+  plan::PlanDesc plan =
+      tensors({{4096, 4096}, {4096, 4096}, {4096, 4096}, {4096, 4096}});
+  plan.instrs.push_back({"matmul", {0, 1}, {2}});
+  plan.instrs.push_back({"add", {2, 0}, {3}});
+  Prediction p;
+  ASSERT_TRUE(predictStep(plan, spec, p).ok());
+  double n = 4096.0 * 4096;
+  double gemm = 2 * n * 4096 / (100e12 * 0.5) + 1e-6;
+  double add = 3 * n * 4 / (1e12 * 0.5) + 1e-6; // 48 MiB moved at half of 1 TB/s
+  EXPECT_NEAR(p.step.seconds, gemm + add, 1e-12);
+  EXPECT_NEAR(p.byKernel["matmul"].second, gemm, 1e-12);
+  EXPECT_NEAR(p.byKernel["add"].second, add, 1e-12);
+  EXPECT_DOUBLE_EQ(p.step.exposedCommSeconds, 0);
+  EXPECT_NEAR(p.mfu, p.flops / (p.step.seconds * 100e12), 1e-12);
+}
+
+TEST(Roofline, CpuOpsInCacheAreComputeBound) {
+  ClusterSpec spec = twoNodes();
+  spec.nodes = 1;
+  spec.devicesPerNode = 1;
+  spec.device.kind = cluster::DeviceKind::Cpu;
+  spec.device.launchOverhead = 0;
+  plan::PlanDesc plan = tensors({{1000}, {1000}, {1000}}); // 12 kB: in cache
+  plan.instrs.push_back({"add", {0, 1}, {2}});
+  Prediction p;
+  ASSERT_TRUE(predictStep(plan, spec, p).ok());
+  EXPECT_DOUBLE_EQ(p.step.seconds, 1000 / (100e12 * 0.5));
+}
+
+TEST(Simulation, CollectiveHiddenBehindCompute) {
+  // compute 1, all-reduce (2) posted after it, compute 3 independent, compute 1 waits on it.
+  std::vector<SimOp> ops{{1, false, {}}, {2, true, {}}, {3, false, {}}, {1, false, {1}}};
+  StepTime t = simulateStep(ops, /*overlap=*/true);
+  EXPECT_DOUBLE_EQ(t.seconds, 5);           // 1 + 3 + 1: the 2 s hide behind the 3 s
+  EXPECT_DOUBLE_EQ(t.computeSeconds, 5);
+  EXPECT_DOUBLE_EQ(t.commSeconds, 2);
+  EXPECT_DOUBLE_EQ(t.exposedCommSeconds, 0);
+}
+
+TEST(Simulation, CollectiveExposedWhenWaitedAtOnce) {
+  // The waiter comes right after the post: it waits the whole transfer.
+  std::vector<SimOp> ops{{1, false, {}}, {2, true, {}}, {1, false, {1}}, {3, false, {}}};
+  StepTime t = simulateStep(ops, true);
+  EXPECT_DOUBLE_EQ(t.seconds, 7); // 1 + 2 + 1 + 3
+  EXPECT_DOUBLE_EQ(t.exposedCommSeconds, 2);
+  // Two collectives queue on the comm stream; nobody waits: the step ends when they do.
+  std::vector<SimOp> queued{{1, false, {}}, {2, true, {}}, {2, true, {}}, {1, false, {}}};
+  t = simulateStep(queued, true);
+  EXPECT_DOUBLE_EQ(t.seconds, 5); // comm 1 -> 3 -> 5, compute ends at 2
+  EXPECT_DOUBLE_EQ(t.exposedCommSeconds, 3);
+}
+
+TEST(Simulation, NoOverlapAddsCommunication) {
+  std::vector<SimOp> ops{{1, false, {}}, {2, true, {}}, {3, false, {}}, {1, false, {1}}};
+  StepTime t = simulateStep(ops, /*overlap=*/false, /*tail=*/0.5);
+  EXPECT_DOUBLE_EQ(t.seconds, 7.5); // 1 + 2 + 3 + 1 + the tail
+  EXPECT_DOUBLE_EQ(t.exposedCommSeconds, 2);
+}
+
+TEST(Prediction, DatasheetSpecsParseAndPredict) {
+  cluster::ClusterSpec spec;
+  ASSERT_TRUE(cluster::parseClusterSpec(PLAIT_CLUSTERS_DIR "/h100-sxm-8.yaml", spec).ok());
+  plan::PlanDesc plan = tensors({{1024, 1024}, {1024, 1024}, {1024, 1024}});
+  plan.worldSize = 8;
+  plan.instrs.push_back({"matmul", {0, 1}, {2}});
+  plan::InstrDesc ar{"all_reduce", {2}, {2}, {{"groups", {0, 1, 2, 3, 4, 5, 6, 7}},
+                                               {"group_size", {8}}}};
+  plan.instrs.push_back(ar);
+  Prediction p;
+  ASSERT_TRUE(predictStep(plan, spec, p).ok());
+  double bytes = 4.0 * 1024 * 1024;
+  double comm = std::min(cluster::ringTime(*spec.intraNode, cluster::Collective::AllReduce, 8,
+                                           bytes),
+                         cluster::treeAllReduceTime(*spec.intraNode, 8, bytes)) +
+                spec.device.launchOverhead;
+  EXPECT_NEAR(p.step.commSeconds, comm, 1e-12);
+  EXPECT_GT(p.step.seconds, p.step.computeSeconds);
+}
+
+} // namespace
+} // namespace plait::cost
