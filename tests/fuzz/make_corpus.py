@@ -6,6 +6,7 @@
   plan         plans plait-compile makes from the samples (forward, training, sharded), or
                the .plan files of --plans-from when the build has no compiler
   safetensors  files of every dtype, written here (the format is a JSON header and bytes)
+  onnx_tensor  the samples' arrays as TensorProtos (.pb), and the node tests' inputs
 
 Nothing here is committed: the corpus follows the samples and the plan format as they change.
 """
@@ -84,6 +85,21 @@ def safetensors_seeds(out):
     (out / "bf16.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bf16)
 
 
+def onnx_tensor_seeds(samples, out):
+    from onnx import numpy_helper
+
+    for array in sorted(samples.glob("*/inputs/*.npy")):
+        tensor = numpy_helper.from_array(np.load(array), array.stem)
+        pb = out / f"{array.parent.parent.name}_{array.stem}.pb"
+        pb.write_bytes(tensor.SerializeToString())
+    for name, value in arrays():
+        (out / f"{name}.pb").write_bytes(numpy_helper.from_array(value, name).SerializeToString())
+    if ONNX_NODE_TESTS.is_dir():
+        for pb in sorted(ONNX_NODE_TESTS.glob("*/test_data_set_0/input_0.pb")):
+            if pb.stat().st_size <= 16384:  # large seeds slow every execution
+                shutil.copy(pb, out / f"node_{pb.parent.parent.name}.pb")
+
+
 def plan_seeds(samples, out, plait_compile, plans_from):
     if plans_from:
         for plan in sorted(Path(plans_from).glob("*.plan")):
@@ -117,12 +133,14 @@ def main():
     args = parser.parse_args()
 
     shutil.rmtree(args.out, ignore_errors=True)
-    dirs = {name: args.out / name for name in ("onnx", "npy", "plan", "safetensors")}
+    targets = ("onnx", "npy", "plan", "safetensors", "onnx_tensor")
+    dirs = {name: args.out / name for name in targets}
     for d in dirs.values():
         d.mkdir(parents=True)
     onnx_seeds(args.samples, dirs["onnx"])
     npy_seeds(args.samples, dirs["npy"])
     safetensors_seeds(dirs["safetensors"])
+    onnx_tensor_seeds(args.samples, dirs["onnx_tensor"])
     plan_seeds(args.samples, dirs["plan"], args.plait_compile, args.plans_from)
     for name, d in dirs.items():
         print(f"{name}: {len(list(d.iterdir()))} seeds")
