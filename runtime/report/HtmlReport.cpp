@@ -397,11 +397,17 @@ std::string candidatesSection(const json &report) {
                  "plait-compile --mem-limit searches over strategies and recomputation).</p>"
                  "</section>";
   double limit = number(report, "mem_limit");
+  bool predicted = false;
+  for (const json &c : list)
+    predicted |= field(c, "predicted_step_ms").is_number();
   out += fmt::format("<p>The plans the --mem-limit search compiled, in the order tried, "
                      "against the limit of {} per rank (arena + workspace); it keeps the first "
-                     "that fits. There is no cost model yet, so no candidate has a predicted "
-                     "step time.</p>",
-                     bytesText(limit));
+                     "that fits. {}</p>",
+                     bytesText(limit),
+                     predicted ? "Step times are the cost model's prediction on the cluster "
+                                 "given with --cluster."
+                               : "The plan was compiled without --cluster, so no candidate has "
+                                 "a predicted step time.");
   BarChart chart;
   chart.id = "chart-candidates";
   chart.title = "Per-rank peak of each candidate the planner compiled";
@@ -425,7 +431,7 @@ std::string candidatesSection(const json &report) {
         esc(text(c, "recompute")), numberCell(number(c, "recomputed_segments")),
         bytesCell(number(c, "peak")), fits ? "fits" : "over",
         ms.is_number() ? formatNumber(ms.get<double>()) + " ms"
-                       : std::string("&mdash; (no cost model)"));
+                       : std::string("&mdash; (no --cluster)"));
   }
   if (limit > 0)
     chart.refLines.push_back({limit, "--mem-limit " + formatBytes(limit)});
