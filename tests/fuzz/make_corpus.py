@@ -112,9 +112,10 @@ def plan_seeds(samples, out, plait_compile, plans_from):
         "mlp": [], "cnn": [],
         "mlp-train-sgd": ["--train", "--optimizer", "sgd", "--momentum", "0.9"],
         "cnn-train-adamw": ["--train", "--optimizer", "adamw", "--clip-grad-norm", "1.0"],
-        "mlp-fsdp-w2": ["--train", "--optimizer", "adamw", "--world-size", "2", "--strategy", "fsdp"],
-        "mlp-ddp-w2-mb2": ["--train", "--optimizer", "sgd", "--world-size", "2", "--strategy", "ddp",
-                           "--micro-batches", "2"],
+        "mlp-fsdp-w2": ["--train", "--optimizer", "adamw", "--world-size", "2",
+                        "--strategy", "fsdp"],
+        "mlp-ddp-w2-mb2": ["--train", "--optimizer", "sgd", "--world-size", "2",
+                           "--strategy", "ddp", "--micro-batches", "2"],
     }
     for name, flags in configs.items():
         sample = name.split("-")[0]
