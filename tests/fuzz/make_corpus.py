@@ -6,6 +6,7 @@
   plan         plans plait-compile makes from the samples (forward, training, sharded), or
                the .plan files of --plans-from when the build has no compiler
   safetensors  files of every dtype, written here (the format is a JSON header and bytes)
+  checkpoint   checkpoint metadata (meta.json) for one rank and for two ranks' shards
   onnx_tensor  the samples' arrays as TensorProtos (.pb), and the node tests' inputs
 
 Nothing here is committed: the corpus follows the samples and the plan format as they change.
@@ -16,6 +17,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -100,6 +102,38 @@ def onnx_tensor_seeds(samples, out):
                 shutil.copy(pb, out / f"node_{pb.parent.parent.name}.pb")
 
 
+def checkpoint_seeds(out):
+    """meta.json files in plait-run's checkpoint format (runtime/Checkpoint.cpp): one rank with
+    whole tensors, and two ranks where a flat unit's shards split a param between files."""
+    def meta(world, tensors, files):
+        body = {"format": "plait-checkpoint", "version": 1, "step": 3, "world_size": world,
+                "global_batch": 8, "samples_seen": 24, "seed": 0, "model": "mlp.onnx",
+                "tensors": tensors, "files": files}
+        text = json.dumps(body, separators=(",", ":"))
+        return json.dumps({"crc32": zlib.crc32(text.encode()), "body": body}, indent=1)
+
+    tensors = {"fc.weight": {"kind": "param", "dtype": "f32", "shape": [4, 3]},
+               "fc.bias": {"kind": "param", "dtype": "f32", "shape": [4]},
+               "fc.weight.exp_avg": {"kind": "state", "dtype": "f32", "shape": [4, 3]}}
+    whole = [{"file": "rank-00000.safetensors", "rank": 0, "bytes": 200, "crc32": 1,
+              "entries": [{"key": name, "segments": [
+                  {"tensor": name, "start": 0, "count": 12 if "weight" in name else 4,
+                   "offset": 0}]} for name in tensors]}]
+    (out / "one_rank.json").write_text(meta(1, tensors, whole))
+    sharded = []
+    for rank in range(2):  # a 16-element unit (weight 12 + bias 4) split 8 / 8
+        segments = ([{"tensor": "fc.weight", "start": 0, "count": 8, "offset": 0}] if rank == 0
+                    else [{"tensor": "fc.weight", "start": 8, "count": 4, "offset": 0},
+                          {"tensor": "fc.bias", "start": 0, "count": 4, "offset": 4}])
+        sharded.append({"file": "rank-%05d.safetensors" % rank, "rank": rank, "bytes": 96,
+                        "crc32": rank, "entries": [{
+                            "key": "fc", "shard": {"unit": "fc", "group_size": 2,
+                                                   "index": rank, "padded_numel": 16},
+                            "segments": segments}]})
+    del tensors["fc.weight.exp_avg"]
+    (out / "two_ranks_sharded.json").write_text(meta(2, tensors, sharded))
+
+
 def plan_seeds(samples, out, plait_compile, plans_from):
     if plans_from:
         for plan in sorted(Path(plans_from).glob("*.plan")):
@@ -134,7 +168,7 @@ def main():
     args = parser.parse_args()
 
     shutil.rmtree(args.out, ignore_errors=True)
-    targets = ("onnx", "npy", "plan", "safetensors", "onnx_tensor")
+    targets = ("onnx", "npy", "plan", "safetensors", "onnx_tensor", "checkpoint")
     dirs = {name: args.out / name for name in targets}
     for d in dirs.values():
         d.mkdir(parents=True)
@@ -143,6 +177,7 @@ def main():
     safetensors_seeds(dirs["safetensors"])
     onnx_tensor_seeds(args.samples, dirs["onnx_tensor"])
     plan_seeds(args.samples, dirs["plan"], args.plait_compile, args.plans_from)
+    checkpoint_seeds(dirs["checkpoint"])
     for name, d in dirs.items():
         print(f"{name}: {len(list(d.iterdir()))} seeds")
     return 0
