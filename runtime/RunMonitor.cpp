@@ -97,6 +97,17 @@ Status RunMonitor::start(const MonitorOptions &options, const Plan &plan, Commun
   trace_ = std::make_unique<StepTrace>(plan, rank_, std::min(steps, options.traceSteps));
   PLAIT_RETURN_IF_ERROR(comm.barrier());
   trace_->setOrigin();
+  // Ranks on one host read one monotonic clock: then every rank takes the earliest barrier
+  // exit as its origin and the timelines line up exactly, however late a descheduled rank
+  // read its clock. Clocks more than a second apart are other hosts' (other epochs): each
+  // rank keeps its own barrier exit.
+  std::vector<int64_t> exits(comm.size(), 0), all(comm.size(), 0);
+  exits[comm.rank()] = trace_->origin().time_since_epoch().count();
+  PLAIT_RETURN_IF_ERROR(sumOverWorld(comm, exits.data(), all.data(), all.size()));
+  auto [first, last] = std::minmax_element(all.begin(), all.end());
+  using Ticks = std::chrono::steady_clock::duration;
+  if (Ticks(*last - *first) < std::chrono::seconds(1))
+    trace_->setOrigin(std::chrono::steady_clock::time_point(Ticks(*first)));
   return {};
 }
 
@@ -158,7 +169,8 @@ Status RunMonitor::finish(Communicator &comm) {
       {"first_step", firstStep_},
       {"steps_traced", std::min(int64_t(stepMs_.size()), options_.traceSteps)},
       {"steps", steps_},
-      {"clock", "each rank's steady_clock, zero when it left a barrier before step 1"},
+      {"clock", "steady_clock, zero when the first rank left a barrier before step 1 (ranks "
+                "on one host share the clock; on several hosts each rank's own exit)"},
   };
   std::ofstream file(options_.tracePath, std::ios::trunc);
   file << chromeTraceJson(ranks, other.dump(-1, ' ', false,

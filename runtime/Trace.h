@@ -34,6 +34,8 @@ public:
   /// Time zero: every rank calls it right after a barrier, so that the ranks' timelines line
   /// up to within the barrier's exit skew (microseconds on one host).
   void setOrigin() { origin_ = std::chrono::steady_clock::now(); }
+  void setOrigin(std::chrono::steady_clock::time_point origin) { origin_ = origin; }
+  std::chrono::steady_clock::time_point origin() const { return origin_; }
   /// Nanoseconds since the origin.
   int64_t now() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
