@@ -37,42 +37,54 @@ bool isCollective(const std::string &kernel) {
 }
 
 /// FLOPs per element of the result (or of the first operand, for reductions and losses) of
-/// the kernels that are not contractions; 0 for data movement.
+/// the kernels that are not contractions (0 for data movement), and the class of measured
+/// kernel rates (cluster::kKernelClassNames) that times them when the spec has one.
 struct ElementCost {
   const char *kernel;
   double flops;
   bool perInput; // counted per element of the first operand
+  const char *rateClass;
 };
 
 constexpr double T = kTranscendentalFlops;
 constexpr ElementCost kElementCosts[] = {
-    {"add", 1, false},          {"sub", 1, false},         {"mul", 1, false},
-    {"div", 1, false},          {"neg", 1, false},         {"abs", 1, false},
-    {"relu", 1, false},         {"where", 1, false},       {"greater", 1, false},
-    {"less", 1, false},         {"equal", 1, false},       {"not", 1, false},
-    {"and", 1, false},          {"or", 1, false},          {"max", 1, false},
-    {"min", 1, false},          {"clamp", 2, false},       {"cast", 1, false},
-    {"reciprocal", 1, false},   {"exp", T, false},         {"log", T, false},
-    {"erf", T, false},          {"tanh", T, false},        {"sigmoid", T + 2, false},
-    {"sqrt", T, false},         {"rsqrt", T, false},       {"sin", T, false},
-    {"cos", T, false},          {"gelu", T + 4, false},    {"pow", 2 * T + 1, false},
-    {"softmax", T + 4, false},  {"log_softmax", T + 4, false},
-    {"layer_norm", 8, false},   {"rms_norm", 6, false},
-    {"reduce_sum", 1, true},    {"reduce_mean", 1, true},  {"reduce_max", 1, true},
-    {"reduce_min", 1, true},    {"argmax", 1, true},       {"argmin", 1, true},
-    {"softmax_cross_entropy", T + 4, true},
-    {"softmax_cross_entropy_grad", T + 4, true},
-    {"nll_loss", 1, true},      {"nll_loss_grad", 1, false},
-    {"max_pool2d", 1, true},    {"avg_pool2d", 1, true},
-    {"max_pool2d_grad", 2, true}, {"avg_pool2d_grad", 2, true},
+    {"add", 1, false, "binary"},        {"sub", 1, false, "binary"},
+    {"mul", 1, false, "binary"},        {"div", 1, false, "binary"},
+    {"max", 1, false, "binary"},        {"min", 1, false, "binary"},
+    {"greater", 1, false, "binary"},    {"less", 1, false, "binary"},
+    {"equal", 1, false, "binary"},      {"and", 1, false, "binary"},
+    {"or", 1, false, "binary"},         {"neg", 1, false, "unary"},
+    {"abs", 1, false, "unary"},         {"relu", 1, false, "unary"},
+    {"not", 1, false, "unary"},         {"clamp", 2, false, "unary"},
+    {"reciprocal", 1, false, "unary"},  {"where", 1, false, "where"},
+    {"cast", 1, false, "cast"},         {"exp", T, false, "transcendental"},
+    {"log", T, false, "transcendental"}, {"erf", T, false, "transcendental"},
+    {"tanh", T, false, "transcendental"}, {"sigmoid", T + 2, false, "transcendental"},
+    {"sqrt", T, false, "transcendental"}, {"rsqrt", T, false, "transcendental"},
+    {"sin", T, false, "transcendental"}, {"cos", T, false, "transcendental"},
+    {"gelu", T + 4, false, "transcendental"}, {"pow", 2 * T + 1, false, "pow"},
+    {"softmax", T + 4, false, "softmax"}, {"log_softmax", T + 4, false, "softmax"},
+    {"layer_norm", 8, false, "norm"},   {"rms_norm", 6, false, "norm"},
+    {"reduce_sum", 1, true, "reduction"}, {"reduce_mean", 1, true, "reduction"},
+    {"reduce_max", 1, true, "reduction"}, {"reduce_min", 1, true, "reduction"},
+    {"argmax", 1, true, "reduction"},   {"argmin", 1, true, "reduction"},
+    {"softmax_cross_entropy", T + 4, true, "softmax"},
+    {"softmax_cross_entropy_grad", T + 4, true, "softmax"},
+    {"nll_loss", 1, true, "reduction"}, {"nll_loss_grad", 1, false, "movement"},
+    {"max_pool2d", 1, true, "pool"},    {"avg_pool2d", 1, true, "pool"},
+    {"max_pool2d_grad", 2, true, "pool_grad"},
+    {"avg_pool2d_grad", 2, true, "pool_grad"},
     // torch's AdamW per element: decay, two moment updates, sqrt, divide, step: ~12 ops.
-    {"adamw_update", T + 12, false}, {"sgd_update", 4, false},
+    {"adamw_update", T + 12, false, "adamw"}, {"sgd_update", 4, false, "sgd"},
     // Data movement: one load and store per element moved (the CPU backend's loops; on GPUs
-    // these are memory-bound and the bytes term decides).
-    {"transpose", 1, false},    {"reshape", 1, false},     {"broadcast_to", 1, false},
-    {"concat", 1, false},       {"split", 1, true},        {"slice", 1, false},
-    {"pad", 1, false},          {"gather", 1, false},      {"gather_grad", 1, false},
-    {"local_shard", 1, false},  {"trilu", 1, false},
+    // these are memory-bound and the bytes term decides). reshape is a view: no rate.
+    // "movement" permutes or gathers elements; "copy" moves contiguous runs.
+    {"transpose", 1, false, "movement"}, {"reshape", 1, false, nullptr},
+    {"broadcast_to", 1, false, "movement"}, {"gather", 1, false, "movement"},
+    {"gather_grad", 1, false, "movement"}, {"trilu", 1, false, "movement"},
+    {"concat", 1, false, "copy"},       {"split", 1, true, "copy"},
+    {"slice", 1, false, "copy"},        {"pad", 1, false, "copy"},
+    {"local_shard", 1, false, "copy"},
 };
 
 const ElementCost *elementCost(const std::string &kernel) {
@@ -150,8 +162,12 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     }
     return cost;
   }
-  if (const ElementCost *c = elementCost(k))
-    cost.flops = c->flops * (c->perInput ? numel(a) : numel(out));
+  if (const ElementCost *c = elementCost(k)) {
+    cost.elements = c->perInput ? numel(a) : numel(out);
+    cost.flops = c->flops * cost.elements;
+    if (c->rateClass)
+      cost.rateClass = c->rateClass;
+  }
   return cost;
 }
 
@@ -187,10 +203,17 @@ double collectiveSeconds(const cluster::ClusterSpec &spec, const Placement &plac
                                                                        : cluster::Link{};
   if (link.bandwidth <= 0)
     return 0; // a spec without that link level: nothing to charge
+  using cluster::Collective;
+  // The kind's own fit where the spec has one (broadcast moves bytes as all-gather does).
+  for (size_t k = 0; k < cluster::kNumCollectiveKinds; ++k)
+    if (link.byKind[k] && (kind == cluster::kCollectiveKindNames[k] ||
+                           (kind == "broadcast" && k == size_t(Collective::AllGather)))) {
+      link.bandwidth = link.byKind[k]->bandwidth;
+      link.latency = link.byKind[k]->latency;
+    }
   // Oversubscribed CPU ranks share cores, and MPI's shared-memory copies run on them.
   link.bandwidth *= placement.computeShare;
   link.latency /= placement.computeShare;
-  using cluster::Collective;
   if (kind == "all_reduce")
     return std::min(cluster::ringTime(link, Collective::AllReduce, p, bytes),
                     cluster::treeAllReduceTime(link, p, bytes));
@@ -262,9 +285,18 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
       double peak = device.peak(peakDtype(dtype));
       if (peak <= 0)
         peak = device.peak(cluster::Dtype::Fp32);
-      double rate = peak * device.gemmEfficiency * share;
-      double computeSeconds = rate > 0 ? cost.flops / rate : 0;
-      op.seconds = std::max(computeSeconds, memorySeconds(cost.bytes)) + device.launchOverhead;
+      auto measured = cost.rateClass ? device.kernels.find(cost.rateClass) : device.kernels.end();
+      if (measured != device.kernels.end()) {
+        // The class's measured loop (timed in cache): its fixed part replaces the launch
+        // overhead; an op too large for the cache is still held to DRAM bandwidth.
+        const cluster::KernelRate &r = measured->second;
+        op.seconds = std::max((r.overhead + cost.elements * r.nsPerElement * 1e-9) / share,
+                              memorySeconds(cost.bytes));
+      } else {
+        double rate = peak * device.gemmEfficiency * share;
+        double computeSeconds = rate > 0 ? cost.flops / rate : 0;
+        op.seconds = std::max(computeSeconds, memorySeconds(cost.bytes)) + device.launchOverhead;
+      }
       out.flops += cost.flops;
     }
     auto &entry = out.byKernel[instr.kernel];

@@ -11,6 +11,11 @@
 //        bandwidth × efficiency.memory × s; s = the share of a core a rank gets (CPU specs:
 //        min(1, devices_per_node / ranks per node); 1 for GPUs)
 //     on CPU devices an op whose bytes fit in kCpuCacheBytes runs from cache: no B/W term
+//   measured element kernel: when the spec's device.kernels has the op's class (binary,
+//     transcendental, movement, pool, ...: plait-calibrate's timings of the runtime's own
+//     kernels, timed in cache), t = max((overhead + n · ns_per_element) / s, B / W) instead,
+//     n the op's elements (the B/W term as above: 0 in cache); contractions keep the
+//     FLOP-rate form
 //   collective:  the faster of the ring form (RingModel: 2(p-1)α + 2(p-1)/p·S/β for
 //     all-reduce, (p-1)α + (p-1)/p·S/β for all-gather and reduce-scatter) and, for all-reduce,
 //     the tree form 2⌈log2 p⌉α + 2S/β, on the intra-node link when every rank of the group is
@@ -39,6 +44,10 @@ inline constexpr double kCpuCacheBytes = 1 << 20;
 struct OpCost {
   double flops = 0;
   double bytes = 0;      ///< operands read + results written
+  double elements = 0;   ///< elements the per-element count applies to (0: contractions)
+  /// The class of measured kernel rates (ClusterSpec's device.kernels) that times this op,
+  /// or null: contractions, collectives, views.
+  const char *rateClass = nullptr;
   bool contraction = false;
   bool collective = false;
   double seconds = 0;    ///< predicted time (a collective's: its transfer on its link)

@@ -16,7 +16,9 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
+#include "runtime/Kernel.h"
 #include "runtime/comm/MpiStatus.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::cluster {
 
@@ -116,6 +118,230 @@ Status measureStream(uint64_t bytes, int reps, double &copy, double &triad) {
   // Keep the loops from being optimised away.
   volatile double sink = a[n / 2] + c[n / 3];
   (void)sink;
+  return {};
+}
+
+// --- The runtime's element kernels, per class ---------------------------------------------
+
+// Synthetic operands and results of one kernel call, owning their bytes.
+struct KernelOperands {
+  std::vector<std::vector<uint8_t>> storage;
+  std::vector<rt::TensorView> inputs, outputs;
+  rt::Attrs attrs;
+  std::vector<uint8_t> workspace;
+  uint8_t *aligned = nullptr;
+  uint64_t workspaceBytes = 0;
+
+  rt::TensorView make(rt::DType dtype, std::vector<int64_t> shape, float value) {
+    rt::TensorView view;
+    view.dtype = dtype;
+    view.shape = std::move(shape);
+    std::vector<uint8_t> &bytes = storage.emplace_back(std::max<size_t>(view.bytes(), 1), 0);
+    view.data = bytes.data();
+    int64_t n = view.numel();
+    if (dtype == rt::DType::F32)
+      for (int64_t i = 0; i < n; ++i) // in (value, value + 0.5): no zeros, no denormals
+        static_cast<float *>(view.data)[i] = value + 0.5f * float(i % 97) / 97.0f;
+    else if (dtype == rt::DType::I1)
+      for (int64_t i = 0; i < n; ++i)
+        bytes[size_t(i)] = uint8_t(i % 3 == 0);
+    return view;
+  }
+  void in(rt::DType dtype, std::vector<int64_t> shape, float value = 0.5f) {
+    inputs.push_back(make(dtype, std::move(shape), value));
+  }
+  void out(rt::DType dtype, std::vector<int64_t> shape) {
+    outputs.push_back(make(dtype, std::move(shape), 0));
+  }
+  void ints(const char *name, std::vector<int64_t> values) {
+    attrs.set(name, rt::AttrValue{std::move(values), {}, {}});
+  }
+  void allocateWorkspace(std::string_view kernel) {
+    std::vector<rt::OperandType> in, out;
+    for (const rt::TensorView &t : inputs)
+      in.push_back({t.dtype, &t.shape});
+    for (const rt::TensorView &t : outputs)
+      out.push_back({t.dtype, &t.shape});
+    workspaceBytes = rt::kernelWorkspaceBytes(kernel, in, out, attrs);
+    workspace.assign(workspaceBytes + rt::kWorkspaceAlignment, 0);
+    uintptr_t base = reinterpret_cast<uintptr_t>(workspace.data());
+    aligned = workspace.data() + (rt::kWorkspaceAlignment - base % rt::kWorkspaceAlignment) %
+                                     rt::kWorkspaceAlignment;
+  }
+};
+
+// The registered kernel a timed variant runs ("pow_square" is pow with a scalar exponent).
+std::string registered(const std::string &variant) {
+  if (variant == "pow_square")
+    return "pow";
+  if (variant == "transpose_heads")
+    return "transpose";
+  if (variant == "where_scalar")
+    return "where";
+  return variant;
+}
+
+// The operands of `kernel` (a registered kernel or a variant) for `elements` f32 elements
+// (a multiple of 256), shaped as the plans shape them: rows of 256 (the last axis the softmax,
+// norm and reduction work over), NCHW images of 16×16 for the pools. `elements` is what the
+// cost model's table counts for the kernel (result elements; the first operand's for
+// reductions, pools and their gradients).
+void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands &k) {
+  using rt::DType;
+  const int64_t rows = elements / 256;
+  const std::vector<int64_t> shape{rows, 256};
+  if (kernel == "mul" || kernel == "add") {
+    k.in(DType::F32, shape), k.in(DType::F32, shape, 1.0f), k.out(DType::F32, shape);
+  } else if (kernel == "pow") { // x ** y elementwise, and x ** 2 (a scalar exponent)
+    k.in(DType::F32, shape), k.in(DType::F32, shape, 1.0f), k.out(DType::F32, shape);
+  } else if (kernel == "pow_square") {
+    k.in(DType::F32, shape), k.in(DType::F32, {}, 2.0f), k.out(DType::F32, shape);
+  } else if (kernel == "relu" || kernel == "exp" || kernel == "erf" || kernel == "gelu") {
+    k.in(DType::F32, shape, -0.25f), k.out(DType::F32, shape);
+  } else if (kernel == "where") {
+    k.in(DType::I1, shape), k.in(DType::F32, shape), k.in(DType::F32, shape);
+    k.out(DType::F32, shape);
+  } else if (kernel == "where_scalar") { // one side a broadcast scalar, as in relu's gradient
+    k.in(DType::I1, shape), k.in(DType::F32, shape), k.in(DType::F32, {}, 0.0f);
+    k.out(DType::F32, shape);
+  } else if (kernel == "cast") {
+    k.in(DType::F32, shape), k.out(DType::I32, shape);
+  } else if (kernel == "transpose") { // a matrix transposed
+    k.in(DType::F32, shape), k.out(DType::F32, {256, rows});
+    k.ints("perm", {1, 0});
+  } else if (kernel == "transpose_heads") { // rows of 16 moved whole, as attention heads are
+    k.in(DType::F32, {rows, 16, 16}), k.out(DType::F32, {16, rows, 16});
+    k.ints("perm", {1, 0, 2});
+  } else if (kernel == "concat") {
+    k.in(DType::F32, {rows, 128}), k.in(DType::F32, {rows, 128}), k.out(DType::F32, shape);
+    k.ints("axis", {1});
+  } else if (kernel == "slice") {
+    k.in(DType::F32, {rows, 512}), k.out(DType::F32, shape);
+    k.ints("starts", {0, 128});
+    k.ints("ends", {rows, 384});
+    k.ints("steps", {1, 1});
+  } else if (kernel == "reduce_sum") {
+    k.in(DType::F32, shape), k.out(DType::F32, {rows});
+    k.ints("axes", {1});
+    k.ints("keepdims", {0});
+  } else if (kernel == "softmax") {
+    k.in(DType::F32, shape), k.out(DType::F32, shape);
+    k.ints("axis", {-1});
+  } else if (kernel == "layer_norm") {
+    k.in(DType::F32, shape), k.in(DType::F32, {256}), k.in(DType::F32, {256});
+    k.out(DType::F32, shape);
+    k.ints("axis", {-1});
+  } else if (kernel.rfind("max_pool2d", 0) == 0 || kernel.rfind("avg_pool2d", 0) == 0) {
+    // The table counts a pool's input elements, its gradient's first operand's (x, or dy).
+    if (kernel == "max_pool2d_grad") { // (x, dy) -> dx
+      k.in(DType::F32, {1, rows, 16, 16}), k.in(DType::F32, {1, rows, 8, 8});
+      k.out(DType::F32, {1, rows, 16, 16});
+    } else if (kernel == "avg_pool2d_grad") { // dy -> dx
+      k.in(DType::F32, {1, rows, 16, 16}), k.out(DType::F32, {1, rows, 32, 32});
+    } else {
+      k.in(DType::F32, {1, rows, 16, 16}), k.out(DType::F32, {1, rows, 8, 8});
+    }
+    k.ints("kernel", {2, 2});
+    k.ints("strides", {2, 2});
+    k.ints("pads", {0, 0, 0, 0});
+    k.ints("dilations", {1, 1});
+  } else if (kernel == "adamw_update") { // in place, as plans update parameters
+    k.in(DType::F32, shape), k.in(DType::F32, shape), k.in(DType::F32, shape);
+    k.in(DType::F32, shape), k.in(DType::F32, {}, 0.001f), k.in(DType::F32, {}, 1.0f);
+    k.outputs = {k.inputs[0], k.inputs[2], k.inputs[3]};
+  } else if (kernel == "sgd_update") {
+    k.in(DType::F32, shape), k.in(DType::F32, shape), k.in(DType::F32, {}, 0.01f);
+    k.in(DType::F32, {}, 1.0f);
+    k.outputs = {k.inputs[0]};
+  }
+  k.allocateWorkspace(registered(kernel));
+}
+
+// Each class (cluster::kKernelClassNames) and the kernels timed for it.
+struct KernelClass {
+  const char *name;
+  std::vector<std::string> kernels;
+};
+const std::vector<KernelClass> &kernelClasses() {
+  static const std::vector<KernelClass> classes = {
+      {"binary", {"mul", "add"}},
+      {"unary", {"relu"}},
+      {"transcendental", {"exp", "erf", "gelu"}},
+      {"pow", {"pow", "pow_square"}},
+      {"where", {"where", "where_scalar"}},
+      {"cast", {"cast"}},
+      {"movement", {"transpose", "transpose_heads"}},
+      {"copy", {"concat", "slice"}},
+      {"reduction", {"reduce_sum"}},
+      {"softmax", {"softmax"}},
+      {"norm", {"layer_norm"}},
+      {"pool", {"max_pool2d", "avg_pool2d"}},
+      {"pool_grad", {"max_pool2d_grad", "avg_pool2d_grad"}},
+      {"adamw", {"adamw_update"}},
+      {"sgd", {"sgd_update"}},
+  };
+  return classes;
+}
+
+// One call's time of `kernel` on `elements` elements, every rank at once.
+Status measureKernel(const std::string &kernel, int64_t elements, int reps, double target,
+                     double &seconds) {
+  rt::KernelFn fn = rt::findKernel(registered(kernel));
+  if (!fn)
+    return Status::errorf("plait-calibrate: no kernel named '{}' in the runtime", kernel);
+  KernelOperands k;
+  kernelOperands(kernel, elements, k);
+  rt::KernelCall call{k.inputs, k.outputs, k.attrs, 0, 1,
+                      k.workspaceBytes ? k.aligned : nullptr, k.workspaceBytes, nullptr};
+  auto once = [&]() -> Status {
+    if (Status s = fn(call); !s.ok())
+      return Status::errorf("plait-calibrate: kernel '{}' on {} elements: {}", kernel, elements,
+                            s.message());
+    return {};
+  };
+  PLAIT_RETURN_IF_ERROR(once());
+  double start = now();
+  PLAIT_RETURN_IF_ERROR(once());
+  double first = now() - start;
+  PLAIT_MPI_RETURN_IF_ERROR(
+      MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  int calls = callsFor(first, target);
+  PLAIT_RETURN_IF_ERROR(timeOnAllRanks(
+      MPI_COMM_WORLD, 1, reps,
+      [&]() -> Status {
+        for (int i = 0; i < calls; ++i)
+          PLAIT_RETURN_IF_ERROR(once());
+        return {};
+      },
+      seconds));
+  seconds /= calls;
+  return {};
+}
+
+// Every class on tensors that fit in a core's cache with their operands (at most 64K f32
+// elements, under 1 MiB for a binary op), as the plans' element kernels mostly do: the cost
+// model charges DRAM bandwidth separately for larger ones.
+Status measureKernelClasses(bool quick, std::vector<KernelClassRates> &out) {
+  const std::vector<int64_t> sizes =
+      quick ? std::vector<int64_t>{256, 4096, 65536}
+            : std::vector<int64_t>{256, 1024, 4096, 16384, 65536};
+  const int reps = quick ? 3 : 5;
+  const double target = quick ? 0.001 : 0.02;
+  for (const KernelClass &c : kernelClasses()) {
+    KernelClassRates rates;
+    rates.name = c.name;
+    rates.kernels = c.kernels;
+    std::vector<std::pair<double, double>> points;
+    for (const std::string &kernel : c.kernels)
+      for (int64_t n : sizes) {
+        double seconds = 0;
+        PLAIT_RETURN_IF_ERROR(measureKernel(kernel, n, reps, target, seconds));
+        rates.samples.push_back({kernel, n, seconds});
+        points.push_back({double(n), seconds});
+      }
+    rates.fit = fitKernelRate(points);
+    out.push_back(std::move(rates));
+  }
   return {};
 }
 
@@ -263,6 +489,43 @@ constexpr int kGptShapes[][3] = {
 
 } // namespace
 
+KernelRate fitKernelRate(const std::vector<std::pair<double, double>> &samples) {
+  // Minimise Σ ((a + b·n − t)/t)² over a, b ≥ 0: the weighted normal equations of a line;
+  // where the free optimum has a < 0 (or b < 0), the optimum on that boundary.
+  double sw = 0, swn = 0, swnn = 0, swt = 0, swnt = 0;
+  for (auto [n, t] : samples) {
+    if (!(t > 0))
+      continue;
+    double w = 1 / (t * t);
+    sw += w, swn += w * n, swnn += w * n * n, swt += w * t, swnt += w * n * t;
+  }
+  if (!(sw > 0))
+    return {};
+  double det = sw * swnn - swn * swn;
+  double a = 0, b = 0;
+  if (det > 0) {
+    b = (sw * swnt - swn * swt) / det;
+    a = (swt - b * swn) / sw;
+  }
+  if (!(det > 0) || !(a > 0) || !(b > 0)) {
+    double bOnly = swnn > 0 ? swnt / swnn : 0; // a = 0
+    double aOnly = swt / sw;                    // b = 0
+    auto residual = [&](double a, double b) {
+      double r = 0;
+      for (auto [n, t] : samples)
+        if (t > 0)
+          r += (a + b * n - t) * (a + b * n - t) / (t * t);
+      return r;
+    };
+    if (residual(0, bOnly) <= residual(aOnly, 0))
+      a = 0, b = bOnly;
+    else
+      a = aOnly, b = 0;
+  }
+  // The spec's fields must be positive: floors far below anything measurable.
+  return KernelRate{significant(std::max(b * 1e9, 1e-6)), significant(std::max(a, 1e-9))};
+}
+
 Status calibrate(const CalibrateOptions &options, Calibration &out) {
   PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   int worldSize = 0, worldRank = 0;
@@ -342,6 +605,8 @@ Status calibrate(const CalibrateOptions &options, Calibration &out) {
   PLAIT_RETURN_IF_ERROR(
       measureStream(c.streamBytes, quick ? 3 : 5, c.copyBandwidth, c.triadBandwidth));
 
+  PLAIT_RETURN_IF_ERROR(measureKernelClasses(quick, c.kernels));
+
   PLAIT_RETURN_IF_ERROR(measureLink(local, quick, c.intraNode, c.intraLink));
   PLAIT_RETURN_IF_ERROR(measureLink(cross, quick, c.interNode, c.interLink));
   PLAIT_RETURN_IF_ERROR(broadcastLinks(c));
@@ -372,10 +637,20 @@ ClusterSpec specFromCalibration(const Calibration &c, const std::string &name) {
   auto rounded = [](const Link &link) {
     return Link{significant(link.bandwidth), significant(link.latency)};
   };
+  for (const KernelClassRates &k : c.kernels)
+    d.kernels[k.name] = k.fit;
+  // Per kind: rank 0's own groups' fits (rank 0 writes the spec).
+  auto withKinds = [&](Link link, const std::vector<CollectiveRates> &rates) {
+    for (const CollectiveRates &r : rates)
+      if (r.fit.bandwidth > 0 && r.fit.latency > 0)
+        link.byKind[size_t(r.collective)] =
+            LinkFit{significant(r.fit.bandwidth), significant(r.fit.latency)};
+    return link;
+  };
   if (c.intraLink)
-    spec.intraNode = rounded(*c.intraLink);
+    spec.intraNode = withKinds(rounded(*c.intraLink), c.intraNode);
   if (c.interLink)
-    spec.interNode = rounded(*c.interLink);
+    spec.interNode = withKinds(rounded(*c.interLink), c.interNode);
   return spec;
 }
 
@@ -430,6 +705,18 @@ std::string calibrationTable(const Calibration &c) {
                          "{:8.3f} GB/s\n",
                          link->latency * 1e6, link->bandwidth / 1e9);
   };
+  if (!c.kernels.empty()) {
+    out += "\nplait's CPU kernels (f32), per class: time of one call = overhead + elements x "
+           "ns/element\n";
+    out += "  class           kernel            elements       us a call\n";
+    for (const KernelClassRates &k : c.kernels) {
+      for (const KernelClassRates::Sample &s : k.samples)
+        out += fmt::format("  {:<15} {:<16} {:>9} {:>14.3f}\n", k.name, s.kernel, s.elements,
+                           s.seconds * 1e6);
+      out += fmt::format("  {:<15} fit: {:.4g} ns/element + {:.3f} us\n", k.name,
+                         k.fit.nsPerElement, k.fit.overhead * 1e6);
+    }
+  }
   links("within a node", c.intraNode, c.intraLink);
   links("across nodes", c.interNode, c.interLink);
   return out;

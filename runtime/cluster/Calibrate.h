@@ -1,6 +1,6 @@
 // plait-calibrate's measurements: GEMM rate (OpenBLAS), memory bandwidth (STREAM copy and
-// triad), per-kernel overhead, and the latency and bandwidth of MPI collectives within and
-// across nodes; and the cluster spec they make.
+// triad), per-kernel overhead, the runtime's own element kernels per class, and the latency
+// and bandwidth of MPI collectives within and across nodes; and the cluster spec they make.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,21 @@ struct CollectiveRates {
   Link fit;
 };
 
+/// One class of element kernels (ClusterSpec's kKernelClassNames): the runtime's own CPU
+/// kernels of that class timed on synthetic f32 tensors of a few sizes, and the fit
+/// time = overhead + elements × ns_per_element over all of them.
+struct KernelClassRates {
+  std::string name;                 ///< the class
+  std::vector<std::string> kernels; ///< the kernels timed for it
+  struct Sample {
+    std::string kernel;
+    int64_t elements = 0;
+    double seconds = 0; ///< one call
+  };
+  std::vector<Sample> samples;
+  KernelRate fit;
+};
+
 struct Calibration {
   std::string host, date, cpuModel;
   uint32_t rank = 0; ///< this process's rank in MPI_COMM_WORLD
@@ -50,6 +65,7 @@ struct Calibration {
   uint64_t streamBytes = 0;          ///< per array
   double copyBandwidth = 0, triadBandwidth = 0;      ///< bytes/s per rank, all ranks at once
   double launchOverhead = 0;                         ///< seconds: one 4×4×4 GEMM call
+  std::vector<KernelClassRates> kernels;             ///< one per kernel class
   std::vector<CollectiveRates> intraNode, interNode; ///< empty when only one rank crosses
   std::optional<Link> intraLink, interLink;          ///< fitted over all three collectives
 };
@@ -61,8 +77,15 @@ rt::Status calibrate(const CalibrateOptions &options, Calibration &out);
 
 /// The cluster spec of the measured machine: one device per rank, the best GEMM rate as the
 /// fp32 peak, the GPT-sample GEMMs' fraction of it (net of launch overhead) as the GEMM
-/// efficiency, the triad bandwidth with memory efficiency 1, the fitted links.
+/// efficiency, the triad bandwidth with memory efficiency 1, the measured kernel classes, the
+/// fitted links with a fit per collective kind.
 ClusterSpec specFromCalibration(const Calibration &calibration, const std::string &name);
+
+/// The KernelRate fitting `samples` (elements, seconds) best in relative error (weighted least
+/// squares: small tensors decide the overhead, large ones the per-element time), with the
+/// overhead and the per-element time constrained to be non-negative (then floored at 1 ns and
+/// 1e-6 ns, since the spec's fields are positive).
+KernelRate fitKernelRate(const std::vector<std::pair<double, double>> &samples);
 
 /// What was measured, as a table for people (also written as comments above the spec).
 std::string calibrationTable(const Calibration &calibration);

@@ -1,6 +1,7 @@
 // Reading and writing cluster specs (YAML through yaml-cpp; line numbers from its marks).
 #include "runtime/cluster/ClusterSpec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -130,6 +131,8 @@ private:
 
   Status readDevice(const Field &field, DeviceSpec &device) const;
   Status readLink(const Field &field, const std::string &path, Link &link) const;
+  Status readLinkFit(const Fields &fields, const std::string &path, int line, LinkFit &fit) const;
+  Status readKernels(const Field &field, DeviceSpec &device) const;
 
   std::string file_;
 };
@@ -157,22 +160,75 @@ Status SpecReader::fieldsOf(const YAML::Node &map, std::string_view path, int li
   return {};
 }
 
+Status SpecReader::readLinkFit(const Fields &fields, const std::string &path, int line,
+                               LinkFit &fit) const {
+  const Field *bandwidth = nullptr, *latency = nullptr;
+  PLAIT_RETURN_IF_ERROR(require(fields, path, line, "bandwidth", bandwidth));
+  PLAIT_RETURN_IF_ERROR(require(fields, path, line, "latency", latency));
+  PLAIT_RETURN_IF_ERROR(
+      readQuantity(*bandwidth, path + ".bandwidth", Quantity::Rate, fit.bandwidth));
+  return readQuantity(*latency, path + ".latency", Quantity::Time, fit.latency);
+}
+
 Status SpecReader::readLink(const Field &field, const std::string &path, Link &link) const {
   Fields fields;
-  PLAIT_RETURN_IF_ERROR(fieldsOf(field.value, path, field.line, {"bandwidth", "latency"}, fields));
-  const Field *bandwidth = nullptr, *latency = nullptr;
-  PLAIT_RETURN_IF_ERROR(require(fields, path, field.line, "bandwidth", bandwidth));
-  PLAIT_RETURN_IF_ERROR(require(fields, path, field.line, "latency", latency));
-  PLAIT_RETURN_IF_ERROR(
-      readQuantity(*bandwidth, path + ".bandwidth", Quantity::Rate, link.bandwidth));
-  return readQuantity(*latency, path + ".latency", Quantity::Time, link.latency);
+  PLAIT_RETURN_IF_ERROR(fieldsOf(field.value, path, field.line,
+                                 {"bandwidth", "latency", "all_reduce", "all_gather",
+                                  "reduce_scatter"},
+                                 fields));
+  LinkFit all;
+  PLAIT_RETURN_IF_ERROR(readLinkFit(fields, path, field.line, all));
+  link.bandwidth = all.bandwidth;
+  link.latency = all.latency;
+  for (size_t k = 0; k < kNumCollectiveKinds; ++k) {
+    const Field *kind = find(fields, kCollectiveKindNames[k]);
+    if (!kind)
+      continue;
+    std::string kindPath = fmt::format("{}.{}", path, kCollectiveKindNames[k]);
+    Fields kindFields;
+    PLAIT_RETURN_IF_ERROR(
+        fieldsOf(kind->value, kindPath, kind->line, {"bandwidth", "latency"}, kindFields));
+    PLAIT_RETURN_IF_ERROR(readLinkFit(kindFields, kindPath, kind->line, link.byKind[k].emplace()));
+  }
+  return {};
+}
+
+Status SpecReader::readKernels(const Field &field, DeviceSpec &device) const {
+  if (!field.value.IsMap())
+    return fail(field.line, "device.kernels", "expected a mapping of kernel classes");
+  std::string expected;
+  for (std::string_view name : kKernelClassNames)
+    expected += (expected.empty() ? "" : ", ") + std::string(name);
+  for (auto it = field.value.begin(); it != field.value.end(); ++it) {
+    int line = lineOf(it->first, field.line);
+    std::string name = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+    std::string path = "device.kernels." + name;
+    if (std::find(std::begin(kKernelClassNames), std::end(kKernelClassNames), name) ==
+        std::end(kKernelClassNames))
+      return fail(line, path, fmt::format("unknown kernel class (expected one of {})", expected));
+    if (device.kernels.count(name))
+      return fail(line, path, "given twice");
+    Fields fields;
+    PLAIT_RETURN_IF_ERROR(
+        fieldsOf(it->second, path, line, {"ns_per_element", "overhead"}, fields));
+    const Field *perElement = nullptr, *overhead = nullptr;
+    PLAIT_RETURN_IF_ERROR(require(fields, path, line, "ns_per_element", perElement));
+    PLAIT_RETURN_IF_ERROR(require(fields, path, line, "overhead", overhead));
+    KernelRate rate;
+    PLAIT_RETURN_IF_ERROR(
+        readNumber(*perElement, path + ".ns_per_element", 1e9, {}, rate.nsPerElement));
+    PLAIT_RETURN_IF_ERROR(
+        readQuantity(*overhead, path + ".overhead", Quantity::Time, rate.overhead));
+    device.kernels.emplace(name, rate);
+  }
+  return {};
 }
 
 Status SpecReader::readDevice(const Field &field, DeviceSpec &device) const {
   Fields fields;
   PLAIT_RETURN_IF_ERROR(fieldsOf(field.value, "device", field.line,
                                  {"kind", "model", "memory", "memory_bandwidth", "peak_flops",
-                                  "efficiency", "launch_overhead"},
+                                  "efficiency", "launch_overhead", "kernels"},
                                  fields));
   const Field *kind = nullptr, *memory = nullptr, *bandwidth = nullptr, *peaks = nullptr,
               *launch = nullptr;
@@ -212,6 +268,9 @@ Status SpecReader::readDevice(const Field &field, DeviceSpec &device) const {
   for (const auto &[name, peak] : peakFields)
     PLAIT_RETURN_IF_ERROR(readQuantity(peak, "device.peak_flops." + name, Quantity::FlopRate,
                                        device.peakFlops[size_t(*dtypeFromName(name))]));
+
+  if (const Field *kernels = find(fields, "kernels"))
+    PLAIT_RETURN_IF_ERROR(readKernels(*kernels, device));
 
   device.gemmEfficiency = 0.7;
   device.memoryEfficiency = 0.8;
@@ -310,10 +369,18 @@ std::string quoted(std::string_view text) {
   return out + "\"";
 }
 
+std::string formatLinkFit(double bandwidth, double latency) {
+  return fmt::format("bandwidth: {}, latency: {}", formatQuantity(bandwidth, Quantity::Rate),
+                     formatQuantity(latency, Quantity::Time));
+}
+
 std::string formatLink(const Link &link) {
-  return fmt::format("{{bandwidth: {}, latency: {}}}",
-                     formatQuantity(link.bandwidth, Quantity::Rate),
-                     formatQuantity(link.latency, Quantity::Time));
+  std::string out = formatLinkFit(link.bandwidth, link.latency);
+  for (size_t k = 0; k < kNumCollectiveKinds; ++k)
+    if (link.byKind[k])
+      out += fmt::format(",\n      {}: {{{}}}", kCollectiveKindNames[k],
+                         formatLinkFit(link.byKind[k]->bandwidth, link.byKind[k]->latency));
+  return "{" + out + "}";
 }
 
 } // namespace
@@ -377,6 +444,13 @@ std::string writeClusterSpec(const ClusterSpec &spec) {
   out +=
       fmt::format("  efficiency: {{gemm: {}, memory: {}}}\n", d.gemmEfficiency, d.memoryEfficiency);
   out += fmt::format("  launch_overhead: {}\n", formatQuantity(d.launchOverhead, Quantity::Time));
+  if (!d.kernels.empty()) {
+    out += "  kernels:\n";
+    for (const auto &[name, rate] : d.kernels)
+      out += fmt::format("    {}: {{ns_per_element: {}, overhead: {}}}\n", name,
+                         rate.nsPerElement,
+                         formatQuantity(rate.overhead, Quantity::Time));
+  }
   if (spec.intraNode || spec.interNode) {
     out += "links:\n";
     if (spec.intraNode)

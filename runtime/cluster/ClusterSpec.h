@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,18 @@ std::string_view dtypeName(Dtype dtype);
 /// The Dtype named `name`, or nullopt.
 std::optional<Dtype> dtypeFromName(std::string_view name);
 
+/// A latency and bandwidth in the ring model of Link (below).
+struct LinkFit {
+  double bandwidth = 0; ///< bytes/s, per direction, per device
+  double latency = 0;   ///< seconds per ring step (per message)
+};
+
+/// The collective kinds a Link may have its own fit for, in RingModel's Collective order
+/// (the YAML keys).
+inline constexpr size_t kNumCollectiveKinds = 3;
+inline constexpr std::string_view kCollectiveKindNames[kNumCollectiveKinds] = {
+    "all_reduce", "all_gather", "reduce_scatter"};
+
 /// One kind of link between devices, in the ring model the planner uses: a collective over p
 /// devices on this link takes steps·latency + factor·S/bandwidth for a buffer of S bytes, with
 /// steps = 2(p-1), factor = 2(p-1)/p for all-reduce and steps = p-1, factor = (p-1)/p for
@@ -32,6 +45,22 @@ std::optional<Dtype> dtypeFromName(std::string_view name);
 struct Link {
   double bandwidth = 0; ///< bytes/s, per direction, per device
   double latency = 0;   ///< seconds per ring step (per message)
+  /// Optional fits of one collective kind each (index: kCollectiveKindNames), measured by
+  /// plait-calibrate: an all-reduce also does the reduction arithmetic, so one fit for all
+  /// three kinds misjudges each. A kind without one uses bandwidth and latency above.
+  std::array<std::optional<LinkFit>, kNumCollectiveKinds> byKind{};
+};
+
+/// The classes of element kernels a device may carry measured rates for (the YAML keys of
+/// device.kernels); the cost model maps each element kernel to one of them.
+inline constexpr std::string_view kKernelClassNames[] = {
+    "binary",    "unary",   "transcendental", "pow",  "where", "cast", "movement",
+    "copy",      "reduction", "softmax",      "norm", "pool",  "pool_grad", "adamw", "sgd"};
+
+/// A measured element kernel: time = overhead + elements × nsPerElement·1e-9 seconds.
+struct KernelRate {
+  double nsPerElement = 0; ///< in ns, as the YAML states it, so that it round-trips exactly
+  double overhead = 0;     ///< seconds
 };
 
 /// One device (a GPU, or one CPU rank) of the cluster; every device is the same.
@@ -47,6 +76,8 @@ struct DeviceSpec {
   double gemmEfficiency = 0.7;
   double memoryEfficiency = 0.8;
   double launchOverhead = 0; ///< seconds each kernel launch costs beyond its work
+  /// Measured element-kernel rates by class (kKernelClassNames); empty for datasheet specs.
+  std::map<std::string, KernelRate, std::less<>> kernels;
 
   double peak(Dtype dtype) const { return peakFlops[size_t(dtype)]; }
 };

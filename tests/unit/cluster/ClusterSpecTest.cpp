@@ -98,7 +98,7 @@ device: {kind: cpu, memory: 1 GiB, memory_bandwidth: 10 GB/s, peak_flops: {fp32:
 TEST(ClusterSpec, UnknownFieldNamesItsLine) {
   EXPECT_EQ(errorOf(edited("  memory: 80 GiB", "  memroy: 80 GiB")),
             "spec.yaml:8: device.memroy: unknown field (expected one of kind, model, memory, "
-            "memory_bandwidth, peak_flops, efficiency, launch_overhead)");
+            "memory_bandwidth, peak_flops, efficiency, launch_overhead, kernels)");
   EXPECT_EQ(errorOf(edited("nodes: 2", "nodes: 2\nnode: 2")),
             "spec.yaml:4: node: unknown field (expected one of name, source, nodes, "
             "devices_per_node, device, links, price)");
@@ -107,7 +107,7 @@ TEST(ClusterSpec, UnknownFieldNamesItsLine) {
             "bf16, fp16, fp8)");
   EXPECT_EQ(errorOf(edited("    latency: 5 us", "    latency: 5 us\n    latncy: 5 us")),
             "spec.yaml:18: links.inter_node.latncy: unknown field (expected one of bandwidth, "
-            "latency)");
+            "latency, all_reduce, all_gather, reduce_scatter)");
 }
 
 TEST(ClusterSpec, BadUnitNamesFieldLineAndText) {
@@ -173,6 +173,80 @@ TEST(ClusterSpec, StructuralErrors) {
   ClusterSpec spec;
   EXPECT_EQ(parseClusterSpec("/nonexistent/x.yaml", spec).message(),
             "/nonexistent/x.yaml: cannot open cluster spec");
+}
+
+// device.kernels: measured element-kernel rates by class, strict like every other field.
+TEST(ClusterSpec, KernelRates) {
+  const std::string withKernels = edited(
+      "  launch_overhead: 4 us\n",
+      "  launch_overhead: 4 us\n  kernels:\n    binary: {ns_per_element: 0.3, overhead: 120 ns}\n"
+      "    pool:\n      ns_per_element: 2.5\n      overhead: 1 us\n");
+  ClusterSpec spec;
+  rt::Status status = parseClusterSpecText(withKernels, "spec.yaml", spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(spec.device.kernels.size(), 2u);
+  EXPECT_DOUBLE_EQ(spec.device.kernels.at("binary").nsPerElement, 0.3);
+  EXPECT_DOUBLE_EQ(spec.device.kernels.at("binary").overhead, 120e-9);
+  EXPECT_DOUBLE_EQ(spec.device.kernels.at("pool").nsPerElement, 2.5);
+  EXPECT_DOUBLE_EQ(spec.device.kernels.at("pool").overhead, 1e-6);
+
+  auto replaced = [&](const std::string &from, const std::string &to) {
+    std::string text = withKernels;
+    return text.replace(text.find(from), from.size(), to);
+  };
+  EXPECT_EQ(errorOf(replaced("    binary:", "    binry:")),
+            "spec.yaml:14: device.kernels.binry: unknown kernel class (expected one of binary, "
+            "unary, transcendental, pow, where, cast, movement, copy, reduction, softmax, norm, "
+            "pool, pool_grad, adamw, sgd)");
+  EXPECT_EQ(errorOf(replaced("ns_per_element: 0.3", "ns_per_element: -1")),
+            "spec.yaml:14: device.kernels.binary.ns_per_element: '-1': must be positive");
+  EXPECT_EQ(errorOf(replaced("ns_per_element: 0.3", "ns_per_element: 0.3 ns")),
+            "spec.yaml:14: device.kernels.binary.ns_per_element: '0.3 ns': expected a number");
+  EXPECT_EQ(errorOf(replaced("overhead: 120 ns", "overhead: 120 furlongs")).rfind(
+                "spec.yaml:14: device.kernels.binary.overhead: '120 furlongs': ", 0),
+            0u);
+  EXPECT_EQ(errorOf(replaced("      overhead: 1 us\n", "")),
+            "spec.yaml:15: device.kernels.pool: missing required field 'overhead'");
+  EXPECT_EQ(errorOf(replaced("      overhead: 1 us\n", "      overhead: 1 us\n      extra: 1\n")),
+            "spec.yaml:18: device.kernels.pool.extra: unknown field (expected one of "
+            "ns_per_element, overhead)");
+  EXPECT_EQ(errorOf(replaced("  kernels:\n", "  kernels: 3\n  x:\n")).rfind("spec.yaml:", 0), 0u);
+
+  // Written back exactly, in class order.
+  std::string text = writeClusterSpec(spec);
+  EXPECT_NE(text.find("  kernels:\n    binary: {ns_per_element: 0.3, overhead: 120 ns}\n"
+                      "    pool: {ns_per_element: 2.5, overhead: 1 us}\n"),
+            std::string::npos)
+      << text;
+  ClusterSpec back;
+  ASSERT_TRUE(parseClusterSpecText(text, "written.yaml", back).ok());
+  EXPECT_EQ(writeClusterSpec(back), text);
+}
+
+// A link's optional fit per collective kind.
+TEST(ClusterSpec, PerCollectiveLinkFits) {
+  const std::string text = edited(
+      "  intra_node: {bandwidth: 450 GB/s, latency: 2 us}",
+      "  intra_node: {bandwidth: 450 GB/s, latency: 2 us,\n"
+      "      all_reduce: {bandwidth: 300 GB/s, latency: 3 us}}");
+  ClusterSpec spec;
+  rt::Status status = parseClusterSpecText(text, "spec.yaml", spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_TRUE(spec.intraNode->byKind[0]);
+  EXPECT_DOUBLE_EQ(spec.intraNode->byKind[0]->bandwidth, 300e9);
+  EXPECT_DOUBLE_EQ(spec.intraNode->byKind[0]->latency, 3e-6);
+  EXPECT_FALSE(spec.intraNode->byKind[1]);
+  EXPECT_FALSE(spec.interNode->byKind[2]);
+  std::string written = writeClusterSpec(spec);
+  ClusterSpec back;
+  ASSERT_TRUE(parseClusterSpecText(written, "written.yaml", back).ok()) << written;
+  EXPECT_EQ(writeClusterSpec(back), written);
+  EXPECT_EQ(back.intraNode->byKind[0]->latency, 3e-6);
+
+  std::string missing = text;
+  missing.replace(missing.find("latency: 3 us"), 13, "");
+  EXPECT_EQ(errorOf(missing), "spec.yaml:15: links.intra_node.all_reduce: missing required "
+                              "field 'latency'");
 }
 
 TEST(ClusterSpec, WriteParsesBackExactly) {

@@ -177,6 +177,52 @@ TEST(Roofline, CpuOpsInCacheAreComputeBound) {
   EXPECT_DOUBLE_EQ(p.step.seconds, 1000 / (100e12 * 0.5));
 }
 
+// A measured rate for the op's class replaces the roofline (contractions keep the FLOP rate),
+// and oversubscribed ranks divide it by their share of a core.
+TEST(CostMeasuredKernels, ClassRateReplacesRoofline) {
+  ClusterSpec spec = twoNodes();
+  spec.nodes = 1;
+  spec.devicesPerNode = 2;
+  spec.interNode.reset();
+  spec.device.kind = cluster::DeviceKind::Cpu;
+  spec.device.kernels["binary"] = {0.5, 200e-9};
+  spec.device.kernels["reduction"] = {0.25, 100e-9};
+  plan::PlanDesc plan = tensors({{1000}, {1000}, {1000}, {10, 100}, {10}, {100, 100}});
+  plan.instrs.push_back({"mul", {0, 1}, {2}});
+  plan.instrs.push_back({"reduce_sum", {3}, {4}});
+  plan.instrs.push_back({"exp", {0}, {2}}); // no rate for its class: the roofline
+  plan.instrs.push_back({"matmul", {5, 5}, {5}});
+  EXPECT_STREQ(opCost(plan, plan.instrs[0]).rateClass, "binary");
+  EXPECT_EQ(opCost(plan, plan.instrs[3]).rateClass, nullptr);
+  Prediction p;
+  ASSERT_TRUE(predictStep(plan, spec, p).ok());
+  EXPECT_NEAR(p.byKernel["mul"].second, 200e-9 + 1000 * 0.5e-9, 1e-15);
+  EXPECT_NEAR(p.byKernel["reduce_sum"].second, 100e-9 + 1000 * 0.25e-9, 1e-15); // per input
+  EXPECT_NEAR(p.byKernel["exp"].second, 1000 * kTranscendentalFlops / (100e12 * 0.5) + 1e-6,
+              1e-15);
+  EXPECT_NEAR(p.byKernel["matmul"].second, 2e6 / (100e12 * 0.5) + 1e-6, 1e-15);
+
+  plan.worldSize = 4; // 2 ranks per core
+  ASSERT_TRUE(predictStep(plan, spec, p).ok());
+  EXPECT_NEAR(p.byKernel["mul"].second, 2 * (200e-9 + 1000 * 0.5e-9), 1e-15);
+}
+
+// A link's per-kind fit is used for that kind only.
+TEST(CostCollectiveTime, PerKindLinkFit) {
+  ClusterSpec spec = twoNodes();
+  spec.intraNode->byKind[size_t(cluster::Collective::ReduceScatter)] =
+      cluster::LinkFit{50e9, 4e-6};
+  Placement p = placed(spec, 8);
+  std::vector<int64_t> group{0, 1, 2, 3};
+  double bytes = 1 << 20;
+  EXPECT_NEAR(collectiveSeconds(spec, p, "reduce_scatter", group, bytes),
+              cluster::ringTime(cluster::Link{50e9, 4e-6}, cluster::Collective::ReduceScatter, 4,
+                                bytes),
+              1e-15);
+  EXPECT_NEAR(collectiveSeconds(spec, p, "all_gather", group, bytes),
+              cluster::ringTime(*spec.intraNode, cluster::Collective::AllGather, 4, bytes), 1e-15);
+}
+
 TEST(Simulation, CollectiveHiddenBehindCompute) {
   // compute 1, all-reduce (2) posted after it, compute 3 independent, compute 1 waits on it.
   std::vector<SimOp> ops{{1, false, {}}, {2, true, {}}, {3, false, {}}, {1, false, {1}}};
