@@ -178,6 +178,8 @@ std::string registered(const std::string &variant) {
     return "transpose";
   if (variant == "where_scalar")
     return "where";
+  if (variant == "reduce_sum_rows")
+    return "reduce_sum";
   return variant;
 }
 
@@ -224,6 +226,15 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     k.in(DType::F32, shape), k.out(DType::F32, {rows});
     k.ints("axes", {1});
     k.ints("keepdims", {0});
+  } else if (kernel == "reduce_sum_rows") { // over the leading axis, as bias gradients are
+    k.in(DType::F32, shape), k.out(DType::F32, {256});
+    k.ints("axes", {0});
+    k.ints("keepdims", {0});
+  } else if (kernel == "softmax_cross_entropy") { // rows of 256 logits, class 0 the target
+    k.in(DType::F32, shape), k.in(DType::I64, {rows}), k.out(DType::F32, {});
+  } else if (kernel == "softmax_cross_entropy_grad") {
+    k.in(DType::F32, shape), k.in(DType::I64, {rows}), k.in(DType::F32, {}, 1.0f);
+    k.out(DType::F32, shape);
   } else if (kernel == "softmax") {
     k.in(DType::F32, shape), k.out(DType::F32, shape);
     k.ints("axis", {-1});
@@ -272,7 +283,9 @@ const std::vector<KernelClass> &kernelClasses() {
       {"cast", {"cast"}},
       {"movement", {"transpose", "transpose_heads"}},
       {"copy", {"concat", "slice"}},
-      {"reduction", {"reduce_sum"}},
+      {"reduction", {"reduce_sum", "reduce_sum_rows"}},
+      {"loss", {"softmax_cross_entropy"}},
+      {"loss_grad", {"softmax_cross_entropy_grad"}},
       {"softmax", {"softmax"}},
       {"norm", {"layer_norm"}},
       {"pool", {"max_pool2d", "avg_pool2d"}},
@@ -284,22 +297,40 @@ const std::vector<KernelClass> &kernelClasses() {
 }
 
 // One call's time of `kernel` on `elements` elements, every rank at once.
+// One call's time of `kernel` on `elements` elements, every rank at once. Calls rotate over
+// copies of the operands that together fill kKernelWorkingSet, so that each call finds its
+// operands in L2, as a step of many kernels leaves them, not in L1 where the previous call of
+// a tight loop on one set of operands would leave them.
+constexpr uint64_t kKernelWorkingSet = 1u << 20;
+
 Status measureKernel(const std::string &kernel, int64_t elements, int reps, double target,
                      double &seconds) {
   rt::KernelFn fn = rt::findKernel(registered(kernel));
   if (!fn)
     return Status::errorf("plait-calibrate: no kernel named '{}' in the runtime", kernel);
-  KernelOperands k;
-  kernelOperands(kernel, elements, k);
-  rt::KernelCall call{k.inputs, k.outputs, k.attrs, 0, 1,
-                      k.workspaceBytes ? k.aligned : nullptr, k.workspaceBytes, nullptr};
+  std::vector<KernelOperands> copies(1);
+  kernelOperands(kernel, elements, copies[0]);
+  uint64_t bytes = 0;
+  for (const std::vector<uint8_t> &b : copies[0].storage)
+    bytes += b.size();
+  size_t count = size_t(std::clamp<uint64_t>(kKernelWorkingSet / std::max<uint64_t>(bytes, 1),
+                                             1, 256));
+  copies.resize(count);
+  for (size_t c = 1; c < count; ++c)
+    kernelOperands(kernel, elements, copies[c]);
+  size_t next = 0;
   auto once = [&]() -> Status {
+    KernelOperands &k = copies[next];
+    next = (next + 1) % copies.size();
+    rt::KernelCall call{k.inputs, k.outputs, k.attrs, 0, 1,
+                        k.workspaceBytes ? k.aligned : nullptr, k.workspaceBytes, nullptr};
     if (Status s = fn(call); !s.ok())
       return Status::errorf("plait-calibrate: kernel '{}' on {} elements: {}", kernel, elements,
                             s.message());
     return {};
   };
-  PLAIT_RETURN_IF_ERROR(once());
+  for (size_t c = 0; c < count; ++c) // every copy once, untimed
+    PLAIT_RETURN_IF_ERROR(once());
   double start = now();
   PLAIT_RETURN_IF_ERROR(once());
   double first = now() - start;
@@ -708,10 +739,10 @@ std::string calibrationTable(const Calibration &c) {
   if (!c.kernels.empty()) {
     out += "\nplait's CPU kernels (f32), per class: time of one call = overhead + elements x "
            "ns/element\n";
-    out += "  class           kernel            elements       us a call\n";
+    out += "  class           kernel                        elements       us a call\n";
     for (const KernelClassRates &k : c.kernels) {
       for (const KernelClassRates::Sample &s : k.samples)
-        out += fmt::format("  {:<15} {:<16} {:>9} {:>14.3f}\n", k.name, s.kernel, s.elements,
+        out += fmt::format("  {:<15} {:<26} {:>9} {:>14.3f}\n", k.name, s.kernel, s.elements,
                            s.seconds * 1e6);
       out += fmt::format("  {:<15} fit: {:.4g} ns/element + {:.3f} us\n", k.name,
                          k.fit.nsPerElement, k.fit.overhead * 1e6);

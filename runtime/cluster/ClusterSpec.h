@@ -55,7 +55,8 @@ struct Link {
 /// device.kernels); the cost model maps each element kernel to one of them.
 inline constexpr std::string_view kKernelClassNames[] = {
     "binary",    "unary",   "transcendental", "pow",  "where", "cast", "movement",
-    "copy",      "reduction", "softmax",      "norm", "pool",  "pool_grad", "adamw", "sgd"};
+    "copy",      "reduction", "loss",         "loss_grad", "softmax", "norm", "pool", "pool_grad",
+    "adamw",     "sgd"};
 
 /// A measured element kernel: time = overhead + elements × nsPerElement·1e-9 seconds.
 struct KernelRate {
