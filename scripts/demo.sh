@@ -50,13 +50,14 @@ for line in open(sys.argv[1]):
 PY
 
 echo
-echo "== plait-compile samples/gpt/gpt.onnx -o gpt-fsdp.plan --train --optimizer adamw --lr 3e-3 --world-size 2 --strategy fsdp --placement 'wte|wpe=ddp'"
+echo "== plait-compile samples/gpt/gpt.onnx -o gpt-fsdp.plan --train --optimizer adamw --lr 3e-3 --world-size 2 --strategy fsdp --placement 'wte|wpe=ddp' --cluster samples/clusters/this-machine-cpu.yaml"
 "$bin/plait-compile" "$sample/gpt.onnx" -o "$out/gpt-fsdp.plan" --train --optimizer adamw \
-  --lr 3e-3 --world-size 2 --strategy fsdp --placement 'wte|wpe=ddp' --explain
+  --lr 3e-3 --world-size 2 --strategy fsdp --placement 'wte|wpe=ddp' --explain \
+  --cluster "$root/samples/clusters/this-machine-cpu.yaml"
 echo
-echo "== plait-run gpt-fsdp.plan --nproc 2 --data data/ --steps 40 --log-jsonl log2.jsonl"
+echo "== plait-run gpt-fsdp.plan --nproc 2 --data data/ --steps 40 --log-jsonl log2.jsonl --checkpoint-dir ckpt/ --checkpoint-every 20"
 "$bin/plait-run" "$out/gpt-fsdp.plan" --nproc 2 --data "$out/data" --steps 40 \
-  --log-jsonl "$out/log2.jsonl"
+  --log-jsonl "$out/log2.jsonl" --checkpoint-dir "$out/ckpt" --checkpoint-every 20
 /usr/bin/python3 - "$out/log2.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
@@ -67,3 +68,10 @@ for line in open(sys.argv[1]):
               f"{c['total']} B (all_reduce {c['all_reduce']}, reduce_scatter "
               f"{c['reduce_scatter']}, all_gather {c['all_gather']})")
 PY
+
+echo
+echo "== plait-ckpt info ckpt/"
+"$bin/plait-ckpt" info "$out/ckpt"
+echo
+echo "== plait-report gpt-fsdp.plan --log log2.jsonl -o report.html"
+"$bin/plait-report" "$out/gpt-fsdp.plan" --log "$out/log2.jsonl" -o "$out/report.html"
