@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/io/Safetensors.h"
+#include "runtime/io/TensorFile.h"
 
 namespace plait::rt {
 
@@ -31,19 +32,21 @@ std::string rankFileName(uint32_t rank) { return fmt::format("rank-{:05d}.safete
 uint32_t crc32Of(const uint8_t *data, size_t size) {
   return uint32_t(crc32_z(crc32_z(0L, Z_NULL, 0), data, size));
 }
+uint32_t crc32Of(const std::string &bytes) {
+  return crc32Of(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+}
 
-Status readWholeFile(const std::string &path, std::vector<uint8_t> &out) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in)
-    return Status::errorf("{}: missing or unreadable", path);
-  std::streamoff size = in.tellg();
-  if (size < 0)
-    return Status::errorf("{}: cannot determine the file size", path);
-  out.resize(size_t(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char *>(out.data()), size))
-    return Status::errorf("{}: read error", path);
-  return {};
+// The published checkpoints' directory names (step-N, zero-padded), oldest first.
+std::vector<std::string> stepDirs(const std::string &dir) {
+  std::vector<std::string> steps;
+  std::error_code ec;
+  for (const auto &entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && entry.is_directory())
+      steps.push_back(name);
+  }
+  std::sort(steps.begin(), steps.end()); // zero-padded: lexical order is step order
+  return steps;
 }
 
 // Flushes a file's or directory's contents to disk, so that a rename published after it
@@ -146,10 +149,10 @@ Status writeRankFile(const std::string &path, const Executor &exec, uint32_t ran
     return {};
   PLAIT_RETURN_IF_ERROR(writeSafetensors(path, entries));
   PLAIT_RETURN_IF_ERROR(syncPath(path));
-  std::vector<uint8_t> written; // read back: the checksum is of what is on disk
-  PLAIT_RETURN_IF_ERROR(readWholeFile(path, written));
+  std::string written; // read back: the checksum is of what is on disk
+  PLAIT_RETURN_IF_ERROR(readFileBytes(path, written));
   bytes = written.size();
-  crc = crc32Of(written.data(), written.size());
+  crc = crc32Of(written);
   return {};
 }
 
@@ -217,14 +220,8 @@ ojson metadataBody(const Plan &plan, const CheckpointInfo &info,
 
 // Keeps the `keep` newest published checkpoints.
 void pruneCheckpoints(const std::string &dir, int keep) {
-  std::vector<std::string> steps;
+  std::vector<std::string> steps = stepDirs(dir);
   std::error_code ec;
-  for (const auto &entry : fs::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind("step-", 0) == 0 && entry.is_directory())
-      steps.push_back(name);
-  }
-  std::sort(steps.begin(), steps.end()); // zero-padded: lexical order is step order
   for (size_t i = 0; i + size_t(std::max(keep, 1)) < steps.size(); ++i)
     fs::remove_all(fs::path(dir) / steps[i], ec);
 }
@@ -282,10 +279,7 @@ Status saveCheckpoint(const std::string &dir, const CheckpointInfo &info, const 
       crcs[r] = uint32_t(sums[world + r]);
     }
     ojson body = metadataBody(plan, info, sizes, crcs);
-    std::string bodyText = body.dump();
-    ojson meta = {{"crc32", crc32Of(reinterpret_cast<const uint8_t *>(bodyText.data()),
-                                    bodyText.size())},
-                  {"body", body}};
+    ojson meta = {{"crc32", crc32Of(body.dump())}, {"body", body}};
     published = writeDurably((fs::path(tmp) / "meta.json").string(), meta.dump(1) + "\n");
     if (published.ok())
       published = syncPath(tmp);
@@ -317,8 +311,7 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
       !meta["body"].is_object() || !meta.contains("crc32") || !meta["crc32"].is_number_unsigned())
     return Status::errorf("{}: not checkpoint metadata (truncated or damaged JSON)", metaPath);
   const ojson &body = meta["body"];
-  std::string bodyText = body.dump();
-  uint32_t crc = crc32Of(reinterpret_cast<const uint8_t *>(bodyText.data()), bodyText.size());
+  uint32_t crc = crc32Of(body.dump());
   if (checkCrc && crc != meta["crc32"].get<uint64_t>())
     return Status::errorf("{}: checksum mismatch (damaged metadata)", metaPath);
   try {
@@ -387,16 +380,16 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
 }
 
 Status readCheckpoint(const std::string &path, CheckpointIndex &out) {
-  std::vector<uint8_t> metaBytes;
-  PLAIT_RETURN_IF_ERROR(readWholeFile((fs::path(path) / "meta.json").string(), metaBytes));
-  PLAIT_RETURN_IF_ERROR(parseCheckpointMetadata(metaBytes.data(), metaBytes.size(), path, out));
-  for (const CheckpointFile &file : out.files) {
-    std::vector<uint8_t> bytes;
-    PLAIT_RETURN_IF_ERROR(readWholeFile(file.path, bytes));
-    if (bytes.size() != file.bytes)
+  std::string meta;
+  PLAIT_RETURN_IF_ERROR(readFileBytes((fs::path(path) / "meta.json").string(), meta));
+  PLAIT_RETURN_IF_ERROR(parseCheckpointMetadata(reinterpret_cast<const uint8_t *>(meta.data()),
+                                                meta.size(), path, out));
+  for (CheckpointFile &file : out.files) {
+    PLAIT_RETURN_IF_ERROR(readFileBytes(file.path, file.contents));
+    if (file.contents.size() != file.bytes)
       return Status::errorf("{}: {} bytes, the metadata says {} (truncated?)", file.path,
-                            bytes.size(), file.bytes);
-    if (crc32Of(bytes.data(), bytes.size()) != file.crc32)
+                            file.contents.size(), file.bytes);
+    if (crc32Of(file.contents) != file.crc32)
       return Status::errorf("{}: checksum mismatch (damaged file)", file.path);
   }
   return {};
@@ -404,11 +397,9 @@ Status readCheckpoint(const std::string &path, CheckpointIndex &out) {
 
 bool hasCheckpoint(const std::string &dir) {
   std::error_code ec;
-  for (const auto &entry : fs::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind("step-", 0) == 0 && fs::exists(entry.path() / "meta.json", ec))
+  for (const std::string &name : stepDirs(dir))
+    if (fs::exists(fs::path(dir) / name / "meta.json", ec))
       return true;
-  }
   return false;
 }
 
@@ -423,16 +414,10 @@ Status findCheckpoint(const std::string &dir, CheckpointIndex &out,
   if (latest && std::getline(latest, named) && named.rfind("step-", 0) == 0 &&
       named.find('/') == std::string::npos)
     candidates.push_back(named);
-  std::vector<std::string> steps;
-  for (const auto &entry : fs::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind("step-", 0) == 0 && entry.is_directory())
-      steps.push_back(name);
-  }
-  std::sort(steps.rbegin(), steps.rend());
-  for (const std::string &s : steps)
-    if (s != named)
-      candidates.push_back(s);
+  std::vector<std::string> steps = stepDirs(dir);
+  for (auto s = steps.rbegin(); s != steps.rend(); ++s) // newest first
+    if (*s != named)
+      candidates.push_back(*s);
   for (const std::string &name : candidates) {
     Status s = readCheckpoint((fs::path(dir) / name).string(), out);
     if (s.ok())
@@ -445,14 +430,17 @@ Status findCheckpoint(const std::string &dir, CheckpointIndex &out,
 
 namespace {
 
-// Lazily parsed checkpoint files, for restoring.
+// Lazily parsed checkpoint files, for restoring: from the bytes readCheckpoint verified, so
+// no file is read twice.
 class FileCache {
 public:
   explicit FileCache(const CheckpointIndex &index) : index_(index) {}
   Status entry(uint32_t file, const std::string &key, const HostTensor *&out) {
     auto &entries = parsed_[file];
     if (entries.empty())
-      PLAIT_RETURN_IF_ERROR(readSafetensors(index_.files[file].path, entries));
+      PLAIT_RETURN_IF_ERROR(parseSafetensors(
+          reinterpret_cast<const uint8_t *>(index_.files[file].contents.data()),
+          index_.files[file].contents.size(), index_.files[file].path, entries));
     for (const auto &[name, tensor] : entries)
       if (name == key) {
         out = &tensor;

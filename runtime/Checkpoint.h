@@ -62,6 +62,7 @@ struct CheckpointFile {
   std::string path;
   uint64_t bytes = 0;
   uint32_t crc32 = 0;
+  std::string contents; // the verified bytes (readCheckpoint); restoring parses these
 };
 
 /// A checkpoint's metadata, decoded (and, from readCheckpoint, verified against its files).
@@ -97,11 +98,12 @@ Status findCheckpoint(const std::string &dir, CheckpointIndex &out,
 bool hasCheckpoint(const std::string &dir);
 
 /// Overwrites every param and optimizer state of `exec` (this rank's shards included) with
-/// the checkpoint's values, resharding as the plan needs. Errors name the logical tensor
+/// the values of a checkpoint read by readCheckpoint or findCheckpoint, resharding as the plan needs. Errors name the logical tensor
 /// that is missing or whose shape or dtype differs.
 Status restoreCheckpoint(const CheckpointIndex &index, const Executor &exec);
 
-/// The whole value of logical tensor `name`, assembled from its segments.
+/// The whole value of logical tensor `name` of a checkpoint read by readCheckpoint or
+/// findCheckpoint, assembled from its segments.
 Status assembleCheckpointTensor(const CheckpointIndex &index, const std::string &name,
                                 HostTensor &out);
 

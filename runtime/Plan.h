@@ -130,6 +130,14 @@ struct Plan {
   LrSchedule schedule;
 
   const uint8_t *bufferData(int32_t index) const { return fileBytes.data() + buffers[index].offset; }
+  /// Samples per step over every rank: the first graph input's leading dimension is the
+  /// per-rank batch (1 for a plan without batched inputs).
+  int64_t globalBatch() const {
+    int64_t batch = 1;
+    if (!inputs.empty() && !tensors[inputs[0]].shape.empty())
+      batch = tensors[inputs[0]].shape[0];
+    return batch * int64_t(worldSize);
+  }
 };
 
 } // namespace plait::rt

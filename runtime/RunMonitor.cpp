@@ -76,10 +76,6 @@ Status RunMonitor::start(const MonitorOptions &options, const Plan &plan, Commun
   steps_ = steps;
   if (options.traceSteps < 1)
     return Status::errorf("--trace-steps must be at least 1, got {}", options.traceSteps);
-  samplesPerStep_ = 1; // the leading dimension of the first input is the per-rank batch
-  if (!plan.inputs.empty() && !plan.tensors[plan.inputs[0]].shape.empty())
-    samplesPerStep_ = plan.tensors[plan.inputs[0]].shape[0];
-  samplesPerStep_ *= plan.worldSize;
   stepMs_.reserve(size_t(std::min<int64_t>(steps, int64_t(1) << 24)));
 
   bool lead = rank_ == 0;
@@ -149,7 +145,7 @@ void RunMonitor::endStep(int64_t step, double stepMs, Executor &exec) {
   p.step = step;
   p.hasLoss = scalarLoss(exec, p.loss);
   p.stepMs = stepMs;
-  p.samples = samplesPerStep_;
+  p.samples = plan_->globalBatch();
   p.arenaHighWater = exec.stepArenaHighWater();
   progress_->step(p);
 }

@@ -58,7 +58,6 @@ private:
   uint32_t rank_ = 0;
   int64_t steps_ = 0;
   int64_t firstStep_ = -1;      // the first step of this run
-  int64_t samplesPerStep_ = 1;
   std::unique_ptr<ProgressReporter> progress_;
   std::unique_ptr<StepTrace> trace_;
   int64_t batchBegin_ = -1; // the traced step's batch started here; -1: none pending

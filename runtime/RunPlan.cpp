@@ -185,10 +185,7 @@ nlohmann::json commBytesJson(const CommBytes &bytes) {
 Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t step,
                     double stepMs, std::ofstream &log) {
   const Plan &plan = exec.plan();
-  int64_t samples = 1; // the leading dimension of the first input is the per-rank batch
-  if (!plan.inputs.empty() && !plan.tensors[plan.inputs[0]].shape.empty())
-    samples = plan.tensors[plan.inputs[0]].shape[0];
-  samples *= plan.worldSize;
+  int64_t samples = plan.globalBatch();
   nlohmann::json record = {
       {"step", step},
       {"loss", lossOf(exec)},
@@ -291,14 +288,6 @@ struct ExitHook {
   }
 };
 
-// Samples per step over every rank: the first input's leading dimension is the per-rank batch.
-int64_t globalBatch(const Plan &plan) {
-  int64_t samples = 1;
-  if (!plan.inputs.empty() && !plan.tensors[plan.inputs[0]].shape.empty())
-    samples = plan.tensors[plan.inputs[0]].shape[0];
-  return samples * plan.worldSize;
-}
-
 // --resume: the newest usable checkpoint, the same on every rank, restored into `exec`.
 // Returns the last step it holds in `resumedStep`.
 Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executor &exec,
@@ -318,11 +307,11 @@ Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executo
     return Status::errorf("--resume: the ranks chose different checkpoints in {} (files "
                           "changing while the run starts?)", options.checkpointDir);
   PLAIT_RETURN_IF_ERROR(restoreCheckpoint(index, exec)); // first: is it this model at all?
-  if (index.info.globalBatch != globalBatch(plan))
+  if (index.info.globalBatch != plan.globalBatch())
     return Status::errorf("--resume: {} was trained with a global batch of {} samples, {} "
                           "takes {} per step; compile it for the same global batch so the "
                           "data continues where it stopped", index.path,
-                          index.info.globalBatch, plan.path, globalBatch(plan));
+                          index.info.globalBatch, plan.path, plan.globalBatch());
   if (comm.rank() == 0) {
     fmt::print(stderr, "plait-run: resuming after step {} from {} (saved by {} rank{})\n",
                index.info.step, index.path, index.worldSize, index.worldSize == 1 ? "" : "s");
@@ -354,12 +343,13 @@ Status openResumedLog(const std::string &path, int64_t resumedStep, std::ofstrea
   return {};
 }
 
-// "PLAN: step S: message": which step an instruction failed in.
-Status inStep(const Status &s, const std::string &planPath, int64_t step) {
+// "PLAN: CONTEXT: message", whatever the message started with (the plan's path is not
+// repeated), keeping the error's kind.
+Status inContext(const Status &s, const std::string &planPath, const std::string &context) {
   std::string message = s.message();
   if (message.rfind(planPath + ": ", 0) == 0)
     message.erase(0, planPath.size() + 2);
-  std::string text = fmt::format("{}: step {}: {}", planPath, step, message);
+  std::string text = fmt::format("{}: {}: {}", planPath, context, message);
   return s.isInternal() ? Status::internal(text) : Status::error(text);
 }
 
@@ -434,7 +424,7 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
       exec->setHyperParameters(step, plan.schedule.at(step));
     auto start = std::chrono::steady_clock::now();
     if (Status ran = exec->run(); !ran.ok())
-      return inStep(ran, plan.path, step);
+      return inContext(ran, plan.path, fmt::format("step {}", step));
     lastMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                  .count();
     totalMs += lastMs;
@@ -450,7 +440,7 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
          step == options.steps))
       PLAIT_RETURN_IF_ERROR(
           saveCheckpoint(options.checkpointDir,
-                         CheckpointInfo{step, globalBatch(plan), options.seed}, *exec, comm,
+                         CheckpointInfo{step, plan.globalBatch(), options.seed}, *exec, comm,
                          options.keepCheckpoints)
               .withPrefix(fmt::format("step {}: writing the checkpoint: ", step)));
   }
@@ -503,15 +493,6 @@ Status joinRanks(Communicator &comm) {
   return {};
 }
 
-// "PLAN: rank R: message", whatever the message started with.
-Status withRank(const Status &s, const std::string &planPath, uint32_t rank) {
-  std::string message = s.message();
-  if (message.rfind(planPath + ": ", 0) == 0)
-    message.erase(0, planPath.size() + 2);
-  std::string text = fmt::format("{}: rank {}: {}", planPath, rank, message);
-  return s.isInternal() ? Status::internal(text) : Status::error(text);
-}
-
 } // namespace
 
 Status runPlan(const RunOptions &options, std::string &summary) {
@@ -533,12 +514,11 @@ Status runPlan(const RunOptions &options, std::string &summary) {
     activity::installTerminationMessage();
     Status joined = joinRanks(*comm);
     if (!joined.ok())
-      return withRank(joined.withPrefix(options.planPath + ": launch: "), options.planPath,
-                      comm->rank());
+      return inContext(joined, options.planPath, fmt::format("rank {}: launch", comm->rank()));
   }
   Status s = runOnRank(options, *comm, summary);
   if (!s.ok() && comm->size() > 1)
-    return withRank(s, options.planPath, comm->rank());
+    return inContext(s, options.planPath, fmt::format("rank {}", comm->rank()));
   return s;
 }
 

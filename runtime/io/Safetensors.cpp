@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/io/TensorFile.h"
+
 namespace plait::rt {
 namespace {
 
@@ -132,17 +134,10 @@ Status parseSafetensors(const uint8_t *data, size_t size, const std::string &pat
 
 Status readSafetensors(const std::string &path,
                        std::vector<std::pair<std::string, HostTensor>> &out) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in)
-    return Status::errorf("{}: cannot open for reading", path);
-  std::streamoff size = in.tellg();
-  if (size < 0)
-    return Status::errorf("{}: cannot determine the file size", path);
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char *>(bytes.data()), size))
-    return Status::errorf("{}: read error", path);
-  return parseSafetensors(bytes.data(), bytes.size(), path, out);
+  std::string bytes;
+  PLAIT_RETURN_IF_ERROR(readFileBytes(path, bytes));
+  return parseSafetensors(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), path,
+                          out);
 }
 
 Status writeSafetensors(const std::string &path,

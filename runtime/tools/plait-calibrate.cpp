@@ -13,27 +13,19 @@
 #include "runtime/cluster/ClusterSpec.h"
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/Mpirun.h"
+#include "runtime/tools/ToolExit.h"
 
 namespace {
 
-constexpr int kExitUserError = 1;
-constexpr int kExitInternalError = 2;
+using plait::tools::exitCode;
+using plait::tools::kExitUserError;
 
 int fail(int code, const std::string &message) {
-  fmt::print(stderr, "plait-calibrate: {}\n", message);
-  return code;
+  return plait::tools::fail("plait-calibrate", code, message);
 }
 
-// An error on one rank ends every rank: the others may wait for it in a collective.
 int failRank(const plait::rt::Status &status) {
-  int code = status.isInternal() ? kExitInternalError : kExitUserError;
-  fail(code, status.message());
-  if (plait::rt::mpi::active() && plait::rt::mpi::launchedWorldSize() > 1) {
-    std::fflush(nullptr);
-    plait::rt::mpi::abortJob(code);
-  }
-  plait::rt::mpi::finalize();
-  return code;
+  return plait::tools::failRank("plait-calibrate", exitCode(status), status.message());
 }
 
 // The spec file: the measurement table as comments, then the spec; checked by parsing it
@@ -92,7 +84,7 @@ int main(int argc, char **argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     plait::rt::Status status =
         plait::rt::execUnderMpirun(nproc, plait::rt::withoutOption(args, "--nproc"));
-    return fail(status.isInternal() ? kExitInternalError : kExitUserError, status.message());
+    return fail(exitCode(status), status.message());
   }
 
   plait::rt::Status status = plait::rt::mpi::initialize();

@@ -12,12 +12,15 @@
 
 #include "runtime/Checkpoint.h"
 #include "runtime/io/Safetensors.h"
+#include "runtime/tools/ToolExit.h"
 
 namespace {
 
+using plait::tools::exitCode;
+using plait::tools::kExitUserError;
+
 int fail(int code, const std::string &message) {
-  fmt::print(stderr, "plait-ckpt: {}\n", message);
-  return code;
+  return plait::tools::fail("plait-ckpt", code, message);
 }
 
 // DIR/step-N itself, or the newest usable checkpoint of a checkpoint directory.
@@ -50,12 +53,12 @@ int main(int argc, char **argv) {
   } catch (const CLI::Success &e) {
     return app.exit(e);
   } catch (const CLI::ParseError &e) {
-    return fail(1, std::string(e.what()) + " (see --help)");
+    return fail(kExitUserError, std::string(e.what()) + " (see --help)");
   }
 
   plait::rt::CheckpointIndex index;
   if (plait::rt::Status s = open(dir, index); !s.ok())
-    return fail(s.isInternal() ? 2 : 1, s.message());
+    return fail(exitCode(s), s.message());
   if (*info) {
     uint64_t params = 0, states = 0;
     for (const auto &[name, t] : index.tensors)
@@ -80,11 +83,11 @@ int main(int argc, char **argv) {
       continue;
     plait::rt::HostTensor &value = values.emplace_back();
     if (plait::rt::Status s = plait::rt::assembleCheckpointTensor(index, name, value); !s.ok())
-      return fail(1, s.message());
+      return fail(kExitUserError, s.message());
     entries.emplace_back(name, value.view());
   }
   if (plait::rt::Status s = plait::rt::writeSafetensors(output, entries); !s.ok())
-    return fail(1, s.message());
+    return fail(kExitUserError, s.message());
   fmt::print("{}: {} tensors of step {} -> {}\n", index.path, entries.size(), index.info.step,
              output);
   return 0;

@@ -5,7 +5,6 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -15,32 +14,27 @@
 
 #include "codegen/schema/plan_generated.h"
 #include "runtime/PlanLoader.h"
+#include "runtime/io/TensorFile.h"
 #include "runtime/report/HtmlReport.h"
+#include "runtime/tools/ToolExit.h"
 
 namespace {
 
-constexpr int kExitUserError = 1;
-constexpr int kExitInternalError = 2;
+using plait::tools::exitCode;
+using plait::tools::kExitInternalError;
+using plait::tools::kExitUserError;
 
 int fail(int code, const std::string &message) {
-  fmt::print(stderr, "plait-report: {}\n", message);
-  return code;
+  return plait::tools::fail("plait-report", code, message);
 }
 
 /// The file's bytes, or an error message naming it.
 std::string readFile(const std::string &path, std::string &out) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    return fmt::format("{}: no such file", path);
   if (std::filesystem::is_directory(path, ec))
     return fmt::format("{}: is a directory", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fmt::format("{}: cannot open for reading", path);
-  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad())
-    return fmt::format("{}: read failed", path);
-  return "";
+  plait::rt::Status status = plait::rt::readFileBytes(path, out);
+  return status.ok() ? "" : status.message();
 }
 
 /// The report from a plan (its embedded report, after the loader's checks) or from a

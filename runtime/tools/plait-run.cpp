@@ -14,27 +14,20 @@
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/Mpirun.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/tools/ToolExit.h"
 
 namespace {
 
-constexpr int kExitUserError = 1;
-constexpr int kExitInternalError = 2;
+using plait::tools::exitCode;
+using plait::tools::kExitInternalError;
+using plait::tools::kExitUserError;
 
 int fail(int code, const std::string &message) {
-  fmt::print(stderr, "plait-run: {}\n", message);
-  return code;
+  return plait::tools::fail("plait-run", code, message);
 }
 
-// An error on one rank of a multi-rank job ends every rank: the others may be blocked in a
-// collective waiting for this one.
 int failRank(int code, const std::string &message) {
-  fail(code, message);
-  if (plait::rt::mpi::active() && plait::rt::mpi::launchedWorldSize() > 1) {
-    std::fflush(nullptr);
-    plait::rt::mpi::abortJob(code);
-  }
-  plait::rt::mpi::finalize();
-  return code;
+  return plait::tools::failRank("plait-run", code, message);
 }
 
 // NAME=FILE, split at the first '=' (file paths may contain '=', input names do not).
@@ -141,14 +134,14 @@ int main(int argc, char **argv) {
         plait::rt::relaunchUnderMpirun(options, plait::rt::withoutOption(args, "--nproc"));
     if (status.ok()) // --max-restarts: the supervised job succeeded
       return 0;
-    return fail(status.isInternal() ? kExitInternalError : kExitUserError, status.message());
+    return fail(exitCode(status), status.message());
   }
 
   try {
     std::string summary;
     plait::rt::Status status = plait::rt::runPlan(options, summary);
     if (!status.ok())
-      return failRank(status.isInternal() ? kExitInternalError : kExitUserError,
+      return failRank(exitCode(status),
                       status.message());
     if (!summary.empty()) // rank 0 speaks for the job
       fmt::print("{}\n", summary);
