@@ -1,5 +1,6 @@
 // Serialises a PlanDesc into the FlatBuffers plan format (codegen/schema/plan.fbs).
 #include "codegen/PlanBuilder.h"
+#include "codegen/schema/CommModel.h"
 #include "codegen/schema/PlanChecksum.h"
 
 #include <algorithm>
@@ -195,6 +196,33 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
   std::vector<uint8_t> bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   appendPlanChecksum(bytes);
   return bytes;
+}
+
+CommVolume commVolume(const PlanDesc &plan, int64_t rank) {
+  CommVolume out;
+  for (const InstrDesc &instr : plan.instrs) {
+    if (!out.bytes.count(instr.kernel))
+      continue;
+    std::vector<int64_t> groups;
+    int64_t groupSize = 1;
+    for (const AttrDesc &a : instr.attrs) {
+      if (a.name == "groups")
+        groups = a.ints;
+      if (a.name == "group_size")
+        groupSize = a.ints.front();
+    }
+    if (std::find(groups.begin(), groups.end(), rank) == groups.end())
+      continue; // the rank skips it
+    const TensorDesc &in = plan.tensors[instr.inputs.front()];
+    const TensorDesc &result = plan.tensors[instr.outputs.front()];
+    uint64_t sent =
+        collectiveBytesSent(instr.kernel, tensorBytes(instr.kernel == "all_gather" ? result : in),
+                            (uint64_t)groupSize);
+    out.bytes[instr.kernel] += sent;
+    out.total += sent;
+    ++out.count[instr.kernel];
+  }
+  return out;
 }
 
 } // namespace plait::plan

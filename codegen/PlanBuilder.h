@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -100,5 +101,16 @@ uint64_t peakBytesOf(const PlanDesc &plan);
 /// codegen/schema/PlanChecksum.h); deterministic: the same
 /// PlanDesc always gives the same bytes. Kernel names are interned in first-use order.
 std::vector<uint8_t> serializePlan(const PlanDesc &plan);
+
+/// What one rank sends per step, by collective kind (all_reduce, reduce_scatter, all_gather,
+/// broadcast), under the ring model of CommModel.h, and how many collectives of each kind
+/// it joins.
+struct CommVolume {
+  std::map<std::string, uint64_t> bytes{
+      {"all_reduce", 0}, {"reduce_scatter", 0}, {"all_gather", 0}, {"broadcast", 0}};
+  std::map<std::string, int64_t> count;
+  uint64_t total = 0;
+};
+CommVolume commVolume(const PlanDesc &plan, int64_t rank = 0);
 
 } // namespace plait::plan

@@ -155,37 +155,10 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
                       {"heuristic", memory.heuristic}};
   // Bytes rank 0 sends per step (every rank sends the same in these SPMD plans), under the
   // ring model the runtime's counters use.
-  std::map<std::string, uint64_t> comm{
-      {"all_reduce", 0}, {"reduce_scatter", 0}, {"all_gather", 0}, {"broadcast", 0}};
-  std::map<std::string, int64_t> collectiveCount;
-  uint64_t commTotal = 0;
-  for (const plan::InstrDesc &instr : plan.instrs) {
-    if (!comm.count(instr.kernel))
-      continue;
-    std::vector<int64_t> groups;
-    int64_t groupSize = 1;
-    for (const plan::AttrDesc &a : instr.attrs) {
-      if (a.name == "groups")
-        groups = a.ints;
-      if (a.name == "group_size")
-        groupSize = a.ints.front();
-    }
-    if (std::find(groups.begin(), groups.end(), 0) == groups.end())
-      continue; // rank 0 skips it
-    const plan::TensorDesc &in = plan.tensors[instr.inputs.front()];
-    const plan::TensorDesc &out = plan.tensors[instr.outputs.front()];
-    const plan::TensorDesc &whole = instr.kernel == "all_gather" ? out : in;
-    uint64_t bytes = plan::elementSize(whole.dtype);
-    for (int64_t d : whole.shape)
-      bytes *= d;
-    uint64_t sent = collectiveBytesSent(instr.kernel, bytes, groupSize);
-    comm[instr.kernel] += sent;
-    commTotal += sent;
-    ++collectiveCount[instr.kernel];
-  }
-  report["comm"] = comm;
-  report["comm"]["total"] = commTotal;
-  report["collectives_per_step"] = collectiveCount;
+  plan::CommVolume comm = plan::commVolume(plan);
+  report["comm"] = comm.bytes;
+  report["comm"]["total"] = comm.total;
+  report["collectives_per_step"] = comm.count;
   report["kernels_per_step"] = plan.instrs.size();
   nlohmann::json kernels = nlohmann::json::object();
   for (const plan::InstrDesc &instr : plan.instrs)
@@ -243,26 +216,45 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         recompute.getAs<StringAttr>("granularity").str() == "unit" ? "unit" : "layer",
         get("ops_added"), get("saved_bytes"));
   }
-  // The --mem-limit search (compiler/PlanSearch.cpp): each candidate it compiled, in order,
-  // the last one kept; with --cluster each has the cost model's step time.
+  // The --mem-limit search and --strategy auto (compiler/PlanSearch.cpp): each candidate,
+  // in the order compiled (--mem-limit: the last one kept) or ranked (auto: `chosen` marks
+  // the one kept); with --cluster each has the cost model's step time.
   if (auto tried = module->getAttrOfType<ArrayAttr>("plait.candidates")) {
-    report["mem_limit"] = options.memLimit;
+    auto search = module->getAttrOfType<DictionaryAttr>("plait.auto");
+    report["mem_limit"] =
+        search ? search.getAs<IntegerAttr>("mem_limit").getInt() : options.memLimit;
     nlohmann::json candidates = nlohmann::json::array();
     for (auto [i, attr] : llvm::enumerate(tried)) {
       auto row = cast<DictionaryAttr>(attr);
-      auto get = [&](const char *key) { return row.getAs<IntegerAttr>(key).getInt(); };
-      nlohmann::json predicted = nullptr;
-      if (auto ms = row.getAs<FloatAttr>("predicted_step_ms"))
-        predicted = ms.getValueAsDouble();
-      candidates.push_back({{"strategy", row.getAs<StringAttr>("strategy").str()},
-                            {"recompute", row.getAs<StringAttr>("recompute").str()},
-                            {"recomputed_segments", get("recomputed_segments")},
-                            {"peak", get("peak")},
-                            {"predicted_step_ms", predicted},
-                            {"fits", row.getAs<BoolAttr>("fits").getValue()},
-                            {"chosen", i + 1 == tried.size()}});
+      nlohmann::json entry;
+      for (NamedAttribute field : row) {
+        std::string key = field.getName().str();
+        if (auto v = dyn_cast<BoolAttr>(field.getValue()))
+          entry[key] = v.getValue();
+        else if (auto v = dyn_cast<IntegerAttr>(field.getValue()))
+          entry[key] = v.getInt();
+        else if (auto v = dyn_cast<FloatAttr>(field.getValue()))
+          entry[key] = v.getValueAsDouble();
+        else if (auto v = dyn_cast<StringAttr>(field.getValue()))
+          entry[key] = v.str();
+      }
+      if (!entry.contains("predicted_step_ms"))
+        entry["predicted_step_ms"] = nullptr;
+      if (!search)
+        entry["chosen"] = i + 1 == tried.size();
+      candidates.push_back(entry);
     }
     report["candidates"] = candidates;
+    if (search) {
+      report["auto"] = {{"cluster", search.getAs<StringAttr>("cluster").str()},
+                        {"mem_limit", search.getAs<IntegerAttr>("mem_limit").getInt()},
+                        {"candidates", search.getAs<IntegerAttr>("candidates").getInt()},
+                        {"exact_compiles", search.getAs<IntegerAttr>("exact_compiles").getInt()},
+                        {"reason", search.getAs<StringAttr>("reason").str()}};
+      report["optimizations"]["strategy_search"] = fmt::format(
+          "--strategy auto chose {} (off: name a strategy)",
+          search.getAs<StringAttr>("reason").str());
+    }
   }
   // Where every byte lives when: one entry per planned buffer (tensor i of the plan).
   nlohmann::json timeline = nlohmann::json::array();
@@ -339,6 +331,35 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
                     m["workspace"].get<int64_t>());
   for (auto &[name, line] : report["optimizations"].items())
     os << fmt::format("  {:<17}: {}\n", name, line.get<std::string>());
+  if (report.contains("auto")) {
+    const auto &a = report["auto"];
+    os << fmt::format("  strategy search  : {} candidates on {}, limit {} bytes per rank; {} "
+                      "compiled exactly (the rest screened: peak = liveness lower bound)\n",
+                      a["candidates"].get<int64_t>(), a["cluster"].get<std::string>(),
+                      a["mem_limit"].get<int64_t>(), a["exact_compiles"].get<int64_t>());
+    os << fmt::format("    {:>4}  {:<10} {:<11} {:>9} {:>16} {:>14} {:>12} {:>7}  {}\n", "rank",
+                      "placement", "recompute", "buckets", "peak/rank B", "comm/rank B",
+                      "step ms", "MFU", "");
+    int rank = 0;
+    for (const auto &c : report["candidates"]) {
+      ++rank;
+      std::string recompute = c["recompute"].get<std::string>();
+      if (recompute == "auto")
+        recompute += fmt::format("({})", c["recomputed_segments"].get<int64_t>());
+      int64_t bucket = c.value("bucket_bytes", int64_t(0));
+      bool timed = !c["predicted_step_ms"].is_null();
+      os << fmt::format(
+          "    {:>4}  {:<10} {:<11} {:>9} {:>16} {:>14} {:>12} {:>7}  {}\n", rank,
+          c["strategy"].get<std::string>(), recompute,
+          bucket > 0 ? fmt::format("{}MiB", bucket >> 20) : "-",
+          fmt::format("{}{}", c.value("peak_exact", false) ? "" : ">=", c["peak"].get<int64_t>()),
+          timed ? std::to_string(c.value("comm_bytes", int64_t(0))) : "-",
+          timed ? fmt::format("{:.3f}", c["predicted_step_ms"].get<double>()) : "-",
+          timed ? fmt::format("{:.1f}%", 100 * c.value("mfu", 0.0)) : "-",
+          c.value("status", std::string()));
+    }
+    os << fmt::format("  why              : {}\n", a["reason"].get<std::string>());
+  }
   if (report.contains("predicted")) {
     const auto &p = report["predicted"];
     os << fmt::format("  predicted step   : {:.3f} ms on {} (compute {:.3f}, comm {:.3f}, "
@@ -352,16 +373,17 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
 
 /// The cost model's prediction for `plan` on --cluster, into the report: predicted_step_ms,
 /// predicted {...} and cluster {...}. Without --cluster the report predicts nothing.
-LogicalResult addPrediction(const plan::PlanDesc &plan, const CompileOptions &options,
-                            nlohmann::json &report) {
+/// Adds the cost model's prediction on --cluster to `report`; an exit code (1: the cluster
+/// cannot run the plan, reported).
+int addPrediction(const plan::PlanDesc &plan, const CompileOptions &options,
+                  nlohmann::json &report) {
   if (!options.cluster)
-    return success();
+    return 0;
   const cluster::ClusterSpec &spec = *options.cluster;
   cost::Prediction prediction;
   if (rt::Status s = cost::predictStep(plan, spec, prediction); !s.ok()) {
-    reportError(fmt::format("{}: --cluster {}: {}", options.modelPath, options.clusterPath,
-                            s.message()));
-    return failure();
+    return reportError(fmt::format("{}: --cluster {}: {}", options.modelPath,
+                                   options.clusterPath, s.message()));
   }
   const cost::StepTime &step = prediction.step;
   report["predicted_step_ms"] = step.seconds * 1e3;
@@ -382,7 +404,7 @@ LogicalResult addPrediction(const plan::PlanDesc &plan, const CompileOptions &op
                        {"devices_per_node", spec.devicesPerNode},
                        {"device", spec.device.model},
                        {"ranks_per_node", prediction.placement.ranksPerNode}};
-  return success();
+  return 0;
 }
 
 /// Writes one stage of the IR under --dump-dir; returns an error message or "".
@@ -422,7 +444,8 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   return pm.run(module);
 }
 
-int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
+/// `options` is a copy: --strategy auto records its choice in it, for the report.
+int runPipeline(MLIRContext &ctx, CompileOptions options) {
   auto module = loadModel(ctx, options);
   if (failed(module) || failed(verify(**module)))
     return 1;
@@ -465,8 +488,8 @@ int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
                                    options.modelPath, memory->arenaBytes + workspace,
                                    options.memLimit));
   nlohmann::json report = buildReport(**module, *memory, plan, options);
-  if (failed(addPrediction(plan, options, report)))
-    return 1;
+  if (int rc = addPrediction(plan, options, report))
+    return rc;
   plan.report = report.dump();
   std::vector<uint8_t> bytes = plan::serializePlan(plan);
   if (std::string error = writeFileAtomically(options.outputPath, bytes.data(), bytes.size());

@@ -65,13 +65,20 @@ struct Choice {
   std::string strategy;
   std::string recompute;          // none | all | segments
   std::vector<int64_t> segments;  // for "segments"
+  int64_t bucketBytes = 0;        // ddp gradient buckets; 0: --bucket-bytes
 };
 
 /// plait-recompute, plait-shard, plait-insert-collectives, plait-schedule, then the check that
 /// no rank can hang: `choice` applied to `module` in place.
-LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const Choice &choice) {
+///
+/// Without `verify` (the strategy search screening candidates it may never keep) the IR
+/// verifier and the collective-order check are skipped: the kept candidate is compiled
+/// again with both.
+LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const Choice &choice,
+                          bool verify = true) {
   const DistOptions &dist = options.dist;
   PassManager pm(module.getContext());
+  pm.enableVerifier(verify);
   if (choice.recompute != "none") {
     RecomputePassOptions recompute;
     recompute.mode = choice.recompute;
@@ -91,47 +98,66 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
     shard.clipGradNorm = options.train.clipGradNorm;
   pm.addPass(createShardPass(shard));
   InsertCollectivesPassOptions collectives;
-  collectives.bucketBytes = dist.bucketBytes;
+  collectives.bucketBytes = choice.bucketBytes > 0 ? choice.bucketBytes : dist.bucketBytes;
   collectives.prefetch = dist.prefetch;
   pm.addPass(createInsertCollectivesPass(collectives));
   if (options.schedule)
     pm.addPass(createSchedulePass());
   if (failed(pm.run(module)))
     return failure();
-  return verifyCollectiveOrder(module);
+  return verify ? verifyCollectiveOrder(module) : success();
 }
 
-/// `choice` applied to a copy of the step, and that copy's per-rank peak; a null copy when it
+/// `choice` applied to a copy of the step, and that copy's per-rank peak; not `ok` when it
 /// does not compile (its error has been reported through the context).
 struct Candidate {
-  OwningOpRef<ModuleOp> module;
-  int64_t peak = 0;
+  bool ok = false;
+  OwningOpRef<ModuleOp> module; // exact candidates only
+  int64_t peak = 0;             // exact: arena + workspace; screened: lower bound + workspace
+  bool exact = false;
   std::optional<double> predictedMs; // with --cluster: the cost model's step time
+  double computeMs = 0, commMs = 0, exposedCommMs = 0, mfu = 0;
+  uint64_t commBytes = 0;
 };
 
-Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &choice) {
+/// With `exact` the copy is verified and its buffers placed: `peak` is what the plan will
+/// need. Without, the copy is screened: `peak` is the liveness lower bound (no placement of
+/// buffers can use less) and the copy is dropped.
+Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &choice,
+                    bool exact = true) {
   OwningOpRef<ModuleOp> copy(step.clone());
-  if (failed(applyChoice(*copy, options, choice)))
+  if (failed(applyChoice(*copy, options, choice, exact)))
     return {};
   func::FuncOp func = findEntryFunction(*copy);
-  auto memory = planMemory(func, options.alignment, options.inPlaceUpdates);
+  auto memory = planMemory(func, options.alignment, options.inPlaceUpdates, exact);
   if (failed(memory))
     return {};
   plan::PlanDesc plan;
   if (failed(lowerToPlan(func, *memory, plan)))
     return {};
   uint64_t workspace = plan.workspaceBytes.empty() ? 0 : plan.workspaceBytes.front();
-  Candidate out{std::move(copy), memory->arenaBytes + (int64_t)workspace, std::nullopt};
+  Candidate out;
+  out.ok = true;
+  out.exact = exact;
+  out.peak = memory->arenaBytes + (int64_t)workspace;
+  out.commBytes = plan::commVolume(plan).total;
   cost::Prediction prediction;
-  if (options.cluster && cost::predictStep(plan, *options.cluster, prediction).ok())
+  if (options.cluster && cost::predictStep(plan, *options.cluster, prediction).ok()) {
     out.predictedMs = prediction.step.seconds * 1e3;
+    out.computeMs = prediction.step.computeSeconds * 1e3;
+    out.commMs = prediction.step.commSeconds * 1e3;
+    out.exposedCommMs = prediction.step.exposedCommSeconds * 1e3;
+    out.mfu = prediction.mfu;
+  }
+  if (exact)
+    out.module = std::move(copy);
   return out;
 }
 
 std::optional<int64_t> peakOf(ModuleOp step, const CompileOptions &options,
                               const Choice &choice) {
   Candidate c = tryChoice(step, options, choice);
-  return c.module ? std::optional<int64_t>(c.peak) : std::nullopt;
+  return c.ok ? std::optional<int64_t>(c.peak) : std::nullopt;
 }
 
 /// Makes `module` the candidate that fits (its ops and attributes), instead of compiling the
@@ -235,23 +261,9 @@ private:
   SmallVector<Attribute> rows_;
 };
 
-} // namespace
-
-LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
-  int64_t limit = options.memLimit;
-  Choice choice{options.dist.strategy, options.recompute == "all" ? "all" : "none", {}};
-  if (limit <= 0)
-    return applyChoice(module, options, choice);
-  CandidateLog log(module.getContext(), limit);
-  Candidate candidate = tryChoice(module, options, choice);
-  if (!candidate.module)
-    return failure();
-  log.add(choice, candidate);
-  if (candidate.peak <= limit)
-    return log.keep(module, candidate);
-  if (options.recompute != "auto")
-    return reportMissedLimit(module, options);
-  // auto: recompute the segments that free the most bytes per FLOP first, until it fits.
+/// The recompute segments worth replaying, cheapest replay per freed byte first (the order
+/// --recompute auto adds them in).
+FailureOr<std::vector<int64_t>> recomputeOrder(ModuleOp module) {
   auto analysis = analyzeRecompute(findEntryFunction(module));
   if (failed(analysis))
     return failure();
@@ -263,11 +275,311 @@ LogicalResult placeTrainStep(ModuleOp module, const CompileOptions &options) {
     return analysis->flops[a] / analysis->savedBytes[a] <
            analysis->flops[b] / analysis->savedBytes[b];
   });
+  return order;
+}
+
+// ---------------------------------------------------------------------------------------
+// --strategy auto
+// ---------------------------------------------------------------------------------------
+
+/// One row of the search: a choice and what screening (and maybe exact compilation) found.
+struct AutoRow {
+  Choice choice;
+  Candidate result;        // screened, or exact once compiled exactly
+  int64_t statesFloor = 0; // params + optimizer state per rank: no plan of this choice is smaller
+  bool pruned = false;     // not compiled: statesFloor alone is over the limit
+  std::string status;      // chosen | fits | over | over (exact) | -
+  std::string recomputeName() const {
+    if (choice.recompute == "segments")
+      return fmt::format("auto({})", choice.segments.size());
+    return choice.recompute;
+  }
+};
+
+/// Bytes of the params and optimizer state one rank holds under `placement`, summed over the
+/// step's params and states (unpadded): resident for the whole step, so a lower bound on
+/// any plan's peak with that placement.
+int64_t modelStatesFloor(ModuleOp module, const Placement &placement, int64_t world) {
+  int64_t params = 0, states = 0;
+  module.walk([&](Operation *op) {
+    if (!isa<ParamOp, StateOp>(op))
+      return;
+    int64_t bytes = tensorBytes(cast<RankedTensorType>(op->getResult(0).getType()));
+    (isa<ParamOp>(op) ? params : states) += bytes;
+  });
+  int64_t g = placement.shardGroupSize(world);
+  int64_t paramsPerRank = placement.shardsParams() ? params / g : params;
+  int64_t statesPerRank = placement.shardsOptimizer() ? states / g : states;
+  return paramsPerRank + statesPerRank;
+}
+
+std::string rowLabel(const AutoRow &row) {
+  std::string label = row.choice.strategy;
+  if (row.choice.recompute != "none")
+    label += " + recompute " + row.recomputeName();
+  if (row.choice.bucketBytes > 0 && row.choice.strategy == "ddp")
+    label += ", buckets " + humanBytes(row.choice.bucketBytes);
+  return label;
+}
+
+/// Records the rows on the module (`plait.candidates`, in rank order) and the search's
+/// summary (`plait.auto`), for --report and --explain.
+void recordSearch(ModuleOp module, const std::vector<AutoRow> &rows,
+                  const std::vector<size_t> &rank, int64_t limit, const std::string &reason,
+                  int64_t exactCompiles, const std::string &clusterName) {
+  Builder b(module.getContext());
+  SmallVector<Attribute> list;
+  for (size_t i : rank) {
+    const AutoRow &row = rows[i];
+    SmallVector<NamedAttribute> fields{
+        b.getNamedAttr("strategy", b.getStringAttr(row.choice.strategy)),
+        b.getNamedAttr("recompute", b.getStringAttr(row.choice.recompute == "segments"
+                                                        ? "auto"
+                                                        : row.choice.recompute)),
+        b.getNamedAttr("recomputed_segments",
+                       b.getI64IntegerAttr((int64_t)row.choice.segments.size())),
+        b.getNamedAttr("bucket_bytes", b.getI64IntegerAttr(row.choice.bucketBytes)),
+        b.getNamedAttr("peak", b.getI64IntegerAttr(row.result.peak)),
+        b.getNamedAttr("peak_exact", b.getBoolAttr(row.result.exact)),
+        b.getNamedAttr("fits", b.getBoolAttr(row.status == "chosen" || row.status == "fits")),
+        b.getNamedAttr("status", b.getStringAttr(row.status)),
+        b.getNamedAttr("chosen", b.getBoolAttr(row.status == "chosen"))};
+    if (!row.pruned && row.result.predictedMs) {
+      fields.push_back(
+          b.getNamedAttr("predicted_step_ms", b.getF64FloatAttr(*row.result.predictedMs)));
+      fields.push_back(b.getNamedAttr("compute_ms", b.getF64FloatAttr(row.result.computeMs)));
+      fields.push_back(
+          b.getNamedAttr("exposed_comm_ms", b.getF64FloatAttr(row.result.exposedCommMs)));
+      fields.push_back(b.getNamedAttr("mfu", b.getF64FloatAttr(row.result.mfu)));
+      fields.push_back(
+          b.getNamedAttr("comm_bytes", b.getI64IntegerAttr((int64_t)row.result.commBytes)));
+    }
+    list.push_back(b.getDictionaryAttr(fields));
+  }
+  module->setAttr("plait.candidates", b.getArrayAttr(list));
+  module->setAttr("plait.auto",
+                  b.getDictionaryAttr(
+                      {b.getNamedAttr("mem_limit", b.getI64IntegerAttr(limit)),
+                       b.getNamedAttr("reason", b.getStringAttr(reason)),
+                       b.getNamedAttr("candidates", b.getI64IntegerAttr((int64_t)rows.size())),
+                       b.getNamedAttr("exact_compiles", b.getI64IntegerAttr(exactCompiles)),
+                       b.getNamedAttr("cluster", b.getStringAttr(clusterName))}));
+}
+
+/// --strategy auto: every placement (ddp, zero1-3, hsdp:G for each G dividing the world
+/// size), recompute none / all / the fewest segments that fit, and for ddp three bucket
+/// sizes. Each choice is screened (the real passes and the cost model, memory from the
+/// liveness lower bound, no buffer placement); the rows are ranked by predicted step time
+/// (ties: the smaller peak, then the order above); the first whose lower bound fits is
+/// compiled exactly, and kept when its exact peak fits (else the next). Choices whose
+/// params and optimizer state alone exceed the limit are not compiled at all.
+LogicalResult searchStrategy(ModuleOp module, CompileOptions &options) {
+  const cluster::ClusterSpec &spec = *options.cluster;
+  int64_t world = options.dist.worldSize;
+  int64_t limit = options.memLimit > 0 ? options.memLimit : (int64_t)spec.device.memoryBytes;
+  std::vector<std::string> strategies{"ddp"};
+  if (world > 1) {
+    strategies = {"ddp", "zero1", "zero2", "zero3"};
+    for (int64_t g = 2; g < world; ++g)
+      if (world % g == 0)
+        strategies.push_back("hsdp:" + std::to_string(g));
+  }
+  std::vector<std::string> recomputes{"none", "all"};
+  if (options.recomputeFixed)
+    recomputes = {options.recompute == "all" ? "all" : "none"};
+  bool searchRecomputeAuto = !options.recomputeFixed || options.recompute == "auto";
+  if (options.recomputeFixed && options.recompute == "auto")
+    recomputes = {"none", "all"};
+  int64_t gradBytes = 0;
+  module.walk([&](ParamOp op) { gradBytes += tensorBytes(cast<RankedTensorType>(op.getType())); });
+  std::vector<int64_t> buckets{0}; // 0: --bucket-bytes
+  if (!options.bucketsFixed && world > 1 && gradBytes > (4 << 20))
+    buckets = {4 << 20, 25 << 20, 100 << 20};
+
+  std::vector<AutoRow> rows;
+  std::optional<std::vector<int64_t>> order; // recompute order, computed on first need
+  for (const std::string &strategy : strategies) {
+    std::string error;
+    auto placement = parsePlacement(strategy, world, error);
+    int64_t floor = modelStatesFloor(module, *placement, world);
+    if (floor > limit) {
+      AutoRow row{Choice{strategy, "none", {}, 0}, {}, floor, true, "over"};
+      row.result.peak = floor;
+      rows.push_back(std::move(row));
+      continue;
+    }
+    std::optional<int64_t> nonePeak, allPeak;
+    for (const std::string &recompute : recomputes)
+      for (int64_t bucket : strategy == "ddp" ? buckets : std::vector<int64_t>{0}) {
+        Choice choice{strategy, recompute, {}, bucket};
+        Candidate result = tryChoice(module, options, choice, /*exact=*/false);
+        if (!result.ok)
+          return failure();
+        (recompute == "none" ? nonePeak : allPeak) = result.peak;
+        rows.push_back(AutoRow{choice, std::move(result), floor, false, ""});
+      }
+    // The fewest recomputed segments that fit: a bisection over --recompute auto's order.
+    if (searchRecomputeAuto && nonePeak && allPeak && *nonePeak > limit && *allPeak <= limit) {
+      if (!order) {
+        auto computed = recomputeOrder(module);
+        if (failed(computed))
+          return failure();
+        order = std::move(*computed);
+      }
+      size_t lo = 1, hi = order->size();
+      std::optional<AutoRow> fitting;
+      while (lo <= hi && hi > 0) {
+        size_t mid = (lo + hi) / 2;
+        Choice choice{strategy, "segments",
+                      std::vector<int64_t>(order->begin(), order->begin() + mid), buckets.back()};
+        if (strategy != "ddp")
+          choice.bucketBytes = 0;
+        Candidate result = tryChoice(module, options, choice, /*exact=*/false);
+        if (!result.ok)
+          return failure();
+        if (result.peak <= limit) {
+          fitting = AutoRow{choice, std::move(result), floor, false, ""};
+          hi = mid - 1;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      if (fitting)
+        rows.push_back(std::move(*fitting));
+    }
+  }
+
+  // Rank: predicted step time, then peak, then the order tried.
+  std::vector<size_t> rank(rows.size());
+  std::iota(rank.begin(), rank.end(), 0);
+  auto timeOf = [&](const AutoRow &r) {
+    return r.pruned || !r.result.predictedMs ? INFINITY : *r.result.predictedMs;
+  };
+  std::stable_sort(rank.begin(), rank.end(), [&](size_t a, size_t b) {
+    double ta = timeOf(rows[a]), tb = timeOf(rows[b]);
+    if (ta != tb)
+      return ta < tb;
+    return rows[a].result.peak < rows[b].result.peak;
+  });
+
+  std::optional<size_t> chosen;
+  int64_t exactCompiles = 0;
+  for (size_t i : rank) {
+    AutoRow &row = rows[i];
+    if (row.pruned || row.result.peak > limit) {
+      row.status = "over";
+      continue;
+    }
+    if (chosen) {
+      row.status = "fits"; // by its lower bound; not compiled exactly
+      continue;
+    }
+    Candidate exact = tryChoice(module, options, row.choice, /*exact=*/true);
+    ++exactCompiles;
+    if (!exact.ok)
+      return failure();
+    row.result = std::move(exact);
+    if (row.result.peak > limit) {
+      row.status = "over (exact)";
+      continue;
+    }
+    row.status = "chosen";
+    chosen = i;
+  }
+
+  if (!chosen) {
+    // The smallest candidate, and by how much it misses.
+    size_t best = rank.front();
+    for (size_t i : rank)
+      if (rows[i].result.peak < rows[best].result.peak)
+        best = i;
+    AutoRow &row = rows[best];
+    if (!row.pruned && !row.result.exact) {
+      Candidate exact = tryChoice(module, options, row.choice, /*exact=*/true);
+      if (!exact.ok)
+        return failure();
+      row.result = std::move(exact);
+    }
+    int64_t need = row.result.peak;
+    module.emitError() << fmt::format(
+        "nothing fits in --mem-limit {} ({}) per rank on {}: the smallest of {} candidates, "
+        "{}, needs {}{} ({}) per rank, {} ({:.1f}%) over",
+        limit, humanBytes(limit), spec.name, rows.size(), rowLabel(row),
+        row.pruned ? "at least " : "", need, humanBytes(need), humanBytes(need - limit),
+        100.0 * double(need - limit) / double(limit));
+    return failure();
+  }
+
+  AutoRow &win = rows[*chosen];
+  // Why: the fastest that fits; what was faster and why it lost; the runner-up.
+  double winMs = *win.result.predictedMs;
+  int64_t fitting = 0;
+  std::optional<size_t> fasterOver, runnerUp;
+  for (size_t i : rank) {
+    const AutoRow &r = rows[i];
+    if (r.status == "fits") {
+      ++fitting;
+      if (!runnerUp)
+        runnerUp = i;
+    }
+    if (i != *chosen && !fasterOver && r.status != "fits" && r.status != "chosen" &&
+        timeOf(r) < winMs)
+      fasterOver = i;
+  }
+  ++fitting; // the winner
+  std::string reason = fmt::format(
+      "{}: the fastest predicted step ({:.3f} ms, MFU {:.1f}%) of the {} candidate{} that fit "
+      "in {} per rank (peak {})",
+      rowLabel(win), winMs, 100 * win.result.mfu, fitting, fitting == 1 ? "" : "s",
+      humanBytes(limit), humanBytes(win.result.peak));
+  if (fasterOver) {
+    const AutoRow &r = rows[*fasterOver];
+    reason += fmt::format("; {} would take {:.3f} ms but needs {}{}", rowLabel(r),
+                          timeOf(r), r.result.exact ? "" : "at least ",
+                          humanBytes(r.result.peak));
+  }
+  if (runnerUp) {
+    const AutoRow &r = rows[*runnerUp];
+    reason += fmt::format("; next: {} at {:.3f} ms (+{:.1f}%)", rowLabel(r), timeOf(r),
+                          100 * (timeOf(r) / winMs - 1));
+  }
+  adopt(module, win.result);
+  recordSearch(module, rows, rank, limit, reason, exactCompiles, spec.name);
+  // The report describes the plan kept.
+  options.dist.strategy = win.choice.strategy;
+  if (win.choice.bucketBytes > 0)
+    options.dist.bucketBytes = win.choice.bucketBytes;
+  options.recompute = win.choice.recompute == "segments" ? "auto" : win.choice.recompute;
+  return success();
+}
+
+} // namespace
+
+LogicalResult placeTrainStep(ModuleOp module, CompileOptions &options) {
+  if (options.dist.strategy == "auto")
+    return searchStrategy(module, options);
+  int64_t limit = options.memLimit;
+  Choice choice{options.dist.strategy, options.recompute == "all" ? "all" : "none", {}};
+  if (limit <= 0)
+    return applyChoice(module, options, choice);
+  CandidateLog log(module.getContext(), limit);
+  Candidate candidate = tryChoice(module, options, choice);
+  if (!candidate.ok)
+    return failure();
+  log.add(choice, candidate);
+  if (candidate.peak <= limit)
+    return log.keep(module, candidate);
+  if (options.recompute != "auto")
+    return reportMissedLimit(module, options);
+  // auto: recompute the segments that free the most bytes per FLOP first, until it fits.
+  auto order = recomputeOrder(module);
+  if (failed(order))
+    return failure();
   choice.recompute = "segments";
-  for (int64_t s : order) {
+  for (int64_t s : *order) {
     choice.segments.push_back(s);
     candidate = tryChoice(module, options, choice);
-    if (!candidate.module)
+    if (!candidate.ok)
       return failure();
     log.add(choice, candidate);
     if (candidate.peak <= limit)

@@ -22,7 +22,11 @@ std::optional<int64_t> parseByteSize(const std::string &text);
 /// memory limit: `auto` adds recomputed segments, cheapest per byte first, until the plan
 /// fits; a plan that cannot fit fails with one error line followed by a table of the
 /// per-rank peak of each strategy and recompute choice, marking which fit.
-mlir::LogicalResult placeTrainStep(mlir::ModuleOp module, const CompileOptions &options);
+///
+/// With --strategy auto (which needs options.cluster) the placement, recompute and ddp
+/// bucket size are searched: see searchStrategy in PlanSearch.cpp. `options` is updated to
+/// the choice kept (strategy, bucket bytes, recompute), so the report describes that plan.
+mlir::LogicalResult placeTrainStep(mlir::ModuleOp module, CompileOptions &options);
 
 /// The per-rank bytes the memory limit is checked against: everything the step allocates,
 /// the arena plus the kernels' workspace (from lowering `step` with `memory`).

@@ -66,7 +66,8 @@ int main(int argc, char **argv) {
   plait::DistOptions &dist = options.dist;
   app.add_option("--world-size", dist.worldSize, "data-parallel ranks the plan is for");
   app.add_option("--strategy", dist.strategy,
-                 "placement of every unit: ddp, zero1, zero2, zero3, fsdp or hsdp:G");
+                 "placement of every unit: ddp, zero1, zero2, zero3, fsdp, hsdp:G, or auto "
+                 "(searched with --cluster's cost model)");
   app.add_option("--placement", dist.placement,
                  "per-unit placements 'REGEX=STRATEGY,...' (first match wins)");
   app.add_option("--unit-size", dist.unitSize,
@@ -136,6 +137,32 @@ int main(int argc, char **argv) {
       return 1;
     }
     options.cluster = std::move(spec);
+  }
+  options.recomputeFixed = app.count("--recompute") > 0;
+  options.bucketsFixed = app.count("--bucket-bytes") > 0;
+  if (dist.strategy == "auto") {
+    if (!options.cluster) {
+      std::cerr << "plait-compile: --strategy auto needs --cluster SPEC.yaml (the cost model "
+                   "ranks the candidates on it): one of samples/clusters/*.yaml, or one "
+                   "written by plait-calibrate\n";
+      return 1;
+    }
+    if (app.count("--placement")) {
+      std::cerr << "plait-compile: --strategy auto chooses every unit's placement; drop "
+                   "--placement or name a strategy\n";
+      return 1;
+    }
+    // The cluster's devices, unless told otherwise.
+    if (!app.count("--world-size"))
+      dist.worldSize = options.cluster->worldSize();
+  }
+  if (options.cluster && options.cluster->device.kind == plait::cluster::DeviceKind::Gpu &&
+      dist.worldSize > (int64_t)options.cluster->worldSize()) {
+    std::cerr << "plait-compile: --world-size " << dist.worldSize << " needs more devices than "
+              << options.clusterPath << " has (" << options.cluster->worldSize() << ": "
+              << options.cluster->nodes << " node(s) x " << options.cluster->devicesPerNode
+              << ")\n";
+    return 1;
   }
   if (train.microBatches < 1) {
     std::cerr << "plait-compile: --micro-batches must be >= 1, got " << train.microBatches

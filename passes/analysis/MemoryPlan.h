@@ -53,7 +53,11 @@ int64_t tensorBytes(mlir::RankedTensorType type);
 /// that param's or state's own bytes when nothing reads the target after the value's
 /// producer starts (and the producer, if it reads the target, is an optimizer update that
 /// reads and writes it element by element): no second copy, and no copy after the step.
+///
+/// Without `place`, no offsets are computed: arenaBytes is the liveness lower bound, every
+/// offset 0. The strategy search screens candidates this way (placement is most of the
+/// cost of a large step) and places only those it may keep.
 mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func, int64_t alignment = 64,
-                                       bool inPlace = true);
+                                       bool inPlace = true, bool place = true);
 
 } // namespace plait

@@ -51,9 +51,20 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
 
     // Optimizer updates move up to just after their last input and the last reader of the
     // param and state they replace: their gradient is freed at once instead of living to the
-    // end of the step, and the memory plan can write the result over the old value. An update
-    // whose gradient comes straight from a collective stays where it is, because moving it
-    // would move the wait and shorten the overlap.
+    // end of the step, and the memory plan can write the result over the old value.
+    //
+    // An update whose gradient comes from a collective C moves its wait with it, so it goes
+    // no earlier than just before the next collective of C's kind (the next bucket's
+    // all-reduce, the next unit's reduce-scatter): C still overlaps the backward compute
+    // between the two, and C's input (the unit's whole gradient) is freed there, so at most
+    // two of them are live instead of every unit's until the end of the step. An update
+    // whose collective is the last of its kind stays where it is.
+    auto nextOfKind = [&](Operation *collective) -> Operation * {
+      for (Operation *o = collective->getNextNode(); o; o = o->getNextNode())
+        if (o->getName() == collective->getName())
+          return o;
+      return nullptr;
+    };
     int64_t moved = 0;
     for (Operation &op : llvm::make_early_inc_range(body)) {
       if (!isOptimizerUpdate(&op))
@@ -66,7 +77,14 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
       bool pinned = false;
       for (Value operand : op.getOperands()) {
         Operation *def = operand.getDefiningOp();
-        pinned |= def && isCollective(def);
+        if (def && isCollective(def)) {
+          Operation *next = nextOfKind(def);
+          if (!next || position.lookup(next) > position.lookup(&op)) {
+            pinned = true;
+          } else {
+            later(next->getPrevNode());
+          }
+        }
         later(def);
         if (def && isa<ParamOp, ParamShardOp, StateOp>(def))
           for (Operation *user : operand.getUsers())
