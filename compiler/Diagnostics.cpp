@@ -28,6 +28,9 @@ std::string formatLocation(Location loc, const std::string &modelPath) {
   return modelPath;
 }
 
+ErrorCapture *activeCapture = nullptr;
+bool errorReported = false; // reportError ran (printed or captured)
+
 std::string flatten(std::string text) {
   for (char &c : text)
     if (c == '\n')
@@ -49,13 +52,25 @@ OneLineDiagnostics::OneLineDiagnostics(MLIRContext &ctx, std::string modelPath)
                                : where + ": " + message;
         for (Diagnostic &note : diag.getNotes())
           line += "; note: " + flatten(note.str());
-        llvm::errs() << "plait-compile: " << line << "\n";
+        if (activeCapture)
+          activeCapture->add(line);
+        else
+          llvm::errs() << "plait-compile: " << line << "\n";
         reported_ = true;
         return success();
       }) {}
 
+ErrorCapture::ErrorCapture() : outer_(activeCapture) { activeCapture = this; }
+ErrorCapture::~ErrorCapture() { activeCapture = outer_; }
+
+bool anyErrorReported() { return errorReported; }
+
 int reportError(const std::string &message) {
-  llvm::errs() << "plait-compile: " << message << "\n";
+  errorReported = true;
+  if (activeCapture)
+    activeCapture->add(message);
+  else
+    llvm::errs() << "plait-compile: " << message << "\n";
   return 1;
 }
 

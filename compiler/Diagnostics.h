@@ -21,8 +21,29 @@ private:
   mlir::ScopedDiagnosticHandler handler_;
 };
 
-/// Prints "plait-compile: message" and returns exit code 1.
+/// While one exists, user errors (MLIR diagnostics through OneLineDiagnostics, and
+/// reportError) are kept here instead of printed: the first one in `first`. Comparing
+/// clusters uses it to show a cluster the model does not fit on as a row, not as an error.
+class ErrorCapture {
+public:
+  ErrorCapture();
+  ~ErrorCapture();
+  ErrorCapture(const ErrorCapture &) = delete;
+  ErrorCapture &operator=(const ErrorCapture &) = delete;
+  void add(const std::string &line) {
+    if (first.empty())
+      first = line;
+  }
+  std::string first;
+
+private:
+  ErrorCapture *outer_;
+};
+
+/// Prints "plait-compile: message" (or hands it to the ErrorCapture) and returns exit code 1.
 int reportError(const std::string &message);
+/// Whether reportError has run in this process.
+bool anyErrorReported();
 /// Prints "plait-compile: internal error: message" and returns exit code 2.
 int reportInternalError(const std::string &message);
 

@@ -1,6 +1,7 @@
 // The plait-compile pipeline: load, verify, plan memory, lower to a plan, write report.
 #include "compiler/Pipeline.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -444,8 +445,70 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   return pm.run(module);
 }
 
-/// `options` is a copy: --strategy auto records its choice in it, for the report.
-int runPipeline(MLIRContext &ctx, CompileOptions options) {
+/// A compiled plan and its report, not yet written.
+struct Compiled {
+  plan::PlanDesc plan;
+  nlohmann::json report;
+};
+
+/// Tokens one sample holds: the elements per sample of the first integer graph input with a
+/// sequence axis (token ids, [batch, seq, ...]; class labels, [batch], are not tokens), or
+/// nullopt when the model takes none.
+std::optional<int64_t> tokensPerSample(const plan::PlanDesc &plan) {
+  for (uint32_t input : plan.inputs) {
+    const plan::TensorDesc &t = plan.tensors[input];
+    if ((t.dtype != fb::DType::I64 && t.dtype != fb::DType::I32) || t.shape.size() < 2)
+      continue;
+    int64_t n = 1;
+    for (size_t d = 1; d < t.shape.size(); ++d)
+      n *= t.shape[d];
+    return n;
+  }
+  return std::nullopt;
+}
+
+/// With --cluster and --train-tokens or --steps: the run's steps, hours and (with a price)
+/// cost, as report["run"]. An exit code: 1 when --train-tokens meets a model without tokens.
+int addRunEstimate(const plan::PlanDesc &plan, const CompileOptions &options,
+                   nlohmann::json &report) {
+  if (!options.cluster || !report.contains("predicted_step_ms") ||
+      (options.trainTokens <= 0 && options.trainSteps <= 0))
+    return 0;
+  const cluster::ClusterSpec &spec = *options.cluster;
+  int64_t globalBatch = report.value("global_batch", int64_t(0));
+  nlohmann::json run;
+  double steps = (double)options.trainSteps;
+  if (auto tokens = tokensPerSample(plan)) {
+    double perStep = double(globalBatch) * double(*tokens);
+    run["tokens_per_step"] = perStep;
+    if (options.trainTokens > 0)
+      steps = std::ceil(options.trainTokens / perStep);
+  } else if (options.trainTokens > 0) {
+    return reportError(fmt::format("{}: --train-tokens needs a model that takes token ids (an "
+                                   "integer input of shape [batch, seq]), and this one takes "
+                                   "none; give --steps N",
+                                   options.modelPath));
+  }
+  double stepMs = report["predicted_step_ms"].get<double>();
+  double hours = steps * stepMs / 3.6e6;
+  uint32_t devices = std::max<uint32_t>(plan.worldSize, 1);
+  run["steps"] = steps;
+  run["samples_per_step"] = globalBatch;
+  run["hours"] = hours;
+  run["devices"] = devices;
+  run["device_hours"] = hours * devices;
+  if (spec.pricePerDeviceHour)
+    run["cost_usd"] = hours * devices * *spec.pricePerDeviceHour;
+  else
+    run["cost_usd"] = nullptr;
+  report["run"] = run;
+  return 0;
+}
+
+/// Loads, builds the training step, places it and lowers it: the plan and report of
+/// `options` (a copy: --strategy auto records its choice in it, for the report). With
+/// --emit mlir the IR is written here and `out` stays empty.
+int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
   auto module = loadModel(ctx, options);
   if (failed(module) || failed(verify(**module)))
     return 1;
@@ -478,7 +541,7 @@ int runPipeline(MLIRContext &ctx, CompileOptions options) {
   auto memory = planMemory(*func, options.alignment, options.inPlaceUpdates);
   if (failed(memory))
     return 1;
-  plan::PlanDesc plan;
+  plan::PlanDesc &plan = out.plan;
   plan.source = options.modelPath;
   if (failed(lowerToPlan(*func, *memory, plan)))
     return 1;
@@ -487,23 +550,175 @@ int runPipeline(MLIRContext &ctx, CompileOptions options) {
     return reportError(fmt::format("{}: the plan needs {} bytes per rank, over --mem-limit {}",
                                    options.modelPath, memory->arenaBytes + workspace,
                                    options.memLimit));
-  nlohmann::json report = buildReport(**module, *memory, plan, options);
-  if (int rc = addPrediction(plan, options, report))
+  if (options.memLimit <= 0 && options.cluster && options.cluster->device.memoryBytes > 0 &&
+      memory->arenaBytes + workspace > (int64_t)options.cluster->device.memoryBytes)
+    return reportError(fmt::format(
+        "{}: the plan needs {} bytes per rank, more than a device of {} has ({}); try "
+        "--strategy auto",
+        options.modelPath, memory->arenaBytes + workspace, options.cluster->name,
+        options.cluster->device.memoryBytes));
+  out.report = buildReport(**module, *memory, plan, options);
+  if (int rc = addPrediction(plan, options, out.report))
     return rc;
-  plan.report = report.dump();
-  std::vector<uint8_t> bytes = plan::serializePlan(plan);
+  return addRunEstimate(plan, options, out.report);
+}
+
+/// Writes the plan (with its report inside), --report and --explain.
+int writeOutputs(const CompileOptions &options, Compiled &compiled) {
+  compiled.plan.report = compiled.report.dump();
+  std::vector<uint8_t> bytes = plan::serializePlan(compiled.plan);
   if (std::string error = writeFileAtomically(options.outputPath, bytes.data(), bytes.size());
       !error.empty())
     return reportError(error);
   if (!options.reportPath.empty()) {
-    std::string text = report.dump(2) + "\n";
+    std::string text = compiled.report.dump(2) + "\n";
     if (std::string error = writeFileAtomically(options.reportPath, text.data(), text.size());
         !error.empty())
       return reportError(error);
   }
   if (options.explain)
-    printExplain(report, llvm::outs());
+    printExplain(compiled.report, llvm::outs());
   return 0;
+}
+
+int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
+  Compiled compiled;
+  if (int rc = buildPlan(ctx, options, compiled))
+    return rc;
+  if (options.emit == "mlir")
+    return 0;
+  return writeOutputs(options, compiled);
+}
+
+/// Several --cluster flags: the model planned for each cluster (all its devices, unless
+/// --world-size), a table ranking them by predicted time (and, with --train-tokens or
+/// --steps and prices, by the run's time and cost), and the plan written for the cheapest
+/// run where every cluster has a price and a run length is given, else for the fastest.
+/// A cluster the model does not fit on is a row saying why.
+int compareClusters(MLIRContext &ctx, const CompileOptions &options) {
+  struct Row {
+    std::string path;
+    const cluster::ClusterSpec *spec;
+    std::string error;
+    Compiled compiled;
+    double hours = 0;          // the run, or one step
+    std::optional<double> cost;
+  };
+  std::vector<Row> rows;
+  bool runGiven = options.trainTokens > 0 || options.trainSteps > 0;
+  for (const auto &[path, spec] : options.clusters) {
+    CompileOptions o = options;
+    o.clusterPath = path;
+    o.cluster = spec;
+    if (!options.worldSizeGiven)
+      o.dist.worldSize = spec.worldSize();
+    Row row{path, &spec, "", {}, 0, std::nullopt};
+    int rc = 0;
+    {
+      ErrorCapture capture;
+      rc = buildPlan(ctx, o, row.compiled);
+      row.error = capture.first;
+    }
+    if (rc != 0 && row.error.empty())
+      return reportInternalError(fmt::format("planning for {} failed without a message", path));
+    if (rc == 0) {
+      const nlohmann::json &report = row.compiled.report;
+      row.hours = runGiven ? report["run"]["hours"].get<double>()
+                           : report["predicted_step_ms"].get<double>() / 3.6e6;
+      if (runGiven && !report["run"]["cost_usd"].is_null())
+        row.cost = report["run"]["cost_usd"].get<double>();
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<size_t> byTime, byCost;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].error.empty())
+      byTime.push_back(i);
+  if (byTime.empty()) {
+    std::string why;
+    for (const Row &r : rows)
+      why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", r.spec->name, r.error);
+    return reportError(fmt::format("{}: no cluster can run the plan: {}", options.modelPath, why));
+  }
+  // Throughput, not step time: clusters of different sizes take different global batches.
+  auto perSample = [&](size_t i) {
+    const nlohmann::json &r = rows[i].compiled.report;
+    return r["predicted_step_ms"].get<double>() /
+           double(std::max<int64_t>(r.value("global_batch", int64_t(1)), 1));
+  };
+  std::stable_sort(byTime.begin(), byTime.end(), [&](size_t a, size_t b) {
+    return runGiven ? rows[a].hours < rows[b].hours : perSample(a) < perSample(b);
+  });
+  bool allPriced = runGiven;
+  for (size_t i : byTime)
+    allPriced = allPriced && rows[i].cost.has_value();
+  if (allPriced) {
+    byCost = byTime;
+    std::stable_sort(byCost.begin(), byCost.end(),
+                     [&](size_t a, size_t b) { return *rows[a].cost < *rows[b].cost; });
+  }
+  size_t pick = allPriced ? byCost.front() : byTime.front();
+
+  nlohmann::json table = nlohmann::json::array();
+  std::string text = fmt::format(
+      "clusters for {}{}:\n  {:>4}  {:<18} {:>7}  {:<22} {:>12} {:>8} {:>10} {:>10} {:>12}\n",
+      options.modelPath,
+      options.trainTokens > 0 ? fmt::format(" (--train-tokens {:.4g})", options.trainTokens)
+      : options.trainSteps > 0 ? fmt::format(" (--steps {})", options.trainSteps)
+                               : std::string(),
+      "rank", "cluster", "devices", "strategy", "step ms", "batch", "peak/rank", "time h",
+      "cost USD");
+  int rank = 0;
+  for (size_t i : byTime) {
+    const Row &r = rows[i];
+    const nlohmann::json &rep = r.compiled.report;
+    std::string strategy = rep.contains("units") && !rep["units"].empty()
+                               ? rep["units"][0]["placement"].get<std::string>()
+                               : std::string("ddp");
+    if (rep.contains("recompute"))
+      strategy += rep["recompute"]["mode"] == "all"
+                      ? std::string(" + recompute all")
+                      : fmt::format(" + recompute {}", rep["recompute"]["recomputed"].get<int64_t>());
+    int64_t peak = rep["memory"]["total"].get<int64_t>();
+    text += fmt::format("  {:>4}  {:<18} {:>7}  {:<22} {:>12.3f} {:>8} {:>10} {:>10} {:>12}{}\n",
+                        ++rank, r.spec->name, r.spec->worldSize(), strategy,
+                        rep["predicted_step_ms"].get<double>(), rep.value("global_batch", 0),
+                        humanBytes(peak),
+                        runGiven ? fmt::format("{:.4g}", r.hours) : std::string("-"),
+                        r.cost ? fmt::format("{:.4g}", *r.cost) : std::string("-"),
+                        i == pick ? "  <- plan written" : "");
+    table.push_back({{"cluster", r.spec->name},
+                     {"file", r.path},
+                     {"devices", r.spec->worldSize()},
+                     {"strategy", strategy},
+                     {"predicted_step_ms", rep["predicted_step_ms"]},
+                     {"global_batch", rep.value("global_batch", 0)},
+                     {"peak", peak},
+                     {"run", rep.contains("run") ? rep["run"] : nlohmann::json(nullptr)}});
+  }
+  for (const Row &r : rows)
+    if (!r.error.empty()) {
+      text += fmt::format("     -  {:<18} {:>7}  does not fit: {}\n", r.spec->name,
+                          r.spec->worldSize(), r.error);
+      table.push_back({{"cluster", r.spec->name},
+                       {"file", r.path},
+                       {"devices", r.spec->worldSize()},
+                       {"error", r.error}});
+    }
+  std::string fastest = rows[byTime.front()].spec->name;
+  text += fmt::format("  fastest: {}", fastest);
+  if (allPriced)
+    text += fmt::format("; cheapest: {} (${:.4g})", rows[byCost.front()].spec->name,
+                        *rows[byCost.front()].cost);
+  text += fmt::format("; the plan written is for {} ({})\n", rows[pick].spec->name,
+                      allPriced ? "the cheapest run"
+                                : runGiven ? "the fastest run; not every cluster has a price"
+                                           : "the highest throughput; give --train-tokens or "
+                                             "--steps to compare the cost of a run");
+  Row &chosen = rows[pick];
+  chosen.compiled.report["clusters"] = table;
+  llvm::outs() << text;
+  return writeOutputs(options, chosen.compiled);
 }
 
 } // namespace
@@ -517,8 +732,8 @@ int compileModel(const CompileOptions &options) {
   ctx.printOpOnDiagnostic(false); // errors are one line; the IR is what --dump-dir is for
   OneLineDiagnostics diagnostics(ctx, options.modelPath);
   try {
-    int rc = runPipeline(ctx, options);
-    if (rc != 0 && !diagnostics.reported())
+    int rc = options.clusters.size() > 1 ? compareClusters(ctx, options) : runPipeline(ctx, options);
+    if (rc != 0 && !diagnostics.reported() && !anyErrorReported())
       return reportInternalError("the pipeline failed without a diagnostic");
     return rc;
   } catch (const std::exception &e) {

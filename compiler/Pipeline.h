@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/cluster/ClusterSpec.h"
 
@@ -54,8 +55,13 @@ struct CompileOptions {
   int64_t memLimit = 0;                       // --mem-limit in bytes per rank; 0: none
   bool inPlaceUpdates = true;                 // off: --no-inplace-updates
   bool schedule = true;                       // plait-schedule; off: --no-schedule
-  std::string clusterPath;                    // --cluster
+  std::string clusterPath;                    // --cluster (the one compiled for)
   std::optional<cluster::ClusterSpec> cluster; // parsed --cluster: the cost model's target
+  /// Every --cluster, parsed; with more than one, plait-compile compares them (compileModel).
+  std::vector<std::pair<std::string, cluster::ClusterSpec>> clusters;
+  bool worldSizeGiven = false;                // --world-size given (else: the cluster's)
+  double trainTokens = 0;                     // --train-tokens: time and cost of the run
+  int64_t trainSteps = 0;                     // --steps: the same, in steps
 };
 
 /// Runs the whole pipeline. Returns 0 on success, 1 on a user error (after printing one

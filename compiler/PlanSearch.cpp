@@ -50,6 +50,16 @@ std::optional<int64_t> parseByteSize(const std::string &text) {
   return std::nullopt;
 }
 
+std::string humanBytes(int64_t bytes) {
+  if (bytes >= (1LL << 30))
+    return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
+  if (bytes >= (1LL << 20))
+    return fmt::format("{:.2f} MiB", bytes / 1048576.0);
+  if (bytes >= 1024)
+    return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
 FailureOr<int64_t> perRankPeak(func::FuncOp step, const MemoryPlan &memory) {
   plan::PlanDesc plan;
   if (failed(lowerToPlan(step, memory, plan)))
@@ -185,15 +195,6 @@ std::vector<std::string> candidateStrategies(const CompileOptions &options) {
   return out;
 }
 
-std::string humanBytes(int64_t bytes) {
-  if (bytes >= (1LL << 30))
-    return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
-  if (bytes >= (1LL << 20))
-    return fmt::format("{:.2f} MiB", bytes / 1048576.0);
-  if (bytes >= 1024)
-    return fmt::format("{:.1f} KiB", bytes / 1024.0);
-  return fmt::format("{} B", bytes);
-}
 
 /// One error line, then the per-rank peak of each strategy and recompute choice.
 LogicalResult reportMissedLimit(ModuleOp module, const CompileOptions &options) {
@@ -262,20 +263,27 @@ private:
 };
 
 /// The recompute segments worth replaying, cheapest replay per freed byte first (the order
-/// --recompute auto adds them in).
-FailureOr<std::vector<int64_t>> recomputeOrder(ModuleOp module) {
+/// --recompute auto adds them in), and the activation bytes each frees.
+struct RecomputeOrder {
+  std::vector<int64_t> segments;
+  std::vector<int64_t> savedBytes;
+};
+
+FailureOr<RecomputeOrder> recomputeOrder(ModuleOp module) {
   auto analysis = analyzeRecompute(findEntryFunction(module));
   if (failed(analysis))
     return failure();
-  std::vector<int64_t> order;
+  RecomputeOrder out;
   for (size_t s = 0; s < analysis->segmentOps.size(); ++s)
     if (!analysis->lastOfPhase.count(s) && analysis->savedBytes[s] > 0)
-      order.push_back(s);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      out.segments.push_back(s);
+  std::stable_sort(out.segments.begin(), out.segments.end(), [&](int64_t a, int64_t b) {
     return analysis->flops[a] / analysis->savedBytes[a] <
            analysis->flops[b] / analysis->savedBytes[b];
   });
-  return order;
+  for (int64_t s : out.segments)
+    out.savedBytes.push_back(analysis->savedBytes[s]);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -397,55 +405,96 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options) {
     buckets = {4 << 20, 25 << 20, 100 << 20};
 
   std::vector<AutoRow> rows;
-  std::optional<std::vector<int64_t>> order; // recompute order, computed on first need
+  auto screen = [&](const Choice &choice, int64_t floor) -> FailureOr<size_t> {
+    Candidate result = tryChoice(module, options, choice, /*exact=*/false);
+    if (!result.ok)
+      return failure();
+    rows.push_back(AutoRow{choice, std::move(result), floor, false, ""});
+    return rows.size() - 1;
+  };
+  auto fits = [&](size_t row) { return rows[row].result.peak <= limit; };
+  auto timeOfRow = [&](size_t row) { return rows[row].result.predictedMs.value_or(INFINITY); };
+
+  // 1. Each placement as it is (or with the recompute asked for), unless its params and
+  //    optimizer state alone are over the limit.
+  std::map<std::string, int64_t> floors;
+  std::map<std::string, size_t> plainRow; // strategy -> its fastest plain row
+  std::string plainRecompute = recomputes.size() == 1 ? recomputes.front() : "none";
   for (const std::string &strategy : strategies) {
     std::string error;
     auto placement = parsePlacement(strategy, world, error);
-    int64_t floor = modelStatesFloor(module, *placement, world);
+    int64_t floor = floors[strategy] = modelStatesFloor(module, *placement, world);
     if (floor > limit) {
-      AutoRow row{Choice{strategy, "none", {}, 0}, {}, floor, true, "over"};
+      AutoRow row{Choice{strategy, plainRecompute, {}, 0}, {}, floor, true, "over"};
       row.result.peak = floor;
       rows.push_back(std::move(row));
       continue;
     }
-    std::optional<int64_t> nonePeak, allPeak;
-    for (const std::string &recompute : recomputes)
-      for (int64_t bucket : strategy == "ddp" ? buckets : std::vector<int64_t>{0}) {
-        Choice choice{strategy, recompute, {}, bucket};
-        Candidate result = tryChoice(module, options, choice, /*exact=*/false);
-        if (!result.ok)
-          return failure();
-        (recompute == "none" ? nonePeak : allPeak) = result.peak;
-        rows.push_back(AutoRow{choice, std::move(result), floor, false, ""});
-      }
-    // The fewest recomputed segments that fit: a bisection over --recompute auto's order.
-    if (searchRecomputeAuto && nonePeak && allPeak && *nonePeak > limit && *allPeak <= limit) {
+    for (int64_t bucket : strategy == "ddp" ? buckets : std::vector<int64_t>{0}) {
+      auto row = screen(Choice{strategy, plainRecompute, {}, bucket}, floor);
+      if (failed(row))
+        return failure();
+      if (!plainRow.count(strategy) || timeOfRow(*row) < timeOfRow(plainRow[strategy]))
+        plainRow[strategy] = *row;
+    }
+  }
+  // 2. Recomputation, only where the plain placement does not fit (recomputing adds work and
+  //    no communication, so it never makes a step faster) and only where the plain step is
+  //    faster than the fastest that fits so far (else nothing recomputed can win).
+  if (recomputes.size() > 1) {
+    double fastestFitting = INFINITY;
+    for (auto &[strategy, row] : plainRow)
+      if (fits(row))
+        fastestFitting = std::min(fastestFitting, timeOfRow(row));
+    std::optional<RecomputeOrder> order; // computed on first need
+    // Fastest plain step first, so that the bound prunes the most.
+    std::vector<std::string> byTime;
+    for (const std::string &strategy : strategies)
+      if (plainRow.count(strategy))
+        byTime.push_back(strategy);
+    std::stable_sort(byTime.begin(), byTime.end(), [&](const std::string &a, const std::string &b) {
+      return timeOfRow(plainRow[a]) < timeOfRow(plainRow[b]);
+    });
+    for (const std::string &strategy : byTime) {
+      auto plain = plainRow.find(strategy);
+      if (fits(plain->second) || timeOfRow(plain->second) >= fastestFitting)
+        continue;
+      int64_t bucket = rows[plain->second].choice.bucketBytes;
+      auto all = screen(Choice{strategy, "all", {}, bucket}, floors[strategy]);
+      if (failed(all))
+        return failure();
+      if (!fits(*all))
+        continue;
+      fastestFitting = std::min(fastestFitting, timeOfRow(*all));
+      if (!searchRecomputeAuto)
+        continue;
+      // The fewest segments that fit: estimated from the bytes each one frees (in
+      // --recompute auto's order, cheapest replay per byte first), then checked, adding
+      // segments for what is still over, at most four times.
       if (!order) {
         auto computed = recomputeOrder(module);
         if (failed(computed))
           return failure();
         order = std::move(*computed);
       }
-      size_t lo = 1, hi = order->size();
-      std::optional<AutoRow> fitting;
-      while (lo <= hi && hi > 0) {
-        size_t mid = (lo + hi) / 2;
+      int64_t over = rows[plain->second].result.peak - limit;
+      size_t k = 0;
+      for (int probe = 0; probe < 4 && over > 0 && k < order->segments.size(); ++probe) {
+        int64_t freed = 0;
+        while (k < order->segments.size() && freed < over)
+          freed += order->savedBytes[k++];
         Choice choice{strategy, "segments",
-                      std::vector<int64_t>(order->begin(), order->begin() + mid), buckets.back()};
-        if (strategy != "ddp")
-          choice.bucketBytes = 0;
-        Candidate result = tryChoice(module, options, choice, /*exact=*/false);
-        if (!result.ok)
+                      std::vector<int64_t>(order->segments.begin(), order->segments.begin() + k),
+                      bucket};
+        auto row = screen(choice, floors[strategy]);
+        if (failed(row))
           return failure();
-        if (result.peak <= limit) {
-          fitting = AutoRow{choice, std::move(result), floor, false, ""};
-          hi = mid - 1;
-        } else {
-          lo = mid + 1;
-        }
+        over = rows[*row].result.peak - limit;
+        if (over > 0)
+          rows.erase(rows.begin() + *row); // still over: only a probe that fits is kept
+        else
+          fastestFitting = std::min(fastestFitting, timeOfRow(*row));
       }
-      if (fitting)
-        rows.push_back(std::move(*fitting));
     }
   }
 
@@ -488,10 +537,16 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options) {
   }
 
   if (!chosen) {
-    // The smallest candidate, and by how much it misses.
+    // The smallest candidate, and by how much it misses: among those screened (a pruned
+    // row's peak is only its model states), else the smallest model states.
     size_t best = rank.front();
+    auto smaller = [&](size_t a, size_t b) {
+      if (rows[a].pruned != rows[b].pruned)
+        return !rows[a].pruned;
+      return rows[a].result.peak < rows[b].result.peak;
+    };
     for (size_t i : rank)
-      if (rows[i].result.peak < rows[best].result.peak)
+      if (smaller(i, best))
         best = i;
     AutoRow &row = rows[best];
     if (!row.pruned && !row.result.exact) {
@@ -572,9 +627,10 @@ LogicalResult placeTrainStep(ModuleOp module, CompileOptions &options) {
   if (options.recompute != "auto")
     return reportMissedLimit(module, options);
   // auto: recompute the segments that free the most bytes per FLOP first, until it fits.
-  auto order = recomputeOrder(module);
-  if (failed(order))
+  auto computed = recomputeOrder(module);
+  if (failed(computed))
     return failure();
+  std::vector<int64_t> *order = &computed->segments;
   choice.recompute = "segments";
   for (int64_t s : *order) {
     choice.segments.push_back(s);

@@ -18,6 +18,9 @@ namespace plait {
 /// (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. "24GiB" or "1.5GB".
 std::optional<int64_t> parseByteSize(const std::string &text);
 
+/// "1.50 GiB", "12.0 KiB", "512 B": a byte count for people.
+std::string humanBytes(int64_t bytes);
+
 /// Applies --recompute and the data-parallel passes to a training step in place. With a
 /// memory limit: `auto` adds recomputed segments, cheapest per byte first, until the plan
 /// fits; a plan that cannot fit fails with one error line followed by a table of the

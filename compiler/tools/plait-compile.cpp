@@ -77,9 +77,14 @@ int main(int argc, char **argv) {
   app.add_flag("--no-reshard-after-forward", dist.noReshardAfterForward,
                "zero3/fsdp/hsdp: keep gathered params from forward to backward");
   app.add_option("--device", pending.device);
-  app.add_option("--cluster", options.clusterPath,
+  std::vector<std::string> clusterPaths;
+  app.add_option("--cluster", clusterPaths,
                  "cluster spec (samples/clusters/*.yaml, plait-calibrate): the report predicts "
-                 "the step time on it");
+                 "the step time on it; several: compared, the plan written for the best");
+  app.add_option("--train-tokens", options.trainTokens,
+                 "with --cluster: the run's length in tokens, for its predicted time and cost");
+  app.add_option("--steps", options.trainSteps,
+                 "with --cluster: the run's length in steps, for its predicted time and cost");
   std::string memLimit;
   app.add_option("--mem-limit", memLimit,
                  "refuse plans whose per-rank peak exceeds BYTES (e.g. 24GiB, 512MB)");
@@ -130,13 +135,37 @@ int main(int argc, char **argv) {
     }
     options.memLimit = *bytes;
   }
-  if (!options.clusterPath.empty()) {
+  for (const std::string &path : clusterPaths) {
     plait::cluster::ClusterSpec spec;
-    if (auto status = plait::cluster::parseClusterSpec(options.clusterPath, spec); !status.ok()) {
+    if (auto status = plait::cluster::parseClusterSpec(path, spec); !status.ok()) {
       std::cerr << "plait-compile: --cluster " << status.message() << "\n";
       return 1;
     }
-    options.cluster = std::move(spec);
+    options.clusters.emplace_back(path, std::move(spec));
+  }
+  if (!options.clusters.empty()) {
+    options.clusterPath = options.clusters.front().first;
+    options.cluster = options.clusters.front().second;
+  }
+  options.worldSizeGiven = app.count("--world-size") > 0;
+  if ((app.count("--train-tokens") || app.count("--steps")) && options.clusters.empty()) {
+    std::cerr << "plait-compile: --train-tokens and --steps need --cluster (the run's time "
+                 "and cost are predicted on it)\n";
+    return 1;
+  }
+  if (app.count("--train-tokens") && app.count("--steps")) {
+    std::cerr << "plait-compile: give --train-tokens or --steps, not both\n";
+    return 1;
+  }
+  if ((app.count("--train-tokens") && !(options.trainTokens >= 1)) ||
+      (app.count("--steps") && options.trainSteps < 1)) {
+    std::cerr << "plait-compile: --train-tokens and --steps must be >= 1\n";
+    return 1;
+  }
+  if (options.clusters.size() > 1 && (!train.enabled || options.emit != "plan")) {
+    std::cerr << "plait-compile: several --cluster flags compare training plans: they need "
+                 "--train and write a plan (not --emit mlir)\n";
+    return 1;
   }
   options.recomputeFixed = app.count("--recompute") > 0;
   options.bucketsFixed = app.count("--bucket-bytes") > 0;
@@ -156,13 +185,17 @@ int main(int argc, char **argv) {
     if (!app.count("--world-size"))
       dist.worldSize = options.cluster->worldSize();
   }
-  if (options.cluster && options.cluster->device.kind == plait::cluster::DeviceKind::Gpu &&
-      dist.worldSize > (int64_t)options.cluster->worldSize()) {
-    std::cerr << "plait-compile: --world-size " << dist.worldSize << " needs more devices than "
-              << options.clusterPath << " has (" << options.cluster->worldSize() << ": "
-              << options.cluster->nodes << " node(s) x " << options.cluster->devicesPerNode
-              << ")\n";
-    return 1;
+  for (const auto &[path, spec] : options.clusters) {
+    // Compared clusters each get all their devices unless --world-size says otherwise.
+    int64_t world = options.clusters.size() > 1 && !options.worldSizeGiven
+                        ? (int64_t)spec.worldSize()
+                        : dist.worldSize;
+    if (spec.device.kind == plait::cluster::DeviceKind::Gpu && world > (int64_t)spec.worldSize()) {
+      std::cerr << "plait-compile: --world-size " << world << " needs more devices than " << path
+                << " has (" << spec.worldSize() << ": " << spec.nodes << " node(s) x "
+                << spec.devicesPerNode << ")\n";
+      return 1;
+    }
   }
   if (train.microBatches < 1) {
     std::cerr << "plait-compile: --micro-batches must be >= 1, got " << train.microBatches
