@@ -110,6 +110,8 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     if (plan.tensors[target].kind == fb::TensorKind::Param)
       grads += memory.buffers[target].bytes;
   nlohmann::json units = nlohmann::json::array();
+  bool mixed = false;
+  int64_t mixedParams = 0, mixedOptimizer = 0;
   if (auto list = module->getAttrOfType<ArrayAttr>("plait.units")) {
     grads = 0;
     for (Attribute attr : list) {
@@ -118,9 +120,19 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
       std::string placementName = unit.getAs<StringAttr>("placement").str();
       std::string error;
       auto placement = parsePlacement(placementName, plan.worldSize, error);
+      auto precisionAttr = unit.getAs<StringAttr>("precision");
+      Precision precision = precisionAttr && precisionAttr.getValue() == "bf16-mixed"
+                                ? Precision::Bf16Mixed
+                                : Precision::Fp32;
       ModelStateBytes state = modelStateBytes(*placement, get("numel"), get("element_bytes"),
-                                              get("states_per_param"), plan.worldSize);
+                                              get("states_per_param"), plan.worldSize,
+                                              precision);
       grads += state.grads;
+      if (precision == Precision::Bf16Mixed) {
+        mixed = true;
+        mixedParams += state.params;
+        mixedOptimizer += state.optimizer;
+      }
       nlohmann::json names = nlohmann::json::array();
       for (Attribute name : unit.getAs<ArrayAttr>("params"))
         names.push_back(cast<StringAttr>(name).str());
@@ -142,9 +154,17 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     if (b.kind == BufferKind::Param || b.kind == BufferKind::Constant ||
         b.kind == BufferKind::State)
       activations -= b.size;
+  // bf16-mixed: the model state as ZeRO counts it (bf16 params and gradients; f32 masters
+  // with the optimizer state), from the units; the arena holds the f32 masters as params.
+  int64_t optimizer = memory.bytesOf(BufferKind::State);
+  if (mixed) {
+    params = mixedParams;
+    optimizer = mixedOptimizer;
+  }
+  report["precision"] = mixed ? "bf16-mixed" : "fp32";
   report["memory"] = {{"params", params},
                       {"grads", grads},
-                      {"optimizer", memory.bytesOf(BufferKind::State)},
+                      {"optimizer", optimizer},
                       {"constants", constants},
                       {"inputs", inputs},
                       {"activations", activations},
@@ -440,6 +460,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.totalSteps = train.totalSteps;
   o.minLr = train.minLr;
   o.microBatches = train.microBatches;
+  o.precision = train.precision;
   PassManager pm(module.getContext());
   pm.addPass(createBuildTrainStepPass(o));
   return pm.run(module);

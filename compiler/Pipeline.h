@@ -24,6 +24,7 @@ struct TrainOptions {
   int64_t warmupSteps = 0, totalSteps = 0;
   double minLr = 0;
   int64_t microBatches = 1; // --micro-batches: the model's batch split into this many
+  std::string precision = "fp32"; // --precision fp32 | bf16-mixed
 };
 
 /// Data-parallel placement (--world-size, --strategy, ...): the plait-shard and

@@ -73,7 +73,10 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"totalSteps", "total-steps", "int64_t", "0", "steps over which cosine decays">,
     Option<"minLr", "min-lr", "double", "0.0", "final learning rate of the cosine schedule">,
     Option<"microBatches", "micro-batches", "int64_t", "1",
-           "micro-batches per step: the function is one micro-batch, the step K of them">
+           "micro-batches per step: the function is one micro-batch, the step K of them">,
+    Option<"precision", "precision", "std::string", "\"fp32\"",
+           "fp32, or bf16-mixed: the forward and backward in bf16 (params cast from their "
+           "f32 masters, float inputs cast, losses computed in f32), the optimizer in f32">
   ];
 }
 

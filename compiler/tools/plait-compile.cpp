@@ -91,6 +91,10 @@ int main(int argc, char **argv) {
   app.add_option("--micro-batches", train.microBatches,
                  "split the batch into K micro-batches: one forward and backward each, "
                  "gradients accumulated, one optimizer update");
+  app.add_option("--precision", train.precision,
+                 "fp32, or bf16-mixed: bf16 forward and backward, f32 master weights and "
+                 "optimizer state, gradients reduced in bf16")
+      ->check(CLI::IsMember({"fp32", "bf16-mixed"}));
   app.add_flag("--no-schedule", [&](int64_t) { options.schedule = false; },
                "keep the program order of the training step (no plait-schedule)");
   app.add_flag("--no-inplace-updates", [&](int64_t) { options.inPlaceUpdates = false; },
@@ -110,7 +114,7 @@ int main(int argc, char **argv) {
   for (const char *flag : {"--optimizer", "--lr", "--weight-decay", "--momentum", "--dampening",
                            "--nesterov", "--betas", "--eps", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
-                           "--micro-batches"})
+                           "--micro-batches", "--precision"})
     if (app.count(flag) && !train.enabled) {
       std::cerr << "plait-compile: " << flag << " needs --train\n";
       return 1;

@@ -3,6 +3,7 @@
 #include "passes/analysis/CostModel.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "runtime/cluster/RingModel.h"
@@ -264,6 +265,7 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
     return bandwidth > 0 ? bytes / bandwidth : 0.0;
   };
   std::vector<SimOp> ops(plan.instrs.size());
+  std::array<double, cluster::kNumDtypes> contractionFlops{};
   for (size_t i = 0; i < plan.instrs.size(); ++i) {
     const plan::InstrDesc &instr = plan.instrs[i];
     OpCost cost = opCost(plan, instr);
@@ -298,6 +300,8 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
         op.seconds = std::max(computeSeconds, memorySeconds(cost.bytes)) + device.launchOverhead;
       }
       out.flops += cost.flops;
+      if (cost.contraction)
+        contractionFlops[size_t(peakDtype(dtype))] += cost.flops;
     }
     auto &entry = out.byKernel[instr.kernel];
     entry.first += 1;
@@ -308,7 +312,15 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
   for (auto [source, target] : plan.updates)
     tail += memorySeconds(2.0 * double(plan::tensorBytes(plan.tensors[target])));
   out.step = simulateStep(ops, /*overlap=*/!cpu, tail);
-  double peak = device.peak(cluster::Dtype::Fp32);
+  // MFU against the peak of the dtype most contraction FLOPs run in (bf16 under
+  // bf16-mixed), where the device has one.
+  size_t main = size_t(cluster::Dtype::Fp32);
+  for (size_t d = 0; d < contractionFlops.size(); ++d)
+    if (contractionFlops[d] > contractionFlops[main])
+      main = d;
+  double peak = device.peak(cluster::Dtype(main));
+  if (peak <= 0)
+    peak = device.peak(cluster::Dtype::Fp32);
   out.mfu = out.step.seconds > 0 && peak > 0 ? out.flops / (out.step.seconds * peak) : 0;
   return {};
 }

@@ -75,7 +75,16 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
           after = o;
       };
       bool pinned = false;
-      for (Value operand : op.getOperands()) {
+      // A cast that only feeds this update (bf16-mixed: the gradient cast up to f32) moves
+      // with it: its operand counts as the update's.
+      CastOp castIn;
+      SmallVector<Value> inputs(op.getOperands());
+      for (Value &operand : inputs)
+        if (auto c = operand.getDefiningOp<CastOp>(); c && c->hasOneUse() && !castIn) {
+          castIn = c;
+          operand = c.getX();
+        }
+      for (Value operand : inputs) {
         Operation *def = operand.getDefiningOp();
         if (def && isCollective(def)) {
           Operation *next = nextOfKind(def);
@@ -91,8 +100,13 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
             if (!isa<AssignOp>(user) && user != &op)
               later(readEnd(user));
       }
-      if (pinned || !after || position.lookup(after) + 1 >= position.lookup(&op))
+      Operation *first = castIn ? castIn.getOperation() : &op;
+      if (pinned || !after || position.lookup(after) + 1 >= position.lookup(first))
         continue;
+      if (castIn) {
+        castIn->moveAfter(after);
+        after = castIn;
+      }
       op.moveAfter(after);
       ++moved;
       renumber();

@@ -172,8 +172,12 @@ struct InsertCollectivesPass : impl::InsertCollectivesPassBase<InsertCollectives
         if (ahead == k)
           continue;
         Operation *start = firstUser((*phase)[ahead], position);
-        if (start && position.lookup(start) < position.lookup((*phase)[k]))
+        if (start && position.lookup(start) < position.lookup((*phase)[k])) {
+          // bf16-mixed gathers the shard's bf16 cast: it moves along.
+          if (auto c = (*phase)[k].getInput().getDefiningOp<CastOp>(); c && c->hasOneUse())
+            c->moveBefore(start);
           (*phase)[k]->moveBefore(start);
+        }
       }
   }
 };

@@ -118,4 +118,20 @@ ModelStateBytes modelStateBytes(const Placement &placement, int64_t numel,
   return out;
 }
 
+ModelStateBytes modelStateBytes(const Placement &placement, int64_t numel,
+                                int64_t elementBytes, int64_t statesPerParam, int64_t worldSize,
+                                Precision precision) {
+  if (precision == Precision::Fp32)
+    return modelStateBytes(placement, numel, elementBytes, statesPerParam, worldSize);
+  int64_t g = placement.shardGroupSize(worldSize);
+  int64_t whole = numel, shard = paddedNumel(numel, g) / g; // elements
+  ModelStateBytes out;
+  out.params = kHalfBytes * (placement.shardsParams() ? shard : whole);
+  out.grads = kHalfBytes * (placement.shardsGrads() ? shard : whole);
+  // The f32 master weights count with the optimizer state, as in ZeRO's K = 12 for Adam.
+  out.optimizer = (1 + statesPerParam) * elementBytes *
+                  (placement.shardsOptimizer() ? shard : whole);
+  return out;
+}
+
 } // namespace plait

@@ -71,4 +71,23 @@ ModelStateBytes modelStateBytes(const Placement &placement, int64_t numel,
                                 int64_t elementBytes, int64_t statesPerParam,
                                 int64_t worldSize);
 
+/// --precision: fp32, or bf16-mixed (bf16 working params and gradients, f32 master weights
+/// and optimizer state).
+enum class Precision { Fp32, Bf16Mixed };
+inline constexpr int64_t kHalfBytes = 2;
+
+/// As above, with `precision`. bf16-mixed follows the paper's mixed-precision forms (its
+/// K = 12 for Adam: the f32 master copy, 4 bytes, plus each state's 4 bytes), with
+/// `elementBytes` the master's:
+///   ddp:        params 2Ψ,    grads 2Ψ,    optimizer KΨ
+///   zero1:      params 2Ψ,    grads 2Ψ,    optimizer KΨp/g
+///   zero2:      params 2Ψ,    grads 2Ψp/g, optimizer KΨp/g
+///   zero3/fsdp: params 2Ψp/g, grads 2Ψp/g, optimizer KΨp/g
+/// with Ψ and Ψp in elements here and K = (1 + statesPerParam) · elementBytes. zero1 and
+/// zero2 shard the f32 masters with the optimizer state; the bf16 working params are
+/// gathered once per step and kept until the backward is done.
+ModelStateBytes modelStateBytes(const Placement &placement, int64_t numel,
+                                int64_t elementBytes, int64_t statesPerParam, int64_t worldSize,
+                                Precision precision);
+
 } // namespace plait

@@ -48,6 +48,31 @@ struct Unit {
   }
 };
 
+/// Under --precision bf16-mixed a param's gradient arrives as a cast of its bf16 gradient
+/// up to f32: that bf16 value (what the collective should move), or null.
+Value halfGradient(Value grad) {
+  auto c = grad.getDefiningOp<CastOp>();
+  if (!c)
+    return {};
+  auto source = cast<RankedTensorType>(c.getX().getType());
+  return source.getElementType().isBF16() ? c.getX() : Value();
+}
+
+/// The bf16 working copies of a param under --precision bf16-mixed: its casts to bf16, when
+/// everything but its optimizer update reads it through one; else empty.
+SmallVector<CastOp> halfCopies(ParamOp param) {
+  SmallVector<CastOp> copies;
+  for (Operation *user : param->getUsers()) {
+    if (isOptimizerUpdate(user) || isa<AssignOp>(user))
+      continue;
+    auto c = dyn_cast<CastOp>(user);
+    if (!c || !cast<RankedTensorType>(c.getType()).getElementType().isBF16())
+      return {};
+    copies.push_back(c);
+  }
+  return copies;
+}
+
 /// The optimizer state operands of an update op, in operand order.
 SmallVector<Value> stateOperands(Operation *update) {
   if (auto adam = dyn_cast<AdamWUpdateOp>(update))
@@ -282,6 +307,12 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
           b.getNamedAttr("element_bytes", b.getI64IntegerAttr(elementBytes)),
           b.getNamedAttr("states_per_param",
                          b.getI64IntegerAttr(stateOperands(u.params.front()->update).size())),
+          b.getNamedAttr("precision",
+                         b.getStringAttr(llvm::all_of(u.params, [](TrainableParam *p) {
+                                           return !halfCopies(p->op).empty();
+                                         })
+                                             ? "bf16-mixed"
+                                             : "fp32")),
       }));
     }
     module->setAttr("plait.units", b.getArrayAttr(list));
@@ -313,6 +344,8 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       if (cast<RankedTensorType>(sq.getType()).getElementType() != f32)
         sq = b.create<CastOp>(loc, scalarType, sq);
       auto sync = g.getDefiningOp<SyncGradOp>();
+      if (auto up = g.getDefiningOp<CastOp>(); up && !sync)
+        sync = up.getX().getDefiningOp<SyncGradOp>(); // bf16-mixed: reduced in bf16
       Attribute groups = sync ? sync.getShardGroupsAttr() : Attribute();
       Value &sum = groups ? sharded[groups] : local;
       sum = sum ? Value(b.create<AddOp>(loc, sum, sq)) : sq;
@@ -351,6 +384,17 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       Value grad = p->grad();
       OpBuilder b(&getContext());
       b.setInsertionPointAfterValue(grad);
+      if (Value half = halfGradient(grad)) {
+        // bf16-mixed: averaged in bf16 (half the bytes), then cast up for the update.
+        // The cast stands just before the update (plait-schedule moves the two together):
+        // the collective lowering may move the gradient's sync later, but not past it.
+        auto sync = b.create<SyncGradOp>(grad.getLoc(), half.getType(), half, ArrayAttr(), world);
+        b.setInsertionPoint(p->update);
+        p->update->setOperand(1, b.create<CastOp>(grad.getLoc(), grad.getType(), sync));
+        if (Operation *old = grad.getDefiningOp(); old && old->use_empty())
+          old->erase();
+        continue;
+      }
       auto sync = b.create<SyncGradOp>(grad.getLoc(), grad.getType(), grad, ArrayAttr(), world);
       p->update->setOperand(1, sync);
     }
@@ -420,12 +464,33 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       b.setInsertionPoint(optimizerStart);
     else
       b.setInsertionPointAfter(lastGrad);
-    Value flatGrad = flattenInto(b, loc, grads, padded);
-    Value gradShard = b.create<SyncGradOp>(loc, shardType, flatGrad, shardGroups, replicaGroups);
+    // bf16-mixed: the gradient is reduced in bf16 and its shard cast up for the update.
+    SmallVector<Value> halves;
+    for (Value grad : grads)
+      if (Value half = halfGradient(grad))
+        halves.push_back(half);
+    Value gradShard;
+    if (halves.size() == grads.size()) {
+      auto halfShard = RankedTensorType::get(shardType.getShape(),
+                                             cast<RankedTensorType>(halves[0].getType()).getElementType());
+      Value flatHalf = flattenInto(b, loc, halves, padded);
+      gradShard = b.create<SyncGradOp>(loc, halfShard, flatHalf, shardGroups, replicaGroups);
+      for (Value grad : grads)
+        if (Operation *def = grad.getDefiningOp(); def && def->use_empty())
+          def->erase();
+    } else {
+      Value flatGrad = flattenInto(b, loc, grads, padded);
+      gradShard = b.create<SyncGradOp>(loc, shardType, flatGrad, shardGroups, replicaGroups);
+    }
 
-    // This rank's shard of the params.
+    // This rank's shard of the params. Under bf16-mixed the f32 params are the master
+    // weights, part of the optimizer state in ZeRO's accounting: sharded with it under zero1
+    // and zero2 too, their bf16 working copies gathered once per step and kept until the
+    // backward is done (as ZeRO-1/2 keep replicated fp16 params).
+    bool mixed = llvm::all_of(u.params, [](TrainableParam *p) { return !halfCopies(p->op).empty(); });
+    bool shardParams = u.placement.shardsParams() || mixed;
     Value paramShard;
-    if (u.placement.shardsParams()) {
+    if (shardParams) {
       b.setInsertionPointToStart(&body);
       SmallVector<Attribute> pieces;
       int64_t offset = 0;
@@ -443,7 +508,8 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       }
       paramShard = b.create<ParamShardOp>(loc, shardType, b.getStringAttr(u.name), shardGroups,
                                           b.getI64IntegerAttr(padded), b.getArrayAttr(pieces));
-      if (failed(replaceParamUses(u, paramShard, shardGroups, position, phase)))
+      bool reshard = reshardAfterForward && u.placement.shardsParams();
+      if (failed(replaceParamUses(u, paramShard, shardGroups, position, phase, reshard, mixed)))
         return failure();
     } else {
       b.setInsertionPoint(optimizerStart);
@@ -461,8 +527,10 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       state->setAttr(kStateLayoutAttr, stateLayout(b, u, suffix, shardGroups, padded));
       states.push_back(state);
     }
+    if (cast<RankedTensorType>(gradShard.getType()).getElementType() != element)
+      gradShard = b.create<CastOp>(loc, shardType, gradShard); // bf16-mixed: up for the update
     Operation *update = buildShardUpdate(b, loc, like, paramShard, gradShard, states);
-    if (u.placement.shardsParams()) {
+    if (shardParams) {
       b.create<AssignOp>(loc, paramShard, update->getResult(0));
     } else {
       Value whole = b.create<UnshardOp>(loc, RankedTensorType::get({padded}, element),
@@ -485,7 +553,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         if (Operation *def = s.getDefiningOp())
           if (def->use_empty())
             def->erase();
-      if (u.placement.shardsParams()) {
+      if (shardParams) {
         if (!p->op->use_empty())
           return p->op.emitOpError("is still used after sharding unit '") << u.name << "'";
         p->op->erase();
@@ -497,22 +565,40 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
   /// zero3/fsdp/hsdp: each forward reads the params from one gather placed before its first
   /// use, each backward from a second one (or the forward's, without resharding). With
   /// micro-batches every micro-batch's forward and backward gathers again.
+  ///
+  /// `half` (bf16-mixed): the params are read through bf16 casts; the shard is cast and the
+  /// gather moves bf16 (half the bytes), its pieces replacing the casts.
   LogicalResult replaceParamUses(Unit &u, Value shard, ArrayAttr groups,
                                  DenseMap<Operation *, int64_t> &position,
-                                 const DenseMap<Operation *, int64_t> &phase) {
+                                 const DenseMap<Operation *, int64_t> &phase, bool reshard,
+                                 bool half) {
     auto shardType = cast<RankedTensorType>(shard.getType());
     int64_t g = groupsOf(groups).front().size();
-    auto wholeType =
-        RankedTensorType::get({shardType.getDimSize(0) * g}, shardType.getElementType());
+    Type element = shardType.getElementType();
+    if (half)
+      element = BFloat16Type::get(&getContext());
+    auto wholeType = RankedTensorType::get({shardType.getDimSize(0) * g}, element);
     SmallVector<Type> types;
     for (TrainableParam *p : u.params)
-      types.push_back(p->type());
+      types.push_back(RankedTensorType::get(p->type().getShape(), element));
+    // What reads each param: its uses, or (half) the uses of its bf16 casts.
+    SmallVector<SmallVector<OpOperand *>> uses(u.params.size());
+    for (auto [i, p] : llvm::enumerate(u.params)) {
+      if (half) {
+        for (CastOp c : halfCopies(p->op))
+          for (OpOperand &use : c->getUses())
+            uses[i].push_back(&use);
+        continue;
+      }
+      for (OpOperand &use : p->op->getUses())
+        if (!isOptimizerUpdate(use.getOwner()) && !isa<AssignOp>(use.getOwner()))
+          uses[i].push_back(&use);
+    }
     // The earliest user in each phase.
     std::map<int64_t, Operation *> firstUser;
-    for (TrainableParam *p : u.params)
-      for (Operation *user : p->op->getUsers()) {
-        if (isOptimizerUpdate(user) || isa<AssignOp>(user))
-          continue;
+    for (auto &list : uses)
+      for (OpOperand *use : list) {
+        Operation *user = use->getOwner();
         Operation *&first = firstUser[phase.lookup(user)];
         if (!first || position[user] < position[first])
           first = user;
@@ -520,21 +606,26 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     std::map<int64_t, SmallVector<Value>> pieces;
     for (auto [at, first] : firstUser) {
       bool backward = at % 2 == 1;
-      if (backward && !reshardAfterForward && pieces.count(at - 1)) {
+      if (backward && !reshard && pieces.count(at - 1)) {
         pieces[at] = pieces[at - 1];
         continue;
       }
       OpBuilder b(first);
-      Value whole = b.create<UnshardOp>(shard.getLoc(), wholeType, shard, groups);
+      Value source = shard;
+      if (half)
+        source = b.create<CastOp>(shard.getLoc(),
+                                  RankedTensorType::get(shardType.getShape(), element), shard);
+      Value whole = b.create<UnshardOp>(shard.getLoc(), wholeType, source, groups);
       pieces[at] = unflatten(b, shard.getLoc(), whole, types);
     }
-    for (auto [i, p] : llvm::enumerate(u.params))
-      for (OpOperand &use : llvm::make_early_inc_range(p->op->getUses())) {
-        Operation *user = use.getOwner();
-        if (isOptimizerUpdate(user) || isa<AssignOp>(user))
-          continue;
-        use.set(pieces[phase.lookup(user)][i]);
-      }
+    for (auto [i, list] : llvm::enumerate(uses))
+      for (OpOperand *use : list)
+        use->set(pieces[phase.lookup(use->getOwner())][i]);
+    if (half)
+      for (TrainableParam *p : u.params)
+        for (Operation *user : llvm::to_vector(p->op->getUsers()))
+          if (isa<CastOp>(user) && user->use_empty())
+            user->erase();
     return success();
   }
 };

@@ -108,5 +108,54 @@ TEST(ModelStateBytes, PadsUnevenUnits) {
   EXPECT_EQ(one.optimizer, 2 * 1001 * 4);
 }
 
+// The paper's worked example (section 5, figure 1): Ψ = 7.5B params, N = 64 GPUs, mixed
+// precision with Adam (K = 12): 120 GB per GPU under DDP, 31.4 GB with Pos (zero1), 16.6 GB
+// with Pos+g (zero2), 1.88 GB with Pos+g+p (zero3). 7.5e9 divides by 64, so no padding.
+TEST(ModelStateBytes, MatchesTheZeroPaperWorkedExampleInMixedPrecision) {
+  const int64_t psi = 7'500'000'000, n = 64;
+  auto total = [&](const char *p) {
+    ModelStateBytes b = modelStateBytes(parse(p, n), psi, 4, 2, n, Precision::Bf16Mixed);
+    return b.params + b.grads + b.optimizer;
+  };
+  EXPECT_EQ(total("ddp"), 120'000'000'000);     // (2 + 2 + 12)Ψ
+  EXPECT_EQ(total("zero1"), 31'406'250'000);    // 2Ψ + 2Ψ + 12Ψ/N
+  EXPECT_EQ(total("zero2"), 16'640'625'000);    // 2Ψ + 14Ψ/N
+  EXPECT_EQ(total("zero3"), 1'875'000'000);     // 16Ψ/N
+  EXPECT_EQ(total("fsdp"), total("zero3"));
+  // Each part: bf16 params and gradients, f32 master + two Adam states in the optimizer.
+  ModelStateBytes z2 = modelStateBytes(parse("zero2", n), psi, 4, 2, n, Precision::Bf16Mixed);
+  EXPECT_EQ(z2.params, 2 * psi);
+  EXPECT_EQ(z2.grads, 2 * psi / n);
+  EXPECT_EQ(z2.optimizer, 12 * psi / n);
+  // hsdp:8 shards within groups of 8: 16Ψ/8.
+  EXPECT_EQ(total("hsdp:8"), 16 * psi / 8);
+}
+
+// The same example in full precision (K = 8 for Adam's two f32 states, 4-byte params and
+// gradients): 16Ψ under DDP, 4Ψ + 4Ψ + 8Ψ/N, 4Ψ + 12Ψ/N, 16Ψ/N.
+TEST(ModelStateBytes, MatchesTheZeroPaperWorkedExampleInFullPrecision) {
+  const int64_t psi = 7'500'000'000, n = 64;
+  auto total = [&](const char *p) {
+    ModelStateBytes b = modelStateBytes(parse(p, n), psi, 4, 2, n, Precision::Fp32);
+    return b.params + b.grads + b.optimizer;
+  };
+  EXPECT_EQ(total("ddp"), 16 * psi);
+  EXPECT_EQ(total("zero1"), 8 * psi + 8 * psi / n);
+  EXPECT_EQ(total("zero2"), 4 * psi + 12 * psi / n);
+  EXPECT_EQ(total("zero3"), 16 * psi / n);
+}
+
+// Mixed precision pads shards as full precision does; SGD without momentum keeps only the
+// f32 master (K = 4).
+TEST(ModelStateBytes, MixedPrecisionPadsAndCountsTheMaster) {
+  ModelStateBytes z3 = modelStateBytes(parse("zero3", 4), 1001, 4, 2, 4, Precision::Bf16Mixed);
+  EXPECT_EQ(z3.params, 251 * 2);
+  EXPECT_EQ(z3.grads, 251 * 2);
+  EXPECT_EQ(z3.optimizer, 3 * 251 * 4);
+  ModelStateBytes sgd = modelStateBytes(parse("ddp", 4), 1001, 4, 0, 4, Precision::Bf16Mixed);
+  EXPECT_EQ(sgd.params, 1001 * 2);
+  EXPECT_EQ(sgd.optimizer, 1001 * 4);
+}
+
 } // namespace
 } // namespace plait
