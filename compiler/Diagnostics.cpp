@@ -43,6 +43,7 @@ std::string flatten(std::string text) {
 OneLineDiagnostics::OneLineDiagnostics(MLIRContext &ctx, std::string modelPath)
     : modelPath_(std::move(modelPath)),
       handler_(&ctx, [this](Diagnostic &diag) {
+        std::lock_guard<std::mutex> lock(mutex_);
         if (diag.getSeverity() != DiagnosticSeverity::Error)
           return success(); // warnings and remarks are not printed by the drivers
         std::string message = flatten(diag.str());

@@ -1,6 +1,7 @@
 // One-line diagnostics for the compiler drivers: every user error is one line on stderr.
 #pragma once
 
+#include <mutex>
 #include <string>
 
 #include "mlir/IR/Diagnostics.h"
@@ -18,6 +19,7 @@ public:
 private:
   std::string modelPath_;
   bool reported_ = false;
+  std::mutex mutex_; // the strategy search screens candidates on several threads
   mlir::ScopedDiagnosticHandler handler_;
 };
 

@@ -538,12 +538,13 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     return 1;
   if (std::string error = dumpStage(options, "00-imported.mlir", **module); !error.empty())
     return reportError(error);
+  std::optional<PlacedStep> placed; // the search's memory plan and plan of the step it kept
   if (options.train.enabled) {
     if (failed(buildTrainStep(**module, options.train, options.dist.worldSize)))
       return 1;
     if (std::string error = dumpStage(options, "01-train-step.mlir", **module); !error.empty())
       return reportError(error);
-    if (failed(placeTrainStep(**module, options)))
+    if (failed(placeTrainStep(**module, options, &placed)))
       return 1;
     if (std::string error = dumpStage(options, "02-sharded.mlir", **module); !error.empty())
       return reportError(error);
@@ -559,13 +560,19 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     return 0;
   }
 
-  auto memory = planMemory(*func, options.alignment, options.inPlaceUpdates);
-  if (failed(memory))
-    return 1;
+  FailureOr<MemoryPlan> memory = failure();
   plan::PlanDesc &plan = out.plan;
+  if (placed) {
+    memory = std::move(placed->memory);
+    plan = std::move(placed->plan);
+  } else {
+    memory = planMemory(*func, options.alignment, options.inPlaceUpdates);
+    if (failed(memory))
+      return 1;
+    if (failed(lowerToPlan(*func, *memory, plan)))
+      return 1;
+  }
   plan.source = options.modelPath;
-  if (failed(lowerToPlan(*func, *memory, plan)))
-    return 1;
   int64_t workspace = plan.workspaceBytes.empty() ? 0 : (int64_t)plan.workspaceBytes.front();
   if (options.memLimit > 0 && memory->arenaBytes + workspace > options.memLimit)
     return reportError(fmt::format("{}: the plan needs {} bytes per rank, over --mem-limit {}",

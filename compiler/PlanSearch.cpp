@@ -2,6 +2,8 @@
 #include "compiler/PlanSearch.h"
 
 #include <algorithm>
+#include <thread>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -21,6 +23,7 @@
 #include "passes/sharding/VerifyCollectives.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
@@ -81,14 +84,14 @@ struct Choice {
 /// plait-recompute, plait-shard, plait-insert-collectives, plait-schedule, then the check that
 /// no rank can hang: `choice` applied to `module` in place.
 ///
-/// Without `verify` (the strategy search screening candidates it may never keep) the IR
-/// verifier and the collective-order check are skipped: the kept candidate is compiled
-/// again with both.
+/// With `verify` the IR is verified after the last pass and the collective order checked.
+/// Without (the strategy search screening candidates it may never keep) both are skipped:
+/// the kept candidate is compiled again with them.
 LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const Choice &choice,
                           bool verify = true) {
   const DistOptions &dist = options.dist;
   PassManager pm(module.getContext());
-  pm.enableVerifier(verify);
+  pm.enableVerifier(false); // verified once, after the last pass (plait-opt verifies each)
   if (choice.recompute != "none") {
     RecomputePassOptions recompute;
     recompute.mode = choice.recompute;
@@ -115,7 +118,11 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
     pm.addPass(createSchedulePass());
   if (failed(pm.run(module)))
     return failure();
-  return verify ? verifyCollectiveOrder(module) : success();
+  if (!verify)
+    return success();
+  if (failed(mlir::verify(module)))
+    return failure();
+  return verifyCollectiveOrder(module);
 }
 
 /// `choice` applied to a copy of the step, and that copy's per-rank peak; not `ok` when it
@@ -128,6 +135,7 @@ struct Candidate {
   std::optional<double> predictedMs; // with --cluster: the cost model's step time
   double computeMs = 0, commMs = 0, exposedCommMs = 0, mfu = 0;
   uint64_t commBytes = 0;
+  std::optional<PlacedStep> placed; // exact candidates: the memory plan and lowered plan
 };
 
 /// With `exact` the copy is verified and its buffers placed: `peak` is what the plan will
@@ -159,8 +167,10 @@ Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &
     out.exposedCommMs = prediction.step.exposedCommSeconds * 1e3;
     out.mfu = prediction.mfu;
   }
-  if (exact)
+  if (exact) {
     out.module = std::move(copy);
+    out.placed = PlacedStep{std::move(*memory), std::move(plan)};
+  }
   return out;
 }
 
@@ -172,9 +182,12 @@ std::optional<int64_t> peakOf(ModuleOp step, const CompileOptions &options,
 
 /// Makes `module` the candidate that fits (its ops and attributes), instead of compiling the
 /// same choice a second time.
-void adopt(ModuleOp module, Candidate &fitting) {
+/// Its memory plan and lowered plan go to `placed` (they refer to the same ops, which move).
+void adopt(ModuleOp module, Candidate &fitting, std::optional<PlacedStep> *placed) {
   module.getBodyRegion().takeBody(fitting.module->getBodyRegion());
   module->setAttrs(fitting.module.get()->getAttrDictionary());
+  if (placed)
+    *placed = std::move(fitting.placed);
 }
 
 /// Strategies worth showing when the limit is missed: the one asked for, then every plain
@@ -250,8 +263,8 @@ public:
     }
   }
   /// Adopts `fitting` into `module` (the last candidate added) and records the log.
-  LogicalResult keep(ModuleOp module, Candidate &fitting) {
-    adopt(module, fitting);
+  LogicalResult keep(ModuleOp module, Candidate &fitting, std::optional<PlacedStep> *placed) {
+    adopt(module, fitting, placed);
     module->setAttr("plait.candidates", builder_.getArrayAttr(rows_));
     return success();
   }
@@ -381,7 +394,8 @@ void recordSearch(ModuleOp module, const std::vector<AutoRow> &rows,
 /// (ties: the smaller peak, then the order above); the first whose lower bound fits is
 /// compiled exactly, and kept when its exact peak fits (else the next). Choices whose
 /// params and optimizer state alone exceed the limit are not compiled at all.
-LogicalResult searchStrategy(ModuleOp module, CompileOptions &options) {
+LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
+                             std::optional<PlacedStep> *placed) {
   const cluster::ClusterSpec &spec = *options.cluster;
   int64_t world = options.dist.worldSize;
   int64_t limit = options.memLimit > 0 ? options.memLimit : (int64_t)spec.device.memoryBytes;
@@ -416,10 +430,13 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options) {
   auto timeOfRow = [&](size_t row) { return rows[row].result.predictedMs.value_or(INFINITY); };
 
   // 1. Each placement as it is (or with the recompute asked for), unless its params and
-  //    optimizer state alone are over the limit.
+  //    optimizer state alone are over the limit. The screens are independent: they run on
+  //    as many threads as there are cores (each on its own copy of the step), their rows
+  //    kept in this order whatever finishes first.
   std::map<std::string, int64_t> floors;
   std::map<std::string, size_t> plainRow; // strategy -> its fastest plain row
   std::string plainRecompute = recomputes.size() == 1 ? recomputes.front() : "none";
+  std::vector<Choice> plainChoices;
   for (const std::string &strategy : strategies) {
     std::string error;
     auto placement = parsePlacement(strategy, world, error);
@@ -430,13 +447,33 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options) {
       rows.push_back(std::move(row));
       continue;
     }
-    for (int64_t bucket : strategy == "ddp" ? buckets : std::vector<int64_t>{0}) {
-      auto row = screen(Choice{strategy, plainRecompute, {}, bucket}, floor);
-      if (failed(row))
-        return failure();
-      if (!plainRow.count(strategy) || timeOfRow(*row) < timeOfRow(plainRow[strategy]))
-        plainRow[strategy] = *row;
-    }
+    for (int64_t bucket : strategy == "ddp" ? buckets : std::vector<int64_t>{0})
+      plainChoices.push_back(Choice{strategy, plainRecompute, {}, bucket});
+  }
+  std::vector<Candidate> screened(plainChoices.size());
+  {
+    std::atomic<size_t> next{0};
+    auto work = [&]() {
+      for (size_t i; (i = next.fetch_add(1)) < plainChoices.size();)
+        screened[i] = tryChoice(module, options, plainChoices[i], /*exact=*/false);
+    };
+    unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), 8);
+    threads = std::min<unsigned>(threads, (unsigned)plainChoices.size());
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t)
+      pool.emplace_back(work);
+    work();
+    for (std::thread &t : pool)
+      t.join();
+  }
+  for (auto [choice, result] : llvm::zip(plainChoices, screened)) {
+    if (!result.ok)
+      return failure();
+    rows.push_back(AutoRow{choice, std::move(result), floors[choice.strategy], false, ""});
+    size_t row = rows.size() - 1;
+    auto known = plainRow.find(choice.strategy);
+    if (known == plainRow.end() || timeOfRow(row) < timeOfRow(known->second))
+      plainRow[choice.strategy] = row;
   }
   // 2. Recomputation, only where the plain placement does not fit (recomputing adds work and
   //    no communication, so it never makes a step faster) and only where the plain step is
@@ -469,31 +506,49 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options) {
       if (!searchRecomputeAuto)
         continue;
       // The fewest segments that fit: estimated from the bytes each one frees (in
-      // --recompute auto's order, cheapest replay per byte first), then checked, adding
-      // segments for what is still over, at most four times.
+      // --recompute auto's order, cheapest replay per byte first) and checked. When the
+      // estimate is over, every segment is tried (if even that is over, whole units cannot
+      // get there: only `all`, which replays layer by layer, does), then the middle of the
+      // two: at most three screens.
       if (!order) {
         auto computed = recomputeOrder(module);
         if (failed(computed))
           return failure();
         order = std::move(*computed);
       }
-      int64_t over = rows[plain->second].result.peak - limit;
-      size_t k = 0;
-      for (int probe = 0; probe < 4 && over > 0 && k < order->segments.size(); ++probe) {
-        int64_t freed = 0;
-        while (k < order->segments.size() && freed < over)
-          freed += order->savedBytes[k++];
+      size_t n = order->segments.size();
+      int64_t need = rows[plain->second].result.peak - limit, freed = 0;
+      size_t estimate = 0;
+      while (estimate < n && freed < need)
+        freed += order->savedBytes[estimate++];
+      std::optional<AutoRow> best; // the fitting probe with the fewest segments
+      auto probe = [&](size_t k) -> FailureOr<bool> {
         Choice choice{strategy, "segments",
                       std::vector<int64_t>(order->segments.begin(), order->segments.begin() + k),
                       bucket};
-        auto row = screen(choice, floors[strategy]);
-        if (failed(row))
+        Candidate result = tryChoice(module, options, choice, /*exact=*/false);
+        if (!result.ok)
           return failure();
-        over = rows[*row].result.peak - limit;
-        if (over > 0)
-          rows.erase(rows.begin() + *row); // still over: only a probe that fits is kept
-        else
-          fastestFitting = std::min(fastestFitting, timeOfRow(*row));
+        bool fit = result.peak <= limit;
+        if (fit && (!best || k < best->choice.segments.size()))
+          best = AutoRow{choice, std::move(result), floors[strategy], false, ""};
+        return fit;
+      };
+      if (n == 0)
+        continue;
+      auto fitsAtEstimate = probe(std::max<size_t>(estimate, 1));
+      if (failed(fitsAtEstimate))
+        return failure();
+      if (!*fitsAtEstimate && estimate < n) {
+        auto fitsAtAll = probe(n);
+        if (failed(fitsAtAll))
+          return failure();
+        if (*fitsAtAll && (n - estimate) > 1 && failed(probe((estimate + n) / 2)))
+          return failure();
+      }
+      if (best) {
+        fastestFitting = std::min(fastestFitting, best->result.predictedMs.value_or(INFINITY));
+        rows.push_back(std::move(*best));
       }
     }
   }
@@ -598,7 +653,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options) {
     reason += fmt::format("; next: {} at {:.3f} ms (+{:.1f}%)", rowLabel(r), timeOf(r),
                           100 * (timeOf(r) / winMs - 1));
   }
-  adopt(module, win.result);
+  adopt(module, win.result, placed);
   recordSearch(module, rows, rank, limit, reason, exactCompiles, spec.name);
   // The report describes the plan kept.
   options.dist.strategy = win.choice.strategy;
@@ -610,9 +665,10 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options) {
 
 } // namespace
 
-LogicalResult placeTrainStep(ModuleOp module, CompileOptions &options) {
+LogicalResult placeTrainStep(ModuleOp module, CompileOptions &options,
+                             std::optional<PlacedStep> *placed) {
   if (options.dist.strategy == "auto")
-    return searchStrategy(module, options);
+    return searchStrategy(module, options, placed);
   int64_t limit = options.memLimit;
   Choice choice{options.dist.strategy, options.recompute == "all" ? "all" : "none", {}};
   if (limit <= 0)
@@ -623,7 +679,7 @@ LogicalResult placeTrainStep(ModuleOp module, CompileOptions &options) {
     return failure();
   log.add(choice, candidate);
   if (candidate.peak <= limit)
-    return log.keep(module, candidate);
+    return log.keep(module, candidate, placed);
   if (options.recompute != "auto")
     return reportMissedLimit(module, options);
   // auto: recompute the segments that free the most bytes per FLOP first, until it fits.
@@ -639,7 +695,7 @@ LogicalResult placeTrainStep(ModuleOp module, CompileOptions &options) {
       return failure();
     log.add(choice, candidate);
     if (candidate.peak <= limit)
-      return log.keep(module, candidate);
+      return log.keep(module, candidate, placed);
   }
   return reportMissedLimit(module, options);
 }

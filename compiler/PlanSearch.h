@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "codegen/PlanBuilder.h"
 #include "compiler/Pipeline.h"
 #include "passes/analysis/MemoryPlan.h"
 
@@ -29,7 +30,14 @@ std::string humanBytes(int64_t bytes);
 /// With --strategy auto (which needs options.cluster) the placement, recompute and ddp
 /// bucket size are searched: see searchStrategy in PlanSearch.cpp. `options` is updated to
 /// the choice kept (strategy, bucket bytes, recompute), so the report describes that plan.
-mlir::LogicalResult placeTrainStep(mlir::ModuleOp module, CompileOptions &options);
+/// A step's memory plan and lowered plan, when the search already computed them for the
+/// candidate it kept (so the pipeline does not plan the same step twice).
+struct PlacedStep {
+  MemoryPlan memory;
+  plan::PlanDesc plan;
+};
+mlir::LogicalResult placeTrainStep(mlir::ModuleOp module, CompileOptions &options,
+                                   std::optional<PlacedStep> *placed = nullptr);
 
 /// The per-rank bytes the memory limit is checked against: everything the step allocates,
 /// the arena plus the kernels' workspace (from lowering `step` with `memory`).

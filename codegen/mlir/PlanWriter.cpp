@@ -1,6 +1,8 @@
 // Lowers a plait function to plan tensors and instructions; attributes are encoded generically.
 #include "codegen/mlir/PlanWriter.h"
 
+#include <cstring>
+
 #include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 #include "ir/RankGroups.h"
@@ -8,6 +10,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/SwapByteOrder.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -54,6 +57,32 @@ FailureOr<std::vector<uint8_t>> elementBytes(Operation *op, ElementsAttr attr) {
   Type element = dense.getElementType();
   std::vector<uint8_t> out;
   out.reserve(tensorBytes(cast<RankedTensorType>(dense.getType())));
+  // Widths of 16, 32 and 64 bits are stored as the runtime stores them (little-endian,
+  // row-major): copy the raw bytes, repeating a splat's one element (a causal mask of a
+  // 2,048-token model is 4M elements: element by element took a tenth of a second).
+  unsigned bits = element.getIntOrFloatBitWidth();
+  if ((bits == 16 || bits == 32 || bits == 64) && llvm::sys::IsLittleEndianHost) {
+    ArrayRef<char> raw = dense.getRawData();
+    size_t size = bits / 8;
+    if (dense.isSplat()) {
+      int64_t n = dense.getNumElements();
+      out.resize(size_t(n) * size);
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(out.data() + size_t(i) * size, raw.data(), size);
+    } else {
+      out.assign(raw.begin(), raw.end());
+    }
+    return out;
+  }
+  if (bits == 1) {
+    if (dense.isSplat()) {
+      out.assign(size_t(dense.getNumElements()), dense.getSplatValue<bool>() ? 1 : 0);
+    } else {
+      for (bool v : dense.getValues<bool>())
+        out.push_back(v ? 1 : 0);
+    }
+    return out;
+  }
   if (auto floatType = dyn_cast<FloatType>(element)) {
     unsigned width = floatType.getWidth();
     for (const APFloat &v : dense.getValues<APFloat>()) {

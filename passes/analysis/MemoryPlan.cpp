@@ -167,42 +167,109 @@ void aliasAssignedValues(func::FuncOp func, const ProgramOrder &order, MemoryPla
 /// Places buffers in `order`; each takes the best-fitting gap (or the first, when
 /// `firstFit`) among already placed buffers that are live at the same time.
 ///
-/// The placed buffers are kept sorted by (offset, end offset), in arrays of their own, so
-/// finding the gaps is one pass that skips buffers not live at the same time: no per-buffer
-/// sort, which made a 96-block step (~20,000 buffers) take seconds.
+/// Finding the gaps needs the placed buffers live at the same time in offset order. All
+/// placed buffers are kept sorted by (offset, end offset); a buffer that lives longer than
+/// kShortLife steps scans them all, skipping those not live with it. The short-lived rest
+/// (most buffers of a large step) look at less: the long-lived placed buffers (sorted the
+/// same way) merged with the short-lived ones that started in the steps just before and
+/// during their life (kept by start step, sorted per query). Either way the buffers seen, and
+/// so the offsets, are the same; a 96-block step (18,000 buffers) places in a fraction of
+/// the time a scan of everything takes.
 int64_t placeInOrder(std::vector<PlannedBuffer> &buffers, const std::vector<size_t> &order,
                      bool firstFit) {
   struct Placed {
     int64_t lo, hi, tStart, tEnd;
   };
-  std::vector<Placed> placed; // sorted by (lo, hi)
-  placed.reserve(buffers.size());
+  auto byOffset = [](const Placed &x, const Placed &y) {
+    return x.lo != y.lo ? x.lo < y.lo : x.hi < y.hi;
+  };
+  constexpr int64_t kShortLife = 64; // steps; also the width of a start bucket
+  int64_t endTime = 0;
+  for (const PlannedBuffer &b : buffers)
+    endTime = std::max(endTime, b.end);
+  // Every placed buffer, sorted by (lo, hi), in chunks of at most kChunk: inserting moves
+  // one chunk, not everything after the insertion point.
+  constexpr size_t kChunk = 512;
+  std::vector<std::vector<Placed>> placed(1);
+  std::vector<Placed> longLived; // sorted by (lo, hi)
+  std::vector<std::vector<Placed>> shortByStart(size_t(endTime / kShortLife) + 1);
+  std::vector<Placed> candidates;
   int64_t arena = 0;
   for (size_t i : order) {
     PlannedBuffer &b = buffers[i];
     if (b.aliasOf >= 0)
       continue; // placed with its target
     int64_t best = -1, bestGap = INT64_MAX, cursor = 0;
-    for (const Placed &p : placed) {
-      if (p.tStart > b.end || b.start > p.tEnd)
-        continue; // not live at the same time
+    // Returns true to stop (first fit found).
+    auto visit = [&](const Placed &p) {
       int64_t gap = p.lo - cursor;
       if (gap >= b.size && gap < bestGap) {
         best = cursor;
         bestGap = gap;
         if (firstFit)
-          break;
+          return true;
       }
       cursor = std::max(cursor, p.hi);
+      return false;
+    };
+    auto live = [&](const Placed &p) { return p.tStart <= b.end && b.start <= p.tEnd; };
+    bool isShort = b.end - b.start + 1 <= kShortLife;
+    if (!isShort) {
+      bool stop = false;
+      for (const std::vector<Placed> &chunk : placed) {
+        for (const Placed &p : chunk)
+          if (live(p) && (stop = visit(p)))
+            break;
+        if (stop)
+          break;
+      }
+    } else {
+      // Short-lived placed buffers live with b started in [b.start - kShortLife + 1, b.end].
+      candidates.clear();
+      int64_t from = std::max<int64_t>(0, b.start - kShortLife + 1) / kShortLife;
+      for (int64_t q = from; q <= b.end / kShortLife; ++q)
+        for (const Placed &p : shortByStart[q])
+          if (live(p))
+            candidates.push_back(p);
+      std::sort(candidates.begin(), candidates.end(), byOffset);
+      auto c = candidates.begin();
+      auto l = longLived.begin();
+      while (true) {
+        while (l != longLived.end() && !live(*l))
+          ++l;
+        const Placed *next = nullptr;
+        if (c != candidates.end() && (l == longLived.end() || !byOffset(*l, *c)))
+          next = &*c++;
+        else if (l != longLived.end())
+          next = &*l++;
+        else
+          break;
+        if (visit(*next))
+          break;
+      }
     }
     b.offset = best >= 0 ? best : cursor;
     arena = std::max(arena, b.offset + b.size);
-    // Insert after every entry that sorts before or equal to (offset, offset + size).
     Placed entry{b.offset, b.offset + b.size, b.start, b.end};
-    auto at = std::upper_bound(placed.begin(), placed.end(), entry, [](const Placed &x, const Placed &y) {
-      return x.lo != y.lo ? x.lo < y.lo : x.hi < y.hi;
-    });
-    placed.insert(at, entry);
+    // After every placed buffer that sorts before or equal to it: in the first chunk whose
+    // last entry sorts after it, else at the end.
+    auto chunk = std::upper_bound(placed.begin(), placed.end(), entry,
+                                  [&](const Placed &e, const std::vector<Placed> &c) {
+                                    return !c.empty() && byOffset(e, c.back());
+                                  });
+    if (chunk == placed.end())
+      --chunk;
+    chunk->insert(std::upper_bound(chunk->begin(), chunk->end(), entry, byOffset), entry);
+    if (chunk->size() > kChunk) {
+      std::vector<Placed> upper(chunk->begin() + kChunk / 2, chunk->end());
+      chunk->resize(kChunk / 2);
+      placed.insert(chunk + 1, std::move(upper));
+    }
+    if (isShort)
+      shortByStart[size_t(b.start / kShortLife)].push_back(entry);
+    else
+      longLived.insert(std::upper_bound(longLived.begin(), longLived.end(), entry, byOffset),
+                       entry);
   }
   for (PlannedBuffer &b : buffers)
     if (b.aliasOf >= 0)

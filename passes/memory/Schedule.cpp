@@ -31,13 +31,26 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
       if (isa<HyperOp, StateOp>(op) && &op != front)
         op.moveBefore(front);
 
+    // Program order, with room between neighbours: a moved op takes the middle of the gap it
+    // moves into, so moving does not renumber the whole body (quadratic in a 96-block step).
     DenseMap<Operation *, int64_t> position;
     auto renumber = [&]() {
-      position.clear();
+      int64_t i = 0;
       for (Operation &op : body)
-        position[&op] = position.size();
+        position[&op] = ++i << 32;
     };
     renumber();
+    // Moves `op` to just after `anchor` and gives it a position there.
+    auto moveAfter = [&](Operation *op, Operation *anchor) {
+      Operation *next = anchor->getNextNode();
+      op->moveAfter(anchor);
+      int64_t lo = position.lookup(anchor);
+      int64_t hi = next && next != op ? position.lookup(next) : lo + (int64_t(1) << 32);
+      if (hi - lo < 2)
+        renumber();
+      else
+        position[op] = lo + (hi - lo) / 2;
+    };
     // When a reader is done with a value: a collective reads until its first user waits.
     auto readEnd = [&](Operation *user) -> Operation * {
       if (!isCollective(user))
@@ -101,15 +114,15 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
               later(readEnd(user));
       }
       Operation *first = castIn ? castIn.getOperation() : &op;
-      if (pinned || !after || position.lookup(after) + 1 >= position.lookup(first))
+      if (pinned || !after || position.lookup(after) >= position.lookup(first) ||
+          after->getNextNode() == first)
         continue;
       if (castIn) {
-        castIn->moveAfter(after);
+        moveAfter(castIn, after);
         after = castIn;
       }
-      op.moveAfter(after);
+      moveAfter(&op, after);
       ++moved;
-      renumber();
     }
     module->setAttr("plait.schedule",
                     OpBuilder(module.getContext()).getI64IntegerAttr(moved));
