@@ -80,7 +80,9 @@ def main():
                                                 "-o", tmp / "auto.plan"]))
                 r = json.loads(report.read_text())
                 chosen = r["units"][0]["placement"]
-                recompute = r.get("recompute", {}).get("mode", "none")
+                rc = r.get("recompute")
+                recompute = "none" if not rc else (
+                    "all" if rc["mode"] == "all" else "auto(%d)" % rc["recomputed"])
                 # The peer: one exact compile of the chosen placement, no search (and no
                 # recompute, so no memory limit: a larger step than auto's when it recomputes).
                 plain = base + ["--strategy", chosen, "-o", tmp / "plain.plan",

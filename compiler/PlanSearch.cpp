@@ -497,59 +497,77 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
       if (fits(plain->second) || timeOfRow(plain->second) >= fastestFitting)
         continue;
       int64_t bucket = rows[plain->second].choice.bucketBytes;
-      auto all = screen(Choice{strategy, "all", {}, bucket}, floors[strategy]);
-      if (failed(all))
-        return failure();
-      if (!fits(*all))
-        continue;
-      fastestFitting = std::min(fastestFitting, timeOfRow(*all));
-      if (!searchRecomputeAuto)
-        continue;
-      // The fewest segments that fit: estimated from the bytes each one frees (in
-      // --recompute auto's order, cheapest replay per byte first) and checked. When the
-      // estimate is over, every segment is tried (if even that is over, whole units cannot
-      // get there: only `all`, which replays layer by layer, does), then the middle of the
-      // two: at most three screens.
-      if (!order) {
-        auto computed = recomputeOrder(module);
-        if (failed(computed))
-          return failure();
-        order = std::move(*computed);
-      }
-      size_t n = order->segments.size();
-      int64_t need = rows[plain->second].result.peak - limit, freed = 0;
-      size_t estimate = 0;
-      while (estimate < n && freed < need)
-        freed += order->savedBytes[estimate++];
-      std::optional<AutoRow> best; // the fitting probe with the fewest segments
-      auto probe = [&](size_t k) -> FailureOr<bool> {
-        Choice choice{strategy, "segments",
-                      std::vector<int64_t>(order->segments.begin(), order->segments.begin() + k),
-                      bucket};
-        Candidate result = tryChoice(module, options, choice, /*exact=*/false);
-        if (!result.ok)
-          return failure();
-        bool fit = result.peak <= limit;
-        if (fit && (!best || k < best->choice.segments.size()))
-          best = AutoRow{choice, std::move(result), floors[strategy], false, ""};
-        return fit;
+      auto keep = [&](Choice choice, Candidate result) {
+        fastestFitting = std::min(fastestFitting, result.predictedMs.value_or(INFINITY));
+        rows.push_back(AutoRow{std::move(choice), std::move(result), floors[strategy], false, ""});
       };
-      if (n == 0)
-        continue;
-      auto fitsAtEstimate = probe(std::max<size_t>(estimate, 1));
-      if (failed(fitsAtEstimate))
-        return failure();
-      if (!*fitsAtEstimate && estimate < n) {
-        auto fitsAtAll = probe(n);
-        if (failed(fitsAtAll))
-          return failure();
-        if (*fitsAtAll && (n - estimate) > 1 && failed(probe((estimate + n) / 2)))
-          return failure();
+      // The fewest whole-unit segments that fit: estimated from the bytes each one frees (in
+      // --recompute auto's order, cheapest replay per byte first) and checked. When the
+      // estimate is over, every segment is tried, then the middle of the two. When none of
+      // that fits, `all` (which replays layer by layer and keeps only unit inputs) is tried.
+      // A fitting auto(k) makes `all` of the same placement pointless: it replays more for
+      // the same communication. At most four screens per placement, usually one.
+      std::optional<AutoRow> best; // the fitting probe with the fewest segments
+      if (searchRecomputeAuto) {
+        if (!order) {
+          auto computed = recomputeOrder(module);
+          if (failed(computed))
+            return failure();
+          order = std::move(*computed);
+        }
+        size_t n = order->segments.size();
+        int64_t need = rows[plain->second].result.peak - limit, freed = 0;
+        size_t estimate = 0;
+        while (estimate < n && freed < need)
+          freed += order->savedBytes[estimate++];
+        std::map<size_t, int64_t> peakAt; // probed k -> its peak
+        auto probe = [&](size_t k) -> FailureOr<bool> {
+          Choice choice{strategy, "segments",
+                        std::vector<int64_t>(order->segments.begin(),
+                                             order->segments.begin() + k),
+                        bucket};
+          Candidate result = tryChoice(module, options, choice, /*exact=*/false);
+          if (!result.ok)
+            return failure();
+          peakAt[k] = result.peak;
+          bool fit = result.peak <= limit;
+          if (fit && (!best || k < best->choice.segments.size()))
+            best = AutoRow{choice, std::move(result), floors[strategy], false, ""};
+          return fit;
+        };
+        if (n > 0) {
+          size_t first = std::max<size_t>(estimate, 1);
+          auto fitsAtEstimate = probe(first);
+          if (failed(fitsAtEstimate))
+            return failure();
+          if (!*fitsAtEstimate && first < n) {
+            auto fitsAtAll = probe(n);
+            if (failed(fitsAtAll))
+              return failure();
+            // Between the two: where the peak, taken as linear in k, meets the limit.
+            if (*fitsAtAll && n - first > 1) {
+              double over = double(peakAt[first] - limit);
+              double drop = double(peakAt[first] - peakAt[n]);
+              size_t k = first + size_t(std::ceil(double(n - first) * over / drop));
+              k = std::clamp<size_t>(k, first + 1, n - 1);
+              if (failed(probe(k)))
+                return failure();
+            }
+          }
+        }
       }
       if (best) {
-        fastestFitting = std::min(fastestFitting, best->result.predictedMs.value_or(INFINITY));
-        rows.push_back(std::move(*best));
+        keep(best->choice, std::move(best->result));
+        continue;
       }
+      Choice all{strategy, "all", {}, bucket};
+      Candidate result = tryChoice(module, options, all, /*exact=*/false);
+      if (!result.ok)
+        return failure();
+      if (result.peak <= limit)
+        keep(all, std::move(result));
+      else
+        rows.push_back(AutoRow{all, std::move(result), floors[strategy], false, ""});
     }
   }
 
