@@ -609,9 +609,89 @@ int writeOutputs(const CompileOptions &options, Compiled &compiled) {
   return 0;
 }
 
+/// buildPlan, and with --strategy auto on an ONNX model (whose batch can be split) without
+/// --micro-batches, the micro-batch count searched too: when one micro-batch needs recompute
+/// or does not fit, 2, 4 and 8 micro-batches (those that divide the batch) are planned as
+/// well, and the fastest predicted step kept (ties: fewer micro-batches). More micro-batches
+/// never make a step that fits without recompute faster (the same work in smaller kernels,
+/// the same communication), so that case plans once. The counts tried and their outcome go
+/// into the report (`auto.micro_batches`) and --explain.
+int buildPlanSearchingMicroBatches(MLIRContext &ctx, const CompileOptions &options,
+                                   Compiled &out) {
+  bool search = options.train.enabled && options.dist.strategy == "auto" &&
+                !options.microBatchesFixed && endsWith(options.modelPath, ".onnx");
+  if (!search)
+    return buildPlan(ctx, options, out);
+  struct Tried {
+    int64_t k;
+    std::string error;
+    std::optional<double> ms;
+    bool recompute = false;
+  };
+  std::vector<Tried> tried;
+  std::optional<Compiled> best;
+  int64_t bestK = 1;
+  for (int64_t k : {1, 2, 4, 8}) {
+    CompileOptions o = options;
+    o.train.microBatches = k;
+    Compiled compiled;
+    Tried t{k, "", std::nullopt, false};
+    int rc = 0;
+    {
+      ErrorCapture capture;
+      rc = buildPlan(ctx, o, compiled);
+      t.error = capture.first;
+    }
+    if (rc == 0) {
+      t.ms = compiled.report.value("predicted_step_ms", 0.0);
+      t.recompute = compiled.report.contains("recompute");
+      if (!best || *t.ms < best->report.value("predicted_step_ms", 0.0)) {
+        best = std::move(compiled);
+        bestK = k;
+      }
+    } else if (k == 1 && t.error.find("nothing fits") == std::string::npos) {
+      return reportError(t.error); // not a memory problem: more micro-batches will not help
+    }
+    tried.push_back(t);
+    // One micro-batch that fits without recompute: more cannot be faster.
+    if (k == 1 && rc == 0 && !t.recompute)
+      break;
+  }
+  if (!best) {
+    // Every count failed: the one-micro-batch error says by how much.
+    return reportError(tried.front().error);
+  }
+  out = std::move(*best);
+  nlohmann::json list = nlohmann::json::array();
+  std::string line;
+  for (const Tried &t : tried) {
+    nlohmann::json entry = {{"micro_batches", t.k}};
+    if (t.ms) {
+      entry["predicted_step_ms"] = *t.ms;
+      entry["recompute"] = t.recompute;
+      line += fmt::format("{}{} -> {:.3f} ms{}", line.empty() ? "" : ", ", t.k, *t.ms,
+                          t.recompute ? " (with recompute)" : "");
+    } else {
+      entry["error"] = t.error;
+      bool memory = t.error.find("nothing fits") != std::string::npos;
+      line += fmt::format("{}{} -> {}", line.empty() ? "" : ", ", t.k,
+                          memory ? "nothing fits" : "cannot split the batch");
+    }
+    list.push_back(entry);
+  }
+  if (out.report.contains("auto")) {
+    out.report["auto"]["micro_batches"] = list;
+    if (tried.size() > 1)
+      out.report["optimizations"]["micro_batch_search"] =
+          fmt::format("micro-batches searched: {}; kept {} (off: give --micro-batches)", line,
+                      bestK);
+  }
+  return 0;
+}
+
 int runPipeline(MLIRContext &ctx, const CompileOptions &options) {
   Compiled compiled;
-  if (int rc = buildPlan(ctx, options, compiled))
+  if (int rc = buildPlanSearchingMicroBatches(ctx, options, compiled))
     return rc;
   if (options.emit == "mlir")
     return 0;
@@ -644,7 +724,7 @@ int compareClusters(MLIRContext &ctx, const CompileOptions &options) {
     int rc = 0;
     {
       ErrorCapture capture;
-      rc = buildPlan(ctx, o, row.compiled);
+      rc = buildPlanSearchingMicroBatches(ctx, o, row.compiled);
       row.error = capture.first;
     }
     if (rc != 0 && row.error.empty())

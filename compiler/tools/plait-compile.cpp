@@ -173,6 +173,7 @@ int main(int argc, char **argv) {
   }
   options.recomputeFixed = app.count("--recompute") > 0;
   options.bucketsFixed = app.count("--bucket-bytes") > 0;
+  options.microBatchesFixed = app.count("--micro-batches") > 0;
   if (dist.strategy == "auto") {
     if (!options.cluster) {
       std::cerr << "plait-compile: --strategy auto needs --cluster SPEC.yaml (the cost model "
