@@ -387,6 +387,27 @@ void recordSearch(ModuleOp module, const std::vector<AutoRow> &rows,
                        b.getNamedAttr("cluster", b.getStringAttr(clusterName))}));
 }
 
+/// Screens `choices` (tryChoice without `exact`) on as many threads as there are cores,
+/// each on its own copy of the step; the results in the order of `choices`.
+std::vector<Candidate> screenAll(ModuleOp module, const CompileOptions &options,
+                                 const std::vector<Choice> &choices) {
+  std::vector<Candidate> screened(choices.size());
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    for (size_t i; (i = next.fetch_add(1)) < choices.size();)
+      screened[i] = tryChoice(module, options, choices[i], /*exact=*/false);
+  };
+  unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), 8);
+  threads = std::min<unsigned>(threads, (unsigned)choices.size());
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+  return screened;
+}
+
 /// --strategy auto: every placement (ddp, zero1-3, hsdp:G for each G dividing the world
 /// size), recompute none / all / the fewest segments that fit, and for ddp three bucket
 /// sizes. Each choice is screened (the real passes and the cost model, memory from the
@@ -450,22 +471,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
     for (int64_t bucket : strategy == "ddp" ? buckets : std::vector<int64_t>{0})
       plainChoices.push_back(Choice{strategy, plainRecompute, {}, bucket});
   }
-  std::vector<Candidate> screened(plainChoices.size());
-  {
-    std::atomic<size_t> next{0};
-    auto work = [&]() {
-      for (size_t i; (i = next.fetch_add(1)) < plainChoices.size();)
-        screened[i] = tryChoice(module, options, plainChoices[i], /*exact=*/false);
-    };
-    unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), 8);
-    threads = std::min<unsigned>(threads, (unsigned)plainChoices.size());
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t)
-      pool.emplace_back(work);
-    work();
-    for (std::thread &t : pool)
-      t.join();
-  }
+  std::vector<Candidate> screened = screenAll(module, options, plainChoices);
   for (auto [choice, result] : llvm::zip(plainChoices, screened)) {
     if (!result.ok)
       return failure();
@@ -521,27 +527,40 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
         while (estimate < n && freed < need)
           freed += order->savedBytes[estimate++];
         std::map<size_t, int64_t> peakAt; // probed k -> its peak
-        auto probe = [&](size_t k) -> FailureOr<bool> {
-          Choice choice{strategy, "segments",
+        auto choiceOf = [&](size_t k) {
+          return Choice{strategy, "segments",
                         std::vector<int64_t>(order->segments.begin(),
                                              order->segments.begin() + k),
                         bucket};
-          Candidate result = tryChoice(module, options, choice, /*exact=*/false);
+        };
+        auto record = [&](size_t k, Candidate result) -> FailureOr<bool> {
           if (!result.ok)
             return failure();
           peakAt[k] = result.peak;
           bool fit = result.peak <= limit;
           if (fit && (!best || k < best->choice.segments.size()))
-            best = AutoRow{choice, std::move(result), floors[strategy], false, ""};
+            best = AutoRow{choiceOf(k), std::move(result), floors[strategy], false, ""};
           return fit;
         };
+        auto probe = [&](size_t k) {
+          return record(k, tryChoice(module, options, choiceOf(k), /*exact=*/false));
+        };
         if (n > 0) {
+          // The estimate and every unit are screened together (on two cores the second
+          // is free), since the estimate falling short needs the second.
           size_t first = std::max<size_t>(estimate, 1);
-          auto fitsAtEstimate = probe(first);
+          std::vector<size_t> ks{first};
+          if (first < n)
+            ks.push_back(n);
+          std::vector<Choice> choices;
+          for (size_t k : ks)
+            choices.push_back(choiceOf(k));
+          std::vector<Candidate> results = screenAll(module, options, choices);
+          auto fitsAtEstimate = record(first, std::move(results[0]));
           if (failed(fitsAtEstimate))
             return failure();
           if (!*fitsAtEstimate && first < n) {
-            auto fitsAtAll = probe(n);
+            auto fitsAtAll = record(n, std::move(results[1]));
             if (failed(fitsAtAll))
               return failure();
             // Between the two: where the peak, taken as linear in k, meets the limit.
