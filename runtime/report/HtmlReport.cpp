@@ -394,23 +394,34 @@ std::string candidatesSection(const json &report) {
   const json &list = candidates(report);
   if (!nonEmptyArray(list))
     return out + "<p class=\"none\">The planner compared no candidates for this plan (only "
-                 "plait-compile --mem-limit searches over strategies and recomputation).</p>"
-                 "</section>";
+                 "plait-compile --strategy auto and --mem-limit search over strategies and "
+                 "recomputation).</p></section>";
   double limit = number(report, "mem_limit");
   bool predicted = false;
   for (const json &c : list)
     predicted |= field(c, "predicted_step_ms").is_number();
-  out += fmt::format("<p>The plans the --mem-limit search compiled, in the order tried, "
-                     "against the limit of {} per rank (arena + workspace); it keeps the first "
-                     "that fits. {}</p>",
-                     bytesText(limit),
-                     predicted ? "Step times are the cost model's prediction on the cluster "
-                                 "given with --cluster."
-                               : "The plan was compiled without --cluster, so no candidate has "
-                                 "a predicted step time.");
+  const json &search = field(report, "auto");
+  if (search.is_object()) {
+    out += fmt::format(
+        "<p>The choices <code>--strategy auto</code> ranked on {}, fastest predicted step "
+        "first, against the limit of {} per rank (arena + workspace). A peak marked &ge; is "
+        "the liveness lower bound of a choice that was only screened; the kept one was "
+        "compiled exactly. {}</p>",
+        esc(text(search, "cluster")), bytesText(limit), esc(text(search, "reason")));
+  } else {
+    out += fmt::format("<p>The plans the --mem-limit search compiled, in the order tried, "
+                       "against the limit of {} per rank (arena + workspace); it keeps the "
+                       "first that fits. {}</p>",
+                       bytesText(limit),
+                       predicted ? "Step times are the cost model's prediction on the cluster "
+                                   "given with --cluster."
+                                 : "The plan was compiled without --cluster, so no candidate "
+                                   "has a predicted step time.");
+  }
   BarChart chart;
   chart.id = "chart-candidates";
-  chart.title = "Per-rank peak of each candidate the planner compiled";
+  chart.title = search.is_object() ? "Per-rank peak of each choice --strategy auto ranked"
+                                   : "Per-rank peak of each candidate the planner compiled";
   chart.xLabel = "candidate (strategy / recompute)";
   chart.yLabel = "peak bytes per rank";
   chart.yBytes = true;
@@ -425,13 +436,20 @@ std::string candidatesSection(const json &report) {
     chart.values[0].push_back(fits ? number(c, "peak") : 0);
     chart.values[1].push_back(fits ? 0 : number(c, "peak"));
     const json &ms = field(c, "predicted_step_ms");
+    bool lowerBound = field(c, "peak_exact").is_boolean() && !field(c, "peak_exact").get<bool>();
+    std::string status = field(c, "status").is_string() ? text(c, "status")
+                                                         : std::string(fits ? "fits" : "over");
     rows += fmt::format(
         "<tr{}><td class=\"num\">{}</td><td>{}</td><td>{}</td>{}{}<td>{}</td><td>{}</td></tr>",
         chosen ? " class=\"chosen\"" : "", i + 1, esc(text(c, "strategy")),
         esc(text(c, "recompute")), numberCell(number(c, "recomputed_segments")),
-        bytesCell(number(c, "peak")), fits ? "fits" : "over",
-        ms.is_number() ? formatNumber(ms.get<double>()) + " ms"
-                       : std::string("&mdash; (no --cluster)"));
+        lowerBound ? "<td class=\"num\">&ge; " + esc(formatBytes(number(c, "peak"))) + "</td>"
+                   : bytesCell(number(c, "peak")),
+        esc(status),
+        ms.is_number()         ? formatNumber(ms.get<double>()) + " ms"
+        : search.is_object()   ? std::string("&mdash; (not compiled: params and optimizer "
+                                             "state alone are over)")
+                               : std::string("&mdash; (no --cluster)"));
   }
   if (limit > 0)
     chart.refLines.push_back({limit, "--mem-limit " + formatBytes(limit)});
