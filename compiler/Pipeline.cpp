@@ -124,9 +124,11 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
       Precision precision = precisionAttr && precisionAttr.getValue() == "bf16-mixed"
                                 ? Precision::Bf16Mixed
                                 : Precision::Fp32;
+      int64_t gradBytes =
+          unit.get("grad_element_bytes") ? get("grad_element_bytes") : kHalfBytes;
       ModelStateBytes state = modelStateBytes(*placement, get("numel"), get("element_bytes"),
                                               get("states_per_param"), plan.worldSize,
-                                              precision);
+                                              precision, gradBytes);
       grads += state.grads;
       if (precision == Precision::Bf16Mixed) {
         mixed = true;
@@ -144,6 +146,9 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
                        {"params_bytes", state.params},
                        {"grads_bytes", state.grads},
                        {"optimizer_bytes", state.optimizer},
+                       {"grad_element_bytes",
+                        unit.get("grad_element_bytes") ? get("grad_element_bytes")
+                                                       : get("element_bytes")},
                        {"params", names}});
     }
   }

@@ -120,14 +120,14 @@ ModelStateBytes modelStateBytes(const Placement &placement, int64_t numel,
 
 ModelStateBytes modelStateBytes(const Placement &placement, int64_t numel,
                                 int64_t elementBytes, int64_t statesPerParam, int64_t worldSize,
-                                Precision precision) {
+                                Precision precision, int64_t gradBytes) {
   if (precision == Precision::Fp32)
     return modelStateBytes(placement, numel, elementBytes, statesPerParam, worldSize);
   int64_t g = placement.shardGroupSize(worldSize);
   int64_t whole = numel, shard = paddedNumel(numel, g) / g; // elements
   ModelStateBytes out;
   out.params = kHalfBytes * (placement.shardsParams() ? shard : whole);
-  out.grads = kHalfBytes * (placement.shardsGrads() ? shard : whole);
+  out.grads = gradBytes * (placement.shardsGrads() ? shard : whole);
   // The f32 master weights count with the optimizer state, as in ZeRO's K = 12 for Adam.
   out.optimizer = (1 + statesPerParam) * elementBytes *
                   (placement.shardsOptimizer() ? shard : whole);

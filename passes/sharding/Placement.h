@@ -86,8 +86,11 @@ inline constexpr int64_t kHalfBytes = 2;
 /// with Ψ and Ψp in elements here and K = (1 + statesPerParam) · elementBytes. zero1 and
 /// zero2 shard the f32 masters with the optimizer state; the bf16 working params are
 /// gathered once per step and kept until the backward is done.
+///
+/// `gradBytes` is the bytes of one gradient element as the gradient is reduced and kept:
+/// 2 (bf16) unless gradients are accumulated in f32 (--micro-batches), then 4.
 ModelStateBytes modelStateBytes(const Placement &placement, int64_t numel,
                                 int64_t elementBytes, int64_t statesPerParam, int64_t worldSize,
-                                Precision precision);
+                                Precision precision, int64_t gradBytes = kHalfBytes);
 
 } // namespace plait

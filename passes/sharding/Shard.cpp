@@ -313,6 +313,15 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
                                          })
                                              ? "bf16-mixed"
                                              : "fp32")),
+          // Bytes of a gradient element as it is reduced and kept: bf16 where every
+          // gradient arrives as a cast from bf16, else (f32 accumulation over
+          // micro-batches, or fp32) the params'.
+          b.getNamedAttr("grad_element_bytes",
+                         b.getI64IntegerAttr(llvm::all_of(u.params, [](TrainableParam *p) {
+                                               return bool(halfGradient(p->grad()));
+                                             })
+                                                 ? kHalfBytes
+                                                 : elementBytes)),
       }));
     }
     module->setAttr("plait.units", b.getArrayAttr(list));
@@ -328,6 +337,12 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         updates.push_back(&op);
     if (updates.empty())
       return;
+    // bf16-mixed: each gradient is cast up to f32 just before its update; the norm is taken
+    // before the first update, so those casts move up to there.
+    for (Operation *update : updates)
+      if (auto up = update->getOperand(1).getDefiningOp<CastOp>();
+          up && updates.front()->isBeforeInBlock(up))
+        up->moveBefore(updates.front());
     OpBuilder b(updates.front());
     Location loc = updates.front()->getLoc();
     auto f32 = b.getF32Type();

@@ -9,10 +9,15 @@ For a sample, the reference is the committed model trained in fp32 on one rank. 
     mixed-precision closed forms (bf16 params and gradients, f32 master + states: K = 12
     for AdamW), computed here from the units' sizes;
   - the bytes the runtime counted on the wire equal the report's, and they are at most 55%
-    of the same placement's fp32 plan (gradients and gathers travel in bf16);
+    of the same placement's fp32 plan (gradients and gathers travel in bf16; with
+    --micro-batches the gradients are accumulated and reduced in f32, as the report says);
   - the arena high water the runtime measured equals the planned one.
 
+With --clip, every run clips gradients to that global norm; with --micro-batches, every run
+splits each rank's batch.
+
 Run with /usr/bin/python3:  mixed_precision.py --build BUILD [--sample gpt] [--world 2]
+                                               [--clip F] [--micro-batches K]
 """
 import argparse
 import json
@@ -30,15 +35,16 @@ from train_parity import SAMPLES, make_dataset  # noqa: E402
 STATES = {"adamw": 2, "sgd": 1}
 
 
-def mixed_closed_forms(unit, world, states):
-    """ZeRO paper, mixed precision: (params, grads, optimizer) bytes per rank for one unit."""
+def mixed_closed_forms(unit, world, states, grad_bytes=2):
+    """ZeRO paper, mixed precision: (params, grads, optimizer) bytes per rank for one unit
+    (gradients of `grad_bytes` each: 2, or 4 when accumulated in f32 over micro-batches)."""
     placement, numel = unit["placement"], unit["numel"]
     g = 1 if placement == "ddp" else int(placement.split(":")[1]) if placement.startswith(
         "hsdp:") else world
     shard = -(-numel // g)  # elements of the padded buffer's shard
     params = 2 * (shard if placement in ("zero3", "fsdp") or placement.startswith("hsdp")
                   else numel)
-    grads = 2 * (numel if placement in ("ddp", "zero1") else shard)
+    grads = grad_bytes * (numel if placement in ("ddp", "zero1") else shard)
     opt = (1 + states) * 4 * (numel if placement == "ddp" else shard)
     return params, grads, opt
 
@@ -50,7 +56,15 @@ def main():
     ap.add_argument("--world", type=int, default=2)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--tol", type=float, default=2e-2)
+    ap.add_argument("--clip", type=float, default=0.0,
+                    help="also clip gradients to this global norm (on every run)")
+    ap.add_argument("--micro-batches", type=int, default=1,
+                    help="also split each rank's batch into this many micro-batches (all runs)")
     args = ap.parse_args()
+    if args.clip > 0:
+        TRAIN[args.sample] = TRAIN[args.sample] + ["--clip-grad-norm", str(args.clip)]
+    if args.micro_batches > 1:
+        TRAIN[args.sample] = TRAIN[args.sample] + ["--micro-batches", str(args.micro_batches)]
     compile_bin = args.build / "bin" / "plait-compile"
     name, world, steps = args.sample, args.world, args.steps
     states = STATES[TRAIN[name][1]]
@@ -95,7 +109,7 @@ def main():
                 problems.append("report precision %s" % report.get("precision"))
             expect = np.zeros(3, dtype=np.int64)
             for unit in report["units"]:
-                forms = mixed_closed_forms(unit, w, states)
+                forms = mixed_closed_forms(unit, w, states, 4 if args.micro_batches > 1 else 2)
                 got = (unit["params_bytes"], unit["grads_bytes"], unit["optimizer_bytes"])
                 if got != forms:
                     problems.append("unit %s: report %s, closed forms %s" % (unit["name"], got,
@@ -111,7 +125,10 @@ def main():
                                                                      mem["high_water"]))
             problems += comm_problems(log, report["comm"])
             fp32_comm = reports["fp32"][1]["comm"]["total"]
-            if w > 1 and report["comm"]["total"] > 0.55 * fp32_comm:
+            # With micro-batches the gradients are summed in f32 and reduced in f32; only the
+            # gathers are bf16 then.
+            limit = 0.55 if args.micro_batches == 1 else 1.0
+            if w > 1 and report["comm"]["total"] > limit * fp32_comm:
                 problems.append("comm %d B/step, fp32 plan %d" % (report["comm"]["total"],
                                                                  fp32_comm))
             print("%-5s %-10s bf16-mixed loss %.4f -> %.4f  max |fp32 - bf16| %.2e  comm %d B "
