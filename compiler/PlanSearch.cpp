@@ -409,12 +409,13 @@ std::vector<Candidate> screenAll(ModuleOp module, const CompileOptions &options,
 }
 
 /// --strategy auto: every placement (ddp, zero1-3, hsdp:G for each G dividing the world
-/// size), recompute none / all / the fewest segments that fit, and for ddp three bucket
-/// sizes. Each choice is screened (the real passes and the cost model, memory from the
-/// liveness lower bound, no buffer placement); the rows are ranked by predicted step time
-/// (ties: the smaller peak, then the order above); the first whose lower bound fits is
-/// compiled exactly, and kept when its exact peak fits (else the next). Choices whose
-/// params and optimizer state alone exceed the limit are not compiled at all.
+/// size), for ddp three bucket sizes, and where a placement does not fit, the fewest
+/// recomputed units that make it fit, else recompute all. Each choice is screened (the real
+/// passes and the cost model, memory from the liveness lower bound, no buffer placement);
+/// the rows are ranked by predicted step time (ties: the smaller peak, then the order
+/// above); the first whose lower bound fits is compiled exactly, and kept when its exact
+/// peak fits (else the next). Choices whose params and optimizer state alone exceed the
+/// limit are not compiled at all. (Micro-batches are searched around this, in Pipeline.cpp.)
 LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
                              std::optional<PlacedStep> *placed) {
   const cluster::ClusterSpec &spec = *options.cluster;
@@ -440,13 +441,6 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
     buckets = {4 << 20, 25 << 20, 100 << 20};
 
   std::vector<AutoRow> rows;
-  auto screen = [&](const Choice &choice, int64_t floor) -> FailureOr<size_t> {
-    Candidate result = tryChoice(module, options, choice, /*exact=*/false);
-    if (!result.ok)
-      return failure();
-    rows.push_back(AutoRow{choice, std::move(result), floor, false, ""});
-    return rows.size() - 1;
-  };
   auto fits = [&](size_t row) { return rows[row].result.peak <= limit; };
   auto timeOfRow = [&](size_t row) { return rows[row].result.predictedMs.value_or(INFINITY); };
 
