@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <thread>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -190,16 +189,24 @@ void adopt(ModuleOp module, Candidate &fitting, std::optional<PlacedStep> *place
     *placed = std::move(fitting.placed);
 }
 
+/// Every placement worth comparing on `world` ranks: ddp, zero1-3 and hsdp:G for each G
+/// dividing the world size strictly between 1 and it (fsdp is zero3); one rank: ddp alone.
+std::vector<std::string> placementsFor(int64_t world) {
+  if (world == 1)
+    return {"ddp"};
+  std::vector<std::string> out{"ddp", "zero1", "zero2", "zero3"};
+  for (int64_t g = 2; g < world; ++g)
+    if (world % g == 0)
+      out.push_back("hsdp:" + std::to_string(g));
+  return out;
+}
+
 /// Strategies worth showing when the limit is missed: the one asked for, then every plain
 /// strategy and each hsdp group size that divides the world size.
 std::vector<std::string> candidateStrategies(const CompileOptions &options) {
   std::vector<std::string> out{options.dist.strategy};
   int64_t world = options.dist.worldSize;
-  std::vector<std::string> all{"ddp", "zero1", "zero2", "zero3"};
-  for (int64_t g = 2; g < world; ++g)
-    if (world % g == 0)
-      all.push_back("hsdp:" + std::to_string(g));
-  for (const std::string &s : all)
+  for (const std::string &s : placementsFor(world))
     if (std::find(out.begin(), out.end(), s) == out.end() &&
         !(s == "zero3" && out.front() == "fsdp"))
       out.push_back(s);
@@ -317,22 +324,26 @@ struct AutoRow {
   }
 };
 
-/// Bytes of the params and optimizer state one rank holds under `placement`, summed over the
-/// step's params and states (unpadded): resident for the whole step, so a lower bound on
-/// any plan's peak with that placement.
-int64_t modelStatesFloor(ModuleOp module, const Placement &placement, int64_t world) {
+/// The step's param and optimizer-state bytes (unpadded).
+struct ModelStateTotals {
   int64_t params = 0, states = 0;
-  module.walk([&](Operation *op) {
-    if (!isa<ParamOp, StateOp>(op))
-      return;
-    int64_t bytes = tensorBytes(cast<RankedTensorType>(op->getResult(0).getType()));
-    (isa<ParamOp>(op) ? params : states) += bytes;
-  });
-  int64_t g = placement.shardGroupSize(world);
-  int64_t paramsPerRank = placement.shardsParams() ? params / g : params;
-  int64_t statesPerRank = placement.shardsOptimizer() ? states / g : states;
-  return paramsPerRank + statesPerRank;
-}
+
+  explicit ModelStateTotals(ModuleOp module) {
+    module.walk([&](Operation *op) {
+      if (isa<ParamOp, StateOp>(op))
+        (isa<ParamOp>(op) ? params : states) +=
+            tensorBytes(cast<RankedTensorType>(op->getResult(0).getType()));
+    });
+  }
+
+  /// What one rank holds of them under `placement`: resident for the whole step, so a lower
+  /// bound on any plan's peak with that placement.
+  int64_t perRank(const Placement &placement, int64_t world) const {
+    int64_t g = placement.shardGroupSize(world);
+    return (placement.shardsParams() ? params / g : params) +
+           (placement.shardsOptimizer() ? states / g : states);
+  }
+};
 
 std::string rowLabel(const AutoRow &row) {
   std::string label = row.choice.strategy;
@@ -392,19 +403,9 @@ void recordSearch(ModuleOp module, const std::vector<AutoRow> &rows,
 std::vector<Candidate> screenAll(ModuleOp module, const CompileOptions &options,
                                  const std::vector<Choice> &choices) {
   std::vector<Candidate> screened(choices.size());
-  std::atomic<size_t> next{0};
-  auto work = [&]() {
-    for (size_t i; (i = next.fetch_add(1)) < choices.size();)
-      screened[i] = tryChoice(module, options, choices[i], /*exact=*/false);
-  };
-  unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), 8);
-  threads = std::min<unsigned>(threads, (unsigned)choices.size());
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t)
-    pool.emplace_back(work);
-  work();
-  for (std::thread &t : pool)
-    t.join();
+  parallelFor(choices.size(), std::min(8u, std::thread::hardware_concurrency()), [&](size_t i) {
+    screened[i] = tryChoice(module, options, choices[i], /*exact=*/false);
+  });
   return screened;
 }
 
@@ -421,28 +422,22 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
   const cluster::ClusterSpec &spec = *options.cluster;
   int64_t world = options.dist.worldSize;
   int64_t limit = options.memLimit > 0 ? options.memLimit : (int64_t)spec.device.memoryBytes;
-  std::vector<std::string> strategies{"ddp"};
-  if (world > 1) {
-    strategies = {"ddp", "zero1", "zero2", "zero3"};
-    for (int64_t g = 2; g < world; ++g)
-      if (world % g == 0)
-        strategies.push_back("hsdp:" + std::to_string(g));
-  }
+  std::vector<std::string> strategies = placementsFor(world);
   std::vector<std::string> recomputes{"none", "all"};
   if (options.recomputeFixed)
     recomputes = {options.recompute == "all" ? "all" : "none"};
   bool searchRecomputeAuto = !options.recomputeFixed || options.recompute == "auto";
   if (options.recomputeFixed && options.recompute == "auto")
     recomputes = {"none", "all"};
-  int64_t gradBytes = 0;
-  module.walk([&](ParamOp op) { gradBytes += tensorBytes(cast<RankedTensorType>(op.getType())); });
+  ModelStateTotals totals(module);
   std::vector<int64_t> buckets{0}; // 0: --bucket-bytes
-  if (!options.bucketsFixed && world > 1 && gradBytes > (4 << 20))
+  if (!options.bucketsFixed && world > 1 && totals.params > (4 << 20))
     buckets = {4 << 20, 25 << 20, 100 << 20};
 
   std::vector<AutoRow> rows;
   auto fits = [&](size_t row) { return rows[row].result.peak <= limit; };
-  auto timeOfRow = [&](size_t row) { return rows[row].result.predictedMs.value_or(INFINITY); };
+  // A row's predicted step time (none: a pruned row, never compiled).
+  auto timeOf = [](const AutoRow &r) { return r.result.predictedMs.value_or(INFINITY); };
 
   // 1. Each placement as it is (or with the recompute asked for), unless its params and
   //    optimizer state alone are over the limit. The screens are independent: they run on
@@ -455,7 +450,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
   for (const std::string &strategy : strategies) {
     std::string error;
     auto placement = parsePlacement(strategy, world, error);
-    int64_t floor = floors[strategy] = modelStatesFloor(module, *placement, world);
+    int64_t floor = floors[strategy] = totals.perRank(*placement, world);
     if (floor > limit) {
       AutoRow row{Choice{strategy, plainRecompute, {}, 0}, {}, floor, true, "over"};
       row.result.peak = floor;
@@ -472,7 +467,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
     rows.push_back(AutoRow{choice, std::move(result), floors[choice.strategy], false, ""});
     size_t row = rows.size() - 1;
     auto known = plainRow.find(choice.strategy);
-    if (known == plainRow.end() || timeOfRow(row) < timeOfRow(known->second))
+    if (known == plainRow.end() || timeOf(rows[row]) < timeOf(rows[known->second]))
       plainRow[choice.strategy] = row;
   }
   // 2. Recomputation, only where the plain placement does not fit (recomputing adds work and
@@ -482,7 +477,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
     double fastestFitting = INFINITY;
     for (auto &[strategy, row] : plainRow)
       if (fits(row))
-        fastestFitting = std::min(fastestFitting, timeOfRow(row));
+        fastestFitting = std::min(fastestFitting, timeOf(rows[row]));
     std::optional<RecomputeOrder> order; // computed on first need
     // Fastest plain step first, so that the bound prunes the most.
     std::vector<std::string> byTime;
@@ -490,11 +485,11 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
       if (plainRow.count(strategy))
         byTime.push_back(strategy);
     std::stable_sort(byTime.begin(), byTime.end(), [&](const std::string &a, const std::string &b) {
-      return timeOfRow(plainRow[a]) < timeOfRow(plainRow[b]);
+      return timeOf(rows[plainRow[a]]) < timeOf(rows[plainRow[b]]);
     });
     for (const std::string &strategy : byTime) {
       auto plain = plainRow.find(strategy);
-      if (fits(plain->second) || timeOfRow(plain->second) >= fastestFitting)
+      if (fits(plain->second) || timeOf(rows[plain->second]) >= fastestFitting)
         continue;
       int64_t bucket = rows[plain->second].choice.bucketBytes;
       auto keep = [&](Choice choice, Candidate result) {
@@ -587,9 +582,6 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
   // Rank: predicted step time, then peak, then the order tried.
   std::vector<size_t> rank(rows.size());
   std::iota(rank.begin(), rank.end(), 0);
-  auto timeOf = [&](const AutoRow &r) {
-    return r.pruned || !r.result.predictedMs ? INFINITY : *r.result.predictedMs;
-  };
   std::stable_sort(rank.begin(), rank.end(), [&](size_t a, size_t b) {
     double ta = timeOf(rows[a]), tb = timeOf(rows[b]);
     if (ta != tb)

@@ -10,6 +10,7 @@
 
 #include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
+#include "passes/PassUtils.h"
 
 using namespace mlir;
 
@@ -317,21 +318,14 @@ void computeOffsets(MemoryPlan &plan) {
                                                             : x.size > y.size;
                         }),
                         false});
-  // The orders are independent: large steps place them on two threads (the same result as
+  // The orders are independent: large steps place them on every core (the same result as
   // one after another, which small steps keep doing).
   std::vector<std::vector<PlannedBuffer>> placedBy(candidates.size(), plan.buffers);
   std::vector<int64_t> arenaOf(candidates.size(), 0);
-  auto placeRange = [&](size_t first, size_t step) {
-    for (size_t c = first; c < candidates.size(); c += step)
-      arenaOf[c] = placeInOrder(placedBy[c], candidates[c].order, candidates[c].firstFit);
-  };
-  if (plan.buffers.size() >= 4096 && std::thread::hardware_concurrency() >= 2) {
-    std::thread other(placeRange, 1, 2);
-    placeRange(0, 2);
-    other.join();
-  } else {
-    placeRange(0, 1);
-  }
+  unsigned threads = plan.buffers.size() >= 4096 ? std::thread::hardware_concurrency() : 1;
+  parallelFor(candidates.size(), threads, [&](size_t c) {
+    arenaOf[c] = placeInOrder(placedBy[c], candidates[c].order, candidates[c].firstFit);
+  });
   std::vector<PlannedBuffer> best;
   std::vector<size_t> bestOrder;
   for (size_t c = 0; c < candidates.size(); ++c)

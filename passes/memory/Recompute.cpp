@@ -156,16 +156,8 @@ bool RecomputeAnalysis::isCheckpoint(Value v) const {
 int64_t recomputeSegments(func::FuncOp func, const RecomputeAnalysis &a,
                           ArrayRef<size_t> segments) {
   int64_t added = 0;
-  // Op positions in the body, with room between neighbours for ops moved or inserted there
-  // (MLIR's own op order runs out of room after a few moves to one place and is recomputed
-  // over the whole block: quadratic in a 96-block step).
-  Block *block = nullptr;
-  DenseMap<Operation *, int64_t> pos;
-  auto renumber = [&]() {
-    int64_t i = 0;
-    for (Operation &op : *block)
-      pos[&op] = ++i << 32;
-  };
+  Block &block = func.getBody().front();
+  OpPositions pos(block);
   for (size_t s : segments) {
     if (s >= a.segmentOps.size() || a.segmentOps[s].empty() ||
         a.lastGroupOfPhase.count(a.groupOf.lookup(a.segmentOps[s].front())))
@@ -214,35 +206,14 @@ int64_t recomputeSegments(func::FuncOp func, const RecomputeAnalysis &a,
                           [&](OpOperand &use) { return a.isBackward(use.getOwner()); });
     // Each replayed op then sinks to just before its first user (last clone first), so the
     // attention of a block is not recomputed while its MLP's backward still runs.
-    if (!block) {
-      block = firstUse->getBlock();
-      renumber();
-    }
-    // The clones stand together just before firstUse: spread them over the gap there.
-    {
-      Operation *prev = clones.front()->getPrevNode();
-      int64_t lo = prev ? pos.lookup(prev) : 0, hi = pos.lookup(firstUse);
-      int64_t step = (hi - lo) / int64_t(clones.size() + 1);
-      if (step < 1)
-        renumber();
-      else
-        for (auto [i, clone] : llvm::enumerate(clones))
-          pos[clone] = lo + step * int64_t(i + 1);
-    }
+    pos.inserted(clones); // they stand together just before firstUse
     for (Operation *clone : llvm::reverse(clones)) {
       Operation *first = nullptr;
       for (Operation *user : clone->getUsers())
-        if (!first || pos.lookup(user) < pos.lookup(first))
+        if (!first || pos[user] < pos[first])
           first = user;
-      if (!first || first->getBlock() != block || pos.lookup(clone) >= pos.lookup(first))
-        continue;
-      clone->moveBefore(first);
-      Operation *prev = clone->getPrevNode();
-      int64_t lo = prev ? pos.lookup(prev) : 0, hi = pos.lookup(first);
-      if (hi - lo < 2)
-        renumber();
-      else
-        pos[clone] = lo + (hi - lo) / 2;
+      if (first && first->getBlock() == &block && pos[clone] < pos[first])
+        pos.moveBefore(clone, first);
     }
   }
   return added;

@@ -31,33 +31,14 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
       if (isa<HyperOp, StateOp>(op) && &op != front)
         op.moveBefore(front);
 
-    // Program order, with room between neighbours: a moved op takes the middle of the gap it
-    // moves into, so moving does not renumber the whole body (quadratic in a 96-block step).
-    DenseMap<Operation *, int64_t> position;
-    auto renumber = [&]() {
-      int64_t i = 0;
-      for (Operation &op : body)
-        position[&op] = ++i << 32;
-    };
-    renumber();
-    // Moves `op` to just after `anchor` and gives it a position there.
-    auto moveAfter = [&](Operation *op, Operation *anchor) {
-      Operation *next = anchor->getNextNode();
-      op->moveAfter(anchor);
-      int64_t lo = position.lookup(anchor);
-      int64_t hi = next && next != op ? position.lookup(next) : lo + (int64_t(1) << 32);
-      if (hi - lo < 2)
-        renumber();
-      else
-        position[op] = lo + (hi - lo) / 2;
-    };
+    OpPositions position(body);
     // When a reader is done with a value: a collective reads until its first user waits.
     auto readEnd = [&](Operation *user) -> Operation * {
       if (!isCollective(user))
         return user;
       Operation *wait = body.getTerminator();
       for (Operation *u : user->getUsers())
-        if (position.lookup(u) < position.lookup(wait))
+        if (position[u] < position[wait])
           wait = u;
       return wait;
     };
@@ -84,7 +65,7 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
         continue;
       Operation *after = nullptr;
       auto later = [&](Operation *o) {
-        if (o && o != &op && (!after || position.lookup(o) > position.lookup(after)))
+        if (o && o != &op && (!after || position[o] > position[after]))
           after = o;
       };
       bool pinned = false;
@@ -101,7 +82,7 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
         Operation *def = operand.getDefiningOp();
         if (def && isCollective(def)) {
           Operation *next = nextOfKind(def);
-          if (!next || position.lookup(next) > position.lookup(&op)) {
+          if (!next || position[next] > position[&op]) {
             pinned = true;
           } else {
             later(next->getPrevNode());
@@ -114,14 +95,14 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
               later(readEnd(user));
       }
       Operation *first = castIn ? castIn.getOperation() : &op;
-      if (pinned || !after || position.lookup(after) >= position.lookup(first) ||
+      if (pinned || !after || position[after] >= position[first] ||
           after->getNextNode() == first)
         continue;
       if (castIn) {
-        moveAfter(castIn, after);
+        position.moveAfter(castIn, after);
         after = castIn;
       }
-      moveAfter(&op, after);
+      position.moveAfter(&op, after);
       ++moved;
     }
     module->setAttr("plait.schedule",

@@ -1,11 +1,13 @@
-// How plait's command-line tools end: exit codes, the one-line "TOOL: message" on stderr, and
-// ending a whole MPI job when one rank fails. Shared by plait-run, plait-ckpt, plait-report
+// How plait's command-line tools end: exit codes, the one-line "TOOL: message" on stderr
+// (also for a bad flag), and ending a whole MPI job when one rank fails. Shared by plait-run, plait-ckpt, plait-report
 // and plait-calibrate.
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include "runtime/Status.h"
@@ -20,6 +22,19 @@ inline constexpr int kExitInternalError = 2;
 inline int fail(const char *tool, int code, const std::string &message) {
   fmt::print(stderr, "{}: {}\n", tool, message);
   return code;
+}
+
+/// Parses the command line: nullopt to go on, else the exit code to return (0 after --help;
+/// for a bad flag, kExitUserError after one line "TOOL: message (see --help)").
+inline std::optional<int> parseArgs(const char *tool, CLI::App &app, int argc, char **argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success &e) { // --help
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    return fail(tool, kExitUserError, std::string(e.what()) + " (see --help)");
+  }
+  return std::nullopt;
 }
 
 /// The exit code of a failed status: 2 for internal errors, 1 for the user's.

@@ -20,12 +20,15 @@ namespace {
 using plait::tools::exitCode;
 using plait::tools::kExitUserError;
 
+constexpr const char *kTool = "plait-calibrate";
+using plait::tools::parseArgs;
+
 int fail(int code, const std::string &message) {
-  return plait::tools::fail("plait-calibrate", code, message);
+  return plait::tools::fail(kTool, code, message);
 }
 
 int failRank(const plait::rt::Status &status) {
-  return plait::tools::failRank("plait-calibrate", exitCode(status), status.message());
+  return plait::tools::failRank(kTool, exitCode(status), status.message());
 }
 
 // The spec file: the measurement table as comments, then the spec; checked by parsing it
@@ -71,13 +74,8 @@ int main(int argc, char **argv) {
   app.add_option("--nproc", nproc, "start N local ranks under mpirun (one device per rank)");
   app.add_option("--stream-mib", streamMiB,
                  "MiB per memory-bandwidth array (default: together 4x the last-level cache)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success &e) { // --help
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    return fail(kExitUserError, std::string(e.what()) + " (see --help)");
-  }
+  if (auto rc = parseArgs(kTool, app, argc, argv))
+    return *rc;
   options.streamBytes = streamMiB << 20;
 
   if (nproc > 1 && plait::rt::mpi::launchedWorldSize() == 0) { // returns only on error

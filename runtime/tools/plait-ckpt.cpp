@@ -19,8 +19,11 @@ namespace {
 using plait::tools::exitCode;
 using plait::tools::kExitUserError;
 
+constexpr const char *kTool = "plait-ckpt";
+using plait::tools::parseArgs;
+
 int fail(int code, const std::string &message) {
-  return plait::tools::fail("plait-ckpt", code, message);
+  return plait::tools::fail(kTool, code, message);
 }
 
 // DIR/step-N itself, or the newest usable checkpoint of a checkpoint directory.
@@ -48,13 +51,8 @@ int main(int argc, char **argv) {
   exportCmd->add_option("dir", dir, "checkpoint directory or one step-N directory")->required();
   exportCmd->add_option("-o,--output", output, "FILE.safetensors")->required();
   exportCmd->add_flag("--optimizer", withOptimizer, "include the optimizer state");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success &e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    return fail(kExitUserError, std::string(e.what()) + " (see --help)");
-  }
+  if (auto rc = parseArgs(kTool, app, argc, argv))
+    return *rc;
 
   plait::rt::CheckpointIndex index;
   if (plait::rt::Status s = open(dir, index); !s.ok())

@@ -24,8 +24,11 @@ using plait::tools::exitCode;
 using plait::tools::kExitInternalError;
 using plait::tools::kExitUserError;
 
+constexpr const char *kTool = "plait-report";
+using plait::tools::parseArgs;
+
 int fail(int code, const std::string &message) {
-  return plait::tools::fail("plait-report", code, message);
+  return plait::tools::fail(kTool, code, message);
 }
 
 /// The file's bytes, or an error message naming it.
@@ -75,13 +78,8 @@ int main(int argc, char **argv) {
   app.add_option("input", input, "a plan (.plan) or plait-compile --report JSON")->required();
   app.add_option("--log", logPath, "a plait-run --log-jsonl step log");
   app.add_option("-o,--output", outPath, "the HTML page to write")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success &e) { // --help
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    return fail(kExitUserError, std::string(e.what()) + " (see --help)");
-  }
+  if (auto rc = parseArgs(kTool, app, argc, argv))
+    return *rc;
 
   try {
     nlohmann::json report;

@@ -22,12 +22,15 @@ using plait::tools::exitCode;
 using plait::tools::kExitInternalError;
 using plait::tools::kExitUserError;
 
+constexpr const char *kTool = "plait-run";
+using plait::tools::parseArgs;
+
 int fail(int code, const std::string &message) {
-  return plait::tools::fail("plait-run", code, message);
+  return plait::tools::fail(kTool, code, message);
 }
 
 int failRank(int code, const std::string &message) {
-  return plait::tools::failRank("plait-run", code, message);
+  return plait::tools::failRank(kTool, code, message);
 }
 
 // NAME=FILE, split at the first '=' (file paths may contain '=', input names do not).
@@ -106,13 +109,8 @@ int main(int argc, char **argv) {
                  "this many times")
       ->capture_default_str();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success &e) { // --help
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    return fail(kExitUserError, std::string(e.what()) + " (see --help)");
-  }
+  if (auto rc = parseArgs(kTool, app, argc, argv))
+    return *rc;
 
   if (listDevices) {
     printDevices();
