@@ -324,9 +324,11 @@ struct AutoRow {
   }
 };
 
-/// The step's param and optimizer-state bytes (unpadded).
+/// The step's param and optimizer-state bytes (unpadded), and whether the params are the f32
+/// masters of bf16-mixed (sharded with the optimizer state under zero1 and zero2 too).
 struct ModelStateTotals {
   int64_t params = 0, states = 0;
+  bool mixed = false;
 
   explicit ModelStateTotals(ModuleOp module) {
     module.walk([&](Operation *op) {
@@ -334,13 +336,16 @@ struct ModelStateTotals {
         (isa<ParamOp>(op) ? params : states) +=
             tensorBytes(cast<RankedTensorType>(op->getResult(0).getType()));
     });
+    auto precision = module->getAttrOfType<StringAttr>("plait.precision");
+    mixed = precision && precision.getValue() == "bf16-mixed";
   }
 
   /// What one rank holds of them under `placement`: resident for the whole step, so a lower
   /// bound on any plan's peak with that placement.
   int64_t perRank(const Placement &placement, int64_t world) const {
     int64_t g = placement.shardGroupSize(world);
-    return (placement.shardsParams() ? params / g : params) +
+    bool shardParams = placement.shardsParams() || (mixed && placement.shardsOptimizer());
+    return (shardParams ? params / g : params) +
            (placement.shardsOptimizer() ? states / g : states);
   }
 };
