@@ -145,17 +145,30 @@ def run_plait(build, plan, data, steps, ranks, work):
     return statistics.median(ms), read_rss_mb(rss)
 
 
-def run_torch(spec, steps, ranks, work):
+def plait_blas_core(build):
+    """The OPENBLAS_CORETYPE plait-run sets for itself on this machine (runtime/cpu/BlasCore.h),
+    or None when it keeps OpenBLAS's own choice."""
+    out = run_checked([str(build / "bin" / "plait-run"), "--list-devices"], env=one_thread_env())
+    for line in out.splitlines():
+        if line.startswith("blas:") and "plait set OPENBLAS_CORETYPE=" in line:
+            return line.split("OPENBLAS_CORETYPE=", 1)[1].split(";", 1)[0].strip()
+    return None
+
+
+def run_torch(spec, steps, ranks, work, coretype=None):
     rss = [work / f"torch.rss.{r}" for r in range(ranks)]
     outs = [work / f"torch.{r}.json" for r in range(ranks)]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     procs = []
+    env = one_thread_env()
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
     for r in range(ranks):
         worker = dict(spec, steps=steps, rank=r, world=ranks, port=port, out=str(outs[r]))
         cmd = timed([sys.executable, __file__, "--torch-worker", json.dumps(worker)], rss[r])
-        procs.append(subprocess.Popen(cmd, env=one_thread_env(), stdout=subprocess.PIPE,
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
     for p in procs:
         out, _ = p.communicate(timeout=300)
@@ -208,7 +221,7 @@ def torch_worker(spec):
     pathlib.Path(spec["out"]).write_text(json.dumps({"step_ms": step_ms, "loss": float(loss)}))
 
 
-def bench_model(name, build, steps, repeat, tmp):
+def bench_model(name, build, steps, repeat, tmp, coretype):
     kind, ranks, divisor = MODELS[name]
     steps = max(5, steps // divisor)
     work = tmp / name
@@ -230,18 +243,25 @@ def bench_model(name, build, steps, repeat, tmp):
     run_checked([str(c) for c in compile_cmd])
     spec = dict(kind=kind, gpt_config=gpt_config, onnx=str(onnx_path), data=str(work / "data"),
                 inputs=inputs, batch=batch)
-    plait_runs, torch_runs = [], []
+    plait_runs, torch_runs, tuned_runs = [], [], []
     for _ in range(repeat):
         plait_runs.append(run_plait(build, plan, work / "data", steps, ranks, work))
         torch_runs.append(run_torch(spec, steps, ranks, work))
+        if coretype:
+            tuned_runs.append(run_torch(spec, steps, ranks, work, coretype))
     p_ms = statistics.median(r[0] for r in plait_runs)
     t_ms = statistics.median(r[0] for r in torch_runs)
     p_rss = statistics.median(r[1] for r in plait_runs)
     t_rss = statistics.median(r[1] for r in torch_runs)
-    return dict(model=name, params=params, ranks=ranks, threads=1, batch_per_rank=batch,
-                steps=steps, plait_ms=p_ms, torch_ms=t_ms, speedup=t_ms / p_ms,
-                plait_rss_mb=p_rss, torch_rss_mb=t_rss, rss_ratio=p_rss / t_rss,
-                plait_runs_ms=[r[0] for r in plait_runs], torch_runs_ms=[r[0] for r in torch_runs])
+    row = dict(model=name, params=params, ranks=ranks, threads=1, batch_per_rank=batch,
+               steps=steps, plait_ms=p_ms, torch_ms=t_ms, speedup=t_ms / p_ms,
+               plait_rss_mb=p_rss, torch_rss_mb=t_rss, rss_ratio=p_rss / t_rss,
+               plait_runs_ms=[r[0] for r in plait_runs], torch_runs_ms=[r[0] for r in torch_runs])
+    if coretype:
+        tuned_ms = statistics.median(r[0] for r in tuned_runs)
+        row.update(torch_tuned_ms=tuned_ms, speedup_tuned=tuned_ms / p_ms,
+                   torch_tuned_runs_ms=[r[0] for r in tuned_runs])
+    return row
 
 
 def batch_of(onnx_path):
@@ -275,17 +295,30 @@ def header():
 
 
 def table(meta, rows):
+    tuned = meta.get("blas_coretype")
     out = ["date: %s" % meta["date"], "machine: %s" % meta["machine"],
            "commit: %s, torch %s" % (meta["commit"], meta["torch"]),
            "PyTorch process baseline (interpreter + import numpy, onnx, torch): %.0f MB RSS"
-           % meta["torch_baseline_rss_mb"], "",
-           "| model | params | ranks | threads | plait ms/step | PyTorch ms/step | speed-up "
-           "(PyTorch/plait) | plait peak RSS MB | PyTorch peak RSS MB | RSS ratio (plait/PyTorch) |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           % meta["torch_baseline_rss_mb"],
+           ("plait-run sets OPENBLAS_CORETYPE=%s for itself (OpenBLAS detected generic kernels); "
+            "'PyTorch+%s' is PyTorch run with the same setting" % (tuned, tuned)) if tuned else
+           "plait-run keeps OpenBLAS's own kernel choice", ""]
+    head = ("| model | params | ranks | threads | plait ms/step | PyTorch ms/step | speed-up "
+            "(PyTorch/plait) |")
+    rule = "|---|---:|---:|---:|---:|---:|---:|"
+    if tuned:
+        head += " PyTorch+%s ms/step | speed-up (PyTorch+%s/plait) |" % (tuned, tuned)
+        rule += "---:|---:|"
+    out += [head + " plait peak RSS MB | PyTorch peak RSS MB | RSS ratio (plait/PyTorch) |",
+            rule + "---:|---:|---:|"]
     for r in rows:
-        out.append("| %s | %s | %d | %d | %.3f | %.3f | %.2f× | %.0f | %.0f | %.2f |" % (
+        line = "| %s | %s | %d | %d | %.3f | %.3f | %.2f× |" % (
             r["model"], "{:,}".format(r["params"]), r["ranks"], r["threads"], r["plait_ms"],
-            r["torch_ms"], r["speedup"], r["plait_rss_mb"], r["torch_rss_mb"], r["rss_ratio"]))
+            r["torch_ms"], r["speedup"])
+        if tuned:
+            line += " %.3f | %.2f× |" % (r["torch_tuned_ms"], r["speedup_tuned"])
+        out.append(line + " %.0f | %.0f | %.2f |" % (r["plait_rss_mb"], r["torch_rss_mb"],
+                                                    r["rss_ratio"]))
     return "\n".join(out)
 
 
@@ -302,11 +335,13 @@ def main():
     args = ap.parse_args()
     build = args.build.resolve()
     meta = header()
+    meta["blas_coretype"] = plait_blas_core(build)
     rows = []
     with tempfile.TemporaryDirectory(prefix="plait-vs-torch-") as tmp:
         for name in args.only or list(MODELS):
             t0 = time.time()
-            rows.append(bench_model(name, build, args.steps, args.repeat, pathlib.Path(tmp)))
+            rows.append(bench_model(name, build, args.steps, args.repeat, pathlib.Path(tmp),
+                                    meta["blas_coretype"]))
             print("%s: plait %.3f ms, PyTorch %.3f ms (%.0f s)" % (
                 name, rows[-1]["plait_ms"], rows[-1]["torch_ms"], time.time() - t0),
                 file=sys.stderr)

@@ -18,6 +18,7 @@
 
 #include "runtime/Kernel.h"
 #include "runtime/comm/MpiStatus.h"
+#include "runtime/cpu/BlasCore.h"
 #include "runtime/cpu/Workspace.h"
 
 namespace plait::cluster {
@@ -464,26 +465,15 @@ std::string cpuModel() {
   return "CPU";
 }
 
-// A warning when OpenBLAS runs generic kernels on a CPU with AVX2 or AVX-512: its CPU
-// detection does not know every (virtualised) model, and GEMMs are then several times slower.
+// A warning when OpenBLAS runs generic kernels on a CPU that supports better ones (only when
+// BlasCore.h's re-exec was turned off or could not happen).
 std::string blasCoreWarning(const std::string &core) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  bool avx512 = false, avx2 = false;
-  while (std::getline(in, line))
-    if (line.rfind("flags", 0) == 0) {
-      avx512 = line.find(" avx512f") != std::string::npos;
-      avx2 = line.find(" avx2") != std::string::npos;
-      break;
-    }
-  const bool generic = core == "Prescott" || core == "Core2" || core == "Nehalem" ||
-                       core == "Sandybridge" || core == "Katmai" || core == "Penryn";
-  if (!generic || !(avx512 || avx2))
+  std::string better = plait::rt::betterBlasCore(core);
+  if (better.empty())
     return "";
-  std::string suggested = avx512 ? "SkylakeX" : "Haswell";
-  return fmt::format("OpenBLAS chose its {} kernels on a CPU with {}: setting "
+  return fmt::format("OpenBLAS chose its {} kernels on a CPU that supports {}: setting "
                      "OPENBLAS_CORETYPE={} may make GEMMs several times faster",
-                     core, avx512 ? "AVX-512" : "AVX2", suggested);
+                     core, better, better);
 }
 
 std::string hostName() {

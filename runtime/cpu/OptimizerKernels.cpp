@@ -10,6 +10,7 @@
 // Each element's inputs are read before its outputs are written, so any output may share
 // its buffer with the input it replaces (param, momentum buffer, exp_avg, exp_avg_sq).
 #include <cmath>
+#include <type_traits>
 
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
@@ -131,15 +132,20 @@ struct AdamWFactors {
 /// torch.optim.AdamW's _single_tensor_adamw for one tensor (no amsgrad, no maximize):
 ///   param *= 1 - lr * wd;  m = m * b1 + (1 - b1) * g;  v = v * b2 + (1 - b2) * g * g;
 ///   param += -step_size * m / (sqrt(v) / sqrt(bc2) + eps).
-template <typename T> void adamwUpdate(const KernelCall &call, const AdamWFactors &f) {
-  int64_t n = call.inputs[0].numel();
-  const T *param = call.inputs[0].as<T>(), *grad = call.inputs[1].as<T>();
-  const T *expAvg = call.inputs[2].as<T>(), *expAvgSq = call.inputs[3].as<T>();
-  T *newParam = call.outputs[0].as<T>(), *newExpAvg = call.outputs[1].as<T>();
-  T *newExpAvgSq = call.outputs[2].as<T>();
+///
+/// The loop carries no dependence between elements, and an output shares its buffer only with
+/// the input it replaces (the same element), so `ivdep` lets the compiler vectorise it despite
+/// the possible aliasing. The f32 form is also compiled for AVX2 and AVX-512 and picked when
+/// the process starts (the update reads 4 and writes 3 arrays as large as the model: on wide
+/// vectors it runs at memory speed instead of waiting on scalar divides and square roots).
+template <typename T>
+inline void adamwLoop(int64_t n, const T *param, const T *grad, const T *expAvg,
+                      const T *expAvgSq, T *newParam, T *newExpAvg, T *newExpAvgSq,
+                      const AdamWFactors &f) {
   const T decay = T(f.decay), b1 = T(f.beta1), b2 = T(f.beta2);
   const T oneMinusB1 = T(1 - f.beta1), oneMinusB2 = T(1 - f.beta2);
   const T bc2Sqrt = T(f.bc2Sqrt), eps = T(f.eps), negStepSize = T(f.negStepSize);
+#pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     T p = param[i], g = grad[i], m = expAvg[i], v = expAvgSq[i];
     p = p * decay;
@@ -150,6 +156,25 @@ template <typename T> void adamwUpdate(const KernelCall &call, const AdamWFactor
     newExpAvg[i] = m;
     newExpAvgSq[i] = v;
   }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+adamwLoopF32(int64_t n, const float *param, const float *grad, const float *expAvg,
+             const float *expAvgSq, float *newParam, float *newExpAvg, float *newExpAvgSq,
+             const AdamWFactors &f) {
+  adamwLoop<float>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+}
+
+template <typename T> void adamwUpdate(const KernelCall &call, const AdamWFactors &f) {
+  int64_t n = call.inputs[0].numel();
+  const T *param = call.inputs[0].as<T>(), *grad = call.inputs[1].as<T>();
+  const T *expAvg = call.inputs[2].as<T>(), *expAvgSq = call.inputs[3].as<T>();
+  T *newParam = call.outputs[0].as<T>(), *newExpAvg = call.outputs[1].as<T>();
+  T *newExpAvgSq = call.outputs[2].as<T>();
+  if constexpr (std::is_same_v<T, float>)
+    adamwLoopF32(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+  else
+    adamwLoop<T>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
 }
 
 /// adamw_update(param, grad, exp_avg, exp_avg_sq, lr, step)

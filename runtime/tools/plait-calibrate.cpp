@@ -13,6 +13,7 @@
 #include "runtime/cluster/ClusterSpec.h"
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/Mpirun.h"
+#include "runtime/cpu/BlasCore.h"
 #include "runtime/tools/ToolExit.h"
 
 namespace {
@@ -62,6 +63,7 @@ plait::rt::Status writeSpec(const std::string &path, const plait::cluster::Calib
 } // namespace
 
 int main(int argc, char **argv) {
+  plait::rt::selectBlasCore(argv); // measure the kernels plait-run will use (BlasCore.h)
   CLI::App app{"plait-calibrate: measure this machine and write a cluster spec (YAML)"};
   std::string output, name = "this-machine-cpu";
   uint32_t nproc = 0;

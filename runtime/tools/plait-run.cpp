@@ -13,6 +13,7 @@
 #include "runtime/RunPlan.h"
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/Mpirun.h"
+#include "runtime/cpu/BlasCore.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/tools/ToolExit.h"
 
@@ -45,6 +46,8 @@ bool splitInputBinding(const std::string &arg, std::pair<std::string, std::strin
 /// --list-devices: the CPU, then each CUDA device or the reason there is none.
 void printDevices() {
   fmt::print("cpu: {} hardware threads\n", std::thread::hardware_concurrency());
+  std::string blas = plait::rt::blasCoreNote();
+  fmt::print("{}\n", blas.empty() ? "blas: OpenBLAS " + plait::rt::blasCoreName() + " kernels" : blas);
   std::vector<plait::rt::CudaDeviceInfo> gpus;
   plait::rt::Status s = plait::rt::listCudaDevices(gpus);
   if (!s.ok()) {
@@ -59,6 +62,7 @@ void printDevices() {
 } // namespace
 
 int main(int argc, char **argv) {
+  plait::rt::selectBlasCore(argv); // may re-execute this program once (BlasCore.h)
   plait::rt::RunOptions options;
   std::vector<std::string> inputArgs;
 
@@ -141,8 +145,11 @@ int main(int argc, char **argv) {
     if (!status.ok())
       return failRank(exitCode(status),
                       status.message());
-    if (!summary.empty()) // rank 0 speaks for the job
+    if (!summary.empty()) { // rank 0 speaks for the job
       fmt::print("{}\n", summary);
+      if (std::string blas = plait::rt::blasCoreNote(); !blas.empty())
+        fmt::print("{}\n", blas);
+    }
     std::fflush(stdout);
     plait::rt::mpi::finalize();
     return 0;
