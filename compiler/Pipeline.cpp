@@ -222,6 +222,17 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         "{} optimizer results written straight into their param or state ({} bytes that need "
         "no buffer and no copy after the step; off: --no-inplace-updates)",
         memory.inPlaceBuffers, memory.inPlaceBytes);
+  if (auto folded = module->getAttrOfType<DictionaryAttr>("plait.fold_transposes")) {
+    auto get = [&](const char *key) { return folded.getAs<IntegerAttr>(key).getInt(); };
+    report["fusion"]["fold_transposes"] = {{"operands", get("operands")},
+                                           {"results", get("results")},
+                                           {"composed", get("composed")},
+                                           {"removed", get("removed")}};
+    report["optimizations"]["fold_transposes"] = fmt::format(
+        "{} transposes removed: {} matrix-product operands read transposed by BLAS, {} "
+        "products computed transposed, {} transpose pairs merged (off: --no-fusion)",
+        get("removed"), get("operands"), get("results"), get("composed"));
+  }
   if (auto moved = module->getAttrOfType<IntegerAttr>("plait.schedule"))
     report["optimizations"]["schedule"] = fmt::format(
         "{} optimizer updates moved next to their last input, freeing their gradients early "
@@ -554,6 +565,11 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     if (std::string error = dumpStage(options, "02-sharded.mlir", **module); !error.empty())
       return reportError(error);
     func = entryFunction(**module, options.modelPath);
+  } else if (options.fusion) {
+    PassManager pm(&ctx);
+    pm.addPass(createFoldTransposesPass());
+    if (failed(pm.run(**module)))
+      return 1;
   }
 
   if (options.emit == "mlir") {

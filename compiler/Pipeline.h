@@ -57,6 +57,7 @@ struct CompileOptions {
   int64_t memLimit = 0;                       // --mem-limit in bytes per rank; 0: none
   bool inPlaceUpdates = true;                 // off: --no-inplace-updates
   bool schedule = true;                       // plait-schedule; off: --no-schedule
+  bool fusion = true;                         // plait-fold-transposes; off: --no-fusion
   std::string clusterPath;                    // --cluster (the one compiled for)
   std::optional<cluster::ClusterSpec> cluster; // parsed --cluster: the cost model's target
   /// Every --cluster, parsed; with more than one, plait-compile compares them (compileModel).

@@ -113,6 +113,8 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   collectives.bucketBytes = choice.bucketBytes > 0 ? choice.bucketBytes : dist.bucketBytes;
   collectives.prefetch = dist.prefetch;
   pm.addPass(createInsertCollectivesPass(collectives));
+  if (options.fusion)
+    pm.addPass(createFoldTransposesPass());
   if (options.schedule)
     pm.addPass(createSchedulePass());
   if (failed(pm.run(module)))

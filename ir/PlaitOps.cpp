@@ -374,6 +374,14 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
     return rule.fail("operands must have rank >= 1, got ranks ", a.getRank(), " and ",
                      b.getRank());
   SmallVector<int64_t> as(a.getShape()), bs(b.getShape());
+  bool transA = adaptor.getTransposeLhs(), transB = adaptor.getTransposeRhs();
+  if ((transA && as.size() < 2) || (transB && bs.size() < 2))
+    return rule.fail("transpose_lhs/transpose_rhs need an operand of rank >= 2, got ranks ",
+                     a.getRank(), " and ", b.getRank());
+  if (transA)
+    std::swap(as[as.size() - 1], as[as.size() - 2]);
+  if (transB)
+    std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
   bool promoteA = as.size() == 1, promoteB = bs.size() == 1;
   if (promoteA)
     as.insert(as.begin(), 1);

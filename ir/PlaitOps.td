@@ -375,11 +375,19 @@ def Plait_MatmulOp : Plait_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
     [4, 2, 3] x [3, 5] -> [4, 2, 5]; [3] x [2, 3, 5] -> [2, 5]; [3] x [3] -> scalar.
     Integer products wrap; float accumulation is at least f32.
 
+    `transpose_lhs` / `transpose_rhs` (both rank >= 2) swap the operand's last two dimensions
+    before the product, as a BLAS transpose flag does: plait-fold-transposes sets them in
+    place of a separate plait.transpose, so no transposed copy is made.
+
     ```mlir
     %c = plait.matmul %a, %b : (tensor<4x2x3xf32>, tensor<3x5xf32>) -> tensor<4x2x5xf32>
+    %d = plait.matmul %a, %w {transpose_rhs = true}
+        : (tensor<4x2x3xf32>, tensor<5x3xf32>) -> tensor<4x2x5xf32>
     ```
   }];
-  let arguments = (ins Plait_NumericTensor:$lhs, Plait_NumericTensor:$rhs);
+  let arguments = (ins Plait_NumericTensor:$lhs, Plait_NumericTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
   let results = (outs Plait_NumericTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }

@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "llvm/ADT/ScopeExit.h"
 
 using namespace mlir;
 
@@ -399,7 +400,18 @@ PLAIT_VJP(RmsNormOp) {
 PLAIT_VJP(MatmulOp) {
   if (!isFloatTensor(op.getLhs()))
     return success();
-  Value a = op.getLhs(), b = op.getRhs(), dy = rg[0];
+  Value dy = rg[0];
+  // With transpose flags (plait-fold-transposes) the product is of the transposed operands:
+  // differentiate that one, then transpose each gradient back to its operand's shape.
+  bool transA = op.getTransposeLhs(), transB = op.getTransposeRhs();
+  Value a = transA ? g.transposeLast2(op.getLhs()) : op.getLhs();
+  Value b = transB ? g.transposeLast2(op.getRhs()) : op.getRhs();
+  auto restore = llvm::make_scope_exit([&] {
+    if (transA && og[0])
+      og[0] = g.transposeLast2(og[0]);
+    if (transB && og[1])
+      og[1] = g.transposeLast2(og[1]);
+  });
   auto at = rankedType(a), bt = rankedType(b);
   // Promote 1-D operands as numpy does, so the rule below sees matrices.
   Value a2 = at.getRank() == 1 ? g.reshape(a, {1, at.getDimSize(0)}) : a;

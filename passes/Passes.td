@@ -194,4 +194,18 @@ def SchedulePass : Pass<"plait-schedule", "mlir::ModuleOp"> {
   }];
 }
 
+def FoldTransposesPass : Pass<"plait-fold-transposes", "mlir::ModuleOp"> {
+  let summary = "GEMMs read transposed operands through BLAS flags instead of transposed copies";
+  let description = [{
+    Rewrites, in program order: transpose(transpose(x)) into one transpose with the composed
+    permutation (or x); transpose(matmul(a, b)) over the last two dimensions, when nothing
+    else reads the product, into matmul(b, a) with both transpose flags toggled; and a
+    matmul or gemm operand that is a last-two-dimension transpose into the transpose's input
+    with the operand's flag (transpose_lhs/transpose_rhs, trans_a/trans_b) toggled.
+    Transposes left unread are erased. Products are bit-identical. The module records
+    `plait.fold_transposes` {operands, results, composed, removed} for the report.
+    plait-compile runs it on every step unless --no-fusion.
+  }];
+}
+
 #endif // PLAIT_PASSES_TD

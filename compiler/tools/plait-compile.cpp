@@ -13,13 +13,9 @@ namespace {
 /// they are accepted by the parser so that using one gives a clear message, not "unknown flag".
 struct PendingFlags {
   std::string device;
-  bool noFusion = false;
 
   /// Name of the first pending flag that was used, or "".
-  std::string firstUsed(const CLI::App &app) const {
-    for (const char *flag : {"--no-fusion"})
-      if (app.count(flag))
-        return flag;
+  std::string firstUsed(const CLI::App &) const {
     if (!device.empty() && device != "cpu")
       return "--device " + device;
     return "";
@@ -102,7 +98,9 @@ int main(int argc, char **argv) {
   app.add_option("--recompute", options.recompute,
                  "activation recomputation: none, all, or auto (as much as --mem-limit needs)")
       ->check(CLI::IsMember({"none", "all", "auto"}));
-  app.add_flag("--no-fusion", pending.noFusion);
+  app.add_flag("--no-fusion", [&](int64_t) { options.fusion = false; },
+               "no kernel fusion: keep every transpose that feeds a matrix product "
+               "(plait-fold-transposes)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

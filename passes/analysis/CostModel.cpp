@@ -143,6 +143,8 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     int64_t reduced = a.shape.back();
     if (k == "gemm" && a.shape.size() == 2 && intAttr(instr, "trans_a", 0))
       reduced = a.shape[0];
+    if (k == "matmul" && a.shape.size() >= 2 && intAttr(instr, "transpose_lhs", 0))
+      reduced = a.shape[a.shape.size() - 2];
     cost.flops = 2 * numel(out) * double(reduced);
     cost.contraction = true;
     return cost;

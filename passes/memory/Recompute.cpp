@@ -35,6 +35,8 @@ double recomputeFlops(Operation *op) {
     int64_t k = a.getRank() ? a.getShape().back() : 1;
     if (auto gemm = dyn_cast<GemmOp>(op); gemm && gemm.getTransA())
       k = a.getShape().front();
+    if (auto matmul = dyn_cast<MatmulOp>(op); matmul && matmul.getTransposeLhs())
+      k = a.getShape()[a.getRank() - 2];
     return 2.0 * out * (double)k;
   }
   if (auto conv = dyn_cast<Conv2dOp>(op)) {

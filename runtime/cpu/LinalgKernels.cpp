@@ -11,14 +11,21 @@ namespace plait::rt::cpu {
 namespace {
 
 /// The shape of a matmul after numpy's 1-D promotion: batch dims and M, K, N.
+/// `transA`/`transB` (the op's transpose_lhs/transpose_rhs): the operand is stored with its
+/// last two dimensions swapped, and each GEMM reads it transposed.
 struct MatmulShape {
   Dims batchA, batchB, batch, result;
   int64_t m = 0, k = 0, n = 0;
+  bool transA = false, transB = false;
+  int64_t lda() const { return transA ? m : k; }
+  int64_t ldb() const { return transB ? k : n; }
 };
 
 Status planMatmul(const TensorView &a, const TensorView &b, MatmulShape &s) {
   if (a.rank() == 0 || b.rank() == 0)
     return Status::error("matmul: operands must have rank >= 1");
+  if ((s.transA && a.rank() < 2) || (s.transB && b.rank() < 2))
+    return Status::error("matmul: a transposed operand must have rank >= 2");
   bool promoteA = a.rank() == 1, promoteB = b.rank() == 1;
   Dims as, bs;
   if (promoteA)
@@ -27,6 +34,10 @@ Status planMatmul(const TensorView &a, const TensorView &b, MatmulShape &s) {
   bs.append(b.shape);
   if (promoteB)
     bs.push_back(1);
+  if (s.transA)
+    std::swap(as[as.size() - 1], as[as.size() - 2]);
+  if (s.transB)
+    std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
   s.m = as[as.size() - 2];
   s.k = as.back();
   s.n = bs.back();
@@ -53,18 +64,19 @@ Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out) {
   int64_t batch = product(s.batch, 0, s.batch.size());
   // One weight matrix shared by every batch entry of an unbroadcast lhs (the linear-layer
   // case [B, T, K] x [K, N]): the batch folds into M and a single GEMM does it all.
-  if (batchB == 1 && batchA == batch)
-    return gemmRowMajor<T>(false, false, batch * s.m, s.n, s.k, 1.0, a, s.k, b, s.n, 0.0, out,
-                           s.n);
+  // (Not when the lhs is stored transposed: its rows are not contiguous across the batch.)
+  if (batchB == 1 && batchA == batch && !s.transA)
+    return gemmRowMajor<T>(false, s.transB, batch * s.m, s.n, s.k, 1.0, a, s.k, b, s.ldb(),
+                           0.0, out, s.n);
   int64_t sizeA = s.m * s.k, sizeB = s.k * s.n, sizeOut = s.m * s.n;
   BroadcastPlan<2> plan = planBroadcast<2>(s.batch, {s.batchA, s.batchB});
   Status status;
   forEachRow(plan, [&](int64_t o, const std::array<int64_t, 2> &off, int64_t count,
                        const std::array<int64_t, 2> &stride) {
     for (int64_t i = 0; i < count && status.ok(); ++i)
-      status = gemmRowMajor<T>(false, false, s.m, s.n, s.k, 1.0,
-                               a + (off[0] + i * stride[0]) * sizeA, s.k,
-                               b + (off[1] + i * stride[1]) * sizeB, s.n, 0.0,
+      status = gemmRowMajor<T>(s.transA, s.transB, s.m, s.n, s.k, 1.0,
+                               a + (off[0] + i * stride[0]) * sizeA, s.lda(),
+                               b + (off[1] + i * stride[1]) * sizeB, s.ldb(), 0.0,
                                out + (o + i) * sizeOut, s.n);
   });
   return status;
@@ -77,6 +89,8 @@ Status matmulKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkSameDtype("matmul", a, b));
   PLAIT_RETURN_IF_ERROR(checkSameDtype("matmul", a, out));
   MatmulShape s;
+  s.transA = call.attrs.getBool("transpose_lhs", false);
+  s.transB = call.attrs.getBool("transpose_rhs", false);
   PLAIT_RETURN_IF_ERROR(planMatmul(a, b, s));
   PLAIT_RETURN_IF_ERROR(checkShape("matmul", "output", out.shape, s.result));
   if (hasHalfTensor(call))

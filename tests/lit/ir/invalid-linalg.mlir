@@ -427,3 +427,21 @@ func.func @avg_pool_ceil_mode_result(%x: tensor<1x1x5x5xf32>) {
   %0 = plait.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = true} : (tensor<1x1x5x5xf32>) -> tensor<1x1x4x4xf32>
   return
 }
+
+// -----
+
+func.func @matmul_transpose_vector(%a: tensor<3xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+2 {{'plait.matmul' op transpose_lhs/transpose_rhs need an operand of rank >= 2, got ranks 1 and 2}}
+  // expected-error @+1 {{'plait.matmul' op failed to infer returned types}}
+  %0 = plait.matmul %a, %b {transpose_lhs = true} : (tensor<3xf32>, tensor<3x4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_transposed_shapes(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) {
+  // expected-error @+2 {{'plait.matmul' op contracting dimensions differ: 2x3 times 4x3}}
+  // expected-error @+1 {{'plait.matmul' op failed to infer returned types}}
+  %0 = plait.matmul %a, %b {transpose_lhs = true, transpose_rhs = true} : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<3x4xf32>
+  return
+}

@@ -286,6 +286,12 @@ const VJPCase kCases[] = {
   {"matmul_vector", R"(func.func @main(%a: tensor<4xf64>, %b: tensor<2x4x3xf64>) -> tensor<2x3xf64> {
     %0 = plait.matmul %a, %b : (tensor<4xf64>, tensor<2x4x3xf64>) -> tensor<2x3xf64>
     return %0 : tensor<2x3xf64> })"},
+  {"matmul_transposed_rhs", R"(func.func @main(%a: tensor<2x3x4xf64>, %b: tensor<2x4xf64>) -> tensor<2x3x2xf64> {
+    %0 = plait.matmul %a, %b {transpose_rhs = true} : (tensor<2x3x4xf64>, tensor<2x4xf64>) -> tensor<2x3x2xf64>
+    return %0 : tensor<2x3x2xf64> })"},
+  {"matmul_transposed_both", R"(func.func @main(%a: tensor<2x4x3xf64>, %b: tensor<2x2x4xf64>) -> tensor<2x3x2xf64> {
+    %0 = plait.matmul %a, %b {transpose_lhs = true, transpose_rhs = true} : (tensor<2x4x3xf64>, tensor<2x2x4xf64>) -> tensor<2x3x2xf64>
+    return %0 : tensor<2x3x2xf64> })"},
   {"gemm_transposed", R"(func.func @main(%a: tensor<4x3xf64>, %b: tensor<2x4xf64>, %c: tensor<2xf64>) -> tensor<3x2xf64> {
     %0 = plait.gemm %a, %b, %c {trans_a = true, trans_b = true, alpha = 0.5 : f64, beta = 2.0 : f64} : (tensor<4x3xf64>, tensor<2x4xf64>, tensor<2xf64>) -> tensor<3x2xf64>
     return %0 : tensor<3x2xf64> })"},

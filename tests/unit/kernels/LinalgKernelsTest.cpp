@@ -67,6 +67,61 @@ TEST(LinalgKernels, MatmulWithEmptyContraction) {
   EXPECT_TRUE(allClose(runOk("matmul", {a, b}, DType::F32, {2, 3}).floats(), {0, 0, 0, 0, 0, 0}));
 }
 
+/// `x` [..., r, c] with its last two dimensions swapped, as a new tensor of the same dtype.
+template <typename T> OwnedTensor transposeLast2(const OwnedTensor &x) {
+  std::vector<int64_t> shape = x.view.shape;
+  size_t n = shape.size();
+  int64_t r = shape[n - 2], c = shape[n - 1];
+  std::swap(shape[n - 2], shape[n - 1]);
+  std::vector<T> in = x.values<T>(), out(in.size());
+  for (size_t m = 0; m < in.size() / size_t(r * c); ++m)
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j)
+        out[m * r * c + j * r + i] = in[m * r * c + i * c + j];
+  return make<T>(shape, out);
+}
+
+TEST(LinalgKernels, MatmulReadsTransposedOperands) {
+  // Each case: lhs and rhs as the product sees them; the kernel gets the stored (transposed)
+  // forms with the flags and must give exactly the plain product.
+  struct Case {
+    std::vector<int64_t> a, b, out;
+    bool ta, tb;
+  };
+  for (const Case &c : std::vector<Case>{{{3, 4}, {4, 2}, {3, 2}, true, false},
+                                         {{3, 4}, {4, 2}, {3, 2}, false, true},
+                                         {{3, 4}, {4, 2}, {3, 2}, true, true},
+                                         {{2, 3, 4}, {4, 5}, {2, 3, 5}, false, true}, // rows fold
+                                         {{2, 3, 4}, {4, 5}, {2, 3, 5}, true, false},
+                                         {{2, 1, 3, 4}, {3, 4, 2}, {2, 3, 3, 2}, true, true}}) {
+    int64_t na = 1, nb = 1;
+    for (int64_t d : c.a)
+      na *= d;
+    for (int64_t d : c.b)
+      nb *= d;
+    auto a = makeFloat(DType::F32, c.a, ramp(na, 0.25, -1));
+    auto b = makeFloat(DType::F32, c.b, ramp(nb, 0.5, -3));
+    std::vector<float> expected = runOk("matmul", {a, b}, DType::F32, c.out).floats();
+    auto as = c.ta ? transposeLast2<float>(a) : a;
+    auto bs = c.tb ? transposeLast2<float>(b) : b;
+    auto out = runOk("matmul", {as, bs}, DType::F32, c.out,
+                     AttrsBuilder().i("transpose_lhs", c.ta).i("transpose_rhs", c.tb).build());
+    EXPECT_EQ(out.floats(), expected) << "ta=" << c.ta << " tb=" << c.tb;
+  }
+  // Integers take the same flags.
+  auto ia = make<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto ib = make<int64_t>({2, 3}, {1, 0, 2, 0, 1, 1});
+  auto iout = runOk("matmul", {ia, ib}, DType::I64, {2, 2},
+                    AttrsBuilder().i("transpose_rhs", 1).build());
+  EXPECT_EQ(iout.values<int64_t>(), (std::vector<int64_t>{7, 5, 16, 11}));
+  // A vector cannot be transposed.
+  auto v = make<float>({3}, {1, 2, 3});
+  auto m = make<float>({3, 2}, {1, 2, 3, 4, 5, 6});
+  KernelResult bad = runKernel("matmul", {v, m}, {{DType::F32, {2}}},
+                               AttrsBuilder().i("transpose_lhs", 1).build());
+  EXPECT_FALSE(bad.status.ok());
+}
+
 TEST(LinalgKernels, GemmTransposesAndBias) {
   // a: [2,3], b^T with b: [4,3], c: [4] -> [2,4]
   auto a = makeFloat(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
