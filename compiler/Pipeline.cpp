@@ -95,6 +95,24 @@ std::string writeFileAtomically(const std::string &path, const void *data, size_
   return ec ? fmt::format("{}: {}", path, ec.message()) : "";
 }
 
+/// A pass's record (a dictionary of bool, integer, float and string attributes) as a JSON
+/// object with the same keys; other attribute kinds are left out.
+nlohmann::json scalarsToJson(DictionaryAttr dict) {
+  nlohmann::json out = nlohmann::json::object();
+  for (NamedAttribute field : dict) {
+    std::string key = field.getName().str();
+    if (auto v = dyn_cast<BoolAttr>(field.getValue()))
+      out[key] = v.getValue();
+    else if (auto v = dyn_cast<IntegerAttr>(field.getValue()))
+      out[key] = v.getInt();
+    else if (auto v = dyn_cast<FloatAttr>(field.getValue()))
+      out[key] = v.getValueAsDouble();
+    else if (auto v = dyn_cast<StringAttr>(field.getValue()))
+      out[key] = v.str();
+  }
+  return out;
+}
+
 nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
                            const plan::PlanDesc &plan, const CompileOptions &options) {
   nlohmann::json report;
@@ -224,10 +242,7 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         memory.inPlaceBuffers, memory.inPlaceBytes);
   if (auto folded = module->getAttrOfType<DictionaryAttr>("plait.fold_transposes")) {
     auto get = [&](const char *key) { return folded.getAs<IntegerAttr>(key).getInt(); };
-    report["fusion"]["fold_transposes"] = {{"operands", get("operands")},
-                                           {"results", get("results")},
-                                           {"composed", get("composed")},
-                                           {"removed", get("removed")}};
+    report["fusion"]["fold_transposes"] = scalarsToJson(folded);
     report["optimizations"]["fold_transposes"] = fmt::format(
         "{} transposes removed: {} matrix-product operands read transposed by BLAS, {} "
         "products computed transposed, {} transpose pairs merged (off: --no-fusion)",
@@ -240,12 +255,7 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         moved.getInt());
   if (auto recompute = module->getAttrOfType<DictionaryAttr>("plait.recompute")) {
     auto get = [&](const char *key) { return recompute.getAs<IntegerAttr>(key).getInt(); };
-    report["recompute"] = {{"mode", recompute.getAs<StringAttr>("mode").str()},
-                           {"granularity", recompute.getAs<StringAttr>("granularity").str()},
-                           {"segments", get("segments")},
-                           {"recomputed", get("recomputed")},
-                           {"ops_added", get("ops_added")},
-                           {"saved_bytes", get("saved_bytes")}};
+    report["recompute"] = scalarsToJson(recompute);
     report["optimizations"]["recompute"] = fmt::format(
         "{} of {} forward segments ({}s) recomputed in the backward (+{} ops); {} activation "
         "bytes no longer kept from forward to backward (off: --recompute none)",
@@ -262,19 +272,7 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         search ? search.getAs<IntegerAttr>("mem_limit").getInt() : options.memLimit;
     nlohmann::json candidates = nlohmann::json::array();
     for (auto [i, attr] : llvm::enumerate(tried)) {
-      auto row = cast<DictionaryAttr>(attr);
-      nlohmann::json entry;
-      for (NamedAttribute field : row) {
-        std::string key = field.getName().str();
-        if (auto v = dyn_cast<BoolAttr>(field.getValue()))
-          entry[key] = v.getValue();
-        else if (auto v = dyn_cast<IntegerAttr>(field.getValue()))
-          entry[key] = v.getInt();
-        else if (auto v = dyn_cast<FloatAttr>(field.getValue()))
-          entry[key] = v.getValueAsDouble();
-        else if (auto v = dyn_cast<StringAttr>(field.getValue()))
-          entry[key] = v.str();
-      }
+      nlohmann::json entry = scalarsToJson(cast<DictionaryAttr>(attr));
       if (!entry.contains("predicted_step_ms"))
         entry["predicted_step_ms"] = nullptr;
       if (!search)

@@ -44,7 +44,7 @@ std::string betterBlasCore(const std::string &core) {
           hasFlag(flags, "avx512vl") && hasFlag(flags, "avx512dq"))
         return "SkylakeX";
       if (hasFlag(flags, "avx2") && hasFlag(flags, "fma"))
-        return core == "Haswell" ? "" : "Haswell";
+        return "Haswell";
       return "";
     }
   return "";
