@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +36,30 @@ uint32_t crc32Of(const uint8_t *data, size_t size) {
 }
 uint32_t crc32Of(const std::string &bytes) {
   return crc32Of(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+}
+
+// A metadata field that is present but not what the format says: named in the error.
+struct FieldError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// `value` as an integer of type T: a JSON integer within T's range, never a float or other
+// JSON type (nlohmann's get<T>() would convert 1e300 to an integer, which is undefined).
+template <typename T>
+T integerOf(const ojson &value, const char *field) {
+  bool fits = false;
+  if (value.is_number_unsigned())
+    fits = value.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max());
+  else if (value.is_number_integer())
+    fits = value.get<int64_t>() >= int64_t(std::numeric_limits<T>::min());
+  if (!fits)
+    throw FieldError(fmt::format("'{}' must be an integer in [{}, {}]", field,
+                                 std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+  return value.get<T>();
+}
+template <typename T>
+T integerAt(const ojson &object, const char *field) {
+  return integerOf<T>(object.at(field), field);
 }
 
 // The published checkpoints' directory names (step-N, zero-padded), oldest first.
@@ -319,10 +345,10 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
       return Status::errorf("{}: format {} version {}, this runtime reads {} version {}",
                             metaPath, body.at("format").dump(), body.at("version").dump(),
                             kFormat, kFormatVersion);
-    out.info.step = body.at("step").get<int64_t>();
-    out.info.globalBatch = body.at("global_batch").get<int64_t>();
-    out.info.seed = body.at("seed").get<uint64_t>();
-    out.worldSize = body.at("world_size").get<uint32_t>();
+    out.info.step = integerAt<int64_t>(body, "step");
+    out.info.globalBatch = integerAt<int64_t>(body, "global_batch");
+    out.info.seed = integerAt<uint64_t>(body, "seed");
+    out.worldSize = integerAt<uint32_t>(body, "world_size");
     out.model = body.at("model").get<std::string>();
     for (const auto &[name, t] : body.at("tensors").items()) {
       CheckpointTensor &ct = out.tensors[name];
@@ -334,7 +360,10 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
       if (!parseDTypeName(dtype, ct.dtype))
         return Status::errorf("{}: tensor '{}': unknown dtype '{}'", metaPath, printable(name),
                               printable(dtype));
-      ct.shape = t.at("shape").get<std::vector<int64_t>>();
+      if (!t.at("shape").is_array())
+        throw FieldError("'shape' must be an array of integers");
+      for (const auto &d : t.at("shape"))
+        ct.shape.push_back(integerOf<int64_t>(d, "shape"));
       uint64_t numel = 1;
       for (int64_t d : ct.shape)
         if (d < 0 || __builtin_mul_overflow(numel, uint64_t(d), &numel) ||
@@ -348,8 +377,8 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
         return Status::errorf("{}: file name '{}' is not a plain name", metaPath,
                               printable(fileName));
       uint32_t index = uint32_t(out.files.size());
-      out.files.push_back({(fs::path(path) / fileName).string(), file.at("bytes").get<uint64_t>(),
-                           file.at("crc32").get<uint32_t>()});
+      out.files.push_back({(fs::path(path) / fileName).string(), integerAt<uint64_t>(file, "bytes"),
+                           integerAt<uint32_t>(file, "crc32")});
       for (const auto &entry : file.at("entries"))
         for (const auto &s : entry.at("segments")) {
           std::string logical = s.at("tensor").get<std::string>();
@@ -358,9 +387,9 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
             return Status::errorf("{}: a segment of unknown tensor '{}'", metaPath,
                                   printable(logical));
           CheckpointTensor::Segment seg{index, entry.at("key").get<std::string>(),
-                                        s.at("start").get<uint64_t>(),
-                                        s.at("count").get<uint64_t>(),
-                                        s.at("offset").get<uint64_t>()};
+                                        integerAt<uint64_t>(s, "start"),
+                                        integerAt<uint64_t>(s, "count"),
+                                        integerAt<uint64_t>(s, "offset")};
           uint64_t end = 0, last = 0;
           if (__builtin_add_overflow(seg.start, seg.count, &end) ||
               end > uint64_t(it->second.numel()) ||
@@ -371,6 +400,8 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
         }
     }
   } catch (const nlohmann::json::exception &e) {
+    return Status::errorf("{}: malformed checkpoint metadata: {}", metaPath, e.what());
+  } catch (const FieldError &e) {
     return Status::errorf("{}: malformed checkpoint metadata: {}", metaPath, e.what());
   }
   for (auto &[name, t] : out.tensors)
