@@ -2,7 +2,7 @@
 // get the process OOM-killed halfway through zero-filling).
 #include "runtime/Arena.h"
 
-#include <cstring>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace plait::rt {
@@ -22,17 +22,16 @@ Status Arena::allocate(uint64_t bytes, Arena &out, const char *what) {
   if (bytes > physical)
     return Status::errorf("{} needs {} bytes, this machine has {} bytes of memory", what, bytes,
                           physical);
-  // aligned_alloc wants a size that is a multiple of the alignment, and never 0.
-  uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0)
-    rounded = kAlignment;
-  void *p = std::aligned_alloc(kAlignment, static_cast<size_t>(rounded));
-  if (!p)
+  // Page-aligned (so kAlignment-aligned) and zero-filled by the kernel; never 0 bytes long.
+  size_t length = static_cast<size_t>(bytes == 0 ? 1 : bytes);
+  void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
     return Status::errorf("cannot allocate the {} ({} bytes)", what, bytes);
-  std::memset(p, 0, static_cast<size_t>(rounded));
-  out.base_.reset(static_cast<uint8_t *>(p));
+  out.base_ = std::unique_ptr<uint8_t, ArenaUnmap>(static_cast<uint8_t *>(p), ArenaUnmap{length});
   out.size_ = bytes;
   return {};
 }
+
+void ArenaUnmap::operator()(uint8_t *p) const { munmap(p, length); }
 
 } // namespace plait::rt

@@ -92,10 +92,10 @@ Status Executor::initialiseParamsAndConstants() {
   for (uint32_t i = 0; i < plan_.tensors.size(); ++i) {
     const PlanTensor &t = plan_.tensors[i];
     uint8_t *dst = arena_.data() + t.offset;
-    if (t.kind == TensorKind::State) { // optimizer state starts as zeros, like PyTorch's
-      std::memset(dst, 0, t.bytes);
+    // Optimizer state starts as zeros, like PyTorch's: the fresh arena's pages already are,
+    // and leaving them untouched keeps them out of RSS until the first update.
+    if (t.kind == TensorKind::State)
       continue;
-    }
     if (t.kind != TensorKind::Param && t.kind != TensorKind::Constant)
       continue;
     if (t.sharded) {

@@ -130,6 +130,12 @@ struct Plan {
   LrSchedule schedule;
 
   const uint8_t *bufferData(int32_t index) const { return fileBytes.data() + buffers[index].offset; }
+  /// Frees fileBytes (the initial weights and constants, usually most of the file) once an
+  /// executor has copied them into its arena; bufferData must not be called after this.
+  void releaseFileBytes() {
+    std::vector<uint8_t>().swap(fileBytes);
+    buffers.clear();
+  }
   /// Samples per step over every rank: the first graph input's leading dimension is the
   /// per-rank batch (1 for a plan without batched inputs).
   int64_t globalBatch() const {
