@@ -240,6 +240,11 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         "{} optimizer results written straight into their param or state ({} bytes that need "
         "no buffer and no copy after the step; off: --no-inplace-updates)",
         memory.inPlaceBuffers, memory.inPlaceBytes);
+  if (memory.reshapeAliases > 0)
+    report["optimizations"]["reshape_alias"] = fmt::format(
+        "{} reshape results planned in their operand's bytes ({} bytes that need no buffer "
+        "and no copy; off: --no-reshape-alias)",
+        memory.reshapeAliases, memory.reshapeAliasBytes);
   if (auto folded = module->getAttrOfType<DictionaryAttr>("plait.fold_transposes")) {
     auto get = [&](const char *key) { return folded.getAs<IntegerAttr>(key).getInt(); };
     report["fusion"]["fold_transposes"] = scalarsToJson(folded);
@@ -585,7 +590,8 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     memory = std::move(placed->memory);
     plan = std::move(placed->plan);
   } else {
-    memory = planMemory(*func, options.alignment, options.inPlaceUpdates);
+    memory = planMemory(*func, options.alignment, options.inPlaceUpdates, /*place=*/true,
+                        options.reshapeAlias);
     if (failed(memory))
       return 1;
     if (failed(lowerToPlan(*func, *memory, plan)))

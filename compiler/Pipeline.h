@@ -56,6 +56,7 @@ struct CompileOptions {
   bool microBatchesFixed = false;             // --micro-batches given: auto does not search it
   int64_t memLimit = 0;                       // --mem-limit in bytes per rank; 0: none
   bool inPlaceUpdates = true;                 // off: --no-inplace-updates
+  bool reshapeAlias = true;                   // reshapes copy nothing; off: --no-reshape-alias
   bool schedule = true;                       // plait-schedule; off: --no-schedule
   bool fusion = true;                         // plait-fold-transposes; off: --no-fusion
   std::string clusterPath;                    // --cluster (the one compiled for)

@@ -148,7 +148,8 @@ Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &
   if (failed(applyChoice(*copy, options, choice, exact)))
     return {};
   func::FuncOp func = findEntryFunction(*copy);
-  auto memory = planMemory(func, options.alignment, options.inPlaceUpdates, exact);
+  auto memory = planMemory(func, options.alignment, options.inPlaceUpdates, exact,
+                           options.reshapeAlias);
   if (failed(memory))
     return {};
   plan::PlanDesc plan;

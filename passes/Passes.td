@@ -19,7 +19,9 @@ def TestPrintMemoryPlanPass : Pass<"plait-test-print-memory-plan", "mlir::Module
   let options = [
     Option<"alignment", "alignment", "int64_t", "64", "Byte alignment of every buffer">,
     Option<"inPlace", "in-place", "bool", "true",
-           "plan assigned values inside their param or state when safe">
+           "plan assigned values inside their param or state when safe">,
+    Option<"reshapeAlias", "reshape-alias", "bool", "true",
+           "plan reshape results in their operand's bytes when safe">
   ];
 }
 

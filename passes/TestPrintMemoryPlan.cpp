@@ -43,7 +43,7 @@ struct TestPrintMemoryPlanPass
   using Base::Base;
   void runOnOperation() final {
     for (auto func : getOperation().getOps<mlir::func::FuncOp>()) {
-      auto plan = planMemory(func, alignment, inPlace);
+      auto plan = planMemory(func, alignment, inPlace, /*place=*/true, reshapeAlias);
       if (failed(plan))
         return signalPassFailure();
       printPlan(func, *plan, llvm::outs());

@@ -165,6 +165,39 @@ void aliasAssignedValues(func::FuncOp func, const ProgramOrder &order, MemoryPla
   }
 }
 
+/// Plans each reshape's result in its operand's bytes (a reshape moves no data): the result
+/// becomes an alias of the operand's buffer, whose life is extended to cover the result's.
+/// Only between activations that are not stored in place (aliasAssignedValues runs first), and
+/// never next to a collective: MPI owns a collective's buffers while it is in flight, and the
+/// runtime must see no write to them.
+void aliasReshapes(func::FuncOp func, MemoryPlan &plan) {
+  std::vector<bool> reshapeAlias(plan.buffers.size(), false);
+  auto touchesCollective = [](Value v) {
+    if (Operation *def = v.getDefiningOp(); def && isCollective(def))
+      return true;
+    return llvm::any_of(v.getUsers(), [](Operation *user) { return isCollective(user); });
+  };
+  for (auto reshape : func.getBody().front().getOps<ReshapeOp>()) {
+    Value operand = reshape.getOperand(), result = reshape.getResult();
+    auto oi = plan.index.find(operand), ri = plan.index.find(result);
+    if (oi == plan.index.end() || ri == plan.index.end())
+      continue;
+    size_t root = oi->second;
+    if (reshapeAlias[root])
+      root = size_t(plan.buffers[root].aliasOf); // already the chain's root
+    PlannedBuffer &rb = plan.buffers[ri->second], &ob = plan.buffers[root];
+    if (ob.kind != BufferKind::Activation || ob.aliasOf >= 0 ||
+        rb.kind != BufferKind::Activation || rb.aliasOf >= 0 || rb.size != ob.size ||
+        touchesCollective(operand) || touchesCollective(result))
+      continue;
+    rb.aliasOf = int64_t(root);
+    reshapeAlias[ri->second] = true;
+    ob.end = std::max(ob.end, rb.end);
+    ++plan.reshapeAliases;
+    plan.reshapeAliasBytes += rb.size;
+  }
+}
+
 /// Places buffers in `order`; each takes the best-fitting gap (or the first, when
 /// `firstFit`) among already placed buffers that are live at the same time.
 ///
@@ -385,7 +418,7 @@ int64_t liveLowerBound(const MemoryPlan &plan) {
 } // namespace
 
 FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, bool inPlace,
-                                 bool place) {
+                                 bool place, bool aliasReshapeResults) {
   MemoryPlan plan;
   if (failed(getValuesAndSizes(func, alignment, plan)))
     return failure();
@@ -393,6 +426,8 @@ FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, bool inPl
   resolveLiveness(func, order, plan);
   if (inPlace)
     aliasAssignedValues(func, order, plan);
+  if (aliasReshapeResults)
+    aliasReshapes(func, plan);
   plan.lowerBound = liveLowerBound(plan);
   if (place) {
     computeOffsets(plan);

@@ -28,7 +28,8 @@ struct PlannedBuffer {
   int64_t offset = 0;
   int64_t start = 0, end = 0;
   /// >= 0: this buffer has no bytes of its own and lives in buffers[aliasOf] (an optimizer
-  /// update written straight into the param or state it replaces).
+  /// update written straight into the param or state it replaces, or a reshape's result in
+  /// its operand's bytes).
   int64_t aliasOf = -1;
 };
 
@@ -39,6 +40,7 @@ struct MemoryPlan {
   int64_t lowerBound = 0;  // max over time of the live aligned bytes
   std::string heuristic;   // which placement won
   int64_t inPlaceBuffers = 0, inPlaceBytes = 0; // values stored in their assign's target
+  int64_t reshapeAliases = 0, reshapeAliasBytes = 0; // reshape results in their operand's bytes
   int64_t bytesOf(BufferKind kind) const;
 };
 
@@ -54,10 +56,14 @@ int64_t tensorBytes(mlir::RankedTensorType type);
 /// producer starts (and the producer, if it reads the target, is an optimizer update that
 /// reads and writes it element by element): no second copy, and no copy after the step.
 ///
+/// With `aliasReshapeResults`, a reshape's result is planned in its operand's bytes (see
+/// aliasReshapes): the reshape copies nothing.
+///
 /// Without `place`, no offsets are computed: arenaBytes is the liveness lower bound, every
 /// offset 0. The strategy search screens candidates this way (placement is most of the
 /// cost of a large step) and places only those it may keep.
 mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func, int64_t alignment = 64,
-                                       bool inPlace = true, bool place = true);
+                                       bool inPlace = true, bool place = true,
+                                       bool aliasReshapeResults = true);
 
 } // namespace plait
