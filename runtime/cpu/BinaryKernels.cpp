@@ -9,6 +9,7 @@
 #include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -155,32 +156,36 @@ struct Xor {
 
 template <typename Op, typename T> using ResultOf = decltype(Op()(T(), T()));
 
-/// out = op(a, b) over a broadcast plan. The four inner loops (both contiguous, one side a
-/// repeated scalar, both scalar) are split so that the compiler can vectorise each.
+/// One output row of op(a, b): both operands contiguous, one a repeated scalar, or both
+/// scalars (a stride of 0), each case its own loop so that the compiler vectorises it.
+template <typename Op, typename T>
+PLAIT_SIMD_CLONES void binaryRow(const T *pa, bool aRow, const T *pb, bool bRow,
+                                 ResultOf<Op, T> *po, int64_t n) {
+  Op op;
+  if (aRow && bRow) {
+    for (int64_t i = 0; i < n; ++i)
+      po[i] = op(pa[i], pb[i]);
+  } else if (bRow) {
+    const T va = *pa;
+    for (int64_t i = 0; i < n; ++i)
+      po[i] = op(va, pb[i]);
+  } else if (aRow) {
+    const T vb = *pb;
+    for (int64_t i = 0; i < n; ++i)
+      po[i] = op(pa[i], vb);
+  } else {
+    const auto v = op(*pa, *pb);
+    for (int64_t i = 0; i < n; ++i)
+      po[i] = v;
+  }
+}
+
+/// out = op(a, b) over a broadcast plan, row by row.
 template <typename Op, typename T>
 void applyBroadcast(const BroadcastPlan<2> &plan, const T *a, const T *b, ResultOf<Op, T> *out) {
-  Op op;
   forEachRow(plan, [&](int64_t o, const std::array<int64_t, 2> &off, int64_t n,
                        const std::array<int64_t, 2> &stride) {
-    const T *pa = a + off[0];
-    const T *pb = b + off[1];
-    auto *po = out + o;
-    if (stride[0] && stride[1]) {
-      for (int64_t i = 0; i < n; ++i)
-        po[i] = op(pa[i], pb[i]);
-    } else if (stride[1]) {
-      const T va = *pa;
-      for (int64_t i = 0; i < n; ++i)
-        po[i] = op(va, pb[i]);
-    } else if (stride[0]) {
-      const T vb = *pb;
-      for (int64_t i = 0; i < n; ++i)
-        po[i] = op(pa[i], vb);
-    } else {
-      const auto v = op(*pa, *pb);
-      for (int64_t i = 0; i < n; ++i)
-        po[i] = v;
-    }
+    binaryRow<Op, T>(a + off[0], stride[0] != 0, b + off[1], stride[1] != 0, out + o, n);
   });
 }
 

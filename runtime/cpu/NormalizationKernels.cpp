@@ -25,7 +25,8 @@ template <typename T> T expOf(T x) {
 
 /// Softmax of each contiguous row of length n: subtract the row max so exp never overflows;
 /// the denominator is summed in double (f32: in blocked float lanes added in double).
-template <typename T, bool kLog> void softmaxRows(const T *x, T *y, int64_t rows, int64_t n) {
+template <typename T, bool kLog>
+PLAIT_SIMD_CLONES void softmaxRows(const T *x, T *y, int64_t rows, int64_t n) {
   if (n == 0)
     return;
   for (int64_t r = 0; r < rows; ++r) {
@@ -70,7 +71,7 @@ template <typename T, bool kLog> void softmaxRows(const T *x, T *y, int64_t rows
 /// Softmax along a non-innermost axis: blocks of [n, inner], reduced along n while the inner
 /// dimension stays contiguous in memory. `maxes` and `sums` hold `inner` entries each.
 template <typename T, bool kLog>
-void softmaxStrided(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, T *maxes,
+PLAIT_SIMD_CLONES void softmaxStrided(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, T *maxes,
                     double *sums) {
   for (int64_t o = 0; o < outer; ++o) {
     const T *in = x + o * n * inner;

@@ -60,6 +60,14 @@ struct Min {
   template <typename T> static T combine(T acc, T x) { return (x < acc || x != x) ? x : acc; }
 };
 
+/// target[i] += row[i] over a row of inputs that each add to their own sum (a reduction over
+/// an outer axis, such as a bias gradient's sum over the batch).
+template <typename Acc, typename T>
+PLAIT_SIMD_CLONES void addRowInto(Acc *target, const T *row, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    target[i] += Acc(row[i]);
+}
+
 /// Normalises `axes` (empty: every axis) into a per-dimension mask and computes the shape
 /// the output must have and the input's shape with the reduced dimensions set to 1.
 Status reducedShape(std::string_view kernel, ShapeRef shape, ShapeRef axes, bool keepdims,
@@ -130,6 +138,12 @@ template <typename Op> Status reduceKernel(const KernelCall &call) {
       if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) {
         if (std::is_same_v<T, float> && stride[0] == 0) { // a contiguous row into one sum
           *target += sumFloats(reinterpret_cast<const float *>(row), n);
+          return;
+        }
+      }
+      if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) {
+        if (stride[0] != 0 && !std::is_integral_v<T>) {
+          addRowInto(target, row, n);
           return;
         }
       }

@@ -215,7 +215,8 @@ Status checkUnary(const KernelCall &call, std::string_view kernel) {
   return checkShape(kernel, "output", y.shape, x.shape);
 }
 
-template <typename T, typename Op> void mapElements(const T *x, T *y, int64_t n, const Op &op) {
+template <typename T, typename Op>
+PLAIT_SIMD_CLONES void mapElements(const T *x, T *y, int64_t n, const Op &op) {
   for (int64_t i = 0; i < n; ++i)
     y[i] = op(x[i]);
 }

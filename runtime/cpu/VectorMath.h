@@ -7,6 +7,16 @@
 #include <cstdint>
 #include <cstring>
 
+// Function multiversioning for hot elementwise loops: GCC compiles the function for AVX-512,
+// for AVX2 and for the baseline, and the loader picks one for the CPU it runs on (the kernel
+// sources build with -ffp-contract=off, so all three round alike). Clang does not clone
+// templates (the sanitizer build): it gets the baseline.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define PLAIT_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define PLAIT_SIMD_CLONES
+#endif
+
 namespace plait::rt::cpu {
 
 inline float bitsToFloat(int32_t b) {
