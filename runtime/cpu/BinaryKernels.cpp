@@ -280,6 +280,28 @@ template <typename Op> Status binaryKernel(const KernelCall &call) {
   }
 }
 
+/// One output row of where: each operand contiguous (stride 1) or a repeated scalar (0); the
+/// two masked-fill shapes (x or y a scalar) get loops of their own so that they vectorise.
+template <typename T>
+PLAIT_SIMD_CLONES void whereRow(const BoolByte *c, int64_t sc, const T *x, int64_t sx,
+                                const T *y, int64_t sy, T *out, int64_t n) {
+  if (sc && sx && sy) {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = c[i] ? x[i] : y[i];
+  } else if (sc && sx) {
+    const T vy = *y;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = c[i] ? x[i] : vy;
+  } else if (sc && sy) {
+    const T vx = *x;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = c[i] ? vx : y[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = c[i * sc] ? x[i * sx] : y[i * sy];
+  }
+}
+
 /// where(cond, x, y): selects whole elements, so one instantiation per element size serves
 /// every dtype.
 Status whereKernel(const KernelCall &call) {
@@ -303,16 +325,7 @@ Status whereKernel(const KernelCall &call) {
     T *po = out.as<T>();
     forEachRow(plan, [&](int64_t o, const std::array<int64_t, 3> &off, int64_t n,
                          const std::array<int64_t, 3> &s) {
-      const BoolByte *rc = c + off[0];
-      const T *rx = px + off[1], *ry = py + off[2];
-      T *ro = po + o;
-      if (s[0] && s[1] && s[2]) {
-        for (int64_t i = 0; i < n; ++i)
-          ro[i] = rc[i] ? rx[i] : ry[i];
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          ro[i] = rc[i * s[0]] ? rx[i * s[1]] : ry[i * s[2]];
-      }
+      whereRow(c + off[0], s[0], px + off[1], s[1], py + off[2], s[2], po + o, n);
     });
     return Status();
   });

@@ -16,6 +16,9 @@
 #else
 #define PLAIT_SIMD_CLONES
 #endif
+// The helpers below are always inlined, so that a cloned caller runs them with its own
+// instruction set (an out-of-line call would run the baseline build).
+#define PLAIT_VECTOR_INLINE inline __attribute__((always_inline))
 
 namespace plait::rt::cpu {
 
@@ -32,12 +35,17 @@ inline int32_t floatToBits(float f) {
 
 /// e^x for f32 to about 1 ulp (Cephes expf: range reduction by ln 2, degree-6 polynomial).
 /// Overflows to inf, underflows through the denormals to 0, NaN stays NaN.
-inline float expApprox(float x) {
+PLAIT_VECTOR_INLINE float expApprox(float x) {
   const float kLog2e = 1.44269504088896341f;
   const float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
   const float kRound = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
-  float xc = x < -104.0f ? -104.0f : x; // ternaries, not std::min/max: those block
-  xc = xc > 88.8f ? 88.8f : xc;         // if-conversion (and they keep NaN as NaN)
+  // Below -104, e^x rounds to 0. Those lanes (a masked softmax's -inf, half of every causal
+  // attention row) compute e^0 and select 0: computing a result that underflows costs a
+  // microcode assist per element on x86 (about 100 cycles), and here they would be most
+  // lanes. Ternaries, not std::min/max: those block if-conversion (and these keep NaN).
+  bool underflows = x < -104.0f;
+  float xc = underflows ? 0.0f : x;
+  xc = xc > 88.8f ? 88.8f : xc;
   float t = xc * kLog2e + kRound;
   float n = t - kRound;
   int32_t ni = floatToBits(t) - floatToBits(kRound);
@@ -56,17 +64,18 @@ inline float expApprox(float x) {
   int32_t half = ni >> 1;
   float scaleA = bitsToFloat(int32_t(uint32_t(half + 127) << 23));
   float scaleB = bitsToFloat(int32_t(uint32_t(ni - half + 127) << 23));
-  return p * scaleA * scaleB;
+  float result = p * scaleA * scaleB;
+  return underflows ? 0.0f : result;
 }
 
 /// 1 / (1 + e^-x) for f32; exact limits 0 and 1 at the extremes.
-inline float sigmoidApprox(float x) { return 1.0f / (1.0f + expApprox(-x)); }
+PLAIT_VECTOR_INLINE float sigmoidApprox(float x) { return 1.0f / (1.0f + expApprox(-x)); }
 
 /// erf for f32: the Taylor series x * P(x^2) (ten terms) below |x| = 0.9, which keeps the
 /// relative error near zero small, and Abramowitz & Stegun 7.1.26 (absolute error 1.5e-7, the
 /// approximation PyTorch's vectorised CPU erf uses) above. Both are evaluated and one is
 /// selected, so the loop stays branch-free.
-inline float erfApprox(float x) {
+PLAIT_VECTOR_INLINE float erfApprox(float x) {
   float x2 = x * x;
   float series = -1.6365844691234924e-07f;
   series = series * x2 + 1.6462114365889246e-06f;
@@ -92,7 +101,7 @@ inline float erfApprox(float x) {
 /// Sum of term(x[i]) over n floats: eight float lanes over blocks of 1024 (vectorisable,
 /// short dependency chains), blocks added in double, so long sums keep their precision.
 /// `term` maps a float to the float added; it is inlined into both the lanes and the tail.
-template <typename Term> double blockedSum(const float *x, int64_t n, Term term) {
+template <typename Term> PLAIT_VECTOR_INLINE double blockedSum(const float *x, int64_t n, Term term) {
   double total = 0;
   for (int64_t begin = 0; begin < n; begin += 1024) {
     int64_t end = std::min(n, begin + 1024);
@@ -112,12 +121,12 @@ template <typename Term> double blockedSum(const float *x, int64_t n, Term term)
 }
 
 /// Sum of n floats.
-inline double sumFloats(const float *x, int64_t n) {
+PLAIT_VECTOR_INLINE double sumFloats(const float *x, int64_t n) {
   return blockedSum(x, n, [](float v) { return v; });
 }
 
 /// Sum of (x[i] - mean)^2.
-inline double sumSquaredDeviations(const float *x, int64_t n, float mean) {
+PLAIT_VECTOR_INLINE double sumSquaredDeviations(const float *x, int64_t n, float mean) {
   return blockedSum(x, n, [mean](float v) {
     float d = v - mean;
     return d * d;
@@ -126,7 +135,7 @@ inline double sumSquaredDeviations(const float *x, int64_t n, float mean) {
 
 /// Largest of n >= 1 floats, in eight lanes (NaN handling is left to the caller: a NaN
 /// input poisons whatever the caller computes from it next).
-inline float maxFloats(const float *x, int64_t n) {
+PLAIT_VECTOR_INLINE float maxFloats(const float *x, int64_t n) {
   float lanes[8];
   for (int j = 0; j < 8; ++j)
     lanes[j] = x[0];
@@ -143,7 +152,7 @@ inline float maxFloats(const float *x, int64_t n) {
 }
 
 /// Sum of e^(x[i] - shift).
-inline double sumExpShifted(const float *x, int64_t n, float shift) {
+PLAIT_VECTOR_INLINE double sumExpShifted(const float *x, int64_t n, float shift) {
   return blockedSum(x, n, [shift](float v) { return expApprox(v - shift); });
 }
 
