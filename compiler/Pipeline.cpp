@@ -1,6 +1,8 @@
 // The plait-compile pipeline: load, verify, plan memory, lower to a plan, write report.
 #include "compiler/Pipeline.h"
 
+#include "codegen/schema/FusedElementwise.h"
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -252,6 +254,30 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         "{} transposes removed: {} matrix-product operands read transposed by BLAS, {} "
         "products computed transposed, {} transpose pairs merged (off: --no-fusion)",
         get("removed"), get("operands"), get("results"), get("composed"));
+  }
+  if (auto fusedCounts = module->getAttrOfType<DictionaryAttr>("plait.fuse_elementwise")) {
+    // Each fused kernel by its plan name, with the ops it absorbed in program order.
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const plan::InstrDesc &instr : plan.instrs) {
+      if (instr.kernel != "fused_elementwise")
+        continue;
+      std::string ops;
+      for (const plan::AttrDesc &attr : instr.attrs)
+        if (attr.name == "program")
+          for (size_t i = 0; i + 2 < attr.ints.size(); i += 3)
+            ops += (ops.empty() ? "" : " ") +
+                   std::string(fused::opcodeInfo(attr.ints[i]).name);
+      kernels.push_back({{"name", instr.name}, {"ops", ops},
+                         {"inputs", instr.inputs.size()}, {"outputs", instr.outputs.size()}});
+    }
+    auto get = [&](const char *key) { return fusedCounts.getAs<IntegerAttr>(key).getInt(); };
+    report["fusion"]["elementwise"] = scalarsToJson(fusedCounts);
+    report["fusion"]["elementwise"]["fused_kernels"] = kernels;
+    if (get("kernels") > 0)
+      report["optimizations"]["fuse_elementwise"] = fmt::format(
+          "{} elementwise ops computed by {} fused kernels, intermediates kept in cache "
+          "(off: --no-fusion)",
+          get("ops"), get("kernels"));
   }
   if (auto moved = module->getAttrOfType<IntegerAttr>("plait.schedule"))
     report["optimizations"]["schedule"] = fmt::format(
@@ -571,6 +597,7 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
   } else if (options.fusion) {
     PassManager pm(&ctx);
     pm.addPass(createFoldTransposesPass());
+    pm.addPass(createFuseElementwisePass());
     if (failed(pm.run(**module)))
       return 1;
   }

@@ -117,6 +117,8 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
     pm.addPass(createFoldTransposesPass());
   if (options.schedule)
     pm.addPass(createSchedulePass());
+  if (options.fusion)
+    pm.addPass(createFuseElementwisePass());
   if (failed(pm.run(module)))
     return failure();
   if (!verify)

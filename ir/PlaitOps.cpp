@@ -1,6 +1,7 @@
 // Shape rules (type inference) and verifiers of the plait ops.
 #include "ir/PlaitDialect.h"
 #include "ir/ShapeRules.h"
+#include "codegen/schema/FusedElementwise.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -530,6 +531,41 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *context, std::optional<
   return inferPool(ShapeRule(loc, getOperationName()), adaptor.getX(), adaptor.getKernel(),
                    adaptor.getStrides(), adaptor.getPads(), ones, adaptor.getCeilMode(),
                    results);
+}
+
+LogicalResult FusedElementwiseOp::verify() {
+  if (getResults().empty())
+    return emitOpError("has no results");
+  auto shaped = cast<RankedTensorType>(getResults().front().getType());
+  for (Value r : getResults())
+    if (r.getType() != shaped || !shaped.getElementType().isF32())
+      return emitOpError("results must all be f32 tensors of one shape");
+  auto broadcasts = [&](RankedTensorType in) {
+    ArrayRef<int64_t> from = in.getShape(), to = shaped.getShape();
+    if (from.size() > to.size())
+      return false;
+    for (size_t i = 0; i < from.size(); ++i) {
+      int64_t d = from[from.size() - 1 - i], e = to[to.size() - 1 - i];
+      if (d != 1 && d != e)
+        return false;
+    }
+    return true;
+  };
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (!type.getElementType().isF32() || !broadcasts(type))
+      return emitOpError("input ") << i << " is " << type << "; inputs must be f32 and "
+                                   << "broadcast to the results' shape " << shaped;
+  }
+  std::vector<int64_t> program(getProgram().begin(), getProgram().end());
+  std::vector<int64_t> outputs(getOutputs().begin(), getOutputs().end());
+  if (outputs.size() != getResults().size())
+    return emitOpError("has ") << getResults().size() << " results but " << outputs.size()
+                               << " output registers";
+  std::string problem = fused::checkProgram(program, getInputs().size(), outputs);
+  if (!problem.empty())
+    return emitOpError(problem);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -495,6 +495,29 @@ def Plait_AvgPool2dOp : Plait_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor]> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
+def Plait_FusedElementwiseOp : Plait_Op<"fused_elementwise", [Pure]> {
+  let summary = "a chain of f32 elementwise ops computed in one pass (plait-fuse-elementwise)";
+  let description = [{
+    Registers 0..N-1 are the N inputs; `program` is a list of (opcode, a, b) triples, the
+    k-th defining register N + k from registers a and b (b = -1 for a unary op); the results
+    are the registers `outputs` names. Opcodes (codegen/schema/FusedElementwise.h): 0 add,
+    1 sub, 2 mul, 3 div, 4 neg, 5 exp, 6 erf, 7 sqrt, 8 pow. Every result is f32 of one
+    static shape; every input is f32 and broadcasts to it (numpy rules). Each element is
+    computed exactly as the unfused ops compute it.
+
+    ```mlir
+    // y = erf(x * c) + x, and x * c too
+    %y, %s = plait.fused_elementwise %x, %c {program = array<i64: 2, 0, 1,  6, 2, -1,  0, 3, 0>,
+        outputs = array<i64: 4, 2>} : (tensor<4x8xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<AnyStaticShapeTensor>:$inputs, DenseI64ArrayAttr:$program,
+                       DenseI64ArrayAttr:$outputs);
+  let results = (outs Variadic<AnyStaticShapeTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let hasVerifier = 1;
+}
+
 def Plait_ReshapeOp : Plait_Op<"reshape", [Pure]> {
   let summary = "same elements, new static shape";
   let description = [{

@@ -196,6 +196,19 @@ def SchedulePass : Pass<"plait-schedule", "mlir::ModuleOp"> {
   }];
 }
 
+def FuseElementwisePass : Pass<"plait-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Chains of f32 elementwise ops become one plait.fused_elementwise each";
+  let description = [{
+    Groups add, sub, mul, div, neg, exp, erf, sqrt and pow ops of one f32 result type, in
+    program order: an op joins the group of its first operand's producer when the types match
+    and every group value read outside the group is read after it. Each group of two or more
+    becomes one plait.fused_elementwise at the place of its last member, whose results are
+    the group values read outside it. Results are bit-identical to the unfused ops. The
+    module records `plait.fuse_elementwise` {kernels, ops} for the report. plait-compile runs
+    it last, after plait-schedule, unless --no-fusion.
+  }];
+}
+
 def FoldTransposesPass : Pass<"plait-fold-transposes", "mlir::ModuleOp"> {
   let summary = "GEMMs read transposed operands through BLAS flags instead of transposed copies";
   let description = [{

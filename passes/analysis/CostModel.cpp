@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 
+#include "codegen/schema/FusedElementwise.h"
 #include "runtime/cluster/RingModel.h"
 
 namespace plait::cost {
@@ -165,6 +166,21 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     }
     return cost;
   }
+  if (k == "fused_elementwise") {
+    // Each op of the program on every element; memory traffic only for inputs and results.
+    cost.elements = numel(out);
+    if (const std::vector<int64_t> *program = intsAttr(instr, "program"))
+      for (size_t i = 0; i + 2 < program->size(); i += 3) {
+        int64_t code = (*program)[i];
+        if (code < 0 || code >= fused::kNumOpcodes)
+          continue;
+        if (const ElementCost *c = elementCost(fused::opcodeInfo(code).name)) {
+          cost.flops += c->flops * cost.elements;
+          cost.parts.push_back({c->rateClass, cost.elements});
+        }
+      }
+    return cost;
+  }
   if (const ElementCost *c = elementCost(k)) {
     cost.elements = c->perInput ? numel(a) : numel(out);
     cost.flops = c->flops * cost.elements;
@@ -290,7 +306,21 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
       if (peak <= 0)
         peak = device.peak(cluster::Dtype::Fp32);
       auto measured = cost.rateClass ? device.kernels.find(cost.rateClass) : device.kernels.end();
-      if (measured != device.kernels.end()) {
+      double partsNs = 0, partsOverhead = 0;
+      bool partsMeasured = !cost.parts.empty();
+      for (auto [rateClass, elements] : cost.parts) {
+        auto part = rateClass ? device.kernels.find(rateClass) : device.kernels.end();
+        if (part == device.kernels.end()) {
+          partsMeasured = false;
+          break;
+        }
+        partsNs += elements * part->second.nsPerElement;
+        partsOverhead = std::max(partsOverhead, part->second.overhead);
+      }
+      if (partsMeasured) {
+        op.seconds = std::max((partsOverhead + partsNs * 1e-9) / share,
+                              memorySeconds(cost.bytes));
+      } else if (measured != device.kernels.end()) {
         // The class's measured loop (timed in cache): its fixed part replaces the launch
         // overhead; an op too large for the cache is still held to DRAM bandwidth.
         const cluster::KernelRate &r = measured->second;

@@ -48,6 +48,9 @@ struct OpCost {
   /// The class of measured kernel rates (ClusterSpec's device.kernels) that times this op,
   /// or null: contractions, collectives, views.
   const char *rateClass = nullptr;
+  /// A fused kernel's ops: each one's rate class and elements. Timed as the sum of the
+  /// classes' per-element costs plus one call's overhead (when the spec measures them all).
+  std::vector<std::pair<const char *, double>> parts;
   bool contraction = false;
   bool collective = false;
   double seconds = 0;    ///< predicted time (a collective's: its transfer on its link)

@@ -15,6 +15,7 @@ void registerIndexingKernels();      // gather, trilu                     (Index
 void registerCastKernels();          // cast                              (CastKernels.cpp)
 void registerLossKernels();          // softmax_cross_entropy, nll_loss   (LossKernels.cpp)
 void registerGradKernels();          // gather_grad, conv2d/pool/loss grads (GradKernels.cpp)
+void registerFusedKernels();         // fused_elementwise                 (FusedKernels.cpp)
 void registerOptimizerKernels();     // sgd_update, adamw_update          (OptimizerKernels.cpp)
 
 } // namespace plait::rt::cpu

@@ -6,6 +6,7 @@ namespace plait::rt {
 
 void registerCpuKernels() {
   cpu::registerUnaryKernels();
+  cpu::registerFusedKernels();
   cpu::registerBinaryKernels();
   cpu::registerReductionKernels();
   cpu::registerNormalizationKernels();

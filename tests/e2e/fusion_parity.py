@@ -9,8 +9,9 @@ folded products). Checked per pair:
     largest difference: 0 on one rank here; on 2 ranks OpenBLAS picks other kernels for some
     of the small per-rank products read transposed, and the last bits differ;
   - the final weights as dp_parity.weight_problems compares them (AdamW tolerances);
-  - the fused report lists what was fused (`fusion`, `optimizations.fold_transposes`) and the
-    fused step runs fewer kernels; the unfused report has neither entry.
+  - the fused report lists what was fused (`fusion.fold_transposes`, `fusion.elementwise` with
+    one entry per fused kernel, and their `optimizations` lines) and the fused step runs fewer
+    kernels; the unfused report has neither entry.
 Prints one line per pair: kernels per step and arena bytes, fused against unfused.
 
 Run with /usr/bin/python3:  fusion_parity.py --build BUILD [--steps 20] [--only NAME]
@@ -77,16 +78,24 @@ def main():
             folded = fr.get("fusion", {}).get("fold_transposes")
             if not folded or "fold_transposes" not in fr.get("optimizations", {}):
                 problems.append("the fused report does not list the folded transposes")
+            elementwise = fr.get("fusion", {}).get("elementwise")
+            if elementwise is None or len(elementwise["fused_kernels"]) != \
+                    elementwise["kernels"] or (elementwise["kernels"] > 0) != \
+                    ("fuse_elementwise" in fr.get("optimizations", {})):
+                problems.append("the fused report does not list the fused elementwise kernels")
             if "fusion" in ur or "fold_transposes" in ur.get("optimizations", {}):
                 problems.append("the --no-fusion report lists fusions")
             if folded and folded["removed"] > 0 and \
                     fr["kernels_per_step"] >= ur["kernels_per_step"]:
                 problems.append("fused step runs %d kernels, unfused %d" % (
                     fr["kernels_per_step"], ur["kernels_per_step"]))
-            print("%-13s kernels/step %5d fused vs %5d unfused (%d transposes removed); arena "
+            print("%-13s kernels/step %5d fused vs %5d unfused (%d transposes removed, %d ops in "
+                  "%d fused kernels); arena "
                   "%d vs %d B; loss %.6f -> %.6f; max rel loss diff %.3g, max |dw| %.3g  %s" % (
                       label, fr["kernels_per_step"], ur["kernels_per_step"],
-                      folded["removed"] if folded else 0, fr["memory"]["peak"],
+                      folded["removed"] if folded else 0,
+                      elementwise["ops"] if elementwise else 0,
+                      elementwise["kernels"] if elementwise else 0, fr["memory"]["peak"],
                       ur["memory"]["peak"], fl[0], fl[-1], rel.max(), worst,
                       "FAIL: " + "; ".join(problems) if problems else "ok"))
             if problems:

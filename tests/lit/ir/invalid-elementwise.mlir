@@ -199,3 +199,67 @@ func.func @where_shapes_cond(%c: tensor<4x1xi1>, %x: tensor<2x3xf32>, %y: tensor
   %0 = plait.where %c, %x, %y : (tensor<4x1xi1>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
   return
 }
+
+// -----
+
+func.func @fused_opcode(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op instruction 0 has unknown opcode 42}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 42, 0, -1>, outputs = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_register(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op instruction 1 reads register 3, not defined before it}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, 0, 3, 1>, outputs = array<i64: 2>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_unary_operand(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op instruction 0 (exp) has operand b = 0, not -1}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, 0>, outputs = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_output_is_input(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op output register 0 is not an instruction's result}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_output_count(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op has 2 results but 1 output registers}}
+  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_broadcast(%x: tensor<4x3xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf32>'; inputs must be f32 and broadcast to the results' shape 'tensor<4x3xf32>'}}
+  %0 = plait.fused_elementwise %x, %y {program = array<i64: 0, 0, 1>, outputs = array<i64: 2>} : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @fused_results(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op results must all be f32 tensors of one shape}}
+  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, 6, 1, -1>, outputs = array<i64: 1, 2>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<2x2xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_output_twice(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op output register 1 is listed twice}}
+  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1, 1>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
