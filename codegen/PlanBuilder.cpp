@@ -30,6 +30,13 @@ size_t elementSize(fb::DType t) {
 
 // Negative dimensions are written as they are (the loader rejects them); the byte count
 // then saturates to 0 rather than wrapping around.
+const std::vector<int64_t> *intsAttr(const InstrDesc &instr, const char *name) {
+  for (const AttrDesc &a : instr.attrs)
+    if (a.name == name)
+      return &a.ints;
+  return nullptr;
+}
+
 uint64_t tensorBytes(const TensorDesc &t) {
   uint64_t n = 1;
   for (int64_t d : t.shape) {
@@ -191,7 +198,8 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
                                    plan.training, &updates, schedule,
                                    plan.outputNames.empty() ? nullptr : &outputNames,
                                    plan.workspaceBytes.empty() ? nullptr : &plan.workspaceBytes,
-                                   plan.peakBytes.empty() ? nullptr : &plan.peakBytes);
+                                   plan.peakBytes.empty() ? nullptr : &plan.peakBytes,
+                                   plan.generatedCpu.empty() ? nullptr : &plan.generatedCpu);
   fb::FinishPlanBuffer(fbb, root);
   std::vector<uint8_t> bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   appendPlanChecksum(bytes);

@@ -78,12 +78,16 @@ struct PlanDesc {
   bool training = false;
   std::vector<std::pair<uint32_t, uint32_t>> updates; // (source, target) tensor indices
   ScheduleDesc schedule;
+  std::vector<uint8_t> generatedCpu; // the generated kernels' shared object, or empty
 };
 
 size_t elementSize(fb::DType t);
 
 /// Element count times element size (0 for a shape with a negative dimension).
 uint64_t tensorBytes(const TensorDesc &t);
+
+/// The integers of `instr`'s attribute `name`, or null when it has none.
+const std::vector<int64_t> *intsAttr(const InstrDesc &instr, const char *name);
 
 /// The workspace bytes the runtime's kernel for `instr` takes per call
 /// (runtime/cpu/Workspace.h), from the kernel name, operand types and attributes.

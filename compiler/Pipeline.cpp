@@ -13,6 +13,7 @@
 
 #include "codegen/PlanBuilder.h"
 #include "codegen/mlir/PlanWriter.h"
+#include "compiler/CpuCodegen.h"
 #include "compiler/Diagnostics.h"
 #include "compiler/PlanSearch.h"
 #include "compiler/import/onnx/OnnxImporter.h"
@@ -262,11 +263,9 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
       if (instr.kernel != "fused_elementwise")
         continue;
       std::string ops;
-      for (const plan::AttrDesc &attr : instr.attrs)
-        if (attr.name == "program")
-          for (size_t i = 0; i + 2 < attr.ints.size(); i += 3)
-            ops += (ops.empty() ? "" : " ") +
-                   std::string(fused::opcodeInfo(attr.ints[i]).name);
+      if (const std::vector<int64_t> *program = plan::intsAttr(instr, "program"))
+        for (size_t i = 0; i + 2 < program->size(); i += 3)
+          ops += (ops.empty() ? "" : " ") + std::string(fused::opcodeInfo((*program)[i]).name);
       kernels.push_back({{"name", instr.name}, {"ops", ops},
                          {"inputs", instr.inputs.size()}, {"outputs", instr.outputs.size()}});
     }
@@ -645,6 +644,25 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
 
 /// Writes the plan (with its report inside), --report and --explain.
 int writeOutputs(const CompileOptions &options, Compiled &compiled) {
+  if (options.codegen) {
+    CpuCodegenResult generated = generateCpuKernels(compiled.plan);
+    nlohmann::json &entry = compiled.report["codegen"]["cpu"];
+    // Nothing about the cache: a plan compiled twice must be the same bytes.
+    entry = {{"kernels", generated.kernels},
+             {"library_bytes", generated.libraryBytes},
+             {"compiler", generated.compiler}};
+    if (!generated.skipped.empty())
+      entry["skipped"] = generated.skipped;
+    if (generated.kernels > 0)
+      compiled.report["optimizations"]["codegen"] = fmt::format(
+          "{} fused kernels generated as C++ and compiled into the plan ({} bytes; off: "
+          "--no-codegen)",
+          generated.kernels, generated.libraryBytes);
+    else if (generated.skipped != "no fused kernels")
+      compiled.report["optimizations"]["codegen"] = fmt::format(
+          "no kernels generated ({}); plait-run interprets the fused kernels",
+          generated.skipped);
+  }
   compiled.plan.report = compiled.report.dump();
   std::vector<uint8_t> bytes = plan::serializePlan(compiled.plan);
   if (std::string error = writeFileAtomically(options.outputPath, bytes.data(), bytes.size());

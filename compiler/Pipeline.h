@@ -58,7 +58,9 @@ struct CompileOptions {
   bool inPlaceUpdates = true;                 // off: --no-inplace-updates
   bool reshapeAlias = true;                   // reshapes copy nothing; off: --no-reshape-alias
   bool schedule = true;                       // plait-schedule; off: --no-schedule
-  bool fusion = true;                         // plait-fold-transposes; off: --no-fusion
+  bool fusion = true;                         // plait-fold-transposes, plait-fuse-elementwise;
+                                              // off: --no-fusion
+  bool codegen = true;                        // C++ for fused kernels; off: --no-codegen
   std::string clusterPath;                    // --cluster (the one compiled for)
   std::optional<cluster::ClusterSpec> cluster; // parsed --cluster: the cost model's target
   /// Every --cluster, parsed; with more than one, plait-compile compares them (compileModel).

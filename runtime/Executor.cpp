@@ -57,6 +57,7 @@ Status Executor::create(const Plan &plan, const ExecutorOptions &options,
     if (plan.tensors[t].kind == TensorKind::Hyper)
       exec->hyperTensors_.push_back(t);
   PLAIT_RETURN_IF_ERROR(exec->createGroups());
+  exec->generated_ = loadGeneratedKernels(plan);
   PLAIT_RETURN_IF_ERROR(exec->initialiseParamsAndConstants());
   out = std::move(exec);
   return {};
@@ -220,7 +221,8 @@ Status Executor::runInstr(size_t i) {
   touched_ = std::max(touched_, b.arenaEnd);
   uint64_t used = 0;
   KernelCall call{b.inputs,        b.outputs,         in.attrs,          options_.rank,
-                  plan_.worldSize, workspace_.data(), workspace_.size(), &used};
+                  plan_.worldSize, workspace_.data(), workspace_.size(), &used,
+                  generated_.byInstr[i]};
   try {
     Status s = in.fn(call);
     stepWorkspaceHighWater_ = std::max(stepWorkspaceHighWater_, used);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/Arena.h"
+#include "runtime/GeneratedKernels.h"
 #include "runtime/Plan.h"
 #include "runtime/Status.h"
 #include "runtime/comm/Comm.h"
@@ -77,6 +78,8 @@ public:
   void setTrace(StepTrace *trace) { trace_ = trace; }
 
   const Plan &plan() const { return plan_; }
+  /// One line on the plan's generated kernels (empty when the plan fuses nothing).
+  const std::string &generatedNote() const { return generated_.note; }
   uint32_t rank() const { return options_.rank; }
   uint64_t arenaBytes() const { return arena_.size(); }
   uint64_t workspaceBytes() const { return workspace_.size(); }
@@ -115,6 +118,7 @@ private:
   Communicator *comm_ = nullptr;
   Arena arena_;
   Arena workspace_; // kernels' scratch (KernelCall::workspace), shared by every instruction
+  GeneratedKernels generated_; // the plan's generated code, per instruction
   std::vector<BoundInstr> bound_;
   std::vector<CommGroup> shardGroups_; // by tensor; meaningful for sharded params
   std::vector<size_t> inFlight_;       // instructions whose collectives are in flight

@@ -18,6 +18,11 @@ namespace plait::rt {
 /// tensors through f32 retargets their views (dtype and data, never the shape) at f32 copies
 /// in the workspace for the inner call and restores them before it returns; so the views
 /// passed in must belong to the caller, not be const objects.
+/// A kernel plait-compile generated for one fused_elementwise instruction (the plan's
+/// generated_cpu library): computes n elements from register tiles `inputs` (one per program
+/// input, n floats each) into `outputs` (one per result).
+using GeneratedKernelFn = void (*)(const float *const *inputs, float *const *outputs, int64_t n);
+
 struct KernelCall {
   const std::vector<TensorView> &inputs;
   std::vector<TensorView> &outputs;   // shapes and dtypes set by the plan; kernels fill data
@@ -33,6 +38,8 @@ struct KernelCall {
   /// Where the kernel records the most workspace bytes it used (raised, never lowered);
   /// may be null.
   uint64_t *workspaceUsed = nullptr;
+  /// fused_elementwise: the instruction's generated code, or null (interpret the program).
+  GeneratedKernelFn generated = nullptr;
 };
 
 using KernelFn = Status (*)(const KernelCall &call);

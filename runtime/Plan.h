@@ -125,6 +125,9 @@ struct Plan {
   std::string report;               // the compiler's report, JSON
   std::string source;               // the model file the plan was compiled from
   std::vector<uint8_t> fileBytes;   // the whole plan file; buffers point into it
+  /// The plan's generated CPU kernels (a shared object), or empty: fused_elementwise
+  /// instructions then run the interpreter.
+  std::vector<uint8_t> generatedCpu;
   bool training = false;            // output 0 is the loss; updates run after each step
   std::vector<PlanUpdate> updates;
   LrSchedule schedule;

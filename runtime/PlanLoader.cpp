@@ -89,6 +89,7 @@ private:
                   out_.peakBytes.size(), out_.worldSize);
     out_.report = str(root_.report());
     out_.source = str(root_.source());
+    out_.generatedCpu = copyScalars(root_.generated_cpu());
     out_.tensors.reserve(numTensors());
     out_.instrs.reserve(numInstrs());
     return {};

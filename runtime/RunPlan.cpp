@@ -483,6 +483,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
                                              : fmt::format("x {} steps", options.steps),
                           onRanks, totalMs, memory, outputsSummary(*exec, written));
   summary += monitor.comparison(*exec); // further lines: measured against the plan
+  if (!exec->generatedNote().empty())
+    summary += "\n" + exec->generatedNote();
   return {};
 }
 

@@ -95,6 +95,8 @@ int main(int argc, char **argv) {
                "keep the program order of the training step (no plait-schedule)");
   app.add_flag("--no-inplace-updates", [&](int64_t) { options.inPlaceUpdates = false; },
                "keep optimizer results in buffers of their own, copied after the step");
+  app.add_flag("--no-codegen", [&](int64_t) { options.codegen = false; },
+               "carry no generated C++ for the fused kernels (plait-run interprets them)");
   app.add_flag("--no-reshape-alias", [&](int64_t) { options.reshapeAlias = false; },
                "give each reshape's result a buffer of its own (the reshape copies)");
   app.add_option("--recompute", options.recompute,

@@ -26,13 +26,6 @@ int64_t intAttr(const plan::InstrDesc &instr, const char *name, int64_t fallback
   return fallback;
 }
 
-const std::vector<int64_t> *intsAttr(const plan::InstrDesc &instr, const char *name) {
-  for (const plan::AttrDesc &a : instr.attrs)
-    if (a.name == name)
-      return &a.ints;
-  return nullptr;
-}
-
 bool isCollective(const std::string &kernel) {
   return kernel == "all_reduce" || kernel == "all_gather" || kernel == "reduce_scatter" ||
          kernel == "broadcast";
@@ -110,7 +103,7 @@ cluster::Dtype peakDtype(fb::DType dtype) {
 /// Rank 0's members of a collective's group ("groups" is group-major, group_size each), or
 /// empty when rank 0 takes no part.
 std::vector<int64_t> rankZeroGroup(const plan::InstrDesc &instr) {
-  const std::vector<int64_t> *groups = intsAttr(instr, "groups");
+  const std::vector<int64_t> *groups = plan::intsAttr(instr, "groups");
   int64_t size = intAttr(instr, "group_size", 1);
   if (!groups || size < 1)
     return {};
@@ -169,7 +162,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
   if (k == "fused_elementwise") {
     // Each op of the program on every element; memory traffic only for inputs and results.
     cost.elements = numel(out);
-    if (const std::vector<int64_t> *program = intsAttr(instr, "program"))
+    if (const std::vector<int64_t> *program = plan::intsAttr(instr, "program"))
       for (size_t i = 0; i + 2 < program->size(); i += 3) {
         int64_t code = (*program)[i];
         if (code < 0 || code >= fused::kNumOpcodes)

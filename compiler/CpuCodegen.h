@@ -1,0 +1,32 @@
+// CPU code generation for fused elementwise kernels: each fused_elementwise instruction of a
+// plan becomes a C++ function computing its whole program per element (in registers),
+// compiled by the host C++ compiler into one shared object carried in the plan
+// (PlanDesc::generatedCpu) and loaded by plait-run (runtime/GeneratedKernels.h).
+#pragma once
+
+#include <string>
+
+#include "codegen/PlanBuilder.h"
+
+namespace plait {
+
+struct CpuCodegenResult {
+  int64_t kernels = 0;      // functions generated (one per fused instruction)
+  int64_t libraryBytes = 0; // size of the shared object in the plan
+  bool cached = false;      // the object came from the cache, not a fresh compile
+  std::string compiler;     // the command that compiled it
+  std::string skipped;      // why nothing was generated ("" when it was)
+};
+
+/// The C++ source of `plan`'s fused kernels, naming each function in its instruction's
+/// "symbol" attribute (added here). Empty when the plan has no fused instruction.
+std::string cpuKernelSource(plan::PlanDesc &plan);
+
+/// Generates, compiles (or takes from the cache: $PLAIT_CODEGEN_CACHE, else
+/// $XDG_CACHE_HOME/plait/codegen, else ~/.cache/plait/codegen) and stores the shared object in
+/// plan.generatedCpu. The compiler is $PLAIT_CXX, else $CXX, else c++. A compiler that is
+/// missing or fails is not an error: the plan then carries no generated code (the runtime
+/// interprets the programs) and `skipped` says why.
+CpuCodegenResult generateCpuKernels(plan::PlanDesc &plan);
+
+} // namespace plait
