@@ -5,6 +5,7 @@
 #pragma GCC optimize("no-trapping-math")
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 #include <algorithm>
@@ -168,7 +169,9 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   int64_t elements[fused::kMaxInputs + fused::kMaxInstructions]; // per register
   for (int64_t r = 0; r < int64_t(inputs) + count; ++r)
     elements[r] = r < int64_t(inputs) ? call.inputs[size_t(r)].numel() : numel;
-  BroadcastPlan<1> plans[fused::kMaxInputs];
+  // Engaged only for broadcast inputs (a plan's dimensions are zeroed on construction, which
+  // costs a small kernel's call as much as its work).
+  std::optional<BroadcastPlan<1>> plans[fused::kMaxInputs];
   // Results are written in place by the instruction that computes them (checkProgram saw
   // to it that no register is listed twice).
   float *direct[fused::kMaxInstructions] = {};
@@ -183,7 +186,8 @@ Status fusedElementwiseKernel(const KernelCall &call) {
                             kName, i, shapeString(x.shape), shapeString(first.shape));
     kind[i] = x.numel() == 1 ? kSplat : x.numel() == numel ? kFull : kBroadcast;
     if (kind[i] == kSplat)
-      std::fill(inputTiles + i * kTile, inputTiles + (i + 1) * kTile, *x.as<float>());
+      std::fill(inputTiles + i * kTile, inputTiles + i * kTile + std::min(kTile, numel),
+                *x.as<float>());
     else if (kind[i] == kBroadcast)
       plans[i] = planBroadcast<1>(first.shape, {x.shape});
   }
@@ -197,7 +201,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
       }
       reg[i] = inputTiles + i * kTile;
       if (kind[i] == kBroadcast)
-        gatherBroadcast(x, plans[i], begin, n, inputTiles + i * kTile);
+        gatherBroadcast(x, *plans[i], begin, n, inputTiles + i * kTile);
     }
     if (call.generated) {
       // plait-compile's code for this program: the whole chain per element, in registers.
