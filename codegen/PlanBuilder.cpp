@@ -28,8 +28,6 @@ size_t elementSize(fb::DType t) {
   return 0; // unknown dtype: the runtime's loader rejects the resulting byte count
 }
 
-// Negative dimensions are written as they are (the loader rejects them); the byte count
-// then saturates to 0 rather than wrapping around.
 const std::vector<int64_t> *intsAttr(const InstrDesc &instr, const char *name) {
   for (const AttrDesc &a : instr.attrs)
     if (a.name == name)
@@ -37,15 +35,19 @@ const std::vector<int64_t> *intsAttr(const InstrDesc &instr, const char *name) {
   return nullptr;
 }
 
-uint64_t tensorBytes(const TensorDesc &t) {
+// Negative dimensions are written as they are (the loader rejects them); the counts then
+// saturate to 0 rather than wrapping around.
+uint64_t numelOf(const TensorDesc &t) {
   uint64_t n = 1;
   for (int64_t d : t.shape) {
     if (d < 0)
       return 0;
     n *= static_cast<uint64_t>(d);
   }
-  return n * elementSize(t.dtype);
+  return n;
 }
+
+uint64_t tensorBytes(const TensorDesc &t) { return numelOf(t) * elementSize(t.dtype); }
 
 uint64_t workspaceBytesOf(const PlanDesc &plan, const InstrDesc &instr) {
   // fb::DType and rt::DType share their numbering (runtime/Tensor.h); an out-of-range tensor

@@ -83,6 +83,9 @@ struct PlanDesc {
 
 size_t elementSize(fb::DType t);
 
+/// Element count (0 for a shape with a negative dimension).
+uint64_t numelOf(const TensorDesc &t);
+
 /// Element count times element size (0 for a shape with a negative dimension).
 uint64_t tensorBytes(const TensorDesc &t);
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "codegen/PlanBuilder.h"
 
@@ -13,18 +14,18 @@ namespace plait {
 struct CpuCodegenResult {
   int64_t kernels = 0;      // functions generated (one per fused instruction)
   int64_t libraryBytes = 0; // size of the shared object in the plan
-  bool cached = false;      // the object came from the cache, not a fresh compile
   std::string compiler;     // the command that compiled it
   std::string skipped;      // why nothing was generated ("" when it was)
 };
 
-/// The C++ source of `plan`'s fused kernels, naming each function in its instruction's
-/// "symbol" attribute (added here). Empty when the plan has no fused instruction.
-std::string cpuKernelSource(plan::PlanDesc &plan);
+/// The C++ source of `plan`'s fused kernels, one function per index in `generated` (the
+/// fused instructions, in order). Empty when the plan has no fused instruction.
+std::string cpuKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &generated);
 
 /// Generates, compiles (or takes from the cache: $PLAIT_CODEGEN_CACHE, else
 /// $XDG_CACHE_HOME/plait/codegen, else ~/.cache/plait/codegen) and stores the shared object in
-/// plan.generatedCpu. The compiler is $PLAIT_CXX, else $CXX, else c++. A compiler that is
+/// plan.generatedCpu, naming each fused instruction's function in its "symbol" attribute.
+/// The compiler is $PLAIT_CXX, else $CXX, else c++. A compiler that is
 /// missing or fails is not an error: the plan then carries no generated code (the runtime
 /// interprets the programs) and `skipped` says why.
 CpuCodegenResult generateCpuKernels(plan::PlanDesc &plan);

@@ -12,12 +12,7 @@
 namespace plait::cost {
 namespace {
 
-double numel(const plan::TensorDesc &t) {
-  double n = 1;
-  for (int64_t d : t.shape)
-    n *= double(std::max<int64_t>(d, 0));
-  return n;
-}
+double numel(const plan::TensorDesc &t) { return double(plan::numelOf(t)); }
 
 int64_t intAttr(const plan::InstrDesc &instr, const char *name, int64_t fallback) {
   for (const plan::AttrDesc &a : instr.attrs)

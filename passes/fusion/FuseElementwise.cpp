@@ -34,9 +34,11 @@ namespace {
 
 struct Group {
   RankedTensorType type;
-  llvm::SetVector<Operation *> ops; // in program order
-  bool merged = false;              // its ops moved into another group
+  llvm::SetVector<Operation *> ops; // in program order; empty once merged into another group
 };
+
+/// Each op's position in its block, numbered once before any group forms.
+using Positions = llvm::DenseMap<Operation *, int64_t>;
 
 /// The op's opcode when it can be fused (an f32 result; its operands, f32, broadcast to the
 /// result, as the op's verifier saw to), else -1.
@@ -65,8 +67,7 @@ constexpr int64_t kMaxSpan = 24;
 /// Whether `groups` and `op` may become one group: every value of theirs read outside them is
 /// read after `op` (where the fused op will stand), the group spans at most kMaxSpan ops, and
 /// the program stays within the limits.
-bool canFuse(ArrayRef<Group *> groups, Operation *op,
-             const llvm::DenseMap<Operation *, int64_t> &position) {
+bool canFuse(ArrayRef<Group *> groups, Operation *op, const Positions &position) {
   llvm::SmallPtrSet<Operation *, 32> members;
   members.insert(op);
   for (Group *g : groups) {
@@ -84,13 +85,13 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op,
     if (m == op)
       continue;
     for (Operation *user : m->getResult(0).getUsers())
-      if (!members.contains(user) && !op->isBeforeInBlock(user))
+      if (!members.contains(user) && position.lookup(user) <= position.lookup(op))
         return false;
   }
   return inputs.size() <= fused::kMaxInputs;
 }
 
-/// Replaces the group's ops by one fused op at the place of its last member; returns it.
+/// Replaces the group's ops by one fused op at the place of its last member.
 void fuse(const Group &group, OpBuilder &builder) {
   Operation *last = group.ops.back();
   llvm::MapVector<Value, int64_t> registers; // inputs first, then the members' results
@@ -137,7 +138,7 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      llvm::DenseMap<Operation *, int64_t> position;
+      Positions position;
       for (Operation &op : func.getBody().front())
         position[&op] = int64_t(position.size());
       std::vector<std::unique_ptr<Group>> groups;
@@ -176,11 +177,12 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
               groupOf[m] = joined;
             }
             other->ops.clear();
-            other->merged = true;
           }
           // Keep program order (the merged groups' ops interleave).
           SmallVector<Operation *> ordered(joined->ops.begin(), joined->ops.end());
-          llvm::sort(ordered, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+          llvm::sort(ordered, [&](Operation *x, Operation *y) {
+            return position.lookup(x) < position.lookup(y);
+          });
           joined->ops.clear();
           joined->ops.insert(ordered.begin(), ordered.end());
         }
@@ -189,7 +191,7 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
       }
       OpBuilder builder(&getContext());
       for (const auto &group : groups) {
-        if (group->merged || group->ops.size() < 2)
+        if (group->ops.size() < 2) // single ops stay, merged groups are empty
           continue;
         ++kernels;
         ops += int64_t(group->ops.size());

@@ -196,29 +196,10 @@ void applyBroadcast(const BroadcastPlan<2> &plan, const T *a, const T *b, Result
 bool powByScalarExponent(const TensorView &a, const TensorView &b, TensorView &out) {
   if (b.numel() != 1 || a.numel() != out.numel())
     return false;
-  auto square = [&](auto tag) {
-    using T = decltype(tag);
-    const T e = *b.as<T>();
-    if (e != T(1) && e != T(2) && e != T(3))
-      return false;
-    const T *x = a.as<T>();
-    T *y = out.as<T>();
-    const int64_t n = out.numel();
-    if (e == T(1))
-      for (int64_t i = 0; i < n; ++i)
-        y[i] = x[i];
-    else if (e == T(2))
-      for (int64_t i = 0; i < n; ++i)
-        y[i] = x[i] * x[i];
-    else
-      for (int64_t i = 0; i < n; ++i)
-        y[i] = x[i] * x[i] * x[i];
-    return true;
-  };
   if (a.dtype == DType::F32)
-    return square(float{});
+    return powBySmallInteger(a.as<float>(), *b.as<float>(), out.as<float>(), out.numel());
   if (a.dtype == DType::F64)
-    return square(double{});
+    return powBySmallInteger(a.as<double>(), *b.as<double>(), out.as<double>(), out.numel());
   return false;
 }
 

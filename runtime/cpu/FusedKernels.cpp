@@ -34,20 +34,10 @@ enum RegisterKind : char {
 /// of the result's size as products (`products`), anything else through std::pow.
 PLAIT_VECTOR_INLINE void powTile(const float *a, const float *b, bool products, float *out,
                                  int64_t n) {
-  const float e = *b;
-  if (products && e == 1.0f) {
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = a[i];
-  } else if (products && e == 2.0f) {
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = a[i] * a[i];
-  } else if (products && e == 3.0f) {
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = a[i] * a[i] * a[i];
-  } else {
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = std::pow(a[i], b[i]);
-  }
+  if (products && powBySmallInteger(a, *b, out, n))
+    return;
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = std::pow(a[i], b[i]);
 }
 
 /// Runs the program over one tile of n elements. reg[r] points at register r's n values

@@ -98,6 +98,27 @@ PLAIT_VECTOR_INLINE float erfApprox(float x) {
   return ax < 0.9f ? series : tail;
 }
 
+/// y = x^e for an exponent of 1, 2 or 3, as products (x * x is the correctly rounded square,
+/// at a fraction of std::pow's cost); returns false, having written nothing, for any other
+/// exponent. The pow kernel and the fused kernels both use it for a one-element exponent
+/// over a whole base, so they round alike.
+template <typename T>
+PLAIT_VECTOR_INLINE bool powBySmallInteger(const T *x, T e, T *y, int64_t n) {
+  if (e == T(1)) {
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = x[i];
+  } else if (e == T(2)) {
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = x[i] * x[i];
+  } else if (e == T(3)) {
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = x[i] * x[i] * x[i];
+  } else {
+    return false;
+  }
+  return true;
+}
+
 /// Sum of term(x[i]) over n floats: eight float lanes over blocks of 1024 (vectorisable,
 /// short dependency chains), blocks added in double, so long sums keep their precision.
 /// `term` maps a float to the float added; it is inlined into both the lanes and the tail.
