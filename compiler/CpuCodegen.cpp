@@ -70,6 +70,7 @@ std::string expression(const std::vector<int64_t> &program, size_t k,
   case fused::Exp: return "plait::rt::cpu::expApprox(" + x + ")";
   case fused::Erf: return "plait::rt::cpu::erfApprox(" + x + ")";
   case fused::Sqrt: return "std::sqrt(" + x + ")";
+  case fused::BroadcastTo: return x;
   case fused::Pow: {
     // As the kernels: products for a one-element exponent of 1, 2 or 3 over a whole base.
     if (elements[size_t(b)] != 1 || elements[size_t(a)] != numel)
@@ -149,7 +150,11 @@ std::string cpuKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &gen
     if (!program || !outputs ||
         !fused::checkProgram(*program, instr.inputs.size(), *outputs).empty())
       continue; // the verifier saw to it; a malformed one is left to the interpreter
-    int64_t numel = int64_t(plan::numelOf(plan.tensors[instr.outputs[0]]));
+    // The iteration shape's elements: every input and result broadcasts to it.
+    int64_t numel = 0;
+    for (const std::vector<uint32_t> *tensors : {&instr.inputs, &instr.outputs})
+      for (uint32_t t : *tensors)
+        numel = std::max(numel, int64_t(plan::numelOf(plan.tensors[t])));
     size_t inputs = instr.inputs.size(), count = program->size() / 3;
     std::vector<int64_t> elements;
     for (uint32_t t : instr.inputs)

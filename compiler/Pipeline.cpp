@@ -245,8 +245,8 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         memory.inPlaceBuffers, memory.inPlaceBytes);
   if (memory.reshapeAliases > 0)
     report["optimizations"]["reshape_alias"] = fmt::format(
-        "{} reshape results planned in their operand's bytes ({} bytes that need no buffer "
-        "and no copy; off: --no-reshape-alias)",
+        "{} reshape results planned in their operand's bytes ({} bytes that need no buffer, "
+        "and no instruction; off: --no-reshape-alias)",
         memory.reshapeAliases, memory.reshapeAliasBytes);
   if (auto folded = module->getAttrOfType<DictionaryAttr>("plait.fold_transposes")) {
     auto get = [&](const char *key) { return folded.getAs<IntegerAttr>(key).getInt(); };

@@ -536,26 +536,24 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *context, std::optional<
 LogicalResult FusedElementwiseOp::verify() {
   if (getResults().empty())
     return emitOpError("has no results");
-  auto shaped = cast<RankedTensorType>(getResults().front().getType());
-  for (Value r : getResults())
-    if (r.getType() != shaped || !shaped.getElementType().isF32())
-      return emitOpError("results must all be f32 tensors of one shape");
-  auto broadcasts = [&](RankedTensorType in) {
-    ArrayRef<int64_t> from = in.getShape(), to = shaped.getShape();
-    if (from.size() > to.size())
-      return false;
-    for (size_t i = 0; i < from.size(); ++i) {
-      int64_t d = from[from.size() - 1 - i], e = to[to.size() - 1 - i];
-      if (d != 1 && d != e)
-        return false;
-    }
-    return true;
-  };
+  // The iteration shape: every result and input broadcast together (a stored result has it,
+  // a reduced one has 1 where it sums).
+  SmallVector<int64_t> shape;
+  for (Value r : getResults()) {
+    auto type = cast<RankedTensorType>(r.getType());
+    auto joined = broadcastShapes(shape, type.getShape());
+    if (!type.getElementType().isF32() || !joined)
+      return emitOpError("results must all be f32 tensors whose shapes broadcast together");
+    shape = *joined;
+  }
   for (auto [i, v] : llvm::enumerate(getInputs())) {
     auto type = cast<RankedTensorType>(v.getType());
-    if (!type.getElementType().isF32() || !broadcasts(type))
+    auto joined = broadcastShapes(shape, type.getShape());
+    if (!type.getElementType().isF32() || !joined || joined->size() != shape.size())
       return emitOpError("input ") << i << " is " << type << "; inputs must be f32 and "
-                                   << "broadcast to the results' shape " << shaped;
+                                   << "broadcast to the results' shape "
+                                   << shapeToString(shape);
+    shape = *joined;
   }
   std::vector<int64_t> program(getProgram().begin(), getProgram().end());
   std::vector<int64_t> outputs(getOutputs().begin(), getOutputs().end());
@@ -565,6 +563,19 @@ LogicalResult FusedElementwiseOp::verify() {
   std::string problem = fused::checkProgram(program, getInputs().size(), outputs);
   if (!problem.empty())
     return emitOpError(problem);
+  std::optional<ArrayRef<int64_t>> reductions = getReductions();
+  if (reductions && reductions->size() != outputs.size())
+    return emitOpError("has ") << reductions->size() << " reductions for " << outputs.size()
+                               << " results";
+  for (auto [o, r] : llvm::enumerate(getResults())) {
+    ArrayRef<int64_t> resultShape = cast<RankedTensorType>(r.getType()).getShape();
+    std::string wrong = fused::checkReducedShape(
+        reductions ? (*reductions)[o] : int64_t(fused::Store), ArrayRef<int64_t>(shape),
+        resultShape);
+    if (!wrong.empty())
+      return emitOpError("result ") << o << " (" << shapeToString(resultShape) << ", iteration "
+                                    << shapeToString(shape) << "): " << wrong;
+  }
   return success();
 }
 

@@ -501,18 +501,25 @@ def Plait_FusedElementwiseOp : Plait_Op<"fused_elementwise", [Pure]> {
     Registers 0..N-1 are the N inputs; `program` is a list of (opcode, a, b) triples, the
     k-th defining register N + k from registers a and b (b = -1 for a unary op); the results
     are the registers `outputs` names. Opcodes (codegen/schema/FusedElementwise.h): 0 add,
-    1 sub, 2 mul, 3 div, 4 neg, 5 exp, 6 erf, 7 sqrt, 8 pow. Every result is f32 of one
-    static shape; every input is f32 and broadcasts to it (numpy rules). Each element is
-    computed exactly as the unfused ops compute it.
+    1 sub, 2 mul, 3 div, 4 neg, 5 exp, 6 erf, 7 sqrt, 8 pow, 9 broadcast_to (the operand).
+    Results and inputs are f32 and broadcast together (numpy rules) to the iteration shape;
+    a result is that shape, or, where `reductions` (one per result: 0 store, 1 sum, 2 mean)
+    says so, the register summed or averaged over the dimensions where the result has size 1
+    (reduce_sum / reduce_mean with keepdims): over the innermost dimension alone, or over
+    others. Each element is computed exactly as the unfused ops compute it.
 
     ```mlir
     // y = erf(x * c) + x, and x * c too
     %y, %s = plait.fused_elementwise %x, %c {program = array<i64: 2, 0, 1,  6, 2, -1,  0, 3, 0>,
         outputs = array<i64: 4, 2>} : (tensor<4x8xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+    // the row means of x * c
+    %m = plait.fused_elementwise %x, %c {program = array<i64: 2, 0, 1>, outputs = array<i64: 2>,
+        reductions = array<i64: 2>} : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x1xf32>
     ```
   }];
   let arguments = (ins Variadic<AnyStaticShapeTensor>:$inputs, DenseI64ArrayAttr:$program,
-                       DenseI64ArrayAttr:$outputs);
+                       DenseI64ArrayAttr:$outputs,
+                       OptionalAttr<DenseI64ArrayAttr>:$reductions);
   let results = (outs Variadic<AnyStaticShapeTensor>:$results);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
   let hasVerifier = 1;

@@ -2,6 +2,7 @@
 #include "codegen/mlir/PlanWriter.h"
 
 #include <cstring>
+#include <functional>
 
 #include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
@@ -270,6 +271,16 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
     }
     if (op.getDialect() == nullptr || !isa<PlaitDialect>(op.getDialect()))
       return op.emitOpError("has no runtime kernel (only plait ops can be planned)");
+    // A reshape the memory plan put in its operand's bytes moves nothing: no instruction.
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      auto x = memory.index.find(reshape.getX()), y = memory.index.find(reshape.getResult());
+      if (x != memory.index.end() && y != memory.index.end()) {
+        int64_t home = memory.buffers[x->second].aliasOf >= 0 ? memory.buffers[x->second].aliasOf
+                                                               : int64_t(x->second);
+        if (memory.buffers[y->second].aliasOf == home)
+          continue;
+      }
+    }
     plan::InstrDesc instr;
     instr.kernel = op.getName().stripDialect().str();
     instr.name = locationName(op.getLoc());
@@ -301,13 +312,21 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
   }
   // A collective completes before its first user; one read only by the return or an assign
   // completes at the end of the step.
+  // (A reshape without an instruction passes the wait on to its own users.)
+  std::function<void(Operation *, std::optional<uint32_t> &)> firstReader =
+      [&](Operation *op, std::optional<uint32_t> &first) {
+        for (Operation *user : op->getUsers()) {
+          if (auto it = instrOf.find(user); it != instrOf.end())
+            first = std::min(first.value_or(it->second), it->second);
+          else if (isa<ReshapeOp>(user))
+            firstReader(user, first);
+        }
+      };
   for (Operation &op : func.getBody().front()) {
     if (!isCollective(&op))
       continue;
     std::optional<uint32_t> first;
-    for (Operation *user : op.getUsers())
-      if (auto it = instrOf.find(user); it != instrOf.end())
-        first = std::min(first.value_or(it->second), it->second);
+    firstReader(&op, first);
     if (first)
       plan.instrs[*first].waits.push_back(instrOf.lookup(&op));
   }

@@ -7,6 +7,13 @@
 // name earlier registers; a unary instruction has b = -1. `outputs` lists the registers the
 // kernel writes, one per result. Every register holds f32 elements of the result's shape; an
 // input is either that whole shape or one element (repeated).
+//
+// An output may instead be reduced (`reductions`, one entry per output; absent: none): the
+// register's elements are summed (or averaged) over the dimensions where the result has size
+// 1, as reduce_sum / reduce_mean with keepdims compute it. The iteration shape is then the
+// broadcast of every input and result shape. Only the innermost dimension alone, or
+// dimensions other than the innermost, may be reduced (the orders the unfused reductions
+// add in), and a reduction of the innermost dimension needs a row of at most kMaxReducedRow.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +23,22 @@
 
 namespace plait::fused {
 
-enum Opcode : int64_t { Add = 0, Sub, Mul, Div, Neg, Exp, Erf, Sqrt, Pow, kNumOpcodes };
+enum Opcode : int64_t {
+  Add = 0,
+  Sub,
+  Mul,
+  Div,
+  Neg,
+  Exp,
+  Erf,
+  Sqrt,
+  Pow,
+  BroadcastTo, // the operand itself (an input broadcast to the iteration shape)
+  kNumOpcodes
+};
+
+/// How an output is written: every element, or summed / averaged into a smaller result.
+enum Reduction : int64_t { Store = 0, Sum = 1, Mean = 2, kNumReductions };
 
 struct OpcodeInfo {
   const char *name; // the plait op it stands for (plait.<name>), and its kernel's name
@@ -24,9 +46,9 @@ struct OpcodeInfo {
 };
 
 inline const OpcodeInfo &opcodeInfo(int64_t code) {
-  static const OpcodeInfo kInfo[kNumOpcodes] = {{"add", 2}, {"sub", 2}, {"mul", 2},
-                                                {"div", 2}, {"neg", 1}, {"exp", 1},
-                                                {"erf", 1}, {"sqrt", 1}, {"pow", 2}};
+  static const OpcodeInfo kInfo[kNumOpcodes] = {
+      {"add", 2}, {"sub", 2},  {"mul", 2},  {"div", 2}, {"neg", 1},
+      {"exp", 1}, {"erf", 1}, {"sqrt", 1}, {"pow", 2}, {"broadcast_to", 1}};
   return kInfo[code];
 }
 
@@ -42,6 +64,45 @@ inline int64_t opcodeOf(const std::string &name) {
 /// tile per instruction and per single-element input on its stack).
 constexpr size_t kMaxInstructions = 64;
 constexpr size_t kMaxInputs = 32;
+/// The longest innermost dimension a reduced output may sum over (a row is reduced whole,
+/// within one of the runtime's tiles, as reduce_sum sums it).
+constexpr int64_t kMaxReducedRow = 256;
+
+/// The plait op a reduction stands for.
+inline const char *reductionName(int64_t r) {
+  return r == Sum ? "reduce_sum" : r == Mean ? "reduce_mean" : "store";
+}
+
+/// Checks that a result of shape `result` reduces the iteration shape `shape` as `reduction`
+/// may (see the top of this file); returns "" or what is wrong.
+/// Shapes are anything with size() and operator[] (no copies: the runtime calls this during
+/// a step).
+template <typename Shape, typename Result>
+std::string checkReducedShape(int64_t reduction, const Shape &shape, const Result &result) {
+  if (reduction < 0 || reduction >= kNumReductions)
+    return "unknown reduction " + std::to_string(reduction);
+  if (result.size() != shape.size())
+    return "a result's rank differs from the iteration shape's";
+  if (reduction == Store) {
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (result[d] != shape[d])
+        return "a stored result must have the iteration shape";
+    return "";
+  }
+  bool innerReduced = false, outerReduced = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (result[d] == shape[d])
+      continue;
+    if (result[d] != 1)
+      return "a reduced result's dimensions must be 1 or the iteration shape's";
+    (d + 1 == shape.size() ? innerReduced : outerReduced) = true;
+  }
+  if (innerReduced && outerReduced)
+    return "a result may reduce the innermost dimension or others, not both";
+  if (innerReduced && shape[shape.size() - 1] > kMaxReducedRow)
+    return "a reduced row is longer than " + std::to_string(kMaxReducedRow);
+  return "";
+}
 
 /// Checks a program over `inputs` inputs and its `outputs`; returns "" or what is wrong.
 inline std::string checkProgram(const std::vector<int64_t> &program, size_t inputs,

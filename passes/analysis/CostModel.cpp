@@ -155,8 +155,19 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     return cost;
   }
   if (k == "fused_elementwise") {
-    // Each op of the program on every element; memory traffic only for inputs and results.
-    cost.elements = numel(out);
+    // Each op of the program on every element of the iteration shape (the largest operand:
+    // all broadcast to it), and each reduced result's sum; memory traffic only for inputs
+    // and results.
+    for (const std::vector<uint32_t> *tensors : {&instr.inputs, &instr.outputs})
+      for (uint32_t t : *tensors)
+        cost.elements = std::max(cost.elements, numel(tensor(t)));
+    if (const std::vector<int64_t> *reductions = plan::intsAttr(instr, "reductions"))
+      for (int64_t r : *reductions)
+        if (r != fused::Store)
+          if (const ElementCost *c = elementCost(fused::reductionName(r))) {
+            cost.flops += c->flops * cost.elements;
+            cost.parts.push_back({c->rateClass, cost.elements});
+          }
     if (const std::vector<int64_t> *program = plan::intsAttr(instr, "program"))
       for (size_t i = 0; i + 2 < program->size(); i += 3) {
         int64_t code = (*program)[i];

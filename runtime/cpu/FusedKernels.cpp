@@ -89,6 +89,9 @@ PLAIT_SIMD_CLONES void runTile(const int64_t *program, int64_t count, int64_t in
     case fused::Pow:
       powTile(a, b, elements[in[2]] == 1 && elements[in[1]] == numel, out, n);
       break;
+    case fused::BroadcastTo:
+      std::memcpy(out, a, size_t(n) * sizeof(float));
+      break;
     default:
       break; // checked before the first tile
     }
@@ -131,6 +134,48 @@ void gatherBroadcast(const float *in, const BroadcastPlan<1> &plan, int64_t begi
   }
 }
 
+/// sums[i] += values[i] in double, as reduce_sum adds a row into its accumulators.
+PLAIT_SIMD_CLONES void addFloatsInto(double *sums, const float *values, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    sums[i] += double(values[i]);
+}
+
+/// Adds elements [begin, begin + n) of the iteration shape, in `values`, into the sums of a
+/// result that reduces dimensions other than the innermost: `plan` walks the result as if
+/// it were broadcast back to the iteration shape. Each sum takes its elements in memory
+/// order, as reduce_sum adds rows into its accumulators.
+void scatterAdd(const float *values, const BroadcastPlan<1> &plan, int64_t begin, int64_t n,
+                double *acc) {
+  size_t rank = plan.shape.size();
+  Dims index(rank, 0);
+  int64_t rest = begin, offset = 0;
+  for (size_t d = rank; d-- > 0;) {
+    index[d] = rest % plan.shape[d];
+    rest /= plan.shape[d];
+    offset += index[d] * plan.strides[0][d];
+  }
+  const int64_t inner = plan.shape[rank - 1], stride = plan.strides[0][rank - 1];
+  for (int64_t done = 0; done < n;) {
+    int64_t len = std::min(inner - index[rank - 1], n - done);
+    if (stride)
+      addFloatsInto(acc + offset, values + done, len);
+    else
+      for (int64_t i = 0; i < len; ++i)
+        acc[offset] += double(values[done + i]);
+    done += len;
+    offset -= index[rank - 1] * stride;
+    index[rank - 1] = 0;
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < plan.shape[d]) {
+        offset += plan.strides[0][d];
+        break;
+      }
+      offset -= plan.strides[0][d] * (plan.shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
 Status fusedElementwiseKernel(const KernelCall &call) {
   constexpr std::string_view kName = "fused_elementwise";
   const std::vector<int64_t> &program = call.attrs.getInts("program");
@@ -142,14 +187,44 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   std::string problem = fused::checkProgram(program, inputs, outputs);
   if (!problem.empty())
     return Status::errorf("{}: {}", kName, problem);
-  const TensorView &first = call.outputs[0];
+  const std::vector<int64_t> &reductions = call.attrs.getInts("reductions");
+  if (!reductions.empty() && reductions.size() != outputs.size())
+    return Status::errorf("{}: {} reductions for {} results", kName, reductions.size(),
+                          outputs.size());
+  auto reductionOf = [&](size_t o) { return reductions.empty() ? int64_t(fused::Store)
+                                                                : reductions[o]; };
+  // The iteration shape: the results and inputs broadcast together.
+  Dims shape;
   for (const TensorView &y : call.outputs) {
     if (y.dtype != DType::F32)
       return unsupportedDtype(kName, y.dtype);
-    PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", y.shape, first.shape));
+    if (!broadcastShapes(shape, y.shape, shape))
+      return Status::errorf("{}: results of shapes {} and {} do not broadcast together",
+                            kName, shapeString(call.outputs[0].shape), shapeString(y.shape));
   }
-  const int64_t numel = first.numel();
+  for (size_t i = 0; i < inputs; ++i) {
+    const TensorView &x = call.inputs[i];
+    if (x.dtype != DType::F32)
+      return unsupportedDtype(kName, x.dtype);
+    Dims joined;
+    if (!broadcastShapes(shape, x.shape, joined) || joined.size() != shape.size())
+      return Status::errorf("{}: input {} of shape {} does not broadcast to the result's {}",
+                            kName, i, shapeString(x.shape), shapeString(shape));
+    shape = joined;
+  }
+  bool rowReduced = false; // some result sums whole innermost rows: tiles hold whole rows
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const TensorView &y = call.outputs[o];
+    std::string wrong = fused::checkReducedShape(reductionOf(o), ShapeRef(shape), y.shape);
+    if (!wrong.empty())
+      return Status::errorf("{}: result {} of shape {}: {}", kName, o, shapeString(y.shape),
+                            wrong);
+    rowReduced |= reductionOf(o) != fused::Store && y.shape.back() != shape.back();
+  }
+  const int64_t numel = product(shape, 0, shape.size());
   const int64_t count = int64_t(program.size() / 3);
+  const int64_t inner = shape.empty() ? 1 : shape.back();
+  const int64_t tile = rowReduced ? std::max<int64_t>(1, kTile / inner) * inner : kTile;
   // On the stack (no allocation during a step): a tile per instruction, and one per input
   // that is not read in place (a single element repeated, or a broadcast gathered).
   alignas(64) float scratch[fused::kMaxInstructions * kTile];
@@ -159,30 +234,39 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   int64_t elements[fused::kMaxInputs + fused::kMaxInstructions]; // per register
   for (int64_t r = 0; r < int64_t(inputs) + count; ++r)
     elements[r] = r < int64_t(inputs) ? call.inputs[size_t(r)].numel() : numel;
-  // Engaged only for broadcast inputs (a plan's dimensions are zeroed on construction, which
-  // costs a small kernel's call as much as its work).
+  // Engaged only for broadcast inputs and results reduced over outer dimensions (a plan's
+  // dimensions are zeroed on construction, which costs a small kernel's call as much as its
+  // work).
   std::optional<BroadcastPlan<1>> plans[fused::kMaxInputs];
-  // Results are written in place by the instruction that computes them (checkProgram saw
-  // to it that no register is listed twice).
+  std::optional<BroadcastPlan<1>> sumPlans[fused::kMaxInstructions];
+  // Stored results are written in place by the instruction that computes them
+  // (checkProgram saw to it that no register is listed twice); reduced ones are summed from
+  // the register's tile into double accumulators in the workspace, as reduce_sum sums.
   float *direct[fused::kMaxInstructions] = {};
-  for (size_t o = 0; o < outputs.size(); ++o)
-    direct[size_t(outputs[o]) - inputs] = call.outputs[o].as<float>();
+  double *acc[fused::kMaxInstructions] = {};
+  Scratch workspace(call, kName);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const TensorView &y = call.outputs[o];
+    if (reductionOf(o) == fused::Store) {
+      direct[size_t(outputs[o]) - inputs] = y.as<float>();
+      continue;
+    }
+    PLAIT_RETURN_IF_ERROR(workspace.take(y.numel(), acc[o]));
+    std::fill(acc[o], acc[o] + y.numel(), 0.0);
+    if (y.shape.back() == shape.back())
+      sumPlans[o] = planBroadcast<1>(shape, {y.shape});
+  }
   for (size_t i = 0; i < inputs; ++i) {
     const TensorView &x = call.inputs[i];
-    if (x.dtype != DType::F32)
-      return unsupportedDtype(kName, x.dtype);
-    if (!broadcastsTo(x.shape, first.shape))
-      return Status::errorf("{}: input {} of shape {} does not broadcast to the result's {}",
-                            kName, i, shapeString(x.shape), shapeString(first.shape));
     kind[i] = x.numel() == 1 ? kSplat : x.numel() == numel ? kFull : kBroadcast;
     if (kind[i] == kSplat)
-      std::fill(inputTiles + i * kTile, inputTiles + i * kTile + std::min(kTile, numel),
+      std::fill(inputTiles + i * kTile, inputTiles + i * kTile + std::min(tile, numel),
                 *x.as<float>());
     else if (kind[i] == kBroadcast)
-      plans[i] = planBroadcast<1>(first.shape, {x.shape});
+      plans[i] = planBroadcast<1>(shape, {x.shape});
   }
-  for (int64_t begin = 0; begin < numel; begin += kTile) {
-    int64_t n = std::min(kTile, numel - begin);
+  for (int64_t begin = 0; begin < numel; begin += tile) {
+    int64_t n = std::min(tile, numel - begin);
     for (size_t i = 0; i < inputs; ++i) {
       const float *x = call.inputs[i].as<float>();
       if (kind[i] == kFull) {
@@ -193,16 +277,41 @@ Status fusedElementwiseKernel(const KernelCall &call) {
       if (kind[i] == kBroadcast)
         gatherBroadcast(x, *plans[i], begin, n, inputTiles + i * kTile);
     }
+    // Where each result's values of this tile are: in place, or a tile to sum from.
+    const float *values[fused::kMaxInstructions];
     if (call.generated) {
-      // plait-compile's code for this program: the whole chain per element, in registers.
+      // plait-compile's code for this program: the whole chain per element, in registers
+      // (a reduced result's tile in the scratch the interpreter would use).
       float *results[fused::kMaxInstructions];
       for (size_t o = 0; o < outputs.size(); ++o)
-        results[o] = call.outputs[o].as<float>() + begin;
+        values[o] = results[o] = acc[o] ? scratch + o * kTile
+                                        : call.outputs[o].as<float>() + begin;
       call.generated(reg, results, n);
-      continue;
+    } else {
+      runTile(program.data(), count, int64_t(inputs), reg, elements, numel, scratch, direct,
+              begin, n);
+      for (size_t o = 0; o < outputs.size(); ++o)
+        values[o] = reg[outputs[o]];
     }
-    runTile(program.data(), count, int64_t(inputs), reg, elements, numel, scratch, direct,
-            begin, n);
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      if (!acc[o])
+        continue;
+      if (sumPlans[o]) {
+        scatterAdd(values[o], *sumPlans[o], begin, n, acc[o]);
+        continue;
+      }
+      for (int64_t row = 0; row < n / inner; ++row) // whole rows, each into its sum
+        acc[o][begin / inner + row] += sumFloats(values[o] + row * inner, inner);
+    }
+  }
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (!acc[o])
+      continue;
+    float *y = call.outputs[o].as<float>();
+    int64_t outCount = call.outputs[o].numel();
+    double divisor = double(numel / std::max<int64_t>(outCount, 1));
+    for (int64_t i = 0; i < outCount; ++i)
+      y[i] = reductionOf(o) == fused::Mean ? float(acc[o][i] / divisor) : float(acc[o][i]);
   }
   return Status();
 }

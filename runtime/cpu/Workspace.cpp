@@ -119,6 +119,14 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   if ((kernel == "reduce_sum" || kernel == "reduce_mean" || kernel == "reduce_prod") &&
       operands(1, 1)) // accumulators: double for floats, uint64 for integers
     return chunk(numel(out[0]), 8);
+  if (kernel == "fused_elementwise") { // a double accumulator per reduced result's element
+    const std::vector<int64_t> &reductions = attrs.getInts("reductions");
+    uint64_t bytes = 0;
+    for (size_t o = 0; o < reductions.size() && o < out.size(); ++o)
+      if (reductions[o] != 0)
+        bytes = saturatingAdd(bytes, chunk(numel(out[o]), 8));
+    return bytes;
+  }
   if ((kernel == "reduce_max" || kernel == "reduce_min") && operands(1, 1))
     return chunk(numel(out[0]), elementBytes(in[0].dtype));
   if ((kernel == "argmax" || kernel == "argmin") && operands(1, 1)) { // best value per column

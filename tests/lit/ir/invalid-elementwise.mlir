@@ -243,7 +243,7 @@ func.func @fused_output_count(%x: tensor<4xf32>) {
 // -----
 
 func.func @fused_broadcast(%x: tensor<4x3xf32>, %y: tensor<4xf32>) {
-  // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf32>'; inputs must be f32 and broadcast to the results' shape 'tensor<4x3xf32>'}}
+  // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf32>'; inputs must be f32 and broadcast to the results' shape 4x3}}
   %0 = plait.fused_elementwise %x, %y {program = array<i64: 0, 0, 1>, outputs = array<i64: 2>} : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
   return
 }
@@ -251,7 +251,7 @@ func.func @fused_broadcast(%x: tensor<4x3xf32>, %y: tensor<4xf32>) {
 // -----
 
 func.func @fused_results(%x: tensor<4xf32>) {
-  // expected-error @+1 {{'plait.fused_elementwise' op results must all be f32 tensors of one shape}}
+  // expected-error @+1 {{'plait.fused_elementwise' op results must all be f32 tensors whose shapes broadcast together}}
   %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, 6, 1, -1>, outputs = array<i64: 1, 2>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<2x2xf32>)
   return
 }
@@ -261,5 +261,53 @@ func.func @fused_results(%x: tensor<4xf32>) {
 func.func @fused_output_twice(%x: tensor<4xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op output register 1 is listed twice}}
   %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1, 1>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_stored_smaller(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op result 1 (4x1, iteration 4x3): a stored result must have the iteration shape}}
+  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, 6, 1, -1>, outputs = array<i64: 1, 2>} : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_reductions_count(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op has 2 reductions for 1 results}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>, reductions = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @fused_reduction_kind(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op result 0 (4x1, iteration 4x3): unknown reduction 3}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>, reductions = array<i64: 3>} : (tensor<4x3xf32>) -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @fused_reduction_both(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op result 0 (1x1, iteration 4x3): a result may reduce the innermost dimension or others, not both}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>, reductions = array<i64: 1>} : (tensor<4x3xf32>) -> tensor<1x1xf32>
+  return
+}
+
+// -----
+
+func.func @fused_reduction_row(%x: tensor<2x300xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op result 0 (2x1, iteration 2x300): a reduced row is longer than 256}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>, reductions = array<i64: 2>} : (tensor<2x300xf32>) -> tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @fused_reduction_rank(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op result 1 (3, iteration 4x3): a result's rank differs from the iteration shape's}}
+  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, 6, 1, -1>, outputs = array<i64: 1, 2>, reductions = array<i64: 0, 1>} : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>)
   return
 }

@@ -94,6 +94,51 @@ TEST(FusedKernels, PowFollowsTheUnfusedKernelsSpecialCases) {
   expectSameBits(f.out(0), unfused, "pow(x, tensor)");
 }
 
+// Reduced results are reduce_sum / reduce_mean of the register, bit for bit: rows summed
+// whole (tiles hold whole rows, each summed as reduce_sum sums a row), outer dimensions added
+// element by element in memory order; with a broadcast input and a copied register.
+TEST(FusedKernels, ReducedResultsMatchTheUnfusedReductionsBitForBit) {
+  for (Shape s : {Shape{3, 5, 40}, Shape{7, 200}, Shape{2, 3, 256}}) {
+    Shape rows = s, columns = s;
+    rows.back() = 1;
+    for (size_t d = 0; d + 1 < s.size(); ++d)
+      columns[d] = 1;
+    OwnedTensor x = randomFloats(s, 11), b = randomFloats({s.back()}, 12);
+    OwnedTensor y = runOk("mul", {x, b}, DType::F32, s);
+    OwnedTensor e = runOk("exp", {y}, DType::F32, s);
+    std::vector<int64_t> outer(s.size() - 1), inner = {int64_t(s.size()) - 1};
+    for (size_t d = 0; d + 1 < s.size(); ++d)
+      outer[d] = int64_t(d);
+    auto reduce = [&](const char *kernel, const OwnedTensor &v, std::vector<int64_t> axes,
+                      Shape out) {
+      return runOk(kernel, {v}, DType::F32, out, AttrsBuilder().ints("axes", axes).build());
+    };
+    OwnedTensor rowSums = reduce("reduce_sum", y, inner, rows);
+    OwnedTensor rowMeans = reduce("reduce_mean", e, inner, rows);
+    OwnedTensor columnSums = reduce("reduce_sum", y, outer, columns);
+    OwnedTensor columnMeans = reduce("reduce_mean", e, outer, columns);
+    // Registers: 0 x, 1 b; 2 y = x * b, 3 e = exp(y); 4, 5 copies of y and 6 of e (a
+    // register is one result).
+    using namespace fused;
+    KernelResult f = runKernel(
+        "fused_elementwise", {x, b},
+        {{DType::F32, s}, {DType::F32, rows}, {DType::F32, rows}, {DType::F32, columns},
+         {DType::F32, columns}},
+        AttrsBuilder()
+            .ints("program", {Mul, 0, 1, Exp, 2, -1, BroadcastTo, 2, -1, BroadcastTo, 2, -1,
+                              BroadcastTo, 3, -1})
+            .ints("outputs", {2, 4, 3, 5, 6})
+            .ints("reductions", {Store, Sum, Mean, Sum, Mean})
+            .build());
+    ASSERT_TRUE(f.status.ok()) << f.status.message();
+    expectSameBits(f.out(0), y, "x * b");
+    expectSameBits(f.out(1), rowSums, "row sums");
+    expectSameBits(f.out(2), rowMeans, "row means");
+    expectSameBits(f.out(3), columnSums, "sums over the outer dimensions");
+    expectSameBits(f.out(4), columnMeans, "means over the outer dimensions");
+  }
+}
+
 TEST(FusedKernels, MalformedProgramsAreOneLineErrors) {
   OwnedTensor x = randomFloats({8}, 7), w = randomFloats({3}, 8);
   struct Case {
@@ -114,6 +159,25 @@ TEST(FusedKernels, MalformedProgramsAreOneLineErrors) {
     ASSERT_FALSE(r.status.ok()) << c.message;
     EXPECT_NE(r.status.message().find(c.message), std::string::npos) << r.status.message();
     EXPECT_EQ(r.status.message().find('\n'), std::string::npos) << r.status.message();
+  }
+  struct Reduced {
+    std::vector<int64_t> reductions;
+    Shape result;
+    const char *message;
+  } reduced[] = {
+      {{1, 0}, {1}, "2 reductions for 1 results"},
+      {{3}, {1}, "result 0 of shape [1]: unknown reduction 3"},
+      {{0}, {1}, "result 0 of shape [1]: a stored result must have the iteration shape"},
+  };
+  for (const Reduced &c : reduced) {
+    KernelResult r = runKernel("fused_elementwise", {x}, {{DType::F32, c.result}},
+                               AttrsBuilder()
+                                   .ints("program", {fused::Exp, 0, -1})
+                                   .ints("outputs", {1})
+                                   .ints("reductions", c.reductions)
+                                   .build());
+    ASSERT_FALSE(r.status.ok()) << c.message;
+    EXPECT_NE(r.status.message().find(c.message), std::string::npos) << r.status.message();
   }
   KernelResult f64 = runKernel("fused_elementwise", {makeFloat(DType::F64, {2}, {1, 2})},
                                {{DType::F64, {2}}}, program({fused::Exp, 0, -1}, {1}));
