@@ -278,6 +278,15 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
           "(off: --no-fusion)",
           get("ops"), get("kernels"));
   }
+  if (auto grouped = module->getAttrOfType<DictionaryAttr>("plait.group_updates")) {
+    auto get = [&](const char *key) { return grouped.getAs<IntegerAttr>(key).getInt(); };
+    report["fusion"]["group_updates"] = scalarsToJson(grouped);
+    if (get("kernels") > 0)
+      report["optimizations"]["group_updates"] = fmt::format(
+          "{} optimizer updates computed by {} grouped kernels, each walking its tensors "
+          "(off: --no-fusion)",
+          get("updates"), get("kernels"));
+  }
   if (auto moved = module->getAttrOfType<IntegerAttr>("plait.schedule"))
     report["optimizations"]["schedule"] = fmt::format(
         "{} optimizer updates moved next to their last input, freeing their gradients early "

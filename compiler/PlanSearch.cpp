@@ -117,8 +117,10 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
     pm.addPass(createFoldTransposesPass());
   if (options.schedule)
     pm.addPass(createSchedulePass());
-  if (options.fusion)
+  if (options.fusion) {
     pm.addPass(createFuseElementwisePass());
+    pm.addPass(createGroupUpdatesPass());
+  }
   if (failed(pm.run(module)))
     return failure();
   if (!verify)

@@ -126,6 +126,49 @@ LogicalResult SgdUpdateOp::verify() {
   return success();
 }
 
+LogicalResult GroupedUpdateOp::verify() {
+  StringRef update = getUpdate();
+  int64_t per = getOperandsPerUpdate(), perResult = getResultsPerUpdate();
+  int64_t inputs = int64_t(getInputs().size()), results = int64_t(getResults().size());
+  bool adamw = update == "adamw_update", sgd = update == "sgd_update";
+  if (!adamw && !sgd)
+    return emitOpError("update must be adamw_update or sgd_update, got \"") << update << "\"";
+  if (adamw ? per != 6 || perResult != 3 : (per != 4 && per != 5) || perResult != per - 3)
+    return emitOpError("") << update << " takes " << (adamw ? "6 operands and gives 3 results"
+                                                             : "4 or 5 operands and gives 1 or 2 results")
+                           << ", not " << per << " and " << perResult;
+  if (inputs == 0 || inputs % per != 0 || results != inputs / per * perResult)
+    return emitOpError("has ") << inputs << " operands and " << results << " results, not "
+                               << "groups of " << per << " and " << perResult;
+  auto momentum = (*this)->getAttrOfType<FloatAttr>("momentum");
+  if (sgd && (per == 5) != (momentum && momentum.getValueAsDouble() != 0.0))
+    return emitOpError("needs a momentum buffer exactly when momentum is non-zero");
+  for (int64_t t = 0; t < inputs / per; ++t) {
+    // param, grad, the states and every result share one float type; lr and step are f32
+    // scalars (adamw: operands 4, 5; sgd: 2, 3).
+    Type param = getInputs()[t * per].getType();
+    SmallVector<Value> like{getInputs()[t * per + 1]};
+    for (int64_t k = adamw ? 2 : 4; k < (adamw ? 4 : per); ++k)
+      like.push_back(getInputs()[t * per + k]);
+    for (int64_t k = 0; k < perResult; ++k)
+      like.push_back(getResults()[t * perResult + k]);
+    auto element = cast<RankedTensorType>(param).getElementType();
+    if (!element.isF32() && !element.isF64())
+      return emitOpError("update ") << t << ": param type " << param << " is not f32 or f64";
+    for (Value v : like)
+      if (v.getType() != param)
+        return emitOpError("update ") << t << ": " << v.getType() << " differs from its param's "
+                                      << param;
+    for (int64_t k : {adamw ? 4 : 2, adamw ? 5 : 3}) {
+      auto scalar = cast<RankedTensorType>(getInputs()[t * per + k].getType());
+      if (!scalar.getElementType().isF32() || scalar.getRank() != 0)
+        return emitOpError("update ") << t << ": operand " << k << " (lr, step) must be "
+                                      << "tensor<f32>";
+    }
+  }
+  return success();
+}
+
 } // namespace plait
 
 #define GET_OP_CLASSES

@@ -251,4 +251,28 @@ def Plait_AdamWUpdateOp : Plait_Op<"adamw_update",
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Plait_GroupedUpdateOp : Plait_Op<"grouped_update", [Pure]> {
+  let summary = "several optimizer updates of one kind computed by one kernel (plait-group-updates)";
+  let description = [{
+    `update` (adamw_update or sgd_update) applied to each of N tensors: the operands are N
+    groups of `operands_per_update` operands, each as that op takes them, and the results N
+    groups of `results_per_update`. The op's other attributes are the update's (beta1,
+    momentum, ...), the same for every tensor. Each tensor is updated exactly as the single op
+    updates it; the kernel walks the list (PyTorch's multi-tensor "foreach" path, on one
+    dispatch).
+
+    ```mlir
+    %p2, %m2, %v2, %q2, %n2, %w2 = plait.grouped_update %p, %g, %m, %v, %lr, %step,
+        %q, %h, %n, %w, %lr, %step
+        {update = "adamw_update", operands_per_update = 6 : i64, results_per_update = 3 : i64}
+        : (...) -> (...)
+    ```
+  }];
+  let arguments = (ins Variadic<AnyStaticShapeTensor>:$inputs, StrAttr:$update,
+                       I64Attr:$operands_per_update, I64Attr:$results_per_update);
+  let results = (outs Variadic<AnyStaticShapeTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let hasVerifier = 1;
+}
+
 #endif // PLAIT_TRAIN_OPS_TD

@@ -199,14 +199,31 @@ def SchedulePass : Pass<"plait-schedule", "mlir::ModuleOp"> {
 def FuseElementwisePass : Pass<"plait-fuse-elementwise", "mlir::ModuleOp"> {
   let summary = "Chains of f32 elementwise ops become one plait.fused_elementwise each";
   let description = [{
-    Groups add, sub, mul, div, neg, exp, erf, sqrt and pow ops of one f32 result type, in
-    program order: an op joins the group of its first operand's producer when the types match
-    and every group value read outside the group is read after it. Each group of two or more
-    becomes one plait.fused_elementwise at the place of its last member, whose results are
-    the group values read outside it. Results are bit-identical to the unfused ops. The
-    module records `plait.fuse_elementwise` {kernels, ops} for the report. plait-compile runs
-    it last, after plait-schedule, unless --no-fusion.
+    Groups add, sub, mul, div, neg, exp, erf, sqrt, pow and broadcast_to ops of one f32
+    result type, in program order, with the reduce_sum / reduce_mean of their values (reduced
+    results) and smaller groups only they read (computed again per element). A group stands
+    where one place follows its inputs and precedes every outside read of its results. Each
+    group of two or more becomes one plait.fused_elementwise, whose results are the group
+    values read outside it. Results are bit-identical to the unfused ops. The module records
+    `plait.fuse_elementwise` {kernels, ops, reductions} for the report. plait-compile runs it
+    after plait-schedule, unless --no-fusion.
   }];
+}
+
+def GroupUpdatesPass : Pass<"plait-group-updates", "mlir::ModuleOp"> {
+  let summary = "Optimizer updates close together become one plait.grouped_update";
+  let description = [{
+    In program order, an adamw_update or sgd_update of f32/f64 tensors joins the open group
+    of updates of the same kind and attributes when the group stays within a span of ops and
+    one place follows every operand and precedes every outside read of a result; each group of
+    two or more becomes one plait.grouped_update there (one kernel walking the tensors).
+    Results are bit-identical. The module records `plait.group_updates` {kernels, updates}.
+    plait-compile runs it after plait-schedule, unless --no-fusion.
+  }];
+  let options = [
+    Option<"span", "span", "int64_t", "64",
+           "the most ops between a group's first and last update">
+  ];
 }
 
 def FoldTransposesPass : Pass<"plait-fold-transposes", "mlir::ModuleOp"> {

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "codegen/schema/FusedElementwise.h"
+#include "codegen/schema/MatmulLayout.h"
 #include "runtime/cluster/RingModel.h"
 
 namespace plait::cost {
@@ -19,6 +20,13 @@ int64_t intAttr(const plan::InstrDesc &instr, const char *name, int64_t fallback
     if (a.name == name && !a.ints.empty())
       return a.ints.front();
   return fallback;
+}
+
+std::string stringAttr(const plan::InstrDesc &instr, const char *name) {
+  for (const plan::AttrDesc &a : instr.attrs)
+    if (a.name == name)
+      return a.str;
+  return "";
 }
 
 bool isCollective(const std::string &kernel) {
@@ -132,8 +140,14 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     int64_t reduced = a.shape.back();
     if (k == "gemm" && a.shape.size() == 2 && intAttr(instr, "trans_a", 0))
       reduced = a.shape[0];
-    if (k == "matmul" && a.shape.size() >= 2 && intAttr(instr, "transpose_lhs", 0))
-      reduced = a.shape[a.shape.size() - 2];
+    if (k == "matmul" && a.shape.size() >= 2) {
+      // The lhs's last logical dimension: after lhs_perm, then the transpose flag.
+      std::vector<int64_t> logical = a.shape;
+      if (const std::vector<int64_t> *perm = plan::intsAttr(instr, "lhs_perm");
+          perm && matmul::isPermutation(*perm, a.shape.size()))
+        logical = matmul::permuted(a.shape, *perm);
+      reduced = logical[logical.size() - (intAttr(instr, "transpose_lhs", 0) ? 2 : 1)];
+    }
     cost.flops = 2 * numel(out) * double(reduced);
     cost.contraction = true;
     return cost;
@@ -178,6 +192,18 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
           cost.parts.push_back({c->rateClass, cost.elements});
         }
       }
+    return cost;
+  }
+  if (k == "grouped_update") {
+    // The update's work on every tensor of the group (its params: operand 0 of each).
+    const ElementCost *c = elementCost(stringAttr(instr, "update"));
+    int64_t per = intAttr(instr, "operands_per_update", 0);
+    if (!c || per <= 0)
+      return cost;
+    for (size_t i = 0; i < instr.inputs.size(); i += size_t(per))
+      cost.elements += numel(tensor(instr.inputs[i]));
+    cost.flops = c->flops * cost.elements;
+    cost.rateClass = c->rateClass;
     return cost;
   }
   if (const ElementCost *c = elementCost(k)) {

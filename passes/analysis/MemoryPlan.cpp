@@ -130,6 +130,14 @@ std::optional<unsigned> updatedOperand(Operation *op, unsigned result) {
     return std::array<unsigned, 3>{0, 2, 3}[result];
   if (isa<SgdUpdateOp>(op))
     return result == 0 ? 0u : 4u;
+  if (auto grouped = dyn_cast<GroupedUpdateOp>(op)) { // update t's result k: as the op's
+    unsigned per = unsigned(grouped.getOperandsPerUpdate());
+    unsigned perResult = unsigned(grouped.getResultsPerUpdate());
+    unsigned t = result / perResult, k = result % perResult;
+    unsigned operand = grouped.getUpdate() == "adamw_update" ? std::array<unsigned, 3>{0, 2, 3}[k]
+                                                             : (k == 0 ? 0u : 4u);
+    return t * per + operand;
+  }
   return std::nullopt;
 }
 

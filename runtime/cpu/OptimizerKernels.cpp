@@ -56,10 +56,11 @@ struct SgdFactors {
 /// torch.optim.SGD's _single_tensor_sgd for one tensor:
 ///   d_p = grad (+ wd * param);  buf = d_p on the first step, else buf * m + (1 - damp) * d_p;
 ///   d_p = nesterov ? d_p + m * buf : buf;  param += -lr * d_p.
-template <typename T> void sgdUpdate(const KernelCall &call, const SgdFactors &f) {
-  int64_t n = call.inputs[0].numel();
-  const T *param = call.inputs[0].as<T>(), *grad = call.inputs[1].as<T>();
-  T *newParam = call.outputs[0].as<T>();
+template <typename T>
+void sgdUpdate(const TensorView *in, const TensorView *out, const SgdFactors &f) {
+  int64_t n = in[0].numel();
+  const T *param = in[0].as<T>(), *grad = in[1].as<T>();
+  T *newParam = out[0].as<T>();
   const T wd = T(f.weightDecay), negLr = T(-f.lr);
   bool decay = f.weightDecay != 0;
   if (f.momentum == 0) {
@@ -71,8 +72,8 @@ template <typename T> void sgdUpdate(const KernelCall &call, const SgdFactors &f
     }
     return;
   }
-  const T *buffer = call.inputs[4].as<T>();
-  T *newBuffer = call.outputs[1].as<T>();
+  const T *buffer = in[4].as<T>();
+  T *newBuffer = out[1].as<T>();
   const T m = T(f.momentum), keep = T(1 - f.dampening);
   bool first = f.step == 1; // PyTorch's buffer is None until the first step creates it
   for (int64_t i = 0; i < n; ++i) {
@@ -86,33 +87,44 @@ template <typename T> void sgdUpdate(const KernelCall &call, const SgdFactors &f
   }
 }
 
-/// sgd_update(param, grad, lr, step, momentum_buffer?) -> (new_param, new_buffer?).
-Status sgdUpdateKernel(const KernelCall &call) {
-  constexpr std::string_view kName = "sgd_update";
-  bool hasBuffer = call.inputs.size() == 5;
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 4, 5, hasBuffer ? 2 : 1));
-  SgdFactors f;
-  f.momentum = call.attrs.getFloat("momentum", 0.0);
-  f.dampening = call.attrs.getFloat("dampening", 0.0);
-  f.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
-  f.nesterov = call.attrs.getBool("nesterov", false);
+constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update";
+
+/// Checks one sgd_update's operands `in` (4 or 5: `hasBuffer`) and results `out`, and reads
+/// its factors.
+Status prepareSgd(const TensorView *in, const TensorView *out, bool hasBuffer,
+                  const Attrs &attrs, SgdFactors &f) {
+  constexpr std::string_view kName = kSgd;
+  f.momentum = attrs.getFloat("momentum", 0.0);
+  f.dampening = attrs.getFloat("dampening", 0.0);
+  f.weightDecay = attrs.getFloat("weight_decay", 0.0);
+  f.nesterov = attrs.getBool("nesterov", false);
   if (hasBuffer != (f.momentum != 0))
     return Status::errorf("{}: needs a momentum buffer exactly when momentum is non-zero "
                           "(momentum {}, {} buffer)",
                           kName, f.momentum, hasBuffer ? "with" : "without");
-  const TensorView &param = call.inputs[0];
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "grad", param, call.inputs[1]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, call.outputs[0]));
+  const TensorView &param = in[0];
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "grad", param, in[1]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
   if (hasBuffer) {
-    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "momentum_buffer", param, call.inputs[4]));
-    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_buffer", param, call.outputs[1]));
+    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "momentum_buffer", param, in[4]));
+    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_buffer", param, out[1]));
   }
-  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", call.inputs[2], f.lr));
-  PLAIT_RETURN_IF_ERROR(readStep(kName, call.inputs[3], f.step));
+  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], f.lr));
+  return readStep(kName, in[3], f.step);
+}
+
+/// sgd_update(param, grad, lr, step, momentum_buffer?) -> (new_param, new_buffer?).
+Status sgdUpdateKernel(const KernelCall &call) {
+  constexpr std::string_view kName = kSgd;
+  bool hasBuffer = call.inputs.size() == 5;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 4, 5, hasBuffer ? 2 : 1));
+  SgdFactors f;
+  PLAIT_RETURN_IF_ERROR(
+      prepareSgd(call.inputs.data(), call.outputs.data(), hasBuffer, call.attrs, f));
   if (hasHalfTensor(call))
     return runStagedInF32(call, &sgdUpdateKernel);
-  return dispatchF32F64(kName, param.dtype, [&](auto tag) -> Status {
-    sgdUpdate<decltype(tag)>(call, f);
+  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
+    sgdUpdate<decltype(tag)>(call.inputs.data(), call.outputs.data(), f);
     return Status();
   });
 }
@@ -165,47 +177,110 @@ adamwLoopF32(int64_t n, const float *param, const float *grad, const float *expA
   adamwLoop<float>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
 }
 
-template <typename T> void adamwUpdate(const KernelCall &call, const AdamWFactors &f) {
-  int64_t n = call.inputs[0].numel();
-  const T *param = call.inputs[0].as<T>(), *grad = call.inputs[1].as<T>();
-  const T *expAvg = call.inputs[2].as<T>(), *expAvgSq = call.inputs[3].as<T>();
-  T *newParam = call.outputs[0].as<T>(), *newExpAvg = call.outputs[1].as<T>();
-  T *newExpAvgSq = call.outputs[2].as<T>();
+template <typename T>
+void adamwUpdate(const TensorView *in, const TensorView *out, const AdamWFactors &f) {
+  int64_t n = in[0].numel();
+  const T *param = in[0].as<T>(), *grad = in[1].as<T>();
+  const T *expAvg = in[2].as<T>(), *expAvgSq = in[3].as<T>();
+  T *newParam = out[0].as<T>(), *newExpAvg = out[1].as<T>();
+  T *newExpAvgSq = out[2].as<T>();
   if constexpr (std::is_same_v<T, float>)
     adamwLoopF32(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
   else
     adamwLoop<T>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
 }
 
-/// adamw_update(param, grad, exp_avg, exp_avg_sq, lr, step)
-///   -> (new_param, new_exp_avg, new_exp_avg_sq).
-Status adamwUpdateKernel(const KernelCall &call) {
-  constexpr std::string_view kName = "adamw_update";
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 6, 6, 3));
-  const TensorView &param = call.inputs[0];
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "grad", param, call.inputs[1]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg", param, call.inputs[2]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg_sq", param, call.inputs[3]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, call.outputs[0]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg", param, call.outputs[1]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg_sq", param, call.outputs[2]));
+/// Checks one adamw_update's operands `in` (6) and results `out` (3), and reads its factors.
+Status prepareAdamW(const TensorView *in, const TensorView *out, const Attrs &attrs,
+                    AdamWFactors &f) {
+  constexpr std::string_view kName = kAdamW;
+  const TensorView &param = in[0];
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "grad", param, in[1]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg", param, in[2]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg_sq", param, in[3]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg", param, out[1]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg_sq", param, out[2]));
   double lr, step;
-  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", call.inputs[4], lr));
-  PLAIT_RETURN_IF_ERROR(readStep(kName, call.inputs[5], step));
-  AdamWFactors f;
-  f.beta1 = call.attrs.getFloat("beta1", 0.9);
-  f.beta2 = call.attrs.getFloat("beta2", 0.999);
-  f.eps = call.attrs.getFloat("eps", 1e-8);
-  double weightDecay = call.attrs.getFloat("weight_decay", 0.01);
+  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[4], lr));
+  PLAIT_RETURN_IF_ERROR(readStep(kName, in[5], step));
+  f.beta1 = attrs.getFloat("beta1", 0.9);
+  f.beta2 = attrs.getFloat("beta2", 0.999);
+  f.eps = attrs.getFloat("eps", 1e-8);
+  double weightDecay = attrs.getFloat("weight_decay", 0.01);
   f.decay = 1 - lr * weightDecay;
   f.negStepSize = -(lr / (1 - std::pow(f.beta1, step)));
   f.bc2Sqrt = std::sqrt(1 - std::pow(f.beta2, step));
+  return Status();
+}
+
+/// adamw_update(param, grad, exp_avg, exp_avg_sq, lr, step)
+///   -> (new_param, new_exp_avg, new_exp_avg_sq).
+Status adamwUpdateKernel(const KernelCall &call) {
+  constexpr std::string_view kName = kAdamW;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 6, 6, 3));
+  AdamWFactors f;
+  PLAIT_RETURN_IF_ERROR(prepareAdamW(call.inputs.data(), call.outputs.data(), call.attrs, f));
   if (hasHalfTensor(call))
     return runStagedInF32(call, &adamwUpdateKernel);
-  return dispatchF32F64(kName, param.dtype, [&](auto tag) -> Status {
-    adamwUpdate<decltype(tag)>(call, f);
+  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
+    adamwUpdate<decltype(tag)>(call.inputs.data(), call.outputs.data(), f);
     return Status();
   });
+}
+
+//===----------------------------------------------------------------------===//
+// grouped_update
+//===----------------------------------------------------------------------===//
+
+/// grouped_update: `update` on each of the groups of operands_per_update operands and
+/// results_per_update results, walking the list in one call (f32 and f64 tensors only:
+/// plait-group-updates leaves half-precision updates alone).
+Status groupedUpdateKernel(const KernelCall &call) {
+  constexpr std::string_view kName = "grouped_update";
+  std::string_view update = call.attrs.getStrView("update", "");
+  int64_t per = call.attrs.getInt("operands_per_update", 0);
+  int64_t perResult = call.attrs.getInt("results_per_update", 0);
+  bool adamw = update == kAdamW, sgd = update == kSgd;
+  if (!adamw && !sgd)
+    return Status::errorf("{}: update must be adamw_update or sgd_update, got '{}'", kName,
+                          update);
+  if (adamw ? per != 6 || perResult != 3 : (per != 4 && per != 5) || perResult != per - 3)
+    return Status::errorf("{}: {} does not take {} operands and give {} results", kName, update,
+                          per, perResult);
+  size_t count = call.inputs.size() / size_t(per);
+  if (count == 0 || call.inputs.size() % size_t(per) != 0 ||
+      call.outputs.size() != count * size_t(perResult))
+    return Status::errorf("{}: {} operands and {} results are not groups of {} and {}", kName,
+                          call.inputs.size(), call.outputs.size(), per, perResult);
+  for (size_t t = 0; t < count; ++t) {
+    const TensorView *in = call.inputs.data() + t * size_t(per);
+    const TensorView *out = call.outputs.data() + t * size_t(perResult);
+    if (in[0].dtype != DType::F32 && in[0].dtype != DType::F64)
+      return Status::errorf("{}: update {}: {} tensors are not grouped", kName, t,
+                            dtypeName(in[0].dtype));
+    Status s;
+    if (adamw) {
+      AdamWFactors f;
+      s = prepareAdamW(in, out, call.attrs, f);
+      if (s.ok())
+        s = dispatchF32F64(kAdamW, in[0].dtype, [&](auto tag) -> Status {
+          adamwUpdate<decltype(tag)>(in, out, f);
+          return Status();
+        });
+    } else {
+      SgdFactors f;
+      s = prepareSgd(in, out, per == 5, call.attrs, f);
+      if (s.ok())
+        s = dispatchF32F64(kSgd, in[0].dtype, [&](auto tag) -> Status {
+          sgdUpdate<decltype(tag)>(in, out, f);
+          return Status();
+        });
+    }
+    if (!s.ok())
+      return s.withPrefix(std::string(kName) + ": update " + std::to_string(t) + ": ");
+  }
+  return Status();
 }
 
 } // namespace
@@ -213,6 +288,7 @@ Status adamwUpdateKernel(const KernelCall &call) {
 void registerOptimizerKernels() {
   registerKernel("sgd_update", &sgdUpdateKernel);
   registerKernel("adamw_update", &adamwUpdateKernel);
+  registerKernel("grouped_update", &groupedUpdateKernel);
 }
 
 } // namespace plait::rt::cpu

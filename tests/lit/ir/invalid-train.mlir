@@ -173,3 +173,59 @@ func.func @sgd_nesterov(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, 
   %0:2 = plait.sgd_update %p, %g, %lr, %s, %b {momentum = 0.9 : f64, dampening = 0.1 : f64, nesterov = true} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
   return
 }
+
+// -----
+
+func.func @grouped_kind(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update or sgd_update, got "lamb"}}
+  %0 = plait.grouped_update %p, %p, %lr, %lr {update = "lamb", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_arity(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op adamw_update takes 6 operands and gives 3 results, not 4 and 1}}
+  %0 = plait.grouped_update %p, %p, %lr, %lr {update = "adamw_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_counts(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op has 6 operands and 2 results, not groups of 4 and 1}}
+  %0:2 = plait.grouped_update %p, %p, %lr, %lr, %p, %p {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @grouped_momentum(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op needs a momentum buffer exactly when momentum is non-zero}}
+  %0 = plait.grouped_update %p, %p, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64, momentum = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_types(%p: tensor<4xf32>, %q: tensor<2xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op update 1: 'tensor<4xf32>' differs from its param's 'tensor<2xf32>'}}
+  %0:2 = plait.grouped_update %p, %p, %lr, %lr, %q, %p, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<2xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @grouped_half(%p: tensor<4xbf16>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op update 0: param type 'tensor<4xbf16>' is not f32 or f64}}
+  %0 = plait.grouped_update %p, %p, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xbf16>, tensor<4xbf16>, tensor<f32>, tensor<f32>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @grouped_scalars(%p: tensor<4xf32>, %lr: tensor<1xf32>) {
+  // expected-error @+1 {{'plait.grouped_update' op update 0: operand 2 (lr, step) must be tensor<f32>}}
+  %0 = plait.grouped_update %p, %p, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<4xf32>
+  return
+}

@@ -232,6 +232,109 @@ TEST(SgdUpdate, OutputsMayAliasTheirInputs) {
   EXPECT_EQ(buffer.floats(), expected.out(1).floats());
 }
 
+// grouped_update walks its tensors as the single updates would: the same bits, each
+// tensor's results where its own update puts them (here in place, as plans run it).
+TEST(GroupedUpdate, EachTensorAsItsOwnUpdate) {
+  std::vector<std::vector<double>> params = {kParam0, {1.5, -0.5}, {0.25, 0.75, -2.0}};
+  OwnedTensor lr = f32Scalar(0.01), step = f32Scalar(2);
+  std::vector<OwnedTensor> owned; // param, grad, m, v per tensor
+  std::vector<TensorView> in, out;
+  std::vector<KernelResult> expected;
+  for (size_t t = 0; t < params.size(); ++t) {
+    int64_t n = int64_t(params[t].size());
+    std::vector<double> g(params[t].size()), m(params[t].size()), v(params[t].size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      g[i] = kGrads[t][i] * (t + 1);
+      m[i] = 0.1 * kGrads[(t + 1) % 3][i];
+      v[i] = std::fabs(kGrads[(t + 2) % 3][i]) * 0.01;
+    }
+    owned.insert(owned.end(), {f32(params[t]), f32(g), f32(m), f32(v)});
+    expected.push_back(runKernel("adamw_update",
+                                 {f32(params[t]), f32(g), f32(m), f32(v), lr, step},
+                                 {{DType::F32, {n}}, {DType::F32, {n}}, {DType::F32, {n}}},
+                                 AttrsBuilder().f("beta1", 0.8).f("weight_decay", 0.1).build()));
+    ASSERT_TRUE(expected.back().status.ok()) << expected.back().status.message();
+  }
+  for (size_t t = 0; t < params.size(); ++t) {
+    OwnedTensor *p = &owned[4 * t];
+    in.insert(in.end(), {p[0].view, p[1].view, p[2].view, p[3].view, lr.view, step.view});
+    out.insert(out.end(), {p[0].view, p[2].view, p[3].view});
+  }
+  Attrs attrs = AttrsBuilder()
+                    .s("update", "adamw_update")
+                    .i("operands_per_update", 6)
+                    .i("results_per_update", 3)
+                    .f("beta1", 0.8)
+                    .f("weight_decay", 0.1)
+                    .build();
+  Status s = callKernel("grouped_update", in, out, attrs);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (size_t t = 0; t < params.size(); ++t) {
+    EXPECT_EQ(owned[4 * t].floats(), expected[t].out(0).floats()) << "param " << t;
+    EXPECT_EQ(owned[4 * t + 2].floats(), expected[t].out(1).floats()) << "exp_avg " << t;
+    EXPECT_EQ(owned[4 * t + 3].floats(), expected[t].out(2).floats()) << "exp_avg_sq " << t;
+  }
+
+  // SGD with momentum, through the test harness (separate results, no allocation).
+  Attrs sgd = AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).build();
+  OwnedTensor p0 = f32(kParam0), g0 = f32(kGrads[0]), b0 = f32(kGrads[1]);
+  OwnedTensor p1 = f32({1, 2}), g1 = f32({0.5, -0.5}), b1 = f32({0.25, 0.125});
+  KernelResult e0 = runKernel("sgd_update", {p0, g0, lr, step, b0}, {{DType::F32, {6}}, {DType::F32, {6}}}, sgd);
+  KernelResult e1 = runKernel("sgd_update", {p1, g1, lr, step, b1}, {{DType::F32, {2}}, {DType::F32, {2}}}, sgd);
+  KernelResult grouped = runKernel(
+      "grouped_update", {p0, g0, lr, step, b0, p1, g1, lr, step, b1},
+      {{DType::F32, {6}}, {DType::F32, {6}}, {DType::F32, {2}}, {DType::F32, {2}}},
+      AttrsBuilder()
+          .s("update", "sgd_update")
+          .i("operands_per_update", 5)
+          .i("results_per_update", 2)
+          .f("momentum", 0.9)
+          .f("weight_decay", 0.01)
+          .build());
+  ASSERT_TRUE(grouped.status.ok()) << grouped.status.message();
+  EXPECT_EQ(grouped.out(0).floats(), e0.out(0).floats());
+  EXPECT_EQ(grouped.out(1).floats(), e0.out(1).floats());
+  EXPECT_EQ(grouped.out(2).floats(), e1.out(0).floats());
+  EXPECT_EQ(grouped.out(3).floats(), e1.out(1).floats());
+}
+
+TEST(GroupedUpdate, Errors) {
+  auto p = f32({1, 2}), g = f32({0.5, 0.5}), lr = f32Scalar(0.1), step = f32Scalar(1);
+  auto grouped = [&](std::string update, int64_t per, int64_t perResult,
+                     std::vector<OwnedTensor> inputs, size_t results) {
+    std::vector<std::pair<DType, std::vector<int64_t>>> outputs(results, {DType::F32, {2}});
+    return runKernel("grouped_update", inputs, outputs,
+                     AttrsBuilder()
+                         .s("update", update)
+                         .i("operands_per_update", per)
+                         .i("results_per_update", perResult)
+                         .build());
+  };
+  struct Case {
+    KernelResult result;
+    const char *message;
+  } cases[] = {
+      {grouped("lamb", 4, 1, {p, g, lr, step}, 1),
+       "grouped_update: update must be adamw_update or sgd_update, got 'lamb'"},
+      {grouped("sgd_update", 6, 3, {p, g, lr, step, p, g}, 3),
+       "grouped_update: sgd_update does not take 6 operands and give 3 results"},
+      {grouped("sgd_update", 4, 1, {p, g, lr, step, p, g}, 2),
+       "grouped_update: 6 operands and 2 results are not groups of 4 and 1"},
+      {grouped("sgd_update", 4, 1, {p, g, lr, step, p, f32({1, 2, 3}), lr, step}, 2),
+       "grouped_update: update 1: sgd_update: grad"},
+      {grouped("sgd_update", 4, 1,
+               {makeFloat(DType::BF16, {2}, {1, 2}), makeFloat(DType::BF16, {2}, {1, 2}), lr,
+                step},
+               1),
+       "grouped_update: update 0: bf16 tensors are not grouped"},
+  };
+  for (const Case &c : cases) {
+    ASSERT_FALSE(c.result.status.ok()) << c.message;
+    EXPECT_NE(c.result.status.message().find(c.message), std::string::npos)
+        << c.result.status.message();
+  }
+}
+
 TEST(OptimizerKernels, HalfPrecisionParamsGoThroughFloat) {
   auto param = makeFloat(DType::BF16, {2}, {1, -2});
   auto grad = makeFloat(DType::BF16, {2}, {0.5, 0.25});
