@@ -2,6 +2,8 @@
 #include "ir/PlaitDialect.h"
 #include "ir/ShapeRules.h"
 #include "codegen/schema/FusedElementwise.h"
+#include "codegen/schema/MatmulLayout.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -375,6 +377,20 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
     return rule.fail("operands must have rank >= 1, got ranks ", a.getRank(), " and ",
                      b.getRank());
   SmallVector<int64_t> as(a.getShape()), bs(b.getShape());
+  // Permuted operands first (then the transpose flags), as the kernel reads them.
+  for (auto [name, perm, shape] :
+       {std::tuple("lhs_perm", adaptor.getLhsPerm(), &as),
+        std::tuple("rhs_perm", adaptor.getRhsPerm(), &bs)}) {
+    if (!perm)
+      continue;
+    std::string wrong = matmul::checkPerm(*perm, shape->size(), /*result=*/false);
+    if (!wrong.empty())
+      return rule.fail(name, " [", llvm::join(llvm::map_range(*perm, [](int64_t d) {
+                         return std::to_string(d);
+                       }), ", "), "] ", wrong);
+    std::vector<int64_t> logical = matmul::permuted(*shape, *perm);
+    shape->assign(logical.begin(), logical.end());
+  }
   bool transA = adaptor.getTransposeLhs(), transB = adaptor.getTransposeRhs();
   if ((transA && as.size() < 2) || (transB && bs.size() < 2))
     return rule.fail("transpose_lhs/transpose_rhs need an operand of rank >= 2, got ranks ",
@@ -402,6 +418,17 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
     shape.push_back(m);
   if (!promoteB)
     shape.push_back(n);
+  if (auto perm = adaptor.getResultPerm()) {
+    if (promoteA || promoteB)
+      return rule.fail("result_perm needs operands of rank >= 2");
+    std::string wrong = matmul::checkPerm(*perm, shape.size(), /*result=*/true);
+    if (!wrong.empty())
+      return rule.fail("result_perm [", llvm::join(llvm::map_range(*perm, [](int64_t d) {
+                         return std::to_string(d);
+                       }), ", "), "] ", wrong);
+    std::vector<int64_t> stored = matmul::permuted(shape, *perm);
+    shape.assign(stored.begin(), stored.end());
+  }
   results.push_back(RankedTensorType::get(shape, a.getElementType()));
   return success();
 }

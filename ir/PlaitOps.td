@@ -377,7 +377,12 @@ def Plait_MatmulOp : Plait_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
 
     `transpose_lhs` / `transpose_rhs` (both rank >= 2) swap the operand's last two dimensions
     before the product, as a BLAS transpose flag does: plait-fold-transposes sets them in
-    place of a separate plait.transpose, so no transposed copy is made.
+    place of a separate plait.transpose, so no transposed copy is made. Likewise `lhs_perm` /
+    `rhs_perm` read the operand as plait.transpose with that `perm` would give it (before any
+    transpose flag), and `result_perm` stores the product transposed by it: an attention
+    head's [B, T, H, D] -> [B, H, T, D] is then a strided batch of GEMMs, not a copy. An
+    operand's permutation keeps its innermost dimension among the last two, a result's keeps
+    it last (codegen/schema/MatmulLayout.h); all need operands of rank >= 2.
 
     ```mlir
     %c = plait.matmul %a, %b : (tensor<4x2x3xf32>, tensor<3x5xf32>) -> tensor<4x2x5xf32>
@@ -387,8 +392,21 @@ def Plait_MatmulOp : Plait_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   }];
   let arguments = (ins Plait_NumericTensor:$lhs, Plait_NumericTensor:$rhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
-                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
+                       OptionalAttr<DenseI64ArrayAttr>:$lhs_perm,
+                       OptionalAttr<DenseI64ArrayAttr>:$rhs_perm,
+                       OptionalAttr<DenseI64ArrayAttr>:$result_perm);
   let results = (outs Plait_NumericTensor:$result);
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs, CArg<"bool", "false">:$transposeLhs,
+                   CArg<"bool", "false">:$transposeRhs), [{
+      build($_builder, $_state, lhs, rhs, transposeLhs, transposeRhs, nullptr, nullptr, nullptr);
+    }]>,
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$lhs, "::mlir::Value":$rhs, "bool":$transposeLhs,
+                   "bool":$transposeRhs), [{
+      build($_builder, $_state, result, lhs, rhs, transposeLhs, transposeRhs, nullptr, nullptr,
+            nullptr);
+    }]>];
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 

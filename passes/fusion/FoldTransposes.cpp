@@ -6,15 +6,19 @@
 // transposed for free (a flag and a leading dimension), so each such transpose is a copy of
 // a whole matrix that need not exist. Three rewrites, in program order:
 //   transpose(transpose(x)) -> one transpose with the composed permutation, or x itself;
-//   transpose(matmul(a, b)) -> matmul(b, a) with both transpose flags toggled, (AB)^T = B^T A^T,
-//       when the product has no other reader;
-//   matmul(transpose(x), ...) -> matmul(x, ...) with transpose_lhs toggled (likewise the rhs,
-//       and gemm's trans_a / trans_b), for a transpose that swaps the last two dimensions.
+//   transpose(matmul(a, b)) -> matmul(a, b) storing its result permuted (result_perm) when
+//       its rows stay rows, else matmul(b, a) with both operands' last two swapped,
+//       (AB)^T = B^T A^T, when the product has no other reader;
+//   matmul(transpose(x), ...) -> matmul(x, ...) reading x with the composed permutation: a
+//       transpose flag for a swap of the last two (likewise gemm's trans_a / trans_b), else
+//       lhs_perm / rhs_perm when BLAS can read the permuted matrices through strides (an
+//       attention head's [B, T, H, D] read as [B, H, T, D]).
 // Transposes left without readers are erased. Results are bit-identical: the same products
 // accumulate in the same order, only the memory layout BLAS reads differs. The module
 // records the counts in `plait.fold_transposes` for the report.
 #include "passes/Passes.h"
 
+#include "codegen/schema/MatmulLayout.h"
 #include "ir/PlaitDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -55,24 +59,68 @@ struct Counts {
   int64_t removed = 0;    // transpose ops erased
 };
 
-/// The matmul/gemm operand `operand` read through a last-two transpose: reads its input with
-/// the flag toggled instead. Returns whether it did.
+/// The names of the attributes that say how `op` (matmul or gemm) reads operand `index`: its
+/// transpose flag and (matmul only) its permutation; empty when it reads it as stored.
+std::pair<StringRef, StringRef> layoutAttrs(Operation *op, unsigned index) {
+  if (isa<MatmulOp>(op) && index < 2)
+    return index == 0 ? std::pair<StringRef, StringRef>("transpose_lhs", "lhs_perm")
+                      : std::pair<StringRef, StringRef>("transpose_rhs", "rhs_perm");
+  if (isa<GemmOp>(op) && index < 2)
+    return {index == 0 ? "trans_a" : "trans_b", ""};
+  return {"", ""};
+}
+
+/// The permutation taking the stored operand to the one the product reads: its perm
+/// attribute, then its transpose flag (a swap of the last two).
+SmallVector<int64_t> readPerm(Operation *op, StringRef flag, StringRef permName, int64_t rank) {
+  SmallVector<int64_t> perm;
+  if (auto attr = permName.empty() ? DenseI64ArrayAttr()
+                                   : op->getAttrOfType<DenseI64ArrayAttr>(permName))
+    perm.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
+  else
+    for (int64_t i = 0; i < rank; ++i)
+      perm.push_back(i);
+  auto set = op->getAttrOfType<BoolAttr>(flag);
+  if (set && set.getValue() && rank >= 2)
+    std::swap(perm[rank - 1], perm[rank - 2]);
+  return perm;
+}
+
+/// Sets how `op` reads an operand to `perm`, as a transpose flag where one does, else as a
+/// permutation BLAS can read through strides (matmul only). Returns false (and changes
+/// nothing) when neither can.
+bool setReadPerm(Operation *op, StringRef flag, StringRef permName, ArrayRef<int64_t> perm) {
+  bool swap = swapsLastTwo(perm), plain = isIdentity(perm);
+  if (!swap && !plain &&
+      (permName.empty() || !matmul::checkPerm(perm, perm.size(), /*result=*/false).empty()))
+    return false;
+  op->setAttr(flag, BoolAttr::get(op->getContext(), swap));
+  if (permName.empty())
+    return true;
+  if (swap || plain)
+    op->removeAttr(permName);
+  else
+    op->setAttr(permName, DenseI64ArrayAttr::get(op->getContext(), perm));
+  return true;
+}
+
+/// The matmul/gemm operand `operand` read through a transpose: reads the transpose's input
+/// with the composed permutation instead (a flag, or strides). Returns whether it did.
 bool foldOperand(OpOperand &operand, Counts &counts) {
   auto t = operand.get().getDefiningOp<TransposeOp>();
-  if (!t || !swapsLastTwo(t.getPerm()))
+  if (!t)
     return false;
   Operation *op = operand.getOwner();
-  unsigned index = operand.getOperandNumber();
-  StringRef flag;
-  if (isa<MatmulOp>(op))
-    flag = index == 0 ? "transpose_lhs" : "transpose_rhs";
-  else if (isa<GemmOp>(op) && index < 2)
-    flag = index == 0 ? "trans_a" : "trans_b";
-  else
+  auto [flag, permName] = layoutAttrs(op, operand.getOperandNumber());
+  int64_t rank = rankOf(t.getResult());
+  if (flag.empty() || rank < 2)
     return false;
-  auto current = op->getAttrOfType<BoolAttr>(flag);
-  bool set = current && current.getValue();
-  op->setAttr(flag, BoolAttr::get(op->getContext(), !set));
+  // Read as transpose(transpose(x, P), current): dimension i of x is P[current[i]].
+  SmallVector<int64_t> current = readPerm(op, flag, permName, rank), composed;
+  for (int64_t i : current)
+    composed.push_back(t.getPerm()[i]);
+  if (!setReadPerm(op, flag, permName, composed))
+    return false;
   operand.set(t.getX());
   ++counts.operands;
   return true;
@@ -83,25 +131,63 @@ void foldMatmulOperands(Operation *op, Counts &counts) {
     foldOperand(operand, counts);
 }
 
-/// transpose(matmul(a, b)) over the last two dimensions, the product read by nothing else:
-/// matmul(b, a) with the flags toggled and swapped. Returns the new product, or null.
+/// transpose(matmul(a, b)), the product read by nothing else: the product stores its result
+/// permuted (result_perm) when its rows stay rows, or else computes (AB)^T = B^T A^T, with
+/// the operands swapped and their flags toggled, when that makes them rows. Returns the new
+/// product, or null.
 MatmulOp foldTransposedProduct(TransposeOp t, Counts &counts) {
   auto mm = t.getX().getDefiningOp<MatmulOp>();
-  if (!mm || !swapsLastTwo(t.getPerm()) || !mm->hasOneUse() || rankOf(mm.getLhs()) < 2 ||
-      rankOf(mm.getRhs()) < 2)
+  if (!mm || !mm->hasOneUse() || rankOf(mm.getLhs()) < 2 || rankOf(mm.getRhs()) < 2)
+    return nullptr;
+  int64_t rank = rankOf(mm.getResult());
+  // Stored as transpose(transpose(product, R), Q): dimension i of the product is R[Q[i]].
+  SmallVector<int64_t> stored;
+  std::optional<ArrayRef<int64_t>> r = mm.getResultPerm();
+  for (int64_t q : t.getPerm())
+    stored.push_back(r ? (*r)[q] : q);
+  bool swapOperands = stored.back() == rank - 2;
+  if (stored.back() != rank - 1 && !swapOperands)
     return nullptr;
   OpBuilder b(t);
-  auto swapped = b.create<MatmulOp>(mm.getLoc(), t.getType(), mm.getRhs(), mm.getLhs(),
-                                    !mm.getTransposeRhs(), !mm.getTransposeLhs());
+  auto product = b.create<MatmulOp>(mm.getLoc(), t.getType(),
+                                    swapOperands ? mm.getRhs() : mm.getLhs(),
+                                    swapOperands ? mm.getLhs() : mm.getRhs(),
+                                    mm.getTransposeLhs(), mm.getTransposeRhs());
   // Unit, phase and other discardable marks of the product carry over.
   for (NamedAttribute attr : mm->getDiscardableAttrs())
-    swapped->setAttr(attr.getName(), attr.getValue());
-  t.getResult().replaceAllUsesWith(swapped.getResult());
+    product->setAttr(attr.getName(), attr.getValue());
+  bool ok = true;
+  if (swapOperands) {
+    // (AB)^T = B^T A^T: each operand read with its last two swapped, and the product's
+    // dimensions are the transposed product's, whose last two are swapped.
+    for (unsigned i = 0; i < 2; ++i) {
+      auto [flag, permName] = layoutAttrs(mm, 1 - i);
+      SmallVector<int64_t> perm = readPerm(mm, flag, permName, rankOf(mm->getOperand(1 - i)));
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      auto [newFlag, newPermName] = layoutAttrs(product, i);
+      ok = ok && setReadPerm(product, newFlag, newPermName, perm);
+    }
+    for (int64_t &d : stored)
+      d = d == rank - 1 ? rank - 2 : d == rank - 2 ? rank - 1 : d;
+  } else {
+    for (unsigned i = 0; i < 2; ++i) {
+      auto [flag, permName] = layoutAttrs(mm, i);
+      SmallVector<int64_t> perm = readPerm(mm, flag, permName, rankOf(mm->getOperand(i)));
+      ok = ok && setReadPerm(product, flag, permName, perm);
+    }
+  }
+  if (!ok) {
+    product.erase();
+    return nullptr;
+  }
+  if (!isIdentity(stored))
+    product.setResultPermAttr(DenseI64ArrayAttr::get(product.getContext(), stored));
+  t.getResult().replaceAllUsesWith(product.getResult());
   t.erase();
   mm.erase();
   ++counts.results;
   ++counts.removed;
-  return swapped;
+  return product;
 }
 
 /// transpose(transpose(x)): one transpose with the composed permutation, or x when the two

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "codegen/schema/MatmulLayout.h"
 #include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelFamilies.h"
@@ -82,12 +83,140 @@ Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out) {
   return status;
 }
 
+/// A matrix of `rows` x `cols` at element strides (rowStride, colStride) as a row-major
+/// BLAS operand: read as stored (`trans` false, pitch `ld`) when its columns are contiguous,
+/// transposed when its rows are. False when neither (the verifier sees to it that one is).
+bool blasMatrix(int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride, bool &trans,
+                int64_t &ld) {
+  if ((colStride == 1 || cols == 1) && (rows == 1 || rowStride >= cols)) {
+    trans = false;
+    ld = rows == 1 ? std::max<int64_t>(cols, 1) : rowStride;
+    return true;
+  }
+  if ((rowStride == 1 || rows == 1) && (cols == 1 || colStride >= rows)) {
+    trans = true;
+    ld = cols == 1 ? std::max<int64_t>(rows, 1) : colStride;
+    return true;
+  }
+  return false;
+}
+
+/// The logical dimensions of a matmul operand or result stored as `shape` (row-major): sizes
+/// and element strides after `perm` (null: none) and a swap of the last two (`swap`).
+void logicalLayout(ShapeRef shape, const std::vector<int64_t> *perm, bool swap, Dims &sizes,
+                   Dims &strides) {
+  size_t rank = shape.size();
+  Dims stored(rank, 0);
+  for (size_t d = rank, stride = 1; d-- > 0; stride *= size_t(shape[d]))
+    stored[d] = int64_t(stride);
+  sizes.clear();
+  strides.clear();
+  for (size_t i = 0; i < rank; ++i) {
+    size_t from = perm ? size_t((*perm)[i]) : i;
+    sizes.push_back(shape[from]);
+    strides.push_back(stored[from]);
+  }
+  if (swap && rank >= 2) {
+    std::swap(sizes[rank - 1], sizes[rank - 2]);
+    std::swap(strides[rank - 1], strides[rank - 2]);
+  }
+}
+
+/// matmul with lhs_perm / rhs_perm / result_perm: one GEMM per batch entry, each operand and
+/// the result read or written in place through strides (no transposed copies).
+template <typename T>
+Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out) {
+  constexpr std::string_view kName = "matmul";
+  const TensorView &x = call.inputs[0], &y = call.inputs[1];
+  const std::vector<int64_t> *perms[3] = {nullptr, nullptr, nullptr};
+  const char *names[3] = {"lhs_perm", "rhs_perm", "result_perm"};
+  for (int i = 0; i < 3; ++i)
+    if (call.attrs.has(names[i]))
+      perms[i] = &call.attrs.getInts(names[i]);
+  if (x.rank() < 2 || y.rank() < 2)
+    return Status::errorf("{}: permuted operands need rank >= 2", kName);
+  for (int i = 0; i < 2; ++i)
+    if (perms[i]) {
+      std::string wrong =
+          matmul::checkPerm(*perms[i], size_t((i == 0 ? x : y).rank()), /*result=*/false);
+      if (!wrong.empty())
+        return Status::errorf("{}: {} {}", kName, names[i], wrong);
+    }
+  Dims as, asStride, bs, bsStride;
+  logicalLayout(x.shape, perms[0], call.attrs.getBool("transpose_lhs", false), as, asStride);
+  logicalLayout(y.shape, perms[1], call.attrs.getBool("transpose_rhs", false), bs, bsStride);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  if (bs[bs.size() - 2] != k)
+    return Status::errorf("{}: contracting dimensions differ: {} times {}", kName,
+                          shapeString(x.shape), shapeString(y.shape));
+  Dims batchA(ShapeRef(as).slice(0, as.size() - 2)), batchB(ShapeRef(bs).slice(0, bs.size() - 2));
+  Dims batch, result;
+  if (!broadcastShapes(batchA, batchB, batch))
+    return Status::errorf("{}: batch dimensions of {} and {} do not broadcast", kName,
+                          shapeString(x.shape), shapeString(y.shape));
+  result = batch;
+  result.push_back(m);
+  result.push_back(n);
+  // The result's logical strides: stored dimension i holds logical dimension Q[i].
+  const TensorView &o = call.outputs[0];
+  size_t rank = result.size();
+  if (perms[2]) {
+    std::string wrong = matmul::checkPerm(*perms[2], rank, /*result=*/true);
+    if (!wrong.empty())
+      return Status::errorf("{}: result_perm {}", kName, wrong);
+  }
+  Dims stored(rank, 0), rStride(rank, 0);
+  for (size_t i = 0; i < rank; ++i)
+    stored[i] = result[perms[2] ? size_t((*perms[2])[i]) : i];
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", o.shape, stored));
+  for (size_t d = rank, stride = 1; d-- > 0; stride *= size_t(stored[d]))
+    rStride[perms[2] ? size_t((*perms[2])[d]) : d] = int64_t(stride);
+  bool transA, transB, transC;
+  int64_t lda, ldb, ldc;
+  size_t ra = as.size(), rb = bs.size();
+  if (!blasMatrix(m, k, asStride[ra - 2], asStride[ra - 1], transA, lda) ||
+      !blasMatrix(k, n, bsStride[rb - 2], bsStride[rb - 1], transB, ldb) ||
+      !blasMatrix(m, n, rStride[rank - 2], rStride[rank - 1], transC, ldc) || transC)
+    return Status::errorf("{}: the permuted layout is not a strided GEMM", kName);
+  // Walk the batch: each operand's offset from its own strides (0 along broadcast dims).
+  size_t nb = batch.size();
+  int64_t count = product(batch, 0, nb);
+  Dims index(nb, 0);
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t offA = 0, offB = 0, offC = 0;
+    for (size_t d = 0; d < nb; ++d) {
+      size_t da = d + batchA.size() - nb, db = d + batchB.size() - nb; // right-aligned
+      if (d >= nb - batchA.size() && batchA[da] != 1)
+        offA += index[d] * asStride[da];
+      if (d >= nb - batchB.size() && batchB[db] != 1)
+        offB += index[d] * bsStride[db];
+      offC += index[d] * rStride[d];
+    }
+    PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(transA, transB, m, n, k, 1.0, a + offA, lda,
+                                          b + offB, ldb, 0.0, out + offC, ldc));
+    for (size_t d = nb; d-- > 0;) {
+      if (++index[d] < batch[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return Status();
+}
+
 Status matmulKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkArity(call, "matmul", 2, 2, 1));
   const TensorView &a = call.inputs[0], &b = call.inputs[1];
   TensorView &out = call.outputs[0];
   PLAIT_RETURN_IF_ERROR(checkSameDtype("matmul", a, b));
   PLAIT_RETURN_IF_ERROR(checkSameDtype("matmul", a, out));
+  if (call.attrs.has("lhs_perm") || call.attrs.has("rhs_perm") || call.attrs.has("result_perm")) {
+    if (hasHalfTensor(call))
+      return runStagedInF32(call, &matmulKernel);
+    return dispatchNumeric("matmul", a.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      return permutedMatmul<T>(call, a.as<T>(), b.as<T>(), out.as<T>());
+    });
+  }
   MatmulShape s;
   s.transA = call.attrs.getBool("transpose_lhs", false);
   s.transB = call.attrs.getBool("transpose_rhs", false);

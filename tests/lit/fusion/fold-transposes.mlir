@@ -34,20 +34,32 @@ func.func @weight_grad(%x: tensor<6x4xf32>, %dy: tensor<6x5xf32>) -> tensor<5x4x
 
 // -----
 
-// Batched attention scores q k^T over the last two dimensions fold; a head transpose
-// (0, 2, 1, 3) is a real data movement and stays; a product read twice keeps its transpose.
-// CHECK: module attributes {plait.fold_transposes = {composed = 0 : i64, operands = 1 : i64, removed = 1 : i64, results = 0 : i64}}
-// CHECK-LABEL: func.func @kept
-// CHECK: %[[H:.*]] = plait.transpose %arg0 {perm = array<i64: 0, 2, 1, 3>}
-// CHECK: %[[S:.*]] = plait.matmul %[[H]], %arg1 {transpose_rhs = true} : (tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>) -> tensor<2x4x3x5xf32>
-// CHECK: %[[ST:.*]] = plait.transpose %[[S]] {perm = array<i64: 0, 1, 3, 2>}
-// CHECK: return %[[S]], %[[ST]]
-func.func @kept(%q: tensor<2x3x4x8xf32>, %k: tensor<2x4x5x8xf32>) -> (tensor<2x4x3x5xf32>, tensor<2x4x5x3xf32>) {
-  %h = plait.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x4x8xf32>) -> tensor<2x4x3x8xf32>
-  %kt = plait.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x4x5x8xf32>) -> tensor<2x4x8x5xf32>
-  %s = plait.matmul %h, %kt : (tensor<2x4x3x8xf32>, tensor<2x4x8x5xf32>) -> tensor<2x4x3x5xf32>
+// An attention head: q, k and v are [B, T, H, D] and the heads' products are batched over
+// [B, H]. The head transposes (0, 2, 1, 3) and k's (0, 2, 3, 1) become strided reads
+// (lhs_perm, rhs_perm), and the context's way back to [B, T, H, D] a strided write
+// (result_perm); a product read twice keeps its transpose, and a permutation that moves the
+// innermost dimension away from the last two is a real copy and stays.
+// CHECK: module attributes {plait.fold_transposes = {composed = 0 : i64, operands = 3 : i64, removed = 4 : i64, results = 1 : i64}}
+// CHECK-LABEL: func.func @heads
+// CHECK-NEXT: %[[S:.*]] = plait.matmul %arg0, %arg1 {lhs_perm = array<i64: 0, 2, 1, 3>, rhs_perm = array<i64: 0, 2, 3, 1>} : (tensor<2x3x4x8xf32>, tensor<2x5x4x8xf32>) -> tensor<2x4x3x5xf32>
+// CHECK-NEXT: %[[ST:.*]] = plait.transpose %[[S]] {perm = array<i64: 0, 1, 3, 2>}
+// CHECK-NEXT: %[[C:.*]] = plait.matmul %[[S]], %arg2 {result_perm = array<i64: 0, 2, 1, 3>, rhs_perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x3x5xf32>, tensor<2x5x4x8xf32>) -> tensor<2x3x4x8xf32>
+// CHECK-NEXT: %[[X:.*]] = plait.transpose %arg0 {perm = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT: plait.matmul %[[X]], %[[X]] {transpose_rhs = true}
+// CHECK: return %[[C]], %[[S]], %[[ST]]
+func.func @heads(%q: tensor<2x3x4x8xf32>, %k: tensor<2x5x4x8xf32>, %v: tensor<2x5x4x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3x5xf32>, tensor<2x4x5x3xf32>, tensor<2x4x3x3xf32>) {
+  %qh = plait.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x4x8xf32>) -> tensor<2x4x3x8xf32>
+  %kt = plait.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<2x5x4x8xf32>) -> tensor<2x4x8x5xf32>
+  %s = plait.matmul %qh, %kt : (tensor<2x4x3x8xf32>, tensor<2x4x8x5xf32>) -> tensor<2x4x3x5xf32>
   %st = plait.transpose %s {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x4x3x5xf32>) -> tensor<2x4x5x3xf32>
-  return %s, %st : tensor<2x4x3x5xf32>, tensor<2x4x5x3xf32>
+  %vh = plait.transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x4x8xf32>) -> tensor<2x4x5x8xf32>
+  %c = plait.matmul %s, %vh : (tensor<2x4x3x5xf32>, tensor<2x4x5x8xf32>) -> tensor<2x4x3x8xf32>
+  %ct = plait.transpose %c {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x3x8xf32>) -> tensor<2x3x4x8xf32>
+  %x = plait.transpose %q {perm = array<i64: 0, 3, 1, 2>} : (tensor<2x3x4x8xf32>) -> tensor<2x8x3x4xf32>
+  %xx = plait.matmul %x, %x {transpose_rhs = true} : (tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32>) -> tensor<2x8x3x3xf32>
+  %y = plait.reshape %xx : (tensor<2x8x3x3xf32>) -> tensor<2x4x3x6xf32>
+  %z = plait.slice %y {starts = array<i64: 0, 0, 0, 0>, ends = array<i64: 2, 4, 3, 3>, steps = array<i64: 1, 1, 1, 1>} : (tensor<2x4x3x6xf32>) -> tensor<2x4x3x3xf32>
+  return %ct, %s, %st, %z : tensor<2x3x4x8xf32>, tensor<2x4x3x5xf32>, tensor<2x4x5x3xf32>, tensor<2x4x3x3xf32>
 }
 
 // -----

@@ -445,3 +445,48 @@ func.func @matmul_transposed_shapes(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) {
   %0 = plait.matmul %a, %b {transpose_lhs = true, transpose_rhs = true} : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<3x4xf32>
   return
 }
+
+// -----
+
+func.func @matmul_perm_not_permutation(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @+2 {{'plait.matmul' op lhs_perm [0, 0, 2] is not a permutation of the 3 dimensions}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = plait.matmul %a, %b {lhs_perm = array<i64: 0, 0, 2>} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_perm_not_blas(%a: tensor<4x2x3xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @+2 {{'plait.matmul' op rhs_perm [2, 0, 1] must keep the innermost dimension among the last two (BLAS reads rows or columns)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = plait.matmul %b, %a {rhs_perm = array<i64: 2, 0, 1>} : (tensor<2x4x5xf32>, tensor<4x2x3xf32>) -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result_perm(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @+2 {{'plait.matmul' op result_perm [0, 2, 1] must keep the innermost dimension last (BLAS writes rows)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = plait.matmul %a, %b {result_perm = array<i64: 0, 2, 1>} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x5x3xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_perm_rank(%a: tensor<4xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{'plait.matmul' op lhs_perm [0] needs rank >= 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = plait.matmul %a, %b {lhs_perm = array<i64: 0>} : (tensor<4xf32>, tensor<4x5xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result_perm_promoted(%a: tensor<3x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{'plait.matmul' op result_perm needs operands of rank >= 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = plait.matmul %a, %b {result_perm = array<i64: 0>} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3xf32>
+  return
+}

@@ -122,6 +122,65 @@ TEST(LinalgKernels, MatmulReadsTransposedOperands) {
   EXPECT_FALSE(bad.status.ok());
 }
 
+/// `x` (f32) transposed by `perm`, as the transpose kernel computes it.
+OwnedTensor permute(const OwnedTensor &x, std::vector<int64_t> perm) {
+  std::vector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(x.view.shape[size_t(p)]);
+  return runOk("transpose", {x}, DType::F32, shape, AttrsBuilder().ints("perm", perm).build());
+}
+
+// lhs_perm / rhs_perm / result_perm: the product of the permuted operands, stored permuted,
+// exactly as transposes around a plain matmul give it (an attention head's layouts, a
+// broadcast batch, and a permutation combined with a transpose flag).
+TEST(LinalgKernels, MatmulReadsAndWritesPermutedLayouts) {
+  struct Case {
+    std::vector<int64_t> a, b, pa, pb, pr, product; // product: the logical result's shape
+    bool tb;
+  };
+  for (const Case &c : std::vector<Case>{
+           {{2, 3, 4, 8}, {2, 5, 4, 8}, {0, 2, 1, 3}, {0, 2, 3, 1}, {}, {2, 4, 3, 5}, false},
+           {{2, 4, 3, 5}, {2, 5, 4, 8}, {}, {0, 2, 1, 3}, {0, 2, 1, 3}, {2, 4, 3, 8}, false},
+           {{2, 3, 4, 8}, {2, 5, 4, 8}, {0, 2, 1, 3}, {0, 2, 1, 3}, {}, {2, 4, 3, 5}, true},
+           {{3, 4, 8}, {1, 8, 6}, {1, 0, 2}, {}, {1, 0, 2}, {4, 3, 6}, false},
+           {{2, 8, 3}, {8, 5}, {0, 2, 1}, {}, {}, {2, 3, 5}, false}}) {
+    int64_t na = 1, nb = 1;
+    for (int64_t d : c.a)
+      na *= d;
+    for (int64_t d : c.b)
+      nb *= d;
+    auto a = makeFloat(DType::F32, c.a, ramp(na, 0.125, -2));
+    auto b = makeFloat(DType::F32, c.b, ramp(nb, 0.25, -3));
+    // The operands as the product reads them: permuted, then (rhs) the flag's swap.
+    OwnedTensor la = c.pa.empty() ? a : permute(a, c.pa);
+    OwnedTensor lb = c.pb.empty() ? b : permute(b, c.pb);
+    if (c.tb)
+      lb = permute(lb, {0, 1, 3, 2});
+    OwnedTensor product = runOk("matmul", {la, lb}, DType::F32, c.product);
+    OwnedTensor expected = c.pr.empty() ? product : permute(product, c.pr);
+    AttrsBuilder attrs;
+    if (!c.pa.empty())
+      attrs.ints("lhs_perm", c.pa);
+    if (!c.pb.empty())
+      attrs.ints("rhs_perm", c.pb);
+    if (!c.pr.empty())
+      attrs.ints("result_perm", c.pr);
+    if (c.tb)
+      attrs.i("transpose_rhs", 1);
+    std::vector<int64_t> stored(expected.view.shape.begin(), expected.view.shape.end());
+    auto out = runOk("matmul", {a, b}, DType::F32, stored, attrs.build());
+    EXPECT_EQ(out.floats(), expected.floats()) << "lhs " << c.a.size() << "-D, tb " << c.tb;
+  }
+  // A permutation BLAS cannot read through strides is an error, not a wrong product.
+  auto a = makeFloat(DType::F32, {2, 3, 4}, ramp(24, 1, 0));
+  KernelResult bad = runKernel("matmul", {a, a}, {{DType::F32, {4, 2, 4}}},
+                               AttrsBuilder().ints("lhs_perm", {2, 0, 1}).build());
+  ASSERT_FALSE(bad.status.ok());
+  EXPECT_NE(bad.status.message().find("lhs_perm must keep the innermost dimension"),
+            std::string::npos)
+      << bad.status.message();
+}
+
 TEST(LinalgKernels, GemmTransposesAndBias) {
   // a: [2,3], b^T with b: [4,3], c: [4] -> [2,4]
   auto a = makeFloat(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
