@@ -42,15 +42,9 @@ struct Case {
   std::vector<int64_t> program, outputs;
 };
 
+/// Random values from the test's generator (each tensor seeded from it).
 OwnedTensor randomTensor(Shape shape, std::mt19937 &rng, double lo, double hi) {
-  std::uniform_real_distribution<double> dist(lo, hi);
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  std::vector<double> v(static_cast<size_t>(n));
-  for (double &x : v)
-    x = dist(rng);
-  return rt::test::makeFloat(DType::F32, shape, v);
+  return rt::test::randomFloats(std::move(shape), uint32_t(rng()), lo, hi);
 }
 
 OwnedTensor scalar(double v) { return rt::test::makeFloat(DType::F32, {}, {v}); }
