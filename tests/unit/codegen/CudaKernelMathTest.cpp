@@ -6,7 +6,9 @@
 //   * with the math library's expf and erff (as the device code calls CUDA's), realistic
 //     chains (GELU, a layer norm, softmax, the pow cases) within 1e-6 relative (absolute
 //     below magnitude 1).
-// Also: an opcode without a CUDA expression makes code generation fail with a clear error.
+// Also: an opcode without a CUDA expression makes code generation fail with a clear error;
+// and runtime/cuda/CudaModule: one-line errors without a device, and where there is one
+// (never here), the generated kernels launched and compared with the interpreter.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -25,6 +27,11 @@
 #include "compiler/FusedExpressions.h"
 #include "compiler/KernelBuild.h"
 #include "tests/unit/kernels/KernelTestSupport.h"
+#ifdef PLAIT_HAVE_CUDA_TOOLKIT
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaModule.h"
+#include "runtime/cuda/CudaStatus.h"
+#endif
 
 namespace plait {
 namespace {
@@ -142,6 +149,19 @@ private:
   void *library_ = nullptr;
 };
 
+/// The interpreter's results for `c`.
+rt::test::KernelResult interpret(const Case &c) {
+  std::vector<std::pair<DType, Shape>> results(c.outputs.size(), {DType::F32, c.shape});
+  return rt::test::runKernel(
+      "fused_elementwise", c.inputs, results,
+      rt::test::AttrsBuilder().ints("program", c.program).ints("outputs", c.outputs).build());
+}
+
+/// Within 1e-6 relative of the interpreter (absolute below magnitude 1).
+bool withinOneMillionth(float a, float b) {
+  return std::fabs(double(a) - double(b)) <= 1e-6 * std::max(1.0, std::fabs(double(b)));
+}
+
 /// Runs every case through the generated element functions and the interpreter; `close`
 /// decides whether two elements agree.
 template <typename Close>
@@ -154,10 +174,7 @@ void compareWithInterpreter(const std::vector<Case> &cases, bool exactMath, Clos
   HostKernels kernels(plan, cases, exactMath);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case &c = cases[i];
-    std::vector<std::pair<DType, Shape>> results(c.outputs.size(), {DType::F32, c.shape});
-    rt::test::KernelResult reference = rt::test::runKernel(
-        "fused_elementwise", c.inputs, results,
-        rt::test::AttrsBuilder().ints("program", c.program).ints("outputs", c.outputs).build());
+    rt::test::KernelResult reference = interpret(c);
     ASSERT_TRUE(reference.status.ok()) << reference.status.message();
     std::vector<const float *> in;
     for (const OwnedTensor &t : c.inputs)
@@ -280,9 +297,7 @@ TEST(CudaKernelMath, RealisticChainsMatchTheInterpreterBitForBit) {
 }
 
 TEST(CudaKernelMath, LibmMathIsWithinOneMillionthOfTheInterpreter) {
-  compareWithInterpreter(realisticCases(), /*exactMath=*/false, [](float a, float b) {
-    return std::fabs(double(a) - double(b)) <= 1e-6 * std::max(1.0, std::fabs(double(b)));
-  });
+  compareWithInterpreter(realisticCases(), /*exactMath=*/false, withinOneMillionth);
 }
 
 TEST(CudaKernelMath, AnOpcodeWithoutACudaExpressionIsAnError) {
@@ -311,6 +326,95 @@ TEST(CudaKernelMath, AnOpcodeWithoutACudaExpressionIsAnError) {
                                "compiler/FusedExpressions.cpp",
                                int64_t(fused::kNumOpcodes)));
 }
+
+#ifdef PLAIT_HAVE_CUDA_TOOLKIT
+rt::Status failingDriverCall() {
+  PLAIT_CU_RETURN_IF_ERROR(CUDA_ERROR_INVALID_VALUE);
+  return {};
+}
+
+bool haveCudaDevice() {
+  std::vector<rt::CudaDeviceInfo> devices;
+  return rt::listCudaDevices(devices).ok();
+}
+
+TEST(CudaModule, WithoutADeviceContextsAreOneLineErrors) {
+  if (haveCudaDevice())
+    GTEST_SKIP() << "a CUDA device is present (LaunchesGeneratedKernels runs)";
+  std::unique_ptr<rt::CudaContext> context;
+  rt::Status s = rt::CudaContext::open(0, context);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(context, nullptr);
+  // No driver at all (CUDA's reason), or a driver without a device (the call that failed).
+  std::string m = s.message();
+  RecordProperty("message", m);
+  EXPECT_TRUE(m.rfind("no CUDA driver: ", 0) == 0 || m.find(" failed at ") != std::string::npos)
+      << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  // Asking again gives the same answer (the driver is resolved once).
+  EXPECT_EQ(rt::CudaContext::open(0, context).message(), m);
+}
+
+TEST(CudaModule, TheStatusMacroRecordsTheCallFileAndLine) {
+  std::string m = failingDriverCall().message();
+  EXPECT_EQ(m.rfind("CUDA_ERROR_INVALID_VALUE failed at ", 0), 0u) << m;
+  EXPECT_NE(m.find("CudaKernelMathTest.cpp:"), std::string::npos) << m;
+}
+
+// Where there is a GPU: the generated kernels of the realistic chains, compiled by nvcc,
+// loaded, launched and compared with the interpreter (never run on the machine this was
+// written on, which has no GPU).
+TEST(CudaModule, LaunchesGeneratedKernels) {
+  if (!haveCudaDevice())
+    GTEST_SKIP() << "no CUDA device";
+  std::vector<Case> cases = realisticCases();
+  plan::PlanDesc plan = planOf(cases);
+  CudaCodegenResult generated = generateCudaKernels(plan);
+  if (generated.userError)
+    GTEST_SKIP() << generated.error;
+  ASSERT_EQ(generated.error, "");
+  std::unique_ptr<rt::CudaContext> context;
+  ASSERT_TRUE(rt::CudaContext::open(0, context).ok());
+  const rt::CudaDriver &cu = context->driver();
+  std::unique_ptr<rt::CudaModule> module;
+  rt::Status loaded = rt::CudaModule::load(cu, plan.generatedCuda, module);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case &c = cases[i];
+    CUfunction kernel = nullptr;
+    ASSERT_TRUE(module->kernel(cudaSymbolOf(i), kernel).ok());
+    rt::test::KernelResult reference = interpret(c);
+    ASSERT_TRUE(reference.status.ok());
+    size_t numel = size_t(reference.out().view.numel());
+    std::vector<CUdeviceptr> pointers;
+    for (const OwnedTensor &t : c.inputs) {
+      CUdeviceptr p = 0;
+      ASSERT_EQ(cu.cuMemAlloc(&p, t.bytes.size()), CUDA_SUCCESS);
+      ASSERT_EQ(cu.cuMemcpyHtoD(p, t.bytes.data(), t.bytes.size()), CUDA_SUCCESS);
+      pointers.push_back(p);
+    }
+    for (size_t o = 0; o < c.outputs.size(); ++o) {
+      CUdeviceptr p = 0;
+      ASSERT_EQ(cu.cuMemAlloc(&p, numel * sizeof(float)), CUDA_SUCCESS);
+      pointers.push_back(p);
+    }
+    rt::Status launched = rt::launchFusedKernel(cu, kernel, pointers, int64_t(numel));
+    ASSERT_TRUE(launched.ok()) << launched.message();
+    ASSERT_EQ(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+    for (size_t o = 0; o < c.outputs.size(); ++o) {
+      std::vector<float> got(numel), expected = reference.out(o).values<float>();
+      ASSERT_EQ(cu.cuMemcpyDtoH(got.data(), pointers[c.inputs.size() + o], numel * sizeof(float)),
+                CUDA_SUCCESS);
+      for (size_t e = 0; e < numel; ++e)
+        ASSERT_TRUE(withinOneMillionth(got[e], expected[e]))
+            << "case " << i << " result " << o << " element " << e << ": device " << got[e]
+            << ", interpreter " << expected[e];
+    }
+    for (CUdeviceptr p : pointers)
+      cu.cuMemFree(p);
+  }
+}
+#endif
 
 } // namespace
 } // namespace plait
