@@ -327,6 +327,20 @@ TEST(CudaKernelMath, AnOpcodeWithoutACudaExpressionIsAnError) {
                                int64_t(fused::kNumOpcodes)));
 }
 
+// An input of a higher rank than the result (the verifier rejects it; codegen says so too,
+// rather than index past its shape).
+TEST(CudaKernelMath, AnInputOfHigherRankIsAnError) {
+  std::mt19937 rng(5);
+  Case c{{randomTensor({2, 1, 4}, rng, 0, 1), randomTensor({4}, rng, 0, 1)},
+         {false, false}, {4}, {fused::Add, 0, 1}, {2}};
+  plan::PlanDesc plan = planOf({c});
+  std::vector<size_t> generated;
+  std::string error;
+  EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
+  EXPECT_EQ(error, "case0: input 0 of shape rank 3 does not broadcast to the result's rank 1 "
+                   "(at most 16)");
+}
+
 #ifdef PLAIT_HAVE_CUDA_TOOLKIT
 rt::Status failingDriverCall() {
   PLAIT_CU_RETURN_IF_ERROR(CUDA_ERROR_INVALID_VALUE);
@@ -353,6 +367,12 @@ TEST(CudaModule, WithoutADeviceContextsAreOneLineErrors) {
   EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   // Asking again gives the same answer (the driver is resolved once).
   EXPECT_EQ(rt::CudaContext::open(0, context).message(), m);
+}
+
+TEST(CudaModule, APlanWithoutKernelsIsAnError) {
+  std::unique_ptr<rt::CudaModule> module;
+  EXPECT_EQ(rt::CudaModule::load(rt::CudaDriver(), {}, module).message(),
+            "the plan carries no CUDA kernels (compiled with --no-codegen?)");
 }
 
 TEST(CudaModule, TheStatusMacroRecordsTheCallFileAndLine) {
