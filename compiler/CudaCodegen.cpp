@@ -38,6 +38,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "codegen/schema/FusedElementwise.h"
 #include "compiler/FusedExpressions.h"
@@ -97,7 +98,7 @@ std::string inputIndex(const InputForm &form, const std::string &i) {
   return sum;
 }
 
-/// Each input's form, or "" and `error` when a shape is beyond the runtime's rank limit.
+/// Each input's form, or nothing and `error` when one does not broadcast to the result.
 std::vector<InputForm> inputForms(const plan::PlanDesc &plan, const FusedInstruction &f,
                                   std::string &error) {
   std::vector<InputForm> forms(f.inputs());
@@ -110,10 +111,16 @@ std::vector<InputForm> inputForms(const plan::PlanDesc &plan, const FusedInstruc
       forms[r].kind = InputForm::Splat;
       continue;
     }
-    if (result.size() > rt::kMaxRank || shape.size() > result.size()) {
-      error = fmt::format("{}: input {} of shape rank {} does not broadcast to the result's "
-                          "rank {} (at most {})",
-                          f.instr->name, r, shape.size(), result.size(), rt::kMaxRank);
+    // The verifier's rule, checked again: planBroadcast assumes it.
+    bool broadcasts = shape.size() <= result.size() && result.size() <= rt::kMaxRank;
+    for (size_t k = 1; broadcasts && k <= shape.size(); ++k)
+      broadcasts = shape[shape.size() - k] == 1 ||
+                   shape[shape.size() - k] == result[result.size() - k];
+    if (!broadcasts) {
+      error = fmt::format("{}: input {} of shape [{}] does not broadcast to the result's "
+                          "shape [{}] (numpy rules, at most {} dimensions)",
+                          f.instr->name, r, fmt::join(shape, ", "), fmt::join(result, ", "),
+                          rt::kMaxRank);
       return {};
     }
     rt::cpu::BroadcastPlan<1> merged = rt::cpu::planBroadcast<1>(result, {shape});

@@ -327,9 +327,9 @@ TEST(CudaKernelMath, AnOpcodeWithoutACudaExpressionIsAnError) {
                                int64_t(fused::kNumOpcodes)));
 }
 
-// An input of a higher rank than the result (the verifier rejects it; codegen says so too,
-// rather than index past its shape).
-TEST(CudaKernelMath, AnInputOfHigherRankIsAnError) {
+// An input that does not broadcast to the result (the verifier rejects it; codegen says so
+// too, rather than index past its shape).
+TEST(CudaKernelMath, AnInputThatDoesNotBroadcastIsAnError) {
   std::mt19937 rng(5);
   Case c{{randomTensor({2, 1, 4}, rng, 0, 1), randomTensor({4}, rng, 0, 1)},
          {false, false}, {4}, {fused::Add, 0, 1}, {2}};
@@ -337,8 +337,16 @@ TEST(CudaKernelMath, AnInputOfHigherRankIsAnError) {
   std::vector<size_t> generated;
   std::string error;
   EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
-  EXPECT_EQ(error, "case0: input 0 of shape rank 3 does not broadcast to the result's rank 1 "
-                   "(at most 16)");
+  EXPECT_EQ(error, "case0: input 0 of shape [2, 1, 4] does not broadcast to the result's "
+                   "shape [4] (numpy rules, at most 16 dimensions)");
+  // Nor one whose dimension is neither 1 nor the result's.
+  Case d{{randomTensor({3}, rng, 0, 1), randomTensor({2, 4}, rng, 0, 1)},
+         {false, false}, {2, 4}, {fused::Add, 0, 1}, {2}};
+  plan = planOf({d});
+  error.clear();
+  EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
+  EXPECT_EQ(error, "case0: input 0 of shape [3] does not broadcast to the result's shape [2, 4] "
+                   "(numpy rules, at most 16 dimensions)");
 }
 
 #ifdef PLAIT_HAVE_CUDA_TOOLKIT
