@@ -232,8 +232,10 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
   return s.str();
 }
 
-/// The nvcc to run: $PLAIT_NVCC, else nvcc on PATH, else /usr/local/cuda/bin/nvcc; or ""
-/// and `error`.
+} // namespace
+
+std::string cudaSymbolOf(size_t i) { return fmt::format("plait_fused_{}", i); }
+
 std::string findNvcc(std::string &error) {
   auto executable = [](const fs::path &p) {
     std::error_code ec;
@@ -263,10 +265,6 @@ std::string findNvcc(std::string &error) {
   error = "nvcc not found (not on PATH, not /usr/local/cuda/bin/nvcc; set PLAIT_NVCC)";
   return "";
 }
-
-} // namespace
-
-std::string cudaSymbolOf(size_t i) { return fmt::format("plait_fused_{}", i); }
 
 std::string cudaKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &generated,
                              std::string &error) {

@@ -35,6 +35,10 @@ std::string cudaKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &ge
 /// The kernel name of instruction `i`.
 std::string cudaSymbolOf(size_t i);
 
+/// The nvcc to run: $PLAIT_NVCC (a path, or a name on PATH), else nvcc on PATH, else
+/// /usr/local/cuda/bin/nvcc; or "" and why there is none in `error`.
+std::string findNvcc(std::string &error);
+
 /// Generates the kernels, compiles them with nvcc ($PLAIT_NVCC, else nvcc on PATH, else
 /// /usr/local/cuda/bin/nvcc) or takes the fatbin from the cache (as generateCpuKernels), and
 /// stores it in plan.generatedCuda. Unlike the CPU's, a failure is an error: a plan for

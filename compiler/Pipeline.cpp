@@ -964,6 +964,12 @@ int compileModel(const CompileOptions &options) {
   ctx.loadAllAvailableDialects();
   ctx.printOpOnDiagnostic(false); // errors are one line; the IR is what --dump-dir is for
   OneLineDiagnostics diagnostics(ctx, options.modelPath);
+  // --device cuda cannot write a useful plan without nvcc: say so before planning.
+  if (options.device == "cuda" && options.codegen && options.emit == "plan") {
+    std::string error;
+    if (findNvcc(error).empty())
+      return reportError(fmt::format("{}: --device cuda: {}", options.modelPath, error));
+  }
   try {
     int rc = options.clusters.size() > 1 ? compareClusters(ctx, options) : runPipeline(ctx, options);
     if (rc != 0 && !diagnostics.reported() && !anyErrorReported())
