@@ -201,7 +201,9 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
                                    plan.outputNames.empty() ? nullptr : &outputNames,
                                    plan.workspaceBytes.empty() ? nullptr : &plan.workspaceBytes,
                                    plan.peakBytes.empty() ? nullptr : &plan.peakBytes,
-                                   plan.generatedCpu.empty() ? nullptr : &plan.generatedCpu);
+                                   plan.generatedCpu.empty() ? nullptr : &plan.generatedCpu,
+                                   plan.device.c_str(),
+                                   plan.generatedCuda.empty() ? nullptr : &plan.generatedCuda);
   fb::FinishPlanBuffer(fbb, root);
   std::vector<uint8_t> bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   appendPlanChecksum(bytes);

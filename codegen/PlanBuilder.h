@@ -79,6 +79,8 @@ struct PlanDesc {
   std::vector<std::pair<uint32_t, uint32_t>> updates; // (source, target) tensor indices
   ScheduleDesc schedule;
   std::vector<uint8_t> generatedCpu; // the generated kernels' shared object, or empty
+  std::string device = "cpu";        // plait-compile --device: cpu | cuda
+  std::vector<uint8_t> generatedCuda; // the generated CUDA kernels' fatbin, or empty
 };
 
 size_t elementSize(fb::DType t);

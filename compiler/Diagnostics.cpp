@@ -76,6 +76,7 @@ int reportError(const std::string &message) {
 }
 
 int reportInternalError(const std::string &message) {
+  errorReported = true; // said once: compileModel adds no second line
   llvm::errs() << "plait-compile: internal error: " << message << "\n";
   return 2;
 }

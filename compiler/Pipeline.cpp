@@ -14,6 +14,7 @@
 #include "codegen/PlanBuilder.h"
 #include "codegen/mlir/PlanWriter.h"
 #include "compiler/CpuCodegen.h"
+#include "compiler/CudaCodegen.h"
 #include "compiler/Diagnostics.h"
 #include "compiler/PlanSearch.h"
 #include "compiler/import/onnx/OnnxImporter.h"
@@ -121,6 +122,7 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   nlohmann::json report;
   report["model"] = options.modelPath;
   report["world_size"] = plan.worldSize;
+  report["device"] = options.device;
   int64_t workspace = plan.workspaceBytes.empty() ? 0 : (int64_t)plan.workspaceBytes.front();
   int64_t params = memory.bytesOf(BufferKind::Param);
   // Gradient bytes kept for the optimizer step, per the placement of each unit (the ZeRO
@@ -367,8 +369,10 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
 
 void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
   const auto &m = report["memory"];
-  os << fmt::format("plan for {} (world size {})\n", report["model"].get<std::string>(),
-                    report["world_size"].get<int>());
+  std::string device = report.value("device", "cpu");
+  os << fmt::format("plan for {} (world size {}{})\n", report["model"].get<std::string>(),
+                    report["world_size"].get<int>(),
+                    device == "cpu" ? "" : ", --device " + device);
   os << fmt::format("  kernels per step : {}\n", report["kernels_per_step"].get<int64_t>());
   os << fmt::format("  params           : {} bytes{}\n", m["params"].get<int64_t>(),
                     report["world_size"].get<int>() > 1 ? " per rank" : "");
@@ -651,26 +655,77 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
   return addRunEstimate(plan, options, out.report);
 }
 
+/// --dump-dir: the generated kernel source `name`, when there is one.
+std::string dumpSource(const CompileOptions &options, const std::string &name,
+                       const std::string &source) {
+  if (options.dumpDir.empty() || source.empty())
+    return "";
+  std::error_code ec;
+  std::filesystem::create_directories(options.dumpDir, ec);
+  return writeFileAtomically(options.dumpDir + "/" + name, source.data(), source.size());
+}
+
+/// The fused kernels as C++ compiled into the plan (the CPU's; a compiler that fails leaves
+/// them to the interpreter, with the reason in the report).
+int generateCpuCode(const CompileOptions &options, Compiled &compiled) {
+  CpuCodegenResult generated = generateCpuKernels(compiled.plan);
+  nlohmann::json &entry = compiled.report["codegen"]["cpu"];
+  // Nothing about the cache: a plan compiled twice must be the same bytes.
+  entry = {{"kernels", generated.kernels},
+           {"library_bytes", generated.libraryBytes},
+           {"compiler", generated.compiler}};
+  if (!generated.skipped.empty())
+    entry["skipped"] = generated.skipped;
+  if (generated.kernels > 0)
+    compiled.report["optimizations"]["codegen"] = fmt::format(
+        "{} fused kernels generated as C++ and compiled into the plan ({} bytes; off: "
+        "--no-codegen)",
+        generated.kernels, generated.libraryBytes);
+  else if (generated.skipped != "no fused kernels")
+    compiled.report["optimizations"]["codegen"] = fmt::format(
+        "no kernels generated ({}); plait-run interprets the fused kernels", generated.skipped);
+  if (std::string error = dumpSource(options, "kernels.cpp", generated.source); !error.empty())
+    return reportError(error);
+  return 0;
+}
+
+/// --device cuda: the fused kernels as CUDA C++ compiled by nvcc into the plan's fatbin. A
+/// plan for CUDA has no interpreter to fall back on, so any failure is an error.
+int generateCudaCode(const CompileOptions &options, Compiled &compiled) {
+  CudaCodegenResult generated = generateCudaKernels(compiled.plan);
+  if (std::string error = dumpSource(options, "kernels.cu", generated.source); !error.empty())
+    return reportError(error);
+  if (!generated.error.empty()) {
+    std::string message = fmt::format("{}: {}", options.modelPath, generated.error);
+    return generated.userError ? reportError(message) : reportInternalError(message);
+  }
+  nlohmann::json &entry = compiled.report["codegen"]["cuda"];
+  entry = {{"kernels", generated.kernels},
+           {"fatbin_bytes", generated.fatbinBytes},
+           {"archs", kCudaArchs},
+           {"compiler", generated.compiler}};
+  if (generated.kernels == 0) { // nothing fused: nothing to compile, nvcc or not
+    entry["skipped"] = "no fused kernels";
+    return 0;
+  }
+  std::string archs;
+  for (const std::string &arch : kCudaArchs)
+    archs += (archs.empty() ? "" : ", ") + arch;
+  compiled.report["optimizations"]["codegen"] = fmt::format(
+      "{} fused kernels generated as CUDA C++ and compiled by nvcc for {} into the plan "
+      "({} bytes of fatbin; off: --no-codegen)",
+      generated.kernels, archs, generated.fatbinBytes);
+  return 0;
+}
+
 /// Writes the plan (with its report inside), --report and --explain.
 int writeOutputs(const CompileOptions &options, Compiled &compiled) {
+  compiled.plan.device = options.device;
   if (options.codegen) {
-    CpuCodegenResult generated = generateCpuKernels(compiled.plan);
-    nlohmann::json &entry = compiled.report["codegen"]["cpu"];
-    // Nothing about the cache: a plan compiled twice must be the same bytes.
-    entry = {{"kernels", generated.kernels},
-             {"library_bytes", generated.libraryBytes},
-             {"compiler", generated.compiler}};
-    if (!generated.skipped.empty())
-      entry["skipped"] = generated.skipped;
-    if (generated.kernels > 0)
-      compiled.report["optimizations"]["codegen"] = fmt::format(
-          "{} fused kernels generated as C++ and compiled into the plan ({} bytes; off: "
-          "--no-codegen)",
-          generated.kernels, generated.libraryBytes);
-    else if (generated.skipped != "no fused kernels")
-      compiled.report["optimizations"]["codegen"] = fmt::format(
-          "no kernels generated ({}); plait-run interprets the fused kernels",
-          generated.skipped);
+    // A plan for CUDA carries no CPU code: plait-run runs it on a CUDA device or not at all.
+    if (int rc = options.device == "cuda" ? generateCudaCode(options, compiled)
+                                          : generateCpuCode(options, compiled))
+      return rc;
   }
   compiled.plan.report = compiled.report.dump();
   std::vector<uint8_t> bytes = plan::serializePlan(compiled.plan);
@@ -918,6 +973,12 @@ int compileModel(const CompileOptions &options) {
   ctx.loadAllAvailableDialects();
   ctx.printOpOnDiagnostic(false); // errors are one line; the IR is what --dump-dir is for
   OneLineDiagnostics diagnostics(ctx, options.modelPath);
+  // --device cuda cannot write a useful plan without nvcc: say so before planning.
+  if (options.device == "cuda" && options.codegen && options.emit == "plan") {
+    std::string error;
+    if (findNvcc(error).empty())
+      return reportError(fmt::format("{}: --device cuda: {}", options.modelPath, error));
+  }
   try {
     int rc = options.clusters.size() > 1 ? compareClusters(ctx, options) : runPipeline(ctx, options);
     if (rc != 0 && !diagnostics.reported() && !anyErrorReported())

@@ -60,7 +60,9 @@ struct CompileOptions {
   bool schedule = true;                       // plait-schedule; off: --no-schedule
   bool fusion = true;                         // plait-fold-transposes, plait-fuse-elementwise;
                                               // off: --no-fusion
-  bool codegen = true;                        // C++ for fused kernels; off: --no-codegen
+  bool codegen = true;                        // C++ (or CUDA) for fused kernels;
+                                              // off: --no-codegen
+  std::string device = "cpu";                 // --device cpu|cuda
   std::string clusterPath;                    // --cluster (the one compiled for)
   std::optional<cluster::ClusterSpec> cluster; // parsed --cluster: the cost model's target
   /// Every --cluster, parsed; with more than one, plait-compile compares them (compileModel).

@@ -128,6 +128,8 @@ struct Plan {
   /// The plan's generated CPU kernels (a shared object), or empty: fused_elementwise
   /// instructions then run the interpreter.
   std::vector<uint8_t> generatedCpu;
+  /// The device the plan was compiled for: "cpu" or "cuda" (plait-run runs "cpu" plans).
+  std::string device = "cpu";
   bool training = false;            // output 0 is the loss; updates run after each step
   std::vector<PlanUpdate> updates;
   LrSchedule schedule;

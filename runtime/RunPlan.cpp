@@ -22,6 +22,7 @@
 #include "runtime/RunMonitor.h"
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/Mpirun.h"
+#include "runtime/cuda/CudaDevice.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/io/TensorFile.h"
@@ -267,6 +268,31 @@ Status worldSizeMismatch(const std::string &planPath, uint32_t planWorld, uint32
                         planPath, planWorld, rankCount(ranks), planWorld, planWorld);
 }
 
+/// A plan runs on the device it was compiled for; this runtime has the CPU backend only. A
+/// plan for --device cuda is refused with the reason: no CUDA device here (CUDA's words), or
+/// no CUDA backend yet where there is one.
+Status checkPlanDevice(const Plan &plan) {
+  if (plan.device == "cpu")
+    return {};
+  if (plan.device != "cuda")
+    return Status::errorf("{}: compiled for --device {}, a device this plait-run does not know",
+                          plan.path, plan.device);
+  std::vector<CudaDeviceInfo> devices;
+  Status found = listCudaDevices(devices);
+  if (!found.ok()) {
+    std::string reason = found.message();
+    const std::string prefix = "no CUDA device: ";
+    if (reason.rfind(prefix, 0) == 0)
+      reason.erase(0, prefix.size());
+    return Status::errorf("{}: compiled for --device cuda: no CUDA device ({})", plan.path,
+                          reason);
+  }
+  return Status::errorf("{}: compiled for --device cuda: {} CUDA device(s) found ({}), but "
+                        "this plait-run has no CUDA backend yet (it runs plans compiled for "
+                        "--device cpu)",
+                        plan.path, devices.size(), devices.front().name);
+}
+
 /// The test hook PLAIT_TEST_EXIT_RANK=R with PLAIT_TEST_EXIT_STEP=S: rank R dies (_exit(3),
 /// no MPI_Finalize, no MPI_Abort) just before step S, as a crashed rank would; tests check
 /// that the job then fails instead of hanging.
@@ -357,6 +383,7 @@ Status inContext(const Status &s, const std::string &planPath, const std::string
 Status runOnRank(const RunOptions &options, Communicator &comm, std::string &summary) {
   Plan plan;
   PLAIT_RETURN_IF_ERROR(loadPlan(options.planPath, plan));
+  PLAIT_RETURN_IF_ERROR(checkPlanDevice(plan));
   if (plan.worldSize != comm.size())
     return worldSizeMismatch(plan.path, plan.worldSize, comm.size());
   if (plan.training && options.dataDir.empty() && options.inputs.empty())
@@ -535,6 +562,7 @@ Status relaunchUnderMpirun(const RunOptions &options, const std::vector<std::str
   // Checked once here rather than as one error per rank after the launch.
   Plan plan;
   PLAIT_RETURN_IF_ERROR(loadPlan(options.planPath, plan));
+  PLAIT_RETURN_IF_ERROR(checkPlanDevice(plan));
   if (int64_t(plan.worldSize) != options.nproc)
     return worldSizeMismatch(plan.path, plan.worldSize, uint32_t(options.nproc));
   if (options.maxRestarts == 0)

@@ -7,27 +7,9 @@
 #include "compiler/Pipeline.h"
 #include "compiler/PlanSearch.h"
 
-namespace {
-
-/// Flags of the command-line contract (shared/DESIGN.md) whose features are not built yet:
-/// they are accepted by the parser so that using one gives a clear message, not "unknown flag".
-struct PendingFlags {
-  std::string device;
-
-  /// Name of the first pending flag that was used, or "".
-  std::string firstUsed(const CLI::App &) const {
-    if (!device.empty() && device != "cpu")
-      return "--device " + device;
-    return "";
-  }
-};
-
-} // namespace
-
 int main(int argc, char **argv) {
   CLI::App app{"plait-compile: compile a model into an ahead-of-time plan"};
   plait::CompileOptions options;
-  PendingFlags pending;
   std::vector<std::string> constInputs;
   app.add_option("model", options.modelPath, "model file (.onnx or .mlir)")->required();
   app.add_option("-o,--output", options.outputPath, "output plan file (or .mlir with --emit mlir)")
@@ -72,7 +54,10 @@ int main(int argc, char **argv) {
   app.add_option("--prefetch", dist.prefetch, "all-gathers started this many units ahead");
   app.add_flag("--no-reshard-after-forward", dist.noReshardAfterForward,
                "zero3/fsdp/hsdp: keep gathered params from forward to backward");
-  app.add_option("--device", pending.device);
+  app.add_option("--device", options.device,
+                 "cpu, or cuda: the fused kernels generated as CUDA C++ and compiled by nvcc "
+                 "for sm_80 and sm_90 (a plan plait-run cannot run yet)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   std::vector<std::string> clusterPaths;
   app.add_option("--cluster", clusterPaths,
                  "cluster spec (samples/clusters/*.yaml, plait-calibrate): the report predicts "
@@ -96,7 +81,8 @@ int main(int argc, char **argv) {
   app.add_flag("--no-inplace-updates", [&](int64_t) { options.inPlaceUpdates = false; },
                "keep optimizer results in buffers of their own, copied after the step");
   app.add_flag("--no-codegen", [&](int64_t) { options.codegen = false; },
-               "carry no generated C++ for the fused kernels (plait-run interprets them)");
+               "carry no generated code for the fused kernels: no C++ (plait-run interprets "
+               "them), no CUDA with --device cuda");
   app.add_flag("--no-reshape-alias", [&](int64_t) { options.reshapeAlias = false; },
                "give each reshape's result a buffer of its own (the reshape copies)");
   app.add_option("--recompute", options.recompute,
@@ -227,11 +213,6 @@ int main(int argc, char **argv) {
       std::cerr << "plait-compile: --betas expects B1,B2, got '" << betas << "'\n";
       return 1;
     }
-  }
-  if (std::string flag = pending.firstUsed(app); !flag.empty()) {
-    std::cerr << "plait-compile: " << flag
-              << " is not available yet: this build compiles for one CPU rank\n";
-    return 1;
   }
   for (const std::string &binding : constInputs) {
     size_t eq = binding.find('=');

@@ -12,3 +12,7 @@ config.environment["PATH"] = os.pathsep.join(
     [config.plait_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "/usr/bin:/bin")])
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%plait_src", config.plait_src_root))
+# REQUIRES: nvcc -- the CUDA toolkit's nvcc compiles plait-compile --device cuda's kernels.
+if config.plait_nvcc and os.access(config.plait_nvcc, os.X_OK):
+    config.available_features.add("nvcc")
+    config.environment["PLAIT_NVCC"] = config.plait_nvcc

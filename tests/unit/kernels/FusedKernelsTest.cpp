@@ -12,18 +12,6 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-OwnedTensor randomFloats(Shape shape, uint32_t seed, double lo = -3, double hi = 3) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  std::vector<double> v(static_cast<size_t>(n));
-  for (double &x : v)
-    x = dist(rng);
-  return makeFloat(DType::F32, shape, v);
-}
-
 void expectSameBits(const OwnedTensor &fused, const OwnedTensor &reference, const char *what) {
   ASSERT_EQ(fused.bytes.size(), reference.bytes.size()) << what;
   std::vector<float> a = fused.values<float>(), b = reference.values<float>();

@@ -2,6 +2,7 @@
 #include "KernelTestSupport.h"
 
 #include <cmath>
+#include <random>
 
 #include "runtime/cpu/Workspace.h"
 #ifdef PLAIT_COUNT_ALLOCATIONS
@@ -32,6 +33,18 @@ std::vector<float> OwnedTensor::floats() const {
     }
   }
   return out;
+}
+
+OwnedTensor randomFloats(std::vector<int64_t> shape, uint32_t seed, double lo, double hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (double &x : v)
+    x = dist(rng);
+  return makeFloat(DType::F32, std::move(shape), v);
 }
 
 OwnedTensor makeFloat(DType dtype, std::vector<int64_t> shape, const std::vector<double> &values) {

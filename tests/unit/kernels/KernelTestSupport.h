@@ -70,6 +70,10 @@ template <typename T> OwnedTensor make(std::vector<int64_t> shape, std::vector<T
 /// A float tensor of any float dtype (bf16/f16 rounded from `values`).
 OwnedTensor makeFloat(DType dtype, std::vector<int64_t> shape, const std::vector<double> &values);
 
+/// An f32 tensor of values uniform in [lo, hi), from a generator seeded with `seed`.
+OwnedTensor randomFloats(std::vector<int64_t> shape, uint32_t seed, double lo = -3,
+                         double hi = 3);
+
 /// Builds Attrs fluently: AttrsBuilder().i("axis", 1).ints("axes", {0}).build().
 class AttrsBuilder {
 public:

@@ -74,7 +74,8 @@ std::vector<uint8_t> serializeRaw(const RawPlan &plan) {
     kernels.push_back(fbb.CreateString(k));
   auto root = fb::CreatePlanDirect(fbb, plan.version, plan.worldSize, &plan.arenaBytes, &kernels,
                                    &tensors, &instrs, &plan.inputs, &plan.outputs, &buffers,
-                                   "{}", "test");
+                                   "{}", "test", false, nullptr, 0, nullptr, nullptr, nullptr,
+                                   nullptr, plan.device.empty() ? nullptr : plan.device.c_str());
   fb::FinishPlanBuffer(fbb, root);
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }

@@ -60,6 +60,7 @@ struct RawPlan {
   std::vector<RawInstr> instrs;
   std::vector<uint32_t> inputs, outputs;
   std::vector<std::vector<uint8_t>> buffers;
+  std::string device; // plait-compile --device; empty: absent (cpu)
 };
 
 std::vector<uint8_t> serializeRaw(const RawPlan &plan);

@@ -193,6 +193,24 @@ TEST_F(RunPlanTest, RejectsBadOptionsAndWorldSizeMismatch) {
                                              "(use mpirun -np 2 or --nproc 2)");
 }
 
+// A plan runs on the device it was compiled for: this runtime runs cpu plans only.
+TEST_F(RunPlanTest, RefusesPlansForOtherDevices) {
+  RawPlan raw = validRawPlan();
+  raw.device = "tpu";
+  writeFile(planPath_, withChecksum(serializeRaw(raw)));
+  EXPECT_EQ(runError(options()),
+            planPath_ + ": compiled for --device tpu, a device this plait-run does not know");
+  raw.device = "cuda";
+  writeFile(planPath_, withChecksum(serializeRaw(raw)));
+  // No CUDA device (CUDA's reason), or, on a machine with one, no CUDA backend yet.
+  EXPECT_THAT(runError(options()), StartsWith(planPath_ + ": compiled for --device cuda: "));
+  EXPECT_THAT(runError(options()), ::testing::AnyOf(HasSubstr(": no CUDA device ("),
+                                                    HasSubstr("has no CUDA backend yet")));
+  raw.device = "cpu";
+  writeFile(planPath_, withChecksum(serializeRaw(raw)));
+  EXPECT_EQ(runError(options()), "");
+}
+
 TEST_F(RunPlanTest, ReportsPlanErrors) {
   writeFile(planPath_, std::string("not a plan at all"));
   EXPECT_THAT(runError(options()), HasSubstr(planPath_ + ": not a plait plan"));

@@ -1,0 +1,48 @@
+// CUDA code generation for fused elementwise kernels (plait-compile --device cuda): each
+// fused_elementwise instruction of a plan becomes an extern "C" __global__ kernel, compiled
+// by nvcc into one fatbin for sm_80 and sm_90 (plus compute_90 PTX) carried in the plan
+// (PlanDesc::generatedCuda), each instruction naming its kernel in a "cuda_symbol" attribute.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/PlanBuilder.h"
+
+namespace plait {
+
+/// The GPU architectures every generated kernel is compiled for (SASS), in order; the last
+/// one's PTX is carried too, for newer GPUs.
+extern const std::vector<std::string> kCudaArchs;
+
+struct CudaCodegenResult {
+  int64_t kernels = 0;     // kernels generated (one per fused instruction)
+  int64_t fatbinBytes = 0; // size of the fatbin in the plan
+  std::string compiler;    // the command that compiled it
+  std::string source;      // the generated CUDA C++ (--dump-dir writes it), or ""
+  std::string error;       // why there is no fatbin ("" when there is one, or nothing to do)
+  bool userError = false;  // error is the user's to fix (no nvcc), not plait's (exit 1 vs 2)
+};
+
+/// The CUDA C++ of `plan`'s fused kernels, one kernel per index in `generated` (the fused
+/// instructions, in order), with each kernel's element math in a __host__ __device__
+/// function that host code can call (see the file comment of CudaCodegen.cpp). Empty when
+/// the plan has no fused instruction, or when an opcode has no CUDA expression (`error`
+/// says which).
+std::string cudaKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &generated,
+                             std::string &error);
+
+/// The kernel name of instruction `i`.
+std::string cudaSymbolOf(size_t i);
+
+/// The nvcc to run: $PLAIT_NVCC (a path, or a name on PATH), else nvcc on PATH, else
+/// /usr/local/cuda/bin/nvcc; or "" and why there is none in `error`.
+std::string findNvcc(std::string &error);
+
+/// Generates the kernels, compiles them with nvcc ($PLAIT_NVCC, else nvcc on PATH, else
+/// /usr/local/cuda/bin/nvcc) or takes the fatbin from the cache (as generateCpuKernels), and
+/// stores it in plan.generatedCuda. Unlike the CPU's, a failure is an error: a plan for
+/// --device cuda has no interpreter to fall back on.
+CudaCodegenResult generateCudaKernels(plan::PlanDesc &plan);
+
+} // namespace plait

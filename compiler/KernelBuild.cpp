@@ -1,0 +1,105 @@
+// The compile-and-cache step of code generation: objects are published into the cache by
+// rename, so concurrent compiles of the same source never see a partial file.
+#include "compiler/KernelBuild.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+namespace plait {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Runs `command` through the shell; returns its exit status and its output's tail.
+int runCommand(const std::string &command, std::string &output) {
+  FILE *pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe)
+    return -1;
+  char buffer[512];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
+    output.append(buffer, n);
+  int status = pclose(pipe);
+  if (output.size() > 400)
+    output = output.substr(output.size() - 400);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+uint64_t fnv1a(const std::string &text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text)
+    h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+bool readFile(const fs::path &path, std::vector<uint8_t> &bytes) {
+  std::ifstream in(path, std::ios::binary);
+  bytes.assign(std::istreambuf_iterator<char>(in), {});
+  return (in.good() || in.eof()) && !bytes.empty();
+}
+
+} // namespace
+
+std::string shellQuote(const std::string &s) {
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string codegenCacheDir() {
+  if (const char *dir = std::getenv("PLAIT_CODEGEN_CACHE"); dir && *dir)
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return (fs::path(xdg) / "plait" / "codegen").string();
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return (fs::path(home) / ".cache" / "plait" / "codegen").string();
+  return (fs::temp_directory_path() / "plait-codegen").string();
+}
+
+std::string compileCached(const std::string &compiler, const std::string &flags,
+                          const std::string &source, const std::string &sourceName,
+                          const std::string &extension, std::vector<uint8_t> &object) {
+  std::error_code ec;
+  fs::path dir = codegenCacheDir();
+  fs::create_directories(dir, ec);
+  fs::path cached =
+      dir / fmt::format("{:016x}{}", fnv1a(compiler + " " + flags + "\n" + source), extension);
+  if (fs::is_regular_file(cached, ec) && readFile(cached, object))
+    return "";
+  // Compile into a private temporary directory, then publish into the cache by rename.
+  std::string pattern = (fs::temp_directory_path() / "plait-codegen-XXXXXX").string();
+  if (!mkdtemp(pattern.data()))
+    return "cannot create a temporary directory";
+  fs::path work = pattern;
+  fs::path input = work / sourceName, output = work / ("kernels" + extension);
+  {
+    std::ofstream out(input);
+    out << source;
+  }
+  std::string log;
+  int status = runCommand(compiler + " " + flags + " -o " + shellQuote(output.string()) + " " +
+                              shellQuote(input.string()),
+                          log);
+  if (status != 0 || !fs::is_regular_file(output, ec) || !readFile(output, object)) {
+    for (char &c : log)
+      if (c == '\n')
+        c = ' ';
+    fs::remove_all(work, ec);
+    object.clear();
+    return fmt::format("{} failed (exit {}): {}", compiler, status, log);
+  }
+  fs::path staged = dir / (cached.filename().string() + fmt::format(".{}", getpid()));
+  if (fs::copy_file(output, staged, fs::copy_options::overwrite_existing, ec))
+    fs::rename(staged, cached, ec);
+  fs::remove_all(work, ec);
+  return "";
+}
+
+} // namespace plait

@@ -1,0 +1,448 @@
+// The generated CUDA kernels' element functions (plait_fused_<i>_at: broadcast indexing, the
+// program, pow's special cases), compiled as host C++ and compared with the CPU interpreter
+// (runtime/cpu/FusedKernels.cpp) on random inputs, since no kernel can launch without a GPU:
+//   * with exp and erf mapped to the runtime's own approximations, every element must be the
+//     same bits as the interpreter's, over random programs of every opcode and input form;
+//   * with the math library's expf and erff (as the device code calls CUDA's), realistic
+//     chains (GELU, a layer norm, softmax, the pow cases) within 1e-6 relative (absolute
+//     below magnitude 1).
+// Also: an opcode without a CUDA expression makes code generation fail with a clear error;
+// and runtime/cuda/CudaModule: one-line errors without a device, and where there is one
+// (never here), the generated kernels launched and compared with the interpreter.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "codegen/schema/FusedElementwise.h"
+#include "compiler/CudaCodegen.h"
+#include "compiler/FusedExpressions.h"
+#include "compiler/KernelBuild.h"
+#include "tests/unit/kernels/KernelTestSupport.h"
+#ifdef PLAIT_HAVE_CUDA_TOOLKIT
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaModule.h"
+#include "runtime/cuda/CudaStatus.h"
+#endif
+
+namespace plait {
+namespace {
+
+namespace fs = std::filesystem;
+using rt::DType;
+using rt::test::OwnedTensor;
+using Shape = std::vector<int64_t>;
+
+/// One fused instruction of a test plan: its inputs (with values) and program.
+struct Case {
+  std::vector<OwnedTensor> inputs;
+  std::vector<bool> constant; // input r is a plan constant (its value known to codegen)
+  Shape shape;                // the result's
+  std::vector<int64_t> program, outputs;
+};
+
+/// Random values from the test's generator (each tensor seeded from it).
+OwnedTensor randomTensor(Shape shape, std::mt19937 &rng, double lo, double hi) {
+  return rt::test::randomFloats(std::move(shape), uint32_t(rng()), lo, hi);
+}
+
+OwnedTensor scalar(double v) { return rt::test::makeFloat(DType::F32, {}, {v}); }
+
+/// The plan of `cases`, one fused_elementwise instruction each (instruction i = case i).
+plan::PlanDesc planOf(const std::vector<Case> &cases) {
+  plan::PlanDesc plan;
+  for (const Case &c : cases) {
+    plan::InstrDesc instr;
+    instr.kernel = "fused_elementwise";
+    instr.name = fmt::format("case{}", plan.instrs.size());
+    for (size_t r = 0; r < c.inputs.size(); ++r) {
+      plan::TensorDesc t;
+      t.shape = c.inputs[r].view.shape;
+      if (c.constant[r]) {
+        t.kind = fb::TensorKind::Constant;
+        t.data = c.inputs[r].bytes;
+      }
+      instr.inputs.push_back(uint32_t(plan.tensors.size()));
+      plan.tensors.push_back(t);
+    }
+    for (size_t o = 0; o < c.outputs.size(); ++o) {
+      plan::TensorDesc t;
+      t.shape = c.shape;
+      instr.outputs.push_back(uint32_t(plan.tensors.size()));
+      plan.tensors.push_back(t);
+    }
+    instr.attrs.push_back({"program", c.program, {}, ""});
+    instr.attrs.push_back({"outputs", c.outputs, {}, ""});
+    plan.instrs.push_back(instr);
+  }
+  return plan;
+}
+
+using ElementsFn = void (*)(const float *const *, float *const *, int64_t);
+
+/// The generated source of `plan`, compiled by the host compiler with a shim per kernel that
+/// runs its element function over all n elements; `exactMath` maps expf and erff to the
+/// runtime's approximations. Unloaded at the end of the test.
+class HostKernels {
+public:
+  HostKernels(const plan::PlanDesc &plan, const std::vector<Case> &cases, bool exactMath) {
+    std::vector<size_t> generated;
+    std::string error;
+    std::string source = cudaKernelSource(plan, generated, error);
+    EXPECT_EQ(error, "");
+    EXPECT_EQ(generated.size(), cases.size());
+    std::string prefix = "#include <math.h>\n#include <cmath>\n";
+    if (exactMath)
+      prefix += "#include \"runtime/cpu/VectorMath.h\"\n"
+                "#define expf(x) plait::rt::cpu::expApprox(x)\n"
+                "#define erff(x) plait::rt::cpu::erfApprox(x)\n";
+    std::string shims;
+    for (size_t i : generated) {
+      const Case &c = cases[i];
+      std::string pointers;
+      for (size_t r = 0; r < c.inputs.size(); ++r)
+        pointers += fmt::format("in[{}], ", r);
+      for (size_t o = 0; o < c.outputs.size(); ++o)
+        pointers += fmt::format("out[{}], ", o);
+      shims += fmt::format("extern \"C\" void elements_{0}(const float *const *in, float *const "
+                           "*out, int64_t n) {{\n  for (int64_t i = 0; i < n; ++i)\n    "
+                           "{1}_at({2}i);\n}}\n",
+                           i, cudaSymbolOf(i), pointers);
+    }
+    std::vector<uint8_t> object;
+    error = compileCached("c++",
+                          fmt::format("-x c++ -O2 -std=c++17 -shared -fPIC -ffp-contract=off "
+                                      "-fno-math-errno -w -I{}",
+                                      shellQuote(PLAIT_SOURCE_DIR)),
+                          prefix + source + shims, "kernels.cpp", ".so", object);
+    EXPECT_EQ(error, "");
+    if (!error.empty())
+      return;
+    path_ = fs::temp_directory_path() / fmt::format("plait-cuda-math-{}.so", getpid());
+    std::ofstream(path_, std::ios::binary)
+        .write(reinterpret_cast<const char *>(object.data()), std::streamsize(object.size()));
+    library_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(library_, nullptr) << dlerror();
+  }
+  ~HostKernels() {
+    if (library_)
+      dlclose(library_);
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+  ElementsFn elements(size_t i) const {
+    return library_ ? reinterpret_cast<ElementsFn>(
+                          dlsym(library_, fmt::format("elements_{}", i).c_str()))
+                    : nullptr;
+  }
+
+private:
+  fs::path path_;
+  void *library_ = nullptr;
+};
+
+/// The interpreter's results for `c`.
+rt::test::KernelResult interpret(const Case &c) {
+  std::vector<std::pair<DType, Shape>> results(c.outputs.size(), {DType::F32, c.shape});
+  return rt::test::runKernel(
+      "fused_elementwise", c.inputs, results,
+      rt::test::AttrsBuilder().ints("program", c.program).ints("outputs", c.outputs).build());
+}
+
+/// Within 1e-6 relative of the interpreter (absolute below magnitude 1).
+bool withinOneMillionth(float a, float b) {
+  return std::fabs(double(a) - double(b)) <= 1e-6 * std::max(1.0, std::fabs(double(b)));
+}
+
+/// Runs every case through the generated element functions and the interpreter; `close`
+/// decides whether two elements agree.
+template <typename Close>
+void compareWithInterpreter(const std::vector<Case> &cases, bool exactMath, Close close) {
+  // A private cache: the test always compiles what it generates now.
+  std::string cache = (fs::temp_directory_path() / fmt::format("plait-cuda-math-cache-{}",
+                                                               getpid())).string();
+  setenv("PLAIT_CODEGEN_CACHE", cache.c_str(), 1);
+  plan::PlanDesc plan = planOf(cases);
+  HostKernels kernels(plan, cases, exactMath);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case &c = cases[i];
+    rt::test::KernelResult reference = interpret(c);
+    ASSERT_TRUE(reference.status.ok()) << reference.status.message();
+    std::vector<const float *> in;
+    for (const OwnedTensor &t : c.inputs)
+      in.push_back(reinterpret_cast<const float *>(t.bytes.data()));
+    std::vector<std::vector<float>> out(c.outputs.size(),
+                                        std::vector<float>(size_t(reference.out().view.numel())));
+    std::vector<float *> outPointers;
+    for (auto &o : out)
+      outPointers.push_back(o.data());
+    ElementsFn fn = kernels.elements(i);
+    ASSERT_NE(fn, nullptr) << "case " << i;
+    fn(in.data(), outPointers.data(), int64_t(out[0].size()));
+    for (size_t o = 0; o < out.size(); ++o) {
+      std::vector<float> expected = reference.out(o).values<float>();
+      for (size_t e = 0; e < expected.size(); ++e)
+        ASSERT_TRUE(close(out[o][e], expected[e]))
+            << "case " << i << " (" << plan.instrs[i].name << ") result " << o << " element "
+            << e << ": generated " << out[o][e] << ", interpreter " << expected[e];
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(cache, ec);
+}
+
+bool sameBits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+}
+
+/// A random case: 1-5 inputs of the result's shape, one element, or broadcast (dimensions
+/// of 1, fewer leading dimensions); 1-10 instructions of every opcode; 1-2 results.
+Case randomCase(std::mt19937 &rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Case c;
+  int rank = pick(1, 4);
+  for (int d = 0; d < rank; ++d)
+    c.shape.push_back(pick(1, 9));
+  int inputs = pick(1, 5);
+  for (int r = 0; r < inputs; ++r) {
+    Shape shape = c.shape;
+    bool constant = false;
+    switch (pick(0, 3)) {
+    case 0: // whole
+      c.inputs.push_back(randomTensor(shape, rng, 0.25, 2.0));
+      break;
+    case 1: { // one element: an exponent pow special-cases, or not; a plan constant or not
+      shape = pick(0, 1) ? Shape{} : Shape{1};
+      constant = pick(0, 1);
+      double value = std::vector<double>{1, 2, 3, 2.5, -1, 0.75}[size_t(pick(0, 5))];
+      c.inputs.push_back(rt::test::makeFloat(DType::F32, shape, {value}));
+      break;
+    }
+    default: // broadcast: dimensions of 1, and fewer leading dimensions
+      for (int64_t &d : shape)
+        if (pick(0, 1))
+          d = 1;
+      shape.erase(shape.begin(), shape.begin() + pick(0, int(shape.size()) - 1));
+      c.inputs.push_back(randomTensor(shape, rng, 0.25, 2.0));
+    }
+    c.constant.push_back(constant);
+  }
+  int count = pick(1, 10);
+  for (int k = 0; k < count; ++k) {
+    int64_t code = pick(0, int(fused::kNumOpcodes) - 1);
+    int64_t defined = inputs + k;
+    int64_t a = pick(0, int(defined) - 1);
+    int64_t b = fused::opcodeInfo(code).arity == 2 ? pick(0, int(defined) - 1) : -1;
+    c.program.insert(c.program.end(), {code, a, b});
+  }
+  c.outputs.push_back(inputs + count - 1);
+  if (count > 1 && pick(0, 1))
+    c.outputs.push_back(inputs + pick(0, count - 2));
+  return c;
+}
+
+TEST(CudaKernelMath, RandomProgramsMatchTheInterpreterBitForBit) {
+  std::mt19937 rng(7);
+  std::vector<Case> cases;
+  for (int i = 0; i < 200; ++i)
+    cases.push_back(randomCase(rng));
+  compareWithInterpreter(cases, /*exactMath=*/true, sameBits);
+}
+
+/// The chains plait-fuse-elementwise makes of the samples, over 4x16x96 (not a multiple of
+/// the interpreter's tile), with inputs broadcast per row, per column and as scalars.
+std::vector<Case> realisticCases() {
+  using namespace fused;
+  std::mt19937 rng(11);
+  Shape s = {4, 16, 96};
+  OwnedTensor x = randomTensor(s, rng, -4, 4), bias = randomTensor({96}, rng, -1, 1);
+  OwnedTensor mean = randomTensor({4, 16, 1}, rng, -1, 1), var = randomTensor({4, 16, 1}, rng, 0.1, 2);
+  std::vector<Case> cases;
+  // GELU with a bias: y = (x + b) * 0.5 * (1 + erf((x + b) / sqrt 2)).
+  cases.push_back({{x, bias, scalar(1.4142135), scalar(1.0), scalar(0.5)},
+                   {false, false, true, true, true}, s,
+                   {Add, 0, 1, Div, 5, 2, Erf, 6, -1, Add, 7, 3, Mul, 5, 8, Mul, 9, 4},
+                   {10, 5}});
+  // A layer norm: (x - mean) / sqrt(var + eps) * gamma + beta, and (x - mean)^2.
+  cases.push_back({{x, mean, var, scalar(1e-5), bias, bias, scalar(2.0)},
+                   {false, false, false, true, false, false, true}, s,
+                   {Sub, 0, 1, Add, 2, 3, Sqrt, 8, -1, Div, 7, 9, Mul, 10, 4, Add, 11, 5,
+                    Pow, 7, 6},
+                   {12, 13}});
+  // Softmax's numerator and the GELU's derivative: exp(x - max), exp(-x^2 / 2).
+  cases.push_back({{x, mean, scalar(-0.5)}, {false, false, true}, s,
+                   {Sub, 0, 1, Exp, 3, -1, Mul, 0, 0, Mul, 5, 2, Exp, 6, -1, Neg, 7, -1},
+                   {4, 8}});
+  // pow: constant exponents 1, 2, 3 and 2.5 (products, then powf), a one-element exponent
+  // codegen cannot see (decided per element), and a whole exponent.
+  OwnedTensor positive = randomTensor(s, rng, 0.1, 3), exponents = randomTensor(s, rng, -2, 2);
+  for (double e : {1.0, 2.0, 3.0, 2.5, -0.5})
+    cases.push_back({{positive, scalar(e)}, {false, true}, s, {Pow, 0, 1}, {2}});
+  for (double e : {1.0, 2.0, 3.0, 0.5})
+    cases.push_back({{positive, scalar(e)}, {false, false}, s, {Pow, 0, 1}, {2}});
+  cases.push_back({{positive, exponents}, {false, false}, s, {Pow, 0, 1}, {2}});
+  return cases;
+}
+
+TEST(CudaKernelMath, RealisticChainsMatchTheInterpreterBitForBit) {
+  compareWithInterpreter(realisticCases(), /*exactMath=*/true, sameBits);
+}
+
+TEST(CudaKernelMath, LibmMathIsWithinOneMillionthOfTheInterpreter) {
+  compareWithInterpreter(realisticCases(), /*exactMath=*/false, withinOneMillionth);
+}
+
+TEST(CudaKernelMath, AnOpcodeWithoutACudaExpressionIsAnError) {
+  std::mt19937 rng(3);
+  Case c{{randomTensor({8}, rng, 0, 1)}, {false}, {8}, {fused::Neg, 0, -1}, {1}};
+  plan::PlanDesc plan = planOf({c});
+  // An opcode beyond the table: what a new opcode without a CUDA expression looks like (the
+  // program check is bypassed by asking for the expression directly).
+  std::vector<size_t> generated;
+  std::string error;
+  EXPECT_NE(cudaKernelSource(plan, generated, error), "");
+  EXPECT_EQ(error, "");
+  plan.instrs[0].attrs[0].ints[0] = fused::kNumOpcodes;
+  // fusedInstructions() leaves a program that does not check to the interpreter...
+  EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
+  EXPECT_TRUE(generated.empty());
+  // ...and the expression table reports an opcode it has no entry for.
+  FusedInstruction f;
+  f.instr = &plan.instrs[0];
+  f.program = &plan.instrs[0].attrs[0].ints;
+  f.outputs = &plan.instrs[0].attrs[1].ints;
+  f.numel = 8;
+  f.elements = {8, 8};
+  EXPECT_EQ(fusedExpression(KernelTarget::Cuda, plan, f, 0, error), "");
+  EXPECT_EQ(error, fmt::format("case0: fused opcode {} (unknown) has no CUDA expression in "
+                               "compiler/FusedExpressions.cpp",
+                               int64_t(fused::kNumOpcodes)));
+}
+
+// An input that does not broadcast to the result (the verifier rejects it; codegen says so
+// too, rather than index past its shape).
+TEST(CudaKernelMath, AnInputThatDoesNotBroadcastIsAnError) {
+  std::mt19937 rng(5);
+  Case c{{randomTensor({2, 1, 4}, rng, 0, 1), randomTensor({4}, rng, 0, 1)},
+         {false, false}, {4}, {fused::Add, 0, 1}, {2}};
+  plan::PlanDesc plan = planOf({c});
+  std::vector<size_t> generated;
+  std::string error;
+  EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
+  EXPECT_EQ(error, "case0: input 0 of shape [2, 1, 4] does not broadcast to the result's "
+                   "shape [4] (numpy rules, at most 16 dimensions)");
+  // Nor one whose dimension is neither 1 nor the result's.
+  Case d{{randomTensor({3}, rng, 0, 1), randomTensor({2, 4}, rng, 0, 1)},
+         {false, false}, {2, 4}, {fused::Add, 0, 1}, {2}};
+  plan = planOf({d});
+  error.clear();
+  EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
+  EXPECT_EQ(error, "case0: input 0 of shape [3] does not broadcast to the result's shape [2, 4] "
+                   "(numpy rules, at most 16 dimensions)");
+}
+
+#ifdef PLAIT_HAVE_CUDA_TOOLKIT
+rt::Status failingDriverCall() {
+  PLAIT_CU_RETURN_IF_ERROR(CUDA_ERROR_INVALID_VALUE);
+  return {};
+}
+
+bool haveCudaDevice() {
+  std::vector<rt::CudaDeviceInfo> devices;
+  return rt::listCudaDevices(devices).ok();
+}
+
+TEST(CudaModule, WithoutADeviceContextsAreOneLineErrors) {
+  if (haveCudaDevice())
+    GTEST_SKIP() << "a CUDA device is present (LaunchesGeneratedKernels runs)";
+  std::unique_ptr<rt::CudaContext> context;
+  rt::Status s = rt::CudaContext::open(0, context);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(context, nullptr);
+  // No driver at all (CUDA's reason), or a driver without a device (the call that failed).
+  std::string m = s.message();
+  RecordProperty("message", m);
+  EXPECT_TRUE(m.rfind("no CUDA driver: ", 0) == 0 || m.find(" failed at ") != std::string::npos)
+      << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  // Asking again gives the same answer (the driver is resolved once).
+  EXPECT_EQ(rt::CudaContext::open(0, context).message(), m);
+}
+
+TEST(CudaModule, APlanWithoutKernelsIsAnError) {
+  std::unique_ptr<rt::CudaModule> module;
+  EXPECT_EQ(rt::CudaModule::load(rt::CudaDriver(), {}, module).message(),
+            "the plan carries no CUDA kernels (compiled with --no-codegen?)");
+}
+
+TEST(CudaModule, TheStatusMacroRecordsTheCallFileAndLine) {
+  std::string m = failingDriverCall().message();
+  EXPECT_EQ(m.rfind("CUDA_ERROR_INVALID_VALUE failed at ", 0), 0u) << m;
+  EXPECT_NE(m.find("CudaKernelMathTest.cpp:"), std::string::npos) << m;
+}
+
+// Where there is a GPU: the generated kernels of the realistic chains, compiled by nvcc,
+// loaded, launched and compared with the interpreter (never run on the machine this was
+// written on, which has no GPU).
+TEST(CudaModule, LaunchesGeneratedKernels) {
+  if (!haveCudaDevice())
+    GTEST_SKIP() << "no CUDA device";
+  std::vector<Case> cases = realisticCases();
+  plan::PlanDesc plan = planOf(cases);
+  CudaCodegenResult generated = generateCudaKernels(plan);
+  if (generated.userError)
+    GTEST_SKIP() << generated.error;
+  ASSERT_EQ(generated.error, "");
+  std::unique_ptr<rt::CudaContext> context;
+  ASSERT_TRUE(rt::CudaContext::open(0, context).ok());
+  const rt::CudaDriver &cu = context->driver();
+  std::unique_ptr<rt::CudaModule> module;
+  rt::Status loaded = rt::CudaModule::load(cu, plan.generatedCuda, module);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case &c = cases[i];
+    CUfunction kernel = nullptr;
+    ASSERT_TRUE(module->kernel(cudaSymbolOf(i), kernel).ok());
+    rt::test::KernelResult reference = interpret(c);
+    ASSERT_TRUE(reference.status.ok());
+    size_t numel = size_t(reference.out().view.numel());
+    std::vector<CUdeviceptr> pointers;
+    for (const OwnedTensor &t : c.inputs) {
+      CUdeviceptr p = 0;
+      ASSERT_EQ(cu.cuMemAlloc(&p, t.bytes.size()), CUDA_SUCCESS);
+      ASSERT_EQ(cu.cuMemcpyHtoD(p, t.bytes.data(), t.bytes.size()), CUDA_SUCCESS);
+      pointers.push_back(p);
+    }
+    for (size_t o = 0; o < c.outputs.size(); ++o) {
+      CUdeviceptr p = 0;
+      ASSERT_EQ(cu.cuMemAlloc(&p, numel * sizeof(float)), CUDA_SUCCESS);
+      pointers.push_back(p);
+    }
+    rt::Status launched = rt::launchFusedKernel(cu, kernel, pointers, int64_t(numel));
+    ASSERT_TRUE(launched.ok()) << launched.message();
+    ASSERT_EQ(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+    for (size_t o = 0; o < c.outputs.size(); ++o) {
+      std::vector<float> got(numel), expected = reference.out(o).values<float>();
+      ASSERT_EQ(cu.cuMemcpyDtoH(got.data(), pointers[c.inputs.size() + o], numel * sizeof(float)),
+                CUDA_SUCCESS);
+      for (size_t e = 0; e < numel; ++e)
+        ASSERT_TRUE(withinOneMillionth(got[e], expected[e]))
+            << "case " << i << " result " << o << " element " << e << ": device " << got[e]
+            << ", interpreter " << expected[e];
+    }
+    for (CUdeviceptr p : pointers)
+      cu.cuMemFree(p);
+  }
+}
+#endif
+
+} // namespace
+} // namespace plait
