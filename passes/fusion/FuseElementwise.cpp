@@ -137,6 +137,14 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
     for (Operation *user : m->getResult(0).getUsers())
       if (members.contains(user) ? reduction : inside)
         return false;
+    // pow computes products for a one-element exponent (x^2 of a norm's backward, whose
+    // exponent is computed); computed again per element, the exponent would not be one
+    // element any more, and pow would take std::pow's slow path.
+    if (isa<PowOp>(m))
+      if (Operation *exponent = m->getOperand(1).getDefiningOp();
+          exponent && members.contains(exponent) &&
+          exponent->getResult(0).getType() != type)
+        return false;
   }
   Window w = windowOf(members, position);
   return w.ready < w.need && instructions <= int64_t(fused::kMaxInstructions) &&

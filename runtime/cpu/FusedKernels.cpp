@@ -99,38 +99,52 @@ PLAIT_SIMD_CLONES void runTile(const int64_t *program, int64_t count, int64_t in
   }
 }
 
-/// Elements [begin, begin + n) of an input broadcast to the result's shape, gathered into
-/// `out`: along the plan's merged innermost dimension the input is contiguous or repeated,
-/// so the tile is a few row copies or fills.
-void gatherBroadcast(const float *in, const BroadcastPlan<1> &plan, int64_t begin, int64_t n,
+/// Where a walk over the iteration shape stands in a broadcast operand: the index of the next
+/// element and its offset in the operand. The tiles are walked in order, so each continues
+/// where the last one stopped (no divisions per tile).
+struct Cursor {
+  int64_t index[kMaxRank]; // set only for the operands that are walked (no zeroing per call)
+  int64_t offset;
+
+  void start(size_t rank) {
+    std::fill(index, index + rank, 0);
+    offset = 0;
+  }
+};
+
+/// Steps `at` (of `plan`) from the start of its row to the start of the next row.
+inline void nextRow(const BroadcastPlan<1> &plan, Cursor &at) {
+  size_t rank = plan.shape.size();
+  at.offset -= at.index[rank - 1] * plan.strides[0][rank - 1];
+  at.index[rank - 1] = 0;
+  for (size_t d = rank - 1; d-- > 0;) {
+    if (++at.index[d] < plan.shape[d]) {
+      at.offset += plan.strides[0][d];
+      return;
+    }
+    at.offset -= plan.strides[0][d] * (plan.shape[d] - 1);
+    at.index[d] = 0;
+  }
+}
+
+/// The next n elements of an input broadcast to the iteration shape, gathered into `out`:
+/// along the plan's merged innermost dimension the input is contiguous or repeated, so the
+/// tile is a few row copies or fills.
+void gatherBroadcast(const float *in, const BroadcastPlan<1> &plan, Cursor &at, int64_t n,
                      float *out) {
   size_t rank = plan.shape.size();
-  Dims index(rank, 0);
-  int64_t rest = begin, offset = 0;
-  for (size_t d = rank; d-- > 0;) {
-    index[d] = rest % plan.shape[d];
-    rest /= plan.shape[d];
-    offset += index[d] * plan.strides[0][d];
-  }
   const int64_t inner = plan.shape[rank - 1], stride = plan.strides[0][rank - 1];
   for (int64_t filled = 0; filled < n;) {
-    int64_t len = std::min(inner - index[rank - 1], n - filled);
+    int64_t len = std::min(inner - at.index[rank - 1], n - filled);
     if (stride)
-      std::memcpy(out + filled, in + offset, size_t(len) * sizeof(float));
+      std::memcpy(out + filled, in + at.offset, size_t(len) * sizeof(float));
     else
-      std::fill(out + filled, out + filled + len, in[offset]);
+      std::fill(out + filled, out + filled + len, in[at.offset]);
     filled += len;
-    // Step the index to the start of the next row.
-    offset -= index[rank - 1] * stride;
-    index[rank - 1] = 0;
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (++index[d] < plan.shape[d]) {
-        offset += plan.strides[0][d];
-        break;
-      }
-      offset -= plan.strides[0][d] * (plan.shape[d] - 1);
-      index[d] = 0;
-    }
+    at.index[rank - 1] += len;
+    at.offset += len * stride;
+    if (at.index[rank - 1] == inner)
+      nextRow(plan, at);
   }
 }
 
@@ -140,39 +154,26 @@ PLAIT_SIMD_CLONES void addFloatsInto(double *sums, const float *values, int64_t 
     sums[i] += double(values[i]);
 }
 
-/// Adds elements [begin, begin + n) of the iteration shape, in `values`, into the sums of a
-/// result that reduces dimensions other than the innermost: `plan` walks the result as if
-/// it were broadcast back to the iteration shape. Each sum takes its elements in memory
-/// order, as reduce_sum adds rows into its accumulators.
-void scatterAdd(const float *values, const BroadcastPlan<1> &plan, int64_t begin, int64_t n,
+/// Adds the next n elements of the iteration shape, in `values`, into the sums of a result
+/// that reduces dimensions other than the innermost: `plan` walks the result as if it were
+/// broadcast back to the iteration shape. Each sum takes its elements in memory order, as
+/// reduce_sum adds rows into its accumulators.
+void scatterAdd(const float *values, const BroadcastPlan<1> &plan, Cursor &at, int64_t n,
                 double *acc) {
   size_t rank = plan.shape.size();
-  Dims index(rank, 0);
-  int64_t rest = begin, offset = 0;
-  for (size_t d = rank; d-- > 0;) {
-    index[d] = rest % plan.shape[d];
-    rest /= plan.shape[d];
-    offset += index[d] * plan.strides[0][d];
-  }
   const int64_t inner = plan.shape[rank - 1], stride = plan.strides[0][rank - 1];
   for (int64_t done = 0; done < n;) {
-    int64_t len = std::min(inner - index[rank - 1], n - done);
+    int64_t len = std::min(inner - at.index[rank - 1], n - done);
     if (stride)
-      addFloatsInto(acc + offset, values + done, len);
+      addFloatsInto(acc + at.offset, values + done, len);
     else
       for (int64_t i = 0; i < len; ++i)
-        acc[offset] += double(values[done + i]);
+        acc[at.offset] += double(values[done + i]);
     done += len;
-    offset -= index[rank - 1] * stride;
-    index[rank - 1] = 0;
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (++index[d] < plan.shape[d]) {
-        offset += plan.strides[0][d];
-        break;
-      }
-      offset -= plan.strides[0][d] * (plan.shape[d] - 1);
-      index[d] = 0;
-    }
+    at.index[rank - 1] += len;
+    at.offset += len * stride;
+    if (at.index[rank - 1] == inner)
+      nextRow(plan, at);
   }
 }
 
@@ -239,6 +240,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   // work).
   std::optional<BroadcastPlan<1>> plans[fused::kMaxInputs];
   std::optional<BroadcastPlan<1>> sumPlans[fused::kMaxInstructions];
+  Cursor cursors[fused::kMaxInputs], sumCursors[fused::kMaxInstructions];
   // Stored results are written in place by the instruction that computes them
   // (checkProgram saw to it that no register is listed twice); reduced ones are summed from
   // the register's tile into double accumulators in the workspace, as reduce_sum sums.
@@ -253,8 +255,10 @@ Status fusedElementwiseKernel(const KernelCall &call) {
     }
     PLAIT_RETURN_IF_ERROR(workspace.take(y.numel(), acc[o]));
     std::fill(acc[o], acc[o] + y.numel(), 0.0);
-    if (y.shape.back() == shape.back())
+    if (y.shape.back() == shape.back()) {
       sumPlans[o] = planBroadcast<1>(shape, {y.shape});
+      sumCursors[o].start(sumPlans[o]->shape.size());
+    }
   }
   for (size_t i = 0; i < inputs; ++i) {
     const TensorView &x = call.inputs[i];
@@ -262,8 +266,10 @@ Status fusedElementwiseKernel(const KernelCall &call) {
     if (kind[i] == kSplat)
       std::fill(inputTiles + i * kTile, inputTiles + i * kTile + std::min(tile, numel),
                 *x.as<float>());
-    else if (kind[i] == kBroadcast)
+    else if (kind[i] == kBroadcast) {
       plans[i] = planBroadcast<1>(shape, {x.shape});
+      cursors[i].start(plans[i]->shape.size());
+    }
   }
   for (int64_t begin = 0; begin < numel; begin += tile) {
     int64_t n = std::min(tile, numel - begin);
@@ -275,7 +281,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
       }
       reg[i] = inputTiles + i * kTile;
       if (kind[i] == kBroadcast)
-        gatherBroadcast(x, *plans[i], begin, n, inputTiles + i * kTile);
+        gatherBroadcast(x, *plans[i], cursors[i], n, inputTiles + i * kTile);
     }
     // Where each result's values of this tile are: in place, or a tile to sum from.
     const float *values[fused::kMaxInstructions];
@@ -297,7 +303,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
       if (!acc[o])
         continue;
       if (sumPlans[o]) {
-        scatterAdd(values[o], *sumPlans[o], begin, n, acc[o]);
+        scatterAdd(values[o], *sumPlans[o], sumCursors[o], n, acc[o]);
         continue;
       }
       for (int64_t row = 0; row < n / inner; ++row) // whole rows, each into its sum
