@@ -285,9 +285,9 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     report["fusion"]["group_updates"] = scalarsToJson(grouped);
     if (get("kernels") > 0)
       report["optimizations"]["group_updates"] = fmt::format(
-          "{} optimizer updates computed by {} grouped kernels, each walking its tensors "
+          "{} optimizer updates computed by {} grouped kernel{}, each walking its tensors "
           "(off: --no-fusion)",
-          get("updates"), get("kernels"));
+          get("updates"), get("kernels"), get("kernels") == 1 ? "" : "s");
   }
   if (auto moved = module->getAttrOfType<IntegerAttr>("plait.schedule"))
     report["optimizations"]["schedule"] = fmt::format(
