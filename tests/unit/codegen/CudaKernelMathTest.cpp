@@ -47,6 +47,10 @@ struct Case {
   std::vector<bool> constant; // input r is a plan constant (its value known to codegen)
   Shape shape;                // the result's
   std::vector<int64_t> program, outputs;
+  std::vector<int64_t> reductions = {}; // per result (fused::Reduction); empty: all stored
+  std::vector<Shape> resultShapes = {}; // per result; empty: all `shape`
+
+  Shape resultShape(size_t o) const { return resultShapes.empty() ? shape : resultShapes[o]; }
 };
 
 /// Random values from the test's generator (each tensor seeded from it).
@@ -75,12 +79,14 @@ plan::PlanDesc planOf(const std::vector<Case> &cases) {
     }
     for (size_t o = 0; o < c.outputs.size(); ++o) {
       plan::TensorDesc t;
-      t.shape = c.shape;
+      t.shape = c.resultShape(o);
       instr.outputs.push_back(uint32_t(plan.tensors.size()));
       plan.tensors.push_back(t);
     }
     instr.attrs.push_back({"program", c.program, {}, ""});
     instr.attrs.push_back({"outputs", c.outputs, {}, ""});
+    if (!c.reductions.empty())
+      instr.attrs.push_back({"reductions", c.reductions, {}, ""});
     plan.instrs.push_back(instr);
   }
   return plan;
@@ -151,10 +157,14 @@ private:
 
 /// The interpreter's results for `c`.
 rt::test::KernelResult interpret(const Case &c) {
-  std::vector<std::pair<DType, Shape>> results(c.outputs.size(), {DType::F32, c.shape});
-  return rt::test::runKernel(
-      "fused_elementwise", c.inputs, results,
-      rt::test::AttrsBuilder().ints("program", c.program).ints("outputs", c.outputs).build());
+  std::vector<std::pair<DType, Shape>> results;
+  for (size_t o = 0; o < c.outputs.size(); ++o)
+    results.push_back({DType::F32, c.resultShape(o)});
+  rt::test::AttrsBuilder attrs;
+  attrs.ints("program", c.program).ints("outputs", c.outputs);
+  if (!c.reductions.empty())
+    attrs.ints("reductions", c.reductions);
+  return rt::test::runKernel("fused_elementwise", c.inputs, results, attrs.build());
 }
 
 /// Within 1e-6 relative of the interpreter (absolute below magnitude 1).
@@ -179,14 +189,20 @@ void compareWithInterpreter(const std::vector<Case> &cases, bool exactMath, Clos
     std::vector<const float *> in;
     for (const OwnedTensor &t : c.inputs)
       in.push_back(reinterpret_cast<const float *>(t.bytes.data()));
-    std::vector<std::vector<float>> out(c.outputs.size(),
-                                        std::vector<float>(size_t(reference.out().view.numel())));
+    // Results start at zero (as the launch zeroes reduced ones); the element function runs
+    // over the iteration shape.
+    std::vector<std::vector<float>> out;
+    int64_t numel = 1;
+    for (int64_t d : c.shape)
+      numel *= d;
+    for (size_t o = 0; o < c.outputs.size(); ++o)
+      out.emplace_back(size_t(reference.out(o).view.numel()), 0.0f);
     std::vector<float *> outPointers;
     for (auto &o : out)
       outPointers.push_back(o.data());
     ElementsFn fn = kernels.elements(i);
     ASSERT_NE(fn, nullptr) << "case " << i;
-    fn(in.data(), outPointers.data(), int64_t(out[0].size()));
+    fn(in.data(), outPointers.data(), numel);
     for (size_t o = 0; o < out.size(); ++o) {
       std::vector<float> expected = reference.out(o).values<float>();
       for (size_t e = 0; e < expected.size(); ++e)
@@ -294,6 +310,36 @@ std::vector<Case> realisticCases() {
 
 TEST(CudaKernelMath, RealisticChainsMatchTheInterpreterBitForBit) {
   compareWithInterpreter(realisticCases(), /*exactMath=*/true, sameBits);
+}
+
+// Reduced results (a fused reduce_sum / reduce_mean): each element adds itself (a mean's
+// scaled by 1 / its count) into its sum, in float, where the interpreter sums in double; a
+// device adds atomically in any order. Within 2e-5 of the interpreter's sums (relative, or
+// absolute below magnitude 1), over rows, outer dimensions, a copy of a stored value, and
+// results that are all reduced from broadcast inputs.
+TEST(CudaKernelMath, ReducedResultsSumWhatTheInterpreterSums) {
+  using namespace fused;
+  std::mt19937 rng(13);
+  Shape s = {4, 16, 96};
+  OwnedTensor x = randomTensor(s, rng, -2, 2), b = randomTensor({96}, rng, -1, 1);
+  OwnedTensor rowOnly = randomTensor({4, 16, 1}, rng, -1, 1);
+  std::vector<Case> cases;
+  // y = x * b stored, its row sums and means, and its sums and means over [4, 16].
+  cases.push_back({{x, b}, {false, false}, s,
+                   {Mul, 0, 1, BroadcastTo, 2, -1, BroadcastTo, 2, -1, BroadcastTo, 2, -1,
+                    BroadcastTo, 2, -1},
+                   {2, 3, 4, 5, 6},
+                   {Store, Sum, Mean, Sum, Mean},
+                   {s, {4, 16, 1}, {4, 16, 1}, {1, 1, 96}, {1, 1, 96}}});
+  // Nothing whole: a per-row value broadcast along rows times a column, summed both ways.
+  cases.push_back({{rowOnly, b}, {false, false}, s,
+                   {Mul, 0, 1, BroadcastTo, 2, -1},
+                   {2, 3},
+                   {Sum, Mean},
+                   {{4, 1, 96}, {4, 16, 1}}});
+  compareWithInterpreter(cases, /*exactMath=*/true, [](float a, float e) {
+    return std::fabs(double(a) - double(e)) <= 2e-5 * std::max(1.0, std::fabs(double(e)));
+  });
 }
 
 TEST(CudaKernelMath, LibmMathIsWithinOneMillionthOfTheInterpreter) {
