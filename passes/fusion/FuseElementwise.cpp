@@ -153,7 +153,7 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
 
 /// Replaces the group's ops by one fused op at the place of its last member, or before the
 /// first outside read of a result when that comes earlier.
-void fuse(const Group &group, const Positions &position, OpBuilder &builder) {
+void fuse(const Group &group, Positions &position, OpBuilder &builder) {
   Operation *last = group.ops.back();
   llvm::SmallPtrSet<Operation *, 32> members(group.ops.begin(), group.ops.end());
   Window w = windowOf(members, position);
@@ -214,6 +214,8 @@ void fuse(const Group &group, const Positions &position, OpBuilder &builder) {
       builder.getFusedLoc(locs), types, inputs, builder.getDenseI64ArrayAttr(program),
       builder.getDenseI64ArrayAttr(outputs),
       reduces ? builder.getDenseI64ArrayAttr(reductions) : DenseI64ArrayAttr());
+  // Later groups' windows see it where it stands (it may read their results, or they its).
+  position[fusedOp] = position.lookup(at);
   for (auto [value, replacement] : llvm::zip(escaping, fusedOp.getResults()))
     value.replaceAllUsesWith(replacement);
   for (Operation *op : llvm::reverse(group.ops))
