@@ -157,7 +157,7 @@ Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &
   if (failed(memory))
     return {};
   plan::PlanDesc plan;
-  if (failed(lowerToPlan(func, *memory, plan)))
+  if (failed(lowerToPlan(func, *memory, plan, /*names=*/exact)))
     return {};
   uint64_t workspace = plan.workspaceBytes.empty() ? 0 : plan.workspaceBytes.front();
   Candidate out;

@@ -166,9 +166,13 @@ static LogicalResult decodeShard(Operation *op, const std::string &unit, ArrayAt
   return success();
 }
 
-LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::PlanDesc &plan) {
+LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::PlanDesc &plan,
+                          bool names) {
   // Tensors, one per planned buffer, in definition order.
   llvm::DenseMap<Value, uint32_t> tensorOf;
+  tensorOf.reserve(unsigned(memory.buffers.size()));
+  plan.tensors.reserve(memory.buffers.size());
+  plan.instrs.reserve(func.getBody().front().getOperations().size());
   for (const PlannedBuffer &b : memory.buffers) {
     auto type = cast<RankedTensorType>(b.value.getType());
     plan::TensorDesc t;
@@ -223,6 +227,8 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
       if (failed(bytes))
         return failure();
       t.data = std::move(*bytes);
+    } else if (!names) {
+      t.kind = fb::TensorKind::Activation;
     } else {
       t.kind = fb::TensorKind::Activation;
       Operation *def = b.value.getDefiningOp();
@@ -283,7 +289,8 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
     }
     plan::InstrDesc instr;
     instr.kernel = op.getName().stripDialect().str();
-    instr.name = locationName(op.getLoc());
+    if (names)
+      instr.name = locationName(op.getLoc());
     for (Value v : op.getOperands())
       instr.inputs.push_back(tensorOf.lookup(v));
     for (Value v : op.getResults())

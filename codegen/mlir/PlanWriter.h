@@ -10,9 +10,10 @@ namespace plait {
 
 /// Fills `plan` with one tensor per planned buffer and one instruction per op of `func`.
 /// Fails with a diagnostic on an op that has no runtime kernel or an attribute that
-/// cannot be encoded.
+/// cannot be encoded. Without `names` (the strategy search's screening, which only sizes and
+/// times the plan) activations and instructions are left unnamed.
 mlir::LogicalResult lowerToPlan(mlir::func::FuncOp func, const MemoryPlan &memory,
-                                plan::PlanDesc &plan);
+                                plan::PlanDesc &plan, bool names = true);
 
 /// Human-readable name of an op's location ("/fc1/Gemm", "model.mlir:3:5").
 std::string locationName(mlir::Location loc);
