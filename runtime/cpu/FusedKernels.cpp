@@ -220,7 +220,9 @@ Status fusedElementwiseKernel(const KernelCall &call) {
     if (!wrong.empty())
       return Status::errorf("{}: result {} of shape {}: {}", kName, o, shapeString(y.shape),
                             wrong);
-    rowReduced |= reductionOf(o) != fused::Store && y.shape.back() != shape.back();
+    // (A scalar iteration shape reduces nothing: its one element is its sum.)
+    rowReduced |= reductionOf(o) != fused::Store && !shape.empty() &&
+                  y.shape.back() != shape.back();
   }
   const int64_t numel = product(shape, 0, shape.size());
   const int64_t count = int64_t(program.size() / 3);
@@ -255,7 +257,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
     }
     PLAIT_RETURN_IF_ERROR(workspace.take(y.numel(), acc[o]));
     std::fill(acc[o], acc[o] + y.numel(), 0.0);
-    if (y.shape.back() == shape.back()) {
+    if (shape.empty() || y.shape.back() == shape.back()) {
       sumPlans[o] = planBroadcast<1>(shape, {y.shape});
       sumCursors[o].start(sumPlans[o]->shape.size());
     }

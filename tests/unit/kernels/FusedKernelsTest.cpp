@@ -127,6 +127,20 @@ TEST(FusedKernels, ReducedResultsMatchTheUnfusedReductionsBitForBit) {
   }
 }
 
+// A scalar iteration shape: a reduced result is the value itself (a mean of one element).
+TEST(FusedKernels, AScalarReducesToItself) {
+  OwnedTensor x = makeFloat(DType::F32, {}, {1.5});
+  KernelResult f = runKernel("fused_elementwise", {x}, {{DType::F32, {}}, {DType::F32, {}}},
+                             AttrsBuilder()
+                                 .ints("program", {fused::Neg, 0, -1, fused::BroadcastTo, 1, -1})
+                                 .ints("outputs", {1, 2})
+                                 .ints("reductions", {fused::Sum, fused::Mean})
+                                 .build());
+  ASSERT_TRUE(f.status.ok()) << f.status.message();
+  EXPECT_EQ(f.out(0).floats(), std::vector<float>{-1.5f});
+  EXPECT_EQ(f.out(1).floats(), std::vector<float>{-1.5f});
+}
+
 TEST(FusedKernels, MalformedProgramsAreOneLineErrors) {
   OwnedTensor x = randomFloats({8}, 7), w = randomFloats({3}, 8);
   struct Case {
