@@ -7,16 +7,17 @@
 // memory plan).
 //
 // Groups form in program order. An op joins the groups of its operands' producers whose result
-// has the same type (all of them, merged, or else the first it can), as long as every value of
-// the group read outside it is read after the op (the fused op takes the place of its last
-// member, so those readers must still follow it). Fused are add, sub, mul, div, neg, exp, erf, sqrt and pow whose result is f32
-// (operands broadcast to it: a bias, a layer norm's per-row mean), and broadcast_to. A
-// reduce_sum or reduce_mean (keepdims) of a member's result joins its group as a reduced
-// result: the sum is taken as the elements are computed (a layer norm's mean and variance, a
-// bias or norm-weight gradient's sum over the batch, softmax's backward row sums), so the
-// reduced value never reaches memory whole. Nothing in the group may read a reduced result.
-// A group of one op stays as it is. The module records `plait.fuse_elementwise`
-// {kernels, ops, reductions} for the report.
+// has its type, or a smaller one that only it reads (all of them, merged, or else the first it
+// can), as long as one place follows every input of the group and precedes every read of its
+// results outside it: the fused op stands there (at its last member, or before the first such
+// read when that comes earlier). Fused are add, sub, mul, div, neg, exp, erf, sqrt and pow
+// whose result is f32 (operands broadcast to it: a bias, a layer norm's per-row mean), and
+// broadcast_to. A reduce_sum or reduce_mean (keepdims) of a member's result, or of a value the
+// group reads, joins the group as a reduced result: the sum is taken as the elements are
+// computed (a layer norm's mean and variance, a bias or norm-weight gradient's sum over the
+// batch, softmax's backward row sums), so the reduced value never reaches memory whole.
+// Nothing in the group may read a reduced result. A group of one op stays as it is. The
+// module records `plait.fuse_elementwise` {kernels, ops, reductions} for the report.
 #include "passes/Passes.h"
 
 #include "codegen/schema/FusedElementwise.h"
