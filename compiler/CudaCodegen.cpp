@@ -161,7 +161,8 @@ std::vector<ResultForm> resultForms(const plan::PlanDesc &plan, const FusedInstr
     forms[o].at.strides.assign(merged.strides[0].begin(), merged.strides[0].end());
     int64_t sums = int64_t(plan::numelOf(plan.tensors[f.instr->outputs[o]]));
     if (f.reduction(o) == fused::Mean)
-      forms[o].scale = fmt::format(" * {}f", fmt::format("{:.9g}", 1.0 / double(f.numel / std::max<int64_t>(sums, 1))));
+      forms[o].scale =
+          fmt::format(" * {:.9g}f", 1.0 / double(f.numel / std::max<int64_t>(sums, 1)));
   }
   return forms;
 }

@@ -114,9 +114,10 @@ Window windowOf(const llvm::SmallPtrSetImpl<Operation *> &members, const Positio
 /// after every input and before every outside read of a result (the fused op stands there),
 /// the group spans at most kMaxSpan ops, nothing in it reads a reduced result, a member of a
 /// smaller shape (computed again for every element it broadcasts to) is read only inside,
-/// and the program stays within the limits.
+/// and the program stays within the limits. `reduced` holds the groups' reductions.
 bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
-             const Positions &position) {
+             const Positions &position, const llvm::SmallPtrSetImpl<Operation *> &reduced) {
+  bool opReduces = fusibleReduction(op) != fused::Store;
   llvm::SmallPtrSet<Operation *, 32> members;
   members.insert(op);
   int64_t first = position.lookup(op), last = first, instructions = 0;
@@ -132,7 +133,7 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
     for (Value v : m->getOperands())
       if (!members.contains(v.getDefiningOp()))
         inputs.insert(v);
-    bool reduction = fusibleReduction(m) != fused::Store;
+    bool reduction = m == op ? opReduces : reduced.contains(m);
     instructions += reduction ? 2 : 1; // a reduced result may need a copy of its register
     bool inside = !reduction && m->getResult(0).getType() != type;
     for (Operation *user : m->getResult(0).getUsers())
@@ -243,7 +244,7 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
           auto type = cast<RankedTensorType>(op.getOperand(0).getType());
           Group *g = groupOf.lookup(op.getOperand(0).getDefiningOp());
           if (g && g->type == type && !reduced.contains(op.getOperand(0).getDefiningOp()) &&
-              canFuse({g}, &op, type, position)) {
+              canFuse({g}, &op, type, position, reduced)) {
             g->ops.insert(&op);
             groupOf[&op] = g;
             reduced.insert(&op);
@@ -278,11 +279,11 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
             candidates.push_back(g);
         }
         SmallVector<Group *> chosen;
-        if (candidates.size() > 1 && canFuse(candidates, &op, type, position))
+        if (candidates.size() > 1 && canFuse(candidates, &op, type, position, reduced))
           chosen = candidates;
         else
           for (Group *g : candidates)
-            if (canFuse({g}, &op, type, position)) {
+            if (canFuse({g}, &op, type, position, reduced)) {
               chosen = {g};
               break;
             }
@@ -321,7 +322,7 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
         auto type = cast<RankedTensorType>(operand.getType());
         for (Operation *user : operand.getUsers()) {
           Group *g = groupOf.lookup(user);
-          if (!g || g->type != type || g->ops.size() < 2 || !canFuse({g}, &op, type, position))
+          if (!g || g->type != type || g->ops.size() < 2 || !canFuse({g}, &op, type, position, reduced))
             continue;
           SmallVector<Operation *> ordered(g->ops.begin(), g->ops.end());
           ordered.push_back(&op);

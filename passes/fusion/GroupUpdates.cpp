@@ -62,34 +62,36 @@ struct GroupUpdatesPass : impl::GroupUpdatesPassBase<GroupUpdatesPass> {
       llvm::DenseMap<Operation *, int64_t> position;
       for (Operation &op : func.getBody().front())
         position[&op] = int64_t(position.size());
-      // Where a group of `ops` may stand: after its operands, before outside reads.
-      auto extend = [&](Group &g, Operation *op) {
+      // Where a group with `op` may stand: after its operands, before outside reads.
+      auto widen = [&](Operation *op, int64_t &ready, int64_t &need) {
         for (Value v : op->getOperands())
           if (Operation *def = v.getDefiningOp())
-            g.ready = std::max(g.ready, position.lookup(def));
+            ready = std::max(ready, position.lookup(def));
         for (Value r : op->getResults())
           for (Operation *user : r.getUsers())
-            g.need = std::min(g.need, position.lookup(user));
-        g.ops.push_back(op);
+            need = std::min(need, position.lookup(user));
       };
       std::vector<Group> groups;
       Group open;
       for (Operation &op : func.getBody().front()) {
         if (!groupable(&op))
           continue;
-        if (!open.ops.empty()) {
-          Group joined = open;
-          extend(joined, &op);
-          if (sameKind(open.ops.front(), &op) && position.lookup(&op) - open.first <= span &&
-              joined.ready < joined.need) {
-            open = std::move(joined);
-            continue;
-          }
-          groups.push_back(std::move(open));
+        int64_t ready = open.ready, need = open.need;
+        widen(&op, ready, need);
+        bool joins = !open.ops.empty() && sameKind(open.ops.front(), &op) &&
+                     position.lookup(&op) - open.first <= span && ready < need;
+        if (!joins) {
+          if (!open.ops.empty())
+            groups.push_back(std::move(open));
+          open = Group();
+          open.first = position.lookup(&op);
+          ready = -1;
+          need = INT64_MAX;
+          widen(&op, ready, need);
         }
-        open = Group();
-        open.first = position.lookup(&op);
-        extend(open, &op);
+        open.ready = ready;
+        open.need = need;
+        open.ops.push_back(&op);
       }
       if (!open.ops.empty())
         groups.push_back(std::move(open));

@@ -127,25 +127,36 @@ inline void nextRow(const BroadcastPlan<1> &plan, Cursor &at) {
   }
 }
 
-/// The next n elements of an input broadcast to the iteration shape, gathered into `out`:
-/// along the plan's merged innermost dimension the input is contiguous or repeated, so the
-/// tile is a few row copies or fills.
-void gatherBroadcast(const float *in, const BroadcastPlan<1> &plan, Cursor &at, int64_t n,
-                     float *out) {
+/// Walks the next n elements of the iteration shape through an operand laid out by `plan`,
+/// from `at`: segment(done, offset, len, stride) for each run of len elements (the first of
+/// them the walk's element `done`) that lies along the plan's merged innermost dimension,
+/// where the operand is contiguous (stride 1) or one repeated element (stride 0).
+template <typename Segment>
+PLAIT_VECTOR_INLINE void walkRows(const BroadcastPlan<1> &plan, Cursor &at, int64_t n,
+                                  Segment &&segment) {
   size_t rank = plan.shape.size();
   const int64_t inner = plan.shape[rank - 1], stride = plan.strides[0][rank - 1];
-  for (int64_t filled = 0; filled < n;) {
-    int64_t len = std::min(inner - at.index[rank - 1], n - filled);
-    if (stride)
-      std::memcpy(out + filled, in + at.offset, size_t(len) * sizeof(float));
-    else
-      std::fill(out + filled, out + filled + len, in[at.offset]);
-    filled += len;
+  for (int64_t done = 0; done < n;) {
+    int64_t len = std::min(inner - at.index[rank - 1], n - done);
+    segment(done, at.offset, len, stride);
+    done += len;
     at.index[rank - 1] += len;
     at.offset += len * stride;
     if (at.index[rank - 1] == inner)
       nextRow(plan, at);
   }
+}
+
+/// The next n elements of an input broadcast to the iteration shape, gathered into `out`: a
+/// few row copies or fills.
+void gatherBroadcast(const float *in, const BroadcastPlan<1> &plan, Cursor &at, int64_t n,
+                     float *out) {
+  walkRows(plan, at, n, [&](int64_t done, int64_t offset, int64_t len, int64_t stride) {
+    if (stride)
+      std::memcpy(out + done, in + offset, size_t(len) * sizeof(float));
+    else
+      std::fill(out + done, out + done + len, in[offset]);
+  });
 }
 
 /// sums[i] += values[i] in double, as reduce_sum adds a row into its accumulators.
@@ -160,21 +171,13 @@ PLAIT_SIMD_CLONES void addFloatsInto(double *sums, const float *values, int64_t 
 /// reduce_sum adds rows into its accumulators.
 void scatterAdd(const float *values, const BroadcastPlan<1> &plan, Cursor &at, int64_t n,
                 double *acc) {
-  size_t rank = plan.shape.size();
-  const int64_t inner = plan.shape[rank - 1], stride = plan.strides[0][rank - 1];
-  for (int64_t done = 0; done < n;) {
-    int64_t len = std::min(inner - at.index[rank - 1], n - done);
+  walkRows(plan, at, n, [&](int64_t done, int64_t offset, int64_t len, int64_t stride) {
     if (stride)
-      addFloatsInto(acc + at.offset, values + done, len);
+      addFloatsInto(acc + offset, values + done, len);
     else
       for (int64_t i = 0; i < len; ++i)
-        acc[at.offset] += double(values[done + i]);
-    done += len;
-    at.index[rank - 1] += len;
-    at.offset += len * stride;
-    if (at.index[rank - 1] == inner)
-      nextRow(plan, at);
-  }
+        acc[offset] += double(values[done + i]);
+  });
 }
 
 Status fusedElementwiseKernel(const KernelCall &call) {

@@ -4,6 +4,13 @@
 namespace plait::rt::test {
 namespace {
 
+int64_t elements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
 std::vector<double> ramp(int64_t n, double scale, double offset) {
   std::vector<double> v(n);
   for (int64_t i = 0; i < n; ++i)
@@ -94,11 +101,7 @@ TEST(LinalgKernels, MatmulReadsTransposedOperands) {
                                          {{2, 3, 4}, {4, 5}, {2, 3, 5}, false, true}, // rows fold
                                          {{2, 3, 4}, {4, 5}, {2, 3, 5}, true, false},
                                          {{2, 1, 3, 4}, {3, 4, 2}, {2, 3, 3, 2}, true, true}}) {
-    int64_t na = 1, nb = 1;
-    for (int64_t d : c.a)
-      na *= d;
-    for (int64_t d : c.b)
-      nb *= d;
+    int64_t na = elements(c.a), nb = elements(c.b);
     auto a = makeFloat(DType::F32, c.a, ramp(na, 0.25, -1));
     auto b = makeFloat(DType::F32, c.b, ramp(nb, 0.5, -3));
     std::vector<float> expected = runOk("matmul", {a, b}, DType::F32, c.out).floats();
@@ -144,11 +147,7 @@ TEST(LinalgKernels, MatmulReadsAndWritesPermutedLayouts) {
            {{2, 3, 4, 8}, {2, 5, 4, 8}, {0, 2, 1, 3}, {0, 2, 1, 3}, {}, {2, 4, 3, 5}, true},
            {{3, 4, 8}, {1, 8, 6}, {1, 0, 2}, {}, {1, 0, 2}, {4, 3, 6}, false},
            {{2, 8, 3}, {8, 5}, {0, 2, 1}, {}, {}, {2, 3, 5}, false}}) {
-    int64_t na = 1, nb = 1;
-    for (int64_t d : c.a)
-      na *= d;
-    for (int64_t d : c.b)
-      nb *= d;
+    int64_t na = elements(c.a), nb = elements(c.b);
     auto a = makeFloat(DType::F32, c.a, ramp(na, 0.125, -2));
     auto b = makeFloat(DType::F32, c.b, ramp(nb, 0.25, -3));
     // The operands as the product reads them: permuted, then (rhs) the flag's swap.
