@@ -2,6 +2,7 @@
 #include "compiler/PlanSearch.h"
 
 #include <algorithm>
+#include <future>
 #include <thread>
 #include <cmath>
 #include <cstdio>
@@ -80,6 +81,13 @@ struct Choice {
   int64_t bucketBytes = 0;        // ddp gradient buckets; 0: --bucket-bytes
 };
 
+/// The IR verified, and the check that no rank can hang.
+LogicalResult verifyPlaced(ModuleOp module) {
+  if (failed(mlir::verify(module)))
+    return failure();
+  return verifyCollectiveOrder(module);
+}
+
 /// plait-recompute, plait-shard, plait-insert-collectives, plait-schedule, then the check that
 /// no rank can hang: `choice` applied to `module` in place.
 ///
@@ -125,9 +133,7 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
     return failure();
   if (!verify)
     return success();
-  if (failed(mlir::verify(module)))
-    return failure();
-  return verifyCollectiveOrder(module);
+  return verifyPlaced(module);
 }
 
 /// `choice` applied to a copy of the step, and that copy's per-rank peak; not `ok` when it
@@ -149,8 +155,14 @@ struct Candidate {
 Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &choice,
                     bool exact = true) {
   OwningOpRef<ModuleOp> copy(step.clone());
-  if (failed(applyChoice(*copy, options, choice, exact)))
+  if (failed(applyChoice(*copy, options, choice, /*verify=*/false)))
     return {};
+  // Exact: the IR is verified on a second thread while its buffers are placed (both only
+  // read it); the candidate is kept only when both succeed. The future joins on every return.
+  std::future<LogicalResult> verified;
+  if (exact)
+    verified = std::async(std::launch::async, [&] { return verifyPlaced(*copy); });
+  auto unverified = [&] { return verified.valid() && failed(verified.get()); };
   func::FuncOp func = findEntryFunction(*copy);
   auto memory = planMemory(func, options.alignment, options.inPlaceUpdates, exact,
                            options.reshapeAlias);
@@ -158,6 +170,8 @@ Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &
     return {};
   plan::PlanDesc plan;
   if (failed(lowerToPlan(func, *memory, plan, /*names=*/exact)))
+    return {};
+  if (unverified())
     return {};
   uint64_t workspace = plan.workspaceBytes.empty() ? 0 : plan.workspaceBytes.front();
   Candidate out;
@@ -410,12 +424,16 @@ void recordSearch(ModuleOp module, const std::vector<AutoRow> &rows,
                        b.getNamedAttr("cluster", b.getStringAttr(clusterName))}));
 }
 
+/// How many candidates are screened at once: the cores, at most 8.
+unsigned screenThreads() { return std::clamp(std::thread::hardware_concurrency(), 1u, 8u); }
+
 /// Screens `choices` (tryChoice without `exact`) on as many threads as there are cores,
 /// each on its own copy of the step; the results in the order of `choices`.
+
 std::vector<Candidate> screenAll(ModuleOp module, const CompileOptions &options,
                                  const std::vector<Choice> &choices) {
   std::vector<Candidate> screened(choices.size());
-  parallelFor(choices.size(), std::min(8u, std::thread::hardware_concurrency()), [&](size_t i) {
+  parallelFor(choices.size(), screenThreads(), [&](size_t i) {
     screened[i] = tryChoice(module, options, choices[i], /*exact=*/false);
   });
   return screened;
@@ -515,6 +533,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
       // A fitting auto(k) makes `all` of the same placement pointless: it replays more for
       // the same communication. At most four screens per placement, usually one.
       std::optional<AutoRow> best; // the fitting probe with the fewest segments
+      std::optional<Candidate> screenedAll; // `all`, screened with the probes on a spare core
       if (searchRecomputeAuto) {
         if (!order) {
           auto computed = recomputeOrder(module);
@@ -556,7 +575,13 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
           std::vector<Choice> choices;
           for (size_t k : ks)
             choices.push_back(choiceOf(k));
+          // A core left over screens `all` too, needed when no probe fits.
+          bool withAll = choices.size() < screenThreads();
+          if (withAll)
+            choices.push_back(Choice{strategy, "all", {}, bucket});
           std::vector<Candidate> results = screenAll(module, options, choices);
+          if (withAll)
+            screenedAll = std::move(results.back());
           auto fitsAtEstimate = record(first, std::move(results[0]));
           if (failed(fitsAtEstimate))
             return failure();
@@ -581,7 +606,8 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
         continue;
       }
       Choice all{strategy, "all", {}, bucket};
-      Candidate result = tryChoice(module, options, all, /*exact=*/false);
+      Candidate result = screenedAll ? std::move(*screenedAll)
+                                     : tryChoice(module, options, all, /*exact=*/false);
       if (!result.ok)
         return failure();
       if (result.peak <= limit)

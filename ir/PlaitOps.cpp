@@ -186,7 +186,7 @@ LogicalResult ParamOp::verify() {
   // usually lead the block, so the backward scan is short.
   for (Operation *prev = getOperation()->getPrevNode(); prev; prev = prev->getPrevNode()) {
     auto earlier = llvm::dyn_cast<ParamOp>(prev);
-    if (!earlier || earlier.getName() != getName())
+    if (!earlier || earlier.getNameAttr() != getNameAttr())
       continue;
     if (earlier.getType() != getType() || earlier.getValueAttr() != getValueAttr() ||
         earlier.getInitAttr() != getInitAttr())

@@ -359,28 +359,38 @@ void computeOffsets(MemoryPlan &plan) {
                                                             : x.size > y.size;
                         }),
                         false});
-  // The orders are independent: large steps place them on every core (the same result as
-  // one after another, which small steps keep doing).
-  std::vector<std::vector<PlannedBuffer>> placedBy(candidates.size(), plan.buffers);
-  std::vector<int64_t> arenaOf(candidates.size(), 0);
-  unsigned threads = plan.buffers.size() >= 4096 ? std::thread::hardware_concurrency() : 1;
-  parallelFor(candidates.size(), threads, [&](size_t c) {
-    arenaOf[c] = placeInOrder(placedBy[c], candidates[c].order, candidates[c].firstFit);
-  });
+  // The orders are independent: large steps place them on every core, as many at a time as
+  // there are cores (small steps one after another). Once an arena equals the liveness lower
+  // bound no order can beat it, so the rest are skipped: the same result as trying them all,
+  // since the earlier order wins a tie.
   std::vector<PlannedBuffer> best;
   std::vector<size_t> bestOrder;
-  for (size_t c = 0; c < candidates.size(); ++c)
-    if (best.empty() || arenaOf[c] < plan.arenaBytes) {
-      best = std::move(placedBy[c]);
-      bestOrder = candidates[c].order;
-      plan.arenaBytes = arenaOf[c];
-      plan.heuristic = candidates[c].name;
-    }
+  unsigned threads = plan.buffers.size() >= 4096 ? std::thread::hardware_concurrency() : 1;
+  threads = std::max(1u, threads);
+  size_t tried = 0;
+  for (size_t first = 0; first < candidates.size() && !(tried && plan.arenaBytes <= plan.lowerBound);
+       first += threads) {
+    size_t count = std::min<size_t>(threads, candidates.size() - first);
+    std::vector<std::vector<PlannedBuffer>> placedBy(count, plan.buffers);
+    std::vector<int64_t> arenaOf(count, 0);
+    parallelFor(count, threads, [&](size_t i) {
+      const Candidate &c = candidates[first + i];
+      arenaOf[i] = placeInOrder(placedBy[i], c.order, c.firstFit);
+    });
+    for (size_t i = 0; i < count; ++i, ++tried)
+      if (best.empty() || arenaOf[i] < plan.arenaBytes) {
+        best = std::move(placedBy[i]);
+        bestOrder = candidates[first + i].order;
+        plan.arenaBytes = arenaOf[i];
+        plan.heuristic = candidates[first + i].name;
+      }
+  }
   // Small plans, where a few badly placed buffers weigh most: a local search over the best
   // order (three random swaps at a time, both fits), within a fixed budget of buffer
-  // comparisons. The seed is fixed, so the same step always gets the same plan.
+  // comparisons. The seed is fixed, so the same step always gets the same plan. Nothing
+  // beats an arena at the lower bound.
   size_t n = plan.buffers.size();
-  if (n >= 2 && n <= 1024) {
+  if (n >= 2 && n <= 1024 && plan.arenaBytes > plan.lowerBound) {
     int64_t rounds = std::min<int64_t>(2000, 40'000'000 / int64_t(n * n));
     std::mt19937_64 rng(0x9e3779b97f4a7c15ULL);
     bool improved = false;
