@@ -190,7 +190,9 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
     } else if (auto param = b.value.getDefiningOp<ParamOp>()) {
       t.kind = fb::TensorKind::Param;
       t.name = param.getName().str();
-      if (auto value = param.getValueAttr()) {
+      if (!names) {
+        // Screening: sized and timed, never run; no initial values.
+      } else if (auto value = param.getValueAttr()) {
         auto bytes = elementBytes(param, value);
         if (failed(bytes))
           return failure();
@@ -201,13 +203,13 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
     } else if (auto shard = b.value.getDefiningOp<ParamShardOp>()) {
       t.kind = fb::TensorKind::Param;
       t.name = shard.getUnit().str();
-      if (failed(decodeShard(shard, t.name, shard.getGroups(), shard.getPaddedNumel(),
+      if (names && failed(decodeShard(shard, t.name, shard.getGroups(), shard.getPaddedNumel(),
                              shard.getPieces(), t.shard)))
         return failure();
     } else if (auto state = b.value.getDefiningOp<StateOp>()) {
       t.kind = fb::TensorKind::State;
       t.name = state.getName().str();
-      if (auto layout = state->getAttrOfType<DictionaryAttr>(kStateLayoutAttr)) {
+      if (auto layout = state->getAttrOfType<DictionaryAttr>(kStateLayoutAttr); layout && names) {
         auto unit = layout.getAs<StringAttr>("unit");
         auto groups = layout.getAs<ArrayAttr>("groups");
         auto padded = layout.getAs<IntegerAttr>("padded_numel");
@@ -223,10 +225,12 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
     } else if (auto constant = b.value.getDefiningOp<ConstantOp>()) {
       t.kind = fb::TensorKind::Constant;
       t.name = "constant" + std::to_string(plan.tensors.size());
-      auto bytes = elementBytes(constant, constant.getValue());
-      if (failed(bytes))
-        return failure();
-      t.data = std::move(*bytes);
+      if (names) {
+        auto bytes = elementBytes(constant, constant.getValue());
+        if (failed(bytes))
+          return failure();
+        t.data = std::move(*bytes);
+      }
     } else if (!names) {
       t.kind = fb::TensorKind::Activation;
     } else {

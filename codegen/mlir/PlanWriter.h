@@ -11,7 +11,8 @@ namespace plait {
 /// Fills `plan` with one tensor per planned buffer and one instruction per op of `func`.
 /// Fails with a diagnostic on an op that has no runtime kernel or an attribute that
 /// cannot be encoded. Without `names` (the strategy search's screening, which only sizes and
-/// times the plan) activations and instructions are left unnamed.
+/// times the plan, and never runs or writes it) activations and instructions are left
+/// unnamed, and params, constants and shards carry no initial values or layouts.
 mlir::LogicalResult lowerToPlan(mlir::func::FuncOp func, const MemoryPlan &memory,
                                 plan::PlanDesc &plan, bool names = true);
 
