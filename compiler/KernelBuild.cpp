@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -63,6 +65,59 @@ std::string codegenCacheDir() {
   return (fs::temp_directory_path() / "plait-codegen").string();
 }
 
+uint64_t codegenCacheLimit() {
+  constexpr uint64_t kDefault = uint64_t(2) << 30;
+  const char *text = std::getenv("PLAIT_CODEGEN_CACHE_BYTES");
+  if (!text || !std::isdigit((unsigned char)*text))
+    return kDefault;
+  char *end = nullptr;
+  unsigned long long bytes = std::strtoull(text, &end, 10);
+  return (*end != '\0' || bytes == 0) ? kDefault : uint64_t(bytes);
+}
+
+size_t pruneCodegenCache(const std::string &dir, uint64_t limitBytes, const std::string &keep) {
+  struct Entry {
+    fs::path path;
+    fs::file_time_type time;
+    uint64_t bytes;
+  };
+  auto isObject = [](const std::string &name) {
+    size_t dot = name.find('.');
+    if (dot != 16 || name.find('.', dot + 1) != std::string::npos)
+      return false; // <hash>.<ext> only: "<hash>.<ext>.<pid>" is still being published
+    return std::all_of(name.begin(), name.begin() + 16,
+                       [](char c) { return std::isxdigit((unsigned char)c); });
+  };
+  std::error_code ec;
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  for (const fs::directory_entry &e : fs::directory_iterator(dir, ec)) {
+    std::error_code fileError;
+    if (!e.is_regular_file(fileError) || !isObject(e.path().filename().string()))
+      continue;
+    uint64_t bytes = e.file_size(fileError);
+    fs::file_time_type time = e.last_write_time(fileError);
+    if (fileError)
+      continue;
+    entries.push_back({e.path(), time, bytes});
+    total += bytes;
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry &a, const Entry &b) { return a.time < b.time; });
+  size_t removed = 0;
+  for (const Entry &e : entries) {
+    if (total <= limitBytes)
+      break;
+    if (e.path.filename() == keep)
+      continue;
+    if (fs::remove(e.path, ec)) {
+      total -= e.bytes;
+      ++removed;
+    }
+  }
+  return removed;
+}
+
 std::string compileCached(const std::string &compiler, const std::string &flags,
                           const std::string &source, const std::string &sourceName,
                           const std::string &extension, std::vector<uint8_t> &object) {
@@ -71,8 +126,10 @@ std::string compileCached(const std::string &compiler, const std::string &flags,
   fs::create_directories(dir, ec);
   fs::path cached =
       dir / fmt::format("{:016x}{}", fnv1a(compiler + " " + flags + "\n" + source), extension);
-  if (fs::is_regular_file(cached, ec) && readFile(cached, object))
+  if (fs::is_regular_file(cached, ec) && readFile(cached, object)) {
+    fs::last_write_time(cached, fs::file_time_type::clock::now(), ec); // recently used
     return "";
+  }
   // Compile into a private temporary directory, then publish into the cache by rename.
   std::string pattern = (fs::temp_directory_path() / "plait-codegen-XXXXXX").string();
   if (!mkdtemp(pattern.data()))
@@ -99,6 +156,7 @@ std::string compileCached(const std::string &compiler, const std::string &flags,
   if (fs::copy_file(output, staged, fs::copy_options::overwrite_existing, ec))
     fs::rename(staged, cached, ec);
   fs::remove_all(work, ec);
+  pruneCodegenCache(dir.string(), codegenCacheLimit(), cached.filename().string());
   return "";
 }
 
