@@ -62,11 +62,14 @@ uint64_t workspaceBytesOf(const PlanDesc &plan, const InstrDesc &instr) {
     return true;
   };
   std::vector<rt::OperandType> inputs, outputs;
+  inputs.reserve(instr.inputs.size());
+  outputs.reserve(instr.outputs.size());
   if (!operands(instr.inputs, inputs) || !operands(instr.outputs, outputs))
     return 0;
-  rt::Attrs attrs;
-  for (const AttrDesc &a : instr.attrs)
-    attrs.set(a.name, {a.ints, a.floats, a.str});
+  rt::LazyAttrs attrs([&](rt::Attrs &out) {
+    for (const AttrDesc &a : instr.attrs)
+      out.set(a.name, {a.ints, a.floats, a.str});
+  });
   return rt::kernelWorkspaceBytes(instr.kernel, inputs, outputs, attrs);
 }
 

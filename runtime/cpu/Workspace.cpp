@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <unordered_set>
 
 namespace plait::rt {
 namespace {
@@ -67,8 +68,9 @@ constexpr std::string_view kStagedKernels[] = {
 // clang-format on
 
 bool isStaged(std::string_view kernel) {
-  return std::find(std::begin(kStagedKernels), std::end(kStagedKernels), kernel) !=
-         std::end(kStagedKernels);
+  static const std::unordered_set<std::string_view> staged(std::begin(kStagedKernels),
+                                                           std::end(kStagedKernels));
+  return staged.count(kernel) != 0;
 }
 
 /// `axis` normalised against `rank` (ODS default `dflt` when absent), or false.
@@ -99,18 +101,18 @@ uint64_t convColumns(const OperandType &w, const OperandType &y, const Attrs &at
 
 /// The workspace of the kernel computing in f32/f64 (after any half staging).
 uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &in,
-                      const std::vector<OperandType> &out, const Attrs &attrs) {
+                      const std::vector<OperandType> &out, const LazyAttrs &attrs) {
   auto operands = [&](size_t inputs, size_t outputs) {
     return in.size() >= inputs && out.size() >= outputs;
   };
   if (kernel == "conv2d" && operands(2, 1))
-    return convColumns(in[1], out[0], attrs);
+    return convColumns(in[1], out[0], attrs());
   if (kernel == "conv2d_grad_input" && operands(2, 1)) // (dy, w) -> dx
-    return convColumns(in[1], in[0], attrs);
+    return convColumns(in[1], in[0], attrs());
   if (kernel == "conv2d_grad_weight" && operands(2, 1)) { // (x, dy) -> dw
     if (!in[0].shape->empty() && (*in[0].shape)[0] == 0)
       return 0; // an empty batch: dw is zeroed, no columns are built
-    return convColumns(out[0], in[1], attrs);
+    return convColumns(out[0], in[1], attrs());
   }
   if (kernel == "max_pool2d_grad" && operands(2, 1)) // the argmax of each window of a plane
     return in[1].shape->size() == 4 ? chunk(product(*in[1].shape, 2, 4), 8) : 0;
@@ -120,7 +122,7 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
       operands(1, 1)) // accumulators: double for floats, uint64 for integers
     return chunk(numel(out[0]), 8);
   if (kernel == "fused_elementwise") { // a double accumulator per reduced result's element
-    const std::vector<int64_t> &reductions = attrs.getInts("reductions");
+    const std::vector<int64_t> &reductions = attrs().getInts("reductions");
     uint64_t bytes = 0;
     for (size_t o = 0; o < reductions.size() && o < out.size(); ++o)
       if (reductions[o] != 0)
@@ -131,14 +133,14 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     return chunk(numel(out[0]), elementBytes(in[0].dtype));
   if ((kernel == "argmax" || kernel == "argmin") && operands(1, 1)) { // best value per column
     size_t axis;
-    if (!axisOf(attrs, 0, in[0].shape->size(), axis))
+    if (!axisOf(attrs(), 0, in[0].shape->size(), axis))
       return 0;
     return chunk(product(*in[0].shape, axis + 1, in[0].shape->size()),
                  elementBytes(in[0].dtype));
   }
   if ((kernel == "softmax" || kernel == "log_softmax") && operands(1, 1)) {
     size_t axis;
-    if (!axisOf(attrs, -1, in[0].shape->size(), axis))
+    if (!axisOf(attrs(), -1, in[0].shape->size(), axis))
       return 0;
     uint64_t inner = product(*in[0].shape, axis + 1, in[0].shape->size());
     if (inner == 1) // softmax along the innermost axis works row by row
@@ -154,7 +156,7 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     // LossTargets: a class and a weight per position; a per-position loss for "none".
     uint64_t positions = saturatingMul(product(x, 0, 1), product(x, 2, x.size()));
     uint64_t bytes = saturatingAdd(chunk(positions, 8), chunk(positions, 8));
-    if (loss && attrs.getStrView("reduction", "mean") == "none")
+    if (loss && attrs().getStrView("reduction", "mean") == "none")
       bytes = saturatingAdd(bytes, chunk(positions, 8));
     return bytes;
   }
@@ -164,7 +166,7 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
 } // namespace
 
 uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<OperandType> &inputs,
-                              const std::vector<OperandType> &outputs, const Attrs &attrs) {
+                              const std::vector<OperandType> &outputs, const LazyAttrs &attrs) {
   bool half = false;
   for (const auto *list : {&inputs, &outputs})
     for (const OperandType &t : *list)

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -32,11 +33,32 @@ struct OperandType {
   const std::vector<int64_t> *shape = nullptr; // never null
 };
 
+/// A kernel's attributes for kernelWorkspaceBytes: given, or decoded on first use. Few
+/// kernels' workspace depends on attributes, so the compiler, which sizes every instruction
+/// of every candidate plan, decodes only theirs.
+class LazyAttrs {
+public:
+  LazyAttrs(const Attrs &attrs) : attrs_(&attrs) {} // NOLINT: implicit, for callers with Attrs
+  explicit LazyAttrs(std::function<void(Attrs &)> decode) : decode_(std::move(decode)) {}
+  const Attrs &operator()() const {
+    if (!attrs_) {
+      decode_(decoded_);
+      attrs_ = &decoded_;
+    }
+    return *attrs_;
+  }
+
+private:
+  mutable const Attrs *attrs_ = nullptr;
+  mutable Attrs decoded_;
+  std::function<void(Attrs &)> decode_;
+};
+
 /// The workspace bytes kernel `kernel` takes for one call on operands of these types (0 for
 /// kernels that need none, for collectives and for unknown kernels). Saturates at UINT64_MAX
 /// instead of wrapping, so a crafted plan cannot make a huge need look small. Operands that
 /// the kernel would reject (wrong count or rank) need 0: the kernel fails before taking any.
 uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<OperandType> &inputs,
-                              const std::vector<OperandType> &outputs, const Attrs &attrs);
+                              const std::vector<OperandType> &outputs, const LazyAttrs &attrs);
 
 } // namespace plait::rt
