@@ -563,8 +563,8 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *context, std::optional<
 LogicalResult FusedElementwiseOp::verify() {
   if (getResults().empty())
     return emitOpError("has no results");
-  // f32 or bf16 elements (fused::isElementType): the program computes in f32, bf16 inputs
-  // widen as they are loaded and bf16 results round as they are stored.
+  // f32 or bf16 elements (codegen/schema/FusedElementwise.h): the program computes in f32,
+  // bf16 inputs widen as they are loaded and bf16 results round as they are stored.
   auto elementOk = [](RankedTensorType t) {
     return t.getElementType().isF32() || t.getElementType().isBF16();
   };

@@ -514,7 +514,8 @@ def Plait_AvgPool2dOp : Plait_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 def Plait_FusedElementwiseOp : Plait_Op<"fused_elementwise", [Pure]> {
-  let summary = "a chain of f32 / bf16 elementwise ops computed in one pass (plait-fuse-elementwise)";
+  let summary = "a chain of f32 / bf16 elementwise ops computed in one pass "
+                "(plait-fuse-elementwise)";
   let description = [{
     Registers 0..N-1 are the N inputs; `program` is a list of (opcode, a, b) triples, the
     k-th defining register N + k from registers a and b (b = -1 for a unary op); the results

@@ -208,16 +208,19 @@ def FuseElementwisePass : Pass<"plait-fuse-elementwise", "mlir::ModuleOp"> {
     outside it. The program computes in f32 and rounds to bf16 (round_bf16) after each op
     whose result is bf16 and at each cast to bf16, where the unfused kernels round: results
     are bit-identical to the unfused ops. The module records `plait.fuse_elementwise`
-    {kernels, ops, reductions} for the report. plait-compile runs it after plait-schedule,
-    unless --no-fusion. In a module marked `plait.device = "cuda"` (plait-compile --device
+    {kernels, ops, reductions, and roundings when there are any} for the report.
+    plait-compile runs it after plait-schedule, unless --no-fusion. In a module marked `plait.device = "cuda"` (plait-compile --device
     cuda) reductions with bf16 results stay unfused: CUDA's fused sums are float atomics into
     the result, and a bf16 one would round at every add.
 
     ```mlir
-    // before (bf16-mixed)                        // after
-    %h = plait.cast %x : (f32) -> bf16             %h, %y = plait.fused_elementwise %x, %c
-    %y = plait.mul %h, %c : (bf16, bf16) -> bf16       {program = [round_bf16 0, mul 2 1,
-                                                      round_bf16 3], outputs = [2, 4]}
+    // before (bf16-mixed)
+    %h = plait.cast %x : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+    %y = plait.mul %h, %c : (tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xbf16>
+    // after: registers 0 x, 1 c; 2 = round_bf16(0), 3 = 2 * 1, 4 = round_bf16(3)
+    %y = plait.fused_elementwise %x, %c {outputs = array<i64: 4>,
+        program = array<i64: 10, 0, -1, 2, 2, 1, 10, 3, -1>}
+        : (tensor<4x8xf32>, tensor<bf16>) -> tensor<4x8xbf16>
     ```
   }];
 }

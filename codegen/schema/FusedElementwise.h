@@ -8,11 +8,12 @@
 // kernel writes, one per result. Every register holds f32 elements of the result's shape; an
 // input is either that whole shape or one element (repeated).
 //
-// Inputs and results are f32 or bf16 tensors (isElementType): a bf16 input is widened to f32
-// as it is loaded (exactly), a bf16 result is rounded to nearest even as it is stored (as the
-// `cast` kernel rounds). The program itself computes in f32; RoundBf16 rounds a value to bf16
-// precision and back, where the unfused ops store a bf16 value (after an op whose result is
-// bf16, at a cast to bf16), so that every later op reads what it would read unfused.
+// Inputs and results are f32 or bf16 tensors (the verifier, the interpreter and the code
+// generators check it): a bf16 input is widened to f32 as it is loaded (exactly), a bf16
+// result is rounded to nearest even as it is stored (as the `cast` kernel rounds). The program
+// itself computes in f32; RoundBf16 rounds a value to bf16 precision and back where the
+// unfused ops store a bf16 value (after an op whose result is bf16, at a cast to bf16), so
+// that every later op reads what it would read unfused. (Plan version 5 and later.)
 //
 // An output may instead be reduced (`reductions`, one entry per output; absent: none): the
 // register's elements are summed (or averaged) over the dimensions where the result has size
@@ -68,10 +69,6 @@ inline int64_t opcodeOf(const std::string &name) {
       return c;
   return -1;
 }
-
-/// The element types a fused kernel's inputs and results may have, by name ("f32", "bf16":
-/// the spelling of MLIR's types and of the runtime's dtypeName).
-inline bool isElementType(const std::string &name) { return name == "f32" || name == "bf16"; }
 
 /// At most this many instructions and inputs in one program (the interpreter keeps one
 /// tile per instruction and per single-element input on its stack).

@@ -55,7 +55,7 @@ struct Group {
   llvm::SetVector<Operation *> ops; // in program order; empty once merged into another group
 };
 
-/// Whether a fused kernel loads and stores elements of `t` (fused::isElementType).
+/// Whether a fused kernel loads and stores elements of `t` (f32, bf16).
 bool isFusedElement(Type t) { return t.isF32() || t.isBF16(); }
 
 bool sameShape(Type a, Type b) {

@@ -235,7 +235,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
                                                                 : reductions[o]; };
   // The iteration shape: the results and inputs broadcast together.
   Dims shape;
-  // f32 or bf16 (fused::isElementType): bf16 values are widened and rounded here.
+  // f32 or bf16 (codegen/schema/FusedElementwise.h): bf16 values are widened and rounded here.
   auto elementOk = [](DType t) { return t == DType::F32 || t == DType::BF16; };
   for (const TensorView &y : call.outputs) {
     if (!elementOk(y.dtype))
