@@ -33,6 +33,8 @@ constexpr OpcodeExpressions kExpressions[] = {
     {fused::Sqrt, "std::sqrt({0})", "sqrtf({0})"},
     {fused::Pow, "std::pow({0}, {1})", "powf({0}, {1})"},
     {fused::BroadcastTo, "{0}", "{0}"},
+    // plait_round_bf16: CUDA's __float2bfloat16_rn and back (CudaCodegen.cpp's header).
+    {fused::RoundBf16, "plait::rt::cpu::roundToBf16({0})", "plait_round_bf16({0})"},
 };
 
 const char *targetName(KernelTarget target) { return target == KernelTarget::Cpu ? "C++" : "CUDA"; }
@@ -45,14 +47,23 @@ const char *patternOf(KernelTarget target, int64_t code) {
   return nullptr;
 }
 
-/// The value of a one-element f32 constant, when `t` is one.
+/// The value of a one-element f32 or bf16 constant, when `t` is one.
 std::optional<float> constantScalar(const plan::TensorDesc &t) {
-  if (t.kind != fb::TensorKind::Constant || t.dtype != fb::DType::F32 ||
-      t.data.size() != sizeof(float))
+  if (t.kind != fb::TensorKind::Constant)
     return std::nullopt;
   float v;
-  std::memcpy(&v, t.data.data(), sizeof v);
-  return v;
+  if (t.dtype == fb::DType::F32 && t.data.size() == sizeof(float)) {
+    std::memcpy(&v, t.data.data(), sizeof v);
+    return v;
+  }
+  if (t.dtype == fb::DType::BF16 && t.data.size() == sizeof(uint16_t)) {
+    uint16_t half;
+    std::memcpy(&half, t.data.data(), sizeof half);
+    uint32_t bits = uint32_t(half) << 16; // bf16 is the top half of an f32
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
+  return std::nullopt;
 }
 
 } // namespace

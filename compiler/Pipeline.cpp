@@ -259,7 +259,9 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         get("removed"), get("operands"), get("results"), get("composed"));
   }
   if (auto fusedCounts = module->getAttrOfType<DictionaryAttr>("plait.fuse_elementwise")) {
-    // Each fused kernel by its plan name, with the ops it absorbed in program order.
+    // Each fused kernel by its plan name, with its program's instructions in order: the ops
+    // it absorbed (a cast to bf16 as round_bf16; a cast to f32 is no instruction), the
+    // copies a register written twice needs (broadcast_to) and the bf16 roundings.
     nlohmann::json kernels = nlohmann::json::array();
     for (const plan::InstrDesc &instr : plan.instrs) {
       if (instr.kernel != "fused_elementwise")
@@ -274,11 +276,17 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     auto get = [&](const char *key) { return fusedCounts.getAs<IntegerAttr>(key).getInt(); };
     report["fusion"]["elementwise"] = scalarsToJson(fusedCounts);
     report["fusion"]["elementwise"]["fused_kernels"] = kernels;
-    if (get("kernels") > 0)
+    if (get("kernels") > 0) {
+      auto roundings = fusedCounts.getAs<IntegerAttr>("roundings");
       report["optimizations"]["fuse_elementwise"] = fmt::format(
-          "{} elementwise ops computed by {} fused kernels, intermediates kept in cache "
+          "{} elementwise ops computed by {} fused kernels, intermediates kept in cache{} "
           "(off: --no-fusion)",
-          get("ops"), get("kernels"));
+          get("ops"), get("kernels"),
+          roundings ? fmt::format(", in f32 rounded to bf16 at {} places, as the unfused "
+                                  "bf16 ops round",
+                                  roundings.getInt())
+                    : "");
+    }
   }
   if (auto grouped = module->getAttrOfType<DictionaryAttr>("plait.group_updates")) {
     auto get = [&](const char *key) { return grouped.getAs<IntegerAttr>(key).getInt(); };
@@ -595,6 +603,10 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     return 1;
   if (std::string error = dumpStage(options, "00-imported.mlir", **module); !error.empty())
     return reportError(error);
+  // What the passes that depend on the target read (plait-fuse-elementwise: no bf16 fused
+  // sums on CUDA).
+  if (options.device == "cuda")
+    (**module)->setAttr("plait.device", StringAttr::get(&ctx, options.device));
   std::optional<PlacedStep> placed; // the search's memory plan and plan of the step it kept
   if (options.train.enabled) {
     if (failed(buildTrainStep(**module, options.train, options.dist.worldSize)))

@@ -563,22 +563,28 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *context, std::optional<
 LogicalResult FusedElementwiseOp::verify() {
   if (getResults().empty())
     return emitOpError("has no results");
+  // f32 or bf16 elements (codegen/schema/FusedElementwise.h): the program computes in f32,
+  // bf16 inputs widen as they are loaded and bf16 results round as they are stored.
+  auto elementOk = [](RankedTensorType t) {
+    return t.getElementType().isF32() || t.getElementType().isBF16();
+  };
   // The iteration shape: every result and input broadcast together (a stored result has it,
   // a reduced one has 1 where it sums).
   SmallVector<int64_t> shape;
   for (Value r : getResults()) {
     auto type = cast<RankedTensorType>(r.getType());
     auto joined = broadcastShapes(shape, type.getShape());
-    if (!type.getElementType().isF32() || !joined)
-      return emitOpError("results must all be f32 tensors whose shapes broadcast together");
+    if (!elementOk(type) || !joined)
+      return emitOpError("results must all be f32 or bf16 tensors whose shapes broadcast "
+                         "together");
     shape = *joined;
   }
   for (auto [i, v] : llvm::enumerate(getInputs())) {
     auto type = cast<RankedTensorType>(v.getType());
     auto joined = broadcastShapes(shape, type.getShape());
-    if (!type.getElementType().isF32() || !joined || joined->size() != shape.size())
-      return emitOpError("input ") << i << " is " << type << "; inputs must be f32 and "
-                                   << "broadcast to the results' shape "
+    if (!elementOk(type) || !joined || joined->size() != shape.size())
+      return emitOpError("input ") << i << " is " << type << "; inputs must be f32 or bf16 "
+                                   << "and broadcast to the results' shape "
                                    << shapeToString(shape);
     shape = *joined;
   }

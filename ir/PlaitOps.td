@@ -514,13 +514,17 @@ def Plait_AvgPool2dOp : Plait_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 def Plait_FusedElementwiseOp : Plait_Op<"fused_elementwise", [Pure]> {
-  let summary = "a chain of f32 elementwise ops computed in one pass (plait-fuse-elementwise)";
+  let summary = "a chain of f32 / bf16 elementwise ops computed in one pass "
+                "(plait-fuse-elementwise)";
   let description = [{
     Registers 0..N-1 are the N inputs; `program` is a list of (opcode, a, b) triples, the
     k-th defining register N + k from registers a and b (b = -1 for a unary op); the results
     are the registers `outputs` names. Opcodes (codegen/schema/FusedElementwise.h): 0 add,
-    1 sub, 2 mul, 3 div, 4 neg, 5 exp, 6 erf, 7 sqrt, 8 pow, 9 broadcast_to (the operand).
-    Results and inputs are f32 and broadcast together (numpy rules) to the iteration shape;
+    1 sub, 2 mul, 3 div, 4 neg, 5 exp, 6 erf, 7 sqrt, 8 pow, 9 broadcast_to (the operand),
+    10 round_bf16 (the operand rounded to bf16 and back: a cast to bf16, or the store of a
+    bf16 op's result). Registers hold f32 values. Results and inputs are f32 or bf16 (a bf16
+    input widens as it is loaded, a bf16 result rounds to nearest even as it is stored) and
+    broadcast together (numpy rules) to the iteration shape;
     a result is that shape, or, where `reductions` (one per result: 0 store, 1 sum, 2 mean)
     says so, the register summed or averaged over the dimensions where the result has size 1
     (reduce_sum / reduce_mean with keepdims): over the innermost dimension alone, or over

@@ -197,16 +197,31 @@ def SchedulePass : Pass<"plait-schedule", "mlir::ModuleOp"> {
 }
 
 def FuseElementwisePass : Pass<"plait-fuse-elementwise", "mlir::ModuleOp"> {
-  let summary = "Chains of f32 elementwise ops become one plait.fused_elementwise each";
+  let summary = "Chains of f32 / bf16 elementwise ops become one plait.fused_elementwise each";
   let description = [{
-    Groups add, sub, mul, div, neg, exp, erf, sqrt, pow and broadcast_to ops of one f32
-    result type, in program order, with the reduce_sum / reduce_mean of their values (reduced
-    results) and smaller groups only they read (computed again per element). A group stands
-    where one place follows its inputs and precedes every outside read of its results. Each
-    group of two or more becomes one plait.fused_elementwise, whose results are the group
-    values read outside it. Results are bit-identical to the unfused ops. The module records
-    `plait.fuse_elementwise` {kernels, ops, reductions} for the report. plait-compile runs it
-    after plait-schedule, unless --no-fusion.
+    Groups add, sub, mul, div, neg, exp, erf, sqrt, pow and broadcast_to ops of one result
+    shape (f32 or bf16 elements), and the casts between f32 and bf16 that stand between them,
+    in program order, with the reduce_sum / reduce_mean of their values (reduced results) and
+    smaller groups only they read (computed again per element). A group stands where one
+    place follows its inputs and precedes every outside read of its results. Each group of two
+    or more becomes one plait.fused_elementwise, whose results are the group values read
+    outside it. The program computes in f32 and rounds to bf16 (round_bf16) after each op
+    whose result is bf16 and at each cast to bf16, where the unfused kernels round: results
+    are bit-identical to the unfused ops. The module records `plait.fuse_elementwise`
+    {kernels, ops, reductions, and roundings when there are any} for the report.
+    plait-compile runs it after plait-schedule, unless --no-fusion. In a module marked `plait.device = "cuda"` (plait-compile --device
+    cuda) reductions with bf16 results stay unfused: CUDA's fused sums are float atomics into
+    the result, and a bf16 one would round at every add.
+
+    ```mlir
+    // before (bf16-mixed)
+    %h = plait.cast %x : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+    %y = plait.mul %h, %c : (tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xbf16>
+    // after: registers 0 x, 1 c; 2 = round_bf16(0), 3 = 2 * 1, 4 = round_bf16(3)
+    %y = plait.fused_elementwise %x, %c {outputs = array<i64: 4>,
+        program = array<i64: 10, 0, -1, 2, 2, 1, 10, 3, -1>}
+        : (tensor<4x8xf32>, tensor<bf16>) -> tensor<4x8xbf16>
+    ```
   }];
 }
 

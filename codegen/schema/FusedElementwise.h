@@ -8,6 +8,13 @@
 // kernel writes, one per result. Every register holds f32 elements of the result's shape; an
 // input is either that whole shape or one element (repeated).
 //
+// Inputs and results are f32 or bf16 tensors (the verifier, the interpreter and the code
+// generators check it): a bf16 input is widened to f32 as it is loaded (exactly), a bf16
+// result is rounded to nearest even as it is stored (as the `cast` kernel rounds). The program
+// itself computes in f32; RoundBf16 rounds a value to bf16 precision and back where the
+// unfused ops store a bf16 value (after an op whose result is bf16, at a cast to bf16), so
+// that every later op reads what it would read unfused. (Plan version 5 and later.)
+//
 // An output may instead be reduced (`reductions`, one entry per output; absent: none): the
 // register's elements are summed (or averaged) over the dimensions where the result has size
 // 1, as reduce_sum / reduce_mean with keepdims compute it. The iteration shape is then the
@@ -34,6 +41,7 @@ enum Opcode : int64_t {
   Sqrt,
   Pow,
   BroadcastTo, // the operand itself (an input broadcast to the iteration shape)
+  RoundBf16,   // the operand rounded to bf16 (nearest even; NaN stays NaN) and widened back
   kNumOpcodes
 };
 
@@ -41,14 +49,16 @@ enum Opcode : int64_t {
 enum Reduction : int64_t { Store = 0, Sum = 1, Mean = 2, kNumReductions };
 
 struct OpcodeInfo {
-  const char *name; // the plait op it stands for (plait.<name>), and its kernel's name
+  const char *name; // the plait op it stands for (plait.<name>), and its kernel's name;
+                    // round_bf16 stands for a plait.cast to bf16 (and back to f32)
   int arity;
 };
 
 inline const OpcodeInfo &opcodeInfo(int64_t code) {
   static const OpcodeInfo kInfo[kNumOpcodes] = {
       {"add", 2}, {"sub", 2},  {"mul", 2},  {"div", 2}, {"neg", 1},
-      {"exp", 1}, {"erf", 1}, {"sqrt", 1}, {"pow", 2}, {"broadcast_to", 1}};
+      {"exp", 1}, {"erf", 1}, {"sqrt", 1}, {"pow", 2}, {"broadcast_to", 1},
+      {"round_bf16", 1}};
   return kInfo[code];
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 namespace plait {
 // 2: training plans (updates, schedule); 3: collectives, shards; 4: kernel workspace (per
-// instruction and per rank), planned peak per rank.
-inline constexpr unsigned kPlanVersion = 4;
+// instruction and per rank), planned peak per rank; 5: fused_elementwise programs with bf16
+// inputs and results and the round_bf16 opcode (codegen/schema/FusedElementwise.h).
+inline constexpr unsigned kPlanVersion = 5;
 }

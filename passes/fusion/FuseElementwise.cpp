@@ -1,4 +1,5 @@
-// -plait-fuse-elementwise: chains of f32 elementwise ops become one plait.fused_elementwise.
+// -plait-fuse-elementwise: chains of f32 / bf16 elementwise ops become one
+// plait.fused_elementwise.
 //
 // A training step spends much of its non-GEMM time in short elementwise chains: the erf-GELU
 // and its derivative, the decomposed layer norm's scale and shift, the attention's scaling,
@@ -11,13 +12,23 @@
 // can), as long as one place follows every input of the group and precedes every read of its
 // results outside it: the fused op stands there (at its last member, or before the first such
 // read when that comes earlier). Fused are add, sub, mul, div, neg, exp, erf, sqrt and pow
-// whose result is f32 (operands broadcast to it: a bias, a layer norm's per-row mean), and
-// broadcast_to. A reduce_sum or reduce_mean (keepdims) of a member's result, or of a value the
-// group reads, joins the group as a reduced result: the sum is taken as the elements are
-// computed (a layer norm's mean and variance, a bias or norm-weight gradient's sum over the
-// batch, softmax's backward row sums), so the reduced value never reaches memory whole.
-// Nothing in the group may read a reduced result. A group of one op stays as it is. The
-// module records `plait.fuse_elementwise` {kernels, ops, reductions} for the report.
+// whose result is f32 or bf16 (operands of its type, broadcast to it: a bias, a layer norm's
+// per-row mean), broadcast_to, and casts between f32 and bf16 (groups join across them: they
+// compare shapes, not element types).
+//
+// The program computes in f32, as the unfused kernels do (bf16 ops are staged through f32 and
+// round their result to bf16): after each op whose result is bf16, and at a cast to bf16, the
+// program rounds (round_bf16), so every op reads the value it would read unfused and the
+// results are bit-identical; a cast to f32 is the value itself.
+//
+// A reduce_sum or reduce_mean (keepdims) of a member's result, or of a value the group
+// reads, joins the group as a reduced result: the sum is taken as the elements are computed
+// (a layer norm's mean and variance, a bias or norm-weight gradient's sum over the batch,
+// softmax's backward row sums), so the reduced value never reaches memory whole. Nothing in
+// the group may read a reduced result (nor, for --device cuda, may a bf16 one be fused: the
+// module's `plait.device`). A group of one op stays as it is. The module records
+// `plait.fuse_elementwise` {kernels, ops, reductions; roundings, when its programs round to
+// bf16} for the report.
 #include "passes/Passes.h"
 
 #include "codegen/schema/FusedElementwise.h"
@@ -39,22 +50,36 @@ namespace plait {
 namespace {
 
 struct Group {
-  RankedTensorType type; // the iteration shape: every member's result but the reductions'
+  RankedTensorType type; // its shape is the iteration shape: every member's result's but the
+                         // reductions' (element types may differ: f32 and bf16)
   llvm::SetVector<Operation *> ops; // in program order; empty once merged into another group
 };
 
+/// Whether a fused kernel loads and stores elements of `t` (f32, bf16).
+bool isFusedElement(Type t) { return t.isF32() || t.isBF16(); }
+
+bool sameShape(Type a, Type b) {
+  return cast<RankedTensorType>(a).getShape() == cast<RankedTensorType>(b).getShape();
+}
+
+/// What a reduce op would compute as a fused result (Sum, Mean), or Store for any other op.
+int64_t reductionKind(Operation *op) {
+  return isa<ReduceSumOp>(op) ? fused::Sum : isa<ReduceMeanOp>(op) ? fused::Mean : fused::Store;
+}
+
 /// The reduction a reduce op computes as a fused result, or Store when it cannot be fused: a
-/// reduce_sum or reduce_mean of f32 with keepdims, over dimensions fused results may reduce.
-int64_t fusibleReduction(Operation *op) {
-  int64_t kind = isa<ReduceSumOp>(op) ? fused::Sum : isa<ReduceMeanOp>(op) ? fused::Mean
-                                                                           : fused::Store;
+/// reduce_sum or reduce_mean of f32 (or bf16, when `bf16Reductions`) with keepdims, over
+/// dimensions fused results may reduce.
+int64_t fusibleReduction(Operation *op, bool bf16Reductions) {
+  int64_t kind = reductionKind(op);
   if (kind == fused::Store)
     return kind;
   auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() ||
-      !in.getElementType().isF32() || !out.getElementType().isF32() ||
-      in.getRank() != out.getRank() || in.getNumElements() == 0)
+      !isFusedElement(in.getElementType()) || in.getElementType() != out.getElementType() ||
+      (in.getElementType().isBF16() && !bf16Reductions) || in.getRank() != out.getRank() ||
+      in.getNumElements() == 0)
     return fused::Store;
   // Not over a trailing dimension of 1 either: reduce_sum would sum the next one as a row.
   if (in.getShape() == out.getShape() || in.getShape().back() == 1 ||
@@ -66,22 +91,44 @@ int64_t fusibleReduction(Operation *op) {
 /// Each op's position in its block, numbered once before any group forms.
 using Positions = llvm::DenseMap<Operation *, int64_t>;
 
-/// The op's opcode when it can be fused (an f32 result; its operands, f32, broadcast to the
-/// result, as the op's verifier saw to), else -1.
+/// Whether `op` is a cast between f32 and bf16 (a rounding step, or nothing, when fused).
+bool isBf16Cast(Operation *op) {
+  auto c = dyn_cast<CastOp>(op);
+  if (!c)
+    return false;
+  Type from = c.getX().getType().getElementType(), to = c.getType().getElementType();
+  return from != to && isFusedElement(from) && isFusedElement(to) &&
+         c.getType().hasStaticShape();
+}
+
+/// The op's opcode when it can be fused (an f32 or bf16 result; its operands, of its element
+/// type, broadcast to the result, as the op's verifier saw to; or a cast between f32 and
+/// bf16: RoundBf16), else -1.
 int64_t fusibleOpcode(Operation *op) {
   if (op->getNumResults() != 1 || !isa<PlaitDialect>(op->getDialect()))
     return -1;
+  if (isBf16Cast(op))
+    return fused::RoundBf16;
   int64_t code = fused::opcodeOf(op->getName().stripDialect().str());
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (code < 0 || !type || !type.hasStaticShape() || !type.getElementType().isF32() ||
+  if (code < 0 || code == fused::RoundBf16 || !type || !type.hasStaticShape() ||
+      !isFusedElement(type.getElementType()) ||
       int64_t(op->getNumOperands()) != fused::opcodeInfo(code).arity)
     return -1;
   for (Value operand : op->getOperands()) {
     auto t = dyn_cast<RankedTensorType>(operand.getType());
-    if (!t || !t.hasStaticShape() || !t.getElementType().isF32())
+    if (!t || !t.hasStaticShape() || t.getElementType() != type.getElementType())
       return -1;
   }
   return code;
+}
+
+/// Whether the program rounds after `op`'s instruction: its result is bf16, and the op
+/// computes a new value (broadcast_to moves bf16 values as they are; a cast to bf16 is
+/// itself the rounding).
+bool roundsAfter(Operation *op) {
+  return cast<RankedTensorType>(op->getResult(0).getType()).getElementType().isBF16() &&
+         !isa<BroadcastToOp>(op) && !isBf16Cast(op);
 }
 
 /// How far apart (in ops of the block) a group's first and last op may be. The fused op
@@ -116,8 +163,9 @@ Window windowOf(const llvm::SmallPtrSetImpl<Operation *> &members, const Positio
 /// smaller shape (computed again for every element it broadcasts to) is read only inside,
 /// and the program stays within the limits. `reduced` holds the groups' reductions.
 bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
-             const Positions &position, const llvm::SmallPtrSetImpl<Operation *> &reduced) {
-  bool opReduces = fusibleReduction(op) != fused::Store;
+             const Positions &position, const llvm::SmallPtrSetImpl<Operation *> &reduced,
+             bool bf16Reductions) {
+  bool opReduces = fusibleReduction(op, bf16Reductions) != fused::Store;
   llvm::SmallPtrSet<Operation *, 32> members;
   members.insert(op);
   int64_t first = position.lookup(op), last = first, instructions = 0;
@@ -134,8 +182,10 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
       if (!members.contains(v.getDefiningOp()))
         inputs.insert(v);
     bool reduction = m == op ? opReduces : reduced.contains(m);
-    instructions += reduction ? 2 : 1; // a reduced result may need a copy of its register
-    bool inside = !reduction && m->getResult(0).getType() != type;
+    // A reduced result may need a copy of its register, a bf16 result a rounding (a cast to
+    // f32, a copy when it is a result).
+    instructions += reduction || roundsAfter(m) ? 2 : 1;
+    bool inside = !reduction && !sameShape(m->getResult(0).getType(), type);
     for (Operation *user : m->getResult(0).getUsers())
       if (members.contains(user) ? reduction : inside)
         return false;
@@ -145,7 +195,7 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
     if (isa<PowOp>(m))
       if (Operation *exponent = m->getOperand(1).getDefiningOp();
           exponent && members.contains(exponent) &&
-          exponent->getResult(0).getType() != type)
+          !sameShape(exponent->getResult(0).getType(), type))
         return false;
   }
   Window w = windowOf(members, position);
@@ -154,8 +204,9 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
 }
 
 /// Replaces the group's ops by one fused op at the place of its last member, or before the
-/// first outside read of a result when that comes earlier.
-void fuse(const Group &group, Positions &position, OpBuilder &builder) {
+/// first outside read of a result when that comes earlier. Returns how many bf16 roundings its
+/// program has.
+int64_t fuse(const Group &group, Positions &position, OpBuilder &builder) {
   Operation *last = group.ops.back();
   llvm::SmallPtrSet<Operation *, 32> members(group.ops.begin(), group.ops.end());
   Window w = windowOf(members, position);
@@ -180,26 +231,38 @@ void fuse(const Group &group, Positions &position, OpBuilder &builder) {
     program.append({code, a, b});
     return int64_t(inputs.size() + program.size() / 3 - 1);
   };
+  // The register an output writes: `r`, or a copy of it when r is an input or an output
+  // already (a register is written once; a cast to f32 shares its operand's register).
+  auto outputRegister = [&](int64_t r) {
+    if (r < int64_t(inputs.size()) || llvm::is_contained(outputs, r))
+      return append(fused::BroadcastTo, r, -1);
+    return r;
+  };
   for (Operation *op : group.ops) {
     Value result = op->getResult(0);
-    if (int64_t reduction = fusibleReduction(op); reduction != fused::Store) {
-      // The operand's register, summed as it is computed (a register is written once: one
-      // listed already gets a copy).
-      int64_t r = registers.lookup(op->getOperand(0));
-      if (r < int64_t(inputs.size()) || llvm::is_contained(outputs, r))
-        r = append(fused::BroadcastTo, r, -1);
-      outputs.push_back(r);
+    if (int64_t reduction = reductionKind(op); reduction != fused::Store) {
+      // The operand's register, summed as it is computed.
+      outputs.push_back(outputRegister(registers.lookup(op->getOperand(0))));
       reductions.push_back(reduction);
       escaping.push_back(result);
       continue;
     }
-    int64_t code = fused::opcodeOf(op->getName().stripDialect().str());
-    registers[result] =
-        append(code, registers.lookup(op->getOperand(0)),
-               op->getNumOperands() > 1 ? registers.lookup(op->getOperand(1)) : -1);
+    int64_t a = registers.lookup(op->getOperand(0));
+    if (isBf16Cast(op)) {
+      // To bf16: a rounding; to f32: the bf16 value itself.
+      registers[result] = cast<CastOp>(op).getType().getElementType().isBF16()
+                              ? append(fused::RoundBf16, a, -1)
+                              : a;
+    } else {
+      int64_t code = fused::opcodeOf(op->getName().stripDialect().str());
+      registers[result] =
+          append(code, a, op->getNumOperands() > 1 ? registers.lookup(op->getOperand(1)) : -1);
+      if (roundsAfter(op)) // as the unfused kernel stores its result
+        registers[result] = append(fused::RoundBf16, registers[result], -1);
+    }
     if (llvm::any_of(result.getUsers(),
                      [&](Operation *user) { return !group.ops.contains(user); })) {
-      outputs.push_back(registers.lookup(result));
+      outputs.push_back(outputRegister(registers.lookup(result)));
       reductions.push_back(fused::Store);
       escaping.push_back(result);
     }
@@ -222,12 +285,20 @@ void fuse(const Group &group, Positions &position, OpBuilder &builder) {
     value.replaceAllUsesWith(replacement);
   for (Operation *op : llvm::reverse(group.ops))
     op->erase();
+  int64_t roundings = 0;
+  for (size_t k = 0; k < program.size(); k += 3)
+    roundings += program[k] == fused::RoundBf16;
+  return roundings;
 }
 
 struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() final {
     ModuleOp module = getOperation();
-    int64_t kernels = 0, ops = 0, reductions = 0;
+    int64_t kernels = 0, ops = 0, reductions = 0, roundings = 0;
+    // CUDA's fused kernels sum a reduced result with float atomics into the result itself:
+    // bf16 sums would round at every add (see the pass's description).
+    auto device = module->getAttrOfType<StringAttr>("plait.device");
+    const bool bf16Reductions = !device || device.getValue() != "cuda";
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
@@ -238,13 +309,14 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
       llvm::DenseMap<Operation *, Group *> groupOf;
       llvm::SmallPtrSet<Operation *, 32> reduced; // reductions that joined a group
       for (Operation &op : func.getBody().front()) {
-        if (fusibleReduction(&op) != fused::Store) {
+        if (fusibleReduction(&op, bf16Reductions) != fused::Store) {
           // A reduction joins its operand's group, if that group may take it; it never
           // starts one.
           auto type = cast<RankedTensorType>(op.getOperand(0).getType());
           Group *g = groupOf.lookup(op.getOperand(0).getDefiningOp());
-          if (g && g->type == type && !reduced.contains(op.getOperand(0).getDefiningOp()) &&
-              canFuse({g}, &op, type, position, reduced)) {
+          if (g && sameShape(g->type, type) &&
+              !reduced.contains(op.getOperand(0).getDefiningOp()) &&
+              canFuse({g}, &op, type, position, reduced, bf16Reductions)) {
             g->ops.insert(&op);
             groupOf[&op] = g;
             reduced.insert(&op);
@@ -264,7 +336,7 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
         // A group of a smaller shape (a layer norm's per-row statistics, a scalar) may join
         // too when nothing outside reads it: it is computed again for every element.
         auto compatible = [&](Group *g) {
-          if (g->type == type)
+          if (sameShape(g->type, type))
             return true;
           return broadcastsTo(g->type.getShape(), type.getShape()) &&
                  llvm::none_of(g->ops, [&](Operation *m) {
@@ -279,11 +351,12 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
             candidates.push_back(g);
         }
         SmallVector<Group *> chosen;
-        if (candidates.size() > 1 && canFuse(candidates, &op, type, position, reduced))
+        if (candidates.size() > 1 &&
+            canFuse(candidates, &op, type, position, reduced, bf16Reductions))
           chosen = candidates;
         else
           for (Group *g : candidates)
-            if (canFuse({g}, &op, type, position, reduced)) {
+            if (canFuse({g}, &op, type, position, reduced, bf16Reductions)) {
               chosen = {g};
               break;
             }
@@ -316,13 +389,14 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
       // A reduction of a value that a group reads (a bias gradient's sum of the same
       // gradient a norm's weight gradient multiplies) is summed by that group too.
       for (Operation &op : func.getBody().front()) {
-        if (fusibleReduction(&op) == fused::Store || reduced.contains(&op))
+        if (fusibleReduction(&op, bf16Reductions) == fused::Store || reduced.contains(&op))
           continue;
         Value operand = op.getOperand(0);
         auto type = cast<RankedTensorType>(operand.getType());
         for (Operation *user : operand.getUsers()) {
           Group *g = groupOf.lookup(user);
-          if (!g || g->type != type || g->ops.size() < 2 || !canFuse({g}, &op, type, position, reduced))
+          if (!g || !sameShape(g->type, type) || g->ops.size() < 2 ||
+              !canFuse({g}, &op, type, position, reduced, bf16Reductions))
             continue;
           SmallVector<Operation *> ordered(g->ops.begin(), g->ops.end());
           ordered.push_back(&op);
@@ -343,15 +417,17 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
         ++kernels;
         ops += int64_t(group->ops.size());
         reductions += llvm::count_if(group->ops, [&](Operation *m) { return reduced.contains(m); });
-        fuse(*group, position, builder);
+        roundings += fuse(*group, position, builder);
       }
     }
     Builder b(&getContext());
-    module->setAttr("plait.fuse_elementwise",
-                    b.getDictionaryAttr({b.getNamedAttr("kernels", b.getI64IntegerAttr(kernels)),
-                                         b.getNamedAttr("ops", b.getI64IntegerAttr(ops)),
-                                         b.getNamedAttr("reductions",
-                                                        b.getI64IntegerAttr(reductions))}));
+    SmallVector<NamedAttribute> counts = {
+        b.getNamedAttr("kernels", b.getI64IntegerAttr(kernels)),
+        b.getNamedAttr("ops", b.getI64IntegerAttr(ops)),
+        b.getNamedAttr("reductions", b.getI64IntegerAttr(reductions))};
+    if (roundings > 0) // bf16 programs only (f32 modules keep their three counts)
+      counts.push_back(b.getNamedAttr("roundings", b.getI64IntegerAttr(roundings)));
+    module->setAttr("plait.fuse_elementwise", b.getDictionaryAttr(counts));
   }
 };
 

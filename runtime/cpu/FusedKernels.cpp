@@ -1,7 +1,9 @@
 // fused_elementwise: a program of f32 elementwise ops (codegen/schema/FusedElementwise.h)
 // evaluated a tile at a time, so that intermediate values stay in L1 and only the inputs and
 // the results touch memory. Every element is computed as the unfused kernels compute it (the
-// same expressions, no FMA contraction), so fusing changes no bit of any result.
+// same expressions, no FMA contraction; bf16 staged through f32 and rounded where the program
+// says), so fusing changes no bit of any result. Tiles are f32: a bf16 input is widened into
+// its input tile, a bf16 result computed into a scratch tile and rounded as it is stored.
 #pragma GCC optimize("no-trapping-math")
 #include <cmath>
 #include <cstring>
@@ -92,6 +94,10 @@ PLAIT_SIMD_CLONES void runTile(const int64_t *program, int64_t count, int64_t in
     case fused::BroadcastTo:
       std::memcpy(out, a, size_t(n) * sizeof(float));
       break;
+    case fused::RoundBf16:
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = roundToBf16(a[i]);
+      break;
     default:
       break; // checked before the first tile
     }
@@ -147,12 +153,42 @@ PLAIT_VECTOR_INLINE void walkRows(const BroadcastPlan<1> &plan, Cursor &at, int6
   }
 }
 
+/// A bf16 element's f32 value (bf16 is the top half of an f32: exact).
+PLAIT_VECTOR_INLINE float widenBf16(uint16_t bits) {
+  uint32_t wide = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, sizeof f);
+  return f;
+}
+
+/// n bf16 elements widened to f32.
+PLAIT_SIMD_CLONES void widenBf16Tile(const uint16_t *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = widenBf16(in[i]);
+}
+
+/// n f32 values rounded to bf16 as the cast kernel rounds (floatToBf16: nearest even).
+PLAIT_SIMD_CLONES void narrowBf16Tile(const float *in, uint16_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float r = roundToBf16(in[i]);
+    uint32_t bits;
+    std::memcpy(&bits, &r, sizeof bits);
+    out[i] = uint16_t(bits >> 16);
+  }
+}
+
 /// The next n elements of an input broadcast to the iteration shape, gathered into `out`: a
-/// few row copies or fills.
-void gatherBroadcast(const float *in, const BroadcastPlan<1> &plan, Cursor &at, int64_t n,
-                     float *out) {
+/// few row copies or fills (widened from bf16 when `half`).
+void gatherBroadcast(const void *data, bool half, const BroadcastPlan<1> &plan, Cursor &at,
+                     int64_t n, float *out) {
+  const float *in = static_cast<const float *>(data);
+  const uint16_t *bits = static_cast<const uint16_t *>(data);
   walkRows(plan, at, n, [&](int64_t done, int64_t offset, int64_t len, int64_t stride) {
-    if (stride)
+    if (half && stride)
+      widenBf16Tile(bits + offset, out + done, len);
+    else if (half)
+      std::fill(out + done, out + done + len, widenBf16(bits[offset]));
+    else if (stride)
       std::memcpy(out + done, in + offset, size_t(len) * sizeof(float));
     else
       std::fill(out + done, out + done + len, in[offset]);
@@ -199,8 +235,10 @@ Status fusedElementwiseKernel(const KernelCall &call) {
                                                                 : reductions[o]; };
   // The iteration shape: the results and inputs broadcast together.
   Dims shape;
+  // f32 or bf16 (codegen/schema/FusedElementwise.h): bf16 values are widened and rounded here.
+  auto elementOk = [](DType t) { return t == DType::F32 || t == DType::BF16; };
   for (const TensorView &y : call.outputs) {
-    if (y.dtype != DType::F32)
+    if (!elementOk(y.dtype))
       return unsupportedDtype(kName, y.dtype);
     if (!broadcastShapes(shape, y.shape, shape))
       return Status::errorf("{}: results of shapes {} and {} do not broadcast together",
@@ -208,7 +246,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   }
   for (size_t i = 0; i < inputs; ++i) {
     const TensorView &x = call.inputs[i];
-    if (x.dtype != DType::F32)
+    if (!elementOk(x.dtype))
       return unsupportedDtype(kName, x.dtype);
     Dims joined;
     if (!broadcastShapes(shape, x.shape, joined) || joined.size() != shape.size())
@@ -246,16 +284,20 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   std::optional<BroadcastPlan<1>> plans[fused::kMaxInputs];
   std::optional<BroadcastPlan<1>> sumPlans[fused::kMaxInstructions];
   Cursor cursors[fused::kMaxInputs], sumCursors[fused::kMaxInstructions];
-  // Stored results are written in place by the instruction that computes them
-  // (checkProgram saw to it that no register is listed twice); reduced ones are summed from
-  // the register's tile into double accumulators in the workspace, as reduce_sum sums.
+  // Stored f32 results are written in place by the instruction that computes them
+  // (checkProgram saw to it that no register is listed twice), bf16 ones rounded from the
+  // register's tile; reduced ones are summed from the register's tile into double
+  // accumulators in the workspace, as reduce_sum sums.
   float *direct[fused::kMaxInstructions] = {};
   double *acc[fused::kMaxInstructions] = {};
+  bool halfOut[fused::kMaxInstructions] = {};
   Scratch workspace(call, kName);
   for (size_t o = 0; o < outputs.size(); ++o) {
     const TensorView &y = call.outputs[o];
+    halfOut[o] = y.dtype == DType::BF16;
     if (reductionOf(o) == fused::Store) {
-      direct[size_t(outputs[o]) - inputs] = y.as<float>();
+      if (!halfOut[o])
+        direct[size_t(outputs[o]) - inputs] = y.as<float>();
       continue;
     }
     PLAIT_RETURN_IF_ERROR(workspace.take(y.numel(), acc[o]));
@@ -265,12 +307,14 @@ Status fusedElementwiseKernel(const KernelCall &call) {
       sumCursors[o].start(sumPlans[o]->shape.size());
     }
   }
+  bool halfIn[fused::kMaxInputs] = {};
   for (size_t i = 0; i < inputs; ++i) {
     const TensorView &x = call.inputs[i];
+    halfIn[i] = x.dtype == DType::BF16;
     kind[i] = x.numel() == 1 ? kSplat : x.numel() == numel ? kFull : kBroadcast;
     if (kind[i] == kSplat)
       std::fill(inputTiles + i * kTile, inputTiles + i * kTile + std::min(tile, numel),
-                *x.as<float>());
+                halfIn[i] ? widenBf16(*x.as<uint16_t>()) : *x.as<float>());
     else if (kind[i] == kBroadcast) {
       plans[i] = planBroadcast<1>(shape, {x.shape});
       cursors[i].start(plans[i]->shape.size());
@@ -279,14 +323,16 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   for (int64_t begin = 0; begin < numel; begin += tile) {
     int64_t n = std::min(tile, numel - begin);
     for (size_t i = 0; i < inputs; ++i) {
-      const float *x = call.inputs[i].as<float>();
-      if (kind[i] == kFull) {
-        reg[i] = x + begin;
+      const void *x = call.inputs[i].data;
+      if (kind[i] == kFull && !halfIn[i]) {
+        reg[i] = static_cast<const float *>(x) + begin;
         continue;
       }
       reg[i] = inputTiles + i * kTile;
-      if (kind[i] == kBroadcast)
-        gatherBroadcast(x, *plans[i], cursors[i], n, inputTiles + i * kTile);
+      if (kind[i] == kFull)
+        widenBf16Tile(static_cast<const uint16_t *>(x) + begin, inputTiles + i * kTile, n);
+      else if (kind[i] == kBroadcast)
+        gatherBroadcast(x, halfIn[i], *plans[i], cursors[i], n, inputTiles + i * kTile);
     }
     // Where each result's values of this tile are: in place, or a tile to sum from.
     const float *values[fused::kMaxInstructions];
@@ -295,8 +341,8 @@ Status fusedElementwiseKernel(const KernelCall &call) {
       // (a reduced result's tile in the scratch the interpreter would use).
       float *results[fused::kMaxInstructions];
       for (size_t o = 0; o < outputs.size(); ++o)
-        values[o] = results[o] = acc[o] ? scratch + o * kTile
-                                        : call.outputs[o].as<float>() + begin;
+        values[o] = results[o] = acc[o] || halfOut[o] ? scratch + o * kTile
+                                                      : call.outputs[o].as<float>() + begin;
       call.generated(reg, results, n);
     } else {
       runTile(program.data(), count, int64_t(inputs), reg, elements, numel, scratch, direct,
@@ -305,8 +351,11 @@ Status fusedElementwiseKernel(const KernelCall &call) {
         values[o] = reg[outputs[o]];
     }
     for (size_t o = 0; o < outputs.size(); ++o) {
-      if (!acc[o])
+      if (!acc[o]) {
+        if (halfOut[o])
+          narrowBf16Tile(values[o], call.outputs[o].as<uint16_t>() + begin, n);
         continue;
+      }
       if (sumPlans[o]) {
         scatterAdd(values[o], *sumPlans[o], sumCursors[o], n, acc[o]);
         continue;
@@ -318,11 +367,17 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   for (size_t o = 0; o < outputs.size(); ++o) {
     if (!acc[o])
       continue;
-    float *y = call.outputs[o].as<float>();
     int64_t outCount = call.outputs[o].numel();
     double divisor = double(numel / std::max<int64_t>(outCount, 1));
-    for (int64_t i = 0; i < outCount; ++i)
-      y[i] = reductionOf(o) == fused::Mean ? float(acc[o][i] / divisor) : float(acc[o][i]);
+    // As reduce_sum / reduce_mean: the f32 value of the sum, rounded to bf16 when the
+    // result is bf16 (staged in f32, as the unfused kernel is).
+    for (int64_t i = 0; i < outCount; ++i) {
+      float v = reductionOf(o) == fused::Mean ? float(acc[o][i] / divisor) : float(acc[o][i]);
+      if (halfOut[o])
+        call.outputs[o].as<uint16_t>()[i] = floatToBf16(v);
+      else
+        call.outputs[o].as<float>()[i] = v;
+    }
   }
   return Status();
 }

@@ -33,6 +33,20 @@ inline int32_t floatToBits(float f) {
   return b;
 }
 
+/// x rounded to bf16 and widened back, as floatToBf16 / bf16ToFloat (runtime/Tensor.h) round
+/// it: to nearest even, NaN stays a (quiet) NaN. Branch-free, so that loops vectorise; a
+/// fused kernel rounds with it where the unfused bf16 kernels store their results.
+PLAIT_VECTOR_INLINE float roundToBf16(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  uint32_t rounded = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+  uint32_t quiet = (b | 0x00400000u) & 0xffff0000u;
+  uint32_t r = (b & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+  float y;
+  std::memcpy(&y, &r, sizeof y);
+  return y;
+}
+
 /// e^x for f32 to about 1 ulp (Cephes expf: range reduction by ln 2, degree-6 polynomial).
 /// Overflows to inf, underflows through the denormals to 0, NaN stays NaN.
 PLAIT_VECTOR_INLINE float expApprox(float x) {

@@ -5,7 +5,9 @@ Compiles every sample (samples/{mlp,cnn,gpt}) for every strategy with plait-comp
 --device cuda: one rank; ddp, zero1, zero2, zero3, fsdp and hsdp:2 at --world-size 2; and
 --precision bf16-mixed at one rank and with fsdp at two. Each plan is then checked by
 check_cuda_plan.py: every fused kernel compiled by nvcc into the plan's fatbin for sm_80 and
-sm_90. A fresh codegen cache, so nvcc really runs (identical sources compile once).
+sm_90. The bf16-mixed plans must hold fused kernels that read or write bf16 (plait_bf16
+pointers in kernels.cu), so that nvcc compiles the bf16 loads, stores and roundings. A fresh
+codegen cache, so nvcc really runs (identical sources compile once).
 
 Usage: compile_all.py --build BUILD_DIR [--jobs N]
 """
@@ -59,6 +61,14 @@ def main():
             jobs = [pool.submit(compile_one, args.build, work, sample, name, flags)
                     for sample in SAMPLES for name, flags in CONFIGS]
             results = [j.result() for j in jobs]
+        bf16_kernels = 0
+        for sample in SAMPLES:
+            for name, _ in CONFIGS:
+                source = os.path.join(work, f"{sample}-{name}", "kernels.cu")
+                if name.endswith("bf16") and os.path.exists(source):
+                    bf16_kernels += open(source).read().count("const plait_bf16 *__restrict__ in")
+        if bf16_kernels == 0:
+            results.append(("no bf16-mixed plan has a fused kernel with a bf16 input", None))
         compiled = len(os.listdir(os.environ["PLAIT_CODEGEN_CACHE"])) \
             if os.path.isdir(os.environ["PLAIT_CODEGEN_CACHE"]) else 0
     failures = [error for error, _ in results if error]

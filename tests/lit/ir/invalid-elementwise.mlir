@@ -243,7 +243,7 @@ func.func @fused_output_count(%x: tensor<4xf32>) {
 // -----
 
 func.func @fused_broadcast(%x: tensor<4x3xf32>, %y: tensor<4xf32>) {
-  // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf32>'; inputs must be f32 and broadcast to the results' shape 4x3}}
+  // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf32>'; inputs must be f32 or bf16 and broadcast to the results' shape 4x3}}
   %0 = plait.fused_elementwise %x, %y {program = array<i64: 0, 0, 1>, outputs = array<i64: 2>} : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
   return
 }
@@ -251,8 +251,32 @@ func.func @fused_broadcast(%x: tensor<4x3xf32>, %y: tensor<4xf32>) {
 // -----
 
 func.func @fused_results(%x: tensor<4xf32>) {
-  // expected-error @+1 {{'plait.fused_elementwise' op results must all be f32 tensors whose shapes broadcast together}}
+  // expected-error @+1 {{'plait.fused_elementwise' op results must all be f32 or bf16 tensors whose shapes broadcast together}}
   %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, 6, 1, -1>, outputs = array<i64: 1, 2>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<2x2xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_f16_input(%x: tensor<4xf32>, %h: tensor<4xf16>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf16>'; inputs must be f32 or bf16 and broadcast to the results' shape 4}}
+  %0 = plait.fused_elementwise %x, %h {program = array<i64: 0, 0, 1>, outputs = array<i64: 2>} : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_f64_result(%x: tensor<4xbf16>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op results must all be f32 or bf16 tensors whose shapes broadcast together}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 10, 0, -1>, outputs = array<i64: 1>} : (tensor<4xbf16>) -> tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @fused_round_arity(%x: tensor<4xbf16>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op instruction 0 (round_bf16) has operand b = 0, not -1}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 10, 0, 0>, outputs = array<i64: 1>} : (tensor<4xbf16>) -> tensor<4xbf16>
   return
 }
 

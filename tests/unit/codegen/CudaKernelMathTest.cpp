@@ -6,7 +6,10 @@
 //   * with the math library's expf and erff (as the device code calls CUDA's), realistic
 //     chains (GELU, a layer norm, softmax, the pow cases) within 1e-6 relative (absolute
 //     below magnitude 1).
-// Also: an opcode without a CUDA expression makes code generation fail with a clear error;
+//   * bf16 inputs and results (loads widened, stores rounded as the CPU's cast rounds) and
+//     round_bf16, over random programs: the same bits as the interpreter's;
+// Also: an opcode without a CUDA expression makes code generation fail with a clear error,
+// as does a bf16 reduced result (CUDA sums in float atomics);
 // and runtime/cuda/CudaModule: one-line errors without a device, and where there is one
 // (never here), the generated kernels launched and compared with the interpreter.
 #include <dlfcn.h>
@@ -49,8 +52,10 @@ struct Case {
   std::vector<int64_t> program, outputs;
   std::vector<int64_t> reductions = {}; // per result (fused::Reduction); empty: all stored
   std::vector<Shape> resultShapes = {}; // per result; empty: all `shape`
+  std::vector<DType> resultTypes = {};  // per result; empty: all f32
 
   Shape resultShape(size_t o) const { return resultShapes.empty() ? shape : resultShapes[o]; }
+  DType resultType(size_t o) const { return resultTypes.empty() ? DType::F32 : resultTypes[o]; }
 };
 
 /// Random values from the test's generator (each tensor seeded from it).
@@ -70,6 +75,7 @@ plan::PlanDesc planOf(const std::vector<Case> &cases) {
     for (size_t r = 0; r < c.inputs.size(); ++r) {
       plan::TensorDesc t;
       t.shape = c.inputs[r].view.shape;
+      t.dtype = fb::DType(c.inputs[r].view.dtype); // the same numbering
       if (c.constant[r]) {
         t.kind = fb::TensorKind::Constant;
         t.data = c.inputs[r].bytes;
@@ -80,6 +86,7 @@ plan::PlanDesc planOf(const std::vector<Case> &cases) {
     for (size_t o = 0; o < c.outputs.size(); ++o) {
       plan::TensorDesc t;
       t.shape = c.resultShape(o);
+      t.dtype = fb::DType(c.resultType(o));
       instr.outputs.push_back(uint32_t(plan.tensors.size()));
       plan.tensors.push_back(t);
     }
@@ -113,11 +120,15 @@ public:
     std::string shims;
     for (size_t i : generated) {
       const Case &c = cases[i];
+      // (bf16 tensors are passed as the kernel's plait_bf16 pointers.)
       std::string pointers;
       for (size_t r = 0; r < c.inputs.size(); ++r)
-        pointers += fmt::format("in[{}], ", r);
+        pointers += c.inputs[r].view.dtype == DType::BF16
+                        ? fmt::format("(const plait_bf16 *)in[{}], ", r)
+                        : fmt::format("in[{}], ", r);
       for (size_t o = 0; o < c.outputs.size(); ++o)
-        pointers += fmt::format("out[{}], ", o);
+        pointers += c.resultType(o) == DType::BF16 ? fmt::format("(plait_bf16 *)out[{}], ", o)
+                                                   : fmt::format("out[{}], ", o);
       shims += fmt::format("extern \"C\" void elements_{0}(const float *const *in, float *const "
                            "*out, int64_t n) {{\n  for (int64_t i = 0; i < n; ++i)\n    "
                            "{1}_at({2}i);\n}}\n",
@@ -159,7 +170,7 @@ private:
 rt::test::KernelResult interpret(const Case &c) {
   std::vector<std::pair<DType, Shape>> results;
   for (size_t o = 0; o < c.outputs.size(); ++o)
-    results.push_back({DType::F32, c.resultShape(o)});
+    results.push_back({c.resultType(o), c.resultShape(o)});
   rt::test::AttrsBuilder attrs;
   attrs.ints("program", c.program).ints("outputs", c.outputs);
   if (!c.reductions.empty())
@@ -191,24 +202,27 @@ void compareWithInterpreter(const std::vector<Case> &cases, bool exactMath, Clos
       in.push_back(reinterpret_cast<const float *>(t.bytes.data()));
     // Results start at zero (as the launch zeroes reduced ones); the element function runs
     // over the iteration shape.
-    std::vector<std::vector<float>> out;
+    std::vector<OwnedTensor> out;
     int64_t numel = 1;
     for (int64_t d : c.shape)
       numel *= d;
-    for (size_t o = 0; o < c.outputs.size(); ++o)
-      out.emplace_back(size_t(reference.out(o).view.numel()), 0.0f);
+    for (size_t o = 0; o < c.outputs.size(); ++o) {
+      out.emplace_back(c.resultType(o), reference.out(o).view.shape);
+      std::fill(out.back().bytes.begin(), out.back().bytes.end(), uint8_t(0));
+    }
     std::vector<float *> outPointers;
     for (auto &o : out)
-      outPointers.push_back(o.data());
+      outPointers.push_back(reinterpret_cast<float *>(o.bytes.data()));
     ElementsFn fn = kernels.elements(i);
     ASSERT_NE(fn, nullptr) << "case " << i;
     fn(in.data(), outPointers.data(), numel);
     for (size_t o = 0; o < out.size(); ++o) {
-      std::vector<float> expected = reference.out(o).values<float>();
+      // (bf16 elements widened to their f32 values: the same bits, or close, as f32 ones.)
+      std::vector<float> got = out[o].floats(), expected = reference.out(o).floats();
       for (size_t e = 0; e < expected.size(); ++e)
-        ASSERT_TRUE(close(out[o][e], expected[e]))
+        ASSERT_TRUE(close(got[e], expected[e]))
             << "case " << i << " (" << plan.instrs[i].name << ") result " << o << " element "
-            << e << ": generated " << out[o][e] << ", interpreter " << expected[e];
+            << e << ": generated " << got[e] << ", interpreter " << expected[e];
     }
   }
   std::error_code ec;
@@ -220,8 +234,9 @@ bool sameBits(float a, float b) {
 }
 
 /// A random case: 1-5 inputs of the result's shape, one element, or broadcast (dimensions
-/// of 1, fewer leading dimensions); 1-10 instructions of every opcode; 1-2 results.
-Case randomCase(std::mt19937 &rng) {
+/// of 1, fewer leading dimensions); 1-10 instructions of every opcode; 1-2 results. With
+/// `bf16`, each input and result is bf16 or f32 at random.
+Case randomCase(std::mt19937 &rng, bool bf16 = false) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   Case c;
   int rank = pick(1, 4);
@@ -249,6 +264,9 @@ Case randomCase(std::mt19937 &rng) {
       shape.erase(shape.begin(), shape.begin() + pick(0, int(shape.size()) - 1));
       c.inputs.push_back(randomTensor(shape, rng, 0.25, 2.0));
     }
+    if (bf16 && pick(0, 1))
+      c.inputs.back() = rt::test::runOk("cast", {c.inputs.back()}, DType::BF16,
+                                        c.inputs.back().view.shape);
     c.constant.push_back(constant);
   }
   int count = pick(1, 10);
@@ -262,6 +280,8 @@ Case randomCase(std::mt19937 &rng) {
   c.outputs.push_back(inputs + count - 1);
   if (count > 1 && pick(0, 1))
     c.outputs.push_back(inputs + pick(0, count - 2));
+  for (size_t o = 0; bf16 && o < c.outputs.size(); ++o)
+    c.resultTypes.push_back(pick(0, 1) ? DType::BF16 : DType::F32);
   return c;
 }
 
@@ -270,6 +290,29 @@ TEST(CudaKernelMath, RandomProgramsMatchTheInterpreterBitForBit) {
   std::vector<Case> cases;
   for (int i = 0; i < 200; ++i)
     cases.push_back(randomCase(rng));
+  compareWithInterpreter(cases, /*exactMath=*/true, sameBits);
+}
+
+// bf16 inputs (whole, one element, broadcast; plan constants too) and results, over random
+// programs in which round_bf16 is one opcode among the others: the CUDA element functions
+// (host-compiled, with the host's rounding for __float2bfloat16_rn) give the interpreter's
+// bits. The rounding opcode also appears in RandomProgramsMatchTheInterpreterBitForBit.
+TEST(CudaKernelMath, Bf16ProgramsMatchTheInterpreterBitForBit) {
+  std::mt19937 rng(17);
+  std::vector<Case> cases;
+  for (int i = 0; i < 200; ++i)
+    cases.push_back(randomCase(rng, /*bf16=*/true));
+  // A chain as bf16-mixed plans have it: bf16 in, f32 math rounded to bf16, both out.
+  using namespace fused;
+  OwnedTensor x = rt::test::runOk("cast", {randomTensor({4, 16, 96}, rng, -4, 4)}, DType::BF16,
+                                  {4, 16, 96});
+  Case chain{{x, rt::test::makeFloat(DType::BF16, {}, {0.70710678})},
+             {false, true},
+             {4, 16, 96},
+             {Mul, 0, 1, RoundBf16, 2, -1, Erf, 3, -1, RoundBf16, 4, -1, Add, 5, 0},
+             {6, 5}};
+  chain.resultTypes = {DType::F32, DType::BF16};
+  cases.push_back(chain);
   compareWithInterpreter(cases, /*exactMath=*/true, sameBits);
 }
 
@@ -371,6 +414,21 @@ TEST(CudaKernelMath, AnOpcodeWithoutACudaExpressionIsAnError) {
   EXPECT_EQ(error, fmt::format("case0: fused opcode {} (unknown) has no CUDA expression in "
                                "compiler/FusedExpressions.cpp",
                                int64_t(fused::kNumOpcodes)));
+}
+
+// A bf16 reduced result: CUDA sums into the result with float atomics, so a bf16 one would
+// round at every add; plait-fuse-elementwise never makes one for CUDA, and codegen says so.
+TEST(CudaKernelMath, ABf16ReducedResultIsAnError) {
+  std::mt19937 rng(19);
+  OwnedTensor x = rt::test::runOk("cast", {randomTensor({4, 8}, rng, 0, 1)}, DType::BF16, {4, 8});
+  Case c{{x}, {false}, {4, 8}, {fused::Neg, 0, -1}, {1}, {fused::Sum}, {{4, 1}}};
+  c.resultTypes = {DType::BF16};
+  plan::PlanDesc plan = planOf({c});
+  std::vector<size_t> generated;
+  std::string error;
+  EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
+  EXPECT_EQ(error, "case0: result 0 is a bf16 reduce_sum; CUDA's fused sums are float atomics "
+                   "(plait-fuse-elementwise leaves bf16 reductions unfused for --device cuda)");
 }
 
 // An input that does not broadcast to the result (the verifier rejects it; codegen says so

@@ -1,6 +1,8 @@
 // fused_elementwise against the unfused kernels it replaces: every element must be the same
 // bits (plait-fuse-elementwise promises bit-identical steps), over whole, single-element and
-// broadcast inputs and the pow special cases; malformed programs are one-line errors.
+// broadcast inputs and the pow special cases; bf16 and mixed bf16 / f32 chains with their
+// roundings (round_bf16) and casts, and bf16 reduced results, against the bf16 kernels (staged
+// through f32); malformed programs and unsupported element types are one-line errors.
 #include <cstring>
 #include <random>
 
@@ -19,6 +21,22 @@ void expectSameBits(const OwnedTensor &fused, const OwnedTensor &reference, cons
     ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0)
         << what << ": element " << i << " fused " << a[i] << " unfused " << b[i];
 }
+
+/// The same bytes (any dtype: a bf16 tensor is compared as its bits).
+void expectSameBytes(const OwnedTensor &fused, const OwnedTensor &reference, const char *what) {
+  ASSERT_EQ(fused.view.dtype, reference.view.dtype) << what;
+  ASSERT_EQ(fused.bytes.size(), reference.bytes.size()) << what;
+  std::vector<float> a = fused.floats(), b = reference.floats();
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(std::memcmp(&fused.bytes[i * dtypeSize(fused.view.dtype)],
+                          &reference.bytes[i * dtypeSize(fused.view.dtype)],
+                          dtypeSize(fused.view.dtype)),
+              0)
+        << what << ": element " << i << " fused " << a[i] << " unfused " << b[i];
+}
+
+/// `x` cast to bf16 by the cast kernel.
+OwnedTensor toBf16(const OwnedTensor &x) { return runOk("cast", {x}, DType::BF16, x.view.shape); }
 
 Attrs program(std::vector<int64_t> instructions, std::vector<int64_t> outputs) {
   return AttrsBuilder().ints("program", instructions).ints("outputs", outputs).build();
@@ -139,6 +157,128 @@ TEST(FusedKernels, AScalarReducesToItself) {
   ASSERT_TRUE(f.status.ok()) << f.status.message();
   EXPECT_EQ(f.out(0).floats(), std::vector<float>{-1.5f});
   EXPECT_EQ(f.out(1).floats(), std::vector<float>{-1.5f});
+}
+
+// round_bf16 is the cast kernel's rounding (f32 -> bf16 -> f32), bit for bit: ties to even,
+// values that round up to the next binade or to infinity, denormals, infinities and NaN; and
+// a bf16 result stores the same bits the cast kernel does.
+TEST(FusedKernels, RoundBf16IsTheCastKernelsRounding) {
+  uint32_t patterns[] = {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x3f7fffffu, 0x7f7fffffu,
+                         0xff7fffffu, 0x00008000u, 0x00018000u, 0x80000001u, 0x7f800000u,
+                         0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffa00000u, 0x00000000u,
+                         0x80000000u, 0x3eaaaaabu, 0xc0490fdbu};
+  std::vector<float> values;
+  for (uint32_t p : patterns) {
+    float f;
+    std::memcpy(&f, &p, sizeof f);
+    values.push_back(f);
+  }
+  OwnedTensor random = randomFloats({300}, 21, -1e4, 1e4);
+  for (float v : random.values<float>())
+    values.push_back(v);
+  Shape s = {int64_t(values.size())};
+  OwnedTensor x = make<float>(s, values);
+  OwnedTensor half = toBf16(x);
+  OwnedTensor back = runOk("cast", {half}, DType::F32, s);
+  KernelResult f = runKernel("fused_elementwise", {x}, {{DType::F32, s}, {DType::BF16, s}},
+                             program({fused::RoundBf16, 0, -1, fused::BroadcastTo, 0, -1},
+                                     {1, 2}));
+  ASSERT_TRUE(f.status.ok()) << f.status.message();
+  expectSameBytes(f.out(0), back, "round_bf16(x)");
+  expectSameBytes(f.out(1), half, "x stored as bf16");
+}
+
+// A bf16-mixed chain as plait-fuse-elementwise compiles it, over 3x5x300 (tiles, a partial
+// last one): bf16 ops (their results rounded where the unfused kernels round them), a bf16
+// input broadcast per row, a bf16 scalar, an f32 input read after a cast to f32, a cast back
+// to bf16; results of both types. Without the roundings the results differ (the test sees
+// the difference).
+TEST(FusedKernels, Bf16ChainsMatchTheUnfusedKernelsBitForBit) {
+  Shape s = {3, 5, 300};
+  OwnedTensor x = toBf16(randomFloats(s, 31)), mean = toBf16(randomFloats({3, 5, 1}, 32));
+  OwnedTensor c = makeFloat(DType::BF16, {}, {0.70710678}), scale = randomFloats({300}, 33);
+  // Unfused: h = x - mean; e = erf(h c) (bf16); y = f32(e) * scale (f32); z = exp(bf16(y)).
+  OwnedTensor h = runOk("sub", {x, mean}, DType::BF16, s);
+  OwnedTensor e0 = runOk("mul", {h, c}, DType::BF16, s);
+  OwnedTensor e = runOk("erf", {e0}, DType::BF16, s);
+  OwnedTensor e32 = runOk("cast", {e}, DType::F32, s);
+  OwnedTensor y = runOk("mul", {e32, scale}, DType::F32, s);
+  OwnedTensor yb = runOk("cast", {y}, DType::BF16, s);
+  OwnedTensor z = runOk("exp", {yb}, DType::BF16, s);
+  // Registers: 0 x, 1 mean, 2 c, 3 scale; 4 h, 5 round, 6 h c, 7 round, 8 erf, 9 round (e,
+  // and f32(e): a cast to f32 is the value), 10 y, 11 round (bf16(y)), 12 exp, 13 round.
+  using namespace fused;
+  std::vector<int64_t> rounded = {Sub, 0, 1, RoundBf16, 4, -1, Mul, 5, 2, RoundBf16, 6, -1,
+                                  Erf, 7, -1, RoundBf16, 8, -1, Mul, 9, 3, RoundBf16, 10, -1,
+                                  Exp, 11, -1, RoundBf16, 12, -1};
+  std::vector<std::pair<DType, Shape>> results = {
+      {DType::BF16, s}, {DType::F32, s}, {DType::BF16, s}};
+  KernelResult f = runKernel("fused_elementwise", {x, mean, c, scale}, results,
+                             program(rounded, {13, 10, 9}));
+  ASSERT_TRUE(f.status.ok()) << f.status.message();
+  expectSameBytes(f.out(0), z, "exp(bf16(f32(erf(h c)) * scale))");
+  expectSameBytes(f.out(1), y, "f32(erf(h c)) * scale");
+  expectSameBytes(f.out(2), e, "erf((x - mean) c)");
+  // The same program without its roundings (the casts kept as stores): the f32 value of
+  // y differs somewhere, so the roundings are what makes the chain bit-identical.
+  std::vector<int64_t> unrounded = {Sub, 0, 1, Mul, 4, 2, Erf, 5, -1, Mul, 6, 3, Exp, 7, -1};
+  KernelResult g = runKernel("fused_elementwise", {x, mean, c, scale}, results,
+                             program(unrounded, {8, 7, 6}));
+  ASSERT_TRUE(g.status.ok()) << g.status.message();
+  EXPECT_NE(g.out(1).bytes, y.bytes) << "f32 rounding points make no difference here";
+}
+
+// bf16 reduced results: the register (rounded as the bf16 op's result) summed in double as
+// reduce_sum sums, its f32 value rounded to bf16 as the staged reduce_sum / reduce_mean store
+// it; over rows and over the outer dimensions, with a bf16 input broadcast per column.
+TEST(FusedKernels, Bf16ReducedResultsMatchTheUnfusedReductionsBitForBit) {
+  for (Shape s : {Shape{3, 5, 40}, Shape{7, 200}}) {
+    Shape rows = s, columns = s;
+    rows.back() = 1;
+    for (size_t d = 0; d + 1 < s.size(); ++d)
+      columns[d] = 1;
+    OwnedTensor x = toBf16(randomFloats(s, 41)), b = toBf16(randomFloats({s.back()}, 42));
+    OwnedTensor y = runOk("mul", {x, b}, DType::BF16, s);
+    OwnedTensor e = runOk("exp", {y}, DType::BF16, s);
+    std::vector<int64_t> outer(s.size() - 1), inner = {int64_t(s.size()) - 1};
+    for (size_t d = 0; d + 1 < s.size(); ++d)
+      outer[d] = int64_t(d);
+    OwnedTensor rowSums = runOk("reduce_sum", {y}, DType::BF16, rows,
+                                AttrsBuilder().ints("axes", inner).build());
+    OwnedTensor columnMeans = runOk("reduce_mean", {e}, DType::BF16, columns,
+                                    AttrsBuilder().ints("axes", outer).build());
+    // Registers: 0 x, 1 b; 2 x b, 3 round (y), 4 exp, 5 round (e), 6 a copy of y.
+    using namespace fused;
+    KernelResult f = runKernel(
+        "fused_elementwise", {x, b},
+        {{DType::BF16, s}, {DType::BF16, rows}, {DType::BF16, columns}},
+        AttrsBuilder()
+            .ints("program", {Mul, 0, 1, RoundBf16, 2, -1, Exp, 3, -1, RoundBf16, 4, -1,
+                              BroadcastTo, 3, -1})
+            .ints("outputs", {3, 6, 5})
+            .ints("reductions", {Store, Sum, Mean})
+            .build());
+    ASSERT_TRUE(f.status.ok()) << f.status.message();
+    expectSameBytes(f.out(0), y, "x * b");
+    expectSameBytes(f.out(1), rowSums, "row sums");
+    expectSameBytes(f.out(2), columnMeans, "means over the outer dimensions");
+  }
+}
+
+// Element types other than f32 and bf16 are one-line errors naming the kernel.
+TEST(FusedKernels, OtherElementTypesAreOneLineErrors) {
+  OwnedTensor x = randomFloats({8}, 51);
+  OwnedTensor f16 = runOk("cast", {x}, DType::F16, {8});
+  KernelResult in = runKernel("fused_elementwise", {x, f16}, {{DType::BF16, {8}}},
+                              program({fused::Add, 0, 1}, {2}));
+  KernelResult out = runKernel("fused_elementwise", {toBf16(x)}, {{DType::I64, {8}}},
+                               program({fused::Exp, 0, -1}, {1}));
+  for (const KernelResult *r : {&in, &out}) {
+    ASSERT_FALSE(r->status.ok());
+    EXPECT_EQ(r->status.message().rfind("fused_elementwise: unsupported dtype", 0), 0u)
+        << r->status.message();
+    EXPECT_EQ(r->status.message().find('\n'), std::string::npos) << r->status.message();
+  }
 }
 
 TEST(FusedKernels, MalformedProgramsAreOneLineErrors) {
