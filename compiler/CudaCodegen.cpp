@@ -27,6 +27,10 @@
 // elsewhere, and the kernels are under #ifdef __CUDACC__, so a host C++ compiler can build
 // the element functions and compare them with the interpreter (tests/unit/codegen).
 //
+// A fused instruction whose kernel would be the same text as an earlier one's (the same
+// program, shapes and element types: a transformer's layers repeat them) gets no kernel of its
+// own, only a comment naming the one it shares, and its "cuda_symbol" names that kernel.
+//
 // Broadcast inputs are indexed as runtime/cpu/FusedKernels.cpp gathers them: the result's
 // shape and the input's strides merged by planBroadcast (runtime/cpu/Broadcast.h), so the
 // index of element i is a sum of (i / inner % dim) * stride terms with constant operands.
@@ -38,6 +42,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <cstring>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -248,7 +255,7 @@ template <typename Fn> std::string joined(size_t n, Fn fn, const char *separator
 
 /// The source of one fused instruction: its math, element and kernel functions.
 std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
-                         std::string &error) {
+                         const std::string &name, std::string &error) {
   std::vector<InputForm> forms = inputForms(plan, f, error);
   if (!error.empty())
     return "";
@@ -256,7 +263,6 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
   if (!error.empty())
     return "";
   const size_t inputs = f.inputs(), results = f.outputs->size();
-  const std::string name = cudaSymbolOf(f.index);
   std::ostringstream s;
   std::string ops;
   for (size_t k = 0; k < f.count(); ++k)
@@ -397,14 +403,32 @@ std::string findNvcc(std::string &error) {
 }
 
 std::string cudaKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &generated,
-                             std::string &error) {
+                             std::vector<std::string> &symbols, std::string &error) {
   std::string body;
   generated.clear();
+  symbols.clear();
+  // A kernel's source depends only on its program, shapes and element types (broadcasts are
+  // constants): instructions whose kernels read the same share the first one's. Compared
+  // with the name left out and without the comment naming the instruction.
+  constexpr const char *kPlaceholder = "plait_fused_KERNEL";
+  std::map<std::string, std::string> kernelOf; // source under the placeholder -> its symbol
   for (const FusedInstruction &f : fusedInstructions(plan)) {
-    body += kernelSource(plan, f, error);
+    std::string text = kernelSource(plan, f, kPlaceholder, error);
     if (!error.empty())
       return "";
+    size_t comment = text.find('\n', 1); // the text opens with "\n// NAME: ops\n"
+    std::string key = comment == std::string::npos ? text : text.substr(comment);
+    auto [it, fresh] = kernelOf.try_emplace(key, cudaSymbolOf(f.index));
+    if (fresh) {
+      for (size_t at = text.find(kPlaceholder); at != std::string::npos;
+           at = text.find(kPlaceholder, at))
+        text.replace(at, std::strlen(kPlaceholder), it->second);
+      body += text;
+    } else {
+      body += fmt::format("// {}: shares {}\n", f.instr->name, it->second);
+    }
     generated.push_back(f.index);
+    symbols.push_back(it->second);
   }
   return generated.empty() ? "" : kHeader + body;
 }
@@ -412,7 +436,8 @@ std::string cudaKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &ge
 CudaCodegenResult generateCudaKernels(plan::PlanDesc &plan) {
   CudaCodegenResult result;
   std::vector<size_t> generated;
-  result.source = cudaKernelSource(plan, generated, result.error);
+  std::vector<std::string> symbols;
+  result.source = cudaKernelSource(plan, generated, symbols, result.error);
   if (!result.error.empty() || result.source.empty())
     return result;
   std::string nvcc = findNvcc(result.error);
@@ -433,9 +458,10 @@ CudaCodegenResult generateCudaKernels(plan::PlanDesc &plan) {
     result.error = "--device cuda: " + error;
     return result;
   }
-  for (size_t i : generated)
-    plan.instrs[i].attrs.push_back({"cuda_symbol", {}, {}, cudaSymbolOf(i)});
-  result.kernels = int64_t(generated.size());
+  for (size_t k = 0; k < generated.size(); ++k)
+    plan.instrs[generated[k]].attrs.push_back({"cuda_symbol", {}, {}, symbols[k]});
+  result.instructions = int64_t(generated.size());
+  result.kernels = int64_t(std::set<std::string>(symbols.begin(), symbols.end()).size());
   result.fatbinBytes = int64_t(plan.generatedCuda.size());
   return result;
 }

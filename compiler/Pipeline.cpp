@@ -713,6 +713,7 @@ int generateCudaCode(const CompileOptions &options, Compiled &compiled) {
   }
   nlohmann::json &entry = compiled.report["codegen"]["cuda"];
   entry = {{"kernels", generated.kernels},
+           {"instructions", generated.instructions},
            {"fatbin_bytes", generated.fatbinBytes},
            {"archs", kCudaArchs},
            {"compiler", generated.compiler}};
@@ -724,9 +725,10 @@ int generateCudaCode(const CompileOptions &options, Compiled &compiled) {
   for (const std::string &arch : kCudaArchs)
     archs += (archs.empty() ? "" : ", ") + arch;
   compiled.report["optimizations"]["codegen"] = fmt::format(
-      "{} fused kernels generated as CUDA C++ and compiled by nvcc for {} into the plan "
-      "({} bytes of fatbin; off: --no-codegen)",
-      generated.kernels, archs, generated.fatbinBytes);
+      "{} fused kernels generated as CUDA C++ for {} fused instructions (identical kernels "
+      "shared) and compiled by nvcc for {} into the plan ({} bytes of fatbin; off: "
+      "--no-codegen)",
+      generated.kernels, generated.instructions, archs, generated.fatbinBytes);
   return 0;
 }
 

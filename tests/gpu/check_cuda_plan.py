@@ -82,19 +82,25 @@ def main():
         return
     source = open(f"{dump_dir}/kernels.cu").read()
     kernels = re.findall(r'extern "C" __global__ void (plait_fused_\d+)\(', source)
-    if not (cuda["kernels"] == fused == len(kernels) == len(set(kernels))):
-        fail(f"{report_path}: {fused} fused kernels, {cuda['kernels']} compiled, "
-             f"{len(kernels)} in kernels.cu")
+    # Identical kernels are generated once: as many kernels as distinct ones, one per fused
+    # instruction at most.
+    if not (cuda["instructions"] == fused and
+            cuda["kernels"] == len(kernels) == len(set(kernels)) and 0 < len(kernels) <= fused):
+        fail(f"{report_path}: {fused} fused instructions, {cuda['instructions']} generated for, "
+             f"{cuda['kernels']} kernels compiled, {len(kernels)} in kernels.cu")
     start = plan.find(struct.pack("<I", FATBIN_MAGIC))
     if start < 0:
         fail(f"{plan_path}: no fatbin in the plan")
     entries = fatbin_entries(plan[start:start + cuda["fatbin_bytes"]], cuda["fatbin_bytes"])
-    # Each fused instruction names its kernel ("cuda_symbol", a FlatBuffers string).
+    # Each fused instruction names its kernel ("cuda_symbol", a FlatBuffers string): every
+    # kernel is named by at least one, and the names add up to the instructions.
     rest = plan[:start] + plan[start + cuda["fatbin_bytes"]:]
-    unbound = [k for k in kernels if rest.count(k.encode() + b"\0") != 1]
-    if rest.count(b"cuda_symbol\0") != len(kernels) or unbound:
+    uses = {k: rest.count(k.encode() + b"\0") for k in kernels}
+    unbound = [k for k, n in uses.items() if n < 1]
+    if rest.count(b"cuda_symbol\0") != fused or sum(uses.values()) != fused or unbound:
         fail(f"{plan_path}: {rest.count(b'cuda_symbol' + bytes(1))} cuda_symbol attributes "
-             f"for {len(kernels)} kernels{'; unbound: ' + unbound[0] if unbound else ''}")
+             f"naming {sum(uses.values())} times the {len(kernels)} kernels for {fused} fused "
+             f"instructions{'; unbound: ' + unbound[0] if unbound else ''}")
     archs = [int(a[3:]) for a in cuda["archs"]]
     wanted = set(kernels)
     for sm in archs:

@@ -21,8 +21,10 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "codegen/schema/FusedElementwise.h"
@@ -108,8 +110,9 @@ class HostKernels {
 public:
   HostKernels(const plan::PlanDesc &plan, const std::vector<Case> &cases, bool exactMath) {
     std::vector<size_t> generated;
+    std::vector<std::string> symbols;
     std::string error;
-    std::string source = cudaKernelSource(plan, generated, error);
+    std::string source = cudaKernelSource(plan, generated, symbols, error);
     EXPECT_EQ(error, "");
     EXPECT_EQ(generated.size(), cases.size());
     std::string prefix = "#include <math.h>\n#include <cmath>\n";
@@ -118,7 +121,8 @@ public:
                 "#define expf(x) plait::rt::cpu::expApprox(x)\n"
                 "#define erff(x) plait::rt::cpu::erfApprox(x)\n";
     std::string shims;
-    for (size_t i : generated) {
+    for (size_t k = 0; k < generated.size(); ++k) {
+      size_t i = generated[k];
       const Case &c = cases[i];
       // (bf16 tensors are passed as the kernel's plait_bf16 pointers.)
       std::string pointers;
@@ -132,7 +136,7 @@ public:
       shims += fmt::format("extern \"C\" void elements_{0}(const float *const *in, float *const "
                            "*out, int64_t n) {{\n  for (int64_t i = 0; i < n; ++i)\n    "
                            "{1}_at({2}i);\n}}\n",
-                           i, cudaSymbolOf(i), pointers);
+                           i, symbols[k], pointers);
     }
     std::vector<uint8_t> object;
     error = compileCached("c++",
@@ -355,6 +359,36 @@ TEST(CudaKernelMath, RealisticChainsMatchTheInterpreterBitForBit) {
   compareWithInterpreter(realisticCases(), /*exactMath=*/true, sameBits);
 }
 
+// Instructions whose kernels would read the same (the same program, shapes and element
+// types) share one: the four pows whose one-element exponent is an input (not a constant the
+// kernel can see) run one kernel, and so do the constant exponents 2.5 and -0.5 (powf with the
+// exponent read from its input); 1, 2 and 3 are products, each its own. Still bit for bit
+// (RealisticChainsMatchTheInterpreterBitForBit runs every instruction through the kernel it
+// names).
+TEST(CudaKernelMath, IdenticalKernelsAreGeneratedOnce) {
+  std::vector<Case> cases = realisticCases();
+  plan::PlanDesc plan = planOf(cases);
+  std::vector<size_t> generated;
+  std::vector<std::string> symbols;
+  std::string error;
+  std::string source = cudaKernelSource(plan, generated, symbols, error);
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(generated.size(), cases.size());
+  ASSERT_EQ(symbols.size(), cases.size());
+  // Cases 3-7: constant exponents; 8-11: one-element input exponents; 12: a whole exponent.
+  for (size_t k = 9; k <= 11; ++k)
+    EXPECT_EQ(symbols[k], symbols[8]) << k;
+  EXPECT_EQ(symbols[7], symbols[6]);
+  std::set<std::string> distinct(symbols.begin(), symbols.end());
+  EXPECT_EQ(distinct.size(), cases.size() - 4) << fmt::format("{}", fmt::join(symbols, " "));
+  size_t kernels = 0;
+  for (size_t at = source.find("__global__"); at != std::string::npos;
+       at = source.find("__global__", at + 1))
+    ++kernels;
+  EXPECT_EQ(kernels, distinct.size());
+  EXPECT_NE(source.find(fmt::format("// case9: shares {}", symbols[8])), std::string::npos);
+}
+
 // Reduced results (a fused reduce_sum / reduce_mean): each element adds itself (a mean's
 // scaled by 1 / its count) into its sum, in float, where the interpreter sums in double; a
 // device adds atomically in any order. Within 2e-5 of the interpreter's sums (relative, or
@@ -396,12 +430,13 @@ TEST(CudaKernelMath, AnOpcodeWithoutACudaExpressionIsAnError) {
   // An opcode beyond the table: what a new opcode without a CUDA expression looks like (the
   // program check is bypassed by asking for the expression directly).
   std::vector<size_t> generated;
+  std::vector<std::string> symbols;
   std::string error;
-  EXPECT_NE(cudaKernelSource(plan, generated, error), "");
+  EXPECT_NE(cudaKernelSource(plan, generated, symbols, error), "");
   EXPECT_EQ(error, "");
   plan.instrs[0].attrs[0].ints[0] = fused::kNumOpcodes;
   // fusedInstructions() leaves a program that does not check to the interpreter...
-  EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
+  EXPECT_EQ(cudaKernelSource(plan, generated, symbols, error), "");
   EXPECT_TRUE(generated.empty());
   // ...and the expression table reports an opcode it has no entry for.
   FusedInstruction f;
@@ -425,8 +460,9 @@ TEST(CudaKernelMath, ABf16ReducedResultIsAnError) {
   c.resultTypes = {DType::BF16};
   plan::PlanDesc plan = planOf({c});
   std::vector<size_t> generated;
+  std::vector<std::string> symbols;
   std::string error;
-  EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
+  EXPECT_EQ(cudaKernelSource(plan, generated, symbols, error), "");
   EXPECT_EQ(error, "case0: result 0 is a bf16 reduce_sum; CUDA's fused sums are float atomics "
                    "(plait-fuse-elementwise leaves bf16 reductions unfused for --device cuda)");
 }
@@ -439,8 +475,9 @@ TEST(CudaKernelMath, AnInputThatDoesNotBroadcastIsAnError) {
          {false, false}, {4}, {fused::Add, 0, 1}, {2}};
   plan::PlanDesc plan = planOf({c});
   std::vector<size_t> generated;
+  std::vector<std::string> symbols;
   std::string error;
-  EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
+  EXPECT_EQ(cudaKernelSource(plan, generated, symbols, error), "");
   EXPECT_EQ(error, "case0: input 0 of shape [2, 1, 4] does not broadcast to the result's "
                    "shape [4] (numpy rules, at most 16 dimensions)");
   // Nor one whose dimension is neither 1 nor the result's.
@@ -448,7 +485,7 @@ TEST(CudaKernelMath, AnInputThatDoesNotBroadcastIsAnError) {
          {false, false}, {2, 4}, {fused::Add, 0, 1}, {2}};
   plan = planOf({d});
   error.clear();
-  EXPECT_EQ(cudaKernelSource(plan, generated, error), "");
+  EXPECT_EQ(cudaKernelSource(plan, generated, symbols, error), "");
   EXPECT_EQ(error, "case0: input 0 of shape [3] does not broadcast to the result's shape [2, 4] "
                    "(numpy rules, at most 16 dimensions)");
 }
@@ -514,7 +551,11 @@ TEST(CudaModule, LaunchesGeneratedKernels) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case &c = cases[i];
     CUfunction kernel = nullptr;
-    ASSERT_TRUE(module->kernel(cudaSymbolOf(i), kernel).ok());
+    std::string symbol; // the kernel the instruction runs (shared when identical)
+    for (const plan::AttrDesc &a : plan.instrs[i].attrs)
+      if (a.name == "cuda_symbol")
+        symbol = a.str;
+    ASSERT_TRUE(module->kernel(symbol, kernel).ok()) << symbol;
     rt::test::KernelResult reference = interpret(c);
     ASSERT_TRUE(reference.status.ok());
     size_t numel = size_t(reference.out().view.numel());
