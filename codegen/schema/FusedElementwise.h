@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace plait::fused {
@@ -63,7 +64,7 @@ inline const OpcodeInfo &opcodeInfo(int64_t code) {
 }
 
 /// The opcode of plait op `name`, or -1 when it has none.
-inline int64_t opcodeOf(const std::string &name) {
+inline int64_t opcodeOf(std::string_view name) {
   for (int64_t c = 0; c < kNumOpcodes; ++c)
     if (name == opcodeInfo(c).name)
       return c;

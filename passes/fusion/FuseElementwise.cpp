@@ -109,7 +109,7 @@ int64_t fusibleOpcode(Operation *op) {
     return -1;
   if (isBf16Cast(op))
     return fused::RoundBf16;
-  int64_t code = fused::opcodeOf(op->getName().stripDialect().str());
+  int64_t code = fused::opcodeOf(std::string_view(op->getName().stripDialect()));
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (code < 0 || code == fused::RoundBf16 || !type || !type.hasStaticShape() ||
       !isFusedElement(type.getElementType()) ||
@@ -165,17 +165,18 @@ Window windowOf(const llvm::SmallPtrSetImpl<Operation *> &members, const Positio
 bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
              const Positions &position, const llvm::SmallPtrSetImpl<Operation *> &reduced,
              bool bf16Reductions) {
-  bool opReduces = fusibleReduction(op, bf16Reductions) != fused::Store;
-  llvm::SmallPtrSet<Operation *, 32> members;
-  members.insert(op);
   int64_t first = position.lookup(op), last = first, instructions = 0;
   for (Group *g : groups) {
-    members.insert(g->ops.begin(), g->ops.end());
     first = std::min(first, position.lookup(g->ops.front()));
     last = std::max(last, position.lookup(g->ops.back()));
   }
   if (last - first > kMaxSpan)
     return false;
+  bool opReduces = fusibleReduction(op, bf16Reductions) != fused::Store;
+  llvm::SmallPtrSet<Operation *, 32> members;
+  members.insert(op);
+  for (Group *g : groups)
+    members.insert(g->ops.begin(), g->ops.end());
   llvm::SmallPtrSet<Value, 32> inputs;
   for (Operation *m : members) {
     for (Value v : m->getOperands())
@@ -254,7 +255,7 @@ int64_t fuse(const Group &group, Positions &position, OpBuilder &builder) {
                               ? append(fused::RoundBf16, a, -1)
                               : a;
     } else {
-      int64_t code = fused::opcodeOf(op->getName().stripDialect().str());
+      int64_t code = fused::opcodeOf(std::string_view(op->getName().stripDialect()));
       registers[result] =
           append(code, a, op->getNumOperands() > 1 ? registers.lookup(op->getOperand(1)) : -1);
       if (roundsAfter(op)) // as the unfused kernel stores its result
