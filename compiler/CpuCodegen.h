@@ -12,18 +12,21 @@
 namespace plait {
 
 struct CpuCodegenResult {
-  int64_t kernels = 0;      // functions generated (one per fused instruction)
+  int64_t kernels = 0;      // distinct functions generated
+  int64_t instructions = 0; // fused instructions they run (several may share a function)
   int64_t libraryBytes = 0; // size of the shared object in the plan
   std::string compiler;     // the command that compiled it
   std::string skipped;      // why nothing was generated ("" when it was)
   std::string source;       // the generated C++ (--dump-dir writes it), or ""
 };
 
-/// The C++ source of `plan`'s fused kernels, one function per index in `generated` (the
-/// fused instructions, in order). Empty when the plan has no fused instruction, or when an
-/// opcode has no C++ expression (`error` says which).
+/// The C++ source of `plan`'s fused kernels for the fused instructions `generated` (in
+/// order): instruction generated[k] runs function symbols[k], and instructions whose
+/// functions would be the same text (the same program and shapes) share one. Empty when the
+/// plan has no fused instruction, or when an opcode has no C++ expression (`error` says
+/// which).
 std::string cpuKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &generated,
-                            std::string &error);
+                            std::vector<std::string> &symbols, std::string &error);
 
 /// Generates, compiles (or takes from the cache: $PLAIT_CODEGEN_CACHE, else
 /// $XDG_CACHE_HOME/plait/codegen, else ~/.cache/plait/codegen) and stores the shared object in

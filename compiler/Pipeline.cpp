@@ -684,15 +684,16 @@ int generateCpuCode(const CompileOptions &options, Compiled &compiled) {
   nlohmann::json &entry = compiled.report["codegen"]["cpu"];
   // Nothing about the cache: a plan compiled twice must be the same bytes.
   entry = {{"kernels", generated.kernels},
+           {"instructions", generated.instructions},
            {"library_bytes", generated.libraryBytes},
            {"compiler", generated.compiler}};
   if (!generated.skipped.empty())
     entry["skipped"] = generated.skipped;
   if (generated.kernels > 0)
     compiled.report["optimizations"]["codegen"] = fmt::format(
-        "{} fused kernels generated as C++ and compiled into the plan ({} bytes; off: "
-        "--no-codegen)",
-        generated.kernels, generated.libraryBytes);
+        "{} fused kernels generated as C++ for {} fused instructions (identical kernels "
+        "shared) and compiled into the plan ({} bytes; off: --no-codegen)",
+        generated.kernels, generated.instructions, generated.libraryBytes);
   else if (generated.skipped != "no fused kernels")
     compiled.report["optimizations"]["codegen"] = fmt::format(
         "no kernels generated ({}); plait-run interprets the fused kernels", generated.skipped);
