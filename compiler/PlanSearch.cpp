@@ -140,7 +140,7 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
 /// does not compile (its error has been reported through the context).
 struct Candidate {
   bool ok = false;
-  OwningOpRef<ModuleOp> module; // exact candidates only
+  OwningOpRef<ModuleOp> module; // exact candidates, and screened ones kept (finishChoice)
   int64_t peak = 0;             // exact: arena + workspace; screened: lower bound + workspace
   bool exact = false;
   std::optional<double> predictedMs; // with --cluster: the cost model's step time
@@ -149,14 +149,13 @@ struct Candidate {
   std::optional<PlacedStep> placed; // exact candidates: the memory plan and lowered plan
 };
 
-/// With `exact` the copy is verified and its buffers placed: `peak` is what the plan will
-/// need. Without, the copy is screened: `peak` is the liveness lower bound (no placement of
-/// buffers can use less) and the copy is dropped.
-Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &choice,
-                    bool exact = true) {
-  OwningOpRef<ModuleOp> copy(step.clone());
-  if (failed(applyChoice(*copy, options, choice, /*verify=*/false)))
-    return {};
+/// `copy`, a choice applied to the step, screened or placed. With `exact` the copy is
+/// verified and its buffers placed: `peak` is what the plan will need. Without, the copy is
+/// screened: `peak` is the liveness lower bound (no placement of buffers can use less), and
+/// the copy is dropped unless that bound is at most `keepUnder`: a candidate that may be
+/// kept then needs no second application of its choice for its exact compile.
+Candidate finishChoice(OwningOpRef<ModuleOp> copy, const CompileOptions &options, bool exact,
+                       int64_t keepUnder = -1) {
   // Exact: the IR is verified on a second thread while its buffers are placed (both only
   // read it); the candidate is kept only when both succeed. The future joins on every return.
   std::future<LogicalResult> verified;
@@ -190,8 +189,19 @@ Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &
   if (exact) {
     out.module = std::move(copy);
     out.placed = PlacedStep{std::move(*memory), std::move(plan)};
+  } else if (keepUnder >= 0 && out.peak <= keepUnder) {
+    out.module = std::move(copy);
   }
   return out;
+}
+
+/// `choice` applied to a copy of `step`, then finishChoice.
+Candidate tryChoice(ModuleOp step, const CompileOptions &options, const Choice &choice,
+                    bool exact = true, int64_t keepUnder = -1) {
+  OwningOpRef<ModuleOp> copy(step.clone());
+  if (failed(applyChoice(*copy, options, choice, /*verify=*/false)))
+    return {};
+  return finishChoice(std::move(copy), options, exact, keepUnder);
 }
 
 std::optional<int64_t> peakOf(ModuleOp step, const CompileOptions &options,
@@ -428,13 +438,14 @@ void recordSearch(ModuleOp module, const std::vector<AutoRow> &rows,
 unsigned screenThreads() { return std::clamp(std::thread::hardware_concurrency(), 1u, 8u); }
 
 /// Screens `choices` (tryChoice without `exact`) on as many threads as there are cores,
-/// each on its own copy of the step; the results in the order of `choices`.
+/// each on its own copy of the step; the results in the order of `choices`, each keeping its
+/// copy when its lower bound is at most `keepUnder`.
 
 std::vector<Candidate> screenAll(ModuleOp module, const CompileOptions &options,
-                                 const std::vector<Choice> &choices) {
+                                 const std::vector<Choice> &choices, int64_t keepUnder) {
   std::vector<Candidate> screened(choices.size());
   parallelFor(choices.size(), screenThreads(), [&](size_t i) {
-    screened[i] = tryChoice(module, options, choices[i], /*exact=*/false);
+    screened[i] = tryChoice(module, options, choices[i], /*exact=*/false, keepUnder);
   });
   return screened;
 }
@@ -490,7 +501,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
     for (int64_t bucket : strategy == "ddp" ? buckets : std::vector<int64_t>{0})
       plainChoices.push_back(Choice{strategy, plainRecompute, {}, bucket});
   }
-  std::vector<Candidate> screened = screenAll(module, options, plainChoices);
+  std::vector<Candidate> screened = screenAll(module, options, plainChoices, limit);
   for (auto [choice, result] : llvm::zip(plainChoices, screened)) {
     if (!result.ok)
       return failure();
@@ -563,7 +574,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
           return fit;
         };
         auto probe = [&](size_t k) {
-          return record(k, tryChoice(module, options, choiceOf(k), /*exact=*/false));
+          return record(k, tryChoice(module, options, choiceOf(k), /*exact=*/false, limit));
         };
         if (n > 0) {
           // The estimate and every unit are screened together (on two cores the second
@@ -579,7 +590,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
           bool withAll = choices.size() < screenThreads();
           if (withAll)
             choices.push_back(Choice{strategy, "all", {}, bucket});
-          std::vector<Candidate> results = screenAll(module, options, choices);
+          std::vector<Candidate> results = screenAll(module, options, choices, limit);
           if (withAll)
             screenedAll = std::move(results.back());
           auto fitsAtEstimate = record(first, std::move(results[0]));
@@ -606,8 +617,9 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
         continue;
       }
       Choice all{strategy, "all", {}, bucket};
-      Candidate result = screenedAll ? std::move(*screenedAll)
-                                     : tryChoice(module, options, all, /*exact=*/false);
+      Candidate result = screenedAll
+                             ? std::move(*screenedAll)
+                             : tryChoice(module, options, all, /*exact=*/false, limit);
       if (!result.ok)
         return failure();
       if (result.peak <= limit)
@@ -639,7 +651,10 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
       row.status = "fits"; // by its lower bound; not compiled exactly
       continue;
     }
-    Candidate exact = tryChoice(module, options, row.choice, /*exact=*/true);
+    // A screened copy kept for this: placed without applying its choice again.
+    Candidate exact = row.result.module
+                          ? finishChoice(std::move(row.result.module), options, /*exact=*/true)
+                          : tryChoice(module, options, row.choice, /*exact=*/true);
     ++exactCompiles;
     if (!exact.ok)
       return failure();

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string_view>
+#include <unordered_map>
 
 #include "codegen/schema/FusedElementwise.h"
 #include "codegen/schema/MatmulLayout.h"
@@ -85,11 +87,16 @@ constexpr ElementCost kElementCosts[] = {
     {"local_shard", 1, false, "copy"},
 };
 
-const ElementCost *elementCost(const std::string &kernel) {
-  for (const ElementCost &c : kElementCosts)
-    if (kernel == c.kernel)
-      return &c;
-  return nullptr;
+const ElementCost *elementCost(std::string_view kernel) {
+  // Looked up for every instruction of every candidate the search screens: hashed once.
+  static const std::unordered_map<std::string_view, const ElementCost *> byKernel = [] {
+    std::unordered_map<std::string_view, const ElementCost *> map;
+    for (const ElementCost &c : kElementCosts)
+      map.emplace(c.kernel, &c);
+    return map;
+  }();
+  auto it = byKernel.find(kernel);
+  return it == byKernel.end() ? nullptr : it->second;
 }
 
 cluster::Dtype peakDtype(fb::DType dtype) {

@@ -113,14 +113,18 @@ Operation *buildShardUpdate(OpBuilder &b, Location loc, Operation *like, Value p
 /// micro-batch's forward and backward, and so on. Even phases are forwards. Ops without
 /// operands (params, constants) take the phase of the op before them.
 DenseMap<Operation *, int64_t> stepPhases(Block &body, Value loss) {
+  unsigned ops = unsigned(body.getOperations().size());
   DenseSet<Value> toLoss{loss};
   DenseSet<Operation *> forward;
+  toLoss.reserve(ops);
+  forward.reserve(ops);
   for (Operation &op : llvm::reverse(body))
     if (llvm::any_of(op.getResults(), [&](Value r) { return toLoss.contains(r); })) {
       forward.insert(&op);
       toLoss.insert(op.operand_begin(), op.operand_end());
     }
   DenseMap<Operation *, int64_t> phase;
+  phase.reserve(ops);
   int64_t current = 0;
   for (Operation &op : body) {
     if (op.getNumOperands() > 0 && forward.contains(&op) != (current % 2 == 0))
