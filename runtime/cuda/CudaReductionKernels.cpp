@@ -1,0 +1,194 @@
+// Host side of the CUDA reductions, softmax / log_softmax and the classification losses
+// (device code: kernels/Reduce.cu). Checks and shape rules are the CPU kernels' (LossSupport.h
+// for the losses).
+#include <array>
+
+#include "runtime/cpu/LossSupport.h"
+#include "runtime/cuda/CudaKernelSupport.h"
+
+namespace plait::rt {
+namespace {
+
+using namespace cuda;
+using cpu::checkArity;
+using cpu::checkSameDtype;
+using cpu::checkShape;
+
+bool isFloatingDtype(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16;
+}
+
+/// The reduction's geometry over `shape` and `axes` (empty: every axis), and the output shape
+/// (ReductionKernels.cpp's reducedShape rules: axes normalised, none repeated).
+Status planReduce(std::string_view kernel, cpu::ShapeRef shape, cpu::ShapeRef axes,
+                  bool keepdims, cpu::Dims &outShape, ReduceGeometry &g) {
+  int64_t rank = int64_t(shape.size());
+  std::array<bool, kMaxRank> reduced;
+  reduced.fill(axes.empty());
+  for (int64_t axis : axes) {
+    int64_t d;
+    PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kernel, axis, rank, d));
+    if (reduced[size_t(d)])
+      return Status::errorf("{}: axis {} is repeated", kernel, axis);
+    reduced[size_t(d)] = true;
+  }
+  cpu::Dims strides = cpu::contiguousStrides(shape);
+  outShape.clear();
+  g = ReduceGeometry();
+  g.outCount = 1;
+  g.reducedCount = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[size_t(d)]) {
+      outShape.push_back(shape[size_t(d)]);
+      g.keptShape[g.keptRank] = shape[size_t(d)];
+      g.keptStride[g.keptRank++] = strides[size_t(d)];
+      g.outCount *= shape[size_t(d)];
+    } else {
+      if (keepdims)
+        outShape.push_back(1);
+      g.reducedShape[g.reducedRank] = shape[size_t(d)];
+      g.reducedStride[g.reducedRank++] = strides[size_t(d)];
+      g.reducedCount *= shape[size_t(d)];
+    }
+  }
+  return {};
+}
+
+template <ReduceOp kOp> struct Reduce {
+  static const char *name;
+  static Status run(const CudaKernelCall &call) {
+    KernelCall host = call.asHostCall();
+    PLAIT_RETURN_IF_ERROR(checkArity(host, name, 1, 1, 1));
+    const TensorView &x = call.inputs[0];
+    TensorView &out = call.outputs[0];
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(name, x, out));
+    cpu::Dims outShape;
+    ReduceGeometry g;
+    PLAIT_RETURN_IF_ERROR(planReduce(name, x.shape, call.attrs.getInts("axes"),
+                                     call.attrs.getBool("keepdims", true), outShape, g));
+    PLAIT_RETURN_IF_ERROR(checkShape(name, "output", out.shape, outShape));
+    if (x.dtype == DType::I1)
+      return noCudaDtype(name, x.dtype);
+    if (call.check)
+      return {};
+    return launched(launchReduce(kOp, code(x.dtype), x.data, out.data, g, call.stream), name);
+  }
+};
+template <ReduceOp kOp> const char *Reduce<kOp>::name = "";
+
+template <ReduceOp kOp> void registerReduce(const char *name) {
+  Reduce<kOp>::name = name;
+  registerCudaKernel(name, &Reduce<kOp>::run);
+}
+
+template <bool kLog> Status softmaxKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kLog ? "log_softmax" : "softmax";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 1, 1, 1));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, y));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", y.shape, x.shape));
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
+  if (!isFloatingDtype(x.dtype))
+    return noCudaDtype(kName, x.dtype);
+  if (call.check)
+    return {};
+  int64_t outer = cpu::product(x.shape, 0, size_t(axis)), n = x.shape[size_t(axis)];
+  int64_t inner = cpu::product(x.shape, size_t(axis) + 1, x.shape.size());
+  return launched(launchSoftmax(kLog, code(x.dtype), x.data, y.data, outer, n, inner,
+                                call.stream),
+                  kName);
+}
+
+LossGeometry lossGeometry(const cpu::LossShape &s) {
+  LossGeometry g;
+  g.batch = s.batch;
+  g.classes = s.classes;
+  g.spatial = s.spatial;
+  g.reduction = s.reduction == cpu::Reduction::Mean  ? 0
+                : s.reduction == cpu::Reduction::Sum ? 1
+                                                     : 2;
+  g.hasIgnore = s.hasIgnore;
+  g.ignoreIndex = s.ignoreIndex;
+  return g;
+}
+
+/// softmax_cross_entropy / nll_loss (input, target, weight?) -> loss.
+template <bool kFromLogits> Status lossKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kFromLogits ? "softmax_cross_entropy" : "nll_loss";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 2, 3, 1));
+  const TensorView &input = call.inputs[0], &target = call.inputs[1];
+  const TensorView &out = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, input, out));
+  cpu::LossShape s;
+  PLAIT_RETURN_IF_ERROR(cpu::planLossInput(kName, input, target, s));
+  const TensorView *weight = call.inputs.size() > 2 ? &call.inputs[2] : nullptr;
+  PLAIT_RETURN_IF_ERROR(cpu::planLossTargets(kName, call.attrs, input, target, weight, s));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, s.lossShape()));
+  if (!isFloatingDtype(input.dtype))
+    return noCudaDtype(kName, input.dtype);
+  LossGeometry g = lossGeometry(s);
+  uint64_t used = 0;
+  void *work = nullptr;
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(call, kName, uint64_t(lossWorkspaceDoubles(g)) * 8, used,
+                                      work));
+  if (call.check)
+    return {};
+  return launched(launchLoss(kFromLogits, code(input.dtype), code(target.dtype), input.data,
+                             target.data, weight ? weight->data : nullptr, out.data, g,
+                             static_cast<double *>(work), call.deviceError, call.errorTag,
+                             call.stream),
+                  kName);
+}
+
+/// softmax_cross_entropy_grad / nll_loss_grad (input, target, grad, weight?) -> dinput.
+template <bool kFromLogits> Status lossGradKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kFromLogits ? "softmax_cross_entropy_grad" : "nll_loss_grad";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 3, 4, 1));
+  const TensorView &input = call.inputs[0], &target = call.inputs[1], &grad = call.inputs[2];
+  const TensorView &out = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, input, out));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, input, grad));
+  cpu::LossShape s;
+  PLAIT_RETURN_IF_ERROR(cpu::planLossInput(kName, input, target, s));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, input.shape));
+  const TensorView *weight = call.inputs.size() > 3 ? &call.inputs[3] : nullptr;
+  PLAIT_RETURN_IF_ERROR(cpu::planLossTargets(kName, call.attrs, input, target, weight, s));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "grad", grad.shape, s.lossShape()));
+  if (!isFloatingDtype(input.dtype))
+    return noCudaDtype(kName, input.dtype);
+  LossGeometry g = lossGeometry(s);
+  uint64_t used = 0;
+  void *work = nullptr;
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(call, kName, uint64_t(lossWorkspaceDoubles(g)) * 8, used,
+                                      work));
+  if (call.check)
+    return {};
+  return launched(launchLossGrad(kFromLogits, code(input.dtype), code(target.dtype), input.data,
+                                 target.data, grad.data, weight ? weight->data : nullptr,
+                                 out.data, g, static_cast<double *>(work), call.deviceError,
+                                 call.errorTag, call.stream),
+                  kName);
+}
+
+} // namespace
+
+void registerCudaReductionKernels() {
+  registerReduce<ReduceOp::Sum>("reduce_sum");
+  registerReduce<ReduceOp::Mean>("reduce_mean");
+  registerReduce<ReduceOp::Max>("reduce_max");
+  registerReduce<ReduceOp::Min>("reduce_min");
+  registerReduce<ReduceOp::Prod>("reduce_prod");
+  registerCudaKernel("softmax", &softmaxKernel<false>);
+  registerCudaKernel("log_softmax", &softmaxKernel<true>);
+  registerCudaKernel("softmax_cross_entropy", &lossKernel<true>);
+  registerCudaKernel("nll_loss", &lossKernel<false>);
+  registerCudaKernel("softmax_cross_entropy_grad", &lossGradKernel<true>);
+  registerCudaKernel("nll_loss_grad", &lossGradKernel<false>);
+}
+
+} // namespace plait::rt
