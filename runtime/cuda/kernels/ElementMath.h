@@ -113,7 +113,11 @@ template <typename T> PLAIT_HD T unary(UnaryOp op, T x, const UnaryParams &p) {
   }
   switch (op) {
   case UnaryOp::Neg: return wrappingNeg(x);
-  case UnaryOp::Abs: return x < T(0) ? wrappingNeg(x) : x;
+  case UnaryOp::Abs:
+    if constexpr (std::is_floating_point_v<T>)
+      return x < T(0) || (x == T(0) && signbit(x)) ? -x : x; // fabs: abs(-0) is +0
+    else
+      return x < T(0) ? wrappingNeg(x) : x;
   case UnaryOp::Relu: return x < T(0) ? T(0) : x;
   case UnaryOp::Sign:
     if (isNan(x))

@@ -1,0 +1,351 @@
+// The CUDA backend's host side, on a machine without a GPU: plans are bound and checked
+// (CudaExecutor::checkPlan runs every kernel's operand checks, no device needed), GEMMs are
+// planned, and without a device plait-run refuses a cuda plan in one line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "PlanMaker.h"
+#include "runtime/PlanLoader.h"
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaExecutor.h"
+#include "runtime/cuda/CudaGemmPlan.h"
+#include "runtime/cuda/CudaKernel.h"
+#include "runtime/cuda/kernels/LaunchGeometry.h"
+
+namespace plait {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::PlanMaker;
+
+bool haveCudaDevice() {
+  std::vector<rt::CudaDeviceInfo> devices;
+  return rt::listCudaDevices(devices).ok();
+}
+
+rt::Plan loadBytes(const plan::PlanDesc &desc) {
+  rt::Plan plan;
+  rt::Status s = rt::loadPlanFromBytes(plan::serializePlan(desc), "m.plan", plan);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return plan;
+}
+
+//===--- the samples' plans ---------------------------------------------------------------===//
+
+#ifdef PLAIT_COMPILE_PATH
+/// Every sample compiled for --device cuda (fp32 and bf16-mixed at world size 1; the GPT's
+/// DDP plan at world size 2), once for the suite.
+class SamplePlans : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("plait-cuda-plans-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    const std::map<std::string, std::string> optimizer = {
+        {"mlp", "--optimizer sgd --lr 0.05 --momentum 0.9"},
+        {"cnn", "--optimizer sgd --lr 0.05 --momentum 0.9"},
+        {"gpt", "--optimizer adamw --lr 3e-3"}};
+    for (const auto &[sample, flags] : optimizer)
+      for (const char *precision : {"fp32", "bf16-mixed"})
+        compile(sample, flags + " --precision " + precision, sample + "-" + precision);
+    compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy ddp", "gpt-ddp2");
+    compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy fsdp", "gpt-fsdp2");
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  static void compile(const std::string &sample, const std::string &flags,
+                      const std::string &name) {
+    std::string out = (dir_ / (name + ".plan")).string();
+    std::string command = std::string(PLAIT_COMPILE_PATH) + " " + PLAIT_SOURCE_DIR +
+                          "/samples/" + sample + "/" + sample + ".onnx --train --device cuda " +
+                          flags + " -o " + out + " > " + out + ".log 2>&1";
+    int rc = std::system(command.c_str());
+    ASSERT_EQ(rc, 0) << command;
+    plans_.push_back(out);
+  }
+  static fs::path dir_;
+  static std::vector<std::string> plans_;
+};
+fs::path SamplePlans::dir_;
+std::vector<std::string> SamplePlans::plans_;
+
+// What create() checks before touching a device, for every rank of every sample's plan:
+// each op has a CUDA kernel, and each kernel takes the instruction's operands.
+TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
+  ASSERT_EQ(plans_.size(), 8u);
+  for (const std::string &path : plans_) {
+    rt::Plan plan;
+    rt::Status loaded = rt::loadPlan(path, plan);
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+    EXPECT_EQ(plan.device, "cuda");
+    for (uint32_t rank = 0; rank < plan.worldSize; ++rank) {
+      rt::Status checked = rt::CudaExecutor::checkPlan(plan, rank);
+      EXPECT_TRUE(checked.ok()) << path << " rank " << rank << ": " << checked.message();
+    }
+  }
+}
+
+// The fp32 plans carry the generated fused kernels the CUDA backend launches from the fatbin.
+TEST_F(SamplePlans, Fp32PlansCarryTheirFatbin) {
+  for (const std::string &path : plans_) {
+    rt::Plan plan;
+    ASSERT_TRUE(rt::loadPlan(path, plan).ok());
+    bool fused = false;
+    for (const rt::PlanInstr &in : plan.instrs)
+      if (!in.isCollective && plan.kernels[in.kernel] == "fused_elementwise") {
+        fused = true;
+        EXPECT_TRUE(in.attrs.has("cuda_symbol")) << path << ": " << in.name;
+      }
+    if (fused)
+      EXPECT_FALSE(plan.generatedCuda.empty()) << path;
+  }
+}
+
+// Without a GPU, plait-run refuses a cuda plan in one line naming the plan, with exit 1.
+TEST_F(SamplePlans, PlaitRunWithoutADeviceRefusesInOneLine) {
+  if (haveCudaDevice())
+    GTEST_SKIP() << "a CUDA device is present (tests/gpu/run.sh runs the plans)";
+  std::string plan = (dir_ / "mlp-fp32.plan").string();
+  std::string command = std::string(PLAIT_RUN_PATH) + " " + plan + " --steps 1 --input x=" +
+                        PLAIT_SOURCE_DIR + "/samples/mlp/inputs/x.npy --input y=" +
+                        PLAIT_SOURCE_DIR + "/samples/mlp/inputs/y.npy 2>&1";
+  FILE *pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe))
+    output.append(buffer, n);
+  int status = ::pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << output;
+  EXPECT_THAT(output, StartsWith("plait-run: " + plan + ": compiled for --device cuda: no CUDA "
+                                 "device ("));
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+}
+#endif
+
+//===--- kernels the backend has and lacks ------------------------------------------------===//
+
+// The CPU kernels without a CUDA counterpart, named here so that the list is a decision: a
+// plan using one is refused at create() (CudaKernelsAreRefusedAtCreate).
+TEST(CudaKernels, TheOpsWithoutACudaKernelAreKnown) {
+  std::vector<std::string> cuda = rt::cudaKernelNames();
+  std::set<std::string> have(cuda.begin(), cuda.end()), missing;
+  for (const std::string &name : rt::kernelNames())
+    if (!have.count(name))
+      missing.insert(name);
+  EXPECT_EQ(missing, (std::set<std::string>{"argmax", "argmin", "layer_norm", "pad", "rms_norm",
+                                            "trilu"}));
+  for (const std::string &name : cuda) // no CUDA kernel for an op the CPU lacks
+    EXPECT_NE(rt::findKernel(name), nullptr) << name;
+}
+
+TEST(CudaKernels, AnOpWithoutACudaKernelIsRefusedBeforeAnythingRuns) {
+  PlanMaker m;
+  uint32_t x = m.add("x", fb::TensorKind::Input, {4, 4});
+  uint32_t y = m.add("y", fb::TensorKind::Activation, {4, 4});
+  m.instr("trilu", {x}, {y});
+  plan::PlanDesc desc = m.finish();
+  desc.device = "cuda";
+  desc.outputs = {y};
+  rt::Plan plan = loadBytes(desc);
+  rt::Status s = rt::CudaExecutor::checkPlan(plan);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), StartsWith("m.plan: instruction 0 ("));
+  EXPECT_THAT(s.message(), HasSubstr("): op 'trilu' has no CUDA kernel"));
+  EXPECT_EQ(s.message().find('\n'), std::string::npos);
+  // create() says the same, before it looks for a device.
+  std::unique_ptr<rt::CudaExecutor> exec;
+  EXPECT_EQ(rt::CudaExecutor::create(plan, {}, exec).message(), s.message());
+}
+
+TEST(CudaKernels, OperandsAKernelCannotTakeAreRefusedAtCreate) {
+  PlanMaker m;
+  uint32_t a = m.add("a", fb::TensorKind::Input, {4, 3});
+  uint32_t b = m.add("b", fb::TensorKind::Input, {4, 5});
+  uint32_t c = m.add("c", fb::TensorKind::Activation, {4, 5});
+  m.instr("matmul", {a, b}, {c});
+  plan::PlanDesc desc = m.finish();
+  desc.device = "cuda";
+  desc.outputs = {c};
+  rt::Plan plan = loadBytes(desc);
+  EXPECT_THAT(rt::CudaExecutor::checkPlan(plan).message(),
+              HasSubstr(", kernel matmul): matmul: contracting dimensions differ: [4, 3] times "
+                        "[4, 5]"));
+}
+
+TEST(CudaKernels, IntegerMatmulHasNoCudaKernel) {
+  PlanMaker m;
+  uint32_t a = m.add("a", fb::TensorKind::Input, {2, 3}, fb::DType::I64);
+  uint32_t b = m.add("b", fb::TensorKind::Input, {3, 2}, fb::DType::I64);
+  uint32_t c = m.add("c", fb::TensorKind::Activation, {2, 2}, fb::DType::I64);
+  m.instr("matmul", {a, b}, {c});
+  plan::PlanDesc desc = m.finish();
+  desc.device = "cuda";
+  desc.outputs = {c};
+  rt::Plan plan = loadBytes(desc);
+  EXPECT_THAT(rt::CudaExecutor::checkPlan(plan).message(),
+              HasSubstr("matmul: dtype i64 has no CUDA kernel"));
+}
+
+TEST(CudaExecutor, WithoutADeviceCreateIsANoCudaDeviceError) {
+  if (haveCudaDevice())
+    GTEST_SKIP() << "a CUDA device is present";
+  PlanMaker m;
+  uint32_t x = m.add("x", fb::TensorKind::Input, {4});
+  uint32_t y = m.add("y", fb::TensorKind::Activation, {4});
+  m.instr("relu", {x}, {y});
+  plan::PlanDesc desc = m.finish();
+  desc.device = "cuda";
+  desc.outputs = {y};
+  rt::Plan plan = loadBytes(desc);
+  std::unique_ptr<rt::CudaExecutor> exec;
+  rt::Status s = rt::CudaExecutor::create(plan, {}, exec);
+  EXPECT_EQ(exec, nullptr);
+  EXPECT_THAT(s.message(), StartsWith("m.plan: rank 0: no CUDA device: "));
+  EXPECT_EQ(s.message().find('\n'), std::string::npos);
+}
+
+TEST(CudaExecutor, ACpuPlanIsNotRunOnCuda) {
+  PlanMaker m;
+  uint32_t x = m.add("x", fb::TensorKind::Input, {4});
+  uint32_t y = m.add("y", fb::TensorKind::Activation, {4});
+  m.instr("relu", {x}, {y});
+  plan::PlanDesc desc = m.finish();
+  desc.outputs = {y};
+  rt::Plan plan = loadBytes(desc);
+  std::unique_ptr<rt::CudaExecutor> exec;
+  EXPECT_EQ(rt::CudaExecutor::create(plan, {}, exec).message(),
+            "m.plan: compiled for --device cpu, not cuda");
+}
+
+//===--- GEMM planning --------------------------------------------------------------------===//
+
+rt::TensorView shaped(std::vector<int64_t> shape) {
+  return rt::TensorView{nullptr, rt::DType::F32, std::move(shape)};
+}
+
+rt::AttrValue ints(std::vector<int64_t> v) {
+  rt::AttrValue a;
+  a.ints = std::move(v);
+  return a;
+}
+
+TEST(GemmPlan, ALinearLayerFoldsTheBatchIntoM) {
+  rt::GemmPlan p;
+  ASSERT_TRUE(rt::planCudaMatmul({}, shaped({8, 16, 32}), shaped({32, 64}), shaped({8, 16, 64}), p)
+                  .ok());
+  EXPECT_EQ(p.count, 1);
+  EXPECT_EQ(p.m, 8 * 16);
+  EXPECT_EQ(p.n, 64);
+  EXPECT_EQ(p.k, 32);
+  EXPECT_FALSE(p.transA);
+  EXPECT_FALSE(p.transB);
+  EXPECT_EQ(p.lda, 32);
+  EXPECT_EQ(p.ldb, 64);
+  EXPECT_EQ(p.ldc, 64);
+}
+
+TEST(GemmPlan, AttentionScoresAreOneStridedBatch) {
+  rt::Attrs attrs;
+  rt::AttrValue yes;
+  yes.ints = {1};
+  attrs.set("transpose_rhs", yes);
+  rt::GemmPlan p;
+  // q [B, H, T, D] x k [B, H, T, D]^T -> [B, H, T, T]
+  ASSERT_TRUE(rt::planCudaMatmul(attrs, shaped({2, 4, 8, 16}), shaped({2, 4, 8, 16}),
+                                 shaped({2, 4, 8, 8}), p)
+                  .ok());
+  EXPECT_TRUE(p.strided);
+  EXPECT_EQ(p.count, 8);
+  EXPECT_TRUE(p.transB);
+  EXPECT_EQ(p.ldb, 16);
+  EXPECT_EQ(p.strideA, 8 * 16);
+  EXPECT_EQ(p.strideB, 8 * 16);
+  EXPECT_EQ(p.strideC, 8 * 8);
+}
+
+TEST(GemmPlan, BroadcastBatchesRunEntryByEntry) {
+  rt::GemmPlan p;
+  // [2, 1, 3, 4] x [1, 5, 4, 6] -> [2, 5, 3, 6]: A repeats along dim 1, B along dim 0.
+  ASSERT_TRUE(rt::planCudaMatmul({}, shaped({2, 1, 3, 4}), shaped({1, 5, 4, 6}),
+                                 shaped({2, 5, 3, 6}), p)
+                  .ok());
+  EXPECT_FALSE(p.strided);
+  ASSERT_EQ(p.count, 10);
+  ASSERT_EQ(p.offA.size(), 10u);
+  EXPECT_EQ(p.offA[4], 0);      // batch (0, 4): A's entry 0
+  EXPECT_EQ(p.offA[5], 12);     // batch (1, 0): A's entry 1
+  EXPECT_EQ(p.offB[5], 0);      // B's entry 0
+  EXPECT_EQ(p.offB[4], 4 * 24); // B's entry 4
+  EXPECT_EQ(p.offC[9], 9 * 18);
+}
+
+TEST(GemmPlan, PermutedOperandsReadThroughStrides) {
+  // lhs_perm [0, 2, 1, 3] reads [B, T, H, D] as [B, H, T, D]; rhs likewise, transposed.
+  rt::Attrs attrs;
+  attrs.set("lhs_perm", ints({0, 2, 1, 3}));
+  attrs.set("rhs_perm", ints({0, 2, 3, 1}));
+  rt::GemmPlan p;
+  ASSERT_TRUE(rt::planCudaMatmul(attrs, shaped({2, 8, 4, 16}), shaped({2, 8, 4, 16}),
+                                 shaped({2, 4, 8, 8}), p)
+                  .ok());
+  // Heads step by D, batches by T * H * D: not one stride, so one GEMM per (batch, head).
+  EXPECT_FALSE(p.strided);
+  ASSERT_EQ(p.count, 8);
+  EXPECT_EQ(p.m, 8);
+  EXPECT_EQ(p.n, 8);
+  EXPECT_EQ(p.k, 16);
+  EXPECT_FALSE(p.transA);
+  EXPECT_EQ(p.lda, 4 * 16); // a row of T steps over the heads
+  EXPECT_TRUE(p.transB);
+  EXPECT_EQ(p.ldb, 4 * 16);
+  EXPECT_EQ(p.offA[1], 16);          // next head: D elements on
+  EXPECT_EQ(p.offA[4], 8 * 4 * 16);  // next batch entry
+}
+
+TEST(GemmPlan, VectorsArePromoted) {
+  rt::GemmPlan p;
+  ASSERT_TRUE(rt::planCudaMatmul({}, shaped({4}), shaped({4, 3}), shaped({3}), p).ok());
+  EXPECT_EQ(p.m, 1);
+  EXPECT_EQ(p.n, 3);
+  EXPECT_EQ(p.k, 4);
+  ASSERT_TRUE(rt::planCudaMatmul({}, shaped({5, 4}), shaped({4}), shaped({5}), p).ok());
+  EXPECT_EQ(p.m, 5);
+  EXPECT_EQ(p.n, 1);
+  EXPECT_EQ(p.ldb, 1);
+}
+
+TEST(GemmPlan, AWrongOutputShapeIsAnError) {
+  rt::GemmPlan p;
+  EXPECT_EQ(rt::planCudaMatmul({}, shaped({2, 3}), shaped({3, 4}), shaped({2, 5}), p).message(),
+            "matmul: output has shape [2, 5], expected [2, 4]");
+}
+
+//===--- launch geometry ------------------------------------------------------------------===//
+
+TEST(LaunchGeometry, GridStrideLaunchesStayWithinLimits) {
+  using rt::cuda::gridFor;
+  EXPECT_EQ(gridFor(0), 1u);
+  EXPECT_EQ(gridFor(1), 1u);
+  EXPECT_EQ(gridFor(1024), 1u);
+  EXPECT_EQ(gridFor(1025), 2u);
+  EXPECT_EQ(gridFor(int64_t(1) << 40), unsigned(rt::cuda::kMaxGridBlocks));
+  EXPECT_EQ(rt::cuda::rowBlocks(0), 1u);
+  EXPECT_EQ(rt::cuda::rowBlocks(int64_t(1) << 40), unsigned((int64_t(1) << 31) - 1));
+}
+
+} // namespace
+} // namespace plait
