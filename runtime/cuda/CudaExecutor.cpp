@@ -454,10 +454,11 @@ Status CudaExecutor::finishStep() {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   int failed = 0;
-  PLAIT_CUDA_RETURN_IF_ERROR(cudaMemcpy(&failed, deviceError_, sizeof failed,
-                                        cudaMemcpyDeviceToHost));
+  PLAIT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&failed, deviceError_, sizeof failed,
+                                             cudaMemcpyDeviceToHost, compute_));
+  PLAIT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(compute_));
   if (failed != 0) {
-    PLAIT_CUDA_RETURN_IF_ERROR(cudaMemset(deviceError_, 0, sizeof(int)));
+    PLAIT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(deviceError_, 0, sizeof(int), compute_));
     return Status::error(where(size_t(failed - 1)) +
                          "an index or target is out of range (checked on the device)");
   }

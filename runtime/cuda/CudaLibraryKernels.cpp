@@ -239,9 +239,25 @@ Status setBatch(cublasLtMatrixLayout_t layout, int32_t count, int64_t stride) {
   return {};
 }
 
+/// The largest power of two (at most 256, cuBLASLt's default assumption) dividing the
+/// address of every matrix `base` + offset * element and every batch stride: what an
+/// algorithm may assume of the operand (cuBLASLt's MIN_ALIGNMENT preferences).
+uint32_t alignmentOf(const void *base, const std::vector<int64_t> &offsets, int64_t stride,
+                     size_t element) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(base) | 256;
+  for (int64_t offset : offsets)
+    bits |= uint64_t(offset) * element;
+  bits |= uint64_t(stride) * element;
+  return uint32_t(bits & (~bits + 1)); // the lowest set bit
+}
+
+struct Alignments {
+  uint32_t a = 256, b = 256, c = 256; // our A, B and C
+};
+
 /// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt's "A" is our B
 /// (m' = n), its "B" our A (n' = m), each transposed exactly when ours is.
-Status prepareLtGemm(CudaLibraries &libraries, DType dtype, LtGemm &g) {
+Status prepareLtGemm(CudaLibraries &libraries, DType dtype, const Alignments &align, LtGemm &g) {
   const GemmPlan &p = g.plan;
   bool f64 = dtype == DType::F64;
   cudaDataType_t type = cudaTypeOf(dtype);
@@ -270,6 +286,14 @@ Status prepareLtGemm(CudaLibraries &libraries, DType dtype, LtGemm &g) {
   uint64_t workspace = libraries.workspaceBytes();
   cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align.b}, // cuBLASLt's A is our B
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align.a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align.c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align.c}};
+  for (const auto &[attribute, bytes] : alignments)
+    if (set == CUBLAS_STATUS_SUCCESS)
+      set = cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof bytes);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   cublasStatus_t asked = set != CUBLAS_STATUS_SUCCESS
@@ -291,9 +315,14 @@ Status prepareLtGemm(CudaLibraries &libraries, DType dtype, LtGemm &g) {
 Status runLtGemm(const CudaKernelCall &call, DType dtype, LtGemm &g, const void *a, const void *b,
                  void *c, double alpha, double beta) {
   CudaLibraries &libraries = *call.libraries;
-  if (!g.ready)
-    PLAIT_RETURN_IF_ERROR(prepareLtGemm(libraries, dtype, g));
   size_t element = dtypeSize(dtype);
+  if (!g.ready) { // the arena never moves: the operands' alignment holds for every step
+    Alignments align;
+    align.a = alignmentOf(a, g.plan.offA, g.plan.strideA, element);
+    align.b = alignmentOf(b, g.plan.offB, g.plan.strideB, element);
+    align.c = alignmentOf(c, g.plan.offC, g.plan.strideC, element);
+    PLAIT_RETURN_IF_ERROR(prepareLtGemm(libraries, dtype, align, g));
+  }
   float alphaF = float(alpha), betaF = float(beta);
   const void *alphaP = dtype == DType::F64 ? static_cast<const void *>(&alpha) : &alphaF;
   const void *betaP = dtype == DType::F64 ? static_cast<const void *>(&beta) : &betaF;
