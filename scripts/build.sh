@@ -11,4 +11,6 @@ jobs="${PLAIT_JOBS:-$(nproc)}"
 # PLAIT_CMAKE_ARGS: extra configure options, e.g. -DCMAKE_CUDA_ARCHITECTURES=90 (tests/gpu/run.sh).
 # shellcheck disable=SC2086 # word-split on purpose: several options in one variable
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${PLAIT_CMAKE_ARGS:-} >/dev/null
-ninja -C "$build" -j"$jobs"
+# PLAIT_TARGETS: build only these ninja targets (default: everything).
+# shellcheck disable=SC2086
+ninja -C "$build" -j"$jobs" ${PLAIT_TARGETS:-}

@@ -526,8 +526,10 @@ Status prepareDnnConv(CudaLibraries &libraries, const cpu::ConvShape &s, DType d
       d.conv, int(w.padBegin[0]), int(w.padBegin[1]), int(w.stride[0]), int(w.stride[1]),
       int(w.dilation[0]), int(w.dilation[1]), CUDNN_CROSS_CORRELATION, compute));
   PLAIT_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionGroupCount(d.conv, int(s.group)));
-  // FMA math: no TF32 (fp32 results comparable with the CPU backend's).
-  PLAIT_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv, CUDNN_FMA_MATH));
+  // f32 and f64: FMA math, no TF32 (results comparable with the CPU backend's). bf16: tensor
+  // cores, whose products of bf16 inputs are exact and accumulate in f32.
+  PLAIT_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(
+      d.conv, dtype == DType::BF16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   int n = 0, c = 0, h = 0, wd = 0;
   PLAIT_CUDNN_RETURN_IF_ERROR(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &n, &c, &h, &wd));
   if (h != s.outHeight || wd != s.outWidth)

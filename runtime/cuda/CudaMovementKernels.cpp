@@ -1,9 +1,12 @@
 // Host side of the CUDA data-movement kernels (reshape, transpose, broadcast_to, slice, concat,
-// split, local_shard), gather / gather_grad and the pools. Copies of whole slabs are
+// split, local_shard, pad, trilu), gather / gather_grad and the pools. Copies of whole slabs are
 // cudaMemcpy(2D)Async; strided views use kernels/Elementwise.cu's strided copy; the rest
 // kernels/Indexing.cu and kernels/Pool.cu.
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "runtime/cpu/PoolSupport.h"
 #include "runtime/cuda/CudaKernelSupport.h"
@@ -227,6 +230,80 @@ Status localShardKernel(const CudaKernelCall &call) {
                    static_cast<const char *>(x.data) + index * int64_t(y.bytes()), y.bytes());
 }
 
+/// The fill value stored in `dtype`, as MovementKernels.cpp's fillValue converts it
+/// (integers truncated toward zero and saturated, NaN to 0; i1 is value != 0).
+uint64_t fillBitsOf(DType dtype, double value) {
+  auto integer = [&](auto limits) -> int64_t {
+    using T = decltype(limits);
+    if (std::isnan(value))
+      return 0;
+    if (value <= double(std::numeric_limits<T>::lowest()))
+      return int64_t(std::numeric_limits<T>::lowest());
+    if (value >= double(std::numeric_limits<T>::max()))
+      return int64_t(std::numeric_limits<T>::max());
+    return int64_t(T(value));
+  };
+  uint64_t bits = 0;
+  auto put = [&](auto v) { std::memcpy(&bits, &v, sizeof v); };
+  switch (dtype) {
+  case DType::F32: put(float(value)); break;
+  case DType::F64: put(value); break;
+  case DType::BF16: put(floatToBf16(float(value))); break;
+  case DType::F16: put(floatToF16(float(value))); break;
+  case DType::I64: put(integer(int64_t{})); break;
+  case DType::I32: put(int32_t(integer(int32_t{}))); break;
+  case DType::I1: put(uint8_t(value != 0)); break;
+  }
+  return bits;
+}
+
+Status padKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "pad"));
+  const TensorView &x = call.inputs[0];
+  const TensorView &y = call.outputs[0];
+  const std::vector<int64_t> &pads = call.attrs.getInts("pads");
+  size_t rank = x.shape.size();
+  if (pads.size() != 2 * rank)
+    return Status::errorf("pad: 'pads' must have {} entries, got {}", 2 * rank, pads.size());
+  cpu::Dims shape;
+  for (size_t d = 0; d < rank; ++d) {
+    if (pads[d] < 0 || pads[d + rank] < 0)
+      return Status::error("pad: 'pads' entries must be >= 0");
+    shape.push_back(x.shape[d] + pads[d] + pads[d + rank]);
+  }
+  PLAIT_RETURN_IF_ERROR(checkShape("pad", "output", y.shape, shape));
+  if (call.check)
+    return {};
+  PadGeometry g;
+  g.rank = int32_t(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    g.outShape[d] = y.shape[d];
+    g.inShape[d] = x.shape[d];
+    g.padBegin[d] = pads[d];
+  }
+  return launched(launchPad(int(dtypeSize(y.dtype)), x.data, y.data, g,
+                            fillBitsOf(y.dtype, call.attrs.getFloat("value", 0.0)), y.numel(),
+                            call.stream),
+                  "pad");
+}
+
+Status triluKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "trilu"));
+  const TensorView &x = call.inputs[0];
+  const TensorView &y = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkShape("trilu", "output", y.shape, x.shape));
+  if (x.rank() < 2)
+    return Status::errorf("trilu: needs rank >= 2, got {}", x.rank());
+  if (call.check)
+    return {};
+  int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape[x.shape.size() - 1];
+  int64_t matrices = rows * cols == 0 ? 0 : x.numel() / (rows * cols);
+  return launched(launchTrilu(int(dtypeSize(x.dtype)), x.data, y.data, matrices, rows, cols,
+                              call.attrs.getBool("upper", true), call.attrs.getInt("k", 0),
+                              call.stream),
+                  "trilu");
+}
+
 //===--- gather ---------------------------------------------------------------------------===//
 
 /// gather / gather_grad's shape: data (or the gradient's result) `table` with `axis`, indices.
@@ -377,6 +454,8 @@ void registerCudaMovementKernels() {
   registerCudaKernel("concat", &concatKernel);
   registerCudaKernel("split", &splitKernel);
   registerCudaKernel("local_shard", &localShardKernel);
+  registerCudaKernel("pad", &padKernel);
+  registerCudaKernel("trilu", &triluKernel);
   registerCudaKernel("gather", &gatherKernel);
   registerCudaKernel("gather_grad", &gatherGradKernel);
   registerCudaKernel("max_pool2d", &poolKernel<true>);

@@ -102,6 +102,66 @@ template <bool kLog> Status softmaxKernel(const CudaKernelCall &call) {
                   kName);
 }
 
+/// layer_norm (x, scale, bias?) and rms_norm (x, scale) over the dimensions from `axis` on;
+/// the checks are NormalizationKernels.cpp's.
+template <bool kRms> Status normKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kRms ? "rms_norm" : "layer_norm";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 2, kRms ? 2 : 3, 1));
+  const TensorView &x = call.inputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[0]));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", call.outputs[0].shape, x.shape));
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
+  for (size_t i = 1; i < call.inputs.size(); ++i) {
+    PLAIT_RETURN_IF_ERROR(checkShape(kName, i == 1 ? "scale" : "bias", call.inputs[i].shape,
+                                     cpu::ShapeRef(x.shape).slice(size_t(axis), x.shape.size())));
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.inputs[i]));
+  }
+  if (!isFloatingDtype(x.dtype))
+    return noCudaDtype(kName, x.dtype);
+  if (call.check)
+    return {};
+  int64_t rows = cpu::product(x.shape, 0, size_t(axis));
+  int64_t n = cpu::product(x.shape, size_t(axis), x.shape.size());
+  double eps = call.attrs.getFloat("epsilon", kRms ? 1e-6 : 1e-5);
+  const void *bias = call.inputs.size() > 2 ? call.inputs[2].data : nullptr;
+  return launched(launchNorm(kRms, code(x.dtype), x.data, call.inputs[1].data, bias,
+                             call.outputs[0].data, rows, n, eps, call.stream),
+                  kName);
+}
+
+/// argmax / argmin along `axis` (keepdims and select_last_index as ReductionKernels.cpp).
+template <bool kMax> Status argKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kMax ? "argmax" : "argmin";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 1, 1, 1));
+  const TensorView &x = call.inputs[0];
+  const TensorView &out = call.outputs[0];
+  if (out.dtype != DType::I64)
+    return Status::errorf("{}: output dtype {} should be i64", kName, dtypeName(out.dtype));
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", 0), x.rank(), axis));
+  cpu::Dims outShape;
+  ReduceGeometry unused;
+  PLAIT_RETURN_IF_ERROR(planReduce(kName, x.shape, {axis}, call.attrs.getBool("keepdims", true),
+                                   outShape, unused));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, outShape));
+  int64_t n = x.shape[size_t(axis)];
+  int64_t outer = cpu::product(x.shape, 0, size_t(axis));
+  int64_t inner = cpu::product(x.shape, size_t(axis) + 1, x.shape.size());
+  if (n == 0 && outer * inner > 0)
+    return Status::errorf("{}: axis {} has size 0", kName, axis);
+  if (x.dtype == DType::I1)
+    return noCudaDtype(kName, x.dtype);
+  if (call.check)
+    return {};
+  return launched(launchArgExtreme(kMax, call.attrs.getBool("select_last_index", false),
+                                   code(x.dtype), x.data, static_cast<int64_t *>(out.data), outer,
+                                   n, inner, call.stream),
+                  kName);
+}
+
 LossGeometry lossGeometry(const cpu::LossShape &s) {
   LossGeometry g;
   g.batch = s.batch;
@@ -185,6 +245,10 @@ void registerCudaReductionKernels() {
   registerReduce<ReduceOp::Prod>("reduce_prod");
   registerCudaKernel("softmax", &softmaxKernel<false>);
   registerCudaKernel("log_softmax", &softmaxKernel<true>);
+  registerCudaKernel("layer_norm", &normKernel<false>);
+  registerCudaKernel("rms_norm", &normKernel<true>);
+  registerCudaKernel("argmax", &argKernel<true>);
+  registerCudaKernel("argmin", &argKernel<false>);
   registerCudaKernel("softmax_cross_entropy", &lossKernel<true>);
   registerCudaKernel("nll_loss", &lossKernel<false>);
   registerCudaKernel("softmax_cross_entropy_grad", &lossGradKernel<true>);

@@ -2,6 +2,8 @@
 // broadcast_to, slice) and a collective's mean. One grid-stride kernel per family, the op a
 // runtime argument of a per-element switch (ElementMath.h) so that each family compiles once
 // per dtype. UNVERIFIED: compiled here, never run (no GPU on the machine it was written on).
+#include <cstring>
+
 #include "runtime/cuda/kernels/Device.cuh"
 #include "runtime/cuda/kernels/ElementMath.h"
 
@@ -42,6 +44,32 @@ __global__ void whereKernel(const uint8_t *c, const E *x, const E *y, E *out, St
 template <typename E>
 __global__ void stridedCopyKernel(const E *x, E *y, StridedGeometry g, int64_t n) {
   PLAIT_GRID_STRIDE(i, n) { y[i] = x[stridedOffset(g, 0, i)]; }
+}
+
+template <typename E>
+__global__ void padKernel(const E *x, E *y, PadGeometry g, E fill, int64_t n) {
+  PLAIT_GRID_STRIDE(i, n) {
+    int64_t rest = i, source = 0, stride = 1;
+    bool inside = true;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      int64_t at = rest % g.outShape[d] - g.padBegin[d];
+      rest /= g.outShape[d];
+      inside = inside && at >= 0 && at < g.inShape[d];
+      source += at * stride;
+      stride *= g.inShape[d];
+    }
+    y[i] = inside ? x[source] : fill;
+  }
+}
+
+template <typename E>
+__global__ void triluKernel(const E *x, E *y, int64_t total, int64_t rows, int64_t cols,
+                            bool upper, int64_t k) {
+  PLAIT_GRID_STRIDE(i, total) {
+    int64_t j = i % cols, r = (i / cols) % rows;
+    bool keep = upper ? j - r >= k : j - r <= k;
+    y[i] = keep ? x[i] : E{};
+  }
 }
 
 /// Calls fn(E{}) with an opaque element type of `bytes` bytes.
@@ -171,6 +199,33 @@ cudaError_t launchStridedCopy(int elementBytes, const void *x, void *y, const St
     using E = decltype(tag);
     stridedCopyKernel<E><<<gridFor(n), kThreads, 0, stream>>>(static_cast<const E *>(x),
                                                               static_cast<E *>(y), g, n);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchPad(int elementBytes, const void *x, void *y, const PadGeometry &g,
+                      uint64_t fillBits, int64_t n, cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  bool ok = dispatchBySize(elementBytes, [&](auto tag) {
+    using E = decltype(tag);
+    E fill;
+    memcpy(&fill, &fillBits, sizeof fill); // little-endian: the low bytes hold the value
+    padKernel<E><<<gridFor(n), kThreads, 0, stream>>>(static_cast<const E *>(x),
+                                                      static_cast<E *>(y), g, fill, n);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchTrilu(int elementBytes, const void *x, void *y, int64_t matrices, int64_t rows,
+                        int64_t cols, bool upper, int64_t k, cudaStream_t stream) {
+  int64_t total = matrices * rows * cols;
+  if (total == 0)
+    return cudaSuccess;
+  bool ok = dispatchBySize(elementBytes, [&](auto tag) {
+    using E = decltype(tag);
+    triluKernel<E><<<gridFor(total), kThreads, 0, stream>>>(
+        static_cast<const E *>(x), static_cast<E *>(y), total, rows, cols, upper, k);
   });
   return ok ? cudaGetLastError() : unsupported();
 }

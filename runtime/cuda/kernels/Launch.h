@@ -60,6 +60,18 @@ cudaError_t launchCast(int from, int to, const void *x, void *y, int64_t n, cuda
 /// opaque elements of `elementBytes`: transpose, broadcast_to, slice, gemm's bias.
 cudaError_t launchStridedCopy(int elementBytes, const void *x, void *y, const StridedGeometry &g,
                               int64_t n, cudaStream_t stream);
+/// Constant padding: y (shape `outShape`) holds x (shape `inShape`) at offset `padBegin` per
+/// dimension, and `fillBits` (the fill value stored in y's dtype, little-endian) elsewhere.
+struct PadGeometry {
+  int32_t rank = 0;
+  int64_t outShape[kMaxDims] = {}, inShape[kMaxDims] = {}, padBegin[kMaxDims] = {};
+};
+cudaError_t launchPad(int elementBytes, const void *x, void *y, const PadGeometry &g,
+                      uint64_t fillBits, int64_t n, cudaStream_t stream);
+/// trilu over `matrices` trailing [rows, cols] matrices: keeps j - i >= k (upper) or
+/// j - i <= k (lower), zero elsewhere.
+cudaError_t launchTrilu(int elementBytes, const void *x, void *y, int64_t matrices, int64_t rows,
+                        int64_t cols, bool upper, int64_t k, cudaStream_t stream);
 /// x[i] /= divisor in x's own precision: a collective's mean (Executor::divideInPlace).
 cudaError_t launchDivideInPlace(int dtype, void *x, int64_t n, float divisor,
                                 cudaStream_t stream);
@@ -81,6 +93,15 @@ cudaError_t launchReduce(ReduceOp op, int dtype, const void *x, void *y,
 /// softmax / log_softmax along an axis of [outer, n, inner]: one block per (outer, inner) row.
 cudaError_t launchSoftmax(bool log, int dtype, const void *x, void *y, int64_t outer,
                           int64_t n, int64_t inner, cudaStream_t stream);
+/// layer_norm (rms false: (x - mean) * rstd * scale + bias, two-pass variance) or rms_norm
+/// (x * rstd * scale) over rows of n elements; `bias` may be null.
+cudaError_t launchNorm(bool rms, int dtype, const void *x, const void *scale, const void *bias,
+                       void *y, int64_t rows, int64_t n, double eps, cudaStream_t stream);
+
+/// argmax / argmin along the middle axis of [outer, n, inner] into i64 (the first extreme;
+/// NaN counts as the extreme; select_last_index takes the last).
+cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x, int64_t *out,
+                             int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
 
 /// Input [N, C, D] (D = spatial), targets [N, D].
 struct LossGeometry {

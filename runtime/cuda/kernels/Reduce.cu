@@ -271,6 +271,64 @@ __global__ void lossGradPerPosition(bool fromLogits, const S *input, const I *ta
   }
 }
 
+/// One block per row: mean (layer_norm) and the sum of squared deviations in double, then
+/// the row normalised in the compute type, as NormalizationKernels.cpp does.
+template <typename S>
+__global__ void normKernel(bool rms, const S *x, const S *scale, const S *bias, S *y,
+                           int64_t rows, int64_t n, double eps) {
+  using C = Compute<S>;
+  __shared__ double shared[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S *in = x + r * n;
+    S *out = y + r * n;
+    double mean = 0;
+    if (!rms) {
+      double sum = 0;
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        sum += double(load(in, i));
+      mean = blockReduce(sum, shared, AddOp());
+      mean = n ? mean / double(n) : 0.0;
+    }
+    const C m = C(mean);
+    double sq = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      C d = load(in, i) - m;
+      sq += double(d * d);
+    }
+    sq = blockReduce(sq, shared, AddOp());
+    const C s = C(1.0 / ::sqrt((n ? sq / double(n) : 0.0) + eps));
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      C v = (load(in, i) - m) * s * load(scale, i);
+      if (bias)
+        v = v + load(bias, i);
+      store(out, i, v);
+    }
+  }
+}
+
+/// One thread per (outer, inner) column, walking n in order as ReductionKernels.cpp does.
+template <typename S>
+__global__ void argExtremeKernel(bool max, bool selectLast, const S *x, int64_t *out,
+                                 int64_t outer, int64_t n, int64_t inner) {
+  PLAIT_GRID_STRIDE(c, outer * inner) {
+    int64_t o = c / inner, j = c % inner;
+    const S *column = x + o * n * inner + j;
+    double best = double(load(column, 0));
+    int64_t index = 0;
+    for (int64_t k = 1; k < n; ++k) {
+      double v = double(load(column, k * inner));
+      bool vNan = v != v, bNan = best != best;
+      bool wins = max ? (selectLast ? v >= best : v > best) : (selectLast ? v <= best : v < best);
+      bool take = bNan ? (selectLast && vNan) : (vNan || wins);
+      if (take) {
+        best = v;
+        index = k;
+      }
+    }
+    out[c] = index;
+  }
+}
+
 template <typename Fn> bool dispatchIndex(int dtype, Fn &&fn) {
   switch (dtype) {
   case kI64: fn(int64_t{}); return true;
@@ -301,6 +359,31 @@ cudaError_t launchSoftmax(bool log, int dtype, const void *x, void *y, int64_t o
     using S = decltype(tag);
     softmaxKernel<S><<<rowBlocks(outer * inner), kThreads, 0, stream>>>(
         log, static_cast<const S *>(x), static_cast<S *>(y), outer, n, inner);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchNorm(bool rms, int dtype, const void *x, const void *scale, const void *bias,
+                       void *y, int64_t rows, int64_t n, double eps, cudaStream_t stream) {
+  if (rows == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    normKernel<S><<<rowBlocks(rows), kThreads, 0, stream>>>(
+        rms, static_cast<const S *>(x), static_cast<const S *>(scale),
+        static_cast<const S *>(bias), static_cast<S *>(y), rows, n, eps);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x, int64_t *out,
+                             int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
+  if (outer * inner == 0)
+    return cudaSuccess;
+  bool ok = dispatchNumeric(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    argExtremeKernel<S><<<gridFor(outer * inner), kThreads, 0, stream>>>(
+        max, selectLast, static_cast<const S *>(x), out, outer, n, inner);
   });
   return ok ? cudaGetLastError() : unsupported();
 }
