@@ -114,25 +114,54 @@ TEST_F(SamplePlans, Fp32PlansCarryTheirFatbin) {
   }
 }
 
-// Without a GPU, plait-run refuses a cuda plan in one line naming the plan, with exit 1.
-TEST_F(SamplePlans, PlaitRunWithoutADeviceRefusesInOneLine) {
-  if (haveCudaDevice())
-    GTEST_SKIP() << "a CUDA device is present (tests/gpu/run.sh runs the plans)";
-  std::string plan = (dir_ / "mlp-fp32.plan").string();
-  std::string command = std::string(PLAIT_RUN_PATH) + " " + plan + " --steps 1 --input x=" +
-                        PLAIT_SOURCE_DIR + "/samples/mlp/inputs/x.npy --input y=" +
-                        PLAIT_SOURCE_DIR + "/samples/mlp/inputs/y.npy 2>&1";
+/// Runs plait-run with `args` (stderr too); returns its exit code and output.
+int plaitRun(const std::string &args, std::string &output) {
+  std::string command = std::string(PLAIT_RUN_PATH) + " " + args + " 2>&1";
   FILE *pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
+  if (!pipe)
+    return -1;
+  output.clear();
   char buffer[512];
   while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe))
     output.append(buffer, n);
   int status = ::pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(status), 1) << output;
-  EXPECT_THAT(output, StartsWith("plait-run: " + plan + ": compiled for --device cuda: no CUDA "
-                                 "device ("));
-  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string sampleInputs(const std::string &sample) {
+  std::string dir = std::string(PLAIT_SOURCE_DIR) + "/samples/" + sample + "/inputs/";
+  return sample == "gpt" ? " --input idx=" + dir + "idx.npy --input targets=" + dir + "targets.npy"
+                         : " --input x=" + dir + "x.npy --input y=" + dir + "y.npy";
+}
+
+// Without a GPU, plait-run refuses a cuda plan in one line naming the plan, with exit 1,
+// also under --nproc (checked before mpirun starts).
+TEST_F(SamplePlans, PlaitRunWithoutADeviceRefusesInOneLine) {
+  if (haveCudaDevice())
+    GTEST_SKIP() << "a CUDA device is present (tests/gpu/run.sh runs the plans)";
+  for (const std::string name : {"mlp-fp32", "cnn-bf16-mixed", "gpt-ddp2"}) {
+    std::string plan = (dir_ / (name + ".plan")).string();
+    std::string sample = name.substr(0, 3), output;
+    std::string nproc = name == "gpt-ddp2" ? " --nproc 2" : "";
+    EXPECT_EQ(plaitRun(plan + nproc + " --steps 1" + sampleInputs(sample), output), 1) << output;
+    EXPECT_THAT(output, StartsWith("plait-run: " + plan + ": compiled for --device cuda: no "
+                                   "CUDA device ("));
+    EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+  }
+}
+
+// --kernel-times times CUDA kernels: with a CPU plan it is a one-line error.
+TEST_F(SamplePlans, KernelTimesNeedACudaPlan) {
+  std::string plan = (dir_ / "mlp-cpu.plan").string(), output;
+  std::string command = std::string(PLAIT_COMPILE_PATH) + " " + PLAIT_SOURCE_DIR +
+                        "/samples/mlp/mlp.onnx -o " + plan + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  EXPECT_EQ(plaitRun(plan + " --kernel-times " + (dir_ / "k.json").string() +
+                         sampleInputs("mlp"),
+                     output),
+            1);
+  EXPECT_EQ(output, "plait-run: " + plan + ": --kernel-times times CUDA kernels; this plan was "
+                    "compiled for --device cpu\n");
 }
 #endif
 
