@@ -11,20 +11,25 @@
 
 namespace plait::rt {
 
-/// A matmul as row-major GEMMs: C[e] = op(A[e]) op(B[e]) for e < count, at element offsets
-/// offA/offB/offC, or at e * stride{A,B,C} when `strided` (one strided-batched call).
+/// A matmul as row-major GEMMs C = op(A) op(B), `count` of them, issued as strided-batched
+/// cuBLASLt calls of `batch` GEMMs each (entry i of a call at base + i * stride{A,B,C}). The
+/// calls start at element offsets offA/offB/offC (one per call), or, when those are empty,
+/// there is one call at offset 0 (`batch` == `count`).
 struct GemmPlan {
   bool transA = false, transB = false;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
-  int64_t count = 1;
-  bool strided = true;
+  int64_t count = 1, batch = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0;
-  std::vector<int64_t> offA, offB, offC; // when !strided
+  std::vector<int64_t> offA, offB, offC; // per call; empty: one call
+  int64_t calls() const { return offA.empty() ? 1 : int64_t(offA.size()); }
 };
 
 /// Plans matmul(a, b) -> out under the op's attributes (transpose_lhs/rhs, lhs/rhs/result_perm)
 /// and numpy's 1-D promotion, with runtime/cpu/LinalgKernels.cpp's layout rules; checks the
-/// output's shape. A batch whose rows all share one rhs folds into M (one GEMM).
+/// output's shape. A batch whose rows all share one rhs folds into M (one GEMM); a batch whose
+/// offsets are uniform is one strided call; otherwise one call per index of the leading batch
+/// dimensions, strided over the last one when its offsets are uniform (attention read through
+/// a permutation: one call per batch entry, strided over the heads).
 Status planCudaMatmul(const Attrs &attrs, const TensorView &a, const TensorView &b,
                       const TensorView &out, GemmPlan &plan);
 

@@ -172,26 +172,51 @@ Status planCudaMatmul(const Attrs &attrs, const TensorView &a, const TensorView 
       index[d] = 0;
     }
   }
-  // Uniform strides make one strided-batched GEMM; anything else runs entry by entry.
-  plan.strided = true;
-  plan.strideA = plan.count > 1 ? plan.offA[1] : 0;
-  plan.strideB = plan.count > 1 ? plan.offB[1] : 0;
-  plan.strideC = plan.count > 1 ? plan.offC[1] : 0;
-  for (int64_t e = 0; e < plan.count && plan.strided; ++e)
-    plan.strided = plan.offA[size_t(e)] == e * plan.strideA &&
-                   plan.offB[size_t(e)] == e * plan.strideB &&
-                   plan.offC[size_t(e)] == e * plan.strideC;
+  // Uniform offsets over the last `inner` entries of each run (every entry when `inner` is
+  // the whole count): each run is one strided-batched call.
+  auto uniformOver = [&](int64_t inner, int64_t &sA, int64_t &sB, int64_t &sC) {
+    sA = inner > 1 ? plan.offA[1] - plan.offA[0] : 0;
+    sB = inner > 1 ? plan.offB[1] - plan.offB[0] : 0;
+    sC = inner > 1 ? plan.offC[1] - plan.offC[0] : 0;
+    for (int64_t e = 0; e < plan.count; ++e) {
+      int64_t base = e - e % inner, i = e % inner;
+      if (plan.offA[size_t(e)] != plan.offA[size_t(base)] + i * sA ||
+          plan.offB[size_t(e)] != plan.offB[size_t(base)] + i * sB ||
+          plan.offC[size_t(e)] != plan.offC[size_t(base)] + i * sC)
+        return false;
+    }
+    return true;
+  };
+  int64_t inner = plan.count;
+  if (!uniformOver(inner, plan.strideA, plan.strideB, plan.strideC)) {
+    inner = nb > 0 ? batch[nb - 1] : 1;
+    if (inner < 1 || !uniformOver(inner, plan.strideA, plan.strideB, plan.strideC)) {
+      inner = 1; // entry by entry
+      plan.strideA = plan.strideB = plan.strideC = 0;
+    }
+  }
+  plan.batch = inner;
   // One weight matrix under an unbroadcast, untransposed lhs: the batch folds into M.
-  if (plan.strided && plan.count > 1 && plan.strideB == 0 && !plan.transA &&
+  if (inner == plan.count && plan.count > 1 && plan.strideB == 0 && !plan.transA &&
       plan.lda == k && plan.strideA == m * k && plan.ldc == n && plan.strideC == m * n) {
     plan.m = m * plan.count;
-    plan.count = 1;
+    plan.count = plan.batch = 1;
     plan.strideA = plan.strideC = 0;
   }
-  if (plan.strided) {
+  if (plan.batch == plan.count) { // one call
     plan.offA.clear();
     plan.offB.clear();
     plan.offC.clear();
+  } else { // the first entry of each call
+    std::vector<int64_t> a, b, c;
+    for (int64_t e = 0; e < plan.count; e += plan.batch) {
+      a.push_back(plan.offA[size_t(e)]);
+      b.push_back(plan.offB[size_t(e)]);
+      c.push_back(plan.offC[size_t(e)]);
+    }
+    plan.offA = std::move(a);
+    plan.offB = std::move(b);
+    plan.offC = std::move(c);
   }
   return {};
 }
@@ -276,10 +301,10 @@ Status prepareLtGemm(CudaLibraries &libraries, DType dtype, const Alignments &al
       &g.b, type, uint64_t(p.transA ? p.m : p.k), uint64_t(p.transA ? p.k : p.m), p.lda));
   PLAIT_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatrixLayoutCreate(&g.c, type, uint64_t(p.n), uint64_t(p.m), p.ldc));
-  if (p.strided && p.count > 1) {
-    PLAIT_RETURN_IF_ERROR(setBatch(g.a, int32_t(p.count), p.strideB));
-    PLAIT_RETURN_IF_ERROR(setBatch(g.b, int32_t(p.count), p.strideA));
-    PLAIT_RETURN_IF_ERROR(setBatch(g.c, int32_t(p.count), p.strideC));
+  if (p.batch > 1) {
+    PLAIT_RETURN_IF_ERROR(setBatch(g.a, int32_t(p.batch), p.strideB));
+    PLAIT_RETURN_IF_ERROR(setBatch(g.b, int32_t(p.batch), p.strideA));
+    PLAIT_RETURN_IF_ERROR(setBatch(g.c, int32_t(p.batch), p.strideC));
   }
   cublasLtMatmulPreference_t preference = nullptr;
   PLAIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&preference));
@@ -305,7 +330,7 @@ Status prepareLtGemm(CudaLibraries &libraries, DType dtype, const Alignments &al
   PLAIT_CUBLAS_RETURN_IF_ERROR(asked);
   if (found == 0)
     return Status::errorf("matmul: cuBLASLt has no algorithm for {}x{}x{} (batch {})", p.m, p.n,
-                          p.k, p.count);
+                          p.k, p.batch);
   g.algo = result.algo;
   g.ready = true;
   return {};
@@ -327,11 +352,10 @@ Status runLtGemm(const CudaKernelCall &call, DType dtype, LtGemm &g, const void 
   const void *alphaP = dtype == DType::F64 ? static_cast<const void *>(&alpha) : &alphaF;
   const void *betaP = dtype == DType::F64 ? static_cast<const void *>(&beta) : &betaF;
   const GemmPlan &p = g.plan;
-  int64_t entries = p.strided ? 1 : p.count;
-  for (int64_t e = 0; e < entries; ++e) {
+  for (int64_t e = 0; e < p.calls(); ++e) {
     const char *pa = static_cast<const char *>(a), *pb = static_cast<const char *>(b);
     char *pc = static_cast<char *>(c);
-    if (!p.strided) {
+    if (!p.offA.empty()) {
       pa += p.offA[size_t(e)] * int64_t(element);
       pb += p.offB[size_t(e)] * int64_t(element);
       pc += p.offC[size_t(e)] * int64_t(element);
@@ -366,7 +390,7 @@ Status matmulKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(planCudaMatmul(call.attrs, a, b, out, plan));
   if (!isGemmDtype(a.dtype))
     return noCudaDtype("matmul", a.dtype);
-  if (plan.count > INT32_MAX)
+  if (plan.batch > INT32_MAX)
     return Status::errorf("matmul: {} GEMMs exceed cuBLASLt's batch count", plan.count);
   LtGemm *g = cachedGemm(call);
   if (!g)
@@ -421,8 +445,7 @@ Status gemmKernel(const CudaKernelCall &call) {
     p.lda = a.shape[1];
     p.ldb = b.shape[1];
     p.ldc = n;
-    p.count = 1;
-    p.strided = true;
+    p.count = p.batch = 1;
     return {};
   }
   if (out.numel() == 0)

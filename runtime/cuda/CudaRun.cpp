@@ -15,6 +15,7 @@
 #include "runtime/cuda/CudaExecutor.h"
 #include "runtime/cuda/CudaStatus.h"
 #include "runtime/io/Npy.h"
+#include "runtime/io/Safetensors.h"
 
 namespace plait::rt {
 namespace {
@@ -23,13 +24,18 @@ namespace {
 Status refuseUnsupported(const RunOptions &options, const Plan &plan) {
   const char *option = !options.checkpointDir.empty()    ? "--checkpoint-dir"
                        : options.resume                  ? "--resume"
-                       : !options.saveWeights.empty()    ? "--save-weights"
                        : !options.monitor.tracePath.empty() ? "--trace"
                                                           : nullptr;
   if (option)
     return Status::errorf("{}: {} is not supported by the CUDA backend yet (it runs plans "
                           "compiled for --device cpu)",
                           plan.path, option);
+  if (!options.saveWeights.empty())
+    for (uint32_t t = 0; t < plan.tensors.size(); ++t)
+      if (plan.tensors[t].kind == TensorKind::Param && plan.tensors[t].sharded)
+        return Status::errorf("{}: --save-weights of sharded params (tensor {} '{}') is not "
+                              "supported by the CUDA backend yet",
+                              plan.path, t, printable(plan.tensors[t].name));
   return {};
 }
 
@@ -110,6 +116,27 @@ Status writeOutputs(const RunOptions &options, const CudaExecutor &exec,
     written.push_back(path);
   }
   return {};
+}
+
+/// --save-weights: every param under its name, as safetensors (unsharded params only, which
+/// every rank holds whole; refuseUnsupported turned sharded ones away).
+Status saveWeights(const std::string &path, const CudaExecutor &exec) {
+  const Plan &plan = exec.plan();
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<std::pair<std::string, TensorView>> params;
+  for (uint32_t t = 0; t < plan.tensors.size(); ++t)
+    if (plan.tensors[t].kind == TensorKind::Param)
+      bytes.emplace_back();
+  size_t next = 0;
+  for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
+    const PlanTensor &tensor = plan.tensors[t];
+    if (tensor.kind != TensorKind::Param)
+      continue;
+    std::vector<uint8_t> &host = bytes[next++];
+    PLAIT_RETURN_IF_ERROR(exec.readTensor(t, host));
+    params.emplace_back(tensor.name, TensorView{host.data(), tensor.dtype, tensor.shape});
+  }
+  return writeSafetensors(path, params);
 }
 
 /// The device's copy bandwidth: a cudaMemcpy device-to-device of 256 MiB, best of 10, counted
@@ -258,6 +285,8 @@ Status runCudaPlanOnRank(const RunOptions &options, Plan &plan, Communicator &co
     }
   }
   std::vector<std::string> written;
+  if (lead && !options.saveWeights.empty())
+    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec));
   if (lead && !options.outputDir.empty())
     PLAIT_RETURN_IF_ERROR(writeOutputs(options, *exec, written));
   if (lead && !options.kernelTimes.empty())

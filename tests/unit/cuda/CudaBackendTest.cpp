@@ -282,6 +282,7 @@ TEST(GemmPlan, ALinearLayerFoldsTheBatchIntoM) {
   ASSERT_TRUE(rt::planCudaMatmul({}, shaped({8, 16, 32}), shaped({32, 64}), shaped({8, 16, 64}), p)
                   .ok());
   EXPECT_EQ(p.count, 1);
+  EXPECT_EQ(p.calls(), 1);
   EXPECT_EQ(p.m, 8 * 16);
   EXPECT_EQ(p.n, 64);
   EXPECT_EQ(p.k, 32);
@@ -302,8 +303,9 @@ TEST(GemmPlan, AttentionScoresAreOneStridedBatch) {
   ASSERT_TRUE(rt::planCudaMatmul(attrs, shaped({2, 4, 8, 16}), shaped({2, 4, 8, 16}),
                                  shaped({2, 4, 8, 8}), p)
                   .ok());
-  EXPECT_TRUE(p.strided);
+  EXPECT_EQ(p.calls(), 1);
   EXPECT_EQ(p.count, 8);
+  EXPECT_EQ(p.batch, 8);
   EXPECT_TRUE(p.transB);
   EXPECT_EQ(p.ldb, 16);
   EXPECT_EQ(p.strideA, 8 * 16);
@@ -311,20 +313,38 @@ TEST(GemmPlan, AttentionScoresAreOneStridedBatch) {
   EXPECT_EQ(p.strideC, 8 * 8);
 }
 
-TEST(GemmPlan, BroadcastBatchesRunEntryByEntry) {
+TEST(GemmPlan, BroadcastBatchesRunOneCallPerLeadingIndex) {
   rt::GemmPlan p;
   // [2, 1, 3, 4] x [1, 5, 4, 6] -> [2, 5, 3, 6]: A repeats along dim 1, B along dim 0.
   ASSERT_TRUE(rt::planCudaMatmul({}, shaped({2, 1, 3, 4}), shaped({1, 5, 4, 6}),
                                  shaped({2, 5, 3, 6}), p)
                   .ok());
-  EXPECT_FALSE(p.strided);
-  ASSERT_EQ(p.count, 10);
-  ASSERT_EQ(p.offA.size(), 10u);
-  EXPECT_EQ(p.offA[4], 0);      // batch (0, 4): A's entry 0
-  EXPECT_EQ(p.offA[5], 12);     // batch (1, 0): A's entry 1
-  EXPECT_EQ(p.offB[5], 0);      // B's entry 0
-  EXPECT_EQ(p.offB[4], 4 * 24); // B's entry 4
-  EXPECT_EQ(p.offC[9], 9 * 18);
+  EXPECT_EQ(p.count, 10);
+  EXPECT_EQ(p.batch, 5);
+  ASSERT_EQ(p.calls(), 2);
+  EXPECT_EQ(p.strideA, 0);  // within a call, A stays
+  EXPECT_EQ(p.strideB, 24); // B walks its 5 matrices
+  EXPECT_EQ(p.strideC, 18);
+  EXPECT_EQ(p.offA, (std::vector<int64_t>{0, 12}));
+  EXPECT_EQ(p.offB, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(p.offC, (std::vector<int64_t>{0, 5 * 18}));
+}
+
+TEST(GemmPlan, ThreeBatchDimensionsStrideOverTheLast) {
+  rt::GemmPlan p;
+  // [2, 1, 4, 3, 5] x [1, 3, 4, 5, 2] -> [2, 3, 4, 3, 2]: 24 GEMMs, 6 calls of 4.
+  ASSERT_TRUE(rt::planCudaMatmul({}, shaped({2, 1, 4, 3, 5}), shaped({1, 3, 4, 5, 2}),
+                                 shaped({2, 3, 4, 3, 2}), p)
+                  .ok());
+  EXPECT_EQ(p.count, 24);
+  EXPECT_EQ(p.batch, 4);
+  ASSERT_EQ(p.calls(), 6);
+  EXPECT_EQ(p.strideA, 15);
+  EXPECT_EQ(p.strideB, 10);
+  EXPECT_EQ(p.strideC, 6);
+  EXPECT_EQ(p.offA, (std::vector<int64_t>{0, 0, 0, 60, 60, 60}));
+  EXPECT_EQ(p.offB, (std::vector<int64_t>{0, 40, 80, 0, 40, 80}));
+  EXPECT_EQ(p.offC[5], 5 * 24);
 }
 
 TEST(GemmPlan, PermutedOperandsReadThroughStrides) {
@@ -336,9 +356,10 @@ TEST(GemmPlan, PermutedOperandsReadThroughStrides) {
   ASSERT_TRUE(rt::planCudaMatmul(attrs, shaped({2, 8, 4, 16}), shaped({2, 8, 4, 16}),
                                  shaped({2, 4, 8, 8}), p)
                   .ok());
-  // Heads step by D, batches by T * H * D: not one stride, so one GEMM per (batch, head).
-  EXPECT_FALSE(p.strided);
-  ASSERT_EQ(p.count, 8);
+  // Heads step by D, batch entries by T * H * D: one call per batch entry, strided over heads.
+  EXPECT_EQ(p.count, 8);
+  EXPECT_EQ(p.batch, 4);
+  ASSERT_EQ(p.calls(), 2);
   EXPECT_EQ(p.m, 8);
   EXPECT_EQ(p.n, 8);
   EXPECT_EQ(p.k, 16);
@@ -346,8 +367,9 @@ TEST(GemmPlan, PermutedOperandsReadThroughStrides) {
   EXPECT_EQ(p.lda, 4 * 16); // a row of T steps over the heads
   EXPECT_TRUE(p.transB);
   EXPECT_EQ(p.ldb, 4 * 16);
-  EXPECT_EQ(p.offA[1], 16);          // next head: D elements on
-  EXPECT_EQ(p.offA[4], 8 * 4 * 16);  // next batch entry
+  EXPECT_EQ(p.strideA, 16); // next head: D elements on
+  EXPECT_EQ(p.offA, (std::vector<int64_t>{0, 8 * 4 * 16}));
+  EXPECT_EQ(p.strideC, 8 * 8);
 }
 
 TEST(GemmPlan, VectorsArePromoted) {
