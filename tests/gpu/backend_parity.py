@@ -32,7 +32,7 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from train_parity import make_dataset  # noqa: E402
+from train_parity import make_dataset, read_safetensors  # noqa: E402
 
 SAMPLES = ("mlp", "cnn", "gpt")
 TRAIN = {
@@ -91,7 +91,7 @@ def main():
         make_dataset(sample, args.steps, data)
         model = ROOT / "samples" / sample / (sample + ".onnx")
         for precision in ("fp32", "bf16-mixed"):
-            got = {}
+            got, final = {}, {}
             for device in ("cpu", "cuda"):
                 tag = "%s-%s-%s" % (sample, precision, device)
                 plan, log = work / (tag + ".plan"), work / (tag + ".jsonl")
@@ -99,14 +99,19 @@ def main():
                 if not run([compile_bin, model, "--train", *TRAIN[sample], "--precision", precision,
                             "--device", target, "-o", plan], 120, "compile " + tag):
                     continue
+                weights = work / (tag + ".safetensors")
                 cmd = [run_bin, plan, "--data", data, "--steps", args.steps, "--log-jsonl", log,
-                       "--timeout", 60]
+                       "--timeout", 60, "--save-weights", weights]
                 times = work / (tag + ".kernels.json")
                 timed = target == "cuda" and precision == "fp32"
                 if timed:
                     cmd += ["--kernel-times", times]
                 if run(["timeout", 150] + cmd, 160, "train " + tag):
                     got[device] = losses(log)
+                    try:
+                        final[device] = read_safetensors(weights)
+                    except (KeyError, ValueError, OSError):  # e.g. bf16 params: not compared
+                        final[device] = {}
                     if timed:
                         report = json.loads(times.read_text())
                         for k in report["kernels"]:
@@ -129,8 +134,15 @@ def main():
                 for s in range(args.steps):
                     print("  %s %s step %2d: cpu %.8g cuda %.8g rel %.3g" % (
                         sample, precision, s + 1, cpu[s], cuda[s], rel[s]))
+            # The final weights, for information (AdamW turns rounding noise in near-zero
+            # gradients into lr-sized steps, so weights are not a pass/fail criterion here).
+            dw = max((float(np.max(np.abs(final["cuda"][k].astype(np.float64) -
+                                          final["cpu"][k].astype(np.float64))))
+                      for k in final.get("cpu", {})
+                      if k in final.get("cuda", {}) and final["cpu"][k].size),
+                     default=float("nan"))
             rows.append((sample, precision, rel.max(), TOLERANCE[precision],
-                         "ok" if ok else "FAIL", cpu[0], cpu[-1], cuda[-1]))
+                         "ok" if ok else "FAIL", cpu[0], cpu[-1], cuda[-1], dw))
 
     if args.gpus >= 2:
         data = work / "data-gpt"
@@ -157,14 +169,14 @@ def main():
         print("gpt ddp x2 on NCCL: skipped (%d GPU; NCCL needs one GPU per rank)" % args.gpus)
 
     print("\nLosses, CUDA backend against the CPU backend (%d steps, world size 1):" % args.steps)
-    print("%-11s %-10s %12s %9s %-8s %12s %12s %12s" % ("sample", "precision", "max rel diff",
-                                                       "tolerance", "result", "cpu loss 1",
-                                                       "cpu loss N", "cuda loss N"))
+    print("%-11s %-10s %12s %9s %-8s %12s %12s %12s %12s" % (
+        "sample", "precision", "max rel diff", "tolerance", "result", "cpu loss 1", "cpu loss N",
+        "cuda loss N", "max |dw|"))
     for r in rows:
         if r[2] is None:
             print("%-11s %-10s %12s %9.0e %-8s" % (r[0], r[1], "-", r[3], r[4]))
         else:
-            print("%-11s %-10s %12.3g %9.0e %-8s %12.6g %12.6g %12.6g" % r)
+            print("%-11s %-10s %12.3g %9.0e %-8s %12.6g %12.6g %12.6g %12.3g" % (r + (float("nan"),) * (9 - len(r))))
 
     print("\nFused kernels (fp32 plans; mean over steps 2..%d), achieved bandwidth = bytes read "
           "+ written / time:" % args.steps)
