@@ -61,6 +61,16 @@ protected:
         compile(sample, flags + " --precision " + precision, sample + "-" + precision);
     compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy ddp", "gpt-ddp2");
     compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy fsdp", "gpt-fsdp2");
+    // The other placements and plan-shaping options: each brings ops or layouts of its own.
+    compile("mlp", optimizer.at("mlp") + " --world-size 2 --strategy zero1", "mlp-zero1");
+    compile("cnn", optimizer.at("cnn") + " --world-size 2 --strategy zero2", "cnn-zero2");
+    compile("gpt", optimizer.at("gpt") + " --world-size 4 --strategy hsdp:2", "gpt-hsdp");
+    compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy zero3 --precision bf16-mixed",
+            "gpt-zero3-bf16");
+    compile("gpt", optimizer.at("gpt") + " --clip-grad-norm 1.0 --micro-batches 2", "gpt-clip-mb");
+    compile("gpt", optimizer.at("gpt") + " --recompute all", "gpt-recompute");
+    compile("gpt", optimizer.at("gpt") + " --no-fusion", "gpt-nofusion");
+    compile("mlp", "--optimizer adamw --lr 3e-3 --no-fusion", "mlp-adamw-nofusion");
   }
   static void TearDownTestSuite() {
     std::error_code ec;
@@ -85,7 +95,7 @@ std::vector<std::string> SamplePlans::plans_;
 // What create() checks before touching a device, for every rank of every sample's plan:
 // each op has a CUDA kernel, and each kernel takes the instruction's operands.
 TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
-  ASSERT_EQ(plans_.size(), 8u);
+  ASSERT_EQ(plans_.size(), 16u);
   for (const std::string &path : plans_) {
     rt::Plan plan;
     rt::Status loaded = rt::loadPlan(path, plan);
