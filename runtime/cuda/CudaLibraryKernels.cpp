@@ -8,6 +8,8 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "codegen/schema/FusedElementwise.h"
 #include "codegen/schema/MatmulLayout.h"
@@ -237,6 +239,15 @@ cudaDataType_t cudaTypeOf(DType t) {
   }
 }
 
+/// PLAIT_CUDA_GEMM=fallback: every GEMM through launchGemmFallback (debugging cuBLASLt).
+bool fallbackRequested() {
+  static const bool requested = [] {
+    const char *value = std::getenv("PLAIT_CUDA_GEMM");
+    return value && std::string_view(value) == "fallback";
+  }();
+  return requested;
+}
+
 /// A planned GEMM's cuBLASLt descriptors and algorithm, built on the first run.
 struct LtGemm {
   GemmPlan plan;
@@ -244,6 +255,7 @@ struct LtGemm {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
   bool ready = false;
+  bool fallback = false; // launchGemmFallback instead of cuBLASLt
   ~LtGemm() {
     if (c)
       (void)cublasLtMatrixLayoutDestroy(c);
@@ -328,11 +340,12 @@ Status prepareLtGemm(CudaLibraries &libraries, DType dtype, const Alignments &al
                                                               &result, &found);
   (void)cublasLtMatmulPreferenceDestroy(preference);
   PLAIT_CUBLAS_RETURN_IF_ERROR(asked);
-  if (found == 0)
-    return Status::errorf("matmul: cuBLASLt has no algorithm for {}x{}x{} (batch {})", p.m, p.n,
-                          p.k, p.batch);
-  g.algo = result.algo;
   g.ready = true;
+  if (found == 0) { // no cuBLASLt algorithm for this layout: the simple kernel does it
+    g.fallback = true;
+    return {};
+  }
+  g.algo = result.algo;
   return {};
 }
 
@@ -341,7 +354,9 @@ Status runLtGemm(const CudaKernelCall &call, DType dtype, LtGemm &g, const void 
                  void *c, double alpha, double beta) {
   CudaLibraries &libraries = *call.libraries;
   size_t element = dtypeSize(dtype);
-  if (!g.ready) { // the arena never moves: the operands' alignment holds for every step
+  if (!g.ready && fallbackRequested()) {
+    g.ready = g.fallback = true;
+  } else if (!g.ready) { // the arena never moves: the operands' alignment holds for every step
     Alignments align;
     align.a = alignmentOf(a, g.plan.offA, g.plan.strideA, element);
     align.b = alignmentOf(b, g.plan.offB, g.plan.strideB, element);
@@ -352,6 +367,19 @@ Status runLtGemm(const CudaKernelCall &call, DType dtype, LtGemm &g, const void 
   const void *alphaP = dtype == DType::F64 ? static_cast<const void *>(&alpha) : &alphaF;
   const void *betaP = dtype == DType::F64 ? static_cast<const void *>(&beta) : &betaF;
   const GemmPlan &p = g.plan;
+  GemmGeometry geometry;
+  geometry.transA = p.transA;
+  geometry.transB = p.transB;
+  geometry.m = p.m;
+  geometry.n = p.n;
+  geometry.k = p.k;
+  geometry.lda = p.lda;
+  geometry.ldb = p.ldb;
+  geometry.ldc = p.ldc;
+  geometry.batch = p.batch;
+  geometry.strideA = p.strideA;
+  geometry.strideB = p.strideB;
+  geometry.strideC = p.strideC;
   for (int64_t e = 0; e < p.calls(); ++e) {
     const char *pa = static_cast<const char *>(a), *pb = static_cast<const char *>(b);
     char *pc = static_cast<char *>(c);
@@ -359,6 +387,12 @@ Status runLtGemm(const CudaKernelCall &call, DType dtype, LtGemm &g, const void 
       pa += p.offA[size_t(e)] * int64_t(element);
       pb += p.offB[size_t(e)] * int64_t(element);
       pc += p.offC[size_t(e)] * int64_t(element);
+    }
+    if (g.fallback) {
+      PLAIT_RETURN_IF_ERROR(launched(
+          launchGemmFallback(int(dtype), geometry, pa, pb, pc, alpha, beta, call.stream),
+          "GEMM fallback"));
+      continue;
     }
     PLAIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(
         libraries.cublasLt(), g.desc, alphaP, pb, g.a, pa, g.b, betaP, pc, g.c, pc, g.c, &g.algo,

@@ -10,6 +10,8 @@
 #
 #   tests/gpu/run.sh [BUILD_DIR]      (default: build-gpu beside the sources)
 # PLAIT_GPU_SKIP_BUILD=1 reuses BUILD_DIR as it is; PLAIT_GPU_STEPS sets the steps (20).
+# PLAIT_CUDA_GEMM=fallback (passed through to plait-run) runs every GEMM on plait's own simple
+# kernel instead of cuBLASLt, to tell a cuBLASLt problem from the rest.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build-gpu}"
@@ -23,6 +25,7 @@ die() {
 }
 
 section "device"
+echo "PLAIT_CUDA_GEMM=${PLAIT_CUDA_GEMM:-} (fallback: GEMMs without cuBLASLt)"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv ||
   echo "nvidia-smi: not found"
 gpus=$(nvidia-smi --list-gpus 2>/dev/null | grep -c '^GPU' || true)

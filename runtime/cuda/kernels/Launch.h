@@ -76,6 +76,20 @@ cudaError_t launchTrilu(int elementBytes, const void *x, void *y, int64_t matric
 cudaError_t launchDivideInPlace(int dtype, void *x, int64_t n, float divisor,
                                 cudaStream_t stream);
 
+//===--- GEMM fallback (Gemm.cu) ----------------------------------------------------------===//
+
+/// Row-major C = alpha op(A) op(B) + beta C for `batch` GEMMs at element strides, one thread per
+/// result element accumulating in double: what the CUDA matmul runs when cuBLASLt offers no
+/// algorithm for a layout (e.g. operands aligned to less than 16 bytes), or when
+/// PLAIT_CUDA_GEMM=fallback asks for it. Slow, simple, and independent of cuBLASLt.
+struct GemmGeometry {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+};
+cudaError_t launchGemmFallback(int dtype, const GemmGeometry &g, const void *a, const void *b,
+                               void *c, double alpha, double beta, cudaStream_t stream);
+
 //===--- reductions, normalisation, losses (Reduce.cu) ----------------------------------===//
 
 enum class ReduceOp : int { Sum, Mean, Max, Min, Prod };
