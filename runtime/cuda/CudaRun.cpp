@@ -27,8 +27,8 @@ Status refuseUnsupported(const RunOptions &options, const Plan &plan) {
                        : !options.monitor.tracePath.empty() ? "--trace"
                                                           : nullptr;
   if (option)
-    return Status::errorf("{}: {} is not supported by the CUDA backend yet (it runs plans "
-                          "compiled for --device cpu)",
+    return Status::errorf("{}: {} is not supported by the CUDA backend yet (the CPU backend "
+                          "has it: compile with --device cpu)",
                           plan.path, option);
   if (!options.saveWeights.empty())
     for (uint32_t t = 0; t < plan.tensors.size(); ++t)
