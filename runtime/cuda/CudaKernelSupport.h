@@ -31,6 +31,11 @@ template <size_t N> StridedGeometry toGeometry(const cpu::BroadcastPlan<N> &plan
 /// runtime/cpu/StridedCopy.h takes them.
 StridedGeometry stridedView(cpu::ShapeRef shape, cpu::ShapeRef strides);
 
+/// A reduction of `shape` over `axes` (empty: every axis) as the device walks it, and the
+/// output shape (ReductionKernels.cpp's rules: axes normalised, none repeated).
+Status planReduceGeometry(std::string_view kernel, cpu::ShapeRef shape, cpu::ShapeRef axes,
+                          bool keepdims, cpu::Dims &outShape, ReduceGeometry &g);
+
 /// Error unless the launch succeeded: "kernel: CUDA launch failed: ...".
 Status launched(cudaError_t err, std::string_view kernel);
 

@@ -6,22 +6,12 @@
 #include "runtime/cpu/LossSupport.h"
 #include "runtime/cuda/CudaKernelSupport.h"
 
-namespace plait::rt {
-namespace {
-
-using namespace cuda;
-using cpu::checkArity;
-using cpu::checkSameDtype;
-using cpu::checkShape;
-
-bool isFloatingDtype(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16;
-}
+namespace plait::rt::cuda {
 
 /// The reduction's geometry over `shape` and `axes` (empty: every axis), and the output shape
 /// (ReductionKernels.cpp's reducedShape rules: axes normalised, none repeated).
-Status planReduce(std::string_view kernel, cpu::ShapeRef shape, cpu::ShapeRef axes,
-                  bool keepdims, cpu::Dims &outShape, ReduceGeometry &g) {
+Status planReduceGeometry(std::string_view kernel, cpu::ShapeRef shape, cpu::ShapeRef axes,
+                          bool keepdims, cpu::Dims &outShape, ReduceGeometry &g) {
   int64_t rank = int64_t(shape.size());
   std::array<bool, kMaxRank> reduced;
   reduced.fill(axes.empty());
@@ -54,6 +44,20 @@ Status planReduce(std::string_view kernel, cpu::ShapeRef shape, cpu::ShapeRef ax
   return {};
 }
 
+} // namespace plait::rt::cuda
+
+namespace plait::rt {
+namespace {
+
+using namespace cuda;
+using cpu::checkArity;
+using cpu::checkSameDtype;
+using cpu::checkShape;
+
+bool isFloatingDtype(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16;
+}
+
 template <ReduceOp kOp> struct Reduce {
   static const char *name;
   static Status run(const CudaKernelCall &call) {
@@ -64,7 +68,7 @@ template <ReduceOp kOp> struct Reduce {
     PLAIT_RETURN_IF_ERROR(checkSameDtype(name, x, out));
     cpu::Dims outShape;
     ReduceGeometry g;
-    PLAIT_RETURN_IF_ERROR(planReduce(name, x.shape, call.attrs.getInts("axes"),
+    PLAIT_RETURN_IF_ERROR(planReduceGeometry(name, x.shape, call.attrs.getInts("axes"),
                                      call.attrs.getBool("keepdims", true), outShape, g));
     PLAIT_RETURN_IF_ERROR(checkShape(name, "output", out.shape, outShape));
     if (x.dtype == DType::I1)
@@ -144,7 +148,7 @@ template <bool kMax> Status argKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", 0), x.rank(), axis));
   cpu::Dims outShape;
   ReduceGeometry unused;
-  PLAIT_RETURN_IF_ERROR(planReduce(kName, x.shape, {axis}, call.attrs.getBool("keepdims", true),
+  PLAIT_RETURN_IF_ERROR(planReduceGeometry(kName, x.shape, {axis}, call.attrs.getBool("keepdims", true),
                                    outShape, unused));
   PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, outShape));
   int64_t n = x.shape[size_t(axis)];

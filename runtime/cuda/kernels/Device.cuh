@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "runtime/cuda/kernels/IndexMath.h"
 #include "runtime/cuda/kernels/Launch.h"
 #include "runtime/cuda/kernels/LaunchGeometry.h"
 
@@ -37,15 +38,9 @@ template <typename S> __device__ __forceinline__ void store(S *p, int64_t i, Com
     p[i] = v;
 }
 
-/// The offset of dense element `i` of `g`'s result in operand `k`.
+/// The offset of dense element `i` of `g`'s result in operand `k` (IndexMath.h).
 __device__ __forceinline__ int64_t stridedOffset(const StridedGeometry &g, int k, int64_t i) {
-  int64_t offset = 0;
-  for (int d = g.rank - 1; d >= 0; --d) {
-    int64_t size = g.shape[d];
-    offset += (i % size) * g.stride[k][d];
-    i /= size;
-  }
-  return offset;
+  return indexing::strided(g, k, i);
 }
 
 #define PLAIT_GRID_STRIDE(i, n)                                                                 \

@@ -49,27 +49,15 @@ __global__ void stridedCopyKernel(const E *x, E *y, StridedGeometry g, int64_t n
 template <typename E>
 __global__ void padKernel(const E *x, E *y, PadGeometry g, E fill, int64_t n) {
   PLAIT_GRID_STRIDE(i, n) {
-    int64_t rest = i, source = 0, stride = 1;
-    bool inside = true;
-    for (int d = g.rank - 1; d >= 0; --d) {
-      int64_t at = rest % g.outShape[d] - g.padBegin[d];
-      rest /= g.outShape[d];
-      inside = inside && at >= 0 && at < g.inShape[d];
-      source += at * stride;
-      stride *= g.inShape[d];
-    }
-    y[i] = inside ? x[source] : fill;
+    int64_t source = indexing::padSource(g, i);
+    y[i] = source >= 0 ? x[source] : fill;
   }
 }
 
 template <typename E>
 __global__ void triluKernel(const E *x, E *y, int64_t total, int64_t rows, int64_t cols,
                             bool upper, int64_t k) {
-  PLAIT_GRID_STRIDE(i, total) {
-    int64_t j = i % cols, r = (i / cols) % rows;
-    bool keep = upper ? j - r >= k : j - r <= k;
-    y[i] = keep ? x[i] : E{};
-  }
+  PLAIT_GRID_STRIDE(i, total) { y[i] = indexing::triluKeeps(i, rows, cols, upper, k) ? x[i] : E{}; }
 }
 
 /// Calls fn(E{}) with an opaque element type of `bytes` bytes.

@@ -87,20 +87,10 @@ __global__ void reduceKernel(ReduceOp op, const S *x, S *y, ReduceGeometry g) {
     }
   };
   for (int64_t o = blockIdx.x; o < g.outCount; o += gridDim.x) {
-    int64_t base = 0, rest = o;
-    for (int d = g.keptRank - 1; d >= 0; --d) {
-      base += (rest % g.keptShape[d]) * g.keptStride[d];
-      rest /= g.keptShape[d];
-    }
+    const int64_t base = indexing::reduceBase(g, o);
     A acc = identity;
-    for (int64_t r = threadIdx.x; r < g.reducedCount; r += blockDim.x) {
-      int64_t offset = base, left = r;
-      for (int d = g.reducedRank - 1; d >= 0; --d) {
-        offset += (left % g.reducedShape[d]) * g.reducedStride[d];
-        left /= g.reducedShape[d];
-      }
-      acc = combine(acc, A(load(x, offset)));
-    }
+    for (int64_t r = threadIdx.x; r < g.reducedCount; r += blockDim.x)
+      acc = combine(acc, A(load(x, base + indexing::reduceStep(g, r))));
     A total = blockReduce(acc, shared, combine);
     if (threadIdx.x == 0) {
       if constexpr (kInt) {
