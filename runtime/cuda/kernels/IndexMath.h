@@ -3,6 +3,7 @@
 // on the host against the CPU kernels' own walks (Broadcast.h's forEachRow, the reductions).
 #pragma once
 
+#include <math.h>
 #include <stdint.h>
 
 #include "runtime/cuda/kernels/ElementMath.h" // PLAIT_HD
@@ -59,6 +60,58 @@ PLAIT_HD int64_t padSource(const PadGeometry &g, int64_t i) {
 PLAIT_HD bool triluKeeps(int64_t i, int64_t rows, int64_t cols, bool upper, int64_t k) {
   int64_t j = i % cols, r = (i / cols) % rows;
   return upper ? j - r >= k : j - r <= k;
+}
+
+/// Output element `i` of a pool as (plane, oh, ow).
+PLAIT_HD void poolOutput(const PoolGeometry &g, int64_t i, int64_t &plane, int64_t &oh,
+                         int64_t &ow) {
+  ow = i % g.outWidth;
+  oh = (i / g.outWidth) % g.outHeight;
+  plane = i / (g.outWidth * g.outHeight);
+}
+
+/// PoolSupport.h's maxPoolWindow over one plane, read through `get(offset)` (a float): the
+/// first inside position is taken unconditionally, then a strictly greater value or a NaN
+/// replaces it. Returns the plane offset (-1: no position inside) and sets `value`.
+template <typename Get>
+PLAIT_HD int64_t poolArgmax(const PoolGeometry &g, int64_t oh, int64_t ow, Get get,
+                            float &value) {
+  int64_t best = -1;
+  value = -INFINITY;
+  int64_t h0 = oh * g.stride[0] - g.padBegin[0], w0 = ow * g.stride[1] - g.padBegin[1];
+  for (int64_t i = 0; i < g.kernel[0]; ++i) {
+    int64_t ih = h0 + i * g.dilation[0];
+    if (ih < 0 || ih >= g.height)
+      continue;
+    for (int64_t j = 0; j < g.kernel[1]; ++j) {
+      int64_t iw = w0 + j * g.dilation[1];
+      if (iw < 0 || iw >= g.width)
+        continue;
+      float v = get(ih * g.width + iw);
+      bool wins = v > value || v != v;
+      if (wins || best < 0)
+        best = ih * g.width + iw;
+      if (wins)
+        value = v;
+    }
+  }
+  return best;
+}
+
+/// PoolSupport.h's avgPoolSpan: input positions [begin, end) of output position `out` along
+/// `dim`, and the window's size cut at the end of the padded input.
+struct AvgSpan {
+  int64_t begin, end, padded;
+};
+PLAIT_HD AvgSpan avgSpan(const PoolGeometry &g, int dim, int64_t out, int64_t in) {
+  int64_t begin = out * g.stride[dim] - g.padBegin[dim];
+  int64_t end = begin + g.kernel[dim] < in + g.padEnd[dim] ? begin + g.kernel[dim]
+                                                           : in + g.padEnd[dim];
+  return {begin > 0 ? begin : int64_t(0), end < in ? end : in, end - begin};
+}
+/// avgPoolDivisor: the cut window's size with count_include_pad, else its inside positions.
+PLAIT_HD int64_t avgDivisor(const AvgSpan &h, const AvgSpan &w, bool countPad) {
+  return countPad ? h.padded * w.padded : (h.end - h.begin) * (w.end - w.begin);
 }
 
 } // namespace plait::rt::cuda::indexing

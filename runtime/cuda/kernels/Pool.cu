@@ -9,43 +9,16 @@
 namespace plait::rt::cuda {
 namespace {
 
-/// maxPoolWindow: the first inside position is taken unconditionally, then a strictly
-/// greater value or a NaN replaces it. Returns the plane offset (-1: no inside position).
+using indexing::avgDivisor;
+using indexing::avgSpan;
+using Span = indexing::AvgSpan;
+
+/// The argmax of window (oh, ow) of `plane` (IndexMath.h's poolArgmax).
 template <typename S>
 __device__ int64_t windowArgmax(const S *plane, const PoolGeometry &g, int64_t oh, int64_t ow,
                                 float &value) {
-  int64_t best = -1;
-  value = -INFINITY;
-  int64_t h0 = oh * g.stride[0] - g.padBegin[0], w0 = ow * g.stride[1] - g.padBegin[1];
-  for (int64_t i = 0; i < g.kernel[0]; ++i) {
-    int64_t ih = h0 + i * g.dilation[0];
-    if (ih < 0 || ih >= g.height)
-      continue;
-    for (int64_t j = 0; j < g.kernel[1]; ++j) {
-      int64_t iw = w0 + j * g.dilation[1];
-      if (iw < 0 || iw >= g.width)
-        continue;
-      float v = float(load(plane, ih * g.width + iw));
-      bool wins = v > value || v != v;
-      if (wins || best < 0)
-        best = ih * g.width + iw;
-      if (wins)
-        value = v;
-    }
-  }
-  return best;
-}
-
-struct Span {
-  int64_t begin, end, padded;
-};
-__device__ Span avgSpan(const PoolGeometry &g, int dim, int64_t out, int64_t in) {
-  int64_t begin = out * g.stride[dim] - g.padBegin[dim];
-  int64_t end = begin + g.kernel[dim] < in + g.padEnd[dim] ? begin + g.kernel[dim] : in + g.padEnd[dim];
-  return {begin > 0 ? begin : int64_t(0), end < in ? end : in, end - begin};
-}
-__device__ int64_t avgDivisor(const Span &h, const Span &w, bool countPad) {
-  return countPad ? h.padded * w.padded : (h.end - h.begin) * (w.end - w.begin);
+  return indexing::poolArgmax(
+      g, oh, ow, [plane](int64_t at) { return float(load(plane, at)); }, value);
 }
 
 template <typename S> __global__ void maxPoolKernel(const S *x, S *y, PoolGeometry g) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/Kernel.h"
+#include "runtime/cpu/PoolSupport.h"
 #include "runtime/cuda/CudaKernelSupport.h"
 #include "runtime/cuda/kernels/IndexMath.h"
 
@@ -140,6 +141,123 @@ TEST(IndexMath, TriluKeepsWhatTheCpuKeeps) {
       for (int64_t i = 0; i < numel(shape); ++i)
         ASSERT_EQ(indexing::triluKeeps(i, 4, 5, upper, k) ? x[size_t(i)] : 0, expected[size_t(i)])
             << "upper " << upper << " k " << k << " element " << i;
+    }
+}
+
+/// Runs CPU kernel `name` on f32 tensors; returns output 0 (of `outShape`).
+std::vector<float> runCpuF32(const std::string &name, std::vector<std::vector<float>> inputs,
+                             std::vector<std::vector<int64_t>> shapes,
+                             std::vector<int64_t> outShape, const rt::Attrs &attrs) {
+  std::vector<rt::TensorView> in, out;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    in.push_back({inputs[i].data(), rt::DType::F32, shapes[i]});
+  std::vector<float> result(size_t(numel(outShape)), -777.0f);
+  out.push_back({result.data(), rt::DType::F32, outShape});
+  std::vector<uint8_t> workspace(1 << 20);
+  rt::KernelCall call{in, out, attrs};
+  call.workspace = workspace.data();
+  call.workspaceBytes = workspace.size();
+  rt::Status s = rt::findKernel(name)(call);
+  EXPECT_TRUE(s.ok()) << name << ": " << s.message();
+  return result;
+}
+
+// The pool kernels' windows (poolArgmax, avgSpan, avgDivisor), their forward values and the
+// gradients their adjoints scatter, against the CPU pools, with padding, strides, dilation
+// and both divisor rules. Small integers: every sum is exact, whatever its order.
+TEST(IndexMath, PoolWindowsMatchTheCpuPools) {
+  const std::vector<int64_t> xShape = {2, 3, 7, 6};
+  std::vector<float> x(size_t(numel(xShape)));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(int64_t(i * 37 % 23) - 11); // ties included
+  struct Case {
+    std::vector<int64_t> kernel, strides, pads, dilations;
+    bool countPad;
+  };
+  const Case cases[] = {{{2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false},
+                        {{3, 3}, {1, 2}, {1, 1, 1, 0}, {1, 1}, false},
+                        {{3, 2}, {2, 1}, {1, 0, 1, 1}, {1, 1}, true},
+                        {{2, 2}, {1, 1}, {1, 1, 1, 1}, {2, 1}, false}};
+  for (const Case &c : cases)
+    for (bool max : {true, false}) {
+      if (!max && c.dilations[0] != 1)
+        continue; // avg_pool2d has no dilations
+      rt::Attrs attrs;
+      attrs.set("kernel", ints(c.kernel));
+      attrs.set("strides", ints(c.strides));
+      attrs.set("pads", ints(c.pads));
+      if (max)
+        attrs.set("dilations", ints(c.dilations));
+      attrs.set("count_include_pad", ints({c.countPad}));
+      // The pooled shape from the CPU's own rules.
+      std::vector<float> scratch(1);
+      rt::TensorView xv{x.data(), rt::DType::F32, xShape};
+      cpu::PoolShape s;
+      std::vector<int64_t> yShape = {2, 3, 0, 0};
+      {
+        cpu::Window2d w;
+        w.kernel[0] = c.kernel[0];
+        w.kernel[1] = c.kernel[1];
+        ASSERT_TRUE(cpu::parseWindow(max ? "max_pool2d" : "avg_pool2d", attrs, max, w).ok());
+        yShape[2] = w.outputSize(0, xShape[2]);
+        yShape[3] = w.outputSize(1, xShape[3]);
+      }
+      rt::TensorView yv{scratch.data(), rt::DType::F32, yShape};
+      ASSERT_TRUE(cpu::planPoolShape("pool", attrs, max, xv, yv, "output", s).ok());
+      PoolGeometry g;
+      g.planes = s.planes;
+      g.height = s.height;
+      g.width = s.width;
+      g.outHeight = s.outHeight;
+      g.outWidth = s.outWidth;
+      for (int d = 0; d < 2; ++d) {
+        g.kernel[d] = s.window.kernel[d];
+        g.stride[d] = s.window.stride[d];
+        g.padBegin[d] = s.window.padBegin[d];
+        g.padEnd[d] = s.window.padEnd[d];
+        g.dilation[d] = s.window.dilation[d];
+      }
+      g.countIncludePad = c.countPad;
+      std::vector<float> forward = runCpuF32(max ? "max_pool2d" : "avg_pool2d", {x}, {xShape},
+                                             yShape, attrs);
+      std::vector<float> dy(forward.size());
+      for (size_t i = 0; i < dy.size(); ++i)
+        dy[i] = float(int64_t(i % 5) + 1);
+      std::vector<float> backward =
+          max ? runCpuF32("max_pool2d_grad", {x, dy}, {xShape, yShape}, xShape, attrs)
+              : runCpuF32("avg_pool2d_grad", {dy}, {yShape}, xShape, attrs);
+      std::vector<double> acc(x.size(), 0.0); // the device's atomic adds, in some order
+      for (int64_t i = 0; i < numel(yShape); ++i) {
+        int64_t plane, oh, ow;
+        indexing::poolOutput(g, i, plane, oh, ow);
+        const float *p = x.data() + plane * g.height * g.width;
+        if (max) {
+          float value;
+          int64_t at = indexing::poolArgmax(
+              g, oh, ow, [p](int64_t k) { return p[k]; }, value);
+          ASSERT_EQ(value, forward[size_t(i)]) << "max window " << i;
+          if (at >= 0)
+            acc[size_t(plane * g.height * g.width + at)] += dy[size_t(i)];
+        } else {
+          indexing::AvgSpan rows = indexing::avgSpan(g, 0, oh, g.height);
+          indexing::AvgSpan cols = indexing::avgSpan(g, 1, ow, g.width);
+          int64_t count = indexing::avgDivisor(rows, cols, g.countIncludePad);
+          double sum = 0;
+          for (int64_t h = rows.begin; h < rows.end; ++h)
+            for (int64_t w = cols.begin; w < cols.end; ++w)
+              sum += p[h * g.width + w];
+          ASSERT_EQ(float(count > 0 ? sum / double(count) : 0.0), forward[size_t(i)])
+              << "avg window " << i;
+          if (count > 0) {
+            float share = float(double(dy[size_t(i)]) / double(count));
+            for (int64_t h = rows.begin; h < rows.end; ++h)
+              for (int64_t w = cols.begin; w < cols.end; ++w)
+                acc[size_t(plane * g.height * g.width + h * g.width + w)] += share;
+          }
+        }
+      }
+      for (size_t e = 0; e < x.size(); ++e)
+        ASSERT_NEAR(acc[e], backward[e], 1e-5) << (max ? "max" : "avg") << " grad " << e;
     }
 }
 
