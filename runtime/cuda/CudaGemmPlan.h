@@ -8,6 +8,7 @@
 #include "runtime/Attrs.h"
 #include "runtime/Status.h"
 #include "runtime/Tensor.h"
+#include "runtime/cuda/kernels/Launch.h"
 
 namespace plait::rt {
 
@@ -32,5 +33,8 @@ struct GemmPlan {
 /// a permutation: one call per batch entry, strided over the heads).
 Status planCudaMatmul(const Attrs &attrs, const TensorView &a, const TensorView &b,
                       const TensorView &out, GemmPlan &plan);
+
+/// The per-call GEMM of `plan` as the device kernels take it (kernels/Gemm.cu).
+cuda::GemmGeometry gemmGeometryOf(const GemmPlan &plan);
 
 } // namespace plait::rt

@@ -223,6 +223,23 @@ Status planCudaMatmul(const Attrs &attrs, const TensorView &a, const TensorView 
   return {};
 }
 
+cuda::GemmGeometry gemmGeometryOf(const GemmPlan &p) {
+  cuda::GemmGeometry g;
+  g.transA = p.transA;
+  g.transB = p.transB;
+  g.m = p.m;
+  g.n = p.n;
+  g.k = p.k;
+  g.lda = p.lda;
+  g.ldb = p.ldb;
+  g.ldc = p.ldc;
+  g.batch = p.batch;
+  g.strideA = p.strideA;
+  g.strideB = p.strideB;
+  g.strideC = p.strideC;
+  return g;
+}
+
 namespace {
 
 using namespace cuda;
@@ -367,19 +384,7 @@ Status runLtGemm(const CudaKernelCall &call, DType dtype, LtGemm &g, const void 
   const void *alphaP = dtype == DType::F64 ? static_cast<const void *>(&alpha) : &alphaF;
   const void *betaP = dtype == DType::F64 ? static_cast<const void *>(&beta) : &betaF;
   const GemmPlan &p = g.plan;
-  GemmGeometry geometry;
-  geometry.transA = p.transA;
-  geometry.transB = p.transB;
-  geometry.m = p.m;
-  geometry.n = p.n;
-  geometry.k = p.k;
-  geometry.lda = p.lda;
-  geometry.ldb = p.ldb;
-  geometry.ldc = p.ldc;
-  geometry.batch = p.batch;
-  geometry.strideA = p.strideA;
-  geometry.strideB = p.strideB;
-  geometry.strideC = p.strideC;
+  const GemmGeometry geometry = gemmGeometryOf(p);
   for (int64_t e = 0; e < p.calls(); ++e) {
     const char *pa = static_cast<const char *>(a), *pb = static_cast<const char *>(b);
     char *pc = static_cast<char *>(c);

@@ -17,8 +17,8 @@ __global__ void gemmKernel(GemmGeometry g, const S *a, const S *b, S *c, double 
     S *pc = c + entry * g.strideC;
     double sum = 0;
     for (int64_t p = 0; p < g.k; ++p) {
-      double x = double(load(pa, g.transA ? p * g.lda + i : i * g.lda + p));
-      double y = double(load(pb, g.transB ? j * g.ldb + p : p * g.ldb + j));
+      double x = double(load(pa, indexing::gemmOffsetA(g, i, p)));
+      double y = double(load(pb, indexing::gemmOffsetB(g, p, j)));
       sum += x * y;
     }
     int64_t at = i * g.ldc + j;

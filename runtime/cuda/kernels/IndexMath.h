@@ -62,6 +62,15 @@ PLAIT_HD bool triluKeeps(int64_t i, int64_t rows, int64_t cols, bool upper, int6
   return upper ? j - r >= k : j - r <= k;
 }
 
+/// Where a row-major GEMM reads op(A)[i][p] and op(B)[p][j] (element offsets within one
+/// batch entry): transposed operands are read with their pitch along the other dimension.
+PLAIT_HD int64_t gemmOffsetA(const GemmGeometry &g, int64_t i, int64_t p) {
+  return g.transA ? p * g.lda + i : i * g.lda + p;
+}
+PLAIT_HD int64_t gemmOffsetB(const GemmGeometry &g, int64_t p, int64_t j) {
+  return g.transB ? j * g.ldb + p : p * g.ldb + j;
+}
+
 /// Output element `i` of a pool as (plane, oh, ow).
 PLAIT_HD void poolOutput(const PoolGeometry &g, int64_t i, int64_t &plane, int64_t &oh,
                          int64_t &ow) {

@@ -8,6 +8,7 @@
 
 #include "runtime/Kernel.h"
 #include "runtime/cpu/PoolSupport.h"
+#include "runtime/cuda/CudaGemmPlan.h"
 #include "runtime/cuda/CudaKernelSupport.h"
 #include "runtime/cuda/kernels/IndexMath.h"
 
@@ -259,6 +260,60 @@ TEST(IndexMath, PoolWindowsMatchTheCpuPools) {
       for (size_t e = 0; e < x.size(); ++e)
         ASSERT_NEAR(acc[e], backward[e], 1e-5) << (max ? "max" : "avg") << " grad " << e;
     }
+}
+
+// A matmul as the CUDA backend plans it (planCudaMatmul: folds, strided calls, per-call
+// offsets, transposes and pitches), evaluated on the host with the device GEMMs' offsets
+// (gemmOffsetA/B), against the CPU matmul: what cuBLASLt and the fallback kernel are given.
+TEST(IndexMath, PlannedGemmsComputeTheCpuMatmul) {
+  struct Case {
+    std::vector<int64_t> a, b, out;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> attrs;
+  };
+  const Case cases[] = {
+      {{4, 6, 5}, {5, 3}, {4, 6, 3}, {}},                           // folds into M
+      {{2, 4, 3, 5}, {2, 4, 3, 5}, {2, 4, 3, 3}, {{"transpose_rhs", {1}}}},
+      {{2, 4, 5, 3}, {2, 4, 5, 3}, {2, 4, 3, 3}, {{"transpose_lhs", {1}}}},
+      {{2, 1, 3, 4}, {1, 5, 4, 6}, {2, 5, 3, 6}, {}},               // broadcast batches
+      {{2, 6, 4, 5}, {2, 6, 4, 5}, {2, 4, 6, 6},                    // attention via perms
+       {{"lhs_perm", {0, 2, 1, 3}}, {"rhs_perm", {0, 2, 3, 1}}}},
+      {{2, 6, 4, 5}, {2, 4, 5, 6}, {2, 6, 4, 6},                    // result_perm
+       {{"lhs_perm", {0, 2, 1, 3}}, {"result_perm", {0, 2, 1, 3}}}},
+      {{5}, {5, 3}, {3}, {}},                                       // vector promotion
+      {{3, 5}, {5}, {3}, {}}};
+  for (const Case &c : cases) {
+    rt::Attrs attrs;
+    for (const auto &[name, values] : c.attrs)
+      attrs.set(name, ints(values));
+    std::vector<float> a(size_t(numel(c.a))), b(size_t(numel(c.b)));
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = float(int64_t(i * 13 % 11) - 5);
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = float(int64_t(i * 7 % 9) - 4);
+    std::vector<float> expected = runCpuF32("matmul", {a, b}, {c.a, c.b}, c.out, attrs);
+    rt::GemmPlan plan;
+    rt::Status planned = rt::planCudaMatmul(attrs, {nullptr, rt::DType::F32, c.a},
+                                            {nullptr, rt::DType::F32, c.b},
+                                            {nullptr, rt::DType::F32, c.out}, plan);
+    ASSERT_TRUE(planned.ok()) << planned.message();
+    GemmGeometry g = rt::gemmGeometryOf(plan);
+    std::vector<float> got(expected.size(), -777.0f);
+    for (int64_t call = 0; call < plan.calls(); ++call) {
+      int64_t baseA = plan.offA.empty() ? 0 : plan.offA[size_t(call)];
+      int64_t baseB = plan.offB.empty() ? 0 : plan.offB[size_t(call)];
+      int64_t baseC = plan.offC.empty() ? 0 : plan.offC[size_t(call)];
+      for (int64_t e = 0; e < g.batch; ++e)
+        for (int64_t i = 0; i < g.m; ++i)
+          for (int64_t j = 0; j < g.n; ++j) {
+            double sum = 0;
+            for (int64_t p = 0; p < g.k; ++p)
+              sum += double(a[size_t(baseA + e * g.strideA + indexing::gemmOffsetA(g, i, p))]) *
+                     double(b[size_t(baseB + e * g.strideB + indexing::gemmOffsetB(g, p, j))]);
+            got[size_t(baseC + e * g.strideC + i * g.ldc + j)] = float(sum);
+          }
+    }
+    EXPECT_EQ(got, expected) << rt::shapeString(c.a) << " x " << rt::shapeString(c.b);
+  }
 }
 
 } // namespace
