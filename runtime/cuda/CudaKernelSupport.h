@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <vector>
 
 #include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/KernelSupport.h"
@@ -35,6 +36,16 @@ StridedGeometry stridedView(cpu::ShapeRef shape, cpu::ShapeRef strides);
 /// output shape (ReductionKernels.cpp's rules: axes normalised, none repeated).
 Status planReduceGeometry(std::string_view kernel, cpu::ShapeRef shape, cpu::ShapeRef axes,
                           bool keepdims, cpu::Dims &outShape, ReduceGeometry &g);
+
+/// One part of a concat (or split) along `axis` as a 2-D copy: `rows` rows of `width` bytes,
+/// at `offset` bytes into the whole tensor whose rows are `pitch` bytes apart (the part's own
+/// rows are `width` apart). What cudaMemcpy2DAsync takes.
+struct SlabCopy {
+  int64_t offset = 0, pitch = 0, width = 0, rows = 0;
+};
+/// The copies of parts of sizes `parts` along `axis` of the whole tensor `whole` (in order).
+std::vector<SlabCopy> slabCopies(cpu::ShapeRef whole, int64_t axis, cpu::ShapeRef parts,
+                                 size_t elementBytes);
 
 /// Error unless the launch succeeded: "kernel: CUDA launch failed: ...".
 Status launched(cudaError_t err, std::string_view kernel);

@@ -11,6 +11,23 @@
 #include "runtime/cpu/PoolSupport.h"
 #include "runtime/cuda/CudaKernelSupport.h"
 
+namespace plait::rt::cuda {
+
+std::vector<SlabCopy> slabCopies(cpu::ShapeRef whole, int64_t axis, cpu::ShapeRef parts,
+                                 size_t elementBytes) {
+  int64_t rows = cpu::product(whole, 0, size_t(axis));
+  int64_t inner = cpu::product(whole, size_t(axis) + 1, whole.size()) * int64_t(elementBytes);
+  int64_t pitch = whole[size_t(axis)] * inner, column = 0;
+  std::vector<SlabCopy> copies;
+  for (int64_t part : parts) {
+    copies.push_back({column, pitch, part * inner, rows});
+    column += part * inner;
+  }
+  return copies;
+}
+
+} // namespace plait::rt::cuda
+
 namespace plait::rt {
 namespace {
 
@@ -151,19 +168,18 @@ Status concatKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkShape("concat", "output", y.shape, shape));
   if (call.check)
     return {};
-  size_t size = dtypeSize(y.dtype);
-  int64_t outer = cpu::product(shape, 0, size_t(axis));
-  int64_t inner = cpu::product(shape, size_t(axis) + 1, shape.size()) * int64_t(size);
-  int64_t pitch = shape[size_t(axis)] * inner, column = 0;
-  for (const TensorView &t : call.inputs) {
-    int64_t slab = t.shape[size_t(axis)] * inner;
-    if (slab > 0 && outer > 0)
+  cpu::Dims parts;
+  for (const TensorView &t : call.inputs)
+    parts.push_back(t.shape[size_t(axis)]);
+  std::vector<SlabCopy> copies = slabCopies(shape, axis, parts, dtypeSize(y.dtype));
+  for (size_t i = 0; i < copies.size(); ++i) {
+    const SlabCopy &c = copies[i];
+    if (c.width > 0 && c.rows > 0)
       PLAIT_RETURN_IF_ERROR(launched(
-          cudaMemcpy2DAsync(static_cast<char *>(y.data) + column, size_t(pitch), t.data,
-                            size_t(slab), size_t(slab), size_t(outer), cudaMemcpyDeviceToDevice,
-                            call.stream),
+          cudaMemcpy2DAsync(static_cast<char *>(y.data) + c.offset, size_t(c.pitch),
+                            call.inputs[i].data, size_t(c.width), size_t(c.width),
+                            size_t(c.rows), cudaMemcpyDeviceToDevice, call.stream),
           "concat"));
-    column += slab;
   }
   return {};
 }
@@ -193,19 +209,16 @@ Status splitKernel(const CudaKernelCall &call) {
                           x.shape[size_t(axis)]);
   if (call.check)
     return {};
-  size_t size = dtypeSize(x.dtype);
-  int64_t outer = cpu::product(x.shape, 0, size_t(axis));
-  int64_t inner = cpu::product(x.shape, size_t(axis) + 1, x.shape.size()) * int64_t(size);
-  int64_t pitch = x.shape[size_t(axis)] * inner, column = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    int64_t slab = sizes[i] * inner;
-    if (slab > 0 && outer > 0)
+  std::vector<SlabCopy> copies = slabCopies(x.shape, axis, sizes, dtypeSize(x.dtype));
+  for (size_t i = 0; i < copies.size(); ++i) {
+    const SlabCopy &c = copies[i];
+    if (c.width > 0 && c.rows > 0)
       PLAIT_RETURN_IF_ERROR(launched(
-          cudaMemcpy2DAsync(call.outputs[i].data, size_t(slab),
-                            static_cast<const char *>(x.data) + column, size_t(pitch),
-                            size_t(slab), size_t(outer), cudaMemcpyDeviceToDevice, call.stream),
+          cudaMemcpy2DAsync(call.outputs[i].data, size_t(c.width),
+                            static_cast<const char *>(x.data) + c.offset, size_t(c.pitch),
+                            size_t(c.width), size_t(c.rows), cudaMemcpyDeviceToDevice,
+                            call.stream),
           "split"));
-    column += slab;
   }
   return {};
 }

@@ -3,6 +3,7 @@
 // any misplaced element shows as an exact mismatch.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -313,6 +314,64 @@ TEST(IndexMath, PlannedGemmsComputeTheCpuMatmul) {
           }
     }
     EXPECT_EQ(got, expected) << rt::shapeString(c.a) << " x " << rt::shapeString(c.b);
+  }
+}
+
+/// cudaMemcpy2D on the host: `rows` rows of `width` bytes from src (pitch spitch) to dst
+/// (pitch dpitch).
+void copy2d(void *dst, int64_t dpitch, const void *src, int64_t spitch, int64_t width,
+            int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(static_cast<char *>(dst) + r * dpitch,
+                static_cast<const char *>(src) + r * spitch, size_t(width));
+}
+
+// concat and split are one 2-D copy per part (slabCopies): emulated here with the arguments
+// cudaMemcpy2DAsync gets, against the CPU's concat and split.
+TEST(IndexMath, SlabCopiesConcatAndSplitAsTheCpu) {
+  const std::vector<int64_t> whole = {2, 7, 3};
+  for (int64_t axis : {0, 1, 2}) {
+    std::vector<int64_t> sizes = axis == 0 ? std::vector<int64_t>{1, 1}
+                                 : axis == 1 ? std::vector<int64_t>{2, 0, 4, 1}
+                                             : std::vector<int64_t>{1, 2};
+    std::vector<int64_t> x = iota(numel(whole));
+    std::vector<std::vector<int64_t>> parts, shapes;
+    std::vector<SlabCopy> copies = slabCopies(whole, axis, sizes, sizeof(int64_t));
+    ASSERT_EQ(copies.size(), sizes.size());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      std::vector<int64_t> shape = whole;
+      shape[size_t(axis)] = sizes[i];
+      shapes.push_back(shape);
+      parts.emplace_back(size_t(numel(shape)), -1);
+      const SlabCopy &c = copies[i];
+      copy2d(parts.back().data(), c.width, reinterpret_cast<const char *>(x.data()) + c.offset,
+             c.pitch, c.width, c.rows); // split
+    }
+    // The CPU's split, part by part (runCpu returns output 0: split off each part in turn).
+    rt::Attrs splitAttrs;
+    splitAttrs.set("axis", ints({axis}));
+    splitAttrs.set("sizes", ints(sizes));
+    {
+      std::vector<rt::TensorView> in{{x.data(), rt::DType::I64, whole}}, out;
+      std::vector<std::vector<int64_t>> expected;
+      for (const auto &shape : shapes)
+        expected.emplace_back(size_t(numel(shape)), -2);
+      for (size_t i = 0; i < shapes.size(); ++i)
+        out.push_back({expected[i].data(), rt::DType::I64, shapes[i]});
+      rt::KernelCall call{in, out, splitAttrs};
+      ASSERT_TRUE(rt::findKernel("split")(call).ok());
+      EXPECT_EQ(parts, expected) << "split along " << axis;
+    }
+    std::vector<int64_t> joined(x.size(), -3);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const SlabCopy &c = copies[i];
+      copy2d(reinterpret_cast<char *>(joined.data()) + c.offset, c.pitch, parts[i].data(),
+             c.width, c.width, c.rows); // concat
+    }
+    rt::Attrs concatAttrs;
+    concatAttrs.set("axis", ints({axis}));
+    EXPECT_EQ(runCpu("concat", parts, shapes, whole, concatAttrs), joined) << "concat " << axis;
+    EXPECT_EQ(joined, x);
   }
 }
 
