@@ -62,6 +62,25 @@ PLAIT_HD bool triluKeeps(int64_t i, int64_t rows, int64_t cols, bool upper, int6
   return upper ? j - r >= k : j - r <= k;
 }
 
+/// gather's element `i` of out [outer, count, inner] comes from data [outer, size, inner] at
+/// row `rows[q]` (already normalised, in [0, size)): the data offset, given that row. `q` is
+/// set to which index the element reads.
+PLAIT_HD int64_t gatherIndex(int64_t i, int64_t inner, int64_t count, int64_t &q) {
+  q = (i / inner) % count;
+  return q;
+}
+PLAIT_HD int64_t gatherOffset(int64_t i, int64_t row, int64_t size, int64_t inner,
+                              int64_t count) {
+  int64_t k = i % inner, o = i / (inner * count);
+  return (o * size + row) * inner + k;
+}
+/// An index as gather reads it: negative ones count from the end; -1 when out of range.
+PLAIT_HD int64_t normalizedIndex(int64_t v, int64_t size) {
+  if (v < 0)
+    v += size;
+  return (v < 0 || v >= size) ? -1 : v;
+}
+
 /// Where a row-major GEMM reads op(A)[i][p] and op(B)[p][j] (element offsets within one
 /// batch entry): transposed operands are read with their pitch along the other dimension.
 PLAIT_HD int64_t gemmOffsetA(const GemmGeometry &g, int64_t i, int64_t p) {

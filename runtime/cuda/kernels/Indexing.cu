@@ -9,10 +9,7 @@ namespace {
 
 template <typename I>
 __device__ __forceinline__ int64_t normalizedIndex(const I *indices, int64_t q, int64_t size) {
-  int64_t v = int64_t(indices[q]);
-  if (v < 0)
-    v += size;
-  return (v < 0 || v >= size) ? -1 : v;
+  return indexing::normalizedIndex(int64_t(indices[q]), size);
 }
 
 template <typename E, typename I>
@@ -21,14 +18,14 @@ __global__ void gatherKernel(const E *data, const I *indices, E *out, int64_t ou
                              int errorTag) {
   int64_t n = outer * count * inner;
   PLAIT_GRID_STRIDE(i, n) {
-    int64_t k = i % inner, q = (i / inner) % count, o = i / (inner * count);
-    int64_t row = normalizedIndex(indices, q, size);
+    int64_t q;
+    int64_t row = normalizedIndex(indices, indexing::gatherIndex(i, inner, count, q), size);
     if (row < 0) {
       atomicCAS(deviceError, 0, errorTag);
       out[i] = E{};
       continue;
     }
-    out[i] = data[(o * size + row) * inner + k];
+    out[i] = data[indexing::gatherOffset(i, row, size, inner, count)];
   }
 }
 
@@ -42,13 +39,13 @@ __global__ void gatherGradKernel(const S *grad, const I *indices, float *acc, in
                                  int errorTag) {
   int64_t n = outer * count * inner;
   PLAIT_GRID_STRIDE(i, n) {
-    int64_t k = i % inner, q = (i / inner) % count, o = i / (inner * count);
-    int64_t row = normalizedIndex(indices, q, size);
+    int64_t q;
+    int64_t row = normalizedIndex(indices, indexing::gatherIndex(i, inner, count, q), size);
     if (row < 0) {
       atomicCAS(deviceError, 0, errorTag);
       continue;
     }
-    atomicAdd(&acc[(o * size + row) * inner + k], float(load(grad, i)));
+    atomicAdd(&acc[indexing::gatherOffset(i, row, size, inner, count)], float(load(grad, i)));
   }
 }
 

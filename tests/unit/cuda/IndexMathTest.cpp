@@ -317,6 +317,58 @@ TEST(IndexMath, PlannedGemmsComputeTheCpuMatmul) {
   }
 }
 
+// gather and gather_grad read and scatter through gatherIndex / gatherOffset /
+// normalizedIndex: checked against the CPU's gather and gather_grad (negative indices,
+// repeats, every axis).
+TEST(IndexMath, GatherOffsetsMatchTheCpuGather) {
+  const std::vector<int64_t> dataShape = {3, 5, 2};
+  const std::vector<int64_t> indices = {4, -1, 0, 2, 2, -5};
+  std::vector<int64_t> data = iota(numel(dataShape));
+  for (int64_t axis : {0, 1, 2}) {
+    int64_t size = dataShape[size_t(axis)];
+    std::vector<int64_t> valid;
+    for (int64_t v : indices)
+      if (v >= -size && v < size)
+        valid.push_back(v);
+    std::vector<int64_t> idxShape = {int64_t(valid.size())};
+    std::vector<int64_t> outShape(dataShape.begin(), dataShape.begin() + axis);
+    outShape.push_back(int64_t(valid.size()));
+    outShape.insert(outShape.end(), dataShape.begin() + axis + 1, dataShape.end());
+    rt::Attrs attrs;
+    attrs.set("axis", ints({axis}));
+    std::vector<int64_t> expected = runCpu("gather", {data, valid}, {dataShape, idxShape},
+                                           outShape, attrs);
+    int64_t outer = 1, inner = 1, count = int64_t(valid.size());
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= dataShape[size_t(d)];
+    for (size_t d = size_t(axis) + 1; d < dataShape.size(); ++d)
+      inner *= dataShape[d];
+    std::vector<int64_t> scattered(data.size(), 0); // what gather_grad of `expected` adds up
+    for (int64_t i = 0; i < outer * count * inner; ++i) {
+      int64_t q;
+      int64_t row = indexing::normalizedIndex(valid[size_t(indexing::gatherIndex(i, inner,
+                                                                                 count, q))],
+                                              size);
+      ASSERT_GE(row, 0);
+      int64_t at = indexing::gatherOffset(i, row, size, inner, count);
+      ASSERT_EQ(data[size_t(at)], expected[size_t(i)]) << "axis " << axis << " element " << i;
+      scattered[size_t(at)] += expected[size_t(i)];
+    }
+    // The CPU's gather_grad of `expected` (as f32) must equal the scatter above.
+    std::vector<float> grad(expected.begin(), expected.end()), result(data.size(), -1.0f);
+    std::vector<rt::TensorView> in{{grad.data(), rt::DType::F32, outShape},
+                                   {const_cast<int64_t *>(valid.data()), rt::DType::I64, idxShape}};
+    std::vector<rt::TensorView> out{{result.data(), rt::DType::F32, dataShape}};
+    std::vector<uint8_t> workspace(1 << 16);
+    rt::KernelCall call{in, out, attrs};
+    call.workspace = workspace.data();
+    call.workspaceBytes = workspace.size();
+    ASSERT_TRUE(rt::findKernel("gather_grad")(call).ok());
+    for (size_t e = 0; e < data.size(); ++e)
+      ASSERT_EQ(double(result[e]), double(scattered[e])) << "axis " << axis << " grad " << e;
+  }
+}
+
 /// cudaMemcpy2D on the host: `rows` rows of `width` bytes from src (pitch spitch) to dst
 /// (pitch dpitch).
 void copy2d(void *dst, int64_t dpitch, const void *src, int64_t spitch, int64_t width,
