@@ -34,6 +34,19 @@ struct GemmPlan {
 Status planCudaMatmul(const Attrs &attrs, const TensorView &a, const TensorView &b,
                       const TensorView &out, GemmPlan &plan);
 
+/// A planned GEMM as cuBLASLt's column-major call: row-major C = op(A) op(B) is column-major
+/// C^T = op(B)^T op(A)^T, so cuBLASLt's "A" is our B and its "B" our A, each transposed
+/// exactly when ours is. Matrices are (rows, cols, ld) as cublasLtMatrixLayoutCreate takes
+/// them; strides are the batch offsets (CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET).
+struct LtCall {
+  bool transA = false, transB = false; // CUBLASLT_MATMUL_DESC_TRANSA / TRANSB
+  int64_t aRows = 0, aCols = 0, lda = 0, strideA = 0; // cuBLASLt's A (our B)
+  int64_t bRows = 0, bCols = 0, ldb = 0, strideB = 0; // cuBLASLt's B (our A)
+  int64_t cRows = 0, cCols = 0, ldc = 0, strideC = 0;
+  int64_t batch = 1;
+};
+LtCall ltCallOf(const GemmPlan &plan);
+
 /// The per-call GEMM of `plan` as the device kernels take it (kernels/Gemm.cu).
 cuda::GemmGeometry gemmGeometryOf(const GemmPlan &plan);
 

@@ -223,6 +223,28 @@ Status planCudaMatmul(const Attrs &attrs, const TensorView &a, const TensorView 
   return {};
 }
 
+LtCall ltCallOf(const GemmPlan &p) {
+  LtCall lt;
+  lt.transA = p.transB; // cuBLASLt's A is our B
+  lt.transB = p.transA;
+  // Our B, stored k x n row-major (n x k if transposed) with pitch ldb, is column-major
+  // n x k (k x n): exactly op(B)^T (or what a transpose turns into it).
+  lt.aRows = p.transB ? p.k : p.n;
+  lt.aCols = p.transB ? p.n : p.k;
+  lt.lda = p.ldb;
+  lt.strideA = p.strideB;
+  lt.bRows = p.transA ? p.m : p.k;
+  lt.bCols = p.transA ? p.k : p.m;
+  lt.ldb = p.lda;
+  lt.strideB = p.strideA;
+  lt.cRows = p.n;
+  lt.cCols = p.m;
+  lt.ldc = p.ldc;
+  lt.strideC = p.strideC;
+  lt.batch = p.batch;
+  return lt;
+}
+
 cuda::GemmGeometry gemmGeometryOf(const GemmPlan &p) {
   cuda::GemmGeometry g;
   g.transA = p.transA;
@@ -317,23 +339,23 @@ Status prepareLtGemm(CudaLibraries &libraries, DType dtype, const Alignments &al
   cudaDataType_t type = cudaTypeOf(dtype);
   PLAIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(
       &g.desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, f64 ? CUDA_R_64F : CUDA_R_32F));
-  cublasOperation_t opA = p.transB ? CUBLAS_OP_T : CUBLAS_OP_N; // cuBLASLt's A: our B
-  cublasOperation_t opB = p.transA ? CUBLAS_OP_T : CUBLAS_OP_N; // cuBLASLt's B: our A
+  const LtCall lt = ltCallOf(p); // the row-major to column-major mapping, tested on the host
+  cublasOperation_t opA = lt.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = lt.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   PLAIT_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
   PLAIT_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-  // Column-major stored shapes: our B is n x k (or k x n transposed) with pitch ldb, ...
-  PLAIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(
-      &g.a, type, uint64_t(p.transB ? p.k : p.n), uint64_t(p.transB ? p.n : p.k), p.ldb));
-  PLAIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(
-      &g.b, type, uint64_t(p.transA ? p.m : p.k), uint64_t(p.transA ? p.k : p.m), p.lda));
   PLAIT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatrixLayoutCreate(&g.c, type, uint64_t(p.n), uint64_t(p.m), p.ldc));
-  if (p.batch > 1) {
-    PLAIT_RETURN_IF_ERROR(setBatch(g.a, int32_t(p.batch), p.strideB));
-    PLAIT_RETURN_IF_ERROR(setBatch(g.b, int32_t(p.batch), p.strideA));
-    PLAIT_RETURN_IF_ERROR(setBatch(g.c, int32_t(p.batch), p.strideC));
+      cublasLtMatrixLayoutCreate(&g.a, type, uint64_t(lt.aRows), uint64_t(lt.aCols), lt.lda));
+  PLAIT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&g.b, type, uint64_t(lt.bRows), uint64_t(lt.bCols), lt.ldb));
+  PLAIT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&g.c, type, uint64_t(lt.cRows), uint64_t(lt.cCols), lt.ldc));
+  if (lt.batch > 1) {
+    PLAIT_RETURN_IF_ERROR(setBatch(g.a, int32_t(lt.batch), lt.strideA));
+    PLAIT_RETURN_IF_ERROR(setBatch(g.b, int32_t(lt.batch), lt.strideB));
+    PLAIT_RETURN_IF_ERROR(setBatch(g.c, int32_t(lt.batch), lt.strideC));
   }
   cublasLtMatmulPreference_t preference = nullptr;
   PLAIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&preference));

@@ -314,6 +314,41 @@ TEST(IndexMath, PlannedGemmsComputeTheCpuMatmul) {
           }
     }
     EXPECT_EQ(got, expected) << rt::shapeString(c.a) << " x " << rt::shapeString(c.b);
+
+    // The same GEMMs as cuBLASLt is asked for them (ltCallOf), evaluated with BLAS's
+    // column-major semantics: D[r + c * ldc] = sum_p op(A)[r, p] op(B)[p, c], where a
+    // layout (rows, cols, ld) holds element (r, c) at r + c * ld and op transposes.
+    rt::LtCall lt = rt::ltCallOf(plan);
+    int64_t mm = lt.transA ? lt.aCols : lt.aRows, kk = lt.transA ? lt.aRows : lt.aCols;
+    int64_t nn = lt.transB ? lt.bRows : lt.bCols;
+    ASSERT_EQ(kk, lt.transB ? lt.bCols : lt.bRows);
+    ASSERT_EQ(mm, lt.cRows);
+    ASSERT_EQ(nn, lt.cCols);
+    ASSERT_GE(lt.lda, lt.aRows);
+    ASSERT_GE(lt.ldb, lt.bRows);
+    ASSERT_GE(lt.ldc, lt.cRows);
+    std::vector<float> viaLt(expected.size(), -777.0f);
+    for (int64_t call = 0; call < plan.calls(); ++call) {
+      // cuBLASLt's A pointer is our B, its B our A.
+      const float *pa = b.data() + (plan.offB.empty() ? 0 : plan.offB[size_t(call)]);
+      const float *pb = a.data() + (plan.offA.empty() ? 0 : plan.offA[size_t(call)]);
+      float *pc = viaLt.data() + (plan.offC.empty() ? 0 : plan.offC[size_t(call)]);
+      for (int64_t e = 0; e < lt.batch; ++e)
+        for (int64_t r = 0; r < mm; ++r)
+          for (int64_t col = 0; col < nn; ++col) {
+            double sum = 0;
+            for (int64_t p = 0; p < kk; ++p) {
+              double x = lt.transA ? pa[e * lt.strideA + p + r * lt.lda]
+                                   : pa[e * lt.strideA + r + p * lt.lda];
+              double y = lt.transB ? pb[e * lt.strideB + col + p * lt.ldb]
+                                   : pb[e * lt.strideB + p + col * lt.ldb];
+              sum += x * y;
+            }
+            pc[e * lt.strideC + r + col * lt.ldc] = float(sum);
+          }
+    }
+    EXPECT_EQ(viaLt, expected) << "cuBLASLt mapping: " << rt::shapeString(c.a) << " x "
+                               << rt::shapeString(c.b);
   }
 }
 
