@@ -34,6 +34,11 @@ struct GemmPlan {
 Status planCudaMatmul(const Attrs &attrs, const TensorView &a, const TensorView &b,
                       const TensorView &out, GemmPlan &plan);
 
+/// ONNX Gemm's single GEMM: a [M, K] (or [K, M] with transA), b [K, N] (or [N, K]), dense
+/// operands and result.
+GemmPlan planOnnxGemm(bool transA, bool transB, const std::vector<int64_t> &aShape,
+                      const std::vector<int64_t> &bShape);
+
 /// A planned GEMM as cuBLASLt's column-major call: row-major C = op(A) op(B) is column-major
 /// C^T = op(B)^T op(A)^T, so cuBLASLt's "A" is our B and its "B" our A, each transposed
 /// exactly when ours is. Matrices are (rows, cols, ld) as cublasLtMatrixLayoutCreate takes

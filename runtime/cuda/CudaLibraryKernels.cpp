@@ -223,6 +223,20 @@ Status planCudaMatmul(const Attrs &attrs, const TensorView &a, const TensorView 
   return {};
 }
 
+GemmPlan planOnnxGemm(bool transA, bool transB, const std::vector<int64_t> &aShape,
+                      const std::vector<int64_t> &bShape) {
+  GemmPlan p;
+  p.transA = transA;
+  p.transB = transB;
+  p.m = transA ? aShape[1] : aShape[0];
+  p.k = transA ? aShape[0] : aShape[1];
+  p.n = transB ? bShape[0] : bShape[1];
+  p.lda = aShape[1]; // the stored row pitch, as LinalgKernels.cpp's gemm passes it
+  p.ldb = bShape[1];
+  p.ldc = p.n;
+  return p;
+}
+
 LtCall ltCallOf(const GemmPlan &p) {
   LtCall lt;
   lt.transA = p.transB; // cuBLASLt's A is our B
@@ -497,16 +511,7 @@ Status gemmKernel(const CudaKernelCall &call) {
   if (!g)
     return Status::internal("gemm: the executor gave no per-instruction cache");
   if (call.check) {
-    GemmPlan &p = g->plan;
-    p.transA = transA;
-    p.transB = transB;
-    p.m = m;
-    p.n = n;
-    p.k = k;
-    p.lda = a.shape[1];
-    p.ldb = b.shape[1];
-    p.ldc = n;
-    p.count = p.batch = 1;
+    g->plan = planOnnxGemm(transA, transB, a.shape, b.shape);
     return {};
   }
   if (out.numel() == 0)

@@ -352,6 +352,56 @@ TEST(IndexMath, PlannedGemmsComputeTheCpuMatmul) {
   }
 }
 
+// ONNX Gemm (the mlp's and cnn's linear layers): planOnnxGemm through the cuBLASLt mapping,
+// with the bias broadcast into the result first and beta applied by the GEMM, against the
+// CPU's gemm for every transpose combination.
+TEST(IndexMath, OnnxGemmThroughTheCuBlasLtMappingMatchesTheCpu) {
+  const int64_t m = 3, k = 4, n = 5;
+  for (bool transA : {false, true})
+    for (bool transB : {false, true}) {
+      std::vector<int64_t> aShape = transA ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
+      std::vector<int64_t> bShape = transB ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+      std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+      std::vector<float> bias(static_cast<size_t>(n));
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] = float(int64_t(i * 5 % 7) - 3);
+      for (size_t i = 0; i < b.size(); ++i)
+        b[i] = float(int64_t(i * 3 % 8) - 4);
+      for (size_t i = 0; i < bias.size(); ++i)
+        bias[i] = float(i) - 2;
+      rt::Attrs attrs;
+      attrs.set("trans_a", ints({transA}));
+      attrs.set("trans_b", ints({transB}));
+      rt::AttrValue alpha, beta;
+      alpha.floats = {2.0};
+      beta.floats = {0.5};
+      attrs.set("alpha", alpha);
+      attrs.set("beta", beta);
+      std::vector<float> expected =
+          runCpuF32("gemm", {a, b, bias}, {aShape, bShape, {n}}, {m, n}, attrs);
+      rt::LtCall lt = rt::ltCallOf(rt::planOnnxGemm(transA, transB, aShape, bShape));
+      std::vector<float> c(size_t(m * n));
+      for (int64_t i = 0; i < m; ++i) // the bias broadcast into C (launchStridedCopy)
+        for (int64_t j = 0; j < n; ++j)
+          c[size_t(i * n + j)] = bias[size_t(j)];
+      int64_t mm = lt.transA ? lt.aCols : lt.aRows, kk = lt.transA ? lt.aRows : lt.aCols;
+      int64_t nn = lt.transB ? lt.bRows : lt.bCols;
+      ASSERT_EQ(mm, n);
+      ASSERT_EQ(nn, m);
+      ASSERT_EQ(kk, k);
+      for (int64_t r = 0; r < mm; ++r)
+        for (int64_t col = 0; col < nn; ++col) {
+          double sum = 0;
+          for (int64_t p = 0; p < kk; ++p)
+            sum += double(lt.transA ? b[size_t(p + r * lt.lda)] : b[size_t(r + p * lt.lda)]) *
+                   double(lt.transB ? a[size_t(col + p * lt.ldb)] : a[size_t(p + col * lt.ldb)]);
+          float &out = c[size_t(r + col * lt.ldc)];
+          out = float(2.0 * sum + 0.5 * double(out));
+        }
+      EXPECT_EQ(c, expected) << "trans_a " << transA << " trans_b " << transB;
+    }
+}
+
 // gather and gather_grad read and scatter through gatherIndex / gatherOffset /
 // normalizedIndex: checked against the CPU's gather and gather_grad (negative indices,
 // repeats, every axis).
