@@ -14,6 +14,7 @@
 #include "codegen/schema/FusedElementwise.h"
 #include "codegen/schema/MatmulLayout.h"
 #include "runtime/cpu/ConvSupport.h"
+#include "runtime/cuda/CudaDnn.h"
 #include "runtime/cuda/CudaGemmPlan.h"
 #include "runtime/cuda/CudaKernelSupport.h"
 #include "runtime/cuda/CudaLibraries.h"
@@ -588,8 +589,9 @@ Status checkDnnConv(std::string_view kernel, const cpu::ConvShape &s, DType t) {
   return {};
 }
 
-Status prepareDnnConv(CudaLibraries &libraries, const cpu::ConvShape &s, DType dtype, bool bias,
-                      ConvPass pass, DnnConv &d) {
+/// The cuDNN descriptors of a convolution (no handle, no device needed): x, w, y, bias and the
+/// convolution, checked against the plan's output size.
+Status describeDnnConv(const cpu::ConvShape &s, DType dtype, bool bias, DnnConv &d) {
   cudnnDataType_t type = cudnnTypeOf(dtype);
   cudnnDataType_t compute = dtype == DType::F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   PLAIT_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&d.x));
@@ -621,9 +623,16 @@ Status prepareDnnConv(CudaLibraries &libraries, const cpu::ConvShape &s, DType d
       d.conv, dtype == DType::BF16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   int n = 0, c = 0, h = 0, wd = 0;
   PLAIT_CUDNN_RETURN_IF_ERROR(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &n, &c, &h, &wd));
-  if (h != s.outHeight || wd != s.outWidth)
-    return Status::errorf("cuDNN computes a {}x{} output where the plan has {}x{}", h, wd,
-                          s.outHeight, s.outWidth);
+  if (n != s.batch || c != s.filters || h != s.outHeight || wd != s.outWidth)
+    return Status::errorf("cuDNN computes a [{}, {}, {}, {}] output where the plan has "
+                          "[{}, {}, {}, {}]",
+                          n, c, h, wd, s.batch, s.filters, s.outHeight, s.outWidth);
+  return {};
+}
+
+Status prepareDnnConv(CudaLibraries &libraries, const cpu::ConvShape &s, DType dtype, bool bias,
+                      ConvPass pass, DnnConv &d) {
+  PLAIT_RETURN_IF_ERROR(describeDnnConv(s, dtype, bias, d));
   cudnnHandle_t handle = libraries.cudnn();
   size_t limit = libraries.workspaceBytes();
   constexpr int kAsk = 8;
@@ -779,6 +788,12 @@ Status fusedElementwiseKernel(const CudaKernelCall &call) {
 }
 
 } // namespace
+
+Status describeConvForCudnn(const cpu::ConvShape &shape, DType dtype, bool bias) {
+  PLAIT_RETURN_IF_ERROR(checkDnnConv("conv2d", shape, dtype));
+  DnnConv descriptors;
+  return describeDnnConv(shape, dtype, bias, descriptors);
+}
 
 void registerCudaLibraryKernels() {
   registerCudaKernel("matmul", &matmulKernel);

@@ -17,6 +17,7 @@
 #include "PlanMaker.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaDnn.h"
 #include "runtime/cuda/CudaExecutor.h"
 #include "runtime/cuda/CudaGemmPlan.h"
 #include "runtime/cuda/CudaKernel.h"
@@ -29,6 +30,12 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using testing::PlanMaker;
+
+rt::AttrValue ints(std::vector<int64_t> v) {
+  rt::AttrValue a;
+  a.ints = std::move(v);
+  return a;
+}
 
 bool haveCudaDevice() {
   std::vector<rt::CudaDeviceInfo> devices;
@@ -106,6 +113,40 @@ TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
       EXPECT_TRUE(checked.ok()) << path << " rank " << rank << ": " << checked.message();
     }
   }
+}
+
+// Every convolution of the CNN's plans (forward and both gradients) as cuDNN is given it:
+// the descriptors build (no device needed) and cuDNN computes the plan's output shape.
+TEST_F(SamplePlans, CnnConvolutionsDescribeForCudnn) {
+  int convolutions = 0;
+  for (const std::string &path : plans_) {
+    if (fs::path(path).filename().string().rfind("cnn", 0) != 0)
+      continue;
+    rt::Plan plan;
+    ASSERT_TRUE(rt::loadPlan(path, plan).ok());
+    for (const rt::PlanInstr &in : plan.instrs) {
+      const std::string &op = plan.kernels[in.kernel];
+      auto view = [&](uint32_t t) {
+        return rt::TensorView{nullptr, plan.tensors[t].dtype, plan.tensors[t].shape};
+      };
+      rt::TensorView x, w, y;
+      if (op == "conv2d")
+        x = view(in.inputs[0]), w = view(in.inputs[1]), y = view(in.outputs[0]);
+      else if (op == "conv2d_grad_input")
+        x = view(in.outputs[0]), w = view(in.inputs[1]), y = view(in.inputs[0]);
+      else if (op == "conv2d_grad_weight")
+        x = view(in.inputs[0]), w = view(in.outputs[0]), y = view(in.inputs[1]);
+      else
+        continue;
+      rt::cpu::ConvShape shape;
+      ASSERT_TRUE(rt::cpu::planConvShape(op, in.attrs, x, w, y, "output", shape).ok());
+      rt::Status described = rt::describeConvForCudnn(shape, x.dtype, op == "conv2d" &&
+                                                                          in.inputs.size() > 2);
+      EXPECT_TRUE(described.ok()) << path << ": " << in.name << ": " << described.message();
+      ++convolutions;
+    }
+  }
+  EXPECT_GE(convolutions, 6); // forward and two gradients, fp32 and bf16-mixed at least
 }
 
 // The fp32 plans carry the generated fused kernels the CUDA backend launches from the fatbin.
@@ -275,16 +316,44 @@ TEST(CudaExecutor, ACpuPlanIsNotRunOnCuda) {
             "m.plan: compiled for --device cpu, not cuda");
 }
 
+// Convolution geometries cuDNN is given, built on the host: strides, padding, dilation,
+// groups; and what it cannot take, refused.
+TEST(CudnnConvolution, DescriptorsGiveThePlannedOutputShape) {
+  struct Case {
+    std::vector<int64_t> x, w, y;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> attrs;
+    std::string error; // "" when cuDNN takes it
+  };
+  const Case cases[] = {
+      {{2, 3, 8, 8}, {4, 3, 3, 3}, {2, 4, 8, 8}, {{"pads", {1, 1, 1, 1}}}, ""},
+      {{2, 3, 9, 7}, {4, 3, 3, 3}, {2, 4, 5, 4},
+       {{"pads", {1, 1, 1, 1}}, {"strides", {2, 2}}}, ""},
+      {{1, 4, 8, 8}, {6, 2, 3, 3}, {1, 6, 4, 4}, {{"group", {2}}, {"dilations", {2, 2}}}, ""},
+      {{2, 8, 5, 5}, {16, 8, 1, 1}, {2, 16, 5, 5}, {}, ""},
+      {{1, 1, 6, 6}, {1, 1, 3, 3}, {1, 1, 5, 4}, {{"pads", {1, 0, 0, 0}}},
+       "conv2d: asymmetric padding has no cuDNN kernel"}};
+  for (const Case &c : cases) {
+    rt::Attrs attrs; // the plan spells every attribute out
+    attrs.set("strides", ints({1, 1}));
+    attrs.set("pads", ints({0, 0, 0, 0}));
+    attrs.set("dilations", ints({1, 1}));
+    attrs.set("group", ints({1}));
+    for (const auto &[name, values] : c.attrs)
+      attrs.set(name, ints(values));
+    rt::TensorView x{nullptr, rt::DType::F32, c.x}, w{nullptr, rt::DType::F32, c.w},
+        y{nullptr, rt::DType::F32, c.y};
+    rt::cpu::ConvShape shape;
+    rt::Status planned = rt::cpu::planConvShape("conv2d", attrs, x, w, y, "output", shape);
+    ASSERT_TRUE(planned.ok()) << planned.message();
+    EXPECT_EQ(rt::describeConvForCudnn(shape, rt::DType::F32, true).message(), c.error)
+        << rt::shapeString(c.x) << " * " << rt::shapeString(c.w);
+  }
+}
+
 //===--- GEMM planning --------------------------------------------------------------------===//
 
 rt::TensorView shaped(std::vector<int64_t> shape) {
   return rt::TensorView{nullptr, rt::DType::F32, std::move(shape)};
-}
-
-rt::AttrValue ints(std::vector<int64_t> v) {
-  rt::AttrValue a;
-  a.ints = std::move(v);
-  return a;
 }
 
 TEST(GemmPlan, ALinearLayerFoldsTheBatchIntoM) {
