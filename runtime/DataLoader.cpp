@@ -60,14 +60,17 @@ Status DataLoader::open(const std::string &dir, const Plan &plan, DataLoader &ou
   return {};
 }
 
-Status DataLoader::loadBatch(int64_t step, Executor &exec) const {
+const uint8_t *DataLoader::batchData(int64_t step, size_t input) const {
   int64_t first = ((step % batchesPerEpoch()) * world_ + rank_) * batch_;
+  size_t sampleBytes = plan_->tensors[plan_->inputs[input]].bytes / static_cast<size_t>(batch_);
+  return columns_[input].bytes.data() + first * sampleBytes;
+}
+
+Status DataLoader::loadBatch(int64_t step, Executor &exec) const {
   for (size_t i = 0; i < columns_.size(); ++i) {
     const PlanTensor &input = plan_->tensors[plan_->inputs[i]];
-    size_t sampleBytes = input.bytes / static_cast<size_t>(batch_);
     // Raw bytes rather than a TensorView: building one would copy (allocate) the shape.
-    PLAIT_RETURN_IF_ERROR(exec.setInput(i, input.dtype, input.shape,
-                                        columns_[i].bytes.data() + first * sampleBytes));
+    PLAIT_RETURN_IF_ERROR(exec.setInput(i, input.dtype, input.shape, batchData(step, i)));
   }
   return {};
 }

@@ -27,6 +27,10 @@ public:
   /// without allocating.
   Status loadBatch(int64_t step, Executor &exec) const;
 
+  /// This rank's part of global batch `step` (0-based) of graph input `input`: the bytes
+  /// loadBatch copies (for executors other than Executor, e.g. the CUDA backend's).
+  const uint8_t *batchData(int64_t step, size_t input) const;
+
   int64_t samples() const { return samples_; }
   int64_t batchSize() const { return batch_; } // per rank
   int64_t batchesPerEpoch() const { return samples_ / (batch_ * world_); }

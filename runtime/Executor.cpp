@@ -1,6 +1,7 @@
 // The instruction loop. Offsets come from the compiler's memory plan and were range-checked
 // by the loader; tensors may overlap in time, and the executor trusts that plan.
 #include "runtime/Executor.h"
+#include "runtime/PlanInit.h"
 #include "runtime/RunActivity.h"
 
 #include <algorithm>
@@ -92,59 +93,12 @@ Status Executor::createGroups() {
 Status Executor::initialiseParamsAndConstants() {
   for (uint32_t i = 0; i < plan_.tensors.size(); ++i) {
     const PlanTensor &t = plan_.tensors[i];
-    uint8_t *dst = arena_.data() + t.offset;
     // Optimizer state starts as zeros, like PyTorch's: the fresh arena's pages already are,
     // and leaving them untouched keeps them out of RSS until the first update.
-    if (t.kind == TensorKind::State)
-      continue;
     if (t.kind != TensorKind::Param && t.kind != TensorKind::Constant)
       continue;
-    if (t.sharded) {
-      PLAIT_RETURN_IF_ERROR(initialiseShard(i));
-      continue;
-    }
-    if (t.data >= 0) {
-      if (t.bytes != 0) // an empty tensor's source may be a null pointer
-        std::memcpy(dst, plan_.bufferData(t.data), t.bytes);
-      continue;
-    }
-    Status filled = fillParam(t.init, t.dtype, t.numel(), dst, options_.seed, t.name);
-    if (!filled.ok())
-      return filled.withPrefix(
-          fmt::format("{}: tensor {} ('{}'): ", plan_.path, i, printable(t.name)));
-  }
-  return {};
-}
-
-// This rank's slice [i * S, (i + 1) * S) of the unit's flat buffer: the overlapping part of
-// each piece, from its data or its initializer (which fillParam evaluates per element, so
-// the slice equals that part of the unsharded param), zeros in the padding.
-Status Executor::initialiseShard(uint32_t tensor) {
-  const PlanTensor &t = plan_.tensors[tensor];
-  uint32_t group, index;
-  if (!t.shard.groups.locate(options_.rank, group, index)) // the loader places every rank
-    return Status::internal(fmt::format("{}: rank {} holds no shard of tensor {}", plan_.path,
-                                        options_.rank, tensor));
-  size_t elementBytes = dtypeSize(t.dtype);
-  uint64_t first = uint64_t(index) * uint64_t(t.numel()), last = first + uint64_t(t.numel());
-  uint8_t *dst = arena_.data() + t.offset;
-  std::memset(dst, 0, t.bytes);
-  for (const ShardPiece &p : t.shard.pieces) {
-    uint64_t lo = std::max(first, p.offset), hi = std::min(last, p.offset + p.numel);
-    if (lo >= hi)
-      continue;
-    uint8_t *out = dst + (lo - first) * elementBytes;
-    uint64_t inPiece = lo - p.offset;
-    if (p.data >= 0) {
-      std::memcpy(out, plan_.bufferData(p.data) + inPiece * elementBytes,
-                  (hi - lo) * elementBytes);
-      continue;
-    }
-    Status filled = fillParam(p.init, t.dtype, int64_t(hi - lo), out, options_.seed, p.name,
-                              int64_t(inPiece));
-    if (!filled.ok())
-      return filled.withPrefix(fmt::format("{}: tensor {} ('{}'), piece '{}': ", plan_.path,
-                                           tensor, printable(t.name), printable(p.name)));
+    PLAIT_RETURN_IF_ERROR(
+        initialTensorBytes(plan_, i, options_.rank, options_.seed, arena_.data() + t.offset));
   }
   return {};
 }

@@ -101,7 +101,6 @@ private:
       : plan_(plan), options_(options) {}
   Status createGroups();
   Status initialiseParamsAndConstants();
-  Status initialiseShard(uint32_t tensor);
   Status runInstr(size_t i);
   /// Notes that the step touches `tensor` (for stepArenaHighWater).
   void touch(uint32_t tensor) {

@@ -128,7 +128,10 @@ struct Plan {
   /// The plan's generated CPU kernels (a shared object), or empty: fused_elementwise
   /// instructions then run the interpreter.
   std::vector<uint8_t> generatedCpu;
-  /// The device the plan was compiled for: "cpu" or "cuda" (plait-run runs "cpu" plans).
+  /// The plan's generated CUDA kernels (an nvcc fatbin for sm_80 and sm_90), or empty; each
+  /// fused_elementwise instruction names its kernel in its "cuda_symbol" attribute.
+  std::vector<uint8_t> generatedCuda;
+  /// The device the plan was compiled for: "cpu" or "cuda" (the CUDA executor runs "cuda").
   std::string device = "cpu";
   bool training = false;            // output 0 is the loss; updates run after each step
   std::vector<PlanUpdate> updates;

@@ -90,6 +90,7 @@ private:
     out_.report = str(root_.report());
     out_.source = str(root_.source());
     out_.generatedCpu = copyScalars(root_.generated_cpu());
+    out_.generatedCuda = copyScalars(root_.generated_cuda());
     if (root_.device())
       out_.device = root_.device()->str();
     out_.tensors.reserve(numTensors());

@@ -28,6 +28,10 @@ struct RunOptions {
   bool resume = false;         // continue from the newest usable checkpoint
   double timeoutSeconds = 300; // deadline of each collective and of the launch
   int maxRestarts = 0;         // --nproc: relaunch from the last checkpoint this many times
+  /// CUDA plans: time every instruction with CUDA events over the steps and write, from rank
+  /// 0, a JSON report of each one's time and achieved bandwidth against the device's copy
+  /// bandwidth (CudaRun.h). Empty: no timing.
+  std::string kernelTimes;
 };
 
 /// Runs `steps` steps of the plan (training plans update their params and state after

@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
                "zero3/fsdp/hsdp: keep gathered params from forward to backward");
   app.add_option("--device", options.device,
                  "cpu, or cuda: the fused kernels generated as CUDA C++ and compiled by nvcc "
-                 "for sm_80 and sm_90 (a plan plait-run cannot run yet)")
+                 "for sm_80 and sm_90 (plait-run runs it on its CUDA backend where there is a GPU)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   std::vector<std::string> clusterPaths;
   app.add_option("--cluster", clusterPaths,

@@ -1,6 +1,6 @@
-// One status macro family for CUDA calls, the runtime API's and the driver API's: records the
-// call, file and line (IREE's CUDA_RETURN_IF_ERROR habit), so a failure deep in the backend
-// reaches plait-run as one line.
+// One status macro family for CUDA calls: the runtime API's, the driver API's, cuBLAS(Lt),
+// cuDNN and NCCL. Each records the call, file and line (IREE's CUDA_RETURN_IF_ERROR habit), so
+// a failure deep in the backend reaches plait-run as one line.
 #pragma once
 
 #include <cuda.h>
@@ -20,6 +20,13 @@ inline Status cudaStatus(cudaError_t err, const char *call, const char *file, in
 /// the error's name and text come from the driver).
 Status cuStatus(CUresult result, const char *call, const char *file, int line);
 
+/// The Status for a failed cuBLAS / cuBLASLt, cuDNN or NCCL call (CudaLibraries.cpp; the
+/// libraries' own error strings). The codes are passed as int so that this header needs
+/// none of the libraries' headers.
+Status cublasStatus(int status, const char *call, const char *file, int line);
+Status cudnnStatus(int status, const char *call, const char *file, int line);
+Status ncclStatus(int result, const char *call, const char *file, int line);
+
 } // namespace plait::rt
 
 #define PLAIT_CUDA_RETURN_IF_ERROR(expr)                                                        \
@@ -35,3 +42,27 @@ Status cuStatus(CUresult result, const char *call, const char *file, int line);
     if (plait_cu_result_ != CUDA_SUCCESS)                                                       \
       return ::plait::rt::cuStatus(plait_cu_result_, #expr, __FILE__, __LINE__);               \
   } while (0)
+
+#define PLAIT_CUBLAS_RETURN_IF_ERROR(expr)                                                      \
+  do {                                                                                          \
+    int plait_cublas_status_ = int(expr);                                                       \
+    if (plait_cublas_status_ != 0 /* CUBLAS_STATUS_SUCCESS */)                                  \
+      return ::plait::rt::cublasStatus(plait_cublas_status_, #expr, __FILE__, __LINE__);        \
+  } while (0)
+
+#define PLAIT_CUDNN_RETURN_IF_ERROR(expr)                                                       \
+  do {                                                                                          \
+    int plait_cudnn_status_ = int(expr);                                                        \
+    if (plait_cudnn_status_ != 0 /* CUDNN_STATUS_SUCCESS */)                                    \
+      return ::plait::rt::cudnnStatus(plait_cudnn_status_, #expr, __FILE__, __LINE__);         \
+  } while (0)
+
+#define PLAIT_NCCL_RETURN_IF_ERROR(expr)                                                        \
+  do {                                                                                          \
+    int plait_nccl_result_ = int(expr);                                                         \
+    if (plait_nccl_result_ != 0 /* ncclSuccess */)                                              \
+      return ::plait::rt::ncclStatus(plait_nccl_result_, #expr, __FILE__, __LINE__);           \
+  } while (0)
+
+/// A kernel launch (<<<...>>>) reports configuration errors only through cudaGetLastError.
+#define PLAIT_CUDA_RETURN_IF_LAUNCH_FAILED() PLAIT_CUDA_RETURN_IF_ERROR(cudaGetLastError())

@@ -113,6 +113,10 @@ int main(int argc, char **argv) {
                  "this many times")
       ->capture_default_str();
 
+  app.add_option("--kernel-times", options.kernelTimes,
+                 "CUDA plans: time every instruction with CUDA events and write FILE.json: "
+                 "each kernel's time and bandwidth against the device's copy bandwidth");
+
   if (auto rc = parseArgs(kTool, app, argc, argv))
     return *rc;
 

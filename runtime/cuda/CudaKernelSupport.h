@@ -1,0 +1,77 @@
+// Helpers shared by the host side of the CUDA kernels (runtime/cuda/Cuda*Kernels.cpp):
+// dtype codes, broadcast geometry for the device, workspace, launch checks.
+#pragma once
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "runtime/cpu/Broadcast.h"
+#include "runtime/cpu/KernelSupport.h"
+#include "runtime/cuda/CudaKernel.h"
+#include "runtime/cuda/kernels/Launch.h"
+
+namespace plait::rt::cuda {
+
+/// The device code's dtype number (the same as DType's).
+inline int code(DType t) { return static_cast<int>(t); }
+
+/// A broadcast plan (runtime/cpu/Broadcast.h) as the device kernels read it.
+template <size_t N> StridedGeometry toGeometry(const cpu::BroadcastPlan<N> &plan) {
+  StridedGeometry g;
+  g.rank = int32_t(plan.shape.size());
+  for (size_t d = 0; d < plan.shape.size(); ++d) {
+    g.shape[d] = plan.shape[d];
+    for (size_t k = 0; k < N; ++k)
+      g.stride[k][d] = plan.strides[k][d];
+  }
+  return g;
+}
+
+/// The dense copy of a strided view: result `shape`, source `strides` (elements), as
+/// runtime/cpu/StridedCopy.h takes them.
+StridedGeometry stridedView(cpu::ShapeRef shape, cpu::ShapeRef strides);
+
+/// A reduction of `shape` over `axes` (empty: every axis) as the device walks it, and the
+/// output shape (ReductionKernels.cpp's rules: axes normalised, none repeated).
+Status planReduceGeometry(std::string_view kernel, cpu::ShapeRef shape, cpu::ShapeRef axes,
+                          bool keepdims, cpu::Dims &outShape, ReduceGeometry &g);
+
+/// One part of a concat (or split) along `axis` as a 2-D copy: `rows` rows of `width` bytes,
+/// at `offset` bytes into the whole tensor whose rows are `pitch` bytes apart (the part's own
+/// rows are `width` apart). What cudaMemcpy2DAsync takes.
+struct SlabCopy {
+  int64_t offset = 0, pitch = 0, width = 0, rows = 0;
+};
+/// The copies of parts of sizes `parts` along `axis` of the whole tensor `whole` (in order).
+std::vector<SlabCopy> slabCopies(cpu::ShapeRef whole, int64_t axis, cpu::ShapeRef parts,
+                                 size_t elementBytes);
+
+/// Error unless the launch succeeded: "kernel: CUDA launch failed: ...".
+Status launched(cudaError_t err, std::string_view kernel);
+
+/// Device workspace of `bytes` for this call (256-byte aligned chunks taken in turn through
+/// `used`); in a checking call it only records the need and sets `out` to null.
+Status takeWorkspace(const CudaKernelCall &call, std::string_view kernel, uint64_t bytes,
+                     uint64_t &used, void *&out);
+
+/// Error for a dtype the CUDA kernel does not implement (the CPU kernel may):
+/// "kernel: dtype f64 has no CUDA kernel".
+Status noCudaDtype(std::string_view kernel, DType t);
+
+/// Whether [a, a + aBytes) and [b, b + bBytes) overlap.
+inline bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes) {
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return pa < pb + bBytes && pb < pa + aBytes;
+}
+
+} // namespace plait::rt::cuda
+
+namespace plait::rt {
+// The kernel families (one source file each); registerCudaKernels() calls them all.
+void registerCudaElementwiseKernels(); // unary, binary, where, cast       (CudaElementwiseKernels.cpp)
+void registerCudaReductionKernels();   // reduce_*, softmax, losses        (CudaReductionKernels.cpp)
+void registerCudaMovementKernels();    // movement, gather, pools          (CudaMovementKernels.cpp)
+void registerCudaOptimizerKernels();   // sgd, adamw, grouped_update       (CudaOptimizerKernels.cpp)
+void registerCudaLibraryKernels();     // matmul, gemm (cuBLASLt), conv2d (cuDNN), fused (CudaLibraryKernels.cpp)
+} // namespace plait::rt

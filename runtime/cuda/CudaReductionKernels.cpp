@@ -1,0 +1,262 @@
+// Host side of the CUDA reductions, softmax / log_softmax and the classification losses
+// (device code: kernels/Reduce.cu). Checks and shape rules are the CPU kernels' (LossSupport.h
+// for the losses).
+#include <array>
+
+#include "runtime/cpu/LossSupport.h"
+#include "runtime/cuda/CudaKernelSupport.h"
+
+namespace plait::rt::cuda {
+
+/// The reduction's geometry over `shape` and `axes` (empty: every axis), and the output shape
+/// (ReductionKernels.cpp's reducedShape rules: axes normalised, none repeated).
+Status planReduceGeometry(std::string_view kernel, cpu::ShapeRef shape, cpu::ShapeRef axes,
+                          bool keepdims, cpu::Dims &outShape, ReduceGeometry &g) {
+  int64_t rank = int64_t(shape.size());
+  std::array<bool, kMaxRank> reduced;
+  reduced.fill(axes.empty());
+  for (int64_t axis : axes) {
+    int64_t d;
+    PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kernel, axis, rank, d));
+    if (reduced[size_t(d)])
+      return Status::errorf("{}: axis {} is repeated", kernel, axis);
+    reduced[size_t(d)] = true;
+  }
+  cpu::Dims strides = cpu::contiguousStrides(shape);
+  outShape.clear();
+  g = ReduceGeometry();
+  g.outCount = 1;
+  g.reducedCount = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[size_t(d)]) {
+      outShape.push_back(shape[size_t(d)]);
+      g.keptShape[g.keptRank] = shape[size_t(d)];
+      g.keptStride[g.keptRank++] = strides[size_t(d)];
+      g.outCount *= shape[size_t(d)];
+    } else {
+      if (keepdims)
+        outShape.push_back(1);
+      g.reducedShape[g.reducedRank] = shape[size_t(d)];
+      g.reducedStride[g.reducedRank++] = strides[size_t(d)];
+      g.reducedCount *= shape[size_t(d)];
+    }
+  }
+  return {};
+}
+
+} // namespace plait::rt::cuda
+
+namespace plait::rt {
+namespace {
+
+using namespace cuda;
+using cpu::checkArity;
+using cpu::checkSameDtype;
+using cpu::checkShape;
+
+bool isFloatingDtype(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16;
+}
+
+template <ReduceOp kOp> struct Reduce {
+  static const char *name;
+  static Status run(const CudaKernelCall &call) {
+    KernelCall host = call.asHostCall();
+    PLAIT_RETURN_IF_ERROR(checkArity(host, name, 1, 1, 1));
+    const TensorView &x = call.inputs[0];
+    TensorView &out = call.outputs[0];
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(name, x, out));
+    cpu::Dims outShape;
+    ReduceGeometry g;
+    PLAIT_RETURN_IF_ERROR(planReduceGeometry(name, x.shape, call.attrs.getInts("axes"),
+                                     call.attrs.getBool("keepdims", true), outShape, g));
+    PLAIT_RETURN_IF_ERROR(checkShape(name, "output", out.shape, outShape));
+    if (x.dtype == DType::I1)
+      return noCudaDtype(name, x.dtype);
+    if (call.check)
+      return {};
+    return launched(launchReduce(kOp, code(x.dtype), x.data, out.data, g, call.stream), name);
+  }
+};
+template <ReduceOp kOp> const char *Reduce<kOp>::name = "";
+
+template <ReduceOp kOp> void registerReduce(const char *name) {
+  Reduce<kOp>::name = name;
+  registerCudaKernel(name, &Reduce<kOp>::run);
+}
+
+template <bool kLog> Status softmaxKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kLog ? "log_softmax" : "softmax";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 1, 1, 1));
+  const TensorView &x = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, y));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", y.shape, x.shape));
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
+  if (!isFloatingDtype(x.dtype))
+    return noCudaDtype(kName, x.dtype);
+  if (call.check)
+    return {};
+  int64_t outer = cpu::product(x.shape, 0, size_t(axis)), n = x.shape[size_t(axis)];
+  int64_t inner = cpu::product(x.shape, size_t(axis) + 1, x.shape.size());
+  return launched(launchSoftmax(kLog, code(x.dtype), x.data, y.data, outer, n, inner,
+                                call.stream),
+                  kName);
+}
+
+/// layer_norm (x, scale, bias?) and rms_norm (x, scale) over the dimensions from `axis` on;
+/// the checks are NormalizationKernels.cpp's.
+template <bool kRms> Status normKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kRms ? "rms_norm" : "layer_norm";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 2, kRms ? 2 : 3, 1));
+  const TensorView &x = call.inputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[0]));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", call.outputs[0].shape, x.shape));
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
+  for (size_t i = 1; i < call.inputs.size(); ++i) {
+    PLAIT_RETURN_IF_ERROR(checkShape(kName, i == 1 ? "scale" : "bias", call.inputs[i].shape,
+                                     cpu::ShapeRef(x.shape).slice(size_t(axis), x.shape.size())));
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.inputs[i]));
+  }
+  if (!isFloatingDtype(x.dtype))
+    return noCudaDtype(kName, x.dtype);
+  if (call.check)
+    return {};
+  int64_t rows = cpu::product(x.shape, 0, size_t(axis));
+  int64_t n = cpu::product(x.shape, size_t(axis), x.shape.size());
+  double eps = call.attrs.getFloat("epsilon", kRms ? 1e-6 : 1e-5);
+  const void *bias = call.inputs.size() > 2 ? call.inputs[2].data : nullptr;
+  return launched(launchNorm(kRms, code(x.dtype), x.data, call.inputs[1].data, bias,
+                             call.outputs[0].data, rows, n, eps, call.stream),
+                  kName);
+}
+
+/// argmax / argmin along `axis` (keepdims and select_last_index as ReductionKernels.cpp).
+template <bool kMax> Status argKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kMax ? "argmax" : "argmin";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 1, 1, 1));
+  const TensorView &x = call.inputs[0];
+  const TensorView &out = call.outputs[0];
+  if (out.dtype != DType::I64)
+    return Status::errorf("{}: output dtype {} should be i64", kName, dtypeName(out.dtype));
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", 0), x.rank(), axis));
+  cpu::Dims outShape;
+  ReduceGeometry unused;
+  PLAIT_RETURN_IF_ERROR(planReduceGeometry(kName, x.shape, {axis}, call.attrs.getBool("keepdims", true),
+                                   outShape, unused));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, outShape));
+  int64_t n = x.shape[size_t(axis)];
+  int64_t outer = cpu::product(x.shape, 0, size_t(axis));
+  int64_t inner = cpu::product(x.shape, size_t(axis) + 1, x.shape.size());
+  if (n == 0 && outer * inner > 0)
+    return Status::errorf("{}: axis {} has size 0", kName, axis);
+  if (x.dtype == DType::I1)
+    return noCudaDtype(kName, x.dtype);
+  if (call.check)
+    return {};
+  return launched(launchArgExtreme(kMax, call.attrs.getBool("select_last_index", false),
+                                   code(x.dtype), x.data, static_cast<int64_t *>(out.data), outer,
+                                   n, inner, call.stream),
+                  kName);
+}
+
+LossGeometry lossGeometry(const cpu::LossShape &s) {
+  LossGeometry g;
+  g.batch = s.batch;
+  g.classes = s.classes;
+  g.spatial = s.spatial;
+  g.reduction = s.reduction == cpu::Reduction::Mean  ? 0
+                : s.reduction == cpu::Reduction::Sum ? 1
+                                                     : 2;
+  g.hasIgnore = s.hasIgnore;
+  g.ignoreIndex = s.ignoreIndex;
+  return g;
+}
+
+/// softmax_cross_entropy / nll_loss (input, target, weight?) -> loss.
+template <bool kFromLogits> Status lossKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kFromLogits ? "softmax_cross_entropy" : "nll_loss";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 2, 3, 1));
+  const TensorView &input = call.inputs[0], &target = call.inputs[1];
+  const TensorView &out = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, input, out));
+  cpu::LossShape s;
+  PLAIT_RETURN_IF_ERROR(cpu::planLossInput(kName, input, target, s));
+  const TensorView *weight = call.inputs.size() > 2 ? &call.inputs[2] : nullptr;
+  PLAIT_RETURN_IF_ERROR(cpu::planLossTargets(kName, call.attrs, input, target, weight, s));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, s.lossShape()));
+  if (!isFloatingDtype(input.dtype))
+    return noCudaDtype(kName, input.dtype);
+  LossGeometry g = lossGeometry(s);
+  uint64_t used = 0;
+  void *work = nullptr;
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(call, kName, uint64_t(lossWorkspaceDoubles(g)) * 8, used,
+                                      work));
+  if (call.check)
+    return {};
+  return launched(launchLoss(kFromLogits, code(input.dtype), code(target.dtype), input.data,
+                             target.data, weight ? weight->data : nullptr, out.data, g,
+                             static_cast<double *>(work), call.deviceError, call.errorTag,
+                             call.stream),
+                  kName);
+}
+
+/// softmax_cross_entropy_grad / nll_loss_grad (input, target, grad, weight?) -> dinput.
+template <bool kFromLogits> Status lossGradKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kFromLogits ? "softmax_cross_entropy_grad" : "nll_loss_grad";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 3, 4, 1));
+  const TensorView &input = call.inputs[0], &target = call.inputs[1], &grad = call.inputs[2];
+  const TensorView &out = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, input, out));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, input, grad));
+  cpu::LossShape s;
+  PLAIT_RETURN_IF_ERROR(cpu::planLossInput(kName, input, target, s));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, input.shape));
+  const TensorView *weight = call.inputs.size() > 3 ? &call.inputs[3] : nullptr;
+  PLAIT_RETURN_IF_ERROR(cpu::planLossTargets(kName, call.attrs, input, target, weight, s));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "grad", grad.shape, s.lossShape()));
+  if (!isFloatingDtype(input.dtype))
+    return noCudaDtype(kName, input.dtype);
+  LossGeometry g = lossGeometry(s);
+  uint64_t used = 0;
+  void *work = nullptr;
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(call, kName, uint64_t(lossWorkspaceDoubles(g)) * 8, used,
+                                      work));
+  if (call.check)
+    return {};
+  return launched(launchLossGrad(kFromLogits, code(input.dtype), code(target.dtype), input.data,
+                                 target.data, grad.data, weight ? weight->data : nullptr,
+                                 out.data, g, static_cast<double *>(work), call.deviceError,
+                                 call.errorTag, call.stream),
+                  kName);
+}
+
+} // namespace
+
+void registerCudaReductionKernels() {
+  registerReduce<ReduceOp::Sum>("reduce_sum");
+  registerReduce<ReduceOp::Mean>("reduce_mean");
+  registerReduce<ReduceOp::Max>("reduce_max");
+  registerReduce<ReduceOp::Min>("reduce_min");
+  registerReduce<ReduceOp::Prod>("reduce_prod");
+  registerCudaKernel("softmax", &softmaxKernel<false>);
+  registerCudaKernel("log_softmax", &softmaxKernel<true>);
+  registerCudaKernel("layer_norm", &normKernel<false>);
+  registerCudaKernel("rms_norm", &normKernel<true>);
+  registerCudaKernel("argmax", &argKernel<true>);
+  registerCudaKernel("argmin", &argKernel<false>);
+  registerCudaKernel("softmax_cross_entropy", &lossKernel<true>);
+  registerCudaKernel("nll_loss", &lossKernel<false>);
+  registerCudaKernel("softmax_cross_entropy_grad", &lossGradKernel<true>);
+  registerCudaKernel("nll_loss_grad", &lossGradKernel<false>);
+}
+
+} // namespace plait::rt

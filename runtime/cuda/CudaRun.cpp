@@ -1,0 +1,314 @@
+// The step loop of a CUDA plan (CudaRun.h), with --kernel-times: every instruction timed by
+// CUDA events, its bytes read + written over its time against a device-to-device copy.
+// UNVERIFIED: compiled and linked here, never run (no GPU on the machine it was written on).
+#include "runtime/cuda/CudaRun.h"
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/DataLoader.h"
+#include "runtime/cuda/CudaExecutor.h"
+#include "runtime/cuda/CudaStatus.h"
+#include "runtime/io/Npy.h"
+#include "runtime/io/Safetensors.h"
+
+namespace plait::rt {
+namespace {
+
+/// Options whose machinery is the CPU executor's alone so far.
+Status refuseUnsupported(const RunOptions &options, const Plan &plan) {
+  const char *option = !options.checkpointDir.empty()    ? "--checkpoint-dir"
+                       : options.resume                  ? "--resume"
+                       : !options.monitor.tracePath.empty() ? "--trace"
+                                                          : nullptr;
+  if (option)
+    return Status::errorf("{}: {} is not supported by the CUDA backend yet (the CPU backend "
+                          "has it: compile with --device cpu)",
+                          plan.path, option);
+  if (!options.saveWeights.empty())
+    for (uint32_t t = 0; t < plan.tensors.size(); ++t)
+      if (plan.tensors[t].kind == TensorKind::Param && plan.tensors[t].sharded)
+        return Status::errorf("{}: --save-weights of sharded params (tensor {} '{}') is not "
+                              "supported by the CUDA backend yet",
+                              plan.path, t, printable(plan.tensors[t].name));
+  return {};
+}
+
+/// A scalar output's value as a double (f32, f64, bf16, f16), or null JSON.
+nlohmann::json scalarOf(DType dtype, const std::vector<uint8_t> &bytes) {
+  if (bytes.empty())
+    return nullptr;
+  switch (dtype) {
+  case DType::F32: {
+    float v;
+    std::memcpy(&v, bytes.data(), sizeof v);
+    return v;
+  }
+  case DType::F64: {
+    double v;
+    std::memcpy(&v, bytes.data(), sizeof v);
+    return v;
+  }
+  case DType::BF16:
+  case DType::F16: {
+    uint16_t v;
+    std::memcpy(&v, bytes.data(), sizeof v);
+    return dtype == DType::BF16 ? bf16ToFloat(v) : f16ToFloat(v);
+  }
+  default:
+    return nullptr;
+  }
+}
+
+Status lossOf(const CudaExecutor &exec, nlohmann::json &loss) {
+  const Plan &plan = exec.plan();
+  loss = nullptr;
+  if (plan.outputs.empty() || plan.tensors[plan.outputs[0]].numel() != 1)
+    return {};
+  std::vector<uint8_t> bytes;
+  PLAIT_RETURN_IF_ERROR(exec.readOutput(0, bytes));
+  loss = scalarOf(plan.tensors[plan.outputs[0]].dtype, bytes);
+  return {};
+}
+
+nlohmann::json commBytesJson(const CommBytes &bytes) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int k = 0; k < kNumCollectiveKinds; ++k)
+    out[collectiveKindName(CollectiveKind(k))] = bytes.byKind[k];
+  out["total"] = bytes.total();
+  return out;
+}
+
+Status writeOutputs(const RunOptions &options, const CudaExecutor &exec,
+                    std::vector<std::string> &written) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.outputDir, ec);
+  if (ec || !std::filesystem::is_directory(options.outputDir))
+    return Status::errorf("--output-dir {}: cannot create the directory", options.outputDir);
+  const Plan &plan = exec.plan();
+  std::set<std::string> used;
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    std::string file = outputFileName(plan.outputNames[i], i);
+    if (!used.insert(file).second)
+      file = outputFileName(fmt::format("{}_{}", plan.outputNames[i], i), i);
+    used.insert(file);
+    std::string path = (std::filesystem::path(options.outputDir) / file).string();
+    const PlanTensor &t = plan.tensors[plan.outputs[i]];
+    std::vector<uint8_t> bytes;
+    PLAIT_RETURN_IF_ERROR(exec.readOutput(i, bytes));
+    TensorView view{bytes.data(), t.dtype, t.shape};
+    std::vector<float> widened; // numpy has no bfloat16
+    if (t.dtype == DType::BF16) {
+      widened.resize(size_t(t.numel()));
+      for (size_t e = 0; e < widened.size(); ++e) {
+        uint16_t v;
+        std::memcpy(&v, bytes.data() + 2 * e, 2);
+        widened[e] = bf16ToFloat(v);
+      }
+      view = TensorView{widened.data(), DType::F32, t.shape};
+    }
+    PLAIT_RETURN_IF_ERROR(writeNpy(path, view));
+    written.push_back(path);
+  }
+  return {};
+}
+
+/// --save-weights: every param under its name, as safetensors (unsharded params only, which
+/// every rank holds whole; refuseUnsupported turned sharded ones away).
+Status saveWeights(const std::string &path, const CudaExecutor &exec) {
+  const Plan &plan = exec.plan();
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<std::pair<std::string, TensorView>> params;
+  for (uint32_t t = 0; t < plan.tensors.size(); ++t)
+    if (plan.tensors[t].kind == TensorKind::Param)
+      bytes.emplace_back();
+  size_t next = 0;
+  for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
+    const PlanTensor &tensor = plan.tensors[t];
+    if (tensor.kind != TensorKind::Param)
+      continue;
+    std::vector<uint8_t> &host = bytes[next++];
+    PLAIT_RETURN_IF_ERROR(exec.readTensor(t, host));
+    params.emplace_back(tensor.name, TensorView{host.data(), tensor.dtype, tensor.shape});
+  }
+  return writeSafetensors(path, params);
+}
+
+/// The device's copy bandwidth: a cudaMemcpy device-to-device of 256 MiB, best of 10, counted
+/// as bytes read + written per second (the kernels' bandwidth is counted the same way).
+Status copyBandwidth(double &gbps) {
+  constexpr size_t kBytes = 256ull << 20;
+  void *src = nullptr, *dst = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  auto release = [&] {
+    if (src)
+      (void)cudaFree(src);
+    if (dst)
+      (void)cudaFree(dst);
+    if (start)
+      (void)cudaEventDestroy(start);
+    if (stop)
+      (void)cudaEventDestroy(stop);
+  };
+  Status s = [&]() -> Status {
+    PLAIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&src, kBytes));
+    PLAIT_CUDA_RETURN_IF_ERROR(cudaMalloc(&dst, kBytes));
+    PLAIT_CUDA_RETURN_IF_ERROR(cudaMemset(src, 1, kBytes));
+    PLAIT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
+    PLAIT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
+    float best = 0;
+    for (int i = 0; i < 10; ++i) {
+      PLAIT_CUDA_RETURN_IF_ERROR(cudaEventRecord(start));
+      PLAIT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, kBytes, cudaMemcpyDeviceToDevice));
+      PLAIT_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop));
+      PLAIT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop));
+      float ms = 0;
+      PLAIT_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start, stop));
+      if (i == 0 || ms < best)
+        best = ms;
+    }
+    gbps = best > 0 ? 2.0 * double(kBytes) / (double(best) * 1e6) : 0.0;
+    return {};
+  }();
+  release();
+  return s;
+}
+
+/// --kernel-times: per non-collective instruction, its mean time over the timed steps and
+/// its bytes (operands read + results written) per second.
+Status writeKernelTimes(const std::string &path, const CudaExecutor &exec, int64_t stepsTimed) {
+  double copyGbps = 0;
+  PLAIT_RETURN_IF_ERROR(copyBandwidth(copyGbps).withPrefix("--kernel-times: copy bandwidth: "));
+  const Plan &plan = exec.plan();
+  nlohmann::json kernels = nlohmann::json::array();
+  for (size_t i = 0; i < plan.instrs.size(); ++i) {
+    const PlanInstr &in = plan.instrs[i];
+    const CudaKernelTime &t = exec.kernelTimes()[i];
+    if (in.isCollective || t.runs == 0)
+      continue;
+    uint64_t bytes = 0;
+    for (const auto *list : {&in.inputs, &in.outputs})
+      for (uint32_t tensor : *list)
+        bytes += plan.tensors[tensor].bytes;
+    double ms = t.totalMs / double(t.runs);
+    double gbps = ms > 0 ? double(bytes) / (ms * 1e6) : 0.0;
+    kernels.push_back({{"index", i},
+                       {"name", in.name},
+                       {"kernel", plan.kernels[in.kernel]},
+                       {"symbol", in.attrs.getStr("cuda_symbol", "")},
+                       {"ms", ms},
+                       {"bytes", bytes},
+                       {"gbps", gbps},
+                       {"fraction_of_copy", copyGbps > 0 ? gbps / copyGbps : 0.0}});
+  }
+  nlohmann::json report = {{"plan", plan.path},
+                           {"device", exec.note()},
+                           {"copy_gbps", copyGbps},
+                           {"steps_timed", stepsTimed},
+                           {"kernels", kernels}};
+  std::ofstream out(path, std::ios::trunc);
+  out << report.dump(1) << "\n";
+  if (!out)
+    return Status::errorf("--kernel-times {}: write error", path);
+  return {};
+}
+
+} // namespace
+
+Status runCudaPlanOnRank(const RunOptions &options, Plan &plan, Communicator &comm,
+                         const std::vector<HostTensor> &inputs, std::string &summary) {
+  PLAIT_RETURN_IF_ERROR(refuseUnsupported(options, plan));
+  CudaExecutorOptions execOptions;
+  execOptions.rank = comm.rank();
+  execOptions.seed = options.seed;
+  execOptions.comm = &comm;
+  execOptions.timeKernels = !options.kernelTimes.empty();
+  execOptions.timeoutSeconds = options.timeoutSeconds;
+  std::unique_ptr<CudaExecutor> exec;
+  PLAIT_RETURN_IF_ERROR(CudaExecutor::create(plan, execOptions, exec));
+  plan.releaseFileBytes(); // the device holds the weights now
+
+  DataLoader data;
+  if (!options.dataDir.empty())
+    PLAIT_RETURN_IF_ERROR(DataLoader::open(options.dataDir, plan, data, comm.size(), comm.rank()));
+  bool lead = comm.rank() == 0;
+  std::ofstream log;
+  if (lead && !options.logJsonl.empty()) {
+    log.open(options.logJsonl, std::ios::trunc);
+    if (!log)
+      return Status::errorf("--log-jsonl {}: cannot open for writing", options.logJsonl);
+  }
+  double totalMs = 0;
+  nlohmann::json firstLoss, loss;
+  for (int64_t step = 1; step <= options.steps; ++step) {
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+      const PlanTensor &t = plan.tensors[plan.inputs[i]];
+      const void *bytes = options.dataDir.empty() ? inputs[i].bytes.data()
+                                                  : data.batchData(step - 1, i);
+      PLAIT_RETURN_IF_ERROR(exec->setInput(i, t.dtype, t.shape, bytes));
+    }
+    if (plan.training)
+      exec->setHyperParameters(step, plan.schedule.at(step));
+    auto start = std::chrono::steady_clock::now();
+    Status ran = exec->run();
+    if (!ran.ok())
+      return ran.withPrefix(fmt::format("step {}: ", step));
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+    totalMs += ms;
+    PLAIT_RETURN_IF_ERROR(lossOf(*exec, loss));
+    if (step == 1)
+      firstLoss = loss;
+    if (step == 1 && options.steps > 1)
+      exec->resetKernelTimes(); // step 1 carries the one-time setup
+
+    if (log.is_open()) {
+      int64_t samples = plan.globalBatch();
+      nlohmann::json record = {{"step", step},
+                               {"loss", loss},
+                               {"step_ms", ms},
+                               {"samples_per_s", ms > 0 ? double(samples) * 1000.0 / ms : 0.0},
+                               {"arena_bytes", exec->arenaBytes()},
+                               {"workspace_bytes", exec->workspaceBytes()},
+                               {"comm_bytes", commBytesJson(exec->stepCommBytes())},
+                               {"world_size", plan.worldSize},
+                               {"device", "cuda"}};
+      log << record.dump() << std::endl;
+      if (!log)
+        return Status::errorf("--log-jsonl {}: write error", options.logJsonl);
+    }
+  }
+  std::vector<std::string> written;
+  if (lead && !options.saveWeights.empty())
+    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec));
+  if (lead && !options.outputDir.empty())
+    PLAIT_RETURN_IF_ERROR(writeOutputs(options, *exec, written));
+  if (lead && !options.kernelTimes.empty())
+    PLAIT_RETURN_IF_ERROR(writeKernelTimes(options.kernelTimes, *exec,
+                                           options.steps > 1 ? options.steps - 1 : 1));
+  if (!lead)
+    return {};
+  std::string onRanks = plan.worldSize > 1 ? fmt::format(" on {} ranks", plan.worldSize) : "";
+  if (plan.training)
+    summary = fmt::format("{}: trained {} steps{} on CUDA, loss {} -> {}, {:.3f} ms/step "
+                          "(arena {} bytes, workspace {} bytes)",
+                          plan.path, options.steps, onRanks, firstLoss.dump(), loss.dump(),
+                          totalMs / double(options.steps), exec->arenaBytes(),
+                          exec->workspaceBytes());
+  else
+    summary = fmt::format("{}: ran {} instructions x {} steps{} on CUDA in {:.3f} ms; {} "
+                          "outputs{}",
+                          plan.path, plan.instrs.size(), options.steps, onRanks, totalMs,
+                          plan.outputs.size(),
+                          written.empty() ? "" : " written to " + options.outputDir);
+  summary += "\n" + exec->note();
+  return {};
+}
+
+} // namespace plait::rt

@@ -1,0 +1,239 @@
+// The per-element math of the CUDA elementwise kernels, as __host__ __device__ functions so
+// that a host test (tests/unit/cuda/ElementMathTest.cpp) compares them with the CPU kernels
+// without a GPU. Each mirrors the CPU kernel's formula (runtime/cpu/UnaryKernels.cpp,
+// BinaryKernels.cpp, OptimizerKernels.cpp); the f32 transcendental functions are CUDA's
+// (expf, erff: within 2 ulp) where the CPU uses its vectorised approximations (VectorMath.h).
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "runtime/cuda/kernels/Launch.h"
+
+#ifdef __CUDACC__
+#define PLAIT_HD __host__ __device__ __forceinline__
+#else
+#define PLAIT_HD inline
+#endif
+
+namespace plait::rt::cuda::math {
+
+// C math by type: the float forms for float, the double forms for double.
+PLAIT_HD float mexp(float x) { return expf(x); }
+PLAIT_HD double mexp(double x) { return exp(x); }
+PLAIT_HD float mlog(float x) { return logf(x); }
+PLAIT_HD double mlog(double x) { return log(x); }
+PLAIT_HD float msqrt(float x) { return sqrtf(x); }
+PLAIT_HD double msqrt(double x) { return sqrt(x); }
+PLAIT_HD float merf(float x) { return erff(x); }
+PLAIT_HD double merf(double x) { return erf(x); }
+PLAIT_HD float mtanh(float x) { return tanhf(x); }
+PLAIT_HD double mtanh(double x) { return tanh(x); }
+PLAIT_HD float msin(float x) { return sinf(x); }
+PLAIT_HD double msin(double x) { return sin(x); }
+PLAIT_HD float mcos(float x) { return cosf(x); }
+PLAIT_HD double mcos(double x) { return cos(x); }
+PLAIT_HD float mlog1p(float x) { return log1pf(x); }
+PLAIT_HD double mlog1p(double x) { return log1p(x); }
+PLAIT_HD float mexpm1(float x) { return expm1f(x); }
+PLAIT_HD double mexpm1(double x) { return expm1(x); }
+PLAIT_HD float mfloor(float x) { return floorf(x); }
+PLAIT_HD double mfloor(double x) { return floor(x); }
+PLAIT_HD float mceil(float x) { return ceilf(x); }
+PLAIT_HD double mceil(double x) { return ceil(x); }
+PLAIT_HD float mrint(float x) { return rintf(x); } // round half to even, as nearbyint
+PLAIT_HD double mrint(double x) { return rint(x); }
+PLAIT_HD float mpow(float a, float b) { return powf(a, b); }
+PLAIT_HD double mpow(double a, double b) { return pow(a, b); }
+PLAIT_HD float mfmod(float a, float b) { return fmodf(a, b); }
+PLAIT_HD double mfmod(double a, double b) { return fmod(a, b); }
+
+template <typename T> PLAIT_HD bool isNan(T x) {
+  if constexpr (std::is_floating_point_v<T>)
+    return x != x;
+  else
+    return false;
+}
+
+template <typename T> PLAIT_HD T stableSigmoid(T x) {
+  if (x >= T(0))
+    return T(1) / (T(1) + mexp(-x));
+  T e = mexp(x);
+  return e / (T(1) + e);
+}
+
+template <typename T> PLAIT_HD T wrappingNeg(T x) {
+  if constexpr (std::is_integral_v<T>)
+    return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
+  else
+    return -x;
+}
+
+/// op(x) for a float (`T` float or double) or, for the numeric ops, an integer.
+template <typename T> PLAIT_HD T unary(UnaryOp op, T x, const UnaryParams &p) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+    case UnaryOp::Exp: return mexp(x);
+    case UnaryOp::Log: return mlog(x);
+    case UnaryOp::Sqrt: return msqrt(x);
+    case UnaryOp::Rsqrt: return T(1) / msqrt(x);
+    case UnaryOp::Reciprocal: return T(1) / x;
+    case UnaryOp::Erf: return merf(x);
+    case UnaryOp::Tanh: return mtanh(x);
+    case UnaryOp::Sin: return msin(x);
+    case UnaryOp::Cos: return mcos(x);
+    case UnaryOp::Sigmoid: return stableSigmoid(x);
+    case UnaryOp::Silu: return x * stableSigmoid(x);
+    case UnaryOp::Softplus: {
+      if (isNan(x))
+        return x;
+      T ax = x < T(0) ? -x : x;
+      return (x > T(0) ? x : T(0)) + mlog1p(mexp(-ax));
+    }
+    case UnaryOp::Floor: return mfloor(x);
+    case UnaryOp::Ceil: return mceil(x);
+    case UnaryOp::Round: return mrint(x);
+    case UnaryOp::GeluErf: return T(0.5) * x * (T(1) + merf(x * T(0.7071067811865476)));
+    case UnaryOp::GeluTanh: {
+      const T k = T(0.7978845608028654); // sqrt(2 / pi)
+      T u = k * (x + T(0.044715) * x * x * x);
+      return T(0.5) * x * (T(1) + mtanh(u));
+    }
+    case UnaryOp::LeakyRelu: return x >= T(0) ? x : T(p.alpha) * x;
+    case UnaryOp::Elu: return x > T(0) ? x : T(p.alpha) * mexpm1(x);
+    case UnaryOp::HardSigmoid: {
+      T v = T(p.alpha) * x + T(p.beta);
+      v = v < T(1) ? v : T(1);
+      return v > T(0) ? v : T(0);
+    }
+    default: break;
+    }
+  }
+  switch (op) {
+  case UnaryOp::Neg: return wrappingNeg(x);
+  case UnaryOp::Abs:
+    if constexpr (std::is_floating_point_v<T>)
+      return x < T(0) || (x == T(0) && signbit(x)) ? -x : x; // fabs: abs(-0) is +0
+    else
+      return x < T(0) ? wrappingNeg(x) : x;
+  case UnaryOp::Relu: return x < T(0) ? T(0) : x;
+  case UnaryOp::Sign:
+    if (isNan(x))
+      return x;
+    return T((x > T(0)) - (x < T(0)));
+  case UnaryOp::Clamp: {
+    // std::min(std::max(x, lo), hi): NaN stays (max/min return their first argument).
+    T lo = T(p.lo), hi = T(p.hi);
+    T v = (x < lo) ? lo : x;
+    return (hi < v) ? hi : v;
+  }
+  default: return x;
+  }
+}
+
+template <typename T> using Wide = std::make_unsigned_t<T>;
+
+/// op(a, b) of the arithmetic family (result of the operand type).
+template <typename T> PLAIT_HD T arithmetic(BinaryOp op, T a, T b) {
+  switch (op) {
+  case BinaryOp::Add:
+    if constexpr (std::is_integral_v<T>) return T(Wide<T>(a) + Wide<T>(b)); else return a + b;
+  case BinaryOp::Sub:
+    if constexpr (std::is_integral_v<T>) return T(Wide<T>(a) - Wide<T>(b)); else return a - b;
+  case BinaryOp::Mul:
+    if constexpr (std::is_integral_v<T>) return T(Wide<T>(a) * Wide<T>(b)); else return a * b;
+  case BinaryOp::Div:
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0)
+        return T(0); // the CPU kernel rejects it; the device cannot (documented)
+      return b == T(-1) ? T(Wide<T>(0) - Wide<T>(a)) : T(a / b);
+    } else {
+      return a / b;
+    }
+  case BinaryOp::Mod:
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0 || b == T(-1))
+        return T(0);
+      T r = a % b;
+      return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
+    } else {
+      return mfmod(a, b);
+    }
+  case BinaryOp::Pow:
+    if constexpr (std::is_integral_v<T>) {
+      if (b < 0)
+        return a == 1 ? T(1) : a == T(-1) ? T((b & 1) ? -1 : 1) : T(0);
+      Wide<T> result = 1, base = Wide<T>(a);
+      for (T e = b; e != 0; e >>= 1) {
+        if (e & 1)
+          result *= base;
+        base *= base;
+      }
+      return T(result);
+    } else {
+      // x^1, x^2, x^3 as products, as the CPU kernel's powBySmallInteger (same rounding).
+      if (b == T(2))
+        return a * a;
+      if (b == T(1))
+        return a;
+      if (b == T(3))
+        return a * a * a;
+      return mpow(a, b);
+    }
+  case BinaryOp::Max: return (a > b || isNan(a)) ? a : b;
+  case BinaryOp::Min: return (a < b || isNan(a)) ? a : b;
+  default: return a;
+  }
+}
+
+/// op(a, b) of the comparison and logic families, as 0 or 1.
+template <typename T> PLAIT_HD uint8_t predicate(BinaryOp op, T a, T b) {
+  switch (op) {
+  case BinaryOp::Equal: return a == b;
+  case BinaryOp::Less: return a < b;
+  case BinaryOp::LessEqual: return a <= b;
+  case BinaryOp::Greater: return a > b;
+  case BinaryOp::GreaterEqual: return a >= b;
+  case BinaryOp::And: return (a != T(0)) & (b != T(0));
+  case BinaryOp::Or: return (a != T(0)) | (b != T(0));
+  case BinaryOp::Xor: return (a != T(0)) ^ (b != T(0));
+  default: return 0;
+  }
+}
+
+PLAIT_HD bool isPredicate(BinaryOp op) { return int(op) >= int(BinaryOp::Equal); }
+
+/// One sgd_update element (runtime/cpu/OptimizerKernels.cpp sgdUpdate) in T = f32 or f64;
+/// returns the new param and sets `newBuffer` when momentum is non-zero.
+template <typename T>
+PLAIT_HD T sgdElement(T p, T d, T buffer, const SgdFactors &f, T &newBuffer) {
+  const T wd = T(f.weightDecay), negLr = T(-f.lr);
+  if (f.weightDecay != 0)
+    d = d + wd * p;
+  if (f.momentum == 0)
+    return p + negLr * d;
+  const T m = T(f.momentum), keep = T(1 - f.dampening);
+  T b = f.first ? d : buffer * m + keep * d;
+  d = f.nesterov ? d + m * b : b;
+  newBuffer = b;
+  return p + negLr * d;
+}
+
+/// One adamw_update element (OptimizerKernels.cpp adamwLoop), operation by operation.
+template <typename T>
+PLAIT_HD void adamwElement(T p, T g, T m, T v, const AdamWFactors &f, T &newP, T &newM, T &newV) {
+  const T decay = T(f.decay), b1 = T(f.beta1), b2 = T(f.beta2);
+  const T oneMinusB1 = T(1 - f.beta1), oneMinusB2 = T(1 - f.beta2);
+  const T bc2Sqrt = T(f.bc2Sqrt), eps = T(f.eps), negStepSize = T(f.negStepSize);
+  p = p * decay;
+  m = m * b1 + oneMinusB1 * g;
+  v = v * b2 + oneMinusB2 * g * g;
+  T denom = msqrt(v) / bc2Sqrt + eps;
+  newP = p + negStepSize * m / denom;
+  newM = m;
+  newV = v;
+}
+
+} // namespace plait::rt::cuda::math

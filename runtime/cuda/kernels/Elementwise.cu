@@ -1,0 +1,232 @@
+// Elementwise kernels: the unary and binary families, where, cast, strided copies (transpose,
+// broadcast_to, slice) and a collective's mean. One grid-stride kernel per family, the op a
+// runtime argument of a per-element switch (ElementMath.h) so that each family compiles once
+// per dtype. UNVERIFIED: compiled here, never run (no GPU on the machine it was written on).
+#include <cstring>
+
+#include "runtime/cuda/kernels/Device.cuh"
+#include "runtime/cuda/kernels/ElementMath.h"
+
+namespace plait::rt::cuda {
+namespace {
+
+template <typename S>
+__global__ void unaryKernel(UnaryOp op, const S *x, S *y, int64_t n, UnaryParams p) {
+  PLAIT_GRID_STRIDE(i, n) { store(y, i, math::unary(op, load(x, i), p)); }
+}
+
+__global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t n) {
+  PLAIT_GRID_STRIDE(i, n) { y[i] = x[i] == 0; }
+}
+
+template <typename S>
+__global__ void binaryKernel(BinaryOp op, const S *a, const S *b, void *out, StridedGeometry g,
+                             int64_t n) {
+  PLAIT_GRID_STRIDE(i, n) {
+    Compute<S> va = load(a, stridedOffset(g, 0, i)), vb = load(b, stridedOffset(g, 1, i));
+    if constexpr (std::is_same_v<S, uint8_t>) // i1 operands: equal and the logic ops only
+      static_cast<uint8_t *>(out)[i] = math::predicate(op, va, vb);
+    else if (math::isPredicate(op))
+      static_cast<uint8_t *>(out)[i] = math::predicate(op, va, vb);
+    else
+      store(static_cast<S *>(out), i, math::arithmetic(op, va, vb));
+  }
+}
+
+template <typename E>
+__global__ void whereKernel(const uint8_t *c, const E *x, const E *y, E *out, StridedGeometry g,
+                            int64_t n) {
+  PLAIT_GRID_STRIDE(i, n) {
+    out[i] = c[stridedOffset(g, 0, i)] ? x[stridedOffset(g, 1, i)] : y[stridedOffset(g, 2, i)];
+  }
+}
+
+template <typename E>
+__global__ void stridedCopyKernel(const E *x, E *y, StridedGeometry g, int64_t n) {
+  PLAIT_GRID_STRIDE(i, n) { y[i] = x[stridedOffset(g, 0, i)]; }
+}
+
+template <typename E>
+__global__ void padKernel(const E *x, E *y, PadGeometry g, E fill, int64_t n) {
+  PLAIT_GRID_STRIDE(i, n) {
+    int64_t source = indexing::padSource(g, i);
+    y[i] = source >= 0 ? x[source] : fill;
+  }
+}
+
+template <typename E>
+__global__ void triluKernel(const E *x, E *y, int64_t total, int64_t rows, int64_t cols,
+                            bool upper, int64_t k) {
+  PLAIT_GRID_STRIDE(i, total) { y[i] = indexing::triluKeeps(i, rows, cols, upper, k) ? x[i] : E{}; }
+}
+
+/// Calls fn(E{}) with an opaque element type of `bytes` bytes.
+template <typename Fn> bool dispatchBySize(int bytes, Fn &&fn) {
+  switch (bytes) {
+  case 1: fn(uint8_t{}); return true;
+  case 2: fn(uint16_t{}); return true;
+  case 4: fn(uint32_t{}); return true;
+  case 8: fn(uint64_t{}); return true;
+  default: return false;
+  }
+}
+
+// cast: the value of a stored element, and its conversion (CastKernels.cpp's rules: floats to
+// integers truncate and saturate, NaN becomes 0; to i1 is != 0; f64 to a half goes through f32).
+template <typename S> __device__ __forceinline__ auto castValue(const S *p, int64_t i) {
+  return load(p, i);
+}
+template <typename I, typename F> __device__ __forceinline__ I truncateToInteger(F v) {
+  if (v != v)
+    return 0;
+  if (v <= F(std::numeric_limits<I>::lowest()))
+    return std::numeric_limits<I>::lowest();
+  if (v >= F(std::numeric_limits<I>::max()))
+    return std::numeric_limits<I>::max();
+  return I(v);
+}
+template <typename D, typename V> __device__ __forceinline__ void castStore(D *p, int64_t i, V v) {
+  if constexpr (std::is_same_v<D, uint8_t>)
+    p[i] = v != V(0);
+  else if constexpr (std::is_same_v<D, __nv_bfloat16> || std::is_same_v<D, __half>)
+    store(p, i, float(v));
+  else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<V>)
+    p[i] = truncateToInteger<D>(v);
+  else
+    p[i] = D(v);
+}
+template <typename S, typename D> __global__ void castKernel(const S *x, D *y, int64_t n) {
+  PLAIT_GRID_STRIDE(i, n) { castStore(y, i, castValue(x, i)); }
+}
+template <typename Fn> bool dispatchStorage(int dtype, Fn &&fn) {
+  if (dtype == kI1) {
+    fn(uint8_t{});
+    return true;
+  }
+  return dispatchNumeric(dtype, fn);
+}
+
+template <typename S> __global__ void divideKernel(S *x, int64_t n, float divisor) {
+  PLAIT_GRID_STRIDE(i, n) {
+    if constexpr (std::is_same_v<S, double>)
+      x[i] = x[i] / double(divisor);
+    else
+      store(x, i, load(x, i) / divisor);
+  }
+}
+
+} // namespace
+
+cudaError_t launchUnary(UnaryOp op, int dtype, const void *x, void *y, int64_t n,
+                        const UnaryParams &params, cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  if (op == UnaryOp::Not) {
+    notKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<const uint8_t *>(x),
+                                                   static_cast<uint8_t *>(y), n);
+    return cudaGetLastError();
+  }
+  bool ok = dispatchNumeric(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    unaryKernel<S><<<gridFor(n), kThreads, 0, stream>>>(op, static_cast<const S *>(x),
+                                                        static_cast<S *>(y), n, params);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchBinary(BinaryOp op, int dtype, const void *a, const void *b, void *out,
+                         const StridedGeometry &g, int64_t n, cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  if (dtype == kI1) { // logic ops and equal on booleans
+    binaryKernel<uint8_t><<<gridFor(n), kThreads, 0, stream>>>(
+        op, static_cast<const uint8_t *>(a), static_cast<const uint8_t *>(b), out, g, n);
+    return cudaGetLastError();
+  }
+  bool ok = dispatchNumeric(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    binaryKernel<S><<<gridFor(n), kThreads, 0, stream>>>(op, static_cast<const S *>(a),
+                                                         static_cast<const S *>(b), out, g, n);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchWhere(int elementBytes, const void *cond, const void *x, const void *y,
+                        void *out, const StridedGeometry &g, int64_t n, cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  bool ok = dispatchBySize(elementBytes, [&](auto tag) {
+    using E = decltype(tag);
+    whereKernel<E><<<gridFor(n), kThreads, 0, stream>>>(
+        static_cast<const uint8_t *>(cond), static_cast<const E *>(x),
+        static_cast<const E *>(y), static_cast<E *>(out), g, n);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchCast(int from, int to, const void *x, void *y, int64_t n, cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  bool ok = false;
+  dispatchStorage(from, [&](auto srcTag) {
+    using S = decltype(srcTag);
+    ok = dispatchStorage(to, [&](auto dstTag) {
+      using D = decltype(dstTag);
+      castKernel<S, D><<<gridFor(n), kThreads, 0, stream>>>(static_cast<const S *>(x),
+                                                            static_cast<D *>(y), n);
+    });
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchStridedCopy(int elementBytes, const void *x, void *y, const StridedGeometry &g,
+                              int64_t n, cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  bool ok = dispatchBySize(elementBytes, [&](auto tag) {
+    using E = decltype(tag);
+    stridedCopyKernel<E><<<gridFor(n), kThreads, 0, stream>>>(static_cast<const E *>(x),
+                                                              static_cast<E *>(y), g, n);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchPad(int elementBytes, const void *x, void *y, const PadGeometry &g,
+                      uint64_t fillBits, int64_t n, cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  bool ok = dispatchBySize(elementBytes, [&](auto tag) {
+    using E = decltype(tag);
+    E fill;
+    memcpy(&fill, &fillBits, sizeof fill); // little-endian: the low bytes hold the value
+    padKernel<E><<<gridFor(n), kThreads, 0, stream>>>(static_cast<const E *>(x),
+                                                      static_cast<E *>(y), g, fill, n);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchTrilu(int elementBytes, const void *x, void *y, int64_t matrices, int64_t rows,
+                        int64_t cols, bool upper, int64_t k, cudaStream_t stream) {
+  int64_t total = matrices * rows * cols;
+  if (total == 0)
+    return cudaSuccess;
+  bool ok = dispatchBySize(elementBytes, [&](auto tag) {
+    using E = decltype(tag);
+    triluKernel<E><<<gridFor(total), kThreads, 0, stream>>>(
+        static_cast<const E *>(x), static_cast<E *>(y), total, rows, cols, upper, k);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchDivideInPlace(int dtype, void *x, int64_t n, float divisor,
+                                cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    divideKernel<S><<<gridFor(n), kThreads, 0, stream>>>(static_cast<S *>(x), n, divisor);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+} // namespace plait::rt::cuda

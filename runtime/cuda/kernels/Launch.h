@@ -1,0 +1,191 @@
+// The device side of the CUDA kernels, as plain launch functions: what runtime/cuda/kernels/
+// *.cu define and the host kernels (runtime/cuda/Cuda*Kernels.cpp) call. Only PODs cross this
+// line (no Status, no fmt, no std::vector), so nvcc compiles nothing of the runtime's host code.
+// Every function enqueues on `stream` and returns cudaGetLastError() of its launches.
+//
+// Element types use the numbering of plait::rt::DType (runtime/Tensor.h). 16-bit floats are
+// computed in f32 and rounded once on the store, as the CPU kernels stage them through f32.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace plait::rt::cuda {
+
+enum DTypeCode : int { kF32 = 0, kF64 = 1, kBF16 = 2, kF16 = 3, kI64 = 4, kI32 = 5, kI1 = 6 };
+
+/// The most dimensions a geometry holds (the loader's kMaxRank).
+constexpr int kMaxDims = 16;
+
+/// A dense row-major result of `shape` (merged as runtime/cpu/Broadcast.h merges it) and, per
+/// operand, the element stride of each dimension (0 along broadcast dimensions).
+struct StridedGeometry {
+  int32_t rank = 0;
+  int64_t shape[kMaxDims] = {};
+  int64_t stride[3][kMaxDims] = {};
+};
+
+//===--- elementwise (Elementwise.cu) ---------------------------------------------------===//
+
+enum class UnaryOp : int {
+  Exp, Log, Sqrt, Rsqrt, Reciprocal, Erf, Tanh, Sin, Cos, Sigmoid, Silu, Softplus, Floor,
+  Ceil, Round, GeluErf, GeluTanh, LeakyRelu, Elu, HardSigmoid, // float ops
+  Neg, Abs, Relu, Sign, Clamp,                                 // numeric ops (ints too)
+  Not                                                          // i1 only
+};
+/// Attributes of the unary ops that have some: alpha/beta (leaky_relu, elu, hard_sigmoid),
+/// clamp's bounds (already the dtype's extremes where absent; integers pre-rounded).
+struct UnaryParams {
+  double alpha = 0, beta = 0;
+  double lo = 0, hi = 0;
+};
+cudaError_t launchUnary(UnaryOp op, int dtype, const void *x, void *y, int64_t n,
+                        const UnaryParams &params, cudaStream_t stream);
+
+enum class BinaryOp : int {
+  Add, Sub, Mul, Div, Mod, Pow, Max, Min,           // numeric, result of the operand dtype
+  Equal, Less, LessEqual, Greater, GreaterEqual,    // compare, i1 result (Equal: i1 operands too)
+  And, Or, Xor                                      // i1 operands and result
+};
+/// out = op(a, b) with numpy broadcasting: `g` from planBroadcast<2> of the output's shape.
+cudaError_t launchBinary(BinaryOp op, int dtype, const void *a, const void *b, void *out,
+                         const StridedGeometry &g, int64_t n, cudaStream_t stream);
+/// out = cond ? x : y (cond i1), whole elements of `elementBytes`; `g` from planBroadcast<3>.
+cudaError_t launchWhere(int elementBytes, const void *cond, const void *x, const void *y,
+                        void *out, const StridedGeometry &g, int64_t n, cudaStream_t stream);
+/// y = x converted from dtype `from` to `to` (runtime/cpu/CastKernels.cpp's rules).
+cudaError_t launchCast(int from, int to, const void *x, void *y, int64_t n, cudaStream_t stream);
+/// y[i] = x[offset(i)] for the dense result of `g` (operand 0's strides, in elements), as
+/// opaque elements of `elementBytes`: transpose, broadcast_to, slice, gemm's bias.
+cudaError_t launchStridedCopy(int elementBytes, const void *x, void *y, const StridedGeometry &g,
+                              int64_t n, cudaStream_t stream);
+/// Constant padding: y (shape `outShape`) holds x (shape `inShape`) at offset `padBegin` per
+/// dimension, and `fillBits` (the fill value stored in y's dtype, little-endian) elsewhere.
+struct PadGeometry {
+  int32_t rank = 0;
+  int64_t outShape[kMaxDims] = {}, inShape[kMaxDims] = {}, padBegin[kMaxDims] = {};
+};
+cudaError_t launchPad(int elementBytes, const void *x, void *y, const PadGeometry &g,
+                      uint64_t fillBits, int64_t n, cudaStream_t stream);
+/// trilu over `matrices` trailing [rows, cols] matrices: keeps j - i >= k (upper) or
+/// j - i <= k (lower), zero elsewhere.
+cudaError_t launchTrilu(int elementBytes, const void *x, void *y, int64_t matrices, int64_t rows,
+                        int64_t cols, bool upper, int64_t k, cudaStream_t stream);
+/// x[i] /= divisor in x's own precision: a collective's mean (Executor::divideInPlace).
+cudaError_t launchDivideInPlace(int dtype, void *x, int64_t n, float divisor,
+                                cudaStream_t stream);
+
+//===--- GEMM fallback (Gemm.cu) ----------------------------------------------------------===//
+
+/// Row-major C = alpha op(A) op(B) + beta C for `batch` GEMMs at element strides, one thread per
+/// result element accumulating in double: what the CUDA matmul runs when cuBLASLt offers no
+/// algorithm for a layout (e.g. operands aligned to less than 16 bytes), or when
+/// PLAIT_CUDA_GEMM=fallback asks for it. Slow, simple, and independent of cuBLASLt.
+struct GemmGeometry {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+};
+cudaError_t launchGemmFallback(int dtype, const GemmGeometry &g, const void *a, const void *b,
+                               void *c, double alpha, double beta, cudaStream_t stream);
+
+//===--- reductions, normalisation, losses (Reduce.cu) ----------------------------------===//
+
+enum class ReduceOp : int { Sum, Mean, Max, Min, Prod };
+/// Output element o reduces the input elements kept(o) + reduced(r) for r over the reduced
+/// index space: kept dims (row-major over the output) and reduced dims, with input strides.
+struct ReduceGeometry {
+  int32_t keptRank = 0, reducedRank = 0;
+  int64_t keptShape[kMaxDims] = {}, keptStride[kMaxDims] = {};
+  int64_t reducedShape[kMaxDims] = {}, reducedStride[kMaxDims] = {};
+  int64_t outCount = 0, reducedCount = 0;
+};
+/// One block per output element (a block reduction in double for floats, uint64 for ints).
+cudaError_t launchReduce(ReduceOp op, int dtype, const void *x, void *y,
+                         const ReduceGeometry &g, cudaStream_t stream);
+/// softmax / log_softmax along an axis of [outer, n, inner]: one block per (outer, inner) row.
+cudaError_t launchSoftmax(bool log, int dtype, const void *x, void *y, int64_t outer,
+                          int64_t n, int64_t inner, cudaStream_t stream);
+/// layer_norm (rms false: (x - mean) * rstd * scale + bias, two-pass variance) or rms_norm
+/// (x * rstd * scale) over rows of n elements; `bias` may be null.
+cudaError_t launchNorm(bool rms, int dtype, const void *x, const void *scale, const void *bias,
+                       void *y, int64_t rows, int64_t n, double eps, cudaStream_t stream);
+
+/// argmax / argmin along the middle axis of [outer, n, inner] into i64 (the first extreme;
+/// NaN counts as the extreme; select_last_index takes the last).
+cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x, int64_t *out,
+                             int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
+
+/// Input [N, C, D] (D = spatial), targets [N, D].
+struct LossGeometry {
+  int64_t batch = 0, classes = 0, spatial = 1;
+  int reduction = 0; // 0 mean, 1 sum, 2 none (runtime/cpu/LossSupport.h's Reduction)
+  bool hasIgnore = false;
+  int64_t ignoreIndex = 0;
+};
+/// Doubles of workspace a loss or loss gradient needs.
+inline int64_t lossWorkspaceDoubles(const LossGeometry &g) { return 2 * g.batch * g.spatial + 1; }
+/// softmax_cross_entropy (fromLogits) or nll_loss. `weight` may be null; out-of-range targets
+/// write `errorTag` to `deviceError` and count as ignored.
+cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, const void *input,
+                       const void *target, const void *weight, void *out,
+                       const LossGeometry &g, double *workspace, int *deviceError,
+                       int errorTag, cudaStream_t stream);
+cudaError_t launchLossGrad(bool fromLogits, int dtype, int targetDtype, const void *input,
+                           const void *target, const void *grad, const void *weight, void *out,
+                           const LossGeometry &g, double *workspace, int *deviceError,
+                           int errorTag, cudaStream_t stream);
+
+//===--- indexing (Indexing.cu) ----------------------------------------------------------===//
+
+/// out[o, q, :] = data[o, indices[q], :]; indices may be negative (from the end).
+cudaError_t launchGather(int elementBytes, int indexDtype, const void *data, const void *indices,
+                         void *out, int64_t outer, int64_t size, int64_t inner, int64_t count,
+                         int *deviceError, int errorTag, cudaStream_t stream);
+/// out = 0; out[o, indices[q], :] += grad[o, q, :] (atomic adds into f32 `accumulator`, which
+/// is `out` itself for f32 results, else workspace of outer * size * inner floats).
+cudaError_t launchGatherGrad(int dtype, int indexDtype, const void *grad, const void *indices,
+                             void *out, float *accumulator, int64_t outer, int64_t size,
+                             int64_t inner, int64_t count, int *deviceError, int errorTag,
+                             cudaStream_t stream);
+
+//===--- optimizers (Optimizer.cu) -------------------------------------------------------===//
+
+/// The scalar factors as runtime/cpu/OptimizerKernels.cpp computes them in double on the host.
+struct SgdFactors {
+  double lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
+  bool nesterov = false, first = false;
+};
+/// buffer/newBuffer null when momentum is 0. Any output may alias the input it replaces.
+cudaError_t launchSgd(int dtype, const void *param, const void *grad, const void *buffer,
+                      void *newParam, void *newBuffer, int64_t n, const SgdFactors &f,
+                      cudaStream_t stream);
+struct AdamWFactors {
+  double decay = 1, beta1 = 0.9, beta2 = 0.999, bc2Sqrt = 1, negStepSize = 0, eps = 1e-8;
+};
+cudaError_t launchAdamW(int dtype, const void *param, const void *grad, const void *expAvg,
+                        const void *expAvgSq, void *newParam, void *newExpAvg,
+                        void *newExpAvgSq, int64_t n, const AdamWFactors &f,
+                        cudaStream_t stream);
+
+//===--- pooling (Pool.cu) ---------------------------------------------------------------===//
+
+struct PoolGeometry {
+  int64_t planes = 0, height = 0, width = 0, outHeight = 0, outWidth = 0;
+  int64_t kernel[2] = {1, 1}, stride[2] = {1, 1}, padBegin[2] = {0, 0}, padEnd[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  bool countIncludePad = false;
+};
+cudaError_t launchMaxPool(int dtype, const void *x, void *y, const PoolGeometry &g,
+                          cudaStream_t stream);
+cudaError_t launchAvgPool(int dtype, const void *x, void *y, const PoolGeometry &g,
+                          cudaStream_t stream);
+/// dx = adjoint of the forward pool; `accumulator` as in launchGatherGrad (planes * H * W
+/// floats; dx itself for f32).
+cudaError_t launchMaxPoolGrad(int dtype, const void *x, const void *dy, void *dx,
+                              float *accumulator, const PoolGeometry &g, cudaStream_t stream);
+cudaError_t launchAvgPoolGrad(int dtype, const void *dy, void *dx, float *accumulator,
+                              const PoolGeometry &g, cudaStream_t stream);
+
+} // namespace plait::rt::cuda

@@ -1,0 +1,75 @@
+// sgd_update and adamw_update: one grid-stride pass per parameter tensor, each element's math
+// the CPU kernel's operation by operation (ElementMath.h), in the parameter's dtype for f32 /
+// f64 and through f32 for the 16-bit floats (as runCompatibly stages them on the CPU). The
+// scalar factors arrive computed on the host in double, as OptimizerKernels.cpp does. Compiled
+// with -fmad=false so that no multiply-add is contracted (the CPU build's -ffp-contract=off).
+// UNVERIFIED: compiled here, never run (no GPU on the machine it was written on).
+#include "runtime/cuda/kernels/Device.cuh"
+#include "runtime/cuda/kernels/ElementMath.h"
+
+namespace plait::rt::cuda {
+namespace {
+
+template <typename S>
+__global__ void sgdKernel(const S *param, const S *grad, const S *buffer, S *newParam,
+                          S *newBuffer, int64_t n, SgdFactors f) {
+  using C = Compute<S>;
+  PLAIT_GRID_STRIDE(i, n) {
+    C b = buffer ? load(buffer, i) : C(0), nb = C(0);
+    C p = math::sgdElement<C>(load(param, i), load(grad, i), b, f, nb);
+    if (newBuffer)
+      store(newBuffer, i, nb);
+    store(newParam, i, p);
+  }
+}
+
+template <typename S>
+__global__ void adamwKernel(const S *param, const S *grad, const S *expAvg, const S *expAvgSq,
+                            S *newParam, S *newExpAvg, S *newExpAvgSq, int64_t n,
+                            AdamWFactors f) {
+  using C = Compute<S>;
+  PLAIT_GRID_STRIDE(i, n) {
+    C p, m, v;
+    math::adamwElement<C>(load(param, i), load(grad, i), load(expAvg, i), load(expAvgSq, i), f,
+                          p, m, v);
+    store(newParam, i, p);
+    store(newExpAvg, i, m);
+    store(newExpAvgSq, i, v);
+  }
+}
+
+} // namespace
+
+cudaError_t launchSgd(int dtype, const void *param, const void *grad, const void *buffer,
+                      void *newParam, void *newBuffer, int64_t n, const SgdFactors &f,
+                      cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    sgdKernel<S><<<gridFor(n), kThreads, 0, stream>>>(
+        static_cast<const S *>(param), static_cast<const S *>(grad),
+        static_cast<const S *>(buffer), static_cast<S *>(newParam), static_cast<S *>(newBuffer),
+        n, f);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchAdamW(int dtype, const void *param, const void *grad, const void *expAvg,
+                        const void *expAvgSq, void *newParam, void *newExpAvg,
+                        void *newExpAvgSq, int64_t n, const AdamWFactors &f,
+                        cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    adamwKernel<S><<<gridFor(n), kThreads, 0, stream>>>(
+        static_cast<const S *>(param), static_cast<const S *>(grad),
+        static_cast<const S *>(expAvg), static_cast<const S *>(expAvgSq),
+        static_cast<S *>(newParam), static_cast<S *>(newExpAvg), static_cast<S *>(newExpAvgSq),
+        n, f);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+} // namespace plait::rt::cuda

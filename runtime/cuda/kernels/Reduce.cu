@@ -1,0 +1,426 @@
+// Reductions over axes, softmax / log_softmax and the classification losses: one block per
+// output row, a shared-memory tree within it (no per-element atomics), accumulating in double
+// for floats as the CPU kernels do (ReductionKernels.cpp, NormalizationKernels.cpp,
+// LossKernels.cpp, GradKernels.cpp). The tree's order differs from the CPU's sequential
+// order, so sums agree to rounding, not bitwise.
+// UNVERIFIED: compiled here, never run (no GPU on the machine it was written on).
+#include <cfloat>
+
+#include "runtime/cuda/kernels/Device.cuh"
+
+namespace plait::rt::cuda {
+namespace {
+
+/// Combines `value` over the block with `combine`; every thread gets the result. `shared`
+/// holds kThreads entries. Blocks are kThreads wide.
+template <typename A, typename Combine>
+__device__ A blockReduce(A value, A *shared, Combine combine) {
+  shared[threadIdx.x] = value;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (int(threadIdx.x) < half)
+      shared[threadIdx.x] = combine(shared[threadIdx.x], shared[threadIdx.x + half]);
+    __syncthreads();
+  }
+  A result = shared[0];
+  __syncthreads(); // `shared` may be reused right after
+  return result;
+}
+
+struct AddOp {
+  template <typename A> __device__ A operator()(A a, A b) const { return a + b; }
+};
+struct MulOp {
+  template <typename A> __device__ A operator()(A a, A b) const { return a * b; }
+};
+/// NaN-propagating max / min (ReductionKernels.cpp: once NaN, stays NaN).
+struct MaxOp {
+  template <typename A> __device__ A operator()(A a, A b) const {
+    return (b > a || b != b) ? b : a;
+  }
+};
+struct MinOp {
+  template <typename A> __device__ A operator()(A a, A b) const {
+    return (b < a || b != b) ? b : a;
+  }
+};
+
+__device__ __forceinline__ float cexp(float x) { return expf(x); }
+__device__ __forceinline__ double cexp(double x) { return ::exp(x); }
+
+/// Integer sums and products wrap (two's complement) instead of being undefined on overflow.
+struct WrapAddOp {
+  __device__ long long operator()(long long a, long long b) const {
+    return (long long)((unsigned long long)a + (unsigned long long)b);
+  }
+};
+struct WrapMulOp {
+  __device__ long long operator()(long long a, long long b) const {
+    return (long long)((unsigned long long)a * (unsigned long long)b);
+  }
+};
+
+/// One block per output element: the block's threads stride over the reduced index space.
+/// Accumulators: double for floats, long long (wrapping) for integers.
+template <typename S>
+__global__ void reduceKernel(ReduceOp op, const S *x, S *y, ReduceGeometry g) {
+  constexpr bool kInt = std::is_integral_v<S>;
+  using A = std::conditional_t<kInt, long long, double>;
+  __shared__ A shared[kThreads];
+  A identity;
+  if (op == ReduceOp::Prod)
+    identity = A(1);
+  else if (op == ReduceOp::Max)
+    identity = kInt ? A(std::numeric_limits<S>::lowest()) : A(-INFINITY);
+  else if (op == ReduceOp::Min)
+    identity = kInt ? A(std::numeric_limits<S>::max()) : A(INFINITY);
+  else
+    identity = A(0);
+  auto combine = [op] __device__(A a, A b) -> A {
+    switch (op) {
+    case ReduceOp::Prod:
+      if constexpr (kInt) return WrapMulOp()(a, b); else return a * b;
+    case ReduceOp::Max: return MaxOp()(a, b);
+    case ReduceOp::Min: return MinOp()(a, b);
+    default:
+      if constexpr (kInt) return WrapAddOp()(a, b); else return a + b;
+    }
+  };
+  for (int64_t o = blockIdx.x; o < g.outCount; o += gridDim.x) {
+    const int64_t base = indexing::reduceBase(g, o);
+    A acc = identity;
+    for (int64_t r = threadIdx.x; r < g.reducedCount; r += blockDim.x)
+      acc = combine(acc, A(load(x, base + indexing::reduceStep(g, r))));
+    A total = blockReduce(acc, shared, combine);
+    if (threadIdx.x == 0) {
+      if constexpr (kInt) {
+        if (op == ReduceOp::Mean)
+          y[o] = g.reducedCount == 0 ? S(0) : S(total / g.reducedCount);
+        else
+          y[o] = S(total);
+      } else {
+        if (op == ReduceOp::Mean)
+          store(y, o, Compute<S>(total / double(g.reducedCount)));
+        else
+          store(y, o, Compute<S>(total));
+      }
+    }
+  }
+}
+
+/// softmax rows of [outer, n, inner]: row (o, j) holds elements o * n * inner + k * inner + j.
+template <typename S>
+__global__ void softmaxKernel(bool log, const S *x, S *y, int64_t outer, int64_t n,
+                              int64_t inner) {
+  using C = Compute<S>;
+  __shared__ double shared[kThreads];
+  int64_t rows = outer * inner;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t o = row / inner, j = row % inner;
+    int64_t base = o * n * inner + j;
+    double m = -INFINITY;
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
+      m = MaxOp()(m, double(load(x, base + k * inner)));
+    m = blockReduce(m, shared, MaxOp());
+    const C mc = C(m);
+    double sum = 0;
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
+      sum += double(cexp(C(load(x, base + k * inner) - mc)));
+    sum = blockReduce(sum, shared, AddOp());
+    if (log) {
+      const C logSum = C(::log(sum));
+      for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
+        store(y, base + k * inner, (load(x, base + k * inner) - mc) - logSum);
+    } else {
+      const C scale = C(1.0 / sum);
+      for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
+        store(y, base + k * inner, C(cexp(C(load(x, base + k * inner) - mc))) * scale);
+    }
+  }
+}
+
+/// The target of position p, normalised against `classes` (ignored: -1, out of range: -2).
+template <typename I>
+__device__ int64_t targetOf(const I *target, int64_t p, const LossGeometry &g) {
+  int64_t t = int64_t(target[p]);
+  if (g.hasIgnore && t == g.ignoreIndex)
+    return -1;
+  if (t < 0 || t >= g.classes)
+    return -2;
+  return t;
+}
+
+/// Phase 1 of a loss: per position p (one block each), its loss and weight into `work`
+/// ([0, P) losses, [P, 2P) weights). Out-of-range targets flag `deviceError`.
+template <typename S, typename I>
+__global__ void lossPerPosition(bool fromLogits, const S *input, const I *target,
+                                const S *weight, LossGeometry g, double *work, int *deviceError,
+                                int errorTag) {
+  __shared__ double shared[kThreads];
+  int64_t positions = g.batch * g.spatial;
+  for (int64_t p = blockIdx.x; p < positions; p += gridDim.x) {
+    int64_t n = p / g.spatial, d = p % g.spatial;
+    int64_t t = targetOf(target, p, g);
+    if (t == -2 && threadIdx.x == 0)
+      atomicCAS(deviceError, 0, errorTag);
+    if (t < 0) { // block-uniform: every thread of the block took the same branch
+      if (threadIdx.x == 0) {
+        work[p] = 0;
+        work[positions + p] = 0;
+      }
+      continue;
+    }
+    const S *block = input + n * g.classes * g.spatial;
+    double logp = double(load(block, t * g.spatial + d));
+    if (fromLogits) {
+      double m = -INFINITY;
+      for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
+        m = MaxOp()(m, double(load(block, c * g.spatial + d)));
+      m = blockReduce(m, shared, MaxOp());
+      double sum = 0;
+      for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
+        sum += ::exp(double(load(block, c * g.spatial + d)) - m);
+      sum = blockReduce(sum, shared, AddOp());
+      logp = (logp - m) - ::log(sum);
+    }
+    if (threadIdx.x == 0) {
+      double w = weight ? double(load(weight, t)) : 1.0;
+      work[p] = -w * logp;
+      work[positions + p] = w;
+    }
+  }
+}
+
+/// Phase 2: one block sums the losses and weights; work[2P] = the normaliser (mean: the
+/// weights' sum; else 1), and the scalar loss (mean, sum) or every position's (none).
+template <typename S>
+__global__ void lossReduce(const LossGeometry g, double *work, S *out, bool writeLoss) {
+  __shared__ double shared[kThreads];
+  int64_t positions = g.batch * g.spatial;
+  double loss = 0, weights = 0;
+  for (int64_t p = threadIdx.x; p < positions; p += blockDim.x) {
+    loss += work[p];
+    weights += work[positions + p];
+  }
+  loss = blockReduce(loss, shared, AddOp());
+  weights = blockReduce(weights, shared, AddOp());
+  double normalizer = g.reduction == 0 ? weights : 1.0;
+  if (threadIdx.x == 0)
+    work[2 * positions] = normalizer;
+  if (!writeLoss)
+    return;
+  if (g.reduction == 2) {
+    for (int64_t p = threadIdx.x; p < positions; p += blockDim.x)
+      store(out, p, Compute<S>(work[p]));
+  } else if (threadIdx.x == 0) {
+    store(out, 0, Compute<S>(loss / normalizer));
+  }
+}
+
+/// The gradient per position (one block each): (softmax - onehot) * w * g / normaliser, or
+/// -onehot * w * g / normaliser from log-probabilities; zero where ignored.
+template <typename S, typename I>
+__global__ void lossGradPerPosition(bool fromLogits, const S *input, const I *target,
+                                    const S *grad, const S *weight, S *out, LossGeometry g,
+                                    const double *work) {
+  __shared__ double shared[kThreads];
+  int64_t positions = g.batch * g.spatial;
+  double normalizer = work[2 * positions];
+  for (int64_t p = blockIdx.x; p < positions; p += gridDim.x) {
+    int64_t n = p / g.spatial, d = p % g.spatial;
+    int64_t t = targetOf(target, p, g);
+    const S *block = input + n * g.classes * g.spatial;
+    S *result = out + n * g.classes * g.spatial;
+    if (t < 0) {
+      for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
+        store(result, c * g.spatial + d, Compute<S>(0));
+      continue;
+    }
+    double gv = double(load(grad, g.reduction == 2 ? p : 0));
+    double w = weight ? double(load(weight, t)) : 1.0;
+    double scale = w * gv / normalizer;
+    if (fromLogits) {
+      double m = -INFINITY;
+      for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
+        m = MaxOp()(m, double(load(block, c * g.spatial + d)));
+      m = blockReduce(m, shared, MaxOp());
+      double sum = 0;
+      for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
+        sum += ::exp(double(load(block, c * g.spatial + d)) - m);
+      sum = blockReduce(sum, shared, AddOp());
+      // Every class is read (above) before any is written: the result may alias the input.
+      for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x) {
+        double prob = ::exp(double(load(block, c * g.spatial + d)) - m) / sum;
+        store(result, c * g.spatial + d, Compute<S>((prob - (c == t ? 1.0 : 0.0)) * scale));
+      }
+    } else {
+      __syncthreads();
+      for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
+        store(result, c * g.spatial + d, Compute<S>(c == t ? -scale : 0.0));
+    }
+  }
+}
+
+/// One block per row: mean (layer_norm) and the sum of squared deviations in double, then
+/// the row normalised in the compute type, as NormalizationKernels.cpp does.
+template <typename S>
+__global__ void normKernel(bool rms, const S *x, const S *scale, const S *bias, S *y,
+                           int64_t rows, int64_t n, double eps) {
+  using C = Compute<S>;
+  __shared__ double shared[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S *in = x + r * n;
+    S *out = y + r * n;
+    double mean = 0;
+    if (!rms) {
+      double sum = 0;
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        sum += double(load(in, i));
+      mean = blockReduce(sum, shared, AddOp());
+      mean = n ? mean / double(n) : 0.0;
+    }
+    const C m = C(mean);
+    double sq = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      C d = load(in, i) - m;
+      sq += double(d * d);
+    }
+    sq = blockReduce(sq, shared, AddOp());
+    const C s = C(1.0 / ::sqrt((n ? sq / double(n) : 0.0) + eps));
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      C v = (load(in, i) - m) * s * load(scale, i);
+      if (bias)
+        v = v + load(bias, i);
+      store(out, i, v);
+    }
+  }
+}
+
+/// One thread per (outer, inner) column, walking n in order as ReductionKernels.cpp does.
+template <typename S>
+__global__ void argExtremeKernel(bool max, bool selectLast, const S *x, int64_t *out,
+                                 int64_t outer, int64_t n, int64_t inner) {
+  PLAIT_GRID_STRIDE(c, outer * inner) {
+    int64_t o = c / inner, j = c % inner;
+    const S *column = x + o * n * inner + j;
+    double best = double(load(column, 0));
+    int64_t index = 0;
+    for (int64_t k = 1; k < n; ++k) {
+      double v = double(load(column, k * inner));
+      bool vNan = v != v, bNan = best != best;
+      bool wins = max ? (selectLast ? v >= best : v > best) : (selectLast ? v <= best : v < best);
+      bool take = bNan ? (selectLast && vNan) : (vNan || wins);
+      if (take) {
+        best = v;
+        index = k;
+      }
+    }
+    out[c] = index;
+  }
+}
+
+template <typename Fn> bool dispatchIndex(int dtype, Fn &&fn) {
+  switch (dtype) {
+  case kI64: fn(int64_t{}); return true;
+  case kI32: fn(int32_t{}); return true;
+  default: return false;
+  }
+}
+
+} // namespace
+
+cudaError_t launchReduce(ReduceOp op, int dtype, const void *x, void *y, const ReduceGeometry &g,
+                         cudaStream_t stream) {
+  if (g.outCount == 0)
+    return cudaSuccess;
+  bool ok = dispatchNumeric(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    reduceKernel<S><<<rowBlocks(g.outCount), kThreads, 0, stream>>>(
+        op, static_cast<const S *>(x), static_cast<S *>(y), g);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchSoftmax(bool log, int dtype, const void *x, void *y, int64_t outer, int64_t n,
+                          int64_t inner, cudaStream_t stream) {
+  if (outer * inner == 0 || n == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    softmaxKernel<S><<<rowBlocks(outer * inner), kThreads, 0, stream>>>(
+        log, static_cast<const S *>(x), static_cast<S *>(y), outer, n, inner);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchNorm(bool rms, int dtype, const void *x, const void *scale, const void *bias,
+                       void *y, int64_t rows, int64_t n, double eps, cudaStream_t stream) {
+  if (rows == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    normKernel<S><<<rowBlocks(rows), kThreads, 0, stream>>>(
+        rms, static_cast<const S *>(x), static_cast<const S *>(scale),
+        static_cast<const S *>(bias), static_cast<S *>(y), rows, n, eps);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x, int64_t *out,
+                             int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
+  if (outer * inner == 0)
+    return cudaSuccess;
+  bool ok = dispatchNumeric(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    argExtremeKernel<S><<<gridFor(outer * inner), kThreads, 0, stream>>>(
+        max, selectLast, static_cast<const S *>(x), out, outer, n, inner);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, const void *input,
+                       const void *target, const void *weight, void *out, const LossGeometry &g,
+                       double *workspace, int *deviceError, int errorTag, cudaStream_t stream) {
+  int64_t positions = g.batch * g.spatial;
+  bool ok = false;
+  dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    ok = dispatchIndex(targetDtype, [&](auto indexTag) {
+      using I = decltype(indexTag);
+      if (positions > 0)
+        lossPerPosition<S, I><<<rowBlocks(positions), kThreads, 0, stream>>>(
+            fromLogits, static_cast<const S *>(input), static_cast<const I *>(target),
+            static_cast<const S *>(weight), g, workspace, deviceError, errorTag);
+      lossReduce<S><<<1, kThreads, 0, stream>>>(g, workspace, static_cast<S *>(out), true);
+    });
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchLossGrad(bool fromLogits, int dtype, int targetDtype, const void *input,
+                           const void *target, const void *grad, const void *weight, void *out,
+                           const LossGeometry &g, double *workspace, int *deviceError,
+                           int errorTag, cudaStream_t stream) {
+  int64_t positions = g.batch * g.spatial;
+  if (positions == 0)
+    return cudaSuccess;
+  bool ok = false;
+  dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    ok = dispatchIndex(targetDtype, [&](auto indexTag) {
+      using I = decltype(indexTag);
+      // The normaliser needs every position's weight: phase 1 and the sum first.
+      lossPerPosition<S, I><<<rowBlocks(positions), kThreads, 0, stream>>>(
+          false, static_cast<const S *>(input), static_cast<const I *>(target),
+          static_cast<const S *>(weight), g, workspace, deviceError, errorTag);
+      lossReduce<S><<<1, kThreads, 0, stream>>>(g, workspace, nullptr, false);
+      lossGradPerPosition<S, I><<<rowBlocks(positions), kThreads, 0, stream>>>(
+          fromLogits, static_cast<const S *>(input), static_cast<const I *>(target),
+          static_cast<const S *>(grad), static_cast<const S *>(weight), static_cast<S *>(out),
+          g, workspace);
+    });
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+} // namespace plait::rt::cuda

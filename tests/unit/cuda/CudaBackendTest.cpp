@@ -1,0 +1,486 @@
+// The CUDA backend's host side, on a machine without a GPU: plans are bound and checked
+// (CudaExecutor::checkPlan runs every kernel's operand checks, no device needed), GEMMs are
+// planned, and without a device plait-run refuses a cuda plan in one line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "PlanMaker.h"
+#include "runtime/PlanLoader.h"
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaDnn.h"
+#include "runtime/cuda/CudaExecutor.h"
+#include "runtime/cuda/CudaGemmPlan.h"
+#include "runtime/cuda/CudaKernel.h"
+#include "runtime/cuda/kernels/LaunchGeometry.h"
+
+namespace plait {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::PlanMaker;
+
+rt::AttrValue ints(std::vector<int64_t> v) {
+  rt::AttrValue a;
+  a.ints = std::move(v);
+  return a;
+}
+
+bool haveCudaDevice() {
+  std::vector<rt::CudaDeviceInfo> devices;
+  return rt::listCudaDevices(devices).ok();
+}
+
+rt::Plan loadBytes(const plan::PlanDesc &desc) {
+  rt::Plan plan;
+  rt::Status s = rt::loadPlanFromBytes(plan::serializePlan(desc), "m.plan", plan);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return plan;
+}
+
+//===--- the samples' plans ---------------------------------------------------------------===//
+
+#ifdef PLAIT_COMPILE_PATH
+/// Every sample compiled for --device cuda (fp32 and bf16-mixed at world size 1; the GPT's
+/// DDP plan at world size 2), once for the suite.
+class SamplePlans : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("plait-cuda-plans-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    const std::map<std::string, std::string> optimizer = {
+        {"mlp", "--optimizer sgd --lr 0.05 --momentum 0.9"},
+        {"cnn", "--optimizer sgd --lr 0.05 --momentum 0.9"},
+        {"gpt", "--optimizer adamw --lr 3e-3"}};
+    for (const auto &[sample, flags] : optimizer)
+      for (const char *precision : {"fp32", "bf16-mixed"})
+        compile(sample, flags + " --precision " + precision, sample + "-" + precision);
+    compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy ddp", "gpt-ddp2");
+    compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy fsdp", "gpt-fsdp2");
+    // The other placements and plan-shaping options: each brings ops or layouts of its own.
+    compile("mlp", optimizer.at("mlp") + " --world-size 2 --strategy zero1", "mlp-zero1");
+    compile("cnn", optimizer.at("cnn") + " --world-size 2 --strategy zero2", "cnn-zero2");
+    compile("gpt", optimizer.at("gpt") + " --world-size 4 --strategy hsdp:2", "gpt-hsdp");
+    compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy zero3 --precision bf16-mixed",
+            "gpt-zero3-bf16");
+    compile("gpt", optimizer.at("gpt") + " --clip-grad-norm 1.0 --micro-batches 2", "gpt-clip-mb");
+    compile("gpt", optimizer.at("gpt") + " --recompute all", "gpt-recompute");
+    compile("gpt", optimizer.at("gpt") + " --no-fusion", "gpt-nofusion");
+    compile("mlp", "--optimizer adamw --lr 3e-3 --no-fusion", "mlp-adamw-nofusion");
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  static void compile(const std::string &sample, const std::string &flags,
+                      const std::string &name) {
+    std::string out = (dir_ / (name + ".plan")).string();
+    std::string command = std::string(PLAIT_COMPILE_PATH) + " " + PLAIT_SOURCE_DIR +
+                          "/samples/" + sample + "/" + sample + ".onnx --train --device cuda " +
+                          flags + " -o " + out + " > " + out + ".log 2>&1";
+    int rc = std::system(command.c_str());
+    ASSERT_EQ(rc, 0) << command;
+    plans_.push_back(out);
+  }
+  static fs::path dir_;
+  static std::vector<std::string> plans_;
+};
+fs::path SamplePlans::dir_;
+std::vector<std::string> SamplePlans::plans_;
+
+// What create() checks before touching a device, for every rank of every sample's plan:
+// each op has a CUDA kernel, and each kernel takes the instruction's operands.
+TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
+  ASSERT_EQ(plans_.size(), 16u);
+  for (const std::string &path : plans_) {
+    rt::Plan plan;
+    rt::Status loaded = rt::loadPlan(path, plan);
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+    EXPECT_EQ(plan.device, "cuda");
+    for (uint32_t rank = 0; rank < plan.worldSize; ++rank) {
+      rt::Status checked = rt::CudaExecutor::checkPlan(plan, rank);
+      EXPECT_TRUE(checked.ok()) << path << " rank " << rank << ": " << checked.message();
+    }
+  }
+}
+
+// Every convolution of the CNN's plans (forward and both gradients) as cuDNN is given it:
+// the descriptors build (no device needed) and cuDNN computes the plan's output shape.
+TEST_F(SamplePlans, CnnConvolutionsDescribeForCudnn) {
+  int convolutions = 0;
+  for (const std::string &path : plans_) {
+    if (fs::path(path).filename().string().rfind("cnn", 0) != 0)
+      continue;
+    rt::Plan plan;
+    ASSERT_TRUE(rt::loadPlan(path, plan).ok());
+    for (const rt::PlanInstr &in : plan.instrs) {
+      const std::string &op = plan.kernels[in.kernel];
+      auto view = [&](uint32_t t) {
+        return rt::TensorView{nullptr, plan.tensors[t].dtype, plan.tensors[t].shape};
+      };
+      rt::TensorView x, w, y;
+      if (op == "conv2d")
+        x = view(in.inputs[0]), w = view(in.inputs[1]), y = view(in.outputs[0]);
+      else if (op == "conv2d_grad_input")
+        x = view(in.outputs[0]), w = view(in.inputs[1]), y = view(in.inputs[0]);
+      else if (op == "conv2d_grad_weight")
+        x = view(in.inputs[0]), w = view(in.outputs[0]), y = view(in.inputs[1]);
+      else
+        continue;
+      rt::cpu::ConvShape shape;
+      ASSERT_TRUE(rt::cpu::planConvShape(op, in.attrs, x, w, y, "output", shape).ok());
+      rt::Status described = rt::describeConvForCudnn(shape, x.dtype, op == "conv2d" &&
+                                                                          in.inputs.size() > 2);
+      EXPECT_TRUE(described.ok()) << path << ": " << in.name << ": " << described.message();
+      ++convolutions;
+    }
+  }
+  EXPECT_GE(convolutions, 6); // forward and two gradients, fp32 and bf16-mixed at least
+}
+
+// The fp32 plans carry the generated fused kernels the CUDA backend launches from the fatbin.
+TEST_F(SamplePlans, Fp32PlansCarryTheirFatbin) {
+  for (const std::string &path : plans_) {
+    rt::Plan plan;
+    ASSERT_TRUE(rt::loadPlan(path, plan).ok());
+    bool fused = false;
+    for (const rt::PlanInstr &in : plan.instrs)
+      if (!in.isCollective && plan.kernels[in.kernel] == "fused_elementwise") {
+        fused = true;
+        EXPECT_TRUE(in.attrs.has("cuda_symbol")) << path << ": " << in.name;
+      }
+    if (fused)
+      EXPECT_FALSE(plan.generatedCuda.empty()) << path;
+  }
+}
+
+/// Runs plait-run with `args` (stderr too); returns its exit code and output.
+int plaitRun(const std::string &args, std::string &output) {
+  std::string command = std::string(PLAIT_RUN_PATH) + " " + args + " 2>&1";
+  FILE *pipe = ::popen(command.c_str(), "r");
+  if (!pipe)
+    return -1;
+  output.clear();
+  char buffer[512];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe))
+    output.append(buffer, n);
+  int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string sampleInputs(const std::string &sample) {
+  std::string dir = std::string(PLAIT_SOURCE_DIR) + "/samples/" + sample + "/inputs/";
+  return sample == "gpt" ? " --input idx=" + dir + "idx.npy --input targets=" + dir + "targets.npy"
+                         : " --input x=" + dir + "x.npy --input y=" + dir + "y.npy";
+}
+
+// Without a GPU, plait-run refuses a cuda plan in one line naming the plan, with exit 1,
+// also under --nproc (checked before mpirun starts).
+TEST_F(SamplePlans, PlaitRunWithoutADeviceRefusesInOneLine) {
+  if (haveCudaDevice())
+    GTEST_SKIP() << "a CUDA device is present (tests/gpu/run.sh runs the plans)";
+  for (const std::string name : {"mlp-fp32", "cnn-bf16-mixed", "gpt-ddp2"}) {
+    std::string plan = (dir_ / (name + ".plan")).string();
+    std::string sample = name.substr(0, 3), output;
+    std::string nproc = name == "gpt-ddp2" ? " --nproc 2" : "";
+    EXPECT_EQ(plaitRun(plan + nproc + " --steps 1" + sampleInputs(sample), output), 1) << output;
+    EXPECT_THAT(output, StartsWith("plait-run: " + plan + ": compiled for --device cuda: no "
+                                   "CUDA device ("));
+    EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+  }
+}
+
+// --kernel-times times CUDA kernels: with a CPU plan it is a one-line error.
+TEST_F(SamplePlans, KernelTimesNeedACudaPlan) {
+  std::string plan = (dir_ / "mlp-cpu.plan").string(), output;
+  std::string command = std::string(PLAIT_COMPILE_PATH) + " " + PLAIT_SOURCE_DIR +
+                        "/samples/mlp/mlp.onnx -o " + plan + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  EXPECT_EQ(plaitRun(plan + " --kernel-times " + (dir_ / "k.json").string() +
+                         sampleInputs("mlp"),
+                     output),
+            1);
+  EXPECT_EQ(output, "plait-run: " + plan + ": --kernel-times times CUDA kernels; this plan was "
+                    "compiled for --device cpu\n");
+}
+#endif
+
+//===--- kernels the backend has and lacks ------------------------------------------------===//
+
+// Every CPU kernel has a CUDA counterpart (some for fewer dtypes: those refuse the plan at
+// create(), naming the dtype). A kernel added to the CPU alone fails here until it is listed.
+TEST(CudaKernels, EveryCpuKernelHasACudaKernel) {
+  std::vector<std::string> cuda = rt::cudaKernelNames();
+  std::set<std::string> have(cuda.begin(), cuda.end()), missing;
+  for (const std::string &name : rt::kernelNames())
+    if (!have.count(name))
+      missing.insert(name);
+  missing.erase("cpu_only_op"); // AnOpWithoutACudaKernelIsRefusedBeforeAnythingRuns's
+  EXPECT_EQ(missing, std::set<std::string>{});
+  for (const std::string &name : cuda) // no CUDA kernel for an op the CPU lacks
+    EXPECT_NE(rt::findKernel(name), nullptr) << name;
+}
+
+rt::Status cpuOnlyKernel(const rt::KernelCall &) { return {}; }
+
+TEST(CudaKernels, AnOpWithoutACudaKernelIsRefusedBeforeAnythingRuns) {
+  // An op the CPU backend has and the CUDA backend lacks (registered here: every real CPU
+  // kernel has a CUDA one).
+  rt::registerKernel("cpu_only_op", &cpuOnlyKernel);
+  PlanMaker m;
+  uint32_t x = m.add("x", fb::TensorKind::Input, {4, 4});
+  uint32_t y = m.add("y", fb::TensorKind::Activation, {4, 4});
+  m.instr("cpu_only_op", {x}, {y});
+  plan::PlanDesc desc = m.finish();
+  desc.device = "cuda";
+  desc.outputs = {y};
+  rt::Plan plan = loadBytes(desc);
+  rt::Status s = rt::CudaExecutor::checkPlan(plan);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), StartsWith("m.plan: instruction 0 ("));
+  EXPECT_THAT(s.message(), HasSubstr("): op 'cpu_only_op' has no CUDA kernel"));
+  EXPECT_EQ(s.message().find('\n'), std::string::npos);
+  // create() says the same, before it looks for a device.
+  std::unique_ptr<rt::CudaExecutor> exec;
+  EXPECT_EQ(rt::CudaExecutor::create(plan, {}, exec).message(), s.message());
+}
+
+TEST(CudaKernels, OperandsAKernelCannotTakeAreRefusedAtCreate) {
+  PlanMaker m;
+  uint32_t a = m.add("a", fb::TensorKind::Input, {4, 3});
+  uint32_t b = m.add("b", fb::TensorKind::Input, {4, 5});
+  uint32_t c = m.add("c", fb::TensorKind::Activation, {4, 5});
+  m.instr("matmul", {a, b}, {c});
+  plan::PlanDesc desc = m.finish();
+  desc.device = "cuda";
+  desc.outputs = {c};
+  rt::Plan plan = loadBytes(desc);
+  EXPECT_THAT(rt::CudaExecutor::checkPlan(plan).message(),
+              HasSubstr(", kernel matmul): matmul: contracting dimensions differ: [4, 3] times "
+                        "[4, 5]"));
+}
+
+TEST(CudaKernels, IntegerMatmulHasNoCudaKernel) {
+  PlanMaker m;
+  uint32_t a = m.add("a", fb::TensorKind::Input, {2, 3}, fb::DType::I64);
+  uint32_t b = m.add("b", fb::TensorKind::Input, {3, 2}, fb::DType::I64);
+  uint32_t c = m.add("c", fb::TensorKind::Activation, {2, 2}, fb::DType::I64);
+  m.instr("matmul", {a, b}, {c});
+  plan::PlanDesc desc = m.finish();
+  desc.device = "cuda";
+  desc.outputs = {c};
+  rt::Plan plan = loadBytes(desc);
+  EXPECT_THAT(rt::CudaExecutor::checkPlan(plan).message(),
+              HasSubstr("matmul: dtype i64 has no CUDA kernel"));
+}
+
+TEST(CudaExecutor, WithoutADeviceCreateIsANoCudaDeviceError) {
+  if (haveCudaDevice())
+    GTEST_SKIP() << "a CUDA device is present";
+  PlanMaker m;
+  uint32_t x = m.add("x", fb::TensorKind::Input, {4});
+  uint32_t y = m.add("y", fb::TensorKind::Activation, {4});
+  m.instr("relu", {x}, {y});
+  plan::PlanDesc desc = m.finish();
+  desc.device = "cuda";
+  desc.outputs = {y};
+  rt::Plan plan = loadBytes(desc);
+  std::unique_ptr<rt::CudaExecutor> exec;
+  rt::Status s = rt::CudaExecutor::create(plan, {}, exec);
+  EXPECT_EQ(exec, nullptr);
+  EXPECT_THAT(s.message(), StartsWith("m.plan: rank 0: no CUDA device: "));
+  EXPECT_EQ(s.message().find('\n'), std::string::npos);
+}
+
+TEST(CudaExecutor, ACpuPlanIsNotRunOnCuda) {
+  PlanMaker m;
+  uint32_t x = m.add("x", fb::TensorKind::Input, {4});
+  uint32_t y = m.add("y", fb::TensorKind::Activation, {4});
+  m.instr("relu", {x}, {y});
+  plan::PlanDesc desc = m.finish();
+  desc.outputs = {y};
+  rt::Plan plan = loadBytes(desc);
+  std::unique_ptr<rt::CudaExecutor> exec;
+  EXPECT_EQ(rt::CudaExecutor::create(plan, {}, exec).message(),
+            "m.plan: compiled for --device cpu, not cuda");
+}
+
+// Convolution geometries cuDNN is given, built on the host: strides, padding, dilation,
+// groups; and what it cannot take, refused.
+TEST(CudnnConvolution, DescriptorsGiveThePlannedOutputShape) {
+  struct Case {
+    std::vector<int64_t> x, w, y;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> attrs;
+    std::string error; // "" when cuDNN takes it
+  };
+  const Case cases[] = {
+      {{2, 3, 8, 8}, {4, 3, 3, 3}, {2, 4, 8, 8}, {{"pads", {1, 1, 1, 1}}}, ""},
+      {{2, 3, 9, 7}, {4, 3, 3, 3}, {2, 4, 5, 4},
+       {{"pads", {1, 1, 1, 1}}, {"strides", {2, 2}}}, ""},
+      {{1, 4, 8, 8}, {6, 2, 3, 3}, {1, 6, 4, 4}, {{"group", {2}}, {"dilations", {2, 2}}}, ""},
+      {{2, 8, 5, 5}, {16, 8, 1, 1}, {2, 16, 5, 5}, {}, ""},
+      {{1, 1, 6, 6}, {1, 1, 3, 3}, {1, 1, 5, 4}, {{"pads", {1, 0, 0, 0}}},
+       "conv2d: asymmetric padding has no cuDNN kernel"}};
+  for (const Case &c : cases) {
+    rt::Attrs attrs; // the plan spells every attribute out
+    attrs.set("strides", ints({1, 1}));
+    attrs.set("pads", ints({0, 0, 0, 0}));
+    attrs.set("dilations", ints({1, 1}));
+    attrs.set("group", ints({1}));
+    for (const auto &[name, values] : c.attrs)
+      attrs.set(name, ints(values));
+    rt::TensorView x{nullptr, rt::DType::F32, c.x}, w{nullptr, rt::DType::F32, c.w},
+        y{nullptr, rt::DType::F32, c.y};
+    rt::cpu::ConvShape shape;
+    rt::Status planned = rt::cpu::planConvShape("conv2d", attrs, x, w, y, "output", shape);
+    ASSERT_TRUE(planned.ok()) << planned.message();
+    EXPECT_EQ(rt::describeConvForCudnn(shape, rt::DType::F32, true).message(), c.error)
+        << rt::shapeString(c.x) << " * " << rt::shapeString(c.w);
+  }
+}
+
+//===--- GEMM planning --------------------------------------------------------------------===//
+
+rt::TensorView shaped(std::vector<int64_t> shape) {
+  return rt::TensorView{nullptr, rt::DType::F32, std::move(shape)};
+}
+
+TEST(GemmPlan, ALinearLayerFoldsTheBatchIntoM) {
+  rt::GemmPlan p;
+  ASSERT_TRUE(rt::planCudaMatmul({}, shaped({8, 16, 32}), shaped({32, 64}), shaped({8, 16, 64}), p)
+                  .ok());
+  EXPECT_EQ(p.count, 1);
+  EXPECT_EQ(p.calls(), 1);
+  EXPECT_EQ(p.m, 8 * 16);
+  EXPECT_EQ(p.n, 64);
+  EXPECT_EQ(p.k, 32);
+  EXPECT_FALSE(p.transA);
+  EXPECT_FALSE(p.transB);
+  EXPECT_EQ(p.lda, 32);
+  EXPECT_EQ(p.ldb, 64);
+  EXPECT_EQ(p.ldc, 64);
+}
+
+TEST(GemmPlan, AttentionScoresAreOneStridedBatch) {
+  rt::Attrs attrs;
+  rt::AttrValue yes;
+  yes.ints = {1};
+  attrs.set("transpose_rhs", yes);
+  rt::GemmPlan p;
+  // q [B, H, T, D] x k [B, H, T, D]^T -> [B, H, T, T]
+  ASSERT_TRUE(rt::planCudaMatmul(attrs, shaped({2, 4, 8, 16}), shaped({2, 4, 8, 16}),
+                                 shaped({2, 4, 8, 8}), p)
+                  .ok());
+  EXPECT_EQ(p.calls(), 1);
+  EXPECT_EQ(p.count, 8);
+  EXPECT_EQ(p.batch, 8);
+  EXPECT_TRUE(p.transB);
+  EXPECT_EQ(p.ldb, 16);
+  EXPECT_EQ(p.strideA, 8 * 16);
+  EXPECT_EQ(p.strideB, 8 * 16);
+  EXPECT_EQ(p.strideC, 8 * 8);
+}
+
+TEST(GemmPlan, BroadcastBatchesRunOneCallPerLeadingIndex) {
+  rt::GemmPlan p;
+  // [2, 1, 3, 4] x [1, 5, 4, 6] -> [2, 5, 3, 6]: A repeats along dim 1, B along dim 0.
+  ASSERT_TRUE(rt::planCudaMatmul({}, shaped({2, 1, 3, 4}), shaped({1, 5, 4, 6}),
+                                 shaped({2, 5, 3, 6}), p)
+                  .ok());
+  EXPECT_EQ(p.count, 10);
+  EXPECT_EQ(p.batch, 5);
+  ASSERT_EQ(p.calls(), 2);
+  EXPECT_EQ(p.strideA, 0);  // within a call, A stays
+  EXPECT_EQ(p.strideB, 24); // B walks its 5 matrices
+  EXPECT_EQ(p.strideC, 18);
+  EXPECT_EQ(p.offA, (std::vector<int64_t>{0, 12}));
+  EXPECT_EQ(p.offB, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(p.offC, (std::vector<int64_t>{0, 5 * 18}));
+}
+
+TEST(GemmPlan, ThreeBatchDimensionsStrideOverTheLast) {
+  rt::GemmPlan p;
+  // [2, 1, 4, 3, 5] x [1, 3, 4, 5, 2] -> [2, 3, 4, 3, 2]: 24 GEMMs, 6 calls of 4.
+  ASSERT_TRUE(rt::planCudaMatmul({}, shaped({2, 1, 4, 3, 5}), shaped({1, 3, 4, 5, 2}),
+                                 shaped({2, 3, 4, 3, 2}), p)
+                  .ok());
+  EXPECT_EQ(p.count, 24);
+  EXPECT_EQ(p.batch, 4);
+  ASSERT_EQ(p.calls(), 6);
+  EXPECT_EQ(p.strideA, 15);
+  EXPECT_EQ(p.strideB, 10);
+  EXPECT_EQ(p.strideC, 6);
+  EXPECT_EQ(p.offA, (std::vector<int64_t>{0, 0, 0, 60, 60, 60}));
+  EXPECT_EQ(p.offB, (std::vector<int64_t>{0, 40, 80, 0, 40, 80}));
+  EXPECT_EQ(p.offC[5], 5 * 24);
+}
+
+TEST(GemmPlan, PermutedOperandsReadThroughStrides) {
+  // lhs_perm [0, 2, 1, 3] reads [B, T, H, D] as [B, H, T, D]; rhs likewise, transposed.
+  rt::Attrs attrs;
+  attrs.set("lhs_perm", ints({0, 2, 1, 3}));
+  attrs.set("rhs_perm", ints({0, 2, 3, 1}));
+  rt::GemmPlan p;
+  ASSERT_TRUE(rt::planCudaMatmul(attrs, shaped({2, 8, 4, 16}), shaped({2, 8, 4, 16}),
+                                 shaped({2, 4, 8, 8}), p)
+                  .ok());
+  // Heads step by D, batch entries by T * H * D: one call per batch entry, strided over heads.
+  EXPECT_EQ(p.count, 8);
+  EXPECT_EQ(p.batch, 4);
+  ASSERT_EQ(p.calls(), 2);
+  EXPECT_EQ(p.m, 8);
+  EXPECT_EQ(p.n, 8);
+  EXPECT_EQ(p.k, 16);
+  EXPECT_FALSE(p.transA);
+  EXPECT_EQ(p.lda, 4 * 16); // a row of T steps over the heads
+  EXPECT_TRUE(p.transB);
+  EXPECT_EQ(p.ldb, 4 * 16);
+  EXPECT_EQ(p.strideA, 16); // next head: D elements on
+  EXPECT_EQ(p.offA, (std::vector<int64_t>{0, 8 * 4 * 16}));
+  EXPECT_EQ(p.strideC, 8 * 8);
+}
+
+TEST(GemmPlan, VectorsArePromoted) {
+  rt::GemmPlan p;
+  ASSERT_TRUE(rt::planCudaMatmul({}, shaped({4}), shaped({4, 3}), shaped({3}), p).ok());
+  EXPECT_EQ(p.m, 1);
+  EXPECT_EQ(p.n, 3);
+  EXPECT_EQ(p.k, 4);
+  ASSERT_TRUE(rt::planCudaMatmul({}, shaped({5, 4}), shaped({4}), shaped({5}), p).ok());
+  EXPECT_EQ(p.m, 5);
+  EXPECT_EQ(p.n, 1);
+  EXPECT_EQ(p.ldb, 1);
+}
+
+TEST(GemmPlan, AWrongOutputShapeIsAnError) {
+  rt::GemmPlan p;
+  EXPECT_EQ(rt::planCudaMatmul({}, shaped({2, 3}), shaped({3, 4}), shaped({2, 5}), p).message(),
+            "matmul: output has shape [2, 5], expected [2, 4]");
+}
+
+//===--- launch geometry ------------------------------------------------------------------===//
+
+TEST(LaunchGeometry, GridStrideLaunchesStayWithinLimits) {
+  using rt::cuda::gridFor;
+  EXPECT_EQ(gridFor(0), 1u);
+  EXPECT_EQ(gridFor(1), 1u);
+  EXPECT_EQ(gridFor(1024), 1u);
+  EXPECT_EQ(gridFor(1025), 2u);
+  EXPECT_EQ(gridFor(int64_t(1) << 40), unsigned(rt::cuda::kMaxGridBlocks));
+  EXPECT_EQ(rt::cuda::rowBlocks(0), 1u);
+  EXPECT_EQ(rt::cuda::rowBlocks(int64_t(1) << 40), unsigned((int64_t(1) << 31) - 1));
+}
+
+} // namespace
+} // namespace plait
