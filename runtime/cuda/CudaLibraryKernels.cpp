@@ -757,11 +757,18 @@ Status fusedElementwiseKernel(const CudaKernelCall &call) {
   for (const std::vector<TensorView> *list :
        std::initializer_list<const std::vector<TensorView> *>{&call.outputs, &call.inputs})
     for (const TensorView &t : *list) {
-      if (t.dtype != DType::F32)
+      // f32 or bf16 (the generated kernel widens and rounds bf16 itself).
+      if (t.dtype != DType::F32 && t.dtype != DType::BF16)
         return noCudaDtype(kName, t.dtype);
       if (!cpu::broadcastShapes(shape, t.shape, shape))
         return Status::errorf("{}: operand shapes do not broadcast together", kName);
     }
+  // Reduced results are zeroed as 32-bit words and summed with float atomics: f32 only
+  // (plait-fuse-elementwise leaves bf16 reductions unfused for --device cuda).
+  for (size_t o = 0; o < call.outputs.size() && !reductions.empty(); ++o)
+    if (reductions[o] != fused::Store && call.outputs[o].dtype != DType::F32)
+      return Status::errorf("{}: reduced result {} is {}; CUDA sums reduced results in f32",
+                            kName, o, dtypeName(call.outputs[o].dtype));
   if (!call.attrs.has("cuda_symbol"))
     return Status::errorf("{}: no generated CUDA kernel (the plan was compiled without CUDA "
                           "codegen, e.g. --no-codegen)", kName);
