@@ -79,10 +79,6 @@ struct Choice {
   std::string recompute;          // none | all | segments
   std::vector<int64_t> segments;  // for "segments"
   int64_t bucketBytes = 0;        // ddp gradient buckets; 0: --bucket-bytes
-  bool operator==(const Choice &o) const {
-    return strategy == o.strategy && recompute == o.recompute && segments == o.segments &&
-           bucketBytes == o.bucketBytes;
-  }
 };
 
 /// The IR verified, and the check that no rank can hang.
@@ -532,150 +528,87 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
     std::stable_sort(byTime.begin(), byTime.end(), [&](const std::string &a, const std::string &b) {
       return timeOf(rows[plainRow[a]]) < timeOf(rows[plainRow[b]]);
     });
-    if (searchRecomputeAuto) {
-      auto computed = recomputeOrder(module);
-      if (failed(computed))
-        return failure();
-      order = std::move(*computed);
-    }
-    auto wanted = [&](const std::string &strategy) {
-      size_t plain = plainRow.at(strategy);
-      return !fits(plain) && timeOf(rows[plain]) < fastestFitting;
-    };
-    // The fewest whole-unit segments that fit: estimated from the bytes each one frees (in
-    // --recompute auto's order, cheapest replay per byte first) and checked. When the
-    // estimate is over, every segment is tried, then the middle of the two. When none of
-    // that fits, `all` (which replays layer by layer and keeps only unit inputs) is tried.
-    // A fitting auto(k) makes `all` of the same placement pointless: it replays more for
-    // the same communication. At most four screens per placement, usually one.
-    auto segmentsChoice = [&](const std::string &strategy, size_t k) {
-      return Choice{strategy, "segments",
-                    std::vector<int64_t>(order->segments.begin(), order->segments.begin() + k),
-                    rows[plainRow.at(strategy)].choice.bucketBytes};
-    };
-    auto allChoice = [&](const std::string &strategy) {
-      return Choice{strategy, "all", {}, rows[plainRow.at(strategy)].choice.bucketBytes};
-    };
-    // A placement's first screens: the estimate and every unit together (on two cores the
-    // second is free), since the estimate falling short needs the second; and `all` when a
-    // core is left over (needed when no probe fits).
-    auto estimateOf = [&](const std::string &strategy) {
-      size_t n = order->segments.size(), estimate = 0;
-      int64_t need = rows[plainRow.at(strategy)].result.peak - limit, freed = 0;
-      while (estimate < n && freed < need)
-        freed += order->savedBytes[estimate++];
-      return std::max<size_t>(estimate, 1);
-    };
-    auto firstScreens = [&](const std::string &strategy) {
-      std::vector<Choice> choices;
-      if (!order || order->segments.empty())
-        return choices;
-      size_t n = order->segments.size(), first = estimateOf(strategy);
-      choices.push_back(segmentsChoice(strategy, first));
-      if (first < n)
-        choices.push_back(segmentsChoice(strategy, n));
-      if (choices.size() < screenThreads())
-        choices.push_back(allChoice(strategy));
-      return choices;
-    };
-    // Screens started ahead on cores the search would leave idle while it screens one choice
-    // alone: the next wanted placement's first screens. The search takes such a result only
-    // where it asks for the same choice, so what it finds is unchanged. (Joined on return.)
-    std::vector<std::pair<Choice, std::future<Candidate>>> ahead;
-    auto startAhead = [&](size_t after) {
-      size_t spare = screenThreads() - 1;
-      for (size_t j = after + 1; j < byTime.size() && spare > 0; ++j) {
-        if (!wanted(byTime[j]))
-          continue;
-        for (Choice &c : firstScreens(byTime[j])) {
-          if (spare == 0)
-            break;
-          if (llvm::any_of(ahead, [&](const auto &a) { return a.first == c; }))
-            continue;
-          ahead.emplace_back(c, std::async(std::launch::async, [&options, module, c, limit] {
-                               return tryChoice(module, options, c, /*exact=*/false, limit);
-                             }));
-          --spare;
-        }
-        break;
-      }
-    };
-    auto takeAhead = [&](const Choice &c) -> std::optional<Candidate> {
-      for (auto &[choice, future] : ahead)
-        if (future.valid() && choice == c)
-          return future.get();
-      return std::nullopt;
-    };
-    // `choices` screened, those started ahead taken from there.
-    auto screen = [&](const std::vector<Choice> &choices) {
-      std::vector<Choice> missing;
-      std::vector<size_t> at;
-      for (size_t i = 0; i < choices.size(); ++i)
-        if (!llvm::any_of(ahead, [&](const auto &a) {
-              return a.second.valid() && a.first == choices[i];
-            })) {
-          missing.push_back(choices[i]);
-          at.push_back(i);
-        }
-      std::vector<Candidate> out(choices.size());
-      std::vector<Candidate> screened = screenAll(module, options, missing, limit);
-      for (size_t j = 0; j < at.size(); ++j)
-        out[at[j]] = std::move(screened[j]);
-      for (size_t i = 0; i < choices.size(); ++i)
-        if (!llvm::is_contained(at, i))
-          out[i] = std::move(*takeAhead(choices[i]));
-      return out;
-    };
-    // One choice alone: the next placement's first screens start on the idle cores.
-    auto screenOne = [&](const Choice &c, size_t current) {
-      if (auto got = takeAhead(c))
-        return std::move(*got);
-      startAhead(current);
-      return tryChoice(module, options, c, /*exact=*/false, limit);
-    };
-    for (size_t current = 0; current < byTime.size(); ++current) {
-      const std::string &strategy = byTime[current];
-      if (!wanted(strategy))
+    for (const std::string &strategy : byTime) {
+      auto plain = plainRow.find(strategy);
+      if (fits(plain->second) || timeOf(rows[plain->second]) >= fastestFitting)
         continue;
+      int64_t bucket = rows[plain->second].choice.bucketBytes;
       auto keep = [&](Choice choice, Candidate result) {
         fastestFitting = std::min(fastestFitting, result.predictedMs.value_or(INFINITY));
         rows.push_back(AutoRow{std::move(choice), std::move(result), floors[strategy], false, ""});
       };
+      // The fewest whole-unit segments that fit: estimated from the bytes each one frees (in
+      // --recompute auto's order, cheapest replay per byte first) and checked. When the
+      // estimate is over, every segment is tried, then the middle of the two. When none of
+      // that fits, `all` (which replays layer by layer and keeps only unit inputs) is tried.
+      // A fitting auto(k) makes `all` of the same placement pointless: it replays more for
+      // the same communication. At most four screens per placement, usually one.
       std::optional<AutoRow> best; // the fitting probe with the fewest segments
       std::optional<Candidate> screenedAll; // `all`, screened with the probes on a spare core
-      if (searchRecomputeAuto && order && !order->segments.empty()) {
+      if (searchRecomputeAuto) {
+        if (!order) {
+          auto computed = recomputeOrder(module);
+          if (failed(computed))
+            return failure();
+          order = std::move(*computed);
+        }
         size_t n = order->segments.size();
+        int64_t need = rows[plain->second].result.peak - limit, freed = 0;
+        size_t estimate = 0;
+        while (estimate < n && freed < need)
+          freed += order->savedBytes[estimate++];
         std::map<size_t, int64_t> peakAt; // probed k -> its peak
+        auto choiceOf = [&](size_t k) {
+          return Choice{strategy, "segments",
+                        std::vector<int64_t>(order->segments.begin(),
+                                             order->segments.begin() + k),
+                        bucket};
+        };
         auto record = [&](size_t k, Candidate result) -> FailureOr<bool> {
           if (!result.ok)
             return failure();
           peakAt[k] = result.peak;
           bool fit = result.peak <= limit;
           if (fit && (!best || k < best->choice.segments.size()))
-            best = AutoRow{segmentsChoice(strategy, k), std::move(result), floors[strategy],
-                           false, ""};
+            best = AutoRow{choiceOf(k), std::move(result), floors[strategy], false, ""};
           return fit;
         };
-        std::vector<Choice> choices = firstScreens(strategy);
-        size_t first = choices.front().segments.size();
-        std::vector<Candidate> results = screen(choices);
-        if (choices.back().recompute == "all")
-          screenedAll = std::move(results.back());
-        auto fitsAtEstimate = record(first, std::move(results[0]));
-        if (failed(fitsAtEstimate))
-          return failure();
-        if (!*fitsAtEstimate && first < n) {
-          auto fitsAtAll = record(n, std::move(results[1]));
-          if (failed(fitsAtAll))
+        auto probe = [&](size_t k) {
+          return record(k, tryChoice(module, options, choiceOf(k), /*exact=*/false, limit));
+        };
+        if (n > 0) {
+          // The estimate and every unit are screened together (on two cores the second
+          // is free), since the estimate falling short needs the second.
+          size_t first = std::max<size_t>(estimate, 1);
+          std::vector<size_t> ks{first};
+          if (first < n)
+            ks.push_back(n);
+          std::vector<Choice> choices;
+          for (size_t k : ks)
+            choices.push_back(choiceOf(k));
+          // A core left over screens `all` too, needed when no probe fits.
+          bool withAll = choices.size() < screenThreads();
+          if (withAll)
+            choices.push_back(Choice{strategy, "all", {}, bucket});
+          std::vector<Candidate> results = screenAll(module, options, choices, limit);
+          if (withAll)
+            screenedAll = std::move(results.back());
+          auto fitsAtEstimate = record(first, std::move(results[0]));
+          if (failed(fitsAtEstimate))
             return failure();
-          // Between the two: where the peak, taken as linear in k, meets the limit.
-          if (*fitsAtAll && n - first > 1) {
-            double over = double(peakAt[first] - limit);
-            double drop = double(peakAt[first] - peakAt[n]);
-            size_t k = first + size_t(std::ceil(double(n - first) * over / drop));
-            k = std::clamp<size_t>(k, first + 1, n - 1);
-            if (failed(record(k, screenOne(segmentsChoice(strategy, k), current))))
+          if (!*fitsAtEstimate && first < n) {
+            auto fitsAtAll = record(n, std::move(results[1]));
+            if (failed(fitsAtAll))
               return failure();
+            // Between the two: where the peak, taken as linear in k, meets the limit.
+            if (*fitsAtAll && n - first > 1) {
+              double over = double(peakAt[first] - limit);
+              double drop = double(peakAt[first] - peakAt[n]);
+              size_t k = first + size_t(std::ceil(double(n - first) * over / drop));
+              k = std::clamp<size_t>(k, first + 1, n - 1);
+              if (failed(probe(k)))
+                return failure();
+            }
           }
         }
       }
@@ -683,8 +616,10 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
         keep(best->choice, std::move(best->result));
         continue;
       }
-      Choice all = allChoice(strategy);
-      Candidate result = screenedAll ? std::move(*screenedAll) : screenOne(all, current);
+      Choice all{strategy, "all", {}, bucket};
+      Candidate result = screenedAll
+                             ? std::move(*screenedAll)
+                             : tryChoice(module, options, all, /*exact=*/false, limit);
       if (!result.ok)
         return failure();
       if (result.peak <= limit)
