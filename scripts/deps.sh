@@ -6,7 +6,7 @@ PKGS=(
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 libclang-rt-19-dev
   libflatbuffers-dev flatbuffers-compiler
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libopenblas-dev
+  libopenblas-dev libmimalloc2.0
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev
   python3 python3-numpy python3-torch python3-onnx libonnx-testdata
