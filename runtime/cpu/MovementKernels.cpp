@@ -213,7 +213,8 @@ Status concatKernel(const KernelCall &call) {
   for (int64_t o = 0; o < outer; ++o)
     for (const TensorView &t : call.inputs) {
       int64_t slab = t.shape[axis] * inner;
-      std::memcpy(dst, static_cast<const char *>(t.data) + o * slab, slab);
+      if (slab > 0) // an empty input may have no bytes at all (a null view)
+        std::memcpy(dst, static_cast<const char *>(t.data) + o * slab, slab);
       dst += slab;
     }
   return Status();
@@ -250,7 +251,8 @@ Status splitKernel(const KernelCall &call) {
   for (int64_t o = 0; o < outer; ++o)
     for (size_t i = 0; i < sizes.size(); ++i) {
       int64_t slab = sizes[i] * inner;
-      std::memcpy(static_cast<char *>(call.outputs[i].data) + o * slab, src, slab);
+      if (slab > 0) // an empty part may have no bytes at all (a null view)
+        std::memcpy(static_cast<char *>(call.outputs[i].data) + o * slab, src, slab);
       src += slab;
     }
   return Status();

@@ -455,9 +455,12 @@ TEST(IndexMath, GatherOffsetsMatchTheCpuGather) {
 }
 
 /// cudaMemcpy2D on the host: `rows` rows of `width` bytes from src (pitch spitch) to dst
-/// (pitch dpitch).
+/// (pitch dpitch). Nothing for an empty part, as the kernels skip it (whose buffer may be
+/// null: memcpy must not see it).
 void copy2d(void *dst, int64_t dpitch, const void *src, int64_t spitch, int64_t width,
             int64_t rows) {
+  if (width <= 0 || rows <= 0)
+    return;
   for (int64_t r = 0; r < rows; ++r)
     std::memcpy(static_cast<char *>(dst) + r * dpitch,
                 static_cast<const char *>(src) + r * spitch, size_t(width));
