@@ -196,35 +196,11 @@ Status Executor::startCollective(size_t i) {
   touched_ = std::max(touched_, b.arenaEnd);
   const CollectiveSpec &spec = plan_.instrs[i].collective;
   const TensorView &x = b.inputs[0], &y = b.outputs[0];
-  CollectiveArgs args;
-  args.kind = spec.kind;
-  args.dtype = x.dtype;
-  args.send = x.data;
-  args.recv = y.data;
+  // In place on the output for broadcast: the root sends it, the others overwrite it.
+  if (spec.kind == CollectiveKind::Broadcast && x.data != y.data && y.bytes() != 0)
+    std::memmove(y.data, x.data, y.bytes());
   uint64_t fullBytes = 0; // the buffer the ring model counts (CommModel.h)
-  switch (spec.kind) {
-  case CollectiveKind::AllReduce:
-    args.count = uint64_t(x.numel());
-    fullBytes = x.bytes();
-    break;
-  case CollectiveKind::ReduceScatter:
-    args.count = uint64_t(y.numel());
-    fullBytes = x.bytes();
-    break;
-  case CollectiveKind::AllGather:
-    args.count = uint64_t(x.numel());
-    fullBytes = y.bytes();
-    break;
-  case CollectiveKind::Broadcast:
-    // In place on the output: the root sends it, the others overwrite it.
-    if (x.data != y.data && y.bytes() != 0)
-      std::memmove(y.data, x.data, y.bytes());
-    args.send = y.data;
-    args.count = uint64_t(y.numel());
-    args.root = spec.root;
-    fullBytes = y.bytes();
-    break;
-  }
+  CollectiveArgs args = collectiveArgsOf(spec.kind, spec.root, x, y, fullBytes);
   Status s = comm_->start(b.group, args, b.request);
   if (!s.ok())
     return s.withPrefix(where(i));

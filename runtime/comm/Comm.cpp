@@ -7,6 +7,36 @@
 
 namespace plait::rt {
 
+CollectiveArgs collectiveArgsOf(CollectiveKind kind, uint32_t root, const TensorView &x,
+                                const TensorView &y, uint64_t &fullBytes) {
+  CollectiveArgs args;
+  args.kind = kind;
+  args.dtype = x.dtype;
+  args.send = x.data;
+  args.recv = y.data;
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    args.count = uint64_t(x.numel());
+    fullBytes = x.bytes();
+    break;
+  case CollectiveKind::ReduceScatter:
+    args.count = uint64_t(y.numel());
+    fullBytes = x.bytes();
+    break;
+  case CollectiveKind::AllGather:
+    args.count = uint64_t(x.numel());
+    fullBytes = y.bytes();
+    break;
+  case CollectiveKind::Broadcast:
+    args.send = y.data;
+    args.count = uint64_t(y.numel());
+    args.root = root;
+    fullBytes = y.bytes();
+    break;
+  }
+  return args;
+}
+
 const char *collectiveKindName(CollectiveKind k) {
   switch (k) {
   case CollectiveKind::AllReduce:

@@ -64,6 +64,12 @@ struct CollectiveArgs {
   uint32_t root = 0;          // broadcast: the root's index within the group
 };
 
+/// The arguments of a `kind` collective from operand `x` into result `y` (broadcast: in place
+/// on `y`, into which the caller copies `x` first), and in `fullBytes` the buffer the ring
+/// model counts (CommModel.h). Shared by the CPU and CUDA executors.
+CollectiveArgs collectiveArgsOf(CollectiveKind kind, uint32_t root, const TensorView &x,
+                                const TensorView &y, uint64_t &fullBytes);
+
 /// A started collective; valid until it is waited for.
 using CommRequest = uint32_t;
 /// A group partition interned by Communicator::group.

@@ -1,6 +1,9 @@
 // Row-major GEMM: cblas_sgemm/cblas_dgemm for floats, a wrapping integer loop for i64/i32.
 #include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Broadcast.h"
 
+#include <algorithm>
 #include <climits>
 #include <type_traits>
 
@@ -80,5 +83,64 @@ template Status gemmRowMajor<int64_t>(bool, bool, int64_t, int64_t, int64_t, dou
 template Status gemmRowMajor<int32_t>(bool, bool, int64_t, int64_t, int64_t, double,
                                       const int32_t *, int64_t, const int32_t *, int64_t, double,
                                       int32_t *, int64_t);
+
+bool blasMatrix(int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride, bool &trans,
+                int64_t &ld) {
+  if ((colStride == 1 || cols == 1) && (rows == 1 || rowStride >= cols)) {
+    trans = false;
+    ld = rows == 1 ? std::max<int64_t>(cols, 1) : rowStride;
+    return true;
+  }
+  if ((rowStride == 1 || rows == 1) && (cols == 1 || colStride >= rows)) {
+    trans = true;
+    ld = cols == 1 ? std::max<int64_t>(rows, 1) : colStride;
+    return true;
+  }
+  return false;
+}
+
+void logicalLayout(ShapeRef shape, const std::vector<int64_t> *perm, bool swap, Dims &sizes,
+                   Dims &strides) {
+  size_t rank = shape.size();
+  Dims stored(rank, 0);
+  for (size_t d = rank, stride = 1; d-- > 0; stride *= size_t(shape[d]))
+    stored[d] = int64_t(stride);
+  sizes.clear();
+  strides.clear();
+  for (size_t i = 0; i < rank; ++i) {
+    size_t from = perm ? size_t((*perm)[i]) : i;
+    sizes.push_back(shape[from]);
+    strides.push_back(stored[from]);
+  }
+  if (swap && rank >= 2) {
+    std::swap(sizes[rank - 1], sizes[rank - 2]);
+    std::swap(strides[rank - 1], strides[rank - 2]);
+  }
+}
+
+Status checkGemmCall(const KernelCall &call, GemmShape &out) {
+  PLAIT_RETURN_IF_ERROR(checkArity(call, "gemm", 2, 3, 1));
+  const TensorView &a = call.inputs[0], &b = call.inputs[1], &y = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype("gemm", a, b));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype("gemm", a, y));
+  if (a.rank() != 2 || b.rank() != 2)
+    return Status::errorf("gemm: a and b must be 2-D, got {} and {}", shapeString(a.shape),
+                          shapeString(b.shape));
+  bool transA = call.attrs.getBool("trans_a", false), transB = call.attrs.getBool("trans_b", false);
+  int64_t m = transA ? a.shape[1] : a.shape[0], k = transA ? a.shape[0] : a.shape[1];
+  int64_t kb = transB ? b.shape[1] : b.shape[0], n = transB ? b.shape[0] : b.shape[1];
+  if (k != kb)
+    return Status::errorf("gemm: contracting dimensions differ ({} vs {})", k, kb);
+  PLAIT_RETURN_IF_ERROR(checkShape("gemm", "output", y.shape, {m, n}));
+  const TensorView *c = call.inputs.size() > 2 ? &call.inputs[2] : nullptr;
+  if (c) {
+    PLAIT_RETURN_IF_ERROR(checkSameDtype("gemm", a, *c));
+    if (!broadcastsTo(c->shape, y.shape))
+      return Status::errorf("gemm: c of shape {} does not broadcast to {}",
+                            shapeString(c->shape), shapeString(y.shape));
+  }
+  out = {transA, transB, m, n, k, c};
+  return {};
+}
 
 } // namespace plait::rt::cpu

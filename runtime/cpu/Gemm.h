@@ -2,8 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "runtime/Kernel.h"
 #include "runtime/Status.h"
+#include "runtime/cpu/Dims.h"
 
 namespace plait::rt::cpu {
 
@@ -15,5 +18,28 @@ template <typename T>
 Status gemmRowMajor(bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha,
                     const T *a, int64_t lda, const T *b, int64_t ldb, double beta, T *c,
                     int64_t ldc);
+
+
+/// A matrix of `rows` x `cols` at element strides (rowStride, colStride) as a row-major
+/// BLAS operand: read as stored (`trans` false, pitch `ld`) when its columns are contiguous,
+/// transposed when its rows are. False when neither (the verifier sees to it that one is).
+/// Shared by the CPU matmul and the CUDA backend's GEMM planning.
+bool blasMatrix(int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride, bool &trans,
+                int64_t &ld);
+
+/// The logical dimensions of a matmul operand or result stored as `shape` (row-major): sizes
+/// and element strides after `perm` (null: none) and a swap of the last two (`swap`).
+void logicalLayout(ShapeRef shape, const std::vector<int64_t> *perm, bool swap, Dims &sizes,
+                   Dims &strides);
+
+/// An ONNX Gemm call's operands checked (arity, dtypes, 2-D a and b, matching contracting
+/// dimensions, output [M, N], c broadcasting to it) and its shape: out = alpha op(a) op(b) +
+/// beta c. `c` is null without a third operand. Shared by the CPU and CUDA kernels.
+struct GemmShape {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0;
+  const TensorView *c = nullptr;
+};
+Status checkGemmCall(const KernelCall &call, GemmShape &out);
 
 } // namespace plait::rt::cpu

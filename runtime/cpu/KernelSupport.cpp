@@ -208,4 +208,25 @@ Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel) {
   return status;
 }
 
+Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
+                           GroupedUpdateLayout &out) {
+  constexpr std::string_view kName = "grouped_update";
+  std::string_view update = attrs.getStrView("update", "");
+  int64_t per = attrs.getInt("operands_per_update", 0);
+  int64_t perResult = attrs.getInt("results_per_update", 0);
+  bool adamw = update == "adamw_update", sgd = update == "sgd_update";
+  if (!adamw && !sgd)
+    return Status::errorf("{}: update must be adamw_update or sgd_update, got '{}'", kName,
+                          update);
+  if (adamw ? per != 6 || perResult != 3 : (per != 4 && per != 5) || perResult != per - 3)
+    return Status::errorf("{}: {} does not take {} operands and give {} results", kName, update,
+                          per, perResult);
+  size_t count = inputs / size_t(per);
+  if (count == 0 || inputs % size_t(per) != 0 || outputs != count * size_t(perResult))
+    return Status::errorf("{}: {} operands and {} results are not groups of {} and {}", kName,
+                          inputs, outputs, per, perResult);
+  out = {adamw, size_t(per), size_t(perResult), count};
+  return {};
+}
+
 } // namespace plait::rt::cpu

@@ -66,6 +66,19 @@ inline int64_t indexAt(const TensorView &t, int64_t i) {
 Status normalizeIndices(std::string_view kernel, const TensorView &indices, int64_t axis,
                         int64_t size, int64_t *rows);
 
+/// grouped_update's layout: the update it repeats (adamw_update, else sgd_update), the
+/// operands and results each update takes, and how many updates the call holds.
+struct GroupedUpdateLayout {
+  bool adamw = false;
+  size_t perOperand = 0, perResult = 0, count = 0;
+};
+
+/// The layout of a grouped_update call, checked against its attributes (update,
+/// operands_per_update, results_per_update) and its operand and result counts, or an error.
+/// Shared by the CPU and CUDA kernels.
+Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
+                           GroupedUpdateLayout &out);
+
 /// Product of shape[begin, end).
 int64_t product(ShapeRef shape, size_t begin, size_t end);
 

@@ -83,44 +83,6 @@ Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out) {
   return status;
 }
 
-/// A matrix of `rows` x `cols` at element strides (rowStride, colStride) as a row-major
-/// BLAS operand: read as stored (`trans` false, pitch `ld`) when its columns are contiguous,
-/// transposed when its rows are. False when neither (the verifier sees to it that one is).
-bool blasMatrix(int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride, bool &trans,
-                int64_t &ld) {
-  if ((colStride == 1 || cols == 1) && (rows == 1 || rowStride >= cols)) {
-    trans = false;
-    ld = rows == 1 ? std::max<int64_t>(cols, 1) : rowStride;
-    return true;
-  }
-  if ((rowStride == 1 || rows == 1) && (cols == 1 || colStride >= rows)) {
-    trans = true;
-    ld = cols == 1 ? std::max<int64_t>(rows, 1) : colStride;
-    return true;
-  }
-  return false;
-}
-
-/// The logical dimensions of a matmul operand or result stored as `shape` (row-major): sizes
-/// and element strides after `perm` (null: none) and a swap of the last two (`swap`).
-void logicalLayout(ShapeRef shape, const std::vector<int64_t> *perm, bool swap, Dims &sizes,
-                   Dims &strides) {
-  size_t rank = shape.size();
-  Dims stored(rank, 0);
-  for (size_t d = rank, stride = 1; d-- > 0; stride *= size_t(shape[d]))
-    stored[d] = int64_t(stride);
-  sizes.clear();
-  strides.clear();
-  for (size_t i = 0; i < rank; ++i) {
-    size_t from = perm ? size_t((*perm)[i]) : i;
-    sizes.push_back(shape[from]);
-    strides.push_back(stored[from]);
-  }
-  if (swap && rank >= 2) {
-    std::swap(sizes[rank - 1], sizes[rank - 2]);
-    std::swap(strides[rank - 1], strides[rank - 2]);
-  }
-}
 
 /// matmul with lhs_perm / rhs_perm / result_perm: one GEMM per batch entry, each operand and
 /// the result read or written in place through strides (no transposed copies).
@@ -232,27 +194,13 @@ Status matmulKernel(const KernelCall &call) {
 
 /// ONNX Gemm: out = alpha * op(a) op(b) + beta * c, c broadcast to [M, N].
 Status gemmKernel(const KernelCall &call) {
-  PLAIT_RETURN_IF_ERROR(checkArity(call, "gemm", 2, 3, 1));
+  GemmShape g;
+  PLAIT_RETURN_IF_ERROR(checkGemmCall(call, g));
   const TensorView &a = call.inputs[0], &b = call.inputs[1];
   TensorView &out = call.outputs[0];
-  PLAIT_RETURN_IF_ERROR(checkSameDtype("gemm", a, b));
-  PLAIT_RETURN_IF_ERROR(checkSameDtype("gemm", a, out));
-  if (a.rank() != 2 || b.rank() != 2)
-    return Status::errorf("gemm: a and b must be 2-D, got {} and {}", shapeString(a.shape),
-                          shapeString(b.shape));
-  bool transA = call.attrs.getBool("trans_a", false), transB = call.attrs.getBool("trans_b", false);
-  int64_t m = transA ? a.shape[1] : a.shape[0], k = transA ? a.shape[0] : a.shape[1];
-  int64_t kb = transB ? b.shape[1] : b.shape[0], n = transB ? b.shape[0] : b.shape[1];
-  if (k != kb)
-    return Status::errorf("gemm: contracting dimensions differ ({} vs {})", k, kb);
-  PLAIT_RETURN_IF_ERROR(checkShape("gemm", "output", out.shape, {m, n}));
-  const TensorView *c = call.inputs.size() > 2 ? &call.inputs[2] : nullptr;
-  if (c) {
-    PLAIT_RETURN_IF_ERROR(checkSameDtype("gemm", a, *c));
-    if (!broadcastsTo(c->shape, out.shape))
-      return Status::errorf("gemm: c of shape {} does not broadcast to {}",
-                            shapeString(c->shape), shapeString(out.shape));
-  }
+  const TensorView *c = g.c;
+  const bool transA = g.transA, transB = g.transB;
+  const int64_t m = g.m, n = g.n, k = g.k;
   if (hasHalfTensor(call))
     return runStagedInF32(call, &gemmKernel);
   double alpha = call.attrs.getFloat("alpha", 1.0);

@@ -238,24 +238,14 @@ Status adamwUpdateKernel(const KernelCall &call) {
 /// plait-group-updates leaves half-precision updates alone).
 Status groupedUpdateKernel(const KernelCall &call) {
   constexpr std::string_view kName = "grouped_update";
-  std::string_view update = call.attrs.getStrView("update", "");
-  int64_t per = call.attrs.getInt("operands_per_update", 0);
-  int64_t perResult = call.attrs.getInt("results_per_update", 0);
-  bool adamw = update == kAdamW, sgd = update == kSgd;
-  if (!adamw && !sgd)
-    return Status::errorf("{}: update must be adamw_update or sgd_update, got '{}'", kName,
-                          update);
-  if (adamw ? per != 6 || perResult != 3 : (per != 4 && per != 5) || perResult != per - 3)
-    return Status::errorf("{}: {} does not take {} operands and give {} results", kName, update,
-                          per, perResult);
-  size_t count = call.inputs.size() / size_t(per);
-  if (count == 0 || call.inputs.size() % size_t(per) != 0 ||
-      call.outputs.size() != count * size_t(perResult))
-    return Status::errorf("{}: {} operands and {} results are not groups of {} and {}", kName,
-                          call.inputs.size(), call.outputs.size(), per, perResult);
+  GroupedUpdateLayout layout;
+  PLAIT_RETURN_IF_ERROR(
+      groupedUpdateLayout(call.attrs, call.inputs.size(), call.outputs.size(), layout));
+  const bool adamw = layout.adamw;
+  const size_t per = layout.perOperand, perResult = layout.perResult, count = layout.count;
   for (size_t t = 0; t < count; ++t) {
-    const TensorView *in = call.inputs.data() + t * size_t(per);
-    const TensorView *out = call.outputs.data() + t * size_t(perResult);
+    const TensorView *in = call.inputs.data() + t * per;
+    const TensorView *out = call.outputs.data() + t * perResult;
     if (in[0].dtype != DType::F32 && in[0].dtype != DType::F64)
       return Status::errorf("{}: update {}: {} tensors are not grouped", kName, t,
                             dtypeName(in[0].dtype));

@@ -367,38 +367,14 @@ Status CudaExecutor::startCollective(size_t i) {
     return {};
   const CollectiveSpec &spec = plan_.instrs[i].collective;
   const TensorView &x = b.inputs[0], &y = b.outputs[0];
-  CollectiveArgs args;
-  args.kind = spec.kind;
-  args.dtype = x.dtype;
-  args.send = x.data;
-  args.recv = y.data;
-  uint64_t fullBytes = 0; // the buffer the ring model counts (CommModel.h), as Executor
   PLAIT_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.ready, compute_));
   PLAIT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(comm_stream_, b.ready, 0));
-  switch (spec.kind) {
-  case CollectiveKind::AllReduce:
-    args.count = uint64_t(x.numel());
-    fullBytes = x.bytes();
-    break;
-  case CollectiveKind::ReduceScatter:
-    args.count = uint64_t(y.numel());
-    fullBytes = x.bytes();
-    break;
-  case CollectiveKind::AllGather:
-    args.count = uint64_t(x.numel());
-    fullBytes = y.bytes();
-    break;
-  case CollectiveKind::Broadcast:
-    // In place on the output: the root sends it, the others overwrite it.
-    if (x.data != y.data && y.bytes() != 0)
-      PLAIT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(y.data, x.data, y.bytes(),
-                                                 cudaMemcpyDeviceToDevice, comm_stream_));
-    args.send = y.data;
-    args.count = uint64_t(y.numel());
-    args.root = spec.root;
-    fullBytes = y.bytes();
-    break;
-  }
+  // In place on the output for broadcast: the root sends it, the others overwrite it.
+  if (spec.kind == CollectiveKind::Broadcast && x.data != y.data && y.bytes() != 0)
+    PLAIT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(y.data, x.data, y.bytes(),
+                                               cudaMemcpyDeviceToDevice, comm_stream_));
+  uint64_t fullBytes = 0; // the buffer the ring model counts (CommModel.h), as Executor
+  CollectiveArgs args = collectiveArgsOf(spec.kind, spec.root, x, y, fullBytes);
   Status s = NcclComms::enqueue(b.comm, args, comm_stream_);
   if (!s.ok())
     return s.withPrefix(where(i));

@@ -14,6 +14,7 @@
 #include "codegen/schema/FusedElementwise.h"
 #include "codegen/schema/MatmulLayout.h"
 #include "runtime/cpu/ConvSupport.h"
+#include "runtime/cpu/Gemm.h"
 #include "runtime/cuda/CudaDnn.h"
 #include "runtime/cuda/CudaGemmPlan.h"
 #include "runtime/cuda/CudaKernelSupport.h"
@@ -23,50 +24,12 @@
 
 namespace plait::rt {
 
+using cpu::blasMatrix;
 using cpu::Dims;
+using cpu::logicalLayout;
 using cpu::ShapeRef;
 
 //===--- GEMM planning (host arithmetic, tested in tests/unit/cuda) ------------------------===//
-namespace {
-
-/// LinalgKernels.cpp's blasMatrix: a rows x cols matrix at element strides as a row-major
-/// BLAS operand, read as stored or transposed.
-bool blasMatrix(int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride, bool &trans,
-                int64_t &ld) {
-  if ((colStride == 1 || cols == 1) && (rows == 1 || rowStride >= cols)) {
-    trans = false;
-    ld = rows == 1 ? std::max<int64_t>(cols, 1) : rowStride;
-    return true;
-  }
-  if ((rowStride == 1 || rows == 1) && (cols == 1 || colStride >= rows)) {
-    trans = true;
-    ld = cols == 1 ? std::max<int64_t>(rows, 1) : colStride;
-    return true;
-  }
-  return false;
-}
-
-/// LinalgKernels.cpp's logicalLayout: sizes and element strides after `perm` and a swap.
-void logicalLayout(ShapeRef shape, const std::vector<int64_t> *perm, bool swap, Dims &sizes,
-                   Dims &strides) {
-  size_t rank = shape.size();
-  Dims stored(rank, 0);
-  for (size_t d = rank, stride = 1; d-- > 0; stride *= size_t(shape[d]))
-    stored[d] = int64_t(stride);
-  sizes.clear();
-  strides.clear();
-  for (size_t i = 0; i < rank; ++i) {
-    size_t from = perm ? size_t((*perm)[i]) : i;
-    sizes.push_back(shape[from]);
-    strides.push_back(stored[from]);
-  }
-  if (swap && rank >= 2) {
-    std::swap(sizes[rank - 1], sizes[rank - 2]);
-    std::swap(strides[rank - 1], strides[rank - 2]);
-  }
-}
-
-} // namespace
 
 /// Plans matmul(a, b) -> out with the op's attributes (transpose_lhs/rhs, lhs/rhs/result_perm)
 /// and numpy's 1-D promotion, checking the output shape.
@@ -485,27 +448,13 @@ Status matmulKernel(const CudaKernelCall &call) {
 
 /// ONNX Gemm: out = alpha op(a) op(b) + beta c, c broadcast to [M, N] into out first.
 Status gemmKernel(const CudaKernelCall &call) {
-  PLAIT_RETURN_IF_ERROR(checkArity(call.asHostCall(), "gemm", 2, 3, 1));
+  cpu::GemmShape shape;
+  PLAIT_RETURN_IF_ERROR(cpu::checkGemmCall(call.asHostCall(), shape));
   const TensorView &a = call.inputs[0], &b = call.inputs[1];
   const TensorView &out = call.outputs[0];
-  PLAIT_RETURN_IF_ERROR(checkSameDtype("gemm", a, b));
-  PLAIT_RETURN_IF_ERROR(checkSameDtype("gemm", a, out));
-  if (a.rank() != 2 || b.rank() != 2)
-    return Status::errorf("gemm: a and b must be 2-D, got {} and {}", shapeString(a.shape),
-                          shapeString(b.shape));
-  bool transA = call.attrs.getBool("trans_a", false), transB = call.attrs.getBool("trans_b", false);
-  int64_t m = transA ? a.shape[1] : a.shape[0], k = transA ? a.shape[0] : a.shape[1];
-  int64_t kb = transB ? b.shape[1] : b.shape[0], n = transB ? b.shape[0] : b.shape[1];
-  if (k != kb)
-    return Status::errorf("gemm: contracting dimensions differ ({} vs {})", k, kb);
-  PLAIT_RETURN_IF_ERROR(checkShape("gemm", "output", out.shape, {m, n}));
-  const TensorView *c = call.inputs.size() > 2 ? &call.inputs[2] : nullptr;
-  if (c) {
-    PLAIT_RETURN_IF_ERROR(checkSameDtype("gemm", a, *c));
-    if (!cpu::broadcastsTo(c->shape, out.shape))
-      return Status::errorf("gemm: c of shape {} does not broadcast to {}",
-                            shapeString(c->shape), shapeString(out.shape));
-  }
+  const TensorView *c = shape.c;
+  const bool transA = shape.transA, transB = shape.transB;
+  const int64_t k = shape.k;
   if (!isGemmDtype(a.dtype))
     return noCudaDtype("gemm", a.dtype);
   LtGemm *g = cachedGemm(call);

@@ -124,23 +124,13 @@ Status adamwUpdateKernel(const CudaKernelCall &call) {
 /// CPU kernel's walk; a multi-tensor kernel would save the launches).
 Status groupedUpdateKernel(const CudaKernelCall &call) {
   constexpr std::string_view kName = "grouped_update";
-  std::string_view update = call.attrs.getStrView("update", "");
-  int64_t per = call.attrs.getInt("operands_per_update", 0);
-  int64_t perResult = call.attrs.getInt("results_per_update", 0);
-  bool adamw = update == kAdamW, sgd = update == kSgd;
-  if (!adamw && !sgd)
-    return Status::errorf("{}: update must be adamw_update or sgd_update, got '{}'", kName,
-                          update);
-  if (adamw ? per != 6 || perResult != 3 : (per != 4 && per != 5) || perResult != per - 3)
-    return Status::errorf("{}: {} does not take {} operands and give {} results", kName, update,
-                          per, perResult);
-  size_t count = call.inputs.size() / size_t(per);
-  if (count == 0 || call.inputs.size() % size_t(per) != 0 ||
-      call.outputs.size() != count * size_t(perResult))
-    return Status::errorf("{}: {} operands and {} results are not groups of {} and {}", kName,
-                          call.inputs.size(), call.outputs.size(), per, perResult);
+  cpu::GroupedUpdateLayout layout;
+  PLAIT_RETURN_IF_ERROR(
+      cpu::groupedUpdateLayout(call.attrs, call.inputs.size(), call.outputs.size(), layout));
+  const bool adamw = layout.adamw;
+  const size_t per = layout.perOperand, perResult = layout.perResult, count = layout.count;
   for (size_t t = 0; t < count; ++t) {
-    size_t first = t * size_t(per), firstOut = t * size_t(perResult);
+    size_t first = t * per, firstOut = t * perResult;
     Status s = adamw ? runAdamW(call, first, firstOut) : runSgd(call, first, firstOut, per == 5);
     if (!s.ok())
       return s.withPrefix(std::string(kName) + ": update " + std::to_string(t) + ": ");
