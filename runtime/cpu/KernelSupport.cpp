@@ -229,4 +229,30 @@ Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
   return {};
 }
 
+Status sliceView(const Attrs &attrs, const TensorView &x, const TensorView &y, int64_t &offset,
+                 Dims &strides) {
+  const std::vector<int64_t> &starts = attrs.getInts("starts"), &ends = attrs.getInts("ends"),
+                             &steps = attrs.getInts("steps");
+  size_t rank = x.shape.size();
+  if (starts.size() != rank || ends.size() != rank || steps.size() != rank)
+    return Status::errorf("slice: starts, ends and steps need one entry per dimension ({})",
+                          rank);
+  Dims inStrides = contiguousStrides(x.shape), shape;
+  strides.clear();
+  offset = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t n = x.shape[d], b = starts[d], e = ends[d], s = steps[d];
+    bool ok = s > 0 ? (0 <= b && b <= e && e <= n) : s < 0 && (-1 <= e && e <= b && b <= n - 1);
+    if (!ok)
+      return Status::errorf("slice: [{}:{}:{}] of dimension {} (size {}) is not normalised", b,
+                            e, s, d, n);
+    int64_t count = s > 0 ? (e - b + s - 1) / s : (b - e - s - 1) / (-s);
+    shape.push_back(count);
+    strides.push_back(s * inStrides[d]);
+    if (count > 0)
+      offset += b * inStrides[d];
+  }
+  return checkShape("slice", "output", y.shape, shape);
+}
+
 } // namespace plait::rt::cpu

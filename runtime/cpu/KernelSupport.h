@@ -66,6 +66,13 @@ inline int64_t indexAt(const TensorView &t, int64_t i) {
 Status normalizeIndices(std::string_view kernel, const TensorView &indices, int64_t axis,
                         int64_t size, int64_t *rows);
 
+/// A slice's view of its input: the first element's offset and the element strides of the
+/// result, from normalised (start, end, step) per dimension (step > 0 needs
+/// 0 <= start <= end <= n, step < 0 needs -1 <= end <= start <= n - 1), the result's shape
+/// checked. Shared by the CPU and CUDA kernels.
+Status sliceView(const Attrs &attrs, const TensorView &x, const TensorView &y, int64_t &offset,
+                 Dims &strides);
+
 /// grouped_update's layout: the update it repeats (adamw_update, else sgd_update), the
 /// operands and results each update takes, and how many updates the call holds.
 struct GroupedUpdateLayout {

@@ -75,32 +75,13 @@ Status sliceKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkUnaryMove(call, "slice"));
   const TensorView &x = call.inputs[0];
   TensorView &y = call.outputs[0];
-  const std::vector<int64_t> &starts = call.attrs.getInts("starts"),
-                             &ends = call.attrs.getInts("ends"),
-                             &steps = call.attrs.getInts("steps");
-  size_t rank = x.shape.size();
-  if (starts.size() != rank || ends.size() != rank || steps.size() != rank)
-    return Status::errorf("slice: starts, ends and steps need one entry per dimension ({})",
-                          rank);
-  Dims inStrides = contiguousStrides(x.shape), shape, strides;
   int64_t offset = 0;
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t n = x.shape[d], b = starts[d], e = ends[d], s = steps[d];
-    bool ok = s > 0 ? (0 <= b && b <= e && e <= n) : s < 0 && (-1 <= e && e <= b && b <= n - 1);
-    if (!ok)
-      return Status::errorf("slice: [{}:{}:{}] of dimension {} (size {}) is not normalised", b,
-                            e, s, d, n);
-    int64_t count = s > 0 ? (e - b + s - 1) / s : (b - e - s - 1) / (-s);
-    shape.push_back(count);
-    strides.push_back(s * inStrides[d]);
-    if (count > 0)
-      offset += b * inStrides[d];
-  }
-  PLAIT_RETURN_IF_ERROR(checkShape("slice", "output", y.shape, shape));
+  Dims strides;
+  PLAIT_RETURN_IF_ERROR(sliceView(call.attrs, x, y, offset, strides));
   if (y.numel() == 0)
     return Status();
   const char *base = static_cast<const char *>(x.data) + offset * dtypeSize(x.dtype);
-  stridedCopy(base, dtypeSize(x.dtype), shape, strides, y.data);
+  stridedCopy(base, dtypeSize(x.dtype), y.shape, strides, y.data);
   return Status();
 }
 
