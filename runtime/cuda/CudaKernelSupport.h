@@ -8,6 +8,7 @@
 
 #include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/PoolSupport.h"
 #include "runtime/cuda/CudaKernel.h"
 #include "runtime/cuda/kernels/Launch.h"
 
@@ -58,6 +59,10 @@ Status takeWorkspace(const CudaKernelCall &call, std::string_view kernel, uint64
 /// Error for a dtype the CUDA kernel does not implement (the CPU kernel may):
 /// "kernel: dtype f64 has no CUDA kernel".
 Status noCudaDtype(std::string_view kernel, DType t);
+
+/// The pool kernels' geometry from the CPU's plan of the pool (planPoolShape) and
+/// count_include_pad (CudaMovementKernels.cpp; the host tests check it against the CPU pools).
+PoolGeometry poolGeometry(const cpu::PoolShape &s, bool countPad);
 
 /// Whether [a, a + aBytes) and [b, b + bBytes) overlap.
 inline bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes) {

@@ -26,6 +26,24 @@ std::vector<SlabCopy> slabCopies(cpu::ShapeRef whole, int64_t axis, cpu::ShapeRe
   return copies;
 }
 
+PoolGeometry poolGeometry(const cpu::PoolShape &s, bool countPad) {
+  PoolGeometry g;
+  g.planes = s.planes;
+  g.height = s.height;
+  g.width = s.width;
+  g.outHeight = s.outHeight;
+  g.outWidth = s.outWidth;
+  for (int d = 0; d < 2; ++d) {
+    g.kernel[d] = s.window.kernel[d];
+    g.stride[d] = s.window.stride[d];
+    g.padBegin[d] = s.window.padBegin[d];
+    g.padEnd[d] = s.window.padEnd[d];
+    g.dilation[d] = s.window.dilation[d];
+  }
+  g.countIncludePad = countPad;
+  return g;
+}
+
 } // namespace plait::rt::cuda
 
 namespace plait::rt {
@@ -371,23 +389,6 @@ Status gatherGradKernel(const CudaKernelCall &call) {
 
 //===--- pools ----------------------------------------------------------------------------===//
 
-PoolGeometry poolGeometry(const cpu::PoolShape &s, bool countPad) {
-  PoolGeometry g;
-  g.planes = s.planes;
-  g.height = s.height;
-  g.width = s.width;
-  g.outHeight = s.outHeight;
-  g.outWidth = s.outWidth;
-  for (int d = 0; d < 2; ++d) {
-    g.kernel[d] = s.window.kernel[d];
-    g.stride[d] = s.window.stride[d];
-    g.padBegin[d] = s.window.padBegin[d];
-    g.padEnd[d] = s.window.padEnd[d];
-    g.dilation[d] = s.window.dilation[d];
-  }
-  g.countIncludePad = countPad;
-  return g;
-}
 
 Status checkPoolDtype(std::string_view kernel, DType t) {
   return t == DType::F32 || t == DType::BF16 || t == DType::F16 ? Status() : noCudaDtype(kernel, t);

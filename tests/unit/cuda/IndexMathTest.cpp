@@ -206,20 +206,7 @@ TEST(IndexMath, PoolWindowsMatchTheCpuPools) {
       }
       rt::TensorView yv{scratch.data(), rt::DType::F32, yShape};
       ASSERT_TRUE(cpu::planPoolShape("pool", attrs, max, xv, yv, "output", s).ok());
-      PoolGeometry g;
-      g.planes = s.planes;
-      g.height = s.height;
-      g.width = s.width;
-      g.outHeight = s.outHeight;
-      g.outWidth = s.outWidth;
-      for (int d = 0; d < 2; ++d) {
-        g.kernel[d] = s.window.kernel[d];
-        g.stride[d] = s.window.stride[d];
-        g.padBegin[d] = s.window.padBegin[d];
-        g.padEnd[d] = s.window.padEnd[d];
-        g.dilation[d] = s.window.dilation[d];
-      }
-      g.countIncludePad = c.countPad;
+      PoolGeometry g = poolGeometry(s, c.countPad);
       std::vector<float> forward = runCpuF32(max ? "max_pool2d" : "avg_pool2d", {x}, {xShape},
                                              yShape, attrs);
       std::vector<float> dy(forward.size());
