@@ -2,8 +2,9 @@
 """Choice quality of `plait-compile --strategy auto`: its pick's measured step time against the
 measured fastest of the strategies that fit (issue #6).
 
-1. Calibrates this machine once, right before measuring: `plait-calibrate --nproc 2 --quick
-   -o SPEC.yaml`, or reuses --spec.
+1. Calibrates this machine once, right before measuring: `plait-calibrate --nproc 2 -o
+   SPEC.yaml` (about 30 s; --quick-calibrate: its --quick mode, one noisy round), or reuses
+   --spec.
 2. For each sample (mlp, cnn, gpt) x world size W (2, 4), the sample's ONNX file re-pinned to
    batch B/W as bench/predict_step_time.py does, compiles `--train --optimizer adamw
    --world-size W --strategy auto --cluster SPEC.yaml --report R.json`. The report's
@@ -24,7 +25,7 @@ them pass, else the exit status is 1. The same count on the quiet p10 is printed
 
 Run with /usr/bin/python3:
   auto_choice.py BUILD [--steps 30] [--repeat 3] [--worlds 2,4] [--only gpt]
-                       [--spec SPEC.yaml] [--json OUT]
+                       [--spec SPEC.yaml | --quick-calibrate] [--json OUT]
 """
 import argparse
 import datetime
@@ -164,6 +165,8 @@ def main():
     ap.add_argument("--worlds", default="2,4")
     ap.add_argument("--only", action="append", choices=MODELS)
     ap.add_argument("--spec", type=pathlib.Path, help="use this spec instead of calibrating")
+    ap.add_argument("--quick-calibrate", action="store_true",
+                    help="plait-calibrate --quick (seconds, one round: rough)")
     ap.add_argument("--tolerance", type=float, default=0.10,
                     help="a case passes when auto's pick is at most this much slower")
     ap.add_argument("--target", type=float, default=0.80, help="fraction of cases to pass")
@@ -176,10 +179,12 @@ def main():
         spec = args.spec
         if spec is None:
             spec = tmp / "this-machine.yaml"
-            log("calibrating: plait-calibrate --nproc 2 --quick")
-            run([args.build / "bin" / "plait-calibrate", "--nproc", 2, "--quick", "-o", spec])
+            quick = ["--quick"] if args.quick_calibrate else []
+            how = "plait-calibrate --nproc 2" + (" --quick" if quick else "")
+            log("calibrating: " + how)
+            run([args.build / "bin" / "plait-calibrate", "--nproc", 2, "-o", spec] + quick)
         spec_text = spec.read_text()
-        print("spec: %s" % (args.spec or "calibrated now (plait-calibrate --nproc 2 --quick)"))
+        print("spec: %s" % (args.spec or "calibrated now (%s)" % how))
         cases = []
         for name in args.only or MODELS:
             data = tmp / name / "data"

@@ -476,13 +476,19 @@ int addPrediction(const plan::PlanDesc &plan, const CompileOptions &options,
   nlohmann::json kernels = nlohmann::json::object();
   for (const auto &[name, entry] : prediction.byKernel)
     kernels[name] = {{"count", entry.first}, {"ms", entry.second * 1e3}};
+  // Every instruction's prediction, to the nanosecond: plait-run --trace shows each kernel's
+  // next to its measured time.
+  nlohmann::json instructions = nlohmann::json::array();
+  for (double seconds : prediction.instrSeconds)
+    instructions.push_back(std::round(seconds * 1e9) / 1e3);
   report["predicted"] = {{"compute_ms", step.computeSeconds * 1e3},
                          {"comm_ms", step.commSeconds * 1e3},
                          {"exposed_comm_ms", step.exposedCommSeconds * 1e3},
                          {"flops", prediction.flops},
                          {"mfu", prediction.mfu},
                          {"compute_share", prediction.placement.computeShare},
-                         {"kernels", kernels}};
+                         {"kernels", kernels},
+                         {"instructions_us", std::move(instructions)}};
   report["cluster"] = {{"name", spec.name},
                        {"file", options.clusterPath},
                        {"source", spec.source},

@@ -217,23 +217,36 @@ namespace {
 // A mean is the completed sum divided by the group size, in the tensor's own precision
 // (16-bit floats through f32, as their kernels compute).
 void divideInPlace(const TensorView &t, uint32_t divisor) {
+  // The count and the pointer taken once, so that the loops vectorise: a gradient bucket's
+  // mean is on the step's critical path, right after its all-reduce completes.
+  const int64_t n = t.numel();
   switch (t.dtype) {
-  case DType::F32:
-    for (int64_t i = 0; i < t.numel(); ++i)
-      t.as<float>()[i] /= float(divisor);
+  case DType::F32: {
+    float *p = t.as<float>();
+    const float d = float(divisor);
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = p[i] / d;
     break;
-  case DType::F64:
-    for (int64_t i = 0; i < t.numel(); ++i)
-      t.as<double>()[i] /= double(divisor);
+  }
+  case DType::F64: {
+    double *p = t.as<double>();
+    const double d = double(divisor);
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = p[i] / d;
     break;
-  case DType::BF16:
-    for (int64_t i = 0; i < t.numel(); ++i)
-      t.as<uint16_t>()[i] = floatToBf16(bf16ToFloat(t.as<uint16_t>()[i]) / float(divisor));
+  }
+  case DType::BF16: {
+    uint16_t *p = t.as<uint16_t>();
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = floatToBf16(bf16ToFloat(p[i]) / float(divisor));
     break;
-  case DType::F16:
-    for (int64_t i = 0; i < t.numel(); ++i)
-      t.as<uint16_t>()[i] = floatToF16(f16ToFloat(t.as<uint16_t>()[i]) / float(divisor));
+  }
+  case DType::F16: {
+    uint16_t *p = t.as<uint16_t>();
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = floatToF16(f16ToFloat(p[i]) / float(divisor));
     break;
+  }
   default: // the loader allows means of float tensors only
     break;
   }

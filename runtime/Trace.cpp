@@ -40,6 +40,16 @@ StepTrace::StepTrace(const Plan &plan, uint32_t rank, int64_t steps) : plan_(pla
   events_.reserve(perStep * size_t(std::max<int64_t>(steps, 0)));
   started_.assign(plan.instrs.size(), 0);
   startedBytes_.assign(plan.instrs.size(), 0);
+  json report = json::parse(plan.report, nullptr, /*allow_exceptions=*/false);
+  const json *predicted = report.is_object() && report.contains("predicted")
+                              ? &report["predicted"] : nullptr;
+  if (predicted && predicted->is_object() && predicted->contains("instructions_us")) {
+    const json &us = (*predicted)["instructions_us"];
+    if (us.is_array() && us.size() == plan.instrs.size() &&
+        std::all_of(us.begin(), us.end(), [](const json &v) { return v.is_number(); }))
+      for (const json &v : us)
+        predictedUs_.push_back(v.get<double>());
+  }
 }
 
 void StepTrace::beginStep(int64_t step) {
@@ -89,11 +99,14 @@ std::string StepTrace::eventsJson() const {
     const Event &ev = events_[e];
     const PlanInstr *in = ev.instr >= 0 ? &plan_.instrs[size_t(ev.instr)] : nullptr;
     switch (ev.kind) {
-    case TraceKind::Instruction:
+    case TraceKind::Instruction: {
+      json args = {{"instr", ev.instr}, {"source", in->name}, {"step", ev.step}};
+      if (!predictedUs_.empty() && !in->isCollective) // a collective's is on its comm event
+        args["predicted_us"] = predictedUs_[size_t(ev.instr)];
       out.push_back(completeEvent(plan_.kernels[in->kernel], "compute", rank_, kComputeThread,
-                                  ev.begin, ev.end,
-                                  {{"instr", ev.instr}, {"source", in->name}, {"step", ev.step}}));
+                                  ev.begin, ev.end, std::move(args)));
       break;
+    }
     case TraceKind::Wait:
       out.push_back(completeEvent("wait", "wait", rank_, kComputeThread, ev.begin, ev.end,
                                   {{"instr", ev.instr}, {"for", in->waits}, {"step", ev.step}}));
@@ -116,13 +129,15 @@ std::string StepTrace::eventsJson() const {
       break;
     case TraceKind::Collective: {
       const CollectiveSpec &c = in->collective;
+      json args = {{"instr", ev.instr},
+                   {"source", in->name},
+                   {"bytes", ev.bytes},
+                   {"group_size", c.groups.groupSize},
+                   {"step", ev.step}};
+      if (!predictedUs_.empty())
+        args["predicted_us"] = predictedUs_[size_t(ev.instr)];
       out.push_back(completeEvent(collectiveKindName(c.kind), "comm", rank_, thread[e],
-                                  ev.begin, ev.end,
-                                  {{"instr", ev.instr},
-                                   {"source", in->name},
-                                   {"bytes", ev.bytes},
-                                   {"group_size", c.groups.groupSize},
-                                   {"step", ev.step}}));
+                                  ev.begin, ev.end, std::move(args)));
       break;
     }
     }

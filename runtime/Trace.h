@@ -63,7 +63,8 @@ public:
 
   /// This rank's events and its process and thread names as Chrome trace event objects,
   /// joined by commas (no brackets): pid = rank, tid 0 "compute", tid 1.. "comm" (overlapping
-  /// collectives take further comm threads, so that events on one thread nest).
+  /// collectives take further comm threads, so that events on one thread nest). Kernels and
+  /// collectives carry "predicted_us" when the plan was compiled with a --cluster.
   std::string eventsJson() const;
 
   size_t eventCount() const { return events_.size(); }
@@ -84,6 +85,9 @@ private:
   std::vector<Event> events_;
   std::vector<int64_t> started_;       // by instruction: when its collective started
   std::vector<uint64_t> startedBytes_; // by instruction
+  /// By instruction: the cost model's prediction in µs (the plan report's
+  /// predicted.instructions_us), or empty when the plan has none.
+  std::vector<double> predictedUs_;
   int64_t step_ = 0, stepBegin_ = 0;
 };
 

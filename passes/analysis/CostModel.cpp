@@ -124,6 +124,33 @@ std::vector<int64_t> rankZeroGroup(const plan::InstrDesc &instr) {
   return {};
 }
 
+/// The rows a row-wise kernel works through one at a time (KernelRate::nsPerRow): the
+/// softmax's and the norms' rows along their axis, a loss's targets, a reduction's result
+/// elements; 0 for the rest.
+double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const ElementCost &c) {
+  if (!c.rateClass || instr.inputs.empty() || instr.outputs.empty())
+    return 0;
+  std::string_view cls = c.rateClass;
+  const plan::TensorDesc &a = plan.tensors[instr.inputs[0]];
+  if (cls == "softmax" || cls == "norm") {
+    int64_t rank = int64_t(a.shape.size()), axis = intAttr(instr, "axis", -1);
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis >= rank)
+      return 0;
+    double width = 1;
+    // softmax works along one axis; layer_norm / rms_norm normalise every axis from `axis`.
+    for (int64_t d = axis; d < (cls == "norm" ? rank : axis + 1); ++d)
+      width *= double(a.shape[size_t(d)]);
+    return width > 0 ? numel(a) / width : 0;
+  }
+  if (cls == "loss" || cls == "loss_grad")
+    return instr.inputs.size() >= 2 ? numel(plan.tensors[instr.inputs[1]]) : 0;
+  if (cls == "reduction")
+    return numel(plan.tensors[instr.outputs[0]]);
+  return 0;
+}
+
 } // namespace
 
 OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
@@ -147,16 +174,37 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     int64_t reduced = a.shape.back();
     if (k == "gemm" && a.shape.size() == 2 && intAttr(instr, "trans_a", 0))
       reduced = a.shape[0];
+    cost.rows = 1; // GEMM calls
     if (k == "matmul" && a.shape.size() >= 2) {
-      // The lhs's last logical dimension: after lhs_perm, then the transpose flag.
-      std::vector<int64_t> logical = a.shape;
-      if (const std::vector<int64_t> *perm = plan::intsAttr(instr, "lhs_perm");
-          perm && matmul::isPermutation(*perm, a.shape.size()))
-        logical = matmul::permuted(a.shape, *perm);
-      reduced = logical[logical.size() - (intAttr(instr, "transpose_lhs", 0) ? 2 : 1)];
+      // The operands' logical shapes: after lhs_perm / rhs_perm, then the transpose flags.
+      const plan::TensorDesc &b = tensor(instr.inputs[1]);
+      auto logical = [&](const plan::TensorDesc &t, const char *permName, const char *flag) {
+        std::vector<int64_t> shape = t.shape;
+        const std::vector<int64_t> *perm = plan::intsAttr(instr, permName);
+        if (perm && matmul::isPermutation(*perm, shape.size()))
+          shape = matmul::permuted(t.shape, *perm);
+        if (shape.size() >= 2 && intAttr(instr, flag, 0))
+          std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+        return shape;
+      };
+      std::vector<int64_t> lhs = logical(a, "lhs_perm", "transpose_lhs");
+      std::vector<int64_t> rhs = logical(b, "rhs_perm", "transpose_rhs");
+      reduced = lhs.back();
+      // The runtime's GEMM calls (LinalgKernels.cpp): one per batch entry, except a batched
+      // lhs against one unbatched, unpermuted rhs, which folds into a single GEMM.
+      double m = double(lhs[lhs.size() - 2]), n = rhs.size() >= 2 ? double(rhs.back()) : 1;
+      double entries = m * n > 0 ? std::max(1.0, numel(out) / (m * n)) : 1;
+      bool permuted = plan::intsAttr(instr, "lhs_perm") || plan::intsAttr(instr, "rhs_perm") ||
+                      plan::intsAttr(instr, "result_perm");
+      double batchB = 1;
+      for (size_t d = 0; d + 2 < b.shape.size(); ++d)
+        batchB *= double(b.shape[d]);
+      bool folds = !permuted && batchB == 1 && !intAttr(instr, "transpose_lhs", 0);
+      cost.rows = folds ? 1 : entries;
     }
     cost.flops = 2 * numel(out) * double(reduced);
     cost.contraction = true;
+    cost.rateClass = "matmul"; // its fixed costs; the FLOPs go by the GEMM rate
     return cost;
   }
   if (k == "conv2d" || k == "conv2d_grad_input" || k == "conv2d_grad_weight") {
@@ -182,13 +230,17 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     for (const std::vector<uint32_t> *tensors : {&instr.inputs, &instr.outputs})
       for (uint32_t t : *tensors)
         cost.elements = std::max(cost.elements, numel(tensor(t)));
+    cost.rateClass = "fused"; // the fused kernel's own per-call and per-row costs
     if (const std::vector<int64_t> *reductions = plan::intsAttr(instr, "reductions"))
-      for (int64_t r : *reductions)
-        if (r != fused::Store)
-          if (const ElementCost *c = elementCost(fused::reductionName(r))) {
+      for (size_t o = 0; o < reductions->size(); ++o)
+        if ((*reductions)[o] != fused::Store) {
+          if (o < instr.outputs.size())
+            cost.rows += numel(tensor(instr.outputs[o])); // each result element sums a row
+          if (const ElementCost *c = elementCost(fused::reductionName((*reductions)[o]))) {
             cost.flops += c->flops * cost.elements;
             cost.parts.push_back({c->rateClass, cost.elements});
           }
+        }
     if (const std::vector<int64_t> *program = plan::intsAttr(instr, "program"))
       for (size_t i = 0; i + 2 < program->size(); i += 3) {
         int64_t code = (*program)[i];
@@ -218,6 +270,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     cost.flops = c->flops * cost.elements;
     if (c->rateClass)
       cost.rateClass = c->rateClass;
+    cost.rows = rowsOf(plan, instr, *c);
   }
   return cost;
 }
@@ -315,6 +368,7 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
     return bandwidth > 0 ? bytes / bandwidth : 0.0;
   };
   std::vector<SimOp> ops(plan.instrs.size());
+  out.instrSeconds.reserve(plan.instrs.size());
   std::array<double, cluster::kNumDtypes> contractionFlops{};
   for (size_t i = 0; i < plan.instrs.size(); ++i) {
     const plan::InstrDesc &instr = plan.instrs[i];
@@ -331,6 +385,16 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
                                      double(plan::tensorBytes(whole)));
       if (!members.empty())
         op.seconds += device.launchOverhead;
+      // A mean divides the completed sum in place (Executor::completeCollective): one
+      // binary op over the result.
+      if (members.size() > 1 && stringAttr(instr, "reduce") == "mean") {
+        double elements = numel(res);
+        auto binary = device.kernels.find("binary");
+        op.seconds += binary != device.kernels.end()
+                          ? (binary->second.overhead + elements * binary->second.nsPerElement *
+                                                           1e-9) / share
+                          : memorySeconds(2.0 * double(plan::tensorBytes(res)));
+      }
     } else {
       fb::DType dtype = instr.outputs.empty() ? fb::DType::F32
                                               : plan.tensors[instr.outputs[0]].dtype;
@@ -349,19 +413,26 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
         partsNs += elements * part->second.nsPerElement;
         partsOverhead = std::max(partsOverhead, part->second.overhead);
       }
+      // The kernel's own fixed costs, when the spec measured them: matmul's call and GEMMs,
+      // the fused kernel's call and reduced rows.
+      const cluster::KernelRate *own =
+          measured != device.kernels.end() ? &measured->second : nullptr;
       if (partsMeasured) {
-        op.seconds = std::max((partsOverhead + partsNs * 1e-9) / share,
-                              memorySeconds(cost.bytes));
-      } else if (measured != device.kernels.end()) {
+        double fixed = own ? own->overhead + cost.rows * own->nsPerRow * 1e-9 : partsOverhead;
+        op.seconds = std::max((fixed + partsNs * 1e-9) / share, memorySeconds(cost.bytes));
+      } else if (own && !cost.contraction && cost.parts.empty()) {
         // The class's measured loop (timed in cache): its fixed part replaces the launch
         // overhead; an op too large for the cache is still held to DRAM bandwidth.
-        const cluster::KernelRate &r = measured->second;
-        op.seconds = std::max((r.overhead + cost.elements * r.nsPerElement * 1e-9) / share,
+        op.seconds = std::max((own->overhead + cost.elements * own->nsPerElement * 1e-9 +
+                               cost.rows * own->nsPerRow * 1e-9) / share,
                               memorySeconds(cost.bytes));
       } else {
         double rate = peak * device.gemmEfficiency * share;
         double computeSeconds = rate > 0 ? cost.flops / rate : 0;
-        op.seconds = std::max(computeSeconds, memorySeconds(cost.bytes)) + device.launchOverhead;
+        op.seconds = std::max(computeSeconds, memorySeconds(cost.bytes));
+        op.seconds += own && cost.contraction
+                          ? (own->overhead + cost.rows * own->nsPerRow * 1e-9) / share
+                          : device.launchOverhead;
       }
       out.flops += cost.flops;
       if (cost.contraction)
@@ -370,6 +441,7 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
     auto &entry = out.byKernel[instr.kernel];
     entry.first += 1;
     entry.second += op.seconds;
+    out.instrSeconds.push_back(op.seconds);
   }
   // Updates not written in place are copied after the step: read and write their bytes.
   double tail = 0;

@@ -13,9 +13,15 @@
 //     on CPU devices an op whose bytes fit in kCpuCacheBytes runs from cache: no B/W term
 //   measured element kernel: when the spec's device.kernels has the op's class (binary,
 //     transcendental, movement, pool, ...: plait-calibrate's timings of the runtime's own
-//     kernels, timed in cache), t = max((overhead + n · ns_per_element) / s, B / W) instead,
-//     n the op's elements (the B/W term as above: 0 in cache); contractions keep the
-//     FLOP-rate form
+//     kernels, timed in cache), t = max((overhead + n · ns_per_element + r · ns_per_row) / s,
+//     B / W) instead, n the op's elements, r its rows (a softmax's or norm's rows, a loss's
+//     targets, a reduction's results; OpCost::rows), the B/W term as above (0 in cache)
+//   fused kernel: the sum of its ops' n · ns_per_element by their classes, plus the "fused"
+//     class's overhead and ns_per_row per row its reduced results sum (without that class:
+//     the largest overhead of its ops' classes)
+//   contraction with a measured "matmul" class: t = max(F / R, B / W) + (overhead +
+//     g · ns_per_row) / s instead of the launch overhead, g the GEMM calls plait's matmul
+//     kernel makes (one per batch entry unless the batch folds into M)
 //   collective:  the faster of the ring form (RingModel: 2(p-1)α + 2(p-1)/p·S/β for
 //     all-reduce, (p-1)α + (p-1)/p·S/β for all-gather and reduce-scatter) and, for all-reduce,
 //     the tree form 2⌈log2 p⌉α + 2S/β, on the intra-node link when every rank of the group is
@@ -45,6 +51,9 @@ struct OpCost {
   double flops = 0;
   double bytes = 0;      ///< operands read + results written
   double elements = 0;   ///< elements the per-element count applies to (0: contractions)
+  /// Rows of a row-wise kernel (KernelRate::nsPerRow): softmax / norm rows, loss targets,
+  /// reduced result elements (of a fused kernel too); a matmul's GEMM calls.
+  double rows = 0;
   /// The class of measured kernel rates (ClusterSpec's device.kernels) that times this op,
   /// or null: contractions, collectives, views.
   const char *rateClass = nullptr;
@@ -109,6 +118,9 @@ struct Prediction {
   Placement placement;
   /// Per kernel name: count and predicted seconds (collectives by their kind).
   std::map<std::string, std::pair<int64_t, double>> byKernel;
+  /// Per instruction of the plan, in order: its predicted seconds (a collective's: its
+  /// transfer; views and copies the runtime elides: 0).
+  std::vector<double> instrSeconds;
 };
 
 /// Predicts the step of `plan` (rank 0's instruction stream) on `spec`.

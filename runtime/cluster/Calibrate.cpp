@@ -11,11 +11,13 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include <cblas.h>
 #include <fmt/format.h>
 
+#include "codegen/schema/FusedElementwise.h"
 #include "runtime/Kernel.h"
 #include "runtime/comm/MpiStatus.h"
 #include "runtime/cpu/BlasCore.h"
@@ -132,6 +134,9 @@ struct KernelOperands {
   std::vector<uint8_t> workspace;
   uint8_t *aligned = nullptr;
   uint64_t workspaceBytes = 0;
+  /// What the cost model counts for this call: its elements (for the per-element term) and
+  /// its rows (KernelRate's nsPerRow: rows of a row-wise kernel, GEMMs of a matmul).
+  int64_t elements = 0, rows = 0;
 
   rt::TensorView make(rt::DType dtype, std::vector<int64_t> shape, float value) {
     rt::TensorView view;
@@ -179,20 +184,40 @@ std::string registered(const std::string &variant) {
     return "transpose";
   if (variant == "where_scalar")
     return "where";
-  if (variant == "reduce_sum_rows")
+  if (variant == "reduce_sum_rows" || variant == "reduce_sum_16")
     return "reduce_sum";
+  for (std::string_view base : {"softmax_cross_entropy_grad", "softmax_cross_entropy",
+                                "softmax", "layer_norm"})
+    if (variant == std::string(base) + "_16")
+      return std::string(base);
+  if (variant == "matmul_batch" || variant == "matmul_perm")
+    return "matmul";
+  if (variant.rfind("fused_", 0) == 0)
+    return "fused_elementwise";
   return variant;
 }
 
 // The operands of `kernel` (a registered kernel or a variant) for `elements` f32 elements
 // (a multiple of 256), shaped as the plans shape them: rows of 256 (the last axis the softmax,
-// norm and reduction work over), NCHW images of 16×16 for the pools. `elements` is what the
-// cost model's table counts for the kernel (result elements; the first operand's for
-// reductions, pools and their gradients).
+// norm and reduction work over; the "_16" variants: rows of 16, as attention's and small
+// models' rows are), NCHW images of 16×16 for the pools. `elements` is what the cost model's
+// table counts for the kernel (result elements; the first operand's for reductions, pools and
+// their gradients). The matmul variants are elements / 256 GEMMs of 4×4×4 (a batch: its
+// per-GEMM cost, FLOPs negligible), counted as rows, not elements. The fused variants run
+// the fused kernel interpreted on one multiply, stored or summed over rows.
 void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands &k) {
   using rt::DType;
-  const int64_t rows = elements / 256;
-  const std::vector<int64_t> shape{rows, 256};
+  const bool short16 = kernel.size() > 3 && kernel.compare(kernel.size() - 3, 3, "_16") == 0;
+  const int64_t width = short16 ? 16 : 256;
+  const int64_t rows = elements / width;
+  const std::vector<int64_t> shape{rows, width};
+  k.elements = elements;
+  const std::string base = short16 ? registered(kernel) : kernel;
+  if (base == "softmax" || base == "layer_norm" || base == "softmax_cross_entropy" ||
+      base == "softmax_cross_entropy_grad" || kernel == "reduce_sum" || kernel == "reduce_sum_16")
+    k.rows = rows;
+  if (kernel == "reduce_sum_rows")
+    k.rows = 256; // a result element each
   if (kernel == "mul" || kernel == "add") {
     k.in(DType::F32, shape), k.in(DType::F32, shape, 1.0f), k.out(DType::F32, shape);
   } else if (kernel == "pow") { // x ** y elementwise, and x ** 2 (a scalar exponent)
@@ -223,7 +248,7 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     k.ints("starts", {0, 128});
     k.ints("ends", {rows, 384});
     k.ints("steps", {1, 1});
-  } else if (kernel == "reduce_sum") {
+  } else if (kernel == "reduce_sum" || kernel == "reduce_sum_16") {
     k.in(DType::F32, shape), k.out(DType::F32, {rows});
     k.ints("axes", {1});
     k.ints("keepdims", {0});
@@ -231,16 +256,16 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     k.in(DType::F32, shape), k.out(DType::F32, {256});
     k.ints("axes", {0});
     k.ints("keepdims", {0});
-  } else if (kernel == "softmax_cross_entropy") { // rows of 256 logits, class 0 the target
+  } else if (base == "softmax_cross_entropy") { // rows of logits, class 0 the target
     k.in(DType::F32, shape), k.in(DType::I64, {rows}), k.out(DType::F32, {});
-  } else if (kernel == "softmax_cross_entropy_grad") {
+  } else if (base == "softmax_cross_entropy_grad") {
     k.in(DType::F32, shape), k.in(DType::I64, {rows}), k.in(DType::F32, {}, 1.0f);
     k.out(DType::F32, shape);
-  } else if (kernel == "softmax") {
+  } else if (base == "softmax") {
     k.in(DType::F32, shape), k.out(DType::F32, shape);
     k.ints("axis", {-1});
-  } else if (kernel == "layer_norm") {
-    k.in(DType::F32, shape), k.in(DType::F32, {256}), k.in(DType::F32, {256});
+  } else if (base == "layer_norm") {
+    k.in(DType::F32, shape), k.in(DType::F32, {width}), k.in(DType::F32, {width});
     k.out(DType::F32, shape);
     k.ints("axis", {-1});
   } else if (kernel.rfind("max_pool2d", 0) == 0 || kernel.rfind("avg_pool2d", 0) == 0) {
@@ -265,6 +290,28 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     k.in(DType::F32, shape), k.in(DType::F32, shape), k.in(DType::F32, {}, 0.01f);
     k.in(DType::F32, {}, 1.0f);
     k.outputs = {k.inputs[0]};
+  } else if (kernel == "matmul_batch" || kernel == "matmul_perm") {
+    const int64_t gemms = elements / 256;
+    if (kernel == "matmul_batch") { // batched on both sides: one GEMM per entry
+      k.in(DType::F32, {gemms, 4, 4});
+    } else { // the lhs read through a permutation, as attention's heads are
+      k.in(DType::F32, {4, gemms, 4});
+      k.ints("lhs_perm", {1, 0, 2});
+    }
+    k.in(DType::F32, {gemms, 4, 4}), k.out(DType::F32, {gemms, 4, 4});
+    k.elements = 0;
+    k.rows = gemms;
+  } else if (kernel == "fused_mul" || kernel == "fused_row_sum" || kernel == "fused_row_sum_16") {
+    k.in(DType::F32, shape), k.in(DType::F32, shape, 1.0f);
+    k.ints("program", {fused::Mul, 0, 1});
+    k.ints("outputs", {2});
+    if (kernel == "fused_mul") {
+      k.out(DType::F32, shape);
+    } else {
+      k.out(DType::F32, {rows, 1});
+      k.ints("reductions", {fused::Sum});
+      k.rows = rows;
+    }
   }
   k.allocateWorkspace(registered(kernel));
 }
@@ -284,15 +331,17 @@ const std::vector<KernelClass> &kernelClasses() {
       {"cast", {"cast"}},
       {"movement", {"transpose", "transpose_heads"}},
       {"copy", {"concat", "slice"}},
-      {"reduction", {"reduce_sum", "reduce_sum_rows"}},
-      {"loss", {"softmax_cross_entropy"}},
-      {"loss_grad", {"softmax_cross_entropy_grad"}},
-      {"softmax", {"softmax"}},
-      {"norm", {"layer_norm"}},
+      {"reduction", {"reduce_sum", "reduce_sum_rows", "reduce_sum_16"}},
+      {"loss", {"softmax_cross_entropy", "softmax_cross_entropy_16"}},
+      {"loss_grad", {"softmax_cross_entropy_grad", "softmax_cross_entropy_grad_16"}},
+      {"softmax", {"softmax", "softmax_16"}},
+      {"norm", {"layer_norm", "layer_norm_16"}},
       {"pool", {"max_pool2d", "avg_pool2d"}},
       {"pool_grad", {"max_pool2d_grad", "avg_pool2d_grad"}},
       {"adamw", {"adamw_update"}},
       {"sgd", {"sgd_update"}},
+      {"matmul", {"matmul_batch", "matmul_perm"}},
+      {"fused", {"fused_mul", "fused_row_sum", "fused_row_sum_16"}},
   };
   return classes;
 }
@@ -304,8 +353,13 @@ const std::vector<KernelClass> &kernelClasses() {
 // a tight loop on one set of operands would leave them.
 constexpr uint64_t kKernelWorkingSet = 1u << 20;
 
+// Full calibrations measure the GEMMs and the kernels in this many rounds spread over the
+// run, and keep each one's fastest round.
+constexpr int kRounds = 4;
+
 Status measureKernel(const std::string &kernel, int64_t elements, int reps, double target,
-                     double &seconds) {
+                     KernelClassRates::Sample &out) {
+  double seconds = 0;
   rt::KernelFn fn = rt::findKernel(registered(kernel));
   if (!fn)
     return Status::errorf("plait-calibrate: no kernel named '{}' in the runtime", kernel);
@@ -346,7 +400,7 @@ Status measureKernel(const std::string &kernel, int64_t elements, int reps, doub
         return {};
       },
       seconds));
-  seconds /= calls;
+  out = {kernel, copies[0].elements, copies[0].rows, seconds / calls};
   return {};
 }
 
@@ -357,22 +411,38 @@ Status measureKernelClasses(bool quick, std::vector<KernelClassRates> &out) {
   const std::vector<int64_t> sizes =
       quick ? std::vector<int64_t>{256, 4096, 65536}
             : std::vector<int64_t>{256, 1024, 4096, 16384, 65536};
-  const int reps = quick ? 3 : 5;
-  const double target = quick ? 0.001 : 0.02;
+  const int reps = 3;
+  const double target = quick ? 0.001 : 0.006;
+  // Rounds over every kernel and size, each sample keeping its fastest round: a machine
+  // whose speed changes for seconds at a time (a VM's neighbours, a shared core) slows
+  // some rounds of a kernel, not all, and does not slow one class against another.
+  const int rounds = quick ? 1 : kRounds;
   for (const KernelClass &c : kernelClasses()) {
     KernelClassRates rates;
     rates.name = c.name;
     rates.kernels = c.kernels;
-    std::vector<std::pair<double, double>> points;
-    for (const std::string &kernel : c.kernels)
-      for (int64_t n : sizes) {
-        double seconds = 0;
-        PLAIT_RETURN_IF_ERROR(measureKernel(kernel, n, reps, target, seconds));
-        rates.samples.push_back({kernel, n, seconds});
-        points.push_back({double(n), seconds});
-      }
-    rates.fit = fitKernelRate(points);
     out.push_back(std::move(rates));
+  }
+  for (int round = 0; round < rounds; ++round)
+    for (size_t k = 0; k < kernelClasses().size(); ++k) {
+      size_t at = 0;
+      for (const std::string &kernel : kernelClasses()[k].kernels)
+        for (int64_t n : sizes) {
+          KernelClassRates::Sample sample;
+          PLAIT_RETURN_IF_ERROR(measureKernel(kernel, n, reps, target, sample));
+          std::vector<KernelClassRates::Sample> &samples = out[k].samples;
+          if (round == 0)
+            samples.push_back(sample);
+          else
+            samples[at].seconds = std::min(samples[at].seconds, sample.seconds);
+          ++at;
+        }
+    }
+  for (KernelClassRates &rates : out) {
+    std::vector<RateSample> points;
+    for (const KernelClassRates::Sample &sample : rates.samples)
+      points.push_back({double(sample.elements), double(sample.rows), sample.seconds});
+    rates.fit = fitKernelRate(points);
   }
   return {};
 }
@@ -510,41 +580,88 @@ constexpr int kGptShapes[][3] = {
 
 } // namespace
 
-KernelRate fitKernelRate(const std::vector<std::pair<double, double>> &samples) {
-  // Minimise Σ ((a + b·n − t)/t)² over a, b ≥ 0: the weighted normal equations of a line;
-  // where the free optimum has a < 0 (or b < 0), the optimum on that boundary.
-  double sw = 0, swn = 0, swnn = 0, swt = 0, swnt = 0;
-  for (auto [n, t] : samples) {
-    if (!(t > 0))
+KernelRate fitKernelRate(const std::vector<RateSample> &samples) {
+  // Minimise Σ ((a + b·n + c·r − t)/t)² over a, b, c ≥ 0: for each subset of the three terms,
+  // the weighted normal equations of that subset; the best subset whose solution is positive
+  // (terms a subset leaves out are 0). A term the samples cannot tell apart from the others
+  // (no rows, or rows proportional to elements) makes its subsets singular: they are skipped.
+  auto column = [](const RateSample &s, int j) {
+    return j == 0 ? 1.0 : j == 1 ? s.elements : s.rows;
+  };
+  auto residual = [&](const double coef[3]) {
+    double r = 0;
+    for (const RateSample &s : samples)
+      if (s.seconds > 0) {
+        double e = (coef[0] + coef[1] * s.elements + coef[2] * s.rows - s.seconds) / s.seconds;
+        r += e * e;
+      }
+    return r;
+  };
+  double best[3] = {0, 0, 0};
+  double bestResidual = std::numeric_limits<double>::infinity();
+  for (int mask = 1; mask < 8; ++mask) {
+    int terms[3], k = 0;
+    for (int j = 0; j < 3; ++j)
+      if (mask & (1 << j))
+        terms[k++] = j;
+    double m[3][4] = {};
+    for (const RateSample &s : samples) {
+      if (!(s.seconds > 0))
+        continue;
+      double w = 1 / (s.seconds * s.seconds);
+      for (int i = 0; i < k; ++i) {
+        for (int j = 0; j < k; ++j)
+          m[i][j] += w * column(s, terms[i]) * column(s, terms[j]);
+        m[i][k] += w * column(s, terms[i]) * s.seconds;
+      }
+    }
+    // Gaussian elimination with partial pivoting; a pivot tiny against its column's scale
+    // is a term the samples do not determine.
+    double scale[3];
+    for (int i = 0; i < k; ++i)
+      scale[i] = m[i][i];
+    bool singular = false;
+    for (int i = 0; i < k && !singular; ++i) {
+      int pivot = i;
+      for (int r = i + 1; r < k; ++r)
+        if (std::abs(m[r][i]) > std::abs(m[pivot][i]))
+          pivot = r;
+      std::swap(m[i], m[pivot]);
+      if (!(std::abs(m[i][i]) > 1e-9 * scale[i]))
+        singular = true;
+      for (int r = i + 1; r < k && !singular; ++r) {
+        double f = m[r][i] / m[i][i];
+        for (int c = i; c <= k; ++c)
+          m[r][c] -= f * m[i][c];
+      }
+    }
+    if (singular)
       continue;
-    double w = 1 / (t * t);
-    sw += w, swn += w * n, swnn += w * n * n, swt += w * t, swnt += w * n * t;
+    double x[3] = {0, 0, 0};
+    for (int i = k - 1; i >= 0; --i) {
+      double v = m[i][k];
+      for (int j = i + 1; j < k; ++j)
+        v -= m[i][j] * x[j];
+      x[i] = v / m[i][i];
+    }
+    double coef[3] = {0, 0, 0};
+    bool positive = true;
+    for (int i = 0; i < k; ++i) {
+      positive &= x[i] > 0;
+      coef[terms[i]] = x[i];
+    }
+    if (!positive)
+      continue;
+    if (double r = residual(coef); r < bestResidual) {
+      bestResidual = r;
+      std::copy(coef, coef + 3, best);
+    }
   }
-  if (!(sw > 0))
-    return {};
-  double det = sw * swnn - swn * swn;
-  double a = 0, b = 0;
-  if (det > 0) {
-    b = (sw * swnt - swn * swt) / det;
-    a = (swt - b * swn) / sw;
-  }
-  if (!(det > 0) || !(a > 0) || !(b > 0)) {
-    double bOnly = swnn > 0 ? swnt / swnn : 0; // a = 0
-    double aOnly = swt / sw;                    // b = 0
-    auto residual = [&](double a, double b) {
-      double r = 0;
-      for (auto [n, t] : samples)
-        if (t > 0)
-          r += (a + b * n - t) * (a + b * n - t) / (t * t);
-      return r;
-    };
-    if (residual(0, bOnly) <= residual(aOnly, 0))
-      a = 0, b = bOnly;
-    else
-      a = aOnly, b = 0;
-  }
-  // The spec's fields must be positive: floors far below anything measurable.
-  return KernelRate{significant(std::max(b * 1e9, 1e-6)), significant(std::max(a, 1e-9))};
+  // The spec's fields must be positive: floors far below anything measurable (ns_per_row
+  // is optional: 0 leaves it out).
+  return KernelRate{significant(std::max(best[1] * 1e9, 1e-6)),
+                    significant(std::max(best[0], 1e-9)),
+                    best[2] > 0 ? significant(best[2] * 1e9) : 0.0};
 }
 
 Status calibrate(const CalibrateOptions &options, Calibration &out) {
@@ -584,28 +701,41 @@ Status calibrate(const CalibrateOptions &options, Calibration &out) {
                          c.ranksPerNode / (64u << 20) * (64u << 20); // whole 64 MiB
 
   const bool quick = options.quick;
-  const int reps = quick ? 3 : 7;
+  const int reps = quick ? 3 : 5;
 
-  // Per-kernel overhead: a GEMM too small to cost anything but its call.
-  GemmRate tiny;
-  PLAIT_RETURN_IF_ERROR(measureGemm(4, 4, 4, reps, 0.005, tiny));
-  c.launchOverhead = tiny.seconds;
-
-  const double target = quick ? 0.005 : 0.05; // seconds per repetition
-  for (int n :
-       quick ? std::vector<int>{128, 256, 512} : std::vector<int>{256, 512, 1024, 1536, 2048}) {
+  // In rounds (as the kernel classes below), each GEMM keeping its fastest round.
+  const int rounds = quick ? 1 : kRounds;
+  const double target = quick ? 0.005 : 0.015; // seconds per repetition
+  const std::vector<int> squares =
+      quick ? std::vector<int>{128, 256, 512} : std::vector<int>{256, 512, 1024, 1536, 2048};
+  auto keepFaster = [](GemmRate &kept, const GemmRate &rate, int round) {
+    if (round == 0 || rate.seconds < kept.seconds)
+      kept = rate;
+  };
+  GemmRate tiny; // per-kernel overhead: a GEMM too small to cost anything but its call
+  c.squareGemms.resize(squares.size());
+  c.gptGemms.resize(std::size(kGptShapes));
+  for (int round = 0; round < rounds; ++round) {
     GemmRate rate;
-    PLAIT_RETURN_IF_ERROR(measureGemm(n, n, n, reps, target, rate));
-    c.bestGemm = std::max(c.bestGemm, rate.flopsPerSecond);
-    c.squareGemms.push_back(rate);
+    PLAIT_RETURN_IF_ERROR(measureGemm(4, 4, 4, reps, 0.005, rate));
+    keepFaster(tiny, rate, round);
+    for (size_t i = 0; i < squares.size(); ++i) {
+      PLAIT_RETURN_IF_ERROR(measureGemm(squares[i], squares[i], squares[i], reps, target, rate));
+      keepFaster(c.squareGemms[i], rate, round);
+    }
+    for (size_t i = 0; i < std::size(kGptShapes); ++i) {
+      const int *shape = kGptShapes[i];
+      PLAIT_RETURN_IF_ERROR(measureGemm(shape[0], shape[1], shape[2], reps, target, rate));
+      keepFaster(c.gptGemms[i], rate, round);
+    }
   }
+  c.launchOverhead = tiny.seconds;
+  for (const GemmRate &rate : c.squareGemms)
+    c.bestGemm = std::max(c.bestGemm, rate.flopsPerSecond);
   double gptFlops = 0, gptSeconds = 0;
-  for (const auto &shape : kGptShapes) {
-    GemmRate rate;
-    PLAIT_RETURN_IF_ERROR(measureGemm(shape[0], shape[1], shape[2], reps, target, rate));
-    gptFlops += 2.0 * shape[0] * shape[1] * shape[2];
+  for (const GemmRate &rate : c.gptGemms) {
+    gptFlops += 2.0 * rate.m * rate.n * rate.k;
     gptSeconds += rate.seconds;
-    c.gptGemms.push_back(rate);
   }
   c.gptGemm = gptFlops / gptSeconds;
   double netSeconds = gptSeconds - double(std::size(kGptShapes)) * c.launchOverhead;
@@ -685,7 +815,7 @@ std::string calibrationTable(const Calibration &c) {
   if (!c.blasWarning.empty())
     out += "warning: " + c.blasWarning + "\n";
   out += "(every rank at once; each number is the median over repetitions of the slowest "
-         "rank)\n\n";
+         "rank, and of a full run the fastest of its rounds)\n\n";
   out += "fp32 GEMM (cblas_sgemm)        GFLOP/s per rank\n";
   for (const GemmRate &g : c.squareGemms)
     out += fmt::format("  {:>5} x {:>5} x {:>5}        {:10.2f}\n", g.m, g.n, g.k,
@@ -728,14 +858,17 @@ std::string calibrationTable(const Calibration &c) {
   };
   if (!c.kernels.empty()) {
     out += "\nplait's CPU kernels (f32), per class: time of one call = overhead + elements x "
-           "ns/element\n";
-    out += "  class           kernel                        elements       us a call\n";
+           "ns/element + rows x ns/row\n(matmul: rows are 4x4x4 GEMMs of a batch; fused: the "
+           "fused kernel interpreted, rows are reduced rows)\n";
+    out += "  class           kernel                        elements    rows       us a call\n";
     for (const KernelClassRates &k : c.kernels) {
       for (const KernelClassRates::Sample &s : k.samples)
-        out += fmt::format("  {:<15} {:<26} {:>9} {:>14.3f}\n", k.name, s.kernel, s.elements,
-                           s.seconds * 1e6);
-      out += fmt::format("  {:<15} fit: {:.4g} ns/element + {:.3f} us\n", k.name,
-                         k.fit.nsPerElement, k.fit.overhead * 1e6);
+        out += fmt::format("  {:<15} {:<26} {:>9} {:>7} {:>14.3f}\n", k.name, s.kernel,
+                           s.elements, s.rows ? std::to_string(s.rows) : "", s.seconds * 1e6);
+      out += fmt::format("  {:<15} fit: {:.4g} ns/element + {:.3f} us{}\n", k.name,
+                         k.fit.nsPerElement, k.fit.overhead * 1e6,
+                         k.fit.nsPerRow > 0 ? fmt::format(" + {:.4g} ns/row", k.fit.nsPerRow)
+                                            : "");
     }
   }
   links("within a node", c.intraNode, c.intraLink);

@@ -42,8 +42,9 @@ struct KernelClassRates {
   std::vector<std::string> kernels; ///< the kernels timed for it
   struct Sample {
     std::string kernel;
-    int64_t elements = 0;
-    double seconds = 0; ///< one call
+    int64_t elements = 0; ///< what the cost model counts as the call's elements
+    int64_t rows = 0;     ///< and as its rows (KernelRate::nsPerRow)
+    double seconds = 0;   ///< one call
   };
   std::vector<Sample> samples;
   KernelRate fit;
@@ -81,11 +82,17 @@ rt::Status calibrate(const CalibrateOptions &options, Calibration &out);
 /// fitted links with a fit per collective kind.
 ClusterSpec specFromCalibration(const Calibration &calibration, const std::string &name);
 
-/// The KernelRate fitting `samples` (elements, seconds) best in relative error (weighted least
-/// squares: small tensors decide the overhead, large ones the per-element time), with the
-/// overhead and the per-element time constrained to be non-negative (then floored at 1 ns and
-/// 1e-6 ns, since the spec's fields are positive).
-KernelRate fitKernelRate(const std::vector<std::pair<double, double>> &samples);
+/// One timed call for fitKernelRate: its elements, its rows, its seconds.
+struct RateSample {
+  double elements = 0, rows = 0, seconds = 0;
+};
+/// The KernelRate fitting `samples` best in relative error (weighted least squares: small
+/// calls decide the overhead, large ones the per-element and per-row times), with every
+/// coefficient constrained to be non-negative (then the overhead floored at 1 ns and the
+/// per-element time at 1e-6 ns, since the spec's fields are positive). The per-row time is 0
+/// where the samples cannot determine it: no rows, or every sample's rows a fixed fraction
+/// of its elements.
+KernelRate fitKernelRate(const std::vector<RateSample> &samples);
 
 /// What was measured, as a table for people (also written as comments above the spec).
 std::string calibrationTable(const Calibration &calibration);

@@ -210,7 +210,7 @@ Status SpecReader::readKernels(const Field &field, DeviceSpec &device) const {
       return fail(line, path, "given twice");
     Fields fields;
     PLAIT_RETURN_IF_ERROR(
-        fieldsOf(it->second, path, line, {"ns_per_element", "overhead"}, fields));
+        fieldsOf(it->second, path, line, {"ns_per_element", "overhead", "ns_per_row"}, fields));
     const Field *perElement = nullptr, *overhead = nullptr;
     PLAIT_RETURN_IF_ERROR(require(fields, path, line, "ns_per_element", perElement));
     PLAIT_RETURN_IF_ERROR(require(fields, path, line, "overhead", overhead));
@@ -219,6 +219,8 @@ Status SpecReader::readKernels(const Field &field, DeviceSpec &device) const {
         readNumber(*perElement, path + ".ns_per_element", 1e9, {}, rate.nsPerElement));
     PLAIT_RETURN_IF_ERROR(
         readQuantity(*overhead, path + ".overhead", Quantity::Time, rate.overhead));
+    if (const Field *perRow = find(fields, "ns_per_row"))
+      PLAIT_RETURN_IF_ERROR(readNumber(*perRow, path + ".ns_per_row", 1e9, {}, rate.nsPerRow));
     device.kernels.emplace(name, rate);
   }
   return {};
@@ -447,9 +449,10 @@ std::string writeClusterSpec(const ClusterSpec &spec) {
   if (!d.kernels.empty()) {
     out += "  kernels:\n";
     for (const auto &[name, rate] : d.kernels)
-      out += fmt::format("    {}: {{ns_per_element: {}, overhead: {}}}\n", name,
-                         rate.nsPerElement,
-                         formatQuantity(rate.overhead, Quantity::Time));
+      out += fmt::format("    {}: {{ns_per_element: {}, overhead: {}{}}}\n", name,
+                         rate.nsPerElement, formatQuantity(rate.overhead, Quantity::Time),
+                         rate.nsPerRow > 0 ? fmt::format(", ns_per_row: {}", rate.nsPerRow)
+                                           : "");
   }
   if (spec.intraNode || spec.interNode) {
     out += "links:\n";

@@ -51,17 +51,24 @@ struct Link {
   std::array<std::optional<LinkFit>, kNumCollectiveKinds> byKind{};
 };
 
-/// The classes of element kernels a device may carry measured rates for (the YAML keys of
-/// device.kernels); the cost model maps each element kernel to one of them.
+/// The classes of kernels a device may carry measured rates for (the YAML keys of
+/// device.kernels); the cost model maps each kernel to one of them. "matmul" is plait's
+/// matmul kernel's fixed cost (its FLOPs go by peak_flops × efficiency.gemm): overhead per
+/// call and ns_per_row per GEMM of its batch. "fused" is the fused elementwise kernel's own
+/// per-call cost; its ops are timed by their own classes.
 inline constexpr std::string_view kKernelClassNames[] = {
     "binary",    "unary",   "transcendental", "pow",  "where", "cast", "movement",
     "copy",      "reduction", "loss",         "loss_grad", "softmax", "norm", "pool", "pool_grad",
-    "adamw",     "sgd"};
+    "adamw",     "sgd",     "matmul",         "fused"};
 
-/// A measured element kernel: time = overhead + elements × nsPerElement·1e-9 seconds.
+/// A measured kernel: time = overhead + elements × nsPerElement·1e-9 + rows × nsPerRow·1e-9
+/// seconds. A row is what a row-wise kernel works on at a time (the softmax's, norm's or
+/// loss's last axis, a reduction's result element, a GEMM of a batched matmul); kernels
+/// without rows have nsPerRow 0.
 struct KernelRate {
   double nsPerElement = 0; ///< in ns, as the YAML states it, so that it round-trips exactly
   double overhead = 0;     ///< seconds
+  double nsPerRow = 0;     ///< in ns; optional in the YAML (ns_per_row), 0 when absent
 };
 
 /// One device (a GPU, or one CPU rank) of the cluster; every device is the same.

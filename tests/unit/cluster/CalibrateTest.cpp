@@ -45,17 +45,44 @@ TEST(Calibrate, QuickTwoRankRunWritesASpecThatParses) {
 }
 
 TEST(Calibrate, KernelRateFit) {
-  // Exact samples of 100 ns + 0.5 ns per element give them back.
-  std::vector<std::pair<double, double>> exact;
+  // Exact samples of 100 ns + 0.5 ns per element give them back, with no per-row time.
+  std::vector<RateSample> exact;
   for (double n : {256.0, 4096.0, 65536.0})
-    exact.push_back({n, 100e-9 + n * 0.5e-9});
+    exact.push_back({n, 0, 100e-9 + n * 0.5e-9});
   KernelRate fit = fitKernelRate(exact);
   EXPECT_DOUBLE_EQ(fit.nsPerElement, 0.5);
   EXPECT_DOUBLE_EQ(fit.overhead, 100e-9);
+  EXPECT_EQ(fit.nsPerRow, 0);
   // Noise that makes the overhead negative: the largest sample's rate, a 1 ns floor.
-  fit = fitKernelRate({{256, 50e-9}, {4096, 3000e-9}, {65536, 40000e-9}});
+  fit = fitKernelRate({{256, 0, 50e-9}, {4096, 0, 3000e-9}, {65536, 0, 40000e-9}});
   EXPECT_GT(fit.nsPerElement, 0);
   EXPECT_GE(fit.overhead, 1e-9);
+}
+
+// Rows of two lengths tell the per-row time from the per-element time.
+TEST(Calibrate, KernelRateFitWithRows) {
+  std::vector<RateSample> samples;
+  for (double n : {256.0, 1024.0, 4096.0, 16384.0})
+    for (double width : {256.0, 16.0})
+      samples.push_back({n, n / width, 200e-9 + n * 1.5e-9 + n / width * 40e-9});
+  KernelRate fit = fitKernelRate(samples);
+  EXPECT_NEAR(fit.nsPerElement, 1.5, 1e-3);
+  EXPECT_NEAR(fit.nsPerRow, 40, 1e-2);
+  EXPECT_NEAR(fit.overhead, 200e-9, 1e-11);
+  // Rows of one length only: per row and per element cannot be told apart; the fit folds
+  // the rows into the elements and leaves the per-row time out.
+  std::vector<RateSample> oneWidth;
+  for (double n : {256.0, 4096.0, 65536.0})
+    oneWidth.push_back({n, n / 256, 100e-9 + n * 0.5e-9 + n / 256 * 64e-9});
+  fit = fitKernelRate(oneWidth);
+  EXPECT_EQ(fit.nsPerRow, 0);
+  EXPECT_NEAR(fit.nsPerElement, 0.75, 1e-3);
+  // No elements, only rows (a matmul's GEMMs): a per-call and a per-row time, the
+  // per-element time at its floor.
+  fit = fitKernelRate({{0, 1, 300e-9}, {0, 16, 900e-9}, {0, 256, 10500e-9}});
+  EXPECT_NEAR(fit.overhead, 260e-9, 1e-9);
+  EXPECT_NEAR(fit.nsPerRow, 40, 0.1);
+  EXPECT_DOUBLE_EQ(fit.nsPerElement, 1e-6);
 }
 
 } // namespace

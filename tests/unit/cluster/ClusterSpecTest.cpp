@@ -197,7 +197,7 @@ TEST(ClusterSpec, KernelRates) {
   EXPECT_EQ(errorOf(replaced("    binary:", "    binry:")),
             "spec.yaml:14: device.kernels.binry: unknown kernel class (expected one of binary, "
             "unary, transcendental, pow, where, cast, movement, copy, reduction, loss, loss_grad, "
-            "softmax, norm, pool, pool_grad, adamw, sgd)");
+            "softmax, norm, pool, pool_grad, adamw, sgd, matmul, fused)");
   EXPECT_EQ(errorOf(replaced("ns_per_element: 0.3", "ns_per_element: -1")),
             "spec.yaml:14: device.kernels.binary.ns_per_element: '-1': must be positive");
   EXPECT_EQ(errorOf(replaced("ns_per_element: 0.3", "ns_per_element: 0.3 ns")),
@@ -209,7 +209,9 @@ TEST(ClusterSpec, KernelRates) {
             "spec.yaml:15: device.kernels.pool: missing required field 'overhead'");
   EXPECT_EQ(errorOf(replaced("      overhead: 1 us\n", "      overhead: 1 us\n      extra: 1\n")),
             "spec.yaml:18: device.kernels.pool.extra: unknown field (expected one of "
-            "ns_per_element, overhead)");
+            "ns_per_element, overhead, ns_per_row)");
+  EXPECT_EQ(errorOf(replaced("overhead: 120 ns}", "overhead: 120 ns, ns_per_row: 0}")),
+            "spec.yaml:14: device.kernels.binary.ns_per_row: '0': must be positive");
   EXPECT_EQ(errorOf(replaced("  kernels:\n", "  kernels: 3\n  x:\n")).rfind("spec.yaml:", 0), 0u);
 
   // Written back exactly, in class order.
@@ -221,6 +223,20 @@ TEST(ClusterSpec, KernelRates) {
   ClusterSpec back;
   ASSERT_TRUE(parseClusterSpecText(text, "written.yaml", back).ok());
   EXPECT_EQ(writeClusterSpec(back), text);
+
+  // The optional per-row time (row-wise kernels, a matmul's GEMMs), written back only when
+  // there is one.
+  ClusterSpec rows;
+  status = parseClusterSpecText(
+      replaced("overhead: 120 ns}", "overhead: 120 ns, ns_per_row: 37.5}"), "spec.yaml", rows);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_DOUBLE_EQ(rows.device.kernels.at("binary").nsPerRow, 37.5);
+  EXPECT_EQ(rows.device.kernels.at("pool").nsPerRow, 0);
+  text = writeClusterSpec(rows);
+  EXPECT_NE(text.find("    binary: {ns_per_element: 0.3, overhead: 120 ns, ns_per_row: 37.5}\n"
+                      "    pool: {ns_per_element: 2.5, overhead: 1 us}\n"),
+            std::string::npos)
+      << text;
 }
 
 // A link's optional fit per collective kind.

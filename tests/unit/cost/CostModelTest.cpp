@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "codegen/schema/FusedElementwise.h"
 #include "passes/analysis/CostModel.h"
 #include "runtime/cluster/RingModel.h"
 
@@ -177,14 +178,20 @@ TEST(Roofline, CpuOpsInCacheAreComputeBound) {
   EXPECT_DOUBLE_EQ(p.step.seconds, 1000 / (100e12 * 0.5));
 }
 
+/// twoNodes() as one CPU node of `ranks` ranks.
+ClusterSpec oneCpuNode(uint32_t ranks) {
+  ClusterSpec spec = twoNodes();
+  spec.nodes = 1;
+  spec.devicesPerNode = ranks;
+  spec.interNode.reset();
+  spec.device.kind = cluster::DeviceKind::Cpu;
+  return spec;
+}
+
 // A measured rate for the op's class replaces the roofline (contractions keep the FLOP rate),
 // and oversubscribed ranks divide it by their share of a core.
 TEST(CostMeasuredKernels, ClassRateReplacesRoofline) {
-  ClusterSpec spec = twoNodes();
-  spec.nodes = 1;
-  spec.devicesPerNode = 2;
-  spec.interNode.reset();
-  spec.device.kind = cluster::DeviceKind::Cpu;
+  ClusterSpec spec = oneCpuNode(2);
   spec.device.kernels["binary"] = {0.5, 200e-9};
   spec.device.kernels["reduction"] = {0.25, 100e-9};
   plan::PlanDesc plan = tensors({{1000}, {1000}, {1000}, {10, 100}, {10}, {100, 100}});
@@ -193,7 +200,7 @@ TEST(CostMeasuredKernels, ClassRateReplacesRoofline) {
   plan.instrs.push_back({"exp", {0}, {2}}); // no rate for its class: the roofline
   plan.instrs.push_back({"matmul", {5, 5}, {5}});
   EXPECT_STREQ(opCost(plan, plan.instrs[0]).rateClass, "binary");
-  EXPECT_EQ(opCost(plan, plan.instrs[3]).rateClass, nullptr);
+  EXPECT_STREQ(opCost(plan, plan.instrs[3]).rateClass, "matmul"); // not measured here
   Prediction p;
   ASSERT_TRUE(predictStep(plan, spec, p).ok());
   EXPECT_NEAR(p.byKernel["mul"].second, 200e-9 + 1000 * 0.5e-9, 1e-15);
@@ -205,6 +212,63 @@ TEST(CostMeasuredKernels, ClassRateReplacesRoofline) {
   plan.worldSize = 4; // 2 ranks per core
   ASSERT_TRUE(predictStep(plan, spec, p).ok());
   EXPECT_NEAR(p.byKernel["mul"].second, 2 * (200e-9 + 1000 * 0.5e-9), 1e-15);
+}
+
+// Row-wise kernels count their rows: softmax along its axis, layer_norm over every axis from
+// its axis, a loss's targets, a reduction's results; matmul counts the GEMMs the runtime
+// calls; a fused kernel the rows its reduced results sum.
+TEST(OpCost, RowsOfRowWiseKernels) {
+  plan::PlanDesc plan = tensors({{2, 4, 16, 16}, {32, 64}, {32}, {}, {2, 16, 32}, {2, 16, 1}});
+  EXPECT_DOUBLE_EQ(opCost(plan, {"softmax", {0}, {0}}).rows, 128);
+  EXPECT_DOUBLE_EQ(opCost(plan, {"softmax", {0}, {0}, {{"axis", {1}}}}).rows, 512);
+  EXPECT_DOUBLE_EQ(opCost(plan, {"layer_norm", {0}, {0}, {{"axis", {2}}}}).rows, 8);
+  EXPECT_DOUBLE_EQ(opCost(plan, {"softmax_cross_entropy", {1, 2}, {3}}).rows, 32);
+  EXPECT_DOUBLE_EQ(opCost(plan, {"reduce_sum", {1}, {2}}).rows, 32);
+  EXPECT_DOUBLE_EQ(opCost(plan, {"mul", {1, 1}, {1}}).rows, 0);
+  plan::InstrDesc fused{"fused_elementwise", {4}, {4, 5},
+                        {{"program", {fused::Mul, 0, 0}}, {"outputs", {1, 1}},
+                         {"reductions", {fused::Store, fused::Sum}}}};
+  OpCost f = opCost(plan, fused);
+  EXPECT_STREQ(f.rateClass, "fused");
+  EXPECT_DOUBLE_EQ(f.rows, 32);     // [2, 16, 1]: a row of 32 each
+  EXPECT_DOUBLE_EQ(f.elements, 1024);
+
+  plan::PlanDesc mm = tensors({{4, 8, 16}, {16, 32}, {4, 8, 32}, {4, 16, 32}, {8, 4, 16}});
+  EXPECT_DOUBLE_EQ(opCost(mm, {"matmul", {0, 1}, {2}}).rows, 1); // the batch folds into M
+  EXPECT_DOUBLE_EQ(opCost(mm, {"matmul", {0, 3}, {2}}).rows, 4); // one GEMM per entry
+  // A permuted lhs ([8, 4, 16] read as [4, 8, 16]) never folds.
+  OpCost perm = opCost(mm, {"matmul", {4, 1}, {2}, {{"lhs_perm", {1, 0, 2}}}});
+  EXPECT_DOUBLE_EQ(perm.rows, 4);
+  EXPECT_DOUBLE_EQ(perm.flops, 2.0 * 4 * 8 * 32 * 16);
+}
+
+// Measured per-row times, the matmul kernel's per-call and per-GEMM costs and the fused
+// kernel's own overhead join the prediction.
+TEST(CostMeasuredKernels, RowsGemmsAndFusedCalls) {
+  ClusterSpec spec = oneCpuNode(1);
+  spec.device.kernels["softmax"] = {2, 100e-9, 30};
+  spec.device.kernels["matmul"] = {1e-6, 300e-9, 50};
+  spec.device.kernels["binary"] = {0.5, 200e-9};
+  spec.device.kernels["reduction"] = {0.25, 150e-9, 4};
+  plan::PlanDesc plan = tensors({{2, 4, 16, 16}, {4, 8, 16}, {4, 16, 32}, {4, 8, 32},
+                                 {64, 32}, {64, 1}});
+  plan.instrs.push_back({"softmax", {0}, {0}});
+  plan.instrs.push_back({"matmul", {1, 2}, {3}});
+  plan.instrs.push_back({"fused_elementwise", {4}, {4, 5},
+                         {{"program", {fused::Mul, 0, 0}}, {"outputs", {1, 1}},
+                          {"reductions", {fused::Store, fused::Sum}}}});
+  Prediction p;
+  ASSERT_TRUE(predictStep(plan, spec, p).ok());
+  EXPECT_NEAR(p.instrSeconds[0], 100e-9 + 2048 * 2e-9 + 128 * 30e-9, 1e-15);
+  EXPECT_NEAR(p.instrSeconds[1], 2.0 * 4 * 8 * 32 * 16 / (100e12 * 0.5) + 300e-9 + 4 * 50e-9,
+              1e-15);
+  // Without a "fused" class: the slowest part's overhead, no per-row time.
+  double parts = 2048 * 0.5e-9 + 2048 * 0.25e-9;
+  EXPECT_NEAR(p.instrSeconds[2], 200e-9 + parts, 1e-15);
+  spec.device.kernels["fused"] = {0.1, 700e-9, 5};
+  ASSERT_TRUE(predictStep(plan, spec, p).ok());
+  EXPECT_NEAR(p.instrSeconds[2], 700e-9 + 64 * 5e-9 + parts, 1e-15);
+  EXPECT_EQ(p.instrSeconds.size(), plan.instrs.size());
 }
 
 // A link's per-kind fit is used for that kind only.
@@ -221,6 +285,26 @@ TEST(CostCollectiveTime, PerKindLinkFit) {
               1e-15);
   EXPECT_NEAR(collectiveSeconds(spec, p, "all_gather", group, bytes),
               cluster::ringTime(*spec.intraNode, cluster::Collective::AllGather, 4, bytes), 1e-15);
+}
+
+// A mean all-reduce divides its result in place after the transfer: one binary op over it.
+TEST(CostCollectiveTime, MeanDividesTheResult) {
+  ClusterSpec spec = oneCpuNode(2);
+  spec.device.launchOverhead = 0;
+  plan::PlanDesc plan = tensors({{30000}, {30000}});
+  plan.worldSize = 2;
+  plan.instrs.push_back({"all_reduce", {0}, {1}, {{"groups", {0, 1}}, {"group_size", {2}}}});
+  plan.instrs.push_back(plan.instrs.back());
+  plan::AttrDesc mean;
+  mean.name = "reduce";
+  mean.str = "mean";
+  plan.instrs.back().attrs.push_back(mean);
+  spec.device.kernels["binary"] = {0.25, 100e-9};
+  Prediction p;
+  ASSERT_TRUE(predictStep(plan, spec, p).ok());
+  double transfer = collectiveSeconds(spec, p.placement, "all_reduce", {0, 1}, 120000);
+  EXPECT_NEAR(p.instrSeconds[0], transfer, 1e-15);
+  EXPECT_NEAR(p.instrSeconds[1], transfer + 100e-9 + 30000 * 0.25e-9, 1e-15);
 }
 
 TEST(Simulation, CollectiveHiddenBehindCompute) {

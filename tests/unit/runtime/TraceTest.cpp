@@ -1,5 +1,6 @@
 // The Chrome trace (runtime/Trace.h) of an executor's steps: one event per instruction, waits,
 // collectives on comm threads, every event inside its step, and the document's structure.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -128,6 +129,33 @@ TEST(Trace, RecordsInstructionsWaitsAndCollectivesOfTracedStepsOnly) {
                                                  {"comm all_reduce 2", 2},
                                                  {"wait wait 0", 2},
                                                  {"wait wait (step end) 0", 2}}));
+}
+
+// A plan compiled with --cluster carries each instruction's predicted time: kernels and
+// collectives show it next to their measured duration; the posting of a collective does not.
+// A prediction that does not cover every instruction is left out.
+TEST(Trace, EventsCarryThePlansPredictions) {
+  rt::Plan plan = overlappingCollectivesPlan();
+  plan.report = R"({"predicted": {"instructions_us": [1.5, 2.5, 0.25]}})";
+  std::map<std::string, std::vector<double>> predicted; // "category name" -> values
+  const json doc = traceSteps(plan, 1, 1);
+  for (const json &e : doc["traceEvents"])
+    if (e["ph"] == "X" && e["args"].contains("predicted_us"))
+      predicted[e["cat"].get<std::string>() + " " + e["name"].get<std::string>()].push_back(
+          e["args"]["predicted_us"]);
+  for (auto &[key, values] : predicted)
+    std::sort(values.begin(), values.end());
+  EXPECT_EQ(predicted, (std::map<std::string, std::vector<double>>{
+                           {"comm all_reduce", {1.5, 2.5}}, {"compute add", {0.25}}}));
+
+  for (const char *report : {R"({"predicted": {"instructions_us": [1.5, 2.5]}})",
+                             R"({"predicted": {"instructions_us": [1.5, "x", 2]}})",
+                             R"({"predicted": 3})", "not json"}) {
+    plan.report = report;
+    const json other = traceSteps(plan, 1, 1);
+    for (const json &e : other["traceEvents"])
+      EXPECT_FALSE(e.contains("args") && e["args"].contains("predicted_us")) << report << e;
+  }
 }
 
 // The traced steps never grow the event buffer (no allocation inside a step).
