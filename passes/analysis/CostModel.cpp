@@ -72,8 +72,10 @@ constexpr ElementCost kElementCosts[] = {
     {"softmax_cross_entropy_grad", T + 4, true, "loss_grad"},
     {"nll_loss", 1, true, "reduction"}, {"nll_loss_grad", 1, false, "movement"},
     {"max_pool2d", 1, true, "pool"},    {"avg_pool2d", 1, true, "pool"},
-    {"max_pool2d_grad", 2, true, "pool_grad"},
-    {"avg_pool2d_grad", 2, true, "pool_grad"},
+    // A pool's gradient works over dx's windows: its result's elements (avg_pool2d_grad's
+    // first operand is the smaller dy).
+    {"max_pool2d_grad", 2, false, "pool_grad"},
+    {"avg_pool2d_grad", 2, false, "pool_grad"},
     // torch's AdamW per element: decay, two moment updates, sqrt, divide, step: ~12 ops.
     {"adamw_update", T + 12, false, "adamw"}, {"sgd_update", 4, false, "sgd"},
     // Data movement: one load and store per element moved (the CPU backend's loops; on GPUs
@@ -126,7 +128,7 @@ std::vector<int64_t> rankZeroGroup(const plan::InstrDesc &instr) {
 
 /// The rows a row-wise kernel works through one at a time (KernelRate::nsPerRow): the
 /// softmax's and the norms' rows along their axis, a loss's targets, a reduction's result
-/// elements; 0 for the rest.
+/// elements, a pool's planes (of its first operand); 0 for the rest.
 double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const ElementCost &c) {
   if (!c.rateClass || instr.inputs.empty() || instr.outputs.empty())
     return 0;
@@ -148,6 +150,8 @@ double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const El
     return instr.inputs.size() >= 2 ? numel(plan.tensors[instr.inputs[1]]) : 0;
   if (cls == "reduction")
     return numel(plan.tensors[instr.outputs[0]]);
+  if ((cls == "pool" || cls == "pool_grad") && a.shape.size() == 4) // its N×C planes
+    return double(a.shape[0]) * double(a.shape[1]);
   return 0;
 }
 
@@ -175,6 +179,8 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     if (k == "gemm" && a.shape.size() == 2 && intAttr(instr, "trans_a", 0))
       reduced = a.shape[0];
     cost.rows = 1; // GEMM calls
+    if (k == "gemm" && instr.inputs.size() > 2)
+      cost.columns = numel(out); // c broadcast into the result before the GEMM adds to it
     if (k == "matmul" && a.shape.size() >= 2) {
       // The operands' logical shapes: after lhs_perm / rhs_perm, then the transpose flags.
       const plan::TensorDesc &b = tensor(instr.inputs[1]);
@@ -220,6 +226,18 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     if (w && y && !w->shape.empty() && w->shape[0] > 0) {
       cost.flops = 2 * numel(*y) * numel(*w) / double(w->shape[0]);
       cost.contraction = true;
+      // The runtime's convolutions (ConvKernels.cpp, GradKernels.cpp): per image and group, an
+      // im2col (col2im for the input gradient) of patch × output-plane columns, then a GEMM.
+      const plan::TensorDesc &x = k == "conv2d_grad_input" ? out : a;
+      if (x.shape.size() == 4 && y->shape.size() == 4 && w->shape.size() == 4 &&
+          w->shape[1] > 0) {
+        double batch = double(y->shape[0]), group = double(x.shape[1] / w->shape[1]);
+        double patch = numel(*w) / double(w->shape[0]);
+        double plane = double(y->shape[2]) * double(y->shape[3]);
+        cost.rows = batch * group;
+        cost.elements = batch * group * patch * plane; // the columns
+        cost.rateClass = "conv";
+      }
     }
     return cost;
   }
@@ -430,9 +448,17 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
         double rate = peak * device.gemmEfficiency * share;
         double computeSeconds = rate > 0 ? cost.flops / rate : 0;
         op.seconds = std::max(computeSeconds, memorySeconds(cost.bytes));
+        // The kernel's fixed costs beside its FLOPs: matmul's call and GEMM calls; a
+        // convolution's call, GEMM calls and im2col / col2im columns (its elements).
         op.seconds += own && cost.contraction
-                          ? (own->overhead + cost.rows * own->nsPerRow * 1e-9) / share
+                          ? (own->overhead + cost.rows * own->nsPerRow * 1e-9 +
+                             cost.elements * own->nsPerElement * 1e-9) / share
                           : device.launchOverhead;
+        // gemm's broadcast of c into the result moves its columns at the movement class's
+        // rate.
+        if (auto movement = device.kernels.find("movement");
+            cost.columns > 0 && movement != device.kernels.end())
+          op.seconds += cost.columns * movement->second.nsPerElement * 1e-9 / share;
       }
       out.flops += cost.flops;
       if (cost.contraction)

@@ -21,7 +21,11 @@
 //     the largest overhead of its ops' classes)
 //   contraction with a measured "matmul" class: t = max(F / R, B / W) + (overhead +
 //     g · ns_per_row) / s instead of the launch overhead, g the GEMM calls plait's matmul
-//     kernel makes (one per batch entry unless the batch folds into M)
+//     kernel makes (one per batch entry unless the batch folds into M); gemm's broadcast of
+//     its bias c costs the "movement" class's ns_per_element per result element
+//   convolution with a measured "conv" class: likewise t = max(F / R, B / W) + (overhead +
+//     g · ns_per_row + c · ns_per_element) / s, g = images × groups (a GEMM call each), c the
+//     im2col / col2im columns (images × groups × patch × output plane)
 //   collective:  the faster of the ring form (RingModel: 2(p-1)α + 2(p-1)/p·S/β for
 //     all-reduce, (p-1)α + (p-1)/p·S/β for all-gather and reduce-scatter) and, for all-reduce,
 //     the tree form 2⌈log2 p⌉α + 2S/β, on the intra-node link when every rank of the group is
@@ -54,6 +58,9 @@ struct OpCost {
   /// Rows of a row-wise kernel (KernelRate::nsPerRow): softmax / norm rows, loss targets,
   /// reduced result elements (of a fused kernel too); a matmul's GEMM calls.
   double rows = 0;
+  /// Elements gemm moves besides its GEMM (c broadcast into the result), at the movement
+  /// class's rate.
+  double columns = 0;
   /// The class of measured kernel rates (ClusterSpec's device.kernels) that times this op,
   /// or null: contractions, collectives, views.
   const char *rateClass = nullptr;

@@ -145,9 +145,13 @@ struct KernelOperands {
     std::vector<uint8_t> &bytes = storage.emplace_back(std::max<size_t>(view.bytes(), 1), 0);
     view.data = bytes.data();
     int64_t n = view.numel();
+    // In (value, value + 0.5): no zeros, no denormals; scattered rather than increasing, so
+    // that kernels whose branches follow the data (max pools, where, relu) meet them as
+    // unpredictable as real activations make them.
     if (dtype == rt::DType::F32)
-      for (int64_t i = 0; i < n; ++i) // in (value, value + 0.5): no zeros, no denormals
-        static_cast<float *>(view.data)[i] = value + 0.5f * float(i % 97) / 97.0f;
+      for (int64_t i = 0; i < n; ++i)
+        static_cast<float *>(view.data)[i] =
+            value + 0.5f * float(uint64_t(i) * 2654435761u % 97) / 97.0f;
     else if (dtype == rt::DType::I1)
       for (int64_t i = 0; i < n; ++i)
         bytes[size_t(i)] = uint8_t(i % 3 == 0);
@@ -194,6 +198,8 @@ std::string registered(const std::string &variant) {
     return "matmul";
   if (variant.rfind("fused_", 0) == 0)
     return "fused_elementwise";
+  if (variant.size() > 6 && variant.compare(variant.size() - 6, 6, "_small") == 0)
+    return variant.substr(0, variant.size() - 6); // a pool on small planes
   return variant;
 }
 
@@ -269,19 +275,45 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     k.out(DType::F32, shape);
     k.ints("axis", {-1});
   } else if (kernel.rfind("max_pool2d", 0) == 0 || kernel.rfind("avg_pool2d", 0) == 0) {
-    // The table counts a pool's input elements, its gradient's first operand's (x, or dy).
-    if (kernel == "max_pool2d_grad") { // (x, dy) -> dx
-      k.in(DType::F32, {1, rows, 16, 16}), k.in(DType::F32, {1, rows, 8, 8});
-      k.out(DType::F32, {1, rows, 16, 16});
-    } else if (kernel == "avg_pool2d_grad") { // dy -> dx
-      k.in(DType::F32, {1, rows, 16, 16}), k.out(DType::F32, {1, rows, 32, 32});
+    // The table counts a pool's input elements, its gradient's first operand's (x, or dy);
+    // its rows are the planes of that operand: 16×16, or 4×4 for the "_small" variants.
+    const bool small = kernel.size() > 6 && kernel.compare(kernel.size() - 6, 6, "_small") == 0;
+    const std::string pool = small ? kernel.substr(0, kernel.size() - 6) : kernel;
+    const int64_t side = small ? 4 : 16, planes = elements / (side * side);
+    if (pool == "max_pool2d_grad") { // (x, dy) -> dx
+      k.in(DType::F32, {1, planes, side, side}), k.in(DType::F32, {1, planes, side / 2, side / 2});
+      k.out(DType::F32, {1, planes, side, side});
+    } else if (pool == "avg_pool2d_grad") { // dy -> dx
+      k.in(DType::F32, {1, planes, side, side}), k.out(DType::F32, {1, planes, 2 * side, 2 * side});
     } else {
-      k.in(DType::F32, {1, rows, 16, 16}), k.out(DType::F32, {1, rows, 8, 8});
+      k.in(DType::F32, {1, planes, side, side}), k.out(DType::F32, {1, planes, side / 2, side / 2});
     }
     k.ints("kernel", {2, 2});
     k.ints("strides", {2, 2});
     k.ints("pads", {0, 0, 0, 0});
     k.ints("dilations", {1, 1});
+    k.rows = planes;
+    if (pool.size() > 5 && pool.compare(pool.size() - 5, 5, "_grad") == 0)
+      k.elements = k.outputs[0].numel(); // a gradient's work is over dx's windows
+  } else if (kernel.rfind("conv2d", 0) == 0) {
+    // One filter of 3×3 over 4 channels, padded by 1: a column of 36 values per output pixel
+    // and 72 FLOPs, so that the time is the kernel's own (im2col or col2im, a GEMM call per
+    // image), not its FLOPs. Images of 8×8 (`elements` / 256 of them), or 4×4 ("_small").
+    const bool small = kernel.size() > 6 && kernel.compare(kernel.size() - 6, 6, "_small") == 0;
+    const std::string conv = small ? kernel.substr(0, kernel.size() - 6) : kernel;
+    const int64_t side = small ? 4 : 8, images = elements / (4 * side * side);
+    const std::vector<int64_t> x{images, 4, side, side}, w{1, 4, 3, 3}, y{images, 1, side, side};
+    if (conv == "conv2d")
+      k.in(DType::F32, x), k.in(DType::F32, w), k.out(DType::F32, y);
+    else if (conv == "conv2d_grad_input") // (dy, w) -> dx
+      k.in(DType::F32, y), k.in(DType::F32, w), k.out(DType::F32, x);
+    else // conv2d_grad_weight: (x, dy) -> dw
+      k.in(DType::F32, x), k.in(DType::F32, y), k.out(DType::F32, w);
+    k.ints("strides", {1, 1});
+    k.ints("pads", {1, 1, 1, 1});
+    k.ints("dilations", {1, 1});
+    k.elements = images * 36 * side * side; // the columns
+    k.rows = images;                        // the GEMMs
   } else if (kernel == "adamw_update") { // in place, as plans update parameters
     k.in(DType::F32, shape), k.in(DType::F32, shape), k.in(DType::F32, shape);
     k.in(DType::F32, shape), k.in(DType::F32, {}, 0.001f), k.in(DType::F32, {}, 1.0f);
@@ -336,12 +368,16 @@ const std::vector<KernelClass> &kernelClasses() {
       {"loss_grad", {"softmax_cross_entropy_grad", "softmax_cross_entropy_grad_16"}},
       {"softmax", {"softmax", "softmax_16"}},
       {"norm", {"layer_norm", "layer_norm_16"}},
-      {"pool", {"max_pool2d", "avg_pool2d"}},
-      {"pool_grad", {"max_pool2d_grad", "avg_pool2d_grad"}},
+      {"pool", {"max_pool2d", "avg_pool2d", "max_pool2d_small", "avg_pool2d_small"}},
+      {"pool_grad",
+       {"max_pool2d_grad", "avg_pool2d_grad", "max_pool2d_grad_small", "avg_pool2d_grad_small"}},
       {"adamw", {"adamw_update"}},
       {"sgd", {"sgd_update"}},
       {"matmul", {"matmul_batch", "matmul_perm"}},
       {"fused", {"fused_mul", "fused_row_sum", "fused_row_sum_16"}},
+      {"conv",
+       {"conv2d", "conv2d_grad_input", "conv2d_grad_weight", "conv2d_small",
+        "conv2d_grad_input_small", "conv2d_grad_weight_small"}},
   };
   return classes;
 }

@@ -55,11 +55,12 @@ struct Link {
 /// device.kernels); the cost model maps each kernel to one of them. "matmul" is plait's
 /// matmul kernel's fixed cost (its FLOPs go by peak_flops × efficiency.gemm): overhead per
 /// call and ns_per_row per GEMM of its batch. "fused" is the fused elementwise kernel's own
-/// per-call cost; its ops are timed by their own classes.
+/// per-call cost; its ops are timed by their own classes. "conv" is the convolutions' own cost
+/// (im2col or col2im per column element, a GEMM call per image and group) beside their FLOPs.
 inline constexpr std::string_view kKernelClassNames[] = {
     "binary",    "unary",   "transcendental", "pow",  "where", "cast", "movement",
     "copy",      "reduction", "loss",         "loss_grad", "softmax", "norm", "pool", "pool_grad",
-    "adamw",     "sgd",     "matmul",         "fused"};
+    "adamw",     "sgd",     "matmul",         "fused", "conv"};
 
 /// A measured kernel: time = overhead + elements × nsPerElement·1e-9 + rows × nsPerRow·1e-9
 /// seconds. A row is what a row-wise kernel works on at a time (the softmax's, norm's or

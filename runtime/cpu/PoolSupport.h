@@ -50,12 +50,13 @@ inline WindowMax<T> maxPoolWindow(const T *plane, const PoolShape &s, int64_t oh
       int64_t iw = w0 + j * w.dilation[1];
       if (iw < 0 || iw >= s.width)
         continue;
+      // Selects rather than branches: on real activations which element wins is random, and
+      // a mispredicted branch per element costs more than the window's loads.
       T v = plane[ih * s.width + iw];
       bool wins = v > best.value || std::isnan(v);
-      if (wins || best.offset < 0)
-        best.offset = ih * s.width + iw;
-      if (wins)
-        best.value = v;
+      int64_t at = ih * s.width + iw;
+      best.offset = wins || best.offset < 0 ? at : best.offset;
+      best.value = wins ? v : best.value;
     }
   }
   return best;

@@ -240,6 +240,28 @@ TEST(OpCost, RowsOfRowWiseKernels) {
   OpCost perm = opCost(mm, {"matmul", {4, 1}, {2}, {{"lhs_perm", {1, 0, 2}}}});
   EXPECT_DOUBLE_EQ(perm.rows, 4);
   EXPECT_DOUBLE_EQ(perm.flops, 2.0 * 4 * 8 * 32 * 16);
+  // gemm moves its bias into the result: columns at the movement rate.
+  plan::PlanDesc g = tensors({{8, 16}, {16, 32}, {32}, {8, 32}});
+  EXPECT_DOUBLE_EQ(opCost(g, {"gemm", {0, 1, 2}, {3}}).columns, 256);
+  EXPECT_DOUBLE_EQ(opCost(g, {"gemm", {0, 1}, {3}}).columns, 0);
+
+  // Convolutions: a GEMM per image and group, after an im2col of patch × plane columns (the
+  // input gradient: before a col2im of as many), counted as their elements; pools: their
+  // first operand's planes.
+  plan::PlanDesc conv = tensors({{2, 6, 8, 8}, {4, 3, 3, 3}, {2, 4, 6, 6}});
+  for (const char *k : {"conv2d", "conv2d_grad_weight"}) {
+    OpCost c = opCost(conv, {k, k == std::string("conv2d") ? std::vector<uint32_t>{0, 1}
+                                                           : std::vector<uint32_t>{0, 2},
+                             {k == std::string("conv2d") ? 2u : 1u}});
+    EXPECT_DOUBLE_EQ(c.rows, 2 * 2) << k; // 2 images x 2 groups
+    EXPECT_DOUBLE_EQ(c.elements, 2 * 2 * 27 * 36) << k;
+    EXPECT_STREQ(c.rateClass, "conv") << k;
+  }
+  OpCost dx = opCost(conv, {"conv2d_grad_input", {2, 1}, {0}});
+  EXPECT_DOUBLE_EQ(dx.rows, 4);
+  EXPECT_DOUBLE_EQ(dx.elements, 2 * 2 * 27 * 36);
+  EXPECT_DOUBLE_EQ(opCost(conv, {"max_pool2d", {0}, {2}}).rows, 12);
+  EXPECT_DOUBLE_EQ(opCost(conv, {"avg_pool2d_grad", {2}, {0}}).rows, 8);
 }
 
 // Measured per-row times, the matmul kernel's per-call and per-GEMM costs and the fused
