@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -390,7 +392,7 @@ const std::vector<KernelClass> &kernelClasses() {
 constexpr uint64_t kKernelWorkingSet = 1u << 20;
 
 // Full calibrations measure the GEMMs and the kernels in this many rounds spread over the
-// run, and keep each one's fastest round.
+// run, and keep the median of each one's rounds.
 constexpr int kRounds = 4;
 
 Status measureKernel(const std::string &kernel, int64_t elements, int reps, double target,
@@ -449,9 +451,10 @@ Status measureKernelClasses(bool quick, std::vector<KernelClassRates> &out) {
             : std::vector<int64_t>{256, 1024, 4096, 16384, 65536};
   const int reps = 3;
   const double target = quick ? 0.001 : 0.006;
-  // Rounds over every kernel and size, each sample keeping its fastest round: a machine
-  // whose speed changes for seconds at a time (a VM's neighbours, a shared core) slows
-  // some rounds of a kernel, not all, and does not slow one class against another.
+  // Rounds over every kernel and size, each sample keeping the median of its rounds: on a
+  // machine whose speed changes for seconds at a time (a VM's neighbours, a shared core),
+  // a sample then stands for the machine's usual speed rather than for one spell, and no
+  // class is measured in a slower spell than another.
   const int rounds = quick ? 1 : kRounds;
   for (const KernelClass &c : kernelClasses()) {
     KernelClassRates rates;
@@ -459,6 +462,7 @@ Status measureKernelClasses(bool quick, std::vector<KernelClassRates> &out) {
     rates.kernels = c.kernels;
     out.push_back(std::move(rates));
   }
+  std::vector<std::vector<std::vector<double>>> allRounds(out.size());
   for (int round = 0; round < rounds; ++round)
     for (size_t k = 0; k < kernelClasses().size(); ++k) {
       size_t at = 0;
@@ -469,11 +473,14 @@ Status measureKernelClasses(bool quick, std::vector<KernelClassRates> &out) {
           std::vector<KernelClassRates::Sample> &samples = out[k].samples;
           if (round == 0)
             samples.push_back(sample);
-          else
-            samples[at].seconds = std::min(samples[at].seconds, sample.seconds);
+          allRounds[k].resize(samples.size());
+          allRounds[k][at].push_back(sample.seconds);
           ++at;
         }
     }
+  for (size_t k = 0; k < out.size(); ++k)
+    for (size_t i = 0; i < out[k].samples.size(); ++i)
+      out[k].samples[i].seconds = median(allRounds[k][i]);
   for (KernelClassRates &rates : out) {
     std::vector<RateSample> points;
     for (const KernelClassRates::Sample &sample : rates.samples)
@@ -739,32 +746,34 @@ Status calibrate(const CalibrateOptions &options, Calibration &out) {
   const bool quick = options.quick;
   const int reps = quick ? 3 : 5;
 
-  // In rounds (as the kernel classes below), each GEMM keeping its fastest round.
+  // In rounds (as the kernel classes below), each GEMM keeping the median of its rounds.
   const int rounds = quick ? 1 : kRounds;
   const double target = quick ? 0.005 : 0.015; // seconds per repetition
   const std::vector<int> squares =
       quick ? std::vector<int>{128, 256, 512} : std::vector<int>{256, 512, 1024, 1536, 2048};
-  auto keepFaster = [](GemmRate &kept, const GemmRate &rate, int round) {
-    if (round == 0 || rate.seconds < kept.seconds)
-      kept = rate;
+  std::vector<std::array<int, 3>> shapes{{4, 4, 4}}; // the per-call overhead: a tiny GEMM
+  for (int n : squares)
+    shapes.push_back({n, n, n});
+  for (const int *shape : kGptShapes)
+    shapes.push_back({shape[0], shape[1], shape[2]});
+  std::vector<std::vector<double>> seconds(shapes.size());
+  for (int round = 0; round < rounds; ++round)
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      GemmRate rate;
+      PLAIT_RETURN_IF_ERROR(measureGemm(shapes[i][0], shapes[i][1], shapes[i][2], reps,
+                                        i == 0 ? 0.005 : target, rate));
+      seconds[i].push_back(rate.seconds);
+    }
+  auto medianRate = [&](size_t i) {
+    const auto &[m, n, k] = shapes[i];
+    double t = median(seconds[i]);
+    return GemmRate{m, n, k, 2.0 * m * n * k / t, t};
   };
-  GemmRate tiny; // per-kernel overhead: a GEMM too small to cost anything but its call
-  c.squareGemms.resize(squares.size());
-  c.gptGemms.resize(std::size(kGptShapes));
-  for (int round = 0; round < rounds; ++round) {
-    GemmRate rate;
-    PLAIT_RETURN_IF_ERROR(measureGemm(4, 4, 4, reps, 0.005, rate));
-    keepFaster(tiny, rate, round);
-    for (size_t i = 0; i < squares.size(); ++i) {
-      PLAIT_RETURN_IF_ERROR(measureGemm(squares[i], squares[i], squares[i], reps, target, rate));
-      keepFaster(c.squareGemms[i], rate, round);
-    }
-    for (size_t i = 0; i < std::size(kGptShapes); ++i) {
-      const int *shape = kGptShapes[i];
-      PLAIT_RETURN_IF_ERROR(measureGemm(shape[0], shape[1], shape[2], reps, target, rate));
-      keepFaster(c.gptGemms[i], rate, round);
-    }
-  }
+  GemmRate tiny = medianRate(0);
+  for (size_t i = 0; i < squares.size(); ++i)
+    c.squareGemms.push_back(medianRate(1 + i));
+  for (size_t i = 0; i < std::size(kGptShapes); ++i)
+    c.gptGemms.push_back(medianRate(1 + squares.size() + i));
   c.launchOverhead = tiny.seconds;
   for (const GemmRate &rate : c.squareGemms)
     c.bestGemm = std::max(c.bestGemm, rate.flopsPerSecond);
@@ -851,7 +860,7 @@ std::string calibrationTable(const Calibration &c) {
   if (!c.blasWarning.empty())
     out += "warning: " + c.blasWarning + "\n";
   out += "(every rank at once; each number is the median over repetitions of the slowest "
-         "rank, and of a full run the fastest of its rounds)\n\n";
+         "rank, and in a full run the median of 4 rounds)\n\n";
   out += "fp32 GEMM (cblas_sgemm)        GFLOP/s per rank\n";
   for (const GemmRate &g : c.squareGemms)
     out += fmt::format("  {:>5} x {:>5} x {:>5}        {:10.2f}\n", g.m, g.n, g.k,
