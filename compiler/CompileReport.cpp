@@ -1,0 +1,420 @@
+// plait-compile's report and --explain summary (CompileReport.h).
+#include "compiler/CompileReport.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "codegen/schema/CommModel.h"
+#include "codegen/schema/FusedElementwise.h"
+#include "compiler/Diagnostics.h"
+#include "ir/PlaitDialect.h"
+#include "ir/RankGroups.h"
+#include "passes/PassUtils.h"
+#include "passes/analysis/CostModel.h"
+#include "passes/sharding/Placement.h"
+
+using namespace mlir;
+
+namespace plait {
+namespace {
+
+/// A pass's record (a dictionary of bool, integer, float and string attributes) as a JSON
+/// object with the same keys; other attribute kinds are left out.
+nlohmann::json scalarsToJson(DictionaryAttr dict) {
+  nlohmann::json out = nlohmann::json::object();
+  for (NamedAttribute field : dict) {
+    std::string key = field.getName().str();
+    if (auto v = dyn_cast<BoolAttr>(field.getValue()))
+      out[key] = v.getValue();
+    else if (auto v = dyn_cast<IntegerAttr>(field.getValue()))
+      out[key] = v.getInt();
+    else if (auto v = dyn_cast<FloatAttr>(field.getValue()))
+      out[key] = v.getValueAsDouble();
+    else if (auto v = dyn_cast<StringAttr>(field.getValue()))
+      out[key] = v.str();
+  }
+  return out;
+}
+
+} // namespace
+
+nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
+                           const plan::PlanDesc &plan, const CompileOptions &options) {
+  nlohmann::json report;
+  report["model"] = options.modelPath;
+  report["world_size"] = plan.worldSize;
+  report["device"] = options.device;
+  int64_t workspace = plan.workspaceBytes.empty() ? 0 : (int64_t)plan.workspaceBytes.front();
+  int64_t params = memory.bytesOf(BufferKind::Param);
+  // Gradient bytes kept for the optimizer step, per the placement of each unit (the ZeRO
+  // paper's accounting; plait-shard records the units): a whole gradient per updated param
+  // where nothing is sharded, this rank's shard of the unit where gradients are.
+  int64_t grads = 0;
+  for (auto [source, target] : plan.updates)
+    if (plan.tensors[target].kind == fb::TensorKind::Param)
+      grads += memory.buffers[target].bytes;
+  nlohmann::json units = nlohmann::json::array();
+  bool mixed = false;
+  int64_t mixedParams = 0, mixedOptimizer = 0;
+  if (auto list = module->getAttrOfType<ArrayAttr>("plait.units")) {
+    grads = 0;
+    for (Attribute attr : list) {
+      auto unit = cast<DictionaryAttr>(attr);
+      auto get = [&](const char *key) { return unit.getAs<IntegerAttr>(key).getInt(); };
+      std::string placementName = unit.getAs<StringAttr>("placement").str();
+      std::string error;
+      auto placement = parsePlacement(placementName, plan.worldSize, error);
+      auto precisionAttr = unit.getAs<StringAttr>("precision");
+      Precision precision = precisionAttr && precisionAttr.getValue() == "bf16-mixed"
+                                ? Precision::Bf16Mixed
+                                : Precision::Fp32;
+      int64_t gradBytes =
+          unit.get("grad_element_bytes") ? get("grad_element_bytes") : kHalfBytes;
+      ModelStateBytes state = modelStateBytes(*placement, get("numel"), get("element_bytes"),
+                                              get("states_per_param"), plan.worldSize,
+                                              precision, gradBytes);
+      grads += state.grads;
+      if (precision == Precision::Bf16Mixed) {
+        mixed = true;
+        mixedParams += state.params;
+        mixedOptimizer += state.optimizer;
+      }
+      nlohmann::json names = nlohmann::json::array();
+      for (Attribute name : unit.getAs<ArrayAttr>("params"))
+        names.push_back(cast<StringAttr>(name).str());
+      units.push_back({{"name", unit.getAs<StringAttr>("name").str()},
+                       {"placement", placementName},
+                       {"bytes", get("numel") * get("element_bytes")},
+                       {"numel", get("numel")},
+                       {"padded_numel", get("padded_numel")},
+                       {"params_bytes", state.params},
+                       {"grads_bytes", state.grads},
+                       {"optimizer_bytes", state.optimizer},
+                       {"grad_element_bytes",
+                        unit.get("grad_element_bytes") ? get("grad_element_bytes")
+                                                       : get("element_bytes")},
+                       {"params", names}});
+    }
+  }
+  int64_t constants = memory.bytesOf(BufferKind::Constant);
+  int64_t inputs = memory.bytesOf(BufferKind::Input);
+  int64_t activations = memory.arenaBytes; // upper bound on what is not model state
+  for (const PlannedBuffer &b : memory.buffers)
+    if (b.kind == BufferKind::Param || b.kind == BufferKind::Constant ||
+        b.kind == BufferKind::State)
+      activations -= b.size;
+  // bf16-mixed: the model state as ZeRO counts it (bf16 params and gradients; f32 masters
+  // with the optimizer state), from the units; the arena holds the f32 masters as params.
+  int64_t optimizer = memory.bytesOf(BufferKind::State);
+  if (mixed) {
+    params = mixedParams;
+    optimizer = mixedOptimizer;
+  }
+  report["precision"] = mixed ? "bf16-mixed" : "fp32";
+  report["memory"] = {{"params", params},
+                      {"grads", grads},
+                      {"optimizer", optimizer},
+                      {"constants", constants},
+                      {"inputs", inputs},
+                      {"activations", activations},
+                      {"workspace", workspace},
+                      {"peak", memory.arenaBytes},
+                      {"total", memory.arenaBytes + workspace},
+                      {"high_water", plan.peakBytes.empty() ? 0 : plan.peakBytes.front()},
+                      {"lower_bound", memory.lowerBound},
+                      {"heuristic", memory.heuristic}};
+  // Bytes rank 0 sends per step (every rank sends the same in these SPMD plans), under the
+  // ring model the runtime's counters use.
+  plan::CommVolume comm = plan::commVolume(plan);
+  report["comm"] = comm.bytes;
+  report["comm"]["total"] = comm.total;
+  report["collectives_per_step"] = comm.count;
+  report["kernels_per_step"] = plan.instrs.size();
+  nlohmann::json kernels = nlohmann::json::object();
+  for (const plan::InstrDesc &instr : plan.instrs)
+    kernels[instr.kernel] = kernels.value(instr.kernel, 0) + 1;
+  report["kernels"] = kernels;
+  report["units"] = units;
+  if (!plan.inputs.empty() && !plan.tensors[plan.inputs.front()].shape.empty()) {
+    int64_t batch = plan.tensors[plan.inputs.front()].shape.front();
+    report["batch_per_rank"] = batch;
+    report["global_batch"] = batch * plan.worldSize;
+  }
+  report["training"] = plan.training;
+  if (plan.training) {
+    // Tensors the step stores (plait.assign): copied after the step, or written in place.
+    int64_t stored = 0;
+    module.walk([&](AssignOp) { ++stored; });
+    report["optimizer_updates"] = stored;
+    report["micro_batches"] = options.train.microBatches;
+  }
+  report["optimizations"] = {
+      {"memory_planning", fmt::format("{} buffers in a {}-byte arena ({}), lower bound {} bytes",
+                                      memory.buffers.size(), memory.arenaBytes,
+                                      memory.heuristic, memory.lowerBound)}};
+  if (plan.training && options.train.microBatches > 1) {
+    int64_t k = options.train.microBatches;
+    int64_t micro = report.value("batch_per_rank", int64_t(0)) / k;
+    report["optimizations"]["micro_batches"] = fmt::format(
+        "{} micro-batches of {} sample{}: forward and backward per micro-batch, gradients "
+        "summed as they are produced, then averaged, {}and applied by one optimizer update",
+        k, micro, micro == 1 ? "" : "s",
+        plan.worldSize > 1 ? "reduced across ranks once per step " : "");
+  }
+  if (memory.inPlaceBuffers > 0)
+    report["optimizations"]["in_place_updates"] = fmt::format(
+        "{} optimizer results written straight into their param or state ({} bytes that need "
+        "no buffer and no copy after the step; off: --no-inplace-updates)",
+        memory.inPlaceBuffers, memory.inPlaceBytes);
+  if (memory.reshapeAliases > 0)
+    report["optimizations"]["reshape_alias"] = fmt::format(
+        "{} reshape results planned in their operand's bytes ({} bytes that need no buffer, "
+        "and no instruction; off: --no-reshape-alias)",
+        memory.reshapeAliases, memory.reshapeAliasBytes);
+  if (auto folded = module->getAttrOfType<DictionaryAttr>("plait.fold_transposes")) {
+    auto get = [&](const char *key) { return folded.getAs<IntegerAttr>(key).getInt(); };
+    report["fusion"]["fold_transposes"] = scalarsToJson(folded);
+    report["optimizations"]["fold_transposes"] = fmt::format(
+        "{} transposes removed: {} matrix-product operands read transposed by BLAS, {} "
+        "products computed transposed, {} transpose pairs merged (off: --no-fusion)",
+        get("removed"), get("operands"), get("results"), get("composed"));
+  }
+  if (auto fusedCounts = module->getAttrOfType<DictionaryAttr>("plait.fuse_elementwise")) {
+    // Each fused kernel by its plan name, with its program's instructions in order: the ops
+    // it absorbed (a cast to bf16 as round_bf16; a cast to f32 is no instruction), the
+    // copies a register written twice needs (broadcast_to) and the bf16 roundings.
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const plan::InstrDesc &instr : plan.instrs) {
+      if (instr.kernel != "fused_elementwise")
+        continue;
+      std::string ops;
+      if (const std::vector<int64_t> *program = plan::intsAttr(instr, "program"))
+        for (size_t i = 0; i + 2 < program->size(); i += 3)
+          ops += (ops.empty() ? "" : " ") + std::string(fused::opcodeInfo((*program)[i]).name);
+      kernels.push_back({{"name", instr.name}, {"ops", ops},
+                         {"inputs", instr.inputs.size()}, {"outputs", instr.outputs.size()}});
+    }
+    auto get = [&](const char *key) { return fusedCounts.getAs<IntegerAttr>(key).getInt(); };
+    report["fusion"]["elementwise"] = scalarsToJson(fusedCounts);
+    report["fusion"]["elementwise"]["fused_kernels"] = kernels;
+    if (get("kernels") > 0) {
+      auto roundings = fusedCounts.getAs<IntegerAttr>("roundings");
+      report["optimizations"]["fuse_elementwise"] = fmt::format(
+          "{} elementwise ops computed by {} fused kernels, intermediates kept in cache{} "
+          "(off: --no-fusion)",
+          get("ops"), get("kernels"),
+          roundings ? fmt::format(", in f32 rounded to bf16 at {} places, as the unfused "
+                                  "bf16 ops round",
+                                  roundings.getInt())
+                    : "");
+    }
+  }
+  if (auto grouped = module->getAttrOfType<DictionaryAttr>("plait.group_updates")) {
+    auto get = [&](const char *key) { return grouped.getAs<IntegerAttr>(key).getInt(); };
+    report["fusion"]["group_updates"] = scalarsToJson(grouped);
+    if (get("kernels") > 0)
+      report["optimizations"]["group_updates"] = fmt::format(
+          "{} optimizer updates computed by {} grouped kernel{}, each walking its tensors "
+          "(off: --no-fusion)",
+          get("updates"), get("kernels"), get("kernels") == 1 ? "" : "s");
+  }
+  if (auto moved = module->getAttrOfType<IntegerAttr>("plait.schedule"))
+    report["optimizations"]["schedule"] = fmt::format(
+        "{} optimizer updates moved next to their last input, freeing their gradients early "
+        "(off: --no-schedule)",
+        moved.getInt());
+  if (auto recompute = module->getAttrOfType<DictionaryAttr>("plait.recompute")) {
+    auto get = [&](const char *key) { return recompute.getAs<IntegerAttr>(key).getInt(); };
+    report["recompute"] = scalarsToJson(recompute);
+    report["optimizations"]["recompute"] = fmt::format(
+        "{} of {} forward segments ({}s) recomputed in the backward (+{} ops); {} activation "
+        "bytes no longer kept from forward to backward (off: --recompute none)",
+        get("recomputed"), get("segments"),
+        recompute.getAs<StringAttr>("granularity").str() == "unit" ? "unit" : "layer",
+        get("ops_added"), get("saved_bytes"));
+  }
+  // The --mem-limit search and --strategy auto (compiler/PlanSearch.cpp): each candidate,
+  // in the order compiled (--mem-limit: the last one kept) or ranked (auto: `chosen` marks
+  // the one kept); with --cluster each has the cost model's step time.
+  if (auto tried = module->getAttrOfType<ArrayAttr>("plait.candidates")) {
+    auto search = module->getAttrOfType<DictionaryAttr>("plait.auto");
+    report["mem_limit"] =
+        search ? search.getAs<IntegerAttr>("mem_limit").getInt() : options.memLimit;
+    nlohmann::json candidates = nlohmann::json::array();
+    for (auto [i, attr] : llvm::enumerate(tried)) {
+      nlohmann::json entry = scalarsToJson(cast<DictionaryAttr>(attr));
+      if (!entry.contains("predicted_step_ms"))
+        entry["predicted_step_ms"] = nullptr;
+      if (!search)
+        entry["chosen"] = i + 1 == tried.size();
+      candidates.push_back(entry);
+    }
+    report["candidates"] = candidates;
+    if (search) {
+      report["auto"] = {{"cluster", search.getAs<StringAttr>("cluster").str()},
+                        {"mem_limit", search.getAs<IntegerAttr>("mem_limit").getInt()},
+                        {"candidates", search.getAs<IntegerAttr>("candidates").getInt()},
+                        {"exact_compiles", search.getAs<IntegerAttr>("exact_compiles").getInt()},
+                        {"reason", search.getAs<StringAttr>("reason").str()}};
+      report["optimizations"]["strategy_search"] = fmt::format(
+          "--strategy auto chose {} (off: name a strategy)",
+          search.getAs<StringAttr>("reason").str());
+    }
+  }
+  // Where every byte lives when: one entry per planned buffer (tensor i of the plan).
+  nlohmann::json timeline = nlohmann::json::array();
+  for (auto [i, b] : llvm::enumerate(memory.buffers)) {
+    nlohmann::json entry = {{"name", plan.tensors[i].name},
+                            {"kind", bufferKindName(b.kind)},
+                            {"offset", b.offset},
+                            {"size", b.size},
+                            {"bytes", b.bytes},
+                            {"live", {b.start, b.end}}};
+    if (b.aliasOf >= 0)
+      entry["in_place_of"] = b.aliasOf; // shares that buffer's bytes
+    timeline.push_back(entry);
+  }
+  report["memory_timeline"] = timeline;
+  if (plan.worldSize > 1) {
+    std::map<std::string, int> byPlacement;
+    for (const auto &u : units)
+      ++byPlacement[u["placement"].get<std::string>()];
+    std::string mix;
+    for (auto &[name, n] : byPlacement)
+      mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", n, name);
+    const DistOptions &d = options.dist;
+    report["optimizations"]["sharding"] =
+        fmt::format("{} units over {} ranks: {}", units.size(), plan.worldSize, mix);
+    report["optimizations"]["overlap"] = fmt::format(
+        "gradient collectives start as soon as their bucket/unit is complete (ddp buckets "
+        "<= {} bytes); all-gathers prefetch {} unit(s) ahead; {}",
+        d.bucketBytes, d.prefetch,
+        d.noReshardAfterForward ? "gathered params kept from forward to backward "
+                                  "(--no-reshard-after-forward)"
+                                : "params resharded after forward");
+  }
+  return report;
+}
+
+void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
+  const auto &m = report["memory"];
+  std::string device = report.value("device", "cpu");
+  os << fmt::format("plan for {} (world size {}{})\n", report["model"].get<std::string>(),
+                    report["world_size"].get<int>(),
+                    device == "cpu" ? "" : ", --device " + device);
+  os << fmt::format("  kernels per step : {}\n", report["kernels_per_step"].get<int64_t>());
+  os << fmt::format("  params           : {} bytes{}\n", m["params"].get<int64_t>(),
+                    report["world_size"].get<int>() > 1 ? " per rank" : "");
+  if (report.value("training", false)) {
+    os << fmt::format("  training step    : {} tensors updated per step\n",
+                      report["optimizer_updates"].get<int64_t>());
+    os << fmt::format("  gradients        : {} bytes (kept for the optimizer step)\n",
+                      m["grads"].get<int64_t>());
+    os << fmt::format("  optimizer state  : {} bytes\n", m["optimizer"].get<int64_t>());
+  }
+  os << fmt::format("  constants        : {} bytes\n", m["constants"].get<int64_t>());
+  if (report["world_size"].get<int>() > 1) {
+    const auto &c = report["comm"];
+    os << fmt::format("  global batch     : {} ({} per rank)\n",
+                      report.value("global_batch", 0), report.value("batch_per_rank", 0));
+    os << fmt::format("  comm per step    : {} bytes sent per rank (all_reduce {}, "
+                      "reduce_scatter {}, all_gather {})\n",
+                      c["total"].get<uint64_t>(), c["all_reduce"].get<uint64_t>(),
+                      c["reduce_scatter"].get<uint64_t>(), c["all_gather"].get<uint64_t>());
+    for (const auto &u : report["units"])
+      os << fmt::format("  unit {:<12}: {:<7} {} bytes -> params {}, grads {}, optimizer {} "
+                        "bytes per rank\n",
+                        u["name"].get<std::string>(), u["placement"].get<std::string>(),
+                        u["bytes"].get<int64_t>(), u["params_bytes"].get<int64_t>(),
+                        u["grads_bytes"].get<int64_t>(), u["optimizer_bytes"].get<int64_t>());
+  }
+  os << fmt::format("  arena (peak)     : {} bytes, liveness lower bound {} bytes\n",
+                    m["peak"].get<int64_t>(), m["lower_bound"].get<int64_t>());
+  os << fmt::format("  per rank         : {} bytes = arena {} (params {}, optimizer state {}, "
+                    "constants {}, activations and gradients {}) + kernel workspace {}\n",
+                    m["total"].get<int64_t>(), m["peak"].get<int64_t>(),
+                    m["params"].get<int64_t>(), m["optimizer"].get<int64_t>(),
+                    m["constants"].get<int64_t>(), m["activations"].get<int64_t>(),
+                    m["workspace"].get<int64_t>());
+  for (auto &[name, line] : report["optimizations"].items())
+    os << fmt::format("  {:<17}: {}\n", name, line.get<std::string>());
+  if (report.contains("auto")) {
+    const auto &a = report["auto"];
+    os << fmt::format("  strategy search  : {} candidates on {}, limit {} bytes per rank; {} "
+                      "compiled exactly (the rest screened: peak = liveness lower bound)\n",
+                      a["candidates"].get<int64_t>(), a["cluster"].get<std::string>(),
+                      a["mem_limit"].get<int64_t>(), a["exact_compiles"].get<int64_t>());
+    os << fmt::format("    {:>4}  {:<10} {:<11} {:>9} {:>16} {:>14} {:>12} {:>7}  {}\n", "rank",
+                      "placement", "recompute", "buckets", "peak/rank B", "comm/rank B",
+                      "step ms", "MFU", "");
+    int rank = 0;
+    for (const auto &c : report["candidates"]) {
+      ++rank;
+      std::string recompute = c["recompute"].get<std::string>();
+      if (recompute == "auto")
+        recompute += fmt::format("({})", c["recomputed_segments"].get<int64_t>());
+      int64_t bucket = c.value("bucket_bytes", int64_t(0));
+      bool timed = !c["predicted_step_ms"].is_null();
+      os << fmt::format(
+          "    {:>4}  {:<10} {:<11} {:>9} {:>16} {:>14} {:>12} {:>7}  {}\n", rank,
+          c["strategy"].get<std::string>(), recompute,
+          bucket > 0 ? fmt::format("{}MiB", bucket >> 20) : "-",
+          fmt::format("{}{}", c.value("peak_exact", false) ? "" : ">=", c["peak"].get<int64_t>()),
+          timed ? std::to_string(c.value("comm_bytes", int64_t(0))) : "-",
+          timed ? fmt::format("{:.3f}", c["predicted_step_ms"].get<double>()) : "-",
+          timed ? fmt::format("{:.1f}%", 100 * c.value("mfu", 0.0)) : "-",
+          c.value("status", std::string()));
+    }
+    os << fmt::format("  why              : {}\n", a["reason"].get<std::string>());
+  }
+  if (report.contains("predicted")) {
+    const auto &p = report["predicted"];
+    os << fmt::format("  predicted step   : {:.3f} ms on {} (compute {:.3f}, comm {:.3f}, "
+                      "exposed {:.3f}; MFU {:.3g}%)\n",
+                      report["predicted_step_ms"].get<double>(),
+                      report["cluster"]["name"].get<std::string>(), p["compute_ms"].get<double>(),
+                      p["comm_ms"].get<double>(), p["exposed_comm_ms"].get<double>(),
+                      100 * p["mfu"].get<double>());
+  }
+}
+
+int addPrediction(const plan::PlanDesc &plan, const CompileOptions &options,
+                  nlohmann::json &report) {
+  if (!options.cluster)
+    return 0;
+  const cluster::ClusterSpec &spec = *options.cluster;
+  cost::Prediction prediction;
+  if (rt::Status s = cost::predictStep(plan, spec, prediction); !s.ok()) {
+    return reportError(fmt::format("{}: --cluster {}: {}", options.modelPath,
+                                   options.clusterPath, s.message()));
+  }
+  const cost::StepTime &step = prediction.step;
+  report["predicted_step_ms"] = step.seconds * 1e3;
+  nlohmann::json kernels = nlohmann::json::object();
+  for (const auto &[name, entry] : prediction.byKernel)
+    kernels[name] = {{"count", entry.first}, {"ms", entry.second * 1e3}};
+  // Every instruction's prediction, to the nanosecond: plait-run --trace shows each kernel's
+  // next to its measured time.
+  nlohmann::json instructions = nlohmann::json::array();
+  for (double seconds : prediction.instrSeconds)
+    instructions.push_back(std::round(seconds * 1e9) / 1e3);
+  report["predicted"] = {{"compute_ms", step.computeSeconds * 1e3},
+                         {"comm_ms", step.commSeconds * 1e3},
+                         {"exposed_comm_ms", step.exposedCommSeconds * 1e3},
+                         {"flops", prediction.flops},
+                         {"mfu", prediction.mfu},
+                         {"compute_share", prediction.placement.computeShare},
+                         {"kernels", kernels},
+                         {"instructions_us", std::move(instructions)}};
+  report["cluster"] = {{"name", spec.name},
+                       {"file", options.clusterPath},
+                       {"source", spec.source},
+                       {"nodes", spec.nodes},
+                       {"devices_per_node", spec.devicesPerNode},
+                       {"device", spec.device.model},
+                       {"ranks_per_node", prediction.placement.ranksPerNode}};
+  return 0;
+}
+
+} // namespace plait
