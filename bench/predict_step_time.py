@@ -13,9 +13,10 @@
    prediction.
 3. Runs the plan for STEPS steps: `plait-run PLAN --nproc W --data DIR --log-jsonl LOG`
    (OPENBLAS_NUM_THREADS=1, as calibrated). The measurement is the median step_ms of rank 0
-   without the first 3 steps; with --repeat R, the median of R runs' medians. Also shown:
-   the 10th percentile of all its steps ("quiet"), what the step takes when no other
-   process on the machine gets in the way.
+   without the first 3 steps; with --repeat R, the median of R runs' medians. The runs go in
+   rounds over all pairs (every pair once per round), so a pair's R runs are minutes apart.
+   Also shown: the 10th percentile of all its steps ("quiet"), what the step takes when no
+   other process on the machine gets in the way.
 Prints every pair with its error (predicted / measured - 1), then the median absolute error
 and whether it is at most --target (15%). --detail also prints, per pair, the predicted and
 traced (plait-run --trace) milliseconds per kernel name.
@@ -136,6 +137,10 @@ def main():
             "error", "predicted split")
         print(header)
         print("-" * len(header))
+        # Compile every pair first, then measure in rounds over all of them: a pair's runs
+        # are minutes apart, as plait-calibrate's rounds are, so that both stand for the
+        # machine's usual speed rather than for the spell one of them met.
+        pairs = []
         for name in args.only or MODELS:
             data = tmp / name / "data"
             data.mkdir(parents=True)
@@ -155,33 +160,42 @@ def main():
                     run([args.build / "bin" / "plait-compile", model, "--train", "--optimizer",
                          "adamw", "--lr", "1e-3", "--world-size", world, "--strategy",
                          strategy, "--cluster", spec, "--report", report_path, "-o", plan])
-                    report = json.loads(report_path.read_text())
-                    predicted = report["predicted_step_ms"]
-                    p = report["predicted"]
-                    runs = [measure(args.build, plan, data, world, args.steps, work,
-                                    args.detail and r == 0) for r in range(args.repeat)]
-                    measured = statistics.median(m for m, _ in runs)
-                    quiet = percentile([x for _, steps in runs for x in steps], 0.1)
-                    error, quiet_error = predicted / measured - 1, predicted / quiet - 1
-                    rows.append(dict(model=name, strategy=strategy, world=world,
-                                     predicted_ms=predicted, measured_ms=measured, error=error,
-                                     quiet_ms=quiet, quiet_error=quiet_error,
-                                     compute_ms=p["compute_ms"], comm_ms=p["comm_ms"],
-                                     exposed_comm_ms=p["exposed_comm_ms"],
-                                     kernels=report["kernels_per_step"]))
-                    print("%-5s %-6s %5d %9.3f ms %9.3f ms %+7.1f%% %9.3f ms %+7.1f%%   "
-                          "compute %.3f, comm %.3f, exposed %.3f" %
-                          (name, strategy, world, predicted, measured, 100 * error, quiet,
-                           100 * quiet_error, p["compute_ms"], p["comm_ms"],
-                           p["exposed_comm_ms"]), flush=True)
-                    if args.detail:
-                        traced = traced_ms(work / "trace.json", args.steps)
-                        kernels = p["kernels"]
-                        for k in sorted(set(kernels) | set(traced),
-                                        key=lambda k: -max(kernels.get(k, {}).get("ms", 0),
-                                                           traced.get(k, 0)))[:12]:
-                            print("        %-28s predicted %8.3f ms  traced %8.3f ms" % (
-                                k, kernels.get(k, {}).get("ms", 0), traced.get(k, 0)))
+                    pairs.append(dict(name=name, world=world, strategy=strategy, work=work,
+                                      plan=plan, data=data, runs=[],
+                                      report=json.loads(report_path.read_text())))
+        for r in range(args.repeat):
+            for pair in pairs:
+                pair["runs"].append(measure(args.build, pair["plan"], pair["data"],
+                                            pair["world"], args.steps, pair["work"],
+                                            args.detail and r == 0))
+        for pair in pairs:
+            name, world, strategy, report = (pair["name"], pair["world"], pair["strategy"],
+                                              pair["report"])
+            predicted = report["predicted_step_ms"]
+            p = report["predicted"]
+            runs = pair["runs"]
+            measured = statistics.median(m for m, _ in runs)
+            quiet = percentile([x for _, steps in runs for x in steps], 0.1)
+            error, quiet_error = predicted / measured - 1, predicted / quiet - 1
+            rows.append(dict(model=name, strategy=strategy, world=world,
+                             predicted_ms=predicted, measured_ms=measured, error=error,
+                             quiet_ms=quiet, quiet_error=quiet_error,
+                             compute_ms=p["compute_ms"], comm_ms=p["comm_ms"],
+                             exposed_comm_ms=p["exposed_comm_ms"],
+                             kernels=report["kernels_per_step"]))
+            print("%-5s %-6s %5d %9.3f ms %9.3f ms %+7.1f%% %9.3f ms %+7.1f%%   "
+                  "compute %.3f, comm %.3f, exposed %.3f" %
+                  (name, strategy, world, predicted, measured, 100 * error, quiet,
+                   100 * quiet_error, p["compute_ms"], p["comm_ms"], p["exposed_comm_ms"]),
+                  flush=True)
+            if args.detail:
+                traced = traced_ms(pair["work"] / "trace.json", args.steps)
+                kernels = p["kernels"]
+                for k in sorted(set(kernels) | set(traced),
+                                key=lambda k: -max(kernels.get(k, {}).get("ms", 0),
+                                                   traced.get(k, 0)))[:12]:
+                    print("        %-28s predicted %8.3f ms  traced %8.3f ms" % (
+                        k, kernels.get(k, {}).get("ms", 0), traced.get(k, 0)))
     errors = [abs(r["error"]) for r in rows]
     med = statistics.median(errors) if errors else float("nan")
     ok = med <= args.target
