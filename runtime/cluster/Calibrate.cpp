@@ -128,6 +128,16 @@ Status measureStream(uint64_t bytes, int reps, double &copy, double &triad) {
 
 // --- The runtime's element kernels, per class ---------------------------------------------
 
+// A number in [0, 1) that looks random in i (splitmix64's finaliser): neighbours compare
+// either way with even odds, as a max pool's window or a where's condition meets real data.
+float scattered(uint64_t i) {
+  uint64_t z = i + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return float(z >> 40) / float(1ull << 24);
+}
+
 // Synthetic operands and results of one kernel call, owning their bytes.
 struct KernelOperands {
   std::vector<std::vector<uint8_t>> storage;
@@ -149,14 +159,15 @@ struct KernelOperands {
     int64_t n = view.numel();
     // In (value, value + 0.5): no zeros, no denormals; scattered rather than increasing, so
     // that kernels whose branches follow the data (max pools, where, relu) meet them as
-    // unpredictable as real activations make them.
+    // unpredictable as real activations make them. A scalar is `value` itself (a step
+    // count, an exponent, a learning rate).
     if (dtype == rt::DType::F32)
       for (int64_t i = 0; i < n; ++i)
         static_cast<float *>(view.data)[i] =
-            value + 0.5f * float(uint64_t(i) * 2654435761u % 97) / 97.0f;
+            n == 1 ? value : value + 0.5f * scattered(uint64_t(i));
     else if (dtype == rt::DType::I1)
       for (int64_t i = 0; i < n; ++i)
-        bytes[size_t(i)] = uint8_t(i % 3 == 0);
+        bytes[size_t(i)] = uint8_t(scattered(uint64_t(i) + 0x5bd1e995u) < 0.5f);
     return view;
   }
   void in(rt::DType dtype, std::vector<int64_t> shape, float value = 0.5f) {
