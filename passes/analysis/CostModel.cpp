@@ -57,6 +57,9 @@ constexpr ElementCost kElementCosts[] = {
     {"abs", 1, false, "unary"},         {"relu", 1, false, "unary"},
     {"not", 1, false, "unary"},         {"clamp", 2, false, "unary"},
     {"reciprocal", 1, false, "unary"},  {"where", 1, false, "where"},
+    // A fused program's rounding to bf16 (FusedElementwise.h): a few integer operations on
+    // the value's bits, no memory.
+    {"round_bf16", 2, false, "unary"},
     {"cast", 1, false, "cast"},         {"exp", T, false, "transcendental"},
     {"log", T, false, "transcendental"}, {"erf", T, false, "transcendental"},
     {"tanh", T, false, "transcendental"}, {"sigmoid", T + 2, false, "transcendental"},

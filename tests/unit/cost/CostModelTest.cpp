@@ -230,6 +230,18 @@ TEST(OpCost, RowsOfRowWiseKernels) {
                          {"reductions", {fused::Store, fused::Sum}}}};
   OpCost f = opCost(plan, fused);
   EXPECT_STREQ(f.rateClass, "fused");
+  // Its ops by class: the multiply, and the sum of the reduced result.
+  ASSERT_EQ(f.parts.size(), 2u);
+  EXPECT_STREQ(f.parts[0].first, "reduction");
+  EXPECT_STREQ(f.parts[1].first, "binary");
+  // A bf16 program's rounding costs as a unary op.
+  plan::InstrDesc rounded{"fused_elementwise", {4}, {4},
+                          {{"program", {fused::Mul, 0, 0, fused::RoundBf16, 1, 1}},
+                           {"outputs", {2}}}};
+  OpCost r = opCost(plan, rounded);
+  ASSERT_EQ(r.parts.size(), 2u);
+  EXPECT_STREQ(r.parts[1].first, "unary");
+  EXPECT_DOUBLE_EQ(r.parts[1].second, 1024);
   EXPECT_DOUBLE_EQ(f.rows, 32);     // [2, 16, 1]: a row of 32 each
   EXPECT_DOUBLE_EQ(f.elements, 1024);
 
