@@ -412,8 +412,7 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
         double elements = numel(res);
         auto binary = device.kernels.find("binary");
         op.seconds += binary != device.kernels.end()
-                          ? (binary->second.overhead + elements * binary->second.nsPerElement *
-                                                           1e-9) / share
+                          ? binary->second.seconds(elements) / share
                           : memorySeconds(2.0 * double(plan::tensorBytes(res)));
       }
     } else {
@@ -439,13 +438,12 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
       const cluster::KernelRate *own =
           measured != device.kernels.end() ? &measured->second : nullptr;
       if (partsMeasured) {
-        double fixed = own ? own->overhead + cost.rows * own->nsPerRow * 1e-9 : partsOverhead;
+        double fixed = own ? own->seconds(0, cost.rows) : partsOverhead;
         op.seconds = std::max((fixed + partsNs * 1e-9) / share, memorySeconds(cost.bytes));
       } else if (own && !cost.contraction && cost.parts.empty()) {
         // The class's measured loop (timed in cache): its fixed part replaces the launch
         // overhead; an op too large for the cache is still held to DRAM bandwidth.
-        op.seconds = std::max((own->overhead + cost.elements * own->nsPerElement * 1e-9 +
-                               cost.rows * own->nsPerRow * 1e-9) / share,
+        op.seconds = std::max(own->seconds(cost.elements, cost.rows) / share,
                               memorySeconds(cost.bytes));
       } else {
         double rate = peak * device.gemmEfficiency * share;
@@ -453,10 +451,8 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
         op.seconds = std::max(computeSeconds, memorySeconds(cost.bytes));
         // The kernel's fixed costs beside its FLOPs: matmul's call and GEMM calls; a
         // convolution's call, GEMM calls and im2col / col2im columns (its elements).
-        op.seconds += own && cost.contraction
-                          ? (own->overhead + cost.rows * own->nsPerRow * 1e-9 +
-                             cost.elements * own->nsPerElement * 1e-9) / share
-                          : device.launchOverhead;
+        op.seconds += own && cost.contraction ? own->seconds(cost.elements, cost.rows) / share
+                                              : device.launchOverhead;
         // gemm's broadcast of c into the result moves its columns at the movement class's
         // rate.
         if (auto movement = device.kernels.find("movement");

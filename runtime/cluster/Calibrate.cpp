@@ -138,6 +138,10 @@ float scattered(uint64_t i) {
   return float(z >> 40) / float(1ull << 24);
 }
 
+bool hasSuffix(std::string_view s, std::string_view suffix) {
+  return s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
 // Synthetic operands and results of one kernel call, owning their bytes.
 struct KernelOperands {
   std::vector<std::vector<uint8_t>> storage;
@@ -201,18 +205,16 @@ std::string registered(const std::string &variant) {
     return "transpose";
   if (variant == "where_scalar")
     return "where";
-  if (variant == "reduce_sum_rows" || variant == "reduce_sum_16")
+  if (variant == "reduce_sum_rows")
     return "reduce_sum";
-  for (std::string_view base : {"softmax_cross_entropy_grad", "softmax_cross_entropy",
-                                "softmax", "layer_norm"})
-    if (variant == std::string(base) + "_16")
-      return std::string(base);
   if (variant == "matmul_batch" || variant == "matmul_perm")
     return "matmul";
   if (variant.rfind("fused_", 0) == 0)
     return "fused_elementwise";
-  if (variant.size() > 6 && variant.compare(variant.size() - 6, 6, "_small") == 0)
-    return variant.substr(0, variant.size() - 6); // a pool on small planes
+  // Rows of 16 (the row-wise kernels), small planes and images (pools, convolutions).
+  for (std::string_view suffix : {"_16", "_small"})
+    if (hasSuffix(variant, suffix))
+      return variant.substr(0, variant.size() - suffix.size());
   return variant;
 }
 
@@ -226,12 +228,12 @@ std::string registered(const std::string &variant) {
 // the fused kernel interpreted on one multiply, stored or summed over rows.
 void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands &k) {
   using rt::DType;
-  const bool short16 = kernel.size() > 3 && kernel.compare(kernel.size() - 3, 3, "_16") == 0;
+  const bool short16 = hasSuffix(kernel, "_16");
   const int64_t width = short16 ? 16 : 256;
   const int64_t rows = elements / width;
   const std::vector<int64_t> shape{rows, width};
   k.elements = elements;
-  const std::string base = short16 ? registered(kernel) : kernel;
+  const std::string base = registered(kernel);
   if (base == "softmax" || base == "layer_norm" || base == "softmax_cross_entropy" ||
       base == "softmax_cross_entropy_grad" || kernel == "reduce_sum" || kernel == "reduce_sum_16")
     k.rows = rows;
@@ -290,8 +292,8 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
   } else if (kernel.rfind("max_pool2d", 0) == 0 || kernel.rfind("avg_pool2d", 0) == 0) {
     // The table counts a pool's input elements, its gradient's first operand's (x, or dy);
     // its rows are the planes of that operand: 16×16, or 4×4 for the "_small" variants.
-    const bool small = kernel.size() > 6 && kernel.compare(kernel.size() - 6, 6, "_small") == 0;
-    const std::string pool = small ? kernel.substr(0, kernel.size() - 6) : kernel;
+    const bool small = hasSuffix(kernel, "_small");
+    const std::string pool = registered(kernel);
     const int64_t side = small ? 4 : 16, planes = elements / (side * side);
     if (pool == "max_pool2d_grad") { // (x, dy) -> dx
       k.in(DType::F32, {1, planes, side, side}), k.in(DType::F32, {1, planes, side / 2, side / 2});
@@ -306,14 +308,14 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     k.ints("pads", {0, 0, 0, 0});
     k.ints("dilations", {1, 1});
     k.rows = planes;
-    if (pool.size() > 5 && pool.compare(pool.size() - 5, 5, "_grad") == 0)
+    if (hasSuffix(pool, "_grad"))
       k.elements = k.outputs[0].numel(); // a gradient's work is over dx's windows
   } else if (kernel.rfind("conv2d", 0) == 0) {
     // One filter of 3×3 over 4 channels, padded by 1: a column of 36 values per output pixel
     // and 72 FLOPs, so that the time is the kernel's own (im2col or col2im, a GEMM call per
     // image), not its FLOPs. Images of 8×8 (`elements` / 256 of them), or 4×4 ("_small").
-    const bool small = kernel.size() > 6 && kernel.compare(kernel.size() - 6, 6, "_small") == 0;
-    const std::string conv = small ? kernel.substr(0, kernel.size() - 6) : kernel;
+    const bool small = hasSuffix(kernel, "_small");
+    const std::string conv = registered(kernel);
     const int64_t side = small ? 4 : 8, images = elements / (4 * side * side);
     const std::vector<int64_t> x{images, 4, side, side}, w{1, 4, 3, 3}, y{images, 1, side, side};
     if (conv == "conv2d")
@@ -473,7 +475,7 @@ Status measureKernelClasses(bool quick, std::vector<KernelClassRates> &out) {
     rates.kernels = c.kernels;
     out.push_back(std::move(rates));
   }
-  std::vector<std::vector<std::vector<double>>> allRounds(out.size());
+  std::vector<std::vector<std::vector<double>>> allRounds(out.size()); // class, sample, round
   for (int round = 0; round < rounds; ++round)
     for (size_t k = 0; k < kernelClasses().size(); ++k) {
       size_t at = 0;
@@ -481,12 +483,11 @@ Status measureKernelClasses(bool quick, std::vector<KernelClassRates> &out) {
         for (int64_t n : sizes) {
           KernelClassRates::Sample sample;
           PLAIT_RETURN_IF_ERROR(measureKernel(kernel, n, reps, target, sample));
-          std::vector<KernelClassRates::Sample> &samples = out[k].samples;
-          if (round == 0)
-            samples.push_back(sample);
-          allRounds[k].resize(samples.size());
-          allRounds[k][at].push_back(sample.seconds);
-          ++at;
+          if (round == 0) {
+            out[k].samples.push_back(sample);
+            allRounds[k].emplace_back();
+          }
+          allRounds[k][at++].push_back(sample.seconds);
         }
     }
   for (size_t k = 0; k < out.size(); ++k)

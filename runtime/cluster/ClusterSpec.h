@@ -70,6 +70,11 @@ struct KernelRate {
   double nsPerElement = 0; ///< in ns, as the YAML states it, so that it round-trips exactly
   double overhead = 0;     ///< seconds
   double nsPerRow = 0;     ///< in ns; optional in the YAML (ns_per_row), 0 when absent
+
+  /// One call's seconds on `elements` elements and `rows` rows.
+  double seconds(double elements, double rows = 0) const {
+    return overhead + (elements * nsPerElement + rows * nsPerRow) * 1e-9;
+  }
 };
 
 /// One device (a GPU, or one CPU rank) of the cluster; every device is the same.
