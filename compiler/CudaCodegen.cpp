@@ -104,6 +104,36 @@ PLAIT_HD float plait_round_bf16(float v) { return plait_widen(plait_narrow(v)); 
 #else
 #define PLAIT_ADD(target, value) ((target) += (value))
 #endif
+#ifdef __CUDACC__
+// The kernels sum a reduced result in registers, one running sum per thread and float4 lane
+// that is flushed when the element's sum changes (row sums: at the end of each stretch of the
+// row; column sums: never, where the grid's stride is a multiple of the row), and a flush
+// where the whole warp holds the same sum adds it across the warp first: one atomic add
+// instead of one per element.
+__device__ __forceinline__ void plait_flush(float *out, int64_t sum, float value) {
+  if (sum < 0)
+    return;
+  const unsigned active = __activemask();
+  if (active == 0xffffffffu && __match_any_sync(active, sum) == active) {
+    for (int offset = 16; offset > 0; offset /= 2)
+      value += __shfl_xor_sync(active, value, offset);
+    if ((threadIdx.x & 31) == 0)
+      atomicAdd(out + sum, value);
+    return;
+  }
+  atomicAdd(out + sum, value);
+}
+#define PLAIT_ACC(o, k, index, value)                                                            \
+  do {                                                                                           \
+    const int64_t at_ = (index);                                                                 \
+    if (at_ != sum##o[k]) {                                                                      \
+      plait_flush(out##o, sum##o[k], acc##o[k]);                                                 \
+      sum##o[k] = at_;                                                                           \
+      acc##o[k] = 0.0f;                                                                          \
+    }                                                                                            \
+    acc##o[k] += (value);                                                                        \
+  } while (0)
+#endif
 )";
 
 /// How a kernel reads one of its inputs (as FusedKernels.cpp's RegisterKind).
@@ -245,6 +275,14 @@ std::string resultWrite(const ResultForm &form, size_t o, const std::string &i,
   return fmt::format("PLAIT_ADD(out{}[{}], {}{});", o, inputIndex(form.at, i), v, form.scale);
 }
 
+/// In a kernel body: what element `i` (`lane` of its float4, 0 in the scalar loop) adds to
+/// reduced result `o`: its running sum (PLAIT_ACC), flushed when the sum it belongs to changes.
+std::string resultAccumulate(const ResultForm &form, size_t o, int lane, const std::string &i,
+                             const std::string &v) {
+  return fmt::format("PLAIT_ACC({}, {}, {}, {}{});", o, lane, inputIndex(form.at, i), v,
+                     form.scale);
+}
+
 /// fn(k) for k in [0, n), separated by `separator`.
 template <typename Fn> std::string joined(size_t n, Fn fn, const char *separator = ", ") {
   std::string out;
@@ -291,8 +329,6 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
       ", " + joined(results, [&](size_t o) {
         return fmt::format("{} *__restrict__ out{}", elementType(written[o].half), o);
       });
-  std::string pointers = joined(inputs, [](size_t r) { return fmt::format("in{}", r); }) + ", " +
-                         joined(results, [](size_t o) { return fmt::format("out{}", o); });
   s << fmt::format("PLAIT_HD void {}_at({}, int64_t i) {{\n", name, params);
   s << fmt::format("  float {};\n", joined(results, [](size_t o) { return fmt::format("y{}", o); }));
   s << fmt::format("  {}_math({}, {});\n", name, joined(inputs, [&](size_t r) {
@@ -308,6 +344,11 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
   s << "  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;\n"
        "  const int64_t step = int64_t(gridDim.x) * blockDim.x;\n"
        "  int64_t tail = 0;\n";
+  for (size_t o = 0; o < results; ++o)
+    if (written[o].reduced)
+      s << fmt::format("  float acc{0}[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};\n"
+                       "  int64_t sum{0}[4] = {{-1, -1, -1, -1}};\n",
+                       o);
   if (f.numel >= 4) {
     // The f32 pointers read or written as float4 (bf16 ones element by element).
     std::vector<std::string> vectors;
@@ -354,16 +395,35 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
         s << fmt::format("      reinterpret_cast<float4 *>(out{0})[v] = y{0};\n", o);
         continue;
       }
-      for (int lane = 0; lane < 4; ++lane)
+      for (int lane = 0; lane < 4; ++lane) {
+        std::string element = lane == 0 ? "i" : fmt::format("(i + {})", lane);
+        std::string value = fmt::format("y{}.{}", o, lanes[lane]);
         s << "      "
-          << resultWrite(written[o], o, lane == 0 ? "i" : fmt::format("(i + {})", lane),
-                         fmt::format("y{}.{}", o, lanes[lane]))
+          << (written[o].reduced ? resultAccumulate(written[o], o, lane, element, value)
+                                 : resultWrite(written[o], o, element, value))
           << "\n";
+      }
     }
     s << "    }\n    tail = n / 4 * 4;\n  }\n";
   }
-  s << fmt::format("  for (int64_t i = tail + first; i < n; i += step)\n    {}_at({}, i);\n",
-                   name, pointers);
+  // The rest element by element (every element where an operand is not 16-byte aligned).
+  s << "  for (int64_t i = tail + first; i < n; i += step) {\n";
+  s << fmt::format("    float {};\n", joined(results, [](size_t o) { return fmt::format("y{}", o); }));
+  s << fmt::format("    {}_math({}, {});\n", name, joined(inputs, [&](size_t r) {
+                     return inputRead(forms[r], r, inputIndex(forms[r], "i"));
+                   }),
+                   joined(results, [](size_t o) { return fmt::format("y{}", o); }));
+  for (size_t o = 0; o < results; ++o)
+    s << "    "
+      << (written[o].reduced ? resultAccumulate(written[o], o, 0, "i", fmt::format("y{}", o))
+                             : resultWrite(written[o], o, "i", fmt::format("y{}", o)))
+      << "\n";
+  s << "  }\n";
+  for (size_t o = 0; o < results; ++o)
+    if (written[o].reduced)
+      s << fmt::format("  for (int k = 0; k < 4; ++k)\n    plait_flush(out{0}, sum{0}[k], "
+                       "acc{0}[k]);\n",
+                       o);
   s << "}\n#endif\n";
   return s.str();
 }

@@ -16,15 +16,18 @@ bool broadcastsTo(ShapeRef from, ShapeRef to) {
 }
 
 bool broadcastShapes(ShapeRef a, ShapeRef b, Dims &out) {
+  // Built aside: `out` may be the storage `a` or `b` views (shape = broadcast(shape, x)).
   size_t rank = std::max(a.size(), b.size());
-  out.assign(rank, 1);
+  Dims joined;
+  joined.assign(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1)
       return false;
-    out[i] = da == 1 ? db : da;
+    joined[i] = da == 1 ? db : da;
   }
+  out = joined;
   return true;
 }
 

@@ -12,7 +12,8 @@ namespace plait::rt::cpu {
 /// True when `from` broadcasts to `to` under numpy rules (missing leading dims, or size 1).
 bool broadcastsTo(ShapeRef from, ShapeRef to);
 
-/// The result shape of broadcasting `a` with `b`, or false when they do not broadcast.
+/// The result shape of broadcasting `a` with `b`, or false when they do not broadcast. `out`
+/// may be what `a` or `b` views (a running shape joined with the next operand's).
 bool broadcastShapes(ShapeRef a, ShapeRef b, Dims &out);
 
 /// How N operands are walked to produce a dense output: the output shape with adjacent

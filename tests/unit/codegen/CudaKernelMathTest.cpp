@@ -490,6 +490,54 @@ TEST(CudaKernelMath, AnInputThatDoesNotBroadcastIsAnError) {
                    "(numpy rules, at most 16 dimensions)");
 }
 
+/// Values k / scale for k = +-1..range (random signs): products of two such tensors are
+/// multiples of 1 / (scale * scale') that float holds exactly, as it holds their sums while
+/// those stay under 2^24 units, whatever order they are added in.
+OwnedTensor dyadicTensor(Shape shape, std::mt19937 &rng, int range, double scale) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<double> values(static_cast<size_t>(n));
+  std::uniform_int_distribution<int> magnitude(1, range), sign(0, 1);
+  for (double &v : values)
+    v = (sign(rng) ? 1 : -1) * magnitude(rng) / scale;
+  return rt::test::makeFloat(DType::F32, std::move(shape), values);
+}
+
+/// Long sums for the device's reduced results (CudaModule.ReducedResultsSumOnTheDevice): rows
+/// of 256 (the longest row plait-fuse-elementwise fuses a sum of; whole warps on one row; 4 M
+/// elements, so each device thread loops 4 times) and of 96 (a warp across rows), summed along
+/// rows and over columns. The terms are multiples of 1/1024 of magnitude <= 1/2 and no sum has
+/// more than 2^14 of them, so every order of adding gives the same sums: a lost or doubled term
+/// (|term| >= 1/1024) shows. Means scale each term by 1/row first, which rounds.
+std::vector<Case> longSumCases() {
+  using namespace fused;
+  std::mt19937 rng(17);
+  std::vector<Case> cases;
+  for (Shape s : {Shape{64, 256, 256}, Shape{16, 256, 96}}) {
+    const int64_t row = s[2];
+    OwnedTensor x = dyadicTensor(s, rng, 32, 64), b = dyadicTensor({row}, rng, 16, 16);
+    cases.push_back({{x, b}, {false, false}, s,
+                     {Mul, 0, 1, BroadcastTo, 2, -1, BroadcastTo, 2, -1, BroadcastTo, 2, -1},
+                     {2, 3, 4, 5},
+                     {Store, Sum, Mean, Sum},
+                     {s, {s[0], s[1], 1}, {s[0], s[1], 1}, {1, 1, row}}});
+  }
+  return cases;
+}
+
+/// Equal within 1e-5 (relative above magnitude 1): exact sums compare equal, means within
+/// their rounding.
+bool withinSumRounding(float a, float e) {
+  return std::fabs(double(a) - double(e)) <= 1e-5 * std::max(1.0, std::fabs(double(e)));
+}
+
+// The host build of the generated code (one element at a time, in memory order) on the long
+// sums: the same as the interpreter's.
+TEST(CudaKernelMath, LongSumsMatchTheInterpreter) {
+  compareWithInterpreter(longSumCases(), /*exactMath=*/true, withinSumRounding);
+}
+
 #ifdef PLAIT_HAVE_CUDA_TOOLKIT
 rt::Status failingDriverCall() {
   PLAIT_CU_RETURN_IF_ERROR(CUDA_ERROR_INVALID_VALUE);
@@ -533,10 +581,9 @@ TEST(CudaModule, TheStatusMacroRecordsTheCallFileAndLine) {
 // Where there is a GPU: the generated kernels of the realistic chains, compiled by nvcc,
 // loaded, launched and compared with the interpreter (never run on the machine this was
 // written on, which has no GPU).
-TEST(CudaModule, LaunchesGeneratedKernels) {
-  if (!haveCudaDevice())
-    GTEST_SKIP() << "no CUDA device";
-  std::vector<Case> cases = realisticCases();
+/// Generates, loads and launches every case's kernel on device 0 (as the runtime does: reduced
+/// results zeroed by the launch) and compares each result with the interpreter's by `close`.
+template <typename Close> void launchAndCompare(const std::vector<Case> &cases, Close close) {
   plan::PlanDesc plan = planOf(cases);
   CudaCodegenResult generated = generateCudaKernels(plan);
   if (generated.userError)
@@ -557,8 +604,7 @@ TEST(CudaModule, LaunchesGeneratedKernels) {
         symbol = a.str;
     ASSERT_TRUE(module->kernel(symbol, kernel).ok()) << symbol;
     rt::test::KernelResult reference = interpret(c);
-    ASSERT_TRUE(reference.status.ok());
-    size_t numel = size_t(reference.out().view.numel());
+    ASSERT_TRUE(reference.status.ok()) << "case " << i << ": " << reference.status.message();
     std::vector<CUdeviceptr> pointers;
     for (const OwnedTensor &t : c.inputs) {
       CUdeviceptr p = 0;
@@ -566,20 +612,28 @@ TEST(CudaModule, LaunchesGeneratedKernels) {
       ASSERT_EQ(cu.cuMemcpyHtoD(p, t.bytes.data(), t.bytes.size()), CUDA_SUCCESS);
       pointers.push_back(p);
     }
+    std::vector<std::pair<CUdeviceptr, size_t>> reduced;
     for (size_t o = 0; o < c.outputs.size(); ++o) {
+      size_t numel = size_t(reference.out(o).view.numel());
       CUdeviceptr p = 0;
       ASSERT_EQ(cu.cuMemAlloc(&p, numel * sizeof(float)), CUDA_SUCCESS);
       pointers.push_back(p);
+      if (!c.reductions.empty() && c.reductions[o] != fused::Store)
+        reduced.emplace_back(p, numel);
     }
-    rt::Status launched = rt::launchFusedKernel(cu, kernel, pointers, int64_t(numel));
+    int64_t elements = 1;
+    for (int64_t d : c.shape)
+      elements *= d;
+    rt::Status launched = rt::launchFusedKernel(cu, kernel, pointers, elements, nullptr, reduced);
     ASSERT_TRUE(launched.ok()) << launched.message();
     ASSERT_EQ(cu.cuCtxSynchronize(), CUDA_SUCCESS);
     for (size_t o = 0; o < c.outputs.size(); ++o) {
-      std::vector<float> got(numel), expected = reference.out(o).values<float>();
-      ASSERT_EQ(cu.cuMemcpyDtoH(got.data(), pointers[c.inputs.size() + o], numel * sizeof(float)),
+      std::vector<float> expected = reference.out(o).values<float>(), got(expected.size());
+      ASSERT_EQ(cu.cuMemcpyDtoH(got.data(), pointers[c.inputs.size() + o],
+                                got.size() * sizeof(float)),
                 CUDA_SUCCESS);
-      for (size_t e = 0; e < numel; ++e)
-        ASSERT_TRUE(withinOneMillionth(got[e], expected[e]))
+      for (size_t e = 0; e < got.size(); ++e)
+        ASSERT_TRUE(close(got[e], expected[e]))
             << "case " << i << " result " << o << " element " << e << ": device " << got[e]
             << ", interpreter " << expected[e];
     }
@@ -587,6 +641,21 @@ TEST(CudaModule, LaunchesGeneratedKernels) {
       cu.cuMemFree(p);
   }
 }
+
+TEST(CudaModule, LaunchesGeneratedKernels) {
+  if (!haveCudaDevice())
+    GTEST_SKIP() << "no CUDA device";
+  launchAndCompare(realisticCases(), withinOneMillionth);
+}
+
+// The same sums on the device: per-thread running sums, warp sums and atomic adds, with the
+// launch's smaller grid for kernels with reduced results.
+TEST(CudaModule, ReducedResultsSumOnTheDevice) {
+  if (!haveCudaDevice())
+    GTEST_SKIP() << "no CUDA device";
+  launchAndCompare(longSumCases(), withinSumRounding);
+}
+
 #endif
 
 } // namespace

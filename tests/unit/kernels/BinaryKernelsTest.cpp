@@ -3,9 +3,25 @@
 #include <limits>
 
 #include "KernelTestSupport.h"
+#include "runtime/cpu/Broadcast.h"
 
 namespace plait::rt::test {
 namespace {
+
+// A running shape joined with each operand in turn, in place: the CUDA fused kernel's launch
+// computed its iteration shape this way, and an aliased `out` made it the last operand's shape
+// (a one-block grid for a kernel over [4096, 1024], found on an H200).
+TEST(Broadcast, TheResultMayBeOneOfTheOperands) {
+  cpu::Dims shape;
+  for (const std::vector<int64_t> &operand :
+       {std::vector<int64_t>{4096, 1024}, {4096, 1}, {}, {1024}})
+    ASSERT_TRUE(cpu::broadcastShapes(shape, operand, shape));
+  EXPECT_EQ(std::vector<int64_t>(shape.begin(), shape.end()), (std::vector<int64_t>{4096, 1024}));
+  cpu::Dims other{3, 1};
+  ASSERT_TRUE(cpu::broadcastShapes(std::vector<int64_t>{2, 1, 5}, other, other));
+  EXPECT_EQ(std::vector<int64_t>(other.begin(), other.end()), (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_FALSE(cpu::broadcastShapes(other, std::vector<int64_t>{4}, other));
+}
 
 TEST(BinaryKernels, SameShapeArithmetic) {
   auto a = make<float>({4}, {1, 2, 3, 4});
