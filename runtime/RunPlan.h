@@ -32,6 +32,9 @@ struct RunOptions {
   /// 0, a JSON report of each one's time and achieved bandwidth against the device's copy
   /// bandwidth (CudaRun.h). Empty: no timing.
   std::string kernelTimes;
+  /// CUDA plans: launch every kernel every step instead of replaying the captured step as a
+  /// CUDA graph (--no-cuda-graphs).
+  bool noCudaGraphs = false;
 };
 
 /// Runs `steps` steps of the plan (training plans update their params and state after

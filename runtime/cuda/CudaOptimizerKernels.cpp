@@ -1,7 +1,8 @@
 // Host side of the CUDA optimizer updates: sgd_update, adamw_update and grouped_update (one
-// launch per parameter tensor). The scalar factors are computed here in double exactly as
-// runtime/cpu/OptimizerKernels.cpp computes them, from the host copies of the "lr" and "step"
-// hyper-parameters (CudaKernelCall::hostScalar), so no device value is read back.
+// launch per parameter tensor). The host copies of the "lr" and "step" hyper-parameters
+// (CudaKernelCall::hostScalar) are checked here; the kernels read the device copies and
+// compute the factors that depend on them as runtime/cpu/OptimizerKernels.cpp does, so that a
+// step captured as a CUDA graph replays with each step's values.
 #include <cmath>
 
 #include "runtime/cuda/CudaKernelSupport.h"
@@ -70,10 +71,11 @@ Status runSgd(const CudaKernelCall &call, size_t first, size_t firstOut, bool ha
     return {};
   if (!(step >= 1) || step != std::floor(step))
     return Status::errorf("{}: step must be a whole number >= 1, got {}", kSgd, step);
-  f.first = step == 1;
   return launched(launchSgd(code(param.dtype), param.data, in[1].data,
                             hasBuffer ? in[4].data : nullptr, out[0].data,
-                            hasBuffer ? out[1].data : nullptr, param.numel(), f, call.stream),
+                            hasBuffer ? out[1].data : nullptr, param.numel(), f,
+                            static_cast<const float *>(in[2].data),
+                            static_cast<const float *>(in[3].data), call.stream),
                   kSgd);
 }
 
@@ -99,13 +101,11 @@ Status runAdamW(const CudaKernelCall &call, size_t first, size_t firstOut) {
   f.beta1 = call.attrs.getFloat("beta1", 0.9);
   f.beta2 = call.attrs.getFloat("beta2", 0.999);
   f.eps = call.attrs.getFloat("eps", 1e-8);
-  double weightDecay = call.attrs.getFloat("weight_decay", 0.01);
-  f.decay = 1 - lr * weightDecay;
-  f.negStepSize = -(lr / (1 - std::pow(f.beta1, step)));
-  f.bc2Sqrt = std::sqrt(1 - std::pow(f.beta2, step));
+  f.weightDecay = call.attrs.getFloat("weight_decay", 0.01);
   return launched(launchAdamW(code(param.dtype), param.data, in[1].data, in[2].data, in[3].data,
                               out[0].data, out[1].data, out[2].data, param.numel(), f,
-                              call.stream),
+                              static_cast<const float *>(in[4].data),
+                              static_cast<const float *>(in[5].data), call.stream),
                   kAdamW);
 }
 

@@ -1,6 +1,6 @@
 // The step loop of a CUDA plan (CudaRun.h), with --kernel-times: every instruction timed by
 // CUDA events, its bytes read + written over its time against a device-to-device copy.
-// UNVERIFIED: compiled and linked here, never run (no GPU on the machine it was written on).
+// Run on an H200 by tests/gpu/run.sh (every sample's CUDA plan against the CPU backend).
 #include "runtime/cuda/CudaRun.h"
 
 #include <chrono>
@@ -228,6 +228,7 @@ Status runCudaPlanOnRank(const RunOptions &options, Plan &plan, Communicator &co
   execOptions.seed = options.seed;
   execOptions.comm = &comm;
   execOptions.timeKernels = !options.kernelTimes.empty();
+  execOptions.cudaGraphs = !options.noCudaGraphs;
   execOptions.timeoutSeconds = options.timeoutSeconds;
   std::unique_ptr<CudaExecutor> exec;
   PLAIT_RETURN_IF_ERROR(CudaExecutor::create(plan, execOptions, exec));
@@ -308,6 +309,8 @@ Status runCudaPlanOnRank(const RunOptions &options, Plan &plan, Communicator &co
                           plan.outputs.size(),
                           written.empty() ? "" : " written to " + options.outputDir);
   summary += "\n" + exec->note();
+  if (!exec->graphNote().empty())
+    summary += "\n" + exec->graphNote();
   return {};
 }
 

@@ -116,6 +116,9 @@ int main(int argc, char **argv) {
   app.add_option("--kernel-times", options.kernelTimes,
                  "CUDA plans: time every instruction with CUDA events and write FILE.json: "
                  "each kernel's time and bandwidth against the device's copy bandwidth");
+  app.add_flag("--no-cuda-graphs", options.noCudaGraphs,
+               "CUDA plans: launch every kernel every step instead of replaying steps 2.. as "
+               "one captured CUDA graph");
 
   if (auto rc = parseArgs(kTool, app, argc, argv))
     return *rc;

@@ -221,6 +221,14 @@ PLAIT_HD T sgdElement(T p, T d, T buffer, const SgdFactors &f, T &newBuffer) {
   return p + negLr * d;
 }
 
+/// AdamW's step-dependent factors, in double, as runtime/cpu/OptimizerKernels.cpp computes
+/// them on the host (`lr` and `step` as the f32 hyper-parameters hold them).
+PLAIT_HD void adamwStepFactors(double lr, double step, AdamWFactors &f) {
+  f.decay = 1 - lr * f.weightDecay;
+  f.negStepSize = -(lr / (1 - pow(f.beta1, step)));
+  f.bc2Sqrt = sqrt(1 - pow(f.beta2, step));
+}
+
 /// One adamw_update element (OptimizerKernels.cpp adamwLoop), operation by operation.
 template <typename T>
 PLAIT_HD void adamwElement(T p, T g, T m, T v, const AdamWFactors &f, T &newP, T &newM, T &newV) {

@@ -169,14 +169,12 @@ TEST(ElementMath, AdamWMatchesTheCpuKernelBitForBit) {
   std::vector<std::vector<float>> cpu = runCpu(
       "adamw_update", {param, grad, m, v, scalar(float(lr)), scalar(float(step))}, 3, attrs,
       shapes);
-  rt::cuda::AdamWFactors f; // computed as CudaOptimizerKernels.cpp computes them
-  double lrF = double(float(lr)), stepF = double(float(step));
+  rt::cuda::AdamWFactors f; // as the CUDA kernel computes them from the f32 lr and step
   f.beta1 = beta1;
   f.beta2 = beta2;
   f.eps = eps;
-  f.decay = 1 - lrF * wd;
-  f.negStepSize = -(lrF / (1 - std::pow(beta1, stepF)));
-  f.bc2Sqrt = std::sqrt(1 - std::pow(beta2, stepF));
+  f.weightDecay = wd;
+  math::adamwStepFactors(double(float(lr)), double(float(step)), f);
   for (size_t i = 0; i < param.size(); ++i) {
     float p, mm, vv;
     math::adamwElement<float>(param[i], grad[i], m[i], v[i], f, p, mm, vv);
