@@ -101,10 +101,12 @@ struct ReduceGeometry {
   int64_t reducedShape[kMaxDims] = {}, reducedStride[kMaxDims] = {};
   int64_t outCount = 0, reducedCount = 0;
 };
-/// One block per output element (a block reduction in double for floats, uint64 for ints).
+/// A thread, warp or block per output element (reduceShapeFor, LaunchGeometry.h), reducing
+/// in double for floats, wrapping long long for ints.
 cudaError_t launchReduce(ReduceOp op, int dtype, const void *x, void *y,
                          const ReduceGeometry &g, cudaStream_t stream);
-/// softmax / log_softmax along an axis of [outer, n, inner]: one block per (outer, inner) row.
+/// softmax / log_softmax along an axis of [outer, n, inner]: a warp per row where
+/// softmaxByWarps (LaunchGeometry.h), else a block per (outer, inner) row.
 cudaError_t launchSoftmax(bool log, int dtype, const void *x, void *y, int64_t outer,
                           int64_t n, int64_t inner, cudaStream_t stream);
 /// layer_norm (rms false: (x - mean) * rstd * scale + bias, two-pass variance) or rms_norm
@@ -152,22 +154,28 @@ cudaError_t launchGatherGrad(int dtype, int indexDtype, const void *grad, const 
 
 //===--- optimizers (Optimizer.cu) -------------------------------------------------------===//
 
-/// The scalar factors as runtime/cpu/OptimizerKernels.cpp computes them in double on the host.
+/// The scalar factors as runtime/cpu/OptimizerKernels.cpp computes them in double.
 struct SgdFactors {
   double lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
   bool nesterov = false, first = false;
 };
 /// buffer/newBuffer null when momentum is 0. Any output may alias the input it replaces.
+/// `lr` and `step` point at the step's hyper-parameters in device memory: the kernel reads
+/// them (f.lr and f.first are set from them there), so a step replayed as a CUDA graph uses
+/// that step's values.
 cudaError_t launchSgd(int dtype, const void *param, const void *grad, const void *buffer,
                       void *newParam, void *newBuffer, int64_t n, const SgdFactors &f,
-                      cudaStream_t stream);
+                      const float *lr, const float *step, cudaStream_t stream);
 struct AdamWFactors {
   double decay = 1, beta1 = 0.9, beta2 = 0.999, bc2Sqrt = 1, negStepSize = 0, eps = 1e-8;
+  double weightDecay = 0.01; // decay's input (math::adamwStepFactors)
 };
+/// The step-dependent factors (decay, negStepSize, bc2Sqrt) are computed on the device from
+/// `lr` and `step` (device pointers, as for launchSgd) by math::adamwStepFactors.
 cudaError_t launchAdamW(int dtype, const void *param, const void *grad, const void *expAvg,
                         const void *expAvgSq, void *newParam, void *newExpAvg,
-                        void *newExpAvgSq, int64_t n, const AdamWFactors &f,
-                        cudaStream_t stream);
+                        void *newExpAvgSq, int64_t n, const AdamWFactors &f, const float *lr,
+                        const float *step, cudaStream_t stream);
 
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 

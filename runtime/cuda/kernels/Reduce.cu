@@ -1,9 +1,9 @@
-// Reductions over axes, softmax / log_softmax and the classification losses: one block per
-// output row, a shared-memory tree within it (no per-element atomics), accumulating in double
-// for floats as the CPU kernels do (ReductionKernels.cpp, NormalizationKernels.cpp,
-// LossKernels.cpp, GradKernels.cpp). The tree's order differs from the CPU's sequential
-// order, so sums agree to rounding, not bitwise.
-// UNVERIFIED: compiled here, never run (no GPU on the machine it was written on).
+// Reductions over axes, softmax / log_softmax and the classification losses, accumulating in
+// double for floats as the CPU kernels do (ReductionKernels.cpp, NormalizationKernels.cpp,
+// LossKernels.cpp, GradKernels.cpp), with no per-element atomics. A reduction runs a thread,
+// a warp or a block per output element (reduceShapeFor, LaunchGeometry.h); the warp's and
+// block's trees add in another order than the CPU's sequential one, so sums agree to
+// rounding, not bitwise. Run against the CPU backend on an H200 by tests/gpu/run.sh.
 #include <cfloat>
 
 #include "runtime/cuda/kernels/Device.cuh"
@@ -60,23 +60,22 @@ struct WrapMulOp {
   }
 };
 
-/// One block per output element: the block's threads stride over the reduced index space.
-/// Accumulators: double for floats, long long (wrapping) for integers.
-template <typename S>
-__global__ void reduceKernel(ReduceOp op, const S *x, S *y, ReduceGeometry g) {
-  constexpr bool kInt = std::is_integral_v<S>;
+/// A reduction's accumulator type (double for floats, long long wrapping for integers), its
+/// identity, its combine and how the total is stored (a mean divided by the reduced count).
+template <typename S> struct Reducer {
+  static constexpr bool kInt = std::is_integral_v<S>;
   using A = std::conditional_t<kInt, long long, double>;
-  __shared__ A shared[kThreads];
-  A identity;
-  if (op == ReduceOp::Prod)
-    identity = A(1);
-  else if (op == ReduceOp::Max)
-    identity = kInt ? A(std::numeric_limits<S>::lowest()) : A(-INFINITY);
-  else if (op == ReduceOp::Min)
-    identity = kInt ? A(std::numeric_limits<S>::max()) : A(INFINITY);
-  else
-    identity = A(0);
-  auto combine = [op] __device__(A a, A b) -> A {
+  ReduceOp op;
+  __device__ A identity() const {
+    if (op == ReduceOp::Prod)
+      return A(1);
+    if (op == ReduceOp::Max)
+      return kInt ? A(std::numeric_limits<S>::lowest()) : A(-INFINITY);
+    if (op == ReduceOp::Min)
+      return kInt ? A(std::numeric_limits<S>::max()) : A(INFINITY);
+    return A(0);
+  }
+  __device__ A operator()(A a, A b) const {
     switch (op) {
     case ReduceOp::Prod:
       if constexpr (kInt) return WrapMulOp()(a, b); else return a * b;
@@ -85,26 +84,74 @@ __global__ void reduceKernel(ReduceOp op, const S *x, S *y, ReduceGeometry g) {
     default:
       if constexpr (kInt) return WrapAddOp()(a, b); else return a + b;
     }
-  };
+  }
+  __device__ void store(S *y, int64_t o, A total, int64_t count) const {
+    if constexpr (kInt) {
+      if (op == ReduceOp::Mean)
+        y[o] = count == 0 ? S(0) : S(total / count);
+      else
+        y[o] = S(total);
+    } else {
+      if (op == ReduceOp::Mean)
+        cuda::store(y, o, Compute<S>(total / double(count)));
+      else
+        cuda::store(y, o, Compute<S>(total));
+    }
+  }
+};
+
+/// ReduceShape::BlockPerOutput: one block per output element, its threads striding over the
+/// reduced index space (few, long reductions).
+template <typename S>
+__global__ void reduceKernel(ReduceOp op, const S *x, S *y, ReduceGeometry g) {
+  const Reducer<S> reducer{op};
+  using A = typename Reducer<S>::A;
+  __shared__ A shared[kThreads];
   for (int64_t o = blockIdx.x; o < g.outCount; o += gridDim.x) {
     const int64_t base = indexing::reduceBase(g, o);
-    A acc = identity;
+    A acc = reducer.identity();
     for (int64_t r = threadIdx.x; r < g.reducedCount; r += blockDim.x)
-      acc = combine(acc, A(load(x, base + indexing::reduceStep(g, r))));
-    A total = blockReduce(acc, shared, combine);
-    if (threadIdx.x == 0) {
-      if constexpr (kInt) {
-        if (op == ReduceOp::Mean)
-          y[o] = g.reducedCount == 0 ? S(0) : S(total / g.reducedCount);
-        else
-          y[o] = S(total);
-      } else {
-        if (op == ReduceOp::Mean)
-          store(y, o, Compute<S>(total / double(g.reducedCount)));
-        else
-          store(y, o, Compute<S>(total));
-      }
-    }
+      acc = reducer(acc, A(load(x, base + indexing::reduceStep(g, r))));
+    A total = blockReduce(acc, shared, reducer);
+    if (threadIdx.x == 0)
+      reducer.store(y, o, total, g.reducedCount);
+  }
+}
+
+/// ReduceShape::WarpPerOutput: one warp per output element, its lanes striding over the
+/// reduced index space (many rows reduced along their contiguous innermost axis: each warp
+/// reads its row coalesced), combined by shuffles.
+template <typename S>
+__global__ void reduceWarpKernel(ReduceOp op, const S *x, S *y, ReduceGeometry g) {
+  const Reducer<S> reducer{op};
+  using A = typename Reducer<S>::A;
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t o = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; o < g.outCount;
+       o += warps) {
+    const int64_t base = indexing::reduceBase(g, o);
+    A acc = reducer.identity();
+    for (int64_t r = lane; r < g.reducedCount; r += 32)
+      acc = reducer(acc, A(load(x, base + indexing::reduceStep(g, r))));
+    for (int offset = 16; offset > 0; offset /= 2)
+      acc = reducer(acc, __shfl_down_sync(0xffffffffu, acc, offset));
+    if (lane == 0)
+      reducer.store(y, o, acc, g.reducedCount);
+  }
+}
+
+/// ReduceShape::ThreadPerOutput: one thread per output element, adding its reduced elements
+/// in order (short reductions). The order is the CPU kernel's.
+template <typename S>
+__global__ void reduceThreadKernel(ReduceOp op, const S *x, S *y, ReduceGeometry g) {
+  const Reducer<S> reducer{op};
+  using A = typename Reducer<S>::A;
+  PLAIT_GRID_STRIDE(o, g.outCount) {
+    const int64_t base = indexing::reduceBase(g, o);
+    A acc = reducer.identity();
+    for (int64_t r = 0; r < g.reducedCount; ++r)
+      acc = reducer(acc, A(load(x, base + indexing::reduceStep(g, r))));
+    reducer.store(y, o, acc, g.reducedCount);
   }
 }
 
@@ -135,6 +182,39 @@ __global__ void softmaxKernel(bool log, const S *x, S *y, int64_t outer, int64_t
       const C scale = C(1.0 / sum);
       for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
         store(y, base + k * inner, C(cexp(C(load(x, base + k * inner) - mc))) * scale);
+    }
+  }
+}
+
+/// softmax over contiguous rows (inner == 1), one warp per row: the block kernel's math, with
+/// shuffles instead of a shared-memory tree (many short rows: attention's scores).
+template <typename S>
+__global__ void softmaxWarpKernel(bool log, const S *x, S *y, int64_t rows, int64_t n) {
+  using C = Compute<S>;
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; row < rows;
+       row += warps) {
+    const int64_t base = row * n;
+    double m = -INFINITY;
+    for (int64_t k = lane; k < n; k += 32)
+      m = MaxOp()(m, double(load(x, base + k)));
+    for (int offset = 16; offset > 0; offset /= 2)
+      m = MaxOp()(m, __shfl_xor_sync(0xffffffffu, m, offset));
+    const C mc = C(m);
+    double sum = 0;
+    for (int64_t k = lane; k < n; k += 32)
+      sum += double(cexp(C(load(x, base + k) - mc)));
+    for (int offset = 16; offset > 0; offset /= 2)
+      sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (log) {
+      const C logSum = C(::log(sum));
+      for (int64_t k = lane; k < n; k += 32)
+        store(y, base + k, (load(x, base + k) - mc) - logSum);
+    } else {
+      const C scale = C(1.0 / sum);
+      for (int64_t k = lane; k < n; k += 32)
+        store(y, base + k, C(cexp(C(load(x, base + k) - mc))) * scale);
     }
   }
 }
@@ -333,10 +413,17 @@ cudaError_t launchReduce(ReduceOp op, int dtype, const void *x, void *y, const R
                          cudaStream_t stream) {
   if (g.outCount == 0)
     return cudaSuccess;
+  const ReduceShape shape = reduceShapeFor(g);
   bool ok = dispatchNumeric(dtype, [&](auto tag) {
     using S = decltype(tag);
-    reduceKernel<S><<<rowBlocks(g.outCount), kThreads, 0, stream>>>(
-        op, static_cast<const S *>(x), static_cast<S *>(y), g);
+    const S *in = static_cast<const S *>(x);
+    S *out = static_cast<S *>(y);
+    if (shape == ReduceShape::ThreadPerOutput)
+      reduceThreadKernel<S><<<threadBlocks(g.outCount), kThreads, 0, stream>>>(op, in, out, g);
+    else if (shape == ReduceShape::WarpPerOutput)
+      reduceWarpKernel<S><<<warpBlocks(g.outCount), kThreads, 0, stream>>>(op, in, out, g);
+    else
+      reduceKernel<S><<<rowBlocks(g.outCount), kThreads, 0, stream>>>(op, in, out, g);
   });
   return ok ? cudaGetLastError() : unsupported();
 }
@@ -347,8 +434,12 @@ cudaError_t launchSoftmax(bool log, int dtype, const void *x, void *y, int64_t o
     return cudaSuccess;
   bool ok = dispatchFloat(dtype, [&](auto tag) {
     using S = decltype(tag);
-    softmaxKernel<S><<<rowBlocks(outer * inner), kThreads, 0, stream>>>(
-        log, static_cast<const S *>(x), static_cast<S *>(y), outer, n, inner);
+    if (softmaxByWarps(outer, n, inner))
+      softmaxWarpKernel<S><<<warpBlocks(outer), kThreads, 0, stream>>>(
+          log, static_cast<const S *>(x), static_cast<S *>(y), outer, n);
+    else
+      softmaxKernel<S><<<rowBlocks(outer * inner), kThreads, 0, stream>>>(
+          log, static_cast<const S *>(x), static_cast<S *>(y), outer, n, inner);
   });
   return ok ? cudaGetLastError() : unsupported();
 }

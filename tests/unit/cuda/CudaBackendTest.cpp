@@ -10,8 +10,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <cmath>
 #include <map>
+#include <random>
 #include <set>
 
 #include "PlanMaker.h"
@@ -21,6 +24,8 @@
 #include "runtime/cuda/CudaExecutor.h"
 #include "runtime/cuda/CudaGemmPlan.h"
 #include "runtime/cuda/CudaKernel.h"
+#include "runtime/cuda/CudaKernelSupport.h"
+#include "runtime/cuda/kernels/IndexMath.h"
 #include "runtime/cuda/kernels/LaunchGeometry.h"
 
 namespace plait {
@@ -47,6 +52,20 @@ rt::Plan loadBytes(const plan::PlanDesc &desc) {
   rt::Status s = rt::loadPlanFromBytes(plan::serializePlan(desc), "m.plan", plan);
   EXPECT_TRUE(s.ok()) << s.message();
   return plan;
+}
+
+/// A plan of one f32 instruction `op` from input x (`inShape`) to output y (`outShape`).
+rt::Plan oneOpPlan(const std::string &op, const std::vector<int64_t> &inShape,
+                   const std::vector<int64_t> &outShape,
+                   const std::vector<plan::AttrDesc> &attrs = {}, const char *device = "cuda") {
+  PlanMaker m;
+  uint32_t x = m.add("x", fb::TensorKind::Input, inShape);
+  uint32_t y = m.add("y", fb::TensorKind::Activation, outShape);
+  m.instr(op, {x}, {y}, attrs);
+  plan::PlanDesc desc = m.finish();
+  desc.device = device;
+  desc.outputs = {y};
+  return loadBytes(desc);
 }
 
 //===--- the samples' plans ---------------------------------------------------------------===//
@@ -288,14 +307,7 @@ TEST(CudaKernels, IntegerMatmulHasNoCudaKernel) {
 TEST(CudaExecutor, WithoutADeviceCreateIsANoCudaDeviceError) {
   if (haveCudaDevice())
     GTEST_SKIP() << "a CUDA device is present";
-  PlanMaker m;
-  uint32_t x = m.add("x", fb::TensorKind::Input, {4});
-  uint32_t y = m.add("y", fb::TensorKind::Activation, {4});
-  m.instr("relu", {x}, {y});
-  plan::PlanDesc desc = m.finish();
-  desc.device = "cuda";
-  desc.outputs = {y};
-  rt::Plan plan = loadBytes(desc);
+  rt::Plan plan = oneOpPlan("relu", {4}, {4});
   std::unique_ptr<rt::CudaExecutor> exec;
   rt::Status s = rt::CudaExecutor::create(plan, {}, exec);
   EXPECT_EQ(exec, nullptr);
@@ -304,13 +316,7 @@ TEST(CudaExecutor, WithoutADeviceCreateIsANoCudaDeviceError) {
 }
 
 TEST(CudaExecutor, ACpuPlanIsNotRunOnCuda) {
-  PlanMaker m;
-  uint32_t x = m.add("x", fb::TensorKind::Input, {4});
-  uint32_t y = m.add("y", fb::TensorKind::Activation, {4});
-  m.instr("relu", {x}, {y});
-  plan::PlanDesc desc = m.finish();
-  desc.outputs = {y};
-  rt::Plan plan = loadBytes(desc);
+  rt::Plan plan = oneOpPlan("relu", {4}, {4}, {}, "cpu");
   std::unique_ptr<rt::CudaExecutor> exec;
   EXPECT_EQ(rt::CudaExecutor::create(plan, {}, exec).message(),
             "m.plan: compiled for --device cpu, not cuda");
@@ -480,6 +486,139 @@ TEST(LaunchGeometry, GridStrideLaunchesStayWithinLimits) {
   EXPECT_EQ(gridFor(int64_t(1) << 40), unsigned(rt::cuda::kMaxGridBlocks));
   EXPECT_EQ(rt::cuda::rowBlocks(0), 1u);
   EXPECT_EQ(rt::cuda::rowBlocks(int64_t(1) << 40), unsigned((int64_t(1) << 31) - 1));
+}
+
+/// The reduction's geometry for reducing `shape` over `axes`.
+rt::cuda::ReduceGeometry reduceGeometry(std::vector<int64_t> shape, std::vector<int64_t> axes) {
+  rt::cpu::Dims out;
+  rt::cuda::ReduceGeometry g;
+  rt::Status s = rt::cuda::planReduceGeometry("reduce_sum", shape, axes, true, out, g);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return g;
+}
+
+// The three ways launchReduce spreads a reduction, chosen from its geometry alone.
+TEST(LaunchGeometry, ReductionsRunAThreadAWarpOrABlockPerOutput) {
+  using rt::cuda::ReduceShape;
+  using rt::cuda::reduceShapeFor;
+  // Eight terms each (the position embedding's gradient over the batch): a thread each.
+  EXPECT_EQ(reduceShapeFor(reduceGeometry({8, 512, 1024}, {0})), ReduceShape::ThreadPerOutput);
+  // Many contiguous rows (softmax's backward sum): a warp each.
+  EXPECT_EQ(reduceShapeFor(reduceGeometry({8, 16, 512, 512}, {3})), ReduceShape::WarpPerOutput);
+  // Otherwise a block each: outer axes (a bias gradient), or few long rows.
+  EXPECT_EQ(reduceShapeFor(reduceGeometry({8, 512, 4096}, {0, 1})), ReduceShape::BlockPerOutput);
+  EXPECT_EQ(reduceShapeFor(reduceGeometry({256, 8192}, {0})), ReduceShape::BlockPerOutput);
+  EXPECT_EQ(reduceShapeFor(reduceGeometry({64, 65536}, {1})), ReduceShape::BlockPerOutput);
+  EXPECT_EQ(reduceShapeFor(reduceGeometry({4096, 1024}, {0})), ReduceShape::BlockPerOutput);
+  EXPECT_EQ(reduceShapeFor(reduceGeometry({4096, 1024}, {})), ReduceShape::BlockPerOutput);
+  EXPECT_EQ(rt::cuda::threadBlocks(0), 1u);
+  EXPECT_EQ(rt::cuda::threadBlocks(257), 2u);
+  EXPECT_EQ(rt::cuda::warpBlocks(9), 2u);
+  EXPECT_EQ(rt::cuda::warpBlocks(int64_t(1) << 40), unsigned(rt::cuda::kMaxGridBlocks));
+}
+
+/// Runs one f32 op on `x` (`inShape`) through a one-instruction cuda plan on the executor, as
+/// plait-run would, into `out` (`outShape`).
+void runOneOpOnCuda(const std::string &op, const std::vector<plan::AttrDesc> &attrs,
+                    const std::vector<int64_t> &inShape, const std::vector<float> &x,
+                    const std::vector<int64_t> &outShape, std::vector<float> &out) {
+  rt::Plan plan = oneOpPlan(op, inShape, outShape, attrs);
+  std::unique_ptr<rt::CudaExecutor> exec;
+  rt::Status s = rt::CudaExecutor::create(plan, {}, exec);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(exec->setInput(0, rt::DType::F32, inShape, x.data()).ok());
+  s = exec->run();
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(exec->readOutput(0, bytes).ok());
+  ASSERT_EQ(bytes.size() % sizeof(float), 0u);
+  out.resize(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+}
+
+// Each way on the device against sums (and maxima) taken in order in double, through the
+// executor as plait-run runs a plan: reduce_sum and reduce_max over inner, outer and all axes.
+TEST(CudaExecutor, ReductionsOfEveryShapeMatchSequentialOnes) {
+  if (!haveCudaDevice())
+    GTEST_SKIP() << "no CUDA device";
+  struct Case {
+    std::vector<int64_t> shape, axes;
+  };
+  const Case cases[] = {{{8, 64, 1024}, {0}},  {{64, 16, 512}, {2}}, {{256, 8192}, {0}},
+                        {{16, 65536}, {1}},    {{4096, 256}, {0}},   {{4096, 256}, {}},
+                        {{4, 33, 7, 5}, {1, 3}}};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> value(-1, 1);
+  for (const Case &c : cases)
+    for (const char *op : {"reduce_sum", "reduce_max"}) {
+      SCOPED_TRACE(::testing::Message() << op << " of [" << ::testing::PrintToString(c.shape)
+                                        << "] over " << ::testing::PrintToString(c.axes));
+      rt::cuda::ReduceGeometry g = reduceGeometry(c.shape, c.axes);
+      std::vector<int64_t> outShape = c.shape;
+      for (size_t d = 0; d < outShape.size(); ++d)
+        if (c.axes.empty() || std::find(c.axes.begin(), c.axes.end(), int64_t(d)) != c.axes.end())
+          outShape[d] = 1;
+      std::vector<float> data(size_t(g.outCount * g.reducedCount)), got;
+      for (float &v : data)
+        v = value(rng);
+      runOneOpOnCuda(op, {testing::intsAttr("axes", c.axes)}, c.shape, data, outShape, got);
+      if (HasFatalFailure())
+        return;
+      ASSERT_EQ(got.size(), size_t(g.outCount));
+      bool max = std::string(op) == "reduce_max";
+      for (int64_t o = 0; o < g.outCount; ++o) {
+        int64_t base = rt::cuda::indexing::reduceBase(g, o);
+        double expected = max ? -INFINITY : 0.0;
+        for (int64_t r = 0; r < g.reducedCount; ++r) {
+          double v = data[size_t(base + rt::cuda::indexing::reduceStep(g, r))];
+          expected = max ? std::max(expected, v) : expected + v;
+        }
+        ASSERT_NEAR(got[o], expected, 1e-6 * std::max(1.0, std::fabs(expected))) << "output " << o;
+      }
+    }
+}
+
+// softmax and log_softmax on the device, a warp per row ([2048, 512] along the last axis,
+// attention's shape) and a block per row (along a middle axis), against the math in double.
+TEST(CudaExecutor, SoftmaxRowsByWarpsAndByBlocksMatchTheMath) {
+  EXPECT_TRUE(rt::cuda::softmaxByWarps(2048, 512, 1));
+  EXPECT_FALSE(rt::cuda::softmaxByWarps(4, 300, 8));
+  if (!haveCudaDevice())
+    GTEST_SKIP() << "no CUDA device";
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t axis, outer, n, inner;
+  };
+  const Case cases[] = {{{2048, 512}, 1, 2048, 512, 1}, {{4, 300, 8}, 1, 4, 300, 8}};
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> value(-8, 8);
+  for (const Case &c : cases)
+    for (bool log : {false, true}) {
+      const char *op = log ? "log_softmax" : "softmax";
+      SCOPED_TRACE(::testing::Message() << op << " of " << ::testing::PrintToString(c.shape));
+      std::vector<float> data(size_t(c.outer * c.n * c.inner)), got;
+      for (float &v : data)
+        v = value(rng);
+      runOneOpOnCuda(op, {testing::intsAttr("axis", {c.axis})}, c.shape, data, c.shape, got);
+      if (HasFatalFailure())
+        return;
+      ASSERT_EQ(got.size(), data.size());
+      for (int64_t o = 0; o < c.outer; ++o)
+        for (int64_t j = 0; j < c.inner; ++j) {
+          auto at = [&](int64_t k) { return size_t((o * c.n + k) * c.inner + j); };
+          double top = -INFINITY, sum = 0;
+          for (int64_t k = 0; k < c.n; ++k)
+            top = std::max(top, double(data[at(k)]));
+          for (int64_t k = 0; k < c.n; ++k)
+            sum += std::exp(double(data[at(k)]) - top);
+          for (int64_t k = 0; k < c.n; ++k) {
+            double e = log ? double(data[at(k)]) - top - std::log(sum)
+                           : std::exp(double(data[at(k)]) - top) / sum;
+            ASSERT_NEAR(got[at(k)], e, 1e-5 * std::max(1.0, std::fabs(e)))
+                << "row " << o << "," << j << " element " << k;
+          }
+        }
+    }
 }
 
 } // namespace
