@@ -13,7 +13,14 @@ refuses two ranks on one GPU, so one GPU skips it, saying so).
 Everything a failure needs to be debugged is printed in one go: the command, its exit code
 and its output. Exits 1 when any comparison or run failed.
 
-  backend_parity.py --build BUILD [--steps 20] [--work DIR] [--gpus N]
+PLAIT_GPU_RUN_TIMEOUT bounds each training run (150 s).
+
+  backend_parity.py --build BUILD [--steps 20] [--work DIR] [--gpus N] [--stage STAGE]
+
+--stage prepare does everything that needs no GPU (datasets, every plan for both devices, the
+CPU runs) into --work; --stage device then runs the CUDA plans of that directory and compares,
+on a machine that need not have the compiler (tests/gpu/bundle.sh, run.sh --bundle). The
+default, all, does both in one go.
 
 --device-under-test cpu runs the "CUDA" side on the CPU backend too: the script's own check
 on machines without a GPU (ctest gpu.backend_parity_selftest), where every comparison must
@@ -21,6 +28,7 @@ pass exactly.
 """
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -41,6 +49,14 @@ TRAIN = {
     "gpt": ["--optimizer", "adamw", "--lr", "3e-3"],
 }
 TOLERANCE = {"fp32": 1e-4, "bf16-mixed": 1e-2}
+# A model big enough for the kernels to be bound by bandwidth and FLOPs rather than by launches
+# (the samples' kernels move kilobytes): plait-zoo's GPT, 2 blocks of width 1024, 8 x 512
+# tokens a step. CUDA only (the CPU backend would take minutes a step); its losses must be
+# finite and fall.
+LARGE = ["--family", "gpt", "--layers", "2", "--width", "1024", "--heads", "16", "--seq", "512",
+         "--batch", "8", "--vocab", "8192", "--decomposed"]
+LARGE_TRAIN = ["--optimizer", "adamw", "--lr", "1e-3"]
+LARGE_STEPS = 10
 FAILURES = []
 
 
@@ -71,6 +87,199 @@ def losses(log):
                     dtype=np.float64)
 
 
+def compile_plan(compile_bin, model, flags, device, plan):
+    return run([compile_bin, model, "--train", *flags, "--device", device, "-o", plan], 120,
+               "compile " + plan.stem)
+
+
+def train(run_bin, plan, data, steps, log, weights=None, times=None, nproc=1, extra=()):
+    """One training run of `plan`; `log` gets its losses (JSON lines)."""
+    cmd = [run_bin, plan, "--data", data, "--steps", steps, "--log-jsonl", log, "--timeout", 60,
+           *extra]
+    if nproc > 1:
+        cmd += ["--nproc", nproc]
+    if weights:
+        cmd += ["--save-weights", weights]
+    if times:
+        cmd += ["--kernel-times", times]
+    limit = int(os.environ.get("PLAIT_GPU_RUN_TIMEOUT", "150"))
+    return run(["timeout", limit] + cmd, limit + 10, "train " + log.stem)
+
+
+def cases(args):
+    """(tag stem, sample, compile flags, precision, ranks) of every comparison."""
+    out = []
+    for sample in SAMPLES:
+        for precision in ("fp32", "bf16-mixed"):
+            out.append(("%s-%s" % (sample, precision), sample,
+                        TRAIN[sample] + ["--precision", precision], precision, 1))
+    out.append(("gpt-ddp2", "gpt", TRAIN["gpt"] + ["--world-size", "2", "--strategy", "ddp"],
+                "fp32", 2))
+    return out
+
+
+def prepare(args, work):
+    """Everything that needs no GPU: datasets, both plans of every case, the CPU runs."""
+    compile_bin, run_bin = args.build / "bin" / "plait-compile", args.build / "bin" / "plait-run"
+    for sample in SAMPLES:
+        data = work / ("data-" + sample)
+        data.mkdir(exist_ok=True)
+        make_dataset(sample, args.steps, data)
+    for stem, sample, flags, _, ranks in cases(args):
+        model = ROOT / "samples" / sample / (sample + ".onnx")
+        for device in ("cpu", "cuda"):
+            target = args.device_under_test if device == "cuda" else "cpu"
+            plan = work / ("%s-%s.plan" % (stem, device))
+            if compile_plan(compile_bin, model, flags, target, plan) and device == "cpu":
+                train(run_bin, plan, work / ("data-" + sample), args.steps,
+                      work / ("%s-cpu.jsonl" % stem),
+                      weights=work / ("%s-cpu.safetensors" % stem) if ranks == 1 else None,
+                      nproc=ranks)
+    if args.device_under_test == "cuda":
+        prepare_large(args, work)
+    (work / "prepared.json").write_text(json.dumps({"steps": args.steps}))
+
+
+def prepare_large(args, work):
+    """The large model's CUDA plans (fp32, bf16-mixed) and LARGE_STEPS batches of tokens."""
+    model = work / "gpt-large.mlir"
+    if not run([args.build / "bin" / "plait-zoo", *LARGE, "-o", model], 60, "plait-zoo gpt-large"):
+        return
+    for precision in ("fp32", "bf16-mixed"):
+        compile_plan(args.build / "bin" / "plait-compile", model,
+                     LARGE_TRAIN + ["--precision", precision], "cuda",
+                     work / ("gpt-large-%s-cuda.plan" % precision))
+    batch, seq = int(LARGE[LARGE.index("--batch") + 1]), int(LARGE[LARGE.index("--seq") + 1])
+    rng = np.random.default_rng(7)
+    start = rng.integers(0, 64, size=(LARGE_STEPS * batch, 1))
+    tokens = (start + 3 * np.arange(seq + 1)[None, :]) % 64
+    data = work / "data-gpt-large"
+    data.mkdir(exist_ok=True)
+    np.save(data / "idx.npy", tokens[:, :-1].astype(np.int64))
+    np.save(data / "targets.npy", tokens[:, 1:].astype(np.int64))
+
+
+def on_device_large(args, work, large_rows, kernel_rows):
+    """The large model: graph and eager runs (finite, falling losses), and a timed run."""
+    run_bin = args.build / "bin" / "plait-run"
+    data = work / "data-gpt-large"
+    tokens = int(LARGE[LARGE.index("--batch") + 1]) * int(LARGE[LARGE.index("--seq") + 1])
+    for precision in ("fp32", "bf16-mixed"):
+        plan = work / ("gpt-large-%s-cuda.plan" % precision)
+        if not plan.exists():
+            FAILURES.append("gpt-large %s: not prepared (%s missing)" % (precision, plan.name))
+            continue
+        ms = {}
+        for mode, extra in (("graph", []), ("eager", ["--no-cuda-graphs"])):
+            log = work / ("gpt-large-%s-cuda-%s.jsonl" % (precision, mode))
+            if not train(run_bin, plan, data, LARGE_STEPS, log, extra=extra):
+                continue
+            got = losses(log)
+            if len(got) != LARGE_STEPS or not np.all(np.isfinite(got)) or got[-1] >= got[0]:
+                FAILURES.append("gpt-large %s (%s): losses not finite and falling: %s" % (
+                    precision, mode, " ".join("%.4g" % x for x in got)))
+            ms[mode] = (step_ms(log), got)
+        times = work / ("gpt-large-%s-cuda.kernels.json" % precision)
+        if train(run_bin, plan, data, LARGE_STEPS, work / ("gpt-large-%s-timed.jsonl" % precision),
+                 times=times):
+            report = json.loads(times.read_text())
+            for k in report["kernels"]:
+                if k["kernel"] == "fused_elementwise":
+                    kernel_rows.append(("gpt-large " + precision, k, report["copy_gbps"]))
+        if "graph" in ms:
+            graph_ms, got = ms["graph"]
+            eager_ms = ms["eager"][0] if "eager" in ms else float("nan")
+            large_rows.append((precision, got[0], got[-1], eager_ms, graph_ms,
+                               tokens / graph_ms * 1e3))
+
+
+def step_ms(log):
+    """The median step time of a run's steps 2.. (step 1 carries one-time set-up)."""
+    ms = [json.loads(l)["step_ms"] for l in log.read_text().splitlines() if l.strip()][1:]
+    return float(np.median(ms)) if ms else float("nan")
+
+
+def on_device(args, work, rows, kernel_rows):
+    """Runs each case's CUDA plan and compares its losses with the prepared CPU run.
+
+    Each plan runs as plait-run runs it by default (steps 2.. replayed as a CUDA graph), then
+    with --no-cuda-graphs (every kernel launched every step): both must match the CPU run, and
+    their step times are reported side by side. fp32 plans run a third time with
+    --kernel-times for the bandwidth table."""
+    run_bin = args.build / "bin" / "plait-run"
+    prepared = json.loads((work / "prepared.json").read_text())
+    if prepared["steps"] != args.steps:
+        FAILURES.append("%s was prepared for %d steps, not %d" % (work, prepared["steps"],
+                                                                  args.steps))
+        return
+    for stem, sample, _, precision, ranks in cases(args):
+        label = stem if ranks == 1 else "gpt ddp x%d" % ranks
+        name = (sample, precision) if ranks == 1 else (label, precision)
+        if ranks > args.gpus:
+            print("%s on NCCL: skipped (%d GPU; NCCL needs one GPU per rank)" % (label,
+                                                                                 args.gpus))
+            continue
+        plan = work / ("%s-cuda.plan" % stem)
+        cpu_log = work / ("%s-cpu.jsonl" % stem)
+        data = work / ("data-" + sample)
+        if not plan.exists() or not cpu_log.exists():
+            FAILURES.append("%s: not prepared (%s or %s missing)" % (label, plan.name,
+                                                                       cpu_log.name))
+            rows.append(name + (None, TOLERANCE[precision], "NOT RUN"))
+            continue
+        cpu = losses(cpu_log)
+        got = {}
+        for mode, extra in (("graph", []), ("eager", ["--no-cuda-graphs"])):
+            log = work / ("%s-cuda-%s.jsonl" % (stem, mode))
+            weights = work / ("%s-cuda.safetensors" % stem) if ranks == 1 and mode == "graph" \
+                else None
+            if not train(run_bin, plan, data, args.steps, log, weights=weights, nproc=ranks,
+                         extra=extra):
+                continue
+            cuda = losses(log)
+            if len(cpu) != args.steps or len(cuda) != args.steps:
+                FAILURES.append("%s (%s): %d cpu / %d cuda steps logged" % (
+                    label, mode, len(cpu), len(cuda)))
+                continue
+            rel = np.abs(cuda - cpu) / np.maximum(np.abs(cpu), 1e-12)
+            ok = bool(np.all(np.isfinite(cuda))) and rel.max() <= TOLERANCE[precision]
+            if not ok:
+                FAILURES.append("%s (%s): losses differ by %.3g (relative)" % (label, mode,
+                                                                               rel.max()))
+                for s in range(args.steps):
+                    print("  %s %s step %2d: cpu %.8g cuda %.8g rel %.3g" % (
+                        label, mode, s + 1, cpu[s], cuda[s], rel[s]))
+            got[mode] = (cuda, rel.max(), ok, step_ms(log))
+        if ranks == 1 and precision == "fp32" and args.device_under_test == "cuda":
+            times = work / ("%s-cuda.kernels.json" % stem)
+            if train(run_bin, plan, data, args.steps, work / ("%s-cuda-timed.jsonl" % stem),
+                     times=times):
+                report = json.loads(times.read_text())
+                for k in report["kernels"]:
+                    if k["kernel"] == "fused_elementwise":
+                        kernel_rows.append((sample, k, report["copy_gbps"]))
+        if "graph" not in got:
+            rows.append(name + (None, TOLERANCE[precision], "NOT RUN"))
+            continue
+        cuda, rel, ok, graph_ms = got["graph"]
+        eager_ms = got["eager"][3] if "eager" in got else float("nan")
+        ok = ok and "eager" in got and got["eager"][2]
+        # The final weights, for information (AdamW turns rounding noise in near-zero
+        # gradients into lr-sized steps, so weights are not a pass/fail criterion here).
+        dw = float("nan")
+        if ranks == 1:
+            try:
+                a = read_safetensors(work / ("%s-cpu.safetensors" % stem))
+                b = read_safetensors(work / ("%s-cuda.safetensors" % stem))
+                dw = max((float(np.max(np.abs(b[k].astype(np.float64) -
+                                              a[k].astype(np.float64))))
+                          for k in a if k in b and a[k].size), default=float("nan"))
+            except (KeyError, ValueError, OSError):  # e.g. bf16 params: not compared
+                pass
+        rows.append(name + (rel, TOLERANCE[precision], "ok" if ok else "FAIL", cpu[0], cpu[-1],
+                            cuda[-1], dw, step_ms(cpu_log), eager_ms, graph_ms))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True, type=pathlib.Path)
@@ -78,117 +287,65 @@ def main():
     ap.add_argument("--work", type=pathlib.Path, default=None)
     ap.add_argument("--gpus", type=int, default=1)
     ap.add_argument("--device-under-test", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--stage", default="all", choices=("all", "prepare", "device"),
+                    help="prepare: plans, data and CPU runs (no GPU needed); device: the CUDA "
+                         "runs and the comparison, on a work directory prepared before")
     args = ap.parse_args()
-    compile_bin, run_bin = args.build / "bin" / "plait-compile", args.build / "bin" / "plait-run"
     work = args.work or pathlib.Path(tempfile.mkdtemp(prefix="plait-gpu-"))
     work.mkdir(parents=True, exist_ok=True)
     print("work directory: %s" % work, flush=True)
+    if args.stage in ("all", "prepare"):
+        prepare(args, work)
+    if args.stage == "prepare":
+        if FAILURES:
+            print("\n%d FAILURE(S):\n  %s" % (len(FAILURES), "\n  ".join(FAILURES)))
+            return 1
+        print("prepared %s for %d steps" % (work, args.steps))
+        return 0
+    rows, kernel_rows, large_rows = [], [], []
+    on_device(args, work, rows, kernel_rows)
+    if args.device_under_test == "cuda":
+        on_device_large(args, work, large_rows, kernel_rows)
 
-    rows, kernel_rows = [], []
-    for sample in SAMPLES:
-        data = work / ("data-" + sample)
-        data.mkdir(exist_ok=True)
-        make_dataset(sample, args.steps, data)
-        model = ROOT / "samples" / sample / (sample + ".onnx")
-        for precision in ("fp32", "bf16-mixed"):
-            got, final = {}, {}
-            for device in ("cpu", "cuda"):
-                tag = "%s-%s-%s" % (sample, precision, device)
-                plan, log = work / (tag + ".plan"), work / (tag + ".jsonl")
-                target = args.device_under_test if device == "cuda" else "cpu"
-                if not run([compile_bin, model, "--train", *TRAIN[sample], "--precision", precision,
-                            "--device", target, "-o", plan], 120, "compile " + tag):
-                    continue
-                weights = work / (tag + ".safetensors")
-                cmd = [run_bin, plan, "--data", data, "--steps", args.steps, "--log-jsonl", log,
-                       "--timeout", 60, "--save-weights", weights]
-                times = work / (tag + ".kernels.json")
-                timed = target == "cuda" and precision == "fp32"
-                if timed:
-                    cmd += ["--kernel-times", times]
-                if run(["timeout", 150] + cmd, 160, "train " + tag):
-                    got[device] = losses(log)
-                    try:
-                        final[device] = read_safetensors(weights)
-                    except (KeyError, ValueError, OSError):  # e.g. bf16 params: not compared
-                        final[device] = {}
-                    if timed:
-                        report = json.loads(times.read_text())
-                        for k in report["kernels"]:
-                            if k["kernel"] == "fused_elementwise":
-                                kernel_rows.append((sample, k, report["copy_gbps"]))
-            if len(got) < 2:
-                rows.append((sample, precision, None, TOLERANCE[precision], "NOT RUN"))
-                continue
-            cpu, cuda = got["cpu"], got["cuda"]
-            if len(cpu) != args.steps or len(cuda) != args.steps:
-                FAILURES.append("%s %s: %d cpu / %d cuda steps logged" % (sample, precision,
-                                                                          len(cpu), len(cuda)))
-                rows.append((sample, precision, None, TOLERANCE[precision], "SHORT LOG"))
-                continue
-            rel = np.abs(cuda - cpu) / np.maximum(np.abs(cpu), 1e-12)
-            ok = bool(np.all(np.isfinite(cuda))) and rel.max() <= TOLERANCE[precision]
-            if not ok:
-                FAILURES.append("%s %s: losses differ by %.3g (relative)" % (sample, precision,
-                                                                              rel.max()))
-                for s in range(args.steps):
-                    print("  %s %s step %2d: cpu %.8g cuda %.8g rel %.3g" % (
-                        sample, precision, s + 1, cpu[s], cuda[s], rel[s]))
-            # The final weights, for information (AdamW turns rounding noise in near-zero
-            # gradients into lr-sized steps, so weights are not a pass/fail criterion here).
-            dw = max((float(np.max(np.abs(final["cuda"][k].astype(np.float64) -
-                                          final["cpu"][k].astype(np.float64))))
-                      for k in final.get("cpu", {})
-                      if k in final.get("cuda", {}) and final["cpu"][k].size),
-                     default=float("nan"))
-            rows.append((sample, precision, rel.max(), TOLERANCE[precision],
-                         "ok" if ok else "FAIL", cpu[0], cpu[-1], cuda[-1], dw))
-
-    if args.gpus >= 2:
-        data = work / "data-gpt"
-        model = ROOT / "samples" / "gpt" / "gpt.onnx"
-        got = {}
-        for device in ("cpu", "cuda"):
-            tag = "gpt-ddp2-" + device
-            plan, log = work / (tag + ".plan"), work / (tag + ".jsonl")
-            if run([compile_bin, model, "--train", *TRAIN["gpt"], "--world-size", 2, "--strategy",
-                    "ddp", "--device", device, "-o", plan], 120, "compile " + tag) and \
-               run(["timeout", 150, run_bin, plan, "--nproc", 2, "--data", data, "--steps",
-                    args.steps, "--log-jsonl", log, "--timeout", 60], 160, "train " + tag):
-                got[device] = losses(log)
-        if len(got) == 2:
-            rel = np.abs(got["cuda"] - got["cpu"]) / np.maximum(np.abs(got["cpu"]), 1e-12)
-            ok = rel.max() <= 1e-4
-            if not ok:
-                FAILURES.append("gpt ddp 2 ranks: losses differ by %.3g" % rel.max())
-            rows.append(("gpt ddp x2", "fp32", rel.max(), 1e-4, "ok" if ok else "FAIL",
-                         got["cpu"][0], got["cpu"][-1], got["cuda"][-1]))
-        else:
-            rows.append(("gpt ddp x2", "fp32", None, 1e-4, "NOT RUN"))
-    else:
-        print("gpt ddp x2 on NCCL: skipped (%d GPU; NCCL needs one GPU per rank)" % args.gpus)
-
-    print("\nLosses, CUDA backend against the CPU backend (%d steps, world size 1):" % args.steps)
-    print("%-11s %-10s %12s %9s %-8s %12s %12s %12s %12s" % (
+    print("\nLosses, CUDA backend against the CPU backend (%d steps); step times are medians "
+          "of steps 2..%d (CPU: the machine that prepared the plans)" % (args.steps, args.steps))
+    print("%-11s %-10s %12s %9s %-7s %10s %10s %10s %9s %9s %9s %9s" % (
         "sample", "precision", "max rel diff", "tolerance", "result", "cpu loss 1", "cpu loss N",
-        "cuda loss N", "max |dw|"))
+        "cuda lossN", "max |dw|", "cpu ms", "eager ms", "graph ms"))
     for r in rows:
         if r[2] is None:
-            print("%-11s %-10s %12s %9.0e %-8s" % (r[0], r[1], "-", r[3], r[4]))
+            print("%-11s %-10s %12s %9.0e %-7s" % (r[0], r[1], "-", r[3], r[4]))
         else:
-            print("%-11s %-10s %12.3g %9.0e %-8s %12.6g %12.6g %12.6g %12.3g" % (r + (float("nan"),) * (9 - len(r))))
+            print("%-11s %-10s %12.3g %9.0e %-7s %10.6g %10.6g %10.6g %9.3g %9.3f %9.3f %9.3f"
+                  % r)
 
-    print("\nFused kernels (fp32 plans; mean over steps 2..%d), achieved bandwidth = bytes read "
-          "+ written / time:" % args.steps)
+    if large_rows:
+        print("\nLarger model: plait-zoo %s, AdamW, %d steps on CUDA only (losses must be "
+              "finite and fall):" % (" ".join(LARGE), LARGE_STEPS))
+        print("%-10s %10s %10s %9s %9s %12s" % ("precision", "loss 1", "loss N", "eager ms",
+                                               "graph ms", "tokens/s"))
+        for r in large_rows:
+            print("%-10s %10.5g %10.5g %9.3f %9.3f %12.0f" % r)
+
+    print("\nFused kernels (mean over steps 2..N and over the instructions that run each "
+          "kernel), achieved bandwidth = bytes read + written / time:")
     if kernel_rows:
         copy = kernel_rows[0][2]
         print("device copy bandwidth (cudaMemcpy D2D, read + write): %.1f GB/s" % copy)
-        print("%-6s %-16s %-40s %10s %9s %9s %7s" % ("sample", "symbol", "instruction", "bytes",
-                                                   "us", "GB/s", "% copy"))
-        for sample, k, copy in kernel_rows:
-            print("%-6s %-16s %-40.40s %10d %9.2f %9.1f %6.1f%%" % (
-                sample, k["symbol"], k["name"], k["bytes"], k["ms"] * 1e3, k["gbps"],
-                100 * k["fraction_of_copy"]))
+        print("%-20s %-16s %-34s %5s %11s %9s %9s %7s" % (
+            "model", "symbol", "first instruction", "runs", "bytes", "us", "GB/s", "% copy"))
+        grouped = {}
+        for model, k, copy in kernel_rows:
+            grouped.setdefault((model, k["symbol"]), []).append(k)
+        for (model, symbol), ks in grouped.items():
+            nbytes = float(np.mean([k["bytes"] for k in ks]))
+            us = float(np.mean([k["ms"] for k in ks])) * 1e3
+            gbps = nbytes / us / 1e3
+            name = ks[0]["name"]  # ONNX node names; a zoo model's are FILE.mlir:LINE:COL
+            if ".mlir:" in name:
+                name = name.rsplit("/", 1)[-1]
+            print("%-20s %-16s %-34.34s %5d %11.0f %9.2f %9.1f %6.1f%%" % (
+                model, symbol, name, len(ks), nbytes, us, gbps, 100 * gbps / copy))
     else:
         print("  none timed")
     if FAILURES:
