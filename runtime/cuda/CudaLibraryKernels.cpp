@@ -3,7 +3,7 @@
 // through cuDNN (FMA math: no TF32 either), and fused_elementwise through the plan's fatbin
 // (CudaModule.h). The layout rules are runtime/cpu/LinalgKernels.cpp's, planned once per
 // instruction and cached with the cuBLASLt descriptors and algorithm.
-// UNVERIFIED: compiled and linked here, never run (no GPU on the machine it was written on).
+// Run on an H200 by tests/gpu/run.sh (every sample's CUDA plan against the CPU backend).
 #include <cublasLt.h>
 #include <cudnn.h>
 

@@ -1,5 +1,6 @@
 // NCCL bootstrap over MPI and the four collectives of a plan.
-// UNVERIFIED: compiled and linked here, never run (no GPU on the machine it was written on).
+// UNVERIFIED with more than one rank: the one GPU lent so far (an H200) ran world size 1
+// only, where no communicator carries a collective (NCCL refuses two ranks on one GPU).
 #include "runtime/cuda/NcclComm.h"
 
 #include <nccl.h>

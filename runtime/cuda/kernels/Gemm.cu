@@ -1,6 +1,6 @@
 // The GEMM fallback of Launch.h: one thread per result element, products summed in double in
 // k order. Used only where cuBLASLt has no algorithm (or PLAIT_CUDA_GEMM=fallback).
-// UNVERIFIED: compiled here, never run (no GPU on the machine it was written on).
+// Run on an H200 by tests/gpu/run.sh with PLAIT_CUDA_GEMM=fallback (every sample's GEMMs).
 #include "runtime/cuda/kernels/Device.cuh"
 
 namespace plait::rt::cuda {

@@ -1,7 +1,7 @@
 // gather (embedding lookup) and gather_grad (its adjoint: atomic adds in f32, so repeated
 // indices accumulate in an order that varies from run to run, unlike the CPU kernel's).
 // Indices outside [-size, size) flag the executor's device error and read / write nothing.
-// UNVERIFIED: compiled here, never run (no GPU on the machine it was written on).
+// Run on an H200 by tests/gpu/run.sh (every sample's CUDA plan against the CPU backend).
 #include "runtime/cuda/kernels/Device.cuh"
 
 namespace plait::rt::cuda {

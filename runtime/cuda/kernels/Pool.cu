@@ -3,7 +3,7 @@
 // count_include_pad divisors for the average). The adjoints add into an f32 accumulator with
 // atomics (overlapping windows add in a varying order), then store it into dx, so dx may
 // alias the forward input as on the CPU.
-// UNVERIFIED: compiled here, never run (no GPU on the machine it was written on).
+// Run on an H200 by tests/gpu/run.sh (the CNN sample against the CPU backend).
 #include "runtime/cuda/kernels/Device.cuh"
 
 namespace plait::rt::cuda {
