@@ -29,6 +29,11 @@ struct TensorView {
 
   int64_t rank() const { return (int64_t)shape.size(); }
   int64_t numel() const {
+    // A zero anywhere makes it 0, checked first: the loaders bound a non-empty shape by its
+    // data's size, but huge dimensions before a zero would overflow the running product.
+    for (int64_t d : shape)
+      if (d == 0)
+        return 0;
     int64_t n = 1;
     for (int64_t d : shape)
       n *= d;

@@ -215,10 +215,16 @@ Status parseNpy(const std::string &bytes, const std::string &path, HostTensor &o
   DType dtype;
   PLAIT_RETURN_IF_ERROR(dtypeFromDescr(header.descr, path, dtype));
 
-  uint64_t expected = dtypeSize(dtype);
+  // The element count as TensorView::numel() multiplies it, in order, must fit int64 (a late
+  // zero does not undo an overflow before it), and its bytes uint64.
+  int64_t elements = 1;
+  uint64_t expected = 0;
   for (int64_t d : header.shape)
-    if (__builtin_mul_overflow(expected, static_cast<uint64_t>(d), &expected))
+    if (__builtin_mul_overflow(elements, d, &elements))
       return Status::errorf("{}: shape {} is too large", path, shapeString(header.shape));
+  if (__builtin_mul_overflow(static_cast<uint64_t>(elements), uint64_t(dtypeSize(dtype)),
+                             &expected))
+    return Status::errorf("{}: shape {} is too large", path, shapeString(header.shape));
   size_t dataStart = headerStart + headerLen;
   size_t have = bytes.size() - dataStart;
   if (have != expected)

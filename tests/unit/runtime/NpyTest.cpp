@@ -175,6 +175,12 @@ TEST(NpyTest, RejectsBadFiles) {
                                   "(4294967296, 4294967296), }",
                                   data)),
               HasSubstr("is too large"));
+  // No elements, but the element count overflows int64 before its zero (found by fuzz.npy:
+  // TensorView::numel() multiplied past INT64_MAX).
+  EXPECT_THAT(parseError(npyBytes("{'descr': '|b1', 'fortran_order': False, 'shape': "
+                                  "(3037000500, 3037000500, 0), }",
+                                  {})),
+              HasSubstr("is too large"));
 }
 
 // Found by fuzz-npy: a header numpy wrote, with one key misspelt, was echoed with its padding
