@@ -470,7 +470,6 @@ Status CudaExecutor::run() {
                                                cudaMemcpyHostToDevice, compute_));
   if (graph_) {
     PLAIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_, compute_));
-    instructionsRun_ += plan_.instrs.size();
   } else if (!graphTried_ && stepsRun_ >= 1) {
     // The first step ran kernel by kernel: what the kernels set up lazily (cuBLASLt's
     // algorithm, cuDNN's plans) exists now, so the capture holds only launches.
@@ -491,6 +490,7 @@ Status CudaExecutor::run() {
   } else {
     PLAIT_RETURN_IF_ERROR(enqueueStep());
   }
+  instructionsRun_ += plan_.instrs.size(); // enqueued: as launches or as the graph
   PLAIT_RETURN_IF_ERROR(finishStep());
   ++stepsRun_;
   inputSet_.assign(plan_.inputs.size(), false);
@@ -499,10 +499,8 @@ Status CudaExecutor::run() {
 
 // Every instruction, the collectives' completion and the updates, enqueued on the streams.
 Status CudaExecutor::enqueueStep() {
-  for (size_t i = 0; i < plan_.instrs.size(); ++i) {
+  for (size_t i = 0; i < plan_.instrs.size(); ++i)
     PLAIT_RETURN_IF_ERROR(runInstr(i));
-    ++instructionsRun_;
-  }
   // Collectives nobody waited for complete before the updates may read them.
   while (!inFlight_.empty())
     PLAIT_RETURN_IF_ERROR(completeCollective(inFlight_.front()));
@@ -523,11 +521,9 @@ Status CudaExecutor::enqueueStep() {
 // kernel by kernel instead, now and from then on, and graphNote() says why.
 Status CudaExecutor::captureAndLaunchStep() {
   PLAIT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal));
-  uint64_t before = instructionsRun_;
   Status enqueued = enqueueStep();
   cudaGraph_t graph = nullptr;
   cudaError_t ended = cudaStreamEndCapture(compute_, &graph);
-  instructionsRun_ = before;
   std::string failure;
   if (ended != cudaSuccess) {
     failure = enqueued.ok() ? std::string(cudaGetErrorString(ended)) : enqueued.message();
@@ -552,7 +548,6 @@ Status CudaExecutor::captureAndLaunchStep() {
     (void)cudaGraphDestroy(graph);
   if (graph_) {
     PLAIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_, compute_));
-    instructionsRun_ += plan_.instrs.size();
     return {};
   }
   (void)cudaGetLastError(); // the failed capture's error is reported in the note, not later

@@ -53,8 +53,9 @@ TOLERANCE = {"fp32": 1e-4, "bf16-mixed": 1e-2}
 # (the samples' kernels move kilobytes): plait-zoo's GPT, 2 blocks of width 1024, 8 x 512
 # tokens a step. CUDA only (the CPU backend would take minutes a step); its losses must be
 # finite and fall.
-LARGE = ["--family", "gpt", "--layers", "2", "--width", "1024", "--heads", "16", "--seq", "512",
-         "--batch", "8", "--vocab", "8192", "--decomposed"]
+LARGE_BATCH, LARGE_SEQ = 8, 512
+LARGE = ["--family", "gpt", "--layers", "2", "--width", "1024", "--heads", "16",
+         "--seq", str(LARGE_SEQ), "--batch", str(LARGE_BATCH), "--vocab", "8192", "--decomposed"]
 LARGE_TRAIN = ["--optimizer", "adamw", "--lr", "1e-3"]
 LARGE_STEPS = 10
 FAILURES = []
@@ -106,7 +107,7 @@ def train(run_bin, plan, data, steps, log, weights=None, times=None, nproc=1, ex
     return run(["timeout", limit] + cmd, limit + 10, "train " + log.stem)
 
 
-def cases(args):
+def cases():
     """(tag stem, sample, compile flags, precision, ranks) of every comparison."""
     out = []
     for sample in SAMPLES:
@@ -125,7 +126,7 @@ def prepare(args, work):
         data = work / ("data-" + sample)
         data.mkdir(exist_ok=True)
         make_dataset(sample, args.steps, data)
-    for stem, sample, flags, _, ranks in cases(args):
+    for stem, sample, flags, _, ranks in cases():
         model = ROOT / "samples" / sample / (sample + ".onnx")
         for device in ("cpu", "cuda"):
             target = args.device_under_test if device == "cuda" else "cpu"
@@ -149,28 +150,38 @@ def prepare_large(args, work):
         compile_plan(args.build / "bin" / "plait-compile", model,
                      LARGE_TRAIN + ["--precision", precision], "cuda",
                      work / ("gpt-large-%s-cuda.plan" % precision))
-    batch, seq = int(LARGE[LARGE.index("--batch") + 1]), int(LARGE[LARGE.index("--seq") + 1])
     rng = np.random.default_rng(7)
-    start = rng.integers(0, 64, size=(LARGE_STEPS * batch, 1))
-    tokens = (start + 3 * np.arange(seq + 1)[None, :]) % 64
+    start = rng.integers(0, 64, size=(LARGE_STEPS * LARGE_BATCH, 1))
+    tokens = (start + 3 * np.arange(LARGE_SEQ + 1)[None, :]) % 64
     data = work / "data-gpt-large"
     data.mkdir(exist_ok=True)
     np.save(data / "idx.npy", tokens[:, :-1].astype(np.int64))
     np.save(data / "targets.npy", tokens[:, 1:].astype(np.int64))
 
 
+MODES = (("graph", []), ("eager", ["--no-cuda-graphs"]))
+
+
+def timed_kernels(run_bin, plan, data, steps, stem, model, kernel_rows):
+    """A --kernel-times run of `plan`; its fused kernels go into `kernel_rows` as `model`."""
+    times = plan.parent / ("%s.kernels.json" % stem)
+    if train(run_bin, plan, data, steps, plan.parent / ("%s-timed.jsonl" % stem), times=times):
+        report = json.loads(times.read_text())
+        kernel_rows.extend((model, k, report["copy_gbps"]) for k in report["kernels"]
+                           if k["kernel"] == "fused_elementwise")
+
+
 def on_device_large(args, work, large_rows, kernel_rows):
     """The large model: graph and eager runs (finite, falling losses), and a timed run."""
     run_bin = args.build / "bin" / "plait-run"
     data = work / "data-gpt-large"
-    tokens = int(LARGE[LARGE.index("--batch") + 1]) * int(LARGE[LARGE.index("--seq") + 1])
     for precision in ("fp32", "bf16-mixed"):
         plan = work / ("gpt-large-%s-cuda.plan" % precision)
         if not plan.exists():
             FAILURES.append("gpt-large %s: not prepared (%s missing)" % (precision, plan.name))
             continue
         ms = {}
-        for mode, extra in (("graph", []), ("eager", ["--no-cuda-graphs"])):
+        for mode, extra in MODES:
             log = work / ("gpt-large-%s-cuda-%s.jsonl" % (precision, mode))
             if not train(run_bin, plan, data, LARGE_STEPS, log, extra=extra):
                 continue
@@ -179,18 +190,13 @@ def on_device_large(args, work, large_rows, kernel_rows):
                 FAILURES.append("gpt-large %s (%s): losses not finite and falling: %s" % (
                     precision, mode, " ".join("%.4g" % x for x in got)))
             ms[mode] = (step_ms(log), got)
-        times = work / ("gpt-large-%s-cuda.kernels.json" % precision)
-        if train(run_bin, plan, data, LARGE_STEPS, work / ("gpt-large-%s-timed.jsonl" % precision),
-                 times=times):
-            report = json.loads(times.read_text())
-            for k in report["kernels"]:
-                if k["kernel"] == "fused_elementwise":
-                    kernel_rows.append(("gpt-large " + precision, k, report["copy_gbps"]))
+        timed_kernels(run_bin, plan, data, LARGE_STEPS, "gpt-large-%s-cuda" % precision,
+                      "gpt-large " + precision, kernel_rows)
         if "graph" in ms:
             graph_ms, got = ms["graph"]
             eager_ms = ms["eager"][0] if "eager" in ms else float("nan")
             large_rows.append((precision, got[0], got[-1], eager_ms, graph_ms,
-                               tokens / graph_ms * 1e3))
+                               LARGE_BATCH * LARGE_SEQ / graph_ms * 1e3))
 
 
 def step_ms(log):
@@ -212,7 +218,7 @@ def on_device(args, work, rows, kernel_rows):
         FAILURES.append("%s was prepared for %d steps, not %d" % (work, prepared["steps"],
                                                                   args.steps))
         return
-    for stem, sample, _, precision, ranks in cases(args):
+    for stem, sample, _, precision, ranks in cases():
         label = stem if ranks == 1 else "gpt ddp x%d" % ranks
         name = (sample, precision) if ranks == 1 else (label, precision)
         if ranks > args.gpus:
@@ -229,7 +235,7 @@ def on_device(args, work, rows, kernel_rows):
             continue
         cpu = losses(cpu_log)
         got = {}
-        for mode, extra in (("graph", []), ("eager", ["--no-cuda-graphs"])):
+        for mode, extra in MODES:
             log = work / ("%s-cuda-%s.jsonl" % (stem, mode))
             weights = work / ("%s-cuda.safetensors" % stem) if ranks == 1 and mode == "graph" \
                 else None
@@ -251,13 +257,7 @@ def on_device(args, work, rows, kernel_rows):
                         label, mode, s + 1, cpu[s], cuda[s], rel[s]))
             got[mode] = (cuda, rel.max(), ok, step_ms(log))
         if ranks == 1 and precision == "fp32" and args.device_under_test == "cuda":
-            times = work / ("%s-cuda.kernels.json" % stem)
-            if train(run_bin, plan, data, args.steps, work / ("%s-cuda-timed.jsonl" % stem),
-                     times=times):
-                report = json.loads(times.read_text())
-                for k in report["kernels"]:
-                    if k["kernel"] == "fused_elementwise":
-                        kernel_rows.append((sample, k, report["copy_gbps"]))
+            timed_kernels(run_bin, plan, data, args.steps, "%s-cuda" % stem, sample, kernel_rows)
         if "graph" not in got:
             rows.append(name + (None, TOLERANCE[precision], "NOT RUN"))
             continue

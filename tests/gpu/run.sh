@@ -63,9 +63,9 @@ nvcc=${PLAIT_NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -n "$bundle" ]; then
   section "bundle $bundle"
   if [ -f "$bundle" ]; then
-    mkdir -p /tmp/plait-gpu-bundle
-    tar -C /tmp/plait-gpu-bundle -xJf "$bundle"
-    bundle=$(find /tmp/plait-gpu-bundle -mindepth 1 -maxdepth 1 -type d | head -1)
+    unpacked=$(mktemp -d /tmp/plait-gpu-bundle.XXXXXX) # fresh: no earlier bundle's folder
+    tar -C "$unpacked" -xJf "$bundle"
+    bundle=$(find "$unpacked" -mindepth 1 -maxdepth 1 -type d | head -1)
   fi
   build="$bundle"
   # This machine's CUDA libraries: the toolkit's folders, and wherever else (a Python
@@ -89,6 +89,7 @@ if [ -n "$bundle" ]; then
   steps=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["steps"])' \
     "$bundle/work/prepared.json")
   cuda_tests="$bundle/tests/plait_cuda_tests" codegen_tests="$bundle/tests/plait_codegen_tests"
+  parity=(--build "$bundle" --work "$bundle/work" --stage device)
 else
   section "build (sm_90) into $build"
   if [ "${PLAIT_GPU_SKIP_BUILD:-0}" != 1 ]; then
@@ -104,9 +105,11 @@ else
   fi
   cuda_tests="$build/tests/unit/cuda/plait_cuda_tests"
   codegen_tests="$build/tests/unit/codegen/plait_codegen_tests"
+  parity=(--build "$build" --work "$build/gpu-parity")
 fi
-"$build/bin/plait-run" --list-devices || fail "plait-run --list-devices"
-"$build/bin/plait-run" --list-devices 2>/dev/null | grep -q '^cuda:[0-9]' || fail "plait-run sees no CUDA device"
+devices=$("$build/bin/plait-run" --list-devices) || fail "plait-run --list-devices"
+printf '%s\n' "$devices"
+grep -q '^cuda:[0-9]' <<<"$devices" || fail "plait-run sees no CUDA device"
 
 section "CUDA unit tests"
 # The binaries directly (ctest would want every test binary of the suite built). SamplePlans
@@ -117,13 +120,8 @@ PLAIT_NVCC="$nvcc" timeout "$test_timeout" "$codegen_tests" --gtest_filter='Cuda
   fail "generated kernels (CudaModule)"
 
 section "CUDA backend against the CPU backend ($steps steps)"
-if [ -n "$bundle" ]; then
-  "$python" "$root/tests/gpu/backend_parity.py" --build "$bundle" --steps "$steps" \
-    --gpus "$gpus" --work "$bundle/work" --stage device || fail "backend parity (tables above)"
-else
-  "$python" "$root/tests/gpu/backend_parity.py" --build "$build" --steps "$steps" \
-    --gpus "$gpus" --work "$build/gpu-parity" || fail "backend parity (tables above)"
-fi
+"$python" "$root/tests/gpu/backend_parity.py" "${parity[@]}" --steps "$steps" --gpus "$gpus" ||
+  fail "backend parity (tables above)"
 
 section "done"
 if ((${#failed[@]})); then

@@ -27,6 +27,14 @@ __device__ A blockReduce(A value, A *shared, Combine combine) {
   return result;
 }
 
+/// Combines `value` over the warp with `combine` (a butterfly of shuffles); every lane gets the
+/// result. The warp must be whole and converged.
+template <typename A, typename Combine> __device__ A warpReduce(A value, Combine combine) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value = combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+
 struct AddOp {
   template <typename A> __device__ A operator()(A a, A b) const { return a + b; }
 };
@@ -133,8 +141,7 @@ __global__ void reduceWarpKernel(ReduceOp op, const S *x, S *y, ReduceGeometry g
     A acc = reducer.identity();
     for (int64_t r = lane; r < g.reducedCount; r += 32)
       acc = reducer(acc, A(load(x, base + indexing::reduceStep(g, r))));
-    for (int offset = 16; offset > 0; offset /= 2)
-      acc = reducer(acc, __shfl_down_sync(0xffffffffu, acc, offset));
+    acc = warpReduce(acc, reducer);
     if (lane == 0)
       reducer.store(y, o, acc, g.reducedCount);
   }
@@ -155,68 +162,57 @@ __global__ void reduceThreadKernel(ReduceOp op, const S *x, S *y, ReduceGeometry
   }
 }
 
-/// softmax rows of [outer, n, inner]: row (o, j) holds elements o * n * inner + k * inner + j.
-template <typename S>
-__global__ void softmaxKernel(bool log, const S *x, S *y, int64_t outer, int64_t n,
-                              int64_t inner) {
+/// One softmax (or log_softmax) row: n elements `inner` apart from `base`, handled by the
+/// threads first, first + step, ... of a group; all(value, op) combines a value over the
+/// group and gives every thread the result.
+template <typename S, typename All>
+__device__ void softmaxRow(bool log, const S *x, S *y, int64_t base, int64_t n, int64_t inner,
+                           int64_t first, int64_t step, All all) {
   using C = Compute<S>;
-  __shared__ double shared[kThreads];
-  int64_t rows = outer * inner;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    int64_t o = row / inner, j = row % inner;
-    int64_t base = o * n * inner + j;
-    double m = -INFINITY;
-    for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
-      m = MaxOp()(m, double(load(x, base + k * inner)));
-    m = blockReduce(m, shared, MaxOp());
-    const C mc = C(m);
-    double sum = 0;
-    for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
-      sum += double(cexp(C(load(x, base + k * inner) - mc)));
-    sum = blockReduce(sum, shared, AddOp());
-    if (log) {
-      const C logSum = C(::log(sum));
-      for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
-        store(y, base + k * inner, (load(x, base + k * inner) - mc) - logSum);
-    } else {
-      const C scale = C(1.0 / sum);
-      for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
-        store(y, base + k * inner, C(cexp(C(load(x, base + k * inner) - mc))) * scale);
-    }
+  double m = -INFINITY;
+  for (int64_t k = first; k < n; k += step)
+    m = MaxOp()(m, double(load(x, base + k * inner)));
+  m = all(m, MaxOp());
+  const C mc = C(m);
+  double sum = 0;
+  for (int64_t k = first; k < n; k += step)
+    sum += double(cexp(C(load(x, base + k * inner) - mc)));
+  sum = all(sum, AddOp());
+  if (log) {
+    const C logSum = C(::log(sum));
+    for (int64_t k = first; k < n; k += step)
+      store(y, base + k * inner, (load(x, base + k * inner) - mc) - logSum);
+  } else {
+    const C scale = C(1.0 / sum);
+    for (int64_t k = first; k < n; k += step)
+      store(y, base + k * inner, C(cexp(C(load(x, base + k * inner) - mc))) * scale);
   }
 }
 
-/// softmax over contiguous rows (inner == 1), one warp per row: the block kernel's math, with
-/// shuffles instead of a shared-memory tree (many short rows: attention's scores).
+/// softmax rows of [outer, n, inner], one block per row: row (o, j) holds elements
+/// o * n * inner + k * inner + j.
+template <typename S>
+__global__ void softmaxKernel(bool log, const S *x, S *y, int64_t outer, int64_t n,
+                              int64_t inner) {
+  __shared__ double shared[kThreads];
+  auto block = [&](double value, auto combine) { return blockReduce(value, shared, combine); };
+  int64_t rows = outer * inner;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t o = row / inner, j = row % inner;
+    softmaxRow(log, x, y, o * n * inner + j, n, inner, threadIdx.x, blockDim.x, block);
+  }
+}
+
+/// softmax over contiguous rows (inner == 1), one warp per row, combined by shuffles instead
+/// of a shared-memory tree (many short rows: attention's scores).
 template <typename S>
 __global__ void softmaxWarpKernel(bool log, const S *x, S *y, int64_t rows, int64_t n) {
-  using C = Compute<S>;
+  auto warp = [](double value, auto combine) { return warpReduce(value, combine); };
   const int lane = threadIdx.x & 31;
   const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
   for (int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; row < rows;
-       row += warps) {
-    const int64_t base = row * n;
-    double m = -INFINITY;
-    for (int64_t k = lane; k < n; k += 32)
-      m = MaxOp()(m, double(load(x, base + k)));
-    for (int offset = 16; offset > 0; offset /= 2)
-      m = MaxOp()(m, __shfl_xor_sync(0xffffffffu, m, offset));
-    const C mc = C(m);
-    double sum = 0;
-    for (int64_t k = lane; k < n; k += 32)
-      sum += double(cexp(C(load(x, base + k) - mc)));
-    for (int offset = 16; offset > 0; offset /= 2)
-      sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-    if (log) {
-      const C logSum = C(::log(sum));
-      for (int64_t k = lane; k < n; k += 32)
-        store(y, base + k, (load(x, base + k) - mc) - logSum);
-    } else {
-      const C scale = C(1.0 / sum);
-      for (int64_t k = lane; k < n; k += 32)
-        store(y, base + k, C(cexp(C(load(x, base + k) - mc))) * scale);
-    }
-  }
+       row += warps)
+    softmaxRow(log, x, y, row * n, n, 1, lane, 32, warp);
 }
 
 /// The target of position p, normalised against `classes` (ignored: -1, out of range: -2).
