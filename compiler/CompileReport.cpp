@@ -172,6 +172,25 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         "{} reshape results planned in their operand's bytes ({} bytes that need no buffer, "
         "and no instruction; off: --no-reshape-alias)",
         memory.reshapeAliases, memory.reshapeAliasBytes);
+  if (auto attention = module->getAttrOfType<DictionaryAttr>("plait.fuse_attention")) {
+    int64_t fused = attention.getAs<IntegerAttr>("fused").getInt();
+    int64_t left = attention.getAs<IntegerAttr>("left").getInt();
+    report["fusion"]["attention"] = {{"fused", fused}, {"left", left}, {"reasons", nlohmann::json::object()}};
+    std::string reasons;
+    if (auto dict = attention.getAs<DictionaryAttr>("reasons"))
+      for (NamedAttribute named : dict) {
+        int64_t count = cast<IntegerAttr>(named.getValue()).getInt();
+        report["fusion"]["attention"]["reasons"][named.getName().str()] = count;
+        reasons += fmt::format("{}{} left: {}", reasons.empty() ? "" : "; ", count,
+                               named.getName().str());
+      }
+    if (fused > 0 || left > 0)
+      report["optimizations"]["fuse_attention"] = fmt::format(
+          "{} attention{} computed by one fused kernel each, keeping a log-sum-exp per query "
+          "row instead of the [S, T] scores and probabilities{}{} (off: --no-fused-attention)",
+          fused, fused == 1 ? "" : "s", reasons.empty() ? "" : "; softmaxes ",
+          reasons);
+  }
   if (auto folded = module->getAttrOfType<DictionaryAttr>("plait.fold_transposes")) {
     auto get = [&](const char *key) { return folded.getAs<IntegerAttr>(key).getInt(); };
     report["fusion"]["fold_transposes"] = scalarsToJson(folded);

@@ -208,6 +208,12 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
   // sums on CUDA).
   if (options.device == "cuda")
     (**module)->setAttr("plait.device", StringAttr::get(&ctx, options.device));
+  if (options.fusion && options.fusedAttention) {
+    PassManager pm(&ctx);
+    pm.addPass(createFuseAttentionPass());
+    if (failed(pm.run(**module)))
+      return 1;
+  }
   std::optional<PlacedStep> placed; // the search's memory plan and plan of the step it kept
   if (options.train.enabled) {
     if (failed(buildTrainStep(**module, options.train, options.dist.worldSize)))

@@ -60,6 +60,8 @@ struct CompileOptions {
   bool schedule = true;                       // plait-schedule; off: --no-schedule
   bool fusion = true;                         // plait-fold-transposes, plait-fuse-elementwise;
                                               // off: --no-fusion
+  bool fusedAttention = true;                 // plait-fuse-attention (with `fusion`);
+                                              // off: --no-fused-attention
   bool codegen = true;                        // C++ (or CUDA) for fused kernels;
                                               // off: --no-codegen
   std::string device = "cpu";                 // --device cpu|cuda

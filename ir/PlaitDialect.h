@@ -28,4 +28,11 @@ class DialectRegistry;
 namespace plait {
 /// Attaches the VJP interface (ir/VJP.cpp) to every differentiable plait op.
 void registerVJPInterfaces(mlir::DialectRegistry &registry);
+
+/// Checks plait.attention's (and attention_grad's) q [B, S, H, D], k [B, T, H, D],
+/// v [B, T, H, E], scale, output `out` [B, S, H, E] and log-sum-exp `lse` [B, H, S] (f32),
+/// emitting the error on `op`.
+mlir::LogicalResult verifyAttentionOperands(mlir::Operation *op, mlir::Value q, mlir::Value k,
+                                            mlir::Value v, double scale, mlir::Value out,
+                                            mlir::Value lse);
 } // namespace plait

@@ -364,6 +364,51 @@ LogicalResult RmsNormOp::verify() {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
+LogicalResult verifyAttentionOperands(Operation *op, Value q, Value k, Value v, double scale,
+                                      Value out, Value lse) {
+  auto qt = rankedType(q), kt = rankedType(k), vt = rankedType(v);
+  const char *names[] = {"q", "k", "v"};
+  RankedTensorType types[] = {qt, kt, vt};
+  for (int i = 0; i < 3; ++i) {
+    if (types[i].getRank() != 4)
+      return op->emitOpError("'") << names[i] << "' must have rank 4 ([batch, seq, heads, dim]), got "
+                                  << shapeToString(types[i].getShape());
+    if (!types[i].getElementType().isF32() && !types[i].getElementType().isBF16())
+      return op->emitOpError("'") << names[i] << "' must be f32 or bf16, got "
+                                  << types[i].getElementType();
+    if (types[i].getElementType() != qt.getElementType())
+      return op->emitOpError("'") << names[i] << "' element type " << types[i].getElementType()
+                                  << " differs from q's " << qt.getElementType();
+    for (int64_t d : types[i].getShape())
+      if (d == 0)
+        return op->emitOpError("'") << names[i] << "' has an empty dimension: "
+                                    << shapeToString(types[i].getShape());
+  }
+  auto qs = qt.getShape(), ks = kt.getShape(), vs = vt.getShape();
+  if (ks[0] != qs[0] || ks[2] != qs[2] || ks[3] != qs[3])
+    return op->emitOpError("'k' has shape ") << shapeToString(ks) << ", expected " << qs[0]
+                                             << "xTx" << qs[2] << "x" << qs[3]
+                                             << " to match q " << shapeToString(qs);
+  if (vs[0] != qs[0] || vs[1] != ks[1] || vs[2] != qs[2])
+    return op->emitOpError("'v' has shape ") << shapeToString(vs) << ", expected " << qs[0]
+                                             << "x" << ks[1] << "x" << qs[2]
+                                             << "xE to match q and k";
+  if (!(std::isfinite(scale) && scale > 0))
+    return op->emitOpError("scale must be a finite number > 0, got ") << scale;
+  auto outType = RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]}, qt.getElementType());
+  auto lseType = RankedTensorType::get({qs[0], qs[2], qs[1]}, Float32Type::get(op->getContext()));
+  if (out.getType() != outType)
+    return op->emitOpError("'out' has type ") << out.getType() << ", expected " << outType;
+  if (lse.getType() != lseType)
+    return op->emitOpError("'lse' has type ") << lse.getType() << ", expected " << lseType;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttentionOperands(*this, getQ(), getK(), getV(), getScale().convertToDouble(),
+                                 getOut(), getLse());
+}
+
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
   if (failed(checkShapeRuleInputs(context, loc, adaptor)))

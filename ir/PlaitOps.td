@@ -361,6 +361,31 @@ def Plait_RmsNormOp : Plait_Op<"rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Plait_AttentionOp : Plait_Op<"attention", [Pure]> {
+  let summary = "fused scaled-dot-product attention over [batch, seq, heads, dim] operands";
+  let description = [{
+    q [B, S, H, D], k [B, T, H, D] and v [B, T, H, E] share one float element type. For each
+    batch b, head h and query i: s_ij = scale * dot(q[b, i, h], k[b, j, h]) over the keys j
+    it sees (with `causal`, the keys j <= i; else all T), lse_i = log(sum_j exp(s_ij)),
+    out[b, i, h] = sum_j exp(s_ij - lse_i) * v[b, j, h]. `out` has q's element type; `lse`
+    [B, H, S] is f32 and is what attention_grad reads instead of the probabilities, so no
+    [S, T] matrix is kept. plait-fuse-attention writes it in place of the decomposed
+    matmul, scale, mask, softmax, matmul chain; the kernels never hold more than a block of
+    query rows' scores. `scale` is finite and > 0.
+
+    ```mlir
+    %o, %lse = plait.attention %q, %k, %v {scale = 0.125 : f64, causal = true}
+        : (tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>)
+        -> (tensor<2x16x4x64xf32>, tensor<2x4x16xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$q, Plait_FloatTensor:$k, Plait_FloatTensor:$v,
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Plait_FloatTensor:$out, StaticShapeTensorOf<[F32]>:$lse);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//

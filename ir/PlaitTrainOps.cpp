@@ -82,6 +82,19 @@ LogicalResult Conv2dGradWeightOp::verify() {
                                      getGrad().getType(), "grad");
 }
 
+LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyAttentionOperands(*this, getQ(), getK(), getV(),
+                                     getScale().convertToDouble(), getOut(), getLse())))
+    return failure();
+  if (getDout().getType() != getOut().getType())
+    return emitOpError("'dout' has type ") << getDout().getType() << ", expected "
+                                           << getOut().getType();
+  if (getDq().getType() != getQ().getType() || getDk().getType() != getK().getType() ||
+      getDv().getType() != getV().getType())
+    return emitOpError("results must have the types of q, k and v");
+  return success();
+}
+
 LogicalResult MaxPool2dGradOp::verify() {
   if (getX().getType() != getType())
     return emitOpError("result type must equal x's type");

@@ -117,6 +117,31 @@ def Plait_Conv2dGradWeightOp : Plait_Op<"conv2d_grad_weight", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Plait_AttentionGradOp : Plait_Op<"attention_grad", [Pure]> {
+  let summary = "gradients of plait.attention with respect to q, k and v";
+  let description = [{
+    Operands: the forward's q, k, v, its results out and lse, and dout (out's type); the
+    attributes are the forward's. With delta_i = dot(dout_i, out_i), p_ij = exp(s_ij - lse_i),
+    ds_ij = p_ij * (dot(dout_i, v_j) - delta_i): dq_i = scale * sum_j ds_ij k_j,
+    dk_j = scale * sum_i ds_ij q_i, dv_j = sum_i p_ij dout_i. The scores are recomputed a
+    block of rows at a time.
+
+    ```mlir
+    %dq, %dk, %dv = plait.attention_grad %q, %k, %v, %o, %lse, %do {scale = 0.125 : f64, causal = true}
+        : (tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>,
+           tensor<2x16x4x64xf32>, tensor<2x4x16xf32>, tensor<2x16x4x64xf32>)
+        -> (tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$q, Plait_FloatTensor:$k, Plait_FloatTensor:$v,
+                       Plait_FloatTensor:$out, StaticShapeTensorOf<[F32]>:$lse,
+                       Plait_FloatTensor:$dout, F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Plait_FloatTensor:$dq, Plait_FloatTensor:$dk, Plait_FloatTensor:$dv);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Plait_MaxPool2dGradOp : Plait_Op<"max_pool2d_grad", [Pure]> {
   let summary = "gradient of max_pool2d: each window's gradient goes to its (first) maximum";
   let description = [{

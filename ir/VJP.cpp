@@ -393,6 +393,22 @@ PLAIT_VJP(RmsNormOp) {
   return success();
 }
 
+PLAIT_VJP(AttentionOp) {
+  // lse is saved for the backward, never differentiated through: only out's gradient flows.
+  if (rg[1])
+    return op.emitOpError("cannot differentiate through 'lse'; only 'out' has a gradient");
+  if (!rg[0])
+    return success();
+  auto grads = g.b.create<AttentionGradOp>(
+      g.loc, TypeRange{op.getQ().getType(), op.getK().getType(), op.getV().getType()},
+      op.getQ(), op.getK(), op.getV(), op.getOut(), op.getLse(), rg[0], op.getScaleAttr(),
+      op.getCausalAttr());
+  og[0] = grads.getDq();
+  og[1] = grads.getDk();
+  og[2] = grads.getDv();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//
@@ -647,6 +663,7 @@ void registerVJPInterfaces(DialectRegistry &registry) {
     LogSoftmaxOp::attachInterface<LogSoftmaxOpVJP>(*ctx);
     LayerNormOp::attachInterface<LayerNormOpVJP>(*ctx);
     RmsNormOp::attachInterface<RmsNormOpVJP>(*ctx);
+    AttentionOp::attachInterface<AttentionOpVJP>(*ctx);
     MatmulOp::attachInterface<MatmulOpVJP>(*ctx);
     GemmOp::attachInterface<GemmOpVJP>(*ctx);
     Conv2dOp::attachInterface<Conv2dOpVJP>(*ctx);

@@ -187,6 +187,14 @@ FailureOr<int64_t> convertToBf16Mixed(func::FuncOp func) {
       }
       continue;
     }
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      // Only the output becomes bf16: the log-sum-exp stays f32 (attention_grad reads it).
+      if (isF32(attention.getOut().getType())) {
+        attention.getOut().setType(withElement(attention.getOut().getType(), bf16));
+        ++converted;
+      }
+      continue;
+    }
     bool changed = false;
     for (Value r : op->getResults())
       if (isF32(r.getType())) {

@@ -255,4 +255,19 @@ def FoldTransposesPass : Pass<"plait-fold-transposes", "mlir::ModuleOp"> {
   }];
 }
 
+def FuseAttentionPass : Pass<"plait-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "decomposed scaled-dot-product attention becomes one plait.attention op";
+  let description = [{
+    Per softmax over the last axis of [B, H, S, T] scores: matmul(q, k^T), an optional
+    multiply (or divide) by a scalar constant, an optional where() with a constant causal
+    mask and a -inf fill, the softmax and its product with v, where q, k and v are
+    [B, S, H, D] tensors split into heads by transposes, becomes plait.attention(q, k, v)
+    {scale, causal}; readers that transpose the result back to [B, S, H, E] read the
+    attention's output directly. Every other softmax stays as it is. The module records
+    `plait.fuse_attention` {fused, left, reasons (a count per reason a softmax was left)}
+    for the report. plait-compile runs it before building the training step unless
+    --no-fused-attention.
+  }];
+}
+
 #endif // PLAIT_PASSES_TD

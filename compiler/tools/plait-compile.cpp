@@ -90,7 +90,11 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"none", "all", "auto"}));
   app.add_flag("--no-fusion", [&](int64_t) { options.fusion = false; },
                "no kernel fusion: keep every transpose that feeds a matrix product "
-               "(plait-fold-transposes)");
+               "(plait-fold-transposes), every elementwise op and reduction a kernel of its "
+               "own (plait-fuse-elementwise), attention decomposed (plait-fuse-attention)");
+  app.add_flag("--no-fused-attention", [&](int64_t) { options.fusedAttention = false; },
+               "keep attention decomposed (matmul, scale, mask, softmax, matmul) instead of "
+               "one plait.attention kernel (plait-fuse-attention)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

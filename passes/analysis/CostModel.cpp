@@ -11,6 +11,7 @@
 #include "codegen/schema/FusedElementwise.h"
 #include "codegen/schema/MatmulLayout.h"
 #include "runtime/cluster/RingModel.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::cost {
 namespace {
@@ -214,6 +215,33 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     cost.flops = 2 * numel(out) * double(reduced);
     cost.contraction = true;
     cost.rateClass = "matmul"; // its fixed costs; the FLOPs go by the GEMM rate
+    return cost;
+  }
+  if ((k == "attention" && instr.inputs.size() == 3) ||
+      (k == "attention_grad" && instr.inputs.size() == 6)) {
+    // AttentionKernels.cpp: per head, blocks of kAttentionRowBlock query rows, each scored
+    // against the keys any of its rows sees (causal: up to its last row) by GEMMs, 2 in the
+    // forward (q k^T, p v) and 5 in the gradient (q k^T, p^T dout, dout v^T, ds k, ds^T q).
+    const plan::TensorDesc &k4 = tensor(instr.inputs[1]), &v4 = tensor(instr.inputs[2]);
+    if (a.shape.size() != 4 || k4.shape.size() != 4 || v4.shape.size() != 4)
+      return cost;
+    bool causal = intAttr(instr, "causal", 0) != 0;
+    double heads = double(a.shape[0]) * double(a.shape[2]);
+    int64_t s = a.shape[1], t = k4.shape[1], block = std::min<int64_t>(s, rt::kAttentionRowBlock);
+    double scores = 0, blocks = 0;
+    for (int64_t i0 = 0; block > 0 && i0 < s; i0 += block) {
+      int64_t rows = std::min(block, s - i0);
+      scores += double(rows) * double(causal ? std::min(t, i0 + rows) : t);
+      blocks += 1;
+    }
+    scores *= heads;
+    bool grad = k == "attention_grad";
+    double d = double(a.shape[3]), e = double(v4.shape[3]);
+    cost.flops = 2 * scores * (grad ? 3 * d + 2 * e : d + e) + T * scores;
+    cost.contraction = true;
+    cost.rows = heads * blocks * (grad ? 5 : 2); // GEMM calls
+    cost.rateClass = "matmul";
+    cost.side.push_back({"softmax", scores});
     return cost;
   }
   if (k == "conv2d" || k == "conv2d_grad_input" || k == "conv2d_grad_weight") {
@@ -458,6 +486,9 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
         if (auto movement = device.kernels.find("movement");
             cost.columns > 0 && movement != device.kernels.end())
           op.seconds += cost.columns * movement->second.nsPerElement * 1e-9 / share;
+        for (auto [rateClass, elements] : cost.side)
+          if (auto part = device.kernels.find(rateClass); part != device.kernels.end())
+            op.seconds += elements * part->second.nsPerElement * 1e-9 / share;
       }
       out.flops += cost.flops;
       if (cost.contraction)

@@ -206,11 +206,17 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
 
 /// Replaces the group's ops by one fused op at the place of its last member, or before the
 /// first outside read of a result when that comes earlier. Returns how many bf16 roundings its
-/// program has.
-int64_t fuse(const Group &group, Positions &position, OpBuilder &builder) {
+/// program has, or nullopt when the group no longer has a place: each group's window was
+/// checked against the ops as they stood, but two groups whose members interleave may each
+/// read the other's results (a group's input computed by another group from one of its
+/// members), and once the first is one op the second cannot follow all its inputs and
+/// precede all its readers. Its ops then stay as they are.
+std::optional<int64_t> fuse(const Group &group, Positions &position, OpBuilder &builder) {
   Operation *last = group.ops.back();
   llvm::SmallPtrSet<Operation *, 32> members(group.ops.begin(), group.ops.end());
-  Window w = windowOf(members, position);
+  Window w = windowOf(members, position); // against the fused ops placed so far
+  if (w.ready >= w.need)
+    return std::nullopt;
   Operation *at = last;
   if (w.need <= position.lookup(last))
     for (Operation *op = group.ops.front(); op; op = op->getNextNode())
@@ -415,10 +421,16 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
       for (const auto &group : groups) {
         if (group->ops.size() < 2) // single ops stay, merged groups are empty
           continue;
+        int64_t groupReductions =
+            llvm::count_if(group->ops, [&](Operation *m) { return reduced.contains(m); });
+        int64_t groupOps = int64_t(group->ops.size());
+        std::optional<int64_t> rounded = fuse(*group, position, builder);
+        if (!rounded)
+          continue;
         ++kernels;
-        ops += int64_t(group->ops.size());
-        reductions += llvm::count_if(group->ops, [&](Operation *m) { return reduced.contains(m); });
-        roundings += fuse(*group, position, builder);
+        ops += groupOps;
+        reductions += groupReductions;
+        roundings += *rounded;
       }
     }
     Builder b(&getContext());

@@ -7,6 +7,7 @@ void registerUnaryKernels();         // exp, log, ..., gelu, clamp, not   (Unary
 void registerBinaryKernels();        // add, ..., comparisons, logic, where (BinaryKernels.cpp)
 void registerReductionKernels();     // reduce_*, argmax, argmin          (ReductionKernels.cpp)
 void registerNormalizationKernels(); // softmax, log_softmax, layer_norm, rms_norm
+void registerAttentionKernels();     // attention, attention_grad         (AttentionKernels.cpp)
 void registerLinalgKernels();        // matmul, gemm                      (LinalgKernels.cpp)
 void registerConvKernels();          // conv2d                            (ConvKernels.cpp)
 void registerPoolKernels();          // max_pool2d, avg_pool2d            (PoolKernels.cpp)

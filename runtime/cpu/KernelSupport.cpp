@@ -2,6 +2,9 @@
 #include "runtime/cpu/KernelSupport.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
 
 #include "runtime/cpu/Workspace.h"
 
@@ -58,6 +61,59 @@ Status checkShape(std::string_view kernel, std::string_view what, ShapeRef actua
 Status checkSameDtype(std::string_view kernel, const TensorView &a, const TensorView &b) {
   if (a.dtype != b.dtype)
     return unsupportedDtype(kernel, a.dtype, b.dtype);
+  return Status();
+}
+
+Status checkAttentionCall(const KernelCall &call, bool grad, AttentionShape &out) {
+  const std::string_view kernel = grad ? "attention_grad" : "attention";
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, grad ? 6 : 3, grad ? 6 : 3, grad ? 3 : 2));
+  const TensorView &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
+  const char *names[] = {"q", "k", "v"};
+  for (int i = 0; i < 3; ++i) {
+    const TensorView &t = call.inputs[i];
+    if (t.shape.size() != 4)
+      return Status::errorf("{}: {} has shape {}, expected [batch, seq, heads, dim]", kernel,
+                            names[i], shapeString(t.shape));
+    if (t.dtype != DType::F32 && t.dtype != DType::BF16)
+      return unsupportedDtype(kernel, t.dtype);
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, q, t));
+  }
+  out.batch = q.shape[0];
+  out.queries = q.shape[1];
+  out.heads = q.shape[2];
+  out.dim = q.shape[3];
+  out.keys = k.shape[1];
+  out.valueDim = v.shape[3];
+  PLAIT_RETURN_IF_ERROR(checkShape(kernel, "k", k.shape, {out.batch, out.keys, out.heads, out.dim}));
+  PLAIT_RETURN_IF_ERROR(
+      checkShape(kernel, "v", v.shape, {out.batch, out.keys, out.heads, out.valueDim}));
+  const Dims outShape{out.batch, out.queries, out.heads, out.valueDim};
+  const Dims lseShape{out.batch, out.heads, out.queries};
+  if (!grad) {
+    PLAIT_RETURN_IF_ERROR(checkShape(kernel, "out", call.outputs[0].shape, outShape));
+    PLAIT_RETURN_IF_ERROR(checkShape(kernel, "lse", call.outputs[1].shape, lseShape));
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, q, call.outputs[0]));
+    if (call.outputs[1].dtype != DType::F32)
+      return Status::errorf("{}: lse must be f32, got {}", kernel, dtypeName(call.outputs[1].dtype));
+  } else {
+    const TensorView &o = call.inputs[3], &lse = call.inputs[4], &dout = call.inputs[5];
+    PLAIT_RETURN_IF_ERROR(checkShape(kernel, "out", o.shape, outShape));
+    PLAIT_RETURN_IF_ERROR(checkShape(kernel, "lse", lse.shape, lseShape));
+    PLAIT_RETURN_IF_ERROR(checkShape(kernel, "dout", dout.shape, outShape));
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, q, o));
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, q, dout));
+    if (lse.dtype != DType::F32)
+      return Status::errorf("{}: lse must be f32, got {}", kernel, dtypeName(lse.dtype));
+    for (int i = 0; i < 3; ++i) {
+      PLAIT_RETURN_IF_ERROR(checkShape(kernel, fmt::format("d{}", names[i]), call.outputs[i].shape,
+                                       call.inputs[i].shape));
+      PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, q, call.outputs[i]));
+    }
+  }
+  out.scale = call.attrs.getFloat("scale", 0.0);
+  out.causal = call.attrs.getBool("causal", false);
+  if (!(std::isfinite(out.scale) && out.scale > 0))
+    return Status::errorf("{}: scale must be a finite number > 0, got {}", kernel, out.scale);
   return Status();
 }
 

@@ -86,6 +86,16 @@ struct GroupedUpdateLayout {
 Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
                            GroupedUpdateLayout &out);
 
+/// An attention / attention_grad call's operands checked (arity, q [B, S, H, D], k [B, T, H, D],
+/// v [B, T, H, E] of one float dtype, out and dout [B, S, H, E], lse [B, H, S] f32, the results'
+/// shapes, a finite scale > 0) and its sizes. Shared by the CPU and CUDA kernels.
+struct AttentionShape {
+  int64_t batch = 0, queries = 0, keys = 0, heads = 0, dim = 0, valueDim = 0;
+  double scale = 1;
+  bool causal = false;
+};
+Status checkAttentionCall(const KernelCall &call, bool grad, AttentionShape &out);
+
 /// Product of shape[begin, end).
 int64_t product(ShapeRef shape, size_t begin, size_t end);
 

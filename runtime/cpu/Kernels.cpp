@@ -10,6 +10,7 @@ void registerCpuKernels() {
   cpu::registerBinaryKernels();
   cpu::registerReductionKernels();
   cpu::registerNormalizationKernels();
+  cpu::registerAttentionKernels();
   cpu::registerLinalgKernels();
   cpu::registerConvKernels();
   cpu::registerPoolKernels();

@@ -64,7 +64,7 @@ constexpr std::string_view kStagedKernels[] = {
     "max_pool2d", "avg_pool2d", "softmax_cross_entropy", "nll_loss",
     "gather_grad", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
     "avg_pool2d_grad", "softmax_cross_entropy_grad", "nll_loss_grad",
-    "sgd_update", "adamw_update"};
+    "sgd_update", "adamw_update", "attention", "attention_grad"};
 // clang-format on
 
 bool isStaged(std::string_view kernel) {
@@ -146,6 +146,16 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     if (inner == 1) // softmax along the innermost axis works row by row
       return 0;
     return saturatingAdd(chunk(inner, elementBytes(in[0].dtype)), chunk(inner, 8));
+  }
+  if ((kernel == "attention" && operands(3, 2)) || (kernel == "attention_grad" && operands(6, 3))) {
+    // AttentionKernels.cpp: a block of query rows' scores (the gradient: and of their
+    // gradients), kAttentionRowBlock rows of T, T = k's dimension 1.
+    const std::vector<int64_t> &q = *in[0].shape, &k = *in[1].shape;
+    if (q.size() != 4 || k.size() != 4 || product(q, 0, 4) == 0 || product(k, 0, 4) == 0)
+      return 0;
+    uint64_t rows = std::min<uint64_t>(product(q, 1, 2), uint64_t(kAttentionRowBlock));
+    uint64_t block = chunk(saturatingMul(rows, product(k, 1, 2)), 4);
+    return kernel == "attention" ? block : saturatingAdd(block, block);
   }
   bool loss = kernel == "softmax_cross_entropy" || kernel == "nll_loss";
   bool lossGrad = kernel == "softmax_cross_entropy_grad" || kernel == "nll_loss_grad";

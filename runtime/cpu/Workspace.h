@@ -15,6 +15,10 @@
 
 namespace plait::rt {
 
+/// The query rows an attention / attention_grad kernel scores at once: its workspace holds
+/// this many rows of scores (and of their gradients), never a whole [S, T] matrix.
+inline constexpr int64_t kAttentionRowBlock = 64;
+
 /// Workspace chunks start at multiples of this (the workspace base is aligned to it too).
 inline constexpr uint64_t kWorkspaceAlignment = 64;
 

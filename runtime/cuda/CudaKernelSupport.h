@@ -79,4 +79,5 @@ void registerCudaReductionKernels();   // reduce_*, softmax, losses        (Cuda
 void registerCudaMovementKernels();    // movement, gather, pools          (CudaMovementKernels.cpp)
 void registerCudaOptimizerKernels();   // sgd, adamw, grouped_update       (CudaOptimizerKernels.cpp)
 void registerCudaLibraryKernels();     // matmul, gemm (cuBLASLt), conv2d (cuDNN), fused (CudaLibraryKernels.cpp)
+void registerCudaAttentionKernels();   // attention, attention_grad        (CudaAttentionKernels.cpp)
 } // namespace plait::rt

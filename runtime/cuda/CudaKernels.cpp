@@ -30,6 +30,7 @@ void registerCudaKernels() {
   registerCudaMovementKernels();
   registerCudaOptimizerKernels();
   registerCudaLibraryKernels();
+  registerCudaAttentionKernels();
 }
 
 void registerCudaKernel(std::string_view name, CudaKernelFn fn) {

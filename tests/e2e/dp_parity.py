@@ -113,10 +113,12 @@ def weight_problems(adamw, weights, ref_w):
     rounds differently, and AdamW turns the rounding of a near-zero gradient into an update
     difference of up to lr per step: the GPT's 2-rank weights differ from 1 rank's by up to
     5.9e-5 (one element, 20 steps, lr 3e-3; 1.1e-6 with the generic kernels) while the losses
-    agree to 2.6e-7. So AdamW runs get 1e-4; SGD, without that amplification, 2e-5. The
+    agree to 2.6e-7; with the fused attention (plait.attention), whose trajectory rounds
+    differently, 1.19e-4 for one element of the second block's value projection, the losses
+    within 4.7e-7. So AdamW runs get 2e-4; SGD, without that amplification, 2e-5. The
     attention key bias is masked under AdamW (see train_parity.KEY_BIAS)."""
     problems, worst = [], 0.0
-    atol = 1e-4 if adamw else 2e-5
+    atol = 2e-4 if adamw else 2e-5
     for key, ref in ref_w.items():
         got = weights.get(key)
         if got is None or got.shape != ref.shape:

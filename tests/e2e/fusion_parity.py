@@ -8,9 +8,15 @@ folded products), and with --precision bf16-mixed on one rank. Checked per pair:
   - per-step losses equal within 1e-6 relative (the issue's bound). The script prints the
     largest difference: 0 on one rank here; on 2 ranks OpenBLAS picks other kernels for some
     of the small per-rank products read transposed, and the last bits differ;
-  - bf16-mixed: losses bit-identical (the fused programs round to bf16 where the unfused bf16
-    kernels round, and otherwise compute what they compute, in f32), and elementwise ops were
-    fused (before bf16 fusion, none were);
+  - bf16-mixed with attention decomposed in both plans (--no-fused-attention): losses
+    bit-identical (the fused programs round to bf16 where the unfused bf16 kernels round, and
+    otherwise compute what they compute, in f32), and elementwise ops were fused (before bf16
+    fusion, none were);
+  - bf16-mixed with the fused attention: losses within 1e-2 relative of the unfused plan's
+    (the fused kernel keeps scores and probabilities in f32 where the decomposed ops round
+    each to bf16; measured: 5e-4);
+  - the GPT's fused report counts its 2 attentions fused (`fusion.attention`, and its
+    `optimizations` line), and its peak memory is below the unfused plan's;
   - the final weights as dp_parity.weight_problems compares them (AdamW tolerances);
   - the fused report lists what was fused (`fusion.fold_transposes`, `fusion.elementwise` with
     one entry per fused kernel, and their `optimizations` lines) and the fused step runs fewer
@@ -34,8 +40,11 @@ from train_parity import SAMPLES, make_dataset  # noqa: E402
 
 # (label, sample, world, strategy, extra compile flags)
 BF16 = ["--precision", "bf16-mixed"]
+NO_ATTENTION = ["--no-fused-attention"]
 CASES = [("mlp", "mlp", 1, None, []), ("cnn", "cnn", 1, None, []), ("gpt", "gpt", 1, None, []),
-         ("gpt-w2-zero3", "gpt", 2, "zero3", []), ("gpt-bf16", "gpt", 1, None, BF16)]
+         ("gpt-w2-zero3", "gpt", 2, "zero3", []),
+         ("gpt-bf16", "gpt", 1, None, BF16 + NO_ATTENTION),
+         ("gpt-bf16-attn", "gpt", 1, None, BF16)]
 TRAIN = ["--train", "--optimizer", "adamw", "--lr", "3e-3"]
 
 
@@ -74,13 +83,25 @@ def main():
                               json.loads(report.read_text()))
             (fl, fw, fr), (ul, uw, ur) = runs["fused"], runs["unfused"]
             problems = []
+            bf16 = "bf16-mixed" in extra
+            attention = sample == "gpt" and "--no-fused-attention" not in extra
             rel = np.abs(fl - ul) / np.maximum(np.abs(ul), 1e-12)
-            if len(fl) != args.steps or len(ul) != args.steps or rel.max() > 1e-6:
-                problems.append("losses differ: max rel %.3g" % rel.max())
-            if extra == BF16 and len(fl) == len(ul) and not np.array_equal(fl, ul):
+            bound = 1e-2 if bf16 and attention else 1e-6
+            if len(fl) != args.steps or len(ul) != args.steps or rel.max() > bound:
+                problems.append("losses differ: max rel %.3g (bound %g)" % (rel.max(), bound))
+            if bf16 and not attention and len(fl) == len(ul) and not np.array_equal(fl, ul):
                 problems.append("bf16-mixed losses not bit-identical: max rel %.3g" % rel.max())
-            weight_issues, worst = weight_problems(True, fw, uw)
-            problems += weight_issues
+            worst = float(max(np.abs(fw[k] - uw[k]).max() for k in uw if k in fw))
+            if not (bf16 and attention):  # bf16 weights after 20 AdamW steps: losses decide
+                weight_issues, worst = weight_problems(True, fw, uw)
+                problems += weight_issues
+            fused_attention = fr.get("fusion", {}).get("attention", {}).get("fused", 0)
+            if attention and (fused_attention != 2 or
+                              "fuse_attention" not in fr.get("optimizations", {})):
+                problems.append("the fused report does not count the GPT's 2 fused attentions")
+            if attention and fr["memory"]["peak"] >= ur["memory"]["peak"]:
+                problems.append("fused attention did not lower the peak: %d vs %d B" % (
+                    fr["memory"]["peak"], ur["memory"]["peak"]))
             folded = fr.get("fusion", {}).get("fold_transposes")
             if not folded or "fold_transposes" not in fr.get("optimizations", {}):
                 problems.append("the fused report does not list the folded transposes")
@@ -89,7 +110,7 @@ def main():
                     elementwise["kernels"] or (elementwise["kernels"] > 0) != \
                     ("fuse_elementwise" in fr.get("optimizations", {})):
                 problems.append("the fused report does not list the fused elementwise kernels")
-            if extra == BF16 and (elementwise is None or elementwise["kernels"] == 0):
+            if bf16 and (elementwise is None or elementwise["kernels"] == 0):
                 problems.append("no elementwise ops fused in the bf16-mixed plan")
             if "fusion" in ur or "fold_transposes" in ur.get("optimizations", {}):
                 problems.append("the --no-fusion report lists fusions")
@@ -98,12 +119,13 @@ def main():
                 problems.append("fused step runs %d kernels, unfused %d" % (
                     fr["kernels_per_step"], ur["kernels_per_step"]))
             print("%-13s kernels/step %5d fused vs %5d unfused (%d transposes removed, %d ops in "
-                  "%d fused kernels); arena "
+                  "%d fused kernels, %d attentions); peak "
                   "%d vs %d B; loss %.6f -> %.6f; max rel loss diff %.3g, max |dw| %.3g  %s" % (
                       label, fr["kernels_per_step"], ur["kernels_per_step"],
                       folded["removed"] if folded else 0,
                       elementwise["ops"] if elementwise else 0,
-                      elementwise["kernels"] if elementwise else 0, fr["memory"]["peak"],
+                      elementwise["kernels"] if elementwise else 0, fused_attention,
+                      fr["memory"]["peak"],
                       ur["memory"]["peak"], fl[0], fl[-1], rel.max(), worst,
                       "FAIL: " + "; ".join(problems) if problems else "ok"))
             if problems:

@@ -196,4 +196,36 @@ cudaError_t launchMaxPoolGrad(int dtype, const void *x, const void *dy, void *dx
 cudaError_t launchAvgPoolGrad(int dtype, const void *dy, void *dx, float *accumulator,
                               const PoolGeometry &g, cudaStream_t stream);
 
+//===--- attention (Attention.cu) ---------------------------------------------------------===//
+
+/// The longest head dimension (D of q and k, E of v) the attention kernels take: each lane of
+/// a warp keeps kAttentionMaxHeadDim / 32 accumulators of a row in registers.
+constexpr int64_t kAttentionMaxHeadDim = 256;
+
+/// q [batch, queries, heads, qkDim], k [batch, keys, heads, qkDim], v [batch, keys, heads,
+/// vDim], out (and dout) [batch, queries, heads, vDim], lse [batch, heads, queries], dense.
+/// With `causal`, query i sees the keys j <= i.
+struct AttentionGeometry {
+  int64_t batch = 0, queries = 0, keys = 0, heads = 0, qkDim = 0, vDim = 0;
+  double scale = 1;
+  bool causal = false;
+};
+/// out = softmax(scale * q k^T) v row by row (online softmax, f32 accumulators) and lse, the
+/// natural log of each row's sum of exponentials (f32). A block of kThreads takes eight query
+/// rows of one (batch, head), a warp each, and walks the keys they see in shared tiles of 32.
+/// dtype f32 or bf16 (q, k, v, out).
+cudaError_t launchAttention(int dtype, const void *q, const void *k, const void *v, void *out,
+                            float *lse, const AttentionGeometry &g, cudaStream_t stream);
+/// Floats of workspace launchAttentionGrad takes: each query row's dot(dout, out).
+inline int64_t attentionGradWorkspaceFloats(const AttentionGeometry &g) {
+  return g.batch * g.heads * g.queries;
+}
+/// dq, dk and dv of launchAttention, the probabilities recomputed from lse, without atomics:
+/// the rows' dot(dout, out) into `delta`, then a key-parallel kernel (dk, dv; a warp per key
+/// row over the queries that see it) and a query-parallel one (dq; a warp per query row).
+cudaError_t launchAttentionGrad(int dtype, const void *q, const void *k, const void *v,
+                                const void *out, const float *lse, const void *dout, void *dq,
+                                void *dk, void *dv, float *delta, const AttentionGeometry &g,
+                                cudaStream_t stream);
+
 } // namespace plait::rt::cuda

@@ -1,0 +1,261 @@
+// -plait-fuse-attention: the decomposed attention of an imported model becomes one
+// plait.attention op.
+//
+// Exporters write scaled-dot-product attention as a chain of small ops over [B, H, S, T]
+// scores: matmul(q, k^T), a multiply (or divide) by the scale, a where() with a mask, a
+// softmax over the keys and a matmul with v, with the heads split out of [B, S, H, D] by
+// transposes. In a training step each of those ops keeps its [B, H, S, T] result for the
+// backward. plait.attention computes the same thing from the [B, S, H, D] operands a block
+// of query rows at a time, and keeps only the output and a log-sum-exp per row; its
+// gradient recomputes the scores. The rewrite, per softmax over the last axis:
+//   matmul(transpose(q, [0,2,1,3]), transpose(k, [0,2,3,1]))   scores [B, H, S, T]
+//   [mul/div by a scalar constant]                              the scale (else 1)
+//   [where(causal mask, -inf, .)]                               a constant mask
+//   softmax(axis = -1)
+//   matmul(., transpose(v, [0,2,1,3]))                          [B, H, S, E]
+// -> plait.attention(q, k, v) [B, S, H, E], transposed back for the readers that want
+// [B, H, S, E] (a reader that transposes it to [B, S, H, E] reads the result directly).
+// The mask must be the constant "key j is hidden from query i when j > i" (causal), and its
+// fill -inf or a float no larger than -1e30; every intermediate must have no other reader.
+// Anything else stays decomposed, and the module records why in `plait.fuse_attention`
+// {fused, left, reasons} for the report. plait-compile runs it before building the training
+// step unless --no-fused-attention.
+#include "passes/Passes.h"
+
+#include "ir/PlaitDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
+#include <map>
+
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace mlir;
+
+namespace plait {
+#define GEN_PASS_DEF_FUSEATTENTIONPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The [B, S, H, D] source of a head operand: follows transposes back from `v`, composing
+/// their permutations, and returns the first value that is not a transpose's result when
+/// the composed permutation (source -> v) equals `want`; a null Value otherwise.
+Value headSource(Value v, ArrayRef<int64_t> want) {
+  SmallVector<int64_t> perm; // v[d] = source[perm[d]]
+  for (int64_t d = 0; d < typeOf(v).getRank(); ++d)
+    perm.push_back(d);
+  while (auto t = v.getDefiningOp<TransposeOp>()) {
+    ArrayRef<int64_t> p = t.getPerm(); // t[d] = input[p[d]]
+    for (int64_t &d : perm)
+      d = p[d];
+    v = t.getX();
+  }
+  return ArrayRef<int64_t>(perm) == want ? v : Value();
+}
+
+/// The float value of a splat constant (a scalar or any shape of one value), or nullopt.
+std::optional<double> splatValue(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  if (!dense || !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return dense.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// True when `v` is a constant i1 [S, T] (or with leading 1s) that hides key j from query i
+/// exactly when j > i.
+bool isCausalMask(Value v, int64_t s, int64_t t) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  auto type = typeOf(v);
+  if (!dense || !dense.getElementType().isInteger(1) || type.getRank() < 2)
+    return false;
+  ArrayRef<int64_t> shape = type.getShape();
+  for (size_t d = 0; d + 2 < shape.size(); ++d)
+    if (shape[d] != 1)
+      return false;
+  if (shape[shape.size() - 2] != s || shape.back() != t)
+    return false;
+  int64_t index = 0;
+  for (bool hidden : dense.getValues<bool>()) {
+    int64_t i = index / t, j = index % t;
+    if (hidden != (j > i))
+      return false;
+    ++index;
+  }
+  return true;
+}
+
+bool hasOneUse(Value v) { return v.hasOneUse(); }
+
+/// One softmax's attempt: the attention op's pieces, or the reason it stays decomposed.
+struct Match {
+  Value q, k, v;
+  double scale = 1.0;
+  bool causal = false;
+  MatmulOp output; // matmul(p, v)
+  SmallVector<Operation *> chain; // the decomposed ops, consumer first
+  std::string reason;
+};
+
+Match matchAttention(SoftmaxOp softmax) {
+  Match m;
+  auto fail = [&](std::string why) {
+    m.reason = std::move(why);
+    return m;
+  };
+  auto type = typeOf(softmax.getResult());
+  if (type.getRank() != 4 || (softmax.getAxis() != -1 && softmax.getAxis() != 3))
+    return fail("softmax is not over the last axis of a rank-4 tensor");
+  if (!type.getElementType().isF32() && !type.getElementType().isBF16())
+    return fail("element type is not f32 or bf16");
+  const int64_t s = type.getDimSize(2), t = type.getDimSize(3);
+  if (!softmax.getResult().hasOneUse())
+    return fail("the probabilities have other readers");
+  auto pv = dyn_cast<MatmulOp>(*softmax.getResult().getUsers().begin());
+  if (!pv || pv.getLhs() != softmax.getResult() || pv.getTransposeLhs() || pv.getTransposeRhs() ||
+      pv.getLhsPerm() || pv.getRhsPerm() || pv.getResultPerm())
+    return fail("the probabilities are not multiplied by v");
+  m.output = pv;
+  m.chain.push_back(softmax);
+
+  Value x = softmax.getX();
+  if (auto where = x.getDefiningOp<WhereOp>()) {
+    if (!hasOneUse(x))
+      return fail("the masked scores have other readers");
+    std::optional<double> fill = splatValue(where.getX());
+    if (!fill || !(*fill <= -1e30))
+      return fail("the mask's fill is not -inf");
+    if (!isCausalMask(where.getCond(), s, t))
+      return fail("the mask is not a constant causal mask");
+    m.causal = true;
+    m.chain.push_back(where);
+    x = where.getY();
+  }
+  if (auto mul = x.getDefiningOp<MulOp>()) {
+    std::optional<double> c = splatValue(mul.getRhs());
+    Value other = mul.getLhs();
+    if (!c) {
+      c = splatValue(mul.getLhs());
+      other = mul.getRhs();
+    }
+    if (!c || typeOf(other) != typeOf(x) || !hasOneUse(x))
+      return fail("the scores are scaled by something other than a scalar constant");
+    m.scale = *c;
+    m.chain.push_back(mul);
+    x = other;
+  } else if (auto div = x.getDefiningOp<DivOp>()) {
+    std::optional<double> c = splatValue(div.getRhs());
+    if (!c || typeOf(div.getLhs()) != typeOf(x) || !hasOneUse(x) || *c == 0)
+      return fail("the scores are scaled by something other than a scalar constant");
+    m.scale = 1.0 / *c;
+    m.chain.push_back(div);
+    x = div.getLhs();
+  }
+  if (!(std::isfinite(m.scale) && m.scale > 0))
+    return fail("the scale is not a finite number > 0");
+  auto qk = x.getDefiningOp<MatmulOp>();
+  if (!qk || !hasOneUse(x) || qk.getTransposeLhs() || qk.getTransposeRhs() || qk.getLhsPerm() ||
+      qk.getRhsPerm() || qk.getResultPerm())
+    return fail("the scores are not a plain matmul of q and k");
+  m.chain.push_back(qk);
+  m.q = headSource(qk.getLhs(), {0, 2, 1, 3});
+  m.k = headSource(qk.getRhs(), {0, 2, 3, 1});
+  m.v = headSource(pv.getRhs(), {0, 2, 1, 3});
+  if (!m.q || !m.k || !m.v)
+    return fail("q, k and v are not [batch, seq, heads, dim] tensors split into heads by transposes");
+  if (typeOf(m.q).getElementType() != type.getElementType() ||
+      typeOf(m.k).getElementType() != type.getElementType() ||
+      typeOf(m.v).getElementType() != type.getElementType())
+    return fail("q, k and v differ in element type from the scores");
+  return m;
+}
+
+/// Replaces the matched chain with plait.attention.
+void rewrite(Match &m) {
+  MatmulOp pv = m.output;
+  OpBuilder b(pv);
+  Location loc = pv.getLoc();
+  auto q = typeOf(m.q), v = typeOf(m.v);
+  auto outType = RankedTensorType::get({q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
+                                        v.getDimSize(3)},
+                                       q.getElementType());
+  auto lseType = RankedTensorType::get({q.getDimSize(0), q.getDimSize(2), q.getDimSize(1)},
+                                       b.getF32Type());
+  auto attention = b.create<AttentionOp>(loc, TypeRange{outType, lseType}, m.q, m.k, m.v,
+                                         b.getF64FloatAttr(m.scale), b.getBoolAttr(m.causal));
+  Value out = attention.getOut();
+  // Readers that transpose the heads back read the output as it is; the others get it in
+  // the decomposed layout [B, H, S, E].
+  Value heads;
+  SmallVector<Operation *> dead;
+  for (OpOperand &use : llvm::make_early_inc_range(pv.getResult().getUses())) {
+    auto t = dyn_cast<TransposeOp>(use.getOwner());
+    if (t && t.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3}) {
+      t.getResult().replaceAllUsesWith(out);
+      dead.push_back(t);
+      continue;
+    }
+    if (!heads)
+      heads = b.create<TransposeOp>(loc, out, b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+    use.set(heads);
+  }
+  // The chain, consumer first, then the transposes and constants (scale, mask, fill) that
+  // fed it once nothing else reads them.
+  dead.push_back(pv);
+  dead.append(m.chain.begin(), m.chain.end());
+  llvm::SmallPtrSet<Operation *, 8> queued(dead.begin(), dead.end());
+  for (size_t i = 0; i < dead.size(); ++i) {
+    SmallVector<Value> operands(dead[i]->getOperands());
+    dead[i]->erase();
+    for (Value operand : operands)
+      if (Operation *def = operand.getDefiningOp();
+          def && isa<TransposeOp, ConstantOp>(def) && def->use_empty() && queued.insert(def).second)
+        dead.push_back(def);
+  }
+}
+
+struct FuseAttentionPass : impl::FuseAttentionPassBase<FuseAttentionPass> {
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    int64_t fused = 0;
+    std::map<std::string, int64_t> left; // reason -> count
+    module.walk([&](func::FuncOp func) {
+      SmallVector<SoftmaxOp> softmaxes;
+      func.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+      for (SoftmaxOp softmax : softmaxes) {
+        Match m = matchAttention(softmax);
+        if (!m.reason.empty()) {
+          ++left[m.reason];
+          continue;
+        }
+        rewrite(m);
+        ++fused;
+      }
+    });
+    Builder b(module.getContext());
+    SmallVector<NamedAttribute> reasons;
+    int64_t leftCount = 0;
+    for (auto &[reason, count] : left) {
+      reasons.push_back(b.getNamedAttr(reason, b.getI64IntegerAttr(count)));
+      leftCount += count;
+    }
+    module->setAttr("plait.fuse_attention",
+                    b.getDictionaryAttr({b.getNamedAttr("fused", b.getI64IntegerAttr(fused)),
+                                         b.getNamedAttr("left", b.getI64IntegerAttr(leftCount)),
+                                         b.getNamedAttr("reasons", b.getDictionaryAttr(reasons))}));
+  }
+};
+
+} // namespace
+} // namespace plait

@@ -1,0 +1,203 @@
+// Fused scaled-dot-product attention (plait.attention) and its gradient (attention_grad) on
+// [batch, seq, heads, dim] operands. Each head is worked through kAttentionRowBlock query rows
+// at a time: the rows' scores come from one OpenBLAS GEMM reading q and k in place (a head is
+// a strided matrix, row pitch heads * dim), are turned into probabilities in the workspace,
+// and meet v in a second GEMM that writes the output rows in place. No [S, T] matrix is ever
+// stored: the backward recomputes each block's probabilities from the saved log-sum-exp.
+#pragma GCC optimize("no-trapping-math")
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/KernelFamilies.h"
+#include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/VectorMath.h"
+#include "runtime/cpu/Workspace.h"
+
+namespace plait::rt::cpu {
+namespace {
+
+/// One head of one batch entry: where its q, k, v (and out, dout, ...) rows start, and the
+/// row pitches of the [B, seq, H, dim] tensors.
+struct Head {
+  int64_t qOffset, kOffset, vOffset, oOffset, lseOffset; // in elements
+  int64_t qPitch, vPitch, oPitch;                        // q and k rows; v rows; out rows
+};
+
+Head headAt(const AttentionShape &a, int64_t b, int64_t h) {
+  Head head;
+  head.qOffset = (b * a.queries * a.heads + h) * a.dim;
+  head.kOffset = (b * a.keys * a.heads + h) * a.dim;
+  head.vOffset = (b * a.keys * a.heads + h) * a.valueDim;
+  head.oOffset = (b * a.queries * a.heads + h) * a.valueDim;
+  head.lseOffset = (b * a.heads + h) * a.queries;
+  head.qPitch = a.heads * a.dim;
+  head.vPitch = a.heads * a.valueDim;
+  head.oPitch = a.heads * a.valueDim;
+  return head;
+}
+
+/// The keys query `i` sees among the `keys` of the block (causal: 0..i).
+int64_t visibleKeys(const AttentionShape &a, int64_t i, int64_t keys) {
+  return a.causal ? std::min(keys, i + 1) : keys;
+}
+
+/// The keys any of the query rows [i0, i0 + rows) sees: the block's score columns.
+int64_t blockKeys(const AttentionShape &a, int64_t i0, int64_t rows) {
+  return a.causal ? std::min(a.keys, i0 + rows) : a.keys;
+}
+
+/// Calls fn(head, i0, rows, keys) for every block of `blockRows` query rows [i0, i0 + rows) of
+/// every head, with the keys the block scores; stops at the first error.
+template <typename Fn>
+Status forEachBlock(const AttentionShape &a, int64_t blockRows, Fn &&fn) {
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.heads; ++h) {
+      const Head head = headAt(a, b, h);
+      for (int64_t i0 = 0; i0 < a.queries; i0 += blockRows) {
+        const int64_t rows = std::min(blockRows, a.queries - i0);
+        PLAIT_RETURN_IF_ERROR(fn(head, i0, rows, blockKeys(a, i0, rows)));
+      }
+    }
+  return Status();
+}
+
+/// scores[rows, keys] = scale * q[i0, i0 + rows) k[0, keys)^T of one head, by one GEMM.
+Status scoreBlock(const AttentionShape &a, const Head &hd, const float *q, const float *k,
+                  int64_t i0, int64_t rows, int64_t keys, float *scores) {
+  return gemmRowMajor<float>(false, true, rows, keys, a.dim, a.scale,
+                             q + hd.qOffset + i0 * hd.qPitch, hd.qPitch, k + hd.kOffset,
+                             hd.qPitch, 0.0, scores, keys);
+}
+
+/// f32 attention: out [B, S, H, E] and lse [B, H, S].
+Status attentionF32(const KernelCall &call) {
+  AttentionShape a;
+  PLAIT_RETURN_IF_ERROR(checkAttentionCall(call, /*grad=*/false, a));
+  const float *q = call.inputs[0].as<float>(), *k = call.inputs[1].as<float>(),
+              *v = call.inputs[2].as<float>();
+  float *out = call.outputs[0].as<float>(), *lse = call.outputs[1].as<float>();
+  if (a.batch * a.heads * a.queries == 0)
+    return Status();
+  if (a.keys == 0 || a.valueDim == 0) { // no keys: an empty sum, as softmax over nothing
+    std::fill(out, out + call.outputs[0].numel(), 0.0f);
+    std::fill(lse, lse + call.outputs[1].numel(), -std::numeric_limits<float>::infinity());
+    return Status();
+  }
+  const int64_t blockRows = std::min(a.queries, kAttentionRowBlock);
+  Scratch scratch(call, "attention");
+  float *scores; // Workspace.cpp: blockRows x T floats
+  PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, scores));
+  auto block = [&](const Head &hd, int64_t i0, int64_t rows, int64_t keys) -> Status {
+    PLAIT_RETURN_IF_ERROR(scoreBlock(a, hd, q, k, i0, rows, keys, scores));
+    for (int64_t r = 0; r < rows; ++r) {
+      float *row = scores + r * keys;
+      const int64_t n = visibleKeys(a, i0 + r, keys);
+      const float m = maxFloats(row, n);
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = expApprox(row[j] - m);
+      const double sum = sumFloats(row, n);
+      const float inverse = float(1.0 / sum);
+      for (int64_t j = 0; j < n; ++j)
+        row[j] *= inverse;
+      std::fill(row + n, row + keys, 0.0f);
+      lse[hd.lseOffset + i0 + r] = m + float(std::log(sum));
+    }
+    return gemmRowMajor<float>(false, false, rows, a.valueDim, keys, 1.0, scores, keys,
+                               v + hd.vOffset, hd.vPitch, 0.0,
+                               out + hd.oOffset + i0 * hd.oPitch, hd.oPitch);
+  };
+  return forEachBlock(a, blockRows, block);
+}
+
+/// f32 attention_grad: dq, dk, dv from q, k, v, out, lse and dout.
+Status attentionGradF32(const KernelCall &call) {
+  AttentionShape a;
+  PLAIT_RETURN_IF_ERROR(checkAttentionCall(call, /*grad=*/true, a));
+  const float *q = call.inputs[0].as<float>(), *k = call.inputs[1].as<float>(),
+              *v = call.inputs[2].as<float>(), *lse = call.inputs[4].as<float>(),
+              *dout = call.inputs[5].as<float>(); // out (input 3): only the CUDA kernel reads it
+  float *dq = call.outputs[0].as<float>(), *dk = call.outputs[1].as<float>(),
+        *dv = call.outputs[2].as<float>();
+  // dk and dv are sums over query blocks: accumulated in place by the GEMMs below.
+  std::fill(dk, dk + call.outputs[1].numel(), 0.0f);
+  std::fill(dv, dv + call.outputs[2].numel(), 0.0f);
+  if (a.keys == 0 || a.valueDim == 0)
+    std::fill(dq, dq + call.outputs[0].numel(), 0.0f);
+  if (a.batch * a.heads * a.queries * a.keys == 0)
+    return Status();
+  const int64_t blockRows = std::min(a.queries, kAttentionRowBlock);
+  Scratch scratch(call, "attention_grad");
+  float *probs, *dprobs; // Workspace.cpp: two blocks of blockRows x T floats
+  PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, probs));
+  PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, dprobs));
+  const float scale = float(a.scale);
+  auto block = [&](const Head &hd, int64_t i0, int64_t rows, int64_t keys) -> Status {
+    const float *qBlock = q + hd.qOffset + i0 * hd.qPitch;
+    const float *doBlock = dout + hd.oOffset + i0 * hd.oPitch;
+    // P = exp(scale q k^T - lse), zero where masked.
+    PLAIT_RETURN_IF_ERROR(scoreBlock(a, hd, q, k, i0, rows, keys, probs));
+    for (int64_t r = 0; r < rows; ++r) {
+      float *row = probs + r * keys;
+      const int64_t n = visibleKeys(a, i0 + r, keys);
+      const float shift = lse[hd.lseOffset + i0 + r];
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = expApprox(row[j] - shift);
+      std::fill(row + n, row + keys, 0.0f);
+    }
+    // dv[0, keys) += P^T dout; dP = dout v^T.
+    PLAIT_RETURN_IF_ERROR(gemmRowMajor<float>(true, false, keys, a.valueDim, rows, 1.0,
+                                              probs, keys, doBlock, hd.oPitch, 1.0,
+                                              dv + hd.vOffset, hd.vPitch));
+    PLAIT_RETURN_IF_ERROR(gemmRowMajor<float>(false, true, rows, keys, a.valueDim, 1.0,
+                                              doBlock, hd.oPitch, v + hd.vOffset, hd.vPitch,
+                                              0.0, dprobs, keys));
+    // dS = P (dP - delta) with delta = sum_j P dP over the row, as softmax's backward
+    // sums it (not dout . out, equal in exact arithmetic): a query that sees one key then
+    // gets exactly 0, not rounding noise that AdamW would amplify into a real update.
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *p = probs + r * keys;
+      float *ds = dprobs + r * keys;
+      double delta = 0;
+      for (int64_t j = 0; j < keys; ++j)
+        delta += double(p[j]) * double(ds[j]);
+      const float d = float(delta);
+      for (int64_t j = 0; j < keys; ++j)
+        ds[j] = p[j] * (ds[j] - d);
+    }
+    // dq rows = scale dS k; dk[0, keys) += scale dS^T q rows.
+    PLAIT_RETURN_IF_ERROR(gemmRowMajor<float>(false, false, rows, a.dim, keys, scale, dprobs,
+                                              keys, k + hd.kOffset, hd.qPitch, 0.0,
+                                              dq + hd.qOffset + i0 * hd.qPitch, hd.qPitch));
+    return gemmRowMajor<float>(true, false, keys, a.dim, rows, scale, dprobs, keys, qBlock,
+                               hd.qPitch, 1.0, dk + hd.kOffset, hd.qPitch);
+  };
+  return forEachBlock(a, blockRows, block);
+}
+
+Status attentionKernel(const KernelCall &call) {
+  AttentionShape a;
+  PLAIT_RETURN_IF_ERROR(checkAttentionCall(call, /*grad=*/false, a));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &attentionF32);
+  return attentionF32(call);
+}
+
+Status attentionGradKernel(const KernelCall &call) {
+  AttentionShape a;
+  PLAIT_RETURN_IF_ERROR(checkAttentionCall(call, /*grad=*/true, a));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &attentionGradF32);
+  return attentionGradF32(call);
+}
+
+} // namespace
+
+void registerAttentionKernels() {
+  registerKernel("attention", &attentionKernel);
+  registerKernel("attention_grad", &attentionGradKernel);
+}
+
+} // namespace plait::rt::cpu

@@ -1,0 +1,76 @@
+// RUN: plait-opt --plait-fuse-attention --split-input-file %s | FileCheck %s
+
+// The importer's causal attention (samples/gpt): heads split by transposes, scaled scores,
+// a constant causal mask filled with -inf, softmax, the product with v, heads merged back.
+// All of it becomes one plait.attention on the [B, S, H, D] operands, whose output the
+// merging transpose's reader takes directly.
+// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK-LABEL: func.func @causal
+// CHECK-NOT: plait.constant
+// CHECK-NEXT: %[[O:.*]], %[[L:.*]] = plait.attention %arg0, %arg1, %arg2 {causal = true, scale = 0.35355338454246521 : f64} : (tensor<2x4x2x8xf32>, tensor<2x4x2x8xf32>, tensor<2x4x2x8xf32>) -> (tensor<2x4x2x8xf32>, tensor<2x2x4xf32>)
+// CHECK-NEXT: %[[Y:.*]] = plait.reshape %[[O]] : (tensor<2x4x2x8xf32>) -> tensor<2x4x16xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @causal(%q: tensor<2x4x2x8xf32>, %k: tensor<2x4x2x8xf32>, %v: tensor<2x4x2x8xf32>) -> tensor<2x4x16xf32> {
+  %qh = plait.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x2x8xf32>) -> tensor<2x2x4x8xf32>
+  %vh = plait.transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x2x8xf32>) -> tensor<2x2x4x8xf32>
+  %kt = plait.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<2x4x2x8xf32>) -> tensor<2x2x8x4xf32>
+  %s = plait.matmul %qh, %kt : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  %c = plait.constant dense<0.353553385> : tensor<f32>
+  %ss = plait.mul %s, %c : (tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %mask = plait.constant dense<[[false, true, true, true], [false, false, true, true], [false, false, false, true], [false, false, false, false]]> : tensor<4x4xi1>
+  %inf = plait.constant dense<0xFF800000> : tensor<f32>
+  %m = plait.where %mask, %inf, %ss : (tensor<4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = plait.softmax %m {axis = -1 : i64} : tensor<2x2x4x4xf32>
+  %o = plait.matmul %p, %vh : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %ot = plait.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x4x8xf32>) -> tensor<2x4x2x8xf32>
+  %y = plait.reshape %ot : (tensor<2x4x2x8xf32>) -> tensor<2x4x16xf32>
+  return %y : tensor<2x4x16xf32>
+}
+
+// -----
+
+// Unmasked attention scaled by a division, k split into heads by two transposes, more keys
+// than queries and a value width of its own; the [B, H, S, E] result's reader gets it
+// transposed back from the attention's output.
+// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK-LABEL: func.func @unmasked
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = plait.attention %arg0, %arg1, %arg2 {scale = 2.500000e-01 : f64} : (tensor<1x3x2x16xf32>, tensor<1x5x2x16xf32>, tensor<1x5x2x4xf32>) -> (tensor<1x3x2x4xf32>, tensor<1x2x3xf32>)
+// CHECK-NEXT: %[[H:.*]] = plait.transpose %[[O]] {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x4xf32>) -> tensor<1x2x3x4xf32>
+// CHECK-NEXT: return %[[H]]
+func.func @unmasked(%q: tensor<1x3x2x16xf32>, %k: tensor<1x5x2x16xf32>, %v: tensor<1x5x2x4xf32>) -> tensor<1x2x3x4xf32> {
+  %qh = plait.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x16xf32>) -> tensor<1x2x3x16xf32>
+  %kh = plait.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x5x2x16xf32>) -> tensor<1x2x5x16xf32>
+  %kt = plait.transpose %kh {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x16xf32>) -> tensor<1x2x16x5xf32>
+  %vh = plait.transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x5x2x4xf32>) -> tensor<1x2x5x4xf32>
+  %s = plait.matmul %qh, %kt : (tensor<1x2x3x16xf32>, tensor<1x2x16x5xf32>) -> tensor<1x2x3x5xf32>
+  %c = plait.constant dense<4.0> : tensor<f32>
+  %ss = plait.div %s, %c : (tensor<1x2x3x5xf32>, tensor<f32>) -> tensor<1x2x3x5xf32>
+  %p = plait.softmax %ss {axis = 3 : i64} : tensor<1x2x3x5xf32>
+  %o = plait.matmul %p, %vh : (tensor<1x2x3x5xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// A mask that is not causal (it hides the diagonal too) stays decomposed, as does a softmax
+// whose probabilities are also returned; the report gets a count per reason.
+// CHECK: module attributes {plait.fuse_attention = {fused = 0 : i64, left = 2 : i64, reasons = {"the mask is not a constant causal mask" = 1 : i64, "the probabilities have other readers" = 1 : i64}}}
+// CHECK-LABEL: func.func @left
+// CHECK-NOT: plait.attention
+// CHECK: plait.softmax
+// CHECK: plait.softmax
+func.func @left(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>) -> (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>, tensor<1x1x2x2xf32>) {
+  %qh = plait.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %vh = plait.transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x1x4xf32>) -> tensor<1x1x2x4xf32>
+  %kt = plait.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x2x1x4xf32>) -> tensor<1x1x4x2xf32>
+  %s = plait.matmul %qh, %kt : (tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x2x2xf32>
+  %mask = plait.constant dense<[[true, true], [false, true]]> : tensor<2x2xi1>
+  %inf = plait.constant dense<0xFF800000> : tensor<f32>
+  %m = plait.where %mask, %inf, %s : (tensor<2x2xi1>, tensor<f32>, tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %p = plait.softmax %m {axis = -1 : i64} : tensor<1x1x2x2xf32>
+  %o = plait.matmul %p, %vh : (tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  %s2 = plait.matmul %qh, %kt : (tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x2x2xf32>
+  %p2 = plait.softmax %s2 {axis = -1 : i64} : tensor<1x1x2x2xf32>
+  %o2 = plait.matmul %p2, %vh : (tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  return %o, %o2, %p2 : tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>, tensor<1x1x2x2xf32>
+}

@@ -1,0 +1,182 @@
+// attention and attention_grad against a direct double-precision evaluation of their
+// formulas (scores, softmax, weighted sum; and the softmax's chain rule), over shapes that
+// cross the kernels' blocks of query rows.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "KernelTestSupport.h"
+#include "runtime/cpu/Workspace.h"
+
+namespace plait::rt::test {
+namespace {
+
+struct Case {
+  int64_t batch, queries, keys, heads, dim, valueDim;
+  bool causal;
+};
+
+/// The reference forward and backward of one case, in double, on [B, seq, H, dim] data.
+struct Reference {
+  std::vector<double> out, lse, dq, dk, dv;
+};
+
+std::vector<double> toDouble(const OwnedTensor &t) {
+  std::vector<float> f = t.floats();
+  return std::vector<double>(f.begin(), f.end());
+}
+
+Reference reference(const Case &c, double scale, const std::vector<double> &q,
+                    const std::vector<double> &k, const std::vector<double> &v,
+                    const std::vector<double> &dout) {
+  const int64_t B = c.batch, S = c.queries, T = c.keys, H = c.heads, D = c.dim, E = c.valueDim;
+  Reference r;
+  r.out.assign(B * S * H * E, 0);
+  r.lse.assign(B * H * S, 0);
+  r.dq.assign(B * S * H * D, 0);
+  r.dk.assign(B * T * H * D, 0);
+  r.dv.assign(B * T * H * E, 0);
+  auto qi = [&](int64_t b, int64_t i, int64_t h, int64_t d) { return ((b * S + i) * H + h) * D + d; };
+  auto ki = [&](int64_t b, int64_t j, int64_t h, int64_t d) { return ((b * T + j) * H + h) * D + d; };
+  auto vi = [&](int64_t b, int64_t j, int64_t h, int64_t e) { return ((b * T + j) * H + h) * E + e; };
+  auto oi = [&](int64_t b, int64_t i, int64_t h, int64_t e) { return ((b * S + i) * H + h) * E + e; };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t n = c.causal ? std::min(T, i + 1) : T;
+        std::vector<double> s(n), p(n);
+        double m = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d)
+            dot += q[qi(b, i, h, d)] * k[ki(b, j, h, d)];
+          s[j] = scale * dot;
+          m = std::max(m, s[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < n; ++j)
+          sum += std::exp(s[j] - m);
+        const double lse = m + std::log(sum);
+        r.lse[(b * H + h) * S + i] = lse;
+        for (int64_t j = 0; j < n; ++j)
+          p[j] = std::exp(s[j] - lse);
+        for (int64_t e = 0; e < E; ++e) {
+          double acc = 0;
+          for (int64_t j = 0; j < n; ++j)
+            acc += p[j] * v[vi(b, j, h, e)];
+          r.out[oi(b, i, h, e)] = acc;
+        }
+        // Backward: dP = dout v^T, dS = P (dP - sum_j P dP).
+        std::vector<double> dp(n);
+        double weighted = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < E; ++e)
+            dot += dout[oi(b, i, h, e)] * v[vi(b, j, h, e)];
+          dp[j] = dot;
+          weighted += p[j] * dot;
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          const double ds = p[j] * (dp[j] - weighted);
+          for (int64_t d = 0; d < D; ++d) {
+            r.dq[qi(b, i, h, d)] += scale * ds * k[ki(b, j, h, d)];
+            r.dk[ki(b, j, h, d)] += scale * ds * q[qi(b, i, h, d)];
+          }
+          for (int64_t e = 0; e < E; ++e)
+            r.dv[vi(b, j, h, e)] += p[j] * dout[oi(b, i, h, e)];
+        }
+      }
+  return r;
+}
+
+/// A tensor of `dtype` holding `values` (rounded to it); `values` are then what it holds.
+OwnedTensor holding(DType dtype, std::vector<int64_t> shape, std::vector<double> &values) {
+  OwnedTensor t = makeFloat(dtype, std::move(shape), values);
+  values = toDouble(t);
+  return t;
+}
+
+void checkCase(const Case &c, DType dtype, double rtol, double atol) {
+  SCOPED_TRACE(testing::Message() << "B=" << c.batch << " S=" << c.queries << " T=" << c.keys
+                                  << " H=" << c.heads << " D=" << c.dim << " E=" << c.valueDim
+                                  << " causal=" << c.causal << " dtype=" << dtypeName(dtype));
+  const std::vector<int64_t> qShape{c.batch, c.queries, c.heads, c.dim},
+      kShape{c.batch, c.keys, c.heads, c.dim}, vShape{c.batch, c.keys, c.heads, c.valueDim},
+      oShape{c.batch, c.queries, c.heads, c.valueDim}, lseShape{c.batch, c.heads, c.queries};
+  std::vector<double> q = toDouble(randomFloats(qShape, 1, -1, 1));
+  std::vector<double> k = toDouble(randomFloats(kShape, 2, -1, 1));
+  std::vector<double> v = toDouble(randomFloats(vShape, 3, -1, 1));
+  std::vector<double> dout = toDouble(randomFloats(oShape, 4, -1, 1));
+  OwnedTensor qt = holding(dtype, qShape, q), kt = holding(dtype, kShape, k),
+              vt = holding(dtype, vShape, v), dot = holding(dtype, oShape, dout);
+  const double scale = 1.0 / std::sqrt(double(c.dim));
+  const Attrs attrs = AttrsBuilder().f("scale", scale).i("causal", c.causal).build();
+  Reference ref = reference(c, scale, q, k, v, dout);
+
+  KernelResult fwd = runKernel("attention", {qt, kt, vt}, {{dtype, oShape}, {DType::F32, lseShape}},
+                               attrs);
+  ASSERT_TRUE(fwd.status.ok()) << fwd.status.message();
+  EXPECT_TRUE(allClose(fwd.out(0).floats(), ref.out, rtol, atol));
+  EXPECT_TRUE(allClose(fwd.out(1).floats(), ref.lse, 1e-5, 1e-5));
+
+  // The gradient reads the kernel's own out and lse, as a training step does.
+  KernelResult bwd = runKernel("attention_grad", {qt, kt, vt, fwd.out(0), fwd.out(1), dot},
+                               {{dtype, qShape}, {dtype, kShape}, {dtype, vShape}}, attrs);
+  ASSERT_TRUE(bwd.status.ok()) << bwd.status.message();
+  EXPECT_TRUE(allClose(bwd.out(0).floats(), ref.dq, rtol, atol)) << "dq";
+  EXPECT_TRUE(allClose(bwd.out(1).floats(), ref.dk, rtol, atol)) << "dk";
+  EXPECT_TRUE(allClose(bwd.out(2).floats(), ref.dv, rtol, atol)) << "dv";
+}
+
+TEST(AttentionKernels, CausalMatchesTheFormulas) {
+  checkCase({2, 16, 16, 3, 8, 8, true}, DType::F32, 1e-4, 1e-5);
+}
+
+TEST(AttentionKernels, UnmaskedWithMoreKeysThanQueriesAndAnotherValueWidth) {
+  checkCase({1, 5, 9, 2, 4, 6, false}, DType::F32, 1e-4, 1e-5);
+}
+
+TEST(AttentionKernels, RowsBeyondOneBlock) {
+  // 150 queries: blocks of 64, 64 and 22 rows; causal blocks see 64, 128 and 150 keys.
+  ASSERT_EQ(kAttentionRowBlock, 64);
+  checkCase({1, 150, 150, 2, 16, 8, true}, DType::F32, 1e-4, 1e-5);
+  checkCase({1, 70, 33, 1, 8, 8, false}, DType::F32, 1e-4, 1e-5);
+}
+
+TEST(AttentionKernels, Bf16ComputesInF32) {
+  checkCase({1, 12, 12, 2, 8, 8, true}, DType::BF16, 2e-2, 2e-2);
+}
+
+TEST(AttentionKernels, CausalRowZeroSeesOnlyItsOwnKey) {
+  // Query 0 sees key 0 alone: its output is v's row 0 and its lse the lone score.
+  auto q = make<float>({1, 2, 1, 1}, {2, 1});
+  auto k = make<float>({1, 2, 1, 1}, {3, 100});
+  auto v = make<float>({1, 2, 1, 1}, {5, 7});
+  KernelResult r = runKernel("attention", {q, k, v},
+                             {{DType::F32, {1, 2, 1, 1}}, {DType::F32, {1, 1, 2}}},
+                             AttrsBuilder().f("scale", 0.5).i("causal", 1).build());
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_FLOAT_EQ(r.out(0).floats()[0], 5.0f);
+  EXPECT_FLOAT_EQ(r.out(1).floats()[0], 3.0f); // 0.5 * 2 * 3
+  // Query 1 sees both: scores 1.5 and 50, so nearly all weight on key 1.
+  EXPECT_NEAR(r.out(0).floats()[1], 7.0, 1e-6);
+}
+
+TEST(AttentionKernels, RefusesMismatchedOperands) {
+  auto q = randomFloats({1, 4, 2, 8}, 1);
+  auto k = randomFloats({1, 4, 2, 4}, 2); // dim 4, q has 8
+  auto v = randomFloats({1, 4, 2, 8}, 3);
+  KernelResult r = runKernel("attention", {q, k, v},
+                             {{DType::F32, {1, 4, 2, 8}}, {DType::F32, {1, 2, 4}}},
+                             AttrsBuilder().f("scale", 0.5).build());
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_EQ(r.status.message(), "attention: k has shape [1, 4, 2, 4], expected [1, 4, 2, 8]");
+  KernelResult badScale = runKernel("attention", {q, randomFloats({1, 4, 2, 8}, 2), v},
+                                    {{DType::F32, {1, 4, 2, 8}}, {DType::F32, {1, 2, 4}}},
+                                    AttrsBuilder().f("scale", -1).build());
+  ASSERT_FALSE(badScale.status.ok());
+  EXPECT_EQ(badScale.status.message(), "attention: scale must be a finite number > 0, got -1");
+}
+
+} // namespace
+} // namespace plait::rt::test
