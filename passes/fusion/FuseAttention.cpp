@@ -15,8 +15,8 @@
 //   matmul(., transpose(v, [0,2,1,3]))                          [B, H, S, E]
 // -> plait.attention(q, k, v) [B, S, H, E], transposed back for the readers that want
 // [B, H, S, E] (a reader that transposes it to [B, S, H, E] reads the result directly).
-// The mask must be the constant "key j is hidden from query i when j > i" (causal), and its
-// fill -inf or a float no larger than -1e30; every intermediate must have no other reader.
+// The mask must be "key j is hidden from query i when j > i" (causal), as a constant or as
+// trilu(constant true, upper, k = 1), and its fill -inf or a float no larger than -1e30; every intermediate must have no other reader.
 // Anything else stays decomposed, and the module records why in `plait.fuse_attention`
 // {fused, left, reasons} for the report. plait-compile runs it before building the training
 // step unless --no-fused-attention.
@@ -70,21 +70,28 @@ std::optional<double> splatValue(Value v) {
   return dense.getSplatValue<APFloat>().convertToDouble();
 }
 
-/// True when `v` is a constant i1 [S, T] (or with leading 1s) that hides key j from query i
-/// exactly when j > i.
+/// True when `v` is an i1 [S, T] (or with leading 1s) that hides key j from query i exactly
+/// when j > i: a constant with those values, or the upper triangle above the diagonal
+/// (trilu, upper, k = 1) of a constant all true.
 bool isCausalMask(Value v, int64_t s, int64_t t) {
-  auto c = v.getDefiningOp<ConstantOp>();
-  if (!c)
-    return false;
-  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
   auto type = typeOf(v);
-  if (!dense || !dense.getElementType().isInteger(1) || type.getRank() < 2)
+  if (!type.getElementType().isInteger(1) || type.getRank() < 2)
     return false;
   ArrayRef<int64_t> shape = type.getShape();
   for (size_t d = 0; d + 2 < shape.size(); ++d)
     if (shape[d] != 1)
       return false;
   if (shape[shape.size() - 2] != s || shape.back() != t)
+    return false;
+  if (auto trilu = v.getDefiningOp<TriluOp>()) {
+    auto ones = trilu.getX().getDefiningOp<ConstantOp>();
+    auto dense = ones ? dyn_cast<DenseElementsAttr>(ones.getValue()) : DenseElementsAttr();
+    return trilu.getUpper() && trilu.getK() == 1 && dense && dense.isSplat() &&
+           dense.getSplatValue<bool>();
+  }
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (!dense)
     return false;
   int64_t index = 0;
   for (bool hidden : dense.getValues<bool>()) {
@@ -137,7 +144,7 @@ Match matchAttention(SoftmaxOp softmax) {
     if (!fill || !(*fill <= -1e30))
       return fail("the mask's fill is not -inf");
     if (!isCausalMask(where.getCond(), s, t))
-      return fail("the mask is not a constant causal mask");
+      return fail("the mask is not a causal mask");
     m.causal = true;
     m.chain.push_back(where);
     x = where.getY();
@@ -210,8 +217,8 @@ void rewrite(Match &m) {
       heads = b.create<TransposeOp>(loc, out, b.getDenseI64ArrayAttr({0, 2, 1, 3}));
     use.set(heads);
   }
-  // The chain, consumer first, then the transposes and constants (scale, mask, fill) that
-  // fed it once nothing else reads them.
+  // The chain, consumer first, then the transposes, constants and mask (trilu) that fed it
+  // once nothing else reads them.
   dead.push_back(pv);
   dead.append(m.chain.begin(), m.chain.end());
   llvm::SmallPtrSet<Operation *, 8> queued(dead.begin(), dead.end());
@@ -220,7 +227,8 @@ void rewrite(Match &m) {
     dead[i]->erase();
     for (Value operand : operands)
       if (Operation *def = operand.getDefiningOp();
-          def && isa<TransposeOp, ConstantOp>(def) && def->use_empty() && queued.insert(def).second)
+          def && isa<TransposeOp, ConstantOp, TriluOp>(def) && def->use_empty() &&
+          queued.insert(def).second)
         dead.push_back(def);
   }
 }
