@@ -116,6 +116,9 @@ def cases():
                         TRAIN[sample] + ["--precision", precision], precision, 1))
     out.append(("gpt-ddp2", "gpt", TRAIN["gpt"] + ["--world-size", "2", "--strategy", "ddp"],
                 "fp32", 2))
+    # The samples' GPT plans run the fused attention (plait.attention); this one the
+    # decomposed attention (matmul, mask, softmax, matmul kernels).
+    out.append(("gpt-decomposed-fp32", "gpt", TRAIN["gpt"] + ["--no-fused-attention"], "fp32", 1))
     return out
 
 
