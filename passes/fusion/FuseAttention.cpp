@@ -16,13 +16,16 @@
 // -> plait.attention(q, k, v) [B, S, H, E], transposed back for the readers that want
 // [B, H, S, E] (a reader that transposes it to [B, S, H, E] reads the result directly).
 // The mask must be "key j is hidden from query i when j > i" (causal), as a constant or as
-// trilu(constant true, upper, k = 1), and its fill -inf or a float no larger than -1e30; every intermediate must have no other reader.
+// trilu(constant true, upper, k = 1), and its fill -inf or a float no larger than -1e30;
+// every intermediate must have no other reader. With --device cuda (the module's
+// `plait.device`), heads longer than the CUDA kernels take (256) stay decomposed too.
 // Anything else stays decomposed, and the module records why in `plait.fuse_attention`
 // {fused, left, reasons} for the report. plait-compile runs it before building the training
-// step unless --no-fused-attention.
+// step unless --no-fused-attention or --no-fusion.
 #include "passes/Passes.h"
 
 #include "ir/PlaitDialect.h"
+#include "runtime/cpu/Workspace.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -115,7 +118,8 @@ struct Match {
   std::string reason;
 };
 
-Match matchAttention(SoftmaxOp softmax) {
+/// `maxHeadDim`: the longest head dimension the target's kernels take (0: any).
+Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
   Match m;
   auto fail = [&](std::string why) {
     m.reason = std::move(why);
@@ -181,6 +185,9 @@ Match matchAttention(SoftmaxOp softmax) {
   m.v = headSource(pv.getRhs(), {0, 2, 1, 3});
   if (!m.q || !m.k || !m.v)
     return fail("q, k and v are not [batch, seq, heads, dim] tensors split into heads by transposes");
+  if (maxHeadDim > 0 && (typeOf(m.q).getDimSize(3) > maxHeadDim ||
+                         typeOf(m.v).getDimSize(3) > maxHeadDim))
+    return fail("a head dimension exceeds the CUDA kernel's " + std::to_string(maxHeadDim));
   if (typeOf(m.q).getElementType() != type.getElementType() ||
       typeOf(m.k).getElementType() != type.getElementType() ||
       typeOf(m.v).getElementType() != type.getElementType())
@@ -236,13 +243,16 @@ void rewrite(Match &m) {
 struct FuseAttentionPass : impl::FuseAttentionPassBase<FuseAttentionPass> {
   void runOnOperation() final {
     ModuleOp module = getOperation();
+    auto device = module->getAttrOfType<StringAttr>("plait.device");
+    const int64_t maxHeadDim =
+        device && device.getValue() == "cuda" ? rt::kCudaAttentionMaxHeadDim : 0;
     int64_t fused = 0;
     std::map<std::string, int64_t> left; // reason -> count
     module.walk([&](func::FuncOp func) {
       SmallVector<SoftmaxOp> softmaxes;
       func.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
       for (SoftmaxOp softmax : softmaxes) {
-        Match m = matchAttention(softmax);
+        Match m = matchAttention(softmax, maxHeadDim);
         if (!m.reason.empty()) {
           ++left[m.reason];
           continue;

@@ -19,6 +19,11 @@ namespace plait::rt {
 /// this many rows of scores (and of their gradients), never a whole [S, T] matrix.
 inline constexpr int64_t kAttentionRowBlock = 64;
 
+/// The longest head dimension the CUDA attention kernels take (kernels/Launch.h
+/// kAttentionMaxHeadDim, checked equal in CudaAttentionKernels.cpp): plait-fuse-attention
+/// leaves longer heads decomposed for --device cuda.
+inline constexpr int64_t kCudaAttentionMaxHeadDim = 256;
+
 /// Workspace chunks start at multiples of this (the workspace base is aligned to it too).
 inline constexpr uint64_t kWorkspaceAlignment = 64;
 

@@ -2,11 +2,15 @@
 // kernels/Attention.cu): the CPU kernels' operand checks (cpu::checkAttentionCall), the
 // head-dimension limit of the device code, the gradient's workspace.
 #include "runtime/cuda/CudaKernelSupport.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt {
 namespace {
 
 using namespace cuda;
+
+static_assert(kAttentionMaxHeadDim == kCudaAttentionMaxHeadDim,
+              "plait-fuse-attention's CUDA head limit must be the kernels'");
 
 /// The call's operands checked as the CPU kernel checks them, then against what the device
 /// code takes (f32 or bf16, D and E <= kAttentionMaxHeadDim), as the device walks them.

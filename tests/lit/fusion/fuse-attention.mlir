@@ -98,3 +98,21 @@ func.func @left(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2
   %o2 = plait.matmul %p2, %vh : (tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
   return %o, %o2, %p2 : tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>, tensor<1x1x2x2xf32>
 }
+
+// -----
+
+// For --device cuda a head longer than the CUDA kernels take (256) stays decomposed.
+// CHECK: module attributes {plait.device = "cuda", plait.fuse_attention = {fused = 0 : i64, left = 1 : i64, reasons = {"a head dimension exceeds the CUDA kernel's 256" = 1 : i64}}}
+// CHECK-LABEL: func.func @cuda_long_head
+// CHECK-NOT: plait.attention
+module attributes {plait.device = "cuda"} {
+func.func @cuda_long_head(%q: tensor<1x2x1x512xf32>, %k: tensor<1x2x1x512xf32>, %v: tensor<1x2x1x512xf32>) -> tensor<1x1x2x512xf32> {
+  %qh = plait.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x1x512xf32>) -> tensor<1x1x2x512xf32>
+  %vh = plait.transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x1x512xf32>) -> tensor<1x1x2x512xf32>
+  %kt = plait.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x2x1x512xf32>) -> tensor<1x1x512x2xf32>
+  %s = plait.matmul %qh, %kt : (tensor<1x1x2x512xf32>, tensor<1x1x512x2xf32>) -> tensor<1x1x2x2xf32>
+  %p = plait.softmax %s {axis = -1 : i64} : tensor<1x1x2x2xf32>
+  %o = plait.matmul %p, %vh : (tensor<1x1x2x2xf32>, tensor<1x1x2x512xf32>) -> tensor<1x1x2x512xf32>
+  return %o : tensor<1x1x2x512xf32>
+}
+}
