@@ -259,8 +259,10 @@ def FuseAttentionPass : Pass<"plait-fuse-attention", "mlir::ModuleOp"> {
   let summary = "decomposed scaled-dot-product attention becomes one plait.attention op";
   let description = [{
     Per softmax over the last axis of [B, H, S, T] scores: matmul(q, k^T), an optional
-    multiply (or divide) by a scalar constant, an optional where() with a constant causal
-    mask and a -inf fill, the softmax and its product with v, where q, k and v are
+    multiply (or divide) by a scalar constant, an optional causal mask (where(hidden, -inf,
+    scores) or where(seen, scores, -inf), the mask a constant or a trilu of a constant true;
+    a fill of at most -1e30 counts as -inf), the softmax and its product with v, where q, k
+    and v are
     [B, S, H, D] tensors split into heads by transposes, becomes plait.attention(q, k, v)
     {scale, causal}; readers that transpose the result back to [B, S, H, E] read the
     attention's output directly. Every other softmax stays as it is. The module records

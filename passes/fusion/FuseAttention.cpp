@@ -10,7 +10,7 @@
 // gradient recomputes the scores. The rewrite, per softmax over the last axis:
 //   matmul(transpose(q, [0,2,1,3]), transpose(k, [0,2,3,1]))   scores [B, H, S, T]
 //   [mul/div by a scalar constant]                              the scale (else 1)
-//   [where(causal mask, -inf, .)]                               a constant mask
+//   [where(causal mask, -inf, .) or where(seen, ., -inf)]       a causal mask
 //   softmax(axis = -1)
 //   matmul(., transpose(v, [0,2,1,3]))                          [B, H, S, E]
 // -> plait.attention(q, k, v) [B, S, H, E], transposed back for the readers that want
@@ -73,10 +73,11 @@ std::optional<double> splatValue(Value v) {
   return dense.getSplatValue<APFloat>().convertToDouble();
 }
 
-/// True when `v` is an i1 [S, T] (or with leading 1s) that hides key j from query i exactly
-/// when j > i: a constant with those values, or the upper triangle above the diagonal
-/// (trilu, upper, k = 1) of a constant all true.
-bool isCausalMask(Value v, int64_t s, int64_t t) {
+/// True when `v` is an i1 [S, T] (or with leading 1s) that is true exactly where key j is
+/// hidden from query i (`hidden`: j > i), or exactly where it is seen (j <= i): a constant
+/// with those values, or the triangle of a constant all true that trilu keeps (upper, k = 1
+/// for the hidden keys; lower, k = 0 for the seen ones).
+bool isCausalMask(Value v, int64_t s, int64_t t, bool hidden) {
   auto type = typeOf(v);
   if (!type.getElementType().isInteger(1) || type.getRank() < 2)
     return false;
@@ -89,17 +90,17 @@ bool isCausalMask(Value v, int64_t s, int64_t t) {
   if (auto trilu = v.getDefiningOp<TriluOp>()) {
     auto ones = trilu.getX().getDefiningOp<ConstantOp>();
     auto dense = ones ? dyn_cast<DenseElementsAttr>(ones.getValue()) : DenseElementsAttr();
-    return trilu.getUpper() && trilu.getK() == 1 && dense && dense.isSplat() &&
-           dense.getSplatValue<bool>();
+    return trilu.getUpper() == hidden && trilu.getK() == (hidden ? 1 : 0) && dense &&
+           dense.isSplat() && dense.getSplatValue<bool>();
   }
   auto c = v.getDefiningOp<ConstantOp>();
   auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
   if (!dense)
     return false;
   int64_t index = 0;
-  for (bool hidden : dense.getValues<bool>()) {
+  for (bool value : dense.getValues<bool>()) {
     int64_t i = index / t, j = index % t;
-    if (hidden != (j > i))
+    if (value != (hidden ? j > i : j <= i))
       return false;
     ++index;
   }
@@ -144,14 +145,20 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
   if (auto where = x.getDefiningOp<WhereOp>()) {
     if (!hasOneUse(x))
       return fail("the masked scores have other readers");
-    std::optional<double> fill = splatValue(where.getX());
-    if (!fill || !(*fill <= -1e30))
+    // where(hidden, -inf, scores), or where(seen, scores, -inf) as Hugging Face writes it
+    // (its fill the lowest float).
+    auto isFill = [](Value v) {
+      std::optional<double> fill = splatValue(v);
+      return fill && *fill <= -1e30;
+    };
+    bool hiddenForm = isFill(where.getX());
+    if (!hiddenForm && !isFill(where.getY()))
       return fail("the mask's fill is not -inf");
-    if (!isCausalMask(where.getCond(), s, t))
+    if (!isCausalMask(where.getCond(), s, t, hiddenForm))
       return fail("the mask is not a causal mask");
     m.causal = true;
     m.chain.push_back(where);
-    x = where.getY();
+    x = hiddenForm ? where.getY() : where.getX();
   }
   if (auto mul = x.getDefiningOp<MulOp>()) {
     std::optional<double> c = splatValue(mul.getRhs());

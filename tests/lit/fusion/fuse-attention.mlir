@@ -76,6 +76,31 @@ func.func @trilu_mask(%q: tensor<1x3x1x4xf32>, %k: tensor<1x3x1x4xf32>, %v: tens
 
 // -----
 
+// The mask as Hugging Face writes it: where(seen, scores, lowest float), seen the lower
+// triangle with the diagonal (trilu, lower, k = 0).
+// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK-LABEL: func.func @seen_mask
+// CHECK-NOT: plait.where
+// CHECK: plait.attention %arg0, %arg1, %arg2 {causal = true, scale = 5.000000e-01 : f64}
+func.func @seen_mask(%q: tensor<1x3x1x4xf32>, %k: tensor<1x3x1x4xf32>, %v: tensor<1x3x1x4xf32>) -> tensor<1x3x1x4xf32> {
+  %qh = plait.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x1x4xf32>) -> tensor<1x1x3x4xf32>
+  %vh = plait.transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x1x4xf32>) -> tensor<1x1x3x4xf32>
+  %kt = plait.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x3x1x4xf32>) -> tensor<1x1x4x3xf32>
+  %s = plait.matmul %qh, %kt : (tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32>) -> tensor<1x1x3x3xf32>
+  %c = plait.constant dense<0.5> : tensor<f32>
+  %ss = plait.mul %c, %s : (tensor<f32>, tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
+  %ones = plait.constant dense<true> : tensor<1x1x3x3xi1>
+  %seen = plait.trilu %ones {upper = false, k = 0 : i64} : tensor<1x1x3x3xi1>
+  %low = plait.constant dense<-3.40282347E+38> : tensor<f32>
+  %m = plait.where %seen, %ss, %low : (tensor<1x1x3x3xi1>, tensor<1x1x3x3xf32>, tensor<f32>) -> tensor<1x1x3x3xf32>
+  %p = plait.softmax %m {axis = -1 : i64} : tensor<1x1x3x3xf32>
+  %o = plait.matmul %p, %vh : (tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  %ot = plait.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x1x3x4xf32>) -> tensor<1x3x1x4xf32>
+  return %ot : tensor<1x3x1x4xf32>
+}
+
+// -----
+
 // A mask that is not causal (it hides the diagonal too) stays decomposed, as does a softmax
 // whose probabilities are also returned; the report gets a count per reason.
 // CHECK: module attributes {plait.fuse_attention = {fused = 0 : i64, left = 2 : i64, reasons = {"the mask is not a causal mask" = 1 : i64, "the probabilities have other readers" = 1 : i64}}}
