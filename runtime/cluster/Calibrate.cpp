@@ -36,11 +36,6 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 // The median over `reps` repetitions (after `warmup` untimed ones) of the slowest rank's
 // time for `work`, all ranks of `comm` starting together.
@@ -332,25 +327,9 @@ std::string blasCoreWarning(const std::string &core) {
                      core, better, better);
 }
 
-std::string hostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0)
-    return "unknown-host";
-  return name;
-}
 
-std::string today() {
-  std::time_t t = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d", &utc);
-  return text;
-}
 
-// Rounds `x` to 4 significant digits, what a measurement can claim: the double nearest that
 // decimal, which the spec then prints as written.
-double significant(double x) { return std::strtod(fmt::format("{:.4g}", x).c_str(), nullptr); }
 
 // The GEMMs of samples/gpt (batch 4 × seq 16 = 64 tokens, d_model 32, vocab 64): the
 // forward projections and the two backward GEMMs of the largest (fc).

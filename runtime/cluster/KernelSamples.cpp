@@ -2,7 +2,13 @@
 // classes' kernels (KernelSamples.h).
 #include "runtime/cluster/KernelSamples.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <ctime>
+
+#include <fmt/format.h>
 
 #include "codegen/schema/FusedElementwise.h"
 #include "runtime/cpu/Workspace.h"
@@ -15,6 +21,30 @@ bool hasSuffix(std::string_view s, std::string_view suffix) {
 }
 
 } // namespace
+
+std::string hostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0)
+    return "unknown-host";
+  return name;
+}
+
+std::string today() {
+  std::time_t t = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d", &utc);
+  return text;
+}
+
+double significant(double x) { return std::strtod(fmt::format("{:.4g}", x).c_str(), nullptr); }
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
 
 // A number in [0, 1) that looks random in i (splitmix64's finaliser): neighbours compare
 // either way with even odds, as a max pool's window or a where's condition meets real data.

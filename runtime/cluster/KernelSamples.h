@@ -14,6 +14,14 @@
 
 namespace plait::cluster {
 
+/// The calibrations' small helpers: this host's name, today's date (UTC, YYYY-MM-DD), `x`
+/// rounded to the 4 significant digits a measurement can claim (the double nearest that
+/// decimal, which a spec then prints as written), the median of `values`.
+std::string hostName();
+std::string today();
+double significant(double x);
+double median(std::vector<double> values);
+
 /// A number in [0, 1) that looks random in i (splitmix64's finaliser): neighbours compare
 /// either way with even odds, as a max pool's window or a where's condition meets real data.
 float scattered(uint64_t i);

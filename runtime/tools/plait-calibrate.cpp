@@ -2,6 +2,7 @@
 // overhead, MPI collective latency and bandwidth) and writes a cluster spec, so that the
 // planner's predictions can be checked against real runs. A thin main over Calibrate.h.
 // Multi-rank: `mpirun -np N plait-calibrate ...`, or `plait-calibrate --nproc N ...`.
+// `--device cuda [--gpu N]`: one CUDA device through plait's CUDA kernels (CalibrateCuda.h).
 // Exit codes: 0 ok, 1 user error, 2 internal error.
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <fmt/core.h>
 
 #include "runtime/cluster/Calibrate.h"
+#include "runtime/cluster/CalibrateCuda.h"
 #include "runtime/cluster/ClusterSpec.h"
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/Mpirun.h"
@@ -34,10 +36,9 @@ int failRank(const plait::rt::Status &status) {
 
 // The spec file: the measurement table as comments, then the spec; checked by parsing it
 // back before it is written.
-plait::rt::Status writeSpec(const std::string &path, const plait::cluster::Calibration &c,
+plait::rt::Status writeSpec(const std::string &path, const std::string &table,
                             const plait::cluster::ClusterSpec &spec) {
   std::string text = "# Written by plait-calibrate. What it measured:\n";
-  std::string table = plait::cluster::calibrationTable(c);
   size_t start = 0;
   while (start < table.size()) {
     size_t end = table.find('\n', start);
@@ -76,9 +77,42 @@ int main(int argc, char **argv) {
   app.add_option("--nproc", nproc, "start N local ranks under mpirun (one device per rank)");
   app.add_option("--stream-mib", streamMiB,
                  "MiB per memory-bandwidth array (default: together 4x the last-level cache)");
+  std::string device = "cpu";
+  int gpu = 0;
+  app.add_option("--device", device,
+                 "cpu (this machine's ranks over MPI) or cuda (one GPU through plait's CUDA "
+                 "kernels)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--gpu", gpu, "--device cuda: the CUDA device to measure")->check(CLI::NonNegativeNumber);
   if (auto rc = parseArgs(kTool, app, argc, argv))
     return *rc;
   options.streamBytes = streamMiB << 20;
+
+  if (device == "cuda") {
+    if (nproc > 1)
+      return fail(kExitUserError, "--device cuda measures one GPU: --nproc does not apply");
+    if (name == "this-machine-cpu")
+      name = "this-machine-gpu";
+    plait::cluster::CudaCalibration calibration;
+    plait::cluster::CudaCalibrateOptions cudaOptions;
+    cudaOptions.device = gpu;
+    cudaOptions.quick = options.quick;
+    plait::rt::Status status = plait::cluster::calibrateCuda(cudaOptions, calibration);
+    if (!status.ok())
+      return fail(exitCode(status), status.message());
+    std::string table = plait::cluster::cudaCalibrationTable(calibration);
+    fmt::print("{}", table);
+    plait::cluster::ClusterSpec spec = plait::cluster::specFromCudaCalibration(calibration, name);
+    if (!output.empty()) {
+      status = writeSpec(output, table, spec);
+      if (!status.ok())
+        return fail(exitCode(status), status.message());
+      fmt::print("\nwrote {}\n", output);
+    } else {
+      fmt::print("\n{}", plait::cluster::writeClusterSpec(spec));
+    }
+    return 0;
+  }
 
   if (nproc > 1 && plait::rt::mpi::launchedWorldSize() == 0) { // returns only on error
     std::vector<std::string> args(argv + 1, argv + argc);
@@ -102,7 +136,7 @@ int main(int argc, char **argv) {
     fmt::print("{}", plait::cluster::calibrationTable(calibration));
     plait::cluster::ClusterSpec spec = plait::cluster::specFromCalibration(calibration, name);
     if (!output.empty()) {
-      status = writeSpec(output, calibration, spec);
+      status = writeSpec(output, plait::cluster::calibrationTable(calibration), spec);
       if (!status.ok())
         return failRank(status);
       fmt::print("\nwrote {}\n", output);

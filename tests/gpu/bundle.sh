@@ -2,6 +2,7 @@
 # Packs what tests/gpu/run.sh needs on a GPU machine that cannot build plait (no MLIR, MPI or
 # OpenBLAS packages there, and no package registry to get them from), on a machine that can:
 #   BUNDLE/bin/plait-run                  the runtime, built here (CUDA parts for sm_80 and sm_90)
+#   BUNDLE/bin/plait-calibrate            measures the GPU (--device cuda) into a cluster spec
 #   BUNDLE/tests/plait_{cuda,codegen}_tests  the CUDA unit tests
 #   BUNDLE/lib/                           the Debian shared libraries those link that a CUDA
 #                                         machine's image may lack (MPI, OpenBLAS, protobuf, ...);
@@ -29,7 +30,7 @@ die() {
 }
 
 [ -x /usr/local/cuda/bin/nvcc ] || die "no CUDA toolkit at /usr/local/cuda (the plans' fatbins need nvcc)"
-PLAIT_BUILD_DIR="$build" PLAIT_TARGETS="plait-compile plait-run plait-zoo plait_cuda_tests plait_codegen_tests" \
+PLAIT_BUILD_DIR="$build" PLAIT_TARGETS="plait-compile plait-run plait-calibrate plait-zoo plait_cuda_tests plait_codegen_tests" \
   bash "$root/scripts/build.sh" >"$build/bundle-build.log" 2>&1 ||
   {
     tail -40 "$build/bundle-build.log"
@@ -38,14 +39,14 @@ PLAIT_BUILD_DIR="$build" PLAIT_TARGETS="plait-compile plait-run plait-zoo plait_
 
 rm -rf "$bundle" "$bundle.tar.xz"
 mkdir -p "$bundle/bin" "$bundle/tests" "$bundle/lib"
-cp "$build/bin/plait-run" "$bundle/bin/"
+cp "$build/bin/plait-run" "$build/bin/plait-calibrate" "$bundle/bin/"
 cp "$build/tests/unit/cuda/plait_cuda_tests" "$build/tests/unit/codegen/plait_codegen_tests" \
   "$bundle/tests/"
 printf '%s\n' "$root" >"$bundle/SOURCE_DIR"
 
 # Every library the binaries resolve outside CUDA's folder, except the C and C++ runtimes (the GPU
 # machine's are at least as new, and a second copy of them would break its own libraries).
-ldd "$bundle/bin/plait-run" "$bundle/tests/"* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' |
+ldd "$bundle/bin/"* "$bundle/tests/"* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' |
   sort -u | grep -v -E '^/usr/local/cuda|/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" "$bundle/lib/$(basename "$lib")"; done
 

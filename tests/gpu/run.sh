@@ -5,7 +5,10 @@
 #   3. every sample (mlp, cnn, gpt) x (fp32, bf16-mixed) trained on the CUDA and CPU backends
 #      at world size 1, losses compared (1e-4 fp32, 1e-2 bf16-mixed, relative), and each fused
 #      kernel's bandwidth against the device's copy bandwidth (tests/gpu/backend_parity.py);
-#      the GPT's 2-rank DDP run on NCCL where there are two GPUs.
+#      the GPT's 2-rank DDP run on NCCL where there are two GPUs;
+#   4. plait-calibrate --device cuda: the GPU's measured rates as a cluster spec, written to
+#      $PLAIT_GPU_SPEC (default: gpu-calibrated.yaml in the work or build directory), from which
+#      plait-compile --cluster predicts GPU steps (issue #6).
 # A failing step does not stop the later ones; everything a failure needs is printed, and the
 # script exits 1 if any step failed (at once only if the build fails).
 #
@@ -90,13 +93,14 @@ if [ -n "$bundle" ]; then
     "$bundle/work/prepared.json")
   cuda_tests="$bundle/tests/plait_cuda_tests" codegen_tests="$bundle/tests/plait_codegen_tests"
   parity=(--build "$bundle" --work "$bundle/work" --stage device)
+  spec="${PLAIT_GPU_SPEC:-$bundle/work/gpu-calibrated.yaml}"
 else
   section "build (sm_90) into $build"
   if [ "${PLAIT_GPU_SKIP_BUILD:-0}" != 1 ]; then
     # Only what this script runs: the tools and the CUDA test binaries (not the whole suite).
     PLAIT_BUILD_DIR="$build" PLAIT_JOBS="${PLAIT_JOBS:-$(nproc)}" \
       PLAIT_CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" \
-      PLAIT_TARGETS="plait-compile plait-run plait-zoo plait_cuda_tests plait_codegen_tests" \
+      PLAIT_TARGETS="plait-compile plait-run plait-calibrate plait-zoo plait_cuda_tests plait_codegen_tests" \
       bash "$root/scripts/build.sh" >"$build.log" 2>&1 ||
       {
         tail -60 "$build.log"
@@ -106,6 +110,7 @@ else
   cuda_tests="$build/tests/unit/cuda/plait_cuda_tests"
   codegen_tests="$build/tests/unit/codegen/plait_codegen_tests"
   parity=(--build "$build" --work "$build/gpu-parity")
+  spec="${PLAIT_GPU_SPEC:-$build/gpu-calibrated.yaml}"
 fi
 devices=$("$build/bin/plait-run" --list-devices) || fail "plait-run --list-devices"
 printf '%s\n' "$devices"
@@ -122,6 +127,12 @@ PLAIT_NVCC="$nvcc" timeout "$test_timeout" "$codegen_tests" --gtest_filter='Cuda
 section "CUDA backend against the CPU backend ($steps steps)"
 "$python" "$root/tests/gpu/backend_parity.py" "${parity[@]}" --steps "$steps" --gpus "$gpus" ||
   fail "backend parity (tables above)"
+
+section "plait-calibrate --device cuda (the GPU's measured rates, as a cluster spec)"
+# Its spec is what plait-compile --cluster predicts GPU steps from (bench/README.md); the
+# calibration itself is checked by CudaCalibrate.QuickCalibrationOnTheDevice above.
+timeout "$test_timeout" "$build/bin/plait-calibrate" --device cuda -o "$spec" ||
+  fail "plait-calibrate --device cuda"
 
 section "done"
 if ((${#failed[@]})); then
