@@ -268,7 +268,23 @@ def FuseAttentionPass : Pass<"plait-fuse-attention", "mlir::ModuleOp"> {
     attention's output directly. Every other softmax stays as it is. The module records
     `plait.fuse_attention` {fused, left, reasons (a count per reason a softmax was left)}
     for the report. plait-compile runs it before building the training step unless
-    --no-fused-attention.
+    --no-fused-attention (or --no-fusion).
+
+    ```mlir
+    // before: q, k, v [2, 16, 4, 8] split into heads, %mask a constant causal i1 [16, 16]
+    %qh = plait.transpose %q {perm = array<i64: 0, 2, 1, 3>} : ... -> tensor<2x4x16x8xf32>
+    %kt = plait.transpose %k {perm = array<i64: 0, 2, 3, 1>} : ... -> tensor<2x4x8x16xf32>
+    %vh = plait.transpose %v {perm = array<i64: 0, 2, 1, 3>} : ... -> tensor<2x4x16x8xf32>
+    %s = plait.matmul %qh, %kt : ... -> tensor<2x4x16x16xf32>
+    %ss = plait.mul %s, %scale : ...
+    %m = plait.where %mask, %minus_inf, %ss : ...
+    %p = plait.softmax %m {axis = -1 : i64} : tensor<2x4x16x16xf32>
+    %o = plait.matmul %p, %vh : ... -> tensor<2x4x16x8xf32>
+    %y = plait.transpose %o {perm = array<i64: 0, 2, 1, 3>} : ... -> tensor<2x16x4x8xf32>
+    // after
+    %y, %lse = plait.attention %q, %k, %v {causal = true, scale = 0.353553 : f64}
+        : (...) -> (tensor<2x16x4x8xf32>, tensor<2x4x16xf32>)
+    ```
   }];
 }
 

@@ -107,8 +107,6 @@ bool isCausalMask(Value v, int64_t s, int64_t t, bool hidden) {
   return true;
 }
 
-bool hasOneUse(Value v) { return v.hasOneUse(); }
-
 /// One softmax's attempt: the attention op's pieces, or the reason it stays decomposed.
 struct Match {
   Value q, k, v;
@@ -143,7 +141,7 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
 
   Value x = softmax.getX();
   if (auto where = x.getDefiningOp<WhereOp>()) {
-    if (!hasOneUse(x))
+    if (!x.hasOneUse())
       return fail("the masked scores have other readers");
     // where(hidden, -inf, scores), or where(seen, scores, -inf) as Hugging Face writes it
     // (its fill the lowest float).
@@ -167,14 +165,14 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
       c = splatValue(mul.getLhs());
       other = mul.getRhs();
     }
-    if (!c || typeOf(other) != typeOf(x) || !hasOneUse(x))
+    if (!c || typeOf(other) != typeOf(x) || !x.hasOneUse())
       return fail("the scores are scaled by something other than a scalar constant");
     m.scale = *c;
     m.chain.push_back(mul);
     x = other;
   } else if (auto div = x.getDefiningOp<DivOp>()) {
     std::optional<double> c = splatValue(div.getRhs());
-    if (!c || typeOf(div.getLhs()) != typeOf(x) || !hasOneUse(x) || *c == 0)
+    if (!c || typeOf(div.getLhs()) != typeOf(x) || !x.hasOneUse() || *c == 0)
       return fail("the scores are scaled by something other than a scalar constant");
     m.scale = 1.0 / *c;
     m.chain.push_back(div);
@@ -183,7 +181,7 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
   if (!(std::isfinite(m.scale) && m.scale > 0))
     return fail("the scale is not a finite number > 0");
   auto qk = x.getDefiningOp<MatmulOp>();
-  if (!qk || !hasOneUse(x) || qk.getTransposeLhs() || qk.getTransposeRhs() || qk.getLhsPerm() ||
+  if (!qk || !x.hasOneUse() || qk.getTransposeLhs() || qk.getTransposeRhs() || qk.getLhsPerm() ||
       qk.getRhsPerm() || qk.getResultPerm())
     return fail("the scores are not a plain matmul of q and k");
   m.chain.push_back(qk);
@@ -247,27 +245,34 @@ void rewrite(Match &m) {
   }
 }
 
+/// Fuses every matching attention of `module`; returns the count and, per reason, the
+/// softmaxes left decomposed. Heads longer than `maxHeadDim` (when > 0) stay decomposed.
+int64_t fuseAttentions(ModuleOp module, int64_t maxHeadDim,
+                       std::map<std::string, int64_t> &left) {
+  int64_t fused = 0;
+  module.walk([&](func::FuncOp func) {
+    SmallVector<SoftmaxOp> softmaxes;
+    func.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    for (SoftmaxOp softmax : softmaxes) {
+      Match m = matchAttention(softmax, maxHeadDim);
+      if (!m.reason.empty()) {
+        ++left[m.reason];
+        continue;
+      }
+      rewrite(m);
+      ++fused;
+    }
+  });
+  return fused;
+}
+
 struct FuseAttentionPass : impl::FuseAttentionPassBase<FuseAttentionPass> {
   void runOnOperation() final {
     ModuleOp module = getOperation();
     auto device = module->getAttrOfType<StringAttr>("plait.device");
-    const int64_t maxHeadDim =
-        device && device.getValue() == "cuda" ? rt::kCudaAttentionMaxHeadDim : 0;
-    int64_t fused = 0;
-    std::map<std::string, int64_t> left; // reason -> count
-    module.walk([&](func::FuncOp func) {
-      SmallVector<SoftmaxOp> softmaxes;
-      func.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
-      for (SoftmaxOp softmax : softmaxes) {
-        Match m = matchAttention(softmax, maxHeadDim);
-        if (!m.reason.empty()) {
-          ++left[m.reason];
-          continue;
-        }
-        rewrite(m);
-        ++fused;
-      }
-    });
+    std::map<std::string, int64_t> left; // reason -> softmaxes left; ordered: the report's order
+    int64_t fused = fuseAttentions(
+        module, device && device.getValue() == "cuda" ? rt::kCudaAttentionMaxHeadDim : 0, left);
     Builder b(module.getContext());
     SmallVector<NamedAttribute> reasons;
     int64_t leftCount = 0;

@@ -5,7 +5,9 @@
 // through shared tiles of 32: a lane per tile row for the scores (each a sequential dot
 // product), then a lane per slice of the dimension for the row's accumulators. The gradient
 // uses no atomics: every result element is summed by one lane in a fixed order, so results
-// are reproducible run to run. Run against a host reference on an H200 by tests/gpu/run.sh
+// are reproducible run to run. Its row sums delta_i are dot(dout_i, out_i); the CPU kernel,
+// which holds a block's whole rows of scores, sums P dP over them instead (equal in exact
+// arithmetic; exactly 0 for a query that sees one key). Run against a host reference on an H200 by tests/gpu/run.sh
 // (tests/unit/cuda/CudaAttentionTest.cpp).
 #include <algorithm>
 

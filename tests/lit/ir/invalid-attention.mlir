@@ -78,3 +78,4 @@ func.func @grad_results(%q: tensor<2x16x4x8xf32>, %l: tensor<2x4x16xf32>) {
   %dq, %dk, %dv = plait.attention_grad %q, %q, %q, %q, %l, %q {scale = 0.5 : f64} : (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x4x16xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xbf16>, tensor<2x16x4x8xf32>)
   return
 }
+
