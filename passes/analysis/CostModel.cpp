@@ -241,7 +241,9 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     cost.contraction = true;
     cost.rows = heads * blocks * (grad ? 5 : 2); // GEMM calls
     cost.rateClass = "matmul";
-    cost.side.push_back({"softmax", scores});
+    // The softmax over each block of scores: the forward normalises its rows, the gradient
+    // exponentiates them again and forms dS; as many rows as queries.
+    cost.side.push_back({"softmax", scores, heads * double(s)});
     return cost;
   }
   if (k == "conv2d" || k == "conv2d_grad_input" || k == "conv2d_grad_weight") {
@@ -486,9 +488,11 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
         if (auto movement = device.kernels.find("movement");
             cost.columns > 0 && movement != device.kernels.end())
           op.seconds += cost.columns * movement->second.nsPerElement * 1e-9 / share;
-        for (auto [rateClass, elements] : cost.side)
-          if (auto part = device.kernels.find(rateClass); part != device.kernels.end())
-            op.seconds += elements * part->second.nsPerElement * 1e-9 / share;
+        for (const OpCost::SideWork &work : cost.side)
+          if (auto part = device.kernels.find(work.rateClass); part != device.kernels.end())
+            op.seconds += (work.elements * part->second.nsPerElement +
+                           work.rows * part->second.nsPerRow) *
+                          1e-9 / share;
       }
       out.flops += cost.flops;
       if (cost.contraction)

@@ -67,9 +67,13 @@ struct OpCost {
   /// A fused kernel's ops: each one's rate class and elements. Timed as the sum of the
   /// classes' per-element costs plus one call's overhead (when the spec measures them all).
   std::vector<std::pair<const char *, double>> parts;
-  /// A contraction's element work beside its GEMMs (attention's softmax over its scores):
-  /// each one's rate class and elements, added to the GEMM time when the spec measures it.
-  std::vector<std::pair<const char *, double>> side;
+  /// A contraction's row-wise work beside its GEMMs (attention's softmax over its scores):
+  /// its rate class, elements and rows, added to the GEMM time when the spec measures it.
+  struct SideWork {
+    const char *rateClass;
+    double elements, rows;
+  };
+  std::vector<SideWork> side;
   bool contraction = false;
   bool collective = false;
   double seconds = 0;    ///< predicted time (a collective's: its transfer on its link)

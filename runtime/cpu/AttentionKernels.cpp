@@ -39,11 +39,6 @@ Head headAt(const AttentionShape &a, int64_t b, int64_t h) {
   return head;
 }
 
-/// The keys query `i` sees among the `keys` of the block (causal: 0..i).
-int64_t visibleKeys(const AttentionShape &a, int64_t i, int64_t keys) {
-  return a.causal ? std::min(keys, i + 1) : keys;
-}
-
 /// The keys any of the query rows [i0, i0 + rows) sees: the block's score columns.
 int64_t blockKeys(const AttentionShape &a, int64_t i0, int64_t rows) {
   return a.causal ? std::min(a.keys, i0 + rows) : a.keys;
@@ -72,6 +67,65 @@ Status scoreBlock(const AttentionShape &a, const Head &hd, const float *q, const
                              hd.qPitch, 0.0, scores, keys);
 }
 
+// The row loops of a block, cloned for AVX-512 and AVX2 as the other kernels' hot loops are
+// (VectorMath.h). Query row r (query i0 + r) sees its first n of the block's `keys`; the
+// hidden ones are set to -inf and every loop runs over the whole row, which vectorises (a
+// causal row of 16 keys sees 1 to 16: loops over n alone would mostly run their scalar
+// tails), and e^-inf is exactly 0 in expApprox, as in the decomposed softmax.
+
+/// Sets the keys row r of a block does not see to -inf.
+PLAIT_VECTOR_INLINE void hideKeys(float *row, int64_t r, int64_t keys, int64_t i0, bool causal) {
+  if (causal)
+    for (int64_t j = std::min(keys, i0 + r + 1); j < keys; ++j)
+      row[j] = -std::numeric_limits<float>::infinity();
+}
+
+/// Scores to probabilities in place (masked keys 0), each row's log-sum-exp into lse[r].
+PLAIT_SIMD_CLONES void softmaxBlock(float *scores, int64_t rows, int64_t keys, int64_t i0,
+                                    bool causal, float *lse) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = scores + r * keys;
+    hideKeys(row, r, keys, i0, causal);
+    const float m = maxFloats(row, keys); // finite: every row sees key 0
+    for (int64_t j = 0; j < keys; ++j)
+      row[j] = expApprox(row[j] - m);
+    const double sum = sumFloats(row, keys);
+    const float inverse = float(1.0 / sum);
+    for (int64_t j = 0; j < keys; ++j)
+      row[j] *= inverse;
+    lse[r] = m + float(std::log(sum));
+  }
+}
+
+/// Scores to the forward's probabilities exp(s - lse[r]) in place (masked keys 0).
+PLAIT_SIMD_CLONES void probabilitiesBlock(float *scores, int64_t rows, int64_t keys, int64_t i0,
+                                          bool causal, const float *lse) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = scores + r * keys;
+    hideKeys(row, r, keys, i0, causal);
+    const float shift = lse[r];
+    for (int64_t j = 0; j < keys; ++j)
+      row[j] = expApprox(row[j] - shift);
+  }
+}
+
+/// dP to dS = P (dP - delta) in place, delta = sum_j P dP over the row, as softmax's backward
+/// sums it (not dout . out, equal in exact arithmetic): a query that sees one key then gets
+/// exactly 0, not rounding noise that AdamW would amplify into a real update.
+PLAIT_SIMD_CLONES void scoreGradBlock(const float *probs, float *dprobs, int64_t rows,
+                                      int64_t keys) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *p = probs + r * keys;
+    float *ds = dprobs + r * keys;
+    double delta = 0;
+    for (int64_t j = 0; j < keys; ++j)
+      delta += double(p[j]) * double(ds[j]);
+    const float d = float(delta);
+    for (int64_t j = 0; j < keys; ++j)
+      ds[j] = p[j] * (ds[j] - d);
+  }
+}
+
 /// f32 attention: out [B, S, H, E] and lse [B, H, S].
 Status attentionF32(const KernelCall &call) {
   AttentionShape a;
@@ -92,19 +146,7 @@ Status attentionF32(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, scores));
   auto block = [&](const Head &hd, int64_t i0, int64_t rows, int64_t keys) -> Status {
     PLAIT_RETURN_IF_ERROR(scoreBlock(a, hd, q, k, i0, rows, keys, scores));
-    for (int64_t r = 0; r < rows; ++r) {
-      float *row = scores + r * keys;
-      const int64_t n = visibleKeys(a, i0 + r, keys);
-      const float m = maxFloats(row, n);
-      for (int64_t j = 0; j < n; ++j)
-        row[j] = expApprox(row[j] - m);
-      const double sum = sumFloats(row, n);
-      const float inverse = float(1.0 / sum);
-      for (int64_t j = 0; j < n; ++j)
-        row[j] *= inverse;
-      std::fill(row + n, row + keys, 0.0f);
-      lse[hd.lseOffset + i0 + r] = m + float(std::log(sum));
-    }
+    softmaxBlock(scores, rows, keys, i0, a.causal, lse + hd.lseOffset + i0);
     return gemmRowMajor<float>(false, false, rows, a.valueDim, keys, 1.0, scores, keys,
                                v + hd.vOffset, hd.vPitch, 0.0,
                                out + hd.oOffset + i0 * hd.oPitch, hd.oPitch);
@@ -139,14 +181,7 @@ Status attentionGradF32(const KernelCall &call) {
     const float *doBlock = dout + hd.oOffset + i0 * hd.oPitch;
     // P = exp(scale q k^T - lse), zero where masked.
     PLAIT_RETURN_IF_ERROR(scoreBlock(a, hd, q, k, i0, rows, keys, probs));
-    for (int64_t r = 0; r < rows; ++r) {
-      float *row = probs + r * keys;
-      const int64_t n = visibleKeys(a, i0 + r, keys);
-      const float shift = lse[hd.lseOffset + i0 + r];
-      for (int64_t j = 0; j < n; ++j)
-        row[j] = expApprox(row[j] - shift);
-      std::fill(row + n, row + keys, 0.0f);
-    }
+    probabilitiesBlock(probs, rows, keys, i0, a.causal, lse + hd.lseOffset + i0);
     // dv[0, keys) += P^T dout; dP = dout v^T.
     PLAIT_RETURN_IF_ERROR(gemmRowMajor<float>(true, false, keys, a.valueDim, rows, 1.0,
                                               probs, keys, doBlock, hd.oPitch, 1.0,
@@ -154,19 +189,7 @@ Status attentionGradF32(const KernelCall &call) {
     PLAIT_RETURN_IF_ERROR(gemmRowMajor<float>(false, true, rows, keys, a.valueDim, 1.0,
                                               doBlock, hd.oPitch, v + hd.vOffset, hd.vPitch,
                                               0.0, dprobs, keys));
-    // dS = P (dP - delta) with delta = sum_j P dP over the row, as softmax's backward
-    // sums it (not dout . out, equal in exact arithmetic): a query that sees one key then
-    // gets exactly 0, not rounding noise that AdamW would amplify into a real update.
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *p = probs + r * keys;
-      float *ds = dprobs + r * keys;
-      double delta = 0;
-      for (int64_t j = 0; j < keys; ++j)
-        delta += double(p[j]) * double(ds[j]);
-      const float d = float(delta);
-      for (int64_t j = 0; j < keys; ++j)
-        ds[j] = p[j] * (ds[j] - d);
-    }
+    scoreGradBlock(probs, dprobs, rows, keys); // dS = P (dP - delta), in dprobs
     // dq rows = scale dS k; dk[0, keys) += scale dS^T q rows.
     PLAIT_RETURN_IF_ERROR(gemmRowMajor<float>(false, false, rows, a.dim, keys, scale, dprobs,
                                               keys, k + hd.kOffset, hd.qPitch, 0.0,
