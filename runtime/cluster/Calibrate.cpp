@@ -572,6 +572,20 @@ ClusterSpec specFromCalibration(const Calibration &c, const std::string &name) {
   return spec;
 }
 
+std::string kernelClassTable(const std::vector<KernelClassRates> &kernels) {
+  std::string out =
+      "  class           kernel                        elements    rows       us a call\n";
+  for (const KernelClassRates &k : kernels) {
+    for (const KernelClassRates::Sample &s : k.samples)
+      out += fmt::format("  {:<15} {:<26} {:>9} {:>7} {:>14.3f}\n", k.name, s.kernel, s.elements,
+                         s.rows ? std::to_string(s.rows) : "", s.seconds * 1e6);
+    out += fmt::format("  {:<15} fit: {:.4g} ns/element + {:.3f} us{}\n", k.name,
+                       k.fit.nsPerElement, k.fit.overhead * 1e6,
+                       k.fit.nsPerRow > 0 ? fmt::format(" + {:.4g} ns/row", k.fit.nsPerRow) : "");
+  }
+  return out;
+}
+
 std::string calibrationTable(const Calibration &c) {
   std::string out;
   out += fmt::format("plait-calibrate on {} ({}), {}: {} rank{} = {} node{} x {}, {} OpenBLAS "
@@ -627,16 +641,7 @@ std::string calibrationTable(const Calibration &c) {
     out += "\nplait's CPU kernels (f32), per class: time of one call = overhead + elements x "
            "ns/element + rows x ns/row\n(matmul: rows are 4x4x4 GEMMs of a batch; fused: the "
            "fused kernel interpreted, rows are reduced rows)\n";
-    out += "  class           kernel                        elements    rows       us a call\n";
-    for (const KernelClassRates &k : c.kernels) {
-      for (const KernelClassRates::Sample &s : k.samples)
-        out += fmt::format("  {:<15} {:<26} {:>9} {:>7} {:>14.3f}\n", k.name, s.kernel,
-                           s.elements, s.rows ? std::to_string(s.rows) : "", s.seconds * 1e6);
-      out += fmt::format("  {:<15} fit: {:.4g} ns/element + {:.3f} us{}\n", k.name,
-                         k.fit.nsPerElement, k.fit.overhead * 1e6,
-                         k.fit.nsPerRow > 0 ? fmt::format(" + {:.4g} ns/row", k.fit.nsPerRow)
-                                            : "");
-    }
+    out += kernelClassTable(c.kernels);
   }
   links("within a node", c.intraNode, c.intraLink);
   links("across nodes", c.interNode, c.interLink);

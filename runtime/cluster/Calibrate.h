@@ -97,4 +97,8 @@ KernelRate fitKernelRate(const std::vector<RateSample> &samples);
 /// What was measured, as a table for people (also written as comments above the spec).
 std::string calibrationTable(const Calibration &calibration);
 
+/// The kernel classes' rows of such a table: each sample's time, then each class's fit
+/// (shared by the CPU and the CUDA calibration's tables).
+std::string kernelClassTable(const std::vector<KernelClassRates> &kernels);
+
 } // namespace plait::cluster

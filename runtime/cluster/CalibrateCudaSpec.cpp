@@ -59,16 +59,7 @@ std::string cudaCalibrationTable(const CudaCalibration &c) {
   if (!c.kernels.empty()) {
     out += "\nplait's CUDA kernels (f32), per class: time of one call = overhead + elements x "
            "ns/element + rows x ns/row\n";
-    out += "  class           kernel                        elements    rows       us a call\n";
-    for (const KernelClassRates &k : c.kernels) {
-      for (const KernelClassRates::Sample &s : k.samples)
-        out += fmt::format("  {:<15} {:<26} {:>9} {:>7} {:>14.3f}\n", k.name, s.kernel,
-                           s.elements, s.rows ? std::to_string(s.rows) : "", s.seconds * 1e6);
-      out += fmt::format("  {:<15} fit: {:.4g} ns/element + {:.3f} us{}\n", k.name,
-                         k.fit.nsPerElement, k.fit.overhead * 1e6,
-                         k.fit.nsPerRow > 0 ? fmt::format(" + {:.4g} ns/row", k.fit.nsPerRow)
-                                            : "");
-    }
+    out += kernelClassTable(c.kernels);
   }
   for (const std::string &s : c.skipped)
     out += "  not measured: " + s + "\n";

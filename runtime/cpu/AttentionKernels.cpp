@@ -200,27 +200,19 @@ Status attentionGradF32(const KernelCall &call) {
   return forEachBlock(a, blockRows, block);
 }
 
-Status attentionKernel(const KernelCall &call) {
+/// attention (kGrad false) or attention_grad: operands checked, bf16 staged through f32.
+template <bool kGrad> Status attentionKernel(const KernelCall &call) {
+  constexpr KernelFn kF32 = kGrad ? &attentionGradF32 : &attentionF32;
   AttentionShape a;
-  PLAIT_RETURN_IF_ERROR(checkAttentionCall(call, /*grad=*/false, a));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &attentionF32);
-  return attentionF32(call);
-}
-
-Status attentionGradKernel(const KernelCall &call) {
-  AttentionShape a;
-  PLAIT_RETURN_IF_ERROR(checkAttentionCall(call, /*grad=*/true, a));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &attentionGradF32);
-  return attentionGradF32(call);
+  PLAIT_RETURN_IF_ERROR(checkAttentionCall(call, kGrad, a));
+  return hasHalfTensor(call) ? runStagedInF32(call, kF32) : kF32(call);
 }
 
 } // namespace
 
 void registerAttentionKernels() {
-  registerKernel("attention", &attentionKernel);
-  registerKernel("attention_grad", &attentionGradKernel);
+  registerKernel("attention", &attentionKernel<false>);
+  registerKernel("attention_grad", &attentionKernel<true>);
 }
 
 } // namespace plait::rt::cpu
