@@ -199,6 +199,21 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         "products computed transposed, {} transpose pairs merged (off: --no-fusion)",
         get("removed"), get("operands"), get("results"), get("composed"));
   }
+  if (auto epilogue = module->getAttrOfType<DictionaryAttr>("plait.fuse_gemm_epilogue")) {
+    int64_t biases = epilogue.getAs<IntegerAttr>("biases").getInt();
+    int64_t castsLeft = epilogue.getAs<IntegerAttr>("left_cast").getInt();
+    report["fusion"]["gemm_epilogue"] = scalarsToJson(epilogue);
+    if (biases > 0 || castsLeft > 0)
+      report["optimizations"]["gemm_epilogue"] = fmt::format(
+          "{} bias add{} computed by {} GEMM{} as {}{} (off: --no-gemm-epilogue)", biases,
+          biases == 1 ? "" : "s", biases == 1 ? "its" : "their", biases == 1 ? "" : "s",
+          options.device == "cuda" ? "cuBLASLt's bias epilogue"
+                                   : "the result the GEMM accumulates onto",
+          castsLeft > 0 ? fmt::format("; {} left to the elementwise fusion, their bias a cast "
+                                      "it computes in the add's kernel",
+                                      castsLeft)
+                        : "");
+  }
   if (auto fusedCounts = module->getAttrOfType<DictionaryAttr>("plait.fuse_elementwise")) {
     // Each fused kernel by its plan name, with its program's instructions in order: the ops
     // it absorbed (a cast to bf16 as round_bf16; a cast to f32 is no instruction), the

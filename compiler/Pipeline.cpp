@@ -228,6 +228,8 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
   } else if (options.fusion) {
     PassManager pm(&ctx);
     pm.addPass(createFoldTransposesPass());
+    if (options.gemmEpilogue)
+      pm.addPass(createFuseGemmEpiloguePass());
     pm.addPass(createFuseElementwisePass());
     if (failed(pm.run(**module)))
       return 1;

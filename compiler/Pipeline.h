@@ -62,6 +62,8 @@ struct CompileOptions {
                                               // off: --no-fusion
   bool fusedAttention = true;                 // plait-fuse-attention (with `fusion`);
                                               // off: --no-fused-attention
+  bool gemmEpilogue = true;                   // plait-fuse-gemm-epilogue (with `fusion`);
+                                              // off: --no-gemm-epilogue
   bool codegen = true;                        // C++ (or CUDA) for fused kernels;
                                               // off: --no-codegen
   std::string device = "cpu";                 // --device cpu|cuda

@@ -123,6 +123,8 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   pm.addPass(createInsertCollectivesPass(collectives));
   if (options.fusion)
     pm.addPass(createFoldTransposesPass());
+  if (options.fusion && options.gemmEpilogue)
+    pm.addPass(createFuseGemmEpiloguePass());
   if (options.schedule)
     pm.addPass(createSchedulePass());
   if (options.fusion) {

@@ -474,6 +474,17 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
     std::vector<int64_t> stored = matmul::permuted(shape, *perm);
     shape.assign(stored.begin(), stored.end());
   }
+  if (Value bias = adaptor.getBias()) {
+    auto c = rankedType(bias);
+    if (c.getElementType() != a.getElementType())
+      return rule.fail("bias element type ", c.getElementType(), " differs from the operands' ",
+                       a.getElementType());
+    if (promoteB || bs.size() != 2 || adaptor.getResultPerm())
+      return rule.fail("a bias needs a 2-D rhs and no result_perm");
+    if (c.getRank() != 1 || c.getDimSize(0) != n)
+      return rule.fail("bias must be [", n, "] (the product's columns), got ",
+                       shapeToString(c.getShape()));
+  }
   results.push_back(RankedTensorType::get(shape, a.getElementType()));
   return success();
 }

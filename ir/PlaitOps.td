@@ -409,13 +409,22 @@ def Plait_MatmulOp : Plait_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
     operand's permutation keeps its innermost dimension among the last two, a result's keeps
     it last (codegen/schema/MatmulLayout.h); all need operands of rank >= 2.
 
+    The optional `bias`, a float vector [N] of the operands' element type, is added to every
+    row of the product: the GEMM's bias epilogue. plait-fuse-gemm-epilogue sets it in place
+    of a separate plait.add (cuBLASLt adds it as the GEMM writes its result; the CPU writes
+    it into the result and lets the GEMM accumulate onto it). It needs a 2-D rhs that is not
+    promoted and no `result_perm`.
+
     ```mlir
     %c = plait.matmul %a, %b : (tensor<4x2x3xf32>, tensor<3x5xf32>) -> tensor<4x2x5xf32>
     %d = plait.matmul %a, %w {transpose_rhs = true}
         : (tensor<4x2x3xf32>, tensor<5x3xf32>) -> tensor<4x2x5xf32>
+    %e = plait.matmul %a, %w, %bias {transpose_rhs = true}
+        : (tensor<4x2x3xf32>, tensor<5x3xf32>, tensor<5xf32>) -> tensor<4x2x5xf32>
     ```
   }];
   let arguments = (ins Plait_NumericTensor:$lhs, Plait_NumericTensor:$rhs,
+                       Optional<Plait_FloatTensor>:$bias,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
                        OptionalAttr<DenseI64ArrayAttr>:$lhs_perm,
@@ -425,14 +434,15 @@ def Plait_MatmulOp : Plait_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let builders = [
     OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs, CArg<"bool", "false">:$transposeLhs,
                    CArg<"bool", "false">:$transposeRhs), [{
-      build($_builder, $_state, lhs, rhs, transposeLhs, transposeRhs, nullptr, nullptr, nullptr);
+      build($_builder, $_state, lhs, rhs, /*bias=*/nullptr, transposeLhs, transposeRhs, nullptr,
+            nullptr, nullptr);
     }]>,
     OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$lhs, "::mlir::Value":$rhs, "bool":$transposeLhs,
                    "bool":$transposeRhs), [{
-      build($_builder, $_state, result, lhs, rhs, transposeLhs, transposeRhs, nullptr, nullptr,
-            nullptr);
+      build($_builder, $_state, result, lhs, rhs, /*bias=*/nullptr, transposeLhs, transposeRhs,
+            nullptr, nullptr, nullptr);
     }]>];
-  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$lhs `,` $rhs (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
 
 def Plait_GemmOp : Plait_Op<"gemm", [Pure, InferTypeOpAdaptor]> {

@@ -417,6 +417,8 @@ PLAIT_VJP(MatmulOp) {
   if (!isFloatTensor(op.getLhs()))
     return success();
   Value dy = rg[0];
+  if (Value bias = op.getBias()) // added to every row: its gradient sums dy's rows
+    og[2] = g.unbroadcast(dy, bias);
   // With transpose flags (plait-fold-transposes) the product is of the transposed operands:
   // differentiate that one, then transpose each gradient back to its operand's shape.
   bool transA = op.getTransposeLhs(), transB = op.getTransposeRhs();

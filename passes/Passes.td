@@ -288,4 +288,30 @@ def FuseAttentionPass : Pass<"plait-fuse-attention", "mlir::ModuleOp"> {
   }];
 }
 
+def FuseGemmEpiloguePass : Pass<"plait-fuse-gemm-epilogue", "mlir::ModuleOp"> {
+  let summary = "a linear layer's bias add becomes the GEMM's bias epilogue";
+  let description = [{
+    Rewrites add(matmul(a, b), bias) (either operand order) into plait.matmul(a, b, bias)
+    when nothing else reads the product, the product is float, b is 2-D, the matmul has no
+    result_perm and no bias yet, and bias is a vector [N] of the product's element type (and
+    not a cast that only the add reads: bf16-mixed's cast params, which plait-fuse-elementwise
+    computes inside the add's kernel). On
+    CUDA the bias is cuBLASLt's bias epilogue (CUBLASLT_EPILOGUE_BIAS); on the CPU it is
+    written into the result, onto which the BLAS GEMM accumulates (beta = 1). The product's
+    discardable marks carry over. The module records `plait.fuse_gemm_epilogue` {biases,
+    left_cast} for the report. plait-compile runs it after plait-fold-transposes unless
+    --no-gemm-epilogue (or --no-fusion).
+
+    ```mlir
+    // before
+    %p = plait.matmul %x, %w {transpose_rhs = true}
+        : (tensor<4x16x32xf32>, tensor<96x32xf32>) -> tensor<4x16x96xf32>
+    %y = plait.add %bias, %p : (tensor<96xf32>, tensor<4x16x96xf32>) -> tensor<4x16x96xf32>
+    // after
+    %y = plait.matmul %x, %w, %bias {transpose_rhs = true}
+        : (tensor<4x16x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<4x16x96xf32>
+    ```
+  }];
+}
+
 #endif // PLAIT_PASSES_TD

@@ -183,8 +183,8 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     if (k == "gemm" && a.shape.size() == 2 && intAttr(instr, "trans_a", 0))
       reduced = a.shape[0];
     cost.rows = 1; // GEMM calls
-    if (k == "gemm" && instr.inputs.size() > 2)
-      cost.columns = numel(out); // c broadcast into the result before the GEMM adds to it
+    if (instr.inputs.size() > 2) // gemm's c, matmul's bias: written into the result first
+      cost.columns = numel(out);  // (LinalgKernels.cpp), then the GEMM accumulates onto it
     if (k == "matmul" && a.shape.size() >= 2) {
       // The operands' logical shapes: after lhs_perm / rhs_perm, then the transpose flags.
       const plan::TensorDesc &b = tensor(instr.inputs[1]);
@@ -483,8 +483,8 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
         // convolution's call, GEMM calls and im2col / col2im columns (its elements).
         op.seconds += own && cost.contraction ? own->seconds(cost.elements, cost.rows) / share
                                               : device.launchOverhead;
-        // gemm's broadcast of c into the result moves its columns at the movement class's
-        // rate.
+        // gemm's broadcast of c (matmul's bias) into the result moves its columns at the
+        // movement class's rate (an overestimate where cuBLASLt's bias epilogue adds it).
         if (auto movement = device.kernels.find("movement");
             cost.columns > 0 && movement != device.kernels.end())
           op.seconds += cost.columns * movement->second.nsPerElement * 1e-9 / share;

@@ -137,7 +137,8 @@ void foldMatmulOperands(Operation *op, Counts &counts) {
 /// product, or null.
 MatmulOp foldTransposedProduct(TransposeOp t, Counts &counts) {
   auto mm = t.getX().getDefiningOp<MatmulOp>();
-  if (!mm || !mm->hasOneUse() || rankOf(mm.getLhs()) < 2 || rankOf(mm.getRhs()) < 2)
+  if (!mm || !mm->hasOneUse() || rankOf(mm.getLhs()) < 2 || rankOf(mm.getRhs()) < 2 ||
+      mm.getBias()) // a bias runs along the product's columns, which a swap would make rows
     return nullptr;
   int64_t rank = rankOf(mm.getResult());
   // Stored as transpose(transpose(product, R), Q): dimension i of the product is R[Q[i]].

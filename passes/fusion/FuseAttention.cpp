@@ -134,7 +134,7 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
     return fail("the probabilities have other readers");
   auto pv = dyn_cast<MatmulOp>(*softmax.getResult().getUsers().begin());
   if (!pv || pv.getLhs() != softmax.getResult() || pv.getTransposeLhs() || pv.getTransposeRhs() ||
-      pv.getLhsPerm() || pv.getRhsPerm() || pv.getResultPerm())
+      pv.getLhsPerm() || pv.getRhsPerm() || pv.getResultPerm() || pv.getBias())
     return fail("the probabilities are not multiplied by v");
   m.output = pv;
   m.chain.push_back(softmax);
@@ -182,7 +182,7 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
     return fail("the scale is not a finite number > 0");
   auto qk = x.getDefiningOp<MatmulOp>();
   if (!qk || !x.hasOneUse() || qk.getTransposeLhs() || qk.getTransposeRhs() || qk.getLhsPerm() ||
-      qk.getRhsPerm() || qk.getResultPerm())
+      qk.getRhsPerm() || qk.getResultPerm() || qk.getBias())
     return fail("the scores are not a plain matmul of q and k");
   m.chain.push_back(qk);
   m.q = headSource(qk.getLhs(), {0, 2, 1, 3});

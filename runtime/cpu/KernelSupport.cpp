@@ -64,6 +64,19 @@ Status checkSameDtype(std::string_view kernel, const TensorView &a, const Tensor
   return Status();
 }
 
+Status checkMatmulBias(const KernelCall &call, const TensorView &bias) {
+  const TensorView &out = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype("matmul", bias, out));
+  if (!isFloat(bias.dtype))
+    return Status::errorf("matmul: the bias is {}, not a float tensor", dtypeName(bias.dtype));
+  if (call.attrs.has("result_perm"))
+    return Status::error("matmul: a bias needs a product without result_perm");
+  if (out.rank() < 2 || bias.rank() != 1 || bias.shape[0] != out.shape.back())
+    return Status::errorf("matmul: bias {} is not a vector of the result {}'s last dimension",
+                          shapeString(bias.shape), shapeString(out.shape));
+  return Status();
+}
+
 Status checkAttentionCall(const KernelCall &call, bool grad, AttentionShape &out) {
   const std::string_view kernel = grad ? "attention_grad" : "attention";
   PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, grad ? 6 : 3, grad ? 6 : 3, grad ? 3 : 2));

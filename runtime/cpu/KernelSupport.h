@@ -86,6 +86,11 @@ struct GroupedUpdateLayout {
 Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
                            GroupedUpdateLayout &out);
 
+/// matmul's optional bias (plait-fuse-gemm-epilogue): a float vector [N] of the result's
+/// type, N its last dimension, and no result_perm (as the verifier has it). Shared by the CPU
+/// and CUDA kernels.
+Status checkMatmulBias(const KernelCall &call, const TensorView &bias);
+
 /// An attention / attention_grad call's operands checked (arity, q [B, S, H, D], k [B, T, H, D],
 /// v [B, T, H, E] of one float dtype, out and dout [B, S, H, E], lse [B, H, S] f32, the results'
 /// shapes, a finite scale > 0) and its sizes. Shared by the CPU and CUDA kernels.

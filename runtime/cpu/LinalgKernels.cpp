@@ -58,8 +58,9 @@ Status planMatmul(const TensorView &a, const TensorView &b, MatmulShape &s) {
   return Status();
 }
 
+/// With `beta` 1 the GEMMs accumulate onto `out` (which holds the bias rows).
 template <typename T>
-Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out) {
+Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out, double beta) {
   int64_t batchA = product(s.batchA, 0, s.batchA.size());
   int64_t batchB = product(s.batchB, 0, s.batchB.size());
   int64_t batch = product(s.batch, 0, s.batch.size());
@@ -68,7 +69,7 @@ Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out) {
   // (Not when the lhs is stored transposed: its rows are not contiguous across the batch.)
   if (batchB == 1 && batchA == batch && !s.transA)
     return gemmRowMajor<T>(false, s.transB, batch * s.m, s.n, s.k, 1.0, a, s.k, b, s.ldb(),
-                           0.0, out, s.n);
+                           beta, out, s.n);
   int64_t sizeA = s.m * s.k, sizeB = s.k * s.n, sizeOut = s.m * s.n;
   BroadcastPlan<2> plan = planBroadcast<2>(s.batch, {s.batchA, s.batchB});
   Status status;
@@ -77,7 +78,7 @@ Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out) {
     for (int64_t i = 0; i < count && status.ok(); ++i)
       status = gemmRowMajor<T>(s.transA, s.transB, s.m, s.n, s.k, 1.0,
                                a + (off[0] + i * stride[0]) * sizeA, s.lda(),
-                               b + (off[1] + i * stride[1]) * sizeB, s.ldb(), 0.0,
+                               b + (off[1] + i * stride[1]) * sizeB, s.ldb(), beta,
                                out + (o + i) * sizeOut, s.n);
   });
   return status;
@@ -87,7 +88,7 @@ Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out) {
 /// matmul with lhs_perm / rhs_perm / result_perm: one GEMM per batch entry, each operand and
 /// the result read or written in place through strides (no transposed copies).
 template <typename T>
-Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out) {
+Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out, double beta) {
   constexpr std::string_view kName = "matmul";
   const TensorView &x = call.inputs[0], &y = call.inputs[1];
   const std::vector<int64_t> *perms[3] = {nullptr, nullptr, nullptr};
@@ -155,7 +156,7 @@ Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out) {
       offC += index[d] * rStride[d];
     }
     PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(transA, transB, m, n, k, 1.0, a + offA, lda,
-                                          b + offB, ldb, 0.0, out + offC, ldc));
+                                          b + offB, ldb, beta, out + offC, ldc));
     for (size_t d = nb; d-- > 0;) {
       if (++index[d] < batch[d])
         break;
@@ -165,18 +166,36 @@ Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out) {
   return Status();
 }
 
+/// Every row of `out` ([rows, N]) set to the bias: what the GEMMs then accumulate onto.
+template <typename T> void fillBiasRows(const TensorView &bias, TensorView &out) {
+  const T *b = bias.as<T>();
+  T *o = out.as<T>();
+  const int64_t n = bias.shape[0], rows = n ? out.numel() / n : 0;
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(o + r * n, b, size_t(n) * sizeof(T));
+}
+
 Status matmulKernel(const KernelCall &call) {
-  PLAIT_RETURN_IF_ERROR(checkArity(call, "matmul", 2, 2, 1));
+  PLAIT_RETURN_IF_ERROR(checkArity(call, "matmul", 2, 3, 1));
   const TensorView &a = call.inputs[0], &b = call.inputs[1];
   TensorView &out = call.outputs[0];
   PLAIT_RETURN_IF_ERROR(checkSameDtype("matmul", a, b));
   PLAIT_RETURN_IF_ERROR(checkSameDtype("matmul", a, out));
+  const TensorView *bias = call.inputs.size() == 3 ? &call.inputs[2] : nullptr;
+  if (bias)
+    PLAIT_RETURN_IF_ERROR(checkMatmulBias(call, *bias));
+  const double beta = bias ? 1.0 : 0.0;
+  auto prefill = [&](auto tag) {
+    if (bias)
+      fillBiasRows<decltype(tag)>(*bias, out);
+  };
   if (call.attrs.has("lhs_perm") || call.attrs.has("rhs_perm") || call.attrs.has("result_perm")) {
     if (hasHalfTensor(call))
       return runStagedInF32(call, &matmulKernel);
     return dispatchNumeric("matmul", a.dtype, [&](auto tag) -> Status {
       using T = decltype(tag);
-      return permutedMatmul<T>(call, a.as<T>(), b.as<T>(), out.as<T>());
+      prefill(tag);
+      return permutedMatmul<T>(call, a.as<T>(), b.as<T>(), out.as<T>(), beta);
     });
   }
   MatmulShape s;
@@ -188,7 +207,8 @@ Status matmulKernel(const KernelCall &call) {
     return runStagedInF32(call, &matmulKernel);
   return dispatchNumeric("matmul", a.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    return batchedMatmul<T>(s, a.as<T>(), b.as<T>(), out.as<T>());
+    prefill(tag);
+    return batchedMatmul<T>(s, a.as<T>(), b.as<T>(), out.as<T>(), beta);
   });
 }
 

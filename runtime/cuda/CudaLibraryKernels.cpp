@@ -273,6 +273,11 @@ struct LtGemm {
   cublasLtMatmulAlgo_t algo{};
   bool ready = false;
   bool fallback = false; // launchGemmFallback instead of cuBLASLt
+  // matmul's bias: asked for cuBLASLt's bias epilogue (one GEMM of the plan, bias 16-byte
+  // aligned), and whether an algorithm took it; otherwise the bias is written into the result
+  // first and the GEMM accumulates onto it (beta = 1).
+  bool wantsBiasEpilogue = false;
+  bool biasEpilogue = false;
   ~LtGemm() {
     if (c)
       (void)cublasLtMatrixLayoutDestroy(c);
@@ -350,11 +355,26 @@ Status prepareLtGemm(CudaLibraries &libraries, DType dtype, const Alignments &al
       set = cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof bytes);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t asked = set != CUBLAS_STATUS_SUCCESS
-                             ? set
-                             : cublasLtMatmulAlgoGetHeuristic(libraries.cublasLt(), g.desc, g.a,
-                                                              g.b, g.c, g.c, preference, 1,
-                                                              &result, &found);
+  auto ask = [&] {
+    return set != CUBLAS_STATUS_SUCCESS
+               ? set
+               : cublasLtMatmulAlgoGetHeuristic(libraries.cublasLt(), g.desc, g.a, g.b, g.c, g.c,
+                                                preference, 1, &result, &found);
+  };
+  if (g.wantsBiasEpilogue) { // the bias pointer itself is set before every call
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    set = cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                         sizeof epilogue);
+    cublasStatus_t asked = ask();
+    g.biasEpilogue = asked == CUBLAS_STATUS_SUCCESS && found > 0;
+    if (!g.biasEpilogue) { // no algorithm adds the bias: ask again without the epilogue
+      epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+      set = cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                           sizeof epilogue);
+      found = 0;
+    }
+  }
+  cublasStatus_t asked = g.biasEpilogue ? CUBLAS_STATUS_SUCCESS : ask();
   (void)cublasLtMatmulPreferenceDestroy(preference);
   PLAIT_CUBLAS_RETURN_IF_ERROR(asked);
   g.ready = true;
@@ -366,10 +386,9 @@ Status prepareLtGemm(CudaLibraries &libraries, DType dtype, const Alignments &al
   return {};
 }
 
-/// Runs the planned GEMMs: C = alpha op(A) op(B) + beta C.
-Status runLtGemm(const CudaKernelCall &call, DType dtype, LtGemm &g, const void *a, const void *b,
-                 void *c, double alpha, double beta) {
-  CudaLibraries &libraries = *call.libraries;
+/// The descriptors and algorithm on the first call (or the fallback kernel).
+Status ensureLtGemm(const CudaKernelCall &call, DType dtype, LtGemm &g, const void *a,
+                    const void *b, const void *c) {
   size_t element = dtypeSize(dtype);
   if (!g.ready && fallbackRequested()) {
     g.ready = g.fallback = true;
@@ -378,7 +397,22 @@ Status runLtGemm(const CudaKernelCall &call, DType dtype, LtGemm &g, const void 
     align.a = alignmentOf(a, g.plan.offA, g.plan.strideA, element);
     align.b = alignmentOf(b, g.plan.offB, g.plan.strideB, element);
     align.c = alignmentOf(c, g.plan.offC, g.plan.strideC, element);
-    PLAIT_RETURN_IF_ERROR(prepareLtGemm(libraries, dtype, align, g));
+    PLAIT_RETURN_IF_ERROR(prepareLtGemm(*call.libraries, dtype, align, g));
+  }
+  return {};
+}
+
+/// Runs the planned GEMMs: C = alpha op(A) op(B) + beta C (+ the bias, with g.biasEpilogue).
+Status runLtGemm(const CudaKernelCall &call, DType dtype, LtGemm &g, const void *a, const void *b,
+                 void *c, double alpha, double beta, const void *bias = nullptr) {
+  CudaLibraries &libraries = *call.libraries;
+  size_t element = dtypeSize(dtype);
+  PLAIT_RETURN_IF_ERROR(ensureLtGemm(call, dtype, g, a, b, c));
+  if (g.biasEpilogue) {
+    if (!bias)
+      return Status::internal("a bias epilogue without its bias");
+    PLAIT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
+        g.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   }
   float alphaF = float(alpha), betaF = float(beta);
   const void *alphaP = dtype == DType::F64 ? static_cast<const void *>(&alpha) : &alphaF;
@@ -419,12 +453,35 @@ LtGemm *cachedGemm(const CudaKernelCall &call) {
   return static_cast<LtGemm *>(call.cache->get());
 }
 
+/// PLAIT_CUDA_BIAS_EPILOGUE=off: matmul's bias written into the result before the GEMM
+/// instead of cuBLASLt's bias epilogue (debugging the epilogue).
+bool biasEpilogueOff() {
+  static const bool off = [] {
+    const char *value = std::getenv("PLAIT_CUDA_BIAS_EPILOGUE");
+    return value && std::string_view(value) == "off";
+  }();
+  return off;
+}
+
+/// Every row of `out` set to `bias` ([N], N its last dimension): what a GEMM with beta = 1
+/// then accumulates onto.
+Status fillBiasRows(const CudaKernelCall &call, const TensorView &bias, const TensorView &out) {
+  Dims strides(out.shape.size(), 0);
+  strides.back() = 1;
+  return launched(launchStridedCopy(int(dtypeSize(out.dtype)), bias.data, out.data,
+                                    stridedView(out.shape, strides), out.numel(), call.stream),
+                  "matmul bias");
+}
+
 Status matmulKernel(const CudaKernelCall &call) {
-  PLAIT_RETURN_IF_ERROR(checkArity(call.asHostCall(), "matmul", 2, 2, 1));
+  PLAIT_RETURN_IF_ERROR(checkArity(call.asHostCall(), "matmul", 2, 3, 1));
   const TensorView &a = call.inputs[0], &b = call.inputs[1];
   const TensorView &out = call.outputs[0];
   PLAIT_RETURN_IF_ERROR(checkSameDtype("matmul", a, b));
   PLAIT_RETURN_IF_ERROR(checkSameDtype("matmul", a, out));
+  const TensorView *bias = call.inputs.size() == 3 ? &call.inputs[2] : nullptr;
+  if (bias)
+    PLAIT_RETURN_IF_ERROR(cpu::checkMatmulBias(call.asHostCall(), *bias));
   GemmPlan plan;
   PLAIT_RETURN_IF_ERROR(planCudaMatmul(call.attrs, a, b, out, plan));
   if (!isGemmDtype(a.dtype))
@@ -436,13 +493,29 @@ Status matmulKernel(const CudaKernelCall &call) {
     return Status::internal("matmul: the executor gave no per-instruction cache");
   if (call.check) {
     g->plan = plan;
+    // cuBLASLt adds a bias vector to one GEMM's columns (our rows' elements); a plan of
+    // several calls or a batch writes the bias first.
+    g->wantsBiasEpilogue = bias && plan.calls() == 1 && plan.batch == 1 && !biasEpilogueOff();
     return {};
   }
   if (out.numel() == 0)
     return {};
-  if (plan.k == 0) // no products: C = 0 (cuBLASLt may reject k = 0)
+  if (plan.k == 0) { // no products: C = 0 (cuBLASLt may reject k = 0), or the bias rows
+    if (bias)
+      return fillBiasRows(call, *bias, out);
     return launched(cudaMemsetAsync(out.data, 0, out.bytes(), call.stream), "matmul");
-  return runLtGemm(call, a.dtype, *g, a.data, b.data, out.data, 1.0, 0.0)
+  }
+  if (!g->ready && bias && reinterpret_cast<uintptr_t>(bias->data) % 16 != 0)
+    g->wantsBiasEpilogue = false; // the epilogue reads the bias in 16-byte vectors
+  PLAIT_RETURN_IF_ERROR(
+      ensureLtGemm(call, a.dtype, *g, a.data, b.data, out.data).withPrefix("matmul: "));
+  double beta = 0;
+  if (bias && !g->biasEpilogue) {
+    PLAIT_RETURN_IF_ERROR(fillBiasRows(call, *bias, out));
+    beta = 1;
+  }
+  return runLtGemm(call, a.dtype, *g, a.data, b.data, out.data, 1.0, beta,
+                   g->biasEpilogue ? bias->data : nullptr)
       .withPrefix("matmul: ");
 }
 

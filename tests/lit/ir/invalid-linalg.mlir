@@ -490,3 +490,38 @@ func.func @matmul_result_perm_promoted(%a: tensor<3x4xf32>, %b: tensor<4xf32>) {
   %0 = plait.matmul %a, %b {result_perm = array<i64: 0>} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @matmul_bias_size(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<3xf32>) {
+  // expected-error @+2 {{'plait.matmul' op bias must be [4] (the product's columns), got 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = plait.matmul %a, %b, %c : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_type(%a: tensor<2x3xbf16>, %b: tensor<3x4xbf16>, %c: tensor<4xf32>) {
+  // expected-error @+2 {{'plait.matmul' op bias element type 'f32' differs from the operands' 'bf16'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = plait.matmul %a, %b, %c : (tensor<2x3xbf16>, tensor<3x4xbf16>, tensor<4xf32>) -> tensor<2x4xbf16>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_batched_rhs(%a: tensor<2x2x3xf32>, %b: tensor<2x3x4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+2 {{'plait.matmul' op a bias needs a 2-D rhs and no result_perm}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = plait.matmul %a, %b, %c : (tensor<2x2x3xf32>, tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_integer(%a: tensor<2x3xi64>, %b: tensor<3x4xi64>, %c: tensor<4xi64>) {
+  // expected-error @+1 {{'plait.matmul' op operand #2 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values, but got 'tensor<4xi64>'}}
+  %0 = plait.matmul %a, %b, %c : (tensor<2x3xi64>, tensor<3x4xi64>, tensor<4xi64>) -> tensor<2x4xi64>
+  return
+}

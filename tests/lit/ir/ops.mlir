@@ -178,6 +178,7 @@ func.func @normalisation(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %g2: tensor<3
 // CHECK-NEXT: %7 = plait.gemm %arg4, %arg4 {alpha = 2.000000e+00 : f64, trans_a = true} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT: %8 = plait.gemm %arg4, %arg4 {trans_b = true} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x2xf32>
 // CHECK-NEXT: %9 = plait.gemm %arg4, %arg9, %arg2 {beta = 5.000000e-01 : f64, trans_a = true, trans_b = true} : (tensor<2x4xf32>, tensor<3x2xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+// CHECK-NEXT: %10 = plait.matmul %arg4, %arg5, %arg6 {transpose_rhs = true} : (tensor<2x4xf32>, tensor<8x4xf32>, tensor<8xf32>) -> tensor<2x8xf32>
 // CHECK-NEXT: return
 func.func @linalg(%a: tensor<4x2x3xf32>, %b: tensor<3x5xf32>, %v: tensor<3xf32>, %c: tensor<2x1x3x5xf32>, %m: tensor<2x4xf32>, %w: tensor<8x4xf32>, %bias: tensor<8xf32>, %ii: tensor<2x3xi64>, %jj: tensor<3x2xi64>, %n: tensor<3x2xf32>) {
   %0 = plait.matmul %a, %b : (tensor<4x2x3xf32>, tensor<3x5xf32>) -> tensor<4x2x5xf32>
@@ -193,6 +194,8 @@ func.func @linalg(%a: tensor<4x2x3xf32>, %b: tensor<3x5xf32>, %v: tensor<3xf32>,
   %7 = plait.gemm %m, %m {trans_a = true, alpha = 2.0 : f64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
   %8 = plait.gemm %m, %m {trans_b = true} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x2xf32>
   %9 = plait.gemm %m, %n, %v {trans_a = true, trans_b = true, beta = 0.5 : f64} : (tensor<2x4xf32>, tensor<3x2xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  // A bias vector added to every row of the product (plait-fuse-gemm-epilogue's form).
+  %10 = plait.matmul %m, %w, %bias {transpose_rhs = true} : (tensor<2x4xf32>, tensor<8x4xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   return
 }
 

@@ -77,3 +77,23 @@ func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
   %s = plait.reduce_sum %p {axes = array<i64>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// matmul's bias (a fused linear layer differentiated again, as plait-opt allows): the bias
+// gradient sums dy over every row, the weight gradient is the folded [rows, k] product.
+// SGD-LABEL: func.func @main
+// SGD: %[[Y:.*]] = plait.matmul %arg0, %[[W:.*]], %[[B:.*]] {transpose_rhs = true}
+// SGD: %[[DY:.*]] = plait.broadcast_to
+// SGD: %[[S:.*]] = plait.reduce_sum %[[DY]] {axes = array<i64: 0, 1>}
+// SGD: %[[DB:.*]] = plait.reshape %[[S]] : (tensor<1x1x5xf32>) -> tensor<5xf32>
+// SGD: plait.sgd_update %[[W]]
+// SGD: plait.sgd_update %[[B]], %[[DB]]
+// SGD: return
+func.func @main(%x: tensor<2x3x4xf32>) -> tensor<f32> {
+  %w = plait.param "fc.weight" {init = "ones"} : tensor<5x4xf32>
+  %b = plait.param "fc.bias" {init = "zeros"} : tensor<5xf32>
+  %y = plait.matmul %x, %w, %b {transpose_rhs = true} : (tensor<2x3x4xf32>, tensor<5x4xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
+  %s = plait.reduce_sum %y {axes = array<i64>, keepdims = false} : (tensor<2x3x5xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -304,6 +304,63 @@ TEST(CudaKernels, IntegerMatmulHasNoCudaKernel) {
               HasSubstr("matmul: dtype i64 has no CUDA kernel"));
 }
 
+/// A cuda plan of matmul(x [2, 3, 4], w [5, 4] read transposed, bias `biasShape`) -> [2, 3, 5].
+rt::Plan biasedMatmulPlan(const std::vector<int64_t> &biasShape) {
+  PlanMaker m;
+  uint32_t x = m.add("x", fb::TensorKind::Input, {2, 3, 4});
+  uint32_t w = m.add("w", fb::TensorKind::Input, {5, 4});
+  uint32_t bias = m.add("bias", fb::TensorKind::Input, biasShape);
+  uint32_t y = m.add("y", fb::TensorKind::Activation, {2, 3, 5});
+  m.instr("matmul", {x, w, bias}, {y}, {testing::intsAttr("transpose_rhs", {1})});
+  plan::PlanDesc desc = m.finish();
+  desc.device = "cuda";
+  desc.outputs = {y};
+  return loadBytes(desc);
+}
+
+// matmul's bias (plait-fuse-gemm-epilogue): checked as the CPU checks it; on a device, one
+// GEMM with cuBLASLt's bias epilogue (or, where no algorithm takes it, the bias rows written
+// first) against the product plus the bias in double.
+TEST(CudaKernels, MatmulWithABiasIsCheckedAndAddsItsBias) {
+  EXPECT_TRUE(rt::CudaExecutor::checkPlan(biasedMatmulPlan({5})).ok());
+  EXPECT_THAT(rt::CudaExecutor::checkPlan(biasedMatmulPlan({4})).message(),
+              HasSubstr("matmul: bias [4] is not a vector of the result [2, 3, 5]'s last "
+                        "dimension"));
+  if (!haveCudaDevice())
+    GTEST_SKIP() << "no CUDA device";
+  rt::Plan plan = biasedMatmulPlan({5});
+  std::unique_ptr<rt::CudaExecutor> exec;
+  rt::Status s = rt::CudaExecutor::create(plan, {}, exec);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<float> x(24), w(20), bias(5);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = 0.125f * float(i) - 1;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = 0.25f * float(i) - 2;
+  for (size_t i = 0; i < bias.size(); ++i)
+    bias[i] = 0.5f * float(i) - 1;
+  ASSERT_TRUE(exec->setInput(0, rt::DType::F32, {2, 3, 4}, x.data()).ok());
+  ASSERT_TRUE(exec->setInput(1, rt::DType::F32, {5, 4}, w.data()).ok());
+  ASSERT_TRUE(exec->setInput(2, rt::DType::F32, {5}, bias.data()).ok());
+  for (int step = 0; step < 2; ++step) { // the second replays the prepared descriptors
+    s = exec->run();
+    ASSERT_TRUE(s.ok()) << s.message();
+    std::vector<uint8_t> bytes;
+    ASSERT_TRUE(exec->readOutput(0, bytes).ok());
+    ASSERT_EQ(bytes.size(), 30 * sizeof(float));
+    std::vector<float> y(30);
+    std::memcpy(y.data(), bytes.data(), bytes.size());
+    for (int r = 0; r < 6; ++r)
+      for (int n = 0; n < 5; ++n) {
+        double expected = bias[size_t(n)];
+        for (int k = 0; k < 4; ++k)
+          expected += double(x[size_t(r * 4 + k)]) * double(w[size_t(n * 4 + k)]);
+        ASSERT_NEAR(y[size_t(r * 5 + n)], expected, 1e-5 * std::max(1.0, std::fabs(expected)))
+            << "row " << r << " column " << n << ", step " << step;
+      }
+  }
+}
+
 TEST(CudaExecutor, WithoutADeviceCreateIsANoCudaDeviceError) {
   if (haveCudaDevice())
     GTEST_SKIP() << "a CUDA device is present";

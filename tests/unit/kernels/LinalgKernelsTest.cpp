@@ -180,6 +180,52 @@ TEST(LinalgKernels, MatmulReadsAndWritesPermutedLayouts) {
       << bad.status.message();
 }
 
+// matmul's bias (plait-fuse-gemm-epilogue): the product plus the bias on every row, for
+// each of the kernel's GEMM paths (the batch folded into rows, one GEMM per batch entry of a
+// broadcast or transposed lhs, a permuted lhs) and bf16 through f32; exactly the product then
+// plait.add, as the GEMM accumulates onto the bias rows once over K.
+TEST(LinalgKernels, MatmulAddsItsBias) {
+  struct Case {
+    std::vector<int64_t> a, b, out;
+    Attrs attrs;
+  };
+  for (const Case &c : std::vector<Case>{
+           {{2, 3, 4}, {5, 4}, {2, 3, 5}, AttrsBuilder().i("transpose_rhs", 1).build()},
+           {{2, 4, 3}, {4, 5}, {2, 3, 5}, AttrsBuilder().i("transpose_lhs", 1).build()},
+           {{6, 4}, {4, 5}, {6, 5}, {}},
+           {{3, 2, 4}, {4, 5}, {2, 3, 5}, AttrsBuilder().ints("lhs_perm", {1, 0, 2}).build()}}) {
+    int64_t n = c.out.back();
+    auto a = makeFloat(DType::F32, c.a, ramp(elements(c.a), 0.125, -1));
+    auto b = makeFloat(DType::F32, c.b, ramp(elements(c.b), 0.25, -2));
+    auto bias = makeFloat(DType::F32, {n}, ramp(n, 0.5, -1));
+    OwnedTensor product = runOk("matmul", {a, b}, DType::F32, c.out, c.attrs);
+    OwnedTensor expected = runOk("add", {product, bias}, DType::F32, c.out);
+    auto out = runOk("matmul", {a, b, bias}, DType::F32, c.out, c.attrs);
+    EXPECT_EQ(out.floats(), expected.floats()) << "lhs " << c.a.size() << "-D";
+    auto ah = makeFloat(DType::BF16, c.a, ramp(elements(c.a), 0.125, -1));
+    auto bh = makeFloat(DType::BF16, c.b, ramp(elements(c.b), 0.25, -2));
+    auto biash = makeFloat(DType::BF16, {n}, ramp(n, 0.5, -1));
+    auto outh = runOk("matmul", {ah, bh, biash}, DType::BF16, c.out, c.attrs);
+    std::vector<float> want = expected.floats();
+    EXPECT_TRUE(allClose(outh.floats(), std::vector<double>(want.begin(), want.end()), 2e-2, 2e-2));
+  }
+  // A bias that is not the result's last dimension, of another dtype, or with result_perm.
+  auto a = makeFloat(DType::F32, {2, 3}, ramp(6, 1, 0));
+  auto b = makeFloat(DType::F32, {3, 4}, ramp(12, 1, 0));
+  KernelResult bad = runKernel("matmul", {a, b, makeFloat(DType::F32, {2}, {1, 2})},
+                               {{DType::F32, {2, 4}}});
+  EXPECT_EQ(bad.status.message(),
+            "matmul: bias [2] is not a vector of the result [2, 4]'s last dimension");
+  bad = runKernel("matmul", {a, b, makeFloat(DType::F64, {4}, {1, 2, 3, 4})},
+                  {{DType::F32, {2, 4}}});
+  EXPECT_FALSE(bad.status.ok());
+  auto a3 = makeFloat(DType::F32, {2, 3, 4}, ramp(24, 1, 0));
+  auto b3 = makeFloat(DType::F32, {2, 4, 5}, ramp(40, 1, 0));
+  bad = runKernel("matmul", {a3, b3, makeFloat(DType::F32, {5}, ramp(5, 1, 0))},
+                  {{DType::F32, {3, 2, 5}}}, AttrsBuilder().ints("result_perm", {1, 0, 2}).build());
+  EXPECT_EQ(bad.status.message(), "matmul: a bias needs a product without result_perm");
+}
+
 TEST(LinalgKernels, GemmTransposesAndBias) {
   // a: [2,3], b^T with b: [4,3], c: [4] -> [2,4]
   auto a = makeFloat(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
