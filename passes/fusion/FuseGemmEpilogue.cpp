@@ -45,7 +45,7 @@ MatmulOp biasedProduct(AddOp add, Value &bias, bool &castLeft) {
     if (b.getElementType() != type.getElementType() || b.getRank() != 1 ||
         b.getDimSize(0) != type.getShape().back())
       continue;
-    if (auto cast = vector.getDefiningOp<CastOp>(); cast && vector.hasOneUse()) {
+    if (vector.getDefiningOp<CastOp>() && vector.hasOneUse()) {
       castLeft = true;
       continue;
     }

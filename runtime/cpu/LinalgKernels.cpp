@@ -166,13 +166,19 @@ Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out, do
   return Status();
 }
 
-/// Every row of `out` ([rows, N]) set to the bias: what the GEMMs then accumulate onto.
-template <typename T> void fillBiasRows(const TensorView &bias, TensorView &out) {
-  const T *b = bias.as<T>();
-  T *o = out.as<T>();
-  const int64_t n = bias.shape[0], rows = n ? out.numel() / n : 0;
-  for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(o + r * n, b, size_t(n) * sizeof(T));
+/// `src` broadcast (numpy rules, one way) into `out`: gemm's c and matmul's bias, which the
+/// GEMM then accumulates onto (beta != 0).
+template <typename T> void broadcastInto(const TensorView &src, TensorView &out) {
+  BroadcastPlan<1> plan = planBroadcast<1>(out.shape, {src.shape});
+  const T *from = src.as<T>();
+  T *result = out.as<T>();
+  forEachRow(plan, [&](int64_t o, const std::array<int64_t, 1> &off, int64_t len,
+                       const std::array<int64_t, 1> &stride) {
+    if (stride[0])
+      std::memcpy(result + o, from + off[0], len * sizeof(T));
+    else
+      std::fill(result + o, result + o + len, from[off[0]]);
+  });
 }
 
 Status matmulKernel(const KernelCall &call) {
@@ -187,7 +193,7 @@ Status matmulKernel(const KernelCall &call) {
   const double beta = bias ? 1.0 : 0.0;
   auto prefill = [&](auto tag) {
     if (bias)
-      fillBiasRows<decltype(tag)>(*bias, out);
+      broadcastInto<decltype(tag)>(*bias, out);
   };
   if (call.attrs.has("lhs_perm") || call.attrs.has("rhs_perm") || call.attrs.has("result_perm")) {
     if (hasHalfTensor(call))
@@ -227,21 +233,10 @@ Status gemmKernel(const KernelCall &call) {
   double beta = c ? call.attrs.getFloat("beta", 1.0) : 0.0;
   return dispatchNumeric("gemm", a.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    T *result = out.as<T>();
-    if (beta != 0) {
-      // Materialise c broadcast into the output, then let GEMM accumulate onto it.
-      BroadcastPlan<1> plan = planBroadcast<1>(out.shape, {c->shape});
-      const T *src = c->as<T>();
-      forEachRow(plan, [&](int64_t o, const std::array<int64_t, 1> &off, int64_t len,
-                           const std::array<int64_t, 1> &stride) {
-        if (stride[0])
-          std::memcpy(result + o, src + off[0], len * sizeof(T));
-        else
-          std::fill(result + o, result + o + len, src[off[0]]);
-      });
-    }
+    if (beta != 0)
+      broadcastInto<T>(*c, out);
     return gemmRowMajor<T>(transA, transB, m, n, k, alpha, a.as<T>(), a.shape[1], b.as<T>(),
-                           b.shape[1], beta, result, n);
+                           b.shape[1], beta, out.as<T>(), n);
   });
 }
 

@@ -463,14 +463,17 @@ bool biasEpilogueOff() {
   return off;
 }
 
-/// Every row of `out` set to `bias` ([N], N its last dimension): what a GEMM with beta = 1
-/// then accumulates onto.
-Status fillBiasRows(const CudaKernelCall &call, const TensorView &bias, const TensorView &out) {
-  Dims strides(out.shape.size(), 0);
-  strides.back() = 1;
-  return launched(launchStridedCopy(int(dtypeSize(out.dtype)), bias.data, out.data,
+/// `src` broadcast (numpy rules, one way) into `out`: gemm's c and matmul's bias, which the
+/// GEMM then accumulates onto (beta != 0).
+Status broadcastInto(const CudaKernelCall &call, const TensorView &src, const TensorView &out,
+                     const char *what) {
+  cpu::Dims inStrides = cpu::contiguousStrides(src.shape), strides(out.shape.size(), 0);
+  size_t lead = out.shape.size() - src.shape.size();
+  for (size_t d = 0; d < src.shape.size(); ++d)
+    strides[lead + d] = src.shape[d] == 1 ? 0 : inStrides[d];
+  return launched(launchStridedCopy(int(dtypeSize(out.dtype)), src.data, out.data,
                                     stridedView(out.shape, strides), out.numel(), call.stream),
-                  "matmul bias");
+                  what);
 }
 
 Status matmulKernel(const CudaKernelCall &call) {
@@ -502,7 +505,7 @@ Status matmulKernel(const CudaKernelCall &call) {
     return {};
   if (plan.k == 0) { // no products: C = 0 (cuBLASLt may reject k = 0), or the bias rows
     if (bias)
-      return fillBiasRows(call, *bias, out);
+      return broadcastInto(call, *bias, out, "matmul bias");
     return launched(cudaMemsetAsync(out.data, 0, out.bytes(), call.stream), "matmul");
   }
   if (!g->ready && bias && reinterpret_cast<uintptr_t>(bias->data) % 16 != 0)
@@ -511,7 +514,7 @@ Status matmulKernel(const CudaKernelCall &call) {
       ensureLtGemm(call, a.dtype, *g, a.data, b.data, out.data).withPrefix("matmul: "));
   double beta = 0;
   if (bias && !g->biasEpilogue) {
-    PLAIT_RETURN_IF_ERROR(fillBiasRows(call, *bias, out));
+    PLAIT_RETURN_IF_ERROR(broadcastInto(call, *bias, out, "matmul bias"));
     beta = 1;
   }
   return runLtGemm(call, a.dtype, *g, a.data, b.data, out.data, 1.0, beta,
@@ -541,16 +544,8 @@ Status gemmKernel(const CudaKernelCall &call) {
     return {};
   double alpha = call.attrs.getFloat("alpha", 1.0);
   double beta = c ? call.attrs.getFloat("beta", 1.0) : 0.0;
-  if (beta != 0) {
-    cpu::Dims inStrides = cpu::contiguousStrides(c->shape), strides(out.shape.size(), 0);
-    size_t lead = out.shape.size() - c->shape.size();
-    for (size_t d = 0; d < c->shape.size(); ++d)
-      strides[lead + d] = c->shape[d] == 1 ? 0 : inStrides[d];
-    PLAIT_RETURN_IF_ERROR(launched(launchStridedCopy(int(dtypeSize(out.dtype)), c->data, out.data,
-                                                     stridedView(out.shape, strides),
-                                                     out.numel(), call.stream),
-                                   "gemm"));
-  }
+  if (beta != 0)
+    PLAIT_RETURN_IF_ERROR(broadcastInto(call, *c, out, "gemm"));
   if (k == 0) {
     if (beta == 0)
       return launched(cudaMemsetAsync(out.data, 0, out.bytes(), call.stream), "gemm");
