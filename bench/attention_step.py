@@ -8,7 +8,7 @@ scores) and with --no-fused-attention (matmul, scale, causal mask, softmax, matm
 keeping its [B, H, S, S] result for the backward). Every other fusion is on in both. The
 peak bytes per rank are the memory plan's (`memory.peak` of the report: what the plan
 guarantees, not a measurement). Both plans train the same token batches for WARMUP + STEPS
-steps with `plait-run --log-jsonl` on one thread (OPENBLAS_NUM_THREADS=1); a run's step time
+steps with `plait-run --log-jsonl --threads 1` on one thread; a run's step time
 is the median of its logged step_ms after the warm-up, the runs alternate fused, decomposed,
 fused, ... REPEAT times, and the table shows the medians of the runs. The last column is the
 largest relative difference of the two plans' per-step losses.
@@ -72,7 +72,8 @@ def bench_seq(build, seq, steps, repeat, tmp):
         for variant in ("fused", "decomposed"):
             log = work / ("%s-%d.jsonl" % (variant, i))
             run_checked([build / "bin" / "plait-run", plans[variant], "--data", data, "--steps",
-                         WARMUP + steps, "--log-jsonl", log, "--progress", "none"], env=env)
+                         WARMUP + steps, "--log-jsonl", log, "--progress", "none",
+                         "--threads", "1"], env=env)
             ms, loss = step_log(log)
             times[variant].append(statistics.median(ms[WARMUP:]))
             losses[variant] = loss

@@ -6,7 +6,7 @@ exports) the same ONNX file is compiled twice with `plait-compile --train --opti
 --lr 1e-3`: as is (every fusion: plait-fold-transposes with strided head products,
 plait-fuse-elementwise with its reductions, plait-group-updates, and the generated C++), and
 with --no-fusion. Both plans train the same batches for WARMUP + STEPS steps with
-`plait-run --log-jsonl` on one thread (OPENBLAS_NUM_THREADS=1); a run's step time is the median
+`plait-run --log-jsonl --threads 1` on one thread; a run's step time is the median
 of its logged step_ms after the warm-up, and the runs alternate fused, unfused, fused, ...
 REPEAT times; the table shows the medians of the runs. Kernels per step come from each plan's
 report (`kernels_per_step`). The last column checks the two trained the same: the largest

@@ -11,9 +11,9 @@
    tests/e2e/dp_parity.py does), compiled with `--train --optimizer adamw --world-size W
    --strategy S --cluster SPEC.yaml --report R.json`; the report's predicted_step_ms is the
    prediction.
-3. Runs the plan for STEPS steps: `plait-run PLAN --nproc W --data DIR --log-jsonl LOG`
-   (OPENBLAS_NUM_THREADS=1, as calibrated). The measurement is the median step_ms of rank 0
-   without the first 3 steps; with --repeat R, the median of R runs' medians. The runs go in
+3. Runs the plan for STEPS steps: `plait-run PLAN --nproc W --data DIR --log-jsonl LOG
+   --threads 1` (one thread per rank, as calibrated). The measurement is the median step_ms
+   of rank 0 without the first 3 steps; with --repeat R, the median of R runs' medians. The runs go in
    rounds over all pairs (every pair once per round), so a pair's R runs are minutes apart.
    Also shown: the 10th percentile of all its steps ("quiet"), what the step takes when no
    other process on the machine gets in the way.
@@ -85,7 +85,7 @@ def measure(build, plan, data, world, steps, work, trace):
     """The median step_ms of rank 0 without the warm-up steps, and those steps."""
     log = work / "log.jsonl"
     cmd = [build / "bin" / "plait-run", plan, "--nproc", world, "--data", data, "--steps",
-           steps, "--log-jsonl", log, "--progress", "none"]
+           steps, "--log-jsonl", log, "--progress", "none", "--threads", 1]
     if trace:
         cmd += ["--trace", work / "trace.json", "--trace-steps", min(steps, 6)]
     run(["timeout", "300"] + cmd, 320)

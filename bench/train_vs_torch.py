@@ -4,11 +4,12 @@
 For each model (the mlp, cnn and gpt samples, a ~10M-parameter GPT exported at run time from
 samples/gpt.py with a bigger config, and the gpt sample on 2 ranks) both frameworks train the
 same model (PyTorch's weights are the ONNX initializers), on the same batches, with AdamW
-(lr 1e-3), for WARMUP + STEPS steps on ONE thread per process:
+(lr 1e-3), for WARMUP + STEPS steps on ONE thread per process (--threads N: N each):
   - plait: `plait-compile --train --optimizer adamw --lr 1e-3`, then `plait-run --data DIR
-    --steps N --log-jsonl LOG` with OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1; the step time is
-    the log's step_ms. On 2 ranks: `--world-size 2 --strategy ddp` under mpirun.
-  - PyTorch: this script re-run as a worker process (torch.set_num_threads(1)), each step timed
+    --steps N --log-jsonl LOG --threads 1` with OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1; the
+    step time is the log's step_ms. On 2 ranks: `--world-size 2 --strategy ddp` under mpirun.
+  - PyTorch: this script re-run as a worker process (torch.set_num_threads(1); with
+    --threads N, N and OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=N), each step timed
     with time.perf_counter (forward, zero_grad, backward, optimizer step). On 2 ranks:
     DistributedDataParallel over gloo, 2 worker processes on 127.0.0.1.
 Every process runs under /usr/bin/time, whose %M is that process's own peak RSS (on 2 ranks
@@ -19,7 +20,7 @@ The runs alternate plait, PyTorch, plait, ... REPEAT times; a model's ms/step is
 the runs' per-step medians (warm-up steps dropped), its RSS the median of the runs' peaks.
 
 Run with /usr/bin/python3 (torch 1.13 CPU, onnx):
-  train_vs_torch.py BUILD [--steps N] [--repeat R] [--json OUT] [--only NAME]
+  train_vs_torch.py BUILD [--steps N] [--repeat R] [--json OUT] [--only NAME] [--threads N]
 """
 import argparse
 import datetime
@@ -96,10 +97,16 @@ def make_dataset(kind, onnx_path, rows, directory, seed=123):
     return shapes[next(iter(shapes))][0], [i for i in shapes]
 
 
+# Threads per process, plait's (--threads) and PyTorch's (torch.set_num_threads, and its
+# OpenMP and OpenBLAS threads): --threads N, default 1.
+THREADS = 1
+
+
 def one_thread_env():
+    """The environment of the runs: THREADS OpenMP and OpenBLAS threads (1 by default)."""
     env = dict(os.environ)
-    env["OPENBLAS_NUM_THREADS"] = "1"
-    env["OMP_NUM_THREADS"] = "1"
+    env["OPENBLAS_NUM_THREADS"] = str(THREADS)
+    env["OMP_NUM_THREADS"] = str(THREADS)
     return env
 
 
@@ -128,7 +135,7 @@ def run_plait(build, plan, data, steps, ranks, work):
         if f.exists():
             f.unlink()
     run = [build / "bin" / "plait-run", plan, "--data", data, "--steps", WARMUP + steps,
-           "--log-jsonl", log]
+           "--log-jsonl", log, "--threads", THREADS]
     if ranks == 1:
         cmd = timed(run, rss[0])
     else:
@@ -166,7 +173,8 @@ def run_torch(spec, steps, ranks, work, coretype=None):
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
     for r in range(ranks):
-        worker = dict(spec, steps=steps, rank=r, world=ranks, port=port, out=str(outs[r]))
+        worker = dict(spec, steps=steps, rank=r, world=ranks, port=port, out=str(outs[r]),
+                      threads=THREADS)
         cmd = timed([sys.executable, __file__, "--torch-worker", json.dumps(worker)], rss[r])
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
@@ -185,7 +193,7 @@ def torch_worker(spec):
     import onnx
     from onnx import numpy_helper
     import torch
-    torch.set_num_threads(1)
+    torch.set_num_threads(spec["threads"])
     rank, world = spec["rank"], spec["world"]
     if spec["kind"] == "gpt":
         model = gpt_module(spec["gpt_config"]).GPT()
@@ -253,7 +261,7 @@ def bench_model(name, build, steps, repeat, tmp, coretype):
     t_ms = statistics.median(r[0] for r in torch_runs)
     p_rss = statistics.median(r[1] for r in plait_runs)
     t_rss = statistics.median(r[1] for r in torch_runs)
-    row = dict(model=name, params=params, ranks=ranks, threads=1, batch_per_rank=batch,
+    row = dict(model=name, params=params, ranks=ranks, threads=THREADS, batch_per_rank=batch,
                steps=steps, plait_ms=p_ms, torch_ms=t_ms, speedup=t_ms / p_ms,
                plait_rss_mb=p_rss, torch_rss_mb=t_rss, rss_ratio=p_rss / t_rss,
                plait_runs_ms=[r[0] for r in plait_runs], torch_runs_ms=[r[0] for r in torch_runs])
@@ -332,7 +340,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="alternating plait/PyTorch runs")
     ap.add_argument("--json", type=pathlib.Path)
     ap.add_argument("--only", action="append", choices=sorted(MODELS))
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads per process for both (plait-run --threads, "
+                         "torch.set_num_threads)")
     args = ap.parse_args()
+    global THREADS
+    THREADS = args.threads
     build = args.build.resolve()
     meta = header()
     meta["blas_coretype"] = plait_blas_core(build)

@@ -22,6 +22,7 @@
 #include "runtime/RunMonitor.h"
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/Mpirun.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaRun.h"
 #include "runtime/io/Npy.h"
@@ -37,6 +38,9 @@ Status checkOptions(const RunOptions &options) {
     return Status::errorf("--nproc must be at least 1, got {}", options.nproc);
   if (options.steps < 1)
     return Status::errorf("--steps must be at least 1, got {}", options.steps);
+  if (options.threads < 0 || options.threads > cpu::kMaxKernelThreads)
+    return Status::errorf("--threads must be between 1 and {} (0: the default), got {}",
+                          cpu::kMaxKernelThreads, options.threads);
   if (!options.dataDir.empty() && !options.inputs.empty())
     return Status::error("give the batch either with --data DIR or with --input, not both");
   if (options.checkpointEvery < 0)
@@ -519,6 +523,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   summary += monitor.comparison(*exec); // further lines: measured against the plan
   if (!exec->generatedNote().empty())
     summary += "\n" + exec->generatedNote();
+  if (plan.device != "cuda")
+    summary += "\n" + cpu::kernelThreadsNote();
   return {};
 }
 
@@ -543,6 +549,7 @@ Status runPlan(const RunOptions &options, std::string &summary) {
   // than were launched fails on the world-size check, without waiting for missing peers.
   if (mpi::launchedWorldSize() > 0)
     PLAIT_RETURN_IF_ERROR(mpi::initialize());
+  cpu::setKernelThreads(options.threads > 0 ? options.threads : cpu::defaultKernelThreads());
   std::unique_ptr<Communicator> comm;
   if (mpi::active())
     PLAIT_RETURN_IF_ERROR(mpi::makeWorldComm(comm));

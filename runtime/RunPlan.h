@@ -28,6 +28,9 @@ struct RunOptions {
   bool resume = false;         // continue from the newest usable checkpoint
   double timeoutSeconds = 300; // deadline of each collective and of the launch
   int maxRestarts = 0;         // --nproc: relaunch from the last checkpoint this many times
+  /// Threads per rank for the CPU kernels (cpu/Parallel.h); 0: defaultKernelThreads(), this
+  /// rank's share of the CPUs.
+  int threads = 0;
   /// CUDA plans: time every instruction with CUDA events over the steps and write, from rank
   /// 0, a JSON report of each one's time and achieved bandwidth against the device's copy
   /// bandwidth (CudaRun.h). Empty: no timing.

@@ -1,6 +1,6 @@
 // Fused scaled-dot-product attention (plait.attention) and its gradient (attention_grad) on
 // [batch, seq, heads, dim] operands. Each head is worked through kAttentionRowBlock query rows
-// at a time: the rows' scores come from one OpenBLAS GEMM reading q and k in place (a head is
+// at a time (fewer when the heads are split across threads: forEachBlock): the rows' scores come from one OpenBLAS GEMM reading q and k in place (a head is
 // a strided matrix, row pitch heads * dim), are turned into probabilities in the workspace,
 // and meet v in a second GEMM that writes the output rows in place. No [S, T] matrix is ever
 // stored: the backward recomputes each block's probabilities from the saved log-sum-exp.
@@ -9,15 +9,21 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
 #include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
 namespace {
+
+/// Multiply-adds per thread below which the heads are not split (Parallel.h): about 40 us,
+/// the time it can take to wake a sleeping worker here (a 16-token head is about 1 us).
+constexpr int64_t kAttentionSplitWork = int64_t(1) << 21;
 
 /// One head of one batch entry: where its q, k, v (and out, dout, ...) rows start, and the
 /// row pitches of the [B, seq, H, dim] tensors.
@@ -44,19 +50,39 @@ int64_t blockKeys(const AttentionShape &a, int64_t i0, int64_t rows) {
   return a.causal ? std::min(a.keys, i0 + rows) : a.keys;
 }
 
-/// Calls fn(head, i0, rows, keys) for every block of `blockRows` query rows [i0, i0 + rows) of
-/// every head, with the keys the block scores; stops at the first error.
+/// Calls fn(slotRow, head, i0, rows, keys) for every block of query rows [i0, i0 + rows) of
+/// every head, with the keys the block scores, and returns the first error. The heads are
+/// split across the kernels' threads (Parallel.h), each thread a slot of the workspace's
+/// `blockRows` rows starting at row `slotRow`: with S slots a block has at most blockRows / S
+/// rows (attentionWorkspaceRows leaves room for 4 whole heads of a short sequence). A
+/// head is one thread's, its blocks in order, so dk and dv accumulate as on one thread, but
+/// over smaller blocks (more threads round their sums differently).
 template <typename Fn>
 Status forEachBlock(const AttentionShape &a, int64_t blockRows, Fn &&fn) {
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.heads; ++h) {
-      const Head head = headAt(a, b, h);
-      for (int64_t i0 = 0; i0 < a.queries; i0 += blockRows) {
-        const int64_t rows = std::min(blockRows, a.queries - i0);
-        PLAIT_RETURN_IF_ERROR(fn(head, i0, rows, blockKeys(a, i0, rows)));
+  const int64_t heads = a.batch * a.heads;
+  // Heads per chunk: kAttentionSplitWork or more, and at most blockRows slots.
+  const int64_t headWork = std::max<int64_t>(1, a.queries * a.keys * (a.dim + a.valueDim));
+  const int64_t grain = std::max<int64_t>((kAttentionSplitWork + headWork - 1) / headWork,
+                                          (heads + blockRows - 1) / blockRows);
+  const int64_t rowsPerSlot = std::min(a.queries, blockRows / parallelChunks(heads, grain));
+  std::mutex failedLock;
+  Status failed;
+  parallelFor(heads, grain, [&](int64_t slot, int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const Head head = headAt(a, bh / a.heads, bh % a.heads);
+      for (int64_t i0 = 0; i0 < a.queries; i0 += rowsPerSlot) {
+        const int64_t rows = std::min(rowsPerSlot, a.queries - i0);
+        Status s = fn(slot * rowsPerSlot, head, i0, rows, blockKeys(a, i0, rows));
+        if (!s.ok()) {
+          std::lock_guard<std::mutex> lock(failedLock);
+          if (failed.ok())
+            failed = std::move(s);
+          return;
+        }
       }
     }
-  return Status();
+  });
+  return failed;
 }
 
 /// scores[rows, keys] = scale * q[i0, i0 + rows) k[0, keys)^T of one head, by one GEMM.
@@ -140,14 +166,16 @@ Status attentionF32(const KernelCall &call) {
     std::fill(lse, lse + call.outputs[1].numel(), -std::numeric_limits<float>::infinity());
     return Status();
   }
-  const int64_t blockRows = std::min(a.queries, kAttentionRowBlock);
+  const int64_t blockRows = attentionWorkspaceRows(a.queries);
   Scratch scratch(call, "attention");
   float *scores; // Workspace.cpp: blockRows x T floats
   PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, scores));
-  auto block = [&](const Head &hd, int64_t i0, int64_t rows, int64_t keys) -> Status {
-    PLAIT_RETURN_IF_ERROR(scoreBlock(a, hd, q, k, i0, rows, keys, scores));
-    softmaxBlock(scores, rows, keys, i0, a.causal, lse + hd.lseOffset + i0);
-    return gemmRowMajor<float>(false, false, rows, a.valueDim, keys, 1.0, scores, keys,
+  auto block = [&](int64_t slotRow, const Head &hd, int64_t i0, int64_t rows,
+                   int64_t keys) -> Status {
+    float *slotScores = scores + slotRow * a.keys;
+    PLAIT_RETURN_IF_ERROR(scoreBlock(a, hd, q, k, i0, rows, keys, slotScores));
+    softmaxBlock(slotScores, rows, keys, i0, a.causal, lse + hd.lseOffset + i0);
+    return gemmRowMajor<float>(false, false, rows, a.valueDim, keys, 1.0, slotScores, keys,
                                v + hd.vOffset, hd.vPitch, 0.0,
                                out + hd.oOffset + i0 * hd.oPitch, hd.oPitch);
   };
@@ -170,13 +198,15 @@ Status attentionGradF32(const KernelCall &call) {
     std::fill(dq, dq + call.outputs[0].numel(), 0.0f);
   if (a.batch * a.heads * a.queries * a.keys == 0)
     return Status();
-  const int64_t blockRows = std::min(a.queries, kAttentionRowBlock);
+  const int64_t blockRows = attentionWorkspaceRows(a.queries);
   Scratch scratch(call, "attention_grad");
-  float *probs, *dprobs; // Workspace.cpp: two blocks of blockRows x T floats
-  PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, probs));
-  PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, dprobs));
+  float *probsAll, *dprobsAll; // Workspace.cpp: two blocks of blockRows x T floats
+  PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, probsAll));
+  PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, dprobsAll));
   const float scale = float(a.scale);
-  auto block = [&](const Head &hd, int64_t i0, int64_t rows, int64_t keys) -> Status {
+  auto block = [&](int64_t slotRow, const Head &hd, int64_t i0, int64_t rows,
+                   int64_t keys) -> Status {
+    float *probs = probsAll + slotRow * a.keys, *dprobs = dprobsAll + slotRow * a.keys;
     const float *qBlock = q + hd.qOffset + i0 * hd.qPitch;
     const float *doBlock = dout + hd.oOffset + i0 * hd.oPitch;
     // P = exp(scale q k^T - lse), zero where masked.

@@ -16,6 +16,7 @@
 #include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
@@ -24,6 +25,9 @@ namespace {
 /// Elements per tile: a register of them is 1 KiB, so a 64-instruction program's tiles fit
 /// in L1 with its inputs' tiles.
 constexpr int64_t kTile = 256;
+
+/// Elements per thread below which a fused kernel is not split (Parallel.h).
+constexpr int64_t kFusedGrain = 65536;
 
 /// How a register's tile holds its values.
 enum RegisterKind : char {
@@ -115,6 +119,16 @@ struct Cursor {
   void start(size_t rank) {
     std::fill(index, index + rank, 0);
     offset = 0;
+  }
+
+  /// Positions the walk at element `linear` of the iteration shape (a chunk's first).
+  void seek(const BroadcastPlan<1> &plan, int64_t linear) {
+    offset = 0;
+    for (size_t d = plan.shape.size(); d-- > 0;) {
+      index[d] = linear % plan.shape[d];
+      linear /= plan.shape[d];
+      offset += index[d] * plan.strides[0][d];
+    }
   }
 };
 
@@ -269,11 +283,6 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   const int64_t count = int64_t(program.size() / 3);
   const int64_t inner = shape.empty() ? 1 : shape.back();
   const int64_t tile = rowReduced ? std::max<int64_t>(1, kTile / inner) * inner : kTile;
-  // On the stack (no allocation during a step): a tile per instruction, and one per input
-  // that is not read in place (a single element repeated, or a broadcast gathered).
-  alignas(64) float scratch[fused::kMaxInstructions * kTile];
-  alignas(64) float inputTiles[fused::kMaxInputs * kTile];
-  const float *reg[fused::kMaxInputs + fused::kMaxInstructions];
   char kind[fused::kMaxInputs] = {};
   int64_t elements[fused::kMaxInputs + fused::kMaxInstructions]; // per register
   for (int64_t r = 0; r < int64_t(inputs) + count; ++r)
@@ -283,7 +292,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   // work).
   std::optional<BroadcastPlan<1>> plans[fused::kMaxInputs];
   std::optional<BroadcastPlan<1>> sumPlans[fused::kMaxInstructions];
-  Cursor cursors[fused::kMaxInputs], sumCursors[fused::kMaxInstructions];
+  bool outerSums = false; // some result sums over outer dimensions: one walk, in order
   // Stored f32 results are written in place by the instruction that computes them
   // (checkProgram saw to it that no register is listed twice), bf16 ones rounded from the
   // register's tile; reduced ones are summed from the register's tile into double
@@ -304,7 +313,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
     std::fill(acc[o], acc[o] + y.numel(), 0.0);
     if (shape.empty() || y.shape.back() == shape.back()) {
       sumPlans[o] = planBroadcast<1>(shape, {y.shape});
-      sumCursors[o].start(sumPlans[o]->shape.size());
+      outerSums = true;
     }
   }
   bool halfIn[fused::kMaxInputs] = {};
@@ -312,58 +321,80 @@ Status fusedElementwiseKernel(const KernelCall &call) {
     const TensorView &x = call.inputs[i];
     halfIn[i] = x.dtype == DType::BF16;
     kind[i] = x.numel() == 1 ? kSplat : x.numel() == numel ? kFull : kBroadcast;
-    if (kind[i] == kSplat)
-      std::fill(inputTiles + i * kTile, inputTiles + i * kTile + std::min(tile, numel),
-                halfIn[i] ? widenBf16(*x.as<uint16_t>()) : *x.as<float>());
-    else if (kind[i] == kBroadcast) {
+    if (kind[i] == kBroadcast)
       plans[i] = planBroadcast<1>(shape, {x.shape});
-      cursors[i].start(plans[i]->shape.size());
-    }
   }
-  for (int64_t begin = 0; begin < numel; begin += tile) {
-    int64_t n = std::min(tile, numel - begin);
+  // Tiles [begin, end) of the iteration shape, with this thread's own tiles and walks. Whole
+  // tiles per chunk: a row-reduced result's rows are each summed by one chunk, in order.
+  auto runTiles = [&](int64_t, int64_t chunkBegin, int64_t chunkEnd) {
+    // On the stack (no allocation during a step): a tile per instruction, and one per input
+    // that is not read in place (a single element repeated, or a broadcast gathered).
+    alignas(64) float scratch[fused::kMaxInstructions * kTile];
+    alignas(64) float inputTiles[fused::kMaxInputs * kTile];
+    const float *reg[fused::kMaxInputs + fused::kMaxInstructions];
+    Cursor cursors[fused::kMaxInputs], sumCursors[fused::kMaxInstructions];
     for (size_t i = 0; i < inputs; ++i) {
-      const void *x = call.inputs[i].data;
-      if (kind[i] == kFull && !halfIn[i]) {
-        reg[i] = static_cast<const float *>(x) + begin;
-        continue;
-      }
-      reg[i] = inputTiles + i * kTile;
-      if (kind[i] == kFull)
-        widenBf16Tile(static_cast<const uint16_t *>(x) + begin, inputTiles + i * kTile, n);
+      const TensorView &x = call.inputs[i];
+      if (kind[i] == kSplat)
+        std::fill(inputTiles + i * kTile, inputTiles + i * kTile + std::min(tile, numel),
+                  halfIn[i] ? widenBf16(*x.as<uint16_t>()) : *x.as<float>());
       else if (kind[i] == kBroadcast)
-        gatherBroadcast(x, halfIn[i], *plans[i], cursors[i], n, inputTiles + i * kTile);
+        cursors[i].seek(*plans[i], chunkBegin);
     }
-    // Where each result's values of this tile are: in place, or a tile to sum from.
-    const float *values[fused::kMaxInstructions];
-    if (call.generated) {
-      // plait-compile's code for this program: the whole chain per element, in registers
-      // (a reduced result's tile in the scratch the interpreter would use).
-      float *results[fused::kMaxInstructions];
-      for (size_t o = 0; o < outputs.size(); ++o)
-        values[o] = results[o] = acc[o] || halfOut[o] ? scratch + o * kTile
-                                                      : call.outputs[o].as<float>() + begin;
-      call.generated(reg, results, n);
-    } else {
-      runTile(program.data(), count, int64_t(inputs), reg, elements, numel, scratch, direct,
-              begin, n);
-      for (size_t o = 0; o < outputs.size(); ++o)
-        values[o] = reg[outputs[o]];
-    }
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      if (!acc[o]) {
-        if (halfOut[o])
-          narrowBf16Tile(values[o], call.outputs[o].as<uint16_t>() + begin, n);
-        continue;
+    for (size_t o = 0; o < outputs.size(); ++o)
+      if (sumPlans[o])
+        sumCursors[o].start(sumPlans[o]->shape.size()); // one chunk: it starts at 0
+    for (int64_t begin = chunkBegin; begin < chunkEnd; begin += tile) {
+      int64_t n = std::min(tile, chunkEnd - begin);
+      for (size_t i = 0; i < inputs; ++i) {
+        const void *x = call.inputs[i].data;
+        if (kind[i] == kFull && !halfIn[i]) {
+          reg[i] = static_cast<const float *>(x) + begin;
+          continue;
+        }
+        reg[i] = inputTiles + i * kTile;
+        if (kind[i] == kFull)
+          widenBf16Tile(static_cast<const uint16_t *>(x) + begin, inputTiles + i * kTile, n);
+        else if (kind[i] == kBroadcast)
+          gatherBroadcast(x, halfIn[i], *plans[i], cursors[i], n, inputTiles + i * kTile);
       }
-      if (sumPlans[o]) {
-        scatterAdd(values[o], *sumPlans[o], sumCursors[o], n, acc[o]);
-        continue;
+      // Where each result's values of this tile are: in place, or a tile to sum from.
+      const float *values[fused::kMaxInstructions];
+      if (call.generated) {
+        // plait-compile's code for this program: the whole chain per element, in registers
+        // (a reduced result's tile in the scratch the interpreter would use).
+        float *results[fused::kMaxInstructions];
+        for (size_t o = 0; o < outputs.size(); ++o)
+          values[o] = results[o] = acc[o] || halfOut[o] ? scratch + o * kTile
+                                                        : call.outputs[o].as<float>() + begin;
+        call.generated(reg, results, n);
+      } else {
+        runTile(program.data(), count, int64_t(inputs), reg, elements, numel, scratch, direct,
+                begin, n);
+        for (size_t o = 0; o < outputs.size(); ++o)
+          values[o] = reg[outputs[o]];
       }
-      for (int64_t row = 0; row < n / inner; ++row) // whole rows, each into its sum
-        acc[o][begin / inner + row] += sumFloats(values[o] + row * inner, inner);
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        if (!acc[o]) {
+          if (halfOut[o])
+            narrowBf16Tile(values[o], call.outputs[o].as<uint16_t>() + begin, n);
+          continue;
+        }
+        if (sumPlans[o]) {
+          scatterAdd(values[o], *sumPlans[o], sumCursors[o], n, acc[o]);
+          continue;
+        }
+        for (int64_t row = 0; row < n / inner; ++row) // whole rows, each into its sum
+          acc[o][begin / inner + row] += sumFloats(values[o] + row * inner, inner);
+      }
     }
-  }
+  };
+  // Split across the kernels' threads (Parallel.h) unless a result sums over outer
+  // dimensions, whose sums take their elements in memory order from one walk.
+  if (outerSums)
+    runTiles(0, 0, numel);
+  else
+    parallelFor(numel, kFusedGrain, runTiles, tile);
   for (size_t o = 0; o < outputs.size(); ++o) {
     if (!acc[o])
       continue;

@@ -1,7 +1,9 @@
-// Row-major GEMM: cblas_sgemm/cblas_dgemm for floats, a wrapping integer loop for i64/i32.
+// Row-major GEMM: cblas_sgemm/cblas_dgemm for floats (split across the kernels' threads), a
+// wrapping integer loop for i64/i32.
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Broadcast.h"
+#include "runtime/cpu/Parallel.h"
 
 #include <algorithm>
 #include <climits>
@@ -41,6 +43,27 @@ void integerGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, doub
     }
 }
 
+/// GEMMs of at least twice this many multiply-adds are split across the kernels' threads, in
+/// chunks of whole multiples of kGemmSplitUnit rows (or columns) of at least this much work:
+/// about 40 us, the time it can take to wake a sleeping worker here.
+constexpr int64_t kGemmSplitWork = int64_t(1) << 21;
+constexpr int64_t kGemmSplitUnit = 16;
+
+/// One cblas call; the dimensions are checked against INT_MAX by the caller.
+template <typename T>
+void blasGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha,
+              const T *a, int64_t lda, const T *b, int64_t ldb, double beta, T *c,
+              int64_t ldc) {
+  CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), float(alpha), a, int(lda), b,
+                int(ldb), float(beta), c, int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
+                beta, c, int(ldc));
+}
+
 } // namespace
 
 template <typename T>
@@ -60,14 +83,28 @@ Status gemmRowMajor(bool transA, bool transB, int64_t m, int64_t n, int64_t k, d
     for (int64_t v : {m, n, k, lda, ldb, ldc})
       if (v > INT_MAX)
         return Status::errorf("gemm: dimension {} exceeds the BLAS limit {}", v, INT_MAX);
-    CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
-    CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
-    if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), float(alpha), a, int(lda), b,
-                  int(ldb), float(beta), c, int(ldc));
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b,
-                  int(ldb), beta, c, int(ldc));
+    // Split across the kernels' threads (Parallel.h) by rows of C, or by columns when it has
+    // too few rows: each element of C is still one dot product over the whole of k, but
+    // OpenBLAS blocks a smaller call differently and may add its terms in another order
+    // (float rounding; ParallelTest).
+    const double work = double(m) * double(n) * double(k); // no overflow at INT_MAX each
+    if (work < 2.0 * kGemmSplitWork) {
+      blasGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return Status();
+    }
+    const bool byRows = m >= n || m >= kGemmSplitUnit * kernelThreads();
+    const int64_t extent = byRows ? m : n;
+    parallelFor(
+        extent, std::max<int64_t>(kGemmSplitUnit, int64_t(kGemmSplitWork * double(extent) / work)),
+        [&](int64_t, int64_t begin, int64_t end) {
+          if (byRows)
+            blasGemm(transA, transB, end - begin, n, k, alpha, a + (transA ? begin : begin * lda),
+                     lda, b, ldb, beta, c + begin * ldc, ldc);
+          else
+            blasGemm(transA, transB, m, end - begin, k, alpha, a, lda,
+                     b + (transB ? begin * ldb : begin), ldb, beta, c + begin, ldc);
+        },
+        kGemmSplitUnit);
     return Status();
   }
 }

@@ -13,6 +13,7 @@
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/LossSupport.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/PoolSupport.h"
 
 namespace plait::rt::cpu {
@@ -261,6 +262,9 @@ Status planLossGrad(const KernelCall &call, std::string_view kernel, LossShape &
   return checkShape(kernel, "grad", grad.shape, s.lossShape());
 }
 
+/// Class scores per thread below which a loss gradient is not split (Parallel.h).
+constexpr int64_t kLossGradGrain = 32768;
+
 /// d(loss)/d(input) times grad, per position (n, d) with target t (zero when ignored):
 ///   from logits:   (softmax(input[n, :, d]) - onehot(t)) * w[t] * g / denom
 ///   from logp:     -onehot(t) * w[t] * g / denom
@@ -278,11 +282,14 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
   LossTargets targets; // workspace: a class and a weight per position
   PLAIT_RETURN_IF_ERROR(targets.allocate(scratch, s));
   PLAIT_RETURN_IF_ERROR(resolveLossTargets(kernel, s, call.inputs[1], weight, targets));
-  for (int64_t n = 0; n < s.batch; ++n) {
-    const T *block = input + n * s.classes * s.spatial;
-    T *result = out + n * s.classes * s.spatial;
-    for (int64_t d = 0; d < s.spatial; ++d) {
-      int64_t p = n * s.spatial + d;
+  // Positions are independent: split across the kernels' threads (Parallel.h).
+  const int64_t positions = s.batch * s.spatial;
+  parallelFor(positions, std::max<int64_t>(1, kLossGradGrain / std::max<int64_t>(s.classes, 1)),
+              [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / std::max<int64_t>(s.spatial, 1), d = p % std::max<int64_t>(s.spatial, 1);
+      const T *block = input + n * s.classes * s.spatial;
+      T *result = out + n * s.classes * s.spatial;
       int64_t t = targets.classes[p];
       // An ignored position gets no gradient; with every target ignored (normalizer 0)
       // nothing is scaled and all gradients are zero.
@@ -310,7 +317,7 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
         result[t * s.spatial + d] = T(-scale);
       }
     }
-  }
+  });
   return Status();
 }
 

@@ -10,10 +10,14 @@
 
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 namespace {
+
+/// Row elements per thread below which a row-wise kernel is not split (Parallel.h).
+constexpr int64_t kRowsGrain = 65536;
 
 /// e^x: the vectorisable approximation for f32 (about 1 ulp), libm for f64.
 template <typename T> T expOf(T x) {
@@ -116,8 +120,11 @@ template <bool kLog> Status softmaxKernel(const KernelCall &call) {
   int64_t inner = product(x.shape, axis + 1, x.rank());
   return dispatchF32F64(kName, x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    if (inner == 1) {
-      softmaxRows<T, kLog>(x.as<T>(), y.as<T>(), outer, n);
+    if (inner == 1) { // rows are independent: split across the kernels' threads
+      parallelFor(outer, std::max<int64_t>(1, kRowsGrain / std::max<int64_t>(n, 1)),
+                  [&](int64_t, int64_t begin, int64_t end) {
+        softmaxRows<T, kLog>(x.as<T>() + begin * n, y.as<T>() + begin * n, end - begin, n);
+      });
       return Status();
     }
     Scratch scratch(call, kName);
@@ -167,7 +174,9 @@ Status layerNormKernel(const KernelCall &call) {
     using T = decltype(tag);
     const T *scale = call.inputs[1].as<T>();
     const T *bias = call.inputs.size() > 2 ? call.inputs[2].as<T>() : nullptr;
-    for (int64_t r = 0; r < rows; ++r) {
+    parallelFor(rows, std::max<int64_t>(1, kRowsGrain / std::max<int64_t>(n, 1)),
+                [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
       const T *in = x.as<T>() + r * n;
       T *out = call.outputs[0].as<T>() + r * n;
       double mean = 0, sq = 0;
@@ -191,6 +200,7 @@ Status layerNormKernel(const KernelCall &call) {
           out[i] = (in[i] - m) * s * scale[i];
       }
     }
+    });
     return Status();
   });
 }

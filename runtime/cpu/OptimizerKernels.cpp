@@ -14,9 +14,13 @@
 
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 
 namespace plait::rt::cpu {
 namespace {
+/// Elements per thread below which an update is not split (Parallel.h): about 10 us of
+/// AdamW at memory speed.
+constexpr int64_t kUpdateGrain = 65536;
 
 /// Reads the f32 scalar hyper-parameter `what` (lr or step) set by the runtime.
 Status readScalar(std::string_view kernel, std::string_view what, const TensorView &t,
@@ -56,11 +60,13 @@ struct SgdFactors {
 /// torch.optim.SGD's _single_tensor_sgd for one tensor:
 ///   d_p = grad (+ wd * param);  buf = d_p on the first step, else buf * m + (1 - damp) * d_p;
 ///   d_p = nesterov ? d_p + m * buf : buf;  param += -lr * d_p.
+/// Elements [begin, end) of it.
 template <typename T>
-void sgdUpdate(const TensorView *in, const TensorView *out, const SgdFactors &f) {
-  int64_t n = in[0].numel();
-  const T *param = in[0].as<T>(), *grad = in[1].as<T>();
-  T *newParam = out[0].as<T>();
+void sgdUpdateRange(const TensorView *in, const TensorView *out, const SgdFactors &f,
+                    int64_t begin, int64_t end) {
+  const int64_t n = end - begin;
+  const T *param = in[0].as<T>() + begin, *grad = in[1].as<T>() + begin;
+  T *newParam = out[0].as<T>() + begin;
   const T wd = T(f.weightDecay), negLr = T(-f.lr);
   bool decay = f.weightDecay != 0;
   if (f.momentum == 0) {
@@ -72,8 +78,8 @@ void sgdUpdate(const TensorView *in, const TensorView *out, const SgdFactors &f)
     }
     return;
   }
-  const T *buffer = in[4].as<T>();
-  T *newBuffer = out[1].as<T>();
+  const T *buffer = in[4].as<T>() + begin;
+  T *newBuffer = out[1].as<T>() + begin;
   const T m = T(f.momentum), keep = T(1 - f.dampening);
   bool first = f.step == 1; // PyTorch's buffer is None until the first step creates it
   for (int64_t i = 0; i < n; ++i) {
@@ -85,6 +91,14 @@ void sgdUpdate(const TensorView *in, const TensorView *out, const SgdFactors &f)
     newBuffer[i] = b;
     newParam[i] = p + negLr * d;
   }
+}
+
+/// The whole tensor, split across the kernels' threads (each element is independent).
+template <typename T>
+void sgdUpdate(const TensorView *in, const TensorView *out, const SgdFactors &f) {
+  parallelFor(in[0].numel(), kUpdateGrain, [&](int64_t, int64_t begin, int64_t end) {
+    sgdUpdateRange<T>(in, out, f, begin, end);
+  });
 }
 
 constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update";
@@ -179,15 +193,17 @@ adamwLoopF32(int64_t n, const float *param, const float *grad, const float *expA
 
 template <typename T>
 void adamwUpdate(const TensorView *in, const TensorView *out, const AdamWFactors &f) {
-  int64_t n = in[0].numel();
-  const T *param = in[0].as<T>(), *grad = in[1].as<T>();
-  const T *expAvg = in[2].as<T>(), *expAvgSq = in[3].as<T>();
-  T *newParam = out[0].as<T>(), *newExpAvg = out[1].as<T>();
-  T *newExpAvgSq = out[2].as<T>();
-  if constexpr (std::is_same_v<T, float>)
-    adamwLoopF32(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
-  else
-    adamwLoop<T>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+  parallelFor(in[0].numel(), kUpdateGrain, [&](int64_t, int64_t begin, int64_t end) {
+    const int64_t n = end - begin;
+    const T *param = in[0].as<T>() + begin, *grad = in[1].as<T>() + begin;
+    const T *expAvg = in[2].as<T>() + begin, *expAvgSq = in[3].as<T>() + begin;
+    T *newParam = out[0].as<T>() + begin, *newExpAvg = out[1].as<T>() + begin;
+    T *newExpAvgSq = out[2].as<T>() + begin;
+    if constexpr (std::is_same_v<T, float>)
+      adamwLoopF32(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+    else
+      adamwLoop<T>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+  });
 }
 
 /// Checks one adamw_update's operands `in` (6) and results `out` (3), and reads its factors.

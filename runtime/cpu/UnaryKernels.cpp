@@ -11,6 +11,7 @@
 
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
@@ -215,6 +216,9 @@ Status checkUnary(const KernelCall &call, std::string_view kernel) {
   return checkShape(kernel, "output", y.shape, x.shape);
 }
 
+/// Elements per thread below which a unary kernel is not split (Parallel.h).
+constexpr int64_t kUnaryGrain = 65536;
+
 template <typename T, typename Op>
 PLAIT_SIMD_CLONES void mapElements(const T *x, T *y, int64_t n, const Op &op) {
   for (int64_t i = 0; i < n; ++i)
@@ -232,7 +236,11 @@ template <typename Op, bool kNumeric> Status unaryKernel(const KernelCall &call)
   TensorView &y = call.outputs[0];
   auto body = [&](auto tag) -> Status {
     using T = decltype(tag);
-    mapElements(x.as<T>(), y.as<T>(), x.numel(), op);
+    const T *in = x.as<T>();
+    T *out = y.as<T>();
+    parallelFor(x.numel(), kUnaryGrain, [&](int64_t, int64_t begin, int64_t end) {
+      mapElements(in + begin, out + begin, end - begin, op);
+    });
     return Status();
   };
   if constexpr (kNumeric)

@@ -149,11 +149,11 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   }
   if ((kernel == "attention" && operands(3, 2)) || (kernel == "attention_grad" && operands(6, 3))) {
     // AttentionKernels.cpp: a block of query rows' scores (the gradient: and of their
-    // gradients), kAttentionRowBlock rows of T, T = k's dimension 1.
+    // gradients), attentionWorkspaceRows rows of T, T = k's dimension 1.
     const std::vector<int64_t> &q = *in[0].shape, &k = *in[1].shape;
     if (q.size() != 4 || k.size() != 4 || product(q, 0, 4) == 0 || product(k, 0, 4) == 0)
       return 0;
-    uint64_t rows = std::min<uint64_t>(product(q, 1, 2), uint64_t(kAttentionRowBlock));
+    uint64_t rows = uint64_t(attentionWorkspaceRows(q[1]));
     uint64_t block = chunk(saturatingMul(rows, product(k, 1, 2)), 4);
     return kernel == "attention" ? block : saturatingAdd(block, block);
   }

@@ -19,6 +19,13 @@ namespace plait::rt {
 /// this many rows of scores (and of their gradients), never a whole [S, T] matrix.
 inline constexpr int64_t kAttentionRowBlock = 64;
 
+/// The query rows an attention kernel's workspace holds: kAttentionRowBlock, or fewer for
+/// short sequences, but room for 4 whole heads of them, so that heads split across threads
+/// (AttentionKernels.cpp) still score a whole head per block.
+inline int64_t attentionWorkspaceRows(int64_t queries) {
+  return queries < kAttentionRowBlock / 4 ? 4 * queries : kAttentionRowBlock;
+}
+
 /// The longest head dimension the CUDA attention kernels take (kernels/Launch.h
 /// kAttentionMaxHeadDim, checked equal in CudaAttentionKernels.cpp): plait-fuse-attention
 /// leaves longer heads decomposed for --device cuda.

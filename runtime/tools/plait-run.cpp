@@ -113,6 +113,11 @@ int main(int argc, char **argv) {
                  "this many times")
       ->capture_default_str();
 
+  app.add_option("--threads", options.threads,
+                 "threads per rank for the CPU kernels (GEMMs, attention, fused kernels, "
+                 "optimizer updates); 0: the CPUs this rank may use, divided among the ranks "
+                 "on its node")
+      ->capture_default_str();
   app.add_option("--kernel-times", options.kernelTimes,
                  "CUDA plans: time every instruction with CUDA events and write FILE.json: "
                  "each kernel's time and bandwidth against the device's copy bandwidth");

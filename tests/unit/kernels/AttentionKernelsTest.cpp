@@ -143,6 +143,22 @@ TEST(AttentionKernels, RowsBeyondOneBlock) {
   checkCase({1, 70, 33, 1, 8, 8, false}, DType::F32, 1e-4, 1e-5);
 }
 
+TEST(AttentionKernels, HeadsSplitAcrossThreadsMatchTheFormulas) {
+  // Heads of 128 queries and keys of width 64 are worth splitting: 3 threads take 4 heads,
+  // each scoring blocks of 64 / 3 = 21 rows of the workspace's 64. The kernels must not
+  // allocate in their region (checked by runKernel where the counter is linked).
+  KernelThreads threads(3);
+  checkCase({2, 128, 128, 2, 64, 64, true}, DType::F32, 1e-4, 1e-5);
+  checkCase({1, 100, 130, 3, 64, 32, false}, DType::F32, 1e-4, 1e-5);
+}
+
+TEST(AttentionKernels, ShortHeadsLeaveRoomForFourWholeHeads) {
+  EXPECT_EQ(attentionWorkspaceRows(16), 64);
+  EXPECT_EQ(attentionWorkspaceRows(5), 20);
+  EXPECT_EQ(attentionWorkspaceRows(64), kAttentionRowBlock);
+  EXPECT_EQ(attentionWorkspaceRows(1000), kAttentionRowBlock);
+}
+
 TEST(AttentionKernels, Bf16ComputesInF32) {
   checkCase({1, 12, 12, 2, 8, 8, true}, DType::BF16, 2e-2, 2e-2);
 }

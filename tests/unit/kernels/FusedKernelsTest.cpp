@@ -145,6 +145,43 @@ TEST(FusedKernels, ReducedResultsMatchTheUnfusedReductionsBitForBit) {
   }
 }
 
+// Split across 3 threads (runtime/cpu/Parallel.h): each chunk seeks its broadcast inputs'
+// walks to its first element, and row sums stay whole within a chunk; a result summed over
+// outer dimensions keeps the whole walk on one thread. Still bit for bit the unfused kernels.
+TEST(FusedKernels, SplitAcrossThreadsMatchesTheUnfusedKernelsBitForBit) {
+  KernelThreads threads(3);
+  Shape s = {3, 701, 93}, rows = {3, 701, 1}, columns = {1, 1, 93};
+  OwnedTensor x = randomFloats(s, 21), perRow = randomFloats({3, 701, 1}, 22);
+  OwnedTensor perColumn = randomFloats({93}, 23), c = makeFloat(DType::F32, {}, {0.5});
+  OwnedTensor d = runOk("sub", {x, perRow}, DType::F32, s);
+  OwnedTensor y = runOk("mul", {d, perColumn}, DType::F32, s);
+  OwnedTensor e = runOk("exp", {runOk("mul", {y, c}, DType::F32, s)}, DType::F32, s);
+  auto reduce = [&](const OwnedTensor &v, std::vector<int64_t> axes, Shape out) {
+    return runOk("reduce_sum", {v}, DType::F32, out, AttrsBuilder().ints("axes", axes).build());
+  };
+  using namespace fused;
+  // Registers: 0 x, 1 perRow, 2 perColumn, 3 c; 4 d, 5 y, 6 y c, 7 e.
+  const std::vector<int64_t> chain = {Sub, 0, 1, Mul, 4, 2, Mul, 5, 3, Exp, 6, -1};
+  // y stored, e summed into `reduced` (rows: split; columns: one walk).
+  auto runChain = [&](const Shape &reduced) {
+    return runKernel("fused_elementwise", {x, perRow, perColumn, c},
+                     {{DType::F32, s}, {DType::F32, reduced}},
+                     AttrsBuilder()
+                         .ints("program", chain)
+                         .ints("outputs", {5, 7})
+                         .ints("reductions", {Store, Sum})
+                         .build());
+  };
+  KernelResult split = runChain(rows);
+  ASSERT_TRUE(split.status.ok()) << split.status.message();
+  expectSameBits(split.out(0), y, "(x - perRow) * perColumn");
+  expectSameBits(split.out(1), reduce(e, {2}, rows), "row sums of exp");
+  KernelResult whole = runChain(columns);
+  ASSERT_TRUE(whole.status.ok()) << whole.status.message();
+  expectSameBits(whole.out(0), y, "(x - perRow) * perColumn, one walk");
+  expectSameBits(whole.out(1), reduce(e, {0, 1}, columns), "sums over the outer dimensions");
+}
+
 // A scalar iteration shape: a reduced result is the value itself (a mean of one element).
 TEST(FusedKernels, AScalarReducesToItself) {
   OwnedTensor x = makeFloat(DType::F32, {}, {1.5});

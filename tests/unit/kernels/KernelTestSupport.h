@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/Kernel.h"
+#include "runtime/cpu/Parallel.h"
 
 namespace plait::rt::test {
 
@@ -117,6 +118,14 @@ KernelResult runKernel(const std::string &name, const std::vector<OwnedTensor> &
 /// Runs a kernel expected to succeed and returns its only output.
 OwnedTensor runOk(const std::string &name, const std::vector<OwnedTensor> &inputs, DType dtype,
                   std::vector<int64_t> shape, const Attrs &attrs = Attrs());
+
+/// The CPU kernels' threads (runtime/cpu/Parallel.h) set for one scope, 1 again after it.
+struct KernelThreads {
+  explicit KernelThreads(int threads) { cpu::setKernelThreads(threads); }
+  ~KernelThreads() { cpu::setKernelThreads(1); }
+  KernelThreads(const KernelThreads &) = delete;
+  KernelThreads &operator=(const KernelThreads &) = delete;
+};
 
 /// Element-wise closeness with the suite's fp32 tolerances (rtol 1e-4, atol 1e-5).
 ::testing::AssertionResult allClose(const std::vector<float> &actual,

@@ -62,7 +62,8 @@ TEST_F(RunPlanTest, RunsAndWritesOutputs) {
   EXPECT_THAT(summary.substr(first.size()),
               ::testing::MatchesRegex("\nmemory \\(rank 0\\): arena high water [0-9,]+ bytes.*"
                                       "\nstep time: median [0-9.]+ ms over 1 step; no prediction "
-                                      "\\(the plan's report has no predicted_step_ms\\)"));
+                                      "\\(the plan's report has no predicted_step_ms\\)"
+                                      "\nthreads: [0-9]+ per rank for the CPU kernels .*"));
 
   rt::HostTensor y;
   ASSERT_TRUE(rt::readNpy(o.outputDir + "/y.npy", y).ok());
@@ -184,6 +185,11 @@ TEST_F(RunPlanTest, RejectsBadOptionsAndWorldSizeMismatch) {
   o = options();
   o.dataDir = dir_;
   EXPECT_EQ(runError(o), "give the batch either with --data DIR or with --input, not both");
+  o = options();
+  o.threads = -1;
+  EXPECT_EQ(runError(o), "--threads must be between 1 and 256 (0: the default), got -1");
+  o.threads = 257;
+  EXPECT_EQ(runError(o), "--threads must be between 1 and 256 (0: the default), got 257");
 
   RawPlan raw = validRawPlan();
   raw.worldSize = 2;

@@ -1,0 +1,139 @@
+// The CPU kernels' thread pool (runtime/cpu/Parallel.h): chunks cover a range exactly once on
+// whole units, a region inside a region runs inline, small work is not split; and kernels
+// split across threads compute what they compute on one (every element by one thread, in the
+// same order), bit for bit; GEMMs within 1e-6 (OpenBLAS's rounding of a block of rows).
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/kernels/KernelTestSupport.h"
+
+namespace plait::rt::test {
+namespace {
+
+TEST(Parallel, ChunksCoverTheRangeOnceOnWholeUnits) {
+  KernelThreads threads(3);
+  EXPECT_EQ(cpu::kernelThreads(), 3);
+  EXPECT_EQ(cpu::parallelChunks(1000, 10), 3);
+  EXPECT_EQ(cpu::parallelChunks(25, 10), 2);  // two grains: two chunks
+  EXPECT_EQ(cpu::parallelChunks(19, 10), 1);  // less than two grains: not split
+  std::vector<std::atomic<int>> seen(1000);
+  std::atomic<int> chunks{0};
+  std::atomic<bool> misaligned{false};
+  cpu::parallelFor(
+      1000, 10,
+      [&](int64_t, int64_t begin, int64_t end) {
+        chunks.fetch_add(1);
+        if (begin % 16 != 0)
+          misaligned = true;
+        for (int64_t i = begin; i < end; ++i)
+          seen[size_t(i)].fetch_add(1);
+      },
+      16);
+  EXPECT_EQ(chunks.load(), 3);
+  EXPECT_FALSE(misaligned.load());
+  for (size_t i = 0; i < seen.size(); ++i)
+    ASSERT_EQ(seen[i].load(), 1) << "element " << i;
+}
+
+TEST(Parallel, ARegionInsideARegionRunsInline) {
+  KernelThreads threads(2);
+  std::atomic<int> inner{0}, innerChunks{0};
+  std::atomic<bool> otherThread{false};
+  cpu::parallelFor(2, 1, [&](int64_t, int64_t, int64_t) {
+    const std::thread::id self = std::this_thread::get_id();
+    EXPECT_EQ(cpu::parallelChunks(1000, 1), 1);
+    cpu::parallelFor(1000, 1, [&](int64_t, int64_t begin, int64_t end) {
+      innerChunks.fetch_add(1);
+      inner.fetch_add(int(end - begin));
+      if (std::this_thread::get_id() != self)
+        otherThread = true;
+    });
+  });
+  EXPECT_EQ(innerChunks.load(), 2); // one whole inner range per outer chunk
+  EXPECT_EQ(inner.load(), 2000);
+  EXPECT_FALSE(otherThread.load());
+}
+
+TEST(Parallel, OneThreadRunsEverythingOnTheCaller) {
+  KernelThreads threads(1);
+  EXPECT_EQ(cpu::parallelChunks(int64_t(1) << 40, 1), 1);
+  const std::thread::id self = std::this_thread::get_id();
+  int calls = 0;
+  cpu::parallelFor(100, 1, [&](int64_t chunk, int64_t begin, int64_t end) {
+    ++calls;
+    EXPECT_EQ(chunk, 0);
+    EXPECT_EQ(begin, 0);
+    EXPECT_EQ(end, 100);
+    EXPECT_EQ(std::this_thread::get_id(), self);
+  });
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(Parallel, TheDefaultIsAtLeastOneThread) { EXPECT_GE(cpu::defaultKernelThreads(), 1); }
+
+void expectSameBits(const OwnedTensor &split, const OwnedTensor &one, const char *what) {
+  ASSERT_EQ(split.bytes.size(), one.bytes.size()) << what;
+  EXPECT_EQ(std::memcmp(split.bytes.data(), one.bytes.data(), one.bytes.size()), 0) << what;
+}
+
+/// Runs `name` on one thread and on 3, and expects every output to be the same bits, or with
+/// `rtol` > 0 to agree within rtol and atol.
+void expectSplitIsExact(const std::string &name, const std::vector<OwnedTensor> &inputs,
+                        const std::vector<std::pair<DType, std::vector<int64_t>>> &outputs,
+                        const Attrs &attrs = Attrs(), double rtol = 0, double atol = 0) {
+  SCOPED_TRACE(name);
+  KernelResult one;
+  {
+    KernelThreads single(1); // OpenBLAS on one thread too
+    one = runKernel(name, inputs, outputs, attrs);
+  }
+  ASSERT_TRUE(one.status.ok()) << one.status.message();
+  KernelThreads threads(3);
+  KernelResult split = runKernel(name, inputs, outputs, attrs);
+  ASSERT_TRUE(split.status.ok()) << split.status.message();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (rtol == 0) {
+      expectSameBits(split.out(i), one.out(i), "output");
+      continue;
+    }
+    std::vector<float> a = split.out(i).floats(), b = one.out(i).floats();
+    std::vector<double> expected(b.begin(), b.end());
+    EXPECT_TRUE(allClose(a, expected, rtol, atol));
+  }
+}
+
+TEST(Parallel, SplitKernelsComputeWhatOneThreadComputes) {
+  // GEMMs split by rows (tall) and by columns (wide), both over k = 300. Each element is
+  // still one OpenBLAS dot product over the whole of k, but OpenBLAS does not promise the
+  // same order of its terms in a call over part of the rows (its blocking follows m and n):
+  // within float rounding of a 300-term sum of products up to 9 (measured: 3e-5 absolute).
+  expectSplitIsExact("matmul", {randomFloats({700, 300}, 1), randomFloats({300, 200}, 2)},
+                     {{DType::F32, {700, 200}}}, Attrs(), 1e-5, 2e-4);
+  expectSplitIsExact("matmul", {randomFloats({20, 300}, 3), randomFloats({300, 2000}, 4)},
+                     {{DType::F32, {20, 2000}}}, Attrs(), 1e-5, 2e-4);
+  const std::vector<int64_t> p = {300, 700};
+  expectSplitIsExact("adamw_update",
+                     {randomFloats(p, 5), randomFloats(p, 6), randomFloats(p, 7),
+                      randomFloats(p, 8, 0, 1), makeFloat(DType::F32, {}, {1e-3}),
+                      makeFloat(DType::F32, {}, {3})},
+                     {{DType::F32, p}, {DType::F32, p}, {DType::F32, p}});
+  expectSplitIsExact("gelu", {randomFloats({400, 500}, 9)}, {{DType::F32, {400, 500}}});
+  expectSplitIsExact("layer_norm",
+                     {randomFloats({600, 256}, 10), randomFloats({256}, 11),
+                      randomFloats({256}, 12)},
+                     {{DType::F32, {600, 256}}}, AttrsBuilder().i("axis", -1).build());
+  expectSplitIsExact("softmax", {randomFloats({600, 256}, 13)}, {{DType::F32, {600, 256}}},
+                     AttrsBuilder().i("axis", -1).build());
+  std::vector<int64_t> targets(600);
+  for (size_t i = 0; i < targets.size(); ++i)
+    targets[i] = int64_t(i * 7 % 512);
+  expectSplitIsExact("softmax_cross_entropy_grad",
+                     {randomFloats({600, 512}, 14), make<int64_t>({600}, targets),
+                      makeFloat(DType::F32, {}, {1.0})},
+                     {{DType::F32, {600, 512}}});
+}
+
+} // namespace
+} // namespace plait::rt::test
