@@ -21,6 +21,7 @@ the runs' per-step medians (warm-up steps dropped), its RSS the median of the ru
 
 Run with /usr/bin/python3 (torch 1.13 CPU, onnx):
   train_vs_torch.py BUILD [--steps N] [--repeat R] [--json OUT] [--only NAME] [--threads N]
+                   [--torch-threads T] [--torch-blas-threads K]
 """
 import argparse
 import datetime
@@ -100,6 +101,11 @@ def make_dataset(kind, onnx_path, rows, directory, seed=123):
 # Threads per process, plait's (--threads) and PyTorch's (torch.set_num_threads, and its
 # OpenMP and OpenBLAS threads): --threads N, default 1.
 THREADS = 1
+# OpenBLAS threads of the PyTorch processes (--torch-blas-threads; default THREADS). PyTorch
+# calls OpenBLAS from its own threads too: N of each can oversubscribe the cores.
+TORCH_BLAS_THREADS = None
+# torch.set_num_threads of the PyTorch processes (--torch-threads; default THREADS).
+TORCH_THREADS = None
 
 
 def one_thread_env():
@@ -170,11 +176,13 @@ def run_torch(spec, steps, ranks, work, coretype=None):
         port = s.getsockname()[1]
     procs = []
     env = one_thread_env()
+    if TORCH_BLAS_THREADS:
+        env["OPENBLAS_NUM_THREADS"] = str(TORCH_BLAS_THREADS)
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
     for r in range(ranks):
         worker = dict(spec, steps=steps, rank=r, world=ranks, port=port, out=str(outs[r]),
-                      threads=THREADS)
+                      threads=TORCH_THREADS or THREADS)
         cmd = timed([sys.executable, __file__, "--torch-worker", json.dumps(worker)], rss[r])
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
@@ -343,9 +351,15 @@ def main():
     ap.add_argument("--threads", type=int, default=1,
                     help="threads per process for both (plait-run --threads, "
                          "torch.set_num_threads)")
+    ap.add_argument("--torch-threads", type=int,
+                    help="torch.set_num_threads of the PyTorch processes (default: --threads)")
+    ap.add_argument("--torch-blas-threads", type=int,
+                    help="OpenBLAS threads of the PyTorch processes (default: --threads)")
     args = ap.parse_args()
-    global THREADS
+    global THREADS, TORCH_BLAS_THREADS, TORCH_THREADS
     THREADS = args.threads
+    TORCH_BLAS_THREADS = args.torch_blas_threads
+    TORCH_THREADS = args.torch_threads
     build = args.build.resolve()
     meta = header()
     meta["blas_coretype"] = plait_blas_core(build)
