@@ -2,8 +2,12 @@
 // whole units, a region inside a region runs inline, small work is not split; and kernels
 // split across threads compute what they compute on one (every element by one thread, in the
 // same order), bit for bit; GEMMs within 1e-6 (OpenBLAS's rounding of a block of rows).
+#include <sched.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -71,7 +75,25 @@ TEST(Parallel, OneThreadRunsEverythingOnTheCaller) {
   EXPECT_EQ(calls, 1);
 }
 
-TEST(Parallel, TheDefaultIsAtLeastOneThread) { EXPECT_GE(cpu::defaultKernelThreads(), 1); }
+// The default: the CPUs this process may run on, shared among the ranks on its node.
+TEST(Parallel, TheDefaultSharesTheCpusAmongTheNodesRanks) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int allowed = CPU_COUNT(&set);
+  const char *was = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const std::string saved = was ? was : "";
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int alone = cpu::defaultKernelThreads();
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1000", 1);
+  const int crowded = cpu::defaultKernelThreads();
+  if (was)
+    ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", saved.c_str(), 1);
+  else
+    ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  EXPECT_EQ(alone, allowed);
+  EXPECT_EQ(crowded, allowed < int(std::thread::hardware_concurrency()) ? allowed : 1);
+}
 
 void expectSameBits(const OwnedTensor &split, const OwnedTensor &one, const char *what) {
   ASSERT_EQ(split.bytes.size(), one.bytes.size()) << what;
