@@ -13,6 +13,7 @@
 #include "runtime/Executor.h"
 #include "runtime/Trace.h"
 #include "runtime/comm/Comm.h"
+#include "runtime/cpu/Parallel.h"
 
 namespace plait::rt {
 
@@ -206,10 +207,15 @@ std::string RunMonitor::comparison(const Executor &exec) const {
   if (report.is_object() && report.contains("predicted_step_ms") &&
       report["predicted_step_ms"].is_number())
     predicted = &report["predicted_step_ms"];
-  if (predicted)
+  if (predicted) {
     text += fmt::format("; predicted {:.3f} ms ({})", predicted->get<double>(),
                         againstPlan(warm, predicted->get<double>()));
-  else
+    // CPU cluster specs are calibrated on one thread per rank (plait-calibrate).
+    if (plan.device != "cuda" && cpu::kernelThreads() > 1)
+      text += fmt::format(", a prediction for one thread per rank, as plait-calibrate "
+                          "measures; this run used {} (--threads 1 to compare)",
+                          cpu::kernelThreads());
+  } else
     text += "; no prediction (the plan's report has no predicted_step_ms)";
   return text;
 }

@@ -3,12 +3,14 @@
 // the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
 // this changes no result (it is clang's default).
 #pragma GCC optimize("no-trapping-math")
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
@@ -180,12 +182,31 @@ PLAIT_SIMD_CLONES void binaryRow(const T *pa, bool aRow, const T *pb, bool bRow,
   }
 }
 
-/// out = op(a, b) over a broadcast plan, row by row.
+/// Output elements per thread below which a binary kernel is not split (Parallel.h).
+constexpr int64_t kBinaryGrain = 65536;
+
+/// out = op(a, b) over a broadcast plan, row by row, the rows split across the kernels'
+/// threads (Parallel.h); a single row (operands of one shape, or a scalar) is split itself.
 template <typename Op, typename T>
 void applyBroadcast(const BroadcastPlan<2> &plan, const T *a, const T *b, ResultOf<Op, T> *out) {
-  forEachRow(plan, [&](int64_t o, const std::array<int64_t, 2> &off, int64_t n,
-                       const std::array<int64_t, 2> &stride) {
-    binaryRow<Op, T>(a + off[0], stride[0] != 0, b + off[1], stride[1] != 0, out + o, n);
+  if (plan.numel == 0)
+    return;
+  const int64_t inner = plan.shape.back(), rows = plan.numel / inner;
+  if (rows == 1) {
+    const bool aRow = plan.strides[0].back() != 0, bRow = plan.strides[1].back() != 0;
+    parallelFor(inner, kBinaryGrain, [&](int64_t, int64_t begin, int64_t end) {
+      binaryRow<Op, T>(a + (aRow ? begin : 0), aRow, b + (bRow ? begin : 0), bRow, out + begin,
+                       end - begin);
+    });
+    return;
+  }
+  parallelFor(rows, std::max<int64_t>(1, kBinaryGrain / inner),
+              [&](int64_t, int64_t begin, int64_t end) {
+    forEachRowIn(plan, begin, end,
+                 [&](int64_t o, const std::array<int64_t, 2> &off, int64_t n,
+                     const std::array<int64_t, 2> &stride) {
+      binaryRow<Op, T>(a + off[0], stride[0] != 0, b + off[1], stride[1] != 0, out + o, n);
+    });
   });
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "runtime/cpu/Dims.h"
 
@@ -70,10 +71,11 @@ BroadcastPlan<N> planBroadcast(ShapeRef out, const std::array<ShapeRef, N> &oper
   return plan;
 }
 
-/// Calls `row(outOffset, offsets, length, innerStrides)` for every innermost row of the
-/// output, in order; offsets and strides are in elements of each operand.
-template <size_t N, typename RowFn> void forEachRow(const BroadcastPlan<N> &plan, RowFn &&row) {
-  if (plan.numel == 0)
+/// Calls `row(outOffset, offsets, length, innerStrides)` for the innermost rows [rowBegin,
+/// rowEnd) of the output, in order; offsets and strides are in elements of each operand.
+template <size_t N, typename RowFn>
+void forEachRowIn(const BroadcastPlan<N> &plan, int64_t rowBegin, int64_t rowEnd, RowFn &&row) {
+  if (plan.numel == 0 || rowBegin >= rowEnd)
     return;
   size_t rank = plan.shape.size();
   int64_t inner = plan.shape[rank - 1];
@@ -81,9 +83,14 @@ template <size_t N, typename RowFn> void forEachRow(const BroadcastPlan<N> &plan
   for (size_t k = 0; k < N; ++k)
     innerStride[k] = plan.strides[k][rank - 1];
   Dims index(rank, 0);
-  int64_t rows = plan.numel / inner;
-  int64_t outOffset = 0;
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t rest = rowBegin, d = int64_t(rank) - 2; d >= 0 && rest > 0; --d) {
+    index[size_t(d)] = rest % plan.shape[size_t(d)];
+    rest /= plan.shape[size_t(d)];
+    for (size_t k = 0; k < N; ++k)
+      offsets[k] += index[size_t(d)] * plan.strides[k][size_t(d)];
+  }
+  int64_t outOffset = rowBegin * inner;
+  for (int64_t r = rowBegin; r < rowEnd; ++r) {
     row(outOffset, offsets, inner, innerStride);
     outOffset += inner;
     for (size_t d = rank - 1; d-- > 0;) {
@@ -97,6 +104,14 @@ template <size_t N, typename RowFn> void forEachRow(const BroadcastPlan<N> &plan
       index[d] = 0;
     }
   }
+}
+
+/// Calls `row(outOffset, offsets, length, innerStrides)` for every innermost row of the
+/// output, in order; offsets and strides are in elements of each operand.
+template <size_t N, typename RowFn> void forEachRow(const BroadcastPlan<N> &plan, RowFn &&row) {
+  if (plan.numel == 0)
+    return;
+  forEachRowIn(plan, 0, plan.numel / plan.shape.back(), std::forward<RowFn>(row));
 }
 
 } // namespace plait::rt::cpu

@@ -142,6 +142,18 @@ TEST(Parallel, SplitKernelsComputeWhatOneThreadComputes) {
                       makeFloat(DType::F32, {}, {3})},
                      {{DType::F32, p}, {DType::F32, p}, {DType::F32, p}});
   expectSplitIsExact("gelu", {randomFloats({400, 500}, 9)}, {{DType::F32, {400, 500}}});
+  // Binary kernels: one row split (same shapes, a scalar), rows split (a broadcast row and a
+  // broadcast column), and a comparison's bool result.
+  expectSplitIsExact("add", {randomFloats({400, 500}, 15), randomFloats({400, 500}, 16)},
+                     {{DType::F32, {400, 500}}});
+  expectSplitIsExact("mul", {randomFloats({400, 500}, 17), makeFloat(DType::F32, {}, {0.5})},
+                     {{DType::F32, {400, 500}}});
+  expectSplitIsExact("sub", {randomFloats({3, 700, 93}, 18), randomFloats({93}, 19)},
+                     {{DType::F32, {3, 700, 93}}});
+  expectSplitIsExact("div", {randomFloats({3, 700, 93}, 20), randomFloats({3, 700, 1}, 21, 1, 2)},
+                     {{DType::F32, {3, 700, 93}}});
+  expectSplitIsExact("less", {randomFloats({700, 300}, 22), randomFloats({1, 300}, 23)},
+                     {{DType::I1, {700, 300}}});
   expectSplitIsExact("layer_norm",
                      {randomFloats({600, 256}, 10), randomFloats({256}, 11),
                       randomFloats({256}, 12)},
