@@ -199,9 +199,12 @@ void runChunks(int64_t n, int64_t chunks, int64_t unit, const ChunkFn &fn) {
 
 std::string kernelThreadsNote() {
   const int threads = kernelThreads();
-  return fmt::format("threads: {} per rank for the CPU kernels (GEMMs split across them{}; "
-                     "--threads)",
-                     threads, gBlasSingle ? ", OpenBLAS on one thread" : "");
+  const char *blas = gBlasSingle ? ", OpenBLAS on one thread" : "";
+  if (threads == 1)
+    return fmt::format("threads: 1 per rank for the CPU kernels (none split{}; --threads)", blas);
+  return fmt::format("threads: {} per rank for the CPU kernels (GEMMs and the larger kernels "
+                     "split across them{}; --threads)",
+                     threads, blas);
 }
 
 } // namespace plait::rt::cpu
