@@ -1,8 +1,9 @@
 // Fused scaled-dot-product attention (plait.attention) and its gradient (attention_grad) on
 // [batch, seq, heads, dim] operands. Each head is worked through kAttentionRowBlock query rows
-// at a time (fewer when the heads are split across threads: forEachBlock): the rows' scores come from one OpenBLAS GEMM reading q and k in place (a head is
-// a strided matrix, row pitch heads * dim), are turned into probabilities in the workspace,
-// and meet v in a second GEMM that writes the output rows in place. No [S, T] matrix is ever
+// at a time (fewer when the heads are split across threads: forEachBlock): the rows' scores
+// come from one OpenBLAS GEMM reading q and k in place (a head is a strided matrix, row pitch
+// heads * dim), are turned into probabilities in the workspace, and meet v in a second GEMM
+// that writes the output rows in place. No [S, T] matrix is ever
 // stored: the backward recomputes each block's probabilities from the saved log-sum-exp.
 #pragma GCC optimize("no-trapping-math")
 #include <algorithm>

@@ -287,7 +287,8 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
   parallelFor(positions, std::max<int64_t>(1, kLossGradGrain / std::max<int64_t>(s.classes, 1)),
               [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      const int64_t n = p / std::max<int64_t>(s.spatial, 1), d = p % std::max<int64_t>(s.spatial, 1);
+      const int64_t spatial = std::max<int64_t>(s.spatial, 1);
+      const int64_t n = p / spatial, d = p % spatial;
       const T *block = input + n * s.classes * s.spatial;
       T *result = out + n * s.classes * s.spatial;
       int64_t t = targets.classes[p];

@@ -29,9 +29,10 @@ inline constexpr int kMaxKernelThreads = 256;
 /// The threads the kernels split their work over (1 until setKernelThreads).
 int kernelThreads();
 
-/// Sets the kernels' threads (clamped to [1, kMaxKernelThreads]) and makes OpenBLAS single-threaded: its
-/// GEMMs are split here, across the same threads, instead of by OpenBLAS's own pool (which
-/// would spin beside this one on the same cores). Not to be called inside a region.
+/// Sets the kernels' threads (clamped to [1, kMaxKernelThreads]) and makes OpenBLAS
+/// single-threaded: its GEMMs are split here, across the same threads, instead of by
+/// OpenBLAS's own pool (which would spin beside this one on the same cores). Not to be called
+/// inside a region.
 void setKernelThreads(int threads);
 
 /// The default for plait-run: the CPUs this process may run on, divided among the ranks that
