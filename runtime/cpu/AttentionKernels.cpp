@@ -22,10 +22,6 @@
 namespace plait::rt::cpu {
 namespace {
 
-/// Multiply-adds per thread below which the heads are not split (Parallel.h): about 40 us,
-/// the time it can take to wake a sleeping worker here (a 16-token head is about 1 us).
-constexpr int64_t kAttentionSplitWork = int64_t(1) << 21;
-
 /// One head of one batch entry: where its q, k, v (and out, dout, ...) rows start, and the
 /// row pitches of the [B, seq, H, dim] tensors.
 struct Head {
@@ -61,9 +57,10 @@ int64_t blockKeys(const AttentionShape &a, int64_t i0, int64_t rows) {
 template <typename Fn>
 Status forEachBlock(const AttentionShape &a, int64_t blockRows, Fn &&fn) {
   const int64_t heads = a.batch * a.heads;
-  // Heads per chunk: kAttentionSplitWork or more, and at most blockRows slots.
+  // Heads per chunk: kMultiplyAddGrain or more (a 16-token head is about 1 us), and at most
+  // blockRows slots.
   const int64_t headWork = std::max<int64_t>(1, a.queries * a.keys * (a.dim + a.valueDim));
-  const int64_t grain = std::max<int64_t>((kAttentionSplitWork + headWork - 1) / headWork,
+  const int64_t grain = std::max<int64_t>((kMultiplyAddGrain + headWork - 1) / headWork,
                                           (heads + blockRows - 1) / blockRows);
   const int64_t rowsPerSlot = std::min(a.queries, blockRows / parallelChunks(heads, grain));
   std::mutex failedLock;

@@ -182,9 +182,6 @@ PLAIT_SIMD_CLONES void binaryRow(const T *pa, bool aRow, const T *pb, bool bRow,
   }
 }
 
-/// Output elements per thread below which a binary kernel is not split (Parallel.h).
-constexpr int64_t kBinaryGrain = 65536;
-
 /// out = op(a, b) over a broadcast plan, row by row, the rows split across the kernels'
 /// threads (Parallel.h); a single row (operands of one shape, or a scalar) is split itself.
 template <typename Op, typename T>
@@ -194,13 +191,13 @@ void applyBroadcast(const BroadcastPlan<2> &plan, const T *a, const T *b, Result
   const int64_t inner = plan.shape.back(), rows = plan.numel / inner;
   if (rows == 1) {
     const bool aRow = plan.strides[0].back() != 0, bRow = plan.strides[1].back() != 0;
-    parallelFor(inner, kBinaryGrain, [&](int64_t, int64_t begin, int64_t end) {
+    parallelFor(inner, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
       binaryRow<Op, T>(a + (aRow ? begin : 0), aRow, b + (bRow ? begin : 0), bRow, out + begin,
                        end - begin);
     });
     return;
   }
-  parallelFor(rows, std::max<int64_t>(1, kBinaryGrain / inner),
+  parallelFor(rows, grainFor(kElementGrain, inner),
               [&](int64_t, int64_t begin, int64_t end) {
     forEachRowIn(plan, begin, end,
                  [&](int64_t o, const std::array<int64_t, 2> &off, int64_t n,

@@ -26,9 +26,6 @@ namespace {
 /// in L1 with its inputs' tiles.
 constexpr int64_t kTile = 256;
 
-/// Elements per thread below which a fused kernel is not split (Parallel.h).
-constexpr int64_t kFusedGrain = 65536;
-
 /// How a register's tile holds its values.
 enum RegisterKind : char {
   kFull = 0,      // every element of the result's shape (an instruction, or a whole input)
@@ -394,7 +391,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   if (outerSums)
     runTiles(0, 0, numel);
   else
-    parallelFor(numel, kFusedGrain, runTiles, tile);
+    parallelFor(numel, kElementGrain, runTiles, tile);
   for (size_t o = 0; o < outputs.size(); ++o) {
     if (!acc[o])
       continue;

@@ -43,10 +43,8 @@ void integerGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, doub
     }
 }
 
-/// GEMMs of at least twice this many multiply-adds are split across the kernels' threads, in
-/// chunks of whole multiples of kGemmSplitUnit rows (or columns) of at least this much work:
-/// about 40 us, the time it can take to wake a sleeping worker here.
-constexpr int64_t kGemmSplitWork = int64_t(1) << 21;
+/// GEMMs of at least two grains of multiply-adds (Parallel.h) are split across the kernels'
+/// threads, in chunks of whole multiples of kGemmSplitUnit rows (or columns).
 constexpr int64_t kGemmSplitUnit = 16;
 
 /// One cblas call; the dimensions are checked against INT_MAX by the caller.
@@ -88,14 +86,15 @@ Status gemmRowMajor(bool transA, bool transB, int64_t m, int64_t n, int64_t k, d
     // OpenBLAS blocks a smaller call differently and may add its terms in another order
     // (float rounding; ParallelTest).
     const double work = double(m) * double(n) * double(k); // no overflow at INT_MAX each
-    if (work < 2.0 * kGemmSplitWork) {
+    if (work < 2.0 * kMultiplyAddGrain) {
       blasGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       return Status();
     }
     const bool byRows = m >= n || m >= kGemmSplitUnit * kernelThreads();
     const int64_t extent = byRows ? m : n;
+    const int64_t grain = int64_t(kMultiplyAddGrain * double(extent) / work); // rows or columns
     parallelFor(
-        extent, std::max<int64_t>(kGemmSplitUnit, int64_t(kGemmSplitWork * double(extent) / work)),
+        extent, std::max<int64_t>(kGemmSplitUnit, grain),
         [&](int64_t, int64_t begin, int64_t end) {
           if (byRows)
             blasGemm(transA, transB, end - begin, n, k, alpha, a + (transA ? begin : begin * lda),

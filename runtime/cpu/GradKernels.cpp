@@ -262,8 +262,9 @@ Status planLossGrad(const KernelCall &call, std::string_view kernel, LossShape &
   return checkShape(kernel, "grad", grad.shape, s.lossShape());
 }
 
-/// Class scores per thread below which a loss gradient is not split (Parallel.h).
-constexpr int64_t kLossGradGrain = 32768;
+/// Class scores per thread below which a loss gradient is not split (Parallel.h): half of
+/// kElementGrain, each score being an exp in double.
+constexpr int64_t kLossGradGrain = kElementGrain / 2;
 
 /// d(loss)/d(input) times grad, per position (n, d) with target t (zero when ignored):
 ///   from logits:   (softmax(input[n, :, d]) - onehot(t)) * w[t] * g / denom
@@ -284,10 +285,10 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
   PLAIT_RETURN_IF_ERROR(resolveLossTargets(kernel, s, call.inputs[1], weight, targets));
   // Positions are independent: split across the kernels' threads (Parallel.h).
   const int64_t positions = s.batch * s.spatial;
-  parallelFor(positions, std::max<int64_t>(1, kLossGradGrain / std::max<int64_t>(s.classes, 1)),
+  const int64_t spatial = std::max<int64_t>(s.spatial, 1);
+  parallelFor(positions, grainFor(kLossGradGrain, s.classes),
               [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      const int64_t spatial = std::max<int64_t>(s.spatial, 1);
       const int64_t n = p / spatial, d = p % spatial;
       const T *block = input + n * s.classes * s.spatial;
       T *result = out + n * s.classes * s.spatial;

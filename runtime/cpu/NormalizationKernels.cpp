@@ -16,9 +16,6 @@
 namespace plait::rt::cpu {
 namespace {
 
-/// Row elements per thread below which a row-wise kernel is not split (Parallel.h).
-constexpr int64_t kRowsGrain = 65536;
-
 /// e^x: the vectorisable approximation for f32 (about 1 ulp), libm for f64.
 template <typename T> T expOf(T x) {
   if constexpr (std::is_same_v<T, float>)
@@ -121,7 +118,7 @@ template <bool kLog> Status softmaxKernel(const KernelCall &call) {
   return dispatchF32F64(kName, x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     if (inner == 1) { // rows are independent: split across the kernels' threads
-      parallelFor(outer, std::max<int64_t>(1, kRowsGrain / std::max<int64_t>(n, 1)),
+      parallelFor(outer, grainFor(kElementGrain, n),
                   [&](int64_t, int64_t begin, int64_t end) {
         softmaxRows<T, kLog>(x.as<T>() + begin * n, y.as<T>() + begin * n, end - begin, n);
       });
@@ -174,32 +171,32 @@ Status layerNormKernel(const KernelCall &call) {
     using T = decltype(tag);
     const T *scale = call.inputs[1].as<T>();
     const T *bias = call.inputs.size() > 2 ? call.inputs[2].as<T>() : nullptr;
-    parallelFor(rows, std::max<int64_t>(1, kRowsGrain / std::max<int64_t>(n, 1)),
+    parallelFor(rows, grainFor(kElementGrain, n),
                 [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const T *in = x.as<T>() + r * n;
-      T *out = call.outputs[0].as<T>() + r * n;
-      double mean = 0, sq = 0;
-      if constexpr (std::is_same_v<T, float>) {
-        mean = n ? sumFloats(in, n) / n : 0.0;
-        sq = sumSquaredDeviations(in, n, float(mean));
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          mean += in[i];
-        mean = n ? mean / n : 0.0;
-        for (int64_t i = 0; i < n; ++i)
-          sq += (in[i] - mean) * (in[i] - mean);
+      for (int64_t r = begin; r < end; ++r) {
+        const T *in = x.as<T>() + r * n;
+        T *out = call.outputs[0].as<T>() + r * n;
+        double mean = 0, sq = 0;
+        if constexpr (std::is_same_v<T, float>) {
+          mean = n ? sumFloats(in, n) / n : 0.0;
+          sq = sumSquaredDeviations(in, n, float(mean));
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            mean += in[i];
+          mean = n ? mean / n : 0.0;
+          for (int64_t i = 0; i < n; ++i)
+            sq += (in[i] - mean) * (in[i] - mean);
+        }
+        double rstd = 1.0 / std::sqrt((n ? sq / n : 0.0) + eps);
+        T m = T(mean), s = T(rstd);
+        if (bias) {
+          for (int64_t i = 0; i < n; ++i)
+            out[i] = (in[i] - m) * s * scale[i] + bias[i];
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            out[i] = (in[i] - m) * s * scale[i];
+        }
       }
-      double rstd = 1.0 / std::sqrt((n ? sq / n : 0.0) + eps);
-      T m = T(mean), s = T(rstd);
-      if (bias) {
-        for (int64_t i = 0; i < n; ++i)
-          out[i] = (in[i] - m) * s * scale[i] + bias[i];
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          out[i] = (in[i] - m) * s * scale[i];
-      }
-    }
     });
     return Status();
   });

@@ -18,9 +18,6 @@
 
 namespace plait::rt::cpu {
 namespace {
-/// Elements per thread below which an update is not split (Parallel.h): about 10 us of
-/// AdamW at memory speed.
-constexpr int64_t kUpdateGrain = 65536;
 
 /// Reads the f32 scalar hyper-parameter `what` (lr or step) set by the runtime.
 Status readScalar(std::string_view kernel, std::string_view what, const TensorView &t,
@@ -96,7 +93,7 @@ void sgdUpdateRange(const TensorView *in, const TensorView *out, const SgdFactor
 /// The whole tensor, split across the kernels' threads (each element is independent).
 template <typename T>
 void sgdUpdate(const TensorView *in, const TensorView *out, const SgdFactors &f) {
-  parallelFor(in[0].numel(), kUpdateGrain, [&](int64_t, int64_t begin, int64_t end) {
+  parallelFor(in[0].numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
     sgdUpdateRange<T>(in, out, f, begin, end);
   });
 }
@@ -193,7 +190,7 @@ adamwLoopF32(int64_t n, const float *param, const float *grad, const float *expA
 
 template <typename T>
 void adamwUpdate(const TensorView *in, const TensorView *out, const AdamWFactors &f) {
-  parallelFor(in[0].numel(), kUpdateGrain, [&](int64_t, int64_t begin, int64_t end) {
+  parallelFor(in[0].numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
     const int64_t n = end - begin;
     const T *param = in[0].as<T>() + begin, *grad = in[1].as<T>() + begin;
     const T *expAvg = in[2].as<T>() + begin, *expAvgSq = in[3].as<T>() + begin;

@@ -16,6 +16,7 @@
 // thread that reached it. No allocation happens in a region: the work is passed by reference.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -25,6 +26,18 @@ namespace plait::rt::cpu {
 
 /// The most threads setKernelThreads takes.
 inline constexpr int kMaxKernelThreads = 256;
+
+/// Grains: a chunk is worth a thread above about 40 us of work, the time it can take to wake
+/// a sleeping worker here. Elements of a memory-bound loop (elementwise, row-wise kernels):
+inline constexpr int64_t kElementGrain = 65536;
+/// Multiply-adds (GEMMs, attention heads):
+inline constexpr int64_t kMultiplyAddGrain = int64_t(1) << 21;
+
+/// Items per chunk when a chunk should do `chunkWork` and one item does `itemWork` (rows of
+/// `itemWork` elements, say): chunkWork / itemWork, at least 1.
+inline int64_t grainFor(int64_t chunkWork, int64_t itemWork) {
+  return std::max<int64_t>(1, chunkWork / std::max<int64_t>(itemWork, 1));
+}
 
 /// The threads the kernels split their work over (1 until setKernelThreads).
 int kernelThreads();

@@ -216,9 +216,6 @@ Status checkUnary(const KernelCall &call, std::string_view kernel) {
   return checkShape(kernel, "output", y.shape, x.shape);
 }
 
-/// Elements per thread below which a unary kernel is not split (Parallel.h).
-constexpr int64_t kUnaryGrain = 65536;
-
 template <typename T, typename Op>
 PLAIT_SIMD_CLONES void mapElements(const T *x, T *y, int64_t n, const Op &op) {
   for (int64_t i = 0; i < n; ++i)
@@ -238,7 +235,7 @@ template <typename Op, bool kNumeric> Status unaryKernel(const KernelCall &call)
     using T = decltype(tag);
     const T *in = x.as<T>();
     T *out = y.as<T>();
-    parallelFor(x.numel(), kUnaryGrain, [&](int64_t, int64_t begin, int64_t end) {
+    parallelFor(x.numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
       mapElements(in + begin, out + begin, end - begin, op);
     });
     return Status();
