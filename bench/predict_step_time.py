@@ -12,7 +12,8 @@
    --strategy S --cluster SPEC.yaml --report R.json`; the report's predicted_step_ms is the
    prediction.
 3. Runs the plan for STEPS steps: `plait-run PLAN --nproc W --data DIR --log-jsonl LOG
-   --threads 1` (one thread per rank, as calibrated). The measurement is the median step_ms
+   --threads T`, T the threads per rank the prediction is for (the report's
+   predicted.threads_per_rank: 1 for world sizes 2 and 4 on a 2-rank spec of 2 CPUs). The measurement is the median step_ms
    of rank 0 without the first 3 steps; with --repeat R, the median of R runs' medians. The runs go in
    rounds over all pairs (every pair once per round), so a pair's R runs are minutes apart.
    Also shown: the 10th percentile of all its steps ("quiet"), what the step takes when no
@@ -81,11 +82,11 @@ def percentile(values, q):
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def measure(build, plan, data, world, steps, work, trace):
+def measure(build, plan, data, world, steps, work, trace, threads):
     """The median step_ms of rank 0 without the warm-up steps, and those steps."""
     log = work / "log.jsonl"
     cmd = [build / "bin" / "plait-run", plan, "--nproc", world, "--data", data, "--steps",
-           steps, "--log-jsonl", log, "--progress", "none", "--threads", 1]
+           steps, "--log-jsonl", log, "--progress", "none", "--threads", threads]
     if trace:
         cmd += ["--trace", work / "trace.json", "--trace-steps", min(steps, 6)]
     run(["timeout", "300"] + cmd, 320)
@@ -165,9 +166,10 @@ def main():
                                       report=json.loads(report_path.read_text())))
         for r in range(args.repeat):
             for pair in pairs:
-                pair["runs"].append(measure(args.build, pair["plan"], pair["data"],
-                                            pair["world"], args.steps, pair["work"],
-                                            args.detail and r == 0))
+                pair["runs"].append(measure(
+                    args.build, pair["plan"], pair["data"], pair["world"], args.steps,
+                    pair["work"], args.detail and r == 0,
+                    pair["report"]["predicted"].get("threads_per_rank", 1)))
         for pair in pairs:
             name, world, strategy, report = (pair["name"], pair["world"], pair["strategy"],
                                               pair["report"])

@@ -404,10 +404,14 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
   }
   if (report.contains("predicted")) {
     const auto &p = report["predicted"];
-    os << fmt::format("  predicted step   : {:.3f} ms on {} (compute {:.3f}, comm {:.3f}, "
+    // A CPU rank on several threads (the spec's device.threads; CostModel.h).
+    int64_t threads = p.value("threads_per_rank", int64_t(1));
+    os << fmt::format("  predicted step   : {:.3f} ms on {}{} (compute {:.3f}, comm {:.3f}, "
                       "exposed {:.3f}; MFU {:.3g}%)\n",
                       report["predicted_step_ms"].get<double>(),
-                      report["cluster"]["name"].get<std::string>(), p["compute_ms"].get<double>(),
+                      report["cluster"]["name"].get<std::string>(),
+                      threads > 1 ? fmt::format(", {} threads per rank", threads) : "",
+                      p["compute_ms"].get<double>(),
                       p["comm_ms"].get<double>(), p["exposed_comm_ms"].get<double>(),
                       100 * p["mfu"].get<double>());
   }
@@ -439,6 +443,7 @@ int addPrediction(const plan::PlanDesc &plan, const CompileOptions &options,
                          {"flops", prediction.flops},
                          {"mfu", prediction.mfu},
                          {"compute_share", prediction.placement.computeShare},
+                         {"threads_per_rank", prediction.placement.threads},
                          {"kernels", kernels},
                          {"instructions_us", std::move(instructions)}};
   report["cluster"] = {{"name", spec.name},

@@ -210,11 +210,17 @@ std::string RunMonitor::comparison(const Executor &exec) const {
   if (predicted) {
     text += fmt::format("; predicted {:.3f} ms ({})", predicted->get<double>(),
                         againstPlan(warm, predicted->get<double>()));
-    // CPU cluster specs are calibrated on one thread per rank (plait-calibrate).
-    if (plan.device != "cuda" && cpu::kernelThreads() > 1)
-      text += fmt::format(", a prediction for one thread per rank, as plait-calibrate "
-                          "measures; this run used {} (--threads 1 to compare)",
-                          cpu::kernelThreads());
+    // A CPU plan's prediction is for the threads per rank its cluster spec gives a rank
+    // (its device.threads; one without them), which need not be this run's.
+    int64_t forThreads = 1;
+    if (auto p = report.find("predicted"); p != report.end() && p->is_object())
+      if (auto t = p->find("threads_per_rank"); t != p->end() && t->is_number_integer())
+        forThreads = t->get<int64_t>();
+    if (plan.device != "cuda" && cpu::kernelThreads() != forThreads)
+      text += fmt::format(", a prediction for {} thread{} per rank; this run used {} "
+                          "(--threads {} to compare)",
+                          forThreads, forThreads == 1 ? "" : "s", cpu::kernelThreads(),
+                          forThreads);
   } else
     text += "; no prediction (the plan's report has no predicted_step_ms)";
   return text;

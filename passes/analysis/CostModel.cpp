@@ -11,6 +11,7 @@
 #include "codegen/schema/FusedElementwise.h"
 #include "codegen/schema/MatmulLayout.h"
 #include "runtime/cluster/RingModel.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/Workspace.h"
 
 namespace plait::cost {
@@ -159,6 +160,68 @@ double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const El
   return 0;
 }
 
+/// Marks all of `cost`'s work as split across threads in `calls` calls of `grains` grains
+/// each (nothing when a call is under two grains: parallelFor runs it on one thread).
+void splitAs(OpCost &cost, double grains, double calls, bool gemm) {
+  if (!(grains >= 2))
+    return;
+  cost.splitGrains = grains;
+  cost.splitCalls = calls;
+  cost.splitShare = 1;
+  cost.splitGemm = gemm;
+}
+
+/// Grains of a parallelFor over `rows` rows of `width` elements, each chunk about `grain`
+/// elements of whole rows (grainFor).
+double rowGrains(double rows, double width, int64_t grain) {
+  return rows / double(rt::cpu::grainFor(grain, int64_t(std::max(width, 1.0))));
+}
+
+/// The element kernels whose loops the runtime splits across threads (their parallelFor
+/// calls: Unary-, Binary- and OptimizerKernels.cpp). pow, where, clamp, not, casts,
+/// reductions, movement, losses and pools run on one thread.
+bool splitsElements(std::string_view k) {
+  static constexpr std::string_view kSplit[] = {
+      "add", "sub", "mul", "div", "max", "min", "greater", "less", "equal", "and", "or",
+      "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
+      "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update"};
+  return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
+}
+
+/// How the runtime splits element kernel `instr` (`cost`'s rows set): OpCost's split fields.
+void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr,
+                        OpCost &cost) {
+  std::string_view k = instr.kernel;
+  const plan::TensorDesc &a = plan.tensors[instr.inputs[0]];
+  const plan::TensorDesc &out = plan.tensors[instr.outputs[0]];
+  if (splitsElements(k)) {
+    // A binary kernel splits its broadcast's rows, or its one row; a map its elements.
+    double inner = out.shape.empty() ? 1 : double(std::max<int64_t>(out.shape.back(), 1));
+    bool rowsOfBinary = instr.inputs.size() == 2 && inner < numel(out);
+    splitAs(cost,
+            rowsOfBinary ? rowGrains(numel(out) / inner, inner, rt::cpu::kElementGrain)
+                         : numel(out) / double(rt::cpu::kElementGrain),
+            1, false);
+    return;
+  }
+  if (k == "layer_norm" || k == "rms_norm" || k == "softmax" || k == "log_softmax") {
+    // Rows of the normalised axes (the softmax's only along the last axis).
+    int64_t axis = intAttr(instr, "axis", -1), rank = int64_t(a.shape.size());
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis >= rank || ((k == "softmax" || k == "log_softmax") && axis != rank - 1))
+      return;
+    double width = 1;
+    for (int64_t d = axis; d < rank; ++d)
+      width *= double(a.shape[size_t(d)]);
+    splitAs(cost, rowGrains(numel(a) / width, width, rt::cpu::kElementGrain), 1, false);
+    return;
+  }
+  if (k == "softmax_cross_entropy_grad" && cost.rows > 0) // positions of `classes` scores
+    splitAs(cost, rowGrains(cost.rows, numel(a) / cost.rows, rt::cpu::kLossGradGrain), 1,
+            false);
+}
+
 } // namespace
 
 OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
@@ -215,6 +278,9 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     cost.flops = 2 * numel(out) * double(reduced);
     cost.contraction = true;
     cost.rateClass = "matmul"; // its fixed costs; the FLOPs go by the GEMM rate
+    // Each GEMM call splits its rows or columns above two grains of multiply-adds (Gemm.cpp).
+    splitAs(cost, cost.flops / 2 / cost.rows / double(rt::cpu::kMultiplyAddGrain), cost.rows,
+            true);
     return cost;
   }
   if ((k == "attention" && instr.inputs.size() == 3) ||
@@ -244,6 +310,12 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     // The softmax over each block of scores: the forward normalises its rows, the gradient
     // exponentiates them again and forms dS; as many rows as queries.
     cost.side.push_back({"softmax", scores, heads * double(s)});
+    // The heads split across threads, whole heads of kMultiplyAddGrain or more a chunk, at
+    // most one chunk per workspace slot (AttentionKernels.cpp's forEachBlock).
+    double headWork = std::max(1.0, double(s) * double(t) * (d + e));
+    double grain = std::max(std::ceil(double(rt::cpu::kMultiplyAddGrain) / headWork),
+                            std::ceil(heads / double(rt::attentionWorkspaceRows(s))));
+    splitAs(cost, heads / grain, 1, true);
     return cost;
   }
   if (k == "conv2d" || k == "conv2d_grad_input" || k == "conv2d_grad_weight") {
@@ -270,6 +342,9 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
         cost.rows = batch * group;
         cost.elements = batch * group * patch * plane; // the columns
         cost.rateClass = "conv";
+        // Its GEMMs split as matmul's; im2col and col2im run on one thread.
+        splitAs(cost, cost.flops / 2 / cost.rows / double(rt::cpu::kMultiplyAddGrain),
+                cost.rows, true);
       }
     }
     return cost;
@@ -282,11 +357,23 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
       for (uint32_t t : *tensors)
         cost.elements = std::max(cost.elements, numel(tensor(t)));
     cost.rateClass = "fused"; // the fused kernel's own per-call and per-row costs
+    // The iteration shape is the largest operand's. FusedKernels.cpp splits its tiles across
+    // threads unless a result sums over outer dimensions (its last axis is the shape's).
+    const plan::TensorDesc *largest = &tensor(instr.outputs[0]);
+    for (const std::vector<uint32_t> *tensors : {&instr.inputs, &instr.outputs})
+      for (uint32_t t : *tensors)
+        if (numel(tensor(t)) > numel(*largest))
+          largest = &tensor(t);
+    bool outerSums = false;
     if (const std::vector<int64_t> *reductions = plan::intsAttr(instr, "reductions"))
       for (size_t o = 0; o < reductions->size(); ++o)
         if ((*reductions)[o] != fused::Store) {
-          if (o < instr.outputs.size())
-            cost.rows += numel(tensor(instr.outputs[o])); // each result element sums a row
+          if (o < instr.outputs.size()) {
+            const plan::TensorDesc &y = tensor(instr.outputs[o]);
+            cost.rows += numel(y); // each result element sums a row
+            outerSums |= largest->shape.empty() ||
+                         (!y.shape.empty() && y.shape.back() == largest->shape.back());
+          }
           if (const ElementCost *c = elementCost(fused::reductionName((*reductions)[o]))) {
             cost.flops += c->flops * cost.elements;
             cost.parts.push_back({c->rateClass, cost.elements});
@@ -302,6 +389,8 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
           cost.parts.push_back({c->rateClass, cost.elements});
         }
       }
+    if (!outerSums)
+      splitAs(cost, cost.elements / double(rt::cpu::kElementGrain), 1, false);
     return cost;
   }
   if (k == "grouped_update") {
@@ -310,10 +399,25 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     int64_t per = intAttr(instr, "operands_per_update", 0);
     if (!c || per <= 0)
       return cost;
-    for (size_t i = 0; i < instr.inputs.size(); i += size_t(per))
-      cost.elements += numel(tensor(instr.inputs[i]));
+    // Each tensor's update splits on its own (OptimizerKernels.cpp): the ones of two grains
+    // or more, counted at the smallest of them.
+    double split = 0, grains = 0, calls = 0;
+    for (size_t i = 0; i < instr.inputs.size(); i += size_t(per)) {
+      double n = numel(tensor(instr.inputs[i]));
+      cost.elements += n;
+      double g = n / double(rt::cpu::kElementGrain);
+      if (g >= 2 && splitsElements(stringAttr(instr, "update"))) {
+        split += n;
+        calls += 1;
+        grains = grains > 0 ? std::min(grains, g) : g;
+      }
+    }
     cost.flops = c->flops * cost.elements;
     cost.rateClass = c->rateClass;
+    if (calls > 0) {
+      splitAs(cost, grains, calls, false);
+      cost.splitShare = split / std::max(cost.elements, 1.0);
+    }
     return cost;
   }
   if (const ElementCost *c = elementCost(k)) {
@@ -322,6 +426,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     if (c->rateClass)
       cost.rateClass = c->rateClass;
     cost.rows = rowsOf(plan, instr, *c);
+    splitElementKernel(plan, instr, cost);
   }
   return cost;
 }
@@ -336,10 +441,14 @@ rt::Status placeRanks(const cluster::ClusterSpec &spec, uint32_t worldSize, Plac
     // CPU: the extra ranks share the nodes' cores, spread evenly.
     out.ranksPerNode = (out.ranks + spec.nodes - 1) / spec.nodes;
     out.computeShare = std::min(1.0, double(perNode) / double(out.ranksPerNode));
-    return {};
+  } else {
+    out.ranksPerNode = std::min(out.ranks, perNode);
+    out.computeShare = 1;
   }
-  out.ranksPerNode = std::min(out.ranks, perNode);
-  out.computeShare = 1;
+  // plait-run's default threads (Parallel.h's defaultKernelThreads): the node's CPUs over
+  // the ranks on it.
+  if (spec.device.kind == cluster::DeviceKind::Cpu && spec.device.threads)
+    out.threads = std::max<uint32_t>(1, spec.device.threads->count / out.ranksPerNode);
   return {};
 }
 
@@ -446,6 +555,20 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
                           : memorySeconds(2.0 * double(plan::tensorBytes(res)));
       }
     } else {
+      // The op's work terms on this rank's threads (Placement::threads): the part in split
+      // calls divided by the speedup of its chunks, each split call's hand-out added.
+      double speedup = 1, regions = 0;
+      if (out.placement.threads > 1 && cost.splitShare > 0) {
+        const cluster::ThreadScaling &scaling = *device.threads;
+        double chunks = std::min(double(out.placement.threads), std::floor(cost.splitGrains));
+        speedup = scaling.speedup(cost.splitGemm ? scaling.gemmSpeedup : scaling.elementSpeedup,
+                                  chunks);
+        regions = cost.splitCalls * scaling.regionOverhead;
+      }
+      auto threaded = [&](double seconds) {
+        return seconds * (1 - cost.splitShare) + seconds * cost.splitShare / speedup;
+      };
+      auto memorySplit = [&](double bytes) { return threaded(memorySeconds(bytes)); };
       fb::DType dtype = instr.outputs.empty() ? fb::DType::F32
                                               : plan.tensors[instr.outputs[0]].dtype;
       double peak = device.peak(peakDtype(dtype));
@@ -469,16 +592,16 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
           measured != device.kernels.end() ? &measured->second : nullptr;
       if (partsMeasured) {
         double fixed = own ? own->seconds(0, cost.rows) : partsOverhead;
-        op.seconds = std::max((fixed + partsNs * 1e-9) / share, memorySeconds(cost.bytes));
+        op.seconds = std::max((fixed + threaded(partsNs * 1e-9)) / share, memorySplit(cost.bytes));
       } else if (own && !cost.contraction && cost.parts.empty()) {
         // The class's measured loop (timed in cache): its fixed part replaces the launch
         // overhead; an op too large for the cache is still held to DRAM bandwidth.
-        op.seconds = std::max(own->seconds(cost.elements, cost.rows) / share,
-                              memorySeconds(cost.bytes));
+        double work = own->seconds(cost.elements, cost.rows) - own->overhead;
+        op.seconds = std::max((own->overhead + threaded(work)) / share, memorySplit(cost.bytes));
       } else {
         double rate = peak * device.gemmEfficiency * share;
         double computeSeconds = rate > 0 ? cost.flops / rate : 0;
-        op.seconds = std::max(computeSeconds, memorySeconds(cost.bytes));
+        op.seconds = std::max(threaded(computeSeconds), memorySplit(cost.bytes));
         // The kernel's fixed costs beside its FLOPs: matmul's call and GEMM calls; a
         // convolution's call, GEMM calls and im2col / col2im columns (its elements).
         op.seconds += own && cost.contraction ? own->seconds(cost.elements, cost.rows) / share
@@ -490,10 +613,12 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
           op.seconds += cost.columns * movement->second.nsPerElement * 1e-9 / share;
         for (const OpCost::SideWork &work : cost.side)
           if (auto part = device.kernels.find(work.rateClass); part != device.kernels.end())
-            op.seconds += (work.elements * part->second.nsPerElement +
-                           work.rows * part->second.nsPerRow) *
-                          1e-9 / share;
+            op.seconds += threaded((work.elements * part->second.nsPerElement +
+                                    work.rows * part->second.nsPerRow) *
+                                   1e-9) /
+                          share;
       }
+      op.seconds += regions;
       out.flops += cost.flops;
       if (cost.contraction)
         contractionFlops[size_t(peakDtype(dtype))] += cost.flops;

@@ -30,6 +30,13 @@
 //     all-reduce, (p-1)α + (p-1)/p·S/β for all-gather and reduce-scatter) and, for all-reduce,
 //     the tree form 2⌈log2 p⌉α + 2S/β, on the intra-node link when every rank of the group is
 //     on one node (rank r is on node r / devices_per_node), the inter-node link otherwise
+//   threads: on a CPU spec with device.threads, a rank gets k = max(1, count / ranks per
+//     node) threads, as plait-run's default gives it. An op the runtime splits (OpCost's
+//     split fields: GEMMs, attention heads, the elementwise, row-wise and optimizer loops
+//     above their grains, Parallel.h) into c = min(k, grains) chunks has its work terms (the
+//     F/R, B/W and per-element terms, not the fixed ones) divided by the speedup
+//     1 + (S - 1)(c - 1)/(count - 1), S the spec's gemm_speedup or element_speedup, and pays
+//     region_overhead per split call
 //   step: a two-stream simulation in program order (simulateStep).
 #pragma once
 
@@ -74,6 +81,15 @@ struct OpCost {
     double elements, rows;
   };
   std::vector<SideWork> side;
+  /// How the runtime splits this op across a rank's threads (runtime/cpu/Parallel.h), as its
+  /// kernels call parallelFor: the work of one of its split calls in grains (a call of 2
+  /// grains or more runs as min(threads, grains) chunks), how many such calls it makes, the
+  /// fraction of its work in them (0: none), and whether that work is GEMM-like
+  /// (device.threads.gemm_speedup) or a memory-bound loop (element_speedup).
+  double splitGrains = 0;
+  double splitCalls = 0;
+  double splitShare = 0;
+  bool splitGemm = false;
   bool contraction = false;
   bool collective = false;
   double seconds = 0;    ///< predicted time (a collective's: its transfer on its link)
@@ -87,11 +103,15 @@ struct Placement {
   uint32_t ranks = 1;
   uint32_t ranksPerNode = 1;
   double computeShare = 1; ///< s above
+  /// The threads each rank's CPU kernels split over (k above): 1 unless the spec measured
+  /// device.threads.
+  uint32_t threads = 1;
 };
 
 /// Where `worldSize` ranks go on `spec`: filling nodes of devices_per_node first. A GPU
 /// cluster with fewer devices than ranks is an error; a CPU one runs the extra ranks
-/// oversubscribed on the same cores.
+/// oversubscribed on the same cores, and with device.threads gives each rank the threads
+/// plait-run gives it by default: the node's CPUs (threads.count) over its ranks, at least 1.
 rt::Status placeRanks(const cluster::ClusterSpec &spec, uint32_t worldSize, Placement &out);
 
 /// The predicted time (seconds) of a collective of `kind` ("all_reduce", "all_gather",

@@ -4,6 +4,7 @@
 #include "runtime/cluster/Calibrate.h"
 #include "runtime/cluster/KernelSamples.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include <cblas.h>
@@ -24,6 +26,8 @@
 #include "runtime/Kernel.h"
 #include "runtime/comm/MpiStatus.h"
 #include "runtime/cpu/BlasCore.h"
+#include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/Workspace.h"
 
 namespace plait::cluster {
@@ -229,6 +233,103 @@ Status measureKernelClasses(bool quick, std::vector<KernelClassRates> &out) {
 }
 
 // One collective at each buffer size from `minBytes` to `maxBytes` (×4), on `comm`.
+// --- The kernels on several threads (ThreadRates) ----------------------------------------
+
+// The median over `reps` repetitions of one call's time, each repetition `calls` calls, on
+// this rank alone.
+double localSeconds(int reps, double target, const std::function<void()> &call) {
+  call();
+  double start = now();
+  call();
+  int calls = callsFor(now() - start, target);
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    start = now();
+    for (int i = 0; i < calls; ++i)
+      call();
+    times.push_back((now() - start) / calls);
+  }
+  return median(times);
+}
+
+// Rank 0 of each node times a GEMM, two element kernels and an empty region on one thread and
+// on all the CPUs its node's ranks may use (the union of their affinity masks), the others
+// sleeping meanwhile (not spinning in MPI) so that their cores are free; rank 0's times go
+// to every rank.
+Status measureThreadScaling(MPI_Comm local, bool quick, ThreadRates &out) {
+  int localRank = 0, worldRank = 0;
+  PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_rank(local, &localRank));
+  PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_rank(MPI_COMM_WORLD, &worldRank));
+  cpu_set_t own, node;
+  CPU_ZERO(&own);
+  if (sched_getaffinity(0, sizeof own, &own) != 0)
+    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c)
+      CPU_SET(c, &own);
+  PLAIT_MPI_RETURN_IF_ERROR(
+      MPI_Allreduce(&own, &node, int(sizeof node), MPI_BYTE, MPI_BOR, local));
+  const int cpus = std::min(CPU_COUNT(&node), rt::cpu::kMaxKernelThreads);
+  // The CPUs, the GEMM size, the elements, then the seven times.
+  std::array<double, 10> result{};
+  if (worldRank == 0 && cpus >= 2) {
+    sched_setaffinity(0, sizeof node, &node); // the pool's threads inherit it
+    const int reps = quick ? 3 : 7;
+    const double target = quick ? 0.005 : 0.02;
+    const int n = quick ? 256 : 512;
+    const int64_t elements = quick ? 262144 : 524288;
+    std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
+    auto gemm = [&] {
+      (void)rt::cpu::gemmRowMajor<float>(false, false, n, n, n, 1.0, a.data(), n, b.data(), n,
+                                         0.0, c.data(), n);
+    };
+    KernelOperands add, gelu;
+    kernelOperands("add", elements, add);
+    kernelOperands("gelu", elements, gelu);
+    rt::KernelFn addFn = rt::findKernel("add"), geluFn = rt::findKernel("gelu");
+    auto kernel = [](rt::KernelFn fn, KernelOperands &k) {
+      rt::KernelCall call{k.inputs, k.outputs, k.attrs, 0, 1,
+                          k.workspaceBytes ? k.aligned : nullptr, k.workspaceBytes, nullptr};
+      (void)fn(call);
+    };
+    auto region = [] {
+      rt::cpu::parallelFor(rt::cpu::kernelThreads(), 1, [](int64_t, int64_t, int64_t) {});
+    };
+    std::array<double, 8> times{};
+    for (int threads : {1, cpus}) {
+      rt::cpu::setKernelThreads(threads);
+      const size_t at = threads == 1 ? 0 : 1;
+      times[0 + at] = localSeconds(reps, target, gemm);
+      times[2 + at] = localSeconds(reps, target, [&] { kernel(addFn, add); });
+      times[4 + at] = localSeconds(reps, target, [&] { kernel(geluFn, gelu); });
+      times[6 + at] = localSeconds(reps, target, region);
+    }
+    rt::cpu::setKernelThreads(1);
+    sched_setaffinity(0, sizeof own, &own);
+    result = {double(cpus), double(n), double(elements), times[0], times[1], times[2],
+              times[3], times[4], times[5], times[7]};
+  }
+  // The others wait without spinning: their cores are rank 0's threads' meanwhile.
+  MPI_Request request;
+  PLAIT_MPI_RETURN_IF_ERROR(MPI_Ibarrier(MPI_COMM_WORLD, &request));
+  for (int done = 0; !done;) {
+    PLAIT_MPI_RETURN_IF_ERROR(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (!done)
+      ::usleep(1000);
+  }
+  PLAIT_MPI_RETURN_IF_ERROR(
+      MPI_Bcast(result.data(), int(result.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  out = ThreadRates{};
+  if (result[0] < 2)
+    return {};
+  out.threads = uint32_t(result[0]);
+  out.gemmSize = int(result[1]);
+  out.elements = int64_t(result[2]);
+  out.gemmOne = result[3], out.gemmAll = result[4];
+  out.addOne = result[5], out.addAll = result[6];
+  out.geluOne = result[7], out.geluAll = result[8];
+  out.region = result[9];
+  return {};
+}
+
 Status measureCollective(MPI_Comm comm, Collective collective, uint64_t maxBytes, bool quick,
                          CollectiveRates &out) {
   int size = 0;
@@ -524,6 +625,7 @@ Status calibrate(const CalibrateOptions &options, Calibration &out) {
       measureStream(c.streamBytes, quick ? 3 : 5, c.copyBandwidth, c.triadBandwidth));
 
   PLAIT_RETURN_IF_ERROR(measureKernelClasses(quick, c.kernels));
+  PLAIT_RETURN_IF_ERROR(measureThreadScaling(local, quick, c.threads));
 
   PLAIT_RETURN_IF_ERROR(measureLink(local, quick, c.intraNode, c.intraLink));
   PLAIT_RETURN_IF_ERROR(measureLink(cross, quick, c.interNode, c.interLink));
@@ -557,6 +659,20 @@ ClusterSpec specFromCalibration(const Calibration &c, const std::string &name) {
   };
   for (const KernelClassRates &k : c.kernels)
     d.kernels[k.name] = k.fit;
+  if (const ThreadRates &t = c.threads; t.threads >= 2 && t.gemmAll > 0 && t.addAll > 0 &&
+                                         t.geluAll > 0) {
+    auto speedup = [&](double one, double all) {
+      return std::clamp(significant(one / all), 0.001, double(t.threads));
+    };
+    ThreadScaling &s = d.threads.emplace();
+    s.count = t.threads;
+    s.gemmSpeedup = speedup(t.gemmOne, t.gemmAll);
+    // A memory-bound loop and a transcendental one: the mean of their speedups.
+    s.elementSpeedup =
+        std::clamp(significant(0.5 * (t.addOne / t.addAll + t.geluOne / t.geluAll)), 0.001,
+                   double(t.threads));
+    s.regionOverhead = significant(std::max(t.region, 1e-9));
+  }
   // Per kind: rank 0's own groups' fits (rank 0 writes the spec).
   auto withKinds = [&](Link link, const std::vector<CollectiveRates> &rates) {
     for (const CollectiveRates &r : rates)
@@ -642,6 +758,19 @@ std::string calibrationTable(const Calibration &c) {
            "ns/element + rows x ns/row\n(matmul: rows are 4x4x4 GEMMs of a batch; fused: the "
            "fused kernel interpreted, rows are reduced rows)\n";
     out += kernelClassTable(c.kernels);
+  }
+  if (const ThreadRates &t = c.threads; t.threads >= 2) {
+    out += fmt::format("\nplait's CPU kernels on 1 thread and on {} (plait-run --threads; rank 0 "
+                       "alone on its node), one call:\n",
+                       t.threads);
+    auto row = [&](const std::string &what, double one, double all) {
+      out += fmt::format("  {:<36} {:10.3f} us -> {:10.3f} us   speedup {:.2f}\n", what,
+                         one * 1e6, all * 1e6, one / all);
+    };
+    row(fmt::format("GEMM {0} x {0} x {0} (gemmRowMajor)", t.gemmSize), t.gemmOne, t.gemmAll);
+    row(fmt::format("add, {} elements", t.elements), t.addOne, t.addAll);
+    row(fmt::format("gelu, {} elements", t.elements), t.geluOne, t.geluAll);
+    out += fmt::format("  a split call's hand-out (empty chunks) {:10.3f} us\n", t.region * 1e6);
   }
   links("within a node", c.intraNode, c.intraLink);
   links("across nodes", c.interNode, c.interLink);

@@ -50,6 +50,19 @@ struct KernelClassRates {
   KernelRate fit;
 };
 
+/// The kernels' speedup on several threads (ClusterSpec's ThreadScaling), measured by rank 0
+/// alone on its node while the other ranks sleep: each time is one call's, the median over
+/// repetitions, on 1 thread and on `threads`.
+struct ThreadRates {
+  uint32_t threads = 1;                   ///< the node's CPUs one rank may use; 1: not measured
+  int gemmSize = 0;                       ///< the square GEMM timed (plait's gemmRowMajor)
+  double gemmOne = 0, gemmAll = 0;        ///< seconds
+  int64_t elements = 0;                   ///< the element kernels' size
+  double addOne = 0, addAll = 0;          ///< binary add
+  double geluOne = 0, geluAll = 0;        ///< gelu (a transcendental map)
+  double region = 0;                      ///< seconds: a parallelFor of empty chunks
+};
+
 struct Calibration {
   std::string host, date, cpuModel;
   uint32_t rank = 0; ///< this process's rank in MPI_COMM_WORLD
@@ -67,6 +80,7 @@ struct Calibration {
   double copyBandwidth = 0, triadBandwidth = 0;      ///< bytes/s per rank, all ranks at once
   double launchOverhead = 0;                         ///< seconds: one 4×4×4 GEMM call
   std::vector<KernelClassRates> kernels;             ///< one per kernel class
+  ThreadRates threads;                               ///< the kernels on several threads
   std::vector<CollectiveRates> intraNode, interNode; ///< empty when only one rank crosses
   std::optional<Link> intraLink, interLink;          ///< fitted over all three collectives
 };
@@ -79,7 +93,8 @@ rt::Status calibrate(const CalibrateOptions &options, Calibration &out);
 /// The cluster spec of the measured machine: one device per rank, the best GEMM rate as the
 /// fp32 peak, the GPT-sample GEMMs' fraction of it (net of launch overhead) as the GEMM
 /// efficiency, the triad bandwidth with memory efficiency 1, the measured kernel classes, the
-/// fitted links with a fit per collective kind.
+/// fitted links with a fit per collective kind, and the thread scaling where one rank may use
+/// more than one CPU.
 ClusterSpec specFromCalibration(const Calibration &calibration, const std::string &name);
 
 /// One timed call for fitKernelRate: its elements, its rows, its seconds.

@@ -133,6 +133,7 @@ private:
   Status readLink(const Field &field, const std::string &path, Link &link) const;
   Status readLinkFit(const Fields &fields, const std::string &path, int line, LinkFit &fit) const;
   Status readKernels(const Field &field, DeviceSpec &device) const;
+  Status readThreads(const Field &field, DeviceSpec &device) const;
 
   std::string file_;
 };
@@ -226,11 +227,38 @@ Status SpecReader::readKernels(const Field &field, DeviceSpec &device) const {
   return {};
 }
 
+Status SpecReader::readThreads(const Field &field, DeviceSpec &device) const {
+  const std::string path = "device.threads";
+  if (device.kind != DeviceKind::Cpu)
+    return fail(field.line, path, "only a cpu device has threads (its kernels' host threads)");
+  Fields fields;
+  PLAIT_RETURN_IF_ERROR(fieldsOf(field.value, path, field.line,
+                                 {"count", "gemm_speedup", "element_speedup", "region_overhead"},
+                                 fields));
+  const Field *count = nullptr, *gemm = nullptr, *element = nullptr, *region = nullptr;
+  PLAIT_RETURN_IF_ERROR(require(fields, path, field.line, "count", count));
+  PLAIT_RETURN_IF_ERROR(require(fields, path, field.line, "gemm_speedup", gemm));
+  PLAIT_RETURN_IF_ERROR(require(fields, path, field.line, "element_speedup", element));
+  PLAIT_RETURN_IF_ERROR(require(fields, path, field.line, "region_overhead", region));
+  ThreadScaling &t = device.threads.emplace();
+  PLAIT_RETURN_IF_ERROR(readCount(*count, path + ".count", t.count));
+  // plait-run's --threads takes at most 256 (Parallel.h's kMaxKernelThreads).
+  if (t.count < 2 || t.count > 256)
+    return fail(count->line, path + ".count",
+                fmt::format("'{}': must be between 2 and 256 (one thread needs no scaling)",
+                            t.count));
+  PLAIT_RETURN_IF_ERROR(
+      readNumber(*gemm, path + ".gemm_speedup", double(t.count), {}, t.gemmSpeedup));
+  PLAIT_RETURN_IF_ERROR(
+      readNumber(*element, path + ".element_speedup", double(t.count), {}, t.elementSpeedup));
+  return readQuantity(*region, path + ".region_overhead", Quantity::Time, t.regionOverhead);
+}
+
 Status SpecReader::readDevice(const Field &field, DeviceSpec &device) const {
   Fields fields;
   PLAIT_RETURN_IF_ERROR(fieldsOf(field.value, "device", field.line,
                                  {"kind", "model", "memory", "memory_bandwidth", "peak_flops",
-                                  "efficiency", "launch_overhead", "kernels"},
+                                  "efficiency", "launch_overhead", "kernels", "threads"},
                                  fields));
   const Field *kind = nullptr, *memory = nullptr, *bandwidth = nullptr, *peaks = nullptr,
               *launch = nullptr;
@@ -273,6 +301,8 @@ Status SpecReader::readDevice(const Field &field, DeviceSpec &device) const {
 
   if (const Field *kernels = find(fields, "kernels"))
     PLAIT_RETURN_IF_ERROR(readKernels(*kernels, device));
+  if (const Field *threads = find(fields, "threads"))
+    PLAIT_RETURN_IF_ERROR(readThreads(*threads, device));
 
   device.gemmEfficiency = 0.7;
   device.memoryEfficiency = 0.8;
@@ -454,6 +484,11 @@ std::string writeClusterSpec(const ClusterSpec &spec) {
                          rate.nsPerRow > 0 ? fmt::format(", ns_per_row: {}", rate.nsPerRow)
                                            : "");
   }
+  if (d.threads)
+    out += fmt::format("  threads: {{count: {}, gemm_speedup: {}, element_speedup: {}, "
+                       "region_overhead: {}}}\n",
+                       d.threads->count, d.threads->gemmSpeedup, d.threads->elementSpeedup,
+                       formatQuantity(d.threads->regionOverhead, Quantity::Time));
   if (spec.intraNode || spec.interNode) {
     out += "links:\n";
     if (spec.intraNode)

@@ -4,6 +4,7 @@
 // and the runtime's plait-calibrate both use it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -77,6 +78,26 @@ struct KernelRate {
   }
 };
 
+/// How a CPU rank's kernels speed up on more than one thread (plait-run --threads, Parallel.h),
+/// measured by plait-calibrate on one rank alone on a node: a GEMM and an elementwise loop
+/// large enough to split, on `count` threads against one. A rank that has the cores of
+/// devices it does not use (a plan with fewer ranks per node than devices_per_node) runs
+/// its large kernels on several threads; the cost model scales their work by these.
+struct ThreadScaling {
+  uint32_t count = 1;         ///< the threads measured: all the CPUs one rank could use
+  double gemmSpeedup = 1;     ///< a split GEMM's time on 1 thread / on `count`
+  double elementSpeedup = 1;  ///< the same for a split memory-bound loop (a binary add)
+  double regionOverhead = 0;  ///< seconds one split call costs beyond its chunks (handing out)
+
+  /// The speedup of a call split into `chunks` (1 ≤ chunks ≤ count) of the kind whose speedup
+  /// on `count` threads is `full`: linear between 1 thread and `count`.
+  double speedup(double full, double chunks) const {
+    if (count <= 1 || chunks <= 1)
+      return 1;
+    return 1 + (full - 1) * (std::min(chunks, double(count)) - 1) / double(count - 1);
+  }
+};
+
 /// One device (a GPU, or one CPU rank) of the cluster; every device is the same.
 struct DeviceSpec {
   DeviceKind kind = DeviceKind::Gpu;
@@ -92,6 +113,8 @@ struct DeviceSpec {
   double launchOverhead = 0; ///< seconds each kernel launch costs beyond its work
   /// Measured element-kernel rates by class (kKernelClassNames); empty for datasheet specs.
   std::map<std::string, KernelRate, std::less<>> kernels;
+  /// CPU: the kernels' speedup on several threads per rank; absent: predictions assume one.
+  std::optional<ThreadScaling> threads;
 
   double peak(Dtype dtype) const { return peakFlops[size_t(dtype)]; }
 };

@@ -262,9 +262,6 @@ Status planLossGrad(const KernelCall &call, std::string_view kernel, LossShape &
   return checkShape(kernel, "grad", grad.shape, s.lossShape());
 }
 
-/// Class scores per thread below which a loss gradient is not split (Parallel.h): half of
-/// kElementGrain, each score being an exp in double.
-constexpr int64_t kLossGradGrain = kElementGrain / 2;
 
 /// d(loss)/d(input) times grad, per position (n, d) with target t (zero when ignored):
 ///   from logits:   (softmax(input[n, :, d]) - onehot(t)) * w[t] * g / denom

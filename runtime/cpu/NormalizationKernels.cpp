@@ -214,20 +214,23 @@ Status rmsNormKernel(const KernelCall &call) {
   return dispatchF32F64("rms_norm", x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     const T *scale = call.inputs[1].as<T>();
-    for (int64_t r = 0; r < rows; ++r) {
-      const T *in = x.as<T>() + r * n;
-      T *out = call.outputs[0].as<T>() + r * n;
-      double sq = 0;
-      if constexpr (std::is_same_v<T, float>) {
-        sq = sumSquaredDeviations(in, n, 0.0f);
-      } else {
+    parallelFor(rows, grainFor(kElementGrain, n),
+                [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T *in = x.as<T>() + r * n;
+        T *out = call.outputs[0].as<T>() + r * n;
+        double sq = 0;
+        if constexpr (std::is_same_v<T, float>) {
+          sq = sumSquaredDeviations(in, n, 0.0f);
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            sq += in[i] * in[i];
+        }
+        T s = T(1.0 / std::sqrt((n ? sq / n : 0.0) + eps));
         for (int64_t i = 0; i < n; ++i)
-          sq += in[i] * in[i];
+          out[i] = in[i] * s * scale[i];
       }
-      T s = T(1.0 / std::sqrt((n ? sq / n : 0.0) + eps));
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = in[i] * s * scale[i];
-    }
+    });
     return Status();
   });
 }

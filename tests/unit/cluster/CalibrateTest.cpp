@@ -42,6 +42,18 @@ TEST(Calibrate, QuickTwoRankRunWritesASpecThatParses) {
   }
   for (const auto &fit : spec.intraNode->byKind)
     EXPECT_TRUE(fit.has_value());
+  // Rank 0 alone on the node's CPUs: the kernels' speedup on all of them (at most one per
+  // thread; a machine with one CPU measures none).
+  if (spec.device.threads) {
+    const ThreadScaling &t = *spec.device.threads;
+    EXPECT_GE(t.count, 2u);
+    for (double speedup : {t.gemmSpeedup, t.elementSpeedup}) {
+      EXPECT_GT(speedup, 0.1);
+      EXPECT_LE(speedup, double(t.count));
+    }
+    EXPECT_GT(t.regionOverhead, 0);
+    EXPECT_LT(t.regionOverhead, 1e-2);
+  }
 }
 
 TEST(Calibrate, KernelRateFit) {

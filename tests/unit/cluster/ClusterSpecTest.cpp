@@ -98,7 +98,7 @@ device: {kind: cpu, memory: 1 GiB, memory_bandwidth: 10 GB/s, peak_flops: {fp32:
 TEST(ClusterSpec, UnknownFieldNamesItsLine) {
   EXPECT_EQ(errorOf(edited("  memory: 80 GiB", "  memroy: 80 GiB")),
             "spec.yaml:8: device.memroy: unknown field (expected one of kind, model, memory, "
-            "memory_bandwidth, peak_flops, efficiency, launch_overhead, kernels)");
+            "memory_bandwidth, peak_flops, efficiency, launch_overhead, kernels, threads)");
   EXPECT_EQ(errorOf(edited("nodes: 2", "nodes: 2\nnode: 2")),
             "spec.yaml:4: node: unknown field (expected one of name, source, nodes, "
             "devices_per_node, device, links, price)");
@@ -237,6 +237,59 @@ TEST(ClusterSpec, KernelRates) {
                       "    pool: {ns_per_element: 2.5, overhead: 1 us}\n"),
             std::string::npos)
       << text;
+}
+
+// A CPU device's optional thread scaling (plait-calibrate measures it; the cost model scales
+// split kernels by it): read, refused on a GPU and out of range, written back exactly.
+TEST(ClusterSpec, ThreadScaling) {
+  const std::string line =
+      "  threads: {count: 4, gemm_speedup: 3.5, element_speedup: 2.25, region_overhead: 2 us}\n";
+  const std::string cpu = edited("  kind: gpu\n", "  kind: cpu\n");
+  auto withThreads = [&](const std::string &threads) {
+    std::string text = cpu;
+    const std::string at = "  launch_overhead: 4 us\n";
+    return text.replace(text.find(at), at.size(), at + threads);
+  };
+  ClusterSpec spec;
+  rt::Status status = parseClusterSpecText(withThreads(line), "spec.yaml", spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_TRUE(spec.device.threads.has_value());
+  EXPECT_EQ(spec.device.threads->count, 4u);
+  EXPECT_DOUBLE_EQ(spec.device.threads->gemmSpeedup, 3.5);
+  EXPECT_DOUBLE_EQ(spec.device.threads->elementSpeedup, 2.25);
+  EXPECT_DOUBLE_EQ(spec.device.threads->regionOverhead, 2e-6);
+  // Linear between one thread and count: 2 chunks of 4 threads get a third of the way.
+  EXPECT_DOUBLE_EQ(spec.device.threads->speedup(3.5, 2), 1 + 2.5 / 3);
+  EXPECT_DOUBLE_EQ(spec.device.threads->speedup(3.5, 4), 3.5);
+  EXPECT_DOUBLE_EQ(spec.device.threads->speedup(3.5, 1), 1);
+  std::string text = writeClusterSpec(spec);
+  EXPECT_NE(text.find(line), std::string::npos) << text;
+  ClusterSpec back;
+  ASSERT_TRUE(parseClusterSpecText(text, "written.yaml", back).ok());
+  EXPECT_EQ(writeClusterSpec(back), text);
+  ClusterSpec none;
+  ASSERT_TRUE(parseClusterSpecText(cpu, "spec.yaml", none).ok());
+  EXPECT_FALSE(none.device.threads.has_value());
+
+  auto replaced = [&](const std::string &from, const std::string &to) {
+    std::string threads = line;
+    return withThreads(threads.replace(threads.find(from), from.size(), to));
+  };
+  EXPECT_EQ(errorOf(edited("  launch_overhead: 4 us\n", "  launch_overhead: 4 us\n" + line)),
+            "spec.yaml:13: device.threads: only a cpu device has threads (its kernels' host "
+            "threads)");
+  EXPECT_EQ(errorOf(replaced("count: 4", "count: 1")),
+            "spec.yaml:13: device.threads.count: '1': must be between 2 and 256 (one thread "
+            "needs no scaling)");
+  EXPECT_EQ(errorOf(replaced("gemm_speedup: 3.5", "gemm_speedup: 4.5")),
+            "spec.yaml:13: device.threads.gemm_speedup: '4.5': must be at most 4");
+  EXPECT_EQ(errorOf(replaced("element_speedup: 2.25", "element_speedup: 0")),
+            "spec.yaml:13: device.threads.element_speedup: '0': must be positive");
+  EXPECT_EQ(errorOf(replaced(", region_overhead: 2 us", "")),
+            "spec.yaml:13: device.threads: missing required field 'region_overhead'");
+  EXPECT_EQ(errorOf(replaced("count: 4", "cores: 4")),
+            "spec.yaml:13: device.threads.cores: unknown field (expected one of count, "
+            "gemm_speedup, element_speedup, region_overhead)");
 }
 
 // A link's optional fit per collective kind.

@@ -8,6 +8,7 @@
 #include "codegen/schema/FusedElementwise.h"
 #include "passes/analysis/CostModel.h"
 #include "runtime/cluster/RingModel.h"
+#include "runtime/cpu/Parallel.h"
 
 namespace plait::cost {
 namespace {
@@ -303,6 +304,63 @@ TEST(CostMeasuredKernels, RowsGemmsAndFusedCalls) {
   ASSERT_TRUE(predictStep(plan, spec, p).ok());
   EXPECT_NEAR(p.instrSeconds[2], 700e-9 + 64 * 5e-9 + parts, 1e-15);
   EXPECT_EQ(p.instrSeconds.size(), plan.instrs.size());
+}
+
+// A CPU spec with thread scaling gives each rank the node's CPUs over its ranks (plait-run's
+// default), and ops the runtime splits (above two grains, Parallel.h) have their work terms
+// divided by the speedup of their chunks, plus a hand-out per split call; the rest are as on
+// one thread.
+TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
+  ClusterSpec spec = oneCpuNode(4);
+  spec.device.kernels["binary"] = {0.5, 200e-9};
+  spec.device.kernels["reduction"] = {0.25, 100e-9};
+  spec.device.threads = cluster::ThreadScaling{4, 3.4, 2.5, 1e-6};
+  Placement p;
+  for (auto [ranks, threads] : {std::pair{1u, 4u}, {2u, 2u}, {3u, 1u}, {4u, 1u}, {8u, 1u}}) {
+    ASSERT_TRUE(placeRanks(spec, ranks, p).ok());
+    EXPECT_EQ(p.threads, threads) << ranks << " ranks";
+  }
+  ClusterSpec noScaling = spec;
+  noScaling.device.threads.reset();
+  ASSERT_TRUE(placeRanks(noScaling, 1, p).ok());
+  EXPECT_EQ(p.threads, 1u);
+
+  const double big = 4 * double(rt::cpu::kElementGrain);   // 4 grains
+  plan::PlanDesc plan = tensors({{1000}, {int64_t(big)}, {1024, 1024}, {1024}});
+  plan.instrs.push_back({"mul", {0, 0}, {0}});             // under a grain: one thread
+  plan.instrs.push_back({"mul", {1, 1}, {1}});             // 4 grains
+  plan.instrs.push_back({"matmul", {2, 2}, {2}});          // 2^30 multiply-adds: 512 grains
+  plan.instrs.push_back({"reduce_sum", {2}, {3}});         // never split
+  EXPECT_EQ(opCost(plan, plan.instrs[0]).splitShare, 0);
+  EXPECT_DOUBLE_EQ(opCost(plan, plan.instrs[1]).splitGrains, 4);
+  EXPECT_TRUE(opCost(plan, plan.instrs[2]).splitGemm);
+  EXPECT_EQ(opCost(plan, plan.instrs[3]).splitShare, 0);
+
+  Prediction one, many;
+  plan.worldSize = 4; // one thread each
+  ASSERT_TRUE(predictStep(plan, spec, one).ok());
+  plan.worldSize = 2; // two threads each: 2 chunks of 4 CPUs' scaling, a third of the way
+  ASSERT_TRUE(predictStep(plan, spec, many).ok());
+  EXPECT_EQ(many.placement.threads, 2u);
+  EXPECT_DOUBLE_EQ(many.instrSeconds[0], one.instrSeconds[0]);
+  EXPECT_DOUBLE_EQ(many.instrSeconds[3], one.instrSeconds[3]);
+  const double element = 1 + (2.5 - 1) / 3, gemm = 1 + (3.4 - 1) / 3;
+  EXPECT_NEAR(many.instrSeconds[1], 200e-9 + big * 0.5e-9 / element + 1e-6, 1e-12);
+  double flops = 2.0 * 1024 * 1024 * 1024;
+  EXPECT_NEAR(one.instrSeconds[2], flops / (100e12 * 0.5) + 1e-6, 1e-12);
+  EXPECT_NEAR(many.instrSeconds[2], flops / (100e12 * 0.5) / gemm + 1e-6 + 1e-6, 1e-12);
+  plan.worldSize = 1; // four threads: the full speedup
+  ASSERT_TRUE(predictStep(plan, spec, many).ok());
+  EXPECT_NEAR(many.instrSeconds[1], 200e-9 + big * 0.5e-9 / 2.5 + 1e-6, 1e-12);
+
+  // An optimizer group splits the tensors of two grains or more, each on its own.
+  plan::PlanDesc group = tensors({{int64_t(big)}, {100}, {}});
+  group.instrs.push_back({"grouped_update", {0, 0, 2, 1, 1, 2}, {0, 1},
+                          {{"update", {}, {}, "sgd_update"}, {"operands_per_update", {3}}}});
+  OpCost update = opCost(group, group.instrs[0]);
+  EXPECT_DOUBLE_EQ(update.splitShare, big / (big + 100));
+  EXPECT_DOUBLE_EQ(update.splitCalls, 1);
+  EXPECT_DOUBLE_EQ(update.splitGrains, 4);
 }
 
 // A link's per-kind fit is used for that kind only.

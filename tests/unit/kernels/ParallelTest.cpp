@@ -158,6 +158,8 @@ TEST(Parallel, SplitKernelsComputeWhatOneThreadComputes) {
                      {randomFloats({600, 256}, 10), randomFloats({256}, 11),
                       randomFloats({256}, 12)},
                      {{DType::F32, {600, 256}}}, AttrsBuilder().i("axis", -1).build());
+  expectSplitIsExact("rms_norm", {randomFloats({600, 256}, 24), randomFloats({256}, 25)},
+                     {{DType::F32, {600, 256}}}, AttrsBuilder().i("axis", -1).build());
   expectSplitIsExact("softmax", {randomFloats({600, 256}, 13)}, {{DType::F32, {600, 256}}},
                      AttrsBuilder().i("axis", -1).build());
   std::vector<int64_t> targets(600);
