@@ -110,6 +110,7 @@ def prepare_case(build, name, world, global_batch, spec, root):
                           candidate_rank=candidates.index(chosen) + 1, runs=[], steps=[]))
     return dict(model=name, world=world, plans=plans, left_out=left_out,
                 chosen=describe(chosen), reason=auto_report["auto"]["reason"],
+                threads=auto_report["predicted"].get("threads_per_rank", 1),
                 candidates=candidates, mem_limit=auto_report.get("mem_limit"))
 
 
@@ -208,7 +209,8 @@ def main():
                 for i in range(len(plans)):
                     p = plans[(i + r) % len(plans)]
                     median, steps = measure(args.build, p["plan"], case["data"],
-                                            case["world"], args.steps, p["plan"].parent, False)
+                                            case["world"], args.steps, p["plan"].parent, False,
+                                            case["threads"])
                     p["runs"].append(median)
                     p["steps"] += steps
     print()

@@ -82,8 +82,9 @@ def percentile(values, q):
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def measure(build, plan, data, world, steps, work, trace, threads):
-    """The median step_ms of rank 0 without the warm-up steps, and those steps."""
+def measure(build, plan, data, world, steps, work, trace, threads=1):
+    """The median step_ms of rank 0 without the warm-up steps, and those steps, on `threads`
+    threads per rank (the ones the plan's prediction is for)."""
     log = work / "log.jsonl"
     cmd = [build / "bin" / "plait-run", plan, "--nproc", world, "--data", data, "--steps",
            steps, "--log-jsonl", log, "--progress", "none", "--threads", threads]
