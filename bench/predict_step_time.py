@@ -6,9 +6,10 @@
    model runs 4 ranks on this 2-rank spec as oversubscribed (each rank gets 2/4 of a core).
    With --calibrate-per-world, each world size W gets its own `plait-calibrate --nproc W`
    spec instead: W ranks measured running at once, oversubscription included.
-2. For each sample (mlp, cnn, gpt) x strategy (ddp, zero2, fsdp) x world size (2, 4): the
-   sample's ONNX file re-pinned to batch B/W (B = the committed global batch, as
-   tests/e2e/dp_parity.py does), compiled with `--train --optimizer adamw --world-size W
+2. For each sample (mlp, cnn, gpt, and gpt-zoo: a plait-zoo GPT of 128 tokens whose kernels
+   split across threads) x strategy (ddp, zero2, fsdp) x world size (2, 4): the sample's
+   ONNX file re-pinned to batch B/W (B = the committed global batch, as
+   tests/e2e/dp_parity.py does; gpt-zoo: plait-zoo --batch 8/W), compiled with `--train --optimizer adamw --world-size W
    --strategy S --cluster SPEC.yaml --report R.json`; the report's predicted_step_ms is the
    prediction.
 3. Runs the plan for STEPS steps: `plait-run PLAN --nproc W --data DIR --log-jsonl LOG
@@ -39,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
@@ -46,6 +49,14 @@ from dp_parity import rebatch  # noqa: E402
 from train_parity import make_dataset  # noqa: E402
 
 MODELS = ["mlp", "cnn", "gpt"]
+# A plait-zoo GPT large enough that its GEMMs, attention heads and elementwise kernels split
+# across a rank's threads (2 blocks of width 256, 4 heads, 128 tokens, vocabulary 256, global
+# batch 8), so that the prediction's thread scaling is measured too. Its batch is fixed in
+# its .mlir: world W compiles the zoo model with batch 8 / W.
+ZOO = ["--family", "gpt", "--layers", "2", "--width", "256", "--heads", "4", "--seq", "128",
+       "--vocab", "256"]
+ZOO_BATCH = 8
+LARGER = ["gpt-zoo"]
 STRATEGIES = ["ddp", "zero2", "fsdp"]
 WARMUP = 3
 ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
@@ -102,7 +113,7 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--repeat", type=int, default=1, help="runs per pair (median of medians)")
     ap.add_argument("--worlds", default="2,4")
-    ap.add_argument("--only", action="append", choices=MODELS)
+    ap.add_argument("--only", action="append", choices=MODELS + LARGER)
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--spec", type=pathlib.Path, help="use this spec instead of calibrating")
     ap.add_argument("--quick-calibrate", action="store_true")
@@ -143,17 +154,29 @@ def main():
         # are minutes apart, as plait-calibrate's rounds are, so that both stand for the
         # machine's usual speed rather than for the spell one of them met.
         pairs = []
-        for name in args.only or MODELS:
+        for name in args.only or MODELS + LARGER:
             data = tmp / name / "data"
             data.mkdir(parents=True)
-            _, global_batch = make_dataset(name, args.steps, data)
+            if name == "gpt-zoo":
+                global_batch = ZOO_BATCH
+                rng = np.random.default_rng(123)
+                seq = rng.integers(0, 256, size=(args.steps * global_batch, 129), dtype=np.int64)
+                np.save(data / "idx.npy", seq[:, :-1])
+                np.save(data / "targets.npy", seq[:, 1:])
+            else:
+                _, global_batch = make_dataset(name, args.steps, data)
             for world in worlds:
                 if global_batch % world:
                     print("%-5s world %d: global batch %d does not split" % (
                         name, world, global_batch))
                     continue
                 model = tmp / name / ("%s-b%d.onnx" % (name, global_batch // world))
-                rebatch(SAMPLES / name / (name + ".onnx"), model, global_batch // world)
+                if name == "gpt-zoo":
+                    model = tmp / name / ("%s-b%d.mlir" % (name, global_batch // world))
+                    run([args.build / "bin" / "plait-zoo", *ZOO, "--batch",
+                         global_batch // world, "-o", model])
+                else:
+                    rebatch(SAMPLES / name / (name + ".onnx"), model, global_batch // world)
                 for strategy in strategies:
                     work = tmp / name / ("%s-w%d" % (strategy, world))
                     work.mkdir()

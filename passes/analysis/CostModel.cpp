@@ -642,6 +642,8 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
   double peak = device.peak(cluster::Dtype(main));
   if (peak <= 0)
     peak = device.peak(cluster::Dtype::Fp32);
+  // A CPU rank on k threads uses k of the node's CPUs, each a device's peak.
+  peak *= out.placement.threads;
   out.mfu = out.step.seconds > 0 && peak > 0 ? out.flops / (out.step.seconds * peak) : 0;
   return {};
 }

@@ -148,7 +148,7 @@ StepTime simulateStep(const std::vector<SimOp> &ops, bool overlap, double tailSe
 struct Prediction {
   StepTime step;
   double flops = 0; ///< this rank's FLOPs per step
-  double mfu = 0;   ///< flops / (step seconds × peak fp32 of one device)
+  double mfu = 0;   ///< flops / (step seconds × peak of one device × threads per rank)
   Placement placement;
   /// Per kernel name: count and predicted seconds (collectives by their kind).
   std::map<std::string, std::pair<int64_t, double>> byKernel;

@@ -352,6 +352,8 @@ TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
   plan.worldSize = 1; // four threads: the full speedup
   ASSERT_TRUE(predictStep(plan, spec, many).ok());
   EXPECT_NEAR(many.instrSeconds[1], 200e-9 + big * 0.5e-9 / 2.5 + 1e-6, 1e-12);
+  // MFU against the four CPUs the rank uses.
+  EXPECT_NEAR(many.mfu, many.flops / (many.step.seconds * 100e12 * 4), 1e-12);
 
   // An optimizer group splits the tensors of two grains or more, each on its own.
   plan::PlanDesc group = tensors({{int64_t(big)}, {100}, {}});
