@@ -599,7 +599,9 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
         double work = own->seconds(cost.elements, cost.rows) - own->overhead;
         op.seconds = std::max((own->overhead + threaded(work)) / share, memorySplit(cost.bytes));
       } else {
-        double rate = peak * device.gemmEfficiency * share;
+        // The GEMM efficiency of its calls' size (device.gemm_efficiency_by_size).
+        double perCall = cost.flops / 2 / std::max(cost.rows, 1.0);
+        double rate = peak * device.gemmEfficiencyFor(perCall) * share;
         double computeSeconds = rate > 0 ? cost.flops / rate : 0;
         op.seconds = std::max(threaded(computeSeconds), memorySplit(cost.bytes));
         // The kernel's fixed costs beside its FLOPs: matmul's call and GEMM calls; a

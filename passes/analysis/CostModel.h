@@ -7,9 +7,10 @@
 //        for conv2d and both its gradients); |out| (or |in| for reductions) times a per-element
 //        count for the rest, a transcendental function (exp, erf, sqrt, pow's exp·log) counted
 //        as kTranscendentalFlops
-//     R  peak[dtype] × efficiency.gemm × s, B the bytes the op reads and writes, W the memory
-//        bandwidth × efficiency.memory × s; s = the share of a core a rank gets (CPU specs:
-//        min(1, devices_per_node / ranks per node); 1 for GPUs)
+//     R  peak[dtype] × efficiency.gemm × s (a contraction: the efficiency of its GEMM calls'
+//        size, when the spec has gemm_efficiency_by_size), B the bytes the op reads and
+//        writes, W the memory bandwidth × efficiency.memory × s; s = the share of a core a
+//        rank gets (CPU specs: min(1, devices_per_node / ranks per node); 1 for GPUs)
 //     on CPU devices an op whose bytes fit in kCpuCacheBytes runs from cache: no B/W term
 //   measured element kernel: when the spec's device.kernels has the op's class (binary,
 //     transcendental, movement, pool, ...: plait-calibrate's timings of the runtime's own

@@ -573,7 +573,8 @@ Status calibrate(const CalibrateOptions &options, Calibration &out) {
   const int rounds = quick ? 1 : kRounds;
   const double target = quick ? 0.005 : 0.015; // seconds per repetition
   const std::vector<int> squares =
-      quick ? std::vector<int>{128, 256, 512} : std::vector<int>{256, 512, 1024, 1536, 2048};
+      quick ? std::vector<int>{64, 128, 256, 512}
+            : std::vector<int>{64, 128, 256, 512, 1024, 1536, 2048};
   std::vector<std::array<int, 3>> shapes{{4, 4, 4}}; // the per-call overhead: a tiny GEMM
   for (int n : squares)
     shapes.push_back({n, n, n});
@@ -651,7 +652,24 @@ ClusterSpec specFromCalibration(const Calibration &c, const std::string &name) {
   d.memoryBytes = c.memoryBytesPerRank;
   d.memoryBandwidth = significant(c.triadBandwidth);
   d.peakFlops[size_t(Dtype::Fp32)] = significant(c.bestGemm);
-  d.gemmEfficiency = std::clamp(std::round(c.gptGemmNet / c.bestGemm * 1000) / 1000, 0.001, 1.0);
+  auto efficiency = [&](double flopsPerSecond) {
+    return std::clamp(std::round(flopsPerSecond / c.bestGemm * 1000) / 1000, 0.001, 1.0);
+  };
+  d.gemmEfficiency = efficiency(c.gptGemmNet);
+  // By size: each square GEMM's rate net of the per-call overhead (which the matmul class
+  // charges), and the GPT sample's GEMMs together at their mean multiply-adds.
+  for (const GemmRate &g : c.squareGemms) {
+    double net = g.seconds - c.launchOverhead;
+    double macs = double(g.m) * g.n * g.k;
+    d.gemmEfficiencyBySize[macs] = efficiency(net > 0 ? 2 * macs / net : g.flopsPerSecond);
+  }
+  if (!c.gptGemms.empty()) {
+    double macs = 0;
+    for (const GemmRate &g : c.gptGemms)
+      macs += double(g.m) * g.n * g.k;
+    d.gemmEfficiencyBySize.emplace(std::round(macs / double(c.gptGemms.size())),
+                                   d.gemmEfficiency);
+  }
   d.memoryEfficiency = 1.0; // memory_bandwidth is already the sustained triad rate
   d.launchOverhead = significant(c.launchOverhead);
   auto rounded = [](const Link &link) {

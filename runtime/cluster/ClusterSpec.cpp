@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -134,6 +135,7 @@ private:
   Status readLinkFit(const Fields &fields, const std::string &path, int line, LinkFit &fit) const;
   Status readKernels(const Field &field, DeviceSpec &device) const;
   Status readThreads(const Field &field, DeviceSpec &device) const;
+  Status readGemmSizes(const Field &field, DeviceSpec &device) const;
 
   std::string file_;
 };
@@ -227,6 +229,30 @@ Status SpecReader::readKernels(const Field &field, DeviceSpec &device) const {
   return {};
 }
 
+Status SpecReader::readGemmSizes(const Field &field, DeviceSpec &device) const {
+  const std::string path = "device.gemm_efficiency_by_size";
+  if (!field.value.IsMap() || field.value.size() == 0)
+    return fail(field.line, path,
+                "expected a mapping of multiply-adds per GEMM call to efficiencies "
+                "({262144: 0.9, ...})");
+  for (auto it = field.value.begin(); it != field.value.end(); ++it) {
+    int line = lineOf(it->first, field.line);
+    std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+    char *end = nullptr;
+    double size = std::strtod(key.c_str(), &end);
+    if (key.empty() || *end != '\0' || !(size >= 1) || size > 1e18 || size != std::floor(size))
+      return fail(line, path,
+                  fmt::format("'{}': expected a whole number of multiply-adds (1 to 1e18)", key));
+    if (device.gemmEfficiencyBySize.count(size))
+      return fail(line, path + "." + key, "given twice");
+    double efficiency = 0;
+    PLAIT_RETURN_IF_ERROR(
+        readNumber(Field{it->second, line}, path + "." + key, 1.0, {}, efficiency));
+    device.gemmEfficiencyBySize.emplace(size, efficiency);
+  }
+  return {};
+}
+
 Status SpecReader::readThreads(const Field &field, DeviceSpec &device) const {
   const std::string path = "device.threads";
   if (device.kind != DeviceKind::Cpu)
@@ -258,7 +284,8 @@ Status SpecReader::readDevice(const Field &field, DeviceSpec &device) const {
   Fields fields;
   PLAIT_RETURN_IF_ERROR(fieldsOf(field.value, "device", field.line,
                                  {"kind", "model", "memory", "memory_bandwidth", "peak_flops",
-                                  "efficiency", "launch_overhead", "kernels", "threads"},
+                                  "efficiency", "gemm_efficiency_by_size", "launch_overhead", "kernels",
+                                  "threads"},
                                  fields));
   const Field *kind = nullptr, *memory = nullptr, *bandwidth = nullptr, *peaks = nullptr,
               *launch = nullptr;
@@ -303,6 +330,8 @@ Status SpecReader::readDevice(const Field &field, DeviceSpec &device) const {
     PLAIT_RETURN_IF_ERROR(readKernels(*kernels, device));
   if (const Field *threads = find(fields, "threads"))
     PLAIT_RETURN_IF_ERROR(readThreads(*threads, device));
+  if (const Field *sizes = find(fields, "gemm_efficiency_by_size"))
+    PLAIT_RETURN_IF_ERROR(readGemmSizes(*sizes, device));
 
   device.gemmEfficiency = 0.7;
   device.memoryEfficiency = 0.8;
@@ -419,6 +448,19 @@ std::string formatLink(const Link &link) {
 
 std::string_view dtypeName(Dtype dtype) { return kDtypeNames[size_t(dtype)]; }
 
+double DeviceSpec::gemmEfficiencyFor(double multiplyAdds) const {
+  if (gemmEfficiencyBySize.empty())
+    return gemmEfficiency;
+  auto above = gemmEfficiencyBySize.lower_bound(multiplyAdds);
+  if (above == gemmEfficiencyBySize.begin())
+    return above->second;
+  if (above == gemmEfficiencyBySize.end())
+    return std::prev(above)->second;
+  auto below = std::prev(above);
+  double t = std::log(multiplyAdds / below->first) / std::log(above->first / below->first);
+  return below->second + t * (above->second - below->second);
+}
+
 std::optional<Dtype> dtypeFromName(std::string_view name) {
   for (size_t i = 0; i < kNumDtypes; ++i)
     if (kDtypeNames[i] == name)
@@ -475,6 +517,12 @@ std::string writeClusterSpec(const ClusterSpec &spec) {
   out += fmt::format("  peak_flops: {{{}}}\n", peaks);
   out +=
       fmt::format("  efficiency: {{gemm: {}, memory: {}}}\n", d.gemmEfficiency, d.memoryEfficiency);
+  if (!d.gemmEfficiencyBySize.empty()) {
+    std::string sizes;
+    for (const auto &[size, efficiency] : d.gemmEfficiencyBySize)
+      sizes += fmt::format("{}{:.0f}: {}", sizes.empty() ? "" : ", ", size, efficiency);
+    out += fmt::format("  gemm_efficiency_by_size: {{{}}}\n", sizes);
+  }
   out += fmt::format("  launch_overhead: {}\n", formatQuantity(d.launchOverhead, Quantity::Time));
   if (!d.kernels.empty()) {
     out += "  kernels:\n";

@@ -110,6 +110,11 @@ struct DeviceSpec {
   /// kernels of memoryBandwidth.
   double gemmEfficiency = 0.7;
   double memoryEfficiency = 0.8;
+  /// Optional: the GEMM efficiency by the multiply-adds (m·n·k) of one GEMM call, measured
+  /// (plait-calibrate: its square GEMMs and the GPT sample's). A call between two sizes takes
+  /// the efficiency interpolated in log(size); beyond the ends, the end's. Empty: every GEMM
+  /// gets gemmEfficiency.
+  std::map<double, double> gemmEfficiencyBySize;
   double launchOverhead = 0; ///< seconds each kernel launch costs beyond its work
   /// Measured element-kernel rates by class (kKernelClassNames); empty for datasheet specs.
   std::map<std::string, KernelRate, std::less<>> kernels;
@@ -117,6 +122,10 @@ struct DeviceSpec {
   std::optional<ThreadScaling> threads;
 
   double peak(Dtype dtype) const { return peakFlops[size_t(dtype)]; }
+
+  /// The fraction of peakFlops a GEMM call of `multiplyAdds` reaches (gemmEfficiencyBySize,
+  /// or gemmEfficiency without it).
+  double gemmEfficiencyFor(double multiplyAdds) const;
 };
 
 struct ClusterSpec {

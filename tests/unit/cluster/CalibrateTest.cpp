@@ -42,6 +42,13 @@ TEST(Calibrate, QuickTwoRankRunWritesASpecThatParses) {
   }
   for (const auto &fit : spec.intraNode->byKind)
     EXPECT_TRUE(fit.has_value());
+  // The GEMM efficiency by call size: the squares (64 to 512 cubed in a quick run) and the GPT
+  // sample's mean call.
+  EXPECT_GE(spec.device.gemmEfficiencyBySize.size(), 5u);
+  for (const auto &[size, efficiency] : spec.device.gemmEfficiencyBySize) {
+    EXPECT_GT(efficiency, 0) << size;
+    EXPECT_LE(efficiency, 1) << size;
+  }
   // Rank 0 alone on the node's CPUs: the kernels' speedup on all of them (at most one per
   // thread; a machine with one CPU measures none).
   if (spec.device.threads) {

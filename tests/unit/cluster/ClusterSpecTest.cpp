@@ -98,7 +98,8 @@ device: {kind: cpu, memory: 1 GiB, memory_bandwidth: 10 GB/s, peak_flops: {fp32:
 TEST(ClusterSpec, UnknownFieldNamesItsLine) {
   EXPECT_EQ(errorOf(edited("  memory: 80 GiB", "  memroy: 80 GiB")),
             "spec.yaml:8: device.memroy: unknown field (expected one of kind, model, memory, "
-            "memory_bandwidth, peak_flops, efficiency, launch_overhead, kernels, threads)");
+            "memory_bandwidth, peak_flops, efficiency, gemm_efficiency_by_size, launch_overhead, "
+            "kernels, threads)");
   EXPECT_EQ(errorOf(edited("nodes: 2", "nodes: 2\nnode: 2")),
             "spec.yaml:4: node: unknown field (expected one of name, source, nodes, "
             "devices_per_node, device, links, price)");
@@ -290,6 +291,47 @@ TEST(ClusterSpec, ThreadScaling) {
   EXPECT_EQ(errorOf(replaced("count: 4", "cores: 4")),
             "spec.yaml:13: device.threads.cores: unknown field (expected one of count, "
             "gemm_speedup, element_speedup, region_overhead)");
+}
+
+// The optional GEMM efficiency by call size: read, interpolated in log(size) and clamped at
+// the ends, written back exactly; malformed sizes and efficiencies are named.
+TEST(ClusterSpec, GemmEfficiencyBySize) {
+  const std::string line = "  gemm_efficiency_by_size: {4096: 0.5, 262144: 0.8, 16777216: 0.95}\n";
+  auto with = [&](const std::string &sizes) {
+    return edited("  efficiency: {gemm: 0.7, memory: 0.8}\n",
+                  "  efficiency: {gemm: 0.7, memory: 0.8}\n" + sizes);
+  };
+  ClusterSpec spec;
+  rt::Status status = parseClusterSpecText(with(line), "spec.yaml", spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  const DeviceSpec &d = spec.device;
+  ASSERT_EQ(d.gemmEfficiencyBySize.size(), 3u);
+  EXPECT_DOUBLE_EQ(d.gemmEfficiencyFor(100), 0.5);    // below the smallest: its efficiency
+  EXPECT_DOUBLE_EQ(d.gemmEfficiencyFor(262144), 0.8);
+  EXPECT_DOUBLE_EQ(d.gemmEfficiencyFor(32768), 0.65); // halfway in log(size)
+  EXPECT_DOUBLE_EQ(d.gemmEfficiencyFor(1e12), 0.95);  // above the largest
+  std::string text = writeClusterSpec(spec);
+  EXPECT_NE(text.find(line), std::string::npos) << text;
+  ClusterSpec back;
+  ASSERT_TRUE(parseClusterSpecText(text, "written.yaml", back).ok());
+  EXPECT_EQ(writeClusterSpec(back), text);
+  ClusterSpec none;
+  ASSERT_TRUE(parseClusterSpecText(kSpec, "spec.yaml", none).ok());
+  EXPECT_DOUBLE_EQ(none.device.gemmEfficiencyFor(1e6), 0.7); // efficiency.gemm for every size
+
+  EXPECT_EQ(errorOf(with("  gemm_efficiency_by_size: {4096.5: 0.5}\n")),
+            "spec.yaml:12: device.gemm_efficiency_by_size: '4096.5': expected a whole number of "
+            "multiply-adds (1 to 1e18)");
+  EXPECT_EQ(errorOf(with("  gemm_efficiency_by_size: {big: 0.5}\n")),
+            "spec.yaml:12: device.gemm_efficiency_by_size: 'big': expected a whole number of "
+            "multiply-adds (1 to 1e18)");
+  EXPECT_EQ(errorOf(with("  gemm_efficiency_by_size: {4096: 1.5}\n")),
+            "spec.yaml:12: device.gemm_efficiency_by_size.4096: '1.5': must be at most 1");
+  EXPECT_EQ(errorOf(with("  gemm_efficiency_by_size: {4096: 0.5, 4096.0: 0.6}\n")),
+            "spec.yaml:12: device.gemm_efficiency_by_size.4096.0: given twice");
+  EXPECT_EQ(errorOf(with("  gemm_efficiency_by_size: 0.5\n")),
+            "spec.yaml:12: device.gemm_efficiency_by_size: expected a mapping of multiply-adds "
+            "per GEMM call to efficiencies ({262144: 0.9, ...})");
 }
 
 // A link's optional fit per collective kind.

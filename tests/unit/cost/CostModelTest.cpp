@@ -365,6 +365,23 @@ TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
   EXPECT_DOUBLE_EQ(update.splitGrains, 4);
 }
 
+// With gemm_efficiency_by_size, a contraction's FLOPs go at the efficiency of its GEMM calls'
+// size: a matmul's one call, a batched matmul's per batch entry.
+TEST(CostMeasuredKernels, GemmEfficiencyBySize) {
+  ClusterSpec spec = oneCpuNode(1);
+  spec.device.gemmEfficiencyBySize = {{4096, 0.25}, {1 << 24, 1.0}};
+  plan::PlanDesc plan = tensors({{256, 256}, {8, 16, 16}, {8, 16, 16}});
+  plan.instrs.push_back({"matmul", {0, 0}, {0}}); // one call of 2^24 multiply-adds
+  plan.instrs.push_back({"matmul", {1, 2}, {1}}); // 8 calls of 4096
+  Prediction p;
+  ASSERT_TRUE(predictStep(plan, spec, p).ok());
+  EXPECT_NEAR(p.instrSeconds[0], 2.0 * (1 << 24) / (100e12 * 1.0) + 1e-6, 1e-15);
+  EXPECT_NEAR(p.instrSeconds[1], 2.0 * 8 * 4096 / (100e12 * 0.25) + 1e-6, 1e-15);
+  spec.device.gemmEfficiencyBySize.clear(); // efficiency.gemm for both
+  ASSERT_TRUE(predictStep(plan, spec, p).ok());
+  EXPECT_NEAR(p.instrSeconds[1], 2.0 * 8 * 4096 / (100e12 * 0.5) + 1e-6, 1e-15);
+}
+
 // A link's per-kind fit is used for that kind only.
 TEST(CostCollectiveTime, PerKindLinkFit) {
   ClusterSpec spec = twoNodes();
