@@ -240,6 +240,15 @@ TEST(ClusterSpec, KernelRates) {
       << text;
 }
 
+// `spec` written has `line`, and parses back to the same text.
+void expectWrittenBack(const ClusterSpec &spec, const std::string &line) {
+  std::string text = writeClusterSpec(spec);
+  EXPECT_NE(text.find(line), std::string::npos) << text;
+  ClusterSpec back;
+  ASSERT_TRUE(parseClusterSpecText(text, "written.yaml", back).ok());
+  EXPECT_EQ(writeClusterSpec(back), text);
+}
+
 // A CPU device's optional thread scaling (plait-calibrate measures it; the cost model scales
 // split kernels by it): read, refused on a GPU and out of range, written back exactly.
 TEST(ClusterSpec, ThreadScaling) {
@@ -263,11 +272,7 @@ TEST(ClusterSpec, ThreadScaling) {
   EXPECT_DOUBLE_EQ(spec.device.threads->speedup(3.5, 2), 1 + 2.5 / 3);
   EXPECT_DOUBLE_EQ(spec.device.threads->speedup(3.5, 4), 3.5);
   EXPECT_DOUBLE_EQ(spec.device.threads->speedup(3.5, 1), 1);
-  std::string text = writeClusterSpec(spec);
-  EXPECT_NE(text.find(line), std::string::npos) << text;
-  ClusterSpec back;
-  ASSERT_TRUE(parseClusterSpecText(text, "written.yaml", back).ok());
-  EXPECT_EQ(writeClusterSpec(back), text);
+  expectWrittenBack(spec, line);
   ClusterSpec none;
   ASSERT_TRUE(parseClusterSpecText(cpu, "spec.yaml", none).ok());
   EXPECT_FALSE(none.device.threads.has_value());
@@ -310,11 +315,7 @@ TEST(ClusterSpec, GemmEfficiencyBySize) {
   EXPECT_DOUBLE_EQ(d.gemmEfficiencyFor(262144), 0.8);
   EXPECT_DOUBLE_EQ(d.gemmEfficiencyFor(32768), 0.65); // halfway in log(size)
   EXPECT_DOUBLE_EQ(d.gemmEfficiencyFor(1e12), 0.95);  // above the largest
-  std::string text = writeClusterSpec(spec);
-  EXPECT_NE(text.find(line), std::string::npos) << text;
-  ClusterSpec back;
-  ASSERT_TRUE(parseClusterSpecText(text, "written.yaml", back).ok());
-  EXPECT_EQ(writeClusterSpec(back), text);
+  expectWrittenBack(spec, line);
   ClusterSpec none;
   ASSERT_TRUE(parseClusterSpecText(kSpec, "spec.yaml", none).ok());
   EXPECT_DOUBLE_EQ(none.device.gemmEfficiencyFor(1e6), 0.7); // efficiency.gemm for every size
