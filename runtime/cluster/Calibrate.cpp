@@ -272,8 +272,8 @@ Status measureThreadScaling(MPI_Comm local, bool quick, ThreadRates &out) {
   std::array<double, 10> result{};
   if (worldRank == 0 && cpus >= 2) {
     sched_setaffinity(0, sizeof node, &node); // the pool's threads inherit it
-    const int reps = quick ? 3 : 7;
-    const double target = quick ? 0.005 : 0.02;
+    const int reps = quick ? 3 : 5;
+    const double target = quick ? 0.005 : 0.01;
     const int n = quick ? 256 : 512;
     const int64_t elements = quick ? 262144 : 524288;
     std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
@@ -293,16 +293,23 @@ Status measureThreadScaling(MPI_Comm local, bool quick, ThreadRates &out) {
     auto region = [] {
       rt::cpu::parallelFor(rt::cpu::kernelThreads(), 1, [](int64_t, int64_t, int64_t) {});
     };
-    std::array<double, 8> times{};
-    for (int threads : {1, cpus}) {
-      rt::cpu::setKernelThreads(threads);
-      const size_t at = threads == 1 ? 0 : 1;
-      times[0 + at] = localSeconds(reps, target, gemm);
-      times[2 + at] = localSeconds(reps, target, [&] { kernel(addFn, add); });
-      times[4 + at] = localSeconds(reps, target, [&] { kernel(geluFn, gelu); });
-      times[6 + at] = localSeconds(reps, target, region);
-    }
+    // In rounds, one thread and all of them alternating, each time the median of its rounds:
+    // a ratio of two times measured seconds apart on a machine whose speed drifts would
+    // measure the drift.
+    std::array<std::vector<double>, 8> rounds;
+    for (int round = 0; round < (quick ? 1 : kRounds); ++round)
+      for (int threads : {1, cpus}) {
+        rt::cpu::setKernelThreads(threads);
+        const size_t at = threads == 1 ? 0 : 1;
+        rounds[0 + at].push_back(localSeconds(reps, target, gemm));
+        rounds[2 + at].push_back(localSeconds(reps, target, [&] { kernel(addFn, add); }));
+        rounds[4 + at].push_back(localSeconds(reps, target, [&] { kernel(geluFn, gelu); }));
+        rounds[6 + at].push_back(localSeconds(reps, target, region));
+      }
     rt::cpu::setKernelThreads(1);
+    std::array<double, 8> times{};
+    for (size_t i = 0; i < times.size(); ++i)
+      times[i] = median(rounds[i]);
     sched_setaffinity(0, sizeof own, &own);
     result = {double(cpus), double(n), double(elements), times[0], times[1], times[2],
               times[3], times[4], times[5], times[7]};
