@@ -270,8 +270,9 @@ Status measureThreadScaling(MPI_Comm local, bool quick, ThreadRates &out) {
   const int cpus = std::min(CPU_COUNT(&node), rt::cpu::kMaxKernelThreads);
   // The CPUs, the GEMM size, the elements, then the seven times.
   std::array<double, 10> result{};
-  if (worldRank == 0 && cpus >= 2) {
-    sched_setaffinity(0, sizeof node, &node); // the pool's threads inherit it
+  // The pool's threads inherit rank 0's affinity: where it cannot take the node's CPUs (a
+  // cpuset narrower than the ranks' masks), the scaling is not measured.
+  if (worldRank == 0 && cpus >= 2 && sched_setaffinity(0, sizeof node, &node) == 0) {
     const int reps = quick ? 3 : 5;
     const double target = quick ? 0.005 : 0.01;
     const int n = quick ? 256 : 512;
