@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string_view>
 #include <unordered_map>
 
@@ -358,21 +359,25 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
         cost.elements = std::max(cost.elements, numel(tensor(t)));
     cost.rateClass = "fused"; // the fused kernel's own per-call and per-row costs
     // The iteration shape is the largest operand's. FusedKernels.cpp splits its tiles across
-    // threads unless a result sums over outer dimensions (its last axis is the shape's).
+    // threads; a result summed over outer dimensions (its last axis is the shape's) keeps a
+    // copy of its sums per chunk, at most kFusedSumSlots of them, and none when it is larger
+    // than kFusedSumSplitMax (Workspace.h's fusedSumSlots): then the walk is one thread's.
     const plan::TensorDesc *largest = &tensor(instr.outputs[0]);
     for (const std::vector<uint32_t> *tensors : {&instr.inputs, &instr.outputs})
       for (uint32_t t : *tensors)
         if (numel(tensor(t)) > numel(*largest))
           largest = &tensor(t);
-    bool outerSums = false;
+    double sumSlots = std::numeric_limits<double>::infinity(); // no outer sums: no cap
     if (const std::vector<int64_t> *reductions = plan::intsAttr(instr, "reductions"))
       for (size_t o = 0; o < reductions->size(); ++o)
         if ((*reductions)[o] != fused::Store) {
           if (o < instr.outputs.size()) {
             const plan::TensorDesc &y = tensor(instr.outputs[o]);
             cost.rows += numel(y); // each result element sums a row
-            outerSums |= largest->shape.empty() ||
-                         (!y.shape.empty() && y.shape.back() == largest->shape.back());
+            if (largest->shape.empty() ||
+                (!y.shape.empty() && y.shape.back() == largest->shape.back()))
+              sumSlots = std::min(sumSlots, double(rt::fusedSumSlots(int64_t(cost.elements),
+                                                                     int64_t(numel(y)))));
           }
           if (const ElementCost *c = elementCost(fused::reductionName((*reductions)[o]))) {
             cost.flops += c->flops * cost.elements;
@@ -389,8 +394,9 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
           cost.parts.push_back({c->rateClass, cost.elements});
         }
       }
-    if (!outerSums)
-      splitAs(cost, cost.elements / double(rt::cpu::kElementGrain), 1, false);
+    if (sumSlots > 1)
+      splitAs(cost, std::min(cost.elements / double(rt::cpu::kElementGrain), sumSlots), 1,
+              false);
     return cost;
   }
   if (k == "grouped_update") {

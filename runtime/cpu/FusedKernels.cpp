@@ -17,10 +17,15 @@
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/Workspace.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 namespace {
+
+static_assert(kFusedSumSplitElements == 2 * kElementGrain,
+              "a fused kernel reserves its sums' copies where parallelFor would split it");
 
 /// Elements per tile: a register of them is 1 KiB, so a 64-instruction program's tiles fit
 /// in L1 with its inputs' tiles.
@@ -296,6 +301,10 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   // accumulators in the workspace, as reduce_sum sums.
   float *direct[fused::kMaxInstructions] = {};
   double *acc[fused::kMaxInstructions] = {};
+  // A result summed over outer dimensions has an accumulator copy per chunk of a split
+  // (fusedSumSlots, Workspace.h); the kernel splits into at most the fewest of them.
+  int64_t slots[fused::kMaxInstructions] = {};
+  int64_t sumChunks = kFusedSumSlots;
   bool halfOut[fused::kMaxInstructions] = {};
   Scratch workspace(call, kName);
   for (size_t o = 0; o < outputs.size(); ++o) {
@@ -306,13 +315,25 @@ Status fusedElementwiseKernel(const KernelCall &call) {
         direct[size_t(outputs[o]) - inputs] = y.as<float>();
       continue;
     }
-    PLAIT_RETURN_IF_ERROR(workspace.take(y.numel(), acc[o]));
-    std::fill(acc[o], acc[o] + y.numel(), 0.0);
+    slots[o] = 1;
     if (shape.empty() || y.shape.back() == shape.back()) {
       sumPlans[o] = planBroadcast<1>(shape, {y.shape});
       outerSums = true;
+      slots[o] = fusedSumSlots(numel, y.numel());
+      sumChunks = std::min(sumChunks, slots[o]);
     }
+    PLAIT_RETURN_IF_ERROR(workspace.take(y.numel() * slots[o], acc[o]));
   }
+  // Split across the kernels' threads (Parallel.h) by whole tiles. Results summed over outer
+  // dimensions split into at most sumChunks chunks (a copy of their sums each); with one
+  // copy, the walk stays on one thread.
+  const int64_t grain = outerSums ? std::max<int64_t>(kElementGrain,
+                                                      (numel + sumChunks - 1) / sumChunks)
+                                  : kElementGrain;
+  const int64_t chunks = outerSums && sumChunks <= 1 ? 1 : parallelChunks(numel, grain);
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (acc[o])
+      std::fill(acc[o], acc[o] + call.outputs[o].numel() * std::min(slots[o], chunks), 0.0);
   bool halfIn[fused::kMaxInputs] = {};
   for (size_t i = 0; i < inputs; ++i) {
     const TensorView &x = call.inputs[i];
@@ -323,7 +344,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   }
   // Tiles [begin, end) of the iteration shape, with this thread's own tiles and walks. Whole
   // tiles per chunk: a row-reduced result's rows are each summed by one chunk, in order.
-  auto runTiles = [&](int64_t, int64_t chunkBegin, int64_t chunkEnd) {
+  auto runTiles = [&](int64_t chunk, int64_t chunkBegin, int64_t chunkEnd) {
     // On the stack (no allocation during a step): a tile per instruction, and one per input
     // that is not read in place (a single element repeated, or a broadcast gathered).
     alignas(64) float scratch[fused::kMaxInstructions * kTile];
@@ -340,7 +361,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
     }
     for (size_t o = 0; o < outputs.size(); ++o)
       if (sumPlans[o])
-        sumCursors[o].start(sumPlans[o]->shape.size()); // one chunk: it starts at 0
+        sumCursors[o].seek(*sumPlans[o], chunkBegin);
     for (int64_t begin = chunkBegin; begin < chunkEnd; begin += tile) {
       int64_t n = std::min(tile, chunkEnd - begin);
       for (size_t i = 0; i < inputs; ++i) {
@@ -377,8 +398,9 @@ Status fusedElementwiseKernel(const KernelCall &call) {
             narrowBf16Tile(values[o], call.outputs[o].as<uint16_t>() + begin, n);
           continue;
         }
-        if (sumPlans[o]) {
-          scatterAdd(values[o], *sumPlans[o], sumCursors[o], n, acc[o]);
+        if (sumPlans[o]) { // this chunk's copy of the sums
+          scatterAdd(values[o], *sumPlans[o], sumCursors[o], n,
+                     acc[o] + chunk * call.outputs[o].numel());
           continue;
         }
         for (int64_t row = 0; row < n / inner; ++row) // whole rows, each into its sum
@@ -386,16 +408,20 @@ Status fusedElementwiseKernel(const KernelCall &call) {
       }
     }
   };
-  // Split across the kernels' threads (Parallel.h) unless a result sums over outer
-  // dimensions, whose sums take their elements in memory order from one walk.
-  if (outerSums)
+  if (chunks <= 1)
     runTiles(0, 0, numel);
   else
-    parallelFor(numel, kElementGrain, runTiles, tile);
+    parallelFor(numel, grain, runTiles, tile);
   for (size_t o = 0; o < outputs.size(); ++o) {
     if (!acc[o])
       continue;
     int64_t outCount = call.outputs[o].numel();
+    // The chunks' copies, added in chunk order: each element's sum differs from one walk's
+    // only in the double rounding of its partial sums (the f32 result alike unless that sum
+    // lies within a double's rounding of an f32 rounding boundary).
+    for (int64_t c = 1; c < std::min(slots[o], chunks); ++c)
+      for (int64_t i = 0; i < outCount; ++i)
+        acc[o][i] += acc[o][c * outCount + i];
     double divisor = double(numel / std::max<int64_t>(outCount, 1));
     // As reduce_sum / reduce_mean: the f32 value of the sum, rounded to bf16 when the
     // result is bf16 (staged in f32, as the unfused kernel is).

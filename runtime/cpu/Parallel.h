@@ -27,9 +27,12 @@ namespace plait::rt::cpu {
 /// The most threads setKernelThreads takes.
 inline constexpr int kMaxKernelThreads = 256;
 
-/// Grains: a chunk is worth a thread above about 40 us of work, the time it can take to wake
-/// a sleeping worker here. Elements of a memory-bound loop (elementwise, row-wise kernels):
-inline constexpr int64_t kElementGrain = 65536;
+/// Grains: the work below which a chunk is not worth a thread. Elements of a memory-bound loop
+/// (elementwise, row-wise kernels): about 5-20 us. 65536 (about 40 us, the time it can take to
+/// wake a sleeping worker here) left a 12-layer GPT's 65K-element kernels on one thread, and
+/// each of them, reading what both threads' halves of the kernel before had written, ran up
+/// to 5x slower than on one thread alone (bench/README.md): 16384 made that step 6% faster.
+inline constexpr int64_t kElementGrain = 16384;
 /// Multiply-adds (GEMMs, attention heads):
 inline constexpr int64_t kMultiplyAddGrain = int64_t(1) << 21;
 /// Class scores of a loss gradient: half of kElementGrain, each score being an exp in double.

@@ -122,11 +122,32 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
       operands(1, 1)) // accumulators: double for floats, uint64 for integers
     return chunk(numel(out[0]), 8);
   if (kernel == "fused_elementwise") { // a double accumulator per reduced result's element
+    // The iteration shape: every operand broadcast together (right-aligned; a dimension of 0
+    // against 1 is 0), as the kernel checks they do.
+    std::vector<int64_t> shape;
+    for (const std::vector<OperandType> *operands : {&in, &out})
+      for (const OperandType &t : *operands) {
+        const std::vector<int64_t> &dims = *t.shape;
+        if (dims.size() > shape.size())
+          shape.insert(shape.begin(), dims.size() - shape.size(), 1);
+        for (size_t d = 0; d < dims.size(); ++d) {
+          int64_t &at = shape[shape.size() - dims.size() + d];
+          at = at == 0 || dims[d] == 0 ? 0 : std::max(at, dims[d]);
+        }
+      }
+    auto clamped = [](uint64_t n) { return int64_t(std::min<uint64_t>(n, INT64_MAX)); };
+    const int64_t iteration = clamped(product(shape, 0, shape.size()));
     const std::vector<int64_t> &reductions = attrs().getInts("reductions");
     uint64_t bytes = 0;
     for (size_t o = 0; o < reductions.size() && o < out.size(); ++o)
-      if (reductions[o] != 0)
-        bytes = saturatingAdd(bytes, chunk(numel(out[o]), 8));
+      if (reductions[o] != 0) {
+        // A sum over outer dimensions (its last axis the iteration shape's) keeps a copy per
+        // chunk of a split (fusedSumSlots).
+        const std::vector<int64_t> &y = *out[o].shape;
+        bool outer = shape.empty() || (!y.empty() && y.back() == shape.back());
+        uint64_t slots = outer ? uint64_t(fusedSumSlots(iteration, clamped(numel(out[o])))) : 1;
+        bytes = saturatingAdd(bytes, chunk(saturatingMul(numel(out[o]), slots), 8));
+      }
     return bytes;
   }
   if ((kernel == "reduce_max" || kernel == "reduce_min") && operands(1, 1))

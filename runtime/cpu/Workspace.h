@@ -26,6 +26,21 @@ inline int64_t attentionWorkspaceRows(int64_t queries) {
   return queries < kAttentionRowBlock / 4 ? 4 * queries : kAttentionRowBlock;
 }
 
+/// Accumulator copies a fused kernel keeps for a result it sums over outer dimensions (a bias
+/// gradient), one per chunk when its tiles are split across threads (FusedKernels.cpp): each
+/// chunk sums its rows into its own copy, and the copies are added in chunk order after.
+/// kFusedSumSlots copies when the iteration shape has at least kFusedSumSplitElements
+/// elements (two of Parallel.h's kElementGrain) and the result at most kFusedSumSplitMax;
+/// otherwise one, and the kernel's walk stays on one thread.
+inline constexpr int64_t kFusedSumSlots = 4;
+inline constexpr int64_t kFusedSumSplitElements = 2 * 16384;
+inline constexpr int64_t kFusedSumSplitMax = 65536;
+inline int64_t fusedSumSlots(int64_t iterationNumel, int64_t resultNumel) {
+  return iterationNumel >= kFusedSumSplitElements && resultNumel <= kFusedSumSplitMax
+             ? kFusedSumSlots
+             : 1;
+}
+
 /// The longest head dimension the CUDA attention kernels take (kernels/Launch.h
 /// kAttentionMaxHeadDim, checked equal in CudaAttentionKernels.cpp): plait-fuse-attention
 /// leaves longer heads decomposed for --device cuda.

@@ -9,6 +9,7 @@
 #include "passes/analysis/CostModel.h"
 #include "runtime/cluster/RingModel.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::cost {
 namespace {
@@ -354,6 +355,22 @@ TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
   EXPECT_NEAR(many.instrSeconds[1], 200e-9 + big * 0.5e-9 / 2.5 + 1e-6, 1e-12);
   // MFU against the four CPUs the rank uses.
   EXPECT_NEAR(many.mfu, many.flops / (many.step.seconds * 100e12 * 4), 1e-12);
+
+  // A fused kernel splits its tiles; with a sum over outer dimensions (a bias gradient) into
+  // at most kFusedSumSlots chunks, and not at all when the sums are too many for copies.
+  plan::PlanDesc fusedPlan =
+      tensors({{1024, 1024}, {1, 1024}, {1024, 1}, {2, 131072}, {1, 131072}});
+  auto fusedSum = [&](uint32_t in, uint32_t out) {
+    return plan::InstrDesc{"fused_elementwise", {in}, {out},
+                           {{"program", {fused::Neg, 0, -1}}, {"outputs", {1}},
+                            {"reductions", {fused::Sum}}}};
+  };
+  fusedPlan.instrs = {fusedSum(0, 1), fusedSum(0, 2), fusedSum(3, 4)};
+  const double grains = 1024.0 * 1024 / double(rt::cpu::kElementGrain);
+  EXPECT_DOUBLE_EQ(opCost(fusedPlan, fusedPlan.instrs[0]).splitGrains,
+                   double(rt::kFusedSumSlots)); // capped at the copies
+  EXPECT_DOUBLE_EQ(opCost(fusedPlan, fusedPlan.instrs[1]).splitGrains, grains); // row sums
+  EXPECT_EQ(opCost(fusedPlan, fusedPlan.instrs[2]).splitShare, 0); // 131,072 sums: one walk
 
   // An optimizer group splits the tensors of two grains or more, each on its own.
   plan::PlanDesc group = tensors({{int64_t(big)}, {100}, {}});

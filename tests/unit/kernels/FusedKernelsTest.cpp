@@ -7,6 +7,7 @@
 #include <random>
 
 #include "codegen/schema/FusedElementwise.h"
+#include "runtime/cpu/Workspace.h"
 #include "tests/unit/kernels/KernelTestSupport.h"
 
 namespace plait::rt::test {
@@ -147,7 +148,9 @@ TEST(FusedKernels, ReducedResultsMatchTheUnfusedReductionsBitForBit) {
 
 // Split across 3 threads (runtime/cpu/Parallel.h): each chunk seeks its broadcast inputs'
 // walks to its first element, and row sums stay whole within a chunk; a result summed over
-// outer dimensions keeps the whole walk on one thread. Still bit for bit the unfused kernels.
+// outer dimensions is split too (195,579 elements: 3 chunks), each chunk summing into its own
+// copy of the sums, added in chunk order. Bit for bit the unfused kernels here; for the outer
+// sums that is not promised (their partial sums round differently in double), only likely.
 TEST(FusedKernels, SplitAcrossThreadsMatchesTheUnfusedKernelsBitForBit) {
   KernelThreads threads(3);
   Shape s = {3, 701, 93}, rows = {3, 701, 1}, columns = {1, 1, 93};
@@ -180,6 +183,51 @@ TEST(FusedKernels, SplitAcrossThreadsMatchesTheUnfusedKernelsBitForBit) {
   ASSERT_TRUE(whole.status.ok()) << whole.status.message();
   expectSameBits(whole.out(0), y, "(x - perRow) * perColumn, one walk");
   expectSameBits(whole.out(1), reduce(e, {0, 1}, columns), "sums over the outer dimensions");
+}
+
+// A bias gradient (a sum over the rows) of 512 x 1024 on 4 threads: 4 chunks, each summing
+// its rows into its own copy of the 1024 sums (the workspace holds 4 copies: fusedSumSlots).
+// Within an f32 rounding of the f32 products summed in double, and of one thread's result;
+// a result too large for the copies, or a kernel too small to split, declares one copy.
+TEST(FusedKernels, OuterSumsSplitIntoACopyPerChunk) {
+  const Shape s = {512, 1024}, bias = {1, 1024};
+  OwnedTensor x = randomFloats(s, 31), g = randomFloats(s, 32);
+  const Attrs attrs = AttrsBuilder()
+                          .ints("program", {fused::Mul, 0, 1})
+                          .ints("outputs", {2})
+                          .ints("reductions", {fused::Sum})
+                          .build();
+  auto run = [&] {
+    return runKernel("fused_elementwise", {x, g}, {{DType::F32, bias}}, attrs);
+  };
+  KernelResult one;
+  {
+    KernelThreads single(1);
+    one = run();
+  }
+  KernelThreads threads(4);
+  KernelResult split = run();
+  ASSERT_TRUE(one.status.ok()) << one.status.message();
+  ASSERT_TRUE(split.status.ok()) << split.status.message();
+  std::vector<double> expected(1024, 0.0);
+  const float *a = x.view.as<float>(), *b = g.view.as<float>();
+  for (int64_t r = 0; r < 512; ++r)
+    for (int64_t c = 0; c < 1024; ++c)
+      expected[size_t(c)] += double(a[r * 1024 + c] * b[r * 1024 + c]); // the f32 product
+  EXPECT_TRUE(allClose(split.out(0).floats(), expected, 1.2e-7, 0));
+  std::vector<float> serial = one.out(0).floats();
+  EXPECT_TRUE(allClose(split.out(0).floats(),
+                       std::vector<double>(serial.begin(), serial.end()), 1.2e-7, 0));
+
+  auto workspace = [&](const Shape &in, const Shape &out) {
+    return kernelWorkspaceBytes("fused_elementwise", {{DType::F32, &in}, {DType::F32, &in}},
+                                {{DType::F32, &out}}, attrs);
+  };
+  EXPECT_EQ(workspace(s, bias), 4u * 1024 * 8);
+  EXPECT_EQ(workspace({16, 1024}, bias), 1024u * 8);            // 16,384 elements: unsplit
+  const Shape wide = {4, 131072}, wideSum = {1, 131072};         // a sum of 131,072 elements
+  EXPECT_EQ(workspace(wide, wideSum), 131072u * 8);
+  EXPECT_EQ(workspace(s, {512, 1}), 512u * 8);                   // row sums: one copy
 }
 
 // A scalar iteration shape: a reduced result is the value itself (a mean of one element).
