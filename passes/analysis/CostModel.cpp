@@ -161,6 +161,9 @@ double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const El
   return 0;
 }
 
+/// Multiply-adds per GEMM call of a contraction (its FLOPs over its GEMM calls, `rows`).
+double multiplyAddsPerCall(const OpCost &cost) { return cost.flops / 2 / std::max(cost.rows, 1.0); }
+
 /// Marks all of `cost`'s work as split across threads in `calls` calls of `grains` grains
 /// each (nothing when a call is under two grains: parallelFor runs it on one thread).
 void splitAs(OpCost &cost, double grains, double calls, bool gemm) {
@@ -280,7 +283,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     cost.contraction = true;
     cost.rateClass = "matmul"; // its fixed costs; the FLOPs go by the GEMM rate
     // Each GEMM call splits its rows or columns above two grains of multiply-adds (Gemm.cpp).
-    splitAs(cost, cost.flops / 2 / cost.rows / double(rt::cpu::kMultiplyAddGrain), cost.rows,
+    splitAs(cost, multiplyAddsPerCall(cost) / double(rt::cpu::kMultiplyAddGrain), cost.rows,
             true);
     return cost;
   }
@@ -344,7 +347,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
         cost.elements = batch * group * patch * plane; // the columns
         cost.rateClass = "conv";
         // Its GEMMs split as matmul's; im2col and col2im run on one thread.
-        splitAs(cost, cost.flops / 2 / cost.rows / double(rt::cpu::kMultiplyAddGrain),
+        splitAs(cost, multiplyAddsPerCall(cost) / double(rt::cpu::kMultiplyAddGrain),
                 cost.rows, true);
       }
     }
@@ -354,19 +357,17 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     // Each op of the program on every element of the iteration shape (the largest operand:
     // all broadcast to it), and each reduced result's sum; memory traffic only for inputs
     // and results.
-    for (const std::vector<uint32_t> *tensors : {&instr.inputs, &instr.outputs})
-      for (uint32_t t : *tensors)
-        cost.elements = std::max(cost.elements, numel(tensor(t)));
-    cost.rateClass = "fused"; // the fused kernel's own per-call and per-row costs
-    // The iteration shape is the largest operand's. FusedKernels.cpp splits its tiles across
-    // threads; a result summed over outer dimensions (its last axis is the shape's) keeps a
-    // copy of its sums per chunk, at most kFusedSumSlots of them, and none when it is larger
-    // than kFusedSumSplitMax (Workspace.h's fusedSumSlots): then the walk is one thread's.
     const plan::TensorDesc *largest = &tensor(instr.outputs[0]);
     for (const std::vector<uint32_t> *tensors : {&instr.inputs, &instr.outputs})
       for (uint32_t t : *tensors)
         if (numel(tensor(t)) > numel(*largest))
           largest = &tensor(t);
+    cost.elements = numel(*largest);
+    cost.rateClass = "fused"; // the fused kernel's own per-call and per-row costs
+    // FusedKernels.cpp splits its tiles across threads; a result summed over outer dimensions
+    // (its last axis is the iteration shape's) keeps a copy of its sums per chunk, at most
+    // kFusedSumSlots of them, and none when it is larger than kFusedSumSplitMax (Workspace.h's
+    // fusedSumSlots): then the walk is one thread's.
     double sumSlots = std::numeric_limits<double>::infinity(); // no outer sums: no cap
     if (const std::vector<int64_t> *reductions = plan::intsAttr(instr, "reductions"))
       for (size_t o = 0; o < reductions->size(); ++o)
@@ -606,8 +607,7 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
         op.seconds = std::max((own->overhead + threaded(work)) / share, memorySplit(cost.bytes));
       } else {
         // The GEMM efficiency of its calls' size (device.gemm_efficiency_by_size).
-        double perCall = cost.flops / 2 / std::max(cost.rows, 1.0);
-        double rate = peak * device.gemmEfficiencyFor(perCall) * share;
+        double rate = peak * device.gemmEfficiencyFor(multiplyAddsPerCall(cost)) * share;
         double computeSeconds = rate > 0 ? cost.flops / rate : 0;
         op.seconds = std::max(threaded(computeSeconds), memorySplit(cost.bytes));
         // The kernel's fixed costs beside its FLOPs: matmul's call and GEMM calls; a

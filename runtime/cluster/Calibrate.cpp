@@ -232,7 +232,6 @@ Status measureKernelClasses(bool quick, std::vector<KernelClassRates> &out) {
   return {};
 }
 
-// One collective at each buffer size from `minBytes` to `maxBytes` (×4), on `comm`.
 // --- The kernels on several threads (ThreadRates) ----------------------------------------
 
 // The median over `reps` repetitions of one call's time, each repetition `calls` calls, on
@@ -252,13 +251,12 @@ double localSeconds(int reps, double target, const std::function<void()> &call) 
   return median(times);
 }
 
-// Rank 0 of each node times a GEMM, two element kernels and an empty region on one thread and
-// on all the CPUs its node's ranks may use (the union of their affinity masks), the others
+// Rank 0 times a GEMM, two element kernels and an empty region on one thread and on all the
+// CPUs its node's ranks may use (the union of their affinity masks), the others
 // sleeping meanwhile (not spinning in MPI) so that their cores are free; rank 0's times go
 // to every rank.
 Status measureThreadScaling(MPI_Comm local, bool quick, ThreadRates &out) {
-  int localRank = 0, worldRank = 0;
-  PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_rank(local, &localRank));
+  int worldRank = 0;
   PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_rank(MPI_COMM_WORLD, &worldRank));
   cpu_set_t own, node;
   CPU_ZERO(&own);
@@ -338,6 +336,7 @@ Status measureThreadScaling(MPI_Comm local, bool quick, ThreadRates &out) {
   return {};
 }
 
+// One collective at each buffer size from `minBytes` to `maxBytes` (×4), on `comm`.
 Status measureCollective(MPI_Comm comm, Collective collective, uint64_t maxBytes, bool quick,
                          CollectiveRates &out) {
   int size = 0;
@@ -687,16 +686,14 @@ ClusterSpec specFromCalibration(const Calibration &c, const std::string &name) {
     d.kernels[k.name] = k.fit;
   if (const ThreadRates &t = c.threads; t.threads >= 2 && t.gemmAll > 0 && t.addAll > 0 &&
                                          t.geluAll > 0) {
-    auto speedup = [&](double one, double all) {
-      return std::clamp(significant(one / all), 0.001, double(t.threads));
+    auto speedup = [&](double ratio) {
+      return std::clamp(significant(ratio), 0.001, double(t.threads));
     };
     ThreadScaling &s = d.threads.emplace();
     s.count = t.threads;
-    s.gemmSpeedup = speedup(t.gemmOne, t.gemmAll);
+    s.gemmSpeedup = speedup(t.gemmOne / t.gemmAll);
     // A memory-bound loop and a transcendental one: the mean of their speedups.
-    s.elementSpeedup =
-        std::clamp(significant(0.5 * (t.addOne / t.addAll + t.geluOne / t.geluAll)), 0.001,
-                   double(t.threads));
+    s.elementSpeedup = speedup(0.5 * (t.addOne / t.addAll + t.geluOne / t.geluAll));
     s.regionOverhead = significant(std::max(t.region, 1e-9));
   }
   // Per kind: rank 0's own groups' fits (rank 0 writes the spec).

@@ -284,8 +284,8 @@ Status SpecReader::readDevice(const Field &field, DeviceSpec &device) const {
   Fields fields;
   PLAIT_RETURN_IF_ERROR(fieldsOf(field.value, "device", field.line,
                                  {"kind", "model", "memory", "memory_bandwidth", "peak_flops",
-                                  "efficiency", "gemm_efficiency_by_size", "launch_overhead", "kernels",
-                                  "threads"},
+                                  "efficiency", "gemm_efficiency_by_size", "launch_overhead",
+                                  "kernels", "threads"},
                                  fields));
   const Field *kind = nullptr, *memory = nullptr, *bandwidth = nullptr, *peaks = nullptr,
               *launch = nullptr;

@@ -86,7 +86,7 @@ struct KernelRate {
 struct ThreadScaling {
   uint32_t count = 1;         ///< the threads measured: all the CPUs one rank could use
   double gemmSpeedup = 1;     ///< a split GEMM's time on 1 thread / on `count`
-  double elementSpeedup = 1;  ///< the same for a split memory-bound loop (a binary add)
+  double elementSpeedup = 1;  ///< the same for split elementwise loops (add and gelu's mean)
   double regionOverhead = 0;  ///< seconds one split call costs beyond its chunks (handing out)
 
   /// The speedup of a call split into `chunks` (1 ≤ chunks ≤ count) of the kind whose speedup
