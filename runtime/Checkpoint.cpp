@@ -509,7 +509,7 @@ Status copyLogical(const CheckpointIndex &index, FileCache &files, const std::st
       return {};
   }
   return Status::errorf("{}: elements [{}, {}) of '{}' are stored in no file", index.path, next,
-                        end, name);
+                        end, printable(name));
 }
 
 } // namespace
@@ -547,7 +547,7 @@ Status assembleCheckpointTensor(const CheckpointIndex &index, const std::string 
                                 HostTensor &out) {
   auto it = index.tensors.find(name);
   if (it == index.tensors.end())
-    return Status::errorf("{}: has no tensor '{}'", index.path, name);
+    return Status::errorf("{}: has no tensor '{}'", index.path, printable(name));
   out.dtype = it->second.dtype;
   out.shape = it->second.shape;
   out.bytes.assign(size_t(it->second.numel()) * dtypeSize(out.dtype), 0);

@@ -74,6 +74,8 @@ Status parseSafetensors(const uint8_t *data, size_t size, const std::string &pat
       continue;
     Entry e;
     e.name = name;
+    // Names and dtypes are the file's text: escaped, so an error stays one line.
+    const std::string shown = printable(name);
     auto dtype = info.is_object() ? info.find("dtype") : header.end();
     auto shape = info.is_object() ? info.find("shape") : header.end();
     auto offsets = info.is_object() ? info.find("data_offsets") : header.end();
@@ -81,31 +83,31 @@ Status parseSafetensors(const uint8_t *data, size_t size, const std::string &pat
         offsets == info.end() || !dtype->is_string() || !shape->is_array() ||
         !offsets->is_array() || offsets->size() != 2)
       return Status::errorf("{}: tensor '{}': expected {{dtype, shape, data_offsets: [begin, "
-                            "end]}}", path, name);
+                            "end]}}", path, shown);
     if (!parseDType(dtype->get<std::string>(), e.tensor.dtype))
-      return Status::errorf("{}: tensor '{}': unknown dtype '{}'", path, name,
-                            dtype->get<std::string>());
+      return Status::errorf("{}: tensor '{}': unknown dtype '{}'", path, shown,
+                            printable(dtype->get<std::string>()));
     uint64_t bytes = dtypeSize(e.tensor.dtype);
     for (const auto &d : *shape) {
       if (!d.is_number_unsigned())
         return Status::errorf("{}: tensor '{}': shape entries must be non-negative integers",
-                              path, name);
+                              path, shown);
       uint64_t dim = d.get<uint64_t>();
       if (dim > uint64_t(INT64_MAX) || __builtin_mul_overflow(bytes, dim, &bytes))
-        return Status::errorf("{}: tensor '{}': shape is too large", path, name);
+        return Status::errorf("{}: tensor '{}': shape is too large", path, shown);
       e.tensor.shape.push_back(int64_t(dim));
     }
     if (!(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
       return Status::errorf("{}: tensor '{}': data_offsets must be non-negative integers",
-                            path, name);
+                            path, shown);
     e.begin = (*offsets)[0].get<uint64_t>();
     e.end = (*offsets)[1].get<uint64_t>();
     if (e.begin > e.end || e.end > dataBytes)
       return Status::errorf("{}: tensor '{}': data_offsets [{}, {}) lie outside the {} data "
-                            "bytes (file truncated?)", path, name, e.begin, e.end, dataBytes);
+                            "bytes (file truncated?)", path, shown, e.begin, e.end, dataBytes);
     if (e.end - e.begin != bytes)
       return Status::errorf("{}: tensor '{}': data_offsets hold {} bytes, shape {} of {} "
-                            "needs {}", path, name, e.end - e.begin,
+                            "needs {}", path, shown, e.end - e.begin,
                             shapeString(e.tensor.shape), dtypeName(e.tensor.dtype), bytes);
     entries.push_back(std::move(e));
   }
@@ -116,8 +118,8 @@ Status parseSafetensors(const uint8_t *data, size_t size, const std::string &pat
   for (const Entry &e : entries) {
     if (e.begin != covered)
       return Status::errorf("{}: tensor '{}': data_offsets start at {}, expected {} (tensors "
-                            "must cover the data without gaps or overlaps)", path, e.name,
-                            e.begin, covered);
+                            "must cover the data without gaps or overlaps)", path,
+                            printable(e.name), e.begin, covered);
     covered = e.end;
   }
   if (covered != dataBytes)

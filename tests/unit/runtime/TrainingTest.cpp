@@ -203,6 +203,13 @@ TEST(Safetensors, RefusesMalformedFiles) {
               testing::HasSubstr("without gaps or overlaps"));
   EXPECT_THAT(parse(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 9),
               testing::HasSubstr("1 bytes follow the last tensor"));
+  // Names and dtypes are the file's text: a control character in one is escaped, so the
+  // error stays one line (fuzz.safetensors found a name with a newline).
+  EXPECT_EQ(parse(R"({"a\nb":{"dtype":"Q\r8","shape":[2],"data_offsets":[0,8]}})", 8),
+            "f.safetensors: tensor 'a\\x0ab': unknown dtype 'Q\\x0d8'");
+  EXPECT_THAT(parse(R"({"a\u0000":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                    R"("b\tc":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12),
+              testing::HasSubstr("tensor 'b\\x09c': data_offsets start at 4"));
   std::vector<uint8_t> tiny(5);
   std::vector<std::pair<std::string, HostTensor>> out;
   EXPECT_THAT(parseSafetensors(tiny.data(), tiny.size(), "t", out).message(),
