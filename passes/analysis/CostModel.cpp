@@ -183,7 +183,7 @@ double rowGrains(double rows, double width, int64_t grain) {
 
 /// The element kernels whose loops the runtime splits across threads (their parallelFor
 /// calls: Unary-, Binary- and OptimizerKernels.cpp). pow, where, clamp, not, casts,
-/// reductions, movement, losses and pools run on one thread.
+/// reductions, movement and losses run on one thread (pools split by plane: below).
 bool splitsElements(std::string_view k) {
   static constexpr std::string_view kSplit[] = {
       "add", "sub", "mul", "div", "max", "min", "greater", "less", "equal", "and", "or",
@@ -219,6 +219,29 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
     for (int64_t d = axis; d < rank; ++d)
       width *= double(a.shape[size_t(d)]);
     splitAs(cost, rowGrains(numel(a) / width, width, rt::cpu::kElementGrain), 1, false);
+    return;
+  }
+  if (k == "max_pool2d" || k == "avg_pool2d" || k == "max_pool2d_grad" ||
+      k == "avg_pool2d_grad") {
+    // Planes (N x C), each its input plane and its windows' reads a grain (PoolSupport.h
+    // poolPlaneGrain); max_pool2d_grad in at most one chunk per argmax slot (Workspace.h).
+    bool grad = k == "max_pool2d_grad" || k == "avg_pool2d_grad";
+    const plan::TensorDesc &x = k == "avg_pool2d_grad" ? out : a;
+    const plan::TensorDesc &y = grad ? plan.tensors[instr.inputs.back()] : out;
+    const std::vector<int64_t> *window = plan::intsAttr(instr, "kernel");
+    if (x.shape.size() != 4 || y.shape.size() != 4 || !window || window->size() != 2)
+      return;
+    double planes = double(x.shape[0]) * double(x.shape[1]);
+    double inPlane = double(x.shape[2]) * double(x.shape[3]);
+    double outPlane = double(y.shape[2]) * double(y.shape[3]);
+    double perPlane = inPlane + outPlane * double((*window)[0]) * double((*window)[1]);
+    double grains = planes / double(rt::cpu::grainFor(rt::cpu::kElementGrain,
+                                                      int64_t(std::min(perPlane, 1e18))));
+    if (k == "max_pool2d_grad")
+      grains = std::min(grains, double(rt::maxPoolGradSlots(
+                                    int64_t(std::min(planes, 1e18)),
+                                    int64_t(std::min(inPlane + outPlane, 1e18)))));
+    splitAs(cost, grains, 1, false);
     return;
   }
   if (k == "softmax_cross_entropy_grad" && cost.rows > 0) // positions of `classes` scores
@@ -346,9 +369,23 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
         cost.rows = batch * group;
         cost.elements = batch * group * patch * plane; // the columns
         cost.rateClass = "conv";
-        // Its GEMMs split as matmul's; im2col and col2im run on one thread.
-        splitAs(cost, multiplyAddsPerCall(cost) / double(rt::cpu::kMultiplyAddGrain),
-                cost.rows, true);
+        // Its units (conv2d_grad_weight: images) split across threads, a column matrix per
+        // chunk (Workspace.h convColumnSlots, ConvSupport.h forEachConvUnit); when there are
+        // too few for two chunks, its GEMMs split as matmul's and im2col/col2im by channel.
+        bool byImage = k == "conv2d_grad_weight";
+        double units = byImage ? batch : cost.rows;
+        double unitWork = multiplyAddsPerCall(cost) * (byImage ? group : 1);
+        auto clamped = [](double v) { return int64_t(std::min(v, 1e18)); };
+        double slots = double(rt::convColumnSlots(clamped(units), clamped(unitWork)));
+        if (slots > 1)
+          splitAs(cost,
+                  std::min(units / double(rt::cpu::grainFor(rt::cpu::kMultiplyAddGrain,
+                                                            clamped(unitWork))),
+                           slots),
+                  1, true);
+        else
+          splitAs(cost, multiplyAddsPerCall(cost) / double(rt::cpu::kMultiplyAddGrain),
+                  cost.rows, true);
       }
     }
     return cost;

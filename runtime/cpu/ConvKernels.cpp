@@ -1,8 +1,11 @@
-// conv2d (NCHW, grouped, dilated, optional bias) as im2col followed by one GEMM per group.
+// conv2d (NCHW, grouped, dilated, optional bias) as im2col followed by one GEMM per group;
+// its (image, group) units split across the rank's threads (forEachConvUnit; with fewer
+// units than threads, the im2col and GEMMs split instead), and the bias add by output plane.
 #include "runtime/cpu/ConvSupport.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -25,22 +28,31 @@ template <typename T> Status convolve(const KernelCall &call, const ConvShape &s
   T *out = call.outputs[0].as<T>();
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   Scratch scratch(call, "conv2d");
-  ColumnMatrix<T> columns(s); // workspace: the im2col columns (Workspace.cpp convColumns)
-  PLAIT_RETURN_IF_ERROR(columns.allocate(scratch));
-  for (int64_t n = 0; n < s.batch; ++n)
-    for (int64_t g = 0; g < s.group; ++g)
+  // workspace: the im2col columns, a matrix per chunk of units (Workspace.cpp convColumns)
+  const int64_t slots =
+      convColumnSlots(s.batch * s.group, s.filtersPerGroup() * s.patch() * s.outPlane());
+  ColumnMatrix<T> columns(s);
+  PLAIT_RETURN_IF_ERROR(columns.allocate(scratch, slots));
+  PLAIT_RETURN_IF_ERROR(forEachConvUnit(s, slots, [&](int64_t slot, int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t n = u / s.group, g = u % s.group;
       PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(false, false, filtersPerGroup, outPlane, patch, 1.0,
                                             w + g * filtersPerGroup * patch, patch,
-                                            columns.of(x + s.inputOffset(n, g)), outPlane, 0.0,
-                                            out + s.outputOffset(n, g), outPlane));
-  if (bias)
-    for (int64_t n = 0; n < s.batch; ++n)
-      for (int64_t m = 0; m < s.filters; ++m) {
-        T *plane = out + (n * s.filters + m) * outPlane;
-        T b = bias[m];
-        for (int64_t p = 0; p < outPlane; ++p)
-          plane[p] += b;
-      }
+                                            columns.of(x + s.inputOffset(n, g), slot), outPlane,
+                                            0.0, out + s.outputOffset(n, g), outPlane));
+    }
+    return Status();
+  }));
+  if (bias) // split across threads by output plane (image, filter)
+    parallelFor(s.batch * s.filters, grainFor(kElementGrain, outPlane),
+                [&](int64_t, int64_t begin, int64_t end) {
+                  for (int64_t q = begin; q < end; ++q) {
+                    T *plane = out + q * outPlane;
+                    T b = bias[q % s.filters];
+                    for (int64_t p = 0; p < outPlane; ++p)
+                      plane[p] += b;
+                  }
+                });
   return Status();
 }
 

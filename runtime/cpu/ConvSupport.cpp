@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 
 namespace plait::rt::cpu {
 
@@ -35,48 +36,63 @@ Status planConvShape(std::string_view kernel, const Attrs &attrs, const TensorVi
   return checkShape(kernel, yName, y.shape, {s.batch, s.filters, s.outHeight, s.outWidth});
 }
 
+namespace {
+
+/// Channels per chunk of an im2col or col2im split across threads: each channel's kernel
+/// positions write (or gather into) its own rows (or plane), so a chunk of channels gives
+/// the same bits on any number of threads.
+int64_t channelGrain(const ConvShape &s) {
+  return grainFor(kElementGrain, s.window.kernel[0] * s.window.kernel[1] * s.outPlane());
+}
+
+} // namespace
+
 template <typename T> void im2col(const T *x, const ConvShape &s, T *col) {
   const Window2d &win = s.window;
-  for (int64_t c = 0; c < s.groupChannels; ++c)
-    for (int64_t i = 0; i < win.kernel[0]; ++i)
-      for (int64_t j = 0; j < win.kernel[1]; ++j) {
-        T *row = col + ((c * win.kernel[0] + i) * win.kernel[1] + j) * s.outPlane();
-        const T *plane = x + c * s.inPlane();
-        for (int64_t oh = 0; oh < s.outHeight; ++oh) {
-          T *dst = row + oh * s.outWidth;
-          int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
-          if (ih < 0 || ih >= s.height) {
-            std::fill(dst, dst + s.outWidth, T(0));
-            continue;
+  parallelFor(s.groupChannels, channelGrain(s), [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c)
+      for (int64_t i = 0; i < win.kernel[0]; ++i)
+        for (int64_t j = 0; j < win.kernel[1]; ++j) {
+          T *row = col + ((c * win.kernel[0] + i) * win.kernel[1] + j) * s.outPlane();
+          const T *plane = x + c * s.inPlane();
+          for (int64_t oh = 0; oh < s.outHeight; ++oh) {
+            T *dst = row + oh * s.outWidth;
+            int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
+            if (ih < 0 || ih >= s.height) {
+              std::fill(dst, dst + s.outWidth, T(0));
+              continue;
+            }
+            const T *src = plane + ih * s.width;
+            int64_t iw = j * win.dilation[1] - win.padBegin[1];
+            for (int64_t ow = 0; ow < s.outWidth; ++ow, iw += win.stride[1])
+              dst[ow] = (iw >= 0 && iw < s.width) ? src[iw] : T(0);
           }
-          const T *src = plane + ih * s.width;
-          int64_t iw = j * win.dilation[1] - win.padBegin[1];
-          for (int64_t ow = 0; ow < s.outWidth; ++ow, iw += win.stride[1])
-            dst[ow] = (iw >= 0 && iw < s.width) ? src[iw] : T(0);
         }
-      }
+  });
 }
 
 template <typename T> void col2im(const T *col, const ConvShape &s, T *x) {
   const Window2d &win = s.window;
-  std::fill(x, x + s.groupChannels * s.inPlane(), T(0));
-  for (int64_t c = 0; c < s.groupChannels; ++c)
-    for (int64_t i = 0; i < win.kernel[0]; ++i)
-      for (int64_t j = 0; j < win.kernel[1]; ++j) {
-        const T *row = col + ((c * win.kernel[0] + i) * win.kernel[1] + j) * s.outPlane();
-        T *plane = x + c * s.inPlane();
-        for (int64_t oh = 0; oh < s.outHeight; ++oh) {
-          int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
-          if (ih < 0 || ih >= s.height)
-            continue;
-          const T *src = row + oh * s.outWidth;
-          T *dst = plane + ih * s.width;
-          int64_t iw = j * win.dilation[1] - win.padBegin[1];
-          for (int64_t ow = 0; ow < s.outWidth; ++ow, iw += win.stride[1])
-            if (iw >= 0 && iw < s.width)
-              dst[iw] += src[ow];
+  parallelFor(s.groupChannels, channelGrain(s), [&](int64_t, int64_t begin, int64_t end) {
+    std::fill(x + begin * s.inPlane(), x + end * s.inPlane(), T(0));
+    for (int64_t c = begin; c < end; ++c)
+      for (int64_t i = 0; i < win.kernel[0]; ++i)
+        for (int64_t j = 0; j < win.kernel[1]; ++j) {
+          const T *row = col + ((c * win.kernel[0] + i) * win.kernel[1] + j) * s.outPlane();
+          T *plane = x + c * s.inPlane();
+          for (int64_t oh = 0; oh < s.outHeight; ++oh) {
+            int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
+            if (ih < 0 || ih >= s.height)
+              continue;
+            const T *src = row + oh * s.outWidth;
+            T *dst = plane + ih * s.width;
+            int64_t iw = j * win.dilation[1] - win.padBegin[1];
+            for (int64_t ow = 0; ow < s.outWidth; ++ow, iw += win.stride[1])
+              if (iw >= 0 && iw < s.width)
+                dst[iw] += src[ow];
+          }
         }
-      }
+  });
 }
 
 // The kernels compute in f32 and f64 only (half precision is staged through f32).

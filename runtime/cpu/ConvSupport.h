@@ -2,11 +2,14 @@
 // so that the forward and the gradients read the same input positions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
 #include "runtime/Kernel.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/Workspace.h"
 #include "runtime/cpu/Window.h"
 
 namespace plait::rt::cpu {
@@ -48,36 +51,70 @@ Status planConvShape(std::string_view kernel, const Attrs &attrs, const TensorVi
 /// Lays out the receptive fields of one group's input planes `x` as columns:
 /// col[(c * kH + i) * kW + j][oh * OW + ow] = x[c][oh*sH - pT + i*dH][ow*sW - pL + j*dW],
 /// zero where that position falls in the padding. `col` holds patch() x outPlane() entries.
+/// Its channels split across threads (Parallel.h), each channel's rows on one thread.
 template <typename T> void im2col(const T *x, const ConvShape &s, T *col);
 
 /// The adjoint of im2col: zeroes the group's input planes `x`, then adds every column entry
-/// back to the input position it was read from (padding entries are dropped).
+/// back to the input position it was read from (padding entries are dropped). Split across
+/// threads by channel: each plane's sums keep their one-thread order.
 template <typename T> void col2im(const T *col, const ConvShape &s, T *x);
 
-/// The column matrix (patch() x outPlane()) of one group's input planes, as conv2d and
-/// conv2d_grad_weight multiply it: the planes themselves for a pointwise convolution, else
-/// their im2col in a workspace buffer reused from group to group.
+/// The column matrices (patch() x outPlane()) of groups' input planes, as conv2d and its
+/// adjoints multiply them: the planes themselves for a pointwise convolution, else their
+/// im2col in workspace buffers, one per slot (a chunk of forEachConvUnit), each reused from
+/// unit to unit.
 template <typename T> class ColumnMatrix {
 public:
   explicit ColumnMatrix(const ConvShape &s) : shape_(s), pointwise_(s.pointwise()) {}
 
-  /// Takes the im2col buffer (none when pointwise) from `scratch`; call once, before of().
-  Status allocate(Scratch &scratch) {
-    return pointwise_ ? Status() : scratch.take(shape_.patch() * shape_.outPlane(), buffer_);
+  /// Takes `slots` im2col buffers (none when pointwise) from `scratch`; call once, before
+  /// of() or slot().
+  Status allocate(Scratch &scratch, int64_t slots = 1) {
+    return pointwise_ ? Status() : scratch.take(size() * slots, buffer_);
   }
 
-  /// The columns of the group whose planes start at `image`; valid until the next call.
-  const T *of(const T *image) {
+  /// The columns of the group whose planes start at `image`, built in buffer `slot`; valid
+  /// until that slot's next use.
+  const T *of(const T *image, int64_t slot = 0) {
     if (pointwise_)
       return image;
-    im2col(image, shape_, buffer_);
-    return buffer_;
+    im2col(image, shape_, this->slot(slot));
+    return this->slot(slot);
   }
 
+  /// Buffer `slot` itself (null when pointwise).
+  T *slot(int64_t slot) const { return pointwise_ ? nullptr : buffer_ + slot * size(); }
+
 private:
+  int64_t size() const { return shape_.patch() * shape_.outPlane(); }
+
   const ConvShape &shape_;
   bool pointwise_;
   T *buffer_ = nullptr;
 };
+
+/// Runs body(slot, begin, end) -> Status over a convolution's units, its (image, group) pairs
+/// in order (unit u: image u / group, group u % group). With at least as many units as
+/// threads they split across threads (Parallel.h), whole units of about kMultiplyAddGrain a
+/// chunk and at most `slots` chunks, chunk k using column slot k: each unit's im2col and GEMM
+/// then run whole on one thread, the same bits as on one thread, and no core reads columns
+/// another wrote. With fewer units, on this thread in slot 0, their GEMMs and im2col splitting
+/// themselves. Returns the first error of a chunk.
+template <typename Body> Status forEachConvUnit(const ConvShape &s, int64_t slots, Body &&body) {
+  const int64_t units = s.batch * s.group;
+  if (units < kernelThreads())
+    return body(int64_t(0), int64_t(0), units);
+  const int64_t unitWork = s.filtersPerGroup() * s.patch() * s.outPlane(); // multiply-adds
+  const int64_t grain =
+      std::max(grainFor(kMultiplyAddGrain, unitWork), (units + slots - 1) / slots);
+  Status errors[kConvColumnSlots];
+  parallelFor(units, grain, [&](int64_t chunk, int64_t begin, int64_t end) {
+    errors[chunk] = body(chunk, begin, end);
+  });
+  for (const Status &e : errors)
+    if (!e.ok())
+      return e;
+  return Status();
+}
 
 } // namespace plait::rt::cpu

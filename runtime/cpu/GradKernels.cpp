@@ -15,6 +15,7 @@
 #include "runtime/cpu/LossSupport.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/PoolSupport.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -81,41 +82,76 @@ template <typename T> Status convGradInput(const KernelCall &call, const ConvSha
   // A pointwise convolution's column matrix is the input itself: the GEMM writes dx directly.
   bool pointwise = s.pointwise();
   Scratch scratch(call, "conv2d_grad_input");
-  T *col = nullptr; // workspace: the columns of one group (Workspace.cpp convColumns)
-  if (!pointwise)
-    PLAIT_RETURN_IF_ERROR(scratch.take(patch * outPlane, col));
-  for (int64_t n = 0; n < s.batch; ++n)
-    for (int64_t g = 0; g < s.group; ++g) {
+  // workspace: the columns of one unit per chunk of units (Workspace.cpp convColumns)
+  const int64_t slots =
+      convColumnSlots(s.batch * s.group, s.filtersPerGroup() * s.patch() * s.outPlane());
+  ColumnMatrix<T> col(s);
+  PLAIT_RETURN_IF_ERROR(col.allocate(scratch, slots));
+  return forEachConvUnit(s, slots, [&](int64_t slot, int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t n = u / s.group, g = u % s.group;
       T *image = dx + s.inputOffset(n, g);
-      T *columns = pointwise ? image : col;
+      T *columns = pointwise ? image : col.slot(slot);
       PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(true, false, patch, outPlane, filtersPerGroup, 1.0,
                                             w + g * filtersPerGroup * patch, patch,
                                             dy + s.outputOffset(n, g), outPlane, 0.0, columns,
                                             outPlane));
       if (!pointwise)
-        col2im(col, s, image);
+        col2im(columns, s, image);
     }
-  return Status();
+    return Status();
+  });
 }
 
-/// dw_g = sum over n of dy[n, g] im2col(x[n, g])^T.
+/// dw_g = sum over n of dy[n, g] im2col(x[n, g])^T. The images are cut into
+/// convColumnSlots(batch, one image's multiply-adds) fixed runs (a function of the shapes
+/// alone: 1 for small convolutions, which then split their GEMMs), each summed in order
+/// by GEMMs accumulating into its own dw (run 0 into dw itself, the others into workspace
+/// copies), and the copies added into dw in run order. The runs split across threads, one
+/// column matrix each, so dw has the same bits on any number of threads, and each GEMM reads
+/// columns its own thread built.
 template <typename T> Status convGradWeight(const KernelCall &call, const ConvShape &s) {
   const T *x = call.inputs[0].as<T>(), *dy = call.inputs[1].as<T>();
   T *dw = call.outputs[0].as<T>();
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
+  const int64_t size = s.filters * patch;
   if (s.batch == 0) {
-    std::fill(dw, dw + s.filters * patch, T(0));
+    std::fill(dw, dw + size, T(0));
     return Status();
   }
   Scratch scratch(call, "conv2d_grad_weight");
-  ColumnMatrix<T> columns(s); // workspace: the im2col columns (Workspace.cpp convColumns)
-  PLAIT_RETURN_IF_ERROR(columns.allocate(scratch));
-  for (int64_t n = 0; n < s.batch; ++n)
-    for (int64_t g = 0; g < s.group; ++g)
-      PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(
-          false, true, filtersPerGroup, patch, outPlane, 1.0, dy + s.outputOffset(n, g),
-          outPlane, columns.of(x + s.inputOffset(n, g)), outPlane, n == 0 ? 0.0 : 1.0,
-          dw + g * filtersPerGroup * patch, patch));
+  // workspace: a column matrix per run, and the dw of every run but the first
+  // (Workspace.cpp computeBytes)
+  const int64_t imageWork = s.filters * patch * outPlane; // multiply-adds
+  const int64_t runs = convColumnSlots(s.batch, imageWork);
+  ColumnMatrix<T> columns(s);
+  PLAIT_RETURN_IF_ERROR(columns.allocate(scratch, runs));
+  T *copies = nullptr;
+  if (runs > 1)
+    PLAIT_RETURN_IF_ERROR(scratch.take(size * (runs - 1), copies));
+  Status errors[kConvColumnSlots];
+  const int64_t grain = grainFor(kMultiplyAddGrain, imageWork * ((s.batch + runs - 1) / runs));
+  parallelFor(runs, grain, [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t run = first; run < last; ++run) {
+      T *sum = run == 0 ? dw : copies + (run - 1) * size;
+      const int64_t begin = run * s.batch / runs, end = (run + 1) * s.batch / runs;
+      for (int64_t n = begin; n < end && errors[run].ok(); ++n)
+        for (int64_t g = 0; g < s.group && errors[run].ok(); ++g)
+          errors[run] = gemmRowMajor<T>(false, true, filtersPerGroup, patch, outPlane, 1.0,
+                                        dy + s.outputOffset(n, g), outPlane,
+                                        columns.of(x + s.inputOffset(n, g), run), outPlane,
+                                        n == begin ? 0.0 : 1.0,
+                                        sum + g * filtersPerGroup * patch, patch);
+    }
+  });
+  for (const Status &e : errors)
+    if (!e.ok())
+      return e;
+  for (int64_t run = 1; run < runs; ++run) {
+    const T *copy = copies + (run - 1) * size;
+    for (int64_t i = 0; i < size; ++i)
+      dw[i] += copy[i];
+  }
   return Status();
 }
 
@@ -166,47 +202,56 @@ Status planPoolGrad(const KernelCall &call, std::string_view kernel, bool hasDil
 /// (maxPoolWindow: the first maximum, or the last NaN; a window entirely in the padding
 /// sends none).
 /// Safe when dx aliases x: each plane's argmaxes are found before the plane is written.
-/// `argmax` holds one plane's worth (outHeight x outWidth) of offsets.
+/// `argmax` holds `slots` planes' worth (outHeight x outWidth) of offsets: the planes split
+/// across threads in at most that many chunks, each chunk using its own.
 template <typename T>
-void maxPoolGrad(const T *x, const T *dy, T *dx, const PoolShape &s, int64_t *argmax) {
+void maxPoolGrad(const T *x, const T *dy, T *dx, const PoolShape &s, int64_t *argmax,
+                 int64_t slots) {
   int64_t inPlane = s.height * s.width, outPlane = s.outHeight * s.outWidth;
-  for (int64_t p = 0; p < s.planes; ++p) {
-    const T *plane = x + p * inPlane;
-    for (int64_t oh = 0; oh < s.outHeight; ++oh)
-      for (int64_t ow = 0; ow < s.outWidth; ++ow)
-        argmax[oh * s.outWidth + ow] = maxPoolWindow(plane, s, oh, ow).offset;
-    T *out = dx + p * inPlane;
-    const T *g = dy + p * outPlane;
-    std::fill(out, out + inPlane, T(0));
-    for (int64_t o = 0; o < outPlane; ++o)
-      if (argmax[o] >= 0)
-        out[argmax[o]] += g[o];
-  }
+  int64_t grain = std::max(poolPlaneGrain(s), (s.planes + slots - 1) / slots);
+  parallelFor(s.planes, grain, [&](int64_t chunk, int64_t begin, int64_t end) {
+    int64_t *best = argmax + chunk * outPlane;
+    for (int64_t p = begin; p < end; ++p) {
+      const T *plane = x + p * inPlane;
+      for (int64_t oh = 0; oh < s.outHeight; ++oh)
+        for (int64_t ow = 0; ow < s.outWidth; ++ow)
+          best[oh * s.outWidth + ow] = maxPoolWindow(plane, s, oh, ow).offset;
+      T *out = dx + p * inPlane;
+      const T *g = dy + p * outPlane;
+      std::fill(out, out + inPlane, T(0));
+      for (int64_t o = 0; o < outPlane; ++o)
+        if (best[o] >= 0)
+          out[best[o]] += g[o];
+    }
+  });
 }
 
 /// Adjoint of the forward avg_pool2d: the same cut windows (avgPoolSpan) and divisors
-/// (avgPoolDivisor).
+/// (avgPoolDivisor); its planes split across threads.
 template <typename T> void avgPoolGrad(const T *dy, T *dx, const PoolShape &s, bool countPad) {
   const Window2d &w = s.window;
-  int64_t inPlane = s.height * s.width;
-  std::fill(dx, dx + s.planes * inPlane, T(0));
-  for (int64_t p = 0; p < s.planes; ++p) {
-    T *plane = dx + p * inPlane;
-    for (int64_t oh = 0; oh < s.outHeight; ++oh) {
-      AvgPoolSpan rows = avgPoolSpan(w, 0, oh, s.height);
-      for (int64_t ow = 0; ow < s.outWidth; ++ow) {
-        AvgPoolSpan cols = avgPoolSpan(w, 1, ow, s.width);
-        T g = *dy++;
-        int64_t count = avgPoolDivisor(rows, cols, countPad);
-        if (count <= 0)
-          continue;
-        T share = T(double(g) / double(count));
-        for (int64_t ih = rows.begin; ih < rows.end; ++ih)
-          for (int64_t iw = cols.begin; iw < cols.end; ++iw)
-            plane[ih * s.width + iw] += share;
+  int64_t inPlane = s.height * s.width, outPlane = s.outHeight * s.outWidth;
+  parallelFor(s.planes, poolPlaneGrain(s), [&](int64_t, int64_t begin, int64_t end) {
+    std::fill(dx + begin * inPlane, dx + end * inPlane, T(0));
+    const T *g = dy + begin * outPlane;
+    for (int64_t p = begin; p < end; ++p) {
+      T *plane = dx + p * inPlane;
+      for (int64_t oh = 0; oh < s.outHeight; ++oh) {
+        AvgPoolSpan rows = avgPoolSpan(w, 0, oh, s.height);
+        for (int64_t ow = 0; ow < s.outWidth; ++ow) {
+          AvgPoolSpan cols = avgPoolSpan(w, 1, ow, s.width);
+          T share = *g++;
+          int64_t count = avgPoolDivisor(rows, cols, countPad);
+          if (count <= 0)
+            continue;
+          share = T(double(share) / double(count));
+          for (int64_t ih = rows.begin; ih < rows.end; ++ih)
+            for (int64_t iw = cols.begin; iw < cols.end; ++iw)
+              plane[ih * s.width + iw] += share;
+        }
       }
     }
-  }
+  });
 }
 
 /// max_pool2d_grad(x, grad) -> dx.
@@ -218,12 +263,15 @@ Status maxPoolGradKernel(const KernelCall &call) {
   if (hasHalfTensor(call))
     return runStagedInF32(call, &maxPoolGradKernel);
   Scratch scratch(call, kName);
-  int64_t *argmax; // workspace: the window argmaxes of one plane
-  PLAIT_RETURN_IF_ERROR(scratch.take(s.outHeight * s.outWidth, argmax));
+  // workspace: the window argmaxes of one plane per chunk (Workspace.cpp)
+  int64_t outPlane = s.outHeight * s.outWidth;
+  int64_t slots = maxPoolGradSlots(s.planes, s.height * s.width + outPlane);
+  int64_t *argmax;
+  PLAIT_RETURN_IF_ERROR(scratch.take(outPlane * slots, argmax));
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     maxPoolGrad(call.inputs[0].as<T>(), call.inputs[1].as<T>(), call.outputs[0].as<T>(), s,
-                argmax);
+                argmax, slots);
     return Status();
   });
 }

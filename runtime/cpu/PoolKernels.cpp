@@ -1,10 +1,12 @@
-// 2-D pooling over NCHW: max_pool2d (dilated, padding never wins) and avg_pool2d.
+// 2-D pooling over NCHW: max_pool2d (dilated, padding never wins) and avg_pool2d, their
+// planes split across the rank's threads (Parallel.h; each plane on one thread).
 // Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
 // the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
 // this changes no result (it is clang's default).
 #pragma GCC optimize("no-trapping-math")
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/PoolSupport.h"
 
 namespace plait::rt::cpu {
@@ -21,32 +23,38 @@ Status planPool(const KernelCall &call, std::string_view kernel, bool hasDilatio
 /// Max over the window positions that lie inside the input. NaN wins, as in PyTorch; a
 /// window with no position inside the input (only possible with odd dilations) gives -inf.
 template <typename T> void maxPool(const T *x, T *y, const PoolShape &s) {
-  for (int64_t p = 0; p < s.planes; ++p) {
-    const T *plane = x + p * s.height * s.width;
-    for (int64_t oh = 0; oh < s.outHeight; ++oh)
-      for (int64_t ow = 0; ow < s.outWidth; ++ow)
-        *y++ = maxPoolWindow(plane, s, oh, ow).value;
-  }
+  parallelFor(s.planes, poolPlaneGrain(s), [&](int64_t, int64_t begin, int64_t end) {
+    T *out = y + begin * s.outHeight * s.outWidth;
+    for (int64_t p = begin; p < end; ++p) {
+      const T *plane = x + p * s.height * s.width;
+      for (int64_t oh = 0; oh < s.outHeight; ++oh)
+        for (int64_t ow = 0; ow < s.outWidth; ++ow)
+          *out++ = maxPoolWindow(plane, s, oh, ow).value;
+    }
+  });
 }
 
 /// Average over the window, with avgPoolSpan's cut windows and avgPoolDivisor's divisor.
 template <typename T> void avgPool(const T *x, T *y, const PoolShape &s, bool countPad) {
   const Window2d &w = s.window;
-  for (int64_t p = 0; p < s.planes; ++p) {
-    const T *plane = x + p * s.height * s.width;
-    for (int64_t oh = 0; oh < s.outHeight; ++oh) {
-      AvgPoolSpan rows = avgPoolSpan(w, 0, oh, s.height);
-      for (int64_t ow = 0; ow < s.outWidth; ++ow) {
-        AvgPoolSpan cols = avgPoolSpan(w, 1, ow, s.width);
-        double sum = 0;
-        for (int64_t ih = rows.begin; ih < rows.end; ++ih)
-          for (int64_t iw = cols.begin; iw < cols.end; ++iw)
-            sum += plane[ih * s.width + iw];
-        int64_t count = avgPoolDivisor(rows, cols, countPad);
-        *y++ = count > 0 ? T(sum / double(count)) : T(0);
+  parallelFor(s.planes, poolPlaneGrain(s), [&](int64_t, int64_t begin, int64_t end) {
+    T *out = y + begin * s.outHeight * s.outWidth;
+    for (int64_t p = begin; p < end; ++p) {
+      const T *plane = x + p * s.height * s.width;
+      for (int64_t oh = 0; oh < s.outHeight; ++oh) {
+        AvgPoolSpan rows = avgPoolSpan(w, 0, oh, s.height);
+        for (int64_t ow = 0; ow < s.outWidth; ++ow) {
+          AvgPoolSpan cols = avgPoolSpan(w, 1, ow, s.width);
+          double sum = 0;
+          for (int64_t ih = rows.begin; ih < rows.end; ++ih)
+            for (int64_t iw = cols.begin; iw < cols.end; ++iw)
+              sum += plane[ih * s.width + iw];
+          int64_t count = avgPoolDivisor(rows, cols, countPad);
+          *out++ = count > 0 ? T(sum / double(count)) : T(0);
+        }
       }
     }
-  }
+  });
 }
 
 Status maxPoolKernel(const KernelCall &call) {

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "runtime/Kernel.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/Window.h"
 
 namespace plait::rt::cpu {
@@ -26,6 +27,13 @@ struct PoolShape {
 Status planPoolShape(std::string_view kernel, const Attrs &attrs, bool hasDilations,
                      const TensorView &x, const TensorView &pooled, std::string_view pooledName,
                      PoolShape &s);
+
+/// Planes per chunk when a pooling kernel or its adjoint splits its planes across threads
+/// (Parallel.h): about kElementGrain elements of the plane and of its windows' reads.
+inline int64_t poolPlaneGrain(const PoolShape &s) {
+  return grainFor(kElementGrain, s.height * s.width + s.outHeight * s.outWidth *
+                                                          s.window.kernel[0] * s.window.kernel[1]);
+}
 
 /// The value of one max_pool2d window and the plane offset it comes from.
 template <typename T> struct WindowMax {

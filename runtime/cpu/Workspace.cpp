@@ -90,13 +90,34 @@ bool pointwiseConv(const std::vector<int64_t> &w, const Attrs &attrs) {
          pads == std::vector<int64_t>{0, 0, 0, 0};
 }
 
-/// The im2col column matrix (ColumnMatrix, and conv2d_grad_input's `col`): patch x outPlane
-/// elements, patch from the weight `w`, outPlane from the conv output (or its gradient) `y`.
-uint64_t convColumns(const OperandType &w, const OperandType &y, const Attrs &attrs) {
+/// The im2col column matrices (ColumnMatrix, and conv2d_grad_input's `col`): patch x outPlane
+/// elements each, patch from the weight `w`, outPlane from the conv output (or its gradient)
+/// `y`; `slots` of them, in one chunk.
+uint64_t convColumns(const OperandType &w, const OperandType &y, const Attrs &attrs,
+                     uint64_t slots) {
   if (w.shape->size() != 4 || y.shape->size() != 4 || pointwiseConv(*w.shape, attrs))
     return 0;
-  return chunk(saturatingMul(product(*w.shape, 1, 4), product(*y.shape, 2, 4)),
+  return chunk(saturatingMul(saturatingMul(product(*w.shape, 1, 4), product(*y.shape, 2, 4)),
+                             slots),
                elementBytes(w.dtype));
+}
+
+/// convColumnSlots of `units` of `unitWork` multiply-adds each, either of them maybe huge.
+uint64_t slotsFor(uint64_t units, uint64_t unitWork) {
+  auto clamped = [](uint64_t n) { return int64_t(std::min<uint64_t>(n, uint64_t(1) << 62)); };
+  return uint64_t(convColumnSlots(clamped(units), clamped(unitWork)));
+}
+
+/// conv2d's and conv2d_grad_input's slots: one per chunk of their (image, group) units, each
+/// F/group x patch x outPlane multiply-adds (w the weight, y the output or its gradient).
+uint64_t unitSlots(const OperandType &w, const OperandType &y, const Attrs &attrs) {
+  if (w.shape->size() != 4 || y.shape->size() != 4)
+    return 1;
+  uint64_t group = uint64_t(std::max<int64_t>(attrs.getInt("group", 1), 1));
+  uint64_t filtersPerGroup = product(*w.shape, 0, 1) / group;
+  return slotsFor(saturatingMul(product(*y.shape, 0, 1), group),
+                  saturatingMul(saturatingMul(filtersPerGroup, product(*w.shape, 1, 4)),
+                                product(*y.shape, 2, 4)));
 }
 
 /// The workspace of the kernel computing in f32/f64 (after any half staging).
@@ -106,16 +127,33 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     return in.size() >= inputs && out.size() >= outputs;
   };
   if (kernel == "conv2d" && operands(2, 1))
-    return convColumns(in[1], out[0], attrs());
+    return convColumns(in[1], out[0], attrs(), unitSlots(in[1], out[0], attrs()));
   if (kernel == "conv2d_grad_input" && operands(2, 1)) // (dy, w) -> dx
-    return convColumns(in[1], in[0], attrs());
+    return convColumns(in[1], in[0], attrs(), unitSlots(in[1], in[0], attrs()));
   if (kernel == "conv2d_grad_weight" && operands(2, 1)) { // (x, dy) -> dw
     if (!in[0].shape->empty() && (*in[0].shape)[0] == 0)
       return 0; // an empty batch: dw is zeroed, no columns are built
-    return convColumns(out[0], in[1], attrs());
+    // a column matrix and, but for the first, a dw per run of images (GradKernels.cpp)
+    // (images of F x patch x outPlane multiply-adds)
+    uint64_t runs = in[0].shape->empty() || in[1].shape->size() != 4
+                        ? 1
+                        : slotsFor(product(*in[0].shape, 0, 1),
+                                   saturatingMul(numel(out[0]), product(*in[1].shape, 2, 4)));
+    return saturatingAdd(convColumns(out[0], in[1], attrs(), runs),
+                         runs > 1 ? chunk(saturatingMul(numel(out[0]), runs - 1),
+                                          elementBytes(out[0].dtype))
+                                  : 0);
   }
-  if (kernel == "max_pool2d_grad" && operands(2, 1)) // the argmax of each window of a plane
-    return in[1].shape->size() == 4 ? chunk(product(*in[1].shape, 2, 4), 8) : 0;
+  if (kernel == "max_pool2d_grad" && operands(2, 1)) { // the argmax of each window of a plane
+    if (in[0].shape->size() != 4 || in[1].shape->size() != 4) // per chunk: maxPoolGradSlots
+      return 0;
+    auto clamped = [](uint64_t n) { return int64_t(std::min<uint64_t>(n, INT64_MAX)); };
+    uint64_t outPlane = product(*in[1].shape, 2, 4);
+    int64_t slots =
+        maxPoolGradSlots(clamped(product(*in[0].shape, 0, 2)),
+                         clamped(saturatingAdd(product(*in[0].shape, 2, 4), outPlane)));
+    return chunk(saturatingMul(outPlane, uint64_t(slots)), 8);
+  }
   if ((kernel == "gather" || kernel == "gather_grad") && operands(2, 1)) // normalised indices
     return chunk(numel(in[1]), 8);
   if ((kernel == "reduce_sum" || kernel == "reduce_mean" || kernel == "reduce_prod") &&

@@ -12,6 +12,7 @@
 
 #include "runtime/Attrs.h"
 #include "runtime/Tensor.h"
+#include "runtime/cpu/Parallel.h"
 
 namespace plait::rt {
 
@@ -39,6 +40,30 @@ inline int64_t fusedSumSlots(int64_t iterationNumel, int64_t resultNumel) {
   return iterationNumel >= kFusedSumSplitElements && resultNumel <= kFusedSumSplitMax
              ? kFusedSumSlots
              : 1;
+}
+
+/// Column matrices conv2d and its adjoints keep (ConvSupport.h forEachConvUnit,
+/// GradKernels.cpp convGradWeight): one per chunk when their units (conv2d, conv2d_grad_input:
+/// (image, group) pairs; conv2d_grad_weight: images) of `unitWork` multiply-adds each split
+/// across threads, each chunk building and multiplying its own. As many as the units make
+/// chunks of Parallel.h's kMultiplyAddGrain, at most kConvColumnSlots; 1 (no split) below two.
+inline constexpr int64_t kConvColumnSlots = 4;
+inline int64_t convColumnSlots(int64_t units, int64_t unitWork) {
+  const int64_t grain = cpu::grainFor(cpu::kMultiplyAddGrain, unitWork);
+  const int64_t chunks = units / grain;
+  return chunks < 2 ? 1 : (chunks < kConvColumnSlots ? chunks : kConvColumnSlots);
+}
+
+/// Argmax planes max_pool2d_grad keeps (GradKernels.cpp), one per chunk when its planes split
+/// across threads: kMaxPoolGradSlots (at most one per plane) when its planes of
+/// `planeElements` (input plane + gradient plane) hold kFusedSumSplitElements or more in all;
+/// otherwise one, and its planes stay on one thread.
+inline constexpr int64_t kMaxPoolGradSlots = 4;
+inline int64_t maxPoolGradSlots(int64_t planes, int64_t planeElements) {
+  int64_t elements = 0;
+  bool large = __builtin_mul_overflow(planes, planeElements, &elements) ||
+               elements >= kFusedSumSplitElements;
+  return planes >= 2 && large ? (planes < kMaxPoolGradSlots ? planes : kMaxPoolGradSlots) : 1;
 }
 
 /// The longest head dimension the CUDA attention kernels take (kernels/Launch.h

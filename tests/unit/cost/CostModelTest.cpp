@@ -380,6 +380,35 @@ TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
   EXPECT_DOUBLE_EQ(update.splitShare, big / (big + 100));
   EXPECT_DOUBLE_EQ(update.splitCalls, 1);
   EXPECT_DOUBLE_EQ(update.splitGrains, 4);
+
+  // Pools split their N x C planes: a 32 x 32 plane and its 16 x 16 windows of 3 x 3 make a
+  // grain of 4 planes (PoolSupport.h poolPlaneGrain); max_pool2d_grad splits into at most its
+  // argmax slots (Workspace.h), and one plane does not split.
+  plan::PlanDesc pools = tensors({{4, 8, 32, 32}, {4, 8, 16, 16}, {1, 1, 32, 32}, {1, 1, 16, 16}});
+  auto pool = [](const char *kernel, std::vector<uint32_t> in, uint32_t out) {
+    return plan::InstrDesc{kernel, std::move(in), {out}, {{"kernel", {3, 3}}}};
+  };
+  pools.instrs = {pool("max_pool2d", {0}, 1), pool("avg_pool2d_grad", {1}, 0),
+                  pool("max_pool2d_grad", {0, 1}, 0), pool("avg_pool2d", {2}, 3)};
+  EXPECT_DOUBLE_EQ(opCost(pools, pools.instrs[0]).splitGrains, 8);
+  EXPECT_DOUBLE_EQ(opCost(pools, pools.instrs[1]).splitGrains, 8);
+  EXPECT_DOUBLE_EQ(opCost(pools, pools.instrs[2]).splitGrains, double(rt::kMaxPoolGradSlots));
+  EXPECT_EQ(opCost(pools, pools.instrs[3]).splitShare, 0);
+
+  // A convolution splits its images (2.4M multiply-adds each: a grain) into at most
+  // kConvColumnSlots chunks, one call; with one image, its GEMM splits instead.
+  plan::PlanDesc convs =
+      tensors({{6, 16, 32, 32}, {16, 16, 3, 3}, {1, 16, 32, 32}, {1, 64, 32, 32}, {64, 16, 3, 3}});
+  convs.instrs = {{"conv2d", {0, 1}, {0}}, {"conv2d_grad_weight", {0, 0}, {1}},
+                  {"conv2d", {2, 4}, {3}}};
+  for (int i : {0, 1}) {
+    OpCost byImage = opCost(convs, convs.instrs[i]);
+    EXPECT_DOUBLE_EQ(byImage.splitGrains, double(rt::kConvColumnSlots)) << i;
+    EXPECT_DOUBLE_EQ(byImage.splitCalls, 1) << i;
+  }
+  OpCost oneImage = opCost(convs, convs.instrs[2]);
+  EXPECT_DOUBLE_EQ(oneImage.splitGrains, 64.0 * 144 * 1024 / double(rt::cpu::kMultiplyAddGrain));
+  EXPECT_TRUE(oneImage.splitGemm);
 }
 
 // With gemm_efficiency_by_size, a contraction's FLOPs go at the efficiency of its GEMM calls'

@@ -171,5 +171,70 @@ TEST(Parallel, SplitKernelsComputeWhatOneThreadComputes) {
                      {{DType::F32, {600, 512}}});
 }
 
+TEST(Parallel, ConvolutionAndPoolingLoopsSplitExactly) {
+  // With fewer images than threads, im2col and col2im split by channel (9 kernel positions x
+  // 1,024 columns a channel); the GEMMs (295K multiply-adds a call) stay under their grain,
+  // one OpenBLAS call each, so every output is the same bits on 3 threads as on one.
+  auto convAttrs = [](int64_t pad, int64_t group) {
+    return AttrsBuilder()
+        .ints("strides", {1, 1})
+        .ints("pads", {pad, pad, pad, pad})
+        .ints("dilations", {1, 1})
+        .i("group", group)
+        .build();
+  };
+  Attrs conv = convAttrs(1, 1);
+  expectSplitIsExact("conv2d", {randomFloats({2, 8, 32, 32}, 30), randomFloats({4, 8, 3, 3}, 31)},
+                     {{DType::F32, {2, 4, 32, 32}}}, conv);
+  expectSplitIsExact("conv2d_grad_input",
+                     {randomFloats({2, 4, 32, 32}, 32), randomFloats({4, 8, 3, 3}, 33)},
+                     {{DType::F32, {2, 8, 32, 32}}}, conv);
+  expectSplitIsExact("conv2d_grad_weight",
+                     {randomFloats({2, 8, 32, 32}, 34), randomFloats({2, 4, 32, 32}, 35)},
+                     {{DType::F32, {4, 8, 3, 3}}}, conv);
+  // With at least as many (image, group) units as threads, the units split instead, each
+  // chunk building its own columns (Workspace.h convColumnSlots) and calling its GEMMs whole:
+  // 6 images of 2.4M multiply-adds, and 3 images of 2 groups.
+  expectSplitIsExact("conv2d",
+                     {randomFloats({6, 16, 32, 32}, 41), randomFloats({16, 16, 3, 3}, 42)},
+                     {{DType::F32, {6, 16, 32, 32}}}, conv);
+  expectSplitIsExact("conv2d_grad_input",
+                     {randomFloats({6, 16, 32, 32}, 43), randomFloats({16, 16, 3, 3}, 44)},
+                     {{DType::F32, {6, 16, 32, 32}}}, conv);
+  // conv2d_grad_weight sums its images in convColumnSlots(6, 2.4M) = 4 fixed runs, a dw
+  // each, added in run order: the same bits on any number of threads.
+  expectSplitIsExact("conv2d_grad_weight",
+                     {randomFloats({6, 16, 32, 32}, 49), randomFloats({6, 16, 32, 32}, 50)},
+                     {{DType::F32, {16, 16, 3, 3}}}, conv);
+  Attrs grouped = convAttrs(1, 2);
+  expectSplitIsExact("conv2d", {randomFloats({3, 16, 32, 32}, 45), randomFloats({32, 8, 3, 3}, 46)},
+                     {{DType::F32, {3, 32, 32, 32}}}, grouped);
+  expectSplitIsExact("conv2d_grad_input",
+                     {randomFloats({3, 32, 32, 32}, 47), randomFloats({32, 8, 3, 3}, 48)},
+                     {{DType::F32, {3, 16, 32, 32}}}, grouped);
+  expectSplitIsExact("conv2d_grad_weight",
+                     {randomFloats({3, 16, 32, 32}, 51), randomFloats({3, 32, 32, 32}, 52)},
+                     {{DType::F32, {32, 8, 3, 3}}}, grouped);
+  // The bias add splits by output plane (32 planes of 16,384); a pointwise convolution
+  // builds no columns.
+  Attrs pointwise = convAttrs(0, 1);
+  expectSplitIsExact("conv2d",
+                     {randomFloats({4, 2, 128, 128}, 36), randomFloats({8, 2, 1, 1}, 37),
+                      randomFloats({8}, 38)},
+                     {{DType::F32, {4, 8, 128, 128}}}, pointwise);
+  // Pools and their adjoints split by plane: 32 planes of 32 x 32, 3 x 3 windows, stride 2.
+  // max_pool2d_grad keeps an argmax plane per chunk (4 slots: Workspace.h maxPoolGradSlots).
+  Attrs pool = AttrsBuilder()
+                   .ints("kernel", {3, 3})
+                   .ints("strides", {2, 2})
+                   .ints("pads", {1, 1, 1, 1})
+                   .build();
+  OwnedTensor x = randomFloats({4, 8, 32, 32}, 39), dy = randomFloats({4, 8, 16, 16}, 40);
+  expectSplitIsExact("max_pool2d", {x}, {{DType::F32, {4, 8, 16, 16}}}, pool);
+  expectSplitIsExact("avg_pool2d", {x}, {{DType::F32, {4, 8, 16, 16}}}, pool);
+  expectSplitIsExact("max_pool2d_grad", {x, dy}, {{DType::F32, {4, 8, 32, 32}}}, pool);
+  expectSplitIsExact("avg_pool2d_grad", {dy}, {{DType::F32, {4, 8, 32, 32}}}, pool);
+}
+
 } // namespace
 } // namespace plait::rt::test
