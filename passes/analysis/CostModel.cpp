@@ -161,6 +161,9 @@ double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const El
   return 0;
 }
 
+/// A count computed in double as the int64_t the runtime's split rules take (at most 1e18).
+int64_t clampedInt64(double n) { return int64_t(std::min(n, 1e18)); }
+
 /// Multiply-adds per GEMM call of a contraction (its FLOPs over its GEMM calls, `rows`).
 double multiplyAddsPerCall(const OpCost &cost) { return cost.flops / 2 / std::max(cost.rows, 1.0); }
 
@@ -235,12 +238,11 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
     double inPlane = double(x.shape[2]) * double(x.shape[3]);
     double outPlane = double(y.shape[2]) * double(y.shape[3]);
     double perPlane = inPlane + outPlane * double((*window)[0]) * double((*window)[1]);
-    double grains = planes / double(rt::cpu::grainFor(rt::cpu::kElementGrain,
-                                                      int64_t(std::min(perPlane, 1e18))));
+    double grains =
+        planes / double(rt::cpu::grainFor(rt::cpu::kElementGrain, clampedInt64(perPlane)));
     if (k == "max_pool2d_grad")
-      grains = std::min(grains, double(rt::maxPoolGradSlots(
-                                    int64_t(std::min(planes, 1e18)),
-                                    int64_t(std::min(inPlane + outPlane, 1e18)))));
+      grains = std::min(grains, double(rt::maxPoolGradSlots(clampedInt64(planes),
+                                                            clampedInt64(inPlane + outPlane))));
     splitAs(cost, grains, 1, false);
     return;
   }
@@ -375,12 +377,12 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
         bool byImage = k == "conv2d_grad_weight";
         double units = byImage ? batch : cost.rows;
         double unitWork = multiplyAddsPerCall(cost) * (byImage ? group : 1);
-        auto clamped = [](double v) { return int64_t(std::min(v, 1e18)); };
-        double slots = double(rt::convColumnSlots(clamped(units), clamped(unitWork)));
+        double slots =
+            double(rt::convColumnSlots(clampedInt64(units), clampedInt64(unitWork)));
         if (slots > 1)
           splitAs(cost,
                   std::min(units / double(rt::cpu::grainFor(rt::cpu::kMultiplyAddGrain,
-                                                            clamped(unitWork))),
+                                                            clampedInt64(unitWork))),
                            slots),
                   1, true);
         else

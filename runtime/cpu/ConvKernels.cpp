@@ -29,11 +29,9 @@ template <typename T> Status convolve(const KernelCall &call, const ConvShape &s
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   Scratch scratch(call, "conv2d");
   // workspace: the im2col columns, a matrix per chunk of units (Workspace.cpp convColumns)
-  const int64_t slots =
-      convColumnSlots(s.batch * s.group, s.filtersPerGroup() * s.patch() * s.outPlane());
   ColumnMatrix<T> columns(s);
-  PLAIT_RETURN_IF_ERROR(columns.allocate(scratch, slots));
-  PLAIT_RETURN_IF_ERROR(forEachConvUnit(s, slots, [&](int64_t slot, int64_t begin, int64_t end) {
+  PLAIT_RETURN_IF_ERROR(columns.allocate(scratch, s.unitSlots()));
+  PLAIT_RETURN_IF_ERROR(forEachConvUnit(s, [&](int64_t slot, int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       const int64_t n = u / s.group, g = u % s.group;
       PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(false, false, filtersPerGroup, outPlane, patch, 1.0,

@@ -33,6 +33,11 @@ struct ConvShape {
   int64_t outPlane() const { return outHeight * outWidth; }
   /// Rows of the column matrix: one per (channel of the group, kernel position).
   int64_t patch() const { return groupChannels * window.kernel[0] * window.kernel[1]; }
+  /// Multiply-adds of one (image, group) unit's GEMM.
+  int64_t unitWork() const { return filtersPerGroup() * patch() * outPlane(); }
+  /// Column matrices conv2d and conv2d_grad_input keep: one per chunk of their (image, group)
+  /// units (Workspace.h convColumnSlots, which the plan's workspace declares).
+  int64_t unitSlots() const { return convColumnSlots(batch * group, unitWork()); }
   /// A 1x1 unpadded stride-1 convolution: x itself is the column matrix.
   bool pointwise() const {
     const Window2d &w = window;
@@ -93,28 +98,33 @@ private:
   T *buffer_ = nullptr;
 };
 
-/// Runs body(slot, begin, end) -> Status over a convolution's units, its (image, group) pairs
-/// in order (unit u: image u / group, group u % group). With at least as many units as
-/// threads they split across threads (Parallel.h), whole units of about kMultiplyAddGrain a
-/// chunk and at most `slots` chunks, chunk k using column slot k: each unit's im2col and GEMM
-/// then run whole on one thread, the same bits as on one thread, and no core reads columns
-/// another wrote. With fewer units, on this thread in slot 0, their GEMMs and im2col splitting
-/// themselves. Returns the first error of a chunk.
-template <typename Body> Status forEachConvUnit(const ConvShape &s, int64_t slots, Body &&body) {
-  const int64_t units = s.batch * s.group;
-  if (units < kernelThreads())
-    return body(int64_t(0), int64_t(0), units);
-  const int64_t unitWork = s.filtersPerGroup() * s.patch() * s.outPlane(); // multiply-adds
-  const int64_t grain =
-      std::max(grainFor(kMultiplyAddGrain, unitWork), (units + slots - 1) / slots);
+/// parallelFor(n, grain, ...) for a body that returns a Status: body(chunk, begin, end) in at
+/// most kConvColumnSlots chunks (the grain must make no more); the first chunk's error, if any.
+template <typename Body> Status parallelForSlots(int64_t n, int64_t grain, Body &&body) {
   Status errors[kConvColumnSlots];
-  parallelFor(units, grain, [&](int64_t chunk, int64_t begin, int64_t end) {
+  parallelFor(n, grain, [&](int64_t chunk, int64_t begin, int64_t end) {
     errors[chunk] = body(chunk, begin, end);
   });
   for (const Status &e : errors)
     if (!e.ok())
       return e;
   return Status();
+}
+
+/// Runs body(slot, begin, end) -> Status over a convolution's units, its (image, group) pairs
+/// in order (unit u: image u / group, group u % group). With at least as many units as
+/// threads they split across threads (Parallel.h), whole units of about kMultiplyAddGrain a
+/// chunk and at most unitSlots() chunks, chunk k using column slot k: each unit's im2col and
+/// GEMM then run whole on one thread, the same bits as on one thread, and no core reads
+/// columns another wrote. With fewer units, on this thread in slot 0, their GEMMs and im2col
+/// splitting themselves. Returns the first error of a chunk.
+template <typename Body> Status forEachConvUnit(const ConvShape &s, Body &&body) {
+  const int64_t units = s.batch * s.group, slots = s.unitSlots();
+  if (units < kernelThreads())
+    return body(int64_t(0), int64_t(0), units);
+  return parallelForSlots(
+      units, std::max(grainFor(kMultiplyAddGrain, s.unitWork()), (units + slots - 1) / slots),
+      body);
 }
 
 } // namespace plait::rt::cpu

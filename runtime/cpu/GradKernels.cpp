@@ -83,11 +83,9 @@ template <typename T> Status convGradInput(const KernelCall &call, const ConvSha
   bool pointwise = s.pointwise();
   Scratch scratch(call, "conv2d_grad_input");
   // workspace: the columns of one unit per chunk of units (Workspace.cpp convColumns)
-  const int64_t slots =
-      convColumnSlots(s.batch * s.group, s.filtersPerGroup() * s.patch() * s.outPlane());
   ColumnMatrix<T> col(s);
-  PLAIT_RETURN_IF_ERROR(col.allocate(scratch, slots));
-  return forEachConvUnit(s, slots, [&](int64_t slot, int64_t begin, int64_t end) {
+  PLAIT_RETURN_IF_ERROR(col.allocate(scratch, s.unitSlots()));
+  return forEachConvUnit(s, [&](int64_t slot, int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       const int64_t n = u / s.group, g = u % s.group;
       T *image = dx + s.inputOffset(n, g);
@@ -122,31 +120,27 @@ template <typename T> Status convGradWeight(const KernelCall &call, const ConvSh
   Scratch scratch(call, "conv2d_grad_weight");
   // workspace: a column matrix per run, and the dw of every run but the first
   // (Workspace.cpp computeBytes)
-  const int64_t imageWork = s.filters * patch * outPlane; // multiply-adds
+  const int64_t imageWork = s.unitWork() * s.group; // multiply-adds
   const int64_t runs = convColumnSlots(s.batch, imageWork);
   ColumnMatrix<T> columns(s);
   PLAIT_RETURN_IF_ERROR(columns.allocate(scratch, runs));
   T *copies = nullptr;
   if (runs > 1)
     PLAIT_RETURN_IF_ERROR(scratch.take(size * (runs - 1), copies));
-  Status errors[kConvColumnSlots];
   const int64_t grain = grainFor(kMultiplyAddGrain, imageWork * ((s.batch + runs - 1) / runs));
-  parallelFor(runs, grain, [&](int64_t, int64_t first, int64_t last) {
+  PLAIT_RETURN_IF_ERROR(parallelForSlots(runs, grain, [&](int64_t, int64_t first, int64_t last) {
     for (int64_t run = first; run < last; ++run) {
       T *sum = run == 0 ? dw : copies + (run - 1) * size;
       const int64_t begin = run * s.batch / runs, end = (run + 1) * s.batch / runs;
-      for (int64_t n = begin; n < end && errors[run].ok(); ++n)
-        for (int64_t g = 0; g < s.group && errors[run].ok(); ++g)
-          errors[run] = gemmRowMajor<T>(false, true, filtersPerGroup, patch, outPlane, 1.0,
-                                        dy + s.outputOffset(n, g), outPlane,
-                                        columns.of(x + s.inputOffset(n, g), run), outPlane,
-                                        n == begin ? 0.0 : 1.0,
-                                        sum + g * filtersPerGroup * patch, patch);
+      for (int64_t n = begin; n < end; ++n)
+        for (int64_t g = 0; g < s.group; ++g)
+          PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(
+              false, true, filtersPerGroup, patch, outPlane, 1.0, dy + s.outputOffset(n, g),
+              outPlane, columns.of(x + s.inputOffset(n, g), run), outPlane,
+              n == begin ? 0.0 : 1.0, sum + g * filtersPerGroup * patch, patch));
     }
-  });
-  for (const Status &e : errors)
-    if (!e.ok())
-      return e;
+    return Status();
+  }));
   for (int64_t run = 1; run < runs; ++run) {
     const T *copy = copies + (run - 1) * size;
     for (int64_t i = 0; i < size; ++i)

@@ -43,6 +43,9 @@ uint64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
 
 uint64_t numel(const OperandType &t) { return product(*t.shape, 0, t.shape->size()); }
 
+/// `n` as an int64_t for the slot rules in Workspace.h, saturating at INT64_MAX.
+int64_t clampedInt64(uint64_t n) { return int64_t(std::min<uint64_t>(n, INT64_MAX)); }
+
 /// One chunk of `count` elements of `elementSize` bytes.
 uint64_t chunk(uint64_t count, uint64_t elementSize) {
   return workspaceChunkBytes(saturatingMul(count, elementSize));
@@ -104,8 +107,7 @@ uint64_t convColumns(const OperandType &w, const OperandType &y, const Attrs &at
 
 /// convColumnSlots of `units` of `unitWork` multiply-adds each, either of them maybe huge.
 uint64_t slotsFor(uint64_t units, uint64_t unitWork) {
-  auto clamped = [](uint64_t n) { return int64_t(std::min<uint64_t>(n, uint64_t(1) << 62)); };
-  return uint64_t(convColumnSlots(clamped(units), clamped(unitWork)));
+  return uint64_t(convColumnSlots(clampedInt64(units), clampedInt64(unitWork)));
 }
 
 /// conv2d's and conv2d_grad_input's slots: one per chunk of their (image, group) units, each
@@ -133,8 +135,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   if (kernel == "conv2d_grad_weight" && operands(2, 1)) { // (x, dy) -> dw
     if (!in[0].shape->empty() && (*in[0].shape)[0] == 0)
       return 0; // an empty batch: dw is zeroed, no columns are built
-    // a column matrix and, but for the first, a dw per run of images (GradKernels.cpp)
-    // (images of F x patch x outPlane multiply-adds)
+    // a column matrix and, but for the first, a dw per run of images of F x patch x outPlane
+    // multiply-adds (GradKernels.cpp convGradWeight)
     uint64_t runs = in[0].shape->empty() || in[1].shape->size() != 4
                         ? 1
                         : slotsFor(product(*in[0].shape, 0, 1),
@@ -147,11 +149,10 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   if (kernel == "max_pool2d_grad" && operands(2, 1)) { // the argmax of each window of a plane
     if (in[0].shape->size() != 4 || in[1].shape->size() != 4) // per chunk: maxPoolGradSlots
       return 0;
-    auto clamped = [](uint64_t n) { return int64_t(std::min<uint64_t>(n, INT64_MAX)); };
     uint64_t outPlane = product(*in[1].shape, 2, 4);
     int64_t slots =
-        maxPoolGradSlots(clamped(product(*in[0].shape, 0, 2)),
-                         clamped(saturatingAdd(product(*in[0].shape, 2, 4), outPlane)));
+        maxPoolGradSlots(clampedInt64(product(*in[0].shape, 0, 2)),
+                         clampedInt64(saturatingAdd(product(*in[0].shape, 2, 4), outPlane)));
     return chunk(saturatingMul(outPlane, uint64_t(slots)), 8);
   }
   if ((kernel == "gather" || kernel == "gather_grad") && operands(2, 1)) // normalised indices
@@ -173,8 +174,7 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
           at = at == 0 || dims[d] == 0 ? 0 : std::max(at, dims[d]);
         }
       }
-    auto clamped = [](uint64_t n) { return int64_t(std::min<uint64_t>(n, INT64_MAX)); };
-    const int64_t iteration = clamped(product(shape, 0, shape.size()));
+    const int64_t iteration = clampedInt64(product(shape, 0, shape.size()));
     const std::vector<int64_t> &reductions = attrs().getInts("reductions");
     uint64_t bytes = 0;
     for (size_t o = 0; o < reductions.size() && o < out.size(); ++o)
@@ -183,7 +183,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
         // chunk of a split (fusedSumSlots).
         const std::vector<int64_t> &y = *out[o].shape;
         bool outer = shape.empty() || (!y.empty() && y.back() == shape.back());
-        uint64_t slots = outer ? uint64_t(fusedSumSlots(iteration, clamped(numel(out[o])))) : 1;
+        uint64_t slots =
+            outer ? uint64_t(fusedSumSlots(iteration, clampedInt64(numel(out[o])))) : 1;
         bytes = saturatingAdd(bytes, chunk(saturatingMul(numel(out[o]), slots), 8));
       }
     return bytes;
