@@ -1,7 +1,25 @@
 // Attribute accessors shared by the kernels, the plan loader and the compiler's workspace sizing.
 #include "runtime/Attrs.h"
 
+#include <cmath>
+
 namespace plait::rt {
+namespace {
+
+/// A float attribute read as an integer: truncated toward zero, saturating at int64's range
+/// (a cast of a value outside it is undefined behaviour, and a plan's floats are anyone's);
+/// NaN reads as `dflt`.
+int64_t truncatedInt(double v, int64_t dflt) {
+  if (std::isnan(v))
+    return dflt;
+  if (v >= 0x1p63)
+    return INT64_MAX;
+  if (v < -0x1p63)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+} // namespace
 
 int64_t Attrs::getInt(std::string_view name, int64_t dflt) const {
   auto it = values_.find(name);
@@ -10,7 +28,7 @@ int64_t Attrs::getInt(std::string_view name, int64_t dflt) const {
   if (!it->second.ints.empty())
     return it->second.ints.front();
   if (!it->second.floats.empty())
-    return static_cast<int64_t>(it->second.floats.front());
+    return truncatedInt(it->second.floats.front(), dflt);
   return dflt;
 }
 

@@ -56,6 +56,7 @@ struct PlanTensor {
   bool sharded = false; // a Param holding one rank's shard of `shard`
   ShardSpec shard;
 
+  /// The loader bounds the product of the non-zero dimensions by int64_t.
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : shape)

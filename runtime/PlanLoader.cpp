@@ -150,13 +150,21 @@ private:
     t.bytes = src.bytes();
     t.data = src.data();
 
-    uint64_t expectedBytes = dtypeSize(t.dtype);
+    // The product of the non-zero dimensions must fit an int64_t (PlanTensor::numel, the
+    // kernels' TensorView and every product of some of the dimensions then fit too), and the
+    // bytes a uint64_t. A zero dimension makes the tensor empty: no elements, no bytes.
+    int64_t nonZero = 1;
+    bool empty = false;
     for (int64_t d : t.shape) {
       if (d < 0)
         return fail("{}: negative dimension in shape {}", label, shapeString(t.shape));
-      if (__builtin_mul_overflow(expectedBytes, static_cast<uint64_t>(d), &expectedBytes))
+      empty |= d == 0;
+      if (d != 0 && __builtin_mul_overflow(nonZero, d, &nonZero))
         return fail("{}: shape {} is too large", label, shapeString(t.shape));
     }
+    uint64_t expectedBytes = 0;
+    if (!empty && __builtin_mul_overflow(uint64_t(nonZero), dtypeSize(t.dtype), &expectedBytes))
+      return fail("{}: shape {} is too large", label, shapeString(t.shape));
     if (t.bytes != expectedBytes)
       return fail("{}: bytes is {}, expected {} for shape {} of {}", label, t.bytes,
                   expectedBytes, shapeString(t.shape), dtypeName(t.dtype));

@@ -81,7 +81,7 @@ LogicalResult importRange(NodeContext &ctx) {
     if (!(count <= static_cast<double>(kMaxFoldedElements)))
       return ctx.unsupported("Range of more than " + llvm::Twine(kMaxFoldedElements) +
                              " elements (plait folds Range at import time)");
-    int64_t n = std::max<int64_t>(static_cast<int64_t>(count), 0);
+    int64_t n = count > 0 ? static_cast<int64_t>(count) : 0; // -1e19 would not cast
     HostTensor out(kind, {n});
     for (int64_t i = 0; i < n; ++i)
       out.setDouble(i, s + i * d);
@@ -96,7 +96,7 @@ LogicalResult importRange(NodeContext &ctx) {
   if (count > static_cast<double>(kMaxFoldedElements))
     return ctx.unsupported("Range of more than " + llvm::Twine(kMaxFoldedElements) +
                            " elements (plait folds Range at import time)");
-  int64_t n = std::max<int64_t>(static_cast<int64_t>(count), 0);
+  int64_t n = count > 0 ? static_cast<int64_t>(count) : 0; // -1e19 would not cast
   HostTensor out(kind, {n});
   for (int64_t i = 0; i < n; ++i)
     out.setInt(i, s + i * d);

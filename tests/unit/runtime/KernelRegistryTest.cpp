@@ -1,5 +1,7 @@
 // Attribute accessors and the kernel registry.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 
 #include <gtest/gtest.h>
 
@@ -31,6 +33,25 @@ TEST(AttrsTest, ReadsEachKindWithDefaults) {
   EXPECT_EQ(attrs.getStr("axis", "none"), "none"); // numbers are not strings
   EXPECT_TRUE(attrs.getBool("flag", false));
   EXPECT_FALSE(attrs.getBool("missing", false));
+}
+
+// A plan's floats are anyone's: one outside int64's range or NaN, read as an integer, must not
+// be undefined behaviour (the plan fuzzer's sanitizers stop on it).
+TEST(AttrsTest, FloatsReadAsIntsSaturate) {
+  Attrs attrs;
+  attrs.set("big", {{}, {1e300}, ""});
+  attrs.set("small", {{}, {-1e300}, ""});
+  attrs.set("inf", {{}, {-INFINITY}, ""});
+  attrs.set("nan", {{}, {NAN}, ""});
+  attrs.set("edge", {{}, {-0x1p63}, ""});
+  attrs.set("neg", {{}, {-2.75}, ""});
+  EXPECT_EQ(attrs.getInt("big", 0), INT64_MAX);
+  EXPECT_EQ(attrs.getInt("small", 0), INT64_MIN);
+  EXPECT_EQ(attrs.getInt("inf", 0), INT64_MIN);
+  EXPECT_EQ(attrs.getInt("nan", 5), 5);
+  EXPECT_EQ(attrs.getInt("edge", 0), INT64_MIN);
+  EXPECT_EQ(attrs.getInt("neg", 0), -2);
+  EXPECT_FALSE(attrs.getBool("nan", false));
 }
 
 TEST(KernelRegistryTest, FindsRegisteredKernels) {

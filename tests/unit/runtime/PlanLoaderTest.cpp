@@ -241,6 +241,27 @@ TEST_F(PlanLoaderTest, RejectsOverflowingShape) {
   raw.tensors[3].shape = {int64_t{1} << 40, int64_t{1} << 40};
   EXPECT_THAT(loadError(raw), HasSubstr("tensor 3 ('sum'): shape [1099511627776, "
                                         "1099511627776] is too large"));
+  // 2^63 one-byte elements fit a uint64_t of bytes but not the int64_t element count.
+  raw.tensors[3].dtype = int(rt::DType::I1);
+  raw.tensors[3].shape = {int64_t{1} << 32, int64_t{1} << 31};
+  raw.tensors[3].bytes = uint64_t{1} << 63;
+  EXPECT_THAT(loadError(raw), HasSubstr("tensor 3 ('sum'): shape [4294967296, 2147483648] is "
+                                        "too large"));
+}
+
+// A zero dimension empties a shape: no elements and no bytes. Its other dimensions still
+// multiply to at most int64's range, so that no product of some of them overflows in a kernel.
+TEST_F(PlanLoaderTest, BoundsTheDimensionsOfAnEmptyShape) {
+  RawPlan raw = validRawPlan();
+  raw.tensors[3].shape = {int64_t{1} << 20, 0, int64_t{1} << 40};
+  raw.tensors[3].bytes = 0;
+  rt::Plan plan;
+  rt::Status s = rt::loadPlanFromBytes(withChecksum(serializeRaw(raw)), "model.plan", plan);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(plan.tensors[3].numel(), 0);
+  raw.tensors[3].shape = {0, int64_t{1} << 40, int64_t{1} << 40};
+  EXPECT_THAT(loadError(raw), HasSubstr("tensor 3 ('sum'): shape [0, 1099511627776, "
+                                        "1099511627776] is too large"));
 }
 
 TEST_F(PlanLoaderTest, RejectsByteCountMismatch) {
