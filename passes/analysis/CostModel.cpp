@@ -13,6 +13,7 @@
 #include "codegen/schema/MatmulLayout.h"
 #include "runtime/cluster/RingModel.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/ReductionSplit.h"
 #include "runtime/cpu/Workspace.h"
 
 namespace plait::cost {
@@ -185,13 +186,13 @@ double rowGrains(double rows, double width, int64_t grain) {
 }
 
 /// The element kernels whose loops the runtime splits across threads (their parallelFor
-/// calls: Unary-, Binary- and OptimizerKernels.cpp). pow, where, clamp, not, casts,
-/// reductions, movement and losses run on one thread (pools split by plane: below).
+/// calls: Unary-, Binary- and OptimizerKernels.cpp). pow, clamp, not, casts, argmax,
+/// movement and losses run on one thread (pools, norms and reductions: below).
 bool splitsElements(std::string_view k) {
   static constexpr std::string_view kSplit[] = {
       "add", "sub", "mul", "div", "max", "min", "greater", "less", "equal", "and", "or",
       "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
-      "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update"};
+      "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "where"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }
 
@@ -202,9 +203,10 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
   const plan::TensorDesc &a = plan.tensors[instr.inputs[0]];
   const plan::TensorDesc &out = plan.tensors[instr.outputs[0]];
   if (splitsElements(k)) {
-    // A binary kernel splits its broadcast's rows, or its one row; a map its elements.
+    // A binary kernel (or where) splits its broadcast's rows, or its one row; a map its
+    // elements.
     double inner = out.shape.empty() ? 1 : double(std::max<int64_t>(out.shape.back(), 1));
-    bool rowsOfBinary = instr.inputs.size() == 2 && inner < numel(out);
+    bool rowsOfBinary = instr.inputs.size() >= 2 && inner < numel(out);
     splitAs(cost,
             rowsOfBinary ? rowGrains(numel(out) / inner, inner, rt::cpu::kElementGrain)
                          : numel(out) / double(rt::cpu::kElementGrain),
@@ -244,6 +246,34 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
       grains = std::min(grains, double(rt::maxPoolGradSlots(clampedInt64(planes),
                                                             clampedInt64(inPlane + outPlane))));
     splitAs(cost, grains, 1, false);
+    return;
+  }
+  if (k == "reduce_sum" || k == "reduce_mean" || k == "reduce_max" || k == "reduce_min" ||
+      k == "reduce_prod") {
+    // Rows of the outermost merged dimensions: chunks of them when they are kept, fixed
+    // blocks with their own accumulators when they are reduced (ReductionSplit.h).
+    const size_t rank = a.shape.size();
+    const std::vector<int64_t> *axes = plan::intsAttr(instr, "axes");
+    std::vector<bool> reduced(rank, !axes || axes->empty());
+    for (int64_t axis : axes ? *axes : std::vector<int64_t>{}) {
+      if (axis < 0)
+        axis += int64_t(rank);
+      if (axis < 0 || axis >= int64_t(rank))
+        return;
+      reduced[size_t(axis)] = true;
+    }
+    std::vector<int64_t> runs;
+    std::vector<bool> kept;
+    rt::cpu::reductionRuns(a.shape, reduced, runs, kept);
+    auto isKept = [&](size_t r) { return bool(kept[r]); };
+    int64_t slots = rt::cpu::reductionSlots(runs.data(), runs.size(), isKept,
+                                            clampedInt64(numel(a)), clampedInt64(numel(out)));
+    splitAs(cost,
+            slots > 1 ? double(slots)
+                      : double(rt::cpu::reductionSplit(runs.data(), runs.size(), isKept,
+                                                       clampedInt64(numel(a)))
+                                   .maxChunks()),
+            1, false);
     return;
   }
   if (k == "softmax_cross_entropy_grad" && cost.rows > 0) // positions of `classes` scores

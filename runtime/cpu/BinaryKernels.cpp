@@ -322,9 +322,25 @@ Status whereKernel(const KernelCall &call) {
     const BoolByte *c = cond.as<BoolByte>();
     const T *px = x.as<T>(), *py = y.as<T>();
     T *po = out.as<T>();
-    forEachRow(plan, [&](int64_t o, const std::array<int64_t, 3> &off, int64_t n,
-                         const std::array<int64_t, 3> &s) {
-      whereRow(c + off[0], s[0], px + off[1], s[1], py + off[2], s[2], po + o, n);
+    if (plan.numel == 0)
+      return Status();
+    // Split as applyBroadcast splits: a single row by elements, else by rows.
+    const int64_t inner = plan.shape.back(), rows = plan.numel / inner;
+    if (rows == 1) {
+      const std::array<int64_t, 3> s = {plan.strides[0].back(), plan.strides[1].back(),
+                                        plan.strides[2].back()};
+      parallelFor(inner, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+        whereRow(c + begin * s[0], s[0], px + begin * s[1], s[1], py + begin * s[2], s[2],
+                 po + begin, end - begin);
+      });
+      return Status();
+    }
+    parallelFor(rows, grainFor(kElementGrain, inner), [&](int64_t, int64_t begin, int64_t end) {
+      forEachRowIn(plan, begin, end,
+                   [&](int64_t o, const std::array<int64_t, 3> &off, int64_t n,
+                       const std::array<int64_t, 3> &s) {
+        whereRow(c + off[0], s[0], px + off[1], s[1], py + off[2], s[2], po + o, n);
+      });
     });
     return Status();
   });

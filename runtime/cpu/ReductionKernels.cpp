@@ -12,6 +12,8 @@
 #include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/ReductionSplit.h"
 #include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
@@ -26,6 +28,8 @@ struct Sum {
   template <typename T> using Acc = SumAcc<T>;
   template <typename T> static Acc<T> identity() { return 0; }
   template <typename T> static Acc<T> combine(Acc<T> acc, T x) { return acc + Acc<T>(x); }
+  /// Two partial results (of blocks of rows: ReductionSplit.h reductionSlots) as one.
+  template <typename A> static A merge(A a, A b) { return a + b; }
 };
 struct Mean : Sum {
   static constexpr const char *kName = "reduce_mean";
@@ -35,6 +39,7 @@ struct Prod {
   template <typename T> using Acc = SumAcc<T>;
   template <typename T> static Acc<T> identity() { return 1; }
   template <typename T> static Acc<T> combine(Acc<T> acc, T x) { return acc * Acc<T>(x); }
+  template <typename A> static A merge(A a, A b) { return a * b; }
 };
 /// Max and min propagate NaN (once the accumulator is NaN it stays NaN), as PyTorch does.
 struct Max {
@@ -47,6 +52,7 @@ struct Max {
       return std::numeric_limits<T>::lowest();
   }
   template <typename T> static T combine(T acc, T x) { return (x > acc || x != x) ? x : acc; }
+  template <typename T> static T merge(T a, T b) { return combine(a, b); }
 };
 struct Min {
   static constexpr const char *kName = "reduce_min";
@@ -58,6 +64,7 @@ struct Min {
       return std::numeric_limits<T>::max();
   }
   template <typename T> static T combine(T acc, T x) { return (x < acc || x != x) ? x : acc; }
+  template <typename T> static T merge(T a, T b) { return combine(a, b); }
 };
 
 /// target[i] += row[i] over a row of inputs that each add to their own sum (a reduction over
@@ -66,6 +73,17 @@ template <typename Acc, typename T>
 PLAIT_SIMD_CLONES void addRowInto(Acc *target, const T *row, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     target[i] += Acc(row[i]);
+}
+
+/// The split of a reduction's row plan (operand 0 its accumulators, 0-strided along the
+/// reduced dimensions): its dimensions are the merged runs ReductionSplit.h takes.
+ReductionSplit planReductionSplit(const BroadcastPlan<2> &plan) {
+  return reductionSplit(plan.shape.data(), plan.shape.size(),
+                        [&](size_t d) { return plan.strides[0][d] != 0; }, plan.numel);
+}
+int64_t planReductionSlots(const BroadcastPlan<2> &plan, int64_t results) {
+  return reductionSlots(plan.shape.data(), plan.shape.size(),
+                        [&](size_t d) { return plan.strides[0][d] != 0; }, plan.numel, results);
 }
 
 /// Normalises `axes` (empty: every axis) into a per-dimension mask and computes the shape
@@ -123,44 +141,82 @@ template <typename Op> Status reduceKernel(const KernelCall &call) {
     using T = decltype(tag);
     using Acc = typename Op::template Acc<T>;
     int64_t outCount = out.numel();
-    Scratch scratch(call, Op::kName);
-    Acc *acc; // workspace: one accumulator per output element
-    PLAIT_RETURN_IF_ERROR(scratch.take(outCount, acc));
-    std::fill(acc, acc + outCount, Op::template identity<T>());
     // Walk the input in memory order; the output is the input "broadcast" along the reduced
-    // axes, so the same row plan yields each input row's accumulator offset.
-    BroadcastPlan<1> plan = planBroadcast<1>(x.shape, {keptShape});
+    // axes, so the same row plan yields each input row's accumulator offset (operand 0; the
+    // input itself is operand 1, so that a chunk can walk a slice of the plan).
+    BroadcastPlan<2> plan = planBroadcast<2>(x.shape, {keptShape, x.shape});
+    const int64_t slots = planReductionSlots(plan, outCount);
+    Scratch scratch(call, Op::kName);
+    Acc *acc; // workspace: one accumulator per output element, per block of rows
+    PLAIT_RETURN_IF_ERROR(scratch.take(outCount * slots, acc));
+    std::fill(acc, acc + outCount * slots, Op::template identity<T>());
     const T *in = x.as<T>();
-    forEachRow(plan, [&](int64_t o, const std::array<int64_t, 1> &off, int64_t n,
-                         const std::array<int64_t, 1> &stride) {
-      const T *row = in + o;
-      Acc *target = acc + off[0];
-      if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) {
-        if (std::is_same_v<T, float> && stride[0] == 0) { // a contiguous row into one sum
-          *target += sumFloats(reinterpret_cast<const float *>(row), n);
-          return;
+    auto walk = [&](const BroadcastPlan<2> &part, const std::array<int64_t, 2> &base) {
+      forEachRow(part, [&](int64_t, const std::array<int64_t, 2> &off, int64_t n,
+                           const std::array<int64_t, 2> &stride) {
+        const T *row = in + base[1] + off[1];
+        Acc *target = acc + base[0] + off[0];
+        if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) {
+          if (std::is_same_v<T, float> && stride[0] == 0) { // a contiguous row into one sum
+            *target += sumFloats(reinterpret_cast<const float *>(row), n);
+            return;
+          }
         }
-      }
-      if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) {
-        if (stride[0] != 0 && !std::is_integral_v<T>) {
-          addRowInto(target, row, n);
-          return;
+        if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) {
+          if (stride[0] != 0 && !std::is_integral_v<T>) {
+            addRowInto(target, row, n);
+            return;
+          }
         }
-      }
-      if (stride[0] == 0) {
-        Acc a = *target;
-        for (int64_t i = 0; i < n; ++i)
-          a = Op::combine(a, row[i]);
-        *target = a;
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          target[i] = Op::combine(target[i], row[i]);
-      }
-    });
+        if (stride[0] == 0) {
+          Acc a = *target;
+          for (int64_t i = 0; i < n; ++i)
+            a = Op::combine(a, row[i]);
+          *target = a;
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            target[i] = Op::combine(target[i], row[i]);
+        }
+      });
+    };
+    // Rows [begin, end) of the plan's outermost dimension into the accumulators at `into`.
+    // When that dimension is kept (ReductionSplit.h), chunks of its rows split across the
+    // threads: each owns whole accumulators, so every output has the same bits on any number
+    // of threads, and reads one contiguous block of the input.
+    auto walkRows = [&](int64_t begin, int64_t end, Acc *into) {
+      if (begin == 0 && end == plan.shape[0])
+        return walk(plan, {into - acc, 0});
+      BroadcastPlan<2> part = plan;
+      part.shape[0] = end - begin;
+      part.numel = plan.numel / plan.shape[0] * (end - begin);
+      walk(part, {into - acc + begin * plan.strides[0][0], begin * plan.strides[1][0]});
+    };
+    if (slots > 1) {
+      // The outermost dimension is reduced: fixed blocks of its rows, a copy of the
+      // accumulators each, combined in block order (the same bits on any thread count).
+      parallelFor(slots, 1, [&](int64_t, int64_t first, int64_t last) {
+        for (int64_t b = first; b < last; ++b) {
+          int64_t begin, end;
+          reductionBlock(plan.shape[0], slots, b, begin, end);
+          walkRows(begin, end, acc + b * outCount);
+        }
+      });
+      for (int64_t b = 1; b < slots; ++b)
+        for (int64_t i = 0; i < outCount; ++i)
+          acc[i] = Op::merge(acc[i], acc[b * outCount + i]);
+    } else if (const ReductionSplit split = planReductionSplit(plan); split.items > 1) {
+      parallelFor(
+          split.items, split.grain,
+          [&](int64_t, int64_t begin, int64_t end) { walkRows(begin, end, acc); }, split.unit);
+    } else {
+      walk(plan, {0, 0});
+    }
     int64_t count = outCount == 0 ? 0 : x.numel() / outCount;
     T *result = out.as<T>();
-    for (int64_t i = 0; i < outCount; ++i)
-      result[i] = finish<T>(acc[i], kMean, count);
+    parallelFor(outCount, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        result[i] = finish<T>(acc[i], kMean, count);
+    });
     return Status();
   });
 }

@@ -2,6 +2,8 @@
 // (runtime/cpu/*Kernels.cpp say which, next to each Scratch::take), in the same arithmetic.
 #include "runtime/cpu/Workspace.h"
 
+#include "runtime/cpu/ReductionSplit.h"
+
 #include <algorithm>
 #include <iterator>
 #include <unordered_set>
@@ -122,6 +124,25 @@ uint64_t unitSlots(const OperandType &w, const OperandType &y, const Attrs &attr
                                 product(*y.shape, 2, 4)));
 }
 
+/// The accumulator copies of a reduction of `x` into `y` over its "axes" (none: every axis):
+/// one per block of rows when its outermost dimensions are reduced (ReductionSplit.h).
+uint64_t reduceSlots(const OperandType &x, const OperandType &y, const Attrs &attrs) {
+  const std::vector<int64_t> &axes = attrs.getInts("axes");
+  const int64_t rank = int64_t(x.shape->size());
+  std::vector<bool> reduced(size_t(rank), axes.empty());
+  for (int64_t axis : axes) {
+    if (axis < -rank || axis >= rank)
+      return 1; // the kernel rejects it before taking any
+    reduced[size_t(axis < 0 ? axis + rank : axis)] = true;
+  }
+  std::vector<int64_t> runs;
+  std::vector<bool> kept;
+  cpu::reductionRuns(*x.shape, reduced, runs, kept);
+  return uint64_t(cpu::reductionSlots(
+      runs.data(), runs.size(), [&](size_t r) { return bool(kept[r]); },
+      clampedInt64(numel(x)), clampedInt64(numel(y))));
+}
+
 /// The workspace of the kernel computing in f32/f64 (after any half staging).
 uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &in,
                       const std::vector<OperandType> &out, const LazyAttrs &attrs) {
@@ -158,8 +179,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   if ((kernel == "gather" || kernel == "gather_grad") && operands(2, 1)) // normalised indices
     return chunk(numel(in[1]), 8);
   if ((kernel == "reduce_sum" || kernel == "reduce_mean" || kernel == "reduce_prod") &&
-      operands(1, 1)) // accumulators: double for floats, uint64 for integers
-    return chunk(numel(out[0]), 8);
+      operands(1, 1)) // accumulators: double for floats, uint64 for integers; per block of rows
+    return chunk(saturatingMul(numel(out[0]), reduceSlots(in[0], out[0], attrs())), 8);
   if (kernel == "fused_elementwise") { // a double accumulator per reduced result's element
     // The iteration shape: every operand broadcast together (right-aligned; a dimension of 0
     // against 1 is 0), as the kernel checks they do.
@@ -190,7 +211,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     return bytes;
   }
   if ((kernel == "reduce_max" || kernel == "reduce_min") && operands(1, 1))
-    return chunk(numel(out[0]), elementBytes(in[0].dtype));
+    return chunk(saturatingMul(numel(out[0]), reduceSlots(in[0], out[0], attrs())),
+                 elementBytes(in[0].dtype));
   if ((kernel == "argmax" || kernel == "argmin") && operands(1, 1)) { // best value per column
     size_t axis;
     if (!axisOf(attrs(), 0, in[0].shape->size(), axis))

@@ -9,6 +9,7 @@
 #include "passes/analysis/CostModel.h"
 #include "runtime/cluster/RingModel.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/ReductionSplit.h"
 #include "runtime/cpu/Workspace.h"
 
 namespace plait::cost {
@@ -331,7 +332,7 @@ TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
   plan.instrs.push_back({"mul", {0, 0}, {0}});             // under a grain: one thread
   plan.instrs.push_back({"mul", {1, 1}, {1}});             // 4 grains
   plan.instrs.push_back({"matmul", {2, 2}, {2}});          // 2^30 multiply-adds: 512 grains
-  plan.instrs.push_back({"reduce_sum", {2}, {3}});         // never split
+  plan.instrs.push_back({"pow", {2, 2}, {2}});             // never split
   EXPECT_EQ(opCost(plan, plan.instrs[0]).splitShare, 0);
   EXPECT_DOUBLE_EQ(opCost(plan, plan.instrs[1]).splitGrains, 4);
   EXPECT_TRUE(opCost(plan, plan.instrs[2]).splitGemm);
@@ -394,6 +395,23 @@ TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
   EXPECT_DOUBLE_EQ(opCost(pools, pools.instrs[1]).splitGrains, 8);
   EXPECT_DOUBLE_EQ(opCost(pools, pools.instrs[2]).splitGrains, double(rt::kMaxPoolGradSlots));
   EXPECT_EQ(opCost(pools, pools.instrs[3]).splitShare, 0);
+
+  // A reduction splits its outermost merged dimensions (ReductionSplit.h): kept, 64 row sums
+  // of 1,024 (16 rows a grain); reduced, 4 fixed blocks of rows (96 column sums over 16,384
+  // rows, 64 channels of a [64, 64, 256] input); not with an axis out of range.
+  plan::PlanDesc reductions =
+      tensors({{64, 1024}, {64, 1}, {16384, 96}, {96}, {64, 64, 256}, {64}});
+  auto reduce = [](std::vector<int64_t> axes, uint32_t in, uint32_t out) {
+    return plan::InstrDesc{"reduce_sum", {in}, {out}, {{"axes", std::move(axes)}}};
+  };
+  reductions.instrs = {reduce({1}, 0, 1), reduce({0}, 2, 3), reduce({0, -1}, 4, 5),
+                       reduce({7}, 0, 1)};
+  EXPECT_DOUBLE_EQ(opCost(reductions, reductions.instrs[0]).splitGrains, 4);
+  EXPECT_DOUBLE_EQ(opCost(reductions, reductions.instrs[1]).splitGrains,
+                   double(rt::cpu::kReductionSlots));
+  EXPECT_DOUBLE_EQ(opCost(reductions, reductions.instrs[2]).splitGrains,
+                   double(rt::cpu::kReductionSlots));
+  EXPECT_EQ(opCost(reductions, reductions.instrs[3]).splitShare, 0);
 
   // A convolution splits its images (2.4M multiply-adds each: a grain) into at most
   // kConvColumnSlots chunks, one call; with one image, its GEMM splits instead.

@@ -4,7 +4,9 @@
 // same order), bit for bit; GEMMs within 1e-6 (OpenBLAS's rounding of a block of rows).
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -169,6 +171,108 @@ TEST(Parallel, SplitKernelsComputeWhatOneThreadComputes) {
                      {randomFloats({600, 512}, 14), make<int64_t>({600}, targets),
                       makeFloat(DType::F32, {}, {1.0})},
                      {{DType::F32, {600, 512}}});
+}
+
+TEST(Parallel, WhereSplitsItsRowOrItsRows) {
+  // A ReLU's gradient (one row of 210,000: split by elements), a masked fill with a scalar,
+  // and a condition broadcast along rows (700 rows of 300: split by rows).
+  std::vector<uint8_t> mask(700 * 300);
+  for (size_t i = 0; i < mask.size(); ++i)
+    mask[i] = uint8_t(i * 7919 % 3 == 0);
+  OwnedTensor cond = make<uint8_t>({700, 300}, mask);
+  OwnedTensor x = randomFloats({700, 300}, 70), y = randomFloats({700, 300}, 71);
+  expectSplitIsExact("where", {cond, x, y}, {{DType::F32, {700, 300}}});
+  expectSplitIsExact("where", {cond, x, makeFloat(DType::F32, {}, {0.0})},
+                     {{DType::F32, {700, 300}}});
+  std::vector<uint8_t> row(mask.begin(), mask.begin() + 300);
+  expectSplitIsExact("where", {make<uint8_t>({1, 300}, row), x, y}, {{DType::F32, {700, 300}}});
+}
+
+TEST(Parallel, ReductionsSplitTheirOuterRowsExactly) {
+  // A reduction splits its outermost merged dimensions (ReductionSplit.h): kept, into chunks
+  // owning whole accumulators; reduced, into 4 fixed blocks of rows with a copy of the
+  // accumulators each, combined in block order. Either way every output is the same bits on
+  // 3 threads as on one.
+  auto axes = [](std::vector<int64_t> a, bool keepdims = true) {
+    return AttrsBuilder().ints("axes", std::move(a)).i("keepdims", keepdims).build();
+  };
+  // Rows into one sum each: 64 rows of 1,024, 16 rows a grain.
+  expectSplitIsExact("reduce_sum", {randomFloats({64, 1024}, 60)}, {{DType::F32, {64, 1}}},
+                     axes({1}));
+  expectSplitIsExact("reduce_min", {randomFloats({256, 300}, 64)}, {{DType::F32, {256}}},
+                     axes({-1}, false));
+  // Kept, reduced, kept: 4 outer blocks of 3 x 8,192, each its 8,192 accumulators.
+  expectSplitIsExact("reduce_max", {randomFloats({4, 3, 2, 4096}, 63)},
+                     {{DType::F32, {4, 1, 2, 4096}}}, axes({1}));
+  // Blocks of rows (2^20 input elements or more): a bias gradient's column sums, batch-norm
+  // statistics, a whole sum.
+  expectSplitIsExact("reduce_sum", {randomFloats({16384, 96}, 61)}, {{DType::F32, {96}}},
+                     axes({0}, false));
+  expectSplitIsExact("reduce_mean", {randomFloats({64, 64, 256}, 62)}, {{DType::F32, {64}}},
+                     axes({0, 2}, false));
+  expectSplitIsExact("reduce_sum", {randomFloats({1024, 1024}, 65)}, {{DType::F32, {}}},
+                     AttrsBuilder().i("keepdims", 0).build());
+  std::vector<int64_t> ints(16384 * 64);
+  for (size_t i = 0; i < ints.size(); ++i)
+    ints[i] = int64_t(i % 7) - 3;
+  expectSplitIsExact("reduce_prod", {make<int64_t>({16384, 64}, ints)}, {{DType::I64, {16384}}},
+                     axes({1}, false));
+  expectSplitIsExact("reduce_max", {make<int64_t>({16384, 64}, ints)}, {{DType::I64, {64}}},
+                     axes({0}, false));
+  // bf16 is staged through f32 and split the same way.
+  std::vector<double> values(128 * 512);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = double(int64_t(i * 37 % 101) - 50) / 8;
+  expectSplitIsExact("reduce_sum", {makeFloat(DType::BF16, {128, 512}, values)},
+                     {{DType::BF16, {128}}}, axes({1}, false));
+}
+
+// The blocks of rows compute what one walk computes: exact sums of small integers, a max
+// that keeps a NaN and the first of equal extremes (-0 before +0), an integer product that
+// wraps as one walk's does.
+TEST(Parallel, ReductionBlocksCombineToTheWholeResult) {
+  const int64_t rows = 16384, cols = 96;
+  std::vector<double> values(size_t(rows * cols));
+  std::vector<double> sums(size_t(cols), 0), maxima(size_t(cols), -100);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      double v = double((i * j) % 13 - 6);
+      values[size_t(i * cols + j)] = v;
+      sums[size_t(j)] += v;
+      maxima[size_t(j)] = std::max(maxima[size_t(j)], v);
+    }
+  values[size_t(700 * cols + 5)] = std::nan("");
+  sums[5] = std::nan("");
+  for (int64_t i = 0; i < rows; ++i) // column 7: -0 in row 0, +0 everywhere else
+    values[size_t(i * cols + 7)] = i == 0 ? -0.0 : 0.0;
+  sums[7] = 0;
+  maxima[7] = 0;
+  Attrs columns = AttrsBuilder().ints("axes", {0}).i("keepdims", 0).build();
+  OwnedTensor x = makeFloat(DType::F32, {rows, cols}, values);
+  KernelThreads threads(2);
+  KernelResult sum = runKernel("reduce_sum", {x}, {{DType::F32, {cols}}}, columns);
+  KernelResult max = runKernel("reduce_max", {x}, {{DType::F32, {cols}}}, columns);
+  ASSERT_TRUE(sum.status.ok() && max.status.ok());
+  std::vector<float> s = sum.out(0).floats(), m = max.out(0).floats();
+  for (int64_t j = 0; j < cols; ++j) {
+    if (j == 5) {
+      EXPECT_TRUE(std::isnan(s[5]) && std::isnan(m[5]));
+      continue;
+    }
+    EXPECT_EQ(s[size_t(j)], float(sums[size_t(j)])) << j;
+    EXPECT_EQ(m[size_t(j)], float(maxima[size_t(j)])) << j;
+  }
+  EXPECT_TRUE(std::signbit(m[7])); // the first of the equal maxima, as one walk keeps
+  std::vector<int64_t> ints(size_t(rows * 64));
+  uint64_t product = 1;
+  for (size_t i = 0; i < ints.size(); ++i) {
+    ints[i] = int64_t(i % 5) + 2;
+    product *= uint64_t(ints[i]);
+  }
+  KernelResult prod = runKernel("reduce_prod", {make<int64_t>({rows * 64}, ints)},
+                                {{DType::I64, {}}}, AttrsBuilder().i("keepdims", 0).build());
+  ASSERT_TRUE(prod.status.ok());
+  EXPECT_EQ(prod.out(0).values<int64_t>()[0], int64_t(product));
 }
 
 TEST(Parallel, ConvolutionAndPoolingLoopsSplitExactly) {

@@ -66,6 +66,24 @@ TEST(KernelWorkspaceBytes, ChunksOfWhatEachKernelKeeps) {
   EXPECT_EQ(need("softmax", {{DType::F32, {7, 20}}}, {{DType::F32, {7, 20}}}, axis0),
             128u + 192);
   EXPECT_EQ(need("softmax", {{DType::F32, {7, 20}}}, {{DType::F32, {7, 20}}}), 0u);
+  // Reductions keep an accumulator per result (double for sums, the element for max/min),
+  // and a copy per block of rows when their outer dimensions are reduced over at least 2^20
+  // input elements with few results (ReductionSplit.h reductionSlots: 4 blocks).
+  rt::Attrs rows, columns;
+  rows.set("axes", {{1}, {}, ""});
+  columns.set("axes", {{0}, {}, ""});
+  EXPECT_EQ(need("reduce_sum", {{DType::F32, {16384, 96}}}, {{DType::F32, {16384}}}, rows),
+            16384u * 8);
+  EXPECT_EQ(need("reduce_sum", {{DType::F32, {16384, 96}}}, {{DType::F32, {96}}}, columns),
+            4u * 96 * 8);
+  EXPECT_EQ(need("reduce_max", {{DType::F32, {16384, 96}}}, {{DType::F32, {96}}}, columns),
+            4u * 96 * 4);
+  EXPECT_EQ(need("reduce_mean", {{DType::F32, {8192, 96}}}, {{DType::F32, {96}}}, columns),
+            768u); // under 2^20 elements: one walk
+  EXPECT_EQ(need("reduce_sum", {{DType::F32, {16, 65536}}}, {{DType::F32, {65536}}}, columns),
+            65536u * 8); // copies as large as a quarter of the input: one walk
+  EXPECT_EQ(need("reduce_sum", {{DType::F32, {1024, 1024}}}, {{DType::F32, {}}}),
+            64u); // a whole sum: 4 blocks' doubles in one chunk
   // Movement kernels, collectives and unknown kernels need nothing.
   EXPECT_EQ(need("transpose", {{DType::F32, {7, 20}}}, {{DType::F32, {20, 7}}}), 0u);
   EXPECT_EQ(need("all_reduce", {{DType::F32, {7}}}, {{DType::F32, {7}}}), 0u);
