@@ -252,19 +252,11 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
       k == "reduce_prod") {
     // Rows of the outermost merged dimensions: chunks of them when they are kept, fixed
     // blocks with their own accumulators when they are reduced (ReductionSplit.h).
-    const size_t rank = a.shape.size();
     const std::vector<int64_t> *axes = plan::intsAttr(instr, "axes");
-    std::vector<bool> reduced(rank, !axes || axes->empty());
-    for (int64_t axis : axes ? *axes : std::vector<int64_t>{}) {
-      if (axis < 0)
-        axis += int64_t(rank);
-      if (axis < 0 || axis >= int64_t(rank))
-        return;
-      reduced[size_t(axis)] = true;
-    }
     std::vector<int64_t> runs;
     std::vector<bool> kept;
-    rt::cpu::reductionRuns(a.shape, reduced, runs, kept);
+    if (!rt::cpu::reductionRuns(a.shape, axes ? *axes : std::vector<int64_t>{}, runs, kept))
+      return;
     auto isKept = [&](size_t r) { return bool(kept[r]); };
     int64_t slots = rt::cpu::reductionSlots(runs.data(), runs.size(), isKept,
                                             clampedInt64(numel(a)), clampedInt64(numel(out)));

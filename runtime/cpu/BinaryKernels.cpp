@@ -182,28 +182,37 @@ PLAIT_SIMD_CLONES void binaryRow(const T *pa, bool aRow, const T *pb, bool bRow,
   }
 }
 
-/// out = op(a, b) over a broadcast plan, row by row, the rows split across the kernels'
-/// threads (Parallel.h); a single row (operands of one shape, or a scalar) is split itself.
-template <typename Op, typename T>
-void applyBroadcast(const BroadcastPlan<2> &plan, const T *a, const T *b, ResultOf<Op, T> *out) {
+/// forEachRow(plan, row) split across the kernels' threads (Parallel.h): rows in chunks of at
+/// least kElementGrain elements, or a single row (operands of one shape, or a scalar) by its
+/// elements. Each output element is written by one thread.
+template <size_t N, typename RowFn>
+void parallelForEachRow(const BroadcastPlan<N> &plan, RowFn &&row) {
   if (plan.numel == 0)
     return;
   const int64_t inner = plan.shape.back(), rows = plan.numel / inner;
   if (rows == 1) {
-    const bool aRow = plan.strides[0].back() != 0, bRow = plan.strides[1].back() != 0;
+    std::array<int64_t, N> stride;
+    for (size_t k = 0; k < N; ++k)
+      stride[k] = plan.strides[k].back();
     parallelFor(inner, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
-      binaryRow<Op, T>(a + (aRow ? begin : 0), aRow, b + (bRow ? begin : 0), bRow, out + begin,
-                       end - begin);
+      std::array<int64_t, N> off;
+      for (size_t k = 0; k < N; ++k)
+        off[k] = begin * stride[k];
+      row(begin, off, end - begin, stride);
     });
     return;
   }
-  parallelFor(rows, grainFor(kElementGrain, inner),
-              [&](int64_t, int64_t begin, int64_t end) {
-    forEachRowIn(plan, begin, end,
-                 [&](int64_t o, const std::array<int64_t, 2> &off, int64_t n,
-                     const std::array<int64_t, 2> &stride) {
-      binaryRow<Op, T>(a + off[0], stride[0] != 0, b + off[1], stride[1] != 0, out + o, n);
-    });
+  parallelFor(rows, grainFor(kElementGrain, inner), [&](int64_t, int64_t begin, int64_t end) {
+    forEachRowIn(plan, begin, end, row);
+  });
+}
+
+/// out = op(a, b) over a broadcast plan, row by row, split across the kernels' threads.
+template <typename Op, typename T>
+void applyBroadcast(const BroadcastPlan<2> &plan, const T *a, const T *b, ResultOf<Op, T> *out) {
+  parallelForEachRow(plan, [&](int64_t o, const std::array<int64_t, 2> &off, int64_t n,
+                               const std::array<int64_t, 2> &stride) {
+    binaryRow<Op, T>(a + off[0], stride[0] != 0, b + off[1], stride[1] != 0, out + o, n);
   });
 }
 
@@ -322,25 +331,9 @@ Status whereKernel(const KernelCall &call) {
     const BoolByte *c = cond.as<BoolByte>();
     const T *px = x.as<T>(), *py = y.as<T>();
     T *po = out.as<T>();
-    if (plan.numel == 0)
-      return Status();
-    // Split as applyBroadcast splits: a single row by elements, else by rows.
-    const int64_t inner = plan.shape.back(), rows = plan.numel / inner;
-    if (rows == 1) {
-      const std::array<int64_t, 3> s = {plan.strides[0].back(), plan.strides[1].back(),
-                                        plan.strides[2].back()};
-      parallelFor(inner, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
-        whereRow(c + begin * s[0], s[0], px + begin * s[1], s[1], py + begin * s[2], s[2],
-                 po + begin, end - begin);
-      });
-      return Status();
-    }
-    parallelFor(rows, grainFor(kElementGrain, inner), [&](int64_t, int64_t begin, int64_t end) {
-      forEachRowIn(plan, begin, end,
-                   [&](int64_t o, const std::array<int64_t, 3> &off, int64_t n,
-                       const std::array<int64_t, 3> &s) {
-        whereRow(c + off[0], s[0], px + off[1], s[1], py + off[2], s[2], po + o, n);
-      });
+    parallelForEachRow(plan, [&](int64_t o, const std::array<int64_t, 3> &off, int64_t n,
+                                 const std::array<int64_t, 3> &s) {
+      whereRow(c + off[0], s[0], px + off[1], s[1], py + off[2], s[2], po + o, n);
     });
     return Status();
   });

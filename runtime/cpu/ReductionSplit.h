@@ -91,13 +91,21 @@ inline void reductionBlock(int64_t rows, int64_t slots, int64_t b, int64_t &begi
   end = begin + base + (b < extra ? 1 : 0);
 }
 
-/// The merged runs of an input of `shape` whose dimensions `reduced[d]` are summed over, as
-/// the kernel's row plan merges them: size-1 dimensions dropped, equal neighbours joined.
-inline void reductionRuns(const std::vector<int64_t> &shape, const std::vector<bool> &reduced,
+/// The merged runs of an input of `shape` reduced over `axes` (empty: every axis), as the
+/// kernel's row plan merges them: size-1 dimensions dropped, equal neighbours joined. False
+/// for an axis out of range (the kernel rejects it).
+inline bool reductionRuns(const std::vector<int64_t> &shape, const std::vector<int64_t> &axes,
                           std::vector<int64_t> &runs, std::vector<bool> &kept) {
+  const int64_t rank = int64_t(shape.size());
+  std::vector<bool> reduced(shape.size(), axes.empty());
+  for (int64_t axis : axes) {
+    if (axis < -rank || axis >= rank)
+      return false;
+    reduced[size_t(axis < 0 ? axis + rank : axis)] = true;
+  }
   runs.clear();
   kept.clear();
-  for (size_t d = 0; d < shape.size() && d < reduced.size(); ++d) {
+  for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1)
       continue;
     if (!runs.empty() && kept.back() == !reduced[d]) {
@@ -107,6 +115,7 @@ inline void reductionRuns(const std::vector<int64_t> &shape, const std::vector<b
       kept.push_back(!reduced[d]);
     }
   }
+  return true;
 }
 
 } // namespace plait::rt::cpu

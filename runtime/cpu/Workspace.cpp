@@ -127,17 +127,10 @@ uint64_t unitSlots(const OperandType &w, const OperandType &y, const Attrs &attr
 /// The accumulator copies of a reduction of `x` into `y` over its "axes" (none: every axis):
 /// one per block of rows when its outermost dimensions are reduced (ReductionSplit.h).
 uint64_t reduceSlots(const OperandType &x, const OperandType &y, const Attrs &attrs) {
-  const std::vector<int64_t> &axes = attrs.getInts("axes");
-  const int64_t rank = int64_t(x.shape->size());
-  std::vector<bool> reduced(size_t(rank), axes.empty());
-  for (int64_t axis : axes) {
-    if (axis < -rank || axis >= rank)
-      return 1; // the kernel rejects it before taking any
-    reduced[size_t(axis < 0 ? axis + rank : axis)] = true;
-  }
   std::vector<int64_t> runs;
   std::vector<bool> kept;
-  cpu::reductionRuns(*x.shape, reduced, runs, kept);
+  if (!cpu::reductionRuns(*x.shape, attrs.getInts("axes"), runs, kept))
+    return 1; // the kernel rejects the axis before taking any
   return uint64_t(cpu::reductionSlots(
       runs.data(), runs.size(), [&](size_t r) { return bool(kept[r]); },
       clampedInt64(numel(x)), clampedInt64(numel(y))));
