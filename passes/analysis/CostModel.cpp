@@ -186,13 +186,14 @@ double rowGrains(double rows, double width, int64_t grain) {
 }
 
 /// The element kernels whose loops the runtime splits across threads (their parallelFor
-/// calls: Unary-, Binary- and OptimizerKernels.cpp). pow, clamp, not, casts, argmax,
-/// movement and losses run on one thread (pools, norms and reductions: below).
+/// calls: Unary-, Binary-, Cast- and OptimizerKernels.cpp). pow, argmax and reshape run on
+/// one thread (pools, norms, reductions, losses, gather and movement: below).
 bool splitsElements(std::string_view k) {
   static constexpr std::string_view kSplit[] = {
       "add", "sub", "mul", "div", "max", "min", "greater", "less", "equal", "and", "or",
       "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
-      "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "where"};
+      "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "where", "clamp", "not",
+      "cast"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }
 
@@ -268,9 +269,40 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
             1, false);
     return;
   }
-  if (k == "softmax_cross_entropy_grad" && cost.rows > 0) // positions of `classes` scores
-    splitAs(cost, rowGrains(cost.rows, numel(a) / cost.rows, rt::cpu::kLossGradGrain), 1,
+  if (k == "gather" && instr.inputs.size() == 2) {
+    // Rows of the data's inner dimensions, one per (outer index, index) (IndexingKernels.cpp).
+    int64_t axis = intAttr(instr, "axis", 0), rank = int64_t(a.shape.size());
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis >= rank)
+      return;
+    double inner = 1;
+    for (int64_t d = axis + 1; d < rank; ++d)
+      inner *= double(a.shape[size_t(d)]);
+    if (inner > 0)
+      splitAs(cost, rowGrains(numel(out) / inner, inner, rt::cpu::kElementGrain), 1, false);
+    return;
+  }
+  if (k == "transpose" || k == "broadcast_to" || k == "slice" || k == "pad" || k == "concat" ||
+      k == "split") {
+    // Pieces of rows, bands of a transpose's tiles, or whole rows, of about kElementGrain
+    // elements of the result each (StridedCopy.cpp, MovementKernels.cpp).
+    splitAs(cost, (k == "split" ? numel(a) : numel(out)) / double(rt::cpu::kElementGrain), 1,
             false);
+    return;
+  }
+  bool loss = k == "softmax_cross_entropy" || k == "nll_loss";
+  if ((loss || k == "softmax_cross_entropy_grad" || k == "nll_loss_grad") &&
+      instr.inputs.size() >= 2) {
+    // Positions (LossKernels.cpp): the target's elements, each its `classes` scores
+    // (nll_loss reads one).
+    double positions = numel(plan.tensors[instr.inputs[1]]);
+    if (positions > 0)
+      splitAs(cost,
+              rowGrains(positions, k == "nll_loss" ? 1 : numel(a) / positions,
+                        rt::cpu::kElementGrain),
+              1, false);
+  }
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -78,8 +79,10 @@ Status castKernel(const KernelCall &call) {
       using Dst = decltype(dstTag);
       const Src *in = x.as<Src>();
       Dst *out = y.as<Dst>();
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = storeAs<Dst>(valueOf(in[i]));
+      parallelFor(n, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          out[i] = storeAs<Dst>(valueOf(in[i]));
+      });
       return Status();
     });
   });

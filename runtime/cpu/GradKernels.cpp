@@ -1,6 +1,7 @@
-// Gradient kernels of the training ops (ir/PlaitTrainOps.td): gather_grad, the conv2d and
-// pooling adjoints, and the loss gradients. Each is the exact adjoint of its forward kernel
-// in this folder (same window geometry, same argmax, same divisor, same ignore/weight rules).
+// Gradient kernels of the training ops (ir/PlaitTrainOps.td): gather_grad and the conv2d and
+// pooling adjoints (the loss gradients are beside their losses, in LossKernels.cpp). Each is
+// the exact adjoint of its forward kernel in this folder (same window geometry, same argmax,
+// same divisor).
 //
 // Except where a comment says otherwise, outputs must not share bytes with inputs (the memory
 // plan guarantees it: an op's results never overlap its operands).
@@ -12,7 +13,6 @@
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
-#include "runtime/cpu/LossSupport.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/PoolSupport.h"
 #include "runtime/cpu/Workspace.h"
@@ -286,94 +286,6 @@ Status avgPoolGradKernel(const KernelCall &call) {
   });
 }
 
-//===----------------------------------------------------------------------===//
-// softmax_cross_entropy_grad, nll_loss_grad
-//===----------------------------------------------------------------------===//
-
-Status planLossGrad(const KernelCall &call, std::string_view kernel, LossShape &s) {
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, 3, 4, 1));
-  const TensorView &input = call.inputs[0], &target = call.inputs[1], &grad = call.inputs[2];
-  const TensorView &out = call.outputs[0];
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, out));
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, grad));
-  PLAIT_RETURN_IF_ERROR(planLossInput(kernel, input, target, s));
-  PLAIT_RETURN_IF_ERROR(checkShape(kernel, "output", out.shape, input.shape));
-  const TensorView *weight = call.inputs.size() > 3 ? &call.inputs[3] : nullptr;
-  PLAIT_RETURN_IF_ERROR(planLossTargets(kernel, call.attrs, input, target, weight, s));
-  // grad is the loss's gradient: a scalar (mean, sum) or target-shaped (none).
-  return checkShape(kernel, "grad", grad.shape, s.lossShape());
-}
-
-
-/// d(loss)/d(input) times grad, per position (n, d) with target t (zero when ignored):
-///   from logits:   (softmax(input[n, :, d]) - onehot(t)) * w[t] * g / denom
-///   from logp:     -onehot(t) * w[t] * g / denom
-/// with denom the forward's normalisation (LossTargets::normalizer). Every target is
-/// validated before anything is written.
-/// Safe when the result aliases `input`: a position's classes are all read before any is
-/// written.
-template <typename T, bool kFromLogits>
-Status computeLossGrad(const KernelCall &call, std::string_view kernel, const LossShape &s) {
-  const T *input = call.inputs[0].as<T>();
-  const T *grad = call.inputs[2].as<T>();
-  const T *weight = call.inputs.size() > 3 ? call.inputs[3].as<T>() : nullptr;
-  T *out = call.outputs[0].as<T>();
-  Scratch scratch(call, kernel);
-  LossTargets targets; // workspace: a class and a weight per position
-  PLAIT_RETURN_IF_ERROR(targets.allocate(scratch, s));
-  PLAIT_RETURN_IF_ERROR(resolveLossTargets(kernel, s, call.inputs[1], weight, targets));
-  // Positions are independent: split across the kernels' threads (Parallel.h).
-  const int64_t positions = s.batch * s.spatial;
-  const int64_t spatial = std::max<int64_t>(s.spatial, 1);
-  parallelFor(positions, grainFor(kLossGradGrain, s.classes),
-              [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t n = p / spatial, d = p % spatial;
-      const T *block = input + n * s.classes * s.spatial;
-      T *result = out + n * s.classes * s.spatial;
-      int64_t t = targets.classes[p];
-      // An ignored position gets no gradient; with every target ignored (normalizer 0)
-      // nothing is scaled and all gradients are zero.
-      if (t == LossTargets::kIgnored) {
-        for (int64_t c = 0; c < s.classes; ++c)
-          result[c * s.spatial + d] = T(0);
-        continue;
-      }
-      double g = double(grad[s.reduction == Reduction::None ? p : 0]);
-      double scale = targets.weights[p] * g / targets.normalizer;
-      if constexpr (kFromLogits) {
-        T m = -std::numeric_limits<T>::infinity();
-        for (int64_t c = 0; c < s.classes; ++c)
-          m = std::max(m, block[c * s.spatial + d]);
-        double sum = 0;
-        for (int64_t c = 0; c < s.classes; ++c)
-          sum += std::exp(double(block[c * s.spatial + d]) - double(m));
-        for (int64_t c = 0; c < s.classes; ++c) {
-          double prob = std::exp(double(block[c * s.spatial + d]) - double(m)) / sum;
-          result[c * s.spatial + d] = T((prob - (c == t ? 1.0 : 0.0)) * scale);
-        }
-      } else {
-        for (int64_t c = 0; c < s.classes; ++c)
-          result[c * s.spatial + d] = T(0);
-        result[t * s.spatial + d] = T(-scale);
-      }
-    }
-  });
-  return Status();
-}
-
-template <bool kFromLogits> Status lossGradKernel(const KernelCall &call) {
-  constexpr const char *kName =
-      kFromLogits ? "softmax_cross_entropy_grad" : "nll_loss_grad";
-  LossShape s;
-  PLAIT_RETURN_IF_ERROR(planLossGrad(call, kName, s));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &lossGradKernel<kFromLogits>);
-  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
-    return computeLossGrad<decltype(tag), kFromLogits>(call, kName, s);
-  });
-}
-
 } // namespace
 
 void registerGradKernels() {
@@ -382,8 +294,6 @@ void registerGradKernels() {
   registerKernel("conv2d_grad_weight", &conv2dGradWeightKernel);
   registerKernel("max_pool2d_grad", &maxPoolGradKernel);
   registerKernel("avg_pool2d_grad", &avgPoolGradKernel);
-  registerKernel("softmax_cross_entropy_grad", &lossGradKernel<true>);
-  registerKernel("nll_loss_grad", &lossGradKernel<false>);
 }
 
 } // namespace plait::rt::cpu

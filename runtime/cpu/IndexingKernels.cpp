@@ -4,6 +4,7 @@
 
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -35,17 +36,21 @@ Status gatherKernel(const KernelCall &call) {
     using T = decltype(tag);
     const T *src = data.as<T>();
     T *dst = out.as<T>();
-    for (int64_t o = 0; o < outer; ++o) {
-      const T *block = src + o * n * inner;
-      if (inner == 1) {
-        for (int64_t q = 0; q < count; ++q)
-          dst[q] = block[index[q]];
-      } else {
-        for (int64_t q = 0; q < count; ++q)
-          std::memcpy(dst + q * inner, block + index[q] * inner, inner * sizeof(T));
+    // Rows (o, q) of `inner` elements, split across the kernels' threads.
+    parallelFor(outer * count, grainFor(kElementGrain, inner),
+                [&](int64_t, int64_t begin, int64_t end) {
+      const T *block = src + (begin / count) * n * inner;
+      for (int64_t row = begin, q = begin % count; row < end; ++row) {
+        if (inner == 1)
+          dst[row] = block[index[q]];
+        else
+          std::memcpy(dst + row * inner, block + index[q] * inner, inner * sizeof(T));
+        if (++q == count) {
+          q = 0;
+          block += n * inner;
+        }
       }
-      dst += count * inner;
-    }
+    });
     return Status();
   });
 }

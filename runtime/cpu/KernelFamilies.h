@@ -14,8 +14,8 @@ void registerPoolKernels();          // max_pool2d, avg_pool2d            (PoolK
 void registerMovementKernels();      // reshape, ..., local_shard       (MovementKernels.cpp)
 void registerIndexingKernels();      // gather, trilu                     (IndexingKernels.cpp)
 void registerCastKernels();          // cast                              (CastKernels.cpp)
-void registerLossKernels();          // softmax_cross_entropy, nll_loss   (LossKernels.cpp)
-void registerGradKernels();          // gather_grad, conv2d/pool/loss grads (GradKernels.cpp)
+void registerLossKernels();          // the two losses and their grads    (LossKernels.cpp)
+void registerGradKernels();          // gather_grad, conv2d/pool grads    (GradKernels.cpp)
 void registerFusedKernels();         // fused_elementwise                 (FusedKernels.cpp)
 void registerOptimizerKernels();     // sgd_update, adamw_update          (OptimizerKernels.cpp)
 

@@ -1,5 +1,8 @@
 // Classification losses as ONNX defines them: softmax_cross_entropy and nll_loss, with
-// optional class weights, ignore_index and mean/sum/none reduction (rules in LossSupport.h).
+// optional class weights, ignore_index and mean/sum/none reduction (rules in LossSupport.h),
+// and their gradients. Both split their positions across the kernels' threads; the loss sums
+// its per-position losses afterwards in position order, so it has the same bits on any
+// thread count.
 // Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
 // the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
 // this changes no result (it is clang's default).
@@ -12,86 +15,239 @@
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/LossSupport.h"
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 namespace {
 
-Status planLoss(const KernelCall &call, std::string_view kernel, LossShape &s) {
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, 2, 3, 1));
+/// Inputs whose class scores of a position are one contiguous f32 row ([N, C]): the loss and
+/// its gradient take those rows through the vectorised row functions below.
+template <typename T> bool contiguousF32Rows(const LossShape &s) {
+  return std::is_same_v<T, float> && s.spatial == 1 && s.classes > 0;
+}
+
+/// log_softmax(x)[t] for positions [begin, end) of contiguous [N, C] f32 rows: the row max in
+/// eight lanes, then e^(x - max) to about 1 ulp summed in float lanes added in double
+/// (VectorMath.h). Ignored positions get 0.
+PLAIT_SIMD_CLONES void logSoftmaxAtTargetRows(const float *input, int64_t classes,
+                                              const LossTargets &targets, double *logp,
+                                              int64_t begin, int64_t end) {
+  for (int64_t p = begin; p < end; ++p) {
+    const float *row = input + p * classes;
+    int64_t t = targets.classes[p];
+    if (t == LossTargets::kIgnored) {
+      logp[p] = 0;
+      continue;
+    }
+    float m = maxFloats(row, classes);
+    double sum = sumExpShifted(row, classes, m);
+    logp[p] = (double(row[t]) - double(m)) - std::log(sum);
+  }
+}
+
+/// Per position p: loss = -w[t] * logp[n, t, d] and weight w[t] (0 when ignored).
+/// `kFromLogits` takes log_softmax over the class axis first (max-shifted, summed in double).
+template <typename T, bool kFromLogits>
+double positionLoss(const T *input, const LossShape &s, const LossTargets &targets, int64_t p) {
+  int64_t t = targets.classes[p];
+  if (t == LossTargets::kIgnored)
+    return 0;
+  const int64_t n = p / s.spatial, d = p % s.spatial;
+  const T *block = input + n * s.classes * s.spatial;
+  double logp = block[t * s.spatial + d];
+  if (kFromLogits) {
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t c = 0; c < s.classes; ++c)
+      m = std::max(m, block[c * s.spatial + d]);
+    double sum = 0;
+    for (int64_t c = 0; c < s.classes; ++c)
+      sum += std::exp(block[c * s.spatial + d] - m);
+    logp = (logp - double(m)) - std::log(sum);
+  }
+  return -targets.weights[p] * logp;
+}
+
+/// Checks a loss call, or with `grad` its gradient's (the loss's gradient as input 2), and
+/// fills `s`. The class weights, when given, are the last input.
+Status planLossCall(const KernelCall &call, std::string_view kernel, bool grad, LossShape &s) {
+  const size_t operands = grad ? 3 : 2;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, operands, operands + 1, 1));
   const TensorView &input = call.inputs[0], &target = call.inputs[1];
   const TensorView &out = call.outputs[0];
   PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, out));
+  if (grad)
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, call.inputs[2]));
   PLAIT_RETURN_IF_ERROR(planLossInput(kernel, input, target, s));
-  const TensorView *weight = call.inputs.size() > 2 ? &call.inputs[2] : nullptr;
+  if (grad)
+    PLAIT_RETURN_IF_ERROR(checkShape(kernel, "output", out.shape, input.shape));
+  const TensorView *weight = call.inputs.size() > operands ? &call.inputs[operands] : nullptr;
   PLAIT_RETURN_IF_ERROR(planLossTargets(kernel, call.attrs, input, target, weight, s));
+  // The loss, and so the gradient it gets: per position for reduction none, else a scalar.
+  if (grad)
+    return checkShape(kernel, "grad", call.inputs[2].shape, s.lossShape());
   return checkShape(kernel, "output", out.shape, s.lossShape());
 }
 
-/// Per position (n, d): loss = -w[t] * logp[n, t, d] and weight w[t] (0 when ignored).
-/// `kFromLogits` takes log_softmax over the class axis first (max-shifted, summed in double).
+/// Resolves the call's targets into `targets` (a class and a weight per position, taken from
+/// `scratch`), with the class weights from input `operands` when there is one.
+template <typename T>
+Status takeTargets(const KernelCall &call, std::string_view kernel, const LossShape &s,
+                   size_t operands, Scratch &scratch, LossTargets &targets) {
+  const T *weight = call.inputs.size() > operands ? call.inputs[operands].as<T>() : nullptr;
+  PLAIT_RETURN_IF_ERROR(targets.allocate(scratch, s));
+  return resolveLossTargets(kernel, s, call.inputs[1], weight, targets);
+}
+
 template <typename T, bool kFromLogits>
 Status computeLoss(const KernelCall &call, std::string_view kernel, const LossShape &s) {
   const T *input = call.inputs[0].as<T>();
-  const T *weight = call.inputs.size() > 2 ? call.inputs[2].as<T>() : nullptr;
   Scratch scratch(call, kernel);
-  LossTargets targets; // workspace: a class and a weight per position
-  PLAIT_RETURN_IF_ERROR(targets.allocate(scratch, s));
-  PLAIT_RETURN_IF_ERROR(resolveLossTargets(kernel, s, call.inputs[1], weight, targets));
-  int64_t positions = s.positions();
-  double *losses = nullptr; // workspace, reduction none: the loss per position
-  if (s.reduction == Reduction::None)
-    PLAIT_RETURN_IF_ERROR(scratch.take(positions, losses));
-  double lossSum = 0;
-  for (int64_t n = 0; n < s.batch; ++n) {
-    const T *block = input + n * s.classes * s.spatial;
-    for (int64_t d = 0; d < s.spatial; ++d) {
-      int64_t p = n * s.spatial + d;
-      int64_t t = targets.classes[p];
-      double loss = 0;
-      if (t != LossTargets::kIgnored) {
-        double logp = block[t * s.spatial + d];
-        if (kFromLogits) {
-          T m = -std::numeric_limits<T>::infinity();
-          double sum = 0;
-          bool contiguousRow = s.spatial == 1 && s.classes > 0; // [N, C]
-          if constexpr (std::is_same_v<T, float>) {
-            if (contiguousRow) {
-              m = maxFloats(block, s.classes);
-              sum = sumExpShifted(block, s.classes, m);
-            }
-          }
-          if (!std::is_same_v<T, float> || !contiguousRow) {
-            for (int64_t c = 0; c < s.classes; ++c)
-              m = std::max(m, block[c * s.spatial + d]);
-            for (int64_t c = 0; c < s.classes; ++c)
-              sum += std::exp(block[c * s.spatial + d] - m);
-          }
-          logp = (logp - double(m)) - std::log(sum);
-        }
-        loss = -targets.weights[p] * logp;
+  LossTargets targets;
+  PLAIT_RETURN_IF_ERROR(takeTargets<T>(call, kernel, s, 2, scratch, targets));
+  const int64_t positions = s.positions();
+  double *losses = nullptr; // workspace: the loss per position
+  PLAIT_RETURN_IF_ERROR(scratch.take(positions, losses));
+  parallelFor(positions, grainFor(kElementGrain, kFromLogits ? s.classes : 1),
+              [&](int64_t, int64_t begin, int64_t end) {
+    if constexpr (kFromLogits) {
+      if (contiguousF32Rows<T>(s)) {
+        logSoftmaxAtTargetRows(reinterpret_cast<const float *>(input), s.classes, targets,
+                               losses, begin, end);
+        for (int64_t p = begin; p < end; ++p)
+          losses[p] = -targets.weights[p] * losses[p];
+        return;
       }
-      if (s.reduction == Reduction::None)
-        losses[p] = loss;
-      lossSum += loss;
     }
-  }
+    for (int64_t p = begin; p < end; ++p)
+      losses[p] = positionLoss<T, kFromLogits>(input, s, targets, p);
+  });
   T *out = call.outputs[0].as<T>();
-  if (s.reduction == Reduction::None)
+  if (s.reduction == Reduction::None) {
     std::transform(losses, losses + positions, out, [](double v) { return T(v); });
-  else
-    out[0] = T(lossSum / targets.normalizer); // sum: / 1, exact
+    return Status();
+  }
+  double lossSum = 0; // in position order, whatever the split
+  for (int64_t p = 0; p < positions; ++p)
+    lossSum += losses[p];
+  out[0] = T(lossSum / targets.normalizer); // sum: / 1, exact
   return Status();
 }
 
 template <bool kFromLogits> Status lossKernel(const KernelCall &call) {
   constexpr const char *kName = kFromLogits ? "softmax_cross_entropy" : "nll_loss";
   LossShape s;
-  PLAIT_RETURN_IF_ERROR(planLoss(call, kName, s));
+  PLAIT_RETURN_IF_ERROR(planLossCall(call, kName, false, s));
   if (hasHalfTensor(call))
     return runStagedInF32(call, &lossKernel<kFromLogits>);
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
     return computeLoss<decltype(tag), kFromLogits>(call, kName, s);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// softmax_cross_entropy_grad, nll_loss_grad
+//===----------------------------------------------------------------------===//
+
+/// The gradient rows [begin, end) of contiguous [N, C] f32 logits:
+///   y = (e^(x - max) / sum - onehot(t)) * scale[p]
+/// with max and sum as the loss takes them (logSoftmaxAtTargetRows); ignored rows get zeros.
+/// A row is read whole before it is written, so `out` may alias `input`.
+PLAIT_SIMD_CLONES void softmaxGradRows(const float *input, float *out, int64_t classes,
+                                       const int64_t *rowClasses, const double *scales,
+                                       int64_t begin, int64_t end) {
+  for (int64_t p = begin; p < end; ++p) {
+    const float *x = input + p * classes;
+    float *y = out + p * classes;
+    int64_t t = rowClasses[p];
+    if (t == LossTargets::kIgnored) {
+      for (int64_t c = 0; c < classes; ++c)
+        y[c] = 0.0f;
+      continue;
+    }
+    float m = maxFloats(x, classes);
+    double sum = sumExpShifted(x, classes, m);
+    double coef = scales[p] / sum;
+    double atTarget = (double(expApprox(x[t] - m)) / sum - 1.0) * scales[p];
+    for (int64_t c = 0; c < classes; ++c)
+      y[c] = float(double(expApprox(x[c] - m)) * coef);
+    y[t] = float(atTarget);
+  }
+}
+
+/// d(loss)/d(input) times grad, per position (n, d) with target t (zero when ignored):
+///   from logits:   (softmax(input[n, :, d]) - onehot(t)) * w[t] * g / denom
+///   from logp:     -onehot(t) * w[t] * g / denom
+/// with denom the forward's normalisation (LossTargets::normalizer). Every target is
+/// validated before anything is written.
+/// Safe when the result aliases `input`: a position's classes are all read before any is
+/// written.
+template <typename T, bool kFromLogits>
+Status computeLossGrad(const KernelCall &call, std::string_view kernel, const LossShape &s) {
+  const T *input = call.inputs[0].as<T>();
+  const T *grad = call.inputs[2].as<T>();
+  T *out = call.outputs[0].as<T>();
+  Scratch scratch(call, kernel);
+  LossTargets targets;
+  PLAIT_RETURN_IF_ERROR(takeTargets<T>(call, kernel, s, 3, scratch, targets));
+  // Each position's weight becomes its scale, w[t] * g / denom (ignored positions get zeros
+  // whatever theirs is).
+  const int64_t positions = s.positions();
+  for (int64_t p = 0; p < positions; ++p) {
+    double g = double(grad[s.reduction == Reduction::None ? p : 0]);
+    targets.weights[p] = targets.weights[p] * g / targets.normalizer;
+  }
+  // Positions are independent: split across the kernels' threads (Parallel.h).
+  parallelFor(positions, grainFor(kElementGrain, s.classes),
+              [&](int64_t, int64_t begin, int64_t end) {
+    if constexpr (kFromLogits) {
+      if (contiguousF32Rows<T>(s)) {
+        softmaxGradRows(reinterpret_cast<const float *>(input), reinterpret_cast<float *>(out),
+                        s.classes, targets.classes, targets.weights, begin, end);
+        return;
+      }
+    }
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / s.spatial, d = p % s.spatial;
+      const T *block = input + n * s.classes * s.spatial;
+      T *result = out + n * s.classes * s.spatial;
+      int64_t t = targets.classes[p];
+      if (t == LossTargets::kIgnored) {
+        for (int64_t c = 0; c < s.classes; ++c)
+          result[c * s.spatial + d] = T(0);
+        continue;
+      }
+      double scale = targets.weights[p];
+      if constexpr (kFromLogits) {
+        T m = -std::numeric_limits<T>::infinity();
+        for (int64_t c = 0; c < s.classes; ++c)
+          m = std::max(m, block[c * s.spatial + d]);
+        double sum = 0;
+        for (int64_t c = 0; c < s.classes; ++c)
+          sum += std::exp(double(block[c * s.spatial + d]) - double(m));
+        for (int64_t c = 0; c < s.classes; ++c) {
+          double prob = std::exp(double(block[c * s.spatial + d]) - double(m)) / sum;
+          result[c * s.spatial + d] = T((prob - (c == t ? 1.0 : 0.0)) * scale);
+        }
+      } else {
+        for (int64_t c = 0; c < s.classes; ++c)
+          result[c * s.spatial + d] = T(0);
+        result[t * s.spatial + d] = T(-scale);
+      }
+    }
+  });
+  return Status();
+}
+
+template <bool kFromLogits> Status lossGradKernel(const KernelCall &call) {
+  constexpr const char *kName =
+      kFromLogits ? "softmax_cross_entropy_grad" : "nll_loss_grad";
+  LossShape s;
+  PLAIT_RETURN_IF_ERROR(planLossCall(call, kName, true, s));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &lossGradKernel<kFromLogits>);
+  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
+    return computeLossGrad<decltype(tag), kFromLogits>(call, kName, s);
   });
 }
 
@@ -100,6 +256,8 @@ template <bool kFromLogits> Status lossKernel(const KernelCall &call) {
 void registerLossKernels() {
   registerKernel("softmax_cross_entropy", &lossKernel<true>);
   registerKernel("nll_loss", &lossKernel<false>);
+  registerKernel("softmax_cross_entropy_grad", &lossGradKernel<true>);
+  registerKernel("nll_loss_grad", &lossGradKernel<false>);
 }
 
 } // namespace plait::rt::cpu

@@ -35,8 +35,6 @@ inline constexpr int kMaxKernelThreads = 256;
 inline constexpr int64_t kElementGrain = 16384;
 /// Multiply-adds (GEMMs, attention heads):
 inline constexpr int64_t kMultiplyAddGrain = int64_t(1) << 21;
-/// Class scores of a loss gradient: half of kElementGrain, each score being an exp in double.
-inline constexpr int64_t kLossGradGrain = kElementGrain / 2;
 
 /// Items per chunk when a chunk should do `chunkWork` and one item does `itemWork` (rows of
 /// `itemWork` elements, say): chunkWork / itemWork, at least 1.

@@ -280,8 +280,10 @@ Status clampKernel(const KernelCall &call) {
     T *out = y.as<T>();
     // std::max/std::min return their first argument on NaN, so NaN propagates; with
     // min > max every element becomes max, as in numpy.clip and ONNX Clip.
-    for (int64_t i = 0, n = x.numel(); i < n; ++i)
-      out[i] = std::min(std::max(in[i], lo), hi);
+    parallelFor(x.numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        out[i] = std::min(std::max(in[i], lo), hi);
+    });
     return Status();
   });
 }
@@ -293,8 +295,10 @@ Status notKernel(const KernelCall &call) {
     return unsupportedDtype("not", x.dtype);
   const BoolByte *in = x.as<BoolByte>();
   BoolByte *out = call.outputs[0].as<BoolByte>();
-  for (int64_t i = 0, n = x.numel(); i < n; ++i)
-    out[i] = in[i] == 0;
+  parallelFor(x.numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = in[i] == 0;
+  });
   return Status();
 }
 

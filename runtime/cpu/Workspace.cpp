@@ -238,12 +238,10 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     const std::vector<int64_t> &x = *in[0].shape;
     if (x.size() < 2)
       return 0;
-    // LossTargets: a class and a weight per position; a per-position loss for "none".
+    // LossTargets: a class and a weight per position; the loss: a loss per position too.
     uint64_t positions = saturatingMul(product(x, 0, 1), product(x, 2, x.size()));
     uint64_t bytes = saturatingAdd(chunk(positions, 8), chunk(positions, 8));
-    if (loss && attrs().getStrView("reduction", "mean") == "none")
-      bytes = saturatingAdd(bytes, chunk(positions, 8));
-    return bytes;
+    return loss ? saturatingAdd(bytes, chunk(positions, 8)) : bytes;
   }
   return 0;
 }

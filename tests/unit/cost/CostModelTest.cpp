@@ -413,6 +413,21 @@ TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
                    double(rt::cpu::kReductionSlots));
   EXPECT_EQ(opCost(reductions, reductions.instrs[3]).splitShare, 0);
 
+  // Losses split their positions (each its classes' scores; nll_loss reads one), movement
+  // ops their result's elements, gather its rows; an f32 loss over 1,024 x 4,096 scores is
+  // 256 grains, nll_loss's 1,024 positions are under a grain.
+  plan::PlanDesc moves = tensors({{1024, 4096}, {1024}, {}, {4096, 1024}, {4096, 256}, {1024, 256}});
+  moves.instrs = {{"softmax_cross_entropy", {0, 1}, {2}},
+                  {"softmax_cross_entropy_grad", {0, 1, 2}, {0}},
+                  {"nll_loss", {0, 1}, {2}},
+                  {"transpose", {0}, {3}, {{"perm", {1, 0}}}},
+                  {"gather", {4, 1}, {5}}};
+  EXPECT_DOUBLE_EQ(opCost(moves, moves.instrs[0]).splitGrains, 256);
+  EXPECT_DOUBLE_EQ(opCost(moves, moves.instrs[1]).splitGrains, 256);
+  EXPECT_EQ(opCost(moves, moves.instrs[2]).splitShare, 0);
+  EXPECT_DOUBLE_EQ(opCost(moves, moves.instrs[3]).splitGrains, 256);
+  EXPECT_DOUBLE_EQ(opCost(moves, moves.instrs[4]).splitGrains, 16); // 1,024 rows of 256
+
   // A convolution splits its images (2.4M multiply-adds each: a grain) into at most
   // kConvColumnSlots chunks, one call; with one image, its GEMM splits instead.
   plan::PlanDesc convs =

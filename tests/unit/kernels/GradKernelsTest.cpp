@@ -507,6 +507,35 @@ TEST(LossGrad, SpatialTargetsWithNegativeIgnoreIndexMatchPyTorch) {
       1e-12, 1e-15));
 }
 
+TEST(LossGrad, VectorisedF32RowsAgreeWithDouble) {
+  // [N, C] f32 logits take a vectorised path (e^x to about 1 ulp, sums in float lanes added
+  // in double); f64 logits take libm's exp in double. Rows of 1,003 classes (a tail after
+  // the vector lanes) with a spread of 62, an ignored row, a -inf logit (probability 0) and
+  // a target where the row's max is: within 1e-6 of the f64 gradient.
+  const int64_t rows = 6, classes = 1003;
+  std::vector<double> x(size_t(rows * classes));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = double(int64_t(i * 7919 % 4001) - 2000) / 64; // exact in f32
+  x[3 * classes + 18] = -std::numeric_limits<double>::infinity();
+  x[4 * classes + 500] = 30;
+  auto target = make<int64_t>({rows}, {0, 1002, 5, 17, 500, 9});
+  auto attrs = AttrsBuilder().i("ignore_index", 5).s("reduction", "none").build();
+  std::vector<double> g = {1, -2, 0.5, 3, 1, 0.25};
+  auto f32 = runOk("softmax_cross_entropy_grad",
+                   {makeFloat(DType::F32, {rows, classes}, x), target,
+                    makeFloat(DType::F32, {rows}, g)},
+                   DType::F32, {rows, classes}, attrs);
+  auto f64 = runOk("softmax_cross_entropy_grad",
+                   {makeFloat(DType::F64, {rows, classes}, x), target,
+                    makeFloat(DType::F64, {rows}, g)},
+                   DType::F64, {rows, classes}, attrs);
+  EXPECT_TRUE(allClose(f32.floats(), f64.values<double>(), 1e-6, 1e-12));
+  std::vector<float> y = f32.floats();
+  EXPECT_EQ(y[3 * classes + 18], 0.0f);
+  for (int64_t c = 0; c < classes; ++c)
+    ASSERT_EQ(y[2 * classes + c], 0.0f) << c; // the ignored row
+}
+
 TEST(LossGrad, NllLossMatchesPyTorch) {
   auto logp = makeFloat(DType::F32, {4, 3}, kLogProbs);
   EXPECT_TRUE(allClose(runOk("nll_loss_grad", {logp, targets(), scalar(1.5), classWeights()},

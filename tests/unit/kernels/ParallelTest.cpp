@@ -173,6 +173,119 @@ TEST(Parallel, SplitKernelsComputeWhatOneThreadComputes) {
                      {{DType::F32, {600, 512}}});
 }
 
+TEST(Parallel, LossesSplitTheirPositionsAndSumThemInOrder) {
+  // Each position's loss is computed by one thread; the mean and the sum add them in
+  // position order afterwards, so every reduction gives the same bits on 3 threads as on 1.
+  std::vector<int64_t> targets(600);
+  for (size_t i = 0; i < targets.size(); ++i)
+    targets[i] = i % 11 == 0 ? -100 : int64_t(i * 7 % 512); // PyTorch's ignore_index
+  OwnedTensor target = make<int64_t>({600}, targets), logits = randomFloats({600, 512}, 80, -8, 8);
+  for (const char *reduction : {"mean", "sum", "none"}) {
+    Attrs attrs = AttrsBuilder().s("reduction", reduction).i("ignore_index", -100).build();
+    std::vector<int64_t> shape = std::string(reduction) == "none" ? std::vector<int64_t>{600}
+                                                                   : std::vector<int64_t>{};
+    expectSplitIsExact("softmax_cross_entropy", {logits, target}, {{DType::F32, shape}}, attrs);
+    expectSplitIsExact("softmax_cross_entropy", {logits, target, randomFloats({512}, 81, 0, 2)},
+                       {{DType::F32, shape}}, attrs);
+  }
+  // Class scores along a non-innermost axis ([N, C, D]: strided, in double) and f64 logits.
+  std::vector<int64_t> spatial(16 * 64);
+  for (size_t i = 0; i < spatial.size(); ++i)
+    spatial[i] = int64_t(i * 5 % 300);
+  OwnedTensor spatialTarget = make<int64_t>({16, 64}, spatial);
+  expectSplitIsExact("softmax_cross_entropy", {randomFloats({16, 300, 64}, 82), spatialTarget},
+                     {{DType::F32, {}}});
+  expectSplitIsExact("softmax_cross_entropy_grad",
+                     {randomFloats({16, 300, 64}, 83), spatialTarget,
+                      makeFloat(DType::F32, {}, {1.0})},
+                     {{DType::F32, {16, 300, 64}}});
+  std::vector<double> wide(600 * 512);
+  for (size_t i = 0; i < wide.size(); ++i)
+    wide[i] = double(int64_t(i * 7919 % 1001) - 500) / 64;
+  OwnedTensor logits64 = makeFloat(DType::F64, {600, 512}, wide);
+  expectSplitIsExact("softmax_cross_entropy", {logits64, target}, {{DType::F64, {}}},
+                     AttrsBuilder().i("ignore_index", -100).build());
+  // nll_loss reads one score per position: split from 2 x 16,384 positions.
+  std::vector<int64_t> many(40000);
+  for (size_t i = 0; i < many.size(); ++i)
+    many[i] = int64_t(i % 10);
+  expectSplitIsExact("nll_loss", {randomFloats({40000, 10}, 84, -5, 0), make<int64_t>({40000}, many)},
+                     {{DType::F32, {}}});
+}
+
+/// Runs movement kernel `name` on 3 threads and on one, and expects both to be `expected`.
+void expectMoveSplits(const std::string &name, const std::vector<OwnedTensor> &inputs,
+                      const std::vector<std::vector<int64_t>> &shapes,
+                      const std::vector<std::vector<int64_t>> &expected,
+                      const Attrs &attrs = Attrs()) {
+  std::vector<std::pair<DType, std::vector<int64_t>>> outputs;
+  for (const std::vector<int64_t> &shape : shapes)
+    outputs.push_back({DType::I64, shape});
+  expectSplitIsExact(name, inputs, outputs, attrs);
+  KernelThreads threads(3);
+  KernelResult r = runKernel(name, inputs, outputs, attrs);
+  ASSERT_TRUE(r.status.ok()) << name << ": " << r.status.message();
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(r.out(i).values<int64_t>(), expected[i]) << name << " output " << i;
+}
+
+std::vector<int64_t> iota(int64_t n) {
+  std::vector<int64_t> v(size_t(n), 0);
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] = i;
+  return v;
+}
+
+TEST(Parallel, MovementKernelsSplitTheirRows) {
+  // Each element holds its own index, so the expected outputs are computed here directly.
+  // A batched transpose: bands of 32 rows of tiles, 7 to a matrix, chunks starting mid-matrix.
+  const int64_t b = 4, m = 300, n = 200;
+  std::vector<int64_t> t(size_t(b * m * n));
+  for (int64_t k = 0; k < b; ++k)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i)
+        t[size_t((k * n + j) * m + i)] = (k * m + i) * n + j;
+  expectMoveSplits("transpose", {make<int64_t>({b, m, n}, iota(b * m * n))}, {{b, n, m}}, {t},
+                   AttrsBuilder().ints("perm", {0, 2, 1}).build());
+  // One strided row of 33,334 walked backwards: pieces of 16,384 elements.
+  std::vector<int64_t> back;
+  for (int64_t i = 99999; i >= 0; i -= 3)
+    back.push_back(i);
+  expectMoveSplits("slice", {make<int64_t>({100000}, iota(100000))},
+                   {{int64_t(back.size())}}, {back},
+                   AttrsBuilder().ints("starts", {99999}).ints("ends", {-1}).ints("steps", {-3}).build());
+  // A scalar repeated 50,000 times (stride 0), and a column across 200 columns.
+  expectMoveSplits("broadcast_to", {make<int64_t>({1}, {42})}, {{50000}},
+                   {std::vector<int64_t>(50000, 42)});
+  std::vector<int64_t> cols(300 * 200);
+  for (size_t i = 0; i < cols.size(); ++i)
+    cols[i] = int64_t(i / 200);
+  expectMoveSplits("broadcast_to", {make<int64_t>({300, 1}, iota(300))}, {{300, 200}}, {cols});
+  // pad [70, 300] by 3 rows before, 2 after, 5 columns after, with 7.
+  std::vector<int64_t> padded(75 * 305, 7);
+  for (int64_t r = 0; r < 70; ++r)
+    for (int64_t c = 0; c < 300; ++c)
+      padded[size_t((r + 3) * 305 + c)] = r * 300 + c;
+  expectMoveSplits("pad", {make<int64_t>({70, 300}, iota(70 * 300))}, {{75, 305}}, {padded},
+                   AttrsBuilder().ints("pads", {3, 0, 2, 5}).f("value", 7).build());
+  // concat of [600, 30] and [600, 50] along columns, and its split back.
+  std::vector<int64_t> joined(600 * 80), left(600 * 30), right(600 * 50);
+  for (int64_t r = 0; r < 600; ++r)
+    for (int64_t c = 0; c < 80; ++c) {
+      int64_t v = c < 30 ? r * 30 + c : 100000 + r * 50 + (c - 30);
+      joined[size_t(r * 80 + c)] = v;
+      (c < 30 ? left[size_t(r * 30 + c)] : right[size_t(r * 50 + c - 30)]) = v;
+    }
+  std::vector<int64_t> rightValues = iota(600 * 50);
+  for (int64_t &v : rightValues)
+    v += 100000;
+  expectMoveSplits("concat",
+                   {make<int64_t>({600, 30}, iota(600 * 30)), make<int64_t>({600, 50}, rightValues)},
+                   {{600, 80}}, {joined}, AttrsBuilder().i("axis", 1).build());
+  expectMoveSplits("split", {make<int64_t>({600, 80}, joined)}, {{600, 30}, {600, 50}},
+                   {left, right}, AttrsBuilder().i("axis", 1).ints("sizes", {30, 50}).build());
+}
+
 TEST(Parallel, WhereSplitsItsRowOrItsRows) {
   // A ReLU's gradient (one row of 210,000: split by elements), a masked fill with a scalar,
   // and a condition broadcast along rows (700 rows of 300: split by rows).
