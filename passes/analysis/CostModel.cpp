@@ -186,14 +186,14 @@ double rowGrains(double rows, double width, int64_t grain) {
 }
 
 /// The element kernels whose loops the runtime splits across threads (their parallelFor
-/// calls: Unary-, Binary-, Cast- and OptimizerKernels.cpp). pow, argmax and reshape run on
-/// one thread (pools, norms, reductions, losses, gather and movement: below).
+/// calls: Unary-, Binary-, Cast- and OptimizerKernels.cpp). argmax, argmin and reshape run
+/// on one thread (pools, norms, reductions, losses, gathers and movement: below).
 bool splitsElements(std::string_view k) {
   static constexpr std::string_view kSplit[] = {
       "add", "sub", "mul", "div", "max", "min", "greater", "less", "equal", "and", "or",
       "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
       "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "where", "clamp", "not",
-      "cast"};
+      "cast", "pow"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }
 
@@ -281,6 +281,12 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
       inner *= double(a.shape[size_t(d)]);
     if (inner > 0)
       splitAs(cost, rowGrains(numel(out) / inner, inner, rt::cpu::kElementGrain), 1, false);
+    return;
+  }
+  if (k == "gather_grad" || k == "trilu") {
+    // gather_grad: its zero fill by elements, then the result's columns, each gathering its
+    // rows' terms (GradKernels.cpp); trilu: rows (IndexingKernels.cpp).
+    splitAs(cost, numel(out) / double(rt::cpu::kElementGrain), 1, false);
     return;
   }
   if (k == "transpose" || k == "broadcast_to" || k == "slice" || k == "pad" || k == "concat" ||

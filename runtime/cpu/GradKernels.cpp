@@ -57,15 +57,26 @@ Status gatherGradKernel(const KernelCall &call) {
     using T = decltype(tag);
     const T *src = grad.as<T>();
     T *dst = out.as<T>();
-    std::fill(dst, dst + out.numel(), T(0));
-    for (int64_t o = 0; o < outer; ++o) {
-      T *block = dst + o * size * inner;
-      for (int64_t q = 0; q < count; ++q, src += inner) {
-        T *row = block + rows[q] * inner;
-        for (int64_t k = 0; k < inner; ++k)
-          row[k] += src[k];
+    parallelFor(out.numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+      std::fill(dst + begin, dst + end, T(0));
+    });
+    // Columns (o, k) split across the kernels' threads: each column of the result gathers
+    // its rows' terms on one thread in index order (repeated indices accumulate), so the
+    // result has the same bits on any thread count.
+    parallelFor(outer * inner, grainFor(kElementGrain, count),
+                [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t o = begin / inner; o * inner < end; ++o) {
+        int64_t k0 = std::max(begin - o * inner, int64_t(0));
+        int64_t k1 = std::min(end - o * inner, inner);
+        T *block = dst + o * size * inner;
+        const T *terms = src + o * count * inner;
+        for (int64_t q = 0; q < count; ++q, terms += inner) {
+          T *row = block + rows[q] * inner;
+          for (int64_t k = k0; k < k1; ++k)
+            row[k] += terms[k];
+        }
       }
-    }
+    });
     return Status();
   });
 }

@@ -72,19 +72,23 @@ Status triluKernel(const KernelCall &call) {
   size_t size = dtypeSize(x.dtype);
   const char *src = static_cast<const char *>(x.data);
   char *dst = static_cast<char *>(y.data);
-  for (int64_t m = 0; m < matrices; ++m)
-    for (int64_t i = 0; i < rows; ++i) {
-      int64_t row = (m * rows + i) * cols;
+  // Rows of every matrix, split across the kernels' threads; a row reads only its own bytes,
+  // so the result may alias the input.
+  parallelFor(matrices * rows, grainFor(kElementGrain, cols),
+              [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t i = r % rows, row = r * cols;
       // Columns [keepBegin, keepEnd) survive; clamp i + k into [0, cols] without overflow.
       int64_t edge = std::clamp<int64_t>(k, -cols - i, cols) + i;
       int64_t keepBegin = upper ? std::clamp<int64_t>(edge, 0, cols) : 0;
       int64_t keepEnd = upper ? cols : std::clamp<int64_t>(edge + 1, 0, cols);
       std::memset(dst + row * size, 0, keepBegin * size);
       std::memmove(dst + (row + keepBegin) * size, src + (row + keepBegin) * size,
-                  std::max<int64_t>(keepEnd - keepBegin, 0) * size);
+                   std::max<int64_t>(keepEnd - keepBegin, 0) * size);
       if (keepEnd < cols)
         std::memset(dst + (row + keepEnd) * size, 0, (cols - keepEnd) * size);
     }
+  });
   return Status();
 }
 

@@ -332,7 +332,7 @@ TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
   plan.instrs.push_back({"mul", {0, 0}, {0}});             // under a grain: one thread
   plan.instrs.push_back({"mul", {1, 1}, {1}});             // 4 grains
   plan.instrs.push_back({"matmul", {2, 2}, {2}});          // 2^30 multiply-adds: 512 grains
-  plan.instrs.push_back({"pow", {2, 2}, {2}});             // never split
+  plan.instrs.push_back({"argmax", {2}, {3}});             // never split
   EXPECT_EQ(opCost(plan, plan.instrs[0]).splitShare, 0);
   EXPECT_DOUBLE_EQ(opCost(plan, plan.instrs[1]).splitGrains, 4);
   EXPECT_TRUE(opCost(plan, plan.instrs[2]).splitGemm);

@@ -286,6 +286,29 @@ TEST(Parallel, MovementKernelsSplitTheirRows) {
                    {left, right}, AttrsBuilder().i("axis", 1).ints("sizes", {30, 50}).build());
 }
 
+TEST(Parallel, GathersPowersAndTrianglesSplit) {
+  // An embedding's gradient: 1,000 token rows, many repeated, into 500 rows of 256; and a
+  // gather_grad along axis 1, whose columns' chunks span its outer index. Each column sums
+  // its terms in index order on one thread: the same bits as one thread.
+  std::vector<int64_t> tokens(1000);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = int64_t(i * i % 37); // 37 distinct rows, each repeated
+  OwnedTensor index = make<int64_t>({1000}, tokens);
+  expectSplitIsExact("gather_grad", {randomFloats({1000, 256}, 90), index},
+                     {{DType::F32, {500, 256}}});
+  expectSplitIsExact("gather_grad", {randomFloats({6, 1000, 40}, 91), index},
+                     {{DType::F32, {6, 50, 40}}}, AttrsBuilder().i("axis", 1).build());
+  expectSplitIsExact("gather", {randomFloats({500, 256}, 92), index}, {{DType::F32, {1000, 256}}});
+  // pow by a scalar 2 (products), and by 0.5 (std::pow through the broadcast rows).
+  expectSplitIsExact("pow", {randomFloats({400, 500}, 93), makeFloat(DType::F32, {}, {2})},
+                     {{DType::F32, {400, 500}}});
+  expectSplitIsExact("pow", {randomFloats({400, 500}, 94, 0, 4), makeFloat(DType::F32, {}, {0.5})},
+                     {{DType::F32, {400, 500}}});
+  expectSplitIsExact("trilu", {randomFloats({8, 300, 300}, 95)}, {{DType::F32, {8, 300, 300}}},
+                     AttrsBuilder().i("upper", 0).i("k", -3).build());
+  expectSplitIsExact("cast", {randomFloats({400, 500}, 96)}, {{DType::BF16, {400, 500}}});
+}
+
 TEST(Parallel, WhereSplitsItsRowOrItsRows) {
   // A ReLU's gradient (one row of 210,000: split by elements), a masked fill with a scalar,
   // and a condition broadcast along rows (700 rows of 300: split by rows).
