@@ -27,22 +27,22 @@ template <typename T> bool contiguousF32Rows(const LossShape &s) {
   return std::is_same_v<T, float> && s.spatial == 1 && s.classes > 0;
 }
 
-/// log_softmax(x)[t] for positions [begin, end) of contiguous [N, C] f32 rows: the row max in
-/// eight lanes, then e^(x - max) to about 1 ulp summed in float lanes added in double
-/// (VectorMath.h). Ignored positions get 0.
-PLAIT_SIMD_CLONES void logSoftmaxAtTargetRows(const float *input, int64_t classes,
-                                              const LossTargets &targets, double *logp,
-                                              int64_t begin, int64_t end) {
+/// The losses -w[t] * log_softmax(x)[t] of positions [begin, end) of contiguous [N, C] f32
+/// rows: the row max in eight lanes, then e^(x - max) to about 1 ulp summed in float lanes
+/// added in double (VectorMath.h). Ignored positions get 0.
+PLAIT_SIMD_CLONES void softmaxLossRows(const float *input, int64_t classes,
+                                       const LossTargets &targets, double *losses,
+                                       int64_t begin, int64_t end) {
   for (int64_t p = begin; p < end; ++p) {
     const float *row = input + p * classes;
     int64_t t = targets.classes[p];
     if (t == LossTargets::kIgnored) {
-      logp[p] = 0;
+      losses[p] = 0;
       continue;
     }
     float m = maxFloats(row, classes);
     double sum = sumExpShifted(row, classes, m);
-    logp[p] = (double(row[t]) - double(m)) - std::log(sum);
+    losses[p] = -targets.weights[p] * ((double(row[t]) - double(m)) - std::log(sum));
   }
 }
 
@@ -112,10 +112,8 @@ Status computeLoss(const KernelCall &call, std::string_view kernel, const LossSh
               [&](int64_t, int64_t begin, int64_t end) {
     if constexpr (kFromLogits) {
       if (contiguousF32Rows<T>(s)) {
-        logSoftmaxAtTargetRows(reinterpret_cast<const float *>(input), s.classes, targets,
-                               losses, begin, end);
-        for (int64_t p = begin; p < end; ++p)
-          losses[p] = -targets.weights[p] * losses[p];
+        softmaxLossRows(reinterpret_cast<const float *>(input), s.classes, targets, losses,
+                        begin, end);
         return;
       }
     }
@@ -151,7 +149,7 @@ template <bool kFromLogits> Status lossKernel(const KernelCall &call) {
 
 /// The gradient rows [begin, end) of contiguous [N, C] f32 logits:
 ///   y = (e^(x - max) / sum - onehot(t)) * scale[p]
-/// with max and sum as the loss takes them (logSoftmaxAtTargetRows); ignored rows get zeros.
+/// with max and sum as the loss takes them (softmaxLossRows); ignored rows get zeros.
 /// A row is read whole before it is written, so `out` may alias `input`.
 PLAIT_SIMD_CLONES void softmaxGradRows(const float *input, float *out, int64_t classes,
                                        const int64_t *rowClasses, const double *scales,

@@ -43,6 +43,12 @@ TEST(LossKernels, WeightedMeanAndIgnoreIndex) {
                              DType::F32, {4}, none)
                            .floats(),
                        {0.20380297303199768, 0.0, 2.1972246170043945, 1.6745060682296753}));
+  // An ignored position's loss is +0, as PyTorch's (not -0: -w * 0 with w = 0), in f32 [N, C]
+  // rows (the vectorised path) and in f64.
+  for (DType dt : {DType::F32, DType::F64}) {
+    auto out = runOk("softmax_cross_entropy", {logits(dt), targets()}, dt, {4}, none);
+    EXPECT_FALSE(std::signbit(out.floats()[1])) << dtypeName(dt);
+  }
 }
 
 TEST(LossKernels, SpatialTargetsWithNegativeIgnoreIndex) {
