@@ -28,6 +28,22 @@ int64_t intAttr(const plan::InstrDesc &instr, const char *name, int64_t fallback
   return fallback;
 }
 
+/// `instr`'s "axis" (`fallback` when absent) normalised against `rank`; false out of range.
+bool axisAttr(const plan::InstrDesc &instr, int64_t fallback, int64_t rank, int64_t &axis) {
+  axis = intAttr(instr, "axis", fallback);
+  if (axis < 0)
+    axis += rank;
+  return axis >= 0 && axis < rank;
+}
+
+/// The product of `shape`'s dimensions [from, to).
+double dimsProduct(const std::vector<int64_t> &shape, int64_t from, int64_t to) {
+  double n = 1;
+  for (int64_t d = from; d < to; ++d)
+    n *= double(shape[size_t(d)]);
+  return n;
+}
+
 std::string stringAttr(const plan::InstrDesc &instr, const char *name) {
   for (const plan::AttrDesc &a : instr.attrs)
     if (a.name == name)
@@ -142,15 +158,11 @@ double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const El
   std::string_view cls = c.rateClass;
   const plan::TensorDesc &a = plan.tensors[instr.inputs[0]];
   if (cls == "softmax" || cls == "norm") {
-    int64_t rank = int64_t(a.shape.size()), axis = intAttr(instr, "axis", -1);
-    if (axis < 0)
-      axis += rank;
-    if (axis < 0 || axis >= rank)
+    int64_t rank = int64_t(a.shape.size()), axis;
+    if (!axisAttr(instr, -1, rank, axis))
       return 0;
-    double width = 1;
     // softmax works along one axis; layer_norm / rms_norm normalise every axis from `axis`.
-    for (int64_t d = axis; d < (cls == "norm" ? rank : axis + 1); ++d)
-      width *= double(a.shape[size_t(d)]);
+    double width = dimsProduct(a.shape, axis, cls == "norm" ? rank : axis + 1);
     return width > 0 ? numel(a) / width : 0;
   }
   if (cls == "loss" || cls == "loss_grad")
@@ -216,14 +228,11 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
   }
   if (k == "layer_norm" || k == "rms_norm" || k == "softmax" || k == "log_softmax") {
     // Rows of the normalised axes (the softmax's only along the last axis).
-    int64_t axis = intAttr(instr, "axis", -1), rank = int64_t(a.shape.size());
-    if (axis < 0)
-      axis += rank;
-    if (axis < 0 || axis >= rank || ((k == "softmax" || k == "log_softmax") && axis != rank - 1))
+    int64_t rank = int64_t(a.shape.size()), axis;
+    if (!axisAttr(instr, -1, rank, axis) ||
+        ((k == "softmax" || k == "log_softmax") && axis != rank - 1))
       return;
-    double width = 1;
-    for (int64_t d = axis; d < rank; ++d)
-      width *= double(a.shape[size_t(d)]);
+    double width = dimsProduct(a.shape, axis, rank);
     splitAs(cost, rowGrains(numel(a) / width, width, rt::cpu::kElementGrain), 1, false);
     return;
   }
@@ -271,14 +280,10 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
   }
   if (k == "gather" && instr.inputs.size() == 2) {
     // Rows of the data's inner dimensions, one per (outer index, index) (IndexingKernels.cpp).
-    int64_t axis = intAttr(instr, "axis", 0), rank = int64_t(a.shape.size());
-    if (axis < 0)
-      axis += rank;
-    if (axis < 0 || axis >= rank)
+    int64_t rank = int64_t(a.shape.size()), axis;
+    if (!axisAttr(instr, 0, rank, axis))
       return;
-    double inner = 1;
-    for (int64_t d = axis + 1; d < rank; ++d)
-      inner *= double(a.shape[size_t(d)]);
+    double inner = dimsProduct(a.shape, axis + 1, rank);
     if (inner > 0)
       splitAs(cost, rowGrains(numel(out) / inner, inner, rt::cpu::kElementGrain), 1, false);
     return;

@@ -227,7 +227,7 @@ bool powByScalarExponent(const TensorView &a, const TensorView &b, TensorView &o
     using T = decltype(tag);
     const T *x = a.as<T>(), e = *b.as<T>();
     T *y = out.as<T>();
-    if (e != T(1) && e != T(2) && e != T(3))
+    if (!isSmallIntegerExponent(e))
       return false;
     // Elements split across the kernels' threads, as the other maps.
     parallelFor(out.numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {

@@ -132,17 +132,6 @@ Status computeLoss(const KernelCall &call, std::string_view kernel, const LossSh
   return Status();
 }
 
-template <bool kFromLogits> Status lossKernel(const KernelCall &call) {
-  constexpr const char *kName = kFromLogits ? "softmax_cross_entropy" : "nll_loss";
-  LossShape s;
-  PLAIT_RETURN_IF_ERROR(planLossCall(call, kName, false, s));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &lossKernel<kFromLogits>);
-  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
-    return computeLoss<decltype(tag), kFromLogits>(call, kName, s);
-  });
-}
-
 //===----------------------------------------------------------------------===//
 // softmax_cross_entropy_grad, nll_loss_grad
 //===----------------------------------------------------------------------===//
@@ -237,25 +226,31 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
   return Status();
 }
 
-template <bool kFromLogits> Status lossGradKernel(const KernelCall &call) {
+/// softmax_cross_entropy, nll_loss and (kGrad) their gradients: the call's checks, bf16
+/// staged through f32, then the f32 or f64 computation.
+template <bool kGrad, bool kFromLogits> Status lossKernel(const KernelCall &call) {
   constexpr const char *kName =
-      kFromLogits ? "softmax_cross_entropy_grad" : "nll_loss_grad";
+      kGrad ? (kFromLogits ? "softmax_cross_entropy_grad" : "nll_loss_grad")
+            : (kFromLogits ? "softmax_cross_entropy" : "nll_loss");
   LossShape s;
-  PLAIT_RETURN_IF_ERROR(planLossCall(call, kName, true, s));
+  PLAIT_RETURN_IF_ERROR(planLossCall(call, kName, kGrad, s));
   if (hasHalfTensor(call))
-    return runStagedInF32(call, &lossGradKernel<kFromLogits>);
+    return runStagedInF32(call, &lossKernel<kGrad, kFromLogits>);
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
-    return computeLossGrad<decltype(tag), kFromLogits>(call, kName, s);
+    if constexpr (kGrad)
+      return computeLossGrad<decltype(tag), kFromLogits>(call, kName, s);
+    else
+      return computeLoss<decltype(tag), kFromLogits>(call, kName, s);
   });
 }
 
 } // namespace
 
 void registerLossKernels() {
-  registerKernel("softmax_cross_entropy", &lossKernel<true>);
-  registerKernel("nll_loss", &lossKernel<false>);
-  registerKernel("softmax_cross_entropy_grad", &lossGradKernel<true>);
-  registerKernel("nll_loss_grad", &lossGradKernel<false>);
+  registerKernel("softmax_cross_entropy", &lossKernel<false, true>);
+  registerKernel("nll_loss", &lossKernel<false, false>);
+  registerKernel("softmax_cross_entropy_grad", &lossKernel<true, true>);
+  registerKernel("nll_loss_grad", &lossKernel<true, false>);
 }
 
 } // namespace plait::rt::cpu

@@ -112,6 +112,11 @@ PLAIT_VECTOR_INLINE float erfApprox(float x) {
   return ax < 0.9f ? series : tail;
 }
 
+/// Whether powBySmallInteger computes x^e: an exponent of 1, 2 or 3.
+template <typename T> PLAIT_VECTOR_INLINE bool isSmallIntegerExponent(T e) {
+  return e == T(1) || e == T(2) || e == T(3);
+}
+
 /// y = x^e for an exponent of 1, 2 or 3, as products (x * x is the correctly rounded square,
 /// at a fraction of std::pow's cost); returns false, having written nothing, for any other
 /// exponent. The pow kernel and the fused kernels both use it for a one-element exponent
