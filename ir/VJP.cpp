@@ -490,6 +490,21 @@ PLAIT_VJP(Conv2dOp) {
   return success();
 }
 
+// conv2d_grad_input is linear in its grad operand: the adjoint of conv2d over x. Its own
+// adjoint is that conv2d, and its weight gradient is conv2d_grad_weight with the roles of the
+// input and the output gradient as the forward convolution sees them (ONNX ConvTranspose
+// imports as this op).
+PLAIT_VJP(Conv2dGradInputOp) {
+  Value dy = rg[0];
+  og[0] = g.b.create<Conv2dOp>(g.loc, op.getGrad().getType(), dy, op.getW(), Value(),
+                               op.getStridesAttr(), op.getPadsAttr(), op.getDilationsAttr(),
+                               op.getGroupAttr());
+  og[1] = g.b.create<Conv2dGradWeightOp>(g.loc, op.getW().getType(), dy, op.getGrad(),
+                                         op.getStridesAttr(), op.getPadsAttr(),
+                                         op.getDilationsAttr(), op.getGroupAttr());
+  return success();
+}
+
 PLAIT_VJP(MaxPool2dOp) {
   og[0] = g.b.create<MaxPool2dGradOp>(g.loc, op.getX().getType(), op.getX(), rg[0],
                                       op.getKernelAttr(), op.getStridesAttr(), op.getPadsAttr(),
@@ -669,6 +684,7 @@ void registerVJPInterfaces(DialectRegistry &registry) {
     MatmulOp::attachInterface<MatmulOpVJP>(*ctx);
     GemmOp::attachInterface<GemmOpVJP>(*ctx);
     Conv2dOp::attachInterface<Conv2dOpVJP>(*ctx);
+    Conv2dGradInputOp::attachInterface<Conv2dGradInputOpVJP>(*ctx);
     MaxPool2dOp::attachInterface<MaxPool2dOpVJP>(*ctx);
     AvgPool2dOp::attachInterface<AvgPool2dOpVJP>(*ctx);
     ReshapeOp::attachInterface<ReshapeOpVJP>(*ctx);

@@ -176,32 +176,40 @@ def run_config(name, build, steps):
     input_order = [i.name for i in onnx.load(str(onnx_path)).graph.input]
     model = build_torch_model(sample, onnx_path)
     torch_losses, torch_weights = train_torch(model, cfg, data, batch, steps, input_order)
-    ok = len(plait_losses) == steps
+    return compare_training(name, plait_losses, plait_weights, torch_losses, torch_weights,
+                            cfg["noise_only"])
+
+
+def compare_training(label, plait_losses, plait_weights, torch_losses, torch_weights,
+                     noise_only=None):
+    """Per-step losses within 1e-4 relative, final weights within rtol 1e-4 / atol 1e-5
+    (outside the `noise_only` slices); prints each mismatch and a summary line."""
+    ok = len(plait_losses) == len(torch_losses)
     worst_loss = 0.0
     for s, (a, b) in enumerate(zip(plait_losses, torch_losses)):
         rel = abs(a - b) / max(abs(b), 1e-12)
         worst_loss = max(worst_loss, rel)
         if rel > 1e-4:
-            print(f"{name}: step {s + 1}: plait loss {a:.7g} vs pytorch {b:.7g} (rel {rel:.2e})")
+            print(f"{label}: step {s + 1}: plait loss {a:.7g} vs pytorch {b:.7g} (rel {rel:.2e})")
             ok = False
     worst_weight = 0.0
     for k, want in torch_weights.items():
         got = plait_weights.get(k)
         if got is None or got.shape != want.shape:
-            print(f"{name}: weight {k} missing or misshapen in plait's safetensors")
+            print(f"{label}: weight {k} missing or misshapen in plait's safetensors")
             ok = False
             continue
-        if k in cfg["noise_only"]:
+        if noise_only and k in noise_only:
             keep = np.ones(want.shape, dtype=bool)
-            keep[cfg["noise_only"][k]] = False
+            keep[noise_only[k]] = False
             got, want = got[keep], want[keep]
         worst_weight = max(worst_weight, float(np.max(np.abs(got - want))))
         if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
-            print(f"{name}: weight {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")
+            print(f"{label}: weight {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")
             ok = False
-    print(f"{name}: {steps} steps, loss {torch_losses[0]:.4f} -> {torch_losses[-1]:.4f}, "
-          f"max rel loss diff {worst_loss:.1e}, max abs weight diff {worst_weight:.1e}: "
-          f"{'ok' if ok else 'MISMATCH'}")
+    print(f"{label}: {len(torch_losses)} steps, loss {torch_losses[0]:.4f} -> "
+          f"{torch_losses[-1]:.4f}, max rel loss diff {worst_loss:.1e}, max abs weight diff "
+          f"{worst_weight:.1e}: {'ok' if ok else 'MISMATCH'}")
     return ok
 
 

@@ -154,6 +154,119 @@ LogicalResult importConv(NodeContext &ctx) {
   return ctx.setResult(y);
 }
 
+/// ConvTranspose is the adjoint of the convolution with the same window and weight (the weight
+/// [C, M/group, k...] is that convolution's [out, in/group, k...]), which is what
+/// plait.conv2d_grad_input computes; its gradients are that convolution and conv2d_grad_weight,
+/// so the transposed convolution trains as the convolution does. The output is
+///   out = stride * (in - 1) + output_padding + dilation * (kernel - 1) + 1 - pad_begin - pad_end,
+/// or output_shape when given (SAME_UPPER/SAME_LOWER: in * stride), whose total padding ONNX
+/// splits as the spec and the conformance data say: the smaller half first for SAME_UPPER, last
+/// otherwise. A negative total (an output_shape beyond the last window) becomes output padding.
+LogicalResult importConvTranspose(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0), wType = xType ? ctx.inputType(1) : RankedTensorType();
+  if (!wType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  if (xType.getRank() < 3 || wType.getRank() != xType.getRank())
+    return ctx.error("x and w must have the same rank >= 3");
+  const int64_t spatialRank = xType.getRank() - 2;
+  if (spatialRank > 2)
+    return ctx.unsupported(llvm::Twine(spatialRank) +
+                           "-D transposed convolution (plait has 1-D and 2-D)");
+  const size_t n = size_t(spatialRank);
+  llvm::SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
+  if (ctx.hasAttr("kernel_shape") && ctx.intsAttr("kernel_shape") != kernel)
+    return ctx.error("kernel_shape does not match the weight's shape");
+  const int64_t group = ctx.intAttr("group", 1);
+  const int64_t channels = xType.getDimSize(1);
+  if (group < 1 || channels % group != 0 || wType.getDimSize(0) != channels)
+    return ctx.error("w must have x's " + llvm::Twine(channels) +
+                     " channels first, and group (" + llvm::Twine(group) + ") divide them");
+  // Strides, dilations and kernel as Conv takes them; pads and auto_pad are ConvTranspose's own.
+  auto window = readWindow(ctx, xType.getShape().drop_front(2), kernel, /*hasDilations=*/true);
+  if (!window)
+    return failure();
+  Window win = *window;
+  llvm::SmallVector<int64_t> outputPadding =
+      ctx.hasAttr("output_padding") ? ctx.intsAttr("output_padding")
+                                    : llvm::SmallVector<int64_t>(n, 0);
+  if (outputPadding.size() != n)
+    return ctx.error("output_padding needs " + llvm::Twine(n) + " entries");
+  std::string autoPad = ctx.stringAttr("auto_pad", "NOTSET");
+  const bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  llvm::SmallVector<int64_t> outShape;
+  if (ctx.hasAttr("output_shape")) {
+    outShape = ctx.intsAttr("output_shape");
+    if (outShape.size() == n + 2) // the whole shape, as some exporters write it
+      outShape.erase(outShape.begin(), outShape.begin() + 2);
+    if (outShape.size() != n)
+      return ctx.error("output_shape needs " + llvm::Twine(n) + " entries");
+  }
+  llvm::SmallVector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t in = xType.getDimSize(int64_t(i) + 2), stride = win.strides[i];
+    if (outputPadding[i] < 0 || outputPadding[i] >= stride)
+      return ctx.unsupported("output_padding " + llvm::Twine(outputPadding[i]) +
+                             " (plait takes 0 to stride - 1 = " + llvm::Twine(stride - 1) + ")");
+    // The window's span and the output stay far from int64's range (readWindow bounds the
+    // window to 2^31, output_shape is bounded here), but the input's extent need not.
+    int64_t natural = 0, spread = 0, sameOut = 0;
+    if (__builtin_mul_overflow(stride, in - 1, &spread) ||
+        __builtin_add_overflow(spread, (kernel[i] - 1) * win.dilations[i] + 1, &natural) ||
+        __builtin_mul_overflow(in, stride, &sameOut) || natural > (int64_t(1) << 62))
+      return ctx.error("the output's axis " + llvm::Twine(i + 2) + " would be too large");
+    if (!outShape.empty() || same) {
+      out[i] = outShape.empty() ? sameOut : outShape[i];
+      if (out[i] < 1 || out[i] > (int64_t(1) << 62))
+        return ctx.error("output_shape " + llvm::Twine(out[i]) + " on axis " +
+                         llvm::Twine(i + 2) + " is not a size");
+      const int64_t total = natural + outputPadding[i] - out[i];
+      const int64_t small = total / 2, large = total - small;
+      win.pads[i] = total < 0 ? 0 : autoPad == "SAME_UPPER" ? small : large;
+      win.pads[i + n] = total < 0 ? 0 : autoPad == "SAME_UPPER" ? large : small;
+      if (total < 0 && out[i] - natural >= stride)
+        return ctx.unsupported("output_shape " + llvm::Twine(out[i]) + " on axis " +
+                               llvm::Twine(i + 2) + ": more than stride - 1 beyond the last "
+                               "window's end (" + llvm::Twine(natural) + ")");
+    } else {
+      out[i] = natural + outputPadding[i] - win.pads[i] - win.pads[i + n];
+    }
+    if (out[i] < 1)
+      return ctx.error("the output's axis " + llvm::Twine(i + 2) + " would have " +
+                       llvm::Twine(out[i]) + " elements (pads larger than the window's span)");
+  }
+  Value x = ctx.input(0), w = x ? ctx.input(1) : Value();
+  if (!w)
+    return failure();
+  Value bias;
+  if (ctx.hasInput(2) && !(bias = ctx.input(2)))
+    return failure();
+  llvm::SmallVector<int64_t> yShape{xType.getDimSize(0), wType.getDimSize(1) * group};
+  yShape.append(out.begin(), out.end());
+  if (spatialRank == 1) {
+    win = liftTo2d(win);
+    yShape = insertUnitHeight(yShape);
+    x = ctx.reshape(x, insertUnitHeight(xType.getShape()));
+    w = x ? ctx.reshape(w, insertUnitHeight(wType.getShape())) : Value();
+    if (!w)
+      return failure();
+  }
+  Value y = ctx.create<Conv2dGradInputOp>(
+      {x, w},
+      {ctx.arrayAttr("strides", win.strides), ctx.arrayAttr("pads", win.pads),
+       ctx.arrayAttr("dilations", win.dilations), ctx.i64Attr("group", group)},
+      RankedTensorType::get(yShape, xType.getElementType()));
+  if (y && bias) {
+    Value b = ctx.reshape(bias, {yShape[1], 1, 1});
+    y = b ? ctx.create<AddOp>({y, b}) : Value();
+  }
+  if (y && spatialRank == 1) {
+    llvm::SmallVector<int64_t> shape(shapeOf(y));
+    shape.erase(shape.end() - 2);
+    y = ctx.reshape(y, shape);
+  }
+  return ctx.setResult(y);
+}
+
 template <bool IsMax>
 LogicalResult importPool(NodeContext &ctx) {
   RankedTensorType xType = ctx.inputType(0);
@@ -713,6 +826,7 @@ void registerNeuralOps(OpImporterMap &map) {
   map["MatMul"] = importMatMul;
   map["Gemm"] = importGemm;
   map["Conv"] = importConv;
+  map["ConvTranspose"] = importConvTranspose;
   map["MaxPool"] = importPool<true>;
   map["AveragePool"] = importPool<false>;
   map["GlobalAveragePool"] = importGlobalPool<ReduceMeanOp>;

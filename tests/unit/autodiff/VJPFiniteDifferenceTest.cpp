@@ -301,6 +301,13 @@ const VJPCase kCases[] = {
   {"conv2d_grouped_dilated", R"(func.func @main(%x: tensor<1x4x6x6xf64>, %w: tensor<4x2x2x2xf64>) -> tensor<1x4x4x4xf64> {
     %0 = plait.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 2>, group = 2 : i64} : (tensor<1x4x6x6xf64>, tensor<4x2x2x2xf64>) -> tensor<1x4x4x4xf64>
     return %0 : tensor<1x4x4x4xf64> })"},
+  // A transposed convolution (ONNX ConvTranspose): stride 2 with one row of output padding.
+  {"conv2d_grad_input", R"(func.func @main(%g: tensor<2x3x3x3xf64>, %w: tensor<3x2x3x3xf64>) -> tensor<2x2x6x6xf64> {
+    %0 = plait.conv2d_grad_input %g, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<2x3x3x3xf64>, tensor<3x2x3x3xf64>) -> tensor<2x2x6x6xf64>
+    return %0 : tensor<2x2x6x6xf64> })"},
+  {"conv2d_grad_input_grouped_dilated", R"(func.func @main(%g: tensor<1x4x3x3xf64>, %w: tensor<4x1x2x2xf64>) -> tensor<1x2x5x7xf64> {
+    %0 = plait.conv2d_grad_input %g, %w {strides = array<i64: 1, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 2>, group = 2 : i64} : (tensor<1x4x3x3xf64>, tensor<4x1x2x2xf64>) -> tensor<1x2x5x7xf64>
+    return %0 : tensor<1x2x5x7xf64> })"},
   {"max_pool2d", R"(func.func @main(%x: tensor<1x2x5x5xf64>) -> tensor<1x2x3x3xf64> {
     %0 = plait.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x2x5x5xf64>) -> tensor<1x2x3x3xf64>
     return %0 : tensor<1x2x3x3xf64> })"},

@@ -164,13 +164,16 @@ def main():
         helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul"),
     ], [vi("x", F, [1, 2])], [vi("y", F, [1, 2])],
         [tensor("w", np.array([[1, 2], [3, 4]], np.float32))])
+    # onnx appends to an existing data file: start from none, so a re-run writes the same bytes.
+    if os.path.exists(os.path.join(OUT, "external_data.bin")):
+        os.remove(os.path.join(OUT, "external_data.bin"))
     onnx.save(model, os.path.join(OUT, "external_data.onnx"), save_as_external_data=True,
               location="external_data.bin", size_threshold=0)
 
     # --- Diagnostics -------------------------------------------------------------------
     save("unsupported_op", [
-        helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="deconv1"),
-    ], [vi("x", F, [1, 2, 4, 4]), vi("w", F, [2, 2, 3, 3])], [vi("y", F, [1, 2, 6, 6])])
+        helper.make_node("Det", ["x"], ["y"], name="det1"),
+    ], [vi("x", F, [3, 3])], [vi("y", F, [])])
 
     save("const_input", [
         helper.make_node("Reshape", ["x", "target_shape"], ["y"], name="reshape1"),
@@ -208,6 +211,37 @@ def main():
     ], [vi("x", F, [4])], [vi("y", F, [4])])
     save("conv3d", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3")],
          [vi("x", F, [1, 1, 3, 3, 3]), vi("w", F, [1, 1, 1, 1, 1])], [vi("y", F, [1, 1, 3, 3, 3])])
+    # Transposed convolutions: 2-D grouped with output padding and a bias; 1-D with an
+    # output_shape one beyond the last window's end.
+    save("conv_transpose", [
+        helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="deconv2d", group=2,
+                         strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        helper.make_node("ConvTranspose", ["s", "w1"], ["z"], name="deconv1d", strides=[3],
+                         output_shape=[16]),
+    ], [vi("x", F, [1, 4, 3, 3]), vi("s", F, [2, 3, 5])],
+        [vi("y", F, [1, 6, 6, 6]), vi("z", F, [2, 2, 16])],
+        [tensor("w", f32(4, 3, 3, 3)), tensor("b", f32(6)), tensor("w1", f32(3, 2, 3))])
+    save("conv_transpose_train", [
+        helper.make_node("Conv", ["x", "w0"], ["h"], name="down", strides=[2, 2]),
+        helper.make_node("ConvTranspose", ["h", "w", "b"], ["y"], name="up", strides=[2, 2],
+                         output_padding=[1, 1]),
+        helper.make_node("Mul", ["y", "y"], ["sq"], name="square"),
+        helper.make_node("ReduceMean", ["sq"], ["loss"], name="mean", keepdims=0),
+    ], [vi("x", F, [2, 3, 8, 8])], [vi("loss", F, [])],
+        [tensor("w0", f32(4, 3, 3, 3)), tensor("w", f32(4, 3, 3, 3)), tensor("b", f32(3))])
+    save("conv_transpose_3d", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up3")],
+         [vi("x", F, [1, 1, 2, 2, 2]), vi("w", F, [1, 1, 1, 1, 1])], [vi("y", F, [1, 1, 2, 2, 2])])
+    save("conv_transpose_output_padding", [
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_pad", strides=[2, 2],
+                         output_padding=[2, 0]),
+    ], [vi("x", F, [1, 1, 3, 3]), vi("w", F, [1, 1, 3, 3])], [vi("y", F, [1, 1, 9, 7])])
+    save("conv_transpose_output_shape", [
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_shape", strides=[2, 2],
+                         output_shape=[9, 7]),
+    ], [vi("x", F, [1, 1, 3, 3]), vi("w", F, [1, 1, 3, 3])], [vi("y", F, [1, 1, 9, 7])])
+    save("conv_transpose_channels", [
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_ch", group=2),
+    ], [vi("x", F, [1, 3, 3, 3]), vi("w", F, [3, 1, 3, 3])], [vi("y", F, [1, 2, 5, 5])])
     save("maxpool_indices", [
         helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool_idx", kernel_shape=[2, 2]),
     ], [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 2, 2]), vi("idx", I64, [1, 1, 2, 2])])
