@@ -589,6 +589,73 @@ LogicalResult importGather(NodeContext &ctx) {
   return ctx.setResult(ctx.create<GatherOp>({data, indices}, {ctx.i64Attr("axis", *axis)}));
 }
 
+/// GatherElements (torch.gather): result[i...] = data[i... with i_axis = indices[i...]], the
+/// result shaped like indices (each of its other dimensions at most data's). Computed as one
+/// plait.gather from data flattened, at the linear index
+///   wrapped(indices) * stride(axis) + sum over d != axis of i_d * stride(d)
+/// (wrapped: negative indices counted from the end), so the gradient is gather's: a
+/// scatter-add of the result's gradient into data, duplicates summed in index order. An index
+/// outside [-n, n) becomes one past the flattened data, which plait.gather reports at run time.
+LogicalResult importGatherElements(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
+  if (!indexType)
+    return failure();
+  const int64_t rank = type.getRank();
+  if (rank == 0 || indexType.getRank() != rank)
+    return ctx.error("data and indices must have the same rank >= 1");
+  auto axis = normalizedAxis(ctx, ctx.intAttr("axis", 0), rank);
+  if (!axis)
+    return failure();
+  llvm::ArrayRef<int64_t> shape = type.getShape(), indexShape = indexType.getShape();
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis && indexShape[d] > shape[d])
+      return ctx.error("indices dimension " + llvm::Twine(d) + " (" +
+                       llvm::Twine(indexShape[d]) + ") exceeds data's (" +
+                       llvm::Twine(shape[d]) + ")");
+  llvm::SmallVector<int64_t> strides(size_t(rank), 1);
+  for (int64_t d = rank - 1; d > 0; --d)
+    strides[size_t(d - 1)] = strides[size_t(d)] * shape[size_t(d)];
+  const int64_t numel = strides[0] * shape[0], extent = shape[size_t(*axis)];
+  if (numel == 0 || extent == 0)
+    return ctx.unsupported("GatherElements from empty data");
+  Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
+  if (!indices)
+    return failure();
+  Type i64 = IntegerType::get(ctx.context(), 64);
+  Value idx = ctx.cast(indices, i64);
+  Value negative = idx ? ctx.create<LessOp>({idx, ctx.scalar(0, i64)}) : Value();
+  Value wrapped = negative ? ctx.create<AddOp>({idx, ctx.scalar(double(extent), i64)}) : Value();
+  idx = wrapped ? ctx.create<WhereOp>({negative, wrapped, idx}) : Value();
+  Value below = idx ? ctx.create<LessOp>({idx, ctx.scalar(0, i64)}) : Value();
+  Value above = below ? ctx.create<GreaterEqualOp>({idx, ctx.scalar(double(extent), i64)})
+                      : Value();
+  Value outside = above ? ctx.create<OrOp>({below, above}) : Value();
+  if (!outside)
+    return failure();
+  Value linear = strides[size_t(*axis)] != 1
+                     ? ctx.create<MulOp>({idx, ctx.scalar(double(strides[size_t(*axis)]), i64)})
+                     : idx;
+  // The other dimensions' offsets: a [1, ..., n_d, ..., 1] range times the stride per
+  // dimension of more than one index, added with broadcasting.
+  for (int64_t d = 0; d < rank && linear; ++d) {
+    if (d == *axis || indexShape[d] == 1)
+      continue;
+    llvm::SmallVector<int64_t> offsets, offsetShape(size_t(rank), 1);
+    offsetShape[size_t(d)] = indexShape[d];
+    for (int64_t i = 0; i < indexShape[d]; ++i)
+      offsets.push_back(i * strides[size_t(d)]);
+    linear = ctx.create<AddOp>(
+        {linear, ctx.constant(HostTensor::fromInts(ElemKind::I64, offsetShape, offsets))});
+  }
+  if (!linear)
+    return failure();
+  linear = ctx.create<WhereOp>({outside, ctx.scalar(double(numel), i64), linear});
+  Value flat = linear ? ctx.reshape(data, {numel}) : Value();
+  return ctx.setResult(flat ? ctx.create<GatherOp>({flat, linear}, {ctx.i64Attr("axis", 0)})
+                            : Value());
+}
+
 LogicalResult importDropout(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
@@ -755,6 +822,7 @@ void registerTensorOps(OpImporterMap &map) {
   map["Slice"] = importSlice;
   map["Pad"] = importPad;
   map["Gather"] = importGather;
+  map["GatherElements"] = importGatherElements;
   map["Dropout"] = importDropout;
   map["Trilu"] = importTrilu;
   map["DepthToSpace"] = importDepthToSpace;

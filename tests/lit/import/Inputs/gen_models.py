@@ -229,6 +229,19 @@ def main():
         helper.make_node("ReduceMean", ["sq"], ["loss"], name="mean", keepdims=0),
     ], [vi("x", F, [2, 3, 8, 8])], [vi("loss", F, [])],
         [tensor("w0", f32(4, 3, 3, 3)), tensor("w", f32(4, 3, 3, 3)), tensor("b", f32(3))])
+    # GatherElements along axis 1, with an index tensor narrower than the data in axis 0.
+    save("gather_elements", [
+        helper.make_node("GatherElements", ["x", "i"], ["y"], name="pick", axis=1),
+    ], [vi("x", F, [3, 4, 5]), vi("i", I64, [2, 6, 5])], [vi("y", F, [2, 6, 5])])
+    np.save(os.path.join(OUT, "gather_elements_x.npy"), np.arange(60, dtype=np.float32).reshape(3, 4, 5))
+    bad = (np.arange(60, dtype=np.int64).reshape(2, 6, 5) % 8) - 4  # in [-4, 4): valid
+    np.save(os.path.join(OUT, "gather_elements_i.npy"), bad)
+    bad = bad.copy()
+    bad[1, 2, 3] = 4  # one past axis 1's 4 rows
+    np.save(os.path.join(OUT, "gather_elements_i_bad.npy"), bad)
+    save("gather_elements_wide", [
+        helper.make_node("GatherElements", ["x", "i"], ["y"], name="pick_wide", axis=1),
+    ], [vi("x", F, [2, 3]), vi("i", I64, [3, 3])], [vi("y", F, [3, 3])])
     save("conv_transpose_3d", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up3")],
          [vi("x", F, [1, 1, 2, 2, 2]), vi("w", F, [1, 1, 1, 1, 1])], [vi("y", F, [1, 1, 2, 2, 2])])
     save("conv_transpose_output_padding", [

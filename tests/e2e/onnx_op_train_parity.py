@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Training parity of ONNX ops that plait maps onto other ops, against PyTorch.
+
+Each model is a small PyTorch module built here around one ONNX op:
+- conv_transpose: ConvTranspose (plait.conv2d_grad_input): Conv2d, then ConvTranspose2d with
+  groups, stride 2, padding and output padding, then ConvTranspose2d with dilation, unequal
+  strides and no bias; beside it a ConvTranspose1d with output padding. Mean squared error
+  against targets.
+- gather_elements: GatherElements (torch.gather; plait.gather from the flattened data): the
+  log-probabilities of targets picked from a log-softmax (axis -1, one index per row), rows of
+  a parameter table picked with repeats (axis 1, so its gradient sums them), and an index
+  tensor smaller than its data in the other dimensions.
+The module is exported to ONNX (opset 13, its initial weights as initializers); plait-compile
+--train builds the step, plait-run trains it on 1 thread and on 2; PyTorch trains the module
+from the same weights on the same batches with SGD with momentum. Per-step losses must agree
+within 1e-4 relative, the final weights (plait's --save-weights) within rtol 1e-4 / atol 1e-5.
+
+Run with /usr/bin/python3 (torch 1.13, onnx 1.12):
+  onnx_op_train_parity.py --build BUILD [--model NAME] [--steps 20]
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from train_parity import compare_training, read_safetensors  # noqa: E402
+
+BATCH = 4
+LR, MOMENTUM = 0.05, 0.9
+
+
+class Decoder(nn.Module):
+    inputs = "xyuv"
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 8, 3, stride=2, padding=1)                    # 8x8 -> 4x4
+        self.up = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1,
+                                     groups=2)                                 # 4x4 -> 8x8
+        self.out = nn.ConvTranspose2d(6, 3, (3, 2), stride=(1, 2), padding=(1, 0),
+                                      dilation=(2, 1), bias=False)             # 8x8 -> 10x16
+        self.up1d = nn.ConvTranspose1d(4, 2, 3, stride=3, padding=1,
+                                       output_padding=2)                       # 5 -> 15
+
+    def forward(self, x, y, u, v):
+        h = torch.tanh(self.up(torch.relu(self.down(x))))
+        d = self.out(h) - y
+        e = self.up1d(u) - v
+        return (d * d).mean() + (e * e).mean()
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 3, 8, 8)).astype(np.float32),
+            "y": rng.standard_normal((n, 3, 10, 16)).astype(np.float32),
+            "u": rng.standard_normal((n, 4, 5)).astype(np.float32),
+            "v": rng.standard_normal((n, 2, 15)).astype(np.float32),
+        }
+
+
+class Gatherer(nn.Module):
+    inputs = ("x", "t", "rows", "cols")
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(6, 10)
+        self.table = nn.Parameter(torch.randn(5, 7))
+
+    def forward(self, x, t, rows, cols):
+        logp = torch.log_softmax(self.proj(x), -1)                      # [B, 4, 10]
+        picked = torch.gather(logp, 2, t.unsqueeze(-1))                 # [B, 4, 1]
+        table = self.table.unsqueeze(0).expand(x.shape[0], 5, 7)
+        repeated = torch.gather(table, 1, rows)                         # [B, 6, 7], repeats
+        corner = torch.gather(logp, 1, cols)                            # [B, 2, 3] of [B, 4, 10]
+        return -picked.mean() + (repeated * repeated).mean() - 0.5 * corner.mean()
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 4, 6)).astype(np.float32),
+            "t": rng.integers(0, 10, size=(n, 4)).astype(np.int64),
+            "rows": rng.integers(0, 5, size=(n, 6, 7)).astype(np.int64),
+            "cols": rng.integers(0, 4, size=(n, 2, 3)).astype(np.int64),
+        }
+
+
+MODELS = {"conv_transpose": Decoder, "gather_elements": Gatherer}
+
+
+def train_torch(model, data, steps):
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    losses = []
+    for s in range(steps):
+        args = [torch.from_numpy(data[k][s * BATCH:(s + 1) * BATCH]) for k in model.inputs]
+        loss = model(*args)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
+
+
+def run_model(name, bindir, steps):
+    torch.manual_seed(0)
+    model = MODELS[name]()
+    data = model.data(steps * BATCH, np.random.default_rng(7))
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        onnx_path = tmp / f"{name}.onnx"
+        example = tuple(torch.from_numpy(data[k][:BATCH]) for k in model.inputs)
+        torch.onnx.export(model, example, str(onnx_path), input_names=list(model.inputs),
+                          output_names=["loss"], opset_version=13, do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.EVAL, export_params=True,
+                          keep_initializers_as_inputs=False)
+        (tmp / "data").mkdir()
+        for k, v in data.items():
+            np.save(tmp / "data" / f"{k}.npy", v)
+        plan = tmp / f"{name}.plan"
+        subprocess.run([bindir / "plait-compile", onnx_path, "-o", plan, "--train", "--optimizer",
+                        "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM)], check=True)
+        runs = {}
+        for threads in (1, 2):
+            log, weights = tmp / f"log{threads}.jsonl", tmp / f"w{threads}.safetensors"
+            subprocess.run([bindir / "plait-run", plan, "--data", tmp / "data", "--steps",
+                            str(steps), "--threads", str(threads), "--log-jsonl", log,
+                            "--save-weights", weights], check=True, stdout=subprocess.DEVNULL)
+            runs[threads] = ([json.loads(line)["loss"] for line in log.read_text().splitlines()],
+                             read_safetensors(weights))
+    torch_losses, torch_weights = train_torch(model, data, steps)
+    ok = True
+    for threads, (losses, weights) in runs.items():
+        label = f"{name} ({threads} thread{'s' if threads > 1 else ''})"
+        ok &= compare_training(label, losses, weights, torch_losses, torch_weights)
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--model", action="append", choices=sorted(MODELS))
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    bindir = pathlib.Path(args.build) / "bin"
+    results = [run_model(m, bindir, args.steps) for m in (args.model or sorted(MODELS))]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
