@@ -6,10 +6,16 @@ Each model is a small PyTorch module built here around one ONNX op:
   groups, stride 2, padding and output padding, then ConvTranspose2d with dilation, unequal
   strides and no bias; beside it a ConvTranspose1d with output padding. Mean squared error
   against targets.
+- einsum: Einsum (diagonals as gathers, summed labels as reductions, contractions as batched
+  matmuls): projections, attention scores, a diagonal, an ellipsis broadcast against a size-1
+  dimension, a trace with an implicit output, and an outer product.
 - gather_elements: GatherElements (torch.gather; plait.gather from the flattened data): the
   log-probabilities of targets picked from a log-softmax (axis -1, one index per row), rows of
   a parameter table picked with repeats (axis 1, so its gradient sums them), and an index
   tensor smaller than its data in the other dimensions.
+- resize: Resize (F.interpolate; gathers of constant indices and weighted sums): nearest and
+  bilinear 2x upsampling, bilinear to a size with align_corners, bicubic, and a bilinear
+  downsampling.
 The module is exported to ONNX (opset 13, its initial weights as initializers); plait-compile
 --train builds the step, plait-run trains it on 1 thread and on 2; PyTorch trains the module
 from the same weights on the same batches with SGD with momentum. Per-step losses must agree
@@ -24,10 +30,12 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from train_parity import compare_training, read_safetensors  # noqa: E402
@@ -91,7 +99,66 @@ class Gatherer(nn.Module):
         }
 
 
-MODELS = {"conv_transpose": Decoder, "gather_elements": Gatherer}
+class Resizer(nn.Module):
+    inputs = "xy"
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3, padding=1)
+        self.mix = nn.Conv2d(12, 2, 1)
+
+    def forward(self, x, y):
+        h = self.conv(x)                                                          # [B, 3, 5, 6]
+        up = torch.cat([
+            F.interpolate(h, scale_factor=2, mode="nearest"),
+            F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False),
+            F.interpolate(h, size=(10, 12), mode="bilinear", align_corners=True),
+            F.interpolate(h, scale_factor=2, mode="bicubic", align_corners=False),
+        ], 1)                                                                      # [B, 12, 10, 12]
+        z = self.mix(up) - y
+        down = F.interpolate(h, size=(3, 4), mode="bilinear", align_corners=False)
+        return (z * z).mean() + (down * down).mean()
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 2, 5, 6)).astype(np.float32),
+            "y": rng.standard_normal((n, 2, 10, 12)).astype(np.float32),
+        }
+
+
+class Einsummer(nn.Module):
+    inputs = "xy"
+
+    def __init__(self):
+        super().__init__()
+        self.wq = nn.Parameter(torch.randn(6, 2, 4) * 0.3)
+        self.wk = nn.Parameter(torch.randn(6, 2, 4) * 0.3)
+        self.mix = nn.Parameter(torch.randn(1, 5, 5) * 0.3)
+        self.square = nn.Parameter(torch.randn(3, 3) * 0.5)
+
+    def forward(self, x, y):
+        q = torch.einsum("btd,dhe->bhte", x, self.wq)                 # [B, 2, 5, 4]
+        k = torch.einsum("btd,dhe->bhte", x, self.wk)
+        s = torch.einsum("bhqe,bhke->bhqk", q, k)                     # [B, 2, 5, 5]
+        diagonal = torch.einsum("bhii->bhi", s)                       # repeated label
+        mixed = torch.einsum("...ij,...jk->...ik", s, self.mix)       # ellipsis, broadcast 1
+        trace = torch.einsum("ii", self.square)                       # implicit output
+        outer = torch.einsum("i,j->ij", diagonal[0, 0], diagonal[0, 1])
+        err = s - y.unsqueeze(1)
+        return ((err * err).mean() + (diagonal * diagonal).mean() + 0.1 * (mixed * mixed).mean()
+                + trace * trace + 0.1 * (outer * outer).mean())
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 5, 6)).astype(np.float32),
+            "y": rng.standard_normal((n, 5, 5)).astype(np.float32),
+        }
+
+
+MODELS = {"conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
+          "resize": Resizer}
 
 
 def train_torch(model, data, steps):
@@ -115,6 +182,7 @@ def run_model(name, bindir, steps):
         tmp = pathlib.Path(tmp)
         onnx_path = tmp / f"{name}.onnx"
         example = tuple(torch.from_numpy(data[k][:BATCH]) for k in model.inputs)
+        warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's shape notes
         torch.onnx.export(model, example, str(onnx_path), input_names=list(model.inputs),
                           output_names=["loss"], opset_version=13, do_constant_folding=False,
                           training=torch.onnx.TrainingMode.EVAL, export_params=True,

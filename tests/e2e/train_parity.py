@@ -187,6 +187,10 @@ def compare_training(label, plait_losses, plait_weights, torch_losses, torch_wei
     ok = len(plait_losses) == len(torch_losses)
     worst_loss = 0.0
     for s, (a, b) in enumerate(zip(plait_losses, torch_losses)):
+        if a is None:  # not a finite number in plait's log
+            print(f"{label}: step {s + 1}: plait loss is not finite (pytorch {b:.7g})")
+            ok = False
+            continue
         rel = abs(a - b) / max(abs(b), 1e-12)
         worst_loss = max(worst_loss, rel)
         if rel > 1e-4:

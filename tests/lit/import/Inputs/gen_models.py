@@ -242,6 +242,42 @@ def main():
     save("gather_elements_wide", [
         helper.make_node("GatherElements", ["x", "i"], ["y"], name="pick_wide", axis=1),
     ], [vi("x", F, [2, 3]), vi("i", I64, [3, 3])], [vi("y", F, [3, 3])])
+    # Resize: nearest 2x on H and 3x on W (a gather per axis); linear with align_corners to
+    # sizes (gathers and weighted sums, W first); errors for both scales and sizes, and for a
+    # scales list of the wrong length.
+    save("resize", [
+        helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up_nearest", mode="nearest"),
+        helper.make_node("Resize", ["x", "", "", "sizes"], ["z"], name="up_linear", mode="linear",
+                         coordinate_transformation_mode="align_corners"),
+    ], [vi("x", F, [1, 1, 2, 2])], [vi("y", F, [1, 1, 4, 6]), vi("z", F, [1, 1, 3, 2])],
+        [tensor("scales", np.array([1, 1, 2, 3], np.float32)),
+         tensor("sizes", np.array([1, 1, 3, 2], np.int64))])
+    save("resize_both", [
+        helper.make_node("Resize", ["x", "", "scales", "sizes"], ["y"], name="both"),
+    ], [vi("x", F, [1, 1, 2, 2])], [vi("y", F, [1, 1, 4, 4])],
+        [tensor("scales", np.array([1, 1, 2, 2], np.float32)),
+         tensor("sizes", np.array([1, 1, 4, 4], np.int64))])
+    save("resize_scales_rank", [
+        helper.make_node("Resize", ["x", "", "scales"], ["y"], name="short"),
+    ], [vi("x", F, [1, 1, 2, 2])], [vi("y", F, [1, 1, 4, 4])],
+        [tensor("scales", np.array([2, 2], np.float32))], check=False)
+    # Einsum: a batched matmul, a diagonal and a total; errors for a term count, a label's
+    # sizes and an output label no input has.
+    save("einsum", [
+        helper.make_node("Einsum", ["a", "b"], ["c"], name="bmm", equation="bij, bjk -> bik"),
+        helper.make_node("Einsum", ["s"], ["d"], name="diag", equation="ii->i"),
+        helper.make_node("Einsum", ["a"], ["t"], name="total", equation="bij->"),
+    ], [vi("a", F, [2, 3, 4]), vi("b", F, [2, 4, 5]), vi("s", F, [3, 3])],
+        [vi("c", F, [2, 3, 5]), vi("d", F, [3]), vi("t", F, [])])
+    save("einsum_terms", [
+        helper.make_node("Einsum", ["a"], ["c"], name="two_terms", equation="ij,jk->ik"),
+    ], [vi("a", F, [2, 3])], [vi("c", F, [2, 3])], check=False)
+    save("einsum_sizes", [
+        helper.make_node("Einsum", ["a", "b"], ["c"], name="mismatch", equation="ij,jk->ik"),
+    ], [vi("a", F, [2, 3]), vi("b", F, [4, 5])], [vi("c", F, [2, 5])], check=False)
+    save("einsum_output", [
+        helper.make_node("Einsum", ["a"], ["c"], name="stray", equation="ij->k"),
+    ], [vi("a", F, [2, 3])], [vi("c", F, [3])], check=False)
     save("conv_transpose_3d", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up3")],
          [vi("x", F, [1, 1, 2, 2, 2]), vi("w", F, [1, 1, 1, 1, 1])], [vi("y", F, [1, 1, 2, 2, 2])])
     save("conv_transpose_output_padding", [
