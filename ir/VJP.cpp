@@ -505,6 +505,14 @@ PLAIT_VJP(Conv2dGradInputOp) {
   return success();
 }
 
+// gather_grad is linear in its grad operand (ONNX ScatterElements and ScatterND import as
+// it): its adjoint gathers the result's gradient back at the same indices.
+PLAIT_VJP(GatherGradOp) {
+  og[0] = g.b.create<GatherOp>(g.loc, op.getGrad().getType(), rg[0], op.getIndices(),
+                               op.getAxisAttr());
+  return success();
+}
+
 PLAIT_VJP(MaxPool2dOp) {
   og[0] = g.b.create<MaxPool2dGradOp>(g.loc, op.getX().getType(), op.getX(), rg[0],
                                       op.getKernelAttr(), op.getStridesAttr(), op.getPadsAttr(),
@@ -685,6 +693,7 @@ void registerVJPInterfaces(DialectRegistry &registry) {
     GemmOp::attachInterface<GemmOpVJP>(*ctx);
     Conv2dOp::attachInterface<Conv2dOpVJP>(*ctx);
     Conv2dGradInputOp::attachInterface<Conv2dGradInputOpVJP>(*ctx);
+    GatherGradOp::attachInterface<GatherGradOpVJP>(*ctx);
     MaxPool2dOp::attachInterface<MaxPool2dOpVJP>(*ctx);
     AvgPool2dOp::attachInterface<AvgPool2dOpVJP>(*ctx);
     ReshapeOp::attachInterface<ReshapeOpVJP>(*ctx);

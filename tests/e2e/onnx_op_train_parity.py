@@ -13,6 +13,8 @@ Each model is a small PyTorch module built here around one ONNX op:
   log-probabilities of targets picked from a log-softmax (axis -1, one index per row), rows of
   a parameter table picked with repeats (axis 1, so its gradient sums them), and an index
   tensor smaller than its data in the other dimensions.
+- scatter: ScatterElements (scatter_add with repeated indices, scatter with distinct ones) and
+  ScatterND (index_put of rows), as plait.gather_grad scatter-adds, and advanced indexing.
 - resize: Resize (F.interpolate; gathers of constant indices and weighted sums): nearest and
   bilinear 2x upsampling, bilinear to a size with align_corners, bicubic, and a bilinear
   downsampling.
@@ -157,8 +159,39 @@ class Einsummer(nn.Module):
         }
 
 
+class Scatterer(nn.Module):
+    inputs = ("x", "add_at", "set_at", "rows", "cols")
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 6))
+
+    def forward(self, x, add_at, set_at, rows, cols):
+        h = x * self.w                                                  # [B, 4, 6]
+        added = torch.zeros_like(h).scatter_add(2, add_at, h[:, :, :3])  # repeats summed
+        replaced = h.scatter(2, set_at, 2 * h[:, :, 3:])                # distinct per row
+        flat = h.reshape(-1, 6)                                         # [4B, 6]
+        put = flat.index_put((rows.reshape(-1),), 3 * flat[:2 * x.shape[0]])
+        picked = flat[rows.reshape(-1), cols.reshape(-1)]
+        return ((added * added).mean() + (replaced * replaced).mean() + (put * put).mean() +
+                (picked * picked).mean())
+
+    @staticmethod
+    def data(n, rng):
+        steps = n // BATCH
+        rows = np.concatenate([rng.permutation(4 * BATCH)[:2 * BATCH].reshape(BATCH, 2)
+                               for _ in range(steps)])
+        return {
+            "x": rng.standard_normal((n, 4, 6)).astype(np.float32),
+            "add_at": rng.integers(0, 6, size=(n, 4, 3)).astype(np.int64),
+            "set_at": np.stack([rng.permutation(6)[:3] for _ in range(n * 4)]).reshape(n, 4, 3),
+            "rows": rows.astype(np.int64),
+            "cols": rng.integers(0, 6, size=(n, 2)).astype(np.int64),
+        }
+
+
 MODELS = {"conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
-          "resize": Resizer}
+          "resize": Resizer, "scatter": Scatterer}
 
 
 def train_torch(model, data, steps):

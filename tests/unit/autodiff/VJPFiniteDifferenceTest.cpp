@@ -338,6 +338,11 @@ const VJPCase kCases[] = {
     %i = plait.constant dense<[1, 1, 3]> : tensor<3xi64>
     %0 = plait.gather %t, %i {axis = 1 : i64} : (tensor<2x4xf64>, tensor<3xi64>) -> tensor<2x3xf64>
     return %0 : tensor<2x3xf64> })"},
+  // A scatter-add (ONNX ScatterElements/ScatterND): repeated and negative indices.
+  {"gather_grad_scatter", R"(func.func @main(%g: tensor<2x3x2xf64>) -> tensor<2x4x2xf64> {
+    %i = plait.constant dense<[1, 1, -1]> : tensor<3xi64>
+    %0 = plait.gather_grad %g, %i {axis = 1 : i64} : (tensor<2x3x2xf64>, tensor<3xi64>) -> tensor<2x4x2xf64>
+    return %0 : tensor<2x4x2xf64> })"},
   {"trilu", R"(func.func @main(%a: tensor<2x4x4xf64>) -> tensor<2x4x4xf64> {
     %0 = plait.trilu %a {upper = false, k = 0 : i64} : tensor<2x4x4xf64>
     return %0 : tensor<2x4x4xf64> })"},

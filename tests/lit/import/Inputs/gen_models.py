@@ -278,6 +278,16 @@ def main():
     save("einsum_output", [
         helper.make_node("Einsum", ["a"], ["c"], name="stray", equation="ij->k"),
     ], [vi("a", F, [2, 3])], [vi("c", F, [3])], check=False)
+    # ScatterND (reduction none: the written rows replaced by the scatter-add of the
+    # updates), GatherND, and ScatterElements with a reduction plait lacks.
+    save("scatter_nd", [
+        helper.make_node("ScatterND", ["x", "at", "u"], ["y"], name="put"),
+        helper.make_node("GatherND", ["x", "at"], ["z"], name="take"),
+    ], [vi("x", F, [4, 3]), vi("at", I64, [2, 1]), vi("u", F, [2, 3])],
+        [vi("y", F, [4, 3]), vi("z", F, [2, 3])])
+    save("scatter_mul", [
+        helper.make_node("ScatterElements", ["x", "at", "u"], ["y"], name="times", reduction="mul"),
+    ], [vi("x", F, [4]), vi("at", I64, [2]), vi("u", F, [2])], [vi("y", F, [4])], opset=16)
     save("conv_transpose_3d", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up3")],
          [vi("x", F, [1, 1, 2, 2, 2]), vi("w", F, [1, 1, 1, 1, 1])], [vi("y", F, [1, 1, 2, 2, 2])])
     save("conv_transpose_output_padding", [
