@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""CPU training step of the ONNX ops plait maps onto other ops, against PyTorch eager.
+
+ConvTranspose, Resize, Einsum, GatherElements and ScatterElements have no kernels of their
+own in plait: the importer writes them as conv2d_grad_input, gathers and weighted sums,
+batched matmuls, gathers and scatter-adds (compiler/import/onnx/README.md). This measures what
+that costs at sizes a model has: one small PyTorch module per op, its layer at the size below
+between a 1x1 convolution or linear layer and a mean-squared loss, exported to ONNX (opset 13)
+and compiled with `plait-compile --train --optimizer sgd --lr 0.01`. Both train the same
+batches with SGD: plait with `plait-run --threads T --log-jsonl` (the median logged step_ms
+after WARMUP steps), PyTorch with torch.set_num_threads(T) (the median of the timed steps:
+forward, backward, optimizer step). Runs alternate plait and PyTorch, --repeat times; the
+table shows the medians of the runs and plait / PyTorch (below 1: plait faster).
+
+Run with /usr/bin/python3:  onnx_ops_step.py BUILD [--threads 1,2] [--steps 20] [--repeat 3]
+                                                    [--only NAME ...]
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+WARMUP = 3
+BATCH = 8
+
+
+class ConvTranspose(nn.Module):
+    """A U-Net decoder's upsampling: [8, 64, 32, 32] -> ConvTranspose2d(64, 32, 2, stride 2)."""
+    shapes = {"x": (64, 32, 32), "y": (32, 64, 64)}
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(64, 32, 2, stride=2)
+
+    def forward(self, x, y):
+        d = self.up(x) - y
+        return (d * d).mean()
+
+
+class ResizeBilinear(nn.Module):
+    """A feature pyramid's upsampling: [8, 64, 32, 32] -> bilinear 2x, then a 1x1 conv."""
+    shapes = {"x": (64, 32, 32), "y": (16, 64, 64)}
+
+    def __init__(self):
+        super().__init__()
+        self.mix = nn.Conv2d(64, 16, 1)
+
+    def forward(self, x, y):
+        d = self.mix(F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)) - y
+        return (d * d).mean()
+
+
+class ResizeNearest(ResizeBilinear):
+    """The same with nearest 2x (nn.Upsample's default)."""
+
+    def forward(self, x, y):
+        d = self.mix(F.interpolate(x, scale_factor=2, mode="nearest")) - y
+        return (d * d).mean()
+
+
+class EinsumAttention(nn.Module):
+    """Attention written with einsum: [8, 128, 256] projected to 4 heads of 64, scores
+    'bhqd,bhkd->bhqk', softmax, 'bhqk,bhkd->bhqd'."""
+    shapes = {"x": (128, 256), "y": (128, 256)}
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Parameter(torch.randn(256, 3, 4, 64) * 0.05)
+
+    def forward(self, x, y):
+        q, k, v = torch.einsum("btc,cshd->sbhtd", x, self.qkv)
+        p = torch.softmax(torch.einsum("bhqd,bhkd->bhqk", q, k) * 0.125, -1)
+        d = torch.einsum("bhqk,bhkd->bqhd", p, v).reshape(x.shape) - y
+        return (d * d).mean()
+
+
+class GatherLogProb(nn.Module):
+    """A language model's target log-probabilities: [8, 128, 256] -> logits over 4096,
+    log_softmax, torch.gather of the targets (GatherElements)."""
+    shapes = {"x": (128, 256), "t": (128,)}
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(256, 4096)
+
+    def forward(self, x, t):
+        logp = torch.log_softmax(self.head(x), -1)
+        return -torch.gather(logp, 2, t.unsqueeze(-1)).mean()
+
+
+class ScatterAdd(nn.Module):
+    """Pooling rows into buckets: [8, 1024, 64] scatter_add'ed along dim 1 into 64 buckets."""
+    shapes = {"x": (1024, 64), "at": (1024, 64), "y": (64, 64)}
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(64, 64)
+
+    def forward(self, x, at, y):
+        h = self.proj(x)
+        pooled = torch.zeros(x.shape[0], 64, 64).scatter_add(1, at, h)
+        d = pooled - y
+        return (d * d).mean()
+
+
+MODELS = {"conv_transpose": ConvTranspose, "resize_bilinear": ResizeBilinear,
+          "resize_nearest": ResizeNearest, "einsum_attention": EinsumAttention,
+          "gather_logprob": GatherLogProb, "scatter_add": ScatterAdd}
+
+
+def make_data(cls, n, rng):
+    data = {}
+    for name, shape in cls.shapes.items():
+        if name == "t":
+            data[name] = rng.integers(0, 4096, size=(n,) + shape).astype(np.int64)
+        elif name == "at":
+            data[name] = rng.integers(0, 64, size=(n,) + shape).astype(np.int64)
+        else:
+            data[name] = rng.standard_normal((n,) + shape).astype(np.float32)
+    return data
+
+
+def run_plait(bindir, plan, datadir, steps, threads, work):
+    log = work / "log.jsonl"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.run([bindir / "plait-run", plan, "--data", datadir, "--steps", str(steps),
+                           "--threads", str(threads), "--log-jsonl", log],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit("plait-run failed:\n" + proc.stderr)
+    ms = [json.loads(line)["step_ms"] for line in log.read_text().splitlines()]
+    return statistics.median(ms[WARMUP:])
+
+
+def run_torch(model, data, names, steps, threads):
+    torch.set_num_threads(threads)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    ms = []
+    for s in range(steps):
+        args = [torch.from_numpy(data[k][s * BATCH:(s + 1) * BATCH]) for k in names]
+        start = time.perf_counter()
+        loss = model(*args)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        ms.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(ms[WARMUP:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("build", type=pathlib.Path)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", action="append", choices=sorted(MODELS))
+    args = ap.parse_args()
+    bindir = args.build / "bin"
+    threads = [int(t) for t in args.threads.split(",")]
+    warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's shape notes
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        for name in args.only or list(MODELS):
+            torch.manual_seed(0)
+            cls = MODELS[name]
+            names = list(cls.shapes)
+            data = make_data(cls, args.steps * BATCH, np.random.default_rng(1))
+            work = tmp / name
+            (work / "data").mkdir(parents=True)
+            for k, v in data.items():
+                np.save(work / "data" / f"{k}.npy", v)
+            model = cls()
+            example = tuple(torch.from_numpy(data[k][:BATCH]) for k in names)
+            torch.onnx.export(model, example, str(work / "m.onnx"), input_names=names,
+                              output_names=["loss"], opset_version=13,
+                              do_constant_folding=False, export_params=True)
+            subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", work / "m.plan",
+                            "--train", "--optimizer", "sgd", "--lr", "0.01"], check=True)
+            for t in threads:
+                plait_ms, torch_ms = [], []
+                for _ in range(args.repeat):
+                    plait_ms.append(run_plait(bindir, work / "m.plan", work / "data",
+                                              args.steps, t, work))
+                    torch_ms.append(run_torch(cls(), data, names, args.steps, t))
+                p, q = statistics.median(plait_ms), statistics.median(torch_ms)
+                rows.append((name, t, p, q))
+                print(f"{name:18} threads {t}: plait {p:8.3f} ms  pytorch {q:8.3f} ms  "
+                      f"x{p / q:.2f}", flush=True)
+    print("\n| model | threads | plait ms | PyTorch ms | plait / PyTorch |")
+    print("|---|---|---|---|---|")
+    for name, t, p, q in rows:
+        print(f"| {name} | {t} | {p:.3f} | {q:.3f} | {p / q:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
