@@ -47,12 +47,16 @@ FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOption
   if (endsWith(path, ".onnx")) {
     OnnxImportOptions importOptions;
     importOptions.constInputs = options.constInputs;
+    importOptions.upgradeOpset = options.upgradeOpset;
     // --micro-batches: the forward is built at the micro-batch; the train step restores B.
     importOptions.microBatches = options.train.enabled ? options.train.microBatches : 1;
     return importOnnxFile(ctx, path, importOptions);
   }
   if (!options.constInputs.empty())
     return emitError(UnknownLoc::get(&ctx)) << path << ": --const-input applies to ONNX models only";
+  if (options.upgradeOpset)
+    return emitError(UnknownLoc::get(&ctx))
+           << path << ": --upgrade-opset applies to ONNX models only";
   if (endsWith(path, ".mlir") && options.train.microBatches > 1)
     return emitError(UnknownLoc::get(&ctx))
            << path << ": --micro-batches needs an ONNX model (a .mlir model's shapes are fixed "

@@ -44,6 +44,7 @@ struct CompileOptions {
   std::string outputPath;                     // "-" for stdout (only with emit = "mlir")
   std::string emit = "plan";                  // "plan" | "mlir"
   std::map<std::string, std::string> constInputs; // graph input name -> .pb/.npy file
+  bool upgradeOpset = false; // --upgrade-opset: lift ONNX opsets below 13 with ONNX's converter
   std::string reportPath;                     // --report
   bool explain = false;                       // --explain: human summary on stdout
   std::string dumpDir;                        // --dump-dir: every stage as text

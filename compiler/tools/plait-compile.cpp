@@ -18,6 +18,9 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"plan", "mlir"}));
   app.add_option("--const-input", constInputs,
                  "NAME=FILE(.pb|.npy): bind a graph input to a compile-time constant");
+  app.add_flag("--upgrade-opset", options.upgradeOpset,
+               "lift an ONNX model of an opset below 13 to opset 13 with ONNX's version "
+               "converter before importing it");
   app.add_option("--report", options.reportPath, "write the compiler's decisions as JSON");
   app.add_flag("--explain", options.explain, "print a readable summary of the plan");
   app.add_option("--dump-dir", options.dumpDir, "write every IR stage into DIR");

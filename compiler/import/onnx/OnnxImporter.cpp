@@ -611,7 +611,7 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
                   llvm::Twine(thenVersion) + ", but plait imports version " +
                   llvm::Twine(nowVersion) + " (the one of opset " +
                   llvm::Twine(onnx_import::kMinOpset) + "); convert the model with " +
-                  "onnx.version_converter");
+                  "onnx.version_converter, or pass --upgrade-opset");
     }
   }
   if (importOpset < onnx_import::kMinOpset || importOpset > onnx_import::kMaxOpset)
