@@ -567,9 +567,26 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
       opset = import.version();
   if (!opset)
     return fail("the model imports no version of the default ONNX domain");
+  // The checker resolves external data relative to the model's directory, which only the
+  // path form tells it.
+  bool externalData = llvm::any_of(model.graph().initializer(), [](const onnx::TensorProto &t) {
+    return t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
+  });
   std::optional<int64_t> convertedFrom;
   if (*opset < onnx_import::kMinOpset && opts.upgradeOpset) {
     convertedFrom = *opset;
+    // The converter assumes a valid model: check the user's first, so that its faults are
+    // reported as theirs and never reach the converter.
+    try {
+      if (externalData)
+        onnx::checker::check_model(path.str());
+      else
+        onnx::checker::check_model(model);
+    } catch (const std::exception &e) {
+      std::string what = e.what();
+      std::replace(what.begin(), what.end(), '\n', ' ');
+      return fail("invalid ONNX model: " + llvm::StringRef(what).trim());
+    }
     try {
       model = onnx::version_conversion::ConvertVersion(model, onnx_import::kMinOpset);
       opset = onnx_import::kMinOpset;
@@ -619,11 +636,6 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
                 "imports opsets " + llvm::Twine(onnx_import::kMinOpset) + "-" +
                 llvm::Twine(onnx_import::kMaxOpset) + "; convert the model with " +
                 "onnx.version_converter)");
-  // The checker resolves external data relative to the model's directory, which only the
-  // path form tells it.
-  bool externalData = llvm::any_of(model.graph().initializer(), [](const onnx::TensorProto &t) {
-    return t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
-  });
   try {
     if (externalData)
       onnx::checker::check_model(path.str());
