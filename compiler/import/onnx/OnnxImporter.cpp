@@ -15,6 +15,7 @@
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/version_converter/convert.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -525,6 +526,32 @@ static std::string divideBatch(onnx::ModelProto &model, const OnnxImportOptions 
   return "";
 }
 
+/// What ONNX's version converter needs of a graph and its checker does not check: every name
+/// defined once, and every node input and graph output reading only names defined before it (graph inputs, initializers, earlier nodes' outputs). libonnx's converter
+/// dereferences the definition of each name it meets (a graph output no node produces crashed
+/// it under the fuzzer). Returns the first offence, or an empty string.
+std::string undefinedNameForConverter(const onnx::GraphProto &graph) {
+  llvm::StringSet<> defined;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    defined.insert(input.name());
+  for (const onnx::TensorProto &init : graph.initializer())
+    defined.insert(init.name());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    for (const std::string &input : node.input())
+      if (!input.empty() && !defined.contains(input))
+        return "node " + std::to_string(i) + " (" + node.op_type() + ") reads '" + input +
+               "', which nothing before it defines";
+    for (const std::string &output : node.output())
+      if (!output.empty() && !defined.insert(output).second)
+        return "'" + output + "' is defined twice";
+  }
+  for (const onnx::ValueInfoProto &output : graph.output())
+    if (!defined.contains(output.name()))
+      return "graph output '" + output.name() + "' is defined by no node, input or initializer";
+  return "";
+}
+
 FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRef path,
                                                 const OnnxImportOptions &opts) {
   Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
@@ -587,6 +614,15 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
       std::replace(what.begin(), what.end(), '\n', ' ');
       return fail("invalid ONNX model: " + llvm::StringRef(what).trim());
     }
+    for (const onnx::NodeProto &node : model.graph().node())
+      for (const onnx::AttributeProto &attr : node.attribute())
+        if (attr.has_g() || attr.graphs_size() > 0)
+          return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain: " +
+                      "--upgrade-opset does not convert a model with subgraphs (node '" +
+                      node.name() + "', " + node.op_type() + ")");
+    std::string undefined = undefinedNameForConverter(model.graph());
+    if (!undefined.empty())
+      return fail("invalid ONNX model: " + undefined);
     try {
       model = onnx::version_conversion::ConvertVersion(model, onnx_import::kMinOpset);
       opset = onnx_import::kMinOpset;
