@@ -766,8 +766,8 @@ LogicalResult importGatherND(NodeContext &ctx) {
 /// of data viewed as `table` ([rows, rest]; rest 1 for ScatterElements). reduction "add"
 /// adds the scatter-add of the updates (plait.gather_grad) to data; "none" replaces the
 /// written elements by it, so an element written twice gets the sum of its updates where
-/// ONNX leaves the outcome undefined. Gradients: through gather_grad (a gather of the
-/// output's gradient) and the where.
+/// ONNX leaves the outcome undefined. Into constant zeros, both are the scatter-add alone.
+/// Gradients: through gather_grad (a gather of the output's gradient) and the where.
 LogicalResult scatterInto(NodeContext &ctx, RankedTensorType type, Value data, Value row,
                           Value updates, llvm::ArrayRef<int64_t> table) {
   std::string reduction = ctx.stringAttr("reduction", "none");
@@ -782,6 +782,14 @@ LogicalResult scatterInto(NodeContext &ctx, RankedTensorType type, Value data, V
   scattered = scattered ? ctx.reshape(scattered, type.getShape()) : Value();
   if (!scattered)
     return failure();
+  // Into zeros (PyTorch's export of scatter_add): the scatter-add is the result, its
+  // unwritten elements already 0.
+  const HostTensor *folded = ctx.foldedInput(0);
+  bool zeros = folded != nullptr;
+  for (int64_t i = 0; zeros && i < (folded->isSplat() ? 1 : folded->numElements()); ++i)
+    zeros = folded->getDouble(i) == 0;
+  if (zeros)
+    return ctx.setResult(scattered);
   if (reduction == "add")
     return ctx.setResult(ctx.create<AddOp>({data, scattered}));
   Value ones = ctx.constant(

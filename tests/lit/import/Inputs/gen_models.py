@@ -285,6 +285,12 @@ def main():
         helper.make_node("GatherND", ["x", "at"], ["z"], name="take"),
     ], [vi("x", F, [4, 3]), vi("at", I64, [2, 1]), vi("u", F, [2, 3])],
         [vi("y", F, [4, 3]), vi("z", F, [2, 3])])
+    save("scatter_zeros", [
+        helper.make_node("ConstantOfShape", ["shape"], ["zeros"], name="zeros",
+                         value=tensor("zero", np.array([0], np.float32))),
+        helper.make_node("ScatterElements", ["zeros", "at", "u"], ["y"], name="pool", axis=0),
+    ], [vi("at", I64, [3]), vi("u", F, [3])], [vi("y", F, [4])],
+        [tensor("shape", np.array([4], np.int64))])
     save("scatter_mul", [
         helper.make_node("ScatterElements", ["x", "at", "u"], ["y"], name="times", reduction="mul"),
     ], [vi("x", F, [4]), vi("at", I64, [2]), vi("u", F, [2])], [vi("y", F, [4])], opset=16)
