@@ -167,5 +167,19 @@ void registerElementwiseOps(OpImporterMap &map);
 void registerTensorOps(OpImporterMap &map);
 void registerSourceOps(OpImporterMap &map);
 void registerNeuralOps(OpImporterMap &map);
+void registerEinsumOps(OpImporterMap &map);
+void registerIndexingOps(OpImporterMap &map);
+void registerResizeOps(OpImporterMap &map);
+
+//===--- Helpers shared by the op importers ------------------------------===//
+/// Normalises `axis` against `rank`, or reports it ("WHAT A is out of range for rank R").
+std::optional<int64_t> normalizedAxis(NodeContext &ctx, int64_t axis, int64_t rank,
+                                      llvm::StringRef what = "axis");
+/// `x` sliced along one dimension `d` (start, end, step normalised as plait.slice wants).
+mlir::Value sliceAlong(NodeContext &ctx, mlir::Value x, int64_t d, int64_t start, int64_t end,
+                       int64_t step);
+/// i64 `idx` with negative entries counted from the end of `extent` (idx + extent); null
+/// after an error.
+mlir::Value wrapNegativeIndex(NodeContext &ctx, mlir::Value idx, int64_t extent);
 
 } // namespace plait::onnx_import

@@ -250,6 +250,9 @@ static const OpImporterMap &opImporters() {
     registerTensorOps(m);
     registerSourceOps(m);
     registerNeuralOps(m);
+    registerEinsumOps(m);
+    registerIndexingOps(m);
+    registerResizeOps(m);
     return m;
   }();
   return map;
@@ -526,11 +529,18 @@ static std::string divideBatch(onnx::ModelProto &model, const OnnxImportOptions 
   return "";
 }
 
+/// An exception's message on one line, trimmed (ONNX's checker writes several).
+static std::string oneLine(const std::exception &e) {
+  std::string what = e.what();
+  std::replace(what.begin(), what.end(), '\n', ' ');
+  return llvm::StringRef(what).trim().str();
+}
+
 /// What ONNX's version converter needs of a graph and its checker does not check: every name
 /// defined once, and every node input and graph output reading only names defined before it (graph inputs, initializers, earlier nodes' outputs). libonnx's converter
 /// dereferences the definition of each name it meets (a graph output no node produces crashed
 /// it under the fuzzer). Returns the first offence, or an empty string.
-std::string undefinedNameForConverter(const onnx::GraphProto &graph) {
+static std::string undefinedNameForConverter(const onnx::GraphProto &graph) {
   llvm::StringSet<> defined;
   for (const onnx::ValueInfoProto &input : graph.input())
     defined.insert(input.name());
@@ -599,21 +609,25 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
   bool externalData = llvm::any_of(model.graph().initializer(), [](const onnx::TensorProto &t) {
     return t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
   });
-  std::optional<int64_t> convertedFrom;
-  if (*opset < onnx_import::kMinOpset && opts.upgradeOpset) {
-    convertedFrom = *opset;
-    // The converter assumes a valid model: check the user's first, so that its faults are
-    // reported as theirs and never reach the converter.
+  // ONNX's checker on the model as it stands: its complaint on one line, or "".
+  auto checkerError = [&]() -> std::string {
     try {
       if (externalData)
         onnx::checker::check_model(path.str());
       else
         onnx::checker::check_model(model);
     } catch (const std::exception &e) {
-      std::string what = e.what();
-      std::replace(what.begin(), what.end(), '\n', ' ');
-      return fail("invalid ONNX model: " + llvm::StringRef(what).trim());
+      return oneLine(e);
     }
+    return "";
+  };
+  std::optional<int64_t> convertedFrom;
+  if (*opset < onnx_import::kMinOpset && opts.upgradeOpset) {
+    convertedFrom = *opset;
+    // The converter assumes a valid model: check the user's first, so that its faults are
+    // reported as theirs and never reach the converter.
+    if (std::string invalid = checkerError(); !invalid.empty())
+      return fail("invalid ONNX model: " + invalid);
     for (const onnx::NodeProto &node : model.graph().node())
       for (const onnx::AttributeProto &attr : node.attribute())
         if (attr.has_g() || attr.graphs_size() > 0)
@@ -627,11 +641,9 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
       model = onnx::version_conversion::ConvertVersion(model, onnx_import::kMinOpset);
       opset = onnx_import::kMinOpset;
     } catch (const std::exception &e) {
-      std::string what = e.what();
-      std::replace(what.begin(), what.end(), '\n', ' ');
       return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain: ONNX's " +
                   "version converter cannot lift it to opset " +
-                  llvm::Twine(onnx_import::kMinOpset) + " (" + llvm::StringRef(what).trim() + ")");
+                  llvm::Twine(onnx_import::kMinOpset) + " (" + oneLine(e) + ")");
     }
   }
   // An older model is exactly an opset-13 model when none of its ops changed meaning in
@@ -672,19 +684,12 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
                 "imports opsets " + llvm::Twine(onnx_import::kMinOpset) + "-" +
                 llvm::Twine(onnx_import::kMaxOpset) + "; convert the model with " +
                 "onnx.version_converter)");
-  try {
-    if (externalData)
-      onnx::checker::check_model(path.str());
-    else
-      onnx::checker::check_model(model);
-  } catch (const std::exception &e) {
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
+  if (std::string invalid = checkerError(); !invalid.empty()) {
     if (convertedFrom) // the converter's output, not the user's model, is at fault
       return fail("unsupported opset " + llvm::Twine(*convertedFrom) +
                   " of the default domain: ONNX's version converter made an invalid model (" +
-                  llvm::StringRef(what).trim() + ")");
-    return fail("invalid ONNX model: " + llvm::StringRef(what).trim());
+                  invalid + ")");
+    return fail("invalid ONNX model: " + invalid);
   }
   // Load --const-input files now, so that a bad file is reported before the graph is walked.
   OnnxImportOptions resolved = opts;

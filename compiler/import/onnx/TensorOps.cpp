@@ -5,11 +5,37 @@
 #include "ir/ShapeRules.h"
 
 #include <cmath>
-#include <cstdio>
 
 using namespace mlir;
 
 namespace plait::onnx_import {
+
+std::optional<int64_t> normalizedAxis(NodeContext &ctx, int64_t axis, int64_t rank,
+                                      llvm::StringRef what) {
+  auto norm = normalizeAxis(axis, rank);
+  if (!norm)
+    (void)ctx.error(what + " " + llvm::Twine(axis) + " is out of range for rank " +
+                    llvm::Twine(rank));
+  return norm;
+}
+
+Value sliceAlong(NodeContext &ctx, Value x, int64_t d, int64_t start, int64_t end, int64_t step) {
+  llvm::ArrayRef<int64_t> shape = shapeOf(x);
+  llvm::SmallVector<int64_t> starts(shape.size(), 0), ends(shape), steps(shape.size(), 1);
+  starts[d] = start;
+  ends[d] = end;
+  steps[d] = step;
+  return ctx.create<SliceOp>({x}, {ctx.arrayAttr("starts", starts), ctx.arrayAttr("ends", ends),
+                                   ctx.arrayAttr("steps", steps)});
+}
+
+Value wrapNegativeIndex(NodeContext &ctx, Value idx, int64_t extent) {
+  Type i64 = IntegerType::get(ctx.context(), 64);
+  Value negative = ctx.create<LessOp>({idx, ctx.scalar(0, i64)});
+  Value wrapped = negative ? ctx.create<AddOp>({idx, ctx.scalar(double(extent), i64)}) : Value();
+  return wrapped ? ctx.create<WhereOp>({negative, wrapped, idx}) : Value();
+}
+
 namespace {
 
 /// A shape operand as written in the model, e.g. "[5, -1]" (shapes of values print as "2x6").
@@ -18,16 +44,6 @@ std::string listStr(llvm::ArrayRef<int64_t> values) {
   for (size_t i = 0; i < values.size(); ++i)
     s += (i ? ", " : "") + std::to_string(values[i]);
   return s + "]";
-}
-
-/// Normalises `axis` against `rank` or reports it.
-std::optional<int64_t> normalizedAxis(NodeContext &ctx, int64_t axis, int64_t rank,
-                                      llvm::StringRef what = "axis") {
-  auto norm = normalizeAxis(axis, rank);
-  if (!norm)
-    (void)ctx.error(what + " " + llvm::Twine(axis) + " is out of range for rank " +
-                    llvm::Twine(rank));
-  return norm;
 }
 
 //===----------------------------------------------------------------------===//
@@ -447,17 +463,6 @@ LogicalResult importSlice(NodeContext &ctx) {
                                                   ctx.arrayAttr("steps", s)}));
 }
 
-/// `x` sliced along one dimension `d` (start, end, step normalised as plait.slice wants).
-Value sliceAlong(NodeContext &ctx, Value x, int64_t d, int64_t start, int64_t end, int64_t step) {
-  llvm::ArrayRef<int64_t> shape = shapeOf(x);
-  llvm::SmallVector<int64_t> starts(shape.size(), 0), ends(shape), steps(shape.size(), 1);
-  starts[d] = start;
-  ends[d] = end;
-  steps[d] = step;
-  return ctx.create<SliceOp>({x}, {ctx.arrayAttr("starts", starts), ctx.arrayAttr("ends", ends),
-                                   ctx.arrayAttr("steps", steps)});
-}
-
 /// Pad in reflect or edge mode: per dimension, concatenate the mirrored (reflect) or repeated
 /// (edge) border slices around the input.
 LogicalResult padBySlices(NodeContext &ctx, llvm::ArrayRef<int64_t> pads, bool reflect) {
@@ -588,544 +593,6 @@ LogicalResult importGather(NodeContext &ctx) {
   if (!data || !indices)
     return failure();
   return ctx.setResult(ctx.create<GatherOp>({data, indices}, {ctx.i64Attr("axis", *axis)}));
-}
-
-/// Wraps i64 `idx` (negative counting from the end of `extent`) and reports in `outside`
-/// which entries are not in [-extent, extent). Null after an error.
-Value wrapIndex(NodeContext &ctx, Value idx, int64_t extent, Value &outside) {
-  Type i64 = IntegerType::get(ctx.context(), 64);
-  Value negative = ctx.create<LessOp>({idx, ctx.scalar(0, i64)});
-  Value wrapped = negative ? ctx.create<AddOp>({idx, ctx.scalar(double(extent), i64)}) : Value();
-  idx = wrapped ? ctx.create<WhereOp>({negative, wrapped, idx}) : Value();
-  Value below = idx ? ctx.create<LessOp>({idx, ctx.scalar(0, i64)}) : Value();
-  Value above = below ? ctx.create<GreaterEqualOp>({idx, ctx.scalar(double(extent), i64)})
-                      : Value();
-  Value bad = above ? ctx.create<OrOp>({below, above}) : Value();
-  outside = !bad ? Value() : outside ? ctx.create<OrOp>({outside, bad}) : bad;
-  return outside ? idx : Value();
-}
-
-/// Row-major strides of `shape`.
-llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape) {
-  llvm::SmallVector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
-/// The flat index into data of `shape` of each element of `indices` (same rank, each other
-/// dimension at most data's) taken along `axis`, as GatherElements and ScatterElements
-/// address data: wrapped(indices) * stride(axis) plus the other dimensions' offsets (a
-/// [1, ..., n_d, ..., 1] range times the stride, added with broadcasting). An index outside
-/// [-n, n) becomes numel(data), one past the data, which plait.gather and plait.gather_grad
-/// report at run time. Null after an error.
-Value elementFlatIndex(NodeContext &ctx, Value indices, llvm::ArrayRef<int64_t> shape,
-                       int64_t axis) {
-  const int64_t rank = int64_t(shape.size());
-  llvm::ArrayRef<int64_t> indexShape = shapeOf(indices);
-  llvm::SmallVector<int64_t> strides = stridesOf(shape);
-  const int64_t numel = strides[0] * shape[0];
-  Type i64 = IntegerType::get(ctx.context(), 64);
-  Value outside;
-  Value idx = wrapIndex(ctx, ctx.cast(indices, i64), shape[size_t(axis)], outside);
-  if (!idx)
-    return Value();
-  Value flat = strides[size_t(axis)] != 1
-                   ? ctx.create<MulOp>({idx, ctx.scalar(double(strides[size_t(axis)]), i64)})
-                   : idx;
-  for (int64_t d = 0; d < rank && flat; ++d) {
-    if (d == axis || indexShape[size_t(d)] == 1)
-      continue;
-    llvm::SmallVector<int64_t> offsets, offsetShape(size_t(rank), 1);
-    offsetShape[size_t(d)] = indexShape[size_t(d)];
-    for (int64_t i = 0; i < indexShape[size_t(d)]; ++i)
-      offsets.push_back(i * strides[size_t(d)]);
-    flat = ctx.create<AddOp>(
-        {flat, ctx.constant(HostTensor::fromInts(ElemKind::I64, offsetShape, offsets))});
-  }
-  return flat ? ctx.create<WhereOp>({outside, ctx.scalar(double(numel), i64), flat}) : Value();
-}
-
-/// The row of data viewed as [prod(shape[:k]), prod(shape[k:])] that each k-tuple in the last
-/// dimension of `indices` addresses (GatherND, ScatterND): the sum of its wrapped entries
-/// times the strides of data's first k dimensions; a tuple with an entry out of range becomes
-/// the row count, one past the rows. Shaped like indices without its last dimension.
-Value tupleFlatIndex(NodeContext &ctx, Value indices, llvm::ArrayRef<int64_t> shape) {
-  llvm::ArrayRef<int64_t> indexShape = shapeOf(indices);
-  const int64_t k = indexShape.back();
-  llvm::SmallVector<int64_t> strides = stridesOf(shape.take_front(size_t(k)));
-  int64_t rows = 1;
-  for (int64_t d = 0; d < k; ++d)
-    rows *= shape[size_t(d)];
-  llvm::SmallVector<int64_t> batch(indexShape.drop_back());
-  Type i64 = IntegerType::get(ctx.context(), 64);
-  Value all = ctx.cast(indices, i64), outside, flat;
-  for (int64_t j = 0; j < k && all; ++j) {
-    Value part = k == 1 ? all : sliceAlong(ctx, all, int64_t(indexShape.size()) - 1, j, j + 1, 1);
-    part = part ? ctx.reshape(part, batch) : Value();
-    part = part ? wrapIndex(ctx, part, shape[size_t(j)], outside) : Value();
-    if (part && strides[size_t(j)] != 1)
-      part = ctx.create<MulOp>({part, ctx.scalar(double(strides[size_t(j)]), i64)});
-    flat = !part ? Value() : flat ? ctx.create<AddOp>({flat, part}) : part;
-    if (!flat)
-      return Value();
-  }
-  return flat ? ctx.create<WhereOp>({outside, ctx.scalar(double(rows), i64), flat}) : Value();
-}
-
-/// The normalised axis of GatherElements and ScatterElements, after checking their indices:
-/// data's rank (>= 1), each dimension but the axis at most data's, and data not empty.
-std::optional<int64_t> elementAxis(NodeContext &ctx, RankedTensorType type,
-                                   RankedTensorType indexType) {
-  const int64_t rank = type.getRank();
-  if (rank == 0 || indexType.getRank() != rank) {
-    (void)ctx.error("data and indices must have the same rank >= 1");
-    return std::nullopt;
-  }
-  auto axis = normalizedAxis(ctx, ctx.intAttr("axis", 0), rank);
-  for (int64_t d = 0; axis && d < rank; ++d)
-    if (d != *axis && indexType.getDimSize(d) > type.getDimSize(d)) {
-      (void)ctx.error("indices dimension " + llvm::Twine(d) + " (" +
-                      llvm::Twine(indexType.getDimSize(d)) + ") exceeds data's (" +
-                      llvm::Twine(type.getDimSize(d)) + ")");
-      return std::nullopt;
-    }
-  if (axis && type.getNumElements() == 0) {
-    (void)ctx.unsupported("empty data");
-    return std::nullopt;
-  }
-  return axis;
-}
-
-/// GatherElements (torch.gather): result[i...] = data[i... with i_axis = indices[i...]], the
-/// result shaped like indices (each of its other dimensions at most data's). One plait.gather
-/// from data flattened at elementFlatIndex, so the gradient is gather's: a scatter-add of the
-/// result's gradient into data, duplicates summed in index order.
-LogicalResult importGatherElements(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
-  RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
-  if (!indexType)
-    return failure();
-  auto axis = elementAxis(ctx, type, indexType);
-  if (!axis)
-    return failure();
-  Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
-  Value flatIndex = indices ? elementFlatIndex(ctx, indices, type.getShape(), *axis) : Value();
-  Value flat = flatIndex ? ctx.reshape(data, {type.getNumElements()}) : Value();
-  return ctx.setResult(flat ? ctx.create<GatherOp>({flat, flatIndex}, {ctx.i64Attr("axis", 0)})
-                            : Value());
-}
-
-/// Checks GatherND's and ScatterND's indices: rank >= 1, a last dimension k of 1 to data's
-/// rank (batch_dims 0 only); returns k or nullopt after an error.
-std::optional<int64_t> tupleLength(NodeContext &ctx, RankedTensorType type,
-                                   RankedTensorType indexType) {
-  if (ctx.intAttr("batch_dims", 0) != 0) {
-    (void)ctx.unsupported("batch_dims " + llvm::Twine(ctx.intAttr("batch_dims", 0)));
-    return std::nullopt;
-  }
-  if (indexType.getRank() < 1 || indexType.getShape().back() < 1 ||
-      indexType.getShape().back() > type.getRank()) {
-    (void)ctx.error("indices' last dimension must be 1 to data's rank " +
-                    llvm::Twine(type.getRank()));
-    return std::nullopt;
-  }
-  if (type.getNumElements() == 0) {
-    (void)ctx.unsupported("empty data");
-    return std::nullopt;
-  }
-  return indexType.getShape().back();
-}
-
-/// GatherND (batch_dims 0): each k-tuple of indices picks the slice data[i_0, ..., i_k-1];
-/// one plait.gather of rows from data viewed as [prod(shape[:k]), rest], reshaped to
-/// indices.shape[:-1] + data.shape[k:].
-LogicalResult importGatherND(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
-  RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
-  if (!indexType)
-    return failure();
-  auto k = tupleLength(ctx, type, indexType);
-  if (!k)
-    return failure();
-  llvm::ArrayRef<int64_t> shape = type.getShape();
-  int64_t rows = 1;
-  for (int64_t d = 0; d < *k; ++d)
-    rows *= shape[size_t(d)];
-  const int64_t rest = type.getNumElements() / rows;
-  Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
-  Value row = indices ? tupleFlatIndex(ctx, indices, shape) : Value();
-  Value table = row ? ctx.reshape(data, {rows, rest}) : Value();
-  Value picked = table ? ctx.create<GatherOp>({table, row}, {ctx.i64Attr("axis", 0)}) : Value();
-  llvm::SmallVector<int64_t> outShape(indexType.getShape().drop_back());
-  llvm::append_range(outShape, shape.drop_front(size_t(*k)));
-  return ctx.setResult(picked ? ctx.reshape(picked, outShape) : Value());
-}
-
-/// ScatterElements and ScatterND: data with `updates` scattered into it at flat rows `row`
-/// of data viewed as `table` ([rows, rest]; rest 1 for ScatterElements). reduction "add"
-/// adds the scatter-add of the updates (plait.gather_grad) to data; "none" replaces the
-/// written elements by it, so an element written twice gets the sum of its updates where
-/// ONNX leaves the outcome undefined. Into constant zeros, both are the scatter-add alone.
-/// Gradients: through gather_grad (a gather of the output's gradient) and the where.
-LogicalResult scatterInto(NodeContext &ctx, RankedTensorType type, Value data, Value row,
-                          Value updates, llvm::ArrayRef<int64_t> table) {
-  std::string reduction = ctx.stringAttr("reduction", "none");
-  if (reduction != "none" && reduction != "add")
-    return ctx.unsupported("reduction '" + reduction + "'");
-  llvm::SmallVector<int64_t> grouped(shapeOf(row));
-  grouped.push_back(table[1]);
-  RankedTensorType tableType = RankedTensorType::get(table, type.getElementType());
-  Value u = ctx.reshape(updates, grouped);
-  Value scattered = u ? ctx.create<GatherGradOp>({u, row}, {ctx.i64Attr("axis", 0)}, tableType)
-                      : Value();
-  scattered = scattered ? ctx.reshape(scattered, type.getShape()) : Value();
-  if (!scattered)
-    return failure();
-  // Into zeros (PyTorch's export of scatter_add): the scatter-add is the result, its
-  // unwritten elements already 0.
-  const HostTensor *folded = ctx.foldedInput(0);
-  bool zeros = folded != nullptr;
-  for (int64_t i = 0; zeros && i < (folded->isSplat() ? 1 : folded->numElements()); ++i)
-    zeros = folded->getDouble(i) == 0;
-  if (zeros)
-    return ctx.setResult(scattered);
-  if (reduction == "add")
-    return ctx.setResult(ctx.create<AddOp>({data, scattered}));
-  Value ones = ctx.constant(
-      HostTensor::splat(*kindOf(type.getElementType()), grouped, 1.0));
-  Value counts = ctx.create<GatherGradOp>({ones, row}, {ctx.i64Attr("axis", 0)}, tableType);
-  counts = counts ? ctx.reshape(counts, type.getShape()) : Value();
-  Value written = counts ? ctx.create<GreaterOp>({counts, ctx.scalar(0, type.getElementType())})
-                         : Value();
-  return ctx.setResult(written ? ctx.create<WhereOp>({written, scattered, data}) : Value());
-}
-
-/// ScatterElements (torch.scatter / scatter_add): updates shaped like indices written into
-/// data at elementFlatIndex (reduction none or add).
-LogicalResult importScatterElements(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
-  RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
-  RankedTensorType updateType = indexType ? ctx.inputType(2) : RankedTensorType();
-  if (!updateType || failed(ctx.requireFloatInput(0)))
-    return failure();
-  auto axis = elementAxis(ctx, type, indexType);
-  if (!axis)
-    return failure();
-  if (updateType.getShape() != indexType.getShape())
-    return ctx.error("updates must have indices' shape");
-  Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
-  Value updates = indices ? ctx.input(2) : Value();
-  Value flat = updates ? elementFlatIndex(ctx, indices, type.getShape(), *axis) : Value();
-  if (!flat)
-    return failure();
-  return scatterInto(ctx, type, data, flat, updates, {type.getNumElements(), 1});
-}
-
-/// ScatterND: each k-tuple of indices addresses a slice of data, replaced by (or added to)
-/// the matching slice of updates (indices.shape[:-1] + data.shape[k:]).
-LogicalResult importScatterND(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
-  RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
-  RankedTensorType updateType = indexType ? ctx.inputType(2) : RankedTensorType();
-  if (!updateType || failed(ctx.requireFloatInput(0)))
-    return failure();
-  auto k = tupleLength(ctx, type, indexType);
-  if (!k)
-    return failure();
-  llvm::SmallVector<int64_t> expected(indexType.getShape().drop_back());
-  llvm::append_range(expected, type.getShape().drop_front(size_t(*k)));
-  if (updateType.getShape() != llvm::ArrayRef<int64_t>(expected))
-    return ctx.error("updates must have indices' shape without its last dimension, then "
-                     "data's after the first " + llvm::Twine(*k));
-  int64_t rows = 1;
-  for (int64_t d = 0; d < *k; ++d)
-    rows *= type.getDimSize(d);
-  Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
-  Value updates = indices ? ctx.input(2) : Value();
-  Value row = updates ? tupleFlatIndex(ctx, indices, type.getShape()) : Value();
-  if (!row)
-    return failure();
-  return scatterInto(ctx, type, data, row, updates, {rows, type.getNumElements() / rows});
-}
-
-//===----------------------------------------------------------------------===//
-// Resize
-//===----------------------------------------------------------------------===//
-
-/// One axis of a Resize: each output coordinate's taps (data indices, edge-clamped) and their
-/// weights, `taps` per coordinate, and whether it takes the extrapolation value instead.
-struct ResizeAxis {
-  int64_t taps = 0;
-  llvm::SmallVector<int64_t> index;  // out x taps
-  llvm::SmallVector<double> weight;  // out x taps
-  llvm::SmallVector<bool> extrapolate; // out
-};
-
-/// `v` as printf's %g writes it (for diagnostics).
-std::string shortDouble(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", v);
-  return text;
-}
-
-struct ResizeMode {
-  std::string mode, transform, nearest;
-  double cubicA = -0.75, extrapolation = 0;
-  bool excludeOutside = false;
-};
-
-/// The taps of one axis of `in` elements resized to `out` at `scale`, as ONNX's reference
-/// (onnx/backend/test/case/node/resize.py, which made the conformance data) computes each
-/// output coordinate: its source coordinate x by the transformation mode (with the resized
-/// length scale * in, not rounded); ratio = x - floor(x), or 1 when x is whole; the mode's
-/// coefficients of that ratio (nearest: 0/1, linear: 2, cubic: 4); and the coefficients'
-/// points: the nearest indices to x in the data edge-padded by ceil(taps / 2), ties to the
-/// smaller. exclude_outside zeroes the coefficients of padding and renormalises.
-ResizeAxis resizeAxis(const ResizeMode &m, int64_t in, int64_t out, double scale,
-                      double roiStart, double roiEnd) {
-  ResizeAxis axis;
-  const int64_t n = m.mode == "cubic" ? 4 : 2, pad = (n + 1) / 2, limit = in + 2 * pad;
-  axis.taps = n;
-  const double resized = scale * double(in), last = double(in - 1);
-  for (int64_t o = 0; o < out; ++o) {
-    const double y = double(o);
-    double x = 0;
-    if (m.transform == "align_corners")
-      x = resized == 1 ? 0 : y * last / (resized - 1);
-    else if (m.transform == "asymmetric")
-      x = y / scale;
-    else if (m.transform == "tf_crop_and_resize")
-      x = (resized == 1 ? (roiEnd - roiStart) * last / 2
-                        : y * (roiEnd - roiStart) * last / (resized - 1)) +
-          roiStart * last;
-    else if (m.transform == "pytorch_half_pixel")
-      x = resized == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
-    else if (m.transform == "tf_half_pixel_for_nn")
-      x = (y + 0.5) / scale;
-    else // half_pixel
-      x = (y + 0.5) / scale - 0.5;
-    const bool outside = m.transform == "tf_crop_and_resize" && (x < 0 || x > last);
-    axis.extrapolate.push_back(outside);
-    const double ratio = x == std::floor(x) ? 1.0 : x - std::floor(x);
-    double coeff[4] = {};
-    if (m.mode == "cubic") {
-      const double a = m.cubicA, r = ratio, s = 1 - ratio;
-      coeff[0] = ((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a;
-      coeff[1] = ((a + 2) * r - (a + 3)) * r * r + 1;
-      coeff[2] = ((a + 2) * s - (a + 3)) * s * s + 1;
-      coeff[3] = ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a;
-    } else if (m.mode == "linear") {
-      coeff[0] = 1 - ratio;
-      coeff[1] = ratio;
-    } else {
-      bool up = true; // a whole x and ceil: the upper neighbour, which is x itself
-      if (ratio != 1.0) {
-        if (m.nearest == "round_prefer_floor")
-          up = ratio > 0.5;
-        else if (m.nearest == "round_prefer_ceil")
-          up = ratio >= 0.5;
-        else if (m.nearest == "floor")
-          up = false;
-      }
-      coeff[0] = up ? 0 : 1;
-      coeff[1] = up ? 1 : 0;
-    }
-    // The n nearest padded indices to x + pad: they lie within n of x clamped to the range.
-    const double xp = x + double(pad);
-    const double clamped = std::min(std::max(xp, 0.0), double(limit - 1));
-    const int64_t from = std::max<int64_t>(0, int64_t(std::floor(clamped)) - n);
-    const int64_t to = std::min<int64_t>(limit - 1, int64_t(std::floor(clamped)) + n);
-    llvm::SmallVector<int64_t, 16> near;
-    for (int64_t c = from; c <= to; ++c)
-      near.push_back(c);
-    std::stable_sort(near.begin(), near.end(), [&](int64_t a, int64_t b) {
-      return std::fabs(xp - double(a)) < std::fabs(xp - double(b));
-    });
-    near.resize(size_t(n));
-    std::sort(near.begin(), near.end());
-    double sum = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t idx = near[size_t(k)] - pad;
-      if (m.excludeOutside && (idx < 0 || idx >= in))
-        coeff[k] = 0;
-      sum += coeff[k];
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      axis.index.push_back(std::min(std::max<int64_t>(near[size_t(k)] - pad, 0), in - 1));
-      axis.weight.push_back(outside ? 0.0 : m.excludeOutside ? coeff[k] / sum : coeff[k]);
-    }
-  }
-  return axis;
-}
-
-/// Applies one axis's taps to x along `axis`: one gather when every coordinate takes one
-/// point whole (nearest, or whole source coordinates), else the sum of a gather per tap
-/// times its weights, then the extrapolation value where it applies. Null after an error.
-Value applyResizeAxis(NodeContext &ctx, Value x, int64_t axis, const ResizeAxis &r,
-                      double extrapolation) {
-  RankedTensorType type = llvm::cast<RankedTensorType>(x.getType());
-  const int64_t out = int64_t(r.extrapolate.size()), rank = type.getRank();
-  std::optional<ElemKind> kind = kindOf(type.getElementType());
-  if (!kind) {
-    (void)ctx.unsupported("element type of the data");
-    return Value();
-  }
-  llvm::SmallVector<int64_t> along(size_t(rank), 1);
-  along[size_t(axis)] = out;
-  auto gatherAt = [&](llvm::ArrayRef<int64_t> index) {
-    return ctx.create<GatherOp>({x, ctx.constant(HostTensor::fromInts(ElemKind::I64, {out},
-                                                                       index))},
-                                {ctx.i64Attr("axis", axis)});
-  };
-  // Each coordinate's one point taken whole, if it has one.
-  llvm::SmallVector<int64_t> single;
-  for (int64_t o = 0; o < out; ++o) {
-    int64_t pick = -1;
-    for (int64_t k = 0; k < r.taps; ++k) {
-      double w = r.weight[size_t(o * r.taps + k)];
-      if (w == 0)
-        continue;
-      pick = pick == -1 && w == 1 ? r.index[size_t(o * r.taps + k)] : -2;
-    }
-    if (pick < 0 && !r.extrapolate[size_t(o)])
-      break;
-    single.push_back(std::max<int64_t>(pick, 0));
-  }
-  Value y;
-  if (int64_t(single.size()) == out) {
-    y = gatherAt(single);
-  } else {
-    for (int64_t k = 0; k < r.taps; ++k) {
-      llvm::SmallVector<int64_t> index;
-      llvm::SmallVector<double> weight;
-      bool any = false, ones = true;
-      for (int64_t o = 0; o < out; ++o) {
-        index.push_back(r.index[size_t(o * r.taps + k)]);
-        weight.push_back(r.weight[size_t(o * r.taps + k)]);
-        any |= weight.back() != 0;
-        ones &= weight.back() == 1;
-      }
-      if (!any)
-        continue;
-      Value term = gatherAt(index);
-      if (term && !ones)
-        term = ctx.create<MulOp>({term, ctx.constant(HostTensor::fromDoubles(*kind, along,
-                                                                             weight))});
-      y = !term ? Value() : y ? ctx.create<AddOp>({y, term}) : term;
-      if (!y)
-        return Value();
-    }
-    if (!y) // every coordinate extrapolated
-      y = gatherAt(llvm::SmallVector<int64_t>(size_t(out), 0));
-  }
-  if (y && llvm::is_contained(r.extrapolate, true)) {
-    llvm::SmallVector<int64_t> mask(r.extrapolate.begin(), r.extrapolate.end());
-    Value where = ctx.constant(HostTensor::fromInts(ElemKind::Bool, along, mask));
-    y = ctx.create<WhereOp>({where, ctx.scalar(extrapolation, type.getElementType()), y});
-  }
-  return y;
-}
-
-/// Resize (opset 13): nearest, linear and cubic, every coordinate transformation mode,
-/// scales or sizes (and roi) as compile-time constants. Each resized axis becomes gathers of
-/// constant indices and weighted sums (ResizeAxis), innermost axis first as ONNX's reference
-/// computes; its gradient is the gathers' scatter-adds of the weighted gradient.
-LogicalResult importResize(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
-  if (!type)
-    return failure();
-  ResizeMode m;
-  m.mode = ctx.stringAttr("mode", "nearest");
-  m.transform = ctx.stringAttr("coordinate_transformation_mode", "half_pixel");
-  m.nearest = ctx.stringAttr("nearest_mode", "round_prefer_floor");
-  m.cubicA = ctx.floatAttr("cubic_coeff_a", -0.75);
-  m.excludeOutside = ctx.intAttr("exclude_outside", 0) != 0;
-  m.extrapolation = ctx.floatAttr("extrapolation_value", 0.0);
-  if (m.mode != "nearest" && m.mode != "linear" && m.mode != "cubic")
-    return ctx.unsupported("mode '" + m.mode + "'");
-  static const char *const kTransforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                            "asymmetric", "tf_half_pixel_for_nn",
-                                            "tf_crop_and_resize"};
-  if (!llvm::is_contained(kTransforms, m.transform))
-    return ctx.unsupported("coordinate_transformation_mode '" + m.transform + "'");
-  if (m.nearest != "round_prefer_floor" && m.nearest != "round_prefer_ceil" &&
-      m.nearest != "floor" && m.nearest != "ceil")
-    return ctx.unsupported("nearest_mode '" + m.nearest + "'");
-  if (m.mode != "nearest" && failed(ctx.requireFloatInput(0)))
-    return failure();
-  const int64_t rank = type.getRank();
-  llvm::SmallVector<double> scales;
-  if (ctx.hasInput(2)) {
-    const HostTensor *t = ctx.requireConstInput(2, "scales");
-    if (!t)
-      return failure();
-    for (int64_t i = 0; i < t->numElements(); ++i)
-      scales.push_back(t->getDouble(i));
-  }
-  llvm::SmallVector<int64_t> sizes;
-  if (ctx.hasInput(3)) {
-    auto t = ctx.requireIntsInput(3, "sizes");
-    if (!t)
-      return failure();
-    sizes = *t;
-  }
-  if (scales.empty() == sizes.empty())
-    return ctx.error("exactly one of scales and sizes must be given");
-  if ((!scales.empty() && int64_t(scales.size()) != rank) ||
-      (!sizes.empty() && int64_t(sizes.size()) != rank))
-    return ctx.error((scales.empty() ? "sizes" : "scales") + llvm::Twine(" needs ") +
-                     llvm::Twine(rank) + " entries, one per dimension");
-  llvm::SmallVector<double> roi(size_t(2 * rank), 0.0);
-  for (int64_t d = 0; d < rank; ++d)
-    roi[size_t(rank + d)] = 1.0;
-  if (m.transform == "tf_crop_and_resize") {
-    const HostTensor *t = ctx.hasInput(1) ? ctx.requireConstInput(1, "roi") : nullptr;
-    if (!t)
-      return ctx.hasInput(1) ? failure() : ctx.error("tf_crop_and_resize needs roi");
-    if (t->numElements() != 2 * rank)
-      return ctx.error("roi needs " + llvm::Twine(2 * rank) + " entries (starts, then ends)");
-    for (int64_t i = 0; i < 2 * rank; ++i)
-      roi[size_t(i)] = t->getDouble(i);
-  }
-  constexpr int64_t kMaxAxis = int64_t(1) << 20; // the taps are constants in the plan
-  llvm::SmallVector<int64_t> outShape;
-  llvm::SmallVector<double> scale;
-  for (int64_t d = 0; d < rank; ++d) {
-    const int64_t in = type.getDimSize(d);
-    double s = 0;
-    int64_t out = 0;
-    if (!sizes.empty()) {
-      out = sizes[size_t(d)];
-      s = in > 0 ? double(out) / double(in) : 0;
-    } else {
-      s = scales[size_t(d)];
-      if (!(s > 0) || !(s * double(in) < double(kMaxAxis)))
-        return ctx.error("scale " + llvm::Twine(shortDouble(s)) + " of dimension " + llvm::Twine(d) +
-                         " must be > 0 and give at most 2^20 elements");
-      out = int64_t(s * double(in));
-    }
-    if (out < 1 || out > kMaxAxis || in < 1)
-      return ctx.error("dimension " + llvm::Twine(d) + " would resize " + llvm::Twine(in) +
-                       " elements to " + llvm::Twine(out) + " (1 to 2^20 each)");
-    outShape.push_back(out);
-    scale.push_back(s);
-  }
-  Value y = ctx.input(0);
-  for (int64_t d = rank - 1; d >= 0 && y; --d) {
-    const int64_t in = type.getDimSize(d), out = outShape[size_t(d)];
-    ResizeAxis r = resizeAxis(m, in, out, scale[size_t(d)], roi[size_t(d)],
-                              roi[size_t(rank + d)]);
-    bool identity = out == in && !llvm::is_contained(r.extrapolate, true);
-    for (int64_t o = 0; identity && o < out; ++o)
-      for (int64_t k = 0; k < r.taps; ++k) {
-        double w = r.weight[size_t(o * r.taps + k)];
-        identity &= w == 0 || (w == 1 && r.index[size_t(o * r.taps + k)] == o);
-      }
-    if (!identity)
-      y = applyResizeAxis(ctx, y, d, r, m.extrapolation);
-  }
-  return ctx.setResult(y);
 }
 
 LogicalResult importDropout(NodeContext &ctx) {
@@ -1260,9 +727,7 @@ LogicalResult importOneHot(NodeContext &ctx) {
     return failure();
   Type i64 = IntegerType::get(ctx.context(), 64);
   Value idx = ctx.cast(indices, i64);
-  Value negative = idx ? ctx.create<LessOp>({idx, ctx.scalar(0, i64)}) : Value();
-  Value wrapped = negative ? ctx.create<AddOp>({idx, ctx.scalar(depth, i64)}) : Value();
-  idx = wrapped ? ctx.create<WhereOp>({negative, wrapped, idx}) : Value();
+  idx = idx ? wrapNegativeIndex(ctx, idx, depth) : Value();
   if (!idx)
     return failure();
   llvm::SmallVector<int64_t> unsqueezed(indexType.getShape()), rangeShape(rank, 1);
@@ -1294,11 +759,6 @@ void registerTensorOps(OpImporterMap &map) {
   map["Slice"] = importSlice;
   map["Pad"] = importPad;
   map["Gather"] = importGather;
-  map["GatherElements"] = importGatherElements;
-  map["GatherND"] = importGatherND;
-  map["ScatterElements"] = importScatterElements;
-  map["ScatterND"] = importScatterND;
-  map["Resize"] = importResize;
   map["Dropout"] = importDropout;
   map["Trilu"] = importTrilu;
   map["DepthToSpace"] = importDepthToSpace;

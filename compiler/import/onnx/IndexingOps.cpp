@@ -1,0 +1,277 @@
+// Importers of ONNX's element and tuple indexing: GatherElements, GatherND, ScatterElements
+// and ScatterND. Each becomes plait.gather (or plait.gather_grad, a scatter-add) at flat
+// indices computed from the ONNX indices, so they train through those ops' VJPs.
+#include "compiler/import/onnx/Importer.h"
+
+using namespace mlir;
+
+namespace plait::onnx_import {
+namespace {
+
+/// Wraps i64 `idx` (negative counting from the end of `extent`) and ors into `outside`
+/// which entries are not in [-extent, extent). Null after an error.
+Value wrapIndex(NodeContext &ctx, Value idx, int64_t extent, Value &outside) {
+  Type i64 = IntegerType::get(ctx.context(), 64);
+  idx = wrapNegativeIndex(ctx, idx, extent);
+  Value below = idx ? ctx.create<LessOp>({idx, ctx.scalar(0, i64)}) : Value();
+  Value above = below ? ctx.create<GreaterEqualOp>({idx, ctx.scalar(double(extent), i64)})
+                      : Value();
+  Value bad = above ? ctx.create<OrOp>({below, above}) : Value();
+  outside = !bad ? Value() : outside ? ctx.create<OrOp>({outside, bad}) : bad;
+  return outside ? idx : Value();
+}
+
+/// Row-major strides of `shape`.
+llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+/// The flat index into data of `shape` of each element of `indices` (same rank, each other
+/// dimension at most data's) taken along `axis`, as GatherElements and ScatterElements
+/// address data: wrapped(indices) * stride(axis) plus the other dimensions' offsets (a
+/// [1, ..., n_d, ..., 1] range times the stride, added with broadcasting). An index outside
+/// [-n, n) becomes numel(data), one past the data, which plait.gather and plait.gather_grad
+/// report at run time. Null after an error.
+Value elementFlatIndex(NodeContext &ctx, Value indices, llvm::ArrayRef<int64_t> shape,
+                       int64_t axis) {
+  const int64_t rank = int64_t(shape.size());
+  llvm::ArrayRef<int64_t> indexShape = shapeOf(indices);
+  llvm::SmallVector<int64_t> strides = stridesOf(shape);
+  const int64_t numel = strides[0] * shape[0];
+  Type i64 = IntegerType::get(ctx.context(), 64);
+  Value outside;
+  Value idx = wrapIndex(ctx, ctx.cast(indices, i64), shape[size_t(axis)], outside);
+  if (!idx)
+    return Value();
+  Value flat = strides[size_t(axis)] != 1
+                   ? ctx.create<MulOp>({idx, ctx.scalar(double(strides[size_t(axis)]), i64)})
+                   : idx;
+  for (int64_t d = 0; d < rank && flat; ++d) {
+    if (d == axis || indexShape[size_t(d)] == 1)
+      continue;
+    llvm::SmallVector<int64_t> offsets, offsetShape(size_t(rank), 1);
+    offsetShape[size_t(d)] = indexShape[size_t(d)];
+    for (int64_t i = 0; i < indexShape[size_t(d)]; ++i)
+      offsets.push_back(i * strides[size_t(d)]);
+    flat = ctx.create<AddOp>(
+        {flat, ctx.constant(HostTensor::fromInts(ElemKind::I64, offsetShape, offsets))});
+  }
+  return flat ? ctx.create<WhereOp>({outside, ctx.scalar(double(numel), i64), flat}) : Value();
+}
+
+/// The row of data viewed as [prod(shape[:k]), prod(shape[k:])] that each k-tuple in the last
+/// dimension of `indices` addresses (GatherND, ScatterND): the sum of its wrapped entries
+/// times the strides of data's first k dimensions; a tuple with an entry out of range becomes
+/// the row count, one past the rows. Shaped like indices without its last dimension.
+Value tupleFlatIndex(NodeContext &ctx, Value indices, llvm::ArrayRef<int64_t> shape) {
+  llvm::ArrayRef<int64_t> indexShape = shapeOf(indices);
+  const int64_t k = indexShape.back();
+  llvm::SmallVector<int64_t> strides = stridesOf(shape.take_front(size_t(k)));
+  int64_t rows = 1;
+  for (int64_t d = 0; d < k; ++d)
+    rows *= shape[size_t(d)];
+  llvm::SmallVector<int64_t> batch(indexShape.drop_back());
+  Type i64 = IntegerType::get(ctx.context(), 64);
+  Value all = ctx.cast(indices, i64), outside, flat;
+  for (int64_t j = 0; j < k && all; ++j) {
+    Value part = k == 1 ? all : sliceAlong(ctx, all, int64_t(indexShape.size()) - 1, j, j + 1, 1);
+    part = part ? ctx.reshape(part, batch) : Value();
+    part = part ? wrapIndex(ctx, part, shape[size_t(j)], outside) : Value();
+    if (part && strides[size_t(j)] != 1)
+      part = ctx.create<MulOp>({part, ctx.scalar(double(strides[size_t(j)]), i64)});
+    flat = !part ? Value() : flat ? ctx.create<AddOp>({flat, part}) : part;
+    if (!flat)
+      return Value();
+  }
+  return flat ? ctx.create<WhereOp>({outside, ctx.scalar(double(rows), i64), flat}) : Value();
+}
+
+/// The normalised axis of GatherElements and ScatterElements, after checking their indices:
+/// data's rank (>= 1), each dimension but the axis at most data's, and data not empty.
+std::optional<int64_t> elementAxis(NodeContext &ctx, RankedTensorType type,
+                                   RankedTensorType indexType) {
+  const int64_t rank = type.getRank();
+  if (rank == 0 || indexType.getRank() != rank) {
+    (void)ctx.error("data and indices must have the same rank >= 1");
+    return std::nullopt;
+  }
+  auto axis = normalizedAxis(ctx, ctx.intAttr("axis", 0), rank);
+  for (int64_t d = 0; axis && d < rank; ++d)
+    if (d != *axis && indexType.getDimSize(d) > type.getDimSize(d)) {
+      (void)ctx.error("indices dimension " + llvm::Twine(d) + " (" +
+                      llvm::Twine(indexType.getDimSize(d)) + ") exceeds data's (" +
+                      llvm::Twine(type.getDimSize(d)) + ")");
+      return std::nullopt;
+    }
+  if (axis && type.getNumElements() == 0) {
+    (void)ctx.unsupported("empty data");
+    return std::nullopt;
+  }
+  return axis;
+}
+
+/// GatherElements (torch.gather): result[i...] = data[i... with i_axis = indices[i...]], the
+/// result shaped like indices (each of its other dimensions at most data's). One plait.gather
+/// from data flattened at elementFlatIndex, so the gradient is gather's: a scatter-add of the
+/// result's gradient into data, duplicates summed in index order.
+LogicalResult importGatherElements(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
+  if (!indexType)
+    return failure();
+  auto axis = elementAxis(ctx, type, indexType);
+  if (!axis)
+    return failure();
+  Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
+  Value flatIndex = indices ? elementFlatIndex(ctx, indices, type.getShape(), *axis) : Value();
+  Value flat = flatIndex ? ctx.reshape(data, {type.getNumElements()}) : Value();
+  return ctx.setResult(flat ? ctx.create<GatherOp>({flat, flatIndex}, {ctx.i64Attr("axis", 0)})
+                            : Value());
+}
+
+/// Checks GatherND's and ScatterND's indices: rank >= 1, a last dimension k of 1 to data's
+/// rank (batch_dims 0 only); returns k or nullopt after an error.
+std::optional<int64_t> tupleLength(NodeContext &ctx, RankedTensorType type,
+                                   RankedTensorType indexType) {
+  if (ctx.intAttr("batch_dims", 0) != 0) {
+    (void)ctx.unsupported("batch_dims " + llvm::Twine(ctx.intAttr("batch_dims", 0)));
+    return std::nullopt;
+  }
+  if (indexType.getRank() < 1 || indexType.getShape().back() < 1 ||
+      indexType.getShape().back() > type.getRank()) {
+    (void)ctx.error("indices' last dimension must be 1 to data's rank " +
+                    llvm::Twine(type.getRank()));
+    return std::nullopt;
+  }
+  if (type.getNumElements() == 0) {
+    (void)ctx.unsupported("empty data");
+    return std::nullopt;
+  }
+  return indexType.getShape().back();
+}
+
+/// GatherND (batch_dims 0): each k-tuple of indices picks the slice data[i_0, ..., i_k-1];
+/// one plait.gather of rows from data viewed as [prod(shape[:k]), rest], reshaped to
+/// indices.shape[:-1] + data.shape[k:].
+LogicalResult importGatherND(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
+  if (!indexType)
+    return failure();
+  auto k = tupleLength(ctx, type, indexType);
+  if (!k)
+    return failure();
+  llvm::ArrayRef<int64_t> shape = type.getShape();
+  int64_t rows = 1;
+  for (int64_t d = 0; d < *k; ++d)
+    rows *= shape[size_t(d)];
+  const int64_t rest = type.getNumElements() / rows;
+  Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
+  Value row = indices ? tupleFlatIndex(ctx, indices, shape) : Value();
+  Value table = row ? ctx.reshape(data, {rows, rest}) : Value();
+  Value picked = table ? ctx.create<GatherOp>({table, row}, {ctx.i64Attr("axis", 0)}) : Value();
+  llvm::SmallVector<int64_t> outShape(indexType.getShape().drop_back());
+  llvm::append_range(outShape, shape.drop_front(size_t(*k)));
+  return ctx.setResult(picked ? ctx.reshape(picked, outShape) : Value());
+}
+
+/// ScatterElements and ScatterND: data with `updates` scattered into it at flat rows `row`
+/// of data viewed as `table` ([rows, rest]; rest 1 for ScatterElements). reduction "add"
+/// adds the scatter-add of the updates (plait.gather_grad) to data; "none" replaces the
+/// written elements by it, so an element written twice gets the sum of its updates where
+/// ONNX leaves the outcome undefined. Into constant zeros, both are the scatter-add alone.
+/// Gradients: through gather_grad (a gather of the output's gradient) and the where.
+LogicalResult scatterInto(NodeContext &ctx, RankedTensorType type, Value data, Value row,
+                          Value updates, llvm::ArrayRef<int64_t> table) {
+  std::string reduction = ctx.stringAttr("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return ctx.unsupported("reduction '" + reduction + "'");
+  llvm::SmallVector<int64_t> grouped(shapeOf(row));
+  grouped.push_back(table[1]);
+  RankedTensorType tableType = RankedTensorType::get(table, type.getElementType());
+  Value u = ctx.reshape(updates, grouped);
+  Value scattered = u ? ctx.create<GatherGradOp>({u, row}, {ctx.i64Attr("axis", 0)}, tableType)
+                      : Value();
+  scattered = scattered ? ctx.reshape(scattered, type.getShape()) : Value();
+  if (!scattered)
+    return failure();
+  // Into zeros (PyTorch's export of scatter_add): the scatter-add is the result, its
+  // unwritten elements already 0.
+  const HostTensor *folded = ctx.foldedInput(0);
+  bool zeros = folded != nullptr;
+  for (int64_t i = 0; zeros && i < (folded->isSplat() ? 1 : folded->numElements()); ++i)
+    zeros = folded->getDouble(i) == 0;
+  if (zeros)
+    return ctx.setResult(scattered);
+  if (reduction == "add")
+    return ctx.setResult(ctx.create<AddOp>({data, scattered}));
+  Value ones = ctx.constant(
+      HostTensor::splat(*kindOf(type.getElementType()), grouped, 1.0));
+  Value counts = ctx.create<GatherGradOp>({ones, row}, {ctx.i64Attr("axis", 0)}, tableType);
+  counts = counts ? ctx.reshape(counts, type.getShape()) : Value();
+  Value written = counts ? ctx.create<GreaterOp>({counts, ctx.scalar(0, type.getElementType())})
+                         : Value();
+  return ctx.setResult(written ? ctx.create<WhereOp>({written, scattered, data}) : Value());
+}
+
+/// ScatterElements (torch.scatter / scatter_add): updates shaped like indices written into
+/// data at elementFlatIndex (reduction none or add).
+LogicalResult importScatterElements(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
+  RankedTensorType updateType = indexType ? ctx.inputType(2) : RankedTensorType();
+  if (!updateType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  auto axis = elementAxis(ctx, type, indexType);
+  if (!axis)
+    return failure();
+  if (updateType.getShape() != indexType.getShape())
+    return ctx.error("updates must have indices' shape");
+  Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
+  Value updates = indices ? ctx.input(2) : Value();
+  Value flat = updates ? elementFlatIndex(ctx, indices, type.getShape(), *axis) : Value();
+  if (!flat)
+    return failure();
+  return scatterInto(ctx, type, data, flat, updates, {type.getNumElements(), 1});
+}
+
+/// ScatterND: each k-tuple of indices addresses a slice of data, replaced by (or added to)
+/// the matching slice of updates (indices.shape[:-1] + data.shape[k:]).
+LogicalResult importScatterND(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
+  RankedTensorType updateType = indexType ? ctx.inputType(2) : RankedTensorType();
+  if (!updateType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  auto k = tupleLength(ctx, type, indexType);
+  if (!k)
+    return failure();
+  llvm::SmallVector<int64_t> expected(indexType.getShape().drop_back());
+  llvm::append_range(expected, type.getShape().drop_front(size_t(*k)));
+  if (updateType.getShape() != llvm::ArrayRef<int64_t>(expected))
+    return ctx.error("updates must have indices' shape without its last dimension, then "
+                     "data's after the first " + llvm::Twine(*k));
+  int64_t rows = 1;
+  for (int64_t d = 0; d < *k; ++d)
+    rows *= type.getDimSize(d);
+  Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
+  Value updates = indices ? ctx.input(2) : Value();
+  Value row = updates ? tupleFlatIndex(ctx, indices, type.getShape()) : Value();
+  if (!row)
+    return failure();
+  return scatterInto(ctx, type, data, row, updates, {rows, type.getNumElements() / rows});
+}
+
+} // namespace
+
+void registerIndexingOps(OpImporterMap &map) {
+  map["GatherElements"] = importGatherElements;
+  map["GatherND"] = importGatherND;
+  map["ScatterElements"] = importScatterElements;
+  map["ScatterND"] = importScatterND;
+}
+
+} // namespace plait::onnx_import
