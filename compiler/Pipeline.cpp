@@ -229,7 +229,11 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     if (std::string error = dumpStage(options, "02-sharded.mlir", **module); !error.empty())
       return reportError(error);
     func = entryFunction(**module, options.modelPath);
-  } else if (options.fusion) {
+  } else {
+    // Nodes that no output reads (the training step drops its own) never run.
+    eraseDeadOps(*func);
+  }
+  if (!options.train.enabled && options.fusion) {
     PassManager pm(&ctx);
     pm.addPass(createFoldTransposesPass());
     if (options.gemmEpilogue)

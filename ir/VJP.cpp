@@ -556,15 +556,47 @@ PLAIT_VJP(SliceOp) {
     return success();
   auto xt = op.getX().getType();
   int64_t rank = xt.getRank();
+  if (rankedType(op.getResult()).getNumElements() == 0) {
+    og[0] = g.zerosLike(op.getX());
+    return success();
+  }
+  // The gradient is the result's gradient put back where the slice took its elements, zeros
+  // elsewhere. Per dimension of step s, the m elements taken lie at start + j * s: ascending
+  // from lo with spacing |s|. A negative step reverses the gradient first; a spacing above 1
+  // interleaves |s| - 1 zeros after each element (a pad of a new axis, then merged); the
+  // rest is a pad on both sides.
+  auto along = [&](Value v, int64_t d, int64_t start, int64_t end, int64_t step) -> Value {
+    ArrayRef<int64_t> shape = rankedType(v).getShape();
+    SmallVector<int64_t> starts(rank, 0), ends(shape), steps(rank, 1);
+    starts[d] = start;
+    ends[d] = end;
+    steps[d] = step;
+    return g.b.create<SliceOp>(g.loc, v, g.b.getDenseI64ArrayAttr(starts),
+                               g.b.getDenseI64ArrayAttr(ends), g.b.getDenseI64ArrayAttr(steps));
+  };
+  Value grad = rg[0];
   SmallVector<int64_t> pads(2 * rank);
   for (int64_t d = 0; d < rank; ++d) {
-    if (op.getSteps()[d] != 1)
-      return op.emitOpError("is not differentiable with a step other than 1 (dimension ")
-             << d << ")";
-    pads[d] = op.getStarts()[d];
-    pads[d + rank] = xt.getDimSize(d) - op.getEnds()[d];
+    int64_t step = op.getSteps()[d], start = op.getStarts()[d];
+    int64_t m = rankedType(grad).getDimSize(d), spacing = step < 0 ? -step : step;
+    int64_t lo = step > 0 ? start : start + (m - 1) * step;
+    if (step < 0)
+      grad = along(grad, d, m - 1, -1, -1);
+    if (spacing > 1 && m > 1) {
+      SmallVector<int64_t> shape(rankedType(grad).getShape());
+      SmallVector<int64_t> split(shape);
+      split.insert(split.begin() + d + 1, 1);
+      SmallVector<int64_t> gaps(2 * (rank + 1), 0);
+      gaps[rank + 1 + d + 1] = spacing - 1;
+      Value spread = g.b.create<PadOp>(g.loc, g.reshape(grad, split),
+                                       g.b.getDenseI64ArrayAttr(gaps), g.b.getF64FloatAttr(0.0));
+      shape[d] = m * spacing;
+      grad = along(g.reshape(spread, shape), d, 0, (m - 1) * spacing + 1, 1);
+    }
+    pads[d] = lo;
+    pads[d + rank] = xt.getDimSize(d) - lo - ((m - 1) * spacing + 1);
   }
-  og[0] = g.b.create<PadOp>(g.loc, rg[0], g.b.getDenseI64ArrayAttr(pads), g.b.getF64FloatAttr(0.0));
+  og[0] = g.b.create<PadOp>(g.loc, grad, g.b.getDenseI64ArrayAttr(pads), g.b.getF64FloatAttr(0.0));
   return success();
 }
 PLAIT_VJP(PadOp) {

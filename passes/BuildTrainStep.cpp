@@ -211,16 +211,6 @@ FailureOr<int64_t> convertToBf16Mixed(func::FuncOp func) {
   return converted;
 }
 
-/// Erases side-effect-free ops whose results are unused (in reverse order).
-void eraseDeadOps(func::FuncOp func) {
-  SmallVector<Operation *> ops;
-  for (Operation &op : func.getBody().front())
-    ops.push_back(&op);
-  for (Operation *op : llvm::reverse(ops))
-    if (op->use_empty() && isMemoryEffectFree(op) && !op->hasTrait<OpTrait::IsTerminator>())
-      op->erase();
-}
-
 struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
   using Base::Base;
 

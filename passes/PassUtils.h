@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace plait {
@@ -27,6 +28,23 @@ inline mlir::FailureOr<mlir::func::FuncOp> entryFunction(mlir::ModuleOp module,
   if (auto func = findEntryFunction(module))
     return func;
   return module.emitError("expected a function @main to ") << purpose;
+}
+
+/// Erases the side-effect-free ops of `func`'s body whose results are unused, last first (so
+/// a dead chain goes whole): an ONNX node nothing reads, or a loss left out of a forward plan.
+/// Returns how many it erased.
+inline int64_t eraseDeadOps(mlir::func::FuncOp func) {
+  llvm::SmallVector<mlir::Operation *> ops;
+  for (mlir::Operation &op : func.getBody().front())
+    ops.push_back(&op);
+  int64_t erased = 0;
+  for (mlir::Operation *op : llvm::reverse(ops))
+    if (op->use_empty() && mlir::isMemoryEffectFree(op) &&
+        !op->hasTrait<mlir::OpTrait::IsTerminator>()) {
+      op->erase();
+      ++erased;
+    }
+  return erased;
 }
 
 /// Program-order positions of a block's ops, with room between neighbours: an op moved or

@@ -30,6 +30,7 @@
 // `plait.fuse_elementwise` {kernels, ops, reductions; roundings, when its programs round to
 // bf16} for the report.
 #include "passes/Passes.h"
+#include "passes/PassUtils.h"
 
 #include "codegen/schema/FusedElementwise.h"
 #include "ir/PlaitDialect.h"
@@ -309,6 +310,9 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
+      // Dead ops first: a group nothing outside reads would become a fused op without
+      // results (a forward plan of a model whose loss is not an output).
+      eraseDeadOps(func);
       Positions position;
       for (Operation &op : func.getBody().front())
         position[&op] = int64_t(position.size());

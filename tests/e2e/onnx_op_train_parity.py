@@ -15,6 +15,9 @@ Each model is a small PyTorch module built here around one ONNX op:
   tensor smaller than its data in the other dimensions.
 - scatter: ScatterElements (scatter_add with repeated indices, scatter with distinct ones) and
   ScatterND (index_put of rows), as plait.gather_grad scatter-adds, and advanced indexing.
+- recurrent: LSTM, GRU and RNN (unrolled over the sequence: GEMMs, gate slices and their
+  activations): a two-layer bidirectional batch-first LSTM (Y, Y_h and Y_c all used), a GRU
+  (PyTorch's, linear_before_reset=1), a ReLU RNN and a tanh RNN from a given initial state.
 - resize: Resize (F.interpolate; gathers of constant indices and weighted sums): nearest and
   bilinear 2x upsampling, bilinear to a size with align_corners, bicubic, and a bilinear
   downsampling.
@@ -190,8 +193,40 @@ class Scatterer(nn.Module):
         }
 
 
+class Recurrent(nn.Module):
+    inputs = "xy"
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(5, 6, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(12, 4)
+        self.rnn = nn.RNN(4, 3, nonlinearity="relu")
+        self.cell = nn.RNN(3, 3)
+
+    def forward(self, x, y):
+        h, (hn, cn) = self.lstm(x)                       # [B, 7, 12], hn and cn [4, B, 6]
+        g, gn = self.gru(h.transpose(0, 1))              # time-major [7, B, 4]
+        r, _ = self.rnn(g)                               # [7, B, 3]
+        t, tn = self.cell(r.flip(0), tn_init(r))         # tanh, from a given state
+        err = t.transpose(0, 1) - y
+        return ((err * err).mean() + (hn * hn).mean() + (cn * cn).mean() + gn.abs().mean()
+                + (tn * tn).mean())
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 7, 5)).astype(np.float32),
+            "y": rng.standard_normal((n, 7, 3)).astype(np.float32) * 0.5,
+        }
+
+
+def tn_init(r):
+    """An initial state that depends on the data (so its gradient flows): the mean over time."""
+    return r.mean(0, keepdim=True)
+
+
 MODELS = {"conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
-          "resize": Resizer, "scatter": Scatterer}
+          "recurrent": Recurrent, "resize": Resizer, "scatter": Scatterer}
 
 
 def train_torch(model, data, steps):

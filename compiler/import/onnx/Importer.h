@@ -1,5 +1,6 @@
 // Internal interface between the ONNX graph walk (OnnxImporter.cpp) and the op importers, which
-// are grouped by family in ElementwiseOps.cpp, TensorOps.cpp and NeuralOps.cpp.
+// are grouped by family in ElementwiseOps.cpp, TensorOps.cpp, NeuralOps.cpp and the files
+// named after their ops (EinsumOps.cpp, IndexingOps.cpp, ResizeOps.cpp, RecurrentOps.cpp).
 #pragma once
 
 #include <memory>
@@ -83,6 +84,7 @@ public:
   std::string stringAttr(llvm::StringRef name, llvm::StringRef dflt) const;
   llvm::SmallVector<int64_t> intsAttr(llvm::StringRef name) const;
   llvm::SmallVector<double> floatsAttr(llvm::StringRef name) const;
+  llvm::SmallVector<std::string> stringsAttr(llvm::StringRef name) const;
   /// A tensor attribute decoded to a host tensor; nullopt (after an error) when undecodable.
   std::optional<HostTensor> tensorAttr(llvm::StringRef name);
   const onnx::AttributeProto *rawAttr(llvm::StringRef name) const;
@@ -170,6 +172,7 @@ void registerNeuralOps(OpImporterMap &map);
 void registerEinsumOps(OpImporterMap &map);
 void registerIndexingOps(OpImporterMap &map);
 void registerResizeOps(OpImporterMap &map);
+void registerRecurrentOps(OpImporterMap &map);
 
 //===--- Helpers shared by the op importers ------------------------------===//
 /// Normalises `axis` against `rank`, or reports it ("WHAT A is out of range for rank R").

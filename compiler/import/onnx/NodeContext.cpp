@@ -185,6 +185,13 @@ llvm::SmallVector<int64_t> NodeContext::intsAttr(llvm::StringRef name) const {
   return llvm::SmallVector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
+llvm::SmallVector<std::string> NodeContext::stringsAttr(llvm::StringRef name) const {
+  const onnx::AttributeProto *a = rawAttr(name);
+  if (!a)
+    return {};
+  return llvm::SmallVector<std::string>(a->strings().begin(), a->strings().end());
+}
+
 llvm::SmallVector<double> NodeContext::floatsAttr(llvm::StringRef name) const {
   const onnx::AttributeProto *a = rawAttr(name);
   if (!a)

@@ -253,6 +253,7 @@ static const OpImporterMap &opImporters() {
     registerEinsumOps(m);
     registerIndexingOps(m);
     registerResizeOps(m);
+    registerRecurrentOps(m);
     return m;
   }();
   return map;

@@ -111,3 +111,20 @@ func.func @kept(%x: tensor<4x8xf32>, %u: tensor<4x1xf32>, %z: tensor<2xf64>) -> 
   %12 = plait.exp %11 : tensor<2xf64>
   return %2, %5, %6, %9, %10, %12 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<1x1xf32>, tensor<1x1xf32>, tensor<1x1xf32>, tensor<2xf64>
 }
+
+// -----
+
+// A chain nothing reads (an ONNX loss left out of a forward plan) is erased, not fused into a
+// kernel without results; the live chain beside it is fused.
+// CHECK: plait.fuse_elementwise = {kernels = 1 : i64, ops = 2 : i64, reductions = 0 : i64}
+// CHECK-LABEL: func.func @dead
+// CHECK-NEXT: %[[Y:.*]] = plait.fused_elementwise %arg0
+// CHECK-NEXT: return %[[Y]]
+func.func @dead(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = plait.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = plait.exp %0 : tensor<4x8xf32>
+  %2 = plait.reduce_sum %1 {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<1x1xf32>
+  %3 = plait.neg %x : tensor<4x8xf32>
+  %4 = plait.exp %3 : tensor<4x8xf32>
+  return %4 : tensor<4x8xf32>
+}

@@ -34,13 +34,3 @@ func.func @main(%x: tensor<4xf32>) {
   return
 }
 
-// -----
-
-func.func @main(%x: tensor<2x4xf32>) -> tensor<f32> {
-  %w = plait.param "w" {init = "ones"} : tensor<2x4xf32>
-  %p = plait.mul %x, %w : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
-  // expected-error @+1 {{'plait.slice' op is not differentiable with a step other than 1 (dimension 1)}}
-  %s = plait.slice %p {starts = array<i64: 0, 0>, ends = array<i64: 2, 4>, steps = array<i64: 1, 2>} : (tensor<2x4xf32>) -> tensor<2x2xf32>
-  %r = plait.reduce_sum %s {axes = array<i64>, keepdims = false} : (tensor<2x2xf32>) -> tensor<f32>
-  return %r : tensor<f32>
-}

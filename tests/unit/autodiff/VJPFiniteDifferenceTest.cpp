@@ -321,6 +321,15 @@ const VJPCase kCases[] = {
   {"broadcast_to", R"(func.func @main(%a: tensor<3x1xf64>) -> tensor<2x3x4xf64> {
     %0 = plait.broadcast_to %a : (tensor<3x1xf64>) -> tensor<2x3x4xf64>
     return %0 : tensor<2x3x4xf64> })"},
+  // Steps other than 1: every 2nd row from 1, columns reversed from 4 through 0 by 3
+  // ([4, 1]), and a reversal by 1 of a third dimension.
+  {"slice_strided", R"(func.func @main(%a: tensor<6x5x3xf64>) -> tensor<3x2x3xf64> {
+    %0 = plait.slice %a {starts = array<i64: 1, 4, 2>, ends = array<i64: 6, -1, -1>, steps = array<i64: 2, -3, -1>} : (tensor<6x5x3xf64>) -> tensor<3x2x3xf64>
+    return %0 : tensor<3x2x3xf64> })"},
+  // One element taken by a large step, and a negative step ending before index 0.
+  {"slice_strided_single", R"(func.func @main(%a: tensor<7x4xf64>) -> tensor<1x2xf64> {
+    %0 = plait.slice %a {starts = array<i64: 2, 3>, ends = array<i64: 3, 0>, steps = array<i64: 5, -2>} : (tensor<7x4xf64>) -> tensor<1x2xf64>
+    return %0 : tensor<1x2xf64> })"},
   {"slice_pad", R"(func.func @main(%a: tensor<4x5xf64>) -> tensor<3x5xf64> {
     %0 = plait.slice %a {starts = array<i64: 1, 1>, ends = array<i64: 3, 4>, steps = array<i64: 1, 1>} : (tensor<4x5xf64>) -> tensor<2x3xf64>
     %1 = plait.pad %0 {pads = array<i64: 0, 2, 1, 0>, value = 0.0 : f64} : (tensor<2x3xf64>) -> tensor<3x5xf64>

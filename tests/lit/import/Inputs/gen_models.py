@@ -310,6 +310,38 @@ def main():
     save("maxpool_indices", [
         helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool_idx", kernel_shape=[2, 2]),
     ], [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 2, 2]), vi("idx", I64, [1, 1, 2, 2])])
+    # RNN, GRU and LSTM unrolled: two steps of a reverse GRU (its input projection one GEMM,
+    # each step a GEMM of the state), and errors for a bad W, coupled gates, an activation
+    # plait lacks, int64 lengths and a sequence longer than plait unrolls.
+    save("gru", [
+        helper.make_node("GRU", ["x", "w", "r"], ["y", "yh"], name="gru", hidden_size=3,
+                         direction="reverse"),
+    ], [vi("x", F, [2, 1, 4]), vi("w", F, [1, 9, 4]), vi("r", F, [1, 9, 3])],
+        [vi("y", F, [2, 1, 1, 3]), vi("yh", F, [1, 1, 3])], opset=14)
+    save("rnn_w_shape", [
+        helper.make_node("RNN", ["x", "w", "r"], ["", "yh"], name="rnn", hidden_size=3),
+    ], [vi("x", F, [2, 1, 4]), vi("w", F, [1, 3, 5]), vi("r", F, [1, 3, 3])],
+        [vi("yh", F, [1, 1, 3])], opset=14, check=False)
+    save("lstm_input_forget", [
+        helper.make_node("LSTM", ["x", "w", "r"], ["", "yh"], name="coupled", hidden_size=2,
+                         input_forget=1),
+    ], [vi("x", F, [2, 1, 4]), vi("w", F, [1, 8, 4]), vi("r", F, [1, 8, 2])],
+        [vi("yh", F, [1, 1, 2])], opset=14)
+    save("rnn_activation", [
+        helper.make_node("RNN", ["x", "w", "r"], ["", "yh"], name="swish", hidden_size=3,
+                         activations=["Swish"]),
+    ], [vi("x", F, [2, 1, 4]), vi("w", F, [1, 3, 4]), vi("r", F, [1, 3, 3])],
+        [vi("yh", F, [1, 1, 3])], opset=14)
+    save("rnn_lens_type", [
+        helper.make_node("RNN", ["x", "w", "r", "", "lens"], ["", "yh"], name="lens64",
+                         hidden_size=3),
+    ], [vi("x", F, [2, 1, 4]), vi("w", F, [1, 3, 4]), vi("r", F, [1, 3, 3]),
+        vi("lens", I64, [1])], [vi("yh", F, [1, 1, 3])], opset=14, check=False)
+    save("rnn_long", [
+        helper.make_node("RNN", ["x", "w", "r"], ["", "yh"], name="long", hidden_size=2,
+                         direction="bidirectional"),
+    ], [vi("x", F, [3000, 1, 2]), vi("w", F, [2, 2, 2]), vi("r", F, [2, 2, 2])],
+        [vi("yh", F, [2, 1, 2])], opset=14)
 
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
