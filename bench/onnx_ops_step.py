@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """CPU training step of the ONNX ops plait maps onto other ops, against PyTorch eager.
 
-ConvTranspose, Resize, Einsum, GatherElements and ScatterElements have no kernels of their
-own in plait: the importer writes them as conv2d_grad_input, gathers and weighted sums,
-batched matmuls, gathers and scatter-adds (compiler/import/onnx/README.md). This measures what
+ConvTranspose, Resize, Einsum, GatherElements, ScatterElements, LSTM, GRU and GridSample have
+no kernels of their own in plait: the importer writes them as conv2d_grad_input, gathers and
+weighted sums, batched matmuls, gathers, scatter-adds, steps of GEMMs and gate activations,
+and gathers at positions computed from the grid (compiler/import/onnx/README.md). This measures what
 that costs at sizes a model has: one small PyTorch module per op, its layer at the size below
 between a 1x1 convolution or linear layer and a mean-squared loss, exported to ONNX (opset 13)
 and compiled with `plait-compile --train --optimizer sgd --lr 0.01`. Both train the same
@@ -114,9 +115,49 @@ class ScatterAdd(nn.Module):
         return (d * d).mean()
 
 
+class Lstm(nn.Module):
+    """A sequence encoder: [8, 64, 64] (64 steps) through LSTM(64, 128), batch first."""
+    shapes = {"x": (64, 64), "y": (64, 128)}
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(64, 128, batch_first=True)
+
+    def forward(self, x, y):
+        d = self.rnn(x)[0] - y
+        return (d * d).mean()
+
+
+class Gru(Lstm):
+    """The same through a bidirectional GRU(64, 64)."""
+
+    def __init__(self):
+        nn.Module.__init__(self)
+        self.rnn = nn.GRU(64, 64, batch_first=True, bidirectional=True)
+
+
+class GridSample(nn.Module):
+    """A spatial transformer: [8, 64, 32, 32] sampled bilinearly on a learned 32x32 grid."""
+    shapes = {"x": (64, 32, 32), "y": (64, 32, 32)}
+    opset = 16  # GridSample's
+
+    def __init__(self):
+        super().__init__()
+        self.offset = nn.Parameter(torch.randn(1, 32, 32, 2) * 0.05)
+
+    def forward(self, x, y):
+        gx = torch.linspace(-1, 1, 32).reshape(1, 1, 32, 1).expand(1, 32, 32, 1)
+        gy = torch.linspace(-1, 1, 32).reshape(1, 32, 1, 1).expand(1, 32, 32, 1)
+        grid = (torch.cat([gx, gy], 3) + self.offset).expand(x.shape[0], 32, 32, 2)
+        d = F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros",
+                          align_corners=False) - y
+        return (d * d).mean()
+
+
 MODELS = {"conv_transpose": ConvTranspose, "resize_bilinear": ResizeBilinear,
           "resize_nearest": ResizeNearest, "einsum_attention": EinsumAttention,
-          "gather_logprob": GatherLogProb, "scatter_add": ScatterAdd}
+          "gather_logprob": GatherLogProb, "scatter_add": ScatterAdd, "lstm": Lstm, "gru": Gru,
+          "grid_sample": GridSample}
 
 
 def make_data(cls, n, rng):
@@ -185,7 +226,7 @@ def main():
             model = cls()
             example = tuple(torch.from_numpy(data[k][:BATCH]) for k in names)
             torch.onnx.export(model, example, str(work / "m.onnx"), input_names=names,
-                              output_names=["loss"], opset_version=13,
+                              output_names=["loss"], opset_version=getattr(model, "opset", 13),
                               do_constant_folding=False, export_params=True)
             subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", work / "m.plan",
                             "--train", "--optimizer", "sgd", "--lr", "0.01"], check=True)

@@ -15,19 +15,22 @@ Each model is a small PyTorch module built here around one ONNX op:
   tensor smaller than its data in the other dimensions.
 - scatter: ScatterElements (scatter_add with repeated indices, scatter with distinct ones) and
   ScatterND (index_put of rows), as plait.gather_grad scatter-adds, and advanced indexing.
+- grid_sample: GridSample (opset 16; gathers at positions computed from the grid, weighted
+  by differentiable functions of it): a learned grid read with bilinear, nearest and bicubic
+  sampling under zeros, border and reflection padding, with and without aligned corners.
 - recurrent: LSTM, GRU and RNN (unrolled over the sequence: GEMMs, gate slices and their
   activations): a two-layer bidirectional batch-first LSTM (Y, Y_h and Y_c all used), a GRU
   (PyTorch's, linear_before_reset=1), a ReLU RNN and a tanh RNN from a given initial state.
 - resize: Resize (F.interpolate; gathers of constant indices and weighted sums): nearest and
   bilinear 2x upsampling, bilinear to a size with align_corners, bicubic, and a bilinear
   downsampling.
-The module is exported to ONNX (opset 13, its initial weights as initializers); plait-compile
---train builds the step, plait-run trains it on 1 thread and on 2; PyTorch trains the module
+The module is exported to ONNX (opset 13, or the model's `opset`; its initial weights as
+initializers); plait-compile --train builds the step, plait-run trains it on 1 thread and on 2; PyTorch trains the module
 from the same weights on the same batches with SGD with momentum. Per-step losses must agree
 within 1e-4 relative, the final weights (plait's --save-weights) within rtol 1e-4 / atol 1e-5.
 
 Run with /usr/bin/python3 (torch 1.13, onnx 1.12):
-  onnx_op_train_parity.py --build BUILD [--model NAME] [--steps 20]
+  onnx_op_train_parity.py --build BUILD [--model NAME] [--steps 20] [--write-model PATH]
 """
 import argparse
 import json
@@ -225,8 +228,42 @@ def tn_init(r):
     return r.mean(0, keepdim=True)
 
 
+class GridSampler(nn.Module):
+    """A spatial transformer's sampling: a learned grid (tanh of a base grid plus an offset,
+    reaching past [-1, 1] so the padding modes matter) read by every mode and padding."""
+    inputs = "xy"
+    opset = 16  # GridSample's
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3, padding=1)
+        self.offset = nn.Parameter(torch.randn(1, 5, 7, 2) * 0.3)
+
+    def forward(self, x, y):
+        h = self.conv(x)                                                   # [B, 3, 6, 8]
+        gx = torch.linspace(-1.3, 1.3, 7).reshape(1, 1, 7, 1).expand(1, 5, 7, 1)
+        gy = torch.linspace(-1.2, 1.2, 5).reshape(1, 5, 1, 1).expand(1, 5, 7, 1)
+        grid = (1.4 * torch.tanh(torch.cat([gx, gy], 3) + self.offset)).expand(x.shape[0], 5, 7, 2)
+        samples = [F.grid_sample(h, grid, mode=m, padding_mode=p, align_corners=a)
+                   for m, p, a in [("bilinear", "zeros", False), ("bilinear", "border", True),
+                                   ("bilinear", "reflection", False),
+                                   ("bilinear", "reflection", True), ("nearest", "zeros", False),
+                                   ("nearest", "reflection", True), ("bicubic", "zeros", False),
+                                   ("bicubic", "border", True), ("bicubic", "reflection", False)]]
+        d = torch.cat(samples, 1) - y                                      # [B, 27, 5, 7]
+        return (d * d).mean()
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 2, 6, 8)).astype(np.float32),
+            "y": rng.standard_normal((n, 27, 5, 7)).astype(np.float32),
+        }
+
+
 MODELS = {"conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
-          "recurrent": Recurrent, "resize": Resizer, "scatter": Scatterer}
+          "grid_sample": GridSampler, "recurrent": Recurrent, "resize": Resizer,
+          "scatter": Scatterer}
 
 
 def train_torch(model, data, steps):
@@ -242,6 +279,15 @@ def train_torch(model, data, steps):
     return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 
+def export(model, data, path):
+    example = tuple(torch.from_numpy(data[k][:BATCH]) for k in model.inputs)
+    warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's shape notes
+    torch.onnx.export(model, example, str(path), input_names=list(model.inputs),
+                      output_names=["loss"], opset_version=getattr(model, "opset", 13),
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.EVAL,
+                      export_params=True, keep_initializers_as_inputs=False)
+
+
 def run_model(name, bindir, steps):
     torch.manual_seed(0)
     model = MODELS[name]()
@@ -249,12 +295,7 @@ def run_model(name, bindir, steps):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         onnx_path = tmp / f"{name}.onnx"
-        example = tuple(torch.from_numpy(data[k][:BATCH]) for k in model.inputs)
-        warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's shape notes
-        torch.onnx.export(model, example, str(onnx_path), input_names=list(model.inputs),
-                          output_names=["loss"], opset_version=13, do_constant_folding=False,
-                          training=torch.onnx.TrainingMode.EVAL, export_params=True,
-                          keep_initializers_as_inputs=False)
+        export(model, data, onnx_path)
         (tmp / "data").mkdir()
         for k, v in data.items():
             np.save(tmp / "data" / f"{k}.npy", v)
@@ -282,8 +323,16 @@ def main():
     parser.add_argument("--build", required=True)
     parser.add_argument("--model", action="append", choices=sorted(MODELS))
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--write-model", metavar="PATH",
+                        help="only export the (one) --model to PATH and exit (for the CUDA "
+                             "plan checks)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.write_model:
+        torch.manual_seed(0)
+        model = MODELS[args.model[0]]()
+        export(model, model.data(BATCH, np.random.default_rng(7)), args.write_model)
+        return 0
     bindir = pathlib.Path(args.build) / "bin"
     results = [run_model(m, bindir, args.steps) for m in (args.model or sorted(MODELS))]
     return 0 if all(results) else 1

@@ -17,7 +17,7 @@ atol 1e-5. Before training, plait's forward outputs (plait-compile without --tra
 compared with PyTorch's at the initial weights within 1e-5.
 
 Run with /usr/bin/python3 (torch 1.13, onnx 1.12):
-  recurrent_lengths_parity.py --build BUILD [--steps 20]
+  recurrent_lengths_parity.py --build BUILD [--steps 20] [--write-model PATH]
 """
 import argparse
 import json
@@ -178,11 +178,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", required=True)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--write-model", metavar="PATH",
+                        help="only write the ONNX model (for the CUDA plan checks) and exit")
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     bindir = pathlib.Path(args.build) / "bin"
     layers = {k: (make(), op, h, order) for k, (make, op, h, order) in LAYERS.items()}
+    if args.write_model:
+        build_model(layers, args.write_model)
+        return 0
     rng = np.random.default_rng(3)
     n = args.steps * BATCH
     data = {"x": rng.standard_normal((n, T, INPUT)).astype(np.float32),

@@ -1,6 +1,7 @@
 // Internal interface between the ONNX graph walk (OnnxImporter.cpp) and the op importers, which
 // are grouped by family in ElementwiseOps.cpp, TensorOps.cpp, NeuralOps.cpp and the files
-// named after their ops (EinsumOps.cpp, IndexingOps.cpp, ResizeOps.cpp, RecurrentOps.cpp).
+// named after their ops (EinsumOps.cpp, IndexingOps.cpp, ResizeOps.cpp, GridSampleOps.cpp,
+// RecurrentOps.cpp).
 #pragma once
 
 #include <memory>
@@ -173,6 +174,7 @@ void registerEinsumOps(OpImporterMap &map);
 void registerIndexingOps(OpImporterMap &map);
 void registerResizeOps(OpImporterMap &map);
 void registerRecurrentOps(OpImporterMap &map);
+void registerGridSampleOps(OpImporterMap &map);
 
 //===--- Helpers shared by the op importers ------------------------------===//
 /// Normalises `axis` against `rank`, or reports it ("WHAT A is out of range for rank R").

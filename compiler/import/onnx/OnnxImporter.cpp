@@ -254,6 +254,7 @@ static const OpImporterMap &opImporters() {
     registerIndexingOps(m);
     registerResizeOps(m);
     registerRecurrentOps(m);
+    registerGridSampleOps(m);
     return m;
   }();
   return map;

@@ -134,6 +134,41 @@ TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
   }
 }
 
+// ONNX ops imported as other plait ops, in the models of their PyTorch parity tests: the
+// recurrent layers unrolled (tests/e2e/recurrent_lengths_parity.py: a bidirectional LSTM with
+// peepholes, GRU and RNN, batch first, with runtime sequence_lens: GEMMs with a state operand,
+// gate slices, masks of less, where and cast, concats) and GridSample (every mode and padding:
+// gathers at computed positions, clamps, rounds, comparisons). Every instruction has a CUDA
+// kernel that takes its operands, forward and in the training step.
+TEST(CudaKernels, ImportedRecurrentAndGridSampleModelsHaveCudaKernels) {
+  fs::path dir = fs::temp_directory_path() / ("plait-cuda-imported-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string e2e = std::string(PLAIT_PYTHON) + " " + PLAIT_SOURCE_DIR + "/tests/e2e/";
+  const std::pair<std::string, std::string> models[] = {
+      {"recurrent", e2e + "recurrent_lengths_parity.py --build . --write-model "},
+      {"grid_sample", e2e + "onnx_op_train_parity.py --build . --model grid_sample "
+                            "--write-model "}};
+  for (const auto &[name, writer] : models) {
+    fs::path model = dir / (name + ".onnx");
+    std::string write = writer + model.string();
+    ASSERT_EQ(std::system(write.c_str()), 0) << write;
+    for (const char *flags : {"", "--train", "--train --no-fusion"}) {
+      std::string out = (dir / (name + ".plan")).string();
+      std::string command = std::string(PLAIT_COMPILE_PATH) + " " + model.string() +
+                            " --device cuda " + flags + " -o " + out + " > " + out +
+                            ".log 2>&1";
+      ASSERT_EQ(std::system(command.c_str()), 0) << command;
+      rt::Plan plan;
+      rt::Status loaded = rt::loadPlan(out, plan);
+      ASSERT_TRUE(loaded.ok()) << loaded.message();
+      rt::Status checked = rt::CudaExecutor::checkPlan(plan);
+      EXPECT_TRUE(checked.ok()) << name << " " << flags << ": " << checked.message();
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 // Every convolution of the CNN's plans (forward and both gradients) as cuDNN is given it:
 // the descriptors build (no device needed) and cuDNN computes the plan's output shape.
 TEST_F(SamplePlans, CnnConvolutionsDescribeForCudnn) {

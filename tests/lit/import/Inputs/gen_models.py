@@ -342,6 +342,22 @@ def main():
                          direction="bidirectional"),
     ], [vi("x", F, [3000, 1, 2]), vi("w", F, [2, 2, 2]), vi("r", F, [2, 2, 2])],
         [vi("yh", F, [2, 1, 2])], opset=14)
+    # GridSample: nearest with border padding (one tap: the grid's pixel coordinates
+    # clamped, rounded, and gathered from the input's pixel rows), and errors for a 5-D input
+    # and a grid of the wrong batch.
+    save("grid_sample", [
+        helper.make_node("GridSample", ["x", "g"], ["y"], name="warp", mode="nearest",
+                         padding_mode="border", align_corners=1),
+    ], [vi("x", F, [2, 3, 4, 5]), vi("g", F, [2, 6, 7, 2])], [vi("y", F, [2, 3, 6, 7])],
+        opset=16)
+    save("grid_sample_3d", [
+        helper.make_node("GridSample", ["x", "g"], ["y"], name="warp3d"),
+    ], [vi("x", F, [1, 1, 2, 3, 4]), vi("g", F, [1, 2, 2, 2, 3])], [vi("y", F, [1, 1, 2, 2, 2])],
+        opset=16, check=False)
+    save("grid_sample_batch", [
+        helper.make_node("GridSample", ["x", "g"], ["y"], name="mismatch"),
+    ], [vi("x", F, [2, 1, 3, 3]), vi("g", F, [1, 2, 2, 2])], [vi("y", F, [2, 1, 2, 2])],
+        opset=16, check=False)
 
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
