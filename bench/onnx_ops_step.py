@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """CPU training step of the ONNX ops plait maps onto other ops, against PyTorch eager.
 
-ConvTranspose, Resize, Einsum, GatherElements, ScatterElements, LSTM, GRU and GridSample have
-no kernels of their own in plait: the importer writes them as conv2d_grad_input, gathers and
-weighted sums, batched matmuls, gathers, scatter-adds, steps of GEMMs and gate activations,
-and gathers at positions computed from the grid (compiler/import/onnx/README.md). This measures what
+ConvTranspose, Resize, Einsum, GatherElements, ScatterElements, LSTM, GRU, GridSample and
+TopK have no kernels of their own in plait: the importer writes them as conv2d_grad_input,
+gathers and weighted sums, batched matmuls, gathers, scatter-adds, steps of GEMMs and gate
+activations, gathers at positions computed from the grid, and ranks from pairwise
+comparisons (compiler/import/onnx/README.md). This measures what
 that costs at sizes a model has: one small PyTorch module per op, its layer at the size below
 between a 1x1 convolution or linear layer and a mean-squared loss, exported to ONNX (opset 13)
 and compiled with `plait-compile --train --optimizer sgd --lr 0.01`. Both train the same
@@ -154,10 +155,27 @@ class GridSample(nn.Module):
         return (d * d).mean()
 
 
+class TopKRouter(nn.Module):
+    """A mixture-of-experts router: 8 x 512 tokens of width 256 scored over 64 experts, the
+    top 2 softmax scores renormalised as gates over rows of an expert table."""
+    shapes = {"x": (512, 256), "y": (512, 64)}
+
+    def __init__(self):
+        super().__init__()
+        self.router = nn.Linear(256, 64)
+        self.experts = nn.Parameter(torch.randn(64, 64) * 0.1)
+
+    def forward(self, x, y):
+        top, at = torch.topk(torch.softmax(self.router(x), -1), 2, dim=-1)
+        gates = top / top.sum(-1, keepdim=True)
+        d = (gates.unsqueeze(-1) * self.experts[at]).sum(2) - y
+        return (d * d).mean()
+
+
 MODELS = {"conv_transpose": ConvTranspose, "resize_bilinear": ResizeBilinear,
           "resize_nearest": ResizeNearest, "einsum_attention": EinsumAttention,
           "gather_logprob": GatherLogProb, "scatter_add": ScatterAdd, "lstm": Lstm, "gru": Gru,
-          "grid_sample": GridSample}
+          "grid_sample": GridSample, "topk_router": TopKRouter}
 
 
 def make_data(cls, n, rng):

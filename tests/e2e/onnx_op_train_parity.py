@@ -24,6 +24,8 @@ Each model is a small PyTorch module built here around one ONNX op:
 - resize: Resize (F.interpolate; gathers of constant indices and weighted sums): nearest and
   bilinear 2x upsampling, bilinear to a size with align_corners, bicubic, and a bilinear
   downsampling.
+- topk: TopK (ranks from pairwise comparisons, then gathers at the top indices): a
+  mixture-of-experts router's top-2 gates and expert rows, and the smallest along a middle axis.
 The module is exported to ONNX (opset 13, or the model's `opset`; its initial weights as
 initializers); plait-compile --train builds the step, plait-run trains it on 1 thread and on 2; PyTorch trains the module
 from the same weights on the same batches with SGD with momentum. Per-step losses must agree
@@ -261,9 +263,37 @@ class GridSampler(nn.Module):
         }
 
 
+class Router(nn.Module):
+    """A mixture-of-experts router: the top 2 of 8 experts' softmax scores per token, their
+    gates renormalised, mixing rows of an expert table picked by the top-k indices; and the 3
+    smallest logits along the token axis."""
+    inputs = "xy"
+
+    def __init__(self):
+        super().__init__()
+        self.router = nn.Linear(6, 8)
+        self.experts = nn.Parameter(torch.randn(8, 5))
+
+    def forward(self, x, y):
+        logits = self.router(x)                                          # [B, 4, 8]
+        top, at = torch.topk(torch.softmax(logits, -1), 2, dim=-1)       # [B, 4, 2]
+        gates = top / top.sum(-1, keepdim=True)
+        mixed = (gates.unsqueeze(-1) * self.experts[at]).sum(2)          # [B, 4, 5]
+        low, _ = torch.topk(logits, 3, dim=1, largest=False)             # [B, 3, 8]
+        d = mixed - y
+        return (d * d).mean() + 0.1 * (low * low).mean()
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 4, 6)).astype(np.float32),
+            "y": rng.standard_normal((n, 4, 5)).astype(np.float32),
+        }
+
+
 MODELS = {"conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
           "grid_sample": GridSampler, "recurrent": Recurrent, "resize": Resizer,
-          "scatter": Scatterer}
+          "scatter": Scatterer, "topk": Router}
 
 
 def train_torch(model, data, steps):

@@ -1,6 +1,7 @@
-// Importers of ONNX's element and tuple indexing: GatherElements, GatherND, ScatterElements
-// and ScatterND. Each becomes plait.gather (or plait.gather_grad, a scatter-add) at flat
-// indices computed from the ONNX indices, so they train through those ops' VJPs.
+// Importers of ONNX's element and tuple indexing: GatherElements, GatherND, ScatterElements,
+// ScatterND and TopK. Each becomes plait.gather (or plait.gather_grad, a scatter-add) at flat
+// indices computed from the ONNX indices (TopK's from ranks), so they train through those
+// ops' VJPs.
 #include "compiler/import/onnx/Importer.h"
 
 using namespace mlir;
@@ -265,6 +266,123 @@ LogicalResult importScatterND(NodeContext &ctx) {
   return scatterInto(ctx, type, data, row, updates, {rows, type.getNumElements() / rows});
 }
 
+/// The most elements TopK's axis may have: every pair of them is compared.
+constexpr int64_t kMaxTopKAxis = 4096;
+
+/// TopK (always sorted, which sorted=0 allows): each element's rank along the axis, the
+/// number of elements that come before it (larger, or equal at a lower index; smaller with
+/// largest=0), from every pair compared ([.., n, n] comparisons, reduced); the t-th index is
+/// where the rank is t (argmax of rank == t); the values are gathered from the flattened input
+/// at those indices, so their gradient is a scatter-add into the input. Ties keep the lower
+/// index first, as ONNX asks; NaNs are ordered arbitrarily (but every index is in range).
+LogicalResult importTopK(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  if (!type)
+    return failure();
+  if (!isa<FloatType>(type.getElementType()) && !type.getElementType().isInteger(32) &&
+      !type.getElementType().isInteger(64))
+    return ctx.unsupported("TopK of " + kindName(*kindOf(type.getElementType())) + " values");
+  auto kValues = ctx.requireIntsInput(1, "K");
+  if (!kValues)
+    return failure();
+  const int64_t rank = type.getRank();
+  if (rank < 1)
+    return ctx.error("X must have rank >= 1");
+  auto axis = normalizedAxis(ctx, ctx.intAttr("axis", -1), rank);
+  if (!axis)
+    return failure();
+  if (kValues->size() != 1)
+    return ctx.error("K must hold one value");
+  const int64_t n = type.getDimSize(*axis), k = (*kValues)[0];
+  if (k < 0 || k > n)
+    return ctx.error("K " + llvm::Twine(k) + " is not in [0, " + llvm::Twine(n) + "], the size "
+                     "of axis " + llvm::Twine(*axis));
+  if (k == 0)
+    return ctx.unsupported("K 0 (empty outputs)");
+  if (n > kMaxTopKAxis)
+    return ctx.unsupported("TopK over an axis of " + llvm::Twine(n) + " elements (plait "
+                           "compares every pair of them: at most " +
+                           llvm::Twine(kMaxTopKAxis) + ")");
+  const bool largest = ctx.intAttr("largest", 1) != 0;
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  // The axis last: [rows, n].
+  llvm::SmallVector<int64_t> perm;
+  llvm::SmallVector<int64_t> inverse(static_cast<size_t>(rank), 0);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis)
+      perm.push_back(d);
+  perm.push_back(*axis);
+  for (int64_t d = 0; d < rank; ++d)
+    inverse[size_t(perm[size_t(d)])] = d;
+  const bool moved = *axis != rank - 1;
+  llvm::SmallVector<int64_t> movedShape;
+  for (int64_t d : perm)
+    movedShape.push_back(type.getDimSize(d));
+  const int64_t rows = type.getNumElements() / std::max<int64_t>(n, 1);
+  if (rows * n * n > (int64_t(1) << 28))
+    return ctx.unsupported("TopK of " + llvm::Twine(rows) + " rows of " + llvm::Twine(n) +
+                           " (plait compares every pair in a row: at most 2^28 comparisons)");
+  Value last = moved ? ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)}) : x;
+  Value flatRows = last ? ctx.reshape(last, {rows, n}) : last;
+  Value mine = flatRows ? ctx.reshape(flatRows, {rows, n, 1}) : flatRows;   // x_i
+  Value other = mine ? ctx.reshape(flatRows, {rows, 1, n}) : mine;          // x_j
+  if (!other)
+    return failure();
+  // j comes before i: x_j beats x_i, or they are equal and j < i.
+  Value beats = largest ? ctx.create<GreaterOp>({other, mine}) : ctx.create<LessOp>({other, mine});
+  Value equal = beats ? ctx.create<EqualOp>({other, mine}) : Value();
+  llvm::SmallVector<int64_t> lower(size_t(n * n));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j)
+      lower[size_t(i * n + j)] = 1;
+  Value earlier = ctx.constant(HostTensor::fromInts(ElemKind::Bool, {n, n}, lower));
+  Value tie = equal ? ctx.create<AndOp>({equal, earlier}) : Value();
+  Value before = tie ? ctx.create<OrOp>({beats, tie}) : Value();
+  Type i64 = IntegerType::get(ctx.context(), 64);
+  Value counts = before ? ctx.cast(before, i64) : Value();
+  Value ranks = counts ? ctx.create<ReduceSumOp>({counts}, {ctx.arrayAttr("axes", {2}),
+                                                            ctx.boolAttr("keepdims", true)})
+                       : Value(); // [rows, n, 1]
+  llvm::SmallVector<int64_t> places;
+  for (int64_t t = 0; t < k; ++t)
+    places.push_back(t);
+  Value at = ranks ? ctx.create<EqualOp>(
+                         {ranks, ctx.constant(HostTensor::fromInts(ElemKind::I64, {1, 1, k},
+                                                                   places))})
+                   : Value(); // [rows, n, k]
+  Value atInt = at ? ctx.cast(at, IntegerType::get(ctx.context(), 32)) : Value();
+  Value indices = atInt ? ctx.create<ArgMaxOp>({atInt}, {ctx.i64Attr("axis", 1),
+                                                         ctx.boolAttr("keepdims", false)})
+                        : Value(); // [rows, k]
+  // Values: gathered from the rows flattened, at row * n + index.
+  llvm::SmallVector<int64_t> offsets;
+  for (int64_t r = 0; r < rows; ++r)
+    offsets.push_back(r * n);
+  Value flatAt = indices ? ctx.create<AddOp>(
+                               {indices, ctx.constant(HostTensor::fromInts(ElemKind::I64,
+                                                                           {rows, 1}, offsets))})
+                         : Value();
+  Value flat = flatAt ? ctx.reshape(flatRows, {rows * n}) : Value();
+  Value values = flat ? ctx.create<GatherOp>({flat, flatAt}, {ctx.i64Attr("axis", 0)})
+                      : Value(); // [rows, k]
+  if (!values)
+    return failure();
+  llvm::SmallVector<int64_t> outShape(movedShape);
+  outShape.back() = k;
+  auto restore = [&](Value v) -> Value {
+    v = ctx.reshape(v, outShape);
+    return v && moved ? ctx.create<TransposeOp>({v}, {ctx.arrayAttr("perm", inverse)}) : v;
+  };
+  Value outValues = restore(values), outIndices = outValues ? restore(indices) : Value();
+  if (!outIndices)
+    return failure();
+  ctx.setOutput(0, outValues);
+  ctx.setOutput(1, outIndices);
+  return success();
+}
+
 } // namespace
 
 void registerIndexingOps(OpImporterMap &map) {
@@ -272,6 +390,7 @@ void registerIndexingOps(OpImporterMap &map) {
   map["GatherND"] = importGatherND;
   map["ScatterElements"] = importScatterElements;
   map["ScatterND"] = importScatterND;
+  map["TopK"] = importTopK;
 }
 
 } // namespace plait::onnx_import

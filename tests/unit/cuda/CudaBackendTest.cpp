@@ -137,17 +137,19 @@ TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
 // ONNX ops imported as other plait ops, in the models of their PyTorch parity tests: the
 // recurrent layers unrolled (tests/e2e/recurrent_lengths_parity.py: a bidirectional LSTM with
 // peepholes, GRU and RNN, batch first, with runtime sequence_lens: GEMMs with a state operand,
-// gate slices, masks of less, where and cast, concats) and GridSample (every mode and padding:
-// gathers at computed positions, clamps, rounds, comparisons). Every instruction has a CUDA
-// kernel that takes its operands, forward and in the training step.
-TEST(CudaKernels, ImportedRecurrentAndGridSampleModelsHaveCudaKernels) {
+// gate slices, masks of less, where and cast, concats), GridSample (every mode and padding:
+// gathers at computed positions, clamps, rounds, comparisons) and TopK (pairwise comparisons,
+// a reduce_sum of i64 ranks, argmax of i32). Every instruction has a CUDA kernel that takes its
+// operands, forward and in the training step.
+TEST(CudaKernels, ImportedRecurrentGridSampleAndTopKModelsHaveCudaKernels) {
   fs::path dir = fs::temp_directory_path() / ("plait-cuda-imported-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string e2e = std::string(PLAIT_PYTHON) + " " + PLAIT_SOURCE_DIR + "/tests/e2e/";
   const std::pair<std::string, std::string> models[] = {
       {"recurrent", e2e + "recurrent_lengths_parity.py --build . --write-model "},
       {"grid_sample", e2e + "onnx_op_train_parity.py --build . --model grid_sample "
-                            "--write-model "}};
+                            "--write-model "},
+      {"topk", e2e + "onnx_op_train_parity.py --build . --model topk --write-model "}};
   for (const auto &[name, writer] : models) {
     fs::path model = dir / (name + ".onnx");
     std::string write = writer + model.string();
