@@ -4,8 +4,8 @@
 ConvTranspose, Resize, Einsum, GatherElements, ScatterElements, LSTM, GRU, GridSample and
 TopK have no kernels of their own in plait: the importer writes them as conv2d_grad_input,
 gathers and weighted sums, batched matmuls, gathers, scatter-adds, steps of GEMMs and gate
-activations, gathers at positions computed from the grid, and ranks from pairwise
-comparisons (compiler/import/onnx/README.md). This measures what
+activations, gathers at positions computed from the grid, and selections (argmax passes)
+or ranks (compiler/import/onnx/README.md). This measures what
 that costs at sizes a model has: one small PyTorch module per op, its layer at the size below
 between a 1x1 convolution or linear layer and a mean-squared loss, exported to ONNX (opset 13)
 and compiled with `plait-compile --train --optimizer sgd --lr 0.01`. Both train the same

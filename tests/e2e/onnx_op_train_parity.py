@@ -24,7 +24,7 @@ Each model is a small PyTorch module built here around one ONNX op:
 - resize: Resize (F.interpolate; gathers of constant indices and weighted sums): nearest and
   bilinear 2x upsampling, bilinear to a size with align_corners, bicubic, and a bilinear
   downsampling.
-- topk: TopK (ranks from pairwise comparisons, then gathers at the top indices): a
+- topk: TopK (K <= 8 selected one by one, then gathers at the top indices): a
   mixture-of-experts router's top-2 gates and expert rows, and the smallest along a middle axis.
 The module is exported to ONNX (opset 13, or the model's `opset`; its initial weights as
 initializers); plait-compile --train builds the step, plait-run trains it on 1 thread and on 2; PyTorch trains the module

@@ -4,6 +4,9 @@
 // ops' VJPs.
 #include "compiler/import/onnx/Importer.h"
 
+#include <climits>
+#include <cmath>
+
 using namespace mlir;
 
 namespace plait::onnx_import {
@@ -266,15 +269,103 @@ LogicalResult importScatterND(NodeContext &ctx) {
   return scatterInto(ctx, type, data, row, updates, {rows, type.getNumElements() / rows});
 }
 
-/// The most elements TopK's axis may have: every pair of them is compared.
+/// The most elements TopK's axis may have when every pair of them is compared.
 constexpr int64_t kMaxTopKAxis = 4096;
+/// Up to this K, TopK selects the K one after another (K passes over the row); above it,
+/// every pair is compared (one pass over [rows, n, n]).
+constexpr int64_t kMaxTopKSelections = 8;
 
-/// TopK (always sorted, which sorted=0 allows): each element's rank along the axis, the
-/// number of elements that come before it (larger, or equal at a lower index; smaller with
-/// largest=0), from every pair compared ([.., n, n] comparisons, reduced); the t-th index is
-/// where the rank is t (argmax of rank == t); the values are gathered from the flattened input
-/// at those indices, so their gradient is a scatter-add into the input. Ties keep the lower
-/// index first, as ONNX asks; NaNs are ordered arbitrarily (but every index is in range).
+/// TopK's indices [rows, k] of x [rows, n], selected one after another: each pass takes the
+/// first of the not yet taken elements equal to the largest (smallest) of them (argmax of
+/// that condition), so ties go to the lower index and -inf is ordered like any value.
+Value topKBySelection(NodeContext &ctx, Value x, int64_t rows, int64_t n, int64_t k,
+                      bool largest) {
+  Type type = elementTypeOf(x);
+  double extreme = isa<FloatType>(type) ? (largest ? -INFINITY : INFINITY)
+                   : type.isInteger(32) ? (largest ? double(INT32_MIN) : double(INT32_MAX))
+                                        : (largest ? -9223372036854775808.0
+                                                   : 9223372036854775807.0);
+  Value fill = ctx.scalar(extreme, type);
+  llvm::SmallVector<int64_t> iota;
+  for (int64_t j = 0; j < n; ++j)
+    iota.push_back(j);
+  Value positions = ctx.constant(HostTensor::fromInts(ElemKind::I64, {1, n}, iota));
+  Type i32 = IntegerType::get(ctx.context(), 32);
+  Value taken;
+  llvm::SmallVector<Value> picks;
+  for (int64_t t = 0; t < k; ++t) {
+    Value open = taken ? ctx.create<WhereOp>({taken, fill, x}) : x;
+    Value best = open ? (largest ? ctx.create<ReduceMaxOp>({open}, {ctx.arrayAttr("axes", {1}),
+                                                                    ctx.boolAttr("keepdims",
+                                                                                 true)})
+                                 : ctx.create<ReduceMinOp>({open}, {ctx.arrayAttr("axes", {1}),
+                                                                    ctx.boolAttr("keepdims",
+                                                                                 true)}))
+                      : Value();
+    Value candidate = best ? ctx.create<EqualOp>({open, best}) : Value();
+    if (candidate && taken) {
+      Value free = ctx.create<NotOp>({taken});
+      candidate = free ? ctx.create<AndOp>({candidate, free}) : free;
+    }
+    Value flags = candidate ? ctx.cast(candidate, i32) : Value();
+    Value pick = flags ? ctx.create<ArgMaxOp>({flags}, {ctx.i64Attr("axis", 1),
+                                                        ctx.boolAttr("keepdims", true)})
+                       : Value(); // [rows, 1]
+    if (!pick)
+      return pick;
+    picks.push_back(pick);
+    if (t + 1 < k) {
+      Value hit = ctx.create<EqualOp>({positions, pick});
+      taken = !hit ? hit : taken ? ctx.create<OrOp>({taken, hit}) : hit;
+      if (!taken)
+        return taken;
+    }
+  }
+  return picks.size() == 1 ? picks[0] : ctx.create<ConcatOp>(picks, {ctx.i64Attr("axis", 1)});
+}
+
+/// TopK's indices [rows, k] of x [rows, n] from ranks: each element's count of the elements
+/// before it (larger, or equal at a lower index; smaller with largest=0), from every pair
+/// compared ([rows, n, n]) and counted in f32 (exact to 2^24); the t-th index is where the
+/// rank is t (argmax of rank == t).
+Value topKByRanks(NodeContext &ctx, Value x, int64_t rows, int64_t n, int64_t k,
+                  bool largest) {
+  Value mine = ctx.reshape(x, {rows, n, 1});              // x_i
+  Value other = mine ? ctx.reshape(x, {rows, 1, n}) : mine; // x_j
+  if (!other)
+    return other;
+  // j comes before i: x_j beats x_i, or they are equal and j < i.
+  Value beats = largest ? ctx.create<GreaterOp>({other, mine}) : ctx.create<LessOp>({other, mine});
+  Value equal = beats ? ctx.create<EqualOp>({other, mine}) : Value();
+  llvm::SmallVector<int64_t> lower(size_t(n * n));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j)
+      lower[size_t(i * n + j)] = 1;
+  Value earlier = ctx.constant(HostTensor::fromInts(ElemKind::Bool, {n, n}, lower));
+  Value tie = equal ? ctx.create<AndOp>({equal, earlier}) : Value();
+  Value before = tie ? ctx.create<OrOp>({beats, tie}) : Value();
+  Type f32 = Float32Type::get(ctx.context());
+  Value counts = before ? ctx.cast(before, f32) : Value();
+  Value ranks = counts ? ctx.create<ReduceSumOp>({counts}, {ctx.arrayAttr("axes", {2}),
+                                                            ctx.boolAttr("keepdims", true)})
+                       : Value(); // [rows, n, 1]
+  llvm::SmallVector<double> places;
+  for (int64_t t = 0; t < k; ++t)
+    places.push_back(double(t));
+  Value at = ranks ? ctx.create<EqualOp>(
+                         {ranks, ctx.constant(HostTensor::fromDoubles(ElemKind::F32, {1, 1, k},
+                                                                      places))})
+                   : Value(); // [rows, n, k]
+  Value atInt = at ? ctx.cast(at, IntegerType::get(ctx.context(), 32)) : Value();
+  return atInt ? ctx.create<ArgMaxOp>({atInt}, {ctx.i64Attr("axis", 1),
+                                                ctx.boolAttr("keepdims", false)})
+               : Value();
+}
+
+/// TopK (always sorted, which sorted=0 allows): the indices by selection (K <= 8) or by ranks
+/// (topKBySelection, topKByRanks); the values gathered from the flattened input at those
+/// indices, so their gradient is a scatter-add into the input. Ties keep the lower index
+/// first, as ONNX asks; NaNs are ordered arbitrarily (but every index is in range).
 LogicalResult importTopK(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
@@ -299,10 +390,11 @@ LogicalResult importTopK(NodeContext &ctx) {
                      "of axis " + llvm::Twine(*axis));
   if (k == 0)
     return ctx.unsupported("K 0 (empty outputs)");
-  if (n > kMaxTopKAxis)
-    return ctx.unsupported("TopK over an axis of " + llvm::Twine(n) + " elements (plait "
-                           "compares every pair of them: at most " +
-                           llvm::Twine(kMaxTopKAxis) + ")");
+  if (n > kMaxTopKAxis && k > kMaxTopKSelections)
+    return ctx.unsupported("TopK of K " + llvm::Twine(k) + " over an axis of " + llvm::Twine(n) +
+                           " elements (plait selects up to " + llvm::Twine(kMaxTopKSelections) +
+                           " one by one, and compares every pair for more: at most " +
+                           llvm::Twine(kMaxTopKAxis) + " elements)");
   const bool largest = ctx.intAttr("largest", 1) != 0;
   Value x = ctx.input(0);
   if (!x)
@@ -321,41 +413,16 @@ LogicalResult importTopK(NodeContext &ctx) {
   for (int64_t d : perm)
     movedShape.push_back(type.getDimSize(d));
   const int64_t rows = type.getNumElements() / std::max<int64_t>(n, 1);
-  if (rows * n * n > (int64_t(1) << 28))
+  if (k > kMaxTopKSelections && rows * n * n > (int64_t(1) << 28))
     return ctx.unsupported("TopK of " + llvm::Twine(rows) + " rows of " + llvm::Twine(n) +
                            " (plait compares every pair in a row: at most 2^28 comparisons)");
   Value last = moved ? ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)}) : x;
   Value flatRows = last ? ctx.reshape(last, {rows, n}) : last;
-  Value mine = flatRows ? ctx.reshape(flatRows, {rows, n, 1}) : flatRows;   // x_i
-  Value other = mine ? ctx.reshape(flatRows, {rows, 1, n}) : mine;          // x_j
-  if (!other)
+  if (!flatRows)
     return failure();
-  // j comes before i: x_j beats x_i, or they are equal and j < i.
-  Value beats = largest ? ctx.create<GreaterOp>({other, mine}) : ctx.create<LessOp>({other, mine});
-  Value equal = beats ? ctx.create<EqualOp>({other, mine}) : Value();
-  llvm::SmallVector<int64_t> lower(size_t(n * n));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < i; ++j)
-      lower[size_t(i * n + j)] = 1;
-  Value earlier = ctx.constant(HostTensor::fromInts(ElemKind::Bool, {n, n}, lower));
-  Value tie = equal ? ctx.create<AndOp>({equal, earlier}) : Value();
-  Value before = tie ? ctx.create<OrOp>({beats, tie}) : Value();
-  Type i64 = IntegerType::get(ctx.context(), 64);
-  Value counts = before ? ctx.cast(before, i64) : Value();
-  Value ranks = counts ? ctx.create<ReduceSumOp>({counts}, {ctx.arrayAttr("axes", {2}),
-                                                            ctx.boolAttr("keepdims", true)})
-                       : Value(); // [rows, n, 1]
-  llvm::SmallVector<int64_t> places;
-  for (int64_t t = 0; t < k; ++t)
-    places.push_back(t);
-  Value at = ranks ? ctx.create<EqualOp>(
-                         {ranks, ctx.constant(HostTensor::fromInts(ElemKind::I64, {1, 1, k},
-                                                                   places))})
-                   : Value(); // [rows, n, k]
-  Value atInt = at ? ctx.cast(at, IntegerType::get(ctx.context(), 32)) : Value();
-  Value indices = atInt ? ctx.create<ArgMaxOp>({atInt}, {ctx.i64Attr("axis", 1),
-                                                         ctx.boolAttr("keepdims", false)})
-                        : Value(); // [rows, k]
+  Value indices = k <= kMaxTopKSelections
+                      ? topKBySelection(ctx, flatRows, rows, n, k, largest)
+                      : topKByRanks(ctx, flatRows, rows, n, k, largest); // [rows, k]
   // Values: gathered from the rows flattened, at row * n + index.
   llvm::SmallVector<int64_t> offsets;
   for (int64_t r = 0; r < rows; ++r)

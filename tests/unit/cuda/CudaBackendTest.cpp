@@ -138,8 +138,8 @@ TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
 // recurrent layers unrolled (tests/e2e/recurrent_lengths_parity.py: a bidirectional LSTM with
 // peepholes, GRU and RNN, batch first, with runtime sequence_lens: GEMMs with a state operand,
 // gate slices, masks of less, where and cast, concats), GridSample (every mode and padding:
-// gathers at computed positions, clamps, rounds, comparisons) and TopK (pairwise comparisons,
-// a reduce_sum of i64 ranks, argmax of i32). Every instruction has a CUDA kernel that takes its
+// gathers at computed positions, clamps, rounds, comparisons) and TopK (selections: reduce_max
+// and reduce_min, where, not, and, argmax of i32). Every instruction has a CUDA kernel that takes its
 // operands, forward and in the training step.
 TEST(CudaKernels, ImportedRecurrentGridSampleAndTopKModelsHaveCudaKernels) {
   fs::path dir = fs::temp_directory_path() / ("plait-cuda-imported-" + std::to_string(::getpid()));

@@ -358,18 +358,25 @@ def main():
         helper.make_node("GridSample", ["x", "g"], ["y"], name="mismatch"),
     ], [vi("x", F, [2, 1, 3, 3]), vi("g", F, [1, 2, 2, 2])], [vi("y", F, [2, 1, 2, 2])],
         opset=16, check=False)
-    # TopK with ties and -inf (run by topk.test), and an axis longer than plait compares.
+    # TopK with ties and -inf (run by topk.test): K <= 8 by selection, larger K by ranks; and
+    # a K above 8 over an axis longer than plait compares.
     save("topk", [
         helper.make_node("TopK", ["x", "k4"], ["big", "big_at"], name="largest"),
         helper.make_node("TopK", ["x", "k3"], ["small", "small_at"], name="smallest", largest=0),
-    ], [vi("x", F, [2, 5])],
+        helper.make_node("TopK", ["x", "k10"], ["rank_big", "rank_big_at"], name="ranked"),
+        helper.make_node("TopK", ["x", "k9"], ["rank_small", "rank_small_at"],
+                         name="ranked_small", largest=0),
+    ], [vi("x", F, [2, 12])],
         [vi("big", F, [2, 4]), vi("big_at", I64, [2, 4]), vi("small", F, [2, 3]),
-         vi("small_at", I64, [2, 3])],
-        [tensor("k4", np.array([4], np.int64)), tensor("k3", np.array([3], np.int64))])
+         vi("small_at", I64, [2, 3]), vi("rank_big", F, [2, 10]),
+         vi("rank_big_at", I64, [2, 10]), vi("rank_small", F, [2, 9]),
+         vi("rank_small_at", I64, [2, 9])],
+        [tensor("k4", np.array([4], np.int64)), tensor("k3", np.array([3], np.int64)),
+         tensor("k10", np.array([10], np.int64)), tensor("k9", np.array([9], np.int64))])
     save("topk_long", [
         helper.make_node("TopK", ["x", "k"], ["v", "i"], name="vocab"),
-    ], [vi("x", F, [1, 5000])], [vi("v", F, [1, 2]), vi("i", I64, [1, 2])],
-        [tensor("k", np.array([2], np.int64))])
+    ], [vi("x", F, [1, 5000])], [vi("v", F, [1, 20]), vi("i", I64, [1, 20])],
+        [tensor("k", np.array([20], np.int64))])
 
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
