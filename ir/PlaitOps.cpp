@@ -869,6 +869,15 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+LogicalResult DropoutMaskOp::verify() {
+  if (getStep().getType().getRank() != 0)
+    return emitOpError("step must be a scalar");
+  double ratio = getRatio().convertToDouble();
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return emitOpError("ratio ") << ratio << " is not in [0, 1)";
+  return success();
+}
+
 LogicalResult TriluOp::verify() {
   if (getType().getRank() < 2)
     return emitOpError("needs rank >= 2, got ") << getType().getRank();

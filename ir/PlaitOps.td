@@ -758,6 +758,31 @@ def Plait_TriluOp : Plait_Op<"trilu", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Plait_DropoutMaskOp : Plait_Op<"dropout_mask", [Pure]> {
+  let summary = "a dropout mask drawn for this step: 0 or 1 / (1 - ratio) per element";
+  let description = [{
+    Element i of the result is 0 with probability `ratio` and 1 / (1 - ratio) otherwise
+    (in the result's float type), so x * mask is inverted dropout (ONNX Dropout in training
+    mode, torch.nn.Dropout in training). The draw is counter-based
+    (codegen/schema/DropoutMask.h): it hashes (`seed`, `stream`, step, rank, i), where step is
+    the operand, plait.hyper "step" (the 1-based step number, f32), and rank the rank running
+    the plan. So every step, rank and stream draws afresh, while a recomputed or resumed step
+    draws the same mask on any thread count or device. The importer gives each Dropout node
+    its own `stream`; gradient accumulation gives each micro-batch its own. `ratio` in [0, 1).
+
+    ```mlir
+    %step = plait.hyper "step" : tensor<f32>
+    %m = plait.dropout_mask %step {ratio = 1.000000e-01 : f64, seed = 0 : i64, stream = 7 : i64}
+        : (tensor<f32>) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$step, F64Attr:$ratio, I64Attr:$seed,
+                       I64Attr:$stream);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "$step attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

@@ -461,8 +461,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
         PLAIT_RETURN_IF_ERROR(exec->setInput(i, t.dtype, t.shape, t.bytes.data()));
       }
     monitor.batchLoaded();
-    if (plan.training)
-      exec->setHyperParameters(step, plan.schedule.at(step));
+    // A forward plan has no schedule, but a training-mode dropout's mask reads the step.
+    exec->setHyperParameters(step, plan.training ? plan.schedule.at(step) : 0.0);
     auto start = std::chrono::steady_clock::now();
     if (Status ran = exec->run(); !ran.ok())
       return inContext(ran, plan.path, fmt::format("step {}", step));

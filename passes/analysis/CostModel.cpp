@@ -80,6 +80,8 @@ constexpr ElementCost kElementCosts[] = {
     // A fused program's rounding to bf16 (FusedElementwise.h): a few integer operations on
     // the value's bits, no memory.
     {"round_bf16", 2, false, "unary"},
+    // dropout_mask: four 64-bit hash mixes per element (DropoutMask.h), no loads.
+    {"dropout_mask", 6, false, "unary"},
     {"cast", 1, false, "cast"},         {"exp", T, false, "transcendental"},
     {"log", T, false, "transcendental"}, {"erf", T, false, "transcendental"},
     {"tanh", T, false, "transcendental"}, {"sigmoid", T + 2, false, "transcendental"},
@@ -198,14 +200,14 @@ double rowGrains(double rows, double width, int64_t grain) {
 }
 
 /// The element kernels whose loops the runtime splits across threads (their parallelFor
-/// calls: Unary-, Binary-, Cast- and OptimizerKernels.cpp). argmax, argmin and reshape run
-/// on one thread (pools, norms, reductions, losses, gathers and movement: below).
+/// calls: Unary-, Binary-, Cast-, Random- and OptimizerKernels.cpp). argmax, argmin and
+/// reshape run on one thread (pools, norms, reductions, losses, gathers and movement: below).
 bool splitsElements(std::string_view k) {
   static constexpr std::string_view kSplit[] = {
       "add", "sub", "mul", "div", "max", "min", "greater", "less", "equal", "and", "or",
       "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
       "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "where", "clamp", "not",
-      "cast", "pow"};
+      "cast", "pow", "dropout_mask"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }
 

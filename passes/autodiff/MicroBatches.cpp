@@ -110,8 +110,13 @@ LogicalResult accumulateMicroBatches(func::FuncOp func, int64_t microBatches, Va
     OpBuilder b(terminator);
     for (BlockArgument arg : body.getArguments())
       mapping.map(arg, microBatchSlice(b, arg, index, microBatches));
-    for (Operation *op : work)
-      b.clone(*op, mapping);
+    for (Operation *op : work) {
+      Operation *copy = b.clone(*op, mapping);
+      // Each micro-batch draws its own dropout masks (the first keeps the node's stream).
+      if (auto mask = dyn_cast<DropoutMaskOp>(copy); mask && index > 0)
+        mask.setStream(int64_t(uint64_t(mask.getStream()) ^
+                               (uint64_t(index) * 0x9e3779b97f4a7c15ULL)));
+    }
     lossSum = accumulator.add(lossSum, mapping.lookupOrDefault(loss));
     for (auto &[param, grad] : grads)
       gradSums[param] = accumulator.add(gradSums.lookup(param), mapping.lookupOrDefault(grad));

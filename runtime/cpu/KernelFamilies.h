@@ -18,5 +18,6 @@ void registerLossKernels();          // the two losses and their grads    (LossK
 void registerGradKernels();          // gather_grad, conv2d/pool grads    (GradKernels.cpp)
 void registerFusedKernels();         // fused_elementwise                 (FusedKernels.cpp)
 void registerOptimizerKernels();     // sgd_update, adamw_update          (OptimizerKernels.cpp)
+void registerRandomKernels();        // dropout_mask                      (RandomKernels.cpp)
 
 } // namespace plait::rt::cpu

@@ -20,6 +20,7 @@ void registerCpuKernels() {
   cpu::registerLossKernels();
   cpu::registerGradKernels();
   cpu::registerOptimizerKernels();
+  cpu::registerRandomKernels();
 }
 
 } // namespace plait::rt

@@ -194,6 +194,30 @@ Status castKernel(const CudaKernelCall &call) {
                   "cast");
 }
 
+Status dropoutMaskKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = "dropout_mask";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 1, 1, 1));
+  const TensorView &step = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  if (step.dtype != DType::F32 || step.numel() != 1)
+    return Status::errorf("{}: step must be one f32 value, got {} {}", kName,
+                          dtypeName(step.dtype), shapeString(step.shape));
+  if (!isFloat(y.dtype))
+    return Status::errorf("{}: the mask must be a float tensor, got {}", kName,
+                          dtypeName(y.dtype));
+  const double ratio = call.attrs.getFloat("ratio", -1.0);
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return Status::errorf("{}: ratio {} is not in [0, 1)", kName, ratio);
+  if (call.check)
+    return {};
+  return launched(launchDropoutMask(code(y.dtype), static_cast<const float *>(step.data),
+                                    y.data, y.numel(), uint64_t(call.attrs.getInt("seed", 0)),
+                                    uint64_t(call.attrs.getInt("stream", 0)), call.rank, ratio,
+                                    call.stream),
+                  kName);
+}
+
 } // namespace
 
 void registerCudaElementwiseKernels() {
@@ -241,6 +265,7 @@ void registerCudaElementwiseKernels() {
   registerBinary<BinaryOp::Xor, 2>("xor");
   registerCudaKernel("where", &whereKernel);
   registerCudaKernel("cast", &castKernel);
+  registerCudaKernel("dropout_mask", &dropoutMaskKernel);
 }
 
 } // namespace plait::rt

@@ -253,8 +253,8 @@ Status runCudaPlanOnRank(const RunOptions &options, Plan &plan, Communicator &co
                                                   : data.batchData(step - 1, i);
       PLAIT_RETURN_IF_ERROR(exec->setInput(i, t.dtype, t.shape, bytes));
     }
-    if (plan.training)
-      exec->setHyperParameters(step, plan.schedule.at(step));
+    // A forward plan has no schedule, but a training-mode dropout's mask reads the step.
+    exec->setHyperParameters(step, plan.training ? plan.schedule.at(step) : 0.0);
     auto start = std::chrono::steady_clock::now();
     Status ran = exec->run();
     if (!ran.ok())

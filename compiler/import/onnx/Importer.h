@@ -93,6 +93,7 @@ public:
   //===--- Outputs ---------------------------------------------------------===//
   unsigned numOutputs() const;
   bool hasOutput(unsigned i) const;
+  llvm::StringRef outputName(unsigned i) const;
   void setOutput(unsigned i, mlir::Value value);
   void setOutput(unsigned i, HostTensor folded);
   /// Sets output 0 to `value`; a null value (a builder that already reported) is a failure.

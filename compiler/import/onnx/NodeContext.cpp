@@ -29,6 +29,10 @@ llvm::StringRef NodeContext::inputName(unsigned i) const {
   return hasInput(i) ? llvm::StringRef(node_.input(i)) : llvm::StringRef();
 }
 
+llvm::StringRef NodeContext::outputName(unsigned i) const {
+  return hasOutput(i) ? llvm::StringRef(node_.output(i)) : llvm::StringRef();
+}
+
 ValueEntry *NodeContext::presentInput(unsigned i) {
   if (!hasInput(i)) {
     (void)error("missing input #" + llvm::Twine(i));

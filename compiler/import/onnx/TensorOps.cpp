@@ -595,6 +595,42 @@ LogicalResult importGather(NodeContext &ctx) {
   return ctx.setResult(ctx.create<GatherOp>({data, indices}, {ctx.i64Attr("axis", *axis)}));
 }
 
+/// Dropout in training mode: x times plait.dropout_mask, drawn afresh every step (the
+/// plait.hyper "step" it reads) from the node's `seed` attribute and a stream of its own (a
+/// hash of its output's name, unique in the graph). The optional mask output is mask != 0.
+LogicalResult importTrainingDropout(NodeContext &ctx, RankedTensorType type, double ratio) {
+  if (!(ratio > 0.0 && ratio < 1.0))
+    return ctx.error("ratio " + std::to_string(ratio) + " is not in [0, 1)");
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  uint64_t stream = 1469598103934665603ULL; // FNV-1a of the output's name
+  for (char c : ctx.outputName(0).empty() ? ctx.outputName(1) : ctx.outputName(0))
+    stream = (stream ^ uint8_t(c)) * 1099511628211ULL;
+  auto f32Scalar = RankedTensorType::get({}, Float32Type::get(ctx.context()));
+  Value step = ctx.create<HyperOp>({}, {ctx.attr("name", StringAttr::get(ctx.context(), "step"))},
+                                   f32Scalar);
+  Value mask = step ? ctx.create<DropoutMaskOp>(
+                          {step}, {ctx.f64Attr("ratio", ratio),
+                                   ctx.i64Attr("seed", ctx.intAttr("seed", 0)),
+                                   ctx.i64Attr("stream", int64_t(stream >> 1))},
+                          type)
+                    : Value();
+  Value y = mask ? ctx.create<MulOp>({x, mask}) : Value();
+  if (!y)
+    return failure();
+  ctx.setOutput(0, y);
+  if (ctx.hasOutput(1)) {
+    Value kept = ctx.create<GreaterOp>({mask, ctx.scalar(0.0, type.getElementType())});
+    if (!kept)
+      return failure();
+    ctx.setOutput(1, kept);
+  }
+  return success();
+}
+
 LogicalResult importDropout(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
@@ -614,7 +650,7 @@ LogicalResult importDropout(NodeContext &ctx) {
     ratio = r->numElements() == 1 ? r->getDouble(0) : ratio;
   }
   if (training && ratio != 0.0)
-    return ctx.unsupported("training-mode Dropout (random masks); export the model in eval mode");
+    return importTrainingDropout(ctx, type, ratio);
   // Inference: the output is the input and the mask keeps everything.
   if (failed(ctx.forwardInput(0, 0)))
     return failure();

@@ -1,9 +1,10 @@
 // Elementwise kernels: the unary and binary families, where, cast, strided copies (transpose,
-// broadcast_to, slice) and a collective's mean. One grid-stride kernel per family, the op a
+// broadcast_to, slice), a collective's mean and the dropout mask. One grid-stride kernel per family, the op a
 // runtime argument of a per-element switch (ElementMath.h) so that each family compiles once
 // per dtype. Run on an H200 by tests/gpu/run.sh (every sample against the CPU backend).
 #include <cstring>
 
+#include "codegen/schema/DropoutMask.h"
 #include "runtime/cuda/kernels/Device.cuh"
 #include "runtime/cuda/kernels/ElementMath.h"
 
@@ -214,6 +215,31 @@ cudaError_t launchTrilu(int elementBytes, const void *x, void *y, int64_t matric
     using E = decltype(tag);
     triluKernel<E><<<gridFor(total), kThreads, 0, stream>>>(
         static_cast<const E *>(x), static_cast<E *>(y), total, rows, cols, upper, k);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+/// The step is read on the device (plait.hyper "step", set before each step), so a captured
+/// CUDA graph draws each replayed step's own mask.
+template <typename S>
+__global__ void dropoutMaskKernel(const float *step, S *y, int64_t n, uint64_t seed,
+                                  uint64_t stream, uint64_t rank, uint64_t threshold,
+                                  double scale) {
+  const uint64_t key = dropout::streamKey(seed, stream, uint64_t(*step), rank);
+  const Compute<S> kept = Compute<S>(scale), dropped = Compute<S>(0);
+  PLAIT_GRID_STRIDE(i, n) { store(y, i, dropout::keep(key, uint64_t(i), threshold) ? kept : dropped); }
+}
+
+cudaError_t launchDropoutMask(int dtype, const float *step, void *y, int64_t n, uint64_t seed,
+                              uint64_t stream, uint64_t rank, double ratio,
+                              cudaStream_t cudaStream) {
+  if (n == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    dropoutMaskKernel<S><<<gridFor(n), kThreads, 0, cudaStream>>>(
+        step, static_cast<S *>(y), n, seed, stream, rank, dropout::threshold(ratio),
+        1.0 / (1.0 - ratio));
   });
   return ok ? cudaGetLastError() : unsupported();
 }

@@ -54,6 +54,11 @@ cudaError_t launchBinary(BinaryOp op, int dtype, const void *a, const void *b, v
 /// out = cond ? x : y (cond i1), whole elements of `elementBytes`; `g` from planBroadcast<3>.
 cudaError_t launchWhere(int elementBytes, const void *cond, const void *x, const void *y,
                         void *out, const StridedGeometry &g, int64_t n, cudaStream_t stream);
+/// y = dropout mask (0 or 1 / (1 - ratio), codegen/schema/DropoutMask.h's draw) of float dtype
+/// `dtype`, keyed by (seed, stream, *step, rank); `step` is a device pointer to one f32.
+cudaError_t launchDropoutMask(int dtype, const float *step, void *y, int64_t n, uint64_t seed,
+                              uint64_t stream, uint64_t rank, double ratio,
+                              cudaStream_t cudaStream);
 /// y = x converted from dtype `from` to `to` (runtime/cpu/CastKernels.cpp's rules).
 cudaError_t launchCast(int from, int to, const void *x, void *y, int64_t n, cudaStream_t stream);
 /// y[i] = x[offset(i)] for the dense result of `g` (operand 0's strides, in elements), as

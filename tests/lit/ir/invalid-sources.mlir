@@ -1,4 +1,4 @@
-// Diagnostics of plait.param and plait.constant.
+// Diagnostics of the source ops: plait.param, plait.constant and plait.dropout_mask.
 // RUN: plait-opt --split-input-file --verify-diagnostics %s
 
 func.func @param_empty_name() {
@@ -172,5 +172,29 @@ func.func @param_same_name_different_init() {
 func.func @constant_without_value() {
   // expected-error @+1 {{'plait.constant' op requires attribute 'value'}}
   %0 = "plait.constant"() : () -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_ratio_one(%step: tensor<f32>) {
+  // expected-error @+1 {{'plait.dropout_mask' op ratio 1.000000e+00 is not in [0, 1)}}
+  %0 = plait.dropout_mask %step {ratio = 1.0 : f64, seed = 0 : i64, stream = 0 : i64} : (tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_step_not_scalar(%step: tensor<2xf32>) {
+  // expected-error @+1 {{'plait.dropout_mask' op step must be a scalar}}
+  %0 = plait.dropout_mask %step {ratio = 0.5 : f64, seed = 0 : i64, stream = 0 : i64} : (tensor<2xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_integer_mask(%step: tensor<f32>) {
+  // expected-error @+1 {{'plait.dropout_mask' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values, but got 'tensor<4xi64>'}}
+  %0 = plait.dropout_mask %step {ratio = 0.5 : f64, seed = 0 : i64, stream = 0 : i64} : (tensor<f32>) -> tensor<4xi64>
   return
 }

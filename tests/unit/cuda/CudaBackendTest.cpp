@@ -139,9 +139,10 @@ TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
 // peepholes, GRU and RNN, batch first, with runtime sequence_lens: GEMMs with a state operand,
 // gate slices, masks of less, where and cast, concats), GridSample (every mode and padding:
 // gathers at computed positions, clamps, rounds, comparisons) and TopK (selections: reduce_max
-// and reduce_min, where, not, and, argmax of i32). Every instruction has a CUDA kernel that takes its
-// operands, forward and in the training step.
-TEST(CudaKernels, ImportedRecurrentGridSampleAndTopKModelsHaveCudaKernels) {
+// and reduce_min, where, not, and, argmax of i32), and a training-mode Dropout (dropout_mask
+// reading the step). Every instruction has a CUDA kernel that takes its operands, forward and
+// in the training step.
+TEST(CudaKernels, ImportedOpsModelsHaveCudaKernels) {
   fs::path dir = fs::temp_directory_path() / ("plait-cuda-imported-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string e2e = std::string(PLAIT_PYTHON) + " " + PLAIT_SOURCE_DIR + "/tests/e2e/";
@@ -149,7 +150,8 @@ TEST(CudaKernels, ImportedRecurrentGridSampleAndTopKModelsHaveCudaKernels) {
       {"recurrent", e2e + "recurrent_lengths_parity.py --build . --write-model "},
       {"grid_sample", e2e + "onnx_op_train_parity.py --build . --model grid_sample "
                             "--write-model "},
-      {"topk", e2e + "onnx_op_train_parity.py --build . --model topk --write-model "}};
+      {"topk", e2e + "onnx_op_train_parity.py --build . --model topk --write-model "},
+      {"dropout", e2e + "dropout_parity.py --build . --write-model "}};
   for (const auto &[name, writer] : models) {
     fs::path model = dir / (name + ".onnx");
     std::string write = writer + model.string();

@@ -204,10 +204,18 @@ def main():
         const("pads", np.array([1, 1], np.int64)),
         helper.make_node("Pad", ["x", "pads"], ["y"], name="pad1", mode="wrap"),
     ], [vi("x", F, [4])], [vi("y", F, [6])])
+    # Training-mode Dropout: x times a mask drawn per step (with its mask output); a ratio of
+    # 1 is refused.
     save("dropout_training", [
-        const("ratio", np.array(0.5, np.float32)),
+        const("ratio", np.array(0.2, np.float32)),
         const("training", np.array(True)),
-        helper.make_node("Dropout", ["x", "ratio", "training"], ["y"], name="drop"),
+        helper.make_node("Dropout", ["x", "ratio", "training"], ["y", "kept"], name="drop",
+                         seed=42),
+    ], [vi("x", F, [2, 4])], [vi("y", F, [2, 4]), vi("kept", BOOL, [2, 4])])
+    save("dropout_ratio_one", [
+        const("ratio", np.array(1.0, np.float32)),
+        const("training", np.array(True)),
+        helper.make_node("Dropout", ["x", "ratio", "training"], ["y"], name="all"),
     ], [vi("x", F, [4])], [vi("y", F, [4])])
     save("conv3d", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3")],
          [vi("x", F, [1, 1, 3, 3, 3]), vi("w", F, [1, 1, 1, 1, 1])], [vi("y", F, [1, 1, 3, 3, 3])])
