@@ -177,6 +177,8 @@ FailureOr<int64_t> convertToBf16Mixed(func::FuncOp func) {
     if (isa<CastOp>(op) && op->getNumOperands() == 1 &&
         cast<RankedTensorType>(op->getResult(0).getType()).getElementType() == bf16)
       continue; // one of ours
+    if (isa<HyperOp>(op))
+      continue; // the step a dropout mask reads is the runtime's f32
     if (isa<SoftmaxCrossEntropyOp, NllLossOp>(op) || lossChain.contains(op)) {
       // Read f32: cast bf16 operands up.
       b.setInsertionPoint(op);
