@@ -280,12 +280,16 @@ constexpr int64_t kMaxTopKSelections = 8;
 /// that condition), so ties go to the lower index and -inf is ordered like any value.
 Value topKBySelection(NodeContext &ctx, Value x, int64_t rows, int64_t n, int64_t k,
                       bool largest) {
+  // What taken elements read as: never above (below) an untaken one. Integers' extremes as
+  // integers (INT64_MAX has no double).
   Type type = elementTypeOf(x);
-  double extreme = isa<FloatType>(type) ? (largest ? -INFINITY : INFINITY)
-                   : type.isInteger(32) ? (largest ? double(INT32_MIN) : double(INT32_MAX))
-                                        : (largest ? -9223372036854775808.0
-                                                   : 9223372036854775807.0);
-  Value fill = ctx.scalar(extreme, type);
+  Value fill;
+  if (isa<FloatType>(type))
+    fill = ctx.scalar(largest ? -INFINITY : INFINITY, type);
+  else if (type.isInteger(32))
+    fill = ctx.constant(HostTensor::splatInt(ElemKind::I32, {}, largest ? INT32_MIN : INT32_MAX));
+  else
+    fill = ctx.constant(HostTensor::splatInt(ElemKind::I64, {}, largest ? INT64_MIN : INT64_MAX));
   llvm::SmallVector<int64_t> iota;
   for (int64_t j = 0; j < n; ++j)
     iota.push_back(j);

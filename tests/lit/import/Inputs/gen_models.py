@@ -381,6 +381,12 @@ def main():
          vi("rank_small_at", I64, [2, 9])],
         [tensor("k4", np.array([4], np.int64)), tensor("k3", np.array([3], np.int64)),
          tensor("k10", np.array([10], np.int64)), tensor("k9", np.array([9], np.int64))])
+    save("topk_int", [
+        helper.make_node("TopK", ["x", "k3"], ["small", "small_at"], name="smallest", largest=0),
+        helper.make_node("TopK", ["x", "k3"], ["big", "big_at"], name="largest"),
+    ], [vi("x", I64, [1, 5])],
+        [vi("small", I64, [1, 3]), vi("small_at", I64, [1, 3]), vi("big", I64, [1, 3]),
+         vi("big_at", I64, [1, 3])], [tensor("k3", np.array([3], np.int64))])
     save("topk_long", [
         helper.make_node("TopK", ["x", "k"], ["v", "i"], name="vocab"),
     ], [vi("x", F, [1, 5000])], [vi("v", F, [1, 20]), vi("i", I64, [1, 20])],
