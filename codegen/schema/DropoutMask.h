@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include <string_view>
+
 #ifdef __CUDACC__
 #define PLAIT_DROPOUT_HD __host__ __device__ __forceinline__
 #else
@@ -44,6 +46,23 @@ PLAIT_DROPOUT_HD uint64_t threshold(double ratio) {
 /// Whether element `index` of the stream with key `key` is kept.
 PLAIT_DROPOUT_HD bool keep(uint64_t key, uint64_t index, uint64_t threshold) {
   return (mix(key ^ (index * 0x9e3779b97f4a7c15ULL)) >> 32) >= threshold;
+}
+
+/// The stream of the ONNX Dropout node whose output is named `name` (names are unique in a
+/// graph): FNV-1a of the name, shifted right by one so that it fits plait.dropout_mask's
+/// signed `stream` attribute.
+inline int64_t streamOf(std::string_view name) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : name)
+    h = (h ^ uint8_t(c)) * 1099511628211ULL;
+  return int64_t(h >> 1);
+}
+
+/// The stream micro-batch `index` of a step draws for a mask of stream `stream`: the first
+/// keeps it, so a step of one micro-batch draws as without gradient accumulation.
+inline int64_t microBatchStream(int64_t stream, int64_t index) {
+  return index == 0 ? stream
+                    : int64_t(uint64_t(stream) ^ (uint64_t(index) * 0x9e3779b97f4a7c15ULL));
 }
 
 } // namespace plait::dropout

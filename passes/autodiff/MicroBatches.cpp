@@ -2,6 +2,8 @@
 // each, gradients summed where they are produced and divided by K once.
 #include "passes/autodiff/MicroBatches.h"
 
+#include "codegen/schema/DropoutMask.h"
+
 #include "ir/PlaitDialect.h"
 
 #include "mlir/IR/Builders.h"
@@ -113,9 +115,8 @@ LogicalResult accumulateMicroBatches(func::FuncOp func, int64_t microBatches, Va
     for (Operation *op : work) {
       Operation *copy = b.clone(*op, mapping);
       // Each micro-batch draws its own dropout masks (the first keeps the node's stream).
-      if (auto mask = dyn_cast<DropoutMaskOp>(copy); mask && index > 0)
-        mask.setStream(int64_t(uint64_t(mask.getStream()) ^
-                               (uint64_t(index) * 0x9e3779b97f4a7c15ULL)));
+      if (auto mask = dyn_cast<DropoutMaskOp>(copy))
+        mask.setStream(dropout::microBatchStream(mask.getStream(), index));
     }
     lossSum = accumulator.add(lossSum, mapping.lookupOrDefault(loss));
     for (auto &[param, grad] : grads)

@@ -359,6 +359,8 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.write_model:
+        if not args.model or len(args.model) != 1:
+            parser.error("--write-model needs exactly one --model")
         torch.manual_seed(0)
         model = MODELS[args.model[0]]()
         export(model, model.data(BATCH, np.random.default_rng(7)), args.write_model)

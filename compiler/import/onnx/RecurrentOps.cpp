@@ -318,8 +318,12 @@ std::optional<DirectionResult> unrollDirection(NodeContext &ctx, const Recurrenc
     if (!rh)
       return std::nullopt;
   }
-  Value zero = ctx.scalar(0.0, r.type);
-  Type i64 = IntegerType::get(ctx.context(), 64);
+  auto recurrent = [&](Value state, Value weights, Value onto) {
+    llvm::SmallVector<Value> operands{state, weights};
+    if (onto)
+      operands.push_back(onto);
+    return ctx.create<GemmOp>(operands, {ctx.boolAttr("trans_b", true)});
+  };
 
   DirectionResult out;
   out.written.resize(size_t(t));
@@ -330,9 +334,6 @@ std::optional<DirectionResult> unrollDirection(NodeContext &ctx, const Recurrenc
     xs = xs ? ctx.reshape(xs, {b, g * h}) : Value();
     if (!xs)
       return std::nullopt;
-    auto recurrent = [&](Value state, Value weights, Value onto) {
-      return ctx.create<GemmOp>({state, weights, onto}, {ctx.boolAttr("trans_b", true)});
-    };
     Value hNext, cNext;
     if (r.cell == Cell::Rnn) {
       hNext = activate(ctx, r, fn(0), recurrent(hPrev, rec, xs));
@@ -361,9 +362,7 @@ std::optional<DirectionResult> unrollDirection(NodeContext &ctx, const Recurrenc
       if (!xh)
         return std::nullopt;
       if (r.linearBeforeReset) {
-        Value onto = rbh ? ctx.broadcastTo(rbh, {b, h})
-                         : ctx.constant(HostTensor::splat(*kindOf(r.type), {b, h}, 0.0));
-        Value hr = onto ? recurrent(hPrev, rh, onto) : Value();
+        Value hr = recurrent(hPrev, rh, rbh); // + Rbh, broadcast by the GEMM's c
         Value gated = hr ? ctx.create<MulOp>({reset, hr}) : Value();
         pre = gated ? ctx.create<AddOp>({xh, gated}) : Value();
       } else {
@@ -380,8 +379,10 @@ std::optional<DirectionResult> unrollDirection(NodeContext &ctx, const Recurrenc
       return std::nullopt;
     if (lens) {
       // Steps at or past a sequence's length keep its states and write zeros.
-      Value valid = ctx.create<LessOp>({ctx.scalar(double(s), i64), lens}); // [B, 1]
-      Value written = valid ? ctx.create<WhereOp>({valid, hNext, zero}) : Value();
+      Value valid = ctx.create<LessOp>(
+          {ctx.scalar(double(s), IntegerType::get(ctx.context(), 64)), lens}); // [B, 1]
+      Value written =
+          valid ? ctx.create<WhereOp>({valid, hNext, ctx.scalar(0.0, r.type)}) : Value();
       hNext = written ? ctx.create<WhereOp>({valid, hNext, hPrev}) : Value();
       if (cNext && hNext)
         cNext = ctx.create<WhereOp>({valid, cNext, cPrev});

@@ -1,6 +1,7 @@
 // Importers of ONNX's data-movement and shape ops: Reshape and friends, Transpose, Expand, Tile,
 // Concat, Split, Slice, Pad, Gather, the shape queries and constant sources. Shape operands must
 // be compile-time constants; results computed only from constants are folded.
+#include "codegen/schema/DropoutMask.h"
 #include "compiler/import/onnx/Importer.h"
 #include "ir/ShapeRules.h"
 
@@ -596,8 +597,8 @@ LogicalResult importGather(NodeContext &ctx) {
 }
 
 /// Dropout in training mode: x times plait.dropout_mask, drawn afresh every step (the
-/// plait.hyper "step" it reads) from the node's `seed` attribute and a stream of its own (a
-/// hash of its output's name, unique in the graph). The optional mask output is mask != 0.
+/// plait.hyper "step" it reads) from the node's `seed` attribute and a stream of its own
+/// (dropout::streamOf its output's name, unique in the graph). The optional mask output is mask != 0.
 LogicalResult importTrainingDropout(NodeContext &ctx, RankedTensorType type, double ratio) {
   if (!(ratio > 0.0 && ratio < 1.0))
     return ctx.error("ratio " + std::to_string(ratio) + " is not in [0, 1)");
@@ -606,16 +607,14 @@ LogicalResult importTrainingDropout(NodeContext &ctx, RankedTensorType type, dou
   Value x = ctx.input(0);
   if (!x)
     return failure();
-  uint64_t stream = 1469598103934665603ULL; // FNV-1a of the output's name
-  for (char c : ctx.outputName(0).empty() ? ctx.outputName(1) : ctx.outputName(0))
-    stream = (stream ^ uint8_t(c)) * 1099511628211ULL;
+  llvm::StringRef name = ctx.outputName(0).empty() ? ctx.outputName(1) : ctx.outputName(0);
   auto f32Scalar = RankedTensorType::get({}, Float32Type::get(ctx.context()));
   Value step = ctx.create<HyperOp>({}, {ctx.attr("name", StringAttr::get(ctx.context(), "step"))},
                                    f32Scalar);
   Value mask = step ? ctx.create<DropoutMaskOp>(
                           {step}, {ctx.f64Attr("ratio", ratio),
                                    ctx.i64Attr("seed", ctx.intAttr("seed", 0)),
-                                   ctx.i64Attr("stream", int64_t(stream >> 1))},
+                                   ctx.i64Attr("stream", dropout::streamOf(name))},
                           type)
                     : Value();
   Value y = mask ? ctx.create<MulOp>({x, mask}) : Value();
