@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """CPU training step of the ONNX ops plait maps onto other ops, against PyTorch eager.
 
-ConvTranspose, Resize, Einsum, GatherElements, ScatterElements, LSTM, GRU, GridSample and
-TopK have no kernels of their own in plait: the importer writes them as conv2d_grad_input,
-gathers and weighted sums, batched matmuls, gathers, scatter-adds, steps of GEMMs and gate
-activations, gathers at positions computed from the grid, and selections (argmax passes)
-or ranks (compiler/import/onnx/README.md). This measures what
+ConvTranspose, Resize, Einsum, GatherElements, ScatterElements, LSTM, GRU, GridSample, TopK
+and 3-D Conv, pooling and ConvTranspose have no kernels of their own in plait: the importer
+writes them as conv2d_grad_input, gathers and weighted sums, batched matmuls, gathers,
+scatter-adds, steps of GEMMs and gate activations, gathers at positions computed from the
+grid, selections (argmax passes) or ranks, conv2d over depth-stacked slices, pairs of 2-D
+poolings, and conv2d_grad_input with its depth taps spread and summed
+(compiler/import/onnx/README.md). This measures what
 that costs at sizes a model has: one small PyTorch module per op, its layer at the size below
 between a 1x1 convolution or linear layer and a mean-squared loss, exported to ONNX (opset 13)
 and compiled with `plait-compile --train --optimizer sgd --lr 0.01`. Both train the same
@@ -172,10 +174,53 @@ class TopKRouter(nn.Module):
         return (d * d).mean()
 
 
+class Conv3d(nn.Module):
+    """A video model's block: [8, 32, 8, 28, 28] -> Conv3d(32, 32, 3, padding 1), ReLU."""
+    shapes = {"x": (32, 8, 28, 28), "y": (32, 8, 28, 28)}
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(32, 32, 3, padding=1)
+
+    def forward(self, x, y):
+        d = torch.relu(self.conv(x)) - y
+        return (d * d).mean()
+
+
+class Pool3d(nn.Module):
+    """A 3-D CNN's downsampling: [8, 32, 8, 28, 28] -> MaxPool3d(2) + AvgPool3d(3, 2, 1) of
+    ReLU of a 1x1x1 conv."""
+    shapes = {"x": (32, 8, 28, 28), "y": (32, 4, 14, 14)}
+
+    def __init__(self):
+        super().__init__()
+        self.mix = nn.Conv3d(32, 32, 1)
+
+    def forward(self, x, y):
+        h = torch.relu(self.mix(x))
+        d = F.max_pool3d(h, 2) + F.avg_pool3d(h, 3, 2, 1) - y
+        return (d * d).mean()
+
+
+class ConvTranspose3d(nn.Module):
+    """A 3-D U-Net decoder's upsampling: [8, 64, 4, 16, 16] -> ConvTranspose3d(64, 32, 2,
+    stride 2)."""
+    shapes = {"x": (64, 4, 16, 16), "y": (32, 8, 32, 32)}
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose3d(64, 32, 2, stride=2)
+
+    def forward(self, x, y):
+        d = self.up(x) - y
+        return (d * d).mean()
+
+
 MODELS = {"conv_transpose": ConvTranspose, "resize_bilinear": ResizeBilinear,
           "resize_nearest": ResizeNearest, "einsum_attention": EinsumAttention,
           "gather_logprob": GatherLogProb, "scatter_add": ScatterAdd, "lstm": Lstm, "gru": Gru,
-          "grid_sample": GridSample, "topk_router": TopKRouter}
+          "grid_sample": GridSample, "topk_router": TopKRouter, "conv3d": Conv3d,
+          "pool3d": Pool3d, "conv_transpose3d": ConvTranspose3d}
 
 
 def make_data(cls, n, rng):

@@ -1,13 +1,12 @@
-// CUDA device discovery through the CUDA runtime API (compiled wherever the toolkit is).
-#include "runtime/cuda/CudaDevice.h"
+// CUDA device discovery through the CUDA runtime API (compiled wherever the toolkit is), for
+// listCudaDevices (CudaBackendLoader.cpp).
+#include "runtime/cuda/CudaBackend.h"
 
 #include "runtime/cuda/CudaStatus.h"
 
 namespace plait::rt {
 
-bool cudaBackendBuilt() { return true; }
-
-Status listCudaDevices(std::vector<CudaDeviceInfo> &out) {
+Status cuda_backend::listDevices(std::vector<CudaDeviceInfo> &out) {
   out.clear();
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);

@@ -1,7 +1,7 @@
 // The step loop of a CUDA plan (CudaRun.h), with --kernel-times: every instruction timed by
 // CUDA events, its bytes read + written over its time against a device-to-device copy.
 // Run on an H200 by tests/gpu/run.sh (every sample's CUDA plan against the CPU backend).
-#include "runtime/cuda/CudaRun.h"
+#include "runtime/cuda/CudaBackend.h"
 
 #include <chrono>
 #include <cstring>
@@ -220,8 +220,8 @@ Status writeKernelTimes(const std::string &path, const CudaExecutor &exec, int64
 
 } // namespace
 
-Status runCudaPlanOnRank(const RunOptions &options, Plan &plan, Communicator &comm,
-                         const std::vector<HostTensor> &inputs, std::string &summary) {
+Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Communicator &comm,
+                                   const std::vector<HostTensor> &inputs, std::string &summary) {
   PLAIT_RETURN_IF_ERROR(refuseUnsupported(options, plan));
   CudaExecutorOptions execOptions;
   execOptions.rank = comm.rank();

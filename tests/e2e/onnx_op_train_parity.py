@@ -26,6 +26,12 @@ Each model is a small PyTorch module built here around one ONNX op:
   downsampling.
 - topk: TopK (K <= 8 selected one by one, then gathers at the top indices): a
   mixture-of-experts router's top-2 gates and expert rows, and the smallest along a middle axis.
+- trig: Atan, Asin and Acos (composed from arithmetic: reductions, a polynomial, wheres) on
+  pre-activations that reach every branch of the reduction.
+- volumetric: 3-D Conv (one conv2d over depth-stacked slices), MaxPool and AveragePool (two
+  2-D poolings) and ConvTranspose (conv2d_grad_input, its depth taps spread and summed): a
+  small 3-D U-Net's path with padding, strides, dilations, groups, ceil mode and both
+  count_include_pad settings, and a strided, grouped, output-padded transposed convolution.
 The module is exported to ONNX (opset 13, or the model's `opset`; its initial weights as
 initializers); plait-compile --train builds the step, plait-run trains it on 1 thread and on 2; PyTorch trains the module
 from the same weights on the same batches with SGD with momentum. Per-step losses must agree
@@ -291,9 +297,67 @@ class Router(nn.Module):
         }
 
 
+class Trig(nn.Module):
+    inputs = "xy"
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(6, 6)
+
+    def forward(self, x, y):
+        h = self.proj(x)
+        a = torch.atan(4 * h)
+        s = torch.asin(torch.tanh(h) * 0.999)
+        c = torch.acos(torch.sigmoid(2 * h) * 1.98 - 0.99)
+        d = a + s + 0.5 * c - y
+        return (d * d).mean()
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 5, 6)).astype(np.float32),
+            "y": rng.standard_normal((n, 5, 6)).astype(np.float32),
+        }
+
+
+class Volumetric(nn.Module):
+    inputs = "xy"
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(2, 6, (3, 3, 2), stride=(2, 1, 1), padding=(1, 1, 0))
+        self.grouped = nn.Conv3d(6, 4, 3, padding=(2, 1, 1), dilation=(2, 1, 1), groups=2,
+                                 bias=False)
+        self.max = nn.MaxPool3d((3, 2, 2), stride=(2, 2, 1), padding=(1, 1, 0),
+                                dilation=(1, 2, 1), ceil_mode=True)
+        self.up = nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=(2, 2, 1), padding=(1, 0, 1),
+                                     output_padding=(1, 1, 0), groups=2)
+        self.fine = nn.ConvTranspose3d(6, 2, (2, 3, 1), stride=(3, 1, 2), padding=(1, 1, 0),
+                                       dilation=(2, 1, 1), bias=False)
+
+    def forward(self, x, y):
+        h = torch.relu(self.conv(x))                        # [B, 6, 4, 6, 5]
+        h = torch.tanh(self.grouped(h))                     # [B, 4, 4, 6, 5]
+        p = self.max(h)                                     # [B, 4, 3, 4, 4]
+        a = F.avg_pool3d(h, (2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0),
+                         count_include_pad=False, ceil_mode=True)  # [B, 4, 5, 4, 3]
+        b = F.avg_pool3d(h, 3, stride=2, padding=1, count_include_pad=True)
+        u = torch.relu(self.up(p))                          # [B, 6, 6, 9, 4]
+        e = self.fine(u) - y                                # [B, 2, 16, 9, 7]
+        return (e * e).mean() + 0.5 * (a * a).mean() + 0.1 * b.abs().mean()
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 2, 8, 6, 6)).astype(np.float32),
+            "y": rng.standard_normal((n, 2, 16, 9, 7)).astype(np.float32),
+        }
+
+
 MODELS = {"conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
           "grid_sample": GridSampler, "recurrent": Recurrent, "resize": Resizer,
-          "scatter": Scatterer, "topk": Router}
+          "scatter": Scatterer, "topk": Router, "trig": Trig,
+          "volumetric": Volumetric}
 
 
 def train_torch(model, data, steps):

@@ -4,6 +4,9 @@
 #   BUNDLE/bin/plait-run                  the runtime, built here (CUDA parts for sm_80 and sm_90)
 #   BUNDLE/bin/plait-calibrate            measures the GPU (--device cuda) into a cluster spec
 #   BUNDLE/tests/plait_{cuda,codegen}_tests  the CUDA unit tests
+#   BUNDLE/lib/libplait-{runtime,cuda}.so  the runtime and its CUDA backend (which plait-run
+#                                         opens from the runtime's folder, so it is copied even
+#                                         though no binary here links it)
 #   BUNDLE/lib/                           the Debian shared libraries those link that a CUDA
 #                                         machine's image may lack (MPI, OpenBLAS, protobuf, ...);
 #                                         not libc/libstdc++, and not CUDA's: the GPU machine's
@@ -42,6 +45,7 @@ mkdir -p "$bundle/bin" "$bundle/tests" "$bundle/lib"
 cp "$build/bin/plait-run" "$build/bin/plait-calibrate" "$bundle/bin/"
 cp "$build/tests/unit/cuda/plait_cuda_tests" "$build/tests/unit/codegen/plait_codegen_tests" \
   "$bundle/tests/"
+cp "$build/lib/libplait-runtime.so" "$build/lib/libplait-cuda.so" "$bundle/lib/"
 printf '%s\n' "$root" >"$bundle/SOURCE_DIR"
 
 # Every library the binaries resolve outside CUDA's folder, except the C and C++ runtimes (the GPU

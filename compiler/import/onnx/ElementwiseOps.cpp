@@ -336,6 +336,89 @@ LogicalResult importTan(NodeContext &ctx) {
   return ctx.setResult(c ? ctx.create<DivOp>({s, c}) : Value());
 }
 
+/// Builds a chain of plait ops, stopping at the first that fails (whose diagnostic is the node's).
+struct OpChain {
+  NodeContext &ctx;
+  bool ok = true;
+  template <typename OpT>
+  Value op(std::initializer_list<Value> operands) {
+    if (!ok || llvm::any_of(operands, [](Value v) { return !v; }))
+      return ok = false, Value();
+    Value result = ctx.create<OpT>(llvm::SmallVector<Value>(operands));
+    ok = bool(result);
+    return result;
+  }
+};
+
+/// atan(x) from plait's arithmetic, as Cephes computes it: |x| reduced to [0, tan(pi/8)] (f32) or
+/// [0, 0.66] (f64) by atan(a) = pi/4 + atan((a - 1) / (a + 1)) or pi/2 + atan(-1 / a), then an odd
+/// polynomial (f32: degree 9, about 1 ulp) or rational function (f64: degree 9/10). Small |x| keep
+/// their sign all the way, so that the gradient at 0 is 1; the reduced branches take it back
+/// with a where. The division by a is of max(a, 1), so the branch not taken has no infinite
+/// gradient to leak through the where.
+Value atanOf(NodeContext &ctx, Value x) {
+  Type t = elementTypeOf(x);
+  const bool f64 = t.isF64();
+  OpChain c{ctx};
+  auto k = [&](double v) { return ctx.scalar(v, t); };
+  const double halfPi = 1.57079632679489661923, quarterPi = 0.78539816339744830962;
+  Value a = c.op<AbsOp>({x});
+  Value big = c.op<GreaterOp>({a, k(2.414213562373095)}); // tan(3 pi / 8)
+  Value mid = c.op<GreaterOp>({a, k(f64 ? 0.66 : 0.4142135623730950)});
+  Value inverse = c.op<DivOp>({k(-1.0), c.op<MaxOp>({a, k(1.0)})});
+  Value shifted = c.op<DivOp>({c.op<SubOp>({a, k(1.0)}), c.op<AddOp>({a, k(1.0)})});
+  Value r = c.op<WhereOp>({big, inverse, c.op<WhereOp>({mid, shifted, x})});
+  Value base = c.op<WhereOp>({big, k(halfPi), c.op<WhereOp>({mid, k(quarterPi), k(0.0)})});
+  Value z = c.op<MulOp>({r, r});
+  Value poly; // atan(r) - r, over r
+  if (!f64) {
+    Value p = k(8.05374449538e-2);
+    for (double coef : {-1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1})
+      p = c.op<AddOp>({c.op<MulOp>({p, z}), k(coef)});
+    poly = c.op<MulOp>({p, z});
+  } else {
+    Value num = k(-8.750608600031904122785e-1), den = c.op<AddOp>({z, k(2.485846490142306297962e1)});
+    for (double coef : {-1.615753718733365076637e1, -7.500855792314704667340e1,
+                        -1.228866684490136173410e2, -6.485021904942025371773e1})
+      num = c.op<AddOp>({c.op<MulOp>({num, z}), k(coef)});
+    for (double coef : {1.650270098316988542046e2, 4.328810604912902668951e2,
+                        4.853903996359136964868e2, 1.945506571482613964425e2})
+      den = c.op<AddOp>({c.op<MulOp>({den, z}), k(coef)});
+    poly = c.op<DivOp>({c.op<MulOp>({z, num}), den});
+  }
+  Value y = c.op<AddOp>({base, c.op<AddOp>({r, c.op<MulOp>({r, poly})})});
+  Value sign = c.op<WhereOp>({c.op<LessOp>({x, k(0.0)}), k(-1.0), k(1.0)});
+  return c.op<WhereOp>({mid, c.op<MulOp>({sign, y}), y});
+}
+
+/// scale * atan(arg(x)): the form of Atan, Asin and Acos below.
+template <Value (*Arg)(OpChain &, Value), int Scale>
+LogicalResult importViaAtan(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  OpChain c{ctx};
+  Value arg = x ? Arg(c, x) : Value();
+  Value at = arg ? atanOf(ctx, arg) : Value();
+  return ctx.setResult(Scale == 1 || !at ? at
+                                         : c.op<MulOp>({at, ctx.scalar(Scale, elementTypeOf(x))}));
+}
+
+Value atanArg(OpChain &, Value x) { return x; }
+
+/// Asin: 2 atan(x / (1 + sqrt(1 - x^2))), finite at |x| = 1 and NaN beyond.
+Value asinArg(OpChain &c, Value x) {
+  Value one = c.ctx.scalar(1.0, elementTypeOf(x));
+  Value root = c.op<SqrtOp>({c.op<SubOp>({one, c.op<MulOp>({x, x})})});
+  return c.op<DivOp>({x, c.op<AddOp>({one, root})});
+}
+
+/// Acos: 2 atan(sqrt((1 - x) / (1 + x))), accurate near 1 (no pi/2 - asin cancellation); pi at -1.
+Value acosArg(OpChain &c, Value x) {
+  Value one = c.ctx.scalar(1.0, elementTypeOf(x));
+  return c.op<SqrtOp>({c.op<DivOp>({c.op<SubOp>({one, x}), c.op<AddOp>({one, x})})});
+}
+
 /// Asinh: log(x + sqrt(x^2 + 1)); Acosh: log(x + sqrt(x^2 - 1)).
 template <bool IsAsinh>
 LogicalResult importInverseHyperbolic(NodeContext &ctx) {
@@ -481,6 +564,9 @@ void registerElementwiseOps(OpImporterMap &map) {
   map["Asinh"] = importInverseHyperbolic<true>;
   map["Acosh"] = importInverseHyperbolic<false>;
   map["Atanh"] = importAtanh;
+  map["Atan"] = importViaAtan<atanArg, 1>;
+  map["Asin"] = importViaAtan<asinArg, 2>;
+  map["Acos"] = importViaAtan<acosArg, 2>;
   map["Identity"] = importIdentity;
 
   map["LeakyRelu"] = importLeakyRelu;

@@ -110,6 +110,71 @@ llvm::SmallVector<int64_t> insertUnitHeight(llvm::ArrayRef<int64_t> shape) {
   return out;
 }
 
+/// A 3-D convolution as one plait.conv2d over depth-stacked slices, so that it trains (and runs on
+/// CUDA) as conv2d does. x [N, C, D, H, W], padded along depth, is viewed as [N, D', C, H, W];
+/// the kD depth taps of every output depth are stacked into the channels as [group, kD, C/group]
+/// ([N * Do, kD * C, H, W]) and the weight [M, C/group, kD, kH, kW] as [M, kD * C/group, kH, kW],
+/// which makes each output channel's sum the 3-D window's. The conv2d's [N * Do, M, Ho, Wo] is
+/// the output with its depth moved back. The stacked input is kD / stride_D times x's size.
+Value conv3dAsConv2d(NodeContext &ctx, Value x, Value w, Value bias, const Window &win,
+                     int64_t group) {
+  llvm::ArrayRef<int64_t> xs = shapeOf(x), ws = shapeOf(w);
+  const int64_t n = xs[0], c = xs[1], h = xs[3], wd = xs[4], m = ws[0], cg = ws[1], kd = ws[2];
+  if (group < 1 || c % group != 0 || cg * group != c || m % group != 0) {
+    (void)ctx.error("w's " + llvm::Twine(cg) + " input channels per group times group (" +
+                    llvm::Twine(group) + ") must be x's " + llvm::Twine(c) +
+                    ", and group divide w's " + llvm::Twine(m) + " output channels");
+    return {};
+  }
+  const int64_t padded = xs[2] + win.pads[0] + win.pads[3];
+  const int64_t span = win.dilations[0] * (kd - 1) + 1;
+  if (padded < span) {
+    (void)ctx.error("the kernel's depth span (" + llvm::Twine(span) +
+                    ") exceeds the padded input's depth (" + llvm::Twine(padded) + ")");
+    return {};
+  }
+  const int64_t depthOut = (padded - span) / win.strides[0] + 1;
+  if (win.pads[0] || win.pads[3])
+    x = ctx.create<PadOp>({x}, {ctx.arrayAttr("pads", {0, 0, win.pads[0], 0, 0, 0, 0,
+                                                       win.pads[3], 0, 0})});
+  Value moved = x ? ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", {0, 2, 1, 3, 4})})
+                  : Value();
+  if (!moved)
+    return {};
+  llvm::SmallVector<Value> taps;
+  for (int64_t k = 0; k < kd; ++k) {
+    const int64_t start = k * win.dilations[0];
+    Value tap = sliceAlong(ctx, moved, 1, start, start + (depthOut - 1) * win.strides[0] + 1,
+                           win.strides[0]);
+    tap = tap ? ctx.reshape(tap, {n, depthOut, 1, group, cg, h, wd}) : Value();
+    if (!tap)
+      return {};
+    taps.push_back(tap);
+  }
+  Value stacked = taps.size() == 1 ? taps[0] : ctx.create<ConcatOp>(taps, {ctx.i64Attr("axis", 2)});
+  if (stacked && group > 1 && kd > 1)
+    stacked = ctx.create<TransposeOp>({stacked}, {ctx.arrayAttr("perm", {0, 1, 3, 2, 4, 5, 6})});
+  stacked = stacked ? ctx.reshape(stacked, {n * depthOut, kd * c, h, wd}) : Value();
+  Value w2 = stacked ? ctx.create<TransposeOp>({w}, {ctx.arrayAttr("perm", {0, 2, 1, 3, 4})})
+                     : Value();
+  w2 = w2 ? ctx.reshape(w2, {m, kd * cg, ws[3], ws[4]}) : Value();
+  if (!w2)
+    return {};
+  llvm::SmallVector<Value> operands{stacked, w2};
+  if (bias)
+    operands.push_back(bias);
+  Value y = ctx.create<Conv2dOp>(
+      operands, {ctx.arrayAttr("strides", {win.strides[1], win.strides[2]}),
+                 ctx.arrayAttr("pads", {win.pads[1], win.pads[2], win.pads[4], win.pads[5]}),
+                 ctx.arrayAttr("dilations", {win.dilations[1], win.dilations[2]}),
+                 ctx.i64Attr("group", group)});
+  if (!y)
+    return {};
+  llvm::ArrayRef<int64_t> ys = shapeOf(y);
+  y = ctx.reshape(y, {n, depthOut, m, ys[2], ys[3]});
+  return y ? ctx.create<TransposeOp>({y}, {ctx.arrayAttr("perm", {0, 2, 1, 3, 4})}) : Value();
+}
+
 LogicalResult importConv(NodeContext &ctx) {
   RankedTensorType xType = ctx.inputType(0), wType = xType ? ctx.inputType(1) : RankedTensorType();
   if (!wType || failed(ctx.requireFloatInput(0)))
@@ -117,8 +182,9 @@ LogicalResult importConv(NodeContext &ctx) {
   if (xType.getRank() < 3 || wType.getRank() != xType.getRank())
     return ctx.error("x and w must have the same rank >= 3");
   int64_t spatialRank = xType.getRank() - 2;
-  if (spatialRank > 2)
-    return ctx.unsupported(llvm::Twine(spatialRank) + "-D convolution (plait has 1-D and 2-D)");
+  if (spatialRank > 3)
+    return ctx.unsupported(llvm::Twine(spatialRank) +
+                           "-D convolution (plait has 1-D, 2-D and 3-D)");
   llvm::SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
   if (ctx.hasAttr("kernel_shape") && ctx.intsAttr("kernel_shape") != kernel)
     return ctx.error("kernel_shape does not match the weight's shape");
@@ -132,6 +198,8 @@ LogicalResult importConv(NodeContext &ctx) {
   if (ctx.hasInput(2) && !(bias = ctx.input(2)))
     return failure();
   Window win = *window;
+  if (spatialRank == 3)
+    return ctx.setResult(conv3dAsConv2d(ctx, x, w, bias, win, ctx.intAttr("group", 1)));
   if (spatialRank == 1) {
     win = liftTo2d(win);
     x = ctx.reshape(x, insertUnitHeight(xType.getShape()));
@@ -162,6 +230,64 @@ LogicalResult importConv(NodeContext &ctx) {
 /// or output_shape when given (SAME_UPPER/SAME_LOWER: in * stride), whose total padding ONNX
 /// splits as the spec and the conformance data say: the smaller half first for SAME_UPPER, last
 /// otherwise. A negative total (an output_shape beyond the last window) becomes output padding.
+/// A 3-D transposed convolution as the adjoint of conv3dAsConv2d for the convolution whose weight
+/// is w ([C, M/group, kD, kH, kW]): x's depth moves next to the batch ([N * Din, C, H, W]), and
+/// plait.conv2d_grad_input with the depth-stacked weight [C, kD * M/group, kH, kW] gives each input
+/// depth's contribution to every depth tap ([N * Din, kD * M, Ho, Wo], channels as [group, kD,
+/// M/group]). Tap k of input depth j lands at padded depth j * stride + k * dilation: the taps are
+/// spread by the stride (zeros between), shifted by k * dilation and summed, and the padded depth
+/// is cropped to `out[0]`. No work is spent on the zeros a strided input would be dilated with.
+Value convTranspose3d(NodeContext &ctx, Value x, Value w, const Window &win,
+                      llvm::ArrayRef<int64_t> out, int64_t group) {
+  llvm::ArrayRef<int64_t> xs = shapeOf(x), ws = shapeOf(w);
+  const int64_t n = xs[0], c = xs[1], din = xs[2], mg = ws[1], kd = ws[2], m = mg * group;
+  const int64_t stride = win.strides[0], dilation = win.dilations[0];
+  const int64_t spread = (din - 1) * stride + 1;
+  const int64_t full = out[0] + win.pads[0] + win.pads[3]; // >= spread + (kd - 1) * dilation
+  Value z = ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", {0, 2, 1, 3, 4})});
+  z = z ? ctx.reshape(z, {n * din, c, xs[3], xs[4]}) : Value();
+  Value w2 = z ? ctx.create<TransposeOp>({w}, {ctx.arrayAttr("perm", {0, 2, 1, 3, 4})}) : Value();
+  w2 = w2 ? ctx.reshape(w2, {c, kd * mg, ws[3], ws[4]}) : Value();
+  if (!w2)
+    return {};
+  Value u = ctx.create<Conv2dGradInputOp>(
+      {z, w2},
+      {ctx.arrayAttr("strides", {win.strides[1], win.strides[2]}),
+       ctx.arrayAttr("pads", {win.pads[1], win.pads[2], win.pads[4], win.pads[5]}),
+       ctx.arrayAttr("dilations", {win.dilations[1], win.dilations[2]}),
+       ctx.i64Attr("group", group)},
+      RankedTensorType::get({n * din, kd * m, out[1], out[2]}, elementTypeOf(x)));
+  const int64_t plane = out[1] * out[2];
+  u = u ? ctx.reshape(u, {n, din, group, kd, mg * plane}) : Value();
+  if (u && group > 1 && kd > 1)
+    u = ctx.create<TransposeOp>({u}, {ctx.arrayAttr("perm", {0, 1, 3, 2, 4})});
+  if (u && stride > 1) {
+    u = ctx.reshape(u, {n, din, 1, kd * m * plane});
+    u = u ? ctx.create<PadOp>({u}, {ctx.arrayAttr("pads", {0, 0, 0, 0, 0, 0, stride - 1, 0})})
+          : Value();
+    u = u ? ctx.reshape(u, {n, din * stride, kd, m * plane}) : Value();
+    u = u ? sliceAlong(ctx, u, 1, 0, spread, 1) : Value();
+  }
+  u = u ? ctx.reshape(u, {n, spread, kd, m * plane}) : Value();
+  Value sum;
+  for (int64_t k = 0; u && k < kd; ++k) {
+    Value tap = kd == 1 ? u : sliceAlong(ctx, u, 2, k, k + 1, 1);
+    tap = tap ? ctx.reshape(tap, {n, spread, m * plane}) : Value();
+    const int64_t before = k * dilation, after = full - before - spread;
+    if (tap && (before || after))
+      tap = ctx.create<PadOp>({tap}, {ctx.arrayAttr("pads", {0, before, 0, 0, after, 0})});
+    if (!tap)
+      return {};
+    sum = sum ? ctx.create<AddOp>({sum, tap}) : tap;
+    if (!sum)
+      return {};
+  }
+  if (sum && (win.pads[0] || win.pads[3]))
+    sum = sliceAlong(ctx, sum, 1, win.pads[0], win.pads[0] + out[0], 1);
+  sum = sum ? ctx.reshape(sum, {n, out[0], m, out[1], out[2]}) : Value();
+  return sum ? ctx.create<TransposeOp>({sum}, {ctx.arrayAttr("perm", {0, 2, 1, 3, 4})}) : Value();
+}
+
 LogicalResult importConvTranspose(NodeContext &ctx) {
   RankedTensorType xType = ctx.inputType(0), wType = xType ? ctx.inputType(1) : RankedTensorType();
   if (!wType || failed(ctx.requireFloatInput(0)))
@@ -169,9 +295,9 @@ LogicalResult importConvTranspose(NodeContext &ctx) {
   if (xType.getRank() < 3 || wType.getRank() != xType.getRank())
     return ctx.error("x and w must have the same rank >= 3");
   const int64_t spatialRank = xType.getRank() - 2;
-  if (spatialRank > 2)
+  if (spatialRank > 3)
     return ctx.unsupported(llvm::Twine(spatialRank) +
-                           "-D transposed convolution (plait has 1-D and 2-D)");
+                           "-D transposed convolution (plait has 1-D, 2-D and 3-D)");
   const size_t n = size_t(spatialRank);
   llvm::SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
   if (ctx.hasAttr("kernel_shape") && ctx.intsAttr("kernel_shape") != kernel)
@@ -242,6 +368,14 @@ LogicalResult importConvTranspose(NodeContext &ctx) {
     return failure();
   llvm::SmallVector<int64_t> yShape{xType.getDimSize(0), wType.getDimSize(1) * group};
   yShape.append(out.begin(), out.end());
+  if (spatialRank == 3) {
+    Value y = convTranspose3d(ctx, x, w, win, out, group);
+    if (y && bias) {
+      Value b = ctx.reshape(bias, {yShape[1], 1, 1, 1});
+      y = b ? ctx.create<AddOp>({y, b}) : Value();
+    }
+    return ctx.setResult(y);
+  }
   if (spatialRank == 1) {
     win = liftTo2d(win);
     yShape = insertUnitHeight(yShape);
@@ -267,6 +401,46 @@ LogicalResult importConvTranspose(NodeContext &ctx) {
   return ctx.setResult(y);
 }
 
+/// One plait 2-D pooling of `x` [N, C, H, W] over `win` (2-D).
+template <bool IsMax>
+Value pool2d(NodeContext &ctx, Value x, const Window &win, bool ceilMode, bool countIncludePad) {
+  llvm::SmallVector<NamedAttribute> attrs{
+      ctx.arrayAttr("kernel", win.kernel), ctx.arrayAttr("strides", win.strides),
+      ctx.arrayAttr("pads", win.pads), ctx.boolAttr("ceil_mode", ceilMode)};
+  if (IsMax) {
+    attrs.push_back(ctx.arrayAttr("dilations", win.dilations));
+    return ctx.create<MaxPool2dOp>({x}, attrs);
+  }
+  attrs.push_back(ctx.boolAttr("count_include_pad", countIncludePad));
+  return ctx.create<AvgPool2dOp>({x}, attrs);
+}
+
+/// A 3-D pooling as two 2-D ones: over (H, W) of every depth slice ([N, C * D, H, W]), then over
+/// depth ([N, C, D, Ho * Wo] with a (kD, 1) window). Exact: a box window's max, and its mean over
+/// the positions it counts (a box too, with or without the padding, clipped per axis in ceil
+/// mode), separate by axis; the max's gradient goes to the first maximum in (d, h, w) order, as
+/// a 3-D pooling's does.
+template <bool IsMax>
+Value pool3dAsPool2d(NodeContext &ctx, Value x, const Window &win, bool ceilMode,
+                     bool countIncludePad) {
+  llvm::ArrayRef<int64_t> xs = shapeOf(x);
+  const int64_t n = xs[0], c = xs[1], d = xs[2];
+  Window plane{{win.kernel[1], win.kernel[2]},
+               {win.strides[1], win.strides[2]},
+               {win.dilations[1], win.dilations[2]},
+               {win.pads[1], win.pads[2], win.pads[4], win.pads[5]}};
+  Window depth{{win.kernel[0], 1}, {win.strides[0], 1}, {win.dilations[0], 1},
+               {win.pads[0], 0, win.pads[3], 0}};
+  Value flat = ctx.reshape(x, {n, c * d, xs[3], xs[4]});
+  Value y = flat ? pool2d<IsMax>(ctx, flat, plane, ceilMode, countIncludePad) : Value();
+  if (!y)
+    return {};
+  const int64_t ho = shapeOf(y)[2], wo = shapeOf(y)[3];
+  y = ctx.reshape(y, {n, c, d, ho * wo});
+  y = y ? pool2d<IsMax>(ctx, y, depth, ceilMode, countIncludePad) : Value();
+  return y ? ctx.reshape(y, {n, c, shapeOf(y)[2], ho, wo}) : Value();
+}
+
 template <bool IsMax>
 LogicalResult importPool(NodeContext &ctx) {
   RankedTensorType xType = ctx.inputType(0);
@@ -275,12 +449,14 @@ LogicalResult importPool(NodeContext &ctx) {
   if (xType.getRank() < 3)
     return ctx.error("input must have rank >= 3");
   int64_t spatialRank = xType.getRank() - 2;
-  if (spatialRank > 2)
-    return ctx.unsupported(llvm::Twine(spatialRank) + "-D pooling (plait has 1-D and 2-D)");
+  if (spatialRank > 3)
+    return ctx.unsupported(llvm::Twine(spatialRank) + "-D pooling (plait has 1-D, 2-D and 3-D)");
   if (!ctx.hasAttr("kernel_shape"))
     return ctx.error("missing attribute kernel_shape");
   if (IsMax && ctx.intAttr("storage_order", 0) != 0 && ctx.hasOutput(1))
     return ctx.unsupported("attribute storage_order=1");
+  if (IsMax && spatialRank == 3 && ctx.hasOutput(1))
+    return ctx.unsupported("Indices output of a 3-D MaxPool");
   auto window = readWindow(ctx, xType.getShape().drop_front(2), ctx.intsAttr("kernel_shape"),
                            /*hasDilations=*/IsMax || ctx.opset() >= 19);
   if (!window)
@@ -289,24 +465,17 @@ LogicalResult importPool(NodeContext &ctx) {
   if (!x)
     return failure();
   Window win = *window;
+  bool ceilMode = ctx.intAttr("ceil_mode", 0) != 0;
+  bool countIncludePad = !IsMax && ctx.intAttr("count_include_pad", 0) != 0;
+  if (spatialRank == 3)
+    return ctx.setResult(pool3dAsPool2d<IsMax>(ctx, x, win, ceilMode, countIncludePad));
   if (spatialRank == 1) {
     win = liftTo2d(win);
     x = ctx.reshape(x, insertUnitHeight(xType.getShape()));
     if (!x)
       return failure();
   }
-  bool ceilMode = ctx.intAttr("ceil_mode", 0) != 0;
-  llvm::SmallVector<NamedAttribute> attrs{
-      ctx.arrayAttr("kernel", win.kernel), ctx.arrayAttr("strides", win.strides),
-      ctx.arrayAttr("pads", win.pads), ctx.boolAttr("ceil_mode", ceilMode)};
-  Value y;
-  if (IsMax) {
-    attrs.push_back(ctx.arrayAttr("dilations", win.dilations));
-    y = ctx.create<MaxPool2dOp>({x}, attrs);
-  } else {
-    attrs.push_back(ctx.boolAttr("count_include_pad", ctx.intAttr("count_include_pad", 0) != 0));
-    y = ctx.create<AvgPool2dOp>({x}, attrs);
-  }
+  Value y = pool2d<IsMax>(ctx, x, win, ceilMode, countIncludePad);
   if (y && spatialRank == 1) {
     llvm::SmallVector<int64_t> shape(shapeOf(y));
     shape.erase(shape.end() - 2);

@@ -139,8 +139,9 @@ TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
 // peepholes, GRU and RNN, batch first, with runtime sequence_lens: GEMMs with a state operand,
 // gate slices, masks of less, where and cast, concats), GridSample (every mode and padding:
 // gathers at computed positions, clamps, rounds, comparisons) and TopK (selections: reduce_max
-// and reduce_min, where, not, and, argmax of i32), and a training-mode Dropout (dropout_mask
-// reading the step). Every instruction of their training steps, fused and unfused, has a CUDA
+// and reduce_min, where, not, and, argmax of i32), 3-D convolutions and pooling (grouped conv2d,
+// conv2d_grad_input and 2-D pools over depth-stacked views; pads, strided slices, concats), and a
+// training-mode Dropout (dropout_mask reading the step). Every instruction of their training steps, fused and unfused, has a CUDA
 // kernel that takes its operands.
 TEST(CudaKernels, ImportedOpsModelsHaveCudaKernels) {
   fs::path dir = fs::temp_directory_path() / ("plait-cuda-imported-" + std::to_string(::getpid()));
@@ -151,6 +152,8 @@ TEST(CudaKernels, ImportedOpsModelsHaveCudaKernels) {
       {"grid_sample", e2e + "onnx_op_train_parity.py --build . --model grid_sample "
                             "--write-model "},
       {"topk", e2e + "onnx_op_train_parity.py --build . --model topk --write-model "},
+      {"volumetric", e2e + "onnx_op_train_parity.py --build . --model volumetric "
+                           "--write-model "},
       {"dropout", e2e + "dropout_parity.py --build . --write-model "}};
   for (const auto &[name, writer] : models) {
     fs::path model = dir / (name + ".onnx");

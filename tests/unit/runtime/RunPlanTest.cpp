@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <gmock/gmock.h>
@@ -17,6 +18,7 @@ namespace plait::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 class RunPlanTest : public ::testing::Test {
@@ -229,9 +231,11 @@ TEST_F(RunPlanTest, ReportsPlanErrors) {
 // whose output is its input (no instructions).
 class PlaitRunBinaryTest : public RunPlanTest {
 protected:
-  // Runs plait-run with `args`; returns the exit code, sets `output` to stdout + stderr.
-  int runTool(const std::string &args, std::string &output) {
-    std::string cmd = std::string(PLAIT_RUN_PATH) + " " + args + " 2>&1";
+  // Runs plait-run with `args` (and the environment assignments `env`, as a shell reads them);
+  // returns the exit code, sets `output` to stdout + stderr.
+  int runTool(const std::string &args, std::string &output, const std::string &env = "") {
+    std::string cmd = env + (env.empty() ? "" : " ") + std::string(PLAIT_RUN_PATH) + " " + args +
+                      " 2>&1";
     FILE *pipe = popen(cmd.c_str(), "r");
     if (!pipe)
       return -1;
@@ -243,8 +247,9 @@ protected:
     int status = pclose(pipe);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  void writeIdentityPlan() {
+  void writeIdentityPlan(const std::string &device = "cpu") {
     RawPlan raw;
+    raw.device = device;
     raw.arenaBytes = {64};
     RawTensor x;
     x.name = "x";
@@ -309,6 +314,42 @@ TEST_F(PlaitRunBinaryTest, UserErrorsExitOneWithOneLine) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   EXPECT_EQ(runTool("", out), 1);
   EXPECT_EQ(runTool(planPath_ + " --steps abc", out), 1);
+}
+
+// CUDA's libraries are opened only when CUDA is asked for (runtime/cuda/CudaBackend.h): a CPU
+// run never loads libplait-cuda.so; --list-devices does.
+TEST_F(PlaitRunBinaryTest, OpensTheCudaBackendOnlyWhenAskedForCuda) {
+  writeIdentityPlan();
+  std::string out;
+  ASSERT_EQ(runTool(planPath_ + " --input x=" + xPath_, out, "LD_DEBUG=files"), 0) << out;
+  EXPECT_THAT(out, HasSubstr("libplait-runtime.so")); // LD_DEBUG did list the files
+  EXPECT_THAT(out, Not(HasSubstr("libplait-cuda.so")));
+  EXPECT_THAT(out, Not(HasSubstr("libcudart")));
+  if (!rt::cudaBackendBuilt())
+    return;
+  ASSERT_EQ(runTool("--list-devices", out, "LD_DEBUG=files"), 0) << out;
+  EXPECT_THAT(out, HasSubstr("libplait-cuda.so"));
+}
+
+// Where the backend cannot be opened (here: not beside the runtime), there is no CUDA device, and
+// dlopen's reason is the one line a CUDA plan is refused with.
+TEST_F(PlaitRunBinaryTest, WithoutTheCudaBackendThereIsNoCudaDevice) {
+  if (!rt::cudaBackendBuilt())
+    GTEST_SKIP() << "built without the CUDA toolkit";
+  std::string lib = dir_ + "/lib";
+  std::filesystem::create_directories(lib);
+  std::filesystem::copy_file(PLAIT_RUNTIME_LIBRARY, lib + "/libplait-runtime.so");
+  std::string env = "LD_LIBRARY_PATH=" + lib;
+  std::string reason = "cannot load the CUDA backend: " + lib +
+                       "/libplait-cuda.so: cannot open shared object file: No such file or "
+                       "directory";
+  std::string out;
+  EXPECT_EQ(runTool("--list-devices", out, env), 0) << out;
+  EXPECT_THAT(out, HasSubstr("\ncuda: no CUDA device: " + reason + "\n"));
+  writeIdentityPlan("cuda");
+  EXPECT_EQ(runTool(planPath_ + " --input x=" + xPath_, out, env), 1);
+  EXPECT_EQ(out, "plait-run: " + planPath_ + ": compiled for --device cuda: no CUDA device (" +
+                     reason + ")\n");
 }
 
 TEST_F(PlaitRunBinaryTest, HelpExitsZero) {

@@ -217,8 +217,15 @@ def main():
         const("training", np.array(True)),
         helper.make_node("Dropout", ["x", "ratio", "training"], ["y"], name="all"),
     ], [vi("x", F, [4])], [vi("y", F, [4])])
-    save("conv3d", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv3")],
-         [vi("x", F, [1, 1, 3, 3, 3]), vi("w", F, [1, 1, 1, 1, 1])], [vi("y", F, [1, 1, 3, 3, 3])])
+    save("conv4d", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv4")],
+         [vi("x", F, [1, 1, 2, 2, 2, 2]), vi("w", F, [1, 1, 1, 1, 1, 1])],
+         [vi("y", F, [1, 1, 2, 2, 2, 2])])
+    save("max_pool_4d", [helper.make_node("MaxPool", ["x"], ["y"], name="max4",
+                                          kernel_shape=[1, 1, 1, 1])],
+         [vi("x", F, [1, 1, 2, 2, 2, 2])], [vi("y", F, [1, 1, 2, 2, 2, 2])])
+    save("max_pool_3d_indices", [
+        helper.make_node("MaxPool", ["x"], ["y", "at"], name="max3i", kernel_shape=[2, 2, 2]),
+    ], [vi("x", F, [1, 1, 2, 2, 2])], [vi("y", F, [1, 1, 1, 1, 1]), vi("at", I64, [1, 1, 1, 1, 1])])
     # Transposed convolutions: 2-D grouped with output padding and a bias; 1-D with an
     # output_shape one beyond the last window's end.
     save("conv_transpose", [
@@ -302,8 +309,9 @@ def main():
     save("scatter_mul", [
         helper.make_node("ScatterElements", ["x", "at", "u"], ["y"], name="times", reduction="mul"),
     ], [vi("x", F, [4]), vi("at", I64, [2]), vi("u", F, [2])], [vi("y", F, [4])], opset=16)
-    save("conv_transpose_3d", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up3")],
-         [vi("x", F, [1, 1, 2, 2, 2]), vi("w", F, [1, 1, 1, 1, 1])], [vi("y", F, [1, 1, 2, 2, 2])])
+    save("conv_transpose_4d", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up4")],
+         [vi("x", F, [1, 1, 2, 2, 2, 2]), vi("w", F, [1, 1, 1, 1, 1, 1])],
+         [vi("y", F, [1, 1, 2, 2, 2, 2])])
     save("conv_transpose_output_padding", [
         helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_pad", strides=[2, 2],
                          output_padding=[2, 0]),
@@ -391,6 +399,34 @@ def main():
         helper.make_node("TopK", ["x", "k"], ["v", "i"], name="vocab"),
     ], [vi("x", F, [1, 5000])], [vi("v", F, [1, 20]), vi("i", I64, [1, 20])],
         [tensor("k", np.array([20], np.int64))])
+
+    # 3-D: a grouped, strided, dilated Conv with depth padding; MaxPool and AveragePool; a
+    # strided, grouped ConvTranspose with output padding and a bias.
+    save("volumetric", [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv3d", group=2, strides=[2, 1, 1],
+                         pads=[1, 0, 1, 1, 0, 1], dilations=[1, 1, 2]),
+        helper.make_node("MaxPool", ["c"], ["m"], name="max3d", kernel_shape=[2, 2, 2],
+                         strides=[2, 1, 1], pads=[1, 0, 0, 0, 0, 0]),
+        helper.make_node("AveragePool", ["c"], ["a"], name="avg3d", kernel_shape=[3, 1, 2],
+                         pads=[1, 0, 0, 1, 0, 0]),
+        helper.make_node("ConvTranspose", ["m", "wt", "bt"], ["t"], name="deconv3d", group=2,
+                         strides=[2, 1, 1], pads=[1, 0, 0, 0, 0, 0], output_padding=[1, 0, 0]),
+    ], [vi("x", F, [1, 4, 5, 4, 6])],
+        [vi("a", F, [1, 6, 3, 4, 5]), vi("t", F, [1, 2, 5, 4, 6])],
+        [tensor("w", f32(6, 2, 3, 1, 2)), tensor("wt", f32(6, 1, 3, 2, 2)), tensor("bt", f32(2))])
+
+    # Atan, Asin and Acos in f32 and f64 (composed from plait's arithmetic).
+    D = TensorProto.DOUBLE
+    save("inverse_trig", [
+        helper.make_node("Atan", ["a32"], ["atan32"], name="atan32"),
+        helper.make_node("Asin", ["u32"], ["asin32"], name="asin32"),
+        helper.make_node("Acos", ["u32"], ["acos32"], name="acos32"),
+        helper.make_node("Atan", ["a64"], ["atan64"], name="atan64"),
+        helper.make_node("Asin", ["u64"], ["asin64"], name="asin64"),
+        helper.make_node("Acos", ["u64"], ["acos64"], name="acos64"),
+    ], [vi("a32", F, [4096]), vi("u32", F, [4096]), vi("a64", D, [4096]), vi("u64", D, [4096])],
+        [vi(n, F if n.endswith("32") else D, [4096])
+         for n in ("atan32", "asin32", "acos32", "atan64", "asin64", "acos64")])
 
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
