@@ -139,15 +139,12 @@ LogicalResult importGatherElements(NodeContext &ctx) {
 /// Checks GatherND's and ScatterND's indices: rank >= 1, a last dimension k of 1 to data's
 /// rank (batch_dims 0 only); returns k or nullopt after an error.
 std::optional<int64_t> tupleLength(NodeContext &ctx, RankedTensorType type,
-                                   RankedTensorType indexType) {
-  if (ctx.intAttr("batch_dims", 0) != 0) {
-    (void)ctx.unsupported("batch_dims " + llvm::Twine(ctx.intAttr("batch_dims", 0)));
-    return std::nullopt;
-  }
+                                   RankedTensorType indexType, int64_t batchDims = 0) {
   if (indexType.getRank() < 1 || indexType.getShape().back() < 1 ||
-      indexType.getShape().back() > type.getRank()) {
+      indexType.getShape().back() > type.getRank() - batchDims) {
     (void)ctx.error("indices' last dimension must be 1 to data's rank " +
-                    llvm::Twine(type.getRank()));
+                    llvm::Twine(type.getRank()) +
+                    (batchDims ? " minus batch_dims " + llvm::Twine(batchDims) : llvm::Twine()));
     return std::nullopt;
   }
   if (type.getNumElements() == 0) {
@@ -157,28 +154,56 @@ std::optional<int64_t> tupleLength(NodeContext &ctx, RankedTensorType type,
   return indexType.getShape().back();
 }
 
-/// GatherND (batch_dims 0): each k-tuple of indices picks the slice data[i_0, ..., i_k-1];
-/// one plait.gather of rows from data viewed as [prod(shape[:k]), rest], reshaped to
-/// indices.shape[:-1] + data.shape[k:].
+/// GatherND: each k-tuple of indices picks the slice data[b..., i_0, ..., i_k-1], where b... are
+/// the tuple's first batch_dims indices (its position in indices' batch dimensions). One
+/// plait.gather of rows from data viewed as [batches * prod(shape[b:b+k]), rest], at the
+/// tuple's row within its batch plus the batch's first row, reshaped to indices.shape[:-1] +
+/// data.shape[b+k:]. A tuple out of range reads one past the data (the gather reports it).
 LogicalResult importGatherND(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
   if (!indexType)
     return failure();
-  auto k = tupleLength(ctx, type, indexType);
+  const int64_t batchDims = ctx.intAttr("batch_dims", 0);
+  if (batchDims < 0 || batchDims >= std::min(type.getRank(), indexType.getRank()))
+    return ctx.error("batch_dims " + llvm::Twine(batchDims) +
+                     " must be below the ranks of data and indices");
+  llvm::ArrayRef<int64_t> shape = type.getShape();
+  if (shape.take_front(size_t(batchDims)) != indexType.getShape().take_front(size_t(batchDims)))
+    return ctx.error("data and indices must agree on their first " + llvm::Twine(batchDims) +
+                     " (batch) dimensions");
+  auto k = tupleLength(ctx, type, indexType, batchDims);
   if (!k)
     return failure();
-  llvm::ArrayRef<int64_t> shape = type.getShape();
-  int64_t rows = 1;
-  for (int64_t d = 0; d < *k; ++d)
+  int64_t batches = 1, rows = 1;
+  for (int64_t d = 0; d < batchDims; ++d)
+    batches *= shape[size_t(d)];
+  for (int64_t d = batchDims; d < batchDims + *k; ++d)
     rows *= shape[size_t(d)];
-  const int64_t rest = type.getNumElements() / rows;
+  const int64_t rest = type.getNumElements() / (batches * rows);
   Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
-  Value row = indices ? tupleFlatIndex(ctx, indices, shape) : Value();
-  Value table = row ? ctx.reshape(data, {rows, rest}) : Value();
+  Value row = indices ? tupleFlatIndex(ctx, indices, shape.drop_front(size_t(batchDims)))
+                      : Value();
+  if (row && batchDims > 0) {
+    // The batch's first row, broadcast over the tuples of a batch; an out-of-range tuple
+    // (row == rows) still reads one past all of the data.
+    Type i64 = IntegerType::get(ctx.context(), 64);
+    llvm::SmallVector<int64_t> offsetShape(shapeOf(row).size(), 1), offsets;
+    for (int64_t d = 0; d < batchDims; ++d)
+      offsetShape[size_t(d)] = shape[size_t(d)];
+    for (int64_t b = 0; b < batches; ++b)
+      offsets.push_back(b * rows);
+    Value offset = ctx.constant(HostTensor::fromInts(ElemKind::I64, offsetShape, offsets));
+    Value outside = ctx.create<EqualOp>({row, ctx.scalar(double(rows), i64)});
+    Value shifted = outside ? ctx.create<AddOp>({row, offset}) : Value();
+    row = shifted ? ctx.create<WhereOp>({outside, ctx.scalar(double(batches * rows), i64),
+                                         shifted})
+                  : Value();
+  }
+  Value table = row ? ctx.reshape(data, {batches * rows, rest}) : Value();
   Value picked = table ? ctx.create<GatherOp>({table, row}, {ctx.i64Attr("axis", 0)}) : Value();
   llvm::SmallVector<int64_t> outShape(indexType.getShape().drop_back());
-  llvm::append_range(outShape, shape.drop_front(size_t(*k)));
+  llvm::append_range(outShape, shape.drop_front(size_t(batchDims + *k)));
   return ctx.setResult(picked ? ctx.reshape(picked, outShape) : Value());
 }
 

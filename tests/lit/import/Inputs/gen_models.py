@@ -428,6 +428,18 @@ def main():
         [vi(n, F if n.endswith("32") else D, [4096])
          for n in ("atan32", "asin32", "acos32", "atan64", "asin64", "acos64")])
 
+    # GatherND with batch_dims 1 (tuples of 1 into [2, 3, 4]) and 2 (tuples of 2 into
+    # [2, 3, 4, 5]), indices negative included, given at run time.
+    save("gathernd_batch", [
+        helper.make_node("GatherND", ["d1", "i1"], ["g1"], name="batch1", batch_dims=1),
+        helper.make_node("GatherND", ["d2", "i2"], ["g2"], name="batch2", batch_dims=2),
+    ], [vi("d1", F, [2, 3, 4]), vi("i1", I64, [2, 2, 1]), vi("d2", F, [2, 3, 4, 5]),
+        vi("i2", I64, [2, 3, 2, 2])],
+        [vi("g1", F, [2, 2, 4]), vi("g2", F, [2, 3, 2])])
+    save("gathernd_batch_mismatch", [
+        helper.make_node("GatherND", ["d", "i"], ["g"], name="mismatch", batch_dims=1),
+    ], [vi("d", F, [2, 3]), vi("i", I64, [3, 1])], [vi("g", F, [3])], check=False)
+
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:
