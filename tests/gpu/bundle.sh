@@ -52,7 +52,10 @@ printf '%s\n' "$root" >"$bundle/SOURCE_DIR"
 # machine's are at least as new, and a second copy of them would break its own libraries).
 ldd "$bundle/bin/"* "$bundle/tests/"* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' |
   sort -u | grep -v -E '^/usr/local/cuda|/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
-  while read -r lib; do cp -L "$lib" "$bundle/lib/$(basename "$lib")"; done
+  while read -r lib; do
+    # The binaries find plait's own libraries in the bundle already ($ORIGIN/../lib).
+    [ "$lib" -ef "$bundle/lib/$(basename "$lib")" ] || cp -L "$lib" "$bundle/lib/$(basename "$lib")"
+  done
 
 /usr/bin/python3 "$root/tests/gpu/backend_parity.py" --build "$build" --steps "$steps" \
   --work "$bundle/work" --stage prepare || die "preparing the plans and CPU runs failed (above)"
