@@ -294,6 +294,63 @@ LogicalResult importScatterND(NodeContext &ctx) {
   return scatterInto(ctx, type, data, row, updates, {rows, type.getNumElements() / rows});
 }
 
+/// ReverseSequence: the data viewed as [batch, time, rest] (a transpose first when time is axis
+/// 0); in batch row b, time t < lens[b] reads time lens[b] - 1 - t and later times read
+/// themselves. One gather of rows of [batch * time, rest] at b * time + that time, so it trains
+/// through the gather. A length beyond the time axis reads out of the data, which the gather
+/// reports at run time.
+LogicalResult importReverseSequence(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  RankedTensorType lensType = type ? ctx.inputType(1) : RankedTensorType();
+  if (!lensType)
+    return failure();
+  const int64_t timeAxis = ctx.intAttr("time_axis", 0), batchAxis = ctx.intAttr("batch_axis", 1);
+  if (type.getRank() < 2)
+    return ctx.error("input must have rank >= 2");
+  if (timeAxis < 0 || timeAxis > 1 || batchAxis < 0 || batchAxis > 1 || timeAxis == batchAxis)
+    return ctx.error("time_axis and batch_axis must be 0 and 1, one each");
+  llvm::ArrayRef<int64_t> shape = type.getShape();
+  const int64_t batch = shape[size_t(batchAxis)], time = shape[size_t(timeAxis)];
+  if (lensType.getRank() != 1 || lensType.getDimSize(0) != batch ||
+      !lensType.getElementType().isInteger(64))
+    return ctx.error("sequence_lens must be int64 [" + llvm::Twine(batch) + "]");
+  if (type.getNumElements() == 0)
+    return ctx.unsupported("empty input");
+  Value x = ctx.input(0), lens = x ? ctx.input(1) : Value();
+  if (!lens)
+    return failure();
+  llvm::SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    perm.push_back(d < 2 ? 1 - d : d);
+  if (timeAxis == 0)
+    x = ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)});
+  const int64_t rest = type.getNumElements() / (batch * time);
+  Value table = x ? ctx.reshape(x, {batch * time, rest}) : Value();
+  llvm::SmallVector<int64_t> iota, bases;
+  for (int64_t t = 0; t < time; ++t)
+    iota.push_back(t);
+  for (int64_t b = 0; b < batch; ++b)
+    bases.push_back(b * time);
+  Type i64 = IntegerType::get(ctx.context(), 64);
+  Value t = ctx.constant(HostTensor::fromInts(ElemKind::I64, {1, time}, iota));
+  Value base = ctx.constant(HostTensor::fromInts(ElemKind::I64, {batch, 1}, bases));
+  Value len = table ? ctx.reshape(lens, {batch, 1}) : Value();
+  Value inside = len ? ctx.create<LessOp>({t, len}) : Value();
+  Value last = inside ? ctx.create<SubOp>({len, ctx.scalar(1.0, i64)}) : Value();
+  Value reversed = last ? ctx.create<SubOp>({last, t}) : Value();
+  Value at = reversed ? ctx.create<WhereOp>({inside, reversed, ctx.broadcastTo(t, {batch, time})})
+                      : Value();
+  Value row = at ? ctx.create<AddOp>({at, base}) : Value();
+  Value picked = row ? ctx.create<GatherOp>({table, row}, {ctx.i64Attr("axis", 0)}) : Value();
+  llvm::SmallVector<int64_t> moved(shape);
+  std::swap(moved[0], moved[1]);
+  Value y = picked ? ctx.reshape(picked, timeAxis == 0 ? llvm::ArrayRef<int64_t>(moved) : shape)
+                   : Value();
+  if (y && timeAxis == 0)
+    y = ctx.create<TransposeOp>({y}, {ctx.arrayAttr("perm", perm)});
+  return ctx.setResult(y);
+}
+
 /// The most elements TopK's axis may have when every pair of them is compared.
 constexpr int64_t kMaxTopKAxis = 4096;
 /// Up to this K, TopK selects the K one after another (K passes over the row); above it,
@@ -487,6 +544,7 @@ void registerIndexingOps(OpImporterMap &map) {
   map["ScatterElements"] = importScatterElements;
   map["ScatterND"] = importScatterND;
   map["TopK"] = importTopK;
+  map["ReverseSequence"] = importReverseSequence;
 }
 
 } // namespace plait::onnx_import

@@ -440,6 +440,19 @@ def main():
         helper.make_node("GatherND", ["d", "i"], ["g"], name="mismatch", batch_dims=1),
     ], [vi("d", F, [2, 3]), vi("i", I64, [3, 1])], [vi("g", F, [3])], check=False)
 
+    # ReverseSequence, time first ([5, 3, 2, 2]) and batch first ([3, 5, 2]), lengths at run time.
+    save("reverse_sequence", [
+        helper.make_node("ReverseSequence", ["x", "lens"], ["y"], name="time_first",
+                         time_axis=0, batch_axis=1),
+        helper.make_node("ReverseSequence", ["z", "lens"], ["w"], name="batch_first",
+                         time_axis=1, batch_axis=0),
+    ], [vi("x", F, [5, 3, 2, 2]), vi("z", F, [3, 5, 2]), vi("lens", I64, [3])],
+        [vi("y", F, [5, 3, 2, 2]), vi("w", F, [3, 5, 2])])
+    save("reverse_sequence_axes", [
+        helper.make_node("ReverseSequence", ["x", "lens"], ["y"], name="same_axes",
+                         time_axis=1, batch_axis=1),
+    ], [vi("x", F, [2, 2]), vi("lens", I64, [2])], [vi("y", F, [2, 2])], check=False)
+
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:
