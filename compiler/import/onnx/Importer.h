@@ -1,7 +1,7 @@
 // Internal interface between the ONNX graph walk (OnnxImporter.cpp) and the op importers, which
 // are grouped by family in ElementwiseOps.cpp, TensorOps.cpp, NeuralOps.cpp and the files
 // named after their ops (EinsumOps.cpp, IndexingOps.cpp, ResizeOps.cpp, GridSampleOps.cpp,
-// RecurrentOps.cpp).
+// RecurrentOps.cpp, SpectralOps.cpp).
 #pragma once
 
 #include <memory>
@@ -176,6 +176,7 @@ void registerIndexingOps(OpImporterMap &map);
 void registerResizeOps(OpImporterMap &map);
 void registerRecurrentOps(OpImporterMap &map);
 void registerGridSampleOps(OpImporterMap &map);
+void registerSpectralOps(OpImporterMap &map);
 
 //===--- Helpers shared by the op importers ------------------------------===//
 /// Normalises `axis` against `rank`, or reports it ("WHAT A is out of range for rank R").

@@ -255,6 +255,7 @@ static const OpImporterMap &opImporters() {
     registerResizeOps(m);
     registerRecurrentOps(m);
     registerGridSampleOps(m);
+    registerSpectralOps(m);
     return m;
   }();
   return map;

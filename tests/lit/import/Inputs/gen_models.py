@@ -453,6 +453,42 @@ def main():
                          time_axis=1, batch_axis=1),
     ], [vi("x", F, [2, 2]), vi("lens", I64, [2])], [vi("y", F, [2, 2])], check=False)
 
+    # DFT and STFT (opset 17): a real DFT padded to 12 along the middle axis of [2, 10, 3, 1],
+    # onesided and truncated to 8, a complex inverse in f64, an STFT with a window; and a
+    # spectrum's power as a loss over a learned projection, to train.
+    D = TensorProto.DOUBLE
+    save("spectral", [
+        const("twelve", np.array(12, np.int64)),
+        const("eight", np.array(8, np.int64)),
+        helper.make_node("DFT", ["r", "twelve"], ["padded"], name="padded", axis=1),
+        helper.make_node("DFT", ["r", "eight"], ["half"], name="half", axis=1, onesided=1),
+        helper.make_node("DFT", ["z"], ["inv"], name="inv", axis=-2, inverse=1),
+        const("step", np.array(3, np.int64)),
+        helper.make_node("STFT", ["sig", "step", "win"], ["spec"], name="spec", onesided=0),
+    ], [vi("r", F, [2, 10, 3, 1]), vi("z", D, [3, 7, 2]), vi("sig", F, [2, 20, 1]),
+        vi("win", F, [8])],
+        [vi("padded", F, [2, 12, 3, 2]), vi("half", F, [2, 5, 3, 2]), vi("inv", D, [3, 7, 2]),
+         vi("spec", F, [2, 5, 8, 2])], opset=17)
+    save("spectral_train", [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="proj"),
+        const("last", np.array([-1], np.int64)),
+        helper.make_node("Unsqueeze", ["h", "last"], ["h3"], name="as_real"),
+        helper.make_node("DFT", ["h3"], ["s"], name="spectrum", axis=1, onesided=1),
+        helper.make_node("Mul", ["s", "s"], ["p"], name="power"),
+        helper.make_node("ReduceMean", ["p"], ["loss"], name="loss", keepdims=0),
+    ], [vi("x", F, [4, 16])], [vi("loss", F, [])],
+        [tensor("w", (np.random.default_rng(2).standard_normal((16, 16)) * 0.25).astype(
+            np.float32))], opset=17)
+
+    save("dft_last_axis", [helper.make_node("DFT", ["r"], ["y"], name="last", axis=2)],
+         [vi("r", F, [2, 4, 1])], [vi("y", F, [2, 4, 2])], opset=17, check=False)
+    save("stft_window_length", [
+        const("step", np.array(2, np.int64)),
+        const("length", np.array(6, np.int64)),
+        helper.make_node("STFT", ["sig", "step", "win", "length"], ["y"], name="mismatch"),
+    ], [vi("sig", F, [1, 16, 1]), vi("win", F, [4])], [vi("y", F, [1, 6, 4, 2])], opset=17,
+        check=False)
+
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:

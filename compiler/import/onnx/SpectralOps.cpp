@@ -1,0 +1,200 @@
+// Importers of ONNX's DFT and STFT (opset 17) as matrix products with a constant DFT matrix, so
+// that a spectrogram front end trains (the gradient is a product with the same matrix) and
+// runs wherever matmul does. A signal of n samples with c = 1 (real) or 2 (complex: re, im)
+// channels, viewed as [rows, n * c], times the [n * c, bins * 2] matrix W gives each row's
+// spectrum [rows, bins, 2]:
+//   y_k = sum_j x_j e^(-s 2 pi i j k / L)      (s = 1; the inverse: s = -1, and / L)
+// for k < bins (L, or L / 2 + 1 onesided) and j < min(n, L) (dft_length L pads with zeros or
+// truncates). The angles are reduced exactly (j * k mod L) and evaluated in double, so every
+// entry is the correctly rounded cosine or sine. W has n * c * bins * 2 entries: at most 2^24.
+#include "compiler/import/onnx/Importer.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace plait::onnx_import {
+namespace {
+
+constexpr int64_t kMaxDftMatrix = int64_t(1) << 24;
+
+/// `x` [rows, n * c] times the DFT matrix: [rows, bins, 2]; null after an error (reported).
+Value dftRows(NodeContext &ctx, Value x, int64_t rows, int64_t n, int64_t c, int64_t length,
+              int64_t bins, bool inverse) {
+  if (length < 1 || n * c > kMaxDftMatrix / (bins * 2)) {
+    (void)ctx.error(length < 1 ? "the DFT length must be positive, got " + llvm::Twine(length)
+                               : "the DFT matrix (" + llvm::Twine(n * c) + " x " +
+                                     llvm::Twine(bins * 2) + ") would exceed 2^24 entries");
+    return {};
+  }
+  Type element = elementTypeOf(x);
+  std::optional<ElemKind> kind = kindOf(element);
+  if (!kind || !isa<FloatType>(element)) {
+    (void)ctx.requireFloatInput(0);
+    return {};
+  }
+  const double sign = inverse ? -1.0 : 1.0, scale = inverse ? 1.0 / double(length) : 1.0;
+  std::vector<double> w(size_t(n * c * bins * 2), 0.0);
+  for (int64_t j = 0; j < std::min(n, length); ++j)
+    for (int64_t k = 0; k < bins; ++k) {
+      const double angle = 2.0 * M_PI * double((j * k) % length) / double(length);
+      const double cosine = std::cos(angle) * scale, sine = std::sin(angle) * scale;
+      // Output re += x_re cos + s x_im sin; im += x_im cos - s x_re sin.
+      double *re = &w[size_t((j * c) * bins * 2 + k * 2)];
+      re[0] = cosine;
+      re[1] = -sign * sine;
+      if (c == 2) {
+        double *im = &w[size_t((j * c + 1) * bins * 2 + k * 2)];
+        im[0] = sign * sine;
+        im[1] = cosine;
+      }
+    }
+  Value matrix = ctx.constant(HostTensor::fromDoubles(*kind, {n * c, bins * 2}, w));
+  Value y = ctx.create<MatmulOp>({x, matrix});
+  return y ? ctx.reshape(y, {rows, bins, 2}) : Value();
+}
+
+/// The signal's last dimension: 1 (real) or 2 (complex).
+std::optional<int64_t> channelsOf(NodeContext &ctx, RankedTensorType type, llvm::StringRef what) {
+  if (type.getRank() < 2 || (type.getShape().back() != 1 && type.getShape().back() != 2)) {
+    (void)ctx.error(what + " must end in a dimension of 1 (real) or 2 (complex)");
+    return std::nullopt;
+  }
+  return type.getShape().back();
+}
+
+/// A scalar integer input that must be known at compile time, or `dflt` when absent.
+std::optional<int64_t> scalarInput(NodeContext &ctx, unsigned i, llvm::StringRef role,
+                                   int64_t dflt) {
+  if (!ctx.hasInput(i))
+    return dflt;
+  auto values = ctx.requireIntsInput(i, role);
+  if (!values)
+    return std::nullopt;
+  if (values->size() != 1) {
+    (void)ctx.error("input '" + role + "' must be a scalar");
+    return std::nullopt;
+  }
+  return (*values)[0];
+}
+
+/// DFT (opset 17): along `axis` (a signal dimension, not the last), forward or inverse,
+/// onesided for real input, dft_length as a constant.
+LogicalResult importDft(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  if (!type || failed(ctx.requireFloatInput(0)))
+    return failure();
+  auto c = channelsOf(ctx, type, "input");
+  if (!c)
+    return failure();
+  const int64_t rank = type.getRank();
+  int64_t axis = ctx.intAttr("axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis > rank - 2)
+    return ctx.error("axis " + llvm::Twine(ctx.intAttr("axis", 1)) + " is not a signal axis of " +
+                     "rank " + llvm::Twine(rank) + " (the last dimension is re, im)");
+  const bool inverse = ctx.intAttr("inverse", 0) != 0, onesided = ctx.intAttr("onesided", 0) != 0;
+  if (onesided && (inverse || *c == 2))
+    return ctx.unsupported("onesided with " + llvm::Twine(inverse ? "inverse" : "complex input"));
+  const int64_t n = type.getDimSize(axis);
+  auto length = scalarInput(ctx, 1, "dft_length", n);
+  if (!length)
+    return failure();
+  const int64_t bins = onesided ? *length / 2 + 1 : *length;
+  Value x = ctx.input(0);
+  if (!x)
+    return failure();
+  // The signal axis next to the channels: [others..., n, c].
+  llvm::SmallVector<int64_t> perm, moved;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != axis)
+      perm.push_back(d);
+  perm.push_back(axis);
+  perm.push_back(rank - 1);
+  bool identity = true;
+  for (int64_t d = 0; d < rank; ++d)
+    identity &= perm[size_t(d)] == d;
+  if (!identity)
+    x = ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)});
+  for (int64_t d : perm)
+    moved.push_back(type.getDimSize(d));
+  const int64_t rows = type.getNumElements() / (n * *c);
+  x = x ? ctx.reshape(x, {rows, n * *c}) : Value();
+  Value y = x ? dftRows(ctx, x, rows, n, *c, *length, bins, inverse) : Value();
+  moved[size_t(rank - 2)] = bins;
+  moved[size_t(rank - 1)] = 2;
+  y = y ? ctx.reshape(y, moved) : Value();
+  if (y && !identity) {
+    llvm::SmallVector<int64_t> back(static_cast<size_t>(rank), 0);
+    for (int64_t d = 0; d < rank; ++d)
+      back[size_t(perm[size_t(d)])] = d;
+    y = ctx.create<TransposeOp>({y}, {ctx.arrayAttr("perm", back)});
+  }
+  return ctx.setResult(y);
+}
+
+/// STFT (opset 17): signal [batch, length, c]; frames of frame_length every frame_step samples
+/// (a gather of constant positions), times the window (which may be computed at run time),
+/// each frame's DFT: [batch, frames, bins, 2].
+LogicalResult importStft(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  if (!type || failed(ctx.requireFloatInput(0)))
+    return failure();
+  auto c = channelsOf(ctx, type, "signal");
+  if (!c)
+    return failure();
+  if (type.getRank() != 3)
+    return ctx.error("signal must be [batch, signal_length, 1 or 2]");
+  auto step = scalarInput(ctx, 1, "frame_step", 0);
+  if (!step)
+    return failure();
+  RankedTensorType windowType = ctx.hasInput(2) ? ctx.inputType(2) : RankedTensorType();
+  if (ctx.hasInput(2) && (!windowType || windowType.getRank() != 1))
+    return windowType ? ctx.error("window must be 1-D") : failure();
+  auto frameLength =
+      scalarInput(ctx, 3, "frame_length", windowType ? windowType.getDimSize(0) : -1);
+  if (!frameLength)
+    return failure();
+  const int64_t batch = type.getDimSize(0), samples = type.getDimSize(1);
+  if (*step < 1)
+    return ctx.error("frame_step must be positive, got " + llvm::Twine(*step));
+  if (*frameLength < 1 || *frameLength > samples)
+    return ctx.error(*frameLength < 0 ? llvm::Twine("needs frame_length or a window")
+                                      : "frame_length " + llvm::Twine(*frameLength) +
+                                            " must be in [1, " + llvm::Twine(samples) + "]");
+  if (windowType && windowType.getDimSize(0) != *frameLength)
+    return ctx.error("the window has " + llvm::Twine(windowType.getDimSize(0)) +
+                     " samples, frame_length is " + llvm::Twine(*frameLength));
+  const bool onesided = ctx.intAttr("onesided", 1) != 0;
+  if (onesided && *c == 2)
+    return ctx.unsupported("onesided with complex input");
+  const int64_t frames = (samples - *frameLength) / *step + 1;
+  const int64_t bins = onesided ? *frameLength / 2 + 1 : *frameLength;
+  std::vector<int64_t> positions;
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t j = 0; j < *frameLength; ++j)
+      positions.push_back(f * *step + j);
+  Value signal = ctx.input(0);
+  Value at = ctx.constant(HostTensor::fromInts(ElemKind::I64, {frames, *frameLength}, positions));
+  Value framed = signal ? ctx.create<GatherOp>({signal, at}, {ctx.i64Attr("axis", 1)}) : Value();
+  if (framed && windowType) {
+    Value window = ctx.input(2);
+    window = window ? ctx.reshape(window, {*frameLength, 1}) : Value();
+    framed = window ? ctx.create<MulOp>({framed, window}) : Value();
+  }
+  const int64_t rows = batch * frames;
+  framed = framed ? ctx.reshape(framed, {rows, *frameLength * *c}) : Value();
+  Value y = framed ? dftRows(ctx, framed, rows, *frameLength, *c, *frameLength, bins, false)
+                   : Value();
+  return ctx.setResult(y ? ctx.reshape(y, {batch, frames, bins, 2}) : Value());
+}
+
+} // namespace
+
+void registerSpectralOps(OpImporterMap &map) {
+  map["DFT"] = importDft;
+  map["STFT"] = importStft;
+}
+
+} // namespace plait::onnx_import
