@@ -5,8 +5,8 @@
 // spectrum [rows, bins, 2]:
 //   y_k = sum_j x_j e^(-s 2 pi i j k / L)      (s = 1; the inverse: s = -1, and / L)
 // for k < bins (L, or L / 2 + 1 onesided) and j < min(n, L) (dft_length L pads with zeros or
-// truncates). The angles are reduced exactly (j * k mod L) and evaluated in double, so every
-// entry is the correctly rounded cosine or sine. W has n * c * bins * 2 entries: at most 2^24.
+// truncates). The angles are reduced exactly (j * k mod L), their cosines and sines computed
+// in double and rounded to the signal's type. W has n * c * bins * 2 entries: at most 2^24.
 #include "compiler/import/onnx/Importer.h"
 
 #include <cmath>
@@ -17,11 +17,13 @@ namespace plait::onnx_import {
 namespace {
 
 constexpr int64_t kMaxDftMatrix = int64_t(1) << 24;
+/// At most this many frame positions (STFT's constant gather indices).
+constexpr int64_t kMaxFramePositions = int64_t(1) << 26;
 
 /// `x` [rows, n * c] times the DFT matrix: [rows, bins, 2]; null after an error (reported).
 Value dftRows(NodeContext &ctx, Value x, int64_t rows, int64_t n, int64_t c, int64_t length,
               int64_t bins, bool inverse) {
-  if (length < 1 || n * c > kMaxDftMatrix / (bins * 2)) {
+  if (length < 1 || double(n) * double(c) * double(bins) * 2 > double(kMaxDftMatrix)) {
     (void)ctx.error(length < 1 ? "the DFT length must be positive, got " + llvm::Twine(length)
                                : "the DFT matrix (" + llvm::Twine(n * c) + " x " +
                                      llvm::Twine(bins * 2) + ") would exceed 2^24 entries");
@@ -171,6 +173,9 @@ LogicalResult importStft(NodeContext &ctx) {
     return ctx.unsupported("onesided with complex input");
   const int64_t frames = (samples - *frameLength) / *step + 1;
   const int64_t bins = onesided ? *frameLength / 2 + 1 : *frameLength;
+  if (double(frames) * double(*frameLength) > double(kMaxFramePositions))
+    return ctx.error(llvm::Twine(frames) + " frames of " + llvm::Twine(*frameLength) +
+                     " samples: more than 2^26 positions to gather");
   std::vector<int64_t> positions;
   for (int64_t f = 0; f < frames; ++f)
     for (int64_t j = 0; j < *frameLength; ++j)

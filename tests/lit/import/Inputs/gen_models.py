@@ -489,6 +489,12 @@ def main():
     ], [vi("sig", F, [1, 16, 1]), vi("win", F, [4])], [vi("y", F, [1, 6, 4, 2])], opset=17,
         check=False)
 
+    save("stft_too_many_frames", [
+        const("step", np.array(1, np.int64)),
+        const("length", np.array(1000, np.int64)),
+        helper.make_node("STFT", ["sig", "step", "", "length"], ["y"], name="dense"),
+    ], [vi("sig", F, [1, 100000, 1])], [vi("y", F, [1, 99001, 501, 2])], opset=17, check=False)
+
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:
