@@ -7,6 +7,7 @@
 // for k < bins (L, or L / 2 + 1 onesided) and j < min(n, L) (dft_length L pads with zeros or
 // truncates). The angles are reduced exactly (j * k mod L), their cosines and sines computed
 // in double and rounded to the signal's type. W has n * c * bins * 2 entries: at most 2^24.
+// MelWeightMatrix, whose inputs are all constants, becomes a constant (importMelWeightMatrix).
 #include "compiler/import/onnx/Importer.h"
 
 #include <cmath>
@@ -195,11 +196,85 @@ LogicalResult importStft(NodeContext &ctx) {
   return ctx.setResult(y ? ctx.reshape(y, {batch, frames, bins, 2}) : Value());
 }
 
+/// A float scalar input that must be known at compile time.
+std::optional<double> floatScalarInput(NodeContext &ctx, unsigned i, llvm::StringRef role) {
+  const HostTensor *t = ctx.requireConstInput(i, role);
+  if (!t)
+    return std::nullopt;
+  if (t->numElements() != 1) {
+    (void)ctx.error("input '" + role + "' must be a scalar");
+    return std::nullopt;
+  }
+  return t->getDouble(0);
+}
+
+/// MelWeightMatrix (opset 17): a constant [dft_length / 2 + 1, num_mel_bins] of triangular
+/// filters, computed as ONNX's reference computes it: num_mel_bins + 2 band edges evenly spaced
+/// in mel (2595 log10(1 + f / 700), in float32 as the reference's scalars are; the spacing
+/// divides by num_mel_bins + 2, as the reference does), mapped to spectrogram bins
+/// floor((dft_length + 1) f / sample_rate); band i rises from edge i to edge i + 1 and falls to
+/// edge i + 2 (a band of zero width is a 1 at its centre).
+LogicalResult importMelWeightMatrix(NodeContext &ctx) {
+  auto mels = scalarInput(ctx, 0, "num_mel_bins", 0);
+  auto dftLength = mels ? scalarInput(ctx, 1, "dft_length", 0) : std::nullopt;
+  auto rate = dftLength ? scalarInput(ctx, 2, "sample_rate", 0) : std::nullopt;
+  auto lower = rate ? floatScalarInput(ctx, 3, "lower_edge_hertz") : std::nullopt;
+  auto upper = lower ? floatScalarInput(ctx, 4, "upper_edge_hertz") : std::nullopt;
+  if (!upper)
+    return failure();
+  if (*mels < 1 || *dftLength < 1 || *rate < 1)
+    return ctx.error("num_mel_bins, dft_length and sample_rate must be positive");
+  if (!(*lower >= 0 && *lower < *upper))
+    return ctx.error("the band edges must satisfy 0 <= lower_edge_hertz < upper_edge_hertz");
+  const int64_t bins = *dftLength / 2 + 1;
+  if (double(bins) * double(*mels) > double(kMaxFoldedElements))
+    return ctx.error("the matrix (" + llvm::Twine(bins) + " x " + llvm::Twine(*mels) +
+                     ") would exceed 2^22 entries");
+  std::optional<ElemKind> kind;
+  switch (ctx.intAttr("output_datatype", 1)) {
+  case 1: kind = ElemKind::F32; break;
+  case 10: kind = ElemKind::F16; break;
+  case 11: kind = ElemKind::F64; break;
+  case 16: kind = ElemKind::BF16; break;
+  default:
+    return ctx.unsupported("output_datatype " + llvm::Twine(ctx.intAttr("output_datatype", 1)) +
+                           " (plait writes float types)");
+  }
+  auto toMel = [](float hertz) { return 2595.0f * std::log10(1.0f + hertz / 700.0f); };
+  const float lowMel = toMel(float(*lower)), highMel = toMel(float(*upper));
+  const float step = (highMel - lowMel) / float(*mels + 2);
+  std::vector<int64_t> edges;
+  for (int64_t e = 0; e < *mels + 2; ++e) {
+    const double mel = double(e) * double(step) + double(lowMel);
+    const double hertz = 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0);
+    const int64_t bin = int64_t(std::floor(double(*dftLength + 1) * hertz / double(*rate)));
+    if (bin < 0 || bin >= bins)
+      return ctx.error("band edge " + llvm::Twine(e) + " falls in spectrogram bin " +
+                       llvm::Twine(bin) + ", outside [0, " + llvm::Twine(bins - 1) +
+                       "] (upper_edge_hertz above sample_rate / 2?)");
+    edges.push_back(bin);
+  }
+  std::vector<double> w(size_t(bins * *mels), 0.0);
+  for (int64_t i = 0; i < *mels; ++i) {
+    const int64_t left = edges[size_t(i)], centre = edges[size_t(i + 1)],
+                  right = edges[size_t(i + 2)];
+    if (centre == left)
+      w[size_t(centre * *mels + i)] = 1.0;
+    else
+      for (int64_t j = left; j <= centre; ++j)
+        w[size_t(j * *mels + i)] = double(j - left) / double(centre - left);
+    for (int64_t j = centre; j < right; ++j)
+      w[size_t(j * *mels + i)] = double(right - j) / double(right - centre);
+  }
+  return ctx.setFolded(0, HostTensor::fromDoubles(*kind, {bins, *mels}, w));
+}
+
 } // namespace
 
 void registerSpectralOps(OpImporterMap &map) {
   map["DFT"] = importDft;
   map["STFT"] = importStft;
+  map["MelWeightMatrix"] = importMelWeightMatrix;
 }
 
 } // namespace plait::onnx_import

@@ -2,6 +2,9 @@
 
   check_spectral.py inputs DIR        writes DIR/{r,z,sig,win}.npy and DIR/data/x.npy
   check_spectral.py check DIR OUT     compares OUT/{padded,half,inv,spec}.npy with numpy.fft
+  check_spectral.py mel DIR OUT       compares OUT/m.npy with ONNX's reference algorithm for
+                                      MelWeightMatrix (written out below) and OUT/melspec.npy
+                                      with DIR/power.npy @ m
   check_spectral.py grad DIR WEIGHTS  compares one SGD step (lr 0.1) of spectral_train.onnx's
                                       w (the change, to 1e-4 of its largest entry) with numpy's
                                       gradient of mean(|rfft(x w)|^2 parts)
@@ -22,6 +25,7 @@ if MODE == "inputs":
     np.save(f"{DIR}/win.npy", np.hanning(8).astype(np.float32))
     pathlib.Path(f"{DIR}/data").mkdir(exist_ok=True)
     np.save(f"{DIR}/data/x.npy", rng.standard_normal((4, 16)).astype(np.float32))
+    np.save(f"{DIR}/power.npy", rng.random((3, 257)).astype(np.float32))
     sys.exit(0)
 
 
@@ -44,6 +48,31 @@ if MODE == "check":
                                                                   axis=1)), 1e-14)
     frames = np.stack([sig[:, f * 3:f * 3 + 8] * win for f in range(5)], 1)
     report("spec", np.load(f"{out}/spec.npy"), stacked(np.fft.fft(frames, axis=2)), 1e-6)
+    sys.exit(0)
+
+if MODE == "mel":
+    # ONNX's reference: num_mel_bins + 2 edges evenly spaced in mel (float32 scalars), the
+    # spacing divided by num_mel_bins + 2, edges floored to spectrogram bins, triangles between.
+    mels, dft, rate, low, high = 40, 512, 16000, np.float32(20), np.float32(8000)
+    to_mel = lambda f: np.float32(2595) * np.log10(np.float32(1) + f / np.float32(700))
+    step = (to_mel(high) - to_mel(low)) / np.float32(mels + 2)
+    hertz = 700 * (10 ** ((np.arange(mels + 2) * np.float64(step) + np.float64(to_mel(low)))
+                          / 2595) - 1)
+    edges = np.floor((dft + 1) * hertz / rate).astype(int)
+    want = np.zeros((dft // 2 + 1, mels))
+    for i in range(mels):
+        left, centre, right = edges[i:i + 3]
+        if centre == left:
+            want[centre, i] = 1
+        for j in range(left, centre + 1) if centre != left else ():
+            want[j, i] = (j - left) / (centre - left)
+        for j in range(centre, right):
+            want[j, i] = (right - j) / (right - centre)
+    got = np.load(f"{sys.argv[3]}/m.npy")
+    print("mel", "ok" if got.shape == want.shape and np.array_equal(got, want.astype(np.float32))
+          else "MISMATCH", f"({int((want > 0).sum())} nonzero)")
+    power = np.load(f"{DIR}/power.npy").astype(np.float64)
+    report("melspec", np.load(f"{sys.argv[3]}/melspec.npy"), power @ want, 1e-6)
     sys.exit(0)
 
 from train_parity import read_safetensors  # noqa: E402

@@ -495,6 +495,29 @@ def main():
         helper.make_node("STFT", ["sig", "step", "", "length"], ["y"], name="dense"),
     ], [vi("sig", F, [1, 100000, 1])], [vi("y", F, [1, 99001, 501, 2])], opset=17, check=False)
 
+    # MelWeightMatrix (40 bands of a 512-point DFT at 16 kHz, 20 Hz to 8 kHz), applied to an
+    # STFT's power as a log-mel front end would; and band edges above the Nyquist frequency.
+    save("mel", [
+        const("mels", np.array(40, np.int64)),
+        const("dft", np.array(512, np.int64)),
+        const("rate", np.array(16000, np.int64)),
+        const("low", np.array(20.0, np.float32)),
+        const("high", np.array(8000.0, np.float32)),
+        helper.make_node("MelWeightMatrix", ["mels", "dft", "rate", "low", "high"], ["m"],
+                         name="filters"),
+        helper.make_node("MatMul", ["power", "m"], ["melspec"], name="apply"),
+    ], [vi("power", F, [3, 257])], [vi("m", F, [257, 40]), vi("melspec", F, [3, 40])],
+        opset=17)
+    save("mel_nyquist", [
+        const("mels", np.array(4, np.int64)),
+        const("dft", np.array(64, np.int64)),
+        const("rate", np.array(8000, np.int64)),
+        const("low", np.array(0.0, np.float32)),
+        const("high", np.array(20000.0, np.float32)),
+        helper.make_node("MelWeightMatrix", ["mels", "dft", "rate", "low", "high"], ["m"],
+                         name="beyond"),
+    ], [], [vi("m", F, [33, 4])], opset=17, check=False)
+
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:
