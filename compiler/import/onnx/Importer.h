@@ -1,7 +1,7 @@
 // Internal interface between the ONNX graph walk (OnnxImporter.cpp) and the op importers, which
-// are grouped by family in ElementwiseOps.cpp, TensorOps.cpp, NeuralOps.cpp and the files
-// named after their ops (EinsumOps.cpp, IndexingOps.cpp, ResizeOps.cpp, GridSampleOps.cpp,
-// RecurrentOps.cpp, SpectralOps.cpp).
+// are grouped by family in ElementwiseOps.cpp, TensorOps.cpp, NeuralOps.cpp, ConvPoolOps.cpp and
+// the files named after their ops (EinsumOps.cpp, IndexingOps.cpp, ResizeOps.cpp,
+// GridSampleOps.cpp, RecurrentOps.cpp, SpectralOps.cpp).
 #pragma once
 
 #include <memory>
@@ -171,6 +171,7 @@ void registerElementwiseOps(OpImporterMap &map);
 void registerTensorOps(OpImporterMap &map);
 void registerSourceOps(OpImporterMap &map);
 void registerNeuralOps(OpImporterMap &map);
+void registerConvPoolOps(OpImporterMap &map);
 void registerEinsumOps(OpImporterMap &map);
 void registerIndexingOps(OpImporterMap &map);
 void registerResizeOps(OpImporterMap &map);
@@ -182,6 +183,20 @@ void registerSpectralOps(OpImporterMap &map);
 /// Normalises `axis` against `rank`, or reports it ("WHAT A is out of range for rank R").
 std::optional<int64_t> normalizedAxis(NodeContext &ctx, int64_t axis, int64_t rank,
                                       llvm::StringRef what = "axis");
+/// The permutation that moves dimension `axis` of a rank-`rank` tensor to position `to`, the
+/// others keeping their order, and its inverse (moveAxis). Importers that work along one axis
+/// (CumSum, TopK, DFT, ReverseSequence) move it where their ops want it, then back.
+struct AxisMove {
+  llvm::SmallVector<int64_t> perm, inverse;
+  bool moves = false; // false: the identity, and apply/undo return their operand
+  /// `x` transposed by perm (null stays null).
+  mlir::Value apply(NodeContext &ctx, mlir::Value x) const;
+  /// `x` transposed back by inverse (null stays null).
+  mlir::Value undo(NodeContext &ctx, mlir::Value x) const;
+  /// `shape` permuted as apply permutes it.
+  llvm::SmallVector<int64_t> shape(llvm::ArrayRef<int64_t> shape) const;
+};
+AxisMove moveAxis(int64_t rank, int64_t axis, int64_t to);
 /// `x` sliced along one dimension `d` (start, end, step normalised as plait.slice wants).
 mlir::Value sliceAlong(NodeContext &ctx, mlir::Value x, int64_t d, int64_t start, int64_t end,
                        int64_t step);

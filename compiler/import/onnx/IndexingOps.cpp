@@ -319,11 +319,8 @@ LogicalResult importReverseSequence(NodeContext &ctx) {
   Value x = ctx.input(0), lens = x ? ctx.input(1) : Value();
   if (!lens)
     return failure();
-  llvm::SmallVector<int64_t> perm;
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    perm.push_back(d < 2 ? 1 - d : d);
-  if (timeAxis == 0)
-    x = ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)});
+  const AxisMove timeSecond = moveAxis(type.getRank(), timeAxis, 1); // [batch, time, ...]
+  x = timeSecond.apply(ctx, x);
   const int64_t rest = type.getNumElements() / (batch * time);
   Value table = x ? ctx.reshape(x, {batch * time, rest}) : Value();
   llvm::SmallVector<int64_t> iota, bases;
@@ -338,17 +335,11 @@ LogicalResult importReverseSequence(NodeContext &ctx) {
   Value inside = len ? ctx.create<LessOp>({t, len}) : Value();
   Value last = inside ? ctx.create<SubOp>({len, ctx.scalar(1.0, i64)}) : Value();
   Value reversed = last ? ctx.create<SubOp>({last, t}) : Value();
-  Value at = reversed ? ctx.create<WhereOp>({inside, reversed, ctx.broadcastTo(t, {batch, time})})
-                      : Value();
+  Value at = reversed ? ctx.create<WhereOp>({inside, reversed, t}) : Value(); // [batch, time]
   Value row = at ? ctx.create<AddOp>({at, base}) : Value();
   Value picked = row ? ctx.create<GatherOp>({table, row}, {ctx.i64Attr("axis", 0)}) : Value();
-  llvm::SmallVector<int64_t> moved(shape);
-  std::swap(moved[0], moved[1]);
-  Value y = picked ? ctx.reshape(picked, timeAxis == 0 ? llvm::ArrayRef<int64_t>(moved) : shape)
-                   : Value();
-  if (y && timeAxis == 0)
-    y = ctx.create<TransposeOp>({y}, {ctx.arrayAttr("perm", perm)});
-  return ctx.setResult(y);
+  Value y = picked ? ctx.reshape(picked, timeSecond.shape(shape)) : Value();
+  return ctx.setResult(timeSecond.undo(ctx, y));
 }
 
 /// The most elements TopK's axis may have when every pair of them is compared.
@@ -486,24 +477,13 @@ LogicalResult importTopK(NodeContext &ctx) {
   if (!x)
     return failure();
   // The axis last: [rows, n].
-  llvm::SmallVector<int64_t> perm;
-  llvm::SmallVector<int64_t> inverse(static_cast<size_t>(rank), 0);
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != *axis)
-      perm.push_back(d);
-  perm.push_back(*axis);
-  for (int64_t d = 0; d < rank; ++d)
-    inverse[size_t(perm[size_t(d)])] = d;
-  const bool moved = *axis != rank - 1;
-  llvm::SmallVector<int64_t> movedShape;
-  for (int64_t d : perm)
-    movedShape.push_back(type.getDimSize(d));
+  const AxisMove last = moveAxis(rank, *axis, rank - 1);
   const int64_t rows = type.getNumElements() / std::max<int64_t>(n, 1);
   if (k > kMaxTopKSelections && rows * n * n > (int64_t(1) << 28))
     return ctx.unsupported("TopK of " + llvm::Twine(rows) + " rows of " + llvm::Twine(n) +
                            " (plait compares every pair in a row: at most 2^28 comparisons)");
-  Value last = moved ? ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)}) : x;
-  Value flatRows = last ? ctx.reshape(last, {rows, n}) : last;
+  Value moved = last.apply(ctx, x);
+  Value flatRows = moved ? ctx.reshape(moved, {rows, n}) : moved;
   if (!flatRows)
     return failure();
   Value indices = k <= kMaxTopKSelections
@@ -522,12 +502,9 @@ LogicalResult importTopK(NodeContext &ctx) {
                       : Value(); // [rows, k]
   if (!values)
     return failure();
-  llvm::SmallVector<int64_t> outShape(movedShape);
+  llvm::SmallVector<int64_t> outShape = last.shape(type.getShape());
   outShape.back() = k;
-  auto restore = [&](Value v) -> Value {
-    v = ctx.reshape(v, outShape);
-    return v && moved ? ctx.create<TransposeOp>({v}, {ctx.arrayAttr("perm", inverse)}) : v;
-  };
+  auto restore = [&](Value v) { return last.undo(ctx, ctx.reshape(v, outShape)); };
   Value outValues = restore(values), outIndices = outValues ? restore(indices) : Value();
   if (!outIndices)
     return failure();

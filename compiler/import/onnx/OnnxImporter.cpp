@@ -250,6 +250,7 @@ static const OpImporterMap &opImporters() {
     registerTensorOps(m);
     registerSourceOps(m);
     registerNeuralOps(m);
+    registerConvPoolOps(m);
     registerEinsumOps(m);
     registerIndexingOps(m);
     registerResizeOps(m);

@@ -30,12 +30,8 @@ Value dftRows(NodeContext &ctx, Value x, int64_t rows, int64_t n, int64_t c, int
                                      llvm::Twine(bins * 2) + ") would exceed 2^24 entries");
     return {};
   }
-  Type element = elementTypeOf(x);
-  std::optional<ElemKind> kind = kindOf(element);
-  if (!kind || !isa<FloatType>(element)) {
-    (void)ctx.requireFloatInput(0);
-    return {};
-  }
+  // The callers checked for a float signal, which kindOf knows.
+  const ElemKind kind = *kindOf(elementTypeOf(x));
   const double sign = inverse ? -1.0 : 1.0, scale = inverse ? 1.0 / double(length) : 1.0;
   std::vector<double> w(size_t(n * c * bins * 2), 0.0);
   for (int64_t j = 0; j < std::min(n, length); ++j)
@@ -52,7 +48,7 @@ Value dftRows(NodeContext &ctx, Value x, int64_t rows, int64_t n, int64_t c, int
         im[1] = cosine;
       }
     }
-  Value matrix = ctx.constant(HostTensor::fromDoubles(*kind, {n * c, bins * 2}, w));
+  Value matrix = ctx.constant(HostTensor::fromDoubles(kind, {n * c, bins * 2}, w));
   Value y = ctx.create<MatmulOp>({x, matrix});
   return y ? ctx.reshape(y, {rows, bins, 2}) : Value();
 }
@@ -109,32 +105,16 @@ LogicalResult importDft(NodeContext &ctx) {
   if (!x)
     return failure();
   // The signal axis next to the channels: [others..., n, c].
-  llvm::SmallVector<int64_t> perm, moved;
-  for (int64_t d = 0; d < rank - 1; ++d)
-    if (d != axis)
-      perm.push_back(d);
-  perm.push_back(axis);
-  perm.push_back(rank - 1);
-  bool identity = true;
-  for (int64_t d = 0; d < rank; ++d)
-    identity &= perm[size_t(d)] == d;
-  if (!identity)
-    x = ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)});
-  for (int64_t d : perm)
-    moved.push_back(type.getDimSize(d));
+  const AxisMove signal = moveAxis(rank, axis, rank - 2);
   const int64_t rows = type.getNumElements() / (n * *c);
+  x = signal.apply(ctx, x);
   x = x ? ctx.reshape(x, {rows, n * *c}) : Value();
   Value y = x ? dftRows(ctx, x, rows, n, *c, *length, bins, inverse) : Value();
+  llvm::SmallVector<int64_t> moved = signal.shape(type.getShape());
   moved[size_t(rank - 2)] = bins;
   moved[size_t(rank - 1)] = 2;
   y = y ? ctx.reshape(y, moved) : Value();
-  if (y && !identity) {
-    llvm::SmallVector<int64_t> back(static_cast<size_t>(rank), 0);
-    for (int64_t d = 0; d < rank; ++d)
-      back[size_t(perm[size_t(d)])] = d;
-    y = ctx.create<TransposeOp>({y}, {ctx.arrayAttr("perm", back)});
-  }
-  return ctx.setResult(y);
+  return ctx.setResult(signal.undo(ctx, y));
 }
 
 /// STFT (opset 17): signal [batch, length, c]; frames of frame_length every frame_step samples

@@ -30,6 +30,34 @@ Value sliceAlong(NodeContext &ctx, Value x, int64_t d, int64_t start, int64_t en
                                    ctx.arrayAttr("steps", steps)});
 }
 
+AxisMove moveAxis(int64_t rank, int64_t axis, int64_t to) {
+  AxisMove m;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      m.perm.push_back(d);
+  m.perm.insert(m.perm.begin() + to, axis);
+  m.inverse.assign(size_t(rank), 0);
+  for (int64_t d = 0; d < rank; ++d)
+    m.inverse[size_t(m.perm[size_t(d)])] = d;
+  m.moves = axis != to;
+  return m;
+}
+
+Value AxisMove::apply(NodeContext &ctx, Value x) const {
+  return x && moves ? ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", perm)}) : x;
+}
+
+Value AxisMove::undo(NodeContext &ctx, Value x) const {
+  return x && moves ? ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", inverse)}) : x;
+}
+
+llvm::SmallVector<int64_t> AxisMove::shape(llvm::ArrayRef<int64_t> in) const {
+  llvm::SmallVector<int64_t> out;
+  for (int64_t d : perm)
+    out.push_back(in[size_t(d)]);
+  return out;
+}
+
 Value wrapNegativeIndex(NodeContext &ctx, Value idx, int64_t extent) {
   Type i64 = IntegerType::get(ctx.context(), 64);
   Value negative = ctx.create<LessOp>({idx, ctx.scalar(0, i64)});
