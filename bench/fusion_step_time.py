@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """CPU training step time and kernels per step, fused against --no-fusion, per sample model.
 
-For each model (the mlp, cnn and gpt samples, and the ~10M-parameter GPT train_vs_torch.py
-exports) the same ONNX file is compiled twice with `plait-compile --train --optimizer adamw
+For each model (the mlp, cnn and gpt samples, the ~10M-parameter GPT train_vs_torch.py
+exports, and the mlp and cnn samples exported wider: mlp-wide batch 256 of 1,024 features
+through 1,024 hidden units, cnn-wide batch 256) the same ONNX file is compiled twice with `plait-compile --train --optimizer adamw
 --lr 1e-3`: as is (every fusion: plait-fold-transposes with strided head products,
 plait-fuse-elementwise with its reductions, plait-group-updates, and the generated C++), and
 with --no-fusion. Both plans train the same batches for WARMUP + STEPS steps with
@@ -27,7 +28,25 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import train_vs_torch as tvt  # noqa: E402  (datasets, the 10M GPT's export, the runner)
 
-MODELS = ["mlp", "cnn", "gpt", "gpt-10m"]
+MODELS = ["mlp", "cnn", "gpt", "gpt-10m", "mlp-wide", "cnn-wide"]
+# The samples at sizes where an elementwise pass costs more than a kernel call: samples/mlp.py
+# and samples/cnn.py with their module constants replaced before export (the CNN's linear
+# layer fixes its image size, so only its batch grows).
+WIDE = {"mlp-wide": ("mlp", dict(BATCH=256, IN_FEATURES=1024, HIDDEN=1024)),
+        "cnn-wide": ("cnn", dict(BATCH=256))}
+
+
+def export_wide(name, out_root):
+    """Exports WIDE[name] as samples/<kind>.py exports the sample; returns the ONNX path."""
+    import contextlib
+    import io
+    from train_parity import load_sample_module
+    kind, config = WIDE[name]
+    module = load_sample_module(kind)
+    for key, value in config.items():
+        setattr(module, key, value)
+    with contextlib.redirect_stdout(io.StringIO()):
+        return pathlib.Path(module.export(str(out_root)))
 
 
 def losses(log):
@@ -40,11 +59,12 @@ def losses(log):
 
 
 def bench_model(name, build, steps, repeat, tmp, precision="fp32"):
-    kind = "gpt" if name.startswith("gpt") else name
+    kind = "gpt" if name.startswith("gpt") else name.split("-")[0]
     steps = max(5, steps // (3 if name == "gpt-10m" else 1))
     work = tmp / name
     (work / "data").mkdir(parents=True)
     onnx_path = (tvt.export_gpt10m(work / "export") if name == "gpt-10m"
+                 else export_wide(name, work / "export") if name in WIDE
                  else tvt.SAMPLES / kind / f"{kind}.onnx")
     tvt.make_dataset(kind, onnx_path, (tvt.WARMUP + steps) * tvt.batch_of(onnx_path),
                      work / "data")

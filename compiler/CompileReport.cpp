@@ -224,7 +224,8 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         continue;
       std::string ops;
       if (const std::vector<int64_t> *program = plan::intsAttr(instr, "program"))
-        for (size_t i = 0; i + 2 < program->size(); i += 3)
+        for (size_t i = 0; i + fused::kInstructionWidth <= program->size();
+             i += fused::kInstructionWidth)
           ops += (ops.empty() ? "" : " ") + std::string(fused::opcodeInfo((*program)[i]).name);
       kernels.push_back({{"name", instr.name}, {"ops", ops},
                          {"inputs", instr.inputs.size()}, {"outputs", instr.outputs.size()}});

@@ -96,6 +96,16 @@ inline plait_bf16 plait_narrow(float v) {
 #endif
 // round_bf16: a value rounded to bf16 and widened back, where the unfused ops store bf16.
 PLAIT_HD float plait_round_bf16(float v) { return plait_widen(plait_narrow(v)); }
+// sigmoid as the CUDA kernels compute it (runtime/cuda/kernels/ElementMath.h's
+// stableSigmoid). A host test may define plait_sigmoid as the CPU's formula instead.
+#ifndef plait_sigmoid
+PLAIT_HD float plait_sigmoid(float x) {
+  if (x >= 0.0f)
+    return 1.0f / (1.0f + expf(-x));
+  float e = expf(x);
+  return e / (1.0f + e);
+}
+#endif
 // A reduced result (a fused reduce_sum / reduce_mean) is summed into: the launch zeroes it
 // first, and the device adds atomically (in no fixed order: CUDA's sums are not bit-identical
 // to the CPU's, which add in memory order).
@@ -305,7 +315,8 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
   std::string ops;
   for (size_t k = 0; k < f.count(); ++k)
     ops += std::string(ops.empty() ? "" : " ") +
-           fused::opcodeInfo((*f.program)[3 * k]).name; // checked by fusedInstructions
+           fused::opcodeInfo((*f.program)[fused::kInstructionWidth * k]).name; // checked by
+                                                                         // fusedInstructions
   s << fmt::format("\n// {}: {}\n", f.instr->name, ops);
   // The math, one register at a time.
   s << fmt::format("PLAIT_HD void {}_math({}, {}) {{\n", name,

@@ -1,7 +1,10 @@
 // The opcode table of the generated kernels. Every expression is what the runtime's unfused
 // kernel computes for that op (runtime/cpu/), so the CPU's generated code is bit-identical to
-// the interpreter; CUDA's uses CUDA's math library (expf, erff: within 2 ulp), compiled
-// without fused multiply-adds, so that only exp, erf and a general pow round differently.
+// the interpreter; CUDA's is what the CUDA kernels compute (runtime/cuda/kernels/
+// ElementMath.h), with CUDA's math library (expf, erff, logf, tanhf, sinf, cosf: within 2
+// ulp), compiled without fused multiply-adds, so that only exp, erf, log, tanh, sigmoid, silu,
+// sin, cos and a general pow round differently. Comparisons give 1.0f or 0.0f, and where,
+// not, and, or read any value but 0.0f as true (codegen/schema/FusedElementwise.h).
 #include "compiler/FusedExpressions.h"
 
 #include <cstring>
@@ -14,7 +17,7 @@
 namespace plait {
 namespace {
 
-/// One opcode's expression per target, over {0} = operand a and {1} = operand b. A null
+/// One opcode's expression per target, over {0}, {1}, {2} = operands a, b, c. A null
 /// entry: the target has no expression for the opcode (code generation fails on it).
 struct OpcodeExpressions {
   fused::Opcode code;
@@ -35,6 +38,30 @@ constexpr OpcodeExpressions kExpressions[] = {
     {fused::BroadcastTo, "{0}", "{0}"},
     // plait_round_bf16: CUDA's __float2bfloat16_rn and back (CudaCodegen.cpp's header).
     {fused::RoundBf16, "plait::rt::cpu::roundToBf16({0})", "plait_round_bf16({0})"},
+    {fused::Log, "std::log({0})", "logf({0})"},
+    {fused::Tanh, "std::tanh({0})", "tanhf({0})"},
+    // plait_sigmoid: the CUDA kernels' stableSigmoid (CudaCodegen.cpp's header).
+    {fused::Sigmoid, "plait::rt::cpu::sigmoidApprox({0})", "plait_sigmoid({0})"},
+    {fused::Silu, "{0} * plait::rt::cpu::sigmoidApprox({0})", "{0} * plait_sigmoid({0})"},
+    {fused::Rsqrt, "1.0f / std::sqrt({0})", "1.0f / sqrtf({0})"},
+    {fused::Reciprocal, "1.0f / {0}", "1.0f / {0}"},
+    {fused::Sin, "std::sin({0})", "sinf({0})"},
+    {fused::Cos, "std::cos({0})", "cosf({0})"},
+    {fused::Abs, "std::abs({0})", "fabsf({0})"},
+    {fused::Relu, "({0} < 0.0f ? 0.0f : {0})", "({0} < 0.0f ? 0.0f : {0})"},
+    {fused::Max, "({0} > {1} || {0} != {0} ? {0} : {1})", "({0} > {1} || {0} != {0} ? {0} : {1})"},
+    {fused::Min, "({0} < {1} || {0} != {0} ? {0} : {1})", "({0} < {1} || {0} != {0} ? {0} : {1})"},
+    {fused::Greater, "({0} > {1} ? 1.0f : 0.0f)", "({0} > {1} ? 1.0f : 0.0f)"},
+    {fused::GreaterEqual, "({0} >= {1} ? 1.0f : 0.0f)", "({0} >= {1} ? 1.0f : 0.0f)"},
+    {fused::Less, "({0} < {1} ? 1.0f : 0.0f)", "({0} < {1} ? 1.0f : 0.0f)"},
+    {fused::LessEqual, "({0} <= {1} ? 1.0f : 0.0f)", "({0} <= {1} ? 1.0f : 0.0f)"},
+    {fused::Equal, "({0} == {1} ? 1.0f : 0.0f)", "({0} == {1} ? 1.0f : 0.0f)"},
+    {fused::Not, "({0} != 0.0f ? 0.0f : 1.0f)", "({0} != 0.0f ? 0.0f : 1.0f)"},
+    {fused::And, "({0} != 0.0f && {1} != 0.0f ? 1.0f : 0.0f)",
+     "({0} != 0.0f && {1} != 0.0f ? 1.0f : 0.0f)"},
+    {fused::Or, "({0} != 0.0f || {1} != 0.0f ? 1.0f : 0.0f)",
+     "({0} != 0.0f || {1} != 0.0f ? 1.0f : 0.0f)"},
+    {fused::Where, "({0} != 0.0f ? {1} : {2})", "({0} != 0.0f ? {1} : {2})"},
 };
 
 const char *targetName(KernelTarget target) { return target == KernelTarget::Cpu ? "C++" : "CUDA"; }
@@ -115,7 +142,8 @@ std::vector<FusedInstruction> fusedInstructions(const plan::PlanDesc &plan) {
 std::string fusedExpression(KernelTarget target, const plan::PlanDesc &plan,
                             const FusedInstruction &fused, size_t k, std::string &error) {
   const std::vector<int64_t> &program = *fused.program;
-  int64_t code = program[3 * k], a = program[3 * k + 1], b = program[3 * k + 2];
+  const int64_t *in = &program[fused::kInstructionWidth * k];
+  int64_t code = in[0], a = in[1], b = in[2], c = in[3];
   const char *pattern = patternOf(target, code);
   if (!pattern) {
     error = fmt::format("{}: fused opcode {} ({}) has no {} expression in "
@@ -126,8 +154,8 @@ std::string fusedExpression(KernelTarget target, const plan::PlanDesc &plan,
                         targetName(target));
     return "";
   }
-  std::string x = fmt::format("r{}", a), y = fmt::format("r{}", b);
-  std::string general = fmt::format(fmt::runtime(pattern), x, y);
+  std::string x = fmt::format("r{}", a), y = fmt::format("r{}", b), z = fmt::format("r{}", c);
+  std::string general = fmt::format(fmt::runtime(pattern), x, y, z);
   // As the kernels: products for a one-element exponent of 1, 2 or 3 over a whole base.
   if (code != fused::Pow || fused.elements[size_t(b)] != 1 ||
       fused.elements[size_t(a)] != fused.numel)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/PlanBuilder.h"
+#include "codegen/schema/FusedElementwise.h"
 
 namespace plait {
 
@@ -17,7 +18,7 @@ enum class KernelTarget { Cpu, Cuda };
 struct FusedInstruction {
   size_t index = 0;                        // in plan.instrs
   const plan::InstrDesc *instr = nullptr;
-  const std::vector<int64_t> *program = nullptr; // (opcode, a, b) triples
+  const std::vector<int64_t> *program = nullptr; // (opcode, a, b, c) quadruples
   const std::vector<int64_t> *outputs = nullptr; // the registers the results are
   std::vector<int64_t> shape;              // the iteration shape (inputs and results
                                            // broadcast together)
@@ -26,7 +27,7 @@ struct FusedInstruction {
   std::vector<int64_t> elements;           // per register: an input's elements, else numel
 
   size_t inputs() const { return instr->inputs.size(); }
-  size_t count() const { return program->size() / 3; }
+  size_t count() const { return program->size() / fused::kInstructionWidth; }
   /// How result `o` is written: every element (fused::Store), or summed / averaged.
   int64_t reduction(size_t o) const { return reductions ? (*reductions)[o] : 0; }
 };

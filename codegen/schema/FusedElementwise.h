@@ -2,11 +2,19 @@
 // "fused_elementwise"), shared by the compiler (verifier, plait-fuse-elementwise, cost model)
 // and the runtime (its interpreter). No MLIR or runtime dependencies.
 //
-// A program is a flat list of instructions, three integers each: opcode, a, b. Registers
-// 0..inputs-1 are the kernel's inputs; instruction k defines register inputs + k. `a` and `b`
-// name earlier registers; a unary instruction has b = -1. `outputs` lists the registers the
-// kernel writes, one per result. Every register holds f32 elements of the result's shape; an
-// input is either that whole shape or one element (repeated).
+// A program is a flat list of instructions, four integers each: opcode, a, b, c. Registers
+// 0..inputs-1 are the kernel's inputs; instruction k defines register inputs + k. `a`, `b`
+// and `c` name earlier registers; operands an opcode does not take are -1 (a unary
+// instruction has b = c = -1, a binary one c = -1; where, the one ternary opcode, reads all
+// three). `outputs` lists the registers the kernel writes, one per result. Every register
+// holds f32 elements of the result's shape; an input is either that whole shape or one
+// element (repeated).
+//
+// Comparisons and the logical opcodes compute truth values as 1.0f and 0.0f; where, not, and
+// and or read any register other than 0.0f as true. They stand for plait ops whose results
+// are i1: such values live only in registers (plait-fuse-elementwise fuses an i1 op only
+// together with every op that reads it, and never takes an i1 input), so a kernel's inputs
+// and results stay f32 or bf16. (Plan version 6 and later.)
 //
 // Inputs and results are f32 or bf16 tensors (the verifier, the interpreter and the code
 // generators check it): a bf16 input is widened to f32 as it is loaded (exactly), a bf16
@@ -43,8 +51,32 @@ enum Opcode : int64_t {
   Pow,
   BroadcastTo, // the operand itself (an input broadcast to the iteration shape)
   RoundBf16,   // the operand rounded to bf16 (nearest even; NaN stays NaN) and widened back
+  Log,
+  Tanh,
+  Sigmoid,
+  Silu,
+  Rsqrt,
+  Reciprocal,
+  Sin,
+  Cos,
+  Abs,
+  Relu,
+  Max, // NaN in either operand propagates, as the unfused kernels
+  Min,
+  Greater, // 1.0f or 0.0f
+  GreaterEqual,
+  Less,
+  LessEqual,
+  Equal,
+  Not, // 1.0f where a is 0.0f, else 0.0f
+  And,
+  Or,
+  Where, // a != 0.0f ? b : c
   kNumOpcodes
 };
+
+/// Integers per instruction: opcode, a, b, c.
+constexpr size_t kInstructionWidth = 4;
 
 /// How an output is written: every element, or summed / averaged into a smaller result.
 enum Reduction : int64_t { Store = 0, Sum = 1, Mean = 2, kNumReductions };
@@ -57,9 +89,14 @@ struct OpcodeInfo {
 
 inline const OpcodeInfo &opcodeInfo(int64_t code) {
   static const OpcodeInfo kInfo[kNumOpcodes] = {
-      {"add", 2}, {"sub", 2},  {"mul", 2},  {"div", 2}, {"neg", 1},
-      {"exp", 1}, {"erf", 1}, {"sqrt", 1}, {"pow", 2}, {"broadcast_to", 1},
-      {"round_bf16", 1}};
+      {"add", 2},     {"sub", 2},           {"mul", 2},     {"div", 2},
+      {"neg", 1},     {"exp", 1},           {"erf", 1},     {"sqrt", 1},
+      {"pow", 2},     {"broadcast_to", 1},  {"round_bf16", 1}, {"log", 1},
+      {"tanh", 1},    {"sigmoid", 1},       {"silu", 1},    {"rsqrt", 1},
+      {"reciprocal", 1}, {"sin", 1},        {"cos", 1},     {"abs", 1},
+      {"relu", 1},    {"max", 2},           {"min", 2},     {"greater", 2},
+      {"greater_equal", 2}, {"less", 2},    {"less_equal", 2}, {"equal", 2},
+      {"not", 1},     {"and", 2},           {"or", 2},      {"where", 3}};
   return kInfo[code];
 }
 
@@ -118,9 +155,9 @@ std::string checkReducedShape(int64_t reduction, const Shape &shape, const Resul
 /// Checks a program over `inputs` inputs and its `outputs`; returns "" or what is wrong.
 inline std::string checkProgram(const std::vector<int64_t> &program, size_t inputs,
                                 const std::vector<int64_t> &outputs) {
-  if (program.empty() || program.size() % 3 != 0)
-    return "program must be a non-empty list of (opcode, a, b) triples";
-  size_t count = program.size() / 3;
+  if (program.empty() || program.size() % kInstructionWidth != 0)
+    return "program must be a non-empty list of (opcode, a, b, c) quadruples";
+  size_t count = program.size() / kInstructionWidth;
   if (inputs > kMaxInputs)
     return "program has " + std::to_string(inputs) + " inputs, at most " +
            std::to_string(kMaxInputs) + " are allowed";
@@ -128,16 +165,21 @@ inline std::string checkProgram(const std::vector<int64_t> &program, size_t inpu
     return "program has " + std::to_string(count) + " instructions, at most " +
            std::to_string(kMaxInstructions) + " are allowed";
   for (size_t k = 0; k < count; ++k) {
-    int64_t code = program[3 * k], a = program[3 * k + 1], b = program[3 * k + 2];
+    const int64_t *in = &program[kInstructionWidth * k];
+    int64_t code = in[0];
     int64_t defined = int64_t(inputs + k);
     std::string at = "instruction " + std::to_string(k);
     if (code < 0 || code >= kNumOpcodes)
       return at + " has unknown opcode " + std::to_string(code);
-    if (a < 0 || a >= defined)
-      return at + " reads register " + std::to_string(a) + ", not defined before it";
-    if (opcodeInfo(code).arity == 2 ? (b < 0 || b >= defined) : b != -1)
-      return at + " (" + opcodeInfo(code).name + ") has operand b = " + std::to_string(b) +
-             (opcodeInfo(code).arity == 2 ? ", not defined before it" : ", not -1");
+    if (in[1] < 0 || in[1] >= defined)
+      return at + " reads register " + std::to_string(in[1]) + ", not defined before it";
+    for (int operand = 2; operand <= 3; ++operand) {
+      int64_t r = in[operand];
+      bool read = opcodeInfo(code).arity >= operand;
+      if (read ? (r < 0 || r >= defined) : r != -1)
+        return at + " (" + opcodeInfo(code).name + ") has operand " + "abc"[operand - 1] +
+               " = " + std::to_string(r) + (read ? ", not defined before it" : ", not -1");
+    }
   }
   if (outputs.empty())
     return "no outputs";

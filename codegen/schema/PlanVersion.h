@@ -3,6 +3,8 @@
 namespace plait {
 // 2: training plans (updates, schedule); 3: collectives, shards; 4: kernel workspace (per
 // instruction and per rank), planned peak per rank; 5: fused_elementwise programs with bf16
-// inputs and results and the round_bf16 opcode (codegen/schema/FusedElementwise.h).
-inline constexpr unsigned kPlanVersion = 5;
+// inputs and results and the round_bf16 opcode (codegen/schema/FusedElementwise.h); 6:
+// fused_elementwise instructions of four integers (where is ternary) and the opcodes of
+// log through where (comparisons and logic on values held in registers).
+inline constexpr unsigned kPlanVersion = 6;
 }

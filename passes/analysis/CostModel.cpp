@@ -492,7 +492,8 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
           }
         }
     if (const std::vector<int64_t> *program = plan::intsAttr(instr, "program"))
-      for (size_t i = 0; i + 2 < program->size(); i += 3) {
+      for (size_t i = 0; i + fused::kInstructionWidth <= program->size();
+           i += fused::kInstructionWidth) {
         int64_t code = (*program)[i];
         if (code < 0 || code >= fused::kNumOpcodes)
           continue;

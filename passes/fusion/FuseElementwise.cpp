@@ -11,10 +11,16 @@
 // has its type, or a smaller one that only it reads (all of them, merged, or else the first it
 // can), as long as one place follows every input of the group and precedes every read of its
 // results outside it: the fused op stands there (at its last member, or before the first such
-// read when that comes earlier). Fused are add, sub, mul, div, neg, exp, erf, sqrt and pow
-// whose result is f32 or bf16 (operands of its type, broadcast to it: a bias, a layer norm's
-// per-row mean), broadcast_to, and casts between f32 and bf16 (groups join across them: they
-// compare shapes, not element types).
+// read when that comes earlier). Fused are the arithmetic (add, sub, mul, div, pow, max,
+// min), unary (neg, abs, relu, exp, log, erf, sqrt, rsqrt, reciprocal, tanh, sigmoid, silu,
+// sin, cos) and broadcast_to ops whose result is f32 or bf16 (operands of its type,
+// broadcast to it: a bias, a layer norm's per-row mean), casts between f32 and bf16 (groups
+// join across them: they compare shapes, not element types), and the ops of i1 values:
+// comparisons of f32 or bf16 operands, not, and, or, where, and casts of i1 to f32 or bf16.
+// An i1 value lives only in the program's registers (as 1.0f or 0.0f), so an op with an i1
+// result joins a group only together with every op that reads it, and a group never reads
+// an i1 value from outside: a ReLU's backward, where(x > 0, g, 0), becomes one kernel with
+// the bias gradient's sum.
 //
 // The program computes in f32, as the unfused kernels do (bf16 ops are staged through f32 and
 // round their result to bf16): after each op whose result is bf16, and at a cast to bf16, the
@@ -59,6 +65,13 @@ struct Group {
 /// Whether a fused kernel loads and stores elements of `t` (f32, bf16).
 bool isFusedElement(Type t) { return t.isF32() || t.isBF16(); }
 
+/// Whether `v` is an i1 value: a fused program holds it in a register only (1.0f or 0.0f),
+/// never as an input or result.
+bool isTruth(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getElementType().isInteger(1);
+}
+
 bool sameShape(Type a, Type b) {
   return cast<RankedTensorType>(a).getShape() == cast<RankedTensorType>(b).getShape();
 }
@@ -102,23 +115,45 @@ bool isBf16Cast(Operation *op) {
          c.getType().hasStaticShape();
 }
 
-/// The op's opcode when it can be fused (an f32 or bf16 result; its operands, of its element
-/// type, broadcast to the result, as the op's verifier saw to; or a cast between f32 and
-/// bf16: RoundBf16), else -1.
+/// Whether `op` casts i1 to f32 or bf16: the register's 1.0f or 0.0f is the value itself.
+bool isTruthCast(Operation *op) {
+  auto c = dyn_cast<CastOp>(op);
+  return c && isTruth(c.getX()) && isFusedElement(c.getType().getElementType()) &&
+         c.getType().hasStaticShape();
+}
+
+/// The op's opcode when it can be fused, else -1: an op of the opcode table whose operands
+/// broadcast to its result (as the op's verifier saw to) and are of the types the opcode
+/// computes on: f32 or bf16 operands of the result's type; a comparison's, of one f32 or
+/// bf16 type, with an i1 result; not, and, or on i1; where's condition i1 and its values of
+/// the result's type. A cast between f32 and bf16 is RoundBf16, one of i1 to f32 or bf16
+/// BroadcastTo (no instruction: the register is the value).
 int64_t fusibleOpcode(Operation *op) {
   if (op->getNumResults() != 1 || !isa<PlaitDialect>(op->getDialect()))
     return -1;
   if (isBf16Cast(op))
     return fused::RoundBf16;
+  if (isTruthCast(op))
+    return fused::BroadcastTo;
   int64_t code = fused::opcodeOf(std::string_view(op->getName().stripDialect()));
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (code < 0 || code == fused::RoundBf16 || !type || !type.hasStaticShape() ||
-      !isFusedElement(type.getElementType()) ||
       int64_t(op->getNumOperands()) != fused::opcodeInfo(code).arity)
     return -1;
-  for (Value operand : op->getOperands()) {
+  Type result = type.getElementType(), operands = result;
+  const bool comparison = code >= fused::Greater && code <= fused::Equal;
+  const bool logic = code == fused::Not || code == fused::And || code == fused::Or;
+  if (comparison)
+    operands = cast<RankedTensorType>(op->getOperand(0).getType()).getElementType();
+  if (comparison || logic ? !result.isInteger(1) : !isFusedElement(result))
+    return -1;
+  if (!logic && !isFusedElement(operands))
+    return -1;
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     auto t = dyn_cast<RankedTensorType>(operand.getType());
-    if (!t || !t.hasStaticShape() || t.getElementType() != type.getElementType())
+    bool condition = code == fused::Where && i == 0;
+    if (!t || !t.hasStaticShape() ||
+        (condition ? !t.getElementType().isInteger(1) : t.getElementType() != operands))
       return -1;
   }
   return code;
@@ -126,10 +161,10 @@ int64_t fusibleOpcode(Operation *op) {
 
 /// Whether the program rounds after `op`'s instruction: its result is bf16, and the op
 /// computes a new value (broadcast_to moves bf16 values as they are; a cast to bf16 is
-/// itself the rounding).
+/// itself the rounding; an i1 cast's 1.0f and 0.0f are bf16 values).
 bool roundsAfter(Operation *op) {
   return cast<RankedTensorType>(op->getResult(0).getType()).getElementType().isBF16() &&
-         !isa<BroadcastToOp>(op) && !isBf16Cast(op);
+         !isa<BroadcastToOp>(op) && !isBf16Cast(op) && !isTruthCast(op);
 }
 
 /// How far apart (in ops of the block) a group's first and last op may be. The fused op
@@ -161,8 +196,9 @@ Window windowOf(const llvm::SmallPtrSetImpl<Operation *> &members, const Positio
 /// Whether `groups` and `op` may become one group iterating over `type`: one place comes
 /// after every input and before every outside read of a result (the fused op stands there),
 /// the group spans at most kMaxSpan ops, nothing in it reads a reduced result, a member of a
-/// smaller shape (computed again for every element it broadcasts to) is read only inside,
-/// and the program stays within the limits. `reduced` holds the groups' reductions.
+/// smaller shape (computed again for every element it broadcasts to) or of an i1 result is
+/// read only inside, no input is i1, and the program stays within the limits. `reduced`
+/// holds the groups' reductions.
 bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
              const Positions &position, const llvm::SmallPtrSetImpl<Operation *> &reduced,
              bool bf16Reductions) {
@@ -181,8 +217,11 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
   llvm::SmallPtrSet<Value, 32> inputs;
   for (Operation *m : members) {
     for (Value v : m->getOperands())
-      if (!members.contains(v.getDefiningOp()))
+      if (!members.contains(v.getDefiningOp())) {
+        if (isTruth(v))
+          return false;
         inputs.insert(v);
+      }
     bool reduction = m == op ? opReduces : reduced.contains(m);
     // A reduced result may need a copy of its register, a bf16 result a rounding (a cast to
     // f32, a copy when it is a result).
@@ -191,6 +230,12 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
     for (Operation *user : m->getResult(0).getUsers())
       if (members.contains(user) ? reduction : inside)
         return false;
+    // An i1 result read outside must be read by an op still to come, which may join (the
+    // next op of a chain of comparisons and logic); trimTruthEdges takes out what did not.
+    if (isTruth(m->getResult(0)))
+      for (Operation *user : m->getResult(0).getUsers())
+        if (!members.contains(user) && position.lookup(user) <= position.lookup(op))
+          return false;
     // pow computes products for a one-element exponent (x^2 of a norm's backward, whose
     // exponent is computed); computed again per element, the exponent would not be one
     // element any more, and pow would take std::pow's slow path.
@@ -203,6 +248,29 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
   Window w = windowOf(members, position);
   return w.ready < w.need && instructions <= int64_t(fused::kMaxInstructions) &&
          inputs.size() <= fused::kMaxInputs;
+}
+
+/// Takes out of `group` the members an i1 value would flow out of or into, until there are
+/// none: a member whose i1 result is read outside the group (a kernel stores no i1 value;
+/// canFuse let it in while its reader could still join), and a member that reads an i1 value
+/// the group does not compute. What is taken out stays an op of its own.
+void trimTruthEdges(Group &group) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Operation *m : SmallVector<Operation *>(group.ops.begin(), group.ops.end())) {
+      bool storesTruth = isTruth(m->getResult(0)) &&
+                         llvm::any_of(m->getResult(0).getUsers(), [&](Operation *user) {
+                           return !group.ops.contains(user);
+                         });
+      bool readsTruth = llvm::any_of(m->getOperands(), [&](Value v) {
+        return isTruth(v) && !group.ops.contains(v.getDefiningOp());
+      });
+      if (storesTruth || readsTruth) {
+        group.ops.remove(m);
+        changed = true;
+      }
+    }
+  }
 }
 
 /// Replaces the group's ops by one fused op at the place of its last member, or before the
@@ -235,15 +303,15 @@ std::optional<int64_t> fuse(const Group &group, Positions &position, OpBuilder &
       }
   SmallVector<int64_t> program, outputs, reductions;
   SmallVector<Value> escaping; // member results read outside the group
-  auto append = [&](int64_t code, int64_t a, int64_t b) {
-    program.append({code, a, b});
-    return int64_t(inputs.size() + program.size() / 3 - 1);
+  auto append = [&](int64_t code, int64_t a, int64_t b = -1, int64_t c = -1) {
+    program.append({code, a, b, c});
+    return int64_t(inputs.size() + program.size() / fused::kInstructionWidth - 1);
   };
   // The register an output writes: `r`, or a copy of it when r is an input or an output
   // already (a register is written once; a cast to f32 shares its operand's register).
   auto outputRegister = [&](int64_t r) {
     if (r < int64_t(inputs.size()) || llvm::is_contained(outputs, r))
-      return append(fused::BroadcastTo, r, -1);
+      return append(fused::BroadcastTo, r);
     return r;
   };
   for (Operation *op : group.ops) {
@@ -259,14 +327,18 @@ std::optional<int64_t> fuse(const Group &group, Positions &position, OpBuilder &
     if (isBf16Cast(op)) {
       // To bf16: a rounding; to f32: the bf16 value itself.
       registers[result] = cast<CastOp>(op).getType().getElementType().isBF16()
-                              ? append(fused::RoundBf16, a, -1)
+                              ? append(fused::RoundBf16, a)
                               : a;
+    } else if (isTruthCast(op)) {
+      registers[result] = a; // 1.0f or 0.0f already
     } else {
       int64_t code = fused::opcodeOf(std::string_view(op->getName().stripDialect()));
-      registers[result] =
-          append(code, a, op->getNumOperands() > 1 ? registers.lookup(op->getOperand(1)) : -1);
+      auto operand = [&](unsigned i) {
+        return op->getNumOperands() > i ? registers.lookup(op->getOperand(i)) : int64_t(-1);
+      };
+      registers[result] = append(code, a, operand(1), operand(2));
       if (roundsAfter(op)) // as the unfused kernel stores its result
-        registers[result] = append(fused::RoundBf16, registers[result], -1);
+        registers[result] = append(fused::RoundBf16, registers[result]);
     }
     if (llvm::any_of(result.getUsers(),
                      [&](Operation *user) { return !group.ops.contains(user); })) {
@@ -294,7 +366,7 @@ std::optional<int64_t> fuse(const Group &group, Positions &position, OpBuilder &
   for (Operation *op : llvm::reverse(group.ops))
     op->erase();
   int64_t roundings = 0;
-  for (size_t k = 0; k < program.size(); k += 3)
+  for (size_t k = 0; k < program.size(); k += fused::kInstructionWidth)
     roundings += program[k] == fused::RoundBf16;
   return roundings;
 }
@@ -423,6 +495,7 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
       }
       OpBuilder builder(&getContext());
       for (const auto &group : groups) {
+        trimTruthEdges(*group);
         if (group->ops.size() < 2) // single ops stay, merged groups are empty
           continue;
         int64_t groupReductions =

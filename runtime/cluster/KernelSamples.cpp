@@ -243,7 +243,7 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     k.rows = gemms;
   } else if (kernel == "fused_mul" || kernel == "fused_row_sum" || kernel == "fused_row_sum_16") {
     k.in(DType::F32, shape), k.in(DType::F32, shape, 1.0f);
-    k.ints("program", {fused::Mul, 0, 1});
+    k.ints("program", {fused::Mul, 0, 1, -1});
     k.ints("outputs", {2});
     if (kernel == "fused_mul") {
       k.out(DType::F32, shape);

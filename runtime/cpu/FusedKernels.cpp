@@ -47,6 +47,25 @@ PLAIT_VECTOR_INLINE void powTile(const float *a, const float *b, bool products, 
     out[i] = std::pow(a[i], b[i]);
 }
 
+/// out[i] = f(a[i]) (and of b[i], c[i]): one loop per opcode, each vectorised in the clone
+/// of runTile that inlines it.
+template <typename F>
+PLAIT_VECTOR_INLINE void map1(const float *a, float *out, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f(a[i]);
+}
+template <typename F>
+PLAIT_VECTOR_INLINE void map2(const float *a, const float *b, float *out, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f(a[i], b[i]);
+}
+template <typename F>
+PLAIT_VECTOR_INLINE void map3(const float *a, const float *b, const float *c, float *out,
+                              int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f(a[i], b[i], c[i]);
+}
+
 /// Runs the program over one tile of n elements. reg[r] points at register r's n values
 /// (inputs: into the input, or a tile filled with a single-element input's value). The
 /// instructions write into `scratch`, one tile each, except those whose register is a result:
@@ -56,42 +75,35 @@ PLAIT_SIMD_CLONES void runTile(const int64_t *program, int64_t count, int64_t in
                                float *scratch, float *const *direct, int64_t begin,
                                int64_t n) {
   for (int64_t k = 0; k < count; ++k) {
-    const int64_t *in = program + 3 * k;
+    const int64_t *in = program + fused::kInstructionWidth * k;
     const float *a = reg[in[1]];
     const float *b = in[2] >= 0 ? reg[in[2]] : nullptr;
+    const float *c = in[3] >= 0 ? reg[in[3]] : nullptr;
     float *out = direct[k] ? direct[k] + begin : scratch + k * kTile;
     switch (in[0]) {
     case fused::Add:
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = a[i] + b[i];
+      map2(a, b, out, n, [](float x, float y) { return x + y; });
       break;
     case fused::Sub:
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = a[i] - b[i];
+      map2(a, b, out, n, [](float x, float y) { return x - y; });
       break;
     case fused::Mul:
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = a[i] * b[i];
+      map2(a, b, out, n, [](float x, float y) { return x * y; });
       break;
     case fused::Div:
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = a[i] / b[i];
+      map2(a, b, out, n, [](float x, float y) { return x / y; });
       break;
     case fused::Neg:
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = -a[i];
+      map1(a, out, n, [](float x) { return -x; });
       break;
     case fused::Exp:
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = expApprox(a[i]);
+      map1(a, out, n, [](float x) { return expApprox(x); });
       break;
     case fused::Erf:
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = erfApprox(a[i]);
+      map1(a, out, n, [](float x) { return erfApprox(x); });
       break;
     case fused::Sqrt:
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = std::sqrt(a[i]);
+      map1(a, out, n, [](float x) { return std::sqrt(x); });
       break;
     case fused::Pow:
       powTile(a, b, elements[in[2]] == 1 && elements[in[1]] == numel, out, n);
@@ -100,8 +112,70 @@ PLAIT_SIMD_CLONES void runTile(const int64_t *program, int64_t count, int64_t in
       std::memcpy(out, a, size_t(n) * sizeof(float));
       break;
     case fused::RoundBf16:
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = roundToBf16(a[i]);
+      map1(a, out, n, [](float x) { return roundToBf16(x); });
+      break;
+    case fused::Log:
+      map1(a, out, n, [](float x) { return std::log(x); });
+      break;
+    case fused::Tanh:
+      map1(a, out, n, [](float x) { return std::tanh(x); });
+      break;
+    case fused::Sigmoid:
+      map1(a, out, n, [](float x) { return sigmoidApprox(x); });
+      break;
+    case fused::Silu:
+      map1(a, out, n, [](float x) { return x * sigmoidApprox(x); });
+      break;
+    case fused::Rsqrt:
+      map1(a, out, n, [](float x) { return 1.0f / std::sqrt(x); });
+      break;
+    case fused::Reciprocal:
+      map1(a, out, n, [](float x) { return 1.0f / x; });
+      break;
+    case fused::Sin:
+      map1(a, out, n, [](float x) { return std::sin(x); });
+      break;
+    case fused::Cos:
+      map1(a, out, n, [](float x) { return std::cos(x); });
+      break;
+    case fused::Abs:
+      map1(a, out, n, [](float x) { return std::abs(x); });
+      break;
+    case fused::Relu: // as the relu kernel: NaN passes through
+      map1(a, out, n, [](float x) { return x < 0.0f ? 0.0f : x; });
+      break;
+    case fused::Max: // as the max and min kernels: NaN in either operand propagates
+      map2(a, b, out, n, [](float x, float y) { return (x > y || x != x) ? x : y; });
+      break;
+    case fused::Min:
+      map2(a, b, out, n, [](float x, float y) { return (x < y || x != x) ? x : y; });
+      break;
+    case fused::Greater:
+      map2(a, b, out, n, [](float x, float y) { return x > y ? 1.0f : 0.0f; });
+      break;
+    case fused::GreaterEqual:
+      map2(a, b, out, n, [](float x, float y) { return x >= y ? 1.0f : 0.0f; });
+      break;
+    case fused::Less:
+      map2(a, b, out, n, [](float x, float y) { return x < y ? 1.0f : 0.0f; });
+      break;
+    case fused::LessEqual:
+      map2(a, b, out, n, [](float x, float y) { return x <= y ? 1.0f : 0.0f; });
+      break;
+    case fused::Equal:
+      map2(a, b, out, n, [](float x, float y) { return x == y ? 1.0f : 0.0f; });
+      break;
+    case fused::Not:
+      map1(a, out, n, [](float x) { return x != 0.0f ? 0.0f : 1.0f; });
+      break;
+    case fused::And:
+      map2(a, b, out, n, [](float x, float y) { return x != 0.0f && y != 0.0f ? 1.0f : 0.0f; });
+      break;
+    case fused::Or:
+      map2(a, b, out, n, [](float x, float y) { return x != 0.0f || y != 0.0f ? 1.0f : 0.0f; });
+      break;
+    case fused::Where:
+      map3(a, b, c, out, n, [](float x, float y, float z) { return x != 0.0f ? y : z; });
       break;
     default:
       break; // checked before the first tile
@@ -281,7 +355,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
                   y.shape.back() != shape.back();
   }
   const int64_t numel = product(shape, 0, shape.size());
-  const int64_t count = int64_t(program.size() / 3);
+  const int64_t count = int64_t(program.size() / fused::kInstructionWidth);
   const int64_t inner = shape.empty() ? 1 : shape.back();
   const int64_t tile = rowReduced ? std::max<int64_t>(1, kTile / inner) * inner : kTile;
   char kind[fused::kMaxInputs] = {};

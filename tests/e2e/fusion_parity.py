@@ -4,12 +4,13 @@
 For each sample (mlp, cnn, gpt; AdamW) the committed model is compiled twice, as is and with
 --no-fusion, and both plans train STEPS steps from the same data: on one rank, and the GPT also
 on 2 MPI ranks with zero3 (its params gathered and its gradients reduce-scattered through the
-folded products), and with --precision bf16-mixed on one rank. Checked per pair:
+folded products), and with --precision bf16-mixed on one rank (the CNN too). Checked per pair:
   - per-step losses equal within 1e-6 relative (the issue's bound). The script prints the
     largest difference: 0 on one rank here; on 2 ranks OpenBLAS picks other kernels for some
     of the small per-rank products read transposed, and the last bits differ;
   - bf16-mixed with attention decomposed and bias adds apart in both plans
-    (--no-fused-attention --no-gemm-epilogue): losses bit-identical (the fused programs round
+    (--no-fused-attention --no-gemm-epilogue; the GPT, and the CNN, whose ReLUs' backward
+    compares bf16 values and picks them with where): losses bit-identical (the fused programs round
     to bf16 where the unfused bf16 kernels round, and otherwise compute what they compute, in
     f32), and elementwise ops were fused (before bf16 fusion, none were);
   - bf16-mixed with the fused attention: losses within 1e-2 relative of the unfused plan's
@@ -47,7 +48,8 @@ NO_ATTENTION = ["--no-fused-attention"]
 CASES = [("mlp", "mlp", 1, None, []), ("cnn", "cnn", 1, None, []), ("gpt", "gpt", 1, None, []),
          ("gpt-w2-zero3", "gpt", 2, "zero3", []),
          ("gpt-bf16", "gpt", 1, None, BF16 + NO_ATTENTION + ["--no-gemm-epilogue"]),
-         ("gpt-bf16-attn", "gpt", 1, None, BF16)]
+         ("gpt-bf16-attn", "gpt", 1, None, BF16),
+         ("cnn-bf16", "cnn", 1, None, BF16 + ["--no-gemm-epilogue"])]
 TRAIN = ["--train", "--optimizer", "adamw", "--lr", "3e-3"]
 
 

@@ -70,7 +70,8 @@ def main():
     plan = open(plan_path, "rb").read()
     if report.get("device") != "cuda":
         fail(f"{report_path}: device is {report.get('device')!r}, not 'cuda'")
-    fused = report["fusion"]["elementwise"]["kernels"]
+    # (--no-fusion: the report has no fusion section)
+    fused = report.get("fusion", {}).get("elementwise", {}).get("kernels", 0)
     cuda = report["codegen"]["cuda"]
     if "cpu" in report["codegen"]:
         fail(f"{report_path}: a plan for cuda carries generated CPU code")

@@ -4,7 +4,7 @@
 // come in as they are first read); the result is the last instruction's register.
 // CHECK: module attributes {plait.fuse_elementwise = {kernels = 1 : i64, ops = 5 : i64, reductions = 0 : i64}}
 // CHECK-LABEL: func.func @gelu
-// CHECK-NEXT: %[[Y:.*]] = plait.fused_elementwise %arg0, %arg1, %arg2, %arg3 {outputs = array<i64: 8>, program = array<i64: 2, 0, 1, 6, 4, -1, 0, 5, 2, 2, 0, 3, 2, 7, 6>} : (tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[Y:.*]] = plait.fused_elementwise %arg0, %arg1, %arg2, %arg3 {outputs = array<i64: 8>, program = array<i64: 2, 0, 1, -1, 6, 4, -1, -1, 0, 5, 2, -1, 2, 0, 3, -1, 2, 7, 6, -1>} : (tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
 // CHECK-NEXT: return %[[Y]]
 func.func @gelu(%x: tensor<4x8xf32>, %r: tensor<f32>, %one: tensor<f32>, %half: tensor<f32>) -> tensor<4x8xf32> {
   %0 = plait.mul %x, %r : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
@@ -22,7 +22,7 @@ func.func @gelu(%x: tensor<4x8xf32>, %r: tensor<f32>, %one: tensor<f32>, %half: 
 // a second, reduced result.
 // CHECK: plait.fuse_elementwise = {kernels = 1 : i64, ops = 5 : i64, reductions = 1 : i64}
 // CHECK-LABEL: func.func @norm
-// CHECK-NEXT: %[[F:.*]]:2 = plait.fused_elementwise %arg0, %arg1, %arg2, %arg3, %arg4 {outputs = array<i64: 8, 5>, program = array<i64: 1, 0, 1, 3, 5, 2, 2, 6, 3, 0, 7, 4>, reductions = array<i64: 0, 1>} : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>)
+// CHECK-NEXT: %[[F:.*]]:2 = plait.fused_elementwise %arg0, %arg1, %arg2, %arg3, %arg4 {outputs = array<i64: 8, 5>, program = array<i64: 1, 0, 1, -1, 3, 5, 2, -1, 2, 6, 3, -1, 0, 7, 4, -1>, reductions = array<i64: 0, 1>} : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>)
 // CHECK-NEXT: return %[[F]]#0, %[[F]]#1
 func.func @norm(%x: tensor<4x8xf32>, %mean: tensor<4x1xf32>, %std: tensor<4x1xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
   %0 = plait.sub %x, %mean : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
@@ -40,9 +40,9 @@ func.func @norm(%x: tensor<4x8xf32>, %mean: tensor<4x1xf32>, %std: tensor<4x1xf3
 // group nothing else reads) are computed again per element by the normalising kernel.
 // CHECK: plait.fuse_elementwise = {kernels = 3 : i64, ops = 9 : i64, reductions = 2 : i64}
 // CHECK-LABEL: func.func @layer_norm
-// CHECK-NEXT: %[[S:.*]]:2 = plait.fused_elementwise %arg0, %arg1 {outputs = array<i64: 2, 3>, program = array<i64: 0, 0, 1, 9, 2, -1>, reductions = array<i64: 0, 2>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>)
-// CHECK-NEXT: %[[V:.*]]:2 = plait.fused_elementwise %[[S]]#0, %[[S]]#1, %arg2 {outputs = array<i64: 3, 4>, program = array<i64: 1, 0, 1, 8, 3, 2>, reductions = array<i64: 0, 2>} : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x1xf32>)
-// CHECK-NEXT: %[[Y:.*]] = plait.fused_elementwise %[[V]]#1, %arg3, %[[V]]#0, %arg4 {outputs = array<i64: 7>, program = array<i64: 0, 0, 1, 7, 4, -1, 3, 2, 5, 2, 6, 3>} : (tensor<4x1xf32>, tensor<f32>, tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[S:.*]]:2 = plait.fused_elementwise %arg0, %arg1 {outputs = array<i64: 2, 3>, program = array<i64: 0, 0, 1, -1, 9, 2, -1, -1>, reductions = array<i64: 0, 2>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>)
+// CHECK-NEXT: %[[V:.*]]:2 = plait.fused_elementwise %[[S]]#0, %[[S]]#1, %arg2 {outputs = array<i64: 3, 4>, program = array<i64: 1, 0, 1, -1, 8, 3, 2, -1>, reductions = array<i64: 0, 2>} : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x1xf32>)
+// CHECK-NEXT: %[[Y:.*]] = plait.fused_elementwise %[[V]]#1, %arg3, %[[V]]#0, %arg4 {outputs = array<i64: 7>, program = array<i64: 0, 0, 1, -1, 7, 4, -1, -1, 3, 2, 5, -1, 2, 6, 3, -1>} : (tensor<4x1xf32>, tensor<f32>, tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT: return %[[S]]#0, %[[Y]]
 func.func @layer_norm(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %two: tensor<f32>, %eps: tensor<f32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %x = plait.add %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -64,7 +64,7 @@ func.func @layer_norm(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %two: tensor<f32
 // of either sum. broadcast_to is an instruction like the others.
 // CHECK: plait.fuse_elementwise = {kernels = 1 : i64, ops = 5 : i64, reductions = 2 : i64}
 // CHECK-LABEL: func.func @norm_grads
-// CHECK-NEXT: %[[G:.*]]:3 = plait.fused_elementwise %arg0, %arg1, %arg2 {outputs = array<i64: 3, 4, 6>, program = array<i64: 9, 0, -1, 2, 0, 1, 9, 2, -1, 2, 4, 5>, reductions = array<i64: 1, 1, 0>} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>, tensor<4x8xf32>)
+// CHECK-NEXT: %[[G:.*]]:3 = plait.fused_elementwise %arg0, %arg1, %arg2 {outputs = array<i64: 3, 4, 6>, program = array<i64: 9, 0, -1, -1, 2, 0, 1, -1, 9, 2, -1, -1, 2, 4, 5, -1>, reductions = array<i64: 1, 1, 0>} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>, tensor<4x8xf32>)
 // CHECK-NEXT: %[[N:.*]] = plait.neg %[[G]]#0
 // CHECK-NEXT: return %[[N]], %[[G]]#1, %[[G]]#2
 func.func @norm_grads(%dy: tensor<4x8xf32>, %xhat: tensor<4x8xf32>, %r: tensor<4x1xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>, tensor<4x8xf32>) {
@@ -84,13 +84,13 @@ func.func @norm_grads(%dy: tensor<4x8xf32>, %xhat: tensor<4x8xf32>, %r: tensor<4
 // another dimension, a reduction over a trailing 1, reduce_max, f64, and single ops.
 // CHECK: plait.fuse_elementwise = {kernels = 2 : i64, ops = 4 : i64, reductions = 1 : i64}
 // CHECK-LABEL: func.func @kept
-// CHECK-NEXT: %[[E:.*]]:2 = plait.fused_elementwise %arg0 {outputs = array<i64: 1, 2>, program = array<i64: 5, 0, -1, 9, 1, -1>, reductions = array<i64: 0, 1>}
+// CHECK-NEXT: %[[E:.*]]:2 = plait.fused_elementwise %arg0 {outputs = array<i64: 1, 2>, program = array<i64: 5, 0, -1, -1, 9, 1, -1, -1>, reductions = array<i64: 0, 1>}
 // CHECK-NEXT: plait.sub %[[E]]#0, %[[E]]#1
 // CHECK-NEXT: plait.neg %arg0
 // CHECK-NEXT: plait.softmax
 // CHECK-NEXT: plait.add
 // CHECK-NEXT: plait.reduce_sum {{.*}}axes = array<i64: 0, 1>
-// CHECK-NEXT: %[[U:.*]] = plait.fused_elementwise %arg1 {outputs = array<i64: 2>, program = array<i64: 4, 0, -1, 5, 1, -1>}
+// CHECK-NEXT: %[[U:.*]] = plait.fused_elementwise %arg1 {outputs = array<i64: 2>, program = array<i64: 4, 0, -1, -1, 5, 1, -1, -1>}
 // CHECK-NEXT: plait.reduce_sum %[[U]]
 // CHECK-NEXT: plait.reduce_max %[[U]]
 // CHECK-NEXT: plait.neg %arg2

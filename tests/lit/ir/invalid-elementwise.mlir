@@ -204,7 +204,7 @@ func.func @where_shapes_cond(%c: tensor<4x1xi1>, %x: tensor<2x3xf32>, %y: tensor
 
 func.func @fused_opcode(%x: tensor<4xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op instruction 0 has unknown opcode 42}}
-  %0 = plait.fused_elementwise %x {program = array<i64: 42, 0, -1>, outputs = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = plait.fused_elementwise %x {program = array<i64: 42, 0, -1, -1>, outputs = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
 
@@ -212,7 +212,7 @@ func.func @fused_opcode(%x: tensor<4xf32>) {
 
 func.func @fused_register(%x: tensor<4xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op instruction 1 reads register 3, not defined before it}}
-  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, 0, 3, 1>, outputs = array<i64: 2>} : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1, 0, 3, 1, -1>, outputs = array<i64: 2>} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
 
@@ -220,7 +220,31 @@ func.func @fused_register(%x: tensor<4xf32>) {
 
 func.func @fused_unary_operand(%x: tensor<4xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op instruction 0 (exp) has operand b = 0, not -1}}
-  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, 0>, outputs = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, 0, -1>, outputs = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_where_operand(%c: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op instruction 0 (where) has operand c = -1, not defined before it}}
+  %0 = plait.fused_elementwise %c, %x {program = array<i64: 31, 0, 1, -1>, outputs = array<i64: 2>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_binary_operand(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op instruction 0 (greater) has operand c = 0, not -1}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 23, 0, 0, 0>, outputs = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_triples(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.fused_elementwise' op program must be a non-empty list of (opcode, a, b, c) quadruples}}
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
 
@@ -228,7 +252,7 @@ func.func @fused_unary_operand(%x: tensor<4xf32>) {
 
 func.func @fused_output_is_input(%x: tensor<4xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op output register 0 is not an instruction's result}}
-  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1>, outputs = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
 
@@ -236,7 +260,7 @@ func.func @fused_output_is_input(%x: tensor<4xf32>) {
 
 func.func @fused_output_count(%x: tensor<4xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op has 2 results but 1 output registers}}
-  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1>, outputs = array<i64: 1>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -244,7 +268,7 @@ func.func @fused_output_count(%x: tensor<4xf32>) {
 
 func.func @fused_broadcast(%x: tensor<4x3xf32>, %y: tensor<4xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf32>'; inputs must be f32 or bf16 and broadcast to the results' shape 4x3}}
-  %0 = plait.fused_elementwise %x, %y {program = array<i64: 0, 0, 1>, outputs = array<i64: 2>} : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
+  %0 = plait.fused_elementwise %x, %y {program = array<i64: 0, 0, 1, -1>, outputs = array<i64: 2>} : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
   return
 }
 
@@ -252,7 +276,7 @@ func.func @fused_broadcast(%x: tensor<4x3xf32>, %y: tensor<4xf32>) {
 
 func.func @fused_results(%x: tensor<4xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op results must all be f32 or bf16 tensors whose shapes broadcast together}}
-  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, 6, 1, -1>, outputs = array<i64: 1, 2>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<2x2xf32>)
+  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1, 6, 1, -1, -1>, outputs = array<i64: 1, 2>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<2x2xf32>)
   return
 }
 
@@ -260,7 +284,7 @@ func.func @fused_results(%x: tensor<4xf32>) {
 
 func.func @fused_f16_input(%x: tensor<4xf32>, %h: tensor<4xf16>) {
   // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf16>'; inputs must be f32 or bf16 and broadcast to the results' shape 4}}
-  %0 = plait.fused_elementwise %x, %h {program = array<i64: 0, 0, 1>, outputs = array<i64: 2>} : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xbf16>
+  %0 = plait.fused_elementwise %x, %h {program = array<i64: 0, 0, 1, -1>, outputs = array<i64: 2>} : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xbf16>
   return
 }
 
@@ -268,7 +292,7 @@ func.func @fused_f16_input(%x: tensor<4xf32>, %h: tensor<4xf16>) {
 
 func.func @fused_f64_result(%x: tensor<4xbf16>) {
   // expected-error @+1 {{'plait.fused_elementwise' op results must all be f32 or bf16 tensors whose shapes broadcast together}}
-  %0 = plait.fused_elementwise %x {program = array<i64: 10, 0, -1>, outputs = array<i64: 1>} : (tensor<4xbf16>) -> tensor<4xf64>
+  %0 = plait.fused_elementwise %x {program = array<i64: 10, 0, -1, -1>, outputs = array<i64: 1>} : (tensor<4xbf16>) -> tensor<4xf64>
   return
 }
 
@@ -276,7 +300,7 @@ func.func @fused_f64_result(%x: tensor<4xbf16>) {
 
 func.func @fused_round_arity(%x: tensor<4xbf16>) {
   // expected-error @+1 {{'plait.fused_elementwise' op instruction 0 (round_bf16) has operand b = 0, not -1}}
-  %0 = plait.fused_elementwise %x {program = array<i64: 10, 0, 0>, outputs = array<i64: 1>} : (tensor<4xbf16>) -> tensor<4xbf16>
+  %0 = plait.fused_elementwise %x {program = array<i64: 10, 0, 0, -1>, outputs = array<i64: 1>} : (tensor<4xbf16>) -> tensor<4xbf16>
   return
 }
 
@@ -284,7 +308,7 @@ func.func @fused_round_arity(%x: tensor<4xbf16>) {
 
 func.func @fused_output_twice(%x: tensor<4xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op output register 1 is listed twice}}
-  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1, 1>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1>, outputs = array<i64: 1, 1>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -292,7 +316,7 @@ func.func @fused_output_twice(%x: tensor<4xf32>) {
 
 func.func @fused_stored_smaller(%x: tensor<4x3xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op result 1 (4x1, iteration 4x3): a stored result must have the iteration shape}}
-  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, 6, 1, -1>, outputs = array<i64: 1, 2>} : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x1xf32>)
+  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1, 6, 1, -1, -1>, outputs = array<i64: 1, 2>} : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x1xf32>)
   return
 }
 
@@ -300,7 +324,7 @@ func.func @fused_stored_smaller(%x: tensor<4x3xf32>) {
 
 func.func @fused_reductions_count(%x: tensor<4x3xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op has 2 reductions for 1 results}}
-  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>, reductions = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<4x1xf32>
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1>, outputs = array<i64: 1>, reductions = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<4x1xf32>
   return
 }
 
@@ -308,7 +332,7 @@ func.func @fused_reductions_count(%x: tensor<4x3xf32>) {
 
 func.func @fused_reduction_kind(%x: tensor<4x3xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op result 0 (4x1, iteration 4x3): unknown reduction 3}}
-  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>, reductions = array<i64: 3>} : (tensor<4x3xf32>) -> tensor<4x1xf32>
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1>, outputs = array<i64: 1>, reductions = array<i64: 3>} : (tensor<4x3xf32>) -> tensor<4x1xf32>
   return
 }
 
@@ -316,7 +340,7 @@ func.func @fused_reduction_kind(%x: tensor<4x3xf32>) {
 
 func.func @fused_reduction_both(%x: tensor<4x3xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op result 0 (1x1, iteration 4x3): a result may reduce the innermost dimension or others, not both}}
-  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>, reductions = array<i64: 1>} : (tensor<4x3xf32>) -> tensor<1x1xf32>
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1>, outputs = array<i64: 1>, reductions = array<i64: 1>} : (tensor<4x3xf32>) -> tensor<1x1xf32>
   return
 }
 
@@ -324,7 +348,7 @@ func.func @fused_reduction_both(%x: tensor<4x3xf32>) {
 
 func.func @fused_reduction_row(%x: tensor<2x300xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op result 0 (2x1, iteration 2x300): a reduced row is longer than 256}}
-  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1>, outputs = array<i64: 1>, reductions = array<i64: 2>} : (tensor<2x300xf32>) -> tensor<2x1xf32>
+  %0 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1>, outputs = array<i64: 1>, reductions = array<i64: 2>} : (tensor<2x300xf32>) -> tensor<2x1xf32>
   return
 }
 
@@ -332,6 +356,6 @@ func.func @fused_reduction_row(%x: tensor<2x300xf32>) {
 
 func.func @fused_reduction_rank(%x: tensor<4x3xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op result 1 (3, iteration 4x3): a result's rank differs from the iteration shape's}}
-  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, 6, 1, -1>, outputs = array<i64: 1, 2>, reductions = array<i64: 0, 1>} : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>)
+  %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1, 6, 1, -1, -1>, outputs = array<i64: 1, 2>, reductions = array<i64: 0, 1>} : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>)
   return
 }

@@ -104,8 +104,8 @@ plan::PlanDesc planOf(const std::vector<Case> &cases) {
 using ElementsFn = void (*)(const float *const *, float *const *, int64_t);
 
 /// The generated source of `plan`, compiled by the host compiler with a shim per kernel that
-/// runs its element function over all n elements; `exactMath` maps expf and erff to the
-/// runtime's approximations. Unloaded at the end of the test.
+/// runs its element function over all n elements; `exactMath` maps expf, erff and the
+/// sigmoid to the runtime's approximations. Unloaded at the end of the test.
 class HostKernels {
 public:
   HostKernels(const plan::PlanDesc &plan, const std::vector<Case> &cases, bool exactMath) {
@@ -119,7 +119,8 @@ public:
     if (exactMath)
       prefix += "#include \"runtime/cpu/VectorMath.h\"\n"
                 "#define expf(x) plait::rt::cpu::expApprox(x)\n"
-                "#define erff(x) plait::rt::cpu::erfApprox(x)\n";
+                "#define erff(x) plait::rt::cpu::erfApprox(x)\n"
+                "#define plait_sigmoid(x) plait::rt::cpu::sigmoidApprox(x)\n";
     std::string shims;
     for (size_t k = 0; k < generated.size(); ++k) {
       size_t i = generated[k];
@@ -278,8 +279,10 @@ Case randomCase(std::mt19937 &rng, bool bf16 = false) {
     int64_t code = pick(0, int(fused::kNumOpcodes) - 1);
     int64_t defined = inputs + k;
     int64_t a = pick(0, int(defined) - 1);
-    int64_t b = fused::opcodeInfo(code).arity == 2 ? pick(0, int(defined) - 1) : -1;
-    c.program.insert(c.program.end(), {code, a, b});
+    int arity = fused::opcodeInfo(code).arity;
+    int64_t b = arity >= 2 ? pick(0, int(defined) - 1) : -1;
+    int64_t third = arity == 3 ? pick(0, int(defined) - 1) : -1;
+    c.program.insert(c.program.end(), {code, a, b, third});
   }
   c.outputs.push_back(inputs + count - 1);
   if (count > 1 && pick(0, 1))
@@ -313,7 +316,7 @@ TEST(CudaKernelMath, Bf16ProgramsMatchTheInterpreterBitForBit) {
   Case chain{{x, rt::test::makeFloat(DType::BF16, {}, {0.70710678})},
              {false, true},
              {4, 16, 96},
-             {Mul, 0, 1, RoundBf16, 2, -1, Erf, 3, -1, RoundBf16, 4, -1, Add, 5, 0},
+             {Mul, 0, 1, -1, RoundBf16, 2, -1, -1, Erf, 3, -1, -1, RoundBf16, 4, -1, -1, Add, 5, 0, -1},
              {6, 5}};
   chain.resultTypes = {DType::F32, DType::BF16};
   cases.push_back(chain);
@@ -332,27 +335,79 @@ std::vector<Case> realisticCases() {
   // GELU with a bias: y = (x + b) * 0.5 * (1 + erf((x + b) / sqrt 2)).
   cases.push_back({{x, bias, scalar(1.4142135), scalar(1.0), scalar(0.5)},
                    {false, false, true, true, true}, s,
-                   {Add, 0, 1, Div, 5, 2, Erf, 6, -1, Add, 7, 3, Mul, 5, 8, Mul, 9, 4},
+                   {Add, 0, 1, -1, Div, 5, 2, -1, Erf, 6, -1, -1, Add, 7, 3, -1, Mul, 5, 8, -1, Mul, 9, 4, -1},
                    {10, 5}});
   // A layer norm: (x - mean) / sqrt(var + eps) * gamma + beta, and (x - mean)^2.
   cases.push_back({{x, mean, var, scalar(1e-5), bias, bias, scalar(2.0)},
                    {false, false, false, true, false, false, true}, s,
-                   {Sub, 0, 1, Add, 2, 3, Sqrt, 8, -1, Div, 7, 9, Mul, 10, 4, Add, 11, 5,
-                    Pow, 7, 6},
+                   {Sub, 0, 1, -1, Add, 2, 3, -1, Sqrt, 8, -1, -1, Div, 7, 9, -1, Mul, 10, 4, -1, Add, 11, 5, -1, Pow, 7, 6, -1},
                    {12, 13}});
   // Softmax's numerator and the GELU's derivative: exp(x - max), exp(-x^2 / 2).
   cases.push_back({{x, mean, scalar(-0.5)}, {false, false, true}, s,
-                   {Sub, 0, 1, Exp, 3, -1, Mul, 0, 0, Mul, 5, 2, Exp, 6, -1, Neg, 7, -1},
+                   {Sub, 0, 1, -1, Exp, 3, -1, -1, Mul, 0, 0, -1, Mul, 5, 2, -1, Exp, 6, -1, -1, Neg, 7, -1, -1},
                    {4, 8}});
   // pow: constant exponents 1, 2, 3 and 2.5 (products, then powf), a one-element exponent
   // codegen cannot see (decided per element), and a whole exponent.
   OwnedTensor positive = randomTensor(s, rng, 0.1, 3), exponents = randomTensor(s, rng, -2, 2);
   for (double e : {1.0, 2.0, 3.0, 2.5, -0.5})
-    cases.push_back({{positive, scalar(e)}, {false, true}, s, {Pow, 0, 1}, {2}});
+    cases.push_back({{positive, scalar(e)}, {false, true}, s, {Pow, 0, 1, -1}, {2}});
   for (double e : {1.0, 2.0, 3.0, 0.5})
-    cases.push_back({{positive, scalar(e)}, {false, false}, s, {Pow, 0, 1}, {2}});
-  cases.push_back({{positive, exponents}, {false, false}, s, {Pow, 0, 1}, {2}});
+    cases.push_back({{positive, scalar(e)}, {false, false}, s, {Pow, 0, 1, -1}, {2}});
+  cases.push_back({{positive, exponents}, {false, false}, s, {Pow, 0, 1, -1}, {2}});
   return cases;
+}
+
+/// One program that uses every opcode (the test fails to build a new opcode into it until it
+/// is listed here), over 4x16x96 values in [0.25, 2] and a scalar, with two results.
+Case everyOpcodeCase() {
+  using namespace fused;
+  std::mt19937 rng(5);
+  Shape s = {4, 16, 96};
+  // Registers: 0 x, 1 y, 2 one; instruction k defines register 3 + k.
+  Case c{{randomTensor(s, rng, 0.25, 2), randomTensor(s, rng, 0.25, 2), scalar(1.0)},
+         {false, false, true}, s,
+         {Log, 0, -1, -1,        Tanh, 0, -1, -1,      Sigmoid, 0, -1, -1,   // 3 4 5
+          Silu, 1, -1, -1,       Rsqrt, 0, -1, -1,     Reciprocal, 1, -1, -1, // 6 7 8
+          Sin, 0, -1, -1,        Cos, 1, -1, -1,       Abs, 3, -1, -1,        // 9 10 11
+          Relu, 3, -1, -1,       Max, 4, 5, -1,        Min, 6, 7, -1,         // 12 13 14
+          Greater, 0, 1, -1,     GreaterEqual, 0, 2, -1, Less, 1, 2, -1,      // 15 16 17
+          LessEqual, 0, 1, -1,   Equal, 0, 0, -1,      Not, 15, -1, -1,       // 18 19 20
+          And, 16, 17, -1,       Or, 18, 19, -1,       Where, 20, 13, 14,     // 21 22 23
+          Where, 21, 8, 9,       Where, 22, 10, 11,    Add, 23, 24, -1,       // 24 25 26
+          Sub, 26, 25, -1,       Mul, 27, 12, -1,      Div, 28, 2, -1,        // 27 28 29
+          Neg, 29, -1, -1,       Exp, 4, -1, -1,       Erf, 5, -1, -1,        // 30 31 32
+          Sqrt, 0, -1, -1,       Pow, 0, 2, -1,        BroadcastTo, 2, -1, -1, // 33 34 35
+          RoundBf16, 30, -1, -1, Add, 31, 32, -1,      Add, 33, 34, -1,       // 36 37 38
+          Add, 37, 38, -1,       Add, 39, 35, -1,      Add, 40, 36, -1},      // 39 40 41
+         {41, 36}};
+  std::vector<bool> used(kNumOpcodes, false);
+  for (size_t k = 0; k < c.program.size(); k += kInstructionWidth)
+    used[size_t(c.program[k])] = true;
+  for (int64_t code = 0; code < kNumOpcodes; ++code)
+    EXPECT_TRUE(used[size_t(code)]) << opcodeInfo(code).name << " is not in everyOpcodeCase";
+  return c;
+}
+
+// Every opcode at once: the CUDA element function (host-compiled, the CPU's exp, erf and
+// sigmoid) gives the interpreter's bits, and with CUDA's own math stays within a millionth.
+TEST(CudaKernelMath, EveryOpcodeMatchesTheInterpreter) {
+  compareWithInterpreter({everyOpcodeCase()}, /*exactMath=*/true, sameBits);
+  compareWithInterpreter({everyOpcodeCase()}, /*exactMath=*/false, withinOneMillionth);
+}
+
+// ...and nvcc compiles its kernel for every architecture (no GPU needed).
+TEST(CudaKernelMath, EveryOpcodeCompilesWithNvcc) {
+  std::string cache = (fs::temp_directory_path() / fmt::format("plait-cuda-every-op-{}",
+                                                               getpid())).string();
+  setenv("PLAIT_CODEGEN_CACHE", cache.c_str(), 1);
+  plan::PlanDesc plan = planOf({everyOpcodeCase()});
+  CudaCodegenResult generated = generateCudaKernels(plan);
+  fs::remove_all(cache);
+  if (generated.userError)
+    GTEST_SKIP() << generated.error;
+  ASSERT_EQ(generated.error, "");
+  EXPECT_EQ(generated.kernels, 1);
+  EXPECT_GT(generated.fatbinBytes, 0);
 }
 
 TEST(CudaKernelMath, RealisticChainsMatchTheInterpreterBitForBit) {
@@ -403,14 +458,13 @@ TEST(CudaKernelMath, ReducedResultsSumWhatTheInterpreterSums) {
   std::vector<Case> cases;
   // y = x * b stored, its row sums and means, and its sums and means over [4, 16].
   cases.push_back({{x, b}, {false, false}, s,
-                   {Mul, 0, 1, BroadcastTo, 2, -1, BroadcastTo, 2, -1, BroadcastTo, 2, -1,
-                    BroadcastTo, 2, -1},
+                   {Mul, 0, 1, -1, BroadcastTo, 2, -1, -1, BroadcastTo, 2, -1, -1, BroadcastTo, 2, -1, -1, BroadcastTo, 2, -1, -1},
                    {2, 3, 4, 5, 6},
                    {Store, Sum, Mean, Sum, Mean},
                    {s, {4, 16, 1}, {4, 16, 1}, {1, 1, 96}, {1, 1, 96}}});
   // Nothing whole: a per-row value broadcast along rows times a column, summed both ways.
   cases.push_back({{rowOnly, b}, {false, false}, s,
-                   {Mul, 0, 1, BroadcastTo, 2, -1},
+                   {Mul, 0, 1, -1, BroadcastTo, 2, -1, -1},
                    {2, 3},
                    {Sum, Mean},
                    {{4, 1, 96}, {4, 16, 1}}});
@@ -425,7 +479,7 @@ TEST(CudaKernelMath, LibmMathIsWithinOneMillionthOfTheInterpreter) {
 
 TEST(CudaKernelMath, AnOpcodeWithoutACudaExpressionIsAnError) {
   std::mt19937 rng(3);
-  Case c{{randomTensor({8}, rng, 0, 1)}, {false}, {8}, {fused::Neg, 0, -1}, {1}};
+  Case c{{randomTensor({8}, rng, 0, 1)}, {false}, {8}, {fused::Neg, 0, -1, -1}, {1}};
   plan::PlanDesc plan = planOf({c});
   // An opcode beyond the table: what a new opcode without a CUDA expression looks like (the
   // program check is bypassed by asking for the expression directly).
@@ -456,7 +510,7 @@ TEST(CudaKernelMath, AnOpcodeWithoutACudaExpressionIsAnError) {
 TEST(CudaKernelMath, ABf16ReducedResultIsAnError) {
   std::mt19937 rng(19);
   OwnedTensor x = rt::test::runOk("cast", {randomTensor({4, 8}, rng, 0, 1)}, DType::BF16, {4, 8});
-  Case c{{x}, {false}, {4, 8}, {fused::Neg, 0, -1}, {1}, {fused::Sum}, {{4, 1}}};
+  Case c{{x}, {false}, {4, 8}, {fused::Neg, 0, -1, -1}, {1}, {fused::Sum}, {{4, 1}}};
   c.resultTypes = {DType::BF16};
   plan::PlanDesc plan = planOf({c});
   std::vector<size_t> generated;
@@ -472,7 +526,7 @@ TEST(CudaKernelMath, ABf16ReducedResultIsAnError) {
 TEST(CudaKernelMath, AnInputThatDoesNotBroadcastIsAnError) {
   std::mt19937 rng(5);
   Case c{{randomTensor({2, 1, 4}, rng, 0, 1), randomTensor({4}, rng, 0, 1)},
-         {false, false}, {4}, {fused::Add, 0, 1}, {2}};
+         {false, false}, {4}, {fused::Add, 0, 1, -1}, {2}};
   plan::PlanDesc plan = planOf({c});
   std::vector<size_t> generated;
   std::vector<std::string> symbols;
@@ -482,7 +536,7 @@ TEST(CudaKernelMath, AnInputThatDoesNotBroadcastIsAnError) {
                    "shape [4] (numpy rules, at most 16 dimensions)");
   // Nor one whose dimension is neither 1 nor the result's.
   Case d{{randomTensor({3}, rng, 0, 1), randomTensor({2, 4}, rng, 0, 1)},
-         {false, false}, {2, 4}, {fused::Add, 0, 1}, {2}};
+         {false, false}, {2, 4}, {fused::Add, 0, 1, -1}, {2}};
   plan = planOf({d});
   error.clear();
   EXPECT_EQ(cudaKernelSource(plan, generated, symbols, error), "");
@@ -518,7 +572,7 @@ std::vector<Case> longSumCases() {
     const int64_t row = s[2];
     OwnedTensor x = dyadicTensor(s, rng, 32, 64), b = dyadicTensor({row}, rng, 16, 16);
     cases.push_back({{x, b}, {false, false}, s,
-                     {Mul, 0, 1, BroadcastTo, 2, -1, BroadcastTo, 2, -1, BroadcastTo, 2, -1},
+                     {Mul, 0, 1, -1, BroadcastTo, 2, -1, -1, BroadcastTo, 2, -1, -1, BroadcastTo, 2, -1, -1},
                      {2, 3, 4, 5},
                      {Store, Sum, Mean, Sum},
                      {s, {s[0], s[1], 1}, {s[0], s[1], 1}, {1, 1, row}}});
@@ -646,6 +700,12 @@ TEST(CudaModule, LaunchesGeneratedKernels) {
   if (!haveCudaDevice())
     GTEST_SKIP() << "no CUDA device";
   launchAndCompare(realisticCases(), withinOneMillionth);
+}
+
+TEST(CudaModule, LaunchesEveryOpcode) {
+  if (!haveCudaDevice())
+    GTEST_SKIP() << "no CUDA device";
+  launchAndCompare({everyOpcodeCase()}, withinOneMillionth);
 }
 
 // The same sums on the device: per-thread running sums, warp sums and atomic adds, with the

@@ -229,7 +229,7 @@ TEST(OpCost, RowsOfRowWiseKernels) {
   EXPECT_DOUBLE_EQ(opCost(plan, {"reduce_sum", {1}, {2}}).rows, 32);
   EXPECT_DOUBLE_EQ(opCost(plan, {"mul", {1, 1}, {1}}).rows, 0);
   plan::InstrDesc fused{"fused_elementwise", {4}, {4, 5},
-                        {{"program", {fused::Mul, 0, 0}}, {"outputs", {1, 1}},
+                        {{"program", {fused::Mul, 0, 0, -1}}, {"outputs", {1, 1}},
                          {"reductions", {fused::Store, fused::Sum}}}};
   OpCost f = opCost(plan, fused);
   EXPECT_STREQ(f.rateClass, "fused");
@@ -239,7 +239,7 @@ TEST(OpCost, RowsOfRowWiseKernels) {
   EXPECT_STREQ(f.parts[1].first, "binary");
   // A bf16 program's rounding costs as a unary op.
   plan::InstrDesc rounded{"fused_elementwise", {4}, {4},
-                          {{"program", {fused::Mul, 0, 0, fused::RoundBf16, 1, 1}},
+                          {{"program", {fused::Mul, 0, 0, -1, fused::RoundBf16, 1, 1, -1}},
                            {"outputs", {2}}}};
   OpCost r = opCost(plan, rounded);
   ASSERT_EQ(r.parts.size(), 2u);
@@ -292,7 +292,7 @@ TEST(CostMeasuredKernels, RowsGemmsAndFusedCalls) {
   plan.instrs.push_back({"softmax", {0}, {0}});
   plan.instrs.push_back({"matmul", {1, 2}, {3}});
   plan.instrs.push_back({"fused_elementwise", {4}, {4, 5},
-                         {{"program", {fused::Mul, 0, 0}}, {"outputs", {1, 1}},
+                         {{"program", {fused::Mul, 0, 0, -1}}, {"outputs", {1, 1}},
                           {"reductions", {fused::Store, fused::Sum}}}});
   Prediction p;
   ASSERT_TRUE(predictStep(plan, spec, p).ok());
@@ -363,7 +363,7 @@ TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
       tensors({{1024, 1024}, {1, 1024}, {1024, 1}, {2, 131072}, {1, 131072}});
   auto fusedSum = [&](uint32_t in, uint32_t out) {
     return plan::InstrDesc{"fused_elementwise", {in}, {out},
-                           {{"program", {fused::Neg, 0, -1}}, {"outputs", {1}},
+                           {{"program", {fused::Neg, 0, -1, -1}}, {"outputs", {1}},
                             {"reductions", {fused::Sum}}}};
   };
   fusedPlan.instrs = {fusedSum(0, 1), fusedSum(0, 2), fusedSum(3, 4)};

@@ -3,7 +3,9 @@
 // broadcast inputs and the pow special cases; bf16 and mixed bf16 / f32 chains with their
 // roundings (round_bf16) and casts, and bf16 reduced results, against the bf16 kernels (staged
 // through f32); malformed programs and unsupported element types are one-line errors.
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "codegen/schema/FusedElementwise.h"
@@ -67,12 +69,74 @@ TEST(FusedKernels, MatchesTheUnfusedKernelsBitForBit) {
   KernelResult fusedRun = runKernel(
       "fused_elementwise", {x, mean, c, one, half, scale},
       {{DType::F32, s}, {DType::F32, s}},
-      program({Sub, 0, 1, Mul, 6, 2, Erf, 7, -1, Add, 8, 3, Mul, 6, 4, Mul, 10, 9,
-               Mul, 11, 5, Neg, 6, -1, Exp, 13, -1, Sqrt, 14, -1, Div, 12, 15},
+      program({Sub, 0, 1, -1, Mul, 6, 2, -1, Erf, 7, -1, -1, Add, 8, 3, -1, Mul, 6, 4, -1, Mul, 10, 9, -1, Mul, 11, 5, -1, Neg, 6, -1, -1, Exp, 13, -1, -1, Sqrt, 14, -1, -1, Div, 12, 15, -1},
               {16, 11}));
   ASSERT_TRUE(fusedRun.status.ok()) << fusedRun.status.message();
   expectSameBits(fusedRun.out(0), q, "y / sqrt(exp(-h))");
   expectSameBits(fusedRun.out(1), g, "gelu(h)");
+}
+
+// The opcodes of plan version 6, each against its unfused kernel over values that include
+// NaN, infinities, signed zeros, ties and ordinary values (several tiles): the unary and
+// binary ops alone, the comparisons and logic through the where that reads their truth
+// values (a kernel's results are f32: an i1 value lives only in its registers).
+TEST(FusedKernels, ComparisonsWhereAndTheOtherOpcodesMatchTheUnfusedKernels) {
+  Shape s = {3, 300};
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  std::vector<double> special = {nan, inf, -inf, 0.0, -0.0, 1.0, -1.0, 0.5, 1e-30, -88.0, 90.0};
+  OwnedTensor x = randomFloats(s, 21, -4, 4), y = randomFloats(s, 22, -4, 4);
+  std::vector<float> xs = x.values<float>(), ys = y.values<float>();
+  for (size_t i = 0; i < special.size() * special.size(); ++i) { // every pair, and ties
+    xs[i] = float(special[i % special.size()]);
+    ys[i] = float(special[i / special.size()]);
+  }
+  xs[200] = ys[200] = 2.5f;
+  x = makeFloat(DType::F32, s, std::vector<double>(xs.begin(), xs.end()));
+  y = makeFloat(DType::F32, s, std::vector<double>(ys.begin(), ys.end()));
+  using namespace fused;
+  for (Opcode code : {Log, Tanh, Sigmoid, Silu, Rsqrt, Reciprocal, Sin, Cos, Abs, Relu}) {
+    SCOPED_TRACE(opcodeInfo(code).name);
+    KernelResult f = runKernel("fused_elementwise", {x}, {{DType::F32, s}},
+                               program({code, 0, -1, -1}, {1}));
+    ASSERT_TRUE(f.status.ok()) << f.status.message();
+    expectSameBits(f.out(0), runOk(opcodeInfo(code).name, {x}, DType::F32, s),
+                   opcodeInfo(code).name);
+  }
+  for (Opcode code : {Max, Min}) {
+    KernelResult f = runKernel("fused_elementwise", {x, y}, {{DType::F32, s}},
+                               program({code, 0, 1, -1}, {2}));
+    ASSERT_TRUE(f.status.ok()) << f.status.message();
+    expectSameBits(f.out(0), runOk(opcodeInfo(code).name, {x, y}, DType::F32, s),
+                   opcodeInfo(code).name);
+  }
+  // where(x op y, x, y) for each comparison.
+  for (Opcode code : {Greater, GreaterEqual, Less, LessEqual, Equal}) {
+    OwnedTensor truth = runOk(opcodeInfo(code).name, {x, y}, DType::I1, s);
+    KernelResult f = runKernel("fused_elementwise", {x, y}, {{DType::F32, s}},
+                               program({code, 0, 1, -1, Where, 2, 0, 1}, {3}));
+    ASSERT_TRUE(f.status.ok()) << f.status.message();
+    expectSameBits(f.out(0), runOk("where", {truth, x, y}, DType::F32, s),
+                   opcodeInfo(code).name);
+  }
+  // where(not(x > y) or (x < y and x == y), y, x) and where(x >= y and not(x <= y), x, y).
+  OwnedTensor gt = runOk("greater", {x, y}, DType::I1, s), lt = runOk("less", {x, y}, DType::I1, s);
+  OwnedTensor eq = runOk("equal", {x, y}, DType::I1, s);
+  OwnedTensor ge = runOk("greater_equal", {x, y}, DType::I1, s);
+  OwnedTensor le = runOk("less_equal", {x, y}, DType::I1, s);
+  OwnedTensor first = runOk("or", {runOk("not", {gt}, DType::I1, s),
+                                   runOk("and", {lt, eq}, DType::I1, s)},
+                            DType::I1, s);
+  OwnedTensor second = runOk("and", {ge, runOk("not", {le}, DType::I1, s)}, DType::I1, s);
+  KernelResult f = runKernel(
+      "fused_elementwise", {x, y}, {{DType::F32, s}, {DType::F32, s}},
+      program({Greater, 0, 1, -1, Not, 2, -1, -1, Less, 0, 1, -1, Equal, 0, 1, -1,
+               And, 4, 5, -1, Or, 3, 6, -1, Where, 7, 1, 0,  // register 8
+               GreaterEqual, 0, 1, -1, LessEqual, 0, 1, -1, Not, 10, -1, -1, And, 9, 11, -1,
+               Where, 12, 0, 1},
+              {8, 13}));
+  ASSERT_TRUE(f.status.ok()) << f.status.message();
+  expectSameBits(f.out(0), runOk("where", {first, y, x}, DType::F32, s), "or / not / and");
+  expectSameBits(f.out(1), runOk("where", {second, x, y}, DType::F32, s), "and / not");
 }
 
 // pow: a single-element exponent of 1, 2 or 3 over a whole base is products, as the unfused
@@ -88,7 +152,7 @@ TEST(FusedKernels, PowFollowsTheUnfusedKernelsSpecialCases) {
     OwnedTensor whole = runOk("pow", {x, p}, DType::F32, s);
     KernelResult f = runKernel("fused_elementwise", {x, p, row, column},
                                {{DType::F32, s}, {DType::F32, s}},
-                               program({fused::Pow, 0, 1, fused::Pow, 2, 3}, {4, 5}));
+                               program({fused::Pow, 0, 1, -1, fused::Pow, 2, 3, -1}, {4, 5}));
     ASSERT_TRUE(f.status.ok()) << f.status.message();
     expectSameBits(f.out(0), whole, "pow(whole base, one element)");
     expectSameBits(f.out(1), crossed, "pow(row, column)");
@@ -96,7 +160,7 @@ TEST(FusedKernels, PowFollowsTheUnfusedKernelsSpecialCases) {
   OwnedTensor exponents = randomFloats(s, 6, 0.5, 2.5);
   OwnedTensor unfused = runOk("pow", {x, exponents}, DType::F32, s);
   KernelResult f = runKernel("fused_elementwise", {x, exponents}, {{DType::F32, s}},
-                             program({fused::Pow, 0, 1}, {2}));
+                             program({fused::Pow, 0, 1, -1}, {2}));
   ASSERT_TRUE(f.status.ok()) << f.status.message();
   expectSameBits(f.out(0), unfused, "pow(x, tensor)");
 }
@@ -132,8 +196,7 @@ TEST(FusedKernels, ReducedResultsMatchTheUnfusedReductionsBitForBit) {
         {{DType::F32, s}, {DType::F32, rows}, {DType::F32, rows}, {DType::F32, columns},
          {DType::F32, columns}},
         AttrsBuilder()
-            .ints("program", {Mul, 0, 1, Exp, 2, -1, BroadcastTo, 2, -1, BroadcastTo, 2, -1,
-                              BroadcastTo, 3, -1})
+            .ints("program", {Mul, 0, 1, -1, Exp, 2, -1, -1, BroadcastTo, 2, -1, -1, BroadcastTo, 2, -1, -1, BroadcastTo, 3, -1, -1})
             .ints("outputs", {2, 4, 3, 5, 6})
             .ints("reductions", {Store, Sum, Mean, Sum, Mean})
             .build());
@@ -164,7 +227,7 @@ TEST(FusedKernels, SplitAcrossThreadsMatchesTheUnfusedKernelsBitForBit) {
   };
   using namespace fused;
   // Registers: 0 x, 1 perRow, 2 perColumn, 3 c; 4 d, 5 y, 6 y c, 7 e.
-  const std::vector<int64_t> chain = {Sub, 0, 1, Mul, 4, 2, Mul, 5, 3, Exp, 6, -1};
+  const std::vector<int64_t> chain = {Sub, 0, 1, -1, Mul, 4, 2, -1, Mul, 5, 3, -1, Exp, 6, -1, -1};
   // y stored, e summed into `reduced` (rows: split; columns: one walk).
   auto runChain = [&](const Shape &reduced) {
     return runKernel("fused_elementwise", {x, perRow, perColumn, c},
@@ -193,7 +256,7 @@ TEST(FusedKernels, OuterSumsSplitIntoACopyPerChunk) {
   const Shape s = {512, 1024}, bias = {1, 1024};
   OwnedTensor x = randomFloats(s, 31), g = randomFloats(s, 32);
   const Attrs attrs = AttrsBuilder()
-                          .ints("program", {fused::Mul, 0, 1})
+                          .ints("program", {fused::Mul, 0, 1, -1})
                           .ints("outputs", {2})
                           .ints("reductions", {fused::Sum})
                           .build();
@@ -235,7 +298,7 @@ TEST(FusedKernels, AScalarReducesToItself) {
   OwnedTensor x = makeFloat(DType::F32, {}, {1.5});
   KernelResult f = runKernel("fused_elementwise", {x}, {{DType::F32, {}}, {DType::F32, {}}},
                              AttrsBuilder()
-                                 .ints("program", {fused::Neg, 0, -1, fused::BroadcastTo, 1, -1})
+                                 .ints("program", {fused::Neg, 0, -1, -1, fused::BroadcastTo, 1, -1, -1})
                                  .ints("outputs", {1, 2})
                                  .ints("reductions", {fused::Sum, fused::Mean})
                                  .build());
@@ -266,7 +329,7 @@ TEST(FusedKernels, RoundBf16IsTheCastKernelsRounding) {
   OwnedTensor half = toBf16(x);
   OwnedTensor back = runOk("cast", {half}, DType::F32, s);
   KernelResult f = runKernel("fused_elementwise", {x}, {{DType::F32, s}, {DType::BF16, s}},
-                             program({fused::RoundBf16, 0, -1, fused::BroadcastTo, 0, -1},
+                             program({fused::RoundBf16, 0, -1, -1, fused::BroadcastTo, 0, -1, -1},
                                      {1, 2}));
   ASSERT_TRUE(f.status.ok()) << f.status.message();
   expectSameBytes(f.out(0), back, "round_bf16(x)");
@@ -293,9 +356,7 @@ TEST(FusedKernels, Bf16ChainsMatchTheUnfusedKernelsBitForBit) {
   // Registers: 0 x, 1 mean, 2 c, 3 scale; 4 h, 5 round, 6 h c, 7 round, 8 erf, 9 round (e,
   // and f32(e): a cast to f32 is the value), 10 y, 11 round (bf16(y)), 12 exp, 13 round.
   using namespace fused;
-  std::vector<int64_t> rounded = {Sub, 0, 1, RoundBf16, 4, -1, Mul, 5, 2, RoundBf16, 6, -1,
-                                  Erf, 7, -1, RoundBf16, 8, -1, Mul, 9, 3, RoundBf16, 10, -1,
-                                  Exp, 11, -1, RoundBf16, 12, -1};
+  std::vector<int64_t> rounded = {Sub, 0, 1, -1, RoundBf16, 4, -1, -1, Mul, 5, 2, -1, RoundBf16, 6, -1, -1, Erf, 7, -1, -1, RoundBf16, 8, -1, -1, Mul, 9, 3, -1, RoundBf16, 10, -1, -1, Exp, 11, -1, -1, RoundBf16, 12, -1, -1};
   std::vector<std::pair<DType, Shape>> results = {
       {DType::BF16, s}, {DType::F32, s}, {DType::BF16, s}};
   KernelResult f = runKernel("fused_elementwise", {x, mean, c, scale}, results,
@@ -306,7 +367,7 @@ TEST(FusedKernels, Bf16ChainsMatchTheUnfusedKernelsBitForBit) {
   expectSameBytes(f.out(2), e, "erf((x - mean) c)");
   // The same program without its roundings (the casts kept as stores): the f32 value of
   // y differs somewhere, so the roundings are what makes the chain bit-identical.
-  std::vector<int64_t> unrounded = {Sub, 0, 1, Mul, 4, 2, Erf, 5, -1, Mul, 6, 3, Exp, 7, -1};
+  std::vector<int64_t> unrounded = {Sub, 0, 1, -1, Mul, 4, 2, -1, Erf, 5, -1, -1, Mul, 6, 3, -1, Exp, 7, -1, -1};
   KernelResult g = runKernel("fused_elementwise", {x, mean, c, scale}, results,
                              program(unrounded, {8, 7, 6}));
   ASSERT_TRUE(g.status.ok()) << g.status.message();
@@ -338,8 +399,7 @@ TEST(FusedKernels, Bf16ReducedResultsMatchTheUnfusedReductionsBitForBit) {
         "fused_elementwise", {x, b},
         {{DType::BF16, s}, {DType::BF16, rows}, {DType::BF16, columns}},
         AttrsBuilder()
-            .ints("program", {Mul, 0, 1, RoundBf16, 2, -1, Exp, 3, -1, RoundBf16, 4, -1,
-                              BroadcastTo, 3, -1})
+            .ints("program", {Mul, 0, 1, -1, RoundBf16, 2, -1, -1, Exp, 3, -1, -1, RoundBf16, 4, -1, -1, BroadcastTo, 3, -1, -1})
             .ints("outputs", {3, 6, 5})
             .ints("reductions", {Store, Sum, Mean})
             .build());
@@ -355,9 +415,9 @@ TEST(FusedKernels, OtherElementTypesAreOneLineErrors) {
   OwnedTensor x = randomFloats({8}, 51);
   OwnedTensor f16 = runOk("cast", {x}, DType::F16, {8});
   KernelResult in = runKernel("fused_elementwise", {x, f16}, {{DType::BF16, {8}}},
-                              program({fused::Add, 0, 1}, {2}));
+                              program({fused::Add, 0, 1, -1}, {2}));
   KernelResult out = runKernel("fused_elementwise", {toBf16(x)}, {{DType::I64, {8}}},
-                               program({fused::Exp, 0, -1}, {1}));
+                               program({fused::Exp, 0, -1, -1}, {1}));
   for (const KernelResult *r : {&in, &out}) {
     ASSERT_FALSE(r->status.ok());
     EXPECT_EQ(r->status.message().rfind("fused_elementwise: unsupported dtype", 0), 0u)
@@ -373,11 +433,14 @@ TEST(FusedKernels, MalformedProgramsAreOneLineErrors) {
     std::vector<int64_t> program, outputs;
     const char *message;
   } cases[] = {
-      {{x}, {42, 0, -1}, {1}, "instruction 0 has unknown opcode 42"},
-      {{x}, {fused::Add, 0, 5}, {1}, "instruction 0 (add) has operand b = 5, not defined"},
-      {{x}, {fused::Exp, 0, -1}, {0}, "output register 0 is not an instruction's result"},
-      {{x}, {fused::Exp, 0}, {1}, "program must be a non-empty list of (opcode, a, b) triples"},
-      {{x, w}, {fused::Add, 0, 1}, {2}, "input 1 of shape [3] does not broadcast to the "
+      {{x}, {42, 0, -1, -1}, {1}, "instruction 0 has unknown opcode 42"},
+      {{x}, {fused::Add, 0, 5, -1}, {1}, "instruction 0 (add) has operand b = 5, not defined"},
+      {{x}, {fused::Exp, 0, -1, -1}, {0}, "output register 0 is not an instruction's result"},
+      {{x}, {fused::Exp, 0, -1}, {1},
+       "program must be a non-empty list of (opcode, a, b, c) quadruples"},
+      {{x}, {fused::Where, 0, 0, -1}, {1}, "instruction 0 (where) has operand c = -1, not defined"},
+      {{x}, {fused::Greater, 0, 0, 0}, {1}, "instruction 0 (greater) has operand c = 0, not -1"},
+      {{x, w}, {fused::Add, 0, 1, -1}, {2}, "input 1 of shape [3] does not broadcast to the "
                                         "result's [8]"},
   };
   for (const Case &c : cases) {
@@ -399,7 +462,7 @@ TEST(FusedKernels, MalformedProgramsAreOneLineErrors) {
   for (const Reduced &c : reduced) {
     KernelResult r = runKernel("fused_elementwise", {x}, {{DType::F32, c.result}},
                                AttrsBuilder()
-                                   .ints("program", {fused::Exp, 0, -1})
+                                   .ints("program", {fused::Exp, 0, -1, -1})
                                    .ints("outputs", {1})
                                    .ints("reductions", c.reductions)
                                    .build());
@@ -407,7 +470,7 @@ TEST(FusedKernels, MalformedProgramsAreOneLineErrors) {
     EXPECT_NE(r.status.message().find(c.message), std::string::npos) << r.status.message();
   }
   KernelResult f64 = runKernel("fused_elementwise", {makeFloat(DType::F64, {2}, {1, 2})},
-                               {{DType::F64, {2}}}, program({fused::Exp, 0, -1}, {1}));
+                               {{DType::F64, {2}}}, program({fused::Exp, 0, -1, -1}, {1}));
   EXPECT_FALSE(f64.status.ok());
 }
 
