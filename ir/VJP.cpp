@@ -227,7 +227,11 @@ PLAIT_VJP(AbsOp) {
 PLAIT_VJP(ReluOp) {
   if (!isFloatTensor(op.getX()))
     return success();
-  Value positive = g.b.create<GreaterOp>(g.loc, op.getX(), g.scalar(op.getX(), 0.0));
+  // From the result, as PyTorch's threshold_backward: relu(x) > 0 exactly where x > 0 (NaN
+  // and -0 included), and the step keeps the result for the next layer anyway, so the input
+  // need not live until the backward pass (a linear layer's output dies at its ReLU).
+  Value positive =
+      g.b.create<GreaterOp>(g.loc, op.getResult(), g.scalar(op.getResult(), 0.0));
   og[0] = g.where(positive, rg[0], g.scalar(rg[0], 0.0));
   return success();
 }

@@ -3,8 +3,9 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-norm=1.0' %s | FileCheck %s --check-prefix=FREEZE
 
 // A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
-// the ReLU mask, the weight gradient (transpose + matmul for trans_b) and the bias
-// gradient (a reduction over the batch); the step returns only the loss.
+// the ReLU mask (from its result, so the GEMM output need not outlive the ReLU), the weight
+// gradient (transpose + matmul for trans_b) and the bias gradient (a reduction over the
+// batch); the step returns only the loss.
 // SGD-LABEL: func.func @main
 // SGD-SAME: -> (tensor<f32> {plait.name = "loss"})
 // SGD: %[[W:.*]] = plait.param "fc.weight"
@@ -13,7 +14,7 @@
 // SGD: %[[R:.*]] = plait.relu %[[H]]
 // SGD: %[[L:.*]] = plait.softmax_cross_entropy %[[R]]
 // SGD: %[[DR:.*]] = plait.softmax_cross_entropy_grad %[[R]], %{{.*}}, %{{.*}}
-// SGD: %[[MASK:.*]] = plait.greater %[[H]]
+// SGD: %[[MASK:.*]] = plait.greater %[[R]]
 // SGD: %[[DH:.*]] = plait.where %[[MASK]], %[[DR]]
 // SGD: %[[XT:.*]] = plait.transpose %arg0
 // SGD: %[[DWT:.*]] = plait.matmul %[[XT]], %[[DH]]
