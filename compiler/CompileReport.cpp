@@ -167,6 +167,11 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         "{} optimizer results written straight into their param or state ({} bytes that need "
         "no buffer and no copy after the step; off: --no-inplace-updates)",
         memory.inPlaceBuffers, memory.inPlaceBytes);
+  if (memory.elementwiseAliases > 0)
+    report["optimizations"]["elementwise_alias"] = fmt::format(
+        "{} fused kernel results written over an operand that dies at the kernel ({} bytes "
+        "that need no buffer; off: --no-inplace-elementwise)",
+        memory.elementwiseAliases, memory.elementwiseAliasBytes);
   if (memory.reshapeAliases > 0)
     report["optimizations"]["reshape_alias"] = fmt::format(
         "{} reshape results planned in their operand's bytes ({} bytes that need no buffer, "

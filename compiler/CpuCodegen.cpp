@@ -4,8 +4,8 @@
 //
 //   extern "C" PLAIT_SIMD_CLONES void plait_fused_3(const float *const *in,
 //                                                   float *const *out, int64_t n) {
-//     const float *__restrict in0 = in[0], *__restrict in1 = in[1];
-//     float *__restrict out0 = out[0];
+//     const float *in0 = in[0], *in1 = in[1];
+//     float *out0 = out[0];
 //     for (int64_t i = 0; i < n; ++i) {
 //       const float r0 = in0[i], r1 = in1[i];
 //       const float r2 = r0 * r1;
@@ -61,11 +61,15 @@ std::string cpuKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &gen
     size_t inputs = f.inputs(), count = f.count();
     body << "(const float *const *in, float *const *out, int64_t n) {\n";
     for (size_t r = 0; r < inputs; ++r)
-      body << fmt::format("  const float *__restrict in{0} = in[{0}];\n", r);
+      body << fmt::format("  const float *in{0} = in[{0}];\n", r);
     for (size_t o = 0; o < f.outputs->size(); ++o)
-      body << fmt::format("  float *__restrict out{0} = out[{0}];\n", o);
-    // Results never share bytes with the operands (the memory plan's rule), so the loop may
-    // be vectorised without checks: with many operands GCC would otherwise give up.
+      body << fmt::format("  float *out{0} = out[{0}];\n", o);
+    // A result may be in an operand's bytes (the memory plan's in-place elementwise results),
+    // but only element i of it: each iteration reads element i of every operand before it
+    // writes element i of any result, and no iteration touches another's elements. So the
+    // pointers are not __restrict (a store may not move above a load it could alias), and the
+    // loop has no loop-carried dependence (ivdep: vectorised without checks, which GCC would
+    // otherwise give up on with many operands).
     body << "#pragma GCC ivdep\n  for (int64_t i = 0; i < n; ++i) {\n";
     for (size_t r = 0; r < inputs; ++r)
       body << fmt::format("    const float r{0} = in{0}[i];\n", r);

@@ -259,7 +259,7 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     plan = std::move(placed->plan);
   } else {
     memory = planMemory(*func, options.alignment, options.inPlaceUpdates, /*place=*/true,
-                        options.reshapeAlias);
+                        options.reshapeAlias, inPlaceElementwise(options));
     if (failed(memory))
       return 1;
     if (failed(lowerToPlan(*func, *memory, plan)))

@@ -58,6 +58,8 @@ struct CompileOptions {
   int64_t memLimit = 0;                       // --mem-limit in bytes per rank; 0: none
   bool inPlaceUpdates = true;                 // off: --no-inplace-updates
   bool reshapeAlias = true;                   // reshapes copy nothing; off: --no-reshape-alias
+  bool inPlaceElementwise = true;             // fused results over dying operands (CPU plans);
+                                              // off: --no-inplace-elementwise
   bool schedule = true;                       // plait-schedule; off: --no-schedule
   bool fusion = true;                         // plait-fold-transposes, plait-fuse-elementwise;
                                               // off: --no-fusion
@@ -76,6 +78,12 @@ struct CompileOptions {
   double trainTokens = 0;                     // --train-tokens: time and cost of the run
   int64_t trainSteps = 0;                     // --steps: the same, in steps
 };
+
+/// Whether the memory plan may put fused kernels' results in their dying operands' bytes: on
+/// by default for CPU plans; CUDA's generated kernels read through __restrict__ pointers.
+inline bool inPlaceElementwise(const CompileOptions &options) {
+  return options.inPlaceElementwise && options.device != "cuda";
+}
 
 /// Runs the whole pipeline. Returns 0 on success, 1 on a user error (after printing one
 /// line on stderr), 2 on an internal error.

@@ -166,7 +166,7 @@ Candidate finishChoice(OwningOpRef<ModuleOp> copy, const CompileOptions &options
   auto unverified = [&] { return verified.valid() && failed(verified.get()); };
   func::FuncOp func = findEntryFunction(*copy);
   auto memory = planMemory(func, options.alignment, options.inPlaceUpdates, exact,
-                           options.reshapeAlias);
+                           options.reshapeAlias, inPlaceElementwise(options));
   if (failed(memory))
     return {};
   plan::PlanDesc plan;

@@ -21,7 +21,9 @@ def TestPrintMemoryPlanPass : Pass<"plait-test-print-memory-plan", "mlir::Module
     Option<"inPlace", "in-place", "bool", "true",
            "plan assigned values inside their param or state when safe">,
     Option<"reshapeAlias", "reshape-alias", "bool", "true",
-           "plan reshape results in their operand's bytes when safe">
+           "plan reshape results in their operand's bytes when safe">,
+    Option<"elementwiseAlias", "elementwise-alias", "bool", "true",
+           "plan fused elementwise results in a dying operand's bytes when safe">
   ];
 }
 

@@ -43,7 +43,8 @@ struct TestPrintMemoryPlanPass
   using Base::Base;
   void runOnOperation() final {
     for (auto func : getOperation().getOps<mlir::func::FuncOp>()) {
-      auto plan = planMemory(func, alignment, inPlace, /*place=*/true, reshapeAlias);
+      auto plan = planMemory(func, alignment, inPlace, /*place=*/true, reshapeAlias,
+                             elementwiseAlias);
       if (failed(plan))
         return signalPassFailure();
       printPlan(func, *plan, llvm::outs());

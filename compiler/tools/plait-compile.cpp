@@ -88,6 +88,9 @@ int main(int argc, char **argv) {
                "them), no CUDA with --device cuda");
   app.add_flag("--no-reshape-alias", [&](int64_t) { options.reshapeAlias = false; },
                "give each reshape's result a buffer of its own (the reshape copies)");
+  app.add_flag("--no-inplace-elementwise", [&](int64_t) { options.inPlaceElementwise = false; },
+               "give each fused kernel's result a buffer of its own instead of the bytes of an "
+               "operand that dies at the kernel");
   app.add_option("--recompute", options.recompute,
                  "activation recomputation: none, all, or auto (as much as --mem-limit needs)")
       ->check(CLI::IsMember({"none", "all", "auto"}));

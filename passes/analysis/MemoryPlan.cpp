@@ -8,6 +8,7 @@
 #include <thread>
 #include <numeric>
 
+#include "codegen/schema/FusedElementwise.h"
 #include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 #include "passes/PassUtils.h"
@@ -178,13 +179,14 @@ void aliasAssignedValues(func::FuncOp func, const ProgramOrder &order, MemoryPla
 /// Only between activations that are not stored in place (aliasAssignedValues runs first), and
 /// never next to a collective: MPI owns a collective's buffers while it is in flight, and the
 /// runtime must see no write to them.
+bool touchesCollective(Value v) {
+  if (Operation *def = v.getDefiningOp(); def && isCollective(def))
+    return true;
+  return llvm::any_of(v.getUsers(), [](Operation *user) { return isCollective(user); });
+}
+
 void aliasReshapes(func::FuncOp func, MemoryPlan &plan) {
   std::vector<bool> reshapeAlias(plan.buffers.size(), false);
-  auto touchesCollective = [](Value v) {
-    if (Operation *def = v.getDefiningOp(); def && isCollective(def))
-      return true;
-    return llvm::any_of(v.getUsers(), [](Operation *user) { return isCollective(user); });
-  };
   for (auto reshape : func.getBody().front().getOps<ReshapeOp>()) {
     Value operand = reshape.getOperand(), result = reshape.getResult();
     auto oi = plan.index.find(operand), ri = plan.index.find(result);
@@ -203,6 +205,62 @@ void aliasReshapes(func::FuncOp func, MemoryPlan &plan) {
     ob.end = std::max(ob.end, rb.end);
     ++plan.reshapeAliases;
     plan.reshapeAliasBytes += rb.size;
+  }
+}
+
+/// Plans each stored result of a plait.fused_elementwise in the bytes of one of its operands
+/// when that operand (with every value that shares its bytes: a reshape's views) is read by
+/// no op after the kernel, is an activation of the result's element type and element count,
+/// and neither touches a collective (MPI owns a collective's buffers while it is in flight).
+/// The kernel reads each element of its operands before it writes that element of its
+/// results (FusedKernels.cpp), so the result may overwrite the operand as it goes. Each
+/// operand takes one result at most; reduced results (smaller) take none.
+void aliasFusedResults(func::FuncOp func, const ProgramOrder &order, MemoryPlan &plan) {
+  // The buffers in each buffer's bytes (a reshape's views of a result), so that they follow
+  // it when it moves into an operand's: aliasOf always names a buffer with bytes of its own.
+  std::vector<SmallVector<size_t, 1>> views(plan.buffers.size());
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (plan.buffers[i].aliasOf >= 0)
+      views[size_t(plan.buffers[i].aliasOf)].push_back(i);
+  for (auto fusedOp : func.getBody().front().getOps<FusedElementwiseOp>()) {
+    int64_t at = order.time.lookup(fusedOp);
+    std::optional<ArrayRef<int64_t>> reductions = fusedOp.getReductions();
+    SmallVector<size_t> taken;
+    for (auto [o, result] : llvm::enumerate(fusedOp.getResults())) {
+      auto ri = plan.index.find(result);
+      if ((reductions && (*reductions)[o] != fused::Store) || ri == plan.index.end())
+        continue;
+      PlannedBuffer &rb = plan.buffers[ri->second];
+      auto rt = cast<RankedTensorType>(result.getType());
+      if (rb.kind != BufferKind::Activation || rb.aliasOf >= 0 || touchesCollective(result))
+        continue;
+      for (Value operand : fusedOp.getInputs()) {
+        auto oi = plan.index.find(operand);
+        auto ot = dyn_cast<RankedTensorType>(operand.getType());
+        if (oi == plan.index.end() || !ot || ot.getElementType() != rt.getElementType() ||
+            ot.getNumElements() != rt.getNumElements() || touchesCollective(operand))
+          continue;
+        // The buffer whose bytes the operand is in (a reshape's view lives in its root's).
+        size_t root = plan.buffers[oi->second].aliasOf >= 0
+                          ? size_t(plan.buffers[oi->second].aliasOf)
+                          : oi->second;
+        PlannedBuffer &ob = plan.buffers[root];
+        if (ob.kind != BufferKind::Activation || ob.aliasOf >= 0 || ob.size != rb.size ||
+            ob.end != at || llvm::is_contained(taken, root))
+          continue;
+        rb.aliasOf = int64_t(root);
+        ob.end = std::max(ob.end, rb.end);
+        for (size_t view : views[ri->second]) {
+          plan.buffers[view].aliasOf = int64_t(root);
+          views[root].push_back(view);
+        }
+        views[ri->second].clear();
+        taken.push_back(root);
+        ++plan.elementwiseAliases;
+        plan.elementwiseAliasBytes += rb.size;
+        break;
+      }
+    }
   }
 }
 
@@ -436,7 +494,8 @@ int64_t liveLowerBound(const MemoryPlan &plan) {
 } // namespace
 
 FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, bool inPlace,
-                                 bool place, bool aliasReshapeResults) {
+                                 bool place, bool aliasReshapeResults,
+                                 bool aliasElementwiseResults) {
   MemoryPlan plan;
   if (failed(getValuesAndSizes(func, alignment, plan)))
     return failure();
@@ -446,6 +505,8 @@ FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, bool inPl
     aliasAssignedValues(func, order, plan);
   if (aliasReshapeResults)
     aliasReshapes(func, plan);
+  if (aliasElementwiseResults)
+    aliasFusedResults(func, order, plan);
   plan.lowerBound = liveLowerBound(plan);
   if (place) {
     computeOffsets(plan);

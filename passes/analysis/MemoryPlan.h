@@ -28,8 +28,8 @@ struct PlannedBuffer {
   int64_t offset = 0;
   int64_t start = 0, end = 0;
   /// >= 0: this buffer has no bytes of its own and lives in buffers[aliasOf] (an optimizer
-  /// update written straight into the param or state it replaces, or a reshape's result in
-  /// its operand's bytes).
+  /// update written straight into the param or state it replaces, a reshape's result in
+  /// its operand's bytes, or a fused kernel's result over an operand that dies there).
   int64_t aliasOf = -1;
 };
 
@@ -41,6 +41,7 @@ struct MemoryPlan {
   std::string heuristic;   // which placement won
   int64_t inPlaceBuffers = 0, inPlaceBytes = 0; // values stored in their assign's target
   int64_t reshapeAliases = 0, reshapeAliasBytes = 0; // reshape results in their operand's bytes
+  int64_t elementwiseAliases = 0, elementwiseAliasBytes = 0; // fused results over an operand
   int64_t bytesOf(BufferKind kind) const;
 };
 
@@ -59,11 +60,19 @@ int64_t tensorBytes(mlir::RankedTensorType type);
 /// With `aliasReshapeResults`, a reshape's result is planned in its operand's bytes (see
 /// aliasReshapes): the reshape copies nothing.
 ///
+/// With `aliasElementwiseResults`, a plait.fused_elementwise result that the kernel stores
+/// element by element is planned in the bytes of an operand of its size that no op reads
+/// after the kernel (see aliasFusedResults): the kernel writes over it, as PyTorch's
+/// in-place ops do. The CPU kernels allow it (each element is read before it is written);
+/// plans for CUDA do not ask for it (the generated CUDA kernels read their operands through
+/// __restrict__ pointers).
+///
 /// Without `place`, no offsets are computed: arenaBytes is the liveness lower bound, every
 /// offset 0. The strategy search screens candidates this way (placement is most of the
 /// cost of a large step) and places only those it may keep.
 mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func, int64_t alignment = 64,
                                        bool inPlace = true, bool place = true,
-                                       bool aliasReshapeResults = true);
+                                       bool aliasReshapeResults = true,
+                                       bool aliasElementwiseResults = true);
 
 } // namespace plait

@@ -371,7 +371,9 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   // Stored f32 results are written in place by the instruction that computes them
   // (checkProgram saw to it that no register is listed twice), bf16 ones rounded from the
   // register's tile; reduced ones are summed from the register's tile into double
-  // accumulators in the workspace, as reduce_sum sums.
+  // accumulators in the workspace, as reduce_sum sums. A result in an operand's bytes (the
+  // memory plan's in-place elementwise results) is copied from its register's tile once the
+  // tile's instructions have read all their operands.
   float *direct[fused::kMaxInstructions] = {};
   double *acc[fused::kMaxInstructions] = {};
   // A result summed over outer dimensions has an accumulator copy per chunk of a split
@@ -379,12 +381,21 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   int64_t slots[fused::kMaxInstructions] = {};
   int64_t sumChunks = kFusedSumSlots;
   bool halfOut[fused::kMaxInstructions] = {};
+  bool copyOut[fused::kMaxInstructions] = {};
+  auto overlapsAnInput = [&](const TensorView &y) {
+    const char *lo = static_cast<const char *>(y.data), *hi = lo + y.bytes();
+    return std::any_of(call.inputs.begin(), call.inputs.end(), [&](const TensorView &x) {
+      const char *xlo = static_cast<const char *>(x.data);
+      return xlo < hi && lo < xlo + x.bytes();
+    });
+  };
   Scratch workspace(call, kName);
   for (size_t o = 0; o < outputs.size(); ++o) {
     const TensorView &y = call.outputs[o];
     halfOut[o] = y.dtype == DType::BF16;
     if (reductionOf(o) == fused::Store) {
-      if (!halfOut[o])
+      copyOut[o] = !halfOut[o] && overlapsAnInput(y);
+      if (!halfOut[o] && !copyOut[o])
         direct[size_t(outputs[o]) - inputs] = y.as<float>();
       continue;
     }
@@ -469,6 +480,9 @@ Status fusedElementwiseKernel(const KernelCall &call) {
         if (!acc[o]) {
           if (halfOut[o])
             narrowBf16Tile(values[o], call.outputs[o].as<uint16_t>() + begin, n);
+          else if (copyOut[o] && !call.generated)
+            std::memcpy(call.outputs[o].as<float>() + begin, values[o],
+                        size_t(n) * sizeof(float));
           continue;
         }
         if (sumPlans[o]) { // this chunk's copy of the sums

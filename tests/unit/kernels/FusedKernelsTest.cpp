@@ -139,6 +139,38 @@ TEST(FusedKernels, ComparisonsWhereAndTheOtherOpcodesMatchTheUnfusedKernels) {
   expectSameBits(f.out(1), runOk("where", {second, x, y}, DType::F32, s), "and / not");
 }
 
+// The memory plan may put a result in the bytes of an operand that dies at the kernel
+// (aliasFusedResults, MemoryPlan.cpp): the interpreter then writes the result only after the
+// tile's instructions have read that operand. Two results over two operands, a program that
+// reads each operand again after its first result is computed, and a reduced result beside
+// them; on one thread and split across three: the same bits as with results of their own.
+TEST(FusedKernels, ResultsOverTheirOperandsMatchResultsOfTheirOwn) {
+  Shape s = {7, 200};
+  OwnedTensor x = randomFloats(s, 31), y = randomFloats(s, 32);
+  using namespace fused;
+  // 2 = x * y, 3 = 2 + x (x read after), 4 = exp(y) - 2 (y read after), 5 = copy of 2.
+  Attrs attrs = AttrsBuilder()
+                    .ints("program", {Mul, 0, 1, -1, Add, 2, 0, -1, Exp, 1, -1, -1,
+                                      Sub, 4, 2, -1, BroadcastTo, 3, -1, -1})
+                    .ints("outputs", {3, 5, 6})
+                    .ints("reductions", {Store, Store, Sum})
+                    .build();
+  KernelResult own = runKernel("fused_elementwise", {x, y},
+                               {{DType::F32, s}, {DType::F32, s}, {DType::F32, {7, 1}}}, attrs);
+  ASSERT_TRUE(own.status.ok()) << own.status.message();
+  for (int threads : {1, 3}) {
+    KernelThreads split(threads);
+    OwnedTensor xa = x, ya = y, sum(DType::F32, {7, 1});
+    std::vector<TensorView> in = {xa.view, ya.view};
+    std::vector<TensorView> out = {ya.view, xa.view, sum.view}; // results 0, 1 over y, x
+    Status status = callKernel("fused_elementwise", in, out, attrs);
+    ASSERT_TRUE(status.ok()) << status.message();
+    expectSameBits(ya, own.out(0), "result 0 over y");
+    expectSameBits(xa, own.out(1), "result 1 over x");
+    expectSameBits(sum, own.out(2), "the reduced result");
+  }
+}
+
 // pow: a single-element exponent of 1, 2 or 3 over a whole base is products, as the unfused
 // kernel computes it; anything else (another exponent, or a base and exponent that broadcast
 // to the result) std::pow.
