@@ -151,14 +151,22 @@ struct InputForm {
   enum Kind { Whole, Splat, Broadcast } kind = Whole;
   std::vector<int64_t> shape, strides; // Broadcast: the merged result shape, the strides
   bool half = false;                   // bf16 elements (widened as they are read)
+  bool truth = false;                  // i1 elements, one byte each (read as 1.0f or 0.0f)
 };
 
 /// The C++ element type of a fused kernel's tensor of `dtype`.
 const char *elementType(bool half) { return half ? "plait_bf16" : "float"; }
 
+/// The C++ element type of a fused kernel's input.
+const char *elementType(const InputForm &form) {
+  return form.truth ? "uint8_t" : elementType(form.half);
+}
+
 /// Element `index` of input r in the form it has, as a float expression.
 std::string inputRead(const InputForm &form, size_t r, const std::string &index) {
   std::string element = fmt::format("in{}[{}]", r, index);
+  if (form.truth)
+    return fmt::format("({} != 0 ? 1.0f : 0.0f)", element);
   return form.half ? fmt::format("plait_widen({})", element) : element;
 }
 
@@ -197,12 +205,13 @@ std::vector<InputForm> inputForms(const plan::PlanDesc &plan, const FusedInstruc
   for (size_t r = 0; r < f.inputs(); ++r) {
     const plan::TensorDesc &t = plan.tensors[f.instr->inputs[r]];
     const std::vector<int64_t> &shape = t.shape;
-    if (t.dtype != fb::DType::F32 && t.dtype != fb::DType::BF16) {
-      error = fmt::format("{}: input {} is {}; fused kernels read f32 or bf16", f.instr->name,
-                          r, fb::EnumNameDType(t.dtype));
+    if (t.dtype != fb::DType::F32 && t.dtype != fb::DType::BF16 && t.dtype != fb::DType::I1) {
+      error = fmt::format("{}: input {} is {}; fused kernels read f32, bf16 or i1",
+                          f.instr->name, r, fb::EnumNameDType(t.dtype));
       return {};
     }
     forms[r].half = t.dtype == fb::DType::BF16;
+    forms[r].truth = t.dtype == fb::DType::I1;
     if (f.elements[r] == f.numel)
       continue;
     if (f.elements[r] == 1) {
@@ -335,7 +344,7 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
   std::string params =
       joined(inputs,
              [&](size_t r) {
-               return fmt::format("const {} *__restrict__ in{}", elementType(forms[r].half), r);
+               return fmt::format("const {} *__restrict__ in{}", elementType(forms[r]), r);
              }) +
       ", " + joined(results, [&](size_t o) {
         return fmt::format("{} *__restrict__ out{}", elementType(written[o].half), o);
@@ -361,9 +370,11 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
                        "  int64_t sum{0}[4] = {{-1, -1, -1, -1}};\n",
                        o);
   if (f.numel >= 4) {
-    // The f32 pointers read or written as float4 (bf16 ones element by element).
+    // The f32 pointers read or written as float4 (bf16 and i1 ones element by element).
     std::vector<std::string> vectors;
-    auto vectorIn = [&](size_t r) { return forms[r].kind == InputForm::Whole && !forms[r].half; };
+    auto vectorIn = [&](size_t r) {
+      return forms[r].kind == InputForm::Whole && !forms[r].half && !forms[r].truth;
+    };
     auto vectorOut = [&](size_t o) { return !written[o].reduced && !written[o].half; };
     for (size_t r = 0; r < inputs; ++r)
       if (vectorIn(r))

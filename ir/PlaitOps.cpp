@@ -620,7 +620,8 @@ LogicalResult FusedElementwiseOp::verify() {
   if (getResults().empty())
     return emitOpError("has no results");
   // f32 or bf16 elements (codegen/schema/FusedElementwise.h): the program computes in f32,
-  // bf16 inputs widen as they are loaded and bf16 results round as they are stored.
+  // bf16 inputs widen as they are loaded and bf16 results round as they are stored; an input
+  // may also be i1, loaded as 1.0f or 0.0f.
   auto elementOk = [](RankedTensorType t) {
     return t.getElementType().isF32() || t.getElementType().isBF16();
   };
@@ -638,8 +639,9 @@ LogicalResult FusedElementwiseOp::verify() {
   for (auto [i, v] : llvm::enumerate(getInputs())) {
     auto type = cast<RankedTensorType>(v.getType());
     auto joined = broadcastShapes(shape, type.getShape());
-    if (!elementOk(type) || !joined || joined->size() != shape.size())
-      return emitOpError("input ") << i << " is " << type << "; inputs must be f32 or bf16 "
+    if ((!elementOk(type) && !type.getElementType().isInteger(1)) || !joined ||
+        joined->size() != shape.size())
+      return emitOpError("input ") << i << " is " << type << "; inputs must be f32, bf16 or i1 "
                                    << "and broadcast to the results' shape "
                                    << shapeToString(shape);
     shape = *joined;

@@ -12,12 +12,12 @@
 //
 // Comparisons and the logical opcodes compute truth values as 1.0f and 0.0f; where, not, and
 // and or read any register other than 0.0f as true. They stand for plait ops whose results
-// are i1: such values live only in registers (plait-fuse-elementwise fuses an i1 op only
-// together with every op that reads it, and never takes an i1 input), so a kernel's inputs
-// and results stay f32 or bf16. (Plan version 6 and later.)
+// are i1. An input may be i1 (a mask): it is loaded as 1.0f for a nonzero byte, else 0.0f.
+// Results are never i1: plait-fuse-elementwise fuses an op with an i1 result only together
+// with every op that reads it. (Plan version 6 and later.)
 //
-// Inputs and results are f32 or bf16 tensors (the verifier, the interpreter and the code
-// generators check it): a bf16 input is widened to f32 as it is loaded (exactly), a bf16
+// Inputs and results are f32 or bf16 tensors, and inputs may be i1 (the verifier, the
+// interpreter and the code generators check it): a bf16 input is widened to f32 as it is loaded (exactly), a bf16
 // result is rounded to nearest even as it is stored (as the `cast` kernel rounds). The program
 // itself computes in f32; RoundBf16 rounds a value to bf16 precision and back where the
 // unfused ops store a bf16 value (after an op whose result is bf16, at a cast to bf16), so

@@ -17,10 +17,10 @@
 // broadcast to it: a bias, a layer norm's per-row mean), casts between f32 and bf16 (groups
 // join across them: they compare shapes, not element types), and the ops of i1 values:
 // comparisons of f32 or bf16 operands, not, and, or, where, and casts of i1 to f32 or bf16.
-// An i1 value lives only in the program's registers (as 1.0f or 0.0f), so an op with an i1
-// result joins a group only together with every op that reads it, and a group never reads
-// an i1 value from outside: a ReLU's backward, where(x > 0, g, 0), becomes one kernel with
-// the bias gradient's sum.
+// An i1 value computed in a group lives only in the program's registers (as 1.0f or 0.0f),
+// so an op with an i1 result joins a group only together with every op that reads it; one
+// from outside (a padding mask) is an input like any other, loaded as 1.0f or 0.0f. A ReLU's
+// backward, where(y > 0, g, 0), becomes one kernel with the bias gradient's sum.
 //
 // The program computes in f32, as the unfused kernels do (bf16 ops are staged through f32 and
 // round their result to bf16): after each op whose result is bf16, and at a cast to bf16, the
@@ -65,8 +65,8 @@ struct Group {
 /// Whether a fused kernel loads and stores elements of `t` (f32, bf16).
 bool isFusedElement(Type t) { return t.isF32() || t.isBF16(); }
 
-/// Whether `v` is an i1 value: a fused program holds it in a register only (1.0f or 0.0f),
-/// never as an input or result.
+/// Whether `v` is an i1 value: a fused program holds it in a register (1.0f or 0.0f), and
+/// reads it as an input, but never stores it as a result.
 bool isTruth(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   return t && t.getElementType().isInteger(1);
@@ -197,8 +197,8 @@ Window windowOf(const llvm::SmallPtrSetImpl<Operation *> &members, const Positio
 /// after every input and before every outside read of a result (the fused op stands there),
 /// the group spans at most kMaxSpan ops, nothing in it reads a reduced result, a member of a
 /// smaller shape (computed again for every element it broadcasts to) or of an i1 result is
-/// read only inside, no input is i1, and the program stays within the limits. `reduced`
-/// holds the groups' reductions.
+/// read only inside, and the program stays within the limits. `reduced` holds the groups'
+/// reductions.
 bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
              const Positions &position, const llvm::SmallPtrSetImpl<Operation *> &reduced,
              bool bf16Reductions) {
@@ -217,11 +217,8 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
   llvm::SmallPtrSet<Value, 32> inputs;
   for (Operation *m : members) {
     for (Value v : m->getOperands())
-      if (!members.contains(v.getDefiningOp())) {
-        if (isTruth(v))
-          return false;
+      if (!members.contains(v.getDefiningOp()))
         inputs.insert(v);
-      }
     bool reduction = m == op ? opReduces : reduced.contains(m);
     // A reduced result may need a copy of its register, a bf16 result a rounding (a cast to
     // f32, a copy when it is a result).
@@ -250,11 +247,13 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
          inputs.size() <= fused::kMaxInputs;
 }
 
-/// Takes out of `group` the members an i1 value would flow out of or into, until there are
-/// none: a member whose i1 result is read outside the group (a kernel stores no i1 value;
-/// canFuse let it in while its reader could still join), and a member that reads an i1 value
-/// the group does not compute. What is taken out stays an op of its own.
-void trimTruthEdges(Group &group) {
+/// Takes out of `group` the members an i1 value would flow out of, until there are none: a
+/// member whose i1 result is read outside the group (a kernel stores no i1 value; canFuse let
+/// it in while its reader could still join); then a member of a smaller shape than the
+/// group's that one of those was the reader of (a kernel stores only results of its
+/// iteration shape, or reduced ones: `reduced`). The members that read a value taken out read
+/// it as an input. What is taken out stays an op of its own.
+void trimTruthEdges(Group &group, const llvm::SmallPtrSetImpl<Operation *> &reduced) {
   for (bool changed = true; changed;) {
     changed = false;
     for (Operation *m : SmallVector<Operation *>(group.ops.begin(), group.ops.end())) {
@@ -262,10 +261,11 @@ void trimTruthEdges(Group &group) {
                          llvm::any_of(m->getResult(0).getUsers(), [&](Operation *user) {
                            return !group.ops.contains(user);
                          });
-      bool readsTruth = llvm::any_of(m->getOperands(), [&](Value v) {
-        return isTruth(v) && !group.ops.contains(v.getDefiningOp());
-      });
-      if (storesTruth || readsTruth) {
+      bool storesSmaller =
+          !reduced.contains(m) && !sameShape(m->getResult(0).getType(), group.type) &&
+          llvm::any_of(m->getResult(0).getUsers(),
+                       [&](Operation *user) { return !group.ops.contains(user); });
+      if (storesTruth || storesSmaller) {
         group.ops.remove(m);
         changed = true;
       }
@@ -279,7 +279,8 @@ void trimTruthEdges(Group &group) {
 /// checked against the ops as they stood, but two groups whose members interleave may each
 /// read the other's results (a group's input computed by another group from one of its
 /// members), and once the first is one op the second cannot follow all its inputs and
-/// precede all its readers. Its ops then stay as they are.
+/// precede all its readers; or when trimTruthEdges left it more inputs than a program may
+/// read. Its ops then stay as they are.
 std::optional<int64_t> fuse(const Group &group, Positions &position, OpBuilder &builder) {
   Operation *last = group.ops.back();
   llvm::SmallPtrSet<Operation *, 32> members(group.ops.begin(), group.ops.end());
@@ -301,6 +302,9 @@ std::optional<int64_t> fuse(const Group &group, Positions &position, OpBuilder &
         registers[operand] = int64_t(inputs.size());
         inputs.push_back(operand);
       }
+  // (canFuse kept the inputs within the limit; a group trimmed since may read more.)
+  if (inputs.size() > fused::kMaxInputs)
+    return std::nullopt;
   SmallVector<int64_t> program, outputs, reductions;
   SmallVector<Value> escaping; // member results read outside the group
   auto append = [&](int64_t code, int64_t a, int64_t b = -1, int64_t c = -1) {
@@ -495,7 +499,7 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
       }
       OpBuilder builder(&getContext());
       for (const auto &group : groups) {
-        trimTruthEdges(*group);
+        trimTruthEdges(*group, reduced);
         if (group->ops.size() < 2) // single ops stay, merged groups are empty
           continue;
         int64_t groupReductions =

@@ -3,7 +3,8 @@
 // the results touch memory. Every element is computed as the unfused kernels compute it (the
 // same expressions, no FMA contraction; bf16 staged through f32 and rounded where the program
 // says), so fusing changes no bit of any result. Tiles are f32: a bf16 input is widened into
-// its input tile, a bf16 result computed into a scratch tile and rounded as it is stored.
+// its input tile (an i1 one to 1.0f / 0.0f), a bf16 result computed into a scratch tile and
+// rounded as it is stored.
 #pragma GCC optimize("no-trapping-math")
 #include <cmath>
 #include <cstring>
@@ -266,21 +267,50 @@ PLAIT_SIMD_CLONES void narrowBf16Tile(const float *in, uint16_t *out, int64_t n)
   }
 }
 
+/// An i1 element's value in a register: 1.0f for any nonzero byte, else 0.0f (as the logical
+/// kernels read i1).
+PLAIT_VECTOR_INLINE float widenTruth(uint8_t byte) { return byte != 0 ? 1.0f : 0.0f; }
+
+/// n i1 elements widened to 1.0f / 0.0f.
+PLAIT_SIMD_CLONES void widenTruthTile(const uint8_t *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = widenTruth(in[i]);
+}
+
+/// How a kernel input's elements are stored: f32, bf16 (widened as loaded) or i1 (1.0f/0.0f).
+enum class Element : char { F32, Bf16, Truth };
+
+/// Element `i` of an input stored as `e`, as an f32 register value.
+inline float loadElement(const void *data, Element e, int64_t i) {
+  switch (e) {
+  case Element::Bf16:
+    return widenBf16(static_cast<const uint16_t *>(data)[i]);
+  case Element::Truth:
+    return widenTruth(static_cast<const uint8_t *>(data)[i]);
+  default:
+    return static_cast<const float *>(data)[i];
+  }
+}
+
+/// n consecutive elements of an input from element `first`, widened into `out`.
+void widenTile(const void *data, Element e, int64_t first, float *out, int64_t n) {
+  if (e == Element::Bf16)
+    widenBf16Tile(static_cast<const uint16_t *>(data) + first, out, n);
+  else if (e == Element::Truth)
+    widenTruthTile(static_cast<const uint8_t *>(data) + first, out, n);
+  else
+    std::memcpy(out, static_cast<const float *>(data) + first, size_t(n) * sizeof(float));
+}
+
 /// The next n elements of an input broadcast to the iteration shape, gathered into `out`: a
-/// few row copies or fills (widened from bf16 when `half`).
-void gatherBroadcast(const void *data, bool half, const BroadcastPlan<1> &plan, Cursor &at,
+/// few row copies or fills (widened from bf16 or i1).
+void gatherBroadcast(const void *data, Element e, const BroadcastPlan<1> &plan, Cursor &at,
                      int64_t n, float *out) {
-  const float *in = static_cast<const float *>(data);
-  const uint16_t *bits = static_cast<const uint16_t *>(data);
   walkRows(plan, at, n, [&](int64_t done, int64_t offset, int64_t len, int64_t stride) {
-    if (half && stride)
-      widenBf16Tile(bits + offset, out + done, len);
-    else if (half)
-      std::fill(out + done, out + done + len, widenBf16(bits[offset]));
-    else if (stride)
-      std::memcpy(out + done, in + offset, size_t(len) * sizeof(float));
+    if (stride)
+      widenTile(data, e, offset, out + done, len);
     else
-      std::fill(out + done, out + done + len, in[offset]);
+      std::fill(out + done, out + done + len, loadElement(data, e, offset));
   });
 }
 
@@ -324,7 +354,8 @@ Status fusedElementwiseKernel(const KernelCall &call) {
                                                                 : reductions[o]; };
   // The iteration shape: the results and inputs broadcast together.
   Dims shape;
-  // f32 or bf16 (codegen/schema/FusedElementwise.h): bf16 values are widened and rounded here.
+  // f32 or bf16 (codegen/schema/FusedElementwise.h): bf16 values are widened and rounded here;
+  // inputs may also be i1, widened to 1.0f / 0.0f.
   auto elementOk = [](DType t) { return t == DType::F32 || t == DType::BF16; };
   for (const TensorView &y : call.outputs) {
     if (!elementOk(y.dtype))
@@ -335,7 +366,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   }
   for (size_t i = 0; i < inputs; ++i) {
     const TensorView &x = call.inputs[i];
-    if (!elementOk(x.dtype))
+    if (!elementOk(x.dtype) && x.dtype != DType::I1)
       return unsupportedDtype(kName, x.dtype);
     Dims joined;
     if (!broadcastShapes(shape, x.shape, joined) || joined.size() != shape.size())
@@ -418,10 +449,12 @@ Status fusedElementwiseKernel(const KernelCall &call) {
   for (size_t o = 0; o < outputs.size(); ++o)
     if (acc[o])
       std::fill(acc[o], acc[o] + call.outputs[o].numel() * std::min(slots[o], chunks), 0.0);
-  bool halfIn[fused::kMaxInputs] = {};
+  Element stored[fused::kMaxInputs] = {};
   for (size_t i = 0; i < inputs; ++i) {
     const TensorView &x = call.inputs[i];
-    halfIn[i] = x.dtype == DType::BF16;
+    stored[i] = x.dtype == DType::BF16 ? Element::Bf16
+                : x.dtype == DType::I1   ? Element::Truth
+                                         : Element::F32;
     kind[i] = x.numel() == 1 ? kSplat : x.numel() == numel ? kFull : kBroadcast;
     if (kind[i] == kBroadcast)
       plans[i] = planBroadcast<1>(shape, {x.shape});
@@ -439,7 +472,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
       const TensorView &x = call.inputs[i];
       if (kind[i] == kSplat)
         std::fill(inputTiles + i * kTile, inputTiles + i * kTile + std::min(tile, numel),
-                  halfIn[i] ? widenBf16(*x.as<uint16_t>()) : *x.as<float>());
+                  loadElement(x.data, stored[i], 0));
       else if (kind[i] == kBroadcast)
         cursors[i].seek(*plans[i], chunkBegin);
     }
@@ -450,15 +483,15 @@ Status fusedElementwiseKernel(const KernelCall &call) {
       int64_t n = std::min(tile, chunkEnd - begin);
       for (size_t i = 0; i < inputs; ++i) {
         const void *x = call.inputs[i].data;
-        if (kind[i] == kFull && !halfIn[i]) {
+        if (kind[i] == kFull && stored[i] == Element::F32) {
           reg[i] = static_cast<const float *>(x) + begin;
           continue;
         }
         reg[i] = inputTiles + i * kTile;
         if (kind[i] == kFull)
-          widenBf16Tile(static_cast<const uint16_t *>(x) + begin, inputTiles + i * kTile, n);
+          widenTile(x, stored[i], begin, inputTiles + i * kTile, n);
         else if (kind[i] == kBroadcast)
-          gatherBroadcast(x, halfIn[i], *plans[i], cursors[i], n, inputTiles + i * kTile);
+          gatherBroadcast(x, stored[i], *plans[i], cursors[i], n, inputTiles + i * kTile);
       }
       // Where each result's values of this tile are: in place, or a tile to sum from.
       const float *values[fused::kMaxInstructions];

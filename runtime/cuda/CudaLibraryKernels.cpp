@@ -774,8 +774,9 @@ Status fusedElementwiseKernel(const CudaKernelCall &call) {
   for (const std::vector<TensorView> *list :
        std::initializer_list<const std::vector<TensorView> *>{&call.outputs, &call.inputs})
     for (const TensorView &t : *list) {
-      // f32 or bf16 (the generated kernel widens and rounds bf16 itself).
-      if (t.dtype != DType::F32 && t.dtype != DType::BF16)
+      // f32 or bf16 (the generated kernel widens and rounds bf16 itself); inputs may be i1.
+      bool input = list == &call.inputs;
+      if (t.dtype != DType::F32 && t.dtype != DType::BF16 && !(input && t.dtype == DType::I1))
         return noCudaDtype(kName, t.dtype);
       if (!cpu::broadcastShapes(shape, t.shape, shape))
         return Status::errorf("{}: operand shapes do not broadcast together", kName);

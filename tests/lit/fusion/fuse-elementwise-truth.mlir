@@ -44,14 +44,14 @@ func.func @masked(%x: tensor<4x8xf32>, %lo: tensor<f32>, %hi: tensor<f32>) -> te
 // -----
 
 // An i1 value read outside stays an op of its own (a kernel's results are f32 or bf16): the
-// greater joins its where's group while the return could still join, and is taken out again
-// with the where that reads it. A where whose condition comes from outside stays too: no
-// kernel reads i1. The where beside them, whose condition it computes itself, is fused.
-// CHECK: plait.fuse_elementwise = {kernels = 1 : i64, ops = 2 : i64, reductions = 0 : i64}
+// greater joins its where's group while the return could still join, and is taken out again;
+// its where then reads it as an input, as the second where reads the mask argument (an i1
+// input is loaded as 1.0f or 0.0f). The where beside them, whose condition it computes
+// itself, is a kernel of its own.
+// CHECK: plait.fuse_elementwise = {kernels = 2 : i64, ops = 4 : i64, reductions = 0 : i64}
 // CHECK-LABEL: func.func @escapes
 // CHECK-NEXT: %[[C:.*]] = plait.greater %arg0, %arg1
-// CHECK-NEXT: %[[W:.*]] = plait.where %[[C]], %arg0, %arg1
-// CHECK-NEXT: %[[M:.*]] = plait.where %arg2, %[[W]], %arg1
+// CHECK-NEXT: %[[M:.*]] = plait.fused_elementwise %[[C]], %arg0, %arg1, %arg2 {outputs = array<i64: 5>, program = array<i64: 31, 0, 1, 2, 31, 3, 4, 2>} : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>, tensor<4x8xi1>) -> tensor<4x8xf32>
 // CHECK-NEXT: %[[F:.*]] = plait.fused_elementwise %arg0, %arg1 {outputs = array<i64: 3>, program = array<i64: 26, 0, 1, -1, 31, 2, 1, 0>}
 // CHECK-NEXT: return %[[C]], %[[M]], %[[F]]
 func.func @escapes(%x: tensor<4x8xf32>, %zero: tensor<f32>, %mask: tensor<4x8xi1>) -> (tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>) {
@@ -77,4 +77,24 @@ func.func @bf16(%x: tensor<4x8xbf16>, %t: tensor<bf16>) -> tensor<4x8xbf16> {
   %2 = plait.where %0, %1, %t : (tensor<4x8xi1>, tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xbf16>
   %3 = plait.max %2, %t : (tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xbf16>
   return %3 : tensor<4x8xbf16>
+}
+
+// -----
+
+// Taken out with the i1 value: the comparison's threshold %s, a per-row value computed again
+// per element inside the group, is read outside once the comparison is; a kernel stores only
+// results of its iteration shape. What is left, the product and the where that reads the
+// comparison as an input, is one kernel.
+// CHECK: plait.fuse_elementwise = {kernels = 1 : i64, ops = 2 : i64, reductions = 0 : i64}
+// CHECK-LABEL: func.func @row_threshold
+// CHECK-NEXT: %[[S:.*]] = plait.sub %arg1, %arg2
+// CHECK-NEXT: %[[T:.*]] = plait.greater %arg0, %[[S]]
+// CHECK-NEXT: %[[F:.*]]:2 = plait.fused_elementwise %arg0, %[[T]], %arg3 {outputs = array<i64: 3, 4>, program = array<i64: 2, 0, 0, -1, 31, 1, 3, 2>}
+// CHECK-NEXT: return %[[T]], %[[F]]#1, %[[F]]#0
+func.func @row_threshold(%x: tensor<4x8xf32>, %a: tensor<4x1xf32>, %b: tensor<4x1xf32>, %zero: tensor<f32>) -> (tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %s = plait.sub %a, %b : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
+  %m = plait.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = plait.greater %x, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xi1>
+  %w = plait.where %t, %m, %zero : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  return %t, %w, %m : tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>
 }

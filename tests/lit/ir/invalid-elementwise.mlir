@@ -267,7 +267,7 @@ func.func @fused_output_count(%x: tensor<4xf32>) {
 // -----
 
 func.func @fused_broadcast(%x: tensor<4x3xf32>, %y: tensor<4xf32>) {
-  // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf32>'; inputs must be f32 or bf16 and broadcast to the results' shape 4x3}}
+  // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf32>'; inputs must be f32, bf16 or i1 and broadcast to the results' shape 4x3}}
   %0 = plait.fused_elementwise %x, %y {program = array<i64: 0, 0, 1, -1>, outputs = array<i64: 2>} : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
   return
 }
@@ -283,7 +283,7 @@ func.func @fused_results(%x: tensor<4xf32>) {
 // -----
 
 func.func @fused_f16_input(%x: tensor<4xf32>, %h: tensor<4xf16>) {
-  // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf16>'; inputs must be f32 or bf16 and broadcast to the results' shape 4}}
+  // expected-error @+1 {{'plait.fused_elementwise' op input 1 is 'tensor<4xf16>'; inputs must be f32, bf16 or i1 and broadcast to the results' shape 4}}
   %0 = plait.fused_elementwise %x, %h {program = array<i64: 0, 0, 1, -1>, outputs = array<i64: 2>} : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xbf16>
   return
 }

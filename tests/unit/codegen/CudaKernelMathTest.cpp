@@ -125,11 +125,13 @@ public:
     for (size_t k = 0; k < generated.size(); ++k) {
       size_t i = generated[k];
       const Case &c = cases[i];
-      // (bf16 tensors are passed as the kernel's plait_bf16 pointers.)
+      // (bf16 tensors are passed as the kernel's plait_bf16 pointers, i1 ones as bytes.)
       std::string pointers;
       for (size_t r = 0; r < c.inputs.size(); ++r)
         pointers += c.inputs[r].view.dtype == DType::BF16
                         ? fmt::format("(const plait_bf16 *)in[{}], ", r)
+                    : c.inputs[r].view.dtype == DType::I1
+                        ? fmt::format("(const uint8_t *)in[{}], ", r)
                         : fmt::format("in[{}], ", r);
       for (size_t o = 0; o < c.outputs.size(); ++o)
         pointers += c.resultType(o) == DType::BF16 ? fmt::format("(plait_bf16 *)out[{}], ", o)
@@ -388,6 +390,30 @@ Case everyOpcodeCase() {
   return c;
 }
 
+/// i1 inputs (masks: whole, one element, broadcast per row), read as 1.0f for any nonzero
+/// byte: where over them, and their truth values multiplied in.
+Case maskInputsCase() {
+  using namespace fused;
+  std::mt19937 rng(23);
+  Shape s = {4, 16, 96};
+  std::vector<uint8_t> whole(4 * 16 * 96), rows(4 * 16);
+  for (uint8_t &b : whole)
+    b = uint8_t(rng() % 3 == 0 ? 0 : rng() % 4 + 1); // nonzero bytes other than 1 too
+  for (uint8_t &b : rows)
+    b = uint8_t(rng() % 2);
+  OwnedTensor mask = rt::test::make<uint8_t>(s, whole);
+  OwnedTensor rowMask = rt::test::make<uint8_t>({4, 16, 1}, rows);
+  OwnedTensor one = rt::test::make<uint8_t>({}, {7});
+  OwnedTensor x = randomTensor(s, rng, -2, 2), neg = scalar(-1e9);
+  // 5 = where(mask, x, -1e9); 6 = 5 * rowMask; 7 = where(one, 6, x).
+  return {{mask, rowMask, one, x, neg}, {false, false, true, false, true}, s,
+          {Where, 0, 3, 4, Mul, 5, 1, -1, Where, 2, 6, 3}, {7, 5}};
+}
+
+TEST(CudaKernelMath, MaskInputsMatchTheInterpreterBitForBit) {
+  compareWithInterpreter({maskInputsCase()}, /*exactMath=*/true, sameBits);
+}
+
 // Every opcode at once: the CUDA element function (host-compiled, the CPU's exp, erf and
 // sigmoid) gives the interpreter's bits, and with CUDA's own math stays within a millionth.
 TEST(CudaKernelMath, EveryOpcodeMatchesTheInterpreter) {
@@ -395,18 +421,19 @@ TEST(CudaKernelMath, EveryOpcodeMatchesTheInterpreter) {
   compareWithInterpreter({everyOpcodeCase()}, /*exactMath=*/false, withinOneMillionth);
 }
 
-// ...and nvcc compiles its kernel for every architecture (no GPU needed).
+// ...and nvcc compiles its kernel, and one reading i1 inputs, for every architecture (no GPU
+// needed).
 TEST(CudaKernelMath, EveryOpcodeCompilesWithNvcc) {
   std::string cache = (fs::temp_directory_path() / fmt::format("plait-cuda-every-op-{}",
                                                                getpid())).string();
   setenv("PLAIT_CODEGEN_CACHE", cache.c_str(), 1);
-  plan::PlanDesc plan = planOf({everyOpcodeCase()});
+  plan::PlanDesc plan = planOf({everyOpcodeCase(), maskInputsCase()});
   CudaCodegenResult generated = generateCudaKernels(plan);
   fs::remove_all(cache);
   if (generated.userError)
     GTEST_SKIP() << generated.error;
   ASSERT_EQ(generated.error, "");
-  EXPECT_EQ(generated.kernels, 1);
+  EXPECT_EQ(generated.kernels, 2);
   EXPECT_GT(generated.fatbinBytes, 0);
 }
 
@@ -705,7 +732,7 @@ TEST(CudaModule, LaunchesGeneratedKernels) {
 TEST(CudaModule, LaunchesEveryOpcode) {
   if (!haveCudaDevice())
     GTEST_SKIP() << "no CUDA device";
-  launchAndCompare({everyOpcodeCase()}, withinOneMillionth);
+  launchAndCompare({everyOpcodeCase(), maskInputsCase()}, withinOneMillionth);
 }
 
 // The same sums on the device: per-thread running sums, warp sums and atomic adds, with the

@@ -139,6 +139,34 @@ TEST(FusedKernels, ComparisonsWhereAndTheOtherOpcodesMatchTheUnfusedKernels) {
   expectSameBits(f.out(1), runOk("where", {second, x, y}, DType::F32, s), "and / not");
 }
 
+// i1 inputs (a padding mask whole, per row, and as one element), loaded as 1.0f for any
+// nonzero byte: where over them as the where kernel selects, and a mask cast to f32 and
+// multiplied in as cast and mul compute it; on one thread and split across two.
+TEST(FusedKernels, MaskInputsMatchTheUnfusedKernels) {
+  Shape s = {6, 300};
+  std::vector<uint8_t> whole(6 * 300), rows(6);
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] = uint8_t(i % 7 == 0 ? 0 : i % 5 + 1); // nonzero bytes other than 1 too
+  for (size_t i = 0; i < rows.size(); ++i)
+    rows[i] = uint8_t(i % 2);
+  OwnedTensor mask = make<uint8_t>(s, whole), rowMask = make<uint8_t>({6, 1}, rows);
+  OwnedTensor yes = make<uint8_t>({}, {1});
+  OwnedTensor x = randomFloats(s, 41), fill = makeFloat(DType::F32, {}, {-1e9});
+  OwnedTensor selected = runOk("where", {mask, x, fill}, DType::F32, s);
+  OwnedTensor scaled = runOk("mul", {selected, runOk("cast", {rowMask}, DType::F32, {6, 1})},
+                             DType::F32, s);
+  OwnedTensor kept = runOk("where", {yes, scaled, x}, DType::F32, s);
+  using namespace fused;
+  for (int threads : {1, 2}) {
+    KernelThreads split(threads);
+    KernelResult f = runKernel("fused_elementwise", {mask, rowMask, yes, x, fill},
+                               {{DType::F32, s}},
+                               program({Where, 0, 3, 4, Mul, 5, 1, -1, Where, 2, 6, 3}, {7}));
+    ASSERT_TRUE(f.status.ok()) << f.status.message();
+    expectSameBits(f.out(0), kept, "where and products over i1 inputs");
+  }
+}
+
 // The memory plan may put a result in the bytes of an operand that dies at the kernel
 // (aliasFusedResults, MemoryPlan.cpp): the interpreter then writes the result only after the
 // tile's instructions have read that operand. Two results over two operands, a program that
