@@ -174,17 +174,18 @@ void aliasAssignedValues(func::FuncOp func, const ProgramOrder &order, MemoryPla
   }
 }
 
-/// Plans each reshape's result in its operand's bytes (a reshape moves no data): the result
-/// becomes an alias of the operand's buffer, whose life is extended to cover the result's.
-/// Only between activations that are not stored in place (aliasAssignedValues runs first), and
-/// never next to a collective: MPI owns a collective's buffers while it is in flight, and the
-/// runtime must see no write to them.
+/// Whether a collective produces or reads `v`: MPI owns a collective's buffers while it is in
+/// flight, and the runtime must see no write to them, so no other value may share their bytes.
 bool touchesCollective(Value v) {
   if (Operation *def = v.getDefiningOp(); def && isCollective(def))
     return true;
   return llvm::any_of(v.getUsers(), [](Operation *user) { return isCollective(user); });
 }
 
+/// Plans each reshape's result in its operand's bytes (a reshape moves no data): the result
+/// becomes an alias of the operand's buffer, whose life is extended to cover the result's.
+/// Only between activations that are not stored in place (aliasAssignedValues runs first), and
+/// never next to a collective (touchesCollective).
 void aliasReshapes(func::FuncOp func, MemoryPlan &plan) {
   std::vector<bool> reshapeAlias(plan.buffers.size(), false);
   for (auto reshape : func.getBody().front().getOps<ReshapeOp>()) {
