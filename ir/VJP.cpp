@@ -148,7 +148,21 @@ PLAIT_VJP(DivOp) {
 PLAIT_VJP(PowOp) {
   // d(a^b)/da = b * a^(b-1); d(a^b)/db = a^b * log(a).
   Value a = op.getLhs(), e = op.getRhs();
-  Value powm1 = g.b.create<PowOp>(g.loc, a, g.sub(e, g.scalar(e, 1.0)));
+  // A constant f32 or f64 exponent (a norm's x^2) gets the constant b - 1, not a kernel that
+  // subtracts one (the same value: b - 1 is exact in double, and rounds to f32 as the f32
+  // subtraction rounds).
+  Value em1;
+  if (auto constant = e.getDefiningOp<ConstantOp>())
+    if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValueAttr());
+        dense && dense.isSplat() && (g.elementOf(e).isF32() || g.elementOf(e).isF64()))
+      em1 = g.b.create<ConstantOp>(
+          g.loc, DenseElementsAttr::get(
+                     cast<ShapedType>(dense.getType()),
+                     g.b.getFloatAttr(g.elementOf(e),
+                                      dense.getSplatValue<APFloat>().convertToDouble() - 1.0)));
+  if (!em1)
+    em1 = g.sub(e, g.scalar(e, 1.0));
+  Value powm1 = g.b.create<PowOp>(g.loc, a, em1);
   og[0] = g.unbroadcast(g.mul(rg[0], g.mul(e, powm1)), a);
   og[1] = g.unbroadcast(g.mul(rg[0], g.mul(op.getResult(), g.b.create<LogOp>(g.loc, a))), e);
   return success();
