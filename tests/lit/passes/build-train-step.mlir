@@ -98,3 +98,25 @@ func.func @main(%x: tensor<2x3x4xf32>) -> tensor<f32> {
   %s = plait.reduce_sum %y {axes = array<i64>, keepdims = false} : (tensor<2x3x5xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A power's gradient b * a^(b-1): with a constant exponent (a norm's x^2) b - 1 is a constant
+// too (1.0), not a kernel subtracting 1 each step; with a computed exponent it is a sub.
+// SGD-LABEL: func.func @main
+// SGD: %[[E1:.*]] = plait.sub %{{.*}}, %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// SGD-NEXT: plait.pow %{{.*}}, %[[E1]]
+// SGD: %[[ONE:.*]] = plait.constant dense<1.000000e+00> : tensor<f32>
+// SGD-NEXT: plait.pow %{{.*}}, %[[ONE]]
+// SGD-NOT: plait.sub
+// SGD: return
+func.func @main(%x: tensor<4xf32> {plait.name = "x"}) -> tensor<f32> {
+  %w = plait.param "w" {init = "ones"} : tensor<4xf32>
+  %v = plait.param "v" {init = "ones"} : tensor<f32>
+  %two = plait.constant dense<2.0> : tensor<f32>
+  %a = plait.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %sq = plait.pow %a, %two : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %p = plait.pow %sq, %v : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %l = plait.reduce_sum %p {axes = array<i64: 0>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
