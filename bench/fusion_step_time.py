@@ -38,15 +38,7 @@ WIDE = {"mlp-wide": ("mlp", dict(BATCH=256, IN_FEATURES=1024, HIDDEN=1024)),
 
 def export_wide(name, out_root):
     """Exports WIDE[name] as samples/<kind>.py exports the sample; returns the ONNX path."""
-    import contextlib
-    import io
-    from train_parity import load_sample_module
-    kind, config = WIDE[name]
-    module = load_sample_module(kind)
-    for key, value in config.items():
-        setattr(module, key, value)
-    with contextlib.redirect_stdout(io.StringIO()):
-        return pathlib.Path(module.export(str(out_root)))
+    return tvt.export_sample_module(*WIDE[name], out_root)
 
 
 def losses(log):

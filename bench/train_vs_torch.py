@@ -58,22 +58,32 @@ MODELS = {
 }
 
 
-def gpt_module(config):
-    """samples/gpt.py with its module constants replaced by `config` (empty: the sample)."""
+def sample_module(kind, config):
+    """samples/<kind>.py with its module constants replaced by `config` (empty: the sample)."""
     from train_parity import load_sample_module
-    module = load_sample_module("gpt")
+    module = load_sample_module(kind)
     for key, value in config.items():
         setattr(module, key, value)
     return module
 
 
-def export_gpt10m(out_root):
-    """Exports the bigger GPT the way samples/gpt.py exports the sample (opset 14, dynamic
-    batch/sequence axes then pinned); returns the ONNX path."""
+def gpt_module(config):
+    """samples/gpt.py with its module constants replaced by `config`."""
+    return sample_module("gpt", config)
+
+
+def export_sample_module(kind, config, out_root):
+    """Exports sample_module(kind, config) the way samples/<kind>.py exports the sample (the
+    GPT: opset 14, dynamic batch/sequence axes then pinned); returns the ONNX path."""
     import contextlib
     import io
     with contextlib.redirect_stdout(io.StringIO()):
-        return pathlib.Path(gpt_module(GPT10M).export(str(out_root)))
+        return pathlib.Path(sample_module(kind, config).export(str(out_root)))
+
+
+def export_gpt10m(out_root):
+    """Exports the bigger GPT (GPT10M); returns the ONNX path."""
+    return export_sample_module("gpt", GPT10M, out_root)
 
 
 def make_dataset(kind, onnx_path, rows, directory, seed=123):

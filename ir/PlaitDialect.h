@@ -1,6 +1,8 @@
 // The plait dialect: declarations shared by every layer of the compiler.
 #pragma once
 
+#include <optional>
+
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
@@ -26,6 +28,9 @@ class DialectRegistry;
 }
 
 namespace plait {
+/// The float value of a splat plait.constant (a scalar or any shape of one value), or nullopt.
+std::optional<double> splatValue(mlir::Value v);
+
 /// Attaches the VJP interface (ir/VJP.cpp) to every differentiable plait op.
 void registerVJPInterfaces(mlir::DialectRegistry &registry);
 

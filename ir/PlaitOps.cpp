@@ -210,6 +210,16 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *context, std::optional<L
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
 
+std::optional<double> splatValue(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  if (!dense || !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return dense.getSplatValue<APFloat>().convertToDouble();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

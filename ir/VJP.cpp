@@ -152,15 +152,11 @@ PLAIT_VJP(PowOp) {
   // subtracts one (the same value: b - 1 is exact in double, and rounds to f32 as the f32
   // subtraction rounds).
   Value em1;
-  if (auto constant = e.getDefiningOp<ConstantOp>())
-    if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValueAttr());
-        dense && dense.isSplat() && (g.elementOf(e).isF32() || g.elementOf(e).isF64()))
-      em1 = g.b.create<ConstantOp>(
-          g.loc, DenseElementsAttr::get(
-                     cast<ShapedType>(dense.getType()),
-                     g.b.getFloatAttr(g.elementOf(e),
-                                      dense.getSplatValue<APFloat>().convertToDouble() - 1.0)));
-  if (!em1)
+  std::optional<double> b = splatValue(e);
+  if (b && (g.elementOf(e).isF32() || g.elementOf(e).isF64()))
+    em1 = g.b.create<ConstantOp>(
+        g.loc, DenseElementsAttr::get(rankedType(e), g.b.getFloatAttr(g.elementOf(e), *b - 1.0)));
+  else
     em1 = g.sub(e, g.scalar(e, 1.0));
   Value powm1 = g.b.create<PowOp>(g.loc, a, em1);
   og[0] = g.unbroadcast(g.mul(rg[0], g.mul(e, powm1)), a);

@@ -62,17 +62,6 @@ Value headSource(Value v, ArrayRef<int64_t> want) {
   return ArrayRef<int64_t>(perm) == want ? v : Value();
 }
 
-/// The float value of a splat constant (a scalar or any shape of one value), or nullopt.
-std::optional<double> splatValue(Value v) {
-  auto c = v.getDefiningOp<ConstantOp>();
-  if (!c)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-  if (!dense || !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
-}
-
 /// True when `v` is an i1 [S, T] (or with leading 1s) that is true exactly where key j is
 /// hidden from query i (`hidden`: j > i), or exactly where it is seen (j <= i): a constant
 /// with those values, or the triangle of a constant all true that trilu keeps (upper, k = 1

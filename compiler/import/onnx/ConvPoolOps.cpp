@@ -162,19 +162,33 @@ Value conv3dAsConv2d(NodeContext &ctx, Value x, Value w, Value bias, const Windo
   return swapChannelsAndDepth(ctx, y);
 }
 
-LogicalResult importConv(NodeContext &ctx) {
-  RankedTensorType xType = ctx.inputType(0), wType = xType ? ctx.inputType(1) : RankedTensorType();
+/// The operands a Conv or ConvTranspose (`what`) reads: float x and w of one rank with 1 to
+/// 3 spatial dimensions, and w's kernel, which kernel_shape (if given) must repeat. Sets
+/// xType, wType and kernel, or fails with the node's error.
+LogicalResult convOperands(NodeContext &ctx, const char *what, RankedTensorType &xType,
+                           RankedTensorType &wType, llvm::SmallVector<int64_t> &kernel) {
+  xType = ctx.inputType(0);
+  wType = xType ? ctx.inputType(1) : RankedTensorType();
   if (!wType || failed(ctx.requireFloatInput(0)))
     return failure();
   if (xType.getRank() < 3 || wType.getRank() != xType.getRank())
     return ctx.error("x and w must have the same rank >= 3");
   int64_t spatialRank = xType.getRank() - 2;
   if (spatialRank > 3)
-    return ctx.unsupported(llvm::Twine(spatialRank) +
-                           "-D convolution (plait has 1-D, 2-D and 3-D)");
-  llvm::SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
+    return ctx.unsupported(llvm::Twine(spatialRank) + "-D " + what +
+                           " (plait has 1-D, 2-D and 3-D)");
+  kernel.assign(wType.getShape().begin() + 2, wType.getShape().end());
   if (ctx.hasAttr("kernel_shape") && ctx.intsAttr("kernel_shape") != kernel)
     return ctx.error("kernel_shape does not match the weight's shape");
+  return success();
+}
+
+LogicalResult importConv(NodeContext &ctx) {
+  RankedTensorType xType, wType;
+  llvm::SmallVector<int64_t> kernel;
+  if (failed(convOperands(ctx, "convolution", xType, wType, kernel)))
+    return failure();
+  int64_t spatialRank = xType.getRank() - 2;
   auto window = readWindow(ctx, xType.getShape().drop_front(2), kernel, /*hasDilations=*/true);
   if (!window)
     return failure();
@@ -268,19 +282,12 @@ Value convTranspose3d(NodeContext &ctx, Value x, Value w, const Window &win,
 }
 
 LogicalResult importConvTranspose(NodeContext &ctx) {
-  RankedTensorType xType = ctx.inputType(0), wType = xType ? ctx.inputType(1) : RankedTensorType();
-  if (!wType || failed(ctx.requireFloatInput(0)))
+  RankedTensorType xType, wType;
+  llvm::SmallVector<int64_t> kernel;
+  if (failed(convOperands(ctx, "transposed convolution", xType, wType, kernel)))
     return failure();
-  if (xType.getRank() < 3 || wType.getRank() != xType.getRank())
-    return ctx.error("x and w must have the same rank >= 3");
   const int64_t spatialRank = xType.getRank() - 2;
-  if (spatialRank > 3)
-    return ctx.unsupported(llvm::Twine(spatialRank) +
-                           "-D transposed convolution (plait has 1-D, 2-D and 3-D)");
   const size_t n = size_t(spatialRank);
-  llvm::SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
-  if (ctx.hasAttr("kernel_shape") && ctx.intsAttr("kernel_shape") != kernel)
-    return ctx.error("kernel_shape does not match the weight's shape");
   const int64_t group = ctx.intAttr("group", 1);
   const int64_t channels = xType.getDimSize(1);
   if (group < 1 || channels % group != 0 || wType.getDimSize(0) != channels)
