@@ -17,6 +17,12 @@ namespace {
 RankedTensorType rankedType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// Small builder wrapper so rules read like the math they implement.
+///
+/// C++ leaves the order in which a call's arguments are evaluated to the compiler (GCC
+/// goes right to left, Clang left to right), so a rule never passes two expressions that
+/// create ops to one call: it names one of them first. Otherwise the order of the step's
+/// ops, and with it the schedule and the memory plan, would depend on the compiler that
+/// built plait (tests/e2e/same_plan_across_builds.py compares a GCC and a Clang build).
 struct Grad {
   OpBuilder &b;
   Location loc;
@@ -188,7 +194,8 @@ PLAIT_VJP(LogOp) { og[0] = g.div(rg[0], op.getX()); return success(); }
 PLAIT_VJP(SqrtOp) { og[0] = g.div(g.mulScalar(rg[0], 0.5), op.getResult()); return success(); }
 PLAIT_VJP(RsqrtOp) {
   Value y = op.getResult();
-  og[0] = g.mul(g.mulScalar(rg[0], -0.5), g.mul(y, g.mul(y, y)));
+  Value cube = g.mul(y, g.mul(y, y));
+  og[0] = g.mul(g.mulScalar(rg[0], -0.5), cube);
   return success();
 }
 PLAIT_VJP(ReciprocalOp) {
@@ -204,7 +211,8 @@ PLAIT_VJP(ErfOp) {
 }
 PLAIT_VJP(TanhOp) {
   Value y = op.getResult();
-  og[0] = g.mul(rg[0], g.sub(g.scalar(y, 1.0), g.mul(y, y)));
+  Value square = g.mul(y, y);
+  og[0] = g.mul(rg[0], g.sub(g.scalar(y, 1.0), square));
   return success();
 }
 PLAIT_VJP(SinOp) { og[0] = g.mul(rg[0], g.b.create<CosOp>(g.loc, op.getX())); return success(); }
@@ -259,10 +267,13 @@ PLAIT_VJP(EluOp) {
 PLAIT_VJP(HardSigmoidOp) {
   double alpha = op.getAlpha().convertToDouble(), beta = op.getBeta().convertToDouble();
   Value x = op.getX();
-  Value z = g.add(g.mulScalar(x, alpha), g.scalar(x, beta));
-  Value inside = g.b.create<AndOp>(g.loc, g.b.create<GreaterOp>(g.loc, z, g.scalar(z, 0.0)),
-                                   g.b.create<LessOp>(g.loc, z, g.scalar(z, 1.0)));
-  og[0] = g.where(inside, g.mulScalar(rg[0], alpha), g.scalar(rg[0], 0.0));
+  Value offset = g.scalar(x, beta);
+  Value z = g.add(g.mulScalar(x, alpha), offset);
+  Value belowOne = g.b.create<LessOp>(g.loc, z, g.scalar(z, 1.0));
+  Value aboveZero = g.b.create<GreaterOp>(g.loc, z, g.scalar(z, 0.0));
+  Value inside = g.b.create<AndOp>(g.loc, aboveZero, belowOne);
+  Value zero = g.scalar(rg[0], 0.0);
+  og[0] = g.where(inside, g.mulScalar(rg[0], alpha), zero);
   return success();
 }
 PLAIT_VJP(ClampOp) {
@@ -289,13 +300,14 @@ PLAIT_VJP(GeluOp) {
     Value one = g.scalar(x, 1.0);
     Value left = g.mulScalar(g.add(one, t), 0.5);
     Value dInner = g.mulScalar(g.add(one, g.mulScalar(x2, 3 * c)), k);
-    Value right = g.mul(g.mulScalar(x, 0.5), g.mul(g.sub(one, g.mul(t, t)), dInner));
+    Value slope = g.mul(g.sub(one, g.mul(t, t)), dInner);
+    Value right = g.mul(g.mulScalar(x, 0.5), slope);
     og[0] = g.mul(rg[0], g.add(left, right));
     return success();
   }
   // 0.5 * (1 + erf(x / sqrt 2)) + x * exp(-x^2 / 2) / sqrt(2 pi)
-  Value cdf = g.mulScalar(
-      g.add(g.scalar(x, 1.0), g.b.create<ErfOp>(g.loc, g.mulScalar(x, M_SQRT1_2))), 0.5);
+  Value erf = g.b.create<ErfOp>(g.loc, g.mulScalar(x, M_SQRT1_2));
+  Value cdf = g.mulScalar(g.add(g.scalar(x, 1.0), erf), 0.5);
   Value pdf = g.mulScalar(g.b.create<ExpOp>(g.loc, g.mulScalar(g.mul(x, x), -0.5)),
                           1.0 / std::sqrt(2.0 * M_PI));
   og[0] = g.mul(rg[0], g.add(cdf, g.mul(x, pdf)));
@@ -339,7 +351,8 @@ template <typename Op> LogicalResult reduceExtremumVJP(Op op, Grad &g, ArrayRef<
   auto axes = g.reducedAxes(op.getAxes(), op.getX().getType().getRank());
   Value y = g.keepdimsShape(op.getResult(), x, axes);
   Value hit = g.b.create<EqualOp>(g.loc, x, y);
-  Value mask = g.where(hit, g.scalar(x, 1.0), g.scalar(x, 0.0));
+  Value zero = g.scalar(x, 0.0);
+  Value mask = g.where(hit, g.scalar(x, 1.0), zero);
   Value count = g.sum(mask, axes, /*keepdims=*/true);
   Value share = g.div(g.keepdimsShape(rg[0], x, axes), count);
   og[0] = g.mul(mask, share);
@@ -385,8 +398,8 @@ PLAIT_VJP(LayerNormOp) {
   if (op.getBias())
     og[2] = reduceLead(dy);
   Value dxhat = g.mul(dy, op.getScale());
-  Value term = g.sub(g.sub(dxhat, g.mean(dxhat, norm, true)),
-                     g.mul(xhat, g.mean(g.mul(dxhat, xhat), norm, true)));
+  Value projection = g.mul(xhat, g.mean(g.mul(dxhat, xhat), norm, true));
+  Value term = g.sub(g.sub(dxhat, g.mean(dxhat, norm, true)), projection);
   og[0] = g.mul(rstd, term);
   return success();
 }
@@ -395,15 +408,17 @@ PLAIT_VJP(RmsNormOp) {
   Value x = op.getX(), dy = rg[0];
   SmallVector<int64_t> norm, lead;
   normAxes(op.getAxis(), op.getType().getRank(), norm, lead);
-  Value r = g.b.create<RsqrtOp>(
-      g.loc, g.add(g.mean(g.mul(x, x), norm, true), g.scalar(x, op.getEpsilon().convertToDouble())));
+  Value epsilon = g.scalar(x, op.getEpsilon().convertToDouble());
+  Value r = g.b.create<RsqrtOp>(g.loc, g.add(g.mean(g.mul(x, x), norm, true), epsilon));
   Value xr = g.mul(x, r);
   Value dscale = g.mul(dy, xr);
   og[1] = lead.empty() ? dscale : g.reshape(g.sum(dscale, lead, false), op.getScale().getType());
   Value dxr = g.mul(dy, op.getScale());
   // d/dx (x * r) = r * dxr - x * r^3 * mean(dxr * x)
   Value r3 = g.mul(r, g.mul(r, r));
-  og[0] = g.sub(g.mul(r, dxr), g.mul(g.mul(x, r3), g.mean(g.mul(dxr, x), norm, true)));
+  Value meanDxrX = g.mean(g.mul(dxr, x), norm, true);
+  Value correction = g.mul(g.mul(x, r3), meanDxrX);
+  og[0] = g.sub(g.mul(r, dxr), correction);
   return success();
 }
 
@@ -462,7 +477,8 @@ PLAIT_VJP(MatmulOp) {
     // [batch.., k, n] product summed over the batch.
     int64_t k = a2t.getShape().back(), n = b2t.getDimSize(1);
     int64_t rows = a2t.getNumElements() / k;
-    Value db = g.matmul(g.transposeLast2(g.reshape(a2, {rows, k})), g.reshape(dy2, {rows, n}));
+    Value dyRows = g.reshape(dy2, {rows, n});
+    Value db = g.matmul(g.transposeLast2(g.reshape(a2, {rows, k})), dyRows);
     og[1] = g.reshape(db, bt);
     return success();
   }

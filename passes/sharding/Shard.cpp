@@ -376,8 +376,8 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       total = total ? Value(b.create<AddOp>(loc, total, whole)) : whole;
     }
     Value norm = b.create<SqrtOp>(loc, total);
-    Value coef = b.create<DivOp>(loc, scalar(clipGradNorm),
-                                 b.create<AddOp>(loc, norm, scalar(1e-6)));
+    Value denominator = b.create<AddOp>(loc, norm, scalar(1e-6)); // before the numerator:
+    Value coef = b.create<DivOp>(loc, scalar(clipGradNorm), denominator); // one op order
     coef = b.create<MinOp>(loc, coef, scalar(1.0));
     for (Operation *update : updates) {
       Value g = update->getOperand(1);

@@ -21,10 +21,14 @@ public:
   ShapeRef(const std::vector<int64_t> &v) : data_(v.data()), size_(v.size()) {}
   // Holding on to a braced list's array is what this view is for: the array outlives the
   // call the list is passed to, and no ShapeRef is kept beyond one.
+#if defined(__GNUC__) && !defined(__clang__) // GCC's warning; Clang has no such group
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   ShapeRef(std::initializer_list<int64_t> list) : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
   ShapeRef(const int64_t *data, size_t size) : data_(data), size_(size) {}
 
   size_t size() const { return size_; }

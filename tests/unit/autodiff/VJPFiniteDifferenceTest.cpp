@@ -5,6 +5,8 @@
 // compiler's autodiff, compiles the function to a plan, runs it on the CPU runtime, and
 // compares every gradient element with (L(x + h) - L(x - h)) / 2h.
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -38,7 +40,7 @@ std::ostream &operator<<(std::ostream &os, const VJPCase &c) { return os << c.na
 /// Compiles `c` with its gradients as extra outputs and runs it.
 class GradientHarness {
 public:
-  explicit GradientHarness(const VJPCase &c) {
+  explicit GradientHarness(const VJPCase &c) : name_(c.name) {
     registry_.insert<plait::PlaitDialect, func::FuncDialect>();
     plait::registerVJPInterfaces(registry_);
     ctx_ = std::make_unique<MLIRContext>(registry_);
@@ -91,6 +93,15 @@ public:
       error = "gradient IR does not verify";
       return false;
     }
+    if (const char *dir = std::getenv("PLAIT_VJP_IR_DIR")) {
+      // For tests/determinism/same_plan_across_builds.py: the gradient IR of every case,
+      // compared between a GCC and a Clang build of plait.
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      module_->print(os);
+      std::ofstream(std::string(dir) + "/" + name_ + ".mlir") << text;
+      dumped_ = true;
+    }
     auto memory = plait::planMemory(func);
     plait::plan::PlanDesc desc;
     if (failed(memory) || failed(plait::lowerToPlan(func, *memory, desc))) {
@@ -110,6 +121,8 @@ public:
     return true;
   }
 
+  /// Whether compile() wrote the gradient IR to $PLAIT_VJP_IR_DIR (and nothing runs).
+  bool dumped() const { return dumped_; }
   size_t numInputs() const { return plan_.inputs.size(); }
   std::vector<int64_t> inputShape(size_t i) const { return plan_.tensors[plan_.inputs[i]].shape; }
 
@@ -137,6 +150,8 @@ public:
   }
 
 private:
+  std::string name_;
+  bool dumped_ = false;
   DialectRegistry registry_;
   std::unique_ptr<MLIRContext> ctx_;
   OwningOpRef<ModuleOp> module_;
@@ -151,6 +166,8 @@ TEST_P(VJPFiniteDifference, MatchesCentralDifferences) {
   GradientHarness harness(c);
   std::string error;
   ASSERT_TRUE(harness.compile(error)) << error;
+  if (harness.dumped())
+    GTEST_SKIP() << "gradient IR written to $PLAIT_VJP_IR_DIR";
 
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> dist(c.lo, c.hi);

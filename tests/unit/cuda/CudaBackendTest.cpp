@@ -72,50 +72,82 @@ rt::Plan oneOpPlan(const std::string &op, const std::vector<int64_t> &inShape,
 
 #ifdef PLAIT_COMPILE_PATH
 /// Every sample compiled for --device cuda (fp32 and bf16-mixed at world size 1; the GPT's
-/// DDP plan at world size 2), once for the suite.
-class SamplePlans : public ::testing::Test {
-protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("plait-cuda-plans-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    const std::map<std::string, std::string> optimizer = {
-        {"mlp", "--optimizer sgd --lr 0.05 --momentum 0.9"},
-        {"cnn", "--optimizer sgd --lr 0.05 --momentum 0.9"},
-        {"gpt", "--optimizer adamw --lr 3e-3"}};
-    for (const auto &[sample, flags] : optimizer)
-      for (const char *precision : {"fp32", "bf16-mixed"})
-        compile(sample, flags + " --precision " + precision, sample + "-" + precision);
-    compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy ddp", "gpt-ddp2");
-    compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy fsdp", "gpt-fsdp2");
-    // The other placements and plan-shaping options: each brings ops or layouts of its own.
-    compile("mlp", optimizer.at("mlp") + " --world-size 2 --strategy zero1", "mlp-zero1");
-    compile("cnn", optimizer.at("cnn") + " --world-size 2 --strategy zero2", "cnn-zero2");
-    compile("gpt", optimizer.at("gpt") + " --world-size 4 --strategy hsdp:2", "gpt-hsdp");
-    compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy zero3 --precision bf16-mixed",
-            "gpt-zero3-bf16");
-    compile("gpt", optimizer.at("gpt") + " --clip-grad-norm 1.0 --micro-batches 2", "gpt-clip-mb");
-    compile("gpt", optimizer.at("gpt") + " --recompute all", "gpt-recompute");
-    compile("gpt", optimizer.at("gpt") + " --no-fusion", "gpt-nofusion");
-    compile("mlp", "--optimizer adamw --lr 3e-3 --no-fusion", "mlp-adamw-nofusion");
-  }
-  static void TearDownTestSuite() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  static void compile(const std::string &sample, const std::string &flags,
-                      const std::string &name) {
-    std::string out = (dir_ / (name + ".plan")).string();
+/// DDP plan at world size 2; the other placements and plan-shaping options): 16 plans,
+/// written into `dir`. Returns their paths; a failed compile is a test failure.
+std::vector<std::string> compileSamplePlans(const fs::path &dir) {
+  std::vector<std::string> plans;
+  auto compile = [&](const std::string &sample, const std::string &flags,
+                     const std::string &name) {
+    std::string out = (dir / (name + ".plan")).string();
     std::string command = std::string(PLAIT_COMPILE_PATH) + " " + PLAIT_SOURCE_DIR +
                           "/samples/" + sample + "/" + sample + ".onnx --train --device cuda " +
                           flags + " -o " + out + " > " + out + ".log 2>&1";
-    int rc = std::system(command.c_str());
-    ASSERT_EQ(rc, 0) << command;
-    plans_.push_back(out);
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    plans.push_back(out);
+  };
+  const std::map<std::string, std::string> optimizer = {
+      {"mlp", "--optimizer sgd --lr 0.05 --momentum 0.9"},
+      {"cnn", "--optimizer sgd --lr 0.05 --momentum 0.9"},
+      {"gpt", "--optimizer adamw --lr 3e-3"}};
+  for (const auto &[sample, flags] : optimizer)
+    for (const char *precision : {"fp32", "bf16-mixed"})
+      compile(sample, flags + " --precision " + precision, sample + "-" + precision);
+  compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy ddp", "gpt-ddp2");
+  compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy fsdp", "gpt-fsdp2");
+  // The other placements and plan-shaping options: each brings ops or layouts of its own.
+  compile("mlp", optimizer.at("mlp") + " --world-size 2 --strategy zero1", "mlp-zero1");
+  compile("cnn", optimizer.at("cnn") + " --world-size 2 --strategy zero2", "cnn-zero2");
+  compile("gpt", optimizer.at("gpt") + " --world-size 4 --strategy hsdp:2", "gpt-hsdp");
+  compile("gpt", optimizer.at("gpt") + " --world-size 2 --strategy zero3 --precision bf16-mixed",
+          "gpt-zero3-bf16");
+  compile("gpt", optimizer.at("gpt") + " --clip-grad-norm 1.0 --micro-batches 2", "gpt-clip-mb");
+  compile("gpt", optimizer.at("gpt") + " --recompute all", "gpt-recompute");
+  compile("gpt", optimizer.at("gpt") + " --no-fusion", "gpt-nofusion");
+  compile("mlp", "--optimizer adamw --lr 3e-3 --no-fusion", "mlp-adamw-nofusion");
+  return plans;
+}
+
+/// ctest's fixture cuda.sample_plans: compiles the plans once into $PLAIT_SAMPLE_PLANS for
+/// every SamplePlans test of the run (each ctest test is a process of its own, so a suite
+/// set-up would compile them once per test).
+TEST(SamplePlansFixture, Compile) {
+  const char *dir = std::getenv("PLAIT_SAMPLE_PLANS");
+  if (!dir)
+    GTEST_SKIP() << "ctest's fixture: writes the plans into $PLAIT_SAMPLE_PLANS";
+  fs::create_directories(dir);
+  for (const auto &entry : fs::directory_iterator(dir)) // no plan of an older list stays
+    if (entry.path().extension() == ".plan")
+      fs::remove(entry.path());
+  compileSamplePlans(dir);
+}
+
+/// The samples' plans: those of the fixture when ctest runs the test ($PLAIT_SAMPLE_PLANS),
+/// else compiled here, once for the suite. `scratch_` is this process's own folder.
+class SamplePlans : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    scratch_ = fs::temp_directory_path() / ("plait-cuda-plans-" + std::to_string(::getpid()));
+    fs::create_directories(scratch_);
+    if (const char *shared = std::getenv("PLAIT_SAMPLE_PLANS")) {
+      dir_ = shared;
+      for (const auto &entry : fs::directory_iterator(dir_))
+        if (entry.path().extension() == ".plan")
+          plans_.push_back(entry.path().string());
+      std::sort(plans_.begin(), plans_.end());
+    } else {
+      dir_ = scratch_;
+      plans_ = compileSamplePlans(dir_);
+    }
   }
-  static fs::path dir_;
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(scratch_, ec);
+  }
+  static fs::path dir_, scratch_;
   static std::vector<std::string> plans_;
 };
 fs::path SamplePlans::dir_;
+fs::path SamplePlans::scratch_;
 std::vector<std::string> SamplePlans::plans_;
 
 // What create() checks before touching a device, for every rank of every sample's plan:
@@ -264,11 +296,11 @@ TEST_F(SamplePlans, PlaitRunWithoutADeviceRefusesInOneLine) {
 
 // --kernel-times times CUDA kernels: with a CPU plan it is a one-line error.
 TEST_F(SamplePlans, KernelTimesNeedACudaPlan) {
-  std::string plan = (dir_ / "mlp-cpu.plan").string(), output;
+  std::string plan = (scratch_ / "mlp-cpu.plan").string(), output;
   std::string command = std::string(PLAIT_COMPILE_PATH) + " " + PLAIT_SOURCE_DIR +
                         "/samples/mlp/mlp.onnx -o " + plan + " > /dev/null 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0);
-  EXPECT_EQ(plaitRun(plan + " --kernel-times " + (dir_ / "k.json").string() +
+  EXPECT_EQ(plaitRun(plan + " --kernel-times " + (scratch_ / "k.json").string() +
                          sampleInputs("mlp"),
                      output),
             1);
