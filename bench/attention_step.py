@@ -45,6 +45,26 @@ def step_log(path):
     return [r["step_ms"] for r in rows], [r["loss"] for r in rows]
 
 
+def alternate(build, plans, data, steps, repeat, work):
+    """Trains plans["fused"] and plans["decomposed"] on `data` for WARMUP + steps steps, on
+    one thread, alternating REPEAT times. Returns each variant's per-run median step_ms after
+    the warm-up, and the largest relative difference of their per-step losses."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    times = {"fused": [], "decomposed": []}
+    losses = {}
+    for i in range(repeat):
+        for variant in ("fused", "decomposed"):
+            log = work / ("%s-%d.jsonl" % (variant, i))
+            run_checked([build / "bin" / "plait-run", plans[variant], "--data", data, "--steps",
+                         WARMUP + steps, "--log-jsonl", log, "--progress", "none",
+                         "--threads", "1"], env=env)
+            ms, loss = step_log(log)
+            times[variant].append(statistics.median(ms[WARMUP:]))
+            losses[variant] = loss
+    fl, dl = np.array(losses["fused"]), np.array(losses["decomposed"])
+    return times, float(np.max(np.abs(fl - dl) / np.maximum(np.abs(dl), 1e-12)))
+
+
 def bench_seq(build, seq, steps, repeat, tmp):
     work = tmp / ("seq%d" % seq)
     data = work / "data"
@@ -65,20 +85,7 @@ def bench_seq(build, seq, steps, repeat, tmp):
         r = json.loads(report.read_text())
         plans[variant], peaks[variant], kernels[variant] = plan, r["memory"]["peak"], \
             r["kernels_per_step"]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    times = {"fused": [], "decomposed": []}
-    losses = {}
-    for i in range(repeat):
-        for variant in ("fused", "decomposed"):
-            log = work / ("%s-%d.jsonl" % (variant, i))
-            run_checked([build / "bin" / "plait-run", plans[variant], "--data", data, "--steps",
-                         WARMUP + steps, "--log-jsonl", log, "--progress", "none",
-                         "--threads", "1"], env=env)
-            ms, loss = step_log(log)
-            times[variant].append(statistics.median(ms[WARMUP:]))
-            losses[variant] = loss
-    fl, dl = np.array(losses["fused"]), np.array(losses["decomposed"])
-    rel = float(np.max(np.abs(fl - dl) / np.maximum(np.abs(dl), 1e-12)))
+    times, rel = alternate(build, plans, data, steps, repeat, work)
     return {"seq": seq, "peak_fused": peaks["fused"], "peak_decomposed": peaks["decomposed"],
             "kernels_fused": kernels["fused"], "kernels_decomposed": kernels["decomposed"],
             "ms_fused": statistics.median(times["fused"]),

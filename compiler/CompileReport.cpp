@@ -196,6 +196,17 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
           fused, fused == 1 ? "" : "s", reasons.empty() ? "" : "; softmaxes ",
           reasons);
   }
+  if (auto norm = module->getAttrOfType<DictionaryAttr>("plait.fuse_norm")) {
+    auto get = [&](const char *key) { return norm.getAs<IntegerAttr>(key).getInt(); };
+    report["fusion"]["norm"] = scalarsToJson(norm);
+    int64_t layerNorms = get("layer_norm"), rmsNorms = get("rms_norm");
+    if (layerNorms + rmsNorms > 0)
+      report["optimizations"]["fuse_norm"] = fmt::format(
+          "{} layer norm{} and {} RMS norm{} computed by one kernel each instead of {} ops, "
+          "keeping only their input for the backward (off: --no-fused-norm)",
+          layerNorms, layerNorms == 1 ? "" : "s", rmsNorms, rmsNorms == 1 ? "" : "s",
+          get("ops"));
+  }
   if (auto folded = module->getAttrOfType<DictionaryAttr>("plait.fold_transposes")) {
     auto get = [&](const char *key) { return folded.getAs<IntegerAttr>(key).getInt(); };
     report["fusion"]["fold_transposes"] = scalarsToJson(folded);

@@ -212,9 +212,12 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
   // sums on CUDA).
   if (options.device == "cuda")
     (**module)->setAttr("plait.device", StringAttr::get(&ctx, options.device));
-  if (options.fusion && options.fusedAttention) {
+  if (options.fusion && (options.fusedAttention || options.fusedNorm)) {
     PassManager pm(&ctx);
-    pm.addPass(createFuseAttentionPass());
+    if (options.fusedAttention)
+      pm.addPass(createFuseAttentionPass());
+    if (options.fusedNorm)
+      pm.addPass(createFuseNormPass());
     if (failed(pm.run(**module)))
       return 1;
   }

@@ -65,6 +65,8 @@ struct CompileOptions {
                                               // off: --no-fusion
   bool fusedAttention = true;                 // plait-fuse-attention (with `fusion`);
                                               // off: --no-fused-attention
+  bool fusedNorm = true;                      // plait-fuse-norm (with `fusion`);
+                                              // off: --no-fused-norm
   bool gemmEpilogue = true;                   // plait-fuse-gemm-epilogue (with `fusion`);
                                               // off: --no-gemm-epilogue
   bool codegen = true;                        // C++ (or CUDA) for fused kernels;

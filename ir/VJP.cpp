@@ -393,7 +393,9 @@ PLAIT_VJP(LayerNormOp) {
   Value rstd = g.b.create<RsqrtOp>(g.loc, g.add(var, g.scalar(x, op.getEpsilon().convertToDouble())));
   Value xhat = g.mul(xc, rstd);
   auto paramType = op.getScale().getType();
-  auto reduceLead = [&](Value v) { return lead.empty() ? v : g.reshape(g.sum(v, lead, false), paramType); };
+  // Summed with keepdims, then reshaped (free): the elementwise fuser computes a keepdims
+  // sum over the leading axes inside the kernel that produces its operand.
+  auto reduceLead = [&](Value v) { return lead.empty() ? v : g.reshape(g.sum(v, lead, true), paramType); };
   og[1] = reduceLead(g.mul(dy, xhat));
   if (op.getBias())
     og[2] = reduceLead(dy);
@@ -412,7 +414,7 @@ PLAIT_VJP(RmsNormOp) {
   Value r = g.b.create<RsqrtOp>(g.loc, g.add(g.mean(g.mul(x, x), norm, true), epsilon));
   Value xr = g.mul(x, r);
   Value dscale = g.mul(dy, xr);
-  og[1] = lead.empty() ? dscale : g.reshape(g.sum(dscale, lead, false), op.getScale().getType());
+  og[1] = lead.empty() ? dscale : g.reshape(g.sum(dscale, lead, true), op.getScale().getType());
   Value dxr = g.mul(dy, op.getScale());
   // d/dx (x * r) = r * dxr - x * r^3 * mean(dxr * x)
   Value r3 = g.mul(r, g.mul(r, r));

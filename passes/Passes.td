@@ -290,6 +290,37 @@ def FuseAttentionPass : Pass<"plait-fuse-attention", "mlir::ModuleOp"> {
   }];
 }
 
+def FuseNormPass : Pass<"plait-fuse-norm", "mlir::ModuleOp"> {
+  let summary = "decomposed layer norms and RMS norms become plait.layer_norm / plait.rms_norm";
+  let description = [{
+    Per reduce_mean (keepdims, over trailing axes [a, rank)) of a square (pow(c, 2) or
+    mul(c, c)): with `+ eps` (a positive scalar constant), a square root and the division of c
+    by it (or a product with rsqrt, reciprocal(sqrt) or 1 / sqrt), then optionally `* gamma` and, for a
+    layer norm, `+ beta` (each of the normalised shape x.shape[a:]), becomes
+    plait.layer_norm(x, gamma, beta) {axis = a, epsilon} when c = x - reduce_mean(x) over the
+    same axes, else plait.rms_norm(c, gamma). Every intermediate must have no other reader;
+    without gamma the scale is a constant of ones. The module records `plait.fuse_norm`
+    {layer_norm, rms_norm, ops} for the report. plait-compile runs it before building the
+    training step unless --no-fused-norm (or --no-fusion).
+
+    ```mlir
+    // before (PyTorch's export of nn.LayerNorm below opset 17)
+    %m = plait.reduce_mean %x {axes = array<i64: 2>} : (tensor<4x16x32xf32>) -> tensor<4x16x1xf32>
+    %d = plait.sub %x, %m : ...
+    %p = plait.pow %d, %two : ...
+    %v = plait.reduce_mean %p {axes = array<i64: 2>} : ...
+    %ve = plait.add %v, %eps : ...
+    %s = plait.sqrt %ve : tensor<4x16x1xf32>
+    %n = plait.div %d, %s : ...
+    %g = plait.mul %n, %gamma : ...
+    %y = plait.add %g, %beta : ...
+    // after
+    %y = plait.layer_norm %x, %gamma, %beta {axis = 2 : i64, epsilon = 9.9999997473787516E-6 : f64}
+        : (tensor<4x16x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<4x16x32xf32>
+    ```
+  }];
+}
+
 def FuseGemmEpiloguePass : Pass<"plait-fuse-gemm-epilogue", "mlir::ModuleOp"> {
   let summary = "a linear layer's bias add becomes the GEMM's bias epilogue";
   let description = [{

@@ -97,11 +97,16 @@ int main(int argc, char **argv) {
   app.add_flag("--no-fusion", [&](int64_t) { options.fusion = false; },
                "no kernel fusion: keep every transpose that feeds a matrix product "
                "(plait-fold-transposes), every elementwise op and reduction a kernel of its "
-               "own (plait-fuse-elementwise), attention decomposed (plait-fuse-attention), bias "
-               "adds apart from their GEMMs (plait-fuse-gemm-epilogue)");
+               "own (plait-fuse-elementwise), attention decomposed (plait-fuse-attention), layer "
+               "and RMS norms decomposed (plait-fuse-norm), bias adds apart from their GEMMs "
+               "(plait-fuse-gemm-epilogue)");
   app.add_flag("--no-fused-attention", [&](int64_t) { options.fusedAttention = false; },
                "keep attention decomposed (matmul, scale, mask, softmax, matmul) instead of "
                "one plait.attention kernel (plait-fuse-attention)");
+  app.add_flag("--no-fused-norm", [&](int64_t) { options.fusedNorm = false; },
+               "keep a decomposed layer norm or RMS norm (mean, subtract, square, mean, add, "
+               "sqrt, divide, scale, shift) as it is instead of one plait.layer_norm or "
+               "plait.rms_norm kernel (plait-fuse-norm)");
   app.add_flag("--no-gemm-epilogue", [&](int64_t) { options.gemmEpilogue = false; },
                "keep a linear layer's bias add an op of its own instead of the GEMM's bias "
                "epilogue (plait-fuse-gemm-epilogue)");

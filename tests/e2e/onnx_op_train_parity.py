@@ -354,9 +354,40 @@ class Volumetric(nn.Module):
         }
 
 
+class Norms(nn.Module):
+    """Layer norms and an RMS norm as PyTorch 1.13 exports them at opset 13 (mean, subtract,
+    pow, mean, add, sqrt, divide, scale, shift; LLaMA's x * rsqrt(mean(x^2) + eps) * weight):
+    plait-fuse-norm makes each one op, which trains as PyTorch's do."""
+    inputs = "xy"
+    norms = {"layer_norm": 2, "rms_norm": 1}  # what the report must count as fused
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(6, 8)
+        self.ln = nn.LayerNorm(8)
+        self.plane = nn.LayerNorm([5, 8], eps=1e-3, elementwise_affine=False)
+        self.rms_weight = nn.Parameter(1 + 0.1 * torch.randn(8))
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x, y):
+        h = self.proj(x)                                                 # [B, 5, 8]
+        a = self.ln(torch.tanh(h)) + h
+        b = self.plane(a * 2.0 + 1.0)
+        r = b * torch.rsqrt(b.pow(2).mean(-1, keepdim=True) + 1e-6) * self.rms_weight
+        d = self.out(r) - y
+        return (d * d).mean()
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 5, 6)).astype(np.float32),
+            "y": rng.standard_normal((n, 5, 3)).astype(np.float32),
+        }
+
+
 MODELS = {"conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
           "grid_sample": GridSampler, "recurrent": Recurrent, "resize": Resizer,
-          "scatter": Scatterer, "topk": Router, "trig": Trig,
+          "norms": Norms, "scatter": Scatterer, "topk": Router, "trig": Trig,
           "volumetric": Volumetric}
 
 
@@ -393,9 +424,15 @@ def run_model(name, bindir, steps):
         (tmp / "data").mkdir()
         for k, v in data.items():
             np.save(tmp / "data" / f"{k}.npy", v)
-        plan = tmp / f"{name}.plan"
+        plan, report = tmp / f"{name}.plan", tmp / f"{name}.json"
         subprocess.run([bindir / "plait-compile", onnx_path, "-o", plan, "--train", "--optimizer",
-                        "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM)], check=True)
+                        "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM), "--report", report],
+                       check=True)
+        expected = getattr(model, "norms", None)
+        fused = json.loads(report.read_text()).get("fusion", {}).get("norm", {})
+        if expected and any(fused.get(k) != v for k, v in expected.items()):
+            print(f"{name}: plait-fuse-norm fused {fused}, expected {expected}")
+            return False
         runs = {}
         for threads in (1, 2):
             log, weights = tmp / f"log{threads}.jsonl", tmp / f"w{threads}.safetensors"
