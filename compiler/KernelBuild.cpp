@@ -40,6 +40,35 @@ uint64_t fnv1a(const std::string &text) {
   return h;
 }
 
+/// Which compiler runs for `command` (its first word): the file it resolves to (through $PATH
+/// and symbolic links), its size and its modification time, as ccache's default compiler
+/// check, so that an upgraded compiler at the same path misses the cache. Empty when it
+/// cannot be found (the compile then fails, and nothing is cached).
+std::string compilerIdentity(const std::string &command) {
+  std::string program = command.substr(0, command.find(' '));
+  fs::path path = program;
+  if (program.find('/') == std::string::npos) {
+    path.clear();
+    std::string dirs = std::getenv("PATH") ? std::getenv("PATH") : "";
+    for (size_t begin = 0; begin <= dirs.size();) {
+      size_t end = std::min(dirs.find(':', begin), dirs.size());
+      fs::path candidate = fs::path(dirs.substr(begin, end - begin)) / program;
+      if (end > begin && ::access(candidate.c_str(), X_OK) == 0) {
+        path = candidate;
+        break;
+      }
+      begin = end + 1;
+    }
+  }
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  if (ec || path.empty())
+    return "";
+  uint64_t bytes = fs::file_size(real, ec);
+  auto time = fs::last_write_time(real, ec).time_since_epoch().count();
+  return ec ? "" : fmt::format("{} {} {}", real.string(), bytes, time);
+}
+
 bool readFile(const fs::path &path, std::vector<uint8_t> &bytes) {
   std::ifstream in(path, std::ios::binary);
   bytes.assign(std::istreambuf_iterator<char>(in), {});
@@ -125,7 +154,10 @@ std::string compileCached(const std::string &compiler, const std::string &flags,
   fs::path dir = codegenCacheDir();
   fs::create_directories(dir, ec);
   fs::path cached =
-      dir / fmt::format("{:016x}{}", fnv1a(compiler + " " + flags + "\n" + source), extension);
+      dir / fmt::format("{:016x}{}",
+                        fnv1a(compilerIdentity(compiler) + "\n" + compiler + " " + flags + "\n" +
+                              source),
+                        extension);
   if (fs::is_regular_file(cached, ec) && readFile(cached, object)) {
     fs::last_write_time(cached, fs::file_time_type::clock::now(), ec); // recently used
     return "";

@@ -27,8 +27,10 @@ size_t pruneCodegenCache(const std::string &dir, uint64_t limitBytes, const std:
 
 /// Compiles `source` (written to a private temporary directory as `sourceName`) by running
 /// `compiler flags -o OBJECT SOURCE` through the shell, and reads the object into `object`.
-/// The object is cached as <cache>/<hash of compiler, flags and source><extension>, so the
-/// same source compiles once; after publishing a new object the cache is pruned to
+/// The object is cached as <cache>/<hash of compiler, flags and source><extension>, the
+/// compiler identified by the file its first word resolves to, that file's size and its
+/// modification time (an upgraded compiler misses the cache), so the same source compiles
+/// once; after publishing a new object the cache is pruned to
 /// codegenCacheLimit(). Returns "" or why there is no object ("COMPILER failed (exit N): the
 /// end of its output").
 std::string compileCached(const std::string &compiler, const std::string &flags,

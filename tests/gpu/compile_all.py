@@ -6,10 +6,15 @@ Compiles every sample (samples/{mlp,cnn,gpt}) for every strategy with plait-comp
 --precision bf16-mixed at one rank and with fsdp at two. Each plan is then checked by
 check_cuda_plan.py: every fused kernel compiled by nvcc into the plan's fatbin for sm_80 and
 sm_90. The bf16-mixed plans must hold fused kernels that read or write bf16 (plait_bf16
-pointers in kernels.cu), so that nvcc compiles the bf16 loads, stores and roundings. A fresh
-codegen cache, so nvcc really runs (identical sources compile once).
+pointers in kernels.cu), so that nvcc compiles the bf16 loads, stores and roundings.
 
-Usage: compile_all.py --build BUILD_DIR [--jobs N]
+The plans take their fatbins from the codegen cache plait-compile uses ($PLAIT_CODEGEN_CACHE,
+else ~/.cache/plait/codegen): a cached fatbin is what this nvcc made of this very source with
+these flags (the key holds nvcc's resolved file, size and time), so a kernel compiled once,
+here or by an earlier run, is not compiled again; new kernels are. --fresh-cache compiles
+every kernel in an empty cache (identical sources once).
+
+Usage: compile_all.py --build BUILD_DIR [--jobs N] [--fresh-cache]
 """
 import argparse
 import concurrent.futures
@@ -53,10 +58,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--fresh-cache", action="store_true",
+                        help="compile every kernel in an empty codegen cache")
     args = parser.parse_args()
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="plait-cuda-compile-") as work:
-        os.environ["PLAIT_CODEGEN_CACHE"] = os.path.join(work, "cache")
+        if args.fresh_cache:
+            os.environ["PLAIT_CODEGEN_CACHE"] = os.path.join(work, "cache")
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             jobs = [pool.submit(compile_one, args.build, work, sample, name, flags)
                     for sample in SAMPLES for name, flags in CONFIGS]
@@ -69,14 +77,15 @@ def main():
                     bf16_kernels += open(source).read().count("const plait_bf16 *__restrict__ in")
         if bf16_kernels == 0:
             results.append(("no bf16-mixed plan has a fused kernel with a bf16 input", None))
-        compiled = len(os.listdir(os.environ["PLAIT_CODEGEN_CACHE"])) \
-            if os.path.isdir(os.environ["PLAIT_CODEGEN_CACHE"]) else 0
+        fresh = os.environ.get("PLAIT_CODEGEN_CACHE") if args.fresh_cache else None
+        compiled = len(os.listdir(fresh)) if fresh and os.path.isdir(fresh) else None
     failures = [error for error, _ in results if error]
     for _, line in results:
         if line:
             print(line)
-    print(f"{len(results) - len(failures)} of {len(results)} plans checked, {compiled} distinct "
-          f"fatbins compiled, {time.time() - start:.0f} s")
+    print(f"{len(results) - len(failures)} of {len(results)} plans checked"
+          + (f", {compiled} distinct fatbins compiled" if compiled is not None else "")
+          + f", {time.time() - start:.0f} s")
     for error in failures:
         print(f"FAIL {error}", file=sys.stderr)
     return 1 if failures else 0

@@ -38,12 +38,22 @@ void writeFile(const fs::path &path, size_t bytes, int age) {
 }
 
 /// Sets an environment variable for the test's duration.
+/// Sets an environment variable for a scope, then restores it (or unsets it).
 struct ScopedEnv {
   std::string name;
-  ScopedEnv(const char *n, const std::string &value) : name(n) {
+  bool had;
+  std::string old;
+  ScopedEnv(const char *n, const std::string &value) : name(n), had(getenv(n) != nullptr) {
+    if (had)
+      old = getenv(n);
     setenv(n, value.c_str(), 1);
   }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
+  ~ScopedEnv() {
+    if (had)
+      setenv(name.c_str(), old.c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
 };
 
 TEST(CodegenCache, PrunesLeastRecentlyUsedObjectsToTheLimit) {
@@ -112,6 +122,36 @@ TEST(CodegenCache, CompileCachedHitsRefreshesAndPrunes) {
   for ([[maybe_unused]] const auto &e : fs::directory_iterator(dir.path))
     ++left;
   EXPECT_EQ(left, 1u);
+}
+
+// The cache key names the compiler's file: the same command and source after the compiler
+// changed (here a script rewritten in place, as a package upgrade does) compile again.
+TEST(CodegenCache, AChangedCompilerMissesTheCache) {
+  TempDir dir;
+  ScopedEnv cache("PLAIT_CODEGEN_CACHE", (dir.path / "cache").string());
+  fs::path compiler = dir.path / "cc";
+  auto writeCompiler = [&](const std::string &comment) {
+    std::ofstream(compiler) << "#!/bin/sh\n# " << comment << "\ncp \"$3\" \"$2\"\n";
+    fs::permissions(compiler, fs::perms::owner_all);
+  };
+  auto objects = [&] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto &e : fs::directory_iterator(dir.path / "cache"))
+      ++n;
+    return n;
+  };
+  writeCompiler("version 1");
+  std::vector<uint8_t> object;
+  ASSERT_EQ(plait::compileCached(compiler.string(), "", "int x;", "a.cpp", ".so", object), "");
+  ASSERT_EQ(plait::compileCached(compiler.string(), "", "int x;", "a.cpp", ".so", object), "");
+  EXPECT_EQ(objects(), 1u); // a hit
+  writeCompiler("version 2, longer");
+  ASSERT_EQ(plait::compileCached(compiler.string(), "", "int x;", "a.cpp", ".so", object), "");
+  EXPECT_EQ(objects(), 2u); // a miss: compiled again
+  // A command whose program is found through $PATH is identified the same way.
+  ScopedEnv path("PATH", dir.path.string() + ":" + std::getenv("PATH"));
+  ASSERT_EQ(plait::compileCached("cc", "", "int y;", "b.cpp", ".so", object), "");
+  EXPECT_EQ(objects(), 3u);
 }
 
 } // namespace
