@@ -116,9 +116,11 @@ def cases():
                         TRAIN[sample] + ["--precision", precision], precision, 1))
     out.append(("gpt-ddp2", "gpt", TRAIN["gpt"] + ["--world-size", "2", "--strategy", "ddp"],
                 "fp32", 2))
-    # The samples' GPT plans run the fused attention (plait.attention); this one the
-    # decomposed attention (matmul, mask, softmax, matmul kernels).
-    out.append(("gpt-decomposed-fp32", "gpt", TRAIN["gpt"] + ["--no-fused-attention"], "fp32", 1))
+    # The samples' GPT plans run the fused attention (plait.attention) and layer norms
+    # (plait.layer_norm); this one the decomposed ones (matmul, mask, softmax, matmul; mean,
+    # subtract, pow, mean, add, sqrt, divide in fused elementwise kernels).
+    out.append(("gpt-decomposed-fp32", "gpt",
+                TRAIN["gpt"] + ["--no-fused-attention", "--no-fused-norm"], "fp32", 1))
     return out
 
 
