@@ -395,7 +395,9 @@ PLAIT_VJP(LayerNormOp) {
   auto paramType = op.getScale().getType();
   // Summed with keepdims, then reshaped (free): the elementwise fuser computes a keepdims
   // sum over the leading axes inside the kernel that produces its operand.
-  auto reduceLead = [&](Value v) { return lead.empty() ? v : g.reshape(g.sum(v, lead, true), paramType); };
+  auto reduceLead = [&](Value v) {
+    return lead.empty() ? v : g.reshape(g.sum(v, lead, true), paramType);
+  };
   og[1] = reduceLead(g.mul(dy, xhat));
   if (op.getBias())
     og[2] = reduceLead(dy);

@@ -295,8 +295,8 @@ def FuseNormPass : Pass<"plait-fuse-norm", "mlir::ModuleOp"> {
   let description = [{
     Per reduce_mean (keepdims, over trailing axes [a, rank)) of a square (pow(c, 2) or
     mul(c, c)): with `+ eps` (a positive scalar constant), a square root and the division of c
-    by it (or a product with rsqrt, reciprocal(sqrt) or 1 / sqrt), then optionally `* gamma` and, for a
-    layer norm, `+ beta` (each of the normalised shape x.shape[a:]), becomes
+    by it (or a product with rsqrt, reciprocal(sqrt) or 1 / sqrt), then optionally `* gamma`
+    and, for a layer norm, `+ beta` (each of the normalised shape x.shape[a:]), becomes
     plait.layer_norm(x, gamma, beta) {axis = a, epsilon} when c = x - reduce_mean(x) over the
     same axes, else plait.rms_norm(c, gamma). Every intermediate must have no other reader;
     without gamma the scale is a constant of ones. The module records `plait.fuse_norm`

@@ -268,10 +268,12 @@ struct FuseNormPass : impl::FuseNormPassBase<FuseNormPass> {
       }
     });
     Builder b(module.getContext());
+    auto count = [&](const char *name, int64_t n) {
+      return b.getNamedAttr(name, b.getI64IntegerAttr(n));
+    };
     module->setAttr("plait.fuse_norm",
-                    b.getDictionaryAttr({b.getNamedAttr("layer_norm", b.getI64IntegerAttr(layerNorms)),
-                                         b.getNamedAttr("rms_norm", b.getI64IntegerAttr(rmsNorms)),
-                                         b.getNamedAttr("ops", b.getI64IntegerAttr(ops))}));
+                    b.getDictionaryAttr({count("layer_norm", layerNorms),
+                                         count("rms_norm", rmsNorms), count("ops", ops)}));
   }
 };
 
