@@ -15,7 +15,9 @@ Checks, with both builds:
   * every VJP rule of tests/unit/autodiff gives the same gradient IR (plait_autodiff_tests
     writes it when PLAIT_VJP_IR_DIR is set).
 On a difference it names the configuration and the first IR stage (plait-compile
---dump-dir) or line that differs. Exits 1 on any difference or failure.
+--dump-dir) or line that differs. Exits 1 on any difference or failure, and at once when
+either build's plait-compile is older than the newest compiler or runtime source (a build of
+other sources: run ninja on it first).
 """
 import argparse
 import difflib
@@ -48,6 +50,27 @@ def tool(build, name):
     if not os.access(path, os.X_OK):
         sys.exit(f"same_plan_across_builds: {path} does not exist; build {build} first")
     return path
+
+
+SOURCE_DIRS = ("ir", "passes", "compiler", "codegen", "runtime")
+SOURCE_SUFFIXES = (".cpp", ".h", ".td", ".cu", ".cuh", ".inc")
+
+
+def stale_builds(builds):
+    """The builds whose plait-compile is older than the newest compiler or runtime source:
+    built from other sources than the checkout's, so a difference would say nothing."""
+    newest, newest_path = 0.0, None
+    for folder in SOURCE_DIRS:
+        for dirpath, _, files in os.walk(os.path.join(ROOT, folder)):
+            for name in files:
+                if name.endswith(SOURCE_SUFFIXES):
+                    path = os.path.join(dirpath, name)
+                    mtime = os.path.getmtime(path)
+                    if mtime > newest:
+                        newest, newest_path = mtime, path
+    return [f"{build}: its plait-compile is older than {os.path.relpath(newest_path, ROOT)}; "
+            f"rebuild it (ninja -C {build})"
+            for build in builds if os.path.getmtime(tool(build, "plait-compile")) < newest]
 
 
 def compile_plan(build, sample, flags, out, dump_dir=None):
@@ -147,6 +170,11 @@ def main():
     parser.add_argument("--work", help="keep the plans and dumps here (default: a temporary "
                         "folder, removed afterwards)")
     args = parser.parse_args()
+    stale = stale_builds([args.build, args.reference_build])
+    if stale:
+        for line in stale:
+            print(f"same_plan_across_builds: {line}")
+        return 1
     work = args.work or tempfile.mkdtemp(prefix="plait-same-plan-")
     os.makedirs(work, exist_ok=True)
     try:
