@@ -48,7 +48,7 @@ def bench_model(name, onnx_path, build, steps, repeat, work):
         "layer_norms": norms,
         "kernels": {v: reports[v]["kernels_per_step"] for v in times},
         "peak_bytes": {v: reports[v]["memory"]["peak"] for v in times},
-        "step_ms": {v: statistics.median(t) for v in times for t in [times[v]]},
+        "step_ms": {v: statistics.median(t) for v, t in times.items()},
         "runs_ms": times,
         "max_rel_loss_diff": rel,
     }

@@ -459,24 +459,16 @@ std::string findNvcc(std::string &error) {
     std::error_code ec;
     return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
   };
-  auto onPath = [&](const std::string &name) -> std::string {
-    const char *path = std::getenv("PATH");
-    std::stringstream dirs(path ? path : "");
-    for (std::string dir; std::getline(dirs, dir, ':');)
-      if (!dir.empty() && executable(fs::path(dir) / name))
-        return (fs::path(dir) / name).string();
-    return "";
-  };
   if (const char *env = std::getenv("PLAIT_NVCC"); env && *env) {
     std::string nvcc = env;
     std::string found = nvcc.find('/') != std::string::npos
                             ? (executable(nvcc) ? nvcc : std::string())
-                            : onPath(nvcc);
+                            : findOnPath(nvcc);
     if (found.empty())
       error = fmt::format("nvcc not found: PLAIT_NVCC={} is not an executable", nvcc);
     return found;
   }
-  if (std::string found = onPath("nvcc"); !found.empty())
+  if (std::string found = findOnPath("nvcc"); !found.empty())
     return found;
   if (executable("/usr/local/cuda/bin/nvcc"))
     return "/usr/local/cuda/bin/nvcc";

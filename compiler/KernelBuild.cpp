@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -46,20 +47,7 @@ uint64_t fnv1a(const std::string &text) {
 /// cannot be found (the compile then fails, and nothing is cached).
 std::string compilerIdentity(const std::string &command) {
   std::string program = command.substr(0, command.find(' '));
-  fs::path path = program;
-  if (program.find('/') == std::string::npos) {
-    path.clear();
-    std::string dirs = std::getenv("PATH") ? std::getenv("PATH") : "";
-    for (size_t begin = 0; begin <= dirs.size();) {
-      size_t end = std::min(dirs.find(':', begin), dirs.size());
-      fs::path candidate = fs::path(dirs.substr(begin, end - begin)) / program;
-      if (end > begin && ::access(candidate.c_str(), X_OK) == 0) {
-        path = candidate;
-        break;
-      }
-      begin = end + 1;
-    }
-  }
+  fs::path path = program.find('/') == std::string::npos ? findOnPath(program) : program;
   std::error_code ec;
   fs::path real = fs::canonical(path, ec);
   if (ec || path.empty())
@@ -76,6 +64,18 @@ bool readFile(const fs::path &path, std::vector<uint8_t> &bytes) {
 }
 
 } // namespace
+
+std::string findOnPath(const std::string &program) {
+  const char *path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    fs::path candidate = fs::path(dir) / program;
+    std::error_code ec;
+    if (!dir.empty() && fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0)
+      return candidate.string();
+  }
+  return "";
+}
 
 std::string shellQuote(const std::string &s) {
   std::string out = "'";

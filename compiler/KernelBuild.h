@@ -11,6 +11,9 @@ namespace plait {
 /// A shell word: `s` in single quotes.
 std::string shellQuote(const std::string &s);
 
+/// The first executable regular file `program` in a folder of $PATH, or "" when none is.
+std::string findOnPath(const std::string &program);
+
 /// The directory of compiled kernels: $PLAIT_CODEGEN_CACHE, else
 /// $XDG_CACHE_HOME/plait/codegen, else ~/.cache/plait/codegen.
 std::string codegenCacheDir();

@@ -37,6 +37,22 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+std::optional<llvm::SmallVector<int64_t>> normalizeAxes(llvm::ArrayRef<int64_t> axes,
+                                                        int64_t rank) {
+  llvm::SmallVector<int64_t> out;
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      out.push_back(d);
+  for (int64_t a : axes) {
+    std::optional<int64_t> axis = normalizeAxis(a, rank);
+    if (!axis)
+      return std::nullopt;
+    out.push_back(*axis);
+  }
+  llvm::sort(out);
+  return out;
+}
+
 std::optional<int64_t> windowSpan(int64_t kernel, int64_t dilation) {
   int64_t span;
   if (llvm::MulOverflow(dilation, kernel - 1, span) || llvm::AddOverflow(span, int64_t(1), span))

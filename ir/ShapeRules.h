@@ -20,6 +20,11 @@ bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
 /// Normalises a possibly negative axis against `rank`; nullopt when out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
+/// A reduction's `axes` normalised against `rank` and sorted (empty: every axis); nullopt
+/// when one is out of range.
+std::optional<llvm::SmallVector<int64_t>> normalizeAxes(llvm::ArrayRef<int64_t> axes,
+                                                        int64_t rank);
+
 /// Extent of a dilated window, dilation * (kernel - 1) + 1; nullopt when it overflows int64.
 /// Expects kernel >= 1 and dilation >= 1.
 std::optional<int64_t> windowSpan(int64_t kernel, int64_t dilation);

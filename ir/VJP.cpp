@@ -87,16 +87,10 @@ struct Grad {
     return reshape(reduced, tt.getShape());
   }
 
-  /// Positions of the reduced axes, normalised (empty `axes` = all).
+  /// Positions of the reduced axes, normalised (empty `axes` = all; the verifier checked
+  /// their range).
   SmallVector<int64_t> reducedAxes(ArrayRef<int64_t> axes, int64_t rank) {
-    SmallVector<int64_t> out;
-    if (axes.empty())
-      for (int64_t d = 0; d < rank; ++d)
-        out.push_back(d);
-    for (int64_t a : axes)
-      out.push_back(*normalizeAxis(a, rank));
-    llvm::sort(out);
-    return out;
+    return *normalizeAxes(axes, rank);
   }
 
   /// Reshapes a reduction's result (or its gradient) to the keepdims shape of `x`.

@@ -32,7 +32,6 @@
 #include <cmath>
 
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 
@@ -68,23 +67,13 @@ std::optional<int64_t> trailingAxis(ReduceMeanOp mean) {
   if (!mean.getKeepdims())
     return std::nullopt;
   int64_t rank = typeOf(mean.getX()).getRank();
-  SmallVector<int64_t> axes;
-  if (mean.getAxes().empty())
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  for (int64_t a : mean.getAxes()) {
-    auto axis = normalizeAxis(a, rank);
-    if (!axis)
-      return std::nullopt;
-    axes.push_back(*axis);
-  }
-  llvm::sort(axes);
-  if (axes.empty() || axes.back() != rank - 1)
+  auto axes = normalizeAxes(mean.getAxes(), rank);
+  if (!axes || axes->empty() || axes->back() != rank - 1)
     return std::nullopt;
-  for (size_t i = 1; i < axes.size(); ++i)
-    if (axes[i] != axes[i - 1] + 1)
+  for (size_t i = 1; i < axes->size(); ++i)
+    if ((*axes)[i] != (*axes)[i - 1] + 1)
       return std::nullopt;
-  return axes.front();
+  return axes->front();
 }
 
 /// Whether `op` is div(1, `v`), the 1 a scalar constant.
@@ -252,16 +241,14 @@ struct FuseNormPass : impl::FuseNormPassBase<FuseNormPass> {
     ModuleOp module = getOperation();
     int64_t layerNorms = 0, rmsNorms = 0, ops = 0;
     module.walk([&](func::FuncOp func) {
+      // In program order: a chain's other mean (the centring one) comes before its variance,
+      // so no mean still to visit is erased by a rewrite.
       SmallVector<ReduceMeanOp> means;
       func.walk([&](ReduceMeanOp op) { means.push_back(op); });
-      llvm::SmallPtrSet<Operation *, 16> erased;
       for (ReduceMeanOp mean : means) {
-        if (erased.contains(mean))
-          continue;
         Match m;
         if (!matchNorm(mean, m))
           continue;
-        erased.insert(m.chain.begin(), m.chain.end());
         ops += m.chain.size();
         ++(m.layerNorm ? layerNorms : rmsNorms);
         rewrite(m);

@@ -101,7 +101,7 @@ def explain_plan_difference(args, sample, flags, work):
     for label, build in (("build", args.build), ("reference", args.reference_build)):
         d = os.path.join(work, f"dump-{label}")
         shutil.rmtree(d, ignore_errors=True)
-        error = compile_plan(build, sample, flags, os.path.join(d + ".plan"), d)
+        error = compile_plan(build, sample, flags, d + ".plan", d)
         if error:
             return error
         dumps.append(d)
