@@ -46,14 +46,15 @@ def step_log(path):
 
 
 def alternate(build, plans, data, steps, repeat, work):
-    """Trains plans["fused"] and plans["decomposed"] on `data` for WARMUP + steps steps, on
-    one thread, alternating REPEAT times. Returns each variant's per-run median step_ms after
-    the warm-up, and the largest relative difference of their per-step losses."""
+    """Trains each of `plans` ("fused", "decomposed", and any others) on `data` for WARMUP +
+    steps steps, on one thread, alternating REPEAT times. Returns each variant's per-run
+    median step_ms after the warm-up, and the largest relative difference of the fused and
+    decomposed plans' per-step losses."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    times = {"fused": [], "decomposed": []}
+    times = {variant: [] for variant in plans}
     losses = {}
     for i in range(repeat):
-        for variant in ("fused", "decomposed"):
+        for variant in plans:
             log = work / ("%s-%d.jsonl" % (variant, i))
             run_checked([build / "bin" / "plait-run", plans[variant], "--data", data, "--steps",
                          WARMUP + steps, "--log-jsonl", log, "--progress", "none",

@@ -3,16 +3,20 @@
 
 PyTorch 1.13 exports nn.LayerNorm (below opset 17) as mean, subtract, pow, mean, add, sqrt,
 divide, scale and shift. plait-fuse-norm makes each such chain one plait.layer_norm, whose
-gradient recomputes the row statistics from its input. For each model (the GPT sample and
-bench/train_vs_torch.py's 12-layer gpt-10m, both exported as samples/gpt.py exports the
-sample), the ONNX file is compiled twice with `plait-compile --train --optimizer adamw --lr
-1e-3`: as is, and with --no-fused-norm; every other fusion is on in both. The peak bytes per
+gradient is one plait.layer_norm_grad kernel that recomputes the row statistics from its
+input, and a residual add before a norm goes into the norm's kernel (plait.add_layer_norm).
+For each model (the GPT sample and bench/train_vs_torch.py's 12-layer gpt-10m, both exported
+as samples/gpt.py exports the sample), the ONNX file is compiled three times with
+`plait-compile --train --optimizer adamw --lr 1e-3`: as is ("fused"), with
+--no-fused-add-norm ("no add": the residual adds kernels of their own), and with
+--no-fused-norm ("decomposed": the exported ops, and their gradients as reductions and
+elementwise ops); every other fusion is on in all three. The peak bytes per
 rank are the memory plan's (`memory.peak` of the report: what the plan guarantees, not a
-measurement). Both plans train the same batches for WARMUP + STEPS steps with `plait-run
+measurement). The plans train the same batches for WARMUP + STEPS steps with `plait-run
 --log-jsonl --threads 1` on one thread; a run's step time is the median of its logged step_ms
-after the warm-up, the runs alternate fused, decomposed, fused, ... REPEAT times, and the table
-shows the medians of the runs. The last column is the largest relative difference of the two
-plans' per-step losses.
+after the warm-up, the runs alternate fused, no add, decomposed, fused, ... REPEAT times, and
+the table shows the medians of the runs. The last column is the largest relative difference
+of the fused and decomposed plans' per-step losses.
 
 Run with /usr/bin/python3:  norm_step.py BUILD [--steps N] [--repeat R] [--json OUT]
 """
@@ -36,7 +40,8 @@ def bench_model(name, onnx_path, build, steps, repeat, work):
     data.mkdir(parents=True)
     make_dataset("gpt", onnx_path, (WARMUP + steps) * 4, data)
     plans, reports = {}, {}
-    for variant, flags in (("fused", []), ("decomposed", ["--no-fused-norm"])):
+    for variant, flags in (("fused", []), ("no add", ["--no-fused-add-norm"]),
+                           ("decomposed", ["--no-fused-norm"])):
         plan, report = work / ("%s.plan" % variant), work / ("%s.json" % variant)
         run_checked([build / "bin" / "plait-compile", onnx_path, "--train", "--optimizer",
                      "adamw", "--lr", "1e-3", "--report", report, "-o", plan] + flags)
@@ -69,15 +74,16 @@ def main():
         for name, path in models:
             rows.append(bench_model(name, path, args.build, args.steps, args.repeat,
                                     tmp / name))
-    print("| model | layer norms | kernels/step fused | decomposed | peak bytes fused | "
-          "decomposed | peak ratio | ms/step fused | decomposed | speed-up | max rel loss diff |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | layer norms | kernels/step fused | no add | decomposed | peak bytes fused | "
+          "decomposed | peak ratio | ms/step fused | no add | decomposed | speed-up | "
+          "max rel loss diff |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         k, p, t = r["kernels"], r["peak_bytes"], r["step_ms"]
-        print("| %s | %d | %d | %d | %d | %d | %.3f | %.3f | %.3f | %.2f× | %.2g |" % (
-            r["model"], r["layer_norms"], k["fused"], k["decomposed"], p["fused"],
-            p["decomposed"], p["fused"] / p["decomposed"], t["fused"], t["decomposed"],
-            t["decomposed"] / t["fused"], r["max_rel_loss_diff"]))
+        print("| %s | %d | %d | %d | %d | %d | %d | %.3f | %.3f | %.3f | %.3f | %.2f× | %.2g |" % (
+            r["model"], r["layer_norms"], k["fused"], k["no add"], k["decomposed"], p["fused"],
+            p["decomposed"], p["fused"] / p["decomposed"], t["fused"], t["no add"],
+            t["decomposed"], t["decomposed"] / t["fused"], r["max_rel_loss_diff"]))
     print("(GPT10M = %s; %d timed steps after %d warm-up, median of %d alternating runs, one "
           "thread)" % (GPT10M, args.steps, WARMUP, args.repeat))
     if args.json:

@@ -217,7 +217,7 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     if (options.fusedAttention)
       pm.addPass(createFuseAttentionPass());
     if (options.fusedNorm)
-      pm.addPass(createFuseNormPass());
+      pm.addPass(createFuseNormPass(FuseNormPassOptions{options.fusedAddNorm}));
     if (failed(pm.run(**module)))
       return 1;
   }
@@ -225,6 +225,9 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
   if (options.train.enabled) {
     if (failed(buildTrainStep(**module, options.train, options.dist.worldSize)))
       return 1;
+    // A norm's gradient is one op; without the norm fusion, the ops it stands for.
+    if (!(options.fusion && options.fusedNorm))
+      expandNormGrads(**module);
     if (std::string error = dumpStage(options, "01-train-step.mlir", **module); !error.empty())
       return reportError(error);
     if (failed(placeTrainStep(**module, options, &placed)))

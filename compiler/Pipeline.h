@@ -67,6 +67,8 @@ struct CompileOptions {
                                               // off: --no-fused-attention
   bool fusedNorm = true;                      // plait-fuse-norm (with `fusion`);
                                               // off: --no-fused-norm
+  bool fusedAddNorm = true;                   // residual add + norm in one op (with
+                                              // fusedNorm); off: --no-fused-add-norm
   bool gemmEpilogue = true;                   // plait-fuse-gemm-epilogue (with `fusion`);
                                               // off: --no-gemm-epilogue
   bool codegen = true;                        // C++ (or CUDA) for fused kernels;

@@ -34,6 +34,10 @@ std::optional<double> splatValue(mlir::Value v);
 /// Attaches the VJP interface (ir/VJP.cpp) to every differentiable plait op.
 void registerVJPInterfaces(mlir::DialectRegistry &registry);
 
+/// Rewrites every plait.layer_norm_grad and plait.rms_norm_grad under `root` into the
+/// reductions and elementwise ops that compute the same gradients (--no-fused-norm).
+void expandNormGrads(mlir::Operation *root);
+
 /// Checks plait.attention's (and attention_grad's) q [B, S, H, D], k [B, T, H, D],
 /// v [B, T, H, E], scale, output `out` [B, S, H, E] and log-sum-exp `lse` [B, H, S] (f32),
 /// emitting the error on `op`.

@@ -370,6 +370,65 @@ LogicalResult RmsNormOp::verify() {
   return verifyEpsilon(*this, getEpsilon().convertToDouble());
 }
 
+/// The checks add_layer_norm and add_rms_norm share: x, residual and both results of one
+/// type, the scale (and bias) of the normalised shape, epsilon.
+static LogicalResult verifyAddNorm(Operation *op, Value x, Value residual, Value scale,
+                                   Value bias, int64_t axis, double epsilon) {
+  if (residual.getType() != x.getType())
+    return op->emitOpError("'residual' has type ") << residual.getType() << ", expected "
+                                                   << x.getType() << " (no broadcasting)";
+  for (Value r : op->getResults())
+    if (r.getType() != x.getType())
+      return op->emitOpError("results must have the input's type ") << x.getType() << ", got "
+                                                                     << r.getType();
+  if (failed(verifyNormParam(op, x, axis, scale, "scale")))
+    return failure();
+  if (bias && failed(verifyNormParam(op, x, axis, bias, "bias")))
+    return failure();
+  return verifyEpsilon(op, epsilon);
+}
+
+LogicalResult AddLayerNormOp::verify() {
+  return verifyAddNorm(*this, getX(), getResidual(), getScale(), getBias(), getAxis(),
+                       getEpsilon().convertToDouble());
+}
+
+LogicalResult AddRmsNormOp::verify() {
+  return verifyAddNorm(*this, getX(), getResidual(), getScale(), Value(), getAxis(),
+                       getEpsilon().convertToDouble());
+}
+
+/// The checks layer_norm_grad and rms_norm_grad share: the forward's x, scale, axis and
+/// epsilon, dy and dx of x's type, each parameter gradient of the scale's type.
+static LogicalResult verifyNormGrad(Operation *op, Value x, Value scale, Value dy, int64_t axis,
+                                    double epsilon, ValueRange paramGrads) {
+  if (failed(verifyNormParam(op, x, axis, scale, "scale")))
+    return failure();
+  if (dy.getType() != x.getType())
+    return op->emitOpError("'dy' has type ") << dy.getType() << ", expected " << x.getType();
+  if (op->getResult(0).getType() != x.getType())
+    return op->emitOpError("'dx' has type ") << op->getResult(0).getType() << ", expected "
+                                             << x.getType();
+  for (Value g : paramGrads)
+    if (g.getType() != scale.getType())
+      return op->emitOpError("parameter gradients must have the scale's type ")
+             << scale.getType() << ", got " << g.getType();
+  return verifyEpsilon(op, epsilon);
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  SmallVector<Value> paramGrads{getDscale()};
+  if (getDbias())
+    paramGrads.push_back(getDbias());
+  return verifyNormGrad(*this, getX(), getScale(), getDy(), getAxis(),
+                        getEpsilon().convertToDouble(), paramGrads);
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  return verifyNormGrad(*this, getX(), getScale(), getDy(), getAxis(),
+                        getEpsilon().convertToDouble(), ValueRange{getDscale()});
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//

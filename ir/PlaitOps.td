@@ -361,6 +361,48 @@ def Plait_RmsNormOp : Plait_Op<"rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Plait_AddLayerNormOp : Plait_Op<"add_layer_norm", [Pure]> {
+  let summary = "a residual add and the layer norm of its sum, in one op";
+  let description = [{
+    sum = x + residual (both of one type, no broadcasting), y = layer_norm(sum, scale, bias)
+    with layer_norm's attributes and rules. Both the sum (a transformer's residual stream,
+    read by the next residual add) and y are results: one kernel reads x and residual once,
+    instead of an add that writes the sum and a norm that reads it back. plait-fuse-norm
+    writes it for a plait.add whose only other readers need not be the norm.
+
+    ```mlir
+    %y, %sum = plait.add_layer_norm %x, %r, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f64}
+        : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>)
+        -> (tensor<2x8xf32>, tensor<2x8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$residual,
+                       Plait_FloatTensor:$scale, Optional<Plait_FloatTensor>:$bias,
+                       I64Attr:$axis, DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Plait_FloatTensor:$y, Plait_FloatTensor:$sum);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_AddRmsNormOp : Plait_Op<"add_rms_norm", [Pure]> {
+  let summary = "a residual add and the RMS norm of its sum, in one op";
+  let description = [{
+    sum = x + residual (both of one type, no broadcasting), y = rms_norm(sum, scale) with
+    rms_norm's attributes and rules; both are results.
+
+    ```mlir
+    %y, %sum = plait.add_rms_norm %x, %r, %g {axis = -1 : i64, epsilon = 1.0e-06 : f64}
+        : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$residual,
+                       Plait_FloatTensor:$scale, I64Attr:$axis,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs Plait_FloatTensor:$y, Plait_FloatTensor:$sum);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Plait_AttentionOp : Plait_Op<"attention", [Pure]> {
   let summary = "fused scaled-dot-product attention over [batch, seq, heads, dim] operands";
   let description = [{

@@ -142,6 +142,49 @@ def Plait_AttentionGradOp : Plait_Op<"attention_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Plait_LayerNormGradOp : Plait_Op<"layer_norm_grad", [Pure]> {
+  let summary = "gradients of plait.layer_norm with respect to x, scale and (optionally) bias";
+  let description = [{
+    Operands: the forward's x and scale, and dy (x's type); the attributes are the forward's.
+    Per row of the normalised axes [axis, rank), with mean and rstd recomputed from x,
+    xhat = (x - mean) * rstd and g = dy * scale: dx = rstd * (g - mean(g) - xhat *
+    mean(g * xhat)); over all rows, dscale = sum(dy * xhat) and, when a third result is
+    asked for, dbias = sum(dy), both of the scale's type. One kernel reads x and dy once
+    each instead of the decomposed backward's chain of reductions and elementwise kernels.
+
+    ```mlir
+    %dx, %dg, %db = plait.layer_norm_grad %x, %g, %dy {axis = -1 : i64, epsilon = 1.0e-05 : f64}
+        : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>)
+        -> (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$scale, Plait_FloatTensor:$dy,
+                       I64Attr:$axis, DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Plait_FloatTensor:$dx, Plait_FloatTensor:$dscale,
+                      Optional<Plait_FloatTensor>:$dbias);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_RmsNormGradOp : Plait_Op<"rms_norm_grad", [Pure]> {
+  let summary = "gradients of plait.rms_norm with respect to x and scale";
+  let description = [{
+    Operands: the forward's x and scale, and dy (x's type); the attributes are the forward's.
+    Per row, with r = 1 / sqrt(mean(x^2) + epsilon) recomputed from x, xr = x * r and
+    g = dy * scale: dx = r * (g - xr * mean(g * xr)); over all rows, dscale = sum(dy * xr).
+
+    ```mlir
+    %dx, %dg = plait.rms_norm_grad %x, %g, %dy {axis = -1 : i64, epsilon = 1.0e-06 : f64}
+        : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$scale, Plait_FloatTensor:$dy,
+                       I64Attr:$axis, DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs Plait_FloatTensor:$dx, Plait_FloatTensor:$dscale);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Plait_MaxPool2dGradOp : Plait_Op<"max_pool2d_grad", [Pure]> {
   let summary = "gradient of max_pool2d: each window's gradient goes to its (first) maximum";
   let description = [{

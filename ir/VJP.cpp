@@ -2,6 +2,7 @@
 #include "ir/PlaitDialect.h"
 #include "ir/ShapeRules.h"
 
+#include <array>
 #include <cmath>
 
 #include "mlir/IR/Builders.h"
@@ -377,48 +378,103 @@ void normAxes(int64_t axis, int64_t rank, SmallVectorImpl<int64_t> &norm,
     (d < a ? lead : norm).push_back(d);
 }
 
-PLAIT_VJP(LayerNormOp) {
-  Value x = op.getX(), dy = rg[0];
+/// A layer norm's gradients as reductions and elementwise ops (what plait-expand-norm-grad
+/// writes for a layer_norm_grad): dx, dscale and, with `withBias`, dbias.
+std::array<Value, 3> layerNormGradOps(Grad &g, Value x, Value scale, Value dy, int64_t axis,
+                                      double epsilon, bool withBias) {
   SmallVector<int64_t> norm, lead;
-  normAxes(op.getAxis(), op.getType().getRank(), norm, lead);
+  normAxes(axis, rankedType(x).getRank(), norm, lead);
+  std::array<Value, 3> grads;
   Value mu = g.mean(x, norm, true);
   Value xc = g.sub(x, mu);
   Value var = g.mean(g.mul(xc, xc), norm, true);
-  Value rstd = g.b.create<RsqrtOp>(g.loc, g.add(var, g.scalar(x, op.getEpsilon().convertToDouble())));
+  Value rstd = g.b.create<RsqrtOp>(g.loc, g.add(var, g.scalar(x, epsilon)));
   Value xhat = g.mul(xc, rstd);
-  auto paramType = op.getScale().getType();
+  auto paramType = rankedType(scale);
   // Summed with keepdims, then reshaped (free): the elementwise fuser computes a keepdims
   // sum over the leading axes inside the kernel that produces its operand.
   auto reduceLead = [&](Value v) {
     return lead.empty() ? v : g.reshape(g.sum(v, lead, true), paramType);
   };
-  og[1] = reduceLead(g.mul(dy, xhat));
-  if (op.getBias())
-    og[2] = reduceLead(dy);
-  Value dxhat = g.mul(dy, op.getScale());
+  grads[1] = reduceLead(g.mul(dy, xhat));
+  if (withBias)
+    grads[2] = reduceLead(dy);
+  Value dxhat = g.mul(dy, scale);
   Value projection = g.mul(xhat, g.mean(g.mul(dxhat, xhat), norm, true));
   Value term = g.sub(g.sub(dxhat, g.mean(dxhat, norm, true)), projection);
-  og[0] = g.mul(rstd, term);
-  return success();
+  grads[0] = g.mul(rstd, term);
+  return grads;
 }
 
-PLAIT_VJP(RmsNormOp) {
-  Value x = op.getX(), dy = rg[0];
+/// An RMS norm's gradients as reductions and elementwise ops: dx and dscale.
+std::array<Value, 2> rmsNormGradOps(Grad &g, Value x, Value scale, Value dy, int64_t axis,
+                                    double epsilon) {
   SmallVector<int64_t> norm, lead;
-  normAxes(op.getAxis(), op.getType().getRank(), norm, lead);
-  Value epsilon = g.scalar(x, op.getEpsilon().convertToDouble());
-  Value r = g.b.create<RsqrtOp>(g.loc, g.add(g.mean(g.mul(x, x), norm, true), epsilon));
+  normAxes(axis, rankedType(x).getRank(), norm, lead);
+  Value eps = g.scalar(x, epsilon);
+  Value r = g.b.create<RsqrtOp>(g.loc, g.add(g.mean(g.mul(x, x), norm, true), eps));
   Value xr = g.mul(x, r);
   Value dscale = g.mul(dy, xr);
-  og[1] = lead.empty() ? dscale : g.reshape(g.sum(dscale, lead, true), op.getScale().getType());
-  Value dxr = g.mul(dy, op.getScale());
+  std::array<Value, 2> grads;
+  grads[1] = lead.empty() ? dscale : g.reshape(g.sum(dscale, lead, true), rankedType(scale));
+  Value dxr = g.mul(dy, scale);
   // d/dx (x * r) = r * dxr - x * r^3 * mean(dxr * x)
   Value r3 = g.mul(r, g.mul(r, r));
   Value meanDxrX = g.mean(g.mul(dxr, x), norm, true);
   Value correction = g.mul(g.mul(x, r3), meanDxrX);
-  og[0] = g.sub(g.mul(r, dxr), correction);
+  grads[0] = g.sub(g.mul(r, dxr), correction);
+  return grads;
+}
+
+// A norm's gradients are one op (one kernel that reads x and dy once); plait-compile expands
+// it into layer/rmsNormGradOps under --no-fused-norm.
+PLAIT_VJP(LayerNormOp) {
+  SmallVector<Type> types{op.getX().getType(), op.getScale().getType()};
+  if (op.getBias())
+    types.push_back(op.getBias().getType());
+  auto grad = g.b.create<LayerNormGradOp>(g.loc, types, op.getX(), op.getScale(), rg[0],
+                                          op.getAxisAttr(), op.getEpsilonAttr());
+  og[0] = grad.getDx();
+  og[1] = grad.getDscale();
+  if (op.getBias())
+    og[2] = grad.getDbias();
   return success();
 }
+
+PLAIT_VJP(RmsNormOp) {
+  auto grad = g.b.create<RmsNormGradOp>(g.loc, TypeRange{op.getX().getType(), op.getScale().getType()},
+                                        op.getX(), op.getScale(), rg[0], op.getAxisAttr(),
+                                        op.getEpsilonAttr());
+  og[0] = grad.getDx();
+  og[1] = grad.getDscale();
+  return success();
+}
+
+/// add_layer_norm / add_rms_norm: x and residual both get the sum's whole gradient, which is
+/// its own (the residual stream's, rg[1]) plus the norm's gradient of dy (rg[0]).
+template <typename GradOp, typename Op>
+LogicalResult addNormVJP(Op op, Grad &g, ArrayRef<Value> rg, SmallVectorImpl<Value> &og,
+                         Value bias) {
+  Value total = rg[1];
+  if (rg[0]) {
+    SmallVector<Type> types{op.getSum().getType(), op.getScale().getType()};
+    if (bias)
+      types.push_back(bias.getType());
+    auto grad = g.b.create<GradOp>(g.loc, types, op.getSum(), op.getScale(), rg[0],
+                                   op.getAxisAttr(), op.getEpsilonAttr());
+    og[2] = grad->getResult(1);
+    if (bias)
+      og[3] = grad->getResult(2);
+    Value dx = grad->getResult(0);
+    total = total ? g.add(total, dx) : dx;
+  }
+  og[0] = og[1] = total;
+  return success();
+}
+PLAIT_VJP(AddLayerNormOp) {
+  return addNormVJP<LayerNormGradOp>(op, g, rg, og, op.getBias());
+}
+PLAIT_VJP(AddRmsNormOp) { return addNormVJP<RmsNormGradOp>(op, g, rg, og, Value()); }
 
 PLAIT_VJP(AttentionOp) {
   // lse is saved for the backward, never differentiated through: only out's gradient flows.
@@ -709,6 +765,31 @@ template <typename Op> struct ZeroVJP : VJPModel<ZeroVJP<Op>, Op> {
 
 } // namespace
 
+void expandNormGrads(Operation *root) {
+  SmallVector<Operation *> grads;
+  root->walk([&](Operation *op) {
+    if (isa<LayerNormGradOp, RmsNormGradOp>(op))
+      grads.push_back(op);
+  });
+  for (Operation *op : grads) {
+    OpBuilder b(op);
+    Grad g{b, op->getLoc()};
+    if (auto ln = dyn_cast<LayerNormGradOp>(op)) {
+      auto r = layerNormGradOps(g, ln.getX(), ln.getScale(), ln.getDy(), ln.getAxis(),
+                                ln.getEpsilon().convertToDouble(), (bool)ln.getDbias());
+      for (auto [i, result] : llvm::enumerate(op->getResults()))
+        result.replaceAllUsesWith(r[i]);
+    } else {
+      auto rms = cast<RmsNormGradOp>(op);
+      auto r = rmsNormGradOps(g, rms.getX(), rms.getScale(), rms.getDy(), rms.getAxis(),
+                              rms.getEpsilon().convertToDouble());
+      for (auto [i, result] : llvm::enumerate(op->getResults()))
+        result.replaceAllUsesWith(r[i]);
+    }
+    op->erase();
+  }
+}
+
 void registerVJPInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, PlaitDialect *) {
     AddOp::attachInterface<AddOpVJP>(*ctx);
@@ -748,6 +829,8 @@ void registerVJPInterfaces(DialectRegistry &registry) {
     LogSoftmaxOp::attachInterface<LogSoftmaxOpVJP>(*ctx);
     LayerNormOp::attachInterface<LayerNormOpVJP>(*ctx);
     RmsNormOp::attachInterface<RmsNormOpVJP>(*ctx);
+    AddLayerNormOp::attachInterface<AddLayerNormOpVJP>(*ctx);
+    AddRmsNormOp::attachInterface<AddRmsNormOpVJP>(*ctx);
     AttentionOp::attachInterface<AttentionOpVJP>(*ctx);
     MatmulOp::attachInterface<MatmulOpVJP>(*ctx);
     GemmOp::attachInterface<GemmOpVJP>(*ctx);

@@ -292,6 +292,10 @@ def FuseAttentionPass : Pass<"plait-fuse-attention", "mlir::ModuleOp"> {
 
 def FuseNormPass : Pass<"plait-fuse-norm", "mlir::ModuleOp"> {
   let summary = "decomposed layer norms and RMS norms become plait.layer_norm / plait.rms_norm";
+  let options = [
+    Option<"residualAdds", "residual-adds", "bool", "true",
+           "a residual add and the norm of its sum become one add_layer_norm / add_rms_norm">,
+  ];
   let description = [{
     Per reduce_mean (keepdims, over trailing axes [a, rank)) of a square (pow(c, 2) or
     mul(c, c)): with `+ eps` (a positive scalar constant), a square root and the division of c
@@ -300,8 +304,13 @@ def FuseNormPass : Pass<"plait-fuse-norm", "mlir::ModuleOp"> {
     plait.layer_norm(x, gamma, beta) {axis = a, epsilon} when c = x - reduce_mean(x) over the
     same axes, else plait.rms_norm(c, gamma). Every intermediate must have no other reader;
     without gamma the scale is a constant of ones. The module records `plait.fuse_norm`
-    {layer_norm, rms_norm, ops} for the report. plait-compile runs it before building the
-    training step unless --no-fused-norm (or --no-fusion).
+    {layer_norm, rms_norm, ops, residual_adds} for the report. plait-compile runs it before
+    building the training step unless --no-fused-norm (or --no-fusion).
+
+    Then (unless residual-adds=false: --no-fused-add-norm) each norm op, these and imported
+    ones, whose input is a plait.add of two values of the sum's type (a residual add, no
+    broadcasting) becomes plait.add_layer_norm / add_rms_norm with the add: one kernel that
+    stores the sum (the residual stream, which other ops read) and normalises it.
 
     ```mlir
     // before (PyTorch's export of nn.LayerNorm below opset 17)
@@ -318,6 +327,19 @@ def FuseNormPass : Pass<"plait-fuse-norm", "mlir::ModuleOp"> {
     %y = plait.layer_norm %x, %gamma, %beta {axis = 2 : i64, epsilon = 9.9999997473787516E-6 : f64}
         : (tensor<4x16x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<4x16x32xf32>
     ```
+  }];
+}
+
+def ExpandNormGradPass : Pass<"plait-expand-norm-grad", "mlir::ModuleOp"> {
+  let summary = "plait.layer_norm_grad / rms_norm_grad become reductions and elementwise ops";
+  let description = [{
+    The training step differentiates a plait.layer_norm or plait.rms_norm into one
+    layer_norm_grad / rms_norm_grad op (one kernel). This pass writes each as the ops that
+    compute the same gradients one reduction or product at a time (mean, centred values,
+    variance, rsqrt, the row means of dy * scale and of its product with xhat, and the
+    parameter gradients summed over the leading axes). plait-compile runs it after building
+    the training step under --no-fused-norm (or --no-fusion), so that switch gives the
+    unfused backward as well as the unfused forward.
   }];
 }
 

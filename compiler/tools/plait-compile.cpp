@@ -106,7 +106,11 @@ int main(int argc, char **argv) {
   app.add_flag("--no-fused-norm", [&](int64_t) { options.fusedNorm = false; },
                "keep a decomposed layer norm or RMS norm (mean, subtract, square, mean, add, "
                "sqrt, divide, scale, shift) as it is instead of one plait.layer_norm or "
-               "plait.rms_norm kernel (plait-fuse-norm)");
+               "plait.rms_norm kernel (plait-fuse-norm), and a norm's gradient as reductions "
+               "and elementwise ops instead of one layer_norm_grad / rms_norm_grad kernel");
+  app.add_flag("--no-fused-add-norm", [&](int64_t) { options.fusedAddNorm = false; },
+               "keep a residual add an op of its own instead of computing it in the kernel of "
+               "the norm that reads its sum (add_layer_norm / add_rms_norm)");
   app.add_flag("--no-gemm-epilogue", [&](int64_t) { options.gemmEpilogue = false; },
                "keep a linear layer's bias add an op of its own instead of the GEMM's bias "
                "epilogue (plait-fuse-gemm-epilogue)");

@@ -90,6 +90,10 @@ constexpr ElementCost kElementCosts[] = {
     {"gelu", T + 4, false, "transcendental"}, {"pow", 2 * T + 1, false, "pow"},
     {"softmax", T + 4, false, "softmax"}, {"log_softmax", T + 4, false, "softmax"},
     {"layer_norm", 8, false, "norm"},   {"rms_norm", 6, false, "norm"},
+    // With the residual add before them (add_layer_norm, add_rms_norm):
+    {"add_layer_norm", 9, false, "norm"}, {"add_rms_norm", 7, false, "norm"},
+    // Their gradients: the statistics again, two row sums, dx and the parameter sums.
+    {"layer_norm_grad", 16, false, "norm"}, {"rms_norm_grad", 12, false, "norm"},
     {"reduce_sum", 1, true, "reduction"}, {"reduce_mean", 1, true, "reduction"},
     {"reduce_max", 1, true, "reduction"}, {"reduce_min", 1, true, "reduction"},
     {"argmax", 1, true, "reduction"},   {"argmin", 1, true, "reduction"},
@@ -228,7 +232,8 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
             1, false);
     return;
   }
-  if (k == "layer_norm" || k == "rms_norm" || k == "softmax" || k == "log_softmax") {
+  if (k == "layer_norm" || k == "rms_norm" || k == "add_layer_norm" || k == "add_rms_norm" ||
+      k == "softmax" || k == "log_softmax") {
     // Rows of the normalised axes (the softmax's only along the last axis).
     int64_t rank = int64_t(a.shape.size()), axis;
     if (!axisAttr(instr, -1, rank, axis) ||
@@ -236,6 +241,17 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
       return;
     double width = dimsProduct(a.shape, axis, rank);
     splitAs(cost, rowGrains(numel(a) / width, width, rt::cpu::kElementGrain), 1, false);
+    return;
+  }
+  if (k == "layer_norm_grad" || k == "rms_norm_grad") {
+    // Fixed chunks of rows (normGradSlots, Workspace.h).
+    int64_t rank = int64_t(a.shape.size()), axis;
+    if (!axisAttr(instr, -1, rank, axis))
+      return;
+    double width = dimsProduct(a.shape, axis, rank);
+    splitAs(cost, double(rt::normGradSlots(clampedInt64(numel(a) / std::max(width, 1.0)),
+                                           clampedInt64(width))),
+            1, false);
     return;
   }
   if (k == "max_pool2d" || k == "avg_pool2d" || k == "max_pool2d_grad" ||

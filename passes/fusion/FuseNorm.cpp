@@ -17,9 +17,18 @@
 //   affine       [mul by gamma of the normalised shape x.shape[a:], either order]
 //                [add beta of that shape, either order; layer norm only]
 // Every intermediate must have no other reader (x may have any). Without gamma the scale is
-// a constant of ones. The module records `plait.fuse_norm` {layer_norm, rms_norm, ops} for
-// the report. plait-compile runs it before building the training step unless
-// --no-fused-norm or --no-fusion.
+// a constant of ones. Then each norm op whose input is a residual add (two addends of the
+// sum's type) becomes one add_layer_norm / add_rms_norm with it: the kernel stores the sum,
+// which the residual stream reads on, and normalises the row it just wrote, instead of an add
+// kernel writing the sum and the norm's reading it back (off: residual-adds=false,
+// --no-fused-add-norm). The module records `plait.fuse_norm` {layer_norm, rms_norm, ops,
+// residual_adds} for the report. plait-compile runs it before building the training step
+// unless --no-fused-norm or --no-fusion.
+//
+// -plait-expand-norm-grad: the training step differentiates each norm op into one
+// layer_norm_grad / rms_norm_grad (ir/VJP.cpp); under --no-fused-norm plait-compile runs this
+// pass after building the step, which writes them as the reductions and elementwise ops they
+// stand for (expandNormGrads), so the switch turns off the backward's fusion too.
 #include "passes/Passes.h"
 
 #include "ir/PlaitDialect.h"
@@ -37,6 +46,7 @@ using namespace mlir;
 
 namespace plait {
 #define GEN_PASS_DEF_FUSENORMPASS
+#define GEN_PASS_DEF_EXPANDNORMGRADPASS
 #include "passes/Passes.h.inc"
 
 namespace {
@@ -236,7 +246,48 @@ void rewrite(Match &m) {
       c->erase();
 }
 
+/// Makes `norm` (a layer_norm or rms_norm) and the plait.add that computes its input one
+/// add_layer_norm / add_rms_norm, when both addends have the sum's type. The fused op stands
+/// at the norm when every other reader of the sum follows the norm, else at the add when the
+/// norm's parameters precede it; otherwise nothing changes (false).
+bool fuseResidualAdd(Operation *norm) {
+  Value x = norm->getOperand(0);
+  auto add = x.getDefiningOp<AddOp>();
+  if (!add || add->getBlock() != norm->getBlock() || add.getLhs().getType() != x.getType() ||
+      add.getRhs().getType() != x.getType())
+    return false;
+  bool atNorm = llvm::all_of(add->getUsers(), [&](Operation *user) {
+    return user == norm || (user->getBlock() == norm->getBlock() && norm->isBeforeInBlock(user));
+  });
+  bool atAdd = llvm::all_of(norm->getOperands().drop_front(), [&](Value param) {
+    Operation *def = param.getDefiningOp();
+    return !def || (def->getBlock() == add->getBlock() && def->isBeforeInBlock(add));
+  });
+  if (!atNorm && !atAdd)
+    return false;
+  OpBuilder b(atNorm ? norm : add.getOperation());
+  Type type = x.getType();
+  Operation *fused;
+  if (auto ln = dyn_cast<LayerNormOp>(norm))
+    fused = b.create<AddLayerNormOp>(ln.getLoc(), TypeRange{type, type}, add.getLhs(),
+                                     add.getRhs(), ln.getScale(), ln.getBias(),
+                                     ln.getAxisAttr(), ln.getEpsilonAttr());
+  else {
+    auto rms = cast<RmsNormOp>(norm);
+    fused = b.create<AddRmsNormOp>(rms.getLoc(), TypeRange{type, type}, add.getLhs(),
+                                   add.getRhs(), rms.getScale(), rms.getAxisAttr(),
+                                   rms.getEpsilonAttr());
+  }
+  norm->getResult(0).replaceAllUsesWith(fused->getResult(0));
+  add.getResult().replaceAllUsesWith(fused->getResult(1));
+  norm->erase();
+  add.erase();
+  return true;
+}
+
 struct FuseNormPass : impl::FuseNormPassBase<FuseNormPass> {
+  using Base::Base;
+
   void runOnOperation() final {
     ModuleOp module = getOperation();
     int64_t layerNorms = 0, rmsNorms = 0, ops = 0;
@@ -254,14 +305,29 @@ struct FuseNormPass : impl::FuseNormPassBase<FuseNormPass> {
         rewrite(m);
       }
     });
+    int64_t residualAdds = 0;
+    if (this->residualAdds) {
+      SmallVector<Operation *> norms;
+      module.walk([&](Operation *op) {
+        if (isa<LayerNormOp, RmsNormOp>(op))
+          norms.push_back(op);
+      });
+      for (Operation *norm : norms)
+        residualAdds += fuseResidualAdd(norm);
+    }
     Builder b(module.getContext());
     auto count = [&](const char *name, int64_t n) {
       return b.getNamedAttr(name, b.getI64IntegerAttr(n));
     };
     module->setAttr("plait.fuse_norm",
                     b.getDictionaryAttr({count("layer_norm", layerNorms),
-                                         count("rms_norm", rmsNorms), count("ops", ops)}));
+                                         count("rms_norm", rmsNorms), count("ops", ops),
+                                         count("residual_adds", residualAdds)}));
   }
+};
+
+struct ExpandNormGradPass : impl::ExpandNormGradPassBase<ExpandNormGradPass> {
+  void runOnOperation() final { expandNormGrads(getOperation()); }
 };
 
 } // namespace

@@ -6,7 +6,7 @@ namespace plait::rt::cpu {
 void registerUnaryKernels();         // exp, log, ..., gelu, clamp, not   (UnaryKernels.cpp)
 void registerBinaryKernels();        // add, ..., comparisons, logic, where (BinaryKernels.cpp)
 void registerReductionKernels();     // reduce_*, argmax, argmin          (ReductionKernels.cpp)
-void registerNormalizationKernels(); // softmax, log_softmax, layer_norm, rms_norm
+void registerNormalizationKernels(); // softmax, log_softmax, layer_norm, rms_norm and grads
 void registerAttentionKernels();     // attention, attention_grad         (AttentionKernels.cpp)
 void registerLinalgKernels();        // matmul, gemm                      (LinalgKernels.cpp)
 void registerConvKernels();          // conv2d                            (ConvKernels.cpp)

@@ -1,4 +1,6 @@
-// Normalisation kernels: softmax and log_softmax along an axis, layer_norm and rms_norm.
+// Normalisation kernels: softmax and log_softmax along an axis, layer_norm and rms_norm (and
+// add_layer_norm, add_rms_norm: a residual add and the norm of its sum), and the norms'
+// gradients layer_norm_grad and rms_norm_grad.
 // Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
 // the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
 // this changes no result (it is clang's default).
@@ -12,6 +14,7 @@
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -156,9 +159,50 @@ Status checkNorm(const KernelCall &call, std::string_view kernel, size_t maxInpu
   return Status();
 }
 
-/// y = (x - mean) / sqrt(var + eps) * scale + bias per row, with biased variance from a
-/// two-pass computation (stable when the mean is large relative to the spread), summed in
-/// double (f32: blocked float lanes added in double).
+/// One row of a layer norm: y = (x - mean) / sqrt(var + eps) * scale + bias, with biased
+/// variance from a two-pass computation (stable when the mean is large relative to the
+/// spread), summed in double (f32: blocked float lanes added in double). `bias` may be null.
+template <typename T>
+PLAIT_SIMD_CLONES void layerNormRow(const T *in, const T *scale, const T *bias, T *out,
+                                    int64_t n, double eps) {
+  double mean = 0, sq = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    mean = n ? sumFloats(in, n) / n : 0.0;
+    sq = sumSquaredDeviations(in, n, float(mean));
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      mean += in[i];
+    mean = n ? mean / n : 0.0;
+    for (int64_t i = 0; i < n; ++i)
+      sq += (in[i] - mean) * (in[i] - mean);
+  }
+  double rstd = 1.0 / std::sqrt((n ? sq / n : 0.0) + eps);
+  T m = T(mean), s = T(rstd);
+  if (bias) {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = (in[i] - m) * s * scale[i] + bias[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = (in[i] - m) * s * scale[i];
+  }
+}
+
+/// One row of an RMS norm: y = x / sqrt(mean(x^2) + eps) * scale.
+template <typename T>
+PLAIT_SIMD_CLONES void rmsNormRow(const T *in, const T *scale, T *out, int64_t n, double eps) {
+  double sq = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    sq = sumSquaredDeviations(in, n, 0.0f);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      sq += in[i] * in[i];
+  }
+  T s = T(1.0 / std::sqrt((n ? sq / n : 0.0) + eps));
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = in[i] * s * scale[i];
+}
+
+/// layer_norm (x, scale, bias?) -> y per row of the axes from `axis` on.
 Status layerNormKernel(const KernelCall &call) {
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(checkNorm(call, "layer_norm", 3, axis));
@@ -171,38 +215,15 @@ Status layerNormKernel(const KernelCall &call) {
     using T = decltype(tag);
     const T *scale = call.inputs[1].as<T>();
     const T *bias = call.inputs.size() > 2 ? call.inputs[2].as<T>() : nullptr;
-    parallelFor(rows, grainFor(kElementGrain, n),
-                [&](int64_t, int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const T *in = x.as<T>() + r * n;
-        T *out = call.outputs[0].as<T>() + r * n;
-        double mean = 0, sq = 0;
-        if constexpr (std::is_same_v<T, float>) {
-          mean = n ? sumFloats(in, n) / n : 0.0;
-          sq = sumSquaredDeviations(in, n, float(mean));
-        } else {
-          for (int64_t i = 0; i < n; ++i)
-            mean += in[i];
-          mean = n ? mean / n : 0.0;
-          for (int64_t i = 0; i < n; ++i)
-            sq += (in[i] - mean) * (in[i] - mean);
-        }
-        double rstd = 1.0 / std::sqrt((n ? sq / n : 0.0) + eps);
-        T m = T(mean), s = T(rstd);
-        if (bias) {
-          for (int64_t i = 0; i < n; ++i)
-            out[i] = (in[i] - m) * s * scale[i] + bias[i];
-        } else {
-          for (int64_t i = 0; i < n; ++i)
-            out[i] = (in[i] - m) * s * scale[i];
-        }
-      }
+    parallelFor(rows, grainFor(kElementGrain, n), [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        layerNormRow(x.as<T>() + r * n, scale, bias, call.outputs[0].as<T>() + r * n, n, eps);
     });
     return Status();
   });
 }
 
-/// y = x / sqrt(mean(x^2) + eps) * scale per row.
+/// rms_norm (x, scale) -> y per row.
 Status rmsNormKernel(const KernelCall &call) {
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(checkNorm(call, "rms_norm", 2, axis));
@@ -214,23 +235,161 @@ Status rmsNormKernel(const KernelCall &call) {
   return dispatchF32F64("rms_norm", x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     const T *scale = call.inputs[1].as<T>();
-    parallelFor(rows, grainFor(kElementGrain, n),
-                [&](int64_t, int64_t begin, int64_t end) {
+    parallelFor(rows, grainFor(kElementGrain, n), [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        rmsNormRow(x.as<T>() + r * n, scale, call.outputs[0].as<T>() + r * n, n, eps);
+    });
+    return Status();
+  });
+}
+
+/// sum = a + b over a row, rounded to kRound's precision when that is a half type.
+template <typename T, DType kRound>
+PLAIT_SIMD_CLONES void addRow(const T *a, const T *b, T *sum, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    sum[i] = a[i] + b[i];
+  if constexpr (kRound == DType::BF16) {
+    for (int64_t i = 0; i < n; ++i)
+      sum[i] = roundToBf16(sum[i]);
+  } else if constexpr (kRound == DType::F16) {
+    for (int64_t i = 0; i < n; ++i)
+      sum[i] = f16ToFloat(floatToF16(sum[i]));
+  }
+}
+
+/// add_layer_norm (x, residual, scale, bias?) -> (y, sum) and add_rms_norm (x, residual,
+/// scale) -> (y, sum): per row, sum = x + residual is stored, then normalised from the row
+/// just written (in cache) by the norm's own row code. kRound: the call was half precision,
+/// staged through f32 (runStagedInF32), and the sum is rounded to that precision before the
+/// norm reads it, as an add kernel's stored result would be: bit for bit the add and the
+/// norm kernels' results.
+template <bool kRms, DType kRound = DType::F32> Status addNormKernel(const KernelCall &call) {
+  constexpr const char *kName = kRms ? "add_rms_norm" : "add_layer_norm";
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 3, kRms ? 3 : 4, 2));
+  const TensorView &x = call.inputs[0], &residual = call.inputs[1];
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "residual", residual.shape, x.shape));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, residual));
+  for (size_t o = 0; o < 2; ++o) {
+    PLAIT_RETURN_IF_ERROR(checkShape(kName, o == 0 ? "y" : "sum", call.outputs[o].shape, x.shape));
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[o]));
+  }
+  for (size_t i = 2; i < call.inputs.size(); ++i)
+    PLAIT_RETURN_IF_ERROR(checkNormParam(kName, i == 2 ? "scale" : "bias", x, axis, call.inputs[i]));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, x.dtype == DType::BF16 ? &addNormKernel<kRms, DType::BF16>
+                                                       : &addNormKernel<kRms, DType::F16>);
+  double eps = call.attrs.getFloat("epsilon", kRms ? 1e-6 : 1e-5);
+  int64_t rows = product(x.shape, 0, axis), n = product(x.shape, axis, x.rank());
+  return dispatchF32F64(kName, x.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T *scale = call.inputs[2].as<T>();
+    const T *bias = call.inputs.size() > 3 ? call.inputs[3].as<T>() : nullptr;
+    parallelFor(rows, grainFor(kElementGrain, 2 * n), [&](int64_t, int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        const T *in = x.as<T>() + r * n;
-        T *out = call.outputs[0].as<T>() + r * n;
-        double sq = 0;
-        if constexpr (std::is_same_v<T, float>) {
-          sq = sumSquaredDeviations(in, n, 0.0f);
-        } else {
-          for (int64_t i = 0; i < n; ++i)
-            sq += in[i] * in[i];
-        }
-        T s = T(1.0 / std::sqrt((n ? sq / n : 0.0) + eps));
-        for (int64_t i = 0; i < n; ++i)
-          out[i] = in[i] * s * scale[i];
+        const T *a = x.as<T>() + r * n, *b = residual.as<T>() + r * n;
+        T *sum = call.outputs[1].as<T>() + r * n, *y = call.outputs[0].as<T>() + r * n;
+        addRow<T, kRound>(a, b, sum, n);
+        if constexpr (kRms)
+          rmsNormRow(sum, scale, y, n, eps);
+        else
+          layerNormRow(sum, scale, bias, y, n, eps);
       }
     });
+    return Status();
+  });
+}
+
+/// One row of a norm's gradient: the statistics recomputed as the forward kernel computes
+/// them, then dx and this row's share of the parameter gradients, added to `dscale` and
+/// (layer norm with a bias) `dbias` in double.
+template <typename T, bool kRms>
+PLAIT_SIMD_CLONES void normGradRow(const T *x, const T *scale, const T *dy, T *dx,
+                                   double *dscale, double *dbias, int64_t n, double eps) {
+  double mean = 0, sq = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (!kRms)
+      mean = sumFloats(x, n) / double(n);
+    sq = sumSquaredDeviations(x, n, float(mean));
+  } else {
+    if (!kRms) {
+      for (int64_t i = 0; i < n; ++i)
+        mean += x[i];
+      mean /= double(n);
+    }
+    for (int64_t i = 0; i < n; ++i)
+      sq += (x[i] - mean) * (x[i] - mean);
+  }
+  const T m = T(mean), s = T(1.0 / std::sqrt(sq / double(n) + eps));
+  // g = dy * scale, xhat = (x - mean) * rstd (RMS: x * r); the row means of g * xhat and g.
+  const T meanGX = T(blockedIndexSum<T>(n, [&](int64_t i) {
+                       return dy[i] * scale[i] * ((x[i] - m) * s);
+                     }) /
+                     double(n));
+  const T meanG = kRms ? T(0)
+                       : T(blockedIndexSum<T>(n, [&](int64_t i) { return dy[i] * scale[i]; }) /
+                           double(n));
+  for (int64_t i = 0; i < n; ++i) {
+    T xhat = (x[i] - m) * s;
+    dscale[i] += double(dy[i] * xhat);
+    dx[i] = s * (dy[i] * scale[i] - meanG - xhat * meanGX);
+  }
+  if (dbias)
+    for (int64_t i = 0; i < n; ++i)
+      dbias[i] += double(dy[i]);
+}
+
+/// layer_norm_grad (x, scale, dy) -> (dx, dscale, dbias?) and rms_norm_grad (x, scale, dy) ->
+/// (dx, dscale) over the axes from `axis` on. The rows split into normGradSlots (Workspace.h)
+/// fixed chunks, each summing its rows' parameter gradients into its own double copy; the
+/// copies are added in chunk order, so the result is the same on any number of threads.
+template <bool kRms> Status normGradKernel(const KernelCall &call) {
+  constexpr const char *kName = kRms ? "rms_norm_grad" : "layer_norm_grad";
+  const size_t params = !kRms && call.outputs.size() == 3 ? 2 : 1;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 3, 3, params + 1));
+  const TensorView &x = call.inputs[0], &dy = call.inputs[2];
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
+  PLAIT_RETURN_IF_ERROR(checkNormParam(kName, "scale", x, axis, call.inputs[1]));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "dy", dy.shape, x.shape));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, dy));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "dx", call.outputs[0].shape, x.shape));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[0]));
+  for (size_t p = 1; p <= params; ++p)
+    PLAIT_RETURN_IF_ERROR(
+        checkNormParam(kName, p == 1 ? "dscale" : "dbias", x, axis, call.outputs[p]));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &normGradKernel<kRms>);
+  double eps = call.attrs.getFloat("epsilon", kRms ? 1e-6 : 1e-5);
+  int64_t rows = product(x.shape, 0, axis), n = product(x.shape, axis, x.rank());
+  int64_t slots = normGradSlots(rows, n);
+  Scratch scratch(call, kName);
+  double *acc = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(slots * n * int64_t(params), acc));
+  std::fill(acc, acc + slots * n * int64_t(params), 0.0);
+  return dispatchF32F64(kName, x.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T *scale = call.inputs[1].as<T>();
+    if (n > 0)
+      parallelFor(slots, 1, [&](int64_t, int64_t begin, int64_t end) {
+        for (int64_t slot = begin; slot < end; ++slot) {
+          double *dscale = acc + slot * n * int64_t(params);
+          double *dbias = params > 1 ? dscale + n : nullptr;
+          for (int64_t r = rows * slot / slots; r < rows * (slot + 1) / slots; ++r)
+            normGradRow<T, kRms>(x.as<T>() + r * n, scale, dy.as<T>() + r * n,
+                                 call.outputs[0].as<T>() + r * n, dscale, dbias, n, eps);
+        }
+      });
+    for (size_t p = 0; p < params; ++p) {
+      T *out = call.outputs[p + 1].as<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        double total = 0;
+        for (int64_t slot = 0; slot < slots; ++slot)
+          total += acc[(slot * int64_t(params) + int64_t(p)) * n + i];
+        out[i] = T(total);
+      }
+    }
     return Status();
   });
 }
@@ -242,6 +401,10 @@ void registerNormalizationKernels() {
   registerKernel("log_softmax", &softmaxKernel<true>);
   registerKernel("layer_norm", &layerNormKernel);
   registerKernel("rms_norm", &rmsNormKernel);
+  registerKernel("add_layer_norm", &addNormKernel<false>);
+  registerKernel("add_rms_norm", &addNormKernel<true>);
+  registerKernel("layer_norm_grad", &normGradKernel<false>);
+  registerKernel("rms_norm_grad", &normGradKernel<true>);
 }
 
 } // namespace plait::rt::cpu

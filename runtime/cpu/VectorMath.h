@@ -138,26 +138,32 @@ PLAIT_VECTOR_INLINE bool powBySmallInteger(const T *x, T e, T *y, int64_t n) {
   return true;
 }
 
-/// Sum of term(x[i]) over n floats: eight float lanes over blocks of 1024 (vectorisable,
+/// Sum of term(i) over i in [0, n): eight lanes of T over blocks of 1024 (vectorisable,
 /// short dependency chains), blocks added in double, so long sums keep their precision.
-/// `term` maps a float to the float added; it is inlined into both the lanes and the tail.
-template <typename Term> PLAIT_VECTOR_INLINE double blockedSum(const float *x, int64_t n, Term term) {
+/// `term` maps an index to the T added; it is inlined into both the lanes and the tail.
+template <typename T, typename Term>
+PLAIT_VECTOR_INLINE double blockedIndexSum(int64_t n, Term term) {
   double total = 0;
   for (int64_t begin = 0; begin < n; begin += 1024) {
     int64_t end = std::min(n, begin + 1024);
-    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    T lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = begin;
     for (; i + 8 <= end; i += 8)
       for (int j = 0; j < 8; ++j)
-        lanes[j] += term(x[i + j]);
-    float block = 0;
+        lanes[j] += term(i + j);
+    T block = 0;
     for (; i < end; ++i)
-      block += term(x[i]);
+      block += term(i);
     for (int j = 0; j < 8; ++j)
       block += lanes[j];
-    total += block;
+    total += double(block);
   }
   return total;
+}
+
+/// Sum of term(x[i]) over n floats in float lanes (blockedIndexSum).
+template <typename Term> PLAIT_VECTOR_INLINE double blockedSum(const float *x, int64_t n, Term term) {
+  return blockedIndexSum<float>(n, [&](int64_t i) { return term(x[i]); });
 }
 
 /// Sum of n floats.

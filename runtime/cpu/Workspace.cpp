@@ -65,7 +65,9 @@ constexpr std::string_view kStagedKernels[] = {
     "add", "sub", "mul", "div", "mod", "pow", "max", "min", "equal", "less", "less_equal",
     "greater", "greater_equal",
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin",
-    "softmax", "log_softmax", "layer_norm", "rms_norm", "matmul", "gemm", "conv2d",
+    "softmax", "log_softmax", "layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm",
+    "layer_norm_grad", "rms_norm_grad",
+    "matmul", "gemm", "conv2d",
     "max_pool2d", "avg_pool2d", "softmax_cross_entropy", "nll_loss",
     "gather_grad", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
     "avg_pool2d_grad", "softmax_cross_entropy_grad", "nll_loss_grad",
@@ -168,6 +170,17 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
         maxPoolGradSlots(clampedInt64(product(*in[0].shape, 0, 2)),
                          clampedInt64(saturatingAdd(product(*in[0].shape, 2, 4), outPlane)));
     return chunk(saturatingMul(outPlane, uint64_t(slots)), 8);
+  }
+  if ((kernel == "layer_norm_grad" || kernel == "rms_norm_grad") && operands(1, 2)) {
+    // (x, scale, dy) -> (dx, dscale, dbias?): a double copy of each parameter gradient per
+    // chunk of rows (normGradSlots).
+    size_t axis;
+    const std::vector<int64_t> &x = *in[0].shape;
+    if (!axisOf(attrs(), -1, x.size(), axis))
+      return 0;
+    uint64_t rows = product(x, 0, axis), n = product(x, axis, x.size());
+    uint64_t slots = uint64_t(normGradSlots(clampedInt64(rows), clampedInt64(n)));
+    return chunk(saturatingMul(saturatingMul(n, slots), out.size() - 1), 8);
   }
   if ((kernel == "gather" || kernel == "gather_grad") && operands(2, 1)) // normalised indices
     return chunk(numel(in[1]), 8);

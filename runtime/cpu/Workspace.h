@@ -66,6 +66,22 @@ inline int64_t maxPoolGradSlots(int64_t planes, int64_t planeElements) {
   return planes >= 2 && large ? (planes < kMaxPoolGradSlots ? planes : kMaxPoolGradSlots) : 1;
 }
 
+/// Chunks of rows a norm gradient (layer_norm_grad, rms_norm_grad; NormalizationKernels.cpp)
+/// splits into, each summing its rows' parameter gradients into its own double copy of n
+/// elements; the copies are added in chunk order after, so the sums do not depend on the
+/// threads. One chunk per kFusedSumSplitElements elements of x, at most kNormGradSlots and
+/// at most one per row.
+inline constexpr int64_t kNormGradSlots = 16;
+inline int64_t normGradSlots(int64_t rows, int64_t n) {
+  int64_t elements = 0;
+  if (rows <= 1 || __builtin_mul_overflow(rows, n, &elements))
+    return rows <= 1 ? 1 : (rows < kNormGradSlots ? rows : kNormGradSlots);
+  int64_t slots = elements / kFusedSumSplitElements;
+  slots = slots < kNormGradSlots ? slots : kNormGradSlots;
+  slots = slots < rows ? slots : rows;
+  return slots < 1 ? 1 : slots;
+}
+
 /// The longest head dimension the CUDA attention kernels take (kernels/Launch.h
 /// kAttentionMaxHeadDim, checked equal in CudaAttentionKernels.cpp): plait-fuse-attention
 /// leaves longer heads decomposed for --device cuda.

@@ -107,18 +107,28 @@ template <bool kLog> Status softmaxKernel(const CudaKernelCall &call) {
 }
 
 /// layer_norm (x, scale, bias?) and rms_norm (x, scale) over the dimensions from `axis` on;
-/// the checks are NormalizationKernels.cpp's.
-template <bool kRms> Status normKernel(const CudaKernelCall &call) {
-  constexpr const char *kName = kRms ? "rms_norm" : "layer_norm";
+/// kAdd: add_layer_norm (x, residual, scale, bias?) and add_rms_norm (x, residual, scale),
+/// with the results (y, sum). The checks are NormalizationKernels.cpp's.
+template <bool kRms, bool kAdd = false> Status normKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kAdd ? (kRms ? "add_rms_norm" : "add_layer_norm")
+                                     : (kRms ? "rms_norm" : "layer_norm");
+  constexpr size_t kParams = kAdd ? 2 : 1; // the first scale operand
   KernelCall host = call.asHostCall();
-  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 2, kRms ? 2 : 3, 1));
+  PLAIT_RETURN_IF_ERROR(
+      checkArity(host, kName, kParams + 1, kParams + (kRms ? 1 : 2), kAdd ? 2 : 1));
   const TensorView &x = call.inputs[0];
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[0]));
-  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", call.outputs[0].shape, x.shape));
+  for (const TensorView &out : call.outputs) {
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, out));
+    PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, x.shape));
+  }
+  if (kAdd) {
+    PLAIT_RETURN_IF_ERROR(checkShape(kName, "residual", call.inputs[1].shape, x.shape));
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.inputs[1]));
+  }
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
-  for (size_t i = 1; i < call.inputs.size(); ++i) {
-    PLAIT_RETURN_IF_ERROR(checkShape(kName, i == 1 ? "scale" : "bias", call.inputs[i].shape,
+  for (size_t i = kParams; i < call.inputs.size(); ++i) {
+    PLAIT_RETURN_IF_ERROR(checkShape(kName, i == kParams ? "scale" : "bias", call.inputs[i].shape,
                                      cpu::ShapeRef(x.shape).slice(size_t(axis), x.shape.size())));
     PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.inputs[i]));
   }
@@ -129,9 +139,50 @@ template <bool kRms> Status normKernel(const CudaKernelCall &call) {
   int64_t rows = cpu::product(x.shape, 0, size_t(axis));
   int64_t n = cpu::product(x.shape, size_t(axis), x.shape.size());
   double eps = call.attrs.getFloat("epsilon", kRms ? 1e-6 : 1e-5);
-  const void *bias = call.inputs.size() > 2 ? call.inputs[2].data : nullptr;
-  return launched(launchNorm(kRms, code(x.dtype), x.data, call.inputs[1].data, bias,
-                             call.outputs[0].data, rows, n, eps, call.stream),
+  const void *bias = call.inputs.size() > kParams + 1 ? call.inputs[kParams + 1].data : nullptr;
+  return launched(launchNorm(kRms, code(x.dtype), x.data, kAdd ? call.inputs[1].data : nullptr,
+                             call.inputs[kParams].data, bias, call.outputs[0].data,
+                             kAdd ? call.outputs[1].data : nullptr, rows, n, eps, call.stream),
+                  kName);
+}
+
+/// layer_norm_grad (x, scale, dy) -> (dx, dscale, dbias?) and rms_norm_grad (x, scale, dy) ->
+/// (dx, dscale); the checks are NormalizationKernels.cpp's.
+template <bool kRms> Status normGradKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kRms ? "rms_norm_grad" : "layer_norm_grad";
+  KernelCall host = call.asHostCall();
+  const size_t params = !kRms && call.outputs.size() == 3 ? 2 : 1;
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 3, 3, params + 1));
+  const TensorView &x = call.inputs[0], &dy = call.inputs[2];
+  int64_t axis;
+  PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
+  cpu::ShapeRef normalised = cpu::ShapeRef(x.shape).slice(size_t(axis), x.shape.size());
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "scale", call.inputs[1].shape, normalised));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.inputs[1]));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "dy", dy.shape, x.shape));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, dy));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "dx", call.outputs[0].shape, x.shape));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[0]));
+  for (size_t p = 1; p <= params; ++p) {
+    PLAIT_RETURN_IF_ERROR(
+        checkShape(kName, p == 1 ? "dscale" : "dbias", call.outputs[p].shape, normalised));
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[p]));
+  }
+  if (!isFloatingDtype(x.dtype))
+    return noCudaDtype(kName, x.dtype);
+  int64_t rows = cpu::product(x.shape, 0, size_t(axis));
+  int64_t n = cpu::product(x.shape, size_t(axis), x.shape.size());
+  uint64_t used = 0;
+  void *work = nullptr;
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(
+      call, kName, uint64_t(normGradBlocks(rows)) * params * uint64_t(n) * 8, used, work));
+  if (call.check)
+    return {};
+  double eps = call.attrs.getFloat("epsilon", kRms ? 1e-6 : 1e-5);
+  return launched(launchNormGrad(kRms, code(x.dtype), x.data, call.inputs[1].data, dy.data,
+                                 call.outputs[0].data, call.outputs[1].data,
+                                 params > 1 ? call.outputs[2].data : nullptr,
+                                 static_cast<double *>(work), rows, n, eps, call.stream),
                   kName);
 }
 
@@ -251,6 +302,10 @@ void registerCudaReductionKernels() {
   registerCudaKernel("log_softmax", &softmaxKernel<true>);
   registerCudaKernel("layer_norm", &normKernel<false>);
   registerCudaKernel("rms_norm", &normKernel<true>);
+  registerCudaKernel("add_layer_norm", &normKernel<false, true>);
+  registerCudaKernel("add_rms_norm", &normKernel<true, true>);
+  registerCudaKernel("layer_norm_grad", &normGradKernel<false>);
+  registerCudaKernel("rms_norm_grad", &normGradKernel<true>);
   registerCudaKernel("argmax", &argKernel<true>);
   registerCudaKernel("argmin", &argKernel<false>);
   registerCudaKernel("softmax_cross_entropy", &lossKernel<true>);

@@ -16,8 +16,8 @@ Checks, with both builds:
     writes it when PLAIT_VJP_IR_DIR is set).
 On a difference it names the configuration and the first IR stage (plait-compile
 --dump-dir) or line that differs. Exits 1 on any difference or failure, and at once when
-either build's plait-compile is older than the newest compiler or runtime source (a build of
-other sources: run ninja on it first).
+either build's plait-compile (or a shared library of its build) is older than the newest
+compiler or runtime source (a build of other sources: run ninja on it first).
 """
 import argparse
 import difflib
@@ -70,7 +70,19 @@ def stale_builds(builds):
                         newest, newest_path = mtime, path
     return [f"{build}: its plait-compile is older than {os.path.relpath(newest_path, ROOT)}; "
             f"rebuild it (ninja -C {build})"
-            for build in builds if os.path.getmtime(tool(build, "plait-compile")) < newest]
+            for build in builds if built_at(build) < newest]
+
+
+def built_at(build):
+    """When `build`'s plait-compile was last brought up to date: the newest of the executable
+    and the shared libraries it loads from the build (ninja does not relink an executable
+    when only a shared library it links changed)."""
+    times = [os.path.getmtime(tool(build, "plait-compile"))]
+    lib = os.path.join(build, "lib")
+    if os.path.isdir(lib):
+        times += [os.path.getmtime(os.path.join(lib, name)) for name in os.listdir(lib)
+                  if name.endswith(".so")]
+    return max(times)
 
 
 def compile_plan(build, sample, flags, out, dump_dir=None):

@@ -115,9 +115,25 @@ cudaError_t launchReduce(ReduceOp op, int dtype, const void *x, void *y,
 cudaError_t launchSoftmax(bool log, int dtype, const void *x, void *y, int64_t outer,
                           int64_t n, int64_t inner, cudaStream_t stream);
 /// layer_norm (rms false: (x - mean) * rstd * scale + bias, two-pass variance) or rms_norm
-/// (x * rstd * scale) over rows of n elements; `bias` may be null.
-cudaError_t launchNorm(bool rms, int dtype, const void *x, const void *scale, const void *bias,
-                       void *y, int64_t rows, int64_t n, double eps, cudaStream_t stream);
+/// (x * rstd * scale) over rows of n elements; `bias` may be null. With `residual` (and `sum`;
+/// both null otherwise): add_layer_norm / add_rms_norm, sum = x + residual normalised.
+cudaError_t launchNorm(bool rms, int dtype, const void *x, const void *residual,
+                       const void *scale, const void *bias, void *y, void *sum, int64_t rows,
+                       int64_t n, double eps, cudaStream_t stream);
+
+/// Blocks of a norm gradient's first phase, and the double rows of workspace it sums into
+/// (per parameter gradient): a block per row up to kNormGradBlocks, a fixed function of the
+/// shape so the sums do not depend on the device.
+inline constexpr int64_t kNormGradBlocks = 256;
+inline int64_t normGradBlocks(int64_t rows) {
+  return rows < 1 ? 1 : rows < kNormGradBlocks ? rows : kNormGradBlocks;
+}
+/// layer_norm_grad (rms false; dbias may be null) or rms_norm_grad (dbias null) over rows of
+/// n elements: dx, then dscale (and dbias) summed over the rows through `partial`
+/// (normGradBlocks(rows) x params x n doubles).
+cudaError_t launchNormGrad(bool rms, int dtype, const void *x, const void *scale, const void *dy,
+                           void *dx, void *dscale, void *dbias, double *partial, int64_t rows,
+                           int64_t n, double eps, cudaStream_t stream);
 
 /// argmax / argmin along the middle axis of [outer, n, inner] into i64 (the first extreme;
 /// NaN counts as the extreme; select_last_index takes the last).

@@ -337,38 +337,113 @@ __global__ void lossGradPerPosition(bool fromLogits, const S *input, const I *ta
   }
 }
 
-/// One block per row: mean (layer_norm) and the sum of squared deviations in double, then
-/// the row normalised in the compute type, as NormalizationKernels.cpp does.
+/// A block's row of n: its mean `m` (0 for an RMS norm) and `s` = 1 / sqrt(var + eps) (the
+/// mean square's for an RMS norm), summed in double by the block, as NormalizationKernels.cpp
+/// computes them; every thread gets both.
 template <typename S>
-__global__ void normKernel(bool rms, const S *x, const S *scale, const S *bias, S *y,
-                           int64_t rows, int64_t n, double eps) {
+__device__ void rowStatistics(bool rms, const S *in, int64_t n, double eps, double *shared,
+                              Compute<S> &m, Compute<S> &s) {
+  using C = Compute<S>;
+  double mean = 0;
+  if (!rms) {
+    double total = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      total += double(load(in, i));
+    mean = blockReduce(total, shared, AddOp());
+    mean = n ? mean / double(n) : 0.0;
+  }
+  m = C(mean);
+  double sq = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    C d = load(in, i) - m;
+    sq += double(d * d);
+  }
+  sq = blockReduce(sq, shared, AddOp());
+  s = C(1.0 / ::sqrt((n ? sq / double(n) : 0.0) + eps));
+}
+
+/// One block per row: mean (layer_norm) and the sum of squared deviations in double, then
+/// the row normalised in the compute type, as NormalizationKernels.cpp does. With `residual`
+/// (add_layer_norm, add_rms_norm), x + residual is stored to `sum` first (rounded to S, as an
+/// add kernel stores it) and the row normalised is the one just stored: each thread reads
+/// back only the elements it wrote.
+template <typename S>
+__global__ void normKernel(bool rms, const S *x, const S *residual, const S *scale,
+                           const S *bias, S *y, S *sum, int64_t rows, int64_t n, double eps) {
   using C = Compute<S>;
   __shared__ double shared[kThreads];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const S *in = x + r * n;
     S *out = y + r * n;
-    double mean = 0;
-    if (!rms) {
-      double sum = 0;
+    if (residual) {
+      S *s = sum + r * n;
       for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-        sum += double(load(in, i));
-      mean = blockReduce(sum, shared, AddOp());
-      mean = n ? mean / double(n) : 0.0;
+        store(s, i, load(in, i) + load(residual + r * n, i));
+      in = s;
     }
-    const C m = C(mean);
-    double sq = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      C d = load(in, i) - m;
-      sq += double(d * d);
-    }
-    sq = blockReduce(sq, shared, AddOp());
-    const C s = C(1.0 / ::sqrt((n ? sq / double(n) : 0.0) + eps));
+    C m, s;
+    rowStatistics(rms, in, n, eps, shared, m, s);
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
       C v = (load(in, i) - m) * s * load(scale, i);
       if (bias)
         v = v + load(bias, i);
       store(out, i, v);
     }
+  }
+}
+
+/// A norm's gradient, phase 1 (NormalizationKernels.cpp normGradKernel): block b takes rows
+/// b, b + gridDim.x, ...; per row the statistics as normKernel computes them, the row means
+/// of g * xhat and g (g = dy * scale) by block reductions in double, dx, and the row's share
+/// of dscale (and dbias) added in double to block b's own rows of `partial`, in row order.
+/// Each thread owns the same columns in every row: no atomics, no races.
+template <typename S>
+__global__ void normGradRowsKernel(bool rms, const S *x, const S *scale, const S *dy, S *dx,
+                                   double *partial, int params, int64_t rows, int64_t n,
+                                   double eps) {
+  using C = Compute<S>;
+  __shared__ double shared[kThreads];
+  double *dscale = partial + int64_t(blockIdx.x) * params * n;
+  double *dbias = params > 1 ? dscale + n : nullptr;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    dscale[i] = 0;
+    if (dbias)
+      dbias[i] = 0;
+  }
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S *xr = x + r * n, *dyr = dy + r * n;
+    S *dxr = dx + r * n;
+    C m, s;
+    rowStatistics(rms, xr, n, eps, shared, m, s);
+    double gx = 0, gs = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      C g = load(dyr, i) * load(scale, i);
+      gx += double(g * ((load(xr, i) - m) * s));
+      gs += double(g);
+    }
+    const C meanGX = C(blockReduce(gx, shared, AddOp()) / double(n));
+    const C meanG = rms ? C(0) : C(blockReduce(gs, shared, AddOp()) / double(n));
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      C d = load(dyr, i), xhat = (load(xr, i) - m) * s;
+      dscale[i] += double(d * xhat);
+      if (dbias)
+        dbias[i] += double(d);
+      store(dxr, i, s * (d * load(scale, i) - meanG - xhat * meanGX));
+    }
+  }
+}
+
+/// Phase 2: each parameter gradient's column summed over phase 1's blocks in block order (a
+/// thread per column: coalesced), so the result does not depend on the scheduling.
+template <typename S>
+__global__ void normGradColumnsKernel(const double *partial, int params, int64_t blocks,
+                                      int64_t n, S *dscale, S *dbias) {
+  PLAIT_GRID_STRIDE(c, n * params) {
+    int64_t p = c / n, i = c % n;
+    double total = 0;
+    for (int64_t b = 0; b < blocks; ++b)
+      total += partial[(b * params + p) * n + i];
+    store(p == 0 ? dscale : dbias, i, Compute<S>(total));
   }
 }
 
@@ -440,15 +515,36 @@ cudaError_t launchSoftmax(bool log, int dtype, const void *x, void *y, int64_t o
   return ok ? cudaGetLastError() : unsupported();
 }
 
-cudaError_t launchNorm(bool rms, int dtype, const void *x, const void *scale, const void *bias,
-                       void *y, int64_t rows, int64_t n, double eps, cudaStream_t stream) {
+cudaError_t launchNorm(bool rms, int dtype, const void *x, const void *residual,
+                       const void *scale, const void *bias, void *y, void *sum, int64_t rows,
+                       int64_t n, double eps, cudaStream_t stream) {
   if (rows == 0)
     return cudaSuccess;
   bool ok = dispatchFloat(dtype, [&](auto tag) {
     using S = decltype(tag);
     normKernel<S><<<rowBlocks(rows), kThreads, 0, stream>>>(
-        rms, static_cast<const S *>(x), static_cast<const S *>(scale),
-        static_cast<const S *>(bias), static_cast<S *>(y), rows, n, eps);
+        rms, static_cast<const S *>(x), static_cast<const S *>(residual),
+        static_cast<const S *>(scale), static_cast<const S *>(bias), static_cast<S *>(y),
+        static_cast<S *>(sum), rows, n, eps);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchNormGrad(bool rms, int dtype, const void *x, const void *scale, const void *dy,
+                           void *dx, void *dscale, void *dbias, double *partial, int64_t rows,
+                           int64_t n, double eps, cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  const int params = dbias ? 2 : 1;
+  const int64_t blocks = rows > 0 ? normGradBlocks(rows) : 0;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    if (blocks > 0)
+      normGradRowsKernel<S><<<unsigned(blocks), kThreads, 0, stream>>>(
+          rms, static_cast<const S *>(x), static_cast<const S *>(scale),
+          static_cast<const S *>(dy), static_cast<S *>(dx), partial, params, rows, n, eps);
+    normGradColumnsKernel<S><<<threadBlocks(n * params), kThreads, 0, stream>>>(
+        partial, params, blocks, n, static_cast<S *>(dscale), static_cast<S *>(dbias));
   });
   return ok ? cudaGetLastError() : unsupported();
 }

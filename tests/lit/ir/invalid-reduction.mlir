@@ -231,3 +231,27 @@ func.func @rms_norm_epsilon(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
   %0 = plait.rms_norm %x, %g {axis = 1 : i64, epsilon = 0x7FF0000000000000 : f64} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   return
 }
+
+// -----
+
+func.func @add_layer_norm_broadcast(%x: tensor<2x8xf32>, %r: tensor<8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.add_layer_norm' op 'residual' has type 'tensor<8xf32>', expected 'tensor<2x8xf32>' (no broadcasting)}}
+  %y, %s = plait.add_layer_norm %x, %r, %g {axis = -1 : i64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @add_rms_norm_result(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.add_rms_norm' op results must have the input's type 'tensor<2x8xf32>', got 'tensor<2x8xbf16>'}}
+  %y, %s = plait.add_rms_norm %x, %x, %g {axis = -1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @add_layer_norm_bias(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.add_layer_norm' op 'bias' has shape 4, expected the normalised shape 8}}
+  %y, %s = plait.add_layer_norm %x, %x, %g, %b {axis = -1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<8xf32>, tensor<4xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+  return
+}

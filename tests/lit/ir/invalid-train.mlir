@@ -229,3 +229,51 @@ func.func @grouped_scalars(%p: tensor<4xf32>, %lr: tensor<1xf32>) {
   %0 = plait.grouped_update %p, %p, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @layer_norm_grad_dy(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x4xf32>) {
+  // expected-error @+1 {{'plait.layer_norm_grad' op 'dy' has type 'tensor<2x4xf32>', expected 'tensor<2x8xf32>'}}
+  %0:2 = plait.layer_norm_grad %x, %g, %dy {axis = -1 : i64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x4xf32>) -> (tensor<2x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_dx(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.layer_norm_grad' op 'dx' has type 'tensor<2x8xbf16>', expected 'tensor<2x8xf32>'}}
+  %0:2 = plait.layer_norm_grad %x, %g, %x {axis = -1 : i64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> (tensor<2x8xbf16>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_dbias(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.layer_norm_grad' op parameter gradients must have the scale's type 'tensor<8xf32>', got 'tensor<2x8xf32>'}}
+  %0:3 = plait.layer_norm_grad %x, %g, %x {axis = -1 : i64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_scale(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.layer_norm_grad' op 'scale' has shape 4, expected the normalised shape 8}}
+  %0:2 = plait.layer_norm_grad %x, %g, %x {axis = -1 : i64} : (tensor<2x8xf32>, tensor<4xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_epsilon(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.rms_norm_grad' op epsilon must be a finite number > 0, got 0}}
+  %0:2 = plait.rms_norm_grad %x, %g, %x {axis = -1 : i64, epsilon = 0.0 : f64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_axis(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.rms_norm_grad' op axis 2 is out of range for rank 2}}
+  %0:2 = plait.rms_norm_grad %x, %g, %x {axis = 2 : i64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>)
+  return
+}

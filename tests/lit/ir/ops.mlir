@@ -167,6 +167,28 @@ func.func @normalisation(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %g2: tensor<3
   return
 }
 
+// CHECK-LABEL: func.func @add_norms(
+// CHECK-NEXT: %y, %sum = plait.add_layer_norm %arg0, %arg0, %arg1, %arg1 {axis = -1 : i64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>)
+// CHECK-NEXT: %y_0, %sum_1 = plait.add_rms_norm %arg0, %y, %arg1 {axis = 2 : i64, epsilon = 1.000000e-03 : f64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>)
+// CHECK-NEXT: return
+func.func @add_norms(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>) {
+  %y, %sum = plait.add_layer_norm %x, %x, %g, %g {axis = -1 : i64, epsilon = 1.0e-05 : f64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>)
+  %y2, %sum2 = plait.add_rms_norm %x, %y, %g {axis = 2 : i64, epsilon = 1.0e-03 : f64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @norm_grads(
+// CHECK-NEXT: %dx, %dscale, %dbias = plait.layer_norm_grad %arg0, %arg1, %arg0 {axis = -1 : i64} : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %dx_0, %dscale_1 = plait.layer_norm_grad %arg0, %arg2, %arg0 {axis = 1 : i64, epsilon = 1.000000e-03 : f64} : (tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<3x8xf32>)
+// CHECK-NEXT: %dx_2, %dscale_3 = plait.rms_norm_grad %arg0, %arg1, %arg0 {axis = 2 : i64} : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>)
+// CHECK-NEXT: return
+func.func @norm_grads(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %g2: tensor<3x8xf32>) {
+  %0:3 = plait.layer_norm_grad %x, %g, %x {axis = -1 : i64, epsilon = 1.0e-05 : f64} : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %1:2 = plait.layer_norm_grad %x, %g2, %x {axis = 1 : i64, epsilon = 1.0e-03 : f64} : (tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<3x8xf32>)
+  %2:2 = plait.rms_norm_grad %x, %g, %x {axis = 2 : i64, epsilon = 1.0e-06 : f64} : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>)
+  return
+}
+
 // CHECK-LABEL: func.func @linalg(
 // CHECK-NEXT: %0 = plait.matmul %arg0, %arg1 : (tensor<4x2x3xf32>, tensor<3x5xf32>) -> tensor<4x2x5xf32>
 // CHECK-NEXT: %1 = plait.matmul %arg2, %arg1 : (tensor<3xf32>, tensor<3x5xf32>) -> tensor<5xf32>

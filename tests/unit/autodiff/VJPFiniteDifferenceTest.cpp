@@ -33,6 +33,7 @@ struct VJPCase {
   const char *name;
   const char *mlir;       // func.func @main(f64 args...) -> tensor<...xf64>
   double lo = -1, hi = 1; // range of the random inputs
+  bool expandNormGrads = false; // norm gradients as plait-expand-norm-grad writes them
 };
 
 std::ostream &operator<<(std::ostream &os, const VJPCase &c) { return os << c.name; }
@@ -40,7 +41,7 @@ std::ostream &operator<<(std::ostream &os, const VJPCase &c) { return os << c.na
 /// Compiles `c` with its gradients as extra outputs and runs it.
 class GradientHarness {
 public:
-  explicit GradientHarness(const VJPCase &c) : name_(c.name) {
+  explicit GradientHarness(const VJPCase &c) : name_(c.name), expand_(c.expandNormGrads) {
     registry_.insert<plait::PlaitDialect, func::FuncDialect>();
     plait::registerVJPInterfaces(registry_);
     ctx_ = std::make_unique<MLIRContext>(registry_);
@@ -89,6 +90,17 @@ public:
     b.create<func::ReturnOp>(loc, results);
     ret.erase();
     func.setType(FunctionType::get(ctx_.get(), func.getArgumentTypes(), TypeRange(ValueRange(results))));
+    if (expand_) {
+      int64_t normGrads = 0;
+      module_->walk([&](Operation *op) {
+        normGrads += isa<plait::LayerNormGradOp, plait::RmsNormGradOp>(op);
+      });
+      if (normGrads == 0) {
+        error = "the VJP wrote no norm gradient op to expand";
+        return false;
+      }
+      plait::expandNormGrads(*module_);
+    }
     if (failed(verify(*module_))) {
       error = "gradient IR does not verify";
       return false;
@@ -151,6 +163,7 @@ public:
 
 private:
   std::string name_;
+  bool expand_ = false;
   bool dumped_ = false;
   DialectRegistry registry_;
   std::unique_ptr<MLIRContext> ctx_;
@@ -291,6 +304,28 @@ const VJPCase kCases[] = {
   {"rms_norm", R"(func.func @main(%x: tensor<3x4xf64>, %g: tensor<4xf64>) -> tensor<3x4xf64> {
     %0 = plait.rms_norm %x, %g {axis = -1 : i64, epsilon = 1.0e-6 : f64} : (tensor<3x4xf64>, tensor<4xf64>) -> tensor<3x4xf64>
     return %0 : tensor<3x4xf64> })"},
+  // Both results read, so the sum's gradient is its own plus the norm's.
+  {"add_layer_norm", R"(func.func @main(%x: tensor<2x3x4xf64>, %r: tensor<2x3x4xf64>, %g: tensor<4xf64>, %b: tensor<4xf64>) -> tensor<2x3x4xf64> {
+    %y, %s = plait.add_layer_norm %x, %r, %g, %b {axis = -1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x4xf64>)
+    %0 = plait.mul %y, %s : (tensor<2x3x4xf64>, tensor<2x3x4xf64>) -> tensor<2x3x4xf64>
+    return %0 : tensor<2x3x4xf64> })"},
+  {"add_rms_norm", R"(func.func @main(%x: tensor<3x4xf64>, %r: tensor<3x4xf64>, %g: tensor<4xf64>) -> tensor<3x4xf64> {
+    %y, %s = plait.add_rms_norm %x, %r, %g {axis = -1 : i64, epsilon = 1.0e-6 : f64} : (tensor<3x4xf64>, tensor<3x4xf64>, tensor<4xf64>) -> (tensor<3x4xf64>, tensor<3x4xf64>)
+    %0 = plait.add %y, %s : (tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<3x4xf64>
+    return %0 : tensor<3x4xf64> })"},
+  {"add_layer_norm_only_y", R"(func.func @main(%x: tensor<2x3x4xf64>, %r: tensor<2x3x4xf64>, %g: tensor<3x4xf64>) -> tensor<2x3x4xf64> {
+    %y, %s = plait.add_layer_norm %x, %r, %g {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<2x3x4xf64>, tensor<3x4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x4xf64>)
+    return %y : tensor<2x3x4xf64> })"},
+  // The same three as the ops plait-expand-norm-grad writes (--no-fused-norm).
+  {"layer_norm_expanded", R"(func.func @main(%x: tensor<2x3x4xf64>, %g: tensor<4xf64>, %b: tensor<4xf64>) -> tensor<2x3x4xf64> {
+    %0 = plait.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> tensor<2x3x4xf64>
+    return %0 : tensor<2x3x4xf64> })", -1, 1, true},
+  {"layer_norm_two_axes_no_bias_expanded", R"(func.func @main(%x: tensor<2x3x4xf64>, %g: tensor<3x4xf64>) -> tensor<2x3x4xf64> {
+    %0 = plait.layer_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<3x4xf64>) -> tensor<2x3x4xf64>
+    return %0 : tensor<2x3x4xf64> })", -1, 1, true},
+  {"rms_norm_expanded", R"(func.func @main(%x: tensor<3x4xf64>, %g: tensor<4xf64>) -> tensor<3x4xf64> {
+    %0 = plait.rms_norm %x, %g {axis = -1 : i64, epsilon = 1.0e-6 : f64} : (tensor<3x4xf64>, tensor<4xf64>) -> tensor<3x4xf64>
+    return %0 : tensor<3x4xf64> })", -1, 1, true},
   {"matmul_2d", R"(func.func @main(%a: tensor<3x4xf64>, %b: tensor<4x2xf64>) -> tensor<3x2xf64> {
     %0 = plait.matmul %a, %b : (tensor<3x4xf64>, tensor<4x2xf64>) -> tensor<3x2xf64>
     return %0 : tensor<3x2xf64> })"},

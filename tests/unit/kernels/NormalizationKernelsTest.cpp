@@ -1,7 +1,10 @@
-// softmax, log_softmax, layer_norm and rms_norm (reference values from PyTorch 1.13).
+// softmax, log_softmax, layer_norm, rms_norm and the norms' gradients (reference values from
+// PyTorch 1.13, or the formulas in double).
 #include <cmath>
+#include <random>
 
 #include "KernelTestSupport.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::test {
 namespace {
@@ -106,6 +109,175 @@ TEST(NormalizationKernels, LayerNormHalf) {
   auto scale = makeFloat(DType::F16, {2}, {1, 1});
   auto out = runOk("layer_norm", {x, scale}, DType::F16, {1, 2}, AttrsBuilder().i("axis", 1).build());
   EXPECT_TRUE(allClose(out.floats(), {-1, 1}, 1e-3, 1e-3));
+}
+
+// add_layer_norm / add_rms_norm are the add kernel then the norm kernel, bit for bit: the sum
+// as add stores it (bf16: rounded before the norm reads it) and the norm of that sum.
+TEST(NormalizationKernels, AddNormsAreTheAddThenTheNorm) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> dist(-3, 3);
+  std::vector<double> xv(6 * 40), rv(xv.size()), gv(40), bv(40);
+  for (auto *v : {&xv, &rv, &gv, &bv})
+    for (double &e : *v)
+      e = dist(rng);
+  for (DType t : {DType::F32, DType::F64, DType::BF16}) {
+    for (bool rms : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << dtypeName(t) << (rms ? " rms" : " layer"));
+      auto x = makeFloat(t, {6, 40}, xv), r = makeFloat(t, {6, 40}, rv);
+      auto g = makeFloat(t, {40}, gv), b = makeFloat(t, {40}, bv);
+      Attrs attrs = AttrsBuilder().i("axis", -1).f("epsilon", 1e-5).build();
+      std::vector<OwnedTensor> params{g};
+      if (!rms)
+        params.push_back(b);
+      std::vector<OwnedTensor> inputs{x, r};
+      inputs.insert(inputs.end(), params.begin(), params.end());
+      KernelResult fused = runKernel(rms ? "add_rms_norm" : "add_layer_norm", inputs,
+                                     {{t, {6, 40}}, {t, {6, 40}}}, attrs);
+      ASSERT_TRUE(fused.status.ok()) << fused.status.message();
+      OwnedTensor sum = runOk("add", {x, r}, t, {6, 40});
+      std::vector<OwnedTensor> normInputs{sum};
+      normInputs.insert(normInputs.end(), params.begin(), params.end());
+      OwnedTensor y = runOk(rms ? "rms_norm" : "layer_norm", normInputs, t, {6, 40}, attrs);
+      EXPECT_EQ(fused.out(1).bytes, sum.bytes);
+      EXPECT_EQ(fused.out(0).bytes, y.bytes);
+    }
+  }
+  auto x = make<float>({2, 4}, std::vector<float>(8, 1));
+  auto r = runKernel("add_layer_norm", {x, make<float>({4}, {1, 1, 1, 1}), make<float>({4}, {1, 1, 1, 1})},
+                     {{DType::F32, {2, 4}}, {DType::F32, {2, 4}}}, AttrsBuilder().i("axis", -1).build());
+  EXPECT_EQ(r.status.message(), "add_layer_norm: residual has shape [4], expected [2, 4]");
+}
+
+/// The small case both gradient tests use: x [2, 4] (i * 1.5 - 2), scale, dy.
+struct NormGradCase {
+  OwnedTensor x = make<float>({2, 4}, {-2, -0.5, 1, 2.5, 4, 5.5, 7, 8.5});
+  OwnedTensor scale = make<float>({4}, {1, 2, 0.5, -1});
+  OwnedTensor dy = make<float>({2, 4}, {0.5, -1, 2, 0.25, 1, 1.5, -0.5, -2});
+};
+
+/// A float tensor's elements in double (f64 exactly).
+std::vector<double> doubles(const OwnedTensor &t) {
+  if (t.view.dtype == DType::F64)
+    return t.values<double>();
+  std::vector<float> f = t.floats();
+  return {f.begin(), f.end()};
+}
+
+TEST(NormalizationKernels, LayerNormGrad) {
+  NormGradCase c;
+  // torch.nn.functional.layer_norm(x, (4,), g, b, 1e-5).backward(dy), in float64.
+  KernelResult r = runKernel("layer_norm_grad", {c.x, c.scale, c.dy},
+                             {{DType::F32, {2, 4}}, {DType::F32, {4}}, {DType::F32, {4}}},
+                             AttrsBuilder().i("axis", -1).f("epsilon", 1e-5).build());
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_TRUE(allClose(r.out(0).floats(), {0.4770267486, -1.0584037072, 0.6857263735,
+                                           -0.1043494149, -0.2832346941, 0.9242398141,
+                                           -0.9987752809, 0.3577701609},
+                       1e-5, 1e-5));
+  EXPECT_TRUE(allClose(r.out(1).floats(), {-2.012457602050587, -0.22360640022784276,
+                                           0.670819200683529, -2.347867202392352},
+                       1e-5, 1e-5));
+  EXPECT_TRUE(allClose(r.out(2).floats(), {1.5, 0.5, 1.5, -1.75}));
+  // Without a bias: two results, the same dx and dscale.
+  KernelResult noBias = runKernel("layer_norm_grad", {c.x, c.scale, c.dy},
+                                  {{DType::F32, {2, 4}}, {DType::F32, {4}}},
+                                  AttrsBuilder().i("axis", -1).f("epsilon", 1e-5).build());
+  ASSERT_TRUE(noBias.status.ok()) << noBias.status.message();
+  EXPECT_EQ(noBias.out(0).floats(), r.out(0).floats());
+  EXPECT_EQ(noBias.out(1).floats(), r.out(1).floats());
+}
+
+TEST(NormalizationKernels, RmsNormGrad) {
+  NormGradCase c;
+  // x * rsqrt(mean(x * x, -1) + 1e-6) * g, backward(dy) in PyTorch, float64.
+  KernelResult r = runKernel("rms_norm_grad", {c.x, c.scale, c.dy},
+                             {{DType::F32, {2, 4}}, {DType::F32, {4}}},
+                             AttrsBuilder().i("axis", -1).f("epsilon", 1e-6).build());
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_TRUE(allClose(r.out(0).floats(), {0.33334696, -1.1699196694, 0.5705361726,
+                                           -0.1955208042, 0.0226034077, 0.2821965906,
+                                           -0.2695109966, 0.0287155563},
+                       1e-5, 1e-5));
+  EXPECT_TRUE(allClose(r.out(1).floats(), {0.02836619799700313, 1.56978507112527,
+                                           0.6386682640603325, -2.2584643339232184},
+                       1e-5, 1e-5));
+}
+
+/// The gradients of a layer norm over the trailing `n` of x's elements, in double.
+void layerNormGradReference(const std::vector<double> &x, const std::vector<double> &scale,
+                            const std::vector<double> &dy, int64_t n, double eps,
+                            std::vector<double> &dx, std::vector<double> &dscale,
+                            std::vector<double> &dbias) {
+  int64_t rows = int64_t(x.size()) / n;
+  dx.assign(x.size(), 0);
+  dscale.assign(size_t(n), 0);
+  dbias.assign(size_t(n), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *xr = &x[size_t(r * n)], *dyr = &dy[size_t(r * n)];
+    double mean = 0, var = 0, gx = 0, g = 0;
+    for (int64_t i = 0; i < n; ++i)
+      mean += xr[i] / double(n);
+    for (int64_t i = 0; i < n; ++i)
+      var += (xr[i] - mean) * (xr[i] - mean) / double(n);
+    double rstd = 1 / std::sqrt(var + eps);
+    for (int64_t i = 0; i < n; ++i) {
+      gx += dyr[i] * scale[size_t(i)] * (xr[i] - mean) * rstd / double(n);
+      g += dyr[i] * scale[size_t(i)] / double(n);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      double xhat = (xr[i] - mean) * rstd;
+      dx[size_t(r * n + i)] = rstd * (dyr[i] * scale[size_t(i)] - g - xhat * gx);
+      dscale[size_t(i)] += dyr[i] * xhat;
+      dbias[size_t(i)] += dyr[i];
+    }
+  }
+}
+
+TEST(NormalizationKernels, LayerNormGradOverManyRowChunks) {
+  // 800 rows of 2 x 100 (normalised over two axes): several fixed chunks of rows, each
+  // summing its own copy of dscale and dbias (normGradSlots).
+  const int64_t rows = 800, n = 200;
+  ASSERT_GT(rt::normGradSlots(rows, n), 1);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> dist(-2, 2);
+  std::vector<double> x(size_t(rows * n)), dy(x.size()), scale(static_cast<size_t>(n));
+  for (double &v : x)
+    v = 3 + dist(rng);
+  for (double &v : dy)
+    v = dist(rng);
+  for (double &v : scale)
+    v = dist(rng);
+  std::vector<double> dx, dscale, dbias;
+  layerNormGradReference(x, scale, dy, n, 1e-5, dx, dscale, dbias);
+  for (DType t : {DType::F32, DType::F64, DType::BF16}) {
+    SCOPED_TRACE(dtypeName(t));
+    KernelResult r = runKernel(
+        "layer_norm_grad",
+        {makeFloat(t, {rows, 2, 100}, x), makeFloat(t, {2, 100}, scale),
+         makeFloat(t, {rows, 2, 100}, dy)},
+        {{t, {rows, 2, 100}}, {t, {2, 100}}, {t, {2, 100}}},
+        AttrsBuilder().i("axis", 1).f("epsilon", 1e-5).build());
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    // bf16: the inputs were rounded to 8 bits of mantissa, the reference's were not.
+    double tol = t == DType::F64 ? 1e-9 : t == DType::F32 ? 1e-4 : 0.3;
+    EXPECT_TRUE(allClose(doubles(r.out(0)), dx, tol, tol));
+    EXPECT_TRUE(allClose(doubles(r.out(1)), dscale, tol * 10, tol));
+    EXPECT_TRUE(allClose(doubles(r.out(2)), dbias, tol * 10, tol));
+  }
+}
+
+TEST(NormalizationKernels, NormGradErrors) {
+  NormGradCase c;
+  Attrs attrs = AttrsBuilder().i("axis", -1).build();
+  auto r = runKernel("layer_norm_grad", {c.x, c.scale, make<float>({2, 3}, std::vector<float>(6))},
+                     {{DType::F32, {2, 4}}, {DType::F32, {4}}}, attrs);
+  EXPECT_EQ(r.status.message(), "layer_norm_grad: dy has shape [2, 3], expected [2, 4]");
+  r = runKernel("rms_norm_grad", {c.x, c.scale, c.dy}, {{DType::F32, {2, 4}}, {DType::F32, {3}}},
+                attrs);
+  EXPECT_EQ(r.status.message(), "rms_norm_grad: dscale has shape [3], expected [4]");
+  r = runKernel("rms_norm_grad", {c.x, c.scale, c.dy},
+                {{DType::F32, {2, 4}}, {DType::F32, {4}}, {DType::F32, {4}}}, attrs);
+  EXPECT_FALSE(r.status.ok());
 }
 
 TEST(NormalizationKernels, Errors) {

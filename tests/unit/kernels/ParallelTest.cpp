@@ -162,6 +162,22 @@ TEST(Parallel, SplitKernelsComputeWhatOneThreadComputes) {
                      {{DType::F32, {600, 256}}}, AttrsBuilder().i("axis", -1).build());
   expectSplitIsExact("rms_norm", {randomFloats({600, 256}, 24), randomFloats({256}, 25)},
                      {{DType::F32, {600, 256}}}, AttrsBuilder().i("axis", -1).build());
+  expectSplitIsExact("add_layer_norm",
+                     {randomFloats({600, 256}, 32), randomFloats({600, 256}, 33),
+                      randomFloats({256}, 34), randomFloats({256}, 35)},
+                     {{DType::F32, {600, 256}}, {DType::F32, {600, 256}}},
+                     AttrsBuilder().i("axis", -1).build());
+  // The norms' gradients: fixed chunks of rows, their parameter sums added in chunk order.
+  expectSplitIsExact("layer_norm_grad",
+                     {randomFloats({600, 256}, 26), randomFloats({256}, 27),
+                      randomFloats({600, 256}, 28)},
+                     {{DType::F32, {600, 256}}, {DType::F32, {256}}, {DType::F32, {256}}},
+                     AttrsBuilder().i("axis", -1).build());
+  expectSplitIsExact("rms_norm_grad",
+                     {randomFloats({600, 256}, 29), randomFloats({256}, 30),
+                      randomFloats({600, 256}, 31)},
+                     {{DType::F32, {600, 256}}, {DType::F32, {256}}},
+                     AttrsBuilder().i("axis", -1).build());
   expectSplitIsExact("softmax", {randomFloats({600, 256}, 13)}, {{DType::F32, {600, 256}}},
                      AttrsBuilder().i("axis", -1).build());
   std::vector<int64_t> targets(600);
