@@ -2,6 +2,8 @@
 #include "compiler/CompileReport.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -204,27 +206,27 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     int64_t grads = 0;
     module->walk([&](Operation *op) { grads += isa<LayerNormGradOp, RmsNormGradOp>(op); });
     report["fusion"]["norm"]["backward"] = grads;
-    std::string backward =
-        grads > 0 ? fmt::format("; {} norm gradient{} computed by one kernel each "
-                                "(layer_norm_grad / rms_norm_grad, recomputing the row "
-                                "statistics from the input)",
-                                grads, grads == 1 ? "" : "s")
-                  : "";
     int64_t adds = get("residual_adds");
-    if (adds > 0)
-      backward += fmt::format("; {} residual add{} computed in the kernel of the norm that "
-                              "reads {} sum (add_layer_norm / add_rms_norm; off: "
-                              "--no-fused-add-norm)",
-                              adds, adds == 1 ? "" : "s", adds == 1 ? "its" : "their");
+    std::vector<std::string> clauses;
     if (layerNorms + rmsNorms > 0)
-      report["optimizations"]["fuse_norm"] = fmt::format(
+      clauses.push_back(fmt::format(
           "{} layer norm{} and {} RMS norm{} computed by one kernel each instead of {} ops, "
-          "keeping only their input for the backward{} (off: --no-fused-norm)",
+          "keeping only their input for the backward",
           layerNorms, layerNorms == 1 ? "" : "s", rmsNorms, rmsNorms == 1 ? "" : "s",
-          get("ops"), backward);
-    else if (grads + adds > 0)
+          get("ops")));
+    if (grads > 0)
+      clauses.push_back(fmt::format("{} norm gradient{} computed by one kernel each "
+                                    "(layer_norm_grad / rms_norm_grad, recomputing the row "
+                                    "statistics from the input)",
+                                    grads, grads == 1 ? "" : "s"));
+    if (adds > 0)
+      clauses.push_back(fmt::format("{} residual add{} computed in the kernel of the norm that "
+                                    "reads {} sum (add_layer_norm / add_rms_norm; off: "
+                                    "--no-fused-add-norm)",
+                                    adds, adds == 1 ? "" : "s", adds == 1 ? "its" : "their"));
+    if (!clauses.empty())
       report["optimizations"]["fuse_norm"] =
-          fmt::format("{} (off: --no-fused-norm)", backward.substr(2));
+          fmt::format("{} (off: --no-fused-norm)", fmt::join(clauses, "; "));
   }
   if (auto folded = module->getAttrOfType<DictionaryAttr>("plait.fold_transposes")) {
     auto get = [&](const char *key) { return folded.getAs<IntegerAttr>(key).getInt(); };

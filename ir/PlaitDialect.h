@@ -38,6 +38,13 @@ void registerVJPInterfaces(mlir::DialectRegistry &registry);
 /// reductions and elementwise ops that compute the same gradients (--no-fused-norm).
 void expandNormGrads(mlir::Operation *root);
 
+/// Checks a norm op's (and its gradient's) `param` (scale, bias): [axis, rank) of `x` is
+/// normalisable and `param` has that trailing shape and x's element type.
+mlir::LogicalResult verifyNormParam(mlir::Operation *op, mlir::Value x, int64_t axis,
+                                    mlir::Value param, llvm::StringRef paramName);
+/// A norm's epsilon, added to a variance before its square root: finite and > 0.
+mlir::LogicalResult verifyEpsilon(mlir::Operation *op, double epsilon);
+
 /// Checks plait.attention's (and attention_grad's) q [B, S, H, D], k [B, T, H, D],
 /// v [B, T, H, E], scale, output `out` [B, S, H, E] and log-sum-exp `lse` [B, H, S] (f32),
 /// emitting the error on `op`.

@@ -105,7 +105,19 @@ LogicalResult inferReduce(const ShapeRule &rule, Value x, ArrayRef<int64_t> axes
   return success();
 }
 
-/// Verifies that [axis, rank) of `x` is normalisable and that `param` has that trailing shape.
+/// Whether the f64 attribute `value` is exactly representable in integer type `type`
+/// (i1: 0 or 1; other widths: a whole number in the signed range).
+bool fitsInteger(double value, IntegerType type) {
+  if (!std::isfinite(value) || std::trunc(value) != value)
+    return false;
+  if (type.getWidth() == 1)
+    return value == 0 || value == 1;
+  double limit = std::ldexp(1.0, type.getWidth() - 1); // 2^(w-1), exact in double
+  return value >= -limit && value < limit;
+}
+
+} // namespace
+
 LogicalResult verifyNormParam(Operation *op, Value x, int64_t axis, Value param,
                               StringRef paramName) {
   auto type = rankedType(x);
@@ -123,25 +135,11 @@ LogicalResult verifyNormParam(Operation *op, Value x, int64_t axis, Value param,
   return success();
 }
 
-/// epsilon of layer_norm and rms_norm: added to a variance before its square root.
 LogicalResult verifyEpsilon(Operation *op, double epsilon) {
   if (!(std::isfinite(epsilon) && epsilon > 0))
     return op->emitOpError("epsilon must be a finite number > 0, got ") << epsilon;
   return success();
 }
-
-/// Whether the f64 attribute `value` is exactly representable in integer type `type`
-/// (i1: 0 or 1; other widths: a whole number in the signed range).
-bool fitsInteger(double value, IntegerType type) {
-  if (!std::isfinite(value) || std::trunc(value) != value)
-    return false;
-  if (type.getWidth() == 1)
-    return value == 0 || value == 1;
-  double limit = std::ldexp(1.0, type.getWidth() - 1); // 2^(w-1), exact in double
-  return value >= -limit && value < limit;
-}
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Sources
@@ -396,37 +394,6 @@ LogicalResult AddLayerNormOp::verify() {
 LogicalResult AddRmsNormOp::verify() {
   return verifyAddNorm(*this, getX(), getResidual(), getScale(), Value(), getAxis(),
                        getEpsilon().convertToDouble());
-}
-
-/// The checks layer_norm_grad and rms_norm_grad share: the forward's x, scale, axis and
-/// epsilon, dy and dx of x's type, each parameter gradient of the scale's type.
-static LogicalResult verifyNormGrad(Operation *op, Value x, Value scale, Value dy, int64_t axis,
-                                    double epsilon, ValueRange paramGrads) {
-  if (failed(verifyNormParam(op, x, axis, scale, "scale")))
-    return failure();
-  if (dy.getType() != x.getType())
-    return op->emitOpError("'dy' has type ") << dy.getType() << ", expected " << x.getType();
-  if (op->getResult(0).getType() != x.getType())
-    return op->emitOpError("'dx' has type ") << op->getResult(0).getType() << ", expected "
-                                             << x.getType();
-  for (Value g : paramGrads)
-    if (g.getType() != scale.getType())
-      return op->emitOpError("parameter gradients must have the scale's type ")
-             << scale.getType() << ", got " << g.getType();
-  return verifyEpsilon(op, epsilon);
-}
-
-LogicalResult LayerNormGradOp::verify() {
-  SmallVector<Value> paramGrads{getDscale()};
-  if (getDbias())
-    paramGrads.push_back(getDbias());
-  return verifyNormGrad(*this, getX(), getScale(), getDy(), getAxis(),
-                        getEpsilon().convertToDouble(), paramGrads);
-}
-
-LogicalResult RmsNormGradOp::verify() {
-  return verifyNormGrad(*this, getX(), getScale(), getDy(), getAxis(),
-                        getEpsilon().convertToDouble(), ValueRange{getDscale()});
 }
 
 //===----------------------------------------------------------------------===//

@@ -82,6 +82,35 @@ LogicalResult Conv2dGradWeightOp::verify() {
                                      getGrad().getType(), "grad");
 }
 
+/// The checks layer_norm_grad and rms_norm_grad share: the forward's x, scale, axis and
+/// epsilon, dy and dx of x's type, each parameter gradient (the other results) of the
+/// scale's type.
+static LogicalResult verifyNormGrad(Operation *op, Value x, Value scale, Value dy, int64_t axis,
+                                    double epsilon) {
+  if (failed(verifyNormParam(op, x, axis, scale, "scale")))
+    return failure();
+  if (dy.getType() != x.getType())
+    return op->emitOpError("'dy' has type ") << dy.getType() << ", expected " << x.getType();
+  if (op->getResult(0).getType() != x.getType())
+    return op->emitOpError("'dx' has type ") << op->getResult(0).getType() << ", expected "
+                                             << x.getType();
+  for (Value g : op->getResults().drop_front())
+    if (g.getType() != scale.getType())
+      return op->emitOpError("parameter gradients must have the scale's type ")
+             << scale.getType() << ", got " << g.getType();
+  return verifyEpsilon(op, epsilon);
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  return verifyNormGrad(*this, getX(), getScale(), getDy(), getAxis(),
+                        getEpsilon().convertToDouble());
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  return verifyNormGrad(*this, getX(), getScale(), getDy(), getAxis(),
+                        getEpsilon().convertToDouble());
+}
+
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQ(), getK(), getV(),
                                      getScale().convertToDouble(), getOut(), getLse())))

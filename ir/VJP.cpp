@@ -774,18 +774,17 @@ void expandNormGrads(Operation *root) {
   for (Operation *op : grads) {
     OpBuilder b(op);
     Grad g{b, op->getLoc()};
-    if (auto ln = dyn_cast<LayerNormGradOp>(op)) {
-      auto r = layerNormGradOps(g, ln.getX(), ln.getScale(), ln.getDy(), ln.getAxis(),
-                                ln.getEpsilon().convertToDouble(), (bool)ln.getDbias());
-      for (auto [i, result] : llvm::enumerate(op->getResults()))
-        result.replaceAllUsesWith(r[i]);
-    } else {
-      auto rms = cast<RmsNormGradOp>(op);
-      auto r = rmsNormGradOps(g, rms.getX(), rms.getScale(), rms.getDy(), rms.getAxis(),
-                              rms.getEpsilon().convertToDouble());
-      for (auto [i, result] : llvm::enumerate(op->getResults()))
-        result.replaceAllUsesWith(r[i]);
-    }
+    SmallVector<Value, 3> expanded;
+    if (auto ln = dyn_cast<LayerNormGradOp>(op))
+      llvm::append_range(expanded, layerNormGradOps(g, ln.getX(), ln.getScale(), ln.getDy(),
+                                                    ln.getAxis(), ln.getEpsilon().convertToDouble(),
+                                                    (bool)ln.getDbias()));
+    else if (auto rms = dyn_cast<RmsNormGradOp>(op))
+      llvm::append_range(expanded, rmsNormGradOps(g, rms.getX(), rms.getScale(), rms.getDy(),
+                                                  rms.getAxis(),
+                                                  rms.getEpsilon().convertToDouble()));
+    for (auto [result, value] : llvm::zip(op->getResults(), expanded))
+      result.replaceAllUsesWith(value);
     op->erase();
   }
 }

@@ -232,25 +232,20 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
             1, false);
     return;
   }
+  bool normGrad = k == "layer_norm_grad" || k == "rms_norm_grad";
   if (k == "layer_norm" || k == "rms_norm" || k == "add_layer_norm" || k == "add_rms_norm" ||
-      k == "softmax" || k == "log_softmax") {
-    // Rows of the normalised axes (the softmax's only along the last axis).
+      k == "softmax" || k == "log_softmax" || normGrad) {
+    // Rows of the normalised axes (the softmax's only along the last axis); a norm's
+    // gradient in fixed chunks of rows (normGradSlots, Workspace.h).
     int64_t rank = int64_t(a.shape.size()), axis;
     if (!axisAttr(instr, -1, rank, axis) ||
         ((k == "softmax" || k == "log_softmax") && axis != rank - 1))
       return;
     double width = dimsProduct(a.shape, axis, rank);
-    splitAs(cost, rowGrains(numel(a) / width, width, rt::cpu::kElementGrain), 1, false);
-    return;
-  }
-  if (k == "layer_norm_grad" || k == "rms_norm_grad") {
-    // Fixed chunks of rows (normGradSlots, Workspace.h).
-    int64_t rank = int64_t(a.shape.size()), axis;
-    if (!axisAttr(instr, -1, rank, axis))
-      return;
-    double width = dimsProduct(a.shape, axis, rank);
-    splitAs(cost, double(rt::normGradSlots(clampedInt64(numel(a) / std::max(width, 1.0)),
-                                           clampedInt64(width))),
+    splitAs(cost,
+            normGrad ? double(rt::normGradSlots(clampedInt64(numel(a) / std::max(width, 1.0)),
+                                                clampedInt64(width)))
+                     : rowGrains(numel(a) / width, width, rt::cpu::kElementGrain),
             1, false);
     return;
   }

@@ -77,6 +77,40 @@ Status checkMatmulBias(const KernelCall &call, const TensorView &bias) {
   return Status();
 }
 
+Status checkNormCall(const KernelCall &call, std::string_view kernel, NormCall kind, bool rms,
+                     int64_t &axis) {
+  const bool add = kind == NormCall::AddNorm, grad = kind == NormCall::Grad;
+  const size_t scale = add ? 2 : 1; // the scale's input
+  const size_t params = grad && !rms && call.outputs.size() == 3 ? 2 : 1; // grad: results
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, grad ? 3 : scale + 1,
+                                   grad ? 3 : scale + (rms ? 1 : 2),
+                                   grad ? params + 1 : add ? 2 : 1));
+  const TensorView &x = call.inputs[0];
+  PLAIT_RETURN_IF_ERROR(normalizeAxis(kernel, call.attrs.getInt("axis", -1), x.rank(), axis));
+  auto likeX = [&](std::string_view what, const TensorView &t) -> Status {
+    PLAIT_RETURN_IF_ERROR(checkShape(kernel, what, t.shape, x.shape));
+    return checkSameDtype(kernel, x, t);
+  };
+  auto normalised = [&](std::string_view what, const TensorView &t) -> Status {
+    PLAIT_RETURN_IF_ERROR(
+        checkShape(kernel, what, t.shape, ShapeRef(x.shape).slice(size_t(axis), x.shape.size())));
+    return checkSameDtype(kernel, x, t);
+  };
+  if (add)
+    PLAIT_RETURN_IF_ERROR(likeX("residual", call.inputs[1]));
+  if (grad)
+    PLAIT_RETURN_IF_ERROR(likeX("dy", call.inputs[2]));
+  static constexpr std::string_view kResults[][2] = {{"output", ""}, {"y", "sum"}, {"dx", ""}};
+  for (size_t o = 0; o < (add ? 2 : 1); ++o)
+    PLAIT_RETURN_IF_ERROR(likeX(kResults[size_t(kind)][o], call.outputs[o]));
+  PLAIT_RETURN_IF_ERROR(normalised("scale", call.inputs[scale]));
+  if (!grad && call.inputs.size() > scale + 1)
+    PLAIT_RETURN_IF_ERROR(normalised("bias", call.inputs[scale + 1]));
+  for (size_t p = 1; grad && p <= params; ++p)
+    PLAIT_RETURN_IF_ERROR(normalised(p == 1 ? "dscale" : "dbias", call.outputs[p]));
+  return Status();
+}
+
 Status checkAttentionCall(const KernelCall &call, bool grad, AttentionShape &out) {
   const std::string_view kernel = grad ? "attention_grad" : "attention";
   PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, grad ? 6 : 3, grad ? 6 : 3, grad ? 3 : 2));

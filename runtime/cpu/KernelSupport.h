@@ -101,6 +101,21 @@ struct AttentionShape {
 };
 Status checkAttentionCall(const KernelCall &call, bool grad, AttentionShape &out);
 
+/// The calls of the norm kernels (checkNormCall).
+enum class NormCall {
+  Norm,    // layer_norm (x, scale, bias?) / rms_norm (x, scale) -> y
+  AddNorm, // add_layer_norm (x, residual, scale, bias?) / add_rms_norm (x, residual, scale)
+           //   -> (y, sum)
+  Grad,    // layer_norm_grad (x, scale, dy) -> (dx, dscale, dbias?) / rms_norm_grad
+           //   (x, scale, dy) -> (dx, dscale)
+};
+/// A norm kernel's operands checked: the values of x's shape and dtype (residual, dy, and
+/// every result but the parameter gradients), the parameters and their gradients of the
+/// normalised shape x.shape[axis:] and x's dtype; `rms`: no bias. Yields the normalised
+/// axis. Shared by the CPU and CUDA kernels.
+Status checkNormCall(const KernelCall &call, std::string_view kernel, NormCall kind, bool rms,
+                     int64_t &axis);
+
 /// Product of shape[begin, end).
 int64_t product(ShapeRef shape, size_t begin, size_t end);
 

@@ -137,28 +137,6 @@ template <bool kLog> Status softmaxKernel(const KernelCall &call) {
   });
 }
 
-/// Checks that a norm parameter (`scale`, `bias`) has the normalised shape and x's dtype.
-Status checkNormParam(std::string_view kernel, std::string_view what, const TensorView &x,
-                      int64_t axis, const TensorView &param) {
-  PLAIT_RETURN_IF_ERROR(
-      checkShape(kernel, what, param.shape, ShapeRef(x.shape).slice(axis, x.shape.size())));
-  return checkSameDtype(kernel, x, param);
-}
-
-/// Common checks of layer_norm and rms_norm; yields the normalised axis.
-Status checkNorm(const KernelCall &call, std::string_view kernel, size_t maxInputs,
-                 int64_t &axis) {
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, 2, maxInputs, 1));
-  const TensorView &x = call.inputs[0];
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, x, call.outputs[0]));
-  PLAIT_RETURN_IF_ERROR(checkShape(kernel, "output", call.outputs[0].shape, x.shape));
-  PLAIT_RETURN_IF_ERROR(normalizeAxis(kernel, call.attrs.getInt("axis", -1), x.rank(), axis));
-  for (size_t i = 1; i < call.inputs.size(); ++i)
-    PLAIT_RETURN_IF_ERROR(
-        checkNormParam(kernel, i == 1 ? "scale" : "bias", x, axis, call.inputs[i]));
-  return Status();
-}
-
 /// One row of a layer norm: y = (x - mean) / sqrt(var + eps) * scale + bias, with biased
 /// variance from a two-pass computation (stable when the mean is large relative to the
 /// spread), summed in double (f32: blocked float lanes added in double). `bias` may be null.
@@ -202,47 +180,6 @@ PLAIT_SIMD_CLONES void rmsNormRow(const T *in, const T *scale, T *out, int64_t n
     out[i] = in[i] * s * scale[i];
 }
 
-/// layer_norm (x, scale, bias?) -> y per row of the axes from `axis` on.
-Status layerNormKernel(const KernelCall &call) {
-  int64_t axis;
-  PLAIT_RETURN_IF_ERROR(checkNorm(call, "layer_norm", 3, axis));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &layerNormKernel);
-  const TensorView &x = call.inputs[0];
-  double eps = call.attrs.getFloat("epsilon", 1e-5);
-  int64_t rows = product(x.shape, 0, axis), n = product(x.shape, axis, x.rank());
-  return dispatchF32F64("layer_norm", x.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    const T *scale = call.inputs[1].as<T>();
-    const T *bias = call.inputs.size() > 2 ? call.inputs[2].as<T>() : nullptr;
-    parallelFor(rows, grainFor(kElementGrain, n), [&](int64_t, int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r)
-        layerNormRow(x.as<T>() + r * n, scale, bias, call.outputs[0].as<T>() + r * n, n, eps);
-    });
-    return Status();
-  });
-}
-
-/// rms_norm (x, scale) -> y per row.
-Status rmsNormKernel(const KernelCall &call) {
-  int64_t axis;
-  PLAIT_RETURN_IF_ERROR(checkNorm(call, "rms_norm", 2, axis));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &rmsNormKernel);
-  const TensorView &x = call.inputs[0];
-  double eps = call.attrs.getFloat("epsilon", 1e-6);
-  int64_t rows = product(x.shape, 0, axis), n = product(x.shape, axis, x.rank());
-  return dispatchF32F64("rms_norm", x.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    const T *scale = call.inputs[1].as<T>();
-    parallelFor(rows, grainFor(kElementGrain, n), [&](int64_t, int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r)
-        rmsNormRow(x.as<T>() + r * n, scale, call.outputs[0].as<T>() + r * n, n, eps);
-    });
-    return Status();
-  });
-}
-
 /// sum = a + b over a row, rounded to kRound's precision when that is a half type.
 template <typename T, DType kRound>
 PLAIT_SIMD_CLONES void addRow(const T *a, const T *b, T *sum, int64_t n) {
@@ -257,44 +194,49 @@ PLAIT_SIMD_CLONES void addRow(const T *a, const T *b, T *sum, int64_t n) {
   }
 }
 
-/// add_layer_norm (x, residual, scale, bias?) -> (y, sum) and add_rms_norm (x, residual,
-/// scale) -> (y, sum): per row, sum = x + residual is stored, then normalised from the row
-/// just written (in cache) by the norm's own row code. kRound: the call was half precision,
-/// staged through f32 (runStagedInF32), and the sum is rounded to that precision before the
-/// norm reads it, as an add kernel's stored result would be: bit for bit the add and the
-/// norm kernels' results.
-template <bool kRms, DType kRound = DType::F32> Status addNormKernel(const KernelCall &call) {
-  constexpr const char *kName = kRms ? "add_rms_norm" : "add_layer_norm";
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 3, kRms ? 3 : 4, 2));
-  const TensorView &x = call.inputs[0], &residual = call.inputs[1];
+/// layer_norm (x, scale, bias?) -> y and rms_norm (x, scale) -> y per row of the axes from
+/// `axis` on; kAdd: add_layer_norm (x, residual, scale, bias?) -> (y, sum) and add_rms_norm
+/// (x, residual, scale) -> (y, sum), which store sum = x + residual per row and normalise the
+/// row just written (in cache) with the same row code. kRound: an add-norm call was half
+/// precision, staged through f32 (runStagedInF32), and the sum is rounded to that precision
+/// before the norm reads it, as an add kernel's stored result would be: bit for bit the add
+/// and the norm kernels' results.
+template <bool kRms, bool kAdd = false, DType kRound = DType::F32>
+Status normKernel(const KernelCall &call) {
+  constexpr const char *kName = kAdd ? (kRms ? "add_rms_norm" : "add_layer_norm")
+                                     : (kRms ? "rms_norm" : "layer_norm");
   int64_t axis;
-  PLAIT_RETURN_IF_ERROR(normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
-  PLAIT_RETURN_IF_ERROR(checkShape(kName, "residual", residual.shape, x.shape));
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, residual));
-  for (size_t o = 0; o < 2; ++o) {
-    PLAIT_RETURN_IF_ERROR(checkShape(kName, o == 0 ? "y" : "sum", call.outputs[o].shape, x.shape));
-    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[o]));
+  PLAIT_RETURN_IF_ERROR(
+      checkNormCall(call, kName, kAdd ? NormCall::AddNorm : NormCall::Norm, kRms, axis));
+  const TensorView &x = call.inputs[0];
+  if (hasHalfTensor(call)) {
+    if constexpr (kAdd)
+      return runStagedInF32(call, x.dtype == DType::BF16 ? &normKernel<kRms, true, DType::BF16>
+                                                         : &normKernel<kRms, true, DType::F16>);
+    else
+      return runStagedInF32(call, &normKernel<kRms>);
   }
-  for (size_t i = 2; i < call.inputs.size(); ++i)
-    PLAIT_RETURN_IF_ERROR(checkNormParam(kName, i == 2 ? "scale" : "bias", x, axis, call.inputs[i]));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, x.dtype == DType::BF16 ? &addNormKernel<kRms, DType::BF16>
-                                                       : &addNormKernel<kRms, DType::F16>);
+  constexpr size_t kScale = kAdd ? 2 : 1;
   double eps = call.attrs.getFloat("epsilon", kRms ? 1e-6 : 1e-5);
   int64_t rows = product(x.shape, 0, axis), n = product(x.shape, axis, x.rank());
   return dispatchF32F64(kName, x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    const T *scale = call.inputs[2].as<T>();
-    const T *bias = call.inputs.size() > 3 ? call.inputs[3].as<T>() : nullptr;
-    parallelFor(rows, grainFor(kElementGrain, 2 * n), [&](int64_t, int64_t begin, int64_t end) {
+    const T *scale = call.inputs[kScale].as<T>();
+    const T *bias = call.inputs.size() > kScale + 1 ? call.inputs[kScale + 1].as<T>() : nullptr;
+    parallelFor(rows, grainFor(kElementGrain, kAdd ? 2 * n : n),
+                [&](int64_t, int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        const T *a = x.as<T>() + r * n, *b = residual.as<T>() + r * n;
-        T *sum = call.outputs[1].as<T>() + r * n, *y = call.outputs[0].as<T>() + r * n;
-        addRow<T, kRound>(a, b, sum, n);
+        const T *in = x.as<T>() + r * n;
+        T *y = call.outputs[0].as<T>() + r * n;
+        if constexpr (kAdd) {
+          T *sum = call.outputs[1].as<T>() + r * n;
+          addRow<T, kRound>(in, call.inputs[1].as<T>() + r * n, sum, n);
+          in = sum;
+        }
         if constexpr (kRms)
-          rmsNormRow(sum, scale, y, n, eps);
+          rmsNormRow(in, scale, y, n, eps);
         else
-          layerNormRow(sum, scale, bias, y, n, eps);
+          layerNormRow(in, scale, bias, y, n, eps);
       }
     });
     return Status();
@@ -346,19 +288,10 @@ PLAIT_SIMD_CLONES void normGradRow(const T *x, const T *scale, const T *dy, T *d
 /// copies are added in chunk order, so the result is the same on any number of threads.
 template <bool kRms> Status normGradKernel(const KernelCall &call) {
   constexpr const char *kName = kRms ? "rms_norm_grad" : "layer_norm_grad";
-  const size_t params = !kRms && call.outputs.size() == 3 ? 2 : 1;
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 3, 3, params + 1));
-  const TensorView &x = call.inputs[0], &dy = call.inputs[2];
   int64_t axis;
-  PLAIT_RETURN_IF_ERROR(normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
-  PLAIT_RETURN_IF_ERROR(checkNormParam(kName, "scale", x, axis, call.inputs[1]));
-  PLAIT_RETURN_IF_ERROR(checkShape(kName, "dy", dy.shape, x.shape));
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, dy));
-  PLAIT_RETURN_IF_ERROR(checkShape(kName, "dx", call.outputs[0].shape, x.shape));
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[0]));
-  for (size_t p = 1; p <= params; ++p)
-    PLAIT_RETURN_IF_ERROR(
-        checkNormParam(kName, p == 1 ? "dscale" : "dbias", x, axis, call.outputs[p]));
+  PLAIT_RETURN_IF_ERROR(checkNormCall(call, kName, NormCall::Grad, kRms, axis));
+  const TensorView &x = call.inputs[0], &dy = call.inputs[2];
+  const size_t params = call.outputs.size() - 1; // dscale (and dbias)
   if (hasHalfTensor(call))
     return runStagedInF32(call, &normGradKernel<kRms>);
   double eps = call.attrs.getFloat("epsilon", kRms ? 1e-6 : 1e-5);
@@ -399,10 +332,10 @@ template <bool kRms> Status normGradKernel(const KernelCall &call) {
 void registerNormalizationKernels() {
   registerKernel("softmax", &softmaxKernel<false>);
   registerKernel("log_softmax", &softmaxKernel<true>);
-  registerKernel("layer_norm", &layerNormKernel);
-  registerKernel("rms_norm", &rmsNormKernel);
-  registerKernel("add_layer_norm", &addNormKernel<false>);
-  registerKernel("add_rms_norm", &addNormKernel<true>);
+  registerKernel("layer_norm", &normKernel<false>);
+  registerKernel("rms_norm", &normKernel<true>);
+  registerKernel("add_layer_norm", &normKernel<false, true>);
+  registerKernel("add_rms_norm", &normKernel<true, true>);
   registerKernel("layer_norm_grad", &normGradKernel<false>);
   registerKernel("rms_norm_grad", &normGradKernel<true>);
 }

@@ -74,11 +74,11 @@ inline int64_t maxPoolGradSlots(int64_t planes, int64_t planeElements) {
 inline constexpr int64_t kNormGradSlots = 16;
 inline int64_t normGradSlots(int64_t rows, int64_t n) {
   int64_t elements = 0;
-  if (rows <= 1 || __builtin_mul_overflow(rows, n, &elements))
-    return rows <= 1 ? 1 : (rows < kNormGradSlots ? rows : kNormGradSlots);
-  int64_t slots = elements / kFusedSumSplitElements;
-  slots = slots < kNormGradSlots ? slots : kNormGradSlots;
-  slots = slots < rows ? slots : rows;
+  int64_t slots = __builtin_mul_overflow(rows, n, &elements)
+                      ? kNormGradSlots
+                      : elements / kFusedSumSplitElements;
+  int64_t most = rows < kNormGradSlots ? rows : kNormGradSlots;
+  slots = slots < most ? slots : most;
   return slots < 1 ? 1 : slots;
 }
 

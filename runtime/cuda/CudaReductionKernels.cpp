@@ -108,30 +108,16 @@ template <bool kLog> Status softmaxKernel(const CudaKernelCall &call) {
 
 /// layer_norm (x, scale, bias?) and rms_norm (x, scale) over the dimensions from `axis` on;
 /// kAdd: add_layer_norm (x, residual, scale, bias?) and add_rms_norm (x, residual, scale),
-/// with the results (y, sum). The checks are NormalizationKernels.cpp's.
+/// with the results (y, sum). The operand checks are the CPU kernels' (cpu::checkNormCall).
 template <bool kRms, bool kAdd = false> Status normKernel(const CudaKernelCall &call) {
   constexpr const char *kName = kAdd ? (kRms ? "add_rms_norm" : "add_layer_norm")
                                      : (kRms ? "rms_norm" : "layer_norm");
-  constexpr size_t kParams = kAdd ? 2 : 1; // the first scale operand
-  KernelCall host = call.asHostCall();
-  PLAIT_RETURN_IF_ERROR(
-      checkArity(host, kName, kParams + 1, kParams + (kRms ? 1 : 2), kAdd ? 2 : 1));
-  const TensorView &x = call.inputs[0];
-  for (const TensorView &out : call.outputs) {
-    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, out));
-    PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, x.shape));
-  }
-  if (kAdd) {
-    PLAIT_RETURN_IF_ERROR(checkShape(kName, "residual", call.inputs[1].shape, x.shape));
-    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.inputs[1]));
-  }
+  constexpr size_t kParams = kAdd ? 2 : 1; // the scale's input
   int64_t axis;
-  PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
-  for (size_t i = kParams; i < call.inputs.size(); ++i) {
-    PLAIT_RETURN_IF_ERROR(checkShape(kName, i == kParams ? "scale" : "bias", call.inputs[i].shape,
-                                     cpu::ShapeRef(x.shape).slice(size_t(axis), x.shape.size())));
-    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.inputs[i]));
-  }
+  PLAIT_RETURN_IF_ERROR(cpu::checkNormCall(call.asHostCall(), kName,
+                                           kAdd ? cpu::NormCall::AddNorm : cpu::NormCall::Norm,
+                                           kRms, axis));
+  const TensorView &x = call.inputs[0];
   if (!isFloatingDtype(x.dtype))
     return noCudaDtype(kName, x.dtype);
   if (call.check)
@@ -147,27 +133,14 @@ template <bool kRms, bool kAdd = false> Status normKernel(const CudaKernelCall &
 }
 
 /// layer_norm_grad (x, scale, dy) -> (dx, dscale, dbias?) and rms_norm_grad (x, scale, dy) ->
-/// (dx, dscale); the checks are NormalizationKernels.cpp's.
+/// (dx, dscale); the operand checks are the CPU kernels' (cpu::checkNormCall).
 template <bool kRms> Status normGradKernel(const CudaKernelCall &call) {
   constexpr const char *kName = kRms ? "rms_norm_grad" : "layer_norm_grad";
-  KernelCall host = call.asHostCall();
-  const size_t params = !kRms && call.outputs.size() == 3 ? 2 : 1;
-  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 3, 3, params + 1));
-  const TensorView &x = call.inputs[0], &dy = call.inputs[2];
   int64_t axis;
-  PLAIT_RETURN_IF_ERROR(cpu::normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
-  cpu::ShapeRef normalised = cpu::ShapeRef(x.shape).slice(size_t(axis), x.shape.size());
-  PLAIT_RETURN_IF_ERROR(checkShape(kName, "scale", call.inputs[1].shape, normalised));
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.inputs[1]));
-  PLAIT_RETURN_IF_ERROR(checkShape(kName, "dy", dy.shape, x.shape));
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, dy));
-  PLAIT_RETURN_IF_ERROR(checkShape(kName, "dx", call.outputs[0].shape, x.shape));
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[0]));
-  for (size_t p = 1; p <= params; ++p) {
-    PLAIT_RETURN_IF_ERROR(
-        checkShape(kName, p == 1 ? "dscale" : "dbias", call.outputs[p].shape, normalised));
-    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, call.outputs[p]));
-  }
+  PLAIT_RETURN_IF_ERROR(
+      cpu::checkNormCall(call.asHostCall(), kName, cpu::NormCall::Grad, kRms, axis));
+  const TensorView &x = call.inputs[0], &dy = call.inputs[2];
+  const size_t params = call.outputs.size() - 1; // dscale (and dbias)
   if (!isFloatingDtype(x.dtype))
     return noCudaDtype(kName, x.dtype);
   int64_t rows = cpu::product(x.shape, 0, size_t(axis));

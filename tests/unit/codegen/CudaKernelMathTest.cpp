@@ -36,6 +36,7 @@
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaModule.h"
 #include "runtime/cuda/CudaStatus.h"
+#include "tests/unit/cuda/CudaTestSupport.h"
 #endif
 
 namespace plait {
@@ -623,11 +624,6 @@ TEST(CudaKernelMath, LongSumsMatchTheInterpreter) {
 rt::Status failingDriverCall() {
   PLAIT_CU_RETURN_IF_ERROR(CUDA_ERROR_INVALID_VALUE);
   return {};
-}
-
-bool haveCudaDevice() {
-  std::vector<rt::CudaDeviceInfo> devices;
-  return rt::listCudaDevices(devices).ok();
 }
 
 TEST(CudaModule, WithoutADeviceContextsAreOneLineErrors) {

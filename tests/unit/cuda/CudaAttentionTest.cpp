@@ -17,17 +17,13 @@
 
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaKernel.h"
+#include "tests/unit/cuda/CudaTestSupport.h"
 
 namespace plait {
 namespace {
 
 using ::testing::HasSubstr;
 using rt::DType;
-
-bool haveCudaDevice() {
-  std::vector<rt::CudaDeviceInfo> devices;
-  return rt::listCudaDevices(devices).ok();
-}
 
 rt::Attrs attentionAttrs(double scale, bool causal) {
   rt::Attrs attrs;
@@ -144,36 +140,6 @@ struct DeviceBuffer {
   DeviceBuffer(const DeviceBuffer &) = delete;
   DeviceBuffer &operator=(const DeviceBuffer &) = delete;
 };
-
-size_t bytesOf(DType dtype, size_t n) { return n * (dtype == DType::BF16 ? 2 : 4); }
-
-/// `x` stored as `dtype` (f32 or bf16, rounded to nearest even).
-std::vector<uint8_t> encode(DType dtype, const std::vector<float> &x) {
-  std::vector<uint8_t> bytes(bytesOf(dtype, x.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (dtype == DType::BF16) {
-      uint16_t b = rt::floatToBf16(x[i]);
-      std::memcpy(bytes.data() + 2 * i, &b, 2);
-    } else {
-      std::memcpy(bytes.data() + 4 * i, &x[i], 4);
-    }
-  }
-  return bytes;
-}
-
-std::vector<float> decode(DType dtype, const std::vector<uint8_t> &bytes) {
-  std::vector<float> x(bytes.size() / (dtype == DType::BF16 ? 2 : 4));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (dtype == DType::BF16) {
-      uint16_t b;
-      std::memcpy(&b, bytes.data() + 2 * i, 2);
-      x[i] = rt::bf16ToFloat(b);
-    } else {
-      std::memcpy(&x[i], bytes.data() + 4 * i, 4);
-    }
-  }
-  return x;
-}
 
 /// The values as `dtype` holds them.
 std::vector<float> rounded(DType dtype, std::vector<float> x) {

@@ -27,6 +27,7 @@
 #include "runtime/cuda/CudaKernelSupport.h"
 #include "runtime/cuda/kernels/IndexMath.h"
 #include "runtime/cuda/kernels/LaunchGeometry.h"
+#include "tests/unit/cuda/CudaTestSupport.h"
 
 namespace plait {
 namespace {
@@ -40,11 +41,6 @@ rt::AttrValue ints(std::vector<int64_t> v) {
   rt::AttrValue a;
   a.ints = std::move(v);
   return a;
-}
-
-bool haveCudaDevice() {
-  std::vector<rt::CudaDeviceInfo> devices;
-  return rt::listCudaDevices(devices).ok();
 }
 
 rt::Plan loadBytes(const plan::PlanDesc &desc) {

@@ -6,14 +6,10 @@
 
 #include "runtime/cluster/CalibrateCuda.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "tests/unit/cuda/CudaTestSupport.h"
 
 namespace plait::cluster {
 namespace {
-
-bool haveCudaDevice() {
-  std::vector<rt::CudaDeviceInfo> devices;
-  return rt::listCudaDevices(devices).ok() && !devices.empty();
-}
 
 TEST(CudaCalibrate, SpecCarriesTheMeasuredRatesAndParsesBack) {
   CudaCalibration c;

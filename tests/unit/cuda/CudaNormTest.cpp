@@ -18,6 +18,7 @@
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaKernel.h"
 #include "runtime/cuda/kernels/Launch.h"
+#include "tests/unit/cuda/CudaTestSupport.h"
 
 namespace plait {
 namespace {
@@ -99,38 +100,13 @@ TEST(CudaNorms, CheckingCallsTakeTheOperandsAndTheGradientsAskForTheirPartialSum
 
 //===--- on the device --------------------------------------------------------------------===//
 
-bool haveCudaDevice() {
-  std::vector<rt::CudaDeviceInfo> devices;
-  return rt::listCudaDevices(devices).ok();
-}
-
-size_t elementBytes(DType dtype) { return dtype == DType::BF16 ? 2 : 4; }
-
 /// `n` floats uniform in [lo, hi), stored as `dtype`.
 std::vector<uint8_t> randomBytes(std::mt19937 &rng, DType dtype, size_t n, float lo, float hi) {
   std::uniform_real_distribution<float> value(lo, hi);
-  std::vector<uint8_t> bytes(n * elementBytes(dtype));
-  for (size_t i = 0; i < n; ++i) {
-    float v = value(rng);
-    if (dtype == DType::BF16) {
-      uint16_t b = rt::floatToBf16(v);
-      std::memcpy(bytes.data() + 2 * i, &b, 2);
-    } else {
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
-    }
-  }
-  return bytes;
-}
-
-float valueAt(DType dtype, const std::vector<uint8_t> &bytes, size_t i) {
-  if (dtype == DType::BF16) {
-    uint16_t b;
-    std::memcpy(&b, bytes.data() + 2 * i, 2);
-    return rt::bf16ToFloat(b);
-  }
-  float f;
-  std::memcpy(&f, bytes.data() + 4 * i, 4);
-  return f;
+  std::vector<float> x(n);
+  for (float &v : x)
+    v = value(rng);
+  return encode(dtype, x);
 }
 
 /// Runs `c` on the CPU kernel and on the CUDA kernel with the same random inputs and
@@ -141,7 +117,7 @@ void expectCudaMatchesCpu(NormCall c, DType dtype, double tolerance) {
   for (const rt::TensorView &t : c.in)
     inputs.push_back(randomBytes(rng, dtype, size_t(t.numel()), -2, 2));
   for (const rt::TensorView &t : c.out) {
-    cpuOut.emplace_back(size_t(t.numel()) * elementBytes(dtype));
+    cpuOut.emplace_back(bytesOf(dtype, size_t(t.numel())));
     gpuOut.emplace_back(cpuOut.back().size());
   }
   rt::Attrs attrs = normAttrs(1, 1e-5);
@@ -192,12 +168,12 @@ void expectCudaMatchesCpu(NormCall c, DType dtype, double tolerance) {
               cudaSuccess);
   for (void *p : buffers)
     cudaFree(p);
-  for (size_t o = 0; o < gpuOut.size(); ++o)
-    for (size_t i = 0; i < size_t(c.out[o].numel()); ++i) {
-      double want = valueAt(dtype, cpuOut[o], i), got = valueAt(dtype, gpuOut[o], i);
-      ASSERT_NEAR(got, want, tolerance * std::max(1.0, std::fabs(want)))
+  for (size_t o = 0; o < gpuOut.size(); ++o) {
+    std::vector<float> want = decode(dtype, cpuOut[o]), got = decode(dtype, gpuOut[o]);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], tolerance * std::max(1.0, std::fabs(double(want[i]))))
           << c.name << " result " << o << " element " << i;
-    }
+  }
 }
 
 TEST(CudaNorms, EachMatchesTheCpuKernel) {
