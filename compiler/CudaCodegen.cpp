@@ -18,14 +18,18 @@
 //
 // The kernel is a grid-stride loop over the result's elements (any grid and block size
 // work; the element count is the plan's, a constant): when every whole-shape input and every
-// result is 16-byte aligned, four elements per iteration with float4 loads and stores (the
-// one-element inputs read once, the broadcast ones gathered per element), then a scalar tail;
-// otherwise scalar throughout. bf16 inputs and results (plait_bf16: __nv_bfloat16) are read
-// and written one element at a time in either loop, widened with __bfloat162float and
-// rounded with __float2bfloat16_rn (nearest even, as the CPU's cast); the float4 loads and
-// stores are the f32 ones'. PLAIT_HD is __host__ __device__ under nvcc and plain inline
-// elsewhere, and the kernels are under #ifdef __CUDACC__, so a host C++ compiler can build
-// the element functions and compare them with the interpreter (tests/unit/codegen).
+// stored result is 16-byte aligned, a vector loop reads and writes them 16 bytes at a time
+// (the one-element inputs read once, the broadcast ones and i1 masks gathered per element),
+// then a scalar tail; otherwise scalar throughout. The vector loop takes 4 elements per
+// iteration (float4), or 8 where a bf16 tensor is read or written whole (plait_bf16x8: 8 bf16
+// in 16 bytes; its f32 operands then take two float4s); the instruction's "cuda_lanes"
+// attribute tells the launch which, so that each thread gets one iteration. bf16 elements
+// (plait_bf16: __nv_bfloat16) are widened with __bfloat162float and rounded with
+// __float2bfloat16_rn (nearest even, as the CPU's cast). PLAIT_HD is __host__ __device__
+// under nvcc and plain inline elsewhere, and the kernels are compiled only under nvcc or
+// where PLAIT_CUDA_EMULATION is defined, so a host C++ compiler can build the element
+// functions, and the kernels with each thread run in turn, and compare them with the
+// interpreter (tests/unit/codegen).
 //
 // A fused instruction whose kernel would be the same text as an earlier one's (the same
 // program, shapes and element types: a transformer's layers repeat them) gets no kernel of its
@@ -94,6 +98,8 @@ inline plait_bf16 plait_narrow(float v) {
   return plait_bf16{uint16_t(b >> 16)};
 }
 #endif
+// Eight bf16 elements, read and written as one 16-byte vector.
+struct alignas(16) plait_bf16x8 { plait_bf16 v[8]; };
 // round_bf16: a value rounded to bf16 and widened back, where the unfused ops store bf16.
 PLAIT_HD float plait_round_bf16(float v) { return plait_widen(plait_narrow(v)); }
 // sigmoid as the CUDA kernels compute it (runtime/cuda/kernels/ElementMath.h's
@@ -114,8 +120,14 @@ PLAIT_HD float plait_sigmoid(float x) {
 #else
 #define PLAIT_ADD(target, value) ((target) += (value))
 #endif
+// The kernels: compiled by nvcc, or by a host compiler that defines PLAIT_CUDA_EMULATION and
+// supplies __global__, blockIdx, threadIdx, blockDim, gridDim, float4 and make_float4 (the
+// codegen test runs each thread of a grid in turn).
+#if defined(__CUDACC__) || defined(PLAIT_CUDA_EMULATION)
+#define PLAIT_KERNELS 1
+#endif
 #ifdef __CUDACC__
-// The kernels sum a reduced result in registers, one running sum per thread and float4 lane
+// The kernels sum a reduced result in registers, one running sum per thread and vector lane
 // that is flushed when the element's sum changes (row sums: at the end of each stretch of the
 // row; column sums: never, where the grid's stride is a multiple of the row), and a flush
 // where the whole warp holds the same sum adds it across the warp first: one atomic add
@@ -133,6 +145,13 @@ __device__ __forceinline__ void plait_flush(float *out, int64_t sum, float value
   }
   atomicAdd(out + sum, value);
 }
+#elif defined(PLAIT_CUDA_EMULATION)
+inline void plait_flush(float *out, int64_t sum, float value) {
+  if (sum >= 0)
+    out[sum] += value;
+}
+#endif
+#ifdef PLAIT_KERNELS
 #define PLAIT_ACC(o, k, index, value)                                                            \
   do {                                                                                           \
     const int64_t at_ = (index);                                                                 \
@@ -310,9 +329,21 @@ template <typename Fn> std::string joined(size_t n, Fn fn, const char *separator
   return out;
 }
 
+/// Elements per iteration of a kernel's vector loop: 8 when a bf16 operand is read or written
+/// as a vector (8 bf16 are 16 bytes; its f32 operands then take two float4s), else 4.
+int laneCount(const std::vector<InputForm> &inputs, const std::vector<ResultForm> &results) {
+  for (const InputForm &form : inputs)
+    if (form.kind == InputForm::Whole && form.half)
+      return 8;
+  for (const ResultForm &form : results)
+    if (!form.reduced && form.half)
+      return 8;
+  return 4;
+}
+
 /// The source of one fused instruction: its math, element and kernel functions.
 std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
-                         const std::string &name, std::string &error) {
+                         const std::string &name, int &lanes, std::string &error) {
   std::vector<InputForm> forms = inputForms(plan, f, error);
   if (!error.empty())
     return "";
@@ -359,23 +390,24 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
     s << "  " << resultWrite(written[o], o, "i", fmt::format("y{}", o)) << "\n";
   s << "}\n";
   // The kernel.
-  s << fmt::format("#ifdef __CUDACC__\nextern \"C\" __global__ void {}({}) {{\n", name, params);
+  s << fmt::format("#ifdef PLAIT_KERNELS\nextern \"C\" __global__ void {}({}) {{\n", name, params);
   s << fmt::format("  const int64_t n = {};\n", f.numel);
   s << "  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;\n"
        "  const int64_t step = int64_t(gridDim.x) * blockDim.x;\n"
        "  int64_t tail = 0;\n";
+  lanes = laneCount(forms, written);
   for (size_t o = 0; o < results; ++o)
     if (written[o].reduced)
-      s << fmt::format("  float acc{0}[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};\n"
-                       "  int64_t sum{0}[4] = {{-1, -1, -1, -1}};\n",
-                       o);
-  if (f.numel >= 4) {
-    // The f32 pointers read or written as float4 (bf16 and i1 ones element by element).
+      s << fmt::format("  float acc{0}[{1}];\n  int64_t sum{0}[{1}];\n"
+                       "  for (int k = 0; k < {1}; ++k) {{\n"
+                       "    acc{0}[k] = 0.0f;\n    sum{0}[k] = -1;\n  }}\n",
+                       o, lanes);
+  if (f.numel >= lanes) {
+    // Whole inputs and stored results other than i1 are read and written as 16-byte vectors
+    // (f32: float4, bf16: plait_bf16x8), `lanes` elements per iteration.
     std::vector<std::string> vectors;
-    auto vectorIn = [&](size_t r) {
-      return forms[r].kind == InputForm::Whole && !forms[r].half && !forms[r].truth;
-    };
-    auto vectorOut = [&](size_t o) { return !written[o].reduced && !written[o].half; };
+    auto vectorIn = [&](size_t r) { return forms[r].kind == InputForm::Whole && !forms[r].truth; };
+    auto vectorOut = [&](size_t o) { return !written[o].reduced; };
     for (size_t r = 0; r < inputs; ++r)
       if (vectorIn(r))
         vectors.push_back(fmt::format("in{}", r));
@@ -392,41 +424,73 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
     for (size_t r = 0; r < inputs; ++r)
       if (forms[r].kind == InputForm::Splat)
         s << fmt::format("    const float s{0} = {1};\n", r, inputRead(forms[r], r, "0"));
-    s << "    for (int64_t v = first; v < n / 4; v += step) {\n"
-         "      const int64_t i = 4 * v;\n";
+    s << fmt::format("    for (int64_t v = first; v < n / {}; v += step) {{\n", lanes);
+    // The element index, where a gathered input or a sum needs it.
+    bool indexed = false;
     for (size_t r = 0; r < inputs; ++r)
-      if (vectorIn(r))
-        s << fmt::format("      const float4 a{0} = reinterpret_cast<const float4 *>(in{0})[v];\n",
+      indexed = indexed || (!vectorIn(r) && forms[r].kind != InputForm::Splat);
+    for (size_t o = 0; o < results; ++o)
+      indexed = indexed || written[o].reduced;
+    if (indexed)
+      s << fmt::format("      const int64_t i = {} * v;\n", lanes);
+    const int quads = lanes / 4; // float4s per iteration of an f32 operand
+    auto quadIndex = [&](int q) {
+      return quads == 1 ? std::string("v") : fmt::format("{} * v + {}", quads, q);
+    };
+    for (size_t r = 0; r < inputs; ++r) {
+      if (!vectorIn(r))
+        continue;
+      if (forms[r].half)
+        s << fmt::format("      const plait_bf16x8 a{0} = "
+                         "reinterpret_cast<const plait_bf16x8 *>(in{0})[v];\n",
                          r);
-    s << fmt::format("      float4 {};\n",
-                     joined(results, [](size_t o) { return fmt::format("y{}", o); }));
-    const char *lanes[] = {"x", "y", "z", "w"};
-    for (int lane = 0; lane < 4; ++lane) {
+      else
+        for (int q = 0; q < quads; ++q)
+          s << fmt::format("      const float4 a{0}_{1} = "
+                           "reinterpret_cast<const float4 *>(in{0})[{2}];\n",
+                           r, q, quadIndex(q));
+    }
+    s << fmt::format("      float {};\n", joined(results, [&](size_t o) {
+                       return fmt::format("y{}[{}]", o, lanes);
+                     }));
+    const char *fields[] = {"x", "y", "z", "w"};
+    for (int lane = 0; lane < lanes; ++lane) {
       std::string element = lane == 0 ? "i" : fmt::format("(i + {})", lane);
       s << fmt::format("      {}_math({}, {});\n", name, joined(inputs, [&](size_t r) {
                          if (vectorIn(r))
-                           return fmt::format("a{}.{}", r, lanes[lane]);
+                           return forms[r].half
+                                      ? fmt::format("plait_widen(a{}.v[{}])", r, lane)
+                                      : fmt::format("a{}_{}.{}", r, lane / 4, fields[lane % 4]);
                          if (forms[r].kind == InputForm::Splat)
                            return fmt::format("s{}", r);
                          return inputRead(forms[r], r, inputIndex(forms[r], element));
                        }),
-                       joined(results, [&](size_t o) { return fmt::format("y{}.{}", o, lanes[lane]); }));
+                       joined(results, [&](size_t o) { return fmt::format("y{}[{}]", o, lane); }));
     }
     for (size_t o = 0; o < results; ++o) {
-      if (vectorOut(o)) {
-        s << fmt::format("      reinterpret_cast<float4 *>(out{0})[v] = y{0};\n", o);
+      if (written[o].half) { // stored: reduced bf16 results are refused above
+        s << fmt::format("      const plait_bf16x8 z{0} = {{{{{1}}}}};\n"
+                         "      reinterpret_cast<plait_bf16x8 *>(out{0})[v] = z{0};\n",
+                         o, joined(size_t(lanes), [&](size_t lane) {
+                           return fmt::format("plait_narrow(y{}[{}])", o, lane);
+                         }));
         continue;
       }
-      for (int lane = 0; lane < 4; ++lane) {
+      if (vectorOut(o)) {
+        for (int q = 0; q < quads; ++q)
+          s << fmt::format("      reinterpret_cast<float4 *>(out{0})[{1}] = "
+                           "make_float4(y{0}[{2}], y{0}[{3}], y{0}[{4}], y{0}[{5}]);\n",
+                           o, quadIndex(q), 4 * q, 4 * q + 1, 4 * q + 2, 4 * q + 3);
+        continue;
+      }
+      for (int lane = 0; lane < lanes; ++lane) {
         std::string element = lane == 0 ? "i" : fmt::format("(i + {})", lane);
-        std::string value = fmt::format("y{}.{}", o, lanes[lane]);
         s << "      "
-          << (written[o].reduced ? resultAccumulate(written[o], o, lane, element, value)
-                                 : resultWrite(written[o], o, element, value))
+          << resultAccumulate(written[o], o, lane, element, fmt::format("y{}[{}]", o, lane))
           << "\n";
       }
     }
-    s << "    }\n    tail = n / 4 * 4;\n  }\n";
+    s << fmt::format("    }}\n    tail = n / {0} * {0};\n  }}\n", lanes);
   }
   // The rest element by element (every element where an operand is not 16-byte aligned).
   s << "  for (int64_t i = tail + first; i < n; i += step) {\n";
@@ -443,9 +507,9 @@ std::string kernelSource(const plan::PlanDesc &plan, const FusedInstruction &f,
   s << "  }\n";
   for (size_t o = 0; o < results; ++o)
     if (written[o].reduced)
-      s << fmt::format("  for (int k = 0; k < 4; ++k)\n    plait_flush(out{0}, sum{0}[k], "
+      s << fmt::format("  for (int k = 0; k < {1}; ++k)\n    plait_flush(out{0}, sum{0}[k], "
                        "acc{0}[k]);\n",
-                       o);
+                       o, lanes);
   s << "}\n#endif\n";
   return s.str();
 }
@@ -477,17 +541,21 @@ std::string findNvcc(std::string &error) {
 }
 
 std::string cudaKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &generated,
-                             std::vector<std::string> &symbols, std::string &error) {
+                             std::vector<std::string> &symbols, std::string &error,
+                             std::vector<int64_t> *lanes) {
   std::string body;
   generated.clear();
   symbols.clear();
+  if (lanes)
+    lanes->clear();
   // A kernel's source depends only on its program, shapes and element types (broadcasts are
   // constants): instructions whose kernels read the same share the first one's. Compared
   // with the name left out and without the comment naming the instruction.
   constexpr const char *kPlaceholder = "plait_fused_KERNEL";
   std::map<std::string, std::string> kernelOf; // source under the placeholder -> its symbol
   for (const FusedInstruction &f : fusedInstructions(plan)) {
-    std::string text = kernelSource(plan, f, kPlaceholder, error);
+    int width = 4;
+    std::string text = kernelSource(plan, f, kPlaceholder, width, error);
     if (!error.empty())
       return "";
     size_t comment = text.find('\n', 1); // the text opens with "\n// NAME: ops\n"
@@ -503,6 +571,8 @@ std::string cudaKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &ge
     }
     generated.push_back(f.index);
     symbols.push_back(it->second);
+    if (lanes)
+      lanes->push_back(width);
   }
   return generated.empty() ? "" : kHeader + body;
 }
@@ -511,7 +581,8 @@ CudaCodegenResult generateCudaKernels(plan::PlanDesc &plan) {
   CudaCodegenResult result;
   std::vector<size_t> generated;
   std::vector<std::string> symbols;
-  result.source = cudaKernelSource(plan, generated, symbols, result.error);
+  std::vector<int64_t> lanes;
+  result.source = cudaKernelSource(plan, generated, symbols, result.error, &lanes);
   if (!result.error.empty() || result.source.empty())
     return result;
   std::string nvcc = findNvcc(result.error);
@@ -532,8 +603,10 @@ CudaCodegenResult generateCudaKernels(plan::PlanDesc &plan) {
     result.error = "--device cuda: " + error;
     return result;
   }
-  for (size_t k = 0; k < generated.size(); ++k)
+  for (size_t k = 0; k < generated.size(); ++k) {
     plan.instrs[generated[k]].attrs.push_back({"cuda_symbol", {}, {}, symbols[k]});
+    plan.instrs[generated[k]].attrs.push_back({"cuda_lanes", {lanes[k]}, {}, ""});
+  }
   result.instructions = int64_t(generated.size());
   result.kernels = int64_t(std::set<std::string>(symbols.begin(), symbols.end()).size());
   result.fatbinBytes = int64_t(plan.generatedCuda.size());

@@ -2,7 +2,8 @@
 // fused_elementwise instruction of a plan becomes an extern "C" __global__ kernel, compiled
 // by nvcc into one fatbin for sm_80 and sm_90 (plus compute_90 PTX) carried in the plan
 // (PlanDesc::generatedCuda), each instruction naming its kernel in a "cuda_symbol" attribute
-// (instructions with identical kernels share one).
+// (instructions with identical kernels share one) and its elements per thread in
+// "cuda_lanes".
 #pragma once
 
 #include <string>
@@ -32,9 +33,11 @@ struct CudaCodegenResult {
 /// the source holds one kernel per distinct text. Each kernel's element math is in a
 /// __host__ __device__ function that host code can call (see the file comment of
 /// CudaCodegen.cpp). Empty when the plan has no fused instruction, or when an opcode has no
-/// CUDA expression (`error` says which).
+/// CUDA expression (`error` says which). `lanes`, when given, gets each kernel's elements per
+/// iteration (4, or 8 with a bf16 vector operand: the "cuda_lanes" the launch reads).
 std::string cudaKernelSource(const plan::PlanDesc &plan, std::vector<size_t> &generated,
-                             std::vector<std::string> &symbols, std::string &error);
+                             std::vector<std::string> &symbols, std::string &error,
+                             std::vector<int64_t> *lanes = nullptr);
 
 /// The name of the kernel generated first for instruction `i`.
 std::string cudaSymbolOf(size_t i);

@@ -808,7 +808,8 @@ Status fusedElementwiseKernel(const CudaKernelCall &call) {
   int64_t numel = cpu::product(shape, 0, shape.size());
   return launchFusedKernel(*static_cast<const CudaDriver *>(call.fused.driver),
                            static_cast<CUfunction>(call.fused.function), pointers, numel,
-                           reinterpret_cast<CUstream>(call.stream), reduced)
+                           reinterpret_cast<CUstream>(call.stream), reduced,
+                           call.attrs.getInt("cuda_lanes", 4))
       .withPrefix(std::string(kName) + ": ");
 }
 

@@ -93,16 +93,17 @@ Status CudaModule::kernel(const std::string &symbol, CUfunction &out) const {
 Status launchFusedKernel(const CudaDriver &driver, CUfunction kernel,
                          const std::vector<CUdeviceptr> &pointers, int64_t numel,
                          CUstream stream,
-                         const std::vector<std::pair<CUdeviceptr, size_t>> &reduced) {
+                         const std::vector<std::pair<CUdeviceptr, size_t>> &reduced,
+                         int64_t lanes) {
   for (const auto &[address, floats] : reduced)
     PLAIT_CU_RETURN_IF_ERROR(driver.cuMemsetD32Async(address, 0, floats, stream));
   // A kernel with reduced results keeps a running sum per thread (compiler/CudaCodegen.cpp):
   // fewer blocks, each thread looping over more elements, mean fewer atomic adds. 1024 blocks
   // of 256 fill an H100/H200 (132 SMs x 2048 threads) and make the grid's stride 2^20
   // elements, a multiple of any power-of-two row, whose column sums then never flush early.
-  constexpr int64_t kThreads = 256, kElementsPerThread = 4, kMaxBlocks = 65535,
-                    kMaxReducingBlocks = 1024;
-  int64_t blocks = (numel + kThreads * kElementsPerThread - 1) / (kThreads * kElementsPerThread);
+  constexpr int64_t kThreads = 256, kMaxBlocks = 65535, kMaxReducingBlocks = 1024;
+  const int64_t perBlock = kThreads * std::max<int64_t>(lanes, 1);
+  int64_t blocks = (numel + perBlock - 1) / perBlock;
   blocks = std::clamp<int64_t>(blocks, 1, reduced.empty() ? kMaxBlocks : kMaxReducingBlocks);
   std::vector<void *> arguments;
   for (const CUdeviceptr &p : pointers)

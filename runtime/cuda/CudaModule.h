@@ -83,13 +83,14 @@ private:
 
 /// Launches a generated fused kernel (compiler/CudaCodegen.cpp) over its `numel` result
 /// elements on `stream`: `pointers` are the device addresses of its inputs, then of its
-/// results, as the kernel declares them. Blocks of 256 threads, about four elements each
-/// (the kernels stride over the grid, so any grid is correct). `reduced` lists the reduced
-/// results (address, floats): the kernel adds into them, so they are zeroed first on the
-/// same stream.
+/// results, as the kernel declares them. Blocks of 256 threads, about `lanes` elements each
+/// (the kernel's elements per iteration, its "cuda_lanes"; the kernels stride over the grid,
+/// so any grid is correct). `reduced` lists the reduced results (address, floats): the kernel
+/// adds into them, so they are zeroed first on the same stream.
 Status launchFusedKernel(const CudaDriver &driver, CUfunction kernel,
                          const std::vector<CUdeviceptr> &pointers, int64_t numel,
                          CUstream stream = nullptr,
-                         const std::vector<std::pair<CUdeviceptr, size_t>> &reduced = {});
+                         const std::vector<std::pair<CUdeviceptr, size_t>> &reduced = {},
+                         int64_t lanes = 4);
 
 } // namespace plait::rt

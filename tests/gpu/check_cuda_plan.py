@@ -102,6 +102,10 @@ def main():
         fail(f"{plan_path}: {rest.count(b'cuda_symbol' + bytes(1))} cuda_symbol attributes "
              f"naming {sum(uses.values())} times the {len(kernels)} kernels for {fused} fused "
              f"instructions{'; unbound: ' + unbound[0] if unbound else ''}")
+    # ...and its elements per thread ("cuda_lanes"), which the launch sizes its grid by.
+    if rest.count(b"cuda_lanes\0") != fused:
+        fail(f"{plan_path}: {rest.count(b'cuda_lanes' + bytes(1))} cuda_lanes attributes for "
+             f"{fused} fused instructions")
     archs = [int(a[3:]) for a in cuda["archs"]]
     wanted = set(kernels)
     for sm in archs:

@@ -1,6 +1,9 @@
 // The generated CUDA kernels' element functions (plait_fused_<i>_at: broadcast indexing, the
-// program, pow's special cases), compiled as host C++ and compared with the CPU interpreter
-// (runtime/cpu/FusedKernels.cpp) on random inputs, since no kernel can launch without a GPU:
+// program, pow's special cases) and the kernels themselves (grid-stride loops, 16-byte
+// vector loads and stores, scalar tails, per-lane running sums; each thread of a grid run in
+// turn under PLAIT_CUDA_EMULATION, on several grids, aligned and not), compiled as host C++
+// and compared with the CPU interpreter (runtime/cpu/FusedKernels.cpp) on random inputs,
+// since no kernel can launch without a GPU:
 //   * with exp and erf mapped to the runtime's own approximations, every element must be the
 //     same bits as the interpreter's, over random programs of every opcode and input form;
 //   * with the math library's expf and erff (as the device code calls CUDA's), realistic
@@ -103,20 +106,35 @@ plan::PlanDesc planOf(const std::vector<Case> &cases) {
 }
 
 using ElementsFn = void (*)(const float *const *, float *const *, int64_t);
+using LaunchFn = void (*)(const float *const *, float *const *, unsigned, unsigned);
 
-/// The generated source of `plan`, compiled by the host compiler with a shim per kernel that
-/// runs its element function over all n elements; `exactMath` maps expf, erff and the
-/// sigmoid to the runtime's approximations. Unloaded at the end of the test.
+/// What a host build of the kernels needs of CUDA to compile them (PLAIT_CUDA_EMULATION): the
+/// thread indices, which the launch shims set before running each thread of the grid in turn,
+/// and float4. The kernels' threads share nothing but their atomic adds (plain adds here),
+/// so running them one after another computes what a device does, up to the order of a sum.
+constexpr const char *kEmulation = R"(#define PLAIT_CUDA_EMULATION 1
+#define __global__
+struct plait_dim3 { unsigned x; };
+static plait_dim3 blockIdx, threadIdx, blockDim, gridDim;
+struct alignas(16) float4 { float x, y, z, w; };
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+)";
+
+/// The generated source of `plan`, compiled by the host compiler with two shims per kernel:
+/// elements_<i> runs its element function over all n elements, launch_<i> runs the kernel
+/// itself on a grid of `grid` blocks of `block` threads, one thread after another.
+/// `exactMath` maps expf, erff and the sigmoid to the runtime's approximations. Unloaded at
+/// the end of the test.
 class HostKernels {
 public:
   HostKernels(const plan::PlanDesc &plan, const std::vector<Case> &cases, bool exactMath) {
     std::vector<size_t> generated;
     std::vector<std::string> symbols;
     std::string error;
-    std::string source = cudaKernelSource(plan, generated, symbols, error);
+    std::string source = cudaKernelSource(plan, generated, symbols, error, &lanes_);
     EXPECT_EQ(error, "");
     EXPECT_EQ(generated.size(), cases.size());
-    std::string prefix = "#include <math.h>\n#include <cmath>\n";
+    std::string prefix = std::string("#include <math.h>\n#include <cmath>\n") + kEmulation;
     if (exactMath)
       prefix += "#include \"runtime/cpu/VectorMath.h\"\n"
                 "#define expf(x) plait::rt::cpu::expApprox(x)\n"
@@ -141,11 +159,19 @@ public:
                            "*out, int64_t n) {{\n  for (int64_t i = 0; i < n; ++i)\n    "
                            "{1}_at({2}i);\n}}\n",
                            i, symbols[k], pointers);
+      pointers.resize(pointers.size() - 2); // the trailing ", "
+      shims += fmt::format("extern \"C\" void launch_{0}(const float *const *in, float *const "
+                           "*out, unsigned grid, unsigned block) {{\n"
+                           "  gridDim.x = grid;\n  blockDim.x = block;\n"
+                           "  for (blockIdx.x = 0; blockIdx.x < grid; ++blockIdx.x)\n"
+                           "    for (threadIdx.x = 0; threadIdx.x < block; ++threadIdx.x)\n"
+                           "      {1}({2});\n}}\n",
+                           i, symbols[k], pointers);
     }
     std::vector<uint8_t> object;
     error = compileCached("c++",
                           fmt::format("-x c++ -O2 -std=c++17 -shared -fPIC -ffp-contract=off "
-                                      "-fno-math-errno -w -I{}",
+                                      "-fno-math-errno -fno-strict-aliasing -w -I{}",
                                       shellQuote(PLAIT_SOURCE_DIR)),
                           prefix + source + shims, "kernels.cpp", ".so", object);
     EXPECT_EQ(error, "");
@@ -163,15 +189,19 @@ public:
     std::error_code ec;
     fs::remove(path_, ec);
   }
-  ElementsFn elements(size_t i) const {
-    return library_ ? reinterpret_cast<ElementsFn>(
-                          dlsym(library_, fmt::format("elements_{}", i).c_str()))
-                    : nullptr;
-  }
+  ElementsFn elements(size_t i) const { return symbol<ElementsFn>("elements", i); }
+  LaunchFn launch(size_t i) const { return symbol<LaunchFn>("launch", i); }
+  /// Kernel k's elements per iteration (4, or 8 with a bf16 vector operand).
+  int64_t lanes(size_t k) const { return k < lanes_.size() ? lanes_[k] : 0; }
 
 private:
+  template <typename Fn> Fn symbol(const char *kind, size_t i) const {
+    return library_ ? reinterpret_cast<Fn>(dlsym(library_, fmt::format("{}_{}", kind, i).c_str()))
+                    : nullptr;
+  }
   fs::path path_;
   void *library_ = nullptr;
+  std::vector<int64_t> lanes_;
 };
 
 /// The interpreter's results for `c`.
@@ -191,8 +221,33 @@ bool withinOneMillionth(float a, float b) {
   return std::fabs(double(a) - double(b)) <= 1e-6 * std::max(1.0, std::fabs(double(b)));
 }
 
-/// Runs every case through the generated element functions and the interpreter; `close`
-/// decides whether two elements agree.
+/// How compareWithInterpreter runs the generated code: the element function over every
+/// element (grid 0), or the kernel on a grid of `grid` x `block` threads with every tensor
+/// placed `offset` elements past a 64-byte boundary (1: no operand is 16-byte aligned, so the
+/// kernel takes its scalar loop throughout).
+struct HostRun {
+  unsigned grid = 0, block = 0;
+  int64_t offset = 0;
+};
+
+/// The runs every comparison makes: the element functions; the kernels on one thread, on a
+/// grid whose stride is not a multiple of 4 or 8, and on 3 x 32 threads; and misaligned.
+const std::vector<HostRun> kHostRuns = {{0, 0, 0}, {1, 1, 0}, {2, 5, 0}, {3, 32, 0}, {2, 3, 1}};
+
+/// A tensor's bytes at `offset` elements past a 64-byte boundary (the copy keeps the storage).
+struct PlacedBytes {
+  std::vector<uint8_t> storage;
+  uint8_t *data = nullptr;
+  PlacedBytes(const std::vector<uint8_t> &bytes, size_t elementSize, int64_t offset) {
+    storage.assign(bytes.size() + 64 + size_t(offset) * elementSize, 0);
+    auto address = reinterpret_cast<uintptr_t>(storage.data());
+    data = storage.data() + ((64 - address % 64) % 64) + size_t(offset) * elementSize;
+    std::copy(bytes.begin(), bytes.end(), data);
+  }
+};
+
+/// Runs every case through the generated element functions, and its kernel on each of
+/// kHostRuns' grids, and through the interpreter; `close` decides whether two elements agree.
 template <typename Close>
 void compareWithInterpreter(const std::vector<Case> &cases, bool exactMath, Close close) {
   // A private cache: the test always compiles what it generates now.
@@ -205,32 +260,48 @@ void compareWithInterpreter(const std::vector<Case> &cases, bool exactMath, Clos
     const Case &c = cases[i];
     rt::test::KernelResult reference = interpret(c);
     ASSERT_TRUE(reference.status.ok()) << reference.status.message();
-    std::vector<const float *> in;
-    for (const OwnedTensor &t : c.inputs)
-      in.push_back(reinterpret_cast<const float *>(t.bytes.data()));
-    // Results start at zero (as the launch zeroes reduced ones); the element function runs
-    // over the iteration shape.
-    std::vector<OwnedTensor> out;
     int64_t numel = 1;
     for (int64_t d : c.shape)
       numel *= d;
-    for (size_t o = 0; o < c.outputs.size(); ++o) {
-      out.emplace_back(c.resultType(o), reference.out(o).view.shape);
-      std::fill(out.back().bytes.begin(), out.back().bytes.end(), uint8_t(0));
-    }
-    std::vector<float *> outPointers;
-    for (auto &o : out)
-      outPointers.push_back(reinterpret_cast<float *>(o.bytes.data()));
-    ElementsFn fn = kernels.elements(i);
-    ASSERT_NE(fn, nullptr) << "case " << i;
-    fn(in.data(), outPointers.data(), numel);
-    for (size_t o = 0; o < out.size(); ++o) {
-      // (bf16 elements widened to their f32 values: the same bits, or close, as f32 ones.)
-      std::vector<float> got = out[o].floats(), expected = reference.out(o).floats();
-      for (size_t e = 0; e < expected.size(); ++e)
-        ASSERT_TRUE(close(got[e], expected[e]))
-            << "case " << i << " (" << plan.instrs[i].name << ") result " << o << " element "
-            << e << ": generated " << got[e] << ", interpreter " << expected[e];
+    for (const HostRun &run : kHostRuns) {
+      std::vector<PlacedBytes> inputs;
+      std::vector<const float *> in;
+      for (const OwnedTensor &t : c.inputs) {
+        inputs.emplace_back(t.bytes, rt::dtypeSize(t.view.dtype), run.offset);
+        in.push_back(reinterpret_cast<const float *>(inputs.back().data));
+      }
+      // Results start at zero (as the launch zeroes reduced ones).
+      std::vector<OwnedTensor> out;
+      std::vector<PlacedBytes> placed;
+      std::vector<float *> outPointers;
+      for (size_t o = 0; o < c.outputs.size(); ++o) {
+        out.emplace_back(c.resultType(o), reference.out(o).view.shape);
+        std::fill(out.back().bytes.begin(), out.back().bytes.end(), uint8_t(0));
+        placed.emplace_back(out.back().bytes, rt::dtypeSize(c.resultType(o)), run.offset);
+        outPointers.push_back(reinterpret_cast<float *>(placed.back().data));
+      }
+      std::string how = run.grid == 0 ? std::string("element function")
+                                      : fmt::format("kernel on {} x {} threads, offset {}",
+                                                    run.grid, run.block, run.offset);
+      if (run.grid == 0) {
+        ElementsFn fn = kernels.elements(i);
+        ASSERT_NE(fn, nullptr) << "case " << i;
+        fn(in.data(), outPointers.data(), numel);
+      } else {
+        LaunchFn fn = kernels.launch(i);
+        ASSERT_NE(fn, nullptr) << "case " << i;
+        fn(in.data(), outPointers.data(), run.grid, run.block);
+      }
+      for (size_t o = 0; o < out.size(); ++o) {
+        std::copy(placed[o].data, placed[o].data + out[o].bytes.size(), out[o].bytes.begin());
+        // (bf16 elements widened to their f32 values: the same bits, or close, as f32 ones.)
+        std::vector<float> got = out[o].floats(), expected = reference.out(o).floats();
+        for (size_t e = 0; e < expected.size(); ++e)
+          ASSERT_TRUE(close(got[e], expected[e]))
+              << "case " << i << " (" << plan.instrs[i].name << ", " << how << ", "
+              << kernels.lanes(i) << " lanes) result " << o << " element " << e
+              << ": generated " << got[e] << ", interpreter " << expected[e];
+      }
     }
   }
   std::error_code ec;
@@ -295,6 +366,49 @@ Case randomCase(std::mt19937 &rng, bool bf16 = false) {
   return c;
 }
 
+std::vector<Case> realisticCases();
+
+/// Kernels that read or write bf16 tensors whole (8 lanes): a chain as bf16-mixed plans have
+/// it (bf16 in, f32 math rounded to bf16, f32 and bf16 out) over 4x16x96; the same over
+/// 5x7x13 (455 elements: 56 vector iterations and a tail of 7) and over 7 elements (no
+/// vector iteration); bf16 and f32 inputs with a bf16 result and a row sum; an f32 input
+/// with a bf16 result beside a broadcast bf16 input.
+std::vector<Case> bf16VectorCases() {
+  using namespace fused;
+  std::mt19937 rng(29);
+  auto bf16 = [&](Shape shape, double lo, double hi) {
+    return rt::test::runOk("cast", {randomTensor(shape, rng, lo, hi)}, DType::BF16, shape);
+  };
+  std::vector<Case> cases;
+  for (Shape s : {Shape{4, 16, 96}, Shape{5, 7, 13}, Shape{7}}) {
+    Case chain{{bf16(s, -4, 4), rt::test::makeFloat(DType::BF16, {}, {0.70710678})},
+               {false, true},
+               s,
+               {Mul, 0, 1, -1, RoundBf16, 2, -1, -1, Erf, 3, -1, -1, RoundBf16, 4, -1, -1, Add, 5, 0, -1},
+               {6, 5}};
+    chain.resultTypes = {DType::F32, DType::BF16};
+    cases.push_back(chain);
+  }
+  Shape s = {5, 7, 13};
+  // (Multiples of 1/64 and 1/16 of magnitude <= 1/2: bf16 holds them, and float holds their
+  // products and sums exactly, so the row sums are the interpreter's in any order.)
+  auto dyadic = [&](DType dtype, Shape shape, double scale) {
+    std::vector<double> values(size_t(shape[0] * shape[1] * shape[2]));
+    for (double &v : values)
+      v = (int(rng() % 65) - 32) / scale;
+    return rt::test::makeFloat(dtype, shape, values);
+  };
+  Case mixed{{dyadic(DType::BF16, s, 64), dyadic(DType::F32, s, 16)}, {false, false}, s,
+             {Mul, 0, 1, -1, BroadcastTo, 2, -1, -1}, {2, 3}, {Store, Sum}, {s, {5, 7, 1}}};
+  mixed.resultTypes = {DType::BF16, DType::F32};
+  cases.push_back(mixed);
+  Case broadcast{{randomTensor(s, rng, -2, 2), bf16({13}, -1, 1)}, {false, false}, s,
+                 {Add, 0, 1, -1}, {2}};
+  broadcast.resultTypes = {DType::BF16};
+  cases.push_back(broadcast);
+  return cases;
+}
+
 TEST(CudaKernelMath, RandomProgramsMatchTheInterpreterBitForBit) {
   std::mt19937 rng(7);
   std::vector<Case> cases;
@@ -312,18 +426,43 @@ TEST(CudaKernelMath, Bf16ProgramsMatchTheInterpreterBitForBit) {
   std::vector<Case> cases;
   for (int i = 0; i < 200; ++i)
     cases.push_back(randomCase(rng, /*bf16=*/true));
-  // A chain as bf16-mixed plans have it: bf16 in, f32 math rounded to bf16, both out.
-  using namespace fused;
-  OwnedTensor x = rt::test::runOk("cast", {randomTensor({4, 16, 96}, rng, -4, 4)}, DType::BF16,
-                                  {4, 16, 96});
-  Case chain{{x, rt::test::makeFloat(DType::BF16, {}, {0.70710678})},
-             {false, true},
-             {4, 16, 96},
-             {Mul, 0, 1, -1, RoundBf16, 2, -1, -1, Erf, 3, -1, -1, RoundBf16, 4, -1, -1, Add, 5, 0, -1},
-             {6, 5}};
-  chain.resultTypes = {DType::F32, DType::BF16};
-  cases.push_back(chain);
+  std::vector<Case> vectors = bf16VectorCases();
+  cases.insert(cases.end(), vectors.begin(), vectors.end());
   compareWithInterpreter(cases, /*exactMath=*/true, sameBits);
+}
+
+// A kernel that reads or writes a whole bf16 tensor moves it 16 bytes (8 elements) at a time,
+// and then takes 8 elements per iteration, its f32 operands as two float4s ("cuda_lanes" 8);
+// an f32-only kernel takes 4 with one float4 each. (The values: Bf16ProgramsMatchThe...)
+TEST(CudaKernelMath, Bf16TensorsAreReadAndWrittenEightElementsAtATime) {
+  std::vector<Case> cases = bf16VectorCases();
+  cases.push_back(realisticCases()[0]); // f32 only
+  plan::PlanDesc plan = planOf(cases);
+  std::vector<size_t> generated;
+  std::vector<std::string> symbols;
+  std::vector<int64_t> lanes;
+  std::string error;
+  std::string source = cudaKernelSource(plan, generated, symbols, error, &lanes);
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(lanes.size(), cases.size());
+  for (size_t k = 0; k + 1 < cases.size(); ++k)
+    EXPECT_EQ(lanes[k], 8) << "case " << k;
+  EXPECT_EQ(lanes.back(), 4);
+  auto kernelOf = [&](size_t k) {
+    size_t at = source.find(fmt::format("__global__ void {}(", symbols[k]));
+    return at == std::string::npos ? std::string() : source.substr(at, source.find("#endif", at) - at);
+  };
+  // Case 0: a bf16 input and bf16 and f32 results.
+  std::string first = kernelOf(0);
+  EXPECT_NE(first.find("const plait_bf16x8 a0 = reinterpret_cast<const plait_bf16x8 *>(in0)[v];"),
+            std::string::npos) << first;
+  EXPECT_NE(first.find("reinterpret_cast<plait_bf16x8 *>(out1)[v] = z1;"), std::string::npos);
+  EXPECT_NE(first.find("reinterpret_cast<float4 *>(out0)[2 * v + 1] = "), std::string::npos);
+  EXPECT_NE(first.find("for (int64_t v = first; v < n / 8; v += step)"), std::string::npos);
+  std::string f32 = kernelOf(cases.size() - 1);
+  EXPECT_NE(f32.find("const float4 a0_0 = reinterpret_cast<const float4 *>(in0)[v];"),
+            std::string::npos) << f32;
+  EXPECT_EQ(f32.find("plait_bf16x8"), std::string::npos);
 }
 
 /// The chains plait-fuse-elementwise makes of the samples, over 4x16x96 (not a multiple of
@@ -422,20 +561,31 @@ TEST(CudaKernelMath, EveryOpcodeMatchesTheInterpreter) {
   compareWithInterpreter({everyOpcodeCase()}, /*exactMath=*/false, withinOneMillionth);
 }
 
-// ...and nvcc compiles its kernel, and one reading i1 inputs, for every architecture (no GPU
-// needed).
+// ...and nvcc compiles its kernel, one reading i1 inputs and those moving bf16 tensors 8
+// elements at a time, for every architecture (no GPU needed).
 TEST(CudaKernelMath, EveryOpcodeCompilesWithNvcc) {
   std::string cache = (fs::temp_directory_path() / fmt::format("plait-cuda-every-op-{}",
                                                                getpid())).string();
   setenv("PLAIT_CODEGEN_CACHE", cache.c_str(), 1);
-  plan::PlanDesc plan = planOf({everyOpcodeCase(), maskInputsCase()});
+  std::vector<Case> cases = {everyOpcodeCase(), maskInputsCase()};
+  std::vector<Case> bf16 = bf16VectorCases();
+  cases.insert(cases.end(), bf16.begin(), bf16.end());
+  plan::PlanDesc plan = planOf(cases);
   CudaCodegenResult generated = generateCudaKernels(plan);
   fs::remove_all(cache);
   if (generated.userError)
     GTEST_SKIP() << generated.error;
   ASSERT_EQ(generated.error, "");
-  EXPECT_EQ(generated.kernels, 2);
+  EXPECT_EQ(generated.kernels, int64_t(cases.size()));
   EXPECT_GT(generated.fatbinBytes, 0);
+  // Each instruction names its kernel and the elements per thread its launch gives it.
+  for (size_t i = 0; i < plan.instrs.size(); ++i) {
+    std::vector<int64_t> lanes;
+    for (const plan::AttrDesc &a : plan.instrs[i].attrs)
+      if (a.name == "cuda_lanes")
+        lanes = a.ints;
+    EXPECT_EQ(lanes, std::vector<int64_t>{i < 2 ? 4 : 8}) << "case " << i;
+  }
 }
 
 TEST(CudaKernelMath, RealisticChainsMatchTheInterpreterBitForBit) {
@@ -465,8 +615,8 @@ TEST(CudaKernelMath, IdenticalKernelsAreGeneratedOnce) {
   std::set<std::string> distinct(symbols.begin(), symbols.end());
   EXPECT_EQ(distinct.size(), cases.size() - 4) << fmt::format("{}", fmt::join(symbols, " "));
   size_t kernels = 0;
-  for (size_t at = source.find("__global__"); at != std::string::npos;
-       at = source.find("__global__", at + 1))
+  for (size_t at = source.find("__global__ void"); at != std::string::npos;
+       at = source.find("__global__ void", at + 1))
     ++kernels;
   EXPECT_EQ(kernels, distinct.size());
   EXPECT_NE(source.find(fmt::format("// case9: shares {}", symbols[8])), std::string::npos);
@@ -676,9 +826,14 @@ template <typename Close> void launchAndCompare(const std::vector<Case> &cases, 
     const Case &c = cases[i];
     CUfunction kernel = nullptr;
     std::string symbol; // the kernel the instruction runs (shared when identical)
-    for (const plan::AttrDesc &a : plan.instrs[i].attrs)
+    int64_t lanes = 0;  // its elements per iteration
+    for (const plan::AttrDesc &a : plan.instrs[i].attrs) {
       if (a.name == "cuda_symbol")
         symbol = a.str;
+      if (a.name == "cuda_lanes" && a.ints.size() == 1)
+        lanes = a.ints[0];
+    }
+    ASSERT_TRUE(lanes == 4 || lanes == 8) << "case " << i << ": cuda_lanes " << lanes;
     ASSERT_TRUE(module->kernel(symbol, kernel).ok()) << symbol;
     rt::test::KernelResult reference = interpret(c);
     ASSERT_TRUE(reference.status.ok()) << "case " << i << ": " << reference.status.message();
@@ -693,7 +848,7 @@ template <typename Close> void launchAndCompare(const std::vector<Case> &cases, 
     for (size_t o = 0; o < c.outputs.size(); ++o) {
       size_t numel = size_t(reference.out(o).view.numel());
       CUdeviceptr p = 0;
-      ASSERT_EQ(cu.cuMemAlloc(&p, numel * sizeof(float)), CUDA_SUCCESS);
+      ASSERT_EQ(cu.cuMemAlloc(&p, numel * rt::dtypeSize(c.resultType(o))), CUDA_SUCCESS);
       pointers.push_back(p);
       if (!c.reductions.empty() && c.reductions[o] != fused::Store)
         reduced.emplace_back(p, numel);
@@ -701,14 +856,17 @@ template <typename Close> void launchAndCompare(const std::vector<Case> &cases, 
     int64_t elements = 1;
     for (int64_t d : c.shape)
       elements *= d;
-    rt::Status launched = rt::launchFusedKernel(cu, kernel, pointers, elements, nullptr, reduced);
+    rt::Status launched =
+        rt::launchFusedKernel(cu, kernel, pointers, elements, nullptr, reduced, lanes);
     ASSERT_TRUE(launched.ok()) << launched.message();
     ASSERT_EQ(cu.cuCtxSynchronize(), CUDA_SUCCESS);
     for (size_t o = 0; o < c.outputs.size(); ++o) {
-      std::vector<float> expected = reference.out(o).values<float>(), got(expected.size());
-      ASSERT_EQ(cu.cuMemcpyDtoH(got.data(), pointers[c.inputs.size() + o],
-                                got.size() * sizeof(float)),
+      // (bf16 results widened to their f32 values.)
+      OwnedTensor result(c.resultType(o), reference.out(o).view.shape);
+      ASSERT_EQ(cu.cuMemcpyDtoH(result.bytes.data(), pointers[c.inputs.size() + o],
+                                result.bytes.size()),
                 CUDA_SUCCESS);
+      std::vector<float> expected = reference.out(o).floats(), got = result.floats();
       for (size_t e = 0; e < got.size(); ++e)
         ASSERT_TRUE(close(got[e], expected[e]))
             << "case " << i << " result " << o << " element " << e << ": device " << got[e]
@@ -723,6 +881,16 @@ TEST(CudaModule, LaunchesGeneratedKernels) {
   if (!haveCudaDevice())
     GTEST_SKIP() << "no CUDA device";
   launchAndCompare(realisticCases(), withinOneMillionth);
+}
+
+// bf16 tensors read and written 8 elements at a time on the device: within a bf16 unit of the
+// interpreter (the device's erff may round a value the other way before it is narrowed).
+TEST(CudaModule, LaunchesBf16Kernels) {
+  if (!haveCudaDevice())
+    GTEST_SKIP() << "no CUDA device";
+  launchAndCompare(bf16VectorCases(), [](float a, float e) {
+    return std::fabs(double(a) - double(e)) <= std::max(1.0, std::fabs(double(e))) / 128;
+  });
 }
 
 TEST(CudaModule, LaunchesEveryOpcode) {
