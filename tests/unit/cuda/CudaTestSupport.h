@@ -1,13 +1,11 @@
 // What the CUDA tests share: whether there is a device to run on (the device tests skip
-// without one), and f32 / bf16 values as the bytes a device buffer holds.
+// without one), and f32 / bf16 values as the bytes a device buffer holds (TensorBytes.h).
 #pragma once
 
-#include <cstdint>
-#include <cstring>
 #include <vector>
 
-#include "runtime/Tensor.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "tests/unit/cuda/TensorBytes.h"
 
 namespace plait {
 
@@ -15,38 +13,6 @@ namespace plait {
 inline bool haveCudaDevice() {
   std::vector<rt::CudaDeviceInfo> devices;
   return rt::listCudaDevices(devices).ok() && !devices.empty();
-}
-
-/// Bytes of `n` elements of `dtype` (f32 or bf16).
-inline size_t bytesOf(rt::DType dtype, size_t n) { return n * (dtype == rt::DType::BF16 ? 2 : 4); }
-
-/// `x` stored as `dtype` (f32 or bf16, rounded to nearest even).
-inline std::vector<uint8_t> encode(rt::DType dtype, const std::vector<float> &x) {
-  std::vector<uint8_t> bytes(bytesOf(dtype, x.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (dtype == rt::DType::BF16) {
-      uint16_t b = rt::floatToBf16(x[i]);
-      std::memcpy(bytes.data() + 2 * i, &b, 2);
-    } else {
-      std::memcpy(bytes.data() + 4 * i, &x[i], 4);
-    }
-  }
-  return bytes;
-}
-
-/// The f32 or bf16 elements in `bytes`, as floats.
-inline std::vector<float> decode(rt::DType dtype, const std::vector<uint8_t> &bytes) {
-  std::vector<float> x(bytes.size() / (dtype == rt::DType::BF16 ? 2 : 4));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (dtype == rt::DType::BF16) {
-      uint16_t b;
-      std::memcpy(&b, bytes.data() + 2 * i, 2);
-      x[i] = rt::bf16ToFloat(b);
-    } else {
-      std::memcpy(&x[i], bytes.data() + 4 * i, 4);
-    }
-  }
-  return x;
 }
 
 } // namespace plait

@@ -92,11 +92,27 @@ KernelResult runKernel(const std::string &name, const std::vector<OwnedTensor> &
   return result;
 }
 
+namespace {
+KernelShadow kernelShadow = nullptr;
+} // namespace
+
+void setKernelShadow(KernelShadow shadow) { kernelShadow = shadow; }
+
 Status callKernel(const std::string &name, std::vector<TensorView> &inputs,
                   std::vector<TensorView> &outputs, const Attrs &attrs) {
   KernelFn fn = findKernel(name);
   if (!fn)
     return Status::errorf("no kernel named {}", name);
+  // The inputs as the shadow will see them (a kernel may write an input it aliases).
+  std::vector<std::vector<uint8_t>> before;
+  std::vector<TensorView> shadowInputs;
+  if (kernelShadow)
+    for (const TensorView &t : inputs) {
+      before.emplace_back(static_cast<const uint8_t *>(t.data),
+                          static_cast<const uint8_t *>(t.data) + t.bytes());
+      shadowInputs.push_back(t);
+      shadowInputs.back().data = before.back().data();
+    }
   std::vector<OperandType> in, out;
   for (const TensorView &t : inputs)
     in.push_back({t.dtype, &t.shape});
@@ -130,6 +146,8 @@ Status callKernel(const std::string &name, std::vector<TensorView> &inputs,
   if (s.ok())
     EXPECT_EQ(used, declared) << name << ": kernelWorkspaceBytes declares " << declared
                               << " bytes, the kernel used " << used;
+  if (s.ok() && kernelShadow)
+    kernelShadow(name, shadowInputs, outputs, attrs);
   return s;
 }
 

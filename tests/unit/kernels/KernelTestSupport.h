@@ -110,6 +110,13 @@ struct KernelResult {
 Status callKernel(const std::string &name, std::vector<TensorView> &inputs,
                   std::vector<TensorView> &outputs, const Attrs &attrs);
 
+/// Called by callKernel after a kernel call succeeds, with a copy of the inputs as they were
+/// before the call, the call's results and its attributes: tests/cuda_emulation runs the CUDA
+/// kernel of the same op on them and compares. None by default.
+using KernelShadow = void (*)(const std::string &name, const std::vector<TensorView> &inputs,
+                              const std::vector<TensorView> &outputs, const Attrs &attrs);
+void setKernelShadow(KernelShadow shadow);
+
 /// Runs kernel `name` on `inputs`, with outputs of the given dtypes and shapes.
 KernelResult runKernel(const std::string &name, const std::vector<OwnedTensor> &inputs,
                        const std::vector<std::pair<DType, std::vector<int64_t>>> &outputs,

@@ -1,0 +1,167 @@
+// The CPU kernel suites (tests/unit/kernels) again, with every kernel call that succeeds also
+// run through the CUDA backend's kernel of the same op under the emulation (Emulation.h): its
+// host side (operand checks, geometry, workspace) and its device code, on the same inputs and
+// attributes. Each result must match the CPU kernel's: integers and i1 exactly, floats within
+// the dtype's tolerance (the CUDA kernels sum in other orders and call the host's expf where
+// the CPU kernels have their own approximations). A call the CUDA kernel refuses (a dtype it
+// has no kernel for, f16 say) is counted, not failed; the summary at the end lists what was
+// compared and refused per op, and fails the run when a CUDA kernel was never compared.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "runtime/cuda/CudaKernel.h"
+#include "tests/cuda_emulation/Emulation.h"
+#include "tests/unit/kernels/KernelTestSupport.h"
+
+namespace plait {
+namespace {
+
+using rt::DType;
+using rt::test::OwnedTensor;
+
+/// The CUDA kernels no CPU kernel test calls, and why that is fine here.
+const std::map<std::string, std::string> kNotShadowed = {
+    {"dropout_mask", "its CPU test calls the kernel directly; EmulatedKernels.DropoutMask*"},
+    {"local_shard", "it depends on the rank; EmulatedKernels.LocalShard*"},
+};
+
+struct Tally {
+  std::map<std::string, int> compared, refused;
+  std::map<std::string, std::string> refusal; // the first reason per op
+};
+
+Tally &tally() {
+  static Tally t;
+  return t;
+}
+
+/// Whether `got` is close enough to the CPU kernel's `want` for `dtype`.
+bool close(DType dtype, double got, double want) {
+  if (std::isnan(got) || std::isnan(want))
+    return std::isnan(got) && std::isnan(want);
+  if (std::isinf(want) || std::isinf(got))
+    return got == want;
+  double rtol = 1e-4, atol = 1e-5; // f32
+  if (dtype == DType::F64)
+    rtol = 1e-9, atol = 1e-12;
+  else if (dtype == DType::BF16)
+    rtol = 1.0 / 64, atol = 1e-3; // two units in the last place
+  else if (dtype == DType::F16)
+    rtol = 1.0 / 512, atol = 1e-4;
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+std::string where() {
+  const ::testing::TestInfo *t = ::testing::UnitTest::GetInstance()->current_test_info();
+  return t ? fmt::format("{}.{}", t->test_suite_name(), t->name()) : "?";
+}
+
+void shadow(const std::string &name, const std::vector<rt::TensorView> &inputs,
+            const std::vector<rt::TensorView> &outputs, const rt::Attrs &attrs) {
+  rt::CudaKernelFn fn = rt::findCudaKernel(name);
+  if (!fn)
+    return; // no CUDA kernel, or a library one (NoLibraryKernels.cpp)
+  std::vector<OwnedTensor> results;
+  std::vector<rt::TensorView> out;
+  for (const rt::TensorView &t : outputs)
+    results.emplace_back(t.dtype, t.shape);
+  for (OwnedTensor &t : results)
+    out.push_back(t.view);
+  // One-element f32 inputs (an optimizer's lr and step) also as the host values the executor
+  // gives the CUDA kernels of hyper-parameters.
+  std::vector<const float *> scalars;
+  for (const rt::TensorView &t : inputs)
+    scalars.push_back(t.dtype == DType::F32 && t.numel() == 1 ? t.as<float>() : nullptr);
+  uint64_t need = 0;
+  rt::CudaKernelCall check{inputs, out, attrs};
+  check.check = true;
+  check.workspaceNeeded = &need;
+  check.hostScalars = &scalars;
+  rt::Status s = fn(check);
+  if (!s.ok()) {
+    Tally &t = tally();
+    if (t.refused[name]++ == 0)
+      t.refusal[name] = s.message();
+    return;
+  }
+  std::vector<uint8_t> workspace(need + 256, 0xAB);
+  uint8_t *base = workspace.data() + (256 - reinterpret_cast<uintptr_t>(workspace.data()) % 256);
+  int deviceError = 0;
+  rt::CudaKernelCall call{inputs, out, attrs};
+  call.workspace = need ? base : nullptr;
+  call.workspaceBytes = need;
+  call.deviceError = &deviceError;
+  call.errorTag = 7;
+  call.hostScalars = &scalars;
+  s = fn(call);
+  ASSERT_TRUE(s.ok()) << name << " (emulated CUDA, in " << where() << "): " << s.message()
+                      << "; " << plait_emu::lastFailure();
+  EXPECT_EQ(deviceError, 0) << name << " (emulated CUDA, in " << where()
+                            << "): the device flagged operands the CPU kernel took";
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const rt::TensorView &want = outputs[o];
+    const std::string what = fmt::format("{} result {} ({} {}, in {})", name, o,
+                                         rt::dtypeName(want.dtype),
+                                         rt::shapeString(want.shape), where());
+    if (rt::isFloat(want.dtype)) {
+      OwnedTensor expected(want.dtype, want.shape);
+      std::memcpy(expected.bytes.data(), want.data, want.bytes());
+      std::vector<float> g = results[o].floats(), w = expected.floats();
+      int reported = 0;
+      for (size_t i = 0; i < w.size() && reported < 3; ++i)
+        if (!close(want.dtype, g[i], w[i])) {
+          ADD_FAILURE() << what << " element " << i << ": emulated CUDA " << g[i] << ", CPU "
+                        << w[i];
+          ++reported;
+        }
+    } else {
+      EXPECT_EQ(std::memcmp(results[o].bytes.data(), want.data, want.bytes()), 0)
+          << what << ": the integer results differ";
+    }
+  }
+  ++tally().compared[name];
+}
+
+/// Prints what was compared and refused per op; in a run of every test, fails when a CUDA
+/// kernel the emulation has was never compared (a CPU suite lost its cases, or a new CUDA
+/// kernel has none).
+class Summary : public ::testing::Environment {
+public:
+  void TearDown() override {
+    const Tally &t = tally();
+    std::string line;
+    for (const auto &[op, n] : t.compared)
+      line += fmt::format(" {}:{}", op, n);
+    std::printf("[ shadowed ] %zu CUDA kernels compared with the CPU kernels:%s\n",
+                t.compared.size(), line.c_str());
+    for (const auto &[op, n] : t.refused)
+      std::printf("[ refused  ] %s: %d calls the CUDA kernel does not take (%s)\n", op.c_str(),
+                  n, t.refusal.at(op).c_str());
+    if (::testing::GTEST_FLAG(filter) != "*")
+      return;
+    std::vector<std::string> missing;
+    for (const std::string &op : rt::cudaKernelNames())
+      if (!t.compared.count(op) && !kNotShadowed.count(op))
+        missing.push_back(op);
+    EXPECT_TRUE(missing.empty()) << "CUDA kernels no CPU kernel test exercised: "
+                                 << fmt::format("{}", fmt::join(missing, ", "));
+  }
+};
+
+const bool kInstalled = [] {
+  rt::test::setKernelShadow(&shadow);
+  ::testing::AddGlobalTestEnvironment(new Summary);
+  return true;
+}();
+
+} // namespace
+} // namespace plait

@@ -1,0 +1,4 @@
+// Stands in for CUDA's <cuda_bf16.h> when runtime/cuda/kernels/*.cu are compiled for the host
+// (tests/cuda_emulation).
+#pragma once
+#include "tests/cuda_emulation/Emulation.h"
