@@ -69,7 +69,7 @@ __global__ void divergentKernel(int *out) {
 
 TEST(CudaEmulation, ABarrierNotEveryThreadReachesIsADeadlock) {
   std::vector<int> out(64);
-  plait_emu::Launch(2, 64)(divergentKernel, out.data());
+  plait_emu::Launch(1, 64)(divergentKernel, out.data());
   EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
   EXPECT_NE(plait_emu::lastFailure().find("block (0, 0, 0) deadlocks: of 64 threads, 32 wait at "
                                           "__syncthreads, 32 at a warp shuffle, 0 have exited"),

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <map>
 #include <vector>
 
@@ -117,6 +118,17 @@ bool mapStacks(Scheduler &s) {
   return true;
 }
 
+/// Whether blocks, and a block's ready threads, run last first (PLAIT_CUDA_EMULATION_ORDER=
+/// reverse): a kernel whose results depend on the order its threads run in between barriers
+/// (a missing barrier, a race on shared or global memory) gives other results one way round.
+bool reversed() {
+  static const bool reverse = [] {
+    const char *order = std::getenv("PLAIT_CUDA_EMULATION_ORDER");
+    return order && std::string(order) == "reverse";
+  }();
+  return reverse;
+}
+
 /// Runs one block to completion; false (and the failure recorded) on a deadlock.
 bool runBlock(Scheduler &s, const char *kernelName) {
   const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
@@ -138,7 +150,8 @@ bool runBlock(Scheduler &s, const char *kernelName) {
   totals.threads += threads;
   const unsigned warps = (threads + warpSize - 1) / warpSize;
   for (;;) {
-    for (Fiber &f : s.fibers) {
+    for (unsigned k = 0; k < threads; ++k) {
+      Fiber &f = s.fibers[reversed() ? threads - 1 - k : k];
       if (f.wait != Wait::None)
         continue;
       s.current = &f;
@@ -250,13 +263,14 @@ void run(dim3 grid, dim3 block, size_t sharedBytes, const void *kernel,
   s.thread = &thread;
   s.shared.assign(sharedBytes, 0xff);
   s.slots.assign(threads, {});
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        blockIdx = dim3(x, y, z);
-        if (!runBlock(s, name.c_str()))
-          return;
-      }
+  const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+  for (uint64_t k = 0; k < blocks; ++k) {
+    uint64_t b = reversed() ? blocks - 1 - k : k;
+    blockIdx = dim3(unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
+                    unsigned(b / (uint64_t(grid.x) * grid.y)));
+    if (!runBlock(s, name.c_str()))
+      return;
+  }
 }
 
 Counters counters() { return totals; }

@@ -4,8 +4,10 @@
 // args)` into `::plait_emu::Launch(g, b, s, t)(k, args)`, `extern __shared__ T name[]` into a
 // pointer to the launch's dynamic shared memory), and include/ stands in for CUDA's headers.
 //
-// A launch runs its blocks one after another; a block's threads are fibers (ucontext) on this
-// one OS thread, switched only where a thread must wait for others: __syncthreads (every live
+// A launch runs its blocks one after another (in order, or last first with
+// PLAIT_CUDA_EMULATION_ORDER=reverse, which the tests also run: a kernel whose results depend
+// on the order of its threads between barriers has a race); a block's threads are fibers on
+// this one OS thread, switched only where a thread must wait for others: __syncthreads (every live
 // thread of the block) and the warp shuffles (every live thread of the warp, twice: all write,
 // then all read). So what one thread writes to shared memory before a barrier, the others
 // see after it, as on a device, and a barrier some thread never reaches is reported as a
