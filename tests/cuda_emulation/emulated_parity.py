@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""The samples trained on the CUDA kernels under the emulation against the CPU backend.
+
+For each sample (mlp, cnn, gpt) and precision (fp32, bf16-mixed), and the GPT with its
+attention and norms decomposed: compile one CPU plan, train it STEPS steps with plait-run and
+with plait-run-emulated (every op that has a CUDA kernel of plait's own runs that kernel, under
+the emulation, on the same arena; tests/cuda_emulation/EmulatedBackend.cpp) on the same data,
+and compare the per-step losses as tests/gpu/run.sh compares a GPU's: relative difference at
+most 1e-4 (fp32) or 1e-2 (bf16-mixed). Every run must have run emulated kernels and fallen
+back to the CPU for none. Prints one line per case; exits 1 naming what failed.
+
+  emulated_parity.py --build BUILD [--steps 10]
+"""
+import argparse
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from train_parity import make_dataset  # noqa: E402
+
+TRAIN = {
+    "mlp": ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"],
+    "cnn": ["--optimizer", "sgd", "--lr", "0.02", "--momentum", "0.5"],
+    "gpt": ["--optimizer", "adamw", "--lr", "3e-3"],
+}
+TOLERANCE = {"fp32": 1e-4, "bf16-mixed": 1e-2}
+
+
+def cases():
+    out = []
+    for sample in ("mlp", "cnn", "gpt"):
+        for precision in ("fp32", "bf16-mixed"):
+            out.append(("%s-%s" % (sample, precision), sample,
+                        TRAIN[sample] + ["--precision", precision], precision))
+    out.append(("gpt-decomposed-fp32", "gpt",
+                TRAIN["gpt"] + ["--no-fused-attention", "--no-fused-norm"], "fp32"))
+    return out
+
+
+def run(cmd, what):
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        sys.exit("%s failed (exit %d): %s\n%s%s" % (what, p.returncode, " ".join(map(str, cmd)),
+                                                    p.stdout, p.stderr))
+    return p
+
+
+def losses(log):
+    return np.array([json.loads(l)["loss"] for l in log.read_text().splitlines() if l.strip()],
+                    dtype=np.float64)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", type=pathlib.Path, required=True)
+    ap.add_argument("--steps", type=int, default=10)
+    args = ap.parse_args()
+    compile_bin = args.build / "bin" / "plait-compile"
+    cpu_bin = args.build / "bin" / "plait-run"
+    emulated_bin = args.build / "tests" / "cuda_emulation" / "plait-run-emulated"
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = pathlib.Path(tmp)
+        for sample in ("mlp", "cnn", "gpt"):
+            (work / sample).mkdir()
+            make_dataset(sample, args.steps, work / sample)
+        print("%-22s %-6s %-12s %s" % ("case", "steps", "max rel diff", "emulated CUDA kernels"))
+        for tag, sample, flags, precision in cases():
+            plan = work / (tag + ".plan")
+            run([compile_bin, ROOT / "samples" / sample / (sample + ".onnx"), "--train", *flags,
+                 "-o", plan], "compile " + tag)
+            logs = {}
+            for side, binary in (("cpu", cpu_bin), ("emulated", emulated_bin)):
+                logs[side] = work / ("%s-%s.jsonl" % (tag, side))
+                p = run([binary, plan, "--data", work / sample, "--steps", args.steps,
+                         "--log-jsonl", logs[side], "--timeout", 120], "train %s (%s)" % (tag, side))
+                if side == "emulated":
+                    m = re.search(r"emulated CUDA kernels ran: (.*); fell back to the CPU: (.*)",
+                                  p.stderr)
+                    ran, fell = (m.group(1), m.group(2)) if m else ("?", "?")
+            cpu, emulated = losses(logs["cpu"]), losses(logs["emulated"])
+            if len(cpu) != args.steps or len(emulated) != args.steps:
+                failures.append("%s: %d and %d losses for %d steps" % (tag, len(cpu),
+                                                                       len(emulated), args.steps))
+                continue
+            diff = float(np.max(np.abs(emulated - cpu) / np.maximum(np.abs(cpu), 1e-12)))
+            kinds = len(ran.split(", ")) if ran not in ("none", "?") else 0
+            print("%-22s %-6d %-12.3g %d kinds (%s)" % (tag, args.steps, diff, kinds, ran))
+            if not np.all(np.isfinite(emulated)) or not diff <= TOLERANCE[precision]:
+                failures.append("%s: losses differ by %.3g (relative; tolerance %g): cpu %s, "
+                                "emulated %s" % (tag, diff, TOLERANCE[precision], cpu.tolist(),
+                                                 emulated.tolist()))
+            if kinds == 0 or fell != "none":
+                failures.append("%s: emulated kernels ran: %s; fell back to the CPU: %s" % (
+                    tag, ran, fell))
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures))
+        return 1
+    print("all %d cases within tolerance" % len(cases()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
