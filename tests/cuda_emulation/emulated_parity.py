@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The samples trained on the CUDA kernels under the emulation against the CPU backend.
 
-For each sample (mlp, cnn, gpt) and precision (fp32, bf16-mixed), and the GPT with its
-attention and norms decomposed: compile one CPU plan, train it STEPS steps with plait-run and
+For each sample (mlp, cnn, gpt) and precision (fp32, bf16-mixed), the GPT with its attention
+and norms decomposed, and the GPT under ZeRO-3 on two ranks: compile one CPU plan, train it STEPS steps with plait-run and
 with plait-run-emulated (every op that has a CUDA kernel of plait's own runs that kernel, under
 the emulation, on the same arena; tests/cuda_emulation/EmulatedBackend.cpp) on the same data,
 and compare the per-step losses as tests/gpu/run.sh compares a GPU's: relative difference at
@@ -35,13 +35,17 @@ TOLERANCE = {"fp32": 1e-4, "bf16-mixed": 1e-2}
 
 
 def cases():
+    """(tag, sample, compile flags, precision, ranks) of every comparison."""
     out = []
     for sample in ("mlp", "cnn", "gpt"):
         for precision in ("fp32", "bf16-mixed"):
             out.append(("%s-%s" % (sample, precision), sample,
-                        TRAIN[sample] + ["--precision", precision], precision))
+                        TRAIN[sample] + ["--precision", precision], precision, 1))
     out.append(("gpt-decomposed-fp32", "gpt",
-                TRAIN["gpt"] + ["--no-fused-attention", "--no-fused-norm"], "fp32"))
+                TRAIN["gpt"] + ["--no-fused-attention", "--no-fused-norm"], "fp32", 1))
+    # Two ranks (processes, MPI between them), params, gradients and optimizer state sharded.
+    out.append(("gpt-zero3-w2", "gpt", TRAIN["gpt"] + ["--world-size", "2", "--strategy",
+                                                       "zero3"], "fp32", 2))
     return out
 
 
@@ -73,7 +77,7 @@ def main():
             (work / sample).mkdir()
             make_dataset(sample, args.steps, work / sample)
         print("%-22s %-6s %-12s %s" % ("case", "steps", "max rel diff", "emulated CUDA kernels"))
-        for tag, sample, flags, precision in cases():
+        for tag, sample, flags, precision, ranks in cases():
             plan = work / (tag + ".plan")
             run([compile_bin, ROOT / "samples" / sample / (sample + ".onnx"), "--train", *flags,
                  "-o", plan], "compile " + tag)
@@ -81,7 +85,8 @@ def main():
             for side, binary in (("cpu", cpu_bin), ("emulated", emulated_bin)):
                 logs[side] = work / ("%s-%s.jsonl" % (tag, side))
                 p = run([binary, plan, "--data", work / sample, "--steps", args.steps,
-                         "--log-jsonl", logs[side], "--timeout", 120], "train %s (%s)" % (tag, side))
+                         "--log-jsonl", logs[side], "--timeout", 120, "--nproc", ranks],
+                        "train %s (%s)" % (tag, side))
                 if side == "emulated":
                     m = re.search(r"emulated CUDA kernels ran: (.*); fell back to the CPU: (.*)",
                                   p.stderr)
