@@ -1,4 +1,4 @@
-// The scheduler behind Emulation.h: a block's threads as ucontext fibers on one OS thread.
+// The scheduler behind Emulation.h: a block's threads as fibers on one OS thread.
 #include "tests/cuda_emulation/Emulation.h"
 
 #include <setjmp.h>

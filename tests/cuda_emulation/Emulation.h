@@ -1,20 +1,21 @@
-// A host emulation of the part of CUDA that runtime/cuda/kernels/*.cu use, so that the device
-// kernels run here, without a GPU, against the CPU kernels (tests/cuda_emulation/
-// EmulatedKernelsTest.cpp). translate.py turns each .cu into C++ (a launch `k<<<g, b, s, t>>>(
-// args)` into `::plait_emu::Launch(g, b, s, t)(k, args)`, `extern __shared__ T name[]` into a
-// pointer to the launch's dynamic shared memory), and include/ stands in for CUDA's headers.
+// A host emulation of the part of CUDA that the CUDA backend's kernels use (runtime/cuda/
+// Cuda*Kernels.cpp and kernels/*.cu), so that they run without a GPU against the CPU kernels
+// (tests/cuda_emulation). translate.py turns each .cu into C++ (a launch
+// `k<<<g, b, s, t>>>(args)` into `::plait_emu::Launch(g, b, s, t)(k, args)`,
+// `extern __shared__ T name[]` into a pointer to the launch's dynamic shared memory), and
+// include/ stands in for CUDA's headers.
 //
 // A launch runs its blocks one after another (in order, or last first with
 // PLAIT_CUDA_EMULATION_ORDER=reverse, which the tests also run: a kernel whose results depend
-// on the order of its threads between barriers has a race); a block's threads are fibers on
-// this one OS thread, switched only where a thread must wait for others: __syncthreads (every live
-// thread of the block) and the warp shuffles (every live thread of the warp, twice: all write,
-// then all read). So what one thread writes to shared memory before a barrier, the others
-// see after it, as on a device, and a barrier some thread never reaches is reported as a
-// deadlock instead of hanging. Atomics are plain adds (one thread runs at a time). __shared__
-// variables are statics, shared by the block's fibers (blocks do not overlap); dynamic shared
-// memory is filled with 0xff bytes (NaN floats) before each block, so a read of shared memory
-// no thread wrote shows in the results.
+// on the order of its threads between barriers has a race). A block's threads are fibers on
+// this one OS thread, switched only where a thread must wait for others: __syncthreads (every
+// live thread of the block) and the warp shuffles (every live thread of the warp, twice: all
+// write, then all read). So what one thread writes to shared memory before a barrier, the
+// others see after it, as on a device, and a barrier some thread never reaches is reported
+// as a deadlock instead of hanging. Atomics are plain adds (one thread runs at a time).
+// __shared__ variables are statics, shared by the block's fibers (blocks do not overlap);
+// dynamic shared memory is filled with 0xff bytes (NaN floats) before each block, so a read
+// of shared memory no thread wrote shows in the results.
 //
 // What this does not check: timing, the memory model between blocks, occupancy and register
 // limits, and CUDA's own math (expf, erff ... are the host's). A launch whose configuration a
@@ -163,12 +164,14 @@ cudaError_t cudaFuncSetAttribute(Kernel *kernel, cudaFuncAttribute attribute, in
 }
 
 template <typename T> T __shfl_sync(unsigned, T value, int source, int width = warpSize) {
+  static_assert(sizeof(T) <= 16, "a shuffled value is at most 16 bytes");
   int lane = plait_emu::laneId();
   T out;
   plait_emu::warpExchange(&value, sizeof value, lane / width * width + source % width, &out);
   return out;
 }
 template <typename T> T __shfl_xor_sync(unsigned, T value, int mask, int width = warpSize) {
+  static_assert(sizeof(T) <= 16, "a shuffled value is at most 16 bytes");
   int lane = plait_emu::laneId(), source = lane ^ mask;
   if (source / width != lane / width) // outside the lane's segment: its own value
     source = lane;

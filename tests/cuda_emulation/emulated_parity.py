@@ -2,7 +2,8 @@
 """The samples trained on the CUDA kernels under the emulation against the CPU backend.
 
 For each sample (mlp, cnn, gpt) and precision (fp32, bf16-mixed), the GPT with its attention
-and norms decomposed, and the GPT under ZeRO-3 on two ranks: compile one CPU plan, train it STEPS steps with plait-run and
+and norms decomposed, the GPT under ZeRO-3 on two ranks, and plait-zoo's LLaMA in both
+precisions: compile one CPU plan, train it STEPS steps with plait-run and
 with plait-run-emulated (every op that has a CUDA kernel of plait's own runs that kernel, under
 the emulation, on the same arena; tests/cuda_emulation/EmulatedBackend.cpp) on the same data,
 and compare the per-step losses as tests/gpu/run.sh compares a GPU's: relative difference at
@@ -46,7 +47,19 @@ def cases():
     # Two ranks (processes, MPI between them), params, gradients and optimizer state sharded.
     out.append(("gpt-zero3-w2", "gpt", TRAIN["gpt"] + ["--world-size", "2", "--strategy",
                                                        "zero3"], "fp32", 2))
+    # plait-zoo's LLaMA: RMS norms (and their gradients, with the residual adds), rotary
+    # embeddings (slices, neg, concat), SwiGLU.
+    for precision in ("fp32", "bf16-mixed"):
+        out.append(("llama-" + precision, "llama", TRAIN["gpt"] + ["--precision", precision],
+                    precision, 1))
     return out
+
+
+def llama_data(steps, directory):
+    """plait-zoo --family llama's default inputs: idx and targets, i64 [4, 16] below 64."""
+    rng = np.random.default_rng(7)
+    for name in ("idx", "targets"):
+        np.save(directory / (name + ".npy"), rng.integers(0, 64, size=(steps * 4, 16)))
 
 
 def run(cmd, what):
@@ -73,14 +86,19 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
-        for sample in ("mlp", "cnn", "gpt"):
+        for sample in ("mlp", "cnn", "gpt", "llama"):
             (work / sample).mkdir()
-            make_dataset(sample, args.steps, work / sample)
+            if sample == "llama":
+                llama_data(args.steps, work / sample)
+            else:
+                make_dataset(sample, args.steps, work / sample)
+        llama = work / "llama.mlir"
+        run([args.build / "bin" / "plait-zoo", "--family", "llama", "-o", llama], "plait-zoo")
         print("%-22s %-6s %-12s %s" % ("case", "steps", "max rel diff", "emulated CUDA kernels"))
         for tag, sample, flags, precision, ranks in cases():
             plan = work / (tag + ".plan")
-            run([compile_bin, ROOT / "samples" / sample / (sample + ".onnx"), "--train", *flags,
-                 "-o", plan], "compile " + tag)
+            model = llama if sample == "llama" else ROOT / "samples" / sample / (sample + ".onnx")
+            run([compile_bin, model, "--train", *flags, "-o", plan], "compile " + tag)
             logs = {}
             for side, binary in (("cpu", cpu_bin), ("emulated", emulated_bin)):
                 logs[side] = work / ("%s-%s.jsonl" % (tag, side))
