@@ -28,8 +28,8 @@
 // __float2bfloat16_rn (nearest even, as the CPU's cast). PLAIT_HD is __host__ __device__
 // under nvcc and plain inline elsewhere, and the kernels are compiled only under nvcc or
 // where PLAIT_CUDA_EMULATION is defined, so a host C++ compiler can build the element
-// functions, and the kernels with each thread run in turn, and compare them with the
-// interpreter (tests/unit/codegen).
+// functions, and the kernels under tests/cuda_emulation's emulation of CUDA, and compare them
+// with the interpreter (tests/unit/codegen).
 //
 // A fused instruction whose kernel would be the same text as an earlier one's (the same
 // program, shapes and element types: a transformer's layers repeat them) gets no kernel of its
@@ -121,12 +121,10 @@ PLAIT_HD float plait_sigmoid(float x) {
 #define PLAIT_ADD(target, value) ((target) += (value))
 #endif
 // The kernels: compiled by nvcc, or by a host compiler that defines PLAIT_CUDA_EMULATION and
-// supplies __global__, blockIdx, threadIdx, blockDim, gridDim, float4 and make_float4 (the
-// codegen test runs each thread of a grid in turn).
+// supplies CUDA's built-ins (tests/cuda_emulation/Emulation.h: the codegen test runs every
+// thread of a grid as a fiber, warp shuffles and matches included).
 #if defined(__CUDACC__) || defined(PLAIT_CUDA_EMULATION)
 #define PLAIT_KERNELS 1
-#endif
-#ifdef __CUDACC__
 // The kernels sum a reduced result in registers, one running sum per thread and vector lane
 // that is flushed when the element's sum changes (row sums: at the end of each stretch of the
 // row; column sums: never, where the grid's stride is a multiple of the row), and a flush
@@ -145,13 +143,6 @@ __device__ __forceinline__ void plait_flush(float *out, int64_t sum, float value
   }
   atomicAdd(out + sum, value);
 }
-#elif defined(PLAIT_CUDA_EMULATION)
-inline void plait_flush(float *out, int64_t sum, float value) {
-  if (sum >= 0)
-    out[sum] += value;
-}
-#endif
-#ifdef PLAIT_KERNELS
 #define PLAIT_ACC(o, k, index, value)                                                            \
   do {                                                                                           \
     const int64_t at_ = (index);                                                                 \

@@ -8,11 +8,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "runtime/Tensor.h"
 
@@ -62,6 +62,17 @@ Counters totals;
 void fail(cudaError_t error, std::string why) {
   lastError = error;
   failure = std::move(why);
+}
+
+/// printf into a string (no fmt here: the codegen test compiles this file into each of its
+/// host-built kernel libraries, and fmt's headers would slow every compile).
+std::string format(const char *pattern, ...) {
+  char text[512];
+  va_list args;
+  va_start(args, pattern);
+  std::vsnprintf(text, sizeof text, pattern, args);
+  va_end(args);
+  return text;
 }
 
 // A thread starts on its own stack once (startThread); every later switch is a
@@ -199,10 +210,10 @@ bool runBlock(Scheduler &s, const char *kernelName) {
     }
     if (!released) {
       fail(cudaErrorLaunchFailure,
-           fmt::format("{}: block ({}, {}, {}) deadlocks: of {} threads, {} wait at "
-                       "__syncthreads, {} at a warp shuffle, {} have exited",
-                       kernelName, blockIdx.x, blockIdx.y, blockIdx.z, threads, atBlock, atWarp,
-                       threads - live));
+           format("%s: block (%u, %u, %u) deadlocks: of %u threads, %u wait at "
+                  "__syncthreads, %u at a warp shuffle, %u have exited",
+                  kernelName, blockIdx.x, blockIdx.y, blockIdx.z, threads, atBlock, atWarp,
+                  threads - live));
       return false;
     }
   }
@@ -227,6 +238,30 @@ void warpExchange(const void *value, size_t bytes, int source, void *out) {
   suspend(Wait::Warp); // every live lane has read
 }
 
+unsigned liveLanes() {
+  Scheduler &s = scheduler();
+  unsigned warp = s.current->linear / warpSize * warpSize, mask = 0;
+  for (unsigned lane = 0; lane < unsigned(warpSize) && warp + lane < s.fibers.size(); ++lane)
+    if (s.fibers[warp + lane].wait != Wait::Done)
+      mask |= 1u << lane;
+  return mask;
+}
+
+unsigned warpGather(const void *value, size_t bytes, void *out) {
+  Scheduler &s = scheduler();
+  Fiber *self = s.current;
+  std::memcpy(s.slots[self->linear].data(), value, bytes);
+  suspend(Wait::Warp); // every live lane has written
+  unsigned warp = self->linear / warpSize * warpSize, live = 0;
+  for (unsigned lane = 0; lane < unsigned(warpSize) && warp + lane < s.fibers.size(); ++lane)
+    if (s.fibers[warp + lane].wait != Wait::Done) {
+      live |= 1u << lane;
+      std::memcpy(static_cast<char *>(out) + lane * bytes, s.slots[warp + lane].data(), bytes);
+    }
+  suspend(Wait::Warp); // every live lane has read
+  return live;
+}
+
 void *dynamicSharedBytes() { return scheduler().shared.data(); }
 
 void setMaxDynamicShared(const void *kernel, int bytes) { maxShared[kernel] = bytes; }
@@ -234,14 +269,14 @@ void setMaxDynamicShared(const void *kernel, int bytes) { maxShared[kernel] = by
 void run(dim3 grid, dim3 block, size_t sharedBytes, const void *kernel,
          const std::function<void()> &thread) {
   Scheduler &s = scheduler();
-  const std::string name = fmt::format("kernel {}", kernel);
+  const std::string name = format("kernel %p", kernel);
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
   failure.clear();
   if (threads == 0 || threads > kMaxThreads || block.z > 64 || grid.x == 0 || grid.y == 0 ||
       grid.z == 0 || grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535) {
     fail(cudaErrorInvalidConfiguration,
-         fmt::format("{}: grid ({}, {}, {}) of blocks ({}, {}, {}) cannot launch", name, grid.x,
-                     grid.y, grid.z, block.x, block.y, block.z));
+         format("%s: grid (%u, %u, %u) of blocks (%u, %u, %u) cannot launch", name.c_str(),
+                grid.x, grid.y, grid.z, block.x, block.y, block.z));
     return;
   }
   auto raised = maxShared.find(kernel);
@@ -249,8 +284,8 @@ void run(dim3 grid, dim3 block, size_t sharedBytes, const void *kernel,
                                            : std::min(kMaxShared, size_t(raised->second));
   if (sharedBytes > limit) {
     fail(cudaErrorInvalidValue,
-         fmt::format("{}: {} bytes of dynamic shared memory, more than its {}", name,
-                     sharedBytes, limit));
+         format("%s: %zu bytes of dynamic shared memory, more than its %zu", name.c_str(),
+                sharedBytes, limit));
     return;
   }
   if (!mapStacks(s)) {
@@ -334,3 +369,10 @@ float __half2float(__half v) { return plait::rt::f16ToFloat(v.__x); }
 __half __float2half_rn(float v) { return __half::fromBits(plait::rt::floatToF16(v)); }
 
 void __syncthreads() { plait_emu::suspend(plait_emu::Wait::Block); }
+
+unsigned __activemask() {
+  // Every live lane of the warp arrives first, so that the mask is the lanes that will go on
+  // together (the generated kernels' flush matches and shuffles right after it).
+  plait_emu::suspend(plait_emu::Wait::Warp);
+  return plait_emu::liveLanes();
+}

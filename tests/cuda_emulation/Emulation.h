@@ -46,6 +46,12 @@ struct dim3 {
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
 using uint3 = dim3;
+// CUDA's 16-byte float vector (the generated fused kernels' loads and stores).
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+
 // The running thread's indices, set by the scheduler at every switch.
 extern dim3 blockIdx, threadIdx, blockDim, gridDim;
 constexpr int warpSize = 32;
@@ -113,6 +119,13 @@ void warpExchange(const void *value, size_t bytes, int source, void *out);
 /// The running thread's lane in its warp (its linear index in the block, modulo 32).
 int laneId();
 
+/// Every live lane of the running thread's warp writes `bytes` of `value`; each then reads
+/// them all: lane k's into out + k * bytes. Returns the live lanes.
+unsigned warpGather(const void *value, size_t bytes, void *out);
+
+/// The live lanes of the running thread's warp (__activemask).
+unsigned liveLanes();
+
 /// The running launch's dynamic shared memory.
 void *dynamicSharedBytes();
 template <typename T> T *dynamicShared() { return static_cast<T *>(dynamicSharedBytes()); }
@@ -178,6 +191,23 @@ template <typename T> T __shfl_xor_sync(unsigned, T value, int mask, int width =
   T out;
   plait_emu::warpExchange(&value, sizeof value, source, &out);
   return out;
+}
+
+/// The lanes of the running thread's warp that have not exited, after every one of them has
+/// arrived here (a device may also leave out live lanes that have diverged: the emulation
+/// counts every live lane as converged).
+unsigned __activemask();
+
+/// The lanes of `mask` whose `value` equals the running lane's (every live lane of the warp
+/// exchanges its value).
+template <typename T> unsigned __match_any_sync(unsigned mask, T value) {
+  static_assert(sizeof(T) <= 16, "a matched value is at most 16 bytes");
+  T values[32];
+  unsigned live = plait_emu::warpGather(&value, sizeof value, values), same = 0;
+  for (int lane = 0; lane < warpSize; ++lane)
+    if ((mask & live) >> lane & 1u && std::memcmp(&values[lane], &value, sizeof value) == 0)
+      same |= 1u << lane;
+  return same;
 }
 
 template <typename T> T atomicAdd(T *address, T value) {
