@@ -19,6 +19,7 @@
 #include <fmt/ranges.h>
 
 #include "runtime/cuda/CudaKernel.h"
+#include "tests/cuda_emulation/EmulatedCall.h"
 #include "tests/cuda_emulation/Emulation.h"
 #include "tests/unit/kernels/KernelTestSupport.h"
 
@@ -76,37 +77,18 @@ void shadow(const std::string &name, const std::vector<rt::TensorView> &inputs,
     results.emplace_back(t.dtype, t.shape);
   for (OwnedTensor &t : results)
     out.push_back(t.view);
-  // One-element f32 inputs (an optimizer's lr and step) also as the host values the executor
-  // gives the CUDA kernels of hyper-parameters.
-  std::vector<const float *> scalars;
-  for (const rt::TensorView &t : inputs)
-    scalars.push_back(t.dtype == DType::F32 && t.numel() == 1 ? t.as<float>() : nullptr);
-  uint64_t need = 0;
-  rt::CudaKernelCall check{inputs, out, attrs};
-  check.check = true;
-  check.workspaceNeeded = &need;
-  check.hostScalars = &scalars;
-  rt::Status s = fn(check);
-  if (!s.ok()) {
+  std::vector<uint8_t> workspace;
+  emu_test::EmulatedCall r = emu_test::callEmulated(fn, inputs, out, attrs, 0, 1, workspace);
+  if (!r.taken) {
     Tally &t = tally();
     if (t.refused[name]++ == 0)
-      t.refusal[name] = s.message();
+      t.refusal[name] = r.status.message();
     return;
   }
-  std::vector<uint8_t> workspace(need + 256, 0xAB);
-  uint8_t *base = workspace.data() + (256 - reinterpret_cast<uintptr_t>(workspace.data()) % 256);
-  int deviceError = 0;
-  rt::CudaKernelCall call{inputs, out, attrs};
-  call.workspace = need ? base : nullptr;
-  call.workspaceBytes = need;
-  call.deviceError = &deviceError;
-  call.errorTag = 7;
-  call.hostScalars = &scalars;
-  s = fn(call);
-  ASSERT_TRUE(s.ok()) << name << " (emulated CUDA, in " << where() << "): " << s.message()
-                      << "; " << plait_emu::lastFailure();
-  EXPECT_EQ(deviceError, 0) << name << " (emulated CUDA, in " << where()
-                            << "): the device flagged operands the CPU kernel took";
+  ASSERT_TRUE(r.status.ok()) << name << " (emulated CUDA, in " << where() << "): "
+                             << r.status.message() << "; " << plait_emu::lastFailure();
+  EXPECT_EQ(r.deviceError, 0) << name << " (emulated CUDA, in " << where()
+                              << "): the device flagged operands the CPU kernel took";
   for (size_t o = 0; o < outputs.size(); ++o) {
     const rt::TensorView &want = outputs[o];
     const std::string what = fmt::format("{} result {} ({} {}, in {})", name, o,

@@ -21,6 +21,7 @@
 
 #include "runtime/Kernel.h"
 #include "runtime/cuda/CudaKernel.h"
+#include "tests/cuda_emulation/EmulatedCall.h"
 #include "tests/cuda_emulation/Emulation.h"
 
 namespace plait {
@@ -52,41 +53,21 @@ template <size_t I> rt::Status emulated(const rt::KernelCall &call) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   const Swapped &k = s.kernels[I];
-  // One-element f32 inputs (an optimizer's lr and step) also as host values, as the CUDA
-  // executor gives them for hyper-parameters.
-  std::vector<const float *> scalars;
-  for (const rt::TensorView &t : call.inputs)
-    scalars.push_back(t.dtype == rt::DType::F32 && t.numel() == 1 ? t.as<float>() : nullptr);
-  uint64_t need = 0;
-  rt::CudaKernelCall check{call.inputs, call.outputs, call.attrs, call.rank, call.worldSize};
-  check.check = true;
-  check.workspaceNeeded = &need;
-  check.hostScalars = &scalars;
-  if (!k.cuda(check).ok()) {
+  emu_test::EmulatedCall r = emu_test::callEmulated(k.cuda, call.inputs, call.outputs, call.attrs,
+                                                    call.rank, call.worldSize, s.workspace);
+  if (!r.taken) {
     ++s.fellBack[k.name];
     return k.cpu(call);
   }
-  if (s.workspace.size() < need + 256)
-    s.workspace.resize(need + 256);
-  uint8_t *base = s.workspace.data();
-  base += (256 - reinterpret_cast<uintptr_t>(base) % 256) % 256;
-  int deviceError = 0;
-  rt::CudaKernelCall run{call.inputs, call.outputs, call.attrs, call.rank, call.worldSize};
-  run.workspace = need ? base : nullptr;
-  run.workspaceBytes = need;
-  run.hostScalars = &scalars;
-  run.deviceError = &deviceError;
-  run.errorTag = 1;
-  rt::Status status = k.cuda(run);
-  if (!status.ok())
-    return rt::Status::internal(
-        fmt::format("{} (emulated CUDA): {} {}", k.name, status.message(), plait_emu::lastFailure()));
-  if (deviceError)
+  if (!r.status.ok())
+    return rt::Status::internal(fmt::format("{} (emulated CUDA): {} {}", k.name,
+                                            r.status.message(), plait_emu::lastFailure()));
+  if (r.deviceError)
     return rt::Status::errorf("{} (emulated CUDA): the device flagged its operands (an index "
                               "or a target out of range)",
                               k.name);
   ++s.ran[k.name];
-  return status;
+  return r.status;
 }
 
 template <size_t... I>

@@ -16,6 +16,7 @@
 
 #include "runtime/cuda/CudaKernel.h"
 #include "runtime/cuda/kernels/Launch.h"
+#include "tests/cuda_emulation/EmulatedCall.h"
 #include "tests/cuda_emulation/Emulation.h"
 #include "tests/unit/cuda/AttentionReference.h"
 #include "tests/unit/cuda/TensorBytes.h"
@@ -115,14 +116,9 @@ std::vector<uint8_t> bytes(const OwnedTensor &t) {
 /// got (bytes of `dtype`) against the CPU kernel's result within tol * max(1, |want|).
 void expectClose(const char *what, DType dtype, const std::vector<uint8_t> &got,
                  const OwnedTensor &want, double tol) {
-  std::vector<float> g = decode(dtype, got), w = want.floats();
-  ASSERT_EQ(g.size(), w.size()) << what;
-  int reported = 0;
-  for (size_t i = 0; i < w.size() && reported < 5; ++i)
-    if (!(std::fabs(double(g[i]) - double(w[i])) <= tol * std::max(1.0, std::fabs(double(w[i]))))) {
-      ADD_FAILURE() << what << "[" << i << "] = " << g[i] << ", the CPU kernel's " << w[i];
-      ++reported;
-    }
+  std::vector<float> w = want.floats();
+  attention_test::expectNear(what, decode(dtype, got), std::vector<double>(w.begin(), w.end()),
+                             tol);
 }
 
 /// f32 within 1e-5; bf16 within a unit in the last place (the kernels round once, from f32
@@ -331,9 +327,10 @@ TEST(EmulatedKernels, LocalShardKeepsEachRanksChunkAsTheCpuKernel) {
       std::vector<rt::TensorView> cpuOut = {cpu.view}, cudaOut = {emulated.view};
       rt::KernelCall host{in, cpuOut, attrs, rank, 4};
       ASSERT_TRUE(cpuFn(host).ok());
-      rt::CudaKernelCall call{in, cudaOut, attrs, rank, 4};
-      rt::Status s = cudaFn(call);
-      ASSERT_TRUE(s.ok()) << s.message();
+      std::vector<uint8_t> workspace;
+      emu_test::EmulatedCall r =
+          emu_test::callEmulated(cudaFn, in, cudaOut, attrs, rank, 4, workspace);
+      ASSERT_TRUE(r.taken && r.status.ok()) << r.status.message();
       EXPECT_EQ(emulated.bytes, cpu.bytes);
     }
   }

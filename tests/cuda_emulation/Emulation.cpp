@@ -57,7 +57,6 @@ Scheduler &scheduler() {
 cudaError_t lastError = cudaSuccess;
 std::string failure;
 std::map<const void *, int> maxShared;
-Counters totals;
 
 void fail(cudaError_t error, std::string why) {
   lastError = error;
@@ -108,7 +107,6 @@ void threadEntry() {
 void suspend(Wait wait) {
   Scheduler &s = scheduler();
   s.current->wait = wait;
-  ++totals.switches;
   if (_setjmp(s.current->jump) == 0)
     _longjmp(s.home, 1);
 }
@@ -158,7 +156,6 @@ bool runBlock(Scheduler &s, const char *kernelName) {
     makecontext(&f.context, threadEntry, 0);
 #endif
   }
-  totals.threads += threads;
   const unsigned warps = (threads + warpSize - 1) / warpSize;
   for (;;) {
     for (unsigned k = 0; k < threads; ++k) {
@@ -167,8 +164,7 @@ bool runBlock(Scheduler &s, const char *kernelName) {
         continue;
       s.current = &f;
       threadIdx = f.index;
-      ++totals.switches;
-      if (_setjmp(s.home) == 0) {
+          if (_setjmp(s.home) == 0) {
         if (!f.started) {
           f.started = true;
           startThread(f);
@@ -226,18 +222,6 @@ int laneId() {
   return s.current ? int(s.current->linear % warpSize) : 0;
 }
 
-void warpExchange(const void *value, size_t bytes, int source, void *out) {
-  Scheduler &s = scheduler();
-  Fiber *self = s.current;
-  std::memcpy(s.slots[self->linear].data(), value, bytes);
-  suspend(Wait::Warp); // every live lane has written
-  unsigned warp = self->linear / warpSize * warpSize, from = warp + unsigned(source);
-  bool live = source >= 0 && source < warpSize && from < s.fibers.size() &&
-              s.fibers[from].wait != Wait::Done;
-  std::memcpy(out, live ? s.slots[from].data() : s.slots[self->linear].data(), bytes);
-  suspend(Wait::Warp); // every live lane has read
-}
-
 unsigned liveLanes() {
   Scheduler &s = scheduler();
   unsigned warp = s.current->linear / warpSize * warpSize, mask = 0;
@@ -252,14 +236,19 @@ unsigned warpGather(const void *value, size_t bytes, void *out) {
   Fiber *self = s.current;
   std::memcpy(s.slots[self->linear].data(), value, bytes);
   suspend(Wait::Warp); // every live lane has written
-  unsigned warp = self->linear / warpSize * warpSize, live = 0;
-  for (unsigned lane = 0; lane < unsigned(warpSize) && warp + lane < s.fibers.size(); ++lane)
-    if (s.fibers[warp + lane].wait != Wait::Done) {
-      live |= 1u << lane;
+  unsigned warp = self->linear / warpSize * warpSize, live = liveLanes();
+  for (unsigned lane = 0; lane < unsigned(warpSize); ++lane)
+    if (live >> lane & 1u)
       std::memcpy(static_cast<char *>(out) + lane * bytes, s.slots[warp + lane].data(), bytes);
-    }
   suspend(Wait::Warp); // every live lane has read
   return live;
+}
+
+void warpExchange(const void *value, size_t bytes, int source, void *out) {
+  unsigned char all[32 * 16];
+  unsigned live = warpGather(value, bytes, all);
+  bool from = source >= 0 && source < warpSize && (live >> source & 1u);
+  std::memcpy(out, from ? all + size_t(source) * bytes : value, bytes);
 }
 
 void *dynamicSharedBytes() { return scheduler().shared.data(); }
@@ -292,7 +281,6 @@ void run(dim3 grid, dim3 block, size_t sharedBytes, const void *kernel,
     fail(cudaErrorLaunchFailure, "could not map the emulated threads' stacks");
     return;
   }
-  ++totals.launches;
   gridDim = grid;
   blockDim = block;
   s.thread = &thread;
@@ -307,8 +295,6 @@ void run(dim3 grid, dim3 block, size_t sharedBytes, const void *kernel,
       return;
   }
 }
-
-Counters counters() { return totals; }
 
 std::string lastFailure() { return failure; }
 

@@ -139,13 +139,6 @@ void setMaxDynamicShared(const void *kernel, int bytes);
 void run(dim3 grid, dim3 block, size_t sharedBytes, const void *kernel,
          const std::function<void()> &thread);
 
-/// How many kernels have run, and how many threads they ran (for tests that must know the
-/// emulation ran something).
-struct Counters {
-  int64_t launches = 0, threads = 0, switches = 0;
-};
-Counters counters();
-
 /// The last launch's failure in words ("" after a launch that ran), for test messages.
 std::string lastFailure();
 

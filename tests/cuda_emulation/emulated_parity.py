@@ -13,7 +13,6 @@ back to the CPU for none. Prints one line per case; exits 1 naming what failed.
   emulated_parity.py --build BUILD [--steps 10]
 """
 import argparse
-import json
 import pathlib
 import re
 import subprocess
@@ -25,14 +24,10 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(ROOT / "tests" / "gpu"))
 from train_parity import make_dataset  # noqa: E402
-
-TRAIN = {
-    "mlp": ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"],
-    "cnn": ["--optimizer", "sgd", "--lr", "0.02", "--momentum", "0.5"],
-    "gpt": ["--optimizer", "adamw", "--lr", "3e-3"],
-}
-TOLERANCE = {"fp32": 1e-4, "bf16-mixed": 1e-2}
+# The GPU acceptance run's training flags, tolerances and log reader.
+from backend_parity import TOLERANCE, TRAIN, losses  # noqa: E402
 
 
 def cases():
@@ -68,11 +63,6 @@ def run(cmd, what):
         sys.exit("%s failed (exit %d): %s\n%s%s" % (what, p.returncode, " ".join(map(str, cmd)),
                                                     p.stdout, p.stderr))
     return p
-
-
-def losses(log):
-    return np.array([json.loads(l)["loss"] for l in log.read_text().splitlines() if l.strip()],
-                    dtype=np.float64)
 
 
 def main():
