@@ -14,8 +14,13 @@ report (`kernels_per_step`). The last column checks the two trained the same: th
 relative difference of their per-step losses (the issue's bound is 1e-6; 0 with
 --precision bf16-mixed, whose fused kernels round where the unfused bf16 ops round).
 
+--baseline "FLAGS" compiles the second plan with those flags instead of --no-fusion: one
+fusion against the rest, e.g. --precision bf16-mixed --baseline "--no-fused-grad-cast
+--no-grouped-casts" for the two bf16-mixed cast fusions.
+
 Run with /usr/bin/python3:  fusion_step_time.py BUILD [--steps N] [--repeat R] [--only NAME]
                                                       [--precision fp32|bf16-mixed] [--json OUT]
+                                                      [--baseline "FLAGS"]
 """
 import argparse
 import json
@@ -50,7 +55,7 @@ def losses(log):
     return [by_step[s] for s in sorted(by_step)]
 
 
-def bench_model(name, build, steps, repeat, tmp, precision="fp32"):
+def bench_model(name, build, steps, repeat, tmp, precision="fp32", baseline=("--no-fusion",)):
     kind = "gpt" if name.startswith("gpt") else name.split("-")[0]
     steps = max(5, steps // (3 if name == "gpt-10m" else 1))
     work = tmp / name
@@ -61,7 +66,7 @@ def bench_model(name, build, steps, repeat, tmp, precision="fp32"):
     tvt.make_dataset(kind, onnx_path, (tvt.WARMUP + steps) * tvt.batch_of(onnx_path),
                      work / "data")
     plans, kernels = {}, {}
-    for variant, flags in (("fused", []), ("unfused", ["--no-fusion"])):
+    for variant, flags in (("fused", []), ("unfused", list(baseline))):
         plan, report = work / f"{variant}.plan", work / f"{variant}.json"
         tvt.run_checked([str(c) for c in [build / "bin" / "plait-compile", onnx_path, "-o", plan,
                                           "--train", "--optimizer", "adamw", "--lr", str(tvt.LR),
@@ -106,17 +111,20 @@ def main():
     ap.add_argument("--precision", choices=["fp32", "bf16-mixed"], default="fp32",
                     help="plait-compile --precision of both plans")
     ap.add_argument("--json", type=pathlib.Path)
+    ap.add_argument("--baseline", default="--no-fusion",
+                    help="plait-compile flags of the second plan (default: --no-fusion)")
     args = ap.parse_args()
     meta = tvt.header()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.only or MODELS:
             rows.append(bench_model(name, args.build.resolve(), args.steps, args.repeat,
-                                    pathlib.Path(tmp), args.precision))
+                                    pathlib.Path(tmp), args.precision,
+                                    args.baseline.split()))
             print("  %s done" % name, file=sys.stderr)
     print("date: %s\nmachine: %s\ncommit: %s" % (meta["date"], meta["machine"], meta["commit"]))
-    print("one thread; --precision %s; medians of %d alternating runs of each plan\n" % (
-        args.precision, args.repeat))
+    print("one thread; --precision %s; \"unfused\": %s; medians of %d alternating runs of "
+          "each plan\n" % (args.precision, args.baseline, args.repeat))
     print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(dict(meta, rows=rows), indent=2) + "\n")

@@ -290,6 +290,22 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
           "{} optimizer updates computed by {} grouped kernel{}, each walking its tensors "
           "(off: --no-fusion)",
           get("updates"), get("kernels"), get("kernels") == 1 ? "" : "s");
+    auto casts = grouped.getAs<IntegerAttr>("grad_casts");
+    if (casts && casts.getInt() > 0)
+      report["optimizations"]["fused_grad_cast"] = fmt::format(
+          "{} gradient casts to f32 computed by the grouped updates, which read the bf16 "
+          "gradients ({} bytes of f32 gradients that need no buffer; off: "
+          "--no-fused-grad-cast)",
+          casts.getInt(), get("grad_cast_bytes"));
+  }
+  if (auto grouped = module->getAttrOfType<DictionaryAttr>("plait.group_casts")) {
+    auto get = [&](const char *key) { return grouped.getAs<IntegerAttr>(key).getInt(); };
+    report["fusion"]["group_casts"] = scalarsToJson(grouped);
+    if (get("kernels") > 0)
+      report["optimizations"]["group_casts"] = fmt::format(
+          "{} casts of parameters computed by {} grouped kernel{}, each walking its tensors "
+          "(off: --no-grouped-casts)",
+          get("casts"), get("kernels"), get("kernels") == 1 ? "" : "s");
   }
   if (auto moved = module->getAttrOfType<IntegerAttr>("plait.schedule"))
     report["optimizations"]["schedule"] = fmt::format(

@@ -71,6 +71,10 @@ struct CompileOptions {
                                               // fusedNorm); off: --no-fused-add-norm
   bool gemmEpilogue = true;                   // plait-fuse-gemm-epilogue (with `fusion`);
                                               // off: --no-gemm-epilogue
+  bool fusedGradCast = true;                  // grouped updates read bf16 gradients (with
+                                              // `fusion`); off: --no-fused-grad-cast
+  bool groupedCasts = true;                   // plait-group-casts (with `fusion`);
+                                              // off: --no-grouped-casts
   bool codegen = true;                        // C++ (or CUDA) for fused kernels;
                                               // off: --no-codegen
   std::string device = "cpu";                 // --device cpu|cuda

@@ -129,7 +129,11 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
     pm.addPass(createSchedulePass());
   if (options.fusion) {
     pm.addPass(createFuseElementwisePass());
-    pm.addPass(createGroupUpdatesPass());
+    GroupUpdatesPassOptions group;
+    group.foldGradCasts = options.fusedGradCast;
+    pm.addPass(createGroupUpdatesPass(group));
+    if (options.groupedCasts)
+      pm.addPass(createGroupCastsPass());
   }
   if (failed(pm.run(module)))
     return failure();

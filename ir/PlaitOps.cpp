@@ -907,6 +907,24 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+LogicalResult GroupedCastOp::verify() {
+  if (getInputs().empty() || getInputs().size() != getResults().size())
+    return emitOpError("has ") << getInputs().size() << " operands and "
+                               << getResults().size() << " results, not one result per operand";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(getInputs(), getResults()))) {
+    auto from = cast<RankedTensorType>(std::get<0>(pair).getType());
+    auto to = cast<RankedTensorType>(std::get<1>(pair).getType());
+    if (from.getShape() != to.getShape())
+      return emitOpError("cast ") << i << " changes the shape from "
+                                  << shapeToString(from.getShape()) << " to "
+                                  << shapeToString(to.getShape());
+    if (!isa<FloatType>(from.getElementType()) || !isa<FloatType>(to.getElementType()))
+      return emitOpError("cast ") << i << " from " << from.getElementType() << " to "
+                                  << to.getElementType() << " is not between floats";
+  }
+  return success();
+}
+
 LogicalResult DropoutMaskOp::verify() {
   if (getStep().getType().getRank() != 0)
     return emitOpError("step must be a scalar");

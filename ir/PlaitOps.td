@@ -782,6 +782,26 @@ def Plait_CastOp : Plait_Op<"cast", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Plait_GroupedCastOp : Plait_Op<"grouped_cast", [Pure]> {
+  let summary = "several float casts computed by one kernel (plait-group-casts)";
+  let description = [{
+    Result i is operand i cast to result i's element type, exactly as `plait.cast` computes
+    it: the same number of operands and results, each pair of one shape, every element type
+    a float. The kernel walks the list (on CUDA, one launch for many tensors).
+    plait-group-casts builds it from the casts of a bf16-mixed step's parameters to bf16, a
+    kernel per parameter tensor otherwise.
+
+    ```mlir
+    %a, %b = plait.grouped_cast %w, %bias
+        : (tensor<96x32xf32>, tensor<96xf32>) -> (tensor<96x32xbf16>, tensor<96xbf16>)
+    ```
+  }];
+  let arguments = (ins Variadic<AnyStaticShapeTensor>:$inputs);
+  let results = (outs Variadic<AnyStaticShapeTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let hasVerifier = 1;
+}
+
 def Plait_TriluOp : Plait_Op<"trilu", [Pure, SameOperandsAndResultType]> {
   let summary = "keep the upper or lower triangle of the last two dimensions";
   let description = [{

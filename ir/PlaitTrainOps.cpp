@@ -186,10 +186,21 @@ LogicalResult GroupedUpdateOp::verify() {
   if (sgd && (per == 5) != (momentum && momentum.getValueAsDouble() != 0.0))
     return emitOpError("needs a momentum buffer exactly when momentum is non-zero");
   for (int64_t t = 0; t < inputs / per; ++t) {
-    // param, grad, the states and every result share one float type; lr and step are f32
-    // scalars (adamw: operands 4, 5; sgd: 2, 3).
+    // param, the states and every result share one float type; grad is of that type, or of
+    // its shape in bf16 or f16 (a half-precision gradient the kernel widens exactly, in place
+    // of a cast before the update: plait-group-updates); lr and step are f32 scalars (adamw:
+    // operands 4, 5; sgd: 2, 3).
     Type param = getInputs()[t * per].getType();
-    SmallVector<Value> like{getInputs()[t * per + 1]};
+    auto paramType = cast<RankedTensorType>(param);
+    auto gradType = cast<RankedTensorType>(getInputs()[t * per + 1].getType());
+    if (gradType != paramType) {
+      Type g = gradType.getElementType();
+      if (gradType.getShape() != paramType.getShape() || !(g.isBF16() || g.isF16()))
+        return emitOpError("update ")
+               << t << ": grad " << gradType << " is neither its param's " << param
+               << " nor that shape in bf16 or f16";
+    }
+    SmallVector<Value> like;
     for (int64_t k = adamw ? 2 : 4; k < (adamw ? 4 : per); ++k)
       like.push_back(getInputs()[t * per + k]);
     for (int64_t k = 0; k < perResult; ++k)

@@ -227,6 +227,22 @@ def FuseElementwisePass : Pass<"plait-fuse-elementwise", "mlir::ModuleOp"> {
   }];
 }
 
+def GroupCastsPass : Pass<"plait-group-casts", "mlir::ModuleOp"> {
+  let summary = "Casts of parameters close together become one plait.grouped_cast";
+  let description = [{
+    In program order, a float-to-float plait.cast of a plait.param joins the open group when
+    it stands within `span` ops of the group's first cast; each group of two or more becomes
+    one plait.grouped_cast where its first cast stood (one kernel walking the tensors), the
+    plait.param ops it reads moved before it. Results are bit-identical. The module records
+    `plait.group_casts` {kernels, casts}. plait-compile runs it after plait-schedule, unless
+    --no-fusion or --no-grouped-casts.
+  }];
+  let options = [
+    Option<"span", "span", "int64_t", "64",
+           "the most ops between a group's first and last cast">
+  ];
+}
+
 def GroupUpdatesPass : Pass<"plait-group-updates", "mlir::ModuleOp"> {
   let summary = "Optimizer updates close together become one plait.grouped_update";
   let description = [{
@@ -234,12 +250,17 @@ def GroupUpdatesPass : Pass<"plait-group-updates", "mlir::ModuleOp"> {
     of updates of the same kind and attributes when the group stays within a span of ops and
     one place follows every operand and precedes every outside read of a result; each group of
     two or more becomes one plait.grouped_update there (one kernel walking the tensors).
-    Results are bit-identical. The module records `plait.group_updates` {kernels, updates}.
-    plait-compile runs it after plait-schedule, unless --no-fusion.
+    With grad-casts, a grouped update whose gradient is a cast from bf16 or f16 that feeds
+    nothing else reads the half-precision gradient and widens it itself (no f32 copy stored,
+    no cast kernel). Results are bit-identical. The module records `plait.group_updates`
+    {kernels, updates, grad_casts, grad_cast_bytes}. plait-compile runs it after
+    plait-schedule, unless --no-fusion; --no-fused-grad-cast turns grad-casts off.
   }];
   let options = [
     Option<"span", "span", "int64_t", "64",
-           "the most ops between a group's first and last update">
+           "the most ops between a group's first and last update">,
+    Option<"foldGradCasts", "grad-casts", "bool", "true",
+           "fold a gradient's widening cast from bf16/f16 into its grouped update">
   ];
 }
 

@@ -114,6 +114,13 @@ int main(int argc, char **argv) {
   app.add_flag("--no-gemm-epilogue", [&](int64_t) { options.gemmEpilogue = false; },
                "keep a linear layer's bias add an op of its own instead of the GEMM's bias "
                "epilogue (plait-fuse-gemm-epilogue)");
+  app.add_flag("--no-fused-grad-cast", [&](int64_t) { options.fusedGradCast = false; },
+               "keep each bf16-mixed gradient's cast to f32 a kernel of its own, its f32 copy "
+               "stored for the optimizer, instead of the grouped update reading the bf16 "
+               "gradient (plait-group-updates)");
+  app.add_flag("--no-grouped-casts", [&](int64_t) { options.groupedCasts = false; },
+               "keep each bf16-mixed parameter's cast to bf16 a kernel of its own instead of "
+               "one plait.grouped_cast for the casts a few ops apart (plait-group-casts)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

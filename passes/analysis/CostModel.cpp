@@ -518,20 +518,22 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
               false);
     return cost;
   }
-  if (k == "grouped_update") {
-    // The update's work on every tensor of the group (its params: operand 0 of each).
-    const ElementCost *c = elementCost(stringAttr(instr, "update"));
-    int64_t per = intAttr(instr, "operands_per_update", 0);
+  if (k == "grouped_update" || k == "grouped_cast") {
+    // The update's (the cast's) work on every tensor of the group (its params: operand 0 of
+    // each update; every operand of the casts).
+    const std::string each = k == "grouped_cast" ? "cast" : stringAttr(instr, "update");
+    const ElementCost *c = elementCost(each);
+    int64_t per = k == "grouped_cast" ? 1 : intAttr(instr, "operands_per_update", 0);
     if (!c || per <= 0)
       return cost;
-    // Each tensor's update splits on its own (OptimizerKernels.cpp): the ones of two grains
-    // or more, counted at the smallest of them.
+    // Each tensor's update (cast) splits on its own (OptimizerKernels.cpp, CastKernels.cpp):
+    // the ones of two grains or more, counted at the smallest of them.
     double split = 0, grains = 0, calls = 0;
     for (size_t i = 0; i < instr.inputs.size(); i += size_t(per)) {
       double n = numel(tensor(instr.inputs[i]));
       cost.elements += n;
       double g = n / double(rt::cpu::kElementGrain);
-      if (g >= 2 && splitsElements(stringAttr(instr, "update"))) {
+      if (g >= 2 && splitsElements(each)) {
         split += n;
         calls += 1;
         grains = grains > 0 ? std::min(grains, g) : g;

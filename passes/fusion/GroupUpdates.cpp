@@ -9,7 +9,15 @@
 // its updates may be, which bounds how much longer the earlier gradients stay live.
 //
 // Grouped: adamw_update and sgd_update of f32 or f64 tensors, of the same kind, operand count
-// and attributes. The module records `plait.group_updates` {kernels, updates} for the report.
+// and attributes.
+//
+// Under bf16-mixed every gradient arrives in bf16 and is cast to f32 for its update: a kernel
+// per parameter tensor (26 of the GPT sample's 127 per step) and an f32 copy of the gradient
+// in the arena. With `grad-casts` (plait-compile's default; off: --no-fused-grad-cast) a
+// grouped update reads such a gradient in bf16 (or f16) and widens it itself, exactly as the
+// cast did, when the cast's result feeds nothing but that update. The module records
+// `plait.group_updates` {kernels, updates, grad_casts, grad_cast_bytes} for the report
+// (grad_cast_bytes: the wide gradients no longer stored).
 #include "passes/Passes.h"
 
 #include "ir/OpKinds.h"
@@ -36,6 +44,21 @@ bool groupable(Operation *op) {
   return type && (type.getElementType().isF32() || type.getElementType().isF64());
 }
 
+/// The half-precision gradient that update `op`'s gradient operand (operand 1) is a widening
+/// cast of, when that cast feeds nothing else; else null.
+Value castGradSource(Operation *op) {
+  auto widen = op->getOperand(1).getDefiningOp<CastOp>();
+  if (!widen || !llvm::all_of(widen->getUsers(), [&](Operation *u) { return u == op; }))
+    return nullptr;
+  auto from = dyn_cast<RankedTensorType>(widen.getOperand().getType());
+  auto to = cast<RankedTensorType>(widen.getType());
+  if (!from || from.getShape() != to.getShape() ||
+      !(from.getElementType().isBF16() || from.getElementType().isF16()) ||
+      to != op->getOperand(0).getType())
+    return nullptr;
+  return widen.getOperand();
+}
+
 /// Whether `a` and `b` are updates of the same kind, operand count and attributes.
 bool sameKind(Operation *a, Operation *b) {
   return a->getName() == b->getName() && a->getNumOperands() == b->getNumOperands() &&
@@ -55,7 +78,7 @@ struct GroupUpdatesPass : impl::GroupUpdatesPassBase<GroupUpdatesPass> {
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
-    int64_t kernels = 0, updates = 0;
+    int64_t kernels = 0, updates = 0, gradCasts = 0, gradCastBytes = 0;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
@@ -116,11 +139,22 @@ struct GroupUpdatesPass : impl::GroupUpdatesPassBase<GroupUpdatesPass> {
         SmallVector<Value> inputs;
         SmallVector<Type> types;
         SmallVector<Location> locs;
+        SmallVector<Operation *> casts; // folded into the group, erased after it
         for (Operation *op : g.ops) {
+          size_t grad = inputs.size() + 1;
           llvm::append_range(inputs, op->getOperands());
           llvm::append_range(types, op->getResultTypes());
           locs.push_back(op->getLoc());
+          if (!foldGradCasts)
+            continue;
+          if (Value narrow = castGradSource(op)) {
+            casts.push_back(op->getOperand(1).getDefiningOp());
+            inputs[grad] = narrow;
+            auto wide = cast<RankedTensorType>(op->getOperand(1).getType());
+            gradCastBytes += wide.getNumElements() * (wide.getElementTypeBitWidth() / 8);
+          }
         }
+        gradCasts += int64_t(casts.size());
         SmallVector<NamedAttribute> attrs(first->getAttrs());
         attrs.push_back(builder.getNamedAttr(
             "update", builder.getStringAttr(first->getName().stripDialect())));
@@ -136,12 +170,17 @@ struct GroupUpdatesPass : impl::GroupUpdatesPassBase<GroupUpdatesPass> {
             r.replaceAllUsesWith(grouped->getResult(next++));
         for (Operation *op : llvm::reverse(g.ops))
           op->erase();
+        for (Operation *c : casts)
+          c->erase();
       }
     }
     Builder b(&getContext());
     module->setAttr("plait.group_updates",
                     b.getDictionaryAttr({b.getNamedAttr("kernels", b.getI64IntegerAttr(kernels)),
-                                         b.getNamedAttr("updates", b.getI64IntegerAttr(updates))}));
+                                         b.getNamedAttr("updates", b.getI64IntegerAttr(updates)),
+                                         b.getNamedAttr("grad_casts", b.getI64IntegerAttr(gradCasts)),
+                                         b.getNamedAttr("grad_cast_bytes",
+                                                        b.getI64IntegerAttr(gradCastBytes))}));
   }
 };
 

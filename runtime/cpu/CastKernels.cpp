@@ -62,11 +62,9 @@ template <typename Dst, typename V> Dst storeAs(V v) {
     return Dst(v); // integer narrowing wraps modulo 2^bits, like numpy's astype
 }
 
-Status castKernel(const KernelCall &call) {
-  PLAIT_RETURN_IF_ERROR(checkArity(call, "cast", 1, 1, 1));
-  const TensorView &x = call.inputs[0];
-  TensorView &y = call.outputs[0];
-  PLAIT_RETURN_IF_ERROR(checkShape("cast", "output", y.shape, x.shape));
+/// y = x converted to y's dtype; `kernel` names the caller in errors.
+Status castView(std::string_view kernel, const TensorView &x, const TensorView &y) {
+  PLAIT_RETURN_IF_ERROR(checkShape(kernel, "output", y.shape, x.shape));
   if (x.dtype == y.dtype) {
     if (x.data != y.data)
       std::memmove(y.data, x.data, x.bytes());
@@ -88,8 +86,34 @@ Status castKernel(const KernelCall &call) {
   });
 }
 
+Status castKernel(const KernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(checkArity(call, "cast", 1, 1, 1));
+  return castView("cast", call.inputs[0], call.outputs[0]);
+}
+
+/// grouped_cast (plait-group-casts): result i = cast(operand i), float to float, in turn.
+Status groupedCastKernel(const KernelCall &call) {
+  constexpr std::string_view kName = "grouped_cast";
+  if (call.inputs.empty() || call.inputs.size() != call.outputs.size())
+    return Status::errorf("{}: {} operands and {} results, not one result per operand", kName,
+                          call.inputs.size(), call.outputs.size());
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const TensorView &x = call.inputs[i], &y = call.outputs[i];
+    if (!isFloat(x.dtype) || !isFloat(y.dtype))
+      return Status::errorf("{}: cast {} from {} to {} is not between floats", kName, i,
+                            dtypeName(x.dtype), dtypeName(y.dtype));
+    Status s = castView("cast", x, y);
+    if (!s.ok())
+      return s.withPrefix(fmt::format("{}: cast {}: ", kName, i));
+  }
+  return Status();
+}
+
 } // namespace
 
-void registerCastKernels() { registerKernel("cast", &castKernel); }
+void registerCastKernels() {
+  registerKernel("cast", &castKernel);
+  registerKernel("grouped_cast", &groupedCastKernel);
+}
 
 } // namespace plait::rt::cpu

@@ -9,7 +9,13 @@
 //
 // Each element's inputs are read before its outputs are written, so any output may share
 // its buffer with the input it replaces (param, momentum buffer, exp_avg, exp_avg_sq).
+//
+// grouped_update may take a tensor's gradient in bf16 or f16 (plait-group-updates folds the
+// cast to f32 of a bf16-mixed gradient into the update): it is widened exactly, a piece at a
+// time into a buffer on the stack, and the piece updated as the f32 gradient would be.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "runtime/cpu/KernelFamilies.h"
@@ -45,6 +51,44 @@ Status checkLikeParam(std::string_view kernel, std::string_view what, const Tens
   return checkShape(kernel, what, t.shape, param.shape);
 }
 
+/// The gradient's check: like the param, or with `halfGrad` (grouped_update) also of the
+/// param's shape in bf16 or f16.
+Status checkGrad(std::string_view kernel, const TensorView &param, const TensorView &grad,
+                 bool halfGrad) {
+  if (halfGrad && grad.dtype != param.dtype &&
+      (grad.dtype == DType::BF16 || grad.dtype == DType::F16))
+    return checkShape(kernel, "grad", grad.shape, param.shape);
+  return checkLikeParam(kernel, "grad", param, grad);
+}
+
+/// Calls body(begin, end, grad) over the pieces of elements [begin, end), `grad` the T values
+/// of the gradient `g` there: g's own elements when it is of type T, else (bf16 or f16) those
+/// elements widened exactly, as a cast to T computes them, into a buffer on the stack.
+template <typename T, typename Body>
+void forGradPieces(const TensorView &g, int64_t begin, int64_t end, Body &&body) {
+  if (g.dtype != DType::BF16 && g.dtype != DType::F16) {
+    body(begin, end, g.as<T>() + begin);
+    return;
+  }
+  constexpr int64_t kPiece = 1024;
+  T wide[kPiece];
+  const uint16_t *half = g.as<uint16_t>();
+  for (int64_t b = begin; b < end; b += kPiece) {
+    const int64_t n = std::min(kPiece, end - b);
+    if (g.dtype == DType::BF16)
+      for (int64_t i = 0; i < n; ++i) { // bf16 is the top half of an f32: bf16ToFloat inline
+        uint32_t bits = uint32_t(half[b + i]) << 16;
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        wide[i] = T(f);
+      }
+    else
+      for (int64_t i = 0; i < n; ++i)
+        wide[i] = T(f16ToFloat(half[b + i]));
+    body(b, b + n, static_cast<const T *>(wide));
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // sgd_update
 //===----------------------------------------------------------------------===//
@@ -58,11 +102,12 @@ struct SgdFactors {
 ///   d_p = grad (+ wd * param);  buf = d_p on the first step, else buf * m + (1 - damp) * d_p;
 ///   d_p = nesterov ? d_p + m * buf : buf;  param += -lr * d_p.
 /// Elements [begin, end) of it.
+/// Elements [begin, end) of it, `grad` pointing at element `begin`'s gradient.
 template <typename T>
 void sgdUpdateRange(const TensorView *in, const TensorView *out, const SgdFactors &f,
-                    int64_t begin, int64_t end) {
+                    int64_t begin, int64_t end, const T *grad) {
   const int64_t n = end - begin;
-  const T *param = in[0].as<T>() + begin, *grad = in[1].as<T>() + begin;
+  const T *param = in[0].as<T>() + begin;
   T *newParam = out[0].as<T>() + begin;
   const T wd = T(f.weightDecay), negLr = T(-f.lr);
   bool decay = f.weightDecay != 0;
@@ -94,16 +139,18 @@ void sgdUpdateRange(const TensorView *in, const TensorView *out, const SgdFactor
 template <typename T>
 void sgdUpdate(const TensorView *in, const TensorView *out, const SgdFactors &f) {
   parallelFor(in[0].numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
-    sgdUpdateRange<T>(in, out, f, begin, end);
+    forGradPieces<T>(in[1], begin, end, [&](int64_t b, int64_t e, const T *grad) {
+      sgdUpdateRange<T>(in, out, f, b, e, grad);
+    });
   });
 }
 
 constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update";
 
 /// Checks one sgd_update's operands `in` (4 or 5: `hasBuffer`) and results `out`, and reads
-/// its factors.
+/// its factors; `halfGrad`: the gradient may be bf16 or f16 (checkGrad).
 Status prepareSgd(const TensorView *in, const TensorView *out, bool hasBuffer,
-                  const Attrs &attrs, SgdFactors &f) {
+                  const Attrs &attrs, SgdFactors &f, bool halfGrad = false) {
   constexpr std::string_view kName = kSgd;
   f.momentum = attrs.getFloat("momentum", 0.0);
   f.dampening = attrs.getFloat("dampening", 0.0);
@@ -114,7 +161,7 @@ Status prepareSgd(const TensorView *in, const TensorView *out, bool hasBuffer,
                           "(momentum {}, {} buffer)",
                           kName, f.momentum, hasBuffer ? "with" : "without");
   const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "grad", param, in[1]));
+  PLAIT_RETURN_IF_ERROR(checkGrad(kName, param, in[1], halfGrad));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
   if (hasBuffer) {
     PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "momentum_buffer", param, in[4]));
@@ -191,24 +238,27 @@ adamwLoopF32(int64_t n, const float *param, const float *grad, const float *expA
 template <typename T>
 void adamwUpdate(const TensorView *in, const TensorView *out, const AdamWFactors &f) {
   parallelFor(in[0].numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
-    const int64_t n = end - begin;
-    const T *param = in[0].as<T>() + begin, *grad = in[1].as<T>() + begin;
-    const T *expAvg = in[2].as<T>() + begin, *expAvgSq = in[3].as<T>() + begin;
-    T *newParam = out[0].as<T>() + begin, *newExpAvg = out[1].as<T>() + begin;
-    T *newExpAvgSq = out[2].as<T>() + begin;
-    if constexpr (std::is_same_v<T, float>)
-      adamwLoopF32(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
-    else
-      adamwLoop<T>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+    forGradPieces<T>(in[1], begin, end, [&](int64_t b, int64_t e, const T *grad) {
+      const int64_t n = e - b;
+      const T *param = in[0].as<T>() + b;
+      const T *expAvg = in[2].as<T>() + b, *expAvgSq = in[3].as<T>() + b;
+      T *newParam = out[0].as<T>() + b, *newExpAvg = out[1].as<T>() + b;
+      T *newExpAvgSq = out[2].as<T>() + b;
+      if constexpr (std::is_same_v<T, float>)
+        adamwLoopF32(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+      else
+        adamwLoop<T>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+    });
   });
 }
 
-/// Checks one adamw_update's operands `in` (6) and results `out` (3), and reads its factors.
+/// Checks one adamw_update's operands `in` (6) and results `out` (3), and reads its factors;
+/// `halfGrad`: the gradient may be bf16 or f16 (checkGrad).
 Status prepareAdamW(const TensorView *in, const TensorView *out, const Attrs &attrs,
-                    AdamWFactors &f) {
+                    AdamWFactors &f, bool halfGrad = false) {
   constexpr std::string_view kName = kAdamW;
   const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "grad", param, in[1]));
+  PLAIT_RETURN_IF_ERROR(checkGrad(kName, param, in[1], halfGrad));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg", param, in[2]));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg_sq", param, in[3]));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
@@ -248,7 +298,7 @@ Status adamwUpdateKernel(const KernelCall &call) {
 
 /// grouped_update: `update` on each of the groups of operands_per_update operands and
 /// results_per_update results, walking the list in one call (f32 and f64 tensors only:
-/// plait-group-updates leaves half-precision updates alone).
+/// plait-group-updates leaves half-precision updates alone; a gradient may be bf16 or f16).
 Status groupedUpdateKernel(const KernelCall &call) {
   constexpr std::string_view kName = "grouped_update";
   GroupedUpdateLayout layout;
@@ -265,7 +315,7 @@ Status groupedUpdateKernel(const KernelCall &call) {
     Status s;
     if (adamw) {
       AdamWFactors f;
-      s = prepareAdamW(in, out, call.attrs, f);
+      s = prepareAdamW(in, out, call.attrs, f, /*halfGrad=*/true);
       if (s.ok())
         s = dispatchF32F64(kAdamW, in[0].dtype, [&](auto tag) -> Status {
           adamwUpdate<decltype(tag)>(in, out, f);
@@ -273,7 +323,7 @@ Status groupedUpdateKernel(const KernelCall &call) {
         });
     } else {
       SgdFactors f;
-      s = prepareSgd(in, out, per == 5, call.attrs, f);
+      s = prepareSgd(in, out, per == 5, call.attrs, f, /*halfGrad=*/true);
       if (s.ok())
         s = dispatchF32F64(kSgd, in[0].dtype, [&](auto tag) -> Status {
           sgdUpdate<decltype(tag)>(in, out, f);

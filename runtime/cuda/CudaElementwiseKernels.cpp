@@ -3,6 +3,7 @@
 // kernels/Elementwise.cu.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "runtime/cuda/CudaKernelSupport.h"
 
@@ -194,6 +195,43 @@ Status castKernel(const CudaKernelCall &call) {
                   "cast");
 }
 
+/// grouped_cast (plait-group-casts): result i = cast(operand i), float to float; the casts
+/// of one pair of dtypes in a row in one launch per kMaxCastTensors (launchGroupedCast).
+Status groupedCastKernel(const CudaKernelCall &call) {
+  constexpr std::string_view kName = "grouped_cast";
+  const size_t count = call.inputs.size();
+  if (count == 0 || count != call.outputs.size())
+    return Status::errorf("{}: {} operands and {} results, not one result per operand", kName,
+                          count, call.outputs.size());
+  std::vector<CastTensor> tensors(count);
+  for (size_t i = 0; i < count; ++i) {
+    const TensorView &x = call.inputs[i], &y = call.outputs[i];
+    if (!isFloat(x.dtype) || !isFloat(y.dtype))
+      return Status::errorf("{}: cast {} from {} to {} is not between floats", kName, i,
+                            dtypeName(x.dtype), dtypeName(y.dtype));
+    Status s = checkShape("cast", "output", y.shape, x.shape);
+    if (!s.ok())
+      return s.withPrefix(fmt::format("{}: cast {}: ", kName, i));
+    tensors[i] = CastTensor{x.data, y.data, x.numel()};
+  }
+  if (call.check)
+    return {};
+  auto dtypes = [&](size_t i) {
+    return std::pair(code(call.inputs[i].dtype), code(call.outputs[i].dtype));
+  };
+  for (size_t begin = 0; begin < count;) {
+    size_t end = begin + 1;
+    while (end < count && dtypes(end) == dtypes(begin))
+      ++end;
+    auto [from, to] = dtypes(begin);
+    PLAIT_RETURN_IF_ERROR(launched(
+        launchGroupedCast(from, to, tensors.data() + begin, int64_t(end - begin), call.stream),
+        kName));
+    begin = end;
+  }
+  return {};
+}
+
 Status dropoutMaskKernel(const CudaKernelCall &call) {
   constexpr const char *kName = "dropout_mask";
   KernelCall host = call.asHostCall();
@@ -265,6 +303,7 @@ void registerCudaElementwiseKernels() {
   registerBinary<BinaryOp::Xor, 2>("xor");
   registerCudaKernel("where", &whereKernel);
   registerCudaKernel("cast", &castKernel);
+  registerCudaKernel("grouped_cast", &groupedCastKernel);
   registerCudaKernel("dropout_mask", &dropoutMaskKernel);
 }
 

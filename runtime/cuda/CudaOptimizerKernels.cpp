@@ -1,9 +1,11 @@
-// Host side of the CUDA optimizer updates: sgd_update, adamw_update and grouped_update (one
-// launch per parameter tensor). The host copies of the "lr" and "step" hyper-parameters
-// (CudaKernelCall::hostScalar) are checked here; the kernels read the device copies and
-// compute the factors that depend on them as runtime/cpu/OptimizerKernels.cpp does, so that a
-// step captured as a CUDA graph replays with each step's values.
+// Host side of the CUDA optimizer updates: sgd_update, adamw_update and grouped_update (a
+// group's tensors in one launch per kMaxUpdateTensors, Optimizer.cu). The host copies of the
+// "lr" and "step" hyper-parameters (CudaKernelCall::hostScalar) are checked here; the kernels
+// read the device copies and compute the factors that depend on them as
+// runtime/cpu/OptimizerKernels.cpp does, so that a step captured as a CUDA graph replays with
+// each step's values.
 #include <cmath>
+#include <vector>
 
 #include "runtime/cuda/CudaKernelSupport.h"
 
@@ -43,11 +45,29 @@ Status checkFloat(std::string_view kernel, DType t) {
              : noCudaDtype(kernel, t);
 }
 
-/// One sgd_update on operands in[0..per) and results out[0..): checks, factors, launch.
-Status runSgd(const CudaKernelCall &call, size_t first, size_t firstOut, bool hasBuffer) {
+/// The gradient's check: like the param, or with `halfGrad` (grouped_update) also of the
+/// param's shape in bf16 or f16.
+Status checkGrad(std::string_view kernel, const TensorView &param, const TensorView &grad,
+                 bool halfGrad) {
+  if (halfGrad && grad.dtype != param.dtype &&
+      (grad.dtype == DType::BF16 || grad.dtype == DType::F16))
+    return cpu::checkShape(kernel, "grad", grad.shape, param.shape);
+  return checkLikeParam(kernel, "grad", param, grad);
+}
+
+/// The step number's check (its host value; skipped by a checking call, which has none).
+Status checkStep(const CudaKernelCall &call, std::string_view kernel, double step) {
+  if (call.check || (step >= 1 && step == std::floor(step)))
+    return {};
+  return Status::errorf("{}: step must be a whole number >= 1, got {}", kernel, step);
+}
+
+/// One sgd_update on operands in[first..first + 4 or 5) and results out[firstOut..): checked,
+/// its factors read, and its tensor in `u`.
+Status prepareSgd(const CudaKernelCall &call, size_t first, size_t firstOut, bool hasBuffer,
+                  bool halfGrad, SgdFactors &f, UpdateTensor &u) {
   const TensorView *in = call.inputs.data() + first;
   TensorView *out = call.outputs.data() + firstOut;
-  SgdFactors f;
   f.momentum = call.attrs.getFloat("momentum", 0.0);
   f.dampening = call.attrs.getFloat("dampening", 0.0);
   f.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
@@ -58,7 +78,7 @@ Status runSgd(const CudaKernelCall &call, size_t first, size_t firstOut, bool ha
                           kSgd, f.momentum, hasBuffer ? "with" : "without");
   const TensorView &param = in[0];
   PLAIT_RETURN_IF_ERROR(checkFloat(kSgd, param.dtype));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kSgd, "grad", param, in[1]));
+  PLAIT_RETURN_IF_ERROR(checkGrad(kSgd, param, in[1], halfGrad));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kSgd, "new_param", param, out[0]));
   if (hasBuffer) {
     PLAIT_RETURN_IF_ERROR(checkLikeParam(kSgd, "momentum_buffer", param, in[4]));
@@ -67,24 +87,28 @@ Status runSgd(const CudaKernelCall &call, size_t first, size_t firstOut, bool ha
   double step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kSgd, "lr", first + 2, f.lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kSgd, "step", first + 3, step));
-  if (call.check)
-    return {};
-  if (!(step >= 1) || step != std::floor(step))
-    return Status::errorf("{}: step must be a whole number >= 1, got {}", kSgd, step);
-  return launched(launchSgd(code(param.dtype), param.data, in[1].data,
-                            hasBuffer ? in[4].data : nullptr, out[0].data,
-                            hasBuffer ? out[1].data : nullptr, param.numel(), f,
-                            static_cast<const float *>(in[2].data),
-                            static_cast<const float *>(in[3].data), call.stream),
-                  kSgd);
+  PLAIT_RETURN_IF_ERROR(checkStep(call, kSgd, step));
+  u = UpdateTensor{};
+  u.in[0] = param.data;
+  u.in[1] = in[1].data;
+  u.in[2] = hasBuffer ? in[4].data : nullptr;
+  u.out[0] = out[0].data;
+  u.out[1] = hasBuffer ? out[1].data : nullptr;
+  u.n = param.numel();
+  u.lr = static_cast<const float *>(in[2].data);
+  u.step = static_cast<const float *>(in[3].data);
+  return {};
 }
 
-Status runAdamW(const CudaKernelCall &call, size_t first, size_t firstOut) {
+/// One adamw_update on operands in[first..first + 6) and results out[firstOut..firstOut + 3):
+/// checked, its factors read, and its tensor in `u`.
+Status prepareAdamW(const CudaKernelCall &call, size_t first, size_t firstOut, bool halfGrad,
+                    AdamWFactors &f, UpdateTensor &u) {
   const TensorView *in = call.inputs.data() + first;
   TensorView *out = call.outputs.data() + firstOut;
   const TensorView &param = in[0];
   PLAIT_RETURN_IF_ERROR(checkFloat(kAdamW, param.dtype));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kAdamW, "grad", param, in[1]));
+  PLAIT_RETURN_IF_ERROR(checkGrad(kAdamW, param, in[1], halfGrad));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kAdamW, "exp_avg", param, in[2]));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kAdamW, "exp_avg_sq", param, in[3]));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kAdamW, "new_param", param, out[0]));
@@ -93,49 +117,78 @@ Status runAdamW(const CudaKernelCall &call, size_t first, size_t firstOut) {
   double lr = 0, step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdamW, "lr", first + 4, lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdamW, "step", first + 5, step));
-  if (call.check)
-    return {};
-  if (!(step >= 1) || step != std::floor(step))
-    return Status::errorf("{}: step must be a whole number >= 1, got {}", kAdamW, step);
-  AdamWFactors f;
+  PLAIT_RETURN_IF_ERROR(checkStep(call, kAdamW, step));
   f.beta1 = call.attrs.getFloat("beta1", 0.9);
   f.beta2 = call.attrs.getFloat("beta2", 0.999);
   f.eps = call.attrs.getFloat("eps", 1e-8);
   f.weightDecay = call.attrs.getFloat("weight_decay", 0.01);
-  return launched(launchAdamW(code(param.dtype), param.data, in[1].data, in[2].data, in[3].data,
-                              out[0].data, out[1].data, out[2].data, param.numel(), f,
-                              static_cast<const float *>(in[4].data),
-                              static_cast<const float *>(in[5].data), call.stream),
-                  kAdamW);
+  u = UpdateTensor{};
+  for (int k = 0; k < 4; ++k)
+    u.in[k] = in[k].data;
+  for (int k = 0; k < 3; ++k)
+    u.out[k] = out[k].data;
+  u.n = param.numel();
+  u.lr = static_cast<const float *>(in[4].data);
+  u.step = static_cast<const float *>(in[5].data);
+  return {};
+}
+
+/// The updates of a call: `count` of them, operands_per_update `per` and results_per_update
+/// `perResult` each (1 and the op's own counts for sgd_update / adamw_update), every one
+/// checked first; then one launchUpdates per run of updates with the same param and gradient
+/// dtypes (all of them, in the plans plait-compile writes).
+Status runUpdates(const CudaKernelCall &call, bool adamw, size_t per, size_t perResult,
+                  size_t count, bool halfGrad) {
+  std::vector<UpdateTensor> tensors(count);
+  SgdFactors sgd;
+  AdamWFactors adam;
+  for (size_t t = 0; t < count; ++t) {
+    Status s = adamw ? prepareAdamW(call, t * per, t * perResult, halfGrad, adam, tensors[t])
+                     : prepareSgd(call, t * per, t * perResult, per == 5, halfGrad, sgd,
+                                  tensors[t]);
+    if (!s.ok())
+      return count == 1 && !halfGrad
+                 ? s
+                 : s.withPrefix("grouped_update: update " + std::to_string(t) + ": ");
+  }
+  if (call.check)
+    return {};
+  auto dtypes = [&](size_t t) {
+    return std::pair(code(call.inputs[t * per].dtype), code(call.inputs[t * per + 1].dtype));
+  };
+  for (size_t begin = 0; begin < count;) {
+    size_t end = begin + 1;
+    while (end < count && dtypes(end) == dtypes(begin))
+      ++end;
+    auto [dtype, gradDtype] = dtypes(begin);
+    PLAIT_RETURN_IF_ERROR(launched(launchUpdates(dtype, gradDtype, tensors.data() + begin,
+                                                 int64_t(end - begin), adamw ? nullptr : &sgd,
+                                                 adamw ? &adam : nullptr, call.stream),
+                                   adamw ? kAdamW : kSgd));
+    begin = end;
+  }
+  return {};
 }
 
 Status sgdUpdateKernel(const CudaKernelCall &call) {
   bool hasBuffer = call.inputs.size() == 5;
   PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kSgd, 4, 5, hasBuffer ? 2 : 1));
-  return runSgd(call, 0, 0, hasBuffer);
+  return runUpdates(call, false, call.inputs.size(), call.outputs.size(), 1, false);
 }
 
 Status adamwUpdateKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kAdamW, 6, 6, 3));
-  return runAdamW(call, 0, 0);
+  return runUpdates(call, true, 6, 3, 1, false);
 }
 
-/// grouped_update: the groups of operands_per_update operands one update at a time (the
-/// CPU kernel's walk; a multi-tensor kernel would save the launches).
+/// grouped_update: its tensors in one launch per kMaxUpdateTensors (launchUpdates), a
+/// gradient in bf16 or f16 widened there.
 Status groupedUpdateKernel(const CudaKernelCall &call) {
-  constexpr std::string_view kName = "grouped_update";
   cpu::GroupedUpdateLayout layout;
   PLAIT_RETURN_IF_ERROR(
       cpu::groupedUpdateLayout(call.attrs, call.inputs.size(), call.outputs.size(), layout));
-  const bool adamw = layout.adamw;
-  const size_t per = layout.perOperand, perResult = layout.perResult, count = layout.count;
-  for (size_t t = 0; t < count; ++t) {
-    size_t first = t * per, firstOut = t * perResult;
-    Status s = adamw ? runAdamW(call, first, firstOut) : runSgd(call, first, firstOut, per == 5);
-    if (!s.ok())
-      return s.withPrefix(std::string(kName) + ": update " + std::to_string(t) + ": ");
-  }
-  return {};
+  return runUpdates(call, layout.adamw, layout.perOperand, layout.perResult, layout.count,
+                    true);
 }
 
 } // namespace

@@ -11,7 +11,13 @@ For a sample, the reference is the committed model trained in fp32 on one rank. 
   - the bytes the runtime counted on the wire equal the report's, and they are at most 55%
     of the same placement's fp32 plan (gradients and gathers travel in bf16; with
     --micro-batches the gradients are accumulated and reduced in f32, as the report says);
-  - the arena high water the runtime measured equals the planned one.
+  - the arena high water the runtime measured equals the planned one;
+  - with --no-fused-grad-cast (each gradient's cast to f32 a kernel of its own, instead of
+    the grouped updates reading the bf16 gradients) and --no-grouped-casts (each param's cast
+    to bf16 a kernel of its own, instead of a grouped_cast per few), the losses are the same
+    bits, and the plan runs exactly as many more kernels per step as the report says those
+    two saved (gradient casts folded on every run without micro-batches or clipping: those
+    accumulate or scale their gradients in f32; param casts grouped on one rank).
 
 With --clip, every run clips gradients to that global norm; with --micro-batches, every run
 splits each rank's batch.
@@ -124,6 +130,31 @@ def main():
                 problems.append("arena high water %s, planned %d" % (sorted(measured_hw, key=str),
                                                                      mem["high_water"]))
             problems += comm_problems(log, report["comm"])
+            casts = report["fusion"]["group_updates"].get("grad_casts", 0)
+            grouped = report["fusion"].get("group_casts", {"casts": 0, "kernels": 0})
+            saved = casts + grouped["casts"] - grouped["kernels"]
+            unfolded_plan, unfolded_rep = tmp / (label + "-casts.plan"), tmp / (label + "-casts.json")
+            run([compile_bin, src, "--train", *TRAIN[name], "--world-size", str(w),
+                 "--strategy", strategy, "--precision", "bf16-mixed", "--no-fused-grad-cast",
+                 "--no-grouped-casts", "--report", unfolded_rep, "-o", unfolded_plan], 120)
+            unfolded = json.loads(unfolded_rep.read_text())
+            (tmp / (label + "-casts")).mkdir()
+            unfolded_log, _ = train(args.build, unfolded_plan, data, steps, w,
+                                    tmp / (label + "-casts"))
+            if [r["loss"] for r in unfolded_log] != [r["loss"] for r in log]:
+                problems.append("losses with --no-fused-grad-cast --no-grouped-casts are not "
+                                "the same bits")
+            if args.micro_batches == 1 and args.clip == 0 and casts == 0:
+                problems.append("no gradient cast folded into the grouped updates")
+            if w == 1 and grouped["kernels"] == 0:
+                problems.append("no casts of parameters grouped")
+            if unfolded["kernels_per_step"] - report["kernels_per_step"] != saved:
+                problems.append("kernels per step %d, %d without the cast fusions, which say "
+                                "they saved %d" % (report["kernels_per_step"],
+                                                  unfolded["kernels_per_step"], saved))
+            for key, n in (("fused_grad_cast", casts), ("group_casts", grouped["kernels"])):
+                if (n > 0) != (key in report["optimizations"]):
+                    problems.append("report line %s with %d" % (key, n))
             fp32_comm = reports["fp32"][1]["comm"]["total"]
             # With micro-batches the gradients are summed in f32 and reduced in f32; only the
             # gathers are bf16 then.
@@ -132,10 +163,13 @@ def main():
                 problems.append("comm %d B/step, fp32 plan %d" % (report["comm"]["total"],
                                                                  fp32_comm))
             print("%-5s %-10s bf16-mixed loss %.4f -> %.4f  max |fp32 - bf16| %.2e  comm %d B "
-                  "(fp32 %d)  params/grads/opt per rank %s  peak %d (fp32 %d)  %s" % (
+                  "(fp32 %d)  params/grads/opt per rank %s  peak %d (fp32 %d)  kernels %d "
+                  "(%d without the cast fusions)  %s" % (
                       name, label, losses[0], losses[-1], diff, report["comm"]["total"],
                       fp32_comm, tuple(int(v) for v in expect), mem["peak"],
-                      reports["fp32"][1]["memory"]["peak"], "ok" if not problems else "FAIL"))
+                      reports["fp32"][1]["memory"]["peak"], report["kernels_per_step"],
+                      unfolded["kernels_per_step"],
+                      "ok" if not problems else "FAIL"))
             failures += ["%s %s: %s" % (name, label, p) for p in problems]
     for f in failures:
         print("FAIL " + f)

@@ -70,4 +70,52 @@ template <typename Fn> bool dispatchNumeric(int dtype, Fn &&fn) {
 /// kernels check dtypes first, so this is a bug, reported as an invalid value).
 inline cudaError_t unsupported() { return cudaErrorInvalidValue; }
 
+/// The tensors of one launch of a multi-tensor kernel (grouped_update, grouped_cast), passed
+/// by value in the kernel's parameters (CUDA takes 4 KiB of them), each block a chunk of
+/// kListChunk elements of one tensor: tensor t (T has its element count `n`) owns chunks
+/// blockStart[t] .. blockStart[t + 1] - 1.
+template <typename T, int Max> struct TensorList {
+  T tensors[Max];
+  int64_t blockStart[Max + 1];
+  int count;
+};
+
+/// Calls fn(t, first) for each of this block's chunks of `list`, `first` the chunk's first
+/// element in tensor t: the grid strides over the chunks, and tensor indices only grow along
+/// a block's chunks.
+template <typename List, typename Fn>
+__device__ __forceinline__ void forEachListChunk(const List &list, Fn &&fn) {
+  const int64_t chunks = list.blockStart[list.count];
+  int t = 0;
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    while (list.blockStart[t + 1] <= c)
+      ++t;
+    fn(t, (c - list.blockStart[t]) * kListChunk);
+  }
+}
+
+/// Launches a multi-tensor kernel over `count` tensors, Max of them a list: launch(list,
+/// grid) for each list with elements, which returns false for operands it cannot take
+/// (unsupported()); else the first launch error, or success.
+template <int Max, typename T, typename Launch>
+cudaError_t launchLists(const T *tensors, int64_t count, Launch &&launch) {
+  static_assert(sizeof(TensorList<T, Max>) < 3900, "a launch's parameters exceed 4 KiB");
+  for (int64_t first = 0; first < count; first += Max) {
+    TensorList<T, Max> list{};
+    list.count = int(count - first < Max ? count - first : Max);
+    for (int t = 0; t < list.count; ++t) {
+      list.tensors[t] = tensors[first + t];
+      list.blockStart[t + 1] = list.blockStart[t] + listChunks(list.tensors[t].n);
+    }
+    const int64_t chunks = list.blockStart[list.count];
+    if (chunks == 0)
+      continue;
+    if (!launch(list, unsigned(chunks < kMaxGridBlocks ? chunks : kMaxGridBlocks)))
+      return unsupported();
+    if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+      return err;
+  }
+  return cudaSuccess;
+}
+
 } // namespace plait::rt::cuda

@@ -61,6 +61,18 @@ cudaError_t launchDropoutMask(int dtype, const float *step, void *y, int64_t n, 
                               cudaStream_t cudaStream);
 /// y = x converted from dtype `from` to `to` (runtime/cpu/CastKernels.cpp's rules).
 cudaError_t launchCast(int from, int to, const void *x, void *y, int64_t n, cudaStream_t stream);
+/// One cast of grouped_cast: y = x converted, n elements.
+struct CastTensor {
+  const void *x = nullptr;
+  void *y = nullptr;
+  int64_t n = 0;
+};
+/// The casts of `count` tensors from dtype `from` to `to` (as launchCast converts), in one
+/// launch per kMaxCastTensors (their pointers travel in the kernel's parameters), each block a
+/// chunk of one tensor. Float dtypes only.
+constexpr int kMaxCastTensors = 96;
+cudaError_t launchGroupedCast(int from, int to, const CastTensor *tensors, int64_t count,
+                              cudaStream_t stream);
 /// y[i] = x[offset(i)] for the dense result of `g` (operand 0's strides, in elements), as
 /// opaque elements of `elementBytes`: transpose, broadcast_to, slice, gemm's bias.
 cudaError_t launchStridedCopy(int elementBytes, const void *x, void *y, const StridedGeometry &g,
@@ -180,23 +192,34 @@ struct SgdFactors {
   double lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
   bool nesterov = false, first = false;
 };
-/// buffer/newBuffer null when momentum is 0. Any output may alias the input it replaces.
-/// `lr` and `step` point at the step's hyper-parameters in device memory: the kernel reads
-/// them (f.lr and f.first are set from them there), so a step replayed as a CUDA graph uses
-/// that step's values.
-cudaError_t launchSgd(int dtype, const void *param, const void *grad, const void *buffer,
-                      void *newParam, void *newBuffer, int64_t n, const SgdFactors &f,
-                      const float *lr, const float *step, cudaStream_t stream);
 struct AdamWFactors {
   double decay = 1, beta1 = 0.9, beta2 = 0.999, bc2Sqrt = 1, negStepSize = 0, eps = 1e-8;
   double weightDecay = 0.01; // decay's input (math::adamwStepFactors)
 };
-/// The step-dependent factors (decay, negStepSize, bc2Sqrt) are computed on the device from
-/// `lr` and `step` (device pointers, as for launchSgd) by math::adamwStepFactors.
-cudaError_t launchAdamW(int dtype, const void *param, const void *grad, const void *expAvg,
-                        const void *expAvgSq, void *newParam, void *newExpAvg,
-                        void *newExpAvgSq, int64_t n, const AdamWFactors &f, const float *lr,
-                        const float *step, cudaStream_t stream);
+
+/// One tensor of an optimizer update: its element count, the pointers the update reads and
+/// writes, and its step's hyper-parameters in device memory. sgd_update: in = {param, grad,
+/// momentum buffer or null}, out = {new param, new buffer or null}; adamw_update: in =
+/// {param, grad, exp_avg, exp_avg_sq}, out = {new param, new exp_avg, new exp_avg_sq}. Any
+/// output may alias the input it replaces.
+struct UpdateTensor {
+  const void *in[4] = {};
+  void *out[3] = {};
+  int64_t n = 0;
+  const float *lr = nullptr, *step = nullptr;
+};
+
+/// The updates of `count` tensors (sgd_update with `sgd`, else adamw_update with `adamw`),
+/// every param and state of `dtype` and every gradient of `gradDtype`: `dtype`, or bf16 / f16
+/// widened exactly (grouped_update). One launch per kMaxUpdateTensors tensors (their pointers
+/// travel in the kernel's parameters, as PyTorch's multi-tensor apply passes them), each block
+/// a chunk of one tensor. The kernel reads each tensor's lr and step and computes the factors
+/// that depend on them (f.lr and f.first for SGD; decay, negStepSize and bc2Sqrt for AdamW, by
+/// math::adamwStepFactors), so a step replayed as a CUDA graph uses that step's values.
+constexpr int kMaxUpdateTensors = 36;
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const SgdFactors *sgd, const AdamWFactors *adamw,
+                          cudaStream_t stream);
 
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 

@@ -19,6 +19,12 @@ inline unsigned gridFor(int64_t n) {
   return unsigned(std::clamp<int64_t>(blocks, 1, kMaxGridBlocks));
 }
 
+/// Elements of one tensor a block of a multi-tensor kernel takes (grouped_update,
+/// grouped_cast): four per thread.
+constexpr int64_t kListChunk = int64_t(kThreads) * 4;
+/// The chunks of kListChunk elements `n` elements take.
+inline int64_t listChunks(int64_t n) { return (n + kListChunk - 1) / kListChunk; }
+
 /// Blocks for one-block-per-row kernels: gridDim.x is at most 2^31 - 1, and the kernels
 /// stride over rows beyond it.
 inline unsigned rowBlocks(int64_t rows) {

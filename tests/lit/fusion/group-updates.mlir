@@ -1,16 +1,17 @@
 // RUN: plait-opt --plait-group-updates --split-input-file %s | FileCheck %s
 // RUN: plait-opt --plait-group-updates=span=1 --split-input-file %s | FileCheck %s --check-prefix=SPAN
+// RUN: plait-opt --plait-group-updates=grad-casts=false --split-input-file %s | FileCheck %s --check-prefix=NOFOLD
 
 // Three AdamW updates a few ops apart become one kernel where the last stood; their operands
 // are in order (6 per update), and so are their results (3 per update). With span=1 (the
 // updates are two ops apart) nothing is grouped.
-// CHECK: module attributes {plait.group_updates = {kernels = 1 : i64, updates = 3 : i64}}
+// CHECK: module attributes {plait.group_updates = {grad_cast_bytes = 0 : i64, grad_casts = 0 : i64, kernels = 1 : i64, updates = 3 : i64}}
 // CHECK-LABEL: func.func @three
 // CHECK-NEXT: %[[H:.*]] = plait.neg %arg5
 // CHECK-NEXT: %[[K:.*]] = plait.neg %arg9
 // CHECK-NEXT: %[[G:.*]]:9 = plait.grouped_update %arg0, %arg1, %arg2, %arg3, %arg12, %arg13, %arg4, %[[H]], %arg6, %arg7, %arg12, %arg13, %arg8, %[[K]], %arg10, %arg11, %arg12, %arg13 {beta1 = 8.000000e-01 : f64, {{.*}}operands_per_update = 6 : i64, results_per_update = 3 : i64, update = "adamw_update"
 // CHECK-NEXT: return %[[G]]#0, %[[G]]#3, %[[G]]#6, %[[G]]#8
-// SPAN: plait.group_updates = {kernels = 0 : i64, updates = 0 : i64}
+// SPAN: plait.group_updates = {grad_cast_bytes = 0 : i64, grad_casts = 0 : i64, kernels = 0 : i64, updates = 0 : i64}
 func.func @three(%p: tensor<4xf32>, %g: tensor<4xf32>, %mp: tensor<4xf32>, %vp: tensor<4xf32>, %q: tensor<2x3xf32>, %h: tensor<2x3xf32>, %mq: tensor<2x3xf32>, %vq: tensor<2x3xf32>, %r: tensor<5xf32>, %k: tensor<5xf32>, %mr: tensor<5xf32>, %vr: tensor<5xf32>, %lr: tensor<f32>, %step: tensor<f32>) -> (tensor<4xf32>, tensor<2x3xf32>, tensor<5xf32>, tensor<5xf32>) {
   %p2, %mp2, %vp2 = plait.adamw_update %p, %g, %mp, %vp, %lr, %step {beta1 = 0.8 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   %h2 = plait.neg %h : tensor<2x3xf32>
@@ -24,7 +25,7 @@ func.func @three(%p: tensor<4xf32>, %g: tensor<4xf32>, %mp: tensor<4xf32>, %vp: 
 
 // Not grouped: other attributes, another optimizer, a result read before the next update's
 // gradient exists, and bf16 tensors.
-// CHECK: plait.group_updates = {kernels = 0 : i64, updates = 0 : i64}
+// CHECK: plait.group_updates = {grad_cast_bytes = 0 : i64, grad_casts = 0 : i64, kernels = 0 : i64, updates = 0 : i64}
 // CHECK-LABEL: func.func @kept
 // CHECK-NOT: plait.grouped_update
 func.func @kept(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<f32>, %b: tensor<4xbf16>, %bg: tensor<4xbf16>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xbf16>) {
@@ -36,4 +37,30 @@ func.func @kept(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: ten
   %5 = plait.sgd_update %b, %bg, %lr, %step : (tensor<4xbf16>, tensor<4xbf16>, tensor<f32>, tensor<f32>) -> tensor<4xbf16>
   %6 = plait.sgd_update %b, %bg, %lr, %step : (tensor<4xbf16>, tensor<4xbf16>, tensor<f32>, tensor<f32>) -> tensor<4xbf16>
   return %0#0, %1#0, %2, %4, %5, %6 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xbf16>
+}
+
+// -----
+
+// bf16-mixed: each gradient arrives in bf16 and is cast to f32 for its update. The grouped
+// update reads the bf16 gradients itself where the cast feeds nothing else (%g here; an f16
+// gradient too), and the casts are gone; %k's cast is also read by a reduce_sum, so it stays
+// and the update reads its f32 result. With grad-casts=false every cast stays.
+// CHECK: plait.group_updates = {grad_cast_bytes = 40 : i64, grad_casts = 2 : i64, kernels = 1 : i64, updates = 3 : i64}
+// CHECK-LABEL: func.func @casts
+// CHECK-NEXT: %[[K:.*]] = plait.cast %arg9 : (tensor<5xbf16>) -> tensor<5xf32>
+// CHECK-NEXT: %[[S:.*]] = plait.reduce_sum %[[K]]
+// CHECK-NEXT: %{{.*}}:9 = plait.grouped_update %arg0, %arg1, %arg2, %arg3, %arg12, %arg13, %arg4, %arg5, %arg6, %arg7, %arg12, %arg13, %arg8, %[[K]], %arg10, %arg11, %arg12, %arg13 {{.*}} : (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<2x3xf32>, tensor<2x3xf16>, {{.*}}, tensor<5xf32>, tensor<5xf32>, {{.*}}
+// CHECK-NOT: plait.cast
+// NOFOLD: plait.group_updates = {grad_cast_bytes = 0 : i64, grad_casts = 0 : i64, kernels = 1 : i64, updates = 3 : i64}
+// NOFOLD-COUNT-3: plait.cast
+// NOFOLD: plait.grouped_update
+func.func @casts(%p: tensor<4xf32>, %g: tensor<4xbf16>, %mp: tensor<4xf32>, %vp: tensor<4xf32>, %q: tensor<2x3xf32>, %h: tensor<2x3xf16>, %mq: tensor<2x3xf32>, %vq: tensor<2x3xf32>, %r: tensor<5xf32>, %k: tensor<5xbf16>, %mr: tensor<5xf32>, %vr: tensor<5xf32>, %lr: tensor<f32>, %step: tensor<f32>) -> (tensor<4xf32>, tensor<2x3xf32>, tensor<5xf32>, tensor<1xf32>) {
+  %g32 = plait.cast %g : (tensor<4xbf16>) -> tensor<4xf32>
+  %p2, %mp2, %vp2 = plait.adamw_update %p, %g32, %mp, %vp, %lr, %step : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %h32 = plait.cast %h : (tensor<2x3xf16>) -> tensor<2x3xf32>
+  %q2, %mq2, %vq2 = plait.adamw_update %q, %h32, %mq, %vq, %lr, %step : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>, tensor<f32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)
+  %k32 = plait.cast %k : (tensor<5xbf16>) -> tensor<5xf32>
+  %ks = plait.reduce_sum %k32 {axes = array<i64: 0>} : (tensor<5xf32>) -> tensor<1xf32>
+  %r2, %mr2, %vr2 = plait.adamw_update %r, %k32, %mr, %vr, %lr, %step : (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+  return %p2, %q2, %r2, %ks : tensor<4xf32>, tensor<2x3xf32>, tensor<5xf32>, tensor<1xf32>
 }

@@ -1,4 +1,4 @@
-// Diagnostics of the elementwise ops: unary, binary with broadcasting, where.
+// Diagnostics of the elementwise ops: unary, binary with broadcasting, where, fused, grouped casts.
 // RUN: plait-opt --split-input-file --verify-diagnostics %s
 
 func.func @unary_integer_operand(%x: tensor<4xi32>) {
@@ -357,5 +357,29 @@ func.func @fused_reduction_row(%x: tensor<2x300xf32>) {
 func.func @fused_reduction_rank(%x: tensor<4x3xf32>) {
   // expected-error @+1 {{'plait.fused_elementwise' op result 1 (3, iteration 4x3): a result's rank differs from the iteration shape's}}
   %0:2 = plait.fused_elementwise %x {program = array<i64: 5, 0, -1, -1, 6, 1, -1, -1>, outputs = array<i64: 1, 2>, reductions = array<i64: 0, 1>} : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @grouped_cast_counts(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.grouped_cast' op has 2 operands and 1 results, not one result per operand}}
+  %0 = plait.grouped_cast %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @grouped_cast_shape(%x: tensor<4xf32>, %y: tensor<2x3xf32>) {
+  // expected-error @+1 {{'plait.grouped_cast' op cast 1 changes the shape from 2x3 to 6}}
+  %0:2 = plait.grouped_cast %x, %y : (tensor<4xf32>, tensor<2x3xf32>) -> (tensor<4xbf16>, tensor<6xbf16>)
+  return
+}
+
+// -----
+
+func.func @grouped_cast_integer(%x: tensor<4xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'plait.grouped_cast' op cast 1 from 'i64' to 'bf16' is not between floats}}
+  %0:2 = plait.grouped_cast %x, %y : (tensor<4xf32>, tensor<4xi64>) -> (tensor<4xbf16>, tensor<4xbf16>)
   return
 }

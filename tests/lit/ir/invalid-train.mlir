@@ -210,7 +210,23 @@ func.func @grouped_momentum(%p: tensor<4xf32>, %lr: tensor<f32>) {
 
 func.func @grouped_types(%p: tensor<4xf32>, %q: tensor<2xf32>, %lr: tensor<f32>) {
   // expected-error @+1 {{'plait.grouped_update' op update 1: 'tensor<4xf32>' differs from its param's 'tensor<2xf32>'}}
-  %0:2 = plait.grouped_update %p, %p, %lr, %lr, %q, %p, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<2xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>)
+  %0:2 = plait.grouped_update %p, %p, %lr, %lr, %q, %q, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<2xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @grouped_grad_shape(%p: tensor<4xf32>, %g: tensor<2xbf16>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op update 0: grad 'tensor<2xbf16>' is neither its param's 'tensor<4xf32>' nor that shape in bf16 or f16}}
+  %0 = plait.grouped_update %p, %g, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<2xbf16>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_grad_type(%p: tensor<4xf32>, %g: tensor<4xi32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op update 0: grad 'tensor<4xi32>' is neither its param's 'tensor<4xf32>' nor that shape in bf16 or f16}}
+  %0 = plait.grouped_update %p, %g, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xi32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
   return
 }
 

@@ -381,6 +381,12 @@ TEST(CostThreads, SplitKernelsScaleByTheirChunks) {
   EXPECT_DOUBLE_EQ(update.splitShare, big / (big + 100));
   EXPECT_DOUBLE_EQ(update.splitCalls, 1);
   EXPECT_DOUBLE_EQ(update.splitGrains, 4);
+  // A group of casts: every operand's elements, the large one split as its own cast is.
+  group.instrs.push_back({"grouped_cast", {0, 1}, {0, 1}, {}});
+  OpCost casts = opCost(group, group.instrs[1]);
+  EXPECT_DOUBLE_EQ(casts.elements, big + 100);
+  EXPECT_DOUBLE_EQ(casts.splitShare, big / (big + 100));
+  EXPECT_DOUBLE_EQ(casts.splitGrains, 4);
 
   // Pools split their N x C planes: a 32 x 32 plane and its 16 x 16 windows of 3 x 3 make a
   // grain of 4 planes (PoolSupport.h poolPlaneGrain); max_pool2d_grad splits into at most its

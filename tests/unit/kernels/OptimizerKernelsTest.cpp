@@ -298,6 +298,70 @@ TEST(GroupedUpdate, EachTensorAsItsOwnUpdate) {
   EXPECT_EQ(grouped.out(3).floats(), e1.out(1).floats());
 }
 
+// A gradient in bf16 or f16 (plait-group-updates folds the cast before the update into it)
+// updates its tensor exactly as the cast to the param's dtype and the single update do. 46
+// tensors: 38 with bf16 gradients (more than one CUDA launch takes, kMaxUpdateTensors), then
+// f16 ones, then ones of the param's dtype; their sizes cover the CPU's widening pieces and
+// the CUDA blocks' chunks (1024 elements) with their tails, and include empty tensors. The
+// params are f32 and f64. Run on 2 threads, so that the pieces start inside the split ranges;
+// lr and step are one tensor each for the whole group, as in plans.
+TEST(GroupedUpdate, HalfGradientsUpdateAsTheirCasts) {
+  KernelThreads threads(2);
+  const int64_t sizes[] = {1, 7, 1024, 1025, 3000, 0, 33, 2049};
+  constexpr int kTensors = 46;
+  for (bool adamw : {true, false})
+    for (DType paramType : {DType::F32, DType::F64}) {
+      OwnedTensor lr = f32Scalar(0.01), step = f32Scalar(adamw ? 3 : 2);
+      Attrs single = adamw ? AttrsBuilder().f("beta1", 0.8).f("weight_decay", 0.1).build()
+                           : AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).build();
+      const int perResult = adamw ? 3 : 2;
+      std::vector<OwnedTensor> owned, results;
+      owned.reserve(4 * kTensors);
+      results.reserve(perResult * kTensors);
+      std::vector<TensorView> in, out;
+      std::vector<KernelResult> expected;
+      for (int t = 0; t < kTensors; ++t) {
+        const int64_t n = sizes[t % 8] == 0 ? 0 : sizes[t % 8] + t / 8;
+        const DType gradType = t < 38 ? DType::BF16 : t < 42 ? DType::F16 : paramType;
+        auto values = [&](uint32_t seed, double lo, double hi) {
+          std::vector<float> f = randomFloats({n}, seed + 100 * t, lo, hi).floats();
+          return std::vector<double>(f.begin(), f.end());
+        };
+        // Gradients of a few hundred: bf16 and f16 round them, the casts widen them back.
+        OwnedTensor &param = owned.emplace_back(makeFloat(paramType, {n}, values(1, -2, 2)));
+        OwnedTensor &grad = owned.emplace_back(makeFloat(gradType, {n}, values(2, -300, 300)));
+        OwnedTensor &s0 = owned.emplace_back(makeFloat(paramType, {n}, values(3, -0.5, 0.5)));
+        OwnedTensor &s1 = owned.emplace_back(makeFloat(paramType, {n}, values(4, 0, 0.5)));
+        OwnedTensor wide = runOk("cast", {grad}, paramType, {n});
+        std::vector<OwnedTensor> args =
+            adamw ? std::vector<OwnedTensor>{param, wide, s0, s1, lr, step}
+                  : std::vector<OwnedTensor>{param, wide, lr, step, s0};
+        std::vector<std::pair<DType, std::vector<int64_t>>> shapes(perResult,
+                                                                   {paramType, {n}});
+        expected.push_back(
+            runKernel(adamw ? "adamw_update" : "sgd_update", args, shapes, single));
+        ASSERT_TRUE(expected.back().status.ok()) << expected.back().status.message();
+        if (adamw)
+          in.insert(in.end(), {param.view, grad.view, s0.view, s1.view, lr.view, step.view});
+        else
+          in.insert(in.end(), {param.view, grad.view, lr.view, step.view, s0.view});
+        for (int k = 0; k < perResult; ++k)
+          out.push_back(results.emplace_back(paramType, std::vector<int64_t>{n}).view);
+      }
+      Attrs grouped = single;
+      grouped.set("update", AttrValue{{}, {}, adamw ? "adamw_update" : "sgd_update"});
+      grouped.set("operands_per_update", AttrValue{{adamw ? 6 : 5}, {}, {}});
+      grouped.set("results_per_update", AttrValue{{perResult}, {}, {}});
+      Status s = callKernel("grouped_update", in, out, grouped);
+      ASSERT_TRUE(s.ok()) << s.message();
+      for (int t = 0; t < kTensors; ++t)
+        for (int k = 0; k < perResult; ++k)
+          EXPECT_EQ(results[t * perResult + k].bytes, expected[t].out(k).bytes)
+              << (adamw ? "adamw" : "sgd") << " " << dtypeName(paramType) << " tensor " << t
+              << " result " << k;
+    }
+}
+
 TEST(GroupedUpdate, Errors) {
   auto p = f32({1, 2}), g = f32({0.5, 0.5}), lr = f32Scalar(0.1), step = f32Scalar(1);
   auto grouped = [&](std::string update, int64_t per, int64_t perResult,
@@ -327,6 +391,10 @@ TEST(GroupedUpdate, Errors) {
                 step},
                1),
        "grouped_update: update 0: bf16 tensors are not grouped"},
+      {grouped("sgd_update", 4, 1, {p, makeFloat(DType::BF16, {3}, {1, 2, 3}), lr, step}, 1),
+       "grouped_update: update 0: sgd_update: grad has shape [3], expected [2]"},
+      {grouped("adamw_update", 6, 3, {p, make<int32_t>({2}, {1, 2}), p, p, lr, step}, 3),
+       "grouped_update: update 0: adamw_update: "},
   };
   for (const Case &c : cases) {
     ASSERT_FALSE(c.result.status.ok()) << c.message;
