@@ -75,6 +75,8 @@ struct CompileOptions {
                                               // `fusion`); off: --no-fused-grad-cast
   bool groupedCasts = true;                   // plait-group-casts (with `fusion`);
                                               // off: --no-grouped-casts
+  bool fusedLossCast = true;                  // plait-fuse-loss-cast (with `fusion`);
+                                              // off: --no-fused-loss-cast
   bool codegen = true;                        // C++ (or CUDA) for fused kernels;
                                               // off: --no-codegen
   std::string device = "cpu";                 // --device cpu|cuda

@@ -134,6 +134,8 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
     pm.addPass(createGroupUpdatesPass(group));
     if (options.groupedCasts)
       pm.addPass(createGroupCastsPass());
+    if (options.fusedLossCast)
+      pm.addPass(createFuseLossCastPass());
   }
   if (failed(pm.run(module)))
     return failure();

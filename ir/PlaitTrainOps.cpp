@@ -138,12 +138,20 @@ LogicalResult AvgPool2dGradOp::verify() {
 }
 
 namespace {
+/// The forward op's checks on the operands, and `grad` of its result's type; for bf16 or
+/// f16 logits `grad` may also be f32 (plait-fuse-loss-cast: the loss computed in f32 from
+/// the half-precision logits, its gradient rounded to their type).
 template <typename GradOp, typename ForwardOp> LogicalResult verifyLossGrad(GradOp op) {
   SmallVector<Value> operands{op.getInput(), op.getTarget()};
   if (op.getWeight())
     operands.push_back(op.getWeight());
-  return checkForwardShape<ForwardOp>(op, operands, op->getAttrDictionary(),
-                                      op.getGrad().getType(), "grad");
+  Type expected = op.getGrad().getType();
+  auto input = cast<RankedTensorType>(op.getInput().getType());
+  auto grad = cast<RankedTensorType>(expected);
+  if (grad.getElementType().isF32() &&
+      (input.getElementType().isBF16() || input.getElementType().isF16()))
+    expected = grad.clone(input.getElementType());
+  return checkForwardShape<ForwardOp>(op, operands, op->getAttrDictionary(), expected, "grad");
 }
 } // namespace
 

@@ -241,6 +241,9 @@ def Plait_SoftmaxCrossEntropyGradOp : Plait_LossGradOp<"softmax_cross_entropy_gr
   let description = [{
     `grad` is the loss's gradient (a scalar for mean/sum, target-shaped for none);
     attributes as the forward op. Result: (softmax(input) - onehot(target)) * w * grad / norm.
+    For bf16 or f16 logits `grad` may be f32: the gradient is then computed in f32 from the
+    widened logits and rounded once to their type (plait-fuse-loss-cast's form of a cast to
+    f32, the f32 gradient, and a cast back).
 
     ```mlir
     %dl = plait.softmax_cross_entropy_grad %logits, %labels, %g {reduction = "mean"}

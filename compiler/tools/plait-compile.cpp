@@ -121,6 +121,10 @@ int main(int argc, char **argv) {
   app.add_flag("--no-grouped-casts", [&](int64_t) { options.groupedCasts = false; },
                "keep each bf16-mixed parameter's cast to bf16 a kernel of its own instead of "
                "one plait.grouped_cast for the casts a few ops apart (plait-group-casts)");
+  app.add_flag("--no-fused-loss-cast", [&](int64_t) { options.fusedLossCast = false; },
+               "keep a bf16-mixed loss gradient in f32 between casts (an f32 copy of the "
+               "logits and an f32 gradient) instead of computing it from the bf16 logits "
+               "into bf16 (plait-fuse-loss-cast)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

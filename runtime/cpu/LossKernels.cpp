@@ -17,6 +17,7 @@
 #include "runtime/cpu/LossSupport.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -77,7 +78,7 @@ Status planLossCall(const KernelCall &call, std::string_view kernel, bool grad, 
   const TensorView &out = call.outputs[0];
   PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, out));
   if (grad)
-    PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, call.inputs[2]));
+    PLAIT_RETURN_IF_ERROR(checkLossGradDtype(kernel, input, call.inputs[2]));
   PLAIT_RETURN_IF_ERROR(planLossInput(kernel, input, target, s));
   if (grad)
     PLAIT_RETURN_IF_ERROR(checkShape(kernel, "output", out.shape, input.shape));
@@ -226,14 +227,61 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
   return Status();
 }
 
+/// softmax_cross_entropy_grad of bf16 or f16 [N, C] logits without class weights
+/// (halfLossGradRows, Workspace.h): the bits cast(grad(cast(x))) would have, without the f32
+/// copies of the logits and of their gradient. Each slot of C floats takes a row widened
+/// (exactly), softmaxGradRows computes the row's f32 gradient there as it does for f32
+/// logits, and the row is rounded into the result (as the cast to bf16 / f16 rounds).
+Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const LossShape &s) {
+  const TensorView &input = call.inputs[0], &grad = call.inputs[2];
+  const bool bf16 = input.dtype == DType::BF16;
+  const uint16_t *x = input.as<uint16_t>();
+  uint16_t *out = call.outputs[0].as<uint16_t>();
+  Scratch scratch(call, kernel);
+  LossTargets targets;
+  PLAIT_RETURN_IF_ERROR(takeTargets<float>(call, kernel, s, 3, scratch, targets));
+  const int64_t positions = s.positions(), classes = s.classes;
+  const int64_t slots = lossRowSlots(positions);
+  float *rows = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(slots * classes, rows));
+  auto widen = [&](uint16_t h) { return bf16 ? bf16ToFloat(h) : f16ToFloat(h); };
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t at = s.reduction == Reduction::None ? p : 0;
+    double g = grad.dtype == DType::F32 ? double(grad.as<float>()[at])
+                                        : double(widen(grad.as<uint16_t>()[at]));
+    targets.weights[p] = targets.weights[p] * g / targets.normalizer;
+  }
+  const int64_t chunks =
+      std::min(slots, parallelChunks(positions, grainFor(kElementGrain, classes)));
+  parallelFor(chunks, 1, [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t slot = first; slot < last; ++slot) {
+      float *row = rows + slot * classes;
+      for (int64_t p = positions * slot / chunks; p < positions * (slot + 1) / chunks; ++p) {
+        const uint16_t *xr = x + p * classes;
+        uint16_t *yr = out + p * classes;
+        for (int64_t c = 0; c < classes; ++c)
+          row[c] = widen(xr[c]);
+        softmaxGradRows(row, row, classes, targets.classes + p, targets.weights + p, 0, 1);
+        for (int64_t c = 0; c < classes; ++c)
+          yr[c] = bf16 ? floatToBf16(row[c]) : floatToF16(row[c]);
+      }
+    }
+  });
+  return Status();
+}
+
 /// softmax_cross_entropy, nll_loss and (kGrad) their gradients: the call's checks, bf16
-/// staged through f32, then the f32 or f64 computation.
+/// staged through f32 (but halfSoftmaxGrad's form), then the f32 or f64 computation.
 template <bool kGrad, bool kFromLogits> Status lossKernel(const KernelCall &call) {
   constexpr const char *kName =
       kGrad ? (kFromLogits ? "softmax_cross_entropy_grad" : "nll_loss_grad")
             : (kFromLogits ? "softmax_cross_entropy" : "nll_loss");
   LossShape s;
   PLAIT_RETURN_IF_ERROR(planLossCall(call, kName, kGrad, s));
+  if constexpr (kGrad && kFromLogits)
+    if (halfLossGradRows(call.inputs[0].dtype, call.inputs[2].dtype, call.outputs[0].dtype,
+                         call.inputs[0].shape.size(), call.inputs.size()))
+      return halfSoftmaxGrad(call, kName, s);
   if (hasHalfTensor(call))
     return runStagedInF32(call, &lossKernel<kGrad, kFromLogits>);
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {

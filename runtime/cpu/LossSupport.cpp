@@ -7,6 +7,13 @@
 
 namespace plait::rt::cpu {
 
+Status checkLossGradDtype(std::string_view kernel, const TensorView &input,
+                          const TensorView &grad) {
+  if (grad.dtype == DType::F32 && (input.dtype == DType::BF16 || input.dtype == DType::F16))
+    return Status();
+  return checkSameDtype(kernel, input, grad);
+}
+
 Status planLossInput(std::string_view kernel, const TensorView &input, const TensorView &target,
                      LossShape &s) {
   PLAIT_RETURN_IF_ERROR(checkIndexDtype(kernel, "target", target));

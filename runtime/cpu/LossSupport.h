@@ -34,6 +34,11 @@ Status planLossInput(std::string_view kernel, const TensorView &input, const Ten
 Status planLossTargets(std::string_view kernel, const Attrs &attrs, const TensorView &input,
                        const TensorView &target, const TensorView *weight, LossShape &s);
 
+/// A loss gradient's incoming gradient `grad`: of the input's dtype, or f32 for a bf16 / f16
+/// input (plait-fuse-loss-cast: the loss computed in f32 from the half-precision logits).
+Status checkLossGradDtype(std::string_view kernel, const TensorView &input,
+                          const TensorView &grad);
+
 /// The targets of a loss call, resolved once per call: per position p = n * D + d, the
 /// target class and the weight it carries, and the divisor of the reduction.
 struct LossTargets {

@@ -71,6 +71,21 @@ inline int64_t maxPoolGradSlots(int64_t planes, int64_t planeElements) {
 /// elements; the copies are added in chunk order after, so the sums do not depend on the
 /// threads. One chunk per kFusedSumSplitElements elements of x, at most kNormGradSlots and
 /// at most one per row.
+/// softmax_cross_entropy_grad of bf16 or f16 [N, C] logits without class weights, its result
+/// of the logits' dtype and its incoming gradient of theirs or f32 (plait-fuse-loss-cast's
+/// form), runs on the half-precision rows (LossKernels.cpp): each of lossRowSlots slots of C
+/// floats of workspace takes a row widened, its f32 gradient row, and rounds it into the
+/// result. Other half-precision calls are staged through f32 copies (runStagedInF32).
+inline bool halfLossGradRows(DType input, DType grad, DType out, size_t rank, size_t operands) {
+  bool half = input == DType::BF16 || input == DType::F16;
+  return half && out == input && (grad == input || grad == DType::F32) && rank == 2 &&
+         operands == 3;
+}
+inline constexpr int64_t kLossRowSlots = 8;
+inline int64_t lossRowSlots(int64_t rows) {
+  return rows < 1 ? 1 : rows < kLossRowSlots ? rows : kLossRowSlots;
+}
+
 inline constexpr int64_t kNormGradSlots = 16;
 inline int64_t normGradSlots(int64_t rows, int64_t n) {
   int64_t elements = 0;

@@ -240,7 +240,7 @@ template <bool kFromLogits> Status lossGradKernel(const CudaKernelCall &call) {
   const TensorView &input = call.inputs[0], &target = call.inputs[1], &grad = call.inputs[2];
   const TensorView &out = call.outputs[0];
   PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, input, out));
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, input, grad));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLossGradDtype(kName, input, grad));
   cpu::LossShape s;
   PLAIT_RETURN_IF_ERROR(cpu::planLossInput(kName, input, target, s));
   PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, input.shape));
@@ -256,10 +256,11 @@ template <bool kFromLogits> Status lossGradKernel(const CudaKernelCall &call) {
                                       work));
   if (call.check)
     return {};
-  return launched(launchLossGrad(kFromLogits, code(input.dtype), code(target.dtype), input.data,
-                                 target.data, grad.data, weight ? weight->data : nullptr,
-                                 out.data, g, static_cast<double *>(work), call.deviceError,
-                                 call.errorTag, call.stream),
+  return launched(launchLossGrad(kFromLogits, code(input.dtype), code(target.dtype),
+                                 code(grad.dtype), input.data, target.data, grad.data,
+                                 weight ? weight->data : nullptr, out.data, g,
+                                 static_cast<double *>(work), call.deviceError, call.errorTag,
+                                 call.stream),
                   kName);
 }
 

@@ -13,11 +13,13 @@ For a sample, the reference is the committed model trained in fp32 on one rank. 
     --micro-batches the gradients are accumulated and reduced in f32, as the report says);
   - the arena high water the runtime measured equals the planned one;
   - with --no-fused-grad-cast (each gradient's cast to f32 a kernel of its own, instead of
-    the grouped updates reading the bf16 gradients) and --no-grouped-casts (each param's cast
-    to bf16 a kernel of its own, instead of a grouped_cast per few), the losses are the same
-    bits, and the plan runs exactly as many more kernels per step as the report says those
-    two saved (gradient casts folded on every run without micro-batches or clipping: those
-    accumulate or scale their gradients in f32; param casts grouped on one rank).
+    the grouped updates reading the bf16 gradients), --no-grouped-casts (each param's cast
+    to bf16 a kernel of its own, instead of a grouped_cast per few) and --no-fused-loss-cast
+    (the loss gradient in f32 between casts, instead of from the bf16 logits into bf16), the
+    losses are the same bits and the plan runs exactly as many more kernels per step as the
+    report says those three saved (gradient casts folded on every run without micro-batches
+    or clipping: those accumulate or scale their gradients in f32; param casts grouped on one
+    rank; the GPT's loss gradient, one per micro-batch, on every run).
 
 With --clip, every run clips gradients to that global norm; with --micro-batches, every run
 splits each rank's batch.
@@ -132,27 +134,32 @@ def main():
             problems += comm_problems(log, report["comm"])
             casts = report["fusion"]["group_updates"].get("grad_casts", 0)
             grouped = report["fusion"].get("group_casts", {"casts": 0, "kernels": 0})
-            saved = casts + grouped["casts"] - grouped["kernels"]
+            loss_grads = report["fusion"].get("fuse_loss_cast", {}).get("gradients", 0)
+            saved = casts + grouped["casts"] - grouped["kernels"] + loss_grads
             unfolded_plan, unfolded_rep = tmp / (label + "-casts.plan"), tmp / (label + "-casts.json")
             run([compile_bin, src, "--train", *TRAIN[name], "--world-size", str(w),
                  "--strategy", strategy, "--precision", "bf16-mixed", "--no-fused-grad-cast",
-                 "--no-grouped-casts", "--report", unfolded_rep, "-o", unfolded_plan], 120)
+                 "--no-grouped-casts", "--no-fused-loss-cast", "--report", unfolded_rep, "-o",
+                 unfolded_plan], 120)
             unfolded = json.loads(unfolded_rep.read_text())
             (tmp / (label + "-casts")).mkdir()
             unfolded_log, _ = train(args.build, unfolded_plan, data, steps, w,
                                     tmp / (label + "-casts"))
             if [r["loss"] for r in unfolded_log] != [r["loss"] for r in log]:
-                problems.append("losses with --no-fused-grad-cast --no-grouped-casts are not "
-                                "the same bits")
+                problems.append("losses without the cast fusions are not the same bits")
             if args.micro_batches == 1 and args.clip == 0 and casts == 0:
                 problems.append("no gradient cast folded into the grouped updates")
             if w == 1 and grouped["kernels"] == 0:
                 problems.append("no casts of parameters grouped")
+            # The GPT's logits are cast for the loss once per micro-batch.
+            if name == "gpt" and loss_grads != args.micro_batches:
+                problems.append("%d loss gradients computed from the bf16 logits" % loss_grads)
             if unfolded["kernels_per_step"] - report["kernels_per_step"] != saved:
                 problems.append("kernels per step %d, %d without the cast fusions, which say "
                                 "they saved %d" % (report["kernels_per_step"],
                                                   unfolded["kernels_per_step"], saved))
-            for key, n in (("fused_grad_cast", casts), ("group_casts", grouped["kernels"])):
+            for key, n in (("fused_grad_cast", casts), ("group_casts", grouped["kernels"]),
+                           ("fuse_loss_cast", loss_grads)):
                 if (n > 0) != (key in report["optimizations"]):
                     problems.append("report line %s with %d" % (key, n))
             fp32_comm = reports["fp32"][1]["comm"]["total"]
@@ -163,12 +170,12 @@ def main():
                 problems.append("comm %d B/step, fp32 plan %d" % (report["comm"]["total"],
                                                                  fp32_comm))
             print("%-5s %-10s bf16-mixed loss %.4f -> %.4f  max |fp32 - bf16| %.2e  comm %d B "
-                  "(fp32 %d)  params/grads/opt per rank %s  peak %d (fp32 %d)  kernels %d "
-                  "(%d without the cast fusions)  %s" % (
+                  "(fp32 %d)  params/grads/opt per rank %s  peak %d (fp32 %d, %d without the "
+                  "cast fusions)  kernels %d (%d without)  %s" % (
                       name, label, losses[0], losses[-1], diff, report["comm"]["total"],
                       fp32_comm, tuple(int(v) for v in expect), mem["peak"],
-                      reports["fp32"][1]["memory"]["peak"], report["kernels_per_step"],
-                      unfolded["kernels_per_step"],
+                      reports["fp32"][1]["memory"]["peak"], unfolded["memory"]["peak"],
+                      report["kernels_per_step"], unfolded["kernels_per_step"],
                       "ok" if not problems else "FAIL"))
             failures += ["%s %s: %s" % (name, label, p) for p in problems]
     for f in failures:

@@ -167,10 +167,13 @@ cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, const void *
                        const void *target, const void *weight, void *out,
                        const LossGeometry &g, double *workspace, int *deviceError,
                        int errorTag, cudaStream_t stream);
-cudaError_t launchLossGrad(bool fromLogits, int dtype, int targetDtype, const void *input,
-                           const void *target, const void *grad, const void *weight, void *out,
-                           const LossGeometry &g, double *workspace, int *deviceError,
-                           int errorTag, cudaStream_t stream);
+/// The gradient: of the input's `dtype`, from the loss's gradient `grad` of `gradDtype` (the
+/// input's, or f32 for a half-precision input: plait-fuse-loss-cast's form).
+cudaError_t launchLossGrad(bool fromLogits, int dtype, int targetDtype, int gradDtype,
+                           const void *input, const void *target, const void *grad,
+                           const void *weight, void *out, const LossGeometry &g,
+                           double *workspace, int *deviceError, int errorTag,
+                           cudaStream_t stream);
 
 //===--- indexing (Indexing.cu) ----------------------------------------------------------===//
 

@@ -294,10 +294,11 @@ __global__ void lossReduce(const LossGeometry g, double *work, S *out, bool writ
 }
 
 /// The gradient per position (one block each): (softmax - onehot) * w * g / normaliser, or
-/// -onehot * w * g / normaliser from log-probabilities; zero where ignored.
-template <typename S, typename I>
+/// -onehot * w * g / normaliser from log-probabilities; zero where ignored. The loss's
+/// gradient `grad` is of the input's type S, or f32 for a half-precision input.
+template <typename S, typename I, typename G>
 __global__ void lossGradPerPosition(bool fromLogits, const S *input, const I *target,
-                                    const S *grad, const S *weight, S *out, LossGeometry g,
+                                    const G *grad, const S *weight, S *out, LossGeometry g,
                                     const double *work) {
   __shared__ double shared[kThreads];
   int64_t positions = g.batch * g.spatial;
@@ -580,13 +581,16 @@ cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, const void *
   return ok ? cudaGetLastError() : unsupported();
 }
 
-cudaError_t launchLossGrad(bool fromLogits, int dtype, int targetDtype, const void *input,
-                           const void *target, const void *grad, const void *weight, void *out,
-                           const LossGeometry &g, double *workspace, int *deviceError,
-                           int errorTag, cudaStream_t stream) {
+cudaError_t launchLossGrad(bool fromLogits, int dtype, int targetDtype, int gradDtype,
+                           const void *input, const void *target, const void *grad,
+                           const void *weight, void *out, const LossGeometry &g,
+                           double *workspace, int *deviceError, int errorTag,
+                           cudaStream_t stream) {
   int64_t positions = g.batch * g.spatial;
   if (positions == 0)
     return cudaSuccess;
+  if (gradDtype != dtype && gradDtype != kF32)
+    return unsupported();
   bool ok = false;
   dispatchFloat(dtype, [&](auto tag) {
     using S = decltype(tag);
@@ -597,10 +601,17 @@ cudaError_t launchLossGrad(bool fromLogits, int dtype, int targetDtype, const vo
           false, static_cast<const S *>(input), static_cast<const I *>(target),
           static_cast<const S *>(weight), g, workspace, deviceError, errorTag);
       lossReduce<S><<<1, kThreads, 0, stream>>>(g, workspace, nullptr, false);
-      lossGradPerPosition<S, I><<<rowBlocks(positions), kThreads, 0, stream>>>(
-          fromLogits, static_cast<const S *>(input), static_cast<const I *>(target),
-          static_cast<const S *>(grad), static_cast<const S *>(weight), static_cast<S *>(out),
-          g, workspace);
+      auto launch = [&](auto gradTag) {
+        using G = decltype(gradTag);
+        lossGradPerPosition<S, I, G><<<rowBlocks(positions), kThreads, 0, stream>>>(
+            fromLogits, static_cast<const S *>(input), static_cast<const I *>(target),
+            static_cast<const G *>(grad), static_cast<const S *>(weight),
+            static_cast<S *>(out), g, workspace);
+      };
+      if (gradDtype == dtype)
+        launch(S{});
+      else
+        launch(float{}); // a half-precision input's f32 loss gradient (plait-fuse-loss-cast)
     });
   });
   return ok ? cudaGetLastError() : unsupported();

@@ -127,6 +127,23 @@ func.func @avg_pool_grad_shape(%g: tensor<1x1x2x2xf32>) {
 
 // -----
 
+func.func @loss_grad_half_type(%x: tensor<8x10xbf16>, %t: tensor<8xi64>, %g: tensor<f16>) {
+  // bf16 logits take a gradient of their type or f32 (plait-fuse-loss-cast), not f16.
+  // expected-error @+1 {{'plait.softmax_cross_entropy_grad' op grad has type 'tensor<f16>', but the forward op gives 'tensor<bf16>'}}
+  %0 = plait.softmax_cross_entropy_grad %x, %t, %g : (tensor<8x10xbf16>, tensor<8xi64>, tensor<f16>) -> tensor<8x10xbf16>
+  return
+}
+
+// -----
+
+func.func @loss_grad_f32_of_f64(%x: tensor<8x10xf64>, %t: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{'plait.softmax_cross_entropy_grad' op grad has type 'tensor<f32>', but the forward op gives 'tensor<f64>'}}
+  %0 = plait.softmax_cross_entropy_grad %x, %t, %g : (tensor<8x10xf64>, tensor<8xi64>, tensor<f32>) -> tensor<8x10xf64>
+  return
+}
+
+// -----
+
 func.func @loss_grad_shape(%x: tensor<8x10xf32>, %t: tensor<8xi64>, %g: tensor<8xf32>) {
   // With reduction = mean the loss, and so its gradient, is a scalar.
   // expected-error @+1 {{'plait.softmax_cross_entropy_grad' op grad has type 'tensor<8xf32>', but the forward op gives 'tensor<f32>'}}

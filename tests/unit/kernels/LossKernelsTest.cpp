@@ -95,6 +95,50 @@ TEST(LossKernels, HalfPrecision) {
   EXPECT_TRUE(allClose(out.floats(), {1.6491354703903198}, 1e-2, 0));
 }
 
+// softmax_cross_entropy_grad of bf16 or f16 logits with an f32 loss gradient (the form
+// plait-fuse-loss-cast writes) gives the bits of the cast to f32, the f32 gradient and the
+// cast back; with a gradient of the logits' type too. 37 rows (more than the kernel's row
+// slots) of 1,000 classes in logits up to +-30 (the exponentials span many binades), every
+// reduction, targets ignored; on 2 threads.
+TEST(LossKernels, HalfLogitsGradientIsItsCastsBitForBit) {
+  KernelThreads threads(2);
+  const int64_t rows = 37, classes = 1000;
+  std::vector<float> x = randomFloats({rows, classes}, 11, -30, 30).floats();
+  std::vector<int64_t> t(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    t[r] = r % 7 == 3 ? -100 : (r * 131) % classes;
+  OwnedTensor target = make<int64_t>({rows}, t);
+  for (DType half : {DType::BF16, DType::F16})
+    for (const char *r : {"mean", "sum", "none"}) {
+      Attrs attrs = AttrsBuilder().s("reduction", r).i("ignore_index", -100).build();
+      std::vector<int64_t> lossShape = std::string(r) == "none" ? std::vector<int64_t>{rows}
+                                                                : std::vector<int64_t>{};
+      int64_t n = std::string(r) == "none" ? rows : 1;
+      std::vector<double> g(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i)
+        g[size_t(i)] = 0.37 + 0.01 * double(i);
+      OwnedTensor logits = makeFloat(half, {rows, classes}, std::vector<double>(x.begin(), x.end()));
+      OwnedTensor wide = runOk("cast", {logits}, DType::F32, {rows, classes});
+      OwnedTensor grad = makeFloat(DType::F32, lossShape, g);
+      OwnedTensor f32 = runOk("softmax_cross_entropy_grad", {wide, target, grad}, DType::F32,
+                              {rows, classes}, attrs);
+      OwnedTensor expected = runOk("cast", {f32}, half, {rows, classes});
+      OwnedTensor got = runOk("softmax_cross_entropy_grad", {logits, target, grad}, half,
+                              {rows, classes}, attrs);
+      EXPECT_EQ(got.bytes, expected.bytes) << dtypeName(half) << " " << r;
+      // A gradient of the logits' type: the kernel widens it as the staged path would.
+      OwnedTensor halfGrad = runOk("cast", {grad}, half, lossShape);
+      OwnedTensor wideGrad = runOk("cast", {halfGrad}, DType::F32, lossShape);
+      OwnedTensor f32b = runOk("softmax_cross_entropy_grad", {wide, target, wideGrad},
+                               DType::F32, {rows, classes}, attrs);
+      EXPECT_EQ(runOk("softmax_cross_entropy_grad", {logits, target, halfGrad}, half,
+                      {rows, classes}, attrs)
+                    .bytes,
+                runOk("cast", {f32b}, half, {rows, classes}).bytes)
+          << dtypeName(half) << " " << r << ", half gradient";
+    }
+}
+
 TEST(LossKernels, Errors) {
   auto bad = make<int64_t>({4}, {2, 0, 3, 2});
   auto r = runKernel("softmax_cross_entropy", {logits(), bad}, {{DType::F32, {}}});
@@ -109,6 +153,11 @@ TEST(LossKernels, Errors) {
   EXPECT_EQ(r.status.message(), "nll_loss: target has shape [3], expected [4]");
   r = runKernel("nll_loss", {logits(), targets()}, {{DType::F32, {4}}});
   EXPECT_EQ(r.status.message(), "nll_loss: output has shape [4], expected []");
+  // The loss's gradient: the logits' dtype, or f32 for half-precision logits only.
+  r = runKernel("softmax_cross_entropy_grad",
+                {logits(), targets(), makeFloat(DType::BF16, {}, {1})}, {{DType::F32, {4, 3}}});
+  EXPECT_NE(r.status.message().find("softmax_cross_entropy_grad: "), std::string::npos);
+  EXPECT_FALSE(r.status.ok());
 }
 
 } // namespace
