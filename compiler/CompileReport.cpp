@@ -310,12 +310,13 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   if (auto fused = module->getAttrOfType<DictionaryAttr>("plait.fuse_loss_cast")) {
     auto get = [&](const char *key) { return fused.getAs<IntegerAttr>(key).getInt(); };
     report["fusion"]["fuse_loss_cast"] = scalarsToJson(fused);
-    if (get("gradients") > 0)
+    if (get("gradients") + get("losses") > 0)
       report["optimizations"]["fuse_loss_cast"] = fmt::format(
-          "{} loss gradient{} computed from the bf16 logits into bf16, in f32 a row at a time "
-          "({} bytes of f32 gradient that need no buffer, and the logits' f32 copy dead after "
-          "the forward loss; off: --no-fused-loss-cast)",
-          get("gradients"), get("gradients") == 1 ? "" : "s", get("bytes"));
+          "{} loss{} and {} loss gradient{} computed from the bf16 logits, in f32 a row at a "
+          "time, the gradients written in bf16 ({} casts removed; {} bytes of f32 gradient "
+          "that need no buffer; off: --no-fused-loss-cast)",
+          get("losses"), get("losses") == 1 ? "" : "es", get("gradients"),
+          get("gradients") == 1 ? "" : "s", get("casts"), get("bytes"));
   }
   if (auto moved = module->getAttrOfType<IntegerAttr>("plait.schedule"))
     report["optimizations"]["schedule"] = fmt::format(

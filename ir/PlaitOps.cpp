@@ -985,6 +985,27 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(MLIRContext *context,
   return inferLoss(ShapeRule(loc, getOperationName()), adaptor, results);
 }
 
+namespace {
+bool lossResultCompatible(TypeRange inferred, TypeRange actual) {
+  if (inferred == actual)
+    return true;
+  if (inferred.size() != 1 || actual.size() != 1)
+    return false;
+  auto in = dyn_cast<RankedTensorType>(inferred.front());
+  auto out = dyn_cast<RankedTensorType>(actual.front());
+  return in && out && (in.getElementType().isBF16() || in.getElementType().isF16()) &&
+         out == in.clone(Float32Type::get(in.getContext()));
+}
+} // namespace
+
+bool SoftmaxCrossEntropyOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
+  return lossResultCompatible(inferred, actual);
+}
+
+bool NllLossOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
+  return lossResultCompatible(inferred, actual);
+}
+
 LogicalResult NllLossOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                           Adaptor adaptor, SmallVectorImpl<Type> &results) {
   if (failed(checkShapeRuleInputs(context, loc, adaptor)))

@@ -858,6 +858,12 @@ class Plait_LossOp<string mnemonic, string doc> :
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Plait_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// The inferred type (the input's element type), or for bf16 / f16 input the same
+    /// shape in f32: the loss computed in f32 from the widened input
+    /// (plait-fuse-loss-cast's form of a cast to f32 before the loss).
+    static bool isCompatibleReturnTypes(::mlir::TypeRange inferred, ::mlir::TypeRange actual);
+  }];
 }
 
 def Plait_SoftmaxCrossEntropyOp : Plait_LossOp<"softmax_cross_entropy",
@@ -871,7 +877,8 @@ def Plait_SoftmaxCrossEntropyOp : Plait_LossOp<"softmax_cross_entropy",
     is a runtime error. `reduction`: "none" gives l shaped like target; "sum" gives
     sum(l); "mean" (the default) gives sum(l) / sum(weight[t]) over the non-ignored
     positions (NaN when there are none), as torch.nn.CrossEntropyLoss and ONNX
-    SoftmaxCrossEntropyLoss.
+    SoftmaxCrossEntropyLoss. For bf16 or f16 input the result may be f32 (otherwise of the
+    input's type): the loss of the widened input, as a cast to f32 before the loss gives it.
 
     ```mlir
     %l = plait.softmax_cross_entropy %logits, %labels {reduction = "mean"}

@@ -228,14 +228,15 @@ def FuseElementwisePass : Pass<"plait-fuse-elementwise", "mlir::ModuleOp"> {
 }
 
 def FuseLossCastPass : Pass<"plait-fuse-loss-cast", "mlir::ModuleOp"> {
-  let summary = "A bf16-mixed loss gradient read from the bf16 logits and written in bf16";
+  let summary = "A bf16-mixed loss and its gradient computed from the bf16 logits";
   let description = [{
-    softmax_cross_entropy_grad of [N, C] logits without class weights, whose input is a cast
-    from bf16 or f16 to f32 and whose result feeds only a cast back, becomes the gradient of
-    the half-precision logits with the f32 loss gradient: the same bits, without the f32
-    gradient, and with the f32 copy of the logits dead after the forward loss. Records
-    `plait.fuse_loss_cast` {gradients, bytes}. plait-compile runs it after plait-schedule,
-    unless --no-fusion or --no-fused-loss-cast.
+    softmax_cross_entropy and softmax_cross_entropy_grad of [N, C] logits without class
+    weights whose input is a cast from bf16 or f16 to f32 read the half-precision logits
+    instead: the loss still gives f32, the gradient (where its result feeds only a cast back)
+    gives the logits' type with the f32 loss gradient. The same bits, without the f32 copy
+    of the logits or their f32 gradient. Records `plait.fuse_loss_cast` {losses, gradients,
+    casts, bytes}. plait-compile runs it after plait-schedule, unless --no-fusion or
+    --no-fused-loss-cast.
   }];
 }
 

@@ -1,21 +1,23 @@
-// -plait-fuse-loss-cast: a bf16-mixed loss gradient computed from the bf16 logits, in bf16.
+// -plait-fuse-loss-cast: a bf16-mixed loss and its gradient computed from the bf16 logits.
 //
 // Under bf16-mixed the model's logits are bf16, and the loss runs in f32 on a cast of them:
-//   %l = plait.cast %logits (bf16 -> f32)        the f32 copy, live until the gradient
+//   %l = plait.cast %logits (bf16 -> f32)        the f32 copy
+//   %v = plait.softmax_cross_entropy %l, %target                  the f32 loss
 //   %d = plait.softmax_cross_entropy_grad %l, %target, %g          an f32 gradient
 //   %b = plait.cast %d (f32 -> bf16)             the gradient the backward takes
 // For a language model these are the step's largest tensors ([tokens, vocab]; the f32 copy
-// and the f32 gradient are four times the bf16 logits together) and they are live together
-// at the start of the backward, where the step's peak often is. The gradient is rewritten to
-// read the bf16 logits and write the bf16 result: the kernel widens a row at a time, computes
-// the f32 gradient row, and rounds it, the same bits as the two casts around the f32 kernel.
-// The f32 copy then dies at the forward loss (its other reader), and the f32 gradient is
-// never stored.
+// and the f32 gradient are four times the bf16 logits together), live at the end of the
+// forward and the start of the backward, where the step's peak often is. The loss is
+// rewritten to read the bf16 logits and still give the f32 loss, and the gradient to read
+// them and write bf16: the kernels widen a row at a time and compute it as for f32 logits
+// (the gradient rounded once), the same bits as with the casts. The f32 copy and the f32
+// gradient are then never stored.
 //
-// Rewritten: softmax_cross_entropy_grad of [N, C] logits (the rank the CPU kernel takes a
-// row at a time) without class weights, whose input is a cast from bf16 or f16 and whose
-// result feeds nothing but a cast back to that type. The module records
-// `plait.fuse_loss_cast` {gradients, bytes} (bytes: the f32 gradients no longer stored).
+// Rewritten: softmax_cross_entropy and softmax_cross_entropy_grad of [N, C] logits (the
+// rank the CPU kernels take a row at a time) without class weights, whose input is a cast
+// from bf16 or f16 to f32; the gradient only where its result feeds nothing but a cast back
+// to the logits' type. The module records `plait.fuse_loss_cast` {losses, gradients, casts,
+// bytes} (casts: removed; bytes: the f32 gradients no longer stored).
 #include "passes/Passes.h"
 
 #include "ir/PlaitDialect.h"
@@ -31,44 +33,80 @@ namespace plait {
 
 namespace {
 
+/// The half-precision [N, C] logits that `input` is a widening cast of, or null.
+Value halfLogits(Value input) {
+  auto widen = input.getDefiningOp<CastOp>();
+  if (!widen)
+    return nullptr;
+  auto half = cast<RankedTensorType>(widen.getX().getType());
+  Type element = half.getElementType();
+  if (half.getRank() != 2 || !(element.isBF16() || element.isF16()) ||
+      !cast<RankedTensorType>(widen.getType()).getElementType().isF32())
+    return nullptr;
+  return widen.getX();
+}
+
+/// `op` again with operand 0 `input` and result type `type`, in its place.
+Operation *recreate(Operation *op, Value input, Type type) {
+  OpBuilder builder(op);
+  OperationState state(op->getLoc(), op->getName());
+  SmallVector<Value> operands(op->getOperands());
+  operands[0] = input;
+  state.addOperands(operands);
+  state.addAttributes(op->getAttrs());
+  state.addTypes(type);
+  return builder.create(state);
+}
+
 struct FuseLossCastPass : impl::FuseLossCastPassBase<FuseLossCastPass> {
   void runOnOperation() final {
     ModuleOp module = getOperation();
-    int64_t gradients = 0, bytes = 0;
-    SmallVector<SoftmaxCrossEntropyGradOp> candidates;
-    module.walk([&](SoftmaxCrossEntropyGradOp op) { candidates.push_back(op); });
-    for (SoftmaxCrossEntropyGradOp op : candidates) {
-      auto widen = op.getInput().getDefiningOp<CastOp>();
-      if (!widen || op.getWeight() || !op->hasOneUse())
+    int64_t losses = 0, gradients = 0, casts = 0, bytes = 0;
+    SmallVector<Operation *> candidates;
+    module.walk([&](Operation *op) {
+      if (isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op))
+        candidates.push_back(op);
+    });
+    for (Operation *op : candidates) {
+      Value logits = halfLogits(op->getOperand(0));
+      Operation *widen = op->getOperand(0).getDefiningOp();
+      if (!logits)
         continue;
-      auto narrow = dyn_cast<CastOp>(*op->getUsers().begin());
-      auto half = cast<RankedTensorType>(widen.getX().getType());
-      Type element = half.getElementType();
-      if (!narrow || half.getRank() != 2 || !(element.isBF16() || element.isF16()) ||
-          narrow.getType() != half)
-        continue;
-      OpBuilder builder(op);
-      OperationState state(op->getLoc(), op->getName());
-      SmallVector<Value> operands(op->getOperands());
-      operands[0] = widen.getX();
-      state.addOperands(operands);
-      state.addAttributes(op->getAttrs());
-      state.addTypes(half);
-      Operation *fused = builder.create(state);
-      narrow.getResult().replaceAllUsesWith(fused->getResult(0));
-      auto wide = cast<RankedTensorType>(op.getType());
-      bytes += wide.getNumElements() * (wide.getElementTypeBitWidth() / 8);
-      ++gradients;
-      narrow->erase();
-      op->erase();
-      if (widen->use_empty())
+      if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op)) {
+        if (loss.getWeight())
+          continue;
+        // The loss of the widened logits, computed in f32 from the half ones.
+        op->getResult(0).replaceAllUsesWith(recreate(op, logits, loss.getType())->getResult(0));
+        op->erase();
+        ++losses;
+      } else {
+        auto grad = cast<SoftmaxCrossEntropyGradOp>(op);
+        if (grad.getWeight() || !op->hasOneUse())
+          continue;
+        auto narrow = dyn_cast<CastOp>(*op->getUsers().begin());
+        if (!narrow || narrow.getType() != logits.getType())
+          continue;
+        Operation *fused = recreate(op, logits, logits.getType());
+        narrow.getResult().replaceAllUsesWith(fused->getResult(0));
+        auto wide = cast<RankedTensorType>(grad.getType());
+        bytes += wide.getNumElements() * (wide.getElementTypeBitWidth() / 8);
+        ++gradients;
+        ++casts;
+        narrow->erase();
+        op->erase();
+      }
+      if (widen->use_empty()) {
         widen->erase();
+        ++casts;
+      }
     }
     Builder b(&getContext());
     module->setAttr("plait.fuse_loss_cast",
                     b.getDictionaryAttr({b.getNamedAttr("bytes", b.getI64IntegerAttr(bytes)),
+                                         b.getNamedAttr("casts", b.getI64IntegerAttr(casts)),
                                          b.getNamedAttr("gradients",
-                                                        b.getI64IntegerAttr(gradients))}));
+                                                        b.getI64IntegerAttr(gradients)),
+                                         b.getNamedAttr("losses", b.getI64IntegerAttr(losses))}));
   }
 };
 

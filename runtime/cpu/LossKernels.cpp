@@ -76,7 +76,11 @@ Status planLossCall(const KernelCall &call, std::string_view kernel, bool grad, 
   PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, operands, operands + 1, 1));
   const TensorView &input = call.inputs[0], &target = call.inputs[1];
   const TensorView &out = call.outputs[0];
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, out));
+  // The loss of half-precision input may be f32 (plait-fuse-loss-cast); a gradient is of
+  // the input's type.
+  const bool half = input.dtype == DType::BF16 || input.dtype == DType::F16;
+  if (grad || !(out.dtype == DType::F32 && half))
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, out));
   if (grad)
     PLAIT_RETURN_IF_ERROR(checkLossGradDtype(kernel, input, call.inputs[2]));
   PLAIT_RETURN_IF_ERROR(planLossInput(kernel, input, target, s));
@@ -100,6 +104,21 @@ Status takeTargets(const KernelCall &call, std::string_view kernel, const LossSh
   return resolveLossTargets(kernel, s, call.inputs[1], weight, targets);
 }
 
+/// The loss from the per-position `losses`: each of them for reduction none, else their sum
+/// in position order (whatever the split) over the normaliser, as T.
+template <typename T>
+void storeLoss(T *out, const LossShape &s, const double *losses, const LossTargets &targets) {
+  const int64_t positions = s.positions();
+  if (s.reduction == Reduction::None) {
+    std::transform(losses, losses + positions, out, [](double v) { return T(v); });
+    return;
+  }
+  double lossSum = 0;
+  for (int64_t p = 0; p < positions; ++p)
+    lossSum += losses[p];
+  out[0] = T(lossSum / targets.normalizer); // sum: / 1, exact
+}
+
 template <typename T, bool kFromLogits>
 Status computeLoss(const KernelCall &call, std::string_view kernel, const LossShape &s) {
   const T *input = call.inputs[0].as<T>();
@@ -121,15 +140,44 @@ Status computeLoss(const KernelCall &call, std::string_view kernel, const LossSh
     for (int64_t p = begin; p < end; ++p)
       losses[p] = positionLoss<T, kFromLogits>(input, s, targets, p);
   });
-  T *out = call.outputs[0].as<T>();
-  if (s.reduction == Reduction::None) {
-    std::transform(losses, losses + positions, out, [](double v) { return T(v); });
-    return Status();
-  }
-  double lossSum = 0; // in position order, whatever the split
-  for (int64_t p = 0; p < positions; ++p)
-    lossSum += losses[p];
-  out[0] = T(lossSum / targets.normalizer); // sum: / 1, exact
+  storeLoss(call.outputs[0].as<T>(), s, losses, targets);
+  return Status();
+}
+
+/// softmax_cross_entropy of bf16 or f16 [N, C] logits without class weights with an f32
+/// result (halfLossRows, Workspace.h): the bits the loss of their cast to f32 has, without
+/// the f32 copy. Each slot of C floats takes a row widened (exactly), and softmaxLossRows
+/// computes its loss there as it does for f32 logits.
+Status halfSoftmaxLoss(const KernelCall &call, std::string_view kernel, const LossShape &s) {
+  const TensorView &input = call.inputs[0];
+  const bool bf16 = input.dtype == DType::BF16;
+  const uint16_t *x = input.as<uint16_t>();
+  Scratch scratch(call, kernel);
+  LossTargets targets;
+  PLAIT_RETURN_IF_ERROR(takeTargets<float>(call, kernel, s, 2, scratch, targets));
+  const int64_t positions = s.positions(), classes = s.classes;
+  double *losses = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(positions, losses));
+  const int64_t slots = lossRowSlots(positions);
+  float *rows = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(slots * classes, rows));
+  const int64_t chunks =
+      std::min(slots, parallelChunks(positions, grainFor(kElementGrain, classes)));
+  parallelFor(chunks, 1, [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t slot = first; slot < last; ++slot) {
+      float *row = rows + slot * classes;
+      for (int64_t p = positions * slot / chunks; p < positions * (slot + 1) / chunks; ++p) {
+        const uint16_t *xr = x + p * classes;
+        for (int64_t c = 0; c < classes; ++c)
+          row[c] = bf16 ? bf16ToFloat(xr[c]) : f16ToFloat(xr[c]);
+        LossTargets one = targets;
+        one.classes += p;
+        one.weights += p;
+        softmaxLossRows(row, classes, one, losses + p, 0, 1);
+      }
+    }
+  });
+  storeLoss(call.outputs[0].as<float>(), s, losses, targets);
   return Status();
 }
 
@@ -282,6 +330,10 @@ template <bool kGrad, bool kFromLogits> Status lossKernel(const KernelCall &call
     if (halfLossGradRows(call.inputs[0].dtype, call.inputs[2].dtype, call.outputs[0].dtype,
                          call.inputs[0].shape.size(), call.inputs.size()))
       return halfSoftmaxGrad(call, kName, s);
+  if constexpr (!kGrad && kFromLogits)
+    if (halfLossRows(call.inputs[0].dtype, call.outputs[0].dtype, call.inputs[0].shape.size(),
+                     call.inputs.size()))
+      return halfSoftmaxLoss(call, kName, s);
   if (hasHalfTensor(call))
     return runStagedInF32(call, &lossKernel<kGrad, kFromLogits>);
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {

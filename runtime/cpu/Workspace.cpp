@@ -269,10 +269,14 @@ uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<Operand
       half |= isHalfType(t.dtype);
   if (!half || !isStaged(kernel))
     return computeBytes(kernel, inputs, outputs, attrs);
-  if (kernel == "softmax_cross_entropy_grad" && inputs.size() == 3 && outputs.size() == 1 &&
-      inputs[0].shape &&
-      halfLossGradRows(inputs[0].dtype, inputs[2].dtype, outputs[0].dtype,
-                       inputs[0].shape->size(), inputs.size())) {
+  bool rows = !inputs.empty() && outputs.size() == 1 && inputs[0].shape &&
+              ((kernel == "softmax_cross_entropy_grad" && inputs.size() == 3 &&
+                halfLossGradRows(inputs[0].dtype, inputs[2].dtype, outputs[0].dtype,
+                                 inputs[0].shape->size(), inputs.size())) ||
+               (kernel == "softmax_cross_entropy" &&
+                halfLossRows(inputs[0].dtype, outputs[0].dtype, inputs[0].shape->size(),
+                             inputs.size())));
+  if (rows) {
     // The targets (computeBytes), then the slots' rows of C floats.
     const std::vector<int64_t> &x = *inputs[0].shape;
     uint64_t rows = uint64_t(lossRowSlots(clampedInt64(product(x, 0, 1))));

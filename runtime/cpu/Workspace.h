@@ -81,6 +81,13 @@ inline bool halfLossGradRows(DType input, DType grad, DType out, size_t rank, si
   return half && out == input && (grad == input || grad == DType::F32) && rank == 2 &&
          operands == 3;
 }
+/// softmax_cross_entropy of bf16 or f16 [N, C] logits without class weights with an f32
+/// result (plait-fuse-loss-cast's form of the loss of their cast to f32) runs on the rows
+/// the same way: each row widened into a slot, its loss computed as for f32 logits.
+inline bool halfLossRows(DType input, DType out, size_t rank, size_t operands) {
+  return (input == DType::BF16 || input == DType::F16) && out == DType::F32 && rank == 2 &&
+         operands == 2;
+}
 inline constexpr int64_t kLossRowSlots = 8;
 inline int64_t lossRowSlots(int64_t rows) {
   return rows < 1 ? 1 : rows < kLossRowSlots ? rows : kLossRowSlots;

@@ -210,7 +210,9 @@ template <bool kFromLogits> Status lossKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 2, 3, 1));
   const TensorView &input = call.inputs[0], &target = call.inputs[1];
   const TensorView &out = call.outputs[0];
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, input, out));
+  // The loss of bf16 / f16 input may be f32 (plait-fuse-loss-cast).
+  if (!(out.dtype == DType::F32 && (input.dtype == DType::BF16 || input.dtype == DType::F16)))
+    PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, input, out));
   cpu::LossShape s;
   PLAIT_RETURN_IF_ERROR(cpu::planLossInput(kName, input, target, s));
   const TensorView *weight = call.inputs.size() > 2 ? &call.inputs[2] : nullptr;
@@ -225,8 +227,9 @@ template <bool kFromLogits> Status lossKernel(const CudaKernelCall &call) {
                                       work));
   if (call.check)
     return {};
-  return launched(launchLoss(kFromLogits, code(input.dtype), code(target.dtype), input.data,
-                             target.data, weight ? weight->data : nullptr, out.data, g,
+  return launched(launchLoss(kFromLogits, code(input.dtype), code(target.dtype),
+                             code(out.dtype), input.data, target.data,
+                             weight ? weight->data : nullptr, out.data, g,
                              static_cast<double *>(work), call.deviceError, call.errorTag,
                              call.stream),
                   kName);

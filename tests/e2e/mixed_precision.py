@@ -15,11 +15,12 @@ For a sample, the reference is the committed model trained in fp32 on one rank. 
   - with --no-fused-grad-cast (each gradient's cast to f32 a kernel of its own, instead of
     the grouped updates reading the bf16 gradients), --no-grouped-casts (each param's cast
     to bf16 a kernel of its own, instead of a grouped_cast per few) and --no-fused-loss-cast
-    (the loss gradient in f32 between casts, instead of from the bf16 logits into bf16), the
+    (the loss and its gradient in f32 on a cast of the logits, instead of from the bf16
+    logits, the gradient written in bf16), the
     losses are the same bits and the plan runs exactly as many more kernels per step as the
     report says those three saved (gradient casts folded on every run without micro-batches
     or clipping: those accumulate or scale their gradients in f32; param casts grouped on one
-    rank; the GPT's loss gradient, one per micro-batch, on every run).
+    rank; the GPT's loss and its gradient, one per micro-batch, on every run).
 
 With --clip, every run clips gradients to that global norm; with --micro-batches, every run
 splits each rank's batch.
@@ -134,8 +135,9 @@ def main():
             problems += comm_problems(log, report["comm"])
             casts = report["fusion"]["group_updates"].get("grad_casts", 0)
             grouped = report["fusion"].get("group_casts", {"casts": 0, "kernels": 0})
-            loss_grads = report["fusion"].get("fuse_loss_cast", {}).get("gradients", 0)
-            saved = casts + grouped["casts"] - grouped["kernels"] + loss_grads
+            loss = report["fusion"].get("fuse_loss_cast", {})
+            loss_grads = loss.get("gradients", 0)
+            saved = casts + grouped["casts"] - grouped["kernels"] + loss.get("casts", 0)
             unfolded_plan, unfolded_rep = tmp / (label + "-casts.plan"), tmp / (label + "-casts.json")
             run([compile_bin, src, "--train", *TRAIN[name], "--world-size", str(w),
                  "--strategy", strategy, "--precision", "bf16-mixed", "--no-fused-grad-cast",
@@ -152,14 +154,15 @@ def main():
             if w == 1 and grouped["kernels"] == 0:
                 problems.append("no casts of parameters grouped")
             # The GPT's logits are cast for the loss once per micro-batch.
-            if name == "gpt" and loss_grads != args.micro_batches:
-                problems.append("%d loss gradients computed from the bf16 logits" % loss_grads)
+            if name == "gpt" and (loss_grads, loss.get("losses")) != (args.micro_batches,) * 2:
+                problems.append("%d losses and %d loss gradients computed from the bf16 logits"
+                                % (loss.get("losses", 0), loss_grads))
             if unfolded["kernels_per_step"] - report["kernels_per_step"] != saved:
                 problems.append("kernels per step %d, %d without the cast fusions, which say "
                                 "they saved %d" % (report["kernels_per_step"],
                                                   unfolded["kernels_per_step"], saved))
             for key, n in (("fused_grad_cast", casts), ("group_casts", grouped["kernels"]),
-                           ("fuse_loss_cast", loss_grads)):
+                           ("fuse_loss_cast", loss_grads + loss.get("losses", 0))):
                 if (n > 0) != (key in report["optimizations"]):
                     problems.append("report line %s with %d" % (key, n))
             fp32_comm = reports["fp32"][1]["comm"]["total"]

@@ -163,8 +163,9 @@ struct LossGeometry {
 inline int64_t lossWorkspaceDoubles(const LossGeometry &g) { return 2 * g.batch * g.spatial + 1; }
 /// softmax_cross_entropy (fromLogits) or nll_loss. `weight` may be null; out-of-range targets
 /// write `errorTag` to `deviceError` and count as ignored.
-cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, const void *input,
-                       const void *target, const void *weight, void *out,
+/// The loss is of the input's `dtype`, or `outDtype` f32 for half-precision input.
+cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, int outDtype,
+                       const void *input, const void *target, const void *weight, void *out,
                        const LossGeometry &g, double *workspace, int *deviceError,
                        int errorTag, cudaStream_t stream);
 /// The gradient: of the input's `dtype`, from the loss's gradient `grad` of `gradDtype` (the

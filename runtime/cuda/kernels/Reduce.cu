@@ -562,10 +562,13 @@ cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x
   return ok ? cudaGetLastError() : unsupported();
 }
 
-cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, const void *input,
-                       const void *target, const void *weight, void *out, const LossGeometry &g,
-                       double *workspace, int *deviceError, int errorTag, cudaStream_t stream) {
+cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, int outDtype,
+                       const void *input, const void *target, const void *weight, void *out,
+                       const LossGeometry &g, double *workspace, int *deviceError,
+                       int errorTag, cudaStream_t stream) {
   int64_t positions = g.batch * g.spatial;
+  if (outDtype != dtype && outDtype != kF32)
+    return unsupported();
   bool ok = false;
   dispatchFloat(dtype, [&](auto tag) {
     using S = decltype(tag);
@@ -575,7 +578,11 @@ cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, const void *
         lossPerPosition<S, I><<<rowBlocks(positions), kThreads, 0, stream>>>(
             fromLogits, static_cast<const S *>(input), static_cast<const I *>(target),
             static_cast<const S *>(weight), g, workspace, deviceError, errorTag);
-      lossReduce<S><<<1, kThreads, 0, stream>>>(g, workspace, static_cast<S *>(out), true);
+      if (outDtype == dtype)
+        lossReduce<S><<<1, kThreads, 0, stream>>>(g, workspace, static_cast<S *>(out), true);
+      else // the f32 loss of half-precision input (plait-fuse-loss-cast)
+        lossReduce<float><<<1, kThreads, 0, stream>>>(g, workspace, static_cast<float *>(out),
+                                                      true);
     });
   });
   return ok ? cudaGetLastError() : unsupported();

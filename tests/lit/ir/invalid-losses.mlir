@@ -87,3 +87,13 @@ func.func @loss_integer_input(%x: tensor<8x10xi32>, %t: tensor<8xi64>) {
   %0 = plait.nll_loss %x, %t : (tensor<8x10xi32>, tensor<8xi64>) -> tensor<i32>
   return
 }
+
+// -----
+
+func.func @half_loss_result(%x: tensor<8x10xbf16>, %t: tensor<8xi64>) {
+  // The loss of bf16 logits is bf16, or f32 (plait-fuse-loss-cast's form), not f16.
+  // expected-error @+2 {{'plait.softmax_cross_entropy' op inferred type(s) 'tensor<bf16>' are incompatible with return type(s) of operation 'tensor<f16>'}}
+  // expected-error @+1 {{'plait.softmax_cross_entropy' op failed to infer returned types}}
+  %0 = plait.softmax_cross_entropy %x, %t : (tensor<8x10xbf16>, tensor<8xi64>) -> tensor<f16>
+  return
+}

@@ -97,10 +97,11 @@ TEST(LossKernels, HalfPrecision) {
 
 // softmax_cross_entropy_grad of bf16 or f16 logits with an f32 loss gradient (the form
 // plait-fuse-loss-cast writes) gives the bits of the cast to f32, the f32 gradient and the
-// cast back; with a gradient of the logits' type too. 37 rows (more than the kernel's row
+// cast back; with a gradient of the logits' type too. The f32 loss of the half logits is
+// the loss of their cast. 37 rows (more than the kernel's row
 // slots) of 1,000 classes in logits up to +-30 (the exponentials span many binades), every
 // reduction, targets ignored; on 2 threads.
-TEST(LossKernels, HalfLogitsGradientIsItsCastsBitForBit) {
+TEST(LossKernels, HalfLogitsLossAndGradientAreTheirCastsBitForBit) {
   KernelThreads threads(2);
   const int64_t rows = 37, classes = 1000;
   std::vector<float> x = randomFloats({rows, classes}, 11, -30, 30).floats();
@@ -126,6 +127,11 @@ TEST(LossKernels, HalfLogitsGradientIsItsCastsBitForBit) {
       OwnedTensor got = runOk("softmax_cross_entropy_grad", {logits, target, grad}, half,
                               {rows, classes}, attrs);
       EXPECT_EQ(got.bytes, expected.bytes) << dtypeName(half) << " " << r;
+      // The loss: f32 from the half logits, the bits of the loss of their f32 cast.
+      EXPECT_EQ(runOk("softmax_cross_entropy", {logits, target}, DType::F32, lossShape, attrs)
+                    .bytes,
+                runOk("softmax_cross_entropy", {wide, target}, DType::F32, lossShape, attrs).bytes)
+          << dtypeName(half) << " " << r << ", the loss";
       // A gradient of the logits' type: the kernel widens it as the staged path would.
       OwnedTensor halfGrad = runOk("cast", {grad}, half, lossShape);
       OwnedTensor wideGrad = runOk("cast", {halfGrad}, DType::F32, lossShape);
