@@ -144,14 +144,36 @@ Status computeLoss(const KernelCall &call, std::string_view kernel, const LossSh
   return Status();
 }
 
+/// Calls fn(p, row) for every row p of half-precision [positions, classes] logits `input`,
+/// `row` the row widened (exactly) into one of the lossRowSlots slots of `classes` floats at
+/// `rows` (the halfLossRows / halfLossGradRows kernels). Rows split across the kernels'
+/// threads as the f32 rows do, a slot per chunk.
+template <typename Fn>
+void forEachHalfRow(const TensorView &input, int64_t positions, int64_t classes, float *rows,
+                    Fn &&fn) {
+  const bool bf16 = input.dtype == DType::BF16;
+  const uint16_t *x = input.as<uint16_t>();
+  const int64_t chunks = std::min(lossRowSlots(positions),
+                                  parallelChunks(positions, grainFor(kElementGrain, classes)));
+  parallelFor(chunks, 1, [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t slot = first; slot < last; ++slot) {
+      float *row = rows + slot * classes;
+      for (int64_t p = positions * slot / chunks; p < positions * (slot + 1) / chunks; ++p) {
+        const uint16_t *xr = x + p * classes;
+        for (int64_t c = 0; c < classes; ++c)
+          row[c] = bf16 ? bf16ToFloat(xr[c]) : f16ToFloat(xr[c]);
+        fn(p, row);
+      }
+    }
+  });
+}
+
 /// softmax_cross_entropy of bf16 or f16 [N, C] logits without class weights with an f32
 /// result (halfLossRows, Workspace.h): the bits the loss of their cast to f32 has, without
 /// the f32 copy. Each slot of C floats takes a row widened (exactly), and softmaxLossRows
 /// computes its loss there as it does for f32 logits.
 Status halfSoftmaxLoss(const KernelCall &call, std::string_view kernel, const LossShape &s) {
   const TensorView &input = call.inputs[0];
-  const bool bf16 = input.dtype == DType::BF16;
-  const uint16_t *x = input.as<uint16_t>();
   Scratch scratch(call, kernel);
   LossTargets targets;
   PLAIT_RETURN_IF_ERROR(takeTargets<float>(call, kernel, s, 2, scratch, targets));
@@ -161,21 +183,11 @@ Status halfSoftmaxLoss(const KernelCall &call, std::string_view kernel, const Lo
   const int64_t slots = lossRowSlots(positions);
   float *rows = nullptr;
   PLAIT_RETURN_IF_ERROR(scratch.take(slots * classes, rows));
-  const int64_t chunks =
-      std::min(slots, parallelChunks(positions, grainFor(kElementGrain, classes)));
-  parallelFor(chunks, 1, [&](int64_t, int64_t first, int64_t last) {
-    for (int64_t slot = first; slot < last; ++slot) {
-      float *row = rows + slot * classes;
-      for (int64_t p = positions * slot / chunks; p < positions * (slot + 1) / chunks; ++p) {
-        const uint16_t *xr = x + p * classes;
-        for (int64_t c = 0; c < classes; ++c)
-          row[c] = bf16 ? bf16ToFloat(xr[c]) : f16ToFloat(xr[c]);
-        LossTargets one = targets;
-        one.classes += p;
-        one.weights += p;
-        softmaxLossRows(row, classes, one, losses + p, 0, 1);
-      }
-    }
+  forEachHalfRow(input, positions, classes, rows, [&](int64_t p, float *row) {
+    LossTargets one = targets;
+    one.classes += p;
+    one.weights += p;
+    softmaxLossRows(row, classes, one, losses + p, 0, 1);
   });
   storeLoss(call.outputs[0].as<float>(), s, losses, targets);
   return Status();
@@ -283,7 +295,6 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
 Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const LossShape &s) {
   const TensorView &input = call.inputs[0], &grad = call.inputs[2];
   const bool bf16 = input.dtype == DType::BF16;
-  const uint16_t *x = input.as<uint16_t>();
   uint16_t *out = call.outputs[0].as<uint16_t>();
   Scratch scratch(call, kernel);
   LossTargets targets;
@@ -299,21 +310,11 @@ Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const Lo
                                         : double(widen(grad.as<uint16_t>()[at]));
     targets.weights[p] = targets.weights[p] * g / targets.normalizer;
   }
-  const int64_t chunks =
-      std::min(slots, parallelChunks(positions, grainFor(kElementGrain, classes)));
-  parallelFor(chunks, 1, [&](int64_t, int64_t first, int64_t last) {
-    for (int64_t slot = first; slot < last; ++slot) {
-      float *row = rows + slot * classes;
-      for (int64_t p = positions * slot / chunks; p < positions * (slot + 1) / chunks; ++p) {
-        const uint16_t *xr = x + p * classes;
-        uint16_t *yr = out + p * classes;
-        for (int64_t c = 0; c < classes; ++c)
-          row[c] = widen(xr[c]);
-        softmaxGradRows(row, row, classes, targets.classes + p, targets.weights + p, 0, 1);
-        for (int64_t c = 0; c < classes; ++c)
-          yr[c] = bf16 ? floatToBf16(row[c]) : floatToF16(row[c]);
-      }
-    }
+  forEachHalfRow(input, positions, classes, rows, [&](int64_t p, float *row) {
+    uint16_t *yr = out + p * classes;
+    softmaxGradRows(row, row, classes, targets.classes + p, targets.weights + p, 0, 1);
+    for (int64_t c = 0; c < classes; ++c)
+      yr[c] = bf16 ? floatToBf16(row[c]) : floatToF16(row[c]);
   });
   return Status();
 }
