@@ -1,5 +1,6 @@
 // Shape rules (type inference) and verifiers of the plait ops.
 #include "ir/PlaitDialect.h"
+#include "ir/OpShapeRule.h"
 #include "ir/ShapeRules.h"
 #include "codegen/schema/FusedElementwise.h"
 #include "codegen/schema/MatmulLayout.h"
@@ -16,44 +17,6 @@ using namespace mlir;
 
 namespace plait {
 namespace {
-
-// Every plait operand is a statically shaped tensor: the verifier checks the ODS constraints
-// before the shape rules run, and checkShapeRuleInputs() below guards the other callers.
-RankedTensorType rankedType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
-
-/// Reports a shape-rule failure of one op, worded like emitOpError: "'plait.add' op ...".
-/// Silent when there is no location (a builder probing whether an op would be valid).
-class ShapeRule {
-public:
-  ShapeRule(std::optional<Location> loc, StringRef opName) : loc(loc), opName(opName) {}
-
-  template <typename... Args> LogicalResult fail(Args &&...args) const {
-    return emitOptionalError(loc, "'", opName, "' op ", std::forward<Args>(args)...);
-  }
-
-private:
-  std::optional<Location> loc;
-  StringRef opName;
-};
-
-/// First step of every shape rule. The verifier runs the ODS checks (required attributes,
-/// operand types) before the shape rules, but callers that infer types on an op they have
-/// not verified yet (the ONNX importer does) reach the rules without them. So: required
-/// attributes are checked here with the verifier's own messages, and operands that are not
-/// statically shaped tensors fail quietly -- the verifier's type constraint reports them --
-/// instead of reaching rankedType()'s cast.
-template <typename Adaptor>
-LogicalResult checkShapeRuleInputs(MLIRContext *context, std::optional<Location> loc,
-                                   Adaptor adaptor) {
-  if (failed(adaptor.verify(loc ? *loc : UnknownLoc::get(context))))
-    return failure();
-  for (Value operand : adaptor.getOperands()) {
-    auto type = llvm::dyn_cast<RankedTensorType>(operand.getType());
-    if (!type || !type.hasStaticShape())
-      return failure();
-  }
-  return success();
-}
 
 LogicalResult inferBroadcast(const ShapeRule &rule, Value lhs, Value rhs, Type resultElement,
                              SmallVectorImpl<Type> &results) {
@@ -938,79 +901,6 @@ LogicalResult TriluOp::verify() {
   if (getType().getRank() < 2)
     return emitOpError("needs rank >= 2, got ") << getType().getRank();
   return success();
-}
-
-//===----------------------------------------------------------------------===//
-// Losses
-//===----------------------------------------------------------------------===//
-
-namespace {
-template <typename Adaptor>
-LogicalResult inferLoss(const ShapeRule &rule, Adaptor adaptor,
-                        SmallVectorImpl<Type> &results) {
-  auto input = rankedType(adaptor.getInput()), target = rankedType(adaptor.getTarget());
-  if (input.getRank() < 2)
-    return rule.fail("input must be [N, C, ...], got rank ", input.getRank());
-  SmallVector<int64_t> expected{input.getDimSize(0)};
-  llvm::append_range(expected, input.getShape().drop_front(2));
-  if (target.getShape() != ArrayRef<int64_t>(expected))
-    return rule.fail("target has shape ", shapeToString(target.getShape()), ", expected ",
-                     shapeToString(expected));
-  if (Value weight = adaptor.getWeight()) {
-    auto wt = rankedType(weight);
-    if (wt.getRank() != 1 || wt.getDimSize(0) != input.getDimSize(1))
-      return rule.fail("weight must have shape ", input.getDimSize(1), ", got ",
-                       shapeToString(wt.getShape()));
-    if (wt.getElementType() != input.getElementType())
-      return rule.fail("weight has element type ", wt.getElementType(), ", input has ",
-                       input.getElementType());
-  }
-  StringRef reduction = adaptor.getReduction();
-  if (reduction == "none")
-    results.push_back(RankedTensorType::get(expected, input.getElementType()));
-  else if (reduction == "mean" || reduction == "sum")
-    results.push_back(RankedTensorType::get({}, input.getElementType()));
-  else
-    return rule.fail("reduction must be mean, sum or none, got '", reduction, "'");
-  return success();
-}
-} // namespace
-
-LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(MLIRContext *context,
-                                                      std::optional<Location> loc,
-                                                      Adaptor adaptor,
-                                                      SmallVectorImpl<Type> &results) {
-  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
-    return failure();
-  return inferLoss(ShapeRule(loc, getOperationName()), adaptor, results);
-}
-
-namespace {
-bool lossResultCompatible(TypeRange inferred, TypeRange actual) {
-  if (inferred == actual)
-    return true;
-  if (inferred.size() != 1 || actual.size() != 1)
-    return false;
-  auto in = dyn_cast<RankedTensorType>(inferred.front());
-  auto out = dyn_cast<RankedTensorType>(actual.front());
-  return in && out && (in.getElementType().isBF16() || in.getElementType().isF16()) &&
-         out == in.clone(Float32Type::get(in.getContext()));
-}
-} // namespace
-
-bool SoftmaxCrossEntropyOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
-  return lossResultCompatible(inferred, actual);
-}
-
-bool NllLossOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
-  return lossResultCompatible(inferred, actual);
-}
-
-LogicalResult NllLossOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
-                                          Adaptor adaptor, SmallVectorImpl<Type> &results) {
-  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
-    return failure();
-  return inferLoss(ShapeRule(loc, getOperationName()), adaptor, results);
 }
 
 } // namespace plait

@@ -93,19 +93,9 @@ Status castKernel(const KernelCall &call) {
 
 /// grouped_cast (plait-group-casts): result i = cast(operand i), float to float, in turn.
 Status groupedCastKernel(const KernelCall &call) {
-  constexpr std::string_view kName = "grouped_cast";
-  if (call.inputs.empty() || call.inputs.size() != call.outputs.size())
-    return Status::errorf("{}: {} operands and {} results, not one result per operand", kName,
-                          call.inputs.size(), call.outputs.size());
-  for (size_t i = 0; i < call.inputs.size(); ++i) {
-    const TensorView &x = call.inputs[i], &y = call.outputs[i];
-    if (!isFloat(x.dtype) || !isFloat(y.dtype))
-      return Status::errorf("{}: cast {} from {} to {} is not between floats", kName, i,
-                            dtypeName(x.dtype), dtypeName(y.dtype));
-    Status s = castView("cast", x, y);
-    if (!s.ok())
-      return s.withPrefix(fmt::format("{}: cast {}: ", kName, i));
-  }
+  PLAIT_RETURN_IF_ERROR(checkGroupedCast(call.inputs, call.outputs));
+  for (size_t i = 0; i < call.inputs.size(); ++i)
+    PLAIT_RETURN_IF_ERROR(castView("cast", call.inputs[i], call.outputs[i]));
   return Status();
 }
 

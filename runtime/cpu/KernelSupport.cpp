@@ -311,6 +311,38 @@ Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel) {
   return status;
 }
 
+Status checkLikeParam(std::string_view kernel, std::string_view what, const TensorView &param,
+                      const TensorView &t) {
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, param, t));
+  return checkShape(kernel, what, t.shape, param.shape);
+}
+
+Status checkUpdateGrad(std::string_view kernel, const TensorView &param, const TensorView &grad,
+                       bool halfGrad) {
+  if (halfGrad && grad.dtype != param.dtype &&
+      (grad.dtype == DType::BF16 || grad.dtype == DType::F16))
+    return checkShape(kernel, "grad", grad.shape, param.shape);
+  return checkLikeParam(kernel, "grad", param, grad);
+}
+
+Status checkGroupedCast(const std::vector<TensorView> &inputs,
+                        const std::vector<TensorView> &outputs) {
+  constexpr std::string_view kName = "grouped_cast";
+  if (inputs.empty() || inputs.size() != outputs.size())
+    return Status::errorf("{}: {} operands and {} results, not one result per operand", kName,
+                          inputs.size(), outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorView &x = inputs[i], &y = outputs[i];
+    if (!isFloat(x.dtype) || !isFloat(y.dtype))
+      return Status::errorf("{}: cast {} from {} to {} is not between floats", kName, i,
+                            dtypeName(x.dtype), dtypeName(y.dtype));
+    Status s = checkShape("cast", "output", y.shape, x.shape);
+    if (!s.ok())
+      return s.withPrefix(fmt::format("{}: cast {}: ", kName, i));
+  }
+  return Status();
+}
+
 Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
                            GroupedUpdateLayout &out) {
   constexpr std::string_view kName = "grouped_update";

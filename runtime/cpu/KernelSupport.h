@@ -86,6 +86,21 @@ struct GroupedUpdateLayout {
 Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
                            GroupedUpdateLayout &out);
 
+/// An optimizer update's operand `t` (`what`: grad, exp_avg, new_param, ...) of its param's
+/// dtype and shape. Shared by the CPU and CUDA kernels.
+Status checkLikeParam(std::string_view kernel, std::string_view what, const TensorView &param,
+                      const TensorView &t);
+
+/// An update's gradient: like its param, or with `halfGrad` (grouped_update) also of the
+/// param's shape in bf16 or f16. Shared by the CPU and CUDA kernels.
+Status checkUpdateGrad(std::string_view kernel, const TensorView &param, const TensorView &grad,
+                       bool halfGrad);
+
+/// A grouped_cast call's operands and results: one result per operand, each pair floats of
+/// one shape. Shared by the CPU and CUDA kernels.
+Status checkGroupedCast(const std::vector<TensorView> &inputs,
+                        const std::vector<TensorView> &outputs);
+
 /// matmul's optional bias (plait-fuse-gemm-epilogue): a float vector [N] of the result's
 /// type, N its last dimension, and no result_perm (as the verifier has it). Shared by the CPU
 /// and CUDA kernels.

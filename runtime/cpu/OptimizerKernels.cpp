@@ -44,23 +44,6 @@ Status readStep(std::string_view kernel, const TensorView &t, double &step) {
   return Status();
 }
 
-/// Error unless `t` has the param's dtype and shape; `what` names it.
-Status checkLikeParam(std::string_view kernel, std::string_view what, const TensorView &param,
-                      const TensorView &t) {
-  PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, param, t));
-  return checkShape(kernel, what, t.shape, param.shape);
-}
-
-/// The gradient's check: like the param, or with `halfGrad` (grouped_update) also of the
-/// param's shape in bf16 or f16.
-Status checkGrad(std::string_view kernel, const TensorView &param, const TensorView &grad,
-                 bool halfGrad) {
-  if (halfGrad && grad.dtype != param.dtype &&
-      (grad.dtype == DType::BF16 || grad.dtype == DType::F16))
-    return checkShape(kernel, "grad", grad.shape, param.shape);
-  return checkLikeParam(kernel, "grad", param, grad);
-}
-
 /// Calls body(begin, end, grad) over the pieces of elements [begin, end), `grad` the T values
 /// of the gradient `g` there: g's own elements when it is of type T, else (bf16 or f16) those
 /// elements widened exactly, as a cast to T computes them, into a buffer on the stack.
@@ -148,7 +131,7 @@ void sgdUpdate(const TensorView *in, const TensorView *out, const SgdFactors &f)
 constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update";
 
 /// Checks one sgd_update's operands `in` (4 or 5: `hasBuffer`) and results `out`, and reads
-/// its factors; `halfGrad`: the gradient may be bf16 or f16 (checkGrad).
+/// its factors; `halfGrad`: the gradient may be bf16 or f16 (checkUpdateGrad).
 Status prepareSgd(const TensorView *in, const TensorView *out, bool hasBuffer,
                   const Attrs &attrs, SgdFactors &f, bool halfGrad = false) {
   constexpr std::string_view kName = kSgd;
@@ -161,7 +144,7 @@ Status prepareSgd(const TensorView *in, const TensorView *out, bool hasBuffer,
                           "(momentum {}, {} buffer)",
                           kName, f.momentum, hasBuffer ? "with" : "without");
   const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkGrad(kName, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
   if (hasBuffer) {
     PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "momentum_buffer", param, in[4]));
@@ -253,12 +236,12 @@ void adamwUpdate(const TensorView *in, const TensorView *out, const AdamWFactors
 }
 
 /// Checks one adamw_update's operands `in` (6) and results `out` (3), and reads its factors;
-/// `halfGrad`: the gradient may be bf16 or f16 (checkGrad).
+/// `halfGrad`: the gradient may be bf16 or f16 (checkUpdateGrad).
 Status prepareAdamW(const TensorView *in, const TensorView *out, const Attrs &attrs,
                     AdamWFactors &f, bool halfGrad = false) {
   constexpr std::string_view kName = kAdamW;
   const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkGrad(kName, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg", param, in[2]));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg_sq", param, in[3]));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));

@@ -199,21 +199,11 @@ Status castKernel(const CudaKernelCall &call) {
 /// of one pair of dtypes in a row in one launch per kMaxCastTensors (launchGroupedCast).
 Status groupedCastKernel(const CudaKernelCall &call) {
   constexpr std::string_view kName = "grouped_cast";
+  PLAIT_RETURN_IF_ERROR(cpu::checkGroupedCast(call.inputs, call.outputs));
   const size_t count = call.inputs.size();
-  if (count == 0 || count != call.outputs.size())
-    return Status::errorf("{}: {} operands and {} results, not one result per operand", kName,
-                          count, call.outputs.size());
   std::vector<CastTensor> tensors(count);
-  for (size_t i = 0; i < count; ++i) {
-    const TensorView &x = call.inputs[i], &y = call.outputs[i];
-    if (!isFloat(x.dtype) || !isFloat(y.dtype))
-      return Status::errorf("{}: cast {} from {} to {} is not between floats", kName, i,
-                            dtypeName(x.dtype), dtypeName(y.dtype));
-    Status s = checkShape("cast", "output", y.shape, x.shape);
-    if (!s.ok())
-      return s.withPrefix(fmt::format("{}: cast {}: ", kName, i));
-    tensors[i] = CastTensor{x.data, y.data, x.numel()};
-  }
+  for (size_t i = 0; i < count; ++i)
+    tensors[i] = CastTensor{call.inputs[i].data, call.outputs[i].data, call.inputs[i].numel()};
   if (call.check)
     return {};
   auto dtypes = [&](size_t i) {

@@ -33,26 +33,11 @@ Status readScalar(const CudaKernelCall &call, std::string_view kernel, std::stri
   return {};
 }
 
-Status checkLikeParam(std::string_view kernel, std::string_view what, const TensorView &param,
-                      const TensorView &t) {
-  PLAIT_RETURN_IF_ERROR(cpu::checkSameDtype(kernel, param, t));
-  return cpu::checkShape(kernel, what, t.shape, param.shape);
-}
 
 Status checkFloat(std::string_view kernel, DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16
              ? Status()
              : noCudaDtype(kernel, t);
-}
-
-/// The gradient's check: like the param, or with `halfGrad` (grouped_update) also of the
-/// param's shape in bf16 or f16.
-Status checkGrad(std::string_view kernel, const TensorView &param, const TensorView &grad,
-                 bool halfGrad) {
-  if (halfGrad && grad.dtype != param.dtype &&
-      (grad.dtype == DType::BF16 || grad.dtype == DType::F16))
-    return cpu::checkShape(kernel, "grad", grad.shape, param.shape);
-  return checkLikeParam(kernel, "grad", param, grad);
 }
 
 /// The step number's check (its host value; skipped by a checking call, which has none).
@@ -78,11 +63,11 @@ Status prepareSgd(const CudaKernelCall &call, size_t first, size_t firstOut, boo
                           kSgd, f.momentum, hasBuffer ? "with" : "without");
   const TensorView &param = in[0];
   PLAIT_RETURN_IF_ERROR(checkFloat(kSgd, param.dtype));
-  PLAIT_RETURN_IF_ERROR(checkGrad(kSgd, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kSgd, "new_param", param, out[0]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kSgd, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kSgd, "new_param", param, out[0]));
   if (hasBuffer) {
-    PLAIT_RETURN_IF_ERROR(checkLikeParam(kSgd, "momentum_buffer", param, in[4]));
-    PLAIT_RETURN_IF_ERROR(checkLikeParam(kSgd, "new_buffer", param, out[1]));
+    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kSgd, "momentum_buffer", param, in[4]));
+    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kSgd, "new_buffer", param, out[1]));
   }
   double step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kSgd, "lr", first + 2, f.lr));
@@ -108,12 +93,12 @@ Status prepareAdamW(const CudaKernelCall &call, size_t first, size_t firstOut, b
   TensorView *out = call.outputs.data() + firstOut;
   const TensorView &param = in[0];
   PLAIT_RETURN_IF_ERROR(checkFloat(kAdamW, param.dtype));
-  PLAIT_RETURN_IF_ERROR(checkGrad(kAdamW, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kAdamW, "exp_avg", param, in[2]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kAdamW, "exp_avg_sq", param, in[3]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kAdamW, "new_param", param, out[0]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kAdamW, "new_exp_avg", param, out[1]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kAdamW, "new_exp_avg_sq", param, out[2]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kAdamW, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "exp_avg", param, in[2]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "exp_avg_sq", param, in[3]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_param", param, out[0]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_exp_avg", param, out[1]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_exp_avg_sq", param, out[2]));
   double lr = 0, step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdamW, "lr", first + 4, lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdamW, "step", first + 5, step));
