@@ -58,6 +58,17 @@ Value halfGradient(Value grad) {
   return source.getElementType().isBF16() ? c.getX() : Value();
 }
 
+/// The gradient before a one-rank step's clipping (plait-build-train-step scales each one by
+/// the scalar coefficient): under bf16-mixed the scaled f32 value is a transient like the
+/// cast it scales, and the gradient kept is still the bf16 one.
+Value unclipped(Value grad) {
+  auto mul = grad.getDefiningOp<MulOp>();
+  if (!mul)
+    return grad;
+  bool scalarRhs = cast<RankedTensorType>(mul.getRhs().getType()).getRank() == 0;
+  return scalarRhs ? mul.getLhs() : grad;
+}
+
 /// The bf16 working copies of a param under --precision bf16-mixed: its casts to bf16, when
 /// everything but its optimizer update reads it through one; else empty.
 SmallVector<CastOp> halfCopies(ParamOp param) {
@@ -322,7 +333,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
           // micro-batches, or fp32) the params'.
           b.getNamedAttr("grad_element_bytes",
                          b.getI64IntegerAttr(llvm::all_of(u.params, [](TrainableParam *p) {
-                                               return bool(halfGradient(p->grad()));
+                                               return bool(halfGradient(unclipped(p->grad())));
                                              })
                                                  ? kHalfBytes
                                                  : elementBytes)),

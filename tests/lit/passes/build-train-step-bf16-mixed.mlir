@@ -1,6 +1,8 @@
 // RUN: plait-opt %s --plait-build-train-step='precision=bf16-mixed' | FileCheck %s
 // RUN: plait-opt %s --plait-build-train-step='precision=bf16-mixed' --plait-shard='world-size=2 strategy=zero2' --plait-insert-collectives | FileCheck %s --check-prefix=SHARD
 // RUN: plait-opt %s --verify-diagnostics --plait-build-train-step='precision=fp16'
+// RUN: plait-opt %s --plait-build-train-step='precision=bf16-mixed clip-grad-norm=0.5' --plait-shard='world-size=1' | FileCheck %s --check-prefix=CLIP
+// RUN: plait-opt %s --plait-build-train-step='precision=bf16-mixed' --plait-shard='world-size=1' | FileCheck %s --check-prefix=CLIP
 
 // --precision bf16-mixed: the param stays the f32 master the optimizer updates; the forward
 // reads a bf16 copy made just before its first use; the float input and constants are cast
@@ -29,6 +31,10 @@
 // SHARD: %[[RS:.*]] = plait.reduce_scatter %{{.*}} : tensor<6xbf16> -> tensor<3xbf16>
 // SHARD: %[[UP:.*]] = plait.cast %[[RS]] : (tensor<3xbf16>) -> tensor<3xf32>
 // SHARD: plait.adamw_update %[[SHARD]], %[[UP]],
+
+// On one rank the gradient kept is the bf16 one, clipped or not: the clip scales its f32
+// cast, a transient as the cast is (the report's model state counts 2 bytes per element).
+// CLIP: plait.units = [{{{.*}}grad_element_bytes = 2 : i64{{.*}}precision = "bf16-mixed"
 
 // expected-error @below {{unknown precision 'fp16' (expected fp32 or bf16-mixed)}}
 module {
