@@ -4,6 +4,7 @@
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/Workspace.h"
 
 #include <algorithm>
 #include <climits>
@@ -60,6 +61,23 @@ void blasGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, double 
   else
     cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb),
                 beta, c, int(ldc));
+}
+
+/// `rows` x `cols` half elements at row pitch `ld` widened into `dst` (pitch `cols`), and
+/// back: split across the kernels' threads by rows.
+void widenBlock(DType dtype, const uint16_t *src, int64_t ld, int64_t rows, int64_t cols,
+                float *dst) {
+  parallelFor(rows, grainFor(kElementGrain, cols), [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      widenToF32(src + r * ld, dtype, dst + r * cols, cols);
+  });
+}
+void narrowBlock(DType dtype, const float *src, int64_t rows, int64_t cols, uint16_t *dst,
+                 int64_t ld) {
+  parallelFor(rows, grainFor(kElementGrain, cols), [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      narrowFromF32(src + r * cols, dst + r * ld, dtype, cols);
+  });
 }
 
 } // namespace
@@ -119,6 +137,50 @@ template Status gemmRowMajor<int64_t>(bool, bool, int64_t, int64_t, int64_t, dou
 template Status gemmRowMajor<int32_t>(bool, bool, int64_t, int64_t, int64_t, double,
                                       const int32_t *, int64_t, const int32_t *, int64_t, double,
                                       int32_t *, int64_t);
+
+Status halfGemmRowMajor(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                        double alpha, const uint16_t *a, int64_t lda, const uint16_t *b,
+                        int64_t ldb, double beta, uint16_t *c, int64_t ldc, Scratch &scratch,
+                        float *&tiles) {
+  if (m <= 0 || n <= 0)
+    return Status();
+  const HalfGemmTile tile = halfGemmTile(m, n, k);
+  if (!tiles)
+    PLAIT_RETURN_IF_ERROR(scratch.take(tile.floats(), tiles));
+  float *at = tiles, *bt = tiles + tile.aFloats(), *ct = bt + tile.bFloats();
+  // B's panel is widened once per column tile when the whole of k is one panel.
+  const bool onePanel = k <= tile.depth;
+  for (int64_t j0 = 0; j0 < n; j0 += tile.cols) {
+    const int64_t nb = std::min(tile.cols, n - j0);
+    for (int64_t i0 = 0; i0 < m; i0 += tile.rows) {
+      const int64_t mb = std::min(tile.rows, m - i0);
+      uint16_t *cTile = c + i0 * ldc + j0;
+      if (beta != 0)
+        widenBlock(dtype, cTile, ldc, mb, nb, ct);
+      int64_t p0 = 0;
+      do { // once for k == 0: C = beta C
+        const int64_t kb = std::min(tile.depth, k - p0);
+        // The stored panels, copied as they are stored (op() still applied by the GEMM).
+        if (transA)
+          widenBlock(dtype, a + p0 * lda + i0, lda, kb, mb, at);
+        else
+          widenBlock(dtype, a + i0 * lda + p0, lda, mb, kb, at);
+        if (!onePanel || i0 == 0) {
+          if (transB)
+            widenBlock(dtype, b + j0 * ldb + p0, ldb, nb, kb, bt);
+          else
+            widenBlock(dtype, b + p0 * ldb + j0, ldb, kb, nb, bt);
+        }
+        PLAIT_RETURN_IF_ERROR(gemmRowMajor<float>(
+            transA, transB, mb, nb, kb, alpha, at, transA ? mb : std::max<int64_t>(kb, 1), bt,
+            transB ? std::max<int64_t>(kb, 1) : nb, p0 == 0 ? beta : 1.0, ct, nb));
+        p0 += kb;
+      } while (p0 < k);
+      narrowBlock(dtype, ct, mb, nb, cTile, ldc);
+    }
+  }
+  return Status();
+}
 
 bool blasMatrix(int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride, bool &trans,
                 int64_t &ld) {

@@ -19,6 +19,17 @@ Status gemmRowMajor(bool transA, bool transB, int64_t m, int64_t n, int64_t k, d
                     const T *a, int64_t lda, const T *b, int64_t ldb, double beta, T *c,
                     int64_t ldc);
 
+class Scratch;
+
+/// gemmRowMajor for bf16/f16 operands of `dtype` (their bits): C in tiles of halfGemmTile
+/// (Workspace.h), each summed in f32 by the f32 GEMM from f32 copies of its panels of A and
+/// B (and of C when beta != 0), then rounded once into C. The f32 blocks come from `scratch`
+/// on the first call whose C is not empty and are kept in `tiles` for the calls after it:
+/// every GEMM of one kernel call has the same dimensions.
+Status halfGemmRowMajor(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                        double alpha, const uint16_t *a, int64_t lda, const uint16_t *b,
+                        int64_t ldb, double beta, uint16_t *c, int64_t ldc, Scratch &scratch,
+                        float *&tiles);
 
 /// A matrix of `rows` x `cols` at element strides (rowStride, colStride) as a row-major
 /// BLAS operand: read as stored (`trans` false, pitch `ld`) when its columns are contiguous,

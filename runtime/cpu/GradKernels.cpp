@@ -42,9 +42,6 @@ Status gatherGradKernel(const KernelCall &call) {
   if (expected.size() != out.shape.size() - 1 + indices.shape.size())
     return Status::errorf("{}: grad would have more than {} dimensions", kName, kMaxRank);
   PLAIT_RETURN_IF_ERROR(checkShape(kName, "grad", grad.shape, expected));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &gatherGradKernel);
-
   // Validate every index before writing anything, so an error leaves no half-done result.
   int64_t size = out.shape[axis], count = indices.numel();
   Scratch scratch(call, kName);
@@ -53,6 +50,41 @@ Status gatherGradKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(normalizeIndices(kName, indices, axis, size, rows));
   int64_t outer = product(out.shape, 0, axis);
   int64_t inner = product(out.shape, axis + 1, out.shape.size());
+  if (isHalf(out.dtype)) {
+    // bf16/f16: the result a block of gatherGradTileRows rows at a time, summed in an f32 tile
+    // (the next workspace chunk) in index order from 0 and rounded once: the bits of the f32
+    // kernel on a widened grad, without an f32 copy of the whole result (an embedding's
+    // [vocabulary, width]) or of the grad.
+    const int64_t tileRows = gatherGradTileRows(size, inner);
+    float *tile;
+    PLAIT_RETURN_IF_ERROR(scratch.take(std::max<int64_t>(tileRows * inner, 1), tile));
+    const uint16_t *src = grad.as<uint16_t>();
+    uint16_t *dst = out.as<uint16_t>();
+    const DType dtype = out.dtype;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t r0 = 0; r0 < size; r0 += tileRows) {
+        const int64_t r1 = std::min(size, r0 + tileRows);
+        // Columns split across the kernels' threads, each scanning every index for the
+        // block's rows.
+        parallelFor(inner, grainFor(kElementGrain, count + r1 - r0),
+                    [&](int64_t, int64_t k0, int64_t k1) {
+          for (int64_t r = r0; r < r1; ++r)
+            std::fill(tile + (r - r0) * inner + k0, tile + (r - r0) * inner + k1, 0.0f);
+          const uint16_t *terms = src + o * count * inner;
+          for (int64_t q = 0; q < count; ++q, terms += inner) {
+            if (rows[q] < r0 || rows[q] >= r1)
+              continue;
+            float *row = tile + (rows[q] - r0) * inner;
+            for (int64_t k = k0; k < k1; ++k)
+              row[k] += dtype == DType::BF16 ? bf16ToFloat(terms[k]) : f16ToFloat(terms[k]);
+          }
+          for (int64_t r = r0; r < r1; ++r)
+            narrowFromF32(tile + (r - r0) * inner + k0, dst + (o * size + r) * inner + k0,
+                          dtype, k1 - k0);
+        });
+      }
+    return Status();
+  }
   return dispatchF32F64(kName, out.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     const T *src = grad.as<T>();

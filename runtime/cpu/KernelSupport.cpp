@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
@@ -217,26 +218,31 @@ Scratch::~Scratch() {
     *call_.workspaceUsed = std::max(*call_.workspaceUsed, used_ + nested_);
 }
 
+// Split across the kernels' threads (one chunk inside a parallel region).
 void widenToF32(const void *src, DType srcType, float *dst, int64_t n) {
   const uint16_t *bits = static_cast<const uint16_t *>(src);
-  if (srcType == DType::BF16) {
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = bf16ToFloat(bits[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = f16ToFloat(bits[i]);
-  }
+  parallelFor(n, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+    if (srcType == DType::BF16) {
+      for (int64_t i = begin; i < end; ++i)
+        dst[i] = bf16ToFloat(bits[i]);
+    } else {
+      for (int64_t i = begin; i < end; ++i)
+        dst[i] = f16ToFloat(bits[i]);
+    }
+  });
 }
 
 void narrowFromF32(const float *src, void *dst, DType dstType, int64_t n) {
   uint16_t *bits = static_cast<uint16_t *>(dst);
-  if (dstType == DType::BF16) {
-    for (int64_t i = 0; i < n; ++i)
-      bits[i] = floatToBf16(src[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i)
-      bits[i] = floatToF16(src[i]);
-  }
+  parallelFor(n, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+    if (dstType == DType::BF16) {
+      for (int64_t i = begin; i < end; ++i)
+        bits[i] = floatToBf16(src[i]);
+    } else {
+      for (int64_t i = begin; i < end; ++i)
+        bits[i] = floatToF16(src[i]);
+    }
+  });
 }
 
 bool hasHalfTensor(const KernelCall &call) {
@@ -307,6 +313,79 @@ Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel) {
           staged[i].view < call.outputs.data() + call.outputs.size())
         narrowFromF32(staged[i].view->as<float>(), staged[i].data, staged[i].dtype,
                       staged[i].view->numel());
+  restore();
+  return status;
+}
+
+Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t entries) {
+  auto &inputs = const_cast<std::vector<TensorView> &>(call.inputs);
+  struct Slice {
+    TensorView *view;
+    DType dtype;
+    void *data;
+    int64_t batch, entryElements; // the view's dimension 0 and elements per entry
+    float *copy;                  // half tensors: the f32 copy of `entries` entries
+  };
+  Slice slices[kMaxStagedViews];
+  size_t count = 0;
+  Scratch scratch(call, "half-precision staging");
+  auto restore = [&] {
+    for (size_t i = 0; i < count; ++i) {
+      slices[i].view->dtype = slices[i].dtype;
+      slices[i].view->data = slices[i].data;
+      slices[i].view->shape[0] = slices[i].batch;
+    }
+  };
+  int64_t batch = -1;
+  for (auto *list : {&inputs, &call.outputs})
+    for (TensorView &t : *list) {
+      if (t.rank() == 0 || (batch >= 0 && t.shape[0] != batch) || count == kMaxStagedViews) {
+        restore();
+        return Status::errorf("half-precision staging: operands without one batch dimension "
+                              "(or more than {})",
+                              kMaxStagedViews);
+      }
+      batch = t.shape[0];
+      Slice slice{&t, t.dtype, t.data, batch, batch == 0 ? 0 : t.numel() / batch, nullptr};
+      if (isHalf(t.dtype)) {
+        Status s = scratch.take(std::max<int64_t>(entries * slice.entryElements, 1), slice.copy);
+        if (!s.ok()) {
+          restore();
+          return s;
+        }
+      }
+      slices[count++] = slice;
+    }
+  Status status;
+  for (int64_t b0 = 0; b0 < batch && entries > 0 && status.ok(); b0 += entries) {
+    const int64_t n = std::min(entries, batch - b0);
+    for (size_t i = 0; i < count; ++i) {
+      Slice &s = slices[i];
+      const int64_t offset = b0 * s.entryElements;
+      s.view->shape[0] = n;
+      if (s.copy) {
+        const void *from = static_cast<const uint16_t *>(s.data) + offset;
+        if (s.view < call.outputs.data() || s.view >= call.outputs.data() + call.outputs.size())
+          widenToF32(from, s.dtype, s.copy, n * s.entryElements);
+        s.view->dtype = DType::F32;
+        s.view->data = s.copy;
+      } else {
+        s.view->data = static_cast<uint8_t *>(s.data) + offset * int64_t(dtypeSize(s.dtype));
+      }
+    }
+    uint64_t innerUsed = 0;
+    KernelCall inner{inputs,         call.outputs,   call.attrs,          call.rank,
+                     call.worldSize, scratch.rest(), scratch.restBytes(), &innerUsed};
+    status = f32Kernel(inner);
+    scratch.addNested(innerUsed);
+    for (size_t i = 0; i < count && status.ok(); ++i) {
+      const Slice &s = slices[i];
+      if (s.copy && s.view >= call.outputs.data() &&
+          s.view < call.outputs.data() + call.outputs.size())
+        narrowFromF32(s.copy, static_cast<uint16_t *>(s.data) + b0 * s.entryElements, s.dtype,
+                      n * s.entryElements);
+    }
+  }
   restore();
   return status;
 }

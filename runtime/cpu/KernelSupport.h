@@ -224,6 +224,14 @@ inline bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
 /// the workspace (one chunk per half tensor, inputs then outputs, then the f32 kernel's own).
 Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel);
 
+/// runStagedInF32 a few batch entries at a time, for kernels whose every operand is
+/// [batch, ...] and whose batch entries are independent (attention and its gradient):
+/// `entries` entries of each half tensor widened into the workspace (one chunk per half
+/// tensor, inputs then outputs, each of `entries` of its entries, at least one element),
+/// the f32 kernel run on them with every operand's view narrowed to those entries, and the
+/// results narrowed back; then the next entries. 0 entries (an empty batch): nothing runs.
+Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t entries);
+
 /// True when any input or output of the call is bf16 or f16.
 bool hasHalfTensor(const KernelCall &call);
 

@@ -58,9 +58,19 @@ Status planMatmul(const TensorView &a, const TensorView &b, MatmulShape &s) {
   return Status();
 }
 
+/// A GEMM of T elements with alpha 1: gemm(transA, transB, m, n, k, a, lda, b, ldb, beta, c,
+/// ldc), gemmRowMajor's order. For bf16/f16 (T uint16_t, their bits) it is halfGemmRowMajor.
+template <typename T> auto plainGemm() {
+  return [](bool transA, bool transB, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
+            const T *b, int64_t ldb, double beta, T *c, int64_t ldc) {
+    return gemmRowMajor<T>(transA, transB, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+  };
+}
+
 /// With `beta` 1 the GEMMs accumulate onto `out` (which holds the bias rows).
-template <typename T>
-Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out, double beta) {
+template <typename T, typename Gemm>
+Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out, double beta,
+                     Gemm &&gemm) {
   int64_t batchA = product(s.batchA, 0, s.batchA.size());
   int64_t batchB = product(s.batchB, 0, s.batchB.size());
   int64_t batch = product(s.batch, 0, s.batch.size());
@@ -68,27 +78,25 @@ Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out, doubl
   // case [B, T, K] x [K, N]): the batch folds into M and a single GEMM does it all.
   // (Not when the lhs is stored transposed: its rows are not contiguous across the batch.)
   if (batchB == 1 && batchA == batch && !s.transA)
-    return gemmRowMajor<T>(false, s.transB, batch * s.m, s.n, s.k, 1.0, a, s.k, b, s.ldb(),
-                           beta, out, s.n);
+    return gemm(false, s.transB, batch * s.m, s.n, s.k, a, s.k, b, s.ldb(), beta, out, s.n);
   int64_t sizeA = s.m * s.k, sizeB = s.k * s.n, sizeOut = s.m * s.n;
   BroadcastPlan<2> plan = planBroadcast<2>(s.batch, {s.batchA, s.batchB});
   Status status;
   forEachRow(plan, [&](int64_t o, const std::array<int64_t, 2> &off, int64_t count,
                        const std::array<int64_t, 2> &stride) {
     for (int64_t i = 0; i < count && status.ok(); ++i)
-      status = gemmRowMajor<T>(s.transA, s.transB, s.m, s.n, s.k, 1.0,
-                               a + (off[0] + i * stride[0]) * sizeA, s.lda(),
-                               b + (off[1] + i * stride[1]) * sizeB, s.ldb(), beta,
-                               out + (o + i) * sizeOut, s.n);
+      status = gemm(s.transA, s.transB, s.m, s.n, s.k, a + (off[0] + i * stride[0]) * sizeA,
+                    s.lda(), b + (off[1] + i * stride[1]) * sizeB, s.ldb(), beta,
+                    out + (o + i) * sizeOut, s.n);
   });
   return status;
 }
 
-
 /// matmul with lhs_perm / rhs_perm / result_perm: one GEMM per batch entry, each operand and
 /// the result read or written in place through strides (no transposed copies).
-template <typename T>
-Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out, double beta) {
+template <typename T, typename Gemm>
+Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out, double beta,
+                      Gemm &&gemm) {
   constexpr std::string_view kName = "matmul";
   const TensorView &x = call.inputs[0], &y = call.inputs[1];
   const std::vector<int64_t> *perms[3] = {nullptr, nullptr, nullptr};
@@ -155,8 +163,8 @@ Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out, do
         offB += index[d] * bsStride[db];
       offC += index[d] * rStride[d];
     }
-    PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(transA, transB, m, n, k, 1.0, a + offA, lda,
-                                          b + offB, ldb, beta, out + offC, ldc));
+    PLAIT_RETURN_IF_ERROR(
+        gemm(transA, transB, m, n, k, a + offA, lda, b + offB, ldb, beta, out + offC, ldc));
     for (size_t d = nb; d-- > 0;) {
       if (++index[d] < batch[d])
         break;
@@ -191,30 +199,35 @@ Status matmulKernel(const KernelCall &call) {
   if (bias)
     PLAIT_RETURN_IF_ERROR(checkMatmulBias(call, *bias));
   const double beta = bias ? 1.0 : 0.0;
-  auto prefill = [&](auto tag) {
+  const bool permuted =
+      call.attrs.has("lhs_perm") || call.attrs.has("rhs_perm") || call.attrs.has("result_perm");
+  MatmulShape s;
+  if (!permuted) {
+    s.transA = call.attrs.getBool("transpose_lhs", false);
+    s.transB = call.attrs.getBool("transpose_rhs", false);
+    PLAIT_RETURN_IF_ERROR(planMatmul(a, b, s));
+    PLAIT_RETURN_IF_ERROR(checkShape("matmul", "output", out.shape, s.result));
+  }
+  // The bias rows first (the GEMMs add onto them), then the products.
+  auto run = [&](auto tag, auto &&gemm) -> Status {
+    using T = decltype(tag);
     if (bias)
-      broadcastInto<decltype(tag)>(*bias, out);
+      broadcastInto<T>(*bias, out);
+    return permuted ? permutedMatmul<T>(call, a.as<T>(), b.as<T>(), out.as<T>(), beta, gemm)
+                    : batchedMatmul<T>(s, a.as<T>(), b.as<T>(), out.as<T>(), beta, gemm);
   };
-  if (call.attrs.has("lhs_perm") || call.attrs.has("rhs_perm") || call.attrs.has("result_perm")) {
-    if (hasHalfTensor(call))
-      return runStagedInF32(call, &matmulKernel);
-    return dispatchNumeric("matmul", a.dtype, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      prefill(tag);
-      return permutedMatmul<T>(call, a.as<T>(), b.as<T>(), out.as<T>(), beta);
+  if (isHalf(a.dtype)) { // tile by tile in f32 (halfGemmRowMajor), bias bits copied as they are
+    Scratch scratch(call, "matmul");
+    float *tiles = nullptr;
+    return run(uint16_t{}, [&](bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                               const uint16_t *x, int64_t lda, const uint16_t *y, int64_t ldb,
+                               double b2, uint16_t *c, int64_t ldc) {
+      return halfGemmRowMajor(a.dtype, transA, transB, m, n, k, 1.0, x, lda, y, ldb, b2, c, ldc,
+                              scratch, tiles);
     });
   }
-  MatmulShape s;
-  s.transA = call.attrs.getBool("transpose_lhs", false);
-  s.transB = call.attrs.getBool("transpose_rhs", false);
-  PLAIT_RETURN_IF_ERROR(planMatmul(a, b, s));
-  PLAIT_RETURN_IF_ERROR(checkShape("matmul", "output", out.shape, s.result));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &matmulKernel);
   return dispatchNumeric("matmul", a.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    prefill(tag);
-    return batchedMatmul<T>(s, a.as<T>(), b.as<T>(), out.as<T>(), beta);
+    return run(tag, plainGemm<decltype(tag)>());
   });
 }
 
@@ -227,10 +240,17 @@ Status gemmKernel(const KernelCall &call) {
   const TensorView *c = g.c;
   const bool transA = g.transA, transB = g.transB;
   const int64_t m = g.m, n = g.n, k = g.k;
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &gemmKernel);
   double alpha = call.attrs.getFloat("alpha", 1.0);
   double beta = c ? call.attrs.getFloat("beta", 1.0) : 0.0;
+  if (isHalf(a.dtype)) { // as matmul's: c's bits broadcast, then the f32 tiles
+    if (beta != 0)
+      broadcastInto<uint16_t>(*c, out);
+    Scratch scratch(call, "gemm");
+    float *tiles = nullptr;
+    return halfGemmRowMajor(a.dtype, transA, transB, m, n, k, alpha, a.as<uint16_t>(),
+                            a.shape[1], b.as<uint16_t>(), b.shape[1], beta, out.as<uint16_t>(),
+                            n, scratch, tiles);
+  }
   return dispatchNumeric("gemm", a.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     if (beta != 0)

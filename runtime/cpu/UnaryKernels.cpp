@@ -13,6 +13,7 @@
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -225,12 +226,29 @@ PLAIT_SIMD_CLONES void mapElements(const T *x, T *y, int64_t n, const Op &op) {
 /// A unary kernel over f32/f64 (or over f32/f64/i64/i32 when `kNumeric`).
 template <typename Op, bool kNumeric> Status unaryKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkUnary(call, Op::kName));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &unaryKernel<Op, kNumeric>);
   Op op;
   PLAIT_RETURN_IF_ERROR(op.configure(call.attrs));
   const TensorView &x = call.inputs[0];
   TensorView &y = call.outputs[0];
+  if (isHalf(x.dtype)) { // y is x's dtype and shape (checkUnary)
+    // Pieces of halfMapPiece elements (Workspace.h) widened into the workspace, mapped in f32
+    // and rounded into y, each thread its own range of a piece: the bits of the f32 kernel
+    // on a widened copy of x, without f32 copies of the whole of x and y.
+    const int64_t n = x.numel(), piece = halfMapPiece(n);
+    Scratch scratch(call, Op::kName);
+    float *buffer;
+    PLAIT_RETURN_IF_ERROR(scratch.take(piece, buffer));
+    const uint16_t *in = x.as<uint16_t>();
+    uint16_t *out = y.as<uint16_t>();
+    for (int64_t p0 = 0; p0 < n; p0 += piece)
+      parallelFor(std::min(piece, n - p0), kElementGrain,
+                  [&](int64_t, int64_t begin, int64_t end) {
+        widenToF32(in + p0 + begin, x.dtype, buffer + begin, end - begin);
+        mapElements(buffer + begin, buffer + begin, end - begin, op);
+        narrowFromF32(buffer + begin, out + p0 + begin, x.dtype, end - begin);
+      });
+    return Status();
+  }
   auto body = [&](auto tag) -> Status {
     using T = decltype(tag);
     const T *in = x.as<T>();

@@ -55,24 +55,37 @@ uint64_t chunk(uint64_t count, uint64_t elementSize) {
 
 bool isHalfType(DType t) { return t == DType::BF16 || t == DType::F16; }
 
-// The kernels that compute bf16/f16 through f32 copies (runStagedInF32): every float kernel.
-// Movement, indexing, cast, where and the logical ops move or test elements as they are.
+// The kernels that compute bf16/f16 through f32 copies (runStagedInF32): every float kernel
+// but matmul and gemm, which compute them in f32 tiles (halfGemmBytes), and gather_grad,
+// which sums blocks of rows in an f32 tile. Movement, indexing,
+// cast, where and the logical ops move or test elements as they are.
 // clang-format off
 constexpr std::string_view kStagedKernels[] = {
-    "exp", "log", "sqrt", "rsqrt", "reciprocal", "erf", "tanh", "sin", "cos", "sigmoid",
-    "silu", "softplus", "floor", "ceil", "round", "gelu", "leaky_relu", "elu", "hard_sigmoid",
-    "neg", "abs", "relu", "sign", "clamp",
+    "clamp",
     "add", "sub", "mul", "div", "mod", "pow", "max", "min", "equal", "less", "less_equal",
     "greater", "greater_equal",
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin",
     "softmax", "log_softmax", "layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm",
     "layer_norm_grad", "rms_norm_grad",
-    "matmul", "gemm", "conv2d",
+    "conv2d",
     "max_pool2d", "avg_pool2d", "softmax_cross_entropy", "nll_loss",
-    "gather_grad", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
+    "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
     "avg_pool2d_grad", "softmax_cross_entropy_grad", "nll_loss_grad",
     "sgd_update", "adamw_update", "attention", "attention_grad"};
 // clang-format on
+
+// The unary maps, which compute bf16/f16 in pieces of halfMapPiece elements.
+// clang-format off
+constexpr std::string_view kHalfMapKernels[] = {
+    "exp", "log", "sqrt", "rsqrt", "reciprocal", "erf", "tanh", "sin", "cos", "sigmoid",
+    "silu", "softplus", "floor", "ceil", "round", "gelu", "leaky_relu", "elu", "hard_sigmoid",
+    "neg", "abs", "relu", "sign"};
+// clang-format on
+
+bool isHalfMap(std::string_view kernel) {
+  return std::find(std::begin(kHalfMapKernels), std::end(kHalfMapKernels), kernel) !=
+         std::end(kHalfMapKernels);
+}
 
 bool isStaged(std::string_view kernel) {
   static const std::unordered_set<std::string_view> staged(std::begin(kStagedKernels),
@@ -138,12 +151,65 @@ uint64_t reduceSlots(const OperandType &x, const OperandType &y, const Attrs &at
       clampedInt64(numel(x)), clampedInt64(numel(y))));
 }
 
+/// The f32 tiles of a bf16/f16 matmul or gemm (Gemm.cpp halfGemmRowMajor), for the
+/// dimensions of each of its GEMMs (LinalgKernels.cpp): a matmul's batch folds into M when
+/// its rhs has no batch and its lhs is not transposed. 0 when it computes nothing.
+uint64_t halfGemmBytes(std::string_view kernel, const std::vector<OperandType> &in,
+                       const LazyAttrs &attrs) {
+  const std::vector<int64_t> &x = *in[0].shape, &y = *in[1].shape;
+  int64_t m = 0, n = 0, k = 0;
+  if (kernel == "gemm") {
+    if (x.size() != 2 || y.size() != 2)
+      return 0;
+    bool transA = attrs().getBool("trans_a", false), transB = attrs().getBool("trans_b", false);
+    m = x[transA ? 1 : 0];
+    k = x[transA ? 0 : 1];
+    n = y[transB ? 0 : 1];
+  } else {
+    const Attrs &a = attrs();
+    const bool permuted = a.has("lhs_perm") || a.has("rhs_perm") || a.has("result_perm");
+    std::vector<int64_t> as, bs; // the logical operands, batch first
+    for (int i = 0; i < 2; ++i) {
+      const std::vector<int64_t> &stored = i == 0 ? x : y;
+      std::vector<int64_t> &dims = i == 0 ? as : bs;
+      const char *perm = i == 0 ? "lhs_perm" : "rhs_perm";
+      if (permuted && a.has(perm)) {
+        for (int64_t d : a.getInts(perm)) {
+          if (d < 0 || d >= int64_t(stored.size()))
+            return 0; // the kernel rejects the permutation
+          dims.push_back(stored[size_t(d)]);
+        }
+      } else {
+        dims = stored;
+      }
+      if (!permuted && dims.size() == 1) // numpy's promotion of a vector
+        dims.insert(i == 0 ? dims.begin() : dims.end(), 1);
+      if (dims.size() < 2)
+        return 0;
+      if (a.getBool(i == 0 ? "transpose_lhs" : "transpose_rhs", false))
+        std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
+    }
+    m = as[as.size() - 2];
+    k = as.back();
+    n = bs.back();
+    uint64_t batchA = product(as, 0, as.size() - 2), batchB = product(bs, 0, bs.size() - 2);
+    if (batchA == 0 || batchB == 0)
+      return 0; // no GEMM runs
+    if (!permuted && batchB == 1 && !a.getBool("transpose_lhs", false))
+      m = clampedInt64(saturatingMul(uint64_t(std::max<int64_t>(m, 0)), batchA));
+  }
+  int64_t floats = halfGemmTile(m, n, k).floats();
+  return floats == 0 ? 0 : chunk(uint64_t(floats), 4);
+}
+
 /// The workspace of the kernel computing in f32/f64 (after any half staging).
 uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &in,
                       const std::vector<OperandType> &out, const LazyAttrs &attrs) {
   auto operands = [&](size_t inputs, size_t outputs) {
     return in.size() >= inputs && out.size() >= outputs;
   };
+  if ((kernel == "matmul" || kernel == "gemm") && operands(2, 1))
+    return isHalfType(in[0].dtype) ? halfGemmBytes(kernel, in, attrs) : 0;
   if (kernel == "conv2d" && operands(2, 1))
     return convColumns(in[1], out[0], attrs(), unitSlots(in[1], out[0], attrs()));
   if (kernel == "conv2d_grad_input" && operands(2, 1)) // (dy, w) -> dx
@@ -181,6 +247,17 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     uint64_t rows = product(x, 0, axis), n = product(x, axis, x.size());
     uint64_t slots = uint64_t(normGradSlots(clampedInt64(rows), clampedInt64(n)));
     return chunk(saturatingMul(saturatingMul(n, slots), out.size() - 1), 8);
+  }
+  if (kernel == "gather_grad" && operands(2, 1) && isHalfType(out[0].dtype)) {
+    // the normalised indices, then an f32 tile of gatherGradTileRows rows (GradKernels.cpp)
+    size_t axis;
+    const std::vector<int64_t> &y = *out[0].shape;
+    if (!axisOf(attrs(), 0, y.size(), axis))
+      return 0;
+    uint64_t inner = product(y, axis + 1, y.size());
+    uint64_t rows = uint64_t(gatherGradTileRows(y[axis], clampedInt64(inner)));
+    return saturatingAdd(chunk(numel(in[1]), 8),
+                         chunk(std::max<uint64_t>(saturatingMul(rows, inner), 1), 4));
   }
   if ((kernel == "gather" || kernel == "gather_grad") && operands(2, 1)) // normalised indices
     return chunk(numel(in[1]), 8);
@@ -267,6 +344,10 @@ uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<Operand
   for (const auto *list : {&inputs, &outputs})
     for (const OperandType &t : *list)
       half |= isHalfType(t.dtype);
+  if (half && isHalfMap(kernel))
+    return inputs.size() == 1 && outputs.size() == 1 && inputs[0].dtype == outputs[0].dtype
+               ? chunk(uint64_t(halfMapPiece(clampedInt64(numel(inputs[0])))), 4)
+               : 0; // the kernel rejects the call
   if (!half || !isStaged(kernel))
     return computeBytes(kernel, inputs, outputs, attrs);
   bool rows = !inputs.empty() && outputs.size() == 1 && inputs[0].shape &&
@@ -282,6 +363,29 @@ uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<Operand
     uint64_t rows = uint64_t(lossRowSlots(clampedInt64(product(x, 0, 1))));
     return saturatingAdd(computeBytes(kernel, inputs, outputs, attrs),
                          chunk(saturatingMul(rows, product(x, 1, 2)), 4));
+  }
+  if ((kernel == "attention" || kernel == "attention_grad") && !inputs.empty() &&
+      !inputs[0].shape->empty()) {
+    // runStagedInF32Batches: each half tensor's copy holds attentionStageEntries entries.
+    const uint64_t batch = product(*inputs[0].shape, 0, 1);
+    uint64_t largest = 0;
+    for (const auto *list : {&inputs, &outputs})
+      for (const OperandType &t : *list)
+        if (isHalfType(t.dtype) && batch > 0)
+          largest = std::max(largest, numel(t) / batch);
+    const uint64_t entries = uint64_t(attentionStageEntries(clampedInt64(batch),
+                                                            clampedInt64(largest)));
+    uint64_t bytes = 0;
+    std::vector<OperandType> in = inputs, out = outputs;
+    for (auto *list : {&in, &out})
+      for (OperandType &t : *list)
+        if (isHalfType(t.dtype)) {
+          uint64_t perEntry = batch == 0 ? 0 : numel(t) / batch;
+          bytes = saturatingAdd(
+              bytes, chunk(std::max<uint64_t>(saturatingMul(entries, perEntry), 1), 4));
+          t.dtype = DType::F32;
+        }
+    return saturatingAdd(bytes, computeBytes(kernel, in, out, attrs));
   }
   // runStagedInF32: an f32 copy of every half tensor (at least one element each), then the
   // f32 kernel's own workspace.

@@ -27,6 +27,59 @@ inline int64_t attentionWorkspaceRows(int64_t queries) {
   return queries < kAttentionRowBlock / 4 ? 4 * queries : kAttentionRowBlock;
 }
 
+/// A bf16/f16 GEMM (matmul, gemm; Gemm.cpp halfGemmRowMajor) runs in f32 tile by tile: each
+/// tile of C, at most kHalfGemmTileRows x kHalfGemmTileCols, is summed in f32 over panels of at
+/// most kHalfGemmTileDepth of the contracted dimension, from f32 copies of that panel of A and
+/// of B, and rounded once into C. Its workspace is those three f32 blocks, whatever the size
+/// of the operands: a staged f32 copy of a GPT's [tokens, vocabulary] logits was most of a
+/// bf16 plan's workspace.
+inline constexpr int64_t kHalfGemmTileRows = 512;
+inline constexpr int64_t kHalfGemmTileCols = 1024;
+inline constexpr int64_t kHalfGemmTileDepth = 1024;
+struct HalfGemmTile {
+  int64_t rows = 0, cols = 0, depth = 0;
+  /// Floats of each block, rounded up to 16 (64 bytes), so that each block is aligned.
+  static int64_t padded(int64_t floats) { return (floats + 15) / 16 * 16; }
+  int64_t aFloats() const { return padded(rows * depth); }
+  int64_t bFloats() const { return padded(depth * cols); }
+  int64_t cFloats() const { return padded(rows * cols); }
+  /// The workspace of one GEMM call: 0 when C is empty (nothing is computed).
+  int64_t floats() const { return rows == 0 || cols == 0 ? 0 : aFloats() + bFloats() + cFloats(); }
+};
+inline HalfGemmTile halfGemmTile(int64_t m, int64_t n, int64_t k) {
+  auto clamp = [](int64_t v, int64_t most) { return v < 0 ? 0 : v < most ? v : most; };
+  return {clamp(m, kHalfGemmTileRows), clamp(n, kHalfGemmTileCols),
+          clamp(k, kHalfGemmTileDepth)};
+}
+
+/// bf16/f16 attention and attention_grad stage through f32 a few batch entries at a time
+/// (runStagedInF32Batches): as many as keep each staged copy within kAttentionStageElements
+/// floats, at least one. `largestEntry`: the most elements one batch entry of any of their
+/// half operands holds. 0 for an empty batch.
+inline constexpr int64_t kAttentionStageElements = int64_t(1) << 20;
+inline int64_t attentionStageEntries(int64_t batch, int64_t largestEntry) {
+  int64_t entries = largestEntry > 0 ? kAttentionStageElements / largestEntry : batch;
+  entries = entries < 1 ? 1 : entries;
+  return batch < entries ? (batch < 0 ? 0 : batch) : entries;
+}
+
+/// A bf16/f16 gather_grad (an embedding's gradient; GradKernels.cpp) sums its result this
+/// many rows at a time in an f32 tile of at most kGatherGradTileFloats floats (at least one
+/// row), instead of in an f32 copy of the whole result. `inner`: elements per row.
+inline constexpr int64_t kGatherGradTileFloats = int64_t(1) << 18;
+inline int64_t gatherGradTileRows(int64_t size, int64_t inner) {
+  int64_t rows = inner > 0 ? kGatherGradTileFloats / inner : size;
+  rows = rows < 1 ? 1 : rows;
+  return rows < size ? rows : (size < 0 ? 0 : size);
+}
+
+/// A bf16/f16 unary map (exp ... sign, gelu; UnaryKernels.cpp) computes in f32 pieces of at
+/// most kHalfMapPieceElements elements in one workspace buffer (at least one element).
+inline constexpr int64_t kHalfMapPieceElements = int64_t(1) << 20;
+inline int64_t halfMapPiece(int64_t n) {
+  return n < 1 ? 1 : n < kHalfMapPieceElements ? n : kHalfMapPieceElements;
+}
+
 /// Accumulator copies a fused kernel keeps for a result it sums over outer dimensions (a bias
 /// gradient), one per chunk when its tiles are split across threads (FusedKernels.cpp): each
 /// chunk sums its rows into its own copy, and the copies are added in chunk order after.

@@ -163,6 +163,45 @@ TEST(AttentionKernels, Bf16ComputesInF32) {
   checkCase({1, 12, 12, 2, 8, 8, true}, DType::BF16, 2e-2, 2e-2);
 }
 
+// bf16 attention stages a few batch entries at a time (attentionStageEntries: here 2 of the
+// 3, each q, k, v of an entry 2^19 elements), not the whole batch: the same bits as the f32
+// kernel on the widened operands, rounded; and a workspace of 2 entries per copy (the
+// harness checks the kernel used exactly what Workspace.cpp declares).
+TEST(AttentionKernels, Bf16StagesAFewBatchEntriesAtATime) {
+  const int64_t B = 3, S = 64, H = 4, D = 2048;
+  ASSERT_EQ(attentionStageEntries(B, S * H * D), 2);
+  const std::vector<int64_t> shape{B, S, H, D}, lseShape{B, H, S};
+  std::vector<OwnedTensor> half, wide;
+  for (uint32_t seed = 1; seed <= 4; ++seed) { // q, k, v, dout
+    std::vector<double> values = toDouble(randomFloats(shape, seed, -1, 1));
+    half.push_back(holding(DType::BF16, shape, values));
+    wide.push_back(makeFloat(DType::F32, shape, values));
+  }
+  const Attrs attrs = AttrsBuilder().f("scale", 0.125).i("causal", 1).build();
+  KernelResult fwd = runKernel("attention", {half[0], half[1], half[2]},
+                               {{DType::BF16, shape}, {DType::F32, lseShape}}, attrs);
+  KernelResult fwd32 = runKernel("attention", {wide[0], wide[1], wide[2]},
+                                 {{DType::F32, shape}, {DType::F32, lseShape}}, attrs);
+  ASSERT_TRUE(fwd.status.ok() && fwd32.status.ok()) << fwd.status.message();
+  std::vector<double> out32 = toDouble(fwd32.out(0));
+  EXPECT_EQ(fwd.out(0).floats(), holding(DType::BF16, shape, out32).floats());
+  EXPECT_EQ(fwd.out(1).floats(), fwd32.out(1).floats());
+  std::vector<double> out = toDouble(fwd.out(0));
+  KernelResult bwd = runKernel("attention_grad",
+                               {half[0], half[1], half[2], fwd.out(0), fwd.out(1), half[3]},
+                               {{DType::BF16, shape}, {DType::BF16, shape}, {DType::BF16, shape}},
+                               attrs);
+  KernelResult bwd32 =
+      runKernel("attention_grad",
+                {wide[0], wide[1], wide[2], makeFloat(DType::F32, shape, out), fwd.out(1), wide[3]},
+                {{DType::F32, shape}, {DType::F32, shape}, {DType::F32, shape}}, attrs);
+  ASSERT_TRUE(bwd.status.ok() && bwd32.status.ok()) << bwd.status.message();
+  for (int i = 0; i < 3; ++i) {
+    std::vector<double> grad32 = toDouble(bwd32.out(i));
+    EXPECT_EQ(bwd.out(i).floats(), holding(DType::BF16, shape, grad32).floats()) << "result " << i;
+  }
+}
+
 TEST(AttentionKernels, CausalRowZeroSeesOnlyItsOwnKey) {
   // Query 0 sees key 0 alone: its output is v's row 0 and its lse the lone score.
   auto q = make<float>({1, 2, 1, 1}, {2, 1});

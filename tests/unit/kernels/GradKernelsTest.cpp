@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "KernelTestSupport.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::test {
 namespace {
@@ -60,6 +61,38 @@ TEST(GatherGrad, HalfPrecisionGoesThroughFloat) {
   auto grad = makeFloat(DType::BF16, {3}, {0.5, 1.5, 2});
   auto out = runOk("gather_grad", {grad, make<int64_t>({3}, {1, 0, 1})}, DType::BF16, {2});
   EXPECT_TRUE(allClose(out.floats(), {1.5, 2.5}));
+}
+
+// A bf16/f16 embedding gradient sums 512-row blocks of the result (rows of 512 elements:
+// Workspace.h gatherGradTileRows) in an f32 tile: the bits of the f32 kernel on the widened
+// grad, rounded once, over blocks, repeated indices, an outer dimension and an empty one,
+// and the declared workspace used exactly (the harness checks it).
+TEST(GatherGrad, HalfPrecisionSumsBlocksOfRowsInF32) {
+  ASSERT_EQ(gatherGradTileRows(1300, 512), 512);
+  struct Case {
+    std::vector<int64_t> grad, out;
+    int64_t axis;
+  };
+  for (DType dtype : {DType::BF16, DType::F16})
+    for (const Case &c : std::vector<Case>{{{700, 512}, {1300, 512}, 0},
+                                           {{2, 700, 3}, {2, 1300, 3}, 1},
+                                           {{0, 512}, {1300, 512}, 0}}) {
+      const int64_t count = c.grad[size_t(c.axis)];
+      std::vector<int64_t> idx(static_cast<size_t>(count), 0);
+      for (int64_t q = 0; q < count; ++q) // every block, with repeats, and negative ones
+        idx[size_t(q)] = (q * 37) % 1300 - (q % 5 == 0 ? 1300 : 0);
+      auto indices = make<int64_t>({count}, idx);
+      std::vector<float> r = randomFloats(c.grad, 11, -2, 2).floats();
+      auto half = makeFloat(dtype, c.grad, std::vector<double>(r.begin(), r.end()));
+      std::vector<float> widened = half.floats();
+      auto wide = makeFloat(DType::F32, c.grad, std::vector<double>(widened.begin(), widened.end()));
+      Attrs axis = AttrsBuilder().i("axis", c.axis).build();
+      std::vector<float> f32 = runOk("gather_grad", {wide, indices}, DType::F32, c.out, axis).floats();
+      std::vector<float> want =
+          makeFloat(dtype, c.out, std::vector<double>(f32.begin(), f32.end())).floats();
+      EXPECT_EQ(runOk("gather_grad", {half, indices}, dtype, c.out, axis).floats(), want)
+          << dtypeName(dtype) << " axis " << c.axis << " count " << count;
+    }
 }
 
 TEST(GatherGrad, OutOfRangeIndexIsAnErrorNamingIt) {

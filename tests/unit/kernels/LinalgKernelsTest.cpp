@@ -226,6 +226,59 @@ TEST(LinalgKernels, MatmulAddsItsBias) {
   EXPECT_EQ(bad.status.message(), "matmul: a bias needs a product without result_perm");
 }
 
+// bf16/f16 GEMMs run in f32 tiles of at most 512 x 1024 of C, summed over panels of at most
+// 1024 of K (Workspace.h halfGemmTile). Shapes past each bound, every operand layout, a bias,
+// gemm's alpha, beta and c, and an empty K: each gives the f32 product of its widened
+// operands rounded once to its dtype, within that rounding's ulp (panels of K may add in
+// another order than one f32 GEMM), and takes exactly its declared tiles (the harness checks).
+TEST(LinalgKernels, HalfGemmsRunInF32Tiles) {
+  struct Case {
+    const char *kernel;
+    std::vector<int64_t> a, b, out;
+    Attrs attrs;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {"matmul", {520, 30}, {30, 40}, {520, 40}, {}, true},        // two row tiles
+      {"matmul", {3, 20}, {20, 1030}, {3, 1030}, {}, false},       // two column tiles
+      {"matmul", {5, 2100}, {2100, 7}, {5, 7}, {}, true},          // three panels of K
+      {"matmul", {1100, 530}, {1100, 3}, {530, 3}, AttrsBuilder().i("transpose_lhs", 1).build(),
+       false},                                                     // A stored [K, M]
+      {"matmul", {2, 1030}, {1030, 1030}, {2, 1030}, AttrsBuilder().i("transpose_rhs", 1).build(),
+       true},                                                      // B stored [N, K]
+      {"matmul", {2, 300, 16}, {16, 8}, {2, 300, 8}, {}, true},    // batch folded: 600 rows
+      {"matmul", {2, 520, 6}, {2, 6, 3}, {2, 520, 3}, {}, false},  // a GEMM per batch entry
+      {"matmul", {600, 2, 4}, {4, 5}, {2, 600, 5}, AttrsBuilder().ints("lhs_perm", {1, 0, 2}).build(),
+       true},                                                      // strided lhs
+      {"matmul", {4, 0}, {0, 3}, {4, 3}, {}, true},                // K empty: the bias rows
+      {"gemm", {1030, 520}, {6, 1030}, {520, 6},
+       AttrsBuilder().i("trans_a", 1).i("trans_b", 1).f("alpha", 0.5).f("beta", 2).build(),
+       true}};
+  for (DType dtype : {DType::BF16, DType::F16})
+    for (const Case &c : cases) {
+      std::string what = std::string(c.kernel) + " " + dtypeName(dtype) + " lhs " +
+                         std::to_string(c.a[0]) + " out " + std::to_string(c.out.back());
+      // The half operands, and f32 ones of exactly their values.
+      std::vector<OwnedTensor> half, wide;
+      std::vector<std::vector<int64_t>> shapes = {c.a, c.b};
+      if (c.bias)
+        shapes.push_back({c.out.back()});
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        std::vector<float> r = randomFloats(shapes[i], uint32_t(7 + i), -1, 1).floats();
+        half.push_back(makeFloat(dtype, shapes[i], std::vector<double>(r.begin(), r.end())));
+        std::vector<float> v = half.back().floats();
+        wide.push_back(makeFloat(DType::F32, shapes[i], std::vector<double>(v.begin(), v.end())));
+      }
+      std::vector<float> f32 = runOk(c.kernel, wide, DType::F32, c.out, c.attrs).floats();
+      OwnedTensor rounded = makeFloat(dtype, c.out, std::vector<double>(f32.begin(), f32.end()));
+      std::vector<float> want = rounded.floats();
+      std::vector<float> got = runOk(c.kernel, half, dtype, c.out, c.attrs).floats();
+      double ulp = dtype == DType::BF16 ? 1.0 / 128 : 1.0 / 1024;
+      EXPECT_TRUE(allClose(got, std::vector<double>(want.begin(), want.end()), ulp, 1e-3))
+          << what;
+    }
+}
+
 TEST(LinalgKernels, GemmTransposesAndBias) {
   // a: [2,3], b^T with b: [4,3], c: [4] -> [2,4]
   auto a = makeFloat(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});

@@ -119,6 +119,31 @@ TEST(UnaryKernels, VectorisedF32MathTracksLibmAcrossTheRange) {
   EXPECT_EQ(special[2], 0.0f);
 }
 
+// bf16/f16 maps compute in f32 pieces of 2^20 elements (Workspace.h halfMapPiece): over
+// three pieces, the bits of the f32 kernel on the widened input, rounded; the workspace
+// one piece (the harness checks the declared bytes are the used ones).
+TEST(UnaryKernels, HalfMapsComputeInF32Pieces) {
+  const std::vector<int64_t> shape{3, 700001};
+  struct Case {
+    const char *kernel;
+    Attrs attrs;
+  };
+  for (DType dtype : {DType::BF16, DType::F16})
+    for (const Case &c : std::vector<Case>{{"gelu", AttrsBuilder().s("approximate", "tanh").build()},
+                                           {"exp", {}},
+                                           {"leaky_relu", AttrsBuilder().f("alpha", 0.25).build()}}) {
+      std::vector<float> r = randomFloats(shape, 5, -4, 4).floats();
+      OwnedTensor half = makeFloat(dtype, shape, std::vector<double>(r.begin(), r.end()));
+      std::vector<float> w = half.floats();
+      OwnedTensor wide = makeFloat(DType::F32, shape, std::vector<double>(w.begin(), w.end()));
+      std::vector<float> f32 = runOk(c.kernel, {wide}, DType::F32, shape, c.attrs).floats();
+      std::vector<float> want =
+          makeFloat(dtype, shape, std::vector<double>(f32.begin(), f32.end())).floats();
+      EXPECT_EQ(runOk(c.kernel, {half}, dtype, shape, c.attrs).floats(), want)
+          << c.kernel << " " << dtypeName(dtype);
+    }
+}
+
 TEST(UnaryKernels, RoundIsHalfToEven) {
   EXPECT_TRUE(allClose(unaryF32("round", {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, 2.6}),
                        {0, 2, 2, 0, -2, -2, 2, 3}));

@@ -84,6 +84,50 @@ TEST(KernelWorkspaceBytes, ChunksOfWhatEachKernelKeeps) {
             65536u * 8); // copies as large as a quarter of the input: one walk
   EXPECT_EQ(need("reduce_sum", {{DType::F32, {1024, 1024}}}, {{DType::F32, {}}}),
             64u); // a whole sum: 4 blocks' doubles in one chunk
+  // A bf16/f16 GEMM keeps f32 tiles (Workspace.h halfGemmTile), not copies of its operands:
+  // a GPT's bf16 logits, [8, 512, 512] x [512, 32000] (the batch folded into 4096 rows), take
+  // tiles of 512 x 512 of A, 512 x 1024 of B and 512 x 1024 of C: 5 MiB instead of the 598 MB
+  // of f32 copies. Small products take their whole size; f32 ones take nothing.
+  EXPECT_EQ(need("matmul", {{DType::BF16, {8, 512, 512}}, {DType::BF16, {512, 32000}}},
+                 {{DType::BF16, {8, 512, 32000}}}),
+            (512u * 512 + 512 * 1024 + 512 * 1024) * 4);
+  EXPECT_EQ(need("matmul", {{DType::F32, {8, 512, 512}}, {DType::F32, {512, 32000}}},
+                 {{DType::F32, {8, 512, 32000}}}),
+            0u);
+  // [2, 3, 4] x [2, 4, 5]: per batch entry, 3 x 4 + 4 x 5 + 3 x 5 floats, each block rounded
+  // up to 16 floats.
+  EXPECT_EQ(need("matmul", {{DType::F16, {2, 3, 4}}, {DType::F16, {2, 4, 5}}},
+                 {{DType::F16, {2, 3, 5}}}),
+            (16u + 32 + 16) * 4);
+  // gemm reads its transposes (k = 2000: panels of 1024); a transposed lhs is one GEMM per batch entry, an empty batch
+  // none.
+  rt::Attrs transA, transLhs;
+  transA.set("trans_a", {{1}, {}, ""});
+  transLhs.set("transpose_lhs", {{1}, {}, ""});
+  EXPECT_EQ(need("gemm", {{DType::BF16, {2000, 3}}, {DType::BF16, {2000, 16}}},
+                 {{DType::BF16, {3, 16}}}, transA),
+            (3u * 1024 + 1024 * 16 + 48) * 4);
+  EXPECT_EQ(need("matmul", {{DType::BF16, {4, 8, 3}}, {DType::BF16, {8, 5}}},
+                 {{DType::BF16, {4, 3, 5}}}, transLhs),
+            (32u + 48 + 16) * 4);
+  EXPECT_EQ(need("matmul", {{DType::BF16, {0, 3, 8}}, {DType::BF16, {0, 8, 5}}},
+                 {{DType::BF16, {0, 3, 5}}}),
+            0u);
+  // bf16 attention stages 4 of the 8 batch entries at a time (2^20 floats per copy): q, k, v
+  // and out, 4 MiB each, then the f32 kernel's block of 64 query rows' scores over 512 keys.
+  const std::vector<int64_t> heads{8, 512, 8, 64};
+  EXPECT_EQ(need("attention", {{DType::BF16, heads}, {DType::BF16, heads}, {DType::BF16, heads}},
+                 {{DType::BF16, heads}, {DType::F32, {8, 8, 512}}}),
+            4u * (4 << 20) + 64 * 512 * 4);
+  // A bf16 embedding gradient, [32000, 512] from 4096 tokens: the normalised indices, then a
+  // tile of 512 rows of f32, not f32 copies of the [32000, 512] result and of the grad.
+  EXPECT_EQ(need("gather_grad", {{DType::BF16, {8, 512, 512}}, {DType::I64, {8, 512}}},
+                 {{DType::BF16, {32000, 512}}}),
+            4096u * 8 + 512 * 512 * 4);
+  // A bf16 map (a GPT's GELU) computes in one piece of 2^20 floats; a small one in its size.
+  EXPECT_EQ(need("gelu", {{DType::BF16, {8, 512, 2048}}}, {{DType::BF16, {8, 512, 2048}}}),
+            4u << 20);
+  EXPECT_EQ(need("exp", {{DType::F16, {100}}}, {{DType::F16, {100}}}), 448u);
   // Movement kernels, collectives and unknown kernels need nothing.
   EXPECT_EQ(need("transpose", {{DType::F32, {7, 20}}}, {{DType::F32, {20, 7}}}), 0u);
   EXPECT_EQ(need("all_reduce", {{DType::F32, {7}}}, {{DType::F32, {7}}}), 0u);
