@@ -119,11 +119,6 @@ inline int64_t maxPoolGradSlots(int64_t planes, int64_t planeElements) {
   return planes >= 2 && large ? (planes < kMaxPoolGradSlots ? planes : kMaxPoolGradSlots) : 1;
 }
 
-/// Chunks of rows a norm gradient (layer_norm_grad, rms_norm_grad; NormalizationKernels.cpp)
-/// splits into, each summing its rows' parameter gradients into its own double copy of n
-/// elements; the copies are added in chunk order after, so the sums do not depend on the
-/// threads. One chunk per kFusedSumSplitElements elements of x, at most kNormGradSlots and
-/// at most one per row.
 /// softmax_cross_entropy_grad of bf16 or f16 [N, C] logits without class weights, its result
 /// of the logits' dtype and its incoming gradient of theirs or f32 (plait-fuse-loss-cast's
 /// form), runs on the half-precision rows (LossKernels.cpp): each of lossRowSlots slots of C
@@ -146,6 +141,11 @@ inline int64_t lossRowSlots(int64_t rows) {
   return rows < 1 ? 1 : rows < kLossRowSlots ? rows : kLossRowSlots;
 }
 
+/// Chunks of rows a norm gradient (layer_norm_grad, rms_norm_grad; NormalizationKernels.cpp)
+/// splits into, each summing its rows' parameter gradients into its own double copy of n
+/// elements; the copies are added in chunk order after, so the sums do not depend on the
+/// threads. One chunk per kFusedSumSplitElements elements of x, at most kNormGradSlots and
+/// at most one per row.
 inline constexpr int64_t kNormGradSlots = 16;
 inline int64_t normGradSlots(int64_t rows, int64_t n) {
   int64_t elements = 0;
