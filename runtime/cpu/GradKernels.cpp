@@ -70,14 +70,20 @@ Status gatherGradKernel(const KernelCall &call) {
                     [&](int64_t, int64_t k0, int64_t k1) {
           for (int64_t r = r0; r < r1; ++r)
             std::fill(tile + (r - r0) * inner + k0, tile + (r - r0) * inner + k1, 0.0f);
-          const uint16_t *terms = src + o * count * inner;
-          for (int64_t q = 0; q < count; ++q, terms += inner) {
-            if (rows[q] < r0 || rows[q] >= r1)
-              continue;
-            float *row = tile + (rows[q] - r0) * inner;
-            for (int64_t k = k0; k < k1; ++k)
-              row[k] += dtype == DType::BF16 ? bf16ToFloat(terms[k]) : f16ToFloat(terms[k]);
-          }
+          auto accumulate = [&](auto widen) { // the dtype's conversion, chosen once
+            const uint16_t *terms = src + o * count * inner;
+            for (int64_t q = 0; q < count; ++q, terms += inner) {
+              if (rows[q] < r0 || rows[q] >= r1)
+                continue;
+              float *row = tile + (rows[q] - r0) * inner;
+              for (int64_t k = k0; k < k1; ++k)
+                row[k] += widen(terms[k]);
+            }
+          };
+          if (dtype == DType::BF16)
+            accumulate([](uint16_t v) { return bf16ToFloat(v); });
+          else
+            accumulate([](uint16_t v) { return f16ToFloat(v); });
           for (int64_t r = r0; r < r1; ++r)
             narrowFromF32(tile + (r - r0) * inner + k0, dst + (o * size + r) * inner + k0,
                           dtype, k1 - k0);

@@ -262,6 +262,7 @@ struct StagedView {
   TensorView *view;
   DType dtype;
   void *data;
+  bool output; // one of the call's outputs: narrowed back after the f32 kernel
 };
 // More than any staged kernel's operands (adamw_update has 6 inputs and 3 outputs).
 constexpr size_t kMaxStagedViews = 16;
@@ -298,7 +299,7 @@ Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel) {
       }
       if (list == &inputs)
         widenToF32(t.data, t.dtype, copy, t.numel());
-      staged[count++] = {&t, t.dtype, t.data};
+      staged[count++] = {&t, t.dtype, t.data, list == &call.outputs};
       t.dtype = DType::F32;
       t.data = copy;
     }
@@ -309,8 +310,7 @@ Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel) {
   scratch.addNested(innerUsed);
   if (status.ok())
     for (size_t i = 0; i < count; ++i)
-      if (staged[i].view >= call.outputs.data() &&
-          staged[i].view < call.outputs.data() + call.outputs.size())
+      if (staged[i].output)
         narrowFromF32(staged[i].view->as<float>(), staged[i].data, staged[i].dtype,
                       staged[i].view->numel());
   restore();
@@ -325,6 +325,7 @@ Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t
     void *data;
     int64_t batch, entryElements; // the view's dimension 0 and elements per entry
     float *copy;                  // half tensors: the f32 copy of `entries` entries
+    bool output;
   };
   Slice slices[kMaxStagedViews];
   size_t count = 0;
@@ -346,7 +347,8 @@ Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t
                               kMaxStagedViews);
       }
       batch = t.shape[0];
-      Slice slice{&t, t.dtype, t.data, batch, batch == 0 ? 0 : t.numel() / batch, nullptr};
+      Slice slice{&t,      t.dtype, t.data, batch, batch == 0 ? 0 : t.numel() / batch,
+                  nullptr, list == &call.outputs};
       if (isHalf(t.dtype)) {
         Status s = scratch.take(std::max<int64_t>(entries * slice.entryElements, 1), slice.copy);
         if (!s.ok()) {
@@ -365,7 +367,7 @@ Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t
       s.view->shape[0] = n;
       if (s.copy) {
         const void *from = static_cast<const uint16_t *>(s.data) + offset;
-        if (s.view < call.outputs.data() || s.view >= call.outputs.data() + call.outputs.size())
+        if (!s.output)
           widenToF32(from, s.dtype, s.copy, n * s.entryElements);
         s.view->dtype = DType::F32;
         s.view->data = s.copy;
@@ -380,8 +382,7 @@ Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t
     scratch.addNested(innerUsed);
     for (size_t i = 0; i < count && status.ok(); ++i) {
       const Slice &s = slices[i];
-      if (s.copy && s.view >= call.outputs.data() &&
-          s.view < call.outputs.data() + call.outputs.size())
+      if (s.copy && s.output)
         narrowFromF32(s.copy, static_cast<uint16_t *>(s.data) + b0 * s.entryElements, s.dtype,
                       n * s.entryElements);
     }

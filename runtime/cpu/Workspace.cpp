@@ -55,10 +55,10 @@ uint64_t chunk(uint64_t count, uint64_t elementSize) {
 
 bool isHalfType(DType t) { return t == DType::BF16 || t == DType::F16; }
 
-// The kernels that compute bf16/f16 through f32 copies (runStagedInF32): every float kernel
-// but matmul and gemm, which compute them in f32 tiles (halfGemmBytes), and gather_grad,
-// which sums blocks of rows in an f32 tile. Movement, indexing,
-// cast, where and the logical ops move or test elements as they are.
+// The kernels that compute bf16/f16 through f32 copies (runStagedInF32; attention a few batch
+// entries at a time): every float kernel but matmul and gemm (f32 tiles: halfGemmBytes),
+// gather_grad (a tile of rows) and the unary maps (pieces: kHalfMapKernels). Movement,
+// indexing, cast, where and the logical ops move or test elements as they are.
 // clang-format off
 constexpr std::string_view kStagedKernels[] = {
     "clamp",
@@ -336,6 +336,23 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   return 0;
 }
 
+/// A staged kernel's workspace: an f32 copy of `copyElements(t)` elements (at least one) of
+/// every half tensor t, inputs then outputs, then the f32 kernel's own workspace.
+template <typename CopyElements>
+uint64_t stagedBytes(std::string_view kernel, const std::vector<OperandType> &inputs,
+                     const std::vector<OperandType> &outputs, const LazyAttrs &attrs,
+                     CopyElements &&copyElements) {
+  uint64_t bytes = 0;
+  std::vector<OperandType> in = inputs, out = outputs;
+  for (auto *list : {&in, &out})
+    for (OperandType &t : *list)
+      if (isHalfType(t.dtype)) {
+        bytes = saturatingAdd(bytes, chunk(std::max<uint64_t>(copyElements(t), 1), 4));
+        t.dtype = DType::F32;
+      }
+  return saturatingAdd(bytes, computeBytes(kernel, in, out, attrs));
+}
+
 } // namespace
 
 uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<OperandType> &inputs,
@@ -375,29 +392,12 @@ uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<Operand
           largest = std::max(largest, numel(t) / batch);
     const uint64_t entries = uint64_t(attentionStageEntries(clampedInt64(batch),
                                                             clampedInt64(largest)));
-    uint64_t bytes = 0;
-    std::vector<OperandType> in = inputs, out = outputs;
-    for (auto *list : {&in, &out})
-      for (OperandType &t : *list)
-        if (isHalfType(t.dtype)) {
-          uint64_t perEntry = batch == 0 ? 0 : numel(t) / batch;
-          bytes = saturatingAdd(
-              bytes, chunk(std::max<uint64_t>(saturatingMul(entries, perEntry), 1), 4));
-          t.dtype = DType::F32;
-        }
-    return saturatingAdd(bytes, computeBytes(kernel, in, out, attrs));
+    return stagedBytes(kernel, inputs, outputs, attrs, [&](const OperandType &t) {
+      return saturatingMul(entries, batch == 0 ? 0 : numel(t) / batch);
+    });
   }
-  // runStagedInF32: an f32 copy of every half tensor (at least one element each), then the
-  // f32 kernel's own workspace.
-  uint64_t bytes = 0;
-  std::vector<OperandType> in = inputs, out = outputs;
-  for (auto *list : {&in, &out})
-    for (OperandType &t : *list)
-      if (isHalfType(t.dtype)) {
-        bytes = saturatingAdd(bytes, chunk(std::max<uint64_t>(numel(t), 1), 4));
-        t.dtype = DType::F32;
-      }
-  return saturatingAdd(bytes, computeBytes(kernel, in, out, attrs));
+  // runStagedInF32: an f32 copy of every whole half tensor.
+  return stagedBytes(kernel, inputs, outputs, attrs, numel);
 }
 
 } // namespace plait::rt
