@@ -128,14 +128,16 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   if (options.schedule)
     pm.addPass(createSchedulePass());
   if (options.fusion) {
+    // Before the elementwise fusion: a gradient's cast back to bf16 that a fused kernel took
+    // in (with a bias gradient's sum) would no longer be a cast the loss fold can remove.
+    if (options.fusedLossCast)
+      pm.addPass(createFuseLossCastPass());
     pm.addPass(createFuseElementwisePass());
     GroupUpdatesPassOptions group;
     group.foldGradCasts = options.fusedGradCast;
     pm.addPass(createGroupUpdatesPass(group));
     if (options.groupedCasts)
       pm.addPass(createGroupCastsPass());
-    if (options.fusedLossCast)
-      pm.addPass(createFuseLossCastPass());
   }
   if (failed(pm.run(module)))
     return failure();

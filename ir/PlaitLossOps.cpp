@@ -1,5 +1,6 @@
 // The classification losses' shape rules (softmax_cross_entropy, nll_loss): the loss's shape
-// from the reduction, and the f32 result a half-precision input may have.
+// from the reduction, and the f32 result and f32 class weights a half-precision input may
+// have.
 #include "ir/OpShapeRule.h"
 #include "ir/PlaitDialect.h"
 #include "ir/ShapeRules.h"
@@ -29,9 +30,12 @@ LogicalResult inferLoss(const ShapeRule &rule, Adaptor adaptor,
     if (wt.getRank() != 1 || wt.getDimSize(0) != input.getDimSize(1))
       return rule.fail("weight must have shape ", input.getDimSize(1), ", got ",
                        shapeToString(wt.getShape()));
-    if (wt.getElementType() != input.getElementType())
+    // f32 weights of bf16 / f16 logits: plait-fuse-loss-cast's form of the loss of their cast
+    Type element = input.getElementType();
+    bool halfForm = wt.getElementType().isF32() && (element.isBF16() || element.isF16());
+    if (wt.getElementType() != element && !halfForm)
       return rule.fail("weight has element type ", wt.getElementType(), ", input has ",
-                       input.getElementType());
+                       element);
   }
   StringRef reduction = adaptor.getReduction();
   if (reduction == "none")

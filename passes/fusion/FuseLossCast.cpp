@@ -13,10 +13,11 @@
 // (the gradient rounded once), the same bits as with the casts. The f32 copy and the f32
 // gradient are then never stored.
 //
-// Rewritten: softmax_cross_entropy and softmax_cross_entropy_grad of [N, C] logits (the
-// rank the CPU kernels take a row at a time) without class weights, whose input is a cast
-// from bf16 or f16 to f32; the gradient only where its result feeds nothing but a cast back
-// to the logits' type. The module records `plait.fuse_loss_cast` {losses, gradients, casts,
+// Rewritten: softmax_cross_entropy and softmax_cross_entropy_grad of [N, C, d...] logits,
+// with or without class weights (f32, as the loss of the cast had them), whose input is a
+// cast from bf16 or f16 to f32; the gradient only where its result feeds nothing but a cast
+// back to the logits' type. The CPU kernels widen a position's classes at a time (D apart
+// past rank 2), the CUDA kernels read the half logits as they read f32 ones. The module records `plait.fuse_loss_cast` {losses, gradients, casts,
 // bytes} (casts: removed; bytes: the f32 gradients no longer stored).
 #include "passes/Passes.h"
 
@@ -33,14 +34,14 @@ namespace plait {
 
 namespace {
 
-/// The half-precision [N, C] logits that `input` is a widening cast of, or null.
+/// The half-precision [N, C, d...] logits that `input` is a widening cast of, or null.
 Value halfLogits(Value input) {
   auto widen = input.getDefiningOp<CastOp>();
   if (!widen)
     return nullptr;
   auto half = cast<RankedTensorType>(widen.getX().getType());
   Type element = half.getElementType();
-  if (half.getRank() != 2 || !(element.isBF16() || element.isF16()) ||
+  if (half.getRank() < 2 || !(element.isBF16() || element.isF16()) ||
       !cast<RankedTensorType>(widen.getType()).getElementType().isF32())
     return nullptr;
   return widen.getX();
@@ -73,15 +74,13 @@ struct FuseLossCastPass : impl::FuseLossCastPassBase<FuseLossCastPass> {
       if (!logits)
         continue;
       if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op)) {
-        if (loss.getWeight())
-          continue;
         // The loss of the widened logits, computed in f32 from the half ones.
         op->getResult(0).replaceAllUsesWith(recreate(op, logits, loss.getType())->getResult(0));
         op->erase();
         ++losses;
       } else {
         auto grad = cast<SoftmaxCrossEntropyGradOp>(op);
-        if (grad.getWeight() || !op->hasOneUse())
+        if (!op->hasOneUse())
           continue;
         auto narrow = dyn_cast<CastOp>(*op->getUsers().begin());
         if (!narrow || narrow.getType() != logits.getType())

@@ -229,7 +229,7 @@ Status attentionGradF32(const KernelCall &call) {
 }
 
 /// attention (kGrad false) or attention_grad: operands checked, bf16 staged through f32 a
-/// few batch entries at a time (attentionStageEntries): the heads of different entries
+/// few batch entries at a time (batchStageEntries): the heads of different entries
 /// never meet.
 template <bool kGrad> Status attentionKernel(const KernelCall &call) {
   constexpr KernelFn kF32 = kGrad ? &attentionGradF32 : &attentionF32;
@@ -237,15 +237,7 @@ template <bool kGrad> Status attentionKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkAttentionCall(call, kGrad, a));
   if (!hasHalfTensor(call))
     return kF32(call);
-  int64_t largest = 0;
-  auto largestOf = [&](const std::vector<TensorView> &list) {
-    for (const TensorView &t : list)
-      if (isHalf(t.dtype) && a.batch > 0)
-        largest = std::max(largest, t.numel() / a.batch);
-  };
-  largestOf(call.inputs);
-  largestOf(call.outputs);
-  return runStagedInF32Batches(call, kF32, attentionStageEntries(a.batch, largest));
+  return runStagedInF32Entries(call, kF32);
 }
 
 } // namespace

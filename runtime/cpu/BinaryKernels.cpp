@@ -12,11 +12,12 @@
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
 namespace {
 
-/// Which element types an op accepts. bf16/f16 are always staged through f32.
+/// Which element types an op accepts. bf16/f16 compute in f32 pieces (halfBinary).
 enum class Domain { Numeric, AnyType, Bool };
 
 // Integer add/sub/mul/pow wrap (two's complement) instead of being undefined on overflow.
@@ -242,6 +243,71 @@ bool powByScalarExponent(const TensorView &a, const TensorView &b, TensorView &o
   return false;
 }
 
+/// Calls `row(outOffset, offsets, length, innerStrides)` for the output elements [begin, end)
+/// of `plan`, in order, a row or the part of one that lies in the range at a time.
+template <typename RowFn>
+void forEachRowPart(const BroadcastPlan<2> &plan, int64_t begin, int64_t end, RowFn &&row) {
+  if (begin >= end)
+    return;
+  const int64_t inner = plan.shape.back();
+  forEachRowIn(plan, begin / inner, (end - 1) / inner + 1,
+               [&](int64_t o, std::array<int64_t, 2> off, int64_t n,
+                   const std::array<int64_t, 2> &stride) {
+    const int64_t from = std::max(o, begin), to = std::min(o + n, end);
+    for (size_t k = 0; k < 2; ++k)
+      off[k] += (from - o) * stride[k];
+    row(from, off, to - from, stride);
+  });
+}
+
+/// out = op(a, b) of bf16 or f16 a and b (the same dtype; checkBinary): the output in pieces
+/// of halfMapPiece elements (Workspace.h), each operand's part of a piece widened into a
+/// buffer of that many floats, op applied in f32 as the f32 kernel applies it (pow by a
+/// scalar 1, 2 or 3 as products, powByScalarExponent), and the result rounded into out (a
+/// comparison's bytes stored as they are). The bits of the f32 kernel on widened copies of a
+/// and b, without f32 copies of whole operands. Each thread widens, computes and rounds its
+/// own range of a piece.
+template <typename Op> Status halfBinary(const KernelCall &call) {
+  constexpr bool kBoolResult = std::is_same_v<ResultOf<Op, float>, BoolByte>;
+  const TensorView &a = call.inputs[0], &b = call.inputs[1];
+  TensorView &out = call.outputs[0];
+  const int64_t n = out.numel(), piece = halfMapPiece(n);
+  Scratch scratch(call, Op::kName);
+  float *wa, *wb; // the pieces of a (and of the result) and of b
+  PLAIT_RETURN_IF_ERROR(scratch.take(piece, wa));
+  PLAIT_RETURN_IF_ERROR(scratch.take(piece, wb));
+  const BroadcastPlan<2> plan = planBroadcast<2>(out.shape, {a.shape, b.shape});
+  float exponent = 0;
+  bool products = false;
+  if constexpr (std::is_same_v<Op, Pow>)
+    if (b.numel() == 1 && a.numel() == n) {
+      widenToF32(b.data, b.dtype, &exponent, 1);
+      products = isSmallIntegerExponent(exponent);
+    }
+  const uint16_t *pa = a.as<uint16_t>(), *pb = b.as<uint16_t>();
+  for (int64_t p0 = 0; p0 < n; p0 += piece)
+    parallelFor(std::min(piece, n - p0), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+      forEachRowPart(plan, p0 + begin, p0 + end,
+                     [&](int64_t o, const std::array<int64_t, 2> &off, int64_t length,
+                         const std::array<int64_t, 2> &stride) {
+        float *xa = wa + (o - p0), *xb = wb + (o - p0);
+        widenToF32(pa + off[0], a.dtype, xa, stride[0] != 0 ? length : 1);
+        widenToF32(pb + off[1], b.dtype, xb, stride[1] != 0 ? length : 1);
+        if constexpr (kBoolResult) {
+          binaryRow<Op, float>(xa, stride[0] != 0, xb, stride[1] != 0,
+                               out.as<BoolByte>() + o, length);
+        } else {
+          if (products)
+            powBySmallInteger(xa, exponent, xa, length);
+          else
+            binaryRow<Op, float>(xa, stride[0] != 0, xb, stride[1] != 0, xa, length);
+          narrowFromF32(xa, out.as<uint16_t>() + o, out.dtype, length);
+        }
+      });
+    });
+  return Status();
+}
+
 template <typename Op> constexpr bool kRejectsZeroDivisor =
     std::is_same_v<Op, Div> || std::is_same_v<Op, Mod>;
 
@@ -267,7 +333,7 @@ template <typename Op> Status binaryKernel(const KernelCall &call) {
   if (hasHalfTensor(call)) {
     if (Op::kDomain == Domain::Bool)
       return unsupportedDtype(Op::kName, call.inputs[0].dtype, call.inputs[1].dtype);
-    return runStagedInF32(call, &binaryKernel<Op>);
+    return halfBinary<Op>(call);
   }
   const TensorView &a = call.inputs[0], &b = call.inputs[1];
   TensorView &out = call.outputs[0];

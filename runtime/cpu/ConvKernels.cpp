@@ -6,6 +6,7 @@
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -57,8 +58,9 @@ template <typename T> Status convolve(const KernelCall &call, const ConvShape &s
 Status conv2dKernel(const KernelCall &call) {
   ConvShape s;
   PLAIT_RETURN_IF_ERROR(planConv(call, s));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &conv2dKernel);
+  if (hasHalfTensor(call)) // a few images at a time, the weight and bias whole
+    return runStagedInF32Entries(call, &conv2dKernel,
+                                 uint32_t(batchStagedWholeInputs("conv2d")));
   return dispatchF32F64("conv2d", call.inputs[0].dtype, [&](auto tag) -> Status {
     return convolve<decltype(tag)>(call, s);
   });

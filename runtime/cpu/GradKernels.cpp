@@ -6,6 +6,7 @@
 // Except where a comment says otherwise, outputs must not share bytes with inputs (the memory
 // plan guarantees it: an op's results never overlap its operands).
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
 
@@ -150,29 +151,60 @@ template <typename T> Status convGradInput(const KernelCall &call, const ConvSha
   });
 }
 
-/// dw_g = sum over n of dy[n, g] im2col(x[n, g])^T. The images are cut into
-/// convColumnSlots(batch, one image's multiply-adds) fixed runs (a function of the shapes
-/// alone: 1 for small convolutions, which then split their GEMMs), each summed in order
-/// by GEMMs accumulating into its own dw (run 0 into dw itself, the others into workspace
-/// copies), and the copies added into dw in run order. The runs split across threads, one
-/// column matrix each, so dw has the same bits on any number of threads, and each GEMM reads
-/// columns its own thread built.
-template <typename T> Status convGradWeight(const KernelCall &call, const ConvShape &s) {
+/// dw_g = sum over n of dy[n, g] im2col(x[n, g])^T, added to dw with `accumulate` (a
+/// bf16/f16 call's later slices of images: halfConvGradWeight). Two forms
+/// (Workspace.h convGradWeightRuns), each with the same bits on any number of threads:
+///  - blocked (more filters per group than output pixels): the images in order into dw
+///    itself, each image's columns built once and its GEMM split across threads into fixed
+///    blocks of kConvGradWeightBlockRows filters (each block's GEMM whole on one thread);
+///  - runs: the images cut into convColumnSlots(batch, one image's multiply-adds) fixed runs
+///    (a function of the shapes alone: 1 for small convolutions, which then split their
+///    GEMMs), each summed in order by GEMMs accumulating into its own dw (run 0 into dw
+///    itself, the others into workspace copies), and the copies added into dw in run order.
+///    The runs split across threads, one column matrix each, and each GEMM reads columns its
+///    own thread built.
+template <typename T>
+Status convGradWeight(const KernelCall &call, const ConvShape &s, bool accumulate = false) {
   const T *x = call.inputs[0].as<T>(), *dy = call.inputs[1].as<T>();
   T *dw = call.outputs[0].as<T>();
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   const int64_t size = s.filters * patch;
   if (s.batch == 0) {
-    std::fill(dw, dw + size, T(0));
+    if (!accumulate)
+      std::fill(dw, dw + size, T(0));
     return Status();
   }
   Scratch scratch(call, "conv2d_grad_weight");
   // workspace: a column matrix per run, and the dw of every run but the first
   // (Workspace.cpp computeBytes)
   const int64_t imageWork = s.unitWork() * s.group; // multiply-adds
-  const int64_t runs = convColumnSlots(s.batch, imageWork);
+  const int64_t runs = convGradWeightRuns(s.batch, imageWork, filtersPerGroup, outPlane);
   ColumnMatrix<T> columns(s);
   PLAIT_RETURN_IF_ERROR(columns.allocate(scratch, runs));
+  if (convGradWeightBlocked(filtersPerGroup, outPlane)) {
+    // The blocks' GEMMs fail only on a dimension over BLAS's limit: checked once, here.
+    for (int64_t v : {patch, outPlane})
+      if (v > INT_MAX)
+        return Status::errorf("gemm: dimension {} exceeds the BLAS limit {}", v, INT_MAX);
+    const int64_t blocks = (filtersPerGroup + kConvGradWeightBlockRows - 1) /
+                           kConvGradWeightBlockRows;
+    for (int64_t n = 0; n < s.batch; ++n)
+      for (int64_t g = 0; g < s.group; ++g) {
+        const T *cols = columns.of(x + s.inputOffset(n, g));
+        const double beta = n == 0 && !accumulate ? 0.0 : 1.0;
+        parallelFor(blocks, 1, [&](int64_t, int64_t first, int64_t last) {
+          for (int64_t b = first; b < last; ++b) {
+            const int64_t row = b * kConvGradWeightBlockRows;
+            const int64_t rows = std::min(kConvGradWeightBlockRows, filtersPerGroup - row);
+            (void)gemmRowMajor<T>(false, true, rows, patch, outPlane, 1.0,
+                                  dy + s.outputOffset(n, g) + row * outPlane, outPlane, cols,
+                                  outPlane, beta, dw + (g * filtersPerGroup + row) * patch,
+                                  patch);
+          }
+        });
+      }
+    return Status();
+  }
   T *copies = nullptr;
   if (runs > 1)
     PLAIT_RETURN_IF_ERROR(scratch.take(size * (runs - 1), copies));
@@ -186,7 +218,8 @@ template <typename T> Status convGradWeight(const KernelCall &call, const ConvSh
           PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(
               false, true, filtersPerGroup, patch, outPlane, 1.0, dy + s.outputOffset(n, g),
               outPlane, columns.of(x + s.inputOffset(n, g), run), outPlane,
-              n == begin ? 0.0 : 1.0, sum + g * filtersPerGroup * patch, patch));
+              n == begin && !(accumulate && run == 0) ? 0.0 : 1.0,
+              sum + g * filtersPerGroup * patch, patch));
     }
     return Status();
   }));
@@ -198,6 +231,59 @@ template <typename T> Status convGradWeight(const KernelCall &call, const ConvSh
   return Status();
 }
 
+/// conv2d_grad_weight of bf16/f16 x and dy: a few images at a time (batchStageEntries)
+/// widened into the workspace, their dw summed by convGradWeight into one f32 dw (added to
+/// after the first slice), rounded into the result at the end. The workspace: the slices of
+/// x and dy, the f32 dw, then the f32 kernel's for a slice (Workspace.cpp). The images are
+/// summed in another grouping than one f32 call on the whole batch would use (within the
+/// result's rounding).
+Status halfConvGradWeight(const KernelCall &call, const ConvShape &s) {
+  auto &inputs = const_cast<std::vector<TensorView> &>(call.inputs);
+  TensorView &x = inputs[0], &dy = inputs[1], &dw = call.outputs[0];
+  const int64_t batch = s.batch;
+  const int64_t xEntry = batch == 0 ? 0 : x.numel() / batch;
+  const int64_t dyEntry = batch == 0 ? 0 : dy.numel() / batch;
+  const int64_t entries = batchStageEntries(batch, std::max(xEntry, dyEntry));
+  Scratch scratch(call, "conv2d_grad_weight");
+  float *xs = nullptr, *dys = nullptr, *acc = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(std::max<int64_t>(entries * xEntry, 1), xs));
+  PLAIT_RETURN_IF_ERROR(scratch.take(std::max<int64_t>(entries * dyEntry, 1), dys));
+  PLAIT_RETURN_IF_ERROR(scratch.take(std::max<int64_t>(dw.numel(), 1), acc));
+  // The views point at the f32 slices for the inner calls (no allocation), then back.
+  const TensorView saved[3] = {x, dy, dw};
+  auto restore = [&] {
+    for (TensorView *v : {&x, &dy, &dw}) {
+      const TensorView &was = saved[v == &x ? 0 : v == &dy ? 1 : 2];
+      v->data = was.data;
+      v->dtype = was.dtype;
+      v->shape[0] = was.shape[0];
+    }
+  };
+  std::fill(acc, acc + dw.numel(), 0.0f);
+  Status status;
+  for (int64_t b0 = 0; b0 < batch && status.ok(); b0 += entries) {
+    const int64_t n = std::min(entries, batch - b0);
+    widenToF32(static_cast<const uint16_t *>(saved[0].data) + b0 * xEntry, saved[0].dtype, xs,
+               n * xEntry);
+    widenToF32(static_cast<const uint16_t *>(saved[1].data) + b0 * dyEntry, saved[1].dtype, dys,
+               n * dyEntry);
+    x.data = xs, x.dtype = DType::F32, x.shape[0] = n;
+    dy.data = dys, dy.dtype = DType::F32, dy.shape[0] = n;
+    dw.data = acc, dw.dtype = DType::F32;
+    ConvShape slice = s;
+    slice.batch = n;
+    uint64_t innerUsed = 0;
+    KernelCall inner{inputs,         call.outputs,   call.attrs,          call.rank,
+                     call.worldSize, scratch.rest(), scratch.restBytes(), &innerUsed};
+    status = convGradWeight<float>(inner, slice, b0 > 0);
+    scratch.addNested(innerUsed);
+  }
+  restore();
+  if (status.ok())
+    narrowFromF32(acc, dw.data, dw.dtype, dw.numel());
+  return status;
+}
+
 /// conv2d_grad_input(grad, w) -> dx, shaped like the forward input.
 Status conv2dGradInputKernel(const KernelCall &call) {
   constexpr std::string_view kName = "conv2d_grad_input";
@@ -206,8 +292,9 @@ Status conv2dGradInputKernel(const KernelCall &call) {
   ConvShape s;
   PLAIT_RETURN_IF_ERROR(planConvShape(kName, call.attrs, call.outputs[0], call.inputs[1],
                                       call.inputs[0], "grad", s));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &conv2dGradInputKernel);
+  if (hasHalfTensor(call)) // a few images at a time, the weight whole
+    return runStagedInF32Entries(call, &conv2dGradInputKernel,
+                                 uint32_t(batchStagedWholeInputs("conv2d_grad_input")));
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
     return convGradInput<decltype(tag)>(call, s);
   });
@@ -220,8 +307,8 @@ Status conv2dGradWeightKernel(const KernelCall &call) {
   ConvShape s;
   PLAIT_RETURN_IF_ERROR(planConvShape(kName, call.attrs, call.inputs[0], call.outputs[0],
                                       call.inputs[1], "grad", s));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &conv2dGradWeightKernel);
+  if (hasHalfTensor(call)) // a few images at a time into one f32 dw (one dtype: planConvShape)
+    return halfConvGradWeight(call, s);
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
     return convGradWeight<decltype(tag)>(call, s);
   });
@@ -303,8 +390,8 @@ Status maxPoolGradKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 2, 2, 1));
   PoolShape s;
   PLAIT_RETURN_IF_ERROR(planPoolGrad(call, kName, true, call.inputs[0], call.inputs[1], s));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &maxPoolGradKernel);
+  if (hasHalfTensor(call)) // a few images at a time (batchStagedWholeInputs)
+    return runStagedInF32Entries(call, &maxPoolGradKernel);
   Scratch scratch(call, kName);
   // workspace: the window argmaxes of one plane per chunk (Workspace.cpp)
   int64_t outPlane = s.outHeight * s.outWidth;
@@ -325,8 +412,8 @@ Status avgPoolGradKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 1, 1, 1));
   PoolShape s;
   PLAIT_RETURN_IF_ERROR(planPoolGrad(call, kName, false, call.outputs[0], call.inputs[0], s));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &avgPoolGradKernel);
+  if (hasHalfTensor(call)) // a few images at a time (batchStagedWholeInputs)
+    return runStagedInF32Entries(call, &avgPoolGradKernel);
   bool countPad = call.attrs.getBool("count_include_pad", false);
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
     using T = decltype(tag);

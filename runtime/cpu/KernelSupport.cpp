@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -317,15 +318,16 @@ Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel) {
   return status;
 }
 
-Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t entries) {
+Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t entries,
+                             uint32_t wholeInputs) {
   auto &inputs = const_cast<std::vector<TensorView> &>(call.inputs);
   struct Slice {
     TensorView *view;
     DType dtype;
     void *data;
     int64_t batch, entryElements; // the view's dimension 0 and elements per entry
-    float *copy;                  // half tensors: the f32 copy of `entries` entries
-    bool output;
+    float *copy;                  // half tensors: the f32 copy of `entries` entries (or whole)
+    bool output, whole;
   };
   Slice slices[kMaxStagedViews];
   size_t count = 0;
@@ -334,26 +336,40 @@ Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t
     for (size_t i = 0; i < count; ++i) {
       slices[i].view->dtype = slices[i].dtype;
       slices[i].view->data = slices[i].data;
-      slices[i].view->shape[0] = slices[i].batch;
+      if (!slices[i].whole)
+        slices[i].view->shape[0] = slices[i].batch;
     }
   };
   int64_t batch = -1;
   for (auto *list : {&inputs, &call.outputs})
     for (TensorView &t : *list) {
-      if (t.rank() == 0 || (batch >= 0 && t.shape[0] != batch) || count == kMaxStagedViews) {
+      const size_t index = size_t(&t - list->data());
+      const bool whole = list == &inputs && index < 32 && (wholeInputs >> index & 1) != 0;
+      if ((!whole && (t.rank() == 0 || (batch >= 0 && t.shape[0] != batch))) ||
+          count == kMaxStagedViews) {
         restore();
         return Status::errorf("half-precision staging: operands without one batch dimension "
                               "(or more than {})",
                               kMaxStagedViews);
       }
-      batch = t.shape[0];
-      Slice slice{&t,      t.dtype, t.data, batch, batch == 0 ? 0 : t.numel() / batch,
-                  nullptr, list == &call.outputs};
+      if (!whole)
+        batch = t.shape[0];
+      Slice slice{&t,      t.dtype,
+                  t.data,  whole ? 1 : batch,
+                  whole ? t.numel() : batch == 0 ? 0 : t.numel() / batch,
+                  nullptr, list == &call.outputs,
+                  whole};
       if (isHalf(t.dtype)) {
-        Status s = scratch.take(std::max<int64_t>(entries * slice.entryElements, 1), slice.copy);
+        Status s = scratch.take(
+            std::max<int64_t>(whole ? t.numel() : entries * slice.entryElements, 1), slice.copy);
         if (!s.ok()) {
           restore();
           return s;
+        }
+        if (whole) { // widened once, for every call
+          widenToF32(t.data, t.dtype, slice.copy, t.numel());
+          t.dtype = DType::F32;
+          t.data = slice.copy;
         }
       }
       slices[count++] = slice;
@@ -363,6 +379,8 @@ Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t
     const int64_t n = std::min(entries, batch - b0);
     for (size_t i = 0; i < count; ++i) {
       Slice &s = slices[i];
+      if (s.whole)
+        continue;
       const int64_t offset = b0 * s.entryElements;
       s.view->shape[0] = n;
       if (s.copy) {
@@ -389,6 +407,29 @@ Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t
   }
   restore();
   return status;
+}
+
+Status runStagedInF32Entries(const KernelCall &call, KernelFn f32Kernel, uint32_t wholeInputs) {
+  int64_t batch = -1, largest = 0;
+  for (const std::vector<TensorView> *list : {&call.inputs, &std::as_const(call.outputs)})
+    for (size_t i = 0; i < list->size(); ++i) {
+      const TensorView &t = (*list)[i];
+      if ((list == &call.inputs && i < 32 && (wholeInputs >> i & 1) != 0) || t.rank() == 0)
+        continue;
+      batch = batch < 0 ? t.shape[0] : batch;
+      if (isHalf(t.dtype) && batch > 0)
+        largest = std::max(largest, t.numel() / batch);
+    }
+  return runStagedInF32Batches(call, f32Kernel, batchStageEntries(std::max<int64_t>(batch, 0),
+                                                                  largest),
+                               wholeInputs);
+}
+
+Status runStagedInF32Rows(const KernelCall &call, KernelFn f32Kernel, int64_t axis) {
+  const TensorView &x = call.inputs[0];
+  if (!rowWiseStaged(axis, int64_t(x.rank())))
+    return runStagedInF32(call, f32Kernel);
+  return runStagedInF32Entries(call, f32Kernel, lowerRankInputs(call));
 }
 
 Status checkLikeParam(std::string_view kernel, std::string_view what, const TensorView &param,

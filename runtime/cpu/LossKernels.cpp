@@ -47,26 +47,32 @@ PLAIT_SIMD_CLONES void softmaxLossRows(const float *input, int64_t classes,
   }
 }
 
+/// The loss -w * logp[t] of one position whose classes are x[c * stride] (t not ignored).
+/// `kFromLogits` takes log_softmax over the classes first (max-shifted, summed in double).
+template <typename T, bool kFromLogits>
+double classesLoss(const T *x, int64_t stride, int64_t classes, int64_t t, double w) {
+  double logp = x[t * stride];
+  if (kFromLogits) {
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t c = 0; c < classes; ++c)
+      m = std::max(m, x[c * stride]);
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(x[c * stride] - m);
+    logp = (logp - double(m)) - std::log(sum);
+  }
+  return -w * logp;
+}
+
 /// Per position p: loss = -w[t] * logp[n, t, d] and weight w[t] (0 when ignored).
-/// `kFromLogits` takes log_softmax over the class axis first (max-shifted, summed in double).
 template <typename T, bool kFromLogits>
 double positionLoss(const T *input, const LossShape &s, const LossTargets &targets, int64_t p) {
   int64_t t = targets.classes[p];
   if (t == LossTargets::kIgnored)
     return 0;
   const int64_t n = p / s.spatial, d = p % s.spatial;
-  const T *block = input + n * s.classes * s.spatial;
-  double logp = block[t * s.spatial + d];
-  if (kFromLogits) {
-    T m = -std::numeric_limits<T>::infinity();
-    for (int64_t c = 0; c < s.classes; ++c)
-      m = std::max(m, block[c * s.spatial + d]);
-    double sum = 0;
-    for (int64_t c = 0; c < s.classes; ++c)
-      sum += std::exp(block[c * s.spatial + d] - m);
-    logp = (logp - double(m)) - std::log(sum);
-  }
-  return -targets.weights[p] * logp;
+  return classesLoss<T, kFromLogits>(input + n * s.classes * s.spatial + d, s.spatial,
+                                     s.classes, t, targets.weights[p]);
 }
 
 /// Checks a loss call, or with `grad` its gradient's (the loss's gradient as input 2), and
@@ -144,34 +150,41 @@ Status computeLoss(const KernelCall &call, std::string_view kernel, const LossSh
   return Status();
 }
 
-/// Calls fn(p, row) for every row p of half-precision [positions, classes] logits `input`,
-/// `row` the row widened (exactly) into one of the lossRowSlots slots of `classes` floats at
-/// `rows` (the halfLossRows / halfLossGradRows kernels). Rows split across the kernels'
-/// threads as the f32 rows do, a slot per chunk.
+/// The offset of position p's first class in [N, C, d...] logits (its classes D apart).
+int64_t halfRowOffset(const LossShape &s, int64_t p) {
+  return p / s.spatial * s.classes * s.spatial + p % s.spatial;
+}
+
+/// Calls fn(p, row) for every position p of half-precision [N, C, d...] logits `input`, `row`
+/// the position's C classes (contiguous for [N, C], else D apart) widened (exactly) into one
+/// of the lossRowSlots slots of C floats at `rows` (the halfLossRows / halfLossGradRows
+/// kernels). Positions split across the kernels' threads as the f32 rows do, a slot per
+/// chunk.
 template <typename Fn>
-void forEachHalfRow(const TensorView &input, int64_t positions, int64_t classes, float *rows,
-                    Fn &&fn) {
+void forEachHalfRow(const TensorView &input, const LossShape &s, float *rows, Fn &&fn) {
   const bool bf16 = input.dtype == DType::BF16;
   const uint16_t *x = input.as<uint16_t>();
+  const int64_t positions = s.positions(), classes = s.classes, stride = s.spatial;
   const int64_t chunks = std::min(lossRowSlots(positions),
                                   parallelChunks(positions, grainFor(kElementGrain, classes)));
   parallelFor(chunks, 1, [&](int64_t, int64_t first, int64_t last) {
     for (int64_t slot = first; slot < last; ++slot) {
       float *row = rows + slot * classes;
       for (int64_t p = positions * slot / chunks; p < positions * (slot + 1) / chunks; ++p) {
-        const uint16_t *xr = x + p * classes;
+        const uint16_t *xr = x + halfRowOffset(s, p);
         for (int64_t c = 0; c < classes; ++c)
-          row[c] = bf16 ? bf16ToFloat(xr[c]) : f16ToFloat(xr[c]);
+          row[c] = bf16 ? bf16ToFloat(xr[c * stride]) : f16ToFloat(xr[c * stride]);
         fn(p, row);
       }
     }
   });
 }
 
-/// softmax_cross_entropy of bf16 or f16 [N, C] logits without class weights with an f32
-/// result (halfLossRows, Workspace.h): the bits the loss of their cast to f32 has, without
-/// the f32 copy. Each slot of C floats takes a row widened (exactly), and softmaxLossRows
-/// computes its loss there as it does for f32 logits.
+/// softmax_cross_entropy of bf16 or f16 [N, C, d...] logits, with or without f32 class
+/// weights, with an f32 result (halfLossRows, Workspace.h): the bits the loss of their cast to
+/// f32 has, without the f32 copy. Each slot of C floats takes a position's classes widened
+/// (exactly), and its loss is computed there as the f32 kernel computes it: softmaxLossRows
+/// for [N, C], the per-position loop otherwise.
 Status halfSoftmaxLoss(const KernelCall &call, std::string_view kernel, const LossShape &s) {
   const TensorView &input = call.inputs[0];
   Scratch scratch(call, kernel);
@@ -183,7 +196,14 @@ Status halfSoftmaxLoss(const KernelCall &call, std::string_view kernel, const Lo
   const int64_t slots = lossRowSlots(positions);
   float *rows = nullptr;
   PLAIT_RETURN_IF_ERROR(scratch.take(slots * classes, rows));
-  forEachHalfRow(input, positions, classes, rows, [&](int64_t p, float *row) {
+  forEachHalfRow(input, s, rows, [&](int64_t p, float *row) {
+    if (s.spatial != 1) {
+      const int64_t t = targets.classes[p];
+      losses[p] = t == LossTargets::kIgnored
+                      ? 0
+                      : classesLoss<float, true>(row, 1, classes, t, targets.weights[p]);
+      return;
+    }
     LossTargets one = targets;
     one.classes += p;
     one.weights += p;
@@ -223,6 +243,35 @@ PLAIT_SIMD_CLONES void softmaxGradRows(const float *input, float *out, int64_t c
   }
 }
 
+/// The gradient of one position whose classes are x[c * stride], into y[c * stride] (which
+/// may be x: every class is read before any is written), with target t (kIgnored: zeros) and
+/// scale w[t] * g / denom: (softmax - onehot(t)) * scale from logits, -onehot(t) * scale from
+/// log-probabilities.
+template <typename T, bool kFromLogits>
+void classesGrad(const T *x, T *y, int64_t stride, int64_t classes, int64_t t, double scale) {
+  if (t == LossTargets::kIgnored) {
+    for (int64_t c = 0; c < classes; ++c)
+      y[c * stride] = T(0);
+    return;
+  }
+  if constexpr (kFromLogits) {
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t c = 0; c < classes; ++c)
+      m = std::max(m, x[c * stride]);
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(double(x[c * stride]) - double(m));
+    for (int64_t c = 0; c < classes; ++c) {
+      double prob = std::exp(double(x[c * stride]) - double(m)) / sum;
+      y[c * stride] = T((prob - (c == t ? 1.0 : 0.0)) * scale);
+    }
+  } else {
+    for (int64_t c = 0; c < classes; ++c)
+      y[c * stride] = T(0);
+    y[t * stride] = T(-scale);
+  }
+}
+
 /// d(loss)/d(input) times grad, per position (n, d) with target t (zero when ignored):
 ///   from logits:   (softmax(input[n, :, d]) - onehot(t)) * w[t] * g / denom
 ///   from logp:     -onehot(t) * w[t] * g / denom
@@ -256,42 +305,20 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
       }
     }
     for (int64_t p = begin; p < end; ++p) {
-      const int64_t n = p / s.spatial, d = p % s.spatial;
-      const T *block = input + n * s.classes * s.spatial;
-      T *result = out + n * s.classes * s.spatial;
-      int64_t t = targets.classes[p];
-      if (t == LossTargets::kIgnored) {
-        for (int64_t c = 0; c < s.classes; ++c)
-          result[c * s.spatial + d] = T(0);
-        continue;
-      }
-      double scale = targets.weights[p];
-      if constexpr (kFromLogits) {
-        T m = -std::numeric_limits<T>::infinity();
-        for (int64_t c = 0; c < s.classes; ++c)
-          m = std::max(m, block[c * s.spatial + d]);
-        double sum = 0;
-        for (int64_t c = 0; c < s.classes; ++c)
-          sum += std::exp(double(block[c * s.spatial + d]) - double(m));
-        for (int64_t c = 0; c < s.classes; ++c) {
-          double prob = std::exp(double(block[c * s.spatial + d]) - double(m)) / sum;
-          result[c * s.spatial + d] = T((prob - (c == t ? 1.0 : 0.0)) * scale);
-        }
-      } else {
-        for (int64_t c = 0; c < s.classes; ++c)
-          result[c * s.spatial + d] = T(0);
-        result[t * s.spatial + d] = T(-scale);
-      }
+      const int64_t at = p / s.spatial * s.classes * s.spatial + p % s.spatial;
+      classesGrad<T, kFromLogits>(input + at, out + at, s.spatial, s.classes,
+                                  targets.classes[p], targets.weights[p]);
     }
   });
   return Status();
 }
 
-/// softmax_cross_entropy_grad of bf16 or f16 [N, C] logits without class weights
-/// (halfLossGradRows, Workspace.h): the bits cast(grad(cast(x))) would have, without the f32
-/// copies of the logits and of their gradient. Each slot of C floats takes a row widened
-/// (exactly), softmaxGradRows computes the row's f32 gradient there as it does for f32
-/// logits, and the row is rounded into the result (as the cast to bf16 / f16 rounds).
+/// softmax_cross_entropy_grad of bf16 or f16 [N, C, d...] logits, with or without f32 class
+/// weights (halfLossGradRows, Workspace.h): the bits cast(grad(cast(x))) would have, without
+/// the f32 copies of the logits and of their gradient. Each slot of C floats takes a
+/// position's classes widened (exactly), its f32 gradient is computed there as the f32 kernel
+/// computes it (softmaxGradRows for [N, C], classesGrad otherwise), and rounded into the
+/// result (as the cast to bf16 / f16 rounds).
 Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const LossShape &s) {
   const TensorView &input = call.inputs[0], &grad = call.inputs[2];
   const bool bf16 = input.dtype == DType::BF16;
@@ -310,11 +337,15 @@ Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const Lo
                                         : double(widen(grad.as<uint16_t>()[at]));
     targets.weights[p] = targets.weights[p] * g / targets.normalizer;
   }
-  forEachHalfRow(input, positions, classes, rows, [&](int64_t p, float *row) {
-    uint16_t *yr = out + p * classes;
-    softmaxGradRows(row, row, classes, targets.classes + p, targets.weights + p, 0, 1);
+  const int64_t stride = s.spatial;
+  forEachHalfRow(input, s, rows, [&](int64_t p, float *row) {
+    uint16_t *yr = out + halfRowOffset(s, p);
+    if (stride == 1)
+      softmaxGradRows(row, row, classes, targets.classes + p, targets.weights + p, 0, 1);
+    else
+      classesGrad<float, true>(row, row, 1, classes, targets.classes[p], targets.weights[p]);
     for (int64_t c = 0; c < classes; ++c)
-      yr[c] = bf16 ? floatToBf16(row[c]) : floatToF16(row[c]);
+      yr[c * stride] = bf16 ? floatToBf16(row[c]) : floatToF16(row[c]);
   });
   return Status();
 }
@@ -327,13 +358,14 @@ template <bool kGrad, bool kFromLogits> Status lossKernel(const KernelCall &call
             : (kFromLogits ? "softmax_cross_entropy" : "nll_loss");
   LossShape s;
   PLAIT_RETURN_IF_ERROR(planLossCall(call, kName, kGrad, s));
+  const size_t operands = kGrad ? 3 : 2; // the class weights follow, when given
+  const DType *weight = call.inputs.size() > operands ? &call.inputs[operands].dtype : nullptr;
   if constexpr (kGrad && kFromLogits)
     if (halfLossGradRows(call.inputs[0].dtype, call.inputs[2].dtype, call.outputs[0].dtype,
-                         call.inputs[0].shape.size(), call.inputs.size()))
+                         weight))
       return halfSoftmaxGrad(call, kName, s);
   if constexpr (!kGrad && kFromLogits)
-    if (halfLossRows(call.inputs[0].dtype, call.outputs[0].dtype, call.inputs[0].shape.size(),
-                     call.inputs.size()))
+    if (halfLossRows(call.inputs[0].dtype, call.outputs[0].dtype, weight))
       return halfSoftmaxLoss(call, kName, s);
   if (hasHalfTensor(call))
     return runStagedInF32(call, &lossKernel<kGrad, kFromLogits>);

@@ -32,7 +32,9 @@ Status planLossTargets(std::string_view kernel, const Attrs &attrs, const Tensor
   s.targetShape.append(ShapeRef(input.shape).slice(2, input.shape.size()));
   PLAIT_RETURN_IF_ERROR(checkShape(kernel, "target", target.shape, s.targetShape));
   if (weight) {
-    PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, *weight));
+    // f32 class weights with bf16 / f16 logits: plait-fuse-loss-cast's form
+    if (!(weight->dtype == DType::F32 && (input.dtype == DType::BF16 || input.dtype == DType::F16)))
+      PLAIT_RETURN_IF_ERROR(checkSameDtype(kernel, input, *weight));
     PLAIT_RETURN_IF_ERROR(checkShape(kernel, "weight", weight->shape, {s.classes}));
   }
   std::string_view reduction = attrs.getStrView("reduction", "mean");

@@ -114,8 +114,8 @@ template <bool kLog> Status softmaxKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", y.shape, x.shape));
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(normalizeAxis(kName, call.attrs.getInt("axis", -1), x.rank(), axis));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &softmaxKernel<kLog>);
+  if (hasHalfTensor(call)) // a few entries of dimension 0 at a time (rowWiseStaged)
+    return runStagedInF32Rows(call, &softmaxKernel<kLog>, axis);
   int64_t outer = product(x.shape, 0, axis), n = x.shape[axis];
   int64_t inner = product(x.shape, axis + 1, x.rank());
   return dispatchF32F64(kName, x.dtype, [&](auto tag) -> Status {
@@ -198,7 +198,7 @@ PLAIT_SIMD_CLONES void addRow(const T *a, const T *b, T *sum, int64_t n) {
 /// `axis` on; kAdd: add_layer_norm (x, residual, scale, bias?) -> (y, sum) and add_rms_norm
 /// (x, residual, scale) -> (y, sum), which store sum = x + residual per row and normalise the
 /// row just written (in cache) with the same row code. kRound: an add-norm call was half
-/// precision, staged through f32 (runStagedInF32), and the sum is rounded to that precision
+/// precision, staged through f32 (runStagedInF32Rows), and the sum is rounded to that precision
 /// before the norm reads it, as an add kernel's stored result would be: bit for bit the add
 /// and the norm kernels' results.
 template <bool kRms, bool kAdd = false, DType kRound = DType::F32>
@@ -209,12 +209,14 @@ Status normKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(
       checkNormCall(call, kName, kAdd ? NormCall::AddNorm : NormCall::Norm, kRms, axis));
   const TensorView &x = call.inputs[0];
-  if (hasHalfTensor(call)) {
+  if (hasHalfTensor(call)) { // a few entries of dimension 0 at a time (rowWiseStaged)
     if constexpr (kAdd)
-      return runStagedInF32(call, x.dtype == DType::BF16 ? &normKernel<kRms, true, DType::BF16>
-                                                         : &normKernel<kRms, true, DType::F16>);
+      return runStagedInF32Rows(call,
+                                x.dtype == DType::BF16 ? &normKernel<kRms, true, DType::BF16>
+                                                       : &normKernel<kRms, true, DType::F16>,
+                                axis);
     else
-      return runStagedInF32(call, &normKernel<kRms>);
+      return runStagedInF32Rows(call, &normKernel<kRms>, axis);
   }
   constexpr size_t kScale = kAdd ? 2 : 1;
   double eps = call.attrs.getFloat("epsilon", kRms ? 1e-6 : 1e-5);

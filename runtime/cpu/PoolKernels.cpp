@@ -8,6 +8,7 @@
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/PoolSupport.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -60,8 +61,8 @@ template <typename T> void avgPool(const T *x, T *y, const PoolShape &s, bool co
 Status maxPoolKernel(const KernelCall &call) {
   PoolShape s;
   PLAIT_RETURN_IF_ERROR(planPool(call, "max_pool2d", true, s));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &maxPoolKernel);
+  if (hasHalfTensor(call)) // a few images at a time (batchStagedWholeInputs)
+    return runStagedInF32Entries(call, &maxPoolKernel);
   return dispatchF32F64("max_pool2d", call.inputs[0].dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     maxPool(call.inputs[0].as<T>(), call.outputs[0].as<T>(), s);
@@ -72,8 +73,8 @@ Status maxPoolKernel(const KernelCall &call) {
 Status avgPoolKernel(const KernelCall &call) {
   PoolShape s;
   PLAIT_RETURN_IF_ERROR(planPool(call, "avg_pool2d", false, s));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &avgPoolKernel);
+  if (hasHalfTensor(call)) // a few images at a time (batchStagedWholeInputs)
+    return runStagedInF32Entries(call, &avgPoolKernel);
   bool countPad = call.attrs.getBool("count_include_pad", false);
   return dispatchF32F64("avg_pool2d", call.inputs[0].dtype, [&](auto tag) -> Status {
     using T = decltype(tag);

@@ -55,15 +55,14 @@ uint64_t chunk(uint64_t count, uint64_t elementSize) {
 
 bool isHalfType(DType t) { return t == DType::BF16 || t == DType::F16; }
 
-// The kernels that compute bf16/f16 through f32 copies (runStagedInF32; attention a few batch
-// entries at a time): every float kernel but matmul and gemm (f32 tiles: halfGemmBytes),
-// gather_grad (a tile of rows) and the unary maps (pieces: kHalfMapKernels). Movement,
-// indexing, cast, where and the logical ops move or test elements as they are.
+// The kernels that compute bf16/f16 through f32 copies (runStagedInF32; attention and the
+// row-wise kernels a few entries of dimension 0 at a time): every float kernel but matmul and
+// gemm (f32 tiles: halfGemmBytes), gather_grad (a tile of rows), the unary maps (pieces:
+// kHalfMapKernels) and the binary ops (pieces of their result: kHalfBinaryKernels).
+// Movement, indexing, cast, where and the logical ops move or test elements as they are.
 // clang-format off
 constexpr std::string_view kStagedKernels[] = {
     "clamp",
-    "add", "sub", "mul", "div", "mod", "pow", "max", "min", "equal", "less", "less_equal",
-    "greater", "greater_equal",
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin",
     "softmax", "log_softmax", "layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm",
     "layer_norm_grad", "rms_norm_grad",
@@ -82,9 +81,28 @@ constexpr std::string_view kHalfMapKernels[] = {
     "neg", "abs", "relu", "sign"};
 // clang-format on
 
+// The binary ops, which compute bf16/f16 in pieces of halfMapPiece elements of their result,
+// a buffer for each operand's part (BinaryKernels.cpp halfBinary).
+// clang-format off
+constexpr std::string_view kHalfBinaryKernels[] = {
+    "add", "sub", "mul", "div", "mod", "pow", "max", "min", "equal", "less", "less_equal",
+    "greater", "greater_equal"};
+// clang-format on
+
+bool isHalfBinary(std::string_view kernel) {
+  return std::find(std::begin(kHalfBinaryKernels), std::end(kHalfBinaryKernels), kernel) !=
+         std::end(kHalfBinaryKernels);
+}
+
 bool isHalfMap(std::string_view kernel) {
   return std::find(std::begin(kHalfMapKernels), std::end(kHalfMapKernels), kernel) !=
          std::end(kHalfMapKernels);
+}
+
+// The row-wise kernels, which stage a few entries of dimension 0 at a time (rowWiseStaged).
+bool isRowWise(std::string_view kernel) {
+  return kernel == "softmax" || kernel == "log_softmax" || kernel == "layer_norm" ||
+         kernel == "rms_norm" || kernel == "add_layer_norm" || kernel == "add_rms_norm";
 }
 
 bool isStaged(std::string_view kernel) {
@@ -219,10 +237,15 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
       return 0; // an empty batch: dw is zeroed, no columns are built
     // a column matrix and, but for the first, a dw per run of images of F x patch x outPlane
     // multiply-adds (GradKernels.cpp convGradWeight)
-    uint64_t runs = in[0].shape->empty() || in[1].shape->size() != 4
-                        ? 1
-                        : slotsFor(product(*in[0].shape, 0, 1),
-                                   saturatingMul(numel(out[0]), product(*in[1].shape, 2, 4)));
+    uint64_t runs = 1;
+    if (!in[0].shape->empty() && in[1].shape->size() == 4 && out[0].shape->size() == 4) {
+      const uint64_t group = uint64_t(std::max<int64_t>(attrs().getInt("group", 1), 1));
+      const uint64_t outPlane = product(*in[1].shape, 2, 4);
+      runs = convGradWeightBlocked(clampedInt64(product(*out[0].shape, 0, 1) / group),
+                                   clampedInt64(outPlane))
+                 ? 1
+                 : slotsFor(product(*in[0].shape, 0, 1), saturatingMul(numel(out[0]), outPlane));
+    }
     return saturatingAdd(convColumns(out[0], in[1], attrs(), runs),
                          runs > 1 ? chunk(saturatingMul(numel(out[0]), runs - 1),
                                           elementBytes(out[0].dtype))
@@ -353,6 +376,57 @@ uint64_t stagedBytes(std::string_view kernel, const std::vector<OperandType> &in
   return saturatingAdd(bytes, computeBytes(kernel, in, out, attrs));
 }
 
+/// runStagedInF32Entries's workspace: of the half tensors it slices along dimension 0 (every
+/// operand but the inputs in `wholeInputs`, a bit each, and with `wholeOutputs` the outputs:
+/// conv2d_grad_weight's f32 dw, GradKernels.cpp halfConvGradWeight), batchStageEntries
+/// entries each (sized by the largest entry among them), of the others whole copies; then
+/// the f32 kernel's own workspace for a slice of that many entries (the last one, if
+/// smaller, needs no more). An empty batch runs no slice.
+uint64_t batchStagedBytes(std::string_view kernel, const std::vector<OperandType> &inputs,
+                          const std::vector<OperandType> &outputs, const LazyAttrs &attrs,
+                          uint64_t wholeInputs, bool wholeOutputs = false) {
+  auto sliced = [&](const std::vector<OperandType> *list, size_t i) {
+    if (list == &outputs)
+      return !wholeOutputs && !(*list)[i].shape->empty();
+    return (i >= 32 || (wholeInputs >> i & 1) == 0) && !(*list)[i].shape->empty();
+  };
+  int64_t batch = -1;
+  uint64_t largest = 0;
+  for (const auto *list : {&inputs, &outputs})
+    for (size_t i = 0; i < list->size(); ++i)
+      if (sliced(list, i)) {
+        const OperandType &t = (*list)[i];
+        batch = batch < 0 ? (*t.shape)[0] : batch;
+        if (isHalfType(t.dtype) && batch > 0)
+          largest = std::max(largest, numel(t) / uint64_t(batch));
+      }
+  batch = std::max<int64_t>(batch, 0);
+  const int64_t entries = batchStageEntries(batch, clampedInt64(largest));
+  // The copies, and the operands as a slice of `entries` shows them to the f32 kernel.
+  uint64_t bytes = 0;
+  std::vector<std::vector<int64_t>> shapes;
+  shapes.reserve(inputs.size() + outputs.size());
+  std::vector<OperandType> in = inputs, out = outputs;
+  for (auto *list : {&in, &out})
+    for (size_t i = 0; i < list->size(); ++i) {
+      OperandType &t = (*list)[i];
+      const bool slice = sliced(list == &in ? &inputs : &outputs, i);
+      if (isHalfType(t.dtype)) {
+        const uint64_t elements =
+            slice ? saturatingMul(uint64_t(entries), batch == 0 ? 0 : numel(t) / uint64_t(batch))
+                  : numel(t);
+        bytes = saturatingAdd(bytes, chunk(std::max<uint64_t>(elements, 1), 4));
+        t.dtype = DType::F32;
+      }
+      if (slice) {
+        shapes.push_back(*t.shape);
+        shapes.back()[0] = entries;
+        t.shape = &shapes.back();
+      }
+    }
+  return entries == 0 ? bytes : saturatingAdd(bytes, computeBytes(kernel, in, out, attrs));
+}
+
 } // namespace
 
 uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<OperandType> &inputs,
@@ -365,37 +439,55 @@ uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<Operand
     return inputs.size() == 1 && outputs.size() == 1 && inputs[0].dtype == outputs[0].dtype
                ? chunk(uint64_t(halfMapPiece(clampedInt64(numel(inputs[0])))), 4)
                : 0; // the kernel rejects the call
+  if (half && isHalfBinary(kernel))
+    return inputs.size() == 2 && outputs.size() == 1
+               ? saturatingMul(chunk(uint64_t(halfMapPiece(clampedInt64(numel(outputs[0])))), 4),
+                               2)
+               : 0; // the kernel rejects the call
   if (!half || !isStaged(kernel))
     return computeBytes(kernel, inputs, outputs, attrs);
-  bool rows = !inputs.empty() && outputs.size() == 1 && inputs[0].shape &&
-              ((kernel == "softmax_cross_entropy_grad" && inputs.size() == 3 &&
-                halfLossGradRows(inputs[0].dtype, inputs[2].dtype, outputs[0].dtype,
-                                 inputs[0].shape->size(), inputs.size())) ||
+  // softmax_cross_entropy(_grad) of half logits [N, C, d...] in plait-fuse-loss-cast's form,
+  // the class weights (when given) after its operands.
+  const size_t operands = kernel == "softmax_cross_entropy_grad" ? 3 : 2;
+  const DType *weight = inputs.size() > operands ? &inputs[operands].dtype : nullptr;
+  bool rows = inputs.size() >= operands && outputs.size() == 1 && inputs[0].shape &&
+              inputs[0].shape->size() >= 2 &&
+              ((kernel == "softmax_cross_entropy_grad" &&
+                halfLossGradRows(inputs[0].dtype, inputs[2].dtype, outputs[0].dtype, weight)) ||
                (kernel == "softmax_cross_entropy" &&
-                halfLossRows(inputs[0].dtype, outputs[0].dtype, inputs[0].shape->size(),
-                             inputs.size())));
+                halfLossRows(inputs[0].dtype, outputs[0].dtype, weight)));
   if (rows) {
-    // The targets (computeBytes), then the slots' rows of C floats.
+    // The targets (computeBytes), then the slots' rows of C floats, a slot per chunk of the
+    // N x D positions.
     const std::vector<int64_t> &x = *inputs[0].shape;
-    uint64_t rows = uint64_t(lossRowSlots(clampedInt64(product(x, 0, 1))));
+    const uint64_t positions = saturatingMul(product(x, 0, 1), product(x, 2, x.size()));
+    uint64_t slots = uint64_t(lossRowSlots(clampedInt64(positions)));
     return saturatingAdd(computeBytes(kernel, inputs, outputs, attrs),
-                         chunk(saturatingMul(rows, product(x, 1, 2)), 4));
+                         chunk(saturatingMul(slots, product(x, 1, 2)), 4));
   }
-  if ((kernel == "attention" || kernel == "attention_grad") && !inputs.empty() &&
-      !inputs[0].shape->empty()) {
-    // runStagedInF32Batches: each half tensor's copy holds attentionStageEntries entries.
-    const uint64_t batch = product(*inputs[0].shape, 0, 1);
-    uint64_t largest = 0;
-    for (const auto *list : {&inputs, &outputs})
-      for (const OperandType &t : *list)
-        if (isHalfType(t.dtype) && batch > 0)
-          largest = std::max(largest, numel(t) / batch);
-    const uint64_t entries = uint64_t(attentionStageEntries(clampedInt64(batch),
-                                                            clampedInt64(largest)));
-    return stagedBytes(kernel, inputs, outputs, attrs, [&](const OperandType &t) {
-      return saturatingMul(entries, batch == 0 ? 0 : numel(t) / batch);
-    });
+  if (int64_t whole = batchStagedWholeInputs(kernel);
+      whole >= 0 && !inputs.empty() && !inputs[0].shape->empty())
+    // runStagedInF32Entries: attention, convolutions, pools; each half tensor's copy holds
+    // batchStageEntries entries, but the inputs staged whole.
+    return batchStagedBytes(kernel, inputs, outputs, attrs, uint64_t(whole));
+  if (isRowWise(kernel) && !inputs.empty() && inputs[0].shape) {
+    // runStagedInF32Rows along an axis past dimension 0: batchStageEntries entries of each
+    // half tensor but the lower-rank inputs (a norm's scale and bias), which are staged whole.
+    // (The kernels take no output of a lower rank.)
+    const size_t rank = inputs[0].shape->size();
+    size_t axis;
+    if (axisOf(attrs(), -1, rank, axis) && rowWiseStaged(int64_t(axis), int64_t(rank))) {
+      uint64_t whole = 0; // KernelSupport.h lowerRankInputs
+      for (size_t i = 1; i < inputs.size() && i < 32; ++i)
+        if (inputs[i].shape->size() < rank)
+          whole |= uint64_t(1) << i;
+      return batchStagedBytes(kernel, inputs, outputs, attrs, whole);
+    }
   }
+  if (kernel == "conv2d_grad_weight" && inputs.size() == 2 && outputs.size() == 1 &&
+      !inputs[0].shape->empty())
+    // halfConvGradWeight: slices of x and dy, one f32 dw summed over them.
+    return batchStagedBytes(kernel, inputs, outputs, attrs, 0, true);
   // runStagedInF32: an f32 copy of every whole half tensor.
   return stagedBytes(kernel, inputs, outputs, attrs, numel);
 }

@@ -53,15 +53,39 @@ inline HalfGemmTile halfGemmTile(int64_t m, int64_t n, int64_t k) {
 }
 
 /// bf16/f16 attention and attention_grad stage through f32 a few batch entries at a time
-/// (runStagedInF32Batches): as many as keep each staged copy within kAttentionStageElements
-/// floats, at least one. `largestEntry`: the most elements one batch entry of any of their
-/// half operands holds. 0 for an empty batch.
-inline constexpr int64_t kAttentionStageElements = int64_t(1) << 20;
-inline int64_t attentionStageEntries(int64_t batch, int64_t largestEntry) {
-  int64_t entries = largestEntry > 0 ? kAttentionStageElements / largestEntry : batch;
+/// (runStagedInF32Batches), and so do the row-wise kernels (rowWiseStaged): as many as keep
+/// each staged copy within kBatchStageElements floats, at least one. `largestEntry`: the most
+/// elements one batch entry of any of their sliced half operands holds. 0 for an empty batch.
+inline constexpr int64_t kBatchStageElements = int64_t(1) << 20;
+inline int64_t batchStageEntries(int64_t batch, int64_t largestEntry) {
+  int64_t entries = largestEntry > 0 ? kBatchStageElements / largestEntry : batch;
   entries = entries < 1 ? 1 : entries;
   return batch < entries ? (batch < 0 ? 0 : batch) : entries;
 }
+
+/// The bf16/f16 kernels that stage through f32 a few entries of dimension 0 at a time
+/// whatever their attributes (runStagedInF32Entries): attention and its gradient, conv2d and
+/// conv2d_grad_input (an image's result needs only that image), and the pools and their
+/// gradients (planes). Returns the inputs they stage whole, a bit each (conv2d's weight and
+/// bias, conv2d_grad_input's weight), or -1 for any other kernel. conv2d_grad_weight sums
+/// over the images and stays staged whole.
+inline int64_t batchStagedWholeInputs(std::string_view kernel) {
+  if (kernel == "attention" || kernel == "attention_grad" || kernel == "max_pool2d" ||
+      kernel == "avg_pool2d" || kernel == "max_pool2d_grad" || kernel == "avg_pool2d_grad")
+    return 0;
+  if (kernel == "conv2d")
+    return 0b110;
+  if (kernel == "conv2d_grad_input") // (dy, w) -> dx
+    return 0b10;
+  return -1;
+}
+
+/// softmax, log_softmax, layer_norm, rms_norm, add_layer_norm and add_rms_norm of bf16/f16
+/// operands of rank `rank` along (normalised) `axis`: when the axis is not dimension 0, no
+/// row crosses dimension 0, and they stage a few of its entries at a time
+/// (runStagedInF32Batches, batchStageEntries); a norm's scale and bias, of a lower rank, are
+/// staged whole. Along dimension 0 they stage whole copies (runStagedInF32).
+inline bool rowWiseStaged(int64_t axis, int64_t rank) { return rank >= 2 && axis >= 1; }
 
 /// A bf16/f16 gather_grad (an embedding's gradient; GradKernels.cpp) sums its result this
 /// many rows at a time in an f32 tile of at most kGatherGradTileFloats floats (at least one
@@ -74,7 +98,9 @@ inline int64_t gatherGradTileRows(int64_t size, int64_t inner) {
 }
 
 /// A bf16/f16 unary map (exp ... sign, gelu; UnaryKernels.cpp) computes in f32 pieces of at
-/// most kHalfMapPieceElements elements in one workspace buffer (at least one element).
+/// most kHalfMapPieceElements elements in one workspace buffer (at least one element); a
+/// binary op (add ... greater_equal; BinaryKernels.cpp) in pieces of its result of as many,
+/// a buffer for each operand.
 inline constexpr int64_t kHalfMapPieceElements = int64_t(1) << 20;
 inline int64_t halfMapPiece(int64_t n) {
   return n < 1 ? 1 : n < kHalfMapPieceElements ? n : kHalfMapPieceElements;
@@ -107,6 +133,24 @@ inline int64_t convColumnSlots(int64_t units, int64_t unitWork) {
   return chunks < 2 ? 1 : (chunks < kConvColumnSlots ? chunks : kConvColumnSlots);
 }
 
+/// conv2d_grad_weight (GradKernels.cpp) sums each image's dw_g = dy[n, g] im2col(x[n, g])^T
+/// into dw. When a group's dw is larger than an image's column matrix (more filters per group
+/// than output pixels, kConvGradWeightBlockRows of them at least: a deep layer's small
+/// images), it takes the images in order into dw itself, each GEMM split into fixed blocks of
+/// kConvGradWeightBlockRows filters (one column matrix, no copies of dw). Otherwise the
+/// images are cut into convColumnSlots runs, each with its column matrix and, but for the
+/// first, its own copy of dw, added after. Either way the bits do not depend on the thread
+/// count. Returns the runs (1 for the blocked form).
+inline constexpr int64_t kConvGradWeightBlockRows = 32;
+inline bool convGradWeightBlocked(int64_t filtersPerGroup, int64_t outPlane) {
+  return filtersPerGroup > outPlane && filtersPerGroup >= 2 * kConvGradWeightBlockRows;
+}
+inline int64_t convGradWeightRuns(int64_t batch, int64_t imageWork, int64_t filtersPerGroup,
+                                  int64_t outPlane) {
+  return convGradWeightBlocked(filtersPerGroup, outPlane) ? 1
+                                                          : convColumnSlots(batch, imageWork);
+}
+
 /// Argmax planes max_pool2d_grad keeps (GradKernels.cpp), one per chunk when its planes split
 /// across threads: kMaxPoolGradSlots (at most one per plane) when its planes of
 /// `planeElements` (input plane + gradient plane) hold kFusedSumSplitElements or more in all;
@@ -119,22 +163,24 @@ inline int64_t maxPoolGradSlots(int64_t planes, int64_t planeElements) {
   return planes >= 2 && large ? (planes < kMaxPoolGradSlots ? planes : kMaxPoolGradSlots) : 1;
 }
 
-/// softmax_cross_entropy_grad of bf16 or f16 [N, C] logits without class weights, its result
-/// of the logits' dtype and its incoming gradient of theirs or f32 (plait-fuse-loss-cast's
-/// form), runs on the half-precision rows (LossKernels.cpp): each of lossRowSlots slots of C
-/// floats of workspace takes a row widened, its f32 gradient row, and rounds it into the
-/// result. Other half-precision calls are staged through f32 copies (runStagedInF32).
-inline bool halfLossGradRows(DType input, DType grad, DType out, size_t rank, size_t operands) {
+/// softmax_cross_entropy_grad of bf16 or f16 [N, C, d...] logits, its result of the logits'
+/// dtype, its incoming gradient of theirs or f32 and its class weights (`weight`; null: none)
+/// f32 (plait-fuse-loss-cast's form), runs on the half-precision positions (LossKernels.cpp):
+/// each of lossRowSlots slots of C floats of workspace takes a position's classes widened,
+/// their f32 gradient, and rounds it into the result. Other half-precision calls are staged
+/// through f32 copies (runStagedInF32).
+inline bool halfLossGradRows(DType input, DType grad, DType out, const DType *weight) {
   bool half = input == DType::BF16 || input == DType::F16;
-  return half && out == input && (grad == input || grad == DType::F32) && rank == 2 &&
-         operands == 3;
+  return half && out == input && (grad == input || grad == DType::F32) &&
+         (!weight || *weight == DType::F32);
 }
-/// softmax_cross_entropy of bf16 or f16 [N, C] logits without class weights with an f32
-/// result (plait-fuse-loss-cast's form of the loss of their cast to f32) runs on the rows
-/// the same way: each row widened into a slot, its loss computed as for f32 logits.
-inline bool halfLossRows(DType input, DType out, size_t rank, size_t operands) {
-  return (input == DType::BF16 || input == DType::F16) && out == DType::F32 && rank == 2 &&
-         operands == 2;
+/// softmax_cross_entropy of bf16 or f16 [N, C, d...] logits with an f32 result and f32 class
+/// weights or none (plait-fuse-loss-cast's form of the loss of their cast to f32) runs on the
+/// positions the same way: each position's classes widened into a slot, its loss computed as
+/// for f32 logits.
+inline bool halfLossRows(DType input, DType out, const DType *weight) {
+  return (input == DType::BF16 || input == DType::F16) && out == DType::F32 &&
+         (!weight || *weight == DType::F32);
 }
 inline constexpr int64_t kLossRowSlots = 8;
 inline int64_t lossRowSlots(int64_t rows) {

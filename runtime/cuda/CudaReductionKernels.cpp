@@ -229,7 +229,8 @@ template <bool kFromLogits> Status lossKernel(const CudaKernelCall &call) {
     return {};
   return launched(launchLoss(kFromLogits, code(input.dtype), code(target.dtype),
                              code(out.dtype), input.data, target.data,
-                             weight ? weight->data : nullptr, out.data, g,
+                             weight ? weight->data : nullptr,
+                             weight ? code(weight->dtype) : code(input.dtype), out.data, g,
                              static_cast<double *>(work), call.deviceError, call.errorTag,
                              call.stream),
                   kName);
@@ -261,7 +262,8 @@ template <bool kFromLogits> Status lossGradKernel(const CudaKernelCall &call) {
     return {};
   return launched(launchLossGrad(kFromLogits, code(input.dtype), code(target.dtype),
                                  code(grad.dtype), input.data, target.data, grad.data,
-                                 weight ? weight->data : nullptr, out.data, g,
+                                 weight ? weight->data : nullptr,
+                                 weight ? code(weight->dtype) : code(input.dtype), out.data, g,
                                  static_cast<double *>(work), call.deviceError, call.errorTag,
                                  call.stream),
                   kName);

@@ -393,11 +393,14 @@ MODELS = {"conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gat
           "volumetric": Volumetric}
 
 
-def train_torch(model, data, steps):
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+def train_torch(model, data, steps, batch=BATCH, optimizer=None):
+    """PyTorch's per-step losses and final weights, `batch` samples a step (SGD with this
+    file's momentum unless `optimizer`, a function of the parameters, makes another)."""
+    opt = (optimizer or (lambda p: torch.optim.SGD(p, lr=LR, momentum=MOMENTUM)))(
+        model.parameters())
     losses = []
     for s in range(steps):
-        args = [torch.from_numpy(data[k][s * BATCH:(s + 1) * BATCH]) for k in model.inputs]
+        args = [torch.from_numpy(data[k][s * batch:(s + 1) * batch]) for k in model.inputs]
         loss = model(*args)
         opt.zero_grad()
         loss.backward()

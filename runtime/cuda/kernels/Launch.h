@@ -161,20 +161,21 @@ struct LossGeometry {
 };
 /// Doubles of workspace a loss or loss gradient needs.
 inline int64_t lossWorkspaceDoubles(const LossGeometry &g) { return 2 * g.batch * g.spatial + 1; }
-/// softmax_cross_entropy (fromLogits) or nll_loss. `weight` may be null; out-of-range targets
-/// write `errorTag` to `deviceError` and count as ignored.
+/// softmax_cross_entropy (fromLogits) or nll_loss. `weight` (of `weightDtype`: the input's,
+/// or f32 for half-precision input) may be null; out-of-range targets write `errorTag` to
+/// `deviceError` and count as ignored.
 /// The loss is of the input's `dtype`, or `outDtype` f32 for half-precision input.
 cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, int outDtype,
-                       const void *input, const void *target, const void *weight, void *out,
-                       const LossGeometry &g, double *workspace, int *deviceError,
-                       int errorTag, cudaStream_t stream);
+                       const void *input, const void *target, const void *weight,
+                       int weightDtype, void *out, const LossGeometry &g, double *workspace,
+                       int *deviceError, int errorTag, cudaStream_t stream);
 /// The gradient: of the input's `dtype`, from the loss's gradient `grad` of `gradDtype` (the
 /// input's, or f32 for a half-precision input: plait-fuse-loss-cast's form).
 cudaError_t launchLossGrad(bool fromLogits, int dtype, int targetDtype, int gradDtype,
                            const void *input, const void *target, const void *grad,
-                           const void *weight, void *out, const LossGeometry &g,
-                           double *workspace, int *deviceError, int errorTag,
-                           cudaStream_t stream);
+                           const void *weight, int weightDtype, void *out,
+                           const LossGeometry &g, double *workspace, int *deviceError,
+                           int errorTag, cudaStream_t stream);
 
 //===--- indexing (Indexing.cu) ----------------------------------------------------------===//
 

@@ -226,12 +226,19 @@ __device__ int64_t targetOf(const I *target, int64_t p, const LossGeometry &g) {
   return t;
 }
 
+/// The class weight of class t: from `weight` (the input's type), from `weight32` (f32 weights
+/// of half-precision input: plait-fuse-loss-cast's form), or 1 without weights.
+template <typename S>
+__device__ double classWeight(const S *weight, const float *weight32, int64_t t) {
+  return weight ? double(load(weight, t)) : weight32 ? double(weight32[t]) : 1.0;
+}
+
 /// Phase 1 of a loss: per position p (one block each), its loss and weight into `work`
 /// ([0, P) losses, [P, 2P) weights). Out-of-range targets flag `deviceError`.
 template <typename S, typename I>
 __global__ void lossPerPosition(bool fromLogits, const S *input, const I *target,
-                                const S *weight, LossGeometry g, double *work, int *deviceError,
-                                int errorTag) {
+                                const S *weight, const float *weight32, LossGeometry g,
+                                double *work, int *deviceError, int errorTag) {
   __shared__ double shared[kThreads];
   int64_t positions = g.batch * g.spatial;
   for (int64_t p = blockIdx.x; p < positions; p += gridDim.x) {
@@ -260,7 +267,7 @@ __global__ void lossPerPosition(bool fromLogits, const S *input, const I *target
       logp = (logp - m) - ::log(sum);
     }
     if (threadIdx.x == 0) {
-      double w = weight ? double(load(weight, t)) : 1.0;
+      double w = classWeight(weight, weight32, t);
       work[p] = -w * logp;
       work[positions + p] = w;
     }
@@ -298,8 +305,8 @@ __global__ void lossReduce(const LossGeometry g, double *work, S *out, bool writ
 /// gradient `grad` is of the input's type S, or f32 for a half-precision input.
 template <typename S, typename I, typename G>
 __global__ void lossGradPerPosition(bool fromLogits, const S *input, const I *target,
-                                    const G *grad, const S *weight, S *out, LossGeometry g,
-                                    const double *work) {
+                                    const G *grad, const S *weight, const float *weight32,
+                                    S *out, LossGeometry g, const double *work) {
   __shared__ double shared[kThreads];
   int64_t positions = g.batch * g.spatial;
   double normalizer = work[2 * positions];
@@ -314,7 +321,7 @@ __global__ void lossGradPerPosition(bool fromLogits, const S *input, const I *ta
       continue;
     }
     double gv = double(load(grad, g.reduction == 2 ? p : 0));
-    double w = weight ? double(load(weight, t)) : 1.0;
+    double w = classWeight(weight, weight32, t);
     double scale = w * gv / normalizer;
     if (fromLogits) {
       double m = -INFINITY;
@@ -563,12 +570,15 @@ cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x
 }
 
 cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, int outDtype,
-                       const void *input, const void *target, const void *weight, void *out,
-                       const LossGeometry &g, double *workspace, int *deviceError,
-                       int errorTag, cudaStream_t stream) {
+                       const void *input, const void *target, const void *weight,
+                       int weightDtype, void *out, const LossGeometry &g, double *workspace,
+                       int *deviceError, int errorTag, cudaStream_t stream) {
   int64_t positions = g.batch * g.spatial;
-  if (outDtype != dtype && outDtype != kF32)
+  if ((outDtype != dtype && outDtype != kF32) ||
+      (weight && weightDtype != dtype && weightDtype != kF32))
     return unsupported();
+  // f32 class weights of half-precision input (plait-fuse-loss-cast) are read as f32.
+  const bool weight32 = weight && weightDtype != dtype;
   bool ok = false;
   dispatchFloat(dtype, [&](auto tag) {
     using S = decltype(tag);
@@ -577,7 +587,9 @@ cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, int outDtype
       if (positions > 0)
         lossPerPosition<S, I><<<rowBlocks(positions), kThreads, 0, stream>>>(
             fromLogits, static_cast<const S *>(input), static_cast<const I *>(target),
-            static_cast<const S *>(weight), g, workspace, deviceError, errorTag);
+            weight32 ? nullptr : static_cast<const S *>(weight),
+            weight32 ? static_cast<const float *>(weight) : nullptr, g, workspace,
+            deviceError, errorTag);
       if (outDtype == dtype)
         lossReduce<S><<<1, kThreads, 0, stream>>>(g, workspace, static_cast<S *>(out), true);
       else // the f32 loss of half-precision input (plait-fuse-loss-cast)
@@ -590,30 +602,34 @@ cudaError_t launchLoss(bool fromLogits, int dtype, int targetDtype, int outDtype
 
 cudaError_t launchLossGrad(bool fromLogits, int dtype, int targetDtype, int gradDtype,
                            const void *input, const void *target, const void *grad,
-                           const void *weight, void *out, const LossGeometry &g,
-                           double *workspace, int *deviceError, int errorTag,
-                           cudaStream_t stream) {
+                           const void *weight, int weightDtype, void *out,
+                           const LossGeometry &g, double *workspace, int *deviceError,
+                           int errorTag, cudaStream_t stream) {
   int64_t positions = g.batch * g.spatial;
   if (positions == 0)
     return cudaSuccess;
-  if (gradDtype != dtype && gradDtype != kF32)
+  if ((gradDtype != dtype && gradDtype != kF32) ||
+      (weight && weightDtype != dtype && weightDtype != kF32))
     return unsupported();
+  const bool weight32 = weight && weightDtype != dtype; // as launchLoss
   bool ok = false;
   dispatchFloat(dtype, [&](auto tag) {
     using S = decltype(tag);
     ok = dispatchIndex(targetDtype, [&](auto indexTag) {
       using I = decltype(indexTag);
       // The normaliser needs every position's weight: phase 1 and the sum first.
+      const S *weightS = weight32 ? nullptr : static_cast<const S *>(weight);
+      const float *weightF = weight32 ? static_cast<const float *>(weight) : nullptr;
       lossPerPosition<S, I><<<rowBlocks(positions), kThreads, 0, stream>>>(
-          false, static_cast<const S *>(input), static_cast<const I *>(target),
-          static_cast<const S *>(weight), g, workspace, deviceError, errorTag);
+          false, static_cast<const S *>(input), static_cast<const I *>(target), weightS,
+          weightF, g, workspace, deviceError, errorTag);
       lossReduce<S><<<1, kThreads, 0, stream>>>(g, workspace, nullptr, false);
       auto launch = [&](auto gradTag) {
         using G = decltype(gradTag);
         lossGradPerPosition<S, I, G><<<rowBlocks(positions), kThreads, 0, stream>>>(
             fromLogits, static_cast<const S *>(input), static_cast<const I *>(target),
-            static_cast<const G *>(grad), static_cast<const S *>(weight),
-            static_cast<S *>(out), g, workspace);
+            static_cast<const G *>(grad), weightS, weightF, static_cast<S *>(out), g,
+            workspace);
       };
       if (gradDtype == dtype)
         launch(S{});

@@ -55,6 +55,18 @@ func.func @loss_weight_element_type(%x: tensor<8x10xf32>, %t: tensor<8xi64>, %w:
 
 // -----
 
+// The weights of bf16 logits are bf16, or f32 (plait-fuse-loss-cast's form), not f16; the
+// f32 form verifies (the loss below it alone would be an error).
+func.func @half_loss_weight_element_type(%x: tensor<8x10xbf16>, %t: tensor<8xi64>, %w: tensor<10xf32>, %h: tensor<10xf16>) {
+  %0 = plait.softmax_cross_entropy %x, %t, %w : (tensor<8x10xbf16>, tensor<8xi64>, tensor<10xf32>) -> tensor<f32>
+  // expected-error @+2 {{'plait.nll_loss' op weight has element type 'f16', input has 'bf16'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %1 = plait.nll_loss %x, %t, %h : (tensor<8x10xbf16>, tensor<8xi64>, tensor<10xf16>) -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @loss_reduction(%x: tensor<8x10xf32>, %t: tensor<8xi64>) {
   // expected-error @+2 {{'plait.softmax_cross_entropy' op reduction must be mean, sum or none, got 'avg'}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -163,13 +163,13 @@ TEST(AttentionKernels, Bf16ComputesInF32) {
   checkCase({1, 12, 12, 2, 8, 8, true}, DType::BF16, 2e-2, 2e-2);
 }
 
-// bf16 attention stages a few batch entries at a time (attentionStageEntries: here 2 of the
+// bf16 attention stages a few batch entries at a time (batchStageEntries: here 2 of the
 // 3, each q, k, v of an entry 2^19 elements), not the whole batch: the same bits as the f32
 // kernel on the widened operands, rounded; and a workspace of 2 entries per copy (the
 // harness checks the kernel used exactly what Workspace.cpp declares).
 TEST(AttentionKernels, Bf16StagesAFewBatchEntriesAtATime) {
   const int64_t B = 3, S = 64, H = 4, D = 2048;
-  ASSERT_EQ(attentionStageEntries(B, S * H * D), 2);
+  ASSERT_EQ(batchStageEntries(B, S * H * D), 2);
   const std::vector<int64_t> shape{B, S, H, D}, lseShape{B, H, S};
   std::vector<OwnedTensor> half, wide;
   for (uint32_t seed = 1; seed <= 4; ++seed) { // q, k, v, dout

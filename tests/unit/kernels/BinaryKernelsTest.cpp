@@ -188,6 +188,72 @@ TEST(BinaryKernels, HalfPrecisionArithmetic) {
   }
 }
 
+// bf16/f16 binary ops compute in f32 pieces of 2^20 result elements (Workspace.h
+// halfMapPiece), each operand's part widened into a buffer of its own: over three pieces, rows
+// that straddle them and every broadcast form, the bits of the f32 kernel on widened operands
+// (rounded; a comparison's bytes as they are). The harness checks the declared workspace.
+TEST(BinaryKernels, HalfPrecisionComputesInF32Pieces) {
+  struct Shapes {
+    std::vector<int64_t> a, b, out;
+  };
+  // Two pieces over rows of 600,001 (one straddles them), and small forms for every op.
+  const std::vector<Shapes> large = {{{2, 600001}, {2, 600001}, {2, 600001}},
+                                     {{2, 600001}, {600001}, {2, 600001}},
+                                     {{2, 1}, {2, 600001}, {2, 600001}},
+                                     {{2, 600001}, {}, {2, 600001}}};
+  const std::vector<Shapes> small = {{{3, 7}, {3, 7}, {3, 7}},
+                                     {{3, 1}, {7}, {3, 7}},
+                                     {{}, {3, 7}, {3, 7}},
+                                     {{2, 1, 3, 1}, {1, 2, 1, 2}, {2, 2, 3, 2}}};
+  auto widened = [](const OwnedTensor &half) {
+    std::vector<float> w = half.floats();
+    return makeFloat(DType::F32, half.view.shape, std::vector<double>(w.begin(), w.end()));
+  };
+  auto check = [&](DType dtype, const std::string &op, const Shapes &f) {
+    const bool pow = op == "pow", compare = op == "less" || op == "equal";
+    auto random = [&](const std::vector<int64_t> &shape, uint32_t seed) {
+      std::vector<float> r = randomFloats(shape, seed, pow ? 0.5 : -4, pow ? 2 : 4).floats();
+      if (!pow && r.size() > 7)
+        r[7] = std::nanf(""); // max and min propagate it
+      if (compare && r.size() > 9)
+        r[9] = 1; // and an equal pair
+      return makeFloat(dtype, shape, std::vector<double>(r.begin(), r.end()));
+    };
+    OwnedTensor a = random(f.a, 3), b = random(f.b, 4);
+    OwnedTensor f32 =
+        runOk(op, {widened(a), widened(b)}, compare ? DType::I1 : DType::F32, f.out);
+    OwnedTensor got = runOk(op, {a, b}, compare ? DType::I1 : dtype, f.out);
+    if (compare) {
+      EXPECT_EQ(got.values<uint8_t>(), f32.values<uint8_t>()) << op << " " << dtypeName(dtype);
+      return;
+    }
+    std::vector<float> want = f32.floats(), have = got.floats();
+    want = makeFloat(dtype, f.out, std::vector<double>(want.begin(), want.end())).floats();
+    ASSERT_EQ(have.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      if (!(have[i] == want[i] || (std::isnan(have[i]) && std::isnan(want[i]))))
+        FAIL() << op << " " << dtypeName(dtype) << " element " << i << ": " << have[i]
+               << " != " << want[i];
+  };
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    for (const char *op : {"add", "sub", "mul", "div", "max", "min", "pow", "less", "equal"})
+      for (const Shapes &f : small)
+        check(dtype, op, f);
+    for (const char *op : {"mul", "pow", "less"})
+      for (const Shapes &f : large)
+        check(dtype, op, f);
+  }
+  // pow by a scalar 2 or 3 is computed as products, as in f32.
+  for (double e : {2.0, 3.0}) {
+    OwnedTensor a = makeFloat(DType::BF16, {5}, {1.1, -2.3, 0.7, 3.9, -0.01});
+    OwnedTensor exponent = makeFloat(DType::BF16, {}, {e});
+    std::vector<float> want =
+        runOk("pow", {widened(a), widened(exponent)}, DType::F32, {5}).floats();
+    want = makeFloat(DType::BF16, {5}, std::vector<double>(want.begin(), want.end())).floats();
+    EXPECT_EQ(runOk("pow", {a, exponent}, DType::BF16, {5}).floats(), want) << e;
+  }
+}
+
 TEST(BinaryKernels, WhereBroadcastsEveryDtype) {
   auto cond = make<uint8_t>({2, 1}, {1, 0});
   auto x = make<float>({3}, {1, 2, 3});

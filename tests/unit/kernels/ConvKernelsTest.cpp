@@ -1,5 +1,8 @@
 // conv2d against PyTorch values and a direct (non-im2col) reference over many geometries.
+#include <cmath>
+
 #include "KernelTestSupport.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::test {
 namespace {
@@ -118,6 +121,55 @@ TEST(ConvKernels, HalfPrecision) {
                               makeFloat(DType::F16, {1, 1, 2, 2}, w)},
                    DType::F16, {1, 1, 2, 2}, convAttrs(c));
   EXPECT_TRUE(allClose(out.floats(), {6, 8, 12, 14}));
+}
+
+// bf16/f16 conv2d and conv2d_grad_input stage a few images at a time (Workspace.h
+// batchStagedWholeInputs: here 2 of the 3 images of 8 x 256 x 256, then 1), the weight and
+// bias whole; the harness checks each call used exactly the workspace Workspace.cpp
+// declares. On one thread the bits of the f32 kernel on widened operands, rounded; on two,
+// a slice of fewer images than threads splits its GEMMs, whose OpenBLAS calls may add in
+// another order: within a unit in bf16's last place.
+TEST(ConvKernels, HalfConvolutionsStageAFewImagesAtATime) {
+  ConvCase c{3, 8, 256, 256, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true};
+  const std::vector<int64_t> image{3, 8, 256, 256}, weight{8, 8, 3, 3};
+  ASSERT_EQ(batchStageEntries(3, 8 * 256 * 256), 2);
+  auto rounded = [](DType dtype, const OwnedTensor &f32) {
+    std::vector<float> w = f32.floats();
+    return makeFloat(dtype, f32.view.shape, std::vector<double>(w.begin(), w.end()));
+  };
+  for (int threads : {1, 2}) {
+    KernelThreads use(threads);
+    for (DType dt : {DType::BF16, DType::F16}) {
+      if (threads == 2 && dt == DType::F16)
+        continue;
+      SCOPED_TRACE(::testing::Message() << dtypeName(dt) << " on " << threads << " threads");
+      OwnedTensor x = rounded(dt, randomFloats(image, 1, -2, 2));
+      OwnedTensor w = rounded(dt, randomFloats(weight, 2, -0.5, 0.5));
+      OwnedTensor b = rounded(dt, randomFloats({8}, 3, -1, 1));
+      OwnedTensor dy = rounded(dt, randomFloats(image, 4, -1, 1));
+      auto wide = [&](const OwnedTensor &t) { return rounded(DType::F32, t); };
+      std::vector<float> got[2] = {
+          runOk("conv2d", {x, w, b}, dt, image, convAttrs(c)).floats(),
+          runOk("conv2d_grad_input", {dy, w}, dt, image, convAttrs(c)).floats()};
+      std::vector<float> want[2] = {
+          rounded(dt, runOk("conv2d", {wide(x), wide(w), wide(b)}, DType::F32, image,
+                            convAttrs(c)))
+              .floats(),
+          rounded(dt, runOk("conv2d_grad_input", {wide(dy), wide(w)}, DType::F32, image,
+                            convAttrs(c)))
+              .floats()};
+      for (int k = 0; k < 2; ++k) {
+        ASSERT_EQ(got[k].size(), want[k].size());
+        if (threads == 1) {
+          EXPECT_EQ(got[k], want[k]) << (k ? "conv2d_grad_input" : "conv2d");
+          continue;
+        }
+        for (size_t i = 0; i < want[k].size(); ++i)
+          ASSERT_NEAR(got[k][i], want[k][i], std::abs(want[k][i]) / 128 + 1e-6)
+              << (k ? "conv2d_grad_input" : "conv2d") << " element " << i;
+      }
+    }
+  }
 }
 
 TEST(ConvKernels, Errors) {

@@ -249,6 +249,69 @@ TEST(ConvGrad, MatchesBruteForceAdjointOverGeometries) {
   }
 }
 
+// A deep layer's conv2d_grad_weight (more filters than output pixels: Workspace.h
+// convGradWeightBlocked) takes the images in order into dw itself, its GEMMs in fixed blocks
+// of filters: within float rounding of the seven-loop reference, the same bits on 1 and 2
+// threads (the blocks do not depend on the thread count), one column matrix of workspace
+// and no copies of dw; grouped too. The harness checks the declared workspace.
+TEST(ConvGrad, DeepLayersSumImagesIntoDwInFilterBlocks) {
+  for (const ConvCase &c : {ConvCase{3, 16, 6, 6, 96, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+                            ConvCase{2, 8, 5, 5, 160, 3, 3, 2, {2, 2}, {1, 1, 1, 1}, {1, 1}}}) {
+    const int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
+    const int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+    ASSERT_TRUE(convGradWeightBlocked(c.m / c.group, oh * ow));
+    const std::vector<int64_t> xShape{c.n, c.c, c.h, c.w}, wShape{c.m, c.c / c.group, c.kh, c.kw},
+        yShape{c.n, c.m, oh, ow};
+    OwnedTensor x = randomFloats(xShape, 1, -1, 1), dy = randomFloats(yShape, 2, -1, 1);
+    OwnedTensor w = randomFloats(wShape, 3, -1, 1);
+    std::vector<double> dx, dw;
+    referenceConvGrads(c, x.doubles(), w.doubles(), dy.doubles(), dx, dw);
+    std::vector<float> byThreads[2];
+    for (int threads : {1, 2}) {
+      KernelThreads use(threads);
+      byThreads[threads - 1] =
+          runOk("conv2d_grad_weight", {x, dy}, DType::F32, wShape, convAttrs(c)).floats();
+    }
+    EXPECT_EQ(byThreads[0], byThreads[1]);
+    EXPECT_TRUE(allClose(byThreads[0], dw, 1e-4, 1e-4));
+  }
+}
+
+// bf16/f16 conv2d_grad_weight stages a few images at a time (here 2 of the 3 images of
+// 8 x 256 x 256, then 1) and sums their dw into one f32 dw, rounded at the end: within a
+// unit in the last place of the f32 kernel's dw on the widened operands (the images are
+// grouped differently), on one thread and on two; in the blocked form too. The harness
+// checks the declared workspace.
+TEST(ConvGrad, HalfWeightGradientStagesAFewImagesAtATime) {
+  ASSERT_EQ(batchStageEntries(3, 8 * 256 * 256), 2);
+  auto rounded = [](DType dtype, const OwnedTensor &f32) {
+    std::vector<float> w = f32.floats();
+    return makeFloat(dtype, f32.view.shape, std::vector<double>(w.begin(), w.end()));
+  };
+  for (const ConvCase &c : {ConvCase{3, 8, 256, 256, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+                            ConvCase{3, 16, 6, 6, 96, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}}})
+    for (int threads : {1, 2})
+      for (DType dt : {DType::BF16, DType::F16}) {
+        SCOPED_TRACE(::testing::Message() << dtypeName(dt) << " on " << threads << " threads, "
+                                          << c.c << " channels");
+        KernelThreads use(threads);
+        const std::vector<int64_t> xShape{c.n, c.c, c.h, c.w},
+            wShape{c.m, c.c / c.group, c.kh, c.kw}, yShape{c.n, c.m, c.h, c.w};
+        OwnedTensor x = rounded(dt, randomFloats(xShape, 4, -1, 1));
+        OwnedTensor dy = rounded(dt, randomFloats(yShape, 5, -1, 1));
+        std::vector<float> got =
+            runOk("conv2d_grad_weight", {x, dy}, dt, wShape, convAttrs(c)).floats();
+        std::vector<float> want =
+            rounded(dt, runOk("conv2d_grad_weight", {rounded(DType::F32, x), rounded(DType::F32, dy)},
+                              DType::F32, wShape, convAttrs(c)))
+                .floats();
+        ASSERT_EQ(got.size(), want.size());
+        const double ulp = dt == DType::BF16 ? 1.0 / 128 : 1.0 / 1024;
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], std::abs(want[i]) * ulp + 1e-6) << "element " << i;
+      }
+}
+
 TEST(ConvGrad, ShapeAndDtypeErrors) {
   ConvCase c{1, 2, 4, 4, 3, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}};
   auto w = makeFloat(DType::F32, {3, 2, 3, 3}, pattern(54, 5, -2, 0.5));

@@ -11,6 +11,13 @@
 
 namespace plait::rt::test {
 
+std::vector<double> OwnedTensor::doubles() const {
+  if (view.dtype == DType::F64)
+    return values<double>();
+  std::vector<float> f = floats();
+  return std::vector<double>(f.begin(), f.end());
+}
+
 std::vector<float> OwnedTensor::floats() const {
   std::vector<float> out(view.numel());
   for (size_t i = 0; i < out.size(); ++i) {

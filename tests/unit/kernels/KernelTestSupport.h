@@ -57,6 +57,8 @@ struct OwnedTensor {
   }
   /// Elements of a float tensor of any width, as float.
   std::vector<float> floats() const;
+  /// Elements of a float tensor of any width, as double (f64 exactly).
+  std::vector<double> doubles() const;
 };
 
 /// A tensor of dtypeOf<T>() holding `values` (uint8_t means i1).

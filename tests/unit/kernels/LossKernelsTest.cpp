@@ -98,51 +98,73 @@ TEST(LossKernels, HalfPrecision) {
 // softmax_cross_entropy_grad of bf16 or f16 logits with an f32 loss gradient (the form
 // plait-fuse-loss-cast writes) gives the bits of the cast to f32, the f32 gradient and the
 // cast back; with a gradient of the logits' type too. The f32 loss of the half logits is
-// the loss of their cast. 37 rows (more than the kernel's row
-// slots) of 1,000 classes in logits up to +-30 (the exponentials span many binades), every
-// reduction, targets ignored; on 2 threads.
+// the loss of their cast. [37, 1000] logits (more rows than the kernel's row slots) and
+// [7, 300, 5] ones (classes 5 apart: 35 positions), up to +-30 (the exponentials span many
+// binades), without and with f32 class weights, every reduction, targets ignored; on 2
+// threads.
 TEST(LossKernels, HalfLogitsLossAndGradientAreTheirCastsBitForBit) {
   KernelThreads threads(2);
-  const int64_t rows = 37, classes = 1000;
-  std::vector<float> x = randomFloats({rows, classes}, 11, -30, 30).floats();
-  std::vector<int64_t> t(rows);
-  for (int64_t r = 0; r < rows; ++r)
-    t[r] = r % 7 == 3 ? -100 : (r * 131) % classes;
-  OwnedTensor target = make<int64_t>({rows}, t);
-  for (DType half : {DType::BF16, DType::F16})
-    for (const char *r : {"mean", "sum", "none"}) {
-      Attrs attrs = AttrsBuilder().s("reduction", r).i("ignore_index", -100).build();
-      std::vector<int64_t> lossShape = std::string(r) == "none" ? std::vector<int64_t>{rows}
-                                                                : std::vector<int64_t>{};
-      int64_t n = std::string(r) == "none" ? rows : 1;
-      std::vector<double> g(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i)
-        g[size_t(i)] = 0.37 + 0.01 * double(i);
-      OwnedTensor logits = makeFloat(half, {rows, classes}, std::vector<double>(x.begin(), x.end()));
-      OwnedTensor wide = runOk("cast", {logits}, DType::F32, {rows, classes});
-      OwnedTensor grad = makeFloat(DType::F32, lossShape, g);
-      OwnedTensor f32 = runOk("softmax_cross_entropy_grad", {wide, target, grad}, DType::F32,
-                              {rows, classes}, attrs);
-      OwnedTensor expected = runOk("cast", {f32}, half, {rows, classes});
-      OwnedTensor got = runOk("softmax_cross_entropy_grad", {logits, target, grad}, half,
-                              {rows, classes}, attrs);
-      EXPECT_EQ(got.bytes, expected.bytes) << dtypeName(half) << " " << r;
-      // The loss: f32 from the half logits, the bits of the loss of their f32 cast.
-      EXPECT_EQ(runOk("softmax_cross_entropy", {logits, target}, DType::F32, lossShape, attrs)
-                    .bytes,
-                runOk("softmax_cross_entropy", {wide, target}, DType::F32, lossShape, attrs).bytes)
-          << dtypeName(half) << " " << r << ", the loss";
-      // A gradient of the logits' type: the kernel widens it as the staged path would.
-      OwnedTensor halfGrad = runOk("cast", {grad}, half, lossShape);
-      OwnedTensor wideGrad = runOk("cast", {halfGrad}, DType::F32, lossShape);
-      OwnedTensor f32b = runOk("softmax_cross_entropy_grad", {wide, target, wideGrad},
-                               DType::F32, {rows, classes}, attrs);
-      EXPECT_EQ(runOk("softmax_cross_entropy_grad", {logits, target, halfGrad}, half,
-                      {rows, classes}, attrs)
-                    .bytes,
-                runOk("cast", {f32b}, half, {rows, classes}).bytes)
-          << dtypeName(half) << " " << r << ", half gradient";
-    }
+  struct Case {
+    std::vector<int64_t> shape, targetShape;
+  };
+  for (const Case &c : {Case{{37, 1000}, {37}}, Case{{7, 300, 5}, {7, 5}}}) {
+    const int64_t classes = c.shape[1];
+    int64_t positions = 1;
+    for (int64_t d : c.targetShape)
+      positions *= d;
+    std::vector<float> x = randomFloats(c.shape, 11, -30, 30).floats();
+    std::vector<int64_t> t(static_cast<size_t>(positions));
+    for (int64_t p = 0; p < positions; ++p)
+      t[size_t(p)] = p % 7 == 3 ? -100 : (p * 131) % classes;
+    OwnedTensor target = make<int64_t>(c.targetShape, t);
+    OwnedTensor classWeights = randomFloats({classes}, 12, 0.25, 2);
+    for (bool weighted : {false, true})
+      for (DType half : {DType::BF16, DType::F16})
+        for (const char *r : {"mean", "sum", "none"}) {
+          SCOPED_TRACE(::testing::Message() << dtypeName(half) << " " << r << " rank "
+                                            << c.shape.size() << (weighted ? " weighted" : ""));
+          Attrs attrs = AttrsBuilder().s("reduction", r).i("ignore_index", -100).build();
+          const bool none = std::string(r) == "none";
+          std::vector<int64_t> lossShape = none ? c.targetShape : std::vector<int64_t>{};
+          int64_t n = none ? positions : 1;
+          std::vector<double> g(static_cast<size_t>(n));
+          for (int64_t i = 0; i < n; ++i)
+            g[size_t(i)] = 0.37 + 0.01 * double(i);
+          OwnedTensor logits = makeFloat(half, c.shape, std::vector<double>(x.begin(), x.end()));
+          OwnedTensor wide = runOk("cast", {logits}, DType::F32, c.shape);
+          OwnedTensor grad = makeFloat(DType::F32, lossShape, g);
+          // The operands after the logits and targets, the class weights last when given.
+          auto with = [&](std::vector<OwnedTensor> operands) {
+            if (weighted)
+              operands.push_back(classWeights);
+            return operands;
+          };
+          OwnedTensor f32 = runOk("softmax_cross_entropy_grad", with({wide, target, grad}),
+                                  DType::F32, c.shape, attrs);
+          OwnedTensor expected = runOk("cast", {f32}, half, c.shape);
+          OwnedTensor got = runOk("softmax_cross_entropy_grad", with({logits, target, grad}),
+                                  half, c.shape, attrs);
+          EXPECT_EQ(got.bytes, expected.bytes);
+          // The loss: f32 from the half logits, the bits of the loss of their f32 cast.
+          EXPECT_EQ(runOk("softmax_cross_entropy", with({logits, target}), DType::F32,
+                          lossShape, attrs)
+                        .bytes,
+                    runOk("softmax_cross_entropy", with({wide, target}), DType::F32, lossShape,
+                          attrs)
+                        .bytes)
+              << "the loss";
+          // A gradient of the logits' type: the kernel widens it as the staged path would.
+          OwnedTensor halfGrad = runOk("cast", {grad}, half, lossShape);
+          OwnedTensor wideGrad = runOk("cast", {halfGrad}, DType::F32, lossShape);
+          OwnedTensor f32b = runOk("softmax_cross_entropy_grad", with({wide, target, wideGrad}),
+                                   DType::F32, c.shape, attrs);
+          EXPECT_EQ(runOk("softmax_cross_entropy_grad", with({logits, target, halfGrad}), half,
+                          c.shape, attrs)
+                        .bytes,
+                    runOk("cast", {f32b}, half, c.shape).bytes)
+              << "half gradient";
+        }
+  }
 }
 
 TEST(LossKernels, Errors) {

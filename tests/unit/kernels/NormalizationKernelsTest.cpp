@@ -148,20 +148,74 @@ TEST(NormalizationKernels, AddNormsAreTheAddThenTheNorm) {
   EXPECT_EQ(r.status.message(), "add_layer_norm: residual has shape [4], expected [2, 4]");
 }
 
+// bf16/f16 softmaxes and norms along an axis past dimension 0 stage a few of its entries at a
+// time (rowWiseStaged, batchStageEntries: here 3 of the 5 entries of 300,000 elements, then
+// 2), the scale and bias whole: the bits of the f32 kernel on widened operands, rounded; the
+// add-norms the bits of the half add then the half norm. Along dimension 0 they stage whole
+// copies. The harness checks each call used exactly the workspace Workspace.cpp declares.
+TEST(NormalizationKernels, HalfRowWiseKernelsStageAFewEntriesAtATime) {
+  const std::vector<int64_t> shape{5, 300, 1000}, params{1000};
+  ASSERT_EQ(batchStageEntries(5, 300 * 1000), 3);
+  auto widened = [](const OwnedTensor &half) {
+    std::vector<float> w = half.floats();
+    return makeFloat(DType::F32, half.view.shape, std::vector<double>(w.begin(), w.end()));
+  };
+  auto rounded = [](DType dtype, const OwnedTensor &f32) {
+    std::vector<float> w = f32.floats();
+    return makeFloat(dtype, f32.view.shape, std::vector<double>(w.begin(), w.end()));
+  };
+  for (DType t : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtypeName(t));
+    OwnedTensor x = rounded(t, randomFloats(shape, 1, -3, 3));
+    OwnedTensor r = rounded(t, randomFloats(shape, 2, -3, 3));
+    OwnedTensor g = rounded(t, randomFloats(params, 3, 0.5, 1.5));
+    OwnedTensor b = rounded(t, randomFloats(params, 4, -1, 1));
+    for (int64_t axis : {-1, 1, 2}) {
+      const Attrs attrs = AttrsBuilder().i("axis", axis).build();
+      for (const char *op : {"softmax", "log_softmax"})
+        EXPECT_EQ(runOk(op, {x}, t, shape, attrs).bytes,
+                  rounded(t, runOk(op, {widened(x)}, DType::F32, shape, attrs)).bytes)
+            << op << " axis " << axis;
+    }
+    const Attrs last = AttrsBuilder().i("axis", -1).f("epsilon", 1e-5).build();
+    EXPECT_EQ(runOk("layer_norm", {x, g, b}, t, shape, last).bytes,
+              rounded(t, runOk("layer_norm", {widened(x), widened(g), widened(b)}, DType::F32,
+                               shape, last))
+                  .bytes);
+    EXPECT_EQ(runOk("rms_norm", {x, g}, t, shape, last).bytes,
+              rounded(t, runOk("rms_norm", {widened(x), widened(g)}, DType::F32, shape, last))
+                  .bytes);
+    for (bool rms : {false, true}) {
+      std::vector<OwnedTensor> inputs{x, r, g};
+      if (!rms)
+        inputs.push_back(b);
+      KernelResult fused = runKernel(rms ? "add_rms_norm" : "add_layer_norm", inputs,
+                                     {{t, shape}, {t, shape}}, last);
+      ASSERT_TRUE(fused.status.ok()) << fused.status.message();
+      OwnedTensor sum = runOk("add", {x, r}, t, shape);
+      std::vector<OwnedTensor> normInputs{sum, g};
+      if (!rms)
+        normInputs.push_back(b);
+      EXPECT_EQ(fused.out(1).bytes, sum.bytes) << rms;
+      EXPECT_EQ(fused.out(0).bytes,
+                runOk(rms ? "rms_norm" : "layer_norm", normInputs, t, shape, last).bytes)
+          << rms;
+    }
+  }
+  // Along dimension 0 (every row crosses it): whole copies, the same bits.
+  const std::vector<int64_t> small{6, 5};
+  OwnedTensor x = rounded(DType::BF16, randomFloats(small, 5, -3, 3));
+  const Attrs first = AttrsBuilder().i("axis", 0).build();
+  EXPECT_EQ(runOk("softmax", {x}, DType::BF16, small, first).bytes,
+            rounded(DType::BF16, runOk("softmax", {widened(x)}, DType::F32, small, first)).bytes);
+}
+
 /// The small case both gradient tests use: x [2, 4] (i * 1.5 - 2), scale, dy.
 struct NormGradCase {
   OwnedTensor x = make<float>({2, 4}, {-2, -0.5, 1, 2.5, 4, 5.5, 7, 8.5});
   OwnedTensor scale = make<float>({4}, {1, 2, 0.5, -1});
   OwnedTensor dy = make<float>({2, 4}, {0.5, -1, 2, 0.25, 1, 1.5, -0.5, -2});
 };
-
-/// A float tensor's elements in double (f64 exactly).
-std::vector<double> doubles(const OwnedTensor &t) {
-  if (t.view.dtype == DType::F64)
-    return t.values<double>();
-  std::vector<float> f = t.floats();
-  return {f.begin(), f.end()};
-}
 
 TEST(NormalizationKernels, LayerNormGrad) {
   NormGradCase c;
@@ -260,9 +314,9 @@ TEST(NormalizationKernels, LayerNormGradOverManyRowChunks) {
     ASSERT_TRUE(r.status.ok()) << r.status.message();
     // bf16: the inputs were rounded to 8 bits of mantissa, the reference's were not.
     double tol = t == DType::F64 ? 1e-9 : t == DType::F32 ? 1e-4 : 0.3;
-    EXPECT_TRUE(allClose(doubles(r.out(0)), dx, tol, tol));
-    EXPECT_TRUE(allClose(doubles(r.out(1)), dscale, tol * 10, tol));
-    EXPECT_TRUE(allClose(doubles(r.out(2)), dbias, tol * 10, tol));
+    EXPECT_TRUE(allClose(r.out(0).doubles(), dx, tol, tol));
+    EXPECT_TRUE(allClose(r.out(1).doubles(), dscale, tol * 10, tol));
+    EXPECT_TRUE(allClose(r.out(2).doubles(), dbias, tol * 10, tol));
   }
 }
 

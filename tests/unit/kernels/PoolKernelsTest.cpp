@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "KernelTestSupport.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::test {
 namespace {
@@ -103,6 +104,40 @@ TEST(PoolKernels, HalfPrecisionAndBatches) {
   auto out = runOk("max_pool2d", {makeFloat(DType::BF16, {2, 2, 2, 2}, v)}, DType::BF16,
                    {2, 2, 1, 1}, poolAttrs(2, 2, 0, 1, false));
   EXPECT_TRUE(allClose(out.floats(), {3, 7, 11, 15}));
+}
+
+// bf16/f16 pools and their gradients stage a few images at a time (Workspace.h
+// batchStagedWholeInputs: here 2 of the 3 images of 1 x 600 x 600, then 1): the bits of the
+// f32 kernels on widened operands, rounded (each window is computed alone), on one thread
+// and on two; the harness checks each call used exactly the workspace Workspace.cpp declares.
+TEST(PoolKernels, HalfPoolsStageAFewImagesAtATime) {
+  const std::vector<int64_t> image{3, 1, 600, 600}, pooled{3, 1, 300, 300};
+  ASSERT_EQ(batchStageEntries(3, 600 * 600), 2);
+  auto rounded = [](DType dtype, const OwnedTensor &f32) {
+    std::vector<float> w = f32.floats();
+    return makeFloat(dtype, f32.view.shape, std::vector<double>(w.begin(), w.end()));
+  };
+  const Attrs attrs = poolAttrs(3, 2, 1, 1, false);
+  for (int threads : {1, 2}) {
+    KernelThreads use(threads);
+    for (DType dt : {DType::BF16, DType::F16}) {
+      SCOPED_TRACE(::testing::Message() << dtypeName(dt) << " on " << threads << " threads");
+      OwnedTensor x = rounded(dt, randomFloats(image, 1, -2, 2));
+      OwnedTensor dy = rounded(dt, randomFloats(pooled, 2, -1, 1));
+      auto wide = [&](const OwnedTensor &t) { return rounded(DType::F32, t); };
+      for (const char *op : {"max_pool2d", "avg_pool2d"})
+        EXPECT_EQ(runOk(op, {x}, dt, pooled, attrs).bytes,
+                  rounded(dt, runOk(op, {wide(x)}, DType::F32, pooled, attrs)).bytes)
+            << op;
+      EXPECT_EQ(runOk("max_pool2d_grad", {x, dy}, dt, image, attrs).bytes,
+                rounded(dt, runOk("max_pool2d_grad", {wide(x), wide(dy)}, DType::F32, image,
+                                  attrs))
+                    .bytes);
+      EXPECT_EQ(runOk("avg_pool2d_grad", {dy}, dt, image, attrs).bytes,
+                rounded(dt, runOk("avg_pool2d_grad", {wide(dy)}, DType::F32, image, attrs))
+                    .bytes);
+    }
+  }
 }
 
 TEST(PoolKernels, Errors) {

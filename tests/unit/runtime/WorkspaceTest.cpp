@@ -51,13 +51,22 @@ TEST(KernelWorkspaceBytes, ChunksOfWhatEachKernelKeeps) {
   EXPECT_EQ(need("conv2d", {{DType::F64, {1, 3, 6, 6}}, {DType::F64, {8, 3, 1, 1}}},
                  {{DType::F64, {1, 8, 3, 3}}}, convAttrs({2, 2}, {0, 0, 0, 0})),
             256u);
-  // Elementwise kernels keep nothing; in half precision, an f32 copy per half tensor.
+  // Elementwise kernels keep nothing; in half precision, a binary op keeps two f32 buffers
+  // of a piece of its result (Workspace.h halfMapPiece), whatever its operands' shapes.
   EXPECT_EQ(need("add", {{DType::F32, {5}}, {DType::F32, {5}}}, {{DType::F32, {5}}}), 0u);
   EXPECT_EQ(need("add", {{DType::BF16, {5}}, {DType::BF16, {1}}}, {{DType::BF16, {5}}}),
-            3u * 64);
-  // 100 floats take 448 bytes; an empty tensor's copy still holds one element.
-  EXPECT_EQ(need("add", {{DType::F16, {100}}, {DType::F16, {0}}}, {{DType::F16, {100}}}),
-            448u + 64 + 448);
+            2u * 64);
+  // 100 floats take 448 bytes; an empty result's buffers still hold one element each.
+  EXPECT_EQ(need("mul", {{DType::F16, {100}}, {DType::F16, {1}}}, {{DType::F16, {100}}}),
+            2u * 448);
+  EXPECT_EQ(need("add", {{DType::F16, {0}}, {DType::F16, {1}}}, {{DType::F16, {0}}}), 2u * 64);
+  // A LLaMA's SwiGLU product, [8, 512, 1536] in bf16: two pieces of 2^20 floats (8 MiB), not
+  // f32 copies of both operands and the result (75 MB); a comparison's result is bytes.
+  const std::vector<int64_t> ffn{8, 512, 1536};
+  EXPECT_EQ(need("mul", {{DType::BF16, ffn}, {DType::BF16, ffn}}, {{DType::BF16, ffn}}),
+            2u * (4 << 20));
+  EXPECT_EQ(need("less", {{DType::BF16, ffn}, {DType::BF16, {1}}}, {{DType::I1, ffn}}),
+            2u * (4 << 20));
   // Logical ops never stage (half inputs are an error), so they need nothing.
   EXPECT_EQ(need("and", {{DType::BF16, {5}}, {DType::BF16, {5}}}, {{DType::I1, {5}}}), 0u);
   // Softmax along a non-innermost axis keeps a max (float) and a sum (double) per column.
@@ -254,17 +263,22 @@ TEST(PlanWorkspace, KernelsGivenTooLittleFailCleanly) {
   EXPECT_EQ(used, 1728u);
   EXPECT_EQ(y[0], 27.0f);
 
+  // A rank-1 softmax stages f32 copies of x and y (64 bytes each); the second fails.
   std::vector<uint16_t> a(5), b(5), c(5);
-  std::vector<rt::TensorView> halfIn{{a.data(), rt::DType::BF16, {5}},
-                                     {b.data(), rt::DType::BF16, {5}}};
+  std::vector<rt::TensorView> halfIn{{a.data(), rt::DType::BF16, {5}}};
   std::vector<rt::TensorView> halfOut{{c.data(), rt::DType::BF16, {5}}};
   rt::Attrs none;
-  s = rt::findKernel("add")(rt::KernelCall{halfIn, halfOut, none, 0, 1, workspace, 128, &used});
-  EXPECT_THAT(s.message(), HasSubstr("needs at least 192 workspace bytes, the call has 128"));
+  s = rt::findKernel("softmax")(
+      rt::KernelCall{halfIn, halfOut, none, 0, 1, workspace, 64, &used});
+  EXPECT_THAT(s.message(), HasSubstr("needs at least 128 workspace bytes, the call has 64"));
   EXPECT_EQ(halfIn[0].dtype, rt::DType::BF16);
-  EXPECT_EQ(halfIn[1].data, b.data());
+  EXPECT_EQ(halfIn[0].data, a.data());
   EXPECT_EQ(halfOut[0].dtype, rt::DType::BF16);
   EXPECT_EQ(halfOut[0].data, c.data());
+  // A half add keeps two f32 buffers of its result's piece.
+  halfIn.push_back({b.data(), rt::DType::BF16, {5}});
+  s = rt::findKernel("add")(rt::KernelCall{halfIn, halfOut, none, 0, 1, workspace, 64, &used});
+  EXPECT_THAT(s.message(), HasSubstr("needs at least 128 workspace bytes, the call has 64"));
 }
 
 } // namespace
