@@ -60,7 +60,7 @@ Status conv2dKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(planConv(call, s));
   if (hasHalfTensor(call)) // a few images at a time, the weight and bias whole
     return runStagedInF32Entries(call, &conv2dKernel,
-                                 uint32_t(batchStagedWholeInputs("conv2d")));
+                                 uint64_t(batchStagedWholeInputs("conv2d")));
   return dispatchF32F64("conv2d", call.inputs[0].dtype, [&](auto tag) -> Status {
     return convolve<decltype(tag)>(call, s);
   });

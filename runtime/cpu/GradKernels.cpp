@@ -294,7 +294,7 @@ Status conv2dGradInputKernel(const KernelCall &call) {
                                       call.inputs[0], "grad", s));
   if (hasHalfTensor(call)) // a few images at a time, the weight whole
     return runStagedInF32Entries(call, &conv2dGradInputKernel,
-                                 uint32_t(batchStagedWholeInputs("conv2d_grad_input")));
+                                 uint64_t(batchStagedWholeInputs("conv2d_grad_input")));
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
     return convGradInput<decltype(tag)>(call, s);
   });

@@ -318,8 +318,11 @@ Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel) {
   return status;
 }
 
+namespace {
+
+/// runStagedInF32Entries with `entries` entries a slice.
 Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t entries,
-                             uint32_t wholeInputs) {
+                             uint64_t wholeInputs) {
   auto &inputs = const_cast<std::vector<TensorView> &>(call.inputs);
   struct Slice {
     TensorView *view;
@@ -343,8 +346,7 @@ Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t
   int64_t batch = -1;
   for (auto *list : {&inputs, &call.outputs})
     for (TensorView &t : *list) {
-      const size_t index = size_t(&t - list->data());
-      const bool whole = list == &inputs && index < 32 && (wholeInputs >> index & 1) != 0;
+      const bool whole = list == &inputs && stagedWhole(wholeInputs, size_t(&t - list->data()));
       if ((!whole && (t.rank() == 0 || (batch >= 0 && t.shape[0] != batch))) ||
           count == kMaxStagedViews) {
         restore();
@@ -409,12 +411,14 @@ Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t
   return status;
 }
 
-Status runStagedInF32Entries(const KernelCall &call, KernelFn f32Kernel, uint32_t wholeInputs) {
+} // namespace
+
+Status runStagedInF32Entries(const KernelCall &call, KernelFn f32Kernel, uint64_t wholeInputs) {
   int64_t batch = -1, largest = 0;
   for (const std::vector<TensorView> *list : {&call.inputs, &std::as_const(call.outputs)})
     for (size_t i = 0; i < list->size(); ++i) {
       const TensorView &t = (*list)[i];
-      if ((list == &call.inputs && i < 32 && (wholeInputs >> i & 1) != 0) || t.rank() == 0)
+      if ((list == &call.inputs && stagedWhole(wholeInputs, i)) || t.rank() == 0)
         continue;
       batch = batch < 0 ? t.shape[0] : batch;
       if (isHalf(t.dtype) && batch > 0)
@@ -429,7 +433,9 @@ Status runStagedInF32Rows(const KernelCall &call, KernelFn f32Kernel, int64_t ax
   const TensorView &x = call.inputs[0];
   if (!rowWiseStaged(axis, int64_t(x.rank())))
     return runStagedInF32(call, f32Kernel);
-  return runStagedInF32Entries(call, f32Kernel, lowerRankInputs(call));
+  return runStagedInF32Entries(call, f32Kernel, lowerRankInputs(call.inputs.size(), [&](size_t i) {
+                                 return call.inputs[i].rank();
+                               }));
 }
 
 Status checkLikeParam(std::string_view kernel, std::string_view what, const TensorView &param,

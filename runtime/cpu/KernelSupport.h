@@ -226,34 +226,21 @@ Status runStagedInF32(const KernelCall &call, KernelFn f32Kernel);
 
 /// runStagedInF32 a few batch entries at a time, for kernels whose operands are [batch, ...]
 /// and whose batch entries are independent (attention and its gradient, the row-wise norms
-/// and softmaxes, the convolutions' forward and input gradient, the pools): `entries` entries
-/// of each half tensor widened into the workspace (one chunk per half tensor, inputs then
-/// outputs, each of `entries` of its entries, at least one element), the f32 kernel run on
-/// them with every operand's view narrowed to those entries, and the results narrowed back;
-/// then the next entries. 0 entries (an empty batch): nothing runs. The inputs whose bit is
-/// set in `wholeInputs` (a norm's scale and bias, a convolution's weight) are not sliced: a
-/// half one is widened whole, once, into its chunk in the same order.
-Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t entries,
-                             uint32_t wholeInputs = 0);
-
-/// runStagedInF32Batches with batchStageEntries entries (Workspace.h), sized by the largest
-/// entry of the half operands it slices.
+/// and softmaxes, the convolutions' forward and input gradient, the pools):
+/// batchStageEntries entries (Workspace.h, sized by the largest entry of the half operands it
+/// slices) of each half tensor widened into the workspace (one chunk per half tensor, inputs
+/// then outputs, at least one element each), the f32 kernel run on them with every operand's
+/// view narrowed to those entries, and the results narrowed back; then the next entries. An
+/// empty batch runs nothing. The inputs whose bit is set in `wholeInputs` (a norm's scale
+/// and bias, a convolution's weight) are not sliced: a half one is widened whole, once, into
+/// its chunk in the same order.
 Status runStagedInF32Entries(const KernelCall &call, KernelFn f32Kernel,
-                             uint32_t wholeInputs = 0);
+                             uint64_t wholeInputs = 0);
 
 /// A row-wise kernel's half-precision call along `axis` (Workspace.h rowWiseStaged): staged a
 /// few entries of dimension 0 at a time, its lower-rank inputs whole (runStagedInF32Entries),
 /// or along dimension 0 whole (runStagedInF32).
 Status runStagedInF32Rows(const KernelCall &call, KernelFn f32Kernel, int64_t axis);
-
-/// The inputs of a lower rank than input 0, a bit each (a norm's scale and bias).
-inline uint32_t lowerRankInputs(const KernelCall &call) {
-  uint32_t mask = 0;
-  for (size_t i = 1; i < call.inputs.size() && i < 32; ++i)
-    if (call.inputs[i].rank() < call.inputs[0].rank())
-      mask |= uint32_t(1) << i;
-  return mask;
-}
 
 /// True when any input or output of the call is bf16 or f16.
 bool hasHalfTensor(const KernelCall &call);

@@ -89,15 +89,11 @@ constexpr std::string_view kHalfBinaryKernels[] = {
     "greater", "greater_equal"};
 // clang-format on
 
-bool isHalfBinary(std::string_view kernel) {
-  return std::find(std::begin(kHalfBinaryKernels), std::end(kHalfBinaryKernels), kernel) !=
-         std::end(kHalfBinaryKernels);
+template <size_t N> bool listed(const std::string_view (&list)[N], std::string_view kernel) {
+  return std::find(std::begin(list), std::end(list), kernel) != std::end(list);
 }
-
-bool isHalfMap(std::string_view kernel) {
-  return std::find(std::begin(kHalfMapKernels), std::end(kHalfMapKernels), kernel) !=
-         std::end(kHalfMapKernels);
-}
+bool isHalfBinary(std::string_view kernel) { return listed(kHalfBinaryKernels, kernel); }
+bool isHalfMap(std::string_view kernel) { return listed(kHalfMapKernels, kernel); }
 
 // The row-wise kernels, which stage a few entries of dimension 0 at a time (rowWiseStaged).
 bool isRowWise(std::string_view kernel) {
@@ -359,18 +355,16 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   return 0;
 }
 
-/// A staged kernel's workspace: an f32 copy of `copyElements(t)` elements (at least one) of
-/// every half tensor t, inputs then outputs, then the f32 kernel's own workspace.
-template <typename CopyElements>
+/// runStagedInF32's workspace: an f32 copy of every half tensor (at least one element),
+/// inputs then outputs, then the f32 kernel's own workspace.
 uint64_t stagedBytes(std::string_view kernel, const std::vector<OperandType> &inputs,
-                     const std::vector<OperandType> &outputs, const LazyAttrs &attrs,
-                     CopyElements &&copyElements) {
+                     const std::vector<OperandType> &outputs, const LazyAttrs &attrs) {
   uint64_t bytes = 0;
   std::vector<OperandType> in = inputs, out = outputs;
   for (auto *list : {&in, &out})
     for (OperandType &t : *list)
       if (isHalfType(t.dtype)) {
-        bytes = saturatingAdd(bytes, chunk(std::max<uint64_t>(copyElements(t), 1), 4));
+        bytes = saturatingAdd(bytes, chunk(std::max<uint64_t>(numel(t), 1), 4));
         t.dtype = DType::F32;
       }
   return saturatingAdd(bytes, computeBytes(kernel, in, out, attrs));
@@ -388,7 +382,7 @@ uint64_t batchStagedBytes(std::string_view kernel, const std::vector<OperandType
   auto sliced = [&](const std::vector<OperandType> *list, size_t i) {
     if (list == &outputs)
       return !wholeOutputs && !(*list)[i].shape->empty();
-    return (i >= 32 || (wholeInputs >> i & 1) == 0) && !(*list)[i].shape->empty();
+    return !stagedWhole(wholeInputs, i) && !(*list)[i].shape->empty();
   };
   int64_t batch = -1;
   uint64_t largest = 0;
@@ -476,20 +470,18 @@ uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<Operand
     // (The kernels take no output of a lower rank.)
     const size_t rank = inputs[0].shape->size();
     size_t axis;
-    if (axisOf(attrs(), -1, rank, axis) && rowWiseStaged(int64_t(axis), int64_t(rank))) {
-      uint64_t whole = 0; // KernelSupport.h lowerRankInputs
-      for (size_t i = 1; i < inputs.size() && i < 32; ++i)
-        if (inputs[i].shape->size() < rank)
-          whole |= uint64_t(1) << i;
-      return batchStagedBytes(kernel, inputs, outputs, attrs, whole);
-    }
+    if (axisOf(attrs(), -1, rank, axis) && rowWiseStaged(int64_t(axis), int64_t(rank)))
+      return batchStagedBytes(kernel, inputs, outputs, attrs,
+                              lowerRankInputs(inputs.size(), [&](size_t i) {
+                                return inputs[i].shape->size();
+                              }));
   }
   if (kernel == "conv2d_grad_weight" && inputs.size() == 2 && outputs.size() == 1 &&
       !inputs[0].shape->empty())
     // halfConvGradWeight: slices of x and dy, one f32 dw summed over them.
     return batchStagedBytes(kernel, inputs, outputs, attrs, 0, true);
   // runStagedInF32: an f32 copy of every whole half tensor.
-  return stagedBytes(kernel, inputs, outputs, attrs, numel);
+  return stagedBytes(kernel, inputs, outputs, attrs);
 }
 
 } // namespace plait::rt

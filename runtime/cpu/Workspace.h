@@ -53,7 +53,7 @@ inline HalfGemmTile halfGemmTile(int64_t m, int64_t n, int64_t k) {
 }
 
 /// bf16/f16 attention and attention_grad stage through f32 a few batch entries at a time
-/// (runStagedInF32Batches), and so do the row-wise kernels (rowWiseStaged): as many as keep
+/// (runStagedInF32Entries), and so do the row-wise kernels (rowWiseStaged): as many as keep
 /// each staged copy within kBatchStageElements floats, at least one. `largestEntry`: the most
 /// elements one batch entry of any of their sliced half operands holds. 0 for an empty batch.
 inline constexpr int64_t kBatchStageElements = int64_t(1) << 20;
@@ -61,6 +61,21 @@ inline int64_t batchStageEntries(int64_t batch, int64_t largestEntry) {
   int64_t entries = largestEntry > 0 ? kBatchStageElements / largestEntry : batch;
   entries = entries < 1 ? 1 : entries;
   return batch < entries ? (batch < 0 ? 0 : batch) : entries;
+}
+
+/// Whether input `i` is staged whole under `wholeInputs`, a bit per input (the batch staging
+/// of KernelSupport.h runStagedInF32Entries and of the workspace rule).
+inline bool stagedWhole(uint64_t wholeInputs, size_t i) {
+  return i < 64 && (wholeInputs >> i & 1) != 0;
+}
+/// The inputs of a lower rank than input 0, a bit each (a norm's scale and bias, which a
+/// row-wise kernel stages whole); `rankOf(i)` gives input i's rank.
+template <typename RankOf> uint64_t lowerRankInputs(size_t inputs, RankOf &&rankOf) {
+  uint64_t mask = 0;
+  for (size_t i = 1; i < inputs && i < 64; ++i)
+    if (rankOf(i) < rankOf(0))
+      mask |= uint64_t(1) << i;
+  return mask;
 }
 
 /// The bf16/f16 kernels that stage through f32 a few entries of dimension 0 at a time
@@ -83,7 +98,7 @@ inline int64_t batchStagedWholeInputs(std::string_view kernel) {
 /// softmax, log_softmax, layer_norm, rms_norm, add_layer_norm and add_rms_norm of bf16/f16
 /// operands of rank `rank` along (normalised) `axis`: when the axis is not dimension 0, no
 /// row crosses dimension 0, and they stage a few of its entries at a time
-/// (runStagedInF32Batches, batchStageEntries); a norm's scale and bias, of a lower rank, are
+/// (runStagedInF32Entries, batchStageEntries); a norm's scale and bias, of a lower rank, are
 /// staged whole. Along dimension 0 they stage whole copies (runStagedInF32).
 inline bool rowWiseStaged(int64_t axis, int64_t rank) { return rank >= 2 && axis >= 1; }
 

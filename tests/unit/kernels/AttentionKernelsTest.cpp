@@ -21,11 +21,6 @@ struct Reference {
   std::vector<double> out, lse, dq, dk, dv;
 };
 
-std::vector<double> toDouble(const OwnedTensor &t) {
-  std::vector<float> f = t.floats();
-  return std::vector<double>(f.begin(), f.end());
-}
-
 Reference reference(const Case &c, double scale, const std::vector<double> &q,
                     const std::vector<double> &k, const std::vector<double> &v,
                     const std::vector<double> &dout) {
@@ -92,7 +87,7 @@ Reference reference(const Case &c, double scale, const std::vector<double> &q,
 /// A tensor of `dtype` holding `values` (rounded to it); `values` are then what it holds.
 OwnedTensor holding(DType dtype, std::vector<int64_t> shape, std::vector<double> &values) {
   OwnedTensor t = makeFloat(dtype, std::move(shape), values);
-  values = toDouble(t);
+  values = t.doubles();
   return t;
 }
 
@@ -103,10 +98,10 @@ void checkCase(const Case &c, DType dtype, double rtol, double atol) {
   const std::vector<int64_t> qShape{c.batch, c.queries, c.heads, c.dim},
       kShape{c.batch, c.keys, c.heads, c.dim}, vShape{c.batch, c.keys, c.heads, c.valueDim},
       oShape{c.batch, c.queries, c.heads, c.valueDim}, lseShape{c.batch, c.heads, c.queries};
-  std::vector<double> q = toDouble(randomFloats(qShape, 1, -1, 1));
-  std::vector<double> k = toDouble(randomFloats(kShape, 2, -1, 1));
-  std::vector<double> v = toDouble(randomFloats(vShape, 3, -1, 1));
-  std::vector<double> dout = toDouble(randomFloats(oShape, 4, -1, 1));
+  std::vector<double> q = randomFloats(qShape, 1, -1, 1).doubles();
+  std::vector<double> k = randomFloats(kShape, 2, -1, 1).doubles();
+  std::vector<double> v = randomFloats(vShape, 3, -1, 1).doubles();
+  std::vector<double> dout = randomFloats(oShape, 4, -1, 1).doubles();
   OwnedTensor qt = holding(dtype, qShape, q), kt = holding(dtype, kShape, k),
               vt = holding(dtype, vShape, v), dot = holding(dtype, oShape, dout);
   const double scale = 1.0 / std::sqrt(double(c.dim));
@@ -173,7 +168,7 @@ TEST(AttentionKernels, Bf16StagesAFewBatchEntriesAtATime) {
   const std::vector<int64_t> shape{B, S, H, D}, lseShape{B, H, S};
   std::vector<OwnedTensor> half, wide;
   for (uint32_t seed = 1; seed <= 4; ++seed) { // q, k, v, dout
-    std::vector<double> values = toDouble(randomFloats(shape, seed, -1, 1));
+    std::vector<double> values = randomFloats(shape, seed, -1, 1).doubles();
     half.push_back(holding(DType::BF16, shape, values));
     wide.push_back(makeFloat(DType::F32, shape, values));
   }
@@ -183,10 +178,10 @@ TEST(AttentionKernels, Bf16StagesAFewBatchEntriesAtATime) {
   KernelResult fwd32 = runKernel("attention", {wide[0], wide[1], wide[2]},
                                  {{DType::F32, shape}, {DType::F32, lseShape}}, attrs);
   ASSERT_TRUE(fwd.status.ok() && fwd32.status.ok()) << fwd.status.message();
-  std::vector<double> out32 = toDouble(fwd32.out(0));
+  std::vector<double> out32 = fwd32.out(0).doubles();
   EXPECT_EQ(fwd.out(0).floats(), holding(DType::BF16, shape, out32).floats());
   EXPECT_EQ(fwd.out(1).floats(), fwd32.out(1).floats());
-  std::vector<double> out = toDouble(fwd.out(0));
+  std::vector<double> out = fwd.out(0).doubles();
   KernelResult bwd = runKernel("attention_grad",
                                {half[0], half[1], half[2], fwd.out(0), fwd.out(1), half[3]},
                                {{DType::BF16, shape}, {DType::BF16, shape}, {DType::BF16, shape}},
@@ -197,7 +192,7 @@ TEST(AttentionKernels, Bf16StagesAFewBatchEntriesAtATime) {
                 {{DType::F32, shape}, {DType::F32, shape}, {DType::F32, shape}}, attrs);
   ASSERT_TRUE(bwd.status.ok() && bwd32.status.ok()) << bwd.status.message();
   for (int i = 0; i < 3; ++i) {
-    std::vector<double> grad32 = toDouble(bwd32.out(i));
+    std::vector<double> grad32 = bwd32.out(i).doubles();
     EXPECT_EQ(bwd.out(i).floats(), holding(DType::BF16, shape, grad32).floats()) << "result " << i;
   }
 }
