@@ -243,14 +243,6 @@ PLAIT_VECTOR_INLINE void walkRows(const BroadcastPlan<1> &plan, Cursor &at, int6
   }
 }
 
-/// A bf16 element's f32 value (bf16 is the top half of an f32: exact).
-PLAIT_VECTOR_INLINE float widenBf16(uint16_t bits) {
-  uint32_t wide = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &wide, sizeof f);
-  return f;
-}
-
 /// n bf16 elements widened to f32.
 PLAIT_SIMD_CLONES void widenBf16Tile(const uint16_t *in, float *out, int64_t n) {
   for (int64_t i = 0; i < n; ++i)

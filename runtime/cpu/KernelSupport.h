@@ -9,6 +9,7 @@
 
 #include "runtime/Kernel.h"
 #include "runtime/cpu/Dims.h"
+#include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 
@@ -217,6 +218,45 @@ template <typename Fn> Status dispatchBySize(DType t, Fn &&fn) {
 }
 
 inline bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+/// How a kernel reads and writes the elements of a dtype in its compute type `Value`: the
+/// numeric types as they are (Plain), and bf16/f16 (Stored: their bits) widened exactly to
+/// f32 and rounded back to nearest even, as a cast does. A kernel written over these computes
+/// half tensors element by element, without f32 copies of them, with the bits the f32 kernel
+/// gives on their widened copies.
+template <typename T> struct PlainElements {
+  using Stored = T;
+  using Value = T;
+  static T load(T v) { return v; }
+  static T store(T v) { return v; }
+};
+struct Bf16Elements {
+  using Stored = uint16_t;
+  using Value = float;
+  static float load(uint16_t v) { return widenBf16(v); }
+  static uint16_t store(float v) { return floatToBf16(v); }
+};
+struct F16Elements {
+  using Stored = uint16_t;
+  using Value = float;
+  static float load(uint16_t v) { return f16ToFloat(v); }
+  static uint16_t store(float v) { return floatToF16(v); }
+};
+
+/// dispatchF32F64 (kIntegers false) or dispatchNumeric (true) that also takes bf16 and f16:
+/// calls `fn(E{})` with E one of the element readers above.
+template <bool kIntegers, typename Fn>
+Status dispatchElements(std::string_view kernel, DType t, Fn &&fn) {
+  if (t == DType::BF16)
+    return fn(Bf16Elements{});
+  if (t == DType::F16)
+    return fn(F16Elements{});
+  auto plain = [&](auto tag) { return fn(PlainElements<decltype(tag)>{}); };
+  if constexpr (kIntegers)
+    return dispatchNumeric(kernel, t, plain);
+  else
+    return dispatchF32F64(kernel, t, plain);
+}
 
 /// Runs `f32Kernel` on copies of the call's bf16/f16 tensors widened to f32 and narrows the
 /// results back. Half precision on the CPU is a storage format: computing in f32 is what

@@ -288,41 +288,68 @@ PLAIT_SIMD_CLONES void normGradRow(const T *x, const T *scale, const T *dy, T *d
 /// (dx, dscale) over the axes from `axis` on. The rows split into normGradSlots (Workspace.h)
 /// fixed chunks, each summing its rows' parameter gradients into its own double copy; the
 /// copies are added in chunk order, so the result is the same on any number of threads.
+/// bf16/f16: the scale is widened once, and each row of x and dy into its chunk's f32 rows,
+/// where the f32 row computes dx (rounded back into the half dx): the bits of the f32 kernel
+/// on widened copies, without copies of the whole tensors.
 template <bool kRms> Status normGradKernel(const KernelCall &call) {
   constexpr const char *kName = kRms ? "rms_norm_grad" : "layer_norm_grad";
   int64_t axis;
   PLAIT_RETURN_IF_ERROR(checkNormCall(call, kName, NormCall::Grad, kRms, axis));
   const TensorView &x = call.inputs[0], &dy = call.inputs[2];
   const size_t params = call.outputs.size() - 1; // dscale (and dbias)
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &normGradKernel<kRms>);
   double eps = call.attrs.getFloat("epsilon", kRms ? 1e-6 : 1e-5);
   int64_t rows = product(x.shape, 0, axis), n = product(x.shape, axis, x.rank());
   int64_t slots = normGradSlots(rows, n);
-  Scratch scratch(call, kName);
-  double *acc = nullptr;
-  PLAIT_RETURN_IF_ERROR(scratch.take(slots * n * int64_t(params), acc));
-  std::fill(acc, acc + slots * n * int64_t(params), 0.0);
-  return dispatchF32F64(kName, x.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    const T *scale = call.inputs[1].as<T>();
+  return dispatchElements<false>(kName, x.dtype, [&](auto elements) -> Status {
+    using E = decltype(elements);
+    using S = typename E::Stored;
+    using T = typename E::Value;
+    constexpr bool kHalf = !std::is_same_v<S, T>;
+    Scratch scratch(call, kName);
+    double *acc = nullptr;
+    PLAIT_RETURN_IF_ERROR(scratch.take(slots * n * int64_t(params), acc));
+    std::fill(acc, acc + slots * n * int64_t(params), 0.0);
+    const T *scale = nullptr;
+    T *wide = nullptr; // half: the scale, then per chunk a row of x, of dy and of dx
+    if constexpr (kHalf) {
+      PLAIT_RETURN_IF_ERROR(scratch.take(n + slots * 3 * n, wide));
+      const S *halfScale = call.inputs[1].as<S>();
+      for (int64_t i = 0; i < n; ++i)
+        wide[i] = E::load(halfScale[i]);
+      scale = wide;
+    } else {
+      scale = call.inputs[1].as<T>();
+    }
     if (n > 0)
       parallelFor(slots, 1, [&](int64_t, int64_t begin, int64_t end) {
         for (int64_t slot = begin; slot < end; ++slot) {
           double *dscale = acc + slot * n * int64_t(params);
           double *dbias = params > 1 ? dscale + n : nullptr;
-          for (int64_t r = rows * slot / slots; r < rows * (slot + 1) / slots; ++r)
-            normGradRow<T, kRms>(x.as<T>() + r * n, scale, dy.as<T>() + r * n,
-                                 call.outputs[0].as<T>() + r * n, dscale, dbias, n, eps);
+          for (int64_t r = rows * slot / slots; r < rows * (slot + 1) / slots; ++r) {
+            const S *xr = x.as<S>() + r * n, *dyr = dy.as<S>() + r * n;
+            S *dxr = call.outputs[0].as<S>() + r * n;
+            if constexpr (kHalf) {
+              T *wx = wide + n + slot * 3 * n, *wdy = wx + n, *wdx = wdy + n;
+              for (int64_t i = 0; i < n; ++i) {
+                wx[i] = E::load(xr[i]);
+                wdy[i] = E::load(dyr[i]);
+              }
+              normGradRow<T, kRms>(wx, scale, wdy, wdx, dscale, dbias, n, eps);
+              for (int64_t i = 0; i < n; ++i)
+                dxr[i] = E::store(wdx[i]);
+            } else {
+              normGradRow<T, kRms>(xr, scale, dyr, dxr, dscale, dbias, n, eps);
+            }
+          }
         }
       });
     for (size_t p = 0; p < params; ++p) {
-      T *out = call.outputs[p + 1].as<T>();
+      S *out = call.outputs[p + 1].as<S>();
       for (int64_t i = 0; i < n; ++i) {
         double total = 0;
         for (int64_t slot = 0; slot < slots; ++slot)
           total += acc[(slot * int64_t(params) + int64_t(p)) * n + i];
-        out[i] = T(total);
+        out[i] = E::store(T(total));
       }
     }
     return Status();

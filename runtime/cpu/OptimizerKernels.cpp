@@ -21,6 +21,7 @@
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -59,12 +60,8 @@ void forGradPieces(const TensorView &g, int64_t begin, int64_t end, Body &&body)
   for (int64_t b = begin; b < end; b += kPiece) {
     const int64_t n = std::min(kPiece, end - b);
     if (g.dtype == DType::BF16)
-      for (int64_t i = 0; i < n; ++i) { // bf16 is the top half of an f32: bf16ToFloat inline
-        uint32_t bits = uint32_t(half[b + i]) << 16;
-        float f;
-        std::memcpy(&f, &bits, sizeof f);
-        wide[i] = T(f);
-      }
+      for (int64_t i = 0; i < n; ++i)
+        wide[i] = T(widenBf16(half[b + i]));
     else
       for (int64_t i = 0; i < n; ++i)
         wide[i] = T(f16ToFloat(half[b + i]));

@@ -1,4 +1,6 @@
 // Reduction kernels: reduce_{sum,mean,max,min,prod} over a set of axes, argmax and argmin.
+// bf16/f16 inputs are read element by element widened to f32 (no f32 copy), and give the
+// bits the f32 kernel gives on their widened copy.
 // Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
 // the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
 // this changes no result (it is clang's default).
@@ -68,11 +70,18 @@ struct Min {
 };
 
 /// target[i] += row[i] over a row of inputs that each add to their own sum (a reduction over
-/// an outer axis, such as a bias gradient's sum over the batch).
-template <typename Acc, typename T>
-PLAIT_SIMD_CLONES void addRowInto(Acc *target, const T *row, int64_t n) {
+/// an outer axis, such as a bias gradient's sum over the batch); E reads the elements
+/// (KernelSupport.h: bf16/f16 widen to f32).
+template <typename E, typename Acc>
+PLAIT_SIMD_CLONES void addRowInto(Acc *target, const typename E::Stored *row, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    target[i] += Acc(row[i]);
+    target[i] += Acc(E::load(row[i]));
+}
+
+/// The sum of a contiguous row of f32 values (or of bf16/f16 ones widened: the same bits as
+/// sumFloats on their widened copy).
+template <typename E> PLAIT_SIMD_CLONES double sumRow(const typename E::Stored *row, int64_t n) {
+  return blockedIndexSum<float>(n, [&](int64_t i) { return E::load(row[i]); });
 }
 
 /// The split of a reduction's row plan (operand 0 its accumulators, 0-strided along the
@@ -134,11 +143,12 @@ template <typename Op> Status reduceKernel(const KernelCall &call) {
                                      call.attrs.getBool("keepdims", true), outShape,
                                      keptShape));
   PLAIT_RETURN_IF_ERROR(checkShape(Op::kName, "output", out.shape, outShape));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &reduceKernel<Op>);
   constexpr bool kMean = std::is_same_v<Op, Mean>;
-  return dispatchNumeric(Op::kName, x.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
+  // bf16/f16 are read widened and accumulate as f32 does: no f32 copy of the input.
+  return dispatchElements<true>(Op::kName, x.dtype, [&](auto elements) -> Status {
+    using E = decltype(elements);
+    using S = typename E::Stored;
+    using T = typename E::Value;
     using Acc = typename Op::template Acc<T>;
     int64_t outCount = out.numel();
     // Walk the input in memory order; the output is the input "broadcast" along the reduced
@@ -150,32 +160,32 @@ template <typename Op> Status reduceKernel(const KernelCall &call) {
     Acc *acc; // workspace: one accumulator per output element, per block of rows
     PLAIT_RETURN_IF_ERROR(scratch.take(outCount * slots, acc));
     std::fill(acc, acc + outCount * slots, Op::template identity<T>());
-    const T *in = x.as<T>();
+    const S *in = x.as<S>();
     auto walk = [&](const BroadcastPlan<2> &part, const std::array<int64_t, 2> &base) {
       forEachRow(part, [&](int64_t, const std::array<int64_t, 2> &off, int64_t n,
                            const std::array<int64_t, 2> &stride) {
-        const T *row = in + base[1] + off[1];
+        const S *row = in + base[1] + off[1];
         Acc *target = acc + base[0] + off[0];
         if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) {
           if (std::is_same_v<T, float> && stride[0] == 0) { // a contiguous row into one sum
-            *target += sumFloats(reinterpret_cast<const float *>(row), n);
+            *target += sumRow<E>(row, n);
             return;
           }
         }
         if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Mean>) {
           if (stride[0] != 0 && !std::is_integral_v<T>) {
-            addRowInto(target, row, n);
+            addRowInto<E>(target, row, n);
             return;
           }
         }
         if (stride[0] == 0) {
           Acc a = *target;
           for (int64_t i = 0; i < n; ++i)
-            a = Op::combine(a, row[i]);
+            a = Op::combine(a, E::load(row[i]));
           *target = a;
         } else {
           for (int64_t i = 0; i < n; ++i)
-            target[i] = Op::combine(target[i], row[i]);
+            target[i] = Op::combine(target[i], E::load(row[i]));
         }
       });
     };
@@ -212,10 +222,10 @@ template <typename Op> Status reduceKernel(const KernelCall &call) {
       walk(plan, {0, 0});
     }
     int64_t count = outCount == 0 ? 0 : x.numel() / outCount;
-    T *result = out.as<T>();
+    S *result = out.as<S>();
     parallelFor(outCount, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
-        result[i] = finish<T>(acc[i], kMean, count);
+        result[i] = E::store(finish<T>(acc[i], kMean, count));
     });
     return Status();
   });
@@ -239,27 +249,27 @@ template <bool kMax> Status argKernel(const KernelCall &call) {
   int64_t outer = product(x.shape, 0, axis), inner = product(x.shape, axis + 1, x.rank());
   if (n == 0 && outer * inner > 0)
     return Status::errorf("{}: axis {} has size 0", kName, axis);
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &argKernel<kMax>);
   bool selectLast = call.attrs.getBool("select_last_index", false);
-  return dispatchNumeric(kName, x.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    const T *in = x.as<T>();
+  return dispatchElements<true>(kName, x.dtype, [&](auto elements) -> Status {
+    using E = decltype(elements);
+    using S = typename E::Stored;
+    using T = typename E::Value; // bf16/f16 compare widened to f32
+    const S *in = x.as<S>();
     int64_t *index = out.as<int64_t>();
     Scratch scratch(call, kName);
     T *best; // workspace: the best value so far of each column of a block
     PLAIT_RETURN_IF_ERROR(scratch.take(inner, best));
     for (int64_t o = 0; o < outer; ++o) {
-      const T *block = in + o * n * inner;
+      const S *block = in + o * n * inner;
       int64_t *blockIndex = index + o * inner;
       for (int64_t j = 0; j < inner; ++j) {
-        best[j] = block[j];
+        best[j] = E::load(block[j]);
         blockIndex[j] = 0;
       }
       for (int64_t k = 1; k < n; ++k) {
-        const T *row = block + k * inner;
+        const S *row = block + k * inner;
         for (int64_t j = 0; j < inner; ++j) {
-          T v = row[j], b = best[j];
+          T v = E::load(row[j]), b = best[j];
           bool vNan = v != v, bNan = b != b;
           bool wins = kMax ? (selectLast ? v >= b : v > b) : (selectLast ? v <= b : v < b);
           bool take = bNan ? (selectLast && vNan) : (vNan || wins);

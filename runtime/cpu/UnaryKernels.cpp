@@ -275,14 +275,16 @@ template <typename T> T integerBound(double v, bool lower) {
   return T(r);
 }
 
+/// clamp over the numeric types; bf16/f16 elements are clamped widened to f32 and rounded
+/// back (no f32 copies): the f32 kernel's bits.
 Status clampKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkUnary(call, "clamp"));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &clampKernel);
   const TensorView &x = call.inputs[0];
   TensorView &y = call.outputs[0];
-  return dispatchNumeric("clamp", x.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
+  return dispatchElements<true>("clamp", x.dtype, [&](auto elements) -> Status {
+    using E = decltype(elements);
+    using S = typename E::Stored;
+    using T = typename E::Value;
     T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
     if constexpr (std::is_floating_point_v<T>) {
       lo = -std::numeric_limits<T>::infinity();
@@ -294,13 +296,13 @@ Status clampKernel(const KernelCall &call) {
     if (call.attrs.has("max"))
       hi = std::is_integral_v<T> ? integerBound<T>(call.attrs.getFloat("max", 0), false)
                                  : T(call.attrs.getFloat("max", 0));
-    const T *in = x.as<T>();
-    T *out = y.as<T>();
+    const S *in = x.as<S>();
+    S *out = y.as<S>();
     // std::max/std::min return their first argument on NaN, so NaN propagates; with
     // min > max every element becomes max, as in numpy.clip and ONNX Clip.
     parallelFor(x.numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
-        out[i] = std::min(std::max(in[i], lo), hi);
+        out[i] = E::store(std::min(std::max(E::load(in[i]), lo), hi));
     });
     return Status();
   });

@@ -33,6 +33,12 @@ inline int32_t floatToBits(float f) {
   return b;
 }
 
+/// A bf16 element's f32 value (bf16 is the top half of an f32: exact), as bf16ToFloat
+/// (runtime/Tensor.h) computes it, inline so that loops over bf16 elements vectorise.
+PLAIT_VECTOR_INLINE float widenBf16(uint16_t bits) {
+  return bitsToFloat(int32_t(uint32_t(bits) << 16));
+}
+
 /// x rounded to bf16 and widened back, as floatToBf16 / bf16ToFloat (runtime/Tensor.h) round
 /// it: to nearest even, NaN stays a (quiet) NaN. Branch-free, so that loops vectorise; a
 /// fused kernel rounds with it where the unfused bf16 kernels store their results.

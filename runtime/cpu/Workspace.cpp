@@ -55,17 +55,20 @@ uint64_t chunk(uint64_t count, uint64_t elementSize) {
 
 bool isHalfType(DType t) { return t == DType::BF16 || t == DType::F16; }
 
+/// The bytes of an element in the type kernels compute it in: bf16/f16 as f32
+/// (KernelSupport.h Bf16Elements, F16Elements).
+uint64_t valueBytes(DType t) { return isHalfType(t) ? 4 : elementBytes(t); }
+
 // The kernels that compute bf16/f16 through f32 copies (runStagedInF32; attention and the
 // row-wise kernels a few entries of dimension 0 at a time): every float kernel but matmul and
 // gemm (f32 tiles: halfGemmBytes), gather_grad (a tile of rows), the unary maps (pieces:
-// kHalfMapKernels) and the binary ops (pieces of their result: kHalfBinaryKernels).
+// kHalfMapKernels), the binary ops (pieces of their result: kHalfBinaryKernels), the
+// reductions and clamp (which read half elements widened: computeBytes, the reductions' with
+// f32 accumulators) and the norms' gradients (a row of each operand at a time in f32).
 // Movement, indexing, cast, where and the logical ops move or test elements as they are.
 // clang-format off
 constexpr std::string_view kStagedKernels[] = {
-    "clamp",
-    "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin",
     "softmax", "log_softmax", "layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm",
-    "layer_norm_grad", "rms_norm_grad",
     "conv2d",
     "max_pool2d", "avg_pool2d", "softmax_cross_entropy", "nll_loss",
     "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
@@ -265,7 +268,11 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
       return 0;
     uint64_t rows = product(x, 0, axis), n = product(x, axis, x.size());
     uint64_t slots = uint64_t(normGradSlots(clampedInt64(rows), clampedInt64(n)));
-    return chunk(saturatingMul(saturatingMul(n, slots), out.size() - 1), 8);
+    uint64_t sums = chunk(saturatingMul(saturatingMul(n, slots), out.size() - 1), 8);
+    if (!isHalfType(in[0].dtype))
+      return sums;
+    // bf16/f16: the scale widened, then a row of x, dy and dx in f32 per chunk
+    return saturatingAdd(sums, chunk(saturatingMul(n, saturatingAdd(1, saturatingMul(3, slots))), 4));
   }
   if (kernel == "gather_grad" && operands(2, 1) && isHalfType(out[0].dtype)) {
     // the normalised indices, then an f32 tile of gatherGradTileRows rows (GradKernels.cpp)
@@ -314,13 +321,12 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   }
   if ((kernel == "reduce_max" || kernel == "reduce_min") && operands(1, 1))
     return chunk(saturatingMul(numel(out[0]), reduceSlots(in[0], out[0], attrs())),
-                 elementBytes(in[0].dtype));
+                 valueBytes(in[0].dtype));
   if ((kernel == "argmax" || kernel == "argmin") && operands(1, 1)) { // best value per column
     size_t axis;
     if (!axisOf(attrs(), 0, in[0].shape->size(), axis))
       return 0;
-    return chunk(product(*in[0].shape, axis + 1, in[0].shape->size()),
-                 elementBytes(in[0].dtype));
+    return chunk(product(*in[0].shape, axis + 1, in[0].shape->size()), valueBytes(in[0].dtype));
   }
   if ((kernel == "softmax" || kernel == "log_softmax") && operands(1, 1)) {
     size_t axis;

@@ -205,10 +205,6 @@ TEST(BinaryKernels, HalfPrecisionComputesInF32Pieces) {
                                      {{3, 1}, {7}, {3, 7}},
                                      {{}, {3, 7}, {3, 7}},
                                      {{2, 1, 3, 1}, {1, 2, 1, 2}, {2, 2, 3, 2}}};
-  auto widened = [](const OwnedTensor &half) {
-    std::vector<float> w = half.floats();
-    return makeFloat(DType::F32, half.view.shape, std::vector<double>(w.begin(), w.end()));
-  };
   auto check = [&](DType dtype, const std::string &op, const Shapes &f) {
     const bool pow = op == "pow", compare = op == "less" || op == "equal";
     auto random = [&](const std::vector<int64_t> &shape, uint32_t seed) {
@@ -221,7 +217,7 @@ TEST(BinaryKernels, HalfPrecisionComputesInF32Pieces) {
     };
     OwnedTensor a = random(f.a, 3), b = random(f.b, 4);
     OwnedTensor f32 =
-        runOk(op, {widened(a), widened(b)}, compare ? DType::I1 : DType::F32, f.out);
+        runOk(op, {convertedTo(DType::F32, a), convertedTo(DType::F32, b)}, compare ? DType::I1 : DType::F32, f.out);
     OwnedTensor got = runOk(op, {a, b}, compare ? DType::I1 : dtype, f.out);
     if (compare) {
       EXPECT_EQ(got.values<uint8_t>(), f32.values<uint8_t>()) << op << " " << dtypeName(dtype);
@@ -248,7 +244,7 @@ TEST(BinaryKernels, HalfPrecisionComputesInF32Pieces) {
     OwnedTensor a = makeFloat(DType::BF16, {5}, {1.1, -2.3, 0.7, 3.9, -0.01});
     OwnedTensor exponent = makeFloat(DType::BF16, {}, {e});
     std::vector<float> want =
-        runOk("pow", {widened(a), widened(exponent)}, DType::F32, {5}).floats();
+        runOk("pow", {convertedTo(DType::F32, a), convertedTo(DType::F32, exponent)}, DType::F32, {5}).floats();
     want = makeFloat(DType::BF16, {5}, std::vector<double>(want.begin(), want.end())).floats();
     EXPECT_EQ(runOk("pow", {a, exponent}, DType::BF16, {5}).floats(), want) << e;
   }

@@ -133,29 +133,25 @@ TEST(ConvKernels, HalfConvolutionsStageAFewImagesAtATime) {
   ConvCase c{3, 8, 256, 256, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true};
   const std::vector<int64_t> image{3, 8, 256, 256}, weight{8, 8, 3, 3};
   ASSERT_EQ(batchStageEntries(3, 8 * 256 * 256), 2);
-  auto rounded = [](DType dtype, const OwnedTensor &f32) {
-    std::vector<float> w = f32.floats();
-    return makeFloat(dtype, f32.view.shape, std::vector<double>(w.begin(), w.end()));
-  };
   for (int threads : {1, 2}) {
     KernelThreads use(threads);
     for (DType dt : {DType::BF16, DType::F16}) {
       if (threads == 2 && dt == DType::F16)
         continue;
       SCOPED_TRACE(::testing::Message() << dtypeName(dt) << " on " << threads << " threads");
-      OwnedTensor x = rounded(dt, randomFloats(image, 1, -2, 2));
-      OwnedTensor w = rounded(dt, randomFloats(weight, 2, -0.5, 0.5));
-      OwnedTensor b = rounded(dt, randomFloats({8}, 3, -1, 1));
-      OwnedTensor dy = rounded(dt, randomFloats(image, 4, -1, 1));
-      auto wide = [&](const OwnedTensor &t) { return rounded(DType::F32, t); };
+      OwnedTensor x = convertedTo(dt, randomFloats(image, 1, -2, 2));
+      OwnedTensor w = convertedTo(dt, randomFloats(weight, 2, -0.5, 0.5));
+      OwnedTensor b = convertedTo(dt, randomFloats({8}, 3, -1, 1));
+      OwnedTensor dy = convertedTo(dt, randomFloats(image, 4, -1, 1));
+      auto wide = [&](const OwnedTensor &t) { return convertedTo(DType::F32, t); };
       std::vector<float> got[2] = {
           runOk("conv2d", {x, w, b}, dt, image, convAttrs(c)).floats(),
           runOk("conv2d_grad_input", {dy, w}, dt, image, convAttrs(c)).floats()};
       std::vector<float> want[2] = {
-          rounded(dt, runOk("conv2d", {wide(x), wide(w), wide(b)}, DType::F32, image,
+          convertedTo(dt, runOk("conv2d", {wide(x), wide(w), wide(b)}, DType::F32, image,
                             convAttrs(c)))
               .floats(),
-          rounded(dt, runOk("conv2d_grad_input", {wide(dy), wide(w)}, DType::F32, image,
+          convertedTo(dt, runOk("conv2d_grad_input", {wide(dy), wide(w)}, DType::F32, image,
                             convAttrs(c)))
               .floats()};
       for (int k = 0; k < 2; ++k) {

@@ -82,15 +82,12 @@ TEST(GatherGrad, HalfPrecisionSumsBlocksOfRowsInF32) {
       for (int64_t q = 0; q < count; ++q) // every block, with repeats, and negative ones
         idx[size_t(q)] = (q * 37) % 1300 - (q % 5 == 0 ? 1300 : 0);
       auto indices = make<int64_t>({count}, idx);
-      std::vector<float> r = randomFloats(c.grad, 11, -2, 2).floats();
-      auto half = makeFloat(dtype, c.grad, std::vector<double>(r.begin(), r.end()));
-      std::vector<float> widened = half.floats();
-      auto wide = makeFloat(DType::F32, c.grad, std::vector<double>(widened.begin(), widened.end()));
+      OwnedTensor half = convertedTo(dtype, randomFloats(c.grad, 11, -2, 2));
       Attrs axis = AttrsBuilder().i("axis", c.axis).build();
-      std::vector<float> f32 = runOk("gather_grad", {wide, indices}, DType::F32, c.out, axis).floats();
-      std::vector<float> want =
-          makeFloat(dtype, c.out, std::vector<double>(f32.begin(), f32.end())).floats();
-      EXPECT_EQ(runOk("gather_grad", {half, indices}, dtype, c.out, axis).floats(), want)
+      OwnedTensor f32 =
+          runOk("gather_grad", {convertedTo(DType::F32, half), indices}, DType::F32, c.out, axis);
+      EXPECT_EQ(runOk("gather_grad", {half, indices}, dtype, c.out, axis).bytes,
+                convertedTo(dtype, f32).bytes)
           << dtypeName(dtype) << " axis " << c.axis << " count " << count;
     }
 }
@@ -284,10 +281,6 @@ TEST(ConvGrad, DeepLayersSumImagesIntoDwInFilterBlocks) {
 // checks the declared workspace.
 TEST(ConvGrad, HalfWeightGradientStagesAFewImagesAtATime) {
   ASSERT_EQ(batchStageEntries(3, 8 * 256 * 256), 2);
-  auto rounded = [](DType dtype, const OwnedTensor &f32) {
-    std::vector<float> w = f32.floats();
-    return makeFloat(dtype, f32.view.shape, std::vector<double>(w.begin(), w.end()));
-  };
   for (const ConvCase &c : {ConvCase{3, 8, 256, 256, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
                             ConvCase{3, 16, 6, 6, 96, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}}})
     for (int threads : {1, 2})
@@ -297,12 +290,12 @@ TEST(ConvGrad, HalfWeightGradientStagesAFewImagesAtATime) {
         KernelThreads use(threads);
         const std::vector<int64_t> xShape{c.n, c.c, c.h, c.w},
             wShape{c.m, c.c / c.group, c.kh, c.kw}, yShape{c.n, c.m, c.h, c.w};
-        OwnedTensor x = rounded(dt, randomFloats(xShape, 4, -1, 1));
-        OwnedTensor dy = rounded(dt, randomFloats(yShape, 5, -1, 1));
+        OwnedTensor x = convertedTo(dt, randomFloats(xShape, 4, -1, 1));
+        OwnedTensor dy = convertedTo(dt, randomFloats(yShape, 5, -1, 1));
         std::vector<float> got =
             runOk("conv2d_grad_weight", {x, dy}, dt, wShape, convAttrs(c)).floats();
         std::vector<float> want =
-            rounded(dt, runOk("conv2d_grad_weight", {rounded(DType::F32, x), rounded(DType::F32, dy)},
+            convertedTo(dt, runOk("conv2d_grad_weight", {convertedTo(DType::F32, x), convertedTo(DType::F32, dy)},
                               DType::F32, wShape, convAttrs(c)))
                 .floats();
         ASSERT_EQ(got.size(), want.size());

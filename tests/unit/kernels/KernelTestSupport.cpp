@@ -78,6 +78,11 @@ OwnedTensor makeFloat(DType dtype, std::vector<int64_t> shape, const std::vector
   return t;
 }
 
+OwnedTensor convertedTo(DType dtype, const OwnedTensor &t) {
+  std::vector<double> values = t.doubles();
+  return makeFloat(dtype, t.view.shape, values);
+}
+
 KernelResult runKernel(const std::string &name, const std::vector<OwnedTensor> &inputs,
                        const std::vector<std::pair<DType, std::vector<int64_t>>> &outputs,
                        const Attrs &attrs) {

@@ -73,6 +73,10 @@ template <typename T> OwnedTensor make(std::vector<int64_t> shape, std::vector<T
 /// A float tensor of any float dtype (bf16/f16 rounded from `values`).
 OwnedTensor makeFloat(DType dtype, std::vector<int64_t> shape, const std::vector<double> &values);
 
+/// A float tensor's values in another float dtype: bf16/f16 widened to f32 exactly, f32
+/// rounded to bf16/f16 as a cast rounds (the staged kernels' reference in the half tests).
+OwnedTensor convertedTo(DType dtype, const OwnedTensor &t);
+
 /// An f32 tensor of values uniform in [lo, hi), from a generator seeded with `seed`.
 OwnedTensor randomFloats(std::vector<int64_t> shape, uint32_t seed, double lo = -3,
                          double hi = 3);

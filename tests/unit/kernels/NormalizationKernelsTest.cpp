@@ -156,34 +156,26 @@ TEST(NormalizationKernels, AddNormsAreTheAddThenTheNorm) {
 TEST(NormalizationKernels, HalfRowWiseKernelsStageAFewEntriesAtATime) {
   const std::vector<int64_t> shape{5, 300, 1000}, params{1000};
   ASSERT_EQ(batchStageEntries(5, 300 * 1000), 3);
-  auto widened = [](const OwnedTensor &half) {
-    std::vector<float> w = half.floats();
-    return makeFloat(DType::F32, half.view.shape, std::vector<double>(w.begin(), w.end()));
-  };
-  auto rounded = [](DType dtype, const OwnedTensor &f32) {
-    std::vector<float> w = f32.floats();
-    return makeFloat(dtype, f32.view.shape, std::vector<double>(w.begin(), w.end()));
-  };
   for (DType t : {DType::BF16, DType::F16}) {
     SCOPED_TRACE(dtypeName(t));
-    OwnedTensor x = rounded(t, randomFloats(shape, 1, -3, 3));
-    OwnedTensor r = rounded(t, randomFloats(shape, 2, -3, 3));
-    OwnedTensor g = rounded(t, randomFloats(params, 3, 0.5, 1.5));
-    OwnedTensor b = rounded(t, randomFloats(params, 4, -1, 1));
+    OwnedTensor x = convertedTo(t, randomFloats(shape, 1, -3, 3));
+    OwnedTensor r = convertedTo(t, randomFloats(shape, 2, -3, 3));
+    OwnedTensor g = convertedTo(t, randomFloats(params, 3, 0.5, 1.5));
+    OwnedTensor b = convertedTo(t, randomFloats(params, 4, -1, 1));
     for (int64_t axis : {-1, 1, 2}) {
       const Attrs attrs = AttrsBuilder().i("axis", axis).build();
       for (const char *op : {"softmax", "log_softmax"})
         EXPECT_EQ(runOk(op, {x}, t, shape, attrs).bytes,
-                  rounded(t, runOk(op, {widened(x)}, DType::F32, shape, attrs)).bytes)
+                  convertedTo(t, runOk(op, {convertedTo(DType::F32, x)}, DType::F32, shape, attrs)).bytes)
             << op << " axis " << axis;
     }
     const Attrs last = AttrsBuilder().i("axis", -1).f("epsilon", 1e-5).build();
     EXPECT_EQ(runOk("layer_norm", {x, g, b}, t, shape, last).bytes,
-              rounded(t, runOk("layer_norm", {widened(x), widened(g), widened(b)}, DType::F32,
+              convertedTo(t, runOk("layer_norm", {convertedTo(DType::F32, x), convertedTo(DType::F32, g), convertedTo(DType::F32, b)}, DType::F32,
                                shape, last))
                   .bytes);
     EXPECT_EQ(runOk("rms_norm", {x, g}, t, shape, last).bytes,
-              rounded(t, runOk("rms_norm", {widened(x), widened(g)}, DType::F32, shape, last))
+              convertedTo(t, runOk("rms_norm", {convertedTo(DType::F32, x), convertedTo(DType::F32, g)}, DType::F32, shape, last))
                   .bytes);
     for (bool rms : {false, true}) {
       std::vector<OwnedTensor> inputs{x, r, g};
@@ -204,10 +196,10 @@ TEST(NormalizationKernels, HalfRowWiseKernelsStageAFewEntriesAtATime) {
   }
   // Along dimension 0 (every row crosses it): whole copies, the same bits.
   const std::vector<int64_t> small{6, 5};
-  OwnedTensor x = rounded(DType::BF16, randomFloats(small, 5, -3, 3));
+  OwnedTensor x = convertedTo(DType::BF16, randomFloats(small, 5, -3, 3));
   const Attrs first = AttrsBuilder().i("axis", 0).build();
   EXPECT_EQ(runOk("softmax", {x}, DType::BF16, small, first).bytes,
-            rounded(DType::BF16, runOk("softmax", {widened(x)}, DType::F32, small, first)).bytes);
+            convertedTo(DType::BF16, runOk("softmax", {convertedTo(DType::F32, x)}, DType::F32, small, first)).bytes);
 }
 
 /// The small case both gradient tests use: x [2, 4] (i * 1.5 - 2), scale, dy.
@@ -318,6 +310,43 @@ TEST(NormalizationKernels, LayerNormGradOverManyRowChunks) {
     EXPECT_TRUE(allClose(r.out(1).doubles(), dscale, tol * 10, tol));
     EXPECT_TRUE(allClose(r.out(2).doubles(), dbias, tol * 10, tol));
   }
+}
+
+// bf16/f16 norm gradients widen the scale once and each row of x and dy into their chunk's
+// f32 rows (no whole f32 copies; the harness checks the workspace the rule declares): dx,
+// dscale and dbias have the bits of the f32 kernel on widened operands, rounded once, over
+// several chunks of rows and over two normalised axes.
+TEST(NormalizationKernels, HalfNormGradsWidenARowAtATime) {
+  const int64_t rows = 800;
+  ASSERT_GT(rt::normGradSlots(rows, 200), 1);
+  for (DType t : {DType::BF16, DType::F16})
+    for (int64_t axis : {1, 2}) {
+      const std::vector<int64_t> shape{rows, 2, 100};
+      const std::vector<int64_t> params(shape.begin() + axis, shape.end());
+      OwnedTensor x = convertedTo(t, randomFloats(shape, 1, 1, 5));
+      OwnedTensor g = convertedTo(t, randomFloats(params, 2, -2, 2));
+      OwnedTensor dy = convertedTo(t, randomFloats(shape, 3, -2, 2));
+      const Attrs attrs = AttrsBuilder().i("axis", axis).f("epsilon", 1e-5).build();
+      for (const char *op : {"layer_norm_grad", "rms_norm_grad"})
+        for (size_t results : {2, 3}) {
+          if (results == 3 && std::string(op) == "rms_norm_grad")
+            continue;
+          SCOPED_TRACE(std::string(op) + " " + dtypeName(t) + " axis " + std::to_string(axis) +
+                       " results " + std::to_string(results));
+          std::vector<std::pair<DType, std::vector<int64_t>>> half{{t, shape}, {t, params}},
+              f32{{DType::F32, shape}, {DType::F32, params}};
+          if (results == 3) {
+            half.push_back({t, params});
+            f32.push_back({DType::F32, params});
+          }
+          KernelResult got = runKernel(op, {x, g, dy}, half, attrs);
+          KernelResult want = runKernel(op, {convertedTo(DType::F32, x), convertedTo(DType::F32, g), convertedTo(DType::F32, dy)}, f32, attrs);
+          ASSERT_TRUE(got.status.ok()) << got.status.message();
+          ASSERT_TRUE(want.status.ok()) << want.status.message();
+          for (size_t o = 0; o < results; ++o)
+            EXPECT_EQ(got.out(o).bytes, convertedTo(t, want.out(o)).bytes) << "result " << o;
+        }
+    }
 }
 
 TEST(NormalizationKernels, NormGradErrors) {

@@ -113,28 +113,24 @@ TEST(PoolKernels, HalfPrecisionAndBatches) {
 TEST(PoolKernels, HalfPoolsStageAFewImagesAtATime) {
   const std::vector<int64_t> image{3, 1, 600, 600}, pooled{3, 1, 300, 300};
   ASSERT_EQ(batchStageEntries(3, 600 * 600), 2);
-  auto rounded = [](DType dtype, const OwnedTensor &f32) {
-    std::vector<float> w = f32.floats();
-    return makeFloat(dtype, f32.view.shape, std::vector<double>(w.begin(), w.end()));
-  };
   const Attrs attrs = poolAttrs(3, 2, 1, 1, false);
   for (int threads : {1, 2}) {
     KernelThreads use(threads);
     for (DType dt : {DType::BF16, DType::F16}) {
       SCOPED_TRACE(::testing::Message() << dtypeName(dt) << " on " << threads << " threads");
-      OwnedTensor x = rounded(dt, randomFloats(image, 1, -2, 2));
-      OwnedTensor dy = rounded(dt, randomFloats(pooled, 2, -1, 1));
-      auto wide = [&](const OwnedTensor &t) { return rounded(DType::F32, t); };
+      OwnedTensor x = convertedTo(dt, randomFloats(image, 1, -2, 2));
+      OwnedTensor dy = convertedTo(dt, randomFloats(pooled, 2, -1, 1));
+      auto wide = [&](const OwnedTensor &t) { return convertedTo(DType::F32, t); };
       for (const char *op : {"max_pool2d", "avg_pool2d"})
         EXPECT_EQ(runOk(op, {x}, dt, pooled, attrs).bytes,
-                  rounded(dt, runOk(op, {wide(x)}, DType::F32, pooled, attrs)).bytes)
+                  convertedTo(dt, runOk(op, {wide(x)}, DType::F32, pooled, attrs)).bytes)
             << op;
       EXPECT_EQ(runOk("max_pool2d_grad", {x, dy}, dt, image, attrs).bytes,
-                rounded(dt, runOk("max_pool2d_grad", {wide(x), wide(dy)}, DType::F32, image,
+                convertedTo(dt, runOk("max_pool2d_grad", {wide(x), wide(dy)}, DType::F32, image,
                                   attrs))
                     .bytes);
       EXPECT_EQ(runOk("avg_pool2d_grad", {dy}, dt, image, attrs).bytes,
-                rounded(dt, runOk("avg_pool2d_grad", {wide(dy)}, DType::F32, image, attrs))
+                convertedTo(dt, runOk("avg_pool2d_grad", {wide(dy)}, DType::F32, image, attrs))
                     .bytes);
     }
   }

@@ -103,6 +103,41 @@ TEST(ReductionKernels, HalfPrecision) {
   EXPECT_TRUE(allClose(out.floats(), {4, 6}));
 }
 
+// bf16/f16 reductions read their elements widened, with no f32 copy of the input (runOk
+// checks the workspace is the accumulators the rule declares), and give the bits of the f32
+// kernel on the widened copy, rounded once: over contiguous rows (one longer than a 1,024
+// block of the f32 sum), outer axes split into blocks of rows, middle axes and every axis.
+TEST(ReductionKernels, HalfPrecisionReadsElementsWidened) {
+  struct Form {
+    std::vector<int64_t> shape, axes, out;
+  };
+  const std::vector<Form> forms = {{{3, 2500}, {1}, {3}},
+                                   {{5000, 3}, {0}, {3}},
+                                   {{4, 3, 5, 6}, {0, 2, 3}, {3}},
+                                   {{4, 6, 5}, {1}, {4, 5}},
+                                   {{7, 9}, {}, {}}};
+  for (DType dtype : {DType::BF16, DType::F16})
+    for (const Form &f : forms)
+      for (const char *op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
+        const bool prod = std::string(op) == "reduce_prod";
+        OwnedTensor x = convertedTo(dtype, randomFloats(f.shape, 11, prod ? 0.9 : -4, prod ? 1.1 : 4));
+        Attrs attrs = axesAttrs(f.axes, false);
+        OwnedTensor want = runOk(op, {convertedTo(DType::F32, x)}, DType::F32, f.out, attrs);
+        EXPECT_EQ(runOk(op, {x}, dtype, f.out, attrs).bytes, convertedTo(dtype, want).bytes)
+            << op << " " << dtypeName(dtype) << " over " << f.shape.size() << "-d";
+      }
+  // A NaN poisons max and min; argmax and argmin pick the widened extreme (first NaN wins).
+  OwnedTensor x = makeFloat(DType::BF16, {2, 4}, {1, std::nan(""), 3, 2, 5, 7, 7, -1});
+  std::vector<float> max = runOk("reduce_max", {x}, DType::BF16, {2}, axesAttrs({1}, false)).floats();
+  EXPECT_TRUE(std::isnan(max[0]));
+  EXPECT_EQ(max[1], 7);
+  Attrs arg = AttrsBuilder().i("axis", 1).i("keepdims", 0).build();
+  EXPECT_EQ(runOk("argmax", {x}, DType::I64, {2}, arg).values<int64_t>(),
+            (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(runOk("argmin", {x}, DType::I64, {2}, arg).values<int64_t>(),
+            (std::vector<int64_t>{1, 3}));
+}
+
 TEST(ReductionKernels, ArgMaxArgMin) {
   auto x = make<float>({2, 3}, {1, 5, 5, 7, 0, 7});
   auto attrs = [](int64_t axis, bool keepdims, bool last) {
