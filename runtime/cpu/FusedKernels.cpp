@@ -243,22 +243,6 @@ PLAIT_VECTOR_INLINE void walkRows(const BroadcastPlan<1> &plan, Cursor &at, int6
   }
 }
 
-/// n bf16 elements widened to f32.
-PLAIT_SIMD_CLONES void widenBf16Tile(const uint16_t *in, float *out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = widenBf16(in[i]);
-}
-
-/// n f32 values rounded to bf16 as the cast kernel rounds (floatToBf16: nearest even).
-PLAIT_SIMD_CLONES void narrowBf16Tile(const float *in, uint16_t *out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float r = roundToBf16(in[i]);
-    uint32_t bits;
-    std::memcpy(&bits, &r, sizeof bits);
-    out[i] = uint16_t(bits >> 16);
-  }
-}
-
 /// An i1 element's value in a register: 1.0f for any nonzero byte, else 0.0f (as the logical
 /// kernels read i1).
 PLAIT_VECTOR_INLINE float widenTruth(uint8_t byte) { return byte != 0 ? 1.0f : 0.0f; }
@@ -287,7 +271,7 @@ inline float loadElement(const void *data, Element e, int64_t i) {
 /// n consecutive elements of an input from element `first`, widened into `out`.
 void widenTile(const void *data, Element e, int64_t first, float *out, int64_t n) {
   if (e == Element::Bf16)
-    widenBf16Tile(static_cast<const uint16_t *>(data) + first, out, n);
+    widenBf16Row(static_cast<const uint16_t *>(data) + first, out, n);
   else if (e == Element::Truth)
     widenTruthTile(static_cast<const uint8_t *>(data) + first, out, n);
   else
@@ -504,7 +488,7 @@ Status fusedElementwiseKernel(const KernelCall &call) {
       for (size_t o = 0; o < outputs.size(); ++o) {
         if (!acc[o]) {
           if (halfOut[o])
-            narrowBf16Tile(values[o], call.outputs[o].as<uint16_t>() + begin, n);
+            narrowBf16Row(values[o], call.outputs[o].as<uint16_t>() + begin, n);
           else if (copyOut[o] && !call.generated)
             std::memcpy(call.outputs[o].as<float>() + begin, values[o],
                         size_t(n) * sizeof(float));

@@ -82,7 +82,7 @@ Status gatherGradKernel(const KernelCall &call) {
             }
           };
           if (dtype == DType::BF16)
-            accumulate([](uint16_t v) { return bf16ToFloat(v); });
+            accumulate([](uint16_t v) { return widenBf16(v); });
           else
             accumulate([](uint16_t v) { return f16ToFloat(v); });
           for (int64_t r = r0; r < r1; ++r)

@@ -219,30 +219,42 @@ Scratch::~Scratch() {
     *call_.workspaceUsed = std::max(*call_.workspaceUsed, used_ + nested_);
 }
 
+PLAIT_SIMD_CLONES void widenBf16Row(const uint16_t *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = widenBf16(in[i]);
+}
+
+PLAIT_SIMD_CLONES void narrowBf16Row(const float *in, uint16_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = narrowBf16(in[i]);
+}
+
+void widenHalfRow(const uint16_t *in, DType dtype, float *out, int64_t n) {
+  if (dtype == DType::BF16)
+    return widenBf16Row(in, out, n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f16ToFloat(in[i]);
+}
+
+void narrowHalfRow(const float *in, DType dtype, uint16_t *out, int64_t n) {
+  if (dtype == DType::BF16)
+    return narrowBf16Row(in, out, n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = floatToF16(in[i]);
+}
+
 // Split across the kernels' threads (one chunk inside a parallel region).
 void widenToF32(const void *src, DType srcType, float *dst, int64_t n) {
   const uint16_t *bits = static_cast<const uint16_t *>(src);
   parallelFor(n, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
-    if (srcType == DType::BF16) {
-      for (int64_t i = begin; i < end; ++i)
-        dst[i] = bf16ToFloat(bits[i]);
-    } else {
-      for (int64_t i = begin; i < end; ++i)
-        dst[i] = f16ToFloat(bits[i]);
-    }
+    widenHalfRow(bits + begin, srcType, dst + begin, end - begin);
   });
 }
 
 void narrowFromF32(const float *src, void *dst, DType dstType, int64_t n) {
   uint16_t *bits = static_cast<uint16_t *>(dst);
   parallelFor(n, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
-    if (dstType == DType::BF16) {
-      for (int64_t i = begin; i < end; ++i)
-        bits[i] = floatToBf16(src[i]);
-    } else {
-      for (int64_t i = begin; i < end; ++i)
-        bits[i] = floatToF16(src[i]);
-    }
+    narrowHalfRow(src + begin, dstType, bits + begin, end - begin);
   });
 }
 

@@ -234,7 +234,7 @@ struct Bf16Elements {
   using Stored = uint16_t;
   using Value = float;
   static float load(uint16_t v) { return widenBf16(v); }
-  static uint16_t store(float v) { return floatToBf16(v); }
+  static uint16_t store(float v) { return narrowBf16(v); }
 };
 struct F16Elements {
   using Stored = uint16_t;
@@ -288,5 +288,12 @@ bool hasHalfTensor(const KernelCall &call);
 /// Converts `n` elements between f32 and a half type.
 void widenToF32(const void *src, DType srcType, float *dst, int64_t n);
 void narrowFromF32(const float *src, void *dst, DType dstType, int64_t n);
+/// n bf16 elements widened to f32, and n f32 values rounded to bf16 (as floatToBf16), on the
+/// calling thread: vectorised loops (widenToF32 and narrowFromF32 split them across threads).
+void widenBf16Row(const uint16_t *in, float *out, int64_t n);
+void narrowBf16Row(const float *in, uint16_t *out, int64_t n);
+/// widenBf16Row / narrowBf16Row for either half dtype (f16 converts element by element).
+void widenHalfRow(const uint16_t *in, DType dtype, float *out, int64_t n);
+void narrowHalfRow(const float *in, DType dtype, uint16_t *out, int64_t n);
 
 } // namespace plait::rt::cpu

@@ -172,8 +172,11 @@ void forEachHalfRow(const TensorView &input, const LossShape &s, float *rows, Fn
       float *row = rows + slot * classes;
       for (int64_t p = positions * slot / chunks; p < positions * (slot + 1) / chunks; ++p) {
         const uint16_t *xr = x + halfRowOffset(s, p);
-        for (int64_t c = 0; c < classes; ++c)
-          row[c] = bf16 ? bf16ToFloat(xr[c * stride]) : f16ToFloat(xr[c * stride]);
+        if (stride == 1)
+          widenHalfRow(xr, input.dtype, row, classes);
+        else
+          for (int64_t c = 0; c < classes; ++c)
+            row[c] = bf16 ? widenBf16(xr[c * stride]) : f16ToFloat(xr[c * stride]);
         fn(p, row);
       }
     }
@@ -330,7 +333,7 @@ Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const Lo
   const int64_t slots = lossRowSlots(positions);
   float *rows = nullptr;
   PLAIT_RETURN_IF_ERROR(scratch.take(slots * classes, rows));
-  auto widen = [&](uint16_t h) { return bf16 ? bf16ToFloat(h) : f16ToFloat(h); };
+  auto widen = [&](uint16_t h) { return bf16 ? widenBf16(h) : f16ToFloat(h); };
   for (int64_t p = 0; p < positions; ++p) {
     int64_t at = s.reduction == Reduction::None ? p : 0;
     double g = grad.dtype == DType::F32 ? double(grad.as<float>()[at])
@@ -344,8 +347,11 @@ Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const Lo
       softmaxGradRows(row, row, classes, targets.classes + p, targets.weights + p, 0, 1);
     else
       classesGrad<float, true>(row, row, 1, classes, targets.classes[p], targets.weights[p]);
-    for (int64_t c = 0; c < classes; ++c)
-      yr[c * stride] = bf16 ? floatToBf16(row[c]) : floatToF16(row[c]);
+    if (stride == 1)
+      narrowHalfRow(row, call.outputs[0].dtype, yr, classes);
+    else
+      for (int64_t c = 0; c < classes; ++c)
+        yr[c * stride] = bf16 ? narrowBf16(row[c]) : floatToF16(row[c]);
   });
   return Status();
 }

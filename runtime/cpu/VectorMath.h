@@ -53,6 +53,12 @@ PLAIT_VECTOR_INLINE float roundToBf16(float x) {
   return y;
 }
 
+/// x's bf16 bits, rounded as floatToBf16 (runtime/Tensor.h) rounds it (roundToBf16), inline
+/// and branch-free so that loops storing bf16 vectorise.
+PLAIT_VECTOR_INLINE uint16_t narrowBf16(float x) {
+  return uint16_t(uint32_t(floatToBits(roundToBf16(x))) >> 16);
+}
+
 /// e^x for f32 to about 1 ulp (Cephes expf: range reduction by ln 2, degree-6 polynomial).
 /// Overflows to inf, underflows through the denormals to 0, NaN stays NaN.
 PLAIT_VECTOR_INLINE float expApprox(float x) {
