@@ -1,5 +1,6 @@
 // cast between every pair of dtypes, and grouped_cast (plait-group-casts) as its casts.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "KernelTestSupport.h"
@@ -55,6 +56,49 @@ TEST(CastKernels, HalfConversionsRoundTrip) {
   EXPECT_EQ(ints.values<int32_t>(), (std::vector<int32_t>{1, -2, 65536, 0}));
   auto d = runOk("cast", {make<int32_t>({2}, {3, -4})}, DType::F64, {2});
   EXPECT_EQ(d.values<double>(), (std::vector<double>{3, -4}));
+}
+
+// The vectorised bf16 conversions (the cast kernel's f32 <-> bf16 path, and every bf16
+// kernel's widening and rounding) give the bits of the scalar bf16ToFloat / floatToBf16 on
+// every bf16 pattern, on each bf16 value's exact ties (to even), and on random f32 patterns
+// (NaNs, infinities, denormals among them); f64 rounds through f32 as before.
+TEST(CastKernels, Bf16ConversionsMatchTheScalarOnesOnEveryPattern) {
+  std::vector<uint16_t> every(65536);
+  for (uint32_t b = 0; b < 65536; ++b)
+    every[b] = uint16_t(b);
+  OwnedTensor half(DType::BF16, {65536});
+  std::memcpy(half.bytes.data(), every.data(), every.size() * 2);
+  const std::vector<float> wide = runOk("cast", {half}, DType::F32, {65536}).values<float>();
+  for (uint32_t b = 0; b < 65536; ++b) {
+    float want = bf16ToFloat(uint16_t(b)), got = wide[b];
+    ASSERT_EQ(std::memcmp(&want, &got, 4), 0) << "bf16 bits " << b;
+  }
+  std::vector<float> floats;
+  for (uint32_t b = 0; b < 65536; ++b)
+    for (uint32_t low : {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
+      uint32_t bits = b << 16 | low;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      floats.push_back(f);
+    }
+  uint32_t state = 12345;
+  for (int i = 0; i < 100000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    float f;
+    std::memcpy(&f, &state, 4);
+    floats.push_back(f);
+  }
+  const int64_t n = int64_t(floats.size());
+  const std::vector<uint16_t> narrow =
+      runOk("cast", {make<float>({n}, floats)}, DType::BF16, {n}).values<uint16_t>();
+  std::vector<double> doubles(floats.begin(), floats.end());
+  const std::vector<uint16_t> fromF64 =
+      runOk("cast", {make<double>({n}, doubles)}, DType::BF16, {n}).values<uint16_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t want = floatToBf16(floats[size_t(i)]);
+    ASSERT_EQ(narrow[size_t(i)], want) << "f32 " << floats[size_t(i)];
+    ASSERT_EQ(fromF64[size_t(i)], want) << "f64 " << floats[size_t(i)];
+  }
 }
 
 TEST(CastKernels, SameTypeCopiesAndShapeIsChecked) {
