@@ -34,7 +34,7 @@ template <typename Fn> Status dispatchStorage(DType t, Fn &&fn) {
 
 /// The arithmetic value of a stored element: halves widen to float, i1 is 0 or 1.
 inline float valueOf(Bf16Bits v) { return widenBf16(v.bits); }
-inline float valueOf(F16Bits v) { return f16ToFloat(v.bits); }
+inline float valueOf(F16Bits v) { return widenF16(v.bits); }
 template <typename T> T valueOf(T v) { return v; }
 
 /// Float to integer truncates toward zero. Out-of-range values saturate and NaN becomes 0,
@@ -55,7 +55,7 @@ template <typename Dst, typename V> Dst storeAs(V v) {
   else if constexpr (std::is_same_v<Dst, Bf16Bits>)
     return Bf16Bits{narrowBf16(float(v))};
   else if constexpr (std::is_same_v<Dst, F16Bits>)
-    return F16Bits{floatToF16(float(v))};
+    return F16Bits{narrowF16(float(v))};
   else if constexpr (std::is_integral_v<Dst> && std::is_floating_point_v<V>)
     return truncateToInteger<Dst>(v);
   else
@@ -71,13 +71,13 @@ Status castView(std::string_view kernel, const TensorView &x, const TensorView &
     return Status();
   }
   int64_t n = x.numel();
-  if ((x.dtype == DType::F32 && y.dtype == DType::BF16) ||
-      (x.dtype == DType::BF16 && y.dtype == DType::F32)) { // bf16-mixed's casts: vectorised
+  if ((x.dtype == DType::F32 && isHalf(y.dtype)) || (isHalf(x.dtype) && y.dtype == DType::F32)) {
+    // bf16-mixed's casts (and f16's): vectorised rows
     parallelFor(n, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
       if (x.dtype == DType::F32)
-        narrowBf16Row(x.as<float>() + begin, y.as<uint16_t>() + begin, end - begin);
+        narrowHalfRow(x.as<float>() + begin, y.dtype, y.as<uint16_t>() + begin, end - begin);
       else
-        widenBf16Row(x.as<uint16_t>() + begin, y.as<float>() + begin, end - begin);
+        widenHalfRow(x.as<uint16_t>() + begin, x.dtype, y.as<float>() + begin, end - begin);
     });
     return Status();
   }

@@ -84,7 +84,7 @@ Status gatherGradKernel(const KernelCall &call) {
           if (dtype == DType::BF16)
             accumulate([](uint16_t v) { return widenBf16(v); });
           else
-            accumulate([](uint16_t v) { return f16ToFloat(v); });
+            accumulate([](uint16_t v) { return widenF16(v); });
           for (int64_t r = r0; r < r1; ++r)
             narrowFromF32(tile + (r - r0) * inner + k0, dst + (o * size + r) * inner + k0,
                           dtype, k1 - k0);

@@ -229,18 +229,28 @@ PLAIT_SIMD_CLONES void narrowBf16Row(const float *in, uint16_t *out, int64_t n) 
     out[i] = narrowBf16(in[i]);
 }
 
+PLAIT_SIMD_CLONES void widenF16Row(const uint16_t *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = widenF16(in[i]);
+}
+
+PLAIT_SIMD_CLONES void narrowF16Row(const float *in, uint16_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = narrowF16(in[i]);
+}
+
 void widenHalfRow(const uint16_t *in, DType dtype, float *out, int64_t n) {
   if (dtype == DType::BF16)
-    return widenBf16Row(in, out, n);
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = f16ToFloat(in[i]);
+    widenBf16Row(in, out, n);
+  else
+    widenF16Row(in, out, n);
 }
 
 void narrowHalfRow(const float *in, DType dtype, uint16_t *out, int64_t n) {
   if (dtype == DType::BF16)
-    return narrowBf16Row(in, out, n);
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = floatToF16(in[i]);
+    narrowBf16Row(in, out, n);
+  else
+    narrowF16Row(in, out, n);
 }
 
 // Split across the kernels' threads (one chunk inside a parallel region).

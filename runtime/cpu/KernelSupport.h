@@ -239,8 +239,8 @@ struct Bf16Elements {
 struct F16Elements {
   using Stored = uint16_t;
   using Value = float;
-  static float load(uint16_t v) { return f16ToFloat(v); }
-  static uint16_t store(float v) { return floatToF16(v); }
+  static float load(uint16_t v) { return widenF16(v); }
+  static uint16_t store(float v) { return narrowF16(v); }
 };
 
 /// dispatchF32F64 (kIntegers false) or dispatchNumeric (true) that also takes bf16 and f16:
@@ -288,11 +288,14 @@ bool hasHalfTensor(const KernelCall &call);
 /// Converts `n` elements between f32 and a half type.
 void widenToF32(const void *src, DType srcType, float *dst, int64_t n);
 void narrowFromF32(const float *src, void *dst, DType dstType, int64_t n);
-/// n bf16 elements widened to f32, and n f32 values rounded to bf16 (as floatToBf16), on the
-/// calling thread: vectorised loops (widenToF32 and narrowFromF32 split them across threads).
+/// n bf16 (f16) elements widened to f32, and n f32 values rounded to bf16 (f16) as
+/// floatToBf16 (floatToF16) rounds them, on the calling thread: vectorised loops (widenToF32
+/// and narrowFromF32 split them across threads).
 void widenBf16Row(const uint16_t *in, float *out, int64_t n);
 void narrowBf16Row(const float *in, uint16_t *out, int64_t n);
-/// widenBf16Row / narrowBf16Row for either half dtype (f16 converts element by element).
+void widenF16Row(const uint16_t *in, float *out, int64_t n);
+void narrowF16Row(const float *in, uint16_t *out, int64_t n);
+/// The rows above for either half dtype.
 void widenHalfRow(const uint16_t *in, DType dtype, float *out, int64_t n);
 void narrowHalfRow(const float *in, DType dtype, uint16_t *out, int64_t n);
 

@@ -176,7 +176,7 @@ void forEachHalfRow(const TensorView &input, const LossShape &s, float *rows, Fn
           widenHalfRow(xr, input.dtype, row, classes);
         else
           for (int64_t c = 0; c < classes; ++c)
-            row[c] = bf16 ? widenBf16(xr[c * stride]) : f16ToFloat(xr[c * stride]);
+            row[c] = bf16 ? widenBf16(xr[c * stride]) : widenF16(xr[c * stride]);
         fn(p, row);
       }
     }
@@ -333,7 +333,7 @@ Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const Lo
   const int64_t slots = lossRowSlots(positions);
   float *rows = nullptr;
   PLAIT_RETURN_IF_ERROR(scratch.take(slots * classes, rows));
-  auto widen = [&](uint16_t h) { return bf16 ? widenBf16(h) : f16ToFloat(h); };
+  auto widen = [&](uint16_t h) { return bf16 ? widenBf16(h) : widenF16(h); };
   for (int64_t p = 0; p < positions; ++p) {
     int64_t at = s.reduction == Reduction::None ? p : 0;
     double g = grad.dtype == DType::F32 ? double(grad.as<float>()[at])
@@ -351,7 +351,7 @@ Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const Lo
       narrowHalfRow(row, call.outputs[0].dtype, yr, classes);
     else
       for (int64_t c = 0; c < classes; ++c)
-        yr[c * stride] = bf16 ? narrowBf16(row[c]) : floatToF16(row[c]);
+        yr[c * stride] = bf16 ? narrowBf16(row[c]) : narrowF16(row[c]);
   });
   return Status();
 }

@@ -190,7 +190,7 @@ PLAIT_SIMD_CLONES void addRow(const T *a, const T *b, T *sum, int64_t n) {
       sum[i] = roundToBf16(sum[i]);
   } else if constexpr (kRound == DType::F16) {
     for (int64_t i = 0; i < n; ++i)
-      sum[i] = f16ToFloat(floatToF16(sum[i]));
+      sum[i] = widenF16(narrowF16(sum[i]));
   }
 }
 

@@ -64,7 +64,7 @@ void forGradPieces(const TensorView &g, int64_t begin, int64_t end, Body &&body)
         wide[i] = T(widenBf16(half[b + i]));
     else
       for (int64_t i = 0; i < n; ++i)
-        wide[i] = T(f16ToFloat(half[b + i]));
+        wide[i] = T(widenF16(half[b + i]));
     body(b, b + n, static_cast<const T *>(wide));
   }
 }

@@ -59,6 +59,39 @@ PLAIT_VECTOR_INLINE uint16_t narrowBf16(float x) {
   return uint16_t(uint32_t(floatToBits(roundToBf16(x))) >> 16);
 }
 
+/// An f16 element's f32 value (exact), as f16ToFloat (runtime/Tensor.h) computes it,
+/// branch-free so that loops vectorise: a finite half's exponent and mantissa shifted into an
+/// f32 are its value times 2^-112 (a subnormal half lands on an f32 subnormal), and the
+/// product by 2^112 is exact; infinities and NaNs keep their payload.
+PLAIT_VECTOR_INLINE float widenF16(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, shifted = uint32_t(h & 0x7fffu) << 13;
+  const float finite = bitsToFloat(int32_t(shifted)) * 0x1p112f;
+  const uint32_t special = shifted | 0x7f800000u; // exponent 31: inf or NaN
+  const uint32_t bits = shifted >= (0x7c00u << 13) ? special : uint32_t(floatToBits(finite));
+  return bitsToFloat(int32_t(bits | sign));
+}
+
+/// x's f16 bits, rounded to nearest even as floatToF16 (runtime/Tensor.h) rounds it,
+/// branch-free so that loops vectorise: NaN keeps the top of its payload (quiet), 65,520 and
+/// above round to inf, a subnormal result is rounded by the FPU (x + 0.5 has an ulp of 2^-24,
+/// the subnormal half's unit), a normal one by rebiasing the exponent and rounding the
+/// mantissa's low 13 bits.
+PLAIT_VECTOR_INLINE uint16_t narrowF16(float x) {
+  const uint32_t b = uint32_t(floatToBits(x));
+  const uint32_t sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+  const uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+  const uint32_t magic = 0x3f000000u; // 0.5f
+  const uint32_t subnormal =
+      uint32_t(floatToBits(bitsToFloat(int32_t(a)) + bitsToFloat(int32_t(magic)))) - magic;
+  const uint32_t rebased = a - (112u << 23);
+  const uint32_t normal = (rebased + 0xfffu + ((rebased >> 13) & 1u)) >> 13;
+  const uint32_t r = a > 0x7f800000u   ? nan
+                     : a >= 0x477ff000u ? 0x7c00u
+                     : a < 0x38800000u  ? subnormal
+                                        : normal;
+  return uint16_t(sign | r);
+}
+
 /// e^x for f32 to about 1 ulp (Cephes expf: range reduction by ln 2, degree-6 polynomial).
 /// Overflows to inf, underflows through the denormals to 0, NaN stays NaN.
 PLAIT_VECTOR_INLINE float expApprox(float x) {

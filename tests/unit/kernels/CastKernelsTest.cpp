@@ -58,21 +58,35 @@ TEST(CastKernels, HalfConversionsRoundTrip) {
   EXPECT_EQ(d.values<double>(), (std::vector<double>{3, -4}));
 }
 
+
+// Casts every 16-bit pattern of `dtype` to f32 and expects the bits of `scalar` on each.
+void expectWidensEveryPattern(DType dtype, float (*scalar)(uint16_t)) {
+  OwnedTensor half(dtype, {65536});
+  for (uint32_t b = 0; b < 65536; ++b)
+    half.view.as<uint16_t>()[b] = uint16_t(b);
+  const std::vector<float> wide = runOk("cast", {half}, DType::F32, {65536}).values<float>();
+  for (uint32_t b = 0; b < 65536; ++b) {
+    float want = scalar(uint16_t(b)), got = wide[b];
+    ASSERT_EQ(std::memcmp(&want, &got, 4), 0) << dtypeName(dtype) << " bits " << b;
+  }
+}
+
+// Appends `count` f32s with pseudo-random bit patterns (NaNs, infinities, denormals among them).
+void appendRandomPatterns(std::vector<float> &floats, uint32_t state, int count) {
+  for (int i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    float f;
+    std::memcpy(&f, &state, 4);
+    floats.push_back(f);
+  }
+}
+
 // The vectorised bf16 conversions (the cast kernel's f32 <-> bf16 path, and every bf16
 // kernel's widening and rounding) give the bits of the scalar bf16ToFloat / floatToBf16 on
 // every bf16 pattern, on each bf16 value's exact ties (to even), and on random f32 patterns
 // (NaNs, infinities, denormals among them); f64 rounds through f32 as before.
 TEST(CastKernels, Bf16ConversionsMatchTheScalarOnesOnEveryPattern) {
-  std::vector<uint16_t> every(65536);
-  for (uint32_t b = 0; b < 65536; ++b)
-    every[b] = uint16_t(b);
-  OwnedTensor half(DType::BF16, {65536});
-  std::memcpy(half.bytes.data(), every.data(), every.size() * 2);
-  const std::vector<float> wide = runOk("cast", {half}, DType::F32, {65536}).values<float>();
-  for (uint32_t b = 0; b < 65536; ++b) {
-    float want = bf16ToFloat(uint16_t(b)), got = wide[b];
-    ASSERT_EQ(std::memcmp(&want, &got, 4), 0) << "bf16 bits " << b;
-  }
+  expectWidensEveryPattern(DType::BF16, bf16ToFloat);
   std::vector<float> floats;
   for (uint32_t b = 0; b < 65536; ++b)
     for (uint32_t low : {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
@@ -81,13 +95,7 @@ TEST(CastKernels, Bf16ConversionsMatchTheScalarOnesOnEveryPattern) {
       std::memcpy(&f, &bits, 4);
       floats.push_back(f);
     }
-  uint32_t state = 12345;
-  for (int i = 0; i < 100000; ++i) {
-    state = state * 1664525u + 1013904223u;
-    float f;
-    std::memcpy(&f, &state, 4);
-    floats.push_back(f);
-  }
+  appendRandomPatterns(floats, 12345, 100000);
   const int64_t n = int64_t(floats.size());
   const std::vector<uint16_t> narrow =
       runOk("cast", {make<float>({n}, floats)}, DType::BF16, {n}).values<uint16_t>();
@@ -99,6 +107,34 @@ TEST(CastKernels, Bf16ConversionsMatchTheScalarOnesOnEveryPattern) {
     ASSERT_EQ(narrow[size_t(i)], want) << "f32 " << floats[size_t(i)];
     ASSERT_EQ(fromF64[size_t(i)], want) << "f64 " << floats[size_t(i)];
   }
+}
+
+// The same for f16: every f16 pattern widened; rounded from each finite f16 value, its
+// neighbours' midpoints (the ties, subnormal ones included) and one f32 ulp either side of
+// them, past the largest half, and random f32 patterns.
+TEST(CastKernels, F16ConversionsMatchTheScalarOnesOnEveryPattern) {
+  expectWidensEveryPattern(DType::F16, f16ToFloat);
+  std::vector<float> floats;
+  auto withNeighbours = [&](float f) {
+    floats.push_back(f);
+    floats.push_back(std::nextafter(f, std::numeric_limits<float>::infinity()));
+    floats.push_back(std::nextafter(f, -std::numeric_limits<float>::infinity()));
+  };
+  for (uint32_t b = 0; b < 0x7c00; ++b) { // the finite non-negative halves (and negated)
+    const float v = f16ToFloat(uint16_t(b)), next = f16ToFloat(uint16_t(b + 1));
+    for (float sign : {1.0f, -1.0f}) {
+      withNeighbours(sign * v);
+      withNeighbours(sign * float((double(v) + double(next)) / 2));
+    }
+  }
+  for (float f : {65504.0f, 65519.0f, 65520.0f, 1e30f, 5.9604645e-8f, 2.9802322e-8f, 1e-30f})
+    withNeighbours(f);
+  appendRandomPatterns(floats, 777, 100000);
+  const int64_t n = int64_t(floats.size());
+  const std::vector<uint16_t> narrow =
+      runOk("cast", {make<float>({n}, floats)}, DType::F16, {n}).values<uint16_t>();
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(narrow[size_t(i)], floatToF16(floats[size_t(i)])) << "f32 " << floats[size_t(i)];
 }
 
 TEST(CastKernels, SameTypeCopiesAndShapeIsChecked) {
