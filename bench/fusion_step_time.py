@@ -11,8 +11,11 @@ with --no-fusion. Both plans train the same batches for WARMUP + STEPS steps wit
 of its logged step_ms after the warm-up, and the runs alternate fused, unfused, fused, ...
 REPEAT times; the table shows the medians of the runs. Kernels per step come from each plan's
 report (`kernels_per_step`). The last column checks the two trained the same: the largest
-relative difference of their per-step losses (the issue's bound is 1e-6; 0 with
---precision bf16-mixed, whose fused kernels round where the unfused bf16 ops round).
+relative difference of their per-step losses (the issue's bound is 1e-6). With --precision
+bf16-mixed the two need not agree to the bit: the fused attention and norm kernels keep their
+scores and row statistics in f32 where the decomposed bf16 ops round each to bf16. So a
+bf16-mixed run also trains the fused plan compiled fp32, and two more columns give each
+plan's largest relative loss difference from that fp32 run: how far each strays from f32.
 
 --baseline "FLAGS" compiles the second plan with those flags instead of --no-fusion: one
 fusion against the rest, e.g. --precision bf16-mixed --baseline "--no-fused-grad-cast
@@ -82,23 +85,37 @@ def bench_model(name, build, steps, repeat, tmp, precision="fp32", baseline=("--
             runs[variant].append(ms)
             curves[variant] = losses(work / "plait.jsonl")
     fused, unfused = curves["fused"], curves["unfused"]
-    diff = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(fused, unfused))
     f_ms, u_ms = statistics.median(runs["fused"]), statistics.median(runs["unfused"])
-    return dict(model=name, precision=precision, steps=steps, kernels_fused=kernels["fused"],
-                kernels_unfused=kernels["unfused"],
-                kernel_ratio=kernels["unfused"] / kernels["fused"], fused_ms=f_ms,
-                unfused_ms=u_ms, speedup=u_ms / f_ms, max_rel_loss_diff=diff,
-                fused_runs_ms=runs["fused"], unfused_runs_ms=runs["unfused"])
+    row = dict(model=name, precision=precision, steps=steps, kernels_fused=kernels["fused"],
+               kernels_unfused=kernels["unfused"],
+               kernel_ratio=kernels["unfused"] / kernels["fused"], fused_ms=f_ms,
+               unfused_ms=u_ms, speedup=u_ms / f_ms,
+               max_rel_loss_diff=max_rel_diff(fused, unfused),
+               fused_runs_ms=runs["fused"], unfused_runs_ms=runs["unfused"])
+    if precision != "fp32":
+        plan = work / "fp32.plan"
+        tvt.run_checked([str(c) for c in [build / "bin" / "plait-compile", onnx_path, "-o", plan,
+                                          "--train", "--optimizer", "adamw", "--lr", str(tvt.LR)]])
+        tvt.run_plait(build, plan, work / "data", steps, 1, work)
+        f32 = losses(work / "plait.jsonl")
+        row.update(fused_vs_fp32=max_rel_diff(fused, f32), unfused_vs_fp32=max_rel_diff(unfused, f32))
+    return row
+
+
+def max_rel_diff(a, b):
+    return max(abs(x - y) / max(abs(y), 1e-30) for x, y in zip(a, b))
 
 
 def table(rows):
+    vs32 = all("fused_vs_fp32" in r for r in rows)
     out = ["| model | kernels/step fused | unfused | fewer | ms/step fused | unfused | speedup "
-           "| max rel loss diff |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "| max rel loss diff |" + (" fused vs fp32 | unfused vs fp32 |" if vs32 else ""),
+           "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if vs32 else "")]
     for r in rows:
         out.append("| %s | %d | %d | %.2fx | %.3f | %.3f | %.2fx | %.1e |" % (
             r["model"], r["kernels_fused"], r["kernels_unfused"], r["kernel_ratio"],
-            r["fused_ms"], r["unfused_ms"], r["speedup"], r["max_rel_loss_diff"]))
+            r["fused_ms"], r["unfused_ms"], r["speedup"], r["max_rel_loss_diff"])
+            + (" %.1e | %.1e |" % (r["fused_vs_fp32"], r["unfused_vs_fp32"]) if vs32 else ""))
     return "\n".join(out)
 
 
