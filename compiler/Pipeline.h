@@ -15,7 +15,7 @@ struct TrainOptions {
   bool enabled = false;
   std::string optimizer = "adamw";
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double weightDecay = -1; // negative: the optimizer's default (sgd 0, adamw 0.01)
+  double weightDecay = -1; // negative: the optimizer's default (sgd 0, adam 0, adamw 0.01)
   double momentum = 0, dampening = 0;
   bool nesterov = false;
   std::string freeze;      // regex of param names kept frozen

@@ -297,8 +297,10 @@ def Plait_SgdUpdateOp : Plait_Op<"sgd_update", [Pure, AllTypesMatch<["param", "g
 def Plait_AdamWUpdateOp : Plait_Op<"adamw_update",
     [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                           "new_exp_avg", "new_exp_avg_sq"]>]> {
-  let summary = "one AdamW step as PyTorch's torch.optim.AdamW computes it";
+  let summary = "one AdamW (or Adam) step as PyTorch's torch.optim.AdamW (Adam) computes it";
   let description = [{
+    g = grad + l2 * param (torch.optim.Adam's weight_decay, added to the gradient; 0 for
+    AdamW, whose decay is the decoupled `weight_decay`);
     param *= 1 - lr * weight_decay; m = beta1 * m + (1 - beta1) * g;
     v = beta2 * v + (1 - beta2) * g * g; param -= lr / (1 - beta1^step) * m /
     (sqrt(v) / sqrt(1 - beta2^step) + eps).
@@ -316,7 +318,8 @@ def Plait_AdamWUpdateOp : Plait_Op<"adamw_update",
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
-                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
+                       DefaultValuedAttr<F64Attr, "0.0">:$l2);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
                       Plait_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";

@@ -81,13 +81,17 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
   Location loc = param.getLoc();
   auto type = param.getType();
   std::string name = param.getName().str();
-  if (opt.kind == "adamw") {
+  if (opt.kind == "adamw" || opt.kind == "adam") {
+    // Adam is AdamW without the decoupled decay, its weight decay added to the gradient (l2;
+    // left unset when 0, so an AdamW plan's update carries no l2 attribute).
+    const bool adam = opt.kind == "adam";
     Value m = b.create<StateOp>(loc, type, b.getStringAttr(name + ".exp_avg"));
     Value v = b.create<StateOp>(loc, type, b.getStringAttr(name + ".exp_avg_sq"));
     auto update = b.create<AdamWUpdateOp>(
         loc, TypeRange{type, type, type}, param, grad, m, v, lr, step,
         b.getF64FloatAttr(opt.beta1), b.getF64FloatAttr(opt.beta2), b.getF64FloatAttr(opt.eps),
-        b.getF64FloatAttr(opt.weightDecay));
+        b.getF64FloatAttr(adam ? 0.0 : opt.weightDecay),
+        adam && opt.weightDecay != 0 ? b.getF64FloatAttr(opt.weightDecay) : FloatAttr());
     assigns.push_back({param, update.getNewParam()});
     assigns.push_back({m, update.getNewExpAvg()});
     assigns.push_back({v, update.getNewExpAvgSq()});
@@ -217,8 +221,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
   using Base::Base;
 
   LogicalResult checkOptions(ModuleOp module) {
-    if (optimizer != "sgd" && optimizer != "adamw")
-      return module.emitError("unknown optimizer '") << optimizer << "' (expected sgd or adamw)";
+    if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
+      return module.emitError("unknown optimizer '")
+             << optimizer << "' (expected sgd, adam or adamw)";
     if (schedule != "constant" && schedule != "linear-warmup" && schedule != "cosine")
       return module.emitError("unknown learning-rate schedule '")
              << schedule << "' (expected constant, linear-warmup or cosine)";

@@ -58,13 +58,13 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     `plait.sgd_update %w, %dw, %lr, %step` and `plait.assign %w, %w_new`.
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", "\"adamw\"", "sgd or adamw">,
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"", "sgd, adam or adamw">,
     Option<"lr", "lr", "double", "1.0e-3", "base learning rate">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", "1.0e-8", "AdamW epsilon">,
     Option<"weightDecay", "weight-decay", "double", "-1.0",
-           "weight decay; negative means the optimizer's PyTorch default (sgd 0, adamw 0.01)">,
+           "weight decay; negative means the optimizer's PyTorch default (sgd 0, adam 0, adamw 0.01); adam adds it to the gradient, adamw decays the params">,
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
     Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
     Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,

@@ -27,16 +27,17 @@ int main(int argc, char **argv) {
   plait::TrainOptions &train = options.train;
   std::string betas;
   app.add_flag("--train", train.enabled, "build the training step (loss, backward, optimizer)");
-  app.add_option("--optimizer", train.optimizer, "sgd or adamw")
-      ->check(CLI::IsMember({"sgd", "adamw"}));
+  app.add_option("--optimizer", train.optimizer, "sgd, adam or adamw")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
   app.add_option("--lr", train.lr, "base learning rate");
   app.add_option("--weight-decay", train.weightDecay,
-                 "weight decay (default: sgd 0, adamw 0.01, as PyTorch)");
+                 "weight decay (default: sgd 0, adam 0, adamw 0.01, as PyTorch; sgd and adam add "
+                 "it to the gradient, adamw decays the params)");
   app.add_option("--momentum", train.momentum, "SGD momentum");
   app.add_option("--dampening", train.dampening, "SGD dampening");
   app.add_flag("--nesterov", train.nesterov, "SGD Nesterov momentum");
-  app.add_option("--betas", betas, "AdamW betas B1,B2");
-  app.add_option("--eps", train.eps, "AdamW epsilon");
+  app.add_option("--betas", betas, "Adam/AdamW betas B1,B2");
+  app.add_option("--eps", train.eps, "Adam/AdamW epsilon");
   app.add_option("--freeze", train.freeze, "regex of param names not to train");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
   app.add_option("--lr-schedule", train.schedule, "constant, linear-warmup or cosine")

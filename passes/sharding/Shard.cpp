@@ -108,7 +108,7 @@ Operation *buildShardUpdate(OpBuilder &b, Location loc, Operation *like, Value p
     return b.create<AdamWUpdateOp>(loc, TypeRange{t, t, t}, param, grad, states[0], states[1],
                                    adam.getLr(), adam.getStep(), adam.getBeta1Attr(),
                                    adam.getBeta2Attr(), adam.getEpsAttr(),
-                                   adam.getWeightDecayAttr());
+                                   adam.getWeightDecayAttr(), adam.getL2Attr());
   auto sgd = cast<SgdUpdateOp>(like);
   SmallVector<Type> results{t};
   Value buffer = states.empty() ? Value() : states[0];

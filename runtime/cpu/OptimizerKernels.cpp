@@ -177,27 +177,32 @@ struct AdamWFactors {
   double bc2Sqrt;      // sqrt(1 - beta2^step)
   double negStepSize;  // -lr / (1 - beta1^step)
   double eps;
+  double l2; // torch.optim.Adam's weight_decay, added to the gradient (0 for AdamW)
 };
 
 /// torch.optim.AdamW's _single_tensor_adamw for one tensor (no amsgrad, no maximize):
 ///   param *= 1 - lr * wd;  m = m * b1 + (1 - b1) * g;  v = v * b2 + (1 - b2) * g * g;
 ///   param += -step_size * m / (sqrt(v) / sqrt(bc2) + eps).
+/// kL2 (torch.optim.Adam's _single_tensor_adam, whose weight decay is an L2 term): first
+/// g = grad + l2 * param, with the param before this step.
 ///
 /// The loop carries no dependence between elements, and an output shares its buffer only with
 /// the input it replaces (the same element), so `ivdep` lets the compiler vectorise it despite
 /// the possible aliasing. The f32 form is also compiled for AVX2 and AVX-512 and picked when
 /// the process starts (the update reads 4 and writes 3 arrays as large as the model: on wide
 /// vectors it runs at memory speed instead of waiting on scalar divides and square roots).
-template <typename T>
+template <typename T, bool kL2>
 inline void adamwLoop(int64_t n, const T *param, const T *grad, const T *expAvg,
                       const T *expAvgSq, T *newParam, T *newExpAvg, T *newExpAvgSq,
                       const AdamWFactors &f) {
-  const T decay = T(f.decay), b1 = T(f.beta1), b2 = T(f.beta2);
+  const T decay = T(f.decay), b1 = T(f.beta1), b2 = T(f.beta2), l2 = T(f.l2);
   const T oneMinusB1 = T(1 - f.beta1), oneMinusB2 = T(1 - f.beta2);
   const T bc2Sqrt = T(f.bc2Sqrt), eps = T(f.eps), negStepSize = T(f.negStepSize);
 #pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     T p = param[i], g = grad[i], m = expAvg[i], v = expAvgSq[i];
+    if constexpr (kL2)
+      g = g + l2 * p;
     p = p * decay;
     m = m * b1 + oneMinusB1 * g;
     v = v * b2 + oneMinusB2 * g * g;
@@ -212,7 +217,12 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void
 adamwLoopF32(int64_t n, const float *param, const float *grad, const float *expAvg,
              const float *expAvgSq, float *newParam, float *newExpAvg, float *newExpAvgSq,
              const AdamWFactors &f) {
-  adamwLoop<float>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+  if (f.l2 != 0)
+    adamwLoop<float, true>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq,
+                           f);
+  else
+    adamwLoop<float, false>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq,
+                            f);
 }
 
 template <typename T>
@@ -226,8 +236,12 @@ void adamwUpdate(const TensorView *in, const TensorView *out, const AdamWFactors
       T *newExpAvgSq = out[2].as<T>() + b;
       if constexpr (std::is_same_v<T, float>)
         adamwLoopF32(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+      else if (f.l2 != 0)
+        adamwLoop<T, true>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq,
+                           f);
       else
-        adamwLoop<T>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+        adamwLoop<T, false>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq,
+                            f);
     });
   });
 }
@@ -251,6 +265,7 @@ Status prepareAdamW(const TensorView *in, const TensorView *out, const Attrs &at
   f.beta2 = attrs.getFloat("beta2", 0.999);
   f.eps = attrs.getFloat("eps", 1e-8);
   double weightDecay = attrs.getFloat("weight_decay", 0.01);
+  f.l2 = attrs.getFloat("l2", 0.0);
   f.decay = 1 - lr * weightDecay;
   f.negStepSize = -(lr / (1 - std::pow(f.beta1, step)));
   f.bc2Sqrt = std::sqrt(1 - std::pow(f.beta2, step));

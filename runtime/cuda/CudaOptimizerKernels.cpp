@@ -107,6 +107,7 @@ Status prepareAdamW(const CudaKernelCall &call, size_t first, size_t firstOut, b
   f.beta2 = call.attrs.getFloat("beta2", 0.999);
   f.eps = call.attrs.getFloat("eps", 1e-8);
   f.weightDecay = call.attrs.getFloat("weight_decay", 0.01);
+  f.l2 = call.attrs.getFloat("l2", 0.0);
   u = UpdateTensor{};
   for (int k = 0; k < 4; ++k)
     u.in[k] = in[k].data;

@@ -235,6 +235,8 @@ PLAIT_HD void adamwElement(T p, T g, T m, T v, const AdamWFactors &f, T &newP, T
   const T decay = T(f.decay), b1 = T(f.beta1), b2 = T(f.beta2);
   const T oneMinusB1 = T(1 - f.beta1), oneMinusB2 = T(1 - f.beta2);
   const T bc2Sqrt = T(f.bc2Sqrt), eps = T(f.eps), negStepSize = T(f.negStepSize);
+  if (f.l2 != 0)
+    g = g + T(f.l2) * p;
   p = p * decay;
   m = m * b1 + oneMinusB1 * g;
   v = v * b2 + oneMinusB2 * g * g;

@@ -200,6 +200,7 @@ struct SgdFactors {
 struct AdamWFactors {
   double decay = 1, beta1 = 0.9, beta2 = 0.999, bc2Sqrt = 1, negStepSize = 0, eps = 1e-8;
   double weightDecay = 0.01; // decay's input (math::adamwStepFactors)
+  double l2 = 0;             // torch.optim.Adam's weight_decay, added to the gradient
 };
 
 /// One tensor of an optimizer update: its element count, the pointers the update reads and

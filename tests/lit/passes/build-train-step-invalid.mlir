@@ -1,4 +1,6 @@
 // RUN: plait-opt --split-input-file --verify-diagnostics --plait-build-train-step %s
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=lamb' %s 2>&1 | FileCheck %s --check-prefix=OPT
+// OPT: error: unknown optimizer 'lamb' (expected sgd, adam or adamw)
 
 // expected-error @+1 {{'func.func' op first output 'logits' must be the scalar float loss, got 'tensor<2x3xf32>'}}
 func.func @main(%x: tensor<2x3xf32>) -> (tensor<2x3xf32> {plait.name = "logits"}) {

@@ -1,6 +1,8 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd momentum=0.9' %s | FileCheck %s --check-prefix=SGD
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adamw lr=0.003' %s | FileCheck %s --check-prefix=ADAMW
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-norm=1.0' %s | FileCheck %s --check-prefix=FREEZE
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adam weight-decay=0.05' %s | FileCheck %s --check-prefix=ADAM
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adam' %s | FileCheck %s --check-prefix=ADAM0
 
 // A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
 // the ReLU mask (from its result, so the GEMM output need not outlive the ReLU), the weight
@@ -36,8 +38,18 @@
 // ADAMW: plait.state "fc.weight.exp_avg"
 // ADAMW: plait.state "fc.weight.exp_avg_sq"
 // ADAMW: plait.adamw_update
+// ADAMW-NOT: l2 =
 // ADAMW-COUNT-6: plait.assign
 // ADAMW-NEXT: return
+// Adam is the same update with no decoupled decay and its weight decay added to the
+// gradient (l2, as torch.optim.Adam's weight_decay); its default decay is PyTorch's 0.
+// ADAM-LABEL: module attributes
+// ADAM-SAME: plait.train = {clip_grad_norm = 0.000000e+00 : f64, optimizer = "adam", weight_decay = 5.000000e-02 : f64}
+// ADAM: plait.adamw_update %{{.*}} {l2 = 5.000000e-02 : f64, weight_decay = 0.000000e+00 : f64} : (tensor<3x4xf32>
+// ADAM: plait.adamw_update %{{.*}} {l2 = 5.000000e-02 : f64, weight_decay = 0.000000e+00 : f64} : (tensor<3xf32>
+// ADAM0-LABEL: module attributes
+// ADAM0-SAME: optimizer = "adam", weight_decay = 0.000000e+00 : f64}
+// ADAM0: plait.adamw_update %{{.*}} {weight_decay = 0.000000e+00 : f64} : (tensor<3x4xf32>
 // --freeze keeps fc.bias out of training: no bias gradient, one update. Clipping scales the
 // remaining gradient by min(1, max_norm / (||g|| + 1e-6)).
 // FREEZE-LABEL: func.func @main

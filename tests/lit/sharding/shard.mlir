@@ -3,6 +3,7 @@
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adamw' --plait-shard='world-size=2 strategy=zero2' | FileCheck %s --check-prefix=ZERO2
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adamw' --plait-shard='world-size=2 strategy=fsdp' | FileCheck %s --check-prefix=FSDP
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adamw' --plait-shard='world-size=2 strategy=zero3 reshard-after-forward=false' | FileCheck %s --check-prefix=KEEP
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adam weight-decay=0.1' --plait-shard='world-size=2 strategy=zero1' | FileCheck %s --check-prefix=ADAM
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd momentum=0.9' --plait-shard='world-size=4 strategy=hsdp:2' | FileCheck %s --check-prefix=HSDP
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp' | FileCheck %s --check-prefix=MIXED
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=zero2 unit-size=40' | FileCheck %s --check-prefix=SIZE
@@ -38,6 +39,8 @@
 // ZERO1-NEXT: %[[W1NEW:.*]] = plait.reshape %[[PIECES]]#0
 // ZERO1: plait.assign %[[W1]], %[[W1NEW]] : tensor<3x3xf32>
 // ZERO1-NOT: plait.state "layers.1.weight
+// Adam's flat shard update keeps its gradient's L2 term and no decoupled decay.
+// ADAM: plait.adamw_update %{{.*}} {{{.*}}l2 = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : (tensor<5xf32>
 
 // zero2: the same, but the gradient is reduced as soon as the unit's gradients exist,
 // before the backward of layers.0 runs.

@@ -154,7 +154,9 @@ TEST(ElementMath, IntegerArithmeticWrapsAsOnTheCpu) {
 /// The f32 scalar tensor holding `v` (the runtime's "lr" and "step").
 std::vector<float> scalar(float v) { return {v}; }
 
-TEST(ElementMath, AdamWMatchesTheCpuKernelBitForBit) {
+/// adamw_update on the CPU and per element as the CUDA kernels compute it, with `l2` (Adam's
+/// weight decay, 0 for AdamW), compared bit for bit.
+void expectAdamWMatchesTheCpuKernel(double l2) {
   std::vector<float> param = sampleValues(), grad(param.size()), m(param.size()), v(param.size());
   for (size_t i = 0; i < param.size(); ++i) {
     param[i] = std::isfinite(param[i]) ? param[i] * 0.01f : 0.5f;
@@ -164,6 +166,11 @@ TEST(ElementMath, AdamWMatchesTheCpuKernelBitForBit) {
   }
   const double lr = 3e-3, step = 5, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.01;
   rt::Attrs attrs; // the op's defaults, as the CUDA host kernel reads them
+  if (l2 != 0) {
+    rt::AttrValue value;
+    value.floats = {l2};
+    attrs.set("l2", value);
+  }
   std::vector<std::vector<int64_t>> shapes(6, {int64_t(param.size())});
   shapes[4] = shapes[5] = {};
   std::vector<std::vector<float>> cpu = runCpu(
@@ -174,6 +181,7 @@ TEST(ElementMath, AdamWMatchesTheCpuKernelBitForBit) {
   f.beta2 = beta2;
   f.eps = eps;
   f.weightDecay = wd;
+  f.l2 = l2;
   math::adamwStepFactors(double(float(lr)), double(float(step)), f);
   for (size_t i = 0; i < param.size(); ++i) {
     float p, mm, vv;
@@ -183,6 +191,10 @@ TEST(ElementMath, AdamWMatchesTheCpuKernelBitForBit) {
     EXPECT_EQ(vv, cpu[2][i]) << i;
   }
 }
+
+TEST(ElementMath, AdamWMatchesTheCpuKernelBitForBit) { expectAdamWMatchesTheCpuKernel(0); }
+
+TEST(ElementMath, AdamsL2MatchesTheCpuKernelBitForBit) { expectAdamWMatchesTheCpuKernel(0.1); }
 
 TEST(ElementMath, SgdWithMomentumMatchesTheCpuKernelBitForBit) {
   std::vector<float> param(64), grad(64), buffer(64);
