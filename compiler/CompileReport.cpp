@@ -150,6 +150,11 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     module.walk([&](AssignOp) { ++stored; });
     report["optimizer_updates"] = stored;
     report["micro_batches"] = options.train.microBatches;
+    // The optimizer and its schedule as plait-build-train-step recorded them.
+    if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train"))
+      report["train"] = scalarsToJson(train);
+    if (auto schedule = module->getAttrOfType<DictionaryAttr>("plait.lr_schedule"))
+      report["lr_schedule"] = scalarsToJson(schedule);
   }
   report["optimizations"] = {
       {"memory_planning", fmt::format("{} buffers in a {}-byte arena ({}), lower bound {} bytes",
@@ -408,6 +413,17 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
   if (report.value("training", false)) {
     os << fmt::format("  training step    : {} tensors updated per step\n",
                       report["optimizer_updates"].get<int64_t>());
+    if (report.contains("train") && report.contains("lr_schedule")) {
+      const auto &t = report["train"], &lr = report["lr_schedule"];
+      std::string optimizer = t.value("optimizer", "");
+      double decay = t.value("weight_decay", 0.0), clip = t.value("clip_grad_norm", 0.0);
+      os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}{}\n",
+                        optimizer, lr.value("lr", 0.0), lr.value("kind", ""), decay,
+                        decay == 0        ? ""
+                        : optimizer == "adamw" ? " (decoupled: params decayed)"
+                                             : " (L2: added to the gradient)",
+                        clip > 0 ? fmt::format(", gradients clipped to norm {:g}", clip) : "");
+    }
     os << fmt::format("  gradients        : {} bytes (kept for the optimizer step)\n",
                       m["grads"].get<int64_t>());
     os << fmt::format("  optimizer state  : {} bytes\n", m["optimizer"].get<int64_t>());
