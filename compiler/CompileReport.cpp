@@ -417,12 +417,14 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
       const auto &t = report["train"], &lr = report["lr_schedule"];
       std::string optimizer = t.value("optimizer", "");
       double decay = t.value("weight_decay", 0.0), clip = t.value("clip_grad_norm", 0.0);
-      os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}{}\n",
-                        optimizer, lr.value("lr", 0.0), lr.value("kind", ""), decay,
-                        decay == 0        ? ""
-                        : optimizer == "adamw" ? " (decoupled: params decayed)"
-                                             : " (L2: added to the gradient)",
-                        clip > 0 ? fmt::format(", gradients clipped to norm {:g}", clip) : "");
+      std::string detail;
+      if (decay != 0)
+        detail = optimizer == "adamw" ? " (decoupled: params decayed)"
+                                      : " (L2: added to the gradient)";
+      if (clip > 0)
+        detail += fmt::format(", gradients clipped to norm {:g}", clip);
+      os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}\n", optimizer,
+                        lr.value("lr", 0.0), lr.value("kind", ""), decay, detail);
     }
     os << fmt::format("  gradients        : {} bytes (kept for the optimizer step)\n",
                       m["grads"].get<int64_t>());

@@ -192,7 +192,7 @@ struct AdamWFactors {
 /// the process starts (the update reads 4 and writes 3 arrays as large as the model: on wide
 /// vectors it runs at memory speed instead of waiting on scalar divides and square roots).
 template <typename T, bool kL2>
-inline void adamwLoop(int64_t n, const T *param, const T *grad, const T *expAvg,
+inline void adamwLoopWith(int64_t n, const T *param, const T *grad, const T *expAvg,
                       const T *expAvgSq, T *newParam, T *newExpAvg, T *newExpAvgSq,
                       const AdamWFactors &f) {
   const T decay = T(f.decay), b1 = T(f.beta1), b2 = T(f.beta2), l2 = T(f.l2);
@@ -213,16 +213,24 @@ inline void adamwLoop(int64_t n, const T *param, const T *grad, const T *expAvg,
   }
 }
 
+/// adamwLoopWith, its L2 term compiled in only when the update has one.
+template <typename T>
+inline void adamwLoop(int64_t n, const T *param, const T *grad, const T *expAvg,
+                      const T *expAvgSq, T *newParam, T *newExpAvg, T *newExpAvgSq,
+                      const AdamWFactors &f) {
+  if (f.l2 != 0)
+    adamwLoopWith<T, true>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq,
+                           f);
+  else
+    adamwLoopWith<T, false>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg,
+                            newExpAvgSq, f);
+}
+
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
 adamwLoopF32(int64_t n, const float *param, const float *grad, const float *expAvg,
              const float *expAvgSq, float *newParam, float *newExpAvg, float *newExpAvgSq,
              const AdamWFactors &f) {
-  if (f.l2 != 0)
-    adamwLoop<float, true>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq,
-                           f);
-  else
-    adamwLoop<float, false>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq,
-                            f);
+  adamwLoop<float>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
 }
 
 template <typename T>
@@ -236,12 +244,8 @@ void adamwUpdate(const TensorView *in, const TensorView *out, const AdamWFactors
       T *newExpAvgSq = out[2].as<T>() + b;
       if constexpr (std::is_same_v<T, float>)
         adamwLoopF32(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
-      else if (f.l2 != 0)
-        adamwLoop<T, true>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq,
-                           f);
       else
-        adamwLoop<T, false>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq,
-                            f);
+        adamwLoop<T>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
     });
   });
 }
