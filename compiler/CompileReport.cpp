@@ -97,6 +97,8 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
                         unit.get("grad_element_bytes") ? get("grad_element_bytes")
                                                        : get("element_bytes")},
                        {"params", names}});
+      if (auto shard = unit.getAs<BoolAttr>("accumulate_in_shard"); shard && shard.getValue())
+        units.back()["accumulate_in_shard"] = true;
     }
   }
   int64_t constants = memory.bytesOf(BufferKind::Constant);
@@ -163,11 +165,23 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   if (plan.training && options.train.microBatches > 1) {
     int64_t k = options.train.microBatches;
     int64_t micro = report.value("batch_per_rank", int64_t(0)) / k;
+    int64_t inShard = 0;
+    for (const auto &u : units)
+      inShard += u.value("accumulate_in_shard", false);
+    std::string reduced;
+    if (plan.worldSize > 1 && inShard == 0)
+      reduced = "reduced across ranks once per step ";
+    else if (plan.worldSize > 1)
+      reduced = fmt::format(
+          "reduced across ranks ({} of {} units' per micro-batch, reduce-scattered as they "
+          "are produced and summed in their shards: no whole gradient outlives its "
+          "micro-batch; off: --no-sharded-accumulation{}) ",
+          inShard, units.size(),
+          inShard < int64_t(units.size()) ? "; the others' once per step" : "");
     report["optimizations"]["micro_batches"] = fmt::format(
         "{} micro-batches of {} sample{}: forward and backward per micro-batch, gradients "
         "summed as they are produced, then averaged, {}and applied by one optimizer update",
-        k, micro, micro == 1 ? "" : "s",
-        plan.worldSize > 1 ? "reduced across ranks once per step " : "");
+        k, micro, micro == 1 ? "" : "s", reduced);
   }
   if (memory.inPlaceBuffers > 0)
     report["optimizations"]["in_place_updates"] = fmt::format(
@@ -390,10 +404,18 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     const DistOptions &d = options.dist;
     report["optimizations"]["sharding"] =
         fmt::format("{} units over {} ranks: {}", units.size(), plan.worldSize, mix);
+    std::string inFlight =
+        d.reduceScattersInFlight > 0
+            ? fmt::format("at most {0} gradient reduce-scatters in flight (each completes "
+                          "before the one {0} places after it starts: whole gradients freed "
+                          "during the backward; --reduce-scatters-in-flight 0: unbounded)",
+                          d.reduceScattersInFlight)
+            : "gradient reduce-scatters done only before their shards are read "
+              "(--reduce-scatters-in-flight 0)";
     report["optimizations"]["overlap"] = fmt::format(
         "gradient collectives start as soon as their bucket/unit is complete (ddp buckets "
-        "<= {} bytes); all-gathers prefetch {} unit(s) ahead; {}",
-        d.bucketBytes, d.prefetch,
+        "<= {} bytes); {}; all-gathers prefetch {} unit(s) ahead; {}",
+        d.bucketBytes, inFlight, d.prefetch,
         d.noReshardAfterForward ? "gathered params kept from forward to backward "
                                   "(--no-reshard-after-forward)"
                                 : "params resharded after forward");

@@ -21,6 +21,7 @@
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
 #include "passes/analysis/MemoryPlan.h"
+#include "passes/autodiff/DivideBatch.h"
 #include "passes/sharding/VerifyCollectives.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -57,15 +58,19 @@ FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOption
   if (options.upgradeOpset)
     return emitError(UnknownLoc::get(&ctx))
            << path << ": --upgrade-opset applies to ONNX models only";
-  if (endsWith(path, ".mlir") && options.train.microBatches > 1)
-    return emitError(UnknownLoc::get(&ctx))
-           << path << ": --micro-batches needs an ONNX model (a .mlir model's shapes are fixed "
-                      "at its batch; write it at the micro-batch size and use plait-opt "
-                      "--plait-build-train-step=micro-batches=K)";
   if (endsWith(path, ".mlir")) {
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, &ctx);
     if (!module)
       return failure();
+    // --micro-batches: the model is rewritten to one micro-batch, as the importer does.
+    int64_t microBatches = options.train.enabled ? options.train.microBatches : 1;
+    if (microBatches > 1) {
+      func::FuncOp func = findEntryFunction(*module);
+      if (!func)
+        return emitError(UnknownLoc::get(&ctx)) << path << ": expected a function @main";
+      if (failed(divideBatch(func, microBatches)))
+        return failure();
+    }
     return module;
   }
   return emitError(UnknownLoc::get(&ctx))
@@ -381,8 +386,8 @@ int writeOutputs(const CompileOptions &options, Compiled &compiled) {
   return 0;
 }
 
-/// buildPlan, and with --strategy auto on an ONNX model (whose batch can be split) without
-/// --micro-batches, the micro-batch count searched too: when one micro-batch needs recompute
+/// buildPlan, and with --strategy auto without --micro-batches, the micro-batch count searched
+/// too (ONNX and .mlir models alike): when one micro-batch needs recompute
 /// or does not fit, 2, 4 and 8 micro-batches (those that divide the batch) are planned as
 /// well, and the fastest predicted step kept (ties: fewer micro-batches). More micro-batches
 /// never make a step that fits without recompute faster (the same work in smaller kernels,
@@ -391,7 +396,7 @@ int writeOutputs(const CompileOptions &options, Compiled &compiled) {
 int buildPlanSearchingMicroBatches(MLIRContext &ctx, const CompileOptions &options,
                                    Compiled &out) {
   bool search = options.train.enabled && options.dist.strategy == "auto" &&
-                !options.microBatchesFixed && endsWith(options.modelPath, ".onnx");
+                !options.microBatchesFixed;
   if (!search)
     return buildPlan(ctx, options, out);
   struct Tried {

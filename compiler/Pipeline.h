@@ -37,6 +37,8 @@ struct DistOptions {
   int64_t bucketBytes = 25 << 20;    // PyTorch DDP's default bucket
   int64_t prefetch = 1;
   bool noReshardAfterForward = false;
+  bool noShardedAccumulation = false; // --no-sharded-accumulation
+  int64_t reduceScattersInFlight = 2;  // gradient reduce-scatters in flight (0: unbounded)
 };
 
 struct CompileOptions {

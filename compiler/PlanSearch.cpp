@@ -114,12 +114,14 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   shard.placement = dist.placement;
   shard.unitSize = dist.unitSize;
   shard.reshardAfterForward = !dist.noReshardAfterForward;
+  shard.shardedAccumulation = !dist.noShardedAccumulation;
   if (dist.worldSize > 1)
     shard.clipGradNorm = options.train.clipGradNorm;
   pm.addPass(createShardPass(shard));
   InsertCollectivesPassOptions collectives;
   collectives.bucketBytes = choice.bucketBytes > 0 ? choice.bucketBytes : dist.bucketBytes;
   collectives.prefetch = dist.prefetch;
+  collectives.reduceScattersInFlight = dist.reduceScattersInFlight;
   pm.addPass(createInsertCollectivesPass(collectives));
   if (options.fusion)
     pm.addPass(createFoldTransposesPass());

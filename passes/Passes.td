@@ -84,6 +84,30 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
   ];
 }
 
+def DivideBatchPass : Pass<"plait-divide-batch", "mlir::ModuleOp"> {
+  let summary = "Rewrite a model written at batch B to compute one micro-batch of B / K";
+  let description = [{
+    What plait-compile does to a `.mlir` model before `--micro-batches K` builds the step
+    (ONNX models are divided by the importer). B is the leading dimension of the entry
+    function's arguments, which must all lead with it; they lead with B / K. The new shapes
+    follow the batch through the body: each op's results are inferred again (ops with a shape
+    rule), shaped as their batched operand (elementwise ops, casts, norms), or have the
+    dimension that carries the batch divided (reshape, broadcast_to, attention's lse, a
+    dropout mask by the operand it multiplies). An op the batch cannot pass (a constant or
+    attribute that pins it, a reshape that splits it) is an error at that op.
+
+    ```mlir
+    // plait-divide-batch{micro-batches=2}
+    %y = plait.reshape %x : (tensor<4x16x64xf32>) -> tensor<64x64xf32>
+    // becomes
+    %y = plait.reshape %x : (tensor<2x16x64xf32>) -> tensor<32x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", "1", "K, which must divide the batch">
+  ];
+}
+
 def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
   let summary = "Place each parameter unit (ddp, zero1/2/3, fsdp, hsdp:G) and shard its state";
   let description = [{
@@ -106,6 +130,14 @@ def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
     - `hsdp:G`: as fsdp inside groups of G consecutive ranks, gradients also averaged across
       the groups.
 
+    With micro-batches (plait-build-train-step's `micro-batches`), a unit whose gradients are
+    sharded (zero2, zero3, fsdp, hsdp) reduce-scatters each micro-batch's gradients as soon
+    as they exist and sums them in its shard, as DeepSpeed's ZeRO-2/3 and FSDP do: no whole
+    gradient outlives its micro-batch, for K times the reduce-scatters. With
+    `sharded-accumulation=false` (and for ddp and zero1) the whole gradients are summed over
+    the micro-batches and reduced once. Such units are recorded with
+    `accumulate_in_shard = true` in `plait.units`.
+
     Frozen params stay replicated and are not communicated. The step's loss is unchanged
     (plait-insert-collectives averages it over the ranks).
   }];
@@ -119,6 +151,9 @@ def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
            "group params into units of at least this many bytes (0: one unit per block)">,
     Option<"reshardAfterForward", "reshard-after-forward", "bool", "true",
            "zero3/fsdp/hsdp: free gathered params after forward and gather again for backward">,
+    Option<"shardedAccumulation", "sharded-accumulation", "bool", "true",
+           "with micro-batches, zero2/zero3/fsdp/hsdp units reduce-scatter each micro-batch's "
+           "gradients and sum them in their shards (off: whole gradients summed, reduced once)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
            "world size > 1: clip the averaged gradients to this global L2 norm (0: off)">
   ];
@@ -139,12 +174,18 @@ def InsertCollectivesPass : Pass<"plait-insert-collectives", "mlir::ModuleOp"> {
     - The loss is averaged over all ranks (`all_reduce` mean) so every rank reports the
       global-batch loss.
     Collectives start where they stand and complete before their first user; the memory plan
-    keeps their operands alive until then.
+    keeps their operands alive until then. Gradient reduce-scatters also complete before the
+    one `reduce-scatters-in-flight` places after them starts (recorded as the module attribute
+    `plait.in_flight_reduce_scatters`), so a unit's whole gradient is freed during the
+    backward rather than kept until the optimizer reads its shard.
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
            "largest gradient bucket for ddp all-reduces (PyTorch DDP's 25 MiB)">,
-    Option<"prefetch", "prefetch", "int64_t", "1", "units of all-gather started ahead of use">
+    Option<"prefetch", "prefetch", "int64_t", "1", "units of all-gather started ahead of use">,
+    Option<"reduceScattersInFlight", "reduce-scatters-in-flight", "int64_t", "2",
+           "gradient reduce-scatters in flight at once: each completes before the one this "
+           "many after it starts (0: only before its shard's first reader)">
   ];
 }
 

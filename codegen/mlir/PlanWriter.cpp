@@ -333,11 +333,16 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
             firstReader(user, first);
         }
       };
+  // A reduce-scatter also completes before a later one starts (nextReduceScatters).
+  llvm::DenseMap<Operation *, Operation *> nextReduceScatter =
+      nextReduceScatters(func.getBody().front());
   for (Operation &op : func.getBody().front()) {
     if (!isCollective(&op))
       continue;
     std::optional<uint32_t> first;
     firstReader(&op, first);
+    if (Operation *next = nextReduceScatter.lookup(&op))
+      first = std::min(first.value_or(instrOf.lookup(next)), instrOf.lookup(next));
     if (first)
       plan.instrs[*first].waits.push_back(instrOf.lookup(&op));
   }

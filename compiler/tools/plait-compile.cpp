@@ -56,8 +56,16 @@ int main(int argc, char **argv) {
                  "group params into units of at least BYTES (default: one unit per block)");
   app.add_option("--bucket-bytes", dist.bucketBytes, "largest ddp gradient bucket");
   app.add_option("--prefetch", dist.prefetch, "all-gathers started this many units ahead");
+  app.add_option("--reduce-scatters-in-flight", dist.reduceScattersInFlight,
+                 "gradient reduce-scatters in flight at once (default 2): each completes before "
+                 "the one N after it starts, freeing whole gradients during the backward; 0: "
+                 "each completes only before its shard is read");
   app.add_flag("--no-reshard-after-forward", dist.noReshardAfterForward,
                "zero3/fsdp/hsdp: keep gathered params from forward to backward");
+  app.add_flag("--no-sharded-accumulation", dist.noShardedAccumulation,
+               "with --micro-batches, zero2/zero3/fsdp/hsdp: sum whole gradients over the "
+               "micro-batches and reduce them once (default: reduce-scatter each micro-batch's "
+               "and sum the shards)");
   app.add_option("--device", options.device,
                  "cpu, or cuda: the fused kernels generated as CUDA C++ and compiled by nvcc "
                  "for sm_80 and sm_90 (plait-run runs it on its CUDA backend where there is a GPU)")
@@ -143,7 +151,8 @@ int main(int argc, char **argv) {
       return 1;
     }
   for (const char *flag : {"--world-size", "--strategy", "--placement", "--unit-size",
-                           "--bucket-bytes", "--prefetch", "--no-reshard-after-forward"})
+                           "--bucket-bytes", "--prefetch", "--no-reshard-after-forward",
+                           "--no-sharded-accumulation", "--reduce-scatters-in-flight"})
     if (app.count(flag) && !train.enabled) {
       std::cerr << "plait-compile: " << flag << " needs --train (data-parallel training)\n";
       return 1;
@@ -230,9 +239,10 @@ int main(int argc, char **argv) {
               << "\n";
     return 1;
   }
-  if (dist.worldSize < 1 || dist.unitSize < 0 || dist.bucketBytes < 1 || dist.prefetch < 0) {
-    std::cerr << "plait-compile: --world-size and --bucket-bytes must be >= 1, --unit-size and "
-                 "--prefetch >= 0\n";
+  if (dist.worldSize < 1 || dist.unitSize < 0 || dist.bucketBytes < 1 || dist.prefetch < 0 ||
+      dist.reduceScattersInFlight < 0) {
+    std::cerr << "plait-compile: --world-size and --bucket-bytes must be >= 1, --unit-size, "
+                 "--prefetch and --reduce-scatters-in-flight >= 0\n";
     return 1;
   }
   if (!betas.empty()) {

@@ -88,7 +88,10 @@ struct ProgramOrder {
   llvm::DenseMap<Operation *, int64_t> time;
   int64_t endTime = 0; // numOps + 1
 
-  explicit ProgramOrder(func::FuncOp func) {
+  llvm::DenseMap<Operation *, Operation *> nextReduceScatter; // nextReduceScatters()
+
+  explicit ProgramOrder(func::FuncOp func)
+      : nextReduceScatter(nextReduceScatters(func.getBody().front())) {
     for (Operation &op : func.getBody().front())
       time[&op] = ++endTime;
     ++endTime;
@@ -97,6 +100,8 @@ struct ProgramOrder {
     int64_t wait = endTime;
     for (Operation *user : collective->getUsers())
       wait = std::min(wait, time.lookup(user));
+    if (Operation *next = nextReduceScatter.lookup(collective))
+      wait = std::min(wait, time.lookup(next));
     return wait;
   }
   /// When `reader` is done with its operands: its own time, or a collective's wait.

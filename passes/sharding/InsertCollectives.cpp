@@ -43,10 +43,14 @@ struct InsertCollectivesPass : impl::InsertCollectivesPassBase<InsertCollectives
     auto func = entryFunction(module, "insert collectives into");
     if (failed(func))
       return signalPassFailure();
-    if (bucketBytes < 1 || prefetch < 0) {
-      module.emitError("bucket-bytes must be positive and prefetch non-negative");
+    if (bucketBytes < 1 || prefetch < 0 || reduceScattersInFlight < 0) {
+      module.emitError("bucket-bytes must be positive, and prefetch and "
+                       "reduce-scatters-in-flight non-negative");
       return signalPassFailure();
     }
+    module->setAttr(kReduceScattersInFlightAttr,
+                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                     int64_t(reduceScattersInFlight)));
     Block &body = func->getBody().front();
     int64_t world = worldSizeOf(module);
     MLIRContext *ctx = &getContext();

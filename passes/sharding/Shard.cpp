@@ -31,6 +31,8 @@ struct TrainableParam {
   ParamOp op;
   Operation *update = nullptr;
   int64_t firstUse = 0;
+  // With micro-batches, the gradient of each one (in order) whose mean the update reads.
+  SmallVector<Value> terms;
   RankedTensorType type() { return op.getType(); }
   Value grad() { return update->getOperand(1); }
 };
@@ -40,6 +42,7 @@ struct Unit {
   SmallVector<TrainableParam *> params; // in first-use order
   Placement placement;
   int64_t firstUse = 0;
+  bool accumulateInShard = false; // micro-batches reduce-scattered one by one, summed in shard
   int64_t numel() const {
     int64_t n = 0;
     for (TrainableParam *p : params)
@@ -82,6 +85,48 @@ SmallVector<CastOp> halfCopies(ParamOp param) {
     copies.push_back(c);
   }
   return copies;
+}
+
+/// With `k` micro-batches, the gradient plait-build-train-step gives an update is the mean
+/// div(s_k, K) of the running sums s_i = add(s_(i-1), t_i), s_1 = t_1 (MicroBatches.cpp).
+/// Returns the terms t_1..t_k, or nothing when `grad` is not that chain.
+SmallVector<Value> microBatchTerms(Value grad, int64_t k) {
+  auto div = grad.getDefiningOp<DivOp>();
+  if (!div || !div.getRhs().getDefiningOp<ConstantOp>() ||
+      cast<RankedTensorType>(div.getRhs().getType()).getRank() != 0)
+    return {};
+  SmallVector<Value> terms(k);
+  Value sum = div.getLhs();
+  for (int64_t i = k - 1; i > 0; --i) {
+    auto add = sum.getDefiningOp<AddOp>();
+    if (!add || add.getRhs().getType() != grad.getType())
+      return {};
+    terms[i] = add.getRhs();
+    sum = add.getLhs();
+  }
+  if (sum.getType() != grad.getType())
+    return {};
+  terms[0] = sum;
+  return terms;
+}
+
+/// The reduction a sharded update's gradient comes from: its sync_grad, seen through the
+/// cast up (bf16-mixed) and, with sharded accumulation, the mean of the micro-batches' shards
+/// (the last one's). Null for a gradient reduced whole.
+SyncGradOp shardReduction(Value grad) {
+  while (Operation *def = grad.getDefiningOp()) {
+    if (auto sync = dyn_cast<SyncGradOp>(def))
+      return sync;
+    if (isa<CastOp>(def))
+      grad = def->getOperand(0);
+    else if (isa<DivOp>(def))
+      grad = def->getOperand(0);
+    else if (isa<AddOp>(def))
+      grad = def->getOperand(1);
+    else
+      return {};
+  }
+  return {};
 }
 
 /// The optimizer state operands of an update op, in operand order.
@@ -274,6 +319,21 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         return signalPassFailure();
       }
 
+    // With micro-batches, units with sharded gradients reduce each micro-batch's.
+    int64_t microBatches = 1;
+    if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train"))
+      if (auto k = train.getAs<IntegerAttr>("micro_batches"))
+        microBatches = k.getInt();
+    if (worldSize > 1 && microBatches > 1 && shardedAccumulation)
+      for (Unit &u : units) {
+        if (!u.placement.shardsGrads())
+          continue;
+        for (TrainableParam *p : u.params)
+          p->terms = microBatchTerms(p->grad(), microBatches);
+        u.accumulateInShard =
+            llvm::all_of(u.params, [](TrainableParam *p) { return !p->terms.empty(); });
+      }
+
     recordUnits(module, units);
     if (worldSize == 1)
       return; // one rank: every placement is the single-rank step
@@ -313,7 +373,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       int64_t g = u.placement.shardGroupSize(worldSize);
       Type element = u.params.front()->type().getElementType();
       int64_t elementBytes = tensorBytes(RankedTensorType::get({1}, element));
-      list.push_back(b.getDictionaryAttr({
+      SmallVector<NamedAttribute> entries{
           b.getNamedAttr("name", b.getStringAttr(u.name)),
           b.getNamedAttr("placement", b.getStringAttr(u.placement.str())),
           b.getNamedAttr("params", b.getArrayAttr(names)),
@@ -336,8 +396,10 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
                                                return bool(halfGradient(unclipped(p->grad())));
                                              })
                                                  ? kHalfBytes
-                                                 : elementBytes)),
-      }));
+                                                 : elementBytes))};
+      if (u.accumulateInShard)
+        entries.push_back(b.getNamedAttr("accumulate_in_shard", b.getBoolAttr(true)));
+      list.push_back(b.getDictionaryAttr(entries));
     }
     module->setAttr("plait.units", b.getArrayAttr(list));
   }
@@ -373,9 +435,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
                                        b.getDenseI64ArrayAttr({}), b.getBoolAttr(false));
       if (cast<RankedTensorType>(sq.getType()).getElementType() != f32)
         sq = b.create<CastOp>(loc, scalarType, sq);
-      auto sync = g.getDefiningOp<SyncGradOp>();
-      if (auto up = g.getDefiningOp<CastOp>(); up && !sync)
-        sync = up.getX().getDefiningOp<SyncGradOp>(); // bf16-mixed: reduced in bf16
+      SyncGradOp sync = shardReduction(g);
       Attribute groups = sync ? sync.getShardGroupsAttr() : Attribute();
       Value &sum = groups ? sharded[groups] : local;
       sum = sum ? Value(b.create<AddOp>(loc, sum, sq)) : sq;
@@ -500,7 +560,10 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       if (Value half = halfGradient(grad))
         halves.push_back(half);
     Value gradShard;
-    if (halves.size() == grads.size()) {
+    if (u.accumulateInShard) {
+      gradShard = accumulateInShard(b, loc, u, position, optimizerStart, padded, shardType,
+                                    shardGroups, replicaGroups);
+    } else if (halves.size() == grads.size()) {
       auto halfShard = RankedTensorType::get(shardType.getShape(),
                                              cast<RankedTensorType>(halves[0].getType()).getElementType());
       Value flatHalf = flattenInto(b, loc, halves, padded);
@@ -574,6 +637,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     // The per-param updates, their assigns and state are gone.
     for (TrainableParam *p : u.params) {
       SmallVector<Value> oldStates = stateOperands(p->update);
+      Value oldGrad = p->grad();
       // Its users are the assigns of the new param and state values.
       for (Operation *user : llvm::to_vector(p->update->getUsers()))
         user->erase();
@@ -583,6 +647,8 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         if (Operation *def = s.getDefiningOp())
           if (def->use_empty())
             def->erase();
+      if (u.accumulateInShard)
+        eraseWholeMean(oldGrad, p->terms.size());
       if (shardParams) {
         if (!p->op->use_empty())
           return p->op.emitOpError("is still used after sharding unit '") << u.name << "'";
@@ -590,6 +656,81 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       }
     }
     return success();
+  }
+
+  /// A unit's gradient shard with sharded accumulation: each micro-batch's gradients are
+  /// flattened and reduce-scattered where the last of them is produced (in bf16 where they
+  /// all arrive as casts up from bf16), and the shards summed in f32 (each joins the sum
+  /// where the next micro-batch's reduction starts, so its collective overlaps a whole
+  /// micro-batch; the last before the optimizer), then divided by K: the mean the whole
+  /// gradients' chain computed, with no whole gradient kept past its micro-batch.
+  Value accumulateInShard(OpBuilder &b, Location loc, Unit &u,
+                          DenseMap<Operation *, int64_t> &position, Operation *optimizerStart,
+                          int64_t padded, RankedTensorType shardType, ArrayAttr shardGroups,
+                          ArrayAttr replicaGroups) {
+    size_t k = u.params.front()->terms.size();
+    auto up = [&](Value shard) -> Value {
+      if (shard.getType() == shardType)
+        return shard;
+      return b.create<CastOp>(loc, shardType, shard);
+    };
+    Value sum, pending;
+    for (size_t i = 0; i < k; ++i) {
+      SmallVector<Value> terms, halves;
+      Operation *last = nullptr;
+      for (TrainableParam *p : u.params) {
+        Value term = p->terms[i];
+        terms.push_back(term);
+        if (Value half = halfGradient(term))
+          halves.push_back(half);
+        Operation *def = term.getDefiningOp();
+        if (def && (!last || position[def] > position[last]))
+          last = def;
+      }
+      if (last)
+        b.setInsertionPointAfter(last);
+      else
+        b.setInsertionPoint(optimizerStart);
+      if (pending)
+        sum = sum ? Value(b.create<AddOp>(loc, sum, up(pending))) : up(pending);
+      if (halves.size() == terms.size()) {
+        auto halfShard = RankedTensorType::get(
+            shardType.getShape(), cast<RankedTensorType>(halves[0].getType()).getElementType());
+        pending = b.create<SyncGradOp>(loc, halfShard, flattenInto(b, loc, halves, padded),
+                                       shardGroups, replicaGroups);
+      } else {
+        pending = b.create<SyncGradOp>(loc, shardType, flattenInto(b, loc, terms, padded),
+                                       shardGroups, replicaGroups);
+      }
+    }
+    b.setInsertionPoint(optimizerStart);
+    sum = sum ? Value(b.create<AddOp>(loc, sum, up(pending))) : up(pending);
+    Value count = u.params.front()->grad().getDefiningOp<DivOp>().getRhs();
+    return b.create<DivOp>(loc, sum, count);
+  }
+
+  /// After sharded accumulation: the whole gradients' running sums and mean (`k` terms), and
+  /// the casts up of bf16 terms that the reductions read in bf16, now that nothing reads them.
+  static void eraseWholeMean(Value mean, size_t k) {
+    auto eraseDeadCast = [](Value v) {
+      if (auto c = v.getDefiningOp<CastOp>(); c && c->use_empty())
+        c->erase();
+    };
+    auto div = mean.getDefiningOp<DivOp>();
+    if (!div || !div->use_empty())
+      return;
+    Value sum = div.getLhs();
+    div->erase();
+    for (size_t i = k; i > 1; --i) {
+      auto add = sum.getDefiningOp<AddOp>();
+      if (!add || !add->use_empty())
+        return;
+      Value term = add.getRhs();
+      sum = add.getLhs();
+      add->erase();
+      eraseDeadCast(term);
+    }
+    eraseDeadCast(sum);
   }
 
   /// zero3/fsdp/hsdp: each forward reads the params from one gather placed before its first

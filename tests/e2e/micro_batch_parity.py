@@ -5,16 +5,20 @@ For a sample (mlp or gpt) the committed model (batch B) is trained for STEPS ste
 with --micro-batches 1 (the reference), 2 and 4 from the same data. It is also re-pinned to
 batch B/2 and trained on 2 MPI ranks with 2 micro-batches each, with every placement (ddp,
 zero1, zero2, zero3, fsdp, fsdp without resharding): that sees the same samples per step as the
-reference. Checked per run:
+reference. The same model as plait-dialect .mlir (the importer's output, whose batch plait-compile
+divides itself) is trained with 2 and 4 micro-batches too. Checked per run:
   - per-step losses equal the reference within 1e-5 relative;
   - the final weights (--save-weights) equal the reference's (AdamW's key-bias caveat as in
     train_parity.py);
   - the report says "micro_batches": K and lists the optimization;
-  - the gradients are reduced once per step: as many reduce-scatters and all-reduces as the
-    same plan without micro-batches, and (fsdp) K times its all-gathers, since every
-    micro-batch gathers the params for its forward and its backward (zero1/2 gather the
-    updated params once);
-  - the bytes the runtime counted on the wire each step equal the report's prediction.
+  - the gradients are reduced as the placement says: ddp and zero1 once per step (as many
+    all-reduces and reduce-scatters as the same plan without micro-batches); zero2, zero3 and
+    fsdp once per micro-batch (K times the reduce-scatters, summed in their shards, the units
+    reported with accumulate_in_shard), or once with --no-sharded-accumulation (zero2-whole);
+    and (zero3/fsdp) K times the all-gathers, since every micro-batch gathers the params for
+    its forward and its backward (zero1/2 gather the updated params once);
+  - the bytes the runtime counted on the wire each step equal the report's prediction;
+  - (.mlir) the per-step losses equal, bit for bit, the ONNX model's with the same micro-batches.
 
 Run with /usr/bin/python3:  micro_batch_parity.py --build BUILD --sample gpt [--steps 20]
 """
@@ -67,6 +71,16 @@ def main():
         per_rank = tmp / ("%s-b%d.onnx" % (name, batch // 2))
         rebatch(committed, per_rank, batch // 2)
         runs += [("w2-k2-" + p, per_rank, 2, 2, (p, extra)) for p, extra in placements(2)]
+        # The off switch: zero2's whole gradients summed over the micro-batches, reduced once.
+        runs.append(("w2-k2-zero2-whole", per_rank, 2, 2,
+                     ("zero2", ["--no-sharded-accumulation"])))
+        # The model as plait-dialect .mlir (the importer's output): plait-compile divides its
+        # batch itself (plait-divide-batch), which must give the importer's micro-batch step.
+        run([compile_bin, committed, "-o", tmp / "imported.plan", "--dump-dir", tmp / "dump"],
+            120)
+        imported = tmp / "dump" / "00-imported.mlir"
+        runs += [("mlir-k%d" % k, imported, 1, k, None) for k in (2, 4)]
+        losses_of = {}
         for label, model, world, k, placement in runs:
             strategy, extra = placement or (None, [])
             strategy = strategy and strategy.split("-")[0]
@@ -77,12 +91,24 @@ def main():
                     "micro_batches" not in report.get("optimizations", {}):
                 problems.append("the report does not say micro_batches %d" % k)
             if world > 1:
-                _, single = compile_plan(model, label + "-k1", dist)
+                dist_k1 = [f for f in dist if f != "--no-sharded-accumulation"]
+                _, single = compile_plan(model, label + "-k1", dist_k1)
                 got, once = report["collectives_per_step"], single["collectives_per_step"]
-                for kind in ("reduce_scatter", "all_reduce"):
-                    if got.get(kind, 0) != once.get(kind, 0):
-                        problems.append("%d %s per step, %d without micro-batches" % (
-                            got.get(kind, 0), kind, once.get(kind, 0)))
+                # zero2/3 and fsdp reduce-scatter every micro-batch's gradients (summed in
+                # their shards) unless told not to; ddp and zero1 reduce whole ones once.
+                in_shard = strategy in ("zero2", "zero3", "fsdp") and \
+                    "--no-sharded-accumulation" not in extra
+                flagged = all(u.get("accumulate_in_shard", False) for u in report["units"])
+                if flagged != in_shard or (not in_shard and any(
+                        u.get("accumulate_in_shard", False) for u in report["units"])):
+                    problems.append("units' accumulate_in_shard is not %s" % in_shard)
+                scatters = (k if in_shard else 1) * once.get("reduce_scatter", 0)
+                if got.get("reduce_scatter", 0) != scatters:
+                    problems.append("%d reduce_scatter per step, expected %d" % (
+                        got.get("reduce_scatter", 0), scatters))
+                if got.get("all_reduce", 0) != once.get("all_reduce", 0):
+                    problems.append("%d all_reduce per step, %d without micro-batches" % (
+                        got.get("all_reduce", 0), once.get("all_reduce", 0)))
                 # zero3/fsdp gather params per micro-batch; zero1/2 the updated params once.
                 gathers = (k if strategy in ("zero3", "fsdp") else 1) * once.get("all_gather", 0)
                 if got.get("all_gather", 0) != gathers:
@@ -94,6 +120,10 @@ def main():
             losses = np.array([r["loss"] for r in log])
             found, rel, worst = compare(name, losses, weights, ref_losses, ref_w, steps)
             problems += found
+            losses_of[label] = losses
+            if label.startswith("mlir-") and not np.array_equal(losses, losses_of[label[5:]]):
+                problems.append("losses differ from the ONNX model's with the same micro-batches "
+                                "(max %.2e)" % np.max(np.abs(losses - losses_of[label[5:]])))
             problems += comm_problems(log, report["comm"])
             print("%-4s %-20s loss %.6f -> %.6f  max rel loss diff %.2e  max |dw| %.2e  "
                   "arena %d B  %s" % (name, label, losses[0], losses[-1], rel, worst,

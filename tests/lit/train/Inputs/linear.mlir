@@ -1,4 +1,4 @@
-// A linear classifier at batch 2 (plait-compile --micro-batches rejects .mlir models).
+// A linear classifier at batch 2.
 func.func @main(%x: tensor<2x4xf32> {plait.name = "x"}, %y: tensor<2xi64> {plait.name = "y"})
     -> (tensor<f32> {plait.name = "loss"}) {
   %w = plait.param "fc.weight" {init = "normal:0.02"} : tensor<3x4xf32>
