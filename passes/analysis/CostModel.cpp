@@ -44,6 +44,19 @@ double dimsProduct(const std::vector<int64_t> &shape, int64_t from, int64_t to) 
   return n;
 }
 
+double floatAttr(const plan::InstrDesc &instr, const char *name, double fallback) {
+  for (const plan::AttrDesc &a : instr.attrs)
+    if (a.name == name && !a.floats.empty())
+      return a.floats.front();
+  return fallback;
+}
+
+/// Flops per element an optimizer update adds to its table entry: Adam's L2 term
+/// (grad + l2 * param, `l2` set by --optimizer adam with weight decay) is 2.
+double extraUpdateFlops(const plan::InstrDesc &instr) {
+  return floatAttr(instr, "l2", 0.0) != 0.0 ? 2.0 : 0.0;
+}
+
 std::string stringAttr(const plan::InstrDesc &instr, const char *name) {
   for (const plan::AttrDesc &a : instr.attrs)
     if (a.name == name)
@@ -539,7 +552,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
         grains = grains > 0 ? std::min(grains, g) : g;
       }
     }
-    cost.flops = c->flops * cost.elements;
+    cost.flops = (c->flops + extraUpdateFlops(instr)) * cost.elements;
     cost.rateClass = c->rateClass;
     if (calls > 0) {
       splitAs(cost, grains, calls, false);
@@ -549,7 +562,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
   }
   if (const ElementCost *c = elementCost(k)) {
     cost.elements = c->perInput ? numel(a) : numel(out);
-    cost.flops = c->flops * cost.elements;
+    cost.flops = (c->flops + extraUpdateFlops(instr)) * cost.elements;
     if (c->rateClass)
       cost.rateClass = c->rateClass;
     cost.rows = rowsOf(plan, instr, *c);

@@ -16,8 +16,11 @@ one rank. Checked per placement:
 
 With --clip, every run (the reference too) clips gradients to that global norm: on several
 ranks the norm is of the averaged gradients, with a shard's squares summed over its group.
+With --adam-l2 F, every run trains with torch.optim.Adam's rule instead (--optimizer adam,
+weight decay F added to the gradient as an L2 term), which shards as AdamW does.
 
-Run with /usr/bin/python3:  dp_parity.py --build BUILD --sample mlp --world 2 [--steps 20] [--clip F]
+Run with /usr/bin/python3:
+  dp_parity.py --build BUILD --sample mlp --world 2 [--steps 20] [--clip F] [--adam-l2 F]
 """
 import argparse
 import json
@@ -33,7 +36,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from train_parity import KEY_BIAS, SAMPLES, make_dataset, read_safetensors  # noqa: E402
 
-STATES = {"adamw": 2, "sgd": 1}  # optimizer tensors per param (sgd with momentum)
+STATES = {"adam": 2, "adamw": 2, "sgd": 1}  # optimizer tensors per param (sgd with momentum)
 TRAIN = {
     "mlp": ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"],
     "gpt": ["--optimizer", "adamw", "--lr", "3e-3"],
@@ -102,7 +105,7 @@ def compare(name, losses, weights, ref_losses, ref_w, steps):
     rel = np.abs(losses - ref_losses) / np.maximum(np.abs(ref_losses), 1e-12)
     if len(losses) != steps or rel.max() > 1e-5:
         problems.append("losses differ: max rel %.3g" % rel.max())
-    weight_issues, worst = weight_problems(TRAIN[name][1] == "adamw", weights, ref_w)
+    weight_issues, worst = weight_problems(TRAIN[name][1] in ("adam", "adamw"), weights, ref_w)
     return problems + weight_issues, rel.max(), worst
 
 
@@ -153,7 +156,13 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--clip", type=float, default=0.0,
                     help="also clip gradients to this global norm (on every run)")
+    ap.add_argument("--adam-l2", type=float, default=None,
+                    help="train with --optimizer adam and this weight decay (L2) instead")
     args = ap.parse_args()
+    if args.adam_l2 is not None:
+        lr = TRAIN[args.sample][TRAIN[args.sample].index("--lr") + 1]
+        TRAIN[args.sample] = ["--optimizer", "adam", "--lr", lr,
+                              "--weight-decay", str(args.adam_l2)]
     if args.clip > 0:
         TRAIN[args.sample] = TRAIN[args.sample] + ["--clip-grad-norm", str(args.clip)]
     compile_bin = args.build / "bin" / "plait-compile"

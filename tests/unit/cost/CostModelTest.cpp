@@ -147,6 +147,25 @@ TEST(OpCost, ElementwiseAndMovement) {
   EXPECT_DOUBLE_EQ(t.bytes, 8000);
 }
 
+TEST(OpCost, AdamsL2AddsTwoFlopsPerElement) {
+  // adamw_update (param, grad, exp_avg, exp_avg_sq, lr, step): AdamW's table entry, plus
+  // grad + l2 * param where --optimizer adam sets l2; alone and in a multi-tensor group.
+  plan::PlanDesc plan = tensors({{1000}, {}});
+  plan::InstrDesc adamw{"adamw_update", {0, 0, 0, 0, 1, 1}, {0, 0, 0}};
+  double base = opCost(plan, adamw).flops;
+  EXPECT_DOUBLE_EQ(base, 1000 * (kTranscendentalFlops + 12));
+  plan::InstrDesc adam = adamw;
+  adam.attrs.push_back({"l2", {}, {0.1}, ""});
+  EXPECT_DOUBLE_EQ(opCost(plan, adam).flops, base + 2 * 1000);
+  adam.attrs.back().floats = {0.0}; // weight decay 0: no L2 term
+  EXPECT_DOUBLE_EQ(opCost(plan, adam).flops, base);
+  plan::InstrDesc group{"grouped_update", {0, 0, 0, 0, 1, 1}, {0, 0, 0},
+                        {{"update", {}, {}, "adamw_update"},
+                         {"operands_per_update", {6}},
+                         {"l2", {}, {0.1}, ""}}};
+  EXPECT_DOUBLE_EQ(opCost(plan, group).flops, base + 2 * 1000);
+}
+
 TEST(Roofline, ComputeOrMemoryBoundPlusLaunch) {
   ClusterSpec spec = twoNodes();
   spec.nodes = 1;
