@@ -93,8 +93,9 @@ def DivideBatchPass : Pass<"plait-divide-batch", "mlir::ModuleOp"> {
     follow the batch through the body: each op's results are inferred again (ops with a shape
     rule), shaped as their batched operand (elementwise ops, casts, norms), or have the
     dimension that carries the batch divided (reshape, broadcast_to, attention's lse, a
-    dropout mask by the operand it multiplies). An op the batch cannot pass (a constant or
-    attribute that pins it, a reshape that splits it) is an error at that op.
+    dropout mask by the operand it multiplies); a slice over the whole batch dimension keeps
+    taking all of it. An op the batch cannot pass (a constant or attribute that pins it, a
+    reshape that splits it) is an error at that op.
 
     ```mlir
     // plait-divide-batch{micro-batches=2}

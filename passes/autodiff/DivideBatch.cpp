@@ -71,6 +71,8 @@ public:
     retypeDropoutMasks(op);
     if (llvm::none_of(op->getOperands(), [&](Value v) { return batched(v); }))
       return success(); // params, constants, and what only they feed
+    if (auto slice = dyn_cast<SliceOp>(op))
+      followWholeBatch(slice);
     if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
       SmallVector<Type> inferred;
       if (failed(infer.inferReturnTypes(op->getContext(), std::nullopt, op->getOperands(),
@@ -137,6 +139,21 @@ private:
                        cast<RankedTensorType>(other.getType()).getShape());
           break;
         }
+    }
+  }
+
+  /// A slice that takes the whole batch dimension ([0, B), step 1: rotary embeddings' halves)
+  /// takes the whole micro-batch: its end follows the batch.
+  void followWholeBatch(SliceOp slice) {
+    Value x = slice.getX();
+    if (!batched(x))
+      return;
+    int64_t dim = batchDim_.lookup(x);
+    SmallVector<int64_t> ends(slice.getEnds());
+    if (slice.getStarts()[dim] == 0 && slice.getSteps()[dim] == 1 &&
+        ends[dim] == oldType(x).getDimSize(dim)) {
+      ends[dim] = cast<RankedTensorType>(x.getType()).getDimSize(dim);
+      slice.setEnds(ends);
     }
   }
 

@@ -15,10 +15,11 @@ namespace plait {
 /// op's results are inferred again from its operands (the ops with a shape rule), take their
 /// batched operand's shape (elementwise ops, casts, the norms), or have the dimension that
 /// carries the batch divided by K (reshape: the dimension holding the whole batch factor;
-/// broadcast_to; attention's lse; a dropout mask, by the operand it multiplies). Ops that read
-/// nothing batched (params, constants) are unchanged. Fails with a diagnostic at the op that
-/// cannot follow the batch (a constant or attribute that pins it, a reshape that splits it),
-/// when an argument does not lead with B, or when K does not divide B.
+/// broadcast_to; attention's lse; a dropout mask, by the operand it multiplies); a slice over
+/// the whole batch dimension keeps taking all of it. Ops that read nothing batched (params,
+/// constants) are unchanged. Fails with a diagnostic at the op that cannot follow the batch (a
+/// constant or attribute that pins it, a reshape that splits it), when an argument does not
+/// lead with B, or when K does not divide B.
 mlir::LogicalResult divideBatch(mlir::func::FuncOp func, int64_t microBatches);
 
 } // namespace plait

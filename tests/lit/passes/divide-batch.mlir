@@ -22,6 +22,10 @@ func.func @main(%idx: tensor<4x8xi64> {plait.name = "idx"}, %targets: tensor<4x8
   // CHECK: plait.attention {{.*}} -> (tensor<2x8x2x8xf32>, tensor<2x2x8xf32>)
   %o, %lse = plait.attention %q, %q, %q {scale = 0.35355339059327373 : f64, causal = true}
       : (tensor<4x8x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x8xf32>) -> (tensor<4x8x2x8xf32>, tensor<4x2x8xf32>)
+  // A slice over the whole batch (rotary embeddings' halves) follows it; its end along the
+  // last dimension stays.
+  // CHECK: plait.slice %{{.*}} {ends = array<i64: 2, 8, 2, 4>, starts = array<i64: 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1>} : (tensor<2x8x2x8xf32>) -> tensor<2x8x2x4xf32>
+  %rot = plait.slice %o {ends = array<i64: 4, 8, 2, 4>, starts = array<i64: 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1>} : (tensor<4x8x2x8xf32>) -> tensor<4x8x2x4xf32>
   // CHECK: plait.transpose {{.*}} -> tensor<2x2x8x8xf32>
   %t = plait.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<4x8x2x8xf32>) -> tensor<4x2x8x8xf32>
   %scores = plait.matmul %t, %t : (tensor<4x2x8x8xf32>, tensor<4x2x8x8xf32>) -> tensor<4x2x8x8xf32>
