@@ -26,9 +26,9 @@ class BatchDivider {
 public:
   BatchDivider(int64_t microBatches, int64_t batch) : k_(microBatches), batch_(batch) {}
 
-  /// Gives `v` its micro-batch type `now` (the same element type). Its dimension that now
-  /// differs must be the batch: the old size divided by K. A type that does not change means
-  /// the op reduced the batch away.
+  /// Gives `v` its micro-batch `shape` (the element type stays). The one dimension that
+  /// changes must be the batch's, the old size divided by K (recorded as `v`'s batch
+  /// dimension); a shape that does not change means the op reduced the batch away.
   LogicalResult retype(Operation *op, Value v, ArrayRef<int64_t> shape) {
     auto old = cast<RankedTensorType>(v.getType());
     auto now = RankedTensorType::get(shape, old.getElementType());
