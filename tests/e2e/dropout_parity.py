@@ -11,8 +11,9 @@ bit for bit, the scaling by 1 / (1 - ratio), and the gradients through the kept 
 The module: a linear layer, ReLU, dropout 0.25, a linear layer, dropout 0.5 on a 3-D
 activation, a linear head, mean squared error. It is exported with
 torch.onnx.TrainingMode.TRAINING (opset 13). plait trains it with SGD and momentum for 20
-steps on 1 thread, on 2, with --micro-batches 2 and with --recompute all (the backward pass
-recomputes the masks: the same draws); PyTorch trains it with the masks each run draws.
+steps on 1 thread, on 2, with --micro-batches 2 (the ONNX model, and its import as .mlir, whose
+batch plait-compile divides) and with --recompute all (the backward pass recomputes the masks:
+the same draws); PyTorch trains it with the masks each run draws.
 With --precision bf16-mixed (the same draws, applied in bf16) the losses must be within 2e-2
 of fp32's. Per-step losses must agree within 1e-4 relative, final weights within
 rtol 1e-4 / atol 1e-5. The kept fraction over all masks drawn must be within 1% of 1 - ratio.
@@ -160,13 +161,20 @@ def main():
         (tmp / "data").mkdir()
         for k, v in data.items():
             np.save(tmp / "data" / f"{k}.npy", v)
-        # --recompute all recomputes the masks in the backward pass: the same draws.
-        runs = [("1 thread", 1, 1, []), ("2 threads", 2, 1, []), ("2 micro-batches", 1, 2, []),
-                ("recompute all", 1, 1, ["--recompute", "all"])]
-        for label, threads, micro, flags in runs:
+        # --recompute all recomputes the masks in the backward pass: the same draws. The model
+        # as plait-dialect .mlir (the importer's output), whose batch plait-compile divides
+        # itself, each mask by the activation it multiplies: the same draws again.
+        subprocess.run([bindir / "plait-compile", path, "-o", tmp / "imported.plan",
+                        "--dump-dir", tmp / "dump"], check=True, stdout=subprocess.DEVNULL)
+        imported = tmp / "dump" / "00-imported.mlir"
+        runs = [("1 thread", 1, 1, [], path), ("2 threads", 2, 1, [], path),
+                ("2 micro-batches", 1, 2, [], path),
+                ("2 micro-batches, .mlir", 1, 2, [], imported),
+                ("recompute all", 1, 1, ["--recompute", "all"], path)]
+        for label, threads, micro, flags, model_path in runs:
             plan = tmp / f"m{micro}.plan"
-            subprocess.run([bindir / "plait-compile", path, "-o", plan, "--train", "--optimizer",
-                            "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM),
+            subprocess.run([bindir / "plait-compile", model_path, "-o", plan, "--train",
+                            "--optimizer", "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM),
                             "--micro-batches", str(micro)] + flags, check=True)
             log, weights = tmp / "log.jsonl", tmp / "w.safetensors"
             subprocess.run([bindir / "plait-run", plan, "--data", tmp / "data", "--steps",
