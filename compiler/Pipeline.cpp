@@ -391,7 +391,8 @@ int writeOutputs(const CompileOptions &options, Compiled &compiled) {
 /// or does not fit, 2, 4 and 8 micro-batches (those that divide the batch) are planned as
 /// well, and the fastest predicted step kept (ties: fewer micro-batches). More micro-batches
 /// never make a step that fits without recompute faster (the same work in smaller kernels,
-/// the same communication), so that case plans once. The counts tried and their outcome go
+/// as much or more communication: sharded placements reduce-scatter per micro-batch), so the
+/// search stops at the first count that fits without recompute. The counts tried and their outcome go
 /// into the report (`auto.micro_batches`) and --explain.
 int buildPlanSearchingMicroBatches(MLIRContext &ctx, const CompileOptions &options,
                                    Compiled &out) {
@@ -430,8 +431,9 @@ int buildPlanSearchingMicroBatches(MLIRContext &ctx, const CompileOptions &optio
       return reportError(t.error); // not a memory problem: more micro-batches will not help
     }
     tried.push_back(t);
-    // One micro-batch that fits without recompute: more cannot be faster.
-    if (k == 1 && rc == 0 && !t.recompute)
+    // A count that fits without recompute: more micro-batches cannot be faster (the same
+    // work in smaller kernels, as much or more communication).
+    if (rc == 0 && !t.recompute)
       break;
   }
   if (!best) {
