@@ -41,6 +41,15 @@ bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+/// The function that forms the step: @main, or the only function in the module.
+FailureOr<func::FuncOp> entryFunction(ModuleOp module, const std::string &path) {
+  if (auto func = findEntryFunction(module))
+    return func;
+  return emitError(module.getLoc()) << path << ": expected a function @main (found "
+                                    << llvm::range_size(module.getOps<func::FuncOp>())
+                                    << " functions)";
+}
+
 FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOptions &options) {
   const std::string &path = options.modelPath;
   if (!std::filesystem::exists(path))
@@ -65,25 +74,14 @@ FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOption
     // --micro-batches: the model is rewritten to one micro-batch, as the importer does.
     int64_t microBatches = options.train.enabled ? options.train.microBatches : 1;
     if (microBatches > 1) {
-      func::FuncOp func = findEntryFunction(*module);
-      if (!func)
-        return emitError(UnknownLoc::get(&ctx)) << path << ": expected a function @main";
-      if (failed(divideBatch(func, microBatches)))
+      FailureOr<func::FuncOp> func = entryFunction(*module, path);
+      if (failed(func) || failed(divideBatch(*func, microBatches)))
         return failure();
     }
     return module;
   }
   return emitError(UnknownLoc::get(&ctx))
          << path << ": unknown model format (expected .onnx or .mlir)";
-}
-
-/// The function that forms the step: @main, or the only function in the module.
-FailureOr<func::FuncOp> entryFunction(ModuleOp module, const std::string &path) {
-  if (auto func = findEntryFunction(module))
-    return func;
-  return emitError(module.getLoc()) << path << ": expected a function @main (found "
-                                    << llvm::range_size(module.getOps<func::FuncOp>())
-                                    << " functions)";
 }
 
 /// Writes through a temporary file and a rename, so a crash never leaves half a plan.

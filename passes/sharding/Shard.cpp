@@ -33,6 +33,8 @@ struct TrainableParam {
   int64_t firstUse = 0;
   // With micro-batches, the gradient of each one (in order) whose mean the update reads.
   SmallVector<Value> terms;
+  // ... and the ops that compute that mean: the division, then the running sums, last first.
+  SmallVector<Operation *> meanOps;
   RankedTensorType type() { return op.getType(); }
   Value grad() { return update->getOperand(1); }
 };
@@ -89,25 +91,49 @@ SmallVector<CastOp> halfCopies(ParamOp param) {
 
 /// With `k` micro-batches, the gradient plait-build-train-step gives an update is the mean
 /// div(s_k, K) of the running sums s_i = add(s_(i-1), t_i), s_1 = t_1 (MicroBatches.cpp).
-/// Returns the terms t_1..t_k, or nothing when `grad` is not that chain.
-SmallVector<Value> microBatchTerms(Value grad, int64_t k) {
+/// Sets p's terms t_1..t_k and the ops of that chain (div, then s_k ... s_2); false, with
+/// neither set, when the update's gradient is not that chain.
+bool findMicroBatchMean(TrainableParam &p, int64_t k) {
+  Value grad = p.grad();
   auto div = grad.getDefiningOp<DivOp>();
   if (!div || !div.getRhs().getDefiningOp<ConstantOp>() ||
       cast<RankedTensorType>(div.getRhs().getType()).getRank() != 0)
-    return {};
+    return false;
   SmallVector<Value> terms(k);
+  SmallVector<Operation *> ops{div};
   Value sum = div.getLhs();
   for (int64_t i = k - 1; i > 0; --i) {
     auto add = sum.getDefiningOp<AddOp>();
     if (!add || add.getRhs().getType() != grad.getType())
-      return {};
+      return false;
     terms[i] = add.getRhs();
+    ops.push_back(add);
     sum = add.getLhs();
   }
   if (sum.getType() != grad.getType())
-    return {};
+    return false;
   terms[0] = sum;
-  return terms;
+  p.terms = std::move(terms);
+  p.meanOps = std::move(ops);
+  return true;
+}
+
+/// The flat gradient of `grads` (one unit's, `padded` elements) reduced to this rank's
+/// `shardType` shard: in bf16, half the bytes, where every gradient arrives as a cast up from
+/// bf16 (bf16-mixed; the shard is then bf16, cast up for the update), else as they are.
+Value reduceFlat(OpBuilder &b, Location loc, ArrayRef<Value> grads, int64_t padded,
+                 RankedTensorType shardType, ArrayAttr shardGroups, ArrayAttr replicaGroups) {
+  SmallVector<Value> halves;
+  for (Value grad : grads)
+    if (Value half = halfGradient(grad))
+      halves.push_back(half);
+  if (halves.size() != grads.size())
+    return b.create<SyncGradOp>(loc, shardType, flattenInto(b, loc, grads, padded),
+                                shardGroups, replicaGroups);
+  auto halfShard = RankedTensorType::get(
+      shardType.getShape(), cast<RankedTensorType>(halves[0].getType()).getElementType());
+  return b.create<SyncGradOp>(loc, halfShard, flattenInto(b, loc, halves, padded),
+                              shardGroups, replicaGroups);
 }
 
 /// The reduction a sharded update's gradient comes from: its sync_grad, seen through the
@@ -117,9 +143,7 @@ SyncGradOp shardReduction(Value grad) {
   while (Operation *def = grad.getDefiningOp()) {
     if (auto sync = dyn_cast<SyncGradOp>(def))
       return sync;
-    if (isa<CastOp>(def))
-      grad = def->getOperand(0);
-    else if (isa<DivOp>(def))
+    if (isa<CastOp, DivOp>(def))
       grad = def->getOperand(0);
     else if (isa<AddOp>(def))
       grad = def->getOperand(1);
@@ -328,10 +352,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       for (Unit &u : units) {
         if (!u.placement.shardsGrads())
           continue;
-        for (TrainableParam *p : u.params)
-          p->terms = microBatchTerms(p->grad(), microBatches);
-        u.accumulateInShard =
-            llvm::all_of(u.params, [](TrainableParam *p) { return !p->terms.empty(); });
+        u.accumulateInShard = llvm::all_of(u.params, [&](TrainableParam *p) {
+          return findMicroBatchMean(*p, microBatches);
+        });
       }
 
     recordUnits(module, units);
@@ -554,26 +577,17 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       b.setInsertionPoint(optimizerStart);
     else
       b.setInsertionPointAfter(lastGrad);
-    // bf16-mixed: the gradient is reduced in bf16 and its shard cast up for the update.
-    SmallVector<Value> halves;
-    for (Value grad : grads)
-      if (Value half = halfGradient(grad))
-        halves.push_back(half);
+    // bf16-mixed: the gradient is reduced in bf16 and its shard cast up for the update (the
+    // f32 casts it replaces are then unused).
     Value gradShard;
     if (u.accumulateInShard) {
       gradShard = accumulateInShard(b, loc, u, position, optimizerStart, padded, shardType,
                                     shardGroups, replicaGroups);
-    } else if (halves.size() == grads.size()) {
-      auto halfShard = RankedTensorType::get(shardType.getShape(),
-                                             cast<RankedTensorType>(halves[0].getType()).getElementType());
-      Value flatHalf = flattenInto(b, loc, halves, padded);
-      gradShard = b.create<SyncGradOp>(loc, halfShard, flatHalf, shardGroups, replicaGroups);
+    } else {
+      gradShard = reduceFlat(b, loc, grads, padded, shardType, shardGroups, replicaGroups);
       for (Value grad : grads)
         if (Operation *def = grad.getDefiningOp(); def && def->use_empty())
           def->erase();
-    } else {
-      Value flatGrad = flattenInto(b, loc, grads, padded);
-      gradShard = b.create<SyncGradOp>(loc, shardType, flatGrad, shardGroups, replicaGroups);
     }
 
     // This rank's shard of the params. Under bf16-mixed the f32 params are the master
@@ -637,7 +651,6 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     // The per-param updates, their assigns and state are gone.
     for (TrainableParam *p : u.params) {
       SmallVector<Value> oldStates = stateOperands(p->update);
-      Value oldGrad = p->grad();
       // Its users are the assigns of the new param and state values.
       for (Operation *user : llvm::to_vector(p->update->getUsers()))
         user->erase();
@@ -648,7 +661,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
           if (def->use_empty())
             def->erase();
       if (u.accumulateInShard)
-        eraseWholeMean(oldGrad, p->terms.size());
+        eraseWholeMean(*p);
       if (shardParams) {
         if (!p->op->use_empty())
           return p->op.emitOpError("is still used after sharding unit '") << u.name << "'";
@@ -676,13 +689,11 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     };
     Value sum, pending;
     for (size_t i = 0; i < k; ++i) {
-      SmallVector<Value> terms, halves;
+      SmallVector<Value> terms;
       Operation *last = nullptr;
       for (TrainableParam *p : u.params) {
         Value term = p->terms[i];
         terms.push_back(term);
-        if (Value half = halfGradient(term))
-          halves.push_back(half);
         Operation *def = term.getDefiningOp();
         if (def && (!last || position[def] > position[last]))
           last = def;
@@ -693,44 +704,25 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         b.setInsertionPoint(optimizerStart);
       if (pending)
         sum = sum ? Value(b.create<AddOp>(loc, sum, up(pending))) : up(pending);
-      if (halves.size() == terms.size()) {
-        auto halfShard = RankedTensorType::get(
-            shardType.getShape(), cast<RankedTensorType>(halves[0].getType()).getElementType());
-        pending = b.create<SyncGradOp>(loc, halfShard, flattenInto(b, loc, halves, padded),
-                                       shardGroups, replicaGroups);
-      } else {
-        pending = b.create<SyncGradOp>(loc, shardType, flattenInto(b, loc, terms, padded),
-                                       shardGroups, replicaGroups);
-      }
+      pending = reduceFlat(b, loc, terms, padded, shardType, shardGroups, replicaGroups);
     }
     b.setInsertionPoint(optimizerStart);
     sum = sum ? Value(b.create<AddOp>(loc, sum, up(pending))) : up(pending);
-    Value count = u.params.front()->grad().getDefiningOp<DivOp>().getRhs();
+    Value count = u.params.front()->meanOps.front()->getOperand(1); // the division's K
     return b.create<DivOp>(loc, sum, count);
   }
 
-  /// After sharded accumulation: the whole gradients' running sums and mean (`k` terms), and
-  /// the casts up of bf16 terms that the reductions read in bf16, now that nothing reads them.
-  static void eraseWholeMean(Value mean, size_t k) {
-    auto eraseDeadCast = [](Value v) {
-      if (auto c = v.getDefiningOp<CastOp>(); c && c->use_empty())
-        c->erase();
-    };
-    auto div = mean.getDefiningOp<DivOp>();
-    if (!div || !div->use_empty())
-      return;
-    Value sum = div.getLhs();
-    div->erase();
-    for (size_t i = k; i > 1; --i) {
-      auto add = sum.getDefiningOp<AddOp>();
-      if (!add || !add->use_empty())
+  /// After sharded accumulation: the whole gradients' mean and running sums (each erased
+  /// after its one user), and the casts up of bf16 terms that the reductions read in bf16.
+  static void eraseWholeMean(TrainableParam &p) {
+    for (Operation *op : p.meanOps) {
+      if (!op->use_empty())
         return;
-      Value term = add.getRhs();
-      sum = add.getLhs();
-      add->erase();
-      eraseDeadCast(term);
+      op->erase();
     }
-    eraseDeadCast(sum);
+    for (Value term : p.terms)
+      if (auto c = term.getDefiningOp<CastOp>(); c && c->use_empty())
+        c->erase();
   }
 
   /// zero3/fsdp/hsdp: each forward reads the params from one gather placed before its first

@@ -98,9 +98,8 @@ def main():
                 # their shards) unless told not to; ddp and zero1 reduce whole ones once.
                 in_shard = strategy in ("zero2", "zero3", "fsdp") and \
                     "--no-sharded-accumulation" not in extra
-                flagged = all(u.get("accumulate_in_shard", False) for u in report["units"])
-                if flagged != in_shard or (not in_shard and any(
-                        u.get("accumulate_in_shard", False) for u in report["units"])):
+                if any(u.get("accumulate_in_shard", False) != in_shard
+                       for u in report["units"]):
                     problems.append("units' accumulate_in_shard is not %s" % in_shard)
                 scatters = (k if in_shard else 1) * once.get("reduce_scatter", 0)
                 if got.get("reduce_scatter", 0) != scatters:

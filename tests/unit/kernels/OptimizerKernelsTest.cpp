@@ -1,7 +1,6 @@
 // sgd_update and adamw_update against three-step trajectories of torch.optim.SGD,
 // torch.optim.AdamW and torch.optim.Adam (PyTorch 1.13, CPU, float32; values baked in), plus
-// in-place use and
-// error paths.
+// in-place use and error paths.
 #include <cmath>
 
 #include "KernelTestSupport.h"
