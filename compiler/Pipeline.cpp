@@ -125,6 +125,10 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.momentum = train.momentum;
   o.dampening = train.dampening;
   o.nesterov = train.nesterov;
+  o.alpha = train.alpha;
+  o.centered = train.centered;
+  o.lrDecay = train.lrDecay;
+  o.amsgrad = train.amsgrad;
   o.freeze = train.freeze;
   // With several ranks the norm is of the averaged gradients: plait-shard clips them.
   o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;

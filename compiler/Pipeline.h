@@ -14,10 +14,15 @@ namespace plait {
 struct TrainOptions {
   bool enabled = false;
   std::string optimizer = "adamw";
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double weightDecay = -1; // negative: the optimizer's default (sgd 0, adam 0, adamw 0.01)
-  double momentum = 0, dampening = 0;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999;
+  double eps = -1;         // negative: the optimizer's default (adagrad 1e-10, else 1e-8)
+  double weightDecay = -1; // negative: the optimizer's default (adamw 0.01, else 0)
+  double momentum = 0, dampening = 0; // momentum: SGD and RMSprop
   bool nesterov = false;
+  double alpha = 0.99;  // RMSprop's smoothing constant
+  bool centered = false; // RMSprop
+  double lrDecay = 0;   // Adagrad
+  bool amsgrad = false; // Adam and AdamW
   std::string freeze;      // regex of param names kept frozen
   double clipGradNorm = 0;
   std::string schedule = "constant";

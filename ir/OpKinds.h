@@ -43,7 +43,34 @@ nextReduceScatters(mlir::Block &block) {
 
 /// An optimizer update: (param, grad, ...) -> (new param, new state...).
 inline bool isOptimizerUpdate(mlir::Operation *op) {
-  return mlir::isa<SgdUpdateOp, AdamWUpdateOp>(op);
+  return mlir::isa<SgdUpdateOp, AdamWUpdateOp, AdagradUpdateOp, RMSpropUpdateOp>(op);
+}
+
+/// An optimizer update's operands, by the update's name (adamw_update, sgd_update,
+/// adagrad_update, rmsprop_update; grouped_update repeats them): param, grad, then
+/// adamw_update's exp_avg, exp_avg_sq, lr, step and, with amsgrad, max_exp_avg_sq; the others'
+/// lr, step and states. Result 0 is the new param and result k the new value of state k - 1,
+/// read element by element from the operand updatedOperand gives (so it may be written over
+/// it).
+inline unsigned updateStateOperand(llvm::StringRef update, unsigned state) {
+  if (update == "adamw_update")
+    return state < 2 ? 2 + state : 6;
+  return 4 + state;
+}
+inline unsigned updateLrOperand(llvm::StringRef update) {
+  return update == "adamw_update" ? 4 : 2;
+}
+inline unsigned updatedOperand(llvm::StringRef update, unsigned result) {
+  return result == 0 ? 0 : updateStateOperand(update, result - 1);
+}
+
+/// The state operands of optimizer update `op` (isOptimizerUpdate), in operand order.
+inline llvm::SmallVector<mlir::Value> updateStates(mlir::Operation *op) {
+  llvm::StringRef name = op->getName().stripDialect();
+  llvm::SmallVector<mlir::Value> states;
+  for (unsigned k = 0; k + 1 < op->getNumResults(); ++k)
+    states.push_back(op->getOperand(updateStateOperand(name, k)));
+  return states;
 }
 
 } // namespace plait

@@ -1,5 +1,6 @@
 // Verifiers of the training ops (state, hyper, assign, gradient kernels, optimizer updates).
 #include "ir/PlaitDialect.h"
+#include "ir/OpKinds.h"
 #include "ir/ShapeRules.h"
 
 #include "mlir/IR/Builders.h"
@@ -176,28 +177,86 @@ LogicalResult SgdUpdateOp::verify() {
   return success();
 }
 
+LogicalResult AdamWUpdateOp::verify() {
+  bool amsgrad = getAmsgrad();
+  if (amsgrad != (getMaxExpAvgSq() != nullptr))
+    return emitOpError("takes max_exp_avg_sq exactly when amsgrad is set");
+  if (amsgrad != (getNewMaxExpAvgSq() != nullptr))
+    return emitOpError("gives new_max_exp_avg_sq exactly when amsgrad is set");
+  if (amsgrad && (getMaxExpAvgSq().getType() != getParam().getType() ||
+                  getNewMaxExpAvgSq().getType() != getParam().getType()))
+    return emitOpError("max_exp_avg_sq type differs from the param's");
+  return success();
+}
+
+LogicalResult AdagradUpdateOp::verify() {
+  if (getEps().convertToDouble() <= 0.0 || getLrDecay().convertToDouble() < 0.0)
+    return emitOpError("needs eps > 0 and lr_decay >= 0");
+  return success();
+}
+
+/// How many states rmsprop_update takes with these attributes: square_avg, grad_avg when
+/// centered, the momentum buffer when momentum is non-zero.
+static int64_t rmspropStates(bool centered, double momentum) {
+  return 1 + (centered ? 1 : 0) + (momentum != 0.0 ? 1 : 0);
+}
+
+LogicalResult RMSpropUpdateOp::verify() {
+  double alpha = getAlpha().convertToDouble(), momentum = getMomentum().convertToDouble();
+  if (alpha < 0.0 || alpha >= 1.0 || getEps().convertToDouble() <= 0.0 || momentum < 0.0)
+    return emitOpError("needs 0 <= alpha < 1, eps > 0 and momentum >= 0");
+  int64_t states = rmspropStates(getCentered(), momentum);
+  if (int64_t(getStates().size()) != states)
+    return emitOpError("takes ")
+           << states << " states (square_avg" << (getCentered() ? ", grad_avg" : "")
+           << (momentum != 0.0 ? ", momentum_buffer" : "") << "), not " << getStates().size();
+  if (getNewStates().size() != getStates().size())
+    return emitOpError("gives a new value of each of its ")
+           << getStates().size() << " states, not " << getNewStates().size();
+  SmallVector<Value> all(getStates());
+  llvm::append_range(all, getNewStates());
+  for (Value v : all)
+    if (v.getType() != getParam().getType())
+      return emitOpError("state type ") << v.getType() << " differs from the param's "
+                                        << getParam().getType();
+  return success();
+}
+
 LogicalResult GroupedUpdateOp::verify() {
   StringRef update = getUpdate();
   int64_t per = getOperandsPerUpdate(), perResult = getResultsPerUpdate();
   int64_t inputs = int64_t(getInputs().size()), results = int64_t(getResults().size());
   bool adamw = update == "adamw_update", sgd = update == "sgd_update";
-  if (!adamw && !sgd)
-    return emitOpError("update must be adamw_update or sgd_update, got \"") << update << "\"";
-  if (adamw ? per != 6 || perResult != 3 : (per != 4 && per != 5) || perResult != per - 3)
-    return emitOpError("") << update << " takes " << (adamw ? "6 operands and gives 3 results"
-                                                             : "4 or 5 operands and gives 1 or 2 results")
-                           << ", not " << per << " and " << perResult;
+  bool adagrad = update == "adagrad_update", rmsprop = update == "rmsprop_update";
+  if (!adamw && !sgd && !adagrad && !rmsprop)
+    return emitOpError("update must be adamw_update, sgd_update, adagrad_update or "
+                       "rmsprop_update, got \"")
+           << update << "\"";
+  auto floatAttr = [&](StringRef name, double fallback) {
+    auto attr = (*this)->getAttrOfType<FloatAttr>(name);
+    return attr ? attr.getValueAsDouble() : fallback;
+  };
+  auto centered = (*this)->getAttrOfType<BoolAttr>("centered");
+  // The operands of one update: param, grad, lr, step and its states (adamw: 2 states before
+  // lr and step); one result per state and the new param.
+  auto amsgrad = (*this)->getAttrOfType<BoolAttr>("amsgrad");
+  int64_t states = adamw     ? (amsgrad && amsgrad.getValue() ? 3 : 2)
+                   : adagrad ? 1
+                   : sgd     ? (floatAttr("momentum", 0.0) != 0.0 ? 1 : 0)
+                             : rmspropStates(centered && centered.getValue(),
+                                             floatAttr("momentum", 0.0));
+  if (per != 4 + states || perResult != 1 + states)
+    return emitOpError("") << update << " takes " << 4 + states << " operands and gives "
+                           << 1 + states << " results with these attributes, not " << per
+                           << " and " << perResult;
   if (inputs == 0 || inputs % per != 0 || results != inputs / per * perResult)
     return emitOpError("has ") << inputs << " operands and " << results << " results, not "
                                << "groups of " << per << " and " << perResult;
-  auto momentum = (*this)->getAttrOfType<FloatAttr>("momentum");
-  if (sgd && (per == 5) != (momentum && momentum.getValueAsDouble() != 0.0))
-    return emitOpError("needs a momentum buffer exactly when momentum is non-zero");
   for (int64_t t = 0; t < inputs / per; ++t) {
     // param, the states and every result share one float type; grad is of that type, or of
     // its shape in bf16 or f16 (a half-precision gradient the kernel widens exactly, in place
     // of a cast before the update: plait-group-updates); lr and step are f32 scalars (adamw:
-    // operands 4, 5; sgd: 2, 3).
+    // operands 4, 5; the others: 2, 3).
     Type param = getInputs()[t * per].getType();
     auto paramType = cast<RankedTensorType>(param);
     auto gradType = cast<RankedTensorType>(getInputs()[t * per + 1].getType());
@@ -209,8 +268,8 @@ LogicalResult GroupedUpdateOp::verify() {
                << " nor that shape in bf16 or f16";
     }
     SmallVector<Value> like;
-    for (int64_t k = adamw ? 2 : 4; k < (adamw ? 4 : per); ++k)
-      like.push_back(getInputs()[t * per + k]);
+    for (int64_t k = 0; k < states; ++k)
+      like.push_back(getInputs()[t * per + updateStateOperand(update, unsigned(k))]);
     for (int64_t k = 0; k < perResult; ++k)
       like.push_back(getResults()[t * perResult + k]);
     auto element = cast<RankedTensorType>(param).getElementType();
@@ -220,7 +279,7 @@ LogicalResult GroupedUpdateOp::verify() {
       if (v.getType() != param)
         return emitOpError("update ") << t << ": " << v.getType() << " differs from its param's "
                                       << param;
-    for (int64_t k : {adamw ? 4 : 2, adamw ? 5 : 3}) {
+    for (int64_t k : {updateLrOperand(update), updateLrOperand(update) + 1}) {
       auto scalar = cast<RankedTensorType>(getInputs()[t * per + k].getType());
       if (!scalar.getElementType().isF32() || scalar.getRank() != 0)
         return emitOpError("update ") << t << ": operand " << k << " (lr, step) must be "

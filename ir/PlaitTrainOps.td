@@ -303,7 +303,9 @@ def Plait_AdamWUpdateOp : Plait_Op<"adamw_update",
     AdamW, whose decay is the decoupled `weight_decay`);
     param *= 1 - lr * weight_decay; m = beta1 * m + (1 - beta1) * g;
     v = beta2 * v + (1 - beta2) * g * g; param -= lr / (1 - beta1^step) * m /
-    (sqrt(v) / sqrt(1 - beta2^step) + eps).
+    (sqrt(v) / sqrt(1 - beta2^step) + eps). With `amsgrad` (torch's amsgrad=True) the op
+    also takes and gives max_exp_avg_sq, vmax = max(vmax, v), and the denominator uses
+    vmax in place of v.
 
     ```mlir
     %p2, %m2, %v2 = plait.adamw_update %p, %g, %m, %v, %lr, %step
@@ -319,16 +321,80 @@ def Plait_AdamWUpdateOp : Plait_Op<"adamw_update",
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
-                       DefaultValuedAttr<F64Attr, "0.0">:$l2);
+                       DefaultValuedAttr<F64Attr, "0.0">:$l2,
+                       Optional<Plait_FloatTensor>:$max_exp_avg_sq,
+                       DefaultValuedAttr<BoolAttr, "false">:$amsgrad);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
-                      Plait_FloatTensor:$new_exp_avg_sq);
+                      Plait_FloatTensor:$new_exp_avg_sq,
+                      Optional<Plait_FloatTensor>:$new_max_exp_avg_sq);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_AdagradUpdateOp : Plait_Op<"adagrad_update",
+    [Pure, AllTypesMatch<["param", "grad", "sum", "new_param", "new_sum"]>]> {
+  let summary = "one Adagrad step as PyTorch's torch.optim.Adagrad computes it";
+  let description = [{
+    g = grad + weight_decay * param; clr = lr / (1 + (step - 1) * lr_decay);
+    sum = sum + g * g; new_param = param - clr * g / (sqrt(sum) + eps). `sum` starts at 0
+    (torch's initial_accumulator_value 0).
+
+    ```mlir
+    %p2, %s2 = plait.adagrad_update %p, %g, %lr, %step, %s {eps = 1.0e-10 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>)
+        -> (tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Plait_FloatTensor:$sum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$lr_decay,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<F64Attr, "1.0e-10">:$eps);
+  let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_sum);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_RMSpropUpdateOp : Plait_Op<"rmsprop_update",
+    [Pure, AllTypesMatch<["param", "grad", "new_param"]>]> {
+  let summary = "one RMSprop step as PyTorch's torch.optim.RMSprop computes it";
+  let description = [{
+    g = grad + weight_decay * param; sq = alpha * sq + (1 - alpha) * g * g;
+    centered: ga = alpha * ga + (1 - alpha) * g, avg = sqrt(sq - ga * ga) + eps; else
+    avg = sqrt(sq) + eps. With momentum m > 0: buf = m * buf + g / avg and
+    new_param = param - lr * buf; else new_param = param - lr * g / avg.
+
+    `states` are square_avg, then grad_avg when `centered`, then the momentum buffer when
+    momentum is non-zero (all start at 0, as in torch); `new_states` their new values in
+    that order. `step` is not used by the rule; it keeps the operand layout of the other
+    updates (param, grad, lr, step, states).
+
+    ```mlir
+    %p2, %sq2, %ga2 = plait.rmsprop_update %p, %g, %lr, %step, %sq, %ga
+        {alpha = 0.99 : f64, centered = true}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>,
+           tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Variadic<Plait_FloatTensor>:$states,
+                       DefaultValuedAttr<F64Attr, "0.99">:$alpha,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<BoolAttr, "false">:$centered);
+  let results = (outs Plait_FloatTensor:$new_param, Variadic<Plait_FloatTensor>:$new_states);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Plait_GroupedUpdateOp : Plait_Op<"grouped_update", [Pure]> {
   let summary = "several optimizer updates of one kind computed by one kernel (plait-group-updates)";
   let description = [{
-    `update` (adamw_update or sgd_update) applied to each of N tensors: the operands are N
+    `update` (adamw_update, sgd_update, adagrad_update or rmsprop_update) applied to each of
+    N tensors: the operands are N
     groups of `operands_per_update` operands, each as that op takes them, and the results N
     groups of `results_per_update`. The op's other attributes are the update's (beta1,
     momentum, ...), the same for every tensor. Each tensor is updated exactly as the single op

@@ -25,6 +25,9 @@ struct OptimizerConfig {
   std::string kind;
   double beta1, beta2, eps, weightDecay, momentum, dampening;
   bool nesterov;
+  double alpha, lrDecay; // RMSprop's smoothing constant, Adagrad's learning-rate decay
+  bool centered;         // RMSprop
+  bool amsgrad;          // Adam and AdamW
 };
 
 /// The model's first output, checked to be a scalar float loss.
@@ -87,14 +90,51 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
     const bool adam = opt.kind == "adam";
     Value m = b.create<StateOp>(loc, type, b.getStringAttr(name + ".exp_avg"));
     Value v = b.create<StateOp>(loc, type, b.getStringAttr(name + ".exp_avg_sq"));
+    // AMSGrad keeps the largest exp_avg_sq seen (torch's max_exp_avg_sq).
+    Value vmax = opt.amsgrad ? Value(b.create<StateOp>(
+                                   loc, type, b.getStringAttr(name + ".max_exp_avg_sq")))
+                             : Value();
+    SmallVector<Type> results(opt.amsgrad ? 4 : 3, type);
     auto update = b.create<AdamWUpdateOp>(
-        loc, TypeRange{type, type, type}, param, grad, m, v, lr, step,
-        b.getF64FloatAttr(opt.beta1), b.getF64FloatAttr(opt.beta2), b.getF64FloatAttr(opt.eps),
+        loc, results, param, grad, m, v, lr, step, b.getF64FloatAttr(opt.beta1),
+        b.getF64FloatAttr(opt.beta2), b.getF64FloatAttr(opt.eps),
         b.getF64FloatAttr(adam ? 0.0 : opt.weightDecay),
-        adam && opt.weightDecay != 0 ? b.getF64FloatAttr(opt.weightDecay) : FloatAttr());
+        adam && opt.weightDecay != 0 ? b.getF64FloatAttr(opt.weightDecay) : FloatAttr(), vmax,
+        opt.amsgrad ? b.getBoolAttr(true) : BoolAttr());
     assigns.push_back({param, update.getNewParam()});
     assigns.push_back({m, update.getNewExpAvg()});
     assigns.push_back({v, update.getNewExpAvgSq()});
+    if (vmax)
+      assigns.push_back({vmax, update.getNewMaxExpAvgSq()});
+    return;
+  }
+  auto state = [&](StringRef suffix) -> Value {
+    return b.create<StateOp>(loc, type, b.getStringAttr(name + "." + suffix.str()));
+  };
+  if (opt.kind == "adagrad") {
+    Value sum = state("sum");
+    auto update = b.create<AdagradUpdateOp>(
+        loc, TypeRange{type, type}, param, grad, lr, step, sum, b.getF64FloatAttr(opt.lrDecay),
+        b.getF64FloatAttr(opt.weightDecay), b.getF64FloatAttr(opt.eps));
+    assigns.push_back({param, update.getNewParam()});
+    assigns.push_back({sum, update.getNewSum()});
+    return;
+  }
+  if (opt.kind == "rmsprop") {
+    // torch.optim.RMSprop's state names: square_avg, grad_avg (centered), momentum_buffer.
+    SmallVector<Value> states{state("square_avg")};
+    if (opt.centered)
+      states.push_back(state("grad_avg"));
+    if (opt.momentum != 0.0)
+      states.push_back(state("momentum_buffer"));
+    SmallVector<Type> results(states.size() + 1, type);
+    auto update = b.create<RMSpropUpdateOp>(
+        loc, results, param, grad, lr, step, states, b.getF64FloatAttr(opt.alpha),
+        b.getF64FloatAttr(opt.eps), b.getF64FloatAttr(opt.weightDecay),
+        b.getF64FloatAttr(opt.momentum), b.getBoolAttr(opt.centered));
+    assigns.push_back({param, update.getNewParam()});
+    for (auto [s, next] : llvm::zip(states, update.getNewStates()))
+      assigns.push_back({s, next});
     return;
   }
   Value buffer;
@@ -221,17 +261,32 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
   using Base::Base;
 
   LogicalResult checkOptions(ModuleOp module) {
-    if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
+    if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw" &&
+        optimizer != "adagrad" && optimizer != "rmsprop")
       return module.emitError("unknown optimizer '")
-             << optimizer << "' (expected sgd, adam or adamw)";
+             << optimizer << "' (expected sgd, adam, adamw, adagrad or rmsprop)";
     if (schedule != "constant" && schedule != "linear-warmup" && schedule != "cosine")
       return module.emitError("unknown learning-rate schedule '")
              << schedule << "' (expected constant, linear-warmup or cosine)";
     if (schedule == "cosine" && totalSteps <= 0)
       return module.emitError("the cosine schedule needs total-steps > 0");
-    if (lr <= 0 || eps <= 0 || beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1 || momentum < 0)
+    // eps < 0: the optimizer's default (eps = 0 is refused: a zero denominator).
+    if (lr <= 0 || eps == 0 || beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1 ||
+        momentum < 0 || alpha < 0 || alpha >= 1 || lrDecay < 0)
       return module.emitError("invalid optimizer hyper-parameters (need lr > 0, eps > 0, "
-                              "0 <= betas < 1, momentum >= 0)");
+                              "0 <= betas < 1, momentum >= 0, 0 <= alpha < 1, lr-decay >= 0)");
+    if ((dampening != 0 || nesterov) && optimizer != "sgd")
+      return module.emitError("dampening and nesterov are SGD's; the ")
+             << optimizer << " optimizer has neither";
+    if (amsgrad && optimizer != "adam" && optimizer != "adamw")
+      return module.emitError("amsgrad is Adam's and AdamW's; the ")
+             << optimizer << " optimizer has none";
+    if (centered && optimizer != "rmsprop")
+      return module.emitError("centered is RMSprop's; the ") << optimizer
+                                                               << " optimizer has none";
+    if (momentum != 0 && optimizer != "sgd" && optimizer != "rmsprop")
+      return module.emitError("momentum is SGD's and RMSprop's; the ")
+             << optimizer << " optimizer has none";
     if (nesterov && (momentum <= 0 || dampening != 0))
       return module.emitError("nesterov needs momentum > 0 and zero dampening");
     if (microBatches < 1)
@@ -309,9 +364,18 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
     Value lrValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("lr"));
     Value stepValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("step"));
-    OptimizerConfig opt{optimizer, beta1, beta2, eps,
+    OptimizerConfig opt{optimizer,
+                        beta1,
+                        beta2,
+                        eps > 0 ? eps : (optimizer == "adagrad" ? 1e-10 : 1e-8),
                         weightDecay >= 0 ? weightDecay : (optimizer == "adamw" ? 0.01 : 0.0),
-                        momentum, dampening, nesterov};
+                        momentum,
+                        dampening,
+                        nesterov,
+                        alpha,
+                        lrDecay,
+                        centered,
+                        amsgrad};
     PendingAssigns assigns;
     for (auto &[param, grad] : *grads)
       appendUpdate(b, param.getDefiningOp<ParamOp>(), grad, lrValue, stepValue, opt, assigns);

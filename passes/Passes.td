@@ -58,14 +58,24 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     `plait.sgd_update %w, %dw, %lr, %step` and `plait.assign %w, %w_new`.
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", "\"adamw\"", "sgd, adam or adamw">,
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "sgd, adam, adamw, adagrad or rmsprop">,
     Option<"lr", "lr", "double", "1.0e-3", "base learning rate">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
-    Option<"eps", "eps", "double", "1.0e-8", "AdamW epsilon">,
+    Option<"eps", "eps", "double", "-1.0",
+           "epsilon of adam, adamw, adagrad and rmsprop; negative means PyTorch's default "
+           "(1e-10 for adagrad, else 1e-8)">,
     Option<"weightDecay", "weight-decay", "double", "-1.0",
-           "weight decay; negative means the optimizer's PyTorch default (sgd 0, adam 0, adamw 0.01); adam adds it to the gradient, adamw decays the params">,
-    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+           "weight decay; negative means the optimizer's PyTorch default (adamw 0.01, else "
+           "0); adamw decays the params, the others add it to the gradient">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD and RMSprop momentum">,
+    Option<"alpha", "alpha", "double", "0.99", "RMSprop smoothing constant">,
+    Option<"centered", "centered", "bool", "false",
+           "RMSprop: normalise by the gradient's estimated variance">,
+    Option<"lrDecay", "lr-decay", "double", "0.0", "Adagrad learning-rate decay">,
+    Option<"amsgrad", "amsgrad", "bool", "false",
+           "Adam and AdamW: the AMSGrad variant (the largest second moment seen)">,
     Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
     Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
     Option<"freeze", "freeze", "std::string", "\"\"", "regex of param names not to train">,

@@ -1,4 +1,5 @@
 // plait-compile: compiles a model file (.onnx or .mlir) into a plan. A thin main over Pipeline.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -27,17 +28,24 @@ int main(int argc, char **argv) {
   plait::TrainOptions &train = options.train;
   std::string betas;
   app.add_flag("--train", train.enabled, "build the training step (loss, backward, optimizer)");
-  app.add_option("--optimizer", train.optimizer, "sgd, adam or adamw")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
+  app.add_option("--optimizer", train.optimizer, "sgd, adam, adamw, adagrad or rmsprop")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw", "adagrad", "rmsprop"}));
   app.add_option("--lr", train.lr, "base learning rate");
   app.add_option("--weight-decay", train.weightDecay,
-                 "weight decay (default: sgd 0, adam 0, adamw 0.01, as PyTorch; sgd and adam add "
-                 "it to the gradient, adamw decays the params)");
-  app.add_option("--momentum", train.momentum, "SGD momentum");
+                 "weight decay (default: adamw 0.01, the others 0, as PyTorch; adamw decays the "
+                 "params, the others add it to the gradient)");
+  app.add_option("--momentum", train.momentum, "SGD and RMSprop momentum");
   app.add_option("--dampening", train.dampening, "SGD dampening");
   app.add_flag("--nesterov", train.nesterov, "SGD Nesterov momentum");
   app.add_option("--betas", betas, "Adam/AdamW betas B1,B2");
-  app.add_option("--eps", train.eps, "Adam/AdamW epsilon");
+  app.add_option("--eps", train.eps,
+                 "Adam/AdamW/Adagrad/RMSprop epsilon (default: adagrad 1e-10, else 1e-8)");
+  app.add_option("--alpha", train.alpha, "RMSprop smoothing constant (default 0.99)");
+  app.add_flag("--centered", train.centered,
+               "RMSprop: normalise by the gradient's estimated variance");
+  app.add_option("--lr-decay", train.lrDecay, "Adagrad learning-rate decay (default 0)");
+  app.add_flag("--amsgrad", train.amsgrad,
+               "Adam/AdamW: the AMSGrad variant (the largest second moment seen)");
   app.add_option("--freeze", train.freeze, "regex of param names not to train");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
   app.add_option("--lr-schedule", train.schedule, "constant, linear-warmup or cosine")
@@ -143,11 +151,37 @@ int main(int argc, char **argv) {
     return 1;
   }
   for (const char *flag : {"--optimizer", "--lr", "--weight-decay", "--momentum", "--dampening",
-                           "--nesterov", "--betas", "--eps", "--freeze", "--clip-grad-norm",
+                           "--nesterov", "--betas", "--eps", "--alpha", "--centered",
+                           "--lr-decay", "--amsgrad", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--micro-batches", "--precision"})
     if (app.count(flag) && !train.enabled) {
       std::cerr << "plait-compile: " << flag << " needs --train\n";
+      return 1;
+    }
+  if (app.count("--eps") && !(train.eps > 0)) { // negative would mean the default
+    std::cerr << "plait-compile: --eps must be > 0, got " << train.eps << "\n";
+    return 1;
+  }
+  // A hyper-parameter of another optimizer than the one chosen would be silently ignored.
+  const std::vector<std::pair<const char *, std::vector<std::string>>> optimizerFlags = {
+      {"--betas", {"adam", "adamw"}},
+      {"--eps", {"adam", "adamw", "adagrad", "rmsprop"}},
+      {"--momentum", {"sgd", "rmsprop"}},
+      {"--dampening", {"sgd"}},
+      {"--nesterov", {"sgd"}},
+      {"--alpha", {"rmsprop"}},
+      {"--centered", {"rmsprop"}},
+      {"--lr-decay", {"adagrad"}},
+      {"--amsgrad", {"adam", "adamw"}}};
+  for (const auto &[flag, optimizers] : optimizerFlags)
+    if (app.count(flag) && train.enabled &&
+        std::find(optimizers.begin(), optimizers.end(), train.optimizer) == optimizers.end()) {
+      std::string names;
+      for (const std::string &o : optimizers)
+        names += (names.empty() ? "" : ", ") + o;
+      std::cerr << "plait-compile: " << flag << " is a hyper-parameter of " << names
+                << ", not of --optimizer " << train.optimizer << "\n";
       return 1;
     }
   for (const char *flag : {"--world-size", "--strategy", "--placement", "--unit-size",

@@ -51,10 +51,25 @@ double floatAttr(const plan::InstrDesc &instr, const char *name, double fallback
   return fallback;
 }
 
-/// Flops per element an optimizer update adds to its table entry: Adam's L2 term
-/// (grad + l2 * param, `l2` set by --optimizer adam with weight decay) is 2.
-double extraUpdateFlops(const plan::InstrDesc &instr) {
-  return floatAttr(instr, "l2", 0.0) != 0.0 ? 2.0 : 0.0;
+/// Flops per element optimizer update `update` (the instruction's kernel, or the one a
+/// grouped_update repeats) adds to its table entry: Adam's L2 term (grad + l2 * param, `l2`
+/// set by --optimizer adam with weight decay) and Adagrad's and RMSprop's weight decay are 2
+/// each; AMSGrad's running maximum 1; RMSprop's centered average 5 and its momentum buffer 2.
+double extraUpdateFlops(const plan::InstrDesc &instr, std::string_view update) {
+  double extra = floatAttr(instr, "l2", 0.0) != 0.0 ? 2.0 : 0.0;
+  if (update == "adamw_update" && intAttr(instr, "amsgrad", 0) != 0)
+    extra += 1; // vmax = max(vmax, v)
+  if (update != "adagrad_update" && update != "rmsprop_update")
+    return extra;
+  if (floatAttr(instr, "weight_decay", 0.0) != 0.0)
+    extra += 2;
+  if (update == "rmsprop_update") {
+    if (intAttr(instr, "centered", 0) != 0)
+      extra += 5;
+    if (floatAttr(instr, "momentum", 0.0) != 0.0)
+      extra += 2;
+  }
+  return extra;
 }
 
 std::string stringAttr(const plan::InstrDesc &instr, const char *name) {
@@ -120,6 +135,10 @@ constexpr ElementCost kElementCosts[] = {
     {"avg_pool2d_grad", 2, false, "pool_grad"},
     // torch's AdamW per element: decay, two moment updates, sqrt, divide, step: ~12 ops.
     {"adamw_update", T + 12, false, "adamw"}, {"sgd_update", 4, false, "sgd"},
+    // Adagrad: square, accumulate, sqrt, add eps, scale, divide, step; RMSprop: the same with
+    // a decayed average (centered and momentum add theirs: extraUpdateFlops). Both read and
+    // write like AdamW (a square root and a divide per element): its measured rate.
+    {"adagrad_update", T + 7, false, "adamw"}, {"rmsprop_update", T + 8, false, "adamw"},
     // Data movement: one load and store per element moved (the CPU backend's loops; on GPUs
     // these are memory-bound and the bytes term decides). reshape is a view: no rate.
     // "movement" permutes or gathers elements; "copy" moves contiguous runs.
@@ -223,8 +242,8 @@ bool splitsElements(std::string_view k) {
   static constexpr std::string_view kSplit[] = {
       "add", "sub", "mul", "div", "max", "min", "greater", "less", "equal", "and", "or",
       "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
-      "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "where", "clamp", "not",
-      "cast", "pow", "dropout_mask"};
+      "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "adagrad_update",
+      "rmsprop_update", "where", "clamp", "not", "cast", "pow", "dropout_mask"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }
 
@@ -552,7 +571,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
         grains = grains > 0 ? std::min(grains, g) : g;
       }
     }
-    cost.flops = (c->flops + extraUpdateFlops(instr)) * cost.elements;
+    cost.flops = (c->flops + extraUpdateFlops(instr, each)) * cost.elements;
     cost.rateClass = c->rateClass;
     if (calls > 0) {
       splitAs(cost, grains, calls, false);
@@ -562,7 +581,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
   }
   if (const ElementCost *c = elementCost(k)) {
     cost.elements = c->perInput ? numel(a) : numel(out);
-    cost.flops = (c->flops + extraUpdateFlops(instr)) * cost.elements;
+    cost.flops = (c->flops + extraUpdateFlops(instr, k)) * cost.elements;
     if (c->rateClass)
       cost.rateClass = c->rateClass;
     cost.rows = rowsOf(plan, instr, *c);

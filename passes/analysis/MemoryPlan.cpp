@@ -131,18 +131,14 @@ void resolveLiveness(func::FuncOp func, const ProgramOrder &order, MemoryPlan &p
 }
 
 /// The operand an optimizer update reads element by element for its result `result`.
-std::optional<unsigned> updatedOperand(Operation *op, unsigned result) {
-  if (isa<AdamWUpdateOp>(op))
-    return std::array<unsigned, 3>{0, 2, 3}[result];
-  if (isa<SgdUpdateOp>(op))
-    return result == 0 ? 0u : 4u;
+std::optional<unsigned> inPlaceOperand(Operation *op, unsigned result) {
+  if (isOptimizerUpdate(op))
+    return updatedOperand(op->getName().stripDialect(), result);
   if (auto grouped = dyn_cast<GroupedUpdateOp>(op)) { // update t's result k: as the op's
     unsigned per = unsigned(grouped.getOperandsPerUpdate());
     unsigned perResult = unsigned(grouped.getResultsPerUpdate());
     unsigned t = result / perResult, k = result % perResult;
-    unsigned operand = grouped.getUpdate() == "adamw_update" ? std::array<unsigned, 3>{0, 2, 3}[k]
-                                                             : (k == 0 ? 0u : 4u);
-    return t * per + operand;
+    return t * per + updatedOperand(grouped.getUpdate(), k);
   }
   return std::nullopt;
 }
@@ -165,7 +161,7 @@ void aliasAssignedValues(func::FuncOp func, const ProgramOrder &order, MemoryPla
       if (user == assign.getOperation())
         continue;
       if (user == def) {
-        auto matching = updatedOperand(def, cast<OpResult>(value).getResultNumber());
+        auto matching = inPlaceOperand(def, cast<OpResult>(value).getResultNumber());
         safe = safe && matching && *matching == use.getOperandNumber();
       } else {
         safe = safe && order.readEnd(user) < order.time.lookup(def);

@@ -154,38 +154,44 @@ SyncGradOp shardReduction(Value grad) {
 }
 
 /// The optimizer state operands of an update op, in operand order.
-SmallVector<Value> stateOperands(Operation *update) {
-  if (auto adam = dyn_cast<AdamWUpdateOp>(update))
-    return {adam.getExpAvg(), adam.getExpAvgSq()};
-  auto sgd = cast<SgdUpdateOp>(update);
-  return sgd.getMomentumBuffer() ? SmallVector<Value>{sgd.getMomentumBuffer()}
-                                 : SmallVector<Value>{};
-}
+SmallVector<Value> stateOperands(Operation *update) { return updateStates(update); }
 
+/// The names of an update's states after the param's (torch's state_dict keys), as
+/// plait-build-train-step names them.
 SmallVector<StringRef> stateSuffixes(Operation *update) {
-  if (isa<AdamWUpdateOp>(update))
+  if (auto adamw = dyn_cast<AdamWUpdateOp>(update)) {
+    if (adamw.getAmsgrad())
+      return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
     return {"exp_avg", "exp_avg_sq"};
+  }
+  if (isa<AdagradUpdateOp>(update))
+    return {"sum"};
+  if (auto rmsprop = dyn_cast<RMSpropUpdateOp>(update)) {
+    SmallVector<StringRef> names{"square_avg"};
+    if (rmsprop.getCentered())
+      names.push_back("grad_avg");
+    if (rmsprop.getMomentum().convertToDouble() != 0.0)
+      names.push_back("momentum_buffer");
+    return names;
+  }
   return stateOperands(update).empty() ? SmallVector<StringRef>{}
                                        : SmallVector<StringRef>{"momentum_buffer"};
 }
 
-/// The update op of one flat shard, with `like`'s hyper-parameters.
+/// The update op of one flat shard, with `like`'s hyper-parameters (a copy of it on the
+/// shard's param, gradient and states).
 Operation *buildShardUpdate(OpBuilder &b, Location loc, Operation *like, Value param, Value grad,
                             ArrayRef<Value> states) {
-  Type t = param.getType();
-  if (auto adam = dyn_cast<AdamWUpdateOp>(like))
-    return b.create<AdamWUpdateOp>(loc, TypeRange{t, t, t}, param, grad, states[0], states[1],
-                                   adam.getLr(), adam.getStep(), adam.getBeta1Attr(),
-                                   adam.getBeta2Attr(), adam.getEpsAttr(),
-                                   adam.getWeightDecayAttr(), adam.getL2Attr());
-  auto sgd = cast<SgdUpdateOp>(like);
-  SmallVector<Type> results{t};
-  Value buffer = states.empty() ? Value() : states[0];
-  if (buffer)
-    results.push_back(t);
-  return b.create<SgdUpdateOp>(loc, results, param, grad, sgd.getLr(), sgd.getStep(), buffer,
-                               sgd.getMomentumAttr(), sgd.getDampeningAttr(),
-                               sgd.getWeightDecayAttr(), sgd.getNesterovAttr());
+  Operation *update = b.clone(*like);
+  update->setLoc(loc);
+  update->setOperand(0, param);
+  update->setOperand(1, grad);
+  StringRef name = like->getName().stripDialect();
+  for (auto [k, state] : llvm::enumerate(states))
+    update->setOperand(updateStateOperand(name, unsigned(k)), state);
+  for (Value result : update->getResults())
+    result.setType(param.getType());
+  return update;
 }
 
 /// The phases of the step in program order, numbered from 0: a forward (the ops the loss is

@@ -492,24 +492,56 @@ Status checkGroupedCast(const std::vector<TensorView> &inputs,
   return Status();
 }
 
+bool updateKindOf(std::string_view name, UpdateKind &kind) {
+  static constexpr std::pair<std::string_view, UpdateKind> kNames[] = {
+      {"sgd_update", UpdateKind::Sgd},
+      {"adamw_update", UpdateKind::AdamW},
+      {"adagrad_update", UpdateKind::Adagrad},
+      {"rmsprop_update", UpdateKind::RMSprop}};
+  for (const auto &[n, k] : kNames)
+    if (n == name) {
+      kind = k;
+      return true;
+    }
+  return false;
+}
+
+size_t updateStateCount(UpdateKind kind, const Attrs &attrs) {
+  const bool momentum = attrs.getFloat("momentum", 0.0) != 0.0;
+  switch (kind) {
+  case UpdateKind::Sgd:
+    return momentum ? 1 : 0;
+  case UpdateKind::AdamW:
+    return attrs.getBool("amsgrad", false) ? 3 : 2;
+  case UpdateKind::Adagrad:
+    return 1;
+  case UpdateKind::RMSprop:
+    return 1 + (attrs.getBool("centered", false) ? 1 : 0) + (momentum ? 1 : 0);
+  }
+  return 0;
+}
+
 Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
                            GroupedUpdateLayout &out) {
   constexpr std::string_view kName = "grouped_update";
   std::string_view update = attrs.getStrView("update", "");
   int64_t per = attrs.getInt("operands_per_update", 0);
   int64_t perResult = attrs.getInt("results_per_update", 0);
-  bool adamw = update == "adamw_update", sgd = update == "sgd_update";
-  if (!adamw && !sgd)
-    return Status::errorf("{}: update must be adamw_update or sgd_update, got '{}'", kName,
-                          update);
-  if (adamw ? per != 6 || perResult != 3 : (per != 4 && per != 5) || perResult != per - 3)
-    return Status::errorf("{}: {} does not take {} operands and give {} results", kName, update,
-                          per, perResult);
+  UpdateKind kind;
+  if (!updateKindOf(update, kind))
+    return Status::errorf("{}: update must be adamw_update, sgd_update, adagrad_update or "
+                          "rmsprop_update, got '{}'",
+                          kName, update);
+  const int64_t states = int64_t(updateStateCount(kind, attrs));
+  if (per != 4 + states || perResult != 1 + states)
+    return Status::errorf("{}: {} does not take {} operands and give {} results with these "
+                          "attributes ({} and {})",
+                          kName, update, per, perResult, 4 + states, 1 + states);
   size_t count = inputs / size_t(per);
   if (count == 0 || inputs % size_t(per) != 0 || outputs != count * size_t(perResult))
     return Status::errorf("{}: {} operands and {} results are not groups of {} and {}", kName,
                           inputs, outputs, per, perResult);
-  out = {adamw, size_t(per), size_t(perResult), count};
+  out = {kind, size_t(per), size_t(perResult), count};
   return {};
 }
 

@@ -1,6 +1,6 @@
-// Optimizer updates (ir/PlaitTrainOps.td): sgd_update and adamw_update, one fused pass per
-// parameter tensor that follows torch.optim.SGD / torch.optim.AdamW (PyTorch 1.13,
-// single-tensor path) operation by operation.
+// Optimizer updates (ir/PlaitTrainOps.td): sgd_update, adamw_update, adagrad_update and
+// rmsprop_update, one fused pass per parameter tensor that follows torch.optim.SGD / AdamW /
+// Adam / Adagrad / RMSprop (PyTorch 1.13, single-tensor path) operation by operation.
 //
 // PyTorch computes the scalar factors (1 - lr * wd, lr / (1 - beta1^step), ...) in double,
 // as Python floats, and converts each to the parameter dtype where it meets a tensor; the
@@ -8,7 +8,8 @@
 // that fp32 trajectories stay within rounding of PyTorch's.
 //
 // Each element's inputs are read before its outputs are written, so any output may share
-// its buffer with the input it replaces (param, momentum buffer, exp_avg, exp_avg_sq).
+// its buffer with the input it replaces (param, momentum buffer, exp_avg, exp_avg_sq, sum,
+// square_avg, grad_avg).
 //
 // grouped_update may take a tensor's gradient in bf16 or f16 (plait-group-updates folds the
 // cast to f32 of a bf16-mixed gradient into the update): it is widened exactly, a piece at a
@@ -177,27 +178,38 @@ struct AdamWFactors {
   double bc2Sqrt;      // sqrt(1 - beta2^step)
   double negStepSize;  // -lr / (1 - beta1^step)
   double eps;
-  double l2; // torch.optim.Adam's weight_decay, added to the gradient (0 for AdamW)
+  double l2;    // torch.optim.Adam's weight_decay, added to the gradient (0 for AdamW)
+  bool amsgrad; // the denominator from max_exp_avg_sq, the largest exp_avg_sq seen
 };
 
-/// torch.optim.AdamW's _single_tensor_adamw for one tensor (no amsgrad, no maximize):
+/// One adamw_update's arrays from its first element: the operands' and the results'.
+/// `maxExpAvgSq` and `newMaxExpAvgSq` only with amsgrad.
+template <typename T> struct AdamWArrays {
+  const T *param, *grad, *expAvg, *expAvgSq, *maxExpAvgSq;
+  T *newParam, *newExpAvg, *newExpAvgSq, *newMaxExpAvgSq;
+};
+
+/// torch.optim.AdamW's _single_tensor_adamw for one tensor (no maximize):
 ///   param *= 1 - lr * wd;  m = m * b1 + (1 - b1) * g;  v = v * b2 + (1 - b2) * g * g;
 ///   param += -step_size * m / (sqrt(v) / sqrt(bc2) + eps).
 /// kL2 (torch.optim.Adam's _single_tensor_adam, whose weight decay is an L2 term): first
-/// g = grad + l2 * param, with the param before this step.
+/// g = grad + l2 * param, with the param before this step. kAmsgrad: vmax = max(vmax, v)
+/// (torch.maximum), and the denominator sqrt(vmax) / sqrt(bc2) + eps.
 ///
 /// The loop carries no dependence between elements, and an output shares its buffer only with
 /// the input it replaces (the same element), so `ivdep` lets the compiler vectorise it despite
 /// the possible aliasing. The f32 form is also compiled for AVX2 and AVX-512 and picked when
 /// the process starts (the update reads 4 and writes 3 arrays as large as the model: on wide
 /// vectors it runs at memory speed instead of waiting on scalar divides and square roots).
-template <typename T, bool kL2>
-inline void adamwLoopWith(int64_t n, const T *param, const T *grad, const T *expAvg,
-                      const T *expAvgSq, T *newParam, T *newExpAvg, T *newExpAvgSq,
-                      const AdamWFactors &f) {
+template <typename T, bool kL2, bool kAmsgrad>
+inline void adamwLoopWith(int64_t n, const AdamWArrays<T> &a, const AdamWFactors &f) {
   const T decay = T(f.decay), b1 = T(f.beta1), b2 = T(f.beta2), l2 = T(f.l2);
   const T oneMinusB1 = T(1 - f.beta1), oneMinusB2 = T(1 - f.beta2);
   const T bc2Sqrt = T(f.bc2Sqrt), eps = T(f.eps), negStepSize = T(f.negStepSize);
+  const T *param = a.param, *grad = a.grad, *expAvg = a.expAvg, *expAvgSq = a.expAvgSq;
+  const T *maxExpAvgSq = a.maxExpAvgSq;
+  T *newParam = a.newParam, *newExpAvg = a.newExpAvg, *newExpAvgSq = a.newExpAvgSq;
+  T *newMaxExpAvgSq = a.newMaxExpAvgSq;
 #pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     T p = param[i], g = grad[i], m = expAvg[i], v = expAvgSq[i];
@@ -206,55 +218,67 @@ inline void adamwLoopWith(int64_t n, const T *param, const T *grad, const T *exp
     p = p * decay;
     m = m * b1 + oneMinusB1 * g;
     v = v * b2 + oneMinusB2 * g * g;
-    T denom = std::sqrt(v) / bc2Sqrt + eps;
+    T second = v;
+    if constexpr (kAmsgrad) {
+      T old = maxExpAvgSq[i];
+      // torch.maximum: a NaN v propagates (an old NaN came from a NaN v, which stays NaN).
+      second = old >= v ? old : v;
+      newMaxExpAvgSq[i] = second;
+    }
+    T denom = std::sqrt(second) / bc2Sqrt + eps;
     newParam[i] = p + negStepSize * m / denom;
     newExpAvg[i] = m;
     newExpAvgSq[i] = v;
   }
 }
 
-/// adamwLoopWith, its L2 term compiled in only when the update has one.
+/// adamwLoopWith, its L2 and AMSGrad terms compiled in only when the update has them.
 template <typename T>
-inline void adamwLoop(int64_t n, const T *param, const T *grad, const T *expAvg,
-                      const T *expAvgSq, T *newParam, T *newExpAvg, T *newExpAvgSq,
-                      const AdamWFactors &f) {
-  if (f.l2 != 0)
-    adamwLoopWith<T, true>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq,
-                           f);
-  else
-    adamwLoopWith<T, false>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg,
-                            newExpAvgSq, f);
+inline void adamwLoop(int64_t n, const AdamWArrays<T> &a, const AdamWFactors &f) {
+  if (f.amsgrad) {
+    if (f.l2 != 0)
+      adamwLoopWith<T, true, true>(n, a, f);
+    else
+      adamwLoopWith<T, false, true>(n, a, f);
+  } else if (f.l2 != 0) {
+    adamwLoopWith<T, true, false>(n, a, f);
+  } else {
+    adamwLoopWith<T, false, false>(n, a, f);
+  }
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
-adamwLoopF32(int64_t n, const float *param, const float *grad, const float *expAvg,
-             const float *expAvgSq, float *newParam, float *newExpAvg, float *newExpAvgSq,
-             const AdamWFactors &f) {
-  adamwLoop<float>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+adamwLoopF32(int64_t n, const AdamWArrays<float> &a, const AdamWFactors &f) {
+  adamwLoop<float>(n, a, f);
 }
 
 template <typename T>
 void adamwUpdate(const TensorView *in, const TensorView *out, const AdamWFactors &f) {
   parallelFor(in[0].numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
     forGradPieces<T>(in[1], begin, end, [&](int64_t b, int64_t e, const T *grad) {
-      const int64_t n = e - b;
-      const T *param = in[0].as<T>() + b;
-      const T *expAvg = in[2].as<T>() + b, *expAvgSq = in[3].as<T>() + b;
-      T *newParam = out[0].as<T>() + b, *newExpAvg = out[1].as<T>() + b;
-      T *newExpAvgSq = out[2].as<T>() + b;
+      AdamWArrays<T> a{in[0].as<T>() + b,  grad,
+                       in[2].as<T>() + b,  in[3].as<T>() + b,
+                       f.amsgrad ? in[6].as<T>() + b : nullptr,
+                       out[0].as<T>() + b, out[1].as<T>() + b,
+                       out[2].as<T>() + b, f.amsgrad ? out[3].as<T>() + b : nullptr};
       if constexpr (std::is_same_v<T, float>)
-        adamwLoopF32(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+        adamwLoopF32(e - b, a, f);
       else
-        adamwLoop<T>(n, param, grad, expAvg, expAvgSq, newParam, newExpAvg, newExpAvgSq, f);
+        adamwLoop<T>(e - b, a, f);
     });
   });
 }
 
-/// Checks one adamw_update's operands `in` (6) and results `out` (3), and reads its factors;
-/// `halfGrad`: the gradient may be bf16 or f16 (checkUpdateGrad).
-Status prepareAdamW(const TensorView *in, const TensorView *out, const Attrs &attrs,
-                    AdamWFactors &f, bool halfGrad = false) {
+/// Checks one adamw_update's operands `in` (6, or 7 with amsgrad) and results `out` (3, or
+/// 4), and reads its factors; `states`: how many the call holds (2 or 3, checked against the
+/// amsgrad attribute); `halfGrad`: the gradient may be bf16 or f16 (checkUpdateGrad).
+Status prepareAdamW(const TensorView *in, const TensorView *out, size_t states,
+                    const Attrs &attrs, AdamWFactors &f, bool halfGrad = false) {
   constexpr std::string_view kName = kAdamW;
+  f.amsgrad = attrs.getBool("amsgrad", false);
+  if (states != (f.amsgrad ? 3u : 2u))
+    return Status::errorf("{}: takes {} states with amsgrad {}, got {}", kName,
+                          f.amsgrad ? 3 : 2, f.amsgrad, states);
   const TensorView &param = in[0];
   PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg", param, in[2]));
@@ -262,6 +286,10 @@ Status prepareAdamW(const TensorView *in, const TensorView *out, const Attrs &at
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg", param, out[1]));
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg_sq", param, out[2]));
+  if (f.amsgrad) {
+    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "max_exp_avg_sq", param, in[6]));
+    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_max_exp_avg_sq", param, out[3]));
+  }
   double lr, step;
   PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[4], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[5], step));
@@ -276,17 +304,222 @@ Status prepareAdamW(const TensorView *in, const TensorView *out, const Attrs &at
   return Status();
 }
 
-/// adamw_update(param, grad, exp_avg, exp_avg_sq, lr, step)
-///   -> (new_param, new_exp_avg, new_exp_avg_sq).
+/// adamw_update(param, grad, exp_avg, exp_avg_sq, lr, step, max_exp_avg_sq?)
+///   -> (new_param, new_exp_avg, new_exp_avg_sq, new_max_exp_avg_sq?).
 Status adamwUpdateKernel(const KernelCall &call) {
   constexpr std::string_view kName = kAdamW;
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 6, 6, 3));
+  const bool amsgrad = call.inputs.size() == 7;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 6, 7, amsgrad ? 4 : 3));
   AdamWFactors f;
-  PLAIT_RETURN_IF_ERROR(prepareAdamW(call.inputs.data(), call.outputs.data(), call.attrs, f));
+  PLAIT_RETURN_IF_ERROR(prepareAdamW(call.inputs.data(), call.outputs.data(), amsgrad ? 3 : 2,
+                                     call.attrs, f));
   if (hasHalfTensor(call))
     return runStagedInF32(call, &adamwUpdateKernel);
   return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
     adamwUpdate<decltype(tag)>(call.inputs.data(), call.outputs.data(), f);
+    return Status();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// adagrad_update
+//===----------------------------------------------------------------------===//
+
+constexpr std::string_view kAdagrad = "adagrad_update", kRMSprop = "rmsprop_update";
+
+struct AdagradFactors {
+  double negClr; // -lr / (1 + (step - 1) * lr_decay)
+  double weightDecay, eps;
+};
+
+/// torch.optim.Adagrad's _single_tensor_adagrad for one dense tensor (no maximize):
+///   g = grad (+ wd * param);  sum += g * g;  param += -clr * g / (sqrt(sum) + eps).
+/// Elements [0, n) from the pointers; kDecay: the weight decay term compiled in.
+template <typename T, bool kDecay>
+inline void adagradLoop(int64_t n, const T *param, const T *grad, const T *sum, T *newParam,
+                        T *newSum, const AdagradFactors &f) {
+  const T wd = T(f.weightDecay), eps = T(f.eps), negClr = T(f.negClr);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    T p = param[i], g = grad[i];
+    if constexpr (kDecay)
+      g = g + wd * p;
+    T acc = sum[i] + g * g;
+    T std = std::sqrt(acc) + eps;
+    newParam[i] = p + negClr * g / std;
+    newSum[i] = acc;
+  }
+}
+
+template <typename T>
+void adagradUpdate(const TensorView *in, const TensorView *out, const AdagradFactors &f) {
+  parallelFor(in[0].numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+    forGradPieces<T>(in[1], begin, end, [&](int64_t b, int64_t e, const T *grad) {
+      const T *param = in[0].as<T>() + b, *sum = in[4].as<T>() + b;
+      T *newParam = out[0].as<T>() + b, *newSum = out[1].as<T>() + b;
+      if (f.weightDecay != 0)
+        adagradLoop<T, true>(e - b, param, grad, sum, newParam, newSum, f);
+      else
+        adagradLoop<T, false>(e - b, param, grad, sum, newParam, newSum, f);
+    });
+  });
+}
+
+/// Checks one adagrad_update's operands `in` (5) and results `out` (2), and reads its
+/// factors; `halfGrad`: the gradient may be bf16 or f16 (checkUpdateGrad).
+Status prepareAdagrad(const TensorView *in, const TensorView *out, const Attrs &attrs,
+                      AdagradFactors &f, bool halfGrad = false) {
+  constexpr std::string_view kName = kAdagrad;
+  const TensorView &param = in[0];
+  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "sum", param, in[4]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_sum", param, out[1]));
+  double lr, step;
+  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], lr));
+  PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
+  double lrDecay = attrs.getFloat("lr_decay", 0.0);
+  f.weightDecay = attrs.getFloat("weight_decay", 0.0);
+  f.eps = attrs.getFloat("eps", 1e-10);
+  f.negClr = -(lr / (1 + (step - 1) * lrDecay));
+  return Status();
+}
+
+/// adagrad_update(param, grad, lr, step, sum) -> (new_param, new_sum).
+Status adagradUpdateKernel(const KernelCall &call) {
+  constexpr std::string_view kName = kAdagrad;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 5, 5, 2));
+  AdagradFactors f;
+  PLAIT_RETURN_IF_ERROR(
+      prepareAdagrad(call.inputs.data(), call.outputs.data(), call.attrs, f));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &adagradUpdateKernel);
+  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
+    adagradUpdate<decltype(tag)>(call.inputs.data(), call.outputs.data(), f);
+    return Status();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// rmsprop_update
+//===----------------------------------------------------------------------===//
+
+struct RMSpropFactors {
+  double negLr, alpha, eps, weightDecay, momentum;
+  bool centered;
+};
+
+/// torch.optim.RMSprop's _single_tensor_rmsprop for one tensor (no maximize):
+///   g = grad (+ wd * param);  sq = sq * alpha + (1 - alpha) * g * g;
+///   centered: ga = ga * alpha + (1 - alpha) * g, avg = sqrt(sq - ga * ga) + eps;
+///   else avg = sqrt(sq) + eps;
+///   momentum: buf = buf * m + g / avg, param += -lr * buf; else param += -lr * g / avg.
+/// Elements [0, n) of the operands `in` and results `out` from element `at` (the states in
+/// operand order from in[4], out[1]), `grad` pointing at element `at`'s gradient.
+template <typename T, bool kDecay, bool kCentered, bool kMomentum>
+void rmspropLoop(int64_t n, int64_t at, const TensorView *in, const TensorView *out,
+                 const T *grad, const RMSpropFactors &f) {
+  const T wd = T(f.weightDecay), alpha = T(f.alpha), oneMinusAlpha = T(1 - f.alpha);
+  const T eps = T(f.eps), negLr = T(f.negLr), m = T(f.momentum);
+  const T *param = in[0].as<T>() + at, *sq = in[4].as<T>() + at;
+  const T *ga = kCentered ? in[5].as<T>() + at : nullptr;
+  const T *buf = kMomentum ? in[kCentered ? 6 : 5].as<T>() + at : nullptr;
+  T *newParam = out[0].as<T>() + at, *newSq = out[1].as<T>() + at;
+  T *newGa = kCentered ? out[2].as<T>() + at : nullptr;
+  T *newBuf = kMomentum ? out[kCentered ? 3 : 2].as<T>() + at : nullptr;
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    T p = param[i], g = grad[i];
+    if constexpr (kDecay)
+      g = g + wd * p;
+    T s = sq[i] * alpha + oneMinusAlpha * g * g;
+    T avg;
+    if constexpr (kCentered) {
+      T a = ga[i] * alpha + oneMinusAlpha * g;
+      avg = std::sqrt(s - a * a) + eps;
+      newGa[i] = a;
+    } else {
+      avg = std::sqrt(s) + eps;
+    }
+    if constexpr (kMomentum) {
+      T b = buf[i] * m + g / avg;
+      newBuf[i] = b;
+      newParam[i] = p + negLr * b;
+    } else {
+      newParam[i] = p + negLr * g / avg;
+    }
+    newSq[i] = s;
+  }
+}
+
+/// rmspropLoop with its terms (decay, centered, momentum) compiled in as the update needs.
+template <typename T>
+void rmspropRange(int64_t n, int64_t at, const TensorView *in, const TensorView *out,
+                  const T *grad, const RMSpropFactors &f) {
+  const int which = (f.weightDecay != 0 ? 4 : 0) | (f.centered ? 2 : 0) |
+                    (f.momentum != 0 ? 1 : 0);
+  switch (which) {
+  case 0: return rmspropLoop<T, false, false, false>(n, at, in, out, grad, f);
+  case 1: return rmspropLoop<T, false, false, true>(n, at, in, out, grad, f);
+  case 2: return rmspropLoop<T, false, true, false>(n, at, in, out, grad, f);
+  case 3: return rmspropLoop<T, false, true, true>(n, at, in, out, grad, f);
+  case 4: return rmspropLoop<T, true, false, false>(n, at, in, out, grad, f);
+  case 5: return rmspropLoop<T, true, false, true>(n, at, in, out, grad, f);
+  case 6: return rmspropLoop<T, true, true, false>(n, at, in, out, grad, f);
+  default: return rmspropLoop<T, true, true, true>(n, at, in, out, grad, f);
+  }
+}
+
+template <typename T>
+void rmspropUpdate(const TensorView *in, const TensorView *out, const RMSpropFactors &f) {
+  parallelFor(in[0].numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+    forGradPieces<T>(in[1], begin, end, [&](int64_t b, int64_t e, const T *grad) {
+      rmspropRange<T>(e - b, b, in, out, grad, f);
+    });
+  });
+}
+
+/// Checks one rmsprop_update's operands `in` (4 + its states) and results `out`, and reads
+/// its factors; `states`: how many the call holds (checked against the attributes);
+/// `halfGrad`: the gradient may be bf16 or f16 (checkUpdateGrad).
+Status prepareRMSprop(const TensorView *in, const TensorView *out, size_t states,
+                      const Attrs &attrs, RMSpropFactors &f, bool halfGrad = false) {
+  constexpr std::string_view kName = kRMSprop;
+  f.alpha = attrs.getFloat("alpha", 0.99);
+  f.eps = attrs.getFloat("eps", 1e-8);
+  f.weightDecay = attrs.getFloat("weight_decay", 0.0);
+  f.momentum = attrs.getFloat("momentum", 0.0);
+  f.centered = attrs.getBool("centered", false);
+  const size_t expected = updateStateCount(UpdateKind::RMSprop, attrs);
+  if (states != expected)
+    return Status::errorf("{}: takes {} states with centered {} and momentum {}, got {}", kName,
+                          expected, f.centered, f.momentum, states);
+  const TensorView &param = in[0];
+  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
+  for (size_t k = 0; k < states; ++k) {
+    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "state", param, in[4 + k]));
+    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_state", param, out[1 + k]));
+  }
+  double lr, step;
+  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], lr));
+  PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
+  f.negLr = -lr;
+  return Status();
+}
+
+/// rmsprop_update(param, grad, lr, step, square_avg, grad_avg?, momentum_buffer?)
+///   -> (new_param, new_square_avg, new_grad_avg?, new_buffer?).
+Status rmspropUpdateKernel(const KernelCall &call) {
+  constexpr std::string_view kName = kRMSprop;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 5, 7, call.inputs.size() - 3));
+  RMSpropFactors f;
+  PLAIT_RETURN_IF_ERROR(prepareRMSprop(call.inputs.data(), call.outputs.data(),
+                                       call.inputs.size() - 4, call.attrs, f));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &rmspropUpdateKernel);
+  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
+    rmspropUpdate<decltype(tag)>(call.inputs.data(), call.outputs.data(), f);
     return Status();
   });
 }
@@ -303,7 +536,6 @@ Status groupedUpdateKernel(const KernelCall &call) {
   GroupedUpdateLayout layout;
   PLAIT_RETURN_IF_ERROR(
       groupedUpdateLayout(call.attrs, call.inputs.size(), call.outputs.size(), layout));
-  const bool adamw = layout.adamw;
   const size_t per = layout.perOperand, perResult = layout.perResult, count = layout.count;
   for (size_t t = 0; t < count; ++t) {
     const TensorView *in = call.inputs.data() + t * per;
@@ -311,23 +543,42 @@ Status groupedUpdateKernel(const KernelCall &call) {
     if (in[0].dtype != DType::F32 && in[0].dtype != DType::F64)
       return Status::errorf("{}: update {}: {} tensors are not grouped", kName, t,
                             dtypeName(in[0].dtype));
+    // One update of the group: checked (its gradient may be bf16 or f16), then run.
+    auto run = [&](std::string_view update, Status prepared, auto body) -> Status {
+      if (!prepared.ok())
+        return prepared;
+      return dispatchF32F64(update, in[0].dtype, [&](auto tag) -> Status {
+        body(tag);
+        return Status();
+      });
+    };
     Status s;
-    if (adamw) {
+    switch (layout.kind) {
+    case UpdateKind::AdamW: {
       AdamWFactors f;
-      s = prepareAdamW(in, out, call.attrs, f, /*halfGrad=*/true);
-      if (s.ok())
-        s = dispatchF32F64(kAdamW, in[0].dtype, [&](auto tag) -> Status {
-          adamwUpdate<decltype(tag)>(in, out, f);
-          return Status();
-        });
-    } else {
+      s = run(kAdamW, prepareAdamW(in, out, per - 4, call.attrs, f, /*halfGrad=*/true),
+              [&](auto tag) { adamwUpdate<decltype(tag)>(in, out, f); });
+      break;
+    }
+    case UpdateKind::Sgd: {
       SgdFactors f;
-      s = prepareSgd(in, out, per == 5, call.attrs, f, /*halfGrad=*/true);
-      if (s.ok())
-        s = dispatchF32F64(kSgd, in[0].dtype, [&](auto tag) -> Status {
-          sgdUpdate<decltype(tag)>(in, out, f);
-          return Status();
-        });
+      s = run(kSgd, prepareSgd(in, out, per == 5, call.attrs, f, /*halfGrad=*/true),
+              [&](auto tag) { sgdUpdate<decltype(tag)>(in, out, f); });
+      break;
+    }
+    case UpdateKind::Adagrad: {
+      AdagradFactors f;
+      s = run(kAdagrad, prepareAdagrad(in, out, call.attrs, f, /*halfGrad=*/true),
+              [&](auto tag) { adagradUpdate<decltype(tag)>(in, out, f); });
+      break;
+    }
+    case UpdateKind::RMSprop: {
+      RMSpropFactors f;
+      s = run(kRMSprop,
+              prepareRMSprop(in, out, per - 4, call.attrs, f, /*halfGrad=*/true),
+              [&](auto tag) { rmspropUpdate<decltype(tag)>(in, out, f); });
+      break;
+    }
     }
     if (!s.ok())
       return s.withPrefix(std::string(kName) + ": update " + std::to_string(t) + ": ");
@@ -340,6 +591,8 @@ Status groupedUpdateKernel(const KernelCall &call) {
 void registerOptimizerKernels() {
   registerKernel("sgd_update", &sgdUpdateKernel);
   registerKernel("adamw_update", &adamwUpdateKernel);
+  registerKernel("adagrad_update", &adagradUpdateKernel);
+  registerKernel("rmsprop_update", &rmspropUpdateKernel);
   registerKernel("grouped_update", &groupedUpdateKernel);
 }
 

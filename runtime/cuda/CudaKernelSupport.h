@@ -77,7 +77,7 @@ namespace plait::rt {
 void registerCudaElementwiseKernels(); // unary, binary, where, cast       (CudaElementwiseKernels.cpp)
 void registerCudaReductionKernels();   // reduce_*, softmax, losses        (CudaReductionKernels.cpp)
 void registerCudaMovementKernels();    // movement, gather, pools          (CudaMovementKernels.cpp)
-void registerCudaOptimizerKernels();   // sgd, adamw, grouped_update       (CudaOptimizerKernels.cpp)
+void registerCudaOptimizerKernels();   // *_update, grouped_update         (CudaOptimizerKernels.cpp)
 void registerCudaLibraryKernels();     // matmul, gemm (cuBLASLt), conv2d (cuDNN), fused (CudaLibraryKernels.cpp)
 void registerCudaAttentionKernels();   // attention, attention_grad        (CudaAttentionKernels.cpp)
 } // namespace plait::rt

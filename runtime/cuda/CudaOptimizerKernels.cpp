@@ -1,9 +1,9 @@
-// Host side of the CUDA optimizer updates: sgd_update, adamw_update and grouped_update (a
-// group's tensors in one launch per kMaxUpdateTensors, Optimizer.cu). The host copies of the
-// "lr" and "step" hyper-parameters (CudaKernelCall::hostScalar) are checked here; the kernels
-// read the device copies and compute the factors that depend on them as
-// runtime/cpu/OptimizerKernels.cpp does, so that a step captured as a CUDA graph replays with
-// each step's values.
+// Host side of the CUDA optimizer updates: sgd_update, adamw_update, adagrad_update,
+// rmsprop_update and grouped_update (a group's tensors in one launch per kMaxUpdateTensors,
+// Optimizer.cu). The host copies of the "lr" and "step" hyper-parameters
+// (CudaKernelCall::hostScalar) are checked here; the kernels read the device copies and
+// compute the factors that depend on them as runtime/cpu/OptimizerKernels.cpp does, so that a
+// step captured as a CUDA graph replays with each step's values.
 #include <cmath>
 #include <vector>
 
@@ -14,7 +14,8 @@ namespace {
 
 using namespace cuda;
 
-constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update";
+constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update",
+                           kAdagrad = "adagrad_update", kRMSprop = "rmsprop_update";
 
 /// The host value of hyper-parameter input `index` (`what`: lr or step); in a checking call
 /// its shape and dtype only.
@@ -33,7 +34,6 @@ Status readScalar(const CudaKernelCall &call, std::string_view kernel, std::stri
   return {};
 }
 
-
 Status checkFloat(std::string_view kernel, DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16
              ? Status()
@@ -47,10 +47,27 @@ Status checkStep(const CudaKernelCall &call, std::string_view kernel, double ste
   return Status::errorf("{}: step must be a whole number >= 1, got {}", kernel, step);
 }
 
-/// One sgd_update on operands in[first..first + 4 or 5) and results out[firstOut..): checked,
-/// its factors read, and its tensor in `u`.
-Status prepareSgd(const CudaKernelCall &call, size_t first, size_t firstOut, bool hasBuffer,
+/// An update's tensor in a launch with its param, gradient, new param, element count and
+/// hyper-parameters (lr at operand `lr`, step after it) set, its states left to the caller.
+UpdateTensor updateTensor(const TensorView *in, const TensorView *out, size_t lr) {
+  UpdateTensor u{};
+  u.in[0] = in[0].data;
+  u.in[1] = in[1].data;
+  u.out[0] = out[0].data;
+  u.n = in[0].numel();
+  u.lr = static_cast<const float *>(in[lr].data);
+  u.step = static_cast<const float *>(in[lr + 1].data);
+  return u;
+}
+
+// The prepare* functions: one update on operands in[first..first + per) and results
+// out[firstOut..): checked (`halfGrad`: its gradient may be bf16 or f16, cpu::checkUpdateGrad)
+// as runtime/cpu/OptimizerKernels.cpp checks it, its factors read, and its tensor in `u`.
+
+/// sgd_update: `per` 4, or 5 with a momentum buffer.
+Status prepareSgd(const CudaKernelCall &call, size_t first, size_t firstOut, size_t per,
                   bool halfGrad, SgdFactors &f, UpdateTensor &u) {
+  const bool hasBuffer = per == 5;
   const TensorView *in = call.inputs.data() + first;
   TensorView *out = call.outputs.data() + firstOut;
   f.momentum = call.attrs.getFloat("momentum", 0.0);
@@ -73,24 +90,23 @@ Status prepareSgd(const CudaKernelCall &call, size_t first, size_t firstOut, boo
   PLAIT_RETURN_IF_ERROR(readScalar(call, kSgd, "lr", first + 2, f.lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kSgd, "step", first + 3, step));
   PLAIT_RETURN_IF_ERROR(checkStep(call, kSgd, step));
-  u = UpdateTensor{};
-  u.in[0] = param.data;
-  u.in[1] = in[1].data;
+  u = updateTensor(in, out, 2);
   u.in[2] = hasBuffer ? in[4].data : nullptr;
-  u.out[0] = out[0].data;
   u.out[1] = hasBuffer ? out[1].data : nullptr;
-  u.n = param.numel();
-  u.lr = static_cast<const float *>(in[2].data);
-  u.step = static_cast<const float *>(in[3].data);
   return {};
 }
 
-/// One adamw_update on operands in[first..first + 6) and results out[firstOut..firstOut + 3):
-/// checked, its factors read, and its tensor in `u`.
-Status prepareAdamW(const CudaKernelCall &call, size_t first, size_t firstOut, bool halfGrad,
-                    AdamWFactors &f, UpdateTensor &u) {
+/// adamw_update: `per` 6, or 7 with amsgrad (max_exp_avg_sq after lr and step), checked
+/// against the attribute.
+Status prepareAdamW(const CudaKernelCall &call, size_t first, size_t firstOut, size_t per,
+                    bool halfGrad, AdamWFactors &f, UpdateTensor &u) {
   const TensorView *in = call.inputs.data() + first;
   TensorView *out = call.outputs.data() + firstOut;
+  f.amsgrad = call.attrs.getBool("amsgrad", false);
+  const size_t states = per - 4;
+  if (states != (f.amsgrad ? 3u : 2u))
+    return Status::errorf("{}: takes {} states with amsgrad {}, got {}", kAdamW,
+                          f.amsgrad ? 3 : 2, f.amsgrad, states);
   const TensorView &param = in[0];
   PLAIT_RETURN_IF_ERROR(checkFloat(kAdamW, param.dtype));
   PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kAdamW, param, in[1], halfGrad));
@@ -99,6 +115,10 @@ Status prepareAdamW(const CudaKernelCall &call, size_t first, size_t firstOut, b
   PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_param", param, out[0]));
   PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_exp_avg", param, out[1]));
   PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_exp_avg_sq", param, out[2]));
+  if (f.amsgrad) {
+    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "max_exp_avg_sq", param, in[6]));
+    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_max_exp_avg_sq", param, out[3]));
+  }
   double lr = 0, step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdamW, "lr", first + 4, lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdamW, "step", first + 5, step));
@@ -108,30 +128,101 @@ Status prepareAdamW(const CudaKernelCall &call, size_t first, size_t firstOut, b
   f.eps = call.attrs.getFloat("eps", 1e-8);
   f.weightDecay = call.attrs.getFloat("weight_decay", 0.01);
   f.l2 = call.attrs.getFloat("l2", 0.0);
-  u = UpdateTensor{};
-  for (int k = 0; k < 4; ++k)
+  u = updateTensor(in, out, 4);
+  for (int k = 2; k < 4; ++k)
     u.in[k] = in[k].data;
-  for (int k = 0; k < 3; ++k)
+  for (int k = 1; k < 3; ++k)
     u.out[k] = out[k].data;
-  u.n = param.numel();
-  u.lr = static_cast<const float *>(in[4].data);
-  u.step = static_cast<const float *>(in[5].data);
+  if (f.amsgrad) {
+    u.in[4] = in[6].data;
+    u.out[3] = out[3].data;
+  }
   return {};
 }
 
-/// The updates of a call: `count` of them, operands_per_update `per` and results_per_update
-/// `perResult` each (1 and the op's own counts for sgd_update / adamw_update), every one
-/// checked first; then one launchUpdates per run of updates with the same param and gradient
-/// dtypes (all of them, in the plans plait-compile writes).
-Status runUpdates(const CudaKernelCall &call, bool adamw, size_t per, size_t perResult,
-                  size_t count, bool halfGrad) {
+/// adagrad_update: `per` 5.
+Status prepareAdagrad(const CudaKernelCall &call, size_t first, size_t firstOut,
+                      size_t /*per*/, bool halfGrad, AdagradFactors &f, UpdateTensor &u) {
+  const TensorView *in = call.inputs.data() + first;
+  TensorView *out = call.outputs.data() + firstOut;
+  const TensorView &param = in[0];
+  PLAIT_RETURN_IF_ERROR(checkFloat(kAdagrad, param.dtype));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kAdagrad, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdagrad, "sum", param, in[4]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdagrad, "new_param", param, out[0]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdagrad, "new_sum", param, out[1]));
+  double lr = 0, step = 0;
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kAdagrad, "lr", first + 2, lr));
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kAdagrad, "step", first + 3, step));
+  PLAIT_RETURN_IF_ERROR(checkStep(call, kAdagrad, step));
+  f.lrDecay = call.attrs.getFloat("lr_decay", 0.0);
+  f.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
+  f.eps = call.attrs.getFloat("eps", 1e-10);
+  u = updateTensor(in, out, 2);
+  u.in[2] = in[4].data;
+  u.out[1] = out[1].data;
+  return {};
+}
+
+/// rmsprop_update: `per` 4 + its states (square_avg, grad_avg when centered, the momentum
+/// buffer with momentum), checked against the attributes.
+Status prepareRMSprop(const CudaKernelCall &call, size_t first, size_t firstOut, size_t per,
+                      bool halfGrad, RMSpropFactors &f, UpdateTensor &u) {
+  const TensorView *in = call.inputs.data() + first;
+  TensorView *out = call.outputs.data() + firstOut;
+  f.alpha = call.attrs.getFloat("alpha", 0.99);
+  f.eps = call.attrs.getFloat("eps", 1e-8);
+  f.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
+  f.momentum = call.attrs.getFloat("momentum", 0.0);
+  f.centered = call.attrs.getBool("centered", false);
+  const size_t states = per - 4,
+               expected = cpu::updateStateCount(cpu::UpdateKind::RMSprop, call.attrs);
+  if (states != expected)
+    return Status::errorf("{}: takes {} states with centered {} and momentum {}, got {}",
+                          kRMSprop, expected, f.centered, f.momentum, states);
+  const TensorView &param = in[0];
+  PLAIT_RETURN_IF_ERROR(checkFloat(kRMSprop, param.dtype));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kRMSprop, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kRMSprop, "new_param", param, out[0]));
+  for (size_t k = 0; k < states; ++k) {
+    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kRMSprop, "state", param, in[4 + k]));
+    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kRMSprop, "new_state", param, out[1 + k]));
+  }
+  double lr = 0, step = 0;
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kRMSprop, "lr", first + 2, lr));
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kRMSprop, "step", first + 3, step));
+  PLAIT_RETURN_IF_ERROR(checkStep(call, kRMSprop, step));
+  u = updateTensor(in, out, 2);
+  u.in[2] = in[4].data;
+  u.out[1] = out[1].data;
+  if (f.centered) {
+    u.in[3] = in[5].data;
+    u.out[2] = out[2].data;
+  }
+  if (f.momentum != 0) {
+    const size_t k = f.centered ? 2 : 1; // the buffer's place among the states
+    u.in[4] = in[4 + k].data;
+    u.out[3] = out[1 + k].data;
+  }
+  return {};
+}
+
+template <typename Factors>
+using PrepareUpdate = Status (*)(const CudaKernelCall &call, size_t first, size_t firstOut,
+                                 size_t per, bool halfGrad, Factors &f, UpdateTensor &u);
+
+/// The updates `kernel` of a call: `count` of them, operands_per_update `per` and
+/// results_per_update `perResult` each (1 and the op's own counts for a single update), every
+/// one checked first by `prepare`; then one launchUpdates per run of updates with the same
+/// param and gradient dtypes (all of them, in the plans plait-compile writes).
+template <typename Factors>
+Status runUpdates(const CudaKernelCall &call, std::string_view kernel,
+                  PrepareUpdate<Factors> prepare, size_t per, size_t perResult, size_t count,
+                  bool halfGrad) {
   std::vector<UpdateTensor> tensors(count);
-  SgdFactors sgd;
-  AdamWFactors adam;
+  Factors f;
   for (size_t t = 0; t < count; ++t) {
-    Status s = adamw ? prepareAdamW(call, t * per, t * perResult, halfGrad, adam, tensors[t])
-                     : prepareSgd(call, t * per, t * perResult, per == 5, halfGrad, sgd,
-                                  tensors[t]);
+    Status s = prepare(call, t * per, t * perResult, per, halfGrad, f, tensors[t]);
     if (!s.ok())
       return count == 1 && !halfGrad
                  ? s
@@ -148,9 +239,8 @@ Status runUpdates(const CudaKernelCall &call, bool adamw, size_t per, size_t per
       ++end;
     auto [dtype, gradDtype] = dtypes(begin);
     PLAIT_RETURN_IF_ERROR(launched(launchUpdates(dtype, gradDtype, tensors.data() + begin,
-                                                 int64_t(end - begin), adamw ? nullptr : &sgd,
-                                                 adamw ? &adam : nullptr, call.stream),
-                                   adamw ? kAdamW : kSgd));
+                                                 int64_t(end - begin), f, call.stream),
+                                   kernel));
     begin = end;
   }
   return {};
@@ -159,12 +249,27 @@ Status runUpdates(const CudaKernelCall &call, bool adamw, size_t per, size_t per
 Status sgdUpdateKernel(const CudaKernelCall &call) {
   bool hasBuffer = call.inputs.size() == 5;
   PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kSgd, 4, 5, hasBuffer ? 2 : 1));
-  return runUpdates(call, false, call.inputs.size(), call.outputs.size(), 1, false);
+  return runUpdates(call, kSgd, &prepareSgd, call.inputs.size(), call.outputs.size(), 1,
+                    false);
 }
 
 Status adamwUpdateKernel(const CudaKernelCall &call) {
-  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kAdamW, 6, 6, 3));
-  return runUpdates(call, true, 6, 3, 1, false);
+  const bool amsgrad = call.inputs.size() == 7;
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kAdamW, 6, 7, amsgrad ? 4 : 3));
+  return runUpdates(call, kAdamW, &prepareAdamW, call.inputs.size(), call.outputs.size(), 1,
+                    false);
+}
+
+Status adagradUpdateKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kAdagrad, 5, 5, 2));
+  return runUpdates(call, kAdagrad, &prepareAdagrad, 5, 2, 1, false);
+}
+
+Status rmspropUpdateKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(
+      cpu::checkArity(call.asHostCall(), kRMSprop, 5, 7, call.inputs.size() - 3));
+  return runUpdates(call, kRMSprop, &prepareRMSprop, call.inputs.size(), call.outputs.size(),
+                    1, false);
 }
 
 /// grouped_update: its tensors in one launch per kMaxUpdateTensors (launchUpdates), a
@@ -173,8 +278,23 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
   cpu::GroupedUpdateLayout layout;
   PLAIT_RETURN_IF_ERROR(
       cpu::groupedUpdateLayout(call.attrs, call.inputs.size(), call.outputs.size(), layout));
-  return runUpdates(call, layout.adamw, layout.perOperand, layout.perResult, layout.count,
-                    true);
+  const size_t per = layout.perOperand, perResult = layout.perResult, count = layout.count;
+  Status s;
+  switch (layout.kind) {
+  case cpu::UpdateKind::Sgd:
+    s = runUpdates(call, kSgd, &prepareSgd, per, perResult, count, true);
+    break;
+  case cpu::UpdateKind::AdamW:
+    s = runUpdates(call, kAdamW, &prepareAdamW, per, perResult, count, true);
+    break;
+  case cpu::UpdateKind::Adagrad:
+    s = runUpdates(call, kAdagrad, &prepareAdagrad, per, perResult, count, true);
+    break;
+  case cpu::UpdateKind::RMSprop:
+    s = runUpdates(call, kRMSprop, &prepareRMSprop, per, perResult, count, true);
+    break;
+  }
+  return s;
 }
 
 } // namespace
@@ -182,6 +302,8 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
 void registerCudaOptimizerKernels() {
   registerCudaKernel("sgd_update", &sgdUpdateKernel);
   registerCudaKernel("adamw_update", &adamwUpdateKernel);
+  registerCudaKernel("adagrad_update", &adagradUpdateKernel);
+  registerCudaKernel("rmsprop_update", &rmspropUpdateKernel);
   registerCudaKernel("grouped_update", &groupedUpdateKernel);
 }
 

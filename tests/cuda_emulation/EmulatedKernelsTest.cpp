@@ -336,5 +336,139 @@ TEST(EmulatedKernels, LocalShardKeepsEachRanksChunkAsTheCpuKernel) {
   }
 }
 
+//===--- adagrad_update and rmsprop_update --------------------------------------------------===//
+
+/// One update's attributes and how many states it takes with them.
+struct UpdateVariant {
+  const char *update;
+  rt::Attrs attrs;
+  size_t states;
+};
+
+std::vector<UpdateVariant> adagradAndRMSpropVariants() {
+  using rt::test::AttrsBuilder;
+  return {
+      {"adagrad_update", {}, 1},
+      {"adagrad_update", AttrsBuilder().f("lr_decay", 0.01).f("weight_decay", 0.1).build(), 1},
+      {"rmsprop_update", {}, 1},
+      {"rmsprop_update", AttrsBuilder().i("centered", 1).f("alpha", 0.9).build(), 2},
+      {"rmsprop_update", AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).build(), 2},
+      {"rmsprop_update",
+       AttrsBuilder().i("centered", 1).f("momentum", 0.5).f("weight_decay", 0.01).build(), 3},
+  };
+}
+
+/// One update's operands: param, grad (of `gradDtype`), lr, step (at 3), then its states, the
+/// first (Adagrad's sum, RMSprop's square_avg) in [0.5, 1) so that a centered RMSprop's
+/// square_avg stays above grad_avg squared.
+std::vector<OwnedTensor> updateOperands(std::mt19937 &rng, DType dtype, DType gradDtype,
+                                        int64_t n, size_t states) {
+  std::vector<OwnedTensor> in = {randomTensor(rng, dtype, {n}, -1, 1),
+                                 randomTensor(rng, gradDtype, {n}, -1, 1),
+                                 rt::test::makeFloat(DType::F32, {}, {0.01}),
+                                 rt::test::makeFloat(DType::F32, {}, {3})};
+  for (size_t k = 0; k < states; ++k)
+    in.push_back(k == 0 ? randomTensor(rng, dtype, {n}, 0.5, 1)
+                        : randomTensor(rng, dtype, {n}, -0.1, 0.1));
+  return in;
+}
+
+/// The CUDA backend's kernel `name` on `inputs` under the emulation, each result written over
+/// the input it replaces (inputs[resultInput[o]], as plans update in place) when `inPlace`,
+/// else into fresh tensors; the results' bytes.
+std::vector<std::vector<uint8_t>> emulatedUpdate(const std::string &name,
+                                                 std::vector<OwnedTensor> inputs,
+                                                 const std::vector<size_t> &resultInput,
+                                                 const rt::Attrs &attrs, bool inPlace) {
+  rt::CudaKernelFn fn = rt::findCudaKernel(name);
+  EXPECT_NE(fn, nullptr) << name;
+  if (!fn)
+    return {};
+  std::vector<rt::TensorView> in, out;
+  std::vector<OwnedTensor> fresh;
+  for (const OwnedTensor &t : inputs)
+    in.push_back(t.view);
+  for (size_t r : resultInput)
+    fresh.emplace_back(inputs[r].view.dtype, inputs[r].view.shape);
+  for (size_t o = 0; o < resultInput.size(); ++o)
+    out.push_back(inPlace ? inputs[resultInput[o]].view : fresh[o].view);
+  std::vector<uint8_t> workspace;
+  emu_test::EmulatedCall r = emu_test::callEmulated(fn, in, out, attrs, 0, 1, workspace);
+  EXPECT_TRUE(r.taken && r.status.ok()) << name << ": " << r.status.message() << "; "
+                                        << plait_emu::lastFailure();
+  std::vector<std::vector<uint8_t>> results;
+  for (size_t o = 0; o < resultInput.size(); ++o)
+    results.push_back(bytes(inPlace ? inputs[resultInput[o]] : fresh[o]));
+  return results;
+}
+
+/// `got` (bytes of want's dtype, f32 or bf16) against the CPU kernel's `want`, bit for bit;
+/// the first element that differs reported.
+void expectSameBits(const std::string &what, const std::vector<uint8_t> &got,
+                    const OwnedTensor &want) {
+  const std::vector<uint8_t> w = bytes(want);
+  if (got == w)
+    return;
+  ASSERT_EQ(got.size(), w.size()) << what;
+  std::vector<float> g = decode(want.view.dtype, got), c = decode(want.view.dtype, w);
+  for (size_t i = 0; i < g.size(); ++i)
+    if (std::memcmp(&g[i], &c[i], sizeof(float)) != 0) {
+      ADD_FAILURE() << what << " element " << i << ": emulated CUDA " << g[i] << ", CPU "
+                    << c[i];
+      return;
+    }
+}
+
+// adagrad_update and rmsprop_update through the CUDA backend's kernels (the host checks, the
+// states' places in the launch, the device code) against the CPU kernels, bit for bit (the
+// same operations in the same order, 16-bit params through f32 on both): each variant alone,
+// f32 in place and bf16, and three of it grouped (grouped_update) with bf16 gradients, over
+// more elements than a chunk and fewer than a warp.
+TEST(EmulatedKernels, AdagradAndRMSpropMatchTheCpuKernelsBitForBit) {
+  std::mt19937 rng(41);
+  for (const UpdateVariant &v : adagradAndRMSpropVariants()) {
+    const size_t per = 4 + v.states, perResult = 1 + v.states;
+    std::vector<size_t> resultInput = {0};
+    for (size_t k = 0; k < v.states; ++k)
+      resultInput.push_back(4 + k);
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      SCOPED_TRACE(std::string(v.update) + " with " + std::to_string(v.states) + " states, " +
+                   rt::dtypeName(dtype));
+      std::vector<OwnedTensor> in = updateOperands(rng, dtype, dtype, 2500, v.states);
+      std::vector<std::pair<DType, std::vector<int64_t>>> results(perResult, {dtype, {2500}});
+      rt::test::KernelResult cpu = rt::test::runKernel(v.update, in, results, v.attrs);
+      ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
+      std::vector<std::vector<uint8_t>> got =
+          emulatedUpdate(v.update, in, resultInput, v.attrs, dtype == DType::F32);
+      ASSERT_EQ(got.size(), perResult);
+      for (size_t o = 0; o < perResult; ++o)
+        expectSameBits("result " + std::to_string(o), got[o], cpu.out(o));
+    }
+    SCOPED_TRACE(std::string("grouped ") + v.update + " with " + std::to_string(v.states) +
+                 " states");
+    std::vector<OwnedTensor> in;
+    std::vector<std::pair<DType, std::vector<int64_t>>> results;
+    std::vector<size_t> groupedResultInput;
+    for (int64_t n : {2500, 1, 300}) {
+      for (size_t r : resultInput)
+        groupedResultInput.push_back(in.size() + r);
+      for (OwnedTensor &t : updateOperands(rng, DType::F32, DType::BF16, n, v.states))
+        in.push_back(t);
+      results.insert(results.end(), perResult, {DType::F32, {n}});
+    }
+    rt::Attrs attrs = v.attrs;
+    attrs.set("update", rt::AttrValue{{}, {}, v.update});
+    attrs.set("operands_per_update", rt::AttrValue{{int64_t(per)}, {}, {}});
+    attrs.set("results_per_update", rt::AttrValue{{int64_t(perResult)}, {}, {}});
+    rt::test::KernelResult cpu = rt::test::runKernel("grouped_update", in, results, attrs);
+    ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
+    std::vector<std::vector<uint8_t>> got =
+        emulatedUpdate("grouped_update", in, groupedResultInput, attrs, true);
+    ASSERT_EQ(got.size(), results.size());
+    for (size_t o = 0; o < results.size(); ++o)
+      expectSameBits("result " + std::to_string(o), got[o], cpu.out(o));
+  }
+}
+
 } // namespace
 } // namespace plait

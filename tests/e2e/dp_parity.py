@@ -17,10 +17,14 @@ one rank. Checked per placement:
 With --clip, every run (the reference too) clips gradients to that global norm: on several
 ranks the norm is of the averaged gradients, with a shard's squares summed over its group.
 With --adam-l2 F, every run trains with torch.optim.Adam's rule instead (--optimizer adam,
-weight decay F added to the gradient as an L2 term), which shards as AdamW does.
+weight decay F added to the gradient as an L2 term), which shards as AdamW does. With
+--optimizer-flags "FLAGS", every run trains with those plait-compile optimizer flags instead
+(Adagrad's sum, RMSprop's square_avg, grad_avg and momentum buffer, and AMSGrad's
+max_exp_avg_sq shard as AdamW's moments).
 
 Run with /usr/bin/python3:
   dp_parity.py --build BUILD --sample mlp --world 2 [--steps 20] [--clip F] [--adam-l2 F]
+               [--optimizer-flags "--optimizer rmsprop --centered ..."]
 """
 import argparse
 import json
@@ -36,7 +40,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from train_parity import KEY_BIAS, SAMPLES, make_dataset, read_safetensors  # noqa: E402
 
-STATES = {"adam": 2, "adamw": 2, "sgd": 1}  # optimizer tensors per param (sgd with momentum)
+# Optimizer tensors per param (sgd with momentum; rmsprop: states_of).
+STATES = {"adam": 2, "adamw": 2, "sgd": 1, "adagrad": 1}
 TRAIN = {
     "mlp": ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"],
     "gpt": ["--optimizer", "adamw", "--lr", "3e-3"],
@@ -148,6 +153,14 @@ def comm_problems(log, predicted):
     return []
 
 
+def states_of(flags):
+    """Optimizer tensors per param that plait-compile `flags` train with."""
+    optimizer = flags[flags.index("--optimizer") + 1]
+    if optimizer == "rmsprop":
+        return 1 + ("--centered" in flags) + ("--momentum" in flags)
+    return STATES[optimizer] + ("--amsgrad" in flags)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True, type=pathlib.Path)
@@ -158,7 +171,11 @@ def main():
                     help="also clip gradients to this global norm (on every run)")
     ap.add_argument("--adam-l2", type=float, default=None,
                     help="train with --optimizer adam and this weight decay (L2) instead")
+    ap.add_argument("--optimizer-flags", default=None,
+                    help="train with these plait-compile optimizer flags instead")
     args = ap.parse_args()
+    if args.optimizer_flags is not None:
+        TRAIN[args.sample] = args.optimizer_flags.split()
     if args.adam_l2 is not None:
         lr = TRAIN[args.sample][TRAIN[args.sample].index("--lr") + 1]
         TRAIN[args.sample] = ["--optimizer", "adam", "--lr", lr,
@@ -167,7 +184,6 @@ def main():
         TRAIN[args.sample] = TRAIN[args.sample] + ["--clip-grad-norm", str(args.clip)]
     compile_bin = args.build / "bin" / "plait-compile"
     name, world, steps = args.sample, args.world, args.steps
-    optimizer = TRAIN[name][1]
     failures = []
     with tempfile.TemporaryDirectory(prefix="plait-dp-") as tmp:
         tmp = pathlib.Path(tmp)
@@ -202,7 +218,7 @@ def main():
             mem = report["memory"]
             expect = np.zeros(3, dtype=np.int64)
             for unit in report["units"]:
-                forms = closed_forms(unit, world, STATES[optimizer])
+                forms = closed_forms(unit, world, states_of(TRAIN[name]))
                 got = (unit["params_bytes"], unit["grads_bytes"], unit["optimizer_bytes"])
                 if got != forms:
                     problems.append("unit %s: report %s, closed forms %s" % (unit["name"], got,

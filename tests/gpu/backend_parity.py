@@ -121,6 +121,18 @@ def cases():
     # subtract, pow, mean, add, sqrt, divide in fused elementwise kernels).
     out.append(("gpt-decomposed-fp32", "gpt",
                 TRAIN["gpt"] + ["--no-fused-attention", "--no-fused-norm"], "fp32", 1))
+    # The other optimizers' update kernels (single-tensor ones and grouped_update's): RMSprop
+    # with all three states, Adagrad with its decays, AdamW's AMSGrad under bf16-mixed (its
+    # grouped update reading bf16 gradients).
+    out.append(("mlp-rmsprop-fp32", "mlp",
+                ["--optimizer", "rmsprop", "--lr", "1e-3", "--centered", "--momentum", "0.5",
+                 "--weight-decay", "1e-4"], "fp32", 1))
+    out.append(("cnn-adagrad-fp32", "cnn",
+                ["--optimizer", "adagrad", "--lr", "0.02", "--lr-decay", "0.01",
+                 "--weight-decay", "1e-3"], "fp32", 1))
+    out.append(("gpt-amsgrad-bf16-mixed", "gpt",
+                ["--optimizer", "adamw", "--lr", "3e-3", "--amsgrad", "--precision",
+                 "bf16-mixed"], "bf16-mixed", 1))
     return out
 
 
@@ -225,7 +237,9 @@ def on_device(args, work, rows, kernel_rows):
         return
     for stem, sample, _, precision, ranks in cases():
         label = stem if ranks == 1 else "gpt ddp x%d" % ranks
-        name = (sample, precision) if ranks == 1 else (label, precision)
+        # The samples' own cases by sample; the others (decomposed, other optimizers, ranks)
+        # by their tag.
+        name = (sample if stem == "%s-%s" % (sample, precision) else label, precision)
         if ranks > args.gpus:
             print("%s on NCCL: skipped (%d GPU; NCCL needs one GPU per rank)" % (label,
                                                                                  args.gpus))

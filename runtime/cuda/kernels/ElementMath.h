@@ -229,9 +229,11 @@ PLAIT_HD void adamwStepFactors(double lr, double step, AdamWFactors &f) {
   f.bc2Sqrt = sqrt(1 - pow(f.beta2, step));
 }
 
-/// One adamw_update element (OptimizerKernels.cpp adamwLoop), operation by operation.
+/// One adamw_update element (OptimizerKernels.cpp adamwLoop), operation by operation:
+/// `maxV` is read and `newMaxV` set only with f.amsgrad.
 template <typename T>
-PLAIT_HD void adamwElement(T p, T g, T m, T v, const AdamWFactors &f, T &newP, T &newM, T &newV) {
+PLAIT_HD void adamwElement(T p, T g, T m, T v, T maxV, const AdamWFactors &f, T &newP, T &newM,
+                           T &newV, T &newMaxV) {
   const T decay = T(f.decay), b1 = T(f.beta1), b2 = T(f.beta2);
   const T oneMinusB1 = T(1 - f.beta1), oneMinusB2 = T(1 - f.beta2);
   const T bc2Sqrt = T(f.bc2Sqrt), eps = T(f.eps), negStepSize = T(f.negStepSize);
@@ -240,10 +242,68 @@ PLAIT_HD void adamwElement(T p, T g, T m, T v, const AdamWFactors &f, T &newP, T
   p = p * decay;
   m = m * b1 + oneMinusB1 * g;
   v = v * b2 + oneMinusB2 * g * g;
-  T denom = msqrt(v) / bc2Sqrt + eps;
+  T second = v;
+  if (f.amsgrad) {
+    // torch.maximum: a NaN v propagates (an old NaN came from a NaN v, which stays NaN).
+    second = maxV >= v ? maxV : v;
+    newMaxV = second;
+  }
+  T denom = msqrt(second) / bc2Sqrt + eps;
   newP = p + negStepSize * m / denom;
   newM = m;
   newV = v;
+}
+
+/// Adagrad's step-dependent factor, in double, as OptimizerKernels.cpp prepareAdagrad
+/// computes it on the host.
+PLAIT_HD void adagradStepFactors(double lr, double step, AdagradFactors &f) {
+  f.negClr = -(lr / (1 + (step - 1) * f.lrDecay));
+}
+
+/// One adagrad_update element (OptimizerKernels.cpp adagradLoop), operation by operation.
+template <typename T>
+PLAIT_HD void adagradElement(T p, T g, T sum, const AdagradFactors &f, T &newP, T &newSum) {
+  const T eps = T(f.eps), negClr = T(f.negClr);
+  if (f.weightDecay != 0)
+    g = g + T(f.weightDecay) * p;
+  T acc = sum + g * g;
+  T denom = msqrt(acc) + eps;
+  newP = p + negClr * g / denom;
+  newSum = acc;
+}
+
+/// RMSprop's lr-dependent factor, as OptimizerKernels.cpp prepareRMSprop computes it (the step
+/// number does not enter RMSprop).
+PLAIT_HD void rmspropStepFactors(double lr, RMSpropFactors &f) { f.negLr = -lr; }
+
+/// One rmsprop_update element (OptimizerKernels.cpp rmspropLoop), operation by operation:
+/// `gradAvg` is read and `newGradAvg` set only when f.centered, `buffer` and `newBuffer` only
+/// with momentum.
+template <typename T>
+PLAIT_HD void rmspropElement(T p, T g, T squareAvg, T gradAvg, T buffer,
+                             const RMSpropFactors &f, T &newP, T &newSquareAvg, T &newGradAvg,
+                             T &newBuffer) {
+  const T alpha = T(f.alpha), oneMinusAlpha = T(1 - f.alpha);
+  const T eps = T(f.eps), negLr = T(f.negLr);
+  if (f.weightDecay != 0)
+    g = g + T(f.weightDecay) * p;
+  T s = squareAvg * alpha + oneMinusAlpha * g * g;
+  T avg;
+  if (f.centered) {
+    T a = gradAvg * alpha + oneMinusAlpha * g;
+    avg = msqrt(s - a * a) + eps;
+    newGradAvg = a;
+  } else {
+    avg = msqrt(s) + eps;
+  }
+  if (f.momentum != 0) {
+    T b = buffer * T(f.momentum) + g / avg;
+    newBuffer = b;
+    newP = p + negLr * b;
+  } else {
+    newP = p + negLr * g / avg;
+  }
+  newSquareAvg = s;
 }
 
 } // namespace plait::rt::cuda::math

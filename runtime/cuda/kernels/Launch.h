@@ -201,31 +201,52 @@ struct AdamWFactors {
   double decay = 1, beta1 = 0.9, beta2 = 0.999, bc2Sqrt = 1, negStepSize = 0, eps = 1e-8;
   double weightDecay = 0.01; // decay's input (math::adamwStepFactors)
   double l2 = 0;             // torch.optim.Adam's weight_decay, added to the gradient
+  bool amsgrad = false;      // the denominator from max_exp_avg_sq, the largest exp_avg_sq seen
+};
+struct AdagradFactors {
+  double negClr = 0;  // -lr / (1 + (step - 1) * lrDecay) (math::adagradStepFactors)
+  double lrDecay = 0; // negClr's input
+  double weightDecay = 0, eps = 1e-10;
+};
+struct RMSpropFactors {
+  double negLr = 0; // -lr (math::rmspropStepFactors)
+  double alpha = 0.99, eps = 1e-8, weightDecay = 0, momentum = 0;
+  bool centered = false;
 };
 
 /// One tensor of an optimizer update: its element count, the pointers the update reads and
 /// writes, and its step's hyper-parameters in device memory. sgd_update: in = {param, grad,
 /// momentum buffer or null}, out = {new param, new buffer or null}; adamw_update: in =
-/// {param, grad, exp_avg, exp_avg_sq}, out = {new param, new exp_avg, new exp_avg_sq}. Any
-/// output may alias the input it replaces.
+/// {param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq}, out = {new param, new exp_avg, new
+/// exp_avg_sq, new max_exp_avg_sq}, max_exp_avg_sq null without amsgrad;
+/// adagrad_update: in = {param, grad, sum}, out = {new param, new sum}; rmsprop_update: in =
+/// {param, grad, square_avg, grad_avg, momentum buffer}, out = {new param, new square_avg,
+/// new grad_avg, new buffer}, grad_avg null unless centered and the buffer null without
+/// momentum. Any output may alias the input it replaces.
 struct UpdateTensor {
-  const void *in[4] = {};
-  void *out[3] = {};
+  const void *in[5] = {};
+  void *out[4] = {};
   int64_t n = 0;
   const float *lr = nullptr, *step = nullptr;
 };
 
-/// The updates of `count` tensors (sgd_update with `sgd`, else adamw_update with `adamw`),
-/// every param and state of `dtype` and every gradient of `gradDtype`: `dtype`, or bf16 / f16
-/// widened exactly (grouped_update). One launch per kMaxUpdateTensors tensors (their pointers
-/// travel in the kernel's parameters, as PyTorch's multi-tensor apply passes them), each block
-/// a chunk of one tensor. The kernel reads each tensor's lr and step and computes the factors
-/// that depend on them (f.lr and f.first for SGD; decay, negStepSize and bc2Sqrt for AdamW, by
-/// math::adamwStepFactors), so a step replayed as a CUDA graph uses that step's values.
+/// The updates of `count` tensors, sgd_update, adamw_update, adagrad_update or rmsprop_update
+/// as the type of `f` says, every param and state of `dtype` and every gradient of
+/// `gradDtype`: `dtype`, or bf16 / f16 widened exactly (grouped_update). One launch per
+/// kMaxUpdateTensors tensors (their pointers travel in the kernel's parameters, as PyTorch's
+/// multi-tensor apply passes them), each block a chunk of one tensor. The kernel reads each
+/// tensor's lr and step and computes the factors that depend on them (f.lr and f.first for
+/// SGD; decay, negStepSize and bc2Sqrt for AdamW; negClr for Adagrad; negLr for RMSprop: the
+/// math::*StepFactors), so a step replayed as a CUDA graph uses that step's values.
 constexpr int kMaxUpdateTensors = 36;
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const SgdFactors *sgd, const AdamWFactors *adamw,
-                          cudaStream_t stream);
+                          const SgdFactors &f, cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const AdamWFactors &f, cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const AdagradFactors &f, cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const RMSpropFactors &f, cudaStream_t stream);
 
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 

@@ -9,7 +9,7 @@
 // CHECK-LABEL: func.func @three
 // CHECK-NEXT: %[[H:.*]] = plait.neg %arg5
 // CHECK-NEXT: %[[K:.*]] = plait.neg %arg9
-// CHECK-NEXT: %[[G:.*]]:9 = plait.grouped_update %arg0, %arg1, %arg2, %arg3, %arg12, %arg13, %arg4, %[[H]], %arg6, %arg7, %arg12, %arg13, %arg8, %[[K]], %arg10, %arg11, %arg12, %arg13 {beta1 = 8.000000e-01 : f64, {{.*}}operands_per_update = 6 : i64, results_per_update = 3 : i64, update = "adamw_update"
+// CHECK-NEXT: %[[G:.*]]:9 = plait.grouped_update %arg0, %arg1, %arg2, %arg3, %arg12, %arg13, %arg4, %[[H]], %arg6, %arg7, %arg12, %arg13, %arg8, %[[K]], %arg10, %arg11, %arg12, %arg13 {{{.*}}beta1 = 8.000000e-01 : f64, {{.*}}operands_per_update = 6 : i64, results_per_update = 3 : i64, update = "adamw_update"
 // CHECK-NEXT: return %[[G]]#0, %[[G]]#3, %[[G]]#6, %[[G]]#8
 // SPAN: plait.group_updates = {grad_cast_bytes = 0 : i64, grad_casts = 0 : i64, kernels = 0 : i64, updates = 0 : i64}
 func.func @three(%p: tensor<4xf32>, %g: tensor<4xf32>, %mp: tensor<4xf32>, %vp: tensor<4xf32>, %q: tensor<2x3xf32>, %h: tensor<2x3xf32>, %mq: tensor<2x3xf32>, %vq: tensor<2x3xf32>, %r: tensor<5xf32>, %k: tensor<5xf32>, %mr: tensor<5xf32>, %vr: tensor<5xf32>, %lr: tensor<f32>, %step: tensor<f32>) -> (tensor<4xf32>, tensor<2x3xf32>, tensor<5xf32>, tensor<5xf32>) {

@@ -194,7 +194,7 @@ func.func @sgd_nesterov(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, 
 // -----
 
 func.func @grouped_kind(%p: tensor<4xf32>, %lr: tensor<f32>) {
-  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update or sgd_update, got "lamb"}}
+  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update, sgd_update, adagrad_update or rmsprop_update, got "lamb"}}
   %0 = plait.grouped_update %p, %p, %lr, %lr {update = "lamb", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
   return
 }
@@ -202,7 +202,7 @@ func.func @grouped_kind(%p: tensor<4xf32>, %lr: tensor<f32>) {
 // -----
 
 func.func @grouped_arity(%p: tensor<4xf32>, %lr: tensor<f32>) {
-  // expected-error @+1 {{'plait.grouped_update' op adamw_update takes 6 operands and gives 3 results, not 4 and 1}}
+  // expected-error @+1 {{'plait.grouped_update' op adamw_update takes 6 operands and gives 3 results with these attributes, not 4 and 1}}
   %0 = plait.grouped_update %p, %p, %lr, %lr {update = "adamw_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
   return
 }
@@ -218,8 +218,96 @@ func.func @grouped_counts(%p: tensor<4xf32>, %lr: tensor<f32>) {
 // -----
 
 func.func @grouped_momentum(%p: tensor<4xf32>, %lr: tensor<f32>) {
-  // expected-error @+1 {{'plait.grouped_update' op needs a momentum buffer exactly when momentum is non-zero}}
+  // expected-error @+1 {{'plait.grouped_update' op sgd_update takes 5 operands and gives 2 results with these attributes, not 4 and 1}}
   %0 = plait.grouped_update %p, %p, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64, momentum = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_rmsprop(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op rmsprop_update takes 6 operands and gives 3 results with these attributes, not 5 and 2}}
+  %0:2 = plait.grouped_update %p, %p, %lr, %lr, %p {update = "rmsprop_update", operands_per_update = 5 : i64, results_per_update = 2 : i64, centered = true} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @amsgrad_state(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adamw_update' op takes max_exp_avg_sq exactly when amsgrad is set}}
+  %0:3 = plait.adamw_update %p, %p, %p, %p, %lr, %lr {amsgrad = true} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @amsgrad_result(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adamw_update' op gives new_max_exp_avg_sq exactly when amsgrad is set}}
+  %0:3 = plait.adamw_update %p, %p, %p, %p, %lr, %lr, %p {amsgrad = true} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @amsgrad_type(%p: tensor<4xf32>, %q: tensor<4xf64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adamw_update' op max_exp_avg_sq type differs from the param's}}
+  %0:4 = plait.adamw_update %p, %p, %p, %p, %lr, %lr, %q {amsgrad = true} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf64>)
+  return
+}
+
+// -----
+
+func.func @grouped_amsgrad(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op adamw_update takes 7 operands and gives 4 results with these attributes, not 6 and 3}}
+  %0:3 = plait.grouped_update %p, %p, %p, %p, %lr, %lr {update = "adamw_update", operands_per_update = 6 : i64, results_per_update = 3 : i64, amsgrad = true} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adagrad_eps(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adagrad_update' op needs eps > 0 and lr_decay >= 0}}
+  %0:2 = plait.adagrad_update %p, %p, %lr, %lr, %p {eps = 0.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adagrad_types(%p: tensor<4xf32>, %s: tensor<4xf64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adagrad_update' op failed to verify that all of {param, grad, sum, new_param, new_sum} have same type}}
+  %0:2 = plait.adagrad_update %p, %p, %lr, %lr, %s : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf64>)
+  return
+}
+
+// -----
+
+func.func @rmsprop_alpha(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.rmsprop_update' op needs 0 <= alpha < 1, eps > 0 and momentum >= 0}}
+  %0:2 = plait.rmsprop_update %p, %p, %lr, %lr, %p {alpha = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @rmsprop_states(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.rmsprop_update' op takes 3 states (square_avg, grad_avg, momentum_buffer), not 2}}
+  %0:3 = plait.rmsprop_update %p, %p, %lr, %lr, %p, %p {centered = true, momentum = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @rmsprop_results(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.rmsprop_update' op gives a new value of each of its 2 states, not 1}}
+  %0:2 = plait.rmsprop_update %p, %p, %lr, %lr, %p, %p {centered = true} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @rmsprop_state_type(%p: tensor<4xf32>, %q: tensor<4xf64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.rmsprop_update' op state type 'tensor<4xf64>' differs from the param's 'tensor<4xf32>'}}
+  %0:2 = plait.rmsprop_update %p, %p, %lr, %lr, %q : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf64>)
   return
 }
 

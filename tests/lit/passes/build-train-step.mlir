@@ -3,6 +3,10 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-norm=1.0' %s | FileCheck %s --check-prefix=FREEZE
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adam weight-decay=0.05' %s | FileCheck %s --check-prefix=ADAM
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adam' %s | FileCheck %s --check-prefix=ADAM0
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad lr-decay=0.1' %s | FileCheck %s --check-prefix=ADAGRAD
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=rmsprop centered=true momentum=0.5 weight-decay=0.01' %s | FileCheck %s --check-prefix=RMSPROP
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=rmsprop' %s | FileCheck %s --check-prefix=RMSPROP0
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adamw amsgrad=true' %s | FileCheck %s --check-prefix=AMSGRAD
 
 // A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
 // the ReLU mask (from its result, so the GEMM output need not outlive the ReLU), the weight
@@ -50,6 +54,34 @@
 // ADAM0-LABEL: module attributes
 // ADAM0-SAME: optimizer = "adam", weight_decay = 0.000000e+00 : f64}
 // ADAM0: plait.adamw_update %{{.*}} {weight_decay = 0.000000e+00 : f64} : (tensor<3x4xf32>
+// Adagrad: one state per param, torch's "sum"; its eps default (1e-10) is the op's, so not
+// printed.
+// ADAGRAD-LABEL: module attributes
+// ADAGRAD-SAME: optimizer = "adagrad", weight_decay = 0.000000e+00 : f64}
+// ADAGRAD: %[[S:.*]] = plait.state "fc.weight.sum" : tensor<3x4xf32>
+// ADAGRAD-NEXT: %[[P:.*]], %[[NS:.*]] = plait.adagrad_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[S]] {lr_decay = 1.000000e-01 : f64} : (tensor<3x4xf32>
+// ADAGRAD: plait.state "fc.bias.sum" : tensor<3xf32>
+// ADAGRAD: plait.assign %[[S]], %[[NS]] : tensor<3x4xf32>
+// RMSprop: square_avg, then grad_avg (centered), then the momentum buffer, each assigned its
+// new value; without centering or momentum, square_avg alone.
+// RMSPROP-LABEL: module attributes
+// RMSPROP-SAME: optimizer = "rmsprop", weight_decay = 1.000000e-02 : f64}
+// RMSPROP: %[[SQ:.*]] = plait.state "fc.weight.square_avg" : tensor<3x4xf32>
+// RMSPROP-NEXT: %[[GA:.*]] = plait.state "fc.weight.grad_avg" : tensor<3x4xf32>
+// RMSPROP-NEXT: %[[BUF:.*]] = plait.state "fc.weight.momentum_buffer" : tensor<3x4xf32>
+// RMSPROP-NEXT: %[[NP:.*]], %[[NEW:.*]]:3 = plait.rmsprop_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SQ]], %[[GA]], %[[BUF]] {centered = true, momentum = 5.000000e-01 : f64, weight_decay = 1.000000e-02 : f64}
+// RMSPROP: plait.assign %[[SQ]], %[[NEW]]#0 : tensor<3x4xf32>
+// RMSPROP-NEXT: plait.assign %[[GA]], %[[NEW]]#1 : tensor<3x4xf32>
+// RMSPROP-NEXT: plait.assign %[[BUF]], %[[NEW]]#2 : tensor<3x4xf32>
+// RMSPROP0: %[[SQ:.*]] = plait.state "fc.weight.square_avg" : tensor<3x4xf32>
+// RMSPROP0-NEXT: plait.rmsprop_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SQ]] : (tensor<3x4xf32>, tensor<3x4xf32>, tensor<f32>, tensor<f32>, tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>)
+// RMSPROP0-NOT: grad_avg
+// AMSGrad: a third state, torch's max_exp_avg_sq, after lr and step.
+// AMSGRAD: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
+// AMSGRAD-NEXT: %[[V:.*]] = plait.state "fc.weight.exp_avg_sq" : tensor<3x4xf32>
+// AMSGRAD-NEXT: %[[VMAX:.*]] = plait.state "fc.weight.max_exp_avg_sq" : tensor<3x4xf32>
+// AMSGRAD-NEXT: %{{.*}}, %{{.*}}, %{{.*}}, %[[NEWMAX:.*]] = plait.adamw_update %{{.*}}, %{{.*}}, %[[M]], %[[V]], %{{.*}}, %{{.*}}, %[[VMAX]] {amsgrad = true
+// AMSGRAD: plait.assign %[[VMAX]], %[[NEWMAX]] : tensor<3x4xf32>
 // --freeze keeps fc.bias out of training: no bias gradient, one update. Clipping scales the
 // remaining gradient by min(1, max_norm / (||g|| + 1e-6)).
 // FREEZE-LABEL: func.func @main

@@ -5,6 +5,9 @@
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adamw' --plait-shard='world-size=2 strategy=zero3 reshard-after-forward=false' | FileCheck %s --check-prefix=KEEP
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adam weight-decay=0.1' --plait-shard='world-size=2 strategy=zero1' | FileCheck %s --check-prefix=ADAM
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd momentum=0.9' --plait-shard='world-size=4 strategy=hsdp:2' | FileCheck %s --check-prefix=HSDP
+// RUN: plait-opt %s --plait-build-train-step='optimizer=rmsprop centered=true momentum=0.9' --plait-shard='world-size=2 strategy=zero2' | FileCheck %s --check-prefix=RMSPROP
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adagrad lr-decay=0.5' --plait-shard='world-size=2 strategy=zero3' | FileCheck %s --check-prefix=ADAGRAD
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adam amsgrad=true' --plait-shard='world-size=2 strategy=zero1' | FileCheck %s --check-prefix=AMSGRAD
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp' | FileCheck %s --check-prefix=MIXED
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=zero2 unit-size=40' | FileCheck %s --check-prefix=SIZE
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-norm=1.0' | FileCheck %s --check-prefix=CLIP
@@ -41,6 +44,18 @@
 // ZERO1-NOT: plait.state "layers.1.weight
 // Adam's flat shard update keeps its gradient's L2 term and no decoupled decay.
 // ADAM: plait.adamw_update %{{.*}} {{{.*}}l2 = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : (tensor<5xf32>
+
+// RMSprop's and Adagrad's states shard as AdamW's moments do: one flat shard per state, named
+// as torch names it, updated by the unit's one update with the op's settings.
+// RMSPROP: plait.state "layers.1.square_avg" {plait.layout = {{.*}}name = "layers.1.weight.square_avg"{{.*}}} : tensor<5xf32>
+// RMSPROP-NEXT: plait.state "layers.1.grad_avg" {plait.layout = {{.*}}name = "layers.1.weight.grad_avg"{{.*}}} : tensor<5xf32>
+// RMSPROP-NEXT: plait.state "layers.1.momentum_buffer" {plait.layout = {{.*}}name = "layers.1.weight.momentum_buffer"{{.*}}} : tensor<5xf32>
+// RMSPROP: %{{.*}}, %[[NEW:.*]]:3 = plait.rmsprop_update %{{.*}} {centered = true, momentum = 9.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+// RMSPROP-NOT: plait.state "layers.1.weight.
+// ADAGRAD: plait.state "layers.1.sum" {plait.layout = {{.*}}name = "layers.1.weight.sum"{{.*}}} : tensor<5xf32>
+// AMSGRAD: plait.state "layers.1.max_exp_avg_sq" {plait.layout = {{.*}}name = "layers.1.weight.max_exp_avg_sq"{{.*}}} : tensor<5xf32>
+// AMSGRAD: plait.adamw_update %{{.*}} {amsgrad = true, weight_decay = 0.000000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+// ADAGRAD: plait.adagrad_update %{{.*}} {lr_decay = 5.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>)
 
 // zero2: the same, but the gradient is reduced as soon as the unit's gradients exist,
 // before the backward of layers.0 runs.

@@ -164,6 +164,35 @@ TEST(OpCost, AdamsL2AddsTwoFlopsPerElement) {
                          {"operands_per_update", {6}},
                          {"l2", {}, {0.1}, ""}}};
   EXPECT_DOUBLE_EQ(opCost(plan, group).flops, base + 2 * 1000);
+  // AMSGrad's running maximum: one more per element.
+  plan::InstrDesc amsgrad{"adamw_update", {0, 0, 0, 0, 1, 1, 0}, {0, 0, 0, 0}};
+  amsgrad.attrs.push_back({"amsgrad", {1}});
+  EXPECT_DOUBLE_EQ(opCost(plan, amsgrad).flops, base + 1000);
+}
+
+TEST(OpCost, AdagradAndRMSpropCountTheirTerms) {
+  // adagrad_update and rmsprop_update (param, grad, lr, step, states): their table entries,
+  // plus 2 for weight decay, and for RMSprop 5 when centered and 2 with momentum; the same in
+  // a multi-tensor group, where the attributes are the group's.
+  plan::PlanDesc plan = tensors({{1000}, {}});
+  plan::InstrDesc adagrad{"adagrad_update", {0, 0, 1, 1, 0}, {0, 0}};
+  EXPECT_DOUBLE_EQ(opCost(plan, adagrad).flops, 1000 * (kTranscendentalFlops + 7));
+  adagrad.attrs.push_back({"weight_decay", {}, {0.01}, ""});
+  EXPECT_DOUBLE_EQ(opCost(plan, adagrad).flops, 1000 * (kTranscendentalFlops + 9));
+  plan::InstrDesc rmsprop{"rmsprop_update", {0, 0, 1, 1, 0}, {0, 0}};
+  double base = opCost(plan, rmsprop).flops;
+  EXPECT_DOUBLE_EQ(base, 1000 * (kTranscendentalFlops + 8));
+  rmsprop.inputs = {0, 0, 1, 1, 0, 0, 0};
+  rmsprop.outputs = {0, 0, 0, 0};
+  rmsprop.attrs = {{"centered", {1}}, {"momentum", {}, {0.9}, ""}};
+  EXPECT_DOUBLE_EQ(opCost(plan, rmsprop).flops, base + 7 * 1000);
+  plan::InstrDesc group{"grouped_update", rmsprop.inputs, rmsprop.outputs,
+                        {{"update", {}, {}, "rmsprop_update"},
+                         {"operands_per_update", {7}},
+                         {"centered", {1}},
+                         {"momentum", {}, {0.9}, ""},
+                         {"weight_decay", {}, {0.01}, ""}}};
+  EXPECT_DOUBLE_EQ(opCost(plan, group).flops, base + 9 * 1000);
 }
 
 TEST(Roofline, ComputeOrMemoryBoundPlusLaunch) {

@@ -154,47 +154,73 @@ TEST(ElementMath, IntegerArithmeticWrapsAsOnTheCpu) {
 /// The f32 scalar tensor holding `v` (the runtime's "lr" and "step").
 std::vector<float> scalar(float v) { return {v}; }
 
+/// `attrs` with float attribute `name` set to `value`.
+void setFloat(rt::Attrs &attrs, const char *name, double value) {
+  rt::AttrValue v;
+  v.floats = {value};
+  attrs.set(name, v);
+}
+
 /// adamw_update on the CPU and per element as the CUDA kernels compute it, with `l2` (Adam's
-/// weight decay, 0 for AdamW), compared bit for bit.
-void expectAdamWMatchesTheCpuKernel(double l2) {
-  std::vector<float> param = sampleValues(), grad(param.size()), m(param.size()), v(param.size());
+/// weight decay, 0 for AdamW) and `amsgrad`, compared bit for bit.
+void expectAdamWMatchesTheCpuKernel(double l2, bool amsgrad) {
+  std::vector<float> param = sampleValues(), grad(param.size()), m(param.size()), v(param.size()),
+                     maxV(param.size());
   for (size_t i = 0; i < param.size(); ++i) {
     param[i] = std::isfinite(param[i]) ? param[i] * 0.01f : 0.5f;
     grad[i] = std::sin(float(i)) * 0.1f;
     m[i] = std::cos(float(i)) * 0.01f;
     v[i] = 0.001f * float(i % 7);
+    maxV[i] = 0.001f * float(i % 5); // above the new exp_avg_sq for some, below for others
   }
   const double lr = 3e-3, step = 5, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.01;
   rt::Attrs attrs; // the op's defaults, as the CUDA host kernel reads them
-  if (l2 != 0) {
+  if (l2 != 0)
+    setFloat(attrs, "l2", l2);
+  if (amsgrad) {
     rt::AttrValue value;
-    value.floats = {l2};
-    attrs.set("l2", value);
+    value.ints = {1};
+    attrs.set("amsgrad", value);
   }
-  std::vector<std::vector<int64_t>> shapes(6, {int64_t(param.size())});
+  std::vector<std::vector<int64_t>> shapes(amsgrad ? 7 : 6, {int64_t(param.size())});
   shapes[4] = shapes[5] = {};
-  std::vector<std::vector<float>> cpu = runCpu(
-      "adamw_update", {param, grad, m, v, scalar(float(lr)), scalar(float(step))}, 3, attrs,
-      shapes);
+  std::vector<std::vector<float>> inputs = {param, grad, m, v, scalar(float(lr)),
+                                            scalar(float(step))};
+  if (amsgrad)
+    inputs.push_back(maxV);
+  std::vector<std::vector<float>> cpu =
+      runCpu("adamw_update", inputs, amsgrad ? 4 : 3, attrs, shapes);
   rt::cuda::AdamWFactors f; // as the CUDA kernel computes them from the f32 lr and step
   f.beta1 = beta1;
   f.beta2 = beta2;
   f.eps = eps;
   f.weightDecay = wd;
   f.l2 = l2;
+  f.amsgrad = amsgrad;
   math::adamwStepFactors(double(float(lr)), double(float(step)), f);
   for (size_t i = 0; i < param.size(); ++i) {
-    float p, mm, vv;
-    math::adamwElement<float>(param[i], grad[i], m[i], v[i], f, p, mm, vv);
+    float p, mm, vv, newMaxV = std::nanf("");
+    math::adamwElement<float>(param[i], grad[i], m[i], v[i], maxV[i], f, p, mm, vv, newMaxV);
     EXPECT_EQ(p, cpu[0][i]) << i;
     EXPECT_EQ(mm, cpu[1][i]) << i;
     EXPECT_EQ(vv, cpu[2][i]) << i;
+    if (amsgrad)
+      EXPECT_EQ(newMaxV, cpu[3][i]) << i;
   }
 }
 
-TEST(ElementMath, AdamWMatchesTheCpuKernelBitForBit) { expectAdamWMatchesTheCpuKernel(0); }
+TEST(ElementMath, AdamWMatchesTheCpuKernelBitForBit) {
+  expectAdamWMatchesTheCpuKernel(0, false);
+}
 
-TEST(ElementMath, AdamsL2MatchesTheCpuKernelBitForBit) { expectAdamWMatchesTheCpuKernel(0.1); }
+TEST(ElementMath, AdamsL2MatchesTheCpuKernelBitForBit) {
+  expectAdamWMatchesTheCpuKernel(0.1, false);
+}
+
+TEST(ElementMath, AmsgradMatchesTheCpuKernelBitForBit) {
+  expectAdamWMatchesTheCpuKernel(0, true);
+  expectAdamWMatchesTheCpuKernel(0.1, true);
+}
 
 TEST(ElementMath, SgdWithMomentumMatchesTheCpuKernelBitForBit) {
   std::vector<float> param(64), grad(64), buffer(64);
@@ -225,6 +251,140 @@ TEST(ElementMath, SgdWithMomentumMatchesTheCpuKernelBitForBit) {
       EXPECT_EQ(newBuffer, cpu[1][i]) << "step " << step << " element " << i;
     }
   }
+}
+
+/// `n` parameters for the update tests: sampleValues() scaled to weights' sizes (the
+/// infinities as 0.5), then sines, enough of them that a reordered operation shows in the last
+/// bit of some.
+std::vector<float> updateParams(size_t n) {
+  std::vector<float> param = sampleValues();
+  for (float &p : param)
+    p = std::isfinite(p) ? p * 0.01f : 0.5f;
+  for (size_t i = param.size(); i < n; ++i)
+    param.push_back(std::sin(float(i) * 0.7f));
+  return param;
+}
+
+/// adagrad_update on the CPU and per element as the CUDA kernels compute it (at `step`, with
+/// attributes lr_decay and weight_decay), compared bit for bit.
+void expectAdagradMatchesTheCpuKernel(double lrDecay, double weightDecay, float step) {
+  SCOPED_TRACE("lr_decay " + std::to_string(lrDecay) + ", weight_decay " +
+               std::to_string(weightDecay) + ", step " + std::to_string(step));
+  std::vector<float> param = updateParams(1000), grad(param.size()), sum(param.size());
+  for (size_t i = 0; i < param.size(); ++i) {
+    grad[i] = std::sin(float(i)) * 0.1f;
+    sum[i] = 0.01f * float(i % 5); // zero too: the first step's sqrt(g * g) + eps
+  }
+  const float lr = 0.05f;
+  rt::Attrs attrs; // eps at the op's default, as the CUDA host kernel reads it
+  if (lrDecay != 0)
+    setFloat(attrs, "lr_decay", lrDecay);
+  if (weightDecay != 0)
+    setFloat(attrs, "weight_decay", weightDecay);
+  const std::vector<int64_t> n = {int64_t(param.size())};
+  std::vector<std::vector<float>> cpu = runCpu(
+      "adagrad_update", {param, grad, scalar(lr), scalar(step), sum}, 2, attrs, {n, n, {}, {}, n});
+  rt::cuda::AdagradFactors f; // as the CUDA kernel computes them from the f32 lr and step
+  f.lrDecay = lrDecay;
+  f.weightDecay = weightDecay;
+  f.eps = 1e-10;
+  math::adagradStepFactors(double(lr), double(step), f);
+  for (size_t i = 0; i < param.size(); ++i) {
+    float p, newSum;
+    math::adagradElement<float>(param[i], grad[i], sum[i], f, p, newSum);
+    EXPECT_EQ(p, cpu[0][i]) << i;
+    EXPECT_EQ(newSum, cpu[1][i]) << i;
+  }
+}
+
+TEST(ElementMath, AdagradMatchesTheCpuKernelBitForBit) {
+  expectAdagradMatchesTheCpuKernel(0, 0, 1);
+  expectAdagradMatchesTheCpuKernel(0, 0, 4);
+}
+
+TEST(ElementMath, AdagradWithDecaysMatchesTheCpuKernelBitForBit) {
+  expectAdagradMatchesTheCpuKernel(0.01, 0, 3);
+  expectAdagradMatchesTheCpuKernel(0, 0.1, 3);
+  expectAdagradMatchesTheCpuKernel(0.01, 0.1, 7);
+}
+
+/// rmsprop_update on the CPU and per element as the CUDA kernels compute it (attributes
+/// centered, momentum and weight_decay; alpha and eps not at their defaults), compared bit for
+/// bit: the new param and each state the call holds.
+void expectRMSpropMatchesTheCpuKernel(bool centered, double momentum, double weightDecay) {
+  SCOPED_TRACE(std::string(centered ? "centered" : "not centered") + ", momentum " +
+               std::to_string(momentum) + ", weight_decay " + std::to_string(weightDecay));
+  std::vector<float> param = updateParams(1000), grad(param.size()), squareAvg(param.size()),
+                     gradAvg(param.size()), buffer(param.size());
+  for (size_t i = 0; i < param.size(); ++i) {
+    grad[i] = std::sin(float(i)) * 0.1f;
+    squareAvg[i] = 0.01f * float(i % 7 + 1); // above gradAvg^2: a real centered sqrt
+    gradAvg[i] = std::cos(float(i)) * 0.01f;
+    buffer[i] = 0.02f * std::sin(float(3 * i));
+  }
+  const float lr = 0.01f, step = 3;
+  const double alpha = 0.9, eps = 1e-6;
+  rt::Attrs attrs;
+  setFloat(attrs, "alpha", alpha);
+  setFloat(attrs, "eps", eps);
+  if (weightDecay != 0)
+    setFloat(attrs, "weight_decay", weightDecay);
+  if (momentum != 0)
+    setFloat(attrs, "momentum", momentum);
+  if (centered) {
+    rt::AttrValue v;
+    v.ints = {1};
+    attrs.set("centered", v);
+  }
+  const std::vector<int64_t> n = {int64_t(param.size())};
+  std::vector<std::vector<float>> inputs = {param, grad, scalar(lr), scalar(step), squareAvg};
+  std::vector<std::vector<int64_t>> shapes = {n, n, {}, {}, n};
+  if (centered) {
+    inputs.push_back(gradAvg);
+    shapes.push_back(n);
+  }
+  if (momentum != 0) {
+    inputs.push_back(buffer);
+    shapes.push_back(n);
+  }
+  std::vector<std::vector<float>> cpu =
+      runCpu("rmsprop_update", inputs, inputs.size() - 3, attrs, shapes);
+  rt::cuda::RMSpropFactors f; // as the CUDA kernel computes them from the f32 lr
+  f.alpha = alpha;
+  f.eps = eps;
+  f.weightDecay = weightDecay;
+  f.momentum = momentum;
+  f.centered = centered;
+  math::rmspropStepFactors(double(lr), f);
+  for (size_t i = 0; i < param.size(); ++i) {
+    float p, s, a = std::nanf(""), b = std::nanf("");
+    math::rmspropElement<float>(param[i], grad[i], squareAvg[i], gradAvg[i], buffer[i], f, p, s,
+                                a, b);
+    EXPECT_EQ(p, cpu[0][i]) << i;
+    EXPECT_EQ(s, cpu[1][i]) << i;
+    if (centered)
+      EXPECT_EQ(a, cpu[2][i]) << i;
+    if (momentum != 0)
+      EXPECT_EQ(b, cpu.back()[i]) << i;
+  }
+}
+
+TEST(ElementMath, RMSpropMatchesTheCpuKernelBitForBit) {
+  expectRMSpropMatchesTheCpuKernel(false, 0, 0);
+}
+
+TEST(ElementMath, CenteredRMSpropMatchesTheCpuKernelBitForBit) {
+  expectRMSpropMatchesTheCpuKernel(true, 0, 0);
+}
+
+TEST(ElementMath, RMSpropWithMomentumMatchesTheCpuKernelBitForBit) {
+  expectRMSpropMatchesTheCpuKernel(false, 0.9, 0);
+  expectRMSpropMatchesTheCpuKernel(true, 0.9, 0);
+}
+
+TEST(ElementMath, RMSpropWithWeightDecayMatchesTheCpuKernelBitForBit) {
+  expectRMSpropMatchesTheCpuKernel(false, 0, 0.01);
+  expectRMSpropMatchesTheCpuKernel(true, 0.9, 0.01);
 }
 
 } // namespace

@@ -1,6 +1,6 @@
-// sgd_update and adamw_update against three-step trajectories of torch.optim.SGD,
-// torch.optim.AdamW and torch.optim.Adam (PyTorch 1.13, CPU, float32; values baked in), plus
-// in-place use and error paths.
+// sgd_update, adamw_update, adagrad_update and rmsprop_update against three-step trajectories
+// of torch.optim.SGD, AdamW, Adam, Adagrad and RMSprop (PyTorch 1.13, CPU, float32,
+// foreach=False; values baked in), plus in-place use, grouped updates and error paths.
 #include <cmath>
 
 #include "KernelTestSupport.h"
@@ -227,6 +227,220 @@ TEST(AdamWUpdate, L2IsTorchAdamsWeightDecay) {
                 0.006881334353238344, 0.004193663131445646, 0.032599762082099915}}});
 }
 
+/// Runs three steps of `update` (adagrad_update or rmsprop_update: param, grad, lr, step,
+/// states) from kParam0 with kGrads and zero states, checking each step's param and states
+/// against `expected` (per step: the param, then each state).
+void checkStateful(const char *update, double lr, const Attrs &attrs, size_t states,
+                   const std::vector<std::vector<std::vector<double>>> &expected) {
+  int64_t n = (int64_t)kParam0.size();
+  OwnedTensor param = f32(kParam0);
+  std::vector<OwnedTensor> state(states, f32(std::vector<double>(kParam0.size(), 0.0)));
+  for (size_t k = 0; k < expected.size(); ++k) {
+    std::vector<OwnedTensor> inputs{param, f32(kGrads[k]), f32Scalar(lr), f32Scalar(k + 1.0)};
+    inputs.insert(inputs.end(), state.begin(), state.end());
+    std::vector<std::pair<DType, std::vector<int64_t>>> outputs(states + 1, {DType::F32, {n}});
+    KernelResult r = runKernel(update, inputs, outputs, attrs);
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    for (size_t j = 0; j <= states; ++j)
+      EXPECT_TRUE(allClose(r.out(j).floats(), expected[k][j], kRtol, kAtol))
+          << update << " result " << j << ", step " << k + 1;
+    param = r.out(0);
+    for (size_t j = 0; j < states; ++j)
+      state[j] = r.out(j + 1);
+  }
+}
+
+TEST(AdagradUpdate, DefaultsMatchTorch) {
+  // No attributes: torch.optim.Adagrad's defaults (lr_decay 0, weight_decay 0, eps 1e-10).
+  checkStateful("adagrad_update", 0.1, Attrs(), 1,
+      {{{0.6000000238418579, -1.25, 1.899999976158142, 0.10000000894069672, -0.8500000238418579,
+      3.5999999046325684}, {0.09000000357627869, 0.0, 0.09000000357627869, 0.010000000707805157,
+      0.04000000283122063, 0.04000000283122063}},
+{{0.5426537990570068, -1.149999976158142,
+      1.8655744791030884, 0.19453731179237366, -0.8549937605857849, 3.515970230102539},
+      {0.13410000503063202, 0.03610000014305115, 0.10209999978542328, 0.0940999984741211,
+      0.04010000452399254, 0.13610000908374786}},
+{{0.537200391292572, -1.235985517501831,
+      1.8898615837097168, 0.13625788688659668, -0.7881434559822083, 3.4850378036499023},
+      {0.13450001180171967, 0.13849999010562897, 0.10849999636411667, 0.14249999821186066,
+      0.07250000536441803, 0.15050001442432404}}});
+}
+
+TEST(AdagradUpdate, LrDecayWeightDecayEpsMatchTorch) {
+  checkStateful("adagrad_update", 0.1,
+                AttrsBuilder().f("lr_decay", 0.1).f("weight_decay", 0.05).f("eps", 1e-6).build(),
+                1,
+      {{{0.5999996662139893, -1.1500016450881958, 1.9000002145767212, 0.09999901056289673,
+      -0.8499993681907654, 3.5999960899353027}, {0.07562500238418579, 0.00390625,
+      0.1600000113248825, 0.010000000707805157, 0.02640625275671482,
+      0.0006250000442378223}},
+{{0.540224015712738, -1.0618598461151123, 1.8585375547409058,
+      0.18578054010868073, -0.8321707248687744, 3.5092053413391113}, {0.1332249939441681,
+      0.0651625394821167, 0.20202501118183136, 0.09122501313686371, 0.02746250107884407,
+      0.24072480201721191}},
+{{0.5295788049697876, -1.1220835447311401, 1.8561419248580933,
+      0.1353929340839386, -0.7654337882995605, 3.4662156105041504}, {0.1354350447654724,
+      0.13640189170837402, 0.20219211280345917, 0.14379847049713135, 0.07657285034656525,
+      0.3280215561389923}}});
+}
+
+TEST(RMSpropUpdate, DefaultsMatchTorch) {
+  // No attributes: torch.optim.RMSprop's defaults (alpha 0.99, eps 1e-8, no decay, momentum
+  // or centering): one state, square_avg.
+  checkStateful("rmsprop_update", 0.01, Attrs(), 1,
+      {{{0.5999999642372131, -1.25, 1.9000000953674316, 0.09999990463256836, -0.8499999642372131,
+      3.5999999046325684}, {0.0009000000427477062, 0.0, 0.0009000000427477062,
+      0.00010000000474974513, 0.0004000000189989805,
+      0.0004000000189989805}},
+{{0.5424603223800659, -1.1500000953674316, 1.8654218912124634,
+      0.19458743929862976, -0.8550187945365906, 3.5158464908599854}, {0.00133200001437217,
+      0.0003609999839682132, 0.00101200002245605, 0.0009399999980814755, 0.00039700002525933087,
+      0.0013569999719038606}},
+{{0.5369610786437988, -1.236097812652588, 1.8899258375167847,
+      0.13609419763088226, -0.7877979874610901, 3.484731912612915}, {0.0013226800365373492,
+      0.001381389913149178, 0.0010658800601959229, 0.0014145999448373914, 0.0007170300814323127,
+      0.001487429952248931}}});
+}
+
+TEST(RMSpropUpdate, CenteredMomentumWeightDecayMatchTorch) {
+  // square_avg, grad_avg and the momentum buffer, in that order.
+  checkStateful("rmsprop_update", 0.01,
+                AttrsBuilder()
+                    .f("alpha", 0.9)
+                    .f("eps", 1e-6)
+                    .f("weight_decay", 0.01)
+                    .f("momentum", 0.9)
+                    .i("centered", 1)
+                    .build(),
+                3,
+      {{{0.5333329439163208, -1.2166755199432373, 1.9666670560836792, 0.0333322212100029,
+      -0.7833327651023865, 3.533332586288452}, {0.008702500723302364, 1.5624998923158273e-05,
+      0.010240001603960991, 0.0010000000474974513, 0.0037056254222989082, 0.0027225003577768803},
+      {-0.029500002041459084, -0.0012499999720603228, 0.03200000151991844, -0.010000000707805157,
+      0.01925000175833702, -0.016500001773238182}, {-3.3332958221435547, -3.332444667816162,
+      3.333298683166504, -3.3332221508026123, 3.33327579498291,
+      -3.333266019821167}},
+{{0.5440294146537781, -1.1532015800476074, 1.9231140613555908,
+      0.09602616727352142, -0.813726007938385, 3.5341341495513916}, {0.012469095177948475,
+      0.004101201891899109, 0.010897345840930939, 0.009290679357945919, 0.0033355322666466236,
+      0.014375761151313782}, {-0.005016667302697897, -0.021341675892472267, 0.04176666960120201,
+      -0.03796666860580444, 0.017541667446494102, 0.01968333311378956}, {-1.0696492195129395,
+      -6.347389221191406, 4.355297565460205, -6.269394397735596, 3.039323091506958,
+      -0.08014726638793945}},
+{{0.5512612462043762, -1.1230558156967163, 1.890257477760315,
+      0.13314415514469147, -0.8178025484085083, 3.5218405723571777}, {0.011286905966699123,
+      0.013206331059336662, 0.01017689611762762, 0.013243955560028553, 0.0065415422432124615,
+      0.015351277776062489}, {-0.0019709712360054255, 0.011639291420578957, 0.031513113528490067,
+      -0.012073975056409836, -0.0030262256041169167, 0.033249132335186005}, {-0.72318434715271,
+      -3.014573812484741, 3.2856571674346924, -3.7117981910705566, 0.4076554775238037,
+      1.2293561697006226}}});
+}
+
+TEST(RMSpropUpdate, OutputsMayAliasTheirInputs) {
+  int64_t n = (int64_t)kParam0.size();
+  auto attrs = AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).i("centered", 1).build();
+  OwnedTensor param = f32(kParam0), grad = f32(kGrads[1]), ga = f32(kGrads[0]);
+  OwnedTensor sq = f32(kGrads[2]), buffer = f32(kGrads[1]);
+  for (int64_t i = 0; i < n; ++i) // square_avg covers grad_avg's square, as training keeps it
+    sq.view.as<float>()[i] = std::fabs(sq.view.as<float>()[i]) + 0.1f;
+  OwnedTensor lr = f32Scalar(0.01), step = f32Scalar(3);
+  KernelResult expected =
+      runKernel("rmsprop_update", {param, grad, lr, step, sq, ga, buffer},
+                std::vector<std::pair<DType, std::vector<int64_t>>>(4, {DType::F32, {n}}), attrs);
+  ASSERT_TRUE(expected.status.ok()) << expected.status.message();
+  std::vector<TensorView> in{param.view, grad.view, lr.view, step.view,
+                             sq.view,    ga.view,   buffer.view};
+  std::vector<TensorView> out{param.view, sq.view, ga.view, buffer.view};
+  Status s = callKernel("rmsprop_update", in, out, attrs);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(param.floats(), expected.out(0).floats());
+  EXPECT_EQ(sq.floats(), expected.out(1).floats());
+  EXPECT_EQ(ga.floats(), expected.out(2).floats());
+  EXPECT_EQ(buffer.floats(), expected.out(3).floats());
+}
+
+/// Three AMSGrad steps of adamw_update (param, grad, exp_avg, exp_avg_sq, lr, step,
+/// max_exp_avg_sq) from kParam0 with kGrads, checked against `expected` (per step: the param,
+/// exp_avg, exp_avg_sq, max_exp_avg_sq).
+void checkAmsgrad(double lr, const Attrs &attrs,
+                  const std::vector<std::vector<std::vector<double>>> &expected) {
+  int64_t n = (int64_t)kParam0.size();
+  std::vector<double> zeros(n, 0.0);
+  OwnedTensor param = f32(kParam0), m = f32(zeros), v = f32(zeros), vmax = f32(zeros);
+  for (size_t k = 0; k < expected.size(); ++k) {
+    KernelResult r = runKernel(
+        "adamw_update", {param, f32(kGrads[k]), m, v, f32Scalar(lr), f32Scalar(k + 1.0), vmax},
+        std::vector<std::pair<DType, std::vector<int64_t>>>(4, {DType::F32, {n}}), attrs);
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    for (size_t j = 0; j < 4; ++j)
+      EXPECT_TRUE(allClose(r.out(j).floats(), expected[k][j], kRtol, kAtol))
+          << "result " << j << ", step " << k + 1;
+    param = r.out(0);
+    m = r.out(1);
+    v = r.out(2);
+    vmax = r.out(3);
+  }
+}
+
+TEST(AdamWUpdate, AmsgradMatchesTorch) {
+  // torch.optim.AdamW(lr=0.01, amsgrad=True).
+  checkAmsgrad(0.01, AttrsBuilder().i("amsgrad", 1).build(),
+      {{{0.5099499821662903, -1.2498749494552612, 1.989799976348877, 0.009999998845160007,
+      -0.7599250078201294, 3.5096499919891357}, {-0.030000001192092896, 0.0,
+      0.030000001192092896, -0.010000000707805157, 0.020000001415610313, -0.020000001415610313},
+      {9.000000864034519e-05, 0.0, 9.000000864034519e-05, 1.0000000656873453e-05,
+      4.0000002627493814e-05, 4.0000002627493814e-05}, {9.000000864034519e-05, 0.0,
+      9.000000864034519e-05, 1.0000000656873453e-05, 4.0000002627493814e-05,
+      4.0000002627493814e-05}},
+{{0.5111185908317566, -1.242308497428894, 1.9807474613189697,
+      0.019217591732740402, -0.7669129967689514, 3.506676435470581}, {-0.006000000983476639,
+      -0.01899999938905239, 0.03800000250339508, -0.03799999877810478, 0.01900000125169754,
+      0.012999999336898327}, {0.00013401001342572272, 3.610000203480013e-05,
+      0.00010201000986853614, 9.408999903826043e-05, 4.006000381195918e-05,
+      0.00013605999993160367}, {0.00013401001342572272, 3.610000203480013e-05,
+      0.00010201000986853614, 9.408999903826043e-05, 4.006000381195918e-05,
+      0.00013605999993160367}},
+{{0.5116601586341858, -1.2447422742843628, 1.9754637479782104,
+      0.021280977874994278, -0.7666226625442505, 3.5024209022521973}, {-0.0034000005107373,
+      0.014900000765919685, 0.026200002059340477, -0.012199997901916504, -0.0009000002173706889,
+      0.02369999885559082}, {0.00013427600788418204, 0.00013846390356775373,
+      0.00010830799874383956, 0.00014239591837394983, 7.24199489923194e-05,
+      0.00015032393275760114}, {0.00013427600788418204, 0.00013846390356775373,
+      0.00010830799874383956, 0.00014239591837394983, 7.24199489923194e-05,
+      0.00015032393275760114}}});
+  // torch.optim.Adam(lr=0.01, betas=(0.8, 0.9), weight_decay=0.1, amsgrad=True): beta2 0.9
+  // lets exp_avg_sq fall below its maximum.
+  checkAmsgrad(0.01,
+               AttrsBuilder()
+                   .i("amsgrad", 1)
+                   .f("beta1", 0.8)
+                   .f("beta2", 0.9)
+                   .f("weight_decay", 0.0)
+                   .f("l2", 0.1)
+                   .build(),
+      {{{0.5099999904632568, -1.2400000095367432, 1.9900000095367432, 0.009999998845160007,
+      -0.7599999904632568, 3.490000009536743}, {-0.05000000074505806, -0.02500000037252903,
+      0.10000000149011612, -0.020000001415610313, 0.02500000037252903, 0.030000001192092896},
+      {0.0062500000931322575, 0.0015625000232830644, 0.02500000037252903, 0.0010000000474974513,
+      0.0015625000232830644, 0.002250000135973096}, {0.0062500000931322575,
+      0.0015625000232830644, 0.02500000037252903, 0.0010000000474974513, 0.0015625000232830644,
+      0.002250000135973096}},
+{{0.5086753964424133, -1.2305545806884766, 1.9804093837738037,
+      0.019289888441562653, -0.7619184851646423, 3.481151819229126}, {0.012199999764561653,
+      -0.0828000009059906, 0.14180001616477966, -0.07380000501871109, 0.006800001487135887,
+      0.155799999833107}, {0.01243709959089756, 0.011265850625932217, 0.032048098742961884,
+      0.009252100251615047, 0.0018418498802930117, 0.04545309767127037}, {0.01243709959089756,
+      0.011265850625932217, 0.032048098742961884, 0.009252100251615047, 0.0018418498802930117,
+      0.04545309767127037}},
+{{0.5063860416412354, -1.228135347366333, 1.972242832183838,
+      0.020647840574383736, -0.756530225276947, 3.471862316131592}, {0.02393350750207901,
+      -0.026851097121834755, 0.13704819977283478, -0.014654208905994892, -0.045798368752002716,
+      0.21826304495334625}, {0.01169560942798853, 0.014017979614436626, 0.030236653983592987,
+      0.01325213722884655, 0.008221090771257877, 0.06282096356153488}, {0.01243709959089756,
+      0.014017979614436626, 0.032048098742961884, 0.01325213722884655, 0.008221090771257877,
+      0.06282096356153488}}});
+}
+
 TEST(AdamWUpdate, OutputsMayAliasTheirInputs) {
   int64_t n = (int64_t)kParam0.size();
   OwnedTensor param = f32(kParam0), grad = f32(kGrads[1]);
@@ -340,14 +554,26 @@ TEST(GroupedUpdate, HalfGradientsUpdateAsTheirCasts) {
   KernelThreads threads(2);
   const int64_t sizes[] = {1, 7, 1024, 1025, 3000, 0, 33, 2049};
   constexpr int kTensors = 46;
-  for (bool adamw : {true, false})
+  struct Kind {
+    const char *update;
+    Attrs attrs;
+    int states;
+  } kinds[] = {
+      {"adamw_update", AttrsBuilder().f("beta1", 0.8).f("weight_decay", 0.1).build(), 2},
+      {"adamw_update",
+       AttrsBuilder().f("beta1", 0.8).f("beta2", 0.9).i("amsgrad", 1).build(), 3},
+      {"sgd_update", AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).build(), 1},
+      {"adagrad_update", AttrsBuilder().f("lr_decay", 0.1).f("weight_decay", 0.01).build(), 1},
+      {"rmsprop_update",
+       AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).i("centered", 1).build(), 3},
+  };
+  for (const Kind &kind : kinds)
     for (DType paramType : {DType::F32, DType::F64}) {
+      const bool adamw = std::string(kind.update) == "adamw_update";
       OwnedTensor lr = f32Scalar(0.01), step = f32Scalar(adamw ? 3 : 2);
-      Attrs single = adamw ? AttrsBuilder().f("beta1", 0.8).f("weight_decay", 0.1).build()
-                           : AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).build();
-      const int perResult = adamw ? 3 : 2;
+      const int perResult = 1 + kind.states;
       std::vector<OwnedTensor> owned, results;
-      owned.reserve(4 * kTensors);
+      owned.reserve(6 * kTensors);
       results.reserve(perResult * kTensors);
       std::vector<TensorView> in, out;
       std::vector<KernelResult> expected;
@@ -361,35 +587,54 @@ TEST(GroupedUpdate, HalfGradientsUpdateAsTheirCasts) {
         // Gradients of a few hundred: bf16 and f16 round them, the casts widen them back.
         OwnedTensor &param = owned.emplace_back(makeFloat(paramType, {n}, values(1, -2, 2)));
         OwnedTensor &grad = owned.emplace_back(makeFloat(gradType, {n}, values(2, -300, 300)));
-        OwnedTensor &s0 = owned.emplace_back(makeFloat(paramType, {n}, values(3, -0.5, 0.5)));
-        OwnedTensor &s1 = owned.emplace_back(makeFloat(paramType, {n}, values(4, 0, 0.5)));
+        // States: adamw's exp_avg, exp_avg_sq and (amsgrad) max_exp_avg_sq, sgd's buffer,
+        // adagrad's sum, rmsprop's square_avg, grad_avg (square_avg >= grad_avg^2, as
+        // training keeps them) and buffer.
+        std::vector<OwnedTensor> states;
+        if (adamw)
+          states = {makeFloat(paramType, {n}, values(3, -0.5, 0.5)),
+                    makeFloat(paramType, {n}, values(4, 0, 0.5)),
+                    makeFloat(paramType, {n}, values(5, 0, 0.5))};
+        else if (kind.states == 1)
+          states = {makeFloat(paramType, {n}, values(3, 0, 0.5))};
+        else
+          states = {makeFloat(paramType, {n}, values(4, 0.25, 0.5)),
+                    makeFloat(paramType, {n}, values(3, -0.5, 0.5)),
+                    makeFloat(paramType, {n}, values(5, -0.5, 0.5))};
         OwnedTensor wide = runOk("cast", {grad}, paramType, {n});
-        std::vector<OwnedTensor> args =
-            adamw ? std::vector<OwnedTensor>{param, wide, s0, s1, lr, step}
-                  : std::vector<OwnedTensor>{param, wide, lr, step, s0};
+        std::vector<OwnedTensor> args{param, wide};
+        std::vector<TensorView> views{param.view, grad.view};
+        auto addStates = [&](int from, int to) {
+          for (int k = from; k < to; ++k) {
+            args.push_back(states[k]);
+            views.push_back(owned.emplace_back(states[k]).view);
+          }
+        };
+        // adamw_update: exp_avg and exp_avg_sq before lr and step, max_exp_avg_sq after.
+        const int before = adamw ? 2 : 0;
+        addStates(0, before);
+        args.insert(args.end(), {lr, step});
+        views.insert(views.end(), {lr.view, step.view});
+        addStates(before, kind.states);
         std::vector<std::pair<DType, std::vector<int64_t>>> shapes(perResult,
                                                                    {paramType, {n}});
-        expected.push_back(
-            runKernel(adamw ? "adamw_update" : "sgd_update", args, shapes, single));
+        expected.push_back(runKernel(kind.update, args, shapes, kind.attrs));
         ASSERT_TRUE(expected.back().status.ok()) << expected.back().status.message();
-        if (adamw)
-          in.insert(in.end(), {param.view, grad.view, s0.view, s1.view, lr.view, step.view});
-        else
-          in.insert(in.end(), {param.view, grad.view, lr.view, step.view, s0.view});
+        in.insert(in.end(), views.begin(), views.end());
         for (int k = 0; k < perResult; ++k)
           out.push_back(results.emplace_back(paramType, std::vector<int64_t>{n}).view);
       }
-      Attrs grouped = single;
-      grouped.set("update", AttrValue{{}, {}, adamw ? "adamw_update" : "sgd_update"});
-      grouped.set("operands_per_update", AttrValue{{adamw ? 6 : 5}, {}, {}});
+      Attrs grouped = kind.attrs;
+      grouped.set("update", AttrValue{{}, {}, kind.update});
+      grouped.set("operands_per_update", AttrValue{{4 + kind.states}, {}, {}});
       grouped.set("results_per_update", AttrValue{{perResult}, {}, {}});
       Status s = callKernel("grouped_update", in, out, grouped);
       ASSERT_TRUE(s.ok()) << s.message();
       for (int t = 0; t < kTensors; ++t)
         for (int k = 0; k < perResult; ++k)
           EXPECT_EQ(results[t * perResult + k].bytes, expected[t].out(k).bytes)
-              << (adamw ? "adamw" : "sgd") << " " << dtypeName(paramType) << " tensor " << t
-              << " result " << k;
+              << kind.update << " " << dtypeName(paramType) << " tensor " << t << " result "
+              << k;
     }
 }
 
@@ -410,9 +655,13 @@ TEST(GroupedUpdate, Errors) {
     const char *message;
   } cases[] = {
       {grouped("lamb", 4, 1, {p, g, lr, step}, 1),
-       "grouped_update: update must be adamw_update or sgd_update, got 'lamb'"},
+       "grouped_update: update must be adamw_update, sgd_update, adagrad_update or "
+       "rmsprop_update, got 'lamb'"},
       {grouped("sgd_update", 6, 3, {p, g, lr, step, p, g}, 3),
-       "grouped_update: sgd_update does not take 6 operands and give 3 results"},
+       "grouped_update: sgd_update does not take 6 operands and give 3 results with these "
+       "attributes (4 and 1)"},
+      {grouped("adagrad_update", 4, 1, {p, g, lr, step}, 1),
+       "grouped_update: adagrad_update does not take 4 operands and give 1 results"},
       {grouped("sgd_update", 4, 1, {p, g, lr, step, p, g}, 2),
        "grouped_update: 6 operands and 2 results are not groups of 4 and 1"},
       {grouped("sgd_update", 4, 1, {p, g, lr, step, p, f32({1, 2, 3}), lr, step}, 2),
@@ -472,6 +721,19 @@ TEST(OptimizerKernels, Errors) {
                          f32Scalar(1)},
                         {{DType::F32, {2}}, {DType::F32, {2}}, {DType::F32, {2}}}),
               "adamw_update: unsupported dtype f32 x f64");
+  expectError(runKernel("adagrad_update", {p, g, f32Scalar(0.1), f32Scalar(1), f32({1, 2, 3})},
+                        {{DType::F32, {2}}, {DType::F32, {2}}}),
+              "adagrad_update: sum has shape [3], expected [2]");
+  expectError(runKernel("rmsprop_update", {p, g, f32Scalar(0.1), f32Scalar(1), p},
+                        {{DType::F32, {2}}, {DType::F32, {2}}},
+                        AttrsBuilder().i("centered", 1).build()),
+              "rmsprop_update: takes 2 states with centered true and momentum 0, got 1");
+  expectError(runKernel("rmsprop_update", {p, g, f32Scalar(0.1), f32Scalar(0), p},
+                        {{DType::F32, {2}}, {DType::F32, {2}}}),
+              "rmsprop_update: step must be a whole number >= 1, got 0");
+  expectError(runKernel("rmsprop_update", {p, g, f32Scalar(0.1), f32Scalar(1), p, p},
+                        {{DType::F32, {2}}, {DType::F32, {2}}}),
+              "rmsprop_update: expected 3 outputs, got 2");
 }
 
 } // namespace
