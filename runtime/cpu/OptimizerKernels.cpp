@@ -82,37 +82,57 @@ struct SgdFactors {
 /// torch.optim.SGD's _single_tensor_sgd for one tensor:
 ///   d_p = grad (+ wd * param);  buf = d_p on the first step, else buf * m + (1 - damp) * d_p;
 ///   d_p = nesterov ? d_p + m * buf : buf;  param += -lr * d_p.
-/// Elements [begin, end) of it.
-/// Elements [begin, end) of it, `grad` pointing at element `begin`'s gradient.
+/// Elements [0, n) from the pointers (`buffer` and `newBuffer` with kMomentum only). The terms
+/// are compiled in as the update needs them, and `ivdep` lets the compiler vectorise the loop
+/// despite an output sharing its buffer with the input it replaces (the same element).
+template <typename T, bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
+void sgdLoop(int64_t n, const T *param, const T *grad, const T *buffer, T *newParam,
+             T *newBuffer, const SgdFactors &f) {
+  const T wd = T(f.weightDecay), negLr = T(-f.lr);
+  const T m = T(f.momentum), keep = T(1 - f.dampening);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    T p = param[i], d = grad[i];
+    if constexpr (kDecay)
+      d = d + wd * p;
+    if constexpr (kMomentum) {
+      // PyTorch's buffer is None until the first step creates it.
+      T b = kFirst ? d : buffer[i] * m + keep * d;
+      d = kNesterov ? d + m * b : b;
+      newBuffer[i] = b;
+    }
+    newParam[i] = p + negLr * d;
+  }
+}
+
+/// Elements [begin, end) of one sgd_update, `grad` pointing at element `begin`'s gradient.
 template <typename T>
 void sgdUpdateRange(const TensorView *in, const TensorView *out, const SgdFactors &f,
                     int64_t begin, int64_t end, const T *grad) {
   const int64_t n = end - begin;
   const T *param = in[0].as<T>() + begin;
   T *newParam = out[0].as<T>() + begin;
-  const T wd = T(f.weightDecay), negLr = T(-f.lr);
-  bool decay = f.weightDecay != 0;
+  const bool decay = f.weightDecay != 0;
   if (f.momentum == 0) {
-    for (int64_t i = 0; i < n; ++i) {
-      T p = param[i], d = grad[i];
-      if (decay)
-        d = d + wd * p;
-      newParam[i] = p + negLr * d;
-    }
+    if (decay)
+      sgdLoop<T, true, false, false, false>(n, param, grad, nullptr, newParam, nullptr, f);
+    else
+      sgdLoop<T, false, false, false, false>(n, param, grad, nullptr, newParam, nullptr, f);
     return;
   }
   const T *buffer = in[4].as<T>() + begin;
   T *newBuffer = out[1].as<T>() + begin;
-  const T m = T(f.momentum), keep = T(1 - f.dampening);
-  bool first = f.step == 1; // PyTorch's buffer is None until the first step creates it
-  for (int64_t i = 0; i < n; ++i) {
-    T p = param[i], d = grad[i];
-    if (decay)
-      d = d + wd * p;
-    T b = first ? d : buffer[i] * m + keep * d;
-    d = f.nesterov ? d + m * b : b;
-    newBuffer[i] = b;
-    newParam[i] = p + negLr * d;
+  const int which = (decay ? 4 : 0) | (f.step == 1 ? 2 : 0) | (f.nesterov ? 1 : 0);
+  auto run = [&](auto loop) { loop(n, param, grad, buffer, newParam, newBuffer, f); };
+  switch (which) {
+  case 0: return run(sgdLoop<T, false, true, false, false>);
+  case 1: return run(sgdLoop<T, false, true, false, true>);
+  case 2: return run(sgdLoop<T, false, true, true, false>);
+  case 3: return run(sgdLoop<T, false, true, true, true>);
+  case 4: return run(sgdLoop<T, true, true, false, false>);
+  case 5: return run(sgdLoop<T, true, true, false, true>);
+  case 6: return run(sgdLoop<T, true, true, true, false>);
+  default: return run(sgdLoop<T, true, true, true, true>);
   }
 }
 
