@@ -14,7 +14,8 @@ namespace plait {
 struct TrainOptions {
   bool enabled = false;
   std::string optimizer = "adamw";
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999;
+  double lr = 1e-3, beta1 = 0.9;
+  double beta2 = -1;       // negative: the optimizer's default (lion 0.99, else 0.999)
   double eps = -1;         // negative: the optimizer's default (adagrad 1e-10, else 1e-8)
   double weightDecay = -1; // negative: the optimizer's default (adamw 0.01, else 0)
   double momentum = 0, dampening = 0; // momentum: SGD and RMSprop

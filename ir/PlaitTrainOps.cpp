@@ -189,6 +189,13 @@ LogicalResult AdamWUpdateOp::verify() {
   return success();
 }
 
+LogicalResult LionUpdateOp::verify() {
+  double beta1 = getBeta1().convertToDouble(), beta2 = getBeta2().convertToDouble();
+  if (beta1 < 0.0 || beta1 >= 1.0 || beta2 < 0.0 || beta2 >= 1.0)
+    return emitOpError("needs 0 <= betas < 1");
+  return success();
+}
+
 LogicalResult AdagradUpdateOp::verify() {
   if (getEps().convertToDouble() <= 0.0 || getLrDecay().convertToDouble() < 0.0)
     return emitOpError("needs eps > 0 and lr_decay >= 0");
@@ -228,9 +235,10 @@ LogicalResult GroupedUpdateOp::verify() {
   int64_t inputs = int64_t(getInputs().size()), results = int64_t(getResults().size());
   bool adamw = update == "adamw_update", sgd = update == "sgd_update";
   bool adagrad = update == "adagrad_update", rmsprop = update == "rmsprop_update";
-  if (!adamw && !sgd && !adagrad && !rmsprop)
-    return emitOpError("update must be adamw_update, sgd_update, adagrad_update or "
-                       "rmsprop_update, got \"")
+  bool lion = update == "lion_update";
+  if (!adamw && !sgd && !adagrad && !rmsprop && !lion)
+    return emitOpError("update must be adamw_update, sgd_update, adagrad_update, "
+                       "rmsprop_update or lion_update, got \"")
            << update << "\"";
   auto floatAttr = [&](StringRef name, double fallback) {
     auto attr = (*this)->getAttrOfType<FloatAttr>(name);
@@ -241,7 +249,7 @@ LogicalResult GroupedUpdateOp::verify() {
   // lr and step); one result per state and the new param.
   auto amsgrad = (*this)->getAttrOfType<BoolAttr>("amsgrad");
   int64_t states = adamw     ? (amsgrad && amsgrad.getValue() ? 3 : 2)
-                   : adagrad ? 1
+                   : adagrad || lion ? 1
                    : sgd     ? (floatAttr("momentum", 0.0) != 0.0 ? 1 : 0)
                              : rmspropStates(centered && centered.getValue(),
                                              floatAttr("momentum", 0.0));

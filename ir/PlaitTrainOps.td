@@ -390,11 +390,38 @@ def Plait_RMSpropUpdateOp : Plait_Op<"rmsprop_update",
   let hasVerifier = 1;
 }
 
+def Plait_LionUpdateOp : Plait_Op<"lion_update",
+    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "new_param", "new_exp_avg"]>]> {
+  let summary = "one Lion step (Chen et al. 2023, \"Symbolic Discovery of Optimization "
+                "Algorithms\")";
+  let description = [{
+    param *= 1 - lr * weight_decay (decoupled, as AdamW);
+    param -= lr * sign(beta1 * m + (1 - beta1) * grad); m = beta2 * m + (1 - beta2) * grad.
+    One state, exp_avg, starting at 0. `step` is not used by the rule; it keeps the operand
+    layout of the other updates (param, grad, lr, step, states).
+
+    ```mlir
+    %p2, %m2 = plait.lion_update %p, %g, %lr, %step, %m {beta2 = 0.98 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>)
+        -> (tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Plait_FloatTensor:$exp_avg,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.99">:$beta2,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Plait_GroupedUpdateOp : Plait_Op<"grouped_update", [Pure]> {
   let summary = "several optimizer updates of one kind computed by one kernel (plait-group-updates)";
   let description = [{
-    `update` (adamw_update, sgd_update, adagrad_update or rmsprop_update) applied to each of
-    N tensors: the operands are N
+    `update` (adamw_update, sgd_update, adagrad_update, rmsprop_update or lion_update)
+    applied to each of N tensors: the operands are N
     groups of `operands_per_update` operands, each as that op takes them, and the results N
     groups of `results_per_update`. The op's other attributes are the update's (beta1,
     momentum, ...), the same for every tensor. Each tensor is updated exactly as the single op

@@ -111,6 +111,16 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
   auto state = [&](StringRef suffix) -> Value {
     return b.create<StateOp>(loc, type, b.getStringAttr(name + "." + suffix.str()));
   };
+  if (opt.kind == "lion") {
+    Value m = state("exp_avg");
+    auto update = b.create<LionUpdateOp>(loc, TypeRange{type, type}, param, grad, lr, step, m,
+                                         b.getF64FloatAttr(opt.beta1),
+                                         b.getF64FloatAttr(opt.beta2),
+                                         b.getF64FloatAttr(opt.weightDecay));
+    assigns.push_back({param, update.getNewParam()});
+    assigns.push_back({m, update.getNewExpAvg()});
+    return;
+  }
   if (opt.kind == "adagrad") {
     Value sum = state("sum");
     auto update = b.create<AdagradUpdateOp>(
@@ -262,16 +272,17 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
 
   LogicalResult checkOptions(ModuleOp module) {
     if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw" &&
-        optimizer != "adagrad" && optimizer != "rmsprop")
+        optimizer != "adagrad" && optimizer != "rmsprop" && optimizer != "lion")
       return module.emitError("unknown optimizer '")
-             << optimizer << "' (expected sgd, adam, adamw, adagrad or rmsprop)";
+             << optimizer << "' (expected sgd, adam, adamw, adagrad, rmsprop or lion)";
     if (schedule != "constant" && schedule != "linear-warmup" && schedule != "cosine")
       return module.emitError("unknown learning-rate schedule '")
              << schedule << "' (expected constant, linear-warmup or cosine)";
     if (schedule == "cosine" && totalSteps <= 0)
       return module.emitError("the cosine schedule needs total-steps > 0");
     // eps < 0: the optimizer's default (eps = 0 is refused: a zero denominator).
-    if (lr <= 0 || eps == 0 || beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1 ||
+    // beta2 < 0: the optimizer's default (lion 0.99, else 0.999).
+    if (lr <= 0 || eps == 0 || beta1 < 0 || beta1 >= 1 || beta2 >= 1 ||
         momentum < 0 || alpha < 0 || alpha >= 1 || lrDecay < 0)
       return module.emitError("invalid optimizer hyper-parameters (need lr > 0, eps > 0, "
                               "0 <= betas < 1, momentum >= 0, 0 <= alpha < 1, lr-decay >= 0)");
@@ -366,7 +377,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     Value stepValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("step"));
     OptimizerConfig opt{optimizer,
                         beta1,
-                        beta2,
+                        beta2 >= 0 ? double(beta2) : (optimizer == "lion" ? 0.99 : 0.999),
                         eps > 0 ? eps : (optimizer == "adagrad" ? 1e-10 : 1e-8),
                         weightDecay >= 0 ? weightDecay : (optimizer == "adamw" ? 0.01 : 0.0),
                         momentum,

@@ -59,16 +59,18 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
-           "sgd, adam, adamw, adagrad or rmsprop">,
+           "sgd, adam, adamw, adagrad, rmsprop or lion">,
     Option<"lr", "lr", "double", "1.0e-3", "base learning rate">,
-    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
-    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam, AdamW and Lion beta1">,
+    Option<"beta2", "beta2", "double", "-1.0",
+           "Adam, AdamW and Lion beta2; negative means PyTorch's (lion's paper's) default "
+           "(lion 0.99, else 0.999)">,
     Option<"eps", "eps", "double", "-1.0",
            "epsilon of adam, adamw, adagrad and rmsprop; negative means PyTorch's default "
            "(1e-10 for adagrad, else 1e-8)">,
     Option<"weightDecay", "weight-decay", "double", "-1.0",
            "weight decay; negative means the optimizer's PyTorch default (adamw 0.01, else "
-           "0); adamw decays the params, the others add it to the gradient">,
+           "0); adamw and lion decay the params, the others add it to the gradient">,
     Option<"momentum", "momentum", "double", "0.0", "SGD and RMSprop momentum">,
     Option<"alpha", "alpha", "double", "0.99", "RMSprop smoothing constant">,
     Option<"centered", "centered", "bool", "false",

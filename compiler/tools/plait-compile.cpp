@@ -28,16 +28,17 @@ int main(int argc, char **argv) {
   plait::TrainOptions &train = options.train;
   std::string betas;
   app.add_flag("--train", train.enabled, "build the training step (loss, backward, optimizer)");
-  app.add_option("--optimizer", train.optimizer, "sgd, adam, adamw, adagrad or rmsprop")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw", "adagrad", "rmsprop"}));
+  app.add_option("--optimizer", train.optimizer, "sgd, adam, adamw, adagrad, rmsprop or lion")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw", "adagrad", "rmsprop", "lion"}));
   app.add_option("--lr", train.lr, "base learning rate");
   app.add_option("--weight-decay", train.weightDecay,
-                 "weight decay (default: adamw 0.01, the others 0, as PyTorch; adamw decays the "
-                 "params, the others add it to the gradient)");
+                 "weight decay (default: adamw 0.01, the others 0, as PyTorch; adamw and lion "
+                 "decay the params, the others add it to the gradient)");
   app.add_option("--momentum", train.momentum, "SGD and RMSprop momentum");
   app.add_option("--dampening", train.dampening, "SGD dampening");
   app.add_flag("--nesterov", train.nesterov, "SGD Nesterov momentum");
-  app.add_option("--betas", betas, "Adam/AdamW betas B1,B2");
+  app.add_option("--betas", betas,
+                 "Adam/AdamW/Lion betas B1,B2 (default 0.9,0.999; lion 0.9,0.99)");
   app.add_option("--eps", train.eps,
                  "Adam/AdamW/Adagrad/RMSprop epsilon (default: adagrad 1e-10, else 1e-8)");
   app.add_option("--alpha", train.alpha, "RMSprop smoothing constant (default 0.99)");
@@ -165,7 +166,7 @@ int main(int argc, char **argv) {
   }
   // A hyper-parameter of another optimizer than the one chosen would be silently ignored.
   const std::vector<std::pair<const char *, std::vector<std::string>>> optimizerFlags = {
-      {"--betas", {"adam", "adamw"}},
+      {"--betas", {"adam", "adamw", "lion"}},
       {"--eps", {"adam", "adamw", "adagrad", "rmsprop"}},
       {"--momentum", {"sgd", "rmsprop"}},
       {"--dampening", {"sgd"}},
@@ -290,6 +291,11 @@ int main(int argc, char **argv) {
     train.beta2 = std::strtod(second, &end);
     if (end == second || *end != '\0') {
       std::cerr << "plait-compile: --betas expects B1,B2, got '" << betas << "'\n";
+      return 1;
+    }
+    // (A negative beta2 would mean the optimizer's default.)
+    if (!(train.beta1 >= 0 && train.beta1 < 1 && train.beta2 >= 0 && train.beta2 < 1)) {
+      std::cerr << "plait-compile: --betas must each be in [0, 1), got '" << betas << "'\n";
       return 1;
     }
   }

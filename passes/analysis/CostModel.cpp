@@ -139,6 +139,8 @@ constexpr ElementCost kElementCosts[] = {
     // a decayed average (centered and momentum add theirs: extraUpdateFlops). Both read and
     // write like AdamW (a square root and a divide per element): its measured rate.
     {"adagrad_update", T + 7, false, "adamw"}, {"rmsprop_update", T + 8, false, "adamw"},
+    // Lion: decay, interpolate, sign, step, the moment's update; no root or divide: SGD's rate.
+    {"lion_update", 10, false, "sgd"},
     // Data movement: one load and store per element moved (the CPU backend's loops; on GPUs
     // these are memory-bound and the bytes term decides). reshape is a view: no rate.
     // "movement" permutes or gathers elements; "copy" moves contiguous runs.
@@ -243,7 +245,7 @@ bool splitsElements(std::string_view k) {
       "add", "sub", "mul", "div", "max", "min", "greater", "less", "equal", "and", "or",
       "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
       "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "adagrad_update",
-      "rmsprop_update", "where", "clamp", "not", "cast", "pow", "dropout_mask"};
+      "rmsprop_update", "lion_update", "where", "clamp", "not", "cast", "pow", "dropout_mask"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }
 

@@ -166,6 +166,8 @@ SmallVector<StringRef> stateSuffixes(Operation *update) {
   }
   if (isa<AdagradUpdateOp>(update))
     return {"sum"};
+  if (isa<LionUpdateOp>(update))
+    return {"exp_avg"};
   if (auto rmsprop = dyn_cast<RMSpropUpdateOp>(update)) {
     SmallVector<StringRef> names{"square_avg"};
     if (rmsprop.getCentered())

@@ -17,7 +17,7 @@ void registerCastKernels();          // cast                              (CastK
 void registerLossKernels();          // the two losses and their grads    (LossKernels.cpp)
 void registerGradKernels();          // gather_grad, conv2d/pool grads    (GradKernels.cpp)
 void registerFusedKernels();         // fused_elementwise                 (FusedKernels.cpp)
-void registerOptimizerKernels();     // sgd, adamw, adagrad, rmsprop updates (OptimizerKernels.cpp)
+void registerOptimizerKernels();     // *_update, grouped_update          (OptimizerKernels.cpp)
 void registerRandomKernels();        // dropout_mask                      (RandomKernels.cpp)
 
 } // namespace plait::rt::cpu

@@ -497,7 +497,8 @@ bool updateKindOf(std::string_view name, UpdateKind &kind) {
       {"sgd_update", UpdateKind::Sgd},
       {"adamw_update", UpdateKind::AdamW},
       {"adagrad_update", UpdateKind::Adagrad},
-      {"rmsprop_update", UpdateKind::RMSprop}};
+      {"rmsprop_update", UpdateKind::RMSprop},
+      {"lion_update", UpdateKind::Lion}};
   for (const auto &[n, k] : kNames)
     if (n == name) {
       kind = k;
@@ -514,6 +515,7 @@ size_t updateStateCount(UpdateKind kind, const Attrs &attrs) {
   case UpdateKind::AdamW:
     return attrs.getBool("amsgrad", false) ? 3 : 2;
   case UpdateKind::Adagrad:
+  case UpdateKind::Lion:
     return 1;
   case UpdateKind::RMSprop:
     return 1 + (attrs.getBool("centered", false) ? 1 : 0) + (momentum ? 1 : 0);
@@ -529,8 +531,8 @@ Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
   int64_t perResult = attrs.getInt("results_per_update", 0);
   UpdateKind kind;
   if (!updateKindOf(update, kind))
-    return Status::errorf("{}: update must be adamw_update, sgd_update, adagrad_update or "
-                          "rmsprop_update, got '{}'",
+    return Status::errorf("{}: update must be adamw_update, sgd_update, adagrad_update, "
+                          "rmsprop_update or lion_update, got '{}'",
                           kName, update);
   const int64_t states = int64_t(updateStateCount(kind, attrs));
   if (per != 4 + states || perResult != 1 + states)

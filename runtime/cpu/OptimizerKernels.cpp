@@ -1,6 +1,7 @@
-// Optimizer updates (ir/PlaitTrainOps.td): sgd_update, adamw_update, adagrad_update and
-// rmsprop_update, one fused pass per parameter tensor that follows torch.optim.SGD / AdamW /
-// Adam / Adagrad / RMSprop (PyTorch 1.13, single-tensor path) operation by operation.
+// Optimizer updates (ir/PlaitTrainOps.td): sgd_update, adamw_update, adagrad_update,
+// rmsprop_update and lion_update, one fused pass per parameter tensor that follows
+// torch.optim.SGD / AdamW / Adam / Adagrad / RMSprop (PyTorch 1.13, single-tensor path) and
+// Lion's reference implementation operation by operation.
 //
 // PyTorch computes the scalar factors (1 - lr * wd, lr / (1 - beta1^step), ...) in double,
 // as Python floats, and converts each to the parameter dtype where it meets a tensor; the
@@ -545,6 +546,80 @@ Status rmspropUpdateKernel(const KernelCall &call) {
 }
 
 //===----------------------------------------------------------------------===//
+// lion_update
+//===----------------------------------------------------------------------===//
+
+constexpr std::string_view kLion = "lion_update";
+
+struct LionFactors {
+  double decay; // 1 - lr * weight_decay
+  double negLr, beta1, beta2;
+};
+
+/// Lion (Chen et al. 2023, as the reference implementation computes it):
+///   param *= 1 - lr * wd;  param += -lr * sign(m * b1 + (1 - b1) * g);
+///   m = m * b2 + (1 - b2) * g.
+/// sign as ATen's: (0 < u) - (u < 0), so 0 for 0. Elements [0, n) from the pointers.
+template <typename T>
+void lionLoop(int64_t n, const T *param, const T *grad, const T *expAvg, T *newParam,
+              T *newExpAvg, const LionFactors &f) {
+  const T decay = T(f.decay), negLr = T(f.negLr), b1 = T(f.beta1), b2 = T(f.beta2);
+  const T oneMinusB1 = T(1 - f.beta1), oneMinusB2 = T(1 - f.beta2);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    T p = param[i], g = grad[i], m = expAvg[i];
+    T u = m * b1 + oneMinusB1 * g;
+    T sign = T(T(0) < u) - T(u < T(0));
+    newParam[i] = p * decay + negLr * sign;
+    newExpAvg[i] = m * b2 + oneMinusB2 * g;
+  }
+}
+
+template <typename T>
+void lionUpdate(const TensorView *in, const TensorView *out, const LionFactors &f) {
+  parallelFor(in[0].numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+    forGradPieces<T>(in[1], begin, end, [&](int64_t b, int64_t e, const T *grad) {
+      lionLoop<T>(e - b, in[0].as<T>() + b, grad, in[4].as<T>() + b, out[0].as<T>() + b,
+                  out[1].as<T>() + b, f);
+    });
+  });
+}
+
+/// Checks one lion_update's operands `in` (5) and results `out` (2), and reads its factors;
+/// `halfGrad`: the gradient may be bf16 or f16 (checkUpdateGrad).
+Status prepareLion(const TensorView *in, const TensorView *out, const Attrs &attrs,
+                   LionFactors &f, bool halfGrad = false) {
+  constexpr std::string_view kName = kLion;
+  const TensorView &param = in[0];
+  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg", param, in[4]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg", param, out[1]));
+  double lr, step;
+  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], lr));
+  PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
+  f.beta1 = attrs.getFloat("beta1", 0.9);
+  f.beta2 = attrs.getFloat("beta2", 0.99);
+  f.decay = 1 - lr * attrs.getFloat("weight_decay", 0.0);
+  f.negLr = -lr;
+  return Status();
+}
+
+/// lion_update(param, grad, lr, step, exp_avg) -> (new_param, new_exp_avg).
+Status lionUpdateKernel(const KernelCall &call) {
+  constexpr std::string_view kName = kLion;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 5, 5, 2));
+  LionFactors f;
+  PLAIT_RETURN_IF_ERROR(prepareLion(call.inputs.data(), call.outputs.data(), call.attrs, f));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &lionUpdateKernel);
+  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
+    lionUpdate<decltype(tag)>(call.inputs.data(), call.outputs.data(), f);
+    return Status();
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // grouped_update
 //===----------------------------------------------------------------------===//
 
@@ -592,6 +667,12 @@ Status groupedUpdateKernel(const KernelCall &call) {
               [&](auto tag) { adagradUpdate<decltype(tag)>(in, out, f); });
       break;
     }
+    case UpdateKind::Lion: {
+      LionFactors f;
+      s = run(kLion, prepareLion(in, out, call.attrs, f, /*halfGrad=*/true),
+              [&](auto tag) { lionUpdate<decltype(tag)>(in, out, f); });
+      break;
+    }
     case UpdateKind::RMSprop: {
       RMSpropFactors f;
       s = run(kRMSprop,
@@ -613,6 +694,7 @@ void registerOptimizerKernels() {
   registerKernel("adamw_update", &adamwUpdateKernel);
   registerKernel("adagrad_update", &adagradUpdateKernel);
   registerKernel("rmsprop_update", &rmspropUpdateKernel);
+  registerKernel("lion_update", &lionUpdateKernel);
   registerKernel("grouped_update", &groupedUpdateKernel);
 }
 

@@ -1,6 +1,6 @@
 // Host side of the CUDA optimizer updates: sgd_update, adamw_update, adagrad_update,
-// rmsprop_update and grouped_update (a group's tensors in one launch per kMaxUpdateTensors,
-// Optimizer.cu). The host copies of the "lr" and "step" hyper-parameters
+// rmsprop_update, lion_update and grouped_update (a group's tensors in one launch per
+// kMaxUpdateTensors, Optimizer.cu). The host copies of the "lr" and "step" hyper-parameters
 // (CudaKernelCall::hostScalar) are checked here; the kernels read the device copies and
 // compute the factors that depend on them as runtime/cpu/OptimizerKernels.cpp does, so that a
 // step captured as a CUDA graph replays with each step's values.
@@ -15,7 +15,8 @@ namespace {
 using namespace cuda;
 
 constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update",
-                           kAdagrad = "adagrad_update", kRMSprop = "rmsprop_update";
+                           kAdagrad = "adagrad_update", kRMSprop = "rmsprop_update",
+                           kLion = "lion_update";
 
 /// The host value of hyper-parameter input `index` (`what`: lr or step); in a checking call
 /// its shape and dtype only.
@@ -164,6 +165,30 @@ Status prepareAdagrad(const CudaKernelCall &call, size_t first, size_t firstOut,
   return {};
 }
 
+/// lion_update: `per` 5.
+Status prepareLion(const CudaKernelCall &call, size_t first, size_t firstOut, size_t /*per*/,
+                   bool halfGrad, LionFactors &f, UpdateTensor &u) {
+  const TensorView *in = call.inputs.data() + first;
+  TensorView *out = call.outputs.data() + firstOut;
+  const TensorView &param = in[0];
+  PLAIT_RETURN_IF_ERROR(checkFloat(kLion, param.dtype));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kLion, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kLion, "exp_avg", param, in[4]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kLion, "new_param", param, out[0]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kLion, "new_exp_avg", param, out[1]));
+  double lr = 0, step = 0;
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kLion, "lr", first + 2, lr));
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kLion, "step", first + 3, step));
+  PLAIT_RETURN_IF_ERROR(checkStep(call, kLion, step));
+  f.beta1 = call.attrs.getFloat("beta1", 0.9);
+  f.beta2 = call.attrs.getFloat("beta2", 0.99);
+  f.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
+  u = updateTensor(in, out, 2);
+  u.in[2] = in[4].data;
+  u.out[1] = out[1].data;
+  return {};
+}
+
 /// rmsprop_update: `per` 4 + its states (square_avg, grad_avg when centered, the momentum
 /// buffer with momentum), checked against the attributes.
 Status prepareRMSprop(const CudaKernelCall &call, size_t first, size_t firstOut, size_t per,
@@ -265,6 +290,11 @@ Status adagradUpdateKernel(const CudaKernelCall &call) {
   return runUpdates(call, kAdagrad, &prepareAdagrad, 5, 2, 1, false);
 }
 
+Status lionUpdateKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kLion, 5, 5, 2));
+  return runUpdates(call, kLion, &prepareLion, 5, 2, 1, false);
+}
+
 Status rmspropUpdateKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(
       cpu::checkArity(call.asHostCall(), kRMSprop, 5, 7, call.inputs.size() - 3));
@@ -293,6 +323,9 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
   case cpu::UpdateKind::RMSprop:
     s = runUpdates(call, kRMSprop, &prepareRMSprop, per, perResult, count, true);
     break;
+  case cpu::UpdateKind::Lion:
+    s = runUpdates(call, kLion, &prepareLion, per, perResult, count, true);
+    break;
   }
   return s;
 }
@@ -304,6 +337,7 @@ void registerCudaOptimizerKernels() {
   registerCudaKernel("adamw_update", &adamwUpdateKernel);
   registerCudaKernel("adagrad_update", &adagradUpdateKernel);
   registerCudaKernel("rmsprop_update", &rmspropUpdateKernel);
+  registerCudaKernel("lion_update", &lionUpdateKernel);
   registerCudaKernel("grouped_update", &groupedUpdateKernel);
 }
 

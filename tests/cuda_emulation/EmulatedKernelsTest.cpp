@@ -336,7 +336,7 @@ TEST(EmulatedKernels, LocalShardKeepsEachRanksChunkAsTheCpuKernel) {
   }
 }
 
-//===--- adagrad_update and rmsprop_update --------------------------------------------------===//
+//===--- adagrad_update, rmsprop_update and lion_update ------------------------------------===//
 
 /// One update's attributes and how many states it takes with them.
 struct UpdateVariant {
@@ -355,6 +355,8 @@ std::vector<UpdateVariant> adagradAndRMSpropVariants() {
       {"rmsprop_update", AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).build(), 2},
       {"rmsprop_update",
        AttrsBuilder().i("centered", 1).f("momentum", 0.5).f("weight_decay", 0.01).build(), 3},
+      {"lion_update", {}, 1},
+      {"lion_update", AttrsBuilder().f("beta1", 0.8).f("weight_decay", 0.1).build(), 1},
   };
 }
 
@@ -419,7 +421,7 @@ void expectSameBits(const std::string &what, const std::vector<uint8_t> &got,
     }
 }
 
-// adagrad_update and rmsprop_update through the CUDA backend's kernels (the host checks, the
+// adagrad_update, rmsprop_update and lion_update through the CUDA backend's kernels (the host checks, the
 // states' places in the launch, the device code) against the CPU kernels, bit for bit (the
 // same operations in the same order, 16-bit params through f32 on both): each variant alone,
 // f32 in place and bf16, and three of it grouped (grouped_update) with bf16 gradients, over

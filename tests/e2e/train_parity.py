@@ -37,6 +37,31 @@ SAMPLES = ROOT / "samples"
 KEY_BIAS = {f"blocks.{i}.attn.qkv.bias": slice(32, 64) for i in range(2)}
 
 
+class Lion(torch.optim.Optimizer):
+    """Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms"), which PyTorch
+    1.13 does not have, as the paper's reference implementation computes it: decoupled weight
+    decay, the sign of an interpolation of the moment and the gradient, then the moment."""
+
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["exp_avg"] = torch.zeros_like(p)
+                exp_avg = state["exp_avg"]
+                p.mul_(1 - lr * wd)
+                update = exp_avg.clone().mul_(beta1).add(p.grad, alpha=1 - beta1).sign_()
+                p.add_(update, alpha=-lr)
+                exp_avg.mul_(beta2).add_(p.grad, alpha=1 - beta2)
+
+
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
     (kind, lr, warmup, total, min_lr); noise_only: weight slices whose gradient is exactly 0."""
@@ -78,6 +103,8 @@ CONFIGS = {
                                        "0.8,0.9", "--weight-decay", "0.05", "--amsgrad"],
                                lambda p: torch.optim.Adam(p, lr=2e-3, betas=(0.8, 0.9),
                                                           weight_decay=0.05, amsgrad=True)),
+    "mlp-lion": config("mlp", ["--optimizer", "lion", "--lr", "1e-3", "--weight-decay", "0.1"],
+                       lambda p: Lion(p, lr=1e-3, weight_decay=0.1)),
     "gpt-sgd": config("gpt", ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9",
                               "--lr-schedule", "linear-warmup", "--warmup-steps", "10"],
                       lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
@@ -93,6 +120,11 @@ CONFIGS = {
                                 lambda p: torch.optim.AdamW(p, lr=3e-3, betas=(0.9, 0.95),
                                                             amsgrad=True),
                                 noise_only=KEY_BIAS),
+    # Lion's steps are signs: a gradient at rounding noise (the key bias) moves by lr either way.
+    "gpt-lion": config("gpt", ["--optimizer", "lion", "--lr", "3e-4", "--betas", "0.9,0.95",
+                               "--clip-grad-norm", "1.0"],
+                       lambda p: Lion(p, lr=3e-4, betas=(0.9, 0.95)), clip=1.0,
+                       noise_only=KEY_BIAS),
     # RMSprop's first steps are lr * g / sqrt((1 - alpha) * g^2), sign-like: with alpha 0.99
     # and momentum 0.9 they add up to ~100 lr-sized steps whose sign follows gradients near 0,
     # and single fc weights drift 1.5e-5 apart within 30 steps (losses still within 1.4e-7).

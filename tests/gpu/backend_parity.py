@@ -122,14 +122,16 @@ def cases():
     out.append(("gpt-decomposed-fp32", "gpt",
                 TRAIN["gpt"] + ["--no-fused-attention", "--no-fused-norm"], "fp32", 1))
     # The other optimizers' update kernels (single-tensor ones and grouped_update's): RMSprop
-    # with all three states, Adagrad with its decays, AdamW's AMSGrad under bf16-mixed (its
-    # grouped update reading bf16 gradients).
+    # with all three states, Adagrad with its decays, Lion, AdamW's AMSGrad under bf16-mixed
+    # (its grouped update reading bf16 gradients).
     out.append(("mlp-rmsprop-fp32", "mlp",
                 ["--optimizer", "rmsprop", "--lr", "1e-3", "--centered", "--momentum", "0.5",
                  "--weight-decay", "1e-4"], "fp32", 1))
     out.append(("cnn-adagrad-fp32", "cnn",
                 ["--optimizer", "adagrad", "--lr", "0.02", "--lr-decay", "0.01",
                  "--weight-decay", "1e-3"], "fp32", 1))
+    out.append(("gpt-lion-fp32", "gpt", ["--optimizer", "lion", "--lr", "3e-4",
+                                        "--weight-decay", "0.1"], "fp32", 1))
     out.append(("gpt-amsgrad-bf16-mixed", "gpt",
                 ["--optimizer", "adamw", "--lr", "3e-3", "--amsgrad", "--precision",
                  "bf16-mixed"], "bf16-mixed", 1))

@@ -306,4 +306,22 @@ PLAIT_HD void rmspropElement(T p, T g, T squareAvg, T gradAvg, T buffer,
   newSquareAvg = s;
 }
 
+/// Lion's lr-dependent factors, as OptimizerKernels.cpp prepareLion computes them on the host.
+PLAIT_HD void lionStepFactors(double lr, LionFactors &f) {
+  f.decay = 1 - lr * f.weightDecay;
+  f.negLr = -lr;
+}
+
+/// One lion_update element (OptimizerKernels.cpp lionLoop), operation by operation; sign as
+/// ATen's, (0 < u) - (u < 0).
+template <typename T>
+PLAIT_HD void lionElement(T p, T g, T m, const LionFactors &f, T &newP, T &newM) {
+  const T decay = T(f.decay), negLr = T(f.negLr), b1 = T(f.beta1), b2 = T(f.beta2);
+  const T oneMinusB1 = T(1 - f.beta1), oneMinusB2 = T(1 - f.beta2);
+  T u = m * b1 + oneMinusB1 * g;
+  T sign = T(T(0) < u) - T(u < T(0));
+  newP = p * decay + negLr * sign;
+  newM = m * b2 + oneMinusB2 * g;
+}
+
 } // namespace plait::rt::cuda::math

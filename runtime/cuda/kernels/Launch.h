@@ -213,6 +213,10 @@ struct RMSpropFactors {
   double alpha = 0.99, eps = 1e-8, weightDecay = 0, momentum = 0;
   bool centered = false;
 };
+struct LionFactors {
+  double decay = 1, negLr = 0; // 1 - lr * weightDecay and -lr (math::lionStepFactors)
+  double beta1 = 0.9, beta2 = 0.99, weightDecay = 0;
+};
 
 /// One tensor of an optimizer update: its element count, the pointers the update reads and
 /// writes, and its step's hyper-parameters in device memory. sgd_update: in = {param, grad,
@@ -222,7 +226,8 @@ struct RMSpropFactors {
 /// adagrad_update: in = {param, grad, sum}, out = {new param, new sum}; rmsprop_update: in =
 /// {param, grad, square_avg, grad_avg, momentum buffer}, out = {new param, new square_avg,
 /// new grad_avg, new buffer}, grad_avg null unless centered and the buffer null without
-/// momentum. Any output may alias the input it replaces.
+/// momentum; lion_update: in = {param, grad, exp_avg}, out = {new param, new exp_avg}. Any
+/// output may alias the input it replaces.
 struct UpdateTensor {
   const void *in[5] = {};
   void *out[4] = {};
@@ -230,8 +235,8 @@ struct UpdateTensor {
   const float *lr = nullptr, *step = nullptr;
 };
 
-/// The updates of `count` tensors, sgd_update, adamw_update, adagrad_update or rmsprop_update
-/// as the type of `f` says, every param and state of `dtype` and every gradient of
+/// The updates of `count` tensors, sgd_update, adamw_update, adagrad_update, rmsprop_update or
+/// lion_update as the type of `f` says, every param and state of `dtype` and every gradient of
 /// `gradDtype`: `dtype`, or bf16 / f16 widened exactly (grouped_update). One launch per
 /// kMaxUpdateTensors tensors (their pointers travel in the kernel's parameters, as PyTorch's
 /// multi-tensor apply passes them), each block a chunk of one tensor. The kernel reads each
@@ -247,6 +252,8 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
                           const AdagradFactors &f, cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const RMSpropFactors &f, cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const LionFactors &f, cudaStream_t stream);
 
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 

@@ -1,5 +1,5 @@
-// sgd_update, adamw_update, adagrad_update, rmsprop_update and grouped_update: the updates of
-// up to kMaxUpdateTensors tensors in one launch, each block a chunk of one tensor (a list of
+// sgd_update, adamw_update, adagrad_update, rmsprop_update, lion_update and grouped_update: the
+// updates of up to kMaxUpdateTensors tensors in one launch, each block a chunk of one tensor (a list of
 // one for the single ops). Each element's math is the CPU kernel's operation by operation
 // (ElementMath.h), in the parameter's dtype for f32 / f64 and through f32 for the 16-bit
 // floats (as runCompatibly stages them on the CPU); a bf16 or f16 gradient of an f32 / f64
@@ -21,7 +21,8 @@ using UpdateList = TensorList<UpdateTensor, kMaxUpdateTensors>;
 template <typename... Factors> constexpr bool fitLaunchParameters() {
   return ((sizeof(UpdateList) + sizeof(Factors) < 4000) && ...);
 }
-static_assert(fitLaunchParameters<SgdFactors, AdamWFactors, AdagradFactors, RMSpropFactors>(),
+static_assert(fitLaunchParameters<SgdFactors, AdamWFactors, AdagradFactors, RMSpropFactors,
+                                 LionFactors>(),
               "a launch's parameters must stay under CUDA's 4 KiB");
 
 // The factors that depend on a tensor's lr and step, per update (math::*StepFactors).
@@ -38,6 +39,9 @@ __device__ __forceinline__ void stepFactors(double lr, double step, AdagradFacto
 }
 __device__ __forceinline__ void stepFactors(double lr, double, RMSpropFactors &f) {
   math::rmspropStepFactors(lr, f);
+}
+__device__ __forceinline__ void stepFactors(double lr, double, LionFactors &f) {
+  math::lionStepFactors(lr, f);
 }
 
 // Element i of tensor `u`, per update: its operands loaded (params and states of storage type
@@ -102,6 +106,18 @@ __device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
   if (u.out[3])
     store(static_cast<S *>(u.out[3]), i, nb);
   store(static_cast<S *>(u.out[1]), i, s);
+  store(static_cast<S *>(u.out[0]), i, p);
+}
+
+template <typename S, typename G>
+__device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
+                                              const LionFactors &f) {
+  using C = Compute<S>;
+  C p, m;
+  C g = C(load(static_cast<const G *>(u.in[1]), i));
+  math::lionElement<C>(load(static_cast<const S *>(u.in[0]), i), g,
+                       load(static_cast<const S *>(u.in[2]), i), f, p, m);
+  store(static_cast<S *>(u.out[1]), i, m);
   store(static_cast<S *>(u.out[0]), i, p);
 }
 
@@ -175,6 +191,11 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const RMSpropFactors &f, cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+}
+
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const LionFactors &f, cudaStream_t stream) {
   return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
 }
 

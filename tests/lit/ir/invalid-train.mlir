@@ -194,7 +194,7 @@ func.func @sgd_nesterov(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, 
 // -----
 
 func.func @grouped_kind(%p: tensor<4xf32>, %lr: tensor<f32>) {
-  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update, sgd_update, adagrad_update or rmsprop_update, got "lamb"}}
+  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update, sgd_update, adagrad_update, rmsprop_update or lion_update, got "lamb"}}
   %0 = plait.grouped_update %p, %p, %lr, %lr {update = "lamb", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
   return
 }
@@ -260,6 +260,14 @@ func.func @amsgrad_type(%p: tensor<4xf32>, %q: tensor<4xf64>, %lr: tensor<f32>) 
 func.func @grouped_amsgrad(%p: tensor<4xf32>, %lr: tensor<f32>) {
   // expected-error @+1 {{'plait.grouped_update' op adamw_update takes 7 operands and gives 4 results with these attributes, not 6 and 3}}
   %0:3 = plait.grouped_update %p, %p, %p, %p, %lr, %lr {update = "adamw_update", operands_per_update = 6 : i64, results_per_update = 3 : i64, amsgrad = true} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @lion_betas(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.lion_update' op needs 0 <= betas < 1}}
+  %0:2 = plait.lion_update %p, %p, %lr, %lr, %p {beta2 = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 

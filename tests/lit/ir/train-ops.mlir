@@ -23,6 +23,7 @@
 // CHECK-NEXT: %new_param_2, %new_sum = plait.adagrad_update %0, %arg11, %4, %5, %2 {lr_decay = 1.000000e-03 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT: %new_param_3, %new_states:3 = plait.rmsprop_update %0, %arg11, %4, %5, %2, %1, %3 {alpha = 9.000000e-01 : f64, centered = true, momentum = 5.000000e-01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT: %new_param_4, %new_exp_avg_5, %new_exp_avg_sq_6, %new_max_exp_avg_sq = plait.adamw_update %0, %arg11, %1, %2, %4, %5, %3 {amsgrad = true} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %new_param_7, %new_exp_avg_8 = plait.lion_update %0, %arg11, %4, %5, %1 {beta2 = 0.97999999999999998 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT: plait.assign %0, %new_param_1 : tensor<8xf32>
 // CHECK-NEXT: plait.assign %1, %new_exp_avg : tensor<8xf32>
 // CHECK-NEXT: plait.assign %3, %new_buffer : tensor<8xf32>
@@ -47,6 +48,7 @@ func.func @train(%x: tensor<1x3x8x8xf32>, %g4: tensor<1x4x8x8xf32>, %w: tensor<4
   %10:2 = plait.adagrad_update %p, %ln, %lr, %step, %v {lr_decay = 1.0e-03 : f64, eps = 1.0e-10 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
   %11:4 = plait.rmsprop_update %p, %ln, %lr, %step, %v, %m, %b {alpha = 0.9 : f64, centered = true, momentum = 0.5 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   %12:4 = plait.adamw_update %p, %ln, %m, %v, %lr, %step, %b {amsgrad = true} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %13:2 = plait.lion_update %p, %ln, %lr, %step, %m {beta2 = 0.98 : f64, weight_decay = 0.1 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
   plait.assign %p, %9#0 : tensor<8xf32>
   plait.assign %m, %9#1 : tensor<8xf32>
   plait.assign %b, %7#1 : tensor<8xf32>

@@ -7,6 +7,7 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=rmsprop centered=true momentum=0.5 weight-decay=0.01' %s | FileCheck %s --check-prefix=RMSPROP
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=rmsprop' %s | FileCheck %s --check-prefix=RMSPROP0
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adamw amsgrad=true' %s | FileCheck %s --check-prefix=AMSGRAD
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=lion weight-decay=0.1' %s | FileCheck %s --check-prefix=LION
 
 // A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
 // the ReLU mask (from its result, so the GEMM output need not outlive the ReLU), the weight
@@ -76,6 +77,13 @@
 // RMSPROP0: %[[SQ:.*]] = plait.state "fc.weight.square_avg" : tensor<3x4xf32>
 // RMSPROP0-NEXT: plait.rmsprop_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SQ]] : (tensor<3x4xf32>, tensor<3x4xf32>, tensor<f32>, tensor<f32>, tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>)
 // RMSPROP0-NOT: grad_avg
+// Lion: one state, exp_avg; its beta2 default is the paper's 0.99 (the op's, so not printed),
+// its weight decay decoupled.
+// LION-LABEL: module attributes
+// LION-SAME: optimizer = "lion", weight_decay = 1.000000e-01 : f64}
+// LION: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
+// LION-NEXT: %{{.*}}, %[[NM:.*]] = plait.lion_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {weight_decay = 1.000000e-01 : f64} : (tensor<3x4xf32>
+// LION: plait.assign %[[M]], %[[NM]] : tensor<3x4xf32>
 // AMSGrad: a third state, torch's max_exp_avg_sq, after lr and step.
 // AMSGRAD: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
 // AMSGRAD-NEXT: %[[V:.*]] = plait.state "fc.weight.exp_avg_sq" : tensor<3x4xf32>

@@ -170,7 +170,7 @@ TEST(OpCost, AdamsL2AddsTwoFlopsPerElement) {
   EXPECT_DOUBLE_EQ(opCost(plan, amsgrad).flops, base + 1000);
 }
 
-TEST(OpCost, AdagradAndRMSpropCountTheirTerms) {
+TEST(OpCost, AdagradRMSpropAndLionCountTheirTerms) {
   // adagrad_update and rmsprop_update (param, grad, lr, step, states): their table entries,
   // plus 2 for weight decay, and for RMSprop 5 when centered and 2 with momentum; the same in
   // a multi-tensor group, where the attributes are the group's.
@@ -193,6 +193,9 @@ TEST(OpCost, AdagradAndRMSpropCountTheirTerms) {
                          {"momentum", {}, {0.9}, ""},
                          {"weight_decay", {}, {0.01}, ""}}};
   EXPECT_DOUBLE_EQ(opCost(plan, group).flops, base + 9 * 1000);
+  // Lion: no square root or divide, nothing added by its attributes.
+  plan::InstrDesc lion{"lion_update", {0, 0, 1, 1, 0}, {0, 0}, {{"weight_decay", {}, {0.1}}}};
+  EXPECT_DOUBLE_EQ(opCost(plan, lion).flops, 1000 * 10.0);
 }
 
 TEST(Roofline, ComputeOrMemoryBoundPlusLaunch) {

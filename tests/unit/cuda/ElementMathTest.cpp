@@ -308,6 +308,43 @@ TEST(ElementMath, AdagradWithDecaysMatchesTheCpuKernelBitForBit) {
   expectAdagradMatchesTheCpuKernel(0.01, 0.1, 7);
 }
 
+/// lion_update on the CPU and per element as the CUDA kernels compute it (betas and
+/// weight_decay as given), compared bit for bit; zero gradients and states included (sign 0).
+void expectLionMatchesTheCpuKernel(double beta1, double beta2, double weightDecay) {
+  SCOPED_TRACE("betas " + std::to_string(beta1) + "," + std::to_string(beta2) +
+               ", weight_decay " + std::to_string(weightDecay));
+  std::vector<float> param = updateParams(1000), grad(param.size()), expAvg(param.size());
+  for (size_t i = 0; i < param.size(); ++i) {
+    grad[i] = i % 11 == 0 ? 0.0f : std::sin(float(i)) * 0.1f;
+    expAvg[i] = i % 11 == 0 ? 0.0f : std::cos(float(2 * i)) * 0.05f;
+  }
+  const float lr = 0.01f, step = 2;
+  rt::Attrs attrs;
+  setFloat(attrs, "beta1", beta1);
+  setFloat(attrs, "beta2", beta2);
+  if (weightDecay != 0)
+    setFloat(attrs, "weight_decay", weightDecay);
+  const std::vector<int64_t> n = {int64_t(param.size())};
+  std::vector<std::vector<float>> cpu = runCpu(
+      "lion_update", {param, grad, scalar(lr), scalar(step), expAvg}, 2, attrs, {n, n, {}, {}, n});
+  rt::cuda::LionFactors f; // as the CUDA kernel computes them from the f32 lr
+  f.beta1 = beta1;
+  f.beta2 = beta2;
+  f.weightDecay = weightDecay;
+  math::lionStepFactors(double(lr), f);
+  for (size_t i = 0; i < param.size(); ++i) {
+    float p, m;
+    math::lionElement<float>(param[i], grad[i], expAvg[i], f, p, m);
+    EXPECT_EQ(p, cpu[0][i]) << i;
+    EXPECT_EQ(m, cpu[1][i]) << i;
+  }
+}
+
+TEST(ElementMath, LionMatchesTheCpuKernelBitForBit) {
+  expectLionMatchesTheCpuKernel(0.9, 0.99, 0);
+  expectLionMatchesTheCpuKernel(0.8, 0.95, 0.1);
+}
+
 /// rmsprop_update on the CPU and per element as the CUDA kernels compute it (attributes
 /// centered, momentum and weight_decay; alpha and eps not at their defaults), compared bit for
 /// bit: the new param and each state the call holds.

@@ -336,6 +336,43 @@ TEST(RMSpropUpdate, CenteredMomentumWeightDecayMatchTorch) {
       1.2293561697006226}}});
 }
 
+// Lion has no torch.optim class in PyTorch 1.13: the trajectories are the reference
+// implementation's operations in torch (p.mul_(1 - lr * wd); p.add_(sign(m * b1 + (1 - b1) *
+// g), alpha=-lr); m.mul_(b2).add_(g, alpha=1 - b2)), float32. Step 1 of the second element:
+// a zero gradient and state, sign 0, the param unchanged.
+TEST(LionUpdate, DefaultsMatchTheReference) {
+  checkStateful("lion_update", 0.01, Attrs(), 1,
+      {{{0.5099999904632568, -1.25, 1.9900000095367432, 0.009999999776482582,
+      -0.7599999904632568, 3.509999990463257}, {-0.003000000026077032, 0.0, 0.003000000026077032,
+      -0.0010000000474974513, 0.0020000000949949026, -0.0020000000949949026}},
+{{0.5,
+      -1.2400000095367432, 1.9800000190734863, 0.019999999552965164, -0.7699999809265137, 3.5},
+      {-0.0008700001635588706, -0.0018999999156221747, 0.0040699997916817665,
+      -0.0038900000508874655, 0.002080000238493085,
+      0.0011199997970834374}},
+{{0.49000000953674316, -1.25, 1.9900000095367432,
+      0.009999999776482582, -0.7599999904632568, 3.490000009536743}, {-0.0006613001460209489,
+      0.0013189999153837562, 0.0032293000258505344, -0.0016511001158505678,
+      0.00025920028565451503, 0.002308799885213375}}});
+}
+
+TEST(LionUpdate, BetasAndWeightDecayMatchTheReference) {
+  checkStateful("lion_update", 0.01,
+                AttrsBuilder().f("beta1", 0.8).f("beta2", 0.95).f("weight_decay", 0.1).build(),
+                1,
+      {{{0.5095000267028809, -1.2487499713897705, 1.9880000352859497, 0.009999999776482582,
+      -0.7592499852180481, 3.506500005722046}, {-0.015000000596046448, 0.0, 0.015000000596046448,
+      -0.005000000353902578, 0.010000000707805157, -0.010000000707805157}},
+{{0.498990535736084,
+      -1.2375012636184692, 1.976012110710144, 0.019990000873804092, -0.768490731716156,
+      3.4929935932159424}, {-0.003750000149011612, -0.009499999694526196, 0.019750000908970833,
+      -0.01924999989569187, 0.010000000707805157, 0.005999999586492777}},
+{{0.48849156498908997,
+      -1.2462637424468994, 1.9840360879898071, 0.009970011189579964, -0.7577222585678101,
+      3.4795007705688477}, {-0.0025625000707805157, 0.006974999792873859, 0.01476250123232603,
+      -0.00728750042617321, 0.0005000001401640475, 0.011699999682605267}}});
+}
+
 TEST(RMSpropUpdate, OutputsMayAliasTheirInputs) {
   int64_t n = (int64_t)kParam0.size();
   auto attrs = AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).i("centered", 1).build();
@@ -566,6 +603,7 @@ TEST(GroupedUpdate, HalfGradientsUpdateAsTheirCasts) {
       {"adagrad_update", AttrsBuilder().f("lr_decay", 0.1).f("weight_decay", 0.01).build(), 1},
       {"rmsprop_update",
        AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).i("centered", 1).build(), 3},
+      {"lion_update", AttrsBuilder().f("beta1", 0.8).f("weight_decay", 0.1).build(), 1},
   };
   for (const Kind &kind : kinds)
     for (DType paramType : {DType::F32, DType::F64}) {
@@ -588,7 +626,7 @@ TEST(GroupedUpdate, HalfGradientsUpdateAsTheirCasts) {
         OwnedTensor &param = owned.emplace_back(makeFloat(paramType, {n}, values(1, -2, 2)));
         OwnedTensor &grad = owned.emplace_back(makeFloat(gradType, {n}, values(2, -300, 300)));
         // States: adamw's exp_avg, exp_avg_sq and (amsgrad) max_exp_avg_sq, sgd's buffer,
-        // adagrad's sum, rmsprop's square_avg, grad_avg (square_avg >= grad_avg^2, as
+        // adagrad's sum, lion's exp_avg, rmsprop's square_avg, grad_avg (square_avg >= grad_avg^2, as
         // training keeps them) and buffer.
         std::vector<OwnedTensor> states;
         if (adamw)
@@ -655,8 +693,8 @@ TEST(GroupedUpdate, Errors) {
     const char *message;
   } cases[] = {
       {grouped("lamb", 4, 1, {p, g, lr, step}, 1),
-       "grouped_update: update must be adamw_update, sgd_update, adagrad_update or "
-       "rmsprop_update, got 'lamb'"},
+       "grouped_update: update must be adamw_update, sgd_update, adagrad_update, "
+       "rmsprop_update or lion_update, got 'lamb'"},
       {grouped("sgd_update", 6, 3, {p, g, lr, step, p, g}, 3),
        "grouped_update: sgd_update does not take 6 operands and give 3 results with these "
        "attributes (4 and 1)"},
