@@ -474,6 +474,51 @@ Status checkUpdateGrad(std::string_view kernel, const TensorView &param, const T
   return checkLikeParam(kernel, "grad", param, grad);
 }
 
+size_t updateStateOperand(UpdateKind kind, size_t k) {
+  if (kind == UpdateKind::AdamW)
+    return k < 2 ? 2 + k : 6;
+  return 4 + k;
+}
+
+Status checkUpdateTensors(std::string_view kernel, UpdateKind kind, const Attrs &attrs,
+                          const TensorView *in, const TensorView *out, size_t states,
+                          bool halfGrad) {
+  // The states' names, in operand order (at most 3: updateStateCount).
+  std::string_view names[3] = {};
+  switch (kind) {
+  case UpdateKind::Sgd:
+    names[0] = "momentum_buffer";
+    break;
+  case UpdateKind::AdamW:
+    names[0] = "exp_avg", names[1] = "exp_avg_sq", names[2] = "max_exp_avg_sq";
+    break;
+  case UpdateKind::Adagrad:
+    names[0] = "sum";
+    break;
+  case UpdateKind::RMSprop: {
+    size_t k = 0;
+    names[k++] = "square_avg";
+    if (attrs.getBool("centered", false))
+      names[k++] = "grad_avg";
+    names[k] = "momentum_buffer";
+    break;
+  }
+  case UpdateKind::Lion:
+    names[0] = "exp_avg";
+    break;
+  }
+  const TensorView &param = in[0];
+  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kernel, param, in[1], halfGrad));
+  PLAIT_RETURN_IF_ERROR(checkLikeParam(kernel, "new_param", param, out[0]));
+  for (size_t k = 0; k < states && k < 3; ++k) {
+    PLAIT_RETURN_IF_ERROR(
+        checkLikeParam(kernel, names[k], param, in[updateStateOperand(kind, k)]));
+    PLAIT_RETURN_IF_ERROR(
+        checkLikeParam(kernel, "new_" + std::string(names[k]), param, out[1 + k]));
+  }
+  return {};
+}
+
 Status checkGroupedCast(const std::vector<TensorView> &inputs,
                         const std::vector<TensorView> &outputs) {
   constexpr std::string_view kName = "grouped_cast";

@@ -110,6 +110,18 @@ Status checkLikeParam(std::string_view kernel, std::string_view what, const Tens
 Status checkUpdateGrad(std::string_view kernel, const TensorView &param, const TensorView &grad,
                        bool halfGrad);
 
+/// The operand of state `k` of an update of `kind`: adamw's exp_avg and exp_avg_sq at 2 and
+/// 3, its max_exp_avg_sq at 6; the others' states from 4 (ir/OpKinds.h updateStateOperand).
+size_t updateStateOperand(UpdateKind kind, size_t k);
+
+/// One update's tensors, operands `in` and results `out` with `states` states (counted by the
+/// caller against the attributes): the gradient (checkUpdateGrad), the new param, and each
+/// state and its new value like the param, each named as torch names it (exp_avg, sum,
+/// square_avg, ...). Shared by the CPU and CUDA kernels.
+Status checkUpdateTensors(std::string_view kernel, UpdateKind kind, const Attrs &attrs,
+                          const TensorView *in, const TensorView *out, size_t states,
+                          bool halfGrad);
+
 /// A grouped_cast call's operands and results: one result per operand, each pair floats of
 /// one shape. Shared by the CPU and CUDA kernels.
 Status checkGroupedCast(const std::vector<TensorView> &inputs,

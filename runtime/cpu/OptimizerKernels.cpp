@@ -162,13 +162,8 @@ Status prepareSgd(const TensorView *in, const TensorView *out, bool hasBuffer,
     return Status::errorf("{}: needs a momentum buffer exactly when momentum is non-zero "
                           "(momentum {}, {} buffer)",
                           kName, f.momentum, hasBuffer ? "with" : "without");
-  const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
-  if (hasBuffer) {
-    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "momentum_buffer", param, in[4]));
-    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_buffer", param, out[1]));
-  }
+  PLAIT_RETURN_IF_ERROR(
+      checkUpdateTensors(kName, UpdateKind::Sgd, attrs, in, out, hasBuffer ? 1 : 0, halfGrad));
   PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], f.lr));
   return readStep(kName, in[3], f.step);
 }
@@ -300,17 +295,8 @@ Status prepareAdamW(const TensorView *in, const TensorView *out, size_t states,
   if (states != (f.amsgrad ? 3u : 2u))
     return Status::errorf("{}: takes {} states with amsgrad {}, got {}", kName,
                           f.amsgrad ? 3 : 2, f.amsgrad, states);
-  const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg", param, in[2]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg_sq", param, in[3]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg", param, out[1]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg_sq", param, out[2]));
-  if (f.amsgrad) {
-    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "max_exp_avg_sq", param, in[6]));
-    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_max_exp_avg_sq", param, out[3]));
-  }
+  PLAIT_RETURN_IF_ERROR(
+      checkUpdateTensors(kName, UpdateKind::AdamW, attrs, in, out, states, halfGrad));
   double lr, step;
   PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[4], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[5], step));
@@ -391,11 +377,8 @@ void adagradUpdate(const TensorView *in, const TensorView *out, const AdagradFac
 Status prepareAdagrad(const TensorView *in, const TensorView *out, const Attrs &attrs,
                       AdagradFactors &f, bool halfGrad = false) {
   constexpr std::string_view kName = kAdagrad;
-  const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "sum", param, in[4]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_sum", param, out[1]));
+  PLAIT_RETURN_IF_ERROR(
+      checkUpdateTensors(kName, UpdateKind::Adagrad, attrs, in, out, 1, halfGrad));
   double lr, step;
   PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
@@ -515,13 +498,8 @@ Status prepareRMSprop(const TensorView *in, const TensorView *out, size_t states
   if (states != expected)
     return Status::errorf("{}: takes {} states with centered {} and momentum {}, got {}", kName,
                           expected, f.centered, f.momentum, states);
-  const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
-  for (size_t k = 0; k < states; ++k) {
-    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "state", param, in[4 + k]));
-    PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_state", param, out[1 + k]));
-  }
+  PLAIT_RETURN_IF_ERROR(
+      checkUpdateTensors(kName, UpdateKind::RMSprop, attrs, in, out, states, halfGrad));
   double lr, step;
   PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
@@ -590,11 +568,7 @@ void lionUpdate(const TensorView *in, const TensorView *out, const LionFactors &
 Status prepareLion(const TensorView *in, const TensorView *out, const Attrs &attrs,
                    LionFactors &f, bool halfGrad = false) {
   constexpr std::string_view kName = kLion;
-  const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkUpdateGrad(kName, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "exp_avg", param, in[4]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_param", param, out[0]));
-  PLAIT_RETURN_IF_ERROR(checkLikeParam(kName, "new_exp_avg", param, out[1]));
+  PLAIT_RETURN_IF_ERROR(checkUpdateTensors(kName, UpdateKind::Lion, attrs, in, out, 1, halfGrad));
   double lr, step;
   PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));

@@ -79,14 +79,9 @@ Status prepareSgd(const CudaKernelCall &call, size_t first, size_t firstOut, siz
     return Status::errorf("{}: needs a momentum buffer exactly when momentum is non-zero "
                           "(momentum {}, {} buffer)",
                           kSgd, f.momentum, hasBuffer ? "with" : "without");
-  const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkFloat(kSgd, param.dtype));
-  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kSgd, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kSgd, "new_param", param, out[0]));
-  if (hasBuffer) {
-    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kSgd, "momentum_buffer", param, in[4]));
-    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kSgd, "new_buffer", param, out[1]));
-  }
+  PLAIT_RETURN_IF_ERROR(checkFloat(kSgd, in[0].dtype));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateTensors(kSgd, cpu::UpdateKind::Sgd, call.attrs, in, out,
+                                                per - 4, halfGrad));
   double step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kSgd, "lr", first + 2, f.lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kSgd, "step", first + 3, step));
@@ -108,18 +103,9 @@ Status prepareAdamW(const CudaKernelCall &call, size_t first, size_t firstOut, s
   if (states != (f.amsgrad ? 3u : 2u))
     return Status::errorf("{}: takes {} states with amsgrad {}, got {}", kAdamW,
                           f.amsgrad ? 3 : 2, f.amsgrad, states);
-  const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkFloat(kAdamW, param.dtype));
-  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kAdamW, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "exp_avg", param, in[2]));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "exp_avg_sq", param, in[3]));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_param", param, out[0]));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_exp_avg", param, out[1]));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_exp_avg_sq", param, out[2]));
-  if (f.amsgrad) {
-    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "max_exp_avg_sq", param, in[6]));
-    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdamW, "new_max_exp_avg_sq", param, out[3]));
-  }
+  PLAIT_RETURN_IF_ERROR(checkFloat(kAdamW, in[0].dtype));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateTensors(kAdamW, cpu::UpdateKind::AdamW, call.attrs, in,
+                                                out, states, halfGrad));
   double lr = 0, step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdamW, "lr", first + 4, lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdamW, "step", first + 5, step));
@@ -130,13 +116,9 @@ Status prepareAdamW(const CudaKernelCall &call, size_t first, size_t firstOut, s
   f.weightDecay = call.attrs.getFloat("weight_decay", 0.01);
   f.l2 = call.attrs.getFloat("l2", 0.0);
   u = updateTensor(in, out, 4);
-  for (int k = 2; k < 4; ++k)
-    u.in[k] = in[k].data;
-  for (int k = 1; k < 3; ++k)
-    u.out[k] = out[k].data;
-  if (f.amsgrad) {
-    u.in[4] = in[6].data;
-    u.out[3] = out[3].data;
+  for (size_t k = 0; k < states; ++k) {
+    u.in[2 + k] = in[cpu::updateStateOperand(cpu::UpdateKind::AdamW, k)].data;
+    u.out[1 + k] = out[1 + k].data;
   }
   return {};
 }
@@ -146,12 +128,9 @@ Status prepareAdagrad(const CudaKernelCall &call, size_t first, size_t firstOut,
                       size_t /*per*/, bool halfGrad, AdagradFactors &f, UpdateTensor &u) {
   const TensorView *in = call.inputs.data() + first;
   TensorView *out = call.outputs.data() + firstOut;
-  const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkFloat(kAdagrad, param.dtype));
-  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kAdagrad, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdagrad, "sum", param, in[4]));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdagrad, "new_param", param, out[0]));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kAdagrad, "new_sum", param, out[1]));
+  PLAIT_RETURN_IF_ERROR(checkFloat(kAdagrad, in[0].dtype));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateTensors(kAdagrad, cpu::UpdateKind::Adagrad, call.attrs,
+                                                in, out, 1, halfGrad));
   double lr = 0, step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdagrad, "lr", first + 2, lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdagrad, "step", first + 3, step));
@@ -170,12 +149,9 @@ Status prepareLion(const CudaKernelCall &call, size_t first, size_t firstOut, si
                    bool halfGrad, LionFactors &f, UpdateTensor &u) {
   const TensorView *in = call.inputs.data() + first;
   TensorView *out = call.outputs.data() + firstOut;
-  const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkFloat(kLion, param.dtype));
-  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kLion, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kLion, "exp_avg", param, in[4]));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kLion, "new_param", param, out[0]));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kLion, "new_exp_avg", param, out[1]));
+  PLAIT_RETURN_IF_ERROR(checkFloat(kLion, in[0].dtype));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateTensors(kLion, cpu::UpdateKind::Lion, call.attrs, in,
+                                                out, 1, halfGrad));
   double lr = 0, step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kLion, "lr", first + 2, lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kLion, "step", first + 3, step));
@@ -205,14 +181,9 @@ Status prepareRMSprop(const CudaKernelCall &call, size_t first, size_t firstOut,
   if (states != expected)
     return Status::errorf("{}: takes {} states with centered {} and momentum {}, got {}",
                           kRMSprop, expected, f.centered, f.momentum, states);
-  const TensorView &param = in[0];
-  PLAIT_RETURN_IF_ERROR(checkFloat(kRMSprop, param.dtype));
-  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateGrad(kRMSprop, param, in[1], halfGrad));
-  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kRMSprop, "new_param", param, out[0]));
-  for (size_t k = 0; k < states; ++k) {
-    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kRMSprop, "state", param, in[4 + k]));
-    PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kRMSprop, "new_state", param, out[1 + k]));
-  }
+  PLAIT_RETURN_IF_ERROR(checkFloat(kRMSprop, in[0].dtype));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateTensors(kRMSprop, cpu::UpdateKind::RMSprop, call.attrs,
+                                                in, out, states, halfGrad));
   double lr = 0, step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kRMSprop, "lr", first + 2, lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kRMSprop, "step", first + 3, step));

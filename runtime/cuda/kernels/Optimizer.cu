@@ -1,9 +1,9 @@
 // sgd_update, adamw_update, adagrad_update, rmsprop_update, lion_update and grouped_update: the
-// updates of up to kMaxUpdateTensors tensors in one launch, each block a chunk of one tensor (a list of
-// one for the single ops). Each element's math is the CPU kernel's operation by operation
-// (ElementMath.h), in the parameter's dtype for f32 / f64 and through f32 for the 16-bit
-// floats (as runCompatibly stages them on the CPU); a bf16 or f16 gradient of an f32 / f64
-// param is widened exactly, as the cast it replaces did. The step's lr and step number are
+// updates of up to kMaxUpdateTensors tensors in one launch, each block a chunk of one tensor (a
+// list of one for the single ops). Each element's math is the CPU kernel's operation by
+// operation (ElementMath.h), in the parameter's dtype for f32 / f64 and through f32 for the
+// 16-bit floats (as runCompatibly stages them on the CPU); a bf16 or f16 gradient of an f32 /
+// f64 param is widened exactly, as the cast it replaces did. The step's lr and step number are
 // read from device memory (the arena's hyper-parameters, written before each step), and the
 // factors that depend on them computed in double as OptimizerKernels.cpp does; so a step
 // captured once as a CUDA graph replays with each step's values. Compiled with -fmad=false so

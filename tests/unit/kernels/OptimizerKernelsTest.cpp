@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "KernelTestSupport.h"
+#include "runtime/cpu/KernelSupport.h"
 
 namespace plait::rt::test {
 namespace {
@@ -227,17 +228,25 @@ TEST(AdamWUpdate, L2IsTorchAdamsWeightDecay) {
                 0.006881334353238344, 0.004193663131445646, 0.032599762082099915}}});
 }
 
-/// Runs three steps of `update` (adagrad_update or rmsprop_update: param, grad, lr, step,
-/// states) from kParam0 with kGrads and zero states, checking each step's param and states
-/// against `expected` (per step: the param, then each state).
+/// Runs three steps of `update` (param, grad, lr, step and its states; adamw_update's moments
+/// before lr and step, amsgrad's max_exp_avg_sq after) from kParam0 with kGrads and zero
+/// states, checking each step's param and states against `expected` (per step: the param,
+/// then each state).
 void checkStateful(const char *update, double lr, const Attrs &attrs, size_t states,
                    const std::vector<std::vector<std::vector<double>>> &expected) {
   int64_t n = (int64_t)kParam0.size();
+  cpu::UpdateKind kind;
+  ASSERT_TRUE(cpu::updateKindOf(update, kind)) << update;
   OwnedTensor param = f32(kParam0);
   std::vector<OwnedTensor> state(states, f32(std::vector<double>(kParam0.size(), 0.0)));
   for (size_t k = 0; k < expected.size(); ++k) {
-    std::vector<OwnedTensor> inputs{param, f32(kGrads[k]), f32Scalar(lr), f32Scalar(k + 1.0)};
-    inputs.insert(inputs.end(), state.begin(), state.end());
+    std::vector<OwnedTensor> inputs(4 + states, param);
+    inputs[1] = f32(kGrads[k]);
+    const size_t lrAt = kind == cpu::UpdateKind::AdamW ? 4 : 2; // adamw: after its moments
+    inputs[lrAt] = f32Scalar(lr);
+    inputs[lrAt + 1] = f32Scalar(k + 1.0);
+    for (size_t j = 0; j < states; ++j)
+      inputs[cpu::updateStateOperand(kind, j)] = state[j];
     std::vector<std::pair<DType, std::vector<int64_t>>> outputs(states + 1, {DType::F32, {n}});
     KernelResult r = runKernel(update, inputs, outputs, attrs);
     ASSERT_TRUE(r.status.ok()) << r.status.message();
@@ -396,32 +405,9 @@ TEST(RMSpropUpdate, OutputsMayAliasTheirInputs) {
   EXPECT_EQ(buffer.floats(), expected.out(3).floats());
 }
 
-/// Three AMSGrad steps of adamw_update (param, grad, exp_avg, exp_avg_sq, lr, step,
-/// max_exp_avg_sq) from kParam0 with kGrads, checked against `expected` (per step: the param,
-/// exp_avg, exp_avg_sq, max_exp_avg_sq).
-void checkAmsgrad(double lr, const Attrs &attrs,
-                  const std::vector<std::vector<std::vector<double>>> &expected) {
-  int64_t n = (int64_t)kParam0.size();
-  std::vector<double> zeros(n, 0.0);
-  OwnedTensor param = f32(kParam0), m = f32(zeros), v = f32(zeros), vmax = f32(zeros);
-  for (size_t k = 0; k < expected.size(); ++k) {
-    KernelResult r = runKernel(
-        "adamw_update", {param, f32(kGrads[k]), m, v, f32Scalar(lr), f32Scalar(k + 1.0), vmax},
-        std::vector<std::pair<DType, std::vector<int64_t>>>(4, {DType::F32, {n}}), attrs);
-    ASSERT_TRUE(r.status.ok()) << r.status.message();
-    for (size_t j = 0; j < 4; ++j)
-      EXPECT_TRUE(allClose(r.out(j).floats(), expected[k][j], kRtol, kAtol))
-          << "result " << j << ", step " << k + 1;
-    param = r.out(0);
-    m = r.out(1);
-    v = r.out(2);
-    vmax = r.out(3);
-  }
-}
-
 TEST(AdamWUpdate, AmsgradMatchesTorch) {
   // torch.optim.AdamW(lr=0.01, amsgrad=True).
-  checkAmsgrad(0.01, AttrsBuilder().i("amsgrad", 1).build(),
+  checkStateful("adamw_update", 0.01, AttrsBuilder().i("amsgrad", 1).build(), 3,
       {{{0.5099499821662903, -1.2498749494552612, 1.989799976348877, 0.009999998845160007,
       -0.7599250078201294, 3.5096499919891357}, {-0.030000001192092896, 0.0,
       0.030000001192092896, -0.010000000707805157, 0.020000001415610313, -0.020000001415610313},
@@ -447,7 +433,7 @@ TEST(AdamWUpdate, AmsgradMatchesTorch) {
       0.00015032393275760114}}});
   // torch.optim.Adam(lr=0.01, betas=(0.8, 0.9), weight_decay=0.1, amsgrad=True): beta2 0.9
   // lets exp_avg_sq fall below its maximum.
-  checkAmsgrad(0.01,
+  checkStateful("adamw_update", 0.01,
                AttrsBuilder()
                    .i("amsgrad", 1)
                    .f("beta1", 0.8)
@@ -455,6 +441,7 @@ TEST(AdamWUpdate, AmsgradMatchesTorch) {
                    .f("weight_decay", 0.0)
                    .f("l2", 0.1)
                    .build(),
+                3,
       {{{0.5099999904632568, -1.2400000095367432, 1.9900000095367432, 0.009999998845160007,
       -0.7599999904632568, 3.490000009536743}, {-0.05000000074505806, -0.02500000037252903,
       0.10000000149011612, -0.020000001415610313, 0.02500000037252903, 0.030000001192092896},
