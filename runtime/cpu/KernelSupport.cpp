@@ -483,28 +483,37 @@ size_t updateStateOperand(UpdateKind kind, size_t k) {
 Status checkUpdateTensors(std::string_view kernel, UpdateKind kind, const Attrs &attrs,
                           const TensorView *in, const TensorView *out, size_t states,
                           bool halfGrad) {
-  // The states' names, in operand order (at most 3: updateStateCount).
-  std::string_view names[3] = {};
+  // The states' names and their new values', in operand order (at most 3: updateStateCount);
+  // literals, as the check runs every step, which allocates nothing.
+  struct Names {
+    std::string_view state, next;
+  };
+  static constexpr Names kExpAvg{"exp_avg", "new_exp_avg"},
+      kExpAvgSq{"exp_avg_sq", "new_exp_avg_sq"},
+      kMaxExpAvgSq{"max_exp_avg_sq", "new_max_exp_avg_sq"},
+      kBuffer{"momentum_buffer", "new_momentum_buffer"}, kSum{"sum", "new_sum"},
+      kSquareAvg{"square_avg", "new_square_avg"}, kGradAvg{"grad_avg", "new_grad_avg"};
+  Names names[3] = {};
   switch (kind) {
   case UpdateKind::Sgd:
-    names[0] = "momentum_buffer";
+    names[0] = kBuffer;
     break;
   case UpdateKind::AdamW:
-    names[0] = "exp_avg", names[1] = "exp_avg_sq", names[2] = "max_exp_avg_sq";
+    names[0] = kExpAvg, names[1] = kExpAvgSq, names[2] = kMaxExpAvgSq;
     break;
   case UpdateKind::Adagrad:
-    names[0] = "sum";
+    names[0] = kSum;
     break;
   case UpdateKind::RMSprop: {
     size_t k = 0;
-    names[k++] = "square_avg";
+    names[k++] = kSquareAvg;
     if (attrs.getBool("centered", false))
-      names[k++] = "grad_avg";
-    names[k] = "momentum_buffer";
+      names[k++] = kGradAvg;
+    names[k] = kBuffer;
     break;
   }
   case UpdateKind::Lion:
-    names[0] = "exp_avg";
+    names[0] = kExpAvg;
     break;
   }
   const TensorView &param = in[0];
@@ -512,9 +521,8 @@ Status checkUpdateTensors(std::string_view kernel, UpdateKind kind, const Attrs 
   PLAIT_RETURN_IF_ERROR(checkLikeParam(kernel, "new_param", param, out[0]));
   for (size_t k = 0; k < states && k < 3; ++k) {
     PLAIT_RETURN_IF_ERROR(
-        checkLikeParam(kernel, names[k], param, in[updateStateOperand(kind, k)]));
-    PLAIT_RETURN_IF_ERROR(
-        checkLikeParam(kernel, "new_" + std::string(names[k]), param, out[1 + k]));
+        checkLikeParam(kernel, names[k].state, param, in[updateStateOperand(kind, k)]));
+    PLAIT_RETURN_IF_ERROR(checkLikeParam(kernel, names[k].next, param, out[1 + k]));
   }
   return {};
 }
