@@ -9,12 +9,13 @@ state. Two shapes: 8 tensors of 1 Mi elements (the updates stream 32 MiB arrays 
 and 512 tensors of 4 Ki elements (the per-tensor cost of an update matters).
 
 For each optimizer (SGD with momentum, AdamW, Adagrad with lr decay, RMSprop centered with
-momentum) and shape:
+momentum, Adamax, NAdam, RAdam, Adadelta) and shape:
   - plait: `plait-compile --train` with the optimizer's flags, then `plait-run --threads 1`
     (OPENBLAS_NUM_THREADS=1) for WARMUP + STEPS steps; a run's time is the median of its
     logged step_ms after the warm-up. The updates are grouped into multi-tensor kernels
     (plait-group-updates) as in every fused plan.
-  - PyTorch 1.13: this script re-run as a worker (--torch-worker) with
+  - PyTorch 1.13 (NAdam single-tensor: with PyTorch 2's fix, below): this script re-run as a
+    worker (--torch-worker) with
     torch.set_num_threads(1), the same model as an nn.Module, the same data, and the same
     torch.optim optimizer, once single-tensor (foreach=False, PyTorch's CPU default) and once
     multi-tensor (foreach=True); each step (forward, zero_grad, backward, opt.step()) timed
@@ -56,6 +57,10 @@ OPTIMIZERS = {
                 ("Adagrad", dict(lr=0.01, lr_decay=0.01))),
     "rmsprop": (["--optimizer", "rmsprop", "--lr", "1e-3", "--centered", "--momentum", "0.9"],
                 ("RMSprop", dict(lr=1e-3, centered=True, momentum=0.9))),
+    "adamax": (["--optimizer", "adamax", "--lr", "2e-3"], ("Adamax", dict(lr=2e-3))),
+    "nadam": (["--optimizer", "nadam", "--lr", "2e-3"], ("NAdam", dict(lr=2e-3))),
+    "radam": (["--optimizer", "radam", "--lr", "1e-3"], ("RAdam", dict(lr=1e-3))),
+    "adadelta": (["--optimizer", "adadelta", "--lr", "1.0"], ("Adadelta", dict(lr=1.0))),
 }
 
 
@@ -89,7 +94,15 @@ def torch_worker(args):
     tensors, width = SHAPES[args.shape]
     name, kwargs = OPTIMIZERS[args.optimizer][1]
     params = [torch.nn.Parameter(torch.ones(width)) for _ in range(tensors)]
-    opt = getattr(torch.optim, name)(params, foreach=args.foreach, **kwargs)
+    if name == "NAdam" and not args.foreach:
+        # PyTorch 2's NAdam (plait's rule; 1.13's multiplies mu_product_next by mu once more,
+        # pytorch/pytorch#92699), as tests/e2e/train_parity.py writes it: 1.13's single-tensor
+        # loop with the fix. The foreach run is 1.13's own (the same work; its losses differ).
+        sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
+        from train_parity import NAdam  # noqa: E402
+        opt = NAdam(params, **kwargs)
+    else:
+        opt = getattr(torch.optim, name)(params, foreach=args.foreach, **kwargs)
     x = torch.from_numpy(np.load(pathlib.Path(args.data) / "x.npy"))
     times, losses = [], []
     for s in range(args.steps):

@@ -128,6 +128,9 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.alpha = train.alpha;
   o.centered = train.centered;
   o.lrDecay = train.lrDecay;
+  o.initialAccumulatorValue = train.initialAccumulatorValue;
+  o.rho = train.rho;
+  o.momentumDecay = train.momentumDecay;
   o.amsgrad = train.amsgrad;
   o.freeze = train.freeze;
   // With several ranks the norm is of the averaged gradients: plait-shard clips them.

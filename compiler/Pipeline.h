@@ -14,15 +14,19 @@ namespace plait {
 struct TrainOptions {
   bool enabled = false;
   std::string optimizer = "adamw";
-  double lr = 1e-3, beta1 = 0.9;
+  double lr = -1;          // negative: the optimizer's default (adagrad 1e-2, ...)
+  double beta1 = 0.9;
   double beta2 = -1;       // negative: the optimizer's default (lion 0.99, else 0.999)
-  double eps = -1;         // negative: the optimizer's default (adagrad 1e-10, else 1e-8)
+  double eps = -1;         // negative: the optimizer's default (adagrad 1e-10, ...)
   double weightDecay = -1; // negative: the optimizer's default (adamw 0.01, else 0)
   double momentum = 0, dampening = 0; // momentum: SGD and RMSprop
   bool nesterov = false;
   double alpha = 0.99;  // RMSprop's smoothing constant
   bool centered = false; // RMSprop
   double lrDecay = 0;   // Adagrad
+  double initialAccumulatorValue = 0; // Adagrad
+  double rho = 0.9;            // Adadelta
+  double momentumDecay = 4e-3; // NAdam
   bool amsgrad = false; // Adam and AdamW
   std::string freeze;      // regex of param names kept frozen
   double clipGradNorm = 0;

@@ -43,12 +43,13 @@ nextReduceScatters(mlir::Block &block) {
 
 /// An optimizer update: (param, grad, ...) -> (new param, new state...).
 inline bool isOptimizerUpdate(mlir::Operation *op) {
-  return mlir::isa<SgdUpdateOp, AdamWUpdateOp, AdagradUpdateOp, RMSpropUpdateOp, LionUpdateOp>(
-      op);
+  return mlir::isa<SgdUpdateOp, AdamWUpdateOp, AdagradUpdateOp, RMSpropUpdateOp, LionUpdateOp,
+                   AdamaxUpdateOp, NAdamUpdateOp, RAdamUpdateOp, AdadeltaUpdateOp>(op);
 }
 
 /// An optimizer update's operands, by the update's name (adamw_update, sgd_update,
-/// adagrad_update, rmsprop_update, lion_update; grouped_update repeats them): param, grad, then
+/// adagrad_update, rmsprop_update, lion_update, adamax_update, nadam_update, radam_update,
+/// adadelta_update; grouped_update repeats them): param, grad, then
 /// adamw_update's exp_avg, exp_avg_sq, lr, step and, with amsgrad, max_exp_avg_sq; the others'
 /// lr, step and states. Result 0 is the new param and result k the new value of state k - 1,
 /// read element by element from the operand updatedOperand gives (so it may be written over

@@ -196,9 +196,41 @@ LogicalResult LionUpdateOp::verify() {
   return success();
 }
 
+/// The checks shared by Adam's variants (adamax, nadam, radam): torch's own.
+static LogicalResult verifyAdamLike(Operation *op, double beta1, double beta2, double eps) {
+  if (beta1 < 0.0 || beta1 >= 1.0 || beta2 < 0.0 || beta2 >= 1.0 || eps < 0.0)
+    return op->emitOpError("needs 0 <= betas < 1 and eps >= 0");
+  return success();
+}
+
+LogicalResult AdamaxUpdateOp::verify() {
+  return verifyAdamLike(*this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
+                        getEps().convertToDouble());
+}
+
+LogicalResult NAdamUpdateOp::verify() {
+  if (getMomentumDecay().convertToDouble() < 0.0)
+    return emitOpError("needs momentum_decay >= 0");
+  return verifyAdamLike(*this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
+                        getEps().convertToDouble());
+}
+
+LogicalResult RAdamUpdateOp::verify() {
+  return verifyAdamLike(*this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
+                        getEps().convertToDouble());
+}
+
+LogicalResult AdadeltaUpdateOp::verify() {
+  double rho = getRho().convertToDouble();
+  if (rho < 0.0 || rho > 1.0 || getEps().convertToDouble() < 0.0)
+    return emitOpError("needs 0 <= rho <= 1 and eps >= 0");
+  return success();
+}
+
 LogicalResult AdagradUpdateOp::verify() {
-  if (getEps().convertToDouble() <= 0.0 || getLrDecay().convertToDouble() < 0.0)
-    return emitOpError("needs eps > 0 and lr_decay >= 0");
+  if (getEps().convertToDouble() <= 0.0 || getLrDecay().convertToDouble() < 0.0 ||
+      getInitialAccumulatorValue().convertToDouble() < 0.0)
+    return emitOpError("needs eps > 0, lr_decay >= 0 and initial_accumulator_value >= 0");
   return success();
 }
 
@@ -236,9 +268,13 @@ LogicalResult GroupedUpdateOp::verify() {
   bool adamw = update == "adamw_update", sgd = update == "sgd_update";
   bool adagrad = update == "adagrad_update", rmsprop = update == "rmsprop_update";
   bool lion = update == "lion_update";
-  if (!adamw && !sgd && !adagrad && !rmsprop && !lion)
+  // adamax, nadam, radam and adadelta: two states each.
+  bool twoStates = update == "adamax_update" || update == "nadam_update" ||
+                   update == "radam_update" || update == "adadelta_update";
+  if (!adamw && !sgd && !adagrad && !rmsprop && !lion && !twoStates)
     return emitOpError("update must be adamw_update, sgd_update, adagrad_update, "
-                       "rmsprop_update or lion_update, got \"")
+                       "rmsprop_update, lion_update, adamax_update, nadam_update, "
+                       "radam_update or adadelta_update, got \"")
            << update << "\"";
   auto floatAttr = [&](StringRef name, double fallback) {
     auto attr = (*this)->getAttrOfType<FloatAttr>(name);
@@ -250,6 +286,7 @@ LogicalResult GroupedUpdateOp::verify() {
   auto amsgrad = (*this)->getAttrOfType<BoolAttr>("amsgrad");
   int64_t states = adamw     ? (amsgrad && amsgrad.getValue() ? 3 : 2)
                    : adagrad || lion ? 1
+                   : twoStates ? 2
                    : sgd     ? (floatAttr("momentum", 0.0) != 0.0 ? 1 : 0)
                              : rmspropStates(centered && centered.getValue(),
                                              floatAttr("momentum", 0.0));

@@ -336,8 +336,9 @@ def Plait_AdagradUpdateOp : Plait_Op<"adagrad_update",
   let summary = "one Adagrad step as PyTorch's torch.optim.Adagrad computes it";
   let description = [{
     g = grad + weight_decay * param; clr = lr / (1 + (step - 1) * lr_decay);
-    sum = sum + g * g; new_param = param - clr * g / (sqrt(sum) + eps). `sum` starts at 0
-    (torch's initial_accumulator_value 0).
+    sum = sum + g * g; new_param = param - clr * g / (sqrt(sum) + eps). `sum` starts at
+    `initial_accumulator_value` (torch's): the state holds 0 until the first step, which reads
+    the attribute in its place.
 
     ```mlir
     %p2, %s2 = plait.adagrad_update %p, %g, %lr, %step, %s {eps = 1.0e-10 : f64}
@@ -350,7 +351,8 @@ def Plait_AdagradUpdateOp : Plait_Op<"adagrad_update",
                        Plait_FloatTensor:$sum,
                        DefaultValuedAttr<F64Attr, "0.0">:$lr_decay,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
-                       DefaultValuedAttr<F64Attr, "1.0e-10">:$eps);
+                       DefaultValuedAttr<F64Attr, "1.0e-10">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$initial_accumulator_value);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_sum);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -417,11 +419,133 @@ def Plait_LionUpdateOp : Plait_Op<"lion_update",
   let hasVerifier = 1;
 }
 
+def Plait_AdamaxUpdateOp : Plait_Op<"adamax_update",
+    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_inf", "new_param", "new_exp_avg",
+                          "new_exp_inf"]>]> {
+  let summary = "one Adamax step as PyTorch's torch.optim.Adamax computes it";
+  let description = [{
+    g = grad + weight_decay * param; m = beta1 * m + (1 - beta1) * g;
+    u = max(beta2 * u, |g| + eps) (a NaN propagates, as torch.amax);
+    new_param = param - lr / (1 - beta1^step) * m / u. States exp_avg and exp_inf, both
+    starting at 0.
+
+    ```mlir
+    %p2, %m2, %u2 = plait.adamax_update %p, %g, %lr, %step, %m, %u {beta1 = 0.9 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>,
+           tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_inf,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
+                      Plait_FloatTensor:$new_exp_inf);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_NAdamUpdateOp : Plait_Op<"nadam_update",
+    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                          "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "one NAdam step as PyTorch's torch.optim.NAdam computes it";
+  let description = [{
+    g = grad + weight_decay * param; mu_t = beta1 * (1 - 0.5 * 0.96^(t * momentum_decay));
+    P_t = mu_1 * ... * mu_t (torch's mu_product, an f32 product); m = beta1 * m +
+    (1 - beta1) * g; v = beta2 * v + (1 - beta2) * g * g; d = sqrt(v / (1 - beta2^t)) + eps;
+    param -= lr * (1 - mu_t) / (1 - P_t) * g / d;
+    param -= lr * mu_{t+1} / (1 - P_t * mu_{t+1}) * m / d.
+    States exp_avg and exp_avg_sq, both starting at 0; the momentum products follow from
+    the step number, so no state holds them.
+
+    ```mlir
+    %p2, %m2, %v2 = plait.nadam_update %p, %g, %lr, %step, %m, %v
+        {momentum_decay = 4.0e-03 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>,
+           tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_avg_sq,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<F64Attr, "4.0e-3">:$momentum_decay);
+  let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
+                      Plait_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_RAdamUpdateOp : Plait_Op<"radam_update",
+    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                          "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "one RAdam step as PyTorch's torch.optim.RAdam computes it";
+  let description = [{
+    g = grad + weight_decay * param; m = beta1 * m + (1 - beta1) * g;
+    v = beta2 * v + (1 - beta2) * g * g; mhat = m / (1 - beta1^t);
+    rho_inf = 2 / (1 - beta2) - 1; rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t).
+    rho_t > 5: param -= mhat * lr * sqrt(1 - beta2^t) / (sqrt(v) + eps) * r_t, r_t the
+    variance rectification sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)
+    (rho_inf - 2) rho_t)); else param -= mhat * lr. States exp_avg and exp_avg_sq.
+
+    ```mlir
+    %p2, %m2, %v2 = plait.radam_update %p, %g, %lr, %step, %m, %v {}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>,
+           tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_avg_sq,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
+                      Plait_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_AdadeltaUpdateOp : Plait_Op<"adadelta_update",
+    [Pure, AllTypesMatch<["param", "grad", "square_avg", "acc_delta", "new_param",
+                          "new_square_avg", "new_acc_delta"]>]> {
+  let summary = "one Adadelta step as PyTorch's torch.optim.Adadelta computes it";
+  let description = [{
+    g = grad + weight_decay * param; sq = rho * sq + (1 - rho) * g * g;
+    delta = sqrt(acc + eps) / sqrt(sq + eps) * g; acc = rho * acc + (1 - rho) * delta^2;
+    new_param = param - lr * delta. States square_avg and acc_delta, both starting at 0.
+    `step` is not used by the rule; it keeps the operand layout of the other updates.
+
+    ```mlir
+    %p2, %s2, %d2 = plait.adadelta_update %p, %g, %lr, %step, %s, %d {rho = 0.9 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>,
+           tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Plait_FloatTensor:$square_avg, Plait_FloatTensor:$acc_delta,
+                       DefaultValuedAttr<F64Attr, "0.9">:$rho,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_square_avg,
+                      Plait_FloatTensor:$new_acc_delta);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Plait_GroupedUpdateOp : Plait_Op<"grouped_update", [Pure]> {
   let summary = "several optimizer updates of one kind computed by one kernel (plait-group-updates)";
   let description = [{
-    `update` (adamw_update, sgd_update, adagrad_update, rmsprop_update or lion_update)
-    applied to each of N tensors: the operands are N
+    `update` (adamw_update, sgd_update, adagrad_update, rmsprop_update, lion_update,
+    adamax_update, nadam_update, radam_update or adadelta_update) applied to each of N tensors: the operands are N
     groups of `operands_per_update` operands, each as that op takes them, and the results N
     groups of `results_per_update`. The op's other attributes are the update's (beta1,
     momentum, ...), the same for every tensor. Each tensor is updated exactly as the single op

@@ -28,7 +28,37 @@ struct OptimizerConfig {
   double alpha, lrDecay; // RMSprop's smoothing constant, Adagrad's learning-rate decay
   bool centered;         // RMSprop
   bool amsgrad;          // Adam and AdamW
+  double rho;            // Adadelta's decay
+  double momentumDecay;  // NAdam's momentum schedule
+  double initialAccumulatorValue; // Adagrad's sum before the first step
 };
+
+/// The optimizers plait-build-train-step knows, in the order its messages list them.
+constexpr const char *kOptimizers[] = {"sgd",   "adam",   "adamw", "adagrad", "rmsprop",
+                                       "lion",  "adamax", "nadam", "radam",   "adadelta"};
+
+/// PyTorch's default learning rate of each optimizer (torch.optim.SGD has none: 1e-3 as for
+/// Adam; Lion's, as its authors recommend, a tenth of AdamW's).
+double defaultLr(StringRef optimizer) {
+  if (optimizer == "adagrad" || optimizer == "rmsprop")
+    return 1e-2;
+  if (optimizer == "adamax" || optimizer == "nadam")
+    return 2e-3;
+  if (optimizer == "adadelta")
+    return 1.0;
+  if (optimizer == "lion")
+    return 1e-4;
+  return 1e-3;
+}
+
+/// PyTorch's default epsilon of each optimizer.
+double defaultEps(StringRef optimizer) {
+  if (optimizer == "adagrad")
+    return 1e-10;
+  if (optimizer == "adadelta")
+    return 1e-6;
+  return 1e-8;
+}
 
 /// The model's first output, checked to be a scalar float loss.
 FailureOr<Value> scalarLoss(func::FuncOp func) {
@@ -125,9 +155,39 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
     Value sum = state("sum");
     auto update = b.create<AdagradUpdateOp>(
         loc, TypeRange{type, type}, param, grad, lr, step, sum, b.getF64FloatAttr(opt.lrDecay),
-        b.getF64FloatAttr(opt.weightDecay), b.getF64FloatAttr(opt.eps));
+        b.getF64FloatAttr(opt.weightDecay), b.getF64FloatAttr(opt.eps),
+        b.getF64FloatAttr(opt.initialAccumulatorValue));
     assigns.push_back({param, update.getNewParam()});
     assigns.push_back({sum, update.getNewSum()});
+    return;
+  }
+  // Adamax, NAdam, RAdam and Adadelta: two states each, named as torch names them.
+  if (opt.kind == "adamax" || opt.kind == "nadam" || opt.kind == "radam" ||
+      opt.kind == "adadelta") {
+    const bool adadelta = opt.kind == "adadelta";
+    Value first = state(adadelta ? "square_avg" : "exp_avg");
+    Value second = state(adadelta ? "acc_delta" : opt.kind == "adamax" ? "exp_inf" : "exp_avg_sq");
+    SmallVector<Type> results(3, type);
+    auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
+    Operation *update;
+    if (opt.kind == "adamax")
+      update = b.create<AdamaxUpdateOp>(loc, results, param, grad, lr, step, first, second,
+                                        f64(opt.beta1), f64(opt.beta2), f64(opt.eps),
+                                        f64(opt.weightDecay));
+    else if (opt.kind == "nadam")
+      update = b.create<NAdamUpdateOp>(loc, results, param, grad, lr, step, first, second,
+                                       f64(opt.beta1), f64(opt.beta2), f64(opt.eps),
+                                       f64(opt.weightDecay), f64(opt.momentumDecay));
+    else if (opt.kind == "radam")
+      update = b.create<RAdamUpdateOp>(loc, results, param, grad, lr, step, first, second,
+                                       f64(opt.beta1), f64(opt.beta2), f64(opt.eps),
+                                       f64(opt.weightDecay));
+    else
+      update = b.create<AdadeltaUpdateOp>(loc, results, param, grad, lr, step, first, second,
+                                          f64(opt.rho), f64(opt.eps), f64(opt.weightDecay));
+    assigns.push_back({param, update->getResult(0)});
+    assigns.push_back({first, update->getResult(1)});
+    assigns.push_back({second, update->getResult(2)});
     return;
   }
   if (opt.kind == "rmsprop") {
@@ -271,21 +331,25 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
   using Base::Base;
 
   LogicalResult checkOptions(ModuleOp module) {
-    if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw" &&
-        optimizer != "adagrad" && optimizer != "rmsprop" && optimizer != "lion")
+    if (llvm::find(kOptimizers, optimizer) == std::end(kOptimizers))
       return module.emitError("unknown optimizer '")
-             << optimizer << "' (expected sgd, adam, adamw, adagrad, rmsprop or lion)";
+             << optimizer
+             << "' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam or "
+                "adadelta)";
     if (schedule != "constant" && schedule != "linear-warmup" && schedule != "cosine")
       return module.emitError("unknown learning-rate schedule '")
              << schedule << "' (expected constant, linear-warmup or cosine)";
     if (schedule == "cosine" && totalSteps <= 0)
       return module.emitError("the cosine schedule needs total-steps > 0");
-    // eps < 0: the optimizer's default (eps = 0 is refused: a zero denominator).
+    // lr < 0, eps < 0: the optimizer's default (eps = 0 is refused: a zero denominator).
     // beta2 < 0: the optimizer's default (lion 0.99, else 0.999).
-    if (lr <= 0 || eps == 0 || beta1 < 0 || beta1 >= 1 || beta2 >= 1 ||
-        momentum < 0 || alpha < 0 || alpha >= 1 || lrDecay < 0)
+    if (lr == 0 || eps == 0 || beta1 < 0 || beta1 >= 1 || beta2 >= 1 || momentum < 0 ||
+        alpha < 0 || alpha >= 1 || lrDecay < 0 || rho < 0 || rho > 1 || momentumDecay < 0 ||
+        initialAccumulatorValue < 0)
       return module.emitError("invalid optimizer hyper-parameters (need lr > 0, eps > 0, "
-                              "0 <= betas < 1, momentum >= 0, 0 <= alpha < 1, lr-decay >= 0)");
+                              "0 <= betas < 1, momentum >= 0, 0 <= alpha < 1, lr-decay >= 0, "
+                              "0 <= rho <= 1, momentum-decay >= 0, "
+                              "initial-accumulator-value >= 0)");
     if ((dampening != 0 || nesterov) && optimizer != "sgd")
       return module.emitError("dampening and nesterov are SGD's; the ")
              << optimizer << " optimizer has neither";
@@ -310,7 +374,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     OpBuilder b(module.getContext());
     SmallVector<NamedAttribute> entries{
         b.getNamedAttr("kind", b.getStringAttr(schedule)),
-        b.getNamedAttr("lr", b.getF64FloatAttr(lr)),
+        b.getNamedAttr("lr", b.getF64FloatAttr(lr > 0 ? double(lr) : defaultLr(optimizer))),
         b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(warmupSteps)),
         b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
         b.getNamedAttr("min_lr", b.getF64FloatAttr(minLr))};
@@ -378,7 +442,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     OptimizerConfig opt{optimizer,
                         beta1,
                         beta2 >= 0 ? double(beta2) : (optimizer == "lion" ? 0.99 : 0.999),
-                        eps > 0 ? eps : (optimizer == "adagrad" ? 1e-10 : 1e-8),
+                        eps > 0 ? double(eps) : defaultEps(optimizer),
                         weightDecay >= 0 ? weightDecay : (optimizer == "adamw" ? 0.01 : 0.0),
                         momentum,
                         dampening,
@@ -386,7 +450,10 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                         alpha,
                         lrDecay,
                         centered,
-                        amsgrad};
+                        amsgrad,
+                        rho,
+                        momentumDecay,
+                        initialAccumulatorValue};
     PendingAssigns assigns;
     for (auto &[param, grad] : *grads)
       appendUpdate(b, param.getDefiningOp<ParamOp>(), grad, lrValue, stepValue, opt, assigns);

@@ -59,15 +59,18 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
-           "sgd, adam, adamw, adagrad, rmsprop or lion">,
-    Option<"lr", "lr", "double", "1.0e-3", "base learning rate">,
-    Option<"beta1", "beta1", "double", "0.9", "Adam, AdamW and Lion beta1">,
+           "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam or adadelta">,
+    Option<"lr", "lr", "double", "-1.0",
+           "base learning rate; negative means PyTorch's default for the optimizer (adagrad, "
+           "rmsprop 1e-2; adamax, nadam 2e-3; adadelta 1; lion 1e-4; else 1e-3)">,
+    Option<"beta1", "beta1", "double", "0.9",
+           "beta1 of Adam, AdamW, Lion, Adamax, NAdam and RAdam">,
     Option<"beta2", "beta2", "double", "-1.0",
-           "Adam, AdamW and Lion beta2; negative means PyTorch's (lion's paper's) default "
-           "(lion 0.99, else 0.999)">,
+           "beta2 of Adam, AdamW, Lion, Adamax, NAdam and RAdam; negative means PyTorch's "
+           "(lion's paper's) default (lion 0.99, else 0.999)">,
     Option<"eps", "eps", "double", "-1.0",
-           "epsilon of adam, adamw, adagrad and rmsprop; negative means PyTorch's default "
-           "(1e-10 for adagrad, else 1e-8)">,
+           "epsilon; negative means PyTorch's default (adagrad 1e-10, adadelta 1e-6, else "
+           "1e-8)">,
     Option<"weightDecay", "weight-decay", "double", "-1.0",
            "weight decay; negative means the optimizer's PyTorch default (adamw 0.01, else "
            "0); adamw and lion decay the params, the others add it to the gradient">,
@@ -76,6 +79,11 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"centered", "centered", "bool", "false",
            "RMSprop: normalise by the gradient's estimated variance">,
     Option<"lrDecay", "lr-decay", "double", "0.0", "Adagrad learning-rate decay">,
+    Option<"initialAccumulatorValue", "initial-accumulator-value", "double", "0.0",
+           "Adagrad: the value its sum starts from">,
+    Option<"rho", "rho", "double", "0.9", "Adadelta: the decay of its two averages">,
+    Option<"momentumDecay", "momentum-decay", "double", "4.0e-3",
+           "NAdam: the momentum schedule's decay">,
     Option<"amsgrad", "amsgrad", "bool", "false",
            "Adam and AdamW: the AMSGrad variant (the largest second moment seen)">,
     Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,

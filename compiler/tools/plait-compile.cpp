@@ -28,9 +28,13 @@ int main(int argc, char **argv) {
   plait::TrainOptions &train = options.train;
   std::string betas;
   app.add_flag("--train", train.enabled, "build the training step (loss, backward, optimizer)");
-  app.add_option("--optimizer", train.optimizer, "sgd, adam, adamw, adagrad, rmsprop or lion")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw", "adagrad", "rmsprop", "lion"}));
-  app.add_option("--lr", train.lr, "base learning rate");
+  app.add_option("--optimizer", train.optimizer,
+                 "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam or adadelta")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw", "adagrad", "rmsprop", "lion", "adamax",
+                             "nadam", "radam", "adadelta"}));
+  app.add_option("--lr", train.lr,
+                 "base learning rate (default as PyTorch: adagrad, rmsprop 1e-2; adamax, nadam "
+                 "2e-3; adadelta 1; lion 1e-4; else 1e-3)");
   app.add_option("--weight-decay", train.weightDecay,
                  "weight decay (default: adamw 0.01, the others 0, as PyTorch; adamw and lion "
                  "decay the params, the others add it to the gradient)");
@@ -38,13 +42,19 @@ int main(int argc, char **argv) {
   app.add_option("--dampening", train.dampening, "SGD dampening");
   app.add_flag("--nesterov", train.nesterov, "SGD Nesterov momentum");
   app.add_option("--betas", betas,
-                 "Adam/AdamW/Lion betas B1,B2 (default 0.9,0.999; lion 0.9,0.99)");
+                 "Adam/AdamW/Lion/Adamax/NAdam/RAdam betas B1,B2 (default 0.9,0.999; lion "
+                 "0.9,0.99)");
   app.add_option("--eps", train.eps,
-                 "Adam/AdamW/Adagrad/RMSprop epsilon (default: adagrad 1e-10, else 1e-8)");
+                 "epsilon (default: adagrad 1e-10, adadelta 1e-6, else 1e-8)");
   app.add_option("--alpha", train.alpha, "RMSprop smoothing constant (default 0.99)");
   app.add_flag("--centered", train.centered,
                "RMSprop: normalise by the gradient's estimated variance");
   app.add_option("--lr-decay", train.lrDecay, "Adagrad learning-rate decay (default 0)");
+  app.add_option("--initial-accumulator-value", train.initialAccumulatorValue,
+                 "Adagrad: the value its sum starts from (default 0)");
+  app.add_option("--rho", train.rho, "Adadelta: the decay of its two averages (default 0.9)");
+  app.add_option("--momentum-decay", train.momentumDecay,
+                 "NAdam: the momentum schedule's decay (default 0.004)");
   app.add_flag("--amsgrad", train.amsgrad,
                "Adam/AdamW: the AMSGrad variant (the largest second moment seen)");
   app.add_option("--freeze", train.freeze, "regex of param names not to train");
@@ -153,7 +163,8 @@ int main(int argc, char **argv) {
   }
   for (const char *flag : {"--optimizer", "--lr", "--weight-decay", "--momentum", "--dampening",
                            "--nesterov", "--betas", "--eps", "--alpha", "--centered",
-                           "--lr-decay", "--amsgrad", "--freeze", "--clip-grad-norm",
+                           "--lr-decay", "--amsgrad", "--initial-accumulator-value", "--rho",
+                           "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--micro-batches", "--precision"})
     if (app.count(flag) && !train.enabled) {
@@ -164,16 +175,23 @@ int main(int argc, char **argv) {
     std::cerr << "plait-compile: --eps must be > 0, got " << train.eps << "\n";
     return 1;
   }
+  if (app.count("--lr") && !(train.lr > 0)) { // negative would mean the default
+    std::cerr << "plait-compile: --lr must be > 0, got " << train.lr << "\n";
+    return 1;
+  }
   // A hyper-parameter of another optimizer than the one chosen would be silently ignored.
   const std::vector<std::pair<const char *, std::vector<std::string>>> optimizerFlags = {
-      {"--betas", {"adam", "adamw", "lion"}},
-      {"--eps", {"adam", "adamw", "adagrad", "rmsprop"}},
+      {"--betas", {"adam", "adamw", "lion", "adamax", "nadam", "radam"}},
+      {"--eps", {"adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta"}},
       {"--momentum", {"sgd", "rmsprop"}},
       {"--dampening", {"sgd"}},
       {"--nesterov", {"sgd"}},
       {"--alpha", {"rmsprop"}},
       {"--centered", {"rmsprop"}},
       {"--lr-decay", {"adagrad"}},
+      {"--initial-accumulator-value", {"adagrad"}},
+      {"--rho", {"adadelta"}},
+      {"--momentum-decay", {"nadam"}},
       {"--amsgrad", {"adam", "adamw"}}};
   for (const auto &[flag, optimizers] : optimizerFlags)
     if (app.count(flag) && train.enabled &&

@@ -59,7 +59,9 @@ double extraUpdateFlops(const plan::InstrDesc &instr, std::string_view update) {
   double extra = floatAttr(instr, "l2", 0.0) != 0.0 ? 2.0 : 0.0;
   if (update == "adamw_update" && intAttr(instr, "amsgrad", 0) != 0)
     extra += 1; // vmax = max(vmax, v)
-  if (update != "adagrad_update" && update != "rmsprop_update")
+  // The updates whose weight decay is an L2 term added to the gradient.
+  if (update != "adagrad_update" && update != "rmsprop_update" && update != "adamax_update" &&
+      update != "nadam_update" && update != "radam_update" && update != "adadelta_update")
     return extra;
   if (floatAttr(instr, "weight_decay", 0.0) != 0.0)
     extra += 2;
@@ -141,6 +143,11 @@ constexpr ElementCost kElementCosts[] = {
     {"adagrad_update", T + 7, false, "adamw"}, {"rmsprop_update", T + 8, false, "adamw"},
     // Lion: decay, interpolate, sign, step, the moment's update; no root or divide: SGD's rate.
     {"lion_update", 10, false, "sgd"},
+    // Adamax: the moment, a decayed max of |g| + eps, the step (a divide, no root); NAdam: Adam's
+    // moments, one root and two steps; RAdam: Adam's with a reciprocal and the rectification;
+    // Adadelta: two roots, a divide and two decayed averages. All at AdamW's measured rate.
+    {"adamax_update", 11, false, "adamw"}, {"nadam_update", T + 15, false, "adamw"},
+    {"radam_update", T + 10, false, "adamw"}, {"adadelta_update", 2 * T + 14, false, "adamw"},
     // Data movement: one load and store per element moved (the CPU backend's loops; on GPUs
     // these are memory-bound and the bytes term decides). reshape is a view: no rate.
     // "movement" permutes or gathers elements; "copy" moves contiguous runs.
@@ -245,7 +252,8 @@ bool splitsElements(std::string_view k) {
       "add", "sub", "mul", "div", "max", "min", "greater", "less", "equal", "and", "or",
       "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
       "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "adagrad_update",
-      "rmsprop_update", "lion_update", "where", "clamp", "not", "cast", "pow", "dropout_mask"};
+      "rmsprop_update", "lion_update", "adamax_update", "nadam_update", "radam_update",
+      "adadelta_update", "where", "clamp", "not", "cast", "pow", "dropout_mask"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }
 

@@ -168,6 +168,12 @@ SmallVector<StringRef> stateSuffixes(Operation *update) {
     return {"sum"};
   if (isa<LionUpdateOp>(update))
     return {"exp_avg"};
+  if (isa<AdamaxUpdateOp>(update))
+    return {"exp_avg", "exp_inf"};
+  if (isa<NAdamUpdateOp, RAdamUpdateOp>(update))
+    return {"exp_avg", "exp_avg_sq"};
+  if (isa<AdadeltaUpdateOp>(update))
+    return {"square_avg", "acc_delta"};
   if (auto rmsprop = dyn_cast<RMSpropUpdateOp>(update)) {
     SmallVector<StringRef> names{"square_avg"};
     if (rmsprop.getCentered())

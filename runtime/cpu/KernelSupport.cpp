@@ -492,7 +492,8 @@ Status checkUpdateTensors(std::string_view kernel, UpdateKind kind, const Attrs 
       kExpAvgSq{"exp_avg_sq", "new_exp_avg_sq"},
       kMaxExpAvgSq{"max_exp_avg_sq", "new_max_exp_avg_sq"},
       kBuffer{"momentum_buffer", "new_momentum_buffer"}, kSum{"sum", "new_sum"},
-      kSquareAvg{"square_avg", "new_square_avg"}, kGradAvg{"grad_avg", "new_grad_avg"};
+      kSquareAvg{"square_avg", "new_square_avg"}, kGradAvg{"grad_avg", "new_grad_avg"},
+      kExpInf{"exp_inf", "new_exp_inf"}, kAccDelta{"acc_delta", "new_acc_delta"};
   Names names[3] = {};
   switch (kind) {
   case UpdateKind::Sgd:
@@ -514,6 +515,16 @@ Status checkUpdateTensors(std::string_view kernel, UpdateKind kind, const Attrs 
   }
   case UpdateKind::Lion:
     names[0] = kExpAvg;
+    break;
+  case UpdateKind::Adamax:
+    names[0] = kExpAvg, names[1] = kExpInf;
+    break;
+  case UpdateKind::NAdam:
+  case UpdateKind::RAdam:
+    names[0] = kExpAvg, names[1] = kExpAvgSq;
+    break;
+  case UpdateKind::Adadelta:
+    names[0] = kSquareAvg, names[1] = kAccDelta;
     break;
   }
   const TensorView &param = in[0];
@@ -551,7 +562,11 @@ bool updateKindOf(std::string_view name, UpdateKind &kind) {
       {"adamw_update", UpdateKind::AdamW},
       {"adagrad_update", UpdateKind::Adagrad},
       {"rmsprop_update", UpdateKind::RMSprop},
-      {"lion_update", UpdateKind::Lion}};
+      {"lion_update", UpdateKind::Lion},
+      {"adamax_update", UpdateKind::Adamax},
+      {"nadam_update", UpdateKind::NAdam},
+      {"radam_update", UpdateKind::RAdam},
+      {"adadelta_update", UpdateKind::Adadelta}};
   for (const auto &[n, k] : kNames)
     if (n == name) {
       kind = k;
@@ -572,6 +587,11 @@ size_t updateStateCount(UpdateKind kind, const Attrs &attrs) {
     return 1;
   case UpdateKind::RMSprop:
     return 1 + (attrs.getBool("centered", false) ? 1 : 0) + (momentum ? 1 : 0);
+  case UpdateKind::Adamax:
+  case UpdateKind::NAdam:
+  case UpdateKind::RAdam:
+  case UpdateKind::Adadelta:
+    return 2;
   }
   return 0;
 }
@@ -585,7 +605,8 @@ Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
   UpdateKind kind;
   if (!updateKindOf(update, kind))
     return Status::errorf("{}: update must be adamw_update, sgd_update, adagrad_update, "
-                          "rmsprop_update or lion_update, got '{}'",
+                          "rmsprop_update, lion_update, adamax_update, nadam_update, "
+                          "radam_update or adadelta_update, got '{}'",
                           kName, update);
   const int64_t states = int64_t(updateStateCount(kind, attrs));
   if (per != 4 + states || perResult != 1 + states)

@@ -1,5 +1,6 @@
 // Host side of the CUDA optimizer updates: sgd_update, adamw_update, adagrad_update,
-// rmsprop_update, lion_update and grouped_update (a group's tensors in one launch per
+// rmsprop_update, lion_update, adamax_update, nadam_update, radam_update, adadelta_update and
+// grouped_update (a group's tensors in one launch per
 // kMaxUpdateTensors, Optimizer.cu). The host copies of the "lr" and "step" hyper-parameters
 // (CudaKernelCall::hostScalar) are checked here; the kernels read the device copies and
 // compute the factors that depend on them as runtime/cpu/OptimizerKernels.cpp does, so that a
@@ -16,7 +17,9 @@ using namespace cuda;
 
 constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update",
                            kAdagrad = "adagrad_update", kRMSprop = "rmsprop_update",
-                           kLion = "lion_update";
+                           kLion = "lion_update", kAdamax = "adamax_update",
+                           kNAdam = "nadam_update", kRAdam = "radam_update",
+                           kAdadelta = "adadelta_update";
 
 /// The host value of hyper-parameter input `index` (`what`: lr or step); in a checking call
 /// its shape and dtype only.
@@ -138,6 +141,7 @@ Status prepareAdagrad(const CudaKernelCall &call, size_t first, size_t firstOut,
   f.lrDecay = call.attrs.getFloat("lr_decay", 0.0);
   f.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
   f.eps = call.attrs.getFloat("eps", 1e-10);
+  f.initialSum = call.attrs.getFloat("initial_accumulator_value", 0.0);
   u = updateTensor(in, out, 2);
   u.in[2] = in[4].data;
   u.out[1] = out[1].data;
@@ -203,6 +207,69 @@ Status prepareRMSprop(const CudaKernelCall &call, size_t first, size_t firstOut,
   return {};
 }
 
+/// The two-state updates (adamax, nadam, radam, adadelta): `per` 6, checked as `kind`; the
+/// attributes into `f` by setAttrs(f).
+template <typename Factors, typename SetAttrs>
+Status prepareTwoState(const CudaKernelCall &call, std::string_view kernel,
+                       cpu::UpdateKind kind, size_t first, size_t firstOut, bool halfGrad,
+                       Factors &f, UpdateTensor &u, SetAttrs setAttrs) {
+  const TensorView *in = call.inputs.data() + first;
+  TensorView *out = call.outputs.data() + firstOut;
+  PLAIT_RETURN_IF_ERROR(checkFloat(kernel, in[0].dtype));
+  PLAIT_RETURN_IF_ERROR(
+      cpu::checkUpdateTensors(kernel, kind, call.attrs, in, out, 2, halfGrad));
+  double lr = 0, step = 0;
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kernel, "lr", first + 2, lr));
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kernel, "step", first + 3, step));
+  PLAIT_RETURN_IF_ERROR(checkStep(call, kernel, step));
+  setAttrs(f);
+  u = updateTensor(in, out, 2);
+  for (size_t k = 0; k < 2; ++k) {
+    u.in[2 + k] = in[4 + k].data;
+    u.out[1 + k] = out[1 + k].data;
+  }
+  return {};
+}
+
+/// The attributes Adam's variants (adamax, nadam, radam) share, torch's defaults.
+template <typename Factors> void readAdamLike(const Attrs &attrs, Factors &f) {
+  f.beta1 = attrs.getFloat("beta1", 0.9);
+  f.beta2 = attrs.getFloat("beta2", 0.999);
+  f.eps = attrs.getFloat("eps", 1e-8);
+  f.weightDecay = attrs.getFloat("weight_decay", 0.0);
+}
+
+Status prepareAdamax(const CudaKernelCall &call, size_t first, size_t firstOut, size_t,
+                     bool halfGrad, AdamaxFactors &f, UpdateTensor &u) {
+  return prepareTwoState(call, kAdamax, cpu::UpdateKind::Adamax, first, firstOut, halfGrad, f,
+                         u, [&](AdamaxFactors &g) { readAdamLike(call.attrs, g); });
+}
+
+Status prepareNAdam(const CudaKernelCall &call, size_t first, size_t firstOut, size_t,
+                    bool halfGrad, NAdamFactors &f, UpdateTensor &u) {
+  return prepareTwoState(call, kNAdam, cpu::UpdateKind::NAdam, first, firstOut, halfGrad, f,
+                         u, [&](NAdamFactors &g) {
+                           readAdamLike(call.attrs, g);
+                           g.momentumDecay = call.attrs.getFloat("momentum_decay", 4e-3);
+                         });
+}
+
+Status prepareRAdam(const CudaKernelCall &call, size_t first, size_t firstOut, size_t,
+                    bool halfGrad, RAdamFactors &f, UpdateTensor &u) {
+  return prepareTwoState(call, kRAdam, cpu::UpdateKind::RAdam, first, firstOut, halfGrad, f,
+                         u, [&](RAdamFactors &g) { readAdamLike(call.attrs, g); });
+}
+
+Status prepareAdadelta(const CudaKernelCall &call, size_t first, size_t firstOut, size_t,
+                       bool halfGrad, AdadeltaFactors &f, UpdateTensor &u) {
+  return prepareTwoState(call, kAdadelta, cpu::UpdateKind::Adadelta, first, firstOut, halfGrad,
+                         f, u, [&](AdadeltaFactors &g) {
+                           g.rho = call.attrs.getFloat("rho", 0.9);
+                           g.eps = call.attrs.getFloat("eps", 1e-6);
+                           g.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
+                         });
+}
+
 template <typename Factors>
 using PrepareUpdate = Status (*)(const CudaKernelCall &call, size_t first, size_t firstOut,
                                  size_t per, bool halfGrad, Factors &f, UpdateTensor &u);
@@ -266,6 +333,26 @@ Status lionUpdateKernel(const CudaKernelCall &call) {
   return runUpdates(call, kLion, &prepareLion, 5, 2, 1, false);
 }
 
+Status adamaxUpdateKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kAdamax, 6, 6, 3));
+  return runUpdates(call, kAdamax, &prepareAdamax, 6, 3, 1, false);
+}
+
+Status nadamUpdateKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kNAdam, 6, 6, 3));
+  return runUpdates(call, kNAdam, &prepareNAdam, 6, 3, 1, false);
+}
+
+Status radamUpdateKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kRAdam, 6, 6, 3));
+  return runUpdates(call, kRAdam, &prepareRAdam, 6, 3, 1, false);
+}
+
+Status adadeltaUpdateKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kAdadelta, 6, 6, 3));
+  return runUpdates(call, kAdadelta, &prepareAdadelta, 6, 3, 1, false);
+}
+
 Status rmspropUpdateKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(
       cpu::checkArity(call.asHostCall(), kRMSprop, 5, 7, call.inputs.size() - 3));
@@ -297,6 +384,18 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
   case cpu::UpdateKind::Lion:
     s = runUpdates(call, kLion, &prepareLion, per, perResult, count, true);
     break;
+  case cpu::UpdateKind::Adamax:
+    s = runUpdates(call, kAdamax, &prepareAdamax, per, perResult, count, true);
+    break;
+  case cpu::UpdateKind::NAdam:
+    s = runUpdates(call, kNAdam, &prepareNAdam, per, perResult, count, true);
+    break;
+  case cpu::UpdateKind::RAdam:
+    s = runUpdates(call, kRAdam, &prepareRAdam, per, perResult, count, true);
+    break;
+  case cpu::UpdateKind::Adadelta:
+    s = runUpdates(call, kAdadelta, &prepareAdadelta, per, perResult, count, true);
+    break;
   }
   return s;
 }
@@ -309,6 +408,10 @@ void registerCudaOptimizerKernels() {
   registerCudaKernel("adagrad_update", &adagradUpdateKernel);
   registerCudaKernel("rmsprop_update", &rmspropUpdateKernel);
   registerCudaKernel("lion_update", &lionUpdateKernel);
+  registerCudaKernel("adamax_update", &adamaxUpdateKernel);
+  registerCudaKernel("nadam_update", &nadamUpdateKernel);
+  registerCudaKernel("radam_update", &radamUpdateKernel);
+  registerCudaKernel("adadelta_update", &adadeltaUpdateKernel);
   registerCudaKernel("grouped_update", &groupedUpdateKernel);
 }
 

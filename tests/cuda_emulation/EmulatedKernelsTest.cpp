@@ -336,16 +336,17 @@ TEST(EmulatedKernels, LocalShardKeepsEachRanksChunkAsTheCpuKernel) {
   }
 }
 
-//===--- adagrad_update, rmsprop_update and lion_update ------------------------------------===//
+//===--- adagrad, rmsprop, lion, adamax, nadam, radam and adadelta updates -----------------===//
 
-/// One update's attributes and how many states it takes with them.
+/// One update's attributes, how many states it takes with them, and the step number it runs.
 struct UpdateVariant {
   const char *update;
   rt::Attrs attrs;
   size_t states;
+  double step = 3;
 };
 
-std::vector<UpdateVariant> adagradAndRMSpropVariants() {
+std::vector<UpdateVariant> updateVariants() {
   using rt::test::AttrsBuilder;
   return {
       {"adagrad_update", {}, 1},
@@ -357,21 +358,36 @@ std::vector<UpdateVariant> adagradAndRMSpropVariants() {
        AttrsBuilder().i("centered", 1).f("momentum", 0.5).f("weight_decay", 0.01).build(), 3},
       {"lion_update", {}, 1},
       {"lion_update", AttrsBuilder().f("beta1", 0.8).f("weight_decay", 0.1).build(), 1},
+      // Step 1 reads the initial accumulator in place of the sum.
+      {"adagrad_update", AttrsBuilder().f("initial_accumulator_value", 0.25).build(), 1, 1},
+      {"adamax_update", {}, 2},
+      {"adamax_update", AttrsBuilder().f("beta1", 0.8).f("weight_decay", 0.1).build(), 2},
+      {"nadam_update", {}, 2},
+      // The momentum products walked over 40 steps.
+      {"nadam_update", AttrsBuilder().f("momentum_decay", 0.1).f("weight_decay", 0.1).build(),
+       2, 40},
+      {"radam_update", {}, 2},
+      // beta2 0.9 at step 9: rho_t > 5, rectified.
+      {"radam_update", AttrsBuilder().f("beta2", 0.9).f("weight_decay", 0.1).build(), 2, 9},
+      {"adadelta_update", {}, 2},
+      {"adadelta_update", AttrsBuilder().f("rho", 0.8).f("weight_decay", 0.1).build(), 2},
   };
 }
 
-/// One update's operands: param, grad (of `gradDtype`), lr, step (at 3), then its states, the
-/// first (Adagrad's sum, RMSprop's square_avg) in [0.5, 1) so that a centered RMSprop's
-/// square_avg stays above grad_avg squared.
+/// One update's operands: param, grad (of `gradDtype`), lr, step (v.step), then its states,
+/// the first (Adagrad's sum, RMSprop's square_avg) in [0.5, 1) so that a centered RMSprop's
+/// square_avg stays above grad_avg squared, the others in [-0.1, 0.1), or [0, 0.1) where they
+/// are second moments or their maxima (two-state updates).
 std::vector<OwnedTensor> updateOperands(std::mt19937 &rng, DType dtype, DType gradDtype,
-                                        int64_t n, size_t states) {
+                                        int64_t n, const UpdateVariant &v) {
   std::vector<OwnedTensor> in = {randomTensor(rng, dtype, {n}, -1, 1),
                                  randomTensor(rng, gradDtype, {n}, -1, 1),
                                  rt::test::makeFloat(DType::F32, {}, {0.01}),
-                                 rt::test::makeFloat(DType::F32, {}, {3})};
-  for (size_t k = 0; k < states; ++k)
+                                 rt::test::makeFloat(DType::F32, {}, {v.step})};
+  const bool twoState = std::string(v.update) != "rmsprop_update" && v.states == 2;
+  for (size_t k = 0; k < v.states; ++k)
     in.push_back(k == 0 ? randomTensor(rng, dtype, {n}, 0.5, 1)
-                        : randomTensor(rng, dtype, {n}, -0.1, 0.1));
+                        : randomTensor(rng, dtype, {n}, twoState ? 0.0 : -0.1, 0.1));
   return in;
 }
 
@@ -421,14 +437,16 @@ void expectSameBits(const std::string &what, const std::vector<uint8_t> &got,
     }
 }
 
-// adagrad_update, rmsprop_update and lion_update through the CUDA backend's kernels (the host checks, the
-// states' places in the launch, the device code) against the CPU kernels, bit for bit (the
+// The updates with states after lr and step (adagrad, rmsprop, lion, adamax, nadam, radam,
+// adadelta) through the CUDA backend's kernels (the host checks, the states' places in the
+// launch, the device code, the step factors computed there) against the CPU kernels, bit for
+// bit (the
 // same operations in the same order, 16-bit params through f32 on both): each variant alone,
 // f32 in place and bf16, and three of it grouped (grouped_update) with bf16 gradients, over
 // more elements than a chunk and fewer than a warp.
-TEST(EmulatedKernels, AdagradAndRMSpropMatchTheCpuKernelsBitForBit) {
+TEST(EmulatedKernels, OptimizerUpdatesMatchTheCpuKernelsBitForBit) {
   std::mt19937 rng(41);
-  for (const UpdateVariant &v : adagradAndRMSpropVariants()) {
+  for (const UpdateVariant &v : updateVariants()) {
     const size_t per = 4 + v.states, perResult = 1 + v.states;
     std::vector<size_t> resultInput = {0};
     for (size_t k = 0; k < v.states; ++k)
@@ -436,7 +454,7 @@ TEST(EmulatedKernels, AdagradAndRMSpropMatchTheCpuKernelsBitForBit) {
     for (DType dtype : {DType::F32, DType::BF16}) {
       SCOPED_TRACE(std::string(v.update) + " with " + std::to_string(v.states) + " states, " +
                    rt::dtypeName(dtype));
-      std::vector<OwnedTensor> in = updateOperands(rng, dtype, dtype, 2500, v.states);
+      std::vector<OwnedTensor> in = updateOperands(rng, dtype, dtype, 2500, v);
       std::vector<std::pair<DType, std::vector<int64_t>>> results(perResult, {dtype, {2500}});
       rt::test::KernelResult cpu = rt::test::runKernel(v.update, in, results, v.attrs);
       ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
@@ -454,7 +472,7 @@ TEST(EmulatedKernels, AdagradAndRMSpropMatchTheCpuKernelsBitForBit) {
     for (int64_t n : {2500, 1, 300}) {
       for (size_t r : resultInput)
         groupedResultInput.push_back(in.size() + r);
-      for (OwnedTensor &t : updateOperands(rng, DType::F32, DType::BF16, n, v.states))
+      for (OwnedTensor &t : updateOperands(rng, DType::F32, DType::BF16, n, v))
         in.push_back(t);
       results.insert(results.end(), perResult, {DType::F32, {n}});
     }

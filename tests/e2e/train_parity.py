@@ -62,6 +62,47 @@ class Lion(torch.optim.Optimizer):
                 exp_avg.mul_(beta2).add_(p.grad, alpha=1 - beta2)
 
 
+class NAdam(torch.optim.Optimizer):
+    """torch.optim.NAdam as PyTorch 2 computes it: 1.13's single-tensor rule with the fix of
+    pytorch/pytorch#92699 (mu_product_next = mu_product * mu_next; 1.13 multiplied by mu once
+    more). mu_product stays an f32 0-d tensor, as in both versions."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 momentum_decay=4e-3):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+            wd, decay = group["weight_decay"], group["momentum_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0.0
+                    state["mu_product"] = torch.tensor(1.0)
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                step = state["step"]
+                exp_avg, exp_avg_sq, mu_product = (state["exp_avg"], state["exp_avg_sq"],
+                                                   state["mu_product"])
+                grad = p.grad if wd == 0 else p.grad.add(p, alpha=wd)
+                bias_correction2 = 1 - beta2 ** step
+                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
+                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
+                mu_product *= mu
+                mu_product_next = mu_product.item() * mu_next
+                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                denom = exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
+                p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product.item()))
+                p.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
+
+
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
     (kind, lr, warmup, total, min_lr); noise_only: weight slices whose gradient is exactly 0."""
@@ -105,6 +146,29 @@ CONFIGS = {
                                                           weight_decay=0.05, amsgrad=True)),
     "mlp-lion": config("mlp", ["--optimizer", "lion", "--lr", "1e-3", "--weight-decay", "0.1"],
                        lambda p: Lion(p, lr=1e-3, weight_decay=0.1)),
+    "mlp-adagrad-init": config("mlp", ["--optimizer", "adagrad", "--lr", "0.05",
+                                       "--initial-accumulator-value", "0.1"],
+                               lambda p: torch.optim.Adagrad(p, lr=0.05,
+                                                             initial_accumulator_value=0.1)),
+    "mlp-adamax": config("mlp", ["--optimizer", "adamax", "--weight-decay", "1e-3"],
+                         lambda p: torch.optim.Adamax(p, lr=2e-3, weight_decay=1e-3)),
+    "cnn-adamax": config("cnn", ["--optimizer", "adamax", "--lr", "1e-3", "--betas", "0.8,0.99"],
+                         lambda p: torch.optim.Adamax(p, lr=1e-3, betas=(0.8, 0.99))),
+    "mlp-nadam": config("mlp", ["--optimizer", "nadam", "--weight-decay", "1e-3"],
+                        lambda p: NAdam(p, lr=2e-3, weight_decay=1e-3)),
+    "cnn-nadam": config("cnn", ["--optimizer", "nadam", "--lr", "1e-3", "--momentum-decay",
+                                "0.01", "--betas", "0.85,0.99"],
+                        lambda p: NAdam(p, lr=1e-3, betas=(0.85, 0.99), momentum_decay=0.01)),
+    # RAdam's first 5 steps are plain momentum steps (rho_t <= 5), the rest rectified.
+    "mlp-radam": config("mlp", ["--optimizer", "radam", "--lr", "3e-3", "--weight-decay", "1e-3"],
+                        lambda p: torch.optim.RAdam(p, lr=3e-3, weight_decay=1e-3)),
+    "cnn-radam": config("cnn", ["--optimizer", "radam", "--betas", "0.9,0.99"],
+                        lambda p: torch.optim.RAdam(p, lr=1e-3, betas=(0.9, 0.99))),
+    "mlp-adadelta": config("mlp", ["--optimizer", "adadelta", "--weight-decay", "1e-3"],
+                           lambda p: torch.optim.Adadelta(p, lr=1.0, weight_decay=1e-3)),
+    "cnn-adadelta": config("cnn", ["--optimizer", "adadelta", "--lr", "0.5", "--rho", "0.95",
+                                   "--eps", "1e-5"],
+                           lambda p: torch.optim.Adadelta(p, lr=0.5, rho=0.95, eps=1e-5)),
     "gpt-sgd": config("gpt", ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9",
                               "--lr-schedule", "linear-warmup", "--warmup-steps", "10"],
                       lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
@@ -129,6 +193,12 @@ CONFIGS = {
     # and momentum 0.9 they add up to ~100 lr-sized steps whose sign follows gradients near 0,
     # and single fc weights drift 1.5e-5 apart within 30 steps (losses still within 1.4e-7).
     # alpha 0.9 keeps the same rule (momentum, clipping) out of that regime.
+    "gpt-nadam": config("gpt", ["--optimizer", "nadam", "--lr", "1e-3", "--clip-grad-norm", "1.0"],
+                        lambda p: NAdam(p, lr=1e-3), clip=1.0, noise_only=KEY_BIAS),
+    "gpt-radam": config("gpt", ["--optimizer", "radam", "--lr", "1e-3", "--betas", "0.9,0.99",
+                                "--clip-grad-norm", "1.0"],
+                        lambda p: torch.optim.RAdam(p, lr=1e-3, betas=(0.9, 0.99)), clip=1.0,
+                        noise_only=KEY_BIAS),
     "gpt-rmsprop": config("gpt", ["--optimizer", "rmsprop", "--lr", "2e-4", "--alpha", "0.9",
                                   "--momentum", "0.9", "--clip-grad-norm", "1.0"],
                           lambda p: torch.optim.RMSprop(p, lr=2e-4, alpha=0.9, momentum=0.9),

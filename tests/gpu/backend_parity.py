@@ -132,6 +132,19 @@ def cases():
                  "--weight-decay", "1e-3"], "fp32", 1))
     out.append(("gpt-lion-fp32", "gpt", ["--optimizer", "lion", "--lr", "3e-4",
                                         "--weight-decay", "0.1"], "fp32", 1))
+    # Adamax, NAdam (its momentum products walked on the device), RAdam past its 5 unrectified
+    # steps, Adadelta, and Adagrad's initial accumulator (read on step 1).
+    out.append(("mlp-adamax-fp32", "mlp", ["--optimizer", "adamax", "--weight-decay", "1e-3"],
+                "fp32", 1))
+    out.append(("gpt-nadam-fp32", "gpt", ["--optimizer", "nadam", "--lr", "1e-3",
+                                         "--momentum-decay", "0.01"], "fp32", 1))
+    out.append(("cnn-radam-fp32", "cnn", ["--optimizer", "radam", "--betas", "0.9,0.99"],
+                "fp32", 1))
+    out.append(("mlp-adadelta-fp32", "mlp", ["--optimizer", "adadelta", "--rho", "0.95"],
+                "fp32", 1))
+    out.append(("mlp-adagrad-init-fp32", "mlp", ["--optimizer", "adagrad", "--lr", "0.05",
+                                                "--initial-accumulator-value", "0.1"],
+                "fp32", 1))
     out.append(("gpt-amsgrad-bf16-mixed", "gpt",
                 ["--optimizer", "adamw", "--lr", "3e-3", "--amsgrad", "--precision",
                  "bf16-mixed"], "bf16-mixed", 1))

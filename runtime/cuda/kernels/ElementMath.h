@@ -10,6 +10,7 @@
 
 #include <type_traits>
 
+#include "runtime/OptimizerSchedule.h"
 #include "runtime/cuda/kernels/Launch.h"
 
 #ifdef __CUDACC__
@@ -258,15 +259,17 @@ PLAIT_HD void adamwElement(T p, T g, T m, T v, T maxV, const AdamWFactors &f, T 
 /// computes it on the host.
 PLAIT_HD void adagradStepFactors(double lr, double step, AdagradFactors &f) {
   f.negClr = -(lr / (1 + (step - 1) * f.lrDecay));
+  f.first = step == 1.0;
 }
 
-/// One adagrad_update element (OptimizerKernels.cpp adagradLoop), operation by operation.
+/// One adagrad_update element (OptimizerKernels.cpp adagradLoop), operation by operation; the
+/// first step reads initial_accumulator_value in place of the sum.
 template <typename T>
 PLAIT_HD void adagradElement(T p, T g, T sum, const AdagradFactors &f, T &newP, T &newSum) {
   const T eps = T(f.eps), negClr = T(f.negClr);
   if (f.weightDecay != 0)
     g = g + T(f.weightDecay) * p;
-  T acc = sum + g * g;
+  T acc = (f.first && f.initialSum != 0 ? T(f.initialSum) : sum) + g * g;
   T denom = msqrt(acc) + eps;
   newP = p + negClr * g / denom;
   newSum = acc;
@@ -322,6 +325,93 @@ PLAIT_HD void lionElement(T p, T g, T m, const LionFactors &f, T &newP, T &newM)
   T sign = T(T(0) < u) - T(u < T(0));
   newP = p * decay + negLr * sign;
   newM = m * b2 + oneMinusB2 * g;
+}
+
+/// Adamax's step-dependent factor (OptimizerKernels.cpp prepareAdamax).
+PLAIT_HD void adamaxStepFactors(double lr, double step, AdamaxFactors &f) {
+  f.negClr = -(lr / (1 - pow(f.beta1, step)));
+}
+
+/// One adamax_update element (OptimizerKernels.cpp adamaxLoop), operation by operation; the
+/// max propagates a NaN from either side, as torch.amax.
+template <typename T>
+PLAIT_HD void adamaxElement(T p, T g, T m, T u, const AdamaxFactors &f, T &newP, T &newM,
+                            T &newU) {
+  if (f.weightDecay != 0)
+    g = g + T(f.weightDecay) * p;
+  m = m * T(f.beta1) + T(1 - f.beta1) * g;
+  T decayed = u * T(f.beta2), bound = (g < T(0) ? -g : g) + T(f.eps);
+  u = (decayed > bound || isNan(decayed)) ? decayed : bound;
+  newP = p + T(f.negClr) * m / u;
+  newM = m;
+  newU = u;
+}
+
+/// NAdam's step-dependent factors (OptimizerKernels.cpp prepareNAdam; the momentum products
+/// rebuilt as runtime/OptimizerSchedule.h's nadamCoefficients walks them).
+PLAIT_HD void nadamStepFactors(double lr, double step, NAdamFactors &f) {
+  NAdamCoefficients c = nadamCoefficients(f.beta1, f.momentumDecay, step);
+  f.bc2 = 1 - pow(f.beta2, step);
+  f.gradStep = -lr * (1. - c.mu) / (1. - c.product);
+  f.avgStep = -lr * c.muNext / (1. - c.productNext);
+}
+
+/// One nadam_update element (OptimizerKernels.cpp nadamLoop), operation by operation.
+template <typename T>
+PLAIT_HD void nadamElement(T p, T g, T m, T v, const NAdamFactors &f, T &newP, T &newM,
+                           T &newV) {
+  if (f.weightDecay != 0)
+    g = g + T(f.weightDecay) * p;
+  m = m * T(f.beta1) + T(1 - f.beta1) * g;
+  v = v * T(f.beta2) + T(1 - f.beta2) * g * g;
+  T denom = msqrt(v / T(f.bc2)) + T(f.eps);
+  p = p + T(f.gradStep) * g / denom;
+  newP = p + T(f.avgStep) * m / denom;
+  newM = m;
+  newV = v;
+}
+
+/// RAdam's step-dependent factors (OptimizerKernels.cpp prepareRAdam).
+PLAIT_HD void radamStepFactors(double lr, double step, RAdamFactors &f) {
+  RAdamRectification r = radamRectification(f.beta2, step);
+  f.lr = lr;
+  f.bc1 = 1 - pow(f.beta1, step);
+  f.sqrtBc2 = sqrt(1 - pow(f.beta2, step));
+  f.rectified = r.rectified;
+  f.rect = r.rect;
+}
+
+/// One radam_update element (OptimizerKernels.cpp radamLoop), operation by operation.
+template <typename T>
+PLAIT_HD void radamElement(T p, T g, T m, T v, const RAdamFactors &f, T &newP, T &newM,
+                           T &newV) {
+  if (f.weightDecay != 0)
+    g = g + T(f.weightDecay) * p;
+  m = m * T(f.beta1) + T(1 - f.beta1) * g;
+  v = v * T(f.beta2) + T(1 - f.beta2) * g * g;
+  T step = m / T(f.bc1) * T(f.lr);
+  if (f.rectified)
+    step = step * (T(1) / (msqrt(v) + T(f.eps)) * T(f.sqrtBc2)) * T(f.rect);
+  newP = p - step;
+  newM = m;
+  newV = v;
+}
+
+/// Adadelta's lr-dependent factor (OptimizerKernels.cpp prepareAdadelta).
+PLAIT_HD void adadeltaStepFactors(double lr, AdadeltaFactors &f) { f.negLr = -lr; }
+
+/// One adadelta_update element (OptimizerKernels.cpp adadeltaLoop), operation by operation.
+template <typename T>
+PLAIT_HD void adadeltaElement(T p, T g, T sq, T acc, const AdadeltaFactors &f, T &newP,
+                              T &newSq, T &newAcc) {
+  const T rho = T(f.rho), oneMinusRho = T(1 - f.rho), eps = T(f.eps);
+  if (f.weightDecay != 0)
+    g = g + T(f.weightDecay) * p;
+  sq = sq * rho + oneMinusRho * g * g;
+  T delta = msqrt(acc + eps) / msqrt(sq + eps) * g;
+  newP = p + T(f.negLr) * delta;
+  newSq = sq;
+  newAcc = acc * rho + oneMinusRho * delta * delta;
 }
 
 } // namespace plait::rt::cuda::math

@@ -207,6 +207,8 @@ struct AdagradFactors {
   double negClr = 0;  // -lr / (1 + (step - 1) * lrDecay) (math::adagradStepFactors)
   double lrDecay = 0; // negClr's input
   double weightDecay = 0, eps = 1e-10;
+  double initialSum = 0; // initial_accumulator_value, read in place of the sum on step 1
+  bool first = false;    // step 1 (math::adagradStepFactors)
 };
 struct RMSpropFactors {
   double negLr = 0; // -lr (math::rmspropStepFactors)
@@ -217,6 +219,27 @@ struct LionFactors {
   double decay = 1, negLr = 0; // 1 - lr * weightDecay and -lr (math::lionStepFactors)
   double beta1 = 0.9, beta2 = 0.99, weightDecay = 0;
 };
+struct AdamaxFactors {
+  double negClr = 0; // -lr / (1 - beta1^step) (math::adamaxStepFactors)
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+};
+struct NAdamFactors {
+  // 1 - beta2^step, -lr (1 - mu_t) / (1 - mu_product), -lr mu_{t+1} / (1 - mu_product_next)
+  // (math::nadamStepFactors)
+  double bc2 = 1, gradStep = 0, avgStep = 0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0, momentumDecay = 4e-3;
+};
+struct RAdamFactors {
+  // 1 - beta1^step, lr, sqrt(1 - beta2^step), the rectification and whether it applies
+  // (math::radamStepFactors)
+  double bc1 = 1, lr = 0, sqrtBc2 = 1, rect = 0;
+  bool rectified = false;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+};
+struct AdadeltaFactors {
+  double negLr = 0; // -lr (math::adadeltaStepFactors)
+  double rho = 0.9, eps = 1e-6, weightDecay = 0;
+};
 
 /// One tensor of an optimizer update: its element count, the pointers the update reads and
 /// writes, and its step's hyper-parameters in device memory. sgd_update: in = {param, grad,
@@ -226,8 +249,10 @@ struct LionFactors {
 /// adagrad_update: in = {param, grad, sum}, out = {new param, new sum}; rmsprop_update: in =
 /// {param, grad, square_avg, grad_avg, momentum buffer}, out = {new param, new square_avg,
 /// new grad_avg, new buffer}, grad_avg null unless centered and the buffer null without
-/// momentum; lion_update: in = {param, grad, exp_avg}, out = {new param, new exp_avg}. Any
-/// output may alias the input it replaces.
+/// momentum; lion_update: in = {param, grad, exp_avg}, out = {new param, new exp_avg};
+/// adamax_update, nadam_update, radam_update, adadelta_update: in = {param, grad, state 0,
+/// state 1}, out = {new param, new state 0, new state 1}. Any output may alias the input it
+/// replaces.
 struct UpdateTensor {
   const void *in[5] = {};
   void *out[4] = {};
@@ -235,14 +260,15 @@ struct UpdateTensor {
   const float *lr = nullptr, *step = nullptr;
 };
 
-/// The updates of `count` tensors, sgd_update, adamw_update, adagrad_update, rmsprop_update or
-/// lion_update as the type of `f` says, every param and state of `dtype` and every gradient of
+/// The updates of `count` tensors, sgd_update, adamw_update, adagrad_update, rmsprop_update,
+/// lion_update, adamax_update, nadam_update, radam_update or adadelta_update as the type of
+/// `f` says, every param and state of `dtype` and every gradient of
 /// `gradDtype`: `dtype`, or bf16 / f16 widened exactly (grouped_update). One launch per
 /// kMaxUpdateTensors tensors (their pointers travel in the kernel's parameters, as PyTorch's
 /// multi-tensor apply passes them), each block a chunk of one tensor. The kernel reads each
 /// tensor's lr and step and computes the factors that depend on them (f.lr and f.first for
-/// SGD; decay, negStepSize and bc2Sqrt for AdamW; negClr for Adagrad; negLr for RMSprop: the
-/// math::*StepFactors), so a step replayed as a CUDA graph uses that step's values.
+/// SGD; decay, negStepSize and bc2Sqrt for AdamW; negClr for Adagrad; negLr for RMSprop; ...:
+/// the math::*StepFactors), so a step replayed as a CUDA graph uses that step's values.
 constexpr int kMaxUpdateTensors = 36;
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const SgdFactors &f, cudaStream_t stream);
@@ -254,6 +280,14 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
                           const RMSpropFactors &f, cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const LionFactors &f, cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const AdamaxFactors &f, cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const NAdamFactors &f, cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const RAdamFactors &f, cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const AdadeltaFactors &f, cudaStream_t stream);
 
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 

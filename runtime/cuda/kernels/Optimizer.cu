@@ -1,4 +1,5 @@
-// sgd_update, adamw_update, adagrad_update, rmsprop_update, lion_update and grouped_update: the
+// sgd_update, adamw_update, adagrad_update, rmsprop_update, lion_update, adamax_update,
+// nadam_update, radam_update, adadelta_update and grouped_update: the
 // updates of up to kMaxUpdateTensors tensors in one launch, each block a chunk of one tensor (a
 // list of one for the single ops). Each element's math is the CPU kernel's operation by
 // operation (ElementMath.h), in the parameter's dtype for f32 / f64 and through f32 for the
@@ -22,7 +23,8 @@ template <typename... Factors> constexpr bool fitLaunchParameters() {
   return ((sizeof(UpdateList) + sizeof(Factors) < 4000) && ...);
 }
 static_assert(fitLaunchParameters<SgdFactors, AdamWFactors, AdagradFactors, RMSpropFactors,
-                                 LionFactors>(),
+                                 LionFactors, AdamaxFactors, NAdamFactors, RAdamFactors,
+                                 AdadeltaFactors>(),
               "a launch's parameters must stay under CUDA's 4 KiB");
 
 // The factors that depend on a tensor's lr and step, per update (math::*StepFactors).
@@ -42,6 +44,18 @@ __device__ __forceinline__ void stepFactors(double lr, double, RMSpropFactors &f
 }
 __device__ __forceinline__ void stepFactors(double lr, double, LionFactors &f) {
   math::lionStepFactors(lr, f);
+}
+__device__ __forceinline__ void stepFactors(double lr, double step, AdamaxFactors &f) {
+  math::adamaxStepFactors(lr, step, f);
+}
+__device__ __forceinline__ void stepFactors(double lr, double step, NAdamFactors &f) {
+  math::nadamStepFactors(lr, step, f);
+}
+__device__ __forceinline__ void stepFactors(double lr, double step, RAdamFactors &f) {
+  math::radamStepFactors(lr, step, f);
+}
+__device__ __forceinline__ void stepFactors(double lr, double, AdadeltaFactors &f) {
+  math::adadeltaStepFactors(lr, f);
 }
 
 // Element i of tensor `u`, per update: its operands loaded (params and states of storage type
@@ -121,6 +135,43 @@ __device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
   store(static_cast<S *>(u.out[0]), i, p);
 }
 
+/// The two-state updates (adamax, nadam, radam, adadelta): in = {param, grad, state 0,
+/// state 1}, out = {new param, new state 0, new state 1}; `element` is the update's math.
+template <typename S, typename G, typename Factors, typename Element>
+__device__ __forceinline__ void twoStateElement(int64_t i, const UpdateTensor &u,
+                                                const Factors &f, Element element) {
+  using C = Compute<S>;
+  C p, a, b;
+  C g = C(load(static_cast<const G *>(u.in[1]), i));
+  element(C(load(static_cast<const S *>(u.in[0]), i)), g,
+          C(load(static_cast<const S *>(u.in[2]), i)),
+          C(load(static_cast<const S *>(u.in[3]), i)), f, p, a, b);
+  store(static_cast<S *>(u.out[2]), i, b);
+  store(static_cast<S *>(u.out[1]), i, a);
+  store(static_cast<S *>(u.out[0]), i, p);
+}
+
+template <typename S, typename G>
+__device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
+                                              const AdamaxFactors &f) {
+  twoStateElement<S, G>(i, u, f, math::adamaxElement<Compute<S>>);
+}
+template <typename S, typename G>
+__device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
+                                              const NAdamFactors &f) {
+  twoStateElement<S, G>(i, u, f, math::nadamElement<Compute<S>>);
+}
+template <typename S, typename G>
+__device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
+                                              const RAdamFactors &f) {
+  twoStateElement<S, G>(i, u, f, math::radamElement<Compute<S>>);
+}
+template <typename S, typename G>
+__device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
+                                              const AdadeltaFactors &f) {
+  twoStateElement<S, G>(i, u, f, math::adadeltaElement<Compute<S>>);
+}
+
 /// Every element of every tensor of `list` by the update of `f`, its step factors computed
 /// whenever a tensor's hyper-parameters differ from the last tensor's (the same two for every
 /// tensor of a plan's group).
@@ -196,6 +247,26 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const LionFactors &f, cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+}
+
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const AdamaxFactors &f, cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+}
+
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const NAdamFactors &f, cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+}
+
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const RAdamFactors &f, cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+}
+
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const AdadeltaFactors &f, cudaStream_t stream) {
   return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
 }
 

@@ -194,7 +194,7 @@ func.func @sgd_nesterov(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, 
 // -----
 
 func.func @grouped_kind(%p: tensor<4xf32>, %lr: tensor<f32>) {
-  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update, sgd_update, adagrad_update, rmsprop_update or lion_update, got "lamb"}}
+  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update, sgd_update, adagrad_update, rmsprop_update, lion_update, adamax_update, nadam_update, radam_update or adadelta_update, got "lamb"}}
   %0 = plait.grouped_update %p, %p, %lr, %lr {update = "lamb", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
   return
 }
@@ -274,7 +274,7 @@ func.func @lion_betas(%p: tensor<4xf32>, %lr: tensor<f32>) {
 // -----
 
 func.func @adagrad_eps(%p: tensor<4xf32>, %lr: tensor<f32>) {
-  // expected-error @+1 {{'plait.adagrad_update' op needs eps > 0 and lr_decay >= 0}}
+  // expected-error @+1 {{'plait.adagrad_update' op needs eps > 0, lr_decay >= 0 and initial_accumulator_value >= 0}}
   %0:2 = plait.adagrad_update %p, %p, %lr, %lr, %p {eps = 0.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
@@ -404,5 +404,69 @@ func.func @rms_norm_grad_epsilon(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
 func.func @rms_norm_grad_axis(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
   // expected-error @+1 {{'plait.rms_norm_grad' op axis 2 is out of range for rank 2}}
   %0:2 = plait.rms_norm_grad %x, %g, %x {axis = 2 : i64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @adamax_betas(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adamax_update' op needs 0 <= betas < 1 and eps >= 0}}
+  %0:3 = plait.adamax_update %p, %p, %lr, %lr, %p, %p {beta1 = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @nadam_momentum_decay(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.nadam_update' op needs momentum_decay >= 0}}
+  %0:3 = plait.nadam_update %p, %p, %lr, %lr, %p, %p {momentum_decay = -1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @nadam_eps(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.nadam_update' op needs 0 <= betas < 1 and eps >= 0}}
+  %0:3 = plait.nadam_update %p, %p, %lr, %lr, %p, %p {eps = -1.0e-08 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @radam_betas(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.radam_update' op needs 0 <= betas < 1 and eps >= 0}}
+  %0:3 = plait.radam_update %p, %p, %lr, %lr, %p, %p {beta2 = -0.5 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adadelta_rho(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adadelta_update' op needs 0 <= rho <= 1 and eps >= 0}}
+  %0:3 = plait.adadelta_update %p, %p, %lr, %lr, %p, %p {rho = 1.5 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adadelta_state_type(%p: tensor<4xf32>, %q: tensor<4xf64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adadelta_update' op failed to verify that all of {param, grad, square_avg, acc_delta, new_param, new_square_avg, new_acc_delta} have same type}}
+  %0:3 = plait.adadelta_update %p, %p, %lr, %lr, %p, %q : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adagrad_initial_accumulator(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adagrad_update' op needs eps > 0, lr_decay >= 0 and initial_accumulator_value >= 0}}
+  %0:2 = plait.adagrad_update %p, %p, %lr, %lr, %p {initial_accumulator_value = -0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @grouped_two_states(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op nadam_update takes 6 operands and gives 3 results with these attributes, not 5 and 2}}
+  %0:2 = plait.grouped_update %p, %p, %lr, %lr, %p {update = "nadam_update", operands_per_update = 5 : i64, results_per_update = 2 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }

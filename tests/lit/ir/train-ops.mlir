@@ -24,6 +24,11 @@
 // CHECK-NEXT: %new_param_3, %new_states:3 = plait.rmsprop_update %0, %arg11, %4, %5, %2, %1, %3 {alpha = 9.000000e-01 : f64, centered = true, momentum = 5.000000e-01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT: %new_param_4, %new_exp_avg_5, %new_exp_avg_sq_6, %new_max_exp_avg_sq = plait.adamw_update %0, %arg11, %1, %2, %4, %5, %3 {amsgrad = true} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT: %new_param_7, %new_exp_avg_8 = plait.lion_update %0, %arg11, %4, %5, %1 {beta2 = 0.97999999999999998 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %new_param_9, %new_exp_avg_10, %new_exp_inf = plait.adamax_update %0, %arg11, %4, %5, %1, %2 {beta1 = 8.000000e-01 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %new_param_11, %new_exp_avg_12, %new_exp_avg_sq_13 = plait.nadam_update %0, %arg11, %4, %5, %1, %2 {momentum_decay = 1.000000e-02 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %new_param_14, %new_exp_avg_15, %new_exp_avg_sq_16 = plait.radam_update %0, %arg11, %4, %5, %1, %2 {beta2 = 0.98999999999999999 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %new_param_17, %new_square_avg, %new_acc_delta = plait.adadelta_update %0, %arg11, %4, %5, %2, %3 {eps = 1.000000e-05 : f64, rho = 0.94999999999999996 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %new_param_18, %new_sum_19 = plait.adagrad_update %0, %arg11, %4, %5, %2 {initial_accumulator_value = 1.000000e-01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT: plait.assign %0, %new_param_1 : tensor<8xf32>
 // CHECK-NEXT: plait.assign %1, %new_exp_avg : tensor<8xf32>
 // CHECK-NEXT: plait.assign %3, %new_buffer : tensor<8xf32>
@@ -49,6 +54,11 @@ func.func @train(%x: tensor<1x3x8x8xf32>, %g4: tensor<1x4x8x8xf32>, %w: tensor<4
   %11:4 = plait.rmsprop_update %p, %ln, %lr, %step, %v, %m, %b {alpha = 0.9 : f64, centered = true, momentum = 0.5 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   %12:4 = plait.adamw_update %p, %ln, %m, %v, %lr, %step, %b {amsgrad = true} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   %13:2 = plait.lion_update %p, %ln, %lr, %step, %m {beta2 = 0.98 : f64, weight_decay = 0.1 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %14:3 = plait.adamax_update %p, %ln, %lr, %step, %m, %v {beta1 = 0.8 : f64, weight_decay = 0.1 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %15:3 = plait.nadam_update %p, %ln, %lr, %step, %m, %v {momentum_decay = 0.01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %16:3 = plait.radam_update %p, %ln, %lr, %step, %m, %v {beta2 = 0.99 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %17:3 = plait.adadelta_update %p, %ln, %lr, %step, %v, %b {rho = 0.95 : f64, eps = 1.0e-05 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %18:2 = plait.adagrad_update %p, %ln, %lr, %step, %v {initial_accumulator_value = 0.1 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
   plait.assign %p, %9#0 : tensor<8xf32>
   plait.assign %m, %9#1 : tensor<8xf32>
   plait.assign %b, %7#1 : tensor<8xf32>

@@ -2,6 +2,8 @@
 // RUN: plait-opt %s --plait-build-train-step='optimizer=rmsprop centered=true momentum=0.9' --plait-schedule --plait-group-updates --plait-test-print-memory-plan | FileCheck %s --check-prefix=GROUPED
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adagrad' --plait-schedule --plait-test-print-memory-plan | FileCheck %s --check-prefix=ADAGRAD
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adamw amsgrad=true' --plait-schedule --plait-group-updates --plait-test-print-memory-plan | FileCheck %s --check-prefix=AMSGRAD
+// RUN: plait-opt %s --plait-build-train-step='optimizer=nadam' --plait-schedule --plait-test-print-memory-plan | FileCheck %s --check-prefix=NADAM
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adadelta' --plait-schedule --plait-group-updates --plait-test-print-memory-plan | FileCheck %s --check-prefix=ADADELTA
 
 // Every result of an RMSprop or Adagrad update (the new param and each state's new value) is
 // planned in the bytes of the operand it replaces, as SGD's and AdamW's are: updated in place,
@@ -17,6 +19,13 @@
 // AMSGRAD: memory-plan @main
 // AMSGRAD-COUNT-8: "grouped_update" activation: {{.*}}, in place of %{{[0-9]+}}
 // AMSGRAD-NOT: "grouped_update" activation
+// The two-state updates (NAdam here, Adadelta grouped): 3 results per param, each in place.
+// NADAM: memory-plan @main
+// NADAM-COUNT-6: "nadam_update" activation: {{.*}}, in place of %{{[0-9]+}}
+// NADAM-NOT: "nadam_update" activation
+// ADADELTA: memory-plan @main
+// ADADELTA-COUNT-6: "grouped_update" activation: {{.*}}, in place of %{{[0-9]+}}
+// ADADELTA-NOT: "grouped_update" activation
 // ADAGRAD: memory-plan @main
 // ADAGRAD-COUNT-4: "adagrad_update" activation: {{.*}}, in place of %{{[0-9]+}}
 // ADAGRAD-NOT: "adagrad_update" activation

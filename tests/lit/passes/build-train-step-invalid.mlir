@@ -1,6 +1,6 @@
 // RUN: plait-opt --split-input-file --verify-diagnostics --plait-build-train-step %s
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=lamb' %s 2>&1 | FileCheck %s --check-prefix=OPT
-// OPT: error: unknown optimizer 'lamb' (expected sgd, adam, adamw, adagrad, rmsprop or lion)
+// OPT: error: unknown optimizer 'lamb' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam or adadelta)
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adamw centered=true' %s 2>&1 | FileCheck %s --check-prefix=CENTERED
 // CENTERED: error: centered is RMSprop's; the adamw optimizer has none
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad momentum=0.9' %s 2>&1 | FileCheck %s --check-prefix=MOMENTUM
@@ -10,7 +10,11 @@
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=sgd amsgrad=true' %s 2>&1 | FileCheck %s --check-prefix=AMSGRAD
 // AMSGRAD: error: amsgrad is Adam's and AdamW's; the sgd optimizer has none
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=rmsprop alpha=1.0' %s 2>&1 | FileCheck %s --check-prefix=ALPHA
-// ALPHA: error: invalid optimizer hyper-parameters (need lr > 0, eps > 0, 0 <= betas < 1, momentum >= 0, 0 <= alpha < 1, lr-decay >= 0)
+// ALPHA: error: invalid optimizer hyper-parameters (need lr > 0, eps > 0, 0 <= betas < 1, momentum >= 0, 0 <= alpha < 1, lr-decay >= 0, 0 <= rho <= 1, momentum-decay >= 0, initial-accumulator-value >= 0)
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adadelta rho=1.5' %s 2>&1 | FileCheck %s --check-prefix=RHO
+// RHO: error: invalid optimizer hyper-parameters (need {{.*}} 0 <= rho <= 1,
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=sgd lr=0' %s 2>&1 | FileCheck %s --check-prefix=LR0
+// LR0: error: invalid optimizer hyper-parameters (need lr > 0,
 
 // expected-error @+1 {{'func.func' op first output 'logits' must be the scalar float loss, got 'tensor<2x3xf32>'}}
 func.func @main(%x: tensor<2x3xf32>) -> (tensor<2x3xf32> {plait.name = "logits"}) {

@@ -8,6 +8,11 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=rmsprop' %s | FileCheck %s --check-prefix=RMSPROP0
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adamw amsgrad=true' %s | FileCheck %s --check-prefix=AMSGRAD
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=lion weight-decay=0.1' %s | FileCheck %s --check-prefix=LION
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adamax' %s | FileCheck %s --check-prefix=ADAMAX
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=nadam momentum-decay=0.01 weight-decay=0.1' %s | FileCheck %s --check-prefix=NADAM
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=radam lr=0.01' %s | FileCheck %s --check-prefix=RADAM
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adadelta rho=0.95' %s | FileCheck %s --check-prefix=ADADELTA
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad initial-accumulator-value=0.1' %s | FileCheck %s --check-prefix=ADAGRADINIT
 
 // A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
 // the ReLU mask (from its result, so the GEMM output need not outlive the ReLU), the weight
@@ -84,6 +89,33 @@
 // LION: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
 // LION-NEXT: %{{.*}}, %[[NM:.*]] = plait.lion_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {weight_decay = 1.000000e-01 : f64} : (tensor<3x4xf32>
 // LION: plait.assign %[[M]], %[[NM]] : tensor<3x4xf32>
+// Adamax, NAdam, RAdam and Adadelta: two states each after lr and step, named as torch names
+// them; without --lr each takes PyTorch's default learning rate (adamax and nadam 2e-3,
+// radam 1e-3, adadelta 1).
+// ADAMAX-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 2.000000e-03 : f64
+// ADAMAX: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
+// ADAMAX-NEXT: %[[U:.*]] = plait.state "fc.weight.exp_inf" : tensor<3x4xf32>
+// ADAMAX-NEXT: %{{.*}}, %[[NM:.*]], %[[NU:.*]] = plait.adamax_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[U]] : (tensor<3x4xf32>
+// ADAMAX: plait.assign %[[M]], %[[NM]] : tensor<3x4xf32>
+// ADAMAX-NEXT: plait.assign %[[U]], %[[NU]] : tensor<3x4xf32>
+// NADAM-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 2.000000e-03 : f64
+// NADAM-SAME: optimizer = "nadam", weight_decay = 1.000000e-01 : f64}
+// NADAM: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
+// NADAM-NEXT: %[[V:.*]] = plait.state "fc.weight.exp_avg_sq" : tensor<3x4xf32>
+// NADAM-NEXT: plait.nadam_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[V]] {momentum_decay = 1.000000e-02 : f64, weight_decay = 1.000000e-01 : f64}
+// RADAM-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 1.000000e-02 : f64
+// RADAM: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
+// RADAM-NEXT: %[[V:.*]] = plait.state "fc.weight.exp_avg_sq" : tensor<3x4xf32>
+// RADAM-NEXT: plait.radam_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[V]] : (tensor<3x4xf32>
+// ADADELTA-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 1.000000e+00 : f64
+// ADADELTA: %[[SQ:.*]] = plait.state "fc.weight.square_avg" : tensor<3x4xf32>
+// ADADELTA-NEXT: %[[ACC:.*]] = plait.state "fc.weight.acc_delta" : tensor<3x4xf32>
+// ADADELTA-NEXT: %{{.*}}, %[[NSQ:.*]], %[[NACC:.*]] = plait.adadelta_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SQ]], %[[ACC]] {rho = 0.94999999999999996 : f64}
+// ADADELTA: plait.assign %[[SQ]], %[[NSQ]] : tensor<3x4xf32>
+// ADADELTA-NEXT: plait.assign %[[ACC]], %[[NACC]] : tensor<3x4xf32>
+// Adagrad's initial accumulator is an attribute of its update (read on the first step).
+// ADAGRADINIT-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 1.000000e-02 : f64
+// ADAGRADINIT: plait.adagrad_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {initial_accumulator_value = 1.000000e-01 : f64}
 // AMSGrad: a third state, torch's max_exp_avg_sq, after lr and step.
 // AMSGRAD: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
 // AMSGRAD-NEXT: %[[V:.*]] = plait.state "fc.weight.exp_avg_sq" : tensor<3x4xf32>

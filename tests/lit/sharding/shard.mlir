@@ -9,6 +9,8 @@
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adagrad lr-decay=0.5' --plait-shard='world-size=2 strategy=zero3' | FileCheck %s --check-prefix=ADAGRAD
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adam amsgrad=true' --plait-shard='world-size=2 strategy=zero1' | FileCheck %s --check-prefix=AMSGRAD
 // RUN: plait-opt %s --plait-build-train-step='optimizer=lion' --plait-shard='world-size=2 strategy=zero2' | FileCheck %s --check-prefix=LION
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adamax weight-decay=0.1' --plait-shard='world-size=2 strategy=zero2' | FileCheck %s --check-prefix=ADAMAX
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adadelta' --plait-shard='world-size=2 strategy=zero3' | FileCheck %s --check-prefix=ADADELTA
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp' | FileCheck %s --check-prefix=MIXED
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=zero2 unit-size=40' | FileCheck %s --check-prefix=SIZE
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-norm=1.0' | FileCheck %s --check-prefix=CLIP
@@ -46,7 +48,7 @@
 // Adam's flat shard update keeps its gradient's L2 term and no decoupled decay.
 // ADAM: plait.adamw_update %{{.*}} {{{.*}}l2 = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : (tensor<5xf32>
 
-// RMSprop's, Adagrad's, AMSGrad's and Lion's states shard as AdamW's moments do: one flat shard per state, named
+// RMSprop's, Adagrad's, AMSGrad's, Lion's, Adamax's and Adadelta's states shard as AdamW's moments do: one flat shard per state, named
 // as torch names it, updated by the unit's one update with the op's settings.
 // RMSPROP: plait.state "layers.1.square_avg" {plait.layout = {{.*}}name = "layers.1.weight.square_avg"{{.*}}} : tensor<5xf32>
 // RMSPROP-NEXT: plait.state "layers.1.grad_avg" {plait.layout = {{.*}}name = "layers.1.weight.grad_avg"{{.*}}} : tensor<5xf32>
@@ -55,6 +57,12 @@
 // RMSPROP-NOT: plait.state "layers.1.weight.
 // LION: plait.state "layers.1.exp_avg" {plait.layout = {{.*}}name = "layers.1.weight.exp_avg"{{.*}}} : tensor<5xf32>
 // LION: plait.lion_update %{{.*}} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>)
+// ADAMAX: plait.state "layers.1.exp_avg" {plait.layout = {{.*}}name = "layers.1.weight.exp_avg"{{.*}}} : tensor<5xf32>
+// ADAMAX-NEXT: plait.state "layers.1.exp_inf" {plait.layout = {{.*}}name = "layers.1.weight.exp_inf"{{.*}}} : tensor<5xf32>
+// ADAMAX-NEXT: plait.adamax_update %{{.*}} {weight_decay = 1.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+// ADADELTA: plait.state "layers.1.square_avg" {plait.layout = {{.*}}name = "layers.1.weight.square_avg"{{.*}}} : tensor<5xf32>
+// ADADELTA-NEXT: plait.state "layers.1.acc_delta" {plait.layout = {{.*}}name = "layers.1.weight.acc_delta"{{.*}}} : tensor<5xf32>
+// ADADELTA-NEXT: plait.adadelta_update %{{.*}} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
 // ADAGRAD: plait.state "layers.1.sum" {plait.layout = {{.*}}name = "layers.1.weight.sum"{{.*}}} : tensor<5xf32>
 // AMSGRAD: plait.state "layers.1.max_exp_avg_sq" {plait.layout = {{.*}}name = "layers.1.weight.max_exp_avg_sq"{{.*}}} : tensor<5xf32>
 // AMSGRAD: plait.adamw_update %{{.*}} {amsgrad = true, weight_decay = 0.000000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)

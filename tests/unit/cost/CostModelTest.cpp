@@ -198,6 +198,29 @@ TEST(OpCost, AdagradRMSpropAndLionCountTheirTerms) {
   EXPECT_DOUBLE_EQ(opCost(plan, lion).flops, 1000 * 10.0);
 }
 
+TEST(OpCost, TwoStateUpdatesCountTheirTermsAndL2) {
+  // adamax, nadam, radam and adadelta (param, grad, lr, step, two states): their table entries
+  // (roots as transcendentals), plus 2 for weight decay, an L2 term in all four; the same as
+  // a grouped update's.
+  plan::PlanDesc plan = tensors({{1000}, {}});
+  const double T = kTranscendentalFlops;
+  const std::pair<const char *, double> kinds[] = {
+      {"adamax_update", 11}, {"nadam_update", T + 15}, {"radam_update", T + 10},
+      {"adadelta_update", 2 * T + 14}};
+  for (const auto &[name, perElement] : kinds) {
+    SCOPED_TRACE(name);
+    plan::InstrDesc update{name, {0, 0, 1, 1, 0, 0}, {0, 0, 0}};
+    EXPECT_DOUBLE_EQ(opCost(plan, update).flops, 1000 * perElement);
+    update.attrs.push_back({"weight_decay", {}, {0.01}, ""});
+    EXPECT_DOUBLE_EQ(opCost(plan, update).flops, 1000 * (perElement + 2));
+    plan::InstrDesc group{"grouped_update", update.inputs, update.outputs,
+                          {{"update", {}, {}, name},
+                           {"operands_per_update", {6}},
+                           {"weight_decay", {}, {0.01}, ""}}};
+    EXPECT_DOUBLE_EQ(opCost(plan, group).flops, 1000 * (perElement + 2));
+  }
+}
+
 TEST(Roofline, ComputeOrMemoryBoundPlusLaunch) {
   ClusterSpec spec = twoNodes();
   spec.nodes = 1;

@@ -424,5 +424,21 @@ TEST(ElementMath, RMSpropWithWeightDecayMatchesTheCpuKernelBitForBit) {
   expectRMSpropMatchesTheCpuKernel(true, 0.9, 0.01);
 }
 
+// NAdam's momentum products (runtime/OptimizerSchedule.h) stop their walk once the f32
+// product underflows to 0; the coefficients must be those of the full walk, at any step.
+TEST(ElementMath, NAdamProductsStopOnlyWhereTheFullWalkIsZero) {
+  for (double beta1 : {0.9, 0.99, 0.5})
+    for (double decay : {4e-3, 0.1, 0.0})
+      for (double step : {1.0, 2.0, 10.0, 150.0, 1000.0, 5000.0}) {
+        float product = 1.0f;
+        for (double t = 1; t <= step; t += 1)
+          product = product * float(rt::nadamMu(beta1, decay, t));
+        rt::NAdamCoefficients c = rt::nadamCoefficients(beta1, decay, step);
+        EXPECT_EQ(c.product, double(product)) << beta1 << " " << decay << " " << step;
+        EXPECT_EQ(c.productNext, double(product) * rt::nadamMu(beta1, decay, step + 1));
+        EXPECT_EQ(c.mu, rt::nadamMu(beta1, decay, step));
+      }
+}
+
 } // namespace
 } // namespace plait

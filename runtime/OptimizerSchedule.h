@@ -1,0 +1,63 @@
+// The scalar factors of the optimizer updates that follow from the step number alone, shared
+// by the CPU kernels (runtime/cpu/OptimizerKernels.cpp, on the host) and the CUDA kernels
+// (runtime/cuda/kernels/Optimizer.cu, on the device, so that a step replayed as a CUDA graph
+// computes each step's values). Each is computed as PyTorch 1.13 computes it: in double, as
+// Python floats, except where torch keeps an f32 tensor.
+#pragma once
+
+#include <math.h>
+
+#ifdef __CUDACC__
+#define PLAIT_SCHEDULE_HD __host__ __device__ __forceinline__
+#else
+#define PLAIT_SCHEDULE_HD inline
+#endif
+
+namespace plait::rt {
+
+/// NAdam's momentum coefficient of step t: beta1 * (1 - 0.5 * 0.96^(t * momentum_decay)).
+PLAIT_SCHEDULE_HD double nadamMu(double beta1, double momentumDecay, double t) {
+  return beta1 * (1. - 0.5 * pow(0.96, t * momentumDecay));
+}
+
+/// NAdam's coefficients at step `step` (>= 1): mu_t, mu_{t+1}, torch's mu_product and
+/// mu_product_next = mu_product * mu_{t+1} (PyTorch 2's single-tensor NAdam and the paper's
+/// rule; 1.13 multiplied by mu_t once more, a bug fixed in pytorch/pytorch#92699). torch keeps
+/// mu_product as an f32 0-d tensor that each step multiplies by that step's mu (rounded to
+/// f32, as ATen converts the Python scalar) and reads back with .item(), so the product is
+/// rebuilt here the same way. It only shrinks (every mu < 1) and stays 0 once it underflows,
+/// which ends the walk: with the defaults (beta1 0.9, decay 0.004) after about 110 steps,
+/// however long the run.
+struct NAdamCoefficients {
+  double mu, muNext, product, productNext;
+};
+PLAIT_SCHEDULE_HD NAdamCoefficients nadamCoefficients(double beta1, double momentumDecay,
+                                                      double step) {
+  float product = 1.0f;
+  for (double t = 1; t <= step && product != 0.0f; t += 1)
+    product = product * float(nadamMu(beta1, momentumDecay, t));
+  NAdamCoefficients c;
+  c.mu = nadamMu(beta1, momentumDecay, step);
+  c.muNext = nadamMu(beta1, momentumDecay, step + 1);
+  c.product = double(product);
+  c.productNext = double(product) * c.muNext;
+  return c;
+}
+
+/// RAdam's rectification at step `step`: whether it applies (rho_t > 5) and its factor
+/// sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t)).
+struct RAdamRectification {
+  bool rectified;
+  double rect;
+};
+PLAIT_SCHEDULE_HD RAdamRectification radamRectification(double beta2, double step) {
+  const double bc2 = 1 - pow(beta2, step);
+  const double rhoInf = 2 / (1 - beta2) - 1;
+  const double rhoT = rhoInf - 2 * step * pow(beta2, step) / bc2;
+  RAdamRectification r{rhoT > 5., 0.0};
+  if (r.rectified)
+    r.rect = sqrt((rhoT - 4) * (rhoT - 2) * rhoInf / ((rhoInf - 4) * (rhoInf - 2) * rhoT));
+  return r;
+}
+
+} // namespace plait::rt
