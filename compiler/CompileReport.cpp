@@ -445,6 +445,8 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
                                       : " (L2: added to the gradient)";
       if (clip > 0)
         detail += fmt::format(", gradients clipped to norm {:g}", clip);
+      if (t.value("maximize", false))
+        detail += ", maximizing the loss (gradients negated)";
       os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}\n", optimizer,
                         lr.value("lr", 0.0), lr.value("kind", ""), decay, detail);
     }

@@ -132,6 +132,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.rho = train.rho;
   o.momentumDecay = train.momentumDecay;
   o.amsgrad = train.amsgrad;
+  o.maximize = train.maximize;
   o.freeze = train.freeze;
   // With several ranks the norm is of the averaged gradients: plait-shard clips them.
   o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;

@@ -28,6 +28,7 @@ struct TrainOptions {
   double rho = 0.9;            // Adadelta
   double momentumDecay = 4e-3; // NAdam
   bool amsgrad = false; // Adam and AdamW
+  bool maximize = false; // every optimizer: step along the negated gradients
   std::string freeze;      // regex of param names kept frozen
   double clipGradNorm = 0;
   std::string schedule = "constant";

@@ -385,6 +385,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         b.getNamedAttr("clip_grad_norm", b.getF64FloatAttr(clipGradNorm))};
     if (microBatches > 1)
       train.push_back(b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)));
+    if (maximize)
+      train.push_back(b.getNamedAttr("maximize", b.getBoolAttr(true)));
     module->setAttr("plait.train", b.getDictionaryAttr(train));
   }
 
@@ -425,7 +427,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       module->setAttr("plait.precision", StringAttr::get(&getContext(), "bf16-mixed"));
     }
 
-    auto grads = differentiate(*func, *loss, trainable);
+    auto grads = differentiate(*func, *loss, trainable, maximize ? -1.0 : 1.0);
     if (failed(grads))
       return signalPassFailure();
     if (microBatches > 1 && failed(accumulateMicroBatches(*func, microBatches, *loss, *grads)))

@@ -87,6 +87,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"amsgrad", "amsgrad", "bool", "false",
            "Adam and AdamW: the AMSGrad variant (the largest second moment seen)">,
     Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
+    Option<"maximize", "maximize", "bool", "false",
+           "maximize the loss (torch's maximize: every optimizer steps along the negated "
+           "gradients, from a loss gradient of -1)">,
     Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
     Option<"freeze", "freeze", "std::string", "\"\"", "regex of param names not to train">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",

@@ -57,6 +57,8 @@ int main(int argc, char **argv) {
                  "NAdam: the momentum schedule's decay (default 0.004)");
   app.add_flag("--amsgrad", train.amsgrad,
                "Adam/AdamW: the AMSGrad variant (the largest second moment seen)");
+  app.add_flag("--maximize", train.maximize,
+               "maximize the loss, as torch's maximize=True (any optimizer)");
   app.add_option("--freeze", train.freeze, "regex of param names not to train");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
   app.add_option("--lr-schedule", train.schedule, "constant, linear-warmup or cosine")
@@ -163,7 +165,8 @@ int main(int argc, char **argv) {
   }
   for (const char *flag : {"--optimizer", "--lr", "--weight-decay", "--momentum", "--dampening",
                            "--nesterov", "--betas", "--eps", "--alpha", "--centered",
-                           "--lr-decay", "--amsgrad", "--initial-accumulator-value", "--rho",
+                           "--lr-decay", "--amsgrad", "--maximize",
+                           "--initial-accumulator-value", "--rho",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--micro-batches", "--precision"})

@@ -64,15 +64,17 @@ Operation *findBreak(Block &body, const DenseSet<Value> &floatVaried, const Dens
   return nullptr;
 }
 
-Value oneLike(OpBuilder &b, Location loc, Value v) {
+/// A constant of `v`'s type, every element `value`.
+Value splatLike(OpBuilder &b, Location loc, Value v, double value) {
   auto type = cast<RankedTensorType>(v.getType());
-  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 1.0)));
+  return b.create<ConstantOp>(
+      loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), value)));
 }
 
 } // namespace
 
 FailureOr<llvm::MapVector<Value, Value>> differentiate(func::FuncOp func, Value loss,
-                                                       ArrayRef<Value> wrt) {
+                                                       ArrayRef<Value> wrt, double seed) {
   Block &body = func.getBody().front();
   DenseSet<Value> anyDependence, floatVaried;
   forwardDependence(body, wrt, anyDependence, floatVaried);
@@ -90,7 +92,7 @@ FailureOr<llvm::MapVector<Value, Value>> differentiate(func::FuncOp func, Value 
   Operation *terminator = body.getTerminator();
   OpBuilder b(terminator);
   llvm::DenseMap<Value, Value> grads;
-  grads[loss] = oneLike(b, loss.getLoc(), loss);
+  grads[loss] = splatLike(b, loss.getLoc(), loss, seed);
   auto accumulate = [&](Value target, Value grad, Location loc) {
     auto [it, inserted] = grads.try_emplace(target, grad);
     if (!inserted)

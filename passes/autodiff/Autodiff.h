@@ -11,8 +11,11 @@ namespace plait {
 /// the loss get gradient work. Returns the gradient of each `wrt` value that reaches the
 /// loss (absent when it does not), in `wrt`'s order. Fails with a diagnostic naming the op
 /// when the loss depends on a `wrt` value only through a non-differentiable path, or
-/// when an op on the path has no VJP.
+/// when an op on the path has no VJP. `seed` is the loss's own gradient: 1, or -1 for the
+/// gradients of -loss, each exactly the negation of the loss's (every op rounds
+/// symmetrically), as torch's `maximize` negates them.
 mlir::FailureOr<llvm::MapVector<mlir::Value, mlir::Value>>
-differentiate(mlir::func::FuncOp func, mlir::Value loss, llvm::ArrayRef<mlir::Value> wrt);
+differentiate(mlir::func::FuncOp func, mlir::Value loss, llvm::ArrayRef<mlir::Value> wrt,
+              double seed = 1.0);
 
 } // namespace plait

@@ -13,6 +13,7 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=radam lr=0.01' %s | FileCheck %s --check-prefix=RADAM
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adadelta rho=0.95' %s | FileCheck %s --check-prefix=ADADELTA
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad initial-accumulator-value=0.1' %s | FileCheck %s --check-prefix=ADAGRADINIT
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd maximize=true' %s | FileCheck %s --check-prefix=MAXIMIZE
 
 // A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
 // the ReLU mask (from its result, so the GEMM output need not outlive the ReLU), the weight
@@ -116,6 +117,15 @@
 // Adagrad's initial accumulator is an attribute of its update (read on the first step).
 // ADAGRADINIT-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 1.000000e-02 : f64
 // ADAGRADINIT: plait.adagrad_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {initial_accumulator_value = 1.000000e-01 : f64}
+// maximize: the backward starts from a loss gradient of -1 (so every gradient is the exact
+// negation of the loss's), the update is the optimizer's own, and plait.train records it.
+// MAXIMIZE-LABEL: module attributes
+// MAXIMIZE-SAME: plait.train = {{{.*}}maximize = true
+// MAXIMIZE: %[[L:.*]] = plait.softmax_cross_entropy %[[R:.*]], %arg1
+// MAXIMIZE-NEXT: %[[SEED:.*]] = plait.constant dense<-1.000000e+00> : tensor<f32>
+// MAXIMIZE-NEXT: plait.softmax_cross_entropy_grad %[[R]], %arg1, %[[SEED]]
+// MAXIMIZE: plait.sgd_update
+// MAXIMIZE: return %[[L]] : tensor<f32>
 // AMSGrad: a third state, torch's max_exp_avg_sq, after lr and step.
 // AMSGRAD: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
 // AMSGRAD-NEXT: %[[V:.*]] = plait.state "fc.weight.exp_avg_sq" : tensor<3x4xf32>
