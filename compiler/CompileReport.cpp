@@ -505,7 +505,10 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
           timed ? std::to_string(c.value("comm_bytes", int64_t(0))) : "-",
           timed ? fmt::format("{:.3f}", c["predicted_step_ms"].get<double>()) : "-",
           timed ? fmt::format("{:.1f}%", 100 * c.value("mfu", 0.0)) : "-",
-          c.value("status", std::string()));
+          c.value("status", std::string()) +
+              (c.value("sharded_accumulation", true)
+                   ? ""
+                   : " (whole gradients summed over the micro-batches, reduced once)"));
     }
     os << fmt::format("  why              : {}\n", a["reason"].get<std::string>());
   }

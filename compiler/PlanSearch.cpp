@@ -79,6 +79,10 @@ struct Choice {
   std::string recompute;          // none | all | segments
   std::vector<int64_t> segments;  // for "segments"
   int64_t bucketBytes = 0;        // ddp gradient buckets; 0: --bucket-bytes
+  // With micro-batches, placements that shard gradients (zero2, zero3, hsdp): reduce each
+  // micro-batch's gradients and sum them in the shards (true), or sum whole gradients over the
+  // micro-batches and reduce once (false: k times fewer collectives, whole gradients held).
+  bool shardedAccumulation = true;
 };
 
 /// The IR verified, and the check that no rank can hang.
@@ -114,7 +118,7 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   shard.placement = dist.placement;
   shard.unitSize = dist.unitSize;
   shard.reshardAfterForward = !dist.noReshardAfterForward;
-  shard.shardedAccumulation = !dist.noShardedAccumulation;
+  shard.shardedAccumulation = !dist.noShardedAccumulation && choice.shardedAccumulation;
   if (dist.worldSize > 1)
     shard.clipGradNorm = options.train.clipGradNorm;
   pm.addPass(createShardPass(shard));
@@ -383,6 +387,11 @@ struct ModelStateTotals {
     mixed = precision && precision.getValue() == "bf16-mixed";
   }
 
+  /// What summing whole gradients over micro-batches adds to that: between two micro-batches
+  /// every param's running sum is live, at least 2 bytes per element under bf16-mixed (a
+  /// bf16 gradient), else the param's own bytes.
+  int64_t wholeGradients() const { return mixed ? params / 2 : params; }
+
   /// What one rank holds of them under `placement`: resident for the whole step, so a lower
   /// bound on any plan's peak with that placement.
   int64_t perRank(const Placement &placement, int64_t world) const {
@@ -399,14 +408,19 @@ std::string rowLabel(const AutoRow &row) {
     label += " + recompute " + row.recomputeName();
   if (row.choice.bucketBytes > 0 && row.choice.strategy == "ddp")
     label += ", buckets " + humanBytes(row.choice.bucketBytes);
+  if (!row.choice.shardedAccumulation)
+    label += ", whole gradients accumulated";
   return label;
 }
 
 /// Records the rows on the module (`plait.candidates`, in rank order) and the search's
 /// summary (`plait.auto`), for --report and --explain.
+/// `accumulation`: with micro-batches on several ranks, whether a row's placement shards
+/// gradients, which is when its `sharded_accumulation` is recorded.
 void recordSearch(ModuleOp module, const std::vector<AutoRow> &rows,
                   const std::vector<size_t> &rank, int64_t limit, const std::string &reason,
-                  int64_t exactCompiles, const std::string &clusterName) {
+                  int64_t exactCompiles, const std::string &clusterName,
+                  const CompileOptions &options) {
   Builder b(module.getContext());
   SmallVector<Attribute> list;
   for (size_t i : rank) {
@@ -424,6 +438,14 @@ void recordSearch(ModuleOp module, const std::vector<AutoRow> &rows,
         b.getNamedAttr("fits", b.getBoolAttr(row.status == "chosen" || row.status == "fits")),
         b.getNamedAttr("status", b.getStringAttr(row.status)),
         b.getNamedAttr("chosen", b.getBoolAttr(row.status == "chosen"))};
+    // With micro-batches, how a gradient-sharding placement accumulated them.
+    std::string error;
+    int64_t world = options.dist.worldSize;
+    auto placement = parsePlacement(row.choice.strategy, world, error);
+    if (world > 1 && options.train.microBatches > 1 && placement && placement->shardsGrads())
+      fields.push_back(b.getNamedAttr(
+          "sharded_accumulation",
+          b.getBoolAttr(row.choice.shardedAccumulation && !options.dist.noShardedAccumulation)));
     if (!row.pruned && row.result.predictedMs) {
       fields.push_back(
           b.getNamedAttr("predicted_step_ms", b.getF64FloatAttr(*row.result.predictedMs)));
@@ -463,7 +485,9 @@ std::vector<Candidate> screenAll(ModuleOp module, const CompileOptions &options,
 }
 
 /// --strategy auto: every placement (ddp, zero1-3, hsdp:G for each G dividing the world
-/// size), for ddp three bucket sizes, and where a placement does not fit, the fewest
+/// size), for ddp three bucket sizes, with micro-batches for the placements that shard
+/// gradients both ways of accumulating them (in the shards, or whole and reduced once; not
+/// searched under --no-sharded-accumulation), and where a placement does not fit, the fewest
 /// recomputed units that make it fit, else recompute all. Each choice is screened (the real
 /// passes and the cost model, memory from the liveness lower bound, no buffer placement);
 /// the rows are ranked by predicted step time (ties: the smaller peak, then the order
@@ -487,6 +511,14 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
   if (!options.bucketsFixed && world > 1 && totals.params > (4 << 20))
     buckets = {4 << 20, 25 << 20, 100 << 20};
 
+  // Micro-batches on several ranks: gradient-sharding placements try both accumulations.
+  const bool searchAccumulation = world > 1 && options.train.microBatches > 1 &&
+                                  !options.dist.noShardedAccumulation;
+  auto accumulationsFor = [&](const Placement &placement) {
+    return searchAccumulation && placement.shardsGrads() ? std::vector<bool>{true, false}
+                                                         : std::vector<bool>{true};
+  };
+
   std::vector<AutoRow> rows;
   auto fits = [&](size_t row) { return rows[row].result.peak <= limit; };
   // A row's predicted step time (none: a pruned row, never compiled).
@@ -497,7 +529,9 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
   //    as many threads as there are cores (each on its own copy of the step), their rows
   //    kept in this order whatever finishes first.
   std::map<std::string, int64_t> floors;
-  std::map<std::string, size_t> plainRow; // strategy -> its fastest plain row
+  // (strategy, sharded accumulation) -> its fastest plain row (over ddp's bucket sizes).
+  using PlainKey = std::pair<std::string, bool>;
+  std::map<PlainKey, size_t> plainRow;
   std::string plainRecompute = recomputes.size() == 1 ? recomputes.front() : "none";
   std::vector<Choice> plainChoices;
   for (const std::string &strategy : strategies) {
@@ -511,7 +545,17 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
       continue;
     }
     for (int64_t bucket : strategy == "ddp" ? buckets : std::vector<int64_t>{0})
-      plainChoices.push_back(Choice{strategy, plainRecompute, {}, bucket});
+      for (bool sharded : accumulationsFor(*placement)) {
+        Choice choice{strategy, plainRecompute, {}, bucket, sharded};
+        // Whole gradients that cannot fit beside the model states: not compiled.
+        if (!sharded && floor + totals.wholeGradients() > limit) {
+          AutoRow row{choice, {}, floor + totals.wholeGradients(), true, "over"};
+          row.result.peak = row.statesFloor;
+          rows.push_back(std::move(row));
+          continue;
+        }
+        plainChoices.push_back(choice);
+      }
   }
   std::vector<Candidate> screened = screenAll(module, options, plainChoices, limit);
   for (auto [choice, result] : llvm::zip(plainChoices, screened)) {
@@ -519,29 +563,33 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
       return failure();
     rows.push_back(AutoRow{choice, std::move(result), floors[choice.strategy], false, ""});
     size_t row = rows.size() - 1;
-    auto known = plainRow.find(choice.strategy);
+    PlainKey key{choice.strategy, choice.shardedAccumulation};
+    auto known = plainRow.find(key);
     if (known == plainRow.end() || timeOf(rows[row]) < timeOf(rows[known->second]))
-      plainRow[choice.strategy] = row;
+      plainRow[key] = row;
   }
   // 2. Recomputation, only where the plain placement does not fit (recomputing adds work and
   //    no communication, so it never makes a step faster) and only where the plain step is
   //    faster than the fastest that fits so far (else nothing recomputed can win).
   if (recomputes.size() > 1) {
     double fastestFitting = INFINITY;
-    for (auto &[strategy, row] : plainRow)
+    for (auto &[key, row] : plainRow)
       if (fits(row))
         fastestFitting = std::min(fastestFitting, timeOf(rows[row]));
     std::optional<RecomputeOrder> order; // computed on first need
     // Fastest plain step first, so that the bound prunes the most.
-    std::vector<std::string> byTime;
+    std::vector<PlainKey> byTime;
     for (const std::string &strategy : strategies)
-      if (plainRow.count(strategy))
-        byTime.push_back(strategy);
-    std::stable_sort(byTime.begin(), byTime.end(), [&](const std::string &a, const std::string &b) {
+      for (bool sharded : {true, false})
+        if (plainRow.count({strategy, sharded}))
+          byTime.push_back({strategy, sharded});
+    std::stable_sort(byTime.begin(), byTime.end(), [&](const PlainKey &a, const PlainKey &b) {
       return timeOf(rows[plainRow[a]]) < timeOf(rows[plainRow[b]]);
     });
-    for (const std::string &strategy : byTime) {
-      auto plain = plainRow.find(strategy);
+    for (const PlainKey &key : byTime) {
+      const std::string &strategy = key.first;
+      const bool sharded = key.second;
+      auto plain = plainRow.find(key);
       if (fits(plain->second) || timeOf(rows[plain->second]) >= fastestFitting)
         continue;
       int64_t bucket = rows[plain->second].choice.bucketBytes;
@@ -574,7 +622,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
           return Choice{strategy, "segments",
                         std::vector<int64_t>(order->segments.begin(),
                                              order->segments.begin() + k),
-                        bucket};
+                        bucket, sharded};
         };
         auto record = [&](size_t k, Candidate result) -> FailureOr<bool> {
           if (!result.ok)
@@ -601,7 +649,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
           // A core left over screens `all` too, needed when no probe fits.
           bool withAll = choices.size() < screenThreads();
           if (withAll)
-            choices.push_back(Choice{strategy, "all", {}, bucket});
+            choices.push_back(Choice{strategy, "all", {}, bucket, sharded});
           std::vector<Candidate> results = screenAll(module, options, choices, limit);
           if (withAll)
             screenedAll = std::move(results.back());
@@ -628,7 +676,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
         keep(best->choice, std::move(best->result));
         continue;
       }
-      Choice all{strategy, "all", {}, bucket};
+      Choice all{strategy, "all", {}, bucket, sharded};
       Candidate result = screenedAll
                              ? std::move(*screenedAll)
                              : tryChoice(module, options, all, /*exact=*/false, limit);
@@ -742,11 +790,13 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
                           100 * (timeOf(r) / winMs - 1));
   }
   adopt(module, win.result, placed);
-  recordSearch(module, rows, rank, limit, reason, exactCompiles, spec.name);
+  recordSearch(module, rows, rank, limit, reason, exactCompiles, spec.name, options);
   // The report describes the plan kept.
   options.dist.strategy = win.choice.strategy;
   if (win.choice.bucketBytes > 0)
     options.dist.bucketBytes = win.choice.bucketBytes;
+  if (!win.choice.shardedAccumulation)
+    options.dist.noShardedAccumulation = true;
   options.recompute = win.choice.recompute == "segments" ? "auto" : win.choice.recompute;
   return success();
 }
