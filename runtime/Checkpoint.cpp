@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -182,6 +183,22 @@ Status writeRankFile(const std::string &path, const Executor &exec, uint32_t ran
   return {};
 }
 
+} // namespace
+
+std::vector<std::string> planUpdates(const Plan &plan) {
+  std::set<std::string> names;
+  for (const PlanInstr &instr : plan.instrs) {
+    std::string_view kernel = plan.kernels[instr.kernel];
+    if (kernel == "grouped_update")
+      names.insert(std::string(instr.attrs.getStrView("update", "")));
+    else if (kernel.size() > 7 && kernel.substr(kernel.size() - 7) == "_update")
+      names.insert(std::string(kernel));
+  }
+  return {names.begin(), names.end()};
+}
+
+namespace {
+
 // The metadata body: computable by rank 0 alone, since every rank runs the same plan.
 ojson metadataBody(const Plan &plan, const CheckpointInfo &info,
                    const std::vector<uint64_t> &bytes, const std::vector<uint32_t> &crcs) {
@@ -194,6 +211,7 @@ ojson metadataBody(const Plan &plan, const CheckpointInfo &info,
   body["samples_seen"] = info.step * info.globalBatch;
   body["seed"] = info.seed;
   body["model"] = plan.source;
+  body["optimizer_updates"] = planUpdates(plan);
   ojson tensors = ojson::object();
   for (const PlanTensor &t : plan.tensors) {
     if (!isPersistent(t))
@@ -350,6 +368,15 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
     out.info.seed = integerAt<uint64_t>(body, "seed");
     out.worldSize = integerAt<uint32_t>(body, "world_size");
     out.model = body.at("model").get<std::string>();
+    if (body.contains("optimizer_updates")) { // absent in older checkpoints
+      if (!body["optimizer_updates"].is_array())
+        throw FieldError("'optimizer_updates' must be an array of strings");
+      for (const auto &u : body["optimizer_updates"]) {
+        if (!u.is_string())
+          throw FieldError("'optimizer_updates' must be an array of strings");
+        out.updates.push_back(u.get<std::string>());
+      }
+    }
     for (const auto &[name, t] : body.at("tensors").items()) {
       CheckpointTensor &ct = out.tensors[name];
       ct.kind = t.at("kind").get<std::string>();
@@ -512,6 +539,24 @@ Status copyLogical(const CheckpointIndex &index, FileCache &files, const std::st
                         end, printable(name));
 }
 
+/// Another optimizer whose states share names (Adam's moments and NAdam's, say) would load
+/// silently and carry on from state the plan's rule never wrote: refused when both the
+/// checkpoint and the plan name their updates.
+Status checkSameOptimizer(const CheckpointIndex &index, const Plan &plan) {
+  std::vector<std::string> updates = planUpdates(plan);
+  if (index.updates.empty() || updates.empty() || index.updates == updates)
+    return {};
+  auto list = [](const std::vector<std::string> &v) {
+    std::string out;
+    for (const std::string &u : v)
+      out += (out.empty() ? "" : ", ") + printable(u);
+    return out;
+  };
+  return Status::errorf("{}: saved by a plan whose optimizer runs {}, but {} runs {}; resume "
+                        "with the optimizer the run was trained with",
+                        index.path, list(index.updates), plan.path, list(updates));
+}
+
 } // namespace
 
 Status restoreCheckpoint(const CheckpointIndex &index, const Executor &exec) {
@@ -519,6 +564,8 @@ Status restoreCheckpoint(const CheckpointIndex &index, const Executor &exec) {
   FileCache files(index);
   // Params first: a checkpoint of another model is named by a missing param, not a state.
   for (TensorKind kind : {TensorKind::Param, TensorKind::State}) {
+    if (kind == TensorKind::State) // after the params, so another model names a param
+      PLAIT_RETURN_IF_ERROR(checkSameOptimizer(index, plan));
     for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
       const PlanTensor &tensor = plan.tensors[t];
       if (tensor.kind != kind)

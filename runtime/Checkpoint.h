@@ -73,7 +73,13 @@ struct CheckpointIndex {
   std::string model;
   std::vector<CheckpointFile> files;
   std::map<std::string, CheckpointTensor> tensors;
+  // The optimizer updates the saving plan ran (sgd_update, nadam_update, ...; grouped ones by
+  // the update they repeat), sorted; empty in checkpoints written before they were recorded.
+  std::vector<std::string> updates;
 };
+
+/// The optimizer updates `plan` runs, as CheckpointIndex::updates records them.
+std::vector<std::string> planUpdates(const Plan &plan);
 
 /// Decodes meta.json's bytes (`path`: the DIR/step-N they belong to) without touching the
 /// files: the format and version, the metadata's own CRC-32 (unless `checkCrc` is false,

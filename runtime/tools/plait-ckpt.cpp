@@ -61,8 +61,11 @@ int main(int argc, char **argv) {
     uint64_t params = 0, states = 0;
     for (const auto &[name, t] : index.tensors)
       (t.kind == "param" ? params : states) += uint64_t(t.numel());
+    std::string updates;
+    for (const std::string &u : index.updates)
+      updates += (updates.empty() ? "" : ", ") + u;
     fmt::print("{}: step {}, saved by {} rank{}, global batch {}, {} files; {} params "
-               "({} elements), {} optimizer tensors ({} elements); model {}\n",
+               "({} elements), {} optimizer tensors ({} elements{}); model {}\n",
                index.path, index.info.step, index.worldSize, index.worldSize == 1 ? "" : "s",
                index.info.globalBatch, index.files.size(),
                std::count_if(index.tensors.begin(), index.tensors.end(),
@@ -70,7 +73,7 @@ int main(int argc, char **argv) {
                params,
                std::count_if(index.tensors.begin(), index.tensors.end(),
                              [](const auto &t) { return t.second.kind != "param"; }),
-               states, index.model);
+               states, updates.empty() ? "" : ", updated by " + updates, index.model);
     return 0;
   }
   std::vector<plait::rt::HostTensor> values;

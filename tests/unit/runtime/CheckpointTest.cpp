@@ -36,6 +36,17 @@ TEST(CheckpointMetadata, ValidBodyParses) {
   EXPECT_EQ(index.tensors.at("w").segments[0].count, 6u);
 }
 
+// The optimizer updates the saving plan ran, when recorded (older checkpoints have none).
+TEST(CheckpointMetadata, OptimizerUpdatesAreRead) {
+  nlohmann::ordered_json body = validBody();
+  CheckpointIndex index;
+  ASSERT_TRUE(parse(body, index).ok());
+  EXPECT_TRUE(index.updates.empty());
+  body["optimizer_updates"] = {"adamw_update", "sgd_update"};
+  ASSERT_TRUE(parse(body, index).ok());
+  EXPECT_EQ(index.updates, (std::vector<std::string>{"adamw_update", "sgd_update"}));
+}
+
 // Each case: a field set to a value of the wrong kind or range, and the error's field name.
 TEST(CheckpointMetadata, NonIntegerFieldsAreNamed) {
   struct Case {
@@ -51,6 +62,8 @@ TEST(CheckpointMetadata, NonIntegerFieldsAreNamed) {
       {"/files/0/crc32", "4294967296", "'crc32' must be an integer"},
       {"/files/0/entries/0/segments/0/count", "6.0", "'count' must be an integer"},
       {"/files/0/entries/0/segments/0/offset", "\"0\"", "'offset' must be an integer"},
+      {"/optimizer_updates", "\"adamw_update\"", "'optimizer_updates' must be an array"},
+      {"/optimizer_updates", "[\"sgd_update\", 3]", "'optimizer_updates' must be an array"},
   };
   for (const Case &c : cases) {
     nlohmann::ordered_json body = validBody();
