@@ -441,8 +441,10 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
       double decay = t.value("weight_decay", 0.0), clip = t.value("clip_grad_norm", 0.0);
       std::string detail;
       if (decay != 0)
-        detail = optimizer == "adamw" || optimizer == "lion" ? " (decoupled: params decayed)"
-                                      : " (L2: added to the gradient)";
+        detail = optimizer == "adamw" || optimizer == "lion" ||
+                         t.value("decoupled_weight_decay", false)
+                     ? " (decoupled: params decayed)"
+                     : " (L2: added to the gradient)";
       if (clip > 0)
         detail += fmt::format(", gradients clipped to norm {:g}", clip);
       if (t.value("maximize", false))

@@ -29,6 +29,7 @@ struct TrainOptions {
   double momentumDecay = 4e-3; // NAdam
   bool amsgrad = false; // Adam and AdamW
   bool maximize = false; // every optimizer: step along the negated gradients
+  bool decoupledWeightDecay = false; // NAdam and RAdam: NAdamW / RAdamW
   std::string freeze;      // regex of param names kept frozen
   double clipGradNorm = 0;
   std::string schedule = "constant";

@@ -459,7 +459,8 @@ def Plait_NAdamUpdateOp : Plait_Op<"nadam_update",
     param -= lr * (1 - mu_t) / (1 - P_t) * g / d;
     param -= lr * mu_{t+1} / (1 - P_t * mu_{t+1}) * m / d.
     States exp_avg and exp_avg_sq, both starting at 0; the momentum products follow from
-    the step number, so no state holds them.
+    the step number, so no state holds them. With `decoupled_weight_decay` (PyTorch 2's
+    NAdamW) the decay is param *= 1 - lr * weight_decay first, and g = grad.
 
     ```mlir
     %p2, %m2, %v2 = plait.nadam_update %p, %g, %lr, %step, %m, %v
@@ -475,7 +476,8 @@ def Plait_NAdamUpdateOp : Plait_Op<"nadam_update",
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
-                       DefaultValuedAttr<F64Attr, "4.0e-3">:$momentum_decay);
+                       DefaultValuedAttr<F64Attr, "4.0e-3">:$momentum_decay,
+                       DefaultValuedAttr<BoolAttr, "false">:$decoupled_weight_decay);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
                       Plait_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
@@ -492,7 +494,9 @@ def Plait_RAdamUpdateOp : Plait_Op<"radam_update",
     rho_inf = 2 / (1 - beta2) - 1; rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t).
     rho_t > 5: param -= mhat * lr * sqrt(1 - beta2^t) / (sqrt(v) + eps) * r_t, r_t the
     variance rectification sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)
-    (rho_inf - 2) rho_t)); else param -= mhat * lr. States exp_avg and exp_avg_sq.
+    (rho_inf - 2) rho_t)); else param -= mhat * lr. States exp_avg and exp_avg_sq. With
+    `decoupled_weight_decay` (PyTorch 2's RAdamW) the decay is param *= 1 - lr *
+    weight_decay first, and g = grad.
 
     ```mlir
     %p2, %m2, %v2 = plait.radam_update %p, %g, %lr, %step, %m, %v {}
@@ -506,7 +510,8 @@ def Plait_RAdamUpdateOp : Plait_Op<"radam_update",
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
-                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "false">:$decoupled_weight_decay);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
                       Plait_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";

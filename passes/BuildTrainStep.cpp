@@ -31,6 +31,7 @@ struct OptimizerConfig {
   double rho;            // Adadelta's decay
   double momentumDecay;  // NAdam's momentum schedule
   double initialAccumulatorValue; // Adagrad's sum before the first step
+  bool decoupledWeightDecay;      // NAdam and RAdam: decay the params (NAdamW, RAdamW)
 };
 
 /// The optimizers plait-build-train-step knows, in the order its messages list them.
@@ -177,11 +178,13 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
     else if (opt.kind == "nadam")
       update = b.create<NAdamUpdateOp>(loc, results, param, grad, lr, step, first, second,
                                        f64(opt.beta1), f64(opt.beta2), f64(opt.eps),
-                                       f64(opt.weightDecay), f64(opt.momentumDecay));
+                                       f64(opt.weightDecay), f64(opt.momentumDecay),
+                                       b.getBoolAttr(opt.decoupledWeightDecay));
     else if (opt.kind == "radam")
       update = b.create<RAdamUpdateOp>(loc, results, param, grad, lr, step, first, second,
                                        f64(opt.beta1), f64(opt.beta2), f64(opt.eps),
-                                       f64(opt.weightDecay));
+                                       f64(opt.weightDecay),
+                                       b.getBoolAttr(opt.decoupledWeightDecay));
     else
       update = b.create<AdadeltaUpdateOp>(loc, results, param, grad, lr, step, first, second,
                                           f64(opt.rho), f64(opt.eps), f64(opt.weightDecay));
@@ -356,6 +359,11 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if (amsgrad && optimizer != "adam" && optimizer != "adamw")
       return module.emitError("amsgrad is Adam's and AdamW's; the ")
              << optimizer << " optimizer has none";
+    if (decoupledWeightDecay && optimizer != "nadam" && optimizer != "radam")
+      return module.emitError("decoupled-weight-decay is NAdam's and RAdam's; the ")
+             << optimizer << " optimizer "
+             << (optimizer == "adamw" || optimizer == "lion" ? "decouples its weight decay always"
+                                                             : "has none");
     if (centered && optimizer != "rmsprop")
       return module.emitError("centered is RMSprop's; the ") << optimizer
                                                                << " optimizer has none";
@@ -387,6 +395,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       train.push_back(b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)));
     if (maximize)
       train.push_back(b.getNamedAttr("maximize", b.getBoolAttr(true)));
+    if (decoupledWeightDecay)
+      train.push_back(b.getNamedAttr("decoupled_weight_decay", b.getBoolAttr(true)));
     module->setAttr("plait.train", b.getDictionaryAttr(train));
   }
 
@@ -455,7 +465,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                         amsgrad,
                         rho,
                         momentumDecay,
-                        initialAccumulatorValue};
+                        initialAccumulatorValue,
+                        decoupledWeightDecay};
     PendingAssigns assigns;
     for (auto &[param, grad] : *grads)
       appendUpdate(b, param.getDefiningOp<ParamOp>(), grad, lrValue, stepValue, opt, assigns);

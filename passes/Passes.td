@@ -82,6 +82,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"initialAccumulatorValue", "initial-accumulator-value", "double", "0.0",
            "Adagrad: the value its sum starts from">,
     Option<"rho", "rho", "double", "0.9", "Adadelta: the decay of its two averages">,
+    Option<"decoupledWeightDecay", "decoupled-weight-decay", "bool", "false",
+           "NAdam and RAdam: decay the params (PyTorch 2's NAdamW / RAdamW) instead of adding "
+           "the weight decay to the gradient">,
     Option<"momentumDecay", "momentum-decay", "double", "4.0e-3",
            "NAdam: the momentum schedule's decay">,
     Option<"amsgrad", "amsgrad", "bool", "false",

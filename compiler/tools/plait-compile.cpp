@@ -57,6 +57,9 @@ int main(int argc, char **argv) {
                  "NAdam: the momentum schedule's decay (default 0.004)");
   app.add_flag("--amsgrad", train.amsgrad,
                "Adam/AdamW: the AMSGrad variant (the largest second moment seen)");
+  app.add_flag("--decoupled-weight-decay", train.decoupledWeightDecay,
+               "NAdam/RAdam: decay the params, as PyTorch 2's decoupled_weight_decay (NAdamW, "
+               "RAdamW), instead of adding the decay to the gradient");
   app.add_flag("--maximize", train.maximize,
                "maximize the loss, as torch's maximize=True (any optimizer)");
   app.add_option("--freeze", train.freeze, "regex of param names not to train");
@@ -165,7 +168,7 @@ int main(int argc, char **argv) {
   }
   for (const char *flag : {"--optimizer", "--lr", "--weight-decay", "--momentum", "--dampening",
                            "--nesterov", "--betas", "--eps", "--alpha", "--centered",
-                           "--lr-decay", "--amsgrad", "--maximize",
+                           "--lr-decay", "--amsgrad", "--maximize", "--decoupled-weight-decay",
                            "--initial-accumulator-value", "--rho",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
@@ -195,6 +198,7 @@ int main(int argc, char **argv) {
       {"--initial-accumulator-value", {"adagrad"}},
       {"--rho", {"adadelta"}},
       {"--momentum-decay", {"nadam"}},
+      {"--decoupled-weight-decay", {"nadam", "radam"}},
       {"--amsgrad", {"adam", "adamw"}}};
   for (const auto &[flag, optimizers] : optimizerFlags)
     if (app.count(flag) && train.enabled &&

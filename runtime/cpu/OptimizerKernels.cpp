@@ -704,7 +704,18 @@ void adamaxUpdate(const TensorView *in, const TensorView *out, const AdamaxFacto
   });
 }
 
+/// Adam's variants with PyTorch 2's decoupled_weight_decay (NAdam, RAdam): the decay moves
+/// from the gradient (weightDecay, read as 0) to the param, scaled by `decay` first.
+void readDecoupledDecay(const Attrs &attrs, double lr, AdamLikeAttrs &f, double &decay) {
+  decay = 1;
+  if (attrs.getBool("decoupled_weight_decay", false)) {
+    decay = 1 - lr * f.weightDecay;
+    f.weightDecay = 0;
+  }
+}
+
 struct NAdamFactors : AdamLikeAttrs {
+  double decay;    // 1 - lr * weight_decay with decoupled_weight_decay, else 1 (exact)
   double bc2;      // 1 - beta2^step
   double gradStep; // -lr * (1 - mu_t) / (1 - mu_product)
   double avgStep;  // -lr * mu_{t+1} / (1 - mu_product_next)
@@ -712,18 +723,21 @@ struct NAdamFactors : AdamLikeAttrs {
 
 /// torch.optim.NAdam's _single_tensor_nadam for one tensor (PyTorch 2's mu_product_next,
 /// runtime/OptimizerSchedule.h):
-///   g = grad (+ wd * param);  m = m * b1 + (1 - b1) * g;  v = v * b2 + (1 - b2) * g * g;
-///   d = sqrt(v / bc2) + eps;  param += gradStep * g / d;  param += avgStep * m / d.
+///   g = grad (+ wd * param);  param *= decay;  m = m * b1 + (1 - b1) * g;
+///   v = v * b2 + (1 - b2) * g * g;  d = sqrt(v / bc2) + eps;  param += gradStep * g / d;
+///   param += avgStep * m / d.
 template <typename T, bool kDecay>
 void nadamLoop(int64_t n, const TwoStateArrays<T> &a, const NAdamFactors &f) {
   const T b1 = T(f.beta1), oneMinusB1 = T(1 - f.beta1), b2 = T(f.beta2);
   const T oneMinusB2 = T(1 - f.beta2), eps = T(f.eps), wd = T(f.weightDecay);
   const T bc2 = T(f.bc2), gradStep = T(f.gradStep), avgStep = T(f.avgStep);
+  const T decay = T(f.decay);
 #pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     T p = a.param[i], g = a.grad[i];
     if constexpr (kDecay)
       g = g + wd * p;
+    p = p * decay;
     T m = a.first[i] * b1 + oneMinusB1 * g;
     T v = a.second[i] * b2 + oneMinusB2 * g * g;
     T denom = std::sqrt(v / bc2) + eps;
@@ -754,6 +768,7 @@ Status prepareNAdam(const TensorView *in, const TensorView *out, const Attrs &at
   PLAIT_RETURN_IF_ERROR(
       prepareTwoState(kNAdam, UpdateKind::NAdam, in, out, attrs, halfGrad, lr, step));
   readAdamLike(attrs, f);
+  readDecoupledDecay(attrs, lr, f, f.decay);
   NAdamCoefficients c =
       cachedNAdamCoefficients(f.beta1, attrs.getFloat("momentum_decay", 4e-3), step);
   f.bc2 = 1 - std::pow(f.beta2, step);
@@ -770,13 +785,14 @@ void nadamUpdate(const TensorView *in, const TensorView *out, const NAdamFactors
 }
 
 struct RAdamFactors : AdamLikeAttrs {
+  double decay; // 1 - lr * weight_decay with decoupled_weight_decay, else 1 (exact)
   double bc1, lr, sqrtBc2, rect; // rect: the rectification (0 while rho_t <= 5)
   bool rectified;
 };
 
 /// torch.optim.RAdam's _single_tensor_radam for one tensor:
-///   g = grad (+ wd * param);  m = m * b1 + (1 - b1) * g;  v = v * b2 + (1 - b2) * g * g;
-///   mhat = m / bc1;  rectified: param -= mhat * lr * (1 / (sqrt(v) + eps) * sqrt(bc2)) *
+///   g = grad (+ wd * param);  param *= decay;  m = m * b1 + (1 - b1) * g;
+///   v = v * b2 + (1 - b2) * g * g;  mhat = m / bc1;  rectified: param -= mhat * lr * (1 / (sqrt(v) + eps) * sqrt(bc2)) *
 ///   rect (torch's float / tensor is the tensor's reciprocal times the float); else
 ///   param -= mhat * lr.
 template <typename T, bool kDecay, bool kRectified>
@@ -784,11 +800,13 @@ void radamLoop(int64_t n, const TwoStateArrays<T> &a, const RAdamFactors &f) {
   const T b1 = T(f.beta1), oneMinusB1 = T(1 - f.beta1), b2 = T(f.beta2);
   const T oneMinusB2 = T(1 - f.beta2), eps = T(f.eps), wd = T(f.weightDecay);
   const T bc1 = T(f.bc1), lr = T(f.lr), sqrtBc2 = T(f.sqrtBc2), rect = T(f.rect);
+  const T decay = T(f.decay);
 #pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     T p = a.param[i], g = a.grad[i];
     if constexpr (kDecay)
       g = g + wd * p;
+    p = p * decay;
     T m = a.first[i] * b1 + oneMinusB1 * g;
     T v = a.second[i] * b2 + oneMinusB2 * g * g;
     T step = m / bc1 * lr;
@@ -806,6 +824,7 @@ Status prepareRAdam(const TensorView *in, const TensorView *out, const Attrs &at
   PLAIT_RETURN_IF_ERROR(
       prepareTwoState(kRAdam, UpdateKind::RAdam, in, out, attrs, halfGrad, f.lr, step));
   readAdamLike(attrs, f);
+  readDecoupledDecay(attrs, f.lr, f, f.decay);
   f.bc1 = 1 - std::pow(f.beta1, step);
   f.sqrtBc2 = std::sqrt(1 - std::pow(f.beta2, step));
   RAdamRectification r = radamRectification(f.beta2, step);

@@ -251,13 +251,17 @@ Status prepareNAdam(const CudaKernelCall &call, size_t first, size_t firstOut, s
                          u, [&](NAdamFactors &g) {
                            readAdamLike(call.attrs, g);
                            g.momentumDecay = call.attrs.getFloat("momentum_decay", 4e-3);
+                           g.decoupled = call.attrs.getBool("decoupled_weight_decay", false);
                          });
 }
 
 Status prepareRAdam(const CudaKernelCall &call, size_t first, size_t firstOut, size_t,
                     bool halfGrad, RAdamFactors &f, UpdateTensor &u) {
   return prepareTwoState(call, kRAdam, cpu::UpdateKind::RAdam, first, firstOut, halfGrad, f,
-                         u, [&](RAdamFactors &g) { readAdamLike(call.attrs, g); });
+                         u, [&](RAdamFactors &g) {
+                           readAdamLike(call.attrs, g);
+                           g.decoupled = call.attrs.getBool("decoupled_weight_decay", false);
+                         });
 }
 
 Status prepareAdadelta(const CudaKernelCall &call, size_t first, size_t firstOut, size_t,

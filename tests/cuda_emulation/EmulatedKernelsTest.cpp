@@ -369,6 +369,13 @@ std::vector<UpdateVariant> updateVariants() {
       {"radam_update", {}, 2},
       // beta2 0.9 at step 9: rho_t > 5, rectified.
       {"radam_update", AttrsBuilder().f("beta2", 0.9).f("weight_decay", 0.1).build(), 2, 9},
+      // PyTorch 2's decoupled_weight_decay: the params decayed, the gradient left alone.
+      {"nadam_update",
+       AttrsBuilder().f("weight_decay", 0.1).i("decoupled_weight_decay", 1).build(), 2},
+      {"radam_update",
+       AttrsBuilder().f("beta2", 0.9).f("weight_decay", 0.1).i("decoupled_weight_decay", 1)
+           .build(),
+       2, 9},
       {"adadelta_update", {}, 2},
       {"adadelta_update", AttrsBuilder().f("rho", 0.8).f("weight_decay", 0.1).build(), 2},
   };

@@ -65,12 +65,14 @@ class Lion(torch.optim.Optimizer):
 class NAdam(torch.optim.Optimizer):
     """torch.optim.NAdam as PyTorch 2 computes it: 1.13's single-tensor rule with the fix of
     pytorch/pytorch#92699 (mu_product_next = mu_product * mu_next; 1.13 multiplied by mu once
-    more). mu_product stays an f32 0-d tensor, as in both versions."""
+    more), and PyTorch 2.1's decoupled_weight_decay (NAdamW: the params decayed first, the
+    gradient left alone). mu_product stays an f32 0-d tensor, as in both versions."""
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 momentum_decay=4e-3):
+                 momentum_decay=4e-3, decoupled_weight_decay=False):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      momentum_decay=momentum_decay))
+                                      momentum_decay=momentum_decay,
+                                      decoupled=decoupled_weight_decay))
 
     @torch.no_grad()
     def step(self):
@@ -90,7 +92,11 @@ class NAdam(torch.optim.Optimizer):
                 step = state["step"]
                 exp_avg, exp_avg_sq, mu_product = (state["exp_avg"], state["exp_avg_sq"],
                                                    state["mu_product"])
-                grad = p.grad if wd == 0 else p.grad.add(p, alpha=wd)
+                grad = p.grad
+                if wd != 0 and group["decoupled"]:
+                    p.mul_(1 - lr * wd)
+                elif wd != 0:
+                    grad = grad.add(p, alpha=wd)
                 bias_correction2 = 1 - beta2 ** step
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
@@ -101,6 +107,48 @@ class NAdam(torch.optim.Optimizer):
                 denom = exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
                 p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product.item()))
                 p.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
+
+
+class RAdamW(torch.optim.Optimizer):
+    """torch.optim.RAdam with PyTorch 2.1's decoupled_weight_decay=True (1.13 has no such
+    option): 1.13's single-tensor rule, the params decayed by 1 - lr * weight_decay first and
+    the gradient left alone."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = (group["lr"], group["betas"], group["eps"],
+                                           group["weight_decay"])
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0.0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                step, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
+                grad = p.grad
+                if wd != 0:
+                    p.mul_(1 - lr * wd)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                bias_corrected_exp_avg = exp_avg / bias_correction1
+                rho_inf = 2 / (1 - beta2) - 1
+                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+                if rho_t > 5.0:
+                    rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
+                                     / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                    adaptive_lr = math.sqrt(bias_correction2) / exp_avg_sq.sqrt().add_(eps)
+                    p.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
+                else:
+                    p.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
 
 
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None):
@@ -174,6 +222,14 @@ CONFIGS = {
                         lambda p: torch.optim.RAdam(p, lr=3e-3, weight_decay=1e-3)),
     "cnn-radam": config("cnn", ["--optimizer", "radam", "--betas", "0.9,0.99"],
                         lambda p: torch.optim.RAdam(p, lr=1e-3, betas=(0.9, 0.99))),
+    # PyTorch 2.1's NAdamW and RAdamW (decoupled_weight_decay=True).
+    "mlp-nadamw": config("mlp", ["--optimizer", "nadam", "--weight-decay", "0.1",
+                                 "--decoupled-weight-decay"],
+                         lambda p: NAdam(p, lr=2e-3, weight_decay=0.1,
+                                         decoupled_weight_decay=True)),
+    "cnn-radamw": config("cnn", ["--optimizer", "radam", "--weight-decay", "0.1",
+                                 "--decoupled-weight-decay"],
+                         lambda p: RAdamW(p, lr=1e-3, weight_decay=0.1)),
     "mlp-adadelta": config("mlp", ["--optimizer", "adadelta", "--weight-decay", "1e-3"],
                            lambda p: torch.optim.Adadelta(p, lr=1.0, weight_decay=1e-3)),
     "cnn-adadelta": config("cnn", ["--optimizer", "adadelta", "--lr", "0.5", "--rho", "0.95",

@@ -140,6 +140,8 @@ def cases():
                                          "--momentum-decay", "0.01"], "fp32", 1))
     out.append(("cnn-radam-fp32", "cnn", ["--optimizer", "radam", "--betas", "0.9,0.99"],
                 "fp32", 1))
+    out.append(("cnn-radamw-fp32", "cnn", ["--optimizer", "radam", "--weight-decay", "0.1",
+                                          "--decoupled-weight-decay"], "fp32", 1))
     out.append(("mlp-adadelta-fp32", "mlp", ["--optimizer", "adadelta", "--rho", "0.95"],
                 "fp32", 1))
     out.append(("mlp-adagrad-init-fp32", "mlp", ["--optimizer", "adagrad", "--lr", "0.05",

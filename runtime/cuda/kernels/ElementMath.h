@@ -351,6 +351,7 @@ PLAIT_HD void adamaxElement(T p, T g, T m, T u, const AdamaxFactors &f, T &newP,
 /// rebuilt as runtime/OptimizerSchedule.h's nadamCoefficients walks them).
 PLAIT_HD void nadamStepFactors(double lr, double step, NAdamFactors &f) {
   NAdamCoefficients c = nadamCoefficients(f.beta1, f.momentumDecay, step);
+  f.decay = f.decoupled ? 1 - lr * f.weightDecay : 1;
   f.bc2 = 1 - pow(f.beta2, step);
   f.gradStep = -lr * (1. - c.mu) / (1. - c.product);
   f.avgStep = -lr * c.muNext / (1. - c.productNext);
@@ -360,8 +361,9 @@ PLAIT_HD void nadamStepFactors(double lr, double step, NAdamFactors &f) {
 template <typename T>
 PLAIT_HD void nadamElement(T p, T g, T m, T v, const NAdamFactors &f, T &newP, T &newM,
                            T &newV) {
-  if (f.weightDecay != 0)
+  if (f.weightDecay != 0 && !f.decoupled)
     g = g + T(f.weightDecay) * p;
+  p = p * T(f.decay);
   m = m * T(f.beta1) + T(1 - f.beta1) * g;
   v = v * T(f.beta2) + T(1 - f.beta2) * g * g;
   T denom = msqrt(v / T(f.bc2)) + T(f.eps);
@@ -375,6 +377,7 @@ PLAIT_HD void nadamElement(T p, T g, T m, T v, const NAdamFactors &f, T &newP, T
 PLAIT_HD void radamStepFactors(double lr, double step, RAdamFactors &f) {
   RAdamRectification r = radamRectification(f.beta2, step);
   f.lr = lr;
+  f.decay = f.decoupled ? 1 - lr * f.weightDecay : 1;
   f.bc1 = 1 - pow(f.beta1, step);
   f.sqrtBc2 = sqrt(1 - pow(f.beta2, step));
   f.rectified = r.rectified;
@@ -385,8 +388,9 @@ PLAIT_HD void radamStepFactors(double lr, double step, RAdamFactors &f) {
 template <typename T>
 PLAIT_HD void radamElement(T p, T g, T m, T v, const RAdamFactors &f, T &newP, T &newM,
                            T &newV) {
-  if (f.weightDecay != 0)
+  if (f.weightDecay != 0 && !f.decoupled)
     g = g + T(f.weightDecay) * p;
+  p = p * T(f.decay);
   m = m * T(f.beta1) + T(1 - f.beta1) * g;
   v = v * T(f.beta2) + T(1 - f.beta2) * g * g;
   T step = m / T(f.bc1) * T(f.lr);

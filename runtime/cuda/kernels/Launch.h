@@ -227,14 +227,18 @@ struct NAdamFactors {
   // 1 - beta2^step, -lr (1 - mu_t) / (1 - mu_product), -lr mu_{t+1} / (1 - mu_product_next)
   // (math::nadamStepFactors)
   double bc2 = 1, gradStep = 0, avgStep = 0;
+  double decay = 1; // 1 - lr * weightDecay when decoupled, else 1 (math::nadamStepFactors)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0, momentumDecay = 4e-3;
+  bool decoupled = false; // PyTorch 2's decoupled_weight_decay: the params decayed
 };
 struct RAdamFactors {
   // 1 - beta1^step, lr, sqrt(1 - beta2^step), the rectification and whether it applies
   // (math::radamStepFactors)
   double bc1 = 1, lr = 0, sqrtBc2 = 1, rect = 0;
   bool rectified = false;
+  double decay = 1; // 1 - lr * weightDecay when decoupled, else 1 (math::radamStepFactors)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+  bool decoupled = false; // PyTorch 2's decoupled_weight_decay: the params decayed
 };
 struct AdadeltaFactors {
   double negLr = 0; // -lr (math::adadeltaStepFactors)

@@ -13,6 +13,10 @@
 // ALPHA: error: invalid optimizer hyper-parameters (need lr > 0, eps > 0, 0 <= betas < 1, momentum >= 0, 0 <= alpha < 1, lr-decay >= 0, 0 <= rho <= 1, momentum-decay >= 0, initial-accumulator-value >= 0)
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adadelta rho=1.5' %s 2>&1 | FileCheck %s --check-prefix=RHO
 // RHO: error: invalid optimizer hyper-parameters (need {{.*}} 0 <= rho <= 1,
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adamw decoupled-weight-decay=true' %s 2>&1 | FileCheck %s --check-prefix=DECOUPLED
+// DECOUPLED: error: decoupled-weight-decay is NAdam's and RAdam's; the adamw optimizer decouples its weight decay always
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad decoupled-weight-decay=true' %s 2>&1 | FileCheck %s --check-prefix=DECOUPLED2
+// DECOUPLED2: error: decoupled-weight-decay is NAdam's and RAdam's; the adagrad optimizer has none
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=sgd lr=0' %s 2>&1 | FileCheck %s --check-prefix=LR0
 // LR0: error: invalid optimizer hyper-parameters (need lr > 0,
 

@@ -14,6 +14,7 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adadelta rho=0.95' %s | FileCheck %s --check-prefix=ADADELTA
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad initial-accumulator-value=0.1' %s | FileCheck %s --check-prefix=ADAGRADINIT
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd maximize=true' %s | FileCheck %s --check-prefix=MAXIMIZE
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=radam weight-decay=0.1 decoupled-weight-decay=true' %s | FileCheck %s --check-prefix=RADAMW
 
 // A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
 // the ReLU mask (from its result, so the GEMM output need not outlive the ReLU), the weight
@@ -114,6 +115,10 @@
 // ADADELTA-NEXT: %{{.*}}, %[[NSQ:.*]], %[[NACC:.*]] = plait.adadelta_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SQ]], %[[ACC]] {rho = 0.94999999999999996 : f64}
 // ADADELTA: plait.assign %[[SQ]], %[[NSQ]] : tensor<3x4xf32>
 // ADADELTA-NEXT: plait.assign %[[ACC]], %[[NACC]] : tensor<3x4xf32>
+// RAdamW (PyTorch 2's decoupled_weight_decay): an attribute of the update, and recorded.
+// RADAMW-LABEL: module attributes
+// RADAMW-SAME: plait.train = {{{.*}}decoupled_weight_decay = true, optimizer = "radam"
+// RADAMW: plait.radam_update %{{.*}} {decoupled_weight_decay = true, weight_decay = 1.000000e-01 : f64}
 // Adagrad's initial accumulator is an attribute of its update (read on the first step).
 // ADAGRADINIT-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 1.000000e-02 : f64
 // ADAGRADINIT: plait.adagrad_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {initial_accumulator_value = 1.000000e-01 : f64}
