@@ -445,6 +445,9 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
                          t.value("decoupled_weight_decay", false)
                      ? " (decoupled: params decayed)"
                      : " (L2: added to the gradient)";
+      if (decay != 0 && t.contains("no_weight_decay"))
+        detail += fmt::format(", none on params matching '{}'",
+                              t["no_weight_decay"].get<std::string>());
       if (clip > 0)
         detail += fmt::format(", gradients clipped to norm {:g}", clip);
       if (t.value("maximize", false))

@@ -135,6 +135,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.maximize = train.maximize;
   o.decoupledWeightDecay = train.decoupledWeightDecay;
   o.freeze = train.freeze;
+  o.noWeightDecay = train.noWeightDecay;
   // With several ranks the norm is of the averaged gradients: plait-shard clips them.
   o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;
   o.schedule = train.schedule;

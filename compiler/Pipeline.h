@@ -31,6 +31,7 @@ struct TrainOptions {
   bool maximize = false; // every optimizer: step along the negated gradients
   bool decoupledWeightDecay = false; // NAdam and RAdam: NAdamW / RAdamW
   std::string freeze;      // regex of param names kept frozen
+  std::string noWeightDecay; // regex of param names trained without weight decay
   double clipGradNorm = 0;
   std::string schedule = "constant";
   int64_t warmupSteps = 0, totalSteps = 0;

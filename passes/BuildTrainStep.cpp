@@ -397,6 +397,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       train.push_back(b.getNamedAttr("maximize", b.getBoolAttr(true)));
     if (decoupledWeightDecay)
       train.push_back(b.getNamedAttr("decoupled_weight_decay", b.getBoolAttr(true)));
+    if (!noWeightDecay.empty())
+      train.push_back(b.getNamedAttr("no_weight_decay", b.getStringAttr(noWeightDecay)));
     module->setAttr("plait.train", b.getDictionaryAttr(train));
   }
 
@@ -467,9 +469,37 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                         momentumDecay,
                         initialAccumulatorValue,
                         decoupledWeightDecay};
+    // --no-weight-decay: those params' updates take weight decay 0 (plait-shard keeps them in
+    // units of their own, so that each unit's params share one update's settings).
+    std::optional<std::regex> noDecay;
+    if (!noWeightDecay.empty()) {
+      try {
+        noDecay.emplace(noWeightDecay.getValue());
+      } catch (const std::regex_error &e) {
+        module.emitError("invalid --no-weight-decay regex '") << noWeightDecay << "': " << e.what();
+        return signalPassFailure();
+      }
+      if (opt.weightDecay == 0) {
+        module.emitError("--no-weight-decay '")
+            << noWeightDecay << "' has no effect: the " << optimizer
+            << " optimizer's weight decay is 0 (give --weight-decay)";
+        return signalPassFailure();
+      }
+    }
+    OptimizerConfig undecayed = opt;
+    undecayed.weightDecay = 0;
+    int64_t excluded = 0;
     PendingAssigns assigns;
-    for (auto &[param, grad] : *grads)
-      appendUpdate(b, param.getDefiningOp<ParamOp>(), grad, lrValue, stepValue, opt, assigns);
+    for (auto &[param, grad] : *grads) {
+      auto op = param.getDefiningOp<ParamOp>();
+      bool exclude = noDecay && std::regex_search(op.getName().str(), *noDecay);
+      excluded += exclude;
+      appendUpdate(b, op, grad, lrValue, stepValue, exclude ? undecayed : opt, assigns);
+    }
+    if (noDecay && excluded == 0) {
+      module.emitError("--no-weight-decay '") << noWeightDecay << "' matches no trainable param";
+      return signalPassFailure();
+    }
     // Assigns end the step: the runtime copies their values after the last instruction.
     for (auto &[target, value] : assigns)
       b.create<AssignOp>(loc, target, value);

@@ -95,6 +95,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
            "gradients, from a loss gradient of -1)">,
     Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
     Option<"freeze", "freeze", "std::string", "\"\"", "regex of param names not to train">,
+    Option<"noWeightDecay", "no-weight-decay", "std::string", "\"\"",
+           "regex of param names trained without weight decay (biases and norms, as a torch "
+           "param group with weight_decay 0)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
            "clip gradients to this global L2 norm (0: off)">,
     Option<"schedule", "schedule", "std::string", "\"constant\"",

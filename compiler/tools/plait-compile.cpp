@@ -63,6 +63,9 @@ int main(int argc, char **argv) {
   app.add_flag("--maximize", train.maximize,
                "maximize the loss, as torch's maximize=True (any optimizer)");
   app.add_option("--freeze", train.freeze, "regex of param names not to train");
+  app.add_option("--no-weight-decay", train.noWeightDecay,
+                 "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
+                 "torch param group with weight_decay 0)");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
   app.add_option("--lr-schedule", train.schedule, "constant, linear-warmup or cosine")
       ->check(CLI::IsMember({"constant", "linear-warmup", "cosine"}));
@@ -169,7 +172,7 @@ int main(int argc, char **argv) {
   for (const char *flag : {"--optimizer", "--lr", "--weight-decay", "--momentum", "--dampening",
                            "--nesterov", "--betas", "--eps", "--alpha", "--centered",
                            "--lr-decay", "--amsgrad", "--maximize", "--decoupled-weight-decay",
-                           "--initial-accumulator-value", "--rho",
+                           "--initial-accumulator-value", "--rho", "--no-weight-decay",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--micro-batches", "--precision"})

@@ -333,6 +333,29 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         units[it->second].params.push_back(p);
       }
     }
+    // A flat shard is updated by one op: a unit whose params' updates differ in their settings
+    // (--no-weight-decay) is split into one unit per setting, in first-use order, the second
+    // and later named UNIT/1, UNIT/2, ...
+    std::vector<Unit> split;
+    for (Unit &u : units) {
+      std::vector<Unit> parts;
+      for (TrainableParam *p : u.params) {
+        auto same = llvm::find_if(parts, [&](const Unit &part) {
+          return part.params.front()->update->getAttrDictionary() ==
+                 p->update->getAttrDictionary();
+        });
+        if (same == parts.end()) {
+          std::string name =
+              parts.empty() ? u.name : u.name + "/" + std::to_string(parts.size());
+          parts.push_back({name});
+          same = std::prev(parts.end());
+        }
+        same->params.push_back(p);
+      }
+      for (Unit &part : parts)
+        split.push_back(std::move(part));
+    }
+    units = std::move(split);
     for (Unit &u : units)
       u.firstUse = u.params.front()->firstUse;
 

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import struct
 import subprocess
 import sys
@@ -151,11 +152,14 @@ class RAdamW(torch.optim.Optimizer):
                     p.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
 
 
-def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None):
+def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None,
+           no_decay=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
-    (kind, lr, warmup, total, min_lr); noise_only: weight slices whose gradient is exactly 0."""
+    (kind, lr, warmup, total, min_lr); noise_only: weight slices whose gradient is exactly 0;
+    no_decay: a regex of param names the torch optimizer gets in a second param group with
+    weight_decay 0 (plait's --no-weight-decay)."""
     return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
-                clip=clip, noise_only=noise_only or {})
+                clip=clip, noise_only=noise_only or {}, no_decay=no_decay)
 
 
 CONFIGS = {
@@ -230,6 +234,18 @@ CONFIGS = {
     "cnn-radamw": config("cnn", ["--optimizer", "radam", "--weight-decay", "0.1",
                                  "--decoupled-weight-decay"],
                          lambda p: RAdamW(p, lr=1e-3, weight_decay=0.1)),
+    # Biases and norms without weight decay (a second torch param group): plait keeps their
+    # updates apart, and plait-shard their units (the dp tests shard them).
+    "gpt-adamw-no-decay": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                         "--weight-decay", "0.1", "--no-weight-decay",
+                                         "bias|ln"],
+                                 lambda p: torch.optim.AdamW(p, lr=3e-3, weight_decay=0.1),
+                                 noise_only=KEY_BIAS, no_decay="bias|ln"),
+    "cnn-sgd-no-decay": config("cnn", ["--optimizer", "sgd", "--lr", "0.02", "--momentum", "0.9",
+                                       "--weight-decay", "0.01", "--no-weight-decay", "bias"],
+                               lambda p: torch.optim.SGD(p, lr=0.02, momentum=0.9,
+                                                         weight_decay=0.01),
+                               no_decay="bias"),
     "mlp-adadelta": config("mlp", ["--optimizer", "adadelta", "--weight-decay", "1e-3"],
                            lambda p: torch.optim.Adadelta(p, lr=1.0, weight_decay=1e-3)),
     "cnn-adadelta": config("cnn", ["--optimizer", "adadelta", "--lr", "0.5", "--rho", "0.95",
@@ -327,7 +343,13 @@ def schedule_factor(schedule, step):
 
 
 def train_torch(model, cfg, data, batch, steps, input_order):
-    opt = cfg["optimizer"](model.parameters())
+    params = model.parameters()
+    if cfg["no_decay"]:
+        named = list(model.named_parameters())
+        match = lambda name: re.search(cfg["no_decay"], name)
+        params = [{"params": [p for n, p in named if not match(n)]},
+                  {"params": [p for n, p in named if match(n)], "weight_decay": 0.0}]
+    opt = cfg["optimizer"](params)
     schedule = cfg["schedule"]
     losses = []
     for s in range(steps):
