@@ -550,14 +550,15 @@ def Plait_GroupedUpdateOp : Plait_Op<"grouped_update", [Pure]> {
   let summary = "several optimizer updates of one kind computed by one kernel (plait-group-updates)";
   let description = [{
     `update` (adamw_update, sgd_update, adagrad_update, rmsprop_update, lion_update,
-    adamax_update, nadam_update, radam_update or adadelta_update) applied to each of N tensors: the operands are N
-    groups of `operands_per_update` operands, each as that op takes them, and the results N
-    groups of `results_per_update`. The op's other attributes are the update's (beta1,
-    momentum, ...), the same for every tensor. Each tensor is updated exactly as the single op
-    updates it; the kernel walks the list (PyTorch's multi-tensor "foreach" path, on one
-    dispatch). A gradient may also be of its param's shape in bf16 or f16 (the param f32 or
-    f64): the kernel widens it exactly as a cast before the update would, which
-    plait-group-updates folds in so that the wide copy of the gradient is never stored.
+    adamax_update, nadam_update, radam_update or adadelta_update) applied to each of N
+    tensors: the operands are N groups of `operands_per_update` operands, each as that op
+    takes them, and the results N groups of `results_per_update`. The op's other attributes
+    are the update's (beta1, momentum, ...), the same for every tensor. Each tensor is updated
+    exactly as the single op updates it; the kernel walks the list (PyTorch's multi-tensor
+    "foreach" path, on one dispatch). A gradient may also be of its param's shape in bf16 or
+    f16 (the param f32 or f64): the kernel widens it exactly as a cast before the update
+    would, which plait-group-updates folds in so that the wide copy of the gradient is never
+    stored.
 
     ```mlir
     %p2, %m2, %v2, %q2, %n2, %w2 = plait.grouped_update %p, %g, %m, %v, %lr, %step,

@@ -792,9 +792,9 @@ struct RAdamFactors : AdamLikeAttrs {
 
 /// torch.optim.RAdam's _single_tensor_radam for one tensor:
 ///   g = grad (+ wd * param);  param *= decay;  m = m * b1 + (1 - b1) * g;
-///   v = v * b2 + (1 - b2) * g * g;  mhat = m / bc1;  rectified: param -= mhat * lr * (1 / (sqrt(v) + eps) * sqrt(bc2)) *
-///   rect (torch's float / tensor is the tensor's reciprocal times the float); else
-///   param -= mhat * lr.
+///   v = v * b2 + (1 - b2) * g * g;  mhat = m / bc1;
+///   rectified: param -= mhat * lr * (1 / (sqrt(v) + eps) * sqrt(bc2)) * rect (torch's
+///   float / tensor is the tensor's reciprocal times the float); else param -= mhat * lr.
 template <typename T, bool kDecay, bool kRectified>
 void radamLoop(int64_t n, const TwoStateArrays<T> &a, const RAdamFactors &f) {
   const T b1 = T(f.beta1), oneMinusB1 = T(1 - f.beta1), b2 = T(f.beta2);
