@@ -136,6 +136,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.decoupledWeightDecay = train.decoupledWeightDecay;
   o.freeze = train.freeze;
   o.noWeightDecay = train.noWeightDecay;
+  o.lrScale = train.lrScale;
   // With several ranks the norm is of the averaged gradients: plait-shard clips them.
   o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;
   o.schedule = train.schedule;

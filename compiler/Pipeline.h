@@ -32,6 +32,7 @@ struct TrainOptions {
   bool decoupledWeightDecay = false; // NAdam and RAdam: NAdamW / RAdamW
   std::string freeze;      // regex of param names kept frozen
   std::string noWeightDecay; // regex of param names trained without weight decay
+  std::string lrScale;       // --lr-scale 'REGEX=F,...': per-param learning-rate factors
   double clipGradNorm = 0;
   std::string schedule = "constant";
   int64_t warmupSteps = 0, totalSteps = 0;

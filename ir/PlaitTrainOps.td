@@ -268,6 +268,10 @@ def Plait_NllLossGradOp : Plait_LossGradOp<"nll_loss_grad",
 // Optimizer updates (one fused kernel per parameter tensor)
 //===----------------------------------------------------------------------===//
 
+// Every update also takes `lr_scale` (default 1, >= 0): the lr it applies is the step's `lr`
+// operand times it, as a torch param group's lr relative to the base (--lr-scale), scaled by
+// the schedule with the base.
+
 def Plait_SgdUpdateOp : Plait_Op<"sgd_update", [Pure, AllTypesMatch<["param", "grad", "new_param"]>]> {
   let summary = "one SGD step as PyTorch's torch.optim.SGD computes it";
   let description = [{
@@ -288,7 +292,8 @@ def Plait_SgdUpdateOp : Plait_Op<"sgd_update", [Pure, AllTypesMatch<["param", "g
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$dampening,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
-                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
   let results = (outs Plait_FloatTensor:$new_param, Optional<Plait_FloatTensor>:$new_buffer);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -323,7 +328,8 @@ def Plait_AdamWUpdateOp : Plait_Op<"adamw_update",
                        DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
                        DefaultValuedAttr<F64Attr, "0.0">:$l2,
                        Optional<Plait_FloatTensor>:$max_exp_avg_sq,
-                       DefaultValuedAttr<BoolAttr, "false">:$amsgrad);
+                       DefaultValuedAttr<BoolAttr, "false">:$amsgrad,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
                       Plait_FloatTensor:$new_exp_avg_sq,
                       Optional<Plait_FloatTensor>:$new_max_exp_avg_sq);
@@ -352,7 +358,8 @@ def Plait_AdagradUpdateOp : Plait_Op<"adagrad_update",
                        DefaultValuedAttr<F64Attr, "0.0">:$lr_decay,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        DefaultValuedAttr<F64Attr, "1.0e-10">:$eps,
-                       DefaultValuedAttr<F64Attr, "0.0">:$initial_accumulator_value);
+                       DefaultValuedAttr<F64Attr, "0.0">:$initial_accumulator_value,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_sum);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -386,7 +393,8 @@ def Plait_RMSpropUpdateOp : Plait_Op<"rmsprop_update",
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
-                       DefaultValuedAttr<BoolAttr, "false">:$centered);
+                       DefaultValuedAttr<BoolAttr, "false">:$centered,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
   let results = (outs Plait_FloatTensor:$new_param, Variadic<Plait_FloatTensor>:$new_states);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -413,7 +421,8 @@ def Plait_LionUpdateOp : Plait_Op<"lion_update",
                        Plait_FloatTensor:$exp_avg,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.99">:$beta2,
-                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -441,7 +450,8 @@ def Plait_AdamaxUpdateOp : Plait_Op<"adamax_update",
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
-                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
                       Plait_FloatTensor:$new_exp_inf);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
@@ -477,7 +487,8 @@ def Plait_NAdamUpdateOp : Plait_Op<"nadam_update",
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        DefaultValuedAttr<F64Attr, "4.0e-3">:$momentum_decay,
-                       DefaultValuedAttr<BoolAttr, "false">:$decoupled_weight_decay);
+                       DefaultValuedAttr<BoolAttr, "false">:$decoupled_weight_decay,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
                       Plait_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
@@ -511,7 +522,8 @@ def Plait_RAdamUpdateOp : Plait_Op<"radam_update",
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
-                       DefaultValuedAttr<BoolAttr, "false">:$decoupled_weight_decay);
+                       DefaultValuedAttr<BoolAttr, "false">:$decoupled_weight_decay,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
                       Plait_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
@@ -539,7 +551,8 @@ def Plait_AdadeltaUpdateOp : Plait_Op<"adadelta_update",
                        Plait_FloatTensor:$square_avg, Plait_FloatTensor:$acc_delta,
                        DefaultValuedAttr<F64Attr, "0.9">:$rho,
                        DefaultValuedAttr<F64Attr, "1.0e-6">:$eps,
-                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
   let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_square_avg,
                       Plait_FloatTensor:$new_acc_delta);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";

@@ -131,7 +131,7 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
         b.getF64FloatAttr(opt.beta2), b.getF64FloatAttr(opt.eps),
         b.getF64FloatAttr(adam ? 0.0 : opt.weightDecay),
         adam && opt.weightDecay != 0 ? b.getF64FloatAttr(opt.weightDecay) : FloatAttr(), vmax,
-        opt.amsgrad ? b.getBoolAttr(true) : BoolAttr());
+        opt.amsgrad ? b.getBoolAttr(true) : BoolAttr(), FloatAttr());
     assigns.push_back({param, update.getNewParam()});
     assigns.push_back({m, update.getNewExpAvg()});
     assigns.push_back({v, update.getNewExpAvgSq()});
@@ -147,7 +147,7 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
     auto update = b.create<LionUpdateOp>(loc, TypeRange{type, type}, param, grad, lr, step, m,
                                          b.getF64FloatAttr(opt.beta1),
                                          b.getF64FloatAttr(opt.beta2),
-                                         b.getF64FloatAttr(opt.weightDecay));
+                                         b.getF64FloatAttr(opt.weightDecay), FloatAttr());
     assigns.push_back({param, update.getNewParam()});
     assigns.push_back({m, update.getNewExpAvg()});
     return;
@@ -157,7 +157,7 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
     auto update = b.create<AdagradUpdateOp>(
         loc, TypeRange{type, type}, param, grad, lr, step, sum, b.getF64FloatAttr(opt.lrDecay),
         b.getF64FloatAttr(opt.weightDecay), b.getF64FloatAttr(opt.eps),
-        b.getF64FloatAttr(opt.initialAccumulatorValue));
+        b.getF64FloatAttr(opt.initialAccumulatorValue), FloatAttr());
     assigns.push_back({param, update.getNewParam()});
     assigns.push_back({sum, update.getNewSum()});
     return;
@@ -174,20 +174,21 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
     if (opt.kind == "adamax")
       update = b.create<AdamaxUpdateOp>(loc, results, param, grad, lr, step, first, second,
                                         f64(opt.beta1), f64(opt.beta2), f64(opt.eps),
-                                        f64(opt.weightDecay));
+                                        f64(opt.weightDecay), FloatAttr());
     else if (opt.kind == "nadam")
       update = b.create<NAdamUpdateOp>(loc, results, param, grad, lr, step, first, second,
                                        f64(opt.beta1), f64(opt.beta2), f64(opt.eps),
                                        f64(opt.weightDecay), f64(opt.momentumDecay),
-                                       b.getBoolAttr(opt.decoupledWeightDecay));
+                                       b.getBoolAttr(opt.decoupledWeightDecay), FloatAttr());
     else if (opt.kind == "radam")
       update = b.create<RAdamUpdateOp>(loc, results, param, grad, lr, step, first, second,
                                        f64(opt.beta1), f64(opt.beta2), f64(opt.eps),
                                        f64(opt.weightDecay),
-                                       b.getBoolAttr(opt.decoupledWeightDecay));
+                                       b.getBoolAttr(opt.decoupledWeightDecay), FloatAttr());
     else
       update = b.create<AdadeltaUpdateOp>(loc, results, param, grad, lr, step, first, second,
-                                          f64(opt.rho), f64(opt.eps), f64(opt.weightDecay));
+                                          f64(opt.rho), f64(opt.eps), f64(opt.weightDecay),
+                                          FloatAttr());
     assigns.push_back({param, update->getResult(0)});
     assigns.push_back({first, update->getResult(1)});
     assigns.push_back({second, update->getResult(2)});
@@ -204,7 +205,7 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
     auto update = b.create<RMSpropUpdateOp>(
         loc, results, param, grad, lr, step, states, b.getF64FloatAttr(opt.alpha),
         b.getF64FloatAttr(opt.eps), b.getF64FloatAttr(opt.weightDecay),
-        b.getF64FloatAttr(opt.momentum), b.getBoolAttr(opt.centered));
+        b.getF64FloatAttr(opt.momentum), b.getBoolAttr(opt.centered), FloatAttr());
     assigns.push_back({param, update.getNewParam()});
     for (auto [s, next] : llvm::zip(states, update.getNewStates()))
       assigns.push_back({s, next});
@@ -220,7 +221,7 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
                                       b.getF64FloatAttr(opt.momentum),
                                       b.getF64FloatAttr(opt.dampening),
                                       b.getF64FloatAttr(opt.weightDecay),
-                                      b.getBoolAttr(opt.nesterov));
+                                      b.getBoolAttr(opt.nesterov), FloatAttr());
   assigns.push_back({param, update.getNewParam()});
   if (buffer)
     assigns.push_back({buffer, update.getNewBuffer()});
@@ -378,6 +379,38 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     return success();
   }
 
+  /// One --lr-scale rule: a regex of param names and its learning-rate factor.
+  struct LrScale {
+    std::string text;
+    std::regex regex;
+    double factor;
+  };
+
+  /// The rules of --lr-scale 'REGEX=F,...' in order (first match wins); one-line errors.
+  FailureOr<std::vector<LrScale>> parseLrScales(ModuleOp module) {
+    std::vector<LrScale> out;
+    StringRef rest = lrScale;
+    while (!rest.empty()) {
+      auto [rule, tail] = rest.split(',');
+      rest = tail;
+      size_t eq = rule.rfind('=');
+      double factor = 0;
+      if (eq == StringRef::npos || eq == 0 || rule.drop_front(eq + 1).getAsDouble(factor) ||
+          !(factor >= 0)) {
+        module.emitError("--lr-scale expects REGEX=F with F >= 0, got '") << rule << "'";
+        return failure();
+      }
+      try {
+        out.push_back({rule.str(), std::regex(rule.take_front(eq).str()), factor});
+      } catch (const std::regex_error &e) {
+        module.emitError("invalid --lr-scale regex '") << rule.take_front(eq) << "': "
+                                                        << e.what();
+        return failure();
+      }
+    }
+    return out;
+  }
+
   void recordSchedule(ModuleOp module, double weightDecayUsed) {
     OpBuilder b(module.getContext());
     SmallVector<NamedAttribute> entries{
@@ -399,6 +432,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       train.push_back(b.getNamedAttr("decoupled_weight_decay", b.getBoolAttr(true)));
     if (!noWeightDecay.empty())
       train.push_back(b.getNamedAttr("no_weight_decay", b.getStringAttr(noWeightDecay)));
+    if (!lrScale.empty())
+      train.push_back(b.getNamedAttr("lr_scale", b.getStringAttr(lrScale)));
     module->setAttr("plait.train", b.getDictionaryAttr(train));
   }
 
@@ -488,18 +523,39 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     }
     OptimizerConfig undecayed = opt;
     undecayed.weightDecay = 0;
+    auto scales = parseLrScales(module);
+    if (failed(scales))
+      return signalPassFailure();
+    std::vector<bool> scaleUsed(scales->size(), false);
     int64_t excluded = 0;
     PendingAssigns assigns;
     for (auto &[param, grad] : *grads) {
       auto op = param.getDefiningOp<ParamOp>();
-      bool exclude = noDecay && std::regex_search(op.getName().str(), *noDecay);
+      std::string name = op.getName().str();
+      bool exclude = noDecay && std::regex_search(name, *noDecay);
       excluded += exclude;
+      size_t before = assigns.size();
       appendUpdate(b, op, grad, lrValue, stepValue, exclude ? undecayed : opt, assigns);
+      // --lr-scale: the first matching factor, on the update just built (the op assigned to
+      // the param).
+      for (size_t i = 0; i < scales->size(); ++i)
+        if (std::regex_search(name, (*scales)[i].regex)) {
+          scaleUsed[i] = true;
+          if ((*scales)[i].factor != 1.0)
+            assigns[before].second.getDefiningOp()->setAttr(
+                "lr_scale", b.getF64FloatAttr((*scales)[i].factor));
+          break;
+        }
     }
     if (noDecay && excluded == 0) {
       module.emitError("--no-weight-decay '") << noWeightDecay << "' matches no trainable param";
       return signalPassFailure();
     }
+    for (size_t i = 0; i < scales->size(); ++i)
+      if (!scaleUsed[i]) {
+        module.emitError("--lr-scale: '") << (*scales)[i].text << "' matches no trainable param";
+        return signalPassFailure();
+      }
     // Assigns end the step: the runtime copies their values after the last instruction.
     for (auto &[target, value] : assigns)
       b.create<AssignOp>(loc, target, value);

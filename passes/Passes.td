@@ -95,6 +95,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
            "gradients, from a loss gradient of -1)">,
     Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
     Option<"freeze", "freeze", "std::string", "\"\"", "regex of param names not to train">,
+    Option<"lrScale", "lr-scale", "std::string", "\"\"",
+           "per-param learning-rate factors 'REGEX=F,...' (first match wins; the others 1), as "
+           "torch param groups with lr = F * the base lr">,
     Option<"noWeightDecay", "no-weight-decay", "std::string", "\"\"",
            "regex of param names trained without weight decay (biases and norms, as a torch "
            "param group with weight_decay 0)">,

@@ -63,6 +63,9 @@ int main(int argc, char **argv) {
   app.add_flag("--maximize", train.maximize,
                "maximize the loss, as torch's maximize=True (any optimizer)");
   app.add_option("--freeze", train.freeze, "regex of param names not to train");
+  app.add_option("--lr-scale", train.lrScale,
+                 "per-param learning-rate factors 'REGEX=F,...' (first match wins, the others "
+                 "1), as torch param groups with lr = F * --lr");
   app.add_option("--no-weight-decay", train.noWeightDecay,
                  "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
                  "torch param group with weight_decay 0)");
@@ -173,6 +176,7 @@ int main(int argc, char **argv) {
                            "--nesterov", "--betas", "--eps", "--alpha", "--centered",
                            "--lr-decay", "--amsgrad", "--maximize", "--decoupled-weight-decay",
                            "--initial-accumulator-value", "--rho", "--no-weight-decay",
+                           "--lr-scale",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--micro-batches", "--precision"})

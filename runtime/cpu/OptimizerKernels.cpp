@@ -41,6 +41,17 @@ Status readScalar(std::string_view kernel, std::string_view what, const TensorVi
   return Status();
 }
 
+/// The learning rate of this update: the step's lr times the update's lr_scale (--lr-scale:
+/// a torch param group's lr relative to the base, applied as the schedule scales the base).
+Status readLr(std::string_view kernel, const Attrs &attrs, const TensorView &t, double &lr) {
+  PLAIT_RETURN_IF_ERROR(readScalar(kernel, "lr", t, lr));
+  double scale = attrs.getFloat("lr_scale", 1.0);
+  if (!(scale >= 0))
+    return Status::errorf("{}: lr_scale must be >= 0, got {}", kernel, scale);
+  lr *= scale;
+  return Status();
+}
+
 /// The 1-based step number; anything below 1 (or fractional) means the runtime's step
 /// counter is broken, which must not silently skip the first-step rules.
 Status readStep(std::string_view kernel, const TensorView &t, double &step) {
@@ -167,7 +178,7 @@ Status prepareSgd(const TensorView *in, const TensorView *out, bool hasBuffer,
                           kName, f.momentum, hasBuffer ? "with" : "without");
   PLAIT_RETURN_IF_ERROR(
       checkUpdateTensors(kName, UpdateKind::Sgd, attrs, in, out, hasBuffer ? 1 : 0, halfGrad));
-  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], f.lr));
+  PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[2], f.lr));
   return readStep(kName, in[3], f.step);
 }
 
@@ -301,7 +312,7 @@ Status prepareAdamW(const TensorView *in, const TensorView *out, size_t states,
   PLAIT_RETURN_IF_ERROR(
       checkUpdateTensors(kName, UpdateKind::AdamW, attrs, in, out, states, halfGrad));
   double lr, step;
-  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[4], lr));
+  PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[4], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[5], step));
   f.beta1 = attrs.getFloat("beta1", 0.9);
   f.beta2 = attrs.getFloat("beta2", 0.999);
@@ -389,7 +400,7 @@ Status prepareAdagrad(const TensorView *in, const TensorView *out, const Attrs &
   PLAIT_RETURN_IF_ERROR(
       checkUpdateTensors(kName, UpdateKind::Adagrad, attrs, in, out, 1, halfGrad));
   double lr, step;
-  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], lr));
+  PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[2], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
   double lrDecay = attrs.getFloat("lr_decay", 0.0);
   f.weightDecay = attrs.getFloat("weight_decay", 0.0);
@@ -512,7 +523,7 @@ Status prepareRMSprop(const TensorView *in, const TensorView *out, size_t states
   PLAIT_RETURN_IF_ERROR(
       checkUpdateTensors(kName, UpdateKind::RMSprop, attrs, in, out, states, halfGrad));
   double lr, step;
-  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], lr));
+  PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[2], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
   f.negLr = -lr;
   return Status();
@@ -581,7 +592,7 @@ Status prepareLion(const TensorView *in, const TensorView *out, const Attrs &att
   constexpr std::string_view kName = kLion;
   PLAIT_RETURN_IF_ERROR(checkUpdateTensors(kName, UpdateKind::Lion, attrs, in, out, 1, halfGrad));
   double lr, step;
-  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], lr));
+  PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[2], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
   f.beta1 = attrs.getFloat("beta1", 0.9);
   f.beta2 = attrs.getFloat("beta2", 0.99);
@@ -637,7 +648,7 @@ Status prepareTwoState(std::string_view kName, UpdateKind kind, const TensorView
                        const TensorView *out, const Attrs &attrs, bool halfGrad, double &lr,
                        double &step) {
   PLAIT_RETURN_IF_ERROR(checkUpdateTensors(kName, kind, attrs, in, out, 2, halfGrad));
-  PLAIT_RETURN_IF_ERROR(readScalar(kName, "lr", in[2], lr));
+  PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[2], lr));
   return readStep(kName, in[3], step);
 }
 

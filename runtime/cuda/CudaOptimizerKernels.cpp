@@ -288,6 +288,11 @@ Status runUpdates(const CudaKernelCall &call, std::string_view kernel,
                   bool halfGrad) {
   std::vector<UpdateTensor> tensors(count);
   Factors f;
+  // --lr-scale: the group's (or the op's) lr_scale multiplies each step's lr on the device,
+  // as the CPU kernels' readLr does.
+  const double lrScale = call.attrs.getFloat("lr_scale", 1.0);
+  if (!(lrScale >= 0))
+    return Status::errorf("{}: lr_scale must be >= 0, got {}", kernel, lrScale);
   for (size_t t = 0; t < count; ++t) {
     Status s = prepare(call, t * per, t * perResult, per, halfGrad, f, tensors[t]);
     if (!s.ok())
@@ -306,7 +311,7 @@ Status runUpdates(const CudaKernelCall &call, std::string_view kernel,
       ++end;
     auto [dtype, gradDtype] = dtypes(begin);
     PLAIT_RETURN_IF_ERROR(launched(launchUpdates(dtype, gradDtype, tensors.data() + begin,
-                                                 int64_t(end - begin), f, call.stream),
+                                                 int64_t(end - begin), f, lrScale, call.stream),
                                    kernel));
     begin = end;
   }

@@ -377,6 +377,9 @@ std::vector<UpdateVariant> updateVariants() {
            .build(),
        2, 9},
       {"adadelta_update", {}, 2},
+      // --lr-scale: the step's lr times the update's lr_scale, on the device.
+      {"adadelta_update", AttrsBuilder().f("lr_scale", 0.5).build(), 2},
+      {"adagrad_update", AttrsBuilder().f("lr_scale", 3).f("lr_decay", 0.01).build(), 1},
       {"adadelta_update", AttrsBuilder().f("rho", 0.8).f("weight_decay", 0.1).build(), 2},
   };
 }

@@ -153,13 +153,14 @@ class RAdamW(torch.optim.Optimizer):
 
 
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None,
-           no_decay=None):
+           no_decay=None, lr_scale=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
     (kind, lr, warmup, total, min_lr); noise_only: weight slices whose gradient is exactly 0;
     no_decay: a regex of param names the torch optimizer gets in a second param group with
-    weight_decay 0 (plait's --no-weight-decay)."""
+    weight_decay 0 (plait's --no-weight-decay); lr_scale: [(regex, factor)], first match wins,
+    each a torch param group with lr = factor * the base lr (plait's --lr-scale)."""
     return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
-                clip=clip, noise_only=noise_only or {}, no_decay=no_decay)
+                clip=clip, noise_only=noise_only or {}, no_decay=no_decay, lr_scale=lr_scale)
 
 
 CONFIGS = {
@@ -246,6 +247,21 @@ CONFIGS = {
                                lambda p: torch.optim.SGD(p, lr=0.02, momentum=0.9,
                                                          weight_decay=0.01),
                                no_decay="bias"),
+    # --lr-scale: per-param learning rates (torch param groups), scaled by the schedule with the
+    # base; with sharding, each unit split by its updates' settings.
+    "gpt-adamw-lr-scale": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                         "--lr-scale", "wte|wpe=0.1,ln=2",
+                                         "--no-weight-decay", "bias|ln",
+                                         "--lr-schedule", "cosine", "--warmup-steps", "5",
+                                         "--total-steps", "30", "--min-lr", "3e-4"],
+                                 lambda p: torch.optim.AdamW(p, lr=3e-3),
+                                 lr_schedule=("cosine", 3e-3, 5, 30, 3e-4),
+                                 noise_only=KEY_BIAS, no_decay="bias|ln",
+                                 lr_scale=[("wte|wpe", 0.1), ("ln", 2.0)]),
+    "mlp-sgd-lr-scale": config("mlp", ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9",
+                                       "--lr-scale", "fc1=0.5,head=0"],
+                               lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+                               lr_scale=[("fc1", 0.5), ("head", 0.0)]),
     "mlp-adadelta": config("mlp", ["--optimizer", "adadelta", "--weight-decay", "1e-3"],
                            lambda p: torch.optim.Adadelta(p, lr=1.0, weight_decay=1e-3)),
     "cnn-adadelta": config("cnn", ["--optimizer", "adadelta", "--lr", "0.5", "--rho", "0.95",
@@ -344,18 +360,28 @@ def schedule_factor(schedule, step):
 
 def train_torch(model, cfg, data, batch, steps, input_order):
     params = model.parameters()
-    if cfg["no_decay"]:
-        named = list(model.named_parameters())
-        match = lambda name: re.search(cfg["no_decay"], name)
-        params = [{"params": [p for n, p in named if not match(n)]},
-                  {"params": [p for n, p in named if match(n)], "weight_decay": 0.0}]
+    if cfg["no_decay"] or cfg["lr_scale"]:
+        # One param group per (factor, decayed): the factor of the first matching rule.
+        groups = {}
+        for n, p in model.named_parameters():
+            factor = next((f for r, f in cfg["lr_scale"] or [] if re.search(r, n)), 1.0)
+            decayed = not (cfg["no_decay"] and re.search(cfg["no_decay"], n))
+            groups.setdefault((factor, decayed), []).append(p)
+        params = [dict(params=ps, **({} if decayed else {"weight_decay": 0.0}))
+                  for (factor, decayed), ps in groups.items()]
+        factors = [factor for factor, decayed in groups]
     opt = cfg["optimizer"](params)
+    if cfg["lr_scale"]:
+        for group, factor in zip(opt.param_groups, factors):
+            group["lr_factor"] = factor
+            group["lr"] *= factor
     schedule = cfg["schedule"]
     losses = []
     for s in range(steps):
         if schedule:
             for group in opt.param_groups:
-                group["lr"] = schedule[1] * schedule_factor(schedule, s + 1)
+                group["lr"] = (schedule[1] * schedule_factor(schedule, s + 1)
+                               * group.get("lr_factor", 1.0))
         args = [torch.from_numpy(data[n][s * batch:(s + 1) * batch]) for n in input_order]
         loss, _ = model(*args)
         opt.zero_grad()

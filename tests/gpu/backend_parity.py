@@ -142,6 +142,9 @@ def cases():
                 "fp32", 1))
     out.append(("cnn-radamw-fp32", "cnn", ["--optimizer", "radam", "--weight-decay", "0.1",
                                           "--decoupled-weight-decay"], "fp32", 1))
+    out.append(("gpt-lr-scale-fp32", "gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                            "--lr-scale", "wte|wpe=0.1,ln=2",
+                                            "--no-weight-decay", "bias"], "fp32", 1))
     out.append(("mlp-adadelta-fp32", "mlp", ["--optimizer", "adadelta", "--rho", "0.95"],
                 "fp32", 1))
     out.append(("mlp-adagrad-init-fp32", "mlp", ["--optimizer", "adagrad", "--lr", "0.05",

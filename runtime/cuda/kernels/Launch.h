@@ -275,23 +275,32 @@ struct UpdateTensor {
 /// the math::*StepFactors), so a step replayed as a CUDA graph uses that step's values.
 constexpr int kMaxUpdateTensors = 36;
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const SgdFactors &f, cudaStream_t stream);
+                          const SgdFactors &f, double lrScale,
+                          cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const AdamWFactors &f, cudaStream_t stream);
+                          const AdamWFactors &f, double lrScale,
+                          cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const AdagradFactors &f, cudaStream_t stream);
+                          const AdagradFactors &f, double lrScale,
+                          cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const RMSpropFactors &f, cudaStream_t stream);
+                          const RMSpropFactors &f, double lrScale,
+                          cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const LionFactors &f, cudaStream_t stream);
+                          const LionFactors &f, double lrScale,
+                          cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const AdamaxFactors &f, cudaStream_t stream);
+                          const AdamaxFactors &f, double lrScale,
+                          cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const NAdamFactors &f, cudaStream_t stream);
+                          const NAdamFactors &f, double lrScale,
+                          cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const RAdamFactors &f, cudaStream_t stream);
+                          const RAdamFactors &f, double lrScale,
+                          cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const AdadeltaFactors &f, cudaStream_t stream);
+                          const AdadeltaFactors &f, double lrScale,
+                          cudaStream_t stream);
 
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 

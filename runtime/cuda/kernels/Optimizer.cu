@@ -20,7 +20,7 @@ using UpdateList = TensorList<UpdateTensor, kMaxUpdateTensors>;
 
 /// Whether a full list and the factors of each update fit in one launch's parameters.
 template <typename... Factors> constexpr bool fitLaunchParameters() {
-  return ((sizeof(UpdateList) + sizeof(Factors) < 4000) && ...);
+  return ((sizeof(UpdateList) + sizeof(Factors) + sizeof(double) < 4000) && ...);
 }
 static_assert(fitLaunchParameters<SgdFactors, AdamWFactors, AdagradFactors, RMSpropFactors,
                                  LionFactors, AdamaxFactors, NAdamFactors, RAdamFactors,
@@ -176,14 +176,14 @@ __device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
 /// whenever a tensor's hyper-parameters differ from the last tensor's (the same two for every
 /// tensor of a plan's group).
 template <typename S, typename G, typename Factors>
-__global__ void updateKernel(UpdateList list, Factors f) {
+__global__ void updateKernel(UpdateList list, Factors f, double lrScale) {
   const float *lr = nullptr, *step = nullptr;
   forEachListChunk(list, [&](int t, int64_t first) {
     const UpdateTensor &u = list.tensors[t];
     if (u.lr != lr || u.step != step) {
       lr = u.lr;
       step = u.step;
-      stepFactors(double(*lr), double(*step), f);
+      stepFactors(double(*lr) * lrScale, double(*step), f);
     }
     const int64_t end = first + kListChunk < u.n ? first + kListChunk : u.n;
     for (int64_t i = first + threadIdx.x; i < end; i += blockDim.x)
@@ -212,13 +212,14 @@ template <typename Fn> bool dispatchUpdate(int dtype, int gradDtype, Fn &&fn) {
 
 template <typename Factors>
 cudaError_t launchUpdatesOf(int dtype, int gradDtype, const UpdateTensor *tensors,
-                            int64_t count, const Factors &f, cudaStream_t stream) {
+                            int64_t count, const Factors &f, double lrScale,
+                            cudaStream_t stream) {
   return launchLists<kMaxUpdateTensors>(tensors, count, [&](const UpdateList &list,
                                                             unsigned grid) {
     return dispatchUpdate(dtype, gradDtype, [&](auto param, auto grad) {
       using S = decltype(param);
       using G = decltype(grad);
-      updateKernel<S, G, Factors><<<grid, kThreads, 0, stream>>>(list, f);
+      updateKernel<S, G, Factors><<<grid, kThreads, 0, stream>>>(list, f, lrScale);
     });
   });
 }
@@ -226,48 +227,57 @@ cudaError_t launchUpdatesOf(int dtype, int gradDtype, const UpdateTensor *tensor
 } // namespace
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const SgdFactors &f, cudaStream_t stream) {
-  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+                          const SgdFactors &f, double lrScale,
+                          cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const AdamWFactors &f, cudaStream_t stream) {
-  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+                          const AdamWFactors &f, double lrScale,
+                          cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const AdagradFactors &f, cudaStream_t stream) {
-  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+                          const AdagradFactors &f, double lrScale,
+                          cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const RMSpropFactors &f, cudaStream_t stream) {
-  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+                          const RMSpropFactors &f, double lrScale,
+                          cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const LionFactors &f, cudaStream_t stream) {
-  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+                          const LionFactors &f, double lrScale,
+                          cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const AdamaxFactors &f, cudaStream_t stream) {
-  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+                          const AdamaxFactors &f, double lrScale,
+                          cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const NAdamFactors &f, cudaStream_t stream) {
-  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+                          const NAdamFactors &f, double lrScale,
+                          cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const RAdamFactors &f, cudaStream_t stream) {
-  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+                          const RAdamFactors &f, double lrScale,
+                          cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
-                          const AdadeltaFactors &f, cudaStream_t stream) {
-  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, stream);
+                          const AdadeltaFactors &f, double lrScale,
+                          cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 
 } // namespace plait::rt::cuda

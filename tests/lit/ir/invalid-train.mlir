@@ -470,3 +470,11 @@ func.func @grouped_two_states(%p: tensor<4xf32>, %lr: tensor<f32>) {
   %0:2 = plait.grouped_update %p, %p, %lr, %lr, %p {update = "nadam_update", operands_per_update = 5 : i64, results_per_update = 2 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+func.func @lr_scale(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.sgd_update' op needs lr_scale >= 0}}
+  %0 = plait.sgd_update %p, %p, %lr, %lr {lr_scale = -0.5 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+  return
+}

@@ -612,6 +612,49 @@ TEST(AdagradUpdate, InitialAccumulatorValueMatchesTorch) {
       0.4530331790447235, 0.39346036314964294, 0.3251100480556488, 0.5712218284606934}}});
 }
 
+// lr_scale (--lr-scale): every update applies the step's lr times it, the same as a step
+// whose lr is that product; a negative scale is refused.
+TEST(UpdateLrScale, ScalesTheStepsLearningRate) {
+  const int64_t n = (int64_t)kParam0.size();
+  struct Kind {
+    const char *update;
+    size_t states;
+  } kinds[] = {{"sgd_update", 0},   {"adamw_update", 2}, {"adagrad_update", 1},
+               {"rmsprop_update", 1}, {"lion_update", 1},  {"adamax_update", 2},
+               {"nadam_update", 2}, {"radam_update", 2},  {"adadelta_update", 2}};
+  for (const Kind &k : kinds) {
+    SCOPED_TRACE(k.update);
+    cpu::UpdateKind kind;
+    ASSERT_TRUE(cpu::updateKindOf(k.update, kind));
+    auto run = [&](double lr, const Attrs &attrs) {
+      std::vector<OwnedTensor> inputs(4 + k.states, f32(kParam0));
+      inputs[1] = f32(kGrads[0]);
+      const size_t lrAt = kind == cpu::UpdateKind::AdamW ? 4 : 2;
+      inputs[lrAt] = f32Scalar(lr);
+      inputs[lrAt + 1] = f32Scalar(9);
+      // States of 0.25: sums, averages of squares and maxima are >= 0.
+      for (size_t j = 0; j < k.states; ++j)
+        inputs[cpu::updateStateOperand(kind, j)] = f32(std::vector<double>(n, 0.25));
+      std::vector<std::pair<DType, std::vector<int64_t>>> outputs(k.states + 1,
+                                                                  {DType::F32, {n}});
+      return runKernel(k.update, inputs, outputs, attrs);
+    };
+    // 0.25 and its multiples are exact in f32 and double: the two products are the same lr.
+    KernelResult scaled = run(0.25, AttrsBuilder().f("lr_scale", 0.5).build());
+    KernelResult direct = run(0.125, Attrs());
+    ASSERT_TRUE(scaled.status.ok()) << scaled.status.message();
+    ASSERT_TRUE(direct.status.ok()) << direct.status.message();
+    for (size_t j = 0; j <= k.states; ++j)
+      EXPECT_EQ(scaled.out(j).floats(), direct.out(j).floats()) << "result " << j;
+    KernelResult negative = run(0.25, AttrsBuilder().f("lr_scale", -1).build());
+    ASSERT_FALSE(negative.status.ok());
+    EXPECT_NE(negative.status.message().find(std::string(k.update) +
+                                             ": lr_scale must be >= 0, got -1"),
+              std::string::npos)
+        << negative.status.message();
+  }
+}
+
 TEST(RMSpropUpdate, OutputsMayAliasTheirInputs) {
   int64_t n = (int64_t)kParam0.size();
   auto attrs = AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).i("centered", 1).build();
