@@ -43,8 +43,7 @@ nextReduceScatters(mlir::Block &block) {
 
 /// An optimizer update: (param, grad, ...) -> (new param, new state...).
 inline bool isOptimizerUpdate(mlir::Operation *op) {
-  return mlir::isa<SgdUpdateOp, AdamWUpdateOp, AdagradUpdateOp, RMSpropUpdateOp, LionUpdateOp,
-                   AdamaxUpdateOp, NAdamUpdateOp, RAdamUpdateOp, AdadeltaUpdateOp>(op);
+  return op->hasTrait<traits::OptimizerUpdate>();
 }
 
 /// An optimizer update's operands, by the update's name (adamw_update, sgd_update,

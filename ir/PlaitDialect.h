@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "ir/PlaitDialect.h.inc"
+#include "ir/PlaitTraits.h"
 
 #define GET_OP_CLASSES
 #include "ir/PlaitOps.h.inc"

@@ -165,8 +165,6 @@ LogicalResult NllLossGradOp::verify() {
 }
 
 LogicalResult SgdUpdateOp::verify() {
-  if (getLrScale().convertToDouble() < 0.0)
-    return emitOpError("needs lr_scale >= 0");
   bool hasBuffer = getMomentumBuffer() != nullptr;
   if (hasBuffer != (getMomentum().convertToDouble() != 0.0))
     return emitOpError("needs a momentum buffer exactly when momentum is non-zero");
@@ -180,8 +178,6 @@ LogicalResult SgdUpdateOp::verify() {
 }
 
 LogicalResult AdamWUpdateOp::verify() {
-  if (getLrScale().convertToDouble() < 0.0)
-    return emitOpError("needs lr_scale >= 0");
   bool amsgrad = getAmsgrad();
   if (amsgrad != (getMaxExpAvgSq() != nullptr))
     return emitOpError("takes max_exp_avg_sq exactly when amsgrad is set");
@@ -194,8 +190,6 @@ LogicalResult AdamWUpdateOp::verify() {
 }
 
 LogicalResult LionUpdateOp::verify() {
-  if (getLrScale().convertToDouble() < 0.0)
-    return emitOpError("needs lr_scale >= 0");
   double beta1 = getBeta1().convertToDouble(), beta2 = getBeta2().convertToDouble();
   if (beta1 < 0.0 || beta1 >= 1.0 || beta2 < 0.0 || beta2 >= 1.0)
     return emitOpError("needs 0 <= betas < 1");
@@ -210,15 +204,11 @@ static LogicalResult verifyAdamLike(Operation *op, double beta1, double beta2, d
 }
 
 LogicalResult AdamaxUpdateOp::verify() {
-  if (getLrScale().convertToDouble() < 0.0)
-    return emitOpError("needs lr_scale >= 0");
   return verifyAdamLike(*this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
                         getEps().convertToDouble());
 }
 
 LogicalResult NAdamUpdateOp::verify() {
-  if (getLrScale().convertToDouble() < 0.0)
-    return emitOpError("needs lr_scale >= 0");
   if (getMomentumDecay().convertToDouble() < 0.0)
     return emitOpError("needs momentum_decay >= 0");
   return verifyAdamLike(*this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
@@ -226,15 +216,11 @@ LogicalResult NAdamUpdateOp::verify() {
 }
 
 LogicalResult RAdamUpdateOp::verify() {
-  if (getLrScale().convertToDouble() < 0.0)
-    return emitOpError("needs lr_scale >= 0");
   return verifyAdamLike(*this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
                         getEps().convertToDouble());
 }
 
 LogicalResult AdadeltaUpdateOp::verify() {
-  if (getLrScale().convertToDouble() < 0.0)
-    return emitOpError("needs lr_scale >= 0");
   double rho = getRho().convertToDouble();
   if (rho < 0.0 || rho > 1.0 || getEps().convertToDouble() < 0.0)
     return emitOpError("needs 0 <= rho <= 1 and eps >= 0");
@@ -242,8 +228,6 @@ LogicalResult AdadeltaUpdateOp::verify() {
 }
 
 LogicalResult AdagradUpdateOp::verify() {
-  if (getLrScale().convertToDouble() < 0.0)
-    return emitOpError("needs lr_scale >= 0");
   if (getEps().convertToDouble() <= 0.0 || getLrDecay().convertToDouble() < 0.0 ||
       getInitialAccumulatorValue().convertToDouble() < 0.0)
     return emitOpError("needs eps > 0, lr_decay >= 0 and initial_accumulator_value >= 0");
@@ -257,8 +241,6 @@ static int64_t rmspropStates(bool centered, double momentum) {
 }
 
 LogicalResult RMSpropUpdateOp::verify() {
-  if (getLrScale().convertToDouble() < 0.0)
-    return emitOpError("needs lr_scale >= 0");
   double alpha = getAlpha().convertToDouble(), momentum = getMomentum().convertToDouble();
   if (alpha < 0.0 || alpha >= 1.0 || getEps().convertToDouble() <= 0.0 || momentum < 0.0)
     return emitOpError("needs 0 <= alpha < 1, eps > 0 and momentum >= 0");

@@ -270,9 +270,15 @@ def Plait_NllLossGradOp : Plait_LossGradOp<"nll_loss_grad",
 
 // Every update also takes `lr_scale` (default 1, >= 0): the lr it applies is the step's `lr`
 // operand times it, as a torch param group's lr relative to the base (--lr-scale), scaled by
-// the schedule with the base.
+// the schedule with the base. The OptimizerUpdate trait (ir/PlaitTraits.h) marks the updates
+// and checks it.
+def Plait_OptimizerUpdate : NativeOpTrait<"OptimizerUpdate"> {
+  let cppNamespace = "::plait::traits";
+}
 
-def Plait_SgdUpdateOp : Plait_Op<"sgd_update", [Pure, AllTypesMatch<["param", "grad", "new_param"]>]> {
+def Plait_SgdUpdateOp : Plait_Op<"sgd_update",
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "new_param"]>]> {
   let summary = "one SGD step as PyTorch's torch.optim.SGD computes it";
   let description = [{
     g = grad + weight_decay * param; with momentum m > 0: buf = g on step 1, else
@@ -300,7 +306,8 @@ def Plait_SgdUpdateOp : Plait_Op<"sgd_update", [Pure, AllTypesMatch<["param", "g
 }
 
 def Plait_AdamWUpdateOp : Plait_Op<"adamw_update",
-    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                           "new_exp_avg", "new_exp_avg_sq"]>]> {
   let summary = "one AdamW (or Adam) step as PyTorch's torch.optim.AdamW (Adam) computes it";
   let description = [{
@@ -338,7 +345,8 @@ def Plait_AdamWUpdateOp : Plait_Op<"adamw_update",
 }
 
 def Plait_AdagradUpdateOp : Plait_Op<"adagrad_update",
-    [Pure, AllTypesMatch<["param", "grad", "sum", "new_param", "new_sum"]>]> {
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "sum", "new_param", "new_sum"]>]> {
   let summary = "one Adagrad step as PyTorch's torch.optim.Adagrad computes it";
   let description = [{
     g = grad + weight_decay * param; clr = lr / (1 + (step - 1) * lr_decay);
@@ -366,7 +374,8 @@ def Plait_AdagradUpdateOp : Plait_Op<"adagrad_update",
 }
 
 def Plait_RMSpropUpdateOp : Plait_Op<"rmsprop_update",
-    [Pure, AllTypesMatch<["param", "grad", "new_param"]>]> {
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "new_param"]>]> {
   let summary = "one RMSprop step as PyTorch's torch.optim.RMSprop computes it";
   let description = [{
     g = grad + weight_decay * param; sq = alpha * sq + (1 - alpha) * g * g;
@@ -401,7 +410,8 @@ def Plait_RMSpropUpdateOp : Plait_Op<"rmsprop_update",
 }
 
 def Plait_LionUpdateOp : Plait_Op<"lion_update",
-    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "new_param", "new_exp_avg"]>]> {
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "exp_avg", "new_param", "new_exp_avg"]>]> {
   let summary = "one Lion step (Chen et al. 2023, \"Symbolic Discovery of Optimization "
                 "Algorithms\")";
   let description = [{
@@ -429,7 +439,8 @@ def Plait_LionUpdateOp : Plait_Op<"lion_update",
 }
 
 def Plait_AdamaxUpdateOp : Plait_Op<"adamax_update",
-    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_inf", "new_param", "new_exp_avg",
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "exp_avg", "exp_inf", "new_param", "new_exp_avg",
                           "new_exp_inf"]>]> {
   let summary = "one Adamax step as PyTorch's torch.optim.Adamax computes it";
   let description = [{
@@ -459,7 +470,8 @@ def Plait_AdamaxUpdateOp : Plait_Op<"adamax_update",
 }
 
 def Plait_NAdamUpdateOp : Plait_Op<"nadam_update",
-    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                           "new_exp_avg", "new_exp_avg_sq"]>]> {
   let summary = "one NAdam step as PyTorch's torch.optim.NAdam computes it";
   let description = [{
@@ -496,7 +508,8 @@ def Plait_NAdamUpdateOp : Plait_Op<"nadam_update",
 }
 
 def Plait_RAdamUpdateOp : Plait_Op<"radam_update",
-    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                           "new_exp_avg", "new_exp_avg_sq"]>]> {
   let summary = "one RAdam step as PyTorch's torch.optim.RAdam computes it";
   let description = [{
@@ -531,7 +544,8 @@ def Plait_RAdamUpdateOp : Plait_Op<"radam_update",
 }
 
 def Plait_AdadeltaUpdateOp : Plait_Op<"adadelta_update",
-    [Pure, AllTypesMatch<["param", "grad", "square_avg", "acc_delta", "new_param",
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "square_avg", "acc_delta", "new_param",
                           "new_square_avg", "new_acc_delta"]>]> {
   let summary = "one Adadelta step as PyTorch's torch.optim.Adadelta computes it";
   let description = [{

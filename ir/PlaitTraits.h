@@ -1,0 +1,23 @@
+// C++ traits of plait ops (declared in ODS as NativeOpTrait, cppNamespace ::plait::traits).
+#pragma once
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpDefinition.h"
+
+namespace plait::traits {
+
+/// An optimizer update: (param, grad, lr, step, states...) -> (new param, new states...)
+/// (ir/OpKinds.h describes the operand layout). Every update carries `lr_scale`, the factor
+/// on the step's lr that --lr-scale sets: checked here once for all of them.
+template <typename ConcreteType>
+class OptimizerUpdate : public mlir::OpTrait::TraitBase<ConcreteType, OptimizerUpdate> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    auto scale = op->getAttrOfType<mlir::FloatAttr>("lr_scale");
+    if (scale && scale.getValueAsDouble() < 0.0)
+      return op->emitOpError("needs lr_scale >= 0");
+    return mlir::success();
+  }
+};
+
+} // namespace plait::traits
