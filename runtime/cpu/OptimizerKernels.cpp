@@ -1,9 +1,8 @@
 // Optimizer updates (ir/PlaitTrainOps.td): sgd_update, adamw_update, adagrad_update,
-// rmsprop_update, lion_update, adamax_update, nadam_update, radam_update and adadelta_update,
-// one fused pass per parameter tensor that follows torch.optim.SGD / AdamW / Adam / Adagrad /
-// RMSprop / Adamax / NAdam / RAdam / Adadelta (PyTorch 1.13, single-tensor path; NAdam with
-// PyTorch 2's fix of its momentum product) and Lion's reference implementation operation by
-// operation.
+// rmsprop_update, lion_update and grouped_update, one fused pass per parameter tensor that
+// follows torch.optim.SGD / AdamW / Adam / Adagrad / RMSprop (PyTorch 1.13, single-tensor
+// path) and Lion's reference implementation operation by operation. The two-state updates
+// (adamax, nadam, radam, adadelta) are in TwoStateUpdateKernels.cpp.
 //
 // PyTorch computes the scalar factors (1 - lr * wd, lr / (1 - beta1^step), ...) in double,
 // as Python floats, and converts each to the parameter dtype where it meets a tensor; the
@@ -22,68 +21,14 @@
 #include <cstring>
 #include <type_traits>
 
-#include "runtime/OptimizerSchedule.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/OptimizerSupport.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 namespace {
-
-/// Reads the f32 scalar hyper-parameter `what` (lr or step) set by the runtime.
-Status readScalar(std::string_view kernel, std::string_view what, const TensorView &t,
-                  double &value) {
-  if (t.dtype != DType::F32 || t.numel() != 1)
-    return Status::errorf("{}: {} must be an f32 scalar, got {} {}", kernel, what,
-                          dtypeName(t.dtype), shapeString(t.shape));
-  value = double(*t.as<float>());
-  return Status();
-}
-
-/// The learning rate of this update: the step's lr times the update's lr_scale (--lr-scale:
-/// a torch param group's lr relative to the base, applied as the schedule scales the base).
-Status readLr(std::string_view kernel, const Attrs &attrs, const TensorView &t, double &lr) {
-  PLAIT_RETURN_IF_ERROR(readScalar(kernel, "lr", t, lr));
-  double scale = attrs.getFloat("lr_scale", 1.0);
-  if (!(scale >= 0))
-    return Status::errorf("{}: lr_scale must be >= 0, got {}", kernel, scale);
-  lr *= scale;
-  return Status();
-}
-
-/// The 1-based step number; anything below 1 (or fractional) means the runtime's step
-/// counter is broken, which must not silently skip the first-step rules.
-Status readStep(std::string_view kernel, const TensorView &t, double &step) {
-  PLAIT_RETURN_IF_ERROR(readScalar(kernel, "step", t, step));
-  if (!(step >= 1) || step != std::floor(step))
-    return Status::errorf("{}: step must be a whole number >= 1, got {}", kernel, step);
-  return Status();
-}
-
-/// Calls body(begin, end, grad) over the pieces of elements [begin, end), `grad` the T values
-/// of the gradient `g` there: g's own elements when it is of type T, else (bf16 or f16) those
-/// elements widened exactly, as a cast to T computes them, into a buffer on the stack.
-template <typename T, typename Body>
-void forGradPieces(const TensorView &g, int64_t begin, int64_t end, Body &&body) {
-  if (g.dtype != DType::BF16 && g.dtype != DType::F16) {
-    body(begin, end, g.as<T>() + begin);
-    return;
-  }
-  constexpr int64_t kPiece = 1024;
-  T wide[kPiece];
-  const uint16_t *half = g.as<uint16_t>();
-  for (int64_t b = begin; b < end; b += kPiece) {
-    const int64_t n = std::min(kPiece, end - b);
-    if (g.dtype == DType::BF16)
-      for (int64_t i = 0; i < n; ++i)
-        wide[i] = T(widenBf16(half[b + i]));
-    else
-      for (int64_t i = 0; i < n; ++i)
-        wide[i] = T(widenF16(half[b + i]));
-    body(b, b + n, static_cast<const T *>(wide));
-  }
-}
 
 //===----------------------------------------------------------------------===//
 // sgd_update
@@ -616,341 +561,6 @@ Status lionUpdateKernel(const KernelCall &call) {
 }
 
 //===----------------------------------------------------------------------===//
-// adamax_update, nadam_update, radam_update, adadelta_update: two states each
-//===----------------------------------------------------------------------===//
-
-constexpr std::string_view kAdamax = "adamax_update", kNAdam = "nadam_update",
-                           kRAdam = "radam_update", kAdadelta = "adadelta_update";
-
-/// One two-state update's arrays from its first element: param, gradient, the two states
-/// (operands 4 and 5) and the three results.
-template <typename T> struct TwoStateArrays {
-  const T *param, *grad, *first, *second;
-  T *newParam, *newFirst, *newSecond;
-};
-
-/// The whole tensor of a two-state update, split across the kernels' threads: loop(n, arrays)
-/// on each piece, the gradient widened where it is bf16 or f16 (forGradPieces).
-template <typename T, typename Loop>
-void twoStateUpdate(const TensorView *in, const TensorView *out, Loop &&loop) {
-  parallelFor(in[0].numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
-    forGradPieces<T>(in[1], begin, end, [&](int64_t b, int64_t e, const T *grad) {
-      loop(e - b, TwoStateArrays<T>{in[0].as<T>() + b, grad, in[4].as<T>() + b,
-                                    in[5].as<T>() + b, out[0].as<T>() + b,
-                                    out[1].as<T>() + b, out[2].as<T>() + b});
-    });
-  });
-}
-
-/// Checks a two-state update's operands `in` (6) and results `out` (3) and reads its lr and
-/// step; `halfGrad`: the gradient may be bf16 or f16 (checkUpdateGrad).
-Status prepareTwoState(std::string_view kName, UpdateKind kind, const TensorView *in,
-                       const TensorView *out, const Attrs &attrs, bool halfGrad, double &lr,
-                       double &step) {
-  PLAIT_RETURN_IF_ERROR(checkUpdateTensors(kName, kind, attrs, in, out, 2, halfGrad));
-  PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[2], lr));
-  return readStep(kName, in[3], step);
-}
-
-/// Calls fn(std::true_type) when the update has a weight decay term, else fn(std::false_type):
-/// the loops compile the term in only where it is used.
-template <typename Fn> void withDecay(double weightDecay, Fn &&fn) {
-  if (weightDecay != 0)
-    fn(std::true_type{});
-  else
-    fn(std::false_type{});
-}
-
-/// The attributes Adam's variants (adamax, nadam, radam) share, torch's defaults.
-struct AdamLikeAttrs {
-  double beta1, beta2, eps, weightDecay;
-};
-void readAdamLike(const Attrs &attrs, AdamLikeAttrs &f) {
-  f.beta1 = attrs.getFloat("beta1", 0.9);
-  f.beta2 = attrs.getFloat("beta2", 0.999);
-  f.eps = attrs.getFloat("eps", 1e-8);
-  f.weightDecay = attrs.getFloat("weight_decay", 0.0);
-}
-
-struct AdamaxFactors : AdamLikeAttrs {
-  double negClr; // -lr / (1 - beta1^step)
-};
-
-/// torch.optim.Adamax's _single_tensor_adamax for one tensor (no maximize):
-///   g = grad (+ wd * param);  m = m * b1 + (1 - b1) * g;  u = max(u * b2, |g| + eps);
-///   param += -clr * m / u.
-/// torch.amax propagates a NaN from either side, as the select does.
-template <typename T, bool kDecay>
-void adamaxLoop(int64_t n, const TwoStateArrays<T> &a, const AdamaxFactors &f) {
-  const T b1 = T(f.beta1), oneMinusB1 = T(1 - f.beta1), b2 = T(f.beta2), eps = T(f.eps);
-  const T wd = T(f.weightDecay), negClr = T(f.negClr);
-#pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) {
-    T p = a.param[i], g = a.grad[i];
-    if constexpr (kDecay)
-      g = g + wd * p;
-    T m = a.first[i] * b1 + oneMinusB1 * g;
-    T decayed = a.second[i] * b2, bound = std::abs(g) + eps;
-    T u = (decayed > bound || decayed != decayed) ? decayed : bound;
-    a.newParam[i] = p + negClr * m / u;
-    a.newFirst[i] = m;
-    a.newSecond[i] = u;
-  }
-}
-
-Status prepareAdamax(const TensorView *in, const TensorView *out, const Attrs &attrs,
-                     AdamaxFactors &f, bool halfGrad = false) {
-  double lr, step;
-  PLAIT_RETURN_IF_ERROR(
-      prepareTwoState(kAdamax, UpdateKind::Adamax, in, out, attrs, halfGrad, lr, step));
-  readAdamLike(attrs, f);
-  f.negClr = -(lr / (1 - std::pow(f.beta1, step)));
-  return Status();
-}
-
-template <typename T>
-void adamaxUpdate(const TensorView *in, const TensorView *out, const AdamaxFactors &f) {
-  twoStateUpdate<T>(in, out, [&](int64_t n, const TwoStateArrays<T> &a) {
-    withDecay(f.weightDecay, [&](auto decay) { adamaxLoop<T, decltype(decay)::value>(n, a, f); });
-  });
-}
-
-/// Adam's variants with PyTorch 2's decoupled_weight_decay (NAdam, RAdam): the decay moves
-/// from the gradient (weightDecay, read as 0) to the param, scaled by `decay` first.
-void readDecoupledDecay(const Attrs &attrs, double lr, AdamLikeAttrs &f, double &decay) {
-  decay = 1;
-  if (attrs.getBool("decoupled_weight_decay", false)) {
-    decay = 1 - lr * f.weightDecay;
-    f.weightDecay = 0;
-  }
-}
-
-struct NAdamFactors : AdamLikeAttrs {
-  double decay;    // 1 - lr * weight_decay with decoupled_weight_decay, else 1 (exact)
-  double bc2;      // 1 - beta2^step
-  double gradStep; // -lr * (1 - mu_t) / (1 - mu_product)
-  double avgStep;  // -lr * mu_{t+1} / (1 - mu_product_next)
-};
-
-/// torch.optim.NAdam's _single_tensor_nadam for one tensor (PyTorch 2's mu_product_next,
-/// runtime/OptimizerSchedule.h):
-///   g = grad (+ wd * param);  param *= decay;  m = m * b1 + (1 - b1) * g;
-///   v = v * b2 + (1 - b2) * g * g;  d = sqrt(v / bc2) + eps;  param += gradStep * g / d;
-///   param += avgStep * m / d.
-template <typename T, bool kDecay>
-void nadamLoop(int64_t n, const TwoStateArrays<T> &a, const NAdamFactors &f) {
-  const T b1 = T(f.beta1), oneMinusB1 = T(1 - f.beta1), b2 = T(f.beta2);
-  const T oneMinusB2 = T(1 - f.beta2), eps = T(f.eps), wd = T(f.weightDecay);
-  const T bc2 = T(f.bc2), gradStep = T(f.gradStep), avgStep = T(f.avgStep);
-  const T decay = T(f.decay);
-#pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) {
-    T p = a.param[i], g = a.grad[i];
-    if constexpr (kDecay)
-      g = g + wd * p;
-    p = p * decay;
-    T m = a.first[i] * b1 + oneMinusB1 * g;
-    T v = a.second[i] * b2 + oneMinusB2 * g * g;
-    T denom = std::sqrt(v / bc2) + eps;
-    p = p + gradStep * g / denom;
-    a.newParam[i] = p + avgStep * m / denom;
-    a.newFirst[i] = m;
-    a.newSecond[i] = v;
-  }
-}
-
-/// NAdam's momentum products (nadamCoefficients), kept for the last (beta1, decay, step) the
-/// thread asked for: a group's tensors share them, and the walk over the steps is not redone
-/// for each.
-NAdamCoefficients cachedNAdamCoefficients(double beta1, double momentumDecay, double step) {
-  struct Entry {
-    double beta1 = -1, momentumDecay = -1, step = -1;
-    NAdamCoefficients c{};
-  };
-  thread_local Entry last;
-  if (last.beta1 != beta1 || last.momentumDecay != momentumDecay || last.step != step)
-    last = {beta1, momentumDecay, step, nadamCoefficients(beta1, momentumDecay, step)};
-  return last.c;
-}
-
-Status prepareNAdam(const TensorView *in, const TensorView *out, const Attrs &attrs,
-                    NAdamFactors &f, bool halfGrad = false) {
-  double lr, step;
-  PLAIT_RETURN_IF_ERROR(
-      prepareTwoState(kNAdam, UpdateKind::NAdam, in, out, attrs, halfGrad, lr, step));
-  readAdamLike(attrs, f);
-  readDecoupledDecay(attrs, lr, f, f.decay);
-  NAdamCoefficients c =
-      cachedNAdamCoefficients(f.beta1, attrs.getFloat("momentum_decay", 4e-3), step);
-  f.bc2 = 1 - std::pow(f.beta2, step);
-  f.gradStep = -lr * (1. - c.mu) / (1. - c.product);
-  f.avgStep = -lr * c.muNext / (1. - c.productNext);
-  return Status();
-}
-
-template <typename T>
-void nadamUpdate(const TensorView *in, const TensorView *out, const NAdamFactors &f) {
-  twoStateUpdate<T>(in, out, [&](int64_t n, const TwoStateArrays<T> &a) {
-    withDecay(f.weightDecay, [&](auto decay) { nadamLoop<T, decltype(decay)::value>(n, a, f); });
-  });
-}
-
-struct RAdamFactors : AdamLikeAttrs {
-  double decay; // 1 - lr * weight_decay with decoupled_weight_decay, else 1 (exact)
-  double bc1, lr, sqrtBc2, rect; // rect: the rectification (0 while rho_t <= 5)
-  bool rectified;
-};
-
-/// torch.optim.RAdam's _single_tensor_radam for one tensor:
-///   g = grad (+ wd * param);  param *= decay;  m = m * b1 + (1 - b1) * g;
-///   v = v * b2 + (1 - b2) * g * g;  mhat = m / bc1;
-///   rectified: param -= mhat * lr * (1 / (sqrt(v) + eps) * sqrt(bc2)) * rect (torch's
-///   float / tensor is the tensor's reciprocal times the float); else param -= mhat * lr.
-template <typename T, bool kDecay, bool kRectified>
-void radamLoop(int64_t n, const TwoStateArrays<T> &a, const RAdamFactors &f) {
-  const T b1 = T(f.beta1), oneMinusB1 = T(1 - f.beta1), b2 = T(f.beta2);
-  const T oneMinusB2 = T(1 - f.beta2), eps = T(f.eps), wd = T(f.weightDecay);
-  const T bc1 = T(f.bc1), lr = T(f.lr), sqrtBc2 = T(f.sqrtBc2), rect = T(f.rect);
-  const T decay = T(f.decay);
-#pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) {
-    T p = a.param[i], g = a.grad[i];
-    if constexpr (kDecay)
-      g = g + wd * p;
-    p = p * decay;
-    T m = a.first[i] * b1 + oneMinusB1 * g;
-    T v = a.second[i] * b2 + oneMinusB2 * g * g;
-    T step = m / bc1 * lr;
-    if constexpr (kRectified)
-      step = step * (T(1) / (std::sqrt(v) + eps) * sqrtBc2) * rect;
-    a.newParam[i] = p - step;
-    a.newFirst[i] = m;
-    a.newSecond[i] = v;
-  }
-}
-
-Status prepareRAdam(const TensorView *in, const TensorView *out, const Attrs &attrs,
-                    RAdamFactors &f, bool halfGrad = false) {
-  double step;
-  PLAIT_RETURN_IF_ERROR(
-      prepareTwoState(kRAdam, UpdateKind::RAdam, in, out, attrs, halfGrad, f.lr, step));
-  readAdamLike(attrs, f);
-  readDecoupledDecay(attrs, f.lr, f, f.decay);
-  f.bc1 = 1 - std::pow(f.beta1, step);
-  f.sqrtBc2 = std::sqrt(1 - std::pow(f.beta2, step));
-  RAdamRectification r = radamRectification(f.beta2, step);
-  f.rectified = r.rectified;
-  f.rect = r.rect;
-  return Status();
-}
-
-template <typename T>
-void radamUpdate(const TensorView *in, const TensorView *out, const RAdamFactors &f) {
-  twoStateUpdate<T>(in, out, [&](int64_t n, const TwoStateArrays<T> &a) {
-    withDecay(f.weightDecay, [&](auto decay) {
-      if (f.rectified)
-        radamLoop<T, decltype(decay)::value, true>(n, a, f);
-      else
-        radamLoop<T, decltype(decay)::value, false>(n, a, f);
-    });
-  });
-}
-
-struct AdadeltaFactors {
-  double rho, eps, weightDecay, negLr;
-};
-
-/// torch.optim.Adadelta's _single_tensor_adadelta for one tensor (no maximize):
-///   g = grad (+ wd * param);  sq = sq * rho + (1 - rho) * g * g;
-///   delta = sqrt(acc + eps) / sqrt(sq + eps) * g;  acc = acc * rho + (1 - rho) * delta^2;
-///   param += -lr * delta.
-template <typename T, bool kDecay>
-void adadeltaLoop(int64_t n, const TwoStateArrays<T> &a, const AdadeltaFactors &f) {
-  const T rho = T(f.rho), oneMinusRho = T(1 - f.rho), eps = T(f.eps);
-  const T wd = T(f.weightDecay), negLr = T(f.negLr);
-#pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) {
-    T p = a.param[i], g = a.grad[i], acc = a.second[i];
-    if constexpr (kDecay)
-      g = g + wd * p;
-    T sq = a.first[i] * rho + oneMinusRho * g * g;
-    T delta = std::sqrt(acc + eps) / std::sqrt(sq + eps) * g;
-    a.newParam[i] = p + negLr * delta;
-    a.newFirst[i] = sq;
-    a.newSecond[i] = acc * rho + oneMinusRho * delta * delta;
-  }
-}
-
-Status prepareAdadelta(const TensorView *in, const TensorView *out, const Attrs &attrs,
-                       AdadeltaFactors &f, bool halfGrad = false) {
-  double lr, step;
-  PLAIT_RETURN_IF_ERROR(
-      prepareTwoState(kAdadelta, UpdateKind::Adadelta, in, out, attrs, halfGrad, lr, step));
-  f.rho = attrs.getFloat("rho", 0.9);
-  f.eps = attrs.getFloat("eps", 1e-6);
-  f.weightDecay = attrs.getFloat("weight_decay", 0.0);
-  f.negLr = -lr;
-  return Status();
-}
-
-template <typename T>
-void adadeltaUpdate(const TensorView *in, const TensorView *out, const AdadeltaFactors &f) {
-  twoStateUpdate<T>(in, out, [&](int64_t n, const TwoStateArrays<T> &a) {
-    withDecay(f.weightDecay,
-              [&](auto decay) { adadeltaLoop<T, decltype(decay)::value>(n, a, f); });
-  });
-}
-
-/// A two-state update's kernel: name(param, grad, lr, step, state0, state1) ->
-/// (new_param, new_state0, new_state1), checked and its factors read by `prepare`, run by
-/// update(tag, in, out, factors) in the tag's type; 16-bit tensors staged through f32.
-template <typename Factors, typename Update>
-Status twoStateKernel(std::string_view kName, const KernelCall &call,
-                      Status (*self)(const KernelCall &),
-                      Status (*prepare)(const TensorView *, const TensorView *, const Attrs &,
-                                        Factors &, bool),
-                      Update &&update) {
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 6, 6, 3));
-  Factors f;
-  PLAIT_RETURN_IF_ERROR(prepare(call.inputs.data(), call.outputs.data(), call.attrs, f, false));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, self);
-  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
-    update(tag, call.inputs.data(), call.outputs.data(), f);
-    return Status();
-  });
-}
-
-Status adamaxUpdateKernel(const KernelCall &call) {
-  return twoStateKernel<AdamaxFactors>(
-      kAdamax, call, &adamaxUpdateKernel, &prepareAdamax,
-      [](auto tag, const auto *in, const auto *out, const auto &f) {
-        adamaxUpdate<decltype(tag)>(in, out, f);
-      });
-}
-Status nadamUpdateKernel(const KernelCall &call) {
-  return twoStateKernel<NAdamFactors>(
-      kNAdam, call, &nadamUpdateKernel, &prepareNAdam,
-      [](auto tag, const auto *in, const auto *out, const auto &f) {
-        nadamUpdate<decltype(tag)>(in, out, f);
-      });
-}
-Status radamUpdateKernel(const KernelCall &call) {
-  return twoStateKernel<RAdamFactors>(
-      kRAdam, call, &radamUpdateKernel, &prepareRAdam,
-      [](auto tag, const auto *in, const auto *out, const auto &f) {
-        radamUpdate<decltype(tag)>(in, out, f);
-      });
-}
-Status adadeltaUpdateKernel(const KernelCall &call) {
-  return twoStateKernel<AdadeltaFactors>(
-      kAdadelta, call, &adadeltaUpdateKernel, &prepareAdadelta,
-      [](auto tag, const auto *in, const auto *out, const auto &f) {
-        adadeltaUpdate<decltype(tag)>(in, out, f);
-      });
-}
-
-//===----------------------------------------------------------------------===//
 // grouped_update
 //===----------------------------------------------------------------------===//
 
@@ -1004,30 +614,12 @@ Status groupedUpdateKernel(const KernelCall &call) {
               [&](auto tag) { lionUpdate<decltype(tag)>(in, out, f); });
       break;
     }
-    case UpdateKind::Adamax: {
-      AdamaxFactors f;
-      s = run(kAdamax, prepareAdamax(in, out, call.attrs, f, /*halfGrad=*/true),
-              [&](auto tag) { adamaxUpdate<decltype(tag)>(in, out, f); });
+    case UpdateKind::Adamax:
+    case UpdateKind::NAdam:
+    case UpdateKind::RAdam:
+    case UpdateKind::Adadelta:
+      s = runTwoStateUpdate(layout.kind, in, out, call.attrs, /*halfGrad=*/true);
       break;
-    }
-    case UpdateKind::NAdam: {
-      NAdamFactors f;
-      s = run(kNAdam, prepareNAdam(in, out, call.attrs, f, /*halfGrad=*/true),
-              [&](auto tag) { nadamUpdate<decltype(tag)>(in, out, f); });
-      break;
-    }
-    case UpdateKind::RAdam: {
-      RAdamFactors f;
-      s = run(kRAdam, prepareRAdam(in, out, call.attrs, f, /*halfGrad=*/true),
-              [&](auto tag) { radamUpdate<decltype(tag)>(in, out, f); });
-      break;
-    }
-    case UpdateKind::Adadelta: {
-      AdadeltaFactors f;
-      s = run(kAdadelta, prepareAdadelta(in, out, call.attrs, f, /*halfGrad=*/true),
-              [&](auto tag) { adadeltaUpdate<decltype(tag)>(in, out, f); });
-      break;
-    }
     case UpdateKind::RMSprop: {
       RMSpropFactors f;
       s = run(kRMSprop,
@@ -1050,10 +642,7 @@ void registerOptimizerKernels() {
   registerKernel("adagrad_update", &adagradUpdateKernel);
   registerKernel("rmsprop_update", &rmspropUpdateKernel);
   registerKernel("lion_update", &lionUpdateKernel);
-  registerKernel("adamax_update", &adamaxUpdateKernel);
-  registerKernel("nadam_update", &nadamUpdateKernel);
-  registerKernel("radam_update", &radamUpdateKernel);
-  registerKernel("adadelta_update", &adadeltaUpdateKernel);
+  registerTwoStateUpdateKernels();
   registerKernel("grouped_update", &groupedUpdateKernel);
 }
 

@@ -1,0 +1,75 @@
+// What the CPU optimizer kernels share (OptimizerKernels.cpp, TwoStateUpdateKernels.cpp):
+// reading the step's hyper-parameters and walking a gradient that may be bf16 or f16.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "runtime/cpu/KernelSupport.h"
+
+namespace plait::rt::cpu {
+
+/// Reads the f32 scalar hyper-parameter `what` (lr or step) set by the runtime.
+inline Status readScalar(std::string_view kernel, std::string_view what, const TensorView &t,
+                  double &value) {
+  if (t.dtype != DType::F32 || t.numel() != 1)
+    return Status::errorf("{}: {} must be an f32 scalar, got {} {}", kernel, what,
+                          dtypeName(t.dtype), shapeString(t.shape));
+  value = double(*t.as<float>());
+  return Status();
+}
+
+/// The learning rate of this update: the step's lr times the update's lr_scale (--lr-scale:
+/// a torch param group's lr relative to the base, applied as the schedule scales the base).
+inline Status readLr(std::string_view kernel, const Attrs &attrs, const TensorView &t, double &lr) {
+  PLAIT_RETURN_IF_ERROR(readScalar(kernel, "lr", t, lr));
+  double scale = attrs.getFloat("lr_scale", 1.0);
+  if (!(scale >= 0))
+    return Status::errorf("{}: lr_scale must be >= 0, got {}", kernel, scale);
+  lr *= scale;
+  return Status();
+}
+
+/// The 1-based step number; anything below 1 (or fractional) means the runtime's step
+/// counter is broken, which must not silently skip the first-step rules.
+inline Status readStep(std::string_view kernel, const TensorView &t, double &step) {
+  PLAIT_RETURN_IF_ERROR(readScalar(kernel, "step", t, step));
+  if (!(step >= 1) || step != std::floor(step))
+    return Status::errorf("{}: step must be a whole number >= 1, got {}", kernel, step);
+  return Status();
+}
+
+/// Calls body(begin, end, grad) over the pieces of elements [begin, end), `grad` the T values
+/// of the gradient `g` there: g's own elements when it is of type T, else (bf16 or f16) those
+/// elements widened exactly, as a cast to T computes them, into a buffer on the stack.
+template <typename T, typename Body>
+void forGradPieces(const TensorView &g, int64_t begin, int64_t end, Body &&body) {
+  if (g.dtype != DType::BF16 && g.dtype != DType::F16) {
+    body(begin, end, g.as<T>() + begin);
+    return;
+  }
+  constexpr int64_t kPiece = 1024;
+  T wide[kPiece];
+  const uint16_t *half = g.as<uint16_t>();
+  for (int64_t b = begin; b < end; b += kPiece) {
+    const int64_t n = std::min(kPiece, end - b);
+    if (g.dtype == DType::BF16)
+      for (int64_t i = 0; i < n; ++i)
+        wide[i] = T(widenBf16(half[b + i]));
+    else
+      for (int64_t i = 0; i < n; ++i)
+        wide[i] = T(widenF16(half[b + i]));
+    body(b, b + n, static_cast<const T *>(wide));
+  }
+}
+
+/// One adamax, nadam, radam or adadelta update (`kind`) of grouped_update: operands `in` and
+/// results `out` checked (`halfGrad`: its gradient may be bf16 or f16), then the update run.
+Status runTwoStateUpdate(UpdateKind kind, const TensorView *in, const TensorView *out,
+                         const Attrs &attrs, bool halfGrad);
+
+/// Registers adamax_update, nadam_update, radam_update and adadelta_update.
+void registerTwoStateUpdateKernels();
+
+} // namespace plait::rt::cpu
