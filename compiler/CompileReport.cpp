@@ -39,6 +39,24 @@ nlohmann::json scalarsToJson(DictionaryAttr dict) {
   return out;
 }
 
+/// What sets a strategy-search row apart beyond its columns, for --explain: gradients summed
+/// whole, deeper overlap.
+std::string rowNotes(const nlohmann::json &row) {
+  std::vector<std::string> notes;
+  if (!row.value("sharded_accumulation", true))
+    notes.push_back("whole gradients summed over the micro-batches, reduced once");
+  if (row.contains("prefetch"))
+    notes.push_back(fmt::format("all-gathers prefetched {} units ahead",
+                                row["prefetch"].get<int64_t>()));
+  if (row.contains("reduce_scatters_in_flight"))
+    notes.push_back(fmt::format("{} reduce-scatters in flight",
+                                row["reduce_scatters_in_flight"].get<int64_t>()));
+  std::string out;
+  for (const std::string &note : notes)
+    out += (out.empty() ? " (" : "; ") + note;
+  return out.empty() ? out : out + ")";
+}
+
 } // namespace
 
 nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
@@ -99,6 +117,8 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
                        {"params", names}});
       if (auto shard = unit.getAs<BoolAttr>("accumulate_in_shard"); shard && shard.getValue())
         units.back()["accumulate_in_shard"] = true;
+      if (auto defer = unit.getAs<BoolAttr>("defer_replica_reduce"); defer && defer.getValue())
+        units.back()["defer_replica_reduce"] = true;
     }
   }
   int64_t constants = memory.bytesOf(BufferKind::Constant);
@@ -165,9 +185,11 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   if (plan.training && options.train.microBatches > 1) {
     int64_t k = options.train.microBatches;
     int64_t micro = report.value("batch_per_rank", int64_t(0)) / k;
-    int64_t inShard = 0;
-    for (const auto &u : units)
+    int64_t inShard = 0, deferred = 0;
+    for (const auto &u : units) {
       inShard += u.value("accumulate_in_shard", false);
+      deferred += u.value("defer_replica_reduce", false);
+    }
     std::string reduced;
     if (plan.worldSize > 1 && inShard == 0)
       reduced = "reduced across ranks once per step ";
@@ -175,9 +197,15 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
       reduced = fmt::format(
           "reduced across ranks ({} of {} units' per micro-batch, reduce-scattered as they "
           "are produced and summed in their shards: no whole gradient outlives its "
-          "micro-batch; off: --no-sharded-accumulation{}) ",
+          "micro-batch; off: --no-sharded-accumulation{}{}) ",
           inShard, units.size(),
-          inShard < int64_t(units.size()) ? "; the others' once per step" : "");
+          inShard < int64_t(units.size()) ? "; the others' once per step" : "",
+          deferred == 0
+              ? std::string()
+              : fmt::format("; {} hsdp units' shards all-reduced across their replicas twice "
+                            "per step, the first {} micro-batches' sum and then the last's, "
+                            "not once per micro-batch; off: --replica-reduce-per-micro-batch",
+                            deferred, k - 1));
     report["optimizations"]["micro_batches"] = fmt::format(
         "{} micro-batches of {} sample{}: forward and backward per micro-batch, gradients "
         "summed as they are produced, then averaged, {}and applied by one optimizer update",
@@ -193,6 +221,11 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         "{} fused kernel results written over an operand that dies at the kernel ({} bytes "
         "that need no buffer; off: --no-inplace-elementwise)",
         memory.elementwiseAliases, memory.elementwiseAliasBytes);
+  if (memory.collectiveAliases > 0)
+    report["optimizations"]["collective_alias"] = fmt::format(
+        "{} all-reduces done in place, their result in their operand's bytes (MPI_IN_PLACE; "
+        "{} bytes that need no buffer; off: --no-inplace-collectives)",
+        memory.collectiveAliases, memory.collectiveAliasBytes);
   if (memory.reshapeAliases > 0)
     report["optimizations"]["reshape_alias"] = fmt::format(
         "{} reshape results planned in their operand's bytes ({} bytes that need no buffer, "
@@ -512,10 +545,7 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
           timed ? std::to_string(c.value("comm_bytes", int64_t(0))) : "-",
           timed ? fmt::format("{:.3f}", c["predicted_step_ms"].get<double>()) : "-",
           timed ? fmt::format("{:.1f}%", 100 * c.value("mfu", 0.0)) : "-",
-          c.value("status", std::string()) +
-              (c.value("sharded_accumulation", true)
-                   ? ""
-                   : " (whole gradients summed over the micro-batches, reduced once)"));
+          c.value("status", std::string()) + rowNotes(c));
     }
     os << fmt::format("  why              : {}\n", a["reason"].get<std::string>());
   }

@@ -278,8 +278,7 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     memory = std::move(placed->memory);
     plan = std::move(placed->plan);
   } else {
-    memory = planMemory(*func, options.alignment, options.inPlaceUpdates, /*place=*/true,
-                        options.reshapeAlias, inPlaceElementwise(options));
+    memory = planMemory(*func, memoryPlanOptions(options, /*place=*/true));
     if (failed(memory))
       return 1;
     if (failed(lowerToPlan(*func, *memory, plan)))

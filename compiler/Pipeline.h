@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "passes/analysis/MemoryPlan.h"
 #include "runtime/cluster/ClusterSpec.h"
 
 namespace plait {
@@ -52,6 +53,7 @@ struct DistOptions {
   int64_t prefetch = 1;
   bool noReshardAfterForward = false;
   bool noShardedAccumulation = false; // --no-sharded-accumulation
+  bool replicaReducePerMicroBatch = false; // --replica-reduce-per-micro-batch (hsdp)
   int64_t reduceScattersInFlight = 2;  // gradient reduce-scatters in flight (0: unbounded)
 };
 
@@ -76,6 +78,8 @@ struct CompileOptions {
   bool reshapeAlias = true;                   // reshapes copy nothing; off: --no-reshape-alias
   bool inPlaceElementwise = true;             // fused results over dying operands (CPU plans);
                                               // off: --no-inplace-elementwise
+  bool inPlaceCollectives = true;             // all-reduces in their operand's bytes;
+                                              // off: --no-inplace-collectives
   bool schedule = true;                       // plait-schedule; off: --no-schedule
   bool fusion = true;                         // plait-fold-transposes, plait-fuse-elementwise;
                                               // off: --no-fusion
@@ -109,6 +113,18 @@ struct CompileOptions {
 /// by default for CPU plans; CUDA's generated kernels read through __restrict__ pointers.
 inline bool inPlaceElementwise(const CompileOptions &options) {
   return options.inPlaceElementwise && options.device != "cuda";
+}
+
+/// What the memory plan may do, from plait-compile's switches (`place`: offsets computed).
+inline MemoryPlanOptions memoryPlanOptions(const CompileOptions &options, bool place) {
+  MemoryPlanOptions m;
+  m.alignment = options.alignment;
+  m.inPlace = options.inPlaceUpdates;
+  m.place = place;
+  m.aliasReshapeResults = options.reshapeAlias;
+  m.aliasElementwiseResults = inPlaceElementwise(options);
+  m.inPlaceCollectives = options.inPlaceCollectives;
+  return m;
 }
 
 /// Runs the whole pipeline. Returns 0 on success, 1 on a user error (after printing one

@@ -119,6 +119,7 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   shard.unitSize = dist.unitSize;
   shard.reshardAfterForward = !dist.noReshardAfterForward;
   shard.shardedAccumulation = !dist.noShardedAccumulation && choice.shardedAccumulation;
+  shard.deferReplicaReduce = !dist.replicaReducePerMicroBatch;
   if (dist.worldSize > 1)
     shard.clipGradNorm = options.train.clipGradNorm;
   pm.addPass(createShardPass(shard));
@@ -179,8 +180,7 @@ Candidate finishChoice(OwningOpRef<ModuleOp> copy, const CompileOptions &options
     verified = std::async(std::launch::async, [&] { return verifyPlaced(*copy); });
   auto unverified = [&] { return verified.valid() && failed(verified.get()); };
   func::FuncOp func = findEntryFunction(*copy);
-  auto memory = planMemory(func, options.alignment, options.inPlaceUpdates, exact,
-                           options.reshapeAlias, inPlaceElementwise(options));
+  auto memory = planMemory(func, memoryPlanOptions(options, /*place=*/exact));
   if (failed(memory))
     return {};
   plan::PlanDesc plan;

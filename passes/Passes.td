@@ -23,7 +23,9 @@ def TestPrintMemoryPlanPass : Pass<"plait-test-print-memory-plan", "mlir::Module
     Option<"reshapeAlias", "reshape-alias", "bool", "true",
            "plan reshape results in their operand's bytes when safe">,
     Option<"elementwiseAlias", "elementwise-alias", "bool", "true",
-           "plan fused elementwise results in a dying operand's bytes when safe">
+           "plan fused elementwise results in a dying operand's bytes when safe">,
+    Option<"collectiveAlias", "collective-alias", "bool", "true",
+           "plan all-reduce results in their operand's bytes (in place) when safe">
   ];
 }
 
@@ -169,7 +171,11 @@ def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
     gradient outlives its micro-batch, for K times the reduce-scatters. With
     `sharded-accumulation=false` (and for ddp and zero1) the whole gradients are summed over
     the micro-batches and reduced once. Such units are recorded with
-    `accumulate_in_shard = true` in `plait.units`.
+    `accumulate_in_shard = true` in `plait.units`. An hsdp unit with K >= 3 micro-batches
+    reduce-scatters each in its shard group only, sums the first K - 1 shards unreduced and
+    all-reduces that sum across the replicas once, where the last micro-batch's reduction
+    starts; the last shard is reduced in both groups: two all-reduces per step, not K
+    (`defer-replica-reduce=false`: each micro-batch's shard all-reduced by itself).
 
     Frozen params stay replicated and are not communicated. The step's loss is unchanged
     (plait-insert-collectives averages it over the ranks).
@@ -187,6 +193,9 @@ def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
     Option<"shardedAccumulation", "sharded-accumulation", "bool", "true",
            "with micro-batches, zero2/zero3/fsdp/hsdp units reduce-scatter each micro-batch's "
            "gradients and sum them in their shards (off: whole gradients summed, reduced once)">,
+    Option<"deferReplicaReduce", "defer-replica-reduce", "bool", "true",
+           "with sharded accumulation, hsdp units all-reduce across their replicas the sum of "
+           "the first K-1 micro-batches' shards, then the last's (off: every micro-batch's)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
            "world size > 1: clip the averaged gradients to this global L2 norm (0: off)">
   ];

@@ -43,8 +43,13 @@ struct TestPrintMemoryPlanPass
   using Base::Base;
   void runOnOperation() final {
     for (auto func : getOperation().getOps<mlir::func::FuncOp>()) {
-      auto plan = planMemory(func, alignment, inPlace, /*place=*/true, reshapeAlias,
-                             elementwiseAlias);
+      MemoryPlanOptions options;
+      options.alignment = alignment;
+      options.inPlace = inPlace;
+      options.aliasReshapeResults = reshapeAlias;
+      options.aliasElementwiseResults = elementwiseAlias;
+      options.inPlaceCollectives = collectiveAlias;
+      auto plan = planMemory(func, options);
       if (failed(plan))
         return signalPassFailure();
       printPlan(func, *plan, llvm::outs());

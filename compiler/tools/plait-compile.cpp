@@ -96,6 +96,10 @@ int main(int argc, char **argv) {
                "with --micro-batches, zero2/zero3/fsdp/hsdp: sum whole gradients over the "
                "micro-batches and reduce them once (default: reduce-scatter each micro-batch's "
                "and sum the shards)");
+  app.add_flag("--replica-reduce-per-micro-batch", dist.replicaReducePerMicroBatch,
+               "with --micro-batches >= 3 and sharded accumulation, hsdp: all-reduce every "
+               "micro-batch's shard across the replicas (default: the first K-1 shards' sum "
+               "once, then the last's)");
   app.add_option("--device", options.device,
                  "cpu, or cuda: the fused kernels generated as CUDA C++ and compiled by nvcc "
                  "for sm_80 and sm_90 (plait-run runs it on its CUDA backend where there is a GPU)")
@@ -130,6 +134,9 @@ int main(int argc, char **argv) {
   app.add_flag("--no-inplace-elementwise", [&](int64_t) { options.inPlaceElementwise = false; },
                "give each fused kernel's result a buffer of its own instead of the bytes of an "
                "operand that dies at the kernel");
+  app.add_flag("--no-inplace-collectives", [&](int64_t) { options.inPlaceCollectives = false; },
+               "give each all-reduce's result a buffer of its own instead of reducing its "
+               "operand in place");
   app.add_option("--recompute", options.recompute,
                  "activation recomputation: none, all, or auto (as much as --mem-limit needs)")
       ->check(CLI::IsMember({"none", "all", "auto"}));
@@ -219,7 +226,8 @@ int main(int argc, char **argv) {
     }
   for (const char *flag : {"--world-size", "--strategy", "--placement", "--unit-size",
                            "--bucket-bytes", "--prefetch", "--no-reshard-after-forward",
-                           "--no-sharded-accumulation", "--reduce-scatters-in-flight"})
+                           "--no-sharded-accumulation", "--reduce-scatters-in-flight",
+                           "--replica-reduce-per-micro-batch"})
     if (app.count(flag) && !train.enabled) {
       std::cerr << "plait-compile: " << flag << " needs --train (data-parallel training)\n";
       return 1;

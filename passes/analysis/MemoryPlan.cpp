@@ -266,6 +266,42 @@ void aliasFusedResults(func::FuncOp func, const ProgramOrder &order, MemoryPlan 
   }
 }
 
+/// Plans each all-reduce's result in its operand's bytes when the operand is an activation
+/// of its own bytes (no view of another buffer, no view of it) that no other op reads from
+/// the all-reduce's start on: the collective then reduces in place (MPI_IN_PLACE, NCCL's
+/// sendbuff == recvbuff; the plan loader allows exactly this overlap). Between the start and
+/// the wait no instruction touches the bytes (the operand is dead, the result unread), so
+/// the runtime's in-flight check holds. The operand's buffer then lives as long as the
+/// result: one buffer instead of two during the collective.
+void aliasCollectiveResults(func::FuncOp func, const ProgramOrder &order, MemoryPlan &plan) {
+  std::vector<bool> hasViews(plan.buffers.size(), false);
+  for (const PlannedBuffer &b : plan.buffers)
+    if (b.aliasOf >= 0)
+      hasViews[size_t(b.aliasOf)] = true;
+  for (auto allReduce : func.getBody().front().getOps<AllReduceOp>()) {
+    Value operand = allReduce->getOperand(0), result = allReduce->getResult(0);
+    auto oi = plan.index.find(operand), ri = plan.index.find(result);
+    if (oi == plan.index.end() || ri == plan.index.end())
+      continue;
+    PlannedBuffer &ob = plan.buffers[oi->second], &rb = plan.buffers[ri->second];
+    if (ob.kind != BufferKind::Activation || rb.kind != BufferKind::Activation ||
+        ob.aliasOf >= 0 || rb.aliasOf >= 0 || hasViews[oi->second] || hasViews[ri->second] ||
+        ob.size != rb.size)
+      continue;
+    int64_t start = order.time.lookup(allReduce);
+    bool othersDone = llvm::all_of(operand.getUsers(), [&](Operation *user) {
+      return user == allReduce.getOperation() || order.readEnd(user) < start;
+    });
+    if (!othersDone)
+      continue;
+    rb.aliasOf = int64_t(oi->second);
+    ob.end = std::max(ob.end, rb.end);
+    hasViews[oi->second] = true;
+    ++plan.collectiveAliases;
+    plan.collectiveAliasBytes += rb.size;
+  }
+}
+
 /// Places buffers in `order`; each takes the best-fitting gap (or the first, when
 /// `firstFit`) among already placed buffers that are live at the same time.
 ///
@@ -495,22 +531,22 @@ int64_t liveLowerBound(const MemoryPlan &plan) {
 
 } // namespace
 
-FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, bool inPlace,
-                                 bool place, bool aliasReshapeResults,
-                                 bool aliasElementwiseResults) {
+FailureOr<MemoryPlan> planMemory(func::FuncOp func, const MemoryPlanOptions &options) {
   MemoryPlan plan;
-  if (failed(getValuesAndSizes(func, alignment, plan)))
+  if (failed(getValuesAndSizes(func, options.alignment, plan)))
     return failure();
   ProgramOrder order(func);
   resolveLiveness(func, order, plan);
-  if (inPlace)
+  if (options.inPlace)
     aliasAssignedValues(func, order, plan);
-  if (aliasReshapeResults)
+  if (options.aliasReshapeResults)
     aliasReshapes(func, plan);
-  if (aliasElementwiseResults)
+  if (options.aliasElementwiseResults)
     aliasFusedResults(func, order, plan);
+  if (options.inPlaceCollectives)
+    aliasCollectiveResults(func, order, plan);
   plan.lowerBound = liveLowerBound(plan);
-  if (place) {
+  if (options.place) {
     computeOffsets(plan);
   } else {
     plan.arenaBytes = plan.lowerBound; // offsets left 0: an estimate, not a plan

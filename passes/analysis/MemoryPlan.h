@@ -29,7 +29,8 @@ struct PlannedBuffer {
   int64_t start = 0, end = 0;
   /// >= 0: this buffer has no bytes of its own and lives in buffers[aliasOf] (an optimizer
   /// update written straight into the param or state it replaces, a reshape's result in
-  /// its operand's bytes, or a fused kernel's result over an operand that dies there).
+  /// its operand's bytes, a fused kernel's result over an operand that dies there, or an
+  /// in-place all-reduce's result).
   int64_t aliasOf = -1;
 };
 
@@ -42,37 +43,46 @@ struct MemoryPlan {
   int64_t inPlaceBuffers = 0, inPlaceBytes = 0; // values stored in their assign's target
   int64_t reshapeAliases = 0, reshapeAliasBytes = 0; // reshape results in their operand's bytes
   int64_t elementwiseAliases = 0, elementwiseAliasBytes = 0; // fused results over an operand
+  int64_t collectiveAliases = 0, collectiveAliasBytes = 0; // all-reduces done in place
   int64_t bytesOf(BufferKind kind) const;
 };
 
 /// Bytes of a tensor as the runtime stores it (i1 takes one byte per element).
 int64_t tensorBytes(mlir::RankedTensorType type);
 
+/// What planMemory may do beyond liveness: each is on by default, and each has an off switch
+/// on plait-compile.
+struct MemoryPlanOptions {
+  int64_t alignment = 64; // byte alignment of every buffer
+  /// A value that plait.assign stores into a param or state is planned in that param's or
+  /// state's own bytes when nothing reads the target after the value's producer starts (and
+  /// the producer, if it reads the target, is an optimizer update that reads and writes it
+  /// element by element): no second copy, and no copy after the step.
+  bool inPlace = true;
+  /// Offsets computed. Without, arenaBytes is the liveness lower bound and every offset 0:
+  /// the strategy search screens candidates this way (placement is most of the cost of a
+  /// large step) and places only those it may keep.
+  bool place = true;
+  /// A reshape's result planned in its operand's bytes (see aliasReshapes): the reshape
+  /// copies nothing.
+  bool aliasReshapeResults = true;
+  /// A plait.fused_elementwise result that the kernel stores element by element planned in
+  /// the bytes of an operand of its size that no op reads after the kernel (see
+  /// aliasFusedResults): the kernel writes over it, as PyTorch's in-place ops do. The CPU
+  /// kernels allow it (each element is read before it is written); plans for CUDA do not
+  /// ask for it (the generated CUDA kernels read their operands through __restrict__
+  /// pointers).
+  bool aliasElementwiseResults = true;
+  /// An all-reduce's result planned in its operand's bytes when nothing else reads the
+  /// operand from the all-reduce's start on (see aliasCollectiveResults): MPI_IN_PLACE and
+  /// NCCL's in-place all-reduce, as DDP reduces its buckets.
+  bool inPlaceCollectives = true;
+};
+
 /// Plans `func`'s arena. Tries greedy-by-size best-fit and in-order first-fit placement
 /// and keeps the smaller arena. Fails (with a diagnostic) on a value that is not a
 /// statically shaped tensor.
-///
-/// With `inPlace`, a value that plait.assign stores into a param or state is planned in
-/// that param's or state's own bytes when nothing reads the target after the value's
-/// producer starts (and the producer, if it reads the target, is an optimizer update that
-/// reads and writes it element by element): no second copy, and no copy after the step.
-///
-/// With `aliasReshapeResults`, a reshape's result is planned in its operand's bytes (see
-/// aliasReshapes): the reshape copies nothing.
-///
-/// With `aliasElementwiseResults`, a plait.fused_elementwise result that the kernel stores
-/// element by element is planned in the bytes of an operand of its size that no op reads
-/// after the kernel (see aliasFusedResults): the kernel writes over it, as PyTorch's
-/// in-place ops do. The CPU kernels allow it (each element is read before it is written);
-/// plans for CUDA do not ask for it (the generated CUDA kernels read their operands through
-/// __restrict__ pointers).
-///
-/// Without `place`, no offsets are computed: arenaBytes is the liveness lower bound, every
-/// offset 0. The strategy search screens candidates this way (placement is most of the
-/// cost of a large step) and places only those it may keep.
-mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func, int64_t alignment = 64,
-                                       bool inPlace = true, bool place = true,
-                                       bool aliasReshapeResults = true,
-                                       bool aliasElementwiseResults = true);
+mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func,
+                                       const MemoryPlanOptions &options = {});
 
 } // namespace plait

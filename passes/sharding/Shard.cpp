@@ -45,6 +45,7 @@ struct Unit {
   Placement placement;
   int64_t firstUse = 0;
   bool accumulateInShard = false; // micro-batches reduce-scattered one by one, summed in shard
+  bool deferReplicaReduce = false; // hsdp, K >= 3: the replicas all-reduce twice per step
   int64_t numel() const {
     int64_t n = 0;
     for (TrainableParam *p : params)
@@ -392,6 +393,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         u.accumulateInShard = llvm::all_of(u.params, [&](TrainableParam *p) {
           return findMicroBatchMean(*p, microBatches);
         });
+        u.deferReplicaReduce = u.accumulateInShard && deferReplicaReduce &&
+                               microBatches >= 3 &&
+                               u.placement.replicaGroupSize(worldSize) > 1;
       }
 
     recordUnits(module, units);
@@ -459,6 +463,8 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
                                                  : elementBytes))};
       if (u.accumulateInShard)
         entries.push_back(b.getNamedAttr("accumulate_in_shard", b.getBoolAttr(true)));
+      if (u.deferReplicaReduce)
+        entries.push_back(b.getNamedAttr("defer_replica_reduce", b.getBoolAttr(true)));
       list.push_back(b.getDictionaryAttr(entries));
     }
     module->setAttr("plait.units", b.getArrayAttr(list));
@@ -714,11 +720,18 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
   /// where the next micro-batch's reduction starts, so its collective overlaps a whole
   /// micro-batch; the last before the optimizer), then divided by K: the mean the whole
   /// gradients' chain computed, with no whole gradient kept past its micro-batch.
+  ///
+  /// hsdp (replicas of the shard group) with K >= 3: only the last micro-batch's shard is
+  /// all-reduced across the replicas by itself; the first K - 1 are summed unreduced and
+  /// their sum all-reduced once, where the last micro-batch's reduction starts (so it
+  /// overlaps that micro-batch's remaining backward). Two all-reduces per step instead of
+  /// K (the mean is linear), and no replica-reduced copy of each shard kept alive.
   Value accumulateInShard(OpBuilder &b, Location loc, Unit &u,
                           DenseMap<Operation *, int64_t> &position, Operation *optimizerStart,
                           int64_t padded, RankedTensorType shardType, ArrayAttr shardGroups,
                           ArrayAttr replicaGroups) {
     size_t k = u.params.front()->terms.size();
+    bool deferReplicas = u.deferReplicaReduce;
     auto up = [&](Value shard) -> Value {
       if (shard.getType() == shardType)
         return shard;
@@ -741,7 +754,11 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         b.setInsertionPoint(optimizerStart);
       if (pending)
         sum = sum ? Value(b.create<AddOp>(loc, sum, up(pending))) : up(pending);
-      pending = reduceFlat(b, loc, terms, padded, shardType, shardGroups, replicaGroups);
+      bool lastMicroBatch = i + 1 == k;
+      if (deferReplicas && lastMicroBatch)
+        sum = b.create<AllReduceOp>(loc, sum, replicaGroups, b.getStringAttr("mean"));
+      ArrayAttr replicas = !deferReplicas || lastMicroBatch ? replicaGroups : ArrayAttr();
+      pending = reduceFlat(b, loc, terms, padded, shardType, shardGroups, replicas);
     }
     b.setInsertionPoint(optimizerStart);
     sum = sum ? Value(b.create<AddOp>(loc, sum, up(pending))) : up(pending);

@@ -19,6 +19,8 @@ divides itself) is trained with 2 and 4 micro-batches too. Checked per run:
     its forward and its backward (zero1/2 gather the updated params once);
   - the bytes the runtime counted on the wire each step equal the report's prediction;
   - (.mlir) the per-step losses equal, bit for bit, the ONNX model's with the same micro-batches.
+Last, hsdp:2 on 4 ranks with 4 micro-batches of 1 sample against batch 16 on one rank (the same
+checks; the replicas all-reduce each unit's shard twice per step, not once per micro-batch).
 
 Run with /usr/bin/python3:  micro_batch_parity.py --build BUILD --sample gpt [--steps 20]
 """
@@ -128,9 +130,54 @@ def main():
                   "arena %d B  %s" % (name, label, losses[0], losses[-1], rel, worst,
                                       report["memory"]["peak"], "ok" if not problems else "FAIL"))
             failures += ["%s %s: %s" % (name, label, p) for p in problems]
+        failures += check_hsdp(args.build, name, steps, batch, committed, tmp, compile_plan)
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0
+
+
+def check_hsdp(build, name, steps, batch, committed, tmp, compile_plan):
+    """hsdp:2 on 4 ranks with 4 micro-batches (per-rank batch 4) against batch 16 on one rank:
+    each micro-batch's gradients are reduce-scattered in the shard group and the shards summed
+    unreduced; the replicas all-reduce twice per step (the first three micro-batches' sum,
+    then the last one's), so the plan has one all-reduce more per unit than without
+    micro-batches, not four times as many."""
+    wide, world, k = 16, 4, 4
+    data_dir = tmp / "data16"
+    data_dir.mkdir()
+    make_dataset(name, steps * wide // batch, data_dir)  # the same rows, 16 per step
+    ref_model, model = tmp / ("%s-b16.onnx" % name), tmp / ("%s-b4.onnx" % name)
+    rebatch(committed, ref_model, wide)
+    rebatch(committed, model, wide // world)
+    ref_plan, _ = compile_plan(ref_model, "hsdp-ref", [])
+    (tmp / "hsdp-ref").mkdir()
+    ref_log, ref_w = train(build, ref_plan, data_dir, steps, 1, tmp / "hsdp-ref")
+    ref_losses = np.array([r["loss"] for r in ref_log])
+    dist = ["--world-size", str(world), "--strategy", "hsdp:2"]
+    plan, report = compile_plan(model, "hsdp-k4", dist + ["--micro-batches", str(k)])
+    _, single = compile_plan(model, "hsdp-k1", dist)
+    problems = []
+    units = report["units"]
+    if not all(u.get("accumulate_in_shard", False) for u in units):
+        problems.append("not every unit accumulates in its shards")
+    got, once = report["collectives_per_step"], single["collectives_per_step"]
+    if got.get("reduce_scatter", 0) != k * once.get("reduce_scatter", 0):
+        problems.append("%d reduce_scatter per step, expected %d" % (
+            got.get("reduce_scatter", 0), k * once.get("reduce_scatter", 0)))
+    if got.get("all_reduce", 0) != once.get("all_reduce", 0) + len(units):
+        problems.append("%d all_reduce per step, expected %d (one more per unit than without "
+                        "micro-batches)" % (got.get("all_reduce", 0),
+                                            once.get("all_reduce", 0) + len(units)))
+    out = tmp / "hsdp-k4"
+    out.mkdir()
+    log, weights = train(build, plan, data_dir, steps, world, out)
+    losses = np.array([r["loss"] for r in log])
+    found, rel, worst = compare(name, losses, weights, ref_losses, ref_w, steps)
+    problems += found + comm_problems(log, report["comm"])
+    print("%-4s %-20s loss %.6f -> %.6f  max rel loss diff %.2e  max |dw| %.2e  arena %d B  "
+          "%s" % (name, "w4-k4-hsdp:2", losses[0], losses[-1], rel, worst,
+                  report["memory"]["peak"], "ok" if not problems else "FAIL"))
+    return ["%s w4-k4-hsdp:2: %s" % (name, p) for p in problems]
 
 
 if __name__ == "__main__":

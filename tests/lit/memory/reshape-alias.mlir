@@ -1,5 +1,5 @@
 // RUN: plait-opt --plait-test-print-memory-plan --split-input-file %s -o /dev/null | FileCheck %s
-// RUN: plait-opt --plait-test-print-memory-plan='reshape-alias=false' --split-input-file %s -o /dev/null | FileCheck %s --check-prefix=OFF
+// RUN: plait-opt --plait-test-print-memory-plan='reshape-alias=false collective-alias=false' --split-input-file %s -o /dev/null | FileCheck %s --check-prefix=OFF
 
 // A reshape moves no data: its result is planned in its operand's bytes, a chain of reshapes
 // in the first one's, and the operand lives as long as the last of them is read (here to
@@ -25,7 +25,10 @@ func.func @chain(%x: tensor<4x4xf32> {plait.name = "x"}) -> (tensor<16xf32>, ten
 // CHECK-LABEL: memory-plan @sources
 // CHECK-NOT: in place of
 // CHECK-LABEL: memory-plan @collective
-// CHECK-NOT: in place of
+// CHECK: %2 "reshape" activation: offset = {{[0-9]+}}, size = 64, live = [2, 6]{{$}}
+// The all-reduce itself runs in place (collective-alias.mlir), in the reshape's own buffer.
+// CHECK-NEXT: %3 "all_reduce" activation: {{.*}}, in place of %2
+// CHECK-NEXT: %4 "reshape" activation: offset = {{[0-9]+}}, size = 64, live = [4, 6]{{$}}
 
 // -----
 

@@ -5,6 +5,9 @@
 // RUN: plait-opt %S/shard.mlir --plait-divide-batch='micro-batches=2' --plait-build-train-step='optimizer=sgd micro-batches=2' --plait-shard='world-size=2 strategy=zero2 sharded-accumulation=false' | FileCheck %s --check-prefix=WHOLE
 // RUN: plait-opt %S/shard.mlir --plait-divide-batch='micro-batches=2' --plait-build-train-step='optimizer=sgd micro-batches=2' --plait-shard='world-size=2 strategy=zero1' | FileCheck %s --check-prefix=WHOLE
 // RUN: plait-opt %S/shard.mlir --plait-divide-batch='micro-batches=2' --plait-build-train-step='optimizer=sgd micro-batches=2' --plait-shard='world-size=2 strategy=zero2' --plait-insert-collectives --plait-verify-collectives | FileCheck %s --check-prefix=LOWERED
+// RUN: plait-opt %S/shard.mlir --plait-divide-batch='micro-batches=4' --plait-build-train-step='optimizer=sgd micro-batches=4' --plait-shard='world-size=4 strategy=hsdp:2' | FileCheck %s --check-prefix=HSDP
+// RUN: plait-opt %S/shard.mlir --plait-divide-batch='micro-batches=4' --plait-build-train-step='optimizer=sgd micro-batches=4' --plait-shard='world-size=4 strategy=hsdp:2' --plait-insert-collectives --plait-verify-collectives | FileCheck %s --check-prefix=HSDPLOWERED
+// RUN: plait-opt %S/shard.mlir --plait-divide-batch='micro-batches=4' --plait-build-train-step='optimizer=sgd micro-batches=4' --plait-shard='world-size=4 strategy=hsdp:2 defer-replica-reduce=false' --plait-insert-collectives --plait-verify-collectives | FileCheck %s --check-prefix=PERMB
 
 // SHARD: plait.units = [{accumulate_in_shard = true, {{.*}}name = "layers.0"
 // SHARD-SAME: {accumulate_in_shard = true, {{.*}}name = "layers.1"
@@ -42,3 +45,29 @@
 // LOWERED: plait.in_flight_reduce_scatters = 2 : i64
 // LOWERED-COUNT-4: plait.reduce_scatter
 // LOWERED-NOT: plait.reduce_scatter
+
+// hsdp:2 on 4 ranks, 4 micro-batches: each micro-batch's gradients are reduce-scattered in the
+// shard group only; the first three shards are summed unreduced and their sum all-reduced
+// across the replicas once, where the last micro-batch's reduction starts; the last shard is
+// reduced in both (a sync_grad with replica groups); the two are added and divided by 4.
+// HSDP: plait.units = [{accumulate_in_shard = true, defer_replica_reduce = true, {{.*}}name = "layers.0"
+// HSDP: %[[A:.*]] = plait.sync_grad %{{.*}} {shard_groups = [array<i64: 0, 1>, array<i64: 2, 3>]} : tensor<10xf32> -> tensor<5xf32>
+// HSDP: %[[B:.*]] = plait.sync_grad %{{.*}} {shard_groups = [array<i64: 0, 1>, array<i64: 2, 3>]} : tensor<10xf32> -> tensor<5xf32>
+// HSDP: %[[AB:.*]] = plait.add %[[A]], %[[B]] : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+// HSDP: %[[C:.*]] = plait.sync_grad %{{.*}} {shard_groups = [array<i64: 0, 1>, array<i64: 2, 3>]} : tensor<10xf32> -> tensor<5xf32>
+// HSDP: %[[ABC:.*]] = plait.add %[[AB]], %[[C]] : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+// HSDP-NEXT: %[[R:.*]] = plait.all_reduce %[[ABC]] {groups = [array<i64: 0, 2>, array<i64: 1, 3>], reduce = "mean"} : tensor<5xf32>
+// HSDP: %[[D:.*]] = plait.sync_grad %{{.*}} {replica_groups = [array<i64: 0, 2>, array<i64: 1, 3>], shard_groups = [array<i64: 0, 1>, array<i64: 2, 3>]} : tensor<10xf32> -> tensor<5xf32>
+// HSDP: %[[SUM:.*]] = plait.add %[[R]], %[[D]] : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+// HSDP-NEXT: %[[MEAN:.*]] = plait.div %[[SUM]], %{{.*}} : (tensor<5xf32>, tensor<f32>) -> tensor<5xf32>
+// HSDP: plait.sgd_update %{{.*}}, %[[MEAN]]
+
+// Lowered: 8 reduce-scatters (4 per unit) and 4 all-reduces (2 per unit) across the
+// replicas, not 8; every rank's collective order checks.
+// HSDPLOWERED-COUNT-4: plait.all_reduce {{.*}}groups = [array<i64: 0, 2>, array<i64: 1, 3>], reduce = "mean"
+// HSDPLOWERED-NOT: plait.all_reduce {{.*}}groups = [array<i64: 0, 2>, array<i64: 1, 3>]
+
+// defer-replica-reduce=false: every micro-batch's shard is all-reduced by itself, 8 in all.
+// PERMB-NOT: defer_replica_reduce
+// PERMB-COUNT-8: plait.all_reduce {{.*}}groups = [array<i64: 0, 2>, array<i64: 1, 3>], reduce = "mean"
+// PERMB-NOT: plait.all_reduce {{.*}}groups = [array<i64: 0, 2>, array<i64: 1, 3>]
