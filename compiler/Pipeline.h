@@ -72,6 +72,8 @@ struct CompileOptions {
   std::string recompute = "none";             // --recompute none|all|auto
   bool recomputeFixed = false;                // --recompute given: --strategy auto keeps it
   bool bucketsFixed = false;                  // --bucket-bytes given: auto does not search it
+  bool prefetchFixed = false;                 // --prefetch given: auto does not search it
+  bool inFlightFixed = false;                 // --reduce-scatters-in-flight given: the same
   bool microBatchesFixed = false;             // --micro-batches given: auto does not search it
   int64_t memLimit = 0;                       // --mem-limit in bytes per rank; 0: none
   bool inPlaceUpdates = true;                 // off: --no-inplace-updates

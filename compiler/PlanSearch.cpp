@@ -83,6 +83,11 @@ struct Choice {
   // micro-batch's gradients and sum them in the shards (true), or sum whole gradients over the
   // micro-batches and reduce once (false: k times fewer collectives, whole gradients held).
   bool shardedAccumulation = true;
+  // How far collectives run ahead (--strategy auto tries deeper overlap where communication
+  // is exposed): all-gathers prefetched, gradient reduce-scatters in flight; -1: the command
+  // line's (--prefetch, --reduce-scatters-in-flight).
+  int64_t prefetch = -1;
+  int64_t inFlight = -1;
 };
 
 /// The IR verified, and the check that no rank can hang.
@@ -125,8 +130,9 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   pm.addPass(createShardPass(shard));
   InsertCollectivesPassOptions collectives;
   collectives.bucketBytes = choice.bucketBytes > 0 ? choice.bucketBytes : dist.bucketBytes;
-  collectives.prefetch = dist.prefetch;
-  collectives.reduceScattersInFlight = dist.reduceScattersInFlight;
+  collectives.prefetch = choice.prefetch >= 0 ? choice.prefetch : dist.prefetch;
+  collectives.reduceScattersInFlight =
+      choice.inFlight >= 0 ? choice.inFlight : dist.reduceScattersInFlight;
   pm.addPass(createInsertCollectivesPass(collectives));
   if (options.fusion)
     pm.addPass(createFoldTransposesPass());
@@ -410,6 +416,10 @@ std::string rowLabel(const AutoRow &row) {
     label += ", buckets " + humanBytes(row.choice.bucketBytes);
   if (!row.choice.shardedAccumulation)
     label += ", whole gradients accumulated";
+  if (row.choice.prefetch >= 0)
+    label += fmt::format(", prefetch {}", row.choice.prefetch);
+  if (row.choice.inFlight >= 0)
+    label += fmt::format(", {} reduce-scatters in flight", row.choice.inFlight);
   return label;
 }
 
@@ -446,6 +456,12 @@ void recordSearch(ModuleOp module, const std::vector<AutoRow> &rows,
       fields.push_back(b.getNamedAttr(
           "sharded_accumulation",
           b.getBoolAttr(row.choice.shardedAccumulation && !options.dist.noShardedAccumulation)));
+    // The deeper-overlap rows: what they changed from the command line's.
+    if (row.choice.prefetch >= 0)
+      fields.push_back(b.getNamedAttr("prefetch", b.getI64IntegerAttr(row.choice.prefetch)));
+    if (row.choice.inFlight >= 0)
+      fields.push_back(b.getNamedAttr("reduce_scatters_in_flight",
+                                      b.getI64IntegerAttr(row.choice.inFlight)));
     if (!row.pruned && row.result.predictedMs) {
       fields.push_back(
           b.getNamedAttr("predicted_step_ms", b.getF64FloatAttr(*row.result.predictedMs)));
@@ -488,7 +504,9 @@ std::vector<Candidate> screenAll(ModuleOp module, const CompileOptions &options,
 /// size), for ddp three bucket sizes, with micro-batches for the placements that shard
 /// gradients both ways of accumulating them (in the shards, or whole and reduced once; not
 /// searched under --no-sharded-accumulation), and where a placement does not fit, the fewest
-/// recomputed units that make it fit, else recompute all. Each choice is screened (the real
+/// recomputed units that make it fit, else recompute all; where a placement fits but its
+/// step waits on the network, all-gathers prefetched 2 units ahead and 4 gradient
+/// reduce-scatters in flight (alone and together). Each choice is screened (the real
 /// passes and the cost model, memory from the liveness lower bound, no buffer placement);
 /// the rows are ranked by predicted step time (ties: the smaller peak, then the order
 /// above); the first whose lower bound fits is compiled exactly, and kept when its exact
@@ -568,6 +586,83 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
     if (known == plainRow.end() || timeOf(rows[row]) < timeOf(rows[known->second]))
       plainRow[key] = row;
   }
+  // 1b. Deeper overlap, where communication is exposed: for each placement's fastest plain
+  //     row that fits and waits on the network, all-gathers prefetched 2 units ahead
+  //     (placements that gather params: zero3, fsdp, hsdp) and 4 gradient reduce-scatters in
+  //     flight (placements that shard gradients): more of the network's time hidden behind
+  //     compute, for more gathered params and whole gradients held. Each alone first, both
+  //     where each alone was faster; a row is kept only when it is faster than the row it
+  //     deepens. Not searched where --prefetch or --reduce-scatters-in-flight is given.
+  {
+    const bool tryPrefetch = !options.prefetchFixed && options.dist.prefetch < 2;
+    const bool tryInFlight = !options.inFlightFixed && options.dist.reduceScattersInFlight > 0 &&
+                             options.dist.reduceScattersInFlight < 4;
+    struct Deeper {
+      Choice choice;
+      double baseMs; // the row it deepens
+      PlainKey key;
+    };
+    auto screenDeeper = [&](const std::vector<Deeper> &tries) -> FailureOr<std::vector<bool>> {
+      std::vector<Choice> choices;
+      for (const Deeper &d : tries)
+        choices.push_back(d.choice);
+      std::vector<Candidate> results = screenAll(module, options, choices, limit);
+      std::vector<bool> faster;
+      for (auto [d, result] : llvm::zip(tries, results)) {
+        if (!result.ok)
+          return failure();
+        bool keep = result.predictedMs && *result.predictedMs < d.baseMs;
+        faster.push_back(keep);
+        if (keep)
+          rows.push_back(
+              AutoRow{d.choice, std::move(result), floors[d.choice.strategy], false, ""});
+      }
+      return faster;
+    };
+    std::vector<Deeper> singles;
+    for (auto &[key, row] : plainRow) {
+      const AutoRow &plain = rows[row];
+      if (!fits(row) || plain.result.exposedCommMs <= 0)
+        continue;
+      std::string error;
+      auto placement = parsePlacement(key.first, world, error);
+      if (tryPrefetch && placement->shardsParams()) {
+        Choice c = plain.choice;
+        c.prefetch = 2;
+        singles.push_back({c, timeOf(plain), key});
+      }
+      if (tryInFlight && placement->shardsGrads()) {
+        Choice c = plain.choice;
+        c.inFlight = 4;
+        singles.push_back({c, timeOf(plain), key});
+      }
+    }
+    auto fasterSingles = screenDeeper(singles);
+    if (failed(fasterSingles))
+      return failure();
+    // Both, where each alone was faster than the plain row.
+    std::map<PlainKey, std::vector<const Deeper *>> helped;
+    for (auto [d, faster] : llvm::zip(singles, *fasterSingles))
+      if (faster)
+        helped[d.key].push_back(&d);
+    std::vector<Deeper> pairs;
+    for (auto &[key, list] : helped) {
+      if (list.size() != 2)
+        continue;
+      Choice c = list[0]->choice;
+      c.prefetch = 2;
+      c.inFlight = 4;
+      double best = INFINITY;
+      for (const AutoRow &r : rows)
+        if (r.choice.strategy == key.first && r.choice.shardedAccumulation == key.second &&
+            (r.choice.prefetch >= 0 || r.choice.inFlight >= 0))
+          best = std::min(best, timeOf(r));
+      pairs.push_back({c, best, key});
+    }
+    if (failed(screenDeeper(pairs)))
+      return failure();
+  }
+
   // 2. Recomputation, only where the plain placement does not fit (recomputing adds work and
   //    no communication, so it never makes a step faster) and only where the plain step is
   //    faster than the fastest that fits so far (else nothing recomputed can win).
@@ -797,6 +892,10 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
     options.dist.bucketBytes = win.choice.bucketBytes;
   if (!win.choice.shardedAccumulation)
     options.dist.noShardedAccumulation = true;
+  if (win.choice.prefetch >= 0)
+    options.dist.prefetch = win.choice.prefetch;
+  if (win.choice.inFlight >= 0)
+    options.dist.reduceScattersInFlight = win.choice.inFlight;
   options.recompute = win.choice.recompute == "segments" ? "auto" : win.choice.recompute;
   return success();
 }

@@ -280,6 +280,8 @@ int main(int argc, char **argv) {
   }
   options.recomputeFixed = app.count("--recompute") > 0;
   options.bucketsFixed = app.count("--bucket-bytes") > 0;
+  options.prefetchFixed = app.count("--prefetch") > 0;
+  options.inFlightFixed = app.count("--reduce-scatters-in-flight") > 0;
   options.microBatchesFixed = app.count("--micro-batches") > 0;
   if (dist.strategy == "auto") {
     if (!options.cluster) {
