@@ -208,7 +208,9 @@ ojson metadataBody(const Plan &plan, const CheckpointInfo &info,
   body["step"] = info.step;
   body["world_size"] = plan.worldSize;
   body["global_batch"] = info.globalBatch;
-  body["samples_seen"] = info.step * info.globalBatch;
+  body["samples_seen"] = info.samplesSeen;
+  if (info.dataPosition >= 0)
+    body["data_position"] = info.dataPosition;
   body["seed"] = info.seed;
   body["model"] = plan.source;
   body["optimizer_updates"] = planUpdates(plan);
@@ -365,6 +367,16 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
                             kFormat, kFormatVersion);
     out.info.step = integerAt<int64_t>(body, "step");
     out.info.globalBatch = integerAt<int64_t>(body, "global_batch");
+    // Older checkpoints: samples_seen was step * global_batch, and there is no position.
+    out.info.samplesSeen = body.contains("samples_seen")
+                               ? integerAt<int64_t>(body, "samples_seen")
+                               : out.info.step * out.info.globalBatch;
+    out.info.dataPosition =
+        body.contains("data_position") ? integerAt<int64_t>(body, "data_position") : -1;
+    if (out.info.samplesSeen < 0)
+      throw FieldError("'samples_seen' must be >= 0");
+    if (body.contains("data_position") && out.info.dataPosition < 0)
+      throw FieldError("'data_position' must be >= 0");
     out.info.seed = integerAt<uint64_t>(body, "seed");
     out.worldSize = integerAt<uint32_t>(body, "world_size");
     out.model = body.at("model").get<std::string>();

@@ -18,9 +18,15 @@ namespace plait::rt {
 /// What a checkpoint records besides the tensors.
 struct CheckpointInfo {
   int64_t step = 0;        // the last completed step (1-based); resuming runs step + 1 on
-  int64_t globalBatch = 0; // samples per step over every rank (the data position is
-                           // step * globalBatch samples)
+  int64_t globalBatch = 0; // samples per step over every rank, in the steps that wrote it
   uint64_t seed = 0;       // the run's --seed (params initialised from specs)
+  /// Samples the run has trained on, over every step and batch size so far.
+  int64_t samplesSeen = 0;
+  /// Where the next step's global batch starts in the data (a sample index in the epoch),
+  /// so that a resumed run continues there whatever its global batch. -1: not recorded
+  /// (checkpoints before 2026-12-03, whose runs kept one global batch: step * globalBatch
+  /// samples into the data, wrapped at the epoch).
+  int64_t dataPosition = -1;
 };
 
 /// Layout of a checkpoint directory DIR:

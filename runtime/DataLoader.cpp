@@ -60,8 +60,20 @@ Status DataLoader::open(const std::string &dir, const Plan &plan, DataLoader &ou
   return {};
 }
 
+int64_t DataLoader::position(int64_t step) const {
+  int64_t global = batch_ * world_;
+  int64_t k = step - originStep_;
+  if (k < 0) // before the origin: the run that wrote the checkpoint, had it this batch
+    return (step % batchesPerEpoch()) * global;
+  // Whole global batches left in the origin's epoch, then whole epochs from sample 0.
+  int64_t left = originPosition_ < samples_ ? (samples_ - originPosition_) / global : 0;
+  if (k < left)
+    return originPosition_ + k * global;
+  return ((k - left) % batchesPerEpoch()) * global;
+}
+
 const uint8_t *DataLoader::batchData(int64_t step, size_t input) const {
-  int64_t first = ((step % batchesPerEpoch()) * world_ + rank_) * batch_;
+  int64_t first = position(step) + rank_ * batch_;
   size_t sampleBytes = plan_->tensors[plan_->inputs[input]].bytes / static_cast<size_t>(batch_);
   return columns_[input].bytes.data() + first * sampleBytes;
 }

@@ -317,9 +317,12 @@ struct ExitHook {
 };
 
 // --resume: the newest usable checkpoint, the same on every rank, restored into `exec`.
-// Returns the last step it holds in `resumedStep`.
+// Returns what it records (its step, samples seen, data position) in `resumed`. The plan may
+// take another global batch than the checkpoint's steps did: the data continues at the
+// checkpoint's position (a batch-size ramp, or a resume on fewer or more ranks).
 Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executor &exec,
-                            Communicator &comm, int64_t &resumedStep) {
+                            Communicator &comm, const DataLoader *data,
+                            CheckpointInfo &resumed) {
   CheckpointIndex index;
   std::vector<std::string> skipped;
   Status found = findCheckpoint(options.checkpointDir, index, skipped);
@@ -335,16 +338,21 @@ Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executo
     return Status::errorf("--resume: the ranks chose different checkpoints in {} (files "
                           "changing while the run starts?)", options.checkpointDir);
   PLAIT_RETURN_IF_ERROR(restoreCheckpoint(index, exec)); // first: is it this model at all?
-  if (index.info.globalBatch != plan.globalBatch())
-    return Status::errorf("--resume: {} was trained with a global batch of {} samples, {} "
-                          "takes {} per step; compile it for the same global batch so the "
-                          "data continues where it stopped", index.path,
-                          index.info.globalBatch, plan.path, plan.globalBatch());
+  resumed = index.info;
+  if (data && resumed.dataPosition < 0) {
+    // Written before positions were recorded, by a run of one global batch throughout.
+    int64_t perEpoch = resumed.globalBatch > 0 ? data->samples() / resumed.globalBatch : 0;
+    resumed.dataPosition = perEpoch > 0 ? (resumed.step % perEpoch) * resumed.globalBatch : 0;
+  }
   if (comm.rank() == 0) {
     fmt::print(stderr, "plait-run: resuming after step {} from {} (saved by {} rank{})\n",
                index.info.step, index.path, index.worldSize, index.worldSize == 1 ? "" : "s");
+    if (resumed.globalBatch != plan.globalBatch())
+      fmt::print(stderr, "plait-run: its steps took a global batch of {} samples, {} takes {}: "
+                 "the data continues at sample {} ({} samples seen)\n", resumed.globalBatch,
+                 plan.path, plan.globalBatch(), std::max<int64_t>(resumed.dataPosition, 0),
+                 resumed.samplesSeen);
   }
-  resumedStep = index.info.step;
   return {};
 }
 
@@ -428,8 +436,15 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     return Status::errorf("{}: checkpoints hold a training run's params and optimizer state; "
                           "this plan does not train", plan.path);
   int64_t resumedStep = 0;
-  if (options.resume)
-    PLAIT_RETURN_IF_ERROR(resumeFromCheckpoint(options, plan, *exec, comm, resumedStep));
+  CheckpointInfo resumedFrom; // what the checkpoint resumed from records
+  if (options.resume) {
+    const DataLoader *loader = options.dataDir.empty() ? nullptr : &data;
+    PLAIT_RETURN_IF_ERROR(
+        resumeFromCheckpoint(options, plan, *exec, comm, loader, resumedFrom));
+    resumedStep = resumedFrom.step;
+    if (loader)
+      data.setOrigin(resumedStep, resumedFrom.dataPosition);
+  }
 
   bool lead = comm.rank() == 0; // logs, writes files and summarises for the job
   std::ofstream log;
@@ -449,6 +464,17 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   uint64_t arenaHighWater = 0, workspaceHighWater = 0; // over every step
   nlohmann::json firstLoss;
   const int64_t firstStep = resumedStep + 1, stepsRun = options.steps - resumedStep;
+  // What a checkpoint after `step` records: the samples seen over every batch size so far,
+  // and where the next step's batch starts.
+  auto checkpointInfo = [&](int64_t step) {
+    CheckpointInfo info;
+    info.step = step;
+    info.globalBatch = plan.globalBatch();
+    info.seed = options.seed;
+    info.samplesSeen = resumedFrom.samplesSeen + (step - resumedStep) * plan.globalBatch();
+    info.dataPosition = options.dataDir.empty() ? -1 : data.position(step);
+    return info;
+  };
   for (int64_t step = firstStep; step <= options.steps; ++step) {
     exitHook.before(comm.rank(), step);
     activity::setStep(step);
@@ -480,8 +506,7 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
         ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) ||
          step == options.steps))
       PLAIT_RETURN_IF_ERROR(
-          saveCheckpoint(options.checkpointDir,
-                         CheckpointInfo{step, plan.globalBatch(), options.seed}, *exec, comm,
+          saveCheckpoint(options.checkpointDir, checkpointInfo(step), *exec, comm,
                          options.keepCheckpoints)
               .withPrefix(fmt::format("step {}: writing the checkpoint: ", step)));
   }

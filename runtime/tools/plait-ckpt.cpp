@@ -64,10 +64,10 @@ int main(int argc, char **argv) {
     std::string updates;
     for (const std::string &u : index.updates)
       updates += (updates.empty() ? "" : ", ") + u;
-    fmt::print("{}: step {}, saved by {} rank{}, global batch {}, {} files; {} params "
-               "({} elements), {} optimizer tensors ({} elements{}); model {}\n",
+    fmt::print("{}: step {}, saved by {} rank{}, global batch {}, {} samples seen, {} files; "
+               "{} params ({} elements), {} optimizer tensors ({} elements{}); model {}\n",
                index.path, index.info.step, index.worldSize, index.worldSize == 1 ? "" : "s",
-               index.info.globalBatch, index.files.size(),
+               index.info.globalBatch, index.info.samplesSeen, index.files.size(),
                std::count_if(index.tensors.begin(), index.tensors.end(),
                              [](const auto &t) { return t.second.kind == "param"; }),
                params,

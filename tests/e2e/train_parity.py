@@ -358,7 +358,10 @@ def schedule_factor(schedule, step):
     return scale
 
 
-def train_torch(model, cfg, data, batch, steps, input_order):
+def train_torch(model, cfg, data, batch, steps, input_order, spans=None):
+    """`steps` steps of `batch` samples each, in order; or, given `spans`, one step per
+    (first sample, samples) in it."""
+    spans = spans or [(s * batch, batch) for s in range(steps)]
     params = model.parameters()
     if cfg["no_decay"] or cfg["lr_scale"]:
         # One param group per (factor, decayed): the factor of the first matching rule.
@@ -377,12 +380,12 @@ def train_torch(model, cfg, data, batch, steps, input_order):
             group["lr"] *= factor
     schedule = cfg["schedule"]
     losses = []
-    for s in range(steps):
+    for s, (first, size) in enumerate(spans):
         if schedule:
             for group in opt.param_groups:
                 group["lr"] = (schedule[1] * schedule_factor(schedule, s + 1)
                                * group.get("lr_factor", 1.0))
-        args = [torch.from_numpy(data[n][s * batch:(s + 1) * batch]) for n in input_order]
+        args = [torch.from_numpy(data[n][first:first + size]) for n in input_order]
         loss, _ = model(*args)
         opt.zero_grad()
         loss.backward()

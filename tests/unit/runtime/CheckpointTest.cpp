@@ -47,6 +47,22 @@ TEST(CheckpointMetadata, OptimizerUpdatesAreRead) {
   EXPECT_EQ(index.updates, (std::vector<std::string>{"adamw_update", "sgd_update"}));
 }
 
+// Where the data continues and how many samples the run has seen, when recorded; an older
+// checkpoint (one global batch throughout) has neither: samples_seen defaults to
+// step x global batch and the position to -1 (computed at resume from the data's size).
+TEST(CheckpointMetadata, SamplesSeenAndDataPositionAreRead) {
+  nlohmann::ordered_json body = validBody();
+  CheckpointIndex index;
+  ASSERT_TRUE(parse(body, index).ok());
+  EXPECT_EQ(index.info.samplesSeen, 24);
+  EXPECT_EQ(index.info.dataPosition, -1);
+  body["samples_seen"] = 40;
+  body["data_position"] = 12;
+  ASSERT_TRUE(parse(body, index).ok());
+  EXPECT_EQ(index.info.samplesSeen, 40);
+  EXPECT_EQ(index.info.dataPosition, 12);
+}
+
 // Each case: a field set to a value of the wrong kind or range, and the error's field name.
 TEST(CheckpointMetadata, NonIntegerFieldsAreNamed) {
   struct Case {
@@ -64,6 +80,10 @@ TEST(CheckpointMetadata, NonIntegerFieldsAreNamed) {
       {"/files/0/entries/0/segments/0/offset", "\"0\"", "'offset' must be an integer"},
       {"/optimizer_updates", "\"adamw_update\"", "'optimizer_updates' must be an array"},
       {"/optimizer_updates", "[\"sgd_update\", 3]", "'optimizer_updates' must be an array"},
+      {"/samples_seen", "1.5", "'samples_seen' must be an integer"},
+      {"/data_position", "\"12\"", "'data_position' must be an integer"},
+      {"/data_position", "-3", "'data_position' must be >= 0"},
+      {"/samples_seen", "-8", "'samples_seen' must be >= 0"},
   };
   for (const Case &c : cases) {
     nlohmann::ordered_json body = validBody();

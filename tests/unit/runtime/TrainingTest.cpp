@@ -137,6 +137,42 @@ TEST(DataLoader, TakesBatchesInOrderAndWrapsAround) {
   std::filesystem::remove_all(dir);
 }
 
+// A resumed run continues at its checkpoint's data position, whatever its batch: from there
+// each step takes the next batch, and where a whole one no longer fits before the end of the
+// data, the next epoch starts at sample 0.
+TEST(DataLoader, ContinuesFromTheOriginAndWrapsAtTheEpoch) {
+  Plan plan;
+  ASSERT_TRUE(loadPlanFromBytes(plan::serializePlan(tinyTrainingPlan()), "t.plan", plan).ok());
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "plait_dataloader_origin";
+  std::filesystem::create_directories(dir);
+  std::vector<float> samples = {0, 1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE(writeNpy((dir / "x.npy").string(), TensorView{samples.data(), DType::F32, {7}}).ok());
+  DataLoader data;
+  ASSERT_TRUE(DataLoader::open(dir.string(), plan, data).ok());
+  ASSERT_EQ(data.batchesPerEpoch(), 3);
+  // From the start: 0, 2, 4, then a new epoch (samples 6.. are not a whole batch).
+  EXPECT_EQ(data.position(0), 0);
+  EXPECT_EQ(data.position(2), 4);
+  EXPECT_EQ(data.position(3), 0);
+  // A run of batch 3 stopped after 1 step (position 3); this one of batch 2 goes on from it
+  // at step 1: 3, 5, then the epoch ends (7 - 5 < 2): 0, 2, 4, 0.
+  data.setOrigin(1, 3);
+  std::vector<int64_t> got;
+  for (int64_t step = 1; step <= 6; ++step)
+    got.push_back(data.position(step));
+  EXPECT_EQ(got, (std::vector<int64_t>{3, 5, 0, 2, 4, 0}));
+  std::unique_ptr<Executor> exec;
+  ASSERT_TRUE(Executor::create(plan, {}, exec).ok());
+  ASSERT_TRUE(data.loadBatch(2, *exec).ok());
+  EXPECT_EQ(exec->view(0).as<float>()[0], 5.0f);
+  EXPECT_EQ(exec->view(0).as<float>()[1], 6.0f);
+  // A position at or past the end of the data (a smaller data set): a new epoch.
+  data.setOrigin(4, 9);
+  EXPECT_EQ(data.position(4), 0);
+  EXPECT_EQ(data.position(5), 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Safetensors, HeaderDescribesEveryTensor) {
   std::filesystem::path path = std::filesystem::temp_directory_path() / "plait_weights.safetensors";
   float a[3] = {1, 2, 3};
