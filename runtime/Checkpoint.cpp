@@ -211,6 +211,8 @@ ojson metadataBody(const Plan &plan, const CheckpointInfo &info,
   body["samples_seen"] = info.samplesSeen;
   if (info.dataPosition >= 0)
     body["data_position"] = info.dataPosition;
+  if (info.dataEpoch >= 0)
+    body["data_epoch"] = info.dataEpoch;
   body["seed"] = info.seed;
   body["model"] = plan.source;
   body["optimizer_updates"] = planUpdates(plan);
@@ -377,6 +379,10 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
       throw FieldError("'samples_seen' must be >= 0");
     if (body.contains("data_position") && out.info.dataPosition < 0)
       throw FieldError("'data_position' must be >= 0");
+    out.info.dataEpoch =
+        body.contains("data_epoch") ? integerAt<int64_t>(body, "data_epoch") : -1;
+    if (body.contains("data_epoch") && out.info.dataEpoch < 0)
+      throw FieldError("'data_epoch' must be >= 0");
     out.info.seed = integerAt<uint64_t>(body, "seed");
     out.worldSize = integerAt<uint32_t>(body, "world_size");
     out.model = body.at("model").get<std::string>();

@@ -27,6 +27,9 @@ struct CheckpointInfo {
   /// (checkpoints before 2026-12-03, whose runs kept one global batch: step * globalBatch
   /// samples into the data, wrapped at the epoch).
   int64_t dataPosition = -1;
+  /// The epoch (0-based) the next step's batch belongs to: with --shuffle, which order the
+  /// position indexes. -1: not recorded (computed like the position).
+  int64_t dataEpoch = -1;
 };
 
 /// Layout of a checkpoint directory DIR:

@@ -1,6 +1,7 @@
 // Training data loader: whole .npy files in memory, contiguous batches copied per step.
 #include "runtime/DataLoader.h"
 
+#include <cstring>
 #include <filesystem>
 
 #include "runtime/io/Npy.h"
@@ -60,25 +61,78 @@ Status DataLoader::open(const std::string &dir, const Plan &plan, DataLoader &ou
   return {};
 }
 
+int64_t DataLoader::leftInOriginEpoch() const {
+  int64_t global = batch_ * world_;
+  return originPosition_ < samples_ ? (samples_ - originPosition_) / global : 0;
+}
+
 int64_t DataLoader::position(int64_t step) const {
   int64_t global = batch_ * world_;
   int64_t k = step - originStep_;
   if (k < 0) // before the origin: the run that wrote the checkpoint, had it this batch
     return (step % batchesPerEpoch()) * global;
   // Whole global batches left in the origin's epoch, then whole epochs from sample 0.
-  int64_t left = originPosition_ < samples_ ? (samples_ - originPosition_) / global : 0;
+  int64_t left = leftInOriginEpoch();
   if (k < left)
     return originPosition_ + k * global;
   return ((k - left) % batchesPerEpoch()) * global;
 }
 
-const uint8_t *DataLoader::batchData(int64_t step, size_t input) const {
-  int64_t first = position(step) + rank_ * batch_;
-  size_t sampleBytes = plan_->tensors[plan_->inputs[input]].bytes / static_cast<size_t>(batch_);
-  return columns_[input].bytes.data() + first * sampleBytes;
+int64_t DataLoader::epoch(int64_t step) const {
+  int64_t k = step - originStep_;
+  if (k < 0)
+    return step / batchesPerEpoch();
+  int64_t left = leftInOriginEpoch();
+  if (k < left)
+    return originEpoch_;
+  return originEpoch_ + 1 + (k - left) / batchesPerEpoch();
 }
 
-Status DataLoader::loadBatch(int64_t step, Executor &exec) const {
+namespace {
+
+uint64_t splitmix64(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+} // namespace
+
+void DataLoader::setShuffle(uint64_t seed) {
+  shuffle_ = true;
+  seed_ = seed;
+  orderEpoch_ = -1;
+  order_.assign(size_t(samples_), 0);
+  gathered_.resize(columns_.size());
+  for (size_t i = 0; i < columns_.size(); ++i)
+    gathered_[i].resize(plan_->tensors[plan_->inputs[i]].bytes);
+}
+
+const uint8_t *DataLoader::batchData(int64_t step, size_t input) {
+  int64_t first = position(step) + rank_ * batch_;
+  size_t sampleBytes = plan_->tensors[plan_->inputs[input]].bytes / static_cast<size_t>(batch_);
+  const uint8_t *column = columns_[input].bytes.data();
+  if (!shuffle_)
+    return column + first * sampleBytes;
+  if (int64_t e = epoch(step); e != orderEpoch_) {
+    // Epoch e's order: Fisher-Yates from the identity, one splitmix64 stream per (seed, e);
+    // the modulo's bias (below 2^-40 for a billion samples) does not matter here.
+    uint64_t state = seed_ ^ (uint64_t(e) * 0xd1b54a32d192ed03ULL);
+    for (int64_t i = 0; i < samples_; ++i)
+      order_[size_t(i)] = i;
+    for (int64_t i = samples_ - 1; i > 0; --i)
+      std::swap(order_[size_t(i)], order_[size_t(splitmix64(state) % uint64_t(i + 1))]);
+    orderEpoch_ = e;
+  }
+  uint8_t *out = gathered_[input].data();
+  for (int64_t j = 0; j < batch_; ++j)
+    std::memcpy(out + size_t(j) * sampleBytes,
+                column + size_t(order_[size_t(first + j)]) * sampleBytes, sampleBytes);
+  return out;
+}
+
+Status DataLoader::loadBatch(int64_t step, Executor &exec) {
   for (size_t i = 0; i < columns_.size(); ++i) {
     const PlanTensor &input = plan_->tensors[plan_->inputs[i]];
     // Raw bytes rather than a TensorView: building one would copy (allocate) the shape.

@@ -43,6 +43,8 @@ Status checkOptions(const RunOptions &options) {
                           cpu::kMaxKernelThreads, options.threads);
   if (!options.dataDir.empty() && !options.inputs.empty())
     return Status::error("give the batch either with --data DIR or with --input, not both");
+  if (options.shuffle && options.dataDir.empty())
+    return Status::error("--shuffle needs --data DIR (it orders the data's samples)");
   if (options.checkpointEvery < 0)
     return Status::errorf("--checkpoint-every must be at least 0, got {}",
                           options.checkpointEvery);
@@ -339,10 +341,11 @@ Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executo
                           "changing while the run starts?)", options.checkpointDir);
   PLAIT_RETURN_IF_ERROR(restoreCheckpoint(index, exec)); // first: is it this model at all?
   resumed = index.info;
-  if (data && resumed.dataPosition < 0) {
+  if (data && (resumed.dataPosition < 0 || resumed.dataEpoch < 0)) {
     // Written before positions were recorded, by a run of one global batch throughout.
     int64_t perEpoch = resumed.globalBatch > 0 ? data->samples() / resumed.globalBatch : 0;
     resumed.dataPosition = perEpoch > 0 ? (resumed.step % perEpoch) * resumed.globalBatch : 0;
+    resumed.dataEpoch = perEpoch > 0 ? resumed.step / perEpoch : 0;
   }
   if (comm.rank() == 0) {
     fmt::print(stderr, "plait-run: resuming after step {} from {} (saved by {} rank{})\n",
@@ -431,6 +434,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     PLAIT_RETURN_IF_ERROR(DataLoader::open(options.dataDir, plan, data, comm.size(), comm.rank()));
   else
     PLAIT_RETURN_IF_ERROR(readInputs(options, plan, fixedInputs));
+  if (options.shuffle && !options.dataDir.empty())
+    data.setShuffle(options.seed);
 
   if (!options.checkpointDir.empty() && !plan.training)
     return Status::errorf("{}: checkpoints hold a training run's params and optimizer state; "
@@ -443,7 +448,7 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
         resumeFromCheckpoint(options, plan, *exec, comm, loader, resumedFrom));
     resumedStep = resumedFrom.step;
     if (loader)
-      data.setOrigin(resumedStep, resumedFrom.dataPosition);
+      data.setOrigin(resumedStep, resumedFrom.dataPosition, resumedFrom.dataEpoch);
   }
 
   bool lead = comm.rank() == 0; // logs, writes files and summarises for the job
@@ -473,6 +478,7 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     info.seed = options.seed;
     info.samplesSeen = resumedFrom.samplesSeen + (step - resumedStep) * plan.globalBatch();
     info.dataPosition = options.dataDir.empty() ? -1 : data.position(step);
+    info.dataEpoch = options.dataDir.empty() ? -1 : data.epoch(step);
     return info;
   };
   for (int64_t step = firstStep; step <= options.steps; ++step) {

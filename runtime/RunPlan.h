@@ -19,6 +19,7 @@ struct RunOptions {
   int64_t steps = 1;
   int64_t nproc = 1;       // > 1: relaunchUnderMpirun(), not runPlan()
   std::string dataDir;     // one NAME.npy per graph input; step s takes the next batch
+  bool shuffle = false;    // --shuffle: each epoch in its own order, from --seed
   std::string logJsonl;    // one JSON object per step
   std::string saveWeights; // write the params as safetensors after the last step
   MonitorOptions monitor;  // --progress, --trace, --trace-steps (RunMonitor.h)

@@ -237,6 +237,8 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
   DataLoader data;
   if (!options.dataDir.empty())
     PLAIT_RETURN_IF_ERROR(DataLoader::open(options.dataDir, plan, data, comm.size(), comm.rank()));
+  if (options.shuffle && !options.dataDir.empty())
+    data.setShuffle(options.seed);
   bool lead = comm.rank() == 0;
   std::ofstream log;
   if (lead && !options.logJsonl.empty()) {

@@ -78,6 +78,9 @@ int main(int argc, char **argv) {
   app.add_option("--nproc", options.nproc,
                  "start N local ranks under mpirun (the plan's world size)");
   app.add_option("--data", options.dataDir, "training data: one NAME.npy per graph input");
+  app.add_flag("--shuffle", options.shuffle,
+               "with --data: take each epoch's samples in an order of its own (from --seed; "
+               "the same on every rank, continued by --resume)");
   app.add_option("--save-weights", options.saveWeights,
                  "write the params (after the last step) as FILE.safetensors");
   app.add_option("--log-jsonl", options.logJsonl, "append one JSON object per step");
@@ -104,7 +107,7 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_flag("--resume", options.resume,
                "continue from the newest usable checkpoint in --checkpoint-dir (any world "
-               "size or placement of the same model and global batch)");
+               "size, placement or global batch of the same model)");
   app.add_option("--timeout", options.timeoutSeconds,
                  "seconds a collective (or the launch) may take before the run fails")
       ->capture_default_str();

@@ -56,11 +56,14 @@ TEST(CheckpointMetadata, SamplesSeenAndDataPositionAreRead) {
   ASSERT_TRUE(parse(body, index).ok());
   EXPECT_EQ(index.info.samplesSeen, 24);
   EXPECT_EQ(index.info.dataPosition, -1);
+  EXPECT_EQ(index.info.dataEpoch, -1);
   body["samples_seen"] = 40;
   body["data_position"] = 12;
+  body["data_epoch"] = 2;
   ASSERT_TRUE(parse(body, index).ok());
   EXPECT_EQ(index.info.samplesSeen, 40);
   EXPECT_EQ(index.info.dataPosition, 12);
+  EXPECT_EQ(index.info.dataEpoch, 2);
 }
 
 // Each case: a field set to a value of the wrong kind or range, and the error's field name.
@@ -84,6 +87,7 @@ TEST(CheckpointMetadata, NonIntegerFieldsAreNamed) {
       {"/data_position", "\"12\"", "'data_position' must be an integer"},
       {"/data_position", "-3", "'data_position' must be >= 0"},
       {"/samples_seen", "-8", "'samples_seen' must be >= 0"},
+      {"/data_epoch", "-1", "'data_epoch' must be >= 0"},
   };
   for (const Case &c : cases) {
     nlohmann::ordered_json body = validBody();

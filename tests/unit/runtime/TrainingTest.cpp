@@ -1,5 +1,6 @@
 // Training-plan pieces of the runtime: LR schedules, loader checks of updates and hyper
 // tensors, end-of-step updates, the data loader and the safetensors writer.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -156,20 +157,86 @@ TEST(DataLoader, ContinuesFromTheOriginAndWrapsAtTheEpoch) {
   EXPECT_EQ(data.position(3), 0);
   // A run of batch 3 stopped after 1 step (position 3); this one of batch 2 goes on from it
   // at step 1: 3, 5, then the epoch ends (7 - 5 < 2): 0, 2, 4, 0.
-  data.setOrigin(1, 3);
-  std::vector<int64_t> got;
-  for (int64_t step = 1; step <= 6; ++step)
+  data.setOrigin(1, 3, 0);
+  std::vector<int64_t> got, epochs;
+  for (int64_t step = 1; step <= 6; ++step) {
     got.push_back(data.position(step));
+    epochs.push_back(data.epoch(step));
+  }
   EXPECT_EQ(got, (std::vector<int64_t>{3, 5, 0, 2, 4, 0}));
+  EXPECT_EQ(epochs, (std::vector<int64_t>{0, 0, 1, 1, 1, 2}));
   std::unique_ptr<Executor> exec;
   ASSERT_TRUE(Executor::create(plan, {}, exec).ok());
   ASSERT_TRUE(data.loadBatch(2, *exec).ok());
   EXPECT_EQ(exec->view(0).as<float>()[0], 5.0f);
   EXPECT_EQ(exec->view(0).as<float>()[1], 6.0f);
   // A position at or past the end of the data (a smaller data set): a new epoch.
-  data.setOrigin(4, 9);
+  data.setOrigin(4, 9, 3);
   EXPECT_EQ(data.position(4), 0);
+  EXPECT_EQ(data.epoch(4), 4);
   EXPECT_EQ(data.position(5), 2);
+  std::filesystem::remove_all(dir);
+}
+
+// --shuffle: every epoch takes each of the samples its whole batches cover once, in an order
+// of its own; the same seed gives the same orders (every rank computes them), ranks split
+// one global batch, and a loader resumed at an origin continues the same sequence.
+TEST(DataLoader, ShuffledEpochsArePermutationsContinuedOnResume) {
+  Plan plan;
+  ASSERT_TRUE(loadPlanFromBytes(plan::serializePlan(tinyTrainingPlan()), "t.plan", plan).ok());
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "plait_dataloader_shuffle";
+  std::filesystem::create_directories(dir);
+  std::vector<float> samples(10);
+  for (size_t i = 0; i < samples.size(); ++i)
+    samples[i] = float(i);
+  ASSERT_TRUE(writeNpy((dir / "x.npy").string(), TensorView{samples.data(), DType::F32, {10}}).ok());
+  auto batchesOf = [&](DataLoader &data, int64_t from, int64_t to) {
+    std::vector<float> seen;
+    for (int64_t step = from; step < to; ++step) {
+      const float *batch = reinterpret_cast<const float *>(data.batchData(step, 0));
+      seen.insert(seen.end(), batch, batch + data.batchSize());
+    }
+    return seen;
+  };
+  DataLoader a, b;
+  ASSERT_TRUE(DataLoader::open(dir.string(), plan, a).ok());
+  ASSERT_TRUE(DataLoader::open(dir.string(), plan, b).ok());
+  a.setShuffle(7);
+  b.setShuffle(7);
+  ASSERT_EQ(a.batchesPerEpoch(), 5);
+  std::vector<float> epoch0 = batchesOf(a, 0, 5), epoch1 = batchesOf(a, 5, 10);
+  std::vector<float> sorted0 = epoch0, sorted1 = epoch1;
+  std::sort(sorted0.begin(), sorted0.end());
+  std::sort(sorted1.begin(), sorted1.end());
+  EXPECT_EQ(sorted0, samples);
+  EXPECT_EQ(sorted1, samples);
+  EXPECT_NE(epoch0, samples); // shuffled (for this seed, checked once)
+  EXPECT_NE(epoch0, epoch1);  // a new order each epoch
+  EXPECT_EQ(batchesOf(b, 0, 10), batchesOf(a, 0, 10)); // the same seed, the same orders
+  DataLoader other;
+  ASSERT_TRUE(DataLoader::open(dir.string(), plan, other).ok());
+  other.setShuffle(8);
+  EXPECT_NE(batchesOf(other, 0, 5), epoch0);
+  // Two ranks of batch 2 take a global batch of 4: rank 0 its first half, rank 1 the
+  // second, in the same order as one rank taking batch 2 twice.
+  DataLoader r0, r1;
+  ASSERT_TRUE(DataLoader::open(dir.string(), plan, r0, 2, 0).ok());
+  ASSERT_TRUE(DataLoader::open(dir.string(), plan, r1, 2, 1).ok());
+  r0.setShuffle(7);
+  r1.setShuffle(7);
+  std::vector<float> joined;
+  for (int64_t step = 0; step < 2; ++step)
+    for (DataLoader *r : {&r0, &r1}) {
+      const float *batch = reinterpret_cast<const float *>(r->batchData(step, 0));
+      joined.insert(joined.end(), batch, batch + 2);
+    }
+  EXPECT_EQ(joined, std::vector<float>(epoch0.begin(), epoch0.begin() + 8));
+  // Resumed after step 7 (epoch 1, position 4): the rest is the uninterrupted sequence.
+  DataLoader resumed;
+  ASSERT_TRUE(DataLoader::open(dir.string(), plan, resumed).ok());
+  resumed.setShuffle(7);
+  resumed.setOrigin(7, a.position(7), a.epoch(7));
+  EXPECT_EQ(batchesOf(resumed, 7, 13), batchesOf(a, 7, 13));
   std::filesystem::remove_all(dir);
 }
 

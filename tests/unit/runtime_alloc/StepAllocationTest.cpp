@@ -91,6 +91,21 @@ TEST_P(StepAllocation, StepsAfterTheFirstAllocateNothing) {
   EXPECT_LE(run.workspaceHighWater, run.workspaceBytes);
 }
 
+// --shuffle gathers each batch's rows into buffers allocated when the loader is set up, and
+// makes each epoch's order in place: 3 batches an epoch, so the counted steps cross epochs.
+TEST(StepAllocation, ShuffledBatchesAllocateNothing) {
+  std::string dir = tempDir("mlp_shuffled");
+  std::string plan = dir + "/model.plan";
+  ASSERT_EQ(compileSample("mlp", "--train --optimizer sgd --lr 0.05 --momentum 0.9", plan), "");
+  std::string data = dir + "/data";
+  ASSERT_EQ(writeSampleData("mlp", 3, data), "");
+  CountedRun run = runCounted(plan, data, kSteps, nullptr, /*shuffle=*/true);
+  ASSERT_TRUE(run.status.ok()) << run.status.message();
+  EXPECT_EQ(run.report.allocationsBy("plait"), 0u)
+      << run.report.describe() << "\nfirst one:\n" << run.report.firstPlaitStack;
+  EXPECT_EQ(run.report.totalAllocations(), 0u) << run.report.describe();
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Samples, StepAllocation,
     ::testing::Values(

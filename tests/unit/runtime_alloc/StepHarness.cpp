@@ -50,7 +50,7 @@ std::string writeSampleData(const std::string &sample, int copies, const std::st
 }
 
 CountedRun runCounted(const std::string &planPath, const std::string &dataDir, int64_t steps,
-                      rt::Communicator *comm) {
+                      rt::Communicator *comm, bool shuffle) {
   CountedRun out;
   rt::Plan plan;
   out.status = rt::loadPlan(planPath, plan);
@@ -67,6 +67,8 @@ CountedRun runCounted(const std::string &planPath, const std::string &dataDir, i
   out.status = rt::DataLoader::open(dataDir, plan, data, plan.worldSize, options.rank);
   if (!out.status.ok())
     return out;
+  if (shuffle)
+    data.setShuffle(1);
   bool counting = false;
   for (int64_t step = 1; step <= steps && out.status.ok(); ++step) {
     if (step == 1 || step == 2) {

@@ -30,9 +30,9 @@ struct CountedRun {
 };
 
 /// Loads the plan, creates its executor on `comm` (null: a single process) and runs `steps`
-/// steps, each on the next batch of `dataDir`, counting the allocations of step 1 and of
-/// steps 2..N apart.
+/// steps, each on the next batch of `dataDir` (with `shuffle`, in plait-run --shuffle's
+/// order), counting the allocations of step 1 and of steps 2..N apart.
 CountedRun runCounted(const std::string &planPath, const std::string &dataDir, int64_t steps,
-                      rt::Communicator *comm = nullptr);
+                      rt::Communicator *comm = nullptr, bool shuffle = false);
 
 } // namespace plait::alloc_test
