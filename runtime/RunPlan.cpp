@@ -341,11 +341,14 @@ Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executo
                           "changing while the run starts?)", options.checkpointDir);
   PLAIT_RETURN_IF_ERROR(restoreCheckpoint(index, exec)); // first: is it this model at all?
   resumed = index.info;
-  if (data && (resumed.dataPosition < 0 || resumed.dataEpoch < 0)) {
-    // Written before positions were recorded, by a run of one global batch throughout.
+  if (data) {
+    // What a checkpoint written before these were recorded leaves out, as its run (of one
+    // global batch throughout) took the data.
     int64_t perEpoch = resumed.globalBatch > 0 ? data->samples() / resumed.globalBatch : 0;
-    resumed.dataPosition = perEpoch > 0 ? (resumed.step % perEpoch) * resumed.globalBatch : 0;
-    resumed.dataEpoch = perEpoch > 0 ? resumed.step / perEpoch : 0;
+    if (resumed.dataPosition < 0)
+      resumed.dataPosition = perEpoch > 0 ? (resumed.step % perEpoch) * resumed.globalBatch : 0;
+    if (resumed.dataEpoch < 0)
+      resumed.dataEpoch = perEpoch > 0 ? resumed.step / perEpoch : 0;
   }
   if (comm.rank() == 0) {
     fmt::print(stderr, "plait-run: resuming after step {} from {} (saved by {} rank{})\n",
