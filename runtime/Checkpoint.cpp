@@ -213,6 +213,8 @@ ojson metadataBody(const Plan &plan, const CheckpointInfo &info,
     body["data_position"] = info.dataPosition;
   if (info.dataEpoch >= 0)
     body["data_epoch"] = info.dataEpoch;
+  if (info.shuffleSeed >= 0)
+    body["shuffle_seed"] = info.shuffleSeed;
   body["seed"] = info.seed;
   body["model"] = plan.source;
   body["optimizer_updates"] = planUpdates(plan);
@@ -383,6 +385,10 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
         body.contains("data_epoch") ? integerAt<int64_t>(body, "data_epoch") : -1;
     if (body.contains("data_epoch") && out.info.dataEpoch < 0)
       throw FieldError("'data_epoch' must be >= 0");
+    out.info.shuffleSeed =
+        body.contains("shuffle_seed") ? integerAt<int64_t>(body, "shuffle_seed") : -1;
+    if (body.contains("shuffle_seed") && out.info.shuffleSeed < 0)
+      throw FieldError("'shuffle_seed' must be >= 0");
     out.info.seed = integerAt<uint64_t>(body, "seed");
     out.worldSize = integerAt<uint32_t>(body, "world_size");
     out.model = body.at("model").get<std::string>();

@@ -30,6 +30,9 @@ struct CheckpointInfo {
   /// The epoch (0-based) the next step's batch belongs to: with --shuffle, which order the
   /// position indexes. -1: not recorded (computed like the position).
   int64_t dataEpoch = -1;
+  /// The --shuffle seed of the run that wrote it; -1: it took the data in order (or, in a
+  /// checkpoint before 2026-12-03, is not recorded: those runs could not shuffle).
+  int64_t shuffleSeed = -1;
 };
 
 /// Layout of a checkpoint directory DIR:

@@ -358,6 +358,15 @@ Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executo
                  "the data continues at sample {} ({} samples seen)\n", resumed.globalBatch,
                  plan.path, plan.globalBatch(), std::max<int64_t>(resumed.dataPosition, 0),
                  resumed.samplesSeen);
+    // Another order from here on: allowed (a choice), but said.
+    int64_t shuffleSeed = options.shuffle ? int64_t(options.seed) : -1;
+    auto order = [](int64_t seed) {
+      return seed < 0 ? std::string("in order") : fmt::format("shuffled with seed {}", seed);
+    };
+    if (data && resumed.shuffleSeed != shuffleSeed)
+      fmt::print(stderr, "plait-run: its run took the data {}, this one takes it {}: the "
+                 "samples of the rest of the epoch change\n", order(resumed.shuffleSeed),
+                 order(shuffleSeed));
   }
   return {};
 }
@@ -482,6 +491,7 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     info.samplesSeen = resumedFrom.samplesSeen + (step - resumedStep) * plan.globalBatch();
     info.dataPosition = options.dataDir.empty() ? -1 : data.position(step);
     info.dataEpoch = options.dataDir.empty() ? -1 : data.epoch(step);
+    info.shuffleSeed = options.shuffle ? int64_t(options.seed) : -1;
     return info;
   };
   for (int64_t step = firstStep; step <= options.steps; ++step) {

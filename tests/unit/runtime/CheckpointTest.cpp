@@ -60,7 +60,9 @@ TEST(CheckpointMetadata, SamplesSeenAndDataPositionAreRead) {
   body["samples_seen"] = 40;
   body["data_position"] = 12;
   body["data_epoch"] = 2;
+  body["shuffle_seed"] = 5;
   ASSERT_TRUE(parse(body, index).ok());
+  EXPECT_EQ(index.info.shuffleSeed, 5);
   EXPECT_EQ(index.info.samplesSeen, 40);
   EXPECT_EQ(index.info.dataPosition, 12);
   EXPECT_EQ(index.info.dataEpoch, 2);
@@ -88,6 +90,7 @@ TEST(CheckpointMetadata, NonIntegerFieldsAreNamed) {
       {"/data_position", "-3", "'data_position' must be >= 0"},
       {"/samples_seen", "-8", "'samples_seen' must be >= 0"},
       {"/data_epoch", "-1", "'data_epoch' must be >= 0"},
+      {"/shuffle_seed", "-2", "'shuffle_seed' must be >= 0"},
   };
   for (const Case &c : cases) {
     nlohmann::ordered_json body = validBody();
