@@ -27,6 +27,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from grad_memory import compile_report  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CLUSTERS = ROOT / "samples" / "clusters"
 PEER = ["--no-inplace-collectives", "--replica-reduce-per-micro-batch"]
@@ -44,17 +47,6 @@ ROWS = [("gpt 8x256 seq 64 b4", GPT_8x256, 8, "h100-sxm-8.yaml", "ddp", 1),
         ("gpt 4x1024 seq 64 b4", GPT_4x1024, 16, "a100-80gb-8x16.yaml", "hsdp:2", 4)]
 
 
-def compile_report(build, model, world, cluster, placement, k, extra, tmp):
-    report = tmp / "report.json"
-    cmd = [build / "bin" / "plait-compile", model, "--train", "--optimizer", "adamw",
-           "--world-size", str(world), "--strategy", placement, "--micro-batches", str(k),
-           "--cluster", CLUSTERS / cluster, "--report", report, "-o", tmp / "plan", *extra]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("FAILED: %s\n%s" % (" ".join(map(str, cmd)), p.stderr))
-    return json.loads(report.read_text())
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build", type=pathlib.Path)
@@ -69,8 +61,10 @@ def main():
         for name, zoo, world, cluster, placement, k in ROWS:
             model = tmp / "model.mlir"
             subprocess.run([args.build / "bin" / "plait-zoo", *zoo, "-o", model], check=True)
-            peer = compile_report(args.build, model, world, cluster, placement, k, PEER, tmp)
-            plait = compile_report(args.build, model, world, cluster, placement, k, [], tmp)
+            peer = compile_report(args.build, model, placement, k, PEER, tmp, world,
+                                  CLUSTERS / cluster)
+            plait = compile_report(args.build, model, placement, k, [], tmp, world,
+                                   CLUSTERS / cluster)
             pa, qa = peer["memory"]["peak"], plait["memory"]["peak"]
             pr, qr = peer["comm"]["all_reduce"], plait["comm"]["all_reduce"]
             ok = qa <= pa and qr <= pr

@@ -39,11 +39,13 @@ ROWS += [("gpt 4x1024 seq 256 b8", GPT_B8, "zero3", k) for k in (1, 2, 4, 8)]
 ROWS += [("gpt 4x1024 seq 256 b8", GPT_B8, "zero2", 4)]
 
 
-def compile_report(build, model, placement, k, extra, tmp):
+def compile_report(build, model, placement, k, extra, tmp, world=8, cluster=CLUSTER):
+    """`plait-compile --train --optimizer adamw` of `model` with `placement` on `world` ranks
+    of `cluster` and `k` micro-batches (plus `extra`): its --report, parsed."""
     report = tmp / "report.json"
     cmd = [build / "bin" / "plait-compile", model, "--train", "--optimizer", "adamw",
-           "--world-size", "8", "--strategy", placement, "--micro-batches", str(k),
-           "--cluster", CLUSTER, "--report", report, "-o", tmp / "plan", *extra]
+           "--world-size", str(world), "--strategy", placement, "--micro-batches", str(k),
+           "--cluster", cluster, "--report", report, "-o", tmp / "plan", *extra]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("FAILED: %s\n%s" % (" ".join(map(str, cmd)), p.stderr))

@@ -66,11 +66,18 @@ int64_t DataLoader::leftInOriginEpoch() const {
   return originPosition_ < samples_ ? (samples_ - originPosition_) / global : 0;
 }
 
+std::pair<int64_t, int64_t> DataLoader::fromStart(int64_t step, int64_t globalBatch) const {
+  int64_t perEpoch = globalBatch > 0 ? samples_ / globalBatch : 0;
+  if (perEpoch == 0)
+    return {0, 0};
+  return {(step % perEpoch) * globalBatch, step / perEpoch};
+}
+
 int64_t DataLoader::position(int64_t step) const {
   int64_t global = batch_ * world_;
   int64_t k = step - originStep_;
   if (k < 0) // before the origin: the run that wrote the checkpoint, had it this batch
-    return (step % batchesPerEpoch()) * global;
+    return fromStart(step, global).first;
   // Whole global batches left in the origin's epoch, then whole epochs from sample 0.
   int64_t left = leftInOriginEpoch();
   if (k < left)
@@ -81,7 +88,7 @@ int64_t DataLoader::position(int64_t step) const {
 int64_t DataLoader::epoch(int64_t step) const {
   int64_t k = step - originStep_;
   if (k < 0)
-    return step / batchesPerEpoch();
+    return fromStart(step, batch_ * world_).second;
   int64_t left = leftInOriginEpoch();
   if (k < left)
     return originEpoch_;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/Executor.h"
@@ -60,6 +61,12 @@ public:
   int64_t position(int64_t step) const;
   /// The epoch (0-based) global batch `step` belongs to.
   int64_t epoch(int64_t step) const;
+
+  /// Where global batch `step` (0-based) starts, as {position, epoch}, for a run that took
+  /// `globalBatch` samples every step from the start: before an origin, and what a
+  /// checkpoint written before positions were recorded leaves out. {0, 0} when this data
+  /// holds no whole batch of that size.
+  std::pair<int64_t, int64_t> fromStart(int64_t step, int64_t globalBatch) const;
 
   int64_t samples() const { return samples_; }
   int64_t batchSize() const { return batch_; } // per rank

@@ -344,11 +344,11 @@ Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executo
   if (data) {
     // What a checkpoint written before these were recorded leaves out, as its run (of one
     // global batch throughout) took the data.
-    int64_t perEpoch = resumed.globalBatch > 0 ? data->samples() / resumed.globalBatch : 0;
+    auto [position, epoch] = data->fromStart(resumed.step, resumed.globalBatch);
     if (resumed.dataPosition < 0)
-      resumed.dataPosition = perEpoch > 0 ? (resumed.step % perEpoch) * resumed.globalBatch : 0;
+      resumed.dataPosition = position;
     if (resumed.dataEpoch < 0)
-      resumed.dataEpoch = perEpoch > 0 ? resumed.step / perEpoch : 0;
+      resumed.dataEpoch = epoch;
   }
   if (comm.rank() == 0) {
     fmt::print(stderr, "plait-run: resuming after step {} from {} (saved by {} rank{})\n",

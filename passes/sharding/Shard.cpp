@@ -335,8 +335,8 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       }
     }
     // A flat shard is updated by one op: a unit whose params' updates differ in their settings
-    // (--no-weight-decay) is split into one unit per setting, in first-use order, the second
-    // and later named UNIT/1, UNIT/2, ...
+    // (--no-weight-decay, --lr-scale) is split into one unit per setting, in first-use order,
+    // the second and later named UNIT/1, UNIT/2, ...
     std::vector<Unit> split;
     for (Unit &u : units) {
       std::vector<Unit> parts;
@@ -731,7 +731,6 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
                           int64_t padded, RankedTensorType shardType, ArrayAttr shardGroups,
                           ArrayAttr replicaGroups) {
     size_t k = u.params.front()->terms.size();
-    bool deferReplicas = u.deferReplicaReduce;
     auto up = [&](Value shard) -> Value {
       if (shard.getType() == shardType)
         return shard;
@@ -755,9 +754,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       if (pending)
         sum = sum ? Value(b.create<AddOp>(loc, sum, up(pending))) : up(pending);
       bool lastMicroBatch = i + 1 == k;
-      if (deferReplicas && lastMicroBatch)
+      if (u.deferReplicaReduce && lastMicroBatch)
         sum = b.create<AllReduceOp>(loc, sum, replicaGroups, b.getStringAttr("mean"));
-      ArrayAttr replicas = !deferReplicas || lastMicroBatch ? replicaGroups : ArrayAttr();
+      ArrayAttr replicas = !u.deferReplicaReduce || lastMicroBatch ? replicaGroups : ArrayAttr();
       pending = reduceFlat(b, loc, terms, padded, shardType, shardGroups, replicas);
     }
     b.setInsertionPoint(optimizerStart);

@@ -117,14 +117,21 @@ TEST(TrainingPlan, LoaderRejectsBadUpdatesAndHyperParameters) {
   rejects(p, "a training plan's first output must be the scalar loss");
 }
 
+// A data directory for tinyTrainingPlan (input x, one f32 scalar per sample) under the temp
+// directory: x.npy holding `samples`.
+std::filesystem::path writeScalarSamples(const std::string &name, std::vector<float> samples) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / name;
+  std::filesystem::create_directories(dir);
+  TensorView view{samples.data(), DType::F32, {int64_t(samples.size())}};
+  EXPECT_TRUE(writeNpy((dir / "x.npy").string(), view).ok());
+  return dir;
+}
+
 TEST(DataLoader, TakesBatchesInOrderAndWrapsAround) {
   Plan plan;
   ASSERT_TRUE(loadPlanFromBytes(plan::serializePlan(tinyTrainingPlan()), "t.plan", plan).ok());
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "plait_dataloader_test";
-  std::filesystem::create_directories(dir);
   // The plan's input x is [2]: a batch of two scalar samples. Five samples make two batches.
-  std::vector<float> samples = {0, 1, 2, 3, 4};
-  ASSERT_TRUE(writeNpy((dir / "x.npy").string(), TensorView{samples.data(), DType::F32, {5}}).ok());
+  std::filesystem::path dir = writeScalarSamples("plait_dataloader_test", {0, 1, 2, 3, 4});
   DataLoader data;
   ASSERT_TRUE(DataLoader::open(dir.string(), plan, data).ok());
   EXPECT_EQ(data.batchesPerEpoch(), 2); // the incomplete last batch is dropped
@@ -144,10 +151,8 @@ TEST(DataLoader, TakesBatchesInOrderAndWrapsAround) {
 TEST(DataLoader, ContinuesFromTheOriginAndWrapsAtTheEpoch) {
   Plan plan;
   ASSERT_TRUE(loadPlanFromBytes(plan::serializePlan(tinyTrainingPlan()), "t.plan", plan).ok());
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "plait_dataloader_origin";
-  std::filesystem::create_directories(dir);
-  std::vector<float> samples = {0, 1, 2, 3, 4, 5, 6};
-  ASSERT_TRUE(writeNpy((dir / "x.npy").string(), TensorView{samples.data(), DType::F32, {7}}).ok());
+  std::filesystem::path dir =
+      writeScalarSamples("plait_dataloader_origin", {0, 1, 2, 3, 4, 5, 6});
   DataLoader data;
   ASSERT_TRUE(DataLoader::open(dir.string(), plan, data).ok());
   ASSERT_EQ(data.batchesPerEpoch(), 3);
@@ -184,12 +189,10 @@ TEST(DataLoader, ContinuesFromTheOriginAndWrapsAtTheEpoch) {
 TEST(DataLoader, ShuffledEpochsArePermutationsContinuedOnResume) {
   Plan plan;
   ASSERT_TRUE(loadPlanFromBytes(plan::serializePlan(tinyTrainingPlan()), "t.plan", plan).ok());
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "plait_dataloader_shuffle";
-  std::filesystem::create_directories(dir);
   std::vector<float> samples(10);
   for (size_t i = 0; i < samples.size(); ++i)
     samples[i] = float(i);
-  ASSERT_TRUE(writeNpy((dir / "x.npy").string(), TensorView{samples.data(), DType::F32, {10}}).ok());
+  std::filesystem::path dir = writeScalarSamples("plait_dataloader_shuffle", samples);
   auto batchesOf = [&](DataLoader &data, int64_t from, int64_t to) {
     std::vector<float> seen;
     for (int64_t step = from; step < to; ++step) {
