@@ -9,7 +9,7 @@ state. Two shapes: 8 tensors of 1 Mi elements (the updates stream 32 MiB arrays 
 and 512 tensors of 4 Ki elements (the per-tensor cost of an update matters).
 
 For each optimizer (SGD with momentum, AdamW, Adagrad with lr decay, RMSprop centered with
-momentum, Adamax, NAdam, RAdam, Adadelta) and shape:
+momentum, Adamax, NAdam, RAdam, Adadelta, LAMB) and shape:
   - plait: `plait-compile --train` with the optimizer's flags, then `plait-run --threads 1`
     (OPENBLAS_NUM_THREADS=1) for WARMUP + STEPS steps; a run's time is the median of its
     logged step_ms after the warm-up. The updates are grouped into multi-tensor kernels
@@ -61,6 +61,9 @@ OPTIMIZERS = {
     "nadam": (["--optimizer", "nadam", "--lr", "2e-3"], ("NAdam", dict(lr=2e-3))),
     "radam": (["--optimizer", "radam", "--lr", "1e-3"], ("RAdam", dict(lr=1e-3))),
     "adadelta": (["--optimizer", "adadelta", "--lr", "1.0"], ("Adadelta", dict(lr=1.0))),
+    # PyTorch has no LAMB: timm's Lamb as tests/e2e/train_parity.py writes it (a loop over the
+    # tensors in PyTorch ops, as timm's is; no foreach variant exists).
+    "lamb": (["--optimizer", "lamb", "--lr", "1e-3"], ("Lamb", dict(lr=1e-3))),
 }
 
 
@@ -94,7 +97,11 @@ def torch_worker(args):
     tensors, width = SHAPES[args.shape]
     name, kwargs = OPTIMIZERS[args.optimizer][1]
     params = [torch.nn.Parameter(torch.ones(width)) for _ in range(tensors)]
-    if name == "NAdam" and not args.foreach:
+    if name == "Lamb":
+        sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
+        from train_parity import Lamb  # noqa: E402
+        opt = Lamb(params, **kwargs)
+    elif name == "NAdam" and not args.foreach:
         # PyTorch 2's NAdam (plait's rule; 1.13's multiplies mu_product_next by mu once more,
         # pytorch/pytorch#92699), as tests/e2e/train_parity.py writes it: 1.13's single-tensor
         # loop with the fix. The foreach run is 1.13's own (the same work; its losses differ).
@@ -150,6 +157,8 @@ def bench(build, shape, optimizer, steps, repeat, work):
         times["plait"].append(statistics.median(ms[WARMUP:]))
         losses["plait"] = loss
         for variant, foreach in (("torch", False), ("torch-foreach", True)):
+            if foreach and OPTIMIZERS[optimizer][1][0] == "Lamb":
+                continue
             ms, loss = run_torch(shape, optimizer, foreach, data, WARMUP + steps)
             times[variant].append(ms)
             losses[variant] = loss
@@ -159,7 +168,7 @@ def bench(build, shape, optimizer, steps, repeat, work):
         "optimizer": optimizer,
         "params": tensors * width,
         "update_kernels": kernels.get("grouped_update", 0),
-        "step_ms": {v: statistics.median(r) for v, r in times.items()},
+        "step_ms": {v: statistics.median(r) if r else None for v, r in times.items()},
         "runs_ms": times,
         "max_rel_loss_diff": float(np.max(np.abs(p - t) / np.maximum(np.abs(t), 1e-12))),
     }
@@ -206,10 +215,11 @@ def main():
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         ms = r["step_ms"]
-        print("| %s | %s | %d | %.3f | %.3f | %.2f× | %.3f | %.2f× | %.1e |" % (
+        foreach = ("%.3f | %.2f×" % (ms["torch-foreach"], ms["torch-foreach"] / ms["plait"])
+                   if ms["torch-foreach"] else "— | —")
+        print("| %s | %s | %d | %.3f | %.3f | %.2f× | %s | %.1e |" % (
             r["shape"], r["optimizer"], r["update_kernels"], ms["plait"], ms["torch"],
-            ms["torch"] / ms["plait"], ms["torch-foreach"], ms["torch-foreach"] / ms["plait"],
-            r["max_rel_loss_diff"]))
+            ms["torch"] / ms["plait"], foreach, r["max_rel_loss_diff"]))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     # Both sides train the same model: their losses may differ by rounding only.

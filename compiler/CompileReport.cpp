@@ -473,7 +473,14 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
       std::string optimizer = t.value("optimizer", "");
       double decay = t.value("weight_decay", 0.0), clip = t.value("clip_grad_norm", 0.0);
       std::string detail;
-      if (decay != 0)
+      if (optimizer == "lamb")
+        detail = decay != 0 || t.value("always_adapt", false)
+                     ? fmt::format(" (added to the update; each param's step scaled by its "
+                                   "trust ratio ||w|| / ||update||{}{})",
+                                   t.value("trust_clip", false) ? ", at most 1" : "",
+                                   t.value("always_adapt", false) ? ", every param" : "")
+                     : " (no trust ratio without weight decay; --always-adapt)";
+      else if (decay != 0)
         detail = optimizer == "adamw" || optimizer == "lion" ||
                          t.value("decoupled_weight_decay", false)
                      ? " (decoupled: params decayed)"

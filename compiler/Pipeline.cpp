@@ -134,6 +134,8 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.amsgrad = train.amsgrad;
   o.maximize = train.maximize;
   o.decoupledWeightDecay = train.decoupledWeightDecay;
+  o.alwaysAdapt = train.alwaysAdapt;
+  o.trustClip = train.trustClip;
   o.freeze = train.freeze;
   o.noWeightDecay = train.noWeightDecay;
   o.lrScale = train.lrScale;

@@ -19,7 +19,7 @@ struct TrainOptions {
   double beta1 = 0.9;
   double beta2 = -1;       // negative: the optimizer's default (lion 0.99, else 0.999)
   double eps = -1;         // negative: the optimizer's default (adagrad 1e-10, ...)
-  double weightDecay = -1; // negative: the optimizer's default (adamw 0.01, else 0)
+  double weightDecay = -1; // negative: the optimizer's default (adamw, lamb 0.01, else 0)
   double momentum = 0, dampening = 0; // momentum: SGD and RMSprop
   bool nesterov = false;
   double alpha = 0.99;  // RMSprop's smoothing constant
@@ -31,6 +31,7 @@ struct TrainOptions {
   bool amsgrad = false; // Adam and AdamW
   bool maximize = false; // every optimizer: step along the negated gradients
   bool decoupledWeightDecay = false; // NAdam and RAdam: NAdamW / RAdamW
+  bool alwaysAdapt = false, trustClip = false; // LAMB: timm's always_adapt and trust_clip
   std::string freeze;      // regex of param names kept frozen
   std::string noWeightDecay; // regex of param names trained without weight decay
   std::string lrScale;       // --lr-scale 'REGEX=F,...': per-param learning-rate factors

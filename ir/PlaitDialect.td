@@ -41,4 +41,7 @@ def Plait_NumericTensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I64, I32]>;
 def Plait_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Plait_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
 
+// Rank groups (the data-parallel ops' `groups`, ir/PlaitDistOps.td): a list of rank lists.
+def Plait_RankGroups : TypedArrayAttrBase<DenseI64ArrayAttr, "list of rank groups">;
+
 #endif // PLAIT_DIALECT_TD

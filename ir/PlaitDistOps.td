@@ -13,7 +13,6 @@ include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Plait_RankGroups : TypedArrayAttrBase<DenseI64ArrayAttr, "list of rank groups">;
 def Plait_Flat : StaticShapeTensorOf<[F32, F64, BF16, F16, I64, I32]>;
 
 //===----------------------------------------------------------------------===//

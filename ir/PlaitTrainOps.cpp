@@ -1,6 +1,7 @@
 // Verifiers of the training ops (state, hyper, assign, gradient kernels, optimizer updates).
 #include "ir/PlaitDialect.h"
 #include "ir/OpKinds.h"
+#include "ir/RankGroups.h"
 #include "ir/ShapeRules.h"
 
 #include "mlir/IR/Builders.h"
@@ -220,6 +221,69 @@ LogicalResult RAdamUpdateOp::verify() {
                         getEps().convertToDouble());
 }
 
+/// The layout LAMB's sharded ops share: `segments` (each >= 1) covering at most the whole
+/// flat buffer, this rank's `param` (1-D) times the size of a group of `groups` (one rank
+/// without groups), and `norms` (when given) one row of two f32 sums per segment.
+static LogicalResult verifyLambSegments(Operation *op, Value param,
+                                        std::optional<ArrayRef<int64_t>> segments,
+                                        ArrayAttr groups, Type norms) {
+  if (!segments) {
+    if (groups)
+      return op->emitOpError("has groups but no segments");
+    if (norms)
+      return op->emitOpError("takes norms only with segments (a flat shard)");
+    return success();
+  }
+  int64_t groupSize = 1;
+  if (groups) {
+    auto size = verifyGroups(op, groups, "groups", /*everyRank=*/true);
+    if (failed(size))
+      return failure();
+    groupSize = *size;
+  }
+  auto type = cast<RankedTensorType>(param.getType());
+  if (type.getRank() != 1)
+    return op->emitOpError("with segments works on a flat (1-D) shard, got ") << type;
+  int64_t total = 0;
+  for (int64_t n : *segments) {
+    if (n < 1)
+      return op->emitOpError("segments must each be >= 1, got ") << n;
+    total += n;
+  }
+  if (segments->empty() || total > type.getDimSize(0) * groupSize)
+    return op->emitOpError("segments (")
+           << total << " elements) must be at least one and fit the flat buffer ("
+           << type.getDimSize(0) << " x " << groupSize << " ranks)";
+  if (!norms)
+    return op->emitOpError("with segments needs norms (plait.lamb_norms summed over the group)");
+  auto n = cast<RankedTensorType>(norms);
+  if (n.getShape() != ArrayRef<int64_t>{int64_t(segments->size()), 2})
+    return op->emitOpError("norms must be ")
+           << segments->size() << "x2 (one row per segment), got " << n;
+  return success();
+}
+
+LogicalResult LambUpdateOp::verify() {
+  if (failed(verifyAdamLike(*this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
+                            getEps().convertToDouble())))
+    return failure();
+  Value norms = getNorms();
+  return verifyLambSegments(*this, getParam(), getSegments(), getGroupsAttr(),
+                            norms ? norms.getType() : Type());
+}
+
+LogicalResult LambNormsOp::verify() {
+  if (failed(verifyAdamLike(*this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
+                            getEps().convertToDouble())))
+    return failure();
+  for (Value v : {getGrad(), getExpAvg(), getExpAvgSq()})
+    if (v.getType() != getParam().getType())
+      return emitOpError("operand type ") << v.getType() << " differs from the param's "
+                                          << getParam().getType();
+  return verifyLambSegments(*this, getParam(), getSegments(), getGroupsAttr(),
+                            getNorms().getType());
+}
+
 LogicalResult AdadeltaUpdateOp::verify() {
   double rho = getRho().convertToDouble();
   if (rho < 0.0 || rho > 1.0 || getEps().convertToDouble() < 0.0)
@@ -270,12 +334,16 @@ LogicalResult GroupedUpdateOp::verify() {
   bool lion = update == "lion_update";
   // adamax, nadam, radam and adadelta: two states each.
   bool twoStates = update == "adamax_update" || update == "nadam_update" ||
-                   update == "radam_update" || update == "adadelta_update";
+                   update == "radam_update" || update == "adadelta_update" ||
+                   update == "lamb_update";
   if (!adamw && !sgd && !adagrad && !rmsprop && !lion && !twoStates)
     return emitOpError("update must be adamw_update, sgd_update, adagrad_update, "
                        "rmsprop_update, lion_update, adamax_update, nadam_update, "
-                       "radam_update or adadelta_update, got \"")
+                       "radam_update, adadelta_update or lamb_update, got \"")
            << update << "\"";
+  if ((*this)->hasAttr("segments"))
+    return emitOpError("groups whole tensors only; a lamb_update with segments (a flat "
+                       "shard) stands alone");
   auto floatAttr = [&](StringRef name, double fallback) {
     auto attr = (*this)->getAttrOfType<FloatAttr>(name);
     return attr ? attr.getValueAsDouble() : fallback;

@@ -573,11 +573,87 @@ def Plait_AdadeltaUpdateOp : Plait_Op<"adadelta_update",
   let hasVerifier = 1;
 }
 
+def Plait_LambUpdateOp : Plait_Op<"lamb_update",
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                          "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "one LAMB step (You et al. 2020, \"Large Batch Optimization for Deep "
+                "Learning\"), as timm's Lamb computes it";
+  let description = [{
+    m = beta1 * m + (1 - beta1) * grad; v = beta2 * v + (1 - beta2) * grad * grad;
+    u = (m / (1 - beta1^t)) / (sqrt(v) / sqrt(1 - beta2^t) + eps) + weight_decay * param.
+    Where the param adapts (weight_decay != 0, or `always_adapt`), u is scaled by the trust
+    ratio r = ||param|| / ||u|| (1 where either norm is 0; at most 1 with `trust_clip`), the
+    norms over the whole param tensor; then param -= lr * u. States exp_avg and exp_avg_sq,
+    both starting at 0 (timm's Lamb with bias_correction and grad_averaging, its default).
+
+    Without `segments` the operands are whole params and the kernel takes the norms itself.
+    On a flat shard (plait-shard) `segments` lists the lengths of the params laid end to
+    end in the unit's flat buffer, cut into as many equal shards as a group of `groups` has
+    ranks (this rank's is shard i, i its position in its group), and `norms` (S x 2: the
+    sums of param^2 and u^2 of each segment over the whole unit, plait.lamb_norms summed over
+    the group) gives each segment's ratio. Elements past the segments (padding) take ratio 1.
+
+    ```mlir
+    %p2, %m2, %v2 = plait.lamb_update %p, %g, %lr, %step, %m, %v {weight_decay = 0.01 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>,
+           tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_avg_sq,
+                       Optional<StaticShapeTensorOf<[F32]>>:$norms,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "false">:$always_adapt,
+                       DefaultValuedAttr<BoolAttr, "false">:$trust_clip,
+                       OptionalAttr<DenseI64ArrayAttr>:$segments,
+                       OptionalAttr<Plait_RankGroups>:$groups,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
+  let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_exp_avg,
+                      Plait_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_LambNormsOp : Plait_Op<"lamb_norms", [Pure]> {
+  let summary = "this rank's part of a sharded LAMB update's per-param norms";
+  let description = [{
+    For each segment of a flat shard (as plait.lamb_update's `segments` and `groups` lay
+    them out), the sums over this rank's elements of param^2 and of u^2, u the update
+    direction lamb_update computes from the same operands and attributes: an S x 2 f32
+    tensor, to be summed over the group (plait.all_reduce) and given to the update.
+
+    ```mlir
+    %n = plait.lamb_norms %p, %g, %step, %m, %v {segments = array<i64: 6, 1>,
+        groups = [array<i64: 0, 1>]}
+        : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>)
+        -> tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$step,
+                       Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_avg_sq,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
+                       DenseI64ArrayAttr:$segments,
+                       OptionalAttr<Plait_RankGroups>:$groups);
+  let results = (outs StaticShapeTensorOf<[F32]>:$norms);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Plait_GroupedUpdateOp : Plait_Op<"grouped_update", [Pure]> {
   let summary = "several optimizer updates of one kind computed by one kernel (plait-group-updates)";
   let description = [{
     `update` (adamw_update, sgd_update, adagrad_update, rmsprop_update, lion_update,
-    adamax_update, nadam_update, radam_update or adadelta_update) applied to each of N
+    adamax_update, nadam_update, radam_update, adadelta_update or lamb_update without
+    `segments`) applied to each of N
     tensors: the operands are N groups of `operands_per_update` operands, each as that op
     takes them, and the results N groups of `results_per_update`. The op's other attributes
     are the update's (beta1, momentum, ...), the same for every tensor. Each tensor is updated

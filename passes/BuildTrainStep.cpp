@@ -32,11 +32,12 @@ struct OptimizerConfig {
   double momentumDecay;  // NAdam's momentum schedule
   double initialAccumulatorValue; // Adagrad's sum before the first step
   bool decoupledWeightDecay;      // NAdam and RAdam: decay the params (NAdamW, RAdamW)
+  bool alwaysAdapt, trustClip;    // LAMB: the trust ratio without weight decay; at most 1
 };
 
 /// The optimizers plait-build-train-step knows, in the order its messages list them.
-constexpr const char *kOptimizers[] = {"sgd",   "adam",   "adamw", "adagrad", "rmsprop",
-                                       "lion",  "adamax", "nadam", "radam",   "adadelta"};
+constexpr const char *kOptimizers[] = {"sgd",    "adam",  "adamw", "adagrad",  "rmsprop", "lion",
+                                       "adamax", "nadam", "radam", "adadelta", "lamb"};
 
 /// PyTorch's default learning rate of each optimizer (torch.optim.SGD has none: 1e-3 as for
 /// Adam; Lion's, as its authors recommend, a tenth of AdamW's).
@@ -52,11 +53,11 @@ double defaultLr(StringRef optimizer) {
   return 1e-3;
 }
 
-/// PyTorch's default epsilon of each optimizer.
+/// PyTorch's default epsilon of each optimizer (LAMB's: timm's).
 double defaultEps(StringRef optimizer) {
   if (optimizer == "adagrad")
     return 1e-10;
-  if (optimizer == "adadelta")
+  if (optimizer == "adadelta" || optimizer == "lamb")
     return 1e-6;
   return 1e-8;
 }
@@ -192,6 +193,20 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
     assigns.push_back({param, update->getResult(0)});
     assigns.push_back({first, update->getResult(1)});
     assigns.push_back({second, update->getResult(2)});
+    return;
+  }
+  if (opt.kind == "lamb") {
+    // timm's Lamb state names. The trust ratio's norms are taken by the kernel over the whole
+    // param here; plait-shard gives a flat shard's update its segments and their norms.
+    Value m = state("exp_avg"), v = state("exp_avg_sq");
+    auto update = b.create<LambUpdateOp>(
+        loc, SmallVector<Type>(3, type), param, grad, lr, step, m, v, Value(),
+        b.getF64FloatAttr(opt.beta1), b.getF64FloatAttr(opt.beta2), b.getF64FloatAttr(opt.eps),
+        b.getF64FloatAttr(opt.weightDecay), b.getBoolAttr(opt.alwaysAdapt),
+        b.getBoolAttr(opt.trustClip), DenseI64ArrayAttr(), ArrayAttr(), FloatAttr());
+    assigns.push_back({param, update.getNewParam()});
+    assigns.push_back({m, update.getNewExpAvg()});
+    assigns.push_back({v, update.getNewExpAvgSq()});
     return;
   }
   if (opt.kind == "rmsprop") {
@@ -338,8 +353,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if (llvm::find(kOptimizers, optimizer) == std::end(kOptimizers))
       return module.emitError("unknown optimizer '")
              << optimizer
-             << "' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam or "
-                "adadelta)";
+             << "' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, "
+                "adadelta or lamb)";
     if (schedule != "constant" && schedule != "linear-warmup" && schedule != "cosine")
       return module.emitError("unknown learning-rate schedule '")
              << schedule << "' (expected constant, linear-warmup or cosine)";
@@ -365,6 +380,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
              << optimizer << " optimizer "
              << (optimizer == "adamw" || optimizer == "lion" ? "decouples its weight decay always"
                                                              : "has none");
+    if ((alwaysAdapt || trustClip) && optimizer != "lamb")
+      return module.emitError(alwaysAdapt ? "always-adapt" : "trust-clip")
+             << " is LAMB's; the " << optimizer << " optimizer has no trust ratio";
     if (centered && optimizer != "rmsprop")
       return module.emitError("centered is RMSprop's; the ") << optimizer
                                                                << " optimizer has none";
@@ -430,6 +448,10 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       train.push_back(b.getNamedAttr("maximize", b.getBoolAttr(true)));
     if (decoupledWeightDecay)
       train.push_back(b.getNamedAttr("decoupled_weight_decay", b.getBoolAttr(true)));
+    if (alwaysAdapt)
+      train.push_back(b.getNamedAttr("always_adapt", b.getBoolAttr(true)));
+    if (trustClip)
+      train.push_back(b.getNamedAttr("trust_clip", b.getBoolAttr(true)));
     if (!noWeightDecay.empty())
       train.push_back(b.getNamedAttr("no_weight_decay", b.getStringAttr(noWeightDecay)));
     if (!lrScale.empty())
@@ -492,7 +514,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                         beta1,
                         beta2 >= 0 ? double(beta2) : (optimizer == "lion" ? 0.99 : 0.999),
                         eps > 0 ? double(eps) : defaultEps(optimizer),
-                        weightDecay >= 0 ? weightDecay : (optimizer == "adamw" ? 0.01 : 0.0),
+                        weightDecay >= 0
+                            ? double(weightDecay)
+                            : (optimizer == "adamw" || optimizer == "lamb" ? 0.01 : 0.0),
                         momentum,
                         dampening,
                         nesterov,
@@ -503,7 +527,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                         rho,
                         momentumDecay,
                         initialAccumulatorValue,
-                        decoupledWeightDecay};
+                        decoupledWeightDecay,
+                        alwaysAdapt,
+                        trustClip};
     // --no-weight-decay: those params' updates take weight decay 0 (plait-shard keeps them in
     // units of their own, so that each unit's params share one update's settings).
     std::optional<std::regex> noDecay;

@@ -61,21 +61,22 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
-           "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam or adadelta">,
+           "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta or lamb">,
     Option<"lr", "lr", "double", "-1.0",
            "base learning rate; negative means PyTorch's default for the optimizer (adagrad, "
            "rmsprop 1e-2; adamax, nadam 2e-3; adadelta 1; lion 1e-4; else 1e-3)">,
     Option<"beta1", "beta1", "double", "0.9",
-           "beta1 of Adam, AdamW, Lion, Adamax, NAdam and RAdam">,
+           "beta1 of Adam, AdamW, Lion, Adamax, NAdam, RAdam and LAMB">,
     Option<"beta2", "beta2", "double", "-1.0",
-           "beta2 of Adam, AdamW, Lion, Adamax, NAdam and RAdam; negative means PyTorch's "
+           "beta2 of Adam, AdamW, Lion, Adamax, NAdam, RAdam and LAMB; negative means PyTorch's "
            "(lion's paper's) default (lion 0.99, else 0.999)">,
     Option<"eps", "eps", "double", "-1.0",
-           "epsilon; negative means PyTorch's default (adagrad 1e-10, adadelta 1e-6, else "
-           "1e-8)">,
+           "epsilon; negative means PyTorch's default (adagrad 1e-10, adadelta and lamb "
+           "1e-6, else 1e-8)">,
     Option<"weightDecay", "weight-decay", "double", "-1.0",
-           "weight decay; negative means the optimizer's PyTorch default (adamw 0.01, else "
-           "0); adamw and lion decay the params, the others add it to the gradient">,
+           "weight decay; negative means the optimizer's PyTorch default (adamw and lamb "
+           "0.01, else 0); adamw and lion decay the params, lamb adds it to the update, the "
+           "others add it to the gradient">,
     Option<"momentum", "momentum", "double", "0.0", "SGD and RMSprop momentum">,
     Option<"alpha", "alpha", "double", "0.99", "RMSprop smoothing constant">,
     Option<"centered", "centered", "bool", "false",
@@ -89,6 +90,11 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
            "the weight decay to the gradient">,
     Option<"momentumDecay", "momentum-decay", "double", "4.0e-3",
            "NAdam: the momentum schedule's decay">,
+    Option<"alwaysAdapt", "always-adapt", "bool", "false",
+           "LAMB: scale every param's update by its trust ratio, also where its weight decay "
+           "is 0 (timm's always_adapt)">,
+    Option<"trustClip", "trust-clip", "bool", "false",
+           "LAMB: the trust ratio at most 1 (timm's trust_clip, LAMBC)">,
     Option<"amsgrad", "amsgrad", "bool", "false",
            "Adam and AdamW: the AMSGrad variant (the largest second moment seen)">,
     Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,

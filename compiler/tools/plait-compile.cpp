@@ -29,23 +29,25 @@ int main(int argc, char **argv) {
   std::string betas;
   app.add_flag("--train", train.enabled, "build the training step (loss, backward, optimizer)");
   app.add_option("--optimizer", train.optimizer,
-                 "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam or adadelta")
+                 "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta or "
+                 "lamb")
       ->check(CLI::IsMember({"sgd", "adam", "adamw", "adagrad", "rmsprop", "lion", "adamax",
-                             "nadam", "radam", "adadelta"}));
+                             "nadam", "radam", "adadelta", "lamb"}));
   app.add_option("--lr", train.lr,
                  "base learning rate (default as PyTorch: adagrad, rmsprop 1e-2; adamax, nadam "
                  "2e-3; adadelta 1; lion 1e-4; else 1e-3)");
   app.add_option("--weight-decay", train.weightDecay,
-                 "weight decay (default: adamw 0.01, the others 0, as PyTorch; adamw and lion "
-                 "decay the params, the others add it to the gradient)");
+                 "weight decay (default: adamw and lamb 0.01, the others 0, as PyTorch and timm; "
+                 "adamw and lion decay the params, lamb adds it to the update, the others to "
+                 "the gradient)");
   app.add_option("--momentum", train.momentum, "SGD and RMSprop momentum");
   app.add_option("--dampening", train.dampening, "SGD dampening");
   app.add_flag("--nesterov", train.nesterov, "SGD Nesterov momentum");
   app.add_option("--betas", betas,
-                 "Adam/AdamW/Lion/Adamax/NAdam/RAdam betas B1,B2 (default 0.9,0.999; lion "
-                 "0.9,0.99)");
+                 "Adam/AdamW/Lion/Adamax/NAdam/RAdam/LAMB betas B1,B2 (default 0.9,0.999; "
+                 "lion 0.9,0.99)");
   app.add_option("--eps", train.eps,
-                 "epsilon (default: adagrad 1e-10, adadelta 1e-6, else 1e-8)");
+                 "epsilon (default: adagrad 1e-10, adadelta and lamb 1e-6, else 1e-8)");
   app.add_option("--alpha", train.alpha, "RMSprop smoothing constant (default 0.99)");
   app.add_flag("--centered", train.centered,
                "RMSprop: normalise by the gradient's estimated variance");
@@ -60,6 +62,11 @@ int main(int argc, char **argv) {
   app.add_flag("--decoupled-weight-decay", train.decoupledWeightDecay,
                "NAdam/RAdam: decay the params, as PyTorch 2's decoupled_weight_decay (NAdamW, "
                "RAdamW), instead of adding the decay to the gradient");
+  app.add_flag("--always-adapt", train.alwaysAdapt,
+               "LAMB: scale every param's update by its trust ratio, also where its weight "
+               "decay is 0 (timm's always_adapt)");
+  app.add_flag("--trust-clip", train.trustClip,
+               "LAMB: the trust ratio at most 1 (timm's trust_clip, LAMBC)");
   app.add_flag("--maximize", train.maximize,
                "maximize the loss, as torch's maximize=True (any optimizer)");
   app.add_option("--freeze", train.freeze, "regex of param names not to train");
@@ -183,7 +190,7 @@ int main(int argc, char **argv) {
                            "--nesterov", "--betas", "--eps", "--alpha", "--centered",
                            "--lr-decay", "--amsgrad", "--maximize", "--decoupled-weight-decay",
                            "--initial-accumulator-value", "--rho", "--no-weight-decay",
-                           "--lr-scale",
+                           "--lr-scale", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--micro-batches", "--precision"})
@@ -201,8 +208,11 @@ int main(int argc, char **argv) {
   }
   // A hyper-parameter of another optimizer than the one chosen would be silently ignored.
   const std::vector<std::pair<const char *, std::vector<std::string>>> optimizerFlags = {
-      {"--betas", {"adam", "adamw", "lion", "adamax", "nadam", "radam"}},
-      {"--eps", {"adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta"}},
+      {"--betas", {"adam", "adamw", "lion", "adamax", "nadam", "radam", "lamb"}},
+      {"--eps",
+       {"adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta", "lamb"}},
+      {"--always-adapt", {"lamb"}},
+      {"--trust-clip", {"lamb"}},
       {"--momentum", {"sgd", "rmsprop"}},
       {"--dampening", {"sgd"}},
       {"--nesterov", {"sgd"}},

@@ -44,6 +44,13 @@ double dimsProduct(const std::vector<int64_t> &shape, int64_t from, int64_t to) 
   return n;
 }
 
+bool hasAttr(const plan::InstrDesc &instr, const char *name) {
+  for (const plan::AttrDesc &a : instr.attrs)
+    if (a.name == name)
+      return true;
+  return false;
+}
+
 double floatAttr(const plan::InstrDesc &instr, const char *name, double fallback) {
   for (const plan::AttrDesc &a : instr.attrs)
     if (a.name == name && !a.floats.empty())
@@ -57,6 +64,10 @@ double floatAttr(const plan::InstrDesc &instr, const char *name, double fallback
 /// each; AMSGrad's running maximum 1; RMSprop's centered average 5 and its momentum buffer 2.
 double extraUpdateFlops(const plan::InstrDesc &instr, std::string_view update) {
   double extra = floatAttr(instr, "l2", 0.0) != 0.0 ? 2.0 : 0.0;
+  // LAMB on a whole tensor, adapting: the kernel's norms pass (lamb_norms' work) first.
+  if (update == "lamb_update" && !hasAttr(instr, "segments") &&
+      (floatAttr(instr, "weight_decay", 0.01) != 0.0 || intAttr(instr, "always_adapt", 0) != 0))
+    extra += kTranscendentalFlops + 14;
   if (update == "adamw_update" && intAttr(instr, "amsgrad", 0) != 0)
     extra += 1; // vmax = max(vmax, v)
   // The updates whose weight decay is an L2 term added to the gradient.
@@ -148,6 +159,10 @@ constexpr ElementCost kElementCosts[] = {
     // Adadelta: two roots, a divide and two decayed averages. All at AdamW's measured rate.
     {"adamax_update", 11, false, "adamw"}, {"nadam_update", T + 15, false, "adamw"},
     {"radam_update", T + 10, false, "adamw"}, {"adadelta_update", 2 * T + 14, false, "adamw"},
+    // LAMB: Adam's moments and direction plus the decay term and the scaled step; a whole
+    // tensor's update that adapts computes the direction twice (its norms pass: the norms'
+    // entry, added by extraUpdateFlops). lamb_norms: the direction and two squares summed.
+    {"lamb_update", T + 12, false, "adamw"},  {"lamb_norms", T + 14, true, "adamw"},
     // Data movement: one load and store per element moved (the CPU backend's loops; on GPUs
     // these are memory-bound and the bytes term decides). reshape is a view: no rate.
     // "movement" permutes or gathers elements; "copy" moves contiguous runs.
@@ -253,7 +268,8 @@ bool splitsElements(std::string_view k) {
       "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
       "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "adagrad_update",
       "rmsprop_update", "lion_update", "adamax_update", "nadam_update", "radam_update",
-      "adadelta_update", "where", "clamp", "not", "cast", "pow", "dropout_mask"};
+      "adadelta_update", "lamb_update", "where", "clamp", "not", "cast", "pow",
+      "dropout_mask"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }
 

@@ -36,9 +36,10 @@ namespace plait {
 namespace {
 
 /// Whether `op` is an update this pass groups: f32 or f64 tensors (half-precision updates
-/// stage through f32 copies per tensor, which the grouped kernel does not do).
+/// stage through f32 copies per tensor, which the grouped kernel does not do), not a LAMB
+/// update of a flat shard (its norms come from the whole unit: it stands alone).
 bool groupable(Operation *op) {
-  if (!isOptimizerUpdate(op))
+  if (!isOptimizerUpdate(op) || op->hasAttr("segments"))
     return false;
   auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   return type && (type.getElementType().isF32() || type.getElementType().isF64());

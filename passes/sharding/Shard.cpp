@@ -171,7 +171,7 @@ SmallVector<StringRef> stateSuffixes(Operation *update) {
     return {"exp_avg"};
   if (isa<AdamaxUpdateOp>(update))
     return {"exp_avg", "exp_inf"};
-  if (isa<NAdamUpdateOp, RAdamUpdateOp>(update))
+  if (isa<NAdamUpdateOp, RAdamUpdateOp, LambUpdateOp>(update))
     return {"exp_avg", "exp_avg_sq"};
   if (isa<AdadeltaUpdateOp>(update))
     return {"square_avg", "acc_delta"};
@@ -420,6 +420,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     }
     if (clipGradNorm > 0)
       clipSyncedGradients(body);
+    materializeLambNorms(body);
     // Assigns end the step; the new ones were built before the terminator, after old ones.
     Operation *terminator = body.getTerminator();
     for (AssignOp assign : llvm::to_vector(body.getOps<AssignOp>()))
@@ -530,6 +531,40 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       NamedAttrList entries(train);
       entries.set("clip_grad_norm", mb.getF64FloatAttr(clipGradNorm));
       module->setAttr("plait.train", entries.getDictionary(module.getContext()));
+    }
+  }
+
+  /// Whether a LAMB update scales by its trust ratio (timm: weight decay, or always_adapt).
+  static bool lambAdapts(LambUpdateOp op) {
+    return op.getWeightDecay().convertToDouble() != 0.0 || op.getAlwaysAdapt();
+  }
+
+  /// A flat shard's LAMB update takes its params' norms over the whole unit: plait.lamb_norms
+  /// of this rank's part of each segment, all-reduced over the shard group, just before it
+  /// (after clipping, so that the norms see the gradients the update reads).
+  void materializeLambNorms(Block &body) {
+    for (LambUpdateOp update : llvm::to_vector(body.getOps<LambUpdateOp>())) {
+      if (!update.getSegments() || update.getNorms())
+        continue;
+      OpBuilder b(update);
+      Location loc = update.getLoc();
+      auto segments = *update.getSegments();
+      auto normsType =
+          RankedTensorType::get({int64_t(segments.size()), 2}, b.getF32Type());
+      Value norms = b.create<LambNormsOp>(
+          loc, normsType, update.getParam(), update.getGrad(), update.getStep(),
+          update.getExpAvg(), update.getExpAvgSq(), update.getBeta1Attr(),
+          update.getBeta2Attr(), update.getEpsAttr(), update.getWeightDecayAttr(),
+          update.getSegmentsAttr(), update.getGroupsAttr());
+      ArrayAttr groups = update.getGroupsAttr();
+      if (groups && cast<DenseI64ArrayAttr>(groups[0]).size() > 1)
+        norms = b.create<AllReduceOp>(loc, norms, groups, b.getStringAttr("sum"));
+      SmallVector<Value> operands(update->getOperands());
+      operands.push_back(norms);
+      auto rebuilt = b.create<LambUpdateOp>(loc, update->getResultTypes(), operands,
+                                            update->getAttrs());
+      update->replaceAllUsesWith(rebuilt);
+      update->erase();
     }
   }
 
@@ -680,6 +715,15 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     if (cast<RankedTensorType>(gradShard.getType()).getElementType() != element)
       gradShard = b.create<CastOp>(loc, shardType, gradShard); // bf16-mixed: up for the update
     Operation *update = buildShardUpdate(b, loc, like, paramShard, gradShard, states);
+    if (auto lamb = dyn_cast<LambUpdateOp>(update); lamb && lambAdapts(lamb)) {
+      // Each param's trust ratio needs its norms over the whole unit: its segment of the flat
+      // buffer, summed over the shard group (materializeLambNorms, once clipping is done).
+      SmallVector<int64_t> segments;
+      for (TrainableParam *p : u.params)
+        segments.push_back(p->type().getNumElements());
+      lamb.setSegments(segments);
+      lamb.setGroupsAttr(shardGroups);
+    }
     if (shardParams) {
       b.create<AssignOp>(loc, paramShard, update->getResult(0));
     } else {

@@ -521,6 +521,7 @@ Status checkUpdateTensors(std::string_view kernel, UpdateKind kind, const Attrs 
     break;
   case UpdateKind::NAdam:
   case UpdateKind::RAdam:
+  case UpdateKind::Lamb:
     names[0] = kExpAvg, names[1] = kExpAvgSq;
     break;
   case UpdateKind::Adadelta:
@@ -566,7 +567,8 @@ bool updateKindOf(std::string_view name, UpdateKind &kind) {
       {"adamax_update", UpdateKind::Adamax},
       {"nadam_update", UpdateKind::NAdam},
       {"radam_update", UpdateKind::RAdam},
-      {"adadelta_update", UpdateKind::Adadelta}};
+      {"adadelta_update", UpdateKind::Adadelta},
+      {"lamb_update", UpdateKind::Lamb}};
   for (const auto &[n, k] : kNames)
     if (n == name) {
       kind = k;
@@ -591,6 +593,7 @@ size_t updateStateCount(UpdateKind kind, const Attrs &attrs) {
   case UpdateKind::NAdam:
   case UpdateKind::RAdam:
   case UpdateKind::Adadelta:
+  case UpdateKind::Lamb:
     return 2;
   }
   return 0;
@@ -606,7 +609,7 @@ Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
   if (!updateKindOf(update, kind))
     return Status::errorf("{}: update must be adamw_update, sgd_update, adagrad_update, "
                           "rmsprop_update, lion_update, adamax_update, nadam_update, "
-                          "radam_update or adadelta_update, got '{}'",
+                          "radam_update, adadelta_update or lamb_update, got '{}'",
                           kName, update);
   const int64_t states = int64_t(updateStateCount(kind, attrs));
   if (per != 4 + states || perResult != 1 + states)

@@ -2,7 +2,7 @@
 // rmsprop_update, lion_update and grouped_update, one fused pass per parameter tensor that
 // follows torch.optim.SGD / AdamW / Adam / Adagrad / RMSprop (PyTorch 1.13, single-tensor
 // path) and Lion's reference implementation operation by operation. The two-state updates
-// (adamax, nadam, radam, adadelta) are in TwoStateUpdateKernels.cpp.
+// (adamax, nadam, radam, adadelta) are in TwoStateUpdateKernels.cpp, LAMB's in LambKernels.cpp.
 //
 // PyTorch computes the scalar factors (1 - lr * wd, lr / (1 - beta1^step), ...) in double,
 // as Python floats, and converts each to the parameter dtype where it meets a tensor; the
@@ -620,6 +620,9 @@ Status groupedUpdateKernel(const KernelCall &call) {
     case UpdateKind::Adadelta:
       s = runTwoStateUpdate(layout.kind, in, out, call.attrs, /*halfGrad=*/true);
       break;
+    case UpdateKind::Lamb:
+      s = runLambUpdate(in, out, call.attrs, /*halfGrad=*/true);
+      break;
     case UpdateKind::RMSprop: {
       RMSpropFactors f;
       s = run(kRMSprop,
@@ -643,6 +646,7 @@ void registerOptimizerKernels() {
   registerKernel("rmsprop_update", &rmspropUpdateKernel);
   registerKernel("lion_update", &lionUpdateKernel);
   registerTwoStateUpdateKernels();
+  registerLambKernels();
   registerKernel("grouped_update", &groupedUpdateKernel);
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string_view>
+#include <vector>
 
 #include "runtime/cpu/KernelSupport.h"
 
@@ -71,5 +72,45 @@ Status runTwoStateUpdate(UpdateKind kind, const TensorView *in, const TensorView
 
 /// Registers adamax_update, nadam_update, radam_update and adadelta_update.
 void registerTwoStateUpdateKernels();
+
+/// One lamb_update of grouped_update (a whole tensor: its norms taken by the kernel), checked
+/// and run as runTwoStateUpdate runs the others.
+Status runLambUpdate(const TensorView *in, const TensorView *out, const Attrs &attrs,
+                     bool halfGrad);
+
+/// The segments of a LAMB flat shard (lamb_update's and lamb_norms' `segments`, `groups`):
+/// segment k covers [start_k, start_k + lengths[k]) of the unit's whole flat buffer, and this
+/// rank's shard starts at `offset` there.
+struct ShardSegments {
+  const std::vector<int64_t> *lengths = nullptr;
+  int64_t offset = 0;
+};
+
+/// Reads `segments` and `groups` (absent: one rank, offset 0) for this rank's shard of
+/// `numel` elements; checks they fit the group's whole buffer and `norms` (when given) is
+/// S x 2 f32. Both backends' LAMB kernels read their layout here.
+Status readShardSegments(std::string_view kernel, const Attrs &attrs, uint32_t rank,
+                         int64_t numel, const TensorView *norms, ShardSegments &out);
+
+/// Calls fn(k, lo, hi) for each segment k that has elements [lo, hi) in this rank's shard
+/// (local indices), in order; then fn(-1, lo, numel) for the elements past the last segment.
+template <typename Fn> void forLocalSegments(const ShardSegments &s, int64_t numel, Fn &&fn) {
+  int64_t start = 0, done = 0;
+  for (size_t k = 0; k < s.lengths->size(); ++k) {
+    const int64_t lo = std::max(start - s.offset, int64_t(0));
+    const int64_t hi = std::min(start + (*s.lengths)[k] - s.offset, numel);
+    if (lo < hi) {
+      fn(int64_t(k), lo, hi);
+      done = hi;
+    }
+    start += (*s.lengths)[k];
+  }
+  done = std::max(done, std::min(std::max(start - s.offset, int64_t(0)), numel));
+  if (done < numel)
+    fn(-1, done, numel);
+}
+
+/// Registers lamb_update and lamb_norms (LambKernels.cpp).
+void registerLambKernels();
 
 } // namespace plait::rt::cpu

@@ -1,13 +1,15 @@
 // Host side of the CUDA optimizer updates: sgd_update, adamw_update, adagrad_update,
-// rmsprop_update, lion_update, adamax_update, nadam_update, radam_update, adadelta_update and
-// grouped_update (a group's tensors in one launch per
+// rmsprop_update, lion_update, adamax_update, nadam_update, radam_update, adadelta_update,
+// lamb_update (and lamb_norms) and grouped_update (a group's tensors in one launch per
 // kMaxUpdateTensors, Optimizer.cu). The host copies of the "lr" and "step" hyper-parameters
 // (CudaKernelCall::hostScalar) are checked here; the kernels read the device copies and
 // compute the factors that depend on them as runtime/cpu/OptimizerKernels.cpp does, so that a
 // step captured as a CUDA graph replays with each step's values.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "runtime/cpu/OptimizerSupport.h"
 #include "runtime/cuda/CudaKernelSupport.h"
 
 namespace plait::rt {
@@ -19,7 +21,8 @@ constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update",
                            kAdagrad = "adagrad_update", kRMSprop = "rmsprop_update",
                            kLion = "lion_update", kAdamax = "adamax_update",
                            kNAdam = "nadam_update", kRAdam = "radam_update",
-                           kAdadelta = "adadelta_update";
+                           kAdadelta = "adadelta_update", kLamb = "lamb_update",
+                           kLambNorms = "lamb_norms";
 
 /// The host value of hyper-parameter input `index` (`what`: lr or step); in a checking call
 /// its shape and dtype only.
@@ -274,23 +277,39 @@ Status prepareAdadelta(const CudaKernelCall &call, size_t first, size_t firstOut
                          });
 }
 
+/// LAMB's attributes, timm's defaults (LambKernels.cpp readLamb).
+void readLambAttrs(const Attrs &attrs, LambFactors &f) {
+  f.beta1 = attrs.getFloat("beta1", 0.9);
+  f.beta2 = attrs.getFloat("beta2", 0.999);
+  f.eps = attrs.getFloat("eps", 1e-6);
+  f.weightDecay = attrs.getFloat("weight_decay", 0.01);
+  f.adapt = f.weightDecay != 0 || attrs.getBool("always_adapt", false);
+  f.trustClip = attrs.getBool("trust_clip", false);
+}
+
+/// lamb_update of a whole tensor: `per` 6 (the trust ratio, u.in[4], is set by runLamb).
+Status prepareLamb(const CudaKernelCall &call, size_t first, size_t firstOut, size_t,
+                   bool halfGrad, LambFactors &f, UpdateTensor &u) {
+  return prepareTwoState(call, kLamb, cpu::UpdateKind::Lamb, first, firstOut, halfGrad, f, u,
+                         [&](LambFactors &g) { readLambAttrs(call.attrs, g); });
+}
+
 template <typename Factors>
 using PrepareUpdate = Status (*)(const CudaKernelCall &call, size_t first, size_t firstOut,
                                  size_t per, bool halfGrad, Factors &f, UpdateTensor &u);
 
-/// The updates `kernel` of a call: `count` of them, operands_per_update `per` and
-/// results_per_update `perResult` each (1 and the op's own counts for a single update), every
-/// one checked first by `prepare`; then one launchUpdates per run of updates with the same
-/// param and gradient dtypes (all of them, in the plans plait-compile writes).
+/// The updates `kernel` of a call checked: `count` of them, operands_per_update `per` and
+/// results_per_update `perResult` each (1 and the op's own counts for a single update), each
+/// by `prepare` into tensors[t]; and the update's lr_scale.
 template <typename Factors>
-Status runUpdates(const CudaKernelCall &call, std::string_view kernel,
-                  PrepareUpdate<Factors> prepare, size_t per, size_t perResult, size_t count,
-                  bool halfGrad) {
-  std::vector<UpdateTensor> tensors(count);
-  Factors f;
+Status prepareUpdates(const CudaKernelCall &call, std::string_view kernel,
+                      PrepareUpdate<Factors> prepare, size_t per, size_t perResult,
+                      size_t count, bool halfGrad, std::vector<UpdateTensor> &tensors,
+                      Factors &f, double &lrScale) {
+  tensors.assign(count, UpdateTensor{});
   // --lr-scale: the group's (or the op's) lr_scale multiplies each step's lr on the device,
   // as the CPU kernels' readLr does.
-  const double lrScale = call.attrs.getFloat("lr_scale", 1.0);
+  lrScale = call.attrs.getFloat("lr_scale", 1.0);
   if (!(lrScale >= 0))
     return Status::errorf("{}: lr_scale must be >= 0, got {}", kernel, lrScale);
   for (size_t t = 0; t < count; ++t) {
@@ -300,8 +319,14 @@ Status runUpdates(const CudaKernelCall &call, std::string_view kernel,
                  ? s
                  : s.withPrefix("grouped_update: update " + std::to_string(t) + ": ");
   }
-  if (call.check)
-    return {};
+  return {};
+}
+
+/// Calls launch(begin, end, dtype, gradDtype) for each run [begin, end) of a call's `count`
+/// updates (`per` operands each) with the same param and gradient dtypes (all of them, in the
+/// plans plait-compile writes); stops at the first error.
+template <typename Launch>
+Status forDtypeRuns(const CudaKernelCall &call, size_t per, size_t count, Launch &&launch) {
   auto dtypes = [&](size_t t) {
     return std::pair(code(call.inputs[t * per].dtype), code(call.inputs[t * per + 1].dtype));
   };
@@ -310,12 +335,226 @@ Status runUpdates(const CudaKernelCall &call, std::string_view kernel,
     while (end < count && dtypes(end) == dtypes(begin))
       ++end;
     auto [dtype, gradDtype] = dtypes(begin);
-    PLAIT_RETURN_IF_ERROR(launched(launchUpdates(dtype, gradDtype, tensors.data() + begin,
-                                                 int64_t(end - begin), f, lrScale, call.stream),
-                                   kernel));
+    PLAIT_RETURN_IF_ERROR(launch(begin, end, dtype, gradDtype));
     begin = end;
   }
   return {};
+}
+
+/// The prepared updates of a call (`per` operands each), one launchUpdates per dtype run.
+template <typename Factors>
+Status launchPrepared(const CudaKernelCall &call, std::string_view kernel, size_t per,
+                      const std::vector<UpdateTensor> &tensors, const Factors &f,
+                      double lrScale) {
+  return forDtypeRuns(call, per, tensors.size(),
+                      [&](size_t begin, size_t end, int dtype, int gradDtype) {
+                        return launched(launchUpdates(dtype, gradDtype, tensors.data() + begin,
+                                                      int64_t(end - begin), f, lrScale,
+                                                      call.stream),
+                                        kernel);
+                      });
+}
+
+/// The updates `kernel` of a call (prepareUpdates), then one launchUpdates per dtype run.
+template <typename Factors>
+Status runUpdates(const CudaKernelCall &call, std::string_view kernel,
+                  PrepareUpdate<Factors> prepare, size_t per, size_t perResult, size_t count,
+                  bool halfGrad) {
+  std::vector<UpdateTensor> tensors;
+  Factors f;
+  double lrScale = 1;
+  PLAIT_RETURN_IF_ERROR(
+      prepareUpdates(call, kernel, prepare, per, perResult, count, halfGrad, tensors, f, lrScale));
+  if (call.check)
+    return {};
+  return launchPrepared(call, kernel, per, tensors, f, lrScale);
+}
+
+/// The range of a LAMB update's operands (as prepared) whose sums launchLambNorms takes:
+/// elements [lo, lo + n) of param, grad and the states, the result at `result`.
+LambNormsTensor lambRange(const UpdateTensor &u, DType dtype, DType gradDtype, int64_t lo,
+                          int64_t n, void *result) {
+  auto at = [&](const void *p, DType t) {
+    return static_cast<const void *>(static_cast<const uint8_t *>(p) + lo * dtypeSize(t));
+  };
+  LambNormsTensor r;
+  r.param = at(u.in[0], dtype);
+  r.grad = at(u.in[1], gradDtype);
+  r.expAvg = at(u.in[2], dtype);
+  r.expAvgSq = at(u.in[3], dtype);
+  r.n = n;
+  r.step = u.step;
+  r.result = result;
+  return r;
+}
+
+/// Bytes of launchLambNorms's partial sums for ranges of `n` elements each.
+uint64_t lambPartialBytes(const std::vector<int64_t> &n) {
+  uint64_t slots = 0;
+  for (int64_t k : n)
+    slots += uint64_t(lambNormSlots(k));
+  return slots * 2 * sizeof(double);
+}
+
+/// LAMB updates of whole tensors (lamb_update without segments, grouped_update's), prepared
+/// (prepareLamb, `per` operands each): where they adapt, each tensor's trust ratio from its two
+/// norms (launchLambNorms, into workspace: the partial sums, then a ratio per tensor), then
+/// the step reading it.
+Status runLamb(const CudaKernelCall &call, size_t per, std::vector<UpdateTensor> &tensors,
+               const LambFactors &f, double lrScale) {
+  const size_t count = tensors.size();
+  if (!f.adapt)
+    return call.check ? Status() : launchPrepared(call, kLamb, per, tensors, f, lrScale);
+  std::vector<int64_t> sizes;
+  for (const UpdateTensor &u : tensors)
+    sizes.push_back(u.n);
+  uint64_t used = 0;
+  void *partial = nullptr, *ratios = nullptr;
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(call, kLamb, lambPartialBytes(sizes), used, partial));
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(call, kLamb, count * sizeof(double), used, ratios));
+  if (call.check)
+    return {};
+  double *ratio = static_cast<double *>(ratios), *sums = static_cast<double *>(partial);
+  PLAIT_RETURN_IF_ERROR(forDtypeRuns(call, per, count, [&](size_t begin, size_t end, int,
+                                                           int) -> Status {
+    std::vector<LambNormsTensor> ranges;
+    for (size_t t = begin; t < end; ++t) {
+      tensors[t].in[4] = ratio + t;
+      ranges.push_back(lambRange(tensors[t], call.inputs[t * per].dtype,
+                                 call.inputs[t * per + 1].dtype, 0, tensors[t].n, ratio + t));
+    }
+    PLAIT_RETURN_IF_ERROR(launched(launchLambNorms(code(call.inputs[begin * per].dtype),
+                                                   code(call.inputs[begin * per + 1].dtype),
+                                                   ranges.data(), int64_t(ranges.size()), f,
+                                                   /*ratios=*/true, sums, call.stream),
+                                   kLamb));
+    for (const LambNormsTensor &r : ranges)
+      sums += 2 * lambNormSlots(r.n);
+    return Status();
+  }));
+  return launchPrepared(call, kLamb, per, tensors, f, lrScale);
+}
+
+/// This rank's part [lo, hi) (local elements) of segment `segment` of a flat shard, or of the
+/// elements past the last segment (segment -1).
+struct ShardRange {
+  int64_t segment, lo, hi;
+};
+
+/// A flat shard's segments (lamb_update's and lamb_norms' `segments` and `groups`), read and
+/// checked as the CPU kernels read them (cpu::readShardSegments; `norms`, when given, S x 2
+/// f32), into their count and this rank's ranges of them in order, then the range past the
+/// last segment where the shard has one (cpu::forLocalSegments).
+Status shardRanges(const CudaKernelCall &call, std::string_view kernel, int64_t numel,
+                   const TensorView *norms, int64_t &segments, std::vector<ShardRange> &ranges) {
+  cpu::ShardSegments layout;
+  PLAIT_RETURN_IF_ERROR(
+      cpu::readShardSegments(kernel, call.attrs, call.rank, numel, norms, layout));
+  segments = int64_t(layout.lengths->size());
+  cpu::forLocalSegments(layout, numel, [&](int64_t k, int64_t lo, int64_t hi) {
+    ranges.push_back({k, lo, hi});
+  });
+  return {};
+}
+
+/// lamb_update (param, grad, lr, step, exp_avg, exp_avg_sq[, norms]): a whole tensor (runLamb),
+/// or with `segments` a flat shard: each segment's part of it one tensor of a launchUpdates,
+/// its ratio from `norms` (launchLambRatios, into workspace), the padding's 1.
+Status lambUpdateKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kLamb, 6, 7, 3));
+  std::vector<UpdateTensor> whole;
+  LambFactors f;
+  double lrScale = 1;
+  PLAIT_RETURN_IF_ERROR(
+      prepareUpdates(call, kLamb, &prepareLamb, 6, 3, 1, false, whole, f, lrScale));
+  const bool sharded = call.attrs.has("segments");
+  if (sharded != (call.inputs.size() == 7))
+    return Status::errorf("{}: takes norms (a 7th operand) exactly when it has segments",
+                          kLamb);
+  if (!sharded)
+    return runLamb(call, 6, whole, f, lrScale);
+  const TensorView &param = call.inputs[0], &norms = call.inputs[6];
+  int64_t segments = 0;
+  std::vector<ShardRange> ranges;
+  PLAIT_RETURN_IF_ERROR(shardRanges(call, kLamb, param.numel(), &norms, segments, ranges));
+  uint64_t used = 0;
+  void *work = nullptr;
+  if (f.adapt)
+    PLAIT_RETURN_IF_ERROR(
+        takeWorkspace(call, kLamb, uint64_t(segments) * sizeof(double), used, work));
+  if (call.check)
+    return {};
+  double *ratios = static_cast<double *>(work);
+  if (f.adapt)
+    PLAIT_RETURN_IF_ERROR(
+        launched(launchLambRatios(static_cast<const float *>(norms.data), segments,
+                                  f.trustClip, ratios, call.stream),
+                 kLamb));
+  const size_t bytes = dtypeSize(param.dtype);
+  std::vector<UpdateTensor> tensors;
+  for (const ShardRange &r : ranges) {
+    UpdateTensor u = whole[0];
+    for (int k = 0; k < 4; ++k)
+      u.in[k] = static_cast<const uint8_t *>(u.in[k]) + r.lo * bytes;
+    for (int k = 0; k < 3; ++k)
+      u.out[k] = static_cast<uint8_t *>(u.out[k]) + r.lo * bytes;
+    u.in[4] = r.segment >= 0 && f.adapt ? ratios + r.segment : nullptr;
+    u.n = r.hi - r.lo;
+    tensors.push_back(u);
+  }
+  return launched(launchUpdates(code(param.dtype), code(param.dtype), tensors.data(),
+                                int64_t(tensors.size()), f, lrScale, call.stream),
+                  kLamb);
+}
+
+/// lamb_norms (param, grad, step, exp_avg, exp_avg_sq) -> S x 2: per segment of the flat
+/// shard, this rank's sums of param^2 and u^2 (launchLambNorms over its parts of segments,
+/// the partial sums in workspace); zero for the segments it has no part of.
+Status lambNormsKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kLambNorms, 5, 5, 1));
+  const TensorView *in = call.inputs.data();
+  const TensorView &param = in[0];
+  PLAIT_RETURN_IF_ERROR(checkFloat(kLambNorms, param.dtype));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kLambNorms, "grad", param, in[1]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kLambNorms, "exp_avg", param, in[3]));
+  PLAIT_RETURN_IF_ERROR(cpu::checkLikeParam(kLambNorms, "exp_avg_sq", param, in[4]));
+  double step = 0;
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kLambNorms, "step", 2, step));
+  PLAIT_RETURN_IF_ERROR(checkStep(call, kLambNorms, step));
+  LambFactors f;
+  readLambAttrs(call.attrs, f);
+  TensorView &out = call.outputs[0];
+  int64_t segments = 0;
+  std::vector<ShardRange> ranges;
+  PLAIT_RETURN_IF_ERROR(shardRanges(call, kLambNorms, param.numel(), &out, segments, ranges));
+  if (!ranges.empty() && ranges.back().segment < 0)
+    ranges.pop_back(); // the padding has no norms
+  std::vector<int64_t> sizes;
+  for (const ShardRange &r : ranges)
+    sizes.push_back(r.hi - r.lo);
+  uint64_t used = 0;
+  void *partial = nullptr;
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(call, kLambNorms, lambPartialBytes(sizes), used, partial));
+  if (call.check)
+    return {};
+  PLAIT_RETURN_IF_ERROR(
+      launched(cudaMemsetAsync(out.data, 0, out.bytes(), call.stream), kLambNorms));
+  if (ranges.empty())
+    return {};
+  UpdateTensor u{};
+  u.in[0] = in[0].data;
+  u.in[1] = in[1].data;
+  u.in[2] = in[3].data;
+  u.in[3] = in[4].data;
+  u.step = static_cast<const float *>(in[2].data);
+  std::vector<LambNormsTensor> norms;
+  for (const ShardRange &r : ranges)
+    norms.push_back(lambRange(u, param.dtype, param.dtype, r.lo, r.hi - r.lo,
+                              static_cast<float *>(out.data) + 2 * r.segment));
+  return launched(launchLambNorms(code(param.dtype), code(param.dtype), norms.data(),
+                                  int64_t(norms.size()), f, /*ratios=*/false,
+                                  static_cast<double *>(partial), call.stream),
+                  kLambNorms);
 }
 
 Status sgdUpdateKernel(const CudaKernelCall &call) {
@@ -405,6 +644,16 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
   case cpu::UpdateKind::Adadelta:
     s = runUpdates(call, kAdadelta, &prepareAdadelta, per, perResult, count, true);
     break;
+  case cpu::UpdateKind::Lamb: {
+    std::vector<UpdateTensor> tensors;
+    LambFactors f;
+    double lrScale = 1;
+    s = prepareUpdates(call, kLamb, &prepareLamb, per, perResult, count, true, tensors, f,
+                       lrScale);
+    if (s.ok())
+      s = runLamb(call, per, tensors, f, lrScale);
+    break;
+  }
   }
   return s;
 }
@@ -421,6 +670,8 @@ void registerCudaOptimizerKernels() {
   registerCudaKernel("nadam_update", &nadamUpdateKernel);
   registerCudaKernel("radam_update", &radamUpdateKernel);
   registerCudaKernel("adadelta_update", &adadeltaUpdateKernel);
+  registerCudaKernel("lamb_update", &lambUpdateKernel);
+  registerCudaKernel("lamb_norms", &lambNormsKernel);
   registerCudaKernel("grouped_update", &groupedUpdateKernel);
 }
 

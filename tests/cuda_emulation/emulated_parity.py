@@ -2,13 +2,14 @@
 """The samples trained on the CUDA kernels under the emulation against the CPU backend.
 
 For each sample (mlp, cnn, gpt) and precision (fp32, bf16-mixed), the GPT with its attention
-and norms decomposed, the GPT under ZeRO-3 on two ranks, and plait-zoo's LLaMA in both
-precisions: compile one CPU plan, train it STEPS steps with plait-run and
-with plait-run-emulated (every op that has a CUDA kernel of plait's own runs that kernel, under
-the emulation, on the same arena; tests/cuda_emulation/EmulatedBackend.cpp) on the same data,
-and compare the per-step losses as tests/gpu/run.sh compares a GPU's: relative difference at
-most 1e-4 (fp32) or 1e-2 (bf16-mixed). Every run must have run emulated kernels and fallen
-back to the CPU for none. Prints one line per case; exits 1 naming what failed.
+and norms decomposed, the GPT under ZeRO-3 on two ranks, LAMB (grouped, and sharded on two
+ranks) and plait-zoo's LLaMA in both precisions: compile one CPU plan, train it STEPS steps
+with plait-run and with plait-run-emulated (every op that has a CUDA kernel of plait's own
+runs that kernel, under the emulation, on the same arena; tests/cuda_emulation/
+EmulatedBackend.cpp) on the same data, and compare the per-step losses as tests/gpu/run.sh
+compares a GPU's: relative difference at most 1e-4 (fp32) or 1e-2 (bf16-mixed). Every run must
+have run emulated kernels and fallen back to the CPU for none. Prints one line per case; exits
+1 naming what failed.
 
   emulated_parity.py --build BUILD [--steps 10]
 """
@@ -42,6 +43,12 @@ def cases():
     # Two ranks (processes, MPI between them), params, gradients and optimizer state sharded.
     out.append(("gpt-zero3-w2", "gpt", TRAIN["gpt"] + ["--world-size", "2", "--strategy",
                                                        "zero3"], "fp32", 2))
+    # LAMB: grouped (each tensor's norms taken on the device), and on two ranks' flat shards
+    # (lamb_norms, all-reduced, then lamb_update with segments).
+    lamb = ["--optimizer", "lamb", "--lr", "3e-3"]
+    out.append(("mlp-lamb-fp32", "mlp", lamb, "fp32", 1))
+    out.append(("gpt-lamb-zero3-w2", "gpt", lamb + ["--world-size", "2", "--strategy", "zero3"],
+                "fp32", 2))
     # plait-zoo's LLaMA: RMS norms (and their gradients, with the residual adds), rotary
     # embeddings (slices, neg, concat), SwiGLU.
     for precision in ("fp32", "bf16-mixed"):

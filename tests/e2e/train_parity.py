@@ -152,6 +152,51 @@ class RAdamW(torch.optim.Optimizer):
                     p.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
 
 
+class Lamb(torch.optim.Optimizer):
+    """timm's Lamb (timm/optim/lamb.py; PyTorch 1.13 has none): bias correction and gradient
+    averaging on, no gradient clipping of its own (max_grad_norm=None; plait's
+    --clip-grad-norm is torch's clip_grad_norm_ before the step). The trust ratio
+    ||p|| / ||update|| scales the update where the weight decay is non-zero or always_adapt
+    is set, at most 1 with trust_clip."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01,
+                 always_adapt=False, trust_clip=False):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      always_adapt=always_adapt, trust_clip=trust_clip))
+
+    @torch.no_grad()
+    def step(self):
+        one = torch.tensor(1.0)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = (group["lr"], group["betas"], group["eps"],
+                                           group["weight_decay"])
+            group["step"] = group.get("step", 0) + 1
+            bias_correction1 = 1 - beta1 ** group["step"]
+            bias_correction2 = 1 - beta2 ** group["step"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                exp_avg.mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(eps)
+                update = (exp_avg / bias_correction1).div_(denom)
+                if wd != 0:
+                    update.add_(p, alpha=wd)
+                if wd != 0 or group["always_adapt"]:
+                    w_norm, g_norm = p.norm(2.0), update.norm(2.0)
+                    ratio = torch.where(w_norm > 0,
+                                        torch.where(g_norm > 0, w_norm / g_norm, one), one)
+                    if group["trust_clip"]:
+                        ratio = torch.minimum(ratio, one)
+                    update.mul_(ratio)
+                p.add_(update, alpha=-lr)
+
+
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None,
            no_decay=None, lr_scale=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
@@ -217,6 +262,12 @@ CONFIGS = {
                          lambda p: torch.optim.Adamax(p, lr=2e-3, weight_decay=1e-3)),
     "cnn-adamax": config("cnn", ["--optimizer", "adamax", "--lr", "1e-3", "--betas", "0.8,0.99"],
                          lambda p: torch.optim.Adamax(p, lr=1e-3, betas=(0.8, 0.99))),
+    "mlp-lamb": config("mlp", ["--optimizer", "lamb", "--lr", "1e-2", "--weight-decay", "0.05"],
+                       lambda p: Lamb(p, lr=1e-2, weight_decay=0.05)),
+    "cnn-lamb-adapt": config("cnn", ["--optimizer", "lamb", "--weight-decay", "0",
+                                     "--always-adapt", "--trust-clip", "--betas", "0.9,0.99"],
+                             lambda p: Lamb(p, weight_decay=0.0, betas=(0.9, 0.99),
+                                            always_adapt=True, trust_clip=True)),
     "mlp-nadam": config("mlp", ["--optimizer", "nadam", "--weight-decay", "1e-3"],
                         lambda p: NAdam(p, lr=2e-3, weight_decay=1e-3)),
     "cnn-nadam": config("cnn", ["--optimizer", "nadam", "--lr", "1e-3", "--momentum-decay",
@@ -297,6 +348,12 @@ CONFIGS = {
                                 "--clip-grad-norm", "1.0"],
                         lambda p: torch.optim.RAdam(p, lr=1e-3, betas=(0.9, 0.99)), clip=1.0,
                         noise_only=KEY_BIAS),
+    # LAMB (timm's): the trust ratio where the weight decay is non-zero; the GPT as BERT is
+    # trained with it, biases and norms without decay (nor adaptation), gradients clipped.
+    "gpt-lamb": config("gpt", ["--optimizer", "lamb", "--lr", "3e-3", "--clip-grad-norm", "1.0",
+                               "--no-weight-decay", "bias|ln"],
+                       lambda p: Lamb(p, lr=3e-3), clip=1.0, noise_only=KEY_BIAS,
+                       no_decay="bias|ln"),
     "gpt-adamw-maximize": config("gpt", ["--optimizer", "adamw", "--lr", "1e-3",
                                          "--clip-grad-norm", "1.0", "--maximize"],
                                  lambda p: torch.optim.AdamW(p, lr=1e-3, maximize=True),

@@ -418,4 +418,40 @@ PLAIT_HD void adadeltaElement(T p, T g, T sq, T acc, const AdadeltaFactors &f, T
   newAcc = acc * rho + oneMinusRho * delta * delta;
 }
 
+/// LAMB's step-dependent factors (LambKernels.cpp readLamb and prepareUpdate).
+PLAIT_HD void lambStepFactors(double lr, double step, LambFactors &f) {
+  f.bc1 = 1 - pow(f.beta1, step);
+  f.sqrtBc2 = sqrt(1 - pow(f.beta2, step));
+  f.negLr = -lr;
+}
+
+/// One LAMB element's new moments and its update direction u (LambKernels.cpp
+/// LambConstants::direction), operation by operation.
+template <typename T>
+PLAIT_HD void lambDirection(T p, T g, T m, T v, const LambFactors &f, T &newM, T &newV,
+                            T &u) {
+  newM = m * T(f.beta1) + T(1 - f.beta1) * g;
+  newV = v * T(f.beta2) + T(1 - f.beta2) * g * g;
+  u = (newM / T(f.bc1)) / (msqrt(newV) / T(f.sqrtBc2) + T(f.eps));
+  u = u + T(f.weightDecay) * p;
+}
+
+/// One lamb_update element (LambKernels.cpp lambApply): u scaled by its tensor's (or
+/// segment's) trust ratio.
+template <typename T>
+PLAIT_HD void lambElement(T p, T g, T m, T v, T ratio, const LambFactors &f, T &newP, T &newM,
+                          T &newV) {
+  T u;
+  lambDirection(p, g, m, v, f, newM, newV, u);
+  newP = p + T(f.negLr) * (u * ratio);
+}
+
+/// timm's trust ratio from the sums of param^2 and u^2 (LambKernels.cpp trustRatio):
+/// ||param|| / ||u||, 1 where either is 0, at most 1 with `clip`.
+PLAIT_HD double lambTrustRatio(double paramSq, double updateSq, bool clip) {
+  const double w = sqrt(paramSq), u = sqrt(updateSq);
+  const double r = (w > 0 && u > 0) ? w / u : 1.0;
+  return clip && r > 1.0 ? 1.0 : r;
+}
+
 } // namespace plait::rt::cuda::math

@@ -244,6 +244,13 @@ struct AdadeltaFactors {
   double negLr = 0; // -lr (math::adadeltaStepFactors)
   double rho = 0.9, eps = 1e-6, weightDecay = 0;
 };
+struct LambFactors {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weightDecay = 0.01;
+  bool adapt = true;      // the trust ratio applies: weight_decay != 0 or always_adapt
+  bool trustClip = false; // the ratio at most 1
+  // 1 - beta1^step, sqrt(1 - beta2^step) and -lr (math::lambStepFactors)
+  double bc1 = 1, sqrtBc2 = 1, negLr = 0;
+};
 
 /// One tensor of an optimizer update: its element count, the pointers the update reads and
 /// writes, and its step's hyper-parameters in device memory. sgd_update: in = {param, grad,
@@ -255,8 +262,10 @@ struct AdadeltaFactors {
 /// new grad_avg, new buffer}, grad_avg null unless centered and the buffer null without
 /// momentum; lion_update: in = {param, grad, exp_avg}, out = {new param, new exp_avg};
 /// adamax_update, nadam_update, radam_update, adadelta_update: in = {param, grad, state 0,
-/// state 1}, out = {new param, new state 0, new state 1}. Any output may alias the input it
-/// replaces.
+/// state 1}, out = {new param, new state 0, new state 1}; lamb_update: in = {param, grad,
+/// exp_avg, exp_avg_sq, ratio}, `ratio` a const double * to the trust ratio of the tensor (or
+/// of its segment; null: 1), out = {new param, new exp_avg, new exp_avg_sq}. Any output may
+/// alias the input it replaces.
 struct UpdateTensor {
   const void *in[5] = {};
   void *out[4] = {};
@@ -265,7 +274,8 @@ struct UpdateTensor {
 };
 
 /// The updates of `count` tensors, sgd_update, adamw_update, adagrad_update, rmsprop_update,
-/// lion_update, adamax_update, nadam_update, radam_update or adadelta_update as the type of
+/// lion_update, adamax_update, nadam_update, radam_update, adadelta_update or lamb_update (its
+/// ratios already computed: launchLambNorms, launchLambRatios) as the type of
 /// `f` says, every param and state of `dtype` and every gradient of
 /// `gradDtype`: `dtype`, or bf16 / f16 widened exactly (grouped_update). One launch per
 /// kMaxUpdateTensors tensors (their pointers travel in the kernel's parameters, as PyTorch's
@@ -301,6 +311,38 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const AdadeltaFactors &f, double lrScale,
                           cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const LambFactors &f, double lrScale, cudaStream_t stream);
+
+/// A range of LAMB elements whose sums of param^2 and u^2 (u the update direction) launchLambNorms
+/// takes: elements [0, n) of the operands (a whole tensor, or one segment's part of a shard,
+/// the pointers offset to it), its step in device memory, and where the result goes.
+struct LambNormsTensor {
+  const void *param = nullptr, *grad = nullptr, *expAvg = nullptr, *expAvgSq = nullptr;
+  int64_t n = 0;
+  const float *step = nullptr;
+  void *result = nullptr; // a double (the trust ratio) or two floats (the sums)
+};
+/// The slots a range of `n` elements is summed in: a block each, over a fixed share of the
+/// range, so that the sums do not depend on the grid (or the device).
+inline constexpr int64_t kLambSlotElements = 4096, kLambMaxSlots = 2048;
+inline int64_t lambNormSlots(int64_t n) {
+  const int64_t slots = (n + kLambSlotElements - 1) / kLambSlotElements;
+  return slots < 1 ? 1 : slots < kLambMaxSlots ? slots : kLambMaxSlots;
+}
+/// Per range: the sums of param^2 and u^2 in double, each slot's by a block's tree into
+/// `partial` (two doubles per slot of every range, lambNormSlots, in range order), then a
+/// block per range adds its slots' in a fixed order; the result is the trust ratio (`ratios`:
+/// math::lambTrustRatio, f.trustClip) or the two sums as f32 (lamb_norms). No atomics: the
+/// same bits on every run. Params and states of `dtype`, gradients of `gradDtype` (as
+/// launchUpdates takes them); each range's step factors read from its step.
+cudaError_t launchLambNorms(int dtype, int gradDtype, const LambNormsTensor *tensors,
+                            int64_t count, const LambFactors &f, bool ratios, double *partial,
+                            cudaStream_t stream);
+/// ratios[k] = math::lambTrustRatio of the f32 sums norms[2k], norms[2k + 1] (k < segments):
+/// a sharded lamb_update's ratio per segment.
+cudaError_t launchLambRatios(const float *norms, int64_t segments, bool trustClip,
+                             double *ratios, cudaStream_t stream);
 
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 

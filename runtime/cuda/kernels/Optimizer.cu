@@ -1,5 +1,5 @@
 // sgd_update, adamw_update, adagrad_update, rmsprop_update, lion_update, adamax_update,
-// nadam_update, radam_update, adadelta_update and grouped_update: the
+// nadam_update, radam_update, adadelta_update, lamb_update and grouped_update: the
 // updates of up to kMaxUpdateTensors tensors in one launch, each block a chunk of one tensor (a
 // list of one for the single ops). Each element's math is the CPU kernel's operation by
 // operation (ElementMath.h), in the parameter's dtype for f32 / f64 and through f32 for the
@@ -10,6 +10,10 @@
 // captured once as a CUDA graph replays with each step's values. Compiled with -fmad=false so
 // that no multiply-add is contracted (the CPU build's -ffp-contract=off). Run against the CPU
 // backend on an H200 by tests/gpu/run.sh, and under tests/cuda_emulation on every machine.
+//
+// LAMB scales each tensor's (or segment's) direction by a trust ratio from two sums over all
+// its elements: launchLambNorms takes them first (per-slot partial sums in double, then a
+// block per range adds its slots in a fixed order), and the update reads the ratio.
 #include "runtime/cuda/kernels/Device.cuh"
 #include "runtime/cuda/kernels/ElementMath.h"
 
@@ -24,7 +28,7 @@ template <typename... Factors> constexpr bool fitLaunchParameters() {
 }
 static_assert(fitLaunchParameters<SgdFactors, AdamWFactors, AdagradFactors, RMSpropFactors,
                                  LionFactors, AdamaxFactors, NAdamFactors, RAdamFactors,
-                                 AdadeltaFactors>(),
+                                 AdadeltaFactors, LambFactors>(),
               "a launch's parameters must stay under CUDA's 4 KiB");
 
 // The factors that depend on a tensor's lr and step, per update (math::*StepFactors).
@@ -56,6 +60,9 @@ __device__ __forceinline__ void stepFactors(double lr, double step, RAdamFactors
 }
 __device__ __forceinline__ void stepFactors(double lr, double, AdadeltaFactors &f) {
   math::adadeltaStepFactors(lr, f);
+}
+__device__ __forceinline__ void stepFactors(double lr, double step, LambFactors &f) {
+  math::lambStepFactors(lr, step, f);
 }
 
 // Element i of tensor `u`, per update: its operands loaded (params and states of storage type
@@ -172,6 +179,23 @@ __device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
   twoStateElement<S, G>(i, u, f, math::adadeltaElement<Compute<S>>);
 }
 
+/// lamb_update: in[4] is the trust ratio of the tensor or segment (a double; null: 1).
+template <typename S, typename G>
+__device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
+                                              const LambFactors &f) {
+  using C = Compute<S>;
+  const double *ratio = static_cast<const double *>(u.in[4]);
+  C p, m, v;
+  C g = C(load(static_cast<const G *>(u.in[1]), i));
+  math::lambElement<C>(load(static_cast<const S *>(u.in[0]), i), g,
+                       load(static_cast<const S *>(u.in[2]), i),
+                       load(static_cast<const S *>(u.in[3]), i), ratio ? C(*ratio) : C(1), f,
+                       p, m, v);
+  store(static_cast<S *>(u.out[2]), i, v);
+  store(static_cast<S *>(u.out[1]), i, m);
+  store(static_cast<S *>(u.out[0]), i, p);
+}
+
 /// Every element of every tensor of `list` by the update of `f`, its step factors computed
 /// whenever a tensor's hyper-parameters differ from the last tensor's (the same two for every
 /// tensor of a plan's group).
@@ -224,7 +248,147 @@ cudaError_t launchUpdatesOf(int dtype, int gradDtype, const UpdateTensor *tensor
   });
 }
 
+//===--- LAMB's norms -------------------------------------------------------------------===//
+
+/// The ranges of one launchLambNorms launch: range t owns slots blockStart[t] ..
+/// blockStart[t + 1] - 1 (lambNormSlots of its n).
+constexpr int kMaxLambNormsTensors = 48;
+using LambNormsList = TensorList<LambNormsTensor, kMaxLambNormsTensors>;
+static_assert(sizeof(LambNormsList) + sizeof(LambFactors) + 2 * sizeof(double *) < 4000,
+              "a launch's parameters must stay under CUDA's 4 KiB");
+
+/// Sums a and b over the block (kThreads wide) by a fixed tree; thread 0 gets the totals.
+/// Every thread of the block must call it.
+__device__ __forceinline__ void blockSum2(double &a, double &b, double (*shared)[kThreads]) {
+  const int t = int(threadIdx.x);
+  shared[0][t] = a;
+  shared[1][t] = b;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (t < half) {
+      shared[0][t] += shared[0][t + half];
+      shared[1][t] += shared[1][t + half];
+    }
+    __syncthreads();
+  }
+  a = shared[0][0];
+  b = shared[1][0];
+  __syncthreads(); // `shared` may be reused right after
+}
+
+/// Phase 1: slot c (a block each, grid-striding over the slots) of range t sums param^2 and
+/// u^2 over its share [n s / slots, n (s + 1) / slots) of the range, s its index among the
+/// range's slots, into partial[2c], partial[2c + 1]. The moments are computed as the update
+/// computes them, and not stored.
+template <typename S, typename G>
+__global__ void lambSumsKernel(LambNormsList list, LambFactors f, double *partial) {
+  using C = Compute<S>;
+  __shared__ double shared[2][kThreads];
+  const float *step = nullptr;
+  const int64_t slots = list.blockStart[list.count];
+  int t = 0;
+  for (int64_t c = blockIdx.x; c < slots; c += gridDim.x) {
+    while (list.blockStart[t + 1] <= c)
+      ++t;
+    const LambNormsTensor &r = list.tensors[t];
+    if (r.step != step) {
+      step = r.step;
+      math::lambStepFactors(0, double(*step), f);
+    }
+    const int64_t s = c - list.blockStart[t], count = list.blockStart[t + 1] - list.blockStart[t];
+    const int64_t lo = r.n * s / count, hi = r.n * (s + 1) / count;
+    const S *param = static_cast<const S *>(r.param), *m0 = static_cast<const S *>(r.expAvg),
+            *v0 = static_cast<const S *>(r.expAvgSq);
+    const G *grad = static_cast<const G *>(r.grad);
+    double pp = 0, uu = 0;
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+      C m, v, u;
+      const C p = load(param, i);
+      math::lambDirection<C>(p, C(load(grad, i)), load(m0, i), load(v0, i), f, m, v, u);
+      pp += double(p) * double(p);
+      uu += double(u) * double(u);
+    }
+    blockSum2(pp, uu, shared);
+    if (threadIdx.x == 0) {
+      partial[2 * c] = pp;
+      partial[2 * c + 1] = uu;
+    }
+  }
+}
+
+/// Phase 2: a block per range adds its slots' sums (thread j those of slots j, j + kThreads,
+/// ..., then the block's tree) and writes the trust ratio (`ratios`) or the two sums as f32.
+__global__ void lambFinishKernel(LambNormsList list, bool trustClip, bool ratios,
+                                 const double *partial) {
+  __shared__ double shared[2][kThreads];
+  for (int t = int(blockIdx.x); t < list.count; t += int(gridDim.x)) {
+    double pp = 0, uu = 0;
+    for (int64_t c = list.blockStart[t] + threadIdx.x; c < list.blockStart[t + 1];
+         c += blockDim.x) {
+      pp += partial[2 * c];
+      uu += partial[2 * c + 1];
+    }
+    blockSum2(pp, uu, shared);
+    if (threadIdx.x != 0)
+      continue;
+    if (ratios) {
+      *static_cast<double *>(list.tensors[t].result) = math::lambTrustRatio(pp, uu, trustClip);
+    } else {
+      float *sums = static_cast<float *>(list.tensors[t].result);
+      sums[0] = float(pp);
+      sums[1] = float(uu);
+    }
+  }
+}
+
+/// A sharded lamb_update's ratio per segment, from the f32 sums of lamb_norms (all-reduced).
+__global__ void lambRatiosKernel(const float *norms, int64_t segments, bool trustClip,
+                                 double *ratios) {
+  PLAIT_GRID_STRIDE(k, segments) {
+    ratios[k] = math::lambTrustRatio(double(norms[2 * k]), double(norms[2 * k + 1]), trustClip);
+  }
+}
+
 } // namespace
+
+cudaError_t launchLambNorms(int dtype, int gradDtype, const LambNormsTensor *tensors,
+                            int64_t count, const LambFactors &f, bool ratios, double *partial,
+                            cudaStream_t stream) {
+  for (int64_t first = 0; first < count; first += kMaxLambNormsTensors) {
+    LambNormsList list{};
+    list.count = int(count - first < kMaxLambNormsTensors ? count - first : kMaxLambNormsTensors);
+    for (int t = 0; t < list.count; ++t) {
+      list.tensors[t] = tensors[first + t];
+      list.blockStart[t + 1] = list.blockStart[t] + lambNormSlots(list.tensors[t].n);
+    }
+    const int64_t slots = list.blockStart[list.count];
+    const unsigned grid = unsigned(slots < kMaxGridBlocks ? slots : kMaxGridBlocks);
+    const bool ok = dispatchUpdate(dtype, gradDtype, [&](auto param, auto grad) {
+      using S = decltype(param);
+      using G = decltype(grad);
+      lambSumsKernel<S, G><<<grid, kThreads, 0, stream>>>(list, f, partial);
+    });
+    if (!ok)
+      return unsupported();
+    if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+      return err;
+    lambFinishKernel<<<unsigned(list.count), kThreads, 0, stream>>>(list, f.trustClip, ratios,
+                                                                   partial);
+    if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+      return err;
+    partial += 2 * slots;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t launchLambRatios(const float *norms, int64_t segments, bool trustClip,
+                             double *ratios, cudaStream_t stream) {
+  if (segments < 1)
+    return cudaSuccess;
+  lambRatiosKernel<<<threadBlocks(segments), kThreads, 0, stream>>>(norms, segments, trustClip,
+                                                                    ratios);
+  return cudaGetLastError();
+}
 
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const SgdFactors &f, double lrScale,
@@ -277,6 +441,11 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const AdadeltaFactors &f, double lrScale,
                           cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
+}
+
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const LambFactors &f, double lrScale, cudaStream_t stream) {
   return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 

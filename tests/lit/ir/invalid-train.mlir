@@ -194,8 +194,8 @@ func.func @sgd_nesterov(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, 
 // -----
 
 func.func @grouped_kind(%p: tensor<4xf32>, %lr: tensor<f32>) {
-  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update, sgd_update, adagrad_update, rmsprop_update, lion_update, adamax_update, nadam_update, radam_update or adadelta_update, got "lamb"}}
-  %0 = plait.grouped_update %p, %p, %lr, %lr {update = "lamb", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update, sgd_update, adagrad_update, rmsprop_update, lion_update, adamax_update, nadam_update, radam_update, adadelta_update or lamb_update, got "lbfgs"}}
+  %0 = plait.grouped_update %p, %p, %lr, %lr {update = "lbfgs", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
   return
 }
 
@@ -476,5 +476,81 @@ func.func @grouped_two_states(%p: tensor<4xf32>, %lr: tensor<f32>) {
 func.func @lr_scale(%p: tensor<4xf32>, %lr: tensor<f32>) {
   // expected-error @+1 {{'plait.sgd_update' op needs lr_scale >= 0}}
   %0 = plait.sgd_update %p, %p, %lr, %lr {lr_scale = -0.5 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @lamb_betas(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.lamb_update' op needs 0 <= betas < 1 and eps >= 0}}
+  %0:3 = plait.lamb_update %p, %p, %lr, %lr, %p, %p {beta1 = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @lamb_norms_without_segments(%p: tensor<4xf32>, %lr: tensor<f32>, %n: tensor<1x2xf32>) {
+  // expected-error @+1 {{'plait.lamb_update' op takes norms only with segments (a flat shard)}}
+  %0:3 = plait.lamb_update %p, %p, %lr, %lr, %p, %p, %n : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<1x2xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @lamb_segments_without_norms(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.lamb_update' op with segments needs norms (plait.lamb_norms summed over the group)}}
+  %0:3 = plait.lamb_update %p, %p, %lr, %lr, %p, %p {segments = array<i64: 3, 1>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @lamb_segments_too_long(%p: tensor<4xf32>, %lr: tensor<f32>, %n: tensor<2x2xf32>) {
+    // expected-error @+1 {{'plait.lamb_update' op segments (9 elements) must be at least one and fit the flat buffer (4 x 2 ranks)}}
+    %0:3 = plait.lamb_update %p, %p, %lr, %lr, %p, %p, %n {segments = array<i64: 6, 3>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @lamb_norms_shape(%p: tensor<4xf32>, %lr: tensor<f32>, %n: tensor<3x2xf32>) {
+    // expected-error @+1 {{'plait.lamb_update' op norms must be 2x2 (one row per segment), got 'tensor<3x2xf32>'}}
+    %0:3 = plait.lamb_update %p, %p, %lr, %lr, %p, %p, %n {segments = array<i64: 6, 1>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<3x2xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+    return
+  }
+}
+
+// -----
+
+func.func @lamb_groups_without_segments(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.lamb_update' op has groups but no segments}}
+  %0:3 = plait.lamb_update %p, %p, %lr, %lr, %p, %p {groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @lamb_norms_2d(%p: tensor<2x2xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'plait.lamb_norms' op with segments works on a flat (1-D) shard, got 'tensor<2x2xf32>'}}
+  %0 = plait.lamb_norms %p, %p, %s, %p, %p {segments = array<i64: 4>} : (tensor<2x2xf32>, tensor<2x2xf32>, tensor<f32>, tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<1x2xf32>
+  return
+}
+
+// -----
+
+func.func @lamb_norms_state_type(%p: tensor<4xf32>, %q: tensor<4xf64>, %s: tensor<f32>) {
+  // expected-error @+1 {{'plait.lamb_norms' op operand type 'tensor<4xf64>' differs from the param's 'tensor<4xf32>'}}
+  %0 = plait.lamb_norms %p, %p, %s, %q, %p {segments = array<i64: 4>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<4xf64>, tensor<4xf32>) -> tensor<1x2xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_lamb_segments(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op groups whole tensors only; a lamb_update with segments (a flat shard) stands alone}}
+  %0:3 = plait.grouped_update %p, %p, %lr, %lr, %p, %p {update = "lamb_update", operands_per_update = 6 : i64, results_per_update = 3 : i64, segments = array<i64: 4>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }

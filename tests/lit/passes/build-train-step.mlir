@@ -15,6 +15,8 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad initial-accumulator-value=0.1' %s | FileCheck %s --check-prefix=ADAGRADINIT
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd maximize=true' %s | FileCheck %s --check-prefix=MAXIMIZE
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=radam weight-decay=0.1 decoupled-weight-decay=true' %s | FileCheck %s --check-prefix=RADAMW
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=lamb' %s | FileCheck %s --check-prefix=LAMB
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=lamb weight-decay=0 always-adapt=true trust-clip=true' %s | FileCheck %s --check-prefix=LAMBC
 
 // A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
 // the ReLU mask (from its result, so the GEMM output need not outlive the ReLU), the weight
@@ -119,6 +121,22 @@
 // RADAMW-LABEL: module attributes
 // RADAMW-SAME: plait.train = {{{.*}}decoupled_weight_decay = true, optimizer = "radam"
 // RADAMW: plait.radam_update %{{.*}} {decoupled_weight_decay = true, weight_decay = 1.000000e-01 : f64}
+// LAMB, timm's state names and defaults (lr 1e-3, eps 1e-6, weight decay 0.01); one update
+// per param, whose kernel takes the trust ratio's norms over the whole tensor (no norms
+// operand, no segments: those are plait-shard's, for flat shards).
+// LAMB-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 1.000000e-03 : f64
+// LAMB-SAME: optimizer = "lamb", weight_decay = 1.000000e-02 : f64}
+// LAMB: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
+// LAMB-NEXT: %[[V:.*]] = plait.state "fc.weight.exp_avg_sq" : tensor<3x4xf32>
+// LAMB-NEXT: %{{.*}}, %[[NM:.*]], %[[NV:.*]] = plait.lamb_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[V]] : (tensor<3x4xf32>, tensor<3x4xf32>, tensor<f32>, tensor<f32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>)
+// LAMB: plait.assign %[[M]], %[[NM]] : tensor<3x4xf32>
+// LAMB-NEXT: plait.assign %[[V]], %[[NV]] : tensor<3x4xf32>
+// LAMB-NOT: segments
+// always_adapt and trust_clip are attributes of the update, and recorded.
+// LAMBC-LABEL: module attributes
+// LAMBC-SAME: plait.train = {always_adapt = true
+// LAMBC-SAME: trust_clip = true
+// LAMBC: plait.lamb_update {{.*}} {always_adapt = true, trust_clip = true, weight_decay = 0.000000e+00 : f64}
 // Adagrad's initial accumulator is an attribute of its update (read on the first step).
 // ADAGRADINIT-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 1.000000e-02 : f64
 // ADAGRADINIT: plait.adagrad_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {initial_accumulator_value = 1.000000e-01 : f64}
