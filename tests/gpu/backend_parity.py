@@ -150,6 +150,9 @@ def cases():
     out.append(("mlp-adagrad-init-fp32", "mlp", ["--optimizer", "adagrad", "--lr", "0.05",
                                                 "--initial-accumulator-value", "0.1"],
                 "fp32", 1))
+    # LAMB: each param's trust ratio from its norms, summed on the device in two stages.
+    out.append(("gpt-lamb-fp32", "gpt", ["--optimizer", "lamb", "--lr", "3e-3",
+                                        "--no-weight-decay", "bias|ln"], "fp32", 1))
     out.append(("gpt-amsgrad-bf16-mixed", "gpt",
                 ["--optimizer", "adamw", "--lr", "3e-3", "--amsgrad", "--precision",
                  "bf16-mixed"], "bf16-mixed", 1))
