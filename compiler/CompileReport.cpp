@@ -488,6 +488,8 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
       if (decay != 0 && t.contains("no_weight_decay"))
         detail += fmt::format(", none on params matching '{}'",
                               t["no_weight_decay"].get<std::string>());
+      if (t.contains("param_groups"))
+        detail += fmt::format(", per param group '{}'", t["param_groups"].get<std::string>());
       if (t.contains("lr_scale"))
         detail += fmt::format(", lr scaled per param by '{}'", t["lr_scale"].get<std::string>());
       if (clip > 0)

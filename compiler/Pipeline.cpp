@@ -139,6 +139,8 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.freeze = train.freeze;
   o.noWeightDecay = train.noWeightDecay;
   o.lrScale = train.lrScale;
+  for (const std::string &group : train.paramGroups)
+    o.paramGroups += (o.paramGroups.empty() ? "" : ";") + group;
   // With several ranks the norm is of the averaged gradients: plait-shard clips them.
   o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;
   o.schedule = train.schedule;

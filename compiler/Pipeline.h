@@ -35,6 +35,7 @@ struct TrainOptions {
   std::string freeze;      // regex of param names kept frozen
   std::string noWeightDecay; // regex of param names trained without weight decay
   std::string lrScale;       // --lr-scale 'REGEX=F,...': per-param learning-rate factors
+  std::vector<std::string> paramGroups; // --param-group 'REGEX:KEY=V,...', in order
   double clipGradNorm = 0;
   std::string schedule = "constant";
   int64_t warmupSteps = 0, totalSteps = 0;

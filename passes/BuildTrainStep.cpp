@@ -429,6 +429,86 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     return out;
   }
 
+  /// One --param-group: a regex of param names and the settings its params take instead of
+  /// the optimizer's (a torch param group's own betas, eps, momentum or weight_decay).
+  struct ParamGroup {
+    std::string text;
+    std::regex regex;
+    std::optional<double> beta1, beta2, eps, momentum, weightDecay;
+  };
+
+  /// The groups of --param-group 'REGEX:KEY=V,...;...' in order (first match wins); each key
+  /// must be one the optimizer has and its value valid for it. One-line errors.
+  FailureOr<std::vector<ParamGroup>> parseParamGroups(ModuleOp module) {
+    std::vector<ParamGroup> out;
+    auto has = [&](std::initializer_list<StringRef> optimizers) {
+      return llvm::is_contained(optimizers, StringRef(optimizer));
+    };
+    StringRef rest = paramGroups;
+    while (!rest.empty()) {
+      auto [text, tail] = rest.split(';');
+      rest = tail;
+      size_t colon = text.rfind(':');
+      auto fail = [&](const Twine &why) {
+        module.emitError("--param-group '") << text << "': " << why;
+        return failure();
+      };
+      if (colon == StringRef::npos || colon == 0 || colon + 1 == text.size())
+        return fail("expected REGEX:KEY=V,... (keys betas=B1/B2, eps, momentum, weight_decay)");
+      ParamGroup group{text.str(), std::regex(), {}, {}, {}, {}, {}};
+      try {
+        group.regex = std::regex(text.take_front(colon).str());
+      } catch (const std::regex_error &e) {
+        return fail(Twine("invalid regex: ") + e.what());
+      }
+      StringRef settings = text.drop_front(colon + 1);
+      while (!settings.empty()) {
+        auto [setting, more] = settings.split(',');
+        settings = more;
+        auto [key, value] = setting.split('=');
+        double x = 0;
+        if (key == "betas") {
+          auto [b1, b2] = value.split('/');
+          double y = 0;
+          if (b1.getAsDouble(x) || b2.getAsDouble(y) || x < 0 || x >= 1 || y < 0 || y >= 1)
+            return fail("betas must be B1/B2 with 0 <= B < 1, got '" + value + "'");
+          if (!has({"adam", "adamw", "lion", "adamax", "nadam", "radam", "lamb"}))
+            return fail("the " + optimizer + " optimizer has no betas");
+          group.beta1 = x;
+          group.beta2 = y;
+          continue;
+        }
+        if (value.getAsDouble(x))
+          return fail("expected KEY=NUMBER, got '" + setting + "'");
+        if (key == "eps") {
+          if (!(x > 0))
+            return fail("eps must be > 0");
+          if (has({"sgd", "lion"}))
+            return fail("the " + optimizer + " optimizer has no eps");
+          group.eps = x;
+        } else if (key == "momentum") {
+          if (!(x >= 0))
+            return fail("momentum must be >= 0");
+          if (!has({"sgd", "rmsprop"}))
+            return fail("momentum is SGD's and RMSprop's, not the " + optimizer + " optimizer's");
+          if (nesterov && x == 0)
+            return fail("nesterov needs momentum > 0");
+          group.momentum = x;
+        } else if (key == "weight_decay") {
+          if (!(x >= 0))
+            return fail("weight_decay must be >= 0");
+          group.weightDecay = x;
+        } else {
+          return fail("unknown key '" + key +
+                      "' (expected betas, eps, momentum or weight_decay; per-param learning "
+                      "rates are --lr-scale)");
+        }
+      }
+      out.push_back(std::move(group));
+    }
+    return out;
+  }
+
   void recordSchedule(ModuleOp module, double weightDecayUsed) {
     OpBuilder b(module.getContext());
     SmallVector<NamedAttribute> entries{
@@ -456,6 +536,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       train.push_back(b.getNamedAttr("no_weight_decay", b.getStringAttr(noWeightDecay)));
     if (!lrScale.empty())
       train.push_back(b.getNamedAttr("lr_scale", b.getStringAttr(lrScale)));
+    if (!paramGroups.empty())
+      train.push_back(b.getNamedAttr("param_groups", b.getStringAttr(paramGroups)));
     module->setAttr("plait.train", b.getDictionaryAttr(train));
   }
 
@@ -553,6 +635,10 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if (failed(scales))
       return signalPassFailure();
     std::vector<bool> scaleUsed(scales->size(), false);
+    auto groups = parseParamGroups(module);
+    if (failed(groups))
+      return signalPassFailure();
+    std::vector<bool> groupUsed(groups->size(), false);
     int64_t excluded = 0;
     PendingAssigns assigns;
     for (auto &[param, grad] : *grads) {
@@ -561,7 +647,27 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       bool exclude = noDecay && std::regex_search(name, *noDecay);
       excluded += exclude;
       size_t before = assigns.size();
-      appendUpdate(b, op, grad, lrValue, stepValue, exclude ? undecayed : opt, assigns);
+      // --param-group: the first matching group's settings over the optimizer's.
+      OptimizerConfig settings = exclude ? undecayed : opt;
+      for (size_t i = 0; i < groups->size(); ++i) {
+        const ParamGroup &g = (*groups)[i];
+        if (!std::regex_search(name, g.regex))
+          continue;
+        groupUsed[i] = true;
+        if (g.weightDecay && exclude) {
+          op.emitOpError("matches --no-weight-decay '")
+              << noWeightDecay << "' and --param-group '" << g.text
+              << "', which sets its weight_decay: give it one";
+          return signalPassFailure();
+        }
+        settings.beta1 = g.beta1.value_or(settings.beta1);
+        settings.beta2 = g.beta2.value_or(settings.beta2);
+        settings.eps = g.eps.value_or(settings.eps);
+        settings.momentum = g.momentum.value_or(settings.momentum);
+        settings.weightDecay = g.weightDecay.value_or(settings.weightDecay);
+        break;
+      }
+      appendUpdate(b, op, grad, lrValue, stepValue, settings, assigns);
       // --lr-scale: the first matching factor, on the update just built (the op assigned to
       // the param).
       for (size_t i = 0; i < scales->size(); ++i)
@@ -573,6 +679,12 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
           break;
         }
     }
+    for (size_t i = 0; i < groups->size(); ++i)
+      if (!groupUsed[i]) {
+        module.emitError("--param-group '") << (*groups)[i].text
+                                            << "' matches no trainable param";
+        return signalPassFailure();
+      }
     if (noDecay && excluded == 0) {
       module.emitError("--no-weight-decay '") << noWeightDecay << "' matches no trainable param";
       return signalPassFailure();

@@ -106,6 +106,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"lrScale", "lr-scale", "std::string", "\"\"",
            "per-param learning-rate factors 'REGEX=F,...' (first match wins; the others 1), as "
            "torch param groups with lr = F * the base lr">,
+    Option<"paramGroups", "param-groups", "std::string", "\"\"",
+           "per-param optimizer settings 'REGEX:KEY=V,...;REGEX:...' (first match wins; keys "
+           "betas=B1/B2, eps, momentum, weight_decay), as torch param groups">,
     Option<"noWeightDecay", "no-weight-decay", "std::string", "\"\"",
            "regex of param names trained without weight decay (biases and norms, as a torch "
            "param group with weight_decay 0)">,

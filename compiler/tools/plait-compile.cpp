@@ -73,6 +73,10 @@ int main(int argc, char **argv) {
   app.add_option("--lr-scale", train.lrScale,
                  "per-param learning-rate factors 'REGEX=F,...' (first match wins, the others "
                  "1), as torch param groups with lr = F * --lr");
+  app.add_option("--param-group", train.paramGroups,
+                 "per-param optimizer settings 'REGEX:KEY=V,...' (repeatable; the first "
+                 "matching group wins; keys betas=B1/B2, eps, momentum, weight_decay), as "
+                 "torch param groups");
   app.add_option("--no-weight-decay", train.noWeightDecay,
                  "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
                  "torch param group with weight_decay 0)");
@@ -190,7 +194,7 @@ int main(int argc, char **argv) {
                            "--nesterov", "--betas", "--eps", "--alpha", "--centered",
                            "--lr-decay", "--amsgrad", "--maximize", "--decoupled-weight-decay",
                            "--initial-accumulator-value", "--rho", "--no-weight-decay",
-                           "--lr-scale", "--always-adapt", "--trust-clip",
+                           "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--micro-batches", "--precision"})

@@ -198,14 +198,17 @@ class Lamb(torch.optim.Optimizer):
 
 
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None,
-           no_decay=None, lr_scale=None):
+           no_decay=None, lr_scale=None, groups=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
     (kind, lr, warmup, total, min_lr); noise_only: weight slices whose gradient is exactly 0;
     no_decay: a regex of param names the torch optimizer gets in a second param group with
     weight_decay 0 (plait's --no-weight-decay); lr_scale: [(regex, factor)], first match wins,
-    each a torch param group with lr = factor * the base lr (plait's --lr-scale)."""
+    each a torch param group with lr = factor * the base lr (plait's --lr-scale); groups:
+    [(regex, options)], first match wins, each a torch param group with those options
+    (plait's --param-group)."""
     return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
-                clip=clip, noise_only=noise_only or {}, no_decay=no_decay, lr_scale=lr_scale)
+                clip=clip, noise_only=noise_only or {}, no_decay=no_decay, lr_scale=lr_scale,
+                groups=groups)
 
 
 CONFIGS = {
@@ -298,6 +301,22 @@ CONFIGS = {
                                lambda p: torch.optim.SGD(p, lr=0.02, momentum=0.9,
                                                          weight_decay=0.01),
                                no_decay="bias"),
+    # --param-group: per-param betas, eps and weight decay (torch param groups' own options).
+    "gpt-adamw-param-groups": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                             "--param-group", "wte|wpe:betas=0.8/0.95,eps=1e-6",
+                                             "--param-group", "ln:weight_decay=0",
+                                             "--param-group", "fc:weight_decay=0.1"],
+                                     lambda p: torch.optim.AdamW(p, lr=3e-3),
+                                     noise_only=KEY_BIAS,
+                                     groups=[("wte|wpe", dict(betas=(0.8, 0.95), eps=1e-6)),
+                                             ("ln", dict(weight_decay=0.0)),
+                                             ("fc", dict(weight_decay=0.1))]),
+    "mlp-sgd-param-groups": config("mlp", ["--optimizer", "sgd", "--lr", "0.05", "--momentum",
+                                           "0.9", "--param-group", "bias:momentum=0",
+                                           "--param-group", "head:momentum=0.5"],
+                                   lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+                                   groups=[("bias", dict(momentum=0.0)),
+                                           ("head", dict(momentum=0.5))]),
     # --lr-scale: per-param learning rates (torch param groups), scaled by the schedule with the
     # base; with sharding, each unit split by its updates' settings.
     "gpt-adamw-lr-scale": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
@@ -420,16 +439,20 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None):
     (first sample, samples) in it."""
     spans = spans or [(s * batch, batch) for s in range(steps)]
     params = model.parameters()
-    if cfg["no_decay"] or cfg["lr_scale"]:
-        # One param group per (factor, decayed): the factor of the first matching rule.
+    if cfg["no_decay"] or cfg["lr_scale"] or cfg["groups"]:
+        # One param group per (factor, decayed, --param-group): the factor of the first
+        # matching rule, the options of the first matching group.
         groups = {}
         for n, p in model.named_parameters():
             factor = next((f for r, f in cfg["lr_scale"] or [] if re.search(r, n)), 1.0)
             decayed = not (cfg["no_decay"] and re.search(cfg["no_decay"], n))
-            groups.setdefault((factor, decayed), []).append(p)
-        params = [dict(params=ps, **({} if decayed else {"weight_decay": 0.0}))
-                  for (factor, decayed), ps in groups.items()]
-        factors = [factor for factor, decayed in groups]
+            group = next((i for i, (r, _) in enumerate(cfg["groups"] or []) if re.search(r, n)),
+                         None)
+            groups.setdefault((factor, decayed, group), []).append(p)
+        params = [dict(params=ps, **({} if decayed else {"weight_decay": 0.0}),
+                       **({} if group is None else cfg["groups"][group][1]))
+                  for (factor, decayed, group), ps in groups.items()]
+        factors = [factor for factor, decayed, group in groups]
     opt = cfg["optimizer"](params)
     if cfg["lr_scale"]:
         for group, factor in zip(opt.param_groups, factors):

@@ -1,0 +1,56 @@
+// --param-group 'REGEX:KEY=V,...': the matching params' updates take the group's betas, eps,
+// momentum or weight decay (a torch param group's own), the first matching group's; the
+// others the optimizer's. plait-shard splits a unit whose params' updates differ into one
+// unit per setting, each updated by one flat-shard update.
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=layers.0:betas=0.8/0.95,eps=1e-6;weight:weight_decay=0.1' | FileCheck %s --check-prefix=BUILD
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=bias:betas=0.8/0.95' --plait-shard='world-size=2 strategy=zero2' | FileCheck %s --check-prefix=ZERO2
+// RUN: plait-opt %s --plait-build-train-step='optimizer=sgd momentum=0.9 param-groups=bias:momentum=0' | FileCheck %s --check-prefix=SGD
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=norm:eps=1e-6' 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd param-groups=bias:betas=0.8/0.9' 2>&1 | FileCheck %s --check-prefix=NOBETAS
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=bias:betas=0.8' 2>&1 | FileCheck %s --check-prefix=BADBETAS
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=bias:lr=0.1' 2>&1 | FileCheck %s --check-prefix=KEY
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=bias' 2>&1 | FileCheck %s --check-prefix=FORM
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=(:eps=1e-6' 2>&1 | FileCheck %s --check-prefix=BADRE
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=bias:momentum=0.9' 2>&1 | FileCheck %s --check-prefix=MOMENTUM
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw weight-decay=0.1 no-weight-decay=bias param-groups=bias:weight_decay=0.5' 2>&1 | FileCheck %s --check-prefix=BOTH
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd momentum=0.9 nesterov=true param-groups=bias:momentum=0' 2>&1 | FileCheck %s --check-prefix=NESTEROV
+
+// layers.0's weight and bias take the first group (its betas and eps); layers.1.weight the
+// second (weight decay 0.1); the first match wins, so layers.0.weight keeps AdamW's 0.01.
+// BUILD-LABEL: module attributes
+// BUILD-SAME: param_groups = "layers.0:betas=0.8/0.95,eps=1e-6;weight:weight_decay=0.1"
+// BUILD-DAG: plait.adamw_update {{.*}} {beta1 = 8.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 9.9999999999999995E-7 : f64} : (tensor<3x3xf32>
+// BUILD-DAG: plait.adamw_update {{.*}} {beta1 = 8.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 9.9999999999999995E-7 : f64} : (tensor<3xf32>
+// BUILD-DAG: plait.adamw_update {{.*}} {weight_decay = 1.000000e-01 : f64} : (tensor<3x3xf32>
+
+// layers.0 splits into its weight (AdamW's betas, 9 elements) and its bias (the group's).
+// ZERO2: name = "layers.0", numel = 9 : i64, padded_numel = 10 : i64, params = ["layers.0.weight"]
+// ZERO2-SAME: name = "layers.0/1", numel = 3 : i64, padded_numel = 4 : i64, params = ["layers.0.bias"]
+// ZERO2-DAG: plait.adamw_update {{.*}} {beta1 = 8.000000e-01 : f64, beta2 = 0.94999999999999996 : f64} : (tensor<2xf32>
+
+// With SGD the bias without momentum has no momentum buffer; the weights keep theirs.
+// SGD-DAG: plait.state "layers.0.weight.momentum_buffer"
+// SGD-DAG: plait.state "layers.1.weight.momentum_buffer"
+// SGD-NOT: plait.state "layers.0.bias.momentum_buffer"
+
+// NONE: error: --param-group 'norm:eps=1e-6' matches no trainable param
+// NOBETAS: error: --param-group 'bias:betas=0.8/0.9': the sgd optimizer has no betas
+// BADBETAS: error: --param-group 'bias:betas=0.8': betas must be B1/B2 with 0 <= B < 1, got '0.8'
+// KEY: error: --param-group 'bias:lr=0.1': unknown key 'lr' (expected betas, eps, momentum or weight_decay; per-param learning rates are --lr-scale)
+// FORM: error: --param-group 'bias': expected REGEX:KEY=V,... (keys betas=B1/B2, eps, momentum, weight_decay)
+// BADRE: error: --param-group '(:eps=1e-6': invalid regex:
+// MOMENTUM: error: --param-group 'bias:momentum=0.9': momentum is SGD's and RMSprop's, not the adamw optimizer's
+// BOTH: error: 'plait.param' op matches --no-weight-decay 'bias' and --param-group 'bias:weight_decay=0.5', which sets its weight_decay: give it one
+// NESTEROV: error: --param-group 'bias:momentum=0': nesterov needs momentum > 0
+
+func.func @main(%x: tensor<4x3xf32> {plait.name = "x"}, %y: tensor<4xi64> {plait.name = "y"})
+    -> (tensor<f32> {plait.name = "loss"}) {
+  %w0 = plait.param "layers.0.weight" {init = "normal:0.5"} : tensor<3x3xf32>
+  %b0 = plait.param "layers.0.bias" {init = "zeros"} : tensor<3xf32>
+  %w1 = plait.param "layers.1.weight" {init = "normal:0.5"} : tensor<3x3xf32>
+  %h = plait.gemm %x, %w0, %b0 {trans_b = true} : (tensor<4x3xf32>, tensor<3x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %r = plait.relu %h : tensor<4x3xf32>
+  %o = plait.matmul %r, %w1 : (tensor<4x3xf32>, tensor<3x3xf32>) -> tensor<4x3xf32>
+  %l = plait.softmax_cross_entropy %o, %y : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
