@@ -5,6 +5,8 @@
 #include "passes/autodiff/MicroBatches.h"
 #include "passes/PassUtils.h"
 
+#include <cmath>
+#include <limits>
 #include <regex>
 
 #include "ir/PlaitDialect.h"
@@ -430,19 +432,51 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
   }
 
   /// One --param-group: a regex of param names and the settings its params take instead of
-  /// the optimizer's (a torch param group's own betas, eps, momentum or weight_decay).
+  /// the optimizer's (a torch param group's own betas, eps, momentum, weight_decay, ...).
   struct ParamGroup {
     std::string text;
     std::regex regex;
-    std::optional<double> beta1, beta2, eps, momentum, weightDecay;
+    SmallVector<std::pair<double OptimizerConfig::*, double>> settings;
+    bool setsWeightDecay = false;
+  };
+
+  /// A scalar key of --param-group: the setting it overrides, the optimizers that have it
+  /// and its valid range, [lo, hi] or with an open end.
+  struct GroupKey {
+    StringRef name;
+    double OptimizerConfig::*field;
+    std::initializer_list<StringRef> optimizers; // empty: every optimizer
+    const char *range;                           // as the error states it
+    double lo;
+    bool loOpen;
+    double hi;
+    bool hiOpen;
   };
 
   /// The groups of --param-group 'REGEX:KEY=V,...;...' in order (first match wins); each key
   /// must be one the optimizer has and its value valid for it. One-line errors.
   FailureOr<std::vector<ParamGroup>> parseParamGroups(ModuleOp module) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    static const GroupKey kKeys[] = {
+        {"eps", &OptimizerConfig::eps,
+         {"adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta", "lamb"},
+         "> 0", 0, true, kInf, true},
+        {"momentum", &OptimizerConfig::momentum, {"sgd", "rmsprop"}, ">= 0", 0, false, kInf, true},
+        {"weight_decay", &OptimizerConfig::weightDecay, {}, ">= 0", 0, false, kInf, true},
+        {"dampening", &OptimizerConfig::dampening, {"sgd"}, "finite", -kInf, true, kInf, true},
+        {"alpha", &OptimizerConfig::alpha, {"rmsprop"}, "in [0, 1)", 0, false, 1, true},
+        {"lr_decay", &OptimizerConfig::lrDecay, {"adagrad"}, ">= 0", 0, false, kInf, true},
+        {"initial_accumulator_value", &OptimizerConfig::initialAccumulatorValue, {"adagrad"},
+         ">= 0", 0, false, kInf, true},
+        {"rho", &OptimizerConfig::rho, {"adadelta"}, "in [0, 1]", 0, false, 1, false},
+        {"momentum_decay", &OptimizerConfig::momentumDecay, {"nadam"}, ">= 0", 0, false, kInf,
+         true}};
+    static constexpr const char *kKeyList =
+        "betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, "
+        "initial_accumulator_value, rho, momentum_decay";
     std::vector<ParamGroup> out;
     auto has = [&](std::initializer_list<StringRef> optimizers) {
-      return llvm::is_contained(optimizers, StringRef(optimizer));
+      return optimizers.size() == 0 || llvm::is_contained(optimizers, StringRef(optimizer));
     };
     StringRef rest = paramGroups;
     while (!rest.empty()) {
@@ -454,8 +488,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         return failure();
       };
       if (colon == StringRef::npos || colon == 0 || colon + 1 == text.size())
-        return fail("expected REGEX:KEY=V,... (keys betas=B1/B2, eps, momentum, weight_decay)");
-      ParamGroup group{text.str(), std::regex(), {}, {}, {}, {}, {}};
+        return fail(Twine("expected REGEX:KEY=V,... (keys ") + kKeyList + ")");
+      ParamGroup group{text.str(), std::regex(), {}, false};
       try {
         group.regex = std::regex(text.take_front(colon).str());
       } catch (const std::regex_error &e) {
@@ -474,35 +508,24 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
             return fail("betas must be B1/B2 with 0 <= B < 1, got '" + value + "'");
           if (!has({"adam", "adamw", "lion", "adamax", "nadam", "radam", "lamb"}))
             return fail("the " + optimizer + " optimizer has no betas");
-          group.beta1 = x;
-          group.beta2 = y;
+          group.settings.push_back({&OptimizerConfig::beta1, x});
+          group.settings.push_back({&OptimizerConfig::beta2, y});
           continue;
         }
+        const GroupKey *k = llvm::find_if(kKeys, [&](const GroupKey &k) { return k.name == key; });
+        if (k == std::end(kKeys))
+          return fail("unknown key '" + key + "' (expected " + kKeyList +
+                      "; per-param learning rates are --lr-scale)");
         if (value.getAsDouble(x))
           return fail("expected KEY=NUMBER, got '" + setting + "'");
-        if (key == "eps") {
-          if (!(x > 0))
-            return fail("eps must be > 0");
-          if (has({"sgd", "lion"}))
-            return fail("the " + optimizer + " optimizer has no eps");
-          group.eps = x;
-        } else if (key == "momentum") {
-          if (!(x >= 0))
-            return fail("momentum must be >= 0");
-          if (!has({"sgd", "rmsprop"}))
-            return fail("momentum is SGD's and RMSprop's, not the " + optimizer + " optimizer's");
-          if (nesterov && x == 0)
-            return fail("nesterov needs momentum > 0");
-          group.momentum = x;
-        } else if (key == "weight_decay") {
-          if (!(x >= 0))
-            return fail("weight_decay must be >= 0");
-          group.weightDecay = x;
-        } else {
-          return fail("unknown key '" + key +
-                      "' (expected betas, eps, momentum or weight_decay; per-param learning "
-                      "rates are --lr-scale)");
-        }
+        if (!has(k->optimizers))
+          return fail("the " + optimizer + " optimizer has no " + key);
+        if (std::isnan(x) || x < k->lo || (k->loOpen && x == k->lo) || x > k->hi || (k->hiOpen && x == k->hi))
+          return fail(key + " must be " + k->range + ", got " + value);
+        if (key == "momentum" && nesterov && x == 0)
+          return fail("nesterov needs momentum > 0");
+        group.settings.push_back({k->field, x});
+        group.setsWeightDecay |= key == "weight_decay";
       }
       out.push_back(std::move(group));
     }
@@ -654,17 +677,14 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         if (!std::regex_search(name, g.regex))
           continue;
         groupUsed[i] = true;
-        if (g.weightDecay && exclude) {
+        if (g.setsWeightDecay && exclude) {
           op.emitOpError("matches --no-weight-decay '")
               << noWeightDecay << "' and --param-group '" << g.text
               << "', which sets its weight_decay: give it one";
           return signalPassFailure();
         }
-        settings.beta1 = g.beta1.value_or(settings.beta1);
-        settings.beta2 = g.beta2.value_or(settings.beta2);
-        settings.eps = g.eps.value_or(settings.eps);
-        settings.momentum = g.momentum.value_or(settings.momentum);
-        settings.weightDecay = g.weightDecay.value_or(settings.weightDecay);
+        for (auto [field, value] : g.settings)
+          settings.*field = value;
         break;
       }
       appendUpdate(b, op, grad, lrValue, stepValue, settings, assigns);

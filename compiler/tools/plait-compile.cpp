@@ -75,8 +75,9 @@ int main(int argc, char **argv) {
                  "1), as torch param groups with lr = F * --lr");
   app.add_option("--param-group", train.paramGroups,
                  "per-param optimizer settings 'REGEX:KEY=V,...' (repeatable; the first "
-                 "matching group wins; keys betas=B1/B2, eps, momentum, weight_decay), as "
-                 "torch param groups");
+                 "matching group wins; keys betas=B1/B2, eps, momentum, weight_decay, "
+                 "dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay: "
+                 "those the optimizer has), as torch param groups");
   app.add_option("--no-weight-decay", train.noWeightDecay,
                  "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
                  "torch param group with weight_decay 0)");

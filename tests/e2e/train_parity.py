@@ -317,6 +317,12 @@ CONFIGS = {
                                    lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
                                    groups=[("bias", dict(momentum=0.0)),
                                            ("head", dict(momentum=0.5))]),
+    "cnn-rmsprop-param-groups": config("cnn", ["--optimizer", "rmsprop", "--lr", "3e-4",
+                                               "--param-group", "conv:alpha=0.9,momentum=0.5",
+                                               "--param-group", "bias:eps=1e-6"],
+                                       lambda p: torch.optim.RMSprop(p, lr=3e-4),
+                                       groups=[("conv", dict(alpha=0.9, momentum=0.5)),
+                                               ("bias", dict(eps=1e-6))]),
     # --lr-scale: per-param learning rates (torch param groups), scaled by the schedule with the
     # base; with sharding, each unit split by its updates' settings.
     "gpt-adamw-lr-scale": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",

@@ -1,5 +1,5 @@
 // --param-group 'REGEX:KEY=V,...': the matching params' updates take the group's betas, eps,
-// momentum or weight decay (a torch param group's own), the first matching group's; the
+// momentum, weight decay, ... (a torch param group's own), the first matching group's; the
 // others the optimizer's. plait-shard splits a unit whose params' updates differ into one
 // unit per setting, each updated by one flat-shard update.
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=layers.0:betas=0.8/0.95,eps=1e-6;weight:weight_decay=0.1' | FileCheck %s --check-prefix=BUILD
@@ -14,6 +14,10 @@
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=bias:momentum=0.9' 2>&1 | FileCheck %s --check-prefix=MOMENTUM
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw weight-decay=0.1 no-weight-decay=bias param-groups=bias:weight_decay=0.5' 2>&1 | FileCheck %s --check-prefix=BOTH
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd momentum=0.9 nesterov=true param-groups=bias:momentum=0' 2>&1 | FileCheck %s --check-prefix=NESTEROV
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=rmsprop param-groups=bias:alpha=1' 2>&1 | FileCheck %s --check-prefix=ALPHA
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=bias:eps=nan' 2>&1 | FileCheck %s --check-prefix=NAN
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adagrad param-groups=bias:lr_decay=0.1,initial_accumulator_value=0.5' | FileCheck %s --check-prefix=ADAGRAD
+// RUN: plait-opt %s --plait-build-train-step='optimizer=rmsprop param-groups=weight:alpha=0.9,momentum=0.5' | FileCheck %s --check-prefix=RMSPROP
 
 // layers.0's weight and bias take the first group (its betas and eps); layers.1.weight the
 // second (weight decay 0.1); the first match wins, so layers.0.weight keeps AdamW's 0.01.
@@ -36,12 +40,21 @@
 // NONE: error: --param-group 'norm:eps=1e-6' matches no trainable param
 // NOBETAS: error: --param-group 'bias:betas=0.8/0.9': the sgd optimizer has no betas
 // BADBETAS: error: --param-group 'bias:betas=0.8': betas must be B1/B2 with 0 <= B < 1, got '0.8'
-// KEY: error: --param-group 'bias:lr=0.1': unknown key 'lr' (expected betas, eps, momentum or weight_decay; per-param learning rates are --lr-scale)
-// FORM: error: --param-group 'bias': expected REGEX:KEY=V,... (keys betas=B1/B2, eps, momentum, weight_decay)
+// KEY: error: --param-group 'bias:lr=0.1': unknown key 'lr' (expected betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay; per-param learning rates are --lr-scale)
+// FORM: error: --param-group 'bias': expected REGEX:KEY=V,... (keys betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay)
 // BADRE: error: --param-group '(:eps=1e-6': invalid regex:
-// MOMENTUM: error: --param-group 'bias:momentum=0.9': momentum is SGD's and RMSprop's, not the adamw optimizer's
+// MOMENTUM: error: --param-group 'bias:momentum=0.9': the adamw optimizer has no momentum
 // BOTH: error: 'plait.param' op matches --no-weight-decay 'bias' and --param-group 'bias:weight_decay=0.5', which sets its weight_decay: give it one
 // NESTEROV: error: --param-group 'bias:momentum=0': nesterov needs momentum > 0
+// ALPHA: error: --param-group 'bias:alpha=1': alpha must be in [0, 1), got 1
+// NAN: error: --param-group 'bias:eps=nan': eps must be > 0, got nan
+
+// Every scalar hyper-parameter of the optimizer may be a group's own.
+// ADAGRAD: plait.adagrad_update {{.*}} {initial_accumulator_value = 5.000000e-01 : f64, lr_decay = 1.000000e-01 : f64} : (tensor<3xf32>
+// With RMSprop, a group's momentum adds that param's momentum buffer.
+// RMSPROP-DAG: plait.state "layers.0.weight.momentum_buffer"
+// RMSPROP-DAG: plait.rmsprop_update {{.*}} {alpha = 9.000000e-01 : f64, momentum = 5.000000e-01 : f64} : (tensor<3x3xf32>
+// RMSPROP-NOT: plait.state "layers.0.bias.momentum_buffer"
 
 func.func @main(%x: tensor<4x3xf32> {plait.name = "x"}, %y: tensor<4xi64> {plait.name = "y"})
     -> (tensor<f32> {plait.name = "loss"}) {
