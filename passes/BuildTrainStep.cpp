@@ -362,6 +362,12 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
              << schedule << "' (expected constant, linear-warmup or cosine)";
     if (schedule == "cosine" && totalSteps <= 0)
       return module.emitError("the cosine schedule needs total-steps > 0");
+    for (double v : {double(lr), double(eps), double(beta1), double(beta2), double(weightDecay),
+                     double(momentum), double(dampening), double(alpha), double(lrDecay),
+                     double(rho), double(momentumDecay), double(initialAccumulatorValue),
+                     double(clipGradNorm), double(minLr)})
+      if (!std::isfinite(v))
+        return module.emitError("optimizer hyper-parameters must be finite numbers, got ") << v;
     // lr < 0, eps < 0: the optimizer's default (eps = 0 is refused: a zero denominator).
     // beta2 < 0: the optimizer's default (lion 0.99, else 0.999).
     if (lr == 0 || eps == 0 || beta1 < 0 || beta1 >= 1 || beta2 >= 1 || momentum < 0 ||
@@ -416,8 +422,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       size_t eq = rule.rfind('=');
       double factor = 0;
       if (eq == StringRef::npos || eq == 0 || rule.drop_front(eq + 1).getAsDouble(factor) ||
-          !(factor >= 0)) {
-        module.emitError("--lr-scale expects REGEX=F with F >= 0, got '") << rule << "'";
+          !(factor >= 0) || !std::isfinite(factor)) {
+        module.emitError("--lr-scale expects REGEX=F with F finite and >= 0, got '") << rule << "'";
         return failure();
       }
       try {
@@ -504,7 +510,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         if (key == "betas") {
           auto [b1, b2] = value.split('/');
           double y = 0;
-          if (b1.getAsDouble(x) || b2.getAsDouble(y) || x < 0 || x >= 1 || y < 0 || y >= 1)
+          if (b1.getAsDouble(x) || b2.getAsDouble(y) || !(x >= 0 && x < 1 && y >= 0 && y < 1))
             return fail("betas must be B1/B2 with 0 <= B < 1, got '" + value + "'");
           if (!has({"adam", "adamw", "lion", "adamax", "nadam", "radam", "lamb"}))
             return fail("the " + optimizer + " optimizer has no betas");
@@ -520,7 +526,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
           return fail("expected KEY=NUMBER, got '" + setting + "'");
         if (!has(k->optimizers))
           return fail("the " + optimizer + " optimizer has no " + key);
-        if (std::isnan(x) || x < k->lo || (k->loOpen && x == k->lo) || x > k->hi || (k->hiOpen && x == k->hi))
+        if (!std::isfinite(x))
+          return fail(key + " must be a finite number, got " + value);
+        if (x < k->lo || (k->loOpen && x == k->lo) || x > k->hi || (k->hiOpen && x == k->hi))
           return fail(key + " must be " + k->range + ", got " + value);
         if (key == "momentum" && nesterov && x == 0)
           return fail("nesterov needs momentum > 0");

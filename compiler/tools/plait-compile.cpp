@@ -1,5 +1,6 @@
 // plait-compile: compiles a model file (.onnx or .mlir) into a plan. A thin main over Pipeline.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 
@@ -201,6 +202,35 @@ int main(int argc, char **argv) {
                            "--micro-batches", "--precision"})
     if (app.count(flag) && !train.enabled) {
       std::cerr << "plait-compile: " << flag << " needs --train\n";
+      return 1;
+    }
+  // Every number must be finite (a NaN passes the range checks below, and in training turns
+  // every weight into NaN); the options whose negative value means "the default" must not be
+  // given negative.
+  const std::pair<const char *, double> numbers[] = {
+      {"--lr", train.lr},
+      {"--weight-decay", train.weightDecay},
+      {"--momentum", train.momentum},
+      {"--dampening", train.dampening},
+      {"--eps", train.eps},
+      {"--alpha", train.alpha},
+      {"--lr-decay", train.lrDecay},
+      {"--initial-accumulator-value", train.initialAccumulatorValue},
+      {"--rho", train.rho},
+      {"--momentum-decay", train.momentumDecay},
+      {"--clip-grad-norm", train.clipGradNorm},
+      {"--min-lr", train.minLr}};
+  for (const auto &[flag, value] : numbers)
+    if (app.count(flag) && !std::isfinite(value)) {
+      std::cerr << "plait-compile: " << flag << " must be a finite number, got " << value << "\n";
+      return 1;
+    }
+  for (const auto &[flag, value] : {std::pair<const char *, double>{"--weight-decay",
+                                                                     train.weightDecay},
+                                    {"--clip-grad-norm", train.clipGradNorm},
+                                    {"--min-lr", train.minLr}})
+    if (app.count(flag) && value < 0) {
+      std::cerr << "plait-compile: " << flag << " must be >= 0, got " << value << "\n";
       return 1;
     }
   if (app.count("--eps") && !(train.eps > 0)) { // negative would mean the default

@@ -3,6 +3,8 @@
 // OPT: error: unknown optimizer 'lbfgs' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta or lamb)
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adamw always-adapt=true' %s 2>&1 | FileCheck %s --check-prefix=ADAPT
 // ADAPT: error: always-adapt is LAMB's; the adamw optimizer has no trust ratio
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=sgd momentum=nan' %s 2>&1 | FileCheck %s --check-prefix=NANMOM
+// NANMOM: error: optimizer hyper-parameters must be finite numbers, got nan
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adamw centered=true' %s 2>&1 | FileCheck %s --check-prefix=CENTERED
 // CENTERED: error: centered is RMSprop's; the adamw optimizer has none
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad momentum=0.9' %s 2>&1 | FileCheck %s --check-prefix=MOMENTUM

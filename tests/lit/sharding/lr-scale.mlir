@@ -6,6 +6,7 @@
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adamw lr-scale=bias=2' --plait-shard='world-size=2 strategy=zero3' | FileCheck %s --check-prefix=ZERO3
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd lr-scale=nothing=0.5' 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd lr-scale=layers=-1' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd lr-scale=layers=inf' 2>&1 | FileCheck %s --check-prefix=INFINITE
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd lr-scale=layers' 2>&1 | FileCheck %s --check-prefix=SYNTAX
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd lr-scale=(=2' 2>&1 | FileCheck %s --check-prefix=BADREGEX
 
@@ -22,8 +23,9 @@
 // ZERO3-DAG: plait.adamw_update %{{.*}} : (tensor<5xf32>
 
 // NONE: error: --lr-scale: 'nothing=0.5' matches no trainable param
-// NEGATIVE: error: --lr-scale expects REGEX=F with F >= 0, got 'layers=-1'
-// SYNTAX: error: --lr-scale expects REGEX=F with F >= 0, got 'layers'
+// INFINITE: error: --lr-scale expects REGEX=F with F finite and >= 0, got 'layers=inf'
+// NEGATIVE: error: --lr-scale expects REGEX=F with F finite and >= 0, got 'layers=-1'
+// SYNTAX: error: --lr-scale expects REGEX=F with F finite and >= 0, got 'layers'
 // BADREGEX: error: invalid --lr-scale regex '('
 
 func.func @main(%x: tensor<4x3xf32> {plait.name = "x"}, %y: tensor<4xi64> {plait.name = "y"})

@@ -47,7 +47,7 @@
 // BOTH: error: 'plait.param' op matches --no-weight-decay 'bias' and --param-group 'bias:weight_decay=0.5', which sets its weight_decay: give it one
 // NESTEROV: error: --param-group 'bias:momentum=0': nesterov needs momentum > 0
 // ALPHA: error: --param-group 'bias:alpha=1': alpha must be in [0, 1), got 1
-// NAN: error: --param-group 'bias:eps=nan': eps must be > 0, got nan
+// NAN: error: --param-group 'bias:eps=nan': eps must be a finite number, got nan
 
 // Every scalar hyper-parameter of the optimizer may be a group's own.
 // ADAGRAD: plait.adagrad_update {{.*}} {initial_accumulator_value = 5.000000e-01 : f64, lr_decay = 1.000000e-01 : f64} : (tensor<3xf32>
