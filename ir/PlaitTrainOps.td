@@ -617,6 +617,13 @@ def Plait_LambUpdateOp : Plait_Op<"lamb_update",
                       Plait_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether the update scales by its trust ratio (timm: a non-zero weight decay, or
+    /// always_adapt), and so needs its norms.
+    bool adapts() {
+      return getWeightDecay().convertToDouble() != 0.0 || getAlwaysAdapt();
+    }
+  }];
 }
 
 def Plait_LambNormsOp : Plait_Op<"lamb_norms", [Pure]> {

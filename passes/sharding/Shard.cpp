@@ -534,11 +534,6 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     }
   }
 
-  /// Whether a LAMB update scales by its trust ratio (timm: weight decay, or always_adapt).
-  static bool lambAdapts(LambUpdateOp op) {
-    return op.getWeightDecay().convertToDouble() != 0.0 || op.getAlwaysAdapt();
-  }
-
   /// A flat shard's LAMB update takes its params' norms over the whole unit: plait.lamb_norms
   /// of this rank's part of each segment, all-reduced over the shard group, just before it
   /// (after clipping, so that the norms see the gradients the update reads).
@@ -715,7 +710,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     if (cast<RankedTensorType>(gradShard.getType()).getElementType() != element)
       gradShard = b.create<CastOp>(loc, shardType, gradShard); // bf16-mixed: up for the update
     Operation *update = buildShardUpdate(b, loc, like, paramShard, gradShard, states);
-    if (auto lamb = dyn_cast<LambUpdateOp>(update); lamb && lambAdapts(lamb)) {
+    if (auto lamb = dyn_cast<LambUpdateOp>(update); lamb && lamb.adapts()) {
       // Each param's trust ratio needs its norms over the whole unit: its segment of the flat
       // buffer, summed over the shard group (materializeLambNorms, once clipping is done).
       SmallVector<int64_t> segments;
