@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <regex>
 
 #include "ir/PlaitDialect.h"
@@ -14,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -443,7 +445,25 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     std::string text;
     std::regex regex;
     SmallVector<std::pair<double OptimizerConfig::*, double>> settings;
+    SmallVector<std::pair<bool OptimizerConfig::*, bool>> switches; // nesterov, amsgrad, ...
     bool setsWeightDecay = false;
+
+    /// `base` with this group's settings and switches.
+    OptimizerConfig over(const OptimizerConfig &base) const {
+      OptimizerConfig out = base;
+      for (auto [field, value] : settings)
+        out.*field = value;
+      for (auto [field, value] : switches)
+        out.*field = value;
+      return out;
+    }
+  };
+
+  /// A true/false key of --param-group: the switch it sets and the optimizers that have it.
+  struct GroupSwitch {
+    StringRef name;
+    bool OptimizerConfig::*field;
+    std::initializer_list<StringRef> optimizers;
   };
 
   /// A scalar key of --param-group: the setting it overrides, the optimizers that have it
@@ -460,8 +480,10 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
   };
 
   /// The groups of --param-group 'REGEX:KEY=V,...;...' in order (first match wins); each key
-  /// must be one the optimizer has and its value valid for it. One-line errors.
-  FailureOr<std::vector<ParamGroup>> parseParamGroups(ModuleOp module) {
+  /// must be one the optimizer has and its value valid for it, and each group's settings over
+  /// `base` (the run's) a valid whole. One-line errors.
+  FailureOr<std::vector<ParamGroup>> parseParamGroups(ModuleOp module,
+                                                      const OptimizerConfig &base) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     static const GroupKey kKeys[] = {
         {"eps", &OptimizerConfig::eps,
@@ -477,9 +499,17 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         {"rho", &OptimizerConfig::rho, {"adadelta"}, "in [0, 1]", 0, false, 1, false},
         {"momentum_decay", &OptimizerConfig::momentumDecay, {"nadam"}, ">= 0", 0, false, kInf,
          true}};
+    static const GroupSwitch kSwitches[] = {
+        {"nesterov", &OptimizerConfig::nesterov, {"sgd"}},
+        {"amsgrad", &OptimizerConfig::amsgrad, {"adam", "adamw"}},
+        {"centered", &OptimizerConfig::centered, {"rmsprop"}},
+        {"decoupled_weight_decay", &OptimizerConfig::decoupledWeightDecay, {"nadam", "radam"}},
+        {"always_adapt", &OptimizerConfig::alwaysAdapt, {"lamb"}},
+        {"trust_clip", &OptimizerConfig::trustClip, {"lamb"}}};
     static constexpr const char *kKeyList =
         "betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, "
-        "initial_accumulator_value, rho, momentum_decay";
+        "initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, "
+        "centered, decoupled_weight_decay, always_adapt, trust_clip";
     std::vector<ParamGroup> out;
     auto has = [&](std::initializer_list<StringRef> optimizers) {
       return optimizers.size() == 0 || llvm::is_contained(optimizers, StringRef(optimizer));
@@ -495,7 +525,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       };
       if (colon == StringRef::npos || colon == 0 || colon + 1 == text.size())
         return fail(Twine("expected REGEX:KEY=V,... (keys ") + kKeyList + ")");
-      ParamGroup group{text.str(), std::regex(), {}, false};
+      ParamGroup group{text.str(), std::regex(), {}, {}, false};
       try {
         group.regex = std::regex(text.take_front(colon).str());
       } catch (const std::regex_error &e) {
@@ -518,10 +548,26 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
           group.settings.push_back({&OptimizerConfig::beta2, y});
           continue;
         }
+        const GroupSwitch *sw =
+            llvm::find_if(kSwitches, [&](const GroupSwitch &s) { return s.name == key; });
+        if (sw != std::end(kSwitches)) {
+          if (!has(sw->optimizers))
+            return fail("the " + optimizer + " optimizer has no " + key);
+          std::optional<bool> on = llvm::StringSwitch<std::optional<bool>>(value.lower())
+                                       .Cases("true", "1", true)
+                                       .Cases("false", "0", false)
+                                       .Default(std::nullopt);
+          if (!on)
+            return fail(key + " must be true or false, got '" + value + "'");
+          group.switches.push_back({sw->field, *on});
+          continue;
+        }
         const GroupKey *k = llvm::find_if(kKeys, [&](const GroupKey &k) { return k.name == key; });
         if (k == std::end(kKeys))
           return fail("unknown key '" + key + "' (expected " + kKeyList +
-                      "; per-param learning rates are --lr-scale)");
+                      (key == "maximize" ? "; --maximize is one setting for the whole run"
+                                         : "; per-param learning rates are --lr-scale") +
+                      ")");
         if (value.getAsDouble(x))
           return fail("expected KEY=NUMBER, got '" + setting + "'");
         if (!has(k->optimizers))
@@ -530,11 +576,12 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
           return fail(key + " must be a finite number, got " + value);
         if (x < k->lo || (k->loOpen && x == k->lo) || x > k->hi || (k->hiOpen && x == k->hi))
           return fail(key + " must be " + k->range + ", got " + value);
-        if (key == "momentum" && nesterov && x == 0)
-          return fail("nesterov needs momentum > 0");
         group.settings.push_back({k->field, x});
         group.setsWeightDecay |= key == "weight_decay";
       }
+      OptimizerConfig merged = group.over(base);
+      if (merged.nesterov && (merged.momentum <= 0 || merged.dampening != 0))
+        return fail("nesterov needs momentum > 0 and zero dampening (or nesterov=false)");
       out.push_back(std::move(group));
     }
     return out;
@@ -666,7 +713,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if (failed(scales))
       return signalPassFailure();
     std::vector<bool> scaleUsed(scales->size(), false);
-    auto groups = parseParamGroups(module);
+    auto groups = parseParamGroups(module, opt);
     if (failed(groups))
       return signalPassFailure();
     std::vector<bool> groupUsed(groups->size(), false);
@@ -691,8 +738,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
               << "', which sets its weight_decay: give it one";
           return signalPassFailure();
         }
-        for (auto [field, value] : g.settings)
-          settings.*field = value;
+        settings = g.over(settings);
         break;
       }
       appendUpdate(b, op, grad, lrValue, stepValue, settings, assigns);

@@ -109,8 +109,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"paramGroups", "param-groups", "std::string", "\"\"",
            "per-param optimizer settings 'REGEX:KEY=V,...;REGEX:...' (first match wins; keys "
            "betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, "
-           "initial_accumulator_value, rho, momentum_decay: those the optimizer has), as torch "
-           "param groups">,
+           "initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, "
+           "centered, decoupled_weight_decay, always_adapt, trust_clip: those the optimizer "
+           "has), as torch param groups">,
     Option<"noWeightDecay", "no-weight-decay", "std::string", "\"\"",
            "regex of param names trained without weight decay (biases and norms, as a torch "
            "param group with weight_decay 0)">,

@@ -77,8 +77,9 @@ int main(int argc, char **argv) {
   app.add_option("--param-group", train.paramGroups,
                  "per-param optimizer settings 'REGEX:KEY=V,...' (repeatable; the first "
                  "matching group wins; keys betas=B1/B2, eps, momentum, weight_decay, "
-                 "dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay: "
-                 "those the optimizer has), as torch param groups");
+                 "dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay; "
+                 "true/false: nesterov, amsgrad, centered, decoupled_weight_decay, "
+                 "always_adapt, trust_clip: those the optimizer has), as torch param groups");
   app.add_option("--no-weight-decay", train.noWeightDecay,
                  "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
                  "torch param group with weight_decay 0)");

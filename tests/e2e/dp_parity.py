@@ -29,6 +29,7 @@ Run with /usr/bin/python3:
 import argparse
 import json
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -157,12 +158,26 @@ def comm_problems(log, predicted):
     return []
 
 
-def states_of(flags):
-    """Optimizer tensors per param that plait-compile `flags` train with."""
+def states_of(flags, param):
+    """Optimizer tensors that plait-compile `flags` train `param` with: the run's settings, or
+    those of the first --param-group matching it (its momentum, amsgrad, centered)."""
     optimizer = flags[flags.index("--optimizer") + 1]
+    momentum = float(flags[flags.index("--momentum") + 1]) if "--momentum" in flags else 0.0
+    settings = {"amsgrad": str("--amsgrad" in flags), "centered": str("--centered" in flags),
+                "momentum": str(momentum)}
+    for i, flag in enumerate(flags):
+        if flag == "--param-group":
+            regex, _, keys = flags[i + 1].rpartition(":")
+            if re.search(regex, param):
+                settings.update(kv.split("=", 1) for kv in keys.split(","))
+                break
+    on = {k: settings[k].lower() in ("true", "1") for k in ("amsgrad", "centered")}
+    moment = float(settings["momentum"]) != 0
     if optimizer == "rmsprop":
-        return 1 + ("--centered" in flags) + ("--momentum" in flags)
-    return STATES[optimizer] + ("--amsgrad" in flags)
+        return 1 + on["centered"] + moment
+    if optimizer == "sgd":
+        return int(moment)
+    return STATES[optimizer] + on["amsgrad"]
 
 
 def main():
@@ -222,7 +237,7 @@ def main():
             mem = report["memory"]
             expect = np.zeros(3, dtype=np.int64)
             for unit in report["units"]:
-                forms = closed_forms(unit, world, states_of(TRAIN[name]))
+                forms = closed_forms(unit, world, states_of(TRAIN[name], unit["params"][0]))
                 got = (unit["params_bytes"], unit["grads_bytes"], unit["optimizer_bytes"])
                 if got != forms:
                     problems.append("unit %s: report %s, closed forms %s" % (unit["name"], got,

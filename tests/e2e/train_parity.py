@@ -73,7 +73,7 @@ class NAdam(torch.optim.Optimizer):
                  momentum_decay=4e-3, decoupled_weight_decay=False):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       momentum_decay=momentum_decay,
-                                      decoupled=decoupled_weight_decay))
+                                      decoupled_weight_decay=decoupled_weight_decay))
 
     @torch.no_grad()
     def step(self):
@@ -94,7 +94,7 @@ class NAdam(torch.optim.Optimizer):
                 exp_avg, exp_avg_sq, mu_product = (state["exp_avg"], state["exp_avg_sq"],
                                                    state["mu_product"])
                 grad = p.grad
-                if wd != 0 and group["decoupled"]:
+                if wd != 0 and group["decoupled_weight_decay"]:
                     p.mul_(1 - lr * wd)
                 elif wd != 0:
                     grad = grad.add(p, alpha=wd)
@@ -323,6 +323,40 @@ CONFIGS = {
                                        lambda p: torch.optim.RMSprop(p, lr=3e-4),
                                        groups=[("conv", dict(alpha=0.9, momentum=0.5)),
                                                ("bias", dict(eps=1e-6))]),
+    # --param-group switches: a group's own nesterov, amsgrad, centered, decoupled weight decay
+    # or LAMB's always_adapt and trust_clip (torch param groups carry them too).
+    "mlp-sgd-nesterov-groups": config("mlp", ["--optimizer", "sgd", "--lr", "0.05", "--momentum",
+                                              "0.9", "--param-group", "fc1:nesterov=true",
+                                              "--param-group", "bias:dampening=0.1"],
+                                      lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+                                      groups=[("fc1", dict(nesterov=True)),
+                                              ("bias", dict(dampening=0.1))]),
+    "cnn-adam-amsgrad-groups": config("cnn", ["--optimizer", "adam", "--lr", "2e-3",
+                                              "--weight-decay", "0.05", "--betas", "0.8,0.9",
+                                              "--param-group", "conv:amsgrad=true"],
+                                      lambda p: torch.optim.Adam(p, lr=2e-3, betas=(0.8, 0.9),
+                                                                 weight_decay=0.05),
+                                      groups=[("conv", dict(amsgrad=True))]),
+    "mlp-rmsprop-centered-groups": config("mlp", ["--optimizer", "rmsprop", "--lr", "1e-3",
+                                                  "--centered", "--momentum", "0.5",
+                                                  "--param-group", "bias:centered=false"],
+                                          lambda p: torch.optim.RMSprop(p, lr=1e-3,
+                                                                        centered=True,
+                                                                        momentum=0.5),
+                                          groups=[("bias", dict(centered=False))]),
+    "mlp-nadam-decoupled-groups": config("mlp", ["--optimizer", "nadam", "--weight-decay", "0.1",
+                                                 "--param-group",
+                                                 "weight:decoupled_weight_decay=true"],
+                                         lambda p: NAdam(p, lr=2e-3, weight_decay=0.1),
+                                         groups=[("weight",
+                                                  dict(decoupled_weight_decay=True))]),
+    "gpt-lamb-param-groups": config("gpt", ["--optimizer", "lamb", "--lr", "3e-3",
+                                            "--param-group",
+                                            "bias|ln:weight_decay=0,always_adapt=true,"
+                                            "trust_clip=true"],
+                                    lambda p: Lamb(p, lr=3e-3),
+                                    groups=[("bias|ln", dict(weight_decay=0.0, always_adapt=True,
+                                                             trust_clip=True))]),
     # --lr-scale: per-param learning rates (torch param groups), scaled by the schedule with the
     # base; with sharding, each unit split by its updates' settings.
     "gpt-adamw-lr-scale": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",

@@ -18,6 +18,17 @@
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=bias:eps=nan' 2>&1 | FileCheck %s --check-prefix=NAN
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adagrad param-groups=bias:lr_decay=0.1,initial_accumulator_value=0.5' | FileCheck %s --check-prefix=ADAGRAD
 // RUN: plait-opt %s --plait-build-train-step='optimizer=rmsprop param-groups=weight:alpha=0.9,momentum=0.5' | FileCheck %s --check-prefix=RMSPROP
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adam param-groups=bias:amsgrad=true' | FileCheck %s --check-prefix=AMSGRAD
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adamw amsgrad=true param-groups=bias:amsgrad=false' --plait-shard='world-size=2 strategy=zero3' | FileCheck %s --check-prefix=AMSOFF
+// RUN: plait-opt %s --plait-build-train-step='optimizer=sgd momentum=0.9 param-groups=bias:nesterov=true' | FileCheck %s --check-prefix=NESTEROVON
+// RUN: plait-opt %s --plait-build-train-step='optimizer=sgd momentum=0.9 nesterov=true param-groups=bias:momentum=0,nesterov=false' | FileCheck %s --check-prefix=NESTEROVOFF
+// RUN: plait-opt %s --plait-build-train-step='optimizer=rmsprop param-groups=weight:centered=1' | FileCheck %s --check-prefix=CENTERED
+// RUN: plait-opt %s --plait-build-train-step='optimizer=nadam weight-decay=0.1 param-groups=weight:decoupled_weight_decay=True' | FileCheck %s --check-prefix=DECOUPLED
+// RUN: plait-opt %s --plait-build-train-step='optimizer=lamb param-groups=bias:weight_decay=0,always_adapt=true,trust_clip=true' | FileCheck %s --check-prefix=LAMB
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd param-groups=bias:amsgrad=true' 2>&1 | FileCheck %s --check-prefix=NOAMS
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adam param-groups=bias:amsgrad=yes' 2>&1 | FileCheck %s --check-prefix=BADBOOL
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd param-groups=bias:nesterov=true' 2>&1 | FileCheck %s --check-prefix=NESTEROVNOMOM
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adam param-groups=bias:maximize=true' 2>&1 | FileCheck %s --check-prefix=MAXIMIZE
 
 // layers.0's weight and bias take the first group (its betas and eps); layers.1.weight the
 // second (weight decay 0.1); the first match wins, so layers.0.weight keeps AdamW's 0.01.
@@ -40,12 +51,16 @@
 // NONE: error: --param-group 'norm:eps=1e-6' matches no trainable param
 // NOBETAS: error: --param-group 'bias:betas=0.8/0.9': the sgd optimizer has no betas
 // BADBETAS: error: --param-group 'bias:betas=0.8': betas must be B1/B2 with 0 <= B < 1, got '0.8'
-// KEY: error: --param-group 'bias:lr=0.1': unknown key 'lr' (expected betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay; per-param learning rates are --lr-scale)
-// FORM: error: --param-group 'bias': expected REGEX:KEY=V,... (keys betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay)
+// KEY: error: --param-group 'bias:lr=0.1': unknown key 'lr' (expected betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, centered, decoupled_weight_decay, always_adapt, trust_clip; per-param learning rates are --lr-scale)
+// FORM: error: --param-group 'bias': expected REGEX:KEY=V,... (keys betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, centered, decoupled_weight_decay, always_adapt, trust_clip)
 // BADRE: error: --param-group '(:eps=1e-6': invalid regex:
 // MOMENTUM: error: --param-group 'bias:momentum=0.9': the adamw optimizer has no momentum
 // BOTH: error: 'plait.param' op matches --no-weight-decay 'bias' and --param-group 'bias:weight_decay=0.5', which sets its weight_decay: give it one
-// NESTEROV: error: --param-group 'bias:momentum=0': nesterov needs momentum > 0
+// NESTEROV: error: --param-group 'bias:momentum=0': nesterov needs momentum > 0 and zero dampening (or nesterov=false)
+// NOAMS: error: --param-group 'bias:amsgrad=true': the sgd optimizer has no amsgrad
+// BADBOOL: error: --param-group 'bias:amsgrad=yes': amsgrad must be true or false, got 'yes'
+// NESTEROVNOMOM: error: --param-group 'bias:nesterov=true': nesterov needs momentum > 0 and zero dampening (or nesterov=false)
+// MAXIMIZE: error: --param-group 'bias:maximize=true': unknown key 'maximize' (expected {{.*}}; --maximize is one setting for the whole run)
 // ALPHA: error: --param-group 'bias:alpha=1': alpha must be in [0, 1), got 1
 // NAN: error: --param-group 'bias:eps=nan': eps must be a finite number, got nan
 
@@ -55,6 +70,29 @@
 // RMSPROP-DAG: plait.state "layers.0.weight.momentum_buffer"
 // RMSPROP-DAG: plait.rmsprop_update {{.*}} {alpha = 9.000000e-01 : f64, momentum = 5.000000e-01 : f64} : (tensor<3x3xf32>
 // RMSPROP-NOT: plait.state "layers.0.bias.momentum_buffer"
+
+// Switches too: a group's amsgrad adds that param's max_exp_avg_sq (Adam's L2 kept).
+// AMSGRAD-DAG: plait.state "layers.0.bias.max_exp_avg_sq"
+// AMSGRAD-DAG: plait.adamw_update {{.*}} {amsgrad = true, weight_decay = 0.000000e+00 : f64} : (tensor<3xf32>
+// AMSGRAD-NOT: plait.state "layers.{{[01]}}.weight.max_exp_avg_sq"
+// Turned off for the bias, whose unit is then split from its weight's (2 states, not 3).
+// AMSOFF: name = "layers.0", numel = 9 : i64, padded_numel = 10 : i64, params = ["layers.0.weight"], placement = "zero3", precision = "fp32", states_per_param = 3 : i64
+// AMSOFF-SAME: name = "layers.0/1", numel = 3 : i64, padded_numel = 4 : i64, params = ["layers.0.bias"], placement = "zero3", precision = "fp32", states_per_param = 2 : i64
+// AMSOFF-DAG: name = "layers.0.weight.max_exp_avg_sq"
+// AMSOFF-DAG: plait.adamw_update {{.*}} {amsgrad = true} : (tensor<5xf32>
+// AMSOFF-DAG: plait.adamw_update {{[^{]*}} : (tensor<2xf32>
+// AMSOFF-NOT: name = "layers.0.bias.max_exp_avg_sq"
+// NESTEROVON-DAG: plait.sgd_update {{.*}} {momentum = 9.000000e-01 : f64, nesterov = true} : (tensor<3xf32>
+// NESTEROVON-DAG: plait.sgd_update {{.*}} {momentum = 9.000000e-01 : f64} : (tensor<3x3xf32>
+// NESTEROVOFF-DAG: plait.sgd_update {{.*}} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<f32>) ->
+// NESTEROVOFF-DAG: plait.sgd_update {{.*}} {momentum = 9.000000e-01 : f64, nesterov = true} : (tensor<3x3xf32>
+// CENTERED-DAG: plait.state "layers.0.weight.grad_avg"
+// CENTERED-DAG: plait.state "layers.1.weight.grad_avg"
+// CENTERED-NOT: plait.state "layers.0.bias.grad_avg"
+// DECOUPLED-DAG: plait.nadam_update {{.*}} {decoupled_weight_decay = true, weight_decay = 1.000000e-01 : f64} : (tensor<3x3xf32>
+// DECOUPLED-DAG: plait.nadam_update {{.*}} {weight_decay = 1.000000e-01 : f64} : (tensor<3xf32>
+// LAMB-DAG: plait.lamb_update {{.*}} {always_adapt = true, trust_clip = true, weight_decay = 0.000000e+00 : f64} : (tensor<3xf32>
+// LAMB-DAG: plait.lamb_update {{[^{]*}} : (tensor<3x3xf32>
 
 func.func @main(%x: tensor<4x3xf32> {plait.name = "x"}, %y: tensor<4xi64> {plait.name = "y"})
     -> (tensor<f32> {plait.name = "loss"}) {
