@@ -28,6 +28,12 @@ Each model is a small PyTorch module built here around one ONNX op:
   mixture-of-experts router's top-2 gates and expert rows, and the smallest along a middle axis.
 - trig: Atan, Asin and Acos (composed from arithmetic: reductions, a polynomial, wheres) on
   pre-activations that reach every branch of the reduction.
+- torch_layers: torch.nn's GroupNorm, InstanceNorm2d, depthwise and 1-D convolutions, bilinear
+  Upsample, PixelShuffle, ceil-mode and adaptive average pooling and a dozen activations
+  (SiLU, Hardswish, Mish, ReLU6, PReLU, ELU, LeakyReLU, Softplus, SELU, Hardsigmoid, Softsign,
+  Tanhshrink), as torch.onnx.export decomposes them.
+- torch_transformer: torch.nn.TransformerEncoder (post-norm ReLU and pre-norm GELU layers) and
+  MultiheadAttention, as exported.
 - volumetric: 3-D Conv (one conv2d over depth-stacked slices), MaxPool and AveragePool (two
   2-D poolings) and ConvTranspose (conv2d_grad_input, its depth taps spread and summed): a
   small 3-D U-Net's path with padding, strides, dilations, groups, ceil mode and both
@@ -320,6 +326,70 @@ class Trig(nn.Module):
         }
 
 
+class TorchTransformer(nn.Module):
+    """torch.nn's own transformer layers as torch.onnx.export writes them (no hand-written
+    attention): a post-norm TransformerEncoder (ReLU) and a pre-norm one (GELU) of two layers
+    each, and a MultiheadAttention with its output projection, batch first."""
+    inputs = "xy"
+
+    def __init__(self):
+        super().__init__()
+        self.post = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True), 2)
+        self.pre = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(16, 4, 24, dropout=0.0, batch_first=True,
+                                       norm_first=True, activation="gelu"), 2)
+        self.mha = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.head = nn.Linear(16 * 5, 4)
+
+    def forward(self, x, y):
+        h = self.pre(self.post(x))
+        a, _ = self.mha(h, x, x, need_weights=False)
+        return F.cross_entropy(self.head((h + a).flatten(1)), y)
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 5, 16)).astype(np.float32),
+            "y": rng.integers(0, 4, size=(n,)).astype(np.int64),
+        }
+
+
+class TorchLayers(nn.Module):
+    """torch.nn's convolutional layers, norms and activations as torch.onnx.export writes them:
+    GroupNorm, InstanceNorm2d, depthwise and 1-D convolutions, bilinear Upsample, PixelShuffle,
+    ceil-mode AvgPool2d, AdaptiveAvgPool2d, and SiLU, Hardswish, Mish, ReLU6, PReLU, ELU,
+    LeakyReLU, Softplus, SELU, Hardsigmoid, Softsign and Tanhshrink."""
+    inputs = "xuy"
+
+    def __init__(self):
+        super().__init__()
+        self.image = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(2, 8), nn.SiLU(),
+            nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.InstanceNorm2d(8, affine=True),
+            nn.Hardswish(), nn.Upsample(scale_factor=2, mode="bilinear"), nn.PixelShuffle(2),
+            nn.Conv2d(2, 4, 1), nn.ReLU6(), nn.AvgPool2d(5, 6, ceil_mode=True),  # [B, 4, 6, 6]
+            nn.AdaptiveAvgPool2d(2), nn.Flatten())                               # [B, 16]
+        self.signal = nn.Sequential(
+            nn.Conv1d(3, 6, 3, padding=1), nn.Mish(), nn.Conv1d(6, 6, 3, groups=6), nn.ELU(),
+            nn.Flatten())                                                        # [B, 36]
+        self.mlp = nn.Sequential(
+            nn.Linear(52, 16), nn.PReLU(16), nn.LeakyReLU(0.1), nn.Linear(16, 16), nn.Softplus(),
+            nn.SELU(), nn.Linear(16, 16), nn.Hardsigmoid(), nn.Softsign(), nn.Tanhshrink(),
+            nn.Linear(16, 4))
+
+    def forward(self, x, u, y):
+        return F.cross_entropy(self.mlp(torch.cat([self.image(x), self.signal(u)], 1)), y)
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 3, 8, 8)).astype(np.float32),
+            "u": rng.standard_normal((n, 3, 8)).astype(np.float32),
+            "y": rng.integers(0, 4, size=(n,)).astype(np.int64),
+        }
+
+
 class Volumetric(nn.Module):
     inputs = "xy"
 
@@ -390,6 +460,7 @@ class Norms(nn.Module):
 MODELS = {"conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
           "grid_sample": GridSampler, "recurrent": Recurrent, "resize": Resizer,
           "norms": Norms, "scatter": Scatterer, "topk": Router, "trig": Trig,
+          "torch_layers": TorchLayers, "torch_transformer": TorchTransformer,
           "volumetric": Volumetric}
 
 
