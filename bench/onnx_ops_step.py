@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """CPU training step of the ONNX ops plait maps onto other ops, against PyTorch eager.
 
-ConvTranspose, Resize, Einsum, GatherElements, ScatterElements, LSTM, GRU, GridSample, TopK
-and 3-D Conv, pooling and ConvTranspose have no kernels of their own in plait: the importer
+ConvTranspose, Resize, Einsum, GatherElements, ScatterElements, LSTM, GRU, GridSample, TopK,
+3-D Conv, pooling and ConvTranspose, and training-mode BatchNorm have no kernels of their own
+in plait: the importer
 writes them as conv2d_grad_input, gathers and weighted sums, batched matmuls, gathers,
 scatter-adds, steps of GEMMs and gate activations, gathers at positions computed from the
 grid, selections (argmax passes) or ranks, conv2d over depth-stacked slices, pairs of 2-D
-poolings, and conv2d_grad_input with its depth taps spread and summed
-(compiler/import/onnx/README.md). This measures what
+poolings, conv2d_grad_input with its depth taps spread and summed, and the batch's mean and
+variance as reductions with elementwise ops around them (compiler/import/onnx/README.md). This measures what
 that costs at sizes a model has: one small PyTorch module per op, its layer at the size below
 between a 1x1 convolution or linear layer and a mean-squared loss, exported to ONNX (opset 13)
 and compiled with `plait-compile --train --optimizer sgd --lr 0.01`. Both train the same
@@ -216,11 +217,31 @@ class ConvTranspose3d(nn.Module):
         return (d * d).mean()
 
 
+class BatchNorm(nn.Module):
+    """A ResNet stage in training mode: [8, 64, 32, 32] -> conv 3x3 -> BatchNorm2d -> ReLU ->
+    conv 3x3 -> BatchNorm2d, plus the input (exported with TrainingMode.TRAINING: batch
+    statistics, running statistics kept as buffers)."""
+    shapes = {"x": (64, 32, 32), "y": (64, 32, 32)}
+    training_export = True
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(64, 64, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.conv2 = nn.Conv2d(64, 64, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(64)
+
+    def forward(self, x, y):
+        h = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))) + x
+        d = F.relu(h) - y
+        return (d * d).mean()
+
+
 MODELS = {"conv_transpose": ConvTranspose, "resize_bilinear": ResizeBilinear,
           "resize_nearest": ResizeNearest, "einsum_attention": EinsumAttention,
           "gather_logprob": GatherLogProb, "scatter_add": ScatterAdd, "lstm": Lstm, "gru": Gru,
           "grid_sample": GridSample, "topk_router": TopKRouter, "conv3d": Conv3d,
-          "pool3d": Pool3d, "conv_transpose3d": ConvTranspose3d}
+          "pool3d": Pool3d, "conv_transpose3d": ConvTranspose3d, "batch_norm": BatchNorm}
 
 
 def make_data(cls, n, rng):
@@ -290,7 +311,10 @@ def main():
             example = tuple(torch.from_numpy(data[k][:BATCH]) for k in names)
             torch.onnx.export(model, example, str(work / "m.onnx"), input_names=names,
                               output_names=["loss"], opset_version=getattr(model, "opset", 13),
-                              do_constant_folding=False, export_params=True)
+                              do_constant_folding=False, export_params=True,
+                              training=(torch.onnx.TrainingMode.TRAINING
+                                        if getattr(model, "training_export", False)
+                                        else torch.onnx.TrainingMode.EVAL))
             subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", work / "m.plan",
                             "--train", "--optimizer", "sgd", "--lr", "0.01"], check=True)
             for t in threads:

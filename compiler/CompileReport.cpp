@@ -498,6 +498,11 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
         detail += ", maximizing the loss (gradients negated)";
       os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}\n", optimizer,
                         lr.value("lr", 0.0), lr.value("kind", ""), decay, detail);
+      if (int64_t buffers = t.value("buffers", int64_t(0)); buffers > 0)
+        os << fmt::format("  buffers          : {} (never trained: running statistics, "
+                          "updated by each forward, saved with the params, whole on "
+                          "every rank)\n",
+                          buffers);
     }
     os << fmt::format("  gradients        : {} bytes (kept for the optimizer step)\n",
                       m["grads"].get<int64_t>());

@@ -60,6 +60,8 @@ FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOption
     importOptions.upgradeOpset = options.upgradeOpset;
     // --micro-batches: the forward is built at the micro-batch; the train step restores B.
     importOptions.microBatches = options.train.enabled ? options.train.microBatches : 1;
+    // A training step carries BatchNorm's running statistics from step to step.
+    importOptions.buffers = options.train.enabled;
     return importOnnxFile(ctx, path, importOptions);
   }
   if (!options.constInputs.empty())

@@ -26,13 +26,20 @@ def Plait_ParamOp : Plait_Op<"param", [Pure]> {
       the random specs need a float element type. Random values are a pure function of
       (seed, name, element index), so every rank and every sharding sees the same tensor.
 
+    A `buffer` is persistent but never trained (torch's buffers: BatchNorm's running mean and
+    variance): the training step gives it no gradient and no optimizer update, only the new
+    value a function result marked `plait.buffer = NAME` carries (plait-build-train-step
+    assigns it at the end of the step). It is kept whole on every rank, and saved and restored
+    with the params.
+
     ```mlir
     %w = plait.param "fc1.weight" {value = dense<0.5> : tensor<4x8xf32>} : tensor<4x8xf32>
     %b = plait.param "fc1.bias" {init = "zeros"} : tensor<8xf32>
+    %m = plait.param "bn.running_mean" {buffer, init = "zeros"} : tensor<8xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, OptionalAttr<ElementsAttr>:$value,
-                       OptionalAttr<StrAttr>:$init);
+                       OptionalAttr<StrAttr>:$init, UnitAttr:$buffer);
   let results = (outs Plait_Tensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
@@ -587,7 +588,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     return out;
   }
 
-  void recordSchedule(ModuleOp module, double weightDecayUsed) {
+  void recordSchedule(ModuleOp module, double weightDecayUsed, int64_t buffers) {
     OpBuilder b(module.getContext());
     SmallVector<NamedAttribute> entries{
         b.getNamedAttr("kind", b.getStringAttr(schedule)),
@@ -616,6 +617,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       train.push_back(b.getNamedAttr("lr_scale", b.getStringAttr(lrScale)));
     if (!paramGroups.empty())
       train.push_back(b.getNamedAttr("param_groups", b.getStringAttr(paramGroups)));
+    if (buffers > 0)
+      train.push_back(b.getNamedAttr("buffers", b.getI64IntegerAttr(buffers)));
     module->setAttr("plait.train", b.getDictionaryAttr(train));
   }
 
@@ -636,9 +639,14 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       module.emitError("invalid --freeze regex '") << freeze << "': " << e.what();
       return signalPassFailure();
     }
+    // Buffers (BatchNorm's running statistics): never trained; the result marked
+    // plait.buffer = NAME carries each one's value after the step.
+    auto buffers = bufferResults(*func);
+    if (failed(buffers))
+      return signalPassFailure();
     SmallVector<Value> trainable;
     for (auto param : func->getOps<ParamOp>())
-      if (!frozen || !std::regex_search(param.getName().str(), *frozen))
+      if (!param.getBuffer() && (!frozen || !std::regex_search(param.getName().str(), *frozen)))
         trainable.push_back(param);
     if (trainable.empty()) {
       func->emitOpError("has no trainable params");
@@ -659,7 +667,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     auto grads = differentiate(*func, *loss, trainable, maximize ? -1.0 : 1.0);
     if (failed(grads))
       return signalPassFailure();
-    if (microBatches > 1 && failed(accumulateMicroBatches(*func, microBatches, *loss, *grads)))
+    if (microBatches > 1 &&
+        failed(accumulateMicroBatches(*func, microBatches, *loss, *grads, *buffers)))
       return signalPassFailure();
 
     Operation *terminator = func->getBody().front().getTerminator();
@@ -768,6 +777,13 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         module.emitError("--lr-scale: '") << (*scales)[i].text << "' matches no trainable param";
         return signalPassFailure();
       }
+    // Each buffer takes its new value (cast back from bf16 under bf16-mixed).
+    for (auto [param, result] : *buffers) {
+      Value value = terminator->getOperand(result);
+      if (value.getType() != param.getType())
+        value = b.create<CastOp>(loc, param.getType(), value);
+      assigns.push_back({param, value});
+    }
     // Assigns end the step: the runtime copies their values after the last instruction.
     for (auto &[target, value] : assigns)
       b.create<AssignOp>(loc, target, value);
@@ -780,7 +796,41 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     func->setType(FunctionType::get(&getContext(), func->getArgumentTypes(), {loss->getType()}));
     func->setAllResultAttrs(resultAttrs);
     eraseDeadOps(*func);
-    recordSchedule(module, opt.weightDecay);
+    recordSchedule(module, opt.weightDecay, int64_t(buffers->size()));
+  }
+
+  /// The buffer params and the results carrying their values after the step (marked
+  /// plait.buffer = NAME); one-line errors for a mark naming no buffer, or one named twice.
+  FailureOr<SmallVector<std::pair<Value, unsigned>>> bufferResults(func::FuncOp func) {
+    llvm::StringMap<ParamOp> byName;
+    for (auto param : func.getOps<ParamOp>())
+      if (param.getBuffer())
+        byName.try_emplace(param.getName(), param);
+    SmallVector<std::pair<Value, unsigned>> out;
+    llvm::StringSet<> seen;
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto name = func.getResultAttrOfType<StringAttr>(i, "plait.buffer");
+      if (!name)
+        continue;
+      auto it = byName.find(name.getValue());
+      if (i == 0 || it == byName.end() || !seen.insert(name.getValue()).second) {
+        func.emitOpError("result #")
+            << i << " is marked plait.buffer = '" << name.getValue() << "', "
+            << (i == 0 ? "but the first result is the loss"
+                : it == byName.end() ? "which names no plait.param marked buffer"
+                                     : "which an earlier result updates too");
+        return failure();
+      }
+      auto type = cast<RankedTensorType>(func.getResultTypes()[i]);
+      auto paramType = it->second.getType();
+      if (type.getShape() != paramType.getShape()) {
+        func.emitOpError("result #") << i << " (plait.buffer = '" << name.getValue()
+                                     << "') has type " << type << ", the buffer " << paramType;
+        return failure();
+      }
+      out.push_back({it->second.getResult(), i});
+    }
+    return out;
   }
 };
 

@@ -73,7 +73,8 @@ Value microBatchSlice(OpBuilder &b, BlockArgument arg, int64_t index, int64_t co
 } // namespace
 
 LogicalResult accumulateMicroBatches(func::FuncOp func, int64_t microBatches, Value &loss,
-                                     llvm::MapVector<Value, Value> &grads) {
+                                     llvm::MapVector<Value, Value> &grads,
+                                     ArrayRef<std::pair<Value, unsigned>> buffers) {
   Block &body = func.getBody().front();
   if (body.getNumArguments() == 0)
     return func.emitOpError("has no batch inputs to split into ")
@@ -107,17 +108,27 @@ LogicalResult accumulateMicroBatches(func::FuncOp func, int64_t microBatches, Va
   Value lossSum;
   llvm::MapVector<Value, Value> gradSums;
   IRMapping mapping;
+  SmallVector<Value> bufferValues; // each buffer's value after the previous micro-batch
   for (int64_t index = 0; index < microBatches; ++index) {
     mapping.clear();
     OpBuilder b(terminator);
     for (BlockArgument arg : body.getArguments())
       mapping.map(arg, microBatchSlice(b, arg, index, microBatches));
+    for (auto [buffer, value] : llvm::zip(buffers, bufferValues)) {
+      Value param = buffer.first;
+      if (value.getType() != param.getType()) // bf16-mixed: computed in bf16
+        value = b.create<CastOp>(param.getLoc(), param.getType(), value);
+      mapping.map(param, value);
+    }
     for (Operation *op : work) {
       Operation *copy = b.clone(*op, mapping);
       // Each micro-batch draws its own dropout masks (the first keeps the node's stream).
       if (auto mask = dyn_cast<DropoutMaskOp>(copy))
         mask.setStream(dropout::microBatchStream(mask.getStream(), index));
     }
+    bufferValues.clear();
+    for (auto [param, result] : buffers)
+      bufferValues.push_back(mapping.lookupOrDefault(terminator->getOperand(result)));
     lossSum = accumulator.add(lossSum, mapping.lookupOrDefault(loss));
     for (auto &[param, grad] : grads)
       gradSums[param] = accumulator.add(gradSums.lookup(param), mapping.lookupOrDefault(grad));

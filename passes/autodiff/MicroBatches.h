@@ -15,9 +15,14 @@ namespace plait {
 /// activations die before the next micro-batch starts; the last addition is followed by the
 /// division by K. Ops without operands (params, constants) are shared by the micro-batches.
 /// On return `loss` is the mean of the K losses and `grads` the mean gradients, both defined
-/// in the last micro-batch. Fails with a diagnostic on an argument without a batch dimension.
-mlir::LogicalResult accumulateMicroBatches(mlir::func::FuncOp func, int64_t microBatches,
-                                           mlir::Value &loss,
-                                           llvm::MapVector<mlir::Value, mlir::Value> &grads);
+/// in the last micro-batch. `buffers` pairs buffer params with the index of the function
+/// result that carries each one's value after the step: micro-batch k + 1 reads micro-batch
+/// k's value in place of the param, as PyTorch's running statistics are updated by each
+/// forward, so the result ends as the last micro-batch's. Fails with a diagnostic on an
+/// argument without a batch dimension.
+mlir::LogicalResult accumulateMicroBatches(
+    mlir::func::FuncOp func, int64_t microBatches, mlir::Value &loss,
+    llvm::MapVector<mlir::Value, mlir::Value> &grads,
+    llvm::ArrayRef<std::pair<mlir::Value, unsigned>> buffers = {});
 
 } // namespace plait

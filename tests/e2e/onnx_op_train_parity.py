@@ -47,6 +47,7 @@ Run with /usr/bin/python3 (torch 1.13, onnx 1.12):
   onnx_op_train_parity.py --build BUILD [--model NAME] [--steps 20] [--write-model PATH]
 """
 import argparse
+import copy
 import json
 import pathlib
 import subprocess
@@ -424,6 +425,49 @@ class Volumetric(nn.Module):
         }
 
 
+class BatchNorms(nn.Module):
+    """Training-mode BatchNorm (exported with torch.onnx.TrainingMode.TRAINING): normalised
+    with the batch's statistics, and the running mean and variance carried from step to step
+    as buffers (plait.param {buffer}), updated as PyTorch updates them (the variance
+    unbiased) and saved with the weights. 2-D with the default momentum, 1-D with momentum
+    0.3 and eps 1e-3; then with 2 micro-batches (each updates the running statistics in turn,
+    as each forward of an accumulating PyTorch loop does), with --recompute all, and on 2
+    ranks (each rank normalises with its own slice's statistics and keeps its own running
+    statistics, which are rank 0's in the saved weights, as DistributedDataParallel with
+    broadcast_buffers gives them) under ddp and under zero3 with 2 micro-batches."""
+    inputs = "xy"
+    training_export = True
+    batch = 16
+    variants = [("2 micro-batches", ["--micro-batches", "2"]),
+                ("recompute all", ["--recompute", "all"]),
+                ("2 ranks, ddp", ["--world-size", "2", "--strategy", "ddp"]),
+                ("2 ranks, zero3, 2 micro-batches",
+                 ["--world-size", "2", "--strategy", "zero3", "--micro-batches", "2"])]
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8 * 16, 6)
+        self.bn1 = nn.BatchNorm1d(6, momentum=0.3, eps=1e-3)
+        self.head = nn.Linear(6, 4)
+        with torch.no_grad():  # running statistics that are not the defaults
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x, y):
+        h = F.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+        h = torch.relu(self.bn1(self.fc(h.flatten(1))))
+        return F.cross_entropy(self.head(h), y)
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": (1.5 * rng.standard_normal((n, 3, 8, 8)) + 0.3).astype(np.float32),
+            "y": rng.integers(0, 4, size=(n,)).astype(np.int64),
+        }
+
+
 class Norms(nn.Module):
     """Layer norms and an RMS norm as PyTorch 1.13 exports them at opset 13 (mean, subtract,
     pow, mean, add, sqrt, divide, scale, shift; LLaMA's x * rsqrt(mean(x^2) + eps) * weight):
@@ -457,42 +501,75 @@ class Norms(nn.Module):
         }
 
 
-MODELS = {"conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
+MODELS = {"batch_norm": BatchNorms, "conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
           "grid_sample": GridSampler, "recurrent": Recurrent, "resize": Resizer,
           "norms": Norms, "scatter": Scatterer, "topk": Router, "trig": Trig,
           "torch_layers": TorchLayers, "torch_transformer": TorchTransformer,
           "volumetric": Volumetric}
 
 
-def train_torch(model, data, steps, batch=BATCH, optimizer=None):
+def train_torch(model, data, steps, batch=BATCH, optimizer=None, micro_batches=1, world=1):
     """PyTorch's per-step losses and final weights, `batch` samples a step (SGD with this
-    file's momentum unless `optimizer`, a function of the parameters, makes another)."""
+    file's momentum unless `optimizer`, a function of the parameters, makes another). With
+    `world` W, as DistributedDataParallel on W ranks: rank r computes on the r-th of W equal
+    slices of the batch, the gradients are the ranks' mean and the buffers (BatchNorm's
+    running statistics) rank 0's, as broadcast_buffers keeps them. With `micro_batches` K,
+    each rank's slice is K equal micro-batches whose gradients are accumulated (the mean of
+    their losses, as plait-compile --micro-batches). The loss is the mean over ranks and
+    micro-batches. BatchNorm's num_batches_tracked, which the ONNX export does not carry, is
+    left out of the weights."""
     opt = (optimizer or (lambda p: torch.optim.SGD(p, lr=LR, momentum=MOMENTUM)))(
         model.parameters())
     losses = []
+    per_rank = batch // world
+    micro = per_rank // micro_batches
     for s in range(steps):
-        args = [torch.from_numpy(data[k][s * batch:(s + 1) * batch]) for k in model.inputs]
-        loss = model(*args)
         opt.zero_grad()
-        loss.backward()
+        total = 0.0
+        kept = None  # rank 0's buffers after its forwards
+        for r in range(world):
+            if r == 1:
+                kept = {k: v.clone() for k, v in model.named_buffers()}
+            for m in range(micro_batches):
+                first = s * batch + r * per_rank + m * micro
+                args = [torch.from_numpy(data[k][first:first + micro]) for k in model.inputs]
+                loss = model(*args) / (micro_batches * world)
+                loss.backward()
+                total += float(loss)
+        if kept is not None:
+            with torch.no_grad():
+                for k, v in model.named_buffers():
+                    v.copy_(kept[k])
         opt.step()
-        losses.append(float(loss))
-    return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
+        losses.append(total)
+    return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()
+                    if not k.endswith("num_batches_tracked")}
 
 
-def export(model, data, path):
-    example = tuple(torch.from_numpy(data[k][:BATCH]) for k in model.inputs)
+def export(model, data, path, batch=None):
+    batch = batch or getattr(model, "batch", BATCH)
+    example = tuple(torch.from_numpy(data[k][:batch]) for k in model.inputs)
     warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's shape notes
     torch.onnx.export(model, example, str(path), input_names=list(model.inputs),
                       output_names=["loss"], opset_version=getattr(model, "opset", 13),
-                      do_constant_folding=False, training=torch.onnx.TrainingMode.EVAL,
+                      do_constant_folding=False,
+                      training=(torch.onnx.TrainingMode.TRAINING
+                                if getattr(model, "training_export", False)
+                                else torch.onnx.TrainingMode.EVAL),
                       export_params=True, keep_initializers_as_inputs=False)
+
+
+def flag_value(flags, name, default=1):
+    return int(flags[flags.index(name) + 1]) if name in flags else default
 
 
 def run_model(name, bindir, steps):
     torch.manual_seed(0)
     model = MODELS[name]()
-    data = model.data(steps * BATCH, np.random.default_rng(7))
+    initial = copy.deepcopy(model)
+    batch = getattr(model, "batch", BATCH)
+    data = model.data(steps * batch, np.random.default_rng(7))
+    sgd = ["--train", "--optimizer", "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM)]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         onnx_path = tmp / f"{name}.onnx"
@@ -501,27 +578,50 @@ def run_model(name, bindir, steps):
         for k, v in data.items():
             np.save(tmp / "data" / f"{k}.npy", v)
         plan, report = tmp / f"{name}.plan", tmp / f"{name}.json"
-        subprocess.run([bindir / "plait-compile", onnx_path, "-o", plan, "--train", "--optimizer",
-                        "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM), "--report", report],
-                       check=True)
+        subprocess.run([bindir / "plait-compile", onnx_path, "-o", plan, *sgd, "--report",
+                        report], check=True)
         expected = getattr(model, "norms", None)
         fused = json.loads(report.read_text()).get("fusion", {}).get("norm", {})
         if expected and any(fused.get(k) != v for k, v in expected.items()):
             print(f"{name}: plait-fuse-norm fused {fused}, expected {expected}")
             return False
-        runs = {}
-        for threads in (1, 2):
-            log, weights = tmp / f"log{threads}.jsonl", tmp / f"w{threads}.safetensors"
-            subprocess.run([bindir / "plait-run", plan, "--data", tmp / "data", "--steps",
-                            str(steps), "--threads", str(threads), "--log-jsonl", log,
-                            "--save-weights", weights], check=True, stdout=subprocess.DEVNULL)
-            runs[threads] = ([json.loads(line)["loss"] for line in log.read_text().splitlines()],
-                             read_safetensors(weights))
-    torch_losses, torch_weights = train_torch(model, data, steps)
+        # (label, plan, threads, micro-batches, ranks, the exported module): the plan on 1 and
+        # 2 threads, then each of the model's variants (more plait-compile flags) on 1. A
+        # variant on W ranks compiles a model exported at batch / W: a training-mode export's
+        # trace updates the running statistics once, and its ONNX file holds them so, so each
+        # export's module is its reference's start.
+        runs = [("1 thread", plan, 1, 1, 1, model), ("2 threads", plan, 2, 1, 1, model)]
+        for label, flags in getattr(model, "variants", []):
+            variant = tmp / f"{name}-{len(runs)}.plan"
+            world, source, exported = flag_value(flags, "--world-size"), onnx_path, model
+            if world > 1:
+                source, exported = tmp / f"{name}-{len(runs)}.onnx", copy.deepcopy(initial)
+                export(exported, data, source, batch // world)
+            subprocess.run([bindir / "plait-compile", source, "-o", variant, *sgd, *flags],
+                           check=True)
+            runs.append((label, variant, 1, flag_value(flags, "--micro-batches"), world,
+                         exported))
+        results = []
+        for label, run_plan, threads, micro, world, exported in runs:
+            log, weights = tmp / f"log{len(results)}.jsonl", tmp / f"w{len(results)}.safetensors"
+            command = [bindir / "plait-run", run_plan, "--data", tmp / "data", "--steps",
+                       str(steps), "--threads", str(threads), "--log-jsonl", log,
+                       "--save-weights", weights]
+            if world > 1:
+                command = ["timeout", "240", "mpirun", "--oversubscribe", "--allow-run-as-root",
+                           "-np", str(world)] + command
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+            results.append((label, micro, world, exported,
+                            [json.loads(line)["loss"] for line in log.read_text().splitlines()],
+                            read_safetensors(weights)))
     ok = True
-    for threads, (losses, weights) in runs.items():
-        label = f"{name} ({threads} thread{'s' if threads > 1 else ''})"
-        ok &= compare_training(label, losses, weights, torch_losses, torch_weights)
+    references = {}
+    for label, micro, world, exported, losses, weights in results:
+        key = (micro, world, id(exported))
+        if key not in references:
+            references[key] = train_torch(copy.deepcopy(exported), data, steps, batch=batch,
+                                          micro_batches=micro, world=world)
+        ok &= compare_training(f"{name} ({label})", losses, weights, *references[key])
     return ok
 
 

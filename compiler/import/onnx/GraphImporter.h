@@ -64,6 +64,8 @@ public:
   mlir::OpBuilder builder;  // the function body, appending
   mlir::OpBuilder prologue; // params and constants, at the top of the function
   llvm::StringMap<ValueEntry> values;
+  /// Buffers and their values after the step, in import order (extra function results).
+  llvm::SmallVector<std::pair<std::string, mlir::Value>> bufferUpdates;
 
 private:
   llvm::DenseMap<mlir::Attribute, mlir::Value> constantCache_;

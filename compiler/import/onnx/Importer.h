@@ -4,6 +4,8 @@
 // GridSampleOps.cpp, RecurrentOps.cpp, SpectralOps.cpp).
 #pragma once
 
+#include <functional>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +67,12 @@ public:
   /// Input `i` as a non-trainable value: a compile-time constant (folded or initializer) becomes
   /// a plait.constant, anything else is input(i). For running statistics and the like.
   mlir::Value constantInput(unsigned i);
+  /// Input `i` as a buffer whose value after the step is `updated` (a training-mode
+  /// BatchNormalization's running statistics), when the import keeps buffers
+  /// (OnnxImportOptions::buffers) and the input is a float initializer: a plait.param marked
+  /// `buffer`, and `updated` an extra function result naming it. Else constantInput(i), and
+  /// `updated` stays what the node's output says. Null after an error.
+  mlir::Value bufferInput(unsigned i, const std::function<mlir::Value(mlir::Value)> &updated);
   /// The folded value of input `i` when it is an import-time constant (never a param).
   const HostTensor *foldedInput(unsigned i);
   /// True when every present input is an import-time constant, so the node can be folded.

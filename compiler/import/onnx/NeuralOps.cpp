@@ -4,6 +4,8 @@
 #include "compiler/import/onnx/Importer.h"
 #include "ir/ShapeRules.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace plait::onnx_import {
@@ -103,23 +105,49 @@ LogicalResult importBatchNormTraining(NodeContext &ctx, RankedTensorType xType) 
   if (!y)
     return failure();
   ctx.setOutput(0, y);
+  // Outputs 1 and 2: input * momentum + batch * (1 - momentum), the batch variance the
+  // population's (ONNX's ReduceVar). Running statistics kept as buffers for training take
+  // PyTorch's update instead, the batch variance unbiased (n / (n - 1)).
+  int64_t perChannel = xType.getNumElements() / std::max<int64_t>(channels, 1);
+  // The batch mean the centred input subtracted ([1, C, 1, ...]), read again as [C].
+  Value batchMean = ctx.reshape(stats->first.getDefiningOp()->getOperand(1), {channels});
+  Value batchVar = batchMean ? ctx.reshape(stats->second, {channels}) : Value();
+  if (!batchVar)
+    return failure();
   for (unsigned out : {1u, 2u}) {
+    Value batch = out == 1 ? batchMean : batchVar;
+    auto blend = [&](Value running, Value fresh) -> Value {
+      Value kept = ctx.create<MulOp>({running, ctx.scalar(momentum, t)});
+      Value part = kept ? ctx.create<MulOp>({fresh, ctx.scalar(1.0 - momentum, t)}) : Value();
+      return part ? ctx.create<AddOp>({kept, part}) : Value();
+    };
+    Value nodeOutput;
+    Value running = ctx.bufferInput(out + 2, [&](Value buffer) -> Value {
+      Value fresh = batch;
+      if (out == 2 && perChannel > 1)
+        fresh = ctx.create<MulOp>(
+            {batch, ctx.scalar(double(perChannel) / double(perChannel - 1), t)});
+      Value next = fresh ? blend(buffer, fresh) : Value();
+      if (out == 1)
+        nodeOutput = next;
+      return next;
+    });
+    if (!running)
+      return failure();
     if (!ctx.hasOutput(out))
       continue;
-    Value running = ctx.constantInput(out + 2); // input_mean, input_var
-    Value batch;
-    if (out == 1) {
-      batch = ctx.create<ReduceMeanOp>({x}, {ctx.arrayAttr("axes", axes), ctx.boolAttr("keepdims", false)});
-    } else {
-      batch = ctx.reshape(stats->second, {channels});
-    }
-    Value kept = running ? ctx.create<MulOp>({running, ctx.scalar(momentum, t)}) : Value();
-    Value fresh = batch && kept ? ctx.create<MulOp>({batch, ctx.scalar(1.0 - momentum, t)}) : Value();
-    Value updated = fresh ? ctx.create<AddOp>({kept, fresh}) : Value();
-    if (!updated)
+    if (!nodeOutput)
+      nodeOutput = blend(running, batch);
+    if (!nodeOutput)
       return failure();
-    ctx.setOutput(out, updated);
+    ctx.setOutput(out, nodeOutput);
   }
+  // BatchNormalization-9's saved_mean and saved_var: the batch's mean and (population)
+  // variance.
+  if (ctx.hasOutput(3))
+    ctx.setOutput(3, batchMean);
+  if (ctx.hasOutput(4))
+    ctx.setOutput(4, batchVar);
   return success();
 }
 
@@ -129,7 +157,11 @@ LogicalResult importBatchNorm(NodeContext &ctx) {
     return failure();
   if (xType.getRank() < 2)
     return ctx.error("input must have rank >= 2");
-  if (ctx.intAttr("training_mode", 0) != 0)
+  // Training mode: opset 14's attribute; before it (BatchNormalization-9), the running
+  // statistics' outputs asked for (as torch.onnx.export writes training-mode BatchNorm at
+  // opsets 9-13: outputs Y, mean, var, saved_mean, saved_var).
+  if (ctx.intAttr("training_mode", 0) != 0 ||
+      (ctx.opset() < 14 && (ctx.hasOutput(1) || ctx.hasOutput(2))))
     return importBatchNormTraining(ctx, xType);
   double eps = ctx.floatAttr("epsilon", 1e-5);
   Value x = ctx.input(0), scale = ctx.input(1), bias = ctx.input(2);

@@ -81,6 +81,30 @@ Value NodeContext::constantInput(unsigned i) {
   return value ? constant(*value) : Value();
 }
 
+Value NodeContext::bufferInput(unsigned i, const std::function<Value(Value)> &updated) {
+  ValueEntry *entry = hasInput(i) ? graph_.lookup(node_, node_.input(i)) : nullptr;
+  if (!graph_.opts.buffers || !entry || entry->kind != ValueEntry::Kind::Param || !entry->type ||
+      !llvm::isa<FloatType>(entry->type.getElementType()))
+    return constantInput(i);
+  Value param = input(i);
+  if (!param)
+    return {};
+  auto op = param.getDefiningOp<ParamOp>();
+  if (!op)
+    return param;
+  if (op.getBuffer()) {
+    (void)error("initializer '" + node_.input(i) +
+                "' is the running statistic of two nodes; each needs its own");
+    return {};
+  }
+  op.setBuffer(true);
+  Value next = updated(param);
+  if (!next)
+    return {};
+  graph_.bufferUpdates.push_back({op.getName().str(), next});
+  return param;
+}
+
 const HostTensor *NodeContext::foldedInput(unsigned i) {
   if (!hasInput(i))
     return nullptr;

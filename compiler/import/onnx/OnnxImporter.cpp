@@ -447,10 +447,19 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
     results.push_back(v);
     resultTypes.push_back(v.getType());
   }
+  for (auto &[name, value] : bufferUpdates) {
+    results.push_back(value);
+    resultTypes.push_back(value.getType());
+  }
   builder.create<func::ReturnOp>(fileLoc, results);
   func.setFunctionType(FunctionType::get(&ctx, argTypes, resultTypes));
   for (auto [i, info] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, "plait.name", StringAttr::get(&ctx, info.name()));
+  for (auto [i, update] : llvm::enumerate(bufferUpdates)) {
+    unsigned index = unsigned(graph.output_size() + i);
+    func.setResultAttr(index, "plait.name", StringAttr::get(&ctx, update.first + ".updated"));
+    func.setResultAttr(index, "plait.buffer", StringAttr::get(&ctx, update.first));
+  }
 
   // Every op was verified when it was built; this catches anything left over.
   std::string message;

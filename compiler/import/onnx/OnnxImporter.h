@@ -35,6 +35,12 @@ struct OnnxImportOptions {
   /// model's shape subgraphs then fold at the smaller batch, as they do for models exported
   /// with dynamic batch axes. B must be a multiple of microBatches.
   int64_t microBatches = 1;
+  /// Keep buffers (for training): a training-mode BatchNormalization's running mean and
+  /// variance initializers become plait.params marked `buffer`, and their values after the
+  /// node (as PyTorch updates them) extra function results marked `plait.buffer = NAME`, so
+  /// the training step carries them from step to step. Off: they are constants and the
+  /// node's running-statistics outputs are ordinary values (ONNX's semantics).
+  bool buffers = false;
 };
 
 /// Imports the ONNX model at `path` (opsets 13-17 of the default domain) as a module holding

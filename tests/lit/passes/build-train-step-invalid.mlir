@@ -58,3 +58,52 @@ func.func @main(%x: tensor<4xf32>) {
   return
 }
 
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1 is marked plait.buffer = 'bn.mean', which names no plait.param marked buffer}}
+func.func @main(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32> {plait.buffer = "bn.mean"}) {
+  %w = plait.param "w" {init = "ones"} : tensor<4xf32>
+  %m = plait.param "bn.mean" {init = "zeros"} : tensor<4xf32>
+  %p = plait.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = plait.reduce_sum %p {axes = array<i64>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  %n = plait.add %m, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %l, %n : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #2 is marked plait.buffer = 'bn.mean', which an earlier result updates too}}
+func.func @main(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32> {plait.buffer = "bn.mean"}, tensor<4xf32> {plait.buffer = "bn.mean"}) {
+  %w = plait.param "w" {init = "ones"} : tensor<4xf32>
+  %m = plait.param "bn.mean" {buffer, init = "zeros"} : tensor<4xf32>
+  %p = plait.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = plait.reduce_sum %p {axes = array<i64>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  %n = plait.add %m, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %l, %n, %n : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1 (plait.buffer = 'bn.mean') has type 'tensor<2xf32>', the buffer 'tensor<4xf32>'}}
+func.func @main(%x: tensor<4xf32>) -> (tensor<f32>, tensor<2xf32> {plait.buffer = "bn.mean"}) {
+  %w = plait.param "w" {init = "ones"} : tensor<4xf32>
+  %m = plait.param "bn.mean" {buffer, init = "zeros"} : tensor<4xf32>
+  %p = plait.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = plait.reduce_sum %p {axes = array<i64>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  %n = plait.add %m, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %h = plait.slice %n {starts = array<i64: 0>, ends = array<i64: 2>, steps = array<i64: 1>} : (tensor<4xf32>) -> tensor<2xf32>
+  return %l, %h : tensor<f32>, tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #0 is marked plait.buffer = 'bn.mean', but the first result is the loss}}
+func.func @main(%x: tensor<4xf32>) -> (tensor<f32> {plait.buffer = "bn.mean"}) {
+  %w = plait.param "w" {init = "ones"} : tensor<4xf32>
+  %m = plait.param "bn.mean" {buffer, init = "zeros"} : tensor<f32>
+  %p = plait.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = plait.reduce_sum %p {axes = array<i64>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  %n = plait.add %m, %l : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %n : tensor<f32>
+}

@@ -518,6 +518,39 @@ def main():
                          name="beyond"),
     ], [], [vi("m", F, [33, 4])], opset=17, check=False)
 
+    # Training-mode BatchNormalization (opset 15) whose running statistics are initializers
+    # (kept as buffers when training), the loss the mean square of its output; and the same
+    # as torch.onnx.export writes it at opset 13 (BatchNormalization-9: no training_mode,
+    # five outputs).
+    bn_inits = [tensor("bn.scale", 1 + 0.1 * f32(3)), tensor("bn.bias", 0.1 * f32(3)),
+                tensor("bn.running_mean", 0.1 * f32(3)),
+                tensor("bn.running_var", 1 + np.abs(0.1 * f32(3)))]
+    square_mean = [helper.make_node("Mul", ["n", "n"], ["sq"], name="square"),
+                   helper.make_node("ReduceMean", ["sq"], ["loss"], name="mean", keepdims=0)]
+    save("batchnorm_train", [
+        helper.make_node("BatchNormalization",
+                         ["x", "bn.scale", "bn.bias", "bn.running_mean", "bn.running_var"],
+                         ["n", "new_mean", "new_var"], name="bn", training_mode=1,
+                         momentum=0.8),
+    ] + square_mean, [vi("x", F, [4, 3, 2, 2])], [vi("loss", F, [])], bn_inits, opset=15)
+    save("batchnorm_train_opset13", [
+        helper.make_node("BatchNormalization",
+                         ["x", "bn.scale", "bn.bias", "bn.running_mean", "bn.running_var"],
+                         ["n", "new_mean", "new_var", "saved_mean", "saved_var"], name="bn",
+                         momentum=0.8),
+    ] + square_mean, [vi("x", F, [4, 3, 2, 2])], [vi("loss", F, [])], bn_inits, opset=13)
+
+    # Two training-mode BatchNormalizations sharing running statistics: two updates of one
+    # buffer, refused.
+    save("batchnorm_shared", [
+        helper.make_node("BatchNormalization",
+                         ["x", "bn.scale", "bn.bias", "bn.running_mean", "bn.running_var"],
+                         ["h", "m1", "v1"], name="bn1", training_mode=1),
+        helper.make_node("BatchNormalization",
+                         ["h", "bn.scale", "bn.bias", "bn.running_mean", "bn.running_var"],
+                         ["n", "m2", "v2"], name="bn2", training_mode=1),
+    ] + square_mean, [vi("x", F, [4, 3, 2, 2])], [vi("loss", F, [])], bn_inits, opset=15)
+
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:
