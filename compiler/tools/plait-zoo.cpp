@@ -42,6 +42,7 @@ struct ZooOptions {
           classes = 0;
   std::vector<int64_t> stages; // resnet: residual blocks per stage (--layers N or N,N,...)
   bool decomposed = false;     // layer norm and GELU as the ONNX importer's decomposition
+  bool batchNorm = false;      // resnet: torchvision's convs without bias + BatchNorm2d
 };
 
 /// A size whose default is derived from the others (llama's --ffn from --width).
@@ -89,6 +90,39 @@ public:
   Value param(const std::string &name, ArrayRef<int64_t> shape, const std::string &init) {
     return b.create<plait::ParamOp>(loc, tensor(shape), name, ElementsAttr(),
                                     b.getStringAttr(init));
+  }
+
+  /// Training-mode BatchNorm2d over [N, C, H, W] (PyTorch's defaults: eps 1e-5, momentum 0.1)
+  /// as the ONNX importer decomposes it: the batch's mean and (population) variance per
+  /// channel, normalised, scaled by `prefix.weight` and shifted by `prefix.bias`. Its running
+  /// mean and variance are buffers whose new values (the variance unbiased) finish() returns
+  /// as results marked plait.buffer.
+  Value batchNorm(Value x, const std::string &prefix) {
+    ArrayRef<int64_t> shape = shapeOf(x);
+    const int64_t C = shape[1], n = shape[0] * shape[2] * shape[3];
+    const SmallVector<int64_t> axes{0, 2, 3};
+    Value mean = create<plait::ReduceMeanOp>(x, ArrayRef<int64_t>(axes));
+    Value centred = create<plait::SubOp>(x, mean);
+    Value variance =
+        create<plait::ReduceMeanOp>(create<plait::MulOp>(centred, centred), ArrayRef<int64_t>(axes));
+    Value normalised =
+        create<plait::MulOp>(centred, create<plait::RsqrtOp>(add(variance, scalar(1e-5f))));
+    Value scale = reshape(param(prefix + ".weight", {C}, "ones"), {C, 1, 1});
+    Value shift = reshape(param(prefix + ".bias", {C}, "zeros"), {C, 1, 1});
+    Value y = add(create<plait::MulOp>(normalised, scale), shift);
+    auto running = [&](const char *name, const char *init, Value batch) {
+      auto buffer = b.create<plait::ParamOp>(loc, tensor({C}), prefix + "." + name,
+                                             ElementsAttr(), b.getStringAttr(init));
+      buffer.setBuffer(true);
+      Value kept = create<plait::MulOp>(buffer, scalar(0.9f));
+      bufferUpdates.push_back(
+          {prefix + "." + name, add(kept, create<plait::MulOp>(batch, scalar(0.1f)))});
+    };
+    running("running_mean", "zeros", reshape(mean, {C}));
+    running("running_var", "ones",
+            create<plait::MulOp>(reshape(variance, {C}),
+                                 scalar(static_cast<float>(n) / static_cast<float>(n - 1))));
+    return y;
   }
 
   /// A scalar f32 constant, created once and shared by every later use (as the importer does).
@@ -161,11 +195,19 @@ public:
     return create<plait::SoftmaxCrossEntropyOp>(logits, targets, Value(), "mean", IntegerAttr());
   }
 
-  /// Returns `loss` as the function's only result, named "loss", and verifies the module.
+  /// Returns `loss` as the function's first result, named "loss", then each buffer's new
+  /// value (marked plait.buffer), and verifies the module.
   FailureOr<OwningOpRef<ModuleOp>> finish(Value loss) {
-    b.create<func::ReturnOp>(loc, loss);
-    func.setType(b.getFunctionType(func.getArgumentTypes(), {loss.getType()}));
+    SmallVector<Value> results{loss};
+    for (auto &[name, value] : bufferUpdates)
+      results.push_back(value);
+    b.create<func::ReturnOp>(loc, results);
+    func.setType(b.getFunctionType(func.getArgumentTypes(), ValueRange(results).getTypes()));
     func.setResultAttr(0, "plait.name", b.getStringAttr("loss"));
+    for (auto [i, update] : llvm::enumerate(bufferUpdates)) {
+      func.setResultAttr(unsigned(i + 1), "plait.name", b.getStringAttr(update.first + ".updated"));
+      func.setResultAttr(unsigned(i + 1), "plait.buffer", b.getStringAttr(update.first));
+    }
     if (failed(verify(*module)))
       return failure();
     return std::move(module);
@@ -178,6 +220,7 @@ private:
   OwningOpRef<ModuleOp> module;
   func::FuncOp func;
   std::map<uint32_t, Value> scalars; // keyed by the float's bit pattern
+  std::vector<std::pair<std::string, Value>> bufferUpdates; // buffer name, value after the step
 };
 
 /// The init spec "normal:STD", STD with 6 significant digits.
@@ -398,10 +441,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildCnn(MLIRContext &ctx, const ZooOptions &o)
 /// ResNet-style classifier (ResNet-18/34's basic blocks): a 7x7 stride-2 stem conv, ReLU and
 /// a 3x3 stride-2 max-pool; stages of residual blocks relu(shortcut + conv(relu(conv(x)))) of
 /// 3x3 convs, each stage after the first starting with a stride-2 conv at twice the channels
-/// and a 1x1 stride-2 projection shortcut; global average pool, linear classifier. There is no
-/// batch norm (the dialect has none): the convs have biases, and each block's second conv
+/// and a 1x1 stride-2 projection shortcut; global average pool, linear classifier. By default
+/// there is no norm: the convs have biases, and each block's second conv
 /// starts scaled down by sqrt(blocks), so that the residual stream stays bounded however deep
-/// the stack is (as Fixup does).
+/// the stack is (as Fixup does). With --batch-norm it is torchvision's ResNet instead: the
+/// convs have no bias and each is followed by a training-mode BatchNorm2d (its running
+/// statistics buffers), without the scaling.
 FailureOr<OwningOpRef<ModuleOp>> buildResnet(MLIRContext &ctx, const ZooOptions &o) {
   const int64_t B = o.batch, I = o.image, K = o.classes, inChannels = 3;
   GraphBuilder g(ctx,
@@ -410,16 +455,20 @@ FailureOr<OwningOpRef<ModuleOp>> buildResnet(MLIRContext &ctx, const ZooOptions 
                  /*decomposed=*/false);
   const std::vector<int64_t> ones = {1, 1};
   // A k x k conv with bias and "same" padding (k odd), so stride s gives ceil(size / s).
+  // With --batch-norm: no bias, and the norm "<prefix>.bn" after it.
   auto conv = [&](Value x, const std::string &prefix, int64_t out, int64_t k, int64_t stride,
                   const std::string &init) {
     const int64_t in = GraphBuilder::shapeOf(x)[1], pad = k / 2;
     Value w = g.param(prefix + ".weight", {out, in, k, k}, init);
-    Value bias = g.param(prefix + ".bias", {out}, "zeros");
-    return g.create<plait::Conv2dOp>(x, w, bias, ArrayRef<int64_t>{stride, stride},
-                                     ArrayRef<int64_t>{pad, pad, pad, pad}, /*dilations=*/ones, 1);
+    Value bias = o.batchNorm ? Value() : g.param(prefix + ".bias", {out}, "zeros");
+    Value y = g.create<plait::Conv2dOp>(x, w, bias, ArrayRef<int64_t>{stride, stride},
+                                        ArrayRef<int64_t>{pad, pad, pad, pad},
+                                        /*dilations=*/ones, 1);
+    return o.batchNorm ? g.batchNorm(y, prefix + ".bn") : y;
   };
   auto he = [](int64_t fanIn) { return normal(std::sqrt(2.0 / static_cast<double>(fanIn))); };
-  const double branchScale = 1.0 / std::sqrt(static_cast<double>(blockCount(o)));
+  const double branchScale =
+      o.batchNorm ? 1.0 : 1.0 / std::sqrt(static_cast<double>(blockCount(o)));
 
   Value x = g.create<plait::ReluOp>(conv(g.arg(0), "stem", o.width, 7, 2, he(inChannels * 49)));
   x = g.create<plait::MaxPool2dOp>(x, ArrayRef<int64_t>{3, 3}, ArrayRef<int64_t>{2, 2},
@@ -507,6 +556,7 @@ struct Family {
   /// Fills in the sizes derived from others and checks them: "" or an error message.
   std::string (*resolve)(ZooOptions &) = nullptr;
   bool layerList = false; // --layers also takes a list, kept in ZooOptions::stages
+  bool batchNorm = false; // --batch-norm applies
 };
 
 const Family kFamilies[] = {
@@ -559,15 +609,16 @@ const Family kFamilies[] = {
      "ResNet-style classifier: 7x7 stride-2 stem conv, ReLU, 3x3 stride-2 max-pool, stages of "
      "basic residual blocks (two 3x3 convs with ReLU; each stage after the first doubles the "
      "channels and halves the size, with a 1x1 stride-2 projection shortcut), global average "
-     "pool, linear classifier, cross-entropy; no batch norm (the dialect has none), conv "
-     "biases instead. --layers N is N blocks per stage in 4 stages, or a list (2,2,2,2)",
+     "pool, linear classifier, cross-entropy; conv biases and no norms, or with --batch-norm "
+     "torchvision's convs without bias, each followed by a training-mode BatchNorm2d. "
+     "--layers N is N blocks per stage in 4 stages, or a list (2,2,2,2)",
      "x: f32 [batch, 3, image, image], y: i64 [batch]",
      [] {
        ZooOptions o;
        o.layers = 2, o.width = 8, o.batch = 4, o.image = 32, o.classes = 10;
        return o;
      }(),
-     false, buildResnet, resolveResnet, /*layerList=*/true},
+     false, buildResnet, resolveResnet, /*layerList=*/true, /*batchNorm=*/true},
 };
 
 /// "gpt, llama, mlp, cnn or resnet"
@@ -592,6 +643,8 @@ std::string flagsOf(const Family &family, const ZooOptions &o) {
   }
   if (family.hasNorm && o.decomposed)
     text += " --decomposed";
+  if (family.batchNorm && o.batchNorm)
+    text += " --batch-norm";
   return text.substr(1);
 }
 
@@ -603,6 +656,8 @@ std::string flagNamesOf(const Family &family) {
       text += fmt::format(", {}", size.flag);
   if (family.hasNorm)
     text += ", --decomposed";
+  if (family.batchNorm)
+    text += ", --batch-norm";
   return text.substr(2);
 }
 
@@ -640,6 +695,9 @@ int main(int argc, char **argv) {
   }
   app.add_flag("--decomposed", options.decomposed,
                "layer norm and GELU as the ONNX importer's decomposition (gpt, mlp)");
+  app.add_flag("--batch-norm", options.batchNorm,
+               "resnet: torchvision's convs without bias, each followed by a training-mode "
+               "BatchNorm2d (batch statistics; its running statistics buffers the step updates)");
   app.add_option("-o,--output", output, "output .mlir file (default: stdout)");
   app.add_flag("--list", list, "list the families and their defaults");
   try {
@@ -680,6 +738,9 @@ int main(int argc, char **argv) {
   if (options.decomposed && !family->hasNorm)
     return fail(fmt::format("--decomposed does not apply to family {} (it takes {})", family->name,
                             flagNamesOf(*family)));
+  if (options.batchNorm && !family->batchNorm)
+    return fail(fmt::format("--batch-norm does not apply to family {} (it takes {})",
+                            family->name, flagNamesOf(*family)));
   if (family->defaults.heads != 0 && options.width % options.heads != 0)
     return fail(fmt::format("--heads {} must divide --width {}", options.heads, options.width));
   if (family->resolve)
@@ -697,12 +758,15 @@ int main(int argc, char **argv) {
   llvm::raw_fd_ostream os(output, error, llvm::sys::fs::OF_Text);
   if (error)
     return fail("cannot write '" + output + "': " + error.message());
-  int64_t params = 0;
+  int64_t params = 0, buffers = 0;
   (*module)->walk([&](plait::ParamOp param) {
-    params += cast<RankedTensorType>(param.getType()).getNumElements();
+    (param.getBuffer() ? buffers : params) +=
+        cast<RankedTensorType>(param.getType()).getNumElements();
   });
   os << "// plait-zoo --family " << family->name << " " << flagsOf(*family, options)
-     << "\n// params: " << params << " f32 elements; blocks: " << blockCount(options) << "\n";
+     << "\n// params: " << params << " f32 elements; "
+     << (buffers > 0 ? fmt::format("buffers: {} f32 elements; ", buffers) : "")
+     << "blocks: " << blockCount(options) << "\n";
   (*module)->print(os);
   os.flush();
   if (os.has_error()) {

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""plait-zoo --family resnet --layers 1,1 --width 4 --image 16 --classes 3 --batch-norm against
+the same network in PyTorch (torchvision's structure: convs without bias, each followed by a
+training-mode BatchNorm2d): from plait's initial weights (INIT, saved by a run whose step
+leaves them unchanged), SGD with momentum on the zoo_data.py batches. Exits 1 unless the
+per-step losses agree within 1e-4 relative and the final weights, running statistics
+included, within rtol 1e-4 / atol 1e-5.
+
+  resnet_bn_parity.py DATA INIT.safetensors FINAL.safetensors LOG.jsonl --lr 0.05 --momentum 0.9
+"""
+import argparse
+import json
+import pathlib
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "e2e"))
+from train_parity import compare_training, read_safetensors  # noqa: E402
+
+# torch module -> plait-zoo prefix
+CONVS = {"stem": "stem", "b0c1": "blocks.0.conv1", "b0c2": "blocks.0.conv2",
+         "b1c1": "blocks.1.conv1", "b1c2": "blocks.1.conv2", "b1sc": "blocks.1.shortcut"}
+
+
+class ResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        shapes = {"stem": (3, 4, 7, 2), "b0c1": (4, 4, 3, 1), "b0c2": (4, 4, 3, 1),
+                  "b1c1": (4, 8, 3, 2), "b1c2": (8, 8, 3, 1), "b1sc": (4, 8, 1, 2)}
+        for name, (cin, cout, k, stride) in shapes.items():
+            setattr(self, name, nn.Conv2d(cin, cout, k, stride, k // 2, bias=False))
+            setattr(self, name + "_bn", nn.BatchNorm2d(cout))
+        self.head = nn.Linear(8, 3)
+
+    def conv(self, name, x):
+        return getattr(self, name + "_bn")(getattr(self, name)(x))
+
+    def forward(self, x, y):
+        x = F.max_pool2d(F.relu(self.conv("stem", x)), 3, 2, 1)
+        x = F.relu(x + self.conv("b0c2", F.relu(self.conv("b0c1", x))))
+        h = self.conv("b1c2", F.relu(self.conv("b1c1", x)))
+        x = F.relu(self.conv("b1sc", x) + h)
+        return F.cross_entropy(self.head(F.adaptive_avg_pool2d(x, 1).flatten(1)), y)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("data", type=pathlib.Path)
+    ap.add_argument("init")
+    ap.add_argument("final")
+    ap.add_argument("log")
+    ap.add_argument("--lr", type=float, required=True)
+    ap.add_argument("--momentum", type=float, required=True)
+    args = ap.parse_args()
+    init, final = read_safetensors(args.init), read_safetensors(args.final)
+    model = ResNet()
+    names = {"head.bias": "head.bias"}
+    with torch.no_grad():
+        for name, prefix in CONVS.items():
+            getattr(model, name).weight.copy_(torch.tensor(init[prefix + ".weight"]))
+            names[name + ".weight"] = prefix + ".weight"
+            for k in ("weight", "bias", "running_mean", "running_var"):
+                names[f"{name}_bn.{k}"] = f"{prefix}.bn.{k}"
+                if k in ("weight", "bias"):
+                    getattr(getattr(model, name + "_bn"), k).copy_(
+                        torch.tensor(init[f"{prefix}.bn.{k}"]))
+        model.head.weight.copy_(torch.tensor(init["head.weight"].T))  # plait: x @ [in, out]
+        model.head.bias.copy_(torch.tensor(init["head.bias"]))
+    x, y = np.load(args.data / "x.npy"), np.load(args.data / "y.npy")
+    losses = [json.loads(line)["loss"] for line in open(args.log)]
+    batch = model_batch = 4
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    torch_losses = []
+    for s in range(len(losses)):
+        first = (s * batch) % len(x)
+        loss = model(torch.tensor(x[first:first + model_batch]),
+                     torch.tensor(y[first:first + model_batch]))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        torch_losses.append(float(loss))
+    weights = {names[k]: v.detach().numpy() for k, v in model.state_dict().items() if k in names}
+    weights["head.weight"] = model.head.weight.detach().numpy().T
+    ok = compare_training("plait-zoo resnet --batch-norm", losses, final, torch_losses, weights)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
