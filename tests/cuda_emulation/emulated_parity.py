@@ -3,7 +3,8 @@
 
 For each sample (mlp, cnn, gpt) and precision (fp32, bf16-mixed), the GPT with its attention
 and norms decomposed, the GPT under ZeRO-3 on two ranks, LAMB (grouped, and sharded on two
-ranks) and plait-zoo's LLaMA in both precisions: compile one CPU plan, train it STEPS steps
+ranks), plait-zoo's LLaMA in both precisions and its ResNet with training-mode BatchNorm (on
+one rank and two): compile one CPU plan, train it STEPS steps
 with plait-run and with plait-run-emulated (every op that has a CUDA kernel of plait's own
 runs that kernel, under the emulation, on the same arena; tests/cuda_emulation/
 EmulatedBackend.cpp) on the same data, and compare the per-step losses as tests/gpu/run.sh
@@ -54,7 +55,18 @@ def cases():
     for precision in ("fp32", "bf16-mixed"):
         out.append(("llama-" + precision, "llama", TRAIN["gpt"] + ["--precision", precision],
                     precision, 1))
+    # plait-zoo's ResNet with training-mode BatchNorm: batch statistics over (N, H, W), the
+    # running statistics' buffers assigned at the end of the step; and on two ranks.
+    sgd = ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"]
+    out.append(("resnet-bn-fp32", "resnet", sgd, "fp32", 1))
+    out.append(("resnet-bn-zero3-w2", "resnet", sgd + ["--world-size", "2", "--strategy",
+                                                       "zero3"], "fp32", 2))
     return out
+
+
+# plait-zoo --family resnet --batch-norm at these sizes (zoo_data() writes its inputs).
+RESNET = ["--layers", "1,1", "--width", "4", "--batch", "4", "--image", "16", "--classes", "3",
+          "--batch-norm"]
 
 
 def llama_data(steps, directory):
@@ -62,6 +74,13 @@ def llama_data(steps, directory):
     rng = np.random.default_rng(7)
     for name in ("idx", "targets"):
         np.save(directory / (name + ".npy"), rng.integers(0, 64, size=(steps * 4, 16)))
+
+
+def resnet_data(steps, directory):
+    """The RESNET model's inputs: x f32 [4, 3, 16, 16] a step (two ranks' halves), y below 3."""
+    rng = np.random.default_rng(7)
+    np.save(directory / "x.npy", rng.standard_normal((steps * 4, 3, 16, 16)).astype(np.float32))
+    np.save(directory / "y.npy", rng.integers(0, 3, size=(steps * 4,)))
 
 
 def run(cmd, what):
@@ -83,18 +102,23 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
-        for sample in ("mlp", "cnn", "gpt", "llama"):
+        for sample in ("mlp", "cnn", "gpt", "llama", "resnet"):
             (work / sample).mkdir()
             if sample == "llama":
                 llama_data(args.steps, work / sample)
+            elif sample == "resnet":
+                resnet_data(args.steps, work / sample)
             else:
                 make_dataset(sample, args.steps, work / sample)
-        llama = work / "llama.mlir"
-        run([args.build / "bin" / "plait-zoo", "--family", "llama", "-o", llama], "plait-zoo")
+        zoo = {"llama": work / "llama.mlir", "resnet": work / "resnet.mlir"}
+        run([args.build / "bin" / "plait-zoo", "--family", "llama", "-o", zoo["llama"]],
+            "plait-zoo")
+        run([args.build / "bin" / "plait-zoo", "--family", "resnet", *RESNET, "-o",
+             zoo["resnet"]], "plait-zoo")
         print("%-22s %-6s %-12s %s" % ("case", "steps", "max rel diff", "emulated CUDA kernels"))
         for tag, sample, flags, precision, ranks in cases():
             plan = work / (tag + ".plan")
-            model = llama if sample == "llama" else ROOT / "samples" / sample / (sample + ".onnx")
+            model = zoo.get(sample, ROOT / "samples" / sample / (sample + ".onnx"))
             run([compile_bin, model, "--train", *flags, "-o", plan], "compile " + tag)
             logs = {}
             for side, binary in (("cpu", cpu_bin), ("emulated", emulated_bin)):
