@@ -2,6 +2,7 @@
 #include "runtime/cpu/ConvSupport.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
@@ -45,6 +46,17 @@ int64_t channelGrain(const ConvShape &s) {
   return grainFor(kElementGrain, s.window.kernel[0] * s.window.kernel[1] * s.outPlane());
 }
 
+/// The output columns [lo, hi) of one kernel column whose input column iw = ow * stride + off
+/// lies inside [0, width): the others read (im2col) or write (col2im) the padding. Bounds
+/// first, so the copies between them have no branch and vectorise.
+std::pair<int64_t, int64_t> validColumns(int64_t off, int64_t stride, int64_t width,
+                                         int64_t outWidth) {
+  auto floorDiv = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  int64_t lo = std::clamp(-floorDiv(off, stride), int64_t(0), outWidth); // ceil(-off / stride)
+  int64_t hi = std::clamp(floorDiv(width - 1 - off, stride) + 1, lo, outWidth);
+  return {lo, hi};
+}
+
 } // namespace
 
 template <typename T> void im2col(const T *x, const ConvShape &s, T *col) {
@@ -62,10 +74,16 @@ template <typename T> void im2col(const T *x, const ConvShape &s, T *col) {
               std::fill(dst, dst + s.outWidth, T(0));
               continue;
             }
-            const T *src = plane + ih * s.width;
-            int64_t iw = j * win.dilation[1] - win.padBegin[1];
-            for (int64_t ow = 0; ow < s.outWidth; ++ow, iw += win.stride[1])
-              dst[ow] = (iw >= 0 && iw < s.width) ? src[iw] : T(0);
+            const int64_t off = j * win.dilation[1] - win.padBegin[1], step = win.stride[1];
+            const auto [lo, hi] = validColumns(off, step, s.width, s.outWidth);
+            const T *src = plane + ih * s.width; // input column ow * step + off
+            std::fill(dst, dst + lo, T(0));
+            if (step == 1)
+              std::copy(src + lo + off, src + hi + off, dst + lo);
+            else
+              for (int64_t ow = lo; ow < hi; ++ow)
+                dst[ow] = src[ow * step + off];
+            std::fill(dst + hi, dst + s.outWidth, T(0));
           }
         }
   });
@@ -85,11 +103,11 @@ template <typename T> void col2im(const T *col, const ConvShape &s, T *x) {
             if (ih < 0 || ih >= s.height)
               continue;
             const T *src = row + oh * s.outWidth;
-            T *dst = plane + ih * s.width;
-            int64_t iw = j * win.dilation[1] - win.padBegin[1];
-            for (int64_t ow = 0; ow < s.outWidth; ++ow, iw += win.stride[1])
-              if (iw >= 0 && iw < s.width)
-                dst[iw] += src[ow];
+            const int64_t off = j * win.dilation[1] - win.padBegin[1], step = win.stride[1];
+            const auto [lo, hi] = validColumns(off, step, s.width, s.outWidth);
+            T *dst = plane + ih * s.width; // input column ow * step + off
+            for (int64_t ow = lo; ow < hi; ++ow)
+              dst[ow * step + off] += src[ow];
           }
         }
   });
