@@ -29,6 +29,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -256,6 +257,16 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
       return reportError(error);
     func = entryFunction(**module, options.modelPath);
   } else {
+    // Without a training step nothing persists: results that carry a buffer's value after the
+    // step (plait.buffer, e.g. a plait-zoo ResNet's running statistics) are not outputs.
+    llvm::BitVector bufferResults(func->getNumResults());
+    for (unsigned i = 0; i < func->getNumResults(); ++i)
+      bufferResults[i] = bool(func->getResultAttr(i, "plait.buffer"));
+    if (bufferResults.any()) {
+      Operation *ret = func->getBody().front().getTerminator();
+      ret->eraseOperands(bufferResults);
+      (void)func->eraseResults(bufferResults);
+    }
     // Nodes that no output reads (the training step drops its own) never run.
     eraseDeadOps(*func);
   }

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <functional>
-
 #include <memory>
 #include <optional>
 #include <string>
