@@ -542,6 +542,17 @@ std::string resolveResnet(ZooOptions &o) {
   if (channels > maxChannels)
     return fmt::format("--width {} doubled over {} stages is over {} channels", o.width,
                        o.stages.size(), maxChannels);
+  // The last stage's feature maps: the stem, the max-pool and each later stage halve them
+  // (rounding up). A BatchNorm over one value per channel has no variance to unbias (PyTorch
+  // refuses it in training too).
+  int64_t size = o.image;
+  for (size_t halvings = 0; halvings < o.stages.size() + 1; ++halvings)
+    size = (size + 1) / 2;
+  if (o.batchNorm && o.batch * size * size < 2)
+    return fmt::format("--batch-norm needs more than one value per channel, but the last "
+                       "stage's batch norms see {} image of {}x{} (give --batch 2 or more, or "
+                       "a larger --image)",
+                       o.batch, size, size);
   return "";
 }
 

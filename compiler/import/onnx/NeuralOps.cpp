@@ -124,7 +124,12 @@ LogicalResult importBatchNormTraining(NodeContext &ctx, RankedTensorType xType) 
     Value nodeOutput;
     Value running = ctx.bufferInput(out + 2, [&](Value buffer) -> Value {
       Value fresh = batch;
-      if (out == 2 && perChannel > 1)
+      if (out == 2 && perChannel < 2) {
+        (void)ctx.error("training over one value per channel has no batch variance to "
+                        "unbias (PyTorch refuses it too): give a larger batch");
+        return {};
+      }
+      if (out == 2)
         fresh = ctx.create<MulOp>(
             {batch, ctx.scalar(double(perChannel) / double(perChannel - 1), t)});
       Value next = fresh ? blend(buffer, fresh) : Value();

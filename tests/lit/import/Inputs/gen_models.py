@@ -551,6 +551,13 @@ def main():
                          ["n", "m2", "v2"], name="bn2", training_mode=1),
     ] + square_mean, [vi("x", F, [4, 3, 2, 2])], [vi("loss", F, [])], bn_inits, opset=15)
 
+    # Training-mode BatchNormalization over one value per channel ([1, 3]): no batch variance.
+    save("batchnorm_one_value", [
+        helper.make_node("BatchNormalization",
+                         ["x", "bn.scale", "bn.bias", "bn.running_mean", "bn.running_var"],
+                         ["n", "new_mean", "new_var"], name="bn", training_mode=1),
+    ] + square_mean, [vi("x", F, [1, 3])], [vi("loss", F, [])], bn_inits, opset=15)
+
     with open(os.path.join(OUT, "mlp.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:
