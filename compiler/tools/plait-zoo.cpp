@@ -119,9 +119,11 @@ public:
           {prefix + "." + name, add(kept, create<plait::MulOp>(batch, scalar(0.1f)))});
     };
     running("running_mean", "zeros", reshape(mean, {C}));
-    running("running_var", "ones",
-            create<plait::MulOp>(reshape(variance, {C}),
-                                 scalar(static_cast<float>(n) / static_cast<float>(n - 1))));
+    // n / (n - 1), marked with n so that plait-divide-batch rescales it (DivideBatch.h).
+    auto unbias = b.create<plait::ConstantOp>(
+        loc, DenseElementsAttr::get(tensor({}), static_cast<float>(n) / static_cast<float>(n - 1)));
+    unbias->setAttr("plait.unbiased_count", b.getI64IntegerAttr(n));
+    running("running_var", "ones", create<plait::MulOp>(reshape(variance, {C}), unbias));
     return y;
   }
 

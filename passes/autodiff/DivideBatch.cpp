@@ -221,6 +221,27 @@ LogicalResult divideBatch(func::FuncOp func, int64_t microBatches) {
     return func.emitError("--micro-batches ")
            << microBatches << " does not divide the batch " << batch
            << " (the leading dimension of argument " << nameOf(first) << ")";
+  // A constant marked plait.unbiased_count = N is n / (n - 1) for a statistic over N values
+  // that the batch multiplies (a BatchNorm's unbiased running variance): it follows the batch
+  // to N / K values.
+  for (auto constant : body.getOps<ConstantOp>()) {
+    auto count = constant->getAttrOfType<IntegerAttr>("plait.unbiased_count");
+    if (!count)
+      continue;
+    int64_t n = count.getInt();
+    auto type = dyn_cast<RankedTensorType>(constant.getType());
+    if (n % microBatches != 0 || n / microBatches < 2 || !type ||
+        !isa<FloatType>(type.getElementType()) || type.getNumElements() != 1)
+      return constant.emitOpError("plait.unbiased_count ")
+             << n << " does not divide into " << microBatches
+             << " micro-batches of at least 2 values each (or the constant is not a float "
+                "scalar)";
+    double m = double(n / microBatches);
+    constant.setValueAttr(DenseElementsAttr::get(
+        type, FloatAttr::get(type.getElementType(), m / (m - 1)).getValue()));
+    constant->setAttr("plait.unbiased_count",
+                      IntegerAttr::get(count.getType(), n / microBatches));
+  }
   BatchDivider divider(microBatches, batch);
   for (BlockArgument arg : body.getArguments()) {
     Shape shape(cast<RankedTensorType>(arg.getType()).getShape());

@@ -19,7 +19,9 @@ namespace plait {
 /// the whole batch dimension keeps taking all of it. Ops that read nothing batched (params,
 /// constants) are unchanged. Fails with a diagnostic at the op that cannot follow the batch (a
 /// constant or attribute that pins it, a reshape that splits it), when an argument does not
-/// lead with B, or when K does not divide B.
+/// lead with B, or when K does not divide B. A scalar float constant marked
+/// `plait.unbiased_count = N` is n / (n - 1) for a statistic over N values of the batch (a
+/// BatchNorm's unbiased running variance, as plait-zoo writes it): it becomes that of N / K.
 mlir::LogicalResult divideBatch(mlir::func::FuncOp func, int64_t microBatches);
 
 } // namespace plait

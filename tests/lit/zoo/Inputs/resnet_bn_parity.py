@@ -7,6 +7,7 @@ per-step losses agree within 1e-4 relative and the final weights, running statis
 included, within rtol 1e-4 / atol 1e-5.
 
   resnet_bn_parity.py DATA INIT.safetensors FINAL.safetensors LOG.jsonl --lr 0.05 --momentum 0.9
+                      [--micro-batches K]
 """
 import argparse
 import json
@@ -55,6 +56,9 @@ def main():
     ap.add_argument("log")
     ap.add_argument("--lr", type=float, required=True)
     ap.add_argument("--momentum", type=float, required=True)
+    ap.add_argument("--micro-batches", type=int, default=1,
+                    help="each step accumulates this many equal micro-batches (each updating "
+                         "the running statistics in turn)")
     args = ap.parse_args()
     init, final = read_safetensors(args.init), read_safetensors(args.final)
     model = ResNet()
@@ -72,17 +76,19 @@ def main():
         model.head.bias.copy_(torch.tensor(init["head.bias"]))
     x, y = np.load(args.data / "x.npy"), np.load(args.data / "y.npy")
     losses = [json.loads(line)["loss"] for line in open(args.log)]
-    batch = model_batch = 4
+    batch, k = 4, args.micro_batches
+    micro = batch // k
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     torch_losses = []
     for s in range(len(losses)):
-        first = (s * batch) % len(x)
-        loss = model(torch.tensor(x[first:first + model_batch]),
-                     torch.tensor(y[first:first + model_batch]))
         opt.zero_grad()
-        loss.backward()
+        total = 0.0
+        for m in range((s * batch) % len(x), (s * batch) % len(x) + batch, micro):
+            loss = model(torch.tensor(x[m:m + micro]), torch.tensor(y[m:m + micro])) / k
+            loss.backward()
+            total += float(loss)
         opt.step()
-        torch_losses.append(float(loss))
+        torch_losses.append(total)
     weights = {names[k]: v.detach().numpy() for k, v in model.state_dict().items() if k in names}
     weights["head.weight"] = model.head.weight.detach().numpy().T
     ok = compare_training("plait-zoo resnet --batch-norm", losses, final, torch_losses, weights)
