@@ -280,6 +280,10 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
       report["optimizations"]["fuse_norm"] =
           fmt::format("{} (off: --no-fused-norm)", fmt::join(clauses, "; "));
   }
+  // --sync-batch-norm: the statistics averaged over the ranks (forward and backward, per
+  // micro-batch, replays included).
+  if (auto sync = module->getAttrOfType<DictionaryAttr>("plait.sync_means"))
+    report["sync_batch_norm"] = scalarsToJson(sync);
   if (auto folded = module->getAttrOfType<DictionaryAttr>("plait.fold_transposes")) {
     auto get = [&](const char *key) { return folded.getAs<IntegerAttr>(key).getInt(); };
     report["fusion"]["fold_transposes"] = scalarsToJson(folded);
@@ -503,6 +507,16 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
                           "updated by each forward, saved with the params, whole on "
                           "every rank)\n",
                           buffers);
+      if (report.contains("sync_batch_norm")) {
+        const auto &sync = report["sync_batch_norm"];
+        int64_t world = sync["world_size"].get<int64_t>();
+        os << fmt::format("  sync batch norm  : {} statistics a step ({} elements), the global "
+                          "batch's: {}\n",
+                          sync["statistics"].get<int64_t>(), sync["elements"].get<int64_t>(),
+                          world > 1 ? fmt::format("{} all-reduces (mean) over {} ranks",
+                                                  sync["all_reduces"].get<int64_t>(), world)
+                                    : std::string("one rank holds all of it"));
+      }
     }
     os << fmt::format("  gradients        : {} bytes (kept for the optimizer step)\n",
                       m["grads"].get<int64_t>());

@@ -22,6 +22,7 @@
 #include "passes/Passes.h"
 #include "passes/analysis/MemoryPlan.h"
 #include "passes/autodiff/DivideBatch.h"
+#include "passes/sharding/SyncMeans.h"
 #include "passes/sharding/VerifyCollectives.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -63,10 +64,15 @@ FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOption
     importOptions.microBatches = options.train.enabled ? options.train.microBatches : 1;
     // A training step carries BatchNorm's running statistics from step to step.
     importOptions.buffers = options.train.enabled;
+    importOptions.syncBatchNorm = options.train.syncBatchNorm;
     return importOnnxFile(ctx, path, importOptions);
   }
   if (!options.constInputs.empty())
     return emitError(UnknownLoc::get(&ctx)) << path << ": --const-input applies to ONNX models only";
+  if (options.train.syncBatchNorm)
+    return emitError(UnknownLoc::get(&ctx))
+           << path << ": --sync-batch-norm applies to ONNX models only (a .mlir model writes "
+           << "plait.sync_mean for each statistic to synchronise)";
   if (options.upgradeOpset)
     return emitError(UnknownLoc::get(&ctx))
            << path << ": --upgrade-opset applies to ONNX models only";
@@ -229,6 +235,12 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     return 1;
   if (std::string error = dumpStage(options, "00-imported.mlir", **module); !error.empty())
     return reportError(error);
+  if (options.train.syncBatchNorm && (**module).walk([](SyncMeanOp) {
+        return WalkResult::interrupt();
+      }).wasInterrupted() == false)
+    return reportError(fmt::format("{}: --sync-batch-norm: the model has no training-mode "
+                                   "BatchNormalization whose statistics to synchronise",
+                                   options.modelPath));
   // What the passes that depend on the target read (plait-fuse-elementwise: no bf16 fused
   // sums on CUDA).
   if (options.device == "cuda")
@@ -267,6 +279,9 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
       ret->eraseOperands(bufferResults);
       (void)func->eraseResults(bufferResults);
     }
+    // Without a training step a rank's statistics are its own (plait.sync_mean: its operand).
+    if (failed(lowerSyncMeans(**module, *func, 1)))
+      return 1;
     // Nodes that no output reads (the training step drops its own) never run.
     eraseDeadOps(*func);
   }

@@ -42,6 +42,7 @@ struct TrainOptions {
   double minLr = 0;
   int64_t microBatches = 1; // --micro-batches: the model's batch split into this many
   std::string precision = "fp32"; // --precision fp32 | bf16-mixed
+  bool syncBatchNorm = false;     // --sync-batch-norm: BatchNorm statistics over every rank
 };
 
 /// Data-parallel placement (--world-size, --strategy, ...): the plait-shard and

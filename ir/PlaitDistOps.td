@@ -162,4 +162,23 @@ def Plait_SyncGradOp : Plait_Op<"sync_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Plait_SyncMeanOp : Plait_Op<"sync_mean", [Pure, SameOperandsAndResultType]> {
+  let summary = "a statistic of this rank's batch, averaged over every data-parallel rank";
+  let description = [{
+    What makes a BatchNorm synchronised (PyTorch's SyncBatchNorm): each rank holds a
+    statistic of its slice of the global batch (a per-channel mean over equally many values
+    on every rank), and the result is its mean over all ranks, which is the statistic of the
+    global batch. Its gradient is the same mean of the gradient. The ONNX importer writes it
+    under --sync-batch-norm; plait-shard lowers it to an all_reduce (mean) over every rank,
+    or to its operand at world size 1.
+
+    ```mlir
+    %m = plait.sync_mean %local : tensor<1x8x1x1xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$input);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 #endif // PLAIT_DIST_OPS_TD

@@ -615,6 +615,12 @@ PLAIT_VJP(AvgPool2dOp) {
 // Data movement
 //===----------------------------------------------------------------------===//
 
+// A mean over the data-parallel ranks is linear and the same on every rank: its gradient is
+// the same mean of the result's gradient (each rank's loss reads every rank's statistic).
+PLAIT_VJP(SyncMeanOp) {
+  og[0] = g.b.create<SyncMeanOp>(g.loc, rg[0]);
+  return success();
+}
 PLAIT_VJP(ReshapeOp) {
   if (isFloatTensor(op.getX()))
     og[0] = g.reshape(rg[0], op.getX().getType());
@@ -839,6 +845,7 @@ void registerVJPInterfaces(DialectRegistry &registry) {
     MaxPool2dOp::attachInterface<MaxPool2dOpVJP>(*ctx);
     AvgPool2dOp::attachInterface<AvgPool2dOpVJP>(*ctx);
     ReshapeOp::attachInterface<ReshapeOpVJP>(*ctx);
+    SyncMeanOp::attachInterface<SyncMeanOpVJP>(*ctx);
     TransposeOp::attachInterface<TransposeOpVJP>(*ctx);
     BroadcastToOp::attachInterface<BroadcastToOpVJP>(*ctx);
     SliceOp::attachInterface<SliceOpVJP>(*ctx);

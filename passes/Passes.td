@@ -191,6 +191,12 @@ def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
 
     Frozen params stay replicated and are not communicated. The step's loss is unchanged
     (plait-insert-collectives averages it over the ranks).
+
+    A `plait.sync_mean` (a synchronised BatchNorm's statistic) becomes an all_reduce (mean)
+    over every rank, or its operand on one rank; a constant marked `plait.unbiased_ranks`
+    (n / (n - 1) for n values of this rank's batch, `plait.unbiased_count = n`) becomes that
+    of n * world-size values. The module records `plait.sync_means` {all_reduces,
+    statistics, elements, world_size}.
   }];
   let options = [
     Option<"worldSize", "world-size", "int64_t", "1", "number of data-parallel ranks">,

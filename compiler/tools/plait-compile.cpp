@@ -132,6 +132,10 @@ int main(int argc, char **argv) {
   app.add_option("--micro-batches", train.microBatches,
                  "split the batch into K micro-batches: one forward and backward each, "
                  "gradients accumulated, one optimizer update");
+  app.add_flag("--sync-batch-norm", train.syncBatchNorm,
+               "training-mode BatchNorm normalises with the global batch's statistics, "
+               "averaged over the data-parallel ranks (PyTorch's SyncBatchNorm): two all-reduces "
+               "in each BatchNorm's forward and two in its backward (ONNX models)");
   app.add_option("--precision", train.precision,
                  "fp32, or bf16-mixed: bf16 forward and backward, f32 master weights and "
                  "optimizer state, gradients reduced in bf16")
@@ -200,7 +204,7 @@ int main(int argc, char **argv) {
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
-                           "--micro-batches", "--precision"})
+                           "--micro-batches", "--precision", "--sync-batch-norm"})
     if (app.count(flag) && !train.enabled) {
       std::cerr << "plait-compile: " << flag << " needs --train\n";
       return 1;

@@ -43,6 +43,7 @@ struct ZooOptions {
   std::vector<int64_t> stages; // resnet: residual blocks per stage (--layers N or N,N,...)
   bool decomposed = false;     // layer norm and GELU as the ONNX importer's decomposition
   bool batchNorm = false;      // resnet: torchvision's convs without bias + BatchNorm2d
+  bool syncBatchNorm = false;  // resnet --batch-norm: statistics over every rank (plait.sync_mean)
 };
 
 /// A size whose default is derived from the others (llama's --ffn from --width).
@@ -96,15 +97,17 @@ public:
   /// as the ONNX importer decomposes it: the batch's mean and (population) variance per
   /// channel, normalised, scaled by `prefix.weight` and shifted by `prefix.bias`. Its running
   /// mean and variance are buffers whose new values (the variance unbiased) finish() returns
-  /// as results marked plait.buffer.
-  Value batchNorm(Value x, const std::string &prefix) {
+  /// as results marked plait.buffer. With `sync` (SyncBatchNorm) the mean and variance are
+  /// plait.sync_means, and the unbiasing counts every rank's values (plait.unbiased_ranks).
+  Value batchNorm(Value x, const std::string &prefix, bool sync) {
     ArrayRef<int64_t> shape = shapeOf(x);
     const int64_t C = shape[1], n = shape[0] * shape[2] * shape[3];
     const SmallVector<int64_t> axes{0, 2, 3};
-    Value mean = create<plait::ReduceMeanOp>(x, ArrayRef<int64_t>(axes));
+    auto synced = [&](Value local) { return sync ? create<plait::SyncMeanOp>(local) : local; };
+    Value mean = synced(create<plait::ReduceMeanOp>(x, ArrayRef<int64_t>(axes)));
     Value centred = create<plait::SubOp>(x, mean);
-    Value variance =
-        create<plait::ReduceMeanOp>(create<plait::MulOp>(centred, centred), ArrayRef<int64_t>(axes));
+    Value variance = synced(create<plait::ReduceMeanOp>(create<plait::MulOp>(centred, centred),
+                                                        ArrayRef<int64_t>(axes)));
     Value normalised =
         create<plait::MulOp>(centred, create<plait::RsqrtOp>(add(variance, scalar(1e-5f))));
     Value scale = reshape(param(prefix + ".weight", {C}, "ones"), {C, 1, 1});
@@ -123,6 +126,8 @@ public:
     auto unbias = b.create<plait::ConstantOp>(
         loc, DenseElementsAttr::get(tensor({}), static_cast<float>(n) / static_cast<float>(n - 1)));
     unbias->setAttr("plait.unbiased_count", b.getI64IntegerAttr(n));
+    if (sync)
+      unbias->setAttr("plait.unbiased_ranks", b.getUnitAttr());
     running("running_var", "ones", create<plait::MulOp>(reshape(variance, {C}), unbias));
     return y;
   }
@@ -466,7 +471,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildResnet(MLIRContext &ctx, const ZooOptions 
     Value y = g.create<plait::Conv2dOp>(x, w, bias, ArrayRef<int64_t>{stride, stride},
                                         ArrayRef<int64_t>{pad, pad, pad, pad},
                                         /*dilations=*/ones, 1);
-    return o.batchNorm ? g.batchNorm(y, prefix + ".bn") : y;
+    return o.batchNorm ? g.batchNorm(y, prefix + ".bn", o.syncBatchNorm) : y;
   };
   auto he = [](int64_t fanIn) { return normal(std::sqrt(2.0 / static_cast<double>(fanIn))); };
   const double branchScale =
@@ -658,6 +663,8 @@ std::string flagsOf(const Family &family, const ZooOptions &o) {
     text += " --decomposed";
   if (family.batchNorm && o.batchNorm)
     text += " --batch-norm";
+  if (family.batchNorm && o.syncBatchNorm)
+    text += " --sync-batch-norm";
   return text.substr(1);
 }
 
@@ -670,7 +677,7 @@ std::string flagNamesOf(const Family &family) {
   if (family.hasNorm)
     text += ", --decomposed";
   if (family.batchNorm)
-    text += ", --batch-norm";
+    text += ", --batch-norm, --sync-batch-norm";
   return text.substr(2);
 }
 
@@ -711,6 +718,9 @@ int main(int argc, char **argv) {
   app.add_flag("--batch-norm", options.batchNorm,
                "resnet: torchvision's convs without bias, each followed by a training-mode "
                "BatchNorm2d (batch statistics; its running statistics buffers the step updates)");
+  app.add_flag("--sync-batch-norm", options.syncBatchNorm,
+               "resnet --batch-norm: SyncBatchNorm, the statistics of the global batch "
+               "(plait.sync_mean: averaged over the data-parallel ranks in training)");
   app.add_option("-o,--output", output, "output .mlir file (default: stdout)");
   app.add_flag("--list", list, "list the families and their defaults");
   try {
@@ -754,6 +764,8 @@ int main(int argc, char **argv) {
   if (options.batchNorm && !family->batchNorm)
     return fail(fmt::format("--batch-norm does not apply to family {} (it takes {})",
                             family->name, flagNamesOf(*family)));
+  if (options.syncBatchNorm && !options.batchNorm)
+    return fail("--sync-batch-norm needs --batch-norm");
   if (family->defaults.heads != 0 && options.width % options.heads != 0)
     return fail(fmt::format("--heads {} must divide --width {}", options.heads, options.width));
   if (family->resolve)

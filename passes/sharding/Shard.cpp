@@ -4,6 +4,7 @@
 #include "passes/Passes.h"
 #include "passes/sharding/FlatUnit.h"
 #include "passes/sharding/Placement.h"
+#include "passes/sharding/SyncMeans.h"
 #include "passes/analysis/MemoryPlan.h"
 
 #include <deque>
@@ -279,6 +280,8 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       module.emitError("clip-grad-norm must be >= 0, got ") << clipGradNorm;
       return signalPassFailure();
     }
+    if (failed(lowerSyncMeans(module, *func, worldSize)))
+      return signalPassFailure();
 
     Block &body = func->getBody().front();
     DenseMap<Operation *, int64_t> position;

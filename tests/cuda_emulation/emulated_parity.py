@@ -4,7 +4,7 @@
 For each sample (mlp, cnn, gpt) and precision (fp32, bf16-mixed), the GPT with its attention
 and norms decomposed, the GPT under ZeRO-3 on two ranks, LAMB (grouped, and sharded on two
 ranks), plait-zoo's LLaMA in both precisions and its ResNet with training-mode BatchNorm (on
-one rank and two): compile one CPU plan, train it STEPS steps
+one rank and two, and synchronised on two): compile one CPU plan, train it STEPS steps
 with plait-run and with plait-run-emulated (every op that has a CUDA kernel of plait's own
 runs that kernel, under the emulation, on the same arena; tests/cuda_emulation/
 EmulatedBackend.cpp) on the same data, and compare the per-step losses as tests/gpu/run.sh
@@ -61,6 +61,10 @@ def cases():
     out.append(("resnet-bn-fp32", "resnet", sgd, "fp32", 1))
     out.append(("resnet-bn-zero3-w2", "resnet", sgd + ["--world-size", "2", "--strategy",
                                                        "zero3"], "fp32", 2))
+    # SyncBatchNorm: the statistics all-reduced (on the communication stream on a GPU) in the
+    # middle of the forward and of the backward.
+    out.append(("resnet-sync-bn-zero3-w2", "resnet-sync",
+                sgd + ["--world-size", "2", "--strategy", "zero3"], "fp32", 2))
     return out
 
 
@@ -110,11 +114,14 @@ def main():
                 resnet_data(args.steps, work / sample)
             else:
                 make_dataset(sample, args.steps, work / sample)
-        zoo = {"llama": work / "llama.mlir", "resnet": work / "resnet.mlir"}
+        zoo = {"llama": work / "llama.mlir", "resnet": work / "resnet.mlir",
+               "resnet-sync": work / "resnet-sync.mlir"}
         run([args.build / "bin" / "plait-zoo", "--family", "llama", "-o", zoo["llama"]],
             "plait-zoo")
         run([args.build / "bin" / "plait-zoo", "--family", "resnet", *RESNET, "-o",
              zoo["resnet"]], "plait-zoo")
+        run([args.build / "bin" / "plait-zoo", "--family", "resnet", *RESNET,
+             "--sync-batch-norm", "-o", zoo["resnet-sync"]], "plait-zoo")
         print("%-22s %-6s %-12s %s" % ("case", "steps", "max rel diff", "emulated CUDA kernels"))
         for tag, sample, flags, precision, ranks in cases():
             plan = work / (tag + ".plan")
@@ -123,7 +130,8 @@ def main():
             logs = {}
             for side, binary in (("cpu", cpu_bin), ("emulated", emulated_bin)):
                 logs[side] = work / ("%s-%s.jsonl" % (tag, side))
-                p = run([binary, plan, "--data", work / sample, "--steps", args.steps,
+                data = work / ("resnet" if sample.startswith("resnet") else sample)
+                p = run([binary, plan, "--data", data, "--steps", args.steps,
                          "--log-jsonl", logs[side], "--timeout", 120, "--nproc", ranks],
                         "train %s (%s)" % (tag, side))
                 if side == "emulated":

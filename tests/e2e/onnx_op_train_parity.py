@@ -434,7 +434,10 @@ class BatchNorms(nn.Module):
     as each forward of an accumulating PyTorch loop does), with --recompute all, and on 2
     ranks (each rank normalises with its own slice's statistics and keeps its own running
     statistics, which are rank 0's in the saved weights, as DistributedDataParallel with
-    broadcast_buffers gives them) under ddp and under zero3 with 2 micro-batches."""
+    broadcast_buffers gives them) under ddp and under zero3 with 2 micro-batches. With
+    --sync-batch-norm on 2 ranks (ddp; zero3 with 2 micro-batches and recompute) the
+    statistics are the global batch's, as PyTorch's SyncBatchNorm computes them: the
+    reference is one process training on the ranks' slices together."""
     inputs = "xy"
     training_export = True
     batch = 16
@@ -442,7 +445,12 @@ class BatchNorms(nn.Module):
                 ("recompute all", ["--recompute", "all"]),
                 ("2 ranks, ddp", ["--world-size", "2", "--strategy", "ddp"]),
                 ("2 ranks, zero3, 2 micro-batches",
-                 ["--world-size", "2", "--strategy", "zero3", "--micro-batches", "2"])]
+                 ["--world-size", "2", "--strategy", "zero3", "--micro-batches", "2"]),
+                ("2 ranks, ddp, sync batch norm",
+                 ["--world-size", "2", "--strategy", "ddp", "--sync-batch-norm"]),
+                ("2 ranks, zero3, 2 micro-batches, recompute all, sync batch norm",
+                 ["--world-size", "2", "--strategy", "zero3", "--micro-batches", "2",
+                  "--recompute", "all", "--sync-batch-norm"])]
 
     def __init__(self):
         super().__init__()
@@ -508,7 +516,8 @@ MODELS = {"batch_norm": BatchNorms, "conv_transpose": Decoder, "einsum": Einsumm
           "volumetric": Volumetric}
 
 
-def train_torch(model, data, steps, batch=BATCH, optimizer=None, micro_batches=1, world=1):
+def train_torch(model, data, steps, batch=BATCH, optimizer=None, micro_batches=1, world=1,
+                sync=False):
     """PyTorch's per-step losses and final weights, `batch` samples a step (SGD with this
     file's momentum unless `optimizer`, a function of the parameters, makes another). With
     `world` W, as DistributedDataParallel on W ranks: rank r computes on the r-th of W equal
@@ -516,8 +525,10 @@ def train_torch(model, data, steps, batch=BATCH, optimizer=None, micro_batches=1
     running statistics) rank 0's, as broadcast_buffers keeps them. With `micro_batches` K,
     each rank's slice is K equal micro-batches whose gradients are accumulated (the mean of
     their losses, as plait-compile --micro-batches). The loss is the mean over ranks and
-    micro-batches. BatchNorm's num_batches_tracked, which the ONNX export does not carry, is
-    left out of the weights."""
+    micro-batches. With `sync` (SyncBatchNorm), one process computes each micro-batch of every
+    rank at once (rank 0's slice, then rank 1's, ...): BatchNorm's statistics are then those of
+    all the ranks' values, and its buffers everyone's. BatchNorm's num_batches_tracked, which
+    the ONNX export does not carry, is left out of the weights."""
     opt = (optimizer or (lambda p: torch.optim.SGD(p, lr=LR, momentum=MOMENTUM)))(
         model.parameters())
     losses = []
@@ -527,7 +538,15 @@ def train_torch(model, data, steps, batch=BATCH, optimizer=None, micro_batches=1
         opt.zero_grad()
         total = 0.0
         kept = None  # rank 0's buffers after its forwards
-        for r in range(world):
+        if sync:
+            for m in range(micro_batches):
+                firsts = [s * batch + r * per_rank + m * micro for r in range(world)]
+                args = [torch.from_numpy(np.concatenate([data[k][f:f + micro] for f in firsts]))
+                        for k in model.inputs]
+                loss = model(*args) / micro_batches
+                loss.backward()
+                total += float(loss)
+        for r in range(world if not sync else 0):
             if r == 1:
                 kept = {k: v.clone() for k, v in model.named_buffers()}
             for m in range(micro_batches):
@@ -585,12 +604,13 @@ def run_model(name, bindir, steps):
         if expected and any(fused.get(k) != v for k, v in expected.items()):
             print(f"{name}: plait-fuse-norm fused {fused}, expected {expected}")
             return False
-        # (label, plan, threads, micro-batches, ranks, the exported module): the plan on 1 and
+        # (label, plan, threads, micro-batches, ranks, the exported module, --sync-batch-norm):
         # 2 threads, then each of the model's variants (more plait-compile flags) on 1. A
         # variant on W ranks compiles a model exported at batch / W: a training-mode export's
         # trace updates the running statistics once, and its ONNX file holds them so, so each
         # export's module is its reference's start.
-        runs = [("1 thread", plan, 1, 1, 1, model), ("2 threads", plan, 2, 1, 1, model)]
+        runs = [("1 thread", plan, 1, 1, 1, model, False),
+                ("2 threads", plan, 2, 1, 1, model, False)]
         for label, flags in getattr(model, "variants", []):
             variant = tmp / f"{name}-{len(runs)}.plan"
             world, source, exported = flag_value(flags, "--world-size"), onnx_path, model
@@ -600,9 +620,9 @@ def run_model(name, bindir, steps):
             subprocess.run([bindir / "plait-compile", source, "-o", variant, *sgd, *flags],
                            check=True)
             runs.append((label, variant, 1, flag_value(flags, "--micro-batches"), world,
-                         exported))
+                         exported, "--sync-batch-norm" in flags))
         results = []
-        for label, run_plan, threads, micro, world, exported in runs:
+        for label, run_plan, threads, micro, world, exported, sync in runs:
             log, weights = tmp / f"log{len(results)}.jsonl", tmp / f"w{len(results)}.safetensors"
             command = [bindir / "plait-run", run_plan, "--data", tmp / "data", "--steps",
                        str(steps), "--threads", str(threads), "--log-jsonl", log,
@@ -611,16 +631,16 @@ def run_model(name, bindir, steps):
                 command = ["timeout", "240", "mpirun", "--oversubscribe", "--allow-run-as-root",
                            "-np", str(world)] + command
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-            results.append((label, micro, world, exported,
+            results.append((label, micro, world, exported, sync,
                             [json.loads(line)["loss"] for line in log.read_text().splitlines()],
                             read_safetensors(weights)))
     ok = True
     references = {}
-    for label, micro, world, exported, losses, weights in results:
-        key = (micro, world, id(exported))
+    for label, micro, world, exported, sync, losses, weights in results:
+        key = (micro, world, id(exported), sync)
         if key not in references:
             references[key] = train_torch(copy.deepcopy(exported), data, steps, batch=batch,
-                                          micro_batches=micro, world=world)
+                                          micro_batches=micro, world=world, sync=sync)
         ok &= compare_training(f"{name} ({label})", losses, weights, *references[key])
     return ok
 

@@ -53,6 +53,9 @@ public:
   mlir::Location loc() const { return loc_; }
   mlir::OpBuilder &builder();
   mlir::MLIRContext *context();
+  /// OnnxImportOptions::syncBatchNorm: a training-mode BatchNormalization's statistics are
+  /// averaged over the data-parallel ranks.
+  bool syncBatchNorm() const;
 
   //===--- Inputs ----------------------------------------------------------===//
   unsigned numInputs() const;

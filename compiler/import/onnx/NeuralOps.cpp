@@ -78,10 +78,26 @@ Value perChannel(NodeContext &ctx, Value v, int64_t rank) {
 /// mean and (biased) variance of `x` over `axes`, kept as size-1 dimensions; returns x - mean and
 /// the variance.
 std::optional<std::pair<Value, Value>> centredAndVariance(NodeContext &ctx, Value x,
-                                                          llvm::ArrayRef<int64_t> axes);
+                                                          llvm::ArrayRef<int64_t> axes,
+                                                          bool sync = false);
 
 /// Training-mode BatchNormalization: normalises with the batch's statistics, and computes the
 /// running statistics (outputs 1 and 2) as input * momentum + batch * (1 - momentum).
+/// n / (n - 1), a batch variance's unbiasing over n values per channel. Synchronised, n is this
+/// rank's count: the constant is its own, marked for plait-shard to count every rank's values
+/// (plait.unbiased_ranks).
+Value unbias(NodeContext &ctx, int64_t n, Type t, bool sync) {
+  double factor = double(n) / double(n - 1);
+  if (!sync)
+    return ctx.scalar(factor, t);
+  auto type = RankedTensorType::get({}, t);
+  auto constant = ctx.builder().create<ConstantOp>(
+      ctx.loc(), DenseElementsAttr::get(type, FloatAttr::get(t, factor).getValue()));
+  constant->setAttr("plait.unbiased_count", ctx.builder().getI64IntegerAttr(n));
+  constant->setAttr("plait.unbiased_ranks", ctx.builder().getUnitAttr());
+  return constant.getResult();
+}
+
 LogicalResult importBatchNormTraining(NodeContext &ctx, RankedTensorType xType) {
   int64_t rank = xType.getRank(), channels = xType.getDimSize(1);
   double eps = ctx.floatAttr("epsilon", 1e-5), momentum = ctx.floatAttr("momentum", 0.9);
@@ -91,7 +107,8 @@ LogicalResult importBatchNormTraining(NodeContext &ctx, RankedTensorType xType) 
   llvm::SmallVector<int64_t> axes{0};
   for (int64_t d = 2; d < rank; ++d)
     axes.push_back(d);
-  auto stats = centredAndVariance(ctx, x, axes);
+  bool sync = ctx.syncBatchNorm();
+  auto stats = centredAndVariance(ctx, x, axes, sync);
   if (!stats)
     return failure();
   Type t = xType.getElementType();
@@ -124,14 +141,13 @@ LogicalResult importBatchNormTraining(NodeContext &ctx, RankedTensorType xType) 
     Value nodeOutput;
     Value running = ctx.bufferInput(out + 2, [&](Value buffer) -> Value {
       Value fresh = batch;
-      if (out == 2 && perChannel < 2) {
+      if (out == 2 && perChannel < 2 && !sync) {
         (void)ctx.error("training over one value per channel has no batch variance to "
                         "unbias (PyTorch refuses it too): give a larger batch");
         return {};
       }
       if (out == 2)
-        fresh = ctx.create<MulOp>(
-            {batch, ctx.scalar(double(perChannel) / double(perChannel - 1), t)});
+        fresh = ctx.create<MulOp>({batch, unbias(ctx, perChannel, t, sync)});
       Value next = fresh ? blend(buffer, fresh) : Value();
       if (out == 1)
         nodeOutput = next;
@@ -192,14 +208,17 @@ LogicalResult importBatchNorm(NodeContext &ctx) {
 }
 
 /// mean and (biased) variance of `x` over `axes`, kept as size-1 dimensions; returns x - mean and
-/// the variance.
+/// the variance. With `sync`, both are plait.sync_means: the global batch's, each rank holding
+/// an equal slice of it.
 std::optional<std::pair<Value, Value>> centredAndVariance(NodeContext &ctx, Value x,
-                                                          llvm::ArrayRef<int64_t> axes) {
+                                                          llvm::ArrayRef<int64_t> axes,
+                                                          bool sync) {
   llvm::SmallVector<NamedAttribute> attrs{ctx.arrayAttr("axes", axes), ctx.boolAttr("keepdims", true)};
-  Value mean = ctx.create<ReduceMeanOp>({x}, attrs);
+  auto synced = [&](Value local) { return sync && local ? ctx.create<SyncMeanOp>({local}) : local; };
+  Value mean = synced(ctx.create<ReduceMeanOp>({x}, attrs));
   Value d = mean ? ctx.create<SubOp>({x, mean}) : Value();
   Value sq = d ? ctx.create<MulOp>({d, d}) : Value();
-  Value var = sq ? ctx.create<ReduceMeanOp>({sq}, attrs) : Value();
+  Value var = synced(sq ? ctx.create<ReduceMeanOp>({sq}, attrs) : Value());
   if (!var)
     return std::nullopt;
   return std::make_pair(d, var);

@@ -81,6 +81,8 @@ Value NodeContext::constantInput(unsigned i) {
   return value ? constant(*value) : Value();
 }
 
+bool NodeContext::syncBatchNorm() const { return graph_.opts.syncBatchNorm; }
+
 Value NodeContext::bufferInput(unsigned i, const std::function<Value(Value)> &updated) {
   ValueEntry *entry = hasInput(i) ? graph_.lookup(node_, node_.input(i)) : nullptr;
   if (!graph_.opts.buffers || !entry || entry->kind != ValueEntry::Kind::Param || !entry->type ||

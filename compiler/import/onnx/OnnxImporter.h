@@ -41,6 +41,11 @@ struct OnnxImportOptions {
   /// the training step carries them from step to step. Off: they are constants and the
   /// node's running-statistics outputs are ordinary values (ONNX's semantics).
   bool buffers = false;
+  /// Synchronised BatchNorm (PyTorch's SyncBatchNorm): a training-mode BatchNormalization's
+  /// batch mean and variance are plait.sync_means, the statistics of the global batch once
+  /// plait-shard lowers them for the world size, and its running variance's n / (n - 1) is
+  /// marked to count every rank's values (plait.unbiased_ranks).
+  bool syncBatchNorm = false;
 };
 
 /// Imports the ONNX model at `path` (opsets 13-17 of the default domain) as a module holding

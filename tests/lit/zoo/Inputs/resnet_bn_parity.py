@@ -7,7 +7,12 @@ per-step losses agree within 1e-4 relative and the final weights, running statis
 included, within rtol 1e-4 / atol 1e-5.
 
   resnet_bn_parity.py DATA INIT.safetensors FINAL.safetensors LOG.jsonl --lr 0.05 --momentum 0.9
-                      [--micro-batches K]
+                      [--micro-batches K] [--world W --sync]
+
+With --world W --sync (plait-zoo --sync-batch-norm on W ranks, each computing 4 samples of a
+global batch of 4 W): PyTorch's SyncBatchNorm, that is one process computing each micro-batch
+of every rank at once, the statistics and running statistics those of the global
+micro-batch.
 """
 import argparse
 import json
@@ -59,7 +64,11 @@ def main():
     ap.add_argument("--micro-batches", type=int, default=1,
                     help="each step accumulates this many equal micro-batches (each updating "
                          "the running statistics in turn)")
+    ap.add_argument("--world", type=int, default=1, help="ranks, each computing 4 samples")
+    ap.add_argument("--sync", action="store_true", help="SyncBatchNorm over the ranks")
     args = ap.parse_args()
+    if args.world > 1 and not args.sync:
+        ap.error("--world needs --sync (the ranks' own statistics are not modelled here)")
     init, final = read_safetensors(args.init), read_safetensors(args.final)
     model = ResNet()
     names = {"head.bias": "head.bias"}
@@ -76,15 +85,19 @@ def main():
         model.head.bias.copy_(torch.tensor(init["head.bias"]))
     x, y = np.load(args.data / "x.npy"), np.load(args.data / "y.npy")
     losses = [json.loads(line)["loss"] for line in open(args.log)]
-    batch, k = 4, args.micro_batches
-    micro = batch // k
+    per_rank, k, world = 4, args.micro_batches, args.world
+    batch, micro = per_rank * world, per_rank // k
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     torch_losses = []
     for s in range(len(losses)):
         opt.zero_grad()
         total = 0.0
-        for m in range((s * batch) % len(x), (s * batch) % len(x) + batch, micro):
-            loss = model(torch.tensor(x[m:m + micro]), torch.tensor(y[m:m + micro])) / k
+        start = (s * batch) % len(x)
+        for m in range(k):  # micro-batch m of every rank, rank 0's first
+            rows = np.concatenate([np.arange(start + r * per_rank + m * micro,
+                                             start + r * per_rank + (m + 1) * micro)
+                                   for r in range(world)])
+            loss = model(torch.tensor(x[rows]), torch.tensor(y[rows])) / k
             loss.backward()
             total += float(loss)
         opt.step()
