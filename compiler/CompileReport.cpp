@@ -503,7 +503,7 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
       os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}\n", optimizer,
                         lr.value("lr", 0.0), lr.value("kind", ""), decay, detail);
       if (int64_t buffers = t.value("buffers", int64_t(0)); buffers > 0)
-        os << fmt::format("  buffers          : {} (never trained: running statistics, "
+        os << fmt::format("  buffers          : {} (never trained: running statistics and forward counts, "
                           "updated by each forward, saved with the params, whole on "
                           "every rank)\n",
                           buffers);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -65,10 +66,15 @@ FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOption
     // A training step carries BatchNorm's running statistics from step to step.
     importOptions.buffers = options.train.enabled;
     importOptions.syncBatchNorm = options.train.syncBatchNorm;
+    importOptions.paddingIdx = options.train.paddingIdx;
     return importOnnxFile(ctx, path, importOptions);
   }
   if (!options.constInputs.empty())
     return emitError(UnknownLoc::get(&ctx)) << path << ": --const-input applies to ONNX models only";
+  if (!options.train.paddingIdx.empty())
+    return emitError(UnknownLoc::get(&ctx))
+           << path << ": --padding-idx applies to ONNX models only (a .mlir model sets "
+           << "padding_idx on its plait.gather)";
   if (options.train.syncBatchNorm)
     return emitError(UnknownLoc::get(&ctx))
            << path << ": --sync-batch-norm applies to ONNX models only (a .mlir model writes "
@@ -241,6 +247,20 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     return reportError(fmt::format("{}: --sync-batch-norm: the model has no training-mode "
                                    "BatchNormalization whose statistics to synchronise",
                                    options.modelPath));
+  // --padding-idx: each initializer named must be an embedding table some Gather reads.
+  if (!options.train.paddingIdx.empty()) {
+    std::set<std::string> padded;
+    (**module).walk([&](GatherOp gather) {
+      if (auto param = gather.getData().getDefiningOp<ParamOp>(); param && gather.getPaddingIdx())
+        padded.insert(param.getName().str());
+    });
+    for (const auto &[name, row] : options.train.paddingIdx)
+      if (!padded.count(name))
+        return reportError(fmt::format("{}: --padding-idx {}={}: no Gather reads an initializer "
+                                       "named '{}' (an embedding table's, as it is named in the "
+                                       "ONNX file)",
+                                       options.modelPath, name, row, name));
+  }
   // What the passes that depend on the target read (plait-fuse-elementwise: no bf16 fused
   // sums on CUDA).
   if (options.device == "cuda")

@@ -43,6 +43,7 @@ struct TrainOptions {
   int64_t microBatches = 1; // --micro-batches: the model's batch split into this many
   std::string precision = "fp32"; // --precision fp32 | bf16-mixed
   bool syncBatchNorm = false;     // --sync-batch-norm: BatchNorm statistics over every rank
+  std::map<std::string, int64_t> paddingIdx; // --padding-idx NAME=ROW: embedding padding rows
 };
 
 /// Data-parallel placement (--world-size, --strategy, ...): the plait-shard and

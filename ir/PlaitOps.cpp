@@ -863,6 +863,21 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   return success();
 }
 
+LogicalResult GatherOp::verify() {
+  if (!getPaddingIdx())
+    return success();
+  auto padding = static_cast<int64_t>(*getPaddingIdx()); // I64Attr getters return uint64_t
+  auto data = cast<RankedTensorType>(getData().getType());
+  auto axis = static_cast<int64_t>(getAxis());
+  if (normalizeAxis(axis, data.getRank()) != 0)
+    return emitOpError("padding_idx needs axis 0 (an embedding table's rows), got axis ")
+           << axis;
+  int64_t rows = data.getDimSize(0);
+  if (padding < -rows || padding >= rows)
+    return emitOpError("padding_idx ") << padding << " is not a row of a table of " << rows;
+  return success();
+}
+
 LogicalResult CastOp::verify() {
   if (getX().getType().getShape() != getType().getShape())
     return emitOpError("changes the shape from ") << shapeToString(getX().getType().getShape())

@@ -758,15 +758,23 @@ def Plait_GatherOp : Plait_Op<"gather", [Pure, InferTypeOpAdaptor]> {
     data.shape[axis], negative ones counting from the end; any other index is a runtime
     error. `data` may have any element type, i1 included.
 
+    With `padding_idx` p (axis 0 only, as nn.Embedding's padding_idx): the gradient of row p
+    is zero, whatever reads the lookups of it (PyTorch's embedding backward skips those
+    lookups); the forward is unchanged. p is in [-n, n), negative counting from the end.
+
     ```mlir
     %e = plait.gather %table, %ids {axis = 0 : i64}
+        : (tensor<100x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
+    %p = plait.gather %table, %ids {padding_idx = 0 : i64}
         : (tensor<100x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
     ```
   }];
   let arguments = (ins Plait_Tensor:$data, Plait_IndexTensor:$indices,
-                       DefaultValuedAttr<I64Attr, "0">:$axis);
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Plait_Tensor:$result);
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Plait_CastOp : Plait_Op<"cast", [Pure]> {

@@ -593,7 +593,7 @@ PLAIT_VJP(Conv2dGradInputOp) {
 // it): its adjoint gathers the result's gradient back at the same indices.
 PLAIT_VJP(GatherGradOp) {
   og[0] = g.b.create<GatherOp>(g.loc, op.getGrad().getType(), rg[0], op.getIndices(),
-                               op.getAxisAttr());
+                               op.getAxisAttr(), /*padding_idx=*/IntegerAttr());
   return success();
 }
 
@@ -733,7 +733,30 @@ PLAIT_VJP(SplitOp) {
 PLAIT_VJP(GatherOp) {
   if (!isFloatTensor(op.getData()))
     return success();
-  og[0] = g.b.create<GatherGradOp>(g.loc, op.getData().getType(), rg[0], op.getIndices(),
+  Value grad = rg[0];
+  if (auto padding = op.getPaddingIdx()) {
+    // The lookups of the padding row (p, or p - n as a negative index) send no gradient.
+    Value indices = op.getIndices();
+    auto indexType = rankedType(indices);
+    int64_t rows = rankedType(op.getData()).getDimSize(0);
+    auto row = static_cast<int64_t>(*padding); // I64Attr getters return uint64_t
+    int64_t p = row < 0 ? row + rows : row;
+    auto index = [&](int64_t v) -> Value {
+      auto type = RankedTensorType::get({}, indexType.getElementType());
+      return g.b.create<ConstantOp>(
+          g.loc, DenseElementsAttr::get(type, g.b.getIntegerAttr(type.getElementType(), v)));
+    };
+    Value atRow = g.b.create<EqualOp>(g.loc, indices, index(p));
+    Value fromEnd = g.b.create<EqualOp>(g.loc, indices, index(p - rows));
+    Value padded = g.b.create<OrOp>(g.loc, atRow, fromEnd);
+    // [indices..., 1, ...]: one flag per lookup, over its row of the gradient.
+    SmallVector<int64_t> shape(indexType.getShape());
+    shape.append(size_t(rankedType(grad).getRank() - indexType.getRank()), 1);
+    Value flags = g.b.create<ReshapeOp>(
+        g.loc, RankedTensorType::get(shape, rankedType(padded).getElementType()), padded);
+    grad = g.where(flags, g.scalar(grad, 0.0), grad);
+  }
+  og[0] = g.b.create<GatherGradOp>(g.loc, op.getData().getType(), grad, op.getIndices(),
                                    op.getAxisAttr());
   return success();
 }

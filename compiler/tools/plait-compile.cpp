@@ -1,5 +1,6 @@
 // plait-compile: compiles a model file (.onnx or .mlir) into a plan. A thin main over Pipeline.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -74,6 +75,10 @@ int main(int argc, char **argv) {
   app.add_option("--lr-scale", train.lrScale,
                  "per-param learning-rate factors 'REGEX=F,...' (first match wins, the others "
                  "1), as torch param groups with lr = F * --lr");
+  std::vector<std::string> paddingIdx;
+  app.add_option("--padding-idx", paddingIdx,
+                 "an embedding's padding row 'INITIALIZER=ROW' (repeatable), as nn.Embedding's "
+                 "padding_idx, which the ONNX export drops: its row gets no gradient");
   app.add_option("--param-group", train.paramGroups,
                  "per-param optimizer settings 'REGEX:KEY=V,...' (repeatable; the first "
                  "matching group wins; keys betas=B1/B2, eps, momentum, weight_decay, "
@@ -204,7 +209,8 @@ int main(int argc, char **argv) {
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
-                           "--micro-batches", "--precision", "--sync-batch-norm"})
+                           "--micro-batches", "--precision", "--sync-batch-norm",
+                           "--padding-idx"})
     if (app.count(flag) && !train.enabled) {
       std::cerr << "plait-compile: " << flag << " needs --train\n";
       return 1;
@@ -238,6 +244,22 @@ int main(int argc, char **argv) {
       std::cerr << "plait-compile: " << flag << " must be >= 0, got " << value << "\n";
       return 1;
     }
+  for (const std::string &entry : paddingIdx) {
+    size_t eq = entry.rfind('=');
+    int64_t row = 0;
+    std::string rowText = eq == std::string::npos ? "" : entry.substr(eq + 1);
+    auto [end, ec] = std::from_chars(rowText.data(), rowText.data() + rowText.size(), row);
+    if (eq == std::string::npos || eq == 0 || rowText.empty() || ec != std::errc() ||
+        end != rowText.data() + rowText.size()) {
+      std::cerr << "plait-compile: --padding-idx expects INITIALIZER=ROW (an integer row), got '"
+                << entry << "'\n";
+      return 1;
+    }
+    if (!train.paddingIdx.emplace(entry.substr(0, eq), row).second) {
+      std::cerr << "plait-compile: --padding-idx names '" << entry.substr(0, eq) << "' twice\n";
+      return 1;
+    }
+  }
   if (app.count("--eps") && !(train.eps > 0)) { // negative would mean the default
     std::cerr << "plait-compile: --eps must be > 0, got " << train.eps << "\n";
     return 1;

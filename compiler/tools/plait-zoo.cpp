@@ -97,7 +97,7 @@ public:
   /// as the ONNX importer decomposes it: the batch's mean and (population) variance per
   /// channel, normalised, scaled by `prefix.weight` and shifted by `prefix.bias`. Its running
   /// mean and variance are buffers whose new values (the variance unbiased) finish() returns
-  /// as results marked plait.buffer. With `sync` (SyncBatchNorm) the mean and variance are
+  /// as results marked plait.buffer, and so is `prefix.num_batches_tracked`, its forwards. With `sync` (SyncBatchNorm) the mean and variance are
   /// plait.sync_means, and the unbiasing counts every rank's values (plait.unbiased_ranks).
   Value batchNorm(Value x, const std::string &prefix, bool sync) {
     ArrayRef<int64_t> shape = shapeOf(x);
@@ -129,6 +129,13 @@ public:
     if (sync)
       unbias->setAttr("plait.unbiased_ranks", b.getUnitAttr());
     running("running_var", "ones", create<plait::MulOp>(reshape(variance, {C}), unbias));
+    // num_batches_tracked: the forwards, counted from 0.
+    auto i64 = RankedTensorType::get({}, b.getI64Type());
+    auto count = b.create<plait::ParamOp>(loc, i64, prefix + ".num_batches_tracked",
+                                          ElementsAttr(), b.getStringAttr("zeros"));
+    count.setBuffer(true);
+    Value one = b.create<plait::ConstantOp>(loc, DenseElementsAttr::get(i64, int64_t(1)));
+    bufferUpdates.push_back({prefix + ".num_batches_tracked", add(count, one)});
     return y;
   }
 
@@ -270,7 +277,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt(MLIRContext &ctx, const ZooOptions &o)
   // GPT-2's init: N(0, 0.02), residual projections scaled by 1/sqrt(2 * layers).
   const std::string init = normal(0.02), residualInit = normal(0.02 / std::sqrt(2.0 * o.layers));
 
-  Value x = g.create<plait::GatherOp>(g.param("wte.weight", {V, D}, init), g.arg(0));
+  Value x = g.create<plait::GatherOp>(g.param("wte.weight", {V, D}, init), g.arg(0),
+                                     /*axis=*/uint64_t(0), /*padding_idx=*/IntegerAttr());
   x = g.add(x, g.param("wpe.weight", {S, D}, normal(0.01)));
   const CausalAttention attention(ctx, g, S, hd);
 
@@ -355,7 +363,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &ctx, const ZooOptions &
   // N(0, 0.02) as Hugging Face's LLaMA, residual projections scaled as in buildGpt.
   const std::string init = normal(0.02), residualInit = normal(0.02 / std::sqrt(2.0 * o.layers));
 
-  Value x = g.create<plait::GatherOp>(g.param("embed.weight", {V, D}, init), g.arg(0));
+  Value x = g.create<plait::GatherOp>(g.param("embed.weight", {V, D}, init), g.arg(0),
+                                     /*axis=*/uint64_t(0), /*padding_idx=*/IntegerAttr());
   const CausalAttention attention(ctx, g, S, hd);
   const RotaryEmbedding rope(g, S, hd);
   for (int64_t i = 0; i < o.layers; ++i) {
@@ -783,14 +792,21 @@ int main(int argc, char **argv) {
   llvm::raw_fd_ostream os(output, error, llvm::sys::fs::OF_Text);
   if (error)
     return fail("cannot write '" + output + "': " + error.message());
-  int64_t params = 0, buffers = 0;
+  int64_t params = 0, buffers = 0, counters = 0;
   (*module)->walk([&](plait::ParamOp param) {
-    (param.getBuffer() ? buffers : params) +=
-        cast<RankedTensorType>(param.getType()).getNumElements();
+    auto type = cast<RankedTensorType>(param.getType());
+    if (!param.getBuffer())
+      params += type.getNumElements();
+    else if (type.getElementType().isInteger(64))
+      counters += type.getNumElements();
+    else
+      buffers += type.getNumElements();
   });
   os << "// plait-zoo --family " << family->name << " " << flagsOf(*family, options)
      << "\n// params: " << params << " f32 elements; "
-     << (buffers > 0 ? fmt::format("buffers: {} f32 elements; ", buffers) : "")
+     << (buffers > 0 ? fmt::format("buffers: {} f32 elements, {} i64 counts; ", buffers,
+                                   counters)
+                     : "")
      << "blocks: " << blockCount(options) << "\n";
   (*module)->print(os);
   os.flush();

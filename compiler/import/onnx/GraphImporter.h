@@ -52,6 +52,10 @@ public:
   const HostTensor *constantValue(const onnx::NodeProto &node, llvm::StringRef name,
                                   ValueEntry &entry);
   mlir::Value constant(const HostTensor &value, mlir::Location loc);
+  /// A new i64 scalar buffer `name` (zero at the start) that each forward increments, as
+  /// PyTorch's BatchNorm counts its forwards in num_batches_tracked; null when the graph
+  /// already names a value or param so.
+  mlir::Value counterBuffer(const std::string &name, mlir::Location loc);
   std::string runtimeDependencyHint(llvm::StringRef name);
   std::string nodeName(const onnx::NodeProto &node) const;
 

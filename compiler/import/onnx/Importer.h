@@ -56,6 +56,8 @@ public:
   /// OnnxImportOptions::syncBatchNorm: a training-mode BatchNormalization's statistics are
   /// averaged over the data-parallel ranks.
   bool syncBatchNorm() const;
+  /// OnnxImportOptions::paddingIdx's row for the initializer `name`, if it names one.
+  std::optional<int64_t> paddingIdx(llvm::StringRef name) const;
 
   //===--- Inputs ----------------------------------------------------------===//
   unsigned numInputs() const;
@@ -75,6 +77,10 @@ public:
   /// `buffer`, and `updated` an extra function result naming it. Else constantInput(i), and
   /// `updated` stays what the node's output says. Null after an error.
   mlir::Value bufferInput(unsigned i, const std::function<mlir::Value(mlir::Value)> &updated);
+  /// A new i64 scalar buffer `name`, zero at the start, that each forward increments (a
+  /// BatchNorm's num_batches_tracked); null, without an error, when the graph already has a
+  /// value of that name.
+  mlir::Value counterBuffer(const std::string &name);
   /// The folded value of input `i` when it is an import-time constant (never a param).
   const HostTensor *foldedInput(unsigned i);
   /// True when every present input is an import-time constant, so the node can be folded.

@@ -163,6 +163,14 @@ LogicalResult importBatchNormTraining(NodeContext &ctx, RankedTensorType xType) 
       return failure();
     ctx.setOutput(out, nodeOutput);
   }
+  // PyTorch's third buffer, num_batches_tracked, is not in the export: the forwards of this
+  // run are counted under its name, next to the running mean's (`<prefix>.running_mean`), so
+  // that the saved weights hold every key of the module's state_dict.
+  llvm::StringRef meanName = ctx.inputName(3);
+  auto meanParam = ctx.hasInput(3) ? ctx.input(3).getDefiningOp<ParamOp>() : ParamOp();
+  if (meanParam && meanParam.getBuffer() && meanName.ends_with(".running_mean"))
+    (void)ctx.counterBuffer(meanName.drop_back(strlen(".running_mean")).str() +
+                            ".num_batches_tracked");
   // BatchNormalization-9's saved_mean and saved_var: the batch's mean and (population)
   // variance.
   if (ctx.hasOutput(3))

@@ -83,6 +83,13 @@ Value NodeContext::constantInput(unsigned i) {
 
 bool NodeContext::syncBatchNorm() const { return graph_.opts.syncBatchNorm; }
 
+std::optional<int64_t> NodeContext::paddingIdx(llvm::StringRef name) const {
+  auto it = graph_.opts.paddingIdx.find(name.str());
+  if (it == graph_.opts.paddingIdx.end())
+    return std::nullopt;
+  return it->second;
+}
+
 Value NodeContext::bufferInput(unsigned i, const std::function<Value(Value)> &updated) {
   ValueEntry *entry = hasInput(i) ? graph_.lookup(node_, node_.input(i)) : nullptr;
   if (!graph_.opts.buffers || !entry || entry->kind != ValueEntry::Kind::Param || !entry->type ||
@@ -105,6 +112,10 @@ Value NodeContext::bufferInput(unsigned i, const std::function<Value(Value)> &up
     return {};
   graph_.bufferUpdates.push_back({op.getName().str(), next});
   return param;
+}
+
+Value NodeContext::counterBuffer(const std::string &name) {
+  return graph_.counterBuffer(name, loc_);
 }
 
 const HostTensor *NodeContext::foldedInput(unsigned i) {

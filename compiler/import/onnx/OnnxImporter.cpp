@@ -92,6 +92,24 @@ Value GraphImporter::constant(const HostTensor &value, Location loc) {
   return op.getResult();
 }
 
+Value GraphImporter::counterBuffer(const std::string &name, Location loc) {
+  if (values.count(name) || paramCache_.count(name))
+    return {};
+  for (const onnx::TensorProto &init : model.graph().initializer())
+    if (init.name() == name)
+      return {};
+  auto type = RankedTensorType::get({}, IntegerType::get(&ctx, 64));
+  auto op = prologue.create<ParamOp>(loc, type, StringAttr::get(&ctx, name), ElementsAttr(),
+                                     StringAttr::get(&ctx, "zeros"));
+  op.setBuffer(true);
+  prologue.setInsertionPointAfter(op);
+  paramCache_[name] = op.getResult();
+  Value one = constant(HostTensor::splatInt(ElemKind::I64, {}, 1), loc);
+  Value next = builder.create<AddOp>(loc, op.getResult(), one);
+  bufferUpdates.push_back({name, next});
+  return op.getResult();
+}
+
 Value GraphImporter::materialize(llvm::StringRef name, ValueEntry &entry) {
   if (entry.value)
     return entry.value;

@@ -46,6 +46,10 @@ struct OnnxImportOptions {
   /// plait-shard lowers them for the world size, and its running variance's n / (n - 1) is
   /// marked to count every rank's values (plait.unbiased_ranks).
   bool syncBatchNorm = false;
+  /// nn.Embedding's padding_idx, which torch.onnx.export drops: initializer name -> row. A
+  /// Gather (axis 0) of that initializer becomes a plait.gather with `padding_idx`, whose row
+  /// gets no gradient. A name that no such Gather reads is an error.
+  std::map<std::string, int64_t> paddingIdx;
 };
 
 /// Imports the ONNX model at `path` (opsets 13-17 of the default domain) as a module holding

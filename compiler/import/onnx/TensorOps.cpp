@@ -621,7 +621,19 @@ LogicalResult importGather(NodeContext &ctx) {
   Value data = ctx.input(0), indices = ctx.input(1);
   if (!data || !indices)
     return failure();
-  return ctx.setResult(ctx.create<GatherOp>({data, indices}, {ctx.i64Attr("axis", *axis)}));
+  llvm::SmallVector<NamedAttribute> attrs{ctx.i64Attr("axis", *axis)};
+  // --padding-idx: an embedding table's padding row (the export drops nn.Embedding's).
+  if (auto padding = ctx.paddingIdx(ctx.inputName(0)); padding && data.getDefiningOp<ParamOp>()) {
+    if (*axis != 0)
+      return ctx.error("--padding-idx " + ctx.inputName(0) + "=" + llvm::Twine(*padding) +
+                       ": the Gather is along axis " + llvm::Twine(*axis) +
+                       ", not the table's rows (axis 0)");
+    if (*padding < -type.getDimSize(0) || *padding >= type.getDimSize(0))
+      return ctx.error("--padding-idx " + ctx.inputName(0) + "=" + llvm::Twine(*padding) +
+                       ": not a row of a table of " + llvm::Twine(type.getDimSize(0)));
+    attrs.push_back(ctx.i64Attr("padding_idx", *padding));
+  }
+  return ctx.setResult(ctx.create<GatherOp>({data, indices}, attrs));
 }
 
 /// Dropout in training mode: x times plait.dropout_mask, drawn afresh every step (the

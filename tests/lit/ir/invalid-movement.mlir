@@ -394,6 +394,22 @@ func.func @gather_axis(%d: tensor<10x4xf32>, %i: tensor<2xi64>) {
 
 // -----
 
+func.func @gather_padding_axis(%d: tensor<10x4xf32>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{'plait.gather' op padding_idx needs axis 0 (an embedding table's rows), got axis 1}}
+  %0 = plait.gather %d, %i {axis = 1 : i64, padding_idx = 0 : i64} : (tensor<10x4xf32>, tensor<2xi64>) -> tensor<10x2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_padding_row(%d: tensor<10x4xf32>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{'plait.gather' op padding_idx -11 is not a row of a table of 10}}
+  %0 = plait.gather %d, %i {padding_idx = -11 : i64} : (tensor<10x4xf32>, tensor<2xi64>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
 func.func @gather_float_indices(%d: tensor<10x4xf32>, %i: tensor<2xf32>) {
   // expected-error @+1 {{'plait.gather' op operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values, but got 'tensor<2xf32>'}}
   %0 = plait.gather %d, %i : (tensor<10x4xf32>, tensor<2xf32>) -> tensor<2x4xf32>

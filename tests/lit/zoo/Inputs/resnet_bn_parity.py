@@ -4,7 +4,7 @@ the same network in PyTorch (torchvision's structure: convs without bias, each f
 training-mode BatchNorm2d): from plait's initial weights (INIT, saved by a run whose step
 leaves them unchanged), SGD with momentum on the zoo_data.py batches. Exits 1 unless the
 per-step losses agree within 1e-4 relative and the final weights, running statistics
-included, within rtol 1e-4 / atol 1e-5.
+included (num_batches_tracked too: both count from 0), within rtol 1e-4 / atol 1e-5.
 
   resnet_bn_parity.py DATA INIT.safetensors FINAL.safetensors LOG.jsonl --lr 0.05 --momentum 0.9
                       [--micro-batches K] [--world W --sync]
@@ -76,7 +76,7 @@ def main():
         for name, prefix in CONVS.items():
             getattr(model, name).weight.copy_(torch.tensor(init[prefix + ".weight"]))
             names[name + ".weight"] = prefix + ".weight"
-            for k in ("weight", "bias", "running_mean", "running_var"):
+            for k in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked"):
                 names[f"{name}_bn.{k}"] = f"{prefix}.bn.{k}"
                 if k in ("weight", "bias"):
                     getattr(getattr(model, name + "_bn"), k).copy_(
