@@ -81,8 +81,6 @@ std::optional<std::pair<Value, Value>> centredAndVariance(NodeContext &ctx, Valu
                                                           llvm::ArrayRef<int64_t> axes,
                                                           bool sync = false);
 
-/// Training-mode BatchNormalization: normalises with the batch's statistics, and computes the
-/// running statistics (outputs 1 and 2) as input * momentum + batch * (1 - momentum).
 /// n / (n - 1), a batch variance's unbiasing over n values per channel. Synchronised, n is this
 /// rank's count: the constant is its own, marked for plait-shard to count every rank's values
 /// (plait.unbiased_ranks).
@@ -98,6 +96,8 @@ Value unbias(NodeContext &ctx, int64_t n, Type t, bool sync) {
   return constant.getResult();
 }
 
+/// Training-mode BatchNormalization: normalises with the batch's statistics, and computes the
+/// running statistics (outputs 1 and 2) as input * momentum + batch * (1 - momentum).
 LogicalResult importBatchNormTraining(NodeContext &ctx, RankedTensorType xType) {
   int64_t rank = xType.getRank(), channels = xType.getDimSize(1);
   double eps = ctx.floatAttr("epsilon", 1e-5), momentum = ctx.floatAttr("momentum", 0.9);
