@@ -268,18 +268,23 @@ def run_plait(bindir, plan, datadir, steps, threads, work):
     return statistics.median(ms[WARMUP:])
 
 
+def timed_step(model, opt, args):
+    """One PyTorch training step (forward, backward, optimizer step) on `args`, in ms."""
+    start = time.perf_counter()
+    loss = model(*args)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return (time.perf_counter() - start) * 1e3
+
+
 def run_torch(model, data, names, steps, threads):
     torch.set_num_threads(threads)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     ms = []
     for s in range(steps):
         args = [torch.from_numpy(data[k][s * BATCH:(s + 1) * BATCH]) for k in names]
-        start = time.perf_counter()
-        loss = model(*args)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        ms.append((time.perf_counter() - start) * 1e3)
+        ms.append(timed_step(model, opt, args))
     return statistics.median(ms[WARMUP:])
 
 

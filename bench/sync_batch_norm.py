@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 
 import numpy as np
@@ -34,7 +33,7 @@ import torch.multiprocessing as mp
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from onnx_ops_step import BatchNorm, make_data  # noqa: E402
+from onnx_ops_step import BatchNorm, make_data, timed_step  # noqa: E402
 
 WARMUP = 3
 BATCH = 8  # per rank
@@ -68,12 +67,7 @@ def torch_rank(rank, port, data, steps, out):
         first = (s * WORLD + rank) * BATCH
         args = [torch.from_numpy(data[k][first:first + BATCH]) for k in BatchNorm.shapes]
         dist.barrier()
-        t0 = time.perf_counter()
-        loss = model(*args)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        ms.append((time.perf_counter() - t0) * 1e3)
+        ms.append(timed_step(model, opt, args))
     if rank == 0:
         out.put(statistics.median(ms[WARMUP:]))
     dist.destroy_process_group()

@@ -93,11 +93,9 @@ Value GraphImporter::constant(const HostTensor &value, Location loc) {
 }
 
 Value GraphImporter::counterBuffer(const std::string &name, Location loc) {
+  // Initializers are all in `values` (bindInitializers runs before any node).
   if (values.count(name) || paramCache_.count(name))
     return {};
-  for (const onnx::TensorProto &init : model.graph().initializer())
-    if (init.name() == name)
-      return {};
   auto type = RankedTensorType::get({}, IntegerType::get(&ctx, 64));
   auto op = prologue.create<ParamOp>(loc, type, StringAttr::get(&ctx, name), ElementsAttr(),
                                      StringAttr::get(&ctx, "zeros"));
