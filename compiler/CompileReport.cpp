@@ -221,6 +221,11 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         "{} fused kernel results written over an operand that dies at the kernel ({} bytes "
         "that need no buffer; off: --no-inplace-elementwise)",
         memory.elementwiseAliases, memory.elementwiseAliasBytes);
+  if (memory.mapAliases > 0)
+    report["optimizations"]["map_alias"] = fmt::format(
+        "{} results of unfused elementwise ops written over an operand that dies at the op "
+        "({} bytes that need no buffer; off: --no-inplace-elementwise)",
+        memory.mapAliases, memory.mapAliasBytes);
   if (memory.collectiveAliases > 0)
     report["optimizations"]["collective_alias"] = fmt::format(
         "{} all-reduces done in place, their result in their operand's bytes (MPI_IN_PLACE; "

@@ -82,7 +82,7 @@ struct CompileOptions {
   int64_t memLimit = 0;                       // --mem-limit in bytes per rank; 0: none
   bool inPlaceUpdates = true;                 // off: --no-inplace-updates
   bool reshapeAlias = true;                   // reshapes copy nothing; off: --no-reshape-alias
-  bool inPlaceElementwise = true;             // fused results over dying operands (CPU plans);
+  bool inPlaceElementwise = true;             // elementwise results over dying operands (CPU);
                                               // off: --no-inplace-elementwise
   bool inPlaceCollectives = true;             // all-reduces in their operand's bytes;
                                               // off: --no-inplace-collectives

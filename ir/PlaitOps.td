@@ -64,9 +64,17 @@ def Plait_ConstantOp : Plait_Op<"constant", [ConstantLike, Pure, InferTypeOpAdap
 // Elementwise unary ops (result type = operand type)
 //===----------------------------------------------------------------------===//
 
+// Marks the elementwise maps (unary, binary, where): each result element is computed from the
+// operands' elements at its index, so the memory plan may store the result over an operand
+// that dies at the op (ir/PlaitTraits.h).
+def Plait_ElementwiseMap : NativeOpTrait<"ElementwiseMap"> {
+  let cppNamespace = "::plait::traits";
+}
+
 class Plait_UnaryOp<string mnemonic, string doc, Type operandType = Plait_FloatTensor,
                     list<Trait> traits = []> :
-    Plait_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+    Plait_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, Plait_ElementwiseMap],
+                              traits)> {
   let summary = doc;
   // Extra semantics of one op, appended to the shared description.
   string semantics = "";
@@ -113,7 +121,7 @@ def Plait_SignOp : Plait_UnaryOp<"sign", "-1, 0 or 1 by the sign of x", Plait_Nu
 }
 def Plait_NotOp : Plait_UnaryOp<"not", "logical negation", Plait_BoolTensor>;
 
-def Plait_GeluOp : Plait_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Plait_GeluOp : Plait_Op<"gelu", [Pure, SameOperandsAndResultType, Plait_ElementwiseMap]> {
   let summary = "Gaussian error linear unit";
   let description = [{
     Elementwise. `approximate` is "none" (the default) or "tanh":
@@ -131,7 +139,7 @@ def Plait_GeluOp : Plait_Op<"gelu", [Pure, SameOperandsAndResultType]> {
 }
 
 class Plait_UnaryAlphaOp<string mnemonic, string doc, string alphaDefault> :
-    Plait_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    Plait_Op<mnemonic, [Pure, SameOperandsAndResultType, Plait_ElementwiseMap]> {
   let summary = doc;
   let description = "Elementwise: " # doc # "; `alpha` defaults to " # alphaDefault #
                     " and is applied in the element type." #
@@ -144,7 +152,8 @@ class Plait_UnaryAlphaOp<string mnemonic, string doc, string alphaDefault> :
 def Plait_LeakyReluOp : Plait_UnaryAlphaOp<"leaky_relu", "x if x >= 0 else alpha * x", "0.01">;
 def Plait_EluOp : Plait_UnaryAlphaOp<"elu", "x if x > 0 else alpha * (exp(x) - 1)", "1.0">;
 
-def Plait_HardSigmoidOp : Plait_Op<"hard_sigmoid", [Pure, SameOperandsAndResultType]> {
+def Plait_HardSigmoidOp : Plait_Op<"hard_sigmoid",
+    [Pure, SameOperandsAndResultType, Plait_ElementwiseMap]> {
   let summary = "max(0, min(1, alpha * x + beta))";
   let description = [{
     Elementwise; `alpha` defaults to 0.2 and `beta` to 0.5 (ONNX HardSigmoid).
@@ -159,7 +168,7 @@ def Plait_HardSigmoidOp : Plait_Op<"hard_sigmoid", [Pure, SameOperandsAndResultT
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
-def Plait_ClampOp : Plait_Op<"clamp", [Pure, SameOperandsAndResultType]> {
+def Plait_ClampOp : Plait_Op<"clamp", [Pure, SameOperandsAndResultType, Plait_ElementwiseMap]> {
   let summary = "min(max(x, min), max)";
   let description = [{
     Elementwise. Bounds are f64 attributes, never NaN; an absent bound does not clamp.
@@ -183,7 +192,7 @@ def Plait_ClampOp : Plait_Op<"clamp", [Pure, SameOperandsAndResultType]> {
 
 class Plait_BinaryOp<string mnemonic, string doc, Type operandType = Plait_NumericTensor,
                      Type resultType = operandType> :
-    Plait_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    Plait_Op<mnemonic, [Pure, InferTypeOpAdaptor, Plait_ElementwiseMap]> {
   let summary = doc;
   // Extra semantics of one op, appended to the shared description.
   string semantics = "";
@@ -244,7 +253,7 @@ def Plait_AndOp : Plait_BinaryOp<"and", "logical and", Plait_BoolTensor>;
 def Plait_OrOp : Plait_BinaryOp<"or", "logical or", Plait_BoolTensor>;
 def Plait_XorOp : Plait_BinaryOp<"xor", "logical exclusive or", Plait_BoolTensor>;
 
-def Plait_WhereOp : Plait_Op<"where", [Pure, InferTypeOpAdaptor]> {
+def Plait_WhereOp : Plait_Op<"where", [Pure, InferTypeOpAdaptor, Plait_ElementwiseMap]> {
   let summary = "select x where cond holds, else y (broadcasting)";
   let description = [{
     result[i] = cond[i] ? x[i] : y[i] with cond, x and y broadcast (numpy rules) to one

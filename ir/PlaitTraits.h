@@ -20,4 +20,11 @@ public:
   }
 };
 
+/// An elementwise map whose CPU kernel computes each result element from the operand
+/// elements at the same index (after broadcasting) and reads them before it writes it: its
+/// result may be stored over an operand of its size that dies at the op (MemoryPlan.cpp's
+/// aliasElementwiseResults). A marker; nothing to verify.
+template <typename ConcreteType>
+class ElementwiseMap : public mlir::OpTrait::TraitBase<ConcreteType, ElementwiseMap> {};
+
 } // namespace plait::traits

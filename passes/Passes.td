@@ -23,7 +23,8 @@ def TestPrintMemoryPlanPass : Pass<"plait-test-print-memory-plan", "mlir::Module
     Option<"reshapeAlias", "reshape-alias", "bool", "true",
            "plan reshape results in their operand's bytes when safe">,
     Option<"elementwiseAlias", "elementwise-alias", "bool", "true",
-           "plan fused elementwise results in a dying operand's bytes when safe">,
+           "plan elementwise results (fused and single ops) in a dying operand's bytes "
+           "when safe">,
     Option<"collectiveAlias", "collective-alias", "bool", "true",
            "plan all-reduce results in their operand's bytes (in place) when safe">
   ];

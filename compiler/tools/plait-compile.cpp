@@ -155,8 +155,8 @@ int main(int argc, char **argv) {
   app.add_flag("--no-reshape-alias", [&](int64_t) { options.reshapeAlias = false; },
                "give each reshape's result a buffer of its own (the reshape copies)");
   app.add_flag("--no-inplace-elementwise", [&](int64_t) { options.inPlaceElementwise = false; },
-               "give each fused kernel's result a buffer of its own instead of the bytes of an "
-               "operand that dies at the kernel");
+               "give each elementwise result (fused kernels' and single ops') a buffer of its "
+               "own instead of the bytes of an operand that dies at the kernel");
   app.add_flag("--no-inplace-collectives", [&](int64_t) { options.inPlaceCollectives = false; },
                "give each all-reduce's result a buffer of its own instead of reducing its "
                "operand in place");

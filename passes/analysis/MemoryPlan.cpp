@@ -210,57 +210,78 @@ void aliasReshapes(func::FuncOp func, MemoryPlan &plan) {
   }
 }
 
-/// Plans each stored result of a plait.fused_elementwise in the bytes of one of its operands
-/// when that operand (with every value that shares its bytes: a reshape's views) is read by
-/// no op after the kernel, is an activation of the result's element type and element count,
-/// and neither touches a collective (MPI owns a collective's buffers while it is in flight).
-/// The kernel reads each element of its operands before it writes that element of its
-/// results (FusedKernels.cpp), so the result may overwrite the operand as it goes. Each
-/// operand takes one result at most; reduced results (smaller) take none.
-void aliasFusedResults(func::FuncOp func, const ProgramOrder &order, MemoryPlan &plan) {
+/// Plans each stored result of a plait.fused_elementwise, and the result of each elementwise
+/// map (traits::ElementwiseMap: unary, binary and where ops the fuser left alone), in the
+/// bytes of one of its operands when that operand (with every value that shares its bytes: a
+/// reshape's views) is read by no op after this one, is an activation of the result's
+/// element type and element count, and neither touches a collective (MPI owns a
+/// collective's buffers while it is in flight). The kernels read each element of their
+/// operands before they write that element of their results (FusedKernels.cpp,
+/// UnaryKernels.cpp, BinaryKernels.cpp; an operand of the result's element count is not
+/// broadcast, so it is read at the result's own index), so the result may overwrite the
+/// operand as it goes. Each operand takes one result at most; reduced results (smaller) take
+/// none.
+void aliasElementwiseResults(func::FuncOp func, const ProgramOrder &order, MemoryPlan &plan) {
   // The buffers in each buffer's bytes (a reshape's views of a result), so that they follow
   // it when it moves into an operand's: aliasOf always names a buffer with bytes of its own.
   std::vector<SmallVector<size_t, 1>> views(plan.buffers.size());
   for (size_t i = 0; i < plan.buffers.size(); ++i)
     if (plan.buffers[i].aliasOf >= 0)
       views[size_t(plan.buffers[i].aliasOf)].push_back(i);
-  for (auto fusedOp : func.getBody().front().getOps<FusedElementwiseOp>()) {
-    int64_t at = order.time.lookup(fusedOp);
-    std::optional<ArrayRef<int64_t>> reductions = fusedOp.getReductions();
+  // Stores `result` over the first operand that may take it; false where none may.
+  auto aliasOne = [&](Value result, ValueRange operands, int64_t at,
+                      SmallVectorImpl<size_t> &taken) {
+    auto ri = plan.index.find(result);
+    if (ri == plan.index.end())
+      return false;
+    PlannedBuffer &rb = plan.buffers[ri->second];
+    auto rt = cast<RankedTensorType>(result.getType());
+    if (rb.kind != BufferKind::Activation || rb.aliasOf >= 0 || touchesCollective(result))
+      return false;
+    for (Value operand : operands) {
+      auto oi = plan.index.find(operand);
+      auto ot = dyn_cast<RankedTensorType>(operand.getType());
+      if (oi == plan.index.end() || !ot || ot.getElementType() != rt.getElementType() ||
+          ot.getNumElements() != rt.getNumElements() || touchesCollective(operand))
+        continue;
+      // The buffer whose bytes the operand is in (a reshape's view lives in its root's).
+      size_t root = plan.buffers[oi->second].aliasOf >= 0
+                        ? size_t(plan.buffers[oi->second].aliasOf)
+                        : oi->second;
+      PlannedBuffer &ob = plan.buffers[root];
+      if (ob.kind != BufferKind::Activation || ob.aliasOf >= 0 || ob.size != rb.size ||
+          ob.end != at || llvm::is_contained(taken, root))
+        continue;
+      rb.aliasOf = int64_t(root);
+      ob.end = std::max(ob.end, rb.end);
+      for (size_t view : views[ri->second]) {
+        plan.buffers[view].aliasOf = int64_t(root);
+        views[root].push_back(view);
+      }
+      views[ri->second].clear();
+      taken.push_back(root);
+      return true;
+    }
+    return false;
+  };
+  for (Operation &op : func.getBody().front()) {
+    int64_t at = order.time.lookup(&op);
     SmallVector<size_t> taken;
-    for (auto [o, result] : llvm::enumerate(fusedOp.getResults())) {
-      auto ri = plan.index.find(result);
-      if ((reductions && (*reductions)[o] != fused::Store) || ri == plan.index.end())
-        continue;
-      PlannedBuffer &rb = plan.buffers[ri->second];
-      auto rt = cast<RankedTensorType>(result.getType());
-      if (rb.kind != BufferKind::Activation || rb.aliasOf >= 0 || touchesCollective(result))
-        continue;
-      for (Value operand : fusedOp.getInputs()) {
-        auto oi = plan.index.find(operand);
-        auto ot = dyn_cast<RankedTensorType>(operand.getType());
-        if (oi == plan.index.end() || !ot || ot.getElementType() != rt.getElementType() ||
-            ot.getNumElements() != rt.getNumElements() || touchesCollective(operand))
+    if (auto fusedOp = dyn_cast<FusedElementwiseOp>(op)) {
+      std::optional<ArrayRef<int64_t>> reductions = fusedOp.getReductions();
+      for (auto [o, result] : llvm::enumerate(fusedOp.getResults())) {
+        if (reductions && (*reductions)[o] != fused::Store)
           continue;
-        // The buffer whose bytes the operand is in (a reshape's view lives in its root's).
-        size_t root = plan.buffers[oi->second].aliasOf >= 0
-                          ? size_t(plan.buffers[oi->second].aliasOf)
-                          : oi->second;
-        PlannedBuffer &ob = plan.buffers[root];
-        if (ob.kind != BufferKind::Activation || ob.aliasOf >= 0 || ob.size != rb.size ||
-            ob.end != at || llvm::is_contained(taken, root))
-          continue;
-        rb.aliasOf = int64_t(root);
-        ob.end = std::max(ob.end, rb.end);
-        for (size_t view : views[ri->second]) {
-          plan.buffers[view].aliasOf = int64_t(root);
-          views[root].push_back(view);
+        if (aliasOne(result, fusedOp.getInputs(), at, taken)) {
+          ++plan.elementwiseAliases;
+          plan.elementwiseAliasBytes += plan.buffers[plan.index.lookup(result)].size;
         }
-        views[ri->second].clear();
-        taken.push_back(root);
-        ++plan.elementwiseAliases;
-        plan.elementwiseAliasBytes += rb.size;
-        break;
+      }
+    } else if (op.hasTrait<traits::ElementwiseMap>() && op.getNumResults() == 1) {
+      Value result = op.getResult(0);
+      if (aliasOne(result, op.getOperands(), at, taken)) {
+        ++plan.mapAliases;
+        plan.mapAliasBytes += plan.buffers[plan.index.lookup(result)].size;
       }
     }
   }
@@ -542,7 +563,7 @@ FailureOr<MemoryPlan> planMemory(func::FuncOp func, const MemoryPlanOptions &opt
   if (options.aliasReshapeResults)
     aliasReshapes(func, plan);
   if (options.aliasElementwiseResults)
-    aliasFusedResults(func, order, plan);
+    aliasElementwiseResults(func, order, plan);
   if (options.inPlaceCollectives)
     aliasCollectiveResults(func, order, plan);
   plan.lowerBound = liveLowerBound(plan);

@@ -43,6 +43,7 @@ struct MemoryPlan {
   int64_t inPlaceBuffers = 0, inPlaceBytes = 0; // values stored in their assign's target
   int64_t reshapeAliases = 0, reshapeAliasBytes = 0; // reshape results in their operand's bytes
   int64_t elementwiseAliases = 0, elementwiseAliasBytes = 0; // fused results over an operand
+  int64_t mapAliases = 0, mapAliasBytes = 0; // unfused elementwise maps' results over an operand
   int64_t collectiveAliases = 0, collectiveAliasBytes = 0; // all-reduces done in place
   int64_t bytesOf(BufferKind kind) const;
 };
@@ -66,12 +67,12 @@ struct MemoryPlanOptions {
   /// A reshape's result planned in its operand's bytes (see aliasReshapes): the reshape
   /// copies nothing.
   bool aliasReshapeResults = true;
-  /// A plait.fused_elementwise result that the kernel stores element by element planned in
-  /// the bytes of an operand of its size that no op reads after the kernel (see
-  /// aliasFusedResults): the kernel writes over it, as PyTorch's in-place ops do. The CPU
-  /// kernels allow it (each element is read before it is written); plans for CUDA do not
-  /// ask for it (the generated CUDA kernels read their operands through __restrict__
-  /// pointers).
+  /// A plait.fused_elementwise result that the kernel stores element by element, and an
+  /// elementwise map's result (traits::ElementwiseMap), planned in the bytes of an operand
+  /// of its size that no op reads after the kernel (see aliasElementwiseResults): the kernel
+  /// writes over it, as PyTorch's in-place ops do. The CPU kernels allow it (each element is
+  /// read before it is written); plans for CUDA do not ask for it (the generated CUDA
+  /// kernels read their operands through __restrict__ pointers).
   bool aliasElementwiseResults = true;
   /// An all-reduce's result planned in its operand's bytes when nothing else reads the
   /// operand from the all-reduce's start on (see aliasCollectiveResults): MPI_IN_PLACE and

@@ -24,7 +24,7 @@
 // PLAN: memory-plan @main: arena = 960
 // PLAN-COUNT-4: "sgd_update" activation: {{.*}}, in place of %{{[0-9]+}}
 // COPY: memory-plan @main: arena = 960
-// COPY-NOT: in place of
+// COPY-NOT: "sgd_update" activation: {{.*}}, in place of
 func.func @main(%x: tensor<4x3xf32> {plait.name = "x"}, %y: tensor<4xi64> {plait.name = "y"})
     -> (tensor<f32> {plait.name = "loss"}) {
   %w0 = plait.param "layers.0.weight" {init = "normal:0.5"} : tensor<3x3xf32>

@@ -1,7 +1,8 @@
-// RUN: plait-opt --plait-test-print-memory-plan %s -o /dev/null | FileCheck %s
+// RUN: plait-opt --plait-test-print-memory-plan='elementwise-alias=false' %s -o /dev/null | FileCheck %s
 
-// Two 64-byte intermediates whose lifetimes do not overlap share an offset; the input stays
-// live until its last use and the result until the end.
+// Liveness alone (elementwise results over dying operands: memory/map-alias.mlir). Two 64-byte
+// intermediates whose lifetimes do not overlap share an offset; the input stays live until
+// its last use and the result until the end.
 // CHECK-LABEL: memory-plan @main: arena = 192, lower_bound = 192, values = 4
 // CHECK-NEXT: %0 "x" input: offset = {{[0-9]+}}, size = 64, live = [0, 2]
 // CHECK-NEXT: %1 "exp" activation: offset = {{[0-9]+}}, size = 64, live = [1, 2]

@@ -168,7 +168,7 @@ TEST(FusedKernels, MaskInputsMatchTheUnfusedKernels) {
 }
 
 // The memory plan may put a result in the bytes of an operand that dies at the kernel
-// (aliasFusedResults, MemoryPlan.cpp): the interpreter then writes the result only after the
+// (aliasElementwiseResults, MemoryPlan.cpp): the interpreter then writes the result only after the
 // tile's instructions have read that operand. Two results over two operands, a program that
 // reads each operand again after its first result is computed, and a reduced result beside
 // them; on one thread and split across three: the same bits as with results of their own.
