@@ -61,6 +61,8 @@ OPTIMIZERS = {
     "nadam": (["--optimizer", "nadam", "--lr", "2e-3"], ("NAdam", dict(lr=2e-3))),
     "radam": (["--optimizer", "radam", "--lr", "1e-3"], ("RAdam", dict(lr=1e-3))),
     "adadelta": (["--optimizer", "adadelta", "--lr", "1.0"], ("Adadelta", dict(lr=1.0))),
+    "rprop": (["--optimizer", "rprop", "--lr", "1e-2"], ("Rprop", dict(lr=1e-2))),
+    "asgd": (["--optimizer", "asgd", "--lr", "1e-2"], ("ASGD", dict(lr=1e-2))),
     # PyTorch has no LAMB: timm's Lamb as tests/e2e/train_parity.py writes it (a loop over the
     # tensors in PyTorch ops, as timm's is; no foreach variant exists).
     "lamb": (["--optimizer", "lamb", "--lr", "1e-3"], ("Lamb", dict(lr=1e-3))),

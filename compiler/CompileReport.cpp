@@ -505,8 +505,13 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
         detail += fmt::format(", gradients clipped to norm {:g}", clip);
       if (t.value("maximize", false))
         detail += ", maximizing the loss (gradients negated)";
-      os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}\n", optimizer,
-                        lr.value("lr", 0.0), lr.value("kind", ""), decay, detail);
+      if (optimizer == "rprop") // its lr is only where each element's step size starts
+        os << fmt::format("  optimizer        : rprop, initial step size {:g} (step 1's lr, {}: "
+                          "each element's step size adapts from there){}\n",
+                          lr.value("lr", 0.0), lr.value("kind", ""), detail);
+      else
+        os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}\n",
+                          optimizer, lr.value("lr", 0.0), lr.value("kind", ""), decay, detail);
       if (int64_t buffers = t.value("buffers", int64_t(0)); buffers > 0)
         os << fmt::format("  buffers          : {} (never trained: running statistics and forward counts, "
                           "updated by each forward, saved with the params, whole on "

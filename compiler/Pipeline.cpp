@@ -146,6 +146,13 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.initialAccumulatorValue = train.initialAccumulatorValue;
   o.rho = train.rho;
   o.momentumDecay = train.momentumDecay;
+  o.etaminus = train.etaminus;
+  o.etaplus = train.etaplus;
+  o.stepSizeMin = train.stepSizeMin;
+  o.stepSizeMax = train.stepSizeMax;
+  o.lambd = train.lambd;
+  o.asgdAlpha = train.asgdAlpha;
+  o.t0 = train.t0;
   o.amsgrad = train.amsgrad;
   o.maximize = train.maximize;
   o.decoupledWeightDecay = train.decoupledWeightDecay;

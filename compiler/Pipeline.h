@@ -28,6 +28,9 @@ struct TrainOptions {
   double initialAccumulatorValue = 0; // Adagrad
   double rho = 0.9;            // Adadelta
   double momentumDecay = 4e-3; // NAdam
+  double etaminus = 0.5, etaplus = 1.2;      // Rprop's step-size factors
+  double stepSizeMin = 1e-6, stepSizeMax = 50; // Rprop's step-size bounds
+  double lambd = 1e-4, asgdAlpha = 0.75, t0 = 1e6; // ASGD
   bool amsgrad = false; // Adam and AdamW
   bool maximize = false; // every optimizer: step along the negated gradients
   bool decoupledWeightDecay = false; // NAdam and RAdam: NAdamW / RAdamW

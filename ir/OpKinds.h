@@ -48,11 +48,11 @@ inline bool isOptimizerUpdate(mlir::Operation *op) {
 
 /// An optimizer update's operands, by the update's name (adamw_update, sgd_update,
 /// adagrad_update, rmsprop_update, lion_update, adamax_update, nadam_update, radam_update,
-/// adadelta_update, lamb_update; grouped_update repeats them): param, grad, then adamw_update's
-/// exp_avg, exp_avg_sq, lr, step and, with amsgrad, max_exp_avg_sq; the others' lr, step and
-/// states (lamb_update's optional norms after them). Result 0 is the new param and result k the new value of state k - 1,
-/// read element by element from the operand updatedOperand gives (so it may be written over
-/// it).
+/// adadelta_update, rprop_update, asgd_update, lamb_update; grouped_update repeats them):
+/// param, grad, then adamw_update's exp_avg, exp_avg_sq, lr, step and, with amsgrad,
+/// max_exp_avg_sq; the others' lr, step and states (lamb_update's optional norms after them).
+/// Result 0 is the new param and result k the new value of state k - 1, read element by
+/// element from the operand updatedOperand gives (so it may be written over it).
 inline unsigned updateStateOperand(llvm::StringRef update, unsigned state) {
   if (update == "adamw_update")
     return state < 2 ? 2 + state : 6;

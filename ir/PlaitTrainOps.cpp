@@ -37,8 +37,9 @@ LogicalResult checkForwardShape(Operation *op, ValueRange operands, DictionaryAt
 } // namespace
 
 LogicalResult HyperOp::verify() {
-  if (getName() != "lr" && getName() != "step")
-    return emitOpError("unknown hyper-parameter '") << getName() << "' (expected lr or step)";
+  if (getName() != "lr" && getName() != "step" && getName() != "prev_lr")
+    return emitOpError("unknown hyper-parameter '")
+           << getName() << "' (expected lr, step or prev_lr)";
   if (getType().getRank() != 0)
     return emitOpError("must be a scalar tensor<f32>");
   return success();
@@ -291,6 +292,23 @@ LogicalResult AdadeltaUpdateOp::verify() {
   return success();
 }
 
+LogicalResult RpropUpdateOp::verify() {
+  double etaminus = getEtaminus().convertToDouble(), etaplus = getEtaplus().convertToDouble();
+  double lo = getStepSizeMin().convertToDouble(), hi = getStepSizeMax().convertToDouble();
+  if (!(0.0 < etaminus && etaminus < 1.0 && 1.0 < etaplus))
+    return emitOpError("needs 0 < etaminus < 1 < etaplus");
+  if (!(0.0 <= lo && lo <= hi))
+    return emitOpError("needs 0 <= step_size_min <= step_size_max");
+  return success();
+}
+
+LogicalResult AsgdUpdateOp::verify() {
+  if (getLambd().convertToDouble() < 0.0 || getAlpha().convertToDouble() < 0.0 ||
+      getT0().convertToDouble() < 0.0 || getWeightDecay().convertToDouble() < 0.0)
+    return emitOpError("needs lambd, alpha, t0 and weight_decay >= 0");
+  return success();
+}
+
 LogicalResult AdagradUpdateOp::verify() {
   if (getEps().convertToDouble() <= 0.0 || getLrDecay().convertToDouble() < 0.0 ||
       getInitialAccumulatorValue().convertToDouble() < 0.0)
@@ -331,15 +349,16 @@ LogicalResult GroupedUpdateOp::verify() {
   int64_t inputs = int64_t(getInputs().size()), results = int64_t(getResults().size());
   bool adamw = update == "adamw_update", sgd = update == "sgd_update";
   bool adagrad = update == "adagrad_update", rmsprop = update == "rmsprop_update";
-  bool lion = update == "lion_update";
-  // adamax, nadam, radam and adadelta: two states each.
+  bool lion = update == "lion_update", asgd = update == "asgd_update";
+  // adamax, nadam, radam, adadelta, rprop and lamb: two states each.
   bool twoStates = update == "adamax_update" || update == "nadam_update" ||
                    update == "radam_update" || update == "adadelta_update" ||
-                   update == "lamb_update";
-  if (!adamw && !sgd && !adagrad && !rmsprop && !lion && !twoStates)
+                   update == "rprop_update" || update == "lamb_update";
+  if (!adamw && !sgd && !adagrad && !rmsprop && !lion && !asgd && !twoStates)
     return emitOpError("update must be adamw_update, sgd_update, adagrad_update, "
                        "rmsprop_update, lion_update, adamax_update, nadam_update, "
-                       "radam_update, adadelta_update or lamb_update, got \"")
+                       "radam_update, adadelta_update, rprop_update, asgd_update or "
+                       "lamb_update, got \"")
            << update << "\"";
   if ((*this)->hasAttr("segments"))
     return emitOpError("groups whole tensors only; a lamb_update with segments (a flat "
@@ -353,7 +372,7 @@ LogicalResult GroupedUpdateOp::verify() {
   // lr and step); one result per state and the new param.
   auto amsgrad = (*this)->getAttrOfType<BoolAttr>("amsgrad");
   int64_t states = adamw     ? (amsgrad && amsgrad.getValue() ? 3 : 2)
-                   : adagrad || lion ? 1
+                   : adagrad || lion || asgd ? 1
                    : twoStates ? 2
                    : sgd     ? (floatAttr("momentum", 0.0) != 0.0 ? 1 : 0)
                              : rmspropStates(centered && centered.getValue(),

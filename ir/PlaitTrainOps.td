@@ -30,8 +30,10 @@ def Plait_StateOp : Plait_Op<"state", [Pure]> {
 def Plait_HyperOp : Plait_Op<"hyper", [Pure]> {
   let summary = "a scalar the runtime sets before each step";
   let description = [{
-    `name` is `lr` (the learning rate of this step, from the plan's schedule) or `step`
-    (the 1-based step number).
+    `name` is `lr` (the learning rate of this step, from the plan's schedule), `step`
+    (the 1-based step number) or `prev_lr` (the previous step's learning rate, step 1's on
+    step 1: ASGD's eta follows the lr of the step before, as torch computes it at the end of
+    each step).
 
     ```mlir
     %lr = plait.hyper "lr" : tensor<f32>
@@ -573,6 +575,68 @@ def Plait_AdadeltaUpdateOp : Plait_Op<"adadelta_update",
   let hasVerifier = 1;
 }
 
+def Plait_RpropUpdateOp : Plait_Op<"rprop_update",
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "prev", "step_size", "new_param", "new_prev",
+                          "new_step_size"]>]> {
+  let summary = "one Rprop step as PyTorch's torch.optim.Rprop computes it";
+  let description = [{
+    s = sign(grad * prev); f = etaplus where s > 0, etaminus where s < 0, else 1;
+    step_size = clamp(step_size * f, step_size_min, step_size_max); g = grad, 0 where
+    f == etaminus; new_param = param - sign(g) * step_size; new_prev = g. States prev and
+    step_size, both starting at 0: on step 1 the step size is read as the lr (torch fills it
+    with group['lr'] when it creates the state and never reads the lr again).
+
+    ```mlir
+    %p2, %q2, %s2 = plait.rprop_update %p, %g, %lr, %step, %q, %s {etaplus = 1.2 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>,
+           tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Plait_FloatTensor:$prev, Plait_FloatTensor:$step_size,
+                       DefaultValuedAttr<F64Attr, "0.5">:$etaminus,
+                       DefaultValuedAttr<F64Attr, "1.2">:$etaplus,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$step_size_min,
+                       DefaultValuedAttr<F64Attr, "50.0">:$step_size_max,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
+  let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_prev,
+                      Plait_FloatTensor:$new_step_size);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_AsgdUpdateOp : Plait_Op<"asgd_update",
+    [Pure, Plait_OptimizerUpdate, AllTypesMatch<["param", "grad", "ax", "new_param", "new_ax"]>]> {
+  let summary = "one ASGD step as PyTorch's torch.optim.ASGD computes it";
+  let description = [{
+    eta = lr on step 1, else lr / (1 + lambd * lr * (step - 1))^alpha; mu = 1 on step 1, else
+    1 / max(1, step - 1 - t0), each rounded to f32 as torch keeps them, `lr` the previous
+    step's (plait.hyper "prev_lr": torch computes them at the end of the step before, from
+    that step's lr). g = grad + weight_decay * param; param *= 1 - lambd * eta;
+    param -= eta * g; ax += (param - ax) * mu where mu != 1, else ax = param. One state,
+    ax (the averaged params), starting at 0.
+
+    ```mlir
+    %p2, %a2 = plait.asgd_update %p, %g, %lr, %step, %a {t0 = 100.0 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>)
+        -> (tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Plait_FloatTensor:$ax,
+                       DefaultValuedAttr<F64Attr, "1.0e-4">:$lambd,
+                       DefaultValuedAttr<F64Attr, "0.75">:$alpha,
+                       DefaultValuedAttr<F64Attr, "1.0e6">:$t0,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
+  let results = (outs Plait_FloatTensor:$new_param, Plait_FloatTensor:$new_ax);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Plait_LambUpdateOp : Plait_Op<"lamb_update",
     [Pure, Plait_OptimizerUpdate,
      AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
@@ -659,8 +723,8 @@ def Plait_GroupedUpdateOp : Plait_Op<"grouped_update", [Pure]> {
   let summary = "several optimizer updates of one kind computed by one kernel (plait-group-updates)";
   let description = [{
     `update` (adamw_update, sgd_update, adagrad_update, rmsprop_update, lion_update,
-    adamax_update, nadam_update, radam_update, adadelta_update or lamb_update without
-    `segments`) applied to each of N
+    adamax_update, nadam_update, radam_update, adadelta_update, rprop_update, asgd_update or
+    lamb_update without `segments`) applied to each of N
     tensors: the operands are N groups of `operands_per_update` operands, each as that op
     takes them, and the results N groups of `results_per_update`. The op's other attributes
     are the update's (beta1, momentum, ...), the same for every tensor. Each tensor is updated

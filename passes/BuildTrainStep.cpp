@@ -38,16 +38,21 @@ struct OptimizerConfig {
   double initialAccumulatorValue; // Adagrad's sum before the first step
   bool decoupledWeightDecay;      // NAdam and RAdam: decay the params (NAdamW, RAdamW)
   bool alwaysAdapt, trustClip;    // LAMB: the trust ratio without weight decay; at most 1
+  double etaminus, etaplus;       // Rprop: the step-size factors
+  double stepSizeMin, stepSizeMax; // Rprop: the step-size bounds
+  double lambd, asgdAlpha, t0;     // ASGD: eta's decay and power, where averaging starts
 };
 
 /// The optimizers plait-build-train-step knows, in the order its messages list them.
-constexpr const char *kOptimizers[] = {"sgd",    "adam",  "adamw", "adagrad",  "rmsprop", "lion",
-                                       "adamax", "nadam", "radam", "adadelta", "lamb"};
+constexpr const char *kOptimizers[] = {"sgd",   "adam",  "adamw",    "adagrad", "rmsprop",
+                                       "lion",  "adamax", "nadam",   "radam",   "adadelta",
+                                       "rprop", "asgd",   "lamb"};
 
 /// PyTorch's default learning rate of each optimizer (torch.optim.SGD has none: 1e-3 as for
 /// Adam; Lion's, as its authors recommend, a tenth of AdamW's).
 double defaultLr(StringRef optimizer) {
-  if (optimizer == "adagrad" || optimizer == "rmsprop")
+  if (optimizer == "adagrad" || optimizer == "rmsprop" || optimizer == "rprop" ||
+      optimizer == "asgd")
     return 1e-2;
   if (optimizer == "adamax" || optimizer == "nadam")
     return 2e-3;
@@ -115,8 +120,9 @@ void clipByGlobalNorm(OpBuilder &b, Location loc, llvm::MapVector<Value, Value> 
 /// (target, new value) pairs stored by plait.assign once every update has been built.
 using PendingAssigns = SmallVector<std::pair<Value, Value>>;
 
-/// Appends the optimizer update of one param; its new values go to `assigns`.
-void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
+/// Appends the optimizer update of one param; its new values go to `assigns`. `prevLr` is the
+/// previous step's lr (ASGD's eta follows it).
+void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value prevLr, Value step,
                   const OptimizerConfig &opt, PendingAssigns &assigns) {
   Location loc = param.getLoc();
   auto type = param.getType();
@@ -198,6 +204,29 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value step,
     assigns.push_back({param, update->getResult(0)});
     assigns.push_back({first, update->getResult(1)});
     assigns.push_back({second, update->getResult(2)});
+    return;
+  }
+  if (opt.kind == "asgd") {
+    // torch.optim.ASGD's ax; eta and mu follow from the step number and the previous lr.
+    Value ax = state("ax");
+    auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
+    auto update = b.create<AsgdUpdateOp>(loc, TypeRange{type, type}, param, grad, prevLr, step,
+                                         ax, f64(opt.lambd), f64(opt.asgdAlpha), f64(opt.t0),
+                                         f64(opt.weightDecay), FloatAttr());
+    assigns.push_back({param, update.getNewParam()});
+    assigns.push_back({ax, update.getNewAx()});
+    return;
+  }
+  if (opt.kind == "rprop") {
+    // torch.optim.Rprop's state names; the kernel reads step_size as the lr on step 1.
+    Value prev = state("prev"), stepSize = state("step_size");
+    auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
+    auto update = b.create<RpropUpdateOp>(
+        loc, SmallVector<Type>(3, type), param, grad, lr, step, prev, stepSize, f64(opt.etaminus),
+        f64(opt.etaplus), f64(opt.stepSizeMin), f64(opt.stepSizeMax), FloatAttr());
+    assigns.push_back({param, update.getNewParam()});
+    assigns.push_back({prev, update.getNewPrev()});
+    assigns.push_back({stepSize, update.getNewStepSize()});
     return;
   }
   if (opt.kind == "lamb") {
@@ -359,7 +388,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       return module.emitError("unknown optimizer '")
              << optimizer
              << "' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, "
-                "adadelta or lamb)";
+                "adadelta, rprop, asgd or lamb)";
     if (schedule != "constant" && schedule != "linear-warmup" && schedule != "cosine")
       return module.emitError("unknown learning-rate schedule '")
              << schedule << "' (expected constant, linear-warmup or cosine)";
@@ -368,6 +397,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     for (double v : {double(lr), double(eps), double(beta1), double(beta2), double(weightDecay),
                      double(momentum), double(dampening), double(alpha), double(lrDecay),
                      double(rho), double(momentumDecay), double(initialAccumulatorValue),
+                     double(etaminus), double(etaplus), double(stepSizeMin),
+                     double(stepSizeMax), double(lambd), double(asgdAlpha), double(t0),
                      double(clipGradNorm), double(minLr)})
       if (!std::isfinite(v))
         return module.emitError("optimizer hyper-parameters must be finite numbers, got ") << v;
@@ -380,6 +411,15 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                               "0 <= betas < 1, momentum >= 0, 0 <= alpha < 1, lr-decay >= 0, "
                               "0 <= rho <= 1, momentum-decay >= 0, "
                               "initial-accumulator-value >= 0)");
+    if (!(0 < etaminus && etaminus < 1 && 1 < etaplus))
+      return module.emitError("invalid Rprop etas (need 0 < etaminus < 1 < etaplus)");
+    if (!(0 <= stepSizeMin && stepSizeMin <= stepSizeMax))
+      return module.emitError(
+          "invalid Rprop step sizes (need 0 <= step-size-min <= step-size-max)");
+    if (lambd < 0 || asgdAlpha < 0 || t0 < 0)
+      return module.emitError("invalid ASGD hyper-parameters (need lambd, asgd-alpha, t0 >= 0)");
+    if (optimizer == "rprop" && weightDecay > 0)
+      return module.emitError("the rprop optimizer has no weight decay (torch 1.13's Rprop)");
     if ((dampening != 0 || nesterov) && optimizer != "sgd")
       return module.emitError("dampening and nesterov are SGD's; the ")
              << optimizer << " optimizer has neither";
@@ -491,9 +531,16 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
          {"adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta", "lamb"},
          "> 0", 0, true, kInf, true},
         {"momentum", &OptimizerConfig::momentum, {"sgd", "rmsprop"}, ">= 0", 0, false, kInf, true},
-        {"weight_decay", &OptimizerConfig::weightDecay, {}, ">= 0", 0, false, kInf, true},
+        {"weight_decay", &OptimizerConfig::weightDecay,
+         {"sgd", "adam", "adamw", "adagrad", "rmsprop", "lion", "adamax", "nadam", "radam",
+          "adadelta", "asgd", "lamb"},
+         ">= 0", 0, false, kInf, true},
         {"dampening", &OptimizerConfig::dampening, {"sgd"}, "finite", -kInf, true, kInf, true},
         {"alpha", &OptimizerConfig::alpha, {"rmsprop"}, "in [0, 1)", 0, false, 1, true},
+        // ASGD's alpha (eta's power) shares the key torch's param groups give it.
+        {"alpha", &OptimizerConfig::asgdAlpha, {"asgd"}, ">= 0", 0, false, kInf, true},
+        {"lambd", &OptimizerConfig::lambd, {"asgd"}, ">= 0", 0, false, kInf, true},
+        {"t0", &OptimizerConfig::t0, {"asgd"}, ">= 0", 0, false, kInf, true},
         {"lr_decay", &OptimizerConfig::lrDecay, {"adagrad"}, ">= 0", 0, false, kInf, true},
         {"initial_accumulator_value", &OptimizerConfig::initialAccumulatorValue, {"adagrad"},
          ">= 0", 0, false, kInf, true},
@@ -508,7 +555,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         {"always_adapt", &OptimizerConfig::alwaysAdapt, {"lamb"}},
         {"trust_clip", &OptimizerConfig::trustClip, {"lamb"}}};
     static constexpr const char *kKeyList =
-        "betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, "
+        "betas=B1/B2, etas=MINUS/PLUS, step_sizes=MIN/MAX, eps, momentum, weight_decay, "
+        "dampening, alpha, lr_decay, lambd, t0, "
         "initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, "
         "centered, decoupled_weight_decay, always_adapt, trust_clip";
     std::vector<ParamGroup> out;
@@ -549,6 +597,25 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
           group.settings.push_back({&OptimizerConfig::beta2, y});
           continue;
         }
+        if (key == "etas" || key == "step_sizes") {
+          // Rprop's pairs, as torch's etas=(etaminus, etaplus), step_sizes=(min, max).
+          const bool etas = key == "etas";
+          auto [first, second] = value.split('/');
+          double y = 0;
+          if (first.getAsDouble(x) || second.getAsDouble(y) || !std::isfinite(y) ||
+              !(etas ? 0 < x && x < 1 && 1 < y : 0 <= x && x <= y))
+            return fail(etas ? "etas must be MINUS/PLUS with 0 < MINUS < 1 < PLUS, got '" +
+                                   value + "'"
+                             : "step_sizes must be MIN/MAX with 0 <= MIN <= MAX, got '" +
+                                   value + "'");
+          if (!has({"rprop"}))
+            return fail("the " + optimizer + " optimizer has no " + key);
+          group.settings.push_back(
+              {etas ? &OptimizerConfig::etaminus : &OptimizerConfig::stepSizeMin, x});
+          group.settings.push_back(
+              {etas ? &OptimizerConfig::etaplus : &OptimizerConfig::stepSizeMax, y});
+          continue;
+        }
         const GroupSwitch *sw =
             llvm::find_if(kSwitches, [&](const GroupSwitch &s) { return s.name == key; });
         if (sw != std::end(kSwitches)) {
@@ -563,7 +630,11 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
           group.switches.push_back({sw->field, *on});
           continue;
         }
-        const GroupKey *k = llvm::find_if(kKeys, [&](const GroupKey &k) { return k.name == key; });
+        // A key two optimizers name alike (alpha: RMSprop's and ASGD's) is this optimizer's.
+        const GroupKey *k = llvm::find_if(
+            kKeys, [&](const GroupKey &k) { return k.name == key && has(k.optimizers); });
+        if (k == std::end(kKeys))
+          k = llvm::find_if(kKeys, [&](const GroupKey &k) { return k.name == key; });
         if (k == std::end(kKeys))
           return fail("unknown key '" + key + "' (expected " + kKeyList +
                       (key == "maximize" ? "; --maximize is one setting for the whole run"
@@ -679,6 +750,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
     Value lrValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("lr"));
     Value stepValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("step"));
+    Value prevLrValue =
+        optimizer == "asgd" ? b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("prev_lr"))
+                            : Value();
     OptimizerConfig opt{optimizer,
                         beta1,
                         beta2 >= 0 ? double(beta2) : (optimizer == "lion" ? 0.99 : 0.999),
@@ -698,7 +772,14 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                         initialAccumulatorValue,
                         decoupledWeightDecay,
                         alwaysAdapt,
-                        trustClip};
+                        trustClip,
+                        etaminus,
+                        etaplus,
+                        stepSizeMin,
+                        stepSizeMax,
+                        lambd,
+                        asgdAlpha,
+                        t0};
     // --no-weight-decay: those params' updates take weight decay 0 (plait-shard keeps them in
     // units of their own, so that each unit's params share one update's settings).
     std::optional<std::regex> noDecay;
@@ -750,7 +831,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         settings = g.over(settings);
         break;
       }
-      appendUpdate(b, op, grad, lrValue, stepValue, settings, assigns);
+      appendUpdate(b, op, grad, lrValue, prevLrValue, stepValue, settings, assigns);
       // --lr-scale: the first matching factor, on the update just built (the op assigned to
       // the param).
       for (size_t i = 0; i < scales->size(); ++i)

@@ -62,10 +62,11 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
-           "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta or lamb">,
+           "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta, rprop, "
+           "asgd or lamb">,
     Option<"lr", "lr", "double", "-1.0",
            "base learning rate; negative means PyTorch's default for the optimizer (adagrad, "
-           "rmsprop 1e-2; adamax, nadam 2e-3; adadelta 1; lion 1e-4; else 1e-3)">,
+           "rmsprop, rprop, asgd 1e-2; adamax, nadam 2e-3; adadelta 1; lion 1e-4; else 1e-3)">,
     Option<"beta1", "beta1", "double", "0.9",
            "beta1 of Adam, AdamW, Lion, Adamax, NAdam, RAdam and LAMB">,
     Option<"beta2", "beta2", "double", "-1.0",
@@ -86,6 +87,15 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"initialAccumulatorValue", "initial-accumulator-value", "double", "0.0",
            "Adagrad: the value its sum starts from">,
     Option<"rho", "rho", "double", "0.9", "Adadelta: the decay of its two averages">,
+    Option<"etaminus", "etaminus", "double", "0.5",
+           "Rprop: the step-size factor where the gradient's sign flips">,
+    Option<"etaplus", "etaplus", "double", "1.2",
+           "Rprop: the step-size factor where the gradient keeps its sign">,
+    Option<"stepSizeMin", "step-size-min", "double", "1.0e-6", "Rprop: the smallest step size">,
+    Option<"stepSizeMax", "step-size-max", "double", "50.0", "Rprop: the largest step size">,
+    Option<"lambd", "lambd", "double", "1.0e-4", "ASGD: the decay term of its eta">,
+    Option<"asgdAlpha", "asgd-alpha", "double", "0.75", "ASGD: the power of its eta's decay">,
+    Option<"t0", "t0", "double", "1.0e6", "ASGD: the step after which it starts averaging">,
     Option<"decoupledWeightDecay", "decoupled-weight-decay", "bool", "false",
            "NAdam and RAdam: decay the params (PyTorch 2's NAdamW / RAdamW) instead of adding "
            "the weight decay to the gradient">,

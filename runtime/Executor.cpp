@@ -318,7 +318,9 @@ Status Executor::run() {
 void Executor::setHyperParameters(int64_t step, double lr) {
   for (uint32_t i : hyperTensors_) {
     const PlanTensor &t = plan_.tensors[i];
-    float value = t.name == "lr" ? static_cast<float>(lr) : static_cast<float>(step);
+    float value = t.name == "lr"        ? static_cast<float>(lr)
+                  : t.name == "prev_lr" ? static_cast<float>(plan_.schedule.before(step))
+                                        : static_cast<float>(step);
     std::memcpy(arena_.data() + t.offset, &value, sizeof value);
     touch(i);
   }

@@ -41,7 +41,8 @@ public:
   Status setInput(size_t index, DType dtype, const std::vector<int64_t> &shape,
                   const void *data);
 
-  /// Writes the per-step hyper-parameters (the "lr" and "step" tensors, when present).
+  /// Writes the per-step hyper-parameters (the "lr", "prev_lr" and "step" tensors, when
+  /// present).
   void setHyperParameters(int64_t step, double lr);
 
   /// Runs every instruction once, in order, then (training plans) copies each update's

@@ -60,4 +60,21 @@ PLAIT_SCHEDULE_HD RAdamRectification radamRectification(double beta2, double ste
   return r;
 }
 
+/// ASGD's eta and mu at step `step` (>= 1), `lr` the previous step's learning rate (step 1's
+/// on step 1). torch keeps both as f32 0-d tensors that start at lr and 1 and are set at the
+/// end of each step t from that step's lr: eta = lr / (1 + lambd * lr * t)^alpha and
+/// mu = 1 / max(1, t - t0), computed in double and rounded to f32; the next step reads them
+/// back with .item(). So step s's are step s - 1's formulas, rounded the same way.
+struct AsgdCoefficients {
+  double eta, mu;
+};
+PLAIT_SCHEDULE_HD AsgdCoefficients asgdCoefficients(double lr, double lambd, double alpha,
+                                                    double t0, double step) {
+  if (step <= 1)
+    return {double(float(lr)), 1.0};
+  const double t = step - 1;
+  return {double(float(lr / pow(1 + lambd * lr * t, alpha))),
+          double(float(1 / fmax(1.0, t - t0)))};
+}
+
 } // namespace plait::rt

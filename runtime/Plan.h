@@ -105,6 +105,9 @@ struct LrSchedule {
   double minLr = 0;
   /// The learning rate of 1-based `step`.
   double at(int64_t step) const;
+  /// The learning rate of the step before `step`, step 1's on step 1 (the "prev_lr"
+  /// hyper-parameter: ASGD's eta follows the lr torch had at the end of the step before).
+  double before(int64_t step) const { return at(step > 1 ? step - 1 : 1); }
 };
 
 struct Plan {

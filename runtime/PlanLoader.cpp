@@ -616,8 +616,8 @@ private:
       const PlanTensor &tensor = out_.tensors[t];
       if (tensor.kind != TensorKind::Hyper)
         continue;
-      if (tensor.name != "lr" && tensor.name != "step")
-        return fail("{}: unknown hyper-parameter (expected lr or step)", tensorLabel(t));
+      if (tensor.name != "lr" && tensor.name != "step" && tensor.name != "prev_lr")
+        return fail("{}: unknown hyper-parameter (expected lr, step or prev_lr)", tensorLabel(t));
       if (tensor.dtype != DType::F32 || !tensor.shape.empty())
         return fail("{}: a hyper-parameter must be a f32 scalar", tensorLabel(t));
     }

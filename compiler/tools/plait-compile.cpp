@@ -10,6 +10,17 @@
 #include "compiler/Pipeline.h"
 #include "compiler/PlanSearch.h"
 
+/// Reads "A,B" (two numbers, as --betas takes them) into a and b; false when it is not that.
+static bool parseNumberPair(const std::string &text, double &a, double &b) {
+  char *end = nullptr;
+  a = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != ',')
+    return false;
+  const char *second = end + 1;
+  b = std::strtod(second, &end);
+  return end != second && *end == '\0';
+}
+
 int main(int argc, char **argv) {
   CLI::App app{"plait-compile: compile a model into an ahead-of-time plan"};
   plait::CompileOptions options;
@@ -28,16 +39,17 @@ int main(int argc, char **argv) {
   app.add_flag("--explain", options.explain, "print a readable summary of the plan");
   app.add_option("--dump-dir", options.dumpDir, "write every IR stage into DIR");
   plait::TrainOptions &train = options.train;
-  std::string betas;
+  std::string betas, etas, stepSizes;
   app.add_flag("--train", train.enabled, "build the training step (loss, backward, optimizer)");
   app.add_option("--optimizer", train.optimizer,
-                 "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta or "
-                 "lamb")
+                 "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta, "
+                 "rprop, asgd or lamb")
       ->check(CLI::IsMember({"sgd", "adam", "adamw", "adagrad", "rmsprop", "lion", "adamax",
-                             "nadam", "radam", "adadelta", "lamb"}));
+                             "nadam", "radam", "adadelta", "rprop", "asgd", "lamb"}));
   app.add_option("--lr", train.lr,
-                 "base learning rate (default as PyTorch: adagrad, rmsprop 1e-2; adamax, nadam "
-                 "2e-3; adadelta 1; lion 1e-4; else 1e-3)");
+                 "base learning rate (default as PyTorch: adagrad, rmsprop, rprop, asgd 1e-2; "
+                 "adamax, nadam 2e-3; adadelta 1; lion 1e-4; else 1e-3; rprop's initial step "
+                 "size)");
   app.add_option("--weight-decay", train.weightDecay,
                  "weight decay (default: adamw and lamb 0.01, the others 0, as PyTorch and timm; "
                  "adamw and lion decay the params, lamb adds it to the update, the others to "
@@ -57,6 +69,16 @@ int main(int argc, char **argv) {
   app.add_option("--initial-accumulator-value", train.initialAccumulatorValue,
                  "Adagrad: the value its sum starts from (default 0)");
   app.add_option("--rho", train.rho, "Adadelta: the decay of its two averages (default 0.9)");
+  app.add_option("--etas", etas,
+                 "Rprop: the step-size factors MINUS,PLUS where the gradient's sign flips and "
+                 "where it holds (default 0.5,1.2)");
+  app.add_option("--step-sizes", stepSizes,
+                 "Rprop: the step-size bounds MIN,MAX (default 1e-6,50)");
+  app.add_option("--lambd", train.lambd, "ASGD: the decay term of its eta (default 1e-4)");
+  app.add_option("--asgd-alpha", train.asgdAlpha,
+                 "ASGD: the power of its eta's decay, torch's alpha (default 0.75)");
+  app.add_option("--t0", train.t0,
+                 "ASGD: the step after which it averages the params (default 1e6)");
   app.add_option("--momentum-decay", train.momentumDecay,
                  "NAdam: the momentum schedule's decay (default 0.004)");
   app.add_flag("--amsgrad", train.amsgrad,
@@ -81,8 +103,10 @@ int main(int argc, char **argv) {
                  "padding_idx, which the ONNX export drops: its row gets no gradient");
   app.add_option("--param-group", train.paramGroups,
                  "per-param optimizer settings 'REGEX:KEY=V,...' (repeatable; the first "
-                 "matching group wins; keys betas=B1/B2, eps, momentum, weight_decay, "
-                 "dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay; "
+                 "matching group wins; keys betas=B1/B2, etas=MINUS/PLUS, "
+                 "step_sizes=MIN/MAX, eps, momentum, weight_decay, "
+                 "dampening, alpha, lr_decay, lambd, t0, initial_accumulator_value, rho, "
+                 "momentum_decay; "
                  "true/false: nesterov, amsgrad, centered, decoupled_weight_decay, "
                  "always_adapt, trust_clip: those the optimizer has), as torch param groups");
   app.add_option("--no-weight-decay", train.noWeightDecay,
@@ -206,6 +230,7 @@ int main(int argc, char **argv) {
                            "--nesterov", "--betas", "--eps", "--alpha", "--centered",
                            "--lr-decay", "--amsgrad", "--maximize", "--decoupled-weight-decay",
                            "--initial-accumulator-value", "--rho", "--no-weight-decay",
+                           "--etas", "--step-sizes", "--lambd", "--asgd-alpha", "--t0",
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
@@ -229,6 +254,9 @@ int main(int argc, char **argv) {
       {"--initial-accumulator-value", train.initialAccumulatorValue},
       {"--rho", train.rho},
       {"--momentum-decay", train.momentumDecay},
+      {"--lambd", train.lambd},
+      {"--asgd-alpha", train.asgdAlpha},
+      {"--t0", train.t0},
       {"--clip-grad-norm", train.clipGradNorm},
       {"--min-lr", train.minLr}};
   for (const auto &[flag, value] : numbers)
@@ -239,7 +267,10 @@ int main(int argc, char **argv) {
   for (const auto &[flag, value] : {std::pair<const char *, double>{"--weight-decay",
                                                                      train.weightDecay},
                                     {"--clip-grad-norm", train.clipGradNorm},
-                                    {"--min-lr", train.minLr}})
+                                    {"--min-lr", train.minLr},
+                                    {"--lambd", train.lambd},
+                                    {"--asgd-alpha", train.asgdAlpha},
+                                    {"--t0", train.t0}})
     if (app.count(flag) && value < 0) {
       std::cerr << "plait-compile: " << flag << " must be >= 0, got " << value << "\n";
       return 1;
@@ -283,6 +314,14 @@ int main(int argc, char **argv) {
       {"--lr-decay", {"adagrad"}},
       {"--initial-accumulator-value", {"adagrad"}},
       {"--rho", {"adadelta"}},
+      {"--weight-decay",
+       {"sgd", "adam", "adamw", "adagrad", "rmsprop", "lion", "adamax", "nadam", "radam",
+        "adadelta", "asgd", "lamb"}},
+      {"--etas", {"rprop"}},
+      {"--step-sizes", {"rprop"}},
+      {"--lambd", {"asgd"}},
+      {"--asgd-alpha", {"asgd"}},
+      {"--t0", {"asgd"}},
       {"--momentum-decay", {"nadam"}},
       {"--decoupled-weight-decay", {"nadam", "radam"}},
       {"--amsgrad", {"adam", "adamw"}}};
@@ -410,6 +449,29 @@ int main(int argc, char **argv) {
     // (A negative beta2 would mean the optimizer's default.)
     if (!(train.beta1 >= 0 && train.beta1 < 1 && train.beta2 >= 0 && train.beta2 < 1)) {
       std::cerr << "plait-compile: --betas must each be in [0, 1), got '" << betas << "'\n";
+      return 1;
+    }
+  }
+  if (!etas.empty()) {
+    if (!parseNumberPair(etas, train.etaminus, train.etaplus)) {
+      std::cerr << "plait-compile: --etas expects MINUS,PLUS, got '" << etas << "'\n";
+      return 1;
+    }
+    if (!(0 < train.etaminus && train.etaminus < 1 && 1 < train.etaplus &&
+          std::isfinite(train.etaplus))) {
+      std::cerr << "plait-compile: --etas needs 0 < MINUS < 1 < PLUS, got '" << etas << "'\n";
+      return 1;
+    }
+  }
+  if (!stepSizes.empty()) {
+    if (!parseNumberPair(stepSizes, train.stepSizeMin, train.stepSizeMax)) {
+      std::cerr << "plait-compile: --step-sizes expects MIN,MAX, got '" << stepSizes << "'\n";
+      return 1;
+    }
+    if (!(0 <= train.stepSizeMin && train.stepSizeMin <= train.stepSizeMax &&
+          std::isfinite(train.stepSizeMax))) {
+      std::cerr << "plait-compile: --step-sizes needs 0 <= MIN <= MAX, got '" << stepSizes
+                << "'\n";
       return 1;
     }
   }

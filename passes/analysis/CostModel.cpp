@@ -72,7 +72,8 @@ double extraUpdateFlops(const plan::InstrDesc &instr, std::string_view update) {
     extra += 1; // vmax = max(vmax, v)
   // The updates whose weight decay is an L2 term added to the gradient.
   if (update != "adagrad_update" && update != "rmsprop_update" && update != "adamax_update" &&
-      update != "nadam_update" && update != "radam_update" && update != "adadelta_update")
+      update != "nadam_update" && update != "radam_update" && update != "adadelta_update" &&
+      update != "asgd_update")
     return extra;
   if (floatAttr(instr, "weight_decay", 0.0) != 0.0)
     extra += 2;
@@ -159,6 +160,12 @@ constexpr ElementCost kElementCosts[] = {
     // Adadelta: two roots, a divide and two decayed averages. All at AdamW's measured rate.
     {"adamax_update", 11, false, "adamw"}, {"nadam_update", T + 15, false, "adamw"},
     {"radam_update", T + 10, false, "adamw"}, {"adadelta_update", 2 * T + 14, false, "adamw"},
+    // Rprop: the sign of g * prev, two selects, the clamped step size, the masked gradient's
+    // sign and the step: ~9 compares and selects, no root or divide: SGD's rate.
+    {"rprop_update", 9, false, "sgd"},
+    // ASGD: decay, step, the average's difference and update (weight decay: extraUpdateFlops):
+    // SGD's rate.
+    {"asgd_update", 6, false, "sgd"},
     // LAMB: Adam's moments and direction plus the decay term and the scaled step; a whole
     // tensor's update that adapts computes the direction twice (its norms pass: the norms'
     // entry, added by extraUpdateFlops). lamb_norms: the direction and two squares summed.
@@ -268,7 +275,8 @@ bool splitsElements(std::string_view k) {
       "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
       "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "adagrad_update",
       "rmsprop_update", "lion_update", "adamax_update", "nadam_update", "radam_update",
-      "adadelta_update", "lamb_update", "where", "clamp", "not", "cast", "pow",
+      "adadelta_update", "rprop_update", "asgd_update", "lamb_update", "where", "clamp",
+      "not", "cast", "pow",
       "dropout_mask"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }

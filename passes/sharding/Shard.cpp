@@ -170,12 +170,16 @@ SmallVector<StringRef> stateSuffixes(Operation *update) {
     return {"sum"};
   if (isa<LionUpdateOp>(update))
     return {"exp_avg"};
+  if (isa<AsgdUpdateOp>(update))
+    return {"ax"};
   if (isa<AdamaxUpdateOp>(update))
     return {"exp_avg", "exp_inf"};
   if (isa<NAdamUpdateOp, RAdamUpdateOp, LambUpdateOp>(update))
     return {"exp_avg", "exp_avg_sq"};
   if (isa<AdadeltaUpdateOp>(update))
     return {"square_avg", "acc_delta"};
+  if (isa<RpropUpdateOp>(update))
+    return {"prev", "step_size"};
   if (auto rmsprop = dyn_cast<RMSpropUpdateOp>(update)) {
     SmallVector<StringRef> names{"square_avg"};
     if (rmsprop.getCentered())

@@ -493,7 +493,8 @@ Status checkUpdateTensors(std::string_view kernel, UpdateKind kind, const Attrs 
       kMaxExpAvgSq{"max_exp_avg_sq", "new_max_exp_avg_sq"},
       kBuffer{"momentum_buffer", "new_momentum_buffer"}, kSum{"sum", "new_sum"},
       kSquareAvg{"square_avg", "new_square_avg"}, kGradAvg{"grad_avg", "new_grad_avg"},
-      kExpInf{"exp_inf", "new_exp_inf"}, kAccDelta{"acc_delta", "new_acc_delta"};
+      kExpInf{"exp_inf", "new_exp_inf"}, kAccDelta{"acc_delta", "new_acc_delta"},
+      kPrev{"prev", "new_prev"}, kStepSize{"step_size", "new_step_size"}, kAx{"ax", "new_ax"};
   Names names[3] = {};
   switch (kind) {
   case UpdateKind::Sgd:
@@ -526,6 +527,12 @@ Status checkUpdateTensors(std::string_view kernel, UpdateKind kind, const Attrs 
     break;
   case UpdateKind::Adadelta:
     names[0] = kSquareAvg, names[1] = kAccDelta;
+    break;
+  case UpdateKind::Rprop:
+    names[0] = kPrev, names[1] = kStepSize;
+    break;
+  case UpdateKind::Asgd:
+    names[0] = kAx;
     break;
   }
   const TensorView &param = in[0];
@@ -568,6 +575,8 @@ bool updateKindOf(std::string_view name, UpdateKind &kind) {
       {"nadam_update", UpdateKind::NAdam},
       {"radam_update", UpdateKind::RAdam},
       {"adadelta_update", UpdateKind::Adadelta},
+      {"rprop_update", UpdateKind::Rprop},
+      {"asgd_update", UpdateKind::Asgd},
       {"lamb_update", UpdateKind::Lamb}};
   for (const auto &[n, k] : kNames)
     if (n == name) {
@@ -586,6 +595,7 @@ size_t updateStateCount(UpdateKind kind, const Attrs &attrs) {
     return attrs.getBool("amsgrad", false) ? 3 : 2;
   case UpdateKind::Adagrad:
   case UpdateKind::Lion:
+  case UpdateKind::Asgd:
     return 1;
   case UpdateKind::RMSprop:
     return 1 + (attrs.getBool("centered", false) ? 1 : 0) + (momentum ? 1 : 0);
@@ -593,6 +603,7 @@ size_t updateStateCount(UpdateKind kind, const Attrs &attrs) {
   case UpdateKind::NAdam:
   case UpdateKind::RAdam:
   case UpdateKind::Adadelta:
+  case UpdateKind::Rprop:
   case UpdateKind::Lamb:
     return 2;
   }
@@ -609,7 +620,8 @@ Status groupedUpdateLayout(const Attrs &attrs, size_t inputs, size_t outputs,
   if (!updateKindOf(update, kind))
     return Status::errorf("{}: update must be adamw_update, sgd_update, adagrad_update, "
                           "rmsprop_update, lion_update, adamax_update, nadam_update, "
-                          "radam_update, adadelta_update or lamb_update, got '{}'",
+                          "radam_update, adadelta_update, rprop_update, asgd_update or "
+                          "lamb_update, got '{}'",
                           kName, update);
   const int64_t states = int64_t(updateStateCount(kind, attrs));
   if (per != 4 + states || perResult != 1 + states)

@@ -77,14 +77,28 @@ Status sliceView(const Attrs &attrs, const TensorView &x, const TensorView &y, i
 /// The optimizer updates (OptimizerKernels.cpp). Each takes param, grad, lr, step and its
 /// states (adamw_update: param, grad, exp_avg, exp_avg_sq, lr, step) and gives the new param
 /// and the new value of each state.
-enum class UpdateKind { Sgd, AdamW, Adagrad, RMSprop, Lion, Adamax, NAdam, RAdam, Adadelta, Lamb };
+enum class UpdateKind {
+  Sgd,
+  AdamW,
+  Adagrad,
+  RMSprop,
+  Lion,
+  Adamax,
+  NAdam,
+  RAdam,
+  Adadelta,
+  Rprop,
+  Asgd,
+  Lamb
+};
 
 /// The update named `name` (sgd_update, ...), false when it is none of them.
 bool updateKindOf(std::string_view name, UpdateKind &kind);
 
 /// How many states an update of `kind` takes with `attrs`: sgd 1 with momentum (else 0),
 /// adamw 2 (3 with amsgrad: max_exp_avg_sq, after lr and step), adagrad 1, rmsprop 1 + 1
-/// when centered + 1 with momentum, lion 1, adamax / nadam / radam / adadelta / lamb 2.
+/// when centered + 1 with momentum, lion and asgd 1, adamax / nadam / radam / adadelta /
+/// rprop / lamb 2.
 size_t updateStateCount(UpdateKind kind, const Attrs &attrs);
 
 /// grouped_update's layout: the update it repeats, the operands and results each update

@@ -1,8 +1,9 @@
 // Optimizer updates (ir/PlaitTrainOps.td): sgd_update, adamw_update, adagrad_update,
-// rmsprop_update, lion_update and grouped_update, one fused pass per parameter tensor that
-// follows torch.optim.SGD / AdamW / Adam / Adagrad / RMSprop (PyTorch 1.13, single-tensor
-// path) and Lion's reference implementation operation by operation. The two-state updates
-// (adamax, nadam, radam, adadelta) are in TwoStateUpdateKernels.cpp, LAMB's in LambKernels.cpp.
+// rmsprop_update, lion_update, asgd_update and grouped_update, one fused pass per parameter
+// tensor that follows torch.optim.SGD / AdamW / Adam / Adagrad / RMSprop / ASGD (PyTorch 1.13,
+// single-tensor path) and Lion's reference implementation operation by operation. The
+// two-state updates (adamax, nadam, radam, adadelta, rprop) are in TwoStateUpdateKernels.cpp,
+// LAMB's in LambKernels.cpp.
 //
 // PyTorch computes the scalar factors (1 - lr * wd, lr / (1 - beta1^step), ...) in double,
 // as Python floats, and converts each to the parameter dtype where it meets a tensor; the
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "runtime/OptimizerSchedule.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/OptimizerSupport.h"
@@ -561,6 +563,89 @@ Status lionUpdateKernel(const KernelCall &call) {
 }
 
 //===----------------------------------------------------------------------===//
+// asgd_update
+//===----------------------------------------------------------------------===//
+
+constexpr std::string_view kAsgd = "asgd_update";
+
+struct AsgdFactors {
+  double decay;  // 1 - lambd * eta
+  double negEta; // -eta
+  double mu;     // the averaging weight (1: ax = param)
+  double weightDecay;
+};
+
+/// torch.optim.ASGD's _single_tensor_asgd for one tensor (no maximize), eta and mu as torch
+/// reads them (runtime/OptimizerSchedule.h asgdCoefficients):
+///   g = grad (+ wd * param);  param *= 1 - lambd * eta;  param += -eta * g;
+///   ax += (param - ax) * mu where mu != 1, else ax = param.
+template <typename T, bool kDecay, bool kAverage>
+void asgdLoop(int64_t n, const T *param, const T *grad, const T *ax, T *newParam, T *newAx,
+              const AsgdFactors &f) {
+  const T decay = T(f.decay), negEta = T(f.negEta), mu = T(f.mu), wd = T(f.weightDecay);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    T p = param[i], g = grad[i], a = ax[i];
+    if constexpr (kDecay)
+      g = g + wd * p;
+    p = p * decay;
+    p = p + negEta * g;
+    newParam[i] = p;
+    newAx[i] = kAverage ? a + (p - a) * mu : p;
+  }
+}
+
+template <typename T>
+void asgdUpdate(const TensorView *in, const TensorView *out, const AsgdFactors &f) {
+  const bool average = T(f.mu) != T(1);
+  parallelFor(in[0].numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+    forGradPieces<T>(in[1], begin, end, [&](int64_t b, int64_t e, const T *grad) {
+      const T *p = in[0].as<T>() + b, *ax = in[4].as<T>() + b;
+      T *np = out[0].as<T>() + b, *nax = out[1].as<T>() + b;
+      if (f.weightDecay != 0)
+        average ? asgdLoop<T, true, true>(e - b, p, grad, ax, np, nax, f)
+                : asgdLoop<T, true, false>(e - b, p, grad, ax, np, nax, f);
+      else
+        average ? asgdLoop<T, false, true>(e - b, p, grad, ax, np, nax, f)
+                : asgdLoop<T, false, false>(e - b, p, grad, ax, np, nax, f);
+    });
+  });
+}
+
+/// Checks one asgd_update's operands `in` (5: its lr the previous step's) and results `out`
+/// (2), and reads its factors; `halfGrad`: the gradient may be bf16 or f16.
+Status prepareAsgd(const TensorView *in, const TensorView *out, const Attrs &attrs,
+                   AsgdFactors &f, bool halfGrad = false) {
+  constexpr std::string_view kName = kAsgd;
+  PLAIT_RETURN_IF_ERROR(checkUpdateTensors(kName, UpdateKind::Asgd, attrs, in, out, 1, halfGrad));
+  double lr, step;
+  PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[2], lr));
+  PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
+  const double lambd = attrs.getFloat("lambd", 1e-4);
+  AsgdCoefficients c = asgdCoefficients(lr, lambd, attrs.getFloat("alpha", 0.75),
+                                        attrs.getFloat("t0", 1e6), step);
+  f.decay = 1 - lambd * c.eta;
+  f.negEta = -c.eta;
+  f.mu = c.mu;
+  f.weightDecay = attrs.getFloat("weight_decay", 0.0);
+  return Status();
+}
+
+/// asgd_update(param, grad, prev_lr, step, ax) -> (new_param, new_ax).
+Status asgdUpdateKernel(const KernelCall &call) {
+  constexpr std::string_view kName = kAsgd;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 5, 5, 2));
+  AsgdFactors f;
+  PLAIT_RETURN_IF_ERROR(prepareAsgd(call.inputs.data(), call.outputs.data(), call.attrs, f));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &asgdUpdateKernel);
+  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
+    asgdUpdate<decltype(tag)>(call.inputs.data(), call.outputs.data(), f);
+    return Status();
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // grouped_update
 //===----------------------------------------------------------------------===//
 
@@ -614,10 +699,17 @@ Status groupedUpdateKernel(const KernelCall &call) {
               [&](auto tag) { lionUpdate<decltype(tag)>(in, out, f); });
       break;
     }
+    case UpdateKind::Asgd: {
+      AsgdFactors f;
+      s = run(kAsgd, prepareAsgd(in, out, call.attrs, f, /*halfGrad=*/true),
+              [&](auto tag) { asgdUpdate<decltype(tag)>(in, out, f); });
+      break;
+    }
     case UpdateKind::Adamax:
     case UpdateKind::NAdam:
     case UpdateKind::RAdam:
     case UpdateKind::Adadelta:
+    case UpdateKind::Rprop:
       s = runTwoStateUpdate(layout.kind, in, out, call.attrs, /*halfGrad=*/true);
       break;
     case UpdateKind::Lamb:
@@ -645,6 +737,7 @@ void registerOptimizerKernels() {
   registerKernel("adagrad_update", &adagradUpdateKernel);
   registerKernel("rmsprop_update", &rmspropUpdateKernel);
   registerKernel("lion_update", &lionUpdateKernel);
+  registerKernel("asgd_update", &asgdUpdateKernel);
   registerTwoStateUpdateKernels();
   registerLambKernels();
   registerKernel("grouped_update", &groupedUpdateKernel);

@@ -65,12 +65,12 @@ void forGradPieces(const TensorView &g, int64_t begin, int64_t end, Body &&body)
   }
 }
 
-/// One adamax, nadam, radam or adadelta update (`kind`) of grouped_update: operands `in` and
+/// One adamax, nadam, radam, adadelta or rprop update (`kind`) of grouped_update: operands `in` and
 /// results `out` checked (`halfGrad`: its gradient may be bf16 or f16), then the update run.
 Status runTwoStateUpdate(UpdateKind kind, const TensorView *in, const TensorView *out,
                          const Attrs &attrs, bool halfGrad);
 
-/// Registers adamax_update, nadam_update, radam_update and adadelta_update.
+/// Registers adamax_update, nadam_update, radam_update, adadelta_update and rprop_update.
 void registerTwoStateUpdateKernels();
 
 /// One lamb_update of grouped_update (a whole tensor: its norms taken by the kernel), checked

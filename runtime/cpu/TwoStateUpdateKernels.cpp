@@ -1,6 +1,7 @@
 // The two-state optimizer updates (ir/PlaitTrainOps.td): adamax_update, nadam_update,
-// radam_update and adadelta_update, one fused pass per parameter tensor that follows
-// torch.optim.Adamax / NAdam / RAdam / Adadelta (PyTorch 1.13, single-tensor path; NAdam with
+// radam_update, adadelta_update and rprop_update, one fused pass per parameter tensor that
+// follows torch.optim.Adamax / NAdam / RAdam / Adadelta / Rprop (PyTorch 1.13, single-tensor
+// path; NAdam with
 // PyTorch 2's fix of its momentum product, NAdam and RAdam with PyTorch 2.1's
 // decoupled_weight_decay) operation by operation, as OptimizerKernels.cpp's updates do; each
 // output may be written over the input it replaces.
@@ -17,7 +18,8 @@ namespace {
 
 
 constexpr std::string_view kAdamax = "adamax_update", kNAdam = "nadam_update",
-                           kRAdam = "radam_update", kAdadelta = "adadelta_update";
+                           kRAdam = "radam_update", kAdadelta = "adadelta_update",
+                           kRprop = "rprop_update";
 
 /// One two-state update's arrays from its first element: param, gradient, the two states
 /// (operands 4 and 5) and the three results.
@@ -298,6 +300,60 @@ void adadeltaUpdate(const TensorView *in, const TensorView *out, const AdadeltaF
   });
 }
 
+struct RpropFactors {
+  double etaminus, etaplus, stepSizeMin, stepSizeMax;
+  double lr;  // the step size of step 1 (lr * lr_scale)
+  bool first; // step 1: step_size is read as lr
+};
+
+/// torch.optim.Rprop's _single_tensor_rprop for one tensor (no maximize):
+///   f = etaplus where g * prev > 0, etaminus where < 0, else 1 (torch.sign of a NaN is 0);
+///   step = clamp(step * f, min, max) (a NaN stays);  g = 0 where f == etaminus;
+///   param += -sign(g) * step;  prev = g.
+/// On step 1 the step size is lr: torch fills step_size with group['lr'] when it creates
+/// the state (and never reads the lr again), so a schedule only sets the first step's.
+template <typename T, bool kFirst>
+void rpropLoop(int64_t n, const TwoStateArrays<T> &a, const RpropFactors &f) {
+  const T minus = T(f.etaminus), plus = T(f.etaplus), lo = T(f.stepSizeMin);
+  const T hi = T(f.stepSizeMax), lr = T(f.lr);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    T g = a.grad[i], product = g * a.first[i];
+    T factor = product > T(0) ? plus : product < T(0) ? minus : T(1);
+    T step = (kFirst ? lr : a.second[i]) * factor;
+    step = step < lo ? lo : step;
+    step = step > hi ? hi : step;
+    g = factor == minus ? T(0) : g;
+    T sign = T(g > T(0)) - T(g < T(0));
+    a.newParam[i] = a.param[i] + -sign * step;
+    a.newFirst[i] = g;
+    a.newSecond[i] = step;
+  }
+}
+
+Status prepareRprop(const TensorView *in, const TensorView *out, const Attrs &attrs,
+                    RpropFactors &f, bool halfGrad = false) {
+  double step;
+  PLAIT_RETURN_IF_ERROR(
+      prepareTwoState(kRprop, UpdateKind::Rprop, in, out, attrs, halfGrad, f.lr, step));
+  f.etaminus = attrs.getFloat("etaminus", 0.5);
+  f.etaplus = attrs.getFloat("etaplus", 1.2);
+  f.stepSizeMin = attrs.getFloat("step_size_min", 1e-6);
+  f.stepSizeMax = attrs.getFloat("step_size_max", 50.0);
+  f.first = step == 1;
+  return Status();
+}
+
+template <typename T>
+void rpropUpdate(const TensorView *in, const TensorView *out, const RpropFactors &f) {
+  twoStateUpdate<T>(in, out, [&](int64_t n, const TwoStateArrays<T> &a) {
+    if (f.first)
+      rpropLoop<T, true>(n, a, f);
+    else
+      rpropLoop<T, false>(n, a, f);
+  });
+}
+
 /// A two-state update's kernel: name(param, grad, lr, step, state0, state1) ->
 /// (new_param, new_state0, new_state1), checked and its factors read by `prepare`, run by
 /// update(tag, in, out, factors) in the tag's type; 16-bit tensors staged through f32.
@@ -329,6 +385,8 @@ constexpr auto kRunAdadelta = [](auto tag, const TensorView *in, const TensorVie
                                  const AdadeltaFactors &f) {
   adadeltaUpdate<decltype(tag)>(in, out, f);
 };
+constexpr auto kRunRprop = [](auto tag, const TensorView *in, const TensorView *out,
+                              const RpropFactors &f) { rpropUpdate<decltype(tag)>(in, out, f); };
 
 Status adamaxUpdateKernel(const KernelCall &call) {
   return twoStateKernel<AdamaxFactors>(kAdamax, call, &adamaxUpdateKernel, &prepareAdamax,
@@ -345,6 +403,10 @@ Status radamUpdateKernel(const KernelCall &call) {
 Status adadeltaUpdateKernel(const KernelCall &call) {
   return twoStateKernel<AdadeltaFactors>(kAdadelta, call, &adadeltaUpdateKernel,
                                          &prepareAdadelta, kRunAdadelta);
+}
+Status rpropUpdateKernel(const KernelCall &call) {
+  return twoStateKernel<RpropFactors>(kRprop, call, &rpropUpdateKernel, &prepareRprop,
+                                      kRunRprop);
 }
 
 /// One update of grouped_update: checked by `prepare`, run by `run` in its param's type.
@@ -375,6 +437,8 @@ Status runTwoStateUpdate(UpdateKind kind, const TensorView *in, const TensorView
     return groupedOne(kRAdam, in, out, attrs, halfGrad, &prepareRAdam, kRunRAdam);
   case UpdateKind::Adadelta:
     return groupedOne(kAdadelta, in, out, attrs, halfGrad, &prepareAdadelta, kRunAdadelta);
+  case UpdateKind::Rprop:
+    return groupedOne(kRprop, in, out, attrs, halfGrad, &prepareRprop, kRunRprop);
   default:
     return Status::errorf("runTwoStateUpdate: not a two-state update");
   }
@@ -385,6 +449,7 @@ void registerTwoStateUpdateKernels() {
   registerKernel("nadam_update", &nadamUpdateKernel);
   registerKernel("radam_update", &radamUpdateKernel);
   registerKernel("adadelta_update", &adadeltaUpdateKernel);
+  registerKernel("rprop_update", &rpropUpdateKernel);
 }
 
 } // namespace plait::rt::cpu

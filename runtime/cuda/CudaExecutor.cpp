@@ -340,8 +340,10 @@ Status CudaExecutor::setInput(size_t index, DType dtype, const std::vector<int64
 
 void CudaExecutor::setHyperParameters(int64_t step, double lr) {
   for (uint32_t i : hyperTensors_)
-    hyperValues_[i] = plan_.tensors[i].name == "lr" ? static_cast<float>(lr)
-                                                     : static_cast<float>(step);
+    hyperValues_[i] = plan_.tensors[i].name == "lr"        ? static_cast<float>(lr)
+                      : plan_.tensors[i].name == "prev_lr" ? static_cast<float>(
+                                                                 plan_.schedule.before(step))
+                                                           : static_cast<float>(step);
 }
 
 Status CudaExecutor::runInstr(size_t i) {

@@ -1,7 +1,8 @@
 // Host side of the CUDA optimizer updates: sgd_update, adamw_update, adagrad_update,
 // rmsprop_update, lion_update, adamax_update, nadam_update, radam_update, adadelta_update,
-// lamb_update (and lamb_norms) and grouped_update (a group's tensors in one launch per
-// kMaxUpdateTensors, Optimizer.cu). The host copies of the "lr" and "step" hyper-parameters
+// rprop_update, asgd_update, lamb_update (and lamb_norms) and grouped_update (a group's
+// tensors in one launch per kMaxUpdateTensors, Optimizer.cu). The host copies of the "lr" (or
+// asgd_update's "prev_lr") and "step" hyper-parameters
 // (CudaKernelCall::hostScalar) are checked here; the kernels read the device copies and
 // compute the factors that depend on them as runtime/cpu/OptimizerKernels.cpp does, so that a
 // step captured as a CUDA graph replays with each step's values.
@@ -21,7 +22,9 @@ constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update",
                            kAdagrad = "adagrad_update", kRMSprop = "rmsprop_update",
                            kLion = "lion_update", kAdamax = "adamax_update",
                            kNAdam = "nadam_update", kRAdam = "radam_update",
-                           kAdadelta = "adadelta_update", kLamb = "lamb_update",
+                           kAdadelta = "adadelta_update", kRprop = "rprop_update",
+                           kAsgd = "asgd_update",
+                           kLamb = "lamb_update",
                            kLambNorms = "lamb_norms";
 
 /// The host value of hyper-parameter input `index` (`what`: lr or step); in a checking call
@@ -172,6 +175,28 @@ Status prepareLion(const CudaKernelCall &call, size_t first, size_t firstOut, si
   return {};
 }
 
+/// asgd_update: `per` 5, its lr the previous step's (the "prev_lr" hyper-parameter).
+Status prepareAsgd(const CudaKernelCall &call, size_t first, size_t firstOut, size_t /*per*/,
+                   bool halfGrad, AsgdFactors &f, UpdateTensor &u) {
+  const TensorView *in = call.inputs.data() + first;
+  TensorView *out = call.outputs.data() + firstOut;
+  PLAIT_RETURN_IF_ERROR(checkFloat(kAsgd, in[0].dtype));
+  PLAIT_RETURN_IF_ERROR(cpu::checkUpdateTensors(kAsgd, cpu::UpdateKind::Asgd, call.attrs, in,
+                                                out, 1, halfGrad));
+  double lr = 0, step = 0;
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kAsgd, "lr", first + 2, lr));
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kAsgd, "step", first + 3, step));
+  PLAIT_RETURN_IF_ERROR(checkStep(call, kAsgd, step));
+  f.lambd = call.attrs.getFloat("lambd", 1e-4);
+  f.alpha = call.attrs.getFloat("alpha", 0.75);
+  f.t0 = call.attrs.getFloat("t0", 1e6);
+  f.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
+  u = updateTensor(in, out, 2);
+  u.in[2] = in[4].data;
+  u.out[1] = out[1].data;
+  return {};
+}
+
 /// rmsprop_update: `per` 4 + its states (square_avg, grad_avg when centered, the momentum
 /// buffer with momentum), checked against the attributes.
 Status prepareRMSprop(const CudaKernelCall &call, size_t first, size_t firstOut, size_t per,
@@ -210,7 +235,7 @@ Status prepareRMSprop(const CudaKernelCall &call, size_t first, size_t firstOut,
   return {};
 }
 
-/// The two-state updates (adamax, nadam, radam, adadelta): `per` 6, checked as `kind`; the
+/// The two-state updates (adamax, nadam, radam, adadelta, rprop): `per` 6, checked as `kind`; the
 /// attributes into `f` by setAttrs(f).
 template <typename Factors, typename SetAttrs>
 Status prepareTwoState(const CudaKernelCall &call, std::string_view kernel,
@@ -274,6 +299,17 @@ Status prepareAdadelta(const CudaKernelCall &call, size_t first, size_t firstOut
                            g.rho = call.attrs.getFloat("rho", 0.9);
                            g.eps = call.attrs.getFloat("eps", 1e-6);
                            g.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
+                         });
+}
+
+Status prepareRprop(const CudaKernelCall &call, size_t first, size_t firstOut, size_t,
+                    bool halfGrad, RpropFactors &f, UpdateTensor &u) {
+  return prepareTwoState(call, kRprop, cpu::UpdateKind::Rprop, first, firstOut, halfGrad, f, u,
+                         [&](RpropFactors &g) {
+                           g.etaminus = call.attrs.getFloat("etaminus", 0.5);
+                           g.etaplus = call.attrs.getFloat("etaplus", 1.2);
+                           g.stepSizeMin = call.attrs.getFloat("step_size_min", 1e-6);
+                           g.stepSizeMax = call.attrs.getFloat("step_size_max", 50.0);
                          });
 }
 
@@ -581,6 +617,11 @@ Status lionUpdateKernel(const CudaKernelCall &call) {
   return runUpdates(call, kLion, &prepareLion, 5, 2, 1, false);
 }
 
+Status asgdUpdateKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kAsgd, 5, 5, 2));
+  return runUpdates(call, kAsgd, &prepareAsgd, 5, 2, 1, false);
+}
+
 Status adamaxUpdateKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kAdamax, 6, 6, 3));
   return runUpdates(call, kAdamax, &prepareAdamax, 6, 3, 1, false);
@@ -599,6 +640,11 @@ Status radamUpdateKernel(const CudaKernelCall &call) {
 Status adadeltaUpdateKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kAdadelta, 6, 6, 3));
   return runUpdates(call, kAdadelta, &prepareAdadelta, 6, 3, 1, false);
+}
+
+Status rpropUpdateKernel(const CudaKernelCall &call) {
+  PLAIT_RETURN_IF_ERROR(cpu::checkArity(call.asHostCall(), kRprop, 6, 6, 3));
+  return runUpdates(call, kRprop, &prepareRprop, 6, 3, 1, false);
 }
 
 Status rmspropUpdateKernel(const CudaKernelCall &call) {
@@ -644,6 +690,12 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
   case cpu::UpdateKind::Adadelta:
     s = runUpdates(call, kAdadelta, &prepareAdadelta, per, perResult, count, true);
     break;
+  case cpu::UpdateKind::Rprop:
+    s = runUpdates(call, kRprop, &prepareRprop, per, perResult, count, true);
+    break;
+  case cpu::UpdateKind::Asgd:
+    s = runUpdates(call, kAsgd, &prepareAsgd, per, perResult, count, true);
+    break;
   case cpu::UpdateKind::Lamb: {
     std::vector<UpdateTensor> tensors;
     LambFactors f;
@@ -670,6 +722,8 @@ void registerCudaOptimizerKernels() {
   registerCudaKernel("nadam_update", &nadamUpdateKernel);
   registerCudaKernel("radam_update", &radamUpdateKernel);
   registerCudaKernel("adadelta_update", &adadeltaUpdateKernel);
+  registerCudaKernel("rprop_update", &rpropUpdateKernel);
+  registerCudaKernel("asgd_update", &asgdUpdateKernel);
   registerCudaKernel("lamb_update", &lambUpdateKernel);
   registerCudaKernel("lamb_norms", &lambNormsKernel);
   registerCudaKernel("grouped_update", &groupedUpdateKernel);

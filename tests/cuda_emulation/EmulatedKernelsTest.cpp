@@ -337,7 +337,7 @@ TEST(EmulatedKernels, LocalShardKeepsEachRanksChunkAsTheCpuKernel) {
   }
 }
 
-//===--- adagrad, rmsprop, lion, adamax, nadam, radam and adadelta updates -----------------===//
+//===--- adagrad, rmsprop, lion, adamax, nadam, radam, adadelta, rprop and asgd updates ----===//
 
 /// One update's attributes, how many states it takes with them, and the step number it runs.
 struct UpdateVariant {
@@ -382,6 +382,20 @@ std::vector<UpdateVariant> updateVariants() {
       {"adadelta_update", AttrsBuilder().f("lr_scale", 0.5).build(), 2},
       {"adagrad_update", AttrsBuilder().f("lr_scale", 3).f("lr_decay", 0.01).build(), 1},
       {"adadelta_update", AttrsBuilder().f("rho", 0.8).f("weight_decay", 0.1).build(), 2},
+      {"rprop_update", {}, 2},
+      // Step 1 reads the (scaled) lr in place of the step size.
+      {"rprop_update", AttrsBuilder().f("lr_scale", 3).build(), 2, 1},
+      // Both bounds reached: step sizes in [0, 0.1) grown by 1.5 and shrunk by 0.3.
+      {"rprop_update",
+       AttrsBuilder().f("etaminus", 0.3).f("etaplus", 1.5).f("step_size_min", 0.02)
+           .f("step_size_max", 0.05).build(),
+       2},
+      // ASGD: step 1 (eta the lr, ax = param), then averaging from t0 (mu 1/3 on step 5).
+      {"asgd_update", {}, 1, 1},
+      {"asgd_update",
+       AttrsBuilder().f("lambd", 0.1).f("alpha", 0.5).f("t0", 1).f("weight_decay", 0.05)
+           .f("lr_scale", 2).build(),
+       1, 5},
   };
 }
 
@@ -449,12 +463,11 @@ void expectSameBits(const std::string &what, const std::vector<uint8_t> &got,
 }
 
 // The updates with states after lr and step (adagrad, rmsprop, lion, adamax, nadam, radam,
-// adadelta) through the CUDA backend's kernels (the host checks, the states' places in the
-// launch, the device code, the step factors computed there) against the CPU kernels, bit for
-// bit (the
-// same operations in the same order, 16-bit params through f32 on both): each variant alone,
-// f32 in place and bf16, and three of it grouped (grouped_update) with bf16 gradients, over
-// more elements than a chunk and fewer than a warp.
+// adadelta, rprop, asgd) through the CUDA backend's kernels (the host checks, the states'
+// places in the launch, the device code, the step factors computed there) against the CPU
+// kernels, bit for bit (the same operations in the same order, 16-bit params through f32 on
+// both): each variant alone, f32 in place and bf16, and three of it grouped (grouped_update)
+// with bf16 gradients, over more elements than a chunk and fewer than a warp.
 TEST(EmulatedKernels, OptimizerUpdatesMatchTheCpuKernelsBitForBit) {
   std::mt19937 rng(41);
   for (const UpdateVariant &v : updateVariants()) {

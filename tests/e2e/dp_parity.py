@@ -43,7 +43,7 @@ from train_parity import KEY_BIAS, SAMPLES, make_dataset, read_safetensors  # no
 
 # Optimizer tensors per param (sgd with momentum; rmsprop: states_of).
 STATES = {"adam": 2, "adamw": 2, "sgd": 1, "adagrad": 1, "lion": 1, "adamax": 2, "nadam": 2,
-          "radam": 2, "adadelta": 2, "lamb": 2}
+          "radam": 2, "adadelta": 2, "rprop": 2, "asgd": 1, "lamb": 2}
 TRAIN = {
     "mlp": ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"],
     "gpt": ["--optimizer", "adamw", "--lr", "3e-3"],

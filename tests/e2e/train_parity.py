@@ -198,17 +198,18 @@ class Lamb(torch.optim.Optimizer):
 
 
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None,
-           no_decay=None, lr_scale=None, groups=None):
+           no_decay=None, lr_scale=None, groups=None, states=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
     (kind, lr, warmup, total, min_lr); noise_only: weight slices whose gradient is exactly 0;
     no_decay: a regex of param names the torch optimizer gets in a second param group with
     weight_decay 0 (plait's --no-weight-decay); lr_scale: [(regex, factor)], first match wins,
     each a torch param group with lr = factor * the base lr (plait's --lr-scale); groups:
     [(regex, options)], first match wins, each a torch param group with those options
-    (plait's --param-group)."""
+    (plait's --param-group); states: optimizer state keys (torch's) whose final values are
+    compared too, from plait's checkpoint (plait-ckpt export --optimizer)."""
     return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
                 clip=clip, noise_only=noise_only or {}, no_decay=no_decay, lr_scale=lr_scale,
-                groups=groups)
+                groups=groups, states=states)
 
 
 CONFIGS = {
@@ -413,6 +414,45 @@ CONFIGS = {
                                "--no-weight-decay", "bias|ln"],
                        lambda p: Lamb(p, lr=3e-3), clip=1.0, noise_only=KEY_BIAS,
                        no_decay="bias|ln"),
+    # Rprop's steps are signs times per-element step sizes (lr on step 1, then grown by etaplus
+    # or shrunk by etaminus as each gradient keeps or flips its sign).
+    "mlp-rprop": config("mlp", ["--optimizer", "rprop"],
+                        lambda p: torch.optim.Rprop(p, lr=1e-2)),
+    "cnn-rprop": config("cnn", ["--optimizer", "rprop", "--lr", "2e-3", "--etas", "0.4,1.3",
+                                "--step-sizes", "1e-4,5e-3"],
+                        lambda p: torch.optim.Rprop(p, lr=2e-3, etas=(0.4, 1.3),
+                                                    step_sizes=(1e-4, 5e-3))),
+    # torch reads the lr only when it creates the state (step 1's step size): a warm-up sets
+    # that one step size and nothing after it.
+    "mlp-rprop-warmup": config("mlp", ["--optimizer", "rprop", "--lr", "1e-2", "--lr-schedule",
+                                       "linear-warmup", "--warmup-steps", "4"],
+                               lambda p: torch.optim.Rprop(p, lr=1e-2),
+                               lr_schedule=("linear-warmup", 1e-2, 4, 0, 0.0)),
+    "gpt-rprop": config("gpt", ["--optimizer", "rprop", "--lr", "1e-3", "--step-sizes",
+                                "1e-6,1e-2", "--clip-grad-norm", "1.0"],
+                        lambda p: torch.optim.Rprop(p, lr=1e-3, step_sizes=(1e-6, 1e-2)),
+                        clip=1.0, noise_only=KEY_BIAS),
+    # ASGD: SGD with eta decayed by the step (lambd, alpha) and, from step t0 on, the params
+    # averaged into its state ax. eta and mu are f32 tensors in torch, set from each step's lr
+    # at its end, so a schedule reaches eta one step late.
+    "mlp-asgd": config("mlp", ["--optimizer", "asgd"],
+                       lambda p: torch.optim.ASGD(p, lr=1e-2, foreach=False), states=["ax"]),
+    "gpt-asgd": config("gpt", ["--optimizer", "asgd", "--lr", "0.05", "--weight-decay", "1e-3",
+                               "--lambd", "1e-2", "--clip-grad-norm", "1.0"],
+                       lambda p: torch.optim.ASGD(p, lr=0.05, lambd=1e-2, weight_decay=1e-3,
+                                                  foreach=False),
+                       clip=1.0, states=["ax"]),
+    # t0 10: averaging (mu < 1) from step 12 on.
+    "cnn-asgd-t0": config("cnn", ["--optimizer", "asgd", "--lr", "0.02", "--t0", "10",
+                                  "--lambd", "1e-3", "--asgd-alpha", "0.6"],
+                          lambda p: torch.optim.ASGD(p, lr=0.02, t0=10, lambd=1e-3, alpha=0.6,
+                                                     foreach=False), states=["ax"]),
+    "mlp-asgd-warmup": config("mlp", ["--optimizer", "asgd", "--lr", "0.05", "--lambd", "0.1",
+                                      "--t0", "5", "--lr-schedule", "linear-warmup",
+                                      "--warmup-steps", "8"],
+                              lambda p: torch.optim.ASGD(p, lr=0.05, lambd=0.1, t0=5,
+                                                         foreach=False),
+                              lr_schedule=("linear-warmup", 0.05, 8, 0, 0.0), states=["ax"]),
     "gpt-adamw-maximize": config("gpt", ["--optimizer", "adamw", "--lr", "1e-3",
                                          "--clip-grad-norm", "1.0", "--maximize"],
                                  lambda p: torch.optim.AdamW(p, lr=1e-3, maximize=True),
@@ -474,9 +514,10 @@ def schedule_factor(schedule, step):
     return scale
 
 
-def train_torch(model, cfg, data, batch, steps, input_order, spans=None):
+def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=None):
     """`steps` steps of `batch` samples each, in order; or, given `spans`, one step per
-    (first sample, samples) in it."""
+    (first sample, samples) in it. `states` (a dict), when given, receives the optimizer's
+    final cfg["states"] of each param as PARAM.KEY."""
     spans = spans or [(s * batch, batch) for s in range(steps)]
     params = model.parameters()
     if cfg["no_decay"] or cfg["lr_scale"] or cfg["groups"]:
@@ -513,6 +554,10 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None):
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["clip"])
         opt.step()
         losses.append(float(loss))
+    if states is not None:
+        for n, p in model.named_parameters():
+            for key in cfg["states"] or []:
+                states[f"{n}.{key}"] = opt.state[p][key].detach().numpy()
     return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 
@@ -543,17 +588,49 @@ def run_config(name, build, steps):
         plan = tmp / "model.plan"
         subprocess.run([bindir / "plait-compile", onnx_path, "-o", plan, "--train", *flags],
                        check=True)
+        checkpoint = ["--checkpoint-dir", tmp / "ckpt"] if cfg["states"] else []
         subprocess.run([bindir / "plait-run", plan, "--data", tmp / "data", "--steps", str(steps),
                         "--log-jsonl", tmp / "log.jsonl", "--save-weights",
-                        tmp / "weights.safetensors"], check=True, stdout=subprocess.DEVNULL)
+                        tmp / "weights.safetensors", *checkpoint], check=True,
+                       stdout=subprocess.DEVNULL)
+        plait_states = {}
+        if cfg["states"]:
+            subprocess.run([bindir / "plait-ckpt", "export", tmp / "ckpt", "-o",
+                            tmp / "states.safetensors", "--optimizer"], check=True,
+                           stdout=subprocess.DEVNULL)
+            plait_states = read_safetensors(tmp / "states.safetensors")
         plait_losses = [json.loads(line)["loss"] for line in (tmp / "log.jsonl").read_text().splitlines()]
         plait_weights = read_safetensors(tmp / "weights.safetensors")
 
     input_order = [i.name for i in onnx.load(str(onnx_path)).graph.input]
     model = build_torch_model(sample, onnx_path)
-    torch_losses, torch_weights = train_torch(model, cfg, data, batch, steps, input_order)
-    return compare_training(name, plait_losses, plait_weights, torch_losses, torch_weights,
-                            cfg["noise_only"])
+    torch_states = {} if cfg["states"] else None
+    torch_losses, torch_weights = train_torch(model, cfg, data, batch, steps, input_order,
+                                              states=torch_states)
+    ok = compare_training(name, plait_losses, plait_weights, torch_losses, torch_weights,
+                          cfg["noise_only"])
+    if cfg["states"]:
+        ok &= compare_states(name, plait_states, torch_states)
+    return ok
+
+
+def compare_states(label, plait_states, torch_states):
+    """Final optimizer states (PARAM.KEY) within rtol 1e-4 / atol 1e-5 of torch's; prints the
+    largest difference."""
+    ok, worst = True, 0.0
+    for k, want in torch_states.items():
+        got = plait_states.get(k)
+        if got is None or got.shape != want.shape:
+            print(f"{label}: state {k} missing or misshapen in plait's checkpoint")
+            ok = False
+            continue
+        worst = max(worst, float(np.max(np.abs(got - want))))
+        if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+            print(f"{label}: state {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")
+            ok = False
+    print(f"{label}: {len(torch_states)} optimizer states, max abs diff {worst:.1e}: "
+          f"{'ok' if ok else 'MISMATCH'}")
+    return ok
 
 
 def compare_training(label, plait_losses, plait_weights, torch_losses, torch_weights,

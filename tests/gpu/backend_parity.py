@@ -150,6 +150,12 @@ def cases():
     out.append(("mlp-adagrad-init-fp32", "mlp", ["--optimizer", "adagrad", "--lr", "0.05",
                                                 "--initial-accumulator-value", "0.1"],
                 "fp32", 1))
+    # Rprop: step 1's step size read from the device's lr, the sign-driven factors after.
+    out.append(("cnn-rprop-fp32", "cnn", ["--optimizer", "rprop", "--lr", "2e-3", "--etas",
+                                         "0.4,1.3", "--step-sizes", "1e-4,5e-3"], "fp32", 1))
+    # ASGD: eta and mu from the previous step's lr on the device, averaging from step 7.
+    out.append(("mlp-asgd-fp32", "mlp", ["--optimizer", "asgd", "--lr", "0.05", "--t0", "5",
+                                        "--lambd", "0.01"], "fp32", 1))
     # LAMB: each param's trust ratio from its norms, summed on the device in two stages.
     out.append(("gpt-lamb-fp32", "gpt", ["--optimizer", "lamb", "--lr", "3e-3",
                                         "--no-weight-decay", "bias|ln"], "fp32", 1))

@@ -418,6 +418,50 @@ PLAIT_HD void adadeltaElement(T p, T g, T sq, T acc, const AdadeltaFactors &f, T
   newAcc = acc * rho + oneMinusRho * delta * delta;
 }
 
+/// ASGD's factors from the previous step's lr and the step number (OptimizerKernels.cpp
+/// prepareAsgd).
+PLAIT_HD void asgdStepFactors(double lr, double step, AsgdFactors &f) {
+  AsgdCoefficients c = asgdCoefficients(lr, f.lambd, f.alpha, f.t0, step);
+  f.decay = 1 - f.lambd * c.eta;
+  f.negEta = -c.eta;
+  f.mu = c.mu;
+}
+
+/// One asgd_update element (OptimizerKernels.cpp asgdLoop), operation by operation.
+template <typename T>
+PLAIT_HD void asgdElement(T p, T g, T ax, const AsgdFactors &f, T &newP, T &newAx) {
+  if (f.weightDecay != 0)
+    g = g + T(f.weightDecay) * p;
+  p = p * T(f.decay);
+  p = p + T(f.negEta) * g;
+  newP = p;
+  newAx = T(f.mu) != T(1) ? ax + (p - ax) * T(f.mu) : p;
+}
+
+/// Rprop's lr- and step-dependent factors (TwoStateUpdateKernels.cpp prepareRprop).
+PLAIT_HD void rpropStepFactors(double lr, double step, RpropFactors &f) {
+  f.lr = lr;
+  f.first = step == 1.0;
+}
+
+/// One rprop_update element (TwoStateUpdateKernels.cpp rpropLoop), operation by operation.
+template <typename T>
+PLAIT_HD void rpropElement(T p, T g, T prev, T stepSize, const RpropFactors &f, T &newP,
+                           T &newPrev, T &newStepSize) {
+  const T minus = T(f.etaminus), plus = T(f.etaplus), lo = T(f.stepSizeMin);
+  const T hi = T(f.stepSizeMax);
+  T product = g * prev;
+  T factor = product > T(0) ? plus : product < T(0) ? minus : T(1);
+  T step = (f.first ? T(f.lr) : stepSize) * factor;
+  step = step < lo ? lo : step;
+  step = step > hi ? hi : step;
+  g = factor == minus ? T(0) : g;
+  T sign = T(g > T(0)) - T(g < T(0));
+  newP = p + -sign * step;
+  newPrev = g;
+  newStepSize = step;
+}
+
 /// LAMB's step-dependent factors (LambKernels.cpp readLamb and prepareUpdate).
 PLAIT_HD void lambStepFactors(double lr, double step, LambFactors &f) {
   f.bc1 = 1 - pow(f.beta1, step);

@@ -219,6 +219,12 @@ struct LionFactors {
   double decay = 1, negLr = 0; // 1 - lr * weightDecay and -lr (math::lionStepFactors)
   double beta1 = 0.9, beta2 = 0.99, weightDecay = 0;
 };
+struct AsgdFactors {
+  // 1 - lambd * eta, -eta and mu, from the previous step's lr and the step number
+  // (math::asgdStepFactors)
+  double decay = 1, negEta = 0, mu = 1;
+  double lambd = 1e-4, alpha = 0.75, t0 = 1e6, weightDecay = 0;
+};
 struct AdamaxFactors {
   double negClr = 0; // -lr / (1 - beta1^step) (math::adamaxStepFactors)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
@@ -244,6 +250,11 @@ struct AdadeltaFactors {
   double negLr = 0; // -lr (math::adadeltaStepFactors)
   double rho = 0.9, eps = 1e-6, weightDecay = 0;
 };
+struct RpropFactors {
+  double lr = 0;      // step 1's step size (math::rpropStepFactors)
+  bool first = false; // step 1: the step size is read as lr
+  double etaminus = 0.5, etaplus = 1.2, stepSizeMin = 1e-6, stepSizeMax = 50;
+};
 struct LambFactors {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weightDecay = 0.01;
   bool adapt = true;      // the trust ratio applies: weight_decay != 0 or always_adapt
@@ -261,7 +272,9 @@ struct LambFactors {
 /// {param, grad, square_avg, grad_avg, momentum buffer}, out = {new param, new square_avg,
 /// new grad_avg, new buffer}, grad_avg null unless centered and the buffer null without
 /// momentum; lion_update: in = {param, grad, exp_avg}, out = {new param, new exp_avg};
-/// adamax_update, nadam_update, radam_update, adadelta_update: in = {param, grad, state 0,
+/// asgd_update: in = {param, grad, ax}, out = {new param, new ax};
+/// adamax_update, nadam_update, radam_update, adadelta_update, rprop_update: in = {param,
+/// grad, state 0,
 /// state 1}, out = {new param, new state 0, new state 1}; lamb_update: in = {param, grad,
 /// exp_avg, exp_avg_sq, ratio}, `ratio` a const double * to the trust ratio of the tensor (or
 /// of its segment; null: 1), out = {new param, new exp_avg, new exp_avg_sq}. Any output may
@@ -274,7 +287,9 @@ struct UpdateTensor {
 };
 
 /// The updates of `count` tensors, sgd_update, adamw_update, adagrad_update, rmsprop_update,
-/// lion_update, adamax_update, nadam_update, radam_update, adadelta_update or lamb_update (its
+/// lion_update, asgd_update, adamax_update, nadam_update, radam_update, adadelta_update,
+/// rprop_update or
+/// lamb_update (its
 /// ratios already computed: launchLambNorms, launchLambRatios) as the type of
 /// `f` says, every param and state of `dtype` and every gradient of
 /// `gradDtype`: `dtype`, or bf16 / f16 widened exactly (grouped_update). One launch per
@@ -311,6 +326,10 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const AdadeltaFactors &f, double lrScale,
                           cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const RpropFactors &f, double lrScale, cudaStream_t stream);
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const AsgdFactors &f, double lrScale, cudaStream_t stream);
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const LambFactors &f, double lrScale, cudaStream_t stream);
 

@@ -1,5 +1,7 @@
 // sgd_update, adamw_update, adagrad_update, rmsprop_update, lion_update, adamax_update,
-// nadam_update, radam_update, adadelta_update, lamb_update and grouped_update: the
+// nadam_update, radam_update, adadelta_update, rprop_update, asgd_update, lamb_update and
+// grouped_update:
+// the
 // updates of up to kMaxUpdateTensors tensors in one launch, each block a chunk of one tensor (a
 // list of one for the single ops). Each element's math is the CPU kernel's operation by
 // operation (ElementMath.h), in the parameter's dtype for f32 / f64 and through f32 for the
@@ -28,7 +30,7 @@ template <typename... Factors> constexpr bool fitLaunchParameters() {
 }
 static_assert(fitLaunchParameters<SgdFactors, AdamWFactors, AdagradFactors, RMSpropFactors,
                                  LionFactors, AdamaxFactors, NAdamFactors, RAdamFactors,
-                                 AdadeltaFactors, LambFactors>(),
+                                 AdadeltaFactors, RpropFactors, AsgdFactors, LambFactors>(),
               "a launch's parameters must stay under CUDA's 4 KiB");
 
 // The factors that depend on a tensor's lr and step, per update (math::*StepFactors).
@@ -60,6 +62,12 @@ __device__ __forceinline__ void stepFactors(double lr, double step, RAdamFactors
 }
 __device__ __forceinline__ void stepFactors(double lr, double, AdadeltaFactors &f) {
   math::adadeltaStepFactors(lr, f);
+}
+__device__ __forceinline__ void stepFactors(double lr, double step, AsgdFactors &f) {
+  math::asgdStepFactors(lr, step, f);
+}
+__device__ __forceinline__ void stepFactors(double lr, double step, RpropFactors &f) {
+  math::rpropStepFactors(lr, step, f);
 }
 __device__ __forceinline__ void stepFactors(double lr, double step, LambFactors &f) {
   math::lambStepFactors(lr, step, f);
@@ -142,7 +150,19 @@ __device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
   store(static_cast<S *>(u.out[0]), i, p);
 }
 
-/// The two-state updates (adamax, nadam, radam, adadelta): in = {param, grad, state 0,
+template <typename S, typename G>
+__device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
+                                              const AsgdFactors &f) {
+  using C = Compute<S>;
+  C p, ax;
+  C g = C(load(static_cast<const G *>(u.in[1]), i));
+  math::asgdElement<C>(load(static_cast<const S *>(u.in[0]), i), g,
+                       load(static_cast<const S *>(u.in[2]), i), f, p, ax);
+  store(static_cast<S *>(u.out[1]), i, ax);
+  store(static_cast<S *>(u.out[0]), i, p);
+}
+
+/// The two-state updates (adamax, nadam, radam, adadelta, rprop): in = {param, grad, state 0,
 /// state 1}, out = {new param, new state 0, new state 1}; `element` is the update's math.
 template <typename S, typename G, typename Factors, typename Element>
 __device__ __forceinline__ void twoStateElement(int64_t i, const UpdateTensor &u,
@@ -177,6 +197,11 @@ template <typename S, typename G>
 __device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
                                               const AdadeltaFactors &f) {
   twoStateElement<S, G>(i, u, f, math::adadeltaElement<Compute<S>>);
+}
+template <typename S, typename G>
+__device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
+                                              const RpropFactors &f) {
+  twoStateElement<S, G>(i, u, f, math::rpropElement<Compute<S>>);
 }
 
 /// lamb_update: in[4] is the trust ratio of the tensor or segment (a double; null: 1).
@@ -441,6 +466,16 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const AdadeltaFactors &f, double lrScale,
                           cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
+}
+
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const AsgdFactors &f, double lrScale, cudaStream_t stream) {
+  return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
+}
+
+cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
+                          const RpropFactors &f, double lrScale, cudaStream_t stream) {
   return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 

@@ -3,7 +3,7 @@
 // RUN: plait-opt --split-input-file --verify-diagnostics %s
 
 func.func @hyper_unknown_name() {
-  // expected-error @+1 {{'plait.hyper' op unknown hyper-parameter 'momentum' (expected lr or step)}}
+  // expected-error @+1 {{'plait.hyper' op unknown hyper-parameter 'momentum' (expected lr, step or prev_lr)}}
   %0 = plait.hyper "momentum" : tensor<f32>
   return
 }
@@ -194,7 +194,7 @@ func.func @sgd_nesterov(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, 
 // -----
 
 func.func @grouped_kind(%p: tensor<4xf32>, %lr: tensor<f32>) {
-  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update, sgd_update, adagrad_update, rmsprop_update, lion_update, adamax_update, nadam_update, radam_update, adadelta_update or lamb_update, got "lbfgs"}}
+  // expected-error @+1 {{'plait.grouped_update' op update must be adamw_update, sgd_update, adagrad_update, rmsprop_update, lion_update, adamax_update, nadam_update, radam_update, adadelta_update, rprop_update, asgd_update or lamb_update, got "lbfgs"}}
   %0 = plait.grouped_update %p, %p, %lr, %lr {update = "lbfgs", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
   return
 }
@@ -452,6 +452,46 @@ func.func @adadelta_rho(%p: tensor<4xf32>, %lr: tensor<f32>) {
 func.func @adadelta_state_type(%p: tensor<4xf32>, %q: tensor<4xf64>, %lr: tensor<f32>) {
   // expected-error @+1 {{'plait.adadelta_update' op failed to verify that all of {param, grad, square_avg, acc_delta, new_param, new_square_avg, new_acc_delta} have same type}}
   %0:3 = plait.adadelta_update %p, %p, %lr, %lr, %p, %q : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @rprop_etas(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.rprop_update' op needs 0 < etaminus < 1 < etaplus}}
+  %0:3 = plait.rprop_update %p, %p, %lr, %lr, %p, %p {etaplus = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @rprop_step_sizes(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.rprop_update' op needs 0 <= step_size_min <= step_size_max}}
+  %0:3 = plait.rprop_update %p, %p, %lr, %lr, %p, %p {step_size_min = 2.0 : f64, step_size_max = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @asgd_t0(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.asgd_update' op needs lambd, alpha, t0 and weight_decay >= 0}}
+  %0:2 = plait.asgd_update %p, %p, %lr, %lr, %p {t0 = -1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @asgd_state_type(%p: tensor<4xf32>, %q: tensor<4xf64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.asgd_update' op failed to verify that all of {param, grad, ax, new_param, new_ax} have same type}}
+  %0:2 = plait.asgd_update %p, %p, %lr, %lr, %q : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @rprop_state_type(%p: tensor<4xf32>, %q: tensor<4xf64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.rprop_update' op failed to verify that all of {param, grad, prev, step_size, new_param, new_prev, new_step_size} have same type}}
+  %0:3 = plait.rprop_update %p, %p, %lr, %lr, %p, %q : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 

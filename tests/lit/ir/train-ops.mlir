@@ -29,6 +29,8 @@
 // CHECK-NEXT: %new_param_14, %new_exp_avg_15, %new_exp_avg_sq_16 = plait.radam_update %0, %arg11, %4, %5, %1, %2 {beta2 = 0.98999999999999999 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT: %new_param_17, %new_square_avg, %new_acc_delta = plait.adadelta_update %0, %arg11, %4, %5, %2, %3 {eps = 1.000000e-05 : f64, rho = 0.94999999999999996 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT: %new_param_18, %new_sum_19 = plait.adagrad_update %0, %arg11, %4, %5, %2 {initial_accumulator_value = 1.000000e-01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %new_param_20, %new_ax = plait.asgd_update %0, %arg11, %4, %5, %1 {lambd = 1.000000e-03 : f64, t0 = 1.000000e+01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %new_param_21, %new_prev, %new_step_size = plait.rprop_update %0, %arg11, %4, %5, %1, %2 {etaminus = 4.000000e-01 : f64, step_size_max = 1.000000e+01 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT: plait.assign %0, %new_param_1 : tensor<8xf32>
 // CHECK-NEXT: plait.assign %1, %new_exp_avg : tensor<8xf32>
 // CHECK-NEXT: plait.assign %3, %new_buffer : tensor<8xf32>
@@ -59,6 +61,8 @@ func.func @train(%x: tensor<1x3x8x8xf32>, %g4: tensor<1x4x8x8xf32>, %w: tensor<4
   %16:3 = plait.radam_update %p, %ln, %lr, %step, %m, %v {beta2 = 0.99 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   %17:3 = plait.adadelta_update %p, %ln, %lr, %step, %v, %b {rho = 0.95 : f64, eps = 1.0e-05 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   %18:2 = plait.adagrad_update %p, %ln, %lr, %step, %v {initial_accumulator_value = 0.1 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %20:2 = plait.asgd_update %p, %ln, %lr, %step, %m {t0 = 10.0 : f64, lambd = 1.0e-03 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %19:3 = plait.rprop_update %p, %ln, %lr, %step, %m, %v {etaminus = 0.4 : f64, step_size_max = 10.0 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   plait.assign %p, %9#0 : tensor<8xf32>
   plait.assign %m, %9#1 : tensor<8xf32>
   plait.assign %b, %7#1 : tensor<8xf32>

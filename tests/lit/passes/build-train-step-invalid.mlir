@@ -1,6 +1,6 @@
 // RUN: plait-opt --split-input-file --verify-diagnostics --plait-build-train-step %s
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=lbfgs' %s 2>&1 | FileCheck %s --check-prefix=OPT
-// OPT: error: unknown optimizer 'lbfgs' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta or lamb)
+// OPT: error: unknown optimizer 'lbfgs' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta, rprop, asgd or lamb)
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adamw always-adapt=true' %s 2>&1 | FileCheck %s --check-prefix=ADAPT
 // ADAPT: error: always-adapt is LAMB's; the adamw optimizer has no trust ratio
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=sgd momentum=nan' %s 2>&1 | FileCheck %s --check-prefix=NANMOM
@@ -22,6 +22,14 @@
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad decoupled-weight-decay=true' %s 2>&1 | FileCheck %s --check-prefix=DECOUPLED2
 // DECOUPLED2: error: decoupled-weight-decay is NAdam's and RAdam's; the adagrad optimizer has none
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=sgd lr=0' %s 2>&1 | FileCheck %s --check-prefix=LR0
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=rprop etaplus=0.9' %s 2>&1 | FileCheck %s --check-prefix=ETAS
+// ETAS: error: invalid Rprop etas (need 0 < etaminus < 1 < etaplus)
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=rprop step-size-min=2 step-size-max=1' %s 2>&1 | FileCheck %s --check-prefix=STEPSIZES
+// STEPSIZES: error: invalid Rprop step sizes (need 0 <= step-size-min <= step-size-max)
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=rprop weight-decay=0.1' %s 2>&1 | FileCheck %s --check-prefix=RPROPDECAY
+// RPROPDECAY: error: the rprop optimizer has no weight decay (torch 1.13's Rprop)
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=asgd t0=-1' %s 2>&1 | FileCheck %s --check-prefix=ASGD
+// ASGD: error: invalid ASGD hyper-parameters (need lambd, asgd-alpha, t0 >= 0)
 // LR0: error: invalid optimizer hyper-parameters (need lr > 0,
 
 // expected-error @+1 {{'func.func' op first output 'logits' must be the scalar float loss, got 'tensor<2x3xf32>'}}

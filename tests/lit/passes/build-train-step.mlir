@@ -13,6 +13,8 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=radam lr=0.01' %s | FileCheck %s --check-prefix=RADAM
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adadelta rho=0.95' %s | FileCheck %s --check-prefix=ADADELTA
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad initial-accumulator-value=0.1' %s | FileCheck %s --check-prefix=ADAGRADINIT
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=rprop etaminus=0.4 step-size-max=1' %s | FileCheck %s --check-prefix=RPROP
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=asgd t0=100 weight-decay=0.01' %s | FileCheck %s --check-prefix=ASGD
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd maximize=true' %s | FileCheck %s --check-prefix=MAXIMIZE
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=radam weight-decay=0.1 decoupled-weight-decay=true' %s | FileCheck %s --check-prefix=RADAMW
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=lamb' %s | FileCheck %s --check-prefix=LAMB
@@ -117,6 +119,19 @@
 // ADADELTA-NEXT: %{{.*}}, %[[NSQ:.*]], %[[NACC:.*]] = plait.adadelta_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SQ]], %[[ACC]] {rho = 0.94999999999999996 : f64}
 // ADADELTA: plait.assign %[[SQ]], %[[NSQ]] : tensor<3x4xf32>
 // ADADELTA-NEXT: plait.assign %[[ACC]], %[[NACC]] : tensor<3x4xf32>
+// Rprop: torch's prev and step_size, its default lr 1e-2 (the first step size).
+// RPROP-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 1.000000e-02 : f64
+// RPROP: %[[PREV:.*]] = plait.state "fc.weight.prev" : tensor<3x4xf32>
+// RPROP-NEXT: %[[SIZE:.*]] = plait.state "fc.weight.step_size" : tensor<3x4xf32>
+// RPROP-NEXT: %{{.*}}, %[[NPREV:.*]], %[[NSIZE:.*]] = plait.rprop_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PREV]], %[[SIZE]] {etaminus = 4.000000e-01 : f64, step_size_max = 1.000000e+00 : f64}
+// RPROP: plait.assign %[[PREV]], %[[NPREV]] : tensor<3x4xf32>
+// RPROP-NEXT: plait.assign %[[SIZE]], %[[NSIZE]] : tensor<3x4xf32>
+// ASGD keeps torch's ax; its update reads the previous step's lr (plait.hyper "prev_lr").
+// ASGD-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 1.000000e-02 : f64
+// ASGD: %[[PREV:.*]] = plait.hyper "prev_lr" : tensor<f32>
+// ASGD-NEXT: %[[AX:.*]] = plait.state "fc.weight.ax" : tensor<3x4xf32>
+// ASGD-NEXT: %{{.*}}, %[[NAX:.*]] = plait.asgd_update %{{.*}}, %{{.*}}, %[[PREV]], %{{.*}}, %[[AX]] {t0 = 1.000000e+02 : f64, weight_decay = 1.000000e-02 : f64}
+// ASGD: plait.assign %[[AX]], %[[NAX]] : tensor<3x4xf32>
 // RAdamW (PyTorch 2's decoupled_weight_decay): an attribute of the update, and recorded.
 // RADAMW-LABEL: module attributes
 // RADAMW-SAME: plait.train = {{{.*}}decoupled_weight_decay = true, optimizer = "radam"

@@ -29,6 +29,13 @@
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=adam param-groups=bias:amsgrad=yes' 2>&1 | FileCheck %s --check-prefix=BADBOOL
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd param-groups=bias:nesterov=true' 2>&1 | FileCheck %s --check-prefix=NESTEROVNOMOM
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=adam param-groups=bias:maximize=true' 2>&1 | FileCheck %s --check-prefix=MAXIMIZE
+// RUN: plait-opt %s --plait-build-train-step='optimizer=rprop param-groups=bias:etas=0.3/1.5,step_sizes=1e-4/0.5' | FileCheck %s --check-prefix=RPROP
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=rprop param-groups=bias:etas=0.5/1.0' 2>&1 | FileCheck %s --check-prefix=ETAS
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=rprop param-groups=bias:step_sizes=0.5/1e-4' 2>&1 | FileCheck %s --check-prefix=STEPSIZES
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=bias:etas=0.5/1.2' 2>&1 | FileCheck %s --check-prefix=NOETAS
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=rprop param-groups=bias:weight_decay=0.1' 2>&1 | FileCheck %s --check-prefix=RPROPDECAY
+// RUN: plait-opt %s --plait-build-train-step='optimizer=asgd param-groups=bias:alpha=0.5,lambd=1e-3,t0=10' | FileCheck %s --check-prefix=ASGD
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=asgd param-groups=bias:t0=-1' 2>&1 | FileCheck %s --check-prefix=ASGDT0
 
 // layers.0's weight and bias take the first group (its betas and eps); layers.1.weight the
 // second (weight decay 0.1); the first match wins, so layers.0.weight keeps AdamW's 0.01.
@@ -51,8 +58,8 @@
 // NONE: error: --param-group 'norm:eps=1e-6' matches no trainable param
 // NOBETAS: error: --param-group 'bias:betas=0.8/0.9': the sgd optimizer has no betas
 // BADBETAS: error: --param-group 'bias:betas=0.8': betas must be B1/B2 with 0 <= B < 1, got '0.8'
-// KEY: error: --param-group 'bias:lr=0.1': unknown key 'lr' (expected betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, centered, decoupled_weight_decay, always_adapt, trust_clip; per-param learning rates are --lr-scale)
-// FORM: error: --param-group 'bias': expected REGEX:KEY=V,... (keys betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, centered, decoupled_weight_decay, always_adapt, trust_clip)
+// KEY: error: --param-group 'bias:lr=0.1': unknown key 'lr' (expected betas=B1/B2, etas=MINUS/PLUS, step_sizes=MIN/MAX, eps, momentum, weight_decay, dampening, alpha, lr_decay, lambd, t0, initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, centered, decoupled_weight_decay, always_adapt, trust_clip; per-param learning rates are --lr-scale)
+// FORM: error: --param-group 'bias': expected REGEX:KEY=V,... (keys betas=B1/B2, etas=MINUS/PLUS, step_sizes=MIN/MAX, eps, momentum, weight_decay, dampening, alpha, lr_decay, lambd, t0, initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, centered, decoupled_weight_decay, always_adapt, trust_clip)
 // BADRE: error: --param-group '(:eps=1e-6': invalid regex:
 // MOMENTUM: error: --param-group 'bias:momentum=0.9': the adamw optimizer has no momentum
 // BOTH: error: 'plait.param' op matches --no-weight-decay 'bias' and --param-group 'bias:weight_decay=0.5', which sets its weight_decay: give it one
@@ -63,6 +70,18 @@
 // MAXIMIZE: error: --param-group 'bias:maximize=true': unknown key 'maximize' (expected {{.*}}; --maximize is one setting for the whole run)
 // ALPHA: error: --param-group 'bias:alpha=1': alpha must be in [0, 1), got 1
 // NAN: error: --param-group 'bias:eps=nan': eps must be a finite number, got nan
+// ETAS: error: --param-group 'bias:etas=0.5/1.0': etas must be MINUS/PLUS with 0 < MINUS < 1 < PLUS, got '0.5/1.0'
+// STEPSIZES: error: --param-group 'bias:step_sizes=0.5/1e-4': step_sizes must be MIN/MAX with 0 <= MIN <= MAX, got '0.5/1e-4'
+// NOETAS: error: --param-group 'bias:etas=0.5/1.2': the adamw optimizer has no etas
+// RPROPDECAY: error: --param-group 'bias:weight_decay=0.1': the rprop optimizer has no weight_decay
+// ASGDT0: error: --param-group 'bias:t0=-1': t0 must be >= 0, got -1
+
+// ASGD's alpha (eta's power, no range above) is the key torch names it, as RMSprop's is.
+// ASGD-DAG: plait.asgd_update {{.*}} {alpha = 5.000000e-01 : f64, lambd = 1.000000e-03 : f64, t0 = 1.000000e+01 : f64} : (tensor<3xf32>
+
+// Rprop's pairs, as torch's etas and step_sizes: the bias's update takes the group's.
+// RPROP-DAG: plait.rprop_update {{.*}} {etaminus = 3.000000e-01 : f64, etaplus = 1.500000e+00 : f64, step_size_max = 5.000000e-01 : f64, step_size_min = 1.000000e-04 : f64} : (tensor<3xf32>
+// RPROP-DAG: plait.rprop_update {{.*}} : (tensor<3x3xf32>
 
 // Every scalar hyper-parameter of the optimizer may be a group's own.
 // ADAGRAD: plait.adagrad_update {{.*}} {initial_accumulator_value = 5.000000e-01 : f64, lr_decay = 1.000000e-01 : f64} : (tensor<3xf32>

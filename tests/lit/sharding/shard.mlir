@@ -11,6 +11,8 @@
 // RUN: plait-opt %s --plait-build-train-step='optimizer=lion' --plait-shard='world-size=2 strategy=zero2' | FileCheck %s --check-prefix=LION
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adamax weight-decay=0.1' --plait-shard='world-size=2 strategy=zero2' | FileCheck %s --check-prefix=ADAMAX
 // RUN: plait-opt %s --plait-build-train-step='optimizer=adadelta' --plait-shard='world-size=2 strategy=zero3' | FileCheck %s --check-prefix=ADADELTA
+// RUN: plait-opt %s --plait-build-train-step='optimizer=rprop etaplus=1.5' --plait-shard='world-size=2 strategy=zero2' | FileCheck %s --check-prefix=RPROP
+// RUN: plait-opt %s --plait-build-train-step='optimizer=asgd t0=5' --plait-shard='world-size=2 strategy=zero3' | FileCheck %s --check-prefix=ASGD
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp' | FileCheck %s --check-prefix=MIXED
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=zero2 unit-size=40' | FileCheck %s --check-prefix=SIZE
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-norm=1.0' | FileCheck %s --check-prefix=CLIP
@@ -48,7 +50,7 @@
 // Adam's flat shard update keeps its gradient's L2 term and no decoupled decay.
 // ADAM: plait.adamw_update %{{.*}} {{{.*}}l2 = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : (tensor<5xf32>
 
-// RMSprop's, Adagrad's, AMSGrad's, Lion's, Adamax's and Adadelta's states shard as AdamW's moments do: one flat shard per state, named
+// RMSprop's, Adagrad's, AMSGrad's, Lion's, Adamax's, Adadelta's and Rprop's states shard as AdamW's moments do: one flat shard per state, named
 // as torch names it, updated by the unit's one update with the op's settings.
 // RMSPROP: plait.state "layers.1.square_avg" {plait.layout = {{.*}}name = "layers.1.weight.square_avg"{{.*}}} : tensor<5xf32>
 // RMSPROP-NEXT: plait.state "layers.1.grad_avg" {plait.layout = {{.*}}name = "layers.1.weight.grad_avg"{{.*}}} : tensor<5xf32>
@@ -63,6 +65,11 @@
 // ADADELTA: plait.state "layers.1.square_avg" {plait.layout = {{.*}}name = "layers.1.weight.square_avg"{{.*}}} : tensor<5xf32>
 // ADADELTA-NEXT: plait.state "layers.1.acc_delta" {plait.layout = {{.*}}name = "layers.1.weight.acc_delta"{{.*}}} : tensor<5xf32>
 // ADADELTA-NEXT: plait.adadelta_update %{{.*}} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+// RPROP: plait.state "layers.1.prev" {plait.layout = {{.*}}name = "layers.1.weight.prev"{{.*}}} : tensor<5xf32>
+// RPROP-NEXT: plait.state "layers.1.step_size" {plait.layout = {{.*}}name = "layers.1.weight.step_size"{{.*}}} : tensor<5xf32>
+// ASGD: plait.state "layers.1.ax" {plait.layout = {{.*}}name = "layers.1.weight.ax"{{.*}}} : tensor<5xf32>
+// ASGD: plait.asgd_update %{{.*}} {t0 = 5.000000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>)
+// RPROP-NEXT: plait.rprop_update %{{.*}} {etaplus = 1.500000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
 // ADAGRAD: plait.state "layers.1.sum" {plait.layout = {{.*}}name = "layers.1.weight.sum"{{.*}}} : tensor<5xf32>
 // AMSGRAD: plait.state "layers.1.max_exp_avg_sq" {plait.layout = {{.*}}name = "layers.1.weight.max_exp_avg_sq"{{.*}}} : tensor<5xf32>
 // AMSGRAD: plait.adamw_update %{{.*}} {amsgrad = true, weight_decay = 0.000000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)

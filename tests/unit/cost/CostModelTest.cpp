@@ -221,6 +221,26 @@ TEST(OpCost, TwoStateUpdatesCountTheirTermsAndL2) {
   }
 }
 
+TEST(OpCost, RpropCountsItsSelectsAlone) {
+  // Rprop (param, grad, lr, step, prev, step_size): compares and selects, no root, and no
+  // weight decay to add; alone and grouped alike.
+  plan::PlanDesc plan = tensors({{1000}, {}});
+  plan::InstrDesc update{"rprop_update", {0, 0, 1, 1, 0, 0}, {0, 0, 0}};
+  EXPECT_DOUBLE_EQ(opCost(plan, update).flops, 1000 * 9.0);
+  plan::InstrDesc group{"grouped_update", update.inputs, update.outputs,
+                        {{"update", {}, {}, "rprop_update"}, {"operands_per_update", {6}}}};
+  EXPECT_DOUBLE_EQ(opCost(plan, group).flops, 1000 * 9.0);
+}
+
+TEST(OpCost, AsgdCountsItsAverageAndL2) {
+  // ASGD (param, grad, lr, step, ax): decay, step and average; its weight decay an L2 term.
+  plan::PlanDesc plan = tensors({{1000}, {}});
+  plan::InstrDesc update{"asgd_update", {0, 0, 1, 1, 0}, {0, 0}};
+  EXPECT_DOUBLE_EQ(opCost(plan, update).flops, 1000 * 6.0);
+  update.attrs.push_back({"weight_decay", {}, {0.01}, ""});
+  EXPECT_DOUBLE_EQ(opCost(plan, update).flops, 1000 * 8.0);
+}
+
 TEST(Roofline, ComputeOrMemoryBoundPlusLaunch) {
   ClusterSpec spec = twoNodes();
   spec.nodes = 1;

@@ -566,7 +566,7 @@ TEST(GroupedUpdate, Errors) {
       {grouped("lbfgs", 4, 1, {p, g, lr, step}, 1),
        "grouped_update: update must be adamw_update, sgd_update, adagrad_update, "
        "rmsprop_update, lion_update, adamax_update, nadam_update, radam_update, "
-       "adadelta_update or lamb_update, got 'lbfgs'"},
+       "adadelta_update, rprop_update, asgd_update or lamb_update, got 'lbfgs'"},
       {grouped("sgd_update", 6, 3, {p, g, lr, step, p, g}, 3),
        "grouped_update: sgd_update does not take 6 operands and give 3 results with these "
        "attributes (4 and 1)"},

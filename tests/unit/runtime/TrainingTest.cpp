@@ -108,7 +108,7 @@ TEST(TrainingPlan, LoaderRejectsBadUpdatesAndHyperParameters) {
   rejects(p, "tensor index out of range");
   p = tinyTrainingPlan();
   p.tensors[3].name = "momentum";
-  rejects(p, "unknown hyper-parameter (expected lr or step)");
+  rejects(p, "unknown hyper-parameter (expected lr, step or prev_lr)");
   p = tinyTrainingPlan();
   p.schedule.kind = "exponential";
   rejects(p, "unknown learning-rate schedule 'exponential'");
