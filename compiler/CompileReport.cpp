@@ -223,9 +223,9 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
         memory.elementwiseAliases, memory.elementwiseAliasBytes);
   if (memory.mapAliases > 0)
     report["optimizations"]["map_alias"] = fmt::format(
-        "{} results of unfused elementwise ops written over an operand that dies at the op "
+        "{} result{} of unfused elementwise ops written over an operand that dies at the op "
         "({} bytes that need no buffer; off: --no-inplace-elementwise)",
-        memory.mapAliases, memory.mapAliasBytes);
+        memory.mapAliases, memory.mapAliases == 1 ? "" : "s", memory.mapAliasBytes);
   if (memory.collectiveAliases > 0)
     report["optimizations"]["collective_alias"] = fmt::format(
         "{} all-reduces done in place, their result in their operand's bytes (MPI_IN_PLACE; "
@@ -503,8 +503,25 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
         detail += fmt::format(", lr scaled per param by '{}'", t["lr_scale"].get<std::string>());
       if (clip > 0)
         detail += fmt::format(", gradients clipped to norm {:g}", clip);
+      // A param group's maximize (its regexes, ';'-separated as --param-group's groups).
+      auto groupList = [&](const char *key) {
+        std::string list, regexes = t.value(key, std::string());
+        for (llvm::StringRef rest = regexes; !rest.empty();) {
+          auto [regex, tail] = rest.split(';');
+          list += fmt::format("{}'{}'", list.empty() ? "" : ", ", regex.str());
+          rest = tail;
+        }
+        return list;
+      };
       if (t.value("maximize", false))
         detail += ", maximizing the loss (gradients negated)";
+      if (std::string groups = groupList("minimize_groups"); !groups.empty())
+        detail += fmt::format(" except on param group(s) {} (maximize=false: descending)",
+                              groups);
+      if (std::string groups = groupList("maximize_groups"); !groups.empty())
+        detail += fmt::format(", maximizing the loss on param group(s) {} (their gradients "
+                              "negated)",
+                              groups);
       if (optimizer == "rprop") // its lr is only where each element's step size starts
         os << fmt::format("  optimizer        : rprop, initial step size {:g} (step 1's lr, {}: "
                           "each element's step size adapts from there){}\n",

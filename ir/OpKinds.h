@@ -14,6 +14,10 @@ inline bool isCollective(mlir::Operation *op) {
 
 /// The module attribute plait-insert-collectives records its reduce-scatters-in-flight in.
 constexpr const char *kReduceScattersInFlightAttr = "plait.in_flight_reduce_scatters";
+/// Marks the plait.neg plait-build-train-step puts before the update of a param group whose
+/// maximize is not the run's: plait-shard lifts it while it places the gradient (and only it:
+/// a gradient that ends in a negation of its own, a subtracted param's, stays as it is).
+constexpr const char *kMaximizeNegationAttr = "plait.maximize";
 /// Its default (and the bound where a module has no attribute).
 constexpr int64_t kReduceScattersInFlight = 2;
 

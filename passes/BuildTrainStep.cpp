@@ -10,6 +10,7 @@
 #include <optional>
 #include <regex>
 
+#include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -41,6 +42,7 @@ struct OptimizerConfig {
   double etaminus, etaplus;       // Rprop: the step-size factors
   double stepSizeMin, stepSizeMax; // Rprop: the step-size bounds
   double lambd, asgdAlpha, t0;     // ASGD: eta's decay and power, where averaging starts
+  bool maximize;                   // step along the negated gradient (torch's maximize)
 };
 
 /// The optimizers plait-build-train-step knows, in the order its messages list them.
@@ -504,7 +506,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
   struct GroupSwitch {
     StringRef name;
     bool OptimizerConfig::*field;
-    std::initializer_list<StringRef> optimizers;
+    std::initializer_list<StringRef> optimizers; // empty: every optimizer
   };
 
   /// A scalar key of --param-group: the setting it overrides, the optimizers that have it
@@ -553,12 +555,13 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         {"centered", &OptimizerConfig::centered, {"rmsprop"}},
         {"decoupled_weight_decay", &OptimizerConfig::decoupledWeightDecay, {"nadam", "radam"}},
         {"always_adapt", &OptimizerConfig::alwaysAdapt, {"lamb"}},
-        {"trust_clip", &OptimizerConfig::trustClip, {"lamb"}}};
+        {"trust_clip", &OptimizerConfig::trustClip, {"lamb"}},
+        {"maximize", &OptimizerConfig::maximize, {}}};
     static constexpr const char *kKeyList =
         "betas=B1/B2, etas=MINUS/PLUS, step_sizes=MIN/MAX, eps, momentum, weight_decay, "
         "dampening, alpha, lr_decay, lambd, t0, "
         "initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, "
-        "centered, decoupled_weight_decay, always_adapt, trust_clip";
+        "centered, decoupled_weight_decay, always_adapt, trust_clip, maximize";
     std::vector<ParamGroup> out;
     auto has = [&](std::initializer_list<StringRef> optimizers) {
       return optimizers.size() == 0 || llvm::is_contained(optimizers, StringRef(optimizer));
@@ -637,9 +640,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
           k = llvm::find_if(kKeys, [&](const GroupKey &k) { return k.name == key; });
         if (k == std::end(kKeys))
           return fail("unknown key '" + key + "' (expected " + kKeyList +
-                      (key == "maximize" ? "; --maximize is one setting for the whole run"
-                                         : "; per-param learning rates are --lr-scale") +
-                      ")");
+                      "; per-param learning rates are --lr-scale)");
         if (value.getAsDouble(x))
           return fail("expected KEY=NUMBER, got '" + setting + "'");
         if (!has(k->optimizers))
@@ -659,7 +660,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     return out;
   }
 
-  void recordSchedule(ModuleOp module, double weightDecayUsed, int64_t buffers) {
+  void recordSchedule(ModuleOp module, double weightDecayUsed, int64_t buffers,
+                      ArrayRef<ParamGroup> groups) {
     OpBuilder b(module.getContext());
     SmallVector<NamedAttribute> entries{
         b.getNamedAttr("kind", b.getStringAttr(schedule)),
@@ -676,6 +678,16 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       train.push_back(b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)));
     if (maximize)
       train.push_back(b.getNamedAttr("maximize", b.getBoolAttr(true)));
+    // The regexes of the groups whose maximize is not the run's (their gradients negated),
+    // ';'-separated as --param-group separates groups.
+    std::string flipped;
+    for (const ParamGroup &g : groups)
+      for (auto [field, on] : g.switches)
+        if (field == &OptimizerConfig::maximize && on != maximize)
+          flipped += (flipped.empty() ? "" : ";") + g.text.substr(0, g.text.rfind(':'));
+    if (!flipped.empty())
+      train.push_back(b.getNamedAttr(maximize ? "minimize_groups" : "maximize_groups",
+                                     b.getStringAttr(flipped)));
     if (decoupledWeightDecay)
       train.push_back(b.getNamedAttr("decoupled_weight_decay", b.getBoolAttr(true)));
     if (alwaysAdapt)
@@ -779,7 +791,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                         stepSizeMax,
                         lambd,
                         asgdAlpha,
-                        t0};
+                        t0,
+                        maximize};
     // --no-weight-decay: those params' updates take weight decay 0 (plait-shard keeps them in
     // units of their own, so that each unit's params share one update's settings).
     std::optional<std::regex> noDecay;
@@ -831,7 +844,15 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         settings = g.over(settings);
         break;
       }
-      appendUpdate(b, op, grad, lrValue, prevLrValue, stepValue, settings, assigns);
+      // A group's maximize other than the run's (whose backward starts from a loss gradient
+      // of -1 with --maximize): the update reads the exact negation of the gradient, as
+      // torch's step negates it first thing, after clipping (the norm ignores the sign).
+      Value stepGrad = grad;
+      if (settings.maximize != maximize) {
+        stepGrad = b.create<NegOp>(op.getLoc(), grad);
+        stepGrad.getDefiningOp()->setAttr(kMaximizeNegationAttr, b.getUnitAttr());
+      }
+      appendUpdate(b, op, stepGrad, lrValue, prevLrValue, stepValue, settings, assigns);
       // --lr-scale: the first matching factor, on the update just built (the op assigned to
       // the param).
       for (size_t i = 0; i < scales->size(); ++i)
@@ -877,7 +898,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     func->setType(FunctionType::get(&getContext(), func->getArgumentTypes(), {loss->getType()}));
     func->setAllResultAttrs(resultAttrs);
     eraseDeadOps(*func);
-    recordSchedule(module, opt.weightDecay, int64_t(buffers->size()));
+    recordSchedule(module, opt.weightDecay, int64_t(buffers->size()), *groups);
   }
 
   /// The buffer params and the results carrying their values after the step (marked

@@ -111,7 +111,7 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
     Option<"maximize", "maximize", "bool", "false",
            "maximize the loss (torch's maximize: every optimizer steps along the negated "
-           "gradients, from a loss gradient of -1)">,
+           "gradients, from a loss gradient of -1; a param group's maximize=false descends)">,
     Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
     Option<"freeze", "freeze", "std::string", "\"\"", "regex of param names not to train">,
     Option<"lrScale", "lr-scale", "std::string", "\"\"",
@@ -120,9 +120,10 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"paramGroups", "param-groups", "std::string", "\"\"",
            "per-param optimizer settings 'REGEX:KEY=V,...;REGEX:...' (first match wins; keys "
            "betas=B1/B2, eps, momentum, weight_decay, dampening, alpha, lr_decay, "
-           "initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, "
+           "initial_accumulator_value, rho, momentum_decay, etas=M/P, step_sizes=MIN/MAX, "
+           "lambd, t0; true/false: nesterov, amsgrad, "
            "centered, decoupled_weight_decay, always_adapt, trust_clip: those the optimizer "
-           "has), as torch param groups">,
+           "has; maximize: any), as torch param groups">,
     Option<"noWeightDecay", "no-weight-decay", "std::string", "\"\"",
            "regex of param names trained without weight decay (biases and norms, as a torch "
            "param group with weight_decay 0)">,

@@ -92,7 +92,8 @@ int main(int argc, char **argv) {
   app.add_flag("--trust-clip", train.trustClip,
                "LAMB: the trust ratio at most 1 (timm's trust_clip, LAMBC)");
   app.add_flag("--maximize", train.maximize,
-               "maximize the loss, as torch's maximize=True (any optimizer)");
+               "maximize the loss, as torch's maximize=True (any optimizer; a "
+               "--param-group with maximize=false descends)");
   app.add_option("--freeze", train.freeze, "regex of param names not to train");
   app.add_option("--lr-scale", train.lrScale,
                  "per-param learning-rate factors 'REGEX=F,...' (first match wins, the others "
@@ -108,7 +109,8 @@ int main(int argc, char **argv) {
                  "dampening, alpha, lr_decay, lambd, t0, initial_accumulator_value, rho, "
                  "momentum_decay; "
                  "true/false: nesterov, amsgrad, centered, decoupled_weight_decay, "
-                 "always_adapt, trust_clip: those the optimizer has), as torch param groups");
+                 "always_adapt, trust_clip: those the optimizer has; maximize: any), as "
+                 "torch param groups");
   app.add_option("--no-weight-decay", train.noWeightDecay,
                  "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
                  "torch param group with weight_decay 0)");

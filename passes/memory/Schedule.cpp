@@ -69,15 +69,21 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
           after = o;
       };
       bool pinned = false;
-      // A cast that only feeds this update (bf16-mixed: the gradient cast up to f32) moves
-      // with it: its operand counts as the update's.
-      CastOp castIn;
+      // The casts and negations that only feed this update (bf16-mixed: the gradient cast up
+      // to f32; a param group's maximize: the gradient negated) move with it: the first one's
+      // operand counts as the update's.
+      SmallVector<Operation *> feeders; // in program order
       SmallVector<Value> inputs(op.getOperands());
-      for (Value &operand : inputs)
-        if (auto c = operand.getDefiningOp<CastOp>(); c && c->hasOneUse() && !castIn) {
-          castIn = c;
-          operand = c.getX();
+      for (Value &operand : inputs) {
+        if (!feeders.empty())
+          break;
+        while (Operation *def = operand.getDefiningOp()) {
+          if (!isa<CastOp, NegOp>(def) || !def->hasOneUse())
+            break;
+          feeders.insert(feeders.begin(), def);
+          operand = def->getOperand(0);
         }
+      }
       for (Value operand : inputs) {
         Operation *def = operand.getDefiningOp();
         if (def && isCollective(def)) {
@@ -94,13 +100,13 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
             if (!isa<AssignOp>(user) && user != &op)
               later(readEnd(user));
       }
-      Operation *first = castIn ? castIn.getOperation() : &op;
+      Operation *first = feeders.empty() ? &op : feeders.front();
       if (pinned || !after || position[after] >= position[first] ||
           after->getNextNode() == first)
         continue;
-      if (castIn) {
-        position.moveAfter(castIn, after);
-        after = castIn;
+      for (Operation *feeder : feeders) {
+        position.moveAfter(feeder, after);
+        after = feeder;
       }
       position.moveAfter(&op, after);
       ++moved;

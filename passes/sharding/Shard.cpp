@@ -36,6 +36,9 @@ struct TrainableParam {
   SmallVector<Value> terms;
   // ... and the ops that compute that mean: the division, then the running sums, last first.
   SmallVector<Operation *> meanOps;
+  // The update read the negation of its gradient (a param group's maximize): lifted while the
+  // gradient is placed, put back before the update when it is done (negateGradients).
+  bool negated = false;
   RankedTensorType type() { return op.getType(); }
   Value grad() { return update->getOperand(1); }
 };
@@ -47,6 +50,8 @@ struct Unit {
   int64_t firstUse = 0;
   bool accumulateInShard = false; // micro-batches reduce-scattered one by one, summed in shard
   bool deferReplicaReduce = false; // hsdp, K >= 3: the replicas all-reduce twice per step
+  bool negated = false;            // its params' updates read negated gradients
+  Operation *shardUpdate = nullptr; // a flat unit's one update, once placed
   int64_t numel() const {
     int64_t n = 0;
     for (TrainableParam *p : params)
@@ -240,6 +245,28 @@ bool sameSettings(Operation *a, Operation *b) {
          stateOperands(a).size() == stateOperands(b).size();
 }
 
+/// When p's update reads a negation of its gradient that nothing else reads, marked as a param
+/// group's maximize (kMaximizeNegationAttr: plait-build-train-step puts it just before the
+/// update; a gradient's own negation, a subtracted param's, is not lifted), the update
+/// reads the gradient itself and p is marked negated: the gradient is then reduced, clipped
+/// and sharded as any other, and negateGradient puts the negation back. IEEE negation is
+/// exact and commutes with sums, means and scaling, so the update reads the same bits.
+/// Returns the negation, now unused, for the caller to erase.
+Operation *liftNegation(TrainableParam &p) {
+  auto neg = p.grad().getDefiningOp<NegOp>();
+  if (!neg || !neg->hasOneUse() || !neg->hasAttr(kMaximizeNegationAttr))
+    return nullptr;
+  p.update->setOperand(1, neg.getX());
+  p.negated = true;
+  return neg;
+}
+
+/// `update` reads the negation of its gradient, taken just before it.
+void negateGradient(Operation *update) {
+  OpBuilder b(update);
+  update->setOperand(1, b.create<NegOp>(update->getLoc(), update->getOperand(1)));
+}
+
 struct ShardPass : impl::ShardPassBase<ShardPass> {
   using Base::Base;
 
@@ -308,6 +335,11 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
           p.firstUse = std::min(p.firstUse, position[user]);
       params.push_back(p);
     }
+    for (TrainableParam &p : params)
+      if (Operation *neg = liftNegation(p)) {
+        position.erase(neg);
+        neg->erase();
+      }
     if (params.empty()) {
       module.emitError("no trainable params to place (run plait-build-train-step first)");
       return signalPassFailure();
@@ -342,20 +374,22 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       }
     }
     // A flat shard is updated by one op: a unit whose params' updates differ in their settings
-    // (--no-weight-decay, --lr-scale) is split into one unit per setting, in first-use order,
-    // the second and later named UNIT/1, UNIT/2, ...
+    // (--no-weight-decay, --lr-scale, a param group's maximize) is split into one unit per
+    // setting, in first-use order, the second and later named UNIT/1, UNIT/2, ...
     std::vector<Unit> split;
     for (Unit &u : units) {
       std::vector<Unit> parts;
       for (TrainableParam *p : u.params) {
         auto same = llvm::find_if(parts, [&](const Unit &part) {
-          return part.params.front()->update->getAttrDictionary() ==
-                 p->update->getAttrDictionary();
+          return part.negated == p->negated &&
+                 part.params.front()->update->getAttrDictionary() ==
+                     p->update->getAttrDictionary();
         });
         if (same == parts.end()) {
           std::string name =
               parts.empty() ? u.name : u.name + "/" + std::to_string(parts.size());
           parts.push_back({name});
+          parts.back().negated = p->negated;
           same = std::prev(parts.end());
         }
         same->params.push_back(p);
@@ -406,8 +440,10 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       }
 
     recordUnits(module, units);
-    if (worldSize == 1)
+    if (worldSize == 1) {
+      negateGradients(units);
       return; // one rank: every placement is the single-rank step
+    }
 
     Value loss = cast<func::ReturnOp>(body.getTerminator()).getOperand(0);
     DenseMap<Operation *, int64_t> phase = stepPhases(body, loss);
@@ -427,11 +463,27 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     }
     if (clipGradNorm > 0)
       clipSyncedGradients(body);
+    negateGradients(units); // after clipping, as torch's step; before LAMB's norms read them
     materializeLambNorms(body);
     // Assigns end the step; the new ones were built before the terminator, after old ones.
     Operation *terminator = body.getTerminator();
     for (AssignOp assign : llvm::to_vector(body.getOps<AssignOp>()))
       assign->moveBefore(terminator);
+  }
+
+  /// The negations liftNegation took: on each negated unit's updates (its params' under ddp
+  /// or on one rank, its flat shard's otherwise).
+  static void negateGradients(std::vector<Unit> &units) {
+    for (Unit &u : units) {
+      if (!u.negated)
+        continue;
+      if (u.shardUpdate) {
+        negateGradient(u.shardUpdate);
+        continue;
+      }
+      for (TrainableParam *p : u.params)
+        negateGradient(p->update);
+    }
   }
 
   void recordUnits(ModuleOp module, const std::vector<Unit> &units) {
@@ -717,6 +769,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     if (cast<RankedTensorType>(gradShard.getType()).getElementType() != element)
       gradShard = b.create<CastOp>(loc, shardType, gradShard); // bf16-mixed: up for the update
     Operation *update = buildShardUpdate(b, loc, like, paramShard, gradShard, states);
+    u.shardUpdate = update;
     if (auto lamb = dyn_cast<LambUpdateOp>(update); lamb && lamb.adapts()) {
       // Each param's trust ratio needs its norms over the whole unit: its segment of the flat
       // buffer, summed over the shard group (materializeLambNorms, once clipping is done).

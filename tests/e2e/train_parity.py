@@ -41,10 +41,12 @@ KEY_BIAS = {f"blocks.{i}.attn.qkv.bias": slice(32, 64) for i in range(2)}
 class Lion(torch.optim.Optimizer):
     """Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms"), which PyTorch
     1.13 does not have, as the paper's reference implementation computes it: decoupled weight
-    decay, the sign of an interpolation of the moment and the gradient, then the moment."""
+    decay, the sign of an interpolation of the moment and the gradient, then the moment. With
+    maximize, the gradient negated first, as torch's optimizers do."""
 
-    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
-        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, maximize=False):
+        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay,
+                                      maximize=maximize))
 
     @torch.no_grad()
     def step(self):
@@ -57,10 +59,11 @@ class Lion(torch.optim.Optimizer):
                 if not state:
                     state["exp_avg"] = torch.zeros_like(p)
                 exp_avg = state["exp_avg"]
+                grad = -p.grad if group["maximize"] else p.grad
                 p.mul_(1 - lr * wd)
-                update = exp_avg.clone().mul_(beta1).add(p.grad, alpha=1 - beta1).sign_()
+                update = exp_avg.clone().mul_(beta1).add(grad, alpha=1 - beta1).sign_()
                 p.add_(update, alpha=-lr)
-                exp_avg.mul_(beta2).add_(p.grad, alpha=1 - beta2)
+                exp_avg.mul_(beta2).add_(grad, alpha=1 - beta2)
 
 
 class NAdam(torch.optim.Optimizer):
@@ -157,12 +160,13 @@ class Lamb(torch.optim.Optimizer):
     averaging on, no gradient clipping of its own (max_grad_norm=None; plait's
     --clip-grad-norm is torch's clip_grad_norm_ before the step). The trust ratio
     ||p|| / ||update|| scales the update where the weight decay is non-zero or always_adapt
-    is set, at most 1 with trust_clip."""
+    is set, at most 1 with trust_clip. With maximize, the gradient negated first."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01,
-                 always_adapt=False, trust_clip=False):
+                 always_adapt=False, trust_clip=False, maximize=False):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      always_adapt=always_adapt, trust_clip=trust_clip))
+                                      always_adapt=always_adapt, trust_clip=trust_clip,
+                                      maximize=maximize))
 
     @torch.no_grad()
     def step(self):
@@ -181,8 +185,9 @@ class Lamb(torch.optim.Optimizer):
                     state["exp_avg"] = torch.zeros_like(p)
                     state["exp_avg_sq"] = torch.zeros_like(p)
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.mul_(beta1).add_(p.grad, alpha=1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                grad = -p.grad if group["maximize"] else p.grad
+                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(eps)
                 update = (exp_avg / bias_correction1).div_(denom)
                 if wd != 0:
@@ -358,6 +363,38 @@ CONFIGS = {
                                     lambda p: Lamb(p, lr=3e-3),
                                     groups=[("bias|ln", dict(weight_decay=0.0, always_adapt=True,
                                                              trust_clip=True))]),
+    # maximize per param group: those params ascend the loss (torch negates their gradients
+    # first thing in its step, after clipping), the others descend; with --maximize, a group's
+    # maximize=false descends.
+    "gpt-adamw-maximize-groups": config("gpt", ["--optimizer", "adamw", "--lr", "1e-3",
+                                                "--clip-grad-norm", "1.0", "--param-group",
+                                                "wte|wpe:maximize=true", "--param-group",
+                                                "ln:weight_decay=0,maximize=true"],
+                                        lambda p: torch.optim.AdamW(p, lr=1e-3), clip=1.0,
+                                        noise_only=KEY_BIAS,
+                                        groups=[("wte|wpe", dict(maximize=True)),
+                                                ("ln", dict(weight_decay=0.0, maximize=True))]),
+    "mlp-sgd-maximize-groups": config("mlp", ["--optimizer", "sgd", "--lr", "0.05",
+                                              "--momentum", "0.9", "--weight-decay", "1e-3",
+                                              "--param-group", "fc1:maximize=true"],
+                                      lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9,
+                                                                weight_decay=1e-3),
+                                      groups=[("fc1", dict(maximize=True))]),
+    "cnn-adam-maximize-except": config("cnn", ["--optimizer", "adam", "--lr", "1e-3",
+                                               "--weight-decay", "0.05", "--maximize",
+                                               "--param-group", "conv1:maximize=false"],
+                                       lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=0.05,
+                                                                  maximize=True),
+                                       groups=[("conv1", dict(maximize=False))]),
+    "mlp-lion-maximize-groups": config("mlp", ["--optimizer", "lion", "--lr", "1e-3",
+                                               "--weight-decay", "0.1", "--param-group",
+                                               "head:maximize=true"],
+                                       lambda p: Lion(p, lr=1e-3, weight_decay=0.1),
+                                       groups=[("head", dict(maximize=True))]),
+    "gpt-lamb-maximize-groups": config("gpt", ["--optimizer", "lamb", "--lr", "3e-3",
+                                               "--param-group", "lm_head:maximize=true"],
+                                       lambda p: Lamb(p, lr=3e-3), noise_only=KEY_BIAS,
+                                       groups=[("lm_head", dict(maximize=True))]),
     # --lr-scale: per-param learning rates (torch param groups), scaled by the schedule with the
     # base; with sharding, each unit split by its updates' settings.
     "gpt-adamw-lr-scale": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",

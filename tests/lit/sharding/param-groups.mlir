@@ -28,7 +28,13 @@
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd param-groups=bias:amsgrad=true' 2>&1 | FileCheck %s --check-prefix=NOAMS
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=adam param-groups=bias:amsgrad=yes' 2>&1 | FileCheck %s --check-prefix=BADBOOL
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd param-groups=bias:nesterov=true' 2>&1 | FileCheck %s --check-prefix=NESTEROVNOMOM
-// RUN: not plait-opt %s --plait-build-train-step='optimizer=adam param-groups=bias:maximize=true' 2>&1 | FileCheck %s --check-prefix=MAXIMIZE
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adam param-groups=bias:maximize=true' | FileCheck %s --check-prefix=MAXIMIZE
+// RUN: plait-opt %s --plait-build-train-step='optimizer=sgd maximize=true param-groups=layers.1:maximize=false' | FileCheck %s --check-prefix=MAXEXCEPT
+// RUN: plait-opt %s --plait-build-train-step='optimizer=adamw param-groups=bias:maximize=true' --plait-shard='world-size=2 strategy=zero2' | FileCheck %s --check-prefix=MAXZERO2
+// RUN: plait-opt %s --plait-build-train-step='optimizer=lamb weight-decay=0.1 param-groups=bias:maximize=true' --plait-shard='world-size=2 strategy=ddp clip-grad-norm=1' | FileCheck %s --check-prefix=MAXDDP
+// RUN: plait-opt %s --plait-divide-batch='micro-batches=2' --plait-build-train-step='optimizer=sgd micro-batches=2 param-groups=bias:maximize=true' --plait-shard='world-size=2 strategy=zero2' | FileCheck %s --check-prefix=MAXMICRO
+// RUN: plait-opt %s --plait-build-train-step='optimizer=sgd param-groups=bias:maximize=true' --plait-shard='world-size=2 strategy=ddp' --plait-insert-collectives --plait-schedule | FileCheck %s --check-prefix=MAXSCHEDULE
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=lion param-groups=bias:maximize=on' 2>&1 | FileCheck %s --check-prefix=MAXBOOL
 // RUN: plait-opt %s --plait-build-train-step='optimizer=rprop param-groups=bias:etas=0.3/1.5,step_sizes=1e-4/0.5' | FileCheck %s --check-prefix=RPROP
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=rprop param-groups=bias:etas=0.5/1.0' 2>&1 | FileCheck %s --check-prefix=ETAS
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=rprop param-groups=bias:step_sizes=0.5/1e-4' 2>&1 | FileCheck %s --check-prefix=STEPSIZES
@@ -58,8 +64,8 @@
 // NONE: error: --param-group 'norm:eps=1e-6' matches no trainable param
 // NOBETAS: error: --param-group 'bias:betas=0.8/0.9': the sgd optimizer has no betas
 // BADBETAS: error: --param-group 'bias:betas=0.8': betas must be B1/B2 with 0 <= B < 1, got '0.8'
-// KEY: error: --param-group 'bias:lr=0.1': unknown key 'lr' (expected betas=B1/B2, etas=MINUS/PLUS, step_sizes=MIN/MAX, eps, momentum, weight_decay, dampening, alpha, lr_decay, lambd, t0, initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, centered, decoupled_weight_decay, always_adapt, trust_clip; per-param learning rates are --lr-scale)
-// FORM: error: --param-group 'bias': expected REGEX:KEY=V,... (keys betas=B1/B2, etas=MINUS/PLUS, step_sizes=MIN/MAX, eps, momentum, weight_decay, dampening, alpha, lr_decay, lambd, t0, initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, centered, decoupled_weight_decay, always_adapt, trust_clip)
+// KEY: error: --param-group 'bias:lr=0.1': unknown key 'lr' (expected betas=B1/B2, etas=MINUS/PLUS, step_sizes=MIN/MAX, eps, momentum, weight_decay, dampening, alpha, lr_decay, lambd, t0, initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, centered, decoupled_weight_decay, always_adapt, trust_clip, maximize; per-param learning rates are --lr-scale)
+// FORM: error: --param-group 'bias': expected REGEX:KEY=V,... (keys betas=B1/B2, etas=MINUS/PLUS, step_sizes=MIN/MAX, eps, momentum, weight_decay, dampening, alpha, lr_decay, lambd, t0, initial_accumulator_value, rho, momentum_decay; true/false: nesterov, amsgrad, centered, decoupled_weight_decay, always_adapt, trust_clip, maximize)
 // BADRE: error: --param-group '(:eps=1e-6': invalid regex:
 // MOMENTUM: error: --param-group 'bias:momentum=0.9': the adamw optimizer has no momentum
 // BOTH: error: 'plait.param' op matches --no-weight-decay 'bias' and --param-group 'bias:weight_decay=0.5', which sets its weight_decay: give it one
@@ -67,7 +73,7 @@
 // NOAMS: error: --param-group 'bias:amsgrad=true': the sgd optimizer has no amsgrad
 // BADBOOL: error: --param-group 'bias:amsgrad=yes': amsgrad must be true or false, got 'yes'
 // NESTEROVNOMOM: error: --param-group 'bias:nesterov=true': nesterov needs momentum > 0 and zero dampening (or nesterov=false)
-// MAXIMIZE: error: --param-group 'bias:maximize=true': unknown key 'maximize' (expected {{.*}}; --maximize is one setting for the whole run)
+// MAXBOOL: error: --param-group 'bias:maximize=on': maximize must be true or false, got 'on'
 // ALPHA: error: --param-group 'bias:alpha=1': alpha must be in [0, 1), got 1
 // NAN: error: --param-group 'bias:eps=nan': eps must be a finite number, got nan
 // ETAS: error: --param-group 'bias:etas=0.5/1.0': etas must be MINUS/PLUS with 0 < MINUS < 1 < PLUS, got '0.5/1.0'
@@ -75,6 +81,54 @@
 // NOETAS: error: --param-group 'bias:etas=0.5/1.2': the adamw optimizer has no etas
 // RPROPDECAY: error: --param-group 'bias:weight_decay=0.1': the rprop optimizer has no weight_decay
 // ASGDT0: error: --param-group 'bias:t0=-1': t0 must be >= 0, got -1
+
+// maximize: the group's params' updates read their gradients negated (torch negates them
+// first thing in its step), the others' as they are; plait.train names the groups.
+// MAXIMIZE-LABEL: module attributes
+// MAXIMIZE-SAME: maximize_groups = "bias"
+// MAXIMIZE: plait.adamw_update %{{.*}}, %[[GW0:[0-9]+]], {{.*}} : (tensor<3x3xf32>
+// MAXIMIZE: %[[NEG:.*]] = plait.neg %[[GB0:[0-9]+]] {plait.maximize} : tensor<3xf32>
+// MAXIMIZE-NEXT: plait.state "layers.0.bias.exp_avg"
+// MAXIMIZE-NEXT: plait.state "layers.0.bias.exp_avg_sq"
+// MAXIMIZE-NEXT: plait.adamw_update %{{.*}}, %[[NEG]], {{.*}} : (tensor<3xf32>
+// MAXIMIZE-NOT: plait.neg
+// With --maximize (a loss gradient of -1), a group's maximize=false negates its gradients
+// back: exactly the loss's.
+// MAXEXCEPT-LABEL: module attributes
+// MAXEXCEPT-SAME: maximize = true, minimize_groups = "layers.1"
+// MAXEXCEPT: plait.constant dense<-1.000000e+00>
+// MAXEXCEPT: plait.sgd_update %{{.*}}, %{{[0-9]+}}, {{.*}} : (tensor<3x3xf32>
+// MAXEXCEPT-NEXT: plait.sgd_update %{{.*}}, %{{[0-9]+}}, {{.*}} : (tensor<3xf32>
+// MAXEXCEPT-NEXT: %[[NEG:.*]] = plait.neg %{{.*}} {plait.maximize} : tensor<3x3xf32>
+// MAXEXCEPT-NEXT: plait.sgd_update %{{.*}}, %[[NEG]], {{.*}} : (tensor<3x3xf32>
+// plait-shard reduces the gradient itself (the sum of negations is the negation of the sum)
+// and negates the shard just before its update: the bias's unit is split from its weight's.
+// MAXZERO2: name = "layers.0", numel = 9 : i64, padded_numel = 10 : i64, params = ["layers.0.weight"]
+// MAXZERO2-SAME: name = "layers.0/1", numel = 3 : i64, padded_numel = 4 : i64, params = ["layers.0.bias"]
+// MAXZERO2: %[[SHARD:.*]] = plait.sync_grad %{{.*}} {shard_groups = [array<i64: 0, 1>]} : tensor<4xf32> -> tensor<2xf32>
+// MAXZERO2: %[[NEG:.*]] = plait.neg %[[SHARD]] : tensor<2xf32>
+// MAXZERO2-NEXT: plait.adamw_update %{{.*}}, %[[NEG]], {{.*}} : (tensor<2xf32>
+// MAXZERO2-NOT: plait.neg
+// ddp with clipping: the norm of the averaged gradients as they are, the negation after the
+// clipping's scaling and before LAMB's update reads it (its trust ratio sees the sign).
+// MAXDDP: %[[SYNC:.*]] = plait.sync_grad %{{.*}} : tensor<3xf32> -> tensor<3xf32>
+// MAXDDP: plait.mul %[[SYNC]], %[[SYNC]]
+// MAXDDP: %[[CLIPPED:.*]] = plait.mul %[[SYNC]], %{{.*}} : (tensor<3xf32>, tensor<f32>)
+// MAXDDP: %[[NEG:.*]] = plait.neg %[[CLIPPED]] : tensor<3xf32>
+// MAXDDP-NEXT: plait.lamb_update %{{.*}}, %[[NEG]], {{.*}} : (tensor<3xf32>
+// MAXDDP-NOT: plait.neg
+// With micro-batches every unit still accumulates in shard; the bias's mean is negated.
+// MAXMICRO: {accumulate_in_shard = true, {{.*}}name = "layers.0"
+// MAXMICRO-SAME: {accumulate_in_shard = true, {{.*}}name = "layers.0/1"
+// MAXMICRO-SAME: {accumulate_in_shard = true, {{.*}}name = "layers.1"
+// MAXMICRO: %[[MEAN:.*]] = plait.div %{{.*}}, %{{.*}} : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+// MAXMICRO: %[[NEG:.*]] = plait.neg %[[MEAN]] : tensor<2xf32>
+// MAXMICRO-NEXT: plait.sgd_update %{{.*}}, %[[NEG]], {{.*}} : (tensor<2xf32>
+// plait-schedule moves the negation with its update, to where its gradient is unpacked.
+// MAXSCHEDULE: %[[REDUCED:.*]] = plait.all_reduce %{{.*}} : tensor<21xf32>
+// MAXSCHEDULE-NEXT: %[[PIECES:.*]]:3 = plait.split %[[REDUCED]]
+// MAXSCHEDULE-NEXT: %[[NEG:.*]] = plait.neg %[[PIECES]]#2 : tensor<3xf32>
+// MAXSCHEDULE-NEXT: plait.sgd_update %{{.*}}, %[[NEG]], {{.*}} : (tensor<3xf32>
 
 // ASGD's alpha (eta's power, no range above) is the key torch names it, as RMSprop's is.
 // ASGD-DAG: plait.asgd_update {{.*}} {alpha = 5.000000e-01 : f64, lambd = 1.000000e-03 : f64, t0 = 1.000000e+01 : f64} : (tensor<3xf32>
