@@ -436,15 +436,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (!betas.empty()) {
-    char *end = nullptr;
-    train.beta1 = std::strtod(betas.c_str(), &end);
-    if (!end || *end != ',') {
-      std::cerr << "plait-compile: --betas expects B1,B2, got '" << betas << "'\n";
-      return 1;
-    }
-    const char *second = end + 1;
-    train.beta2 = std::strtod(second, &end);
-    if (end == second || *end != '\0') {
+    if (!parseNumberPair(betas, train.beta1, train.beta2)) {
       std::cerr << "plait-compile: --betas expects B1,B2, got '" << betas << "'\n";
       return 1;
     }

@@ -228,16 +228,17 @@ void aliasElementwiseResults(func::FuncOp func, const ProgramOrder &order, Memor
   for (size_t i = 0; i < plan.buffers.size(); ++i)
     if (plan.buffers[i].aliasOf >= 0)
       views[size_t(plan.buffers[i].aliasOf)].push_back(i);
-  // Stores `result` over the first operand that may take it; false where none may.
+  // Stores `result` over the first operand that may take it: the bytes it then needs no buffer
+  // for, 0 where no operand may.
   auto aliasOne = [&](Value result, ValueRange operands, int64_t at,
-                      SmallVectorImpl<size_t> &taken) {
+                      SmallVectorImpl<size_t> &taken) -> int64_t {
     auto ri = plan.index.find(result);
     if (ri == plan.index.end())
-      return false;
+      return 0;
     PlannedBuffer &rb = plan.buffers[ri->second];
     auto rt = cast<RankedTensorType>(result.getType());
     if (rb.kind != BufferKind::Activation || rb.aliasOf >= 0 || touchesCollective(result))
-      return false;
+      return 0;
     for (Value operand : operands) {
       auto oi = plan.index.find(operand);
       auto ot = dyn_cast<RankedTensorType>(operand.getType());
@@ -260,9 +261,9 @@ void aliasElementwiseResults(func::FuncOp func, const ProgramOrder &order, Memor
       }
       views[ri->second].clear();
       taken.push_back(root);
-      return true;
+      return rb.size;
     }
-    return false;
+    return 0;
   };
   for (Operation &op : func.getBody().front()) {
     int64_t at = order.time.lookup(&op);
@@ -272,16 +273,15 @@ void aliasElementwiseResults(func::FuncOp func, const ProgramOrder &order, Memor
       for (auto [o, result] : llvm::enumerate(fusedOp.getResults())) {
         if (reductions && (*reductions)[o] != fused::Store)
           continue;
-        if (aliasOne(result, fusedOp.getInputs(), at, taken)) {
+        if (int64_t bytes = aliasOne(result, fusedOp.getInputs(), at, taken)) {
           ++plan.elementwiseAliases;
-          plan.elementwiseAliasBytes += plan.buffers[plan.index.lookup(result)].size;
+          plan.elementwiseAliasBytes += bytes;
         }
       }
     } else if (op.hasTrait<traits::ElementwiseMap>() && op.getNumResults() == 1) {
-      Value result = op.getResult(0);
-      if (aliasOne(result, op.getOperands(), at, taken)) {
+      if (int64_t bytes = aliasOne(op.getResult(0), op.getOperands(), at, taken)) {
         ++plan.mapAliases;
-        plan.mapAliasBytes += plan.buffers[plan.index.lookup(result)].size;
+        plan.mapAliasBytes += bytes;
       }
     }
   }
