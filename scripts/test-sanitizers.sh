@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The ASan+UBSan build: configures ${PLAIT_SAN_BUILD_DIR:-build-san} with clang, PLAIT_FUZZ and
 # PLAIT_SANITIZE, builds it and runs its CTest suite: the unit tests under the sanitizers and
-# every fuzz target for PLAIT_FUZZ_SECONDS (30) over a seed corpus made from the samples, and
+# every fuzz target for PLAIT_FUZZ_SECONDS (15) over a seed corpus made from the samples, and
 # determinism.same_plan_across_builds against the main build.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +19,7 @@ reference="${PLAIT_BUILD_DIR:-$root/build}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="$flags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
-  -DPLAIT_FUZZ=ON -DPLAIT_FUZZ_SECONDS="${PLAIT_FUZZ_SECONDS:-30}" \
+  -DPLAIT_FUZZ=ON -DPLAIT_FUZZ_SECONDS="${PLAIT_FUZZ_SECONDS:-15}" \
   -DPLAIT_REFERENCE_BUILD="$reference" >/dev/null
 ninja -C "$build" -j"$jobs"
 cd "$build"
