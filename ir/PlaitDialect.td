@@ -31,14 +31,19 @@ def Plait_Dialect : Dialect {
 class Plait_Op<string mnemonic, list<Trait> traits = []> :
     Op<Plait_Dialect, mnemonic, traits>;
 
-// Element types every op may carry.
-def Plait_ElementType : AnyTypeOf<[F32, F64, BF16, F16, I64, I32, I1]>;
+// Element types every op may carry. i8 and i16 are signed, ui8..ui64 unsigned: data types
+// (inputs, constants, casts, integer arithmetic, comparisons, movement), never trained.
+def Plait_ElementType : AnyTypeOf<[F32, F64, BF16, F16, I64, I32, I1,
+                                   I8, I16, UI8, UI16, UI32, UI64]>;
 def Plait_FloatType : AnyTypeOf<[F32, F64, BF16, F16]>;
 def Plait_IndexType : AnyTypeOf<[I64, I32]>;
-def Plait_Tensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I64, I32, I1]>;
+def Plait_Tensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I64, I32, I1,
+                                        I8, I16, UI8, UI16, UI32, UI64]>;
 def Plait_FloatTensor : StaticShapeTensorOf<[F32, F64, BF16, F16]>;
-def Plait_NumericTensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I64, I32]>;
+def Plait_NumericTensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I64, I32,
+                                               I8, I16, UI8, UI16, UI32, UI64]>;
 def Plait_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Plait_UnsignedTensor : StaticShapeTensorOf<[UI8, UI16, UI32, UI64]>;
 def Plait_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
 
 // Rank groups (the data-parallel ops' `groups`, ir/PlaitDistOps.td): a list of rank lists.

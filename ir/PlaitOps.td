@@ -252,6 +252,16 @@ def Plait_GreaterEqualOp : Plait_BinaryOp<"greater_equal", "lhs >= rhs", Plait_N
 def Plait_AndOp : Plait_BinaryOp<"and", "logical and", Plait_BoolTensor>;
 def Plait_OrOp : Plait_BinaryOp<"or", "logical or", Plait_BoolTensor>;
 def Plait_XorOp : Plait_BinaryOp<"xor", "logical exclusive or", Plait_BoolTensor>;
+def Plait_ShiftLeftOp : Plait_BinaryOp<"shift_left", "lhs shifted left by rhs bits",
+                                       Plait_UnsignedTensor> {
+  let semantics = "Unsigned integers only (ONNX BitShift LEFT); bits shifted out are lost, " #
+                  "and a shift by the element's width or more gives 0. ";
+}
+def Plait_ShiftRightOp : Plait_BinaryOp<"shift_right", "lhs shifted right by rhs bits",
+                                        Plait_UnsignedTensor> {
+  let semantics = "Unsigned integers only (ONNX BitShift RIGHT, a logical shift); a shift " #
+                  "by the element's width or more gives 0. ";
+}
 
 def Plait_WhereOp : Plait_Op<"where", [Pure, InferTypeOpAdaptor, Plait_ElementwiseMap]> {
   let summary = "select x where cond holds, else y (broadcasting)";

@@ -113,6 +113,24 @@ Status fillParam(const ParamInit &init, DType dtype, int64_t numel, void *dst, u
   case DType::I32:
     fillAs<int32_t>(dst, numel, [&](int64_t i) { return static_cast<int32_t>(value(i)); });
     break;
+  case DType::I8: // zeros or ones only (random initializers need a float dtype)
+    fillAs<int8_t>(dst, numel, [&](int64_t i) { return static_cast<int8_t>(value(i)); });
+    break;
+  case DType::U8: // zeros or ones only (random initializers need a float dtype)
+    fillAs<uint8_t>(dst, numel, [&](int64_t i) { return static_cast<uint8_t>(value(i)); });
+    break;
+  case DType::I16: // zeros or ones only (random initializers need a float dtype)
+    fillAs<int16_t>(dst, numel, [&](int64_t i) { return static_cast<int16_t>(value(i)); });
+    break;
+  case DType::U16: // zeros or ones only (random initializers need a float dtype)
+    fillAs<uint16_t>(dst, numel, [&](int64_t i) { return static_cast<uint16_t>(value(i)); });
+    break;
+  case DType::U32: // zeros or ones only (random initializers need a float dtype)
+    fillAs<uint32_t>(dst, numel, [&](int64_t i) { return static_cast<uint32_t>(value(i)); });
+    break;
+  case DType::U64: // zeros or ones only (random initializers need a float dtype)
+    fillAs<uint64_t>(dst, numel, [&](int64_t i) { return static_cast<uint64_t>(value(i)); });
+    break;
   case DType::I1:
     fillAs<uint8_t>(dst, numel, [&](int64_t i) { return static_cast<uint8_t>(value(i) != 0); });
     break;

@@ -120,6 +120,18 @@ std::string scalarText(const TensorView &v) {
     return fmt::format("{}", *v.as<int64_t>());
   case DType::I32:
     return fmt::format("{}", *v.as<int32_t>());
+  case DType::I8:
+    return fmt::format("{}", *v.as<int8_t>());
+  case DType::U8:
+    return fmt::format("{}", *v.as<uint8_t>());
+  case DType::I16:
+    return fmt::format("{}", *v.as<int16_t>());
+  case DType::U16:
+    return fmt::format("{}", *v.as<uint16_t>());
+  case DType::U32:
+    return fmt::format("{}", *v.as<uint32_t>());
+  case DType::U64:
+    return fmt::format("{}", *v.as<uint64_t>());
   case DType::I1:
     return *v.as<uint8_t>() ? "true" : "false";
   }

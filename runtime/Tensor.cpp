@@ -19,7 +19,16 @@ size_t dtypeSize(DType t) {
   case DType::F16:
     return 2;
   case DType::I1:
+  case DType::I8:
+  case DType::U8:
     return 1;
+  case DType::I16:
+  case DType::U16:
+    return 2;
+  case DType::U32:
+    return 4;
+  case DType::U64:
+    return 8;
   }
   return 0;
 }
@@ -40,14 +49,25 @@ const char *dtypeName(DType t) {
     return "i32";
   case DType::I1:
     return "i1";
+  case DType::I8:
+    return "i8";
+  case DType::U8:
+    return "ui8";
+  case DType::I16:
+    return "i16";
+  case DType::U16:
+    return "ui16";
+  case DType::U32:
+    return "ui32";
+  case DType::U64:
+    return "ui64";
   }
   return "unknown";
 }
 
 bool parseDTypeName(const std::string &name, DType &out) {
-  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16, DType::I64, DType::I32,
-                  DType::I1})
-    if (name == dtypeName(t)) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (DType t = DType(i); name == dtypeName(t)) {
       out = t;
       return true;
     }
@@ -56,6 +76,10 @@ bool parseDTypeName(const std::string &name, DType &out) {
 
 bool isFloat(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16;
+}
+
+bool isUnsigned(DType t) {
+  return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
 }
 
 std::string shapeString(const std::vector<int64_t> &shape) {

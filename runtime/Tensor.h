@@ -9,8 +9,14 @@
 namespace plait::rt {
 
 /// Same numbering as plait.fb.DType in codegen/schema/plan.fbs.
-enum class DType : uint8_t { F32 = 0, F64 = 1, BF16 = 2, F16 = 3, I64 = 4, I32 = 5, I1 = 6 };
-inline constexpr int kNumDTypes = 7;
+/// I8/I16 are signed; U8..U64 unsigned (MLIR's ui8..ui64). The small integer types are data
+/// types (inputs, constants, outputs, casts, integer arithmetic, comparisons and movement), never
+/// trained: the compiler refuses gradients through them.
+enum class DType : uint8_t {
+  F32 = 0, F64 = 1, BF16 = 2, F16 = 3, I64 = 4, I32 = 5, I1 = 6,
+  I8 = 7, U8 = 8, I16 = 9, U16 = 10, U32 = 11, U64 = 12
+};
+inline constexpr int kNumDTypes = 13;
 
 /// The most dimensions a tensor may have. The loader rejects plans with more, so that kernels
 /// can keep shapes and strides on the stack (runtime/cpu/Dims.h) instead of the heap.
@@ -20,6 +26,7 @@ size_t dtypeSize(DType t);          // bytes per element (I1 is one byte, 0 or 1
 const char *dtypeName(DType t);     // "f32", "i64", ...
 bool parseDTypeName(const std::string &name, DType &out); // the inverse of dtypeName
 bool isFloat(DType t);
+bool isUnsigned(DType t);            // U8, U16, U32, U64
 
 /// A dense row-major tensor living in memory owned by someone else (usually the arena).
 struct TensorView {

@@ -39,9 +39,18 @@ FailureOr<fb::DType> toDType(Type element) {
   if (element.isF64()) return fb::DType::F64;
   if (element.isBF16()) return fb::DType::BF16;
   if (element.isF16()) return fb::DType::F16;
-  if (element.isInteger(64)) return fb::DType::I64;
-  if (element.isInteger(32)) return fb::DType::I32;
-  if (element.isInteger(1)) return fb::DType::I1;
+  if (auto integer = dyn_cast<IntegerType>(element)) {
+    // i8/i16/i32/i64 are signless in the dialect and signed in the runtime; ui* unsigned.
+    bool isUnsigned = integer.isUnsigned();
+    switch (integer.getWidth()) {
+    case 1: return fb::DType::I1;
+    case 8: return isUnsigned ? fb::DType::U8 : fb::DType::I8;
+    case 16: return isUnsigned ? fb::DType::U16 : fb::DType::I16;
+    case 32: return isUnsigned ? fb::DType::U32 : fb::DType::I32;
+    case 64: return isUnsigned ? fb::DType::U64 : fb::DType::I64;
+    default: break;
+    }
+  }
   return failure();
 }
 
@@ -58,11 +67,11 @@ FailureOr<std::vector<uint8_t>> elementBytes(Operation *op, ElementsAttr attr) {
   Type element = dense.getElementType();
   std::vector<uint8_t> out;
   out.reserve(tensorBytes(cast<RankedTensorType>(dense.getType())));
-  // Widths of 16, 32 and 64 bits are stored as the runtime stores them (little-endian,
+  // Widths of 8, 16, 32 and 64 bits are stored as the runtime stores them (little-endian,
   // row-major): copy the raw bytes, repeating a splat's one element (a causal mask of a
   // 2,048-token model is 4M elements: element by element took a tenth of a second).
   unsigned bits = element.getIntOrFloatBitWidth();
-  if ((bits == 16 || bits == 32 || bits == 64) && llvm::sys::IsLittleEndianHost) {
+  if ((bits == 8 || bits == 16 || bits == 32 || bits == 64) && llvm::sys::IsLittleEndianHost) {
     ArrayRef<char> raw = dense.getRawData();
     size_t size = bits / 8;
     if (dense.isSplat()) {
@@ -96,9 +105,12 @@ FailureOr<std::vector<uint8_t>> elementBytes(Operation *op, ElementsAttr attr) {
   }
   unsigned width = element.getIntOrFloatBitWidth();
   for (const APInt &v : dense.getValues<APInt>()) {
+    uint64_t word = v.getZExtValue(); // the low `width` bits, whatever the signedness
     if (width == 1) out.push_back(v.getBoolValue() ? 1 : 0);
-    else if (width == 32) appendLE<int32_t>(out, (int32_t)v.getSExtValue());
-    else appendLE<int64_t>(out, v.getSExtValue());
+    else if (width == 8) out.push_back(uint8_t(word));
+    else if (width == 16) appendLE<uint16_t>(out, uint16_t(word));
+    else if (width == 32) appendLE<uint32_t>(out, uint32_t(word));
+    else appendLE<uint64_t>(out, word);
   }
   return out;
 }

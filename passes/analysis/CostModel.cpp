@@ -116,6 +116,7 @@ constexpr ElementCost kElementCosts[] = {
     {"greater", 1, false, "binary"},    {"less", 1, false, "binary"},
     {"equal", 1, false, "binary"},      {"and", 1, false, "binary"},
     {"or", 1, false, "binary"},         {"neg", 1, false, "unary"},
+    {"shift_left", 1, false, "binary"}, {"shift_right", 1, false, "binary"},
     {"abs", 1, false, "unary"},         {"relu", 1, false, "unary"},
     {"not", 1, false, "unary"},         {"clamp", 2, false, "unary"},
     {"reciprocal", 1, false, "unary"},  {"where", 1, false, "where"},

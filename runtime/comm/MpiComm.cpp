@@ -45,6 +45,18 @@ MPI_Datatype mpiType(DType t) {
     return MPI_INT64_T;
   case DType::I32:
     return MPI_INT32_T;
+  case DType::I8:
+    return MPI_INT8_T;
+  case DType::U8:
+    return MPI_UINT8_T;
+  case DType::I16:
+    return MPI_INT16_T;
+  case DType::U16:
+    return MPI_UINT16_T;
+  case DType::U32:
+    return MPI_UINT32_T;
+  case DType::U64:
+    return MPI_UINT64_T;
   case DType::I1:
     return MPI_UINT8_T;
   }

@@ -18,7 +18,7 @@ namespace plait::rt::cpu {
 namespace {
 
 /// Which element types an op accepts. bf16/f16 compute in f32 pieces (halfBinary).
-enum class Domain { Numeric, AnyType, Bool };
+enum class Domain { Numeric, AnyType, Bool, Unsigned };
 
 // Integer add/sub/mul/pow wrap (two's complement) instead of being undefined on overflow.
 template <typename T> using Wide = std::make_unsigned_t<T>;
@@ -59,8 +59,10 @@ struct Div {
   static constexpr const char *kName = "div";
   static constexpr Domain kDomain = Domain::Numeric;
   template <typename T> T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>)
-      return b == -1 ? T(Wide<T>(0) - Wide<T>(a)) : T(a / b);
+    if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+      return b == T(-1) ? T(Wide<T>(0) - Wide<T>(a)) : T(a / b);
+    else if constexpr (std::is_integral_v<T>)
+      return T(a / b);
     else
       return a / b;
   }
@@ -71,11 +73,13 @@ struct Mod {
   static constexpr const char *kName = "mod";
   static constexpr Domain kDomain = Domain::Numeric;
   template <typename T> T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      if (b == -1)
+    if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+      if (b == T(-1))
         return 0;
-      T r = a % b;
+      T r = T(a % b);
       return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
+    } else if constexpr (std::is_integral_v<T>) {
+      return T(a % b);
     } else {
       return std::fmod(a, b);
     }
@@ -88,8 +92,9 @@ struct Pow {
   static constexpr Domain kDomain = Domain::Numeric;
   template <typename T> T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
-      if (b < 0)
-        return a == 1 ? T(1) : a == -1 ? T((b & 1) ? -1 : 1) : T(0);
+      if constexpr (std::is_signed_v<T>)
+        if (b < 0)
+          return a == 1 ? T(1) : a == -1 ? T((b & 1) ? -1 : 1) : T(0);
       Wide<T> result = 1, base = Wide<T>(a);
       for (T e = b; e != 0; e >>= 1) {
         if (e & 1)
@@ -157,6 +162,29 @@ struct Xor {
   template <typename T> BoolByte operator()(T a, T b) const { return (a != 0) ^ (b != 0); }
 };
 
+/// Bit shifts of unsigned integers (ONNX BitShift): a shift by the width or more gives 0,
+/// where C++ would leave it undefined.
+template <typename T> constexpr T kBits = T(sizeof(T) * 8);
+struct ShiftLeft {
+  static constexpr const char *kName = "shift_left";
+  static constexpr Domain kDomain = Domain::Unsigned;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_unsigned_v<T>)
+      return b >= kBits<T> ? T(0) : T(a << b);
+    else
+      return T(0); // never called: the kernel takes unsigned dtypes only
+  }
+};
+struct ShiftRight {
+  static constexpr const char *kName = "shift_right";
+  static constexpr Domain kDomain = Domain::Unsigned;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_unsigned_v<T>)
+      return b >= kBits<T> ? T(0) : T(a >> b);
+    else
+      return T(0); // never called: the kernel takes unsigned dtypes only
+  }
+};
 template <typename Op, typename T> using ResultOf = decltype(Op()(T(), T()));
 
 /// One output row of op(a, b): both operands contiguous, one a repeated scalar, or both
@@ -331,9 +359,10 @@ template <typename Op> Status binaryKernel(const KernelCall &call) {
   constexpr bool kBoolResult = std::is_same_v<ResultOf<Op, float>, BoolByte>;
   PLAIT_RETURN_IF_ERROR(checkBinary(call, Op::kName, kBoolResult));
   if (hasHalfTensor(call)) {
-    if (Op::kDomain == Domain::Bool)
+    if constexpr (Op::kDomain == Domain::Bool || Op::kDomain == Domain::Unsigned)
       return unsupportedDtype(Op::kName, call.inputs[0].dtype, call.inputs[1].dtype);
-    return halfBinary<Op>(call);
+    else
+      return halfBinary<Op>(call);
   }
   const TensorView &a = call.inputs[0], &b = call.inputs[1];
   TensorView &out = call.outputs[0];
@@ -356,6 +385,19 @@ template <typename Op> Status binaryKernel(const KernelCall &call) {
     if (a.dtype != DType::I1)
       return unsupportedDtype(Op::kName, a.dtype, b.dtype);
     return body(BoolByte{});
+  } else if constexpr (Op::kDomain == Domain::Unsigned) {
+    switch (a.dtype) {
+    case DType::U8:
+      return body(uint8_t{});
+    case DType::U16:
+      return body(uint16_t{});
+    case DType::U32:
+      return body(uint32_t{});
+    case DType::U64:
+      return body(uint64_t{});
+    default:
+      return unsupportedDtype(Op::kName, a.dtype, b.dtype);
+    }
   } else {
     if constexpr (Op::kDomain == Domain::AnyType)
       if (a.dtype == DType::I1)
@@ -427,6 +469,8 @@ void registerBinaryKernels() {
   registerBinary<Mul>();
   registerBinary<Div>();
   registerBinary<Mod>();
+  registerBinary<ShiftLeft>();
+  registerBinary<ShiftRight>();
   registerBinary<Pow>();
   registerBinary<Max>();
   registerBinary<Min>();

@@ -11,30 +11,31 @@
 namespace plait::rt::cpu {
 namespace {
 
-/// Calls fn(T{}) with the storage type of any dtype.
+/// An i1 element as the cast kernel stores it: its own type, since BoolByte is uint8_t, the
+/// storage of ui8 too, and a cast to ui8 must not read as a cast to bool.
+struct TruthByte {
+  uint8_t bits;
+};
+
+/// Calls fn(T{}) with the storage type of any dtype: the numeric types' own (dispatchNumeric),
+/// the halves' bits and i1's TruthByte.
 template <typename Fn> Status dispatchStorage(DType t, Fn &&fn) {
   switch (t) {
-  case DType::F32:
-    return fn(float{});
-  case DType::F64:
-    return fn(double{});
   case DType::BF16:
     return fn(Bf16Bits{});
   case DType::F16:
     return fn(F16Bits{});
-  case DType::I64:
-    return fn(int64_t{});
-  case DType::I32:
-    return fn(int32_t{});
   case DType::I1:
-    return fn(BoolByte{});
+    return fn(TruthByte{});
+  default:
+    return dispatchNumeric("cast", t, fn);
   }
-  return Status::errorf("cast: unknown dtype {}", int(t));
 }
 
 /// The arithmetic value of a stored element: halves widen to float, i1 is 0 or 1.
 inline float valueOf(Bf16Bits v) { return widenBf16(v.bits); }
 inline float valueOf(F16Bits v) { return widenF16(v.bits); }
+inline uint8_t valueOf(TruthByte v) { return v.bits != 0; }
 template <typename T> T valueOf(T v) { return v; }
 
 /// Float to integer truncates toward zero. Out-of-range values saturate and NaN becomes 0,
@@ -50,8 +51,8 @@ template <typename I, typename F> I truncateToInteger(F v) {
 }
 
 template <typename Dst, typename V> Dst storeAs(V v) {
-  if constexpr (std::is_same_v<Dst, BoolByte>)
-    return v != V(0);
+  if constexpr (std::is_same_v<Dst, TruthByte>)
+    return TruthByte{uint8_t(v != V(0))};
   else if constexpr (std::is_same_v<Dst, Bf16Bits>)
     return Bf16Bits{narrowBf16(float(v))};
   else if constexpr (std::is_same_v<Dst, F16Bits>)

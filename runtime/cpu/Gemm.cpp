@@ -137,6 +137,18 @@ template Status gemmRowMajor<int64_t>(bool, bool, int64_t, int64_t, int64_t, dou
 template Status gemmRowMajor<int32_t>(bool, bool, int64_t, int64_t, int64_t, double,
                                       const int32_t *, int64_t, const int32_t *, int64_t, double,
                                       int32_t *, int64_t);
+// The data integer types (ONNX MatMul and Gemm take uint32 and uint64; the others come from
+// dispatchNumeric): integerGemm's loops, wrapping modulo 2^bits.
+#define PLAIT_INTEGER_GEMM(T)                                                                    \
+  template Status gemmRowMajor<T>(bool, bool, int64_t, int64_t, int64_t, double, const T *,      \
+                                  int64_t, const T *, int64_t, double, T *, int64_t);
+PLAIT_INTEGER_GEMM(int8_t)
+PLAIT_INTEGER_GEMM(uint8_t)
+PLAIT_INTEGER_GEMM(int16_t)
+PLAIT_INTEGER_GEMM(uint16_t)
+PLAIT_INTEGER_GEMM(uint32_t)
+PLAIT_INTEGER_GEMM(uint64_t)
+#undef PLAIT_INTEGER_GEMM
 
 Status halfGemmRowMajor(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                         double alpha, const uint16_t *a, int64_t lda, const uint16_t *b,

@@ -224,7 +224,8 @@ Status dispatchF32F64(std::string_view kernel, DType t, Fn &&fn) {
   }
 }
 
-/// As dispatchF32F64, plus int64_t and int32_t.
+/// As dispatchF32F64, plus every integer type but i1: int64_t and int32_t, and the data
+/// types int8_t, uint8_t, int16_t, uint16_t, uint32_t and uint64_t.
 template <typename Fn>
 Status dispatchNumeric(std::string_view kernel, DType t, Fn &&fn) {
   switch (t) {
@@ -236,6 +237,18 @@ Status dispatchNumeric(std::string_view kernel, DType t, Fn &&fn) {
     return fn(int64_t{});
   case DType::I32:
     return fn(int32_t{});
+  case DType::I8:
+    return fn(int8_t{});
+  case DType::U8:
+    return fn(uint8_t{});
+  case DType::I16:
+    return fn(int16_t{});
+  case DType::U16:
+    return fn(uint16_t{});
+  case DType::U32:
+    return fn(uint32_t{});
+  case DType::U64:
+    return fn(uint64_t{});
   default:
     return unsupportedDtype(kernel, t);
   }

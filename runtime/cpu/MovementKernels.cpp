@@ -118,6 +118,18 @@ void fillValue(void *dst, DType dtype, int64_t n, double value) {
     return fill(integerFill<int64_t>(value));
   case DType::I32:
     return fill(integerFill<int32_t>(value));
+  case DType::I8:
+    return fill(integerFill<int8_t>(value));
+  case DType::U8:
+    return fill(integerFill<uint8_t>(value));
+  case DType::I16:
+    return fill(integerFill<int16_t>(value));
+  case DType::U16:
+    return fill(integerFill<uint16_t>(value));
+  case DType::U32:
+    return fill(integerFill<uint32_t>(value));
+  case DType::U64:
+    return fill(integerFill<uint64_t>(value));
   case DType::I1:
     return fill(uint8_t(value != 0));
   }

@@ -127,7 +127,12 @@ template <typename T, typename Acc> T finish(Acc acc, bool mean, int64_t count) 
     if (!mean)
       return T(acc);
     // Integer means truncate toward zero; an empty reduction has mean 0 rather than trapping.
-    return count == 0 ? T(0) : T(int64_t(acc) / count);
+    if (count == 0)
+      return T(0);
+    if constexpr (std::is_unsigned_v<T>)
+      return T(uint64_t(acc) / uint64_t(count));
+    else
+      return T(int64_t(acc) / count);
   } else {
     return mean ? T(acc / Acc(count)) : T(acc);
   }

@@ -15,14 +15,20 @@ uint64_t elementBytes(DType t) {
   switch (t) {
   case DType::F64:
   case DType::I64:
+  case DType::U64:
     return 8;
   case DType::F32:
   case DType::I32:
+  case DType::U32:
     return 4;
   case DType::BF16:
   case DType::F16:
+  case DType::I16:
+  case DType::U16:
     return 2;
   case DType::I1:
+  case DType::I8:
+  case DType::U8:
     return 1;
   }
   return 8; // an unknown dtype never reaches a kernel (the loader rejects it)

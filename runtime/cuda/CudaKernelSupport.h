@@ -60,6 +60,14 @@ Status takeWorkspace(const CudaKernelCall &call, std::string_view kernel, uint64
 /// "kernel: dtype f64 has no CUDA kernel".
 Status noCudaDtype(std::string_view kernel, DType t);
 
+/// Whether the CUDA kernels that compute on elements (not only move their bytes) have code for
+/// `t`: the floats, i64, i32 and i1, not the small data integers (i8, ui8, i16, ui16, ui32,
+/// ui64), which only the movement kernels take on the device.
+inline bool hasCudaElementCode(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16 ||
+         t == DType::I64 || t == DType::I32 || t == DType::I1;
+}
+
 /// The pool kernels' geometry from the CPU's plan of the pool (planPoolShape) and
 /// count_include_pad (CudaMovementKernels.cpp; the host tests check it against the CPU pools).
 PoolGeometry poolGeometry(const cpu::PoolShape &s, bool countPad);

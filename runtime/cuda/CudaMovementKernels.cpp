@@ -264,6 +264,12 @@ uint64_t fillBitsOf(DType dtype, double value) {
   case DType::F16: put(floatToF16(float(value))); break;
   case DType::I64: put(integer(int64_t{})); break;
   case DType::I32: put(int32_t(integer(int32_t{}))); break;
+  case DType::I8: put(int8_t(integer(int8_t{}))); break;
+  case DType::U8: put(uint8_t(integer(uint8_t{}))); break;
+  case DType::I16: put(int16_t(integer(int16_t{}))); break;
+  case DType::U16: put(uint16_t(integer(uint16_t{}))); break;
+  case DType::U32: put(uint32_t(integer(uint32_t{}))); break;
+  case DType::U64: put(uint64_t(integer(uint64_t{}))); break;
   case DType::I1: put(uint8_t(value != 0)); break;
   }
   return bits;

@@ -71,7 +71,7 @@ template <ReduceOp kOp> struct Reduce {
     PLAIT_RETURN_IF_ERROR(planReduceGeometry(name, x.shape, call.attrs.getInts("axes"),
                                      call.attrs.getBool("keepdims", true), outShape, g));
     PLAIT_RETURN_IF_ERROR(checkShape(name, "output", out.shape, outShape));
-    if (x.dtype == DType::I1)
+    if (x.dtype == DType::I1 || !hasCudaElementCode(x.dtype))
       return noCudaDtype(name, x.dtype);
     if (call.check)
       return {};
@@ -180,7 +180,7 @@ template <bool kMax> Status argKernel(const CudaKernelCall &call) {
   int64_t inner = cpu::product(x.shape, size_t(axis) + 1, x.shape.size());
   if (n == 0 && outer * inner > 0)
     return Status::errorf("{}: axis {} has size 0", kName, axis);
-  if (x.dtype == DType::I1)
+  if (x.dtype == DType::I1 || !hasCudaElementCode(x.dtype))
     return noCudaDtype(kName, x.dtype);
   if (call.check)
     return {};

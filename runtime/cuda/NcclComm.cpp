@@ -21,8 +21,15 @@ Status ncclTypeOf(DType t, ncclDataType_t &out) {
   case DType::I64: out = ncclInt64; return {};
   case DType::I32: out = ncclInt32; return {};
   case DType::I1: out = ncclUint8; return {};
+  case DType::I8: out = ncclInt8; return {};
+  case DType::U8: out = ncclUint8; return {};
+  case DType::U32: out = ncclUint32; return {};
+  case DType::U64: out = ncclUint64; return {};
+  case DType::I16:
+  case DType::U16:
+    break; // NCCL has no 16-bit integers
   }
-  return Status::errorf("NCCL: unknown dtype {}", int(t));
+  return Status::errorf("NCCL: no collective type for dtype {}", dtypeName(t));
 }
 
 } // namespace

@@ -22,6 +22,8 @@ struct NpyDtype {
 constexpr NpyDtype kNpyDtypes[] = {
     {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
     {"<i8", DType::I64}, {"<i4", DType::I32}, {"|b1", DType::I1},
+    {"|i1", DType::I8},  {"|u1", DType::U8},  {"<i2", DType::I16},
+    {"<u2", DType::U16}, {"<u4", DType::U32}, {"<u8", DType::U64},
 };
 
 // Cursor over the header dict, e.g. "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }".
@@ -160,8 +162,11 @@ Status dtypeFromDescr(const std::string &descr, const std::string &path, DType &
     return Status::errorf("{}: dtype '{}' is raw bytes (bfloat16 from ml_dtypes?); numpy has "
                           "no bfloat16, save as float32 or use an ONNX .pb",
                           path, printable(descr));
-  return Status::errorf("{}: unsupported dtype '{}' (supported: <f4 <f8 <f2 <i8 <i4 |b1)", path,
-                        printable(descr));
+  std::string supported;
+  for (const NpyDtype &d : kNpyDtypes)
+    supported += std::string(supported.empty() ? "" : " ") + d.descr;
+  return Status::errorf("{}: unsupported dtype '{}' (supported: {})", path, printable(descr),
+                        supported);
 }
 
 const char *descrOf(DType t) {

@@ -36,6 +36,24 @@ bool dtypeFromOnnx(int32_t type, DType &out) {
   case TensorProto::BOOL:
     out = DType::I1;
     return true;
+  case TensorProto::INT8:
+    out = DType::I8;
+    return true;
+  case TensorProto::UINT8:
+    out = DType::U8;
+    return true;
+  case TensorProto::INT16:
+    out = DType::I16;
+    return true;
+  case TensorProto::UINT16:
+    out = DType::U16;
+    return true;
+  case TensorProto::UINT32:
+    out = DType::U32;
+    return true;
+  case TensorProto::UINT64:
+    out = DType::U64;
+    return true;
   default:
     return false;
   }
@@ -66,7 +84,10 @@ int typedFieldSize(const TensorProto &proto, DType dtype) {
     return proto.double_data_size();
   case DType::I64:
     return proto.int64_data_size();
-  default: // I32, I1, F16, BF16 travel in int32_data
+  case DType::U32:
+  case DType::U64:
+    return proto.uint64_data_size();
+  default: // I32, I1, F16, BF16 and the 8- and 16-bit integers travel in int32_data
     return proto.int32_data_size();
   }
 }
@@ -92,8 +113,22 @@ void copyTypedValues(const TensorProto &proto, DType dtype, std::vector<uint8_t>
     break;
   case DType::F16:
   case DType::BF16: // the 16-bit pattern sits in the low half of each int32
+  case DType::I16:
+  case DType::U16:
     copyTypedField<uint16_t>(proto.int32_data(), bytes,
                              [](int32_t v) { return static_cast<uint16_t>(v & 0xffff); });
+    break;
+  case DType::I8:
+  case DType::U8:
+    copyTypedField<uint8_t>(proto.int32_data(), bytes,
+                            [](int32_t v) { return static_cast<uint8_t>(v & 0xff); });
+    break;
+  case DType::U32:
+    copyTypedField<uint32_t>(proto.uint64_data(), bytes,
+                             [](uint64_t v) { return static_cast<uint32_t>(v); });
+    break;
+  case DType::U64:
+    copyTypedField<uint64_t>(proto.uint64_data(), bytes, same);
     break;
   }
 }
@@ -112,7 +147,8 @@ Status parseOnnxTensor(const std::string &bytes, const std::string &path, HostTe
   DType dtype;
   if (!dtypeFromOnnx(proto.data_type(), dtype))
     return Status::errorf("{}: unsupported ONNX element type {} (supported: FLOAT DOUBLE "
-                          "FLOAT16 BFLOAT16 INT64 INT32 BOOL)",
+                          "FLOAT16 BFLOAT16 INT64 INT32 INT16 INT8 UINT64 UINT32 UINT16 UINT8 "
+                          "BOOL)",
                           path, onnxTypeName(proto.data_type()));
 
   std::vector<int64_t> shape(proto.dims().begin(), proto.dims().end());

@@ -25,6 +25,12 @@ const char *safetensorsDType(DType t) {
   case DType::I64: return "I64";
   case DType::I32: return "I32";
   case DType::I1: return "BOOL";
+  case DType::I8: return "I8";
+  case DType::U8: return "U8";
+  case DType::I16: return "I16";
+  case DType::U16: return "U16";
+  case DType::U32: return "U32";
+  case DType::U64: return "U64";
   }
   return "?";
 }
@@ -32,7 +38,9 @@ const char *safetensorsDType(DType t) {
 bool parseDType(const std::string &name, DType &out) {
   static const std::pair<const char *, DType> kNames[] = {
       {"F32", DType::F32}, {"F64", DType::F64}, {"BF16", DType::BF16}, {"F16", DType::F16},
-      {"I64", DType::I64}, {"I32", DType::I32}, {"BOOL", DType::I1}};
+      {"I64", DType::I64}, {"I32", DType::I32}, {"BOOL", DType::I1}, {"I8", DType::I8},
+      {"U8", DType::U8},   {"I16", DType::I16}, {"U16", DType::U16}, {"U32", DType::U32},
+      {"U64", DType::U64}};
   for (const auto &[text, dtype] : kNames)
     if (name == text) {
       out = dtype;

@@ -89,6 +89,31 @@ LogicalResult importMod(NodeContext &ctx) {
   return ctx.setResult(p ? ctx.create<SubOp>({a, p}) : Value());
 }
 
+/// BitShift: unsigned integers shifted by the second input's bits, LEFT or RIGHT.
+LogicalResult importBitShift(NodeContext &ctx) {
+  if (!ctx.hasInput(0) || !ctx.hasInput(1))
+    return ctx.error("needs two inputs");
+  std::string direction = ctx.stringAttr("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return ctx.error("direction must be LEFT or RIGHT, not '" + direction + "'");
+  RankedTensorType type = ctx.inputType(0);
+  if (!type)
+    return failure();
+  if (!type.getElementType().isUnsignedInteger()) {
+    std::optional<ElemKind> kind = kindOf(type.getElementType());
+    return ctx.error("unsupported dtype " + (kind ? kindName(*kind) : llvm::StringRef("?")) +
+                     " (BitShift takes unsigned integers)");
+  }
+  bool left = direction == "LEFT";
+  if (shouldFold(ctx))
+    return ctx.setFolded(0, foldBinary(left ? BinaryFn::ShiftLeft : BinaryFn::ShiftRight,
+                                       *ctx.foldedInput(0), *ctx.foldedInput(1)));
+  Value a = ctx.input(0), b = ctx.input(1);
+  if (!a || !b)
+    return failure();
+  return ctx.setResult(left ? ctx.create<ShiftLeftOp>({a, b}) : ctx.create<ShiftRightOp>({a, b}));
+}
+
 /// Max, Min, Sum: a left fold over any number of inputs.
 template <typename OpT, BinaryFn Fn>
 LogicalResult importVariadic(NodeContext &ctx) {
@@ -526,6 +551,7 @@ void registerElementwiseOps(OpImporterMap &map) {
   map["Div"] = importBinary<DivOp, BinaryFn::Div>;
   map["Pow"] = importPow;
   map["Mod"] = importMod;
+  map["BitShift"] = importBitShift;
   map["Max"] = importVariadic<MaxOp, BinaryFn::Max>;
   map["Min"] = importVariadic<MinOp, BinaryFn::Min>;
   map["Sum"] = importVariadic<AddOp, BinaryFn::Add>;

@@ -23,6 +23,25 @@ bool isFloatKind(ElemKind kind) {
          kind == ElemKind::F64;
 }
 
+bool isUnsignedKind(ElemKind kind) {
+  return kind == ElemKind::U8 || kind == ElemKind::U16 || kind == ElemKind::U32 ||
+         kind == ElemKind::U64;
+}
+
+/// The width and signedness of an integer kind other than Bool.
+static std::pair<unsigned, bool> integerKind(ElemKind kind) {
+  switch (kind) {
+  case ElemKind::I8: return {8, true};
+  case ElemKind::U8: return {8, false};
+  case ElemKind::I16: return {16, true};
+  case ElemKind::U16: return {16, false};
+  case ElemKind::I32: return {32, true};
+  case ElemKind::U32: return {32, false};
+  case ElemKind::U64: return {64, false};
+  default: return {64, true};
+  }
+}
+
 Type toMlirType(ElemKind kind, MLIRContext *ctx) {
   switch (kind) {
   case ElemKind::F16:
@@ -39,6 +58,14 @@ Type toMlirType(ElemKind kind, MLIRContext *ctx) {
     return IntegerType::get(ctx, 64);
   case ElemKind::Bool:
     return IntegerType::get(ctx, 1);
+  case ElemKind::I8:
+  case ElemKind::I16:
+    return IntegerType::get(ctx, integerKind(kind).first);
+  case ElemKind::U8:
+  case ElemKind::U16:
+  case ElemKind::U32:
+  case ElemKind::U64:
+    return IntegerType::get(ctx, integerKind(kind).first, IntegerType::Unsigned);
   }
   llvm_unreachable("unknown element kind");
 }
@@ -58,6 +85,18 @@ std::optional<ElemKind> kindOf(Type type) {
     return ElemKind::I64;
   if (type.isSignlessInteger(1))
     return ElemKind::Bool;
+  if (type.isSignlessInteger(8))
+    return ElemKind::I8;
+  if (type.isSignlessInteger(16))
+    return ElemKind::I16;
+  if (type.isUnsignedInteger(8))
+    return ElemKind::U8;
+  if (type.isUnsignedInteger(16))
+    return ElemKind::U16;
+  if (type.isUnsignedInteger(32))
+    return ElemKind::U32;
+  if (type.isUnsignedInteger(64))
+    return ElemKind::U64;
   return std::nullopt;
 }
 
@@ -77,6 +116,18 @@ llvm::StringRef kindName(ElemKind kind) {
     return "int64";
   case ElemKind::Bool:
     return "bool";
+  case ElemKind::I8:
+    return "int8";
+  case ElemKind::U8:
+    return "uint8";
+  case ElemKind::I16:
+    return "int16";
+  case ElemKind::U16:
+    return "uint16";
+  case ElemKind::U32:
+    return "uint32";
+  case ElemKind::U64:
+    return "uint64";
   }
   llvm_unreachable("unknown element kind");
 }
@@ -125,14 +176,47 @@ double roundToKind(double v, ElemKind kind) {
 }
 
 int64_t wrapToKind(int64_t v, ElemKind kind) {
+  uint64_t bits = static_cast<uint64_t>(v);
   switch (kind) {
+  case ElemKind::I8:
+    return static_cast<int8_t>(static_cast<uint8_t>(bits));
+  case ElemKind::U8:
+    return static_cast<uint8_t>(bits);
+  case ElemKind::I16:
+    return static_cast<int16_t>(static_cast<uint16_t>(bits));
+  case ElemKind::U16:
+    return static_cast<uint16_t>(bits);
   case ElemKind::I32:
-    return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+    return static_cast<int32_t>(static_cast<uint32_t>(bits));
+  case ElemKind::U32:
+    return static_cast<uint32_t>(bits);
   case ElemKind::Bool:
     return v != 0;
-  default:
+  default: // I64, and U64 as its bit pattern
     return v;
   }
+}
+
+int64_t floatToKind(double v, ElemKind kind) {
+  if (kind == ElemKind::Bool)
+    return v != 0.0;
+  if (std::isnan(v))
+    return 0;
+  auto [bits, isSigned] = integerKind(kind);
+  if (!isSigned && bits == 64) {
+    if (v <= 0)
+      return 0;
+    if (v >= 18446744073709551616.0) // 2^64
+      return -1;                     // UINT64_MAX's bits
+    return static_cast<int64_t>(static_cast<uint64_t>(v));
+  }
+  double lowest = isSigned ? -std::ldexp(1.0, int(bits) - 1) : 0.0;
+  double highest = std::ldexp(1.0, int(bits) - (isSigned ? 1 : 0)); // one past the largest
+  if (v <= lowest)
+    return static_cast<int64_t>(lowest);
+  if (v >= highest)
+    return bits == 64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(highest) - 1;
+  return static_cast<int64_t>(v);
 }
 
 /// Float to integer conversion as C++ casts do it, made total: NaN gives 0, out-of-range values
@@ -168,7 +252,7 @@ HostTensor HostTensor::splat(ElemKind kind, llvm::ArrayRef<int64_t> shape, doubl
   if (t.isFloat())
     t.floats_.push_back(roundToKind(value, kind));
   else
-    t.ints_.push_back(wrapToKind(floatToInt(value), kind));
+    t.ints_.push_back(floatToKind(value, kind));
   return t;
 }
 
@@ -220,9 +304,9 @@ HostTensor HostTensor::fromAttr(DenseElementsAttr attr) {
       for (const llvm::APFloat &v : attr.getValues<llvm::APFloat>())
         t.floats_.push_back(toDouble(v));
   } else {
-    bool isBool = kind == ElemKind::Bool;
+    bool zeroExtend = kind == ElemKind::Bool || isUnsignedKind(kind);
     auto toInt = [&](const llvm::APInt &v) {
-      return isBool ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue();
+      return zeroExtend ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue();
     };
     if (splat)
       t.ints_.push_back(toInt(attr.getSplatValue<llvm::APInt>()));
@@ -236,7 +320,9 @@ HostTensor HostTensor::fromAttr(DenseElementsAttr attr) {
 double HostTensor::getDouble(int64_t i) const {
   if (isFloat())
     return floats_[floats_.size() == 1 ? 0 : i];
-  return static_cast<double>(ints_[ints_.size() == 1 ? 0 : i]);
+  int64_t v = ints_[ints_.size() == 1 ? 0 : i];
+  return kind_ == ElemKind::U64 ? static_cast<double>(static_cast<uint64_t>(v))
+                                : static_cast<double>(v);
 }
 
 int64_t HostTensor::getInt(int64_t i) const {
@@ -249,7 +335,7 @@ void HostTensor::setDouble(int64_t i, double v) {
   if (isFloat())
     floats_[i] = roundToKind(v, kind_);
   else
-    ints_[i] = kind_ == ElemKind::Bool ? (v != 0.0) : wrapToKind(floatToInt(v), kind_);
+    ints_[i] = floatToKind(v, kind_);
 }
 
 void HostTensor::setInt(int64_t i, int64_t v) {
@@ -291,6 +377,16 @@ RankedTensorType HostTensor::type(MLIRContext *ctx) const {
   return RankedTensorType::get(shape_, toMlirType(kind_, ctx));
 }
 
+/// The attribute of `type` holding `ints` converted to T (each already in T's range).
+template <typename T>
+static DenseElementsAttr attrOf(RankedTensorType type, llvm::ArrayRef<int64_t> ints) {
+  std::vector<T> v;
+  v.reserve(ints.size());
+  for (int64_t i : ints)
+    v.push_back(static_cast<T>(i));
+  return DenseElementsAttr::get(type, llvm::ArrayRef<T>(v));
+}
+
 DenseElementsAttr HostTensor::toAttr(MLIRContext *ctx) const {
   RankedTensorType type = this->type(ctx);
   switch (kind_) {
@@ -321,6 +417,18 @@ DenseElementsAttr HostTensor::toAttr(MLIRContext *ctx) const {
     llvm::SmallVector<bool> v(ints_.begin(), ints_.end());
     return DenseElementsAttr::get(type, llvm::ArrayRef<bool>(v));
   }
+  case ElemKind::I8:
+    return attrOf<int8_t>(type, ints_);
+  case ElemKind::U8:
+    return attrOf<uint8_t>(type, ints_);
+  case ElemKind::I16:
+    return attrOf<int16_t>(type, ints_);
+  case ElemKind::U16:
+    return attrOf<uint16_t>(type, ints_);
+  case ElemKind::U32:
+    return attrOf<uint32_t>(type, ints_);
+  case ElemKind::U64:
+    return attrOf<uint64_t>(type, ints_);
   }
   llvm_unreachable("unknown element kind");
 }
@@ -449,11 +557,15 @@ llvm::Expected<HostTensor> foldUnary(UnaryFn fn, const HostTensor &x) {
       return;
     }
     int64_t v = x.getInt(off[0]), r = v;
+    // (uint64 values of 2^63 and more are held negative: unsigned kinds are never below 0.)
+    bool negative = v < 0 && !isUnsignedKind(x.kind());
     switch (fn) {
     case UnaryFn::Neg: r = static_cast<int64_t>(0ULL - static_cast<uint64_t>(v)); break;
-    case UnaryFn::Abs: r = v < 0 ? static_cast<int64_t>(0ULL - static_cast<uint64_t>(v)) : v; break;
-    case UnaryFn::Sign: r = v > 0 ? 1 : (v < 0 ? -1 : 0); break;
-    case UnaryFn::Relu: r = v > 0 ? v : 0; break;
+    case UnaryFn::Abs:
+      r = negative ? static_cast<int64_t>(0ULL - static_cast<uint64_t>(v)) : v;
+      break;
+    case UnaryFn::Sign: r = negative ? -1 : (v != 0 ? 1 : 0); break;
+    case UnaryFn::Relu: r = negative ? 0 : v; break;
     case UnaryFn::Not: r = !v; break;
     default: break; // Floor, Ceil, Round are the identity on integers.
     }
@@ -526,6 +638,27 @@ llvm::Expected<HostTensor> foldBinary(BinaryFn fn, const HostTensor &a, const Ho
     int64_t x = a.getInt(off[0]), y = b.getInt(off[1]);
     uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
     int64_t r = 0;
+    if (a.kind() == ElemKind::U64 && b.kind() == ElemKind::U64) {
+      // Held as bit patterns: what reads the order (or divides) reads them unsigned.
+      switch (fn) {
+      case BinaryFn::Div:
+      case BinaryFn::Mod:
+      case BinaryFn::FMod:
+        if (uy == 0)
+          divByZero = true;
+        else
+          r = static_cast<int64_t>(fn == BinaryFn::Div ? ux / uy : ux % uy);
+        o.setInt(i, r);
+        return;
+      case BinaryFn::Max: o.setInt(i, static_cast<int64_t>(std::max(ux, uy))); return;
+      case BinaryFn::Min: o.setInt(i, static_cast<int64_t>(std::min(ux, uy))); return;
+      case BinaryFn::Less: o.setInt(i, ux < uy); return;
+      case BinaryFn::LessEqual: o.setInt(i, ux <= uy); return;
+      case BinaryFn::Greater: o.setInt(i, ux > uy); return;
+      case BinaryFn::GreaterEqual: o.setInt(i, ux >= uy); return;
+      default: break; // the rest give the same bits as on int64
+      }
+    }
     switch (fn) {
     case BinaryFn::Add: r = static_cast<int64_t>(ux + uy); break;
     case BinaryFn::Sub: r = static_cast<int64_t>(ux - uy); break;
@@ -557,6 +690,13 @@ llvm::Expected<HostTensor> foldBinary(BinaryFn fn, const HostTensor &a, const Ho
     case BinaryFn::And: r = x && y; break;
     case BinaryFn::Or: r = x || y; break;
     case BinaryFn::Xor: r = (x != 0) != (y != 0); break;
+    case BinaryFn::ShiftLeft: // unsigned kinds only (the importer checks): 0 from the width on
+    case BinaryFn::ShiftRight: {
+      unsigned bits = integerKind(a.kind()).first;
+      r = uy >= bits ? 0
+                     : static_cast<int64_t>(fn == BinaryFn::ShiftLeft ? ux << uy : ux >> uy);
+      break;
+    }
     }
     o.setInt(i, r);
   });
@@ -591,7 +731,7 @@ HostTensor foldCast(const HostTensor &x, ElemKind to) {
   const HostTensor *in[] = {&x};
   return mapBroadcast(in, x.shape(), to,
                       [&](HostTensor &o, int64_t i, llvm::ArrayRef<int64_t> off) {
-    if (x.isFloat())
+    if (x.isFloat() || (x.kind() == ElemKind::U64 && isFloatKind(to)))
       o.setDouble(i, x.getDouble(off[0]));
     else
       o.setInt(i, x.getInt(off[0]));
@@ -762,10 +902,15 @@ HostTensor foldReduce(ReduceFn fn, const HostTensor &x, llvm::ArrayRef<int64_t> 
       keptStrides[d] = 0;
   forEachIndex(x.shape(), [&](int64_t i, llvm::ArrayRef<int64_t> idx) {
     int64_t o = dot(idx, keptStrides);
-    if (isFloat)
+    if (isFloat) {
       accumulate(fn, accF[o], x.getDouble(i), seen[o]);
-    else
+    } else if (x.kind() == ElemKind::U64) { // held as bit patterns: ordered unsigned
+      uint64_t acc = static_cast<uint64_t>(accI[o]);
+      accumulate(fn, acc, static_cast<uint64_t>(x.getInt(i)), seen[o]);
+      accI[o] = static_cast<int64_t>(acc);
+    } else {
       accumulate(fn, accI[o], x.getInt(i), seen[o]);
+    }
     seen[o] = true;
   });
   HostTensor out(x.kind(), outShape);
@@ -779,6 +924,8 @@ HostTensor foldReduce(ReduceFn fn, const HostTensor &x, llvm::ArrayRef<int64_t> 
       out.setDouble(o, identity);
     } else if (isFloat) {
       out.setDouble(o, fn == ReduceFn::Mean ? accF[o] / groupSize : accF[o]);
+    } else if (fn == ReduceFn::Mean && x.kind() == ElemKind::U64) {
+      out.setInt(o, static_cast<int64_t>(static_cast<uint64_t>(accI[o]) / uint64_t(groupSize)));
     } else {
       out.setInt(o, fn == ReduceFn::Mean ? accI[o] / groupSize : accI[o]);
     }

@@ -13,10 +13,11 @@
 
 namespace plait::onnx_import {
 
-/// The element types plait supports.
-enum class ElemKind { F16, BF16, F32, F64, I32, I64, Bool };
+/// The element types plait supports. I8/I16 are signed; U8..U64 unsigned (MLIR's ui8..ui64).
+enum class ElemKind { F16, BF16, F32, F64, I32, I64, Bool, I8, U8, I16, U16, U32, U64 };
 
 bool isFloatKind(ElemKind kind);
+bool isUnsignedKind(ElemKind kind);
 mlir::Type toMlirType(ElemKind kind, mlir::MLIRContext *ctx);
 std::optional<ElemKind> kindOf(mlir::Type type);
 /// ONNX's name of the element type ("float", "int64", ...), for messages.
@@ -36,8 +37,9 @@ inline bool fitsFolding(llvm::ArrayRef<int64_t> shape) {
 constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
 
 /// A dense tensor on the host. Floats are held as doubles, rounded to the element type after every
-/// operation; integers and booleans as int64 (booleans 0/1). Storage holding one element for a shape
-/// with more is a splat, which keeps folded ConstantOfShape/Expand results small.
+/// operation; integers and booleans as int64 (booleans 0/1; uint64 as its bit pattern, so that
+/// values of 2^63 and more read negative: getDouble and the folds compare them unsigned).
+/// Storage holding one element for a shape with more is a splat, which keeps folded ConstantOfShape/Expand results small.
 class HostTensor {
 public:
   HostTensor() = default;
@@ -88,6 +90,9 @@ private:
 double roundToKind(double v, ElemKind kind);
 /// Wraps or clamps `v` to an integer element type (bool: v != 0).
 int64_t wrapToKind(int64_t v, ElemKind kind);
+/// `v` truncated toward zero into an integer element type, saturating at its bounds (NaN: 0),
+/// as plait's cast kernels convert floats.
+int64_t floatToKind(double v, ElemKind kind);
 
 //===----------------------------------------------------------------------===//
 // Folding kernels. Shapes are validated by the caller unless a kernel returns Expected.
@@ -96,7 +101,7 @@ int64_t wrapToKind(int64_t v, ElemKind kind);
 enum class UnaryFn { Neg, Abs, Not, Sqrt, Exp, Log, Floor, Ceil, Round, Sign, Reciprocal, Relu };
 enum class BinaryFn {
   Add, Sub, Mul, Div, Pow, Max, Min, Mod, FMod,
-  Equal, Less, LessEqual, Greater, GreaterEqual, And, Or, Xor
+  Equal, Less, LessEqual, Greater, GreaterEqual, And, Or, Xor, ShiftLeft, ShiftRight
 };
 enum class ReduceFn { Sum, Prod, Max, Min, Mean };
 

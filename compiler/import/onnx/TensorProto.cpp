@@ -24,15 +24,21 @@ llvm::Error decodeError(const llvm::Twine &message) {
 size_t bytesPerElement(ElemKind kind) {
   switch (kind) {
   case ElemKind::Bool:
+  case ElemKind::I8:
+  case ElemKind::U8:
     return 1;
   case ElemKind::F16:
   case ElemKind::BF16:
+  case ElemKind::I16:
+  case ElemKind::U16:
     return 2;
   case ElemKind::F32:
   case ElemKind::I32:
+  case ElemKind::U32:
     return 4;
   case ElemKind::F64:
   case ElemKind::I64:
+  case ElemKind::U64:
     return 8;
   }
   llvm_unreachable("unknown element kind");
@@ -121,6 +127,18 @@ Type elementTypeOf(int onnxType, MLIRContext *ctx) {
     return IntegerType::get(ctx, 32);
   case onnx::TensorProto_DataType_BOOL:
     return IntegerType::get(ctx, 1);
+  case onnx::TensorProto_DataType_INT8:
+    return IntegerType::get(ctx, 8);
+  case onnx::TensorProto_DataType_INT16:
+    return IntegerType::get(ctx, 16);
+  case onnx::TensorProto_DataType_UINT8:
+    return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  case onnx::TensorProto_DataType_UINT16:
+    return IntegerType::get(ctx, 16, IntegerType::Unsigned);
+  case onnx::TensorProto_DataType_UINT32:
+    return IntegerType::get(ctx, 32, IntegerType::Unsigned);
+  case onnx::TensorProto_DataType_UINT64:
+    return IntegerType::get(ctx, 64, IntegerType::Unsigned);
   default:
     return {};
   }
@@ -186,10 +204,19 @@ llvm::Expected<DenseElementsAttr> decodeTensorProto(const onnx::TensorProto &ten
     return fromField<int64_t>(type, tensor.int64_data());
   case ElemKind::I32:
     return fromField<int32_t>(type, tensor.int32_data());
+  case ElemKind::U32:
+    return fromField<uint32_t>(type, tensor.uint64_data());
+  case ElemKind::U64:
+    return fromField<uint64_t>(type, tensor.uint64_data());
   case ElemKind::Bool:
+  case ElemKind::I8:
+  case ElemKind::U8:
+  case ElemKind::I16:
+  case ElemKind::U16:
   case ElemKind::F16:
   case ElemKind::BF16: {
-    // Stored in int32_data: one bool, or the 16 bits of one half float, per entry.
+    // Stored in int32_data: one bool or 8-bit integer, or the 16 bits of one half float or
+    // 16-bit integer, per entry.
     const auto &field = tensor.int32_data();
     if (static_cast<int64_t>(field.size()) != type.getNumElements())
       return decodeError("holds " + llvm::Twine(field.size()) + " values, its shape needs " +
@@ -198,6 +225,8 @@ llvm::Expected<DenseElementsAttr> decodeTensorProto(const onnx::TensorProto &ten
     for (int32_t v : field) {
       if (kind == ElemKind::Bool) {
         bytes.push_back(v != 0);
+      } else if (kind == ElemKind::I8 || kind == ElemKind::U8) {
+        bytes.push_back(static_cast<char>(v & 0xff));
       } else {
         bytes.push_back(static_cast<char>(v & 0xff));
         bytes.push_back(static_cast<char>((v >> 8) & 0xff));
@@ -276,6 +305,18 @@ llvm::Expected<DenseElementsAttr> parseNpy(llvm::StringRef data, MLIRContext *ct
     kind = ElemKind::I32;
   else if (descr == "|b1")
     kind = ElemKind::Bool;
+  else if (descr == "|i1")
+    kind = ElemKind::I8;
+  else if (descr == "|u1")
+    kind = ElemKind::U8;
+  else if (descr == "<i2")
+    kind = ElemKind::I16;
+  else if (descr == "<u2")
+    kind = ElemKind::U16;
+  else if (descr == "<u4")
+    kind = ElemKind::U32;
+  else if (descr == "<u8")
+    kind = ElemKind::U64;
   if (!kind)
     return decodeError("has unsupported dtype '" + descr + "'");
   auto type = RankedTensorType::get(shape, toMlirType(*kind, ctx));

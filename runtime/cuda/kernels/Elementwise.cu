@@ -74,9 +74,16 @@ template <typename Fn> bool dispatchBySize(int bytes, Fn &&fn) {
 }
 
 // cast: the value of a stored element, and its conversion (CastKernels.cpp's rules: floats to
-// integers truncate and saturate, NaN becomes 0; to i1 is != 0; f64 to a half goes through f32).
+// integers truncate and saturate, NaN becomes 0; to i1 is != 0; f64 to a half goes through f32;
+// integers to integers wrap). An i1 element is a Truth, since ui8 is stored as uint8_t too.
+struct Truth {
+  uint8_t bits;
+};
 template <typename S> __device__ __forceinline__ auto castValue(const S *p, int64_t i) {
-  return load(p, i);
+  if constexpr (std::is_same_v<S, Truth>)
+    return uint8_t(p[i].bits != 0);
+  else
+    return load(p, i);
 }
 template <typename I, typename F> __device__ __forceinline__ I truncateToInteger(F v) {
   if (v != v)
@@ -88,8 +95,8 @@ template <typename I, typename F> __device__ __forceinline__ I truncateToInteger
   return I(v);
 }
 template <typename D, typename V> __device__ __forceinline__ void castStore(D *p, int64_t i, V v) {
-  if constexpr (std::is_same_v<D, uint8_t>)
-    p[i] = v != V(0);
+  if constexpr (std::is_same_v<D, Truth>)
+    p[i] = Truth{uint8_t(v != V(0))};
   else if constexpr (std::is_same_v<D, __nv_bfloat16> || std::is_same_v<D, __half>)
     store(p, i, float(v));
   else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<V>)
@@ -112,11 +119,16 @@ template <typename S, typename D> __global__ void groupedCastKernel(CastList lis
   });
 }
 template <typename Fn> bool dispatchStorage(int dtype, Fn &&fn) {
-  if (dtype == kI1) {
-    fn(uint8_t{});
-    return true;
+  switch (dtype) {
+  case kI1: fn(Truth{}); return true;
+  case kI8: fn(int8_t{}); return true;
+  case kU8: fn(uint8_t{}); return true;
+  case kI16: fn(int16_t{}); return true;
+  case kU16: fn(uint16_t{}); return true;
+  case kU32: fn(uint32_t{}); return true;
+  case kU64: fn(uint64_t{}); return true;
+  default: return dispatchNumeric(dtype, fn);
   }
-  return dispatchNumeric(dtype, fn);
 }
 
 template <typename S> __global__ void divideKernel(S *x, int64_t n, float divisor) {

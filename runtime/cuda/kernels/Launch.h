@@ -13,7 +13,12 @@
 
 namespace plait::rt::cuda {
 
-enum DTypeCode : int { kF32 = 0, kF64 = 1, kBF16 = 2, kF16 = 3, kI64 = 4, kI32 = 5, kI1 = 6 };
+/// runtime/Tensor.h's DType numbering. The small data integers (kI8..kU64) reach only the
+/// movement kernels and cast.
+enum DTypeCode : int {
+  kF32 = 0, kF64 = 1, kBF16 = 2, kF16 = 3, kI64 = 4, kI32 = 5, kI1 = 6,
+  kI8 = 7, kU8 = 8, kI16 = 9, kU16 = 10, kU32 = 11, kU64 = 12
+};
 
 /// The most dimensions a geometry holds (the loader's kMaxRank).
 constexpr int kMaxDims = 16;

@@ -18,7 +18,7 @@ func.func @unary_dynamic_shape(%x: tensor<?x4xf32>) {
 // -----
 
 func.func @unary_unranked(%x: tensor<*xf32>) {
-  // expected-error @+1 {{'plait.relu' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<*xf32>'}}
+  // expected-error @+1 {{'plait.relu' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer or 16-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<*xf32>'}}
   %0 = "plait.relu"(%x) : (tensor<*xf32>) -> tensor<*xf32>
   return
 }
@@ -28,7 +28,7 @@ func.func @unary_unranked(%x: tensor<*xf32>) {
 // The ODS constraints run before the shape rules, which may therefore assume ranked,
 // static operands: an unranked or dynamic operand is a diagnostic, never a crash.
 func.func @binary_unranked(%x: tensor<*xf32>) {
-  // expected-error @+1 {{'plait.add' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<*xf32>'}}
+  // expected-error @+1 {{'plait.add' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer or 16-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<*xf32>'}}
   %0 = "plait.add"(%x, %x) : (tensor<*xf32>, tensor<*xf32>) -> tensor<*xf32>
   return
 }
@@ -44,7 +44,7 @@ func.func @binary_dynamic(%x: tensor<2xf32>, %y: tensor<?xf32>) {
 // -----
 
 func.func @unary_bool_operand(%x: tensor<4xi1>) {
-  // expected-error @+1 {{'plait.neg' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<4xi1>'}}
+  // expected-error @+1 {{'plait.neg' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer or 16-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<4xi1>'}}
   %0 = plait.neg %x : tensor<4xi1>
   return
 }
@@ -92,7 +92,7 @@ func.func @clamp_nan_max(%x: tensor<4xi32>) {
 // -----
 
 func.func @clamp_of_bools(%x: tensor<4xi1>) {
-  // expected-error @+1 {{'plait.clamp' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<4xi1>'}}
+  // expected-error @+1 {{'plait.clamp' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer or 16-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<4xi1>'}}
   %0 = plait.clamp %x {min = 0.0 : f64} : tensor<4xi1>
   return
 }
@@ -136,7 +136,7 @@ func.func @binary_shapes_scalar_named(%a: tensor<f32>, %b: tensor<3xf32>, %c: te
 // -----
 
 func.func @binary_bool_arithmetic(%a: tensor<2xi1>) {
-  // expected-error @+1 {{'plait.add' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<2xi1>'}}
+  // expected-error @+1 {{'plait.add' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer or 16-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<2xi1>'}}
   %0 = plait.add %a, %a : (tensor<2xi1>, tensor<2xi1>) -> tensor<2xi1>
   return
 }

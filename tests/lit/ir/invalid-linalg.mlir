@@ -56,7 +56,7 @@ func.func @matmul_promoted_result(%a: tensor<3xf32>, %b: tensor<3x5xf32>) {
 // -----
 
 func.func @matmul_of_bools(%a: tensor<2x2xi1>) {
-  // expected-error @+1 {{'plait.matmul' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<2x2xi1>'}}
+  // expected-error @+1 {{'plait.matmul' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer or 16-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<2x2xi1>'}}
   %0 = plait.matmul %a, %a : (tensor<2x2xi1>, tensor<2x2xi1>) -> tensor<2x2xi1>
   return
 }

@@ -435,8 +435,8 @@ func.func @cast_shape(%x: tensor<2x3xf32>) {
 // -----
 
 func.func @cast_to_unsupported_type(%x: tensor<2xf32>) {
-  // expected-error @+1 {{'plait.cast' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<2xui8>'}}
-  %0 = plait.cast %x : (tensor<2xf32>) -> tensor<2xui8>
+  // expected-error @+1 {{'plait.cast' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer or 8-bit signless integer or 16-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<2xi4>'}}
+  %0 = plait.cast %x : (tensor<2xf32>) -> tensor<2xi4>
   return
 }
 

@@ -46,7 +46,7 @@ func.func @reduce_missing_axes(%x: tensor<2x3xf32>) {
 // -----
 
 func.func @reduce_of_bools(%x: tensor<2xi1>) {
-  // expected-error @+1 {{'plait.reduce_sum' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<2xi1>'}}
+  // expected-error @+1 {{'plait.reduce_sum' op operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer or 16-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<2xi1>'}}
   %0 = plait.reduce_sum %x {axes = array<i64>} : (tensor<2xi1>) -> tensor<1xi1>
   return
 }

@@ -106,7 +106,7 @@ func.func @param_random_init_of_bools() {
 // -----
 
 func.func @param_dynamic_shape() {
-  // expected-error @+1 {{'plait.param' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<?xf32>'}}
+  // expected-error @+1 {{'plait.param' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer or 8-bit signless integer or 16-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<?xf32>'}}
   %0 = plait.param "w" {init = "zeros"} : tensor<?xf32>
   return
 }
@@ -122,8 +122,8 @@ func.func @param_name_not_a_string() {
 // -----
 
 func.func @constant_element_type() {
-  // expected-error @+1 {{'plait.constant' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<2xi8>'}}
-  %0 = plait.constant dense<1> : tensor<2xi8>
+  // expected-error @+1 {{'plait.constant' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer or 8-bit signless integer or 16-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<2xi4>'}}
+  %0 = plait.constant dense<1> : tensor<2xi4>
   return
 }
 

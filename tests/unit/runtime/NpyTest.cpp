@@ -87,7 +87,9 @@ TEST(NpyTest, WritesAndReadsBackEveryDtype) {
   };
   for (const Case &c : {Case{DType::F32, {2, 3}}, Case{DType::F64, {4}}, Case{DType::F16, {3, 1}},
                         Case{DType::I64, {}}, Case{DType::I32, {2, 2, 2}},
-                        Case{DType::I1, {5}}, Case{DType::F32, {0}}}) {
+                        Case{DType::I1, {5}}, Case{DType::F32, {0}}, Case{DType::I8, {3}},
+                        Case{DType::U8, {2, 2}}, Case{DType::I16, {3}}, Case{DType::U16, {1, 2}},
+                        Case{DType::U32, {2}}, Case{DType::U64, {3}}}) {
     rt::HostTensor in;
     in.dtype = c.dtype;
     in.shape = c.shape;
@@ -149,8 +151,9 @@ TEST(NpyTest, RejectsBadFiles) {
               HasSubstr("in.npy: Fortran-order arrays are not supported"));
   EXPECT_THAT(parseError(npyBytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", data)),
               HasSubstr("in.npy: big-endian dtype '>f4' is not supported"));
-  EXPECT_EQ(parseError(npyBytes("{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", data)),
-            "in.npy: unsupported dtype '<u2' (supported: <f4 <f8 <f2 <i8 <i4 |b1)");
+  EXPECT_EQ(parseError(npyBytes("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", data)),
+            "in.npy: unsupported dtype '<c8' (supported: <f4 <f8 <f2 <i8 <i4 |b1 |i1 |u1 <i2 <u2 "
+            "<u4 <u8)");
   EXPECT_THAT(parseError(npyBytes("{'descr': '|V2', 'fortran_order': False, 'shape': (2,), }", data)),
               HasSubstr("numpy has no bfloat16"));
   EXPECT_THAT(parseError(npyBytes("{'descr': [('a', '<f4')], 'fortran_order': False, "
@@ -192,7 +195,8 @@ TEST(NpyTest, BadHeaderMessagesAreOneLine) {
             "'shape': (0, 3), }");
   EXPECT_EQ(parseError(npyBytes("{'descr': '<f\n4', 'fortran_order': False, 'shape': (0,), }",
                                 "")),
-            "in.npy: unsupported dtype '<f\\x0a4' (supported: <f4 <f8 <f2 <i8 <i4 |b1)");
+            "in.npy: unsupported dtype '<f\\x0a4' (supported: <f4 <f8 <f2 <i8 <i4 |b1 |i1 |u1 <i2 "
+            "<u2 <u4 <u8)");
   EXPECT_EQ(parseError(npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0,), \x01}",
                                 "")),
             "in.npy: bad .npy header (expected 'key':): {'descr': '<f4', 'fortran_order': "
@@ -230,6 +234,31 @@ TEST(NpyTest, NumpyReadsWhatWeWrite) {
   EXPECT_EQ(t.dtype, DType::I32);
   EXPECT_EQ(t.shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(t.view().as<int32_t>()[5], 5);
+}
+
+// numpy's descrs of the small integer types ('|u1', '<i2', '<u8', ...), both ways.
+TEST(NpyTest, NumpyAgreesOnSmallIntegerTypes) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no numpy under /usr/bin/python3";
+  std::string dir = freshTempDir("npy");
+  std::string cmd = "/usr/bin/python3 -c \"import numpy as np; [np.save('" + dir +
+                    "/' + t + '.npy', np.array([1, 200, 3], t)) for t in ('int8', 'uint8', "
+                    "'int16', 'uint16', 'uint32', 'uint64')]\"";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  for (auto [name, dtype] : {std::pair{"int8", DType::I8}, {"uint8", DType::U8},
+                             {"int16", DType::I16}, {"uint16", DType::U16},
+                             {"uint32", DType::U32}, {"uint64", DType::U64}}) {
+    rt::HostTensor t;
+    ASSERT_TRUE(rt::readNpy(dir + "/" + name + ".npy", t).ok()) << name;
+    EXPECT_EQ(t.dtype, dtype) << name;
+    EXPECT_EQ(t.bytes.size(), 3 * rt::dtypeSize(dtype)) << name;
+    ASSERT_TRUE(rt::writeNpy(dir + "/back_" + name + ".npy", t.view()).ok()) << name;
+  }
+  // 200 as int8 wraps to -56, as numpy's own array() of it did.
+  cmd = "/usr/bin/python3 -c \"import numpy as np; [np.testing.assert_array_equal(np.load('" +
+        dir + "/back_' + t + '.npy'), np.load('" + dir + "/' + t + '.npy'), strict=True) "
+        "for t in ('int8', 'uint8', 'int16', 'uint16', 'uint32', 'uint64')]\"";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
 }
 
 } // namespace

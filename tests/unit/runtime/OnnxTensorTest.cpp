@@ -106,6 +106,45 @@ TEST(OnnxTensorTest, ReadsTypedFields) {
   ASSERT_TRUE(parse(bf, t).ok());
   EXPECT_EQ(t.dtype, DType::BF16);
   EXPECT_EQ(rt::bf16ToFloat(t.view().as<uint16_t>()[0]), 3.0f);
+
+  // 8- and 16-bit integers travel in int32_data, uint32 and uint64 in uint64_data.
+  TensorProto i8;
+  i8.set_data_type(TensorProto::INT8);
+  i8.add_dims(2);
+  i8.add_int32_data(-5);
+  i8.add_int32_data(127);
+  ASSERT_TRUE(parse(i8, t).ok());
+  EXPECT_EQ(t.dtype, DType::I8);
+  EXPECT_EQ(t.bytes, (std::vector<uint8_t>{251, 127}));
+  TensorProto u16;
+  u16.set_data_type(TensorProto::UINT16);
+  u16.add_dims(1);
+  u16.add_int32_data(65535);
+  ASSERT_TRUE(parse(u16, t).ok());
+  EXPECT_EQ(t.dtype, DType::U16);
+  EXPECT_EQ(t.view().as<uint16_t>()[0], 65535);
+  TensorProto u64;
+  u64.set_data_type(TensorProto::UINT64);
+  u64.add_dims(2);
+  u64.add_uint64_data(~uint64_t{0});
+  u64.add_uint64_data(3);
+  ASSERT_TRUE(parse(u64, t).ok());
+  EXPECT_EQ(t.dtype, DType::U64);
+  EXPECT_EQ(t.view().as<uint64_t>()[0], ~uint64_t{0});
+  EXPECT_EQ(t.view().as<uint64_t>()[1], 3u);
+  TensorProto u32;
+  u32.set_data_type(TensorProto::UINT32);
+  u32.add_dims(1);
+  u32.add_uint64_data(4000000000u);
+  ASSERT_TRUE(parse(u32, t).ok());
+  EXPECT_EQ(t.dtype, DType::U32);
+  EXPECT_EQ(t.view().as<uint32_t>()[0], 4000000000u);
+  TensorProto u8 = floatProto();
+  u8.set_data_type(TensorProto::UINT8);
+  u8.set_raw_data(std::string("\x01\xff\x00\x80", 4));
+  ASSERT_TRUE(parse(u8, t).ok());
+  EXPECT_EQ(t.dtype, DType::U8);
+  EXPECT_EQ(t.bytes, (std::vector<uint8_t>{1, 255, 0, 128}));
 }
 
 TEST(OnnxTensorTest, RejectsBadTensors) {

@@ -218,8 +218,8 @@ TEST_F(PlanLoaderTest, RejectsWorldSizeMismatch) {
 
 TEST_F(PlanLoaderTest, RejectsUnknownDtype) {
   RawPlan raw = validRawPlan();
-  raw.tensors[3].dtype = 9;
-  EXPECT_EQ(loadError(raw), "model.plan: tensor 3 ('sum'): unknown dtype 9");
+  raw.tensors[3].dtype = 13;
+  EXPECT_EQ(loadError(raw), "model.plan: tensor 3 ('sum'): unknown dtype 13");
   raw.tensors[3].dtype = -1;
   EXPECT_EQ(loadError(raw), "model.plan: tensor 3 ('sum'): unknown dtype -1");
 }

@@ -12,7 +12,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-F, I64, BOOL, U8 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL, TensorProto.UINT8
+F, I64, BOOL, C64 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL, TensorProto.COMPLEX64
 
 
 def tensor(name, array):
@@ -189,8 +189,8 @@ def main():
 
     save("dynamic_dim", [helper.make_node("Relu", ["x"], ["y"], name="relu")],
          [vi("x", F, ["batch", 4])], [vi("y", F, ["batch", 4])])
-    save("uint8_input", [helper.make_node("Identity", ["x"], ["y"], name="id")],
-         [vi("x", U8, [4])], [vi("y", U8, [4])])
+    save("complex_input", [helper.make_node("Identity", ["x"], ["y"], name="id")],
+         [vi("x", C64, [4])], [vi("y", C64, [4])])
     save("opset11", [helper.make_node("Relu", ["x"], ["y"], name="relu")],
          [vi("x", F, [4])], [vi("y", F, [4])], opset=11)
     save("custom_domain", [helper.make_node("FusedThing", ["x"], ["y"], name="fused",
