@@ -153,6 +153,30 @@ template <BinaryOp kOp, int kDomain> void registerBinary(const char *name) {
   registerCudaKernel(name, &Binary<kOp, kDomain>::run);
 }
 
+/// shift_left / shift_right (ONNX BitShift): unsigned integers, the CPU kernels' checks.
+template <bool kLeft> Status shiftKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kLeft ? "shift_left" : "shift_right";
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 2, 2, 1));
+  const TensorView &a = call.inputs[0], &b = call.inputs[1];
+  TensorView &out = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, a, b));
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, a, out));
+  cpu::Dims shape;
+  if (!cpu::broadcastShapes(a.shape, b.shape, shape))
+    return Status::errorf("{}: shapes {} and {} do not broadcast", kName, shapeString(a.shape),
+                          shapeString(b.shape));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, shape));
+  if (!isUnsigned(a.dtype))
+    return noCudaDtype(kName, a.dtype);
+  if (call.check)
+    return {};
+  cpu::BroadcastPlan<2> plan = cpu::planBroadcast<2>(out.shape, {a.shape, b.shape});
+  return launched(launchShift(kLeft, code(a.dtype), a.data, b.data, out.data, toGeometry(plan),
+                              out.numel(), call.stream),
+                  kName);
+}
+
 Status whereKernel(const CudaKernelCall &call) {
   KernelCall host = call.asHostCall();
   PLAIT_RETURN_IF_ERROR(checkArity(host, "where", 3, 3, 1));
@@ -291,6 +315,8 @@ void registerCudaElementwiseKernels() {
   registerBinary<BinaryOp::And, 2>("and");
   registerBinary<BinaryOp::Or, 2>("or");
   registerBinary<BinaryOp::Xor, 2>("xor");
+  registerCudaKernel("shift_left", &shiftKernel<true>);
+  registerCudaKernel("shift_right", &shiftKernel<false>);
   registerCudaKernel("where", &whereKernel);
   registerCudaKernel("cast", &castKernel);
   registerCudaKernel("grouped_cast", &groupedCastKernel);

@@ -35,6 +35,15 @@ __global__ void binaryKernel(BinaryOp op, const S *a, const S *b, void *out, Str
   }
 }
 
+template <typename U>
+__global__ void shiftKernel(bool left, const U *a, const U *b, U *out, StridedGeometry g,
+                            int64_t n) {
+  PLAIT_GRID_STRIDE(i, n) {
+    U va = a[stridedOffset(g, 0, i)], vb = b[stridedOffset(g, 1, i)];
+    out[i] = vb >= U(sizeof(U) * 8) ? U(0) : left ? U(va << vb) : U(va >> vb);
+  }
+}
+
 template <typename E>
 __global__ void whereKernel(const uint8_t *c, const E *x, const E *y, E *out, StridedGeometry g,
                             int64_t n) {
@@ -174,6 +183,26 @@ cudaError_t launchBinary(BinaryOp op, int dtype, const void *a, const void *b, v
                                                          static_cast<const S *>(b), out, g, n);
   });
   return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchShift(bool left, int dtype, const void *a, const void *b, void *out,
+                        const StridedGeometry &g, int64_t n, cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  auto launch = [&](auto tag) {
+    using U = decltype(tag);
+    shiftKernel<U><<<gridFor(n), kThreads, 0, stream>>>(left, static_cast<const U *>(a),
+                                                        static_cast<const U *>(b),
+                                                        static_cast<U *>(out), g, n);
+    return cudaGetLastError();
+  };
+  switch (dtype) {
+  case kU8: return launch(uint8_t{});
+  case kU16: return launch(uint16_t{});
+  case kU32: return launch(uint32_t{});
+  case kU64: return launch(uint64_t{});
+  default: return unsupported();
+  }
 }
 
 cudaError_t launchWhere(int elementBytes, const void *cond, const void *x, const void *y,

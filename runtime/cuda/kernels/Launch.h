@@ -56,6 +56,10 @@ enum class BinaryOp : int {
 /// out = op(a, b) with numpy broadcasting: `g` from planBroadcast<2> of the output's shape.
 cudaError_t launchBinary(BinaryOp op, int dtype, const void *a, const void *b, void *out,
                          const StridedGeometry &g, int64_t n, cudaStream_t stream);
+/// out = a << b (left) or a >> b, unsigned integers (kU8..kU64) only, a shift by the width or
+/// more giving 0; numpy broadcasting as launchBinary's.
+cudaError_t launchShift(bool left, int dtype, const void *a, const void *b, void *out,
+                        const StridedGeometry &g, int64_t n, cudaStream_t stream);
 /// out = cond ? x : y (cond i1), whole elements of `elementBytes`; `g` from planBroadcast<3>.
 cudaError_t launchWhere(int elementBytes, const void *cond, const void *x, const void *y,
                         void *out, const StridedGeometry &g, int64_t n, cudaStream_t stream);
