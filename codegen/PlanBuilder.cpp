@@ -11,28 +11,9 @@
 
 namespace plait::plan {
 
-size_t elementSize(fb::DType t) {
-  switch (t) {
-  case fb::DType::F32:
-  case fb::DType::I32:
-  case fb::DType::U32:
-    return 4;
-  case fb::DType::F64:
-  case fb::DType::I64:
-  case fb::DType::U64:
-    return 8;
-  case fb::DType::BF16:
-  case fb::DType::F16:
-  case fb::DType::I16:
-  case fb::DType::U16:
-    return 2;
-  case fb::DType::I1:
-  case fb::DType::I8:
-  case fb::DType::U8:
-    return 1;
-  }
-  return 0; // unknown dtype: the runtime's loader rejects the resulting byte count
-}
+/// fb::DType and rt::DType share their numbering; an unknown dtype has size 0, which the
+/// runtime's loader rejects with the resulting byte count.
+size_t elementSize(fb::DType t) { return rt::dtypeSize(rt::DType(t)); }
 
 const std::vector<int64_t> *intsAttr(const InstrDesc &instr, const char *name) {
   for (const AttrDesc &a : instr.attrs)

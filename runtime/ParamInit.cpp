@@ -1,5 +1,6 @@
 // Deterministic, counter-based parameter initialisation (no hidden RNG state).
 #include "runtime/ParamInit.h"
+#include "runtime/cpu/KernelSupport.h"
 
 #include <cmath>
 #include <cstring>
@@ -93,51 +94,24 @@ Status fillParam(const ParamInit &init, DType dtype, int64_t numel, void *dst, u
   uint64_t key = mix64(seed) ^ fnv1a(paramName);
   auto value = [&](int64_t i) { return sample(init, key, static_cast<uint64_t>(firstElement + i)); };
   switch (dtype) {
-  case DType::F32:
-    fillAs<float>(dst, numel, [&](int64_t i) { return static_cast<float>(value(i)); });
-    break;
-  case DType::F64:
-    fillAs<double>(dst, numel, value);
-    break;
   case DType::BF16:
     fillAs<uint16_t>(dst, numel,
                      [&](int64_t i) { return floatToBf16(static_cast<float>(value(i))); });
-    break;
+    return {};
   case DType::F16:
     fillAs<uint16_t>(dst, numel,
                      [&](int64_t i) { return floatToF16(static_cast<float>(value(i))); });
-    break;
-  case DType::I64:
-    fillAs<int64_t>(dst, numel, [&](int64_t i) { return static_cast<int64_t>(value(i)); });
-    break;
-  case DType::I32:
-    fillAs<int32_t>(dst, numel, [&](int64_t i) { return static_cast<int32_t>(value(i)); });
-    break;
-  case DType::I8: // zeros or ones only (random initializers need a float dtype)
-    fillAs<int8_t>(dst, numel, [&](int64_t i) { return static_cast<int8_t>(value(i)); });
-    break;
-  case DType::U8: // zeros or ones only (random initializers need a float dtype)
-    fillAs<uint8_t>(dst, numel, [&](int64_t i) { return static_cast<uint8_t>(value(i)); });
-    break;
-  case DType::I16: // zeros or ones only (random initializers need a float dtype)
-    fillAs<int16_t>(dst, numel, [&](int64_t i) { return static_cast<int16_t>(value(i)); });
-    break;
-  case DType::U16: // zeros or ones only (random initializers need a float dtype)
-    fillAs<uint16_t>(dst, numel, [&](int64_t i) { return static_cast<uint16_t>(value(i)); });
-    break;
-  case DType::U32: // zeros or ones only (random initializers need a float dtype)
-    fillAs<uint32_t>(dst, numel, [&](int64_t i) { return static_cast<uint32_t>(value(i)); });
-    break;
-  case DType::U64: // zeros or ones only (random initializers need a float dtype)
-    fillAs<uint64_t>(dst, numel, [&](int64_t i) { return static_cast<uint64_t>(value(i)); });
-    break;
+    return {};
   case DType::I1:
     fillAs<uint8_t>(dst, numel, [&](int64_t i) { return static_cast<uint8_t>(value(i) != 0); });
-    break;
-  default:
-    return Status::errorf("unknown dtype {}", static_cast<int>(dtype));
+    return {};
+  default: // the integers take zeros or ones only (random initializers need a float dtype)
+    return cpu::dispatchNumeric("initializer", dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      fillAs<T>(dst, numel, [&](int64_t i) { return static_cast<T>(value(i)); });
+      return {};
+    });
   }
-  return {};
 }
 
 } // namespace plait::rt

@@ -22,6 +22,7 @@
 #include "runtime/RunMonitor.h"
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/Mpirun.h"
+#include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaRun.h"
@@ -108,34 +109,25 @@ std::string scalarText(const TensorView &v) {
   if (v.numel() != 1)
     return "";
   switch (v.dtype) {
-  case DType::F32:
-    return fmt::format("{:g}", *v.as<float>());
-  case DType::F64:
-    return fmt::format("{:g}", *v.as<double>());
   case DType::BF16:
     return fmt::format("{:g}", bf16ToFloat(*v.as<uint16_t>()));
   case DType::F16:
     return fmt::format("{:g}", f16ToFloat(*v.as<uint16_t>()));
-  case DType::I64:
-    return fmt::format("{}", *v.as<int64_t>());
-  case DType::I32:
-    return fmt::format("{}", *v.as<int32_t>());
-  case DType::I8:
-    return fmt::format("{}", *v.as<int8_t>());
-  case DType::U8:
-    return fmt::format("{}", *v.as<uint8_t>());
-  case DType::I16:
-    return fmt::format("{}", *v.as<int16_t>());
-  case DType::U16:
-    return fmt::format("{}", *v.as<uint16_t>());
-  case DType::U32:
-    return fmt::format("{}", *v.as<uint32_t>());
-  case DType::U64:
-    return fmt::format("{}", *v.as<uint64_t>());
   case DType::I1:
     return *v.as<uint8_t>() ? "true" : "false";
+  default: {
+    std::string text;
+    (void)cpu::dispatchNumeric("", v.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_floating_point_v<T>)
+        text = fmt::format("{:g}", *v.as<T>());
+      else
+        text = fmt::format("{}", *v.as<T>());
+      return Status();
+    });
+    return text;
   }
-  return "";
+  }
 }
 
 // numpy has no bfloat16: such outputs are widened to f32 for the .npy file.

@@ -7,32 +7,6 @@
 
 namespace plait::rt {
 
-size_t dtypeSize(DType t) {
-  switch (t) {
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::F64:
-  case DType::I64:
-    return 8;
-  case DType::BF16:
-  case DType::F16:
-    return 2;
-  case DType::I1:
-  case DType::I8:
-  case DType::U8:
-    return 1;
-  case DType::I16:
-  case DType::U16:
-    return 2;
-  case DType::U32:
-    return 4;
-  case DType::U64:
-    return 8;
-  }
-  return 0;
-}
-
 const char *dtypeName(DType t) {
   switch (t) {
   case DType::F32:

@@ -18,11 +18,35 @@ enum class DType : uint8_t {
 };
 inline constexpr int kNumDTypes = 13;
 
+/// Bytes per element (I1 is one byte, 0 or 1; an unknown dtype 0). Inline: the kernel
+/// workspace library and the plan builder size tensors with it without linking the runtime.
+constexpr size_t dtypeSize(DType t) {
+  switch (t) {
+  case DType::I1:
+  case DType::I8:
+  case DType::U8:
+    return 1;
+  case DType::BF16:
+  case DType::F16:
+  case DType::I16:
+  case DType::U16:
+    return 2;
+  case DType::F32:
+  case DType::I32:
+  case DType::U32:
+    return 4;
+  case DType::F64:
+  case DType::I64:
+  case DType::U64:
+    return 8;
+  }
+  return 0;
+}
+
 /// The most dimensions a tensor may have. The loader rejects plans with more, so that kernels
 /// can keep shapes and strides on the stack (runtime/cpu/Dims.h) instead of the heap.
 inline constexpr size_t kMaxRank = 16;
 
-size_t dtypeSize(DType t);          // bytes per element (I1 is one byte, 0 or 1)
 const char *dtypeName(DType t);     // "f32", "i64", ...
 bool parseDTypeName(const std::string &name, DType &out); // the inverse of dtypeName
 bool isFloat(DType t);

@@ -271,6 +271,11 @@ template <typename Fn> Status dispatchBySize(DType t, Fn &&fn) {
 
 inline bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
 
+/// Fills `n` elements of `dtype` at `dst` with `value` converted to that dtype as pad's
+/// constant: floats rounded, integers truncated toward zero and saturated (NaN 0), i1
+/// value != 0 (MovementKernels.cpp; the CUDA pad stores the same bits).
+void fillValue(void *dst, DType dtype, int64_t n, double value);
+
 /// How a kernel reads and writes the elements of a dtype in its compute type `Value`: the
 /// numeric types as they are (Plain), and bf16/f16 (Stored: their bits) widened exactly to
 /// f32 and rounded back to nearest even, as a cast does. A kernel written over these computes

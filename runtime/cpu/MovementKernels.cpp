@@ -99,42 +99,6 @@ template <typename T> T integerFill(double v) {
   return T(v);
 }
 
-/// Fills `n` elements of `dtype` at `dst` with `value` converted to that dtype.
-void fillValue(void *dst, DType dtype, int64_t n, double value) {
-  auto fill = [&](auto v) {
-    auto *p = static_cast<decltype(v) *>(dst);
-    std::fill(p, p + n, v);
-  };
-  switch (dtype) {
-  case DType::F32:
-    return fill(float(value));
-  case DType::F64:
-    return fill(value);
-  case DType::BF16:
-    return fill(floatToBf16(float(value)));
-  case DType::F16:
-    return fill(floatToF16(float(value)));
-  case DType::I64:
-    return fill(integerFill<int64_t>(value));
-  case DType::I32:
-    return fill(integerFill<int32_t>(value));
-  case DType::I8:
-    return fill(integerFill<int8_t>(value));
-  case DType::U8:
-    return fill(integerFill<uint8_t>(value));
-  case DType::I16:
-    return fill(integerFill<int16_t>(value));
-  case DType::U16:
-    return fill(integerFill<uint16_t>(value));
-  case DType::U32:
-    return fill(integerFill<uint32_t>(value));
-  case DType::U64:
-    return fill(integerFill<uint64_t>(value));
-  case DType::I1:
-    return fill(uint8_t(value != 0));
-  }
-}
-
 /// Constant padding, by output rows split across the kernels' threads: a chunk of rows is
 /// filled, then the input rows that fall in it are copied into place.
 Status padKernel(const KernelCall &call) {
@@ -307,6 +271,30 @@ Status localShardKernel(const KernelCall &call) {
 }
 
 } // namespace
+
+void fillValue(void *dst, DType dtype, int64_t n, double value) {
+  auto fill = [&](auto v) {
+    auto *p = static_cast<decltype(v) *>(dst);
+    std::fill(p, p + n, v);
+  };
+  switch (dtype) {
+  case DType::BF16:
+    return fill(floatToBf16(float(value)));
+  case DType::F16:
+    return fill(floatToF16(float(value)));
+  case DType::I1:
+    return fill(uint8_t(value != 0));
+  default:
+    (void)dispatchNumeric("pad", dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_floating_point_v<T>)
+        fill(T(value));
+      else
+        fill(integerFill<T>(value));
+      return Status();
+    });
+  }
+}
 
 void registerMovementKernels() {
   registerKernel("reshape", &reshapeKernel);

@@ -11,29 +11,6 @@
 namespace plait::rt {
 namespace {
 
-uint64_t elementBytes(DType t) {
-  switch (t) {
-  case DType::F64:
-  case DType::I64:
-  case DType::U64:
-    return 8;
-  case DType::F32:
-  case DType::I32:
-  case DType::U32:
-    return 4;
-  case DType::BF16:
-  case DType::F16:
-  case DType::I16:
-  case DType::U16:
-    return 2;
-  case DType::I1:
-  case DType::I8:
-  case DType::U8:
-    return 1;
-  }
-  return 8; // an unknown dtype never reaches a kernel (the loader rejects it)
-}
-
 uint64_t saturatingMul(uint64_t a, uint64_t b) {
   uint64_t r;
   return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
@@ -63,7 +40,7 @@ bool isHalfType(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 /// The bytes of an element in the type kernels compute it in: bf16/f16 as f32
 /// (KernelSupport.h Bf16Elements, F16Elements).
-uint64_t valueBytes(DType t) { return isHalfType(t) ? 4 : elementBytes(t); }
+uint64_t valueBytes(DType t) { return isHalfType(t) ? 4 : dtypeSize(t); }
 
 // The kernels that compute bf16/f16 through f32 copies (runStagedInF32; attention and the
 // row-wise kernels a few entries of dimension 0 at a time): every float kernel but matmul and
@@ -144,7 +121,7 @@ uint64_t convColumns(const OperandType &w, const OperandType &y, const Attrs &at
     return 0;
   return chunk(saturatingMul(saturatingMul(product(*w.shape, 1, 4), product(*y.shape, 2, 4)),
                              slots),
-               elementBytes(w.dtype));
+               dtypeSize(w.dtype));
 }
 
 /// convColumnSlots of `units` of `unitWork` multiply-adds each, either of them maybe huge.
@@ -255,7 +232,7 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     }
     return saturatingAdd(convColumns(out[0], in[1], attrs(), runs),
                          runs > 1 ? chunk(saturatingMul(numel(out[0]), runs - 1),
-                                          elementBytes(out[0].dtype))
+                                          dtypeSize(out[0].dtype))
                                   : 0);
   }
   if (kernel == "max_pool2d_grad" && operands(2, 1)) { // the argmax of each window of a plane
@@ -343,7 +320,7 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     uint64_t inner = product(*in[0].shape, axis + 1, in[0].shape->size());
     if (inner == 1) // softmax along the innermost axis works row by row
       return 0;
-    return saturatingAdd(chunk(inner, elementBytes(in[0].dtype)), chunk(inner, 8));
+    return saturatingAdd(chunk(inner, dtypeSize(in[0].dtype)), chunk(inner, 8));
   }
   if ((kernel == "attention" && operands(3, 2)) || (kernel == "attention_grad" && operands(6, 3))) {
     // AttentionKernels.cpp: a block of query rows' scores (the gradient: and of their

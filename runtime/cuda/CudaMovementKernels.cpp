@@ -242,36 +242,10 @@ Status localShardKernel(const CudaKernelCall &call) {
                    static_cast<const char *>(x.data) + index * int64_t(y.bytes()), y.bytes());
 }
 
-/// The fill value stored in `dtype`, as MovementKernels.cpp's fillValue converts it
-/// (integers truncated toward zero and saturated, NaN to 0; i1 is value != 0).
+/// The fill value stored in `dtype`, as the CPU pad converts it (cpu::fillValue).
 uint64_t fillBitsOf(DType dtype, double value) {
-  auto integer = [&](auto limits) -> int64_t {
-    using T = decltype(limits);
-    if (std::isnan(value))
-      return 0;
-    if (value <= double(std::numeric_limits<T>::lowest()))
-      return int64_t(std::numeric_limits<T>::lowest());
-    if (value >= double(std::numeric_limits<T>::max()))
-      return int64_t(std::numeric_limits<T>::max());
-    return int64_t(T(value));
-  };
   uint64_t bits = 0;
-  auto put = [&](auto v) { std::memcpy(&bits, &v, sizeof v); };
-  switch (dtype) {
-  case DType::F32: put(float(value)); break;
-  case DType::F64: put(value); break;
-  case DType::BF16: put(floatToBf16(float(value))); break;
-  case DType::F16: put(floatToF16(float(value))); break;
-  case DType::I64: put(integer(int64_t{})); break;
-  case DType::I32: put(int32_t(integer(int32_t{}))); break;
-  case DType::I8: put(int8_t(integer(int8_t{}))); break;
-  case DType::U8: put(uint8_t(integer(uint8_t{}))); break;
-  case DType::I16: put(int16_t(integer(int16_t{}))); break;
-  case DType::U16: put(uint16_t(integer(uint16_t{}))); break;
-  case DType::U32: put(uint32_t(integer(uint32_t{}))); break;
-  case DType::U64: put(uint64_t(integer(uint64_t{}))); break;
-  case DType::I1: put(uint8_t(value != 0)); break;
-  }
+  cpu::fillValue(&bits, dtype, 1, value);
   return bits;
 }
 

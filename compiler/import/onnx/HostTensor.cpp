@@ -219,17 +219,6 @@ int64_t floatToKind(double v, ElemKind kind) {
   return static_cast<int64_t>(v);
 }
 
-/// Float to integer conversion as C++ casts do it, made total: NaN gives 0, out-of-range values
-/// saturate.
-static int64_t floatToInt(double v) {
-  if (std::isnan(v))
-    return 0;
-  if (v >= 9.2233720368547758e18)
-    return std::numeric_limits<int64_t>::max();
-  if (v <= -9.2233720368547758e18)
-    return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(v);
-}
 
 //===----------------------------------------------------------------------===//
 // HostTensor
@@ -327,7 +316,7 @@ double HostTensor::getDouble(int64_t i) const {
 
 int64_t HostTensor::getInt(int64_t i) const {
   if (isFloat())
-    return floatToInt(floats_[floats_.size() == 1 ? 0 : i]);
+    return floatToKind(floats_[floats_.size() == 1 ? 0 : i], ElemKind::I64);
   return ints_[ints_.size() == 1 ? 0 : i];
 }
 
