@@ -38,18 +38,6 @@ inline float valueOf(F16Bits v) { return widenF16(v.bits); }
 inline uint8_t valueOf(TruthByte v) { return v.bits != 0; }
 template <typename T> T valueOf(T v) { return v; }
 
-/// Float to integer truncates toward zero. Out-of-range values saturate and NaN becomes 0,
-/// where C++ would leave the result undefined.
-template <typename I, typename F> I truncateToInteger(F v) {
-  if (std::isnan(v))
-    return 0;
-  if (v <= F(std::numeric_limits<I>::lowest()))
-    return std::numeric_limits<I>::lowest();
-  if (v >= F(std::numeric_limits<I>::max()))
-    return std::numeric_limits<I>::max();
-  return I(v);
-}
-
 template <typename Dst, typename V> Dst storeAs(V v) {
   if constexpr (std::is_same_v<Dst, TruthByte>)
     return TruthByte{uint8_t(v != V(0))};

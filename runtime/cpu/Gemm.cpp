@@ -15,15 +15,25 @@
 namespace plait::rt::cpu {
 namespace {
 
+/// A double as T: integers truncated toward zero and saturated (truncateToInteger), as
+/// numpy's float64 result cast back would give where it is in range, never undefined.
+template <typename T> T fromDouble(double v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return T(v);
+  else
+    return truncateToInteger<T>(v);
+}
+
 /// C = beta * C for the k == 0 case, which BLAS implementations treat inconsistently.
 template <typename T> void scaleRows(int64_t m, int64_t n, double beta, T *c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
-      c[i * ldc + j] = beta == 0 ? T(0) : T(beta * double(c[i * ldc + j]));
+      c[i * ldc + j] = beta == 0 ? T(0) : fromDouble<T>(beta * double(c[i * ldc + j]));
 }
 
-/// Integer product with wraparound; alpha and beta other than 0/1 go through double, as the
-/// ONNX reference (numpy) does.
+/// Integer product with wraparound. With alpha 1 and beta 0 or 1 the result wraps modulo
+/// 2^bits; other alphas and betas go through double, as the ONNX reference (numpy) does, and
+/// the result is truncated and saturated to T.
 template <typename T>
 void integerGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha,
                  const T *a, int64_t lda, const T *b, int64_t ldb, double beta, T *c,
@@ -37,10 +47,11 @@ void integerGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, doub
         T bv = transB ? b[j * ldb + p] : b[p * ldb + j];
         acc += U(av) * U(bv);
       }
-      T product = alpha == 1 ? T(acc) : T(alpha * double(T(acc)));
       T &out = c[i * ldc + j];
-      out = beta == 0 ? product : beta == 1 ? T(U(product) + U(out))
-                                            : T(double(product) + beta * double(out));
+      if (alpha == 1 && (beta == 0 || beta == 1))
+        out = beta == 0 ? T(acc) : T(acc + U(out));
+      else
+        out = fromDouble<T>(alpha * double(T(acc)) + (beta == 0 ? 0.0 : beta * double(out)));
     }
 }
 

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string_view>
 #include <type_traits>
 
@@ -267,6 +269,19 @@ template <typename Fn> Status dispatchBySize(DType t, Fn &&fn) {
   default:
     return fn(uint64_t{});
   }
+}
+
+/// Float to integer truncates toward zero. Out-of-range values saturate and NaN becomes 0,
+/// where C++ would leave the result undefined (casts, pad's constant, integer GEMM's alpha and
+/// beta; the CUDA cast does the same).
+template <typename I, typename F> I truncateToInteger(F v) {
+  if (std::isnan(v))
+    return 0;
+  if (v <= F(std::numeric_limits<I>::lowest()))
+    return std::numeric_limits<I>::lowest();
+  if (v >= F(std::numeric_limits<I>::max()))
+    return std::numeric_limits<I>::max();
+  return I(v);
 }
 
 inline bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }

@@ -88,17 +88,6 @@ Status sliceKernel(const KernelCall &call) {
   return Status();
 }
 
-/// Integer fill value: truncated toward zero and saturated, so any f64 attribute is safe.
-template <typename T> T integerFill(double v) {
-  if (std::isnan(v))
-    return 0;
-  if (v <= (double)std::numeric_limits<T>::lowest())
-    return std::numeric_limits<T>::lowest();
-  if (v >= (double)std::numeric_limits<T>::max())
-    return std::numeric_limits<T>::max();
-  return T(v);
-}
-
 /// Constant padding, by output rows split across the kernels' threads: a chunk of rows is
 /// filled, then the input rows that fall in it are copied into place.
 Status padKernel(const KernelCall &call) {
@@ -290,7 +279,7 @@ void fillValue(void *dst, DType dtype, int64_t n, double value) {
       if constexpr (std::is_floating_point_v<T>)
         fill(T(value));
       else
-        fill(integerFill<T>(value));
+        fill(truncateToInteger<T>(value));
       return Status();
     });
   }

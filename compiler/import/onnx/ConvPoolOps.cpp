@@ -183,30 +183,38 @@ LogicalResult convOperands(NodeContext &ctx, const char *what, RankedTensorType 
   return success();
 }
 
-LogicalResult importConv(NodeContext &ctx) {
-  RankedTensorType xType, wType;
-  llvm::SmallVector<int64_t> kernel;
-  if (failed(convOperands(ctx, "convolution", xType, wType, kernel)))
-    return failure();
+} // namespace
+
+Value convolution(NodeContext &ctx, Value x, Value w, Value bias) {
+  RankedTensorType xType = llvm::cast<RankedTensorType>(x.getType());
+  RankedTensorType wType = llvm::cast<RankedTensorType>(w.getType());
+  if (xType.getRank() < 3 || wType.getRank() != xType.getRank()) {
+    (void)ctx.error("x and w must have the same rank >= 3");
+    return {};
+  }
   int64_t spatialRank = xType.getRank() - 2;
+  if (spatialRank > 3) {
+    (void)ctx.unsupported(llvm::Twine(spatialRank) +
+                          "-D convolution (plait has 1-D, 2-D and 3-D)");
+    return {};
+  }
+  llvm::SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
+  if (ctx.hasAttr("kernel_shape") && ctx.intsAttr("kernel_shape") != kernel) {
+    (void)ctx.error("kernel_shape does not match the weight's shape");
+    return {};
+  }
   auto window = readWindow(ctx, xType.getShape().drop_front(2), kernel, /*hasDilations=*/true);
   if (!window)
-    return failure();
-  Value x = ctx.input(0), w = ctx.input(1);
-  if (!x || !w)
-    return failure();
-  Value bias;
-  if (ctx.hasInput(2) && !(bias = ctx.input(2)))
-    return failure();
+    return {};
   Window win = *window;
   if (spatialRank == 3)
-    return ctx.setResult(conv3dAsConv2d(ctx, x, w, bias, win, ctx.intAttr("group", 1)));
+    return conv3dAsConv2d(ctx, x, w, bias, win, ctx.intAttr("group", 1));
   if (spatialRank == 1) {
     win = liftTo2d(win);
     x = ctx.reshape(x, insertUnitHeight(xType.getShape()));
     w = x ? ctx.reshape(w, insertUnitHeight(wType.getShape())) : Value();
     if (!w)
-      return failure();
+      return {};
   }
   llvm::SmallVector<Value> operands{x, w};
   if (bias)
@@ -217,7 +225,23 @@ LogicalResult importConv(NodeContext &ctx) {
     shape.erase(shape.end() - 2);
     y = ctx.reshape(y, shape);
   }
-  return ctx.setResult(y);
+  return y;
+}
+
+namespace {
+
+LogicalResult importConv(NodeContext &ctx) {
+  RankedTensorType xType, wType;
+  llvm::SmallVector<int64_t> kernel;
+  if (failed(convOperands(ctx, "convolution", xType, wType, kernel)))
+    return failure();
+  Value x = ctx.input(0), w = ctx.input(1);
+  if (!x || !w)
+    return failure();
+  Value bias;
+  if (ctx.hasInput(2) && !(bias = ctx.input(2)))
+    return failure();
+  return ctx.setResult(convolution(ctx, x, w, bias));
 }
 
 /// ConvTranspose is the adjoint of the convolution with the same window and weight (the weight

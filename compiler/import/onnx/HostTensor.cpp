@@ -893,7 +893,9 @@ HostTensor foldReduce(ReduceFn fn, const HostTensor &x, llvm::ArrayRef<int64_t> 
     int64_t o = dot(idx, keptStrides);
     if (isFloat) {
       accumulate(fn, accF[o], x.getDouble(i), seen[o]);
-    } else if (x.kind() == ElemKind::U64) { // held as bit patterns: ordered unsigned
+    } else if (x.kind() == ElemKind::U64 || (fn != ReduceFn::Max && fn != ReduceFn::Min)) {
+      // Sums and products wrap modulo 2^64, as the runtime's uint64 accumulator does (int64
+      // overflow would be undefined); uint64 is held as its bit pattern and ordered unsigned.
       uint64_t acc = static_cast<uint64_t>(accI[o]);
       accumulate(fn, acc, static_cast<uint64_t>(x.getInt(i)), seen[o]);
       accI[o] = static_cast<int64_t>(acc);

@@ -83,6 +83,10 @@ public:
   mlir::Value counterBuffer(const std::string &name);
   /// The folded value of input `i` when it is an import-time constant (never a param).
   const HostTensor *foldedInput(unsigned i);
+  /// The value of input `i` when it is known at import time: a folded constant, or an
+  /// initializer, which is then read as a constant (never a trainable param). Null, without an
+  /// error, when it is computed at run time or absent (or after the error of an unknown name).
+  const HostTensor *knownInput(unsigned i);
   /// True when every present input is an import-time constant, so the node can be folded.
   bool allInputsFolded();
   /// Input `i` (role `role` in the ONNX spec, e.g. "shape") as a compile-time constant: folded
@@ -194,6 +198,7 @@ void registerResizeOps(OpImporterMap &map);
 void registerRecurrentOps(OpImporterMap &map);
 void registerGridSampleOps(OpImporterMap &map);
 void registerSpectralOps(OpImporterMap &map);
+void registerQuantizeOps(OpImporterMap &map);
 
 //===--- Helpers shared by the op importers ------------------------------===//
 /// Normalises `axis` against `rank`, or reports it ("WHAT A is out of range for rank R").
@@ -216,6 +221,11 @@ AxisMove moveAxis(int64_t rank, int64_t axis, int64_t to);
 /// `x` sliced along one dimension `d` (start, end, step normalised as plait.slice wants).
 mlir::Value sliceAlong(NodeContext &ctx, mlir::Value x, int64_t d, int64_t start, int64_t end,
                        int64_t step);
+/// The convolution Conv computes of float x [N, C, spatial...] and w [M, C/group, kernel...]
+/// (1-D, 2-D or 3-D) with the node's window attributes (strides, pads, auto_pad, dilations,
+/// group) and an optional bias [M]: ConvPoolOps.cpp, for the importers whose operands are
+/// computed (ConvInteger, QLinearConv). Null after the node's error.
+mlir::Value convolution(NodeContext &ctx, mlir::Value x, mlir::Value w, mlir::Value bias);
 /// i64 `idx` with negative entries counted from the end of `extent` (idx + extent); null
 /// after an error.
 mlir::Value wrapNegativeIndex(NodeContext &ctx, mlir::Value idx, int64_t extent);

@@ -127,6 +127,15 @@ const HostTensor *NodeContext::foldedInput(unsigned i) {
   return it->second.folded.get();
 }
 
+const HostTensor *NodeContext::knownInput(unsigned i) {
+  if (!hasInput(i))
+    return nullptr;
+  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  if (!entry || entry->kind == ValueEntry::Kind::Runtime)
+    return nullptr;
+  return graph_.constantValue(node_, node_.input(i), *entry);
+}
+
 bool NodeContext::allInputsFolded() {
   // Every input an op importer reads must then have a folded value; absent optional inputs
   // (empty names) are skipped by the importers themselves.

@@ -273,6 +273,7 @@ static const OpImporterMap &opImporters() {
     registerRecurrentOps(m);
     registerGridSampleOps(m);
     registerSpectralOps(m);
+    registerQuantizeOps(m);
     return m;
   }();
   return map;

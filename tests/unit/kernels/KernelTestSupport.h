@@ -70,6 +70,17 @@ template <typename T> OwnedTensor make(std::vector<int64_t> shape, std::vector<T
   return t;
 }
 
+/// A tensor of `dtype` holding `values` (T of the dtype's storage size).
+template <typename T>
+OwnedTensor makeAs(DType dtype, std::vector<int64_t> shape, std::vector<T> values) {
+  OwnedTensor t(dtype, std::move(shape));
+  EXPECT_EQ(sizeof(T), dtypeSize(dtype));
+  EXPECT_EQ((int64_t)values.size(), t.view.numel());
+  if (!values.empty())
+    std::memcpy(t.bytes.data(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+
 /// A float tensor of any float dtype (bf16/f16 rounded from `values`).
 OwnedTensor makeFloat(DType dtype, std::vector<int64_t> shape, const std::vector<double> &values);
 

@@ -310,6 +310,29 @@ TEST(LinalgKernels, GemmIntegers) {
             (std::vector<int64_t>{11, 23, 12, 24}));
 }
 
+TEST(LinalgKernels, GemmIntegersScaledSaturate) {
+  // alpha and beta other than 1 go through double: truncated toward zero, and saturated where
+  // the product leaves the type (a plain conversion would be undefined there).
+  auto a = make<int32_t>({1, 2}, {INT32_MAX, 3});
+  auto b = make<int32_t>({2, 2}, {1, 0, 0, 1});
+  auto c = make<int32_t>({1, 2}, {-7, 5});
+  auto attrs = AttrsBuilder().f("alpha", 2.5).f("beta", 0.5).build();
+  EXPECT_EQ(runOk("gemm", {a, b, c}, DType::I32, {1, 2}, attrs).values<int32_t>(),
+            (std::vector<int32_t>{INT32_MAX, 10})); // 7.5 + 2.5 = 10
+  auto neg = AttrsBuilder().f("alpha", -3).f("beta", 0.5).build();
+  EXPECT_EQ(runOk("gemm", {a, b, c}, DType::I32, {1, 2}, neg).values<int32_t>(),
+            (std::vector<int32_t>{INT32_MIN, -6})); // -9 + 2.5 = -6.5 -> -6
+  auto u = makeAs<uint8_t>(DType::U8, {1, 1}, {200});
+  auto one = makeAs<uint8_t>(DType::U8, {1, 1}, {1});
+  EXPECT_EQ(runOk("gemm", {u, one}, DType::U8, {1, 1}, AttrsBuilder().f("alpha", -1).build())
+                .values<uint8_t>(),
+            (std::vector<uint8_t>{0}));
+  // alpha 1 and beta 1 wrap modulo 2^32, as the integer product does.
+  auto wrap = make<int32_t>({1, 2}, {1, 0});
+  EXPECT_EQ(runOk("gemm", {a, b, wrap}, DType::I32, {1, 2}).values<int32_t>(),
+            (std::vector<int32_t>{INT32_MIN, 3}));
+}
+
 TEST(LinalgKernels, Errors) {
   auto a = make<float>({2, 3}, std::vector<float>(6, 1));
   auto b = make<float>({2, 3}, std::vector<float>(6, 1));

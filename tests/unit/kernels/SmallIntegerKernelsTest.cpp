@@ -10,17 +10,6 @@
 namespace plait::rt::test {
 namespace {
 
-/// A tensor of `dtype` holding `values` (T of the dtype's storage size).
-template <typename T>
-OwnedTensor makeAs(DType dtype, std::vector<int64_t> shape, std::vector<T> values) {
-  OwnedTensor t(dtype, std::move(shape));
-  EXPECT_EQ(sizeof(T), dtypeSize(dtype));
-  EXPECT_EQ((int64_t)values.size(), t.view.numel());
-  if (!values.empty())
-    std::memcpy(t.bytes.data(), values.data(), values.size() * sizeof(T));
-  return t;
-}
-
 constexpr uint32_t kU32Max = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
 

@@ -45,6 +45,11 @@ def inputs():
     }
 
 
+# Constants whose int64 sum and product overflow.
+BIG64 = np.array([2**62, 2**62, 2**62, 5], np.int64)
+PROD64 = np.array([3**39, 3, -1], np.int64)
+
+
 def shifted(a, n, left):
     """a shifted by n bits, each in Python's integers: bits past the width are lost, and a
     shift by the width or more gives 0."""
@@ -83,6 +88,8 @@ def expected(x):
             "slice16": a16[1:5:2], "wide8": np.broadcast_to(a8, (2, 6)).copy(),
             "shl64": shifted(x["s64"], x["n64"], True),
             "shr64": shifted(x["s64"], x["n64"], False),
+            # Folded at import from constants: int64 sums and products wrap as numpy's do.
+            "foldsum64": np.array(BIG64.sum()), "foldprod64": np.array(PROD64.prod()),
         }
 
 
@@ -144,6 +151,8 @@ def model(x):
         node("BitShift", ["s8", "n8"], ["shr8"], direction="RIGHT"),
         node("BitShift", ["s64", "n64"], ["shl64"], direction="LEFT"),
         node("BitShift", ["s64", "n64"], ["shr64"], direction="RIGHT"),
+        const("big64", BIG64), node("ReduceSum", ["big64"], ["foldsum64"], keepdims=0),
+        const("prod64", PROD64), node("ReduceProd", ["prod64"], ["foldprod64"], keepdims=0),
     ]
     # Constants first, in the order their users need them.
     nodes.sort(key=lambda n: n.op_type != "Constant")
