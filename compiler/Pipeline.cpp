@@ -65,6 +65,7 @@ FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOption
     importOptions.microBatches = options.train.enabled ? options.train.microBatches : 1;
     // A training step carries BatchNorm's running statistics from step to step.
     importOptions.buffers = options.train.enabled;
+    importOptions.training = options.train.enabled;
     importOptions.syncBatchNorm = options.train.syncBatchNorm;
     importOptions.paddingIdx = options.train.paddingIdx;
     return importOnnxFile(ctx, path, importOptions);
@@ -306,9 +307,11 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
       ret->eraseOperands(bufferResults);
       (void)func->eraseResults(bufferResults);
     }
-    // Without a training step a rank's statistics are its own (plait.sync_mean: its operand).
+    // Without a training step a rank's statistics are its own (plait.sync_mean: its operand),
+    // and plait.stop_gradient is its operand.
     if (failed(lowerSyncMeans(**module, *func, 1)))
       return 1;
+    eraseStopGradients(*func);
     // Nodes that no output reads (the training step drops its own) never run.
     eraseDeadOps(*func);
   }

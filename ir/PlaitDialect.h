@@ -39,6 +39,10 @@ void registerVJPInterfaces(mlir::DialectRegistry &registry);
 /// reductions and elementwise ops that compute the same gradients (--no-fused-norm).
 void expandNormGrads(mlir::Operation *root);
 
+/// Replaces every plait.stop_gradient under `root` by its operand: once the training step is
+/// built (or in a forward plan) it has done its work, and no kernel runs it.
+void eraseStopGradients(mlir::Operation *root);
+
 /// Checks a norm op's (and its gradient's) `param` (scale, bias): [axis, rank) of `x` is
 /// normalisable and `param` has that trailing shape and x's element type.
 mlir::LogicalResult verifyNormParam(mlir::Operation *op, mlir::Value x, int64_t axis,

@@ -64,6 +64,24 @@ def Plait_AssignOp : Plait_Op<"assign", [MemoryEffects<[MemWrite]>, AllTypesMatc
 // Gradient kernels
 //===----------------------------------------------------------------------===//
 
+def Plait_StopGradientOp : Plait_Op<"stop_gradient", [Pure, SameOperandsAndResultType]> {
+  let summary = "its operand, through which no gradient flows";
+  let description = [{
+    The forward's value is the operand's; autodiff sends no gradient through it (its VJP is
+    zero). The importer writes it for the straight-through estimator of a quantization
+    (y = fake_quant(x) + in_range * (x - stop_gradient(x)): the value of the fake
+    quantization, the gradient of the identity where x is in range). It is replaced by its
+    operand once the training step is built (and in a forward plan), so no kernel runs it.
+
+    ```mlir
+    %d = plait.stop_gradient %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($result)";
+}
+
 def Plait_GatherGradOp : Plait_Op<"gather_grad", [Pure]> {
   let summary = "scatter-add of gather's output gradient into a zero tensor shaped like data";
   let description = [{

@@ -794,6 +794,15 @@ template <typename Op> struct ZeroVJP : VJPModel<ZeroVJP<Op>, Op> {
 
 } // namespace
 
+void eraseStopGradients(Operation *root) {
+  SmallVector<StopGradientOp> stops;
+  root->walk([&](StopGradientOp op) { stops.push_back(op); });
+  for (StopGradientOp op : stops) {
+    op.getResult().replaceAllUsesWith(op.getX());
+    op.erase();
+  }
+}
+
 void expandNormGrads(Operation *root) {
   SmallVector<Operation *> grads;
   root->walk([&](Operation *op) {
@@ -882,6 +891,7 @@ void registerVJPInterfaces(DialectRegistry &registry) {
     FloorOp::attachInterface<ZeroVJP<FloorOp>>(*ctx);
     CeilOp::attachInterface<ZeroVJP<CeilOp>>(*ctx);
     RoundOp::attachInterface<ZeroVJP<RoundOp>>(*ctx);
+    StopGradientOp::attachInterface<ZeroVJP<StopGradientOp>>(*ctx);
     SignOp::attachInterface<ZeroVJP<SignOp>>(*ctx);
   });
 }

@@ -750,6 +750,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     auto grads = differentiate(*func, *loss, trainable, maximize ? -1.0 : 1.0);
     if (failed(grads))
       return signalPassFailure();
+    eraseStopGradients(*func); // the backward exists: they have done their work
     if (microBatches > 1 &&
         failed(accumulateMicroBatches(*func, microBatches, *loss, *grads, *buffers)))
       return signalPassFailure();

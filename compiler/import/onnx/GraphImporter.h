@@ -70,6 +70,8 @@ public:
   llvm::StringMap<ValueEntry> values;
   /// Buffers and their values after the step, in import order (extra function results).
   llvm::SmallVector<std::pair<std::string, mlir::Value>> bufferUpdates;
+  /// QuantizeLinear results of a training import and how they were computed.
+  llvm::DenseMap<mlir::Value, QuantizedValue> quantizations;
 
 private:
   llvm::DenseMap<mlir::Attribute, mlir::Value> constantCache_;

@@ -38,6 +38,14 @@ mlir::Type elementTypeOf(int onnxType, mlir::MLIRContext *ctx);
 /// ONNX's name of a TensorProto data type ("uint8", ...), for messages.
 std::string onnxTypeName(int onnxType);
 
+/// A QuantizeLinear's result as a training import records it (OnnxImportOptions::training),
+/// for the DequantizeLinear that reads it: the float input, where it was within the quantized
+/// range (1 or 0, the input's type), and the scale and zero point values it was quantized with
+/// (a null zero point: none).
+struct QuantizedValue {
+  mlir::Value x, inRange, scale, zeroPoint;
+};
+
 /// One node being imported. Gives the op importers its inputs (as MLIR values or folded host
 /// tensors), its attributes and its outputs, and builds plait ops at the node's location.
 ///
@@ -56,6 +64,12 @@ public:
   /// OnnxImportOptions::syncBatchNorm: a training-mode BatchNormalization's statistics are
   /// averaged over the data-parallel ranks.
   bool syncBatchNorm() const;
+  /// OnnxImportOptions::training: the model is imported to be trained.
+  bool training() const;
+  /// Records how the quantized value `q` was computed (QuantizeLinear, training imports).
+  void recordQuantization(mlir::Value q, const QuantizedValue &how);
+  /// What recordQuantization recorded for `q`, or null.
+  const QuantizedValue *quantizationOf(mlir::Value q) const;
   /// OnnxImportOptions::paddingIdx's row for the initializer `name`, if it names one.
   std::optional<int64_t> paddingIdx(llvm::StringRef name) const;
 

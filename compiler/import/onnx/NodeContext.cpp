@@ -83,6 +83,17 @@ Value NodeContext::constantInput(unsigned i) {
 
 bool NodeContext::syncBatchNorm() const { return graph_.opts.syncBatchNorm; }
 
+bool NodeContext::training() const { return graph_.opts.training; }
+
+void NodeContext::recordQuantization(Value q, const QuantizedValue &how) {
+  graph_.quantizations[q] = how;
+}
+
+const QuantizedValue *NodeContext::quantizationOf(Value q) const {
+  auto it = graph_.quantizations.find(q);
+  return it == graph_.quantizations.end() ? nullptr : &it->second;
+}
+
 std::optional<int64_t> NodeContext::paddingIdx(llvm::StringRef name) const {
   auto it = graph_.opts.paddingIdx.find(name.str());
   if (it == graph_.opts.paddingIdx.end())

@@ -41,6 +41,11 @@ struct OnnxImportOptions {
   /// the training step carries them from step to step. Off: they are constants and the
   /// node's running-statistics outputs are ordinary values (ONNX's semantics).
   bool buffers = false;
+  /// The model is imported to be trained: a DequantizeLinear of a QuantizeLinear's result
+  /// (the pair a quantization-aware model is exported as) passes the gradient straight
+  /// through where the value was within the quantized range, as PyTorch's FakeQuantize does.
+  /// Off: the pair is what ONNX says, whose gradient is zero (round's).
+  bool training = false;
   /// Synchronised BatchNorm (PyTorch's SyncBatchNorm): a training-mode BatchNormalization's
   /// batch mean and variance are plait.sync_means, the statistics of the global batch once
   /// plait-shard lowers them for the world size, and its running variance's n / (n - 1) is

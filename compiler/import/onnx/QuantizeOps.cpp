@@ -1,7 +1,8 @@
 // Importers of ONNX's quantization ops: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
 // MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv, as plait's float and integer ops
-// (casts, arithmetic, round, clamp, matmul, conv2d). A quantized model runs (inference); it
-// does not train through them, as round's gradient is zero (no straight-through estimator).
+// (casts, arithmetic, round, clamp, matmul, conv2d). A quantized model runs; imported for
+// training, a QuantizeLinear / DequantizeLinear pair (what a quantization-aware model exports
+// as) passes the gradient straight through where x was within range, as PyTorch's FakeQuantize.
 //
 // Integer products (MatMulInteger, ConvInteger and the QLinear ops) are computed in f64 from
 // the zero-point-shifted operands, which is exact for every product of 8-bit integers summed
@@ -152,7 +153,23 @@ LogicalResult importQuantizeLinear(NodeContext &ctx) {
   Value x = ctx.input(0);
   x = x ? ctx.cast(x, compute) : Value();
   Value q = x ? ctx.create<DivOp>({x, *scale}) : Value();
-  return ctx.setResult(q ? saturateTo(ctx, q, *zero, target) : Value());
+  if (!q || !ctx.training() || !isa<FloatType>(xe))
+    return ctx.setResult(q ? saturateTo(ctx, q, *zero, target) : Value());
+  // Training: also where x was within the range (the clamp kept its value), which the
+  // DequantizeLinear of this result passes the gradient through.
+  bool isUnsigned = target.isUnsignedInteger();
+  Value r = ctx.create<RoundOp>({q});
+  if (r && *zero)
+    r = ctx.create<AddOp>({r, *zero});
+  Value c = r ? ctx.create<ClampOp>({r}, {ctx.f64Attr("min", isUnsigned ? 0 : -128),
+                                           ctx.f64Attr("max", isUnsigned ? 255 : 127)})
+              : Value();
+  Value kept = c ? ctx.create<EqualOp>({c, r}) : Value();
+  Value y = kept ? ctx.cast(c, target) : Value();
+  if (!y)
+    return failure();
+  ctx.recordQuantization(y, {x, ctx.cast(kept, compute), *scale, *zero});
+  return ctx.setResult(y);
 }
 
 /// DequantizeLinear: y = (x - x_zero_point) * x_scale in f32, per tensor or along `axis`.
@@ -203,11 +220,22 @@ LogicalResult importDequantizeLinear(NodeContext &ctx) {
                               : quantParam(ctx, 2, f32, rank, axis, extent);
   if (failed(scale) || failed(zero))
     return failure();
-  Value v = ctx.input(0);
-  v = v ? ctx.cast(v, f32) : Value();
+  Value quantized = ctx.input(0);
+  Value v = quantized ? ctx.cast(quantized, f32) : Value();
   if (v && *zero)
     v = ctx.create<SubOp>({v, *zero});
-  return ctx.setResult(v ? ctx.create<MulOp>({v, *scale}) : Value());
+  Value y = v ? ctx.create<MulOp>({v, *scale}) : Value();
+  const QuantizedValue *from = y ? ctx.quantizationOf(quantized) : nullptr;
+  if (!from || from->scale != *scale || from->zeroPoint != *zero ||
+      elementTypeOf(from->x) != f32)
+    return ctx.setResult(y);
+  // The pair of a quantization-aware model, trained: the value is the fake quantization's, the
+  // gradient the straight-through estimator's (PyTorch's FakeQuantize): dy where x was within
+  // the range, 0 elsewhere. y + in_range * (x - stop_gradient(x)) adds exactly zero.
+  Value detached = ctx.create<StopGradientOp>({from->x});
+  Value delta = detached ? ctx.create<SubOp>({from->x, detached}) : Value();
+  Value passed = delta ? ctx.create<MulOp>({from->inRange, delta}) : Value();
+  return ctx.setResult(passed ? ctx.create<AddOp>({y, passed}) : Value());
 }
 
 /// DynamicQuantizeLinear: uint8 with the scale and zero point that map [min(x, 0), max(x, 0)]

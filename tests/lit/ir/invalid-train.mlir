@@ -594,3 +594,11 @@ func.func @grouped_lamb_segments(%p: tensor<4xf32>, %lr: tensor<f32>) {
   %0:3 = plait.grouped_update %p, %p, %lr, %lr, %p, %p {update = "lamb_update", operands_per_update = 6 : i64, results_per_update = 3 : i64, segments = array<i64: 4>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+func.func @stop_gradient_of_integers(%x: tensor<4xi64>) {
+  // expected-error @+1 {{'plait.stop_gradient' op operand #0 must be}}
+  %0 = plait.stop_gradient %x : tensor<4xi64>
+  return
+}

@@ -68,3 +68,10 @@ func.func @train(%x: tensor<1x3x8x8xf32>, %g4: tensor<1x4x8x8xf32>, %w: tensor<4
   plait.assign %b, %7#1 : tensor<8xf32>
   return
 }
+
+// CHECK-LABEL: func.func @stop(
+// CHECK-NEXT: %0 = plait.stop_gradient %arg0 : tensor<2x3xf32>
+func.func @stop(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = plait.stop_gradient %x : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -230,6 +230,95 @@ def errors(folder):
           [numpy_helper.from_array(np.ones((3, 2), np.float32), "w")])
 
 
+QAT_STEPS, QAT_BATCH, QAT_LR = 20, 8, 0.2
+
+
+def qat_net(power_of_two):
+    """A classifier prepared for quantization-aware training by PyTorch (FakeQuantize modules:
+    activations per tensor, uint8, weights per channel, int8 symmetric), calibrated on a few
+    batches, its observers then frozen, returning the cross-entropy loss. With
+    `power_of_two`, every scale is rounded to a power of two, so that PyTorch's x * (1 / scale)
+    and ONNX's x / scale are the same number."""
+    warnings.filterwarnings("ignore")
+    import torch
+    import torch.nn as nn
+    quant = torch.ao.quantization
+    torch.manual_seed(3)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.dq = quant.QuantStub(), quant.DeQuantStub()
+            self.fc1, self.relu, self.fc2 = nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5)
+            self.loss = nn.CrossEntropyLoss()
+
+        def forward(self, x, y):
+            return self.loss(self.dq(self.fc2(self.relu(self.fc1(self.q(x))))), y)
+
+    net = Net().train()
+    net.qconfig = quant.QConfig(
+        activation=quant.FakeQuantize.with_args(
+            observer=quant.MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
+            dtype=torch.quint8),
+        weight=quant.FakeQuantize.with_args(
+            observer=quant.MovingAveragePerChannelMinMaxObserver, quant_min=-128,
+            quant_max=127, dtype=torch.qint8, qscheme=torch.per_channel_symmetric))
+    qat = quant.prepare_qat(net)
+    calib = torch.Generator().manual_seed(5)
+    for _ in range(4):
+        qat(torch.randn(QAT_BATCH, 12, generator=calib) * 2,
+            torch.randint(0, 5, (QAT_BATCH,), generator=calib))
+    qat.apply(quant.disable_observer)
+    if power_of_two:
+        for m in qat.modules():
+            if isinstance(m, quant.FakeQuantize):
+                m.scale.copy_(2.0 ** torch.round(torch.log2(m.scale)))
+    return qat
+
+
+def qat_model(folder, tag, power_of_two):
+    """DIR/qat_TAG.onnx (exported for training, the fake quantizations as QuantizeLinear /
+    DequantizeLinear pairs), its data DIR/qat_data/{x,y}.npy and PyTorch's losses over
+    QAT_STEPS SGD steps, DIR/qat_TAG_ref.npy."""
+    import torch
+    net = qat_net(power_of_two)
+    rng = np.random.default_rng(9)
+    data = os.path.join(folder, "qat_data")
+    os.makedirs(data, exist_ok=True)
+    # Four batches, taken in turn (plait-run's epochs, in order), of a learnable rule.
+    x = (rng.standard_normal((4 * QAT_BATCH, 12)) * 2).astype(np.float32)
+    y = np.argmax(x[:, :5] + x[:, 5:10], axis=1).astype(np.int64)
+    np.save(os.path.join(data, "x.npy"), x)
+    np.save(os.path.join(data, "y.npy"), y)
+    torch.onnx.export(net, (torch.from_numpy(x[:QAT_BATCH]), torch.from_numpy(y[:QAT_BATCH])),
+                      os.path.join(folder, "qat_%s.onnx" % tag), opset_version=13,
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING,
+                      input_names=["x", "y"], output_names=["loss"])
+    opt = torch.optim.SGD(net.parameters(), lr=QAT_LR)
+    losses = []
+    for step in range(QAT_STEPS):
+        batch = slice(step % 4 * QAT_BATCH, (step % 4 + 1) * QAT_BATCH)
+        loss = net(torch.from_numpy(x[batch]), torch.from_numpy(y[batch]))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    save(folder, "qat_%s_ref" % tag, np.array(losses))
+
+
+def check_qat(folder):
+    import json
+    for tag in ("pow2", "calibrated"):
+        ref = np.load(os.path.join(folder, "qat_%s_ref.npy" % tag))
+        with open(os.path.join(folder, "qat_%s.jsonl" % tag)) as log:
+            got = np.array([json.loads(line)["loss"] for line in log])
+        rel = float(np.max(np.abs(got - ref) / np.abs(ref)))
+        moved = ref[-4:].mean() < ref[:4].mean() * 0.8  # it trains: the loss falls
+        limit = 1e-5
+        print("qat", tag, "ok" if got.shape == ref.shape and rel <= limit and moved
+              else "MISMATCH", "loss %.4f -> %.4f, max rel diff %.2g" % (ref[0], ref[-1], rel))
+
+
 def check(folder):
     def out(run, name):
         return np.load(os.path.join(folder, "out_" + run, name + ".npy"))
@@ -254,6 +343,11 @@ def main():
         qop_model(folder)
     elif command == "errors":
         errors(folder)
+    elif command == "qat":
+        qat_model(folder, "pow2", True)
+        qat_model(folder, "calibrated", False)
+    elif command == "check-qat":
+        check_qat(folder)
     else:
         check(folder)
 
