@@ -69,7 +69,7 @@ def Plait_StopGradientOp : Plait_Op<"stop_gradient", [Pure, SameOperandsAndResul
   let description = [{
     The forward's value is the operand's; autodiff sends no gradient through it (its VJP is
     zero). The importer writes it for the straight-through estimator of a quantization
-    (y = fake_quant(x) + in_range * (x - stop_gradient(x)): the value of the fake
+    (y = fake_quant(x) + where(in_range, x - stop_gradient(x), 0): the value of the fake
     quantization, the gradient of the identity where x is in range). It is replaced by its
     operand once the training step is built (and in a forward plan), so no kernel runs it.
 

@@ -40,8 +40,8 @@ std::string onnxTypeName(int onnxType);
 
 /// A QuantizeLinear's result as a training import records it (OnnxImportOptions::training),
 /// for the DequantizeLinear that reads it: the float input, where it was within the quantized
-/// range (1 or 0, the input's type), and the scale and zero point values it was quantized with
-/// (a null zero point: none).
+/// range (i1), and the scale and zero point values it was quantized with (a null zero point:
+/// none).
 struct QuantizedValue {
   mlir::Value x, inRange, scale, zeroPoint;
 };

@@ -168,7 +168,7 @@ LogicalResult importQuantizeLinear(NodeContext &ctx) {
   Value y = kept ? ctx.cast(c, target) : Value();
   if (!y)
     return failure();
-  ctx.recordQuantization(y, {x, ctx.cast(kept, compute), *scale, *zero});
+  ctx.recordQuantization(y, {x, kept, *scale, *zero});
   return ctx.setResult(y);
 }
 
@@ -231,10 +231,12 @@ LogicalResult importDequantizeLinear(NodeContext &ctx) {
     return ctx.setResult(y);
   // The pair of a quantization-aware model, trained: the value is the fake quantization's, the
   // gradient the straight-through estimator's (PyTorch's FakeQuantize): dy where x was within
-  // the range, 0 elsewhere. y + in_range * (x - stop_gradient(x)) adds exactly zero.
+  // the range, 0 elsewhere. y + where(in_range, x - stop_gradient(x), 0) adds exactly zero (x
+  // is finite where it is in range; out of range, even an infinite x adds 0, not NaN).
   Value detached = ctx.create<StopGradientOp>({from->x});
   Value delta = detached ? ctx.create<SubOp>({from->x, detached}) : Value();
-  Value passed = delta ? ctx.create<MulOp>({from->inRange, delta}) : Value();
+  Value passed = delta ? ctx.create<WhereOp>({from->inRange, delta, ctx.scalar(0.0, f32)})
+                       : Value();
   return ctx.setResult(passed ? ctx.create<AddOp>({y, passed}) : Value());
 }
 
