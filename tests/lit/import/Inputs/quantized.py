@@ -20,6 +20,7 @@
   quantized.py errors DIR   writes the malformed or unsupported models the test expects
                             errors from
 """
+import copy
 import os
 import sys
 import warnings
@@ -234,8 +235,9 @@ QAT_STEPS, QAT_BATCH, QAT_LR = 20, 8, 0.2
 
 
 def qat_net(power_of_two):
-    """A classifier prepared for quantization-aware training by PyTorch (FakeQuantize modules:
-    activations per tensor, uint8, weights per channel, int8 symmetric), calibrated on a few
+    """A classifier (a convolution and two linear layers) prepared for quantization-aware
+    training by PyTorch (FakeQuantize modules: activations per tensor, uint8, weights per
+    channel, int8 symmetric), calibrated on a few
     batches, its observers then frozen, returning the cross-entropy loss. With
     `power_of_two`, every scale is rounded to a power of two, so that PyTorch's x * (1 / scale)
     and ONNX's x / scale are the same number."""
@@ -249,11 +251,13 @@ def qat_net(power_of_two):
         def __init__(self):
             super().__init__()
             self.q, self.dq = quant.QuantStub(), quant.DeQuantStub()
-            self.fc1, self.relu, self.fc2 = nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5)
+            self.conv = nn.Conv2d(1, 3, 3, padding=1)  # the 12 features as a 3x4 image
+            self.fc1, self.relu, self.fc2 = nn.Linear(36, 16), nn.ReLU(), nn.Linear(16, 5)
             self.loss = nn.CrossEntropyLoss()
 
         def forward(self, x, y):
-            return self.loss(self.dq(self.fc2(self.relu(self.fc1(self.q(x))))), y)
+            h = self.relu(self.conv(self.q(x).reshape(-1, 1, 3, 4))).reshape(-1, 36)
+            return self.loss(self.dq(self.fc2(self.relu(self.fc1(h)))), y)
 
     net = Net().train()
     net.qconfig = quant.QConfig(
@@ -294,28 +298,60 @@ def qat_model(folder, tag, power_of_two):
                       os.path.join(folder, "qat_%s.onnx" % tag), opset_version=13,
                       do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING,
                       input_names=["x", "y"], output_names=["loss"])
-    opt = torch.optim.SGD(net.parameters(), lr=QAT_LR)
-    losses = []
-    for step in range(QAT_STEPS):
-        batch = slice(step % 4 * QAT_BATCH, (step % 4 + 1) * QAT_BATCH)
-        loss = net(torch.from_numpy(x[batch]), torch.from_numpy(y[batch]))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    save(folder, "qat_%s_ref" % tag, np.array(losses))
+    def train(model):
+        opt = torch.optim.SGD(model.parameters(), lr=QAT_LR)
+        losses = []
+        for step in range(QAT_STEPS):
+            batch = slice(step % 4 * QAT_BATCH, (step % 4 + 1) * QAT_BATCH)
+            loss = model(torch.from_numpy(x[batch]), torch.from_numpy(y[batch]))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return np.array(losses)
+
+    divided = copy.deepcopy(net)
+    save(folder, "qat_%s_ref" % tag, train(net))
+    # The same model with each FakeQuantize computing x / scale, as ONNX's QuantizeLinear does,
+    # where PyTorch's kernel multiplies by 1 / scale; the rest (round half to even, the clamp,
+    # the straight-through gradient where the value was in range) is FakeQuantize's.
+    for m in divided.modules():
+        if isinstance(m, torch.ao.quantization.FakeQuantize):
+            m.forward = dividing_fake_quantize(m)
+    save(folder, "qat_%s_div" % tag, train(divided))
+
+
+def dividing_fake_quantize(m):
+    """FakeQuantize module `m`'s forward with the input divided by the scale."""
+    import torch
+
+    def forward(x):
+        shape = [1] * x.dim()
+        axis = m.ch_axis if m.is_per_channel else 0
+        shape[axis] = -1
+        scale = m.scale.reshape(shape if m.is_per_channel else [])
+        zero = m.zero_point.to(x.dtype).reshape(shape if m.is_per_channel else [])
+        r = torch.round(x / scale) + zero
+        inside = (r >= m.quant_min) & (r <= m.quant_max)
+        y = (torch.clamp(r, m.quant_min, m.quant_max) - zero) * scale
+        return y.detach() + torch.where(inside, x - x.detach(), torch.zeros_like(x))
+    return forward
 
 
 def check_qat(folder):
+    """plait's losses against PyTorch's FakeQuantize (ref) and against the same with x / scale
+    (div). PyTorch multiplies by 1 / scale where ONNX divides: with a scale that is not a power
+    of two, a value at a rounding boundary can round to the neighbouring level in one of them,
+    and the runs drift apart by about a level's effect on the loss (1e-2 allowed there)."""
     import json
-    for tag in ("pow2", "calibrated"):
-        ref = np.load(os.path.join(folder, "qat_%s_ref.npy" % tag))
+    for tag, reference, limit in (("pow2", "ref", 1e-5), ("calibrated", "div", 1e-5),
+                                  ("calibrated", "ref", 1e-2)):
+        ref = np.load(os.path.join(folder, "qat_%s_%s.npy" % (tag, reference)))
         with open(os.path.join(folder, "qat_%s.jsonl" % tag)) as log:
             got = np.array([json.loads(line)["loss"] for line in log])
         rel = float(np.max(np.abs(got - ref) / np.abs(ref)))
-        moved = ref[-4:].mean() < ref[:4].mean() * 0.8  # it trains: the loss falls
-        limit = 1e-5
-        print("qat", tag, "ok" if got.shape == ref.shape and rel <= limit and moved
+        moved = ref[-4:].mean() < ref[:4].mean() * 0.9  # it trains: the loss falls
+        print("qat", tag, reference, "ok" if got.shape == ref.shape and rel <= limit and moved
               else "MISMATCH", "loss %.4f -> %.4f, max rel diff %.2g" % (ref[0], ref[-1], rel))
 
 
