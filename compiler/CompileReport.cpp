@@ -289,6 +289,9 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   // micro-batch, replays included).
   if (auto sync = module->getAttrOfType<DictionaryAttr>("plait.sync_means"))
     report["sync_batch_norm"] = scalarsToJson(sync);
+  // Quantized ONNX models: what the importer did with their QuantizeLinear/DequantizeLinear.
+  if (auto quantization = module->getAttrOfType<DictionaryAttr>("plait.quantization"))
+    report["quantization"] = scalarsToJson(quantization);
   if (auto folded = module->getAttrOfType<DictionaryAttr>("plait.fold_transposes")) {
     auto get = [&](const char *key) { return folded.getAs<IntegerAttr>(key).getInt(); };
     report["fusion"]["fold_transposes"] = scalarsToJson(folded);
@@ -550,6 +553,26 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
     os << fmt::format("  optimizer state  : {} bytes\n", m["optimizer"].get<int64_t>());
   }
   os << fmt::format("  constants        : {} bytes\n", m["constants"].get<int64_t>());
+  if (report.contains("quantization")) {
+    const auto &q = report["quantization"];
+    int64_t pairs = q.value("straight_through", int64_t(0));
+    int64_t folded = q.value("dequantized_constants", int64_t(0));
+    std::vector<std::string> clauses;
+    if (pairs > 0)
+      clauses.push_back(fmt::format("{} QuantizeLinear/DequantizeLinear pair{} pass{} the "
+                                    "gradient straight through where in range (as PyTorch's "
+                                    "FakeQuantize)",
+                                    pairs, pairs == 1 ? "" : "s", pairs == 1 ? "es" : ""));
+    if (folded > 0)
+      clauses.push_back(fmt::format(
+          "{} quantized constant{} dequantized at import into float constants{}", folded,
+          folded == 1 ? "" : "s",
+          report.value("training", false)
+              ? " (not trained: torch.onnx.export with do_constant_folding=False keeps "
+                "fake-quantized weights as params)"
+              : ""));
+    os << fmt::format("  quantization     : {}\n", fmt::join(clauses, "; "));
+  }
   if (report["world_size"].get<int>() > 1) {
     const auto &c = report["comm"];
     os << fmt::format("  global batch     : {} ({} per rank)\n",

@@ -72,6 +72,10 @@ public:
   llvm::SmallVector<std::pair<std::string, mlir::Value>> bufferUpdates;
   /// QuantizeLinear results of a training import and how they were computed.
   llvm::DenseMap<mlir::Value, QuantizedValue> quantizations;
+  /// What the quantization importers did, for the module's `plait.quantization` attribute
+  /// (--explain): DequantizeLinear pairs given the straight-through gradient, and
+  /// DequantizeLinears of known tensors (quantized weights) folded into float constants.
+  int64_t straightThroughPairs = 0, dequantizedConstants = 0;
 
 private:
   llvm::DenseMap<mlir::Attribute, mlir::Value> constantCache_;

@@ -70,6 +70,9 @@ public:
   void recordQuantization(mlir::Value q, const QuantizedValue &how);
   /// What recordQuantization recorded for `q`, or null.
   const QuantizedValue *quantizationOf(mlir::Value q) const;
+  /// Counts a quantization pair given the straight-through gradient (`straightThrough`) or a
+  /// quantized constant dequantized at import, for the module's `plait.quantization`.
+  void countQuantization(bool straightThrough);
   /// OnnxImportOptions::paddingIdx's row for the initializer `name`, if it names one.
   std::optional<int64_t> paddingIdx(llvm::StringRef name) const;
 

@@ -89,6 +89,10 @@ void NodeContext::recordQuantization(Value q, const QuantizedValue &how) {
   graph_.quantizations[q] = how;
 }
 
+void NodeContext::countQuantization(bool straightThrough) {
+  ++(straightThrough ? graph_.straightThroughPairs : graph_.dequantizedConstants);
+}
+
 const QuantizedValue *NodeContext::quantizationOf(Value q) const {
   auto it = graph_.quantizations.find(q);
   return it == graph_.quantizations.end() ? nullptr : &it->second;

@@ -491,6 +491,15 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
   }
   if (!message.empty())
     return graphError("internal error: " + message);
+  if (straightThroughPairs > 0 || dequantizedConstants > 0) {
+    Builder b(&ctx);
+    (*module)->setAttr("plait.quantization",
+                       b.getDictionaryAttr(
+                           {b.getNamedAttr("straight_through",
+                                           b.getI64IntegerAttr(straightThroughPairs)),
+                            b.getNamedAttr("dequantized_constants",
+                                           b.getI64IntegerAttr(dequantizedConstants))}));
+  }
   return module;
 }
 

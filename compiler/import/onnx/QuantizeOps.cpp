@@ -212,6 +212,7 @@ LogicalResult importDequantizeLinear(NodeContext &ctx) {
       y.setDouble(e, double(shifted * float(s->getDouble(c))));
     }
     ctx.setOutput(0, std::move(y));
+    ctx.countQuantization(/*straightThrough=*/false);
     return success();
   }
   FailureOr<Value> scale = quantParam(ctx, 1, f32, rank, axis, extent);
@@ -233,6 +234,7 @@ LogicalResult importDequantizeLinear(NodeContext &ctx) {
   // gradient the straight-through estimator's (PyTorch's FakeQuantize): dy where x was within
   // the range, 0 elsewhere. y + where(in_range, x - stop_gradient(x), 0) adds exactly zero (x
   // is finite where it is in range; out of range, even an infinite x adds 0, not NaN).
+  ctx.countQuantization(/*straightThrough=*/true);
   Value detached = ctx.create<StopGradientOp>({from->x});
   Value delta = detached ? ctx.create<SubOp>({from->x, detached}) : Value();
   Value passed = delta ? ctx.create<WhereOp>({from->inRange, delta, ctx.scalar(0.0, f32)})
