@@ -448,7 +448,16 @@ Value pool3dAsPool2d(NodeContext &ctx, Value x, const Window &win, bool ceilMode
 template <bool IsMax>
 LogicalResult importPool(NodeContext &ctx) {
   RankedTensorType xType = ctx.inputType(0);
-  if (!xType || failed(ctx.requireFloatInput(0)))
+  if (!xType)
+    return failure();
+  // MaxPool of integers (a quantized model's uint8 activations): the max of the values cast to
+  // a float type that holds every one exactly (f32 up to 16 bits, f64 for 32), cast back.
+  Type element = xType.getElementType(), exact;
+  if (IsMax && element.isInteger() && !element.isInteger(1) &&
+      element.getIntOrFloatBitWidth() <= 32)
+    exact = element.getIntOrFloatBitWidth() <= 16 ? Type(Float32Type::get(ctx.context()))
+                                                   : Type(Float64Type::get(ctx.context()));
+  if (!exact && failed(ctx.requireFloatInput(0)))
     return failure();
   if (xType.getRank() < 3)
     return ctx.error("input must have rank >= 3");
@@ -466,26 +475,31 @@ LogicalResult importPool(NodeContext &ctx) {
   if (!window)
     return failure();
   Value x = ctx.input(0);
+  if (x && exact)
+    x = ctx.cast(x, exact);
   if (!x)
     return failure();
   Window win = *window;
   bool ceilMode = ctx.intAttr("ceil_mode", 0) != 0;
   bool countIncludePad = !IsMax && ctx.intAttr("count_include_pad", 0) != 0;
-  if (spatialRank == 3)
-    return ctx.setResult(pool3dAsPool2d<IsMax>(ctx, x, win, ceilMode, countIncludePad));
-  if (spatialRank == 1) {
-    win = liftTo2d(win);
-    x = ctx.reshape(x, insertUnitHeight(xType.getShape()));
-    if (!x)
-      return failure();
+  Value y;
+  if (spatialRank == 3) {
+    y = pool3dAsPool2d<IsMax>(ctx, x, win, ceilMode, countIncludePad);
+  } else {
+    if (spatialRank == 1) {
+      win = liftTo2d(win);
+      x = ctx.reshape(x, insertUnitHeight(shapeOf(x)));
+      if (!x)
+        return failure();
+    }
+    y = pool2d<IsMax>(ctx, x, win, ceilMode, countIncludePad);
+    if (y && spatialRank == 1) {
+      llvm::SmallVector<int64_t> shape(shapeOf(y));
+      shape.erase(shape.end() - 2);
+      y = ctx.reshape(y, shape);
+    }
   }
-  Value y = pool2d<IsMax>(ctx, x, win, ceilMode, countIncludePad);
-  if (y && spatialRank == 1) {
-    llvm::SmallVector<int64_t> shape(shapeOf(y));
-    shape.erase(shape.end() - 2);
-    y = ctx.reshape(y, shape);
-  }
-  return ctx.setResult(y);
+  return ctx.setResult(y && exact ? ctx.cast(y, element) : y);
 }
 
 } // namespace

@@ -10,8 +10,8 @@
                    DynamicQuantizeLinear, MatMulInteger (int8 weights, a per-column zero point
                    in the second layer), Cast, Mul by the scales, Add, Relu
       qop.onnx     operator-form quantization: QuantizeLinear, QLinearConv (int8 weights with
-                   per-channel scales, an int32 bias, stride 2, padding 1), Reshape of uint8,
-                   QLinearMatMul, DequantizeLinear
+                   per-channel scales, an int32 bias, stride 2, padding 1), MaxPool and Reshape
+                   of uint8, QLinearMatMul, DequantizeLinear
       x.npy, img.npy the inputs
   quantized.py check DIR    compares DIR/out_*/ with the references, one line per output:
       qdq against PyTorch within one step of the output's quantization scale (the largest
@@ -159,19 +159,20 @@ def qop_model(folder):
     wzp = np.zeros(4, np.int8)
     ys, yzp = np.float32(0.05), np.uint8(100)
     bias = rng.integers(-500, 500, 4).astype(np.int32)
-    b = rng.integers(0, 256, (64, 5)).astype(np.uint8)
+    b = rng.integers(0, 256, (16, 5)).astype(np.uint8)
     bs, bzp = np.float32(0.01), np.uint8(128)
     zs, zzp = np.float32(0.2), np.int8(-3)
     init = [numpy_helper.from_array(np.asarray(a), n) for a, n in
             [(xs, "xs"), (xzp, "xzp"), (w, "w"), (ws, "ws"), (wzp, "wzp"), (ys, "ys"),
-             (yzp, "yzp"), (bias, "bias"), (np.array([1, 64], np.int64), "flat"), (b, "b"),
+             (yzp, "yzp"), (bias, "bias"), (np.array([1, 16], np.int64), "flat"), (b, "b"),
              (bs, "bs"), (bzp, "bzp"), (zs, "zs"), (zzp, "zzp")]]
     node = helper.make_node
     nodes = [
         node("QuantizeLinear", ["img", "xs", "xzp"], ["xq"]),
         node("QLinearConv", ["xq", "xs", "xzp", "w", "ws", "wzp", "ys", "yzp", "bias"], ["yq"],
              strides=[2, 2], pads=[1, 1, 1, 1]),
-        node("Reshape", ["yq", "flat"], ["yflat"]),
+        node("MaxPool", ["yq"], ["ypool"], kernel_shape=[2, 2], strides=[2, 2]),
+        node("Reshape", ["ypool", "flat"], ["yflat"]),
         node("QLinearMatMul", ["yflat", "ys", "yzp", "b", "bs", "bzp", "zs", "zzp"], ["zq"]),
         node("DequantizeLinear", ["zq", "zs", "zzp"], ["z"]),
     ]
@@ -189,7 +190,8 @@ def qop_model(folder):
     acc = acc + bias.reshape(1, 4, 1, 1)
     mult = ((xs * ws) / ys).reshape(1, 4, 1, 1)
     yq = rint_sat(acc.astype(np.float32) * mult + np.float32(yzp), np.uint8)
-    acc2 = (yq.reshape(1, 64).astype(np.int64) - int(yzp)) @ (b.astype(np.int64) - int(bzp))
+    pooled = yq.reshape(1, 4, 2, 2, 2, 2).max(axis=(3, 5))
+    acc2 = (pooled.reshape(1, 16).astype(np.int64) - int(yzp)) @ (b.astype(np.int64) - int(bzp))
     zq = rint_sat(acc2.astype(np.float32) * ((ys * bs) / zs) + np.float32(zzp), np.int8)
     save(folder, "qop_yq", yq)
     save(folder, "qop_z", (zq.astype(np.float32) - np.float32(zzp)) * zs)
