@@ -27,19 +27,9 @@ llvm::SmallVector<int64_t> paramShape(int64_t count, int64_t rank, int64_t axis)
   return shape;
 }
 
-/// Quantization parameter input `i` (a scale or zero point) as a value of `type` that
-/// broadcasts against a rank-`rank` tensor quantized along `axis` of extent `extent`: one
-/// element (per tensor) as a scalar, or `extent` elements of a 1-D tensor (per axis). A
-/// parameter known at import becomes a constant (an initializer is read as one, never
-/// trained); a computed one (DynamicQuantizeLinear's) is reshaped and cast. Value() when the
-/// input is absent; failure after the node's error.
-FailureOr<Value> quantParam(NodeContext &ctx, unsigned i, Type type, int64_t rank, int64_t axis,
-                            int64_t extent) {
-  if (!ctx.hasInput(i))
-    return Value();
-  RankedTensorType t = ctx.inputType(i);
-  if (!t)
-    return failure();
+/// Checks that parameter input `i` of type `t` holds one element, or `extent` along `axis`.
+LogicalResult checkParamCount(NodeContext &ctx, unsigned i, RankedTensorType t, int64_t rank,
+                              int64_t axis, int64_t extent) {
   int64_t count = t.getNumElements();
   bool perAxis = count != 1;
   if (perAxis && axis < 0)
@@ -52,7 +42,23 @@ FailureOr<Value> quantParam(NodeContext &ctx, unsigned i, Type type, int64_t ran
     return ctx.error("input '" + ctx.inputName(i) + "' must hold one element (per tensor) or " +
                      llvm::Twine(extent) + " (per axis " + llvm::Twine(axis) +
                      "), got " + llvm::Twine(count));
-  llvm::SmallVector<int64_t> shape = paramShape(count, rank, axis);
+  return success();
+}
+
+/// Quantization parameter input `i` (a scale or zero point) as a value of `type` that
+/// broadcasts against a rank-`rank` tensor quantized along `axis` of extent `extent`: one
+/// element (per tensor) as a scalar, or `extent` elements of a 1-D tensor (per axis). A
+/// parameter known at import becomes a constant (an initializer is read as one, never
+/// trained); a computed one (DynamicQuantizeLinear's) is reshaped and cast. Value() when the
+/// input is absent; failure after the node's error.
+FailureOr<Value> quantParam(NodeContext &ctx, unsigned i, Type type, int64_t rank, int64_t axis,
+                            int64_t extent) {
+  if (!ctx.hasInput(i))
+    return Value();
+  RankedTensorType t = ctx.inputType(i);
+  if (!t || failed(checkParamCount(ctx, i, t, rank, axis, extent)))
+    return failure();
+  llvm::SmallVector<int64_t> shape = paramShape(t.getNumElements(), rank, axis);
   if (const HostTensor *known = ctx.knownInput(i))
     return ctx.constant(foldCast(*known, *kindOf(type)).reshaped(shape));
   Value v = ctx.input(i);
@@ -77,44 +83,55 @@ bool knownZero(NodeContext &ctx, unsigned i) {
   return true;
 }
 
-/// The element type a zero point input `i` gives the quantized tensor: its own (uint8 or
-/// int8), or uint8 when it is absent. Null after the node's error.
-Type quantizedType(NodeContext &ctx, unsigned i) {
-  if (!ctx.hasInput(i))
-    return IntegerType::get(ctx.context(), 8, IntegerType::Unsigned);
-  RankedTensorType t = ctx.inputType(i);
-  if (!t)
-    return {};
-  Type e = t.getElementType();
-  if (!e.isInteger(8)) {
-    (void)ctx.unsupported("dtype " + kindName(*kindOf(e)) + " of input '" + ctx.inputName(i) +
-                          "' (plait quantizes to uint8 and int8)");
-    return {};
-  }
-  return e;
+/// Zero point input `i` as quantParam gives it, or Value() when it is absent or known to be 0
+/// (nothing to subtract or add).
+FailureOr<Value> zeroParam(NodeContext &ctx, unsigned i, Type type, int64_t rank, int64_t axis,
+                           int64_t extent) {
+  if (knownZero(ctx, i))
+    return Value();
+  return quantParam(ctx, i, type, rank, axis, extent);
 }
 
-/// Checks that input `i` is an 8-bit integer tensor (uint8 or int8) and returns its type.
-RankedTensorType require8Bit(NodeContext &ctx, unsigned i) {
+/// Checks that input `i` is an 8-bit integer tensor (uint8 or int8) and returns its type;
+/// `why` ends the error otherwise.
+RankedTensorType require8Bit(NodeContext &ctx, unsigned i,
+                             llvm::StringRef why = "uint8 and int8 only") {
   RankedTensorType t = ctx.inputType(i);
   if (t && !t.getElementType().isInteger(8)) {
     (void)ctx.unsupported("dtype " + kindName(*kindOf(t.getElementType())) + " of input '" +
-                          ctx.inputName(i) + "' (uint8 and int8 only)");
+                          ctx.inputName(i) + "' (" + why + ")");
     return {};
   }
   return t;
 }
 
-/// `q` (float, already scaled: x / scale) rounded half to even, plus `zeroPoint` (float, or
-/// null for 0), saturated to `target`'s range and cast to it.
-Value saturateTo(NodeContext &ctx, Value q, Value zeroPoint, Type target) {
+/// The element type a zero point input `i` gives the quantized tensor: its own (uint8 or
+/// int8), or uint8 when it is absent. Null after the node's error.
+Type quantizedType(NodeContext &ctx, unsigned i) {
+  if (!ctx.hasInput(i))
+    return IntegerType::get(ctx.context(), 8, IntegerType::Unsigned);
+  RankedTensorType t = require8Bit(ctx, i, "plait quantizes to uint8 and int8");
+  return t ? t.getElementType() : Type();
+}
+
+/// The quantization levels of `q` (float, already scaled: x / scale): rounded half to even,
+/// plus `zeroPoint` (float, or null for 0), before and after the clamp to `target`'s range.
+std::pair<Value, Value> quantizedLevels(NodeContext &ctx, Value q, Value zeroPoint,
+                                        Type target) {
   bool isUnsigned = target.isUnsignedInteger();
-  double lo = isUnsigned ? 0 : -128, hi = isUnsigned ? 255 : 127;
   Value r = ctx.create<RoundOp>({q});
   if (r && zeroPoint)
     r = ctx.create<AddOp>({r, zeroPoint});
-  r = r ? ctx.create<ClampOp>({r}, {ctx.f64Attr("min", lo), ctx.f64Attr("max", hi)}) : Value();
-  return r ? ctx.cast(r, target) : Value();
+  Value c = r ? ctx.create<ClampOp>({r}, {ctx.f64Attr("min", isUnsigned ? 0 : -128),
+                                           ctx.f64Attr("max", isUnsigned ? 255 : 127)})
+              : Value();
+  return {r, c};
+}
+
+/// `q`'s levels (quantizedLevels) saturated to `target`'s range and cast to it.
+Value saturateTo(NodeContext &ctx, Value q, Value zeroPoint, Type target) {
+  Value c = quantizedLevels(ctx, q, zeroPoint, target).second;
+  return c ? ctx.cast(c, target) : Value();
 }
 
 /// The axis attribute normalised against `rank`, or -1 when it is outside [-rank, rank): the
@@ -145,9 +162,7 @@ LogicalResult importQuantizeLinear(NodeContext &ctx) {
   int64_t rank = xType.getRank(), axis = quantAxis(ctx, rank);
   int64_t extent = axis >= 0 ? xType.getDimSize(axis) : 1;
   FailureOr<Value> scale = quantParam(ctx, 1, compute, rank, axis, extent);
-  FailureOr<Value> zero = failed(scale) || knownZero(ctx, 2)
-                              ? FailureOr<Value>(Value())
-                              : quantParam(ctx, 2, compute, rank, axis, extent);
+  FailureOr<Value> zero = failed(scale) ? scale : zeroParam(ctx, 2, compute, rank, axis, extent);
   if (failed(scale) || failed(zero))
     return failure();
   Value x = ctx.input(0);
@@ -157,13 +172,7 @@ LogicalResult importQuantizeLinear(NodeContext &ctx) {
     return ctx.setResult(q ? saturateTo(ctx, q, *zero, target) : Value());
   // Training: also where x was within the range (the clamp kept its value), which the
   // DequantizeLinear of this result passes the gradient through.
-  bool isUnsigned = target.isUnsignedInteger();
-  Value r = ctx.create<RoundOp>({q});
-  if (r && *zero)
-    r = ctx.create<AddOp>({r, *zero});
-  Value c = r ? ctx.create<ClampOp>({r}, {ctx.f64Attr("min", isUnsigned ? 0 : -128),
-                                           ctx.f64Attr("max", isUnsigned ? 255 : 127)})
-              : Value();
+  auto [r, c] = quantizedLevels(ctx, q, *zero, target);
   Value kept = c ? ctx.create<EqualOp>({c, r}) : Value();
   Value y = kept ? ctx.cast(c, target) : Value();
   if (!y)
@@ -196,9 +205,8 @@ LogicalResult importDequantizeLinear(NodeContext &ctx) {
   if (x && s && (z || !ctx.hasInput(2)) && x->numElements() <= (int64_t(1) << 24)) {
     // Quantized weights: the float values, as the runtime ops would compute them in f32.
     int64_t count = s->numElements();
-    if (count != 1 && (s->rank() != 1 || axis < 0 || count != extent))
-      return ctx.error("input '" + ctx.inputName(1) + "' must hold one element (per tensor) " +
-                       "or " + llvm::Twine(extent) + " (per axis), got " + llvm::Twine(count));
+    if (failed(checkParamCount(ctx, 1, ctx.inputType(1), rank, axis, extent)))
+      return failure();
     if (z && z->numElements() != count)
       return ctx.error("x_zero_point holds " + llvm::Twine(z->numElements()) +
                        " elements and x_scale " + llvm::Twine(count));
@@ -216,9 +224,7 @@ LogicalResult importDequantizeLinear(NodeContext &ctx) {
     return success();
   }
   FailureOr<Value> scale = quantParam(ctx, 1, f32, rank, axis, extent);
-  FailureOr<Value> zero = failed(scale) || knownZero(ctx, 2)
-                              ? FailureOr<Value>(Value())
-                              : quantParam(ctx, 2, f32, rank, axis, extent);
+  FailureOr<Value> zero = failed(scale) ? scale : zeroParam(ctx, 2, f32, rank, axis, extent);
   if (failed(scale) || failed(zero))
     return failure();
   Value quantized = ctx.input(0);
@@ -293,9 +299,7 @@ Value shiftedOperand(NodeContext &ctx, unsigned i, unsigned zi, int64_t axis) {
   Type f64 = Float64Type::get(ctx.context());
   int64_t rank = t.getRank();
   int64_t extent = axis >= 0 && axis < rank ? t.getDimSize(axis) : 1;
-  FailureOr<Value> zero = knownZero(ctx, zi) ? FailureOr<Value>(Value())
-                                             : quantParam(ctx, zi, f64, rank,
-                                                          axis < rank ? axis : -1, extent);
+  FailureOr<Value> zero = zeroParam(ctx, zi, f64, rank, axis < rank ? axis : -1, extent);
   if (failed(zero))
     return {};
   Value v = ctx.input(i);
@@ -329,26 +333,34 @@ LogicalResult requantize(NodeContext &ctx, Value acc, FailureOr<Value> multiplie
   Type f32 = Float32Type::get(ctx.context());
   Type target = quantizedType(ctx, yZero);
   int64_t rank = shapeOf(acc).size();
-  FailureOr<Value> zero = !target || knownZero(ctx, yZero)
-                              ? FailureOr<Value>(Value())
-                              : quantParam(ctx, yZero, f32, rank, -1, 1);
-  if (!target || failed(zero))
+  if (!target)
+    return failure();
+  FailureOr<Value> zero = zeroParam(ctx, yZero, f32, rank, -1, 1);
+  if (failed(zero))
     return failure();
   Value scaled = ctx.create<MulOp>({ctx.cast(acc, f32), *multiplier});
   return ctx.setResult(scaled ? saturateTo(ctx, scaled, *zero, target) : Value());
 }
 
-/// MatMulInteger: (A - a_zero_point) x (B - b_zero_point) as int32; a's zero point per tensor
-/// or per row (A's second-to-last axis), b's per tensor or per column (B's last axis).
-LogicalResult importMatMulInteger(NodeContext &ctx) {
-  RankedTensorType aType = ctx.inputType(0), bType = aType ? ctx.inputType(1) : nullptr;
+/// (A - a_zero_point) x (B - b_zero_point) in f64, A and its zero point inputs `a` and `az`,
+/// B's `b` and `bz`: a's zero point per tensor or per row (A's second-to-last axis), b's per
+/// tensor or per column (B's last axis). Null after the node's error.
+Value shiftedProduct(NodeContext &ctx, unsigned a, unsigned az, unsigned b, unsigned bz) {
+  RankedTensorType aType = ctx.inputType(a), bType = aType ? ctx.inputType(b) : nullptr;
   if (!bType)
-    return failure();
-  if (aType.getRank() < 2 || bType.getRank() < 2)
-    return ctx.unsupported("MatMulInteger of a 1-D operand");
-  Value a = shiftedOperand(ctx, 0, 2, aType.getRank() - 2);
-  Value b = a ? shiftedOperand(ctx, 1, 3, bType.getRank() - 1) : Value();
-  Value y = b ? ctx.create<MatmulOp>({a, b}) : Value();
+    return {};
+  if (aType.getRank() < 2 || bType.getRank() < 2) {
+    (void)ctx.unsupported(ctx.opType() + " of a 1-D operand");
+    return {};
+  }
+  Value sa = shiftedOperand(ctx, a, az, aType.getRank() - 2);
+  Value sb = sa ? shiftedOperand(ctx, b, bz, bType.getRank() - 1) : Value();
+  return sb ? ctx.create<MatmulOp>({sa, sb}) : Value();
+}
+
+/// MatMulInteger: the shifted product as int32.
+LogicalResult importMatMulInteger(NodeContext &ctx) {
+  Value y = shiftedProduct(ctx, 0, 2, 1, 3);
   return ctx.setResult(y ? ctx.cast(y, IntegerType::get(ctx.context(), 32)) : Value());
 }
 
@@ -364,14 +376,7 @@ LogicalResult importConvInteger(NodeContext &ctx) {
 /// QLinearMatMul: the integer product of the shifted operands, requantized to y's scale and
 /// zero point (a's scale per tensor or row, b's per tensor or column).
 LogicalResult importQLinearMatMul(NodeContext &ctx) {
-  RankedTensorType aType = ctx.inputType(0), bType = aType ? ctx.inputType(3) : nullptr;
-  if (!bType)
-    return failure();
-  if (aType.getRank() < 2 || bType.getRank() < 2)
-    return ctx.unsupported("QLinearMatMul of a 1-D operand");
-  Value a = shiftedOperand(ctx, 0, 2, aType.getRank() - 2);
-  Value b = a ? shiftedOperand(ctx, 3, 5, bType.getRank() - 1) : Value();
-  Value acc = b ? ctx.create<MatmulOp>({a, b}) : Value();
+  Value acc = shiftedProduct(ctx, 0, 2, 3, 5);
   if (!acc)
     return failure();
   int64_t rank = shapeOf(acc).size();
