@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """CPU training step of the ONNX ops plait maps onto other ops, against PyTorch eager.
 
-ConvTranspose, Resize, Einsum, GatherElements, ScatterElements, LSTM, GRU, GridSample, TopK,
-3-D Conv, pooling and ConvTranspose, and training-mode BatchNorm have no kernels of their own
-in plait: the importer
-writes them as conv2d_grad_input, gathers and weighted sums, batched matmuls, gathers,
-scatter-adds, steps of GEMMs and gate activations, gathers at positions computed from the
-grid, selections (argmax passes) or ranks, conv2d over depth-stacked slices, pairs of 2-D
-poolings, conv2d_grad_input with its depth taps spread and summed, and the batch's mean and
-variance as reductions with elementwise ops around them (compiler/import/onnx/README.md). This measures what
+ConvTranspose, Resize, Einsum, GatherElements, ScatterElements, LSTM, GRU, GridSample, 3-D
+Conv, pooling and ConvTranspose, and training-mode BatchNorm have no kernels of their own in
+plait: the importer writes them as conv2d_grad_input, gathers and weighted sums, batched
+matmuls, gathers, scatter-adds, steps of GEMMs and gate activations, gathers at positions
+computed from the grid, conv2d over depth-stacked slices, pairs of 2-D poolings,
+conv2d_grad_input with its depth taps spread and summed, and the batch's mean and variance as
+reductions with elementwise ops around them (compiler/import/onnx/README.md). TopK is a
+plait.top_k for the indices and a gather of the values. This measures what
 that costs at sizes a model has: one small PyTorch module per op, its layer at the size below
 between a 1x1 convolution or linear layer and a mean-squared loss, exported to ONNX (opset 13)
 and compiled with `plait-compile --train --optimizer sgd --lr 0.01`. Both train the same
@@ -175,6 +175,21 @@ class TopKRouter(nn.Module):
         return (d * d).mean()
 
 
+class TopKVocab(nn.Module):
+    """Top-k over a vocabulary: 8 x 16 positions of 32,000 logits (plus a trained bias), the
+    softmax of the 50 largest against a target."""
+    shapes = {"x": (16, 32000), "y": (16, 50)}
+
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(32000))
+
+    def forward(self, x, y):
+        top, _ = torch.topk(x + self.bias, 50, dim=-1)
+        d = torch.softmax(top, -1) - y
+        return (d * d).mean()
+
+
 class Conv3d(nn.Module):
     """A video model's block: [8, 32, 8, 28, 28] -> Conv3d(32, 32, 3, padding 1), ReLU."""
     shapes = {"x": (32, 8, 28, 28), "y": (32, 8, 28, 28)}
@@ -240,7 +255,8 @@ class BatchNorm(nn.Module):
 MODELS = {"conv_transpose": ConvTranspose, "resize_bilinear": ResizeBilinear,
           "resize_nearest": ResizeNearest, "einsum_attention": EinsumAttention,
           "gather_logprob": GatherLogProb, "scatter_add": ScatterAdd, "lstm": Lstm, "gru": Gru,
-          "grid_sample": GridSample, "topk_router": TopKRouter, "conv3d": Conv3d,
+          "grid_sample": GridSample, "topk_router": TopKRouter, "topk_vocab": TopKVocab,
+          "conv3d": Conv3d,
           "pool3d": Pool3d, "conv_transpose3d": ConvTranspose3d, "batch_norm": BatchNorm}
 
 

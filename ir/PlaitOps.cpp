@@ -297,6 +297,25 @@ LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   return inferArg(ShapeRule(loc, getOperationName()), context, adaptor, results);
 }
 
+/// top_k: the last axis becomes k (in [0, n]), the indices i64.
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
+  ShapeRule rule(loc, getOperationName());
+  auto x = rankedType(adaptor.getX());
+  if (x.getRank() == 0)
+    return rule.fail("x must have rank >= 1");
+  int64_t k = adaptor.getK(); // I64Attr getters return uint64_t
+  int64_t n = x.getShape().back();
+  if (k < 0 || k > n)
+    return rule.fail("k ", k, " is not in [0, ", n, "], the size of the last axis");
+  SmallVector<int64_t> shape(x.getShape());
+  shape.back() = k;
+  results.push_back(RankedTensorType::get(shape, IntegerType::get(context, 64)));
+  return success();
+}
+
 namespace {
 LogicalResult verifySoftmaxAxis(Operation *op, int64_t axis, int64_t rank) {
   if (!normalizeAxis(axis, rank))

@@ -326,6 +326,27 @@ class Plait_ArgOp<string mnemonic, string doc> :
 def Plait_ArgMaxOp : Plait_ArgOp<"argmax", "largest element">;
 def Plait_ArgMinOp : Plait_ArgOp<"argmin", "smallest element">;
 
+def Plait_TopKOp : Plait_Op<"top_k", [Pure, InferTypeOpAdaptor]> {
+  let summary = "indices of the k largest (or smallest) elements along the last axis";
+  let description = [{
+    The i64 indices, along the last axis of `x`, of its `k` largest elements (smallest with
+    `largest = false`), in order: the largest (smallest) first, ties to the lower index.
+    NaN is larger than every number, as in `torch.topk`: first with `largest`, last without.
+    +0 and -0 are equal. The result has the shape of `x` with the last axis `k`, which must
+    be in [0, n]. The values are a gather at the indices, so the op itself has no gradient.
+    The ONNX importer writes it for TopK (moving the axis last). A row costs O(n log k) on
+    the CPU (a heap of k) and k block-wide selections on CUDA.
+
+    ```mlir
+    %i = plait.top_k %x {k = 2 : i64} : (tensor<4x10xf32>) -> tensor<4x2xi64>
+    ```
+  }];
+  let arguments = (ins Plait_NumericTensor:$x, I64Attr:$k,
+                       DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
 class Plait_SoftmaxLikeOp<string mnemonic, string doc> :
     Plait_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = doc # " along `axis`";

@@ -140,6 +140,8 @@ constexpr ElementCost kElementCosts[] = {
     {"reduce_sum", 1, true, "reduction"}, {"reduce_mean", 1, true, "reduction"},
     {"reduce_max", 1, true, "reduction"}, {"reduce_min", 1, true, "reduction"},
     {"argmax", 1, true, "reduction"},   {"argmin", 1, true, "reduction"},
+    // top_k: a compare per element, and a heap step for those that enter the k.
+    {"top_k", 2, true, "reduction"},
     {"softmax_cross_entropy", T + 4, true, "loss"},
     {"softmax_cross_entropy_grad", T + 4, true, "loss_grad"},
     {"nll_loss", 1, true, "reduction"}, {"nll_loss_grad", 1, false, "movement"},
@@ -221,7 +223,7 @@ std::vector<int64_t> rankZeroGroup(const plan::InstrDesc &instr) {
 
 /// The rows a row-wise kernel works through one at a time (KernelRate::nsPerRow): the
 /// softmax's and the norms' rows along their axis, a loss's targets, a reduction's result
-/// elements, a pool's planes (of its first operand); 0 for the rest.
+/// elements (top_k's rows), a pool's planes (of its first operand); 0 for the rest.
 double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const ElementCost &c) {
   if (!c.rateClass || instr.inputs.empty() || instr.outputs.empty())
     return 0;
@@ -237,6 +239,8 @@ double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const El
   }
   if (cls == "loss" || cls == "loss_grad")
     return instr.inputs.size() >= 2 ? numel(plan.tensors[instr.inputs[1]]) : 0;
+  if (cls == "reduction" && instr.kernel == "top_k")
+    return a.shape.empty() || a.shape.back() == 0 ? 0 : numel(a) / double(a.shape.back());
   if (cls == "reduction")
     return numel(plan.tensors[instr.outputs[0]]);
   if ((cls == "pool" || cls == "pool_grad") && a.shape.size() == 4) // its N×C planes
@@ -314,6 +318,11 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
                                                 clampedInt64(width)))
                      : rowGrains(numel(a) / width, width, rt::cpu::kElementGrain),
             1, false);
+    return;
+  }
+  if (k == "top_k" && !a.shape.empty()) { // rows (ReductionKernels.cpp)
+    double width = double(std::max<int64_t>(a.shape.back(), 1));
+    splitAs(cost, rowGrains(numel(a) / width, width, rt::cpu::kElementGrain), 1, false);
     return;
   }
   if (k == "max_pool2d" || k == "avg_pool2d" || k == "max_pool2d_grad" ||

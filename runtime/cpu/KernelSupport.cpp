@@ -662,4 +662,24 @@ Status sliceView(const Attrs &attrs, const TensorView &x, const TensorView &y, i
   return checkShape("slice", "output", y.shape, shape);
 }
 
+Status planTopK(const KernelCall &call, int64_t &rows, int64_t &n, int64_t &k) {
+  constexpr const char *kName = "top_k";
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 1, 1, 1));
+  const TensorView &x = call.inputs[0];
+  const TensorView &out = call.outputs[0];
+  if (out.dtype != DType::I64)
+    return Status::errorf("{}: output dtype {} should be i64", kName, dtypeName(out.dtype));
+  if (x.rank() == 0)
+    return Status::errorf("{}: x must have rank >= 1", kName);
+  n = x.shape.back();
+  k = call.attrs.getInt("k", -1);
+  if (k < 0 || k > n)
+    return Status::errorf("{}: k {} is not in [0, {}], the size of the last axis", kName, k, n);
+  Dims outShape{ShapeRef(x.shape)};
+  outShape.back() = k;
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, outShape));
+  rows = product(x.shape, 0, x.shape.size() - 1);
+  return {};
+}
+
 } // namespace plait::rt::cpu

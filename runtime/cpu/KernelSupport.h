@@ -76,6 +76,11 @@ Status normalizeIndices(std::string_view kernel, const TensorView &indices, int6
 Status sliceView(const Attrs &attrs, const TensorView &x, const TensorView &y, int64_t &offset,
                  Dims &strides);
 
+/// top_k's call checked (one input of rank >= 1, an i64 output of its shape with the last axis
+/// k in [0, n]), its geometry returned: rows of n elements, k of each. Shared by the CPU and
+/// CUDA kernels.
+Status planTopK(const KernelCall &call, int64_t &rows, int64_t &n, int64_t &k);
+
 /// The optimizer updates (OptimizerKernels.cpp). Each takes param, grad, lr, step and its
 /// states (adamw_update: param, grad, exp_avg, exp_avg_sq, lr, step) and gives the new param
 /// and the new value of each state.

@@ -1,4 +1,5 @@
-// Reduction kernels: reduce_{sum,mean,max,min,prod} over a set of axes, argmax and argmin.
+// Reduction kernels: reduce_{sum,mean,max,min,prod} over a set of axes, argmax and argmin,
+// top_k.
 // bf16/f16 inputs are read element by element widened to f32 (no f32 copy), and give the
 // bits the f32 kernel gives on their widened copy.
 // Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
@@ -289,6 +290,64 @@ template <bool kMax> Status argKernel(const KernelCall &call) {
   });
 }
 
+/// top_k's order (TopKOp): `a` at index `ia` comes before `b` at `ib`. NaN is larger than
+/// every number; equal values (and two NaNs) in index order.
+template <typename T> bool topKBefore(T a, int64_t ia, T b, int64_t ib, bool largest) {
+  if constexpr (std::is_floating_point_v<T>) {
+    bool aNan = a != a, bNan = b != b;
+    if (aNan != bNan)
+      return largest ? aNan : bNan;
+    if (aNan)
+      return ia < ib;
+  }
+  if (a != b)
+    return largest ? a > b : a < b;
+  return ia < ib;
+}
+
+/// top_k along the last axis: each row's k first indices in topKBefore's order. The output
+/// row holds a heap of k indices whose root is the last of them: an element that comes before
+/// the root replaces it, so a row costs O(n log k) and no workspace; the heap is sorted last.
+/// Rows are split across the threads.
+Status topKKernel(const KernelCall &call) {
+  constexpr const char *kName = "top_k";
+  int64_t rows, n, k;
+  PLAIT_RETURN_IF_ERROR(planTopK(call, rows, n, k));
+  const TensorView &x = call.inputs[0];
+  TensorView &out = call.outputs[0];
+  const bool largest = call.attrs.getBool("largest", true);
+  return dispatchElements<true>(kName, x.dtype, [&](auto elements) -> Status {
+    using E = decltype(elements);
+    using S = typename E::Stored;
+    const S *in = x.as<S>();
+    int64_t *index = out.as<int64_t>();
+    if (k == 0)
+      return Status();
+    parallelFor(rows, grainFor(kElementGrain, n), [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const S *row = in + r * n;
+        int64_t *heap = index + r * k;
+        // The heap's "less" is topKBefore: its root is the index that comes last.
+        auto before = [&](int64_t a, int64_t b) {
+          return topKBefore(E::load(row[a]), a, E::load(row[b]), b, largest);
+        };
+        for (int64_t i = 0; i < k; ++i) {
+          heap[i] = i;
+          std::push_heap(heap, heap + i + 1, before);
+        }
+        for (int64_t i = k; i < n; ++i)
+          if (before(i, heap[0])) {
+            std::pop_heap(heap, heap + k, before);
+            heap[k - 1] = i;
+            std::push_heap(heap, heap + k, before);
+          }
+        std::sort_heap(heap, heap + k, before);
+      }
+    });
+    return Status();
+  });
+}
+
 } // namespace
 
 void registerReductionKernels() {
@@ -299,6 +358,7 @@ void registerReductionKernels() {
   registerKernel(Prod::kName, &reduceKernel<Prod>);
   registerKernel("argmax", &argKernel<true>);
   registerKernel("argmin", &argKernel<false>);
+  registerKernel("top_k", &topKKernel);
 }
 
 } // namespace plait::rt::cpu

@@ -190,6 +190,22 @@ template <bool kMax> Status argKernel(const CudaKernelCall &call) {
                   kName);
 }
 
+/// top_k along the last axis (k and largest as ReductionKernels.cpp).
+Status topKKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = "top_k";
+  int64_t rows, n, k;
+  PLAIT_RETURN_IF_ERROR(cpu::planTopK(call.asHostCall(), rows, n, k));
+  const TensorView &x = call.inputs[0];
+  if (x.dtype == DType::I1 || !hasCudaElementCode(x.dtype))
+    return noCudaDtype(kName, x.dtype);
+  if (call.check)
+    return {};
+  return launched(launchTopK(call.attrs.getBool("largest", true), code(x.dtype), x.data,
+                             static_cast<int64_t *>(call.outputs[0].data), rows, n, k,
+                             call.stream),
+                  kName);
+}
+
 LossGeometry lossGeometry(const cpu::LossShape &s) {
   LossGeometry g;
   g.batch = s.batch;
@@ -286,6 +302,7 @@ void registerCudaReductionKernels() {
   registerCudaKernel("layer_norm_grad", &normGradKernel<false>);
   registerCudaKernel("rms_norm_grad", &normGradKernel<true>);
   registerCudaKernel("argmax", &argKernel<true>);
+  registerCudaKernel("top_k", &topKKernel);
   registerCudaKernel("argmin", &argKernel<false>);
   registerCudaKernel("softmax_cross_entropy", &lossKernel<true>);
   registerCudaKernel("nll_loss", &lossKernel<false>);

@@ -342,113 +342,17 @@ LogicalResult importReverseSequence(NodeContext &ctx) {
   return ctx.setResult(timeSecond.undo(ctx, y));
 }
 
-/// The most elements TopK's axis may have when every pair of them is compared.
-constexpr int64_t kMaxTopKAxis = 4096;
-/// Up to this K, TopK selects the K one after another (K passes over the row); above it,
-/// every pair is compared (one pass over [rows, n, n]).
-constexpr int64_t kMaxTopKSelections = 8;
-
-/// TopK's indices [rows, k] of x [rows, n], selected one after another: each pass takes the
-/// first of the not yet taken elements equal to the largest (smallest) of them (argmax of
-/// that condition), so ties go to the lower index and -inf is ordered like any value.
-Value topKBySelection(NodeContext &ctx, Value x, int64_t rows, int64_t n, int64_t k,
-                      bool largest) {
-  // What taken elements read as: never above (below) an untaken one. Integers' extremes as
-  // integers (INT64_MAX has no double).
-  Type type = elementTypeOf(x);
-  Value fill;
-  if (isa<FloatType>(type))
-    fill = ctx.scalar(largest ? -INFINITY : INFINITY, type);
-  else if (type.isInteger(32))
-    fill = ctx.constant(HostTensor::splatInt(ElemKind::I32, {}, largest ? INT32_MIN : INT32_MAX));
-  else
-    fill = ctx.constant(HostTensor::splatInt(ElemKind::I64, {}, largest ? INT64_MIN : INT64_MAX));
-  llvm::SmallVector<int64_t> iota;
-  for (int64_t j = 0; j < n; ++j)
-    iota.push_back(j);
-  Value positions = ctx.constant(HostTensor::fromInts(ElemKind::I64, {1, n}, iota));
-  Type i32 = IntegerType::get(ctx.context(), 32);
-  Value taken;
-  llvm::SmallVector<Value> picks;
-  for (int64_t t = 0; t < k; ++t) {
-    Value open = taken ? ctx.create<WhereOp>({taken, fill, x}) : x;
-    Value best = open ? (largest ? ctx.create<ReduceMaxOp>({open}, {ctx.arrayAttr("axes", {1}),
-                                                                    ctx.boolAttr("keepdims",
-                                                                                 true)})
-                                 : ctx.create<ReduceMinOp>({open}, {ctx.arrayAttr("axes", {1}),
-                                                                    ctx.boolAttr("keepdims",
-                                                                                 true)}))
-                      : Value();
-    Value candidate = best ? ctx.create<EqualOp>({open, best}) : Value();
-    if (candidate && taken) {
-      Value free = ctx.create<NotOp>({taken});
-      candidate = free ? ctx.create<AndOp>({candidate, free}) : free;
-    }
-    Value flags = candidate ? ctx.cast(candidate, i32) : Value();
-    Value pick = flags ? ctx.create<ArgMaxOp>({flags}, {ctx.i64Attr("axis", 1),
-                                                        ctx.boolAttr("keepdims", true)})
-                       : Value(); // [rows, 1]
-    if (!pick)
-      return pick;
-    picks.push_back(pick);
-    if (t + 1 < k) {
-      Value hit = ctx.create<EqualOp>({positions, pick});
-      taken = !hit ? hit : taken ? ctx.create<OrOp>({taken, hit}) : hit;
-      if (!taken)
-        return taken;
-    }
-  }
-  return picks.size() == 1 ? picks[0] : ctx.create<ConcatOp>(picks, {ctx.i64Attr("axis", 1)});
-}
-
-/// TopK's indices [rows, k] of x [rows, n] from ranks: each element's count of the elements
-/// before it (larger, or equal at a lower index; smaller with largest=0), from every pair
-/// compared ([rows, n, n]) and counted in f32 (exact to 2^24); the t-th index is where the
-/// rank is t (argmax of rank == t).
-Value topKByRanks(NodeContext &ctx, Value x, int64_t rows, int64_t n, int64_t k,
-                  bool largest) {
-  Value mine = ctx.reshape(x, {rows, n, 1});              // x_i
-  Value other = mine ? ctx.reshape(x, {rows, 1, n}) : mine; // x_j
-  if (!other)
-    return other;
-  // j comes before i: x_j beats x_i, or they are equal and j < i.
-  Value beats = largest ? ctx.create<GreaterOp>({other, mine}) : ctx.create<LessOp>({other, mine});
-  Value equal = beats ? ctx.create<EqualOp>({other, mine}) : Value();
-  llvm::SmallVector<int64_t> lower(size_t(n * n));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < i; ++j)
-      lower[size_t(i * n + j)] = 1;
-  Value earlier = ctx.constant(HostTensor::fromInts(ElemKind::Bool, {n, n}, lower));
-  Value tie = equal ? ctx.create<AndOp>({equal, earlier}) : Value();
-  Value before = tie ? ctx.create<OrOp>({beats, tie}) : Value();
-  Type f32 = Float32Type::get(ctx.context());
-  Value counts = before ? ctx.cast(before, f32) : Value();
-  Value ranks = counts ? ctx.create<ReduceSumOp>({counts}, {ctx.arrayAttr("axes", {2}),
-                                                            ctx.boolAttr("keepdims", true)})
-                       : Value(); // [rows, n, 1]
-  llvm::SmallVector<double> places;
-  for (int64_t t = 0; t < k; ++t)
-    places.push_back(double(t));
-  Value at = ranks ? ctx.create<EqualOp>(
-                         {ranks, ctx.constant(HostTensor::fromDoubles(ElemKind::F32, {1, 1, k},
-                                                                      places))})
-                   : Value(); // [rows, n, k]
-  Value atInt = at ? ctx.cast(at, IntegerType::get(ctx.context(), 32)) : Value();
-  return atInt ? ctx.create<ArgMaxOp>({atInt}, {ctx.i64Attr("axis", 1),
-                                                ctx.boolAttr("keepdims", false)})
-               : Value();
-}
-
-/// TopK (always sorted, which sorted=0 allows): the indices by selection (K <= 8) or by ranks
-/// (topKBySelection, topKByRanks); the values gathered from the flattened input at those
-/// indices, so their gradient is a scatter-add into the input. Ties keep the lower index
-/// first, as ONNX asks; NaNs are ordered arbitrarily (but every index is in range).
+/// TopK (always sorted, which sorted=0 allows): the indices from plait.top_k along the axis
+/// moved last (a heap of K per row on the CPU, K block-wide selections on CUDA: any K and
+/// axis length), the values gathered from the flattened input at those indices, so their
+/// gradient is a scatter-add into the input. Ties keep the lower index first, as ONNX asks;
+/// NaN is larger than every number, as in torch.topk.
 LogicalResult importTopK(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
     return failure();
-  if (!isa<FloatType>(type.getElementType()) && !type.getElementType().isInteger(32) &&
-      !type.getElementType().isInteger(64))
+  if (!isa<FloatType>(type.getElementType()) &&
+      !(isa<IntegerType>(type.getElementType()) && !type.getElementType().isInteger(1)))
     return ctx.unsupported("TopK of " + kindName(*kindOf(type.getElementType())) + " values");
   auto kValues = ctx.requireIntsInput(1, "K");
   if (!kValues)
@@ -465,13 +369,6 @@ LogicalResult importTopK(NodeContext &ctx) {
   if (k < 0 || k > n)
     return ctx.error("K " + llvm::Twine(k) + " is not in [0, " + llvm::Twine(n) + "], the size "
                      "of axis " + llvm::Twine(*axis));
-  if (k == 0)
-    return ctx.unsupported("K 0 (empty outputs)");
-  if (n > kMaxTopKAxis && k > kMaxTopKSelections)
-    return ctx.unsupported("TopK of K " + llvm::Twine(k) + " over an axis of " + llvm::Twine(n) +
-                           " elements (plait selects up to " + llvm::Twine(kMaxTopKSelections) +
-                           " one by one, and compares every pair for more: at most " +
-                           llvm::Twine(kMaxTopKAxis) + " elements)");
   const bool largest = ctx.intAttr("largest", 1) != 0;
   Value x = ctx.input(0);
   if (!x)
@@ -479,16 +376,12 @@ LogicalResult importTopK(NodeContext &ctx) {
   // The axis last: [rows, n].
   const AxisMove last = moveAxis(rank, *axis, rank - 1);
   const int64_t rows = type.getNumElements() / std::max<int64_t>(n, 1);
-  if (k > kMaxTopKSelections && rows * n * n > (int64_t(1) << 28))
-    return ctx.unsupported("TopK of " + llvm::Twine(rows) + " rows of " + llvm::Twine(n) +
-                           " (plait compares every pair in a row: at most 2^28 comparisons)");
   Value moved = last.apply(ctx, x);
   Value flatRows = moved ? ctx.reshape(moved, {rows, n}) : moved;
   if (!flatRows)
     return failure();
-  Value indices = k <= kMaxTopKSelections
-                      ? topKBySelection(ctx, flatRows, rows, n, k, largest)
-                      : topKByRanks(ctx, flatRows, rows, n, k, largest); // [rows, k]
+  Value indices = ctx.create<TopKOp>({flatRows}, {ctx.i64Attr("k", k),
+                                                   ctx.boolAttr("largest", largest)}); // [rows, k]
   // Values: gathered from the rows flattened, at row * n + index.
   llvm::SmallVector<int64_t> offsets;
   for (int64_t r = 0; r < rows; ++r)

@@ -161,6 +161,13 @@ cudaError_t launchNormGrad(bool rms, int dtype, const void *x, const void *scale
 cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x, int64_t *out,
                              int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
 
+/// top_k of rows of n elements (n <= kTopKThreadRow: a thread per row; longer: a block per
+/// row): the i64 indices of each row's k first elements, largest (smallest) first, ties to
+/// the lower index, NaN larger than every number (TopKOp).
+constexpr int64_t kTopKThreadRow = 64;
+cudaError_t launchTopK(bool largest, int dtype, const void *x, int64_t *out, int64_t rows,
+                       int64_t n, int64_t k, cudaStream_t stream);
+
 /// Input [N, C, D] (D = spatial), targets [N, D].
 struct LossGeometry {
   int64_t batch = 0, classes = 0, spatial = 1;

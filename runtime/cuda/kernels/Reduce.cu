@@ -478,6 +478,90 @@ __global__ void argExtremeKernel(bool max, bool selectLast, const S *x, int64_t 
   }
 }
 
+/// top_k's order (TopKOp; ReductionKernels.cpp's topKBefore): `a` at index `ia` comes before
+/// `b` at `ib`. NaN is larger than every number; equal values (and two NaNs) in index order.
+template <typename T>
+__device__ __forceinline__ bool topKBefore(T a, int64_t ia, T b, int64_t ib, bool largest) {
+  bool aNan = a != a, bNan = b != b; // never true for integers
+  if (aNan != bNan)
+    return largest ? aNan : bNan;
+  if (!aNan && a != b)
+    return largest ? a > b : a < b;
+  return ia < ib;
+}
+
+/// The first element of `row` (n long) after (prevValue, prev) in topKBefore's order (every
+/// element when prev < 0), over the indices i = first, first + step, ...: its index (-1 when
+/// none) and value.
+template <typename S>
+__device__ __forceinline__ int64_t topKNext(const S *row, int64_t n, int64_t first,
+                                            int64_t step, Compute<S> prevValue, int64_t prev,
+                                            bool largest, Compute<S> &value) {
+  int64_t index = -1;
+  for (int64_t i = first; i < n; i += step) {
+    Compute<S> v = load(row, i);
+    if (prev >= 0 && !topKBefore(prevValue, prev, v, i, largest))
+      continue;
+    if (index < 0 || topKBefore(v, i, value, index, largest)) {
+      value = v;
+      index = i;
+    }
+  }
+  return index;
+}
+
+/// top_k of short rows (n <= kTopKThreadRow): a thread per row, k passes over it.
+template <typename S>
+__global__ void topKThreadKernel(const S *x, int64_t *out, int64_t rows, int64_t n, int64_t k,
+                                 bool largest) {
+  PLAIT_GRID_STRIDE(r, rows) {
+    Compute<S> value{};
+    int64_t prev = -1;
+    for (int64_t t = 0; t < k; ++t) {
+      prev = topKNext(x + r * n, n, 0, 1, value, prev, largest, value);
+      out[r * k + t] = prev;
+    }
+  }
+}
+
+/// top_k of longer rows: a block per row and k selections, each thread taking the first of
+/// its strided elements after the previous pick and the block combining them in shared
+/// memory (k * n / kThreads loads a thread; no workspace).
+template <typename S>
+__global__ void topKBlockKernel(const S *x, int64_t *out, int64_t rows, int64_t n, int64_t k,
+                                bool largest) {
+  using T = Compute<S>;
+  __shared__ T bestValue[kThreads];
+  __shared__ int64_t bestIndex[kThreads];
+  const int me = int(threadIdx.x);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    T prevValue{};
+    int64_t prev = -1;
+    for (int64_t t = 0; t < k; ++t) {
+      T value{};
+      bestIndex[me] = topKNext(x + r * n, n, me, blockDim.x, prevValue, prev, largest, value);
+      bestValue[me] = value;
+      __syncthreads();
+      for (int half = kThreads / 2; half > 0; half /= 2) {
+        if (me < half) {
+          int64_t mine = bestIndex[me], other = bestIndex[me + half];
+          if (other >= 0 &&
+              (mine < 0 || topKBefore(bestValue[me + half], other, bestValue[me], mine, largest))) {
+            bestIndex[me] = other;
+            bestValue[me] = bestValue[me + half];
+          }
+        }
+        __syncthreads();
+      }
+      prev = bestIndex[0];
+      prevValue = bestValue[0];
+      if (me == 0)
+        out[r * k + t] = prev;
+      __syncthreads(); // the next selection overwrites the shared slots
+    }
+  }
+}
+
 template <typename Fn> bool dispatchIndex(int dtype, Fn &&fn) {
   switch (dtype) {
   case kI64: fn(int64_t{}); return true;
@@ -565,6 +649,23 @@ cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x
     using S = decltype(tag);
     argExtremeKernel<S><<<gridFor(outer * inner), kThreads, 0, stream>>>(
         max, selectLast, static_cast<const S *>(x), out, outer, n, inner);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchTopK(bool largest, int dtype, const void *x, int64_t *out, int64_t rows,
+                       int64_t n, int64_t k, cudaStream_t stream) {
+  if (rows == 0 || k == 0)
+    return cudaSuccess;
+  bool ok = dispatchNumeric(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    const S *in = static_cast<const S *>(x);
+    if (n <= kTopKThreadRow)
+      topKThreadKernel<S><<<threadBlocks(rows), kThreads, 0, stream>>>(in, out, rows, n, k,
+                                                                        largest);
+    else
+      topKBlockKernel<S><<<rowBlocks(rows), kThreads, 0, stream>>>(in, out, rows, n, k,
+                                                                    largest);
   });
   return ok ? cudaGetLastError() : unsupported();
 }

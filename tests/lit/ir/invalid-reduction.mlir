@@ -80,6 +80,41 @@ func.func @argmin_of_scalar(%x: tensor<f32>) {
 
 // -----
 
+func.func @top_k_beyond_the_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{'plait.top_k' op k 4 is not in [0, 3], the size of the last axis}}
+  // expected-error @+1 {{'plait.top_k' op failed to infer returned types}}
+  %0 = plait.top_k %x {k = 4 : i64} : (tensor<2x3xf32>) -> tensor<2x4xi64>
+  return
+}
+
+// -----
+
+func.func @top_k_negative(%x: tensor<5xf32>) {
+  // expected-error @+2 {{'plait.top_k' op k -1 is not in [0, 5], the size of the last axis}}
+  // expected-error @+1 {{'plait.top_k' op failed to infer returned types}}
+  %0 = plait.top_k %x {k = -1 : i64} : (tensor<5xf32>) -> tensor<5xi64>
+  return
+}
+
+// -----
+
+func.func @top_k_of_scalar(%x: tensor<f32>) {
+  // expected-error @+2 {{'plait.top_k' op x must have rank >= 1}}
+  // expected-error @+1 {{'plait.top_k' op failed to infer returned types}}
+  %0 = plait.top_k %x {k = 1 : i64} : (tensor<f32>) -> tensor<1xi64>
+  return
+}
+
+// -----
+
+func.func @top_k_of_bools(%x: tensor<4xi1>) {
+  // expected-error @+1 {{'plait.top_k' op operand #0 must be}}
+  %0 = plait.top_k %x {k = 1 : i64} : (tensor<4xi1>) -> tensor<1xi64>
+  return
+}
+
+// -----
+
 func.func @argmax_of_empty_axis(%x: tensor<2x0xf32>) {
   // expected-error @+2 {{'plait.argmax' op axis 1 has size 0, so there is no index to return}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -135,6 +135,9 @@ func.func @binary(%a: tensor<2x1x3xf32>, %b: tensor<4x1xf32>, %s: tensor<f32>, %
 // CHECK-NEXT: %6 = plait.argmax %arg0 {axis = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
 // CHECK-NEXT: %7 = plait.argmax %arg0 {axis = -1 : i64, keepdims = false, select_last_index = true} : (tensor<2x3x4xf32>) -> tensor<2x3xi64>
 // CHECK-NEXT: %8 = plait.argmin %arg1 {axis = 0 : i64, keepdims = false} : (tensor<2x3xi32>) -> tensor<3xi64>
+// CHECK-NEXT: %9 = plait.top_k %arg0 {k = 2 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x2xi64>
+// CHECK-NEXT: %10 = plait.top_k %arg1 {k = 3 : i64, largest = false} : (tensor<2x3xi32>) -> tensor<2x3xi64>
+// CHECK-NEXT: %11 = plait.top_k %arg0 {k = 0 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x0xi64>
 // CHECK-NEXT: return
 func.func @reductions(%x: tensor<2x3x4xf32>, %i: tensor<2x3xi32>) {
   %0 = plait.reduce_sum %x {axes = array<i64: 1>} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
@@ -148,6 +151,10 @@ func.func @reductions(%x: tensor<2x3x4xf32>, %i: tensor<2x3xi32>) {
   %6 = plait.argmax %x {axis = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
   %7 = plait.argmax %x {axis = -1 : i64, keepdims = false, select_last_index = true} : (tensor<2x3x4xf32>) -> tensor<2x3xi64>
   %8 = plait.argmin %i {axis = 0 : i64, keepdims = false} : (tensor<2x3xi32>) -> tensor<3xi64>
+  %9 = plait.top_k %x {k = 2 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x2xi64>
+  %10 = plait.top_k %i {k = 3 : i64, largest = false} : (tensor<2x3xi32>) -> tensor<2x3xi64>
+  // k = 0: empty indices.
+  %11 = plait.top_k %x {k = 0 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x0xi64>
   return
 }
 

@@ -166,8 +166,8 @@ TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
 // recurrent layers unrolled (tests/e2e/recurrent_lengths_parity.py: a bidirectional LSTM with
 // peepholes, GRU and RNN, batch first, with runtime sequence_lens: GEMMs with a state operand,
 // gate slices, masks of less, where and cast, concats), GridSample (every mode and padding:
-// gathers at computed positions, clamps, rounds, comparisons) and TopK (selections: reduce_max
-// and reduce_min, where, not, and, argmax of i32), 3-D convolutions and pooling (grouped conv2d,
+// gathers at computed positions, clamps, rounds, comparisons) and TopK (top_k, and a gather of
+// the values, its gradient a scatter-add), 3-D convolutions and pooling (grouped conv2d,
 // conv2d_grad_input and 2-D pools over depth-stacked views; pads, strided slices, concats), and a
 // training-mode Dropout (dropout_mask reading the step). Every instruction of their training steps, fused and unfused, has a CUDA
 // kernel that takes its operands.

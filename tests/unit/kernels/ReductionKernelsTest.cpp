@@ -1,6 +1,8 @@
-// Reductions over axes (keepdims, negative axes, all axes) and argmax/argmin.
+// Reductions over axes (keepdims, negative axes, all axes), argmax/argmin and top_k.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "KernelTestSupport.h"
 
@@ -159,6 +161,85 @@ TEST(ReductionKernels, ArgMaxArgMin) {
   auto xh = makeFloat(DType::F16, {3}, {0.5, -1, 2});
   EXPECT_EQ(runOk("argmin", {xh}, DType::I64, {1}, attrs(0, true, false)).values<int64_t>(),
             (std::vector<int64_t>{1}));
+}
+
+Attrs topK(int64_t k, bool largest = true) {
+  return AttrsBuilder().i("k", k).i("largest", largest).build();
+}
+
+TEST(ReductionKernels, TopKOrdersByValueThenIndex) {
+  const double nan = std::nan(""), inf = INFINITY;
+  // NaN is larger than every number (first when largest, last when smallest); equal values,
+  // +0 and -0 included, in index order.
+  const std::vector<double> v{1, 5, 5, nan, -0.0, 0, 3, -inf, inf, 3, 2, nan};
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtypeName(t));
+    OwnedTensor x = makeFloat(t, {2, 6}, v);
+    EXPECT_EQ(runOk("top_k", {x}, DType::I64, {2, 4}, topK(4)).values<int64_t>(),
+              (std::vector<int64_t>{3, 1, 2, 0, 5, 2, 0, 3}));
+    EXPECT_EQ(runOk("top_k", {x}, DType::I64, {2, 6}, topK(6, false)).values<int64_t>(),
+              (std::vector<int64_t>{4, 5, 0, 1, 2, 3, 1, 4, 0, 3, 2, 5}));
+    EXPECT_TRUE(runKernel("top_k", {x}, {{DType::I64, {2, 0}}}, topK(0)).status.ok());
+  }
+  // Integers compare as themselves (no double: INT64_MAX - 1 and INT64_MAX differ).
+  const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+  OwnedTensor xi = make<int64_t>({5}, {big - 1, small, big, 0, big});
+  EXPECT_EQ(runOk("top_k", {xi}, DType::I64, {3}, topK(3)).values<int64_t>(),
+            (std::vector<int64_t>{2, 4, 0}));
+  EXPECT_EQ(runOk("top_k", {xi}, DType::I64, {2}, topK(2, false)).values<int64_t>(),
+            (std::vector<int64_t>{1, 3}));
+  OwnedTensor xu = makeAs<uint8_t>(DType::U8, {1, 4}, {200, 7, 255, 200});
+  EXPECT_EQ(runOk("top_k", {xu}, DType::I64, {1, 3}, topK(3)).values<int64_t>(),
+            (std::vector<int64_t>{2, 0, 3}));
+}
+
+// Rows short and long (the CUDA kernel takes a thread per row up to 64 elements, a block per
+// row beyond), with many ties, against a stable sort; split across threads, the same indices.
+TEST(ReductionKernels, TopKMatchesAStableSort) {
+  struct Case {
+    int64_t rows, n, k;
+  };
+  for (const Case &c : {Case{5, 10, 3}, Case{3, 64, 64}, Case{4, 65, 7}, Case{2, 300, 300},
+                        Case{3, 5000, 20}, Case{300, 40, 2}}) {
+    OwnedTensor noise = randomFloats({c.rows, c.n}, uint32_t(c.n), -2, 2);
+    std::vector<float> v = noise.values<float>();
+    for (float &e : v)
+      e = std::round(e * 4) / 4; // 17 distinct values: ties everywhere
+    OwnedTensor x = make<float>({c.rows, c.n}, v);
+    for (bool largest : {true, false}) {
+      std::vector<int64_t> want;
+      for (int64_t r = 0; r < c.rows; ++r) {
+        std::vector<int64_t> order(static_cast<size_t>(c.n));
+        std::iota(order.begin(), order.end(), 0);
+        const float *row = v.data() + r * c.n;
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          return largest ? row[a] > row[b] : row[a] < row[b];
+        });
+        want.insert(want.end(), order.begin(), order.begin() + c.k);
+      }
+      SCOPED_TRACE(::testing::Message() << c.rows << "x" << c.n << " k " << c.k << " largest "
+                                        << largest);
+      EXPECT_EQ(runOk("top_k", {x}, DType::I64, {c.rows, c.k}, topK(c.k, largest))
+                    .values<int64_t>(),
+                want);
+      KernelThreads threads(2);
+      EXPECT_EQ(runOk("top_k", {x}, DType::I64, {c.rows, c.k}, topK(c.k, largest))
+                    .values<int64_t>(),
+                want);
+    }
+  }
+}
+
+TEST(ReductionKernels, TopKErrors) {
+  OwnedTensor x = make<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto r = runKernel("top_k", {x}, {{DType::I64, {2, 4}}}, topK(4));
+  EXPECT_EQ(r.status.message(), "top_k: k 4 is not in [0, 3], the size of the last axis");
+  r = runKernel("top_k", {x}, {{DType::I64, {2, 3}}}, topK(2));
+  EXPECT_EQ(r.status.message(), "top_k: output has shape [2, 3], expected [2, 2]");
+  r = runKernel("top_k", {x}, {{DType::I32, {2, 2}}}, topK(2));
+  EXPECT_EQ(r.status.message(), "top_k: output dtype i32 should be i64");
+  r = runKernel("top_k", {make<float>({}, {1})}, {{DType::I64, {}}}, topK(0));
+  EXPECT_EQ(r.status.message(), "top_k: x must have rank >= 1");
 }
 
 TEST(ReductionKernels, Errors) {
