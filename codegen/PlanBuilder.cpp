@@ -183,7 +183,9 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
   if (plan.training)
     schedule = fb::CreateLrScheduleDirect(fbb, plan.schedule.kind.c_str(), plan.schedule.lr,
                                           plan.schedule.warmupSteps, plan.schedule.totalSteps,
-                                          plan.schedule.minLr);
+                                          plan.schedule.minLr, plan.schedule.gamma,
+                                          plan.schedule.stepSize, plan.schedule.power,
+                                          plan.schedule.decaySteps);
   auto root = fb::CreatePlanDirect(fbb, kPlanVersion, plan.worldSize, &plan.arenaBytes,
                                    &kernels, &tensors, &instrs, &plan.inputs, &plan.outputs,
                                    &buffers, plan.report.c_str(), plan.source.c_str(),

@@ -56,11 +56,15 @@ struct InstrDesc {
   uint64_t workspace = 0;       // scratch bytes its kernel takes (workspaceBytesOf)
 };
 
-struct ScheduleDesc {
+struct ScheduleDesc { // plan.fbs LrSchedule
   std::string kind = "constant";
   double lr = 0;
   int64_t warmupSteps = 0, totalSteps = 0;
   double minLr = 0;
+  double gamma = 0;
+  int64_t stepSize = 0;
+  double power = 1;
+  int64_t decaySteps = 0;
 };
 
 struct PlanDesc {

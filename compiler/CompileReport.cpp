@@ -57,6 +57,31 @@ std::string rowNotes(const nlohmann::json &row) {
   return out.empty() ? out : out + ")";
 }
 
+/// The report's lr_schedule for --explain: the first three kinds by name, the later ones with
+/// their shape (runtime/LrSchedule.h).
+std::string scheduleText(const nlohmann::json &s) {
+  std::string kind = s.value("kind", "");
+  int64_t warmup = s.value("warmup_steps", int64_t(0)), total = s.value("total_steps", int64_t(0));
+  double minLr = s.value("min_lr", 0.0);
+  std::string warm = warmup > 0 ? fmt::format("{} warm-up steps, then ", warmup) : "";
+  if (kind == "linear" || kind == "polynomial")
+    return fmt::format("{}: {}down to {:g} at step {}{}", kind, warm, minLr, total,
+                       kind == "polynomial" ? fmt::format(" along (1 - t)^{:g}",
+                                                          s.value("power", 1.0))
+                                            : "");
+  if (kind == "step")
+    return fmt::format("step: {}x{:g} every {} steps", warm, s.value("gamma", 0.0),
+                       s.value("step_size", int64_t(0)));
+  if (kind == "exponential")
+    return fmt::format("exponential: {}x{:g} a step", warm, s.value("gamma", 0.0));
+  if (kind == "inverse-sqrt")
+    return fmt::format("inverse-sqrt: {}lr * sqrt({} / step)", warm, warmup);
+  if (kind == "wsd")
+    return fmt::format("wsd: {}stable to step {}, down to {:g} at step {}", warm,
+                       total - s.value("decay_steps", int64_t(0)), minLr, total);
+  return kind;
+}
+
 } // namespace
 
 nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
@@ -525,13 +550,14 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
         detail += fmt::format(", maximizing the loss on param group(s) {} (their gradients "
                               "negated)",
                               groups);
+      std::string kind = scheduleText(lr);
       if (optimizer == "rprop") // its lr is only where each element's step size starts
         os << fmt::format("  optimizer        : rprop, initial step size {:g} (step 1's lr, {}: "
                           "each element's step size adapts from there){}\n",
-                          lr.value("lr", 0.0), lr.value("kind", ""), detail);
+                          lr.value("lr", 0.0), kind, detail);
       else
         os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}\n",
-                          optimizer, lr.value("lr", 0.0), lr.value("kind", ""), decay, detail);
+                          optimizer, lr.value("lr", 0.0), kind, decay, detail);
       if (int64_t buffers = t.value("buffers", int64_t(0)); buffers > 0)
         os << fmt::format("  buffers          : {} (never trained: running statistics and forward counts, "
                           "updated by each forward, saved with the params, whole on "

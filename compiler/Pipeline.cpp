@@ -170,6 +170,10 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.warmupSteps = train.warmupSteps;
   o.totalSteps = train.totalSteps;
   o.minLr = train.minLr;
+  o.lrGamma = train.lrGamma;
+  o.lrStepSize = train.lrStepSize;
+  o.lrPower = train.lrPower;
+  o.decaySteps = train.decaySteps;
   o.microBatches = train.microBatches;
   o.precision = train.precision;
   PassManager pm(module.getContext());

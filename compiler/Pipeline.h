@@ -40,9 +40,13 @@ struct TrainOptions {
   std::string lrScale;       // --lr-scale 'REGEX=F,...': per-param learning-rate factors
   std::vector<std::string> paramGroups; // --param-group 'REGEX:KEY=V,...', in order
   double clipGradNorm = 0;
-  std::string schedule = "constant";
+  std::string schedule = "constant"; // --lr-schedule (runtime/LrSchedule.h)
   int64_t warmupSteps = 0, totalSteps = 0;
   double minLr = 0;
+  double lrGamma = 0;      // --lr-gamma: step, exponential
+  int64_t lrStepSize = 0;  // --lr-step-size: step
+  double lrPower = 1;      // --lr-power: polynomial
+  int64_t decaySteps = 0;  // --decay-steps: wsd
   int64_t microBatches = 1; // --micro-batches: the model's batch split into this many
   std::string precision = "fp32"; // --precision fp32 | bf16-mixed
   bool syncBatchNorm = false;     // --sync-batch-norm: BatchNorm statistics over every rank

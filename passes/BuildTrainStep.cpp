@@ -12,6 +12,7 @@
 
 #include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
+#include "runtime/LrSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -391,17 +392,20 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
              << optimizer
              << "' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, "
                 "adadelta, rprop, asgd or lamb)";
-    if (schedule != "constant" && schedule != "linear-warmup" && schedule != "cosine")
+    if (!rt::LrSchedule::known(schedule))
       return module.emitError("unknown learning-rate schedule '")
-             << schedule << "' (expected constant, linear-warmup or cosine)";
-    if (schedule == "cosine" && totalSteps <= 0)
-      return module.emitError("the cosine schedule needs total-steps > 0");
+             << schedule
+             << "' (expected constant, linear-warmup, cosine, linear, polynomial, step, "
+                "exponential, inverse-sqrt or wsd)";
+    // lr <= 0 means the optimizer's default here; the plan's rules otherwise.
+    if (std::string why = lrSchedule(1.0).invalid(); !why.empty())
+      return module.emitError(why);
     for (double v : {double(lr), double(eps), double(beta1), double(beta2), double(weightDecay),
                      double(momentum), double(dampening), double(alpha), double(lrDecay),
                      double(rho), double(momentumDecay), double(initialAccumulatorValue),
                      double(etaminus), double(etaplus), double(stepSizeMin),
                      double(stepSizeMax), double(lambd), double(asgdAlpha), double(t0),
-                     double(clipGradNorm), double(minLr)})
+                     double(clipGradNorm), double(minLr), double(lrGamma), double(lrPower)})
       if (!std::isfinite(v))
         return module.emitError("optimizer hyper-parameters must be finite numbers, got ") << v;
     // lr < 0, eps < 0: the optimizer's default (eps = 0 is refused: a zero denominator).
@@ -660,6 +664,21 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     return out;
   }
 
+  /// The schedule the options describe, at peak learning rate `peak`.
+  rt::LrSchedule lrSchedule(double peak) {
+    rt::LrSchedule s;
+    s.kind = schedule;
+    s.lr = peak;
+    s.warmupSteps = warmupSteps;
+    s.totalSteps = totalSteps;
+    s.minLr = minLr;
+    s.gamma = lrGamma;
+    s.stepSize = lrStepSize;
+    s.power = lrPower;
+    s.decaySteps = decaySteps;
+    return s;
+  }
+
   void recordSchedule(ModuleOp module, double weightDecayUsed, int64_t buffers,
                       ArrayRef<ParamGroup> groups) {
     OpBuilder b(module.getContext());
@@ -669,6 +688,15 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(warmupSteps)),
         b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
         b.getNamedAttr("min_lr", b.getF64FloatAttr(minLr))};
+    // The later kinds' own parameters (the first three's schedules stay as they were).
+    if (schedule == "step" || schedule == "exponential")
+      entries.push_back(b.getNamedAttr("gamma", b.getF64FloatAttr(lrGamma)));
+    if (schedule == "step")
+      entries.push_back(b.getNamedAttr("step_size", b.getI64IntegerAttr(lrStepSize)));
+    if (schedule == "polynomial")
+      entries.push_back(b.getNamedAttr("power", b.getF64FloatAttr(lrPower)));
+    if (schedule == "wsd")
+      entries.push_back(b.getNamedAttr("decay_steps", b.getI64IntegerAttr(decaySteps)));
     module->setAttr("plait.lr_schedule", b.getDictionaryAttr(entries));
     SmallVector<NamedAttribute> train{
         b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/Kernel.h"
+#include "runtime/LrSchedule.h"
 #include "runtime/ParamInit.h"
 #include "runtime/Tensor.h"
 #include "runtime/comm/Comm.h"
@@ -95,19 +96,6 @@ struct PlanBuffer {
 /// After a training step, `source`'s bytes are copied into `target` (a Param or State).
 struct PlanUpdate {
   uint32_t source = 0, target = 0;
-};
-
-/// Learning rate per step (plan.fbs LrSchedule).
-struct LrSchedule {
-  std::string kind = "constant"; // constant | linear-warmup | cosine
-  double lr = 0;
-  int64_t warmupSteps = 0, totalSteps = 0;
-  double minLr = 0;
-  /// The learning rate of 1-based `step`.
-  double at(int64_t step) const;
-  /// The learning rate of the step before `step`, step 1's on step 1 (the "prev_lr"
-  /// hyper-parameter: ASGD's eta follows the lr torch had at the end of the step before).
-  double before(int64_t step) const { return at(step > 1 ? step - 1 : 1); }
 };
 
 struct Plan {

@@ -649,10 +649,14 @@ private:
         sched.warmupSteps = s->warmup_steps();
         sched.totalSteps = s->total_steps();
         sched.minLr = s->min_lr();
-        if (sched.kind != "constant" && sched.kind != "linear-warmup" && sched.kind != "cosine")
+        sched.gamma = s->gamma();
+        sched.stepSize = s->step_size();
+        sched.power = s->power();
+        sched.decaySteps = s->decay_steps();
+        if (!LrSchedule::known(sched.kind))
           return fail("unknown learning-rate schedule '{}'", printable(sched.kind));
-        if (!(sched.lr > 0) || sched.warmupSteps < 0 || sched.totalSteps < 0)
-          return fail("learning-rate schedule needs lr > 0 and non-negative step counts");
+        if (std::string why = sched.invalid(); !why.empty())
+          return fail("{}", why);
       } else {
         return fail("a training plan needs a learning-rate schedule");
       }

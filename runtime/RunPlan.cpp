@@ -191,9 +191,10 @@ nlohmann::json commBytesJson(const CommBytes &bytes) {
   return out;
 }
 
-// One line per step, from rank 0: the loss (the plan already averaged it over the ranks),
-// the global throughput, the bytes rank 0 sent (every rank of an SPMD plan sends as much), and
-// the memory the step touched: its arena and workspace high water (Executor).
+// One line per step, from rank 0: the loss (the plan already averaged it over the ranks), the
+// step's learning rate (training plans), the global throughput, the bytes rank 0 sent (every
+// rank of an SPMD plan sends as much), and the memory the step touched: its arena and
+// workspace high water (Executor).
 Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t step,
                     double stepMs, std::ofstream &log) {
   const Plan &plan = exec.plan();
@@ -210,6 +211,8 @@ Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t ste
       {"comm_bytes", commBytesJson(exec.stepCommBytes())},
       {"world_size", plan.worldSize},
   };
+  if (plan.training)
+    record["lr"] = plan.schedule.at(step);
   log << record.dump() << std::endl; // flushed per step: a crashed run keeps its log
   if (!log)
     return Status::errorf("--log-jsonl {}: write error", options.logJsonl);

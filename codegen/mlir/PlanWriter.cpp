@@ -381,6 +381,15 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
                                 "total_steps");
       plan.schedule = {kind.str(), lr.getValueAsDouble(), warmup.getInt(), total.getInt(),
                        minLr.getValueAsDouble()};
+      // The parameters of the later kinds, absent from the schedules of the first three.
+      if (auto gamma = dyn_cast_or_null<FloatAttr>(schedule.get("gamma")))
+        plan.schedule.gamma = gamma.getValueAsDouble();
+      if (auto power = dyn_cast_or_null<FloatAttr>(schedule.get("power")))
+        plan.schedule.power = power.getValueAsDouble();
+      if (auto size = dyn_cast_or_null<IntegerAttr>(schedule.get("step_size")))
+        plan.schedule.stepSize = size.getInt();
+      if (auto decay = dyn_cast_or_null<IntegerAttr>(schedule.get("decay_steps")))
+        plan.schedule.decaySteps = decay.getInt();
     }
   return success();
 }

@@ -115,11 +115,22 @@ int main(int argc, char **argv) {
                  "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
                  "torch param group with weight_decay 0)");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
-  app.add_option("--lr-schedule", train.schedule, "constant, linear-warmup or cosine")
-      ->check(CLI::IsMember({"constant", "linear-warmup", "cosine"}));
+  app.add_option("--lr-schedule", train.schedule,
+                 "constant, linear-warmup, cosine, linear, polynomial, step, exponential, "
+                 "inverse-sqrt or wsd (each but constant warms up over --warmup-steps first)")
+      ->check(CLI::IsMember({"constant", "linear-warmup", "cosine", "linear", "polynomial",
+                             "step", "exponential", "inverse-sqrt", "wsd"}));
   app.add_option("--warmup-steps", train.warmupSteps, "warm-up steps of the schedule");
-  app.add_option("--total-steps", train.totalSteps, "steps over which cosine decays");
-  app.add_option("--min-lr", train.minLr, "final learning rate of the cosine schedule");
+  app.add_option("--total-steps", train.totalSteps,
+                 "the step at which cosine, linear, polynomial and wsd reach --min-lr");
+  app.add_option("--min-lr", train.minLr,
+                 "final learning rate of cosine, linear, polynomial and wsd");
+  app.add_option("--lr-gamma", train.lrGamma,
+                 "step: the factor every --lr-step-size steps; exponential: every step");
+  app.add_option("--lr-step-size", train.lrStepSize, "step schedule: steps between two factors");
+  app.add_option("--lr-power", train.lrPower, "polynomial schedule: the exponent (default 1)");
+  app.add_option("--decay-steps", train.decaySteps,
+                 "wsd schedule: the final steps, which decay linearly to --min-lr");
   plait::DistOptions &dist = options.dist;
   app.add_option("--world-size", dist.worldSize, "data-parallel ranks the plan is for");
   app.add_option("--strategy", dist.strategy,
@@ -236,6 +247,7 @@ int main(int argc, char **argv) {
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
+                           "--lr-gamma", "--lr-step-size", "--lr-power", "--decay-steps",
                            "--micro-batches", "--precision", "--sync-batch-norm",
                            "--padding-idx"})
     if (app.count(flag) && !train.enabled) {
@@ -260,7 +272,9 @@ int main(int argc, char **argv) {
       {"--asgd-alpha", train.asgdAlpha},
       {"--t0", train.t0},
       {"--clip-grad-norm", train.clipGradNorm},
-      {"--min-lr", train.minLr}};
+      {"--min-lr", train.minLr},
+      {"--lr-gamma", train.lrGamma},
+      {"--lr-power", train.lrPower}};
   for (const auto &[flag, value] : numbers)
     if (app.count(flag) && !std::isfinite(value)) {
       std::cerr << "plait-compile: " << flag << " must be a finite number, got " << value << "\n";
@@ -327,16 +341,39 @@ int main(int argc, char **argv) {
       {"--momentum-decay", {"nadam"}},
       {"--decoupled-weight-decay", {"nadam", "radam"}},
       {"--amsgrad", {"adam", "adamw"}}};
-  for (const auto &[flag, optimizers] : optimizerFlags)
-    if (app.count(flag) && train.enabled &&
-        std::find(optimizers.begin(), optimizers.end(), train.optimizer) == optimizers.end()) {
-      std::string names;
-      for (const std::string &o : optimizers)
-        names += (names.empty() ? "" : ", ") + o;
-      std::cerr << "plait-compile: " << flag << " is a hyper-parameter of " << names
-                << ", not of --optimizer " << train.optimizer << "\n";
-      return 1;
-    }
+  // The first flag of `flags` given whose list lacks `chosen`: "FLAG is a WHAT of A, B, not
+  // of OPTION chosen" on stderr (true), else false.
+  using FlagLists = std::vector<std::pair<const char *, std::vector<std::string>>>;
+  auto foreignFlag = [&](const FlagLists &flags, const std::string &chosen, const char *what,
+                         const char *suffix, const char *option) {
+    for (const auto &[flag, owners] : flags)
+      if (app.count(flag) && train.enabled &&
+          std::find(owners.begin(), owners.end(), chosen) == owners.end()) {
+        std::string names;
+        for (const std::string &o : owners)
+          names += (names.empty() ? "" : ", ") + o;
+        std::cerr << "plait-compile: " << flag << " is a " << what << names << suffix
+                  << ", not of " << option << " " << chosen << "\n";
+        return true;
+      }
+    return false;
+  };
+  if (foreignFlag(optimizerFlags, train.optimizer, "hyper-parameter of ", "", "--optimizer"))
+    return 1;
+  // Likewise a schedule's parameter given with another schedule.
+  const FlagLists scheduleFlags = {
+      {"--warmup-steps",
+       {"linear-warmup", "cosine", "linear", "polynomial", "step", "exponential",
+        "inverse-sqrt", "wsd"}},
+      {"--total-steps", {"cosine", "linear", "polynomial", "wsd"}},
+      {"--min-lr", {"cosine", "linear", "polynomial", "wsd"}},
+      {"--lr-gamma", {"step", "exponential"}},
+      {"--lr-step-size", {"step"}},
+      {"--lr-power", {"polynomial"}},
+      {"--decay-steps", {"wsd"}}};
+  if (foreignFlag(scheduleFlags, train.schedule, "parameter of the ", " schedules",
+                  "--lr-schedule"))
+    return 1;
   for (const char *flag : {"--world-size", "--strategy", "--placement", "--unit-size",
                            "--bucket-bytes", "--prefetch", "--no-reshard-after-forward",
                            "--no-sharded-accumulation", "--reduce-scatters-in-flight",

@@ -282,6 +282,8 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
                                {"comm_bytes", commBytesJson(exec->stepCommBytes())},
                                {"world_size", plan.worldSize},
                                {"device", "cuda"}};
+      if (plan.training)
+        record["lr"] = plan.schedule.at(step);
       log << record.dump() << std::endl;
       if (!log)
         return Status::errorf("--log-jsonl {}: write error", options.logJsonl);

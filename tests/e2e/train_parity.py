@@ -36,6 +36,7 @@ SAMPLES = ROOT / "samples"
 # RMS, so these entries take lr-sized steps in directions set by the noise: they cannot agree
 # between any two implementations. SGD keeps them at noise level, so gpt-sgd checks them.
 KEY_BIAS = {f"blocks.{i}.attn.qkv.bias": slice(32, 64) for i in range(2)}
+LR = torch.optim.lr_scheduler
 
 
 class Lion(torch.optim.Optimizer):
@@ -203,9 +204,10 @@ class Lamb(torch.optim.Optimizer):
 
 
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None,
-           no_decay=None, lr_scale=None, groups=None, states=None):
+           no_decay=None, lr_scale=None, groups=None, states=None, scheduler=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
-    (kind, lr, warmup, total, min_lr); noise_only: weight slices whose gradient is exactly 0;
+    (kind, lr, warmup, total, min_lr), set on the torch groups each step; scheduler: instead,
+    builds a torch.optim.lr_scheduler on the optimizer, stepped after each step; noise_only: weight slices whose gradient is exactly 0;
     no_decay: a regex of param names the torch optimizer gets in a second param group with
     weight_decay 0 (plait's --no-weight-decay); lr_scale: [(regex, factor)], first match wins,
     each a torch param group with lr = factor * the base lr (plait's --lr-scale); groups:
@@ -214,7 +216,17 @@ def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=Non
     compared too, from plait's checkpoint (plait-ckpt export --optimizer)."""
     return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
                 clip=clip, noise_only=noise_only or {}, no_decay=no_decay, lr_scale=lr_scale,
-                groups=groups, states=states)
+                groups=groups, states=states, scheduler=scheduler)
+
+
+def warmed(warmup, after):
+    """torch's scheduler `after` (a function of the optimizer) behind a linear warm-up of
+    `warmup` steps from lr / warmup, as plait warms up: SequentialLR(LinearLR, after)."""
+    if warmup == 0:
+        return after
+    return lambda opt: LR.SequentialLR(
+        opt, [LR.LinearLR(opt, start_factor=1 / warmup, total_iters=warmup - 1), after(opt)],
+        milestones=[warmup])
 
 
 CONFIGS = {
@@ -425,6 +437,48 @@ CONFIGS = {
                         lambda p: torch.optim.AdamW(p, lr=3e-3),
                         lr_schedule=("cosine", 3e-3, 5, 30, 3e-4), clip=1.0,
                         noise_only=KEY_BIAS),
+    # The later schedules against torch's own schedulers (StepLR, ExponentialLR,
+    # PolynomialLR behind a LinearLR warm-up), inverse-sqrt and wsd against LambdaLR.
+    "mlp-sgd-step-lr": config("mlp", ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9",
+                                      "--lr-schedule", "step", "--warmup-steps", "3",
+                                      "--lr-gamma", "0.5", "--lr-step-size", "7"],
+                              lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+                              scheduler=warmed(3, lambda o: LR.StepLR(o, step_size=7,
+                                                                      gamma=0.5))),
+    "cnn-adam-exponential-lr": config("cnn", ["--optimizer", "adam", "--lr", "3e-3",
+                                              "--lr-schedule", "exponential", "--lr-gamma",
+                                              "0.9"],
+                                      lambda p: torch.optim.Adam(p, lr=3e-3),
+                                      scheduler=lambda o: LR.ExponentialLR(o, gamma=0.9)),
+    "gpt-adamw-polynomial-lr": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                              "--lr-schedule", "polynomial", "--warmup-steps",
+                                              "4", "--total-steps", "24", "--lr-power", "2"],
+                                      lambda p: torch.optim.AdamW(p, lr=3e-3),
+                                      noise_only=KEY_BIAS,
+                                      scheduler=warmed(4, lambda o: LR.PolynomialLR(
+                                          o, total_iters=20, power=2.0))),
+    "gpt-adamw-linear-lr": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                          "--lr-schedule", "linear", "--warmup-steps", "5",
+                                          "--total-steps", "30", "--lr-scale", "wte|wpe=0.1"],
+                                  lambda p: torch.optim.AdamW(p, lr=3e-3),
+                                  lr_scale=[("wte|wpe", 0.1)], noise_only=KEY_BIAS,
+                                  scheduler=warmed(5, lambda o: LR.PolynomialLR(
+                                      o, total_iters=25, power=1.0))),
+    "mlp-sgd-inverse-sqrt-lr": config("mlp", ["--optimizer", "sgd", "--lr", "0.2",
+                                              "--lr-schedule", "inverse-sqrt",
+                                              "--warmup-steps", "4"],
+                                      lambda p: torch.optim.SGD(p, lr=0.2),
+                                      scheduler=lambda o: LR.LambdaLR(
+                                          o, lambda e: (e + 1) / 4 if e < 4
+                                          else math.sqrt(4 / (e + 1)))),
+    "gpt-adamw-wsd-lr": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                       "--lr-schedule", "wsd", "--warmup-steps", "3",
+                                       "--total-steps", "30", "--decay-steps", "10",
+                                       "--min-lr", "3e-4"],
+                               lambda p: torch.optim.AdamW(p, lr=3e-3), noise_only=KEY_BIAS,
+                               scheduler=lambda o: LR.LambdaLR(
+                                   o, lambda e: (e + 1) / 3 if e < 3 else 1.0 if e < 20
+                                   else 0.1 + 0.9 * (1 - min(1.0, (e - 19) / 10)))),
     "gpt-adamw-amsgrad": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3", "--betas",
                                         "0.9,0.95", "--amsgrad"],
                                 lambda p: torch.optim.AdamW(p, lr=3e-3, betas=(0.9, 0.95),
@@ -577,6 +631,7 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
             group["lr_factor"] = factor
             group["lr"] *= factor
     schedule = cfg["schedule"]
+    scheduler = cfg["scheduler"](opt) if cfg["scheduler"] else None
     losses = []
     for s, (first, size) in enumerate(spans):
         if schedule:
@@ -590,6 +645,8 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
         if cfg["clip"]:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["clip"])
         opt.step()
+        if scheduler:
+            scheduler.step()
         losses.append(float(loss))
     if states is not None:
         for n, p in model.named_parameters():

@@ -182,7 +182,8 @@ TEST(ReductionKernels, TopKOrdersByValueThenIndex) {
     EXPECT_TRUE(runKernel("top_k", {x}, {{DType::I64, {2, 0}}}, topK(0)).status.ok());
   }
   // Integers compare as themselves (no double: INT64_MAX - 1 and INT64_MAX differ).
-  const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  const int64_t small = std::numeric_limits<int64_t>::min();
   OwnedTensor xi = make<int64_t>({5}, {big - 1, small, big, 0, big});
   EXPECT_EQ(runOk("top_k", {xi}, DType::I64, {3}, topK(3)).values<int64_t>(),
             (std::vector<int64_t>{2, 4, 0}));

@@ -37,6 +37,67 @@ TEST(LrSchedule, ConstantWarmupAndCosine) {
   EXPECT_NEAR(cosine.at(50), 0.1, 1e-12);         // stays at the floor
 }
 
+// The later kinds count the steps since the warm-up as torch's schedulers count epochs: the
+// first step after it runs at lr.
+TEST(LrSchedule, TorchStyleKinds) {
+  LrSchedule step{"step", 1.0, 2, 0, 0, 0.5, 3};
+  EXPECT_DOUBLE_EQ(step.at(1), 0.5); // warming up
+  EXPECT_DOUBLE_EQ(step.at(2), 1.0);
+  for (int64_t s : {3, 4, 5})
+    EXPECT_DOUBLE_EQ(step.at(s), 1.0) << s; // StepLR's epochs 0..2
+  EXPECT_DOUBLE_EQ(step.at(6), 0.5);
+  EXPECT_DOUBLE_EQ(step.at(9), 0.25);
+
+  LrSchedule exponential{"exponential", 2.0, 0, 0, 0, 0.9};
+  EXPECT_DOUBLE_EQ(exponential.at(1), 2.0);
+  EXPECT_NEAR(exponential.at(3), 2.0 * 0.81, 1e-15);
+
+  // PolynomialLR(total_iters = 4, power = 2) after 1 warm-up step, floored at min_lr 0.1.
+  LrSchedule poly{"polynomial", 1.0, 1, 5, 0.1, 0, 0, 2.0};
+  EXPECT_DOUBLE_EQ(poly.at(1), 1.0);
+  EXPECT_DOUBLE_EQ(poly.at(2), 1.0);
+  EXPECT_NEAR(poly.at(3), 0.1 + 0.9 * 0.75 * 0.75, 1e-15);
+  EXPECT_NEAR(poly.at(6), 0.1, 1e-15);
+  EXPECT_NEAR(poly.at(60), 0.1, 1e-15);
+  LrSchedule linear{"linear", 1.0, 0, 4, 0, 0, 0, 7.0}; // linear ignores power
+  EXPECT_DOUBLE_EQ(linear.at(1), 1.0);
+  EXPECT_DOUBLE_EQ(linear.at(2), 0.75);
+  EXPECT_DOUBLE_EQ(linear.at(4), 0.25);
+  EXPECT_DOUBLE_EQ(linear.at(5), 0.0);
+
+  LrSchedule inverse{"inverse-sqrt", 1.0, 4, 0, 0};
+  EXPECT_DOUBLE_EQ(inverse.at(2), 0.5);
+  EXPECT_DOUBLE_EQ(inverse.at(4), 1.0);
+  EXPECT_DOUBLE_EQ(inverse.at(16), 0.5);
+
+  // Warm-up, stable, decay: 2 + 4 + 4 steps.
+  LrSchedule wsd{"wsd", 1.0, 2, 10, 0.2, 0, 0, 1, 4};
+  EXPECT_DOUBLE_EQ(wsd.at(1), 0.5);
+  EXPECT_DOUBLE_EQ(wsd.at(6), 1.0);
+  EXPECT_DOUBLE_EQ(wsd.at(7), 0.8);
+  EXPECT_DOUBLE_EQ(wsd.at(10), 0.2);
+  EXPECT_DOUBLE_EQ(wsd.at(11), 0.2);
+}
+
+TEST(LrSchedule, InvalidSchedulesSayWhy) {
+  EXPECT_EQ(LrSchedule({"step", 1.0, 0, 0, 0, 0.5, 0}).invalid(),
+            "the step schedule needs a step size >= 1, got 0");
+  EXPECT_EQ(LrSchedule({"exponential", 1.0, 0, 0, 0, 0}).invalid(),
+            "the exponential schedule needs a gamma > 0, got 0");
+  EXPECT_EQ(LrSchedule({"linear", 1.0, 5, 5, 0}).invalid(),
+            "the linear schedule needs total steps (5) above the warm-up steps (5)");
+  EXPECT_EQ(LrSchedule({"polynomial", 1.0, 0, 5, 0, 0, 0, -1}).invalid(),
+            "the polynomial schedule needs a power > 0, got -1");
+  EXPECT_EQ(LrSchedule({"inverse-sqrt", 1.0, 0, 0, 0}).invalid(),
+            "the inverse-sqrt schedule needs warm-up steps >= 1 (after them the rate is lr * "
+            "sqrt(warmup / step))");
+  EXPECT_EQ(LrSchedule({"wsd", 1.0, 2, 10, 0, 0, 0, 1, 9}).invalid(),
+            "the wsd schedule needs decay steps in [1, 8] (total 10 - warm-up 2), got 9");
+  EXPECT_EQ(LrSchedule({"cyclic", 1.0, 0, 0, 0}).invalid(),
+            "unknown learning-rate schedule 'cyclic'");
+  EXPECT_EQ(LrSchedule({"wsd", 1.0, 2, 10, 0, 0, 0, 1, 8}).invalid(), "");
+}
+
 /// A one-param training plan: w -= lr * x, where the "update" is computed by `add` of a
 /// negated input (enough to test the executor's update and hyper-parameter plumbing).
 plan::PlanDesc tinyTrainingPlan() {
