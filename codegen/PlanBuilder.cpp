@@ -185,7 +185,10 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
                                           plan.schedule.warmupSteps, plan.schedule.totalSteps,
                                           plan.schedule.minLr, plan.schedule.gamma,
                                           plan.schedule.stepSize, plan.schedule.power,
-                                          plan.schedule.decaySteps);
+                                          plan.schedule.decaySteps,
+                                          plan.schedule.milestones.empty()
+                                              ? nullptr
+                                              : &plan.schedule.milestones);
   auto root = fb::CreatePlanDirect(fbb, kPlanVersion, plan.worldSize, &plan.arenaBytes,
                                    &kernels, &tensors, &instrs, &plan.inputs, &plan.outputs,
                                    &buffers, plan.report.c_str(), plan.source.c_str(),

@@ -65,6 +65,7 @@ struct ScheduleDesc { // plan.fbs LrSchedule
   int64_t stepSize = 0;
   double power = 1;
   int64_t decaySteps = 0;
+  std::vector<int64_t> milestones;
 };
 
 struct PlanDesc {

@@ -72,6 +72,12 @@ std::string scheduleText(const nlohmann::json &s) {
   if (kind == "step")
     return fmt::format("step: {}x{:g} every {} steps", warm, s.value("gamma", 0.0),
                        s.value("step_size", int64_t(0)));
+  if (kind == "multistep") {
+    std::string at;
+    for (int64_t m : s.value("milestones", std::vector<int64_t>()))
+      at += fmt::format("{}{}", at.empty() ? "" : ", ", m);
+    return fmt::format("multistep: {}x{:g} after {} steps", warm, s.value("gamma", 0.0), at);
+  }
   if (kind == "exponential")
     return fmt::format("exponential: {}x{:g} a step", warm, s.value("gamma", 0.0));
   if (kind == "inverse-sqrt")
@@ -200,8 +206,12 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     // The optimizer and its schedule as plait-build-train-step recorded them.
     if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train"))
       report["train"] = scalarsToJson(train);
-    if (auto schedule = module->getAttrOfType<DictionaryAttr>("plait.lr_schedule"))
+    if (auto schedule = module->getAttrOfType<DictionaryAttr>("plait.lr_schedule")) {
       report["lr_schedule"] = scalarsToJson(schedule);
+      if (auto milestones = schedule.getAs<DenseI64ArrayAttr>("milestones"))
+        report["lr_schedule"]["milestones"] = std::vector<int64_t>(
+            milestones.asArrayRef().begin(), milestones.asArrayRef().end());
+    }
   }
   report["optimizations"] = {
       {"memory_planning", fmt::format("{} buffers in a {}-byte arena ({}), lower bound {} bytes",

@@ -174,6 +174,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.lrStepSize = train.lrStepSize;
   o.lrPower = train.lrPower;
   o.decaySteps = train.decaySteps;
+  o.lrMilestones = train.lrMilestones;
   o.microBatches = train.microBatches;
   o.precision = train.precision;
   PassManager pm(module.getContext());

@@ -396,7 +396,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       return module.emitError("unknown learning-rate schedule '")
              << schedule
              << "' (expected constant, linear-warmup, cosine, linear, polynomial, step, "
-                "exponential, inverse-sqrt or wsd)";
+                "multistep, exponential, inverse-sqrt or wsd)";
     // lr <= 0 means the optimizer's default here; the plan's rules otherwise.
     if (std::string why = lrSchedule(1.0).invalid(); !why.empty())
       return module.emitError(why);
@@ -676,6 +676,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     s.stepSize = lrStepSize;
     s.power = lrPower;
     s.decaySteps = decaySteps;
+    s.milestones.assign(lrMilestones.begin(), lrMilestones.end());
     return s;
   }
 
@@ -689,8 +690,12 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
         b.getNamedAttr("min_lr", b.getF64FloatAttr(minLr))};
     // The later kinds' own parameters (the first three's schedules stay as they were).
-    if (schedule == "step" || schedule == "exponential")
+    if (schedule == "step" || schedule == "multistep" || schedule == "exponential")
       entries.push_back(b.getNamedAttr("gamma", b.getF64FloatAttr(lrGamma)));
+    if (schedule == "multistep")
+      entries.push_back(b.getNamedAttr(
+          "milestones", b.getDenseI64ArrayAttr(SmallVector<int64_t>(lrMilestones.begin(),
+                                                                    lrMilestones.end()))));
     if (schedule == "step")
       entries.push_back(b.getNamedAttr("step_size", b.getI64IntegerAttr(lrStepSize)));
     if (schedule == "polynomial")

@@ -144,6 +144,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"lrPower", "lr-power", "double", "1.0", "polynomial schedule: the exponent">,
     Option<"decaySteps", "decay-steps", "int64_t", "0",
            "wsd schedule: the final steps, which decay to min-lr">,
+    ListOption<"lrMilestones", "lr-milestones", "int64_t",
+               "multistep schedule: the steps after the warm-up at which lr is multiplied by "
+               "lr-gamma">,
     Option<"microBatches", "micro-batches", "int64_t", "1",
            "micro-batches per step: the function is one micro-batch, the step K of them">,
     Option<"precision", "precision", "std::string", "\"fp32\"",

@@ -7,25 +7,27 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace plait::rt {
 
 struct LrSchedule {
-  // constant | linear-warmup | cosine | linear | polynomial | step | exponential |
+  // constant | linear-warmup | cosine | linear | polynomial | step | multistep | exponential |
   // inverse-sqrt | wsd
   std::string kind = "constant";
   double lr = 0;
   int64_t warmupSteps = 0, totalSteps = 0;
   double minLr = 0;
-  double gamma = 0;       // step, exponential: the factor
+  double gamma = 0;       // step, multistep, exponential: the factor
   int64_t stepSize = 0;   // step: steps between two factors
   double power = 1;       // polynomial: the exponent (linear: 1)
   int64_t decaySteps = 0; // wsd: the final steps that decay
+  std::vector<int64_t> milestones; // multistep: steps after the warm-up, increasing
 
   /// Whether `kind` is one of the kinds above.
   static bool known(const std::string &kind) {
     for (const char *k : {"constant", "linear-warmup", "cosine", "linear", "polynomial", "step",
-                          "exponential", "inverse-sqrt", "wsd"})
+                          "multistep", "exponential", "inverse-sqrt", "wsd"})
       if (kind == k)
         return true;
     return false;
@@ -50,10 +52,13 @@ struct LrSchedule {
           << ") above the warm-up steps (" << warmupSteps << ")";
     } else if (kind == "polynomial" && !(power > 0)) {
       why << "the polynomial schedule needs a power > 0, got " << power;
-    } else if ((kind == "step" || kind == "exponential") && !(gamma > 0)) {
+    } else if ((kind == "step" || kind == "multistep" || kind == "exponential") &&
+               !(gamma > 0)) {
       why << "the " << kind << " schedule needs a gamma > 0, got " << gamma;
     } else if (kind == "step" && stepSize < 1) {
       why << "the step schedule needs a step size >= 1, got " << stepSize;
+    } else if (kind == "multistep" && !increasingMilestones()) {
+      why << "the multistep schedule needs milestones >= 1 in increasing order";
     } else if (kind == "inverse-sqrt" && warmupSteps < 1) {
       why << "the inverse-sqrt schedule needs warm-up steps >= 1 (after them the rate is "
              "lr * sqrt(warmup / step))";
@@ -88,6 +93,11 @@ struct LrSchedule {
     }
     if (kind == "step")
       return lr * std::pow(gamma, std::floor(e / double(std::max<int64_t>(stepSize, 1))));
+    if (kind == "multistep") { // MultiStepLR: a factor at each milestone passed
+      int64_t passed = std::upper_bound(milestones.begin(), milestones.end(), int64_t(e)) -
+                       milestones.begin();
+      return lr * std::pow(gamma, double(passed));
+    }
     if (kind == "exponential")
       return lr * std::pow(gamma, e);
     if (kind == "inverse-sqrt")
@@ -100,6 +110,16 @@ struct LrSchedule {
       return minLr + (lr - minLr) * (1 - p);
     }
     return lr; // linear-warmup after its warm-up
+  }
+
+  /// Whether the milestones are >= 1 and strictly increasing (and there is one at least).
+  bool increasingMilestones() const {
+    if (milestones.empty() || milestones[0] < 1)
+      return false;
+    for (size_t i = 1; i < milestones.size(); ++i)
+      if (milestones[i] <= milestones[i - 1])
+        return false;
+    return true;
   }
 
   /// The learning rate of the step before `step`, step 1's on step 1 (the "prev_lr"

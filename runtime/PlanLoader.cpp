@@ -653,6 +653,8 @@ private:
         sched.stepSize = s->step_size();
         sched.power = s->power();
         sched.decaySteps = s->decay_steps();
+        if (const auto *milestones = s->milestones())
+          sched.milestones.assign(milestones->begin(), milestones->end());
         if (!LrSchedule::known(sched.kind))
           return fail("unknown learning-rate schedule '{}'", printable(sched.kind));
         if (std::string why = sched.invalid(); !why.empty())

@@ -116,17 +116,23 @@ int main(int argc, char **argv) {
                  "torch param group with weight_decay 0)");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
   app.add_option("--lr-schedule", train.schedule,
-                 "constant, linear-warmup, cosine, linear, polynomial, step, exponential, "
-                 "inverse-sqrt or wsd (each but constant warms up over --warmup-steps first)")
+                 "constant, linear-warmup, cosine, linear, polynomial, step, multistep, "
+                 "exponential, inverse-sqrt or wsd (each but constant warms up over "
+                 "--warmup-steps first)")
       ->check(CLI::IsMember({"constant", "linear-warmup", "cosine", "linear", "polynomial",
-                             "step", "exponential", "inverse-sqrt", "wsd"}));
+                             "step", "multistep", "exponential", "inverse-sqrt", "wsd"}));
   app.add_option("--warmup-steps", train.warmupSteps, "warm-up steps of the schedule");
   app.add_option("--total-steps", train.totalSteps,
                  "the step at which cosine, linear, polynomial and wsd reach --min-lr");
   app.add_option("--min-lr", train.minLr,
                  "final learning rate of cosine, linear, polynomial and wsd");
   app.add_option("--lr-gamma", train.lrGamma,
-                 "step: the factor every --lr-step-size steps; exponential: every step");
+                 "step: the factor every --lr-step-size steps; multistep: at each milestone; "
+                 "exponential: every step");
+  app.add_option("--lr-milestones", train.lrMilestones,
+                 "multistep schedule: steps after the warm-up at which lr is multiplied by "
+                 "--lr-gamma (increasing, e.g. 30,60,90)")
+      ->delimiter(',');
   app.add_option("--lr-step-size", train.lrStepSize, "step schedule: steps between two factors");
   app.add_option("--lr-power", train.lrPower, "polynomial schedule: the exponent (default 1)");
   app.add_option("--decay-steps", train.decaySteps,
@@ -248,6 +254,7 @@ int main(int argc, char **argv) {
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--lr-gamma", "--lr-step-size", "--lr-power", "--decay-steps",
+                           "--lr-milestones",
                            "--micro-batches", "--precision", "--sync-batch-norm",
                            "--padding-idx"})
     if (app.count(flag) && !train.enabled) {
@@ -363,11 +370,12 @@ int main(int argc, char **argv) {
   // Likewise a schedule's parameter given with another schedule.
   const FlagLists scheduleFlags = {
       {"--warmup-steps",
-       {"linear-warmup", "cosine", "linear", "polynomial", "step", "exponential",
+       {"linear-warmup", "cosine", "linear", "polynomial", "step", "multistep", "exponential",
         "inverse-sqrt", "wsd"}},
       {"--total-steps", {"cosine", "linear", "polynomial", "wsd"}},
       {"--min-lr", {"cosine", "linear", "polynomial", "wsd"}},
-      {"--lr-gamma", {"step", "exponential"}},
+      {"--lr-gamma", {"step", "multistep", "exponential"}},
+      {"--lr-milestones", {"multistep"}},
       {"--lr-step-size", {"step"}},
       {"--lr-power", {"polynomial"}},
       {"--decay-steps", {"wsd"}}};

@@ -6,10 +6,14 @@
 // the CPU kernels have their own approximations). A call the CUDA kernel refuses (a dtype it
 // has no kernel for, f16 say) is counted, not failed; the summary at the end lists what was
 // compared and refused per op, and fails the run when a CUDA kernel was never compared.
+// PLAIT_SHADOW_MAX_ELEMENTS=N leaves out the calls with an operand of more than N elements
+// (counted too): the run with blocks and threads reversed looks for races, which show on a few
+// hundred blocks as on thousands, and needs not repeat the suites' largest calls.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -36,7 +40,7 @@ const std::map<std::string, std::string> kNotShadowed = {
 };
 
 struct Tally {
-  std::map<std::string, int> compared, refused;
+  std::map<std::string, int> compared, refused, large;
   std::map<std::string, std::string> refusal; // the first reason per op
 };
 
@@ -66,11 +70,26 @@ std::string where() {
   return t ? fmt::format("{}.{}", t->test_suite_name(), t->name()) : "?";
 }
 
+/// PLAIT_SHADOW_MAX_ELEMENTS, or no limit.
+int64_t maxShadowElements() {
+  static const int64_t limit = [] {
+    const char *text = std::getenv("PLAIT_SHADOW_MAX_ELEMENTS");
+    return text && *text ? std::atoll(text) : std::numeric_limits<int64_t>::max();
+  }();
+  return limit;
+}
+
 void shadow(const std::string &name, const std::vector<rt::TensorView> &inputs,
             const std::vector<rt::TensorView> &outputs, const rt::Attrs &attrs) {
   rt::CudaKernelFn fn = rt::findCudaKernel(name);
   if (!fn)
     return; // no CUDA kernel, or a library one (NoLibraryKernels.cpp)
+  for (const auto *list : {&inputs, &outputs})
+    for (const rt::TensorView &t : *list)
+      if (t.numel() > maxShadowElements()) {
+        ++tally().large[name];
+        return;
+      }
   std::vector<OwnedTensor> results;
   std::vector<rt::TensorView> out;
   for (const rt::TensorView &t : outputs)
@@ -125,6 +144,13 @@ public:
       line += fmt::format(" {}:{}", op, n);
     std::printf("[ shadowed ] %zu CUDA kernels compared with the CPU kernels:%s\n",
                 t.compared.size(), line.c_str());
+    int large = 0;
+    for (const auto &[op, n] : t.large)
+      large += n;
+    if (large > 0)
+      std::printf("[ large    ] %d calls with an operand above PLAIT_SHADOW_MAX_ELEMENTS (%lld) "
+                  "left out\n",
+                  large, static_cast<long long>(maxShadowElements()));
     for (const auto &[op, n] : t.refused)
       std::printf("[ refused  ] %s: %d calls the CUDA kernel does not take (%s)\n", op.c_str(),
                   n, t.refusal.at(op).c_str());

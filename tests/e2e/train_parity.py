@@ -445,6 +445,13 @@ CONFIGS = {
                               lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
                               scheduler=warmed(3, lambda o: LR.StepLR(o, step_size=7,
                                                                       gamma=0.5))),
+    "cnn-sgd-multistep-lr": config("cnn", ["--optimizer", "sgd", "--lr", "0.05", "--momentum",
+                                           "0.9", "--lr-schedule", "multistep",
+                                           "--warmup-steps", "2", "--lr-gamma", "0.3",
+                                           "--lr-milestones", "5,9,20"],
+                                   lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+                                   scheduler=warmed(2, lambda o: LR.MultiStepLR(
+                                       o, milestones=[5, 9, 20], gamma=0.3))),
     "cnn-adam-exponential-lr": config("cnn", ["--optimizer", "adam", "--lr", "3e-3",
                                               "--lr-schedule", "exponential", "--lr-gamma",
                                               "0.9"],

@@ -48,6 +48,15 @@ TEST(LrSchedule, TorchStyleKinds) {
   EXPECT_DOUBLE_EQ(step.at(6), 0.5);
   EXPECT_DOUBLE_EQ(step.at(9), 0.25);
 
+  // MultiStepLR([2, 5], 0.1) after 1 warm-up step: epochs 0, 1 at lr, 2..4 x0.1, then x0.01.
+  LrSchedule multistep{"multistep", 1.0, 1, 0, 0, 0.1, 0, 1, 0, {2, 5}};
+  EXPECT_DOUBLE_EQ(multistep.at(1), 1.0);
+  EXPECT_DOUBLE_EQ(multistep.at(3), 1.0);
+  EXPECT_NEAR(multistep.at(4), 0.1, 1e-15);
+  EXPECT_NEAR(multistep.at(6), 0.1, 1e-15);
+  EXPECT_NEAR(multistep.at(7), 0.01, 1e-15);
+  EXPECT_NEAR(multistep.at(70), 0.01, 1e-15);
+
   LrSchedule exponential{"exponential", 2.0, 0, 0, 0, 0.9};
   EXPECT_DOUBLE_EQ(exponential.at(1), 2.0);
   EXPECT_NEAR(exponential.at(3), 2.0 * 0.81, 1e-15);
@@ -93,6 +102,9 @@ TEST(LrSchedule, InvalidSchedulesSayWhy) {
             "sqrt(warmup / step))");
   EXPECT_EQ(LrSchedule({"wsd", 1.0, 2, 10, 0, 0, 0, 1, 9}).invalid(),
             "the wsd schedule needs decay steps in [1, 8] (total 10 - warm-up 2), got 9");
+  for (std::vector<int64_t> bad : {std::vector<int64_t>{}, {0, 3}, {4, 4}, {5, 2}})
+    EXPECT_EQ(LrSchedule({"multistep", 1.0, 0, 0, 0, 0.5, 0, 1, 0, bad}).invalid(),
+              "the multistep schedule needs milestones >= 1 in increasing order");
   EXPECT_EQ(LrSchedule({"cyclic", 1.0, 0, 0, 0}).invalid(),
             "unknown learning-rate schedule 'cyclic'");
   EXPECT_EQ(LrSchedule({"wsd", 1.0, 2, 10, 0, 0, 0, 1, 8}).invalid(), "");
