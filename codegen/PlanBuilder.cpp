@@ -188,7 +188,8 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
                                           plan.schedule.decaySteps,
                                           plan.schedule.milestones.empty()
                                               ? nullptr
-                                              : &plan.schedule.milestones);
+                                              : &plan.schedule.milestones,
+                                          plan.schedule.cycleSteps, plan.schedule.cycleMult);
   auto root = fb::CreatePlanDirect(fbb, kPlanVersion, plan.worldSize, &plan.arenaBytes,
                                    &kernels, &tensors, &instrs, &plan.inputs, &plan.outputs,
                                    &buffers, plan.report.c_str(), plan.source.c_str(),

@@ -66,6 +66,7 @@ struct ScheduleDesc { // plan.fbs LrSchedule
   double power = 1;
   int64_t decaySteps = 0;
   std::vector<int64_t> milestones;
+  int64_t cycleSteps = 0, cycleMult = 1;
 };
 
 struct PlanDesc {

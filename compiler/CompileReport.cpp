@@ -72,6 +72,12 @@ std::string scheduleText(const nlohmann::json &s) {
   if (kind == "step")
     return fmt::format("step: {}x{:g} every {} steps", warm, s.value("gamma", 0.0),
                        s.value("step_size", int64_t(0)));
+  if (kind == "cosine-restarts") {
+    int64_t mult = s.value("cycle_mult", int64_t(1));
+    return fmt::format("cosine-restarts: {}cycles of {} steps{} down to {:g}", warm,
+                       s.value("cycle_steps", int64_t(0)),
+                       mult > 1 ? fmt::format(", each x{} the one before,", mult) : "", minLr);
+  }
   if (kind == "multistep") {
     std::string at;
     for (int64_t m : s.value("milestones", std::vector<int64_t>()))

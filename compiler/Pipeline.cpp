@@ -175,6 +175,8 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.lrPower = train.lrPower;
   o.decaySteps = train.decaySteps;
   o.lrMilestones = train.lrMilestones;
+  o.lrCycleSteps = train.lrCycleSteps;
+  o.lrCycleMult = train.lrCycleMult;
   o.microBatches = train.microBatches;
   o.precision = train.precision;
   PassManager pm(module.getContext());

@@ -48,6 +48,7 @@ struct TrainOptions {
   double lrPower = 1;      // --lr-power: polynomial
   int64_t decaySteps = 0;  // --decay-steps: wsd
   std::vector<int64_t> lrMilestones; // --lr-milestones: multistep
+  int64_t lrCycleSteps = 0, lrCycleMult = 1; // --lr-cycle-steps, --lr-cycle-mult
   int64_t microBatches = 1; // --micro-batches: the model's batch split into this many
   std::string precision = "fp32"; // --precision fp32 | bf16-mixed
   bool syncBatchNorm = false;     // --sync-batch-norm: BatchNorm statistics over every rank

@@ -395,8 +395,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if (!rt::LrSchedule::known(schedule))
       return module.emitError("unknown learning-rate schedule '")
              << schedule
-             << "' (expected constant, linear-warmup, cosine, linear, polynomial, step, "
-                "multistep, exponential, inverse-sqrt or wsd)";
+             << "' (expected constant, linear-warmup, cosine, cosine-restarts, linear, "
+                "polynomial, step, multistep, exponential, inverse-sqrt or wsd)";
     // lr <= 0 means the optimizer's default here; the plan's rules otherwise.
     if (std::string why = lrSchedule(1.0).invalid(); !why.empty())
       return module.emitError(why);
@@ -677,6 +677,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     s.power = lrPower;
     s.decaySteps = decaySteps;
     s.milestones.assign(lrMilestones.begin(), lrMilestones.end());
+    s.cycleSteps = lrCycleSteps;
+    s.cycleMult = lrCycleMult;
     return s;
   }
 
@@ -692,6 +694,10 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     // The later kinds' own parameters (the first three's schedules stay as they were).
     if (schedule == "step" || schedule == "multistep" || schedule == "exponential")
       entries.push_back(b.getNamedAttr("gamma", b.getF64FloatAttr(lrGamma)));
+    if (schedule == "cosine-restarts") {
+      entries.push_back(b.getNamedAttr("cycle_steps", b.getI64IntegerAttr(lrCycleSteps)));
+      entries.push_back(b.getNamedAttr("cycle_mult", b.getI64IntegerAttr(lrCycleMult)));
+    }
     if (schedule == "multistep")
       entries.push_back(b.getNamedAttr(
           "milestones", b.getDenseI64ArrayAttr(SmallVector<int64_t>(lrMilestones.begin(),

@@ -144,6 +144,10 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"lrPower", "lr-power", "double", "1.0", "polynomial schedule: the exponent">,
     Option<"decaySteps", "decay-steps", "int64_t", "0",
            "wsd schedule: the final steps, which decay to min-lr">,
+    Option<"lrCycleSteps", "lr-cycle-steps", "int64_t", "0",
+           "cosine-restarts schedule: the first cycle's steps">,
+    Option<"lrCycleMult", "lr-cycle-mult", "int64_t", "1",
+           "cosine-restarts schedule: each cycle this many times the one before">,
     ListOption<"lrMilestones", "lr-milestones", "int64_t",
                "multistep schedule: the steps after the warm-up at which lr is multiplied by "
                "lr-gamma">,

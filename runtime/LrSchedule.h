@@ -12,8 +12,8 @@
 namespace plait::rt {
 
 struct LrSchedule {
-  // constant | linear-warmup | cosine | linear | polynomial | step | multistep | exponential |
-  // inverse-sqrt | wsd
+  // constant | linear-warmup | cosine | cosine-restarts | linear | polynomial | step |
+  // multistep | exponential | inverse-sqrt | wsd
   std::string kind = "constant";
   double lr = 0;
   int64_t warmupSteps = 0, totalSteps = 0;
@@ -23,11 +23,14 @@ struct LrSchedule {
   double power = 1;       // polynomial: the exponent (linear: 1)
   int64_t decaySteps = 0; // wsd: the final steps that decay
   std::vector<int64_t> milestones; // multistep: steps after the warm-up, increasing
+  int64_t cycleSteps = 0; // cosine-restarts: the first cycle's steps (torch's T_0)
+  int64_t cycleMult = 1;  // cosine-restarts: each cycle this many times the one before
 
   /// Whether `kind` is one of the kinds above.
   static bool known(const std::string &kind) {
-    for (const char *k : {"constant", "linear-warmup", "cosine", "linear", "polynomial", "step",
-                          "multistep", "exponential", "inverse-sqrt", "wsd"})
+    for (const char *k : {"constant", "linear-warmup", "cosine", "cosine-restarts", "linear",
+                          "polynomial", "step", "multistep", "exponential", "inverse-sqrt",
+                          "wsd"})
       if (kind == k)
         return true;
     return false;
@@ -57,6 +60,10 @@ struct LrSchedule {
       why << "the " << kind << " schedule needs a gamma > 0, got " << gamma;
     } else if (kind == "step" && stepSize < 1) {
       why << "the step schedule needs a step size >= 1, got " << stepSize;
+    } else if (kind == "cosine-restarts" && (cycleSteps < 1 || cycleMult < 1)) {
+      why << "the cosine-restarts schedule needs cycle steps >= 1 and a cycle multiplier >= 1, "
+             "got "
+          << cycleSteps << " and " << cycleMult;
     } else if (kind == "multistep" && !increasingMilestones()) {
       why << "the multistep schedule needs milestones >= 1 in increasing order";
     } else if (kind == "inverse-sqrt" && warmupSteps < 1) {
@@ -93,6 +100,18 @@ struct LrSchedule {
     }
     if (kind == "step")
       return lr * std::pow(gamma, std::floor(e / double(std::max<int64_t>(stepSize, 1))));
+    if (kind == "cosine-restarts") { // CosineAnnealingWarmRestarts: e in its current cycle
+      int64_t at = int64_t(e), cycle = std::max<int64_t>(cycleSteps, 1);
+      if (cycleMult <= 1) {
+        at %= cycle;
+      } else {
+        while (at >= cycle) {
+          at -= cycle;
+          cycle *= cycleMult;
+        }
+      }
+      return minLr + (lr - minLr) * (1 + std::cos(M_PI * double(at) / double(cycle))) / 2;
+    }
     if (kind == "multistep") { // MultiStepLR: a factor at each milestone passed
       int64_t passed = std::upper_bound(milestones.begin(), milestones.end(), int64_t(e)) -
                        milestones.begin();

@@ -653,6 +653,8 @@ private:
         sched.stepSize = s->step_size();
         sched.power = s->power();
         sched.decaySteps = s->decay_steps();
+        sched.cycleSteps = s->cycle_steps();
+        sched.cycleMult = s->cycle_mult();
         if (const auto *milestones = s->milestones())
           sched.milestones.assign(milestones->begin(), milestones->end());
         if (!LrSchedule::known(sched.kind))

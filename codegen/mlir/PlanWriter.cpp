@@ -390,6 +390,10 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
         plan.schedule.stepSize = size.getInt();
       if (auto decay = dyn_cast_or_null<IntegerAttr>(schedule.get("decay_steps")))
         plan.schedule.decaySteps = decay.getInt();
+      if (auto steps = dyn_cast_or_null<IntegerAttr>(schedule.get("cycle_steps")))
+        plan.schedule.cycleSteps = steps.getInt();
+      if (auto mult = dyn_cast_or_null<IntegerAttr>(schedule.get("cycle_mult")))
+        plan.schedule.cycleMult = mult.getInt();
       if (auto milestones = dyn_cast_or_null<DenseI64ArrayAttr>(schedule.get("milestones")))
         plan.schedule.milestones.assign(milestones.asArrayRef().begin(),
                                         milestones.asArrayRef().end());

@@ -116,11 +116,12 @@ int main(int argc, char **argv) {
                  "torch param group with weight_decay 0)");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
   app.add_option("--lr-schedule", train.schedule,
-                 "constant, linear-warmup, cosine, linear, polynomial, step, multistep, "
-                 "exponential, inverse-sqrt or wsd (each but constant warms up over "
-                 "--warmup-steps first)")
-      ->check(CLI::IsMember({"constant", "linear-warmup", "cosine", "linear", "polynomial",
-                             "step", "multistep", "exponential", "inverse-sqrt", "wsd"}));
+                 "constant, linear-warmup, cosine, cosine-restarts, linear, polynomial, step, "
+                 "multistep, exponential, inverse-sqrt or wsd (each but constant warms up "
+                 "over --warmup-steps first)")
+      ->check(CLI::IsMember({"constant", "linear-warmup", "cosine", "cosine-restarts", "linear",
+                             "polynomial", "step", "multistep", "exponential", "inverse-sqrt",
+                             "wsd"}));
   app.add_option("--warmup-steps", train.warmupSteps, "warm-up steps of the schedule");
   app.add_option("--total-steps", train.totalSteps,
                  "the step at which cosine, linear, polynomial and wsd reach --min-lr");
@@ -133,6 +134,11 @@ int main(int argc, char **argv) {
                  "multistep schedule: steps after the warm-up at which lr is multiplied by "
                  "--lr-gamma (increasing, e.g. 30,60,90)")
       ->delimiter(',');
+  app.add_option("--lr-cycle-steps", train.lrCycleSteps,
+                 "cosine-restarts schedule: the first cycle's steps (torch's T_0)");
+  app.add_option("--lr-cycle-mult", train.lrCycleMult,
+                 "cosine-restarts schedule: each cycle this many times the one before "
+                 "(T_mult, default 1)");
   app.add_option("--lr-step-size", train.lrStepSize, "step schedule: steps between two factors");
   app.add_option("--lr-power", train.lrPower, "polynomial schedule: the exponent (default 1)");
   app.add_option("--decay-steps", train.decaySteps,
@@ -254,7 +260,7 @@ int main(int argc, char **argv) {
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--lr-gamma", "--lr-step-size", "--lr-power", "--decay-steps",
-                           "--lr-milestones",
+                           "--lr-milestones", "--lr-cycle-steps", "--lr-cycle-mult",
                            "--micro-batches", "--precision", "--sync-batch-norm",
                            "--padding-idx"})
     if (app.count(flag) && !train.enabled) {
@@ -370,10 +376,12 @@ int main(int argc, char **argv) {
   // Likewise a schedule's parameter given with another schedule.
   const FlagLists scheduleFlags = {
       {"--warmup-steps",
-       {"linear-warmup", "cosine", "linear", "polynomial", "step", "multistep", "exponential",
-        "inverse-sqrt", "wsd"}},
+       {"linear-warmup", "cosine", "cosine-restarts", "linear", "polynomial", "step",
+        "multistep", "exponential", "inverse-sqrt", "wsd"}},
       {"--total-steps", {"cosine", "linear", "polynomial", "wsd"}},
-      {"--min-lr", {"cosine", "linear", "polynomial", "wsd"}},
+      {"--min-lr", {"cosine", "cosine-restarts", "linear", "polynomial", "wsd"}},
+      {"--lr-cycle-steps", {"cosine-restarts"}},
+      {"--lr-cycle-mult", {"cosine-restarts"}},
       {"--lr-gamma", {"step", "multistep", "exponential"}},
       {"--lr-milestones", {"multistep"}},
       {"--lr-step-size", {"step"}},

@@ -452,6 +452,17 @@ CONFIGS = {
                                    lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
                                    scheduler=warmed(2, lambda o: LR.MultiStepLR(
                                        o, milestones=[5, 9, 20], gamma=0.3))),
+    "gpt-adamw-cosine-restarts-lr": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                                   "--lr-schedule", "cosine-restarts",
+                                                   "--warmup-steps", "2", "--lr-cycle-steps",
+                                                   "4", "--lr-cycle-mult", "2", "--min-lr",
+                                                   "3e-4"],
+                                           lambda p: torch.optim.AdamW(p, lr=3e-3),
+                                           noise_only=KEY_BIAS,
+                                           scheduler=warmed(2, lambda o:
+                                                            LR.CosineAnnealingWarmRestarts(
+                                                                o, T_0=4, T_mult=2,
+                                                                eta_min=3e-4))),
     "cnn-adam-exponential-lr": config("cnn", ["--optimizer", "adam", "--lr", "3e-3",
                                               "--lr-schedule", "exponential", "--lr-gamma",
                                               "0.9"],

@@ -57,6 +57,18 @@ TEST(LrSchedule, TorchStyleKinds) {
   EXPECT_NEAR(multistep.at(7), 0.01, 1e-15);
   EXPECT_NEAR(multistep.at(70), 0.01, 1e-15);
 
+  // CosineAnnealingWarmRestarts(T_0 = 2, T_mult = 2, eta_min = 0.2): cycles of 2, 4, 8 steps.
+  LrSchedule restarts{"cosine-restarts", 1.0, 0, 0, 0.2};
+  restarts.cycleSteps = 2;
+  restarts.cycleMult = 2;
+  const double half = 0.2 + 0.8 * 0.5;
+  for (auto [s, want] : {std::pair<int64_t, double>{1, 1.0}, {2, half}, {3, 1.0}, {5, half},
+                         {7, 1.0}, {11, half}, {15, 1.0}})
+    EXPECT_NEAR(restarts.at(s), want, 1e-12) << s;
+  restarts.cycleMult = 1; // a cycle of 2 steps, again and again
+  EXPECT_NEAR(restarts.at(9), 1.0, 1e-12);
+  EXPECT_NEAR(restarts.at(10), half, 1e-12);
+
   LrSchedule exponential{"exponential", 2.0, 0, 0, 0, 0.9};
   EXPECT_DOUBLE_EQ(exponential.at(1), 2.0);
   EXPECT_NEAR(exponential.at(3), 2.0 * 0.81, 1e-15);
@@ -105,6 +117,9 @@ TEST(LrSchedule, InvalidSchedulesSayWhy) {
   for (std::vector<int64_t> bad : {std::vector<int64_t>{}, {0, 3}, {4, 4}, {5, 2}})
     EXPECT_EQ(LrSchedule({"multistep", 1.0, 0, 0, 0, 0.5, 0, 1, 0, bad}).invalid(),
               "the multistep schedule needs milestones >= 1 in increasing order");
+  EXPECT_EQ(LrSchedule({"cosine-restarts", 1.0, 0, 0, 0}).invalid(),
+            "the cosine-restarts schedule needs cycle steps >= 1 and a cycle multiplier >= 1, "
+            "got 0 and 1");
   EXPECT_EQ(LrSchedule({"cyclic", 1.0, 0, 0, 0}).invalid(),
             "unknown learning-rate schedule 'cyclic'");
   EXPECT_EQ(LrSchedule({"wsd", 1.0, 2, 10, 0, 0, 0, 1, 8}).invalid(), "");
@@ -183,8 +198,11 @@ TEST(TrainingPlan, LoaderRejectsBadUpdatesAndHyperParameters) {
   p.tensors[3].name = "momentum";
   rejects(p, "unknown hyper-parameter (expected lr, step or prev_lr)");
   p = tinyTrainingPlan();
-  p.schedule.kind = "exponential";
-  rejects(p, "unknown learning-rate schedule 'exponential'");
+  p.schedule.kind = "cyclic";
+  rejects(p, "unknown learning-rate schedule 'cyclic'");
+  p = tinyTrainingPlan();
+  p.schedule.kind = "exponential"; // a kind the loader knows, without its gamma
+  rejects(p, "the exponential schedule needs a gamma > 0, got 0");
   p = tinyTrainingPlan();
   p.outputs = {2};
   rejects(p, "a training plan's first output must be the scalar loss");
