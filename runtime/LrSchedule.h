@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -107,6 +108,10 @@ struct LrSchedule {
       } else {
         while (at >= cycle) {
           at -= cycle;
+          if (cycle > std::numeric_limits<int64_t>::max() / cycleMult) {
+            cycle = std::numeric_limits<int64_t>::max(); // longer than any run
+            break;
+          }
           cycle *= cycleMult;
         }
       }

@@ -65,6 +65,9 @@ TEST(LrSchedule, TorchStyleKinds) {
   for (auto [s, want] : {std::pair<int64_t, double>{1, 1.0}, {2, half}, {3, 1.0}, {5, half},
                          {7, 1.0}, {11, half}, {15, 1.0}})
     EXPECT_NEAR(restarts.at(s), want, 1e-12) << s;
+  restarts.cycleMult = int64_t(1) << 62; // the second cycle would overflow: it never ends
+  EXPECT_NEAR(restarts.at(3), 1.0, 1e-12);
+  EXPECT_NEAR(restarts.at(int64_t(1) << 40), 1.0, 1e-6);
   restarts.cycleMult = 1; // a cycle of 2 steps, again and again
   EXPECT_NEAR(restarts.at(9), 1.0, 1e-12);
   EXPECT_NEAR(restarts.at(10), half, 1e-12);
