@@ -207,8 +207,8 @@ def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=Non
            no_decay=None, lr_scale=None, groups=None, states=None, scheduler=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
     (kind, lr, warmup, total, min_lr), set on the torch groups each step; scheduler: instead,
-    builds a torch.optim.lr_scheduler on the optimizer, stepped after each step; noise_only: weight slices whose gradient is exactly 0;
-    no_decay: a regex of param names the torch optimizer gets in a second param group with
+    builds a torch.optim.lr_scheduler on the optimizer, stepped after each step; noise_only:
+    weight slices whose gradient is exactly 0; no_decay: a regex of param names the torch optimizer gets in a second param group with
     weight_decay 0 (plait's --no-weight-decay); lr_scale: [(regex, factor)], first match wins,
     each a torch param group with lr = factor * the base lr (plait's --lr-scale); groups:
     [(regex, options)], first match wins, each a torch param group with those options
