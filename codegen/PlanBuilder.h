@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/schema/plan_generated.h"
+#include "runtime/LrSchedule.h"
 
 namespace plait::plan {
 
@@ -56,18 +57,8 @@ struct InstrDesc {
   uint64_t workspace = 0;       // scratch bytes its kernel takes (workspaceBytesOf)
 };
 
-struct ScheduleDesc { // plan.fbs LrSchedule
-  std::string kind = "constant";
-  double lr = 0;
-  int64_t warmupSteps = 0, totalSteps = 0;
-  double minLr = 0;
-  double gamma = 0;
-  int64_t stepSize = 0;
-  double power = 1;
-  int64_t decaySteps = 0;
-  std::vector<int64_t> milestones;
-  int64_t cycleSteps = 0, cycleMult = 1;
-};
+/// plan.fbs LrSchedule: the runtime's own struct (header-only), so the two cannot drift.
+using ScheduleDesc = rt::LrSchedule;
 
 struct PlanDesc {
   uint32_t worldSize = 1;

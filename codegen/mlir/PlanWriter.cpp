@@ -381,19 +381,22 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
                                 "total_steps");
       plan.schedule = {kind.str(), lr.getValueAsDouble(), warmup.getInt(), total.getInt(),
                        minLr.getValueAsDouble()};
-      // The parameters of the later kinds, absent from the schedules of the first three.
-      if (auto gamma = dyn_cast_or_null<FloatAttr>(schedule.get("gamma")))
-        plan.schedule.gamma = gamma.getValueAsDouble();
-      if (auto power = dyn_cast_or_null<FloatAttr>(schedule.get("power")))
-        plan.schedule.power = power.getValueAsDouble();
-      if (auto size = dyn_cast_or_null<IntegerAttr>(schedule.get("step_size")))
-        plan.schedule.stepSize = size.getInt();
-      if (auto decay = dyn_cast_or_null<IntegerAttr>(schedule.get("decay_steps")))
-        plan.schedule.decaySteps = decay.getInt();
-      if (auto steps = dyn_cast_or_null<IntegerAttr>(schedule.get("cycle_steps")))
-        plan.schedule.cycleSteps = steps.getInt();
-      if (auto mult = dyn_cast_or_null<IntegerAttr>(schedule.get("cycle_mult")))
-        plan.schedule.cycleMult = mult.getInt();
+      // The parameters of the later kinds, absent from the schedules of the first three
+      // (which keep the struct's defaults).
+      auto readFloat = [&](const char *key, double &field) {
+        if (auto v = dyn_cast_or_null<FloatAttr>(schedule.get(key)))
+          field = v.getValueAsDouble();
+      };
+      auto readInt = [&](const char *key, int64_t &field) {
+        if (auto v = dyn_cast_or_null<IntegerAttr>(schedule.get(key)))
+          field = v.getInt();
+      };
+      readFloat("gamma", plan.schedule.gamma);
+      readFloat("power", plan.schedule.power);
+      readInt("step_size", plan.schedule.stepSize);
+      readInt("decay_steps", plan.schedule.decaySteps);
+      readInt("cycle_steps", plan.schedule.cycleSteps);
+      readInt("cycle_mult", plan.schedule.cycleMult);
       if (auto milestones = dyn_cast_or_null<DenseI64ArrayAttr>(schedule.get("milestones")))
         plan.schedule.milestones.assign(milestones.asArrayRef().begin(),
                                         milestones.asArrayRef().end());
