@@ -212,6 +212,17 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     // The optimizer and its schedule as plait-build-train-step recorded them.
     if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train"))
       report["train"] = scalarsToJson(train);
+    // The weight EMA's averages (states "<param>.ema", or "<unit>.ema" shards): this rank's.
+    int64_t emaStates = 0, emaBytes = 0;
+    module.walk([&](StateOp state) {
+      if (!state.getName().ends_with(".ema"))
+        return;
+      auto type = cast<RankedTensorType>(state.getType());
+      ++emaStates;
+      emaBytes += type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
+    });
+    if (emaStates > 0)
+      report["ema"] = {{"states", emaStates}, {"bytes", emaBytes}};
     if (auto schedule = module->getAttrOfType<DictionaryAttr>("plait.lr_schedule")) {
       report["lr_schedule"] = scalarsToJson(schedule);
       if (auto milestones = schedule.getAs<DenseI64ArrayAttr>("milestones"))
@@ -574,6 +585,17 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
       else
         os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}\n",
                           optimizer, lr.value("lr", 0.0), kind, decay, detail);
+      if (double ema = t.value("ema_decay", 0.0); ema > 0 && report.contains("ema"))
+        os << fmt::format("  weight EMA       : decay {:g}{}, a copy of the params on step 1; "
+                          "{} averages, {} bytes{} (in the optimizer state, saved in "
+                          "checkpoints; plait-run --save-ema-weights)\n",
+                          ema,
+                          t.value("ema_warmup", false)
+                              ? fmt::format(" warmed up as min({:g}, t / (t + 9))", ema)
+                              : "",
+                          report["ema"]["states"].get<int64_t>(),
+                          report["ema"]["bytes"].get<int64_t>(),
+                          report["world_size"].get<int>() > 1 ? " per rank" : "");
       if (int64_t buffers = t.value("buffers", int64_t(0)); buffers > 0)
         os << fmt::format("  buffers          : {} (never trained: running statistics and forward counts, "
                           "updated by each forward, saved with the params, whole on "

@@ -166,6 +166,8 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
     o.paramGroups += (o.paramGroups.empty() ? "" : ";") + group;
   // With several ranks the norm is of the averaged gradients: plait-shard clips them.
   o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;
+  o.emaDecay = train.emaDecay;
+  o.emaWarmup = train.emaWarmup;
   o.schedule = train.schedule;
   o.warmupSteps = train.warmupSteps;
   o.totalSteps = train.totalSteps;

@@ -40,6 +40,8 @@ struct TrainOptions {
   std::string lrScale;       // --lr-scale 'REGEX=F,...': per-param learning-rate factors
   std::vector<std::string> paramGroups; // --param-group 'REGEX:KEY=V,...', in order
   double clipGradNorm = 0;
+  double emaDecay = 0;     // --ema-decay: the weight EMA's decay (0: none)
+  bool emaWarmup = false;  // --ema-warmup: its decay min(D, t / (t + 9))
   std::string schedule = "constant"; // --lr-schedule (runtime/LrSchedule.h)
   int64_t warmupSteps = 0, totalSteps = 0;
   double minLr = 0;

@@ -198,6 +198,15 @@ LogicalResult LionUpdateOp::verify() {
   return success();
 }
 
+LogicalResult WeightEmaOp::verify() {
+  double decay = getDecay().convertToDouble();
+  if (!(decay > 0.0 && decay < 1.0))
+    return emitOpError("needs 0 < decay < 1, got ") << decay;
+  if (cast<ShapedType>(getStep().getType()).getRank() != 0)
+    return emitOpError("step must be a scalar");
+  return success();
+}
+
 /// The checks shared by Adam's variants (adamax, nadam, radam): torch's own.
 static LogicalResult verifyAdamLike(Operation *op, double beta1, double beta2, double eps) {
   if (beta1 < 0.0 || beta1 >= 1.0 || beta2 < 0.0 || beta2 >= 1.0 || eps < 0.0)

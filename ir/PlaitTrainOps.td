@@ -737,6 +737,32 @@ def Plait_LambNormsOp : Plait_Op<"lamb_norms", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Plait_WeightEmaOp : Plait_Op<"weight_ema",
+    [Pure, AllTypesMatch<["param", "ema", "new_ema"]>]> {
+  let summary = "an exponential moving average of a param's values, updated after each step";
+  let description = [{
+    new_ema = d * ema + (1 - d) * param, where `param` is the param's value after this
+    step's update and d depends on the step: 0 on step 1 (the average starts as a copy),
+    then `decay`, or with `warmup` min(decay, (1 + n) / (10 + n)) with n = step - 1 (the
+    updates averaged before). This is torch.optim.swa_utils.AveragedModel updated after every
+    optimizer step with the average function d * avg + (1 - d) * p; with `warmup`, the decay
+    of diffusers' EMAModel and TensorFlow's ExponentialMovingAverage(num_updates). d and
+    1 - d are computed in double and rounded to the param's type, as PyTorch multiplies a
+    tensor by a Python float. One state, "<param>.ema", the averaged weights.
+
+    ```mlir
+    %e2 = plait.weight_ema %p2, %e, %step {decay = 0.999 : f64}
+        : (tensor<8xf32>, tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$ema,
+                       StaticShapeTensorOf<[F32]>:$step, F64Attr:$decay,
+                       DefaultValuedAttr<BoolAttr, "false">:$warmup);
+  let results = (outs Plait_FloatTensor:$new_ema);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Plait_GroupedUpdateOp : Plait_Op<"grouped_update", [Pure]> {
   let summary = "several optimizer updates of one kind computed by one kernel (plait-group-updates)";
   let description = [{

@@ -451,6 +451,11 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if (microBatches < 1)
       return module.emitError("micro-batches must be at least 1, got ")
              << static_cast<int64_t>(microBatches);
+    if (!(emaDecay == 0 || (emaDecay > 0 && emaDecay < 1)))
+      return module.emitError("ema-decay must be in (0, 1) (0: no EMA), got ")
+             << double(emaDecay);
+    if (emaWarmup && emaDecay == 0)
+      return module.emitError("ema-warmup needs an EMA: give ema-decay");
     return success();
   }
 
@@ -741,6 +746,11 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       train.push_back(b.getNamedAttr("param_groups", b.getStringAttr(paramGroups)));
     if (buffers > 0)
       train.push_back(b.getNamedAttr("buffers", b.getI64IntegerAttr(buffers)));
+    if (emaDecay > 0) {
+      train.push_back(b.getNamedAttr("ema_decay", b.getF64FloatAttr(emaDecay)));
+      if (emaWarmup)
+        train.push_back(b.getNamedAttr("ema_warmup", b.getBoolAttr(true)));
+    }
     module->setAttr("plait.train", b.getDictionaryAttr(train));
   }
 
@@ -919,6 +929,23 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         module.emitError("--lr-scale: '") << (*scales)[i].text << "' matches no trainable param";
         return signalPassFailure();
       }
+    // --ema-decay: each trainable param's average, from its value after the update, built
+    // after every update so that the updates stay next to each other (plait-group-updates).
+    if (emaDecay > 0) {
+      PendingAssigns averages;
+      for (auto &[target, value] : assigns) {
+        auto param = target.getDefiningOp<ParamOp>();
+        if (!param)
+          continue;
+        Value ema = b.create<StateOp>(param.getLoc(), param.getType(),
+                                      b.getStringAttr(param.getName() + ".ema"));
+        Value next = b.create<WeightEmaOp>(param.getLoc(), param.getType(), value, ema,
+                                           stepValue, b.getF64FloatAttr(emaDecay),
+                                           b.getBoolAttr(emaWarmup));
+        averages.push_back({ema, next});
+      }
+      llvm::append_range(assigns, averages);
+    }
     // Each buffer takes its new value (cast back from bf16 under bf16-mixed).
     for (auto [param, result] : *buffers) {
       Value value = terminator->getOperand(result);

@@ -129,6 +129,11 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
            "param group with weight_decay 0)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
            "clip gradients to this global L2 norm (0: off)">,
+    Option<"emaDecay", "ema-decay", "double", "0.0",
+           "keep an exponential moving average of the trainable params, updated after each "
+           "step with this decay (0: off; plait.weight_ema, states '<param>.ema')">,
+    Option<"emaWarmup", "ema-warmup", "bool", "false",
+           "the EMA's decay at step t is min(ema-decay, t / (t + 9)) (diffusers' EMAModel)">,
     Option<"schedule", "schedule", "std::string", "\"constant\"",
            "learning-rate schedule: constant, linear-warmup, cosine, linear, polynomial, step, "
            "exponential, inverse-sqrt, wsd (runtime/LrSchedule.h)">,

@@ -597,6 +597,13 @@ Status restoreCheckpoint(const CheckpointIndex &index, const Executor &exec) {
       uint8_t *base = static_cast<uint8_t *>(exec.view(t).data);
       for (const LocalSegment &s : localSegments(tensor, exec.rank())) {
         auto it = index.tensors.find(s.logical);
+        // A weight EMA (--ema-decay) that the saving run did not keep starts from the params
+        // it saved, as an EMA added to a model copies it.
+        const std::string_view ema = ".ema";
+        if (it == index.tensors.end() && kind == TensorKind::State &&
+            s.logical.size() > ema.size() &&
+            s.logical.compare(s.logical.size() - ema.size(), ema.size(), ema) == 0)
+          it = index.tensors.find(s.logical.substr(0, s.logical.size() - ema.size()));
         if (it == index.tensors.end())
           return Status::errorf("{}: has no {} '{}' (the plan's {} tensor {}); was it saved "
                                 "from another model or optimizer?", index.path,
@@ -606,7 +613,7 @@ Status restoreCheckpoint(const CheckpointIndex &index, const Executor &exec) {
                                 s.logical, dtypeName(it->second.dtype),
                                 shapeString(it->second.shape), plan.path,
                                 dtypeName(tensor.dtype), shapeString(*s.shape));
-        PLAIT_RETURN_IF_ERROR(copyLogical(index, files, s.logical, s.start, s.count,
+        PLAIT_RETURN_IF_ERROR(copyLogical(index, files, it->first, s.start, s.count,
                                           base + s.offset * dtypeSize(tensor.dtype)));
       }
     }

@@ -77,4 +77,15 @@ PLAIT_SCHEDULE_HD AsgdCoefficients asgdCoefficients(double lr, double lambd, dou
           double(float(1 / fmax(1.0, t - t0)))};
 }
 
+/// The weight EMA's decay at step `step` (>= 1; plait.weight_ema): 0 on step 1, where the
+/// average starts as a copy of the params (torch's AveragedModel copies on its first
+/// update_parameters), then `decay`, or with `warmup` min(decay, (1 + n) / (10 + n)), n =
+/// step - 1 the updates averaged before (diffusers' EMAModel, TensorFlow's num_updates).
+PLAIT_SCHEDULE_HD double weightEmaDecay(double decay, bool warmup, double step) {
+  if (step <= 1)
+    return 0.0;
+  const double n = step - 1;
+  return warmup ? fmin(decay, (1 + n) / (10 + n)) : decay;
+}
+
 } // namespace plait::rt

@@ -274,6 +274,77 @@ Status saveWeights(const std::string &path, Executor &exec, bool writer) {
   return writer ? writeSafetensors(path, params) : Status();
 }
 
+/// --save-ema-weights: the params as saveWeights writes them, each trained one's values
+/// replaced by its weight EMA (the state "<param>.ema", or its piece of a unit's sharded
+/// average, gathered first); frozen params and buffers as they are, so that the file is a
+/// whole state_dict of the averaged model.
+Status saveEmaWeights(const std::string &path, Executor &exec, bool writer) {
+  const Plan &plan = exec.plan();
+  std::map<std::string, TensorView> averages; // by param name
+  std::vector<std::vector<uint8_t>> gathered;
+  gathered.reserve(plan.tensors.size());
+  constexpr std::string_view kSuffix = ".ema";
+  auto paramOf = [&](const std::string &name) {
+    return name.substr(0, name.size() - kSuffix.size());
+  };
+  auto isAverage = [&](const std::string &name) {
+    return name.size() > kSuffix.size() &&
+           std::string_view(name).substr(name.size() - kSuffix.size()) == kSuffix;
+  };
+  for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
+    const PlanTensor &tensor = plan.tensors[t];
+    if (tensor.kind != TensorKind::State)
+      continue;
+    if (!tensor.sharded) {
+      if (isAverage(tensor.name))
+        averages.emplace(paramOf(tensor.name), exec.view(t));
+      continue;
+    }
+    if (tensor.shard.pieces.empty() || !isAverage(tensor.shard.pieces.front().name))
+      continue;
+    PLAIT_RETURN_IF_ERROR(exec.gatherParam(t, gathered.emplace_back()));
+    for (const ShardPiece &p : tensor.shard.pieces)
+      averages.emplace(paramOf(p.name),
+                       TensorView{gathered.back().data() + p.offset * dtypeSize(tensor.dtype),
+                                  tensor.dtype, p.shape});
+  }
+  std::vector<std::pair<std::string, TensorView>> params;
+  for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
+    const PlanTensor &tensor = plan.tensors[t];
+    if (tensor.kind != TensorKind::Param)
+      continue;
+    auto pick = [&](const std::string &name, TensorView value) {
+      auto it = averages.find(name);
+      params.emplace_back(name, it != averages.end() ? it->second : value);
+    };
+    if (!tensor.sharded) {
+      pick(tensor.name, exec.view(t));
+      continue;
+    }
+    PLAIT_RETURN_IF_ERROR(exec.gatherParam(t, gathered.emplace_back()));
+    for (const ShardPiece &p : tensor.shard.pieces)
+      pick(p.name, TensorView{gathered.back().data() + p.offset * dtypeSize(tensor.dtype),
+                              tensor.dtype, p.shape});
+  }
+  return writer ? writeSafetensors(path, params) : Status();
+}
+
+/// Whether the plan keeps a weight EMA (compiled with --ema-decay).
+bool hasWeightEma(const Plan &plan) {
+  return std::any_of(plan.instrs.begin(), plan.instrs.end(), [&](const PlanInstr &in) {
+    return plan.kernels[in.kernel] == "weight_ema";
+  });
+}
+
+/// The options that need something of the plan, checked once it is loaded.
+Status checkPlanOptions(const Plan &plan, const RunOptions &options) {
+  if (!options.saveEmaWeights.empty() && !hasWeightEma(plan))
+    return Status::errorf("{}: --save-ema-weights: the plan keeps no weight EMA (compile it "
+                          "with --train --ema-decay D)",
+                          plan.path);
+  return {};
+}
+
 std::string rankCount(uint32_t n) { return fmt::format("{} rank{}", n, n == 1 ? "" : "s"); }
 
 Status worldSizeMismatch(const std::string &planPath, uint32_t planWorld, uint32_t ranks) {
@@ -416,6 +487,7 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   Plan plan;
   PLAIT_RETURN_IF_ERROR(loadPlan(options.planPath, plan));
   PLAIT_RETURN_IF_ERROR(checkPlanDevice(plan));
+  PLAIT_RETURN_IF_ERROR(checkPlanOptions(plan, options));
   if (plan.worldSize != comm.size())
     return worldSizeMismatch(plan.path, plan.worldSize, comm.size());
   if (plan.training && options.dataDir.empty() && options.inputs.empty())
@@ -543,6 +615,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     PLAIT_RETURN_IF_ERROR(writeOutputs(options, *exec, written));
   if (!options.saveWeights.empty())
     PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec, lead));
+  if (!options.saveEmaWeights.empty())
+    PLAIT_RETURN_IF_ERROR(saveEmaWeights(options.saveEmaWeights, *exec, lead));
   if (!lead)
     return {};
   std::string onRanks = plan.worldSize > 1 ? " on " + rankCount(plan.worldSize) : "";
@@ -560,10 +634,13 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
                           "--steps {}", plan.path, options.checkpointDir, resumedStep,
                           options.steps);
   else if (plan.training)
-    summary = fmt::format("{}: trained {} steps{}{}, loss {} -> {}, {:.3f} ms/step ({}){}{}",
+    summary = fmt::format("{}: trained {} steps{}{}, loss {} -> {}, {:.3f} ms/step ({}){}{}{}",
                           plan.path, stepsRun, resumed, onRanks, firstLoss.dump(),
                           lossOf(*exec).dump(), totalMs / double(stepsRun), memory,
                           options.saveWeights.empty() ? "" : "; weights -> " + options.saveWeights,
+                          options.saveEmaWeights.empty()
+                              ? ""
+                              : "; EMA weights -> " + options.saveEmaWeights,
                           saved);
   else
     summary = fmt::format("{}: ran {} instructions {}{} in {:.3f} ms ({}); outputs: {}",
@@ -628,6 +705,7 @@ Status relaunchUnderMpirun(const RunOptions &options, const std::vector<std::str
   Plan plan;
   PLAIT_RETURN_IF_ERROR(loadPlan(options.planPath, plan));
   PLAIT_RETURN_IF_ERROR(checkPlanDevice(plan));
+  PLAIT_RETURN_IF_ERROR(checkPlanOptions(plan, options));
   if (int64_t(plan.worldSize) != options.nproc)
     return worldSizeMismatch(plan.path, plan.worldSize, uint32_t(options.nproc));
   if (options.maxRestarts == 0)

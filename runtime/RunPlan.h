@@ -22,6 +22,7 @@ struct RunOptions {
   bool shuffle = false;    // --shuffle: each epoch in its own order, from --seed
   std::string logJsonl;    // one JSON object per step
   std::string saveWeights; // write the params as safetensors after the last step
+  std::string saveEmaWeights; // the params' weight EMA (--ema-decay plans), as saveWeights
   MonitorOptions monitor;  // --progress, --trace, --trace-steps (RunMonitor.h)
   std::string checkpointDir; // sharded checkpoints (Checkpoint.h); empty: none
   int64_t checkpointEvery = 0; // checkpoint after every N-th step (and after the last)

@@ -115,6 +115,12 @@ int main(int argc, char **argv) {
                  "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
                  "torch param group with weight_decay 0)");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
+  app.add_option("--ema-decay", train.emaDecay,
+                 "keep an exponential moving average of the trained params, d * ema + (1 - d) "
+                 "* param after each step (torch's AveragedModel: a copy on step 1), in the "
+                 "checkpoints and written by plait-run --save-ema-weights");
+  app.add_flag("--ema-warmup", train.emaWarmup,
+               "the EMA's decay at step t is min(--ema-decay, t / (t + 9)) (diffusers' EMAModel)");
   app.add_option("--lr-schedule", train.schedule,
                  "constant, linear-warmup, cosine, cosine-restarts, linear, polynomial, step, "
                  "multistep, exponential, inverse-sqrt or wsd (each but constant warms up "
@@ -257,7 +263,8 @@ int main(int argc, char **argv) {
                            "--initial-accumulator-value", "--rho", "--no-weight-decay",
                            "--etas", "--step-sizes", "--lambd", "--asgd-alpha", "--t0",
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
-                           "--momentum-decay", "--freeze", "--clip-grad-norm",
+                           "--momentum-decay", "--freeze", "--clip-grad-norm", "--ema-decay",
+                           "--ema-warmup",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--lr-gamma", "--lr-step-size", "--lr-power", "--decay-steps",
                            "--lr-milestones", "--lr-cycle-steps", "--lr-cycle-mult",
@@ -285,6 +292,7 @@ int main(int argc, char **argv) {
       {"--asgd-alpha", train.asgdAlpha},
       {"--t0", train.t0},
       {"--clip-grad-norm", train.clipGradNorm},
+      {"--ema-decay", train.emaDecay},
       {"--min-lr", train.minLr},
       {"--lr-gamma", train.lrGamma},
       {"--lr-power", train.lrPower}};
@@ -319,6 +327,14 @@ int main(int argc, char **argv) {
       std::cerr << "plait-compile: --padding-idx names '" << entry.substr(0, eq) << "' twice\n";
       return 1;
     }
+  }
+  if (app.count("--ema-decay") && !(train.emaDecay > 0 && train.emaDecay < 1)) {
+    std::cerr << "plait-compile: --ema-decay must be in (0, 1), got " << train.emaDecay << "\n";
+    return 1;
+  }
+  if (train.emaWarmup && !app.count("--ema-decay")) {
+    std::cerr << "plait-compile: --ema-warmup needs --ema-decay\n";
+    return 1;
   }
   if (app.count("--eps") && !(train.eps > 0)) { // negative would mean the default
     std::cerr << "plait-compile: --eps must be > 0, got " << train.eps << "\n";

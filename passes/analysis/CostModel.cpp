@@ -173,6 +173,8 @@ constexpr ElementCost kElementCosts[] = {
     // tensor's update that adapts computes the direction twice (its norms pass: the norms'
     // entry, added by extraUpdateFlops). lamb_norms: the direction and two squares summed.
     {"lamb_update", T + 12, false, "adamw"},  {"lamb_norms", T + 14, true, "adamw"},
+    // The weight EMA: two products and a sum per element, reading and writing like SGD.
+    {"weight_ema", 3, false, "sgd"},
     // Data movement: one load and store per element moved (the CPU backend's loops; on GPUs
     // these are memory-bound and the bytes term decides). reshape is a view: no rate.
     // "movement" permutes or gathers elements; "copy" moves contiguous runs.
@@ -280,7 +282,8 @@ bool splitsElements(std::string_view k) {
       "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
       "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "adagrad_update",
       "rmsprop_update", "lion_update", "adamax_update", "nadam_update", "radam_update",
-      "adadelta_update", "rprop_update", "asgd_update", "lamb_update", "where", "clamp",
+      "adadelta_update", "rprop_update", "asgd_update", "lamb_update", "weight_ema", "where",
+      "clamp",
       "not", "cast", "pow",
       "dropout_mask"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);

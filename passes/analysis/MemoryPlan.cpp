@@ -130,7 +130,8 @@ void resolveLiveness(func::FuncOp func, const ProgramOrder &order, MemoryPlan &p
       b.end = order.endTime;
 }
 
-/// The operand an optimizer update reads element by element for its result `result`.
+/// The operand an optimizer update (or a weight EMA) reads element by element for its result
+/// `result`.
 std::optional<unsigned> inPlaceOperand(Operation *op, unsigned result) {
   if (isOptimizerUpdate(op))
     return updatedOperand(op->getName().stripDialect(), result);
@@ -140,6 +141,8 @@ std::optional<unsigned> inPlaceOperand(Operation *op, unsigned result) {
     unsigned t = result / perResult, k = result % perResult;
     return t * per + updatedOperand(grouped.getUpdate(), k);
   }
+  if (isa<WeightEmaOp>(op)) // reads each element of its average before writing it
+    return 1u;
   return std::nullopt;
 }
 

@@ -163,6 +163,25 @@ SyncGradOp shardReduction(Value grad) {
 /// The optimizer state operands of an update op, in operand order.
 SmallVector<Value> stateOperands(Operation *update) { return updateStates(update); }
 
+/// The weight EMA (--ema-decay) that averages `update`'s new param, or null.
+WeightEmaOp emaOf(Operation *update) {
+  for (Operation *user : update->getResult(0).getUsers())
+    if (auto ema = dyn_cast<WeightEmaOp>(user))
+      return ema;
+  return {};
+}
+
+/// Erases a param's weight EMA (its assign, the op and its state) once the flat shard's
+/// replaces it.
+void eraseEma(WeightEmaOp ema) {
+  Operation *state = ema.getEma().getDefiningOp();
+  for (Operation *user : llvm::to_vector(ema->getUsers()))
+    user->erase();
+  ema->erase();
+  if (state && state->use_empty())
+    state->erase();
+}
+
 /// The names of an update's states after the param's (torch's state_dict keys), as
 /// plait-build-train-step names them.
 SmallVector<StringRef> stateSuffixes(Operation *update) {
@@ -504,8 +523,10 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
           b.getNamedAttr("numel", b.getI64IntegerAttr(u.numel())),
           b.getNamedAttr("padded_numel", b.getI64IntegerAttr(paddedNumel(u.numel(), g))),
           b.getNamedAttr("element_bytes", b.getI64IntegerAttr(elementBytes)),
+          // The weight EMA's average is sharded with the optimizer's states.
           b.getNamedAttr("states_per_param",
-                         b.getI64IntegerAttr(stateOperands(u.params.front()->update).size())),
+                         b.getI64IntegerAttr(stateOperands(u.params.front()->update).size() +
+                                             (emaOf(u.params.front()->update) ? 1 : 0))),
           b.getNamedAttr("precision",
                          b.getStringAttr(llvm::all_of(u.params, [](TrainableParam *p) {
                                            return !halfCopies(p->op).empty();
@@ -679,6 +700,10 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
                                            << "another unit (--unit-size) or ddp";
       if (!sameSettings(p->update, like))
         return p->update->emitOpError("unit '") << u.name << "' mixes optimizer settings";
+      WeightEmaOp ema = emaOf(p->update), likeEma = emaOf(like);
+      if (bool(ema) != bool(likeEma) ||
+          (ema && ema->getAttrDictionary() != likeEma->getAttrDictionary()))
+        return p->op.emitOpError("unit '") << u.name << "' mixes weight EMA settings";
     }
     int64_t g = u.placement.shardGroupSize(worldSize);
     int64_t padded = paddedNumel(u.numel(), g);
@@ -789,9 +814,20 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     }
     for (auto [i, state] : llvm::enumerate(states))
       b.create<AssignOp>(loc, state, update->getResult(i + 1));
+    // The weight EMA of the shard's new params, its average a shard laid out as the states.
+    if (WeightEmaOp likeEma = emaOf(like)) {
+      auto average = b.create<StateOp>(loc, shardType, b.getStringAttr(u.name + ".ema"));
+      average->setAttr(kStateLayoutAttr, stateLayout(b, u, "ema", shardGroups, padded));
+      auto ema = b.create<WeightEmaOp>(loc, shardType, update->getResult(0), average,
+                                       likeEma.getStep(), likeEma.getDecayAttr(),
+                                       likeEma.getWarmupAttr());
+      b.create<AssignOp>(loc, average, ema);
+    }
 
     // The per-param updates, their assigns and state are gone.
     for (TrainableParam *p : u.params) {
+      if (WeightEmaOp ema = emaOf(p->update))
+        eraseEma(ema);
       SmallVector<Value> oldStates = stateOperands(p->update);
       // Its users are the assigns of the new param and state values.
       for (Operation *user : llvm::to_vector(p->update->getUsers()))

@@ -682,4 +682,29 @@ Status planTopK(const KernelCall &call, int64_t &rows, int64_t &n, int64_t &k) {
   return {};
 }
 
+Status planWeightEma(const KernelCall &call, double &decay, bool &warmup) {
+  constexpr const char *kName = "weight_ema";
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 3, 3, 1));
+  const TensorView &param = call.inputs[0], &ema = call.inputs[1], &step = call.inputs[2];
+  const TensorView &out = call.outputs[0];
+  if (!isFloat(param.dtype))
+    return Status::errorf("{}: param must be a float tensor, got {}", kName,
+                          dtypeName(param.dtype));
+  for (const auto &[what, t] : {std::pair<const char *, const TensorView *>{"ema", &ema},
+                                {"new ema", &out}}) {
+    if (t->dtype != param.dtype)
+      return Status::errorf("{}: {} dtype {} differs from the param's {}", kName, what,
+                            dtypeName(t->dtype), dtypeName(param.dtype));
+    PLAIT_RETURN_IF_ERROR(checkShape(kName, what, t->shape, param.shape));
+  }
+  if (step.dtype != DType::F32 || step.numel() != 1)
+    return Status::errorf("{}: step must be an f32 scalar, got {} {}", kName,
+                          dtypeName(step.dtype), shapeString(step.shape));
+  decay = call.attrs.getFloat("decay", -1.0);
+  if (!(decay > 0.0 && decay < 1.0))
+    return Status::errorf("{}: decay {} is not in (0, 1)", kName, decay);
+  warmup = call.attrs.getBool("warmup", false);
+  return {};
+}
+
 } // namespace plait::rt::cpu

@@ -3,7 +3,7 @@
 // tensor that follows torch.optim.SGD / AdamW / Adam / Adagrad / RMSprop / ASGD (PyTorch 1.13,
 // single-tensor path) and Lion's reference implementation operation by operation. The
 // two-state updates (adamax, nadam, radam, adadelta, rprop) are in TwoStateUpdateKernels.cpp,
-// LAMB's in LambKernels.cpp.
+// LAMB's in LambKernels.cpp. weight_ema (--ema-decay) averages a param after its update.
 //
 // PyTorch computes the scalar factors (1 - lr * wd, lr / (1 - beta1^step), ...) in double,
 // as Python floats, and converts each to the parameter dtype where it meets a tensor; the
@@ -729,6 +729,47 @@ Status groupedUpdateKernel(const KernelCall &call) {
   return Status();
 }
 
+//===----------------------------------------------------------------------===//
+// weight_ema
+//===----------------------------------------------------------------------===//
+
+/// new_ema = d * ema + (1 - d) * param, d = weightEmaDecay(step) (a copy of param on step 1),
+/// as torch's AveragedModel with the average d * avg + (1 - d) * p: the products in T with d
+/// and 1 - d rounded from double.
+template <typename T>
+void weightEma(const TensorView &param, const TensorView &ema, const TensorView &out,
+               double d) {
+  const T *p = param.as<T>(), *e = ema.as<T>();
+  T *y = out.as<T>();
+  const T keep = T(d), take = T(1 - d);
+  const bool copy = d == 0.0;
+  parallelFor(param.numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+    if (copy) { // 0 * ema would turn an inf or NaN left in the state into NaN
+      std::copy(p + begin, p + end, y + begin);
+      return;
+    }
+#pragma GCC ivdep
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = keep * e[i] + take * p[i];
+  });
+}
+
+/// weight_ema(param, ema, step) -> new_ema.
+Status weightEmaKernel(const KernelCall &call) {
+  constexpr std::string_view kName = "weight_ema";
+  double decay = 0, step = 0;
+  bool warmup = false;
+  PLAIT_RETURN_IF_ERROR(planWeightEma(call, decay, warmup));
+  PLAIT_RETURN_IF_ERROR(readStep(kName, call.inputs[2], step));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &weightEmaKernel);
+  const double d = weightEmaDecay(decay, warmup, step);
+  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
+    weightEma<decltype(tag)>(call.inputs[0], call.inputs[1], call.outputs[0], d);
+    return Status();
+  });
+}
+
 } // namespace
 
 void registerOptimizerKernels() {
@@ -741,6 +782,7 @@ void registerOptimizerKernels() {
   registerTwoStateUpdateKernels();
   registerLambKernels();
   registerKernel("grouped_update", &groupedUpdateKernel);
+  registerKernel("weight_ema", &weightEmaKernel);
 }
 
 } // namespace plait::rt::cpu

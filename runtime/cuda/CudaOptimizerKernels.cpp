@@ -1,8 +1,8 @@
 // Host side of the CUDA optimizer updates: sgd_update, adamw_update, adagrad_update,
 // rmsprop_update, lion_update, adamax_update, nadam_update, radam_update, adadelta_update,
 // rprop_update, asgd_update, lamb_update (and lamb_norms) and grouped_update (a group's
-// tensors in one launch per kMaxUpdateTensors, Optimizer.cu). The host copies of the "lr" (or
-// asgd_update's "prev_lr") and "step" hyper-parameters
+// tensors in one launch per kMaxUpdateTensors, Optimizer.cu), and weight_ema. The host copies
+// of the "lr" (or asgd_update's "prev_lr") and "step" hyper-parameters
 // (CudaKernelCall::hostScalar) are checked here; the kernels read the device copies and
 // compute the factors that depend on them as runtime/cpu/OptimizerKernels.cpp does, so that a
 // step captured as a CUDA graph replays with each step's values.
@@ -710,6 +710,26 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
   return s;
 }
 
+/// weight_ema(param, ema, step) -> new_ema: cpu::planWeightEma's checks, the step's on the
+/// host copy; the kernel reads the device copy (launchWeightEma).
+Status weightEmaKernel(const CudaKernelCall &call) {
+  constexpr std::string_view kName = "weight_ema";
+  double decay = 0, step = 0;
+  bool warmup = false;
+  PLAIT_RETURN_IF_ERROR(cpu::planWeightEma(call.asHostCall(), decay, warmup));
+  const TensorView &param = call.inputs[0];
+  PLAIT_RETURN_IF_ERROR(checkFloat(kName, param.dtype));
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kName, "step", 2, step));
+  PLAIT_RETURN_IF_ERROR(checkStep(call, kName, step));
+  if (call.check)
+    return {};
+  return launched(launchWeightEma(code(param.dtype), param.data, call.inputs[1].data,
+                                  call.outputs[0].data, param.numel(),
+                                  static_cast<const float *>(call.inputs[2].data), decay,
+                                  warmup, call.stream),
+                  kName);
+}
+
 } // namespace
 
 void registerCudaOptimizerKernels() {
@@ -727,6 +747,7 @@ void registerCudaOptimizerKernels() {
   registerCudaKernel("lamb_update", &lambUpdateKernel);
   registerCudaKernel("lamb_norms", &lambNormsKernel);
   registerCudaKernel("grouped_update", &groupedUpdateKernel);
+  registerCudaKernel("weight_ema", &weightEmaKernel);
 }
 
 } // namespace plait::rt

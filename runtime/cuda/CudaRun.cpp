@@ -30,12 +30,15 @@ Status refuseUnsupported(const RunOptions &options, const Plan &plan) {
     return Status::errorf("{}: {} is not supported by the CUDA backend yet (the CPU backend "
                           "has it: compile with --device cpu)",
                           plan.path, option);
-  if (!options.saveWeights.empty())
-    for (uint32_t t = 0; t < plan.tensors.size(); ++t)
-      if (plan.tensors[t].kind == TensorKind::Param && plan.tensors[t].sharded)
-        return Status::errorf("{}: --save-weights of sharded params (tensor {} '{}') is not "
-                              "supported by the CUDA backend yet",
-                              plan.path, t, printable(plan.tensors[t].name));
+  for (const auto &[flag, path] : {std::pair<const char *, const std::string *>{
+                                        "--save-weights", &options.saveWeights},
+                                    {"--save-ema-weights", &options.saveEmaWeights}})
+    for (uint32_t t = 0; t < plan.tensors.size() && !path->empty(); ++t)
+      if (plan.tensors[t].sharded && (plan.tensors[t].kind == TensorKind::Param ||
+                                      plan.tensors[t].kind == TensorKind::State))
+        return Status::errorf("{}: {} of sharded params (tensor {} '{}') is not supported by "
+                              "the CUDA backend yet",
+                              plan.path, flag, t, printable(plan.tensors[t].name));
   return {};
 }
 
@@ -119,8 +122,10 @@ Status writeOutputs(const RunOptions &options, const CudaExecutor &exec,
 }
 
 /// --save-weights: every param under its name, as safetensors (unsharded params only, which
-/// every rank holds whole; refuseUnsupported turned sharded ones away).
-Status saveWeights(const std::string &path, const CudaExecutor &exec) {
+/// every rank holds whole; refuseUnsupported turned sharded ones away). `ema`
+/// (--save-ema-weights): each param that has a weight EMA (a state "<param>.ema") written
+/// with the average's values instead.
+Status saveWeights(const std::string &path, const CudaExecutor &exec, bool ema) {
   const Plan &plan = exec.plan();
   std::vector<std::vector<uint8_t>> bytes;
   std::vector<std::pair<std::string, TensorView>> params;
@@ -133,7 +138,12 @@ Status saveWeights(const std::string &path, const CudaExecutor &exec) {
     if (tensor.kind != TensorKind::Param)
       continue;
     std::vector<uint8_t> &host = bytes[next++];
-    PLAIT_RETURN_IF_ERROR(exec.readTensor(t, host));
+    uint32_t source = t;
+    for (uint32_t s = 0; ema && s < plan.tensors.size(); ++s)
+      if (plan.tensors[s].kind == TensorKind::State &&
+          plan.tensors[s].name == tensor.name + ".ema")
+        source = s;
+    PLAIT_RETURN_IF_ERROR(exec.readTensor(source, host));
     params.emplace_back(tensor.name, TensorView{host.data(), tensor.dtype, tensor.shape});
   }
   return writeSafetensors(path, params);
@@ -291,7 +301,9 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
   }
   std::vector<std::string> written;
   if (lead && !options.saveWeights.empty())
-    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec));
+    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec, false));
+  if (lead && !options.saveEmaWeights.empty())
+    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveEmaWeights, *exec, true));
   if (lead && !options.outputDir.empty())
     PLAIT_RETURN_IF_ERROR(writeOutputs(options, *exec, written));
   if (lead && !options.kernelTimes.empty())

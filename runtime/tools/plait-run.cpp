@@ -83,6 +83,9 @@ int main(int argc, char **argv) {
                "the same on every rank, continued by --resume)");
   app.add_option("--save-weights", options.saveWeights,
                  "write the params (after the last step) as FILE.safetensors");
+  app.add_option("--save-ema-weights", options.saveEmaWeights,
+                 "write the params' weight EMA (a plan compiled with --ema-decay) after the "
+                 "last step as FILE.safetensors, under the params' names");
   app.add_option("--log-jsonl", options.logJsonl, "append one JSON object per step");
   // Progress, trace: RunMonitor.h.
   std::string progress = "auto";

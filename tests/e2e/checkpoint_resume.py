@@ -19,8 +19,12 @@ weights and optimizer states (the bf16 params are their casts), resuming on the 
 still bitwise, and a resharded resume agrees within --reshard-tol (absolute; bf16 rounds a
 batch split across ranks differently).
 
+With --ema-decay D every plan keeps a weight EMA: its averages are sharded states of the
+checkpoints, the resumed run's EMA weights (--save-ema-weights) are bitwise the reference's,
+and a resharded run's within 1e-4 relative + 2e-4.
+
 Run with /usr/bin/python3:  checkpoint_resume.py --build BUILD --sample gpt [--steps 12]
-                                                 [--precision bf16-mixed]
+                                                 [--precision bf16-mixed] [--ema-decay D]
 """
 import argparse
 import json
@@ -61,7 +65,12 @@ def main():
     ap.add_argument("--reshard-tol", type=float, default=None,
                     help="resharded losses: absolute tolerance (default: 1e-5 relative for "
                          "fp32, 2e-2 absolute for bf16-mixed)")
+    ap.add_argument("--ema-decay", type=float, default=None,
+                    help="keep a weight EMA with this decay, and check it as the weights")
     args = ap.parse_args()
+    ema = args.ema_decay is not None
+    if ema:
+        TRAIN[args.sample] = TRAIN[args.sample] + ["--ema-decay", str(args.ema_decay)]
     if args.reshard_tol is None and args.precision == "bf16-mixed":
         args.reshard_tol = 2e-2
     build, name, steps = args.build, args.sample, args.steps
@@ -100,8 +109,13 @@ def main():
 
         # 1. The reference, checkpointing at half and at the end.
         ref_ckpt, ref_log = tmp / "ref-ckpt", tmp / "ref.jsonl"
+        def averages(label):
+            """--save-ema-weights to tmp/LABEL-ema.safetensors, with --ema-decay."""
+            return ["--save-ema-weights", tmp / (label + "-ema.safetensors")] if ema else []
+
         train(4, "zero3", ref_ckpt, ref_log,
-              ["--checkpoint-every", half, "--save-weights", tmp / "ref.safetensors"])
+              ["--checkpoint-every", half, "--save-weights", tmp / "ref.safetensors",
+               *averages("ref")])
         ref = losses(ref_log)
         check(sorted(ref) == list(range(1, steps + 1)), "reference ran %d steps" % steps)
         saved = sorted(p.name for p in ref_ckpt.iterdir())
@@ -142,11 +156,16 @@ def main():
         d = mid_run_copy("same")
         log = tmp / "same.jsonl"
         shutil.copy(ref_log, log)
-        p = train(4, "zero3", d, log, ["--resume", "--save-weights", tmp / "same.safetensors"])
+        p = train(4, "zero3", d, log, ["--resume", "--save-weights", tmp / "same.safetensors",
+                                        *averages("same")])
         check("resuming after step %d" % half in p.stderr, "resume says where it resumes")
         compare_tail("4 ranks zero3 -> 4 ranks zero3", log, exact=True)
         check((tmp / "same.safetensors").read_bytes() == (tmp / "ref.safetensors").read_bytes(),
               "resumed final weights bitwise equal")
+        if ema:
+            check((tmp / "same-ema.safetensors").read_bytes() ==
+                  (tmp / "ref-ema.safetensors").read_bytes(),
+                  "resumed final EMA weights bitwise equal")
 
         # 3. Resharded.
         for world, strategy in ((2, "ddp"), (2, "zero2"), (1, "ddp")):
@@ -154,9 +173,16 @@ def main():
             d = mid_run_copy(label)
             log = tmp / (label + ".jsonl")
             shutil.copy(ref_log, log)
-            train(world, strategy, d, log, ["--resume"])
+            train(world, strategy, d, log, ["--resume", *averages(label)])
             compare_tail("4 ranks zero3 -> %d rank%s %s" % (world, "s" if world > 1 else "",
                                                              strategy), log, exact=False)
+            if ema:
+                got = read_safetensors(tmp / (label + "-ema.safetensors"))
+                want = read_safetensors(tmp / "ref-ema.safetensors")
+                worst = max(float(np.max(np.abs(got[k] - want[k]) - 1e-4 * np.abs(want[k])))
+                            for k in want)
+                check(sorted(got) == sorted(want) and worst <= 2e-4,
+                      "%s: EMA weights within 1e-4 relative + %.1e (<= 2e-4)" % (label, worst))
 
         # 4. Damage: the newest checkpoint bit-flipped or truncated; the previous one is used.
         for damage in ("flip", "truncate-meta"):

@@ -20,7 +20,8 @@ With --adam-l2 F, every run trains with torch.optim.Adam's rule instead (--optim
 weight decay F added to the gradient as an L2 term), which shards as AdamW does. With
 --optimizer-flags "FLAGS", every run trains with those plait-compile optimizer flags instead
 (Adagrad's sum, RMSprop's square_avg, grad_avg and momentum buffer, and AMSGrad's
-max_exp_avg_sq shard as AdamW's moments).
+max_exp_avg_sq shard as AdamW's moments); with --ema-decay among them, the weight EMA
+(--save-ema-weights, gathered from its shards) is compared with the reference's too.
 
 Run with /usr/bin/python3:
   dp_parity.py --build BUILD --sample mlp --world 2 [--steps 20] [--clip F] [--adam-l2 F]
@@ -92,18 +93,25 @@ def closed_forms(unit, world, states):
     return params, grads, opt
 
 
-def train(build, plan, data, steps, world, out):
-    log, weights = out / "log.jsonl", out / "w.safetensors"
-    for f in (log, weights):
+def train(build, plan, data, steps, world, out, ema=False):
+    """The run's log records and final weights; with `ema`, its weight EMA's too
+    (--save-ema-weights, gathered from the shards) under the key "ema"."""
+    log, weights, averages = out / "log.jsonl", out / "w.safetensors", out / "ema.safetensors"
+    for f in (log, weights, averages):
         if f.exists():
             f.unlink()
     run_cmd = [str(build / "bin" / "plait-run"), str(plan), "--data", str(data), "--steps",
                str(steps), "--log-jsonl", str(log), "--save-weights", str(weights)]
+    if ema:
+        run_cmd += ["--save-ema-weights", str(averages)]
     if world > 1:
         run_cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", str(world)] + run_cmd
     run(["timeout", "240"] + run_cmd, 260)
     records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return records, read_safetensors(weights)
+    w = read_safetensors(weights)
+    if ema:
+        w = dict(w, ema=read_safetensors(averages))
+    return records, w
 
 
 def compare(name, losses, weights, ref_losses, ref_w, steps):
@@ -114,8 +122,13 @@ def compare(name, losses, weights, ref_losses, ref_w, steps):
         problems.append("losses differ: max rel %.3g" % rel.max())
     # Adam's, AdamW's and Lion's steps do not shrink with the gradient (a ratio to its RMS, a
     # sign): a gradient at rounding noise moves its weight by about lr either way.
-    weight_issues, worst = weight_problems(TRAIN[name][1] in ("adam", "adamw", "lion"), weights,
-                                           ref_w)
+    adamw = TRAIN[name][1] in ("adam", "adamw", "lion")
+    weight_issues, worst = weight_problems(adamw, {k: v for k, v in weights.items() if k != "ema"},
+                                           {k: v for k, v in ref_w.items() if k != "ema"})
+    if "ema" in ref_w:  # the weight EMA, gathered from its shards, as the reference's
+        ema_issues, ema_worst = weight_problems(adamw, weights.get("ema", {}), ref_w["ema"])
+        weight_issues += ["EMA " + p for p in ema_issues]
+        worst = max(worst, ema_worst)
     return problems + weight_issues, rel.max(), worst
 
 
@@ -173,11 +186,12 @@ def states_of(flags, param):
                 break
     on = {k: settings[k].lower() in ("true", "1") for k in ("amsgrad", "centered")}
     moment = float(settings["momentum"]) != 0
+    ema = int("--ema-decay" in flags)  # the weight EMA, sharded with the optimizer's states
     if optimizer == "rmsprop":
-        return 1 + on["centered"] + moment
+        return 1 + on["centered"] + moment + ema
     if optimizer == "sgd":
-        return int(moment)
-    return STATES[optimizer] + on["amsgrad"]
+        return int(moment) + ema
+    return STATES[optimizer] + on["amsgrad"] + ema
 
 
 def main():
@@ -217,7 +231,8 @@ def main():
              ref_plan], 120)
         ref_out = tmp / "ref"
         ref_out.mkdir()
-        ref_log, ref_w = train(args.build, ref_plan, data_dir, steps, 1, ref_out)
+        ema = "--ema-decay" in TRAIN[name]
+        ref_log, ref_w = train(args.build, ref_plan, data_dir, steps, 1, ref_out, ema)
         ref_losses = np.array([r["loss"] for r in ref_log])
 
         model = tmp / ("%s-b%d.onnx" % (name, global_batch // world))
@@ -231,7 +246,7 @@ def main():
             report = json.loads(report_path.read_text())
             out = tmp / label.replace(":", "_")
             out.mkdir()
-            log, weights = train(args.build, plan, data_dir, steps, world, out)
+            log, weights = train(args.build, plan, data_dir, steps, world, out, ema)
             losses = np.array([r["loss"] for r in log])
             problems, rel_max, worst = compare(name, losses, weights, ref_losses, ref_w, steps)
             mem = report["memory"]

@@ -204,7 +204,7 @@ class Lamb(torch.optim.Optimizer):
 
 
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None,
-           no_decay=None, lr_scale=None, groups=None, states=None, scheduler=None):
+           no_decay=None, lr_scale=None, groups=None, states=None, scheduler=None, ema=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
     (kind, lr, warmup, total, min_lr), set on the torch groups each step; scheduler: instead,
     builds a torch.optim.lr_scheduler on the optimizer, stepped after each step; noise_only:
@@ -213,10 +213,24 @@ def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=Non
     each a torch param group with lr = factor * the base lr (plait's --lr-scale); groups:
     [(regex, options)], first match wins, each a torch param group with those options
     (plait's --param-group); states: optimizer state keys (torch's) whose final values are
-    compared too, from plait's checkpoint (plait-ckpt export --optimizer)."""
+    compared too, from plait's checkpoint (plait-ckpt export --optimizer); ema: (decay,
+    warmup), plait's --ema-decay [--ema-warmup]: its weights (--save-ema-weights) compared with
+    a torch.optim.swa_utils.AveragedModel updated after each step."""
+    if ema:
+        flags = flags + ["--ema-decay", str(ema[0])] + (["--ema-warmup"] if ema[1] else [])
     return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
                 clip=clip, noise_only=noise_only or {}, no_decay=no_decay, lr_scale=lr_scale,
-                groups=groups, states=states, scheduler=scheduler)
+                groups=groups, states=states, scheduler=scheduler, ema=ema)
+
+
+def ema_average(decay, warmup):
+    """AveragedModel's avg_fn for plait's weight EMA: decay * avg + (1 - decay) * p, the decay
+    min(decay, (1 + n) / (10 + n)) with warmup (n: the updates averaged before; the first
+    update_parameters copies)."""
+    def average(avg, p, n):
+        d = min(decay, (1 + int(n)) / (10 + int(n))) if warmup else decay
+        return d * avg + (1 - d) * p
+    return average
 
 
 def warmed(warmup, after):
@@ -489,6 +503,13 @@ CONFIGS = {
                                       scheduler=lambda o: LR.LambdaLR(
                                           o, lambda e: (e + 1) / 4 if e < 4
                                           else math.sqrt(4 / (e + 1)))),
+    # The weight EMA (torch's AveragedModel with an exponential average): a copy on step 1,
+    # then a constant decay, or diffusers' warm-up min(D, t / (t + 9)).
+    "mlp-sgd-ema": config("mlp", ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"],
+                          lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), ema=(0.8, False)),
+    "gpt-adamw-ema-warmup": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3"],
+                                   lambda p: torch.optim.AdamW(p, lr=3e-3),
+                                   noise_only=KEY_BIAS, ema=(0.95, True)),
     "gpt-adamw-wsd-lr": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
                                        "--lr-schedule", "wsd", "--warmup-steps", "3",
                                        "--total-steps", "30", "--decay-steps", "10",
@@ -650,6 +671,8 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
             group["lr"] *= factor
     schedule = cfg["schedule"]
     scheduler = cfg["scheduler"](opt) if cfg["scheduler"] else None
+    averaged = (torch.optim.swa_utils.AveragedModel(model, avg_fn=ema_average(*cfg["ema"]))
+                if cfg["ema"] else None)
     losses = []
     for s, (first, size) in enumerate(spans):
         if schedule:
@@ -663,6 +686,8 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
         if cfg["clip"]:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["clip"])
         opt.step()
+        if averaged is not None:
+            averaged.update_parameters(model)
         if scheduler:
             scheduler.step()
         losses.append(float(loss))
@@ -670,6 +695,8 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
         for n, p in model.named_parameters():
             for key in cfg["states"] or []:
                 states[f"{n}.{key}"] = opt.state[p][key].detach().numpy()
+    if averaged is not None:  # the averaged params, under the model's names
+        states["ema"] = {n: p.detach().numpy() for n, p in averaged.module.named_parameters()}
     return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 
@@ -701,10 +728,12 @@ def run_config(name, build, steps):
         subprocess.run([bindir / "plait-compile", onnx_path, "-o", plan, "--train", *flags],
                        check=True)
         checkpoint = ["--checkpoint-dir", tmp / "ckpt"] if cfg["states"] else []
+        ema = ["--save-ema-weights", tmp / "ema.safetensors"] if cfg["ema"] else []
         subprocess.run([bindir / "plait-run", plan, "--data", tmp / "data", "--steps", str(steps),
                         "--log-jsonl", tmp / "log.jsonl", "--save-weights",
-                        tmp / "weights.safetensors", *checkpoint], check=True,
+                        tmp / "weights.safetensors", *checkpoint, *ema], check=True,
                        stdout=subprocess.DEVNULL)
+        plait_ema = read_safetensors(tmp / "ema.safetensors") if cfg["ema"] else None
         plait_states = {}
         if cfg["states"]:
             subprocess.run([bindir / "plait-ckpt", "export", tmp / "ckpt", "-o",
@@ -716,31 +745,59 @@ def run_config(name, build, steps):
 
     input_order = [i.name for i in onnx.load(str(onnx_path)).graph.input]
     model = build_torch_model(sample, onnx_path)
-    torch_states = {} if cfg["states"] else None
+    torch_states = {} if cfg["states"] or cfg["ema"] else None
     torch_losses, torch_weights = train_torch(model, cfg, data, batch, steps, input_order,
                                               states=torch_states)
     ok = compare_training(name, plait_losses, plait_weights, torch_losses, torch_weights,
                           cfg["noise_only"])
+    if cfg["ema"]:
+        ok &= compare_averages(name, plait_ema, torch_states.pop("ema"), plait_weights,
+                               cfg["noise_only"])
     if cfg["states"]:
         ok &= compare_states(name, plait_states, torch_states)
     return ok
 
 
-def compare_states(label, plait_states, torch_states):
+def outside(noise_only, key, value):
+    """`value`'s elements outside the `noise_only` slices of `key` (all when it has none)."""
+    if key not in noise_only:
+        return value
+    keep = np.ones(value.shape, dtype=bool)
+    keep[noise_only[key]] = False
+    return value[keep]
+
+
+def compare_averages(label, plait_ema, torch_ema, plait_weights, noise_only):
+    """plait's EMA weights (--save-ema-weights) within rtol 1e-4 / atol 1e-5 of the
+    AveragedModel's params (outside `noise_only`), and apart from the trained weights (an EMA
+    that were the params themselves would pass the parity check too)."""
+    def masked(values):
+        return {k: outside(noise_only, k, v) for k, v in values.items()}
+    plait_ema, torch_ema = masked(plait_ema), masked(torch_ema)
+    ok = compare_states(label, plait_ema, torch_ema, "EMA weights")
+    apart = max((float(np.max(np.abs(v - outside(noise_only, k, plait_weights[k]))))
+                 for k, v in plait_ema.items() if k in plait_weights), default=0.0)
+    if apart < 1e-3:
+        print(f"{label}: the EMA weights are within {apart:.1e} of the trained ones: MISMATCH")
+        ok = False
+    return ok
+
+
+def compare_states(label, plait_states, torch_states, what="optimizer states"):
     """Final optimizer states (PARAM.KEY) within rtol 1e-4 / atol 1e-5 of torch's; prints the
     largest difference."""
     ok, worst = True, 0.0
     for k, want in torch_states.items():
         got = plait_states.get(k)
         if got is None or got.shape != want.shape:
-            print(f"{label}: state {k} missing or misshapen in plait's checkpoint")
+            print(f"{label}: {k} missing or misshapen in plait's {what}")
             ok = False
             continue
         worst = max(worst, float(np.max(np.abs(got - want))))
         if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
-            print(f"{label}: state {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")
+            print(f"{label}: {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")
             ok = False
-    print(f"{label}: {len(torch_states)} optimizer states, max abs diff {worst:.1e}: "
+    print(f"{label}: {len(torch_states)} {what}, max abs diff {worst:.1e}: "
           f"{'ok' if ok else 'MISMATCH'}")
     return ok
 
@@ -768,10 +825,8 @@ def compare_training(label, plait_losses, plait_weights, torch_losses, torch_wei
             print(f"{label}: weight {k} missing or misshapen in plait's safetensors")
             ok = False
             continue
-        if noise_only and k in noise_only:
-            keep = np.ones(want.shape, dtype=bool)
-            keep[noise_only[k]] = False
-            got, want = got[keep], want[keep]
+        if noise_only:
+            got, want = outside(noise_only, k, got), outside(noise_only, k, want)
         worst_weight = max(worst_weight, float(np.max(np.abs(got - want))))
         if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
             print(f"{label}: weight {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")

@@ -378,6 +378,12 @@ cudaError_t launchLambNorms(int dtype, int gradDtype, const LambNormsTensor *ten
 /// a sharded lamb_update's ratio per segment.
 cudaError_t launchLambRatios(const float *norms, int64_t segments, bool trustClip,
                              double *ratios, cudaStream_t stream);
+/// weight_ema: new_ema = d * ema + (1 - d) * param over n elements of float `dtype`, d =
+/// weightEmaDecay(decay, warmup, *step) read on the device (a copy of param on step 1); the
+/// products in the param's dtype (through f32 for bf16 and f16), as the CPU kernel computes.
+cudaError_t launchWeightEma(int dtype, const void *param, const void *ema, void *newEma,
+                            int64_t n, const float *step, double decay, bool warmup,
+                            cudaStream_t stream);
 
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 

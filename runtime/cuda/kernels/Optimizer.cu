@@ -1,12 +1,10 @@
 // sgd_update, adamw_update, adagrad_update, rmsprop_update, lion_update, adamax_update,
 // nadam_update, radam_update, adadelta_update, rprop_update, asgd_update, lamb_update and
-// grouped_update:
-// the
-// updates of up to kMaxUpdateTensors tensors in one launch, each block a chunk of one tensor (a
-// list of one for the single ops). Each element's math is the CPU kernel's operation by
-// operation (ElementMath.h), in the parameter's dtype for f32 / f64 and through f32 for the
-// 16-bit floats (as runCompatibly stages them on the CPU); a bf16 or f16 gradient of an f32 /
-// f64 param is widened exactly, as the cast it replaces did. The step's lr and step number are
+// grouped_update: the updates of up to kMaxUpdateTensors tensors in one launch, each block a
+// chunk of one tensor (a list of one for the single ops). Each element's math is the CPU
+// kernel's operation by operation (ElementMath.h), in the parameter's dtype for f32 / f64 and
+// through f32 for the 16-bit floats (as runCompatibly stages them on the CPU); a bf16 or f16
+// gradient of an f32 / f64 param is widened exactly, as the cast it replaces did. The step's lr and step number are
 // read from device memory (the arena's hyper-parameters, written before each step), and the
 // factors that depend on them computed in double as OptimizerKernels.cpp does; so a step
 // captured once as a CUDA graph replays with each step's values. Compiled with -fmad=false so
@@ -16,6 +14,8 @@
 // LAMB scales each tensor's (or segment's) direction by a trust ratio from two sums over all
 // its elements: launchLambNorms takes them first (per-slot partial sums in double, then a
 // block per range adds its slots in a fixed order), and the update reads the ratio.
+//
+// weight_ema (--ema-decay) averages a param after its update, one element per thread.
 #include "runtime/cuda/kernels/Device.cuh"
 #include "runtime/cuda/kernels/ElementMath.h"
 
@@ -482,6 +482,33 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
 cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors, int64_t count,
                           const LambFactors &f, double lrScale, cudaStream_t stream) {
   return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
+}
+
+/// The step is read on the device, so a replayed CUDA graph averages with each step's decay.
+template <typename S>
+__global__ void weightEmaKernel(const S *param, const S *ema, S *newEma, int64_t n,
+                                const float *step, double decay, bool warmup) {
+  using C = Compute<S>;
+  const double d = weightEmaDecay(decay, warmup, double(*step));
+  const C keep = C(d), take = C(1 - d);
+  PLAIT_GRID_STRIDE(i, n) {
+    const C p = load(param, i);
+    store(newEma, i, d == 0.0 ? p : C(keep * load(ema, i)) + C(take * p));
+  }
+}
+
+cudaError_t launchWeightEma(int dtype, const void *param, const void *ema, void *newEma,
+                            int64_t n, const float *step, double decay, bool warmup,
+                            cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    weightEmaKernel<S><<<gridFor(n), kThreads, 0, stream>>>(
+        static_cast<const S *>(param), static_cast<const S *>(ema), static_cast<S *>(newEma), n,
+        step, decay, warmup);
+  });
+  return ok ? cudaGetLastError() : unsupported();
 }
 
 } // namespace plait::rt::cuda

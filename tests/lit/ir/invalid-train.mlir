@@ -602,3 +602,35 @@ func.func @stop_gradient_of_integers(%x: tensor<4xi64>) {
   %0 = plait.stop_gradient %x : tensor<4xi64>
   return
 }
+
+// -----
+
+func.func @weight_ema_decay(%p: tensor<4xf32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.weight_ema' op needs 0 < decay < 1, got 1}}
+  %0 = plait.weight_ema %p, %p, %step {decay = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_ema_types(%p: tensor<4xf32>, %e: tensor<4xf64>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.weight_ema' op failed to verify that all of {param, ema, new_ema} have same type}}
+  %0 = plait.weight_ema %p, %e, %step {decay = 0.9 : f64} : (tensor<4xf32>, tensor<4xf64>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_ema_step(%p: tensor<4xf32>, %step: tensor<2xf32>) {
+  // expected-error @+1 {{'plait.weight_ema' op step must be a scalar}}
+  %0 = plait.weight_ema %p, %p, %step {decay = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<2xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_ema_no_decay(%p: tensor<4xf32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.weight_ema' op requires attribute 'decay'}}
+  %0 = plait.weight_ema %p, %p, %step : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}

@@ -75,3 +75,12 @@ func.func @stop(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = plait.stop_gradient %x : tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// CHECK-LABEL: func.func @weight_ema(
+// CHECK-NEXT: %0 = plait.weight_ema %arg0, %arg1, %arg2 {decay = 0.99899999999999999 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+// CHECK-NEXT: %1 = plait.weight_ema %arg0, %0, %arg2 {decay = 5.000000e-01 : f64, warmup = true}
+func.func @weight_ema(%p: tensor<2x3xf32>, %e: tensor<2x3xf32>, %step: tensor<f32>) -> tensor<2x3xf32> {
+  %0 = plait.weight_ema %p, %e, %step {decay = 0.999 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %1 = plait.weight_ema %p, %0, %step {decay = 0.5 : f64, warmup = true} : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  return %1 : tensor<2x3xf32>
+}

@@ -1,6 +1,6 @@
 // The optimizer updates against three-step trajectories of torch.optim.SGD, AdamW and Adam
 // (PyTorch 1.13, CPU, float32, foreach=False; OptimizerTrajectories.h), plus lr_scale, in-place
-// use, grouped updates and error paths. The adaptive ones (Adagrad, RMSprop, Lion, Adamax,
+// use, grouped updates, the weight EMA and error paths. The adaptive ones (Adagrad, RMSprop, Lion, Adamax,
 // NAdam, RAdam, Adadelta) are in AdaptiveOptimizerKernelsTest.cpp.
 #include <cmath>
 
@@ -644,6 +644,85 @@ TEST(OptimizerKernels, Errors) {
   expectError(runKernel("rmsprop_update", {p, g, f32Scalar(0.1), f32Scalar(1), p, p},
                         {{DType::F32, {2}}, {DType::F32, {2}}}),
               "rmsprop_update: expected 3 outputs, got 2");
+}
+
+/// weight_ema's expected values as the kernel computes them in T: d * ema + (1 - d) * param,
+/// both factors rounded from double (a copy of param where d is 0).
+template <typename T>
+std::vector<double> expectedEma(const std::vector<float> &param, const std::vector<float> &ema,
+                                double d) {
+  std::vector<double> out;
+  for (size_t i = 0; i < param.size(); ++i)
+    out.push_back(d == 0 ? double(param[i])
+                         : double(T(d) * T(ema[i]) + T(1 - d) * T(param[i])));
+  return out;
+}
+
+TEST(WeightEma, FirstStepCopiesThenDecays) {
+  // Step 1 copies the params, even over an average holding inf or NaN (0 * inf is NaN).
+  auto param = f32({1.5, -2, 0.25, 3});
+  auto stale = f32({INFINITY, NAN, 7, -1});
+  auto attrs = AttrsBuilder().f("decay", 0.9).build();
+  auto first = runOk("weight_ema", {param, stale, f32Scalar(1)}, DType::F32, {4}, attrs);
+  EXPECT_EQ(first.floats(), param.floats());
+  // Later steps: 0.9 * ema + 0.1 * param in f32, the factors rounded from double.
+  auto next = f32({2, -1, 0.5, 2.5});
+  auto out = runOk("weight_ema", {next, first, f32Scalar(7)}, DType::F32, {4}, attrs);
+  EXPECT_TRUE(allClose(out.floats(), expectedEma<float>(next.floats(), first.floats(), 0.9), 0,
+                       0));
+  EXPECT_TRUE(allClose(out.floats(), {0.9 * 1.5 + 0.2, 0.9 * -2 - 0.1, 0.9 * 0.25 + 0.05,
+                                      0.9 * 3 + 0.25},
+                       1e-6, 0));
+}
+
+TEST(WeightEma, WarmupDecaysAsDiffusersEmaModel) {
+  // Step t averages with min(decay, t / (t + 9)): 0.2 at step 3, the decay from step 891.
+  auto param = randomFloats({50000}, 7), ema = randomFloats({50000}, 8);
+  auto attrs = AttrsBuilder().f("decay", 0.99).i("warmup", 1).build();
+  for (auto [step, d] : {std::pair<double, double>{3, 3.0 / 12}, {20, 20.0 / 29}, {2000, 0.99}}) {
+    auto out = runOk("weight_ema", {param, ema, f32Scalar(step)}, DType::F32, {50000}, attrs);
+    EXPECT_TRUE(allClose(out.floats(), expectedEma<float>(param.floats(), ema.floats(), d), 0, 0))
+        << "step " << step;
+  }
+}
+
+TEST(WeightEma, DoubleAndHalfPrecision) {
+  auto attrs = AttrsBuilder().f("decay", 0.75).build();
+  auto p64 = makeFloat(DType::F64, {3}, {1e-9, 2, -4}), e64 = makeFloat(DType::F64, {3}, {1, 1, 1});
+  auto out64 = runOk("weight_ema", {p64, e64, f32Scalar(2)}, DType::F64, {3}, attrs);
+  EXPECT_EQ(out64.doubles(), (std::vector<double>{0.75 + 0.25e-9, 1.25, -0.25}));
+  // bf16 through f32: the f32 result rounded to bf16.
+  auto p16 = makeFloat(DType::BF16, {3}, {1, 2, -4}), e16 = makeFloat(DType::BF16, {3}, {3, 1, 1});
+  auto out16 = runOk("weight_ema", {p16, e16, f32Scalar(2)}, DType::BF16, {3}, attrs);
+  EXPECT_EQ(out16.floats(), (std::vector<float>{2.5f, 1.25f, -0.25f}));
+}
+
+TEST(WeightEma, Errors) {
+  auto p = f32({1, 2});
+  auto attrs = AttrsBuilder().f("decay", 0.9).build();
+  auto expectError = [](const KernelResult &r, const std::string &text) {
+    ASSERT_FALSE(r.status.ok());
+    EXPECT_NE(r.status.message().find(text), std::string::npos) << r.status.message();
+  };
+  expectError(runKernel("weight_ema", {p, p, f32Scalar(1)}, {{DType::F32, {2}}},
+                        AttrsBuilder().f("decay", 1.0).build()),
+              "weight_ema: decay 1 is not in (0, 1)");
+  expectError(runKernel("weight_ema", {p, p, f32Scalar(1)}, {{DType::F32, {2}}}),
+              "weight_ema: decay -1 is not in (0, 1)");
+  expectError(runKernel("weight_ema", {p, f32({1, 2, 3}), f32Scalar(1)}, {{DType::F32, {2}}},
+                        attrs),
+              "weight_ema: ema has shape [3], expected [2]");
+  expectError(runKernel("weight_ema", {p, makeFloat(DType::F64, {2}, {1, 2}), f32Scalar(1)},
+                        {{DType::F32, {2}}}, attrs),
+              "weight_ema: ema dtype f64 differs from the param's f32");
+  expectError(runKernel("weight_ema", {p, p, f32({1, 2})}, {{DType::F32, {2}}}, attrs),
+              "weight_ema: step must be an f32 scalar, got f32 [2]");
+  expectError(runKernel("weight_ema", {p, p, f32Scalar(0)}, {{DType::F32, {2}}}, attrs),
+              "weight_ema: step must be a whole number >= 1, got 0");
+  expectError(runKernel("weight_ema",
+                        {make<int64_t>({2}, {1, 2}), make<int64_t>({2}, {1, 2}), f32Scalar(1)},
+                        {{DType::I64, {2}}}, attrs),
+              "weight_ema: param must be a float tensor, got i64");
 }
 
 } // namespace
