@@ -1,7 +1,7 @@
 // Internal interface between the ONNX graph walk (OnnxImporter.cpp) and the op importers, which
 // are grouped by family in ElementwiseOps.cpp, TensorOps.cpp, NeuralOps.cpp, ConvPoolOps.cpp and
 // the files named after their ops (EinsumOps.cpp, IndexingOps.cpp, ResizeOps.cpp,
-// GridSampleOps.cpp, RecurrentOps.cpp, SpectralOps.cpp).
+// GridSampleOps.cpp, RecurrentOps.cpp, SpectralOps.cpp, TrainingOps.cpp).
 #pragma once
 
 #include <functional>
@@ -216,6 +216,16 @@ void registerRecurrentOps(OpImporterMap &map);
 void registerGridSampleOps(OpImporterMap &map);
 void registerSpectralOps(OpImporterMap &map);
 void registerQuantizeOps(OpImporterMap &map);
+void registerTrainingOps(OpImporterMap &map);
+
+/// ONNX's training domain, whose optimizer ops (Adagrad, Adam, Momentum; version 1) plait
+/// imports (TrainingOps.cpp).
+inline constexpr llvm::StringLiteral kTrainingDomain = "ai.onnx.preview.training";
+/// The key of an op of another domain than the default in the importers' map: "DOMAIN::OP"
+/// (an op of the default domain is keyed by its type alone).
+inline std::string qualifiedOpType(llvm::StringRef domain, llvm::StringRef opType) {
+  return (domain + "::" + opType).str();
+}
 
 //===--- Helpers shared by the op importers ------------------------------===//
 /// Normalises `axis` against `rank`, or reports it ("WHAT A is out of range for rank R").

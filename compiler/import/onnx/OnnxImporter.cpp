@@ -274,6 +274,7 @@ static const OpImporterMap &opImporters() {
     registerGridSampleOps(m);
     registerSpectralOps(m);
     registerQuantizeOps(m);
+    registerTrainingOps(m);
     return m;
   }();
   return map;
@@ -281,9 +282,11 @@ static const OpImporterMap &opImporters() {
 
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
   nodeIndex_[&node] = index;
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
+  const bool training = node.domain() == kTrainingDomain;
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && !training)
     return nodeError(node, "unsupported domain '" + node.domain() + "'");
-  auto it = opImporters().find(node.op_type());
+  auto it = opImporters().find(training ? qualifiedOpType(kTrainingDomain, node.op_type())
+                                        : node.op_type());
   if (it == opImporters().end())
     return nodeError(node, "unsupported op");
 
@@ -626,7 +629,8 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
   // checker complain about them.
   for (int i = 0; i < model.graph().node_size(); ++i) {
     const onnx::NodeProto &node = model.graph().node(i);
-    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    if (!node.domain().empty() && node.domain() != "ai.onnx" &&
+        node.domain() != onnx_import::kTrainingDomain) {
       std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(i)
                                              : node.name();
       emitError(NameLoc::get(StringAttr::get(&ctx, name), fileLoc))
@@ -637,10 +641,25 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
     }
   }
 
-  std::optional<int64_t> opset;
-  for (const auto &import : model.opset_import())
+  std::optional<int64_t> opset, trainingOpset;
+  for (const auto &import : model.opset_import()) {
     if (import.domain().empty() || import.domain() == "ai.onnx")
       opset = import.version();
+    if (import.domain() == onnx_import::kTrainingDomain)
+      trainingOpset = import.version();
+  }
+  const bool trainingOps = llvm::any_of(model.graph().node(), [](const onnx::NodeProto &n) {
+    return n.domain() == onnx_import::kTrainingDomain;
+  });
+  if (trainingOps && trainingOpset != 1)
+    return fail(llvm::Twine("the model's ") + onnx_import::kTrainingDomain + " ops need version 1 of " +
+                "that domain, it imports " +
+                (trainingOpset ? "version " + std::to_string(*trainingOpset) : "none"));
+  // A graph of training-domain ops alone needs no version of the default domain.
+  if (!opset && trainingOps &&
+      llvm::all_of(model.graph().node(),
+                   [](const onnx::NodeProto &n) { return n.domain() == onnx_import::kTrainingDomain; }))
+    opset = onnx_import::kMinOpset;
   if (!opset)
     return fail("the model imports no version of the default ONNX domain");
   // The checker resolves external data relative to the model's directory, which only the
