@@ -9,7 +9,8 @@ state. Two shapes: 8 tensors of 1 Mi elements (the updates stream 32 MiB arrays 
 and 512 tensors of 4 Ki elements (the per-tensor cost of an update matters).
 
 For each optimizer (SGD with momentum, AdamW, Adagrad with lr decay, RMSprop centered with
-momentum, Adamax, NAdam, RAdam, Adadelta, LAMB) and shape:
+momentum, Adamax, NAdam, RAdam, Adadelta, LAMB, and AdamW with a weight EMA: plait's
+--ema-decay against torch's AveragedModel, or a foreach EMA) and shape:
   - plait: `plait-compile --train` with the optimizer's flags, then `plait-run --threads 1`
     (OPENBLAS_NUM_THREADS=1) for WARMUP + STEPS steps; a run's time is the median of its
     logged step_ms after the warm-up. The updates are grouped into multi-tensor kernels
@@ -66,7 +67,12 @@ OPTIMIZERS = {
     # PyTorch has no LAMB: timm's Lamb as tests/e2e/train_parity.py writes it (a loop over the
     # tensors in PyTorch ops, as timm's is; no foreach variant exists).
     "lamb": (["--optimizer", "lamb", "--lr", "1e-3"], ("Lamb", dict(lr=1e-3))),
+    # AdamW with a weight EMA (decay 0.999) updated after every step: plait's --ema-decay
+    # against torch's AveragedModel (single-tensor) or _foreach_mul_/_foreach_add_ (foreach).
+    "adamw-ema": (["--optimizer", "adamw", "--lr", "1e-3", "--ema-decay", "0.999"],
+                  ("AdamW", dict(lr=1e-3))),
 }
+EMA_DECAY = {"adamw-ema": 0.999}
 
 
 def write_model(path, tensors, width):
@@ -113,6 +119,11 @@ def torch_worker(args):
     else:
         opt = getattr(torch.optim, name)(params, foreach=args.foreach, **kwargs)
     x = torch.from_numpy(np.load(pathlib.Path(args.data) / "x.npy"))
+    decay = EMA_DECAY.get(args.optimizer)
+    averaged, ema, module = None, None, torch.nn.ParameterList(params)
+    if decay is not None and not args.foreach:
+        averaged = torch.optim.swa_utils.AveragedModel(
+            module, avg_fn=lambda a, p, n: decay * a + (1 - decay) * p)
     times, losses = [], []
     for s in range(args.steps):
         xs = x[s:s + 1]
@@ -121,6 +132,15 @@ def torch_worker(args):
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if averaged is not None:
+            averaged.update_parameters(module)
+        elif decay is not None:
+            with torch.no_grad():
+                if ema is None:
+                    ema = [p.detach().clone() for p in params]
+                else:
+                    torch._foreach_mul_(ema, decay)
+                    torch._foreach_add_(ema, [p.detach() for p in params], alpha=1 - decay)
         times.append((time.perf_counter() - start) * 1e3)
         losses.append(float(loss))
     print(json.dumps({"step_ms": times, "loss": losses}))
