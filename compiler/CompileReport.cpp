@@ -586,13 +586,14 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
         os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}\n",
                           optimizer, lr.value("lr", 0.0), kind, decay, detail);
       if (double ema = t.value("ema_decay", 0.0); ema > 0 && report.contains("ema"))
-        os << fmt::format("  weight EMA       : decay {:g}{}, a copy of the params on step 1; "
-                          "{} averages, {} bytes{} (in the optimizer state, saved in "
+        os << fmt::format("  weight EMA       : decay {:g}{}, a copy of the params{} on step "
+                          "1; {} averages, {} bytes{} (in the optimizer state, saved in "
                           "checkpoints; plait-run --save-ema-weights)\n",
                           ema,
                           t.value("ema_warmup", false)
                               ? fmt::format(" warmed up as min({:g}, t / (t + 9))", ema)
                               : "",
+                          t.value("ema_buffers", false) ? " and float buffers" : "",
                           report["ema"]["states"].get<int64_t>(),
                           report["ema"]["bytes"].get<int64_t>(),
                           report["world_size"].get<int>() > 1 ? " per rank" : "");

@@ -168,6 +168,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;
   o.emaDecay = train.emaDecay;
   o.emaWarmup = train.emaWarmup;
+  o.emaBuffers = train.emaBuffers;
   o.schedule = train.schedule;
   o.warmupSteps = train.warmupSteps;
   o.totalSteps = train.totalSteps;

@@ -42,6 +42,7 @@ struct TrainOptions {
   double clipGradNorm = 0;
   double emaDecay = 0;     // --ema-decay: the weight EMA's decay (0: none)
   bool emaWarmup = false;  // --ema-warmup: its decay min(D, t / (t + 9))
+  bool emaBuffers = false; // --ema-buffers: the float buffers averaged too
   std::string schedule = "constant"; // --lr-schedule (runtime/LrSchedule.h)
   int64_t warmupSteps = 0, totalSteps = 0;
   double minLr = 0;

@@ -454,8 +454,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if (!(emaDecay == 0 || (emaDecay > 0 && emaDecay < 1)))
       return module.emitError("ema-decay must be in (0, 1) (0: no EMA), got ")
              << double(emaDecay);
-    if (emaWarmup && emaDecay == 0)
-      return module.emitError("ema-warmup needs an EMA: give ema-decay");
+    if ((emaWarmup || emaBuffers) && emaDecay == 0)
+      return module.emitError(emaWarmup ? "ema-warmup" : "ema-buffers")
+             << " needs an EMA: give ema-decay";
     return success();
   }
 
@@ -750,6 +751,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       train.push_back(b.getNamedAttr("ema_decay", b.getF64FloatAttr(emaDecay)));
       if (emaWarmup)
         train.push_back(b.getNamedAttr("ema_warmup", b.getBoolAttr(true)));
+      if (emaBuffers)
+        train.push_back(b.getNamedAttr("ema_buffers", b.getBoolAttr(true)));
     }
     module->setAttr("plait.train", b.getDictionaryAttr(train));
   }
@@ -929,13 +932,22 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         module.emitError("--lr-scale: '") << (*scales)[i].text << "' matches no trainable param";
         return signalPassFailure();
       }
+    // Each buffer takes its new value (cast back from bf16 under bf16-mixed).
+    for (auto [param, result] : *buffers) {
+      Value value = terminator->getOperand(result);
+      if (value.getType() != param.getType())
+        value = b.create<CastOp>(loc, param.getType(), value);
+      assigns.push_back({param, value});
+    }
     // --ema-decay: each trainable param's average, from its value after the update, built
-    // after every update so that the updates stay next to each other (plait-group-updates).
+    // after every update so that the updates stay next to each other (plait-group-updates);
+    // with --ema-buffers each float buffer's too, from its value after the step.
     if (emaDecay > 0) {
       PendingAssigns averages;
       for (auto &[target, value] : assigns) {
         auto param = target.getDefiningOp<ParamOp>();
-        if (!param)
+        if (!param || (param.getBuffer() &&
+                       !(emaBuffers && isa<FloatType>(param.getType().getElementType()))))
           continue;
         Value ema = b.create<StateOp>(param.getLoc(), param.getType(),
                                       b.getStringAttr(param.getName() + ".ema"));
@@ -945,13 +957,6 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         averages.push_back({ema, next});
       }
       llvm::append_range(assigns, averages);
-    }
-    // Each buffer takes its new value (cast back from bf16 under bf16-mixed).
-    for (auto [param, result] : *buffers) {
-      Value value = terminator->getOperand(result);
-      if (value.getType() != param.getType())
-        value = b.create<CastOp>(loc, param.getType(), value);
-      assigns.push_back({param, value});
     }
     // Assigns end the step: the runtime copies their values after the last instruction.
     for (auto &[target, value] : assigns)

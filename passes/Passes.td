@@ -134,6 +134,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
            "step with this decay (0: off; plait.weight_ema, states '<param>.ema')">,
     Option<"emaWarmup", "ema-warmup", "bool", "false",
            "the EMA's decay at step t is min(ema-decay, t / (t + 9)) (diffusers' EMAModel)">,
+    Option<"emaBuffers", "ema-buffers", "bool", "false",
+           "average the float buffers (BatchNorm's running statistics) too, as "
+           "AveragedModel(use_buffers=True) and timm's ModelEma do">,
     Option<"schedule", "schedule", "std::string", "\"constant\"",
            "learning-rate schedule: constant, linear-warmup, cosine, linear, polynomial, step, "
            "exponential, inverse-sqrt, wsd (runtime/LrSchedule.h)">,

@@ -276,8 +276,8 @@ Status saveWeights(const std::string &path, Executor &exec, bool writer) {
 
 /// --save-ema-weights: the params as saveWeights writes them, each trained one's values
 /// replaced by its weight EMA (the state "<param>.ema", or its piece of a unit's sharded
-/// average, gathered first); frozen params and buffers as they are, so that the file is a
-/// whole state_dict of the averaged model.
+/// average, gathered first; a buffer's with --ema-buffers); frozen params and the buffers
+/// not averaged as they are, so that the file is a whole state_dict of the averaged model.
 Status saveEmaWeights(const std::string &path, Executor &exec, bool writer) {
   const Plan &plan = exec.plan();
   std::map<std::string, TensorView> averages; // by param name

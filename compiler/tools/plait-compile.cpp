@@ -121,6 +121,10 @@ int main(int argc, char **argv) {
                  "checkpoints and written by plait-run --save-ema-weights");
   app.add_flag("--ema-warmup", train.emaWarmup,
                "the EMA's decay at step t is min(--ema-decay, t / (t + 9)) (diffusers' EMAModel)");
+  app.add_flag("--ema-buffers", train.emaBuffers,
+               "average the float buffers (BatchNorm's running statistics) too, as "
+               "AveragedModel(use_buffers=True) and timm's ModelEma do (integer ones are "
+               "written as they are)");
   app.add_option("--lr-schedule", train.schedule,
                  "constant, linear-warmup, cosine, cosine-restarts, linear, polynomial, step, "
                  "multistep, exponential, inverse-sqrt or wsd (each but constant warms up "
@@ -264,7 +268,7 @@ int main(int argc, char **argv) {
                            "--etas", "--step-sizes", "--lambd", "--asgd-alpha", "--t0",
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm", "--ema-decay",
-                           "--ema-warmup",
+                           "--ema-warmup", "--ema-buffers",
                            "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
                            "--lr-gamma", "--lr-step-size", "--lr-power", "--decay-steps",
                            "--lr-milestones", "--lr-cycle-steps", "--lr-cycle-mult",
@@ -332,10 +336,11 @@ int main(int argc, char **argv) {
     std::cerr << "plait-compile: --ema-decay must be in (0, 1), got " << train.emaDecay << "\n";
     return 1;
   }
-  if (train.emaWarmup && !app.count("--ema-decay")) {
-    std::cerr << "plait-compile: --ema-warmup needs --ema-decay\n";
-    return 1;
-  }
+  for (const char *flag : {"--ema-warmup", "--ema-buffers"})
+    if (app.count(flag) && !app.count("--ema-decay")) {
+      std::cerr << "plait-compile: " << flag << " needs --ema-decay\n";
+      return 1;
+    }
   if (app.count("--eps") && !(train.eps > 0)) { // negative would mean the default
     std::cerr << "plait-compile: --eps must be > 0, got " << train.eps << "\n";
     return 1;

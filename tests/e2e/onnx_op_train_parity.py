@@ -437,7 +437,9 @@ class BatchNorms(nn.Module):
     broadcast_buffers gives them) under ddp and under zero3 with 2 micro-batches. With
     --sync-batch-norm on 2 ranks (ddp; zero3 with 2 micro-batches and recompute) the
     statistics are the global batch's, as PyTorch's SyncBatchNorm computes them: the
-    reference is one process training on the ranks' slices together."""
+    reference is one process training on the ranks' slices together. With --ema-decay and
+    --ema-buffers (on 1 rank, and on 2 under zero3) the EMA weights are compared with
+    AveragedModel(use_buffers=True)'s float params and buffers."""
     inputs = "xy"
     training_export = True
     batch = 16
@@ -450,7 +452,11 @@ class BatchNorms(nn.Module):
                  ["--world-size", "2", "--strategy", "ddp", "--sync-batch-norm"]),
                 ("2 ranks, zero3, 2 micro-batches, recompute all, sync batch norm",
                  ["--world-size", "2", "--strategy", "zero3", "--micro-batches", "2",
-                  "--recompute", "all", "--sync-batch-norm"])]
+                  "--recompute", "all", "--sync-batch-norm"]),
+                ("EMA of params and buffers", ["--ema-decay", "0.8", "--ema-buffers"]),
+                ("2 ranks, zero3, EMA of params and buffers",
+                 ["--world-size", "2", "--strategy", "zero3", "--ema-decay", "0.8",
+                  "--ema-buffers"])]
 
     def __init__(self):
         super().__init__()
@@ -548,7 +554,7 @@ MODELS = {"batch_norm": BatchNorms, "conv_transpose": Decoder, "einsum": Einsumm
 
 
 def train_torch(model, data, steps, batch=BATCH, optimizer=None, micro_batches=1, world=1,
-                sync=False):
+                sync=False, ema=None):
     """PyTorch's per-step losses and final weights, `batch` samples a step (SGD with this
     file's momentum unless `optimizer`, a function of the parameters, makes another). With
     `world` W, as DistributedDataParallel on W ranks: rank r computes on the r-th of W equal
@@ -559,7 +565,9 @@ def train_torch(model, data, steps, batch=BATCH, optimizer=None, micro_batches=1
     micro-batches. With `sync` (SyncBatchNorm), one process computes each micro-batch of every
     rank at once (rank 0's slice, then rank 1's, ...): BatchNorm's statistics are then those of
     all the ranks' values, and its buffers everyone's. BatchNorm's num_batches_tracked, which
-    the ONNX export does not carry (plait counts from 0), is the forwards since the start."""
+    the ONNX export does not carry (plait counts from 0), is the forwards since the start.
+    With `ema` D, also the float entries of an AveragedModel(use_buffers=True) with the
+    average D * avg + (1 - D) * p, updated after each step (a third result)."""
     opt = (optimizer or (lambda p: torch.optim.SGD(p, lr=LR, momentum=MOMENTUM)))(
         model.parameters())
     losses = []
@@ -567,6 +575,8 @@ def train_torch(model, data, steps, batch=BATCH, optimizer=None, micro_batches=1
               if k.endswith("num_batches_tracked")}
     per_rank = batch // world
     micro = per_rank // micro_batches
+    averaged = None if ema is None else torch.optim.swa_utils.AveragedModel(
+        model, avg_fn=lambda a, p, n: ema * a + (1 - ema) * p, use_buffers=True)
     for s in range(steps):
         opt.zero_grad()
         total = 0.0
@@ -593,9 +603,16 @@ def train_torch(model, data, steps, batch=BATCH, optimizer=None, micro_batches=1
                 for k, v in model.named_buffers():
                     v.copy_(kept[k])
         opt.step()
+        if averaged is not None:
+            averaged.update_parameters(model)
         losses.append(total)
-    return losses, {k: (v - counts[k] if k in counts else v).detach().numpy()
-                    for k, v in model.state_dict().items()}
+    weights = {k: (v - counts[k] if k in counts else v).detach().numpy()
+               for k, v in model.state_dict().items()}
+    if averaged is None:
+        return losses, weights
+    return losses, weights, {k: v.detach().numpy()
+                             for k, v in averaged.module.state_dict().items()
+                             if v.is_floating_point()}
 
 
 def export(model, data, path, batch=None):
@@ -643,8 +660,8 @@ def run_model(name, bindir, steps):
         # variant on W ranks compiles a model exported at batch / W: a training-mode export's
         # trace updates the running statistics once, and its ONNX file holds them so, so each
         # export's module is its reference's start.
-        runs = [("1 thread", plan, 1, 1, 1, model, False),
-                ("2 threads", plan, 2, 1, 1, model, False)]
+        runs = [("1 thread", plan, 1, 1, 1, model, False, None),
+                ("2 threads", plan, 2, 1, 1, model, False, None)]
         for label, flags in getattr(model, "variants", []):
             variant = tmp / f"{name}-{len(runs)}.plan"
             world, source, exported = flag_value(flags, "--world-size"), onnx_path, model
@@ -654,28 +671,38 @@ def run_model(name, bindir, steps):
             subprocess.run([bindir / "plait-compile", source, "-o", variant, *sgd,
                             *getattr(model, "compile_flags", []), *flags], check=True)
             runs.append((label, variant, 1, flag_value(flags, "--micro-batches"), world,
-                         exported, "--sync-batch-norm" in flags))
+                         exported, "--sync-batch-norm" in flags,
+                         float(flags[flags.index("--ema-decay") + 1])
+                         if "--ema-decay" in flags else None))
         results = []
-        for label, run_plan, threads, micro, world, exported, sync in runs:
+        for label, run_plan, threads, micro, world, exported, sync, ema in runs:
             log, weights = tmp / f"log{len(results)}.jsonl", tmp / f"w{len(results)}.safetensors"
+            averages = tmp / f"ema{len(results)}.safetensors"
             command = [bindir / "plait-run", run_plan, "--data", tmp / "data", "--steps",
                        str(steps), "--threads", str(threads), "--log-jsonl", log,
                        "--save-weights", weights]
+            if ema is not None:
+                command += ["--save-ema-weights", averages]
             if world > 1:
                 command = ["timeout", "240", "mpirun", "--oversubscribe", "--allow-run-as-root",
                            "-np", str(world)] + command
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-            results.append((label, micro, world, exported, sync,
+            results.append((label, micro, world, exported, sync, ema,
                             [json.loads(line)["loss"] for line in log.read_text().splitlines()],
-                            read_safetensors(weights)))
+                            read_safetensors(weights),
+                            read_safetensors(averages) if ema is not None else None))
     ok = True
     references = {}
-    for label, micro, world, exported, sync, losses, weights in results:
-        key = (micro, world, id(exported), sync)
+    for label, micro, world, exported, sync, ema, losses, weights, averages in results:
+        key = (micro, world, id(exported), sync, ema)
         if key not in references:
             references[key] = train_torch(copy.deepcopy(exported), data, steps, batch=batch,
-                                          micro_batches=micro, world=world, sync=sync)
-        ok &= compare_training(f"{name} ({label})", losses, weights, *references[key])
+                                          micro_batches=micro, world=world, sync=sync, ema=ema)
+        ok &= compare_training(f"{name} ({label})", losses, weights, *references[key][:2])
+        if ema is not None:  # the averaged params and float buffers, as the weights are
+            ok &= compare_training(f"{name} ({label}): EMA weights", losses,
+                                   {k: v for k, v in averages.items() if k in references[key][2]},
+                                   references[key][0], references[key][2])
     return ok
 
 

@@ -6,6 +6,7 @@
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-decay=1' 2>&1 | FileCheck %s --check-prefix=ONE
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-decay=-0.5' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-warmup=true' 2>&1 | FileCheck %s --check-prefix=WARMUP
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-buffers=true' 2>&1 | FileCheck %s --check-prefix=BUFFERS
 
 // CHECK: plait.train = {clip_grad_norm = {{.*}}, ema_decay = 0.98{{[0-9]+}} : f64, ema_warmup = true, optimizer = "sgd"
 // CHECK: %[[W0:.*]] = plait.param "layers.0.weight"
@@ -26,6 +27,7 @@
 // ONE: error: ema-decay must be in (0, 1) (0: no EMA), got 1.000000e+00
 // NEGATIVE: error: ema-decay must be in (0, 1) (0: no EMA), got -5.000000e-01
 // WARMUP: error: ema-warmup needs an EMA: give ema-decay
+// BUFFERS: error: ema-buffers needs an EMA: give ema-decay
 
 func.func @main(%x: tensor<4x3xf32> {plait.name = "x"}, %y: tensor<4xi64> {plait.name = "y"})
     -> (tensor<f32> {plait.name = "loss"}) {
