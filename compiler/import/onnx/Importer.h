@@ -1,7 +1,7 @@
 // Internal interface between the ONNX graph walk (OnnxImporter.cpp) and the op importers, which
 // are grouped by family in ElementwiseOps.cpp, TensorOps.cpp, NeuralOps.cpp, ConvPoolOps.cpp and
 // the files named after their ops (EinsumOps.cpp, IndexingOps.cpp, ResizeOps.cpp,
-// GridSampleOps.cpp, RecurrentOps.cpp, SpectralOps.cpp, TrainingOps.cpp).
+// GridSampleOps.cpp, RoiAlignOps.cpp, RecurrentOps.cpp, SpectralOps.cpp, TrainingOps.cpp).
 #pragma once
 
 #include <functional>
@@ -214,6 +214,7 @@ void registerIndexingOps(OpImporterMap &map);
 void registerResizeOps(OpImporterMap &map);
 void registerRecurrentOps(OpImporterMap &map);
 void registerGridSampleOps(OpImporterMap &map);
+void registerRoiAlignOps(OpImporterMap &map);
 void registerSpectralOps(OpImporterMap &map);
 void registerQuantizeOps(OpImporterMap &map);
 void registerTrainingOps(OpImporterMap &map);

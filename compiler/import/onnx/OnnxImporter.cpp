@@ -272,6 +272,7 @@ static const OpImporterMap &opImporters() {
     registerResizeOps(m);
     registerRecurrentOps(m);
     registerGridSampleOps(m);
+    registerRoiAlignOps(m);
     registerSpectralOps(m);
     registerQuantizeOps(m);
     registerTrainingOps(m);
