@@ -215,6 +215,7 @@ void registerResizeOps(OpImporterMap &map);
 void registerRecurrentOps(OpImporterMap &map);
 void registerGridSampleOps(OpImporterMap &map);
 void registerRoiAlignOps(OpImporterMap &map);
+void registerDataShapeOps(OpImporterMap &map);
 void registerSpectralOps(OpImporterMap &map);
 void registerQuantizeOps(OpImporterMap &map);
 void registerTrainingOps(OpImporterMap &map);

@@ -273,6 +273,7 @@ static const OpImporterMap &opImporters() {
     registerRecurrentOps(m);
     registerGridSampleOps(m);
     registerRoiAlignOps(m);
+    registerDataShapeOps(m);
     registerSpectralOps(m);
     registerQuantizeOps(m);
     registerTrainingOps(m);
