@@ -1,9 +1,11 @@
 // plait-ckpt: inspects and exports plait checkpoints (runtime/Checkpoint.h). A thin main.
 //   plait-ckpt info DIR              which checkpoint --resume would take, and what it holds
-//   plait-ckpt export DIR -o F.safetensors [--optimizer]
-//                                    the params (and optimizer state) as whole tensors
+//   plait-ckpt export DIR -o F.safetensors [--optimizer | --ema]
+//                                    the params (and optimizer state) as whole tensors; with
+//                                    --ema, each param's weight EMA in its place
 // DIR is a --checkpoint-dir (its newest usable checkpoint) or one DIR/step-N directory.
 // Exit codes: 0 ok, 1 user error (one line on stderr), 2 internal error.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -51,6 +53,12 @@ int main(int argc, char **argv) {
   exportCmd->add_option("dir", dir, "checkpoint directory or one step-N directory")->required();
   exportCmd->add_option("-o,--output", output, "FILE.safetensors")->required();
   exportCmd->add_flag("--optimizer", withOptimizer, "include the optimizer state");
+  bool ema = false;
+  exportCmd
+      ->add_flag("--ema", ema,
+                 "write each param's weight EMA (a run compiled with --ema-decay) under the "
+                 "param's name, as plait-run --save-ema-weights does")
+      ->excludes("--optimizer");
   if (auto rc = parseArgs(kTool, app, argc, argv))
     return *rc;
 
@@ -76,6 +84,16 @@ int main(int argc, char **argv) {
                states, updates.empty() ? "" : ", updated by " + updates, index.model);
     return 0;
   }
+  // --ema: a param's entry is read from its average "<param>.ema" where the run kept one.
+  auto averageOf = [&](const std::string &name) {
+    auto it = index.tensors.find(name + ".ema");
+    return ema && it != index.tensors.end() && it->second.kind != "param" ? it->first : name;
+  };
+  if (ema && std::none_of(index.tensors.begin(), index.tensors.end(), [&](const auto &t) {
+        return t.second.kind == "param" && averageOf(t.first) != t.first;
+      }))
+    return fail(kExitUserError, index.path + ": --ema: the checkpoint holds no weight EMA (its "
+                                             "run was not compiled with --ema-decay)");
   std::vector<plait::rt::HostTensor> values;
   std::vector<std::pair<std::string, plait::rt::TensorView>> entries;
   values.reserve(index.tensors.size());
@@ -83,7 +101,8 @@ int main(int argc, char **argv) {
     if (t.kind != "param" && !withOptimizer)
       continue;
     plait::rt::HostTensor &value = values.emplace_back();
-    if (plait::rt::Status s = plait::rt::assembleCheckpointTensor(index, name, value); !s.ok())
+    if (plait::rt::Status s = plait::rt::assembleCheckpointTensor(index, averageOf(name), value);
+        !s.ok())
       return fail(kExitUserError, s.message());
     entries.emplace_back(name, value.view());
   }

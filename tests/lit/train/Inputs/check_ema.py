@@ -2,6 +2,7 @@
 for every param, bit for bit (plait.weight_ema in f32, its factors rounded from double).
 
   check_ema.py BEFORE.safetensors AFTER.safetensors EMA.safetensors DECAY
+  check_ema.py same A.safetensors B.safetensors   (the same tensors, bit for bit)
 """
 import json
 import struct
@@ -20,6 +21,11 @@ def read(path):
             for k, v in header.items() if k != "__metadata__"}
 
 
+if sys.argv[1] == "same":  # check_ema.py same A.safetensors B.safetensors
+    a, b = read(sys.argv[2]), read(sys.argv[3])
+    same = sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a)
+    print(f"{len(a)} tensors, {'equal' if same else 'DIFFERENT'}")
+    sys.exit(0)
 before, after, ema = (read(p) for p in sys.argv[1:4])
 d = float(sys.argv[4])
 bad = []
