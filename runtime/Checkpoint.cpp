@@ -599,11 +599,9 @@ Status restoreCheckpoint(const CheckpointIndex &index, const Executor &exec) {
         auto it = index.tensors.find(s.logical);
         // A weight EMA (--ema-decay) that the saving run did not keep starts from the params
         // it saved, as an EMA added to a model copies it.
-        const std::string_view ema = ".ema";
         if (it == index.tensors.end() && kind == TensorKind::State &&
-            s.logical.size() > ema.size() &&
-            s.logical.compare(s.logical.size() - ema.size(), ema.size(), ema) == 0)
-          it = index.tensors.find(s.logical.substr(0, s.logical.size() - ema.size()));
+            !averagedParam(s.logical).empty())
+          it = index.tensors.find(averagedParam(s.logical));
         if (it == index.tensors.end())
           return Status::errorf("{}: has no {} '{}' (the plan's {} tensor {}); was it saved "
                                 "from another model or optimizer?", index.path,

@@ -25,6 +25,16 @@ enum class TensorKind : uint8_t {
 };
 const char *tensorKindName(TensorKind k);
 
+/// The weight EMA's averages (plait.weight_ema, --ema-decay) are states named after what they
+/// average: "<param>.ema", and "<unit>.ema" for a sharded unit, whose pieces are
+/// "<param>.ema". The param a name averages, or "" when it names no average.
+inline std::string averagedParam(const std::string &name) {
+  constexpr size_t kSuffix = 4; // ".ema"
+  return name.size() > kSuffix && name.compare(name.size() - kSuffix, kSuffix, ".ema") == 0
+             ? name.substr(0, name.size() - kSuffix)
+             : std::string();
+}
+
 /// One parameter inside a sharded unit's flat buffer (plan.fbs ShardPiece): elements
 /// [offset, offset + numel) of the flat buffer, initialised from `data` or `init`.
 struct ShardPiece {

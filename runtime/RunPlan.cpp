@@ -7,6 +7,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -249,82 +250,52 @@ std::string outputFileName(const std::string &tensorName, size_t index) {
 
 namespace {
 
-/// Writes every param under its name (the ONNX initializer names) as safetensors, from
-/// rank 0. Sharded params are gathered from their groups first (every rank takes part) and
-/// split into their pieces, so the file names and shapes are those of a world-1 run.
-Status saveWeights(const std::string &path, Executor &exec, bool writer) {
+/// Appends every tensor of `kind` whose plan name `keep` accepts as a world-1 run holds it:
+/// a whole one as it is, a sharded one gathered from its group (every rank takes part, in
+/// plan order) and split into its pieces, whose bytes `gathered` keeps.
+template <typename Keep>
+Status wholeTensors(Executor &exec, TensorKind kind, Keep keep,
+                    std::deque<std::vector<uint8_t>> &gathered,
+                    std::vector<std::pair<std::string, TensorView>> &out) {
   const Plan &plan = exec.plan();
-  std::vector<std::pair<std::string, TensorView>> params;
-  std::vector<std::vector<uint8_t>> gathered; // keeps sharded units alive until written
-  gathered.reserve(plan.tensors.size());
   for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
     const PlanTensor &tensor = plan.tensors[t];
-    if (tensor.kind != TensorKind::Param)
+    if (tensor.kind != kind || !keep(tensor.name))
       continue;
     if (!tensor.sharded) {
-      params.emplace_back(tensor.name, exec.view(t));
+      out.emplace_back(tensor.name, exec.view(t));
       continue;
     }
     PLAIT_RETURN_IF_ERROR(exec.gatherParam(t, gathered.emplace_back()));
     for (const ShardPiece &p : tensor.shard.pieces)
-      params.emplace_back(p.name,
-                          TensorView{gathered.back().data() + p.offset * dtypeSize(tensor.dtype),
-                                     tensor.dtype, p.shape});
-  }
-  return writer ? writeSafetensors(path, params) : Status();
-}
-
-/// --save-ema-weights: the params as saveWeights writes them, each trained one's values
-/// replaced by its weight EMA (the state "<param>.ema", or its piece of a unit's sharded
-/// average, gathered first; a buffer's with --ema-buffers); frozen params and the buffers
-/// not averaged as they are, so that the file is a whole state_dict of the averaged model.
-Status saveEmaWeights(const std::string &path, Executor &exec, bool writer) {
-  const Plan &plan = exec.plan();
-  std::map<std::string, TensorView> averages; // by param name
-  std::vector<std::vector<uint8_t>> gathered;
-  gathered.reserve(plan.tensors.size());
-  constexpr std::string_view kSuffix = ".ema";
-  auto paramOf = [&](const std::string &name) {
-    return name.substr(0, name.size() - kSuffix.size());
-  };
-  auto isAverage = [&](const std::string &name) {
-    return name.size() > kSuffix.size() &&
-           std::string_view(name).substr(name.size() - kSuffix.size()) == kSuffix;
-  };
-  for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
-    const PlanTensor &tensor = plan.tensors[t];
-    if (tensor.kind != TensorKind::State)
-      continue;
-    if (!tensor.sharded) {
-      if (isAverage(tensor.name))
-        averages.emplace(paramOf(tensor.name), exec.view(t));
-      continue;
-    }
-    if (tensor.shard.pieces.empty() || !isAverage(tensor.shard.pieces.front().name))
-      continue;
-    PLAIT_RETURN_IF_ERROR(exec.gatherParam(t, gathered.emplace_back()));
-    for (const ShardPiece &p : tensor.shard.pieces)
-      averages.emplace(paramOf(p.name),
+      out.emplace_back(p.name,
                        TensorView{gathered.back().data() + p.offset * dtypeSize(tensor.dtype),
                                   tensor.dtype, p.shape});
   }
-  std::vector<std::pair<std::string, TensorView>> params;
-  for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
-    const PlanTensor &tensor = plan.tensors[t];
-    if (tensor.kind != TensorKind::Param)
-      continue;
-    auto pick = [&](const std::string &name, TensorView value) {
-      auto it = averages.find(name);
-      params.emplace_back(name, it != averages.end() ? it->second : value);
-    };
-    if (!tensor.sharded) {
-      pick(tensor.name, exec.view(t));
-      continue;
-    }
-    PLAIT_RETURN_IF_ERROR(exec.gatherParam(t, gathered.emplace_back()));
-    for (const ShardPiece &p : tensor.shard.pieces)
-      pick(p.name, TensorView{gathered.back().data() + p.offset * dtypeSize(tensor.dtype),
-                              tensor.dtype, p.shape});
+  return {};
+}
+
+/// Writes every param under its name (the ONNX initializer names) as safetensors, from
+/// rank 0, sharded ones gathered first, so the file names and shapes are those of a world-1
+/// run. `ema` (--save-ema-weights): each param with a weight EMA written with its average's
+/// values (a sharded unit's gathered too); frozen params and the buffers not averaged as they
+/// are, so that the file is a whole state_dict of the averaged model.
+Status saveWeights(const std::string &path, Executor &exec, bool writer, bool ema) {
+  std::deque<std::vector<uint8_t>> gathered;
+  std::vector<std::pair<std::string, TensorView>> params, averages;
+  PLAIT_RETURN_IF_ERROR(wholeTensors(
+      exec, TensorKind::Param, [](const std::string &) { return true; }, gathered, params));
+  if (ema) {
+    PLAIT_RETURN_IF_ERROR(wholeTensors(
+        exec, TensorKind::State,
+        [](const std::string &name) { return !averagedParam(name).empty(); }, gathered,
+        averages));
+    std::map<std::string, TensorView> byParam;
+    for (const auto &[name, view] : averages)
+      byParam.emplace(averagedParam(name), view);
+    for (auto &[name, view] : params)
+      if (auto it = byParam.find(name); it != byParam.end())
+        view = it->second;
   }
   return writer ? writeSafetensors(path, params) : Status();
 }
@@ -614,9 +585,9 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   if (lead && !options.outputDir.empty())
     PLAIT_RETURN_IF_ERROR(writeOutputs(options, *exec, written));
   if (!options.saveWeights.empty())
-    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec, lead));
+    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec, lead, false));
   if (!options.saveEmaWeights.empty())
-    PLAIT_RETURN_IF_ERROR(saveEmaWeights(options.saveEmaWeights, *exec, lead));
+    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveEmaWeights, *exec, lead, true));
   if (!lead)
     return {};
   std::string onRanks = plan.worldSize > 1 ? " on " + rankCount(plan.worldSize) : "";

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -132,18 +133,19 @@ Status saveWeights(const std::string &path, const CudaExecutor &exec, bool ema) 
   for (uint32_t t = 0; t < plan.tensors.size(); ++t)
     if (plan.tensors[t].kind == TensorKind::Param)
       bytes.emplace_back();
+  std::map<std::string, uint32_t> averages; // param name -> its average's tensor
+  for (uint32_t t = 0; ema && t < plan.tensors.size(); ++t)
+    if (plan.tensors[t].kind == TensorKind::State && !averagedParam(plan.tensors[t].name).empty())
+      averages.emplace(averagedParam(plan.tensors[t].name), t);
   size_t next = 0;
   for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
     const PlanTensor &tensor = plan.tensors[t];
     if (tensor.kind != TensorKind::Param)
       continue;
     std::vector<uint8_t> &host = bytes[next++];
-    uint32_t source = t;
-    for (uint32_t s = 0; ema && s < plan.tensors.size(); ++s)
-      if (plan.tensors[s].kind == TensorKind::State &&
-          plan.tensors[s].name == tensor.name + ".ema")
-        source = s;
-    PLAIT_RETURN_IF_ERROR(exec.readTensor(source, host));
+    auto average = averages.find(tensor.name);
+    PLAIT_RETURN_IF_ERROR(
+        exec.readTensor(average != averages.end() ? average->second : t, host));
     params.emplace_back(tensor.name, TensorView{host.data(), tensor.dtype, tensor.shape});
   }
   return writeSafetensors(path, params);

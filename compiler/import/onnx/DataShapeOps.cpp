@@ -14,16 +14,22 @@ using namespace mlir;
 namespace plait::onnx_import {
 namespace {
 
+/// The positions of `t`'s non-zero elements, in row-major order (getDouble reads a splat's one
+/// value and an integer exactly as far as being non-zero goes).
+std::vector<int64_t> nonZeroPositions(const HostTensor &t) {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    if (t.getDouble(i) != 0.0)
+      out.push_back(i);
+  return out;
+}
+
 /// NonZero: the indices of X's non-zero elements, [rank, count] int64, in row-major order.
 LogicalResult importNonZero(NodeContext &ctx) {
   const HostTensor *x = ctx.requireConstInput(0, "X");
   if (!x)
     return failure();
-  std::vector<int64_t> hits;
-  for (int64_t i = 0; i < x->numElements(); ++i)
-    if (x->isFloat() ? x->getDouble(x->isSplat() ? 0 : i) != 0.0
-                     : x->getInt(x->isSplat() ? 0 : i) != 0)
-      hits.push_back(i);
+  std::vector<int64_t> hits = nonZeroPositions(*x);
   const int64_t rank = std::max<int64_t>(x->rank(), 1), count = int64_t(hits.size());
   std::vector<int64_t> out(size_t(rank * count));
   for (int64_t k = 0; k < count; ++k) {
@@ -59,11 +65,7 @@ LogicalResult importCompress(NodeContext &ctx) {
   if (condition->numElements() > extent)
     return ctx.error("condition has " + Twine(condition->numElements()) +
                      " entries, more than the " + Twine(extent) + " it selects from");
-  std::vector<int64_t> kept;
-  for (int64_t i = 0; i < condition->numElements(); ++i)
-    if ((condition->isFloat() ? condition->getDouble(condition->isSplat() ? 0 : i) != 0.0
-                              : condition->getInt(condition->isSplat() ? 0 : i) != 0))
-      kept.push_back(i);
+  std::vector<int64_t> kept = nonZeroPositions(*condition);
   Value data = ctx.input(0);
   if (data && !axis)
     data = ctx.reshape(data, {extent});

@@ -30,21 +30,9 @@ struct Tap {
 };
 
 /// Builds the elementwise arithmetic of one GridSample node on [N, P] float values.
-class Sampler {
+class Sampler : public ElementArith {
 public:
-  Sampler(NodeContext &ctx, Type type) : ctx_(ctx), type_(type) {}
-
-  Value scalar(double v) { return ctx_.scalar(v, type_); }
-  Value add(Value a, Value b) { return a && b ? ctx_.create<AddOp>({a, b}) : Value(); }
-  Value sub(Value a, Value b) { return a && b ? ctx_.create<SubOp>({a, b}) : Value(); }
-  Value mul(Value a, Value b) { return a && b ? ctx_.create<MulOp>({a, b}) : Value(); }
-  Value div(Value a, Value b) { return a && b ? ctx_.create<DivOp>({a, b}) : Value(); }
-  Value add(Value a, double b) { return add(a, scalar(b)); }
-  Value mul(Value a, double b) { return mul(a, scalar(b)); }
-  Value floor(Value a) { return a ? ctx_.create<FloorOp>({a}) : a; }
-  Value clamp(Value a, double lo, double hi) {
-    return a ? ctx_.create<ClampOp>({a}, {ctx_.f64Attr("min", lo), ctx_.f64Attr("max", hi)}) : a;
-  }
+  using ElementArith::ElementArith;
 
   /// c reflected at the borders of an axis of size n (PyTorch's reflect_coordinates over
   /// [0, n - 1] with align_corners, else [-0.5, n - 0.5]), then clamped to [0, n - 1].
@@ -148,9 +136,6 @@ public:
     return out;
   }
 
-private:
-  NodeContext &ctx_;
-  Type type_;
 };
 
 LogicalResult importGridSample(NodeContext &ctx) {
@@ -203,9 +188,7 @@ LogicalResult importGridSample(NodeContext &ctx) {
   auto ys = xs && cy ? s.taps(cy, mode, padding, h, alignCorners) : std::nullopt;
   if (!ys)
     return failure();
-  // The input's pixels as rows [N * H * W, C], read at (n * H + y) * W + x.
-  Value rows = ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", {0, 2, 3, 1})});
-  rows = rows ? ctx.reshape(rows, {n * h * w, c}) : rows;
+  Value rows = pixelRows(ctx, x);
   llvm::SmallVector<int64_t> bases;
   for (int64_t b = 0; b < n; ++b)
     bases.push_back(b * h * w);
@@ -239,6 +222,12 @@ LogicalResult importGridSample(NodeContext &ctx) {
 }
 
 } // namespace
+
+Value pixelRows(NodeContext &ctx, Value x) {
+  auto shape = shapeOf(x);
+  Value rows = ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", {0, 2, 3, 1})});
+  return rows ? ctx.reshape(rows, {shape[0] * shape[2] * shape[3], shape[1]}) : rows;
+}
 
 void registerGridSampleOps(OpImporterMap &map) { map["GridSample"] = importGridSample; }
 

@@ -193,6 +193,37 @@ private:
   int64_t opset_;
 };
 
+/// Elementwise arithmetic on values of one float type for the importers that compute
+/// positions and weights from run-time tensors (GridSample, RoiAlign). A null operand (a
+/// builder that already reported) gives a null result, so chains need no checks between steps.
+class ElementArith {
+public:
+  ElementArith(NodeContext &ctx, mlir::Type type) : ctx_(ctx), type_(type) {}
+
+  mlir::Value scalar(double v) { return ctx_.scalar(v, type_); }
+  template <typename OpT> mlir::Value op(mlir::Value a, mlir::Value b) {
+    return a && b ? ctx_.create<OpT>({a, b}) : mlir::Value();
+  }
+  mlir::Value add(mlir::Value a, mlir::Value b) { return op<AddOp>(a, b); }
+  mlir::Value sub(mlir::Value a, mlir::Value b) { return op<SubOp>(a, b); }
+  mlir::Value mul(mlir::Value a, mlir::Value b) { return op<MulOp>(a, b); }
+  mlir::Value div(mlir::Value a, mlir::Value b) { return op<DivOp>(a, b); }
+  mlir::Value add(mlir::Value a, double b) { return add(a, scalar(b)); }
+  mlir::Value mul(mlir::Value a, double b) { return mul(a, scalar(b)); }
+  mlir::Value floor(mlir::Value a) { return a ? ctx_.create<FloorOp>({a}) : a; }
+  mlir::Value clamp(mlir::Value a, double lo, double hi) {
+    return a ? ctx_.create<ClampOp>({a}, {ctx_.f64Attr("min", lo), ctx_.f64Attr("max", hi)}) : a;
+  }
+
+protected:
+  NodeContext &ctx_;
+  mlir::Type type_;
+};
+
+/// A float image x [N, C, H, W] as rows of pixels [N * H * W, C], which a gather reads at
+/// (n * H + y) * W + x (GridSample's and RoiAlign's bilinear taps). Null after an error.
+mlir::Value pixelRows(NodeContext &ctx, mlir::Value x);
+
 /// Shorthand for the element type of a ranked tensor value.
 inline mlir::Type elementTypeOf(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType()).getElementType();

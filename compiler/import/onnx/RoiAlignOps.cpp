@@ -31,18 +31,9 @@ struct AxisTaps {
   Value lo, hi, wLo, wHi;
 };
 
-class RoiSampler {
+class RoiSampler : public ElementArith {
 public:
-  RoiSampler(NodeContext &ctx, Type type) : ctx_(ctx), type_(type) {}
-
-  Value scalar(double v) { return ctx_.scalar(v, type_); }
-  template <typename OpT> Value op(Value a, Value b) {
-    return a && b ? ctx_.create<OpT>({a, b}) : Value();
-  }
-  Value add(Value a, Value b) { return op<AddOp>(a, b); }
-  Value sub(Value a, Value b) { return op<SubOp>(a, b); }
-  Value mul(Value a, Value b) { return op<MulOp>(a, b); }
-  Value div(Value a, Value b) { return op<DivOp>(a, b); }
+  using ElementArith::ElementArith;
 
   /// The taps of the S = pooled * g samples per region along an axis of size n, from the
   /// regions' start and extent ([R, 1]).
@@ -65,7 +56,7 @@ public:
     Value inside =
         op<AndOp>(op<GreaterEqualOp>(c, scalar(-1.0)), op<LessEqualOp>(c, scalar(double(n))));
     Value clamped = op<MaxOp>(c, scalar(0.0));
-    Value low = clamped ? ctx_.create<FloorOp>({clamped}) : Value();
+    Value low = floor(clamped);
     Value edge = op<GreaterEqualOp>(low, scalar(double(n - 1)));
     Value last = scalar(double(n - 1));
     Value atEdge = edge ? ctx_.create<WhereOp>({edge, last, clamped}) : Value();
@@ -81,9 +72,6 @@ public:
     return AxisTaps{lo, hi, wLo, wHi};
   }
 
-private:
-  NodeContext &ctx_;
-  Type type_;
 };
 
 LogicalResult importRoiAlign(NodeContext &ctx) {
@@ -155,9 +143,7 @@ LogicalResult importRoiAlign(NodeContext &ctx) {
   if (!xs)
     return failure();
   const int64_t sy = oh * ratio, sx = ow * ratio;
-  // The input's pixels as rows [N * H * W, C], read at (b * H + y) * W + x.
-  Value rows = ctx.create<TransposeOp>({x}, {ctx.arrayAttr("perm", {0, 2, 3, 1})});
-  rows = rows ? ctx.reshape(rows, {n * h * w, c}) : rows;
+  Value rows = pixelRows(ctx, x);
   Type i64 = IntegerType::get(ctx.context(), 64);
   Value base = ctx.reshape(batch, {r, 1, 1});
   base = base ? ctx.create<MulOp>({base, ctx.scalar(double(h * w), i64)}) : base;
