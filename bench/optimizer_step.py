@@ -190,6 +190,7 @@ def bench(build, shape, optimizer, steps, repeat, work):
         "optimizer": optimizer,
         "params": tensors * width,
         "update_kernels": kernels.get("grouped_update", 0),
+        "ema_kernels": kernels.get("weight_ema", 0),
         "step_ms": {v: statistics.median(r) if r else None for v, r in times.items()},
         "runs_ms": times,
         "max_rel_loss_diff": float(np.max(np.abs(p - t) / np.maximum(np.abs(t), 1e-12))),
@@ -239,8 +240,11 @@ def main():
         ms = r["step_ms"]
         foreach = ("%.3f | %.2f×" % (ms["torch-foreach"], ms["torch-foreach"] / ms["plait"])
                    if ms["torch-foreach"] else "— | —")
-        print("| %s | %s | %d | %.3f | %.3f | %.2f× | %s | %.1e |" % (
-            r["shape"], r["optimizer"], r["update_kernels"], ms["plait"], ms["torch"],
+        kernels = "%d" % r["update_kernels"]
+        if r["ema_kernels"]:
+            kernels += " + %d EMA" % r["ema_kernels"]
+        print("| %s | %s | %s | %.3f | %.3f | %.2f× | %s | %.1e |" % (
+            r["shape"], r["optimizer"], kernels, ms["plait"], ms["torch"],
             ms["torch"] / ms["plait"], foreach, r["max_rel_loss_diff"]))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")

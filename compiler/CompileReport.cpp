@@ -406,6 +406,12 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
           "{} optimizer updates computed by {} grouped kernel{}, each walking its tensors "
           "(off: --no-fusion)",
           get("updates"), get("kernels"), get("kernels") == 1 ? "" : "s");
+    auto emaKernels = grouped.getAs<IntegerAttr>("ema_kernels");
+    if (emaKernels && emaKernels.getInt() > 0)
+      report["optimizations"]["group_emas"] =
+          fmt::format("{} weight EMA averages computed by {} kernel{}, each walking its tensors "
+                      "(off: --no-fusion)",
+                      get("emas"), emaKernels.getInt(), emaKernels.getInt() == 1 ? "" : "s");
     auto casts = grouped.getAs<IntegerAttr>("grad_casts");
     if (casts && casts.getInt() > 0)
       report["optimizations"]["fused_grad_cast"] = fmt::format(

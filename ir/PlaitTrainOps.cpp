@@ -202,8 +202,19 @@ LogicalResult WeightEmaOp::verify() {
   double decay = getDecay().convertToDouble();
   if (!(decay > 0.0 && decay < 1.0))
     return emitOpError("needs 0 < decay < 1, got ") << decay;
-  if (cast<ShapedType>(getStep().getType()).getRank() != 0)
-    return emitOpError("step must be a scalar");
+  unsigned n = getNumAveraged();
+  if (n == 0 || getNumOperands() != 2 * n + 1)
+    return emitOpError("needs N params, their N averages and the step for its N results, got ")
+           << getNumOperands() << " operands and " << n << " results";
+  auto step = cast<ShapedType>(getStep().getType());
+  if (step.getRank() != 0 || !step.getElementType().isF32())
+    return emitOpError("step must be an f32 scalar");
+  for (unsigned k = 0; k < n; ++k)
+    if (getParam(k).getType() != getResult(k).getType() ||
+        getEma(k).getType() != getResult(k).getType())
+      return emitOpError("average ")
+             << k << ": param, average and result must have one type, got " << getParam(k).getType()
+             << ", " << getEma(k).getType() << " and " << getResult(k).getType();
   return success();
 }
 

@@ -737,29 +737,51 @@ def Plait_LambNormsOp : Plait_Op<"lamb_norms", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Plait_WeightEmaOp : Plait_Op<"weight_ema",
-    [Pure, AllTypesMatch<["param", "ema", "new_ema"]>]> {
-  let summary = "an exponential moving average of a param's values, updated after each step";
+def Plait_WeightEmaOp : Plait_Op<"weight_ema", [Pure]> {
+  let summary = "exponential moving averages of params' values, updated after each step";
   let description = [{
-    new_ema = d * ema + (1 - d) * param, where `param` is the param's value after this
-    step's update and d depends on the step: 0 on step 1 (the average starts as a copy),
-    then `decay`, or with `warmup` min(decay, (1 + n) / (10 + n)) with n = step - 1 (the
-    updates averaged before). This is torch.optim.swa_utils.AveragedModel updated after every
-    optimizer step with the average function d * avg + (1 - d) * p; with `warmup`, the decay
-    of diffusers' EMAModel and TensorFlow's ExponentialMovingAverage(num_updates). d and
-    1 - d are computed in double and rounded to the param's type, as PyTorch multiplies a
-    tensor by a Python float. One state, "<param>.ema", the averaged weights.
+    new_ema = d * ema + (1 - d) * param for each of N params, where `param` is the param's
+    value after this step's update and d depends on the step: 0 on step 1 (the average
+    starts as a copy), then `decay`, or with `warmup` min(decay, (1 + n) / (10 + n)) with
+    n = step - 1 (the updates averaged before). This is torch.optim.swa_utils.AveragedModel
+    updated after every optimizer step with the average function d * avg + (1 - d) * p; with
+    `warmup`, the decay of diffusers' EMAModel and TensorFlow's
+    ExponentialMovingAverage(num_updates). d and 1 - d are computed in double and rounded to
+    the param's type, as PyTorch multiplies a tensor by a Python float. One state per param,
+    "<param>.ema", the averaged weights.
+
+    The operands are the N new params, then their N averages, then the step; result k is
+    average k's new value, of param k's type. plait-train-step builds one op per param;
+    plait-group-updates merges those close together into one (one kernel walking the
+    tensors, as PyTorch's torch._foreach_lerp_ does for timm's ModelEmaV3).
 
     ```mlir
     %e2 = plait.weight_ema %p2, %e, %step {decay = 0.999 : f64}
         : (tensor<8xf32>, tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+    %a2, %b2 = plait.weight_ema %p2, %q2, %a, %b, %step {decay = 0.999 : f64}
+        : (tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<f32>)
+          -> (tensor<8xf32>, tensor<4xf32>)
     ```
   }];
-  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$ema,
-                       StaticShapeTensorOf<[F32]>:$step, F64Attr:$decay,
+  let arguments = (ins Variadic<AnyStaticShapeTensor>:$inputs, F64Attr:$decay,
                        DefaultValuedAttr<BoolAttr, "false">:$warmup);
-  let results = (outs Plait_FloatTensor:$new_ema);
-  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let results = (outs Variadic<Plait_FloatTensor>:$new_emas);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $new_emas)";
+  let builders = [
+    // One param's average.
+    OpBuilder<(ins "mlir::Type":$type, "mlir::Value":$param, "mlir::Value":$ema,
+                   "mlir::Value":$step, "mlir::FloatAttr":$decay, "mlir::BoolAttr":$warmup), [{
+      build($_builder, $_state, mlir::TypeRange{type}, mlir::ValueRange{param, ema, step},
+            decay, warmup);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The params (and averages) this op averages.
+    unsigned getNumAveraged() { return getNumResults(); }
+    mlir::Value getParam(unsigned k) { return getOperand(k); }
+    mlir::Value getEma(unsigned k) { return getOperand(getNumAveraged() + k); }
+    mlir::Value getStep() { return getOperand(getNumOperands() - 1); }
+  }];
   let hasVerifier = 1;
 }
 

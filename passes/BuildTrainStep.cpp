@@ -775,9 +775,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
           continue;
         Value ema = b.create<StateOp>(param.getLoc(), param.getType(),
                                       b.getStringAttr(param.getName() + ".ema"));
-        Value next = b.create<WeightEmaOp>(param.getLoc(), param.getType(), value, ema,
-                                           stepValue, b.getF64FloatAttr(emaDecay),
-                                           b.getBoolAttr(emaWarmup));
+        Value next = b.create<WeightEmaOp>(param.getLoc(), param.getType(), value, ema, stepValue,
+                                           b.getF64FloatAttr(emaDecay), b.getBoolAttr(emaWarmup))
+                         ->getResult(0);
         averages.push_back({ema, next});
       }
       llvm::append_range(assigns, averages);

@@ -395,7 +395,7 @@ def GroupCastsPass : Pass<"plait-group-casts", "mlir::ModuleOp"> {
 }
 
 def GroupUpdatesPass : Pass<"plait-group-updates", "mlir::ModuleOp"> {
-  let summary = "Optimizer updates close together become one plait.grouped_update";
+  let summary = "Optimizer updates (weight EMAs) close together become one kernel";
   let description = [{
     In program order, an adamw_update or sgd_update of f32/f64 tensors joins the open group
     of updates of the same kind and attributes when the group stays within a span of ops and
@@ -403,8 +403,10 @@ def GroupUpdatesPass : Pass<"plait-group-updates", "mlir::ModuleOp"> {
     two or more becomes one plait.grouped_update there (one kernel walking the tensors).
     With grad-casts, a grouped update whose gradient is a cast from bf16 or f16 that feeds
     nothing else reads the half-precision gradient and widens it itself (no f32 copy stored,
-    no cast kernel). Results are bit-identical. The module records `plait.group_updates`
-    {kernels, updates, grad_casts, grad_cast_bytes}. plait-compile runs it after
+    no cast kernel). The weight EMAs (--ema-decay) of f32/f64 averages with the same decay,
+    warm-up and step merge the same way into one plait.weight_ema of many averages. Results
+    are bit-identical. The module records `plait.group_updates` {kernels, updates, grad_casts,
+    grad_cast_bytes, ema_kernels, emas}. plait-compile runs it after
     plait-schedule, unless --no-fusion; --no-fused-grad-cast turns grad-casts off.
   }];
   let options = [

@@ -597,19 +597,22 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
               false);
     return cost;
   }
-  if (k == "grouped_update" || k == "grouped_cast") {
-    // The update's (the cast's) work on every tensor of the group (its params: operand 0 of
-    // each update; every operand of the casts).
-    const std::string each = k == "grouped_cast" ? "cast" : stringAttr(instr, "update");
+  if (k == "grouped_update" || k == "grouped_cast" || k == "weight_ema") {
+    // The update's (the cast's, the average's) work on every tensor of the group (its params:
+    // operand 0 of each update; every operand of the casts; the averages' results).
+    const std::string each = k == "grouped_update" ? stringAttr(instr, "update")
+                             : k == "grouped_cast" ? std::string("cast")
+                                                   : std::string(k);
     const ElementCost *c = elementCost(each);
-    int64_t per = k == "grouped_cast" ? 1 : intAttr(instr, "operands_per_update", 0);
+    int64_t per = k == "grouped_update" ? intAttr(instr, "operands_per_update", 0) : 1;
+    const std::vector<uint32_t> &walked = k == "weight_ema" ? instr.outputs : instr.inputs;
     if (!c || per <= 0)
       return cost;
-    // Each tensor's update (cast) splits on its own (OptimizerKernels.cpp, CastKernels.cpp):
-    // the ones of two grains or more, counted at the smallest of them.
+    // Each tensor's update (cast, average) splits on its own (OptimizerKernels.cpp,
+    // CastKernels.cpp): the ones of two grains or more, counted at the smallest of them.
     double split = 0, grains = 0, calls = 0;
-    for (size_t i = 0; i < instr.inputs.size(); i += size_t(per)) {
-      double n = numel(tensor(instr.inputs[i]));
+    for (size_t i = 0; i < walked.size(); i += size_t(per)) {
+      double n = numel(tensor(walked[i]));
       cost.elements += n;
       double g = n / double(rt::cpu::kElementGrain);
       if (g >= 2 && splitsElements(each)) {

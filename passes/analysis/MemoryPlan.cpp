@@ -141,8 +141,8 @@ std::optional<unsigned> inPlaceOperand(Operation *op, unsigned result) {
     unsigned t = result / perResult, k = result % perResult;
     return t * per + updatedOperand(grouped.getUpdate(), k);
   }
-  if (isa<WeightEmaOp>(op)) // reads each element of its average before writing it
-    return 1u;
+  if (auto ema = dyn_cast<WeightEmaOp>(op)) // reads each element of its average before
+    return ema.getNumAveraged() + result;   // writing it
   return std::nullopt;
 }
 

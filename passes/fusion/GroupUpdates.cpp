@@ -18,6 +18,11 @@
 // cast did, when the cast's result feeds nothing but that update. The module records
 // `plait.group_updates` {kernels, updates, grad_casts, grad_cast_bytes} for the report
 // (grad_cast_bytes: the wide gradients no longer stored).
+//
+// The weight EMAs (--ema-decay), one plait.weight_ema per param built after every update,
+// merge the same way into one plait.weight_ema of many averages (f32 and f64 ones of the
+// same decay, warm-up and step): one kernel instead of one per param (timm's ModelEmaV3 uses
+// torch._foreach_lerp_ for the same reason). The module records {ema_kernels, emas}.
 #include "passes/Passes.h"
 
 #include "ir/OpKinds.h"
@@ -67,6 +72,22 @@ bool sameKind(Operation *a, Operation *b) {
          a->getAttrDictionary() == b->getAttrDictionary();
 }
 
+/// Whether `op` is a weight EMA this pass merges: of f32 or f64 averages (a half-precision
+/// one stages each tensor through f32 copies).
+bool groupableEma(Operation *op) {
+  auto ema = dyn_cast<WeightEmaOp>(op);
+  return ema && llvm::all_of(ema.getNewEmas().getTypes(), [](Type t) {
+           Type element = cast<RankedTensorType>(t).getElementType();
+           return element.isF32() || element.isF64();
+         });
+}
+
+/// Whether weight EMAs `a` and `b` may be one op: the same decay, warm-up and step.
+bool sameEma(Operation *a, Operation *b) {
+  return a->getAttrDictionary() == b->getAttrDictionary() &&
+         cast<WeightEmaOp>(a).getStep() == cast<WeightEmaOp>(b).getStep();
+}
+
 struct Group {
   SmallVector<Operation *> ops; // in program order
   int64_t first = 0;            // position of the first
@@ -74,68 +95,91 @@ struct Group {
   int64_t need = INT64_MAX;     // position of the first read of a result outside the group
 };
 
+/// The groups of ops `member` takes in `func`'s body, in program order: an op joins the open
+/// group when `same` as its first, within `span` ops of it, and one place still follows every
+/// operand and precedes every read of a result outside the group.
+std::vector<Group> collectGroups(func::FuncOp func, int64_t span,
+                                 llvm::function_ref<bool(Operation *)> member,
+                                 llvm::function_ref<bool(Operation *, Operation *)> same,
+                                 llvm::DenseMap<Operation *, int64_t> &position) {
+  position.clear();
+  for (Operation &op : func.getBody().front())
+    position[&op] = int64_t(position.size());
+  // Where a group with `op` may stand: after its operands, before outside reads.
+  auto widen = [&](Operation *op, int64_t &ready, int64_t &need) {
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        ready = std::max(ready, position.lookup(def));
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers())
+        need = std::min(need, position.lookup(user));
+  };
+  std::vector<Group> groups;
+  Group open;
+  for (Operation &op : func.getBody().front()) {
+    if (!member(&op))
+      continue;
+    int64_t ready = open.ready, need = open.need;
+    widen(&op, ready, need);
+    bool joins = !open.ops.empty() && same(open.ops.front(), &op) &&
+                 position.lookup(&op) - open.first <= span && ready < need;
+    if (!joins) {
+      if (!open.ops.empty())
+        groups.push_back(std::move(open));
+      open = Group();
+      open.first = position.lookup(&op);
+      ready = -1;
+      need = INT64_MAX;
+      widen(&op, ready, need);
+    }
+    open.ready = ready;
+    open.need = need;
+    open.ops.push_back(&op);
+  }
+  if (!open.ops.empty())
+    groups.push_back(std::move(open));
+  return groups;
+}
+
+/// Where group `g`'s op stands: at its last op, or before the first outside read when that
+/// comes earlier (collectGroups guarantees it follows every operand).
+Operation *groupPlace(const Group &g, const llvm::DenseMap<Operation *, int64_t> &position) {
+  Operation *at = g.ops.back();
+  if (g.need <= position.lookup(at))
+    for (Operation *op = g.ops.front(); op; op = op->getNextNode())
+      if (position.lookup(op) == g.need)
+        return op;
+  return at;
+}
+
+/// Replaces the results of `g`'s ops, in order, by `merged`'s, and erases the ops.
+void replaceGroup(const Group &g, Operation *merged) {
+  unsigned next = 0;
+  for (Operation *op : g.ops)
+    for (Value r : op->getResults())
+      r.replaceAllUsesWith(merged->getResult(next++));
+  for (Operation *op : llvm::reverse(g.ops))
+    op->erase();
+}
+
 struct GroupUpdatesPass : impl::GroupUpdatesPassBase<GroupUpdatesPass> {
   using GroupUpdatesPassBase::GroupUpdatesPassBase;
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
     int64_t kernels = 0, updates = 0, gradCasts = 0, gradCastBytes = 0;
+    int64_t emaKernels = 0, emas = 0;
+    OpBuilder builder(&getContext());
+    llvm::DenseMap<Operation *, int64_t> position;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      llvm::DenseMap<Operation *, int64_t> position;
-      for (Operation &op : func.getBody().front())
-        position[&op] = int64_t(position.size());
-      // Where a group with `op` may stand: after its operands, before outside reads.
-      auto widen = [&](Operation *op, int64_t &ready, int64_t &need) {
-        for (Value v : op->getOperands())
-          if (Operation *def = v.getDefiningOp())
-            ready = std::max(ready, position.lookup(def));
-        for (Value r : op->getResults())
-          for (Operation *user : r.getUsers())
-            need = std::min(need, position.lookup(user));
-      };
-      std::vector<Group> groups;
-      Group open;
-      for (Operation &op : func.getBody().front()) {
-        if (!groupable(&op))
-          continue;
-        int64_t ready = open.ready, need = open.need;
-        widen(&op, ready, need);
-        bool joins = !open.ops.empty() && sameKind(open.ops.front(), &op) &&
-                     position.lookup(&op) - open.first <= span && ready < need;
-        if (!joins) {
-          if (!open.ops.empty())
-            groups.push_back(std::move(open));
-          open = Group();
-          open.first = position.lookup(&op);
-          ready = -1;
-          need = INT64_MAX;
-          widen(&op, ready, need);
-        }
-        open.ready = ready;
-        open.need = need;
-        open.ops.push_back(&op);
-      }
-      if (!open.ops.empty())
-        groups.push_back(std::move(open));
-
-      OpBuilder builder(&getContext());
-      for (Group &g : groups) {
+      for (Group &g : collectGroups(func, span, groupable, sameKind, position)) {
         if (g.ops.size() < 2)
           continue;
         ++kernels;
         updates += int64_t(g.ops.size());
-        // At the last update, or before the first outside read when that comes earlier
-        // (the window guarantees it follows every operand).
-        Operation *at = g.ops.back();
-        if (g.need <= position.lookup(at))
-          for (Operation *op = g.ops.front(); op; op = op->getNextNode())
-            if (position.lookup(op) == g.need) {
-              at = op;
-              break;
-            }
-        builder.setInsertionPoint(at);
+        builder.setInsertionPoint(groupPlace(g, position));
         Operation *first = g.ops.front();
         SmallVector<Value> inputs;
         SmallVector<Type> types;
@@ -163,25 +207,47 @@ struct GroupUpdatesPass : impl::GroupUpdatesPassBase<GroupUpdatesPass> {
             "operands_per_update", builder.getI64IntegerAttr(first->getNumOperands())));
         attrs.push_back(builder.getNamedAttr(
             "results_per_update", builder.getI64IntegerAttr(first->getNumResults())));
-        auto grouped = builder.create<GroupedUpdateOp>(builder.getFusedLoc(locs), types,
-                                                       inputs, attrs);
-        unsigned next = 0;
-        for (Operation *op : g.ops)
-          for (Value r : op->getResults())
-            r.replaceAllUsesWith(grouped->getResult(next++));
-        for (Operation *op : llvm::reverse(g.ops))
-          op->erase();
+        replaceGroup(
+            g, builder.create<GroupedUpdateOp>(builder.getFusedLoc(locs), types, inputs, attrs));
         for (Operation *c : casts)
           c->erase();
       }
+      // The weight EMAs (built after every update) merge the same way: params, averages, step.
+      for (Group &g : collectGroups(func, span, groupableEma, sameEma, position)) {
+        if (g.ops.size() < 2)
+          continue;
+        ++emaKernels;
+        SmallVector<Value> params, averages;
+        SmallVector<Type> types;
+        SmallVector<Location> locs;
+        for (Operation *op : g.ops) {
+          auto ema = cast<WeightEmaOp>(op);
+          for (unsigned k = 0; k < ema.getNumAveraged(); ++k) {
+            params.push_back(ema.getParam(k));
+            averages.push_back(ema.getEma(k));
+          }
+          llvm::append_range(types, op->getResultTypes());
+          locs.push_back(op->getLoc());
+        }
+        emas += int64_t(types.size());
+        auto first = cast<WeightEmaOp>(g.ops.front());
+        SmallVector<Value> inputs(params);
+        llvm::append_range(inputs, averages);
+        inputs.push_back(first.getStep());
+        builder.setInsertionPoint(groupPlace(g, position));
+        replaceGroup(g, builder.create<WeightEmaOp>(builder.getFusedLoc(locs), types, inputs,
+                                                    first.getDecayAttr(), first.getWarmupAttr()));
+      }
     }
     Builder b(&getContext());
+    auto count = [&](const char *key, int64_t n) {
+      return b.getNamedAttr(key, b.getI64IntegerAttr(n));
+    };
     module->setAttr("plait.group_updates",
-                    b.getDictionaryAttr({b.getNamedAttr("kernels", b.getI64IntegerAttr(kernels)),
-                                         b.getNamedAttr("updates", b.getI64IntegerAttr(updates)),
-                                         b.getNamedAttr("grad_casts", b.getI64IntegerAttr(gradCasts)),
-                                         b.getNamedAttr("grad_cast_bytes",
-                                                        b.getI64IntegerAttr(gradCastBytes))}));
+                    b.getDictionaryAttr({count("kernels", kernels), count("updates", updates),
+                                         count("grad_casts", gradCasts),
+                                         count("grad_cast_bytes", gradCastBytes),
+                                         count("ema_kernels", emaKernels), count("emas", emas)}));
   }
 };
 

@@ -174,7 +174,7 @@ WeightEmaOp emaOf(Operation *update) {
 /// Erases a param's weight EMA (its assign, the op and its state) once the flat shard's
 /// replaces it.
 void eraseEma(WeightEmaOp ema) {
-  Operation *state = ema.getEma().getDefiningOp();
+  Operation *state = ema.getEma(0).getDefiningOp();
   for (Operation *user : llvm::to_vector(ema->getUsers()))
     user->erase();
   ema->erase();
@@ -821,7 +821,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       auto ema = b.create<WeightEmaOp>(loc, shardType, update->getResult(0), average,
                                        likeEma.getStep(), likeEma.getDecayAttr(),
                                        likeEma.getWarmupAttr());
-      b.create<AssignOp>(loc, average, ema);
+      b.create<AssignOp>(loc, average, ema->getResult(0));
     }
 
     // The per-param updates, their assigns and state are gone.

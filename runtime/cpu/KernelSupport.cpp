@@ -684,19 +684,27 @@ Status planTopK(const KernelCall &call, int64_t &rows, int64_t &n, int64_t &k) {
 
 Status planWeightEma(const KernelCall &call, double &decay, bool &warmup) {
   constexpr const char *kName = "weight_ema";
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 3, 3, 1));
-  const TensorView &param = call.inputs[0], &ema = call.inputs[1], &step = call.inputs[2];
-  const TensorView &out = call.outputs[0];
-  if (!isFloat(param.dtype))
-    return Status::errorf("{}: param must be a float tensor, got {}", kName,
-                          dtypeName(param.dtype));
-  for (const auto &[what, t] : {std::pair<const char *, const TensorView *>{"ema", &ema},
-                                {"new ema", &out}}) {
-    if (t->dtype != param.dtype)
-      return Status::errorf("{}: {} dtype {} differs from the param's {}", kName, what,
-                            dtypeName(t->dtype), dtypeName(param.dtype));
-    PLAIT_RETURN_IF_ERROR(checkShape(kName, what, t->shape, param.shape));
+  const size_t n = call.outputs.size();
+  if (n == 0 || call.inputs.size() != 2 * n + 1)
+    return Status::errorf("{}: needs N params, their N averages and the step for N results, "
+                          "got {} inputs and {} outputs",
+                          kName, call.inputs.size(), n);
+  for (size_t k = 0; k < n; ++k) {
+    const TensorView &param = call.inputs[k], &ema = call.inputs[n + k];
+    const TensorView &out = call.outputs[k];
+    const std::string which = n == 1 ? std::string(kName) : fmt::format("{} {}", kName, k);
+    if (!isFloat(param.dtype))
+      return Status::errorf("{}: param must be a float tensor, got {}", which,
+                            dtypeName(param.dtype));
+    for (const auto &[what, t] :
+         {std::pair<const char *, const TensorView *>{"ema", &ema}, {"new ema", &out}}) {
+      if (t->dtype != param.dtype)
+        return Status::errorf("{}: {} dtype {} differs from the param's {}", which, what,
+                              dtypeName(t->dtype), dtypeName(param.dtype));
+      PLAIT_RETURN_IF_ERROR(checkShape(which, what, t->shape, param.shape));
+    }
   }
+  const TensorView &step = call.inputs.back();
   if (step.dtype != DType::F32 || step.numel() != 1)
     return Status::errorf("{}: step must be an f32 scalar, got {} {}", kName,
                           dtypeName(step.dtype), shapeString(step.shape));

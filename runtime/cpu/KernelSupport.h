@@ -81,9 +81,9 @@ Status sliceView(const Attrs &attrs, const TensorView &x, const TensorView &y, i
 /// CUDA kernels.
 Status planTopK(const KernelCall &call, int64_t &rows, int64_t &n, int64_t &k);
 
-/// weight_ema's call checked (param, ema and the new ema of one float dtype and shape, an f32
-/// scalar step, 0 < decay < 1), its decay and warmup returned. Shared by the CPU and CUDA
-/// kernels.
+/// weight_ema's call checked (N params, their N averages, the step; N results: each param, its
+/// average and new average of one float dtype and shape, an f32 scalar step, 0 < decay < 1),
+/// its decay and warmup returned. Shared by the CPU and CUDA kernels.
 Status planWeightEma(const KernelCall &call, double &decay, bool &warmup);
 
 /// The optimizer updates (OptimizerKernels.cpp). Each takes param, grad, lr, step and its

@@ -736,14 +736,10 @@ Status groupedUpdateKernel(const KernelCall &call) {
 /// new_ema = d * ema + (1 - d) * param, d = weightEmaDecay(step) (a copy of param on step 1),
 /// as torch's AveragedModel with the average d * avg + (1 - d) * p: the products in T with d
 /// and 1 - d rounded from double.
-template <typename T>
-void weightEma(const TensorView &param, const TensorView &ema, const TensorView &out,
-               double d) {
-  const T *p = param.as<T>(), *e = ema.as<T>();
-  T *y = out.as<T>();
+template <typename T> void weightEma(const T *p, const T *e, T *y, int64_t n, double d) {
   const T keep = T(d), take = T(1 - d);
   const bool copy = d == 0.0;
-  parallelFor(param.numel(), kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
+  parallelFor(n, kElementGrain, [&](int64_t, int64_t begin, int64_t end) {
     if (copy) { // 0 * ema would turn an inf or NaN left in the state into NaN
       std::copy(p + begin, p + end, y + begin);
       return;
@@ -754,20 +750,46 @@ void weightEma(const TensorView &param, const TensorView &ema, const TensorView 
   });
 }
 
-/// weight_ema(param, ema, step) -> new_ema.
+/// weight_ema(params..., emas..., step) -> new emas: each average in turn, split across
+/// threads on its own (grouped_update's way); a bf16 / f16 one widened into two f32 buffers
+/// of the largest such average (param, average; the result over the average's copy), averaged
+/// in f32 and narrowed into its result.
 Status weightEmaKernel(const KernelCall &call) {
   constexpr std::string_view kName = "weight_ema";
   double decay = 0, step = 0;
   bool warmup = false;
   PLAIT_RETURN_IF_ERROR(planWeightEma(call, decay, warmup));
-  PLAIT_RETURN_IF_ERROR(readStep(kName, call.inputs[2], step));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &weightEmaKernel);
+  PLAIT_RETURN_IF_ERROR(readStep(kName, call.inputs.back(), step));
+  const size_t n = call.outputs.size();
   const double d = weightEmaDecay(decay, warmup, step);
-  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
-    weightEma<decltype(tag)>(call.inputs[0], call.inputs[1], call.outputs[0], d);
-    return Status();
-  });
+  int64_t most = 0;
+  for (size_t k = 0; k < n; ++k)
+    if (isHalf(call.inputs[k].dtype))
+      most = std::max<int64_t>(most, std::max<int64_t>(call.inputs[k].numel(), 1));
+  Scratch scratch(call, kName);
+  float *param32 = nullptr, *ema32 = nullptr;
+  if (most > 0) {
+    PLAIT_RETURN_IF_ERROR(scratch.take(most, param32));
+    PLAIT_RETURN_IF_ERROR(scratch.take(most, ema32));
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const TensorView &param = call.inputs[k], &ema = call.inputs[n + k];
+    const TensorView &out = call.outputs[k];
+    const int64_t count = param.numel();
+    if (isHalf(param.dtype)) {
+      widenToF32(param.data, param.dtype, param32, count);
+      widenToF32(ema.data, ema.dtype, ema32, count);
+      weightEma<float>(param32, ema32, ema32, count, d);
+      narrowFromF32(ema32, out.data, out.dtype, count);
+      continue;
+    }
+    PLAIT_RETURN_IF_ERROR(dispatchF32F64(kName, param.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      weightEma<T>(param.as<T>(), ema.as<T>(), out.as<T>(), count, d);
+      return Status();
+    }));
+  }
+  return Status();
 }
 
 } // namespace

@@ -47,8 +47,9 @@ uint64_t valueBytes(DType t) { return isHalfType(t) ? 4 : dtypeSize(t); }
 // gemm (f32 tiles: halfGemmBytes), gather_grad (a tile of rows), the unary maps (pieces:
 // kHalfMapKernels), the binary ops (pieces of their result: kHalfBinaryKernels), the
 // reductions and clamp (which read half elements widened: computeBytes, the reductions' with
-// f32 accumulators) and the norms' gradients (a row of each operand at a time in f32).
-// Movement, indexing, cast, where and the logical ops move or test elements as they are.
+// f32 accumulators), the norms' gradients (a row of each operand at a time in f32) and
+// weight_ema (two f32 buffers of its largest half average). Movement, indexing, cast, where
+// and the logical ops move or test elements as they are.
 // clang-format off
 constexpr std::string_view kStagedKernels[] = {
     "softmax", "log_softmax", "layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm",
@@ -58,7 +59,7 @@ constexpr std::string_view kStagedKernels[] = {
     "avg_pool2d_grad", "softmax_cross_entropy_grad", "nll_loss_grad",
     "sgd_update", "adamw_update", "adagrad_update", "rmsprop_update", "lion_update",
     "adamax_update", "nadam_update", "radam_update", "adadelta_update", "rprop_update",
-    "asgd_update", "lamb_update", "lamb_norms", "weight_ema", "attention", "attention_grad"};
+    "asgd_update", "lamb_update", "lamb_norms", "attention", "attention_grad"};
 // clang-format on
 
 // The unary maps, which compute bf16/f16 in pieces of halfMapPiece elements.
@@ -429,6 +430,15 @@ uint64_t kernelWorkspaceBytes(std::string_view kernel, const std::vector<Operand
                ? saturatingMul(chunk(uint64_t(halfMapPiece(clampedInt64(numel(outputs[0])))), 4),
                                2)
                : 0; // the kernel rejects the call
+  if (kernel == "weight_ema") {
+    // Its bf16 / f16 averages one at a time through two f32 buffers (param, average) of the
+    // largest of them.
+    uint64_t most = 0;
+    for (const OperandType &t : outputs)
+      if (isHalfType(t.dtype) && t.shape)
+        most = std::max<uint64_t>(most, std::max<uint64_t>(numel(t), 1));
+    return most == 0 ? 0 : saturatingMul(chunk(most, 4), 2);
+  }
   if (!half || !isStaged(kernel))
     return computeBytes(kernel, inputs, outputs, attrs);
   // softmax_cross_entropy(_grad) of half logits [N, C, d...] in plait-fuse-loss-cast's form,

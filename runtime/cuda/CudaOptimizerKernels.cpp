@@ -1,11 +1,11 @@
 // Host side of the CUDA optimizer updates: sgd_update, adamw_update, adagrad_update,
 // rmsprop_update, lion_update, adamax_update, nadam_update, radam_update, adadelta_update,
 // rprop_update, asgd_update, lamb_update (and lamb_norms) and grouped_update (a group's
-// tensors in one launch per kMaxUpdateTensors, Optimizer.cu), and weight_ema. The host copies
-// of the "lr" (or asgd_update's "prev_lr") and "step" hyper-parameters
-// (CudaKernelCall::hostScalar) are checked here; the kernels read the device copies and
-// compute the factors that depend on them as runtime/cpu/OptimizerKernels.cpp does, so that a
-// step captured as a CUDA graph replays with each step's values.
+// tensors in one launch per kMaxUpdateTensors, Optimizer.cu), and weight_ema (its averages a
+// launch per kMaxEmaTensors). The host copies of the "lr" (or asgd_update's "prev_lr") and
+// "step" hyper-parameters (CudaKernelCall::hostScalar) are checked here; the kernels read the
+// device copies and compute the factors that depend on them as runtime/cpu/OptimizerKernels.cpp
+// does, so that a step captured as a CUDA graph replays with each step's values.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -710,24 +710,38 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
   return s;
 }
 
-/// weight_ema(param, ema, step) -> new_ema: cpu::planWeightEma's checks, the step's on the
-/// host copy; the kernel reads the device copy (launchWeightEma).
+/// weight_ema(params..., emas..., step) -> new emas: cpu::planWeightEma's checks, the step's
+/// on the host copy; the kernels read the device copy (launchWeightEmas, a launch per dtype
+/// and kMaxEmaTensors averages).
 Status weightEmaKernel(const CudaKernelCall &call) {
   constexpr std::string_view kName = "weight_ema";
   double decay = 0, step = 0;
   bool warmup = false;
   PLAIT_RETURN_IF_ERROR(cpu::planWeightEma(call.asHostCall(), decay, warmup));
-  const TensorView &param = call.inputs[0];
-  PLAIT_RETURN_IF_ERROR(checkFloat(kName, param.dtype));
-  PLAIT_RETURN_IF_ERROR(readScalar(call, kName, "step", 2, step));
+  const size_t n = call.outputs.size();
+  for (size_t k = 0; k < n; ++k)
+    PLAIT_RETURN_IF_ERROR(checkFloat(kName, call.inputs[k].dtype));
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kName, "step", 2 * n, step));
   PLAIT_RETURN_IF_ERROR(checkStep(call, kName, step));
   if (call.check)
     return {};
-  return launched(launchWeightEma(code(param.dtype), param.data, call.inputs[1].data,
-                                  call.outputs[0].data, param.numel(),
-                                  static_cast<const float *>(call.inputs[2].data), decay,
+  std::vector<EmaTensor> tensors;
+  tensors.reserve(n);
+  for (DType dtype : {DType::F32, DType::F64, DType::BF16, DType::F16}) {
+    tensors.clear();
+    for (size_t k = 0; k < n; ++k)
+      if (call.inputs[k].dtype == dtype)
+        tensors.push_back({call.inputs[k].data, call.inputs[n + k].data, call.outputs[k].data,
+                           call.inputs[k].numel()});
+    if (tensors.empty())
+      continue;
+    PLAIT_RETURN_IF_ERROR(
+        launched(launchWeightEmas(code(dtype), tensors.data(), int64_t(tensors.size()),
+                                  static_cast<const float *>(call.inputs[2 * n].data), decay,
                                   warmup, call.stream),
-                  kName);
+                 kName));
+  }
+  return {};
 }
 
 } // namespace

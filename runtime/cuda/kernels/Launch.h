@@ -378,12 +378,21 @@ cudaError_t launchLambNorms(int dtype, int gradDtype, const LambNormsTensor *ten
 /// a sharded lamb_update's ratio per segment.
 cudaError_t launchLambRatios(const float *norms, int64_t segments, bool trustClip,
                              double *ratios, cudaStream_t stream);
-/// weight_ema: new_ema = d * ema + (1 - d) * param over n elements of float `dtype`, d =
-/// weightEmaDecay(decay, warmup, *step) read on the device (a copy of param on step 1); the
-/// products in the param's dtype (through f32 for bf16 and f16), as the CPU kernel computes.
-cudaError_t launchWeightEma(int dtype, const void *param, const void *ema, void *newEma,
-                            int64_t n, const float *step, double decay, bool warmup,
-                            cudaStream_t stream);
+/// One average of launchWeightEmas: out = d * ema + (1 - d) * param over n elements (out may
+/// alias ema).
+struct EmaTensor {
+  const void *param = nullptr, *ema = nullptr;
+  void *out = nullptr;
+  int64_t n = 0;
+};
+
+/// weight_ema: the averages of `count` tensors of float `dtype`, d = weightEmaDecay(decay,
+/// warmup, *step) read on the device (a copy of param on step 1); the products in the param's
+/// dtype (through f32 for bf16 and f16), as the CPU kernel computes. One launch per
+/// kMaxEmaTensors tensors, each block a chunk of one tensor (as launchUpdates).
+constexpr int kMaxEmaTensors = 80;
+cudaError_t launchWeightEmas(int dtype, const EmaTensor *tensors, int64_t count, const float *step,
+                             double decay, bool warmup, cudaStream_t stream);
 
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 

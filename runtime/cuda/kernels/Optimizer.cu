@@ -4,9 +4,9 @@
 // chunk of one tensor (a list of one for the single ops). Each element's math is the CPU
 // kernel's operation by operation (ElementMath.h), in the parameter's dtype for f32 / f64 and
 // through f32 for the 16-bit floats (as runCompatibly stages them on the CPU); a bf16 or f16
-// gradient of an f32 / f64 param is widened exactly, as the cast it replaces did. The step's lr and step number are
-// read from device memory (the arena's hyper-parameters, written before each step), and the
-// factors that depend on them computed in double as OptimizerKernels.cpp does; so a step
+// gradient of an f32 / f64 param is widened exactly, as the cast it replaces did. The step's lr and
+// step number are read from device memory (the arena's hyper-parameters, written before each step),
+// and the factors that depend on them computed in double as OptimizerKernels.cpp does; so a step
 // captured once as a CUDA graph replays with each step's values. Compiled with -fmad=false so
 // that no multiply-add is contracted (the CPU build's -ffp-contract=off). Run against the CPU
 // backend on an H200 by tests/gpu/run.sh, and under tests/cuda_emulation on every machine.
@@ -15,7 +15,8 @@
 // its elements: launchLambNorms takes them first (per-slot partial sums in double, then a
 // block per range adds its slots in a fixed order), and the update reads the ratio.
 //
-// weight_ema (--ema-decay) averages a param after its update, one element per thread.
+// weight_ema (--ema-decay) averages params after their updates, up to kMaxEmaTensors tensors
+// a launch as grouped_update.
 #include "runtime/cuda/kernels/Device.cuh"
 #include "runtime/cuda/kernels/ElementMath.h"
 
@@ -484,31 +485,36 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
   return launchUpdatesOf(dtype, gradDtype, tensors, count, f, lrScale, stream);
 }
 
+using EmaList = TensorList<EmaTensor, kMaxEmaTensors>;
+static_assert(sizeof(EmaList) + sizeof(const float *) + 2 * sizeof(double) < 4000,
+              "a launch's parameters must stay under CUDA's 4 KiB");
+
 /// The step is read on the device, so a replayed CUDA graph averages with each step's decay.
 template <typename S>
-__global__ void weightEmaKernel(const S *param, const S *ema, S *newEma, int64_t n,
-                                const float *step, double decay, bool warmup) {
+__global__ void weightEmaKernel(EmaList list, const float *step, double decay, bool warmup) {
   using C = Compute<S>;
   const double d = weightEmaDecay(decay, warmup, double(*step));
   const C keep = C(d), take = C(1 - d);
-  PLAIT_GRID_STRIDE(i, n) {
-    const C p = load(param, i);
-    store(newEma, i, d == 0.0 ? p : C(keep * load(ema, i)) + C(take * p));
-  }
+  forEachListChunk(list, [&](int t, int64_t first) {
+    const EmaTensor &e = list.tensors[t];
+    const S *param = static_cast<const S *>(e.param), *ema = static_cast<const S *>(e.ema);
+    S *out = static_cast<S *>(e.out);
+    const int64_t end = first + kListChunk < e.n ? first + kListChunk : e.n;
+    for (int64_t i = first + threadIdx.x; i < end; i += blockDim.x) {
+      const C p = load(param, i);
+      store(out, i, d == 0.0 ? p : C(keep * load(ema, i)) + C(take * p));
+    }
+  });
 }
 
-cudaError_t launchWeightEma(int dtype, const void *param, const void *ema, void *newEma,
-                            int64_t n, const float *step, double decay, bool warmup,
-                            cudaStream_t stream) {
-  if (n == 0)
-    return cudaSuccess;
-  bool ok = dispatchFloat(dtype, [&](auto tag) {
-    using S = decltype(tag);
-    weightEmaKernel<S><<<gridFor(n), kThreads, 0, stream>>>(
-        static_cast<const S *>(param), static_cast<const S *>(ema), static_cast<S *>(newEma), n,
-        step, decay, warmup);
+cudaError_t launchWeightEmas(int dtype, const EmaTensor *tensors, int64_t count, const float *step,
+                             double decay, bool warmup, cudaStream_t stream) {
+  return launchLists<kMaxEmaTensors>(tensors, count, [&](const EmaList &list, unsigned grid) {
+    return dispatchFloat(dtype, [&](auto tag) {
+      using S = decltype(tag);
+      weightEmaKernel<S><<<grid, kThreads, 0, stream>>>(list, step, decay, warmup);
+    });
   });
-  return ok ? cudaGetLastError() : unsupported();
 }
 
 } // namespace plait::rt::cuda

@@ -614,15 +614,39 @@ func.func @weight_ema_decay(%p: tensor<4xf32>, %step: tensor<f32>) {
 // -----
 
 func.func @weight_ema_types(%p: tensor<4xf32>, %e: tensor<4xf64>, %step: tensor<f32>) {
-  // expected-error @+1 {{'plait.weight_ema' op failed to verify that all of {param, ema, new_ema} have same type}}
+  // expected-error @+1 {{'plait.weight_ema' op average 0: param, average and result must have one type, got 'tensor<4xf32>', 'tensor<4xf64>' and 'tensor<4xf32>'}}
   %0 = plait.weight_ema %p, %e, %step {decay = 0.9 : f64} : (tensor<4xf32>, tensor<4xf64>, tensor<f32>) -> tensor<4xf32>
   return
 }
 
 // -----
 
+func.func @weight_ema_count(%p: tensor<4xf32>, %q: tensor<2xf32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.weight_ema' op needs N params, their N averages and the step for its N results, got 4 operands and 2 results}}
+  %0:2 = plait.weight_ema %p, %q, %p, %step {decay = 0.9 : f64} : (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @weight_ema_second(%p: tensor<4xf32>, %q: tensor<2xf32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.weight_ema' op average 1: param, average and result must have one type, got 'tensor<2xf32>', 'tensor<4xf32>' and 'tensor<2xf32>'}}
+  %0:2 = plait.weight_ema %p, %q, %p, %p, %step {decay = 0.9 : f64} : (tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @weight_ema_integer(%p: tensor<4xi32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.weight_ema' op result #0 must be variadic of statically shaped tensor of}}
+  %0 = plait.weight_ema %p, %p, %step {decay = 0.9 : f64} : (tensor<4xi32>, tensor<4xi32>, tensor<f32>) -> tensor<4xi32>
+  return
+}
+
+// -----
+
 func.func @weight_ema_step(%p: tensor<4xf32>, %step: tensor<2xf32>) {
-  // expected-error @+1 {{'plait.weight_ema' op step must be a scalar}}
+  // expected-error @+1 {{'plait.weight_ema' op step must be an f32 scalar}}
   %0 = plait.weight_ema %p, %p, %step {decay = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<2xf32>) -> tensor<4xf32>
   return
 }

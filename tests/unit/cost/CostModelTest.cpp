@@ -232,6 +232,18 @@ TEST(OpCost, RpropCountsItsSelectsAlone) {
   EXPECT_DOUBLE_EQ(opCost(plan, group).flops, 1000 * 9.0);
 }
 
+TEST(OpCost, WeightEmaCountsEveryAverage) {
+  // weight_ema (params, averages, step): two products and a sum per element of each average,
+  // one average or many in one call (plait-group-updates).
+  plan::PlanDesc plan = tensors({{1000}, {30}, {}});
+  plan::InstrDesc one{"weight_ema", {0, 0, 2}, {0}};
+  EXPECT_DOUBLE_EQ(opCost(plan, one).flops, 1000 * 3.0);
+  plan::InstrDesc many{"weight_ema", {0, 1, 0, 0, 1, 0, 2}, {0, 1, 0}};
+  OpCost cost = opCost(plan, many);
+  EXPECT_DOUBLE_EQ(cost.elements, 2030);
+  EXPECT_DOUBLE_EQ(cost.flops, 2030 * 3.0);
+}
+
 TEST(OpCost, AsgdCountsItsAverageAndL2) {
   // ASGD (param, grad, lr, step, ax): decay, step and average; its weight decay an L2 term.
   plan::PlanDesc plan = tensors({{1000}, {}});

@@ -697,6 +697,39 @@ TEST(WeightEma, DoubleAndHalfPrecision) {
   EXPECT_EQ(out16.floats(), (std::vector<float>{2.5f, 1.25f, -0.25f}));
 }
 
+TEST(WeightEma, ManyAveragesInOneCallMatchOneAtATime) {
+  // plait-group-updates merges the averages into one call: params, averages, then the step.
+  // Each result is bit for bit the single call's, whatever the dtypes around it (two bf16
+  // and one f16 average share the call's f32 buffers), with the kernel's threads splitting
+  // the large ones.
+  KernelThreads threads(2);
+  auto attrs = AttrsBuilder().f("decay", 0.95).i("warmup", 1).build();
+  const std::vector<std::pair<DType, int64_t>> kinds = {{DType::F32, 70000}, {DType::BF16, 33},
+                                                        {DType::F64, 5},     {DType::F32, 1},
+                                                        {DType::F16, 4097},  {DType::BF16, 9000}};
+  std::vector<OwnedTensor> params, emas;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    auto [dtype, n] = kinds[k];
+    params.push_back(convertedTo(dtype, randomFloats({n}, uint32_t(40 + k))));
+    emas.push_back(convertedTo(dtype, randomFloats({n}, uint32_t(80 + k))));
+  }
+  for (double step : {1.0, 4.0, 600.0}) {
+    std::vector<OwnedTensor> inputs(params);
+    inputs.insert(inputs.end(), emas.begin(), emas.end());
+    inputs.push_back(f32Scalar(step));
+    std::vector<std::pair<DType, std::vector<int64_t>>> outputs;
+    for (auto [dtype, n] : kinds)
+      outputs.push_back({dtype, {n}});
+    KernelResult all = runKernel("weight_ema", inputs, outputs, attrs);
+    ASSERT_TRUE(all.status.ok()) << all.status.message();
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      auto [dtype, n] = kinds[k];
+      auto one = runOk("weight_ema", {params[k], emas[k], f32Scalar(step)}, dtype, {n}, attrs);
+      EXPECT_EQ(all.out(k).bytes, one.bytes) << "average " << k << " at step " << step;
+    }
+  }
+}
+
 TEST(WeightEma, Errors) {
   auto p = f32({1, 2});
   auto attrs = AttrsBuilder().f("decay", 0.9).build();
@@ -723,6 +756,14 @@ TEST(WeightEma, Errors) {
                         {make<int64_t>({2}, {1, 2}), make<int64_t>({2}, {1, 2}), f32Scalar(1)},
                         {{DType::I64, {2}}}, attrs),
               "weight_ema: param must be a float tensor, got i64");
+  // Many averages: N params, N averages and the step for N results; each checked by index.
+  expectError(runKernel("weight_ema", {p, p, p, f32Scalar(1)},
+                        {{DType::F32, {2}}, {DType::F32, {2}}}, attrs),
+              "weight_ema: needs N params, their N averages and the step for N results, got 4 "
+              "inputs and 2 outputs");
+  expectError(runKernel("weight_ema", {p, f32({1, 2, 3}), p, p, f32Scalar(1)},
+                        {{DType::F32, {2}}, {DType::F32, {3}}}, attrs),
+              "weight_ema 1: ema has shape [2], expected [3]");
 }
 
 } // namespace
