@@ -591,18 +591,33 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
       else
         os << fmt::format("  optimizer        : {}, lr {:g} ({}), weight decay {:g}{}\n",
                           optimizer, lr.value("lr", 0.0), kind, decay, detail);
-      if (double ema = t.value("ema_decay", 0.0); ema > 0 && report.contains("ema"))
-        os << fmt::format("  weight EMA       : decay {:g}{}, a copy of the params{} on step "
-                          "1; {} averages, {} bytes{} (in the optimizer state, saved in "
+      if (double ema = t.value("ema_decay", 0.0); ema > 0 && report.contains("ema")) {
+        // Its schedule (plait.weight_ema's): n = t - 1 - start averaging steps at step t.
+        const int64_t start = t.value("ema_start", int64_t(0)),
+                      every = t.value("ema_every", int64_t(1));
+        const double power = t.value("ema_power", 0.0), minDecay = t.value("ema_min_decay", 0.0);
+        std::string warm;
+        if (power > 0)
+          warm = fmt::format(" warmed up as min({:g}, 1 - (1 + n / {:g})^-{:g})", ema,
+                             t.value("ema_inv_gamma", 1.0), power);
+        else if (t.value("ema_warmup", false))
+          warm = start == 0 ? fmt::format(" warmed up as min({:g}, t / (t + 9))", ema)
+                            : fmt::format(" warmed up as min({:g}, (1 + n) / (10 + n))", ema);
+        if (!warm.empty() && (power > 0 || start > 0))
+          warm += fmt::format(", n = t - {}", start + 1);
+        if (minDecay > 0)
+          warm += fmt::format(", at least {:g}", minDecay);
+        std::string copied = start == 0 ? "on step 1" : fmt::format("on steps 1 to {}", start + 1);
+        if (every > 1)
+          copied += fmt::format(", updated on steps 1, {}, {}, ... only", 1 + every, 1 + 2 * every);
+        os << fmt::format("  weight EMA       : decay {:g}{}, a copy of the params{} {}; {} "
+                          "averages, {} bytes{} (in the optimizer state, saved in "
                           "checkpoints; plait-run --save-ema-weights)\n",
-                          ema,
-                          t.value("ema_warmup", false)
-                              ? fmt::format(" warmed up as min({:g}, t / (t + 9))", ema)
-                              : "",
-                          t.value("ema_buffers", false) ? " and float buffers" : "",
-                          report["ema"]["states"].get<int64_t>(),
+                          ema, warm, t.value("ema_buffers", false) ? " and float buffers" : "",
+                          copied, report["ema"]["states"].get<int64_t>(),
                           report["ema"]["bytes"].get<int64_t>(),
                           report["world_size"].get<int>() > 1 ? " per rank" : "");
+      }
       if (int64_t buffers = t.value("buffers", int64_t(0)); buffers > 0)
         os << fmt::format("  buffers          : {} (never trained: running statistics and forward counts, "
                           "updated by each forward, saved with the params, whole on "

@@ -168,6 +168,11 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;
   o.emaDecay = train.emaDecay;
   o.emaWarmup = train.emaWarmup;
+  o.emaPower = train.emaPower;
+  o.emaInvGamma = train.emaInvGamma;
+  o.emaMinDecay = train.emaMinDecay;
+  o.emaStart = train.emaStart;
+  o.emaEvery = train.emaEvery;
   o.emaBuffers = train.emaBuffers;
   o.schedule = train.schedule;
   o.warmupSteps = train.warmupSteps;

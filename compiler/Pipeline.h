@@ -42,6 +42,11 @@ struct TrainOptions {
   double clipGradNorm = 0;
   double emaDecay = 0;     // --ema-decay: the weight EMA's decay (0: none)
   bool emaWarmup = false;  // --ema-warmup: its decay min(D, t / (t + 9))
+  double emaPower = 0;     // --ema-power: its decay min(D, 1 - (1 + n / G)^-P)
+  double emaInvGamma = 1;  // --ema-inv-gamma: G
+  double emaMinDecay = 0;  // --ema-min-decay: its least decay once averaging
+  int64_t emaStart = 0;    // --ema-start: steps after the first it stays a copy
+  int64_t emaEvery = 1;    // --ema-every: steps between its updates
   bool emaBuffers = false; // --ema-buffers: the float buffers averaged too
   std::string schedule = "constant"; // --lr-schedule (runtime/LrSchedule.h)
   int64_t warmupSteps = 0, totalSteps = 0;

@@ -4,6 +4,8 @@
 #include "ir/RankGroups.h"
 #include "ir/ShapeRules.h"
 
+#include <cmath>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -202,6 +204,17 @@ LogicalResult WeightEmaOp::verify() {
   double decay = getDecay().convertToDouble();
   if (!(decay > 0.0 && decay < 1.0))
     return emitOpError("needs 0 < decay < 1, got ") << decay;
+  double power = getPower().convertToDouble(), invGamma = getInvGamma().convertToDouble();
+  if (!(power >= 0.0 && std::isfinite(power)) || !(invGamma > 0.0 && std::isfinite(invGamma)))
+    return emitOpError("needs power >= 0 and inv_gamma > 0, got ") << power << " and " << invGamma;
+  if (power > 0.0 && getWarmup())
+    return emitOpError("takes one warm-up: warmup or power");
+  double minDecay = getMinDecay().convertToDouble();
+  if (!(minDecay >= 0.0 && minDecay <= decay))
+    return emitOpError("needs 0 <= min_decay <= decay, got ") << minDecay;
+  if (getStart() < 0 || getEvery() < 1)
+    return emitOpError("needs start >= 0 and every >= 1, got ")
+           << getStart() << " and " << getEvery();
   unsigned n = getNumAveraged();
   if (n == 0 || getNumOperands() != 2 * n + 1)
     return emitOpError("needs N params, their N averages and the step for its N results, got ")

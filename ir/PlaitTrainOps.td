@@ -750,6 +750,12 @@ def Plait_WeightEmaOp : Plait_Op<"weight_ema", [Pure]> {
     the param's type, as PyTorch multiplies a tensor by a Python float. One state per param,
     "<param>.ema", the averaged weights.
 
+    The schedule of diffusers' EMAModel and ema_pytorch: with `power` > 0 the decay warms up
+    as min(decay, 1 - (1 + n / inv_gamma)^-power) instead (EMAModel's use_ema_warmup); it is
+    never below `min_decay` once averaging; `start` more steps copy the params (n = step - 1 -
+    start, EMAModel's update_after_step); and with `every` = E the averages change only on
+    steps 1, 1 + E, 1 + 2E, ... and keep their values between (ema_pytorch's update_every).
+
     The operands are the N new params, then their N averages, then the step; result k is
     average k's new value, of param k's type. plait-train-step builds one op per param;
     plait-group-updates merges those close together into one (one kernel walking the
@@ -764,17 +770,14 @@ def Plait_WeightEmaOp : Plait_Op<"weight_ema", [Pure]> {
     ```
   }];
   let arguments = (ins Variadic<AnyStaticShapeTensor>:$inputs, F64Attr:$decay,
-                       DefaultValuedAttr<BoolAttr, "false">:$warmup);
+                       DefaultValuedAttr<BoolAttr, "false">:$warmup,
+                       DefaultValuedAttr<F64Attr, "0.0">:$power,
+                       DefaultValuedAttr<F64Attr, "1.0">:$inv_gamma,
+                       DefaultValuedAttr<F64Attr, "0.0">:$min_decay,
+                       DefaultValuedAttr<I64Attr, "0">:$start,
+                       DefaultValuedAttr<I64Attr, "1">:$every);
   let results = (outs Variadic<Plait_FloatTensor>:$new_emas);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $new_emas)";
-  let builders = [
-    // One param's average.
-    OpBuilder<(ins "mlir::Type":$type, "mlir::Value":$param, "mlir::Value":$ema,
-                   "mlir::Value":$step, "mlir::FloatAttr":$decay, "mlir::BoolAttr":$warmup), [{
-      build($_builder, $_state, mlir::TypeRange{type}, mlir::ValueRange{param, ema, step},
-            decay, warmup);
-    }]>
-  ];
   let extraClassDeclaration = [{
     /// The params (and averages) this op averages.
     unsigned getNumAveraged() { return getNumResults(); }

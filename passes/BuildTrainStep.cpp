@@ -278,10 +278,50 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if (!(emaDecay == 0 || (emaDecay > 0 && emaDecay < 1)))
       return module.emitError("ema-decay must be in (0, 1) (0: no EMA), got ")
              << double(emaDecay);
-    if ((emaWarmup || emaBuffers) && emaDecay == 0)
-      return module.emitError(emaWarmup ? "ema-warmup" : "ema-buffers")
-             << " needs an EMA: give ema-decay";
+    const std::pair<const char *, bool> emaOptions[] = {
+        {"ema-warmup", emaWarmup},           {"ema-buffers", emaBuffers},
+        {"ema-power", emaPower != 0},        {"ema-inv-gamma", emaInvGamma != 1},
+        {"ema-min-decay", emaMinDecay != 0}, {"ema-start", emaStart != 0},
+        {"ema-every", emaEvery != 1}};
+    for (auto [name, given] : emaOptions)
+      if (given && emaDecay == 0)
+        return module.emitError(name) << " needs an EMA: give ema-decay";
+    if (!(emaPower >= 0 && std::isfinite(double(emaPower))))
+      return module.emitError("ema-power must be >= 0 (0: no power warm-up), got ")
+             << double(emaPower);
+    if (!(emaInvGamma > 0 && std::isfinite(double(emaInvGamma))))
+      return module.emitError("ema-inv-gamma must be > 0, got ") << double(emaInvGamma);
+    if (emaPower > 0 && emaWarmup)
+      return module.emitError("ema-power and ema-warmup are two warm-ups of the EMA's decay; "
+                              "give one");
+    if (emaInvGamma != 1 && emaPower == 0)
+      return module.emitError("ema-inv-gamma is the power warm-up's: give ema-power");
+    if (!(emaMinDecay >= 0 && emaMinDecay <= emaDecay))
+      return module.emitError("ema-min-decay must be in [0, ema-decay ")
+             << double(emaDecay) << "], got " << double(emaMinDecay);
+    if (emaStart < 0 || emaEvery < 1)
+      return module.emitError("ema-start must be >= 0 and ema-every >= 1, got ")
+             << int64_t(emaStart) << " and " << int64_t(emaEvery);
     return success();
+  }
+
+  /// plait.weight_ema's attributes from the --ema-* options: the decay, and each part of the
+  /// schedule that is not its default.
+  SmallVector<NamedAttribute> emaAttributes(Builder &b) {
+    SmallVector<NamedAttribute> attrs{b.getNamedAttr("decay", b.getF64FloatAttr(emaDecay))};
+    if (emaWarmup)
+      attrs.push_back(b.getNamedAttr("warmup", b.getBoolAttr(true)));
+    if (emaPower > 0)
+      attrs.push_back(b.getNamedAttr("power", b.getF64FloatAttr(emaPower)));
+    if (emaInvGamma != 1)
+      attrs.push_back(b.getNamedAttr("inv_gamma", b.getF64FloatAttr(emaInvGamma)));
+    if (emaMinDecay > 0)
+      attrs.push_back(b.getNamedAttr("min_decay", b.getF64FloatAttr(emaMinDecay)));
+    if (emaStart > 0)
+      attrs.push_back(b.getNamedAttr("start", b.getI64IntegerAttr(emaStart)));
+    if (emaEvery > 1)
+      attrs.push_back(b.getNamedAttr("every", b.getI64IntegerAttr(emaEvery)));
+    return attrs;
   }
 
   /// One --lr-scale rule: a regex of param names and its learning-rate factor.
@@ -572,9 +612,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if (buffers > 0)
       train.push_back(b.getNamedAttr("buffers", b.getI64IntegerAttr(buffers)));
     if (emaDecay > 0) {
-      train.push_back(b.getNamedAttr("ema_decay", b.getF64FloatAttr(emaDecay)));
-      if (emaWarmup)
-        train.push_back(b.getNamedAttr("ema_warmup", b.getBoolAttr(true)));
+      // The EMA's schedule under "ema_" names (ema_decay, ema_warmup, ema_power, ...).
+      for (NamedAttribute attr : emaAttributes(b))
+        train.push_back(b.getNamedAttr("ema_" + attr.getName().str(), attr.getValue()));
       if (emaBuffers)
         train.push_back(b.getNamedAttr("ema_buffers", b.getBoolAttr(true)));
     }
@@ -775,8 +815,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
           continue;
         Value ema = b.create<StateOp>(param.getLoc(), param.getType(),
                                       b.getStringAttr(param.getName() + ".ema"));
-        Value next = b.create<WeightEmaOp>(param.getLoc(), param.getType(), value, ema, stepValue,
-                                           b.getF64FloatAttr(emaDecay), b.getBoolAttr(emaWarmup))
+        Value next = b.create<WeightEmaOp>(param.getLoc(), TypeRange{param.getType()},
+                                           ValueRange{value, ema, stepValue}, emaAttributes(b))
                          ->getResult(0);
         averages.push_back({ema, next});
       }

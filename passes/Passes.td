@@ -134,6 +134,18 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
            "step with this decay (0: off; plait.weight_ema, states '<param>.ema')">,
     Option<"emaWarmup", "ema-warmup", "bool", "false",
            "the EMA's decay at step t is min(ema-decay, t / (t + 9)) (diffusers' EMAModel)">,
+    Option<"emaPower", "ema-power", "double", "0.0",
+           "> 0: the EMA's decay warms up as min(ema-decay, 1 - (1 + n / ema-inv-gamma)^-P), n "
+           "the averaging steps (diffusers' EMAModel(use_ema_warmup=True), ema_pytorch)">,
+    Option<"emaInvGamma", "ema-inv-gamma", "double", "1.0",
+           "the power warm-up's inv_gamma">,
+    Option<"emaMinDecay", "ema-min-decay", "double", "0.0",
+           "the least decay once averaging (EMAModel's min_decay)">,
+    Option<"emaStart", "ema-start", "int64_t", "0",
+           "steps after the first whose EMA is still a copy of the params (EMAModel's "
+           "update_after_step)">,
+    Option<"emaEvery", "ema-every", "int64_t", "1",
+           "update the EMA on steps 1, 1 + N, 1 + 2N, ... only (ema_pytorch's update_every)">,
     Option<"emaBuffers", "ema-buffers", "bool", "false",
            "average the float buffers (BatchNorm's running statistics) too, as "
            "AveragedModel(use_buffers=True) and timm's ModelEma do">,

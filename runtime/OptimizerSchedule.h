@@ -77,15 +77,39 @@ PLAIT_SCHEDULE_HD AsgdCoefficients asgdCoefficients(double lr, double lambd, dou
           double(float(1 / fmax(1.0, t - t0)))};
 }
 
-/// The weight EMA's decay at step `step` (>= 1; plait.weight_ema): 0 on step 1, where the
-/// average starts as a copy of the params (torch's AveragedModel copies on its first
-/// update_parameters), then `decay`, or with `warmup` min(decay, (1 + n) / (10 + n)), n =
-/// step - 1 the updates averaged before (diffusers' EMAModel, TensorFlow's num_updates).
-PLAIT_SCHEDULE_HD double weightEmaDecay(double decay, bool warmup, double step) {
-  if (step <= 1)
+/// The weight EMA's schedule (plait.weight_ema's attributes, plait-compile's --ema-*).
+struct EmaSchedule {
+  double decay = 0;    // the decay, and the most a warm-up reaches
+  bool warmup = false; // the decay warms up as (1 + n) / (10 + n)
+  double power = 0;    // > 0: the decay warms up as 1 - (1 + n / invGamma)^-power
+  double invGamma = 1; // (power's)
+  double minDecay = 0; // the least decay once the average has started
+  double start = 0;    // steps after the first whose average is still a copy
+  double every = 1;    // the average changes on steps t with (t - 1) % every == 0
+};
+
+/// Whether the weight EMA changes at step `step` (>= 1): every `every` steps from step 1 (as
+/// ema_pytorch's update_every); on the others it keeps its value.
+PLAIT_SCHEDULE_HD bool weightEmaUpdates(const EmaSchedule &s, double step) {
+  return fmod(step - 1, s.every) == 0;
+}
+
+/// The weight EMA's decay at step `step` (>= 1), n = step - 1 - start the averaging steps
+/// before: 0 while n <= 0, where the average is a copy of the params (step 1, as torch's
+/// AveragedModel copies on its first update_parameters; the first start + 1 steps as
+/// diffusers' EMAModel with update_after_step = start), then `decay` (AveragedModel), or
+/// warmed up, min(decay, (1 + n) / (10 + n)) with `warmup` (diffusers' EMAModel,
+/// TensorFlow's num_updates) or min(decay, 1 - (1 + n / invGamma)^-power) with `power`
+/// (EMAModel's use_ema_warmup, ema_pytorch); never below minDecay. As diffusers computes it,
+/// in double.
+PLAIT_SCHEDULE_HD double weightEmaDecay(const EmaSchedule &s, double step) {
+  const double n = step - 1 - s.start;
+  if (n <= 0)
     return 0.0;
-  const double n = step - 1;
-  return warmup ? fmin(decay, (1 + n) / (10 + n)) : decay;
+  const double warm = s.power > 0 ? 1 - pow(1 + n / s.invGamma, -s.power)
+                      : s.warmup  ? (1 + n) / (10 + n)
+                                  : s.decay;
+  return fmax(fmin(warm, s.decay), s.minDecay);
 }
 
 } // namespace plait::rt

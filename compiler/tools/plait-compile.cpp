@@ -121,6 +121,19 @@ int main(int argc, char **argv) {
                  "checkpoints and written by plait-run --save-ema-weights");
   app.add_flag("--ema-warmup", train.emaWarmup,
                "the EMA's decay at step t is min(--ema-decay, t / (t + 9)) (diffusers' EMAModel)");
+  app.add_option("--ema-power", train.emaPower,
+                 "warm the EMA's decay up as min(--ema-decay, 1 - (1 + n / G)^-P), n the "
+                 "averaging steps so far (diffusers' EMAModel(use_ema_warmup=True, power=P), "
+                 "ema_pytorch); G: --ema-inv-gamma, 1 by default");
+  app.add_option("--ema-inv-gamma", train.emaInvGamma, "the power warm-up's inv_gamma (> 0)");
+  app.add_option("--ema-min-decay", train.emaMinDecay,
+                 "the least decay once the EMA averages (EMAModel's min_decay)");
+  app.add_option("--ema-start", train.emaStart,
+                 "keep the EMA a copy of the params for N more steps after the first "
+                 "(EMAModel's update_after_step)");
+  app.add_option("--ema-every", train.emaEvery,
+                 "update the EMA on steps 1, 1 + N, 1 + 2N, ... only, keeping it between "
+                 "(ema_pytorch's update_every)");
   app.add_flag("--ema-buffers", train.emaBuffers,
                "average the float buffers (BatchNorm's running statistics) too, as "
                "AveragedModel(use_buffers=True) and timm's ModelEma do (integer ones are "
@@ -268,10 +281,11 @@ int main(int argc, char **argv) {
                            "--etas", "--step-sizes", "--lambd", "--asgd-alpha", "--t0",
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm", "--ema-decay",
-                           "--ema-warmup", "--ema-buffers",
-                           "--lr-schedule", "--warmup-steps", "--total-steps", "--min-lr",
-                           "--lr-gamma", "--lr-step-size", "--lr-power", "--decay-steps",
-                           "--lr-milestones", "--lr-cycle-steps", "--lr-cycle-mult",
+                           "--ema-warmup", "--ema-buffers", "--ema-power", "--ema-inv-gamma",
+                           "--ema-min-decay", "--ema-start", "--ema-every", "--lr-schedule",
+                           "--warmup-steps", "--total-steps", "--min-lr", "--lr-gamma",
+                           "--lr-step-size", "--lr-power", "--decay-steps", "--lr-milestones",
+                           "--lr-cycle-steps", "--lr-cycle-mult",
                            "--micro-batches", "--precision", "--sync-batch-norm",
                            "--padding-idx"})
     if (app.count(flag) && !train.enabled) {
@@ -297,6 +311,9 @@ int main(int argc, char **argv) {
       {"--t0", train.t0},
       {"--clip-grad-norm", train.clipGradNorm},
       {"--ema-decay", train.emaDecay},
+      {"--ema-power", train.emaPower},
+      {"--ema-inv-gamma", train.emaInvGamma},
+      {"--ema-min-decay", train.emaMinDecay},
       {"--min-lr", train.minLr},
       {"--lr-gamma", train.lrGamma},
       {"--lr-power", train.lrPower}};
@@ -336,11 +353,42 @@ int main(int argc, char **argv) {
     std::cerr << "plait-compile: --ema-decay must be in (0, 1), got " << train.emaDecay << "\n";
     return 1;
   }
-  for (const char *flag : {"--ema-warmup", "--ema-buffers"})
+  for (const char *flag : {"--ema-warmup", "--ema-buffers", "--ema-power", "--ema-inv-gamma",
+                           "--ema-min-decay", "--ema-start", "--ema-every"})
     if (app.count(flag) && !app.count("--ema-decay")) {
       std::cerr << "plait-compile: " << flag << " needs --ema-decay\n";
       return 1;
     }
+  if (app.count("--ema-power") && !(train.emaPower > 0)) {
+    std::cerr << "plait-compile: --ema-power must be > 0, got " << train.emaPower << "\n";
+    return 1;
+  }
+  if (app.count("--ema-power") && train.emaWarmup) {
+    std::cerr << "plait-compile: --ema-power and --ema-warmup are two warm-ups of the EMA's "
+                 "decay; give one\n";
+    return 1;
+  }
+  if (app.count("--ema-inv-gamma") && !(train.emaInvGamma > 0 && app.count("--ema-power"))) {
+    std::cerr << "plait-compile: --ema-inv-gamma "
+              << (train.emaInvGamma > 0 ? "needs --ema-power (it is the power warm-up's)"
+                                        : "must be > 0")
+              << "\n";
+    return 1;
+  }
+  if (app.count("--ema-min-decay") &&
+      !(train.emaMinDecay >= 0 && train.emaMinDecay <= train.emaDecay)) {
+    std::cerr << "plait-compile: --ema-min-decay must be in [0, --ema-decay " << train.emaDecay
+              << "], got " << train.emaMinDecay << "\n";
+    return 1;
+  }
+  if ((app.count("--ema-start") && train.emaStart < 0) ||
+      (app.count("--ema-every") && train.emaEvery < 1)) {
+    std::cerr << "plait-compile: "
+              << (train.emaStart < 0 ? "--ema-start must be >= 0, got "
+                                     : "--ema-every must be >= 1, got ")
+              << (train.emaStart < 0 ? train.emaStart : train.emaEvery) << "\n";
+    return 1;
+  }
   if (app.count("--eps") && !(train.eps > 0)) { // negative would mean the default
     std::cerr << "plait-compile: --eps must be > 0, got " << train.eps << "\n";
     return 1;

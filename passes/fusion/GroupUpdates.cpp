@@ -236,7 +236,7 @@ struct GroupUpdatesPass : impl::GroupUpdatesPassBase<GroupUpdatesPass> {
         inputs.push_back(first.getStep());
         builder.setInsertionPoint(groupPlace(g, position));
         replaceGroup(g, builder.create<WeightEmaOp>(builder.getFusedLoc(locs), types, inputs,
-                                                    first.getDecayAttr(), first.getWarmupAttr()));
+                                                    first->getAttrs()));
       }
     }
     Builder b(&getContext());

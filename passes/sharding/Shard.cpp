@@ -818,9 +818,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     if (WeightEmaOp likeEma = emaOf(like)) {
       auto average = b.create<StateOp>(loc, shardType, b.getStringAttr(u.name + ".ema"));
       average->setAttr(kStateLayoutAttr, stateLayout(b, u, "ema", shardGroups, padded));
-      auto ema = b.create<WeightEmaOp>(loc, shardType, update->getResult(0), average,
-                                       likeEma.getStep(), likeEma.getDecayAttr(),
-                                       likeEma.getWarmupAttr());
+      auto ema = b.create<WeightEmaOp>(loc, TypeRange{shardType},
+                                       ValueRange{update->getResult(0), average, likeEma.getStep()},
+                                       likeEma->getAttrs());
       b.create<AssignOp>(loc, average, ema->getResult(0));
     }
 

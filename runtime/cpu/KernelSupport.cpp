@@ -682,7 +682,7 @@ Status planTopK(const KernelCall &call, int64_t &rows, int64_t &n, int64_t &k) {
   return {};
 }
 
-Status planWeightEma(const KernelCall &call, double &decay, bool &warmup) {
+Status planWeightEma(const KernelCall &call, EmaSchedule &schedule) {
   constexpr const char *kName = "weight_ema";
   const size_t n = call.outputs.size();
   if (n == 0 || call.inputs.size() != 2 * n + 1)
@@ -708,10 +708,25 @@ Status planWeightEma(const KernelCall &call, double &decay, bool &warmup) {
   if (step.dtype != DType::F32 || step.numel() != 1)
     return Status::errorf("{}: step must be an f32 scalar, got {} {}", kName,
                           dtypeName(step.dtype), shapeString(step.shape));
-  decay = call.attrs.getFloat("decay", -1.0);
-  if (!(decay > 0.0 && decay < 1.0))
-    return Status::errorf("{}: decay {} is not in (0, 1)", kName, decay);
-  warmup = call.attrs.getBool("warmup", false);
+  EmaSchedule &s = schedule;
+  s.decay = call.attrs.getFloat("decay", -1.0);
+  if (!(s.decay > 0.0 && s.decay < 1.0))
+    return Status::errorf("{}: decay {} is not in (0, 1)", kName, s.decay);
+  s.warmup = call.attrs.getBool("warmup", false);
+  s.power = call.attrs.getFloat("power", 0.0);
+  s.invGamma = call.attrs.getFloat("inv_gamma", 1.0);
+  s.minDecay = call.attrs.getFloat("min_decay", 0.0);
+  const int64_t start = call.attrs.getInt("start", 0), every = call.attrs.getInt("every", 1);
+  if (!(s.power >= 0 && std::isfinite(s.power)) || !(s.invGamma > 0 && std::isfinite(s.invGamma)))
+    return Status::errorf("{}: needs power >= 0 and inv_gamma > 0, got {} and {}", kName, s.power,
+                          s.invGamma);
+  if (!(s.minDecay >= 0 && s.minDecay <= s.decay))
+    return Status::errorf("{}: min_decay {} is not in [0, decay {}]", kName, s.minDecay, s.decay);
+  if (start < 0 || every < 1)
+    return Status::errorf("{}: needs start >= 0 and every >= 1, got {} and {}", kName, start,
+                          every);
+  s.start = double(start);
+  s.every = double(every);
   return {};
 }
 

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "runtime/Kernel.h"
+#include "runtime/OptimizerSchedule.h"
 #include "runtime/cpu/Dims.h"
 #include "runtime/cpu/VectorMath.h"
 
@@ -82,9 +83,10 @@ Status sliceView(const Attrs &attrs, const TensorView &x, const TensorView &y, i
 Status planTopK(const KernelCall &call, int64_t &rows, int64_t &n, int64_t &k);
 
 /// weight_ema's call checked (N params, their N averages, the step; N results: each param, its
-/// average and new average of one float dtype and shape, an f32 scalar step, 0 < decay < 1),
-/// its decay and warmup returned. Shared by the CPU and CUDA kernels.
-Status planWeightEma(const KernelCall &call, double &decay, bool &warmup);
+/// average and new average of one float dtype and shape, an f32 scalar step) and its schedule
+/// (0 < decay < 1, 0 <= min_decay <= decay, power >= 0, inv_gamma > 0, start >= 0, every >=
+/// 1) returned. Shared by the CPU and CUDA kernels.
+Status planWeightEma(const KernelCall &call, EmaSchedule &schedule);
 
 /// The optimizer updates (OptimizerKernels.cpp). Each takes param, grad, lr, step and its
 /// states (adamw_update: param, grad, exp_avg, exp_avg_sq, lr, step) and gives the new param

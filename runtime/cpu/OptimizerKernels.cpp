@@ -733,7 +733,7 @@ Status groupedUpdateKernel(const KernelCall &call) {
 // weight_ema
 //===----------------------------------------------------------------------===//
 
-/// new_ema = d * ema + (1 - d) * param, d = weightEmaDecay(step) (a copy of param on step 1),
+/// new_ema = d * ema + (1 - d) * param, d = weightEmaDecay(step) (a copy of param while 0),
 /// as torch's AveragedModel with the average d * avg + (1 - d) * p: the products in T with d
 /// and 1 - d rounded from double.
 template <typename T> void weightEma(const T *p, const T *e, T *y, int64_t n, double d) {
@@ -753,15 +753,15 @@ template <typename T> void weightEma(const T *p, const T *e, T *y, int64_t n, do
 /// weight_ema(params..., emas..., step) -> new emas: each average in turn, split across
 /// threads on its own (grouped_update's way); a bf16 / f16 one widened into two f32 buffers
 /// of the largest such average (param, average; the result over the average's copy), averaged
-/// in f32 and narrowed into its result.
+/// in f32 and narrowed into its result. On a step where the schedule keeps the averages
+/// (--ema-every), each result is its average.
 Status weightEmaKernel(const KernelCall &call) {
   constexpr std::string_view kName = "weight_ema";
-  double decay = 0, step = 0;
-  bool warmup = false;
-  PLAIT_RETURN_IF_ERROR(planWeightEma(call, decay, warmup));
+  EmaSchedule schedule;
+  double step = 0;
+  PLAIT_RETURN_IF_ERROR(planWeightEma(call, schedule));
   PLAIT_RETURN_IF_ERROR(readStep(kName, call.inputs.back(), step));
   const size_t n = call.outputs.size();
-  const double d = weightEmaDecay(decay, warmup, step);
   int64_t most = 0;
   for (size_t k = 0; k < n; ++k)
     if (isHalf(call.inputs[k].dtype))
@@ -772,6 +772,13 @@ Status weightEmaKernel(const KernelCall &call) {
     PLAIT_RETURN_IF_ERROR(scratch.take(most, param32));
     PLAIT_RETURN_IF_ERROR(scratch.take(most, ema32));
   }
+  if (!weightEmaUpdates(schedule, step)) {
+    for (size_t k = 0; k < n; ++k)
+      if (call.outputs[k].data != call.inputs[n + k].data)
+        std::memcpy(call.outputs[k].data, call.inputs[n + k].data, call.outputs[k].bytes());
+    return Status();
+  }
+  const double d = weightEmaDecay(schedule, step);
   for (size_t k = 0; k < n; ++k) {
     const TensorView &param = call.inputs[k], &ema = call.inputs[n + k];
     const TensorView &out = call.outputs[k];

@@ -715,9 +715,9 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
 /// and kMaxEmaTensors averages).
 Status weightEmaKernel(const CudaKernelCall &call) {
   constexpr std::string_view kName = "weight_ema";
-  double decay = 0, step = 0;
-  bool warmup = false;
-  PLAIT_RETURN_IF_ERROR(cpu::planWeightEma(call.asHostCall(), decay, warmup));
+  EmaSchedule schedule;
+  double step = 0;
+  PLAIT_RETURN_IF_ERROR(cpu::planWeightEma(call.asHostCall(), schedule));
   const size_t n = call.outputs.size();
   for (size_t k = 0; k < n; ++k)
     PLAIT_RETURN_IF_ERROR(checkFloat(kName, call.inputs[k].dtype));
@@ -737,8 +737,8 @@ Status weightEmaKernel(const CudaKernelCall &call) {
       continue;
     PLAIT_RETURN_IF_ERROR(
         launched(launchWeightEmas(code(dtype), tensors.data(), int64_t(tensors.size()),
-                                  static_cast<const float *>(call.inputs[2 * n].data), decay,
-                                  warmup, call.stream),
+                                  static_cast<const float *>(call.inputs[2 * n].data), schedule,
+                                  call.stream),
                  kName));
   }
   return {};

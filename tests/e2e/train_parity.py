@@ -215,8 +215,16 @@ def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=Non
     (plait's --param-group); states: optimizer state keys (torch's) whose final values are
     compared too, from plait's checkpoint (plait-ckpt export --optimizer); ema: (decay,
     warmup), plait's --ema-decay [--ema-warmup]: its weights (--save-ema-weights) compared with
-    a torch.optim.swa_utils.AveragedModel updated after each step."""
-    if ema:
+    a torch.optim.swa_utils.AveragedModel updated after each step; or a dict of ScheduledEma's
+    settings (decay, warmup, power, inv_gamma, min_decay, start, every), each given to plait
+    as its --ema-* flag, compared with ScheduledEma stepped after each step."""
+    if isinstance(ema, dict):
+        flags = flags + ["--ema-decay", repr(ema["decay"])]
+        for key, value in ema.items():
+            if key != "decay":
+                flag = "--ema-" + key.replace("_", "-")
+                flags += [flag] if value is True else [flag, repr(value)]
+    elif ema:
         flags = flags + ["--ema-decay", str(ema[0])] + (["--ema-warmup"] if ema[1] else [])
     return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
                 clip=clip, noise_only=noise_only or {}, no_decay=no_decay, lr_scale=lr_scale,
@@ -231,6 +239,45 @@ def ema_average(decay, warmup):
         d = min(decay, (1 + int(n)) / (10 + int(n))) if warmup else decay
         return d * avg + (1 - d) * p
     return average
+
+
+class ScheduledEma:
+    """diffusers' EMAModel (0.2x: the shadow params a copy of the params when made; step()
+    after each optimizer step, s -= (1 - d) * (s - p)) with ema_pytorch's update_every,
+    written from their code, as neither is installed here. At optimization step t (from 1)
+    the shadow changes only when (t - 1) % every == 0, with the decay d = get_decay(t):
+    n = max(0, t - start - 1) (EMAModel's update_after_step = start); 0 while n <= 0 (the
+    shadow becomes the params); else 1 - (1 + n / inv_gamma)^-power with power
+    (use_ema_warmup=True), (1 + n) / (10 + n) with warmup (EMAModel's default), or the
+    decay (AveragedModel); at most the decay and at least min_decay."""
+
+    def __init__(self, params, decay, warmup=False, power=0.0, inv_gamma=1.0, min_decay=0.0,
+                 start=0, every=1):
+        self.params = list(params)
+        self.shadow = [p.detach().clone() for p in self.params]
+        self.decay, self.warmup, self.power, self.inv_gamma = decay, warmup, power, inv_gamma
+        self.min_decay, self.start, self.every = min_decay, start, every
+        self.optimization_step = 0
+
+    def get_decay(self, t):
+        n = max(0, t - self.start - 1)
+        if n <= 0:
+            return 0.0
+        if self.power:
+            value = 1 - (1 + n / self.inv_gamma) ** -self.power
+        else:
+            value = (1 + n) / (10 + n) if self.warmup else self.decay
+        return max(min(value, self.decay), self.min_decay)
+
+    @torch.no_grad()
+    def step(self):
+        self.optimization_step += 1
+        t = self.optimization_step
+        if (t - 1) % self.every:
+            return
+        one_minus_decay = 1 - self.get_decay(t)
+        for s, p in zip(self.shadow, self.params):
+            s.sub_(one_minus_decay * (s - p))
 
 
 def warmed(warmup, after):
@@ -510,6 +557,17 @@ CONFIGS = {
     "gpt-adamw-ema-warmup": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3"],
                                    lambda p: torch.optim.AdamW(p, lr=3e-3),
                                    noise_only=KEY_BIAS, ema=(0.95, True)),
+    # diffusers' EMAModel(use_ema_warmup=True, power=2/3, update_after_step=3) with a floor,
+    # and EMAModel's (1 + n) / (10 + n) warm-up updated every 3 steps (ema_pytorch's
+    # update_every): plait's --ema-power, --ema-start, --ema-min-decay, --ema-every.
+    "gpt-adamw-ema-power": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3"],
+                                  lambda p: torch.optim.AdamW(p, lr=3e-3), noise_only=KEY_BIAS,
+                                  ema=dict(decay=0.999, power=2 / 3, inv_gamma=2.0,
+                                           min_decay=0.6, start=3)),
+    "mlp-sgd-ema-every": config("mlp", ["--optimizer", "sgd", "--lr", "0.05",
+                                        "--momentum", "0.9"],
+                                lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+                                ema=dict(decay=0.9, warmup=True, start=1, every=3)),
     "gpt-adamw-wsd-lr": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
                                        "--lr-schedule", "wsd", "--warmup-steps", "3",
                                        "--total-steps", "30", "--decay-steps", "10",
@@ -671,8 +729,11 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
             group["lr"] *= factor
     schedule = cfg["schedule"]
     scheduler = cfg["scheduler"](opt) if cfg["scheduler"] else None
-    averaged = (torch.optim.swa_utils.AveragedModel(model, avg_fn=ema_average(*cfg["ema"]))
-                if cfg["ema"] else None)
+    averaged = scheduled = None
+    if isinstance(cfg["ema"], dict):
+        scheduled = ScheduledEma(model.parameters(), **cfg["ema"])
+    elif cfg["ema"]:
+        averaged = torch.optim.swa_utils.AveragedModel(model, avg_fn=ema_average(*cfg["ema"]))
     losses = []
     for s, (first, size) in enumerate(spans):
         if schedule:
@@ -688,6 +749,8 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
         opt.step()
         if averaged is not None:
             averaged.update_parameters(model)
+        if scheduled is not None:
+            scheduled.step()
         if scheduler:
             scheduler.step()
         losses.append(float(loss))
@@ -697,6 +760,9 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
                 states[f"{n}.{key}"] = opt.state[p][key].detach().numpy()
     if averaged is not None:  # the averaged params, under the model's names
         states["ema"] = {n: p.detach().numpy() for n, p in averaged.module.named_parameters()}
+    if scheduled is not None:
+        states["ema"] = {n: s.numpy() for (n, _), s in zip(model.named_parameters(),
+                                                            scheduled.shadow)}
     return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 

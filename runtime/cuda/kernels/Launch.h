@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "runtime/OptimizerSchedule.h"
+
 namespace plait::rt::cuda {
 
 /// runtime/Tensor.h's DType numbering. The small data integers (kI8..kU64) reach only the
@@ -386,13 +388,14 @@ struct EmaTensor {
   int64_t n = 0;
 };
 
-/// weight_ema: the averages of `count` tensors of float `dtype`, d = weightEmaDecay(decay,
-/// warmup, *step) read on the device (a copy of param on step 1); the products in the param's
-/// dtype (through f32 for bf16 and f16), as the CPU kernel computes. One launch per
-/// kMaxEmaTensors tensors, each block a chunk of one tensor (as launchUpdates).
+/// weight_ema: the averages of `count` tensors of float `dtype`, d = weightEmaDecay(schedule,
+/// *step) read on the device (a copy of param while 0; each average kept as it is on a step
+/// weightEmaUpdates refuses); the products in the param's dtype (through f32 for bf16 and
+/// f16), as the CPU kernel computes. One launch per kMaxEmaTensors tensors, each block a
+/// chunk of one tensor (as launchUpdates).
 constexpr int kMaxEmaTensors = 80;
 cudaError_t launchWeightEmas(int dtype, const EmaTensor *tensors, int64_t count, const float *step,
-                             double decay, bool warmup, cudaStream_t stream);
+                             const EmaSchedule &schedule, cudaStream_t stream);
 
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 

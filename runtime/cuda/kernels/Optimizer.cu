@@ -486,14 +486,15 @@ cudaError_t launchUpdates(int dtype, int gradDtype, const UpdateTensor *tensors,
 }
 
 using EmaList = TensorList<EmaTensor, kMaxEmaTensors>;
-static_assert(sizeof(EmaList) + sizeof(const float *) + 2 * sizeof(double) < 4000,
+static_assert(sizeof(EmaList) + sizeof(const float *) + sizeof(EmaSchedule) < 4000,
               "a launch's parameters must stay under CUDA's 4 KiB");
 
 /// The step is read on the device, so a replayed CUDA graph averages with each step's decay.
 template <typename S>
-__global__ void weightEmaKernel(EmaList list, const float *step, double decay, bool warmup) {
+__global__ void weightEmaKernel(EmaList list, const float *step, EmaSchedule schedule) {
   using C = Compute<S>;
-  const double d = weightEmaDecay(decay, warmup, double(*step));
+  const bool updates = weightEmaUpdates(schedule, double(*step));
+  const double d = weightEmaDecay(schedule, double(*step));
   const C keep = C(d), take = C(1 - d);
   forEachListChunk(list, [&](int t, int64_t first) {
     const EmaTensor &e = list.tensors[t];
@@ -501,6 +502,11 @@ __global__ void weightEmaKernel(EmaList list, const float *step, double decay, b
     S *out = static_cast<S *>(e.out);
     const int64_t end = first + kListChunk < e.n ? first + kListChunk : e.n;
     for (int64_t i = first + threadIdx.x; i < end; i += blockDim.x) {
+      if (!updates) { // the average kept (--ema-every)
+        if (out != ema)
+          out[i] = ema[i];
+        continue;
+      }
       const C p = load(param, i);
       store(out, i, d == 0.0 ? p : C(keep * load(ema, i)) + C(take * p));
     }
@@ -508,11 +514,11 @@ __global__ void weightEmaKernel(EmaList list, const float *step, double decay, b
 }
 
 cudaError_t launchWeightEmas(int dtype, const EmaTensor *tensors, int64_t count, const float *step,
-                             double decay, bool warmup, cudaStream_t stream) {
+                             const EmaSchedule &schedule, cudaStream_t stream) {
   return launchLists<kMaxEmaTensors>(tensors, count, [&](const EmaList &list, unsigned grid) {
     return dispatchFloat(dtype, [&](auto tag) {
       using S = decltype(tag);
-      weightEmaKernel<S><<<grid, kThreads, 0, stream>>>(list, step, decay, warmup);
+      weightEmaKernel<S><<<grid, kThreads, 0, stream>>>(list, step, schedule);
     });
   });
 }

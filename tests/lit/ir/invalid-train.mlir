@@ -645,6 +645,38 @@ func.func @weight_ema_integer(%p: tensor<4xi32>, %step: tensor<f32>) {
 
 // -----
 
+func.func @weight_ema_power(%p: tensor<4xf32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.weight_ema' op needs power >= 0 and inv_gamma > 0, got -1.000000e+00 and 1.000000e+00}}
+  %0 = plait.weight_ema %p, %p, %step {decay = 0.9 : f64, power = -1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_ema_two_warmups(%p: tensor<4xf32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.weight_ema' op takes one warm-up: warmup or power}}
+  %0 = plait.weight_ema %p, %p, %step {decay = 0.9 : f64, power = 0.5 : f64, warmup = true} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_ema_floor(%p: tensor<4xf32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.weight_ema' op needs 0 <= min_decay <= decay, got 9.500000e-01}}
+  %0 = plait.weight_ema %p, %p, %step {decay = 0.9 : f64, min_decay = 0.95 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_ema_every(%p: tensor<4xf32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.weight_ema' op needs start >= 0 and every >= 1, got 0 and 0}}
+  %0 = plait.weight_ema %p, %p, %step {decay = 0.9 : f64, every = 0 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @weight_ema_step(%p: tensor<4xf32>, %step: tensor<2xf32>) {
   // expected-error @+1 {{'plait.weight_ema' op step must be an f32 scalar}}
   %0 = plait.weight_ema %p, %p, %step {decay = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<2xf32>) -> tensor<4xf32>

@@ -7,6 +7,12 @@
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-decay=-0.5' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-warmup=true' 2>&1 | FileCheck %s --check-prefix=WARMUP
 // RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-buffers=true' 2>&1 | FileCheck %s --check-prefix=BUFFERS
+// RUN: plait-opt %s --plait-build-train-step='optimizer=sgd ema-decay=0.999 ema-power=0.75 ema-inv-gamma=2 ema-min-decay=0.1 ema-start=5 ema-every=2' | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-decay=0.9 ema-power=0.5 ema-warmup=true' 2>&1 | FileCheck %s --check-prefix=TWOWARM
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-decay=0.9 ema-inv-gamma=3' 2>&1 | FileCheck %s --check-prefix=GAMMA
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-decay=0.9 ema-min-decay=0.95' 2>&1 | FileCheck %s --check-prefix=FLOOR
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-decay=0.9 ema-every=0' 2>&1 | FileCheck %s --check-prefix=EVERY
+// RUN: not plait-opt %s --plait-build-train-step='optimizer=sgd ema-every=3' 2>&1 | FileCheck %s --check-prefix=NODECAY
 
 // CHECK: plait.train = {clip_grad_norm = {{.*}}, ema_decay = 0.98{{[0-9]+}} : f64, ema_warmup = true, optimizer = "sgd"
 // CHECK: %[[W0:.*]] = plait.param "layers.0.weight"
@@ -28,6 +34,15 @@
 // NEGATIVE: error: ema-decay must be in (0, 1) (0: no EMA), got -5.000000e-01
 // WARMUP: error: ema-warmup needs an EMA: give ema-decay
 // BUFFERS: error: ema-buffers needs an EMA: give ema-decay
+
+// The schedule (diffusers' EMAModel, ema_pytorch): on each weight_ema and in plait.train.
+// SCHEDULE: plait.train = {clip_grad_norm = {{.*}}, ema_decay = 0.99{{[0-9]+}} : f64, ema_every = 2 : i64, ema_inv_gamma = 2.000000e+00 : f64, ema_min_decay = 1.000000e-01 : f64, ema_power = 7.500000e-01 : f64, ema_start = 5 : i64, optimizer = "sgd"
+// SCHEDULE-COUNT-3: plait.weight_ema {{.*}} {decay = 0.99{{[0-9]+}} : f64, every = 2 : i64, inv_gamma = 2.000000e+00 : f64, min_decay = 1.000000e-01 : f64, power = 7.500000e-01 : f64, start = 5 : i64}
+// TWOWARM: error: ema-power and ema-warmup are two warm-ups of the EMA's decay; give one
+// GAMMA: error: ema-inv-gamma is the power warm-up's: give ema-power
+// FLOOR: error: ema-min-decay must be in [0, ema-decay 9.000000e-01], got 9.500000e-01
+// EVERY: error: ema-start must be >= 0 and ema-every >= 1, got 0 and 0
+// NODECAY: error: ema-every needs an EMA: give ema-decay
 
 func.func @main(%x: tensor<4x3xf32> {plait.name = "x"}, %y: tensor<4xi64> {plait.name = "y"})
     -> (tensor<f32> {plait.name = "loss"}) {

@@ -686,6 +686,43 @@ TEST(WeightEma, WarmupDecaysAsDiffusersEmaModel) {
   }
 }
 
+TEST(WeightEma, ScheduleAsDiffusersEmaModelAndEmaPytorch) {
+  // n = step - 1 - start averaging steps: a copy while n <= 0, then with `power` the decay
+  // min(decay, 1 - (1 + n / inv_gamma)^-power), never below min_decay; with `every` E the
+  // average changes on steps 1, 1 + E, ... only, each result its average between.
+  auto param = randomFloats({5000}, 11), ema = randomFloats({5000}, 12);
+  auto power = AttrsBuilder()
+                   .f("decay", 0.9999)
+                   .f("power", 0.75)
+                   .f("inv_gamma", 2.0)
+                   .f("min_decay", 0.3)
+                   .i("start", 2)
+                   .build();
+  for (auto [step, d] : {std::pair<double, double>{1, 0},
+                         {3, 0},
+                         {4, 0.3},
+                         {6, 1 - std::pow(2.5, -0.75)},
+                         {900, 1 - std::pow(449.5, -0.75)}}) {
+    auto out = runOk("weight_ema", {param, ema, f32Scalar(step)}, DType::F32, {5000}, power);
+    EXPECT_TRUE(allClose(out.floats(), expectedEma<float>(param.floats(), ema.floats(), d), 0, 0))
+        << "step " << step;
+  }
+  auto every = AttrsBuilder().f("decay", 0.9).i("warmup", 1).i("every", 3).build();
+  for (double step : {2.0, 3.0, 5.0, 9.0}) {
+    auto out = runOk("weight_ema", {param, ema, f32Scalar(step)}, DType::F32, {5000}, every);
+    EXPECT_EQ(out.bytes, ema.bytes) << "step " << step;
+  }
+  for (auto [step, d] : {std::pair<double, double>{1, 0}, {4, 4.0 / 13}, {7, 7.0 / 16}}) {
+    auto out = runOk("weight_ema", {param, ema, f32Scalar(step)}, DType::F32, {5000}, every);
+    EXPECT_TRUE(allClose(out.floats(), expectedEma<float>(param.floats(), ema.floats(), d), 0, 0))
+        << "step " << step;
+  }
+  // A kept step of bf16 averages: each result its average, bit for bit.
+  auto p16 = convertedTo(DType::BF16, param), e16 = convertedTo(DType::BF16, ema);
+  auto kept = runOk("weight_ema", {p16, e16, f32Scalar(2)}, DType::BF16, {5000}, every);
+  EXPECT_EQ(kept.bytes, e16.bytes);
+}
+
 TEST(WeightEma, DoubleAndHalfPrecision) {
   auto attrs = AttrsBuilder().f("decay", 0.75).build();
   auto p64 = makeFloat(DType::F64, {3}, {1e-9, 2, -4}), e64 = makeFloat(DType::F64, {3}, {1, 1, 1});
@@ -756,6 +793,20 @@ TEST(WeightEma, Errors) {
                         {make<int64_t>({2}, {1, 2}), make<int64_t>({2}, {1, 2}), f32Scalar(1)},
                         {{DType::I64, {2}}}, attrs),
               "weight_ema: param must be a float tensor, got i64");
+  // The schedule's ranges.
+  for (auto [attrs, text] :
+       {std::pair<Attrs, const char *>{AttrsBuilder().f("decay", 0.9).f("power", -1).build(),
+                                       "weight_ema: needs power >= 0 and inv_gamma > 0, got -1 "
+                                       "and 1"},
+        {AttrsBuilder().f("decay", 0.9).f("power", 1).f("inv_gamma", 0).build(),
+         "weight_ema: needs power >= 0 and inv_gamma > 0, got 1 and 0"},
+        {AttrsBuilder().f("decay", 0.9).f("min_decay", 0.95).build(),
+         "weight_ema: min_decay 0.95 is not in [0, decay 0.9]"},
+        {AttrsBuilder().f("decay", 0.9).i("every", 0).build(),
+         "weight_ema: needs start >= 0 and every >= 1, got 0 and 0"},
+        {AttrsBuilder().f("decay", 0.9).i("start", -2).build(),
+         "weight_ema: needs start >= 0 and every >= 1, got -2 and 1"}})
+    expectError(runKernel("weight_ema", {p, p, f32Scalar(1)}, {{DType::F32, {2}}}, attrs), text);
   // Many averages: N params, N averages and the step for N results; each checked by index.
   expectError(runKernel("weight_ema", {p, p, p, f32Scalar(1)},
                         {{DType::F32, {2}}, {DType::F32, {2}}}, attrs),
