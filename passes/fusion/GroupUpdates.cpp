@@ -212,8 +212,10 @@ struct GroupUpdatesPass : impl::GroupUpdatesPassBase<GroupUpdatesPass> {
         for (Operation *c : casts)
           c->erase();
       }
-      // The weight EMAs (built after every update) merge the same way: params, averages, step.
-      for (Group &g : collectGroups(func, span, groupableEma, sameEma, position)) {
+      // The weight EMAs (built after every update) merge the same way: params, averages, step;
+      // with no bound on their span, as what they read (the new params, the averages, the
+      // step) lives to the end of the step anyway.
+      for (Group &g : collectGroups(func, INT64_MAX, groupableEma, sameEma, position)) {
         if (g.ops.size() < 2)
           continue;
         ++emaKernels;
