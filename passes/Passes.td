@@ -415,8 +415,8 @@ def GroupUpdatesPass : Pass<"plait-group-updates", "mlir::ModuleOp"> {
     two or more becomes one plait.grouped_update there (one kernel walking the tensors).
     With grad-casts, a grouped update whose gradient is a cast from bf16 or f16 that feeds
     nothing else reads the half-precision gradient and widens it itself (no f32 copy stored,
-    no cast kernel). The weight EMAs (--ema-decay) of f32/f64 averages with the same decay,
-    warm-up and step merge the same way into one plait.weight_ema of many averages (span
+    no cast kernel). The weight EMAs (--ema-decay) with the same decay, schedule and step
+    (of any float type) merge the same way into one plait.weight_ema of many averages (span
     does not bound them: what they read lives to the step's end anyway). Results
     are bit-identical. The module records `plait.group_updates` {kernels, updates, grad_casts,
     grad_cast_bytes, ema_kernels, emas}. plait-compile runs it after

@@ -20,9 +20,9 @@
 // (grad_cast_bytes: the wide gradients no longer stored).
 //
 // The weight EMAs (--ema-decay), one plait.weight_ema per param built after every update,
-// merge the same way into one plait.weight_ema of many averages (f32 and f64 ones of the
-// same decay, warm-up and step): one kernel instead of one per param (timm's ModelEmaV3 uses
-// torch._foreach_lerp_ for the same reason). The module records {ema_kernels, emas}.
+// merge the same way into one plait.weight_ema of many averages (those of the same decay,
+// schedule and step, of any float type): one kernel instead of one per param (timm's
+// ModelEmaV3 uses torch._foreach_lerp_ for the same reason). The module records {ema_kernels, emas}.
 #include "passes/Passes.h"
 
 #include "ir/OpKinds.h"
@@ -72,15 +72,9 @@ bool sameKind(Operation *a, Operation *b) {
          a->getAttrDictionary() == b->getAttrDictionary();
 }
 
-/// Whether `op` is a weight EMA this pass merges: of f32 or f64 averages (a half-precision
-/// one stages each tensor through f32 copies).
-bool groupableEma(Operation *op) {
-  auto ema = dyn_cast<WeightEmaOp>(op);
-  return ema && llvm::all_of(ema.getNewEmas().getTypes(), [](Type t) {
-           Type element = cast<RankedTensorType>(t).getElementType();
-           return element.isF32() || element.isF64();
-         });
-}
+/// Whether `op` is a weight EMA this pass merges: any (its kernels take bf16 and f16 averages
+/// in a merged call too, one at a time through f32 buffers of the largest).
+bool groupableEma(Operation *op) { return isa<WeightEmaOp>(op); }
 
 /// Whether weight EMAs `a` and `b` may be one op: the same decay, warm-up and step.
 bool sameEma(Operation *a, Operation *b) {

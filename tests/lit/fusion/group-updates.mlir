@@ -67,27 +67,26 @@ func.func @casts(%p: tensor<4xf32>, %g: tensor<4xbf16>, %mp: tensor<4xf32>, %vp:
 
 // -----
 
-// Weight EMAs (--ema-decay): the four f32/f64 averages of one decay and step become one
-// plait.weight_ema, params first, then averages, then the step, where the last stood; its
-// results replace theirs in order (a bf16 average between them does not end the group, one of
-// another decay does). The bf16 one and the one of another decay stay alone. span does not
-// bound them (what they read lives to the step's end anyway). The updates stay as they are.
-// CHECK: plait.group_updates = {ema_kernels = 1 : i64, emas = 4 : i64, grad_cast_bytes = 0 : i64, grad_casts = 0 : i64, kernels = 0 : i64, updates = 0 : i64}
+// Weight EMAs (--ema-decay): the five averages of one decay and step (f32, f64 and bf16)
+// become one plait.weight_ema, params first, then averages, then the step, where the last
+// stood; its results replace theirs in order. The one of another decay stays alone. span
+// does not bound them (what they read lives to the step's end anyway). The updates stay as
+// they are.
+// CHECK: plait.group_updates = {ema_kernels = 1 : i64, emas = 5 : i64, grad_cast_bytes = 0 : i64, grad_casts = 0 : i64, kernels = 0 : i64, updates = 0 : i64}
 // CHECK-LABEL: func.func @emas
 // CHECK-NEXT: plait.sgd_update
 // CHECK-NEXT: %[[X:.*]] = plait.neg %arg1
-// CHECK-NEXT: %[[B:.*]] = plait.weight_ema %arg7, %arg8, %arg6 {decay = 0.98{{9*}} : f64}
-// CHECK-NEXT: %[[E:.*]]:4 = plait.weight_ema %arg0, %[[X]], %arg9, %arg0, %arg2, %arg3, %arg10, %arg4, %arg6 {decay = 0.98{{9*}} : f64, warmup = true} : (tensor<4xf32>, tensor<4xf32>, tensor<3xf64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<3xf64>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<3xf64>, tensor<4xf32>)
+// CHECK-NEXT: %[[E:.*]]:5 = plait.weight_ema %arg0, %[[X]], %arg9, %arg7, %arg0, %arg2, %arg3, %arg10, %arg8, %arg4, %arg6 {decay = 0.98{{9*}} : f64, warmup = true} : (tensor<4xf32>, tensor<4xf32>, tensor<3xf64>, tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<3xf64>, tensor<4xbf16>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<3xf64>, tensor<4xbf16>, tensor<4xf32>)
 // CHECK-NEXT: %[[O:.*]] = plait.weight_ema %arg0, %arg2, %arg6 {decay = 5.000000e-01 : f64}
-// CHECK-NEXT: return %[[E]]#0, %[[E]]#1, %[[E]]#2, %[[E]]#3, %[[O]], %[[B]]
-// SPAN: plait.group_updates = {ema_kernels = 1 : i64, emas = 4 : i64, grad_cast_bytes = 0 : i64, grad_casts = 0 : i64, kernels = 0 : i64, updates = 0 : i64}
+// CHECK-NEXT: return %[[E]]#0, %[[E]]#1, %[[E]]#2, %[[E]]#4, %[[O]], %[[E]]#3
+// SPAN: plait.group_updates = {ema_kernels = 1 : i64, emas = 5 : i64, grad_cast_bytes = 0 : i64, grad_casts = 0 : i64, kernels = 0 : i64, updates = 0 : i64}
 func.func @emas(%p: tensor<4xf32>, %q: tensor<4xf32>, %e: tensor<4xf32>, %f: tensor<4xf32>, %h: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<f32>, %b: tensor<4xbf16>, %eb: tensor<4xbf16>, %d: tensor<3xf64>, %ed: tensor<3xf64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<3xf64>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>) {
   %p2 = plait.sgd_update %p, %q, %lr, %step : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
   %0 = plait.weight_ema %p, %e, %step {decay = 0.99 : f64, warmup = true} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   %x = plait.neg %q : tensor<4xf32>
   %1 = plait.weight_ema %x, %f, %step {decay = 0.99 : f64, warmup = true} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   %2 = plait.weight_ema %d, %ed, %step {decay = 0.99 : f64, warmup = true} : (tensor<3xf64>, tensor<3xf64>, tensor<f32>) -> tensor<3xf64>
-  %4 = plait.weight_ema %b, %eb, %step {decay = 0.99 : f64} : (tensor<4xbf16>, tensor<4xbf16>, tensor<f32>) -> tensor<4xbf16>
+  %4 = plait.weight_ema %b, %eb, %step {decay = 0.99 : f64, warmup = true} : (tensor<4xbf16>, tensor<4xbf16>, tensor<f32>) -> tensor<4xbf16>
   %5 = plait.weight_ema %p, %h, %step {decay = 0.99 : f64, warmup = true} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   %3 = plait.weight_ema %p, %e, %step {decay = 0.5 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   return %0, %1, %2, %5, %3, %4 : tensor<4xf32>, tensor<4xf32>, tensor<3xf64>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>
