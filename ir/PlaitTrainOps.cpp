@@ -204,14 +204,14 @@ LogicalResult WeightEmaOp::verify() {
   double decay = getDecay().convertToDouble();
   if (!(decay > 0.0 && decay < 1.0))
     return emitOpError("needs 0 < decay < 1, got ") << decay;
-  double power = getPower().convertToDouble(), invGamma = getInvGamma().convertToDouble();
+  const double power = getPower().convertToDouble();
+  const double invGamma = getInvGamma().convertToDouble();
   if (!(power >= 0.0 && std::isfinite(power)) || !(invGamma > 0.0 && std::isfinite(invGamma)))
     return emitOpError("needs power >= 0 and inv_gamma > 0, got ") << power << " and " << invGamma;
   if (power > 0.0 && getWarmup())
     return emitOpError("takes one warm-up: warmup or power");
-  double minDecay = getMinDecay().convertToDouble();
-  if (!(minDecay >= 0.0 && minDecay <= decay))
-    return emitOpError("needs 0 <= min_decay <= decay, got ") << minDecay;
+  if (const double floor = getMinDecay().convertToDouble(); !(floor >= 0.0 && floor <= decay))
+    return emitOpError("needs 0 <= min_decay <= decay, got ") << floor;
   if (getStart() < 0 || getEvery() < 1)
     return emitOpError("needs start >= 0 and every >= 1, got ")
            << getStart() << " and " << getEvery();

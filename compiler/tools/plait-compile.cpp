@@ -368,11 +368,12 @@ int main(int argc, char **argv) {
                  "decay; give one\n";
     return 1;
   }
-  if (app.count("--ema-inv-gamma") && !(train.emaInvGamma > 0 && app.count("--ema-power"))) {
-    std::cerr << "plait-compile: --ema-inv-gamma "
-              << (train.emaInvGamma > 0 ? "needs --ema-power (it is the power warm-up's)"
-                                        : "must be > 0")
-              << "\n";
+  if (app.count("--ema-inv-gamma") && !(train.emaInvGamma > 0)) {
+    std::cerr << "plait-compile: --ema-inv-gamma must be > 0\n";
+    return 1;
+  }
+  if (app.count("--ema-inv-gamma") && !app.count("--ema-power")) {
+    std::cerr << "plait-compile: --ema-inv-gamma needs --ema-power (it is the power warm-up's)\n";
     return 1;
   }
   if (app.count("--ema-min-decay") &&
@@ -381,12 +382,12 @@ int main(int argc, char **argv) {
               << "], got " << train.emaMinDecay << "\n";
     return 1;
   }
-  if ((app.count("--ema-start") && train.emaStart < 0) ||
-      (app.count("--ema-every") && train.emaEvery < 1)) {
-    std::cerr << "plait-compile: "
-              << (train.emaStart < 0 ? "--ema-start must be >= 0, got "
-                                     : "--ema-every must be >= 1, got ")
-              << (train.emaStart < 0 ? train.emaStart : train.emaEvery) << "\n";
+  if (app.count("--ema-start") && train.emaStart < 0) {
+    std::cerr << "plait-compile: --ema-start must be >= 0, got " << train.emaStart << "\n";
+    return 1;
+  }
+  if (app.count("--ema-every") && train.emaEvery < 1) {
+    std::cerr << "plait-compile: --ema-every must be >= 1, got " << train.emaEvery << "\n";
     return 1;
   }
   if (app.count("--eps") && !(train.eps > 0)) { // negative would mean the default

@@ -22,7 +22,8 @@
 // The weight EMAs (--ema-decay), one plait.weight_ema per param built after every update,
 // merge the same way into one plait.weight_ema of many averages (those of the same decay,
 // schedule and step, of any float type): one kernel instead of one per param (timm's
-// ModelEmaV3 uses torch._foreach_lerp_ for the same reason). The module records {ema_kernels, emas}.
+// ModelEmaV3 uses torch._foreach_lerp_ for the same reason). The module records
+// {ema_kernels, emas}.
 #include "passes/Passes.h"
 
 #include "ir/OpKinds.h"
@@ -72,11 +73,11 @@ bool sameKind(Operation *a, Operation *b) {
          a->getAttrDictionary() == b->getAttrDictionary();
 }
 
-/// Whether `op` is a weight EMA this pass merges: any (its kernels take bf16 and f16 averages
-/// in a merged call too, one at a time through f32 buffers of the largest).
-bool groupableEma(Operation *op) { return isa<WeightEmaOp>(op); }
+/// Whether `op` is a weight EMA (any: its kernels take bf16 and f16 averages in a merged call
+/// too, one at a time through f32 buffers of the largest).
+bool isEma(Operation *op) { return isa<WeightEmaOp>(op); }
 
-/// Whether weight EMAs `a` and `b` may be one op: the same decay, warm-up and step.
+/// Whether weight EMAs `a` and `b` may be one op: the same schedule (attributes) and step.
 bool sameEma(Operation *a, Operation *b) {
   return a->getAttrDictionary() == b->getAttrDictionary() &&
          cast<WeightEmaOp>(a).getStep() == cast<WeightEmaOp>(b).getStep();
@@ -209,7 +210,7 @@ struct GroupUpdatesPass : impl::GroupUpdatesPassBase<GroupUpdatesPass> {
       // The weight EMAs (built after every update) merge the same way: params, averages, step;
       // with no bound on their span, as what they read (the new params, the averages, the
       // step) lives to the end of the step anyway.
-      for (Group &g : collectGroups(func, INT64_MAX, groupableEma, sameEma, position)) {
+      for (Group &g : collectGroups(func, INT64_MAX, isEma, sameEma, position)) {
         if (g.ops.size() < 2)
           continue;
         ++emaKernels;
