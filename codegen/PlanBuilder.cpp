@@ -181,15 +181,14 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
     updates.push_back(fb::CreateUpdate(fbb, source, target));
   flatbuffers::Offset<fb::LrSchedule> schedule = 0;
   if (plan.training)
-    schedule = fb::CreateLrScheduleDirect(fbb, plan.schedule.kind.c_str(), plan.schedule.lr,
-                                          plan.schedule.warmupSteps, plan.schedule.totalSteps,
-                                          plan.schedule.minLr, plan.schedule.gamma,
-                                          plan.schedule.stepSize, plan.schedule.power,
-                                          plan.schedule.decaySteps,
-                                          plan.schedule.milestones.empty()
-                                              ? nullptr
-                                              : &plan.schedule.milestones,
-                                          plan.schedule.cycleSteps, plan.schedule.cycleMult);
+    schedule = fb::CreateLrScheduleDirect(
+        fbb, plan.schedule.kind.c_str(), plan.schedule.lr, plan.schedule.warmupSteps,
+        plan.schedule.totalSteps, plan.schedule.minLr, plan.schedule.gamma, plan.schedule.stepSize,
+        plan.schedule.power, plan.schedule.decaySteps,
+        plan.schedule.milestones.empty() ? nullptr : &plan.schedule.milestones,
+        plan.schedule.cycleSteps, plan.schedule.cycleMult, plan.schedule.pctStart,
+        plan.schedule.annealLinear, plan.schedule.threePhase, plan.schedule.divFactor,
+        plan.schedule.finalDivFactor, plan.schedule.stepSizeDown, plan.schedule.cyclicMode.c_str());
   auto root = fb::CreatePlanDirect(fbb, kPlanVersion, plan.worldSize, &plan.arenaBytes,
                                    &kernels, &tensors, &instrs, &plan.inputs, &plan.outputs,
                                    &buffers, plan.report.c_str(), plan.source.c_str(),

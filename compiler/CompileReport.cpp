@@ -91,6 +91,35 @@ std::string scheduleText(const nlohmann::json &s) {
   if (kind == "wsd")
     return fmt::format("wsd: {}stable to step {}, down to {:g} at step {}", warm,
                        total - s.value("decay_steps", int64_t(0)), minLr, total);
+  // The cyclical kinds, with the momentum they cycle (each update's momentum_cycle).
+  std::string momentum =
+      s.contains("max_momentum")
+          ? fmt::format("; {} {:g} down to {:g} and back, against the lr",
+                        s.value("cycled", std::string("momentum")), s.value("max_momentum", 0.0),
+                        s.value("base_momentum", 0.0))
+          : "";
+  if (kind == "onecycle") {
+    const double lr = s.value("lr", 0.0), first = lr / s.value("div_factor", 25.0);
+    const bool three = s.value("three_phase", false);
+    return fmt::format("onecycle: {:g} up to {:g} over {:g} of {} steps, {}down to {:g} "
+                       "at step {}{}{}",
+                       first, lr, s.value("pct_start", 0.3), total,
+                       three ? fmt::format("back to {:g}, then ", first) : "",
+                       first / s.value("final_div_factor", 1e4), total,
+                       s.value("anneal_linear", false) ? " (linear)" : " (cosine)", momentum);
+  }
+  if (kind == "cyclic") {
+    const int64_t up = s.value("step_size", int64_t(0)),
+                  down = s.value("step_size_down", int64_t(0));
+    const std::string mode = s.value("cyclic_mode", std::string("triangular"));
+    return fmt::format("cyclic: {:g} up to {:g} in {} steps and back in {}, {}{}", minLr,
+                       s.value("lr", 0.0), up, down > 0 ? down : up,
+                       mode == "triangular2" ? "each cycle's height halved"
+                       : mode == "exp_range"
+                           ? fmt::format("the height x{:g} a step", s.value("gamma", 0.0))
+                           : "triangular",
+                       momentum);
+  }
   return kind;
 }
 

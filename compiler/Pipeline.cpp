@@ -185,6 +185,16 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.lrMilestones = train.lrMilestones;
   o.lrCycleSteps = train.lrCycleSteps;
   o.lrCycleMult = train.lrCycleMult;
+  o.lrPctStart = train.lrPctStart;
+  o.lrAnneal = train.lrAnneal;
+  o.lrThreePhase = train.lrThreePhase;
+  o.lrDivFactor = train.lrDivFactor;
+  o.lrFinalDivFactor = train.lrFinalDivFactor;
+  o.lrStepSizeDown = train.lrStepSizeDown;
+  o.lrCyclicMode = train.lrCyclicMode;
+  o.cycleMomentum = !train.noCycleMomentum;
+  o.baseMomentum = train.baseMomentum;
+  o.maxMomentum = train.maxMomentum;
   o.microBatches = train.microBatches;
   o.precision = train.precision;
   PassManager pm(module.getContext());

@@ -57,6 +57,16 @@ struct TrainOptions {
   int64_t decaySteps = 0;  // --decay-steps: wsd
   std::vector<int64_t> lrMilestones; // --lr-milestones: multistep
   int64_t lrCycleSteps = 0, lrCycleMult = 1; // --lr-cycle-steps, --lr-cycle-mult
+  // onecycle: --lr-pct-start, --lr-anneal, --lr-three-phase, --lr-div-factor,
+  // --lr-final-div-factor
+  double lrPctStart = 0.3;
+  std::string lrAnneal = "cos";
+  bool lrThreePhase = false;
+  double lrDivFactor = 25, lrFinalDivFactor = 1e4;
+  int64_t lrStepSizeDown = 0;                 // --lr-step-size-down: cyclic
+  std::string lrCyclicMode = "triangular";    // --lr-cyclic-mode: cyclic
+  bool noCycleMomentum = false;               // --no-cycle-momentum: onecycle, cyclic
+  double baseMomentum = -1, maxMomentum = -1; // --base-momentum, --max-momentum (< 0: default)
   int64_t microBatches = 1; // --micro-batches: the model's batch split into this many
   std::string precision = "fp32"; // --precision fp32 | bf16-mixed
   bool syncBatchNorm = false;     // --sync-batch-norm: BatchNorm statistics over every rank

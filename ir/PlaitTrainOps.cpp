@@ -1,8 +1,9 @@
 // Verifiers of the training ops (state, hyper, assign, gradient kernels, optimizer updates).
-#include "ir/PlaitDialect.h"
 #include "ir/OpKinds.h"
+#include "ir/PlaitDialect.h"
 #include "ir/RankGroups.h"
 #include "ir/ShapeRules.h"
+#include "runtime/OptimizerSchedule.h"
 
 #include <cmath>
 
@@ -168,6 +169,48 @@ LogicalResult NllLossGradOp::verify() {
   return verifyLossGrad<NllLossGradOp, NllLossOp>(*this);
 }
 
+LogicalResult verifyMomentumCycle(Operation *op) {
+  Attribute attr = op->getAttr(kMomentumCycleAttr);
+  if (!attr)
+    return success();
+  // The update it is: a grouped_update's `update`.
+  StringRef kind = op->getName().stripDialect();
+  if (auto grouped = dyn_cast<GroupedUpdateOp>(op))
+    kind = grouped.getUpdate();
+  const bool momentumKind = kind == "sgd_update" || kind == "rmsprop_update";
+  if (!momentumKind &&
+      !llvm::is_contained({"adamw_update", "lion_update", "adamax_update", "nadam_update",
+                           "radam_update", "lamb_update", "lamb_norms"},
+                          kind))
+    return op->emitOpError("has no momentum or first beta to cycle (momentum_cycle)");
+  auto values = dyn_cast<DenseF64ArrayAttr>(attr);
+  if (!values || values.size() != rt::MomentumCycle::kValues)
+    return op->emitOpError("needs momentum_cycle as ")
+           << rt::MomentumCycle::kValues << " f64 numbers [kind, base, max, ...]";
+  ArrayRef<double> v = values.asArrayRef();
+  auto flag = [](double x) { return x == 0 || x == 1; };
+  const bool oneCycle = v[0] == rt::LrCycle::OneCycle, cyclic = v[0] == rt::LrCycle::Cyclic;
+  if (!oneCycle && !cyclic)
+    return op->emitOpError("momentum_cycle's kind must be 1 (one cycle) or 2 (cyclic), got ")
+           << v[0];
+  if (!(v[1] > 0 && v[1] < 1 && v[2] > 0 && v[2] < 1))
+    return op->emitOpError("momentum_cycle's momenta must be in (0, 1), got ")
+           << v[1] << " and " << v[2];
+  if (oneCycle && !(v[3] > 0 && v[4] >= 0 && v[4] <= 1 && flag(v[5]) && flag(v[6])))
+    return op->emitOpError("momentum_cycle's one cycle needs total steps > 0, pct_start in "
+                           "[0, 1] and 0/1 flags");
+  if (cyclic && !(v[3] > 0 && v[4] > 0 && (v[5] == 0 || v[5] == 1 || v[5] == 2) && v[6] > 0))
+    return op->emitOpError("momentum_cycle's cyclic schedule needs step sizes > 0, a mode of "
+                           "0, 1 or 2 and gamma > 0");
+  if (momentumKind) {
+    auto momentum = op->getAttrOfType<FloatAttr>("momentum");
+    if (!momentum || momentum.getValueAsDouble() == 0)
+      return op->emitOpError("cycles its momentum (momentum_cycle) but has momentum 0: it "
+                             "would keep no buffer");
+  }
+  return success();
+}
+
 LogicalResult SgdUpdateOp::verify() {
   bool hasBuffer = getMomentumBuffer() != nullptr;
   if (hasBuffer != (getMomentum().convertToDouble() != 0.0))
@@ -314,6 +357,8 @@ LogicalResult LambNormsOp::verify() {
     if (v.getType() != getParam().getType())
       return emitOpError("operand type ") << v.getType() << " differs from the param's "
                                           << getParam().getType();
+  if (failed(verifyMomentumCycle(*this)))
+    return failure();
   return verifyLambSegments(*this, getParam(), getSegments(), getGroupsAttr(),
                             getNorms().getType());
 }
@@ -377,6 +422,8 @@ LogicalResult RMSpropUpdateOp::verify() {
 }
 
 LogicalResult GroupedUpdateOp::verify() {
+  if (failed(verifyMomentumCycle(*this)))
+    return failure();
   StringRef update = getUpdate();
   int64_t per = getOperandsPerUpdate(), perResult = getResultsPerUpdate();
   int64_t inputs = int64_t(getInputs().size()), results = int64_t(getResults().size());

@@ -4,6 +4,22 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
 
+namespace plait {
+
+/// The attribute by which an update's momentum, or first beta, follows a cyclical
+/// learning-rate schedule (--lr-schedule onecycle, cyclic): 7 numbers, runtime/
+/// OptimizerSchedule.h MomentumCycle's layout.
+inline constexpr llvm::StringLiteral kMomentumCycleAttr = "momentum_cycle";
+
+/// Checks `op`'s momentum_cycle, where it has one: an update of sgd, rmsprop (whose
+/// momentum attribute is then non-zero: it keeps a buffer), adamw, lion, adamax, nadam,
+/// radam or lamb (or lamb_norms); [kind, base, max, ...] with kind 1 (one cycle: total steps
+/// > 0, pct_start in [0, 1], anneal linear 0 or 1, three_phase 0 or 1) or 2 (cyclic: step
+/// sizes up and down > 0, mode 0, 1 or 2, gamma > 0), and momenta in (0, 1).
+mlir::LogicalResult verifyMomentumCycle(mlir::Operation *op);
+
+} // namespace plait
+
 namespace plait::traits {
 
 /// An optimizer update: (param, grad, lr, step, states...) -> (new param, new states...)
@@ -16,7 +32,7 @@ public:
     auto scale = op->getAttrOfType<mlir::FloatAttr>("lr_scale");
     if (scale && scale.getValueAsDouble() < 0.0)
       return op->emitOpError("needs lr_scale >= 0");
-    return mlir::success();
+    return verifyMomentumCycle(op);
   }
 };
 

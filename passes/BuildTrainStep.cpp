@@ -220,7 +220,22 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       return module.emitError("unknown learning-rate schedule '")
              << schedule
              << "' (expected constant, linear-warmup, cosine, cosine-restarts, linear, "
-                "polynomial, step, multistep, exponential, inverse-sqrt or wsd)";
+                "polynomial, step, multistep, exponential, inverse-sqrt, wsd, onecycle or "
+                "cyclic)";
+    if (schedule == "onecycle" && lrAnneal != "cos" && lrAnneal != "linear")
+      return module.emitError("unknown onecycle anneal '")
+             << lrAnneal << "' (expected cos or linear)";
+    if (cyclesMomentum()) {
+      if (!llvm::is_contained(kCycledOptimizers, StringRef(optimizer)))
+        return module.emitError("the ")
+               << optimizer << " optimizer has no momentum or first beta for the " << schedule
+               << " schedule to cycle (torch's cycle_momentum): give cycle-momentum=false";
+      auto [base, max] = cycleMomenta();
+      if (!(base > 0 && base < 1 && max > 0 && max < 1))
+        return module.emitError("the cycled momentum needs base and max momentum in (0, 1), "
+                                "got ")
+               << base << " and " << max;
+    }
     // lr <= 0 means the optimizer's default here; the plan's rules otherwise.
     if (std::string why = lrSchedule(1.0).invalid(); !why.empty())
       return module.emitError(why);
@@ -534,6 +549,37 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     return out;
   }
 
+  /// The optimizers whose momentum (SGD, RMSprop) or first beta a cyclical schedule cycles.
+  static constexpr const char *kCycledOptimizers[] = {"sgd",   "rmsprop", "adam", "adamw", "adamax",
+                                                      "nadam", "radam",   "lion", "lamb"};
+
+  /// Whether the schedule cycles the momentum: onecycle or cyclic, with cycle-momentum.
+  bool cyclesMomentum() const {
+    return (schedule == "onecycle" || schedule == "cyclic") && cycleMomentum;
+  }
+
+  /// The cycled momentum's base and max, each kind's defaults where not given.
+  std::pair<double, double> cycleMomenta() const {
+    const bool one = schedule == "onecycle";
+    return {baseMomentum >= 0 ? double(baseMomentum) : (one ? 0.85 : 0.8),
+            maxMomentum >= 0 ? double(maxMomentum) : (one ? 0.95 : 0.9)};
+  }
+
+  /// An update's momentum_cycle (runtime/OptimizerSchedule.h MomentumCycle's layout).
+  DenseF64ArrayAttr momentumCycleAttr(OpBuilder &b) {
+    const rt::LrCycle c = lrSchedule(1.0).cycle();
+    auto [base, max] = cycleMomenta();
+    const bool one = c.kind == rt::LrCycle::OneCycle;
+    SmallVector<double, rt::MomentumCycle::kValues> v{double(c.kind),
+                                                      base,
+                                                      max,
+                                                      one ? c.totalSteps : c.stepSizeUp,
+                                                      one ? c.pctStart : c.stepSizeDown,
+                                                      one ? double(c.linear) : double(c.mode),
+                                                      one ? double(c.threePhase) : c.gamma};
+    return b.getDenseF64ArrayAttr(v);
+  }
+
   /// The schedule the options describe, at peak learning rate `peak`.
   rt::LrSchedule lrSchedule(double peak) {
     rt::LrSchedule s;
@@ -549,6 +595,13 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     s.milestones.assign(lrMilestones.begin(), lrMilestones.end());
     s.cycleSteps = lrCycleSteps;
     s.cycleMult = lrCycleMult;
+    s.pctStart = lrPctStart;
+    s.annealLinear = lrAnneal == "linear";
+    s.threePhase = lrThreePhase;
+    s.divFactor = lrDivFactor;
+    s.finalDivFactor = lrFinalDivFactor;
+    s.stepSizeDown = lrStepSizeDown;
+    s.cyclicMode = lrCyclicMode;
     return s;
   }
 
@@ -572,8 +625,29 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       entries.push_back(b.getNamedAttr(
           "milestones", b.getDenseI64ArrayAttr(SmallVector<int64_t>(lrMilestones.begin(),
                                                                     lrMilestones.end()))));
-    if (schedule == "step")
+    if (schedule == "step" || schedule == "cyclic")
       entries.push_back(b.getNamedAttr("step_size", b.getI64IntegerAttr(lrStepSize)));
+    if (schedule == "onecycle") {
+      entries.push_back(b.getNamedAttr("pct_start", b.getF64FloatAttr(lrPctStart)));
+      entries.push_back(b.getNamedAttr("anneal_linear", b.getBoolAttr(lrAnneal == "linear")));
+      entries.push_back(b.getNamedAttr("three_phase", b.getBoolAttr(lrThreePhase)));
+      entries.push_back(b.getNamedAttr("div_factor", b.getF64FloatAttr(lrDivFactor)));
+      entries.push_back(b.getNamedAttr("final_div_factor", b.getF64FloatAttr(lrFinalDivFactor)));
+    }
+    if (schedule == "cyclic") {
+      entries.push_back(b.getNamedAttr("step_size_down", b.getI64IntegerAttr(lrStepSizeDown)));
+      entries.push_back(b.getNamedAttr("cyclic_mode", b.getStringAttr(lrCyclicMode)));
+      entries.push_back(b.getNamedAttr("gamma", b.getF64FloatAttr(lrGamma)));
+    }
+    // The momentum the cyclical kinds cycle (each update's momentum_cycle), for --explain.
+    if (cyclesMomentum()) {
+      auto [base, max] = cycleMomenta();
+      entries.push_back(b.getNamedAttr("base_momentum", b.getF64FloatAttr(base)));
+      entries.push_back(b.getNamedAttr("max_momentum", b.getF64FloatAttr(max)));
+      entries.push_back(b.getNamedAttr(
+          "cycled",
+          b.getStringAttr(optimizer == "sgd" || optimizer == "rmsprop" ? "momentum" : "beta1")));
+    }
     if (schedule == "polynomial")
       entries.push_back(b.getNamedAttr("power", b.getF64FloatAttr(lrPower)));
     if (schedule == "wsd")
@@ -769,7 +843,16 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         stepGrad = b.create<NegOp>(op.getLoc(), grad);
         stepGrad.getDefiningOp()->setAttr(kMaximizeNegationAttr, b.getUnitAttr());
       }
+      // onecycle and cyclic cycle the momentum (or first beta) of every param group, as
+      // torch's schedulers set each group's: the update's attribute holds step 1's (the max),
+      // which gives SGD and RMSprop their buffer, and momentum_cycle the rest.
+      if (cyclesMomentum()) {
+        const double first = cycleMomenta().second;
+        (optimizer == "sgd" || optimizer == "rmsprop" ? settings.momentum : settings.beta1) = first;
+      }
       appendUpdate(b, op, stepGrad, lrValue, prevLrValue, stepValue, settings, assigns);
+      if (cyclesMomentum())
+        assigns[before].second.getDefiningOp()->setAttr(kMomentumCycleAttr, momentumCycleAttr(b));
       // --lr-scale: the first matching factor, on the update just built (the op assigned to
       // the param).
       for (size_t i = 0; i < scales->size(); ++i)

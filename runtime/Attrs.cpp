@@ -49,6 +49,12 @@ const std::vector<int64_t> &Attrs::getInts(std::string_view name) const {
   return it == values_.end() ? kNone : it->second.ints;
 }
 
+const std::vector<double> &Attrs::getFloats(std::string_view name) const {
+  static const std::vector<double> kNone;
+  auto it = values_.find(name);
+  return it == values_.end() ? kNone : it->second.floats;
+}
+
 std::string_view Attrs::getStrView(std::string_view name, std::string_view dflt) const {
   auto it = values_.find(name);
   // An attribute that carries numbers is not a string attribute: fall back to the default.

@@ -29,6 +29,8 @@ public:
   double getFloat(std::string_view name, double dflt) const;
   /// The attribute's integers, empty when absent; valid as long as this Attrs is.
   const std::vector<int64_t> &getInts(std::string_view name) const;
+  /// The attribute's floats, empty when absent; valid as long as this Attrs is.
+  const std::vector<double> &getFloats(std::string_view name) const;
   std::string getStr(std::string_view name, std::string_view dflt) const;
   /// As getStr, without copying: valid as long as this Attrs and `dflt` are.
   std::string_view getStrView(std::string_view name, std::string_view dflt) const;

@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "runtime/OptimizerSchedule.h"
+
 namespace plait::rt {
 
 struct LrSchedule {
   // constant | linear-warmup | cosine | cosine-restarts | linear | polynomial | step |
-  // multistep | exponential | inverse-sqrt | wsd
+  // multistep | exponential | inverse-sqrt | wsd | onecycle | cyclic
   std::string kind = "constant";
   double lr = 0;
   int64_t warmupSteps = 0, totalSteps = 0;
@@ -26,12 +28,22 @@ struct LrSchedule {
   std::vector<int64_t> milestones; // multistep: steps after the warm-up, increasing
   int64_t cycleSteps = 0; // cosine-restarts: the first cycle's steps (torch's T_0)
   int64_t cycleMult = 1;  // cosine-restarts: each cycle this many times the one before
+  // onecycle (OneCycleLR, lr its max_lr): pct_start, anneal_strategy linear (else cos),
+  // three_phase, div_factor (the first lr is lr / divFactor) and final_div_factor (the last
+  // lr / divFactor / finalDivFactor).
+  double pctStart = 0.3;
+  bool annealLinear = false, threePhase = false;
+  double divFactor = 25, finalDivFactor = 1e4;
+  // cyclic (CyclicLR, lr its max_lr, minLr its base_lr): stepSize its step_size_up,
+  // stepSizeDown its step_size_down (0: stepSize), the mode and exp_range's gamma.
+  int64_t stepSizeDown = 0;
+  std::string cyclicMode = "triangular"; // triangular | triangular2 | exp_range
 
   /// Whether `kind` is one of the kinds above.
   static bool known(const std::string &kind) {
-    for (const char *k : {"constant", "linear-warmup", "cosine", "cosine-restarts", "linear",
-                          "polynomial", "step", "multistep", "exponential", "inverse-sqrt",
-                          "wsd"})
+    for (const char *k :
+         {"constant", "linear-warmup", "cosine", "cosine-restarts", "linear", "polynomial", "step",
+          "multistep", "exponential", "inverse-sqrt", "wsd", "onecycle", "cyclic"})
       if (kind == k)
         return true;
     return false;
@@ -49,6 +61,29 @@ struct LrSchedule {
     } else if (!std::isfinite(minLr) || minLr < 0 || !std::isfinite(gamma) ||
                !std::isfinite(power)) {
       why << "a learning-rate schedule needs a finite min_lr >= 0, gamma and power";
+    } else if ((kind == "onecycle" || kind == "cyclic") && warmupSteps != 0) {
+      why << "the " << kind << " schedule warms up as it cycles: it takes no warm-up steps";
+    } else if (kind == "onecycle" && totalSteps <= 0) {
+      why << "the onecycle schedule needs total steps > 0";
+    } else if (kind == "onecycle" && !(pctStart >= 0 && pctStart <= 1)) {
+      why << "the onecycle schedule needs a pct_start in [0, 1], got " << pctStart;
+    } else if (kind == "onecycle" && !(divFactor > 0 && std::isfinite(divFactor) &&
+                                       finalDivFactor > 0 && std::isfinite(finalDivFactor))) {
+      why << "the onecycle schedule needs finite div and final div factors > 0, got " << divFactor
+          << " and " << finalDivFactor;
+    } else if (kind == "onecycle" && emptyPhase() > 0) {
+      why << "the onecycle schedule's phase " << emptyPhase() << " has no steps (pct_start "
+          << pctStart << " of " << totalSteps << " total steps)";
+    } else if (kind == "cyclic" && (stepSize < 1 || stepSizeDown < 0)) {
+      why << "the cyclic schedule needs a step size >= 1 (and a step size down >= 1 where "
+             "given), got "
+          << stepSize << " and " << stepSizeDown;
+    } else if (kind == "cyclic" && cyclicMode != "triangular" && cyclicMode != "triangular2" &&
+               cyclicMode != "exp_range") {
+      why << "unknown cyclic mode '" << cyclicMode
+          << "' (expected triangular, triangular2 or exp_range)";
+    } else if (kind == "cyclic" && cyclicMode == "exp_range" && !(gamma > 0)) {
+      why << "the cyclic schedule's exp_range mode needs a gamma > 0, got " << gamma;
     } else if (kind == "cosine" && totalSteps <= 0) {
       why << "the cosine schedule needs total steps > 0";
     } else if ((kind == "linear" || kind == "polynomial") && totalSteps <= warmupSteps) {
@@ -56,8 +91,7 @@ struct LrSchedule {
           << ") above the warm-up steps (" << warmupSteps << ")";
     } else if (kind == "polynomial" && !(power > 0)) {
       why << "the polynomial schedule needs a power > 0, got " << power;
-    } else if ((kind == "step" || kind == "multistep" || kind == "exponential") &&
-               !(gamma > 0)) {
+    } else if ((kind == "step" || kind == "multistep" || kind == "exponential") && !(gamma > 0)) {
       why << "the " << kind << " schedule needs a gamma > 0, got " << gamma;
     } else if (kind == "step" && stepSize < 1) {
       why << "the step schedule needs a step size >= 1, got " << stepSize;
@@ -83,6 +117,15 @@ struct LrSchedule {
   double at(int64_t step) const {
     if (kind == "constant")
       return lr;
+    if (kind == "onecycle") { // OneCycleLR: initial, max, (initial,) min
+      const double initial = lr / divFactor, last = initial / finalDivFactor;
+      const double points[4] = {initial, lr, threePhase ? initial : last, last};
+      return oneCycleValue(cycle(), double(step - 1), points);
+    }
+    if (kind == "cyclic") { // CyclicLR: from base_lr (min_lr) to max_lr (lr) and back
+      const CyclicPosition p = cyclicPosition(cycle(), double(step - 1));
+      return minLr + (lr - minLr) * p.factor * p.scale;
+    }
     const double s = double(step), warmup = double(warmupSteps);
     if (warmupSteps > 0 && step <= warmupSteps)
       return lr * s / warmup;
@@ -134,6 +177,46 @@ struct LrSchedule {
       return minLr + (lr - minLr) * (1 - p);
     }
     return lr; // linear-warmup after its warm-up
+  }
+
+  /// The cycle of a onecycle or cyclic schedule (kind None for the others), as the kernels
+  /// cycle the momentum against it.
+  LrCycle cycle() const {
+    LrCycle c;
+    if (kind == "onecycle") {
+      c.kind = LrCycle::OneCycle;
+      c.totalSteps = double(totalSteps);
+      c.pctStart = pctStart;
+      c.linear = annealLinear;
+      c.threePhase = threePhase;
+    } else if (kind == "cyclic") {
+      c.kind = LrCycle::Cyclic;
+      c.stepSizeUp = double(stepSize);
+      c.stepSizeDown = double(stepSizeDown > 0 ? stepSizeDown : stepSize);
+      c.mode = cyclicMode == "triangular2" ? 1 : cyclicMode == "exp_range" ? 2 : 0;
+      c.gamma = c.mode == 2 ? gamma : 1.0; // exp_range's (checked > 0 there), else unused
+    }
+    return c;
+  }
+
+  /// The onecycle schedule's first phase (1-based) with no steps, where OneCycleLR divides
+  /// by zero; 0 when each has some.
+  int emptyPhase() const {
+    const double total = double(totalSteps), end1 = pctStart * total - 1;
+    const double end2 = threePhase ? 2 * pctStart * total - 2 : total - 1;
+    if (end1 == 0)
+      return 1;
+    if (end2 == end1)
+      return 2;
+    if (threePhase && total - 1 == end2)
+      return 3;
+    return 0;
+  }
+
+  /// The last step the schedule defines: onecycle's total steps (OneCycleLR refuses to step
+  /// past them), or the largest step.
+  int64_t lastStep() const {
+    return kind == "onecycle" ? totalSteps : std::numeric_limits<int64_t>::max();
   }
 
   /// Whether the milestones are >= 1 and strictly increasing (and there is one at least).

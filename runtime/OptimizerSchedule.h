@@ -15,35 +15,6 @@
 
 namespace plait::rt {
 
-/// NAdam's momentum coefficient of step t: beta1 * (1 - 0.5 * 0.96^(t * momentum_decay)).
-PLAIT_SCHEDULE_HD double nadamMu(double beta1, double momentumDecay, double t) {
-  return beta1 * (1. - 0.5 * pow(0.96, t * momentumDecay));
-}
-
-/// NAdam's coefficients at step `step` (>= 1): mu_t, mu_{t+1}, torch's mu_product and
-/// mu_product_next = mu_product * mu_{t+1} (PyTorch 2's single-tensor NAdam and the paper's
-/// rule; 1.13 multiplied by mu_t once more, a bug fixed in pytorch/pytorch#92699). torch keeps
-/// mu_product as an f32 0-d tensor that each step multiplies by that step's mu (rounded to
-/// f32, as ATen converts the Python scalar) and reads back with .item(), so the product is
-/// rebuilt here the same way. It only shrinks (every mu < 1) and stays 0 once it underflows,
-/// which ends the walk: with the defaults (beta1 0.9, decay 0.004) after about 110 steps,
-/// however long the run.
-struct NAdamCoefficients {
-  double mu, muNext, product, productNext;
-};
-PLAIT_SCHEDULE_HD NAdamCoefficients nadamCoefficients(double beta1, double momentumDecay,
-                                                      double step) {
-  float product = 1.0f;
-  for (double t = 1; t <= step && product != 0.0f; t += 1)
-    product = product * float(nadamMu(beta1, momentumDecay, t));
-  NAdamCoefficients c;
-  c.mu = nadamMu(beta1, momentumDecay, step);
-  c.muNext = nadamMu(beta1, momentumDecay, step + 1);
-  c.product = double(product);
-  c.productNext = double(product) * c.muNext;
-  return c;
-}
-
 /// RAdam's rectification at step `step`: whether it applies (rho_t > 5) and its factor
 /// sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t)).
 struct RAdamRectification {
@@ -75,6 +46,148 @@ PLAIT_SCHEDULE_HD AsgdCoefficients asgdCoefficients(double lr, double lambd, dou
   const double t = step - 1;
   return {double(float(lr / pow(1 + lambd * lr * t, alpha))),
           double(float(1 / fmax(1.0, t - t0)))};
+}
+
+/// A cyclical learning-rate schedule, as PyTorch 1.13's OneCycleLR and CyclicLR compute it
+/// (in double, as Python floats): the learning rate of plait's --lr-schedule onecycle and
+/// cyclic (runtime/LrSchedule.h, on the host) and the momentum they cycle against it (an
+/// update's momentum_cycle attribute: the CPU kernels on the host, the CUDA kernels on the
+/// device from the step number, so that a replayed CUDA graph follows it). torch's scheduler
+/// counts n = step - 1 steps before the one it sets.
+struct LrCycle {
+  enum Kind { None = 0, OneCycle = 1, Cyclic = 2 };
+  int kind = None;
+  // OneCycleLR: its total steps, the fraction of them that rises, its anneal_strategy
+  // (linear, else cos) and three_phase.
+  double totalSteps = 0, pctStart = 0.3;
+  bool linear = false, threePhase = false;
+  // CyclicLR: step_size_up, step_size_down, its mode (0 triangular, 1 triangular2, 2
+  // exp_range) and exp_range's gamma.
+  double stepSizeUp = 0, stepSizeDown = 0;
+  int mode = 0;
+  double gamma = 1;
+};
+
+/// OneCycleLR's value at n = step - 1 steps: its phases anneal points[i] to points[i + 1]
+/// (cosine: end + (start - end) / 2 * (cos(pi * pct) + 1); or linearly), the first ending at
+/// pct_start * total - 1, the last at total - 1 (with three_phase a middle one ending at
+/// 2 * pct_start * total - 2). The learning rate's points are initial, max and min (initial,
+/// max, initial and min with three phases); the momentum's max, base and max (max, base, max
+/// and max).
+PLAIT_SCHEDULE_HD double oneCycleValue(const LrCycle &c, double n, const double *points) {
+  const double total = c.totalSteps;
+  const double ends[3] = {c.pctStart * total - 1,
+                          c.threePhase ? 2 * c.pctStart * total - 2 : total - 1, total - 1};
+  const int phases = c.threePhase ? 3 : 2;
+  double start = 0;
+  for (int i = 0; i < phases; ++i) {
+    if (n <= ends[i] || i == phases - 1) {
+      const double pct = (n - start) / (ends[i] - start);
+      if (c.linear)
+        return (points[i + 1] - points[i]) * pct + points[i];
+      const double cosOut = cos(3.14159265358979323846 * pct) + 1;
+      return points[i + 1] + (points[i] - points[i + 1]) / 2.0 * cosOut;
+    }
+    start = ends[i];
+  }
+  return points[phases];
+}
+
+/// CyclicLR's position at n = step - 1 steps: the scale factor (0 to 1 over step_size_up
+/// steps, back to 0 over step_size_down) and its mode's scale (1; 1 / 2^(cycle - 1); or
+/// gamma^n). The learning rate is base + (max - base) * factor * scale, the momentum
+/// max - (max - base) * factor * scale, each product taken in that order as torch takes it.
+struct CyclicPosition {
+  double factor, scale;
+};
+PLAIT_SCHEDULE_HD CyclicPosition cyclicPosition(const LrCycle &c, double n) {
+  const double total = c.stepSizeUp + c.stepSizeDown, ratio = c.stepSizeUp / total;
+  const double cycle = floor(1 + n / total), x = 1. + n / total - cycle;
+  CyclicPosition p;
+  p.factor = x <= ratio ? x / ratio : (x - 1) / (ratio - 1);
+  p.scale = c.mode == 0 ? 1. : c.mode == 1 ? 1 / pow(2., cycle - 1) : pow(c.gamma, n);
+  return p;
+}
+
+/// The momentum (SGD's and RMSprop's momentum, or the first beta of Adam and its kin) that
+/// OneCycleLR or CyclicLR cycles against the learning rate with cycle_momentum, between
+/// `base` and `max`: an update's momentum_cycle attribute, [kind, base, max, then
+/// totalSteps, pctStart, linear, threePhase (one cycle) or stepSizeUp, stepSizeDown, mode,
+/// gamma (cyclic)].
+struct MomentumCycle {
+  LrCycle cycle;
+  double base = 0, max = 0;
+  static constexpr int kValues = 7;
+};
+
+/// The momentum cycle in `values` (an update's momentum_cycle, kValues numbers; kind None
+/// for none).
+PLAIT_SCHEDULE_HD MomentumCycle momentumCycle(const double *values, int count) {
+  MomentumCycle m;
+  if (count != MomentumCycle::kValues)
+    return m;
+  m.cycle.kind = int(values[0]);
+  m.base = values[1];
+  m.max = values[2];
+  if (m.cycle.kind == LrCycle::OneCycle) {
+    m.cycle.totalSteps = values[3];
+    m.cycle.pctStart = values[4];
+    m.cycle.linear = values[5] != 0;
+    m.cycle.threePhase = values[6] != 0;
+  } else {
+    m.cycle.stepSizeUp = values[3];
+    m.cycle.stepSizeDown = values[4];
+    m.cycle.mode = int(values[5]);
+    m.cycle.gamma = values[6];
+  }
+  return m;
+}
+
+/// The momentum at step `step` (>= 1): `fixed` without a cycle.
+PLAIT_SCHEDULE_HD double cycledMomentum(const MomentumCycle &m, double step, double fixed) {
+  const double n = step - 1;
+  if (m.cycle.kind == LrCycle::OneCycle) {
+    const double points[4] = {m.max, m.base, m.max, m.max};
+    return oneCycleValue(m.cycle, n, points);
+  }
+  if (m.cycle.kind == LrCycle::Cyclic) {
+    const CyclicPosition p = cyclicPosition(m.cycle, n);
+    return m.max - (m.max - m.base) * p.factor * p.scale;
+  }
+  return fixed;
+}
+
+/// NAdam's momentum coefficient of step t: beta1 * (1 - 0.5 * 0.96^(t * momentum_decay)).
+PLAIT_SCHEDULE_HD double nadamMu(double beta1, double momentumDecay, double t) {
+  return beta1 * (1. - 0.5 * pow(0.96, t * momentumDecay));
+}
+
+/// NAdam's coefficients at step `step` (>= 1): mu_t, mu_{t+1}, torch's mu_product and
+/// mu_product_next = mu_product * mu_{t+1} (PyTorch 2's single-tensor NAdam and the paper's
+/// rule; 1.13 multiplied by mu_t once more, a bug fixed in pytorch/pytorch#92699). torch keeps
+/// mu_product as an f32 0-d tensor that each step multiplies by that step's mu (rounded to
+/// f32, as ATen converts the Python scalar) and reads back with .item(), so the product is
+/// rebuilt here the same way. It only shrinks (every mu < 1) and stays 0 once it underflows,
+/// which ends the walk: with the defaults (beta1 0.9, decay 0.004) after about 110 steps,
+/// however long the run. With a momentum `cycle` (OneCycleLR / CyclicLR cycling beta1) each
+/// step's mu takes that step's beta1, and mu_{t+1} this step's, as torch reads the group's
+/// betas at each step.
+struct NAdamCoefficients {
+  double mu, muNext, product, productNext;
+};
+PLAIT_SCHEDULE_HD NAdamCoefficients nadamCoefficients(double beta1, double momentumDecay,
+                                                      double step,
+                                                      const MomentumCycle *cycle = nullptr) {
+  float product = 1.0f;
+  for (double t = 1; t <= step && product != 0.0f; t += 1)
+    product = product *
+              float(nadamMu(cycle ? cycledMomentum(*cycle, t, beta1) : beta1, momentumDecay, t));
+  NAdamCoefficients c;
+  c.mu = nadamMu(beta1, momentumDecay, step);
+  c.muNext = nadamMu(beta1, momentumDecay, step + 1);
+  c.product = double(product);
+  c.productNext = double(product) * c.muNext;
+  return c;
 }
 
 /// The weight EMA's schedule (plait.weight_ema's attributes, plait-compile's --ema-*).

@@ -655,6 +655,14 @@ private:
         sched.decaySteps = s->decay_steps();
         sched.cycleSteps = s->cycle_steps();
         sched.cycleMult = s->cycle_mult();
+        sched.pctStart = s->pct_start();
+        sched.annealLinear = s->anneal_linear();
+        sched.threePhase = s->three_phase();
+        sched.divFactor = s->div_factor();
+        sched.finalDivFactor = s->final_div_factor();
+        sched.stepSizeDown = s->step_size_down();
+        if (s->cyclic_mode())
+          sched.cyclicMode = str(s->cyclic_mode());
         if (const auto *milestones = s->milestones())
           sched.milestones.assign(milestones->begin(), milestones->end());
         if (!LrSchedule::known(sched.kind))

@@ -313,6 +313,11 @@ Status checkPlanOptions(const Plan &plan, const RunOptions &options) {
     return Status::errorf("{}: --save-ema-weights: the plan keeps no weight EMA (compile it "
                           "with --train --ema-decay D)",
                           plan.path);
+  // OneCycleLR refuses to step past its total steps; so does the plan, before the launch.
+  if (plan.training && options.steps > plan.schedule.lastStep())
+    return Status::errorf("{}: --steps {} runs past the {} schedule's {} total steps (compile "
+                          "it with a larger --total-steps)",
+                          plan.path, options.steps, plan.schedule.kind, plan.schedule.lastStep());
   return {};
 }
 

@@ -127,6 +127,8 @@ FailureOr<bool> encodeAttr(Operation *op, NamedAttribute named, plan::AttrDesc &
     out.floats = {f.getValueAsDouble()};
   } else if (auto a = dyn_cast<DenseI64ArrayAttr>(attr)) {
     out.ints.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+  } else if (auto a = dyn_cast<DenseF64ArrayAttr>(attr)) {
+    out.floats.assign(a.asArrayRef().begin(), a.asArrayRef().end());
   } else if (auto s = dyn_cast<StringAttr>(attr)) {
     out.str = s.str();
   } else {
@@ -397,6 +399,16 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
       readInt("decay_steps", plan.schedule.decaySteps);
       readInt("cycle_steps", plan.schedule.cycleSteps);
       readInt("cycle_mult", plan.schedule.cycleMult);
+      readFloat("pct_start", plan.schedule.pctStart);
+      readFloat("div_factor", plan.schedule.divFactor);
+      readFloat("final_div_factor", plan.schedule.finalDivFactor);
+      readInt("step_size_down", plan.schedule.stepSizeDown);
+      if (auto v = dyn_cast_or_null<BoolAttr>(schedule.get("anneal_linear")))
+        plan.schedule.annealLinear = v.getValue();
+      if (auto v = dyn_cast_or_null<BoolAttr>(schedule.get("three_phase")))
+        plan.schedule.threePhase = v.getValue();
+      if (auto v = dyn_cast_or_null<StringAttr>(schedule.get("cyclic_mode")))
+        plan.schedule.cyclicMode = v.str();
       if (auto milestones = dyn_cast_or_null<DenseI64ArrayAttr>(schedule.get("milestones")))
         plan.schedule.milestones.assign(milestones.asArrayRef().begin(),
                                         milestones.asArrayRef().end());

@@ -140,11 +140,12 @@ int main(int argc, char **argv) {
                "written as they are)");
   app.add_option("--lr-schedule", train.schedule,
                  "constant, linear-warmup, cosine, cosine-restarts, linear, polynomial, step, "
-                 "multistep, exponential, inverse-sqrt or wsd (each but constant warms up "
-                 "over --warmup-steps first)")
+                 "multistep, exponential, inverse-sqrt or wsd (each warms up over "
+                 "--warmup-steps first), or onecycle or cyclic (torch's OneCycleLR and "
+                 "CyclicLR, which cycle the momentum too)")
       ->check(CLI::IsMember({"constant", "linear-warmup", "cosine", "cosine-restarts", "linear",
                              "polynomial", "step", "multistep", "exponential", "inverse-sqrt",
-                             "wsd"}));
+                             "wsd", "onecycle", "cyclic"}));
   app.add_option("--warmup-steps", train.warmupSteps, "warm-up steps of the schedule");
   app.add_option("--total-steps", train.totalSteps,
                  "the step at which cosine, linear, polynomial and wsd reach --min-lr");
@@ -162,7 +163,34 @@ int main(int argc, char **argv) {
   app.add_option("--lr-cycle-mult", train.lrCycleMult,
                  "cosine-restarts schedule: each cycle this many times the one before "
                  "(T_mult, default 1)");
-  app.add_option("--lr-step-size", train.lrStepSize, "step schedule: steps between two factors");
+  app.add_option("--lr-step-size", train.lrStepSize,
+                 "step schedule: steps between two factors; cyclic: steps up from --min-lr to "
+                 "--lr (step_size_up)");
+  app.add_option("--lr-step-size-down", train.lrStepSizeDown,
+                 "cyclic schedule: steps back down (step_size_down, default --lr-step-size)");
+  app.add_option("--lr-cyclic-mode", train.lrCyclicMode,
+                 "cyclic schedule: triangular (default), triangular2 (each cycle's height "
+                 "halved) or exp_range (scaled by --lr-gamma^step)")
+      ->check(CLI::IsMember({"triangular", "triangular2", "exp_range"}));
+  app.add_option("--lr-pct-start", train.lrPctStart,
+                 "onecycle schedule: the fraction of --total-steps over which the lr rises to "
+                 "--lr (default 0.3)");
+  app.add_option("--lr-anneal", train.lrAnneal, "onecycle schedule: cos (default) or linear")
+      ->check(CLI::IsMember({"cos", "linear"}));
+  app.add_flag("--lr-three-phase", train.lrThreePhase,
+               "onecycle schedule: back down to the first lr before the final decay");
+  app.add_option("--lr-div-factor", train.lrDivFactor,
+                 "onecycle schedule: the first lr is --lr / F (default 25)");
+  app.add_option("--lr-final-div-factor", train.lrFinalDivFactor,
+                 "onecycle schedule: the last lr is the first / F (default 1e4)");
+  app.add_option("--base-momentum", train.baseMomentum,
+                 "onecycle, cyclic: the cycled momentum (SGD's, RMSprop's, or the first beta) "
+                 "at the lr's peak (default 0.85 onecycle, 0.8 cyclic)");
+  app.add_option("--max-momentum", train.maxMomentum,
+                 "onecycle, cyclic: the cycled momentum at the lr's low (default 0.95 "
+                 "onecycle, 0.9 cyclic)");
+  app.add_flag("--no-cycle-momentum", train.noCycleMomentum,
+               "onecycle, cyclic: leave the momentum alone (torch's cycle_momentum=False)");
   app.add_option("--lr-power", train.lrPower, "polynomial schedule: the exponent (default 1)");
   app.add_option("--decay-steps", train.decaySteps,
                  "wsd schedule: the final steps, which decay linearly to --min-lr");
@@ -285,7 +313,10 @@ int main(int argc, char **argv) {
                            "--ema-min-decay", "--ema-start", "--ema-every", "--lr-schedule",
                            "--warmup-steps", "--total-steps", "--min-lr", "--lr-gamma",
                            "--lr-step-size", "--lr-power", "--decay-steps", "--lr-milestones",
-                           "--lr-cycle-steps", "--lr-cycle-mult",
+                           "--lr-cycle-steps", "--lr-cycle-mult", "--lr-step-size-down",
+                           "--lr-cyclic-mode", "--lr-pct-start", "--lr-anneal",
+                           "--lr-three-phase", "--lr-div-factor", "--lr-final-div-factor",
+                           "--base-momentum", "--max-momentum", "--no-cycle-momentum",
                            "--micro-batches", "--precision", "--sync-batch-norm",
                            "--padding-idx"})
     if (app.count(flag) && !train.enabled) {
@@ -316,7 +347,12 @@ int main(int argc, char **argv) {
       {"--ema-min-decay", train.emaMinDecay},
       {"--min-lr", train.minLr},
       {"--lr-gamma", train.lrGamma},
-      {"--lr-power", train.lrPower}};
+      {"--lr-power", train.lrPower},
+      {"--lr-pct-start", train.lrPctStart},
+      {"--lr-div-factor", train.lrDivFactor},
+      {"--lr-final-div-factor", train.lrFinalDivFactor},
+      {"--base-momentum", train.baseMomentum},
+      {"--max-momentum", train.maxMomentum}};
   for (const auto &[flag, value] : numbers)
     if (app.count(flag) && !std::isfinite(value)) {
       std::cerr << "plait-compile: " << flag << " must be a finite number, got " << value << "\n";
@@ -390,6 +426,28 @@ int main(int argc, char **argv) {
     std::cerr << "plait-compile: --ema-every must be >= 1, got " << train.emaEvery << "\n";
     return 1;
   }
+  // The cycled momentum's ends (their negative default means each schedule's own).
+  for (const auto &[flag, value] : {std::pair<const char *, double>{"--base-momentum",
+                                                                     train.baseMomentum},
+                                    {"--max-momentum", train.maxMomentum}})
+    if (app.count(flag) && !(value > 0 && value < 1)) {
+      std::cerr << "plait-compile: " << flag << " must be in (0, 1), got " << value << "\n";
+      return 1;
+    }
+  const bool cyclical = train.schedule == "onecycle" || train.schedule == "cyclic";
+  if (train.enabled && cyclical && !train.noCycleMomentum &&
+      (train.optimizer == "adagrad" || train.optimizer == "adadelta" ||
+       train.optimizer == "rprop" || train.optimizer == "asgd")) {
+    std::cerr << "plait-compile: --lr-schedule " << train.schedule
+              << " cycles the momentum (torch's cycle_momentum), and the " << train.optimizer
+              << " optimizer has none: give --no-cycle-momentum\n";
+    return 1;
+  }
+  if (train.noCycleMomentum && (app.count("--base-momentum") || app.count("--max-momentum"))) {
+    std::cerr << "plait-compile: --base-momentum and --max-momentum are the cycled momentum's; "
+                 "--no-cycle-momentum leaves it alone\n";
+    return 1;
+  }
   if (app.count("--eps") && !(train.eps > 0)) { // negative would mean the default
     std::cerr << "plait-compile: --eps must be > 0, got " << train.eps << "\n";
     return 1;
@@ -448,13 +506,23 @@ int main(int argc, char **argv) {
       {"--warmup-steps",
        {"linear-warmup", "cosine", "cosine-restarts", "linear", "polynomial", "step",
         "multistep", "exponential", "inverse-sqrt", "wsd"}},
-      {"--total-steps", {"cosine", "linear", "polynomial", "wsd"}},
-      {"--min-lr", {"cosine", "cosine-restarts", "linear", "polynomial", "wsd"}},
+      {"--total-steps", {"cosine", "linear", "polynomial", "wsd", "onecycle"}},
+      {"--min-lr", {"cosine", "cosine-restarts", "linear", "polynomial", "wsd", "cyclic"}},
       {"--lr-cycle-steps", {"cosine-restarts"}},
       {"--lr-cycle-mult", {"cosine-restarts"}},
-      {"--lr-gamma", {"step", "multistep", "exponential"}},
+      {"--lr-gamma", {"step", "multistep", "exponential", "cyclic"}},
       {"--lr-milestones", {"multistep"}},
-      {"--lr-step-size", {"step"}},
+      {"--lr-step-size", {"step", "cyclic"}},
+      {"--lr-step-size-down", {"cyclic"}},
+      {"--lr-cyclic-mode", {"cyclic"}},
+      {"--lr-pct-start", {"onecycle"}},
+      {"--lr-anneal", {"onecycle"}},
+      {"--lr-three-phase", {"onecycle"}},
+      {"--lr-div-factor", {"onecycle"}},
+      {"--lr-final-div-factor", {"onecycle"}},
+      {"--base-momentum", {"onecycle", "cyclic"}},
+      {"--max-momentum", {"onecycle", "cyclic"}},
+      {"--no-cycle-momentum", {"onecycle", "cyclic"}},
       {"--lr-power", {"polynomial"}},
       {"--decay-steps", {"wsd"}}};
   if (foreignFlag(scheduleFlags, train.schedule, "parameter of the ", " schedules",

@@ -631,6 +631,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
           update.getExpAvg(), update.getExpAvgSq(), update.getBeta1Attr(),
           update.getBeta2Attr(), update.getEpsAttr(), update.getWeightDecayAttr(),
           update.getSegmentsAttr(), update.getGroupsAttr());
+      // A cycled beta1 (--lr-schedule onecycle, cyclic) moves the norms' update too.
+      if (Attribute cycle = update->getAttr(kMomentumCycleAttr))
+        norms.getDefiningOp()->setAttr(kMomentumCycleAttr, cycle);
       ArrayAttr groups = update.getGroupsAttr();
       if (groups && cast<DenseI64ArrayAttr>(groups[0]).size() > 1)
         norms = b.create<AllReduceOp>(loc, norms, groups, b.getStringAttr("sum"));

@@ -37,6 +37,7 @@ Status readLamb(std::string_view kernel, const Attrs &attrs, const TensorView &s
   double step;
   PLAIT_RETURN_IF_ERROR(readStep(kernel, stepTensor, step));
   f.beta1 = attrs.getFloat("beta1", 0.9);
+  PLAIT_RETURN_IF_ERROR(cycleMomentum(kernel, attrs, step, f.beta1));
   f.beta2 = attrs.getFloat("beta2", 0.999);
   f.eps = attrs.getFloat("eps", 1e-6);
   f.weightDecay = attrs.getFloat("weight_decay", 0.01);

@@ -126,7 +126,8 @@ Status prepareSgd(const TensorView *in, const TensorView *out, bool hasBuffer,
   PLAIT_RETURN_IF_ERROR(
       checkUpdateTensors(kName, UpdateKind::Sgd, attrs, in, out, hasBuffer ? 1 : 0, halfGrad));
   PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[2], f.lr));
-  return readStep(kName, in[3], f.step);
+  PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], f.step));
+  return cycleMomentum(kName, attrs, f.step, f.momentum);
 }
 
 /// sgd_update(param, grad, lr, step, momentum_buffer?) -> (new_param, new_buffer?).
@@ -262,6 +263,7 @@ Status prepareAdamW(const TensorView *in, const TensorView *out, size_t states,
   PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[4], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[5], step));
   f.beta1 = attrs.getFloat("beta1", 0.9);
+  PLAIT_RETURN_IF_ERROR(cycleMomentum(kName, attrs, step, f.beta1));
   f.beta2 = attrs.getFloat("beta2", 0.999);
   f.eps = attrs.getFloat("eps", 1e-8);
   double weightDecay = attrs.getFloat("weight_decay", 0.01);
@@ -473,7 +475,7 @@ Status prepareRMSprop(const TensorView *in, const TensorView *out, size_t states
   PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[2], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
   f.negLr = -lr;
-  return Status();
+  return cycleMomentum(kName, attrs, step, f.momentum);
 }
 
 /// rmsprop_update(param, grad, lr, step, square_avg, grad_avg?, momentum_buffer?)
@@ -542,6 +544,7 @@ Status prepareLion(const TensorView *in, const TensorView *out, const Attrs &att
   PLAIT_RETURN_IF_ERROR(readLr(kName, attrs, in[2], lr));
   PLAIT_RETURN_IF_ERROR(readStep(kName, in[3], step));
   f.beta1 = attrs.getFloat("beta1", 0.9);
+  PLAIT_RETURN_IF_ERROR(cycleMomentum(kName, attrs, step, f.beta1));
   f.beta2 = attrs.getFloat("beta2", 0.99);
   f.decay = 1 - lr * attrs.getFloat("weight_decay", 0.0);
   f.negLr = -lr;

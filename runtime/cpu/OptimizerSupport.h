@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/OptimizerSchedule.h"
 #include "runtime/cpu/KernelSupport.h"
 
 namespace plait::rt::cpu {
@@ -38,6 +39,41 @@ inline Status readStep(std::string_view kernel, const TensorView &t, double &ste
   PLAIT_RETURN_IF_ERROR(readScalar(kernel, "step", t, step));
   if (!(step >= 1) || step != std::floor(step))
     return Status::errorf("{}: step must be a whole number >= 1, got {}", kernel, step);
+  return Status();
+}
+
+/// The update's momentum_cycle (--lr-schedule onecycle or cyclic cycling its momentum or first
+/// beta; kind None when absent), checked: kValues numbers, a known kind, momenta in (0, 1)
+/// and the cycle's steps > 0 (the verifier's rules, for plans read from disk).
+inline Status readMomentumCycle(std::string_view kernel, const Attrs &attrs, MomentumCycle &cycle) {
+  cycle = MomentumCycle();
+  if (!attrs.has("momentum_cycle"))
+    return Status();
+  const std::vector<double> &v = attrs.getFloats("momentum_cycle");
+  if (v.size() != size_t(MomentumCycle::kValues))
+    return Status::errorf("{}: momentum_cycle needs {} numbers, got {}", kernel,
+                          MomentumCycle::kValues, v.size());
+  cycle = momentumCycle(v.data(), int(v.size()));
+  const LrCycle &c = cycle.cycle;
+  const bool steps =
+      c.kind == LrCycle::OneCycle
+          ? c.totalSteps > 0 && c.pctStart >= 0 && c.pctStart <= 1
+          : c.stepSizeUp > 0 && c.stepSizeDown > 0 && c.mode >= 0 && c.mode <= 2 && c.gamma > 0;
+  if ((c.kind != LrCycle::OneCycle && c.kind != LrCycle::Cyclic) || !(cycle.base > 0) ||
+      !(cycle.base < 1) || !(cycle.max > 0) || !(cycle.max < 1) || !steps)
+    return Status::errorf("{}: momentum_cycle [{}] is not a one-cycle (1) or cyclic (2) "
+                          "schedule with momenta in (0, 1) and steps > 0",
+                          kernel, fmt::join(v, ", "));
+  return Status();
+}
+
+/// Sets `momentum` (the attribute's momentum or first beta) to step `step`'s cycled value
+/// where the update has a momentum_cycle.
+inline Status cycleMomentum(std::string_view kernel, const Attrs &attrs, double step,
+                            double &momentum) {
+  MomentumCycle cycle;
+  PLAIT_RETURN_IF_ERROR(readMomentumCycle(kernel, attrs, cycle));
+  momentum = cycledMomentum(cycle, step, momentum);
   return Status();
 }
 

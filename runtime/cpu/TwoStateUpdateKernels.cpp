@@ -64,11 +64,13 @@ template <typename Fn> void withDecay(double weightDecay, Fn &&fn) {
 struct AdamLikeAttrs {
   double beta1, beta2, eps, weightDecay;
 };
-void readAdamLike(const Attrs &attrs, AdamLikeAttrs &f) {
+/// Reads them; beta1 step `step`'s where the update cycles it (momentum_cycle).
+Status readAdamLike(std::string_view kName, const Attrs &attrs, double step, AdamLikeAttrs &f) {
   f.beta1 = attrs.getFloat("beta1", 0.9);
   f.beta2 = attrs.getFloat("beta2", 0.999);
   f.eps = attrs.getFloat("eps", 1e-8);
   f.weightDecay = attrs.getFloat("weight_decay", 0.0);
+  return cycleMomentum(kName, attrs, step, f.beta1);
 }
 
 struct AdamaxFactors : AdamLikeAttrs {
@@ -102,7 +104,7 @@ Status prepareAdamax(const TensorView *in, const TensorView *out, const Attrs &a
   double lr, step;
   PLAIT_RETURN_IF_ERROR(
       prepareTwoState(kAdamax, UpdateKind::Adamax, in, out, attrs, halfGrad, lr, step));
-  readAdamLike(attrs, f);
+  PLAIT_RETURN_IF_ERROR(readAdamLike(kAdamax, attrs, step, f));
   f.negClr = -(lr / (1 - std::pow(f.beta1, step)));
   return Status();
 }
@@ -177,10 +179,15 @@ Status prepareNAdam(const TensorView *in, const TensorView *out, const Attrs &at
   double lr, step;
   PLAIT_RETURN_IF_ERROR(
       prepareTwoState(kNAdam, UpdateKind::NAdam, in, out, attrs, halfGrad, lr, step));
-  readAdamLike(attrs, f);
+  PLAIT_RETURN_IF_ERROR(readAdamLike(kNAdam, attrs, step, f));
   readDecoupledDecay(attrs, lr, f, f.decay);
-  NAdamCoefficients c =
-      cachedNAdamCoefficients(f.beta1, attrs.getFloat("momentum_decay", 4e-3), step);
+  // A cycled beta1 (momentum_cycle) changes every step's mu: the products walk the cycle.
+  MomentumCycle cycle;
+  PLAIT_RETURN_IF_ERROR(readMomentumCycle(kNAdam, attrs, cycle));
+  const double momentumDecay = attrs.getFloat("momentum_decay", 4e-3);
+  NAdamCoefficients c = cycle.cycle.kind == LrCycle::None
+                            ? cachedNAdamCoefficients(f.beta1, momentumDecay, step)
+                            : nadamCoefficients(f.beta1, momentumDecay, step, &cycle);
   f.bc2 = 1 - std::pow(f.beta2, step);
   f.gradStep = -lr * (1. - c.mu) / (1. - c.product);
   f.avgStep = -lr * c.muNext / (1. - c.productNext);
@@ -233,7 +240,7 @@ Status prepareRAdam(const TensorView *in, const TensorView *out, const Attrs &at
   double step;
   PLAIT_RETURN_IF_ERROR(
       prepareTwoState(kRAdam, UpdateKind::RAdam, in, out, attrs, halfGrad, f.lr, step));
-  readAdamLike(attrs, f);
+  PLAIT_RETURN_IF_ERROR(readAdamLike(kRAdam, attrs, step, f));
   readDecoupledDecay(attrs, f.lr, f, f.decay);
   f.bc1 = 1 - std::pow(f.beta1, step);
   f.sqrtBc2 = std::sqrt(1 - std::pow(f.beta2, step));

@@ -95,6 +95,7 @@ Status prepareSgd(const CudaKernelCall &call, size_t first, size_t firstOut, siz
   PLAIT_RETURN_IF_ERROR(readScalar(call, kSgd, "lr", first + 2, f.lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kSgd, "step", first + 3, step));
   PLAIT_RETURN_IF_ERROR(checkStep(call, kSgd, step));
+  PLAIT_RETURN_IF_ERROR(cpu::readMomentumCycle(kSgd, call.attrs, f.cycle));
   u = updateTensor(in, out, 2);
   u.in[2] = hasBuffer ? in[4].data : nullptr;
   u.out[1] = hasBuffer ? out[1].data : nullptr;
@@ -124,6 +125,7 @@ Status prepareAdamW(const CudaKernelCall &call, size_t first, size_t firstOut, s
   f.eps = call.attrs.getFloat("eps", 1e-8);
   f.weightDecay = call.attrs.getFloat("weight_decay", 0.01);
   f.l2 = call.attrs.getFloat("l2", 0.0);
+  PLAIT_RETURN_IF_ERROR(cpu::readMomentumCycle(kAdamW, call.attrs, f.cycle));
   u = updateTensor(in, out, 4);
   for (size_t k = 0; k < states; ++k) {
     u.in[2 + k] = in[cpu::updateStateOperand(cpu::UpdateKind::AdamW, k)].data;
@@ -169,6 +171,7 @@ Status prepareLion(const CudaKernelCall &call, size_t first, size_t firstOut, si
   f.beta1 = call.attrs.getFloat("beta1", 0.9);
   f.beta2 = call.attrs.getFloat("beta2", 0.99);
   f.weightDecay = call.attrs.getFloat("weight_decay", 0.0);
+  PLAIT_RETURN_IF_ERROR(cpu::readMomentumCycle(kLion, call.attrs, f.cycle));
   u = updateTensor(in, out, 2);
   u.in[2] = in[4].data;
   u.out[1] = out[1].data;
@@ -220,6 +223,7 @@ Status prepareRMSprop(const CudaKernelCall &call, size_t first, size_t firstOut,
   PLAIT_RETURN_IF_ERROR(readScalar(call, kRMSprop, "lr", first + 2, lr));
   PLAIT_RETURN_IF_ERROR(readScalar(call, kRMSprop, "step", first + 3, step));
   PLAIT_RETURN_IF_ERROR(checkStep(call, kRMSprop, step));
+  PLAIT_RETURN_IF_ERROR(cpu::readMomentumCycle(kRMSprop, call.attrs, f.cycle));
   u = updateTensor(in, out, 2);
   u.in[2] = in[4].data;
   u.out[1] = out[1].data;
@@ -237,6 +241,12 @@ Status prepareRMSprop(const CudaKernelCall &call, size_t first, size_t firstOut,
 
 /// The two-state updates (adamax, nadam, radam, adadelta, rprop): `per` 6, checked as `kind`; the
 /// attributes into `f` by setAttrs(f).
+/// Whether an update's factors hold a momentum cycle (the updates with a momentum or a first
+/// beta that --lr-schedule onecycle and cyclic cycle).
+template <typename Factors, typename = void> constexpr bool kCyclesMomentum = false;
+template <typename Factors>
+constexpr bool kCyclesMomentum<Factors, std::void_t<decltype(Factors::cycle)>> = true;
+
 template <typename Factors, typename SetAttrs>
 Status prepareTwoState(const CudaKernelCall &call, std::string_view kernel,
                        cpu::UpdateKind kind, size_t first, size_t firstOut, bool halfGrad,
@@ -251,6 +261,8 @@ Status prepareTwoState(const CudaKernelCall &call, std::string_view kernel,
   PLAIT_RETURN_IF_ERROR(readScalar(call, kernel, "step", first + 3, step));
   PLAIT_RETURN_IF_ERROR(checkStep(call, kernel, step));
   setAttrs(f);
+  if constexpr (kCyclesMomentum<Factors>)
+    PLAIT_RETURN_IF_ERROR(cpu::readMomentumCycle(kernel, call.attrs, f.cycle));
   u = updateTensor(in, out, 2);
   for (size_t k = 0; k < 2; ++k) {
     u.in[2 + k] = in[4 + k].data;
@@ -559,6 +571,7 @@ Status lambNormsKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkStep(call, kLambNorms, step));
   LambFactors f;
   readLambAttrs(call.attrs, f);
+  PLAIT_RETURN_IF_ERROR(cpu::readMomentumCycle(kLambNorms, call.attrs, f.cycle));
   TensorView &out = call.outputs[0];
   int64_t segments = 0;
   std::vector<ShardRange> ranges;

@@ -173,7 +173,8 @@ def comm_problems(log, predicted):
 
 def states_of(flags, param):
     """Optimizer tensors that plait-compile `flags` train `param` with: the run's settings, or
-    those of the first --param-group matching it (its momentum, amsgrad, centered)."""
+    those of the first --param-group matching it (its momentum, amsgrad, centered), and a
+    momentum buffer where a cyclical schedule cycles the momentum."""
     optimizer = flags[flags.index("--optimizer") + 1]
     momentum = float(flags[flags.index("--momentum") + 1]) if "--momentum" in flags else 0.0
     settings = {"amsgrad": str("--amsgrad" in flags), "centered": str("--centered" in flags),
@@ -185,7 +186,11 @@ def states_of(flags, param):
                 settings.update(kv.split("=", 1) for kv in keys.split(","))
                 break
     on = {k: settings[k].lower() in ("true", "1") for k in ("amsgrad", "centered")}
-    moment = float(settings["momentum"]) != 0
+    # onecycle and cyclic cycle SGD's and RMSprop's momentum (a buffer even without
+    # --momentum) unless --no-cycle-momentum.
+    cycled = any(flags[i + 1] in ("onecycle", "cyclic") for i, flag in enumerate(flags)
+                 if flag == "--lr-schedule") and "--no-cycle-momentum" not in flags
+    moment = float(settings["momentum"]) != 0 or cycled
     ema = int("--ema-decay" in flags)  # the weight EMA, sharded with the optimizer's states
     if optimizer == "rmsprop":
         return 1 + on["centered"] + moment + ema

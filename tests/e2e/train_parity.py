@@ -290,6 +290,27 @@ def warmed(warmup, after):
         milestones=[warmup])
 
 
+class CyclicBeta1:
+    """CyclicLR cycling the first beta of an optimizer with betas, as PyTorch 2.2's does (its
+    use_beta1; 1.13's cycles a 'momentum' entry only, and refuses an optimizer without one):
+    1.13's scheduler cycles a 'momentum' entry, copied into each group's first beta after each
+    of its steps."""
+
+    def __init__(self, optimizer, **kwargs):
+        optimizer.defaults.setdefault("momentum", 0.0)
+        self.optimizer = optimizer
+        self.scheduler = LR.CyclicLR(optimizer, **kwargs)
+        self.copy()
+
+    def copy(self):
+        for group in self.optimizer.param_groups:
+            group["betas"] = (group["momentum"], *group["betas"][1:])
+
+    def step(self):
+        self.scheduler.step()
+        self.copy()
+
+
 CONFIGS = {
     "mlp-sgd": config("mlp", ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9",
                               "--nesterov", "--weight-decay", "1e-4"],
@@ -576,6 +597,61 @@ CONFIGS = {
                                scheduler=lambda o: LR.LambdaLR(
                                    o, lambda e: (e + 1) / 3 if e < 3 else 1.0 if e < 20
                                    else 0.1 + 0.9 * (1 - min(1.0, (e - 19) / 10)))),
+    # The cyclical schedules against torch's OneCycleLR and CyclicLR, which cycle the
+    # momentum (SGD's and RMSprop's, even where the optimizer was built without) or the first
+    # beta against the lr: NAdam's momentum products then walk the cycled betas.
+    "mlp-sgd-onecycle-lr": config("mlp", ["--optimizer", "sgd", "--lr", "0.1", "--lr-schedule",
+                                          "onecycle", "--total-steps", "30"],
+                                  lambda p: torch.optim.SGD(p, lr=0.1),
+                                  scheduler=lambda o: LR.OneCycleLR(o, max_lr=0.1,
+                                                                    total_steps=30)),
+    "gpt-adamw-onecycle-lr": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                            "--lr-schedule", "onecycle", "--total-steps", "30",
+                                            "--lr-three-phase", "--lr-anneal", "linear",
+                                            "--lr-pct-start", "0.25", "--lr-div-factor", "10",
+                                            "--lr-final-div-factor", "100", "--base-momentum",
+                                            "0.8", "--max-momentum", "0.9"],
+                                    lambda p: torch.optim.AdamW(p, lr=3e-3), noise_only=KEY_BIAS,
+                                    scheduler=lambda o: LR.OneCycleLR(
+                                        o, max_lr=3e-3, total_steps=30, three_phase=True,
+                                        anneal_strategy="linear", pct_start=0.25, div_factor=10,
+                                        final_div_factor=100, base_momentum=0.8,
+                                        max_momentum=0.9)),
+    "cnn-nadam-onecycle-lr": config("cnn", ["--optimizer", "nadam", "--lr", "2e-3",
+                                            "--lr-schedule", "onecycle", "--total-steps", "40"],
+                                    lambda p: NAdam(p, lr=2e-3),
+                                    scheduler=lambda o: LR.OneCycleLR(o, max_lr=2e-3,
+                                                                      total_steps=40)),
+    "mlp-lamb-onecycle-lr": config("mlp", ["--optimizer", "lamb", "--lr", "3e-3",
+                                           "--lr-schedule", "onecycle", "--total-steps", "30",
+                                           "--lr-pct-start", "0.4"],
+                                   lambda p: Lamb(p, lr=3e-3),
+                                   scheduler=lambda o: LR.OneCycleLR(o, max_lr=3e-3,
+                                                                     total_steps=30,
+                                                                     pct_start=0.4)),
+    "mlp-rmsprop-cyclic-lr": config("mlp", ["--optimizer", "rmsprop", "--lr", "1e-2",
+                                            "--alpha", "0.9", "--lr-schedule", "cyclic",
+                                            "--min-lr", "1e-3", "--lr-step-size", "4",
+                                            "--lr-step-size-down", "6", "--lr-cyclic-mode",
+                                            "triangular2"],
+                                    lambda p: torch.optim.RMSprop(p, lr=1e-2, alpha=0.9),
+                                    scheduler=lambda o: LR.CyclicLR(
+                                        o, base_lr=1e-3, max_lr=1e-2, step_size_up=4,
+                                        step_size_down=6, mode="triangular2")),
+    "cnn-sgd-cyclic-lr": config("cnn", ["--optimizer", "sgd", "--lr", "0.05", "--momentum",
+                                        "0.9", "--lr-schedule", "cyclic", "--min-lr", "0.005",
+                                        "--lr-step-size", "5", "--lr-cyclic-mode", "exp_range",
+                                        "--lr-gamma", "0.97", "--no-cycle-momentum"],
+                                lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+                                scheduler=lambda o: LR.CyclicLR(
+                                    o, base_lr=0.005, max_lr=0.05, step_size_up=5,
+                                    mode="exp_range", gamma=0.97, cycle_momentum=False)),
+    "gpt-adam-cyclic-lr": config("gpt", ["--optimizer", "adam", "--lr", "3e-3",
+                                         "--lr-schedule", "cyclic", "--min-lr", "3e-4",
+                                         "--lr-step-size", "5"],
+                                 lambda p: torch.optim.Adam(p, lr=3e-3), noise_only=KEY_BIAS,
+                                 scheduler=lambda o: CyclicBeta1(o, base_lr=3e-4, max_lr=3e-3,
+                                                                 step_size_up=5)),
     "gpt-adamw-amsgrad": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3", "--betas",
                                         "0.9,0.95", "--amsgrad"],
                                 lambda p: torch.optim.AdamW(p, lr=3e-3, betas=(0.9, 0.95),

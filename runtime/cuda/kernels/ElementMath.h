@@ -225,6 +225,7 @@ PLAIT_HD T sgdElement(T p, T d, T buffer, const SgdFactors &f, T &newBuffer) {
 /// AdamW's step-dependent factors, in double, as runtime/cpu/OptimizerKernels.cpp computes
 /// them on the host (`lr` and `step` as the f32 hyper-parameters hold them).
 PLAIT_HD void adamwStepFactors(double lr, double step, AdamWFactors &f) {
+  f.beta1 = cycledMomentum(f.cycle, step, f.beta1);
   f.decay = 1 - lr * f.weightDecay;
   f.negStepSize = -(lr / (1 - pow(f.beta1, step)));
   f.bc2Sqrt = sqrt(1 - pow(f.beta2, step));
@@ -329,6 +330,7 @@ PLAIT_HD void lionElement(T p, T g, T m, const LionFactors &f, T &newP, T &newM)
 
 /// Adamax's step-dependent factor (OptimizerKernels.cpp prepareAdamax).
 PLAIT_HD void adamaxStepFactors(double lr, double step, AdamaxFactors &f) {
+  f.beta1 = cycledMomentum(f.cycle, step, f.beta1);
   f.negClr = -(lr / (1 - pow(f.beta1, step)));
 }
 
@@ -350,7 +352,9 @@ PLAIT_HD void adamaxElement(T p, T g, T m, T u, const AdamaxFactors &f, T &newP,
 /// NAdam's step-dependent factors (OptimizerKernels.cpp prepareNAdam; the momentum products
 /// rebuilt as runtime/OptimizerSchedule.h's nadamCoefficients walks them).
 PLAIT_HD void nadamStepFactors(double lr, double step, NAdamFactors &f) {
-  NAdamCoefficients c = nadamCoefficients(f.beta1, f.momentumDecay, step);
+  f.beta1 = cycledMomentum(f.cycle, step, f.beta1);
+  NAdamCoefficients c = nadamCoefficients(f.beta1, f.momentumDecay, step,
+                                          f.cycle.cycle.kind != LrCycle::None ? &f.cycle : nullptr);
   f.decay = f.decoupled ? 1 - lr * f.weightDecay : 1;
   f.bc2 = 1 - pow(f.beta2, step);
   f.gradStep = -lr * (1. - c.mu) / (1. - c.product);
@@ -375,6 +379,7 @@ PLAIT_HD void nadamElement(T p, T g, T m, T v, const NAdamFactors &f, T &newP, T
 
 /// RAdam's step-dependent factors (OptimizerKernels.cpp prepareRAdam).
 PLAIT_HD void radamStepFactors(double lr, double step, RAdamFactors &f) {
+  f.beta1 = cycledMomentum(f.cycle, step, f.beta1);
   RAdamRectification r = radamRectification(f.beta2, step);
   f.lr = lr;
   f.decay = f.decoupled ? 1 - lr * f.weightDecay : 1;
@@ -464,6 +469,7 @@ PLAIT_HD void rpropElement(T p, T g, T prev, T stepSize, const RpropFactors &f, 
 
 /// LAMB's step-dependent factors (LambKernels.cpp readLamb and prepareUpdate).
 PLAIT_HD void lambStepFactors(double lr, double step, LambFactors &f) {
+  f.beta1 = cycledMomentum(f.cycle, step, f.beta1);
   f.bc1 = 1 - pow(f.beta1, step);
   f.sqrtBc2 = sqrt(1 - pow(f.beta2, step));
   f.negLr = -lr;

@@ -214,12 +214,14 @@ cudaError_t launchGatherGrad(int dtype, int indexDtype, const void *grad, const 
 struct SgdFactors {
   double lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
   bool nesterov = false, first = false;
+  MomentumCycle cycle; // momentum_cycle: the momentum (beta1) by step, kind None for none
 };
 struct AdamWFactors {
   double decay = 1, beta1 = 0.9, beta2 = 0.999, bc2Sqrt = 1, negStepSize = 0, eps = 1e-8;
   double weightDecay = 0.01; // decay's input (math::adamwStepFactors)
   double l2 = 0;             // torch.optim.Adam's weight_decay, added to the gradient
   bool amsgrad = false;      // the denominator from max_exp_avg_sq, the largest exp_avg_sq seen
+  MomentumCycle cycle;       // momentum_cycle: the momentum (beta1) by step, kind None for none
 };
 struct AdagradFactors {
   double negClr = 0;  // -lr / (1 + (step - 1) * lrDecay) (math::adagradStepFactors)
@@ -232,10 +234,12 @@ struct RMSpropFactors {
   double negLr = 0; // -lr (math::rmspropStepFactors)
   double alpha = 0.99, eps = 1e-8, weightDecay = 0, momentum = 0;
   bool centered = false;
+  MomentumCycle cycle; // momentum_cycle: the momentum (beta1) by step, kind None for none
 };
 struct LionFactors {
   double decay = 1, negLr = 0; // 1 - lr * weightDecay and -lr (math::lionStepFactors)
   double beta1 = 0.9, beta2 = 0.99, weightDecay = 0;
+  MomentumCycle cycle; // momentum_cycle: the momentum (beta1) by step, kind None for none
 };
 struct AsgdFactors {
   // 1 - lambd * eta, -eta and mu, from the previous step's lr and the step number
@@ -246,6 +250,7 @@ struct AsgdFactors {
 struct AdamaxFactors {
   double negClr = 0; // -lr / (1 - beta1^step) (math::adamaxStepFactors)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+  MomentumCycle cycle; // momentum_cycle: the momentum (beta1) by step, kind None for none
 };
 struct NAdamFactors {
   // 1 - beta2^step, -lr (1 - mu_t) / (1 - mu_product), -lr mu_{t+1} / (1 - mu_product_next)
@@ -254,6 +259,7 @@ struct NAdamFactors {
   double decay = 1; // 1 - lr * weightDecay when decoupled, else 1 (math::nadamStepFactors)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0, momentumDecay = 4e-3;
   bool decoupled = false; // PyTorch 2's decoupled_weight_decay: the params decayed
+  MomentumCycle cycle;    // momentum_cycle: the momentum (beta1) by step, kind None for none
 };
 struct RAdamFactors {
   // 1 - beta1^step, lr, sqrt(1 - beta2^step), the rectification and whether it applies
@@ -263,6 +269,7 @@ struct RAdamFactors {
   double decay = 1; // 1 - lr * weightDecay when decoupled, else 1 (math::radamStepFactors)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
   bool decoupled = false; // PyTorch 2's decoupled_weight_decay: the params decayed
+  MomentumCycle cycle;    // momentum_cycle: the momentum (beta1) by step, kind None for none
 };
 struct AdadeltaFactors {
   double negLr = 0; // -lr (math::adadeltaStepFactors)
@@ -279,6 +286,7 @@ struct LambFactors {
   bool trustClip = false; // the ratio at most 1
   // 1 - beta1^step, sqrt(1 - beta2^step) and -lr (math::lambStepFactors)
   double bc1 = 1, sqrtBc2 = 1, negLr = 0;
+  MomentumCycle cycle; // momentum_cycle: the momentum (beta1) by step, kind None for none
 };
 
 /// One tensor of an optimizer update: its element count, the pointers the update reads and

@@ -39,6 +39,7 @@ static_assert(fitLaunchParameters<SgdFactors, AdamWFactors, AdagradFactors, RMSp
 __device__ __forceinline__ void stepFactors(double lr, double step, SgdFactors &f) {
   f.lr = lr;
   f.first = step == 1.0;
+  f.momentum = cycledMomentum(f.cycle, step, f.momentum);
 }
 __device__ __forceinline__ void stepFactors(double lr, double step, AdamWFactors &f) {
   math::adamwStepFactors(lr, step, f);
@@ -46,11 +47,13 @@ __device__ __forceinline__ void stepFactors(double lr, double step, AdamWFactors
 __device__ __forceinline__ void stepFactors(double lr, double step, AdagradFactors &f) {
   math::adagradStepFactors(lr, step, f);
 }
-__device__ __forceinline__ void stepFactors(double lr, double, RMSpropFactors &f) {
+__device__ __forceinline__ void stepFactors(double lr, double step, RMSpropFactors &f) {
   math::rmspropStepFactors(lr, f);
+  f.momentum = cycledMomentum(f.cycle, step, f.momentum);
 }
-__device__ __forceinline__ void stepFactors(double lr, double, LionFactors &f) {
+__device__ __forceinline__ void stepFactors(double lr, double step, LionFactors &f) {
   math::lionStepFactors(lr, f);
+  f.beta1 = cycledMomentum(f.cycle, step, f.beta1);
 }
 __device__ __forceinline__ void stepFactors(double lr, double step, AdamaxFactors &f) {
   math::adamaxStepFactors(lr, step, f);

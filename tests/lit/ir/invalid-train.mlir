@@ -690,3 +690,67 @@ func.func @weight_ema_no_decay(%p: tensor<4xf32>, %step: tensor<f32>) {
   %0 = plait.weight_ema %p, %p, %step : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @momentum_cycle_on_adagrad(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adagrad_update' op has no momentum or first beta to cycle (momentum_cycle)}}
+  %0:2 = plait.adagrad_update %p, %p, %lr, %lr, %p {momentum_cycle = array<f64: 1.0, 0.85, 0.95, 10.0, 0.3, 0.0, 0.0>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @momentum_cycle_length(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adamw_update' op needs momentum_cycle as 7 f64 numbers [kind, base, max, ...]}}
+  %0:3 = plait.adamw_update %p, %p, %p, %p, %lr, %lr {momentum_cycle = array<f64: 1.0, 0.85, 0.95>} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @momentum_cycle_kind(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.lion_update' op momentum_cycle's kind must be 1 (one cycle) or 2 (cyclic), got 3}}
+  %0:2 = plait.lion_update %p, %p, %lr, %lr, %p {momentum_cycle = array<f64: 3.0, 0.85, 0.95, 10.0, 0.3, 0.0, 0.0>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @momentum_cycle_momenta(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.sgd_update' op momentum_cycle's momenta must be in (0, 1), got 8.500000e-01 and 1.000000e+00}}
+  %0:2 = plait.sgd_update %p, %p, %lr, %lr, %p {momentum = 0.9 : f64, momentum_cycle = array<f64: 1.0, 0.85, 1.0, 10.0, 0.3, 0.0, 0.0>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @momentum_cycle_one_cycle(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.radam_update' op momentum_cycle's one cycle needs total steps > 0, pct_start in [0, 1] and 0/1 flags}}
+  %0:3 = plait.radam_update %p, %p, %lr, %lr, %p, %p {momentum_cycle = array<f64: 1.0, 0.85, 0.95, 10.0, 1.3, 0.0, 0.0>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @momentum_cycle_cyclic(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.adamax_update' op momentum_cycle's cyclic schedule needs step sizes > 0, a mode of 0, 1 or 2 and gamma > 0}}
+  %0:3 = plait.adamax_update %p, %p, %lr, %lr, %p, %p {momentum_cycle = array<f64: 2.0, 0.8, 0.9, 4.0, 0.0, 0.0, 1.0>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @momentum_cycle_without_buffer(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.sgd_update' op cycles its momentum (momentum_cycle) but has momentum 0: it would keep no buffer}}
+  %0 = plait.sgd_update %p, %p, %lr, %lr {momentum_cycle = array<f64: 1.0, 0.85, 0.95, 10.0, 0.3, 0.0, 0.0>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @momentum_cycle_grouped(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'plait.grouped_update' op has no momentum or first beta to cycle (momentum_cycle)}}
+  %0:2 = plait.grouped_update %p, %p, %lr, %lr, %p {update = "adagrad_update", operands_per_update = 5 : i64, results_per_update = 2 : i64, momentum_cycle = array<f64: 1.0, 0.85, 0.95, 10.0, 0.3, 0.0, 0.0>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}

@@ -434,5 +434,157 @@ TEST(AsgdUpdate, LambdAlphaT0WeightDecayMatchTorch) {
       1.4865522384643555, 0.12868905067443848, -0.671149492263794, 2.8081626892089844}}});
 }
 
+// --lr-schedule onecycle and cyclic cycle the momentum (SGD, RMSprop) or the first beta of
+// the others: each update with a momentum_cycle reads its step's value, bit for bit the update
+// given that value as its attribute (OneCycleLR and CyclicLR set the group's momentum before
+// each step). One step of each, at steps along both kinds of cycle.
+struct CycledUpdate {
+  const char *update;
+  const char *attr; // the attribute the cycle replaces
+  Attrs attrs;      // the update's own, that attribute included (at the cycle's max)
+  size_t states;
+};
+
+/// One step `step` of `u` with `attrs`, from kParam0, kGrads[1] and states of kGrads[0]'s
+/// magnitudes (non-zero, as after a first step); its results.
+std::vector<OwnedTensor> cycledStep(const CycledUpdate &u, const Attrs &attrs, double step) {
+  int64_t n = (int64_t)kParam0.size();
+  cpu::UpdateKind kind;
+  EXPECT_TRUE(cpu::updateKindOf(u.update, kind)) << u.update;
+  std::vector<double> state(kGrads[0]);
+  for (double &v : state)
+    v = std::fabs(v) + 0.01;
+  std::vector<OwnedTensor> inputs(4 + u.states, f32(kParam0));
+  inputs[1] = f32(kGrads[1]);
+  const size_t lrAt = kind == cpu::UpdateKind::AdamW ? 4 : 2;
+  inputs[lrAt] = f32Scalar(0.01);
+  inputs[lrAt + 1] = f32Scalar(step);
+  for (size_t j = 0; j < u.states; ++j)
+    inputs[cpu::updateStateOperand(kind, j)] = f32(state);
+  std::vector<std::pair<DType, std::vector<int64_t>>> outputs(u.states + 1, {DType::F32, {n}});
+  KernelResult r = runKernel(u.update, inputs, outputs, attrs);
+  EXPECT_TRUE(r.status.ok()) << u.update << ": " << r.status.message();
+  return r.outputs;
+}
+
+/// `attrs` with attribute `name` set to `value` (the others kept).
+Attrs withFloat(Attrs attrs, const std::string &name, double value) {
+  attrs.set(name, {{}, {value}, {}});
+  return attrs;
+}
+
+TEST(MomentumCycle, UpdatesReadTheirStepsCycledMomentum) {
+  const std::vector<CycledUpdate> updates = {
+      {"sgd_update", "momentum", AttrsBuilder().f("momentum", 0.95).build(), 1},
+      {"sgd_update", "momentum",
+       AttrsBuilder().f("momentum", 0.95).i("nesterov", 1).f("weight_decay", 0.01).build(), 1},
+      {"rmsprop_update", "momentum", AttrsBuilder().f("momentum", 0.95).build(), 2},
+      {"adamw_update", "beta1", AttrsBuilder().f("beta1", 0.95).build(), 2},
+      {"lion_update", "beta1", AttrsBuilder().f("beta1", 0.95).build(), 1},
+      {"adamax_update", "beta1", AttrsBuilder().f("beta1", 0.95).build(), 2},
+      {"radam_update", "beta1", AttrsBuilder().f("beta1", 0.95).build(), 2},
+      {"lamb_update", "beta1", AttrsBuilder().f("beta1", 0.95).build(), 2}};
+  // OneCycleLR over 20 steps (pct_start 0.3, cosine) and CyclicLR exp_range (up 3, down 5).
+  const std::vector<std::vector<double>> cycles = {
+      {1, 0.85, 0.95, 20, 0.3, 0, 0}, {1, 0.8, 0.9, 20, 0.25, 1, 1}, {2, 0.8, 0.9, 3, 5, 2, 0.9}};
+  for (const CycledUpdate &u : updates)
+    for (const std::vector<double> &values : cycles) {
+      const MomentumCycle cycle = momentumCycle(values.data(), int(values.size()));
+      Attrs attrs = u.attrs;
+      attrs.set("momentum_cycle", {{}, values, {}});
+      for (double step : {2.0, 4.0, 6.0, 9.0, 17.0}) {
+        const double m = cycledMomentum(cycle, step, -1);
+        ASSERT_GT(m, 0.79);
+        ASSERT_LT(m, 0.951);
+        std::vector<OwnedTensor> cycled = cycledStep(u, attrs, step);
+        std::vector<OwnedTensor> fixed = cycledStep(u, withFloat(u.attrs, u.attr, m), step);
+        ASSERT_EQ(cycled.size(), fixed.size());
+        for (size_t j = 0; j < cycled.size(); ++j)
+          EXPECT_EQ(cycled[j].floats(), fixed[j].floats())
+              << u.update << " result " << j << " at step " << step << ", kind " << values[0];
+      }
+    }
+}
+
+// The cycled momentum itself, at points of torch's OneCycleLR and CyclicLR (PyTorch 1.13,
+// printed with repr from group['momentum'] after last_epoch = step - 1 scheduler steps).
+TEST(MomentumCycle, ValuesAsTorchsSchedulers) {
+  // OneCycleLR(total_steps=10, pct_start=0.3): phase 1 ends at step index 2, phase 2 at 9.
+  const double one[] = {1, 0.85, 0.95, 10, 0.3, 0, 0};
+  const MomentumCycle c1 = momentumCycle(one, 7);
+  const double torchOne[] = {0.95,
+                             0.8999999999999999,
+                             0.85,
+                             0.854951556604879,
+                             0.8688255099070633,
+                             0.8888739533021842,
+                             0.9111260466978157,
+                             0.9311744900929366,
+                             0.945048443395121,
+                             0.95};
+  for (int step = 1; step <= 10; ++step)
+    EXPECT_EQ(cycledMomentum(c1, step, 0), torchOne[step - 1]) << "step " << step;
+  // CyclicLR(step_size_up=2, step_size_down=4, mode='triangular'), base 0.8, max 0.9.
+  const double cyc[] = {2, 0.8, 0.9, 2, 4, 0, 1};
+  const MomentumCycle c2 = momentumCycle(cyc, 7);
+  const double torchCyclic[] = {0.9, 0.85, 0.8, 0.8250000000000001, 0.85, 0.875, 0.9, 0.85};
+  for (int step = 1; step <= 8; ++step)
+    EXPECT_EQ(cycledMomentum(c2, step, 0), torchCyclic[step - 1]) << "step " << step;
+  // Without a cycle, the fixed value.
+  EXPECT_EQ(cycledMomentum(MomentumCycle(), 5, 0.42), 0.42);
+}
+
+// NAdam's momentum products walk the cycled betas: mu_t of each step t takes that step's beta1,
+// as torch's NAdam reads the group's betas each step (product kept in f32).
+TEST(MomentumCycle, NAdamProductsWalkTheCycle) {
+  const double values[] = {1, 0.85, 0.95, 20, 0.3, 0, 0};
+  const MomentumCycle cycle = momentumCycle(values, 7);
+  const double decay = 4e-3, step = 7;
+  float product = 1.0f;
+  for (double t = 1; t <= step; ++t)
+    product *= float(cycledMomentum(cycle, t, 0) * (1. - 0.5 * std::pow(0.96, t * decay)));
+  const double beta1 = cycledMomentum(cycle, step, 0);
+  NAdamCoefficients c = nadamCoefficients(beta1, decay, step, &cycle);
+  EXPECT_EQ(c.product, double(product));
+  EXPECT_EQ(c.mu, beta1 * (1. - 0.5 * std::pow(0.96, step * decay)));
+  EXPECT_EQ(c.muNext, beta1 * (1. - 0.5 * std::pow(0.96, (step + 1) * decay)));
+  // A walk with the fixed beta1 differs: the test would notice a walk that ignored the cycle.
+  EXPECT_NE(nadamCoefficients(beta1, decay, step).product, c.product);
+  // The kernel: one nadam_update step with the cycle, against the coefficients above.
+  Attrs attrs = AttrsBuilder().floats("momentum_cycle", {values, values + 7}).build();
+  CycledUpdate u{"nadam_update", "beta1", Attrs(), 2};
+  std::vector<OwnedTensor> out = cycledStep(u, attrs, step);
+  std::vector<double> p = kParam0, g = kGrads[1], m(kGrads[0]), v(kGrads[0]);
+  for (size_t i = 0; i < p.size(); ++i) {
+    float mi = float(std::fabs(m[i]) + 0.01), vi = float(std::fabs(v[i]) + 0.01);
+    float gi = float(g[i]), pi = float(p[i]);
+    mi = mi * float(beta1) + float(1 - beta1) * gi;
+    vi = vi * float(0.999) + float(1 - 0.999) * gi * gi;
+    float denom = std::sqrt(vi / float(1 - std::pow(0.999, step))) + float(1e-8);
+    pi = pi + float(-0.01 * (1. - c.mu) / (1. - c.product)) * gi / denom;
+    pi = pi + float(-0.01 * c.muNext / (1. - c.productNext)) * mi / denom;
+    EXPECT_NEAR(out[0].floats()[i], pi, 2e-6 * std::fabs(pi) + 1e-8) << i;
+    EXPECT_NEAR(out[1].floats()[i], mi, 2e-6 * std::fabs(mi) + 1e-8) << i;
+  }
+}
+
+TEST(MomentumCycle, Errors) {
+  CycledUpdate u{"sgd_update", "momentum", AttrsBuilder().f("momentum", 0.9).build(), 1};
+  auto fails = [&](std::vector<double> values, const std::string &why) {
+    Attrs attrs = u.attrs;
+    attrs.set("momentum_cycle", {{}, values, {}});
+    int64_t n = (int64_t)kParam0.size();
+    KernelResult r = runKernel(
+        "sgd_update", {f32(kParam0), f32(kGrads[0]), f32Scalar(0.1), f32Scalar(2), f32(kParam0)},
+        {{DType::F32, {n}}, {DType::F32, {n}}}, attrs);
+    ASSERT_FALSE(r.status.ok());
+    EXPECT_NE(r.status.message().find(why), std::string::npos) << r.status.message();
+  };
+  fails({1, 0.85, 0.95}, "sgd_update: momentum_cycle needs 7 numbers, got 3");
+  fails({3, 0.85, 0.95, 10, 0.3, 0, 0}, "is not a one-cycle (1) or cyclic (2) schedule");
+  fails({1, 0.85, 1.5, 10, 0.3, 0, 0}, "momenta in (0, 1)");
+  fails({2, 0.8, 0.9, 0, 4, 0, 1}, "steps > 0");
+}
+
 } // namespace
 } // namespace plait::rt::test

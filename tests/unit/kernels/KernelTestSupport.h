@@ -100,6 +100,9 @@ public:
   AttrsBuilder &ints(const std::string &name, std::vector<int64_t> v) {
     return set(name, {std::move(v), {}, {}});
   }
+  AttrsBuilder &floats(const std::string &name, std::vector<double> v) {
+    return set(name, {{}, std::move(v), {}});
+  }
   AttrsBuilder &s(const std::string &name, std::string v) { return set(name, {{}, {}, v}); }
   Attrs build() const { return attrs_; }
 

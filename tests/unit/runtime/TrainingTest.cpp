@@ -37,6 +37,69 @@ TEST(LrSchedule, ConstantWarmupAndCosine) {
   EXPECT_NEAR(cosine.at(50), 0.1, 1e-12);         // stays at the floor
 }
 
+// onecycle and cyclic give the lr of torch's OneCycleLR and CyclicLR bit for bit (PyTorch
+// 1.13's group['lr'] before each step, printed with repr).
+TEST(LrSchedule, CyclicalKindsAsTorch) {
+  // OneCycleLR(max_lr=1, total_steps=10, three_phase=True, anneal_strategy='linear',
+  // pct_start=0.25, div_factor=10, final_div_factor=100).
+  LrSchedule one{"onecycle", 1.0, 0, 10, 0};
+  one.threePhase = true;
+  one.annealLinear = true;
+  one.pctStart = 0.25;
+  one.divFactor = 10;
+  one.finalDivFactor = 100;
+  EXPECT_EQ(one.invalid(), "");
+  const double torchOne[] = {0.1,    0.7,   0.7,    0.09999999999999998,  0.0835, 0.067,
+                             0.0505, 0.034, 0.0175, 0.0010000000000000009};
+  for (int64_t s = 1; s <= 10; ++s)
+    EXPECT_EQ(one.at(s), torchOne[s - 1]) << "step " << s;
+  EXPECT_EQ(one.lastStep(), 10);
+  // CyclicLR(base_lr=0.1, max_lr=1, step_size_up=2, step_size_down=3, mode='exp_range',
+  // gamma=0.9), and triangular2 with step_size_up=2.
+  LrSchedule exp{"cyclic", 1.0, 0, 0, 0.1, 0.9, 2};
+  exp.stepSizeDown = 3;
+  exp.cyclicMode = "exp_range";
+  EXPECT_EQ(exp.invalid(), "");
+  const double torchExp[] = {0.1,
+                             0.5049999999999999,
+                             0.8289999999999998,
+                             0.5374,
+                             0.2968299999999999,
+                             0.1,
+                             0.33914845000000027,
+                             0.53046721,
+                             0.35828032600000004};
+  for (int64_t s = 1; s <= 9; ++s)
+    EXPECT_EQ(exp.at(s), torchExp[s - 1]) << "step " << s;
+  LrSchedule tri2{"cyclic", 1.0, 0, 0, 0.1, 0, 2};
+  tri2.cyclicMode = "triangular2";
+  const double torchTri2[] = {0.1, 0.55, 1.0, 0.55, 0.1, 0.325, 0.55, 0.325, 0.1};
+  for (int64_t s = 1; s <= 9; ++s)
+    EXPECT_EQ(tri2.at(s), torchTri2[s - 1]) << "step " << s;
+  EXPECT_EQ(tri2.lastStep(), std::numeric_limits<int64_t>::max());
+
+  // Their rules: no warm-up, onecycle's total steps, pct_start, factors and phases; cyclic's
+  // step sizes, mode and exp_range's gamma.
+  LrSchedule bad = one;
+  bad.warmupSteps = 2;
+  EXPECT_EQ(bad.invalid(),
+            "the onecycle schedule warms up as it cycles: it takes no warm-up steps");
+  bad = one;
+  bad.threePhase = false;
+  bad.pctStart = 0.1; // phase 1 ends at step index 0
+  EXPECT_EQ(bad.invalid(),
+            "the onecycle schedule's phase 1 has no steps (pct_start 0.1 of 10 total steps)");
+  bad = one;
+  bad.finalDivFactor = 0;
+  EXPECT_NE(bad.invalid().find("final div factors > 0"), std::string::npos);
+  bad = exp;
+  bad.gamma = 0;
+  EXPECT_EQ(bad.invalid(), "the cyclic schedule's exp_range mode needs a gamma > 0, got 0");
+  bad = tri2;
+  bad.cyclicMode = "sawtooth";
+  EXPECT_NE(bad.invalid().find("unknown cyclic mode 'sawtooth'"), std::string::npos);
+}
+
 // The later kinds count the steps since the warm-up as torch's schedulers count epochs: the
 // first step after it runs at lr.
 TEST(LrSchedule, TorchStyleKinds) {
@@ -123,8 +186,11 @@ TEST(LrSchedule, InvalidSchedulesSayWhy) {
   EXPECT_EQ(LrSchedule({"cosine-restarts", 1.0, 0, 0, 0}).invalid(),
             "the cosine-restarts schedule needs cycle steps >= 1 and a cycle multiplier >= 1, "
             "got 0 and 1");
+  EXPECT_EQ(LrSchedule({"sawtooth", 1.0, 0, 0, 0}).invalid(),
+            "unknown learning-rate schedule 'sawtooth'");
   EXPECT_EQ(LrSchedule({"cyclic", 1.0, 0, 0, 0}).invalid(),
-            "unknown learning-rate schedule 'cyclic'");
+            "the cyclic schedule needs a step size >= 1 (and a step size down >= 1 where given), "
+            "got 0 and 0");
   EXPECT_EQ(LrSchedule({"wsd", 1.0, 2, 10, 0, 0, 0, 1, 8}).invalid(), "");
 }
 
@@ -201,8 +267,8 @@ TEST(TrainingPlan, LoaderRejectsBadUpdatesAndHyperParameters) {
   p.tensors[3].name = "momentum";
   rejects(p, "unknown hyper-parameter (expected lr, step or prev_lr)");
   p = tinyTrainingPlan();
-  p.schedule.kind = "cyclic";
-  rejects(p, "unknown learning-rate schedule 'cyclic'");
+  p.schedule.kind = "sawtooth";
+  rejects(p, "unknown learning-rate schedule 'sawtooth'");
   p = tinyTrainingPlan();
   p.schedule.kind = "exponential"; // a kind the loader knows, without its gamma
   rejects(p, "the exponential schedule needs a gamma > 0, got 0");
