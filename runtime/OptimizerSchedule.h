@@ -121,12 +121,13 @@ struct MomentumCycle {
 };
 
 /// The momentum cycle in `values` (an update's momentum_cycle, kValues numbers; kind None
-/// for none).
+/// for none). A kind or mode other than those listed reads as -1 (no number is cast that
+/// an int cannot hold: a plan read from disk may carry anything).
 PLAIT_SCHEDULE_HD MomentumCycle momentumCycle(const double *values, int count) {
   MomentumCycle m;
   if (count != MomentumCycle::kValues)
     return m;
-  m.cycle.kind = int(values[0]);
+  m.cycle.kind = values[0] == 1 ? LrCycle::OneCycle : values[0] == 2 ? LrCycle::Cyclic : -1;
   m.base = values[1];
   m.max = values[2];
   if (m.cycle.kind == LrCycle::OneCycle) {
@@ -137,7 +138,7 @@ PLAIT_SCHEDULE_HD MomentumCycle momentumCycle(const double *values, int count) {
   } else {
     m.cycle.stepSizeUp = values[3];
     m.cycle.stepSizeDown = values[4];
-    m.cycle.mode = int(values[5]);
+    m.cycle.mode = values[5] == 0 ? 0 : values[5] == 1 ? 1 : values[5] == 2 ? 2 : -1;
     m.cycle.gamma = values[6];
   }
   return m;
