@@ -226,7 +226,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       return module.emitError("unknown onecycle anneal '")
              << lrAnneal << "' (expected cos or linear)";
     if (cyclesMomentum()) {
-      if (!llvm::is_contained(kCycledOptimizers, StringRef(optimizer)))
+      if (!rt::LrSchedule::cyclesMomentumOf(optimizer))
         return module.emitError("the ")
                << optimizer << " optimizer has no momentum or first beta for the " << schedule
                << " schedule to cycle (torch's cycle_momentum): give cycle-momentum=false";
@@ -549,10 +549,6 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     return out;
   }
 
-  /// The optimizers whose momentum (SGD, RMSprop) or first beta a cyclical schedule cycles.
-  static constexpr const char *kCycledOptimizers[] = {"sgd",   "rmsprop", "adam", "adamw", "adamax",
-                                                      "nadam", "radam",   "lion", "lamb"};
-
   /// Whether the schedule cycles the momentum: onecycle or cyclic, with cycle-momentum.
   bool cyclesMomentum() const {
     return (schedule == "onecycle" || schedule == "cyclic") && cycleMomentum;
@@ -564,6 +560,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     return {baseMomentum >= 0 ? double(baseMomentum) : (one ? 0.85 : 0.8),
             maxMomentum >= 0 ? double(maxMomentum) : (one ? 0.95 : 0.9)};
   }
+
+  /// Whether the cycle moves the optimizer's momentum (SGD, RMSprop), else its first beta.
+  bool cyclesMomentumField() const { return optimizer == "sgd" || optimizer == "rmsprop"; }
 
   /// An update's momentum_cycle (runtime/OptimizerSchedule.h MomentumCycle's layout).
   DenseF64ArrayAttr momentumCycleAttr(OpBuilder &b) {
@@ -644,9 +643,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       auto [base, max] = cycleMomenta();
       entries.push_back(b.getNamedAttr("base_momentum", b.getF64FloatAttr(base)));
       entries.push_back(b.getNamedAttr("max_momentum", b.getF64FloatAttr(max)));
-      entries.push_back(b.getNamedAttr(
-          "cycled",
-          b.getStringAttr(optimizer == "sgd" || optimizer == "rmsprop" ? "momentum" : "beta1")));
+      entries.push_back(
+          b.getNamedAttr("cycled", b.getStringAttr(cyclesMomentumField() ? "momentum" : "beta1")));
     }
     if (schedule == "polynomial")
       entries.push_back(b.getNamedAttr("power", b.getF64FloatAttr(lrPower)));
@@ -813,6 +811,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     std::vector<bool> groupUsed(groups->size(), false);
     int64_t excluded = 0;
     PendingAssigns assigns;
+    // onecycle and cyclic: every update's momentum_cycle (the same for all of them).
+    const DenseF64ArrayAttr cycleAttr = cyclesMomentum() ? momentumCycleAttr(b) : nullptr;
     for (auto &[param, grad] : *grads) {
       auto op = param.getDefiningOp<ParamOp>();
       std::string name = op.getName().str();
@@ -846,13 +846,11 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       // onecycle and cyclic cycle the momentum (or first beta) of every param group, as
       // torch's schedulers set each group's: the update's attribute holds step 1's (the max),
       // which gives SGD and RMSprop their buffer, and momentum_cycle the rest.
-      if (cyclesMomentum()) {
-        const double first = cycleMomenta().second;
-        (optimizer == "sgd" || optimizer == "rmsprop" ? settings.momentum : settings.beta1) = first;
-      }
+      if (cycleAttr)
+        (cyclesMomentumField() ? settings.momentum : settings.beta1) = cycleMomenta().second;
       appendUpdate(b, op, stepGrad, lrValue, prevLrValue, stepValue, settings, assigns);
-      if (cyclesMomentum())
-        assigns[before].second.getDefiningOp()->setAttr(kMomentumCycleAttr, momentumCycleAttr(b));
+      if (cycleAttr)
+        assigns[before].second.getDefiningOp()->setAttr(kMomentumCycleAttr, cycleAttr);
       // --lr-scale: the first matching factor, on the update just built (the op assigned to
       // the param).
       for (size_t i = 0; i < scales->size(); ++i)

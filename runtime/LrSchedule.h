@@ -202,15 +202,23 @@ struct LrSchedule {
   /// The onecycle schedule's first phase (1-based) with no steps, where OneCycleLR divides
   /// by zero; 0 when each has some.
   int emptyPhase() const {
-    const double total = double(totalSteps), end1 = pctStart * total - 1;
-    const double end2 = threePhase ? 2 * pctStart * total - 2 : total - 1;
-    if (end1 == 0)
-      return 1;
-    if (end2 == end1)
-      return 2;
-    if (threePhase && total - 1 == end2)
-      return 3;
+    double ends[3];
+    const int phases = oneCyclePhaseEnds(cycle(), ends);
+    double start = 0;
+    for (int i = 0; i < phases; start = ends[i++])
+      if (ends[i] == start)
+        return i + 1;
     return 0;
+  }
+
+  /// Whether a cyclical kind cycles `optimizer`'s momentum (SGD's, RMSprop's) or first beta
+  /// (the optimizers with betas): as torch's schedulers, which refuse the others.
+  static bool cyclesMomentumOf(const std::string &optimizer) {
+    for (const char *o :
+         {"sgd", "rmsprop", "adam", "adamw", "adamax", "nadam", "radam", "lion", "lamb"})
+      if (optimizer == o)
+        return true;
+    return false;
   }
 
   /// The last step the schedule defines: onecycle's total steps (OneCycleLR refuses to step

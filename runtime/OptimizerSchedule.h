@@ -68,17 +68,24 @@ struct LrCycle {
   double gamma = 1;
 };
 
-/// OneCycleLR's value at n = step - 1 steps: its phases anneal points[i] to points[i + 1]
-/// (cosine: end + (start - end) / 2 * (cos(pi * pct) + 1); or linearly), the first ending at
-/// pct_start * total - 1, the last at total - 1 (with three_phase a middle one ending at
-/// 2 * pct_start * total - 2). The learning rate's points are initial, max and min (initial,
-/// max, initial and min with three phases); the momentum's max, base and max (max, base, max
-/// and max).
-PLAIT_SCHEDULE_HD double oneCycleValue(const LrCycle &c, double n, const double *points) {
+/// OneCycleLR's phases (2, or 3 with three_phase) and the step index each ends at: the first
+/// at pct_start * total - 1, the last at total - 1, with three_phase a middle one at
+/// 2 * pct_start * total - 2.
+PLAIT_SCHEDULE_HD int oneCyclePhaseEnds(const LrCycle &c, double ends[3]) {
   const double total = c.totalSteps;
-  const double ends[3] = {c.pctStart * total - 1,
-                          c.threePhase ? 2 * c.pctStart * total - 2 : total - 1, total - 1};
-  const int phases = c.threePhase ? 3 : 2;
+  ends[0] = c.pctStart * total - 1;
+  ends[1] = c.threePhase ? 2 * c.pctStart * total - 2 : total - 1;
+  ends[2] = total - 1;
+  return c.threePhase ? 3 : 2;
+}
+
+/// OneCycleLR's value at n = step - 1 steps: its phases (oneCyclePhaseEnds) anneal points[i]
+/// to points[i + 1] (cosine: end + (start - end) / 2 * (cos(pi * pct) + 1); or linearly). The
+/// learning rate's points are initial, max and min (initial, max, initial and min with three
+/// phases); the momentum's max, base and max (max, base, max and max).
+PLAIT_SCHEDULE_HD double oneCycleValue(const LrCycle &c, double n, const double *points) {
+  double ends[3];
+  const int phases = oneCyclePhaseEnds(c, ends);
   double start = 0;
   for (int i = 0; i < phases; ++i) {
     if (n <= ends[i] || i == phases - 1) {

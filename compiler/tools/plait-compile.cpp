@@ -9,6 +9,7 @@
 
 #include "compiler/Pipeline.h"
 #include "compiler/PlanSearch.h"
+#include "runtime/LrSchedule.h"
 
 /// Reads "A,B" (two numbers, as --betas takes them) into a and b; false when it is not that.
 static bool parseNumberPair(const std::string &text, double &a, double &b) {
@@ -436,8 +437,7 @@ int main(int argc, char **argv) {
     }
   const bool cyclical = train.schedule == "onecycle" || train.schedule == "cyclic";
   if (train.enabled && cyclical && !train.noCycleMomentum &&
-      (train.optimizer == "adagrad" || train.optimizer == "adadelta" ||
-       train.optimizer == "rprop" || train.optimizer == "asgd")) {
+      !plait::rt::LrSchedule::cyclesMomentumOf(train.optimizer)) {
     std::cerr << "plait-compile: --lr-schedule " << train.schedule
               << " cycles the momentum (torch's cycle_momentum), and the " << train.optimizer
               << " optimizer has none: give --no-cycle-momentum\n";

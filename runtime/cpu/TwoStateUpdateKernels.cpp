@@ -63,14 +63,16 @@ template <typename Fn> void withDecay(double weightDecay, Fn &&fn) {
 /// The attributes Adam's variants (adamax, nadam, radam) share, torch's defaults.
 struct AdamLikeAttrs {
   double beta1, beta2, eps, weightDecay;
+  MomentumCycle cycle; // momentum_cycle (kind None: beta1 is the attribute's)
 };
 /// Reads them; beta1 step `step`'s where the update cycles it (momentum_cycle).
 Status readAdamLike(std::string_view kName, const Attrs &attrs, double step, AdamLikeAttrs &f) {
-  f.beta1 = attrs.getFloat("beta1", 0.9);
   f.beta2 = attrs.getFloat("beta2", 0.999);
   f.eps = attrs.getFloat("eps", 1e-8);
   f.weightDecay = attrs.getFloat("weight_decay", 0.0);
-  return cycleMomentum(kName, attrs, step, f.beta1);
+  PLAIT_RETURN_IF_ERROR(readMomentumCycle(kName, attrs, f.cycle));
+  f.beta1 = cycledMomentum(f.cycle, step, attrs.getFloat("beta1", 0.9));
+  return Status();
 }
 
 struct AdamaxFactors : AdamLikeAttrs {
@@ -160,17 +162,31 @@ void nadamLoop(int64_t n, const TwoStateArrays<T> &a, const NAdamFactors &f) {
   }
 }
 
-/// NAdam's momentum products (nadamCoefficients), kept for the last (beta1, decay, step) the
-/// thread asked for: a group's tensors share them, and the walk over the steps is not redone
-/// for each.
-NAdamCoefficients cachedNAdamCoefficients(double beta1, double momentumDecay, double step) {
+/// Whether two momentum cycles are the same (every field the walk reads).
+bool sameCycle(const MomentumCycle &a, const MomentumCycle &b) {
+  const LrCycle &x = a.cycle, &y = b.cycle;
+  return a.base == b.base && a.max == b.max && x.kind == y.kind && x.totalSteps == y.totalSteps &&
+         x.pctStart == y.pctStart && x.linear == y.linear && x.threePhase == y.threePhase &&
+         x.stepSizeUp == y.stepSizeUp && x.stepSizeDown == y.stepSizeDown && x.mode == y.mode &&
+         x.gamma == y.gamma;
+}
+
+/// NAdam's momentum products (nadamCoefficients), kept for the last (beta1, decay, step,
+/// momentum cycle) the thread asked for: a group's tensors share them, and the walk over the
+/// steps is not redone for each.
+NAdamCoefficients cachedNAdamCoefficients(double beta1, double momentumDecay, double step,
+                                          const MomentumCycle &cycle) {
   struct Entry {
     double beta1 = -1, momentumDecay = -1, step = -1;
+    MomentumCycle cycle;
     NAdamCoefficients c{};
   };
   thread_local Entry last;
-  if (last.beta1 != beta1 || last.momentumDecay != momentumDecay || last.step != step)
-    last = {beta1, momentumDecay, step, nadamCoefficients(beta1, momentumDecay, step)};
+  if (last.beta1 != beta1 || last.momentumDecay != momentumDecay || last.step != step ||
+      !sameCycle(last.cycle, cycle))
+    last = {beta1, momentumDecay, step, cycle,
+            nadamCoefficients(beta1, momentumDecay, step,
+                              cycle.cycle.kind == LrCycle::None ? nullptr : &cycle)};
   return last.c;
 }
 
@@ -182,12 +198,8 @@ Status prepareNAdam(const TensorView *in, const TensorView *out, const Attrs &at
   PLAIT_RETURN_IF_ERROR(readAdamLike(kNAdam, attrs, step, f));
   readDecoupledDecay(attrs, lr, f, f.decay);
   // A cycled beta1 (momentum_cycle) changes every step's mu: the products walk the cycle.
-  MomentumCycle cycle;
-  PLAIT_RETURN_IF_ERROR(readMomentumCycle(kNAdam, attrs, cycle));
-  const double momentumDecay = attrs.getFloat("momentum_decay", 4e-3);
-  NAdamCoefficients c = cycle.cycle.kind == LrCycle::None
-                            ? cachedNAdamCoefficients(f.beta1, momentumDecay, step)
-                            : nadamCoefficients(f.beta1, momentumDecay, step, &cycle);
+  NAdamCoefficients c =
+      cachedNAdamCoefficients(f.beta1, attrs.getFloat("momentum_decay", 4e-3), step, f.cycle);
   f.bc2 = 1 - std::pow(f.beta2, step);
   f.gradStep = -lr * (1. - c.mu) / (1. - c.product);
   f.avgStep = -lr * c.muNext / (1. - c.productNext);
