@@ -188,7 +188,9 @@ std::vector<uint8_t> serializePlan(const PlanDesc &plan) {
         plan.schedule.milestones.empty() ? nullptr : &plan.schedule.milestones,
         plan.schedule.cycleSteps, plan.schedule.cycleMult, plan.schedule.pctStart,
         plan.schedule.annealLinear, plan.schedule.threePhase, plan.schedule.divFactor,
-        plan.schedule.finalDivFactor, plan.schedule.stepSizeDown, plan.schedule.cyclicMode.c_str());
+        plan.schedule.finalDivFactor, plan.schedule.stepSizeDown, plan.schedule.cyclicMode.c_str(),
+        plan.schedule.patience, plan.schedule.threshold, plan.schedule.thresholdAbs,
+        plan.schedule.cooldown, plan.schedule.eps, plan.schedule.plateauSteps);
   auto root = fb::CreatePlanDirect(fbb, kPlanVersion, plan.worldSize, &plan.arenaBytes,
                                    &kernels, &tensors, &instrs, &plan.inputs, &plan.outputs,
                                    &buffers, plan.report.c_str(), plan.source.c_str(),

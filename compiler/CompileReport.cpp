@@ -91,6 +91,26 @@ std::string scheduleText(const nlohmann::json &s) {
   if (kind == "wsd")
     return fmt::format("wsd: {}stable to step {}, down to {:g} at step {}", warm,
                        total - s.value("decay_steps", int64_t(0)), minLr, total);
+  if (kind == "plateau") { // ReduceLROnPlateau on the training loss (LrController)
+    const int64_t window = s.value("plateau_steps", int64_t(1)),
+                  cooldown = s.value("cooldown", int64_t(0)),
+                  patience = s.value("patience", int64_t(10));
+    const double threshold = s.value("threshold", 1e-4);
+    auto unit = [&](int64_t n) {
+      return window == 1 ? fmt::format("step{}", n == 1 ? "" : "s")
+                         : fmt::format("window{}", n == 1 ? "" : "s");
+    };
+    const std::string what =
+        window == 1 ? unit(patience) + " whose loss"
+                    : fmt::format("{} of {} steps whose mean loss", unit(patience), window);
+    return fmt::format(
+        "plateau: {:g}, x{:g} (floor {:g}) after more than {} {} is not below "
+        "the best {}{}",
+        s.value("lr", 0.0), s.value("gamma", 0.1), minLr, patience, what,
+        s.value("threshold_abs", false) ? fmt::format("- {:g}", threshold)
+                                        : fmt::format("x (1 - {:g})", threshold),
+        cooldown > 0 ? fmt::format("; then {} {} of cooldown", cooldown, unit(cooldown)) : "");
+  }
   // The cyclical kinds, with the momentum they cycle (each update's momentum_cycle).
   std::string momentum =
       s.contains("max_momentum")

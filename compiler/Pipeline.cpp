@@ -192,6 +192,12 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.lrFinalDivFactor = train.lrFinalDivFactor;
   o.lrStepSizeDown = train.lrStepSizeDown;
   o.lrCyclicMode = train.lrCyclicMode;
+  o.lrPatience = train.lrPatience;
+  o.lrThreshold = train.lrThreshold;
+  o.lrThresholdMode = train.lrThresholdMode;
+  o.lrCooldown = train.lrCooldown;
+  o.lrEps = train.lrEps;
+  o.lrPlateauSteps = train.lrPlateauSteps;
   o.cycleMomentum = !train.noCycleMomentum;
   o.baseMomentum = train.baseMomentum;
   o.maxMomentum = train.maxMomentum;

@@ -65,6 +65,11 @@ struct TrainOptions {
   double lrDivFactor = 25, lrFinalDivFactor = 1e4;
   int64_t lrStepSizeDown = 0;                 // --lr-step-size-down: cyclic
   std::string lrCyclicMode = "triangular";    // --lr-cyclic-mode: cyclic
+  // plateau: --lr-patience, --lr-threshold, --lr-threshold-mode, --lr-cooldown, --lr-eps,
+  // --lr-plateau-steps (its factor is --lr-gamma, 0: 0.1)
+  int64_t lrPatience = 10, lrCooldown = 0, lrPlateauSteps = 1;
+  double lrThreshold = 1e-4, lrEps = 1e-8;
+  std::string lrThresholdMode = "rel";
   bool noCycleMomentum = false;               // --no-cycle-momentum: onecycle, cyclic
   double baseMomentum = -1, maxMomentum = -1; // --base-momentum, --max-momentum (< 0: default)
   int64_t microBatches = 1; // --micro-batches: the model's batch split into this many

@@ -220,11 +220,14 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       return module.emitError("unknown learning-rate schedule '")
              << schedule
              << "' (expected constant, linear-warmup, cosine, cosine-restarts, linear, "
-                "polynomial, step, multistep, exponential, inverse-sqrt, wsd, onecycle or "
-                "cyclic)";
+                "polynomial, step, multistep, exponential, inverse-sqrt, wsd, onecycle, "
+                "cyclic or plateau)";
     if (schedule == "onecycle" && lrAnneal != "cos" && lrAnneal != "linear")
       return module.emitError("unknown onecycle anneal '")
              << lrAnneal << "' (expected cos or linear)";
+    if (schedule == "plateau" && lrThresholdMode != "rel" && lrThresholdMode != "abs")
+      return module.emitError("unknown plateau threshold mode '")
+             << lrThresholdMode << "' (expected rel or abs)";
     if (cyclesMomentum()) {
       if (!rt::LrSchedule::cyclesMomentumOf(optimizer))
         return module.emitError("the ")
@@ -239,12 +242,15 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     // lr <= 0 means the optimizer's default here; the plan's rules otherwise.
     if (std::string why = lrSchedule(1.0).invalid(); !why.empty())
       return module.emitError(why);
-    for (double v : {double(lr), double(eps), double(beta1), double(beta2), double(weightDecay),
-                     double(momentum), double(dampening), double(alpha), double(lrDecay),
-                     double(rho), double(momentumDecay), double(initialAccumulatorValue),
-                     double(etaminus), double(etaplus), double(stepSizeMin),
-                     double(stepSizeMax), double(lambd), double(asgdAlpha), double(t0),
-                     double(clipGradNorm), double(minLr), double(lrGamma), double(lrPower)})
+    for (double v : {double(lr),          double(eps),           double(beta1),
+                     double(beta2),       double(weightDecay),   double(momentum),
+                     double(dampening),   double(alpha),         double(lrDecay),
+                     double(rho),         double(momentumDecay), double(initialAccumulatorValue),
+                     double(etaminus),    double(etaplus),       double(stepSizeMin),
+                     double(stepSizeMax), double(lambd),         double(asgdAlpha),
+                     double(t0),          double(clipGradNorm),  double(minLr),
+                     double(lrGamma),     double(lrPower),       double(lrThreshold),
+                     double(lrEps)})
       if (!std::isfinite(v))
         return module.emitError("optimizer hyper-parameters must be finite numbers, got ") << v;
     // lr < 0, eps < 0: the optimizer's default (eps = 0 is refused: a zero denominator).
@@ -587,7 +593,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     s.warmupSteps = warmupSteps;
     s.totalSteps = totalSteps;
     s.minLr = minLr;
-    s.gamma = lrGamma;
+    s.gamma = schedule == "plateau" && lrGamma == 0 ? 0.1 : double(lrGamma); // torch's factor
     s.stepSize = lrStepSize;
     s.power = lrPower;
     s.decaySteps = decaySteps;
@@ -601,6 +607,12 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     s.finalDivFactor = lrFinalDivFactor;
     s.stepSizeDown = lrStepSizeDown;
     s.cyclicMode = lrCyclicMode;
+    s.patience = lrPatience;
+    s.threshold = lrThreshold;
+    s.thresholdAbs = lrThresholdMode == "abs";
+    s.cooldown = lrCooldown;
+    s.eps = lrEps;
+    s.plateauSteps = lrPlateauSteps;
     return s;
   }
 
@@ -645,6 +657,16 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       entries.push_back(b.getNamedAttr("max_momentum", b.getF64FloatAttr(max)));
       entries.push_back(
           b.getNamedAttr("cycled", b.getStringAttr(cyclesMomentumField() ? "momentum" : "beta1")));
+    }
+    if (schedule == "plateau") {
+      const rt::LrSchedule s = lrSchedule(1.0);
+      entries.push_back(b.getNamedAttr("gamma", b.getF64FloatAttr(s.gamma)));
+      entries.push_back(b.getNamedAttr("patience", b.getI64IntegerAttr(s.patience)));
+      entries.push_back(b.getNamedAttr("threshold", b.getF64FloatAttr(s.threshold)));
+      entries.push_back(b.getNamedAttr("threshold_abs", b.getBoolAttr(s.thresholdAbs)));
+      entries.push_back(b.getNamedAttr("cooldown", b.getI64IntegerAttr(s.cooldown)));
+      entries.push_back(b.getNamedAttr("eps", b.getF64FloatAttr(s.eps)));
+      entries.push_back(b.getNamedAttr("plateau_steps", b.getI64IntegerAttr(s.plateauSteps)));
     }
     if (schedule == "polynomial")
       entries.push_back(b.getNamedAttr("power", b.getF64FloatAttr(lrPower)));

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -199,6 +200,58 @@ std::vector<std::string> planUpdates(const Plan &plan) {
 
 namespace {
 
+// A double as JSON holds it (shortest round trip), and the non-finite ones, which JSON has
+// no numbers for, as the strings "inf", "-inf" and "nan".
+ojson doubleJson(double v) {
+  if (std::isfinite(v))
+    return v;
+  return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+}
+
+double doubleAt(const ojson &object, const char *field) {
+  const ojson &v = object.at(field);
+  if (v.is_number())
+    return v.get<double>();
+  if (v == "inf")
+    return std::numeric_limits<double>::infinity();
+  if (v == "-inf")
+    return -std::numeric_limits<double>::infinity();
+  if (v == "nan")
+    return std::numeric_limits<double>::quiet_NaN();
+  throw FieldError(fmt::format("'{}' must be a number, \"inf\", \"-inf\" or \"nan\"", field));
+}
+
+ojson plateauJson(const PlateauState &p) {
+  return {{"lr", p.lr},
+          {"last_lr", p.lastLr},
+          {"best", doubleJson(p.best)},
+          {"bad_windows", p.badWindows},
+          {"cooldown_left", p.cooldownLeft},
+          {"windows", p.windows},
+          {"reductions", p.reductions},
+          {"window_sum", doubleJson(p.windowSum)},
+          {"window_steps", p.windowSteps}};
+}
+
+PlateauState plateauAt(const ojson &body) {
+  const ojson &j = body.at("lr_plateau");
+  if (!j.is_object())
+    throw FieldError("'lr_plateau' must be an object");
+  PlateauState p;
+  p.lr = doubleAt(j, "lr");
+  p.lastLr = doubleAt(j, "last_lr");
+  p.best = doubleAt(j, "best");
+  p.badWindows = integerAt<int64_t>(j, "bad_windows");
+  p.cooldownLeft = integerAt<int64_t>(j, "cooldown_left");
+  p.windows = integerAt<int64_t>(j, "windows");
+  p.reductions = integerAt<int64_t>(j, "reductions");
+  p.windowSum = doubleAt(j, "window_sum");
+  p.windowSteps = integerAt<int64_t>(j, "window_steps");
+  if (std::string why = LrController::invalid(p); !why.empty())
+    throw FieldError("'lr_plateau': " + why);
+  return p;
+}
+
 // The metadata body: computable by rank 0 alone, since every rank runs the same plan.
 ojson metadataBody(const Plan &plan, const CheckpointInfo &info,
                    const std::vector<uint64_t> &bytes, const std::vector<uint32_t> &crcs) {
@@ -216,6 +269,8 @@ ojson metadataBody(const Plan &plan, const CheckpointInfo &info,
   if (info.shuffleSeed >= 0)
     body["shuffle_seed"] = info.shuffleSeed;
   body["seed"] = info.seed;
+  if (info.plateau)
+    body["lr_plateau"] = plateauJson(*info.plateau);
   body["model"] = plan.source;
   body["optimizer_updates"] = planUpdates(plan);
   ojson tensors = ojson::object();
@@ -390,6 +445,8 @@ Status parseCheckpointMetadata(const uint8_t *data, size_t size, const std::stri
     if (body.contains("shuffle_seed") && out.info.shuffleSeed < 0)
       throw FieldError("'shuffle_seed' must be >= 0");
     out.info.seed = integerAt<uint64_t>(body, "seed");
+    if (body.contains("lr_plateau"))
+      out.info.plateau = plateauAt(body);
     out.worldSize = integerAt<uint32_t>(body, "world_size");
     out.model = body.at("model").get<std::string>();
     if (body.contains("optimizer_updates")) { // absent in older checkpoints

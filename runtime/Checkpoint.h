@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "runtime/Executor.h"
+#include "runtime/LrController.h"
 #include "runtime/Status.h"
 #include "runtime/comm/Comm.h"
 #include "runtime/io/HostTensor.h"
@@ -33,6 +35,9 @@ struct CheckpointInfo {
   /// The --shuffle seed of the run that wrote it; -1: it took the data in order (or, in a
   /// checkpoint before 2026-12-03, is not recorded: those runs could not shuffle).
   int64_t shuffleSeed = -1;
+  /// The plateau schedule's state after `step` (LrController): runs of other schedules,
+  /// which follow from the step number, record none.
+  std::optional<PlateauState> plateau;
 };
 
 /// Layout of a checkpoint directory DIR:

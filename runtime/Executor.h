@@ -42,8 +42,8 @@ public:
                   const void *data);
 
   /// Writes the per-step hyper-parameters (the "lr", "prev_lr" and "step" tensors, when
-  /// present).
-  void setHyperParameters(int64_t step, double lr);
+  /// present): `lr` the step's, `prevLr` the one the step before ran at (LrController).
+  void setHyperParameters(int64_t step, double lr, double prevLr);
 
   /// Runs every instruction once, in order, then (training plans) copies each update's
   /// new value into its param or state. Every graph input must have been set since the

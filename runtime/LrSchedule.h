@@ -16,7 +16,7 @@ namespace plait::rt {
 
 struct LrSchedule {
   // constant | linear-warmup | cosine | cosine-restarts | linear | polynomial | step |
-  // multistep | exponential | inverse-sqrt | wsd | onecycle | cyclic
+  // multistep | exponential | inverse-sqrt | wsd | onecycle | cyclic | plateau
   std::string kind = "constant";
   double lr = 0;
   int64_t warmupSteps = 0, totalSteps = 0;
@@ -38,12 +38,20 @@ struct LrSchedule {
   // stepSizeDown its step_size_down (0: stepSize), the mode and exp_range's gamma.
   int64_t stepSizeDown = 0;
   std::string cyclicMode = "triangular"; // triangular | triangular2 | exp_range
+  // plateau (ReduceLROnPlateau, mode min, on the training loss; LrController holds its
+  // state): lr times gamma (its factor), not below minLr, once the mean loss of a window of
+  // plateauSteps steps has not improved on the best by threshold (relative, or thresholdAbs
+  // absolute) for more than patience windows; then cooldown windows ignored; changes of eps
+  // or less skipped.
+  int64_t patience = 10, cooldown = 0, plateauSteps = 1;
+  double threshold = 1e-4, eps = 1e-8;
+  bool thresholdAbs = false;
 
   /// Whether `kind` is one of the kinds above.
   static bool known(const std::string &kind) {
     for (const char *k :
          {"constant", "linear-warmup", "cosine", "cosine-restarts", "linear", "polynomial", "step",
-          "multistep", "exponential", "inverse-sqrt", "wsd", "onecycle", "cyclic"})
+          "multistep", "exponential", "inverse-sqrt", "wsd", "onecycle", "cyclic", "plateau"})
       if (kind == k)
         return true;
     return false;
@@ -63,6 +71,19 @@ struct LrSchedule {
       why << "a learning-rate schedule needs a finite min_lr >= 0, gamma and power";
     } else if ((kind == "onecycle" || kind == "cyclic") && warmupSteps != 0) {
       why << "the " << kind << " schedule warms up as it cycles: it takes no warm-up steps";
+    } else if (kind == "plateau" && warmupSteps != 0) {
+      why << "the plateau schedule takes no warm-up steps (torch's ReduceLROnPlateau chains "
+             "with no other scheduler)";
+    } else if (kind == "plateau" && !(gamma > 0 && gamma < 1)) {
+      why << "the plateau schedule needs a factor (gamma) in (0, 1), got " << gamma;
+    } else if (kind == "plateau" && (patience < 0 || cooldown < 0 || plateauSteps < 1)) {
+      why << "the plateau schedule needs patience >= 0, cooldown >= 0 and window steps >= 1, "
+             "got "
+          << patience << ", " << cooldown << " and " << plateauSteps;
+    } else if (kind == "plateau" &&
+               !(threshold >= 0 && std::isfinite(threshold) && eps >= 0 && std::isfinite(eps))) {
+      why << "the plateau schedule needs a finite threshold >= 0 and eps >= 0, got " << threshold
+          << " and " << eps;
     } else if (kind == "onecycle" && totalSteps <= 0) {
       why << "the onecycle schedule needs total steps > 0";
     } else if (kind == "onecycle" && !(pctStart >= 0 && pctStart <= 1)) {
@@ -113,9 +134,10 @@ struct LrSchedule {
   }
 
   /// The learning rate of 1-based `step`. Every kind but constant first warms up linearly
-  /// (lr * step / warmup); plan.fbs gives each kind's formula after that.
+  /// (lr * step / warmup); plan.fbs gives each kind's formula after that. plateau: its first
+  /// lr (LrController follows the loss from there).
   double at(int64_t step) const {
-    if (kind == "constant")
+    if (kind == "constant" || kind == "plateau") // plateau: lr until the loss stalls
       return lr;
     if (kind == "onecycle") { // OneCycleLR: initial, max, (initial,) min
       const double initial = lr / divFactor, last = initial / finalDivFactor;

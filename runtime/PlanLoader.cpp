@@ -661,6 +661,12 @@ private:
         sched.divFactor = s->div_factor();
         sched.finalDivFactor = s->final_div_factor();
         sched.stepSizeDown = s->step_size_down();
+        sched.patience = s->patience();
+        sched.threshold = s->threshold();
+        sched.thresholdAbs = s->threshold_abs();
+        sched.cooldown = s->cooldown();
+        sched.eps = s->eps();
+        sched.plateauSteps = s->plateau_steps();
         if (s->cyclic_mode())
           sched.cyclicMode = str(s->cyclic_mode());
         if (const auto *milestones = s->milestones())

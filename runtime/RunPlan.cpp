@@ -18,6 +18,7 @@
 #include "runtime/Checkpoint.h"
 #include "runtime/DataLoader.h"
 #include "runtime/Executor.h"
+#include "runtime/LrController.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/RunActivity.h"
 #include "runtime/RunMonitor.h"
@@ -193,11 +194,11 @@ nlohmann::json commBytesJson(const CommBytes &bytes) {
 }
 
 // One line per step, from rank 0: the loss (the plan already averaged it over the ranks), the
-// step's learning rate (training plans), the global throughput, the bytes rank 0 sent (every
-// rank of an SPMD plan sends as much), and the memory the step touched: its arena and
+// step's learning rate `lr` (training plans), the global throughput, the bytes rank 0 sent
+// (every rank of an SPMD plan sends as much), and the memory the step touched: its arena and
 // workspace high water (Executor).
-Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t step,
-                    double stepMs, std::ofstream &log) {
+Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t step, double stepMs,
+                    double lr, std::ofstream &log) {
   const Plan &plan = exec.plan();
   int64_t samples = plan.globalBatch();
   nlohmann::json record = {
@@ -213,7 +214,7 @@ Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t ste
       {"world_size", plan.worldSize},
   };
   if (plan.training)
-    record["lr"] = plan.schedule.at(step);
+    record["lr"] = lr;
   log << record.dump() << std::endl; // flushed per step: a crashed run keeps its log
   if (!log)
     return Status::errorf("--log-jsonl {}: write error", options.logJsonl);
@@ -425,6 +426,44 @@ Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executo
   return {};
 }
 
+// The lr schedule of a resumed run: the plateau schedule continues from the checkpoint's
+// state (its lr, best loss, counts and open window); a checkpoint without one (its run had
+// another schedule) starts it afresh, and a plan of another schedule ignores one, both said.
+void resumeSchedule(const Plan &plan, const RunOptions &options, const CheckpointInfo &resumed,
+                    bool lead, LrController &lrs) {
+  if (resumed.step == 0)
+    return;
+  if (lrs.readsLoss() && resumed.plateau) {
+    lrs.restore(*resumed.plateau);
+    if (lead)
+      fmt::print(stderr,
+                 "plait-run: the plateau schedule continues at lr {:g} (best mean "
+                 "loss {:g}, {} reduction{} so far)\n",
+                 resumed.plateau->lr, resumed.plateau->best, resumed.plateau->reductions,
+                 resumed.plateau->reductions == 1 ? "" : "s");
+  } else if (lrs.readsLoss() && lead) {
+    fmt::print(stderr,
+               "plait-run: the checkpoint in {} records no plateau schedule (its run "
+               "had another): the plateau schedule starts afresh at lr {:g}\n",
+               options.checkpointDir, plan.schedule.lr);
+  } else if (resumed.plateau && lead) {
+    fmt::print(stderr,
+               "plait-run: the checkpoint's plateau schedule (at lr {:g}) is not "
+               "continued: {} has the {} schedule\n",
+               resumed.plateau->lr, plan.path, plan.schedule.kind);
+  }
+}
+
+// ", lr reduced N times to X" for a plateau run that reduced it.
+std::string plateauSummary(const LrController &lrs) {
+  if (!lrs.readsLoss())
+    return "";
+  const PlateauState &p = lrs.plateau();
+  return p.reductions == 0 ? ", lr not reduced"
+                           : fmt::format(", lr reduced {} time{} to {:g}", p.reductions,
+                                         p.reductions == 1 ? "" : "s", p.lr);
+}
+
 // A resumed run's log keeps the records up to the checkpoint's step and continues after
 // them, so the file reads as one uninterrupted run.
 Status openResumedLog(const std::string &path, int64_t resumedStep, std::ofstream &log) {
@@ -519,6 +558,9 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   }
 
   bool lead = comm.rank() == 0; // logs, writes files and summarises for the job
+  LrController lrs(plan.schedule); // each step's lr; the plateau schedule reads the loss
+  if (plan.training)
+    resumeSchedule(plan, options, resumedFrom, lead, lrs);
   std::ofstream log;
   if (lead && !options.logJsonl.empty() && resumedStep > 0) {
     PLAIT_RETURN_IF_ERROR(openResumedLog(options.logJsonl, resumedStep, log));
@@ -547,6 +589,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     info.dataPosition = options.dataDir.empty() ? -1 : data.position(step);
     info.dataEpoch = options.dataDir.empty() ? -1 : data.epoch(step);
     info.shuffleSeed = options.shuffle ? int64_t(options.seed) : -1;
+    if (plan.training && lrs.readsLoss())
+      info.plateau = lrs.plateau();
     return info;
   };
   for (int64_t step = firstStep; step <= options.steps; ++step) {
@@ -562,7 +606,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
       }
     monitor.batchLoaded();
     // A forward plan has no schedule, but a training-mode dropout's mask reads the step.
-    exec->setHyperParameters(step, plan.training ? plan.schedule.at(step) : 0.0);
+    const double lr = plan.training ? lrs.lr(step) : 0.0;
+    exec->setHyperParameters(step, lr, plan.training ? lrs.prevLr(step) : 0.0);
     auto start = std::chrono::steady_clock::now();
     if (Status ran = exec->run(); !ran.ok())
       return inContext(ran, plan.path, fmt::format("step {}", step));
@@ -575,7 +620,9 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     if (step == firstStep)
       firstLoss = lossOf(*exec);
     if (log.is_open())
-      PLAIT_RETURN_IF_ERROR(writeStepLog(options, *exec, step, lastMs, log));
+      PLAIT_RETURN_IF_ERROR(writeStepLog(options, *exec, step, lastMs, lr, log));
+    if (plan.training && lrs.readsLoss())
+      lrs.observe(lossOf(*exec).get<double>()); // a training plan's loss is a float scalar
     if (!options.checkpointDir.empty() &&
         ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) ||
          step == options.steps))
@@ -610,14 +657,12 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
                           "--steps {}", plan.path, options.checkpointDir, resumedStep,
                           options.steps);
   else if (plan.training)
-    summary = fmt::format("{}: trained {} steps{}{}, loss {} -> {}, {:.3f} ms/step ({}){}{}{}",
-                          plan.path, stepsRun, resumed, onRanks, firstLoss.dump(),
-                          lossOf(*exec).dump(), totalMs / double(stepsRun), memory,
-                          options.saveWeights.empty() ? "" : "; weights -> " + options.saveWeights,
-                          options.saveEmaWeights.empty()
-                              ? ""
-                              : "; EMA weights -> " + options.saveEmaWeights,
-                          saved);
+    summary = fmt::format(
+        "{}: trained {} steps{}{}, loss {} -> {}{}, {:.3f} ms/step ({}){}{}{}", plan.path, stepsRun,
+        resumed, onRanks, firstLoss.dump(), lossOf(*exec).dump(), plateauSummary(lrs),
+        totalMs / double(stepsRun), memory,
+        options.saveWeights.empty() ? "" : "; weights -> " + options.saveWeights,
+        options.saveEmaWeights.empty() ? "" : "; EMA weights -> " + options.saveEmaWeights, saved);
   else
     summary = fmt::format("{}: ran {} instructions {}{} in {:.3f} ms ({}); outputs: {}",
                           plan.path, plan.instrs.size(),

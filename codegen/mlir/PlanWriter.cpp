@@ -403,6 +403,13 @@ LogicalResult lowerToPlan(func::FuncOp func, const MemoryPlan &memory, plan::Pla
       readFloat("div_factor", plan.schedule.divFactor);
       readFloat("final_div_factor", plan.schedule.finalDivFactor);
       readInt("step_size_down", plan.schedule.stepSizeDown);
+      readInt("patience", plan.schedule.patience);
+      readFloat("threshold", plan.schedule.threshold);
+      readInt("cooldown", plan.schedule.cooldown);
+      readFloat("eps", plan.schedule.eps);
+      readInt("plateau_steps", plan.schedule.plateauSteps);
+      if (auto v = dyn_cast_or_null<BoolAttr>(schedule.get("threshold_abs")))
+        plan.schedule.thresholdAbs = v.getValue();
       if (auto v = dyn_cast_or_null<BoolAttr>(schedule.get("anneal_linear")))
         plan.schedule.annealLinear = v.getValue();
       if (auto v = dyn_cast_or_null<BoolAttr>(schedule.get("three_phase")))

@@ -143,18 +143,20 @@ int main(int argc, char **argv) {
                  "constant, linear-warmup, cosine, cosine-restarts, linear, polynomial, step, "
                  "multistep, exponential, inverse-sqrt or wsd (each warms up over "
                  "--warmup-steps first), or onecycle or cyclic (torch's OneCycleLR and "
-                 "CyclicLR, which cycle the momentum too)")
+                 "CyclicLR, which cycle the momentum too), or plateau (torch's "
+                 "ReduceLROnPlateau on the training loss)")
       ->check(CLI::IsMember({"constant", "linear-warmup", "cosine", "cosine-restarts", "linear",
                              "polynomial", "step", "multistep", "exponential", "inverse-sqrt",
-                             "wsd", "onecycle", "cyclic"}));
+                             "wsd", "onecycle", "cyclic", "plateau"}));
   app.add_option("--warmup-steps", train.warmupSteps, "warm-up steps of the schedule");
   app.add_option("--total-steps", train.totalSteps,
                  "the step at which cosine, linear, polynomial and wsd reach --min-lr");
   app.add_option("--min-lr", train.minLr,
-                 "final learning rate of cosine, linear, polynomial and wsd");
+                 "final learning rate of cosine, linear, polynomial and wsd; cyclic's base; "
+                 "plateau's floor");
   app.add_option("--lr-gamma", train.lrGamma,
                  "step: the factor every --lr-step-size steps; multistep: at each milestone; "
-                 "exponential: every step");
+                 "exponential: every step; plateau: each reduction's (default 0.1)");
   app.add_option("--lr-milestones", train.lrMilestones,
                  "multistep schedule: steps after the warm-up at which lr is multiplied by "
                  "--lr-gamma (increasing, e.g. 30,60,90)")
@@ -192,6 +194,23 @@ int main(int argc, char **argv) {
                  "onecycle, 0.9 cyclic)");
   app.add_flag("--no-cycle-momentum", train.noCycleMomentum,
                "onecycle, cyclic: leave the momentum alone (torch's cycle_momentum=False)");
+  app.add_option("--lr-patience", train.lrPatience,
+                 "plateau schedule: windows without improvement tolerated before the lr is "
+                 "reduced (default 10)");
+  app.add_option("--lr-threshold", train.lrThreshold,
+                 "plateau schedule: how much a window's mean loss must improve on the best to "
+                 "count (default 1e-4)");
+  app.add_option("--lr-threshold-mode", train.lrThresholdMode,
+                 "plateau schedule: rel (below best * (1 - threshold), the default) or abs "
+                 "(below best - threshold)")
+      ->check(CLI::IsMember({"rel", "abs"}));
+  app.add_option("--lr-cooldown", train.lrCooldown,
+                 "plateau schedule: windows ignored after a reduction (default 0)");
+  app.add_option("--lr-eps", train.lrEps,
+                 "plateau schedule: a reduction of this much or less is skipped (default 1e-8)");
+  app.add_option("--lr-plateau-steps", train.lrPlateauSteps,
+                 "plateau schedule: the steps whose mean training loss is one reading of the "
+                 "metric, as an epoch's (default 1)");
   app.add_option("--lr-power", train.lrPower, "polynomial schedule: the exponent (default 1)");
   app.add_option("--decay-steps", train.decaySteps,
                  "wsd schedule: the final steps, which decay linearly to --min-lr");
@@ -318,8 +337,9 @@ int main(int argc, char **argv) {
                            "--lr-cyclic-mode", "--lr-pct-start", "--lr-anneal",
                            "--lr-three-phase", "--lr-div-factor", "--lr-final-div-factor",
                            "--base-momentum", "--max-momentum", "--no-cycle-momentum",
-                           "--micro-batches", "--precision", "--sync-batch-norm",
-                           "--padding-idx"})
+                           "--lr-patience", "--lr-threshold", "--lr-threshold-mode",
+                           "--lr-cooldown", "--lr-eps", "--lr-plateau-steps", "--micro-batches",
+                           "--precision", "--sync-batch-norm", "--padding-idx"})
     if (app.count(flag) && !train.enabled) {
       std::cerr << "plait-compile: " << flag << " needs --train\n";
       return 1;
@@ -353,7 +373,9 @@ int main(int argc, char **argv) {
       {"--lr-div-factor", train.lrDivFactor},
       {"--lr-final-div-factor", train.lrFinalDivFactor},
       {"--base-momentum", train.baseMomentum},
-      {"--max-momentum", train.maxMomentum}};
+      {"--max-momentum", train.maxMomentum},
+      {"--lr-threshold", train.lrThreshold},
+      {"--lr-eps", train.lrEps}};
   for (const auto &[flag, value] : numbers)
     if (app.count(flag) && !std::isfinite(value)) {
       std::cerr << "plait-compile: " << flag << " must be a finite number, got " << value << "\n";
@@ -507,10 +529,17 @@ int main(int argc, char **argv) {
        {"linear-warmup", "cosine", "cosine-restarts", "linear", "polynomial", "step",
         "multistep", "exponential", "inverse-sqrt", "wsd"}},
       {"--total-steps", {"cosine", "linear", "polynomial", "wsd", "onecycle"}},
-      {"--min-lr", {"cosine", "cosine-restarts", "linear", "polynomial", "wsd", "cyclic"}},
+      {"--min-lr",
+       {"cosine", "cosine-restarts", "linear", "polynomial", "wsd", "cyclic", "plateau"}},
       {"--lr-cycle-steps", {"cosine-restarts"}},
       {"--lr-cycle-mult", {"cosine-restarts"}},
-      {"--lr-gamma", {"step", "multistep", "exponential", "cyclic"}},
+      {"--lr-gamma", {"step", "multistep", "exponential", "cyclic", "plateau"}},
+      {"--lr-patience", {"plateau"}},
+      {"--lr-threshold", {"plateau"}},
+      {"--lr-threshold-mode", {"plateau"}},
+      {"--lr-cooldown", {"plateau"}},
+      {"--lr-eps", {"plateau"}},
+      {"--lr-plateau-steps", {"plateau"}},
       {"--lr-milestones", {"multistep"}},
       {"--lr-step-size", {"step", "cyclic"}},
       {"--lr-step-size-down", {"cyclic"}},

@@ -338,11 +338,10 @@ Status CudaExecutor::setInput(size_t index, DType dtype, const std::vector<int64
   return {};
 }
 
-void CudaExecutor::setHyperParameters(int64_t step, double lr) {
+void CudaExecutor::setHyperParameters(int64_t step, double lr, double prevLr) {
   for (uint32_t i : hyperTensors_)
     hyperValues_[i] = plan_.tensors[i].name == "lr"        ? static_cast<float>(lr)
-                      : plan_.tensors[i].name == "prev_lr" ? static_cast<float>(
-                                                                 plan_.schedule.before(step))
+                      : plan_.tensors[i].name == "prev_lr" ? static_cast<float>(prevLr)
                                                            : static_cast<float>(step);
 }
 

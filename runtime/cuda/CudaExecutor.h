@@ -75,9 +75,9 @@ public:
     return setInput(index, value.dtype, value.shape, value.data);
   }
 
-  /// The per-step hyper-parameters ("lr", "step"): kept on the host for the optimizer kernels
-  /// and copied to the device at the start of run().
-  void setHyperParameters(int64_t step, double lr);
+  /// The per-step hyper-parameters ("lr", "prev_lr", "step"): kept on the host for the
+  /// optimizer kernels and copied to the device at the start of run().
+  void setHyperParameters(int64_t step, double lr, double prevLr);
 
   /// Enqueues every instruction, the collectives and the updates, and waits for the step to
   /// finish. Errors read "PLAN: instruction N ('name', kernel K): message".

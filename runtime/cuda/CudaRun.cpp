@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/DataLoader.h"
+#include "runtime/LrController.h"
 #include "runtime/cuda/CudaExecutor.h"
 #include "runtime/cuda/CudaStatus.h"
 #include "runtime/io/Npy.h"
@@ -260,6 +261,7 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
   }
   double totalMs = 0;
   nlohmann::json firstLoss, loss;
+  LrController lrs(plan.schedule); // each step's lr; the plateau schedule reads the loss
   for (int64_t step = 1; step <= options.steps; ++step) {
     for (size_t i = 0; i < plan.inputs.size(); ++i) {
       const PlanTensor &t = plan.tensors[plan.inputs[i]];
@@ -268,7 +270,8 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
       PLAIT_RETURN_IF_ERROR(exec->setInput(i, t.dtype, t.shape, bytes));
     }
     // A forward plan has no schedule, but a training-mode dropout's mask reads the step.
-    exec->setHyperParameters(step, plan.training ? plan.schedule.at(step) : 0.0);
+    const double lr = plan.training ? lrs.lr(step) : 0.0;
+    exec->setHyperParameters(step, lr, plan.training ? lrs.prevLr(step) : 0.0);
     auto start = std::chrono::steady_clock::now();
     Status ran = exec->run();
     if (!ran.ok())
@@ -278,6 +281,8 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
             .count();
     totalMs += ms;
     PLAIT_RETURN_IF_ERROR(lossOf(*exec, loss));
+    if (plan.training && lrs.readsLoss() && loss.is_number())
+      lrs.observe(loss.get<double>());
     if (step == 1)
       firstLoss = loss;
     if (step == 1 && options.steps > 1)
@@ -295,7 +300,7 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
                                {"world_size", plan.worldSize},
                                {"device", "cuda"}};
       if (plan.training)
-        record["lr"] = plan.schedule.at(step);
+        record["lr"] = lr;
       log << record.dump() << std::endl;
       if (!log)
         return Status::errorf("--log-jsonl {}: write error", options.logJsonl);

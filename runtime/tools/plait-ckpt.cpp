@@ -72,8 +72,12 @@ int main(int argc, char **argv) {
     std::string updates;
     for (const std::string &u : index.updates)
       updates += (updates.empty() ? "" : ", ") + u;
+    std::string plateau;
+    if (const auto &p = index.info.plateau)
+      plateau = fmt::format("; plateau schedule at lr {:g} (best mean loss {:g}, {} reduction{})",
+                            p->lr, p->best, p->reductions, p->reductions == 1 ? "" : "s");
     fmt::print("{}: step {}, saved by {} rank{}, global batch {}, {} samples seen, {} files; "
-               "{} params ({} elements), {} optimizer tensors ({} elements{}); model {}\n",
+               "{} params ({} elements), {} optimizer tensors ({} elements{}); model {}{}\n",
                index.path, index.info.step, index.worldSize, index.worldSize == 1 ? "" : "s",
                index.info.globalBatch, index.info.samplesSeen, index.files.size(),
                std::count_if(index.tensors.begin(), index.tensors.end(),
@@ -81,7 +85,7 @@ int main(int argc, char **argv) {
                params,
                std::count_if(index.tensors.begin(), index.tensors.end(),
                              [](const auto &t) { return t.second.kind != "param"; }),
-               states, updates.empty() ? "" : ", updated by " + updates, index.model);
+               states, updates.empty() ? "" : ", updated by " + updates, index.model, plateau);
     return 0;
   }
   // --ema: a param's entry is read from its average "<param>.ema" where the run kept one.

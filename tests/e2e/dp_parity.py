@@ -239,6 +239,10 @@ def main():
         ema = "--ema-decay" in TRAIN[name]
         ref_log, ref_w = train(args.build, ref_plan, data_dir, steps, 1, ref_out, ema)
         ref_losses = np.array([r["loss"] for r in ref_log])
+        ref_lrs = [r["lr"] for r in ref_log]
+        if "plateau" in TRAIN[name] and len(set(ref_lrs)) < 2:
+            failures.append("%s: the plateau schedule never reduced the reference's lr: the "
+                            "run checks no reduction" % name)
 
         model = tmp / ("%s-b%d.onnx" % (name, global_batch // world))
         rebatch(SAMPLES / name / (name + ".onnx"), model, global_batch // world)
@@ -254,6 +258,8 @@ def main():
             log, weights = train(args.build, plan, data_dir, steps, world, out, ema)
             losses = np.array([r["loss"] for r in log])
             problems, rel_max, worst = compare(name, losses, weights, ref_losses, ref_w, steps)
+            if [r["lr"] for r in log] != ref_lrs:  # the plateau schedule's: read on each rank
+                problems.append("the lr of some step differs from the reference's")
             mem = report["memory"]
             expect = np.zeros(3, dtype=np.int64)
             for unit in report["units"]:

@@ -311,6 +311,35 @@ class CyclicBeta1:
         self.copy()
 
 
+class PlateauOnLoss:
+    """ReduceLROnPlateau stepped with the mean training loss of each `window` steps (summed
+    in step order, as plait's LrController sums them), as a script steps it each epoch with
+    the epoch's loss. Records the lr each step ran at (`lrs`)."""
+    reads_loss = True
+
+    def __init__(self, optimizer, window=1, **kwargs):
+        self.optimizer, self.window, self.losses, self.lrs = optimizer, window, [], []
+        self.scheduler = LR.ReduceLROnPlateau(optimizer, **kwargs)
+
+    def step(self, loss):
+        self.lrs.append(self.optimizer.param_groups[0]["lr"])
+        self.losses.append(loss)
+        if len(self.losses) == self.window:
+            total = 0.0
+            for value in self.losses:
+                total += value
+            self.scheduler.step(total / len(self.losses))
+            self.losses = []
+
+
+def plateau(window=1, **kwargs):
+    """A config's scheduler: PlateauOnLoss(optimizer, window, **kwargs)."""
+    def build(optimizer):
+        return PlateauOnLoss(optimizer, window, **kwargs)
+    build.reads_loss = True
+    return build
+
+
 CONFIGS = {
     "mlp-sgd": config("mlp", ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9",
                               "--nesterov", "--weight-decay", "1e-4"],
@@ -652,6 +681,32 @@ CONFIGS = {
                                  lambda p: torch.optim.Adam(p, lr=3e-3), noise_only=KEY_BIAS,
                                  scheduler=lambda o: CyclicBeta1(o, base_lr=3e-4, max_lr=3e-3,
                                                                  step_size_up=5)),
+    # ReduceLROnPlateau on the training loss (the mean of each --lr-plateau-steps window, as a
+    # script steps it each epoch): each step's lr compared too, as the same doubles. The
+    # thresholds are set so that the short runs reduce the lr several times.
+    "mlp-sgd-plateau-lr": config("mlp", ["--optimizer", "sgd", "--lr", "0.1", "--momentum",
+                                         "0.9", "--lr-schedule", "plateau", "--lr-patience",
+                                         "1", "--lr-plateau-steps", "2", "--lr-threshold",
+                                         "0.02", "--lr-gamma", "0.5"],
+                                 lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+                                 scheduler=plateau(2, patience=1, threshold=0.02, factor=0.5)),
+    "gpt-adamw-plateau-lr": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                           "--lr-schedule", "plateau", "--lr-patience", "0",
+                                           "--lr-threshold-mode", "abs", "--lr-threshold",
+                                           "0.15", "--lr-cooldown", "2", "--lr-plateau-steps",
+                                           "3", "--lr-gamma", "0.5", "--min-lr", "5e-4"],
+                                   lambda p: torch.optim.AdamW(p, lr=3e-3), noise_only=KEY_BIAS,
+                                   scheduler=plateau(3, patience=0, threshold_mode="abs",
+                                                     threshold=0.15, cooldown=2, factor=0.5,
+                                                     min_lr=5e-4)),
+    # ASGD's eta reads the lr of the step before (prev_lr): after a reduction, the old one.
+    "cnn-asgd-plateau-lr": config("cnn", ["--optimizer", "asgd", "--lr", "0.02", "--lambd",
+                                          "1e-3", "--lr-schedule", "plateau", "--lr-patience",
+                                          "2", "--lr-threshold", "0.01", "--lr-gamma", "0.3"],
+                                  lambda p: torch.optim.ASGD(p, lr=0.02, lambd=1e-3,
+                                                             foreach=False),
+                                  scheduler=plateau(patience=2, threshold=0.01, factor=0.3),
+                                  states=["ax"]),
     "gpt-adamw-amsgrad": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3", "--betas",
                                         "0.9,0.95", "--amsgrad"],
                                 lambda p: torch.optim.AdamW(p, lr=3e-3, betas=(0.9, 0.95),
@@ -827,7 +882,9 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
             averaged.update_parameters(model)
         if scheduled is not None:
             scheduled.step()
-        if scheduler:
+        if getattr(scheduler, "reads_loss", False):
+            scheduler.step(float(loss))
+        elif scheduler:
             scheduler.step()
         losses.append(float(loss))
     if states is not None:
@@ -839,6 +896,8 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
     if scheduled is not None:
         states["ema"] = {n: s.numpy() for (n, _), s in zip(model.named_parameters(),
                                                             scheduled.shadow)}
+    if getattr(scheduler, "reads_loss", False):  # the lr of each step, as it followed the loss
+        states["lr"] = scheduler.lrs
     return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 
@@ -882,16 +941,21 @@ def run_config(name, build, steps):
                             tmp / "states.safetensors", "--optimizer"], check=True,
                            stdout=subprocess.DEVNULL)
             plait_states = read_safetensors(tmp / "states.safetensors")
-        plait_losses = [json.loads(line)["loss"] for line in (tmp / "log.jsonl").read_text().splitlines()]
+        log = [json.loads(line) for line in (tmp / "log.jsonl").read_text().splitlines()]
+        plait_losses = [record["loss"] for record in log]
+        plait_lrs = [record["lr"] for record in log]
         plait_weights = read_safetensors(tmp / "weights.safetensors")
 
     input_order = [i.name for i in onnx.load(str(onnx_path)).graph.input]
     model = build_torch_model(sample, onnx_path)
-    torch_states = {} if cfg["states"] or cfg["ema"] else None
+    reads_loss = getattr(cfg["scheduler"], "reads_loss", False)
+    torch_states = {} if cfg["states"] or cfg["ema"] or reads_loss else None
     torch_losses, torch_weights = train_torch(model, cfg, data, batch, steps, input_order,
                                               states=torch_states)
     ok = compare_training(name, plait_losses, plait_weights, torch_losses, torch_weights,
                           cfg["noise_only"])
+    if reads_loss:
+        ok &= compare_lrs(name, plait_lrs, torch_states.pop("lr"))
     if cfg["ema"]:
         ok &= compare_averages(name, plait_ema, torch_states.pop("ema"), plait_weights,
                                cfg["noise_only"])
@@ -941,6 +1005,23 @@ def compare_states(label, plait_states, torch_states, what="optimizer states"):
             ok = False
     print(f"{label}: {len(torch_states)} {what}, max abs diff {worst:.1e}: "
           f"{'ok' if ok else 'MISMATCH'}")
+    return ok
+
+
+def compare_lrs(label, plait_lrs, torch_lrs):
+    """Each step's lr of a schedule that reads the loss: the same doubles as torch's
+    scheduler's, and reduced at least once (else the test would check nothing)."""
+    ok = plait_lrs == torch_lrs
+    for s, (a, b) in enumerate(zip(plait_lrs, torch_lrs)):
+        if a != b:
+            print(f"{label}: step {s + 1}: plait's lr {a!r}, torch's {b!r}")
+            break
+    reductions = sum(1 for a, b in zip(torch_lrs, torch_lrs[1:]) if b != a)
+    if reductions == 0:
+        print(f"{label}: torch's scheduler never changed the lr: the config checks nothing")
+        ok = False
+    print(f"{label}: lr {torch_lrs[0]:g} -> {torch_lrs[-1]:g} ({reductions} reductions), "
+          f"{'the same each step' if plait_lrs == torch_lrs else 'MISMATCH'}")
     return ok
 
 

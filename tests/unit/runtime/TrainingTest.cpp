@@ -12,6 +12,7 @@
 #include "codegen/PlanBuilder.h"
 #include "runtime/DataLoader.h"
 #include "runtime/Executor.h"
+#include "runtime/LrController.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
@@ -39,6 +40,93 @@ TEST(LrSchedule, ConstantWarmupAndCosine) {
 
 // onecycle and cyclic give the lr of torch's OneCycleLR and CyclicLR bit for bit (PyTorch
 // 1.13's group['lr'] before each step, printed with repr).
+// The lr of each step, and after the last, as LrController gives them for `losses`.
+std::vector<double> plateauLrs(const LrSchedule &s, const std::vector<double> &losses) {
+  EXPECT_EQ(s.invalid(), "");
+  LrController lrs(s);
+  std::vector<double> out;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    out.push_back(lrs.lr(int64_t(i) + 1));
+    EXPECT_EQ(lrs.prevLr(int64_t(i) + 1), i == 0 ? s.lr : out[i - 1]) << "step " << i + 1;
+    lrs.observe(losses[i]);
+  }
+  out.push_back(lrs.lr(int64_t(losses.size()) + 1));
+  return out;
+}
+
+TEST(LrController, PlateauAsTorch) {
+  // torch 1.13's ReduceLROnPlateau on SGD(lr=0.1), stepped with these losses (the mean of
+  // each window of 2 in the last case), each group lr printed with repr(): a NaN loss is a
+  // bad epoch, cooldown ignores the bad ones, min_lr clamps, eps skips a small reduction.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> losses = {5.0, 4.0, 4.0, 3.99, 3.999, 4.1, 3.0, nan, 3.0, 2.9999,
+                                      2.5, 2.6, 2.7, 2.8,  2.9,   3.0, 3.1, 1.0, 1.0, 1.0};
+  LrSchedule s{"plateau", 0.1};
+  s.gamma = 0.1;
+  s.patience = 1;
+  EXPECT_THAT(
+      plateauLrs(s, losses),
+      ::testing::ElementsAre(0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.010000000000000002,
+                             0.010000000000000002, 0.010000000000000002, 0.0010000000000000002,
+                             0.0010000000000000002, 0.0010000000000000002, 0.0010000000000000002,
+                             0.00010000000000000003, 0.00010000000000000003, 1.0000000000000004e-05,
+                             1.0000000000000004e-05, 1.0000000000000004e-06, 1.0000000000000004e-06,
+                             1.0000000000000004e-06, 1.0000000000000005e-07));
+  // patience=0, threshold=0.05, threshold_mode='abs', cooldown=2, factor=0.5
+  LrSchedule abs = s;
+  abs.patience = 0;
+  abs.threshold = 0.05;
+  abs.thresholdAbs = true;
+  abs.cooldown = 2;
+  abs.gamma = 0.5;
+  EXPECT_THAT(plateauLrs(abs, losses),
+              ::testing::ElementsAre(0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025, 0.025, 0.0125,
+                                     0.0125, 0.0125, 0.00625, 0.00625, 0.00625, 0.003125, 0.003125,
+                                     0.003125, 0.003125, 0.0015625, 0.0015625));
+  // patience=0, factor=0.5, min_lr=0.02
+  LrSchedule floor = s;
+  floor.patience = 0;
+  floor.gamma = 0.5;
+  floor.minLr = 0.02;
+  EXPECT_THAT(plateauLrs(floor, losses),
+              ::testing::ElementsAre(0.1, 0.1, 0.1, 0.05, 0.05, 0.025, 0.02, 0.02, 0.02, 0.02, 0.02,
+                                     0.02, 0.02, 0.02, 0.02, 0.02, 0.02, 0.02, 0.02, 0.02, 0.02));
+  // patience=0, factor=0.9999999: each reduction is below eps 1e-8, so none applies.
+  LrSchedule tiny = floor;
+  tiny.minLr = 0;
+  tiny.gamma = 0.9999999;
+  EXPECT_THAT(plateauLrs(tiny, losses), ::testing::Each(0.1));
+  // patience=0, factor=0.5, stepped with the mean of each 2 losses.
+  LrSchedule window = floor;
+  window.minLr = 0;
+  window.plateauSteps = 2;
+  EXPECT_THAT(plateauLrs(window, losses),
+              ::testing::ElementsAre(0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.025, 0.025, 0.025,
+                                     0.025, 0.025, 0.025, 0.0125, 0.0125, 0.00625, 0.00625, 0.00625,
+                                     0.00625, 0.00625));
+  // Restored mid-window, it goes on as if never stopped.
+  LrController whole(window), first(window);
+  for (int i = 0; i < 9; ++i)
+    first.observe(losses[i]);
+  LrController resumed(window);
+  resumed.restore(first.plateau());
+  for (int i = 0; i < 20; ++i)
+    whole.observe(losses[i]);
+  for (int i = 9; i < 20; ++i)
+    resumed.observe(losses[i]);
+  EXPECT_EQ(resumed.lr(21), whole.lr(21));
+  EXPECT_EQ(resumed.plateau().reductions, whole.plateau().reductions);
+  // The other kinds follow the step and read no loss.
+  LrSchedule step{"step", 1.0};
+  step.gamma = 0.5;
+  step.stepSize = 2;
+  LrController stepped(step);
+  EXPECT_FALSE(stepped.readsLoss());
+  EXPECT_FALSE(stepped.observe(1.0));
+  EXPECT_EQ(stepped.lr(3), 0.5);
+  EXPECT_EQ(stepped.prevLr(3), 1.0);
+}
+
 TEST(LrSchedule, CyclicalKindsAsTorch) {
   // OneCycleLR(max_lr=1, total_steps=10, three_phase=True, anneal_strategy='linear',
   // pct_start=0.25, div_factor=10, final_div_factor=100).
@@ -238,7 +326,7 @@ TEST(TrainingPlan, UpdatesPersistAcrossStepsAndStateStartsAtZero) {
   float x[2] = {1.0f, 2.0f};
   for (int step = 1; step <= 3; ++step) {
     ASSERT_TRUE(exec->setInput(0, TensorView{x, DType::F32, {2}}).ok());
-    exec->setHyperParameters(step, plan.schedule.at(step));
+    exec->setHyperParameters(step, plan.schedule.at(step), plan.schedule.before(step));
     ASSERT_TRUE(exec->run().ok());
     EXPECT_FLOAT_EQ(*exec->output(0).as<float>(), 2.0f + 3.0f * step); // sum(w + x), w grows
   }

@@ -81,7 +81,7 @@ CountedRun runCounted(const std::string &planPath, const std::string &dataDir, i
     if (!out.status.ok())
       break;
     if (plan.training)
-      exec->setHyperParameters(step, plan.schedule.at(step));
+      exec->setHyperParameters(step, plan.schedule.at(step), plan.schedule.before(step));
     out.status = exec->run();
   }
   if (counting)
