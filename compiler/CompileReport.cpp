@@ -611,8 +611,11 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
         detail += fmt::format(", per param group '{}'", t["param_groups"].get<std::string>());
       if (t.contains("lr_scale"))
         detail += fmt::format(", lr scaled per param by '{}'", t["lr_scale"].get<std::string>());
+      if (double value = t.value("clip_grad_value", 0.0); value > 0)
+        detail += fmt::format(", gradients clamped to [-{:g}, {:g}]", value, value);
       if (clip > 0)
-        detail += fmt::format(", gradients clipped to norm {:g}", clip);
+        detail += fmt::format("{} clipped to norm {:g}",
+                              t.value("clip_grad_value", 0.0) > 0 ? ", then" : ", gradients", clip);
       // A param group's maximize (its regexes, ';'-separated as --param-group's groups).
       auto groupList = [&](const char *key) {
         std::string list, regexes = t.value(key, std::string());

@@ -125,8 +125,10 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   shard.reshardAfterForward = !dist.noReshardAfterForward;
   shard.shardedAccumulation = !dist.noShardedAccumulation && choice.shardedAccumulation;
   shard.deferReplicaReduce = !dist.replicaReducePerMicroBatch;
-  if (dist.worldSize > 1)
+  if (dist.worldSize > 1) {
     shard.clipGradNorm = options.train.clipGradNorm;
+    shard.clipGradValue = options.train.clipGradValue;
+  }
   pm.addPass(createShardPass(shard));
   InsertCollectivesPassOptions collectives;
   collectives.bucketBytes = choice.bucketBytes > 0 ? choice.bucketBytes : dist.bucketBytes;

@@ -103,6 +103,13 @@ void clipByGlobalNorm(OpBuilder &b, Location loc, llvm::MapVector<Value, Value> 
   }
 }
 
+/// Clamps every gradient element to [-value, value] as torch's clip_grad_value_.
+void clampGradients(OpBuilder &b, Location loc, llvm::MapVector<Value, Value> &grads,
+                    double value) {
+  for (auto &[param, grad] : grads)
+    grad = b.create<ClampOp>(loc, grad, b.getF64FloatAttr(-value), b.getF64FloatAttr(value));
+}
+
 /// --precision bf16-mixed: rewrites the forward to compute in bf16 while every param stays an
 /// f32 master that the optimizer updates. Each float param, float graph input and float
 /// constant is cast to bf16 where it is defined; every op producing f32 then produces bf16,
@@ -250,9 +257,11 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                      double(stepSizeMax), double(lambd),         double(asgdAlpha),
                      double(t0),          double(clipGradNorm),  double(minLr),
                      double(lrGamma),     double(lrPower),       double(lrThreshold),
-                     double(lrEps)})
+                     double(lrEps),       double(clipGradValue)})
       if (!std::isfinite(v))
         return module.emitError("optimizer hyper-parameters must be finite numbers, got ") << v;
+    if (clipGradValue < 0)
+      return module.emitError("clip-grad-value must be >= 0, got ") << clipGradValue;
     // lr < 0, eps < 0: the optimizer's default (eps = 0 is refused: a zero denominator).
     // beta2 < 0: the optimizer's default (lion 0.99, else 0.999).
     if (lr == 0 || eps == 0 || beta1 < 0 || beta1 >= 1 || beta2 >= 1 || momentum < 0 ||
@@ -677,6 +686,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
         b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecayUsed)),
         b.getNamedAttr("clip_grad_norm", b.getF64FloatAttr(clipGradNorm))};
+    if (clipGradValue > 0)
+      train.push_back(b.getNamedAttr("clip_grad_value", b.getF64FloatAttr(clipGradValue)));
     if (microBatches > 1)
       train.push_back(b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)));
     if (maximize)
@@ -768,6 +779,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     Operation *terminator = func->getBody().front().getTerminator();
     OpBuilder b(terminator);
     Location loc = terminator->getLoc();
+    if (clipGradValue > 0) // first, as a script calling clip_grad_value_ then clip_grad_norm_
+      clampGradients(b, loc, *grads, clipGradValue);
     if (clipGradNorm > 0)
       clipByGlobalNorm(b, loc, *grads, clipGradNorm);
     auto f32Scalar = RankedTensorType::get({}, b.getF32Type());

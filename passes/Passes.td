@@ -129,6 +129,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
            "param group with weight_decay 0)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
            "clip gradients to this global L2 norm (0: off)">,
+    Option<"clipGradValue", "clip-grad-value", "double", "0.0",
+           "clamp every gradient element to [-V, V] (0: off), before norm clipping, as "
+           "torch's clip_grad_value_">,
     Option<"emaDecay", "ema-decay", "double", "0.0",
            "keep an exponential moving average of the trainable params, updated after each "
            "step with this decay (0: off; plait.weight_ema, states '<param>.ema')">,
@@ -297,7 +300,10 @@ def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
            "with sharded accumulation, hsdp units all-reduce across their replicas the sum of "
            "the first K-1 micro-batches' shards, then the last's (off: every micro-batch's)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
-           "world size > 1: clip the averaged gradients to this global L2 norm (0: off)">
+           "world size > 1: clip the averaged gradients to this global L2 norm (0: off)">,
+    Option<"clipGradValue", "clip-grad-value", "double", "0.0",
+           "world size > 1: clamp the averaged gradients' elements to [-V, V] (0: off), "
+           "before norm clipping">
   ];
 }
 

@@ -116,6 +116,9 @@ int main(int argc, char **argv) {
                  "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
                  "torch param group with weight_decay 0)");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
+  app.add_option("--clip-grad-value", train.clipGradValue,
+                 "clamp every gradient element to [-V, V] (torch's clip_grad_value_; before "
+                 "--clip-grad-norm where both are given)");
   app.add_option("--ema-decay", train.emaDecay,
                  "keep an exponential moving average of the trained params, d * ema + (1 - d) "
                  "* param after each step (torch's AveragedModel: a copy on step 1), in the "
@@ -328,8 +331,9 @@ int main(int argc, char **argv) {
                            "--initial-accumulator-value", "--rho", "--no-weight-decay",
                            "--etas", "--step-sizes", "--lambd", "--asgd-alpha", "--t0",
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
-                           "--momentum-decay", "--freeze", "--clip-grad-norm", "--ema-decay",
-                           "--ema-warmup", "--ema-buffers", "--ema-power", "--ema-inv-gamma",
+                           "--momentum-decay", "--freeze", "--clip-grad-norm",
+                           "--clip-grad-value", "--ema-decay", "--ema-warmup", "--ema-buffers",
+                           "--ema-power", "--ema-inv-gamma",
                            "--ema-min-decay", "--ema-start", "--ema-every", "--lr-schedule",
                            "--warmup-steps", "--total-steps", "--min-lr", "--lr-gamma",
                            "--lr-step-size", "--lr-power", "--decay-steps", "--lr-milestones",
@@ -362,6 +366,7 @@ int main(int argc, char **argv) {
       {"--asgd-alpha", train.asgdAlpha},
       {"--t0", train.t0},
       {"--clip-grad-norm", train.clipGradNorm},
+      {"--clip-grad-value", train.clipGradValue},
       {"--ema-decay", train.emaDecay},
       {"--ema-power", train.emaPower},
       {"--ema-inv-gamma", train.emaInvGamma},
@@ -384,6 +389,7 @@ int main(int argc, char **argv) {
   for (const auto &[flag, value] : {std::pair<const char *, double>{"--weight-decay",
                                                                      train.weightDecay},
                                     {"--clip-grad-norm", train.clipGradNorm},
+                                    {"--clip-grad-value", train.clipGradValue},
                                     {"--min-lr", train.minLr},
                                     {"--lambd", train.lambd},
                                     {"--asgd-alpha", train.asgdAlpha},

@@ -144,13 +144,13 @@ Value reduceFlat(OpBuilder &b, Location loc, ArrayRef<Value> grads, int64_t padd
 }
 
 /// The reduction a sharded update's gradient comes from: its sync_grad, seen through the
-/// cast up (bf16-mixed) and, with sharded accumulation, the mean of the micro-batches' shards
-/// (the last one's). Null for a gradient reduced whole.
+/// cast up (bf16-mixed), the value clipping's clamp and, with sharded accumulation, the mean
+/// of the micro-batches' shards (the last one's). Null for a gradient reduced whole.
 SyncGradOp shardReduction(Value grad) {
   while (Operation *def = grad.getDefiningOp()) {
     if (auto sync = dyn_cast<SyncGradOp>(def))
       return sync;
-    if (isa<CastOp, DivOp>(def))
+    if (isa<CastOp, DivOp, ClampOp>(def))
       grad = def->getOperand(0);
     else if (isa<AddOp>(def))
       grad = def->getOperand(1);
@@ -320,14 +320,19 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       return signalPassFailure();
     if (worldSize > 1)
       if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train"))
-        if (auto clip = train.getAs<FloatAttr>("clip_grad_norm"))
-          if (clip.getValueAsDouble() > 0) {
+        for (const char *key : {"clip_grad_norm", "clip_grad_value"})
+          if (auto clip = train.getAs<FloatAttr>(key); clip && clip.getValueAsDouble() > 0) {
             module.emitError("the training step already clips local gradients; with world "
-                             "size > 1 give the norm to plait-shard (clip-grad-norm) instead");
+                             "size > 1 give the ")
+                << (key == llvm::StringRef("clip_grad_norm") ? "norm" : "value")
+                << " to plait-shard ("
+                << (key == llvm::StringRef("clip_grad_norm") ? "clip-grad-norm" : "clip-grad-value")
+                << ") instead";
             return signalPassFailure();
           }
-    if (clipGradNorm < 0) {
-      module.emitError("clip-grad-norm must be >= 0, got ") << clipGradNorm;
+    if (clipGradNorm < 0 || clipGradValue < 0) {
+      module.emitError(clipGradNorm < 0 ? "clip-grad-norm" : "clip-grad-value")
+          << " must be >= 0, got " << (clipGradNorm < 0 ? clipGradNorm : clipGradValue);
       return signalPassFailure();
     }
     if (failed(lowerSyncMeans(module, *func, worldSize)))
@@ -480,6 +485,8 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       if (failed(done))
         return signalPassFailure();
     }
+    if (clipGradValue > 0)
+      clampSyncedGradients(body);
     if (clipGradNorm > 0)
       clipSyncedGradients(body);
     negateGradients(units); // after clipping, as torch's step; before LAMB's norms read them
@@ -551,22 +558,48 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     module->setAttr("plait.units", b.getArrayAttr(list));
   }
 
-  /// Global-norm clipping of the averaged gradients, as torch's clip_grad_norm_: every
-  /// update's gradient is scaled by min(1, max / (||g|| + 1e-6)). Whole (ddp) gradients are
-  /// on every rank; a sharded unit's squares are summed over its shard group first.
-  void clipSyncedGradients(Block &body) {
+  /// The optimizer updates of `body`, in order, with every gradient they read defined before
+  /// the first: clipping reads them all there. bf16-mixed casts each gradient up to f32 just
+  /// before its update; those casts move up to the first update.
+  SmallVector<Operation *> gradientsBeforeUpdates(Block &body) {
     SmallVector<Operation *> updates;
     for (Operation &op : body)
       if (isOptimizerUpdate(&op))
         updates.push_back(&op);
-    if (updates.empty())
-      return;
-    // bf16-mixed: each gradient is cast up to f32 just before its update; the norm is taken
-    // before the first update, so those casts move up to there.
     for (Operation *update : updates)
       if (auto up = update->getOperand(1).getDefiningOp<CastOp>();
           up && updates.front()->isBeforeInBlock(up))
         up->moveBefore(updates.front());
+    return updates;
+  }
+
+  /// Value clipping of the averaged gradients, as torch's clip_grad_value_ after DDP's
+  /// all-reduce: each update's gradient (whole, or this rank's shard: the clamp is
+  /// elementwise) clamped to [-V, V], before norm clipping. Recorded in plait.train.
+  void clampSyncedGradients(Block &body) {
+    SmallVector<Operation *> updates = gradientsBeforeUpdates(body);
+    if (updates.empty())
+      return;
+    OpBuilder b(updates.front()); // where norm clipping, if any, then reads them
+    for (Operation *update : updates)
+      update->setOperand(1, b.create<ClampOp>(update->getLoc(), update->getOperand(1),
+                                              b.getF64FloatAttr(-clipGradValue),
+                                              b.getF64FloatAttr(clipGradValue)));
+    auto module = body.getParentOp()->getParentOfType<ModuleOp>();
+    if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train")) {
+      NamedAttrList entries(train);
+      entries.set("clip_grad_value", OpBuilder(module).getF64FloatAttr(clipGradValue));
+      module->setAttr("plait.train", entries.getDictionary(module.getContext()));
+    }
+  }
+
+  /// Global-norm clipping of the averaged gradients, as torch's clip_grad_norm_: every
+  /// update's gradient is scaled by min(1, max / (||g|| + 1e-6)). Whole (ddp) gradients are
+  /// on every rank; a sharded unit's squares are summed over its shard group first.
+  void clipSyncedGradients(Block &body) {
+    SmallVector<Operation *> updates = gradientsBeforeUpdates(body);
+    if (updates.empty())
+      return;
     OpBuilder b(updates.front());
     Location loc = updates.front()->getLoc();
     auto f32 = b.getF32Type();

@@ -204,7 +204,8 @@ class Lamb(torch.optim.Optimizer):
 
 
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None,
-           no_decay=None, lr_scale=None, groups=None, states=None, scheduler=None, ema=None):
+           no_decay=None, lr_scale=None, groups=None, states=None, scheduler=None, ema=None,
+           clip_value=None):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
     (kind, lr, warmup, total, min_lr), set on the torch groups each step; scheduler: instead,
     builds a torch.optim.lr_scheduler on the optimizer, stepped after each step; noise_only:
@@ -227,6 +228,7 @@ def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=Non
     elif ema:
         flags = flags + ["--ema-decay", str(ema[0])] + (["--ema-warmup"] if ema[1] else [])
     return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
+                clip_value=clip_value,
                 clip=clip, noise_only=noise_only or {}, no_decay=no_decay, lr_scale=lr_scale,
                 groups=groups, states=states, scheduler=scheduler, ema=ema)
 
@@ -707,6 +709,17 @@ CONFIGS = {
                                                              foreach=False),
                                   scheduler=plateau(patience=2, threshold=0.01, factor=0.3),
                                   states=["ax"]),
+    # Value clipping (torch's clip_grad_value_ after backward): alone, and before norm
+    # clipping as a script calling both.
+    "mlp-sgd-clip-value": config("mlp", ["--optimizer", "sgd", "--lr", "0.1", "--momentum",
+                                         "0.9", "--clip-grad-value", "0.01"],
+                                 lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+                                 clip_value=0.01),
+    "gpt-adamw-clip-value": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                           "--clip-grad-value", "2e-3", "--clip-grad-norm",
+                                           "0.05"],
+                                   lambda p: torch.optim.AdamW(p, lr=3e-3), noise_only=KEY_BIAS,
+                                   clip=0.05, clip_value=2e-3),
     "gpt-adamw-amsgrad": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3", "--betas",
                                         "0.9,0.95", "--amsgrad"],
                                 lambda p: torch.optim.AdamW(p, lr=3e-3, betas=(0.9, 0.95),
@@ -865,7 +878,7 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
         scheduled = ScheduledEma(model.parameters(), **cfg["ema"])
     elif cfg["ema"]:
         averaged = torch.optim.swa_utils.AveragedModel(model, avg_fn=ema_average(*cfg["ema"]))
-    losses = []
+    losses, clamped = [], 0
     for s, (first, size) in enumerate(spans):
         if schedule:
             for group in opt.param_groups:
@@ -875,6 +888,10 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
         loss, _ = model(*args)
         opt.zero_grad()
         loss.backward()
+        if cfg["clip_value"]:
+            grads = [p.grad for p in model.parameters() if p.grad is not None]
+            clamped += sum(int((g.abs() > cfg["clip_value"]).sum()) for g in grads)
+            torch.nn.utils.clip_grad_value_(model.parameters(), cfg["clip_value"])
         if cfg["clip"]:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["clip"])
         opt.step()
@@ -898,6 +915,8 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
                                                             scheduled.shadow)}
     if getattr(scheduler, "reads_loss", False):  # the lr of each step, as it followed the loss
         states["lr"] = scheduler.lrs
+    if cfg["clip_value"]:
+        states["clamped"] = clamped
     return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 
@@ -949,13 +968,20 @@ def run_config(name, build, steps):
     input_order = [i.name for i in onnx.load(str(onnx_path)).graph.input]
     model = build_torch_model(sample, onnx_path)
     reads_loss = getattr(cfg["scheduler"], "reads_loss", False)
-    torch_states = {} if cfg["states"] or cfg["ema"] or reads_loss else None
+    torch_states = {} if cfg["states"] or cfg["ema"] or reads_loss or cfg["clip_value"] else None
     torch_losses, torch_weights = train_torch(model, cfg, data, batch, steps, input_order,
                                               states=torch_states)
     ok = compare_training(name, plait_losses, plait_weights, torch_losses, torch_weights,
                           cfg["noise_only"])
     if reads_loss:
         ok &= compare_lrs(name, plait_lrs, torch_states.pop("lr"))
+    if cfg["clip_value"]:
+        clamped = torch_states.pop("clamped")
+        print(f"{name}: {clamped} gradient elements clamped to +-{cfg['clip_value']:g} over "
+              f"{steps} steps")
+        if clamped == 0:
+            print(f"{name}: no gradient element reached the clip value: the config checks nothing")
+            ok = False
     if cfg["ema"]:
         ok &= compare_averages(name, plait_ema, torch_states.pop("ema"), plait_weights,
                                cfg["noise_only"])

@@ -1,6 +1,8 @@
 // RUN: plait-opt --split-input-file --verify-diagnostics --plait-build-train-step %s
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=lbfgs' %s 2>&1 | FileCheck %s --check-prefix=OPT
 // OPT: error: unknown optimizer 'lbfgs' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta, rprop, asgd or lamb)
+// RUN: not plait-opt --split-input-file --plait-build-train-step='clip-grad-value=-1' %s 2>&1 | FileCheck %s --check-prefix=CLIPVALUE
+// CLIPVALUE: error: clip-grad-value must be >= 0, got -1
 // RUN: not plait-opt --split-input-file --plait-build-train-step='schedule=plateau lr-threshold-mode=both' %s 2>&1 | FileCheck %s --check-prefix=PLATEAUMODE
 // PLATEAUMODE: error: unknown plateau threshold mode 'both' (expected rel or abs)
 // RUN: not plait-opt --split-input-file --plait-build-train-step='schedule=plateau lr-gamma=1' %s 2>&1 | FileCheck %s --check-prefix=PLATEAUFACTOR

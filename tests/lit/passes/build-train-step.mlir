@@ -1,6 +1,7 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd momentum=0.9' %s | FileCheck %s --check-prefix=SGD
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adamw lr=0.003' %s | FileCheck %s --check-prefix=ADAMW
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-norm=1.0' %s | FileCheck %s --check-prefix=FREEZE
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-value=0.5 clip-grad-norm=1.0' %s | FileCheck %s --check-prefix=CLIPVALUE
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adam weight-decay=0.05' %s | FileCheck %s --check-prefix=ADAM
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adam' %s | FileCheck %s --check-prefix=ADAM0
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad lr-decay=0.1' %s | FileCheck %s --check-prefix=ADAGRAD
@@ -172,6 +173,16 @@
 // AMSGRAD: plait.assign %[[VMAX]], %[[NEWMAX]] : tensor<3x4xf32>
 // --freeze keeps fc.bias out of training: no bias gradient, one update. Clipping scales the
 // remaining gradient by min(1, max_norm / (||g|| + 1e-6)).
+// Value clipping clamps each gradient first; the norm is of the clamped gradients.
+// CLIPVALUE: plait.train = {clip_grad_norm = 1.000000e+00 : f64, clip_grad_value = 5.000000e-01 : f64
+// CLIPVALUE-LABEL: func.func @main
+// CLIPVALUE: %[[C:.*]] = plait.clamp %{{.*}} {max = 5.000000e-01 : f64, min = -5.000000e-01 : f64}
+// CLIPVALUE: %[[SQ:.*]] = plait.mul %[[C]], %[[C]]
+// CLIPVALUE: plait.reduce_sum %[[SQ]]
+// CLIPVALUE: %[[COEF:.*]] = plait.min
+// CLIPVALUE: %[[G:.*]] = plait.mul %[[C]], %[[COEF]]
+// CLIPVALUE: plait.sgd_update %{{.*}}, %[[G]]
+
 // FREEZE-LABEL: func.func @main
 // FREEZE-NOT: plait.reduce_sum %{{.*}} {axes = array<i64: 0>}
 // FREEZE: %[[SQ:.*]] = plait.mul %[[G:.*]], %[[G]]

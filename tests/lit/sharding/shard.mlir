@@ -16,6 +16,7 @@
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp' | FileCheck %s --check-prefix=MIXED
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=zero2 unit-size=40' | FileCheck %s --check-prefix=SIZE
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-norm=1.0' | FileCheck %s --check-prefix=CLIP
+// RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-value=0.5 clip-grad-norm=1.0' | FileCheck %s --check-prefix=CLIPVALUE
 
 // Two units by name (layers.0: weight + bias = 12 elements; layers.1: 9 elements, padded
 // to 10 for two ranks), recorded on the module.
@@ -125,6 +126,17 @@
 // CLIP: %[[COEF:.*]] = plait.min
 // CLIP-COUNT-2: plait.mul %{{.*}}, %[[COEF]]
 // CLIP: plait.sgd_update
+
+// Value clipping on two ranks: each averaged gradient (the fsdp unit's shard, the ddp one
+// whole) clamped, then the norm of the clamped ones, the shard's squares still summed over
+// its shard group.
+// CLIPVALUE: plait.train = {clip_grad_norm = 1.000000e+00 : f64, clip_grad_value = 5.000000e-01 : f64
+// CLIPVALUE: %[[WHOLE:.*]] = plait.sync_grad %{{.*}} {replica_groups = [array<i64: 0, 1>]} : tensor<3x3xf32>
+// CLIPVALUE: %[[SHARD:.*]] = plait.sync_grad %{{.*}} {shard_groups = [array<i64: 0, 1>]} : tensor<12xf32> -> tensor<6xf32>
+// CLIPVALUE-DAG: %[[C0:.*]] = plait.clamp %[[SHARD]] {max = 5.000000e-01 : f64, min = -5.000000e-01 : f64} : tensor<6xf32>
+// CLIPVALUE-DAG: %[[C1:.*]] = plait.clamp %[[WHOLE]] {max = 5.000000e-01 : f64, min = -5.000000e-01 : f64} : tensor<3x3xf32>
+// CLIPVALUE: plait.all_reduce %{{.*}} {groups = [array<i64: 0, 1>]} : tensor<f32>
+// CLIPVALUE: plait.sgd_update
 
 // --unit-size 40: params in first-use order until a unit holds 40 bytes.
 // SIZE: name = "unit0", {{.*}}params = ["layers.0.weight", "layers.0.bias"]
