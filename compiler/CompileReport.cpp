@@ -611,6 +611,8 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
         detail += fmt::format(", per param group '{}'", t["param_groups"].get<std::string>());
       if (t.contains("lr_scale"))
         detail += fmt::format(", lr scaled per param by '{}'", t["lr_scale"].get<std::string>());
+      if (double e = t.value("label_smoothing", 0.0); e > 0)
+        detail += fmt::format(", cross-entropy targets smoothed by {:g}", e);
       if (double value = t.value("clip_grad_value", 0.0); value > 0)
         detail += fmt::format(", gradients clamped to [-{:g}, {:g}]", value, value);
       if (clip > 0)

@@ -41,6 +41,7 @@ struct TrainOptions {
   std::vector<std::string> paramGroups; // --param-group 'REGEX:KEY=V,...', in order
   double clipGradNorm = 0;
   double clipGradValue = 0; // --clip-grad-value: each gradient element clamped to [-V, V]
+  double labelSmoothing = 0; // --label-smoothing: the cross-entropy losses' target smoothing
   double emaDecay = 0;     // --ema-decay: the weight EMA's decay (0: none)
   bool emaWarmup = false;  // --ema-warmup: its decay min(D, t / (t + 9))
   double emaPower = 0;     // --ema-power: its decay min(D, 1 - (1 + n / G)^-P)

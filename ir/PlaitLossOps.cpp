@@ -1,6 +1,8 @@
 // The classification losses' shape rules (softmax_cross_entropy, nll_loss): the loss's shape
 // from the reduction, and the f32 result and f32 class weights a half-precision input may
 // have.
+#include <sstream>
+
 #include "ir/OpShapeRule.h"
 #include "ir/PlaitDialect.h"
 #include "ir/ShapeRules.h"
@@ -15,8 +17,20 @@ namespace plait {
 
 namespace {
 template <typename Adaptor>
-LogicalResult inferLoss(const ShapeRule &rule, Adaptor adaptor,
+LogicalResult inferLoss(const ShapeRule &rule, Adaptor adaptor, bool fromLogits,
                         SmallVectorImpl<Type> &results) {
+  if (auto smoothing = adaptor.getLabelSmoothingAttr()) {
+    double e = smoothing.getValueAsDouble();
+    if (!fromLogits)
+      return rule.fail("label_smoothing is softmax_cross_entropy's (torch's NLLLoss has none)");
+    if (!(e >= 0 && e <= 1)) {
+      std::ostringstream value; // as written (Diagnostic prints doubles as %e)
+      value << e;
+      return rule.fail("label_smoothing must be in [0, 1], got ", value.str());
+    }
+    if (adaptor.getWeight())
+      return rule.fail("label_smoothing with class weights is not supported");
+  }
   auto input = rankedType(adaptor.getInput()), target = rankedType(adaptor.getTarget());
   if (input.getRank() < 2)
     return rule.fail("input must be [N, C, ...], got rank ", input.getRank());
@@ -54,7 +68,7 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(MLIRContext *context,
                                                       SmallVectorImpl<Type> &results) {
   if (failed(checkShapeRuleInputs(context, loc, adaptor)))
     return failure();
-  return inferLoss(ShapeRule(loc, getOperationName()), adaptor, results);
+  return inferLoss(ShapeRule(loc, getOperationName()), adaptor, true, results);
 }
 
 namespace {
@@ -82,7 +96,7 @@ LogicalResult NllLossOp::inferReturnTypes(MLIRContext *context, std::optional<Lo
                                           Adaptor adaptor, SmallVectorImpl<Type> &results) {
   if (failed(checkShapeRuleInputs(context, loc, adaptor)))
     return failure();
-  return inferLoss(ShapeRule(loc, getOperationName()), adaptor, results);
+  return inferLoss(ShapeRule(loc, getOperationName()), adaptor, false, results);
 }
 
 } // namespace plait

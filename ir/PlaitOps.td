@@ -910,7 +910,8 @@ class Plait_LossOp<string mnemonic, string doc> :
   let arguments = (ins Plait_FloatTensor:$input, Plait_IndexTensor:$target,
                        Optional<Plait_FloatTensor>:$weight,
                        DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<F64Attr>:$label_smoothing);
   let results = (outs Plait_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let extraClassDeclaration = [{
@@ -934,6 +935,10 @@ def Plait_SoftmaxCrossEntropyOp : Plait_LossOp<"softmax_cross_entropy",
     positions (NaN when there are none), as torch.nn.CrossEntropyLoss and ONNX
     SoftmaxCrossEntropyLoss. For bf16 or f16 input the result may be f32 (otherwise of the
     input's type): the loss of the widened input, as a cast to f32 before the loss gives it.
+    `label_smoothing` e in [0, 1] (absent: 0; not with class weights) is torch's
+    CrossEntropyLoss(label_smoothing=e), which ONNX cannot express:
+      l[i] = -(1 - e) * log_softmax(input[i, :])[t] - e / C * sum_c log_softmax(input[i, :])[c],
+    normalised as above.
 
     ```mlir
     %l = plait.softmax_cross_entropy %logits, %labels {reduction = "mean"}
@@ -946,7 +951,8 @@ def Plait_NllLossOp : Plait_LossOp<"nll_loss", "negative log-likelihood of log-p
   let description = [{
     As softmax_cross_entropy, but `input` already holds log-probabilities:
     l[i] = -weight[t] * input[i, t]; shapes, `ignore_index` and `reduction` as there
-    (torch.nn.NLLLoss, ONNX NegativeLogLikelihoodLoss).
+    (torch.nn.NLLLoss, ONNX NegativeLogLikelihoodLoss). No `label_smoothing` (NLLLoss has
+    none).
 
     ```mlir
     %l = plait.nll_loss %logp, %labels {reduction = "sum"}

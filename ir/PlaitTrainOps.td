@@ -250,7 +250,8 @@ class Plait_LossGradOp<string mnemonic, string doc> :
   let arguments = (ins Plait_FloatTensor:$input, Plait_IndexTensor:$target,
                        Plait_FloatTensor:$grad, Optional<Plait_FloatTensor>:$weight,
                        DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<F64Attr>:$label_smoothing);
   let results = (outs Plait_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -260,7 +261,8 @@ def Plait_SoftmaxCrossEntropyGradOp : Plait_LossGradOp<"softmax_cross_entropy_gr
     "gradient of softmax_cross_entropy with respect to the logits"> {
   let description = [{
     `grad` is the loss's gradient (a scalar for mean/sum, target-shaped for none);
-    attributes as the forward op. Result: (softmax(input) - onehot(target)) * w * grad / norm.
+    attributes as the forward op. Result: (softmax(input) - onehot(target)) * w * grad / norm,
+    with `label_smoothing` e: (softmax(input) - (1 - e) * onehot(target) - e / C) * grad / norm.
     For bf16 or f16 logits `grad` may be f32: the gradient is then computed in f32 from the
     widened logits and rounded once to their type (plait-fuse-loss-cast's form of a cast to
     f32, the f32 gradient, and a cast back).

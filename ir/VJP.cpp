@@ -771,15 +771,15 @@ PLAIT_VJP(TriluOp) {
 //===----------------------------------------------------------------------===//
 
 PLAIT_VJP(SoftmaxCrossEntropyOp) {
-  og[0] = g.b.create<SoftmaxCrossEntropyGradOp>(g.loc, op.getInput().getType(), op.getInput(),
-                                                op.getTarget(), rg[0], op.getWeight(),
-                                                op.getReductionAttr(), op.getIgnoreIndexAttr());
+  og[0] = g.b.create<SoftmaxCrossEntropyGradOp>(
+      g.loc, op.getInput().getType(), op.getInput(), op.getTarget(), rg[0], op.getWeight(),
+      op.getReductionAttr(), op.getIgnoreIndexAttr(), op.getLabelSmoothingAttr());
   return success();
 }
 PLAIT_VJP(NllLossOp) {
-  og[0] = g.b.create<NllLossGradOp>(g.loc, op.getInput().getType(), op.getInput(),
-                                    op.getTarget(), rg[0], op.getWeight(),
-                                    op.getReductionAttr(), op.getIgnoreIndexAttr());
+  og[0] = g.b.create<NllLossGradOp>(g.loc, op.getInput().getType(), op.getInput(), op.getTarget(),
+                                    rg[0], op.getWeight(), op.getReductionAttr(),
+                                    op.getIgnoreIndexAttr(), nullptr);
   return success();
 }
 

@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <regex>
+#include <sstream>
 
 #include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
@@ -688,6 +689,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         b.getNamedAttr("clip_grad_norm", b.getF64FloatAttr(clipGradNorm))};
     if (clipGradValue > 0)
       train.push_back(b.getNamedAttr("clip_grad_value", b.getF64FloatAttr(clipGradValue)));
+    if (labelSmoothing > 0)
+      train.push_back(b.getNamedAttr("label_smoothing", b.getF64FloatAttr(labelSmoothing)));
     if (microBatches > 1)
       train.push_back(b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)));
     if (maximize)
@@ -726,13 +729,38 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     module->setAttr("plait.train", b.getDictionaryAttr(train));
   }
 
+  /// --label-smoothing: every softmax_cross_entropy of the step smooths its targets, as
+  /// torch's CrossEntropyLoss(label_smoothing) (which ONNX cannot express, so an exported
+  /// model never carries it). Recorded in plait.train by recordSchedule.
+  LogicalResult smoothLabels(func::FuncOp func) {
+    if (labelSmoothing == 0)
+      return success();
+    if (!(labelSmoothing > 0 && labelSmoothing <= 1)) {
+      std::ostringstream value; // as written (a diagnostic prints doubles as %e)
+      value << labelSmoothing;
+      return func.emitOpError("label-smoothing must be in [0, 1], got ") << value.str();
+    }
+    SmallVector<SoftmaxCrossEntropyOp> losses(func.getOps<SoftmaxCrossEntropyOp>());
+    if (losses.empty())
+      return func.emitOpError("label-smoothing smooths a softmax cross-entropy loss (ONNX "
+                              "SoftmaxCrossEntropyLoss, torch's cross_entropy); the model has "
+                              "none");
+    for (SoftmaxCrossEntropyOp op : losses) {
+      if (op.getWeight())
+        return op.emitOpError("label-smoothing with class weights is not supported");
+      op.setLabelSmoothingAttr(
+          FloatAttr::get(Float64Type::get(func.getContext()), double(labelSmoothing)));
+    }
+    return success();
+  }
+
   void runOnOperation() final {
     ModuleOp module = getOperation();
     auto func = entryFunction(module, "train");
     if (failed(checkOptions(module)) || failed(func))
       return signalPassFailure();
     auto loss = scalarLoss(*func);
-    if (failed(loss))
+    if (failed(loss) || failed(smoothLabels(*func)))
       return signalPassFailure();
 
     std::optional<std::regex> frozen;

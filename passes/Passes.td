@@ -132,6 +132,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"clipGradValue", "clip-grad-value", "double", "0.0",
            "clamp every gradient element to [-V, V] (0: off), before norm clipping, as "
            "torch's clip_grad_value_">,
+    Option<"labelSmoothing", "label-smoothing", "double", "0.0",
+           "smooth the targets of every softmax_cross_entropy by this much (0: off), as "
+           "torch's CrossEntropyLoss(label_smoothing)">,
     Option<"emaDecay", "ema-decay", "double", "0.0",
            "keep an exponential moving average of the trainable params, updated after each "
            "step with this decay (0: off; plait.weight_ema, states '<param>.ema')">,

@@ -116,6 +116,9 @@ int main(int argc, char **argv) {
                  "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
                  "torch param group with weight_decay 0)");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
+  app.add_option("--label-smoothing", train.labelSmoothing,
+                 "smooth the targets of the model's cross-entropy loss by E in [0, 1] (torch's "
+                 "CrossEntropyLoss(label_smoothing), which ONNX export cannot carry)");
   app.add_option("--clip-grad-value", train.clipGradValue,
                  "clamp every gradient element to [-V, V] (torch's clip_grad_value_; before "
                  "--clip-grad-norm where both are given)");
@@ -332,8 +335,8 @@ int main(int argc, char **argv) {
                            "--etas", "--step-sizes", "--lambd", "--asgd-alpha", "--t0",
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
-                           "--clip-grad-value", "--ema-decay", "--ema-warmup", "--ema-buffers",
-                           "--ema-power", "--ema-inv-gamma",
+                           "--clip-grad-value", "--label-smoothing", "--ema-decay",
+                           "--ema-warmup", "--ema-buffers", "--ema-power", "--ema-inv-gamma",
                            "--ema-min-decay", "--ema-start", "--ema-every", "--lr-schedule",
                            "--warmup-steps", "--total-steps", "--min-lr", "--lr-gamma",
                            "--lr-step-size", "--lr-power", "--decay-steps", "--lr-milestones",
@@ -367,6 +370,7 @@ int main(int argc, char **argv) {
       {"--t0", train.t0},
       {"--clip-grad-norm", train.clipGradNorm},
       {"--clip-grad-value", train.clipGradValue},
+      {"--label-smoothing", train.labelSmoothing},
       {"--ema-decay", train.emaDecay},
       {"--ema-power", train.emaPower},
       {"--ema-inv-gamma", train.emaInvGamma},
@@ -413,6 +417,12 @@ int main(int argc, char **argv) {
       std::cerr << "plait-compile: --padding-idx names '" << entry.substr(0, eq) << "' twice\n";
       return 1;
     }
+  }
+  if (app.count("--label-smoothing") &&
+      !(train.labelSmoothing >= 0 && train.labelSmoothing <= 1)) {
+    std::cerr << "plait-compile: --label-smoothing must be in [0, 1], got "
+              << train.labelSmoothing << "\n";
+    return 1;
   }
   if (app.count("--ema-decay") && !(train.emaDecay > 0 && train.emaDecay < 1)) {
     std::cerr << "plait-compile: --ema-decay must be in (0, 1), got " << train.emaDecay << "\n";

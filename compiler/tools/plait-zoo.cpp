@@ -206,7 +206,8 @@ public:
 
   /// Mean softmax cross-entropy of logits [N, C] against class indices [N].
   Value crossEntropy(Value logits, Value targets) {
-    return create<plait::SoftmaxCrossEntropyOp>(logits, targets, Value(), "mean", IntegerAttr());
+    return create<plait::SoftmaxCrossEntropyOp>(logits, targets, Value(), "mean", IntegerAttr(),
+                                                FloatAttr());
   }
 
   /// Returns `loss` as the function's first result, named "loss", then each buffer's new

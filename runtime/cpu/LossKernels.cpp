@@ -28,12 +28,22 @@ template <typename T> bool contiguousF32Rows(const LossShape &s) {
   return std::is_same_v<T, float> && s.spatial == 1 && s.classes > 0;
 }
 
+/// -w * ((1 - e) logp[t] + e / C * sum_c logp[c]): the smoothed loss (label_smoothing e > 0)
+/// of a position whose shifted logits x - max sum to `shifted`, and log(sum e^(x - max)) is
+/// `logSum`, with logp[t] = `logpT`.
+inline double smoothedLoss(double logpT, double shifted, double logSum, int64_t classes, double w,
+                           double e) {
+  const double c = double(classes);
+  return -w * ((1 - e) * logpT + e / c * (shifted - c * logSum));
+}
+
 /// The losses -w[t] * log_softmax(x)[t] of positions [begin, end) of contiguous [N, C] f32
 /// rows: the row max in eight lanes, then e^(x - max) to about 1 ulp summed in float lanes
-/// added in double (VectorMath.h). Ignored positions get 0.
+/// added in double (VectorMath.h). Ignored positions get 0. With label smoothing `e` > 0,
+/// smoothedLoss, the shifted logits x - max summed in float lanes too (blockedSum).
 PLAIT_SIMD_CLONES void softmaxLossRows(const float *input, int64_t classes,
-                                       const LossTargets &targets, double *losses,
-                                       int64_t begin, int64_t end) {
+                                       const LossTargets &targets, double *losses, int64_t begin,
+                                       int64_t end, double e) {
   for (int64_t p = begin; p < end; ++p) {
     const float *row = input + p * classes;
     int64_t t = targets.classes[p];
@@ -43,14 +53,21 @@ PLAIT_SIMD_CLONES void softmaxLossRows(const float *input, int64_t classes,
     }
     float m = maxFloats(row, classes);
     double sum = sumExpShifted(row, classes, m);
-    losses[p] = -targets.weights[p] * ((double(row[t]) - double(m)) - std::log(sum));
+    const double logpT = (double(row[t]) - double(m)) - std::log(sum);
+    if (e == 0) {
+      losses[p] = -targets.weights[p] * logpT;
+      continue;
+    }
+    const double shifted = blockedSum(row, classes, [m](float v) { return v - m; });
+    losses[p] = smoothedLoss(logpT, shifted, std::log(sum), classes, targets.weights[p], e);
   }
 }
 
 /// The loss -w * logp[t] of one position whose classes are x[c * stride] (t not ignored).
-/// `kFromLogits` takes log_softmax over the classes first (max-shifted, summed in double).
+/// `kFromLogits` takes log_softmax over the classes first (max-shifted, summed in double),
+/// smoothed by label smoothing `e` > 0 (smoothedLoss).
 template <typename T, bool kFromLogits>
-double classesLoss(const T *x, int64_t stride, int64_t classes, int64_t t, double w) {
+double classesLoss(const T *x, int64_t stride, int64_t classes, int64_t t, double w, double e) {
   double logp = x[t * stride];
   if (kFromLogits) {
     T m = -std::numeric_limits<T>::infinity();
@@ -60,6 +77,12 @@ double classesLoss(const T *x, int64_t stride, int64_t classes, int64_t t, doubl
     for (int64_t c = 0; c < classes; ++c)
       sum += std::exp(x[c * stride] - m);
     logp = (logp - double(m)) - std::log(sum);
+    if (e > 0) {
+      double shifted = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        shifted += double(x[c * stride]) - double(m);
+      return smoothedLoss(logp, shifted, std::log(sum), classes, w, e);
+    }
   }
   return -w * logp;
 }
@@ -71,8 +94,8 @@ double positionLoss(const T *input, const LossShape &s, const LossTargets &targe
   if (t == LossTargets::kIgnored)
     return 0;
   const int64_t n = p / s.spatial, d = p % s.spatial;
-  return classesLoss<T, kFromLogits>(input + n * s.classes * s.spatial + d, s.spatial,
-                                     s.classes, t, targets.weights[p]);
+  return classesLoss<T, kFromLogits>(input + n * s.classes * s.spatial + d, s.spatial, s.classes, t,
+                                     targets.weights[p], s.smoothing);
 }
 
 /// Checks a loss call, or with `grad` its gradient's (the loss's gradient as input 2), and
@@ -138,8 +161,8 @@ Status computeLoss(const KernelCall &call, std::string_view kernel, const LossSh
               [&](int64_t, int64_t begin, int64_t end) {
     if constexpr (kFromLogits) {
       if (contiguousF32Rows<T>(s)) {
-        softmaxLossRows(reinterpret_cast<const float *>(input), s.classes, targets, losses,
-                        begin, end);
+        softmaxLossRows(reinterpret_cast<const float *>(input), s.classes, targets, losses, begin,
+                        end, s.smoothing);
         return;
       }
     }
@@ -202,15 +225,16 @@ Status halfSoftmaxLoss(const KernelCall &call, std::string_view kernel, const Lo
   forEachHalfRow(input, s, rows, [&](int64_t p, float *row) {
     if (s.spatial != 1) {
       const int64_t t = targets.classes[p];
-      losses[p] = t == LossTargets::kIgnored
-                      ? 0
-                      : classesLoss<float, true>(row, 1, classes, t, targets.weights[p]);
+      losses[p] =
+          t == LossTargets::kIgnored
+              ? 0
+              : classesLoss<float, true>(row, 1, classes, t, targets.weights[p], s.smoothing);
       return;
     }
     LossTargets one = targets;
     one.classes += p;
     one.weights += p;
-    softmaxLossRows(row, classes, one, losses + p, 0, 1);
+    softmaxLossRows(row, classes, one, losses + p, 0, 1, s.smoothing);
   });
   storeLoss(call.outputs[0].as<float>(), s, losses, targets);
   return Status();
@@ -222,11 +246,12 @@ Status halfSoftmaxLoss(const KernelCall &call, std::string_view kernel, const Lo
 
 /// The gradient rows [begin, end) of contiguous [N, C] f32 logits:
 ///   y = (e^(x - max) / sum - onehot(t)) * scale[p]
-/// with max and sum as the loss takes them (softmaxLossRows); ignored rows get zeros.
+/// with max and sum as the loss takes them (softmaxLossRows); ignored rows get zeros; with
+/// label smoothing `e` > 0, y = (e^(x - max) / sum - (1 - e) onehot(t) - e / C) * scale[p].
 /// A row is read whole before it is written, so `out` may alias `input`.
 PLAIT_SIMD_CLONES void softmaxGradRows(const float *input, float *out, int64_t classes,
                                        const int64_t *rowClasses, const double *scales,
-                                       int64_t begin, int64_t end) {
+                                       int64_t begin, int64_t end, double e) {
   for (int64_t p = begin; p < end; ++p) {
     const float *x = input + p * classes;
     float *y = out + p * classes;
@@ -238,6 +263,14 @@ PLAIT_SIMD_CLONES void softmaxGradRows(const float *input, float *out, int64_t c
     }
     float m = maxFloats(x, classes);
     double sum = sumExpShifted(x, classes, m);
+    if (e > 0) {
+      const double scale = scales[p], uniform = e / double(classes);
+      double atTarget = (double(expApprox(x[t] - m)) / sum - (1 - e) - uniform) * scale;
+      for (int64_t c = 0; c < classes; ++c)
+        y[c] = float((double(expApprox(x[c] - m)) / sum - uniform) * scale);
+      y[t] = float(atTarget);
+      continue;
+    }
     double coef = scales[p] / sum;
     double atTarget = (double(expApprox(x[t] - m)) / sum - 1.0) * scales[p];
     for (int64_t c = 0; c < classes; ++c)
@@ -248,10 +281,12 @@ PLAIT_SIMD_CLONES void softmaxGradRows(const float *input, float *out, int64_t c
 
 /// The gradient of one position whose classes are x[c * stride], into y[c * stride] (which
 /// may be x: every class is read before any is written), with target t (kIgnored: zeros) and
-/// scale w[t] * g / denom: (softmax - onehot(t)) * scale from logits, -onehot(t) * scale from
+/// scale w[t] * g / denom: (softmax - onehot(t)) * scale from logits (with label smoothing
+/// `e`: (softmax - (1 - e) onehot(t) - e / C) * scale), -onehot(t) * scale from
 /// log-probabilities.
 template <typename T, bool kFromLogits>
-void classesGrad(const T *x, T *y, int64_t stride, int64_t classes, int64_t t, double scale) {
+void classesGrad(const T *x, T *y, int64_t stride, int64_t classes, int64_t t, double scale,
+                 double e) {
   if (t == LossTargets::kIgnored) {
     for (int64_t c = 0; c < classes; ++c)
       y[c * stride] = T(0);
@@ -264,9 +299,11 @@ void classesGrad(const T *x, T *y, int64_t stride, int64_t classes, int64_t t, d
     double sum = 0;
     for (int64_t c = 0; c < classes; ++c)
       sum += std::exp(double(x[c * stride]) - double(m));
+    // e = 0: prob - 1 - 0 and prob - 0 - 0 round as prob - 1 and prob.
+    const double uniform = e / double(classes);
     for (int64_t c = 0; c < classes; ++c) {
       double prob = std::exp(double(x[c * stride]) - double(m)) / sum;
-      y[c * stride] = T((prob - (c == t ? 1.0 : 0.0)) * scale);
+      y[c * stride] = T((prob - (c == t ? 1.0 - e : 0.0) - uniform) * scale);
     }
   } else {
     for (int64_t c = 0; c < classes; ++c)
@@ -303,14 +340,14 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
     if constexpr (kFromLogits) {
       if (contiguousF32Rows<T>(s)) {
         softmaxGradRows(reinterpret_cast<const float *>(input), reinterpret_cast<float *>(out),
-                        s.classes, targets.classes, targets.weights, begin, end);
+                        s.classes, targets.classes, targets.weights, begin, end, s.smoothing);
         return;
       }
     }
     for (int64_t p = begin; p < end; ++p) {
       const int64_t at = p / s.spatial * s.classes * s.spatial + p % s.spatial;
-      classesGrad<T, kFromLogits>(input + at, out + at, s.spatial, s.classes,
-                                  targets.classes[p], targets.weights[p]);
+      classesGrad<T, kFromLogits>(input + at, out + at, s.spatial, s.classes, targets.classes[p],
+                                  targets.weights[p], s.smoothing);
     }
   });
   return Status();
@@ -344,9 +381,11 @@ Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const Lo
   forEachHalfRow(input, s, rows, [&](int64_t p, float *row) {
     uint16_t *yr = out + halfRowOffset(s, p);
     if (stride == 1)
-      softmaxGradRows(row, row, classes, targets.classes + p, targets.weights + p, 0, 1);
+      softmaxGradRows(row, row, classes, targets.classes + p, targets.weights + p, 0, 1,
+                      s.smoothing);
     else
-      classesGrad<float, true>(row, row, 1, classes, targets.classes[p], targets.weights[p]);
+      classesGrad<float, true>(row, row, 1, classes, targets.classes[p], targets.weights[p],
+                               s.smoothing);
     if (stride == 1)
       narrowHalfRow(row, call.outputs[0].dtype, yr, classes);
     else

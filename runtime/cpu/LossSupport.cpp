@@ -49,6 +49,11 @@ Status planLossTargets(std::string_view kernel, const Attrs &attrs, const Tensor
                           reduction);
   s.hasIgnore = attrs.has("ignore_index");
   s.ignoreIndex = attrs.getInt("ignore_index", 0);
+  s.smoothing = attrs.getFloat("label_smoothing", 0.0);
+  if (!(s.smoothing >= 0 && s.smoothing <= 1))
+    return Status::errorf("{}: label_smoothing must be in [0, 1], got {}", kernel, s.smoothing);
+  if (s.smoothing > 0 && weight)
+    return Status::errorf("{}: label_smoothing with class weights is not supported", kernel);
   return Status();
 }
 

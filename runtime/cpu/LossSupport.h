@@ -19,6 +19,9 @@ struct LossShape {
   Reduction reduction = Reduction::Mean;
   bool hasIgnore = false;
   int64_t ignoreIndex = 0;
+  /// softmax_cross_entropy's label_smoothing e (0: none): a position's loss is
+  /// -(1 - e) logp[t] - e / C * sum_c logp[c] (without class weights, which it refuses).
+  double smoothing = 0;
 
   int64_t positions() const { return batch * spatial; }
   /// Shape of the loss (and of its incoming gradient): per position for none, else scalar.

@@ -216,6 +216,7 @@ LossGeometry lossGeometry(const cpu::LossShape &s) {
                                                      : 2;
   g.hasIgnore = s.hasIgnore;
   g.ignoreIndex = s.ignoreIndex;
+  g.smoothing = s.smoothing;
   return g;
 }
 

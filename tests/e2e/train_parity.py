@@ -205,7 +205,7 @@ class Lamb(torch.optim.Optimizer):
 
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None,
            no_decay=None, lr_scale=None, groups=None, states=None, scheduler=None, ema=None,
-           clip_value=None):
+           clip_value=None, label_smoothing=0.0):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
     (kind, lr, warmup, total, min_lr), set on the torch groups each step; scheduler: instead,
     builds a torch.optim.lr_scheduler on the optimizer, stepped after each step; noise_only:
@@ -228,7 +228,7 @@ def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=Non
     elif ema:
         flags = flags + ["--ema-decay", str(ema[0])] + (["--ema-warmup"] if ema[1] else [])
     return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
-                clip_value=clip_value,
+                clip_value=clip_value, label_smoothing=label_smoothing,
                 clip=clip, noise_only=noise_only or {}, no_decay=no_decay, lr_scale=lr_scale,
                 groups=groups, states=states, scheduler=scheduler, ema=ema)
 
@@ -720,6 +720,20 @@ CONFIGS = {
                                            "0.05"],
                                    lambda p: torch.optim.AdamW(p, lr=3e-3), noise_only=KEY_BIAS,
                                    clip=0.05, clip_value=2e-3),
+    # Label smoothing (torch's CrossEntropyLoss(label_smoothing), which the ONNX export
+    # cannot carry): plait-compile --label-smoothing on the exported loss.
+    "mlp-sgd-label-smoothing": config("mlp", ["--optimizer", "sgd", "--lr", "0.1",
+                                              "--momentum", "0.9", "--label-smoothing", "0.1"],
+                                      lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+                                      label_smoothing=0.1),
+    "cnn-adam-label-smoothing": config("cnn", ["--optimizer", "adam", "--lr", "1e-3",
+                                               "--label-smoothing", "0.2"],
+                                       lambda p: torch.optim.Adam(p, lr=1e-3),
+                                       label_smoothing=0.2),
+    "gpt-adamw-label-smoothing": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                                "--label-smoothing", "0.1"],
+                                        lambda p: torch.optim.AdamW(p, lr=3e-3),
+                                        noise_only=KEY_BIAS, label_smoothing=0.1),
     "gpt-adamw-amsgrad": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3", "--betas",
                                         "0.9,0.95", "--amsgrad"],
                                 lambda p: torch.optim.AdamW(p, lr=3e-3, betas=(0.9, 0.95),
@@ -804,8 +818,25 @@ def load_sample_module(name):
     return module
 
 
-def build_torch_model(name, onnx_path):
+class SmoothedFunctional:
+    """torch.nn.functional with cross_entropy's label_smoothing set: a sample module's F, so
+    that its loss is CrossEntropyLoss(label_smoothing=e), which its ONNX export cannot carry
+    (plait-compile --label-smoothing adds it)."""
+
+    def __init__(self, e):
+        self.e = e
+
+    def __getattr__(self, name):
+        return getattr(torch.nn.functional, name)
+
+    def cross_entropy(self, *args, **kwargs):
+        return torch.nn.functional.cross_entropy(*args, label_smoothing=self.e, **kwargs)
+
+
+def build_torch_model(name, onnx_path, label_smoothing=0.0):
     module = load_sample_module(name)
+    if label_smoothing:
+        module.F = SmoothedFunctional(label_smoothing)
     model = {"mlp": "MLP", "cnn": "CNN", "gpt": "GPT"}[name]
     model = getattr(module, model)()
     weights = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy())
@@ -966,7 +997,7 @@ def run_config(name, build, steps):
         plait_weights = read_safetensors(tmp / "weights.safetensors")
 
     input_order = [i.name for i in onnx.load(str(onnx_path)).graph.input]
-    model = build_torch_model(sample, onnx_path)
+    model = build_torch_model(sample, onnx_path, cfg["label_smoothing"])
     reads_loss = getattr(cfg["scheduler"], "reads_loss", False)
     torch_states = {} if cfg["states"] or cfg["ema"] or reads_loss or cfg["clip_value"] else None
     torch_losses, torch_weights = train_torch(model, cfg, data, batch, steps, input_order,

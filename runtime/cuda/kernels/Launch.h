@@ -176,6 +176,7 @@ struct LossGeometry {
   int reduction = 0; // 0 mean, 1 sum, 2 none (runtime/cpu/LossSupport.h's Reduction)
   bool hasIgnore = false;
   int64_t ignoreIndex = 0;
+  double smoothing = 0; // softmax_cross_entropy's label_smoothing (LossShape::smoothing)
 };
 /// Doubles of workspace a loss or loss gradient needs.
 inline int64_t lossWorkspaceDoubles(const LossGeometry &g) { return 2 * g.batch * g.spatial + 1; }

@@ -255,6 +255,7 @@ __global__ void lossPerPosition(bool fromLogits, const S *input, const I *target
     }
     const S *block = input + n * g.classes * g.spatial;
     double logp = double(load(block, t * g.spatial + d));
+    double smoothed = 0; // label smoothing: e / C * sum_c logp[c]
     if (fromLogits) {
       double m = -INFINITY;
       for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
@@ -265,10 +266,19 @@ __global__ void lossPerPosition(bool fromLogits, const S *input, const I *target
         sum += ::exp(double(load(block, c * g.spatial + d)) - m);
       sum = blockReduce(sum, shared, AddOp());
       logp = (logp - m) - ::log(sum);
+      if (g.smoothing > 0) { // block-uniform
+        double shifted = 0;
+        for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
+          shifted += double(load(block, c * g.spatial + d)) - m;
+        shifted = blockReduce(shifted, shared, AddOp());
+        const double classes = double(g.classes);
+        smoothed = g.smoothing / classes * (shifted - classes * ::log(sum));
+        logp *= 1 - g.smoothing;
+      }
     }
     if (threadIdx.x == 0) {
       double w = classWeight(weight, weight32, t);
-      work[p] = -w * logp;
+      work[p] = -w * (logp + smoothed);
       work[positions + p] = w;
     }
   }
@@ -333,9 +343,12 @@ __global__ void lossGradPerPosition(bool fromLogits, const S *input, const I *ta
         sum += ::exp(double(load(block, c * g.spatial + d)) - m);
       sum = blockReduce(sum, shared, AddOp());
       // Every class is read (above) before any is written: the result may alias the input.
+      // Label smoothing e: (prob - (1 - e) onehot - e / C) * scale (e = 0 rounds as before).
+      const double e = g.smoothing, uniform = e / double(g.classes);
       for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x) {
         double prob = ::exp(double(load(block, c * g.spatial + d)) - m) / sum;
-        store(result, c * g.spatial + d, Compute<S>((prob - (c == t ? 1.0 : 0.0)) * scale));
+        store(result, c * g.spatial + d,
+              Compute<S>((prob - (c == t ? 1.0 - e : 0.0) - uniform) * scale));
       }
     } else {
       __syncthreads();

@@ -69,6 +69,72 @@ TEST(LossKernels, SpatialTargetsWithNegativeIgnoreIndex) {
                         0.40760594606399536, 0.0}));
 }
 
+// label_smoothing as torch's cross_entropy(label_smoothing=e) gives it (printed from torch
+// 1.13 in double): the loss and its gradient, in f32 [N, C] rows (the vectorised path) and
+// f64, and over spatial targets with an ignored one.
+TEST(LossKernels, LabelSmoothingAsTorch) {
+  auto smooth = [](double e, const std::string &r) {
+    return AttrsBuilder().f("label_smoothing", e).s("reduction", r).build();
+  };
+  for (DType dt : {DType::F32, DType::F64}) {
+    SCOPED_TRACE(dtypeName(dt));
+    const double tol = dt == DType::F32 ? 1e-6 : 1e-13;
+    EXPECT_TRUE(allClose(
+        runOk("softmax_cross_entropy", {logits(dt), targets()}, dt, {}, smooth(0.1, "mean"))
+            .doubles(),
+        {1.632468774967792}, tol, tol));
+    EXPECT_TRUE(
+        allClose(runOk("softmax_cross_entropy", {logits(dt), targets()}, dt, {}, smooth(0.1, "sum"))
+                     .doubles(),
+                 {6.529875099871168}, tol, tol));
+    EXPECT_TRUE(allClose(
+        runOk("softmax_cross_entropy", {logits(dt), targets()}, dt, {4}, smooth(0.1, "none"))
+            .doubles(),
+        {0.5076059644443804, 1.7413112966571571, 1.0986122886681098, 3.1823455501015196}, tol,
+        tol));
+    EXPECT_TRUE(allClose(
+        runOk("softmax_cross_entropy_grad", {logits(dt), targets(), makeFloat(dt, {}, {1})}, dt,
+              {4, 3}, smooth(0.1, "mean"))
+            .doubles(),
+        {0.014174309959261775, 0.05284878443036608, -0.06702309438962789, -0.18951073529832416,
+         0.0014448099843385291, 0.18806592531398564, 0.075, -0.15000000000000002, 0.075,
+         0.05654078175227145, 0.16801279484122697, -0.2245535765934984},
+        tol, tol));
+  }
+  std::vector<double> x(24);
+  for (int i = 0; i < 24; ++i)
+    x[i] = i % 5 - 2;
+  auto input = makeFloat(DType::F64, {2, 3, 2, 2}, x);
+  auto target = make<int32_t>({2, 2, 2}, {0, 1, 2, 1, 2, 2, 0, -1});
+  auto attrs = [](const std::string &r) {
+    return AttrsBuilder()
+        .f("label_smoothing", 0.25)
+        .i("ignore_index", -1)
+        .s("reduction", r)
+        .build();
+  };
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy", {input, target}, DType::F64, {}, attrs("mean")).doubles(),
+      {2.275782338178115}, 1e-13, 1e-13));
+  EXPECT_TRUE(
+      allClose(runOk("softmax_cross_entropy", {input, target}, DType::F64, {2, 2, 2}, attrs("none"))
+                   .doubles(),
+               {3.7432293079341368, 3.6492172370907623, 2.1576059644443806, 1.4076059644443804,
+                2.1576059644443806, 2.1576059644443806, 0.6576059644443805, 0.0},
+               1e-13, 1e-13));
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy_grad", {input, target, makeFloat(DType::F64, {}, {1})},
+            DType::F64, {2, 3, 2, 2}, attrs("mean"))
+          .doubles(),
+      {-0.11716006376850627, -0.005245815822194206, 0.08312966034878407,   0.08312966034878407,
+       0.09115226442009075,  -0.11659792968397327,  0.023056448245923473,  -0.08408640889693367,
+       0.026007799348415513, 0.12184374550616749,   -0.10618610859470755,  0.0009567485481495858,
+       0.08312966034878407,  0.08312966034878407,   -0.02401319679407308,  0.0,
+       0.023056448245923473, 0.023056448245923473,  0.023056448245923473,  0.0,
+       -0.10618610859470755, -0.10618610859470755,  0.0009567485481495858, 0.0},
+      1e-13, 1e-13));
+}
+
 TEST(LossKernels, NllLossOnLogProbabilities) {
   std::vector<double> logp = {-2.4076058864593506, -1.4076058864593506, -0.40760594606399536,
                               -1.7413113117218018, -3.2413113117218018, -0.24131132662296295,
@@ -118,52 +184,59 @@ TEST(LossKernels, HalfLogitsLossAndGradientAreTheirCastsBitForBit) {
       t[size_t(p)] = p % 7 == 3 ? -100 : (p * 131) % classes;
     OwnedTensor target = make<int64_t>(c.targetShape, t);
     OwnedTensor classWeights = randomFloats({classes}, 12, 0.25, 2);
-    for (bool weighted : {false, true})
-      for (DType half : {DType::BF16, DType::F16})
-        for (const char *r : {"mean", "sum", "none"}) {
-          SCOPED_TRACE(::testing::Message() << dtypeName(half) << " " << r << " rank "
-                                            << c.shape.size() << (weighted ? " weighted" : ""));
-          Attrs attrs = AttrsBuilder().s("reduction", r).i("ignore_index", -100).build();
-          const bool none = std::string(r) == "none";
-          std::vector<int64_t> lossShape = none ? c.targetShape : std::vector<int64_t>{};
-          int64_t n = none ? positions : 1;
-          std::vector<double> g(static_cast<size_t>(n));
-          for (int64_t i = 0; i < n; ++i)
-            g[size_t(i)] = 0.37 + 0.01 * double(i);
-          OwnedTensor logits = makeFloat(half, c.shape, std::vector<double>(x.begin(), x.end()));
-          OwnedTensor wide = runOk("cast", {logits}, DType::F32, c.shape);
-          OwnedTensor grad = makeFloat(DType::F32, lossShape, g);
-          // The operands after the logits and targets, the class weights last when given.
-          auto with = [&](std::vector<OwnedTensor> operands) {
-            if (weighted)
-              operands.push_back(classWeights);
-            return operands;
-          };
-          OwnedTensor f32 = runOk("softmax_cross_entropy_grad", with({wide, target, grad}),
-                                  DType::F32, c.shape, attrs);
-          OwnedTensor expected = runOk("cast", {f32}, half, c.shape);
-          OwnedTensor got = runOk("softmax_cross_entropy_grad", with({logits, target, grad}),
-                                  half, c.shape, attrs);
-          EXPECT_EQ(got.bytes, expected.bytes);
-          // The loss: f32 from the half logits, the bits of the loss of their f32 cast.
-          EXPECT_EQ(runOk("softmax_cross_entropy", with({logits, target}), DType::F32,
-                          lossShape, attrs)
-                        .bytes,
-                    runOk("softmax_cross_entropy", with({wide, target}), DType::F32, lossShape,
-                          attrs)
-                        .bytes)
-              << "the loss";
-          // A gradient of the logits' type: the kernel widens it as the staged path would.
-          OwnedTensor halfGrad = runOk("cast", {grad}, half, lossShape);
-          OwnedTensor wideGrad = runOk("cast", {halfGrad}, DType::F32, lossShape);
-          OwnedTensor f32b = runOk("softmax_cross_entropy_grad", with({wide, target, wideGrad}),
-                                   DType::F32, c.shape, attrs);
-          EXPECT_EQ(runOk("softmax_cross_entropy_grad", with({logits, target, halfGrad}), half,
-                          c.shape, attrs)
-                        .bytes,
-                    runOk("cast", {f32b}, half, c.shape).bytes)
-              << "half gradient";
-        }
+    for (double e : {0.0, 0.1})
+      for (bool weighted : {false, true})
+        for (DType half : {DType::BF16, DType::F16})
+          for (const char *r : {"mean", "sum", "none"}) {
+            if (weighted && e > 0)
+              continue; // label smoothing takes no class weights
+            SCOPED_TRACE(::testing::Message()
+                         << dtypeName(half) << " " << r << " rank " << c.shape.size()
+                         << (weighted ? " weighted" : "") << " smoothing " << e);
+            AttrsBuilder builder;
+            builder.s("reduction", r).i("ignore_index", -100);
+            if (e > 0)
+              builder.f("label_smoothing", e);
+            Attrs attrs = builder.build();
+            const bool none = std::string(r) == "none";
+            std::vector<int64_t> lossShape = none ? c.targetShape : std::vector<int64_t>{};
+            int64_t n = none ? positions : 1;
+            std::vector<double> g(static_cast<size_t>(n));
+            for (int64_t i = 0; i < n; ++i)
+              g[size_t(i)] = 0.37 + 0.01 * double(i);
+            OwnedTensor logits = makeFloat(half, c.shape, std::vector<double>(x.begin(), x.end()));
+            OwnedTensor wide = runOk("cast", {logits}, DType::F32, c.shape);
+            OwnedTensor grad = makeFloat(DType::F32, lossShape, g);
+            // The operands after the logits and targets, the class weights last when given.
+            auto with = [&](std::vector<OwnedTensor> operands) {
+              if (weighted)
+                operands.push_back(classWeights);
+              return operands;
+            };
+            OwnedTensor f32 = runOk("softmax_cross_entropy_grad", with({wide, target, grad}),
+                                    DType::F32, c.shape, attrs);
+            OwnedTensor expected = runOk("cast", {f32}, half, c.shape);
+            OwnedTensor got = runOk("softmax_cross_entropy_grad", with({logits, target, grad}),
+                                    half, c.shape, attrs);
+            EXPECT_EQ(got.bytes, expected.bytes);
+            // The loss: f32 from the half logits, the bits of the loss of their f32 cast.
+            EXPECT_EQ(
+                runOk("softmax_cross_entropy", with({logits, target}), DType::F32, lossShape, attrs)
+                    .bytes,
+                runOk("softmax_cross_entropy", with({wide, target}), DType::F32, lossShape, attrs)
+                    .bytes)
+                << "the loss";
+            // A gradient of the logits' type: the kernel widens it as the staged path would.
+            OwnedTensor halfGrad = runOk("cast", {grad}, half, lossShape);
+            OwnedTensor wideGrad = runOk("cast", {halfGrad}, DType::F32, lossShape);
+            OwnedTensor f32b = runOk("softmax_cross_entropy_grad", with({wide, target, wideGrad}),
+                                     DType::F32, c.shape, attrs);
+            EXPECT_EQ(runOk("softmax_cross_entropy_grad", with({logits, target, halfGrad}), half,
+                            c.shape, attrs)
+                          .bytes,
+                      runOk("cast", {f32b}, half, c.shape).bytes)
+                << "half gradient";
+          }
   }
 }
 
@@ -186,6 +259,14 @@ TEST(LossKernels, Errors) {
                 {logits(), targets(), makeFloat(DType::BF16, {}, {1})}, {{DType::F32, {4, 3}}});
   EXPECT_NE(r.status.message().find("softmax_cross_entropy_grad: "), std::string::npos);
   EXPECT_FALSE(r.status.ok());
+  r = runKernel("softmax_cross_entropy", {logits(), targets(), classWeights()}, {{DType::F32, {}}},
+                AttrsBuilder().f("label_smoothing", 0.1).build());
+  EXPECT_EQ(r.status.message(),
+            "softmax_cross_entropy: label_smoothing with class weights is not supported");
+  r = runKernel("softmax_cross_entropy_grad", {logits(), targets(), makeFloat(DType::F32, {}, {1})},
+                {{DType::F32, {4, 3}}}, AttrsBuilder().f("label_smoothing", 1.5).build());
+  EXPECT_EQ(r.status.message(),
+            "softmax_cross_entropy_grad: label_smoothing must be in [0, 1], got 1.5");
 }
 
 } // namespace
