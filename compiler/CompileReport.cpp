@@ -613,11 +613,12 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
         detail += fmt::format(", lr scaled per param by '{}'", t["lr_scale"].get<std::string>());
       if (double e = t.value("label_smoothing", 0.0); e > 0)
         detail += fmt::format(", cross-entropy targets smoothed by {:g}", e);
-      if (double value = t.value("clip_grad_value", 0.0); value > 0)
-        detail += fmt::format(", gradients clamped to [-{:g}, {:g}]", value, value);
+      const double clampTo = t.value("clip_grad_value", 0.0);
+      if (clampTo > 0)
+        detail += fmt::format(", gradients clamped to [-{:g}, {:g}]", clampTo, clampTo);
       if (clip > 0)
-        detail += fmt::format("{} clipped to norm {:g}",
-                              t.value("clip_grad_value", 0.0) > 0 ? ", then" : ", gradients", clip);
+        detail +=
+            fmt::format("{} clipped to norm {:g}", clampTo > 0 ? ", then" : ", gradients", clip);
       // A param group's maximize (its regexes, ';'-separated as --param-group's groups).
       auto groupList = [&](const char *key) {
         std::string list, regexes = t.value(key, std::string());

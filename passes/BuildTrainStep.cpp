@@ -1,10 +1,11 @@
 // -plait-build-train-step: forward model -> loss, backward (per micro-batch), gradient clipping,
 // optimizer.
+#include "passes/GradientClipping.h"
+#include "passes/OptimizerUpdate.h"
+#include "passes/PassUtils.h"
 #include "passes/Passes.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/autodiff/MicroBatches.h"
-#include "passes/PassUtils.h"
-#include "passes/OptimizerUpdate.h"
 
 #include <cmath>
 #include <limits>
@@ -74,41 +75,6 @@ FailureOr<Value> scalarLoss(func::FuncOp func) {
            << name << " must be the scalar float loss, got " << type;
   }
   return loss;
-}
-
-/// Scales every gradient by min(1, maxNorm / (||g||_2 + 1e-6)) as torch's clip_grad_norm_.
-void clipByGlobalNorm(OpBuilder &b, Location loc, llvm::MapVector<Value, Value> &grads,
-                      double maxNorm) {
-  auto f32 = b.getF32Type();
-  auto scalarType = RankedTensorType::get({}, f32);
-  auto scalar = [&](double v) {
-    return b.create<ConstantOp>(loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, v)));
-  };
-  Value total;
-  for (auto &[param, grad] : grads) {
-    Value sq = b.create<ReduceSumOp>(loc, b.create<MulOp>(loc, grad, grad), b.getDenseI64ArrayAttr({}),
-                                     b.getBoolAttr(false));
-    if (cast<RankedTensorType>(sq.getType()).getElementType() != f32)
-      sq = b.create<CastOp>(loc, scalarType, sq);
-    total = total ? Value(b.create<AddOp>(loc, total, sq)) : sq;
-  }
-  Value norm = b.create<SqrtOp>(loc, total);
-  Value coef = b.create<DivOp>(loc, scalar(maxNorm), b.create<AddOp>(loc, norm, scalar(1e-6)));
-  coef = b.create<MinOp>(loc, coef, scalar(1.0));
-  for (auto &[param, grad] : grads) {
-    auto type = cast<RankedTensorType>(grad.getType());
-    Value c = coef;
-    if (type.getElementType() != f32)
-      c = b.create<CastOp>(loc, RankedTensorType::get({}, type.getElementType()), coef);
-    grad = b.create<MulOp>(loc, grad, c);
-  }
-}
-
-/// Clamps every gradient element to [-value, value] as torch's clip_grad_value_.
-void clampGradients(OpBuilder &b, Location loc, llvm::MapVector<Value, Value> &grads,
-                    double value) {
-  for (auto &[param, grad] : grads)
-    grad = b.create<ClampOp>(loc, grad, b.getF64FloatAttr(-value), b.getF64FloatAttr(value));
 }
 
 /// --precision bf16-mixed: rewrites the forward to compute in bf16 while every param stays an

@@ -1,11 +1,12 @@
 // -plait-shard: group params into units, place each unit (ddp, zero1/2/3, fsdp, hsdp:G) and
 // rewrite its gradients, optimizer state and (for zero3/fsdp/hsdp) params into shards.
+#include "passes/GradientClipping.h"
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
+#include "passes/analysis/MemoryPlan.h"
 #include "passes/sharding/FlatUnit.h"
 #include "passes/sharding/Placement.h"
 #include "passes/sharding/SyncMeans.h"
-#include "passes/analysis/MemoryPlan.h"
 
 #include <deque>
 #include <map>
@@ -141,23 +142,6 @@ Value reduceFlat(OpBuilder &b, Location loc, ArrayRef<Value> grads, int64_t padd
       shardType.getShape(), cast<RankedTensorType>(halves[0].getType()).getElementType());
   return b.create<SyncGradOp>(loc, halfShard, flattenInto(b, loc, halves, padded),
                               shardGroups, replicaGroups);
-}
-
-/// The reduction a sharded update's gradient comes from: its sync_grad, seen through the
-/// cast up (bf16-mixed), the value clipping's clamp and, with sharded accumulation, the mean
-/// of the micro-batches' shards (the last one's). Null for a gradient reduced whole.
-SyncGradOp shardReduction(Value grad) {
-  while (Operation *def = grad.getDefiningOp()) {
-    if (auto sync = dyn_cast<SyncGradOp>(def))
-      return sync;
-    if (isa<CastOp, DivOp, ClampOp>(def))
-      grad = def->getOperand(0);
-    else if (isa<AddOp>(def))
-      grad = def->getOperand(1);
-    else
-      return {};
-  }
-  return {};
 }
 
 /// The optimizer state operands of an update op, in operand order.
@@ -318,16 +302,16 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     auto func = entryFunction(module, "shard");
     if (failed(func))
       return signalPassFailure();
+    // key, what it clips to, this pass's option
+    const char *const clipping[][3] = {{"clip_grad_norm", "norm", "clip-grad-norm"},
+                                       {"clip_grad_value", "value", "clip-grad-value"}};
     if (worldSize > 1)
       if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train"))
-        for (const char *key : {"clip_grad_norm", "clip_grad_value"})
+        for (auto [key, what, option] : clipping)
           if (auto clip = train.getAs<FloatAttr>(key); clip && clip.getValueAsDouble() > 0) {
             module.emitError("the training step already clips local gradients; with world "
                              "size > 1 give the ")
-                << (key == llvm::StringRef("clip_grad_norm") ? "norm" : "value")
-                << " to plait-shard ("
-                << (key == llvm::StringRef("clip_grad_norm") ? "clip-grad-norm" : "clip-grad-value")
-                << ") instead";
+                << what << " to plait-shard (" << option << ") instead";
             return signalPassFailure();
           }
     if (clipGradNorm < 0 || clipGradValue < 0) {
@@ -486,9 +470,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         return signalPassFailure();
     }
     if (clipGradValue > 0)
-      clampSyncedGradients(body);
+      clampSyncedGradients(body, clipGradValue);
     if (clipGradNorm > 0)
-      clipSyncedGradients(body);
+      clipSyncedGradients(body, clipGradNorm);
     negateGradients(units); // after clipping, as torch's step; before LAMB's norms read them
     materializeLambNorms(body);
     // Assigns end the step; the new ones were built before the terminator, after old ones.
@@ -556,95 +540,6 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       list.push_back(b.getDictionaryAttr(entries));
     }
     module->setAttr("plait.units", b.getArrayAttr(list));
-  }
-
-  /// The optimizer updates of `body`, in order, with every gradient they read defined before
-  /// the first: clipping reads them all there. bf16-mixed casts each gradient up to f32 just
-  /// before its update; those casts move up to the first update.
-  SmallVector<Operation *> gradientsBeforeUpdates(Block &body) {
-    SmallVector<Operation *> updates;
-    for (Operation &op : body)
-      if (isOptimizerUpdate(&op))
-        updates.push_back(&op);
-    for (Operation *update : updates)
-      if (auto up = update->getOperand(1).getDefiningOp<CastOp>();
-          up && updates.front()->isBeforeInBlock(up))
-        up->moveBefore(updates.front());
-    return updates;
-  }
-
-  /// Value clipping of the averaged gradients, as torch's clip_grad_value_ after DDP's
-  /// all-reduce: each update's gradient (whole, or this rank's shard: the clamp is
-  /// elementwise) clamped to [-V, V], before norm clipping. Recorded in plait.train.
-  void clampSyncedGradients(Block &body) {
-    SmallVector<Operation *> updates = gradientsBeforeUpdates(body);
-    if (updates.empty())
-      return;
-    OpBuilder b(updates.front()); // where norm clipping, if any, then reads them
-    for (Operation *update : updates)
-      update->setOperand(1, b.create<ClampOp>(update->getLoc(), update->getOperand(1),
-                                              b.getF64FloatAttr(-clipGradValue),
-                                              b.getF64FloatAttr(clipGradValue)));
-    auto module = body.getParentOp()->getParentOfType<ModuleOp>();
-    if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train")) {
-      NamedAttrList entries(train);
-      entries.set("clip_grad_value", OpBuilder(module).getF64FloatAttr(clipGradValue));
-      module->setAttr("plait.train", entries.getDictionary(module.getContext()));
-    }
-  }
-
-  /// Global-norm clipping of the averaged gradients, as torch's clip_grad_norm_: every
-  /// update's gradient is scaled by min(1, max / (||g|| + 1e-6)). Whole (ddp) gradients are
-  /// on every rank; a sharded unit's squares are summed over its shard group first.
-  void clipSyncedGradients(Block &body) {
-    SmallVector<Operation *> updates = gradientsBeforeUpdates(body);
-    if (updates.empty())
-      return;
-    OpBuilder b(updates.front());
-    Location loc = updates.front()->getLoc();
-    auto f32 = b.getF32Type();
-    auto scalarType = RankedTensorType::get({}, f32);
-    auto scalar = [&](double v) {
-      return b.create<ConstantOp>(loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, v)));
-    };
-    Value local;
-    llvm::MapVector<Attribute, Value> sharded; // shard groups -> partial sum of squares
-    for (Operation *update : updates) {
-      Value g = update->getOperand(1);
-      Value sq = b.create<ReduceSumOp>(loc, b.create<MulOp>(loc, g, g),
-                                       b.getDenseI64ArrayAttr({}), b.getBoolAttr(false));
-      if (cast<RankedTensorType>(sq.getType()).getElementType() != f32)
-        sq = b.create<CastOp>(loc, scalarType, sq);
-      SyncGradOp sync = shardReduction(g);
-      Attribute groups = sync ? sync.getShardGroupsAttr() : Attribute();
-      Value &sum = groups ? sharded[groups] : local;
-      sum = sum ? Value(b.create<AddOp>(loc, sum, sq)) : sq;
-    }
-    Value total = local;
-    for (auto &[groups, sum] : sharded) {
-      Value whole = b.create<AllReduceOp>(loc, sum, cast<ArrayAttr>(groups),
-                                          b.getStringAttr("sum"));
-      total = total ? Value(b.create<AddOp>(loc, total, whole)) : whole;
-    }
-    Value norm = b.create<SqrtOp>(loc, total);
-    Value denominator = b.create<AddOp>(loc, norm, scalar(1e-6)); // before the numerator:
-    Value coef = b.create<DivOp>(loc, scalar(clipGradNorm), denominator); // one op order
-    coef = b.create<MinOp>(loc, coef, scalar(1.0));
-    for (Operation *update : updates) {
-      Value g = update->getOperand(1);
-      auto type = cast<RankedTensorType>(g.getType());
-      Value c = coef;
-      if (type.getElementType() != f32)
-        c = b.create<CastOp>(loc, RankedTensorType::get({}, type.getElementType()), coef);
-      update->setOperand(1, b.create<MulOp>(loc, g, c));
-    }
-    OpBuilder mb(body.getParentOp()->getParentOfType<ModuleOp>().getContext());
-    auto module = body.getParentOp()->getParentOfType<ModuleOp>();
-    if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train")) {
-      NamedAttrList entries(train);
-      entries.set("clip_grad_norm", mb.getF64FloatAttr(clipGradNorm));
-      module->setAttr("plait.train", entries.getDictionary(module.getContext()));
-    }
   }
 
   /// A flat shard's LAMB update takes its params' norms over the whole unit: plait.lamb_norms
