@@ -28,8 +28,6 @@ LogicalResult inferLoss(const ShapeRule &rule, Adaptor adaptor, bool fromLogits,
       value << e;
       return rule.fail("label_smoothing must be in [0, 1], got ", value.str());
     }
-    if (adaptor.getWeight())
-      return rule.fail("label_smoothing with class weights is not supported");
   }
   auto input = rankedType(adaptor.getInput()), target = rankedType(adaptor.getTarget());
   if (input.getRank() < 2)

@@ -935,10 +935,11 @@ def Plait_SoftmaxCrossEntropyOp : Plait_LossOp<"softmax_cross_entropy",
     positions (NaN when there are none), as torch.nn.CrossEntropyLoss and ONNX
     SoftmaxCrossEntropyLoss. For bf16 or f16 input the result may be f32 (otherwise of the
     input's type): the loss of the widened input, as a cast to f32 before the loss gives it.
-    `label_smoothing` e in [0, 1] (absent: 0; not with class weights) is torch's
+    `label_smoothing` e in [0, 1] (absent: 0) is torch's
     CrossEntropyLoss(label_smoothing=e), which ONNX cannot express:
-      l[i] = -(1 - e) * log_softmax(input[i, :])[t] - e / C * sum_c log_softmax(input[i, :])[c],
-    normalised as above.
+      l[i] = -(1 - e) * weight[t] * log_softmax(input[i, :])[t]
+             - e / C * sum_c weight[c] * log_softmax(input[i, :])[c],
+    normalised as above (the mean by sum(weight[t])).
 
     ```mlir
     %l = plait.softmax_cross_entropy %logits, %labels {reduction = "mean"}

@@ -262,7 +262,9 @@ def Plait_SoftmaxCrossEntropyGradOp : Plait_LossGradOp<"softmax_cross_entropy_gr
   let description = [{
     `grad` is the loss's gradient (a scalar for mean/sum, target-shaped for none);
     attributes as the forward op. Result: (softmax(input) - onehot(target)) * w * grad / norm,
-    with `label_smoothing` e: (softmax(input) - (1 - e) * onehot(target) - e / C) * grad / norm.
+    with `label_smoothing` e: (softmax(input) - (1 - e) * onehot(target) - e / C) * grad / norm,
+    or with class weights w (summing to W): (((1 - e) * w[t] + e / C * W) * softmax(input)
+    - (1 - e) * w[t] * onehot(target) - e / C * w) * grad / norm.
     For bf16 or f16 logits `grad` may be f32: the gradient is then computed in f32 from the
     widened logits and rounded once to their type (plait-fuse-loss-cast's form of a cast to
     f32, the f32 gradient, and a cast back).

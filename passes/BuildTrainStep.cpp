@@ -711,12 +711,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       return func.emitOpError("label-smoothing smooths a softmax cross-entropy loss (ONNX "
                               "SoftmaxCrossEntropyLoss, torch's cross_entropy); the model has "
                               "none");
-    for (SoftmaxCrossEntropyOp op : losses) {
-      if (op.getWeight())
-        return op.emitOpError("label-smoothing with class weights is not supported");
+    for (SoftmaxCrossEntropyOp op : losses)
       op.setLabelSmoothingAttr(
           FloatAttr::get(Float64Type::get(func.getContext()), double(labelSmoothing)));
-    }
     return success();
   }
 

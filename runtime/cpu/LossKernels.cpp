@@ -28,22 +28,54 @@ template <typename T> bool contiguousF32Rows(const LossShape &s) {
   return std::is_same_v<T, float> && s.spatial == 1 && s.classes > 0;
 }
 
-/// -w * ((1 - e) logp[t] + e / C * sum_c logp[c]): the smoothed loss (label_smoothing e > 0)
-/// of a position whose shifted logits x - max sum to `shifted`, and log(sum e^(x - max)) is
-/// `logSum`, with logp[t] = `logpT`.
+/// Label smoothing e of a call (0: none) and, when it has class weights, their values and
+/// their sum W: the smoothed part of a position's loss is then e / C * sum_c w[c] logp[c].
+template <typename T> struct Smoothing {
+  double e = 0;
+  const T *weights = nullptr; // null: no class weights (each 1, W = C)
+  double weightSum = 0;
+};
+
+/// The call's Smoothing, the class weights (when it smooths) from input `operands`.
+template <typename T>
+Smoothing<T> smoothingOf(const KernelCall &call, const LossShape &s, size_t operands) {
+  Smoothing<T> sm;
+  sm.e = s.smoothing;
+  if (sm.e > 0 && call.inputs.size() > operands) {
+    sm.weights = call.inputs[operands].as<T>();
+    for (int64_t c = 0; c < s.classes; ++c)
+      sm.weightSum += double(sm.weights[c]);
+  }
+  return sm;
+}
+
+/// -((1 - e) w logp[t] + e / C * sum_c w[c] logp[c]): the smoothed loss (label_smoothing e >
+/// 0) of a position whose shifted logits x - max, each times its class weight, sum to
+/// `shifted`, log(sum e^(x - max)) is `logSum`, logp[t] = `logpT`, w = w[t] and the class
+/// weights sum to `weightSum` (w = 1 and weightSum = C without class weights).
 inline double smoothedLoss(double logpT, double shifted, double logSum, int64_t classes, double w,
-                           double e) {
-  const double c = double(classes);
-  return -w * ((1 - e) * logpT + e / c * (shifted - c * logSum));
+                           double weightSum, double e) {
+  return -((1 - e) * w * logpT + e / double(classes) * (shifted - weightSum * logSum));
+}
+
+/// sum_c w[c] * (x[c * stride] - m), in double in class order: the weighted form of a
+/// position's shifted logits' sum.
+template <typename T, typename W>
+double weightedShifted(const T *x, int64_t stride, int64_t classes, T m, const W *w) {
+  double shifted = 0;
+  for (int64_t c = 0; c < classes; ++c)
+    shifted += double(w[c]) * (double(x[c * stride]) - double(m));
+  return shifted;
 }
 
 /// The losses -w[t] * log_softmax(x)[t] of positions [begin, end) of contiguous [N, C] f32
 /// rows: the row max in eight lanes, then e^(x - max) to about 1 ulp summed in float lanes
-/// added in double (VectorMath.h). Ignored positions get 0. With label smoothing `e` > 0,
-/// smoothedLoss, the shifted logits x - max summed in float lanes too (blockedSum).
+/// added in double (VectorMath.h). Ignored positions get 0. With label smoothing sm.e > 0,
+/// smoothedLoss, the shifted logits x - max summed in float lanes too (blockedSum), or with
+/// class weights each times its weight, summed in double (weightedShifted).
 PLAIT_SIMD_CLONES void softmaxLossRows(const float *input, int64_t classes,
                                        const LossTargets &targets, double *losses, int64_t begin,
-                                       int64_t end, double e) {
+                                       int64_t end, const Smoothing<float> &sm) {
   for (int64_t p = begin; p < end; ++p) {
     const float *row = input + p * classes;
     int64_t t = targets.classes[p];
@@ -54,20 +86,23 @@ PLAIT_SIMD_CLONES void softmaxLossRows(const float *input, int64_t classes,
     float m = maxFloats(row, classes);
     double sum = sumExpShifted(row, classes, m);
     const double logpT = (double(row[t]) - double(m)) - std::log(sum);
-    if (e == 0) {
+    if (sm.e == 0) {
       losses[p] = -targets.weights[p] * logpT;
       continue;
     }
-    const double shifted = blockedSum(row, classes, [m](float v) { return v - m; });
-    losses[p] = smoothedLoss(logpT, shifted, std::log(sum), classes, targets.weights[p], e);
+    const double shifted = sm.weights ? weightedShifted(row, 1, classes, m, sm.weights)
+                                      : blockedSum(row, classes, [m](float v) { return v - m; });
+    losses[p] = smoothedLoss(logpT, shifted, std::log(sum), classes, targets.weights[p],
+                             sm.weights ? sm.weightSum : double(classes), sm.e);
   }
 }
 
 /// The loss -w * logp[t] of one position whose classes are x[c * stride] (t not ignored).
 /// `kFromLogits` takes log_softmax over the classes first (max-shifted, summed in double),
-/// smoothed by label smoothing `e` > 0 (smoothedLoss).
+/// smoothed by label smoothing sm.e > 0 (smoothedLoss).
 template <typename T, bool kFromLogits>
-double classesLoss(const T *x, int64_t stride, int64_t classes, int64_t t, double w, double e) {
+double classesLoss(const T *x, int64_t stride, int64_t classes, int64_t t, double w,
+                   const Smoothing<T> &sm) {
   double logp = x[t * stride];
   if (kFromLogits) {
     T m = -std::numeric_limits<T>::infinity();
@@ -77,11 +112,15 @@ double classesLoss(const T *x, int64_t stride, int64_t classes, int64_t t, doubl
     for (int64_t c = 0; c < classes; ++c)
       sum += std::exp(x[c * stride] - m);
     logp = (logp - double(m)) - std::log(sum);
-    if (e > 0) {
+    if (sm.e > 0) {
       double shifted = 0;
-      for (int64_t c = 0; c < classes; ++c)
-        shifted += double(x[c * stride]) - double(m);
-      return smoothedLoss(logp, shifted, std::log(sum), classes, w, e);
+      if (sm.weights)
+        shifted = weightedShifted(x, stride, classes, m, sm.weights);
+      else
+        for (int64_t c = 0; c < classes; ++c)
+          shifted += double(x[c * stride]) - double(m);
+      return smoothedLoss(logp, shifted, std::log(sum), classes, w,
+                          sm.weights ? sm.weightSum : double(classes), sm.e);
     }
   }
   return -w * logp;
@@ -89,13 +128,14 @@ double classesLoss(const T *x, int64_t stride, int64_t classes, int64_t t, doubl
 
 /// Per position p: loss = -w[t] * logp[n, t, d] and weight w[t] (0 when ignored).
 template <typename T, bool kFromLogits>
-double positionLoss(const T *input, const LossShape &s, const LossTargets &targets, int64_t p) {
+double positionLoss(const T *input, const LossShape &s, const LossTargets &targets,
+                    const Smoothing<T> &sm, int64_t p) {
   int64_t t = targets.classes[p];
   if (t == LossTargets::kIgnored)
     return 0;
   const int64_t n = p / s.spatial, d = p % s.spatial;
   return classesLoss<T, kFromLogits>(input + n * s.classes * s.spatial + d, s.spatial, s.classes, t,
-                                     targets.weights[p], s.smoothing);
+                                     targets.weights[p], sm);
 }
 
 /// Checks a loss call, or with `grad` its gradient's (the loss's gradient as input 2), and
@@ -154,20 +194,20 @@ Status computeLoss(const KernelCall &call, std::string_view kernel, const LossSh
   Scratch scratch(call, kernel);
   LossTargets targets;
   PLAIT_RETURN_IF_ERROR(takeTargets<T>(call, kernel, s, 2, scratch, targets));
+  const Smoothing<T> sm = smoothingOf<T>(call, s, 2);
   const int64_t positions = s.positions();
   double *losses = nullptr; // workspace: the loss per position
   PLAIT_RETURN_IF_ERROR(scratch.take(positions, losses));
   parallelFor(positions, grainFor(kElementGrain, kFromLogits ? s.classes : 1),
               [&](int64_t, int64_t begin, int64_t end) {
-    if constexpr (kFromLogits) {
+    if constexpr (kFromLogits && std::is_same_v<T, float>) {
       if (contiguousF32Rows<T>(s)) {
-        softmaxLossRows(reinterpret_cast<const float *>(input), s.classes, targets, losses, begin,
-                        end, s.smoothing);
+        softmaxLossRows(input, s.classes, targets, losses, begin, end, sm);
         return;
       }
     }
     for (int64_t p = begin; p < end; ++p)
-      losses[p] = positionLoss<T, kFromLogits>(input, s, targets, p);
+      losses[p] = positionLoss<T, kFromLogits>(input, s, targets, sm, p);
   });
   storeLoss(call.outputs[0].as<T>(), s, losses, targets);
   return Status();
@@ -216,6 +256,7 @@ Status halfSoftmaxLoss(const KernelCall &call, std::string_view kernel, const Lo
   Scratch scratch(call, kernel);
   LossTargets targets;
   PLAIT_RETURN_IF_ERROR(takeTargets<float>(call, kernel, s, 2, scratch, targets));
+  const Smoothing<float> sm = smoothingOf<float>(call, s, 2);
   const int64_t positions = s.positions(), classes = s.classes;
   double *losses = nullptr;
   PLAIT_RETURN_IF_ERROR(scratch.take(positions, losses));
@@ -225,16 +266,15 @@ Status halfSoftmaxLoss(const KernelCall &call, std::string_view kernel, const Lo
   forEachHalfRow(input, s, rows, [&](int64_t p, float *row) {
     if (s.spatial != 1) {
       const int64_t t = targets.classes[p];
-      losses[p] =
-          t == LossTargets::kIgnored
-              ? 0
-              : classesLoss<float, true>(row, 1, classes, t, targets.weights[p], s.smoothing);
+      losses[p] = t == LossTargets::kIgnored
+                      ? 0
+                      : classesLoss<float, true>(row, 1, classes, t, targets.weights[p], sm);
       return;
     }
     LossTargets one = targets;
     one.classes += p;
     one.weights += p;
-    softmaxLossRows(row, classes, one, losses + p, 0, 1, s.smoothing);
+    softmaxLossRows(row, classes, one, losses + p, 0, 1, sm);
   });
   storeLoss(call.outputs[0].as<float>(), s, losses, targets);
   return Status();
@@ -244,14 +284,31 @@ Status halfSoftmaxLoss(const KernelCall &call, std::string_view kernel, const Lo
 // softmax_cross_entropy_grad, nll_loss_grad
 //===----------------------------------------------------------------------===//
 
+/// The gradient of one position into y[c * stride] under label smoothing e with class
+/// weights w (summing to W), scaled by `scale` = g / denom (not times w[t]):
+///   (((1 - e) w[t] + e / C * W) * prob[c] - (1 - e) w[t] onehot(t) - e / C * w[c]) * scale
+/// with prob[c] = prob(c), which reads class c of the logits: class c is read before y's
+/// class c is written, so y may be the logits.
+template <typename T, typename Prob>
+void weightedSmoothedGrad(T *y, int64_t stride, int64_t classes, int64_t t, double scale,
+                          const Smoothing<T> &sm, Prob &&prob) {
+  const double uniform = sm.e / double(classes), atTarget = (1 - sm.e) * double(sm.weights[t]);
+  const double probCoef = atTarget + uniform * sm.weightSum;
+  const double yt = (prob(t) * probCoef - atTarget - uniform * double(sm.weights[t])) * scale;
+  for (int64_t c = 0; c < classes; ++c)
+    y[c * stride] = T((prob(c) * probCoef - uniform * double(sm.weights[c])) * scale);
+  y[t * stride] = T(yt);
+}
+
 /// The gradient rows [begin, end) of contiguous [N, C] f32 logits:
 ///   y = (e^(x - max) / sum - onehot(t)) * scale[p]
 /// with max and sum as the loss takes them (softmaxLossRows); ignored rows get zeros; with
-/// label smoothing `e` > 0, y = (e^(x - max) / sum - (1 - e) onehot(t) - e / C) * scale[p].
-/// A row is read whole before it is written, so `out` may alias `input`.
+/// label smoothing sm.e > 0, y = (e^(x - max) / sum - (1 - e) onehot(t) - e / C) * scale[p],
+/// or with class weights weightedSmoothedGrad's. A row is read whole before it is written, so
+/// `out` may alias `input`.
 PLAIT_SIMD_CLONES void softmaxGradRows(const float *input, float *out, int64_t classes,
                                        const int64_t *rowClasses, const double *scales,
-                                       int64_t begin, int64_t end, double e) {
+                                       int64_t begin, int64_t end, const Smoothing<float> &sm) {
   for (int64_t p = begin; p < end; ++p) {
     const float *x = input + p * classes;
     float *y = out + p * classes;
@@ -263,6 +320,12 @@ PLAIT_SIMD_CLONES void softmaxGradRows(const float *input, float *out, int64_t c
     }
     float m = maxFloats(x, classes);
     double sum = sumExpShifted(x, classes, m);
+    const double e = sm.e;
+    if (sm.weights) {
+      weightedSmoothedGrad(y, 1, classes, t, scales[p], sm,
+                           [&](int64_t c) { return double(expApprox(x[c] - m)) / sum; });
+      continue;
+    }
     if (e > 0) {
       const double scale = scales[p], uniform = e / double(classes);
       double atTarget = (double(expApprox(x[t] - m)) / sum - (1 - e) - uniform) * scale;
@@ -286,7 +349,7 @@ PLAIT_SIMD_CLONES void softmaxGradRows(const float *input, float *out, int64_t c
 /// log-probabilities.
 template <typename T, bool kFromLogits>
 void classesGrad(const T *x, T *y, int64_t stride, int64_t classes, int64_t t, double scale,
-                 double e) {
+                 const Smoothing<T> &sm) {
   if (t == LossTargets::kIgnored) {
     for (int64_t c = 0; c < classes; ++c)
       y[c * stride] = T(0);
@@ -299,10 +362,15 @@ void classesGrad(const T *x, T *y, int64_t stride, int64_t classes, int64_t t, d
     double sum = 0;
     for (int64_t c = 0; c < classes; ++c)
       sum += std::exp(double(x[c * stride]) - double(m));
+    auto probOf = [&](int64_t c) { return std::exp(double(x[c * stride]) - double(m)) / sum; };
+    if (sm.weights) {
+      weightedSmoothedGrad(y, stride, classes, t, scale, sm, probOf);
+      return;
+    }
     // e = 0: prob - 1 - 0 and prob - 0 - 0 round as prob - 1 and prob.
-    const double uniform = e / double(classes);
+    const double e = sm.e, uniform = e / double(classes);
     for (int64_t c = 0; c < classes; ++c) {
-      double prob = std::exp(double(x[c * stride]) - double(m)) / sum;
+      double prob = probOf(c);
       y[c * stride] = T((prob - (c == t ? 1.0 - e : 0.0) - uniform) * scale);
     }
   } else {
@@ -327,27 +395,27 @@ Status computeLossGrad(const KernelCall &call, std::string_view kernel, const Lo
   Scratch scratch(call, kernel);
   LossTargets targets;
   PLAIT_RETURN_IF_ERROR(takeTargets<T>(call, kernel, s, 3, scratch, targets));
-  // Each position's weight becomes its scale, w[t] * g / denom (ignored positions get zeros
-  // whatever theirs is).
+  const Smoothing<T> sm = smoothingOf<T>(call, s, 3);
+  // Each position's weight becomes its scale, w[t] * g / denom, or g / denom where smoothing
+  // weighs each class (weightedSmoothedGrad); ignored positions get zeros whatever theirs is.
   const int64_t positions = s.positions();
   for (int64_t p = 0; p < positions; ++p) {
     double g = double(grad[s.reduction == Reduction::None ? p : 0]);
-    targets.weights[p] = targets.weights[p] * g / targets.normalizer;
+    targets.weights[p] = (sm.weights ? 1.0 : targets.weights[p]) * g / targets.normalizer;
   }
   // Positions are independent: split across the kernels' threads (Parallel.h).
   parallelFor(positions, grainFor(kElementGrain, s.classes),
               [&](int64_t, int64_t begin, int64_t end) {
-    if constexpr (kFromLogits) {
+    if constexpr (kFromLogits && std::is_same_v<T, float>) {
       if (contiguousF32Rows<T>(s)) {
-        softmaxGradRows(reinterpret_cast<const float *>(input), reinterpret_cast<float *>(out),
-                        s.classes, targets.classes, targets.weights, begin, end, s.smoothing);
+        softmaxGradRows(input, out, s.classes, targets.classes, targets.weights, begin, end, sm);
         return;
       }
     }
     for (int64_t p = begin; p < end; ++p) {
       const int64_t at = p / s.spatial * s.classes * s.spatial + p % s.spatial;
       classesGrad<T, kFromLogits>(input + at, out + at, s.spatial, s.classes, targets.classes[p],
-                                  targets.weights[p], s.smoothing);
+                                  targets.weights[p], sm);
     }
   });
   return Status();
@@ -366,6 +434,7 @@ Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const Lo
   Scratch scratch(call, kernel);
   LossTargets targets;
   PLAIT_RETURN_IF_ERROR(takeTargets<float>(call, kernel, s, 3, scratch, targets));
+  const Smoothing<float> sm = smoothingOf<float>(call, s, 3);
   const int64_t positions = s.positions(), classes = s.classes;
   const int64_t slots = lossRowSlots(positions);
   float *rows = nullptr;
@@ -375,17 +444,15 @@ Status halfSoftmaxGrad(const KernelCall &call, std::string_view kernel, const Lo
     int64_t at = s.reduction == Reduction::None ? p : 0;
     double g = grad.dtype == DType::F32 ? double(grad.as<float>()[at])
                                         : double(widen(grad.as<uint16_t>()[at]));
-    targets.weights[p] = targets.weights[p] * g / targets.normalizer;
+    targets.weights[p] = (sm.weights ? 1.0 : targets.weights[p]) * g / targets.normalizer;
   }
   const int64_t stride = s.spatial;
   forEachHalfRow(input, s, rows, [&](int64_t p, float *row) {
     uint16_t *yr = out + halfRowOffset(s, p);
     if (stride == 1)
-      softmaxGradRows(row, row, classes, targets.classes + p, targets.weights + p, 0, 1,
-                      s.smoothing);
+      softmaxGradRows(row, row, classes, targets.classes + p, targets.weights + p, 0, 1, sm);
     else
-      classesGrad<float, true>(row, row, 1, classes, targets.classes[p], targets.weights[p],
-                               s.smoothing);
+      classesGrad<float, true>(row, row, 1, classes, targets.classes[p], targets.weights[p], sm);
     if (stride == 1)
       narrowHalfRow(row, call.outputs[0].dtype, yr, classes);
     else

@@ -52,8 +52,8 @@ Status planLossTargets(std::string_view kernel, const Attrs &attrs, const Tensor
   s.smoothing = attrs.getFloat("label_smoothing", 0.0);
   if (!(s.smoothing >= 0 && s.smoothing <= 1))
     return Status::errorf("{}: label_smoothing must be in [0, 1], got {}", kernel, s.smoothing);
-  if (s.smoothing > 0 && weight)
-    return Status::errorf("{}: label_smoothing with class weights is not supported", kernel);
+  if (s.smoothing > 0 && kernel.rfind("nll_loss", 0) == 0)
+    return Status::errorf("{}: label_smoothing is softmax_cross_entropy's", kernel);
   return Status();
 }
 

@@ -20,7 +20,8 @@ struct LossShape {
   bool hasIgnore = false;
   int64_t ignoreIndex = 0;
   /// softmax_cross_entropy's label_smoothing e (0: none): a position's loss is
-  /// -(1 - e) logp[t] - e / C * sum_c logp[c] (without class weights, which it refuses).
+  /// -(1 - e) w[t] logp[t] - e / C * sum_c w[c] logp[c] (w = 1 without class weights), and
+  /// the mean divides by sum w[t] as without smoothing (torch's cross_entropy).
   double smoothing = 0;
 
   int64_t positions() const { return batch * spatial; }

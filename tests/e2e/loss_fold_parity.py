@@ -6,7 +6,9 @@ gone.
 The model: features [B, T, F] through two linear layers to per-token logits [B, T, C]; the
 loss is PyTorch's cross_entropy of the logits transposed to [B, C, T] (ONNX
 SoftmaxCrossEntropyLoss of rank 3) with constant class weights, plus a weighted
-cross_entropy of [B, C] logits from the tokens' mean (rank 2). Exported to ONNX and trained
+cross_entropy of [B, C] logits from the tokens' mean (rank 2). With --label-smoothing E both
+are cross_entropy(label_smoothing=E) in PyTorch (which the export cannot carry: the model is
+exported without, and plait-compile gets --label-smoothing E). Exported to ONNX and trained
 with plait:
   - fp32 on one thread, against PyTorch trained from the same weights on the same batches
     (losses within 1e-4 relative);
@@ -19,7 +21,7 @@ with plait:
     removed), and its planned peak is lower.
 
 Run with /usr/bin/python3 (torch 1.13, onnx 1.12):
-  loss_fold_parity.py --build BUILD [--steps 12] [--tol 2e-2]
+  loss_fold_parity.py --build BUILD [--steps 12] [--tol 2e-2] [--label-smoothing E]
 """
 import argparse
 import json
@@ -48,6 +50,7 @@ class TokenClassifier(nn.Module):
 
     def __init__(self):
         super().__init__()
+        self.smoothing = 0.0  # cross_entropy's label_smoothing (0 for the export)
         self.hidden = nn.Linear(FEATURES, HIDDEN)
         self.tokens_head = nn.Linear(HIDDEN, CLASSES)
         self.sequence_head = nn.Linear(HIDDEN, CLASSES)
@@ -56,9 +59,11 @@ class TokenClassifier(nn.Module):
         h = F.gelu(self.hidden(x))                      # [B, T, H]
         per_token = self.tokens_head(h)                 # [B, T, C]
         weight = torch.tensor(WEIGHTS)
-        loss = F.cross_entropy(per_token.transpose(1, 2), tokens, weight=weight)
+        loss = F.cross_entropy(per_token.transpose(1, 2), tokens, weight=weight,
+                               label_smoothing=self.smoothing)
         sequence = self.sequence_head(h.mean(dim=1))    # [B, C]
-        return loss + F.cross_entropy(sequence, label, weight=weight, reduction="sum") / BATCH
+        return loss + F.cross_entropy(sequence, label, weight=weight, reduction="sum",
+                                      label_smoothing=self.smoothing) / BATCH
 
 
 def data(n, rng):
@@ -83,7 +88,9 @@ def main():
     ap.add_argument("--build", required=True, type=pathlib.Path)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--tol", type=float, default=2e-2)
+    ap.add_argument("--label-smoothing", type=float, default=0.0)
     args = ap.parse_args()
+    smoothing = ["--label-smoothing", args.label_smoothing] if args.label_smoothing else []
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model = TokenClassifier()
@@ -105,7 +112,7 @@ def main():
         def train(label, flags, threads):
             plan, report = tmp / (label + ".plan"), tmp / (label + ".json")
             run([bindir / "plait-compile", onnx_path, "-o", plan, "--train", "--optimizer",
-                 "sgd", "--lr", LR, "--report", report, *flags])
+                 "sgd", "--lr", LR, "--report", report, *smoothing, *flags])
             log = tmp / (label + ".jsonl")
             run([bindir / "plait-run", plan, "--data", tmp / "data", "--steps", args.steps,
                  "--threads", threads, "--log-jsonl", log])
@@ -116,6 +123,7 @@ def main():
         folded, report = train("bf16", ["--precision", "bf16-mixed"], 2)
         unfolded, plain = train("bf16-unfolded",
                                 ["--precision", "bf16-mixed", "--no-fused-loss-cast"], 1)
+    model.smoothing = args.label_smoothing
     reference, _ = train_torch(model, batches, args.steps, BATCH,
                                lambda params: torch.optim.SGD(params, lr=LR))
     worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(fp32, reference))
@@ -141,9 +149,10 @@ def main():
     peak, plain_peak = report["memory"]["peak"], plain["memory"]["peak"]
     if peak >= plain_peak:
         problems.append("planned peak %d, %d unfolded" % (peak, plain_peak))
-    print("loss fold: %d steps, bf16 loss %.4f -> %.4f, max |bf16 - fp32| %.2e, fp32 vs PyTorch "
+    print("loss fold%s: %d steps, bf16 loss %.4f -> %.4f, max |bf16 - fp32| %.2e, fp32 vs PyTorch "
           "%.1e; %s; kernels %d (%d unfolded), peak %d (%d unfolded): %s"
-          % (args.steps, folded[0], folded[-1], diff, worst, fold, report["kernels_per_step"],
+          % (" (label smoothing %g)" % args.label_smoothing if smoothing else "", args.steps,
+             folded[0], folded[-1], diff, worst, fold, report["kernels_per_step"],
              plain["kernels_per_step"], peak, plain_peak, "ok" if not problems else "FAIL"))
     for p in problems:
         print("FAIL " + p)

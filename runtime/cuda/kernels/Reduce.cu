@@ -255,7 +255,8 @@ __global__ void lossPerPosition(bool fromLogits, const S *input, const I *target
     }
     const S *block = input + n * g.classes * g.spatial;
     double logp = double(load(block, t * g.spatial + d));
-    double smoothed = 0; // label smoothing: e / C * sum_c logp[c]
+    double smoothed = 0; // label smoothing: e / C * sum_c w[c] logp[c] (w[c] = 1 without)
+    const bool weighted = weight || weight32;
     if (fromLogits) {
       double m = -INFINITY;
       for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
@@ -267,18 +268,23 @@ __global__ void lossPerPosition(bool fromLogits, const S *input, const I *target
       sum = blockReduce(sum, shared, AddOp());
       logp = (logp - m) - ::log(sum);
       if (g.smoothing > 0) { // block-uniform
-        double shifted = 0;
-        for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
-          shifted += double(load(block, c * g.spatial + d)) - m;
+        // sum_c w[c] (x[c] - max) and W = sum_c w[c] (C without class weights).
+        double shifted = 0, weights = 0;
+        for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x) {
+          const double wc = classWeight(weight, weight32, c);
+          shifted += wc * (double(load(block, c * g.spatial + d)) - m);
+          weights += wc;
+        }
         shifted = blockReduce(shifted, shared, AddOp());
-        const double classes = double(g.classes);
-        smoothed = g.smoothing / classes * (shifted - classes * ::log(sum));
+        weights = weighted ? blockReduce(weights, shared, AddOp()) : double(g.classes);
+        smoothed = g.smoothing / double(g.classes) * (shifted - weights * ::log(sum));
         logp *= 1 - g.smoothing;
       }
     }
     if (threadIdx.x == 0) {
       double w = classWeight(weight, weight32, t);
-      work[p] = -w * (logp + smoothed);
+      // -w[t] (1 - e) logp[t] - e / C sum_c w[c] logp[c] (LossKernels.cpp's smoothedLoss)
+      work[p] = weighted ? -(w * logp + smoothed) : -w * (logp + smoothed);
       work[positions + p] = w;
     }
   }
@@ -332,7 +338,8 @@ __global__ void lossGradPerPosition(bool fromLogits, const S *input, const I *ta
     }
     double gv = double(load(grad, g.reduction == 2 ? p : 0));
     double w = classWeight(weight, weight32, t);
-    double scale = w * gv / normalizer;
+    const bool weightedSmoothing = fromLogits && g.smoothing > 0 && (weight || weight32);
+    double scale = (weightedSmoothing ? 1.0 : w) * gv / normalizer;
     if (fromLogits) {
       double m = -INFINITY;
       for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
@@ -345,6 +352,22 @@ __global__ void lossGradPerPosition(bool fromLogits, const S *input, const I *ta
       // Every class is read (above) before any is written: the result may alias the input.
       // Label smoothing e: (prob - (1 - e) onehot - e / C) * scale (e = 0 rounds as before).
       const double e = g.smoothing, uniform = e / double(g.classes);
+      if (weightedSmoothing) { // block-uniform
+        // With class weights w (sum W): (((1 - e) w[t] + e / C W) prob - (1 - e) w[t] onehot
+        // - e / C w[c]) * g / normaliser (LossKernels.cpp's weightedSmoothedGrad).
+        double weights = 0;
+        for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x)
+          weights += classWeight(weight, weight32, c);
+        weights = blockReduce(weights, shared, AddOp());
+        const double atTarget = (1 - e) * w, probCoef = atTarget + uniform * weights;
+        for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x) {
+          double prob = ::exp(double(load(block, c * g.spatial + d)) - m) / sum;
+          double wc = classWeight(weight, weight32, c);
+          store(result, c * g.spatial + d,
+                Compute<S>((prob * probCoef - (c == t ? atTarget : 0.0) - uniform * wc) * scale));
+        }
+        continue;
+      }
       for (int64_t c = threadIdx.x; c < g.classes; c += blockDim.x) {
         double prob = ::exp(double(load(block, c * g.spatial + d)) - m) / sum;
         store(result, c * g.spatial + d,

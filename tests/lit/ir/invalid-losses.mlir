@@ -121,15 +121,6 @@ func.func @label_smoothing_range(%x: tensor<8x10xf32>, %t: tensor<8xi64>) {
 
 // -----
 
-func.func @label_smoothing_weights(%x: tensor<8x10xf32>, %t: tensor<8xi64>, %w: tensor<10xf32>) {
-  // expected-error @+2 {{'plait.softmax_cross_entropy' op label_smoothing with class weights is not supported}}
-  // expected-error @+1 {{'plait.softmax_cross_entropy' op failed to infer returned types}}
-  %0 = plait.softmax_cross_entropy %x, %t, %w {label_smoothing = 0.1 : f64} : (tensor<8x10xf32>, tensor<8xi64>, tensor<10xf32>) -> tensor<f32>
-  return
-}
-
-// -----
-
 func.func @label_smoothing_nll(%x: tensor<8x10xf32>, %t: tensor<8xi64>) {
   // expected-error @+2 {{'plait.nll_loss' op label_smoothing is softmax_cross_entropy's (torch's NLLLoss has none)}}
   // expected-error @+1 {{'plait.nll_loss' op failed to infer returned types}}

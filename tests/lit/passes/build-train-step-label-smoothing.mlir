@@ -27,12 +27,17 @@ func.func @main(%x: tensor<2x4xf32> {plait.name = "x"}) -> (tensor<f32> {plait.n
 
 // -----
 
+// With class weights (torch weighs the smoothed term's classes too): the loss and its
+// gradient keep them.
+// CHECK: plait.train = {clip_grad_norm = 0.000000e+00 : f64, label_smoothing = 1.000000e-01 : f64
+// CHECK: %[[CW:.*]] = plait.constant dense<[1.000000e+00, 2.000000e+00, 5.000000e-01]>
+// CHECK: plait.softmax_cross_entropy %[[R:.*]], %arg1, %[[CW]] {label_smoothing = 1.000000e-01 : f64}
+// CHECK: plait.softmax_cross_entropy_grad %[[R]], %arg1, %{{.*}}, %[[CW]] {label_smoothing = 1.000000e-01 : f64}
 func.func @main(%x: tensor<2x4xf32> {plait.name = "x"}, %y: tensor<2xi64> {plait.name = "y"})
     -> (tensor<f32> {plait.name = "loss"}) {
   %w = plait.param "fc.weight" {init = "normal:0.02"} : tensor<4x3xf32>
   %cw = plait.constant dense<[1.0, 2.0, 0.5]> : tensor<3xf32>
   %h = plait.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
-  // expected-error @+1 {{'plait.softmax_cross_entropy' op label-smoothing with class weights is not supported}}
   %l = plait.softmax_cross_entropy %h, %y, %cw : (tensor<2x3xf32>, tensor<2xi64>, tensor<3xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }

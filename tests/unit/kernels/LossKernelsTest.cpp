@@ -135,6 +135,75 @@ TEST(LossKernels, LabelSmoothingAsTorch) {
       1e-13, 1e-13));
 }
 
+// label_smoothing with class weights, as torch 1.13's cross_entropy(weight=w,
+// label_smoothing=e) gives it in double: the smoothed term weighs each class too, and the
+// mean divides by sum w[t]. f32 [N, C] rows (the vectorised path) and f64; over spatial
+// targets with an ignored one (the per-position path), the gradient of the sum.
+TEST(LossKernels, LabelSmoothingWithClassWeightsAsTorch) {
+  auto attrs = [](double e, const std::string &r) {
+    return AttrsBuilder().f("label_smoothing", e).s("reduction", r).build();
+  };
+  for (DType dt : {DType::F32, DType::F64}) {
+    SCOPED_TRACE(dtypeName(dt));
+    const double tol = dt == DType::F32 ? 1e-6 : 1e-13;
+    auto w = makeFloat(dt, {3}, {1, 2, 0.5});
+    auto loss = [&](const std::string &r, std::vector<int64_t> shape) {
+      return runOk("softmax_cross_entropy", {logits(dt), targets(), w}, dt, shape, attrs(0.1, r))
+          .doubles();
+    };
+    EXPECT_TRUE(allClose(loss("mean", {}), {1.4866059185589438}, tol, tol));
+    EXPECT_TRUE(allClose(loss("sum", {}), {5.946423674235775}, tol, tol));
+    EXPECT_TRUE(allClose(
+        loss("none", {4}),
+        {0.36431004651848226, 1.845333151601443, 2.105673553280544, 1.6311069228353055}, tol, tol));
+    auto ignore0 = AttrsBuilder().f("label_smoothing", 0.1).i("ignore_index", 0).build();
+    EXPECT_TRUE(allClose(
+        runOk("softmax_cross_entropy", {logits(dt), targets(), w}, dt, {}, ignore0).doubles(),
+        {1.3670301742114441}, tol, tol));
+    EXPECT_TRUE(allClose(
+        runOk("softmax_cross_entropy_grad", {logits(dt), targets(), makeFloat(dt, {}, {1}), w}, dt,
+              {4, 3}, attrs(0.1, "mean"))
+            .doubles(),
+        {0.004420997865803895, 0.01800320006609633, -0.02242419793190025, -0.18878035866440734,
+         -0.006725554293700274, 0.1955059129581076, 0.15138888888888888, -0.30694444444444446,
+         0.15555555555555556, 0.028428665215176042, 0.08326280596558416, -0.11169147118076021},
+        tol, tol));
+  }
+  std::vector<double> x(24);
+  for (int i = 0; i < 24; ++i)
+    x[i] = i % 5 - 2;
+  auto input = makeFloat(DType::F64, {2, 3, 2, 2}, x);
+  auto target = make<int32_t>({2, 2, 2}, {0, 1, 2, 1, 2, 2, 0, -1});
+  auto w = makeFloat(DType::F64, {3}, {1, 2, 0.5});
+  auto spatial = [](const std::string &r) {
+    return AttrsBuilder()
+        .f("label_smoothing", 0.25)
+        .i("ignore_index", -1)
+        .s("reduction", r)
+        .build();
+  };
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy", {input, target, w}, DType::F64, {}, spatial("mean")).doubles(),
+      {2.362663143160024}, 1e-13, 1e-13));
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy", {input, target, w}, DType::F64, {2, 2, 2}, spatial("none"))
+          .doubles(),
+      {3.715169417986948, 7.034708660898727, 1.271737309629587, 2.4802940196295147,
+       1.271737309629587, 1.271737309629587, 0.6745895462962296, 0.0},
+      1e-13, 1e-13));
+  EXPECT_TRUE(allClose(
+      runOk("softmax_cross_entropy_grad", {input, target, makeFloat(DType::F64, {}, {1}), w},
+            DType::F64, {2, 3, 2, 2}, spatial("sum"))
+          .doubles(),
+      {-0.819569909423136,     0.00018094878553656164, 0.36016063718321456,    1.1085567124298892,
+       0.5847908169520507,     -1.6359434792309426,    -0.0035143526301348784, -1.2281948226934876,
+       0.23477909247108536,    1.6357625304454062,     -0.35664628455307973,   0.11963811026359829,
+       0.36016063718321456,    0.36016063718321456,    -0.1403740044012273,    0.0,
+       -0.0035143526301348784, -0.0035143526301348784, 0.08825882401541424,    0.0,
+       -0.35664628455307973,   -0.35664628455307973,   0.05211518038581296,    0.0},
+      1e-13, 1e-13));
+}
+
 TEST(LossKernels, NllLossOnLogProbabilities) {
   std::vector<double> logp = {-2.4076058864593506, -1.4076058864593506, -0.40760594606399536,
                               -1.7413113117218018, -3.2413113117218018, -0.24131132662296295,
@@ -166,8 +235,8 @@ TEST(LossKernels, HalfPrecision) {
 // cast back; with a gradient of the logits' type too. The f32 loss of the half logits is
 // the loss of their cast. [37, 1000] logits (more rows than the kernel's row slots) and
 // [7, 300, 5] ones (classes 5 apart: 35 positions), up to +-30 (the exponentials span many
-// binades), without and with f32 class weights, every reduction, targets ignored; on 2
-// threads.
+// binades), without and with f32 class weights, with and without label smoothing, every
+// reduction, targets ignored; on 2 threads.
 TEST(LossKernels, HalfLogitsLossAndGradientAreTheirCastsBitForBit) {
   KernelThreads threads(2);
   struct Case {
@@ -188,8 +257,6 @@ TEST(LossKernels, HalfLogitsLossAndGradientAreTheirCastsBitForBit) {
       for (bool weighted : {false, true})
         for (DType half : {DType::BF16, DType::F16})
           for (const char *r : {"mean", "sum", "none"}) {
-            if (weighted && e > 0)
-              continue; // label smoothing takes no class weights
             SCOPED_TRACE(::testing::Message()
                          << dtypeName(half) << " " << r << " rank " << c.shape.size()
                          << (weighted ? " weighted" : "") << " smoothing " << e);
@@ -259,10 +326,10 @@ TEST(LossKernels, Errors) {
                 {logits(), targets(), makeFloat(DType::BF16, {}, {1})}, {{DType::F32, {4, 3}}});
   EXPECT_NE(r.status.message().find("softmax_cross_entropy_grad: "), std::string::npos);
   EXPECT_FALSE(r.status.ok());
-  r = runKernel("softmax_cross_entropy", {logits(), targets(), classWeights()}, {{DType::F32, {}}},
-                AttrsBuilder().f("label_smoothing", 0.1).build());
-  EXPECT_EQ(r.status.message(),
-            "softmax_cross_entropy: label_smoothing with class weights is not supported");
+  // NLLLoss has no label smoothing (its verifier refuses it too).
+  r = runKernel("nll_loss_grad", {logits(), targets(), makeFloat(DType::F32, {}, {1})},
+                {{DType::F32, {4, 3}}}, AttrsBuilder().f("label_smoothing", 0.1).build());
+  EXPECT_EQ(r.status.message(), "nll_loss_grad: label_smoothing is softmax_cross_entropy's");
   r = runKernel("softmax_cross_entropy_grad", {logits(), targets(), makeFloat(DType::F32, {}, {1})},
                 {{DType::F32, {4, 3}}}, AttrsBuilder().f("label_smoothing", 1.5).build());
   EXPECT_EQ(r.status.message(),
