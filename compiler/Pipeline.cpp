@@ -166,6 +166,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
     o.paramGroups += (o.paramGroups.empty() ? "" : ";") + group;
   // With several ranks the norm is of the averaged gradients: plait-shard clips them.
   o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;
+  o.clipGradNormType = train.clipGradNormType; // validated there on any world size
   o.clipGradValue = worldSize > 1 ? 0.0 : train.clipGradValue;
   o.labelSmoothing = train.labelSmoothing;
   o.emaDecay = train.emaDecay;

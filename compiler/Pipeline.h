@@ -40,6 +40,7 @@ struct TrainOptions {
   std::string lrScale;       // --lr-scale 'REGEX=F,...': per-param learning-rate factors
   std::vector<std::string> paramGroups; // --param-group 'REGEX:KEY=V,...', in order
   double clipGradNorm = 0;
+  double clipGradNormType = 2; // --clip-grad-norm-type: p of the p-norm (inf: the largest |g|)
   double clipGradValue = 0; // --clip-grad-value: each gradient element clamped to [-V, V]
   double labelSmoothing = 0; // --label-smoothing: the cross-entropy losses' target smoothing
   double emaDecay = 0;     // --ema-decay: the weight EMA's decay (0: none)

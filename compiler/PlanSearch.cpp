@@ -127,6 +127,7 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   shard.deferReplicaReduce = !dist.replicaReducePerMicroBatch;
   if (dist.worldSize > 1) {
     shard.clipGradNorm = options.train.clipGradNorm;
+    shard.clipGradNormType = options.train.clipGradNormType;
     shard.clipGradValue = options.train.clipGradValue;
   }
   pm.addPass(createShardPass(shard));

@@ -229,6 +229,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         return module.emitError("optimizer hyper-parameters must be finite numbers, got ") << v;
     if (clipGradValue < 0)
       return module.emitError("clip-grad-value must be >= 0, got ") << clipGradValue;
+    if (std::string why = invalidNormType(clipGradNormType); !why.empty())
+      return module.emitError(why);
     // lr < 0, eps < 0: the optimizer's default (eps = 0 is refused: a zero denominator).
     // beta2 < 0: the optimizer's default (lion 0.99, else 0.999).
     if (lr == 0 || eps == 0 || beta1 < 0 || beta1 >= 1 || beta2 >= 1 || momentum < 0 ||
@@ -653,6 +655,9 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
         b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecayUsed)),
         b.getNamedAttr("clip_grad_norm", b.getF64FloatAttr(clipGradNorm))};
+    if (clipGradNorm > 0 && clipGradNormType != 2)
+      train.push_back(
+          b.getNamedAttr("clip_grad_norm_type", b.getStringAttr(normTypeName(clipGradNormType))));
     if (clipGradValue > 0)
       train.push_back(b.getNamedAttr("clip_grad_value", b.getF64FloatAttr(clipGradValue)));
     if (labelSmoothing > 0)
@@ -773,7 +778,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if (clipGradValue > 0) // first, as a script calling clip_grad_value_ then clip_grad_norm_
       clampGradients(b, loc, *grads, clipGradValue);
     if (clipGradNorm > 0)
-      clipByGlobalNorm(b, loc, *grads, clipGradNorm);
+      clipByGlobalNorm(b, loc, *grads, clipGradNorm, clipGradNormType);
     auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
     Value lrValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("lr"));
     Value stepValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("step"));

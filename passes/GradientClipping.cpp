@@ -4,33 +4,69 @@
 #include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 
+#include <cmath>
+#include <sstream>
+
 using namespace mlir;
 
 namespace plait {
 namespace {
 
-/// The f32 scalar sum of g's squares.
-Value sumOfSquares(OpBuilder &b, Location loc, Value g) {
-  Value sq = b.create<ReduceSumOp>(loc, b.create<MulOp>(loc, g, g), b.getDenseI64ArrayAttr({}),
-                                   b.getBoolAttr(false));
-  auto f32 = RankedTensorType::get({}, b.getF32Type());
-  return sq.getType() == f32 ? sq : Value(b.create<CastOp>(loc, f32, sq));
+/// A scalar constant of element type `element`.
+Value scalar(OpBuilder &b, Location loc, Type element, double v) {
+  auto type = RankedTensorType::get({}, element);
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getFloatAttr(element, v)));
 }
 
-/// min(1, maxNorm / (sqrt(total) + 1e-6)), its ops built in that order (the norm, then the
-/// denominator, then the numerator: one op order whatever the compiler's argument order).
-Value normCoefficient(OpBuilder &b, Location loc, Value total, double maxNorm) {
+bool isInfinityNorm(double normType) { return std::isinf(normType); }
+
+/// A p-norm's measure of one gradient, as an f32 scalar: the sum of its squares (p = 2), of
+/// |g|^p, or its largest |g| (infinity). Measures combine by addition (max for infinity).
+Value normMeasure(OpBuilder &b, Location loc, Value g, double normType) {
+  auto axes = b.getDenseI64ArrayAttr({});
+  auto keep = b.getBoolAttr(false);
+  Value m;
+  if (normType == 2) {
+    m = b.create<ReduceSumOp>(loc, b.create<MulOp>(loc, g, g), axes, keep);
+  } else {
+    Value a = b.create<AbsOp>(loc, g);
+    if (isInfinityNorm(normType)) {
+      m = b.create<ReduceMaxOp>(loc, a, axes, keep);
+    } else {
+      Type element = cast<RankedTensorType>(g.getType()).getElementType();
+      if (normType != 1)
+        a = b.create<PowOp>(loc, a, scalar(b, loc, element, normType));
+      m = b.create<ReduceSumOp>(loc, a, axes, keep);
+    }
+  }
+  auto f32 = RankedTensorType::get({}, b.getF32Type());
+  return m.getType() == f32 ? m : Value(b.create<CastOp>(loc, f32, m));
+}
+
+/// Two measures combined: their sum, or their max for the infinity norm.
+Value combined(OpBuilder &b, Location loc, Value total, Value m, double normType) {
+  if (!total)
+    return m;
+  if (isInfinityNorm(normType))
+    return b.create<MaxOp>(loc, total, m);
+  return b.create<AddOp>(loc, total, m);
+}
+
+/// min(1, maxNorm / (norm + 1e-6)) with norm = sqrt(total) (p = 2), total^(1 / p), or total
+/// (p = 1, infinity); its ops built in that order (the norm, then the denominator, then the
+/// numerator: one op order whatever the compiler's argument order).
+Value normCoefficient(OpBuilder &b, Location loc, Value total, double maxNorm, double normType) {
   auto f32 = b.getF32Type();
-  auto scalarType = RankedTensorType::get({}, f32);
-  auto scalar = [&](double v) -> Value {
-    return b.create<ConstantOp>(loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, v)));
-  };
-  Value norm = b.create<SqrtOp>(loc, total);
-  Value epsilon = scalar(1e-6);
+  Value norm = total;
+  if (normType == 2)
+    norm = b.create<SqrtOp>(loc, total);
+  else if (normType != 1 && !isInfinityNorm(normType))
+    norm = b.create<PowOp>(loc, total, scalar(b, loc, f32, 1.0 / normType));
+  Value epsilon = scalar(b, loc, f32, 1e-6);
   Value denominator = b.create<AddOp>(loc, norm, epsilon);
-  Value numerator = scalar(maxNorm);
+  Value numerator = scalar(b, loc, f32, maxNorm);
   Value coef = b.create<DivOp>(loc, numerator, denominator);
-  Value one = scalar(1.0);
+  Value one = scalar(b, loc, f32, 1.0);
   return b.create<MinOp>(loc, coef, one);
 }
 
@@ -47,13 +83,18 @@ Value clamped(OpBuilder &b, Location loc, Value g, double value) {
 }
 
 /// Sets plait.train's `key` to `value` on the module of `body`.
-void recordTrainEntry(Block &body, StringRef key, double value) {
+void recordTrainEntry(Block &body, StringRef key, Attribute value) {
   auto module = body.getParentOp()->getParentOfType<ModuleOp>();
   if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train")) {
     NamedAttrList entries(train);
-    entries.set(key, FloatAttr::get(Float64Type::get(module.getContext()), value));
+    entries.set(key, value);
     module->setAttr("plait.train", entries.getDictionary(module.getContext()));
   }
+}
+
+void recordTrainEntry(Block &body, StringRef key, double value) {
+  recordTrainEntry(body, key,
+                   FloatAttr::get(Float64Type::get(body.getParentOp()->getContext()), value));
 }
 
 /// The optimizer updates of `body`, in order, with every gradient they read defined before
@@ -96,14 +137,27 @@ void clampGradients(OpBuilder &b, Location loc, llvm::MapVector<Value, Value> &g
     grad = clamped(b, loc, grad, value);
 }
 
+std::string normTypeName(double normType) {
+  if (isInfinityNorm(normType))
+    return "inf";
+  std::ostringstream value;
+  value << normType;
+  return value.str();
+}
+
+std::string invalidNormType(double normType) {
+  if (normType > 0) // NaN fails this too
+    return "";
+  // As written (a diagnostic prints doubles as %e).
+  return "clip-grad-norm-type must be > 0 or inf, got " + normTypeName(normType);
+}
+
 void clipByGlobalNorm(OpBuilder &b, Location loc, llvm::MapVector<Value, Value> &grads,
-                      double maxNorm) {
+                      double maxNorm, double normType) {
   Value total;
-  for (auto &[param, grad] : grads) {
-    Value sq = sumOfSquares(b, loc, grad);
-    total = total ? Value(b.create<AddOp>(loc, total, sq)) : sq;
-  }
-  Value coef = normCoefficient(b, loc, total, maxNorm);
+  for (auto &[param, grad] : grads)
+    total = combined(b, loc, total, normMeasure(b, loc, grad, normType), normType);
+  Value coef = normCoefficient(b, loc, total, maxNorm, normType);
   for (auto &[param, grad] : grads)
     grad = scaled(b, loc, grad, coef);
 }
@@ -118,31 +172,44 @@ void clampSyncedGradients(Block &body, double value) {
   recordTrainEntry(body, "clip_grad_value", value);
 }
 
-void clipSyncedGradients(Block &body, double maxNorm) {
+void clipSyncedGradients(Block &body, double maxNorm, double normType) {
   SmallVector<Operation *> updates = gradientsBeforeUpdates(body);
   if (updates.empty())
     return;
   OpBuilder b(updates.front());
   Location loc = updates.front()->getLoc();
   Value local;
-  llvm::MapVector<Attribute, Value> sharded; // shard groups -> partial sum of squares
+  llvm::MapVector<Attribute, Value> sharded; // shard groups -> this rank's partial measure
   for (Operation *update : updates) {
     Value g = update->getOperand(1);
-    Value sq = sumOfSquares(b, loc, g);
     SyncGradOp sync = shardReduction(g);
     Attribute groups = sync ? sync.getShardGroupsAttr() : Attribute();
-    Value &sum = groups ? sharded[groups] : local;
-    sum = sum ? Value(b.create<AddOp>(loc, sum, sq)) : sq;
+    Value &partial = groups ? sharded[groups] : local;
+    partial = combined(b, loc, partial, normMeasure(b, loc, g, normType), normType);
   }
   Value total = local;
-  for (auto &[groups, sum] : sharded) {
-    Value whole = b.create<AllReduceOp>(loc, sum, cast<ArrayAttr>(groups), b.getStringAttr("sum"));
-    total = total ? Value(b.create<AddOp>(loc, total, whole)) : whole;
+  for (auto &[groups, partial] : sharded) {
+    auto rankGroups = cast<ArrayAttr>(groups);
+    Value whole;
+    if (isInfinityNorm(normType)) {
+      // No max all-reduce: each rank's largest |g| gathered over the group, then their max.
+      int64_t size = cast<DenseI64ArrayAttr>(rankGroups[0]).size();
+      auto f32 = b.getF32Type();
+      Value one = b.create<ReshapeOp>(loc, RankedTensorType::get({1}, f32), partial);
+      Value all = b.create<AllGatherOp>(loc, RankedTensorType::get({size}, f32), one, rankGroups);
+      whole = b.create<ReduceMaxOp>(loc, all, b.getDenseI64ArrayAttr({}), b.getBoolAttr(false));
+    } else {
+      whole = b.create<AllReduceOp>(loc, partial, rankGroups, b.getStringAttr("sum"));
+    }
+    total = combined(b, loc, total, whole, normType);
   }
-  Value coef = normCoefficient(b, loc, total, maxNorm);
+  Value coef = normCoefficient(b, loc, total, maxNorm, normType);
   for (Operation *update : updates)
     update->setOperand(1, scaled(b, loc, update->getOperand(1), coef));
   recordTrainEntry(body, "clip_grad_norm", maxNorm);
+  if (normType != 2)
+    recordTrainEntry(body, "clip_grad_norm_type",
+                     StringAttr::get(body.getParentOp()->getContext(), normTypeName(normType)));
 }
 
 } // namespace plait

@@ -8,23 +8,35 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <string>
+
 namespace plait {
 
 /// Clamps every gradient of `grads` (param -> gradient) to [-value, value].
 void clampGradients(mlir::OpBuilder &b, mlir::Location loc,
                     llvm::MapVector<mlir::Value, mlir::Value> &grads, double value);
 
-/// Scales every gradient of `grads` by min(1, maxNorm / (||g||_2 + 1e-6)).
+/// Why `normType` cannot be clip_grad_norm_'s norm_type (it must be > 0, or infinity), or "".
+std::string invalidNormType(double normType);
+
+/// `normType` as plait.train's clip_grad_norm_type records it: "inf", or the number ("1").
+std::string normTypeName(double normType);
+
+/// Scales every gradient of `grads` by min(1, maxNorm / (||g||_p + 1e-6)), ||g||_p the
+/// p-norm of all of them together, p = `normType` (the largest |g| for infinity). Recorded as
+/// plait.train's clip_grad_norm_type where p is not 2.
 void clipByGlobalNorm(mlir::OpBuilder &b, mlir::Location loc,
-                      llvm::MapVector<mlir::Value, mlir::Value> &grads, double maxNorm);
+                      llvm::MapVector<mlir::Value, mlir::Value> &grads, double maxNorm,
+                      double normType);
 
 /// The averaged gradient each optimizer update of `body` reads clamped to [-value, value]
 /// (elementwise: a shard needs no collective); recorded as plait.train's clip_grad_value.
 void clampSyncedGradients(mlir::Block &body, double value);
 
 /// The averaged gradients scaled as clipByGlobalNorm scales them: whole (ddp) gradients are on
-/// every rank, a sharded unit's squares are summed over its shard group first (one all-reduce
-/// per group). Recorded as plait.train's clip_grad_norm.
-void clipSyncedGradients(mlir::Block &body, double maxNorm);
+/// every rank, a sharded unit's |g|^p are summed over its shard group first (one all-reduce
+/// per group; for the infinity norm, an all-gather of each rank's largest |g| and their
+/// max). Recorded as plait.train's clip_grad_norm (and clip_grad_norm_type).
+void clipSyncedGradients(mlir::Block &body, double maxNorm, double normType);
 
 } // namespace plait

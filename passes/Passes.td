@@ -128,7 +128,10 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
            "regex of param names trained without weight decay (biases and norms, as a torch "
            "param group with weight_decay 0)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
-           "clip gradients to this global L2 norm (0: off)">,
+           "clip gradients to this global norm (0: off)">,
+    Option<"clipGradNormType", "clip-grad-norm-type", "double", "2.0",
+           "the p of clip-grad-norm's p-norm: any p > 0, or inf (the largest |g|), as "
+           "torch's clip_grad_norm_ norm_type">,
     Option<"clipGradValue", "clip-grad-value", "double", "0.0",
            "clamp every gradient element to [-V, V] (0: off), before norm clipping, as "
            "torch's clip_grad_value_">,
@@ -303,7 +306,9 @@ def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
            "with sharded accumulation, hsdp units all-reduce across their replicas the sum of "
            "the first K-1 micro-batches' shards, then the last's (off: every micro-batch's)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
-           "world size > 1: clip the averaged gradients to this global L2 norm (0: off)">,
+           "world size > 1: clip the averaged gradients to this global norm (0: off)">,
+    Option<"clipGradNormType", "clip-grad-norm-type", "double", "2.0",
+           "the p of clip-grad-norm's p-norm: any p > 0, or inf">,
     Option<"clipGradValue", "clip-grad-value", "double", "0.0",
            "world size > 1: clamp the averaged gradients' elements to [-V, V] (0: off), "
            "before norm clipping">

@@ -9,6 +9,7 @@
 
 #include "compiler/Pipeline.h"
 #include "compiler/PlanSearch.h"
+#include "passes/GradientClipping.h"
 #include "runtime/LrSchedule.h"
 
 /// Reads "A,B" (two numbers, as --betas takes them) into a and b; false when it is not that.
@@ -116,6 +117,9 @@ int main(int argc, char **argv) {
                  "regex of param names trained without weight decay (e.g. 'bias|norm', as a "
                  "torch param group with weight_decay 0)");
   app.add_option("--clip-grad-norm", train.clipGradNorm, "clip gradients to this global norm");
+  app.add_option("--clip-grad-norm-type", train.clipGradNormType,
+                 "the p of --clip-grad-norm's p-norm: any p > 0 (default 2), or inf (the "
+                 "largest |g|), as torch's clip_grad_norm_ norm_type");
   app.add_option("--label-smoothing", train.labelSmoothing,
                  "smooth the targets of the model's cross-entropy loss by E in [0, 1] (torch's "
                  "CrossEntropyLoss(label_smoothing), which ONNX export cannot carry)");
@@ -335,7 +339,8 @@ int main(int argc, char **argv) {
                            "--etas", "--step-sizes", "--lambd", "--asgd-alpha", "--t0",
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
-                           "--clip-grad-value", "--label-smoothing", "--ema-decay",
+                           "--clip-grad-norm-type", "--clip-grad-value", "--label-smoothing",
+                           "--ema-decay",
                            "--ema-warmup", "--ema-buffers", "--ema-power", "--ema-inv-gamma",
                            "--ema-min-decay", "--ema-start", "--ema-every", "--lr-schedule",
                            "--warmup-steps", "--total-steps", "--min-lr", "--lr-gamma",
@@ -390,6 +395,16 @@ int main(int argc, char **argv) {
       std::cerr << "plait-compile: " << flag << " must be a finite number, got " << value << "\n";
       return 1;
     }
+  if (app.count("--clip-grad-norm-type")) {
+    if (std::string why = plait::invalidNormType(train.clipGradNormType); !why.empty()) {
+      std::cerr << "plait-compile: --" << why << "\n";
+      return 1;
+    }
+    if (!(train.clipGradNorm > 0)) {
+      std::cerr << "plait-compile: --clip-grad-norm-type needs --clip-grad-norm\n";
+      return 1;
+    }
+  }
   for (const auto &[flag, value] : {std::pair<const char *, double>{"--weight-decay",
                                                                      train.weightDecay},
                                     {"--clip-grad-norm", train.clipGradNorm},

@@ -319,6 +319,10 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
           << " must be >= 0, got " << (clipGradNorm < 0 ? clipGradNorm : clipGradValue);
       return signalPassFailure();
     }
+    if (std::string why = invalidNormType(clipGradNormType); !why.empty()) {
+      module.emitError(why);
+      return signalPassFailure();
+    }
     if (failed(lowerSyncMeans(module, *func, worldSize)))
       return signalPassFailure();
 
@@ -472,7 +476,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     if (clipGradValue > 0)
       clampSyncedGradients(body, clipGradValue);
     if (clipGradNorm > 0)
-      clipSyncedGradients(body, clipGradNorm);
+      clipSyncedGradients(body, clipGradNorm, clipGradNormType);
     negateGradients(units); // after clipping, as torch's step; before LAMB's norms read them
     materializeLambNorms(body);
     // Assigns end the step; the new ones were built before the terminator, after old ones.

@@ -205,7 +205,7 @@ class Lamb(torch.optim.Optimizer):
 
 def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=None,
            no_decay=None, lr_scale=None, groups=None, states=None, scheduler=None, ema=None,
-           clip_value=None, label_smoothing=0.0):
+           clip_value=None, label_smoothing=0.0, clip_norm_type=2.0):
     """flags: plait-compile's; optimizer: builds the same torch optimizer; lr_schedule:
     (kind, lr, warmup, total, min_lr), set on the torch groups each step; scheduler: instead,
     builds a torch.optim.lr_scheduler on the optimizer, stepped after each step; noise_only:
@@ -218,7 +218,12 @@ def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=Non
     warmup), plait's --ema-decay [--ema-warmup]: its weights (--save-ema-weights) compared with
     a torch.optim.swa_utils.AveragedModel updated after each step; or a dict of ScheduledEma's
     settings (decay, warmup, power, inv_gamma, min_decay, start, every), each given to plait
-    as its --ema-* flag, compared with ScheduledEma stepped after each step."""
+    as its --ema-* flag, compared with ScheduledEma stepped after each step; clip_norm_type:
+    clip_grad_norm_'s norm_type (plait's --clip-grad-norm-type, added to the flags where not 2),
+    the config failing when no step's norm exceeded the clip."""
+    if clip_norm_type != 2.0:
+        flags = flags + ["--clip-grad-norm-type", "inf" if clip_norm_type == float("inf")
+                         else repr(clip_norm_type)]
     if isinstance(ema, dict):
         flags = flags + ["--ema-decay", repr(ema["decay"])]
         for key, value in ema.items():
@@ -229,7 +234,8 @@ def config(sample, flags, optimizer, lr_schedule=None, clip=None, noise_only=Non
         flags = flags + ["--ema-decay", str(ema[0])] + (["--ema-warmup"] if ema[1] else [])
     return dict(sample=sample, flags=flags, optimizer=optimizer, schedule=lr_schedule,
                 clip_value=clip_value, label_smoothing=label_smoothing,
-                clip=clip, noise_only=noise_only or {}, no_decay=no_decay, lr_scale=lr_scale,
+                clip=clip, clip_norm_type=clip_norm_type, noise_only=noise_only or {},
+                no_decay=no_decay, lr_scale=lr_scale,
                 groups=groups, states=states, scheduler=scheduler, ema=ema)
 
 
@@ -720,6 +726,20 @@ CONFIGS = {
                                            "0.05"],
                                    lambda p: torch.optim.AdamW(p, lr=3e-3), noise_only=KEY_BIAS,
                                    clip=0.05, clip_value=2e-3),
+    # clip_grad_norm_'s other norms (norm_type): the largest |g| (inf), the 1-norm, and a p
+    # that is neither (|g|^p summed, then ^(1/p)).
+    "gpt-adamw-clip-inf": config("gpt", ["--optimizer", "adamw", "--lr", "3e-3",
+                                         "--clip-grad-norm", "0.01"],
+                                 lambda p: torch.optim.AdamW(p, lr=3e-3), noise_only=KEY_BIAS,
+                                 clip=0.01, clip_norm_type=float("inf")),
+    "mlp-sgd-clip-norm1": config("mlp", ["--optimizer", "sgd", "--lr", "0.1", "--momentum",
+                                         "0.9", "--clip-grad-norm", "0.5"],
+                                 lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+                                 clip=0.5, clip_norm_type=1.0),
+    "cnn-adam-clip-norm3": config("cnn", ["--optimizer", "adam", "--lr", "1e-2",
+                                          "--clip-grad-norm", "0.02"],
+                                  lambda p: torch.optim.Adam(p, lr=1e-2),
+                                  clip=0.02, clip_norm_type=3.0),
     # Label smoothing (torch's CrossEntropyLoss(label_smoothing), which the ONNX export
     # cannot carry): plait-compile --label-smoothing on the exported loss.
     "mlp-sgd-label-smoothing": config("mlp", ["--optimizer", "sgd", "--lr", "0.1",
@@ -909,7 +929,7 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
         scheduled = ScheduledEma(model.parameters(), **cfg["ema"])
     elif cfg["ema"]:
         averaged = torch.optim.swa_utils.AveragedModel(model, avg_fn=ema_average(*cfg["ema"]))
-    losses, clamped = [], 0
+    losses, clamped, clipped = [], 0, 0
     for s, (first, size) in enumerate(spans):
         if schedule:
             for group in opt.param_groups:
@@ -924,7 +944,9 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
             clamped += sum(int((g.abs() > cfg["clip_value"]).sum()) for g in grads)
             torch.nn.utils.clip_grad_value_(model.parameters(), cfg["clip_value"])
         if cfg["clip"]:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["clip"])
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["clip"],
+                                                  norm_type=cfg["clip_norm_type"])
+            clipped += int(norm > cfg["clip"])
         opt.step()
         if averaged is not None:
             averaged.update_parameters(model)
@@ -948,6 +970,8 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
         states["lr"] = scheduler.lrs
     if cfg["clip_value"]:
         states["clamped"] = clamped
+    if cfg["clip_norm_type"] != 2.0:
+        states["clipped"] = clipped
     return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 
@@ -999,13 +1023,21 @@ def run_config(name, build, steps):
     input_order = [i.name for i in onnx.load(str(onnx_path)).graph.input]
     model = build_torch_model(sample, onnx_path, cfg["label_smoothing"])
     reads_loss = getattr(cfg["scheduler"], "reads_loss", False)
-    torch_states = {} if cfg["states"] or cfg["ema"] or reads_loss or cfg["clip_value"] else None
+    torch_states = ({} if cfg["states"] or cfg["ema"] or reads_loss or cfg["clip_value"]
+                    or cfg["clip_norm_type"] != 2.0 else None)
     torch_losses, torch_weights = train_torch(model, cfg, data, batch, steps, input_order,
                                               states=torch_states)
     ok = compare_training(name, plait_losses, plait_weights, torch_losses, torch_weights,
                           cfg["noise_only"])
     if reads_loss:
         ok &= compare_lrs(name, plait_lrs, torch_states.pop("lr"))
+    if cfg["clip_norm_type"] != 2.0:
+        clipped = torch_states.pop("clipped")
+        print(f"{name}: {clipped} of {steps} steps clipped to {cfg['clip_norm_type']:g}-norm "
+              f"{cfg['clip']:g}")
+        if clipped == 0:
+            print(f"{name}: no step's norm exceeded the clip: the config checks nothing")
+            ok = False
     if cfg["clip_value"]:
         clamped = torch_states.pop("clamped")
         print(f"{name}: {clamped} gradient elements clamped to +-{cfg['clip_value']:g} over "

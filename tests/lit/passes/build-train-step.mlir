@@ -2,6 +2,9 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adamw lr=0.003' %s | FileCheck %s --check-prefix=ADAMW
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-norm=1.0' %s | FileCheck %s --check-prefix=FREEZE
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-value=0.5 clip-grad-norm=1.0' %s | FileCheck %s --check-prefix=CLIPVALUE
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-norm=1.0 clip-grad-norm-type=3' %s | FileCheck %s --check-prefix=CLIP3
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-norm=1.0 clip-grad-norm-type=inf' %s | FileCheck %s --check-prefix=CLIPINF
+// RUN: not plait-opt --split-input-file --plait-build-train-step='clip-grad-norm=1.0 clip-grad-norm-type=-2' %s 2>&1 | FileCheck %s --check-prefix=NORMTYPE
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adam weight-decay=0.05' %s | FileCheck %s --check-prefix=ADAM
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adam' %s | FileCheck %s --check-prefix=ADAM0
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad lr-decay=0.1' %s | FileCheck %s --check-prefix=ADAGRAD
@@ -174,6 +177,33 @@
 // --freeze keeps fc.bias out of training: no bias gradient, one update. Clipping scales the
 // remaining gradient by min(1, max_norm / (||g|| + 1e-6)).
 // Value clipping clamps each gradient first; the norm is of the clamped gradients.
+// clip_grad_norm_(norm_type=3): |g|^3 summed, the total ^(1/3); no square root.
+// CLIP3: plait.train = {clip_grad_norm = 1.000000e+00 : f64, clip_grad_norm_type = "3"
+// CLIP3-LABEL: func.func @main
+// CLIP3: %[[A:.*]] = plait.abs %[[G:.*]] : tensor<3x4xf32>
+// CLIP3-NEXT: %[[P:.*]] = plait.constant dense<3.000000e+00> : tensor<f32>
+// CLIP3-NEXT: %[[AP:.*]] = plait.pow %[[A]], %[[P]]
+// CLIP3-NEXT: %[[SUM:.*]] = plait.reduce_sum %[[AP]]
+// CLIP3-NEXT: %[[INV:.*]] = plait.constant dense<0.333333343> : tensor<f32>
+// CLIP3-NEXT: %[[NORM:.*]] = plait.pow %[[SUM]], %[[INV]]
+// CLIP3-NOT: plait.sqrt
+// CLIP3: %[[COEF:.*]] = plait.min
+// CLIP3: %[[S:.*]] = plait.mul %[[G]], %[[COEF]]
+// CLIP3: plait.sgd_update %{{.*}}, %[[S]]
+
+// The infinity norm: the largest |g| is the norm.
+// CLIPINF: plait.train = {clip_grad_norm = 1.000000e+00 : f64, clip_grad_norm_type = "inf"
+// CLIPINF-LABEL: func.func @main
+// CLIPINF: %[[A:.*]] = plait.abs %[[G:.*]] : tensor<3x4xf32>
+// CLIPINF-NEXT: %[[M:.*]] = plait.reduce_max %[[A]]
+// CLIPINF-NEXT: %[[EPS:.*]] = plait.constant dense<9.99999997E-7>
+// CLIPINF-NEXT: plait.add %[[M]], %[[EPS]]
+// CLIPINF: %[[COEF:.*]] = plait.min
+// CLIPINF: %[[S:.*]] = plait.mul %[[G]], %[[COEF]]
+// CLIPINF: plait.sgd_update %{{.*}}, %[[S]]
+
+// NORMTYPE: error: clip-grad-norm-type must be > 0 or inf, got -2
+
 // CLIPVALUE: plait.train = {clip_grad_norm = 1.000000e+00 : f64, clip_grad_value = 5.000000e-01 : f64
 // CLIPVALUE-LABEL: func.func @main
 // CLIPVALUE: %[[C:.*]] = plait.clamp %{{.*}} {max = 5.000000e-01 : f64, min = -5.000000e-01 : f64}

@@ -17,6 +17,7 @@
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=zero2 unit-size=40' | FileCheck %s --check-prefix=SIZE
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-norm=1.0' | FileCheck %s --check-prefix=CLIP
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-value=0.5 clip-grad-norm=1.0' | FileCheck %s --check-prefix=CLIPVALUE
+// RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-norm=1.0 clip-grad-norm-type=inf' | FileCheck %s --check-prefix=CLIPINF
 
 // Two units by name (layers.0: weight + bias = 12 elements; layers.1: 9 elements, padded
 // to 10 for two ranks), recorded on the module.
@@ -130,6 +131,22 @@
 // Value clipping on two ranks: each averaged gradient (the fsdp unit's shard, the ddp one
 // whole) clamped, then the norm of the clamped ones, the shard's squares still summed over
 // its shard group.
+// The infinity norm on shards: no max all-reduce; each rank's largest |g| of its shard is
+// all-gathered over the shard group and their max taken, then the max with the whole
+// (ddp) gradients' largest |g|.
+// CLIPINF: plait.train = {clip_grad_norm = 1.000000e+00 : f64, clip_grad_norm_type = "inf"
+// CLIPINF: %[[WM:.*]] = plait.reduce_max %{{.*}} : (tensor<3x3xf32>) -> tensor<f32>
+// CLIPINF: %[[SA:.*]] = plait.abs %{{.*}} : tensor<6xf32>
+// CLIPINF-NEXT: %[[SM:.*]] = plait.reduce_max %[[SA]]
+// CLIPINF-NEXT: %[[ONE:.*]] = plait.reshape %[[SM]] : (tensor<f32>) -> tensor<1xf32>
+// CLIPINF-NEXT: %[[ALL:.*]] = plait.all_gather %[[ONE]] {groups = [array<i64: 0, 1>]} : tensor<1xf32> -> tensor<2xf32>
+// CLIPINF-NEXT: %[[GM:.*]] = plait.reduce_max %[[ALL]]
+// CLIPINF-NEXT: plait.max %[[WM]], %[[GM]]
+// CLIPINF-NOT: plait.all_reduce
+// CLIPINF: %[[COEF:.*]] = plait.min
+// CLIPINF-COUNT-2: plait.mul %{{.*}}, %[[COEF]]
+// CLIPINF: plait.sgd_update
+
 // CLIPVALUE: plait.train = {clip_grad_norm = 1.000000e+00 : f64, clip_grad_value = 5.000000e-01 : f64
 // CLIPVALUE: %[[WHOLE:.*]] = plait.sync_grad %{{.*}} {replica_groups = [array<i64: 0, 1>]} : tensor<3x3xf32>
 // CLIPVALUE: %[[SHARD:.*]] = plait.sync_grad %{{.*}} {shard_groups = [array<i64: 0, 1>]} : tensor<12xf32> -> tensor<6xf32>
