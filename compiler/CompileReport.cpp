@@ -616,12 +616,15 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
       const double clampTo = t.value("clip_grad_value", 0.0);
       if (clampTo > 0)
         detail += fmt::format(", gradients clamped to [-{:g}, {:g}]", clampTo, clampTo);
-      if (clip > 0) {
-        // clip_grad_norm_'s norm_type, where not 2: "inf" or p
-        std::string type = t.value("clip_grad_norm_type", std::string());
+      // clip_grad_norm_'s norm_type, where not 2: "inf" or p
+      std::string type = t.value("clip_grad_norm_type", std::string());
+      type = type.empty() ? "" : type + "-";
+      if (clip > 0)
         detail += fmt::format("{} clipped to {}norm {:g}", clampTo > 0 ? ", then" : ", gradients",
-                              type.empty() ? "" : type + "-", clip);
-      }
+                              type, clip);
+      if (t.value("log_grad_norm", false))
+        detail += clip > 0 ? " (the norm logged as grad_norm)"
+                           : fmt::format(", gradients' {}norm logged as grad_norm", type);
       // A param group's maximize (its regexes, ';'-separated as --param-group's groups).
       auto groupList = [&](const char *key) {
         std::string list, regexes = t.value(key, std::string());

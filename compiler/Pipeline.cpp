@@ -167,6 +167,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   // With several ranks the norm is of the averaged gradients: plait-shard clips them.
   o.clipGradNorm = worldSize > 1 ? 0.0 : train.clipGradNorm;
   o.clipGradNormType = train.clipGradNormType; // validated there on any world size
+  o.logGradNorm = worldSize > 1 ? false : train.logGradNorm;
   o.clipGradValue = worldSize > 1 ? 0.0 : train.clipGradValue;
   o.labelSmoothing = train.labelSmoothing;
   o.emaDecay = train.emaDecay;

@@ -41,6 +41,7 @@ struct TrainOptions {
   std::vector<std::string> paramGroups; // --param-group 'REGEX:KEY=V,...', in order
   double clipGradNorm = 0;
   double clipGradNormType = 2; // --clip-grad-norm-type: p of the p-norm (inf: the largest |g|)
+  bool logGradNorm = false;    // --log-grad-norm: the step outputs grad_norm without clipping
   double clipGradValue = 0; // --clip-grad-value: each gradient element clamped to [-V, V]
   double labelSmoothing = 0; // --label-smoothing: the cross-entropy losses' target smoothing
   double emaDecay = 0;     // --ema-decay: the weight EMA's decay (0: none)

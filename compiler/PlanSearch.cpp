@@ -128,6 +128,7 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
   if (dist.worldSize > 1) {
     shard.clipGradNorm = options.train.clipGradNorm;
     shard.clipGradNormType = options.train.clipGradNormType;
+    shard.logGradNorm = options.train.logGradNorm;
     shard.clipGradValue = options.train.clipGradValue;
   }
   pm.addPass(createShardPass(shard));

@@ -655,7 +655,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
         b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecayUsed)),
         b.getNamedAttr("clip_grad_norm", b.getF64FloatAttr(clipGradNorm))};
-    if (clipGradNorm > 0 && clipGradNormType != 2)
+    if ((clipGradNorm > 0 || logGradNorm) && clipGradNormType != 2)
       train.push_back(
           b.getNamedAttr("clip_grad_norm_type", b.getStringAttr(normTypeName(clipGradNormType))));
     if (clipGradValue > 0)
@@ -777,8 +777,11 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     Location loc = terminator->getLoc();
     if (clipGradValue > 0) // first, as a script calling clip_grad_value_ then clip_grad_norm_
       clampGradients(b, loc, *grads, clipGradValue);
-    if (clipGradNorm > 0)
-      clipByGlobalNorm(b, loc, *grads, clipGradNorm, clipGradNormType);
+    // torch's clip_grad_norm_ returns the norm: logged (the step's grad_norm output) where
+    // it clips, or with --log-grad-norm only measured.
+    Value gradNorm;
+    if (clipGradNorm > 0 || logGradNorm)
+      gradNorm = clipByGlobalNorm(b, loc, *grads, clipGradNorm, clipGradNormType);
     auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
     Value lrValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("lr"));
     Value stepValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("step"));
@@ -945,8 +948,10 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     SmallVector<DictionaryAttr> resultAttrs{lossAttrs ? lossAttrs : b.getDictionaryAttr({})};
     func->setType(FunctionType::get(&getContext(), func->getArgumentTypes(), {loss->getType()}));
     func->setAllResultAttrs(resultAttrs);
-    eraseDeadOps(*func);
     recordSchedule(module, opt.weightDecay, int64_t(buffers->size()), *groups);
+    if (gradNorm)
+      appendGradNormOutput(*func, gradNorm);
+    eraseDeadOps(*func);
   }
 
   /// The buffer params and the results carrying their values after the step (marked

@@ -4,6 +4,8 @@
 #include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -52,16 +54,20 @@ Value combined(OpBuilder &b, Location loc, Value total, Value m, double normType
   return b.create<AddOp>(loc, total, m);
 }
 
-/// min(1, maxNorm / (norm + 1e-6)) with norm = sqrt(total) (p = 2), total^(1 / p), or total
-/// (p = 1, infinity); its ops built in that order (the norm, then the denominator, then the
-/// numerator: one op order whatever the compiler's argument order).
-Value normCoefficient(OpBuilder &b, Location loc, Value total, double maxNorm, double normType) {
-  auto f32 = b.getF32Type();
-  Value norm = total;
+/// The norm from the combined measures: sqrt(total) (p = 2), total^(1 / p), or total (p = 1,
+/// infinity).
+Value normOf(OpBuilder &b, Location loc, Value total, double normType) {
   if (normType == 2)
-    norm = b.create<SqrtOp>(loc, total);
-  else if (normType != 1 && !isInfinityNorm(normType))
-    norm = b.create<PowOp>(loc, total, scalar(b, loc, f32, 1.0 / normType));
+    return b.create<SqrtOp>(loc, total);
+  if (normType != 1 && !isInfinityNorm(normType))
+    return b.create<PowOp>(loc, total, scalar(b, loc, b.getF32Type(), 1.0 / normType));
+  return total;
+}
+
+/// min(1, maxNorm / (norm + 1e-6)), its ops built in that order (the denominator, then the
+/// numerator: one op order whatever the compiler's argument order).
+Value normCoefficient(OpBuilder &b, Location loc, Value norm, double maxNorm) {
+  auto f32 = b.getF32Type();
   Value epsilon = scalar(b, loc, f32, 1e-6);
   Value denominator = b.create<AddOp>(loc, norm, epsilon);
   Value numerator = scalar(b, loc, f32, maxNorm);
@@ -152,14 +158,20 @@ std::string invalidNormType(double normType) {
   return "clip-grad-norm-type must be > 0 or inf, got " + normTypeName(normType);
 }
 
-void clipByGlobalNorm(OpBuilder &b, Location loc, llvm::MapVector<Value, Value> &grads,
-                      double maxNorm, double normType) {
+Value clipByGlobalNorm(OpBuilder &b, Location loc, llvm::MapVector<Value, Value> &grads,
+                       double maxNorm, double normType) {
   Value total;
   for (auto &[param, grad] : grads)
     total = combined(b, loc, total, normMeasure(b, loc, grad, normType), normType);
-  Value coef = normCoefficient(b, loc, total, maxNorm, normType);
+  if (!total)
+    return {};
+  Value norm = normOf(b, loc, total, normType);
+  if (maxNorm == 0)
+    return norm;
+  Value coef = normCoefficient(b, loc, norm, maxNorm);
   for (auto &[param, grad] : grads)
     grad = scaled(b, loc, grad, coef);
+  return norm;
 }
 
 void clampSyncedGradients(Block &body, double value) {
@@ -172,10 +184,10 @@ void clampSyncedGradients(Block &body, double value) {
   recordTrainEntry(body, "clip_grad_value", value);
 }
 
-void clipSyncedGradients(Block &body, double maxNorm, double normType) {
+Value clipSyncedGradients(Block &body, double maxNorm, double normType) {
   SmallVector<Operation *> updates = gradientsBeforeUpdates(body);
   if (updates.empty())
-    return;
+    return {};
   OpBuilder b(updates.front());
   Location loc = updates.front()->getLoc();
   Value local;
@@ -203,13 +215,30 @@ void clipSyncedGradients(Block &body, double maxNorm, double normType) {
     }
     total = combined(b, loc, total, whole, normType);
   }
-  Value coef = normCoefficient(b, loc, total, maxNorm, normType);
-  for (Operation *update : updates)
-    update->setOperand(1, scaled(b, loc, update->getOperand(1), coef));
-  recordTrainEntry(body, "clip_grad_norm", maxNorm);
+  Value norm = normOf(b, loc, total, normType);
   if (normType != 2)
     recordTrainEntry(body, "clip_grad_norm_type",
                      StringAttr::get(body.getParentOp()->getContext(), normTypeName(normType)));
+  if (maxNorm == 0)
+    return norm;
+  Value coef = normCoefficient(b, loc, norm, maxNorm);
+  for (Operation *update : updates)
+    update->setOperand(1, scaled(b, loc, update->getOperand(1), coef));
+  recordTrainEntry(body, "clip_grad_norm", maxNorm);
+  return norm;
+}
+
+void appendGradNormOutput(func::FuncOp func, Value norm) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  ret->insertOperands(ret->getNumOperands(), norm);
+  SmallVector<DictionaryAttr> attrs;
+  func.getAllResultAttrs(attrs);
+  Builder b(func.getContext());
+  attrs.push_back(b.getDictionaryAttr(b.getNamedAttr("plait.name", b.getStringAttr("grad_norm"))));
+  func.setType(
+      FunctionType::get(func.getContext(), func.getArgumentTypes(), ret.getOperandTypes()));
+  func.setAllResultAttrs(attrs);
+  recordTrainEntry(func.getBody().front(), "log_grad_norm", BoolAttr::get(func.getContext(), true));
 }
 
 } // namespace plait

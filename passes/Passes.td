@@ -132,6 +132,9 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
     Option<"clipGradNormType", "clip-grad-norm-type", "double", "2.0",
            "the p of clip-grad-norm's p-norm: any p > 0, or inf (the largest |g|), as "
            "torch's clip_grad_norm_ norm_type">,
+    Option<"logGradNorm", "log-grad-norm", "bool", "false",
+           "add the gradients' global norm (clip-grad-norm-type's) as the step's grad_norm "
+           "output without clipping (it is added whenever clip-grad-norm is set)">,
     Option<"clipGradValue", "clip-grad-value", "double", "0.0",
            "clamp every gradient element to [-V, V] (0: off), before norm clipping, as "
            "torch's clip_grad_value_">,
@@ -309,6 +312,9 @@ def ShardPass : Pass<"plait-shard", "mlir::ModuleOp"> {
            "world size > 1: clip the averaged gradients to this global norm (0: off)">,
     Option<"clipGradNormType", "clip-grad-norm-type", "double", "2.0",
            "the p of clip-grad-norm's p-norm: any p > 0, or inf">,
+    Option<"logGradNorm", "log-grad-norm", "bool", "false",
+           "world size > 1: add the averaged gradients' global norm as the step's grad_norm "
+           "output without clipping">,
     Option<"clipGradValue", "clip-grad-value", "double", "0.0",
            "world size > 1: clamp the averaged gradients' elements to [-V, V] (0: off), "
            "before norm clipping">

@@ -154,6 +154,16 @@ struct Plan {
       batch = tensors[inputs[0]].shape[0];
     return batch * int64_t(worldSize);
   }
+  /// The index of the training step's grad_norm output (the gradients' global norm, with
+  /// --clip-grad-norm or --log-grad-norm: a float scalar, logged each step), or -1.
+  int gradNormOutput() const {
+    if (!training)
+      return -1;
+    for (size_t i = 1; i < outputs.size() && i < outputNames.size(); ++i)
+      if (outputNames[i] == "grad_norm" && tensors[outputs[i]].numel() == 1)
+        return int(i);
+    return -1;
+  }
 };
 
 } // namespace plait::rt

@@ -163,11 +163,11 @@ Status writeOutputs(const RunOptions &options, const Executor &exec,
   return {};
 }
 
-// The loss, by the training convention, is the first output when it is a float scalar.
-nlohmann::json lossOf(const Executor &exec) {
-  if (exec.plan().outputs.empty())
+// Output `index` when it is a float scalar, else null.
+nlohmann::json scalarOutput(const Executor &exec, size_t index) {
+  if (exec.plan().outputs.size() <= index)
     return nullptr;
-  TensorView v = exec.output(0);
+  TensorView v = exec.output(index);
   if (v.numel() != 1)
     return nullptr;
   switch (v.dtype) {
@@ -184,6 +184,9 @@ nlohmann::json lossOf(const Executor &exec) {
   }
 }
 
+// The loss, by the training convention, is the first output when it is a float scalar.
+nlohmann::json lossOf(const Executor &exec) { return scalarOutput(exec, 0); }
+
 // Bytes sent per kind, under the names of the compiler report's `comm` (CommModel.h).
 nlohmann::json commBytesJson(const CommBytes &bytes) {
   nlohmann::json out = nlohmann::json::object();
@@ -194,7 +197,8 @@ nlohmann::json commBytesJson(const CommBytes &bytes) {
 }
 
 // One line per step, from rank 0: the loss (the plan already averaged it over the ranks), the
-// step's learning rate `lr` (training plans), the global throughput, the bytes rank 0 sent
+// step's learning rate `lr` (training plans), the gradients' global norm `grad_norm` (plans
+// that output it: --clip-grad-norm, --log-grad-norm), the global throughput, the bytes rank 0 sent
 // (every rank of an SPMD plan sends as much), and the memory the step touched: its arena and
 // workspace high water (Executor).
 Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t step, double stepMs,
@@ -215,6 +219,8 @@ Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t ste
   };
   if (plan.training)
     record["lr"] = lr;
+  if (int norm = plan.gradNormOutput(); norm >= 0)
+    record["grad_norm"] = scalarOutput(exec, size_t(norm));
   log << record.dump() << std::endl; // flushed per step: a crashed run keeps its log
   if (!log)
     return Status::errorf("--log-jsonl {}: write error", options.logJsonl);
@@ -576,7 +582,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   ExitHook exitHook = ExitHook::fromEnvironment();
   double totalMs = 0, lastMs = 0;
   uint64_t arenaHighWater = 0, workspaceHighWater = 0; // over every step
-  nlohmann::json firstLoss;
+  nlohmann::json firstLoss, firstGradNorm;
+  const int gradNorm = plan.gradNormOutput();
   const int64_t firstStep = resumedStep + 1, stepsRun = options.steps - resumedStep;
   // What a checkpoint after `step` records: the samples seen over every batch size so far,
   // and where the next step's batch starts.
@@ -619,6 +626,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     monitor.endStep(step, lastMs, *exec);
     if (step == firstStep)
       firstLoss = lossOf(*exec);
+    if (step == firstStep && gradNorm >= 0)
+      firstGradNorm = scalarOutput(*exec, size_t(gradNorm));
     if (log.is_open())
       PLAIT_RETURN_IF_ERROR(writeStepLog(options, *exec, step, lastMs, lr, log));
     if (plan.training && lrs.readsLoss())
@@ -658,9 +667,12 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
                           options.steps);
   else if (plan.training)
     summary = fmt::format(
-        "{}: trained {} steps{}{}, loss {} -> {}{}, {:.3f} ms/step ({}){}{}{}", plan.path, stepsRun,
-        resumed, onRanks, firstLoss.dump(), lossOf(*exec).dump(), plateauSummary(lrs),
-        totalMs / double(stepsRun), memory,
+        "{}: trained {} steps{}{}, loss {} -> {}{}{}, {:.3f} ms/step ({}){}{}{}", plan.path,
+        stepsRun, resumed, onRanks, firstLoss.dump(), lossOf(*exec).dump(),
+        gradNorm < 0 ? std::string()
+                     : fmt::format(", grad_norm {} -> {}", firstGradNorm.dump(),
+                                   scalarOutput(*exec, size_t(gradNorm)).dump()),
+        plateauSummary(lrs), totalMs / double(stepsRun), memory,
         options.saveWeights.empty() ? "" : "; weights -> " + options.saveWeights,
         options.saveEmaWeights.empty() ? "" : "; EMA weights -> " + options.saveEmaWeights, saved);
   else

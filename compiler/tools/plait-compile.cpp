@@ -120,6 +120,9 @@ int main(int argc, char **argv) {
   app.add_option("--clip-grad-norm-type", train.clipGradNormType,
                  "the p of --clip-grad-norm's p-norm: any p > 0 (default 2), or inf (the "
                  "largest |g|), as torch's clip_grad_norm_ norm_type");
+  app.add_flag("--log-grad-norm", train.logGradNorm,
+               "output the gradients' global norm each step (grad_norm in plait-run's log) "
+               "without clipping; with --clip-grad-norm it is always output");
   app.add_option("--label-smoothing", train.labelSmoothing,
                  "smooth the targets of the model's cross-entropy loss by E in [0, 1] (torch's "
                  "CrossEntropyLoss(label_smoothing), which ONNX export cannot carry)");
@@ -339,7 +342,8 @@ int main(int argc, char **argv) {
                            "--etas", "--step-sizes", "--lambd", "--asgd-alpha", "--t0",
                            "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
                            "--momentum-decay", "--freeze", "--clip-grad-norm",
-                           "--clip-grad-norm-type", "--clip-grad-value", "--label-smoothing",
+                           "--clip-grad-norm-type", "--log-grad-norm", "--clip-grad-value",
+                           "--label-smoothing",
                            "--ema-decay",
                            "--ema-warmup", "--ema-buffers", "--ema-power", "--ema-inv-gamma",
                            "--ema-min-decay", "--ema-start", "--ema-every", "--lr-schedule",
@@ -400,8 +404,9 @@ int main(int argc, char **argv) {
       std::cerr << "plait-compile: --" << why << "\n";
       return 1;
     }
-    if (!(train.clipGradNorm > 0)) {
-      std::cerr << "plait-compile: --clip-grad-norm-type needs --clip-grad-norm\n";
+    if (!(train.clipGradNorm > 0) && !train.logGradNorm) {
+      std::cerr << "plait-compile: --clip-grad-norm-type needs --clip-grad-norm or "
+                   "--log-grad-norm\n";
       return 1;
     }
   }

@@ -314,6 +314,13 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
                 << what << " to plait-shard (" << option << ") instead";
             return signalPassFailure();
           }
+    if (worldSize > 1)
+      if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train");
+          train && train.get("log_grad_norm")) {
+        module.emitError("the training step already outputs the local gradients' norm; with "
+                         "world size > 1 give log-grad-norm to plait-shard instead");
+        return signalPassFailure();
+      }
     if (clipGradNorm < 0 || clipGradValue < 0) {
       module.emitError(clipGradNorm < 0 ? "clip-grad-norm" : "clip-grad-value")
           << " must be >= 0, got " << (clipGradNorm < 0 ? clipGradNorm : clipGradValue);
@@ -475,8 +482,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     }
     if (clipGradValue > 0)
       clampSyncedGradients(body, clipGradValue);
-    if (clipGradNorm > 0)
-      clipSyncedGradients(body, clipGradNorm, clipGradNormType);
+    if (clipGradNorm > 0 || logGradNorm)
+      if (Value norm = clipSyncedGradients(body, clipGradNorm, clipGradNormType))
+        appendGradNormOutput(*func, norm);
     negateGradients(units); // after clipping, as torch's step; before LAMB's norms read them
     materializeLambNorms(body);
     // Assigns end the step; the new ones were built before the terminator, after old ones.

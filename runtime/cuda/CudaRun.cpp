@@ -70,15 +70,21 @@ nlohmann::json scalarOf(DType dtype, const std::vector<uint8_t> &bytes) {
   }
 }
 
-Status lossOf(const CudaExecutor &exec, nlohmann::json &loss) {
+/// Output `index` when it is a scalar (copied from the device), else null.
+Status scalarOutput(const CudaExecutor &exec, size_t index, nlohmann::json &value) {
   const Plan &plan = exec.plan();
-  loss = nullptr;
-  if (plan.outputs.empty() || plan.tensors[plan.outputs[0]].numel() != 1)
+  value = nullptr;
+  if (plan.outputs.size() <= index || plan.tensors[plan.outputs[index]].numel() != 1)
     return {};
   std::vector<uint8_t> bytes;
-  PLAIT_RETURN_IF_ERROR(exec.readOutput(0, bytes));
-  loss = scalarOf(plan.tensors[plan.outputs[0]].dtype, bytes);
+  PLAIT_RETURN_IF_ERROR(exec.readOutput(index, bytes));
+  value = scalarOf(plan.tensors[plan.outputs[index]].dtype, bytes);
   return {};
+}
+
+/// The loss, by the training convention the first output.
+Status lossOf(const CudaExecutor &exec, nlohmann::json &loss) {
+  return scalarOutput(exec, 0, loss);
 }
 
 nlohmann::json commBytesJson(const CommBytes &bytes) {
@@ -260,7 +266,8 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
       return Status::errorf("--log-jsonl {}: cannot open for writing", options.logJsonl);
   }
   double totalMs = 0;
-  nlohmann::json firstLoss, loss;
+  nlohmann::json firstLoss, loss, firstGradNorm, gradNorm;
+  const int gradNormIndex = plan.gradNormOutput();
   LrController lrs(plan.schedule); // each step's lr; the plateau schedule reads the loss
   for (int64_t step = 1; step <= options.steps; ++step) {
     for (size_t i = 0; i < plan.inputs.size(); ++i) {
@@ -283,8 +290,12 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
     PLAIT_RETURN_IF_ERROR(lossOf(*exec, loss));
     if (plan.training && lrs.readsLoss() && loss.is_number())
       lrs.observe(loss.get<double>());
-    if (step == 1)
+    if (gradNormIndex >= 0)
+      PLAIT_RETURN_IF_ERROR(scalarOutput(*exec, size_t(gradNormIndex), gradNorm));
+    if (step == 1) {
       firstLoss = loss;
+      firstGradNorm = gradNorm;
+    }
     if (step == 1 && options.steps > 1)
       exec->resetKernelTimes(); // step 1 carries the one-time setup
 
@@ -301,6 +312,8 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
                                {"device", "cuda"}};
       if (plan.training)
         record["lr"] = lr;
+      if (gradNormIndex >= 0)
+        record["grad_norm"] = gradNorm;
       log << record.dump() << std::endl;
       if (!log)
         return Status::errorf("--log-jsonl {}: write error", options.logJsonl);
@@ -320,11 +333,14 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
     return {};
   std::string onRanks = plan.worldSize > 1 ? fmt::format(" on {} ranks", plan.worldSize) : "";
   if (plan.training)
-    summary = fmt::format("{}: trained {} steps{} on CUDA, loss {} -> {}, {:.3f} ms/step "
-                          "(arena {} bytes, workspace {} bytes)",
-                          plan.path, options.steps, onRanks, firstLoss.dump(), loss.dump(),
-                          totalMs / double(options.steps), exec->arenaBytes(),
-                          exec->workspaceBytes());
+    summary =
+        fmt::format("{}: trained {} steps{} on CUDA, loss {} -> {}{}, {:.3f} ms/step "
+                    "(arena {} bytes, workspace {} bytes)",
+                    plan.path, options.steps, onRanks, firstLoss.dump(), loss.dump(),
+                    gradNormIndex < 0 ? std::string()
+                                      : fmt::format(", grad_norm {} -> {}", firstGradNorm.dump(),
+                                                    gradNorm.dump()),
+                    totalMs / double(options.steps), exec->arenaBytes(), exec->workspaceBytes());
   else
     summary = fmt::format("{}: ran {} instructions x {} steps{} on CUDA in {:.3f} ms; {} "
                           "outputs{}",

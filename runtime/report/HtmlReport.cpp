@@ -463,7 +463,28 @@ std::string candidatesSection(const json &report) {
   return out + "</section>";
 }
 
-std::string trainingSection(const std::vector<json> &log, const ReportSources &sources) {
+/// The gradients' global norm at each step (logged by plans compiled with --clip-grad-norm or
+/// --log-grad-norm), with the clip as a reference line where the plan clips.
+std::string gradNormChart(const json &report, const std::vector<json> &log) {
+  LineChart chart;
+  chart.id = "chart-grad-norm";
+  chart.title = "Global gradient norm at each step, before clipping";
+  chart.xLabel = "step";
+  chart.yLabel = "gradient norm";
+  chart.integerX = true;
+  Series series{"grad_norm", {}};
+  for (const json &r : log)
+    if (hasNumber(r, "grad_norm"))
+      series.points.emplace_back(number(r, "step"), number(r, "grad_norm"));
+  chart.series.push_back(std::move(series));
+  const json &train = field(report, "train");
+  if (double clip = number(train, "clip_grad_norm"); clip > 0)
+    chart.refLines.push_back({clip, "clip " + formatNumber(clip)});
+  return renderLineChart(chart);
+}
+
+std::string trainingSection(const json &report, const std::vector<json> &log,
+                            const ReportSources &sources) {
   std::string out = "<section id=\"training\"><h2>Training</h2>";
   if (log.empty())
     return out + "<p class=\"none\">No step log: pass <code>--log FILE.jsonl</code> (written "
@@ -483,6 +504,8 @@ std::string trainingSection(const std::vector<json> &log, const ReportSources &s
     series.points.emplace_back(number(r, "step"), number(r, "loss"));
   loss.series.push_back(std::move(series));
   out += renderLineChart(loss);
+  if (logHas(log, "grad_norm"))
+    out += gradNormChart(report, log);
   if (!logHas(log, "step_ms"))
     return out + "</section>";
   LineChart time;
@@ -617,6 +640,8 @@ std::vector<std::string> chartIds(const json &report, const std::vector<json> &l
     ids.push_back("chart-candidates");
   if (!log.empty()) {
     ids.push_back("chart-loss");
+    if (logHas(log, "grad_norm"))
+      ids.push_back("chart-grad-norm");
     if (logHas(log, "step_ms"))
       ids.push_back("chart-step-time");
   }
@@ -642,7 +667,7 @@ std::string renderHtmlReport(const json &report, const std::vector<json> &log,
   page += placementSection(report) + "\n";
   page += commSection(report, log) + "\n";
   page += candidatesSection(report) + "\n";
-  page += trainingSection(log, sources) + "\n";
+  page += trainingSection(report, log, sources) + "\n";
   page += optimizationsSection(report) + "\n";
   page += fmt::format("<script>{}</script>\n</body></html>\n", kScript);
   return page;

@@ -260,6 +260,17 @@ def main():
             problems, rel_max, worst = compare(name, losses, weights, ref_losses, ref_w, steps)
             if [r["lr"] for r in log] != ref_lrs:  # the plateau schedule's: read on each rank
                 problems.append("the lr of some step differs from the reference's")
+            # The gradients' global norm (--clip-grad-norm, --log-grad-norm): of the averaged
+            # gradients, from every rank's shards, as the reference's from whole ones.
+            norms = [r.get("grad_norm") for r in log]
+            ref_norms = [r.get("grad_norm") for r in ref_log]
+            if (None in norms) != (None in ref_norms):
+                problems.append("grad_norm logged %s, by the reference %s" % (norms, ref_norms))
+            elif None not in norms:
+                norm_rel = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(norms, ref_norms))
+                if len(norms) != len(ref_norms) or norm_rel > 1e-4:
+                    problems.append("grad_norm %s, the reference's %s (max rel %.1e)"
+                                    % (norms, ref_norms, norm_rel))
             mem = report["memory"]
             expect = np.zeros(3, dtype=np.int64)
             for unit in report["units"]:

@@ -1,7 +1,8 @@
 """plait-report's page in a real browser: compiles the GPT sample for 2 ranks under a memory
-limit (so the planner compares candidates), trains a few steps with a log, writes the page, loads
-it in headless Chromium and checks from the rendered DOM that every chart was laid out with
-drawn marks and that the page fetches nothing.
+limit (so the planner compares candidates) with --clip-grad-norm (so the log has the gradients'
+norm), trains a few steps with a log, writes the page, loads it in headless Chromium and checks
+from the rendered DOM that every chart was laid out with drawn marks and that the page fetches
+nothing.
 
   report_browser.py --build BUILD_DIR
 """
@@ -18,7 +19,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXPECTED_CHARTS = [
     "chart-memory-timeline", "chart-unit-bytes", "chart-comm-planned", "chart-comm-measured",
-    "chart-candidates", "chart-loss", "chart-step-time",
+    "chart-candidates", "chart-loss", "chart-grad-norm", "chart-step-time",
 ]
 
 
@@ -74,7 +75,7 @@ def main():
         tmp = pathlib.Path(tmp)
         run(["/usr/bin/python3", ROOT / "tests/lit/train/Inputs/gpt_data.py", tmp / "data"])
         compile_args = [bin_dir / "plait-compile", ROOT / "samples/gpt/gpt.onnx", "--train",
-                        "--optimizer", "adamw", "--world-size", "2",
+                        "--optimizer", "adamw", "--clip-grad-norm", "1.0", "--world-size", "2",
                         "--placement", "blocks.0=zero3"]
         # A limit one byte under what the plan needs: the planner must search.
         run(compile_args + ["-o", tmp / "free.plan", "--report", tmp / "free.json"])

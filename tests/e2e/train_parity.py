@@ -929,7 +929,7 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
         scheduled = ScheduledEma(model.parameters(), **cfg["ema"])
     elif cfg["ema"]:
         averaged = torch.optim.swa_utils.AveragedModel(model, avg_fn=ema_average(*cfg["ema"]))
-    losses, clamped, clipped = [], 0, 0
+    losses, clamped, clipped, norms = [], 0, 0, []
     for s, (first, size) in enumerate(spans):
         if schedule:
             for group in opt.param_groups:
@@ -947,6 +947,7 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["clip"],
                                                   norm_type=cfg["clip_norm_type"])
             clipped += int(norm > cfg["clip"])
+            norms.append(float(norm))
         opt.step()
         if averaged is not None:
             averaged.update_parameters(model)
@@ -972,6 +973,8 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
         states["clamped"] = clamped
     if cfg["clip_norm_type"] != 2.0:
         states["clipped"] = clipped
+    if cfg["clip"]:
+        states["grad_norms"] = norms
     return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 
@@ -1018,19 +1021,30 @@ def run_config(name, build, steps):
         log = [json.loads(line) for line in (tmp / "log.jsonl").read_text().splitlines()]
         plait_losses = [record["loss"] for record in log]
         plait_lrs = [record["lr"] for record in log]
+        plait_norms = [record.get("grad_norm") for record in log]
         plait_weights = read_safetensors(tmp / "weights.safetensors")
 
     input_order = [i.name for i in onnx.load(str(onnx_path)).graph.input]
     model = build_torch_model(sample, onnx_path, cfg["label_smoothing"])
     reads_loss = getattr(cfg["scheduler"], "reads_loss", False)
     torch_states = ({} if cfg["states"] or cfg["ema"] or reads_loss or cfg["clip_value"]
-                    or cfg["clip_norm_type"] != 2.0 else None)
+                    or cfg["clip"] else None)
     torch_losses, torch_weights = train_torch(model, cfg, data, batch, steps, input_order,
                                               states=torch_states)
     ok = compare_training(name, plait_losses, plait_weights, torch_losses, torch_weights,
                           cfg["noise_only"])
     if reads_loss:
         ok &= compare_lrs(name, plait_lrs, torch_states.pop("lr"))
+    if cfg["clip"]:
+        # plait-run logs the norm clip_grad_norm_ returns (before clipping) as grad_norm.
+        torch_norms = torch_states.pop("grad_norms")
+        worst = max((abs(a - b) / max(abs(b), 1e-12) if a is not None else float("inf")
+                     for a, b in zip(plait_norms, torch_norms)), default=float("inf"))
+        print(f"{name}: grad_norm {plait_norms[0]:.6g} -> {plait_norms[-1]:.6g}, max rel diff "
+              f"from torch's clip_grad_norm_ {worst:.1e}")
+        if len(plait_norms) != len(torch_norms) or not worst <= 1e-4:
+            print(f"{name}: grad_norm {plait_norms} differs from torch's {torch_norms}")
+            ok = False
     if cfg["clip_norm_type"] != 2.0:
         clipped = torch_states.pop("clipped")
         print(f"{name}: {clipped} of {steps} steps clipped to {cfg['clip_norm_type']:g}-norm "

@@ -5,6 +5,7 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-norm=1.0 clip-grad-norm-type=3' %s | FileCheck %s --check-prefix=CLIP3
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ clip-grad-norm=1.0 clip-grad-norm-type=inf' %s | FileCheck %s --check-prefix=CLIPINF
 // RUN: not plait-opt --split-input-file --plait-build-train-step='clip-grad-norm=1.0 clip-grad-norm-type=-2' %s 2>&1 | FileCheck %s --check-prefix=NORMTYPE
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=sgd freeze=bias$ log-grad-norm=true' %s | FileCheck %s --check-prefix=LOGNORM
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adam weight-decay=0.05' %s | FileCheck %s --check-prefix=ADAM
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adam' %s | FileCheck %s --check-prefix=ADAM0
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adagrad lr-decay=0.1' %s | FileCheck %s --check-prefix=ADAGRAD
@@ -203,6 +204,15 @@
 // CLIPINF: plait.sgd_update %{{.*}}, %[[S]]
 
 // NORMTYPE: error: clip-grad-norm-type must be > 0 or inf, got -2
+
+// log-grad-norm: the norm measured, not applied; the step's second output, grad_norm.
+// LOGNORM: plait.train = {clip_grad_norm = 0.000000e+00 : f64, log_grad_norm = true
+// LOGNORM-LABEL: func.func @main
+// LOGNORM-SAME: -> (tensor<f32> {plait.name = "loss"}, tensor<f32> {plait.name = "grad_norm"})
+// LOGNORM: %[[SUM:.*]] = plait.reduce_sum
+// LOGNORM-NEXT: %[[NORM:.*]] = plait.sqrt %[[SUM]]
+// LOGNORM-NOT: plait.min
+// LOGNORM: return %{{.*}}, %[[NORM]] : tensor<f32>, tensor<f32>
 
 // CLIPVALUE: plait.train = {clip_grad_norm = 1.000000e+00 : f64, clip_grad_value = 5.000000e-01 : f64
 // CLIPVALUE-LABEL: func.func @main

@@ -18,6 +18,7 @@
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-norm=1.0' | FileCheck %s --check-prefix=CLIP
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-value=0.5 clip-grad-norm=1.0' | FileCheck %s --check-prefix=CLIPVALUE
 // RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp clip-grad-norm=1.0 clip-grad-norm-type=inf' | FileCheck %s --check-prefix=CLIPINF
+// RUN: plait-opt %s --plait-build-train-step='optimizer=sgd' --plait-shard='world-size=2 strategy=fsdp placement=layers\.1=ddp log-grad-norm=true' | FileCheck %s --check-prefix=LOGNORM
 
 // Two units by name (layers.0: weight + bias = 12 elements; layers.1: 9 elements, padded
 // to 10 for two ranks), recorded on the module.
@@ -131,6 +132,17 @@
 // Value clipping on two ranks: each averaged gradient (the fsdp unit's shard, the ddp one
 // whole) clamped, then the norm of the clamped ones, the shard's squares still summed over
 // its shard group.
+// log-grad-norm: the averaged gradients' norm (a shard's squares all-reduced) becomes the
+// step's grad_norm output; nothing is scaled.
+// LOGNORM: plait.train = {clip_grad_norm = 0.000000e+00 : f64, log_grad_norm = true
+// LOGNORM-LABEL: func.func @main
+// LOGNORM-SAME: -> (tensor<f32> {plait.name = "loss"}, tensor<f32> {plait.name = "grad_norm"})
+// LOGNORM: %[[PART:.*]] = plait.all_reduce %{{.*}} {groups = [array<i64: 0, 1>]} : tensor<f32>
+// LOGNORM-NEXT: %[[TOTAL:.*]] = plait.add %{{.*}}, %[[PART]]
+// LOGNORM-NEXT: %[[NORM:.*]] = plait.sqrt %[[TOTAL]]
+// LOGNORM-NOT: plait.min
+// LOGNORM: return %{{.*}}, %[[NORM]] : tensor<f32>, tensor<f32>
+
 // The infinity norm on shards: no max all-reduce; each rank's largest |g| of its shard is
 // all-gathered over the shard group and their max taken, then the max with the whole
 // (ddp) gradients' largest |g|.

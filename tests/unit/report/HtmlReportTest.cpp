@@ -2,6 +2,8 @@
 #include "runtime/report/HtmlReport.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace plait::report {
@@ -59,6 +61,29 @@ TEST(HtmlReport, EveryChartAndSection) {
   EXPECT_NE(page.find("Every logged step sent exactly the planned bytes"), std::string::npos);
   // The in-place result shares its target's bytes: the most live at once is 64 + 512.
   EXPECT_NE(page.find("Most bytes live at once: 576 B"), std::string::npos);
+}
+
+// A log with the gradients' norm (--clip-grad-norm, --log-grad-norm) adds its chart after the
+// loss's, with the plan's clip as a reference line.
+TEST(HtmlReport, GradNormChartWithTheClip) {
+  json report = smallReport();
+  std::vector<json> log = smallLog();
+  log[0]["grad_norm"] = 1.75;
+  log[1]["grad_norm"] = 0.5;
+  report["train"] = {{"clip_grad_norm", 1.0}};
+  std::vector<std::string> ids = chartIds(report, log);
+  auto loss = std::find(ids.begin(), ids.end(), "chart-loss");
+  ASSERT_NE(loss, ids.end());
+  ASSERT_NE(loss + 1, ids.end());
+  EXPECT_EQ(loss[1], "chart-grad-norm");
+  std::string page = renderHtmlReport(report, log, {"r.json", "log.jsonl", {}, {}, {}});
+  size_t chart = page.find("<svg id=\"chart-grad-norm\" class=\"plait-chart\"");
+  ASSERT_NE(chart, std::string::npos);
+  EXPECT_NE(page.find("clip 1", chart), std::string::npos);
+  // Without the norm in the log, no chart.
+  EXPECT_EQ(renderHtmlReport(report, smallLog(), {"r.json", "log.jsonl", {}, {}, {}})
+                .find("chart-grad-norm"),
+            std::string::npos);
 }
 
 TEST(HtmlReport, MeasuredCommThatDiffersFromThePlanIsFlagged) {
