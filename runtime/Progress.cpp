@@ -71,7 +71,9 @@ namespace {
 
 // Everything after the step count: loss, throughput, ETA, memory.
 std::string fieldsTail(const ProgressFields &f) {
-  std::string loss = f.hasLoss ? fmt::format("{:.4f}", f.loss) : "-";
+  std::string loss = !f.hasLoss           ? "-"
+                     : std::isnan(f.loss) ? std::string("nan") // whatever its sign bit
+                                          : fmt::format("{:.4f}", f.loss);
   return fmt::format("loss {}  {} samples/s  eta {}  mem {}", loss,
                      formatThousands(uint64_t(std::llround(std::max(0.0, f.samplesPerSecond)))),
                      formatDuration(f.etaSeconds), formatBytes(f.arenaHighWater));

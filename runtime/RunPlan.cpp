@@ -500,8 +500,38 @@ Status inContext(const Status &s, const std::string &planPath, const std::string
   if (message.rfind(planPath + ": ", 0) == 0)
     message.erase(0, planPath.size() + 2);
   std::string text = fmt::format("{}: {}: {}", planPath, context, message);
-  return s.isInternal() ? Status::internal(text) : Status::error(text);
+  return s.isInternal()   ? Status::internal(text)
+         : s.isDiverged() ? Status::diverged(text)
+                          : Status::error(text);
 }
+
+} // namespace
+
+Status checkFinite(const Plan &plan, int64_t step, const nlohmann::json &loss,
+                   const nlohmann::json &gradNorm, const std::string &checkpointDir,
+                   int64_t lastCheckpoint) {
+  auto bad = [](const nlohmann::json &v) {
+    return v.is_number() && !std::isfinite(v.get<double>());
+  };
+  const char *what = bad(loss) ? "loss" : bad(gradNorm) ? "gradients' global norm" : nullptr;
+  if (!what)
+    return {};
+  double value = (bad(loss) ? loss : gradNorm).get<double>();
+  std::string text = std::isnan(value) ? "nan" : fmt::format("{}", value); // not "-nan"
+  // The step's checkpoint is not written: the newest one holds finite params.
+  std::string resume = checkpointDir.empty() ? std::string()
+                       : lastCheckpoint > 0
+                           ? fmt::format("; its checkpoint not written, --resume continues from "
+                                         "step {} in {}",
+                                         lastCheckpoint, checkpointDir)
+                           : fmt::format("; no checkpoint in {} yet", checkpointDir);
+  return Status::diverged(fmt::format("{}: step {}: the {} is {}: training diverged{} (a lower "
+                                      "--lr or --clip-grad-norm may help; --allow-nonfinite "
+                                      "runs on)",
+                                      plan.path, step, what, text, resume));
+}
+
+namespace {
 
 // The body of runPlan for one rank of `comm`'s world.
 Status runOnRank(const RunOptions &options, Communicator &comm, std::string &summary) {
@@ -584,6 +614,7 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   uint64_t arenaHighWater = 0, workspaceHighWater = 0; // over every step
   nlohmann::json firstLoss, firstGradNorm;
   const int gradNorm = plan.gradNormOutput();
+  int64_t lastCheckpoint = resumedStep; // the newest checkpoint's step (0: none)
   const int64_t firstStep = resumedStep + 1, stepsRun = options.steps - resumedStep;
   // What a checkpoint after `step` records: the samples seen over every batch size so far,
   // and where the next step's batch starts.
@@ -630,15 +661,22 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
       firstGradNorm = scalarOutput(*exec, size_t(gradNorm));
     if (log.is_open())
       PLAIT_RETURN_IF_ERROR(writeStepLog(options, *exec, step, lastMs, lr, log));
+    if (plan.training && !options.allowNonfinite) // before this step's checkpoint
+      PLAIT_RETURN_IF_ERROR(
+          checkFinite(plan, step, lossOf(*exec),
+                      gradNorm >= 0 ? scalarOutput(*exec, size_t(gradNorm)) : nlohmann::json(),
+                      options.checkpointDir, lastCheckpoint));
     if (plan.training && lrs.readsLoss())
       lrs.observe(lossOf(*exec).get<double>()); // a training plan's loss is a float scalar
     if (!options.checkpointDir.empty() &&
         ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) ||
-         step == options.steps))
+         step == options.steps)) {
       PLAIT_RETURN_IF_ERROR(
           saveCheckpoint(options.checkpointDir, checkpointInfo(step), *exec, comm,
                          options.keepCheckpoints)
               .withPrefix(fmt::format("step {}: writing the checkpoint: ", step)));
+      lastCheckpoint = step;
+    }
   }
   PLAIT_RETURN_IF_ERROR(monitor.finish(comm)); // every rank: the trace is gathered
 
@@ -755,6 +793,9 @@ Status relaunchUnderMpirun(const RunOptions &options, const std::vector<std::str
     PLAIT_RETURN_IF_ERROR(runUnderMpirun(uint32_t(options.nproc), attemptArgs, code));
     if (code == 0)
       return {};
+    if (code == 3) // deterministic: a restart from the checkpoint would diverge again
+      return Status::diverged(fmt::format("the job stopped: training diverged (exit 3; not "
+                                          "restarted, it would diverge again the same way)"));
     if (attempt == options.maxRestarts)
       return Status::errorf("the job failed (exit {}) and --max-restarts {} are used up",
                             code, options.maxRestarts);

@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "runtime/Plan.h"
 #include "runtime/RunMonitor.h"
 #include "runtime/Status.h"
 
@@ -40,7 +43,17 @@ struct RunOptions {
   /// CUDA plans: launch every kernel every step instead of replaying the captured step as a
   /// CUDA graph (--no-cuda-graphs).
   bool noCudaGraphs = false;
+  /// Training plans: run on after a step whose loss or gradients' global norm is not finite
+  /// (--allow-nonfinite); by default the run stops there (checkFinite), exit 3.
+  bool allowNonfinite = false;
 };
+
+/// A training step's loss and gradients' global norm (null where the plan has none): a
+/// Status::diverged naming the step and the value when one is NaN or infinite, with where a
+/// --resume would continue (`lastCheckpoint`, 0: none yet, in `checkpointDir`).
+Status checkFinite(const Plan &plan, int64_t step, const nlohmann::json &loss,
+                   const nlohmann::json &gradNorm, const std::string &checkpointDir,
+                   int64_t lastCheckpoint);
 
 /// Runs `steps` steps of the plan (training plans update their params and state after
 /// each) and, on success, sets `summary` to a one-line description of what ran and what was

@@ -11,30 +11,38 @@ namespace plait::rt {
 
 /// Success, or a one-line message for the user. Runtime code returns Status rather than
 /// exiting; plait-run prints the message and exits 1 (2 for an internal error: a bug or
-/// an environment failure, not something the user's plan or inputs caused).
+/// an environment failure, not something the user's plan or inputs caused; 3 when training
+/// diverged: a non-finite loss or gradient norm, which a restart would meet again).
 class [[nodiscard]] Status {
 public:
+  enum class Kind { User, Internal, Diverged };
   Status() = default;
-  static Status error(std::string message) { return Status(std::move(message), false); }
+  static Status error(std::string message) { return Status(std::move(message), Kind::User); }
   template <typename... Args>
   static Status errorf(fmt::format_string<Args...> f, Args &&...args) {
-    return Status(fmt::format(f, std::forward<Args>(args)...), false);
+    return Status(fmt::format(f, std::forward<Args>(args)...), Kind::User);
   }
-  static Status internal(std::string message) { return Status(std::move(message), true); }
+  static Status internal(std::string message) {
+    return Status(std::move(message), Kind::Internal);
+  }
+  static Status diverged(std::string message) {
+    return Status(std::move(message), Kind::Diverged);
+  }
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
-  bool isInternal() const { return internal_; }
+  bool isInternal() const { return kind_ == Kind::Internal; }
+  bool isDiverged() const { return kind_ == Kind::Diverged; }
   const std::string &message() const { return message_; }
   /// The same kind of error with `prefix` in front of the message (adds context on the way up).
   Status withPrefix(const std::string &prefix) const {
-    return ok() ? *this : Status(prefix + message_, internal_);
+    return ok() ? *this : Status(prefix + message_, kind_);
   }
 
 private:
-  Status(std::string message, bool internal)
-      : failed_(true), internal_(internal), message_(std::move(message)) {}
+  Status(std::string message, Kind kind)
+      : failed_(true), kind_(kind), message_(std::move(message)) {}
   bool failed_ = false;
-  bool internal_ = false;
+  Kind kind_ = Kind::User;
   std::string message_;
 };
 

@@ -318,6 +318,8 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
       if (!log)
         return Status::errorf("--log-jsonl {}: write error", options.logJsonl);
     }
+    if (plan.training && !options.allowNonfinite)
+      PLAIT_RETURN_IF_ERROR(checkFinite(plan, step, loss, gradNorm, options.checkpointDir, 0));
   }
   std::vector<std::string> written;
   if (lead && !options.saveWeights.empty())

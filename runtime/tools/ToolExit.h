@@ -17,6 +17,7 @@ namespace plait::tools {
 
 inline constexpr int kExitUserError = 1;
 inline constexpr int kExitInternalError = 2;
+inline constexpr int kExitDiverged = 3; // plait-run: a non-finite loss or gradient norm
 
 /// Prints "TOOL: message" on stderr and returns `code`.
 inline int fail(const char *tool, int code, const std::string &message) {
@@ -37,9 +38,12 @@ inline std::optional<int> parseArgs(const char *tool, CLI::App &app, int argc, c
   return std::nullopt;
 }
 
-/// The exit code of a failed status: 2 for internal errors, 1 for the user's.
+/// The exit code of a failed status: 2 for internal errors, 3 for a diverged training run,
+/// 1 for the user's.
 inline int exitCode(const rt::Status &status) {
-  return status.isInternal() ? kExitInternalError : kExitUserError;
+  return status.isInternal()   ? kExitInternalError
+         : status.isDiverged() ? kExitDiverged
+                               : kExitUserError;
 }
 
 /// fail(), and then, in a multi-rank job, the end of every rank: the others may be waiting

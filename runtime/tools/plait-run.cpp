@@ -127,6 +127,10 @@ int main(int argc, char **argv) {
   app.add_option("--kernel-times", options.kernelTimes,
                  "CUDA plans: time every instruction with CUDA events and write FILE.json: "
                  "each kernel's time and bandwidth against the device's copy bandwidth");
+  app.add_flag("--allow-nonfinite", options.allowNonfinite,
+               "training plans: run on after a step whose loss or gradients' global norm is "
+               "NaN or infinite (by default the run stops there, before that step's "
+               "checkpoint, exit 3)");
   app.add_flag("--no-cuda-graphs", options.noCudaGraphs,
                "CUDA plans: launch every kernel every step instead of replaying steps 2.. as "
                "one captured CUDA graph");
