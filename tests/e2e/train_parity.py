@@ -969,12 +969,13 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
                                                             scheduled.shadow)}
     if getattr(scheduler, "reads_loss", False):  # the lr of each step, as it followed the loss
         states["lr"] = scheduler.lrs
-    if cfg["clip_value"]:
-        states["clamped"] = clamped
-    if cfg["clip_norm_type"] != 2.0:
-        states["clipped"] = clipped
-    if cfg["clip"]:
-        states["grad_norms"] = norms
+    if states is not None:  # callers that compare no states pass none
+        if cfg["clip_value"]:
+            states["clamped"] = clamped
+        if cfg["clip_norm_type"] != 2.0:
+            states["clipped"] = clipped
+        if cfg["clip"]:
+            states["grad_norms"] = norms
     return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 
