@@ -197,17 +197,18 @@ nlohmann::json commBytesJson(const CommBytes &bytes) {
 }
 
 // One line per step, from rank 0: the loss (the plan already averaged it over the ranks), the
-// step's learning rate `lr` (training plans), the gradients' global norm `grad_norm` (plans
-// that output it: --clip-grad-norm, --log-grad-norm), the global throughput, the bytes rank 0 sent
-// (every rank of an SPMD plan sends as much), and the memory the step touched: its arena and
-// workspace high water (Executor).
+// step's learning rate `lr` (training plans), the gradients' global norm `gradNorm` (null
+// unless the plan outputs it: --clip-grad-norm, --log-grad-norm), the global throughput, the
+// bytes rank 0 sent (every rank of an SPMD plan sends as much), and the memory the step
+// touched: its arena and workspace high water (Executor).
 Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t step, double stepMs,
-                    double lr, std::ofstream &log) {
+                    double lr, const nlohmann::json &loss, const nlohmann::json &gradNorm,
+                    std::ofstream &log) {
   const Plan &plan = exec.plan();
   int64_t samples = plan.globalBatch();
   nlohmann::json record = {
       {"step", step},
-      {"loss", lossOf(exec)},
+      {"loss", loss},
       {"step_ms", stepMs},
       {"samples_per_s", stepMs > 0 ? samples * 1000.0 / stepMs : 0.0},
       {"arena_bytes", exec.arenaBytes()},
@@ -219,8 +220,8 @@ Status writeStepLog(const RunOptions &options, const Executor &exec, int64_t ste
   };
   if (plan.training)
     record["lr"] = lr;
-  if (int norm = plan.gradNormOutput(); norm >= 0)
-    record["grad_norm"] = scalarOutput(exec, size_t(norm));
+  if (!gradNorm.is_null())
+    record["grad_norm"] = gradNorm;
   log << record.dump() << std::endl; // flushed per step: a crashed run keeps its log
   if (!log)
     return Status::errorf("--log-jsonl {}: write error", options.logJsonl);
@@ -655,19 +656,21 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     arenaHighWater = std::max(arenaHighWater, exec->stepArenaHighWater());
     workspaceHighWater = std::max(workspaceHighWater, exec->stepWorkspaceHighWater());
     monitor.endStep(step, lastMs, *exec);
-    if (step == firstStep)
-      firstLoss = lossOf(*exec);
-    if (step == firstStep && gradNorm >= 0)
-      firstGradNorm = scalarOutput(*exec, size_t(gradNorm));
+    // The step's loss and gradients' norm (null where the plan has none), read once.
+    const nlohmann::json loss = lossOf(*exec);
+    const nlohmann::json norm =
+        gradNorm >= 0 ? scalarOutput(*exec, size_t(gradNorm)) : nlohmann::json();
+    if (step == firstStep) {
+      firstLoss = loss;
+      firstGradNorm = norm;
+    }
     if (log.is_open())
-      PLAIT_RETURN_IF_ERROR(writeStepLog(options, *exec, step, lastMs, lr, log));
+      PLAIT_RETURN_IF_ERROR(writeStepLog(options, *exec, step, lastMs, lr, loss, norm, log));
     if (plan.training && !options.allowNonfinite) // before this step's checkpoint
       PLAIT_RETURN_IF_ERROR(
-          checkFinite(plan, step, lossOf(*exec),
-                      gradNorm >= 0 ? scalarOutput(*exec, size_t(gradNorm)) : nlohmann::json(),
-                      options.checkpointDir, lastCheckpoint));
+          checkFinite(plan, step, loss, norm, options.checkpointDir, lastCheckpoint));
     if (plan.training && lrs.readsLoss())
-      lrs.observe(lossOf(*exec).get<double>()); // a training plan's loss is a float scalar
+      lrs.observe(loss.get<double>()); // a training plan's loss is a float scalar
     if (!options.checkpointDir.empty() &&
         ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) ||
          step == options.steps)) {

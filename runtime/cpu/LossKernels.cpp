@@ -28,12 +28,12 @@ template <typename T> bool contiguousF32Rows(const LossShape &s) {
   return std::is_same_v<T, float> && s.spatial == 1 && s.classes > 0;
 }
 
-/// Label smoothing e of a call (0: none) and, when it has class weights, their values and
-/// their sum W: the smoothed part of a position's loss is then e / C * sum_c w[c] logp[c].
+/// Label smoothing e of a call (0: none), its class weights and their sum W: the smoothed
+/// part of a position's loss is e / C * sum_c w[c] logp[c].
 template <typename T> struct Smoothing {
   double e = 0;
-  const T *weights = nullptr; // null: no class weights (each 1, W = C)
-  double weightSum = 0;
+  const T *weights = nullptr; // null: no class weights (each 1)
+  double weightSum = 0;       // W (C without class weights)
 };
 
 /// The call's Smoothing, the class weights (when it smooths) from input `operands`.
@@ -41,8 +41,10 @@ template <typename T>
 Smoothing<T> smoothingOf(const KernelCall &call, const LossShape &s, size_t operands) {
   Smoothing<T> sm;
   sm.e = s.smoothing;
+  sm.weightSum = double(s.classes);
   if (sm.e > 0 && call.inputs.size() > operands) {
     sm.weights = call.inputs[operands].as<T>();
+    sm.weightSum = 0;
     for (int64_t c = 0; c < s.classes; ++c)
       sm.weightSum += double(sm.weights[c]);
   }
@@ -58,13 +60,13 @@ inline double smoothedLoss(double logpT, double shifted, double logSum, int64_t 
   return -((1 - e) * w * logpT + e / double(classes) * (shifted - weightSum * logSum));
 }
 
-/// sum_c w[c] * (x[c * stride] - m), in double in class order: the weighted form of a
-/// position's shifted logits' sum.
+/// sum_c w[c] * (x[c * stride] - m), in double in class order: a position's shifted logits'
+/// sum, each times its class weight (1 where `w` is null).
 template <typename T, typename W>
 double weightedShifted(const T *x, int64_t stride, int64_t classes, T m, const W *w) {
   double shifted = 0;
   for (int64_t c = 0; c < classes; ++c)
-    shifted += double(w[c]) * (double(x[c * stride]) - double(m));
+    shifted += (w ? double(w[c]) : 1.0) * (double(x[c * stride]) - double(m));
   return shifted;
 }
 
@@ -93,7 +95,7 @@ PLAIT_SIMD_CLONES void softmaxLossRows(const float *input, int64_t classes,
     const double shifted = sm.weights ? weightedShifted(row, 1, classes, m, sm.weights)
                                       : blockedSum(row, classes, [m](float v) { return v - m; });
     losses[p] = smoothedLoss(logpT, shifted, std::log(sum), classes, targets.weights[p],
-                             sm.weights ? sm.weightSum : double(classes), sm.e);
+                             sm.weightSum, sm.e);
   }
 }
 
@@ -112,16 +114,9 @@ double classesLoss(const T *x, int64_t stride, int64_t classes, int64_t t, doubl
     for (int64_t c = 0; c < classes; ++c)
       sum += std::exp(x[c * stride] - m);
     logp = (logp - double(m)) - std::log(sum);
-    if (sm.e > 0) {
-      double shifted = 0;
-      if (sm.weights)
-        shifted = weightedShifted(x, stride, classes, m, sm.weights);
-      else
-        for (int64_t c = 0; c < classes; ++c)
-          shifted += double(x[c * stride]) - double(m);
-      return smoothedLoss(logp, shifted, std::log(sum), classes, w,
-                          sm.weights ? sm.weightSum : double(classes), sm.e);
-    }
+    if (sm.e > 0)
+      return smoothedLoss(logp, weightedShifted(x, stride, classes, m, sm.weights), std::log(sum),
+                          classes, w, sm.weightSum, sm.e);
   }
   return -w * logp;
 }

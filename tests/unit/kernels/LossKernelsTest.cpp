@@ -14,6 +14,16 @@ OwnedTensor classWeights() { return makeFloat(DType::F32, {3}, {1, 2, 0.5}); }
 
 Attrs reduction(const std::string &r) { return AttrsBuilder().s("reduction", r).build(); }
 
+/// f64 logits [2, 3, 2, 2] (classes 2 apart) and their i32 targets [2, 2, 2], the last one
+/// -1 (ignored where a test sets ignore_index -1).
+OwnedTensor spatialLogits() {
+  std::vector<double> x(24);
+  for (int i = 0; i < 24; ++i)
+    x[i] = i % 5 - 2;
+  return makeFloat(DType::F64, {2, 3, 2, 2}, x);
+}
+OwnedTensor spatialTargets() { return make<int32_t>({2, 2, 2}, {0, 1, 2, 1, 2, 2, 0, -1}); }
+
 TEST(LossKernels, SoftmaxCrossEntropyReductions) {
   EXPECT_TRUE(allClose(runOk("softmax_cross_entropy", {logits(), targets()}, DType::F32, {}).floats(),
                        {1.6491354703903198}));
@@ -52,11 +62,8 @@ TEST(LossKernels, WeightedMeanAndIgnoreIndex) {
 }
 
 TEST(LossKernels, SpatialTargetsWithNegativeIgnoreIndex) {
-  std::vector<double> x(24);
-  for (int i = 0; i < 24; ++i)
-    x[i] = i % 5 - 2;
-  auto input = makeFloat(DType::F64, {2, 3, 2, 2}, x);
-  auto target = make<int32_t>({2, 2, 2}, {0, 1, 2, 1, 2, 2, 0, -1});
+  auto input = spatialLogits();
+  auto target = spatialTargets();
   auto attrs = AttrsBuilder().i("ignore_index", -1).build();
   EXPECT_TRUE(allClose(runOk("softmax_cross_entropy", {input, target}, DType::F64, {}, attrs)
                            .values<double>(),
@@ -101,11 +108,8 @@ TEST(LossKernels, LabelSmoothingAsTorch) {
          0.05654078175227145, 0.16801279484122697, -0.2245535765934984},
         tol, tol));
   }
-  std::vector<double> x(24);
-  for (int i = 0; i < 24; ++i)
-    x[i] = i % 5 - 2;
-  auto input = makeFloat(DType::F64, {2, 3, 2, 2}, x);
-  auto target = make<int32_t>({2, 2, 2}, {0, 1, 2, 1, 2, 2, 0, -1});
+  auto input = spatialLogits();
+  auto target = spatialTargets();
   auto attrs = [](const std::string &r) {
     return AttrsBuilder()
         .f("label_smoothing", 0.25)
@@ -169,11 +173,8 @@ TEST(LossKernels, LabelSmoothingWithClassWeightsAsTorch) {
          0.15555555555555556, 0.028428665215176042, 0.08326280596558416, -0.11169147118076021},
         tol, tol));
   }
-  std::vector<double> x(24);
-  for (int i = 0; i < 24; ++i)
-    x[i] = i % 5 - 2;
-  auto input = makeFloat(DType::F64, {2, 3, 2, 2}, x);
-  auto target = make<int32_t>({2, 2, 2}, {0, 1, 2, 1, 2, 2, 0, -1});
+  auto input = spatialLogits();
+  auto target = spatialTargets();
   auto w = makeFloat(DType::F64, {3}, {1, 2, 0.5});
   auto spatial = [](const std::string &r) {
     return AttrsBuilder()
