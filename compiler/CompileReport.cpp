@@ -390,6 +390,9 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   // micro-batch, replays included).
   if (auto sync = module->getAttrOfType<DictionaryAttr>("plait.sync_means"))
     report["sync_batch_norm"] = scalarsToJson(sync);
+  // ONNX models of an opset below 13: the nodes plait's importer rewrote into opset 13's forms.
+  if (auto lift = module->getAttrOfType<DictionaryAttr>("plait.onnx_opset_lift"))
+    report["onnx_opset_lift"] = scalarsToJson(lift);
   // Quantized ONNX models: what the importer did with their QuantizeLinear/DequantizeLinear.
   if (auto quantization = module->getAttrOfType<DictionaryAttr>("plait.quantization"))
     report["quantization"] = scalarsToJson(quantization);
@@ -700,6 +703,21 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
     os << fmt::format("  optimizer state  : {} bytes\n", m["optimizer"].get<int64_t>());
   }
   os << fmt::format("  constants        : {} bytes\n", m["constants"].get<int64_t>());
+  if (report.contains("onnx_opset_lift")) {
+    const auto &l = report["onnx_opset_lift"];
+    int64_t nodes = l.value("nodes", int64_t(0)), kept = l.value("kept_nodes", int64_t(0));
+    std::vector<std::string> clauses;
+    if (nodes > 0)
+      clauses.push_back(fmt::format("{} node{} rewritten ({})", nodes, nodes == 1 ? "" : "s",
+                                    l.value("rewritten", std::string())));
+    if (kept > 0)
+      clauses.push_back(fmt::format("{} node{} of older versions that mean what opset 13's do "
+                                    "({})",
+                                    kept, kept == 1 ? "" : "s", l.value("kept", std::string())));
+    os << fmt::format("  onnx opset       : {}, lifted to {} by plait's importer: {}\n",
+                      l.value("from", int64_t(0)), l.value("to", int64_t(0)),
+                      fmt::join(clauses, "; "));
+  }
   if (report.contains("quantization")) {
     const auto &q = report["quantization"];
     int64_t pairs = q.value("straight_through", int64_t(0));

@@ -36,7 +36,8 @@ int main(int argc, char **argv) {
                  "NAME=FILE(.pb|.npy): bind a graph input to a compile-time constant");
   app.add_flag("--upgrade-opset", options.upgradeOpset,
                "lift an ONNX model of an opset below 13 to opset 13 with ONNX's version "
-               "converter before importing it");
+               "converter before importing it (without it, plait lifts such models with its "
+               "own rules, op by op)");
   app.add_option("--report", options.reportPath, "write the compiler's decisions as JSON");
   app.add_flag("--explain", options.explain, "print a readable summary of the plan");
   app.add_option("--dump-dir", options.dumpDir, "write every IR stage into DIR");

@@ -39,8 +39,8 @@ class GraphImporter {
 public:
   GraphImporter(mlir::MLIRContext &ctx, llvm::StringRef path, onnx::ModelProto &model,
                 const OnnxImportOptions &opts, int64_t opset)
-      : ctx(ctx), path(path.str()), baseDir(llvm::sys::path::parent_path(path).str()),
-        model(model), opts(opts), opset(opset), builder(&ctx), prologue(&ctx) {}
+      : ctx(ctx), path(path.str()), baseDir(llvm::sys::path::parent_path(path).str()), model(model),
+        opts(opts), opset(opset), modelOpset(opset), builder(&ctx), prologue(&ctx) {}
 
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> run();
 
@@ -65,6 +65,8 @@ public:
   onnx::ModelProto &model;
   const OnnxImportOptions &opts;
   int64_t opset;
+  /// The opset the model declares, which diagnostics name (below `opset` when it was lifted).
+  int64_t modelOpset;
   mlir::OpBuilder builder;  // the function body, appending
   mlir::OpBuilder prologue; // params and constants, at the top of the function
   llvm::StringMap<ValueEntry> values;

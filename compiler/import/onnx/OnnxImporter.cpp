@@ -1,6 +1,7 @@
 // The ONNX graph walk: loads and checks a model, binds graph inputs, initializers and folded
 // constants to values, dispatches every node to its op importer and assembles func.func @main.
 #include "compiler/import/onnx/GraphImporter.h"
+#include "compiler/import/onnx/LegacyOpsets.h"
 
 #include <exception>
 #include <optional>
@@ -50,11 +51,15 @@ LogicalResult GraphImporter::nodeError(const onnx::NodeProto &node, const llvm::
   errorEmitted_ = true;
   std::string name = nodeName(node);
   Location loc = NameLoc::get(StringAttr::get(&ctx, name), FileLineColLoc::get(&ctx, path, 0, 0));
+  // A lift's helper node is described as the node it serves (named the same).
   std::string opDesc = node.op_type();
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (node.domain() == kLegacyDomain && a.name() == "lifted_from")
+      opDesc = a.s();
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != kLegacyDomain)
     opDesc += ", domain " + node.domain();
   else
-    opDesc += ", opset " + std::to_string(opset);
+    opDesc += ", opset " + std::to_string(modelOpset);
   emitError(loc) << printable(path + ": node '" + name + "' (" + opDesc + "): " + message);
   return failure();
 }
@@ -277,6 +282,7 @@ static const OpImporterMap &opImporters() {
     registerSpectralOps(m);
     registerQuantizeOps(m);
     registerTrainingOps(m);
+    registerLegacyOps(m);
     return m;
   }();
   return map;
@@ -284,11 +290,13 @@ static const OpImporterMap &opImporters() {
 
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
   nodeIndex_[&node] = index;
-  const bool training = node.domain() == kTrainingDomain;
-  if (!node.domain().empty() && node.domain() != "ai.onnx" && !training)
+  // Other domains than the default: the training domain's ops, and the helper nodes a lift
+  // of an older opset inserted (LegacyOpsets.h), keyed "DOMAIN::OP".
+  const bool qualified = node.domain() == kTrainingDomain || node.domain() == kLegacyDomain;
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && !qualified)
     return nodeError(node, "unsupported domain '" + node.domain() + "'");
-  auto it = opImporters().find(training ? qualifiedOpType(kTrainingDomain, node.op_type())
-                                        : node.op_type());
+  auto it = opImporters().find(qualified ? qualifiedOpType(node.domain(), node.op_type())
+                                         : node.op_type());
   if (it == opImporters().end())
     return nodeError(node, "unsupported op");
 
@@ -706,38 +714,19 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
                   llvm::Twine(onnx_import::kMinOpset) + " (" + oneLine(e) + ")");
     }
   }
-  // An older model is exactly an opset-13 model when none of its ops changed meaning in
-  // between: the schema in effect at its opset is the one in effect at 13. Such models are
-  // imported as they are; the others name the first op that changed.
+  // An older model is lifted to opset 13 by plait's own rules (LegacyOpsets.h): each node
+  // whose definition changed since the model's opset is rewritten into its opset-13 form; a
+  // node no rule covers is named. The user's model is checked first, at its own opset, so
+  // that its faults are reported as theirs.
   int64_t importOpset = *opset;
+  std::optional<onnx_import::OpsetLift> lift;
   if (*opset < onnx_import::kMinOpset && *opset >= 1) {
-    const onnx::NodeProto *changed = nullptr;
-    int changedIndex = 0, thenVersion = 0, nowVersion = 0;
-    for (int i = 0; i < model.graph().node_size() && !changed; ++i) {
-      const onnx::NodeProto &node = model.graph().node(i);
-      const onnx::OpSchema *then = onnx::OpSchemaRegistry::Schema(node.op_type(), int(*opset));
-      const onnx::OpSchema *now =
-          onnx::OpSchemaRegistry::Schema(node.op_type(), int(onnx_import::kMinOpset));
-      if (!then || !now || then->SinceVersion() != now->SinceVersion()) {
-        changed = &node;
-        changedIndex = i;
-        thenVersion = then ? then->SinceVersion() : 0;
-        nowVersion = now ? now->SinceVersion() : 0;
-      }
-    }
-    if (!changed) {
-      importOpset = onnx_import::kMinOpset;
-    } else {
-      std::string name = changed->name().empty()
-                             ? changed->op_type() + "_" + std::to_string(changedIndex)
-                             : changed->name();
-      return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain: node '" +
-                  name + "' (" + changed->op_type() + ") is defined there by version " +
-                  llvm::Twine(thenVersion) + ", but plait imports version " +
-                  llvm::Twine(nowVersion) + " (the one of opset " +
-                  llvm::Twine(onnx_import::kMinOpset) + "); convert the model with " +
-                  "onnx.version_converter, or pass --upgrade-opset");
-    }
+    if (std::string invalid = checkerError(); !invalid.empty())
+      return fail("invalid ONNX model: " + invalid);
+    lift.emplace();
+    if (std::string error = onnx_import::liftLegacyOpset(model, *opset, *lift); !error.empty())
+      return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain: " + error);
+    importOpset = onnx_import::kMinOpset;
   }
   if (importOpset < onnx_import::kMinOpset || importOpset > onnx_import::kMaxOpset)
     return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain (plait " +
@@ -749,6 +738,9 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
       return fail("unsupported opset " + llvm::Twine(*convertedFrom) +
                   " of the default domain: ONNX's version converter made an invalid model (" +
                   invalid + ")");
+    if (lift) // the user's model passed at its own opset
+      return fail("unsupported opset " + llvm::Twine(*opset) + " of the default domain: " +
+                  "plait's lift to opset 13 made a model ONNX's checker refuses (" + invalid + ")");
     return fail("invalid ONNX model: " + invalid);
   }
   // Load --const-input files now, so that a bad file is reported before the graph is walked.
@@ -767,8 +759,33 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
     if (std::string error = divideBatch(model, resolved); !error.empty())
       return fail(error);
   onnx_import::GraphImporter importer(ctx, path, model, resolved, importOpset);
+  importer.modelOpset = *opset;
+  // A lifted model says so in its module (--report, --explain).
+  auto finish = [&](FailureOr<OwningOpRef<ModuleOp>> module) {
+    if (succeeded(module) && lift && (!lift->rewritten.empty() || !lift->kept.empty())) {
+      Builder b(&ctx);
+      auto list = [](const std::map<std::string, int64_t> &counts) {
+        std::string text;
+        for (const auto &[key, count] : counts)
+          text += (text.empty() ? "" : ", ") + key + " x" + std::to_string(count);
+        return text;
+      };
+      int64_t kept = 0;
+      for (const auto &entry : lift->kept)
+        kept += entry.second;
+      (**module)->setAttr(
+          "plait.onnx_opset_lift",
+          b.getDictionaryAttr({b.getNamedAttr("from", b.getI64IntegerAttr(lift->from)),
+                               b.getNamedAttr("to", b.getI64IntegerAttr(importOpset)),
+                               b.getNamedAttr("nodes", b.getI64IntegerAttr(lift->nodes)),
+                               b.getNamedAttr("rewritten", b.getStringAttr(list(lift->rewritten))),
+                               b.getNamedAttr("kept_nodes", b.getI64IntegerAttr(kept)),
+                               b.getNamedAttr("kept", b.getStringAttr(list(lift->kept)))}));
+    }
+    return module;
+  };
   if (opts.microBatches == 1)
-    return importer.run();
+    return finish(importer.run());
   // A model whose shapes pin the batch fails at the micro-batch size: say why it was changed.
   ScopedDiagnosticHandler context(&ctx, [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error)
@@ -776,7 +793,7 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &ctx, llvm::StringRe
            << ", which needs shapes that follow the batch: export with dynamic batch axes)";
     return failure(); // on to the handler that prints it
   });
-  return importer.run();
+  return finish(importer.run());
 }
 
 } // namespace plait

@@ -24,7 +24,8 @@ struct OnnxImportOptions {
   /// The same, with values already in memory (takes precedence over constInputs).
   std::map<std::string, mlir::DenseElementsAttr> constValues;
   /// Models of opsets below 13 are lifted to opset 13 with ONNX's version converter before
-  /// import (off: they are rejected as an unsupported opset).
+  /// import (off: plait lifts them with its own rules, LegacyOpsets.h, naming the first node
+  /// no rule covers).
   bool upgradeOpset = false;
   /// Sizes for symbolic input dimensions (`dim_param`), e.g. {"batch", 8}. A symbolic dimension
   /// without a size here is reported as unsupported.

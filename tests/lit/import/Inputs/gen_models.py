@@ -193,6 +193,29 @@ def main():
          [vi("x", C64, [4])], [vi("y", C64, [4])])
     save("opset11", [helper.make_node("Relu", ["x"], ["y"], name="relu")],
          [vi("x", F, [4])], [vi("y", F, [4])], opset=11)
+    # Old opsets that plait's lift refuses (legacy-opset.test): Tile-1 (tiles and axis as
+    # inputs) has no rule; a per-element BatchNorm (spatial=0); a training-mode BatchNorm-6
+    # without its running statistics; Dropout-6's mask (of the data's type); a broadcast axis
+    # beyond A's rank, and a B that does not fit from its axis.
+    save("opset5_tile", [helper.make_node("Tile", ["x", "tiles", "axis"], ["y"], name="tile1")],
+         [vi("x", F, [4]), vi("tiles", I64, []), vi("axis", I64, [])], [vi("y", F, [8])],
+         opset=5)
+    bn_inputs = [vi("x", F, [2, 3, 4])] + [vi(n, F, [3]) for n in ("s", "b", "m", "v")]
+    save("opset6_bn_spatial0", [helper.make_node(
+        "BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn0", is_test=1,
+        spatial=0)], bn_inputs, [vi("y", F, [2, 3, 4])], opset=6)
+    save("opset6_bn_train_one_output", [helper.make_node(
+        "BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn_train")],
+        bn_inputs, [vi("y", F, [2, 3, 4])], opset=6)
+    save("opset6_dropout_mask", [helper.make_node("Dropout", ["x"], ["y", "mask"],
+                                                  name="drop_mask", is_test=1)],
+         [vi("x", F, [4])], [vi("y", F, [4]), vi("mask", F, [4])], opset=6)
+    save("opset6_add_axis_range", [helper.make_node("Add", ["a", "b"], ["y"], name="add_far",
+                                                    broadcast=1, axis=2)],
+         [vi("a", F, [2, 3]), vi("b", F, [3])], [vi("y", F, [2, 3])], opset=6)
+    save("opset6_add_misfit", [helper.make_node("Add", ["a", "b"], ["y"], name="add_misfit",
+                                                broadcast=1, axis=1)],
+         [vi("a", F, [2, 3]), vi("b", F, [3, 4])], [vi("y", F, [2, 3])], opset=6)
     save("custom_domain", [helper.make_node("FusedThing", ["x"], ["y"], name="fused",
                                             domain="com.example")],
          [vi("x", F, [4])], [vi("y", F, [4])], check=False, domains=["com.example"])
