@@ -933,6 +933,23 @@ LogicalResult DropoutMaskOp::verify() {
   return success();
 }
 
+LogicalResult RandomOp::verify() {
+  if (getStep().getType().getRank() != 0)
+    return emitOpError("step must be a scalar");
+  double a = getA().convertToDouble(), b = getB().convertToDouble();
+  if (getDistribution() == "uniform") {
+    if (!std::isfinite(a) || !std::isfinite(b) || !(a <= b))
+      return emitOpError("uniform bounds [") << a << ", " << b << ") are not finite and ordered";
+  } else if (getDistribution() == "normal") {
+    if (!std::isfinite(a) || !std::isfinite(b) || b < 0)
+      return emitOpError("normal mean ")
+             << a << " and scale " << b << " are not finite with scale >= 0";
+  } else {
+    return emitOpError("distribution '") << getDistribution() << "' is not uniform or normal";
+  }
+  return success();
+}
+
 LogicalResult TriluOp::verify() {
   if (getType().getRank() < 2)
     return emitOpError("needs rank >= 2, got ") << getType().getRank();

@@ -900,6 +900,32 @@ def Plait_DropoutMaskOp : Plait_Op<"dropout_mask", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Plait_RandomOp : Plait_Op<"random", [Pure]> {
+  let summary = "random values drawn for this step: uniform in [low, high), or normal";
+  let description = [{
+    Each element is an independent draw (codegen/schema/RandomDraw.h): with `distribution`
+    "uniform", low + (high - low) * u, u uniform in [0, 1) on the element type's grid
+    (`a` = low, `b` = high); with "normal", mean + scale * z, z standard normal by Box-Muller
+    (`a` = mean, `b` = scale). The draw is counter-based like plait.dropout_mask's: it hashes
+    (`seed`, `stream`, step, rank, element), where step is the operand, plait.hyper "step",
+    so every step and rank draws afresh while a recomputed or resumed step draws the same
+    values on any thread count or device. ONNX's RandomUniform(Like), RandomNormal(Like) and
+    Bernoulli (a uniform draw compared with p) import as it; the importer gives each node its
+    own `stream`, and gradient accumulation each micro-batch its own.
+
+    ```mlir
+    %step = plait.hyper "step" : tensor<f32>
+    %u = plait.random %step {distribution = "uniform", a = 0.0 : f64, b = 1.0 : f64,
+        seed = 0 : i64, stream = 7 : i64} : (tensor<f32>) -> tensor<8x1x1xf32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$step, StrAttr:$distribution, F64Attr:$a,
+                       F64Attr:$b, I64Attr:$seed, I64Attr:$stream);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "$step attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

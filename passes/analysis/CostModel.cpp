@@ -125,6 +125,8 @@ constexpr ElementCost kElementCosts[] = {
     {"round_bf16", 2, false, "unary"},
     // dropout_mask: four 64-bit hash mixes per element (DropoutMask.h), no loads.
     {"dropout_mask", 6, false, "unary"},
+    // random: one hash per uniform element, two and a log, sqrt and cos per normal one.
+    {"random", 10, false, "unary"},
     {"cast", 1, false, "cast"},         {"exp", T, false, "transcendental"},
     {"log", T, false, "transcendental"}, {"erf", T, false, "transcendental"},
     {"tanh", T, false, "transcendental"}, {"sigmoid", T + 2, false, "transcendental"},
@@ -285,7 +287,7 @@ bool splitsElements(std::string_view k) {
       "adadelta_update", "rprop_update", "asgd_update", "lamb_update", "weight_ema", "where",
       "clamp",
       "not", "cast", "pow",
-      "dropout_mask"};
+      "dropout_mask", "random"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }
 

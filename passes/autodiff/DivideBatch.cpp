@@ -126,11 +126,12 @@ public:
   }
 
 private:
-  /// A dropout mask is drawn at the shape it is declared with, and has no batched operand to
-  /// follow: it takes the micro-batch shape of the batched operand it is combined with.
+  /// A dropout mask (or plait.random's draw) is drawn at the shape it is declared with, and
+  /// has no batched operand to follow: it takes the micro-batch shape of the batched operand
+  /// it is combined with.
   void retypeDropoutMasks(Operation *op) {
     for (Value mask : op->getOperands()) {
-      if (!mask.getDefiningOp<DropoutMaskOp>() || batched(mask))
+      if (!(mask.getDefiningOp<DropoutMaskOp>() || mask.getDefiningOp<RandomOp>()) || batched(mask))
         continue;
       auto shape = cast<RankedTensorType>(mask.getType()).getShape();
       for (Value other : op->getOperands())

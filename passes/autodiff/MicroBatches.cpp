@@ -122,9 +122,12 @@ LogicalResult accumulateMicroBatches(func::FuncOp func, int64_t microBatches, Va
     }
     for (Operation *op : work) {
       Operation *copy = b.clone(*op, mapping);
-      // Each micro-batch draws its own dropout masks (the first keeps the node's stream).
+      // Each micro-batch draws its own dropout masks and random values (the first keeps the
+      // node's stream).
       if (auto mask = dyn_cast<DropoutMaskOp>(copy))
         mask.setStream(dropout::microBatchStream(mask.getStream(), index));
+      if (auto draw = dyn_cast<RandomOp>(copy))
+        draw.setStream(dropout::microBatchStream(draw.getStream(), index));
     }
     bufferValues.clear();
     for (auto [param, result] : buffers)

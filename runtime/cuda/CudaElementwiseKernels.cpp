@@ -246,18 +246,26 @@ Status groupedCastKernel(const CudaKernelCall &call) {
   return {};
 }
 
+/// The operands of a drawing kernel (dropout_mask, random): one f32 step, read on the device,
+/// and a float result (the `what`).
+Status checkDrawCall(const char *name, const char *what, const CudaKernelCall &call) {
+  KernelCall host = call.asHostCall();
+  PLAIT_RETURN_IF_ERROR(checkArity(host, name, 1, 1, 1));
+  const TensorView &step = call.inputs[0];
+  if (step.dtype != DType::F32 || step.numel() != 1)
+    return Status::errorf("{}: step must be one f32 value, got {} {}", name,
+                          dtypeName(step.dtype), shapeString(step.shape));
+  if (!isFloat(call.outputs[0].dtype))
+    return Status::errorf("{}: the {} must be a float tensor, got {}", name, what,
+                          dtypeName(call.outputs[0].dtype));
+  return {};
+}
+
 Status dropoutMaskKernel(const CudaKernelCall &call) {
   constexpr const char *kName = "dropout_mask";
-  KernelCall host = call.asHostCall();
-  PLAIT_RETURN_IF_ERROR(checkArity(host, kName, 1, 1, 1));
+  PLAIT_RETURN_IF_ERROR(checkDrawCall(kName, "mask", call));
   const TensorView &step = call.inputs[0];
   TensorView &y = call.outputs[0];
-  if (step.dtype != DType::F32 || step.numel() != 1)
-    return Status::errorf("{}: step must be one f32 value, got {} {}", kName,
-                          dtypeName(step.dtype), shapeString(step.shape));
-  if (!isFloat(y.dtype))
-    return Status::errorf("{}: the mask must be a float tensor, got {}", kName,
-                          dtypeName(y.dtype));
   const double ratio = call.attrs.getFloat("ratio", -1.0);
   if (!(ratio >= 0.0 && ratio < 1.0))
     return Status::errorf("{}: ratio {} is not in [0, 1)", kName, ratio);
@@ -267,6 +275,24 @@ Status dropoutMaskKernel(const CudaKernelCall &call) {
                                     y.data, y.numel(), uint64_t(call.attrs.getInt("seed", 0)),
                                     uint64_t(call.attrs.getInt("stream", 0)), call.rank, ratio,
                                     call.stream),
+                  kName);
+}
+
+Status randomKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = "random";
+  PLAIT_RETURN_IF_ERROR(checkDrawCall(kName, "result", call));
+  const TensorView &step = call.inputs[0];
+  TensorView &y = call.outputs[0];
+  const std::string distribution = call.attrs.getStr("distribution", "");
+  if (distribution != "uniform" && distribution != "normal")
+    return Status::errorf("{}: distribution '{}' is not uniform or normal", kName, distribution);
+  if (call.check)
+    return {};
+  return launched(launchRandom(code(y.dtype), static_cast<const float *>(step.data), y.data,
+                               y.numel(), uint64_t(call.attrs.getInt("seed", 0)),
+                               uint64_t(call.attrs.getInt("stream", 0)), call.rank,
+                               distribution == "normal", call.attrs.getFloat("a", 0.0),
+                               call.attrs.getFloat("b", 1.0), call.stream),
                   kName);
 }
 
@@ -321,6 +347,7 @@ void registerCudaElementwiseKernels() {
   registerCudaKernel("cast", &castKernel);
   registerCudaKernel("grouped_cast", &groupedCastKernel);
   registerCudaKernel("dropout_mask", &dropoutMaskKernel);
+  registerCudaKernel("random", &randomKernel);
 }
 
 } // namespace plait::rt

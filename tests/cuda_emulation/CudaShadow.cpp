@@ -36,6 +36,7 @@ using rt::test::OwnedTensor;
 /// The CUDA kernels no CPU kernel test calls, and why that is fine here.
 const std::map<std::string, std::string> kNotShadowed = {
     {"dropout_mask", "its CPU test calls the kernel directly; EmulatedKernels.DropoutMask*"},
+    {"random", "its CPU test calls the kernel directly; EmulatedKernels.Random*"},
     {"local_shard", "it depends on the rank; EmulatedKernels.LocalShard*"},
 };
 

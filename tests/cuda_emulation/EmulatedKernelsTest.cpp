@@ -306,6 +306,33 @@ TEST(EmulatedKernels, DropoutMaskIsTheCpuKernelsBitForBit) {
     }
 }
 
+// plait.random's draws are the CPU kernel's, bit for bit, in every float type.
+TEST(EmulatedKernels, RandomIsTheCpuKernelsBitForBit) {
+  for (DType dtype : {DType::F32, DType::F64, DType::BF16, DType::F16})
+    for (const char *distribution : {"uniform", "normal"}) {
+      SCOPED_TRACE(std::string(rt::dtypeName(dtype)) + " " + distribution);
+      const int64_t n = 1000;
+      const float step = 3;
+      const bool normal = std::string(distribution) == "normal";
+      rt::test::KernelResult cpu = rt::test::runKernel(
+          "random", {rt::test::makeFloat(DType::F32, {1}, {step})}, {{dtype, {n}}},
+          rt::test::AttrsBuilder()
+              .s("distribution", distribution)
+              .f("a", -1.0)
+              .f("b", 2.0)
+              .i("seed", 7)
+              .i("stream", 2)
+              .build());
+      ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
+      std::vector<uint8_t> values(bytesOf(dtype, n));
+      ASSERT_EQ(cuda::launchRandom(int(dtype), &step, values.data(), n, 7, 2, 0, normal, -1.0, 2.0,
+                                   nullptr),
+                cudaSuccess)
+          << plait_emu::lastFailure();
+      EXPECT_EQ(values, bytes(cpu.out(0)));
+    }
+}
+
 //===--- local_shard -------------------------------------------------------------------------===//
 
 // Each rank keeps its chunk (the chunk of its index within its group): through the CUDA

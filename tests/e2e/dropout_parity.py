@@ -74,6 +74,45 @@ def stream_of(name):
     return h >> 1
 
 
+def export_training(model, data, batch, path):
+    """torch.onnx.export of model(x, y) -> loss in training mode (opset 13), the first batch."""
+    torch.onnx.export(model, (torch.from_numpy(data["x"][:batch]),
+                              torch.from_numpy(data["y"][:batch])), str(path),
+                      input_names=["x", "y"], output_names=["loss"], opset_version=13,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+
+
+def write_data(folder, data):
+    """plait-run --data's folder: one NAME.npy per graph input."""
+    folder.mkdir()
+    for k, v in data.items():
+        np.save(folder / f"{k}.npy", v)
+
+
+def train_plait(bindir, model_path, plan, data_dir, steps, compile_flags, run_flags=()):
+    """Compiles with --train and COMPILE_FLAGS, runs STEPS steps; returns the per-step losses."""
+    subprocess.run([bindir / "plait-compile", model_path, "-o", plan, "--train"] +
+                   list(compile_flags), check=True, stdout=subprocess.DEVNULL)
+    log = plan.with_suffix(".jsonl")
+    log.unlink(missing_ok=True)
+    subprocess.run([bindir / "plait-run", plan, "--data", data_dir, "--steps", str(steps),
+                    "--log-jsonl", log, "--progress", "none"] + list(run_flags), check=True,
+                   stdout=subprocess.DEVNULL)
+    return [json.loads(line)["loss"] for line in log.read_text().splitlines()]
+
+
+def two_ranks_finite(label, bindir, model_path, tmp, data_dir, compile_flags):
+    """Ten ddp steps on two ranks (each draws its own values: the rank is in the key): prints
+    the line and returns whether every loss is finite."""
+    losses = train_plait(bindir, model_path, tmp / "ddp.plan", data_dir, 10,
+                         list(compile_flags) + ["--world-size", "2", "--strategy", "ddp"],
+                         ["--nproc", "2", "--timeout", "60"])
+    finite = len(losses) == 10 and all(v is not None and np.isfinite(v) for v in losses)
+    print(f"{label} (2 ranks, ddp): 10 steps, loss {losses[0]:.4f} -> {losses[-1]:.4f}: "
+          f"{'ok' if finite else 'MISMATCH'}")
+    return finite
+
+
 class Net(nn.Module):
     RATIOS = (0.25, 0.5)
 
@@ -140,10 +179,7 @@ def main():
     warnings.filterwarnings("ignore", category=UserWarning)
 
     def export(path):
-        torch.onnx.export(model, (torch.from_numpy(data["x"][:BATCH]),
-                                  torch.from_numpy(data["y"][:BATCH])), str(path),
-                          input_names=["x", "y"], output_names=["loss"], opset_version=13,
-                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+        export_training(model, data, BATCH, path)
 
     if args.write_model:
         export(args.write_model)
@@ -158,9 +194,7 @@ def main():
             print(f"expected 2 Dropout nodes in the export, found {len(drops)}")
             return 1
         streams = [stream_of(n.output[0]) for n in drops]
-        (tmp / "data").mkdir()
-        for k, v in data.items():
-            np.save(tmp / "data" / f"{k}.npy", v)
+        write_data(tmp / "data", data)
         # --recompute all recomputes the masks in the backward pass: the same draws. The model
         # as plait-dialect .mlir (the importer's output), whose batch plait-compile divides
         # itself, each mask by the activation it multiplies: the same draws again.
@@ -190,35 +224,17 @@ def main():
                 print(f"dropout ({label}): kept fraction off by {kept_off:.4f}")
                 ok = False
         # bf16-mixed draws the same masks (the step stays f32), in bf16: losses within 2e-2.
-        plan = tmp / "bf16.plan"
-        subprocess.run([bindir / "plait-compile", path, "-o", plan, "--train", "--optimizer",
-                        "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM), "--precision",
-                        "bf16-mixed"], check=True)
-        log = tmp / "bf16.jsonl"
-        subprocess.run([bindir / "plait-run", plan, "--data", tmp / "data", "--steps",
-                        str(STEPS), "--log-jsonl", log, "--progress", "none"], check=True,
-                       stdout=subprocess.DEVNULL)
-        bf16 = [json.loads(line)["loss"] for line in log.read_text().splitlines()]
+        bf16 = train_plait(bindir, path, tmp / "bf16.plan", tmp / "data", STEPS,
+                           ["--optimizer", "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM),
+                            "--precision", "bf16-mixed"])
         model.load_state_dict(initial)
         fp32 = train_torch(model, data, streams, 1)[0]
         worst = max(abs(a - b) / abs(b) for a, b in zip(bf16, fp32))
         print(f"dropout (bf16-mixed): {STEPS} steps, max rel loss diff to fp32 {worst:.1e}: "
               f"{'ok' if worst <= 2e-2 and len(bf16) == STEPS else 'MISMATCH'}")
         ok &= worst <= 2e-2 and len(bf16) == STEPS
-        # Two ranks: each draws its own masks (the rank is in the key); finite losses.
-        plan = tmp / "ddp.plan"
-        subprocess.run([bindir / "plait-compile", path, "-o", plan, "--train", "--optimizer",
-                        "sgd", "--lr", str(LR), "--world-size", "2", "--strategy", "ddp"],
-                       check=True)
-        log = tmp / "ddp.jsonl"
-        subprocess.run([bindir / "plait-run", plan, "--nproc", "2", "--data", tmp / "data",
-                        "--steps", "10", "--log-jsonl", log, "--progress", "none",
-                        "--timeout", "60"], check=True, stdout=subprocess.DEVNULL)
-        losses = [json.loads(line)["loss"] for line in log.read_text().splitlines()]
-        finite = len(losses) == 10 and all(v is not None and np.isfinite(v) for v in losses)
-        print(f"dropout (2 ranks, ddp): 10 steps, loss {losses[0]:.4f} -> {losses[-1]:.4f}: "
-              f"{'ok' if finite else 'MISMATCH'}")
-        ok &= finite
+        ok &= two_ranks_finite("dropout", bindir, path, tmp, tmp / "data",
+                               ["--optimizer", "sgd", "--lr", str(LR)])
     return 0 if ok else 1
 
 

@@ -250,6 +250,7 @@ void registerDataShapeOps(OpImporterMap &map);
 void registerSpectralOps(OpImporterMap &map);
 void registerQuantizeOps(OpImporterMap &map);
 void registerTrainingOps(OpImporterMap &map);
+void registerRandomOps(OpImporterMap &map);
 void registerLegacyOps(OpImporterMap &map); // LegacyOpsets.cpp: plait.legacy's helper nodes
 
 /// ONNX's training domain, whose optimizer ops (Adagrad, Adam, Momentum; version 1) plait

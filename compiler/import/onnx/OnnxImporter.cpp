@@ -282,6 +282,7 @@ static const OpImporterMap &opImporters() {
     registerSpectralOps(m);
     registerQuantizeOps(m);
     registerTrainingOps(m);
+    registerRandomOps(m);
     registerLegacyOps(m);
     return m;
   }();

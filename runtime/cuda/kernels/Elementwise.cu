@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "codegen/schema/DropoutMask.h"
+#include "codegen/schema/RandomDraw.h"
 
 #include "runtime/cuda/kernels/Device.cuh"
 #include "runtime/cuda/kernels/ElementMath.h"
@@ -309,6 +310,33 @@ cudaError_t launchDropoutMask(int dtype, const float *step, void *y, int64_t n, 
     dropoutMaskKernel<S><<<gridFor(n), kThreads, 0, cudaStream>>>(
         step, static_cast<S *>(y), n, seed, stream, rank, dropout::threshold(ratio),
         1.0 / (1.0 - ratio));
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+/// plait.random: the step is read on the device, as the dropout mask's.
+template <typename S>
+__global__ void randomKernel(const float *step, S *y, int64_t n, uint64_t seed, uint64_t stream,
+                             uint64_t rank, bool normal, int bits, double a, double b) {
+  const uint64_t key = dropout::streamKey(seed, stream, uint64_t(*step), rank);
+  PLAIT_GRID_STRIDE(i, n) {
+    const double v = normal ? random::normal(key, uint64_t(i), a, b)
+                            : random::uniform(key, uint64_t(i), bits, a, b);
+    store(y, i, Compute<S>(v));
+  }
+}
+
+cudaError_t launchRandom(int dtype, const float *step, void *y, int64_t n, uint64_t seed,
+                         uint64_t stream, uint64_t rank, bool normal, double a, double b,
+                         cudaStream_t cudaStream) {
+  if (n == 0)
+    return cudaSuccess;
+  // The element type's significand bits: a uniform draw's grid (RandomDraw.h).
+  const int bits = dtype == kF64 ? 53 : dtype == kF32 ? 24 : dtype == kF16 ? 11 : 8;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    randomKernel<S><<<gridFor(n), kThreads, 0, cudaStream>>>(step, static_cast<S *>(y), n, seed,
+                                                             stream, rank, normal, bits, a, b);
   });
   return ok ? cudaGetLastError() : unsupported();
 }

@@ -70,6 +70,11 @@ cudaError_t launchWhere(int elementBytes, const void *cond, const void *x, const
 cudaError_t launchDropoutMask(int dtype, const float *step, void *y, int64_t n, uint64_t seed,
                               uint64_t stream, uint64_t rank, double ratio,
                               cudaStream_t cudaStream);
+/// y = plait.random's draw (codegen/schema/RandomDraw.h) of float dtype `dtype`: uniform in
+/// [a, b), or normal with mean a and scale b; keyed as launchDropoutMask's.
+cudaError_t launchRandom(int dtype, const float *step, void *y, int64_t n, uint64_t seed,
+                         uint64_t stream, uint64_t rank, bool normal, double a, double b,
+                         cudaStream_t cudaStream);
 /// y = x converted from dtype `from` to `to` (runtime/cpu/CastKernels.cpp's rules).
 cudaError_t launchCast(int from, int to, const void *x, void *y, int64_t n, cudaStream_t stream);
 /// One cast of grouped_cast: y = x converted, n elements.

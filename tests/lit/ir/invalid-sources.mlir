@@ -1,4 +1,4 @@
-// Diagnostics of the source ops: plait.param, plait.constant and plait.dropout_mask.
+// Diagnostics of the source ops: plait.param, plait.constant, plait.dropout_mask and plait.random.
 // RUN: plait-opt --split-input-file --verify-diagnostics %s
 
 func.func @param_empty_name() {
@@ -197,4 +197,28 @@ func.func @dropout_integer_mask(%step: tensor<f32>) {
   // expected-error @+1 {{'plait.dropout_mask' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values, but got 'tensor<4xi64>'}}
   %0 = plait.dropout_mask %step {ratio = 0.5 : f64, seed = 0 : i64, stream = 0 : i64} : (tensor<f32>) -> tensor<4xi64>
   return
+}
+
+// -----
+
+func.func @random_distribution(%step: tensor<f32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'plait.random' op distribution 'poisson' is not uniform or normal}}
+  %r = plait.random %step {distribution = "poisson", a = 0.0 : f64, b = 1.0 : f64, seed = 0 : i64, stream = 1 : i64} : (tensor<f32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @random_bounds(%step: tensor<f32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'plait.random' op uniform bounds [2.000000e+00, 1.000000e+00) are not finite and ordered}}
+  %r = plait.random %step {distribution = "uniform", a = 2.0 : f64, b = 1.0 : f64, seed = 0 : i64, stream = 1 : i64} : (tensor<f32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @random_scale(%step: tensor<f32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'plait.random' op normal mean 0.000000e+00 and scale -1.000000e+00 are not finite with scale >= 0}}
+  %r = plait.random %step {distribution = "normal", a = 0.0 : f64, b = -1.0 : f64, seed = 0 : i64, stream = 1 : i64} : (tensor<f32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
 }

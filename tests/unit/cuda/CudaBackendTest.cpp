@@ -168,9 +168,11 @@ TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
 // gate slices, masks of less, where and cast, concats), GridSample (every mode and padding:
 // gathers at computed positions, clamps, rounds, comparisons) and TopK (top_k, and a gather of
 // the values, its gradient a scatter-add), 3-D convolutions and pooling (grouped conv2d,
-// conv2d_grad_input and 2-D pools over depth-stacked views; pads, strided slices, concats), and a
-// training-mode Dropout (dropout_mask reading the step). Every instruction of their training steps, fused and unfused, has a CUDA
-// kernel that takes its operands.
+// conv2d_grad_input and 2-D pools over depth-stacked views; pads, strided slices, concats), a
+// training-mode Dropout (dropout_mask reading the step), and stochastic depth with input noise
+// (tests/e2e/drop_path_parity.py: random's uniform and normal draws, less, casts). Every
+// instruction of their training steps, fused and unfused, has a CUDA kernel that takes its
+// operands.
 TEST(CudaKernels, ImportedOpsModelsHaveCudaKernels) {
   fs::path dir = fs::temp_directory_path() / ("plait-cuda-imported-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -182,7 +184,8 @@ TEST(CudaKernels, ImportedOpsModelsHaveCudaKernels) {
       {"topk", e2e + "onnx_op_train_parity.py --build . --model topk --write-model "},
       {"volumetric", e2e + "onnx_op_train_parity.py --build . --model volumetric "
                            "--write-model "},
-      {"dropout", e2e + "dropout_parity.py --build . --write-model "}};
+      {"dropout", e2e + "dropout_parity.py --build . --write-model "},
+      {"drop_path", e2e + "drop_path_parity.py --build . --write-model "}};
   for (const auto &[name, writer] : models) {
     fs::path model = dir / (name + ".onnx");
     std::string write = writer + model.string();

@@ -10,8 +10,8 @@
 
 namespace plait {
 
-/// Bytes of `n` elements of `dtype` (f32 or bf16).
-inline size_t bytesOf(rt::DType dtype, size_t n) { return n * (dtype == rt::DType::BF16 ? 2 : 4); }
+/// Bytes of `n` elements of `dtype`.
+inline size_t bytesOf(rt::DType dtype, size_t n) { return n * rt::dtypeSize(dtype); }
 
 /// `x` stored as `dtype` (f32 or bf16, rounded to nearest even).
 inline std::vector<uint8_t> encode(rt::DType dtype, const std::vector<float> &x) {

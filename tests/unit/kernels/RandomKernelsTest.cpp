@@ -1,9 +1,13 @@
 // dropout_mask: the counter-based draw of codegen/schema/DropoutMask.h, the same on any thread
 // count, afresh for every step, stream, seed and rank, and kept at 1 - ratio.
+// random: codegen/schema/RandomDraw.h's uniform and normal draws, with the moments and range
+// of their distributions.
+#include <algorithm>
 #include <cmath>
 
 #include "KernelTestSupport.h"
 #include "codegen/schema/DropoutMask.h"
+#include "codegen/schema/RandomDraw.h"
 #include "runtime/Tensor.h"
 
 namespace plait::rt::test {
@@ -91,6 +95,121 @@ TEST(RandomKernels, DropoutMaskRefusesBadOperands) {
   EXPECT_EQ(r.status.message(), "dropout_mask: step must be one f32 value, got i64 []");
   r = runKernel("dropout_mask", {step}, {{DType::I64, {4}}}, maskAttrs(0.5, 0, 0));
   EXPECT_EQ(r.status.message(), "dropout_mask: the mask must be a float tensor, got i64");
+}
+
+/// plait.random's draw of `n` elements at `step` on `rank`.
+OwnedTensor draw(DType dtype, int64_t n, const std::string &distribution, double a, double b,
+                 float step = 1.0f, int64_t stream = 4, uint32_t rank = 0) {
+  OwnedTensor stepT = make<float>({}, {step});
+  OwnedTensor out(dtype, {n});
+  std::vector<TensorView> in{stepT.view}, outs{out.view};
+  Attrs attrs = AttrsBuilder()
+                    .s("distribution", distribution)
+                    .f("a", a)
+                    .f("b", b)
+                    .i("seed", 3)
+                    .i("stream", stream)
+                    .build();
+  KernelCall call{in, outs, attrs};
+  call.rank = rank;
+  Status s = findKernel("random")(call);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return out;
+}
+
+/// Mean and variance.
+std::pair<double, double> moments(const std::vector<double> &v) {
+  double mean = 0, var = 0;
+  for (double x : v)
+    mean += x;
+  mean /= double(v.size());
+  for (double x : v)
+    var += (x - mean) * (x - mean);
+  return {mean, var / double(v.size())};
+}
+
+std::vector<double> widened(const OwnedTensor &t) {
+  if (t.view.dtype == DType::F64)
+    return t.values<double>();
+  std::vector<float> f = t.view.dtype == DType::F32 ? t.values<float>() : t.floats();
+  return {f.begin(), f.end()};
+}
+
+TEST(RandomKernels, UniformIsTheSharedDrawInItsRangeWithItsMoments) {
+  const int64_t n = 200000;
+  const uint64_t key = dropout::streamKey(3, 4, 1, 0);
+  for (auto [dtype, bits] : {std::pair{DType::F32, 24}, std::pair{DType::F64, 53},
+                             std::pair{DType::BF16, 8}, std::pair{DType::F16, 11}}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    std::vector<double> v = widened(draw(dtype, n, "uniform", -2.0, 3.0));
+    if (dtype == DType::F64)
+      for (int64_t i = 0; i < 1000; ++i)
+        ASSERT_EQ(v[i], random::uniform(key, uint64_t(i), bits, -2.0, 3.0)) << i;
+    // The standard draw stays below 1 in every type (its grid is the type's).
+    std::vector<double> unit = widened(draw(dtype, 4096, "uniform", 0.0, 1.0));
+    EXPECT_LT(*std::max_element(unit.begin(), unit.end()), 1.0);
+    EXPECT_GE(*std::min_element(unit.begin(), unit.end()), 0.0);
+    // Uniform on [-2, 3): mean 0.5, variance 25 / 12; over 200,000 draws the mean's standard
+    // deviation is 0.0032.
+    auto [mean, var] = moments(v);
+    EXPECT_NEAR(mean, 0.5, 0.02);
+    EXPECT_NEAR(var, 25.0 / 12.0, 0.05);
+    EXPECT_GE(*std::min_element(v.begin(), v.end()), -2.0);
+    EXPECT_LE(*std::max_element(v.begin(), v.end()), 3.0);
+  }
+}
+
+TEST(RandomKernels, NormalHasItsMomentsAndTails) {
+  const int64_t n = 200000;
+  std::vector<double> v = widened(draw(DType::F64, n, "normal", 1.5, 2.0));
+  const uint64_t key = dropout::streamKey(3, 4, 1, 0);
+  for (int64_t i = 0; i < 1000; ++i)
+    ASSERT_EQ(v[i], random::normal(key, uint64_t(i), 1.5, 2.0)) << i;
+  auto [mean, var] = moments(v);
+  EXPECT_NEAR(mean, 1.5, 0.03);
+  EXPECT_NEAR(var, 4.0, 0.08);
+  // P(|z| > 2) = 4.55%, P(|z| > 3) = 0.27%.
+  int64_t beyond2 = 0, beyond3 = 0;
+  for (double x : v) {
+    beyond2 += std::abs(x - 1.5) > 4.0;
+    beyond3 += std::abs(x - 1.5) > 6.0;
+  }
+  EXPECT_NEAR(double(beyond2) / n, 0.0455, 0.003);
+  EXPECT_NEAR(double(beyond3) / n, 0.0027, 0.0008);
+  for (double x : widened(draw(DType::F32, 4096, "normal", 0.0, 1.0)))
+    ASSERT_TRUE(std::isfinite(x));
+}
+
+TEST(RandomKernels, RandomIsTheSameOnAnyThreadCountAndAfreshPerStepAndRank) {
+  OwnedTensor one = draw(DType::F32, 300001, "normal", 0.0, 1.0);
+  {
+    KernelThreads threads(3);
+    EXPECT_EQ(one.bytes, draw(DType::F32, 300001, "normal", 0.0, 1.0).bytes);
+  }
+  std::vector<float> base = draw(DType::F32, 4096, "uniform", 0.0, 1.0).values<float>();
+  auto same = [&](const OwnedTensor &other) {
+    std::vector<float> v = other.values<float>();
+    int64_t equal = 0;
+    for (size_t i = 0; i < v.size(); ++i)
+      equal += v[i] == base[i];
+    return equal;
+  };
+  EXPECT_LT(same(draw(DType::F32, 4096, "uniform", 0.0, 1.0, 2.0f)), 10);       // step
+  EXPECT_LT(same(draw(DType::F32, 4096, "uniform", 0.0, 1.0, 1.0f, 5)), 10);    // stream
+  EXPECT_LT(same(draw(DType::F32, 4096, "uniform", 0.0, 1.0, 1.0f, 4, 1)), 10); // rank
+  EXPECT_EQ(same(draw(DType::F32, 4096, "uniform", 0.0, 1.0)), 4096);           // itself
+}
+
+TEST(RandomKernels, RandomRefusesBadOperands) {
+  OwnedTensor step = make<float>({}, {1.0f});
+  Attrs attrs = AttrsBuilder().s("distribution", "poisson").build();
+  KernelResult r = runKernel("random", {step}, {{DType::F32, {4}}}, attrs);
+  EXPECT_EQ(r.status.message(), "random: distribution 'poisson' is not uniform or normal");
+  attrs = AttrsBuilder().s("distribution", "uniform").build();
+  r = runKernel("random", {step}, {{DType::I64, {4}}}, attrs);
+  EXPECT_EQ(r.status.message(), "random: the result must be a float tensor, got i64");
+  r = runKernel("random", {make<float>({}, {-1.0f})}, {{DType::F32, {4}}}, attrs);
+  EXPECT_EQ(r.status.message(), "random: step -1 is not a step number");
 }
 
 } // namespace

@@ -216,6 +216,23 @@ def main():
     save("opset6_add_misfit", [helper.make_node("Add", ["a", "b"], ["y"], name="add_misfit",
                                                 broadcast=1, axis=1)],
          [vi("a", F, [2, 3]), vi("b", F, [3, 4])], [vi("y", F, [2, 3])], opset=6)
+    # Random draws (random.test): RandomUniform, RandomNormalLike in double, Bernoulli of a
+    # probability tensor as bool; and what they refuse.
+    save("random_ops", [
+        helper.make_node("RandomUniform", [], ["u"], name="uniform", shape=[100, 100],
+                         low=-1.0, high=2.0, seed=5.0),
+        helper.make_node("RandomNormalLike", ["x"], ["n"], name="normal", mean=3.0, scale=0.5,
+                         dtype=TensorProto.DOUBLE),
+        helper.make_node("Bernoulli", ["p"], ["b"], name="coin", dtype=BOOL),
+    ], [vi("x", F, [100, 100]), vi("p", F, [100, 100])],
+        [vi("u", F, [100, 100]), vi("n", TensorProto.DOUBLE, [100, 100]),
+         vi("b", BOOL, [100, 100])], opset=15)
+    save("random_int_dtype", [helper.make_node("RandomUniform", [], ["u"], name="ints",
+                                               shape=[4], dtype=I64)],
+         [], [vi("u", I64, [4])], check=False)
+    save("random_low_above_high", [helper.make_node("RandomUniform", [], ["u"], name="upside",
+                                                    shape=[4], low=2.0, high=1.0)],
+         [], [vi("u", F, [4])])
     save("custom_domain", [helper.make_node("FusedThing", ["x"], ["y"], name="fused",
                                             domain="com.example")],
          [vi("x", F, [4])], [vi("y", F, [4])], check=False, domains=["com.example"])
