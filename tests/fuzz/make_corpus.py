@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Builds the fuzzers' seed corpus (CTest's fuzz.corpus) from the samples: OUT/<target>/.
 
-  onnx         samples/*/*.onnx, and ONNX's node tests where libonnx-testdata is installed
+  onnx         samples/*/*.onnx, and ONNX's node tests and PyTorch's opset-6 exports where
+               libonnx-testdata is installed
   npy          the samples' inputs and expected outputs, and small arrays of every dtype
   plan         plans plait-compile makes from the samples (forward, training, sharded), or
                the .plan files of --plans-from when the build has no compiler
@@ -23,6 +24,9 @@ from pathlib import Path
 import numpy as np
 
 ONNX_NODE_TESTS = Path("/usr/share/libonnx-testdata/data/node")
+# PyTorch's opset-6 exports: the seeds that reach plait's lift of older opsets.
+ONNX_LEGACY_TESTS = [Path("/usr/share/libonnx-testdata/data/pytorch-converted"),
+                     Path("/usr/share/libonnx-testdata/data/pytorch-operator")]
 
 
 def onnx_seeds(samples, out):
@@ -31,6 +35,9 @@ def onnx_seeds(samples, out):
     if ONNX_NODE_TESTS.is_dir():
         for model in sorted(ONNX_NODE_TESTS.glob("*/model.onnx")):
             shutil.copy(model, out / f"node_{model.parent.name}.onnx")
+    for suite in ONNX_LEGACY_TESTS:
+        for model in sorted(suite.glob("*/model.onnx")):
+            shutil.copy(model, out / f"{suite.name}_{model.parent.name}.onnx")
 
 
 def arrays():
