@@ -1,7 +1,9 @@
-// Importers of ONNX's convolutions and windowed pooling: Conv, ConvTranspose, MaxPool and
-// AveragePool, in 1-D (a unit height), 2-D (plait's conv2d, conv2d_grad_input and pools) and 3-D
-// (the same 2-D ops over depth-stacked or reshaped views).
+// Importers of ONNX's convolutions and windowed pooling: Conv, ConvTranspose, MaxPool (and its
+// Indices output) and AveragePool, in 1-D (a unit height), 2-D (plait's conv2d, conv2d_grad_input
+// and pools) and 3-D (the same 2-D ops over depth-stacked or reshaped views); MaxUnpool.
 #include "compiler/import/onnx/Importer.h"
+
+#include <limits>
 
 using namespace mlir;
 
@@ -445,6 +447,97 @@ Value pool3dAsPool2d(NodeContext &ctx, Value x, const Window &win, bool ceilMode
   return y ? ctx.reshape(y, {n, c, shapeOf(y)[2], ho, wo}) : Value();
 }
 
+/// The most window taps (output elements times kernel elements) MaxPool's Indices output
+/// builds its position tables for: two i64 constants of this many elements.
+constexpr int64_t kMaxIndexTaps = int64_t(1) << 26;
+
+/// MaxPool's Indices output ([N, C, *O], i64): for each output element, the flat index over
+/// x's [N, C, *S] of its window's first largest element, the spatial part row-major, or
+/// column-major with storage_order=1, as ONNX defines it. Made of ops both backends have: x
+/// as rows [N * C, P] with a -inf column appended for the padding, a gather of every window's
+/// taps at positions tabulated here, an argmax over the taps (the first of equal values, as
+/// PyTorch's pooling takes), a gather of the winning tap's position, and each row's offset.
+/// The indices carry no gradient; the pooled values keep their own kernel.
+Value maxPoolIndices(NodeContext &ctx, Value x, const Window &w, llvm::ArrayRef<int64_t> out,
+                     bool columnMajor) {
+  llvm::ArrayRef<int64_t> xs = shapeOf(x);
+  const size_t rank = xs.size() - 2;
+  llvm::ArrayRef<int64_t> spatial = xs.drop_front(2);
+  const int64_t rows = xs[0] * xs[1];
+  int64_t plane = 1, outputs = 1, taps = 1;
+  for (size_t j = 0; j < rank; ++j) {
+    plane *= spatial[j];
+    outputs *= out[j];
+    taps *= w.kernel[j];
+  }
+  if (outputs * taps > kMaxIndexTaps) {
+    (void)ctx.unsupported("Indices output of a pool of " + llvm::Twine(outputs) + " outputs with " +
+                          llvm::Twine(taps) + "-element windows (plait " +
+                          "tabulates at most 2^26 taps)");
+    return {};
+  }
+  // Each tap's element in x's row (plane: the appended -inf, for padding) and the index the
+  // output reports for it.
+  std::vector<int64_t> element(size_t(outputs * taps)), reported(size_t(outputs * taps));
+  llvm::SmallVector<int64_t> o(rank), k(rank), p(rank);
+  for (int64_t q = 0; q < outputs; ++q) {
+    for (int64_t rest = q, j = int64_t(rank) - 1; j >= 0; --j) {
+      o[j] = rest % out[j];
+      rest /= out[j];
+    }
+    for (int64_t t = 0; t < taps; ++t) {
+      for (int64_t rest = t, j = int64_t(rank) - 1; j >= 0; --j) {
+        k[j] = rest % w.kernel[j];
+        rest /= w.kernel[j];
+      }
+      bool inside = true;
+      int64_t rowMajor = 0, colMajor = 0;
+      for (size_t j = 0; j < rank; ++j) {
+        p[j] = o[j] * w.strides[j] - w.pads[j] + k[j] * w.dilations[j];
+        inside &= p[j] >= 0 && p[j] < spatial[j];
+        rowMajor = rowMajor * spatial[j] + p[j];
+      }
+      for (int64_t j = int64_t(rank) - 1; j >= 0; --j)
+        colMajor = colMajor * spatial[j] + p[j];
+      element[size_t(q * taps + t)] = inside ? rowMajor : plane;
+      reported[size_t(q * taps + t)] = inside ? (columnMajor ? colMajor : rowMajor) : 0;
+    }
+  }
+  Type f = elementTypeOf(x);
+  Value flat = ctx.reshape(x, {rows, plane});
+  Value padding = ctx.constant(
+      HostTensor::splat(*kindOf(f), {rows, 1}, -std::numeric_limits<double>::infinity()));
+  Value padded = flat ? ctx.create<ConcatOp>({flat, padding}, {ctx.i64Attr("axis", 1)}) : flat;
+  Value tapTable = ctx.constant(HostTensor::fromInts(ElemKind::I64, {outputs * taps}, element));
+  Value windows =
+      padded ? ctx.create<GatherOp>({padded, tapTable}, {ctx.i64Attr("axis", 1)}) : Value();
+  windows = windows ? ctx.reshape(windows, {rows, outputs, taps}) : Value();
+  Value winner = windows ? ctx.create<ArgMaxOp>(
+                               {windows}, {ctx.i64Attr("axis", 2), ctx.boolAttr("keepdims", false)})
+                         : Value();
+  std::vector<int64_t> firstTap(static_cast<size_t>(outputs)), rowOffset(static_cast<size_t>(rows));
+  for (int64_t q = 0; q < outputs; ++q)
+    firstTap[size_t(q)] = q * taps;
+  for (int64_t r = 0; r < rows; ++r)
+    rowOffset[size_t(r)] = r * plane;
+  Value tap =
+      winner ? ctx.create<AddOp>(
+                   {winner, ctx.constant(HostTensor::fromInts(ElemKind::I64, {outputs}, firstTap))})
+             : Value();
+  Value position =
+      tap ? ctx.create<GatherOp>(
+                {ctx.constant(HostTensor::fromInts(ElemKind::I64, {outputs * taps}, reported)),
+                 tap},
+                {ctx.i64Attr("axis", 0)})
+          : Value();
+  Value index = position ? ctx.create<AddOp>({position, ctx.constant(HostTensor::fromInts(
+                                                            ElemKind::I64, {rows, 1}, rowOffset))})
+                         : Value();
+  llvm::SmallVector<int64_t> shape(xs.take_front(2));
+  llvm::append_range(shape, out);
+  return index ? ctx.reshape(index, shape) : Value();
+}
+
 template <bool IsMax>
 LogicalResult importPool(NodeContext &ctx) {
   RankedTensorType xType = ctx.inputType(0);
@@ -466,10 +559,6 @@ LogicalResult importPool(NodeContext &ctx) {
     return ctx.unsupported(llvm::Twine(spatialRank) + "-D pooling (plait has 1-D, 2-D and 3-D)");
   if (!ctx.hasAttr("kernel_shape"))
     return ctx.error("missing attribute kernel_shape");
-  if (IsMax && ctx.intAttr("storage_order", 0) != 0 && ctx.hasOutput(1))
-    return ctx.unsupported("attribute storage_order=1");
-  if (IsMax && spatialRank == 3 && ctx.hasOutput(1))
-    return ctx.unsupported("Indices output of a 3-D MaxPool");
   auto window = readWindow(ctx, xType.getShape().drop_front(2), ctx.intsAttr("kernel_shape"),
                            /*hasDilations=*/IsMax || ctx.opset() >= 19);
   if (!window)
@@ -480,6 +569,7 @@ LogicalResult importPool(NodeContext &ctx) {
   if (!x)
     return failure();
   Window win = *window;
+  const Value pooled = x; // x before the 1-D form's reshape, for the Indices output
   bool ceilMode = ctx.intAttr("ceil_mode", 0) != 0;
   bool countIncludePad = !IsMax && ctx.intAttr("count_include_pad", 0) != 0;
   Value y;
@@ -499,7 +589,78 @@ LogicalResult importPool(NodeContext &ctx) {
       y = ctx.reshape(y, shape);
     }
   }
+  if (IsMax && y && ctx.hasOutput(1)) {
+    Value indices = maxPoolIndices(ctx, pooled, *window, shapeOf(y).drop_front(2),
+                                   ctx.intAttr("storage_order", 0) != 0);
+    if (!indices)
+      return failure();
+    ctx.setOutput(1, indices);
+  }
   return ctx.setResult(y && exact ? ctx.cast(y, element) : y);
+}
+
+/// MaxUnpool: X's values written at their Indices (flat over the output [N, C, *S], as
+/// MaxPool's Indices output gives them) into zeros, through plait.gather_grad (a scatter-add),
+/// whose gradient is the gather of the output's gradient at the indices. The output's spatial
+/// size is (O - 1) * stride - pads + kernel, or the `output_shape` input's. An index out of
+/// the output writes nothing; one written twice (overlapping windows) gets the sum, where
+/// ONNX and PyTorch leave the outcome undefined.
+LogicalResult importMaxUnpool(NodeContext &ctx) {
+  RankedTensorType xType = ctx.inputType(0);
+  RankedTensorType iType = xType ? ctx.inputType(1) : RankedTensorType();
+  if (!iType || failed(ctx.requireFloatInput(0)))
+    return failure();
+  if (xType.getRank() < 3)
+    return ctx.error("input must have rank >= 3");
+  if (iType.getShape() != xType.getShape() || !iType.getElementType().isInteger(64))
+    return ctx.error("I must be i64 of X's shape");
+  const size_t rank = size_t(xType.getRank() - 2);
+  llvm::SmallVector<int64_t> kernel = ctx.intsAttr("kernel_shape");
+  if (kernel.size() != rank)
+    return ctx.error("kernel_shape must have " + llvm::Twine(rank) + " entries");
+  llvm::SmallVector<int64_t> strides = ctx.intsAttr("strides"), pads = ctx.intsAttr("pads");
+  if (strides.empty())
+    strides.assign(rank, 1);
+  if (pads.empty())
+    pads.assign(2 * rank, 0);
+  if (strides.size() != rank || pads.size() != 2 * rank)
+    return ctx.error("strides and pads must have one and two entries per spatial axis");
+  llvm::SmallVector<int64_t> shape(xType.getShape().take_front(2));
+  if (ctx.hasInput(2)) {
+    auto given = ctx.requireIntsInput(2, "output_shape");
+    if (!given)
+      return failure();
+    if (given->size() != size_t(xType.getRank()) || (*given)[0] != shape[0] ||
+        (*given)[1] != shape[1])
+      return ctx.error("output_shape must be [N, C, ...] of X's N and C and rank");
+    shape.assign(given->begin(), given->end());
+  } else {
+    for (size_t j = 0; j < rank; ++j)
+      shape.push_back((xType.getDimSize(int64_t(j) + 2) - 1) * strides[j] -
+                      (pads[j] + pads[j + rank]) + kernel[j]);
+  }
+  int64_t total = 1;
+  for (int64_t d : shape) {
+    if (d < 1)
+      return ctx.error("the output's shape has an empty or negative dimension");
+    total *= d;
+  }
+  Value x = ctx.input(0), i = x ? ctx.input(1) : Value();
+  if (!i)
+    return failure();
+  Type i64 = IntegerType::get(ctx.context(), 64);
+  const int64_t n = xType.getNumElements();
+  Value row = ctx.reshape(i, {n});
+  Value below = row ? ctx.create<LessOp>({row, ctx.scalar(0, i64)}) : Value();
+  Value above = below ? ctx.create<GreaterEqualOp>({row, ctx.scalar(double(total), i64)}) : Value();
+  Value outside = above ? ctx.create<OrOp>({below, above}) : Value();
+  row = outside ? ctx.create<WhereOp>({outside, ctx.scalar(double(total), i64), row}) : Value();
+  Value values = row ? ctx.reshape(x, {n, 1}) : Value();
+  Value table =
+      values ? ctx.create<GatherGradOp>({values, row}, {ctx.i64Attr("axis", 0)},
+                                        RankedTensorType::get({total, 1}, xType.getElementType()))
+             : Value();
+  return ctx.setResult(table ? ctx.reshape(table, shape) : Value());
 }
 
 } // namespace
@@ -509,6 +670,7 @@ void registerConvPoolOps(OpImporterMap &map) {
   map["ConvTranspose"] = importConvTranspose;
   map["MaxPool"] = importPool<true>;
   map["AveragePool"] = importPool<false>;
+  map["MaxUnpool"] = importMaxUnpool;
 }
 
 } // namespace plait::onnx_import

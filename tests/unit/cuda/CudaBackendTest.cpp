@@ -169,8 +169,10 @@ TEST_F(SamplePlans, EveryInstructionHasACudaKernelThatTakesItsOperands) {
 // gathers at computed positions, clamps, rounds, comparisons) and TopK (top_k, and a gather of
 // the values, its gradient a scatter-add), 3-D convolutions and pooling (grouped conv2d,
 // conv2d_grad_input and 2-D pools over depth-stacked views; pads, strided slices, concats), a
-// training-mode Dropout (dropout_mask reading the step), and stochastic depth with input noise
-// (tests/e2e/drop_path_parity.py: random's uniform and normal draws, less, casts). Every
+// training-mode Dropout (dropout_mask reading the step), stochastic depth with input noise
+// (tests/e2e/drop_path_parity.py: random's uniform and normal draws, less, casts), and MaxPool's
+// Indices with MaxUnpool (tests/e2e/max_unpool_parity.py: a concat, gathers, an argmax, adds,
+// a gather_grad). Every
 // instruction of their training steps, fused and unfused, has a CUDA kernel that takes its
 // operands.
 TEST(CudaKernels, ImportedOpsModelsHaveCudaKernels) {
@@ -185,7 +187,8 @@ TEST(CudaKernels, ImportedOpsModelsHaveCudaKernels) {
       {"volumetric", e2e + "onnx_op_train_parity.py --build . --model volumetric "
                            "--write-model "},
       {"dropout", e2e + "dropout_parity.py --build . --write-model "},
-      {"drop_path", e2e + "drop_path_parity.py --build . --write-model "}};
+      {"drop_path", e2e + "drop_path_parity.py --build . --write-model "},
+      {"max_unpool", e2e + "max_unpool_parity.py --build . --write-model "}};
   for (const auto &[name, writer] : models) {
     fs::path model = dir / (name + ".onnx");
     std::string write = writer + model.string();

@@ -5,8 +5,8 @@ version defines it. Prints "NAME ok" or "NAME MISMATCH ...", one line per case.
   check_legacy_opset.py DIR        (plait-compile and plait-run from PATH; DIR for the files)
   check_legacy_opset.py train DIR  an opset-6 classifier (legacy broadcast of a bias, PRelu-6,
                                    Gemm-6, LogSoftmax-1) trained with Adam, and the same
-                                   model written at opset 13, 16 steps: prints both loss curves' largest
-                                   difference ("train ok" when the bits agree)
+                                   model written at opset 13, 16 steps: prints both loss
+                                   curves' largest difference ("train ok" when the bits agree)
 """
 import os
 import subprocess
@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from plait_tools import compile_and_run
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(3)
@@ -178,27 +179,16 @@ def main(d):
         if model.ir_version < 4:  # initializers were graph inputs then
             model.graph.input.extend(vi(t.name, list(t.dims), t.data_type) for t in inits)
         onnx.checker.check_model(model)
-        path = os.path.join(d, name + ".onnx")
-        onnx.save(model, path)
-        plan, outdir = os.path.join(d, name + ".plan"), os.path.join(d, name + "_out")
-        run = ["plait-run", plan, "--output-dir", outdir]
-        for key, value in feeds.items():
-            np.save(os.path.join(d, f"{name}_{key}.npy"), value)
-            run += ["--input", f"{key}={os.path.join(d, f'{name}_{key}.npy')}"]
-        for cmd in (["plait-compile", path, "-o", plan], run):
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            if p.returncode != 0:
-                print(f"{name} FAILED: {' '.join(cmd[:1])}: {p.stderr.strip()}")
-                break
-        else:
+        got = compile_and_run(d, name, model, feeds, expected)
+        if got is not None:
             bad = []
             for key, want in expected.items():
-                got = np.load(os.path.join(outdir, key + ".npy"))
-                if got.shape != want.shape or got.dtype != want.dtype or not np.allclose(
-                        got, want, rtol=1e-5, atol=1e-6):
-                    bad.append(f"{key}: got {got.dtype}{list(got.shape)} want "
-                               f"{want.dtype}{list(want.shape)}, max err "
-                               f"{np.abs(got - want).max() if got.shape == want.shape else '-'}")
+                v = got[key]
+                if v.shape != want.shape or v.dtype != want.dtype or not np.allclose(
+                        v, want, rtol=1e-5, atol=1e-6):
+                    err = np.abs(v - want).max() if v.shape == want.shape else "-"
+                    bad.append(f"{key}: got {v.dtype}{list(v.shape)} want "
+                               f"{want.dtype}{list(want.shape)}, max err {err}")
             print(f"{name} ok" if not bad else f"{name} MISMATCH {'; '.join(bad)}")
 
 

@@ -363,9 +363,27 @@ def main():
     save("conv_transpose_channels", [
         helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_ch", group=2),
     ], [vi("x", F, [1, 3, 3, 3]), vi("w", F, [3, 1, 3, 3])], [vi("y", F, [1, 2, 5, 5])])
+    # An output plait does not compute (errors.test): inference-mode BatchNormalization-15's
+    # running statistics, which ONNX defines in training mode only.
+    save("batchnorm_inference_outputs", [helper.make_node(
+        "BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], name="bn_outs")],
+        [vi("x", F, [2, 3, 4])] + [vi(n, F, [3]) for n in ("s", "b", "m", "v")],
+        [vi("y", F, [2, 3, 4]), vi("rm", F, [3]), vi("rv", F, [3])], opset=15)
     save("maxpool_indices", [
-        helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool_idx", kernel_shape=[2, 2]),
+        helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool_idx", kernel_shape=[2, 2],
+                         strides=[2, 2]),
     ], [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 2, 2]), vi("idx", I64, [1, 1, 2, 2])])
+    # MaxUnpool's refusals (max-unpool.test): float indices, an output_shape of other channels.
+    save("max_unpool_float_indices", [
+        helper.make_node("MaxUnpool", ["x", "i"], ["y"], name="unpool_f", kernel_shape=[2, 2],
+                         strides=[2, 2]),
+    ], [vi("x", F, [1, 1, 2, 2]), vi("i", F, [1, 1, 2, 2])], [vi("y", F, [1, 1, 4, 4])],
+        check=False)
+    save("max_unpool_bad_shape", [
+        const("shape", np.array([1, 3, 4, 4], np.int64)),
+        helper.make_node("MaxUnpool", ["x", "i", "shape"], ["y"], name="unpool_c",
+                         kernel_shape=[2, 2], strides=[2, 2]),
+    ], [vi("x", F, [1, 1, 2, 2]), vi("i", I64, [1, 1, 2, 2])], [vi("y", F, [1, 3, 4, 4])])
     # RNN, GRU and LSTM unrolled: two steps of a reverse GRU (its input projection one GEMM,
     # each step a GEMM of the state), and errors for a bad W, coupled gates, an activation
     # plait lacks, int64 lengths and a sequence longer than plait unrolls.
