@@ -57,6 +57,9 @@ public:
   /// already names a value or param so.
   mlir::Value counterBuffer(const std::string &name, mlir::Location loc);
   std::string runtimeDependencyHint(llvm::StringRef name);
+  /// Imports the nodes of `graph` (an If's branch) in place, as if they stood in the main
+  /// graph: they read the outer graph's values by name, and their outputs are values too.
+  mlir::LogicalResult importSubgraph(const onnx::GraphProto &graph);
   std::string nodeName(const onnx::NodeProto &node) const;
 
   mlir::MLIRContext &ctx;
@@ -88,7 +91,7 @@ private:
   mlir::LogicalResult importNode(const onnx::NodeProto &node, size_t index);
   mlir::LogicalResult crossCheckShapeInference();
 
-  llvm::StringMap<size_t> producer_;                  // value name -> node index
+  llvm::StringMap<const onnx::NodeProto *> producer_; // value name -> the node defining it
   llvm::DenseMap<const onnx::NodeProto *, size_t> nodeIndex_;
   llvm::StringSet<> runtimeInputs_;
   bool errorEmitted_ = false;

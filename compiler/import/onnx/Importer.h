@@ -20,6 +20,7 @@
 namespace onnx {
 class NodeProto;
 class AttributeProto;
+class GraphProto;
 class TensorProto;
 } // namespace onnx
 
@@ -138,6 +139,11 @@ public:
   /// Output `out` is input `in`: folded values and params stay what they are. With `copyParam`,
   /// a param input becomes a new param named after the output, initialised with the same value.
   mlir::LogicalResult forwardInput(unsigned out, unsigned in, bool copyParam = false);
+  /// Output `out` is the value named `name` (a subgraph's output), whatever its kind.
+  mlir::LogicalResult forwardValue(unsigned out, llvm::StringRef name);
+  /// Imports `graph`'s nodes in place of this node (the branch an If takes); they read the
+  /// enclosing graph's values by name.
+  mlir::LogicalResult importSubgraph(const onnx::GraphProto &graph);
   /// Sets a folded output from a folding kernel, or reports the kernel's error.
   mlir::LogicalResult setFolded(unsigned i, llvm::Expected<HostTensor> folded);
 
@@ -251,6 +257,7 @@ void registerSpectralOps(OpImporterMap &map);
 void registerQuantizeOps(OpImporterMap &map);
 void registerTrainingOps(OpImporterMap &map);
 void registerRandomOps(OpImporterMap &map);
+void registerControlFlowOps(OpImporterMap &map);
 void registerLegacyOps(OpImporterMap &map); // LegacyOpsets.cpp: plait.legacy's helper nodes
 
 /// ONNX's training domain, whose optimizer ops (Adagrad, Adam, Momentum; version 1) plait

@@ -235,6 +235,28 @@ private:
            std::to_string(then) + ", " + why;
   }
 
+  /// Whether every node of an If's branches (and of theirs) means at 13 what it means at the
+  /// model's opset, so that the If can be read as it is.
+  bool branchesMeanTheSame(const onnx::NodeProto &n) const {
+    for (const auto &a : n.attribute()) {
+      if (!a.has_g())
+        continue;
+      for (const onnx::NodeProto &inner : a.g().node()) {
+        const onnx::OpSchema *then = onnx::OpSchemaRegistry::Schema(inner.op_type(), int(opset_));
+        const onnx::OpSchema *now = onnx::OpSchemaRegistry::Schema(inner.op_type(), 13);
+        if (!then || !now || !inner.domain().empty())
+          return false;
+        auto same = sameAsOpset13().find(inner.op_type());
+        const bool unchanged =
+            then->SinceVersion() == now->SinceVersion() ||
+            (same != sameAsOpset13().end() && same->second.count(then->SinceVersion()));
+        if (!unchanged || (inner.op_type() == "If" && !branchesMeanTheSame(inner)))
+          return false;
+      }
+    }
+    return true;
+  }
+
   std::string liftNode(onnx::NodeProto &n) {
     if (!n.domain().empty() && n.domain() != "ai.onnx") {
       emit(n); // the training domain has its own version
@@ -483,8 +505,16 @@ private:
       emit(n);
       return "";
     }
-    if (op == "If" || op == "Loop" || op == "Scan")
-      return unsupported(n, v, "and plait imports no control flow");
+    if (op == "If" && branchesMeanTheSame(n)) { // If-13 only added sequence types
+      emit(n);
+      return "";
+    }
+    if (op == "If")
+      return unsupported(n, v,
+                         "and its branches hold ops whose definitions changed since, "
+                         "which plait does not lift inside an If");
+    if (op == "Loop" || op == "Scan")
+      return unsupported(n, v, "and plait imports no loops");
     return unsupported(n, v,
                        "but plait imports version " +
                            std::to_string(now ? now->SinceVersion() : 0) +

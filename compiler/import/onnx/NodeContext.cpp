@@ -315,6 +315,21 @@ LogicalResult NodeContext::forwardInput(unsigned out, unsigned in, bool copyPara
   return success();
 }
 
+LogicalResult NodeContext::forwardValue(unsigned out, llvm::StringRef name) {
+  ValueEntry *entry = graph_.lookup(node_, name);
+  if (!entry)
+    return failure();
+  if (hasOutput(out)) {
+    ValueEntry copy = *entry;
+    graph_.values[node_.output(out)] = std::move(copy);
+  }
+  return success();
+}
+
+LogicalResult NodeContext::importSubgraph(const onnx::GraphProto &graph) {
+  return graph_.importSubgraph(graph);
+}
+
 LogicalResult NodeContext::setResult(Value value) {
   if (!value)
     return failure();

@@ -172,7 +172,7 @@ std::string GraphImporter::runtimeDependencyHint(llvm::StringRef name) {
     auto it = producer_.find(v);
     if (it == producer_.end())
       continue;
-    const onnx::NodeProto &node = model.graph().node(it->second);
+    const onnx::NodeProto &node = *it->second;
     for (const std::string &in : node.input()) {
       auto entry = values.find(in);
       if (!in.empty() && entry != values.end() && entry->second.kind == ValueEntry::Kind::Runtime)
@@ -283,6 +283,7 @@ static const OpImporterMap &opImporters() {
     registerQuantizeOps(m);
     registerTrainingOps(m);
     registerRandomOps(m);
+    registerControlFlowOps(m);
     registerLegacyOps(m);
     return m;
   }();
@@ -315,8 +316,15 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     if (!values.count(out))
       return nodeError(node, "unsupported output #" + llvm::Twine(i) + " ('" + out +
                                  "'); plait computes only the outputs used for inference");
-    producer_[out] = index;
+    producer_[out] = &node;
   }
+  return success();
+}
+
+LogicalResult GraphImporter::importSubgraph(const onnx::GraphProto &graph) {
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (failed(importNode(graph.node(i), size_t(i))))
+      return failure();
   return success();
 }
 
@@ -360,9 +368,8 @@ LogicalResult GraphImporter::crossCheckShapeInference() {
       llvm::raw_string_ostream gotOs(gotStr), wantOs(wantStr);
       gotType.print(gotOs);
       RankedTensorType::get(shape, element).print(wantOs);
-      return nodeError(model.graph().node(producer->second),
-                       "output '" + info.name() + "' was imported as " + gotStr +
-                           " but ONNX shape inference gives " + wantStr);
+      return nodeError(*producer->second, "output '" + info.name() + "' was imported as " + gotStr +
+                                              " but ONNX shape inference gives " + wantStr);
     }
   }
   return success();

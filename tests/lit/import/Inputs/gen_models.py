@@ -233,6 +233,40 @@ def main():
     save("random_low_above_high", [helper.make_node("RandomUniform", [], ["u"], name="upside",
                                                     shape=[4], low=2.0, high=1.0)],
          [], [vi("u", F, [4])])
+    # If (control-flow.test): a condition folded from x's shape (the then branch is taken);
+    # one that is a graph input, known only at run time; a branch training a param of the
+    # enclosing graph.
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="then_relu")],
+                               "then", [], [vi("t", F, [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="else_neg")],
+                               "else", [], [vi("e", F, [2, 3])])
+    save("if_shape", [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        const("zero", np.array(0, np.int64)),
+        helper.make_node("Gather", ["s", "zero"], ["batch"], name="batch"),
+        const("one", np.array(1, np.int64)),
+        helper.make_node("Greater", ["batch", "one"], ["cond"], name="batched"),
+        helper.make_node("If", ["cond"], ["y"], name="branch", then_branch=then_g,
+                         else_branch=else_g),
+    ], [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
+    save("if_runtime", [helper.make_node("If", ["c"], ["y"], name="branch_rt",
+                                         then_branch=then_g, else_branch=else_g)],
+         [vi("x", F, [2, 3]), vi("c", BOOL, [])], [vi("y", F, [2, 3])])
+    train_then = helper.make_graph([
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="project"),
+        helper.make_node("Mul", ["m", "m"], ["sq"], name="square"),
+    ], "then", [], [vi("sq", F, [4, 2])])
+    train_else = helper.make_graph([helper.make_node("Identity", ["x2"], ["same"], name="keep")],
+                                   "else", [], [vi("same", F, [4, 2])])
+    save("if_train", [
+        const("yes", np.array(True)),
+        helper.make_node("Slice", ["x", "s0", "s2", "s1"], ["x2"], name="first_two"),
+        helper.make_node("If", ["yes"], ["out"], name="branch_train", then_branch=train_then,
+                         else_branch=train_else),
+        helper.make_node("ReduceMean", ["out"], ["loss"], name="loss", keepdims=0),
+    ], [vi("x", F, [4, 3])], [vi("loss", F, [])],
+        inits=[tensor("w", np.full((3, 2), 0.5, np.float32)), tensor("s0", np.array([0])),
+               tensor("s2", np.array([2])), tensor("s1", np.array([1]))])
     save("custom_domain", [helper.make_node("FusedThing", ["x"], ["y"], name="fused",
                                             domain="com.example")],
          [vi("x", F, [4])], [vi("y", F, [4])], check=False, domains=["com.example"])
