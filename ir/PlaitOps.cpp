@@ -936,12 +936,14 @@ LogicalResult DropoutMaskOp::verify() {
 LogicalResult RandomOp::verify() {
   if (getStep().getType().getRank() != 0)
     return emitOpError("step must be a scalar");
-  double a = getA().convertToDouble(), b = getB().convertToDouble();
+  // `a` and `b` are low and high for "uniform", mean and scale for "normal".
+  const double a = getA().convertToDouble(), b = getB().convertToDouble();
+  const bool finite = std::isfinite(a) && std::isfinite(b);
   if (getDistribution() == "uniform") {
-    if (!std::isfinite(a) || !std::isfinite(b) || !(a <= b))
+    if (!finite || !(a <= b))
       return emitOpError("uniform bounds [") << a << ", " << b << ") are not finite and ordered";
   } else if (getDistribution() == "normal") {
-    if (!std::isfinite(a) || !std::isfinite(b) || b < 0)
+    if (!finite || b < 0)
       return emitOpError("normal mean ")
              << a << " and scale " << b << " are not finite with scale >= 0";
   } else {

@@ -19,11 +19,9 @@ ranks (ddp) must train with finite losses, each drawing its own values.
 Run with /usr/bin/python3 (torch 1.13, onnx 1.12):
   drop_path_parity.py --build BUILD [--write-model PATH]
 """
-import argparse
 import pathlib
 import sys
 import tempfile
-import warnings
 
 import numpy as np
 import onnx
@@ -31,8 +29,8 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from dropout_parity import (M64, export_training, mix, stream_of, train_plait,  # noqa: E402
-                            two_ranks_finite, write_data)
+from dropout_parity import (M64, export_training, mix, parity_setup, stream_of,  # noqa: E402
+                            train_plait, two_ranks_finite, write_data)
 from train_parity import compare_training, read_safetensors  # noqa: E402
 
 BATCH, STEPS, WIDTH = 16, 20, 12
@@ -114,20 +112,10 @@ def train_torch(model, data, streams):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--write-model", metavar="PATH",
-                        help="only export the model to PATH and exit (for the CUDA plan checks)")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    bindir = pathlib.Path(args.build) / "bin"
-    rng = np.random.default_rng(9)
-    data = {"x": rng.standard_normal((STEPS * BATCH, WIDTH)).astype(np.float32),
-            "y": rng.standard_normal((STEPS * BATCH, 3)).astype(np.float32)}
+    args, bindir, data = parity_setup(__doc__, 9, STEPS * BATCH, (WIDTH,), (3,))
     torch.manual_seed(0)
     model = Net()
     initial = {k: v.clone() for k, v in model.state_dict().items()}
-    warnings.filterwarnings("ignore", category=UserWarning)
 
     def export(path):
         export_training(model, data, BATCH, path)

@@ -74,6 +74,23 @@ def stream_of(name):
     return h >> 1
 
 
+def parity_setup(doc, seed, rows, x_shape, y_shape):
+    """The parity scripts' common start: --build and --write-model parsed, one torch thread,
+    PyTorch's export warnings off, and regression data: x [rows, *x_shape] and y [rows,
+    *y_shape], standard normal from numpy's generator `seed`. Returns (args, bindir, data)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--write-model", metavar="PATH",
+                        help="only write the model to PATH and exit (for the CUDA plan checks)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore", category=UserWarning)
+    rng = np.random.default_rng(seed)
+    data = {"x": rng.standard_normal((rows, *x_shape)).astype(np.float32),
+            "y": rng.standard_normal((rows, *y_shape)).astype(np.float32)}
+    return args, pathlib.Path(args.build) / "bin", data
+
+
 def export_training(model, data, batch, path):
     """torch.onnx.export of model(x, y) -> loss in training mode (opset 13), the first batch."""
     torch.onnx.export(model, (torch.from_numpy(data["x"][:batch]),
@@ -163,20 +180,10 @@ def train_torch(model, data, streams, micro_batches):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--write-model", metavar="PATH",
-                        help="only export the model to PATH and exit (for the CUDA plan checks)")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    bindir = pathlib.Path(args.build) / "bin"
-    rng = np.random.default_rng(5)
-    data = {"x": rng.standard_normal((STEPS * BATCH, 12)).astype(np.float32),
-            "y": rng.standard_normal((STEPS * BATCH, 3)).astype(np.float32)}
+    args, bindir, data = parity_setup(__doc__, 5, STEPS * BATCH, (12,), (3,))
     torch.manual_seed(0)
     model = Net()
     initial = {k: v.clone() for k, v in model.state_dict().items()}
-    warnings.filterwarnings("ignore", category=UserWarning)
 
     def export(path):
         export_training(model, data, BATCH, path)

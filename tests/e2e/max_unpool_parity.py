@@ -17,11 +17,9 @@ Per-step losses must agree within 1e-4 relative, the final weights within rtol 1
 Run with /usr/bin/python3 (torch 1.13, onnx 1.12):
   max_unpool_parity.py --build BUILD [--write-model PATH]
 """
-import argparse
 import pathlib
 import sys
 import tempfile
-import warnings
 
 import numpy as np
 import onnx
@@ -31,7 +29,8 @@ from torch import nn
 from torch.nn import functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from dropout_parity import export_training, train_plait, write_data  # noqa: E402
+from dropout_parity import (export_training, parity_setup, train_plait,  # noqa: E402
+                            write_data)
 from train_parity import compare_training, read_safetensors  # noqa: E402
 
 BATCH, STEPS, LR, MOMENTUM = 4, 20, 0.05, 0.9
@@ -105,21 +104,11 @@ def train_torch(model, data):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--write-model", metavar="PATH",
-                        help="only write the unpool model to PATH and exit (the CUDA plan checks)")
-    args = parser.parse_args()
+    args, bindir, data = parity_setup(__doc__, 13, STEPS * BATCH, (C, H, W), (C, H, W))
     if args.write_model:
         torch.manual_seed(0)
         unpool_onnx(Unpool(), args.write_model)
         return 0
-    torch.set_num_threads(1)
-    warnings.filterwarnings("ignore", category=UserWarning)
-    bindir = pathlib.Path(args.build) / "bin"
-    rng = np.random.default_rng(13)
-    data = {"x": rng.standard_normal((STEPS * BATCH, C, H, W)).astype(np.float32),
-            "y": rng.standard_normal((STEPS * BATCH, C, H, W)).astype(np.float32)}
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)

@@ -91,7 +91,7 @@ public:
     google::protobuf::RepeatedPtrField<onnx::NodeProto> old;
     old.Swap(g.mutable_node());
     for (int i = 0; i < old.size(); ++i) {
-      onnx::NodeProto node = old.Get(i);
+      onnx::NodeProto node = std::move(*old.Mutable(i));
       // Errors and locations name nodes as the importer does; give the unnamed ones the name
       // their index in the user's graph gives them, before helper nodes shift the indices.
       if (node.name().empty())
@@ -116,9 +116,10 @@ private:
     return name;
   }
 
-  onnx::NodeProto &emit(const onnx::NodeProto &node) {
+  /// Appends `node` to the graph (moved: a Constant's tensor is not copied).
+  const onnx::NodeProto &emit(onnx::NodeProto node) {
     onnx::NodeProto *n = model_.mutable_graph()->add_node();
-    *n = node;
+    *n = std::move(node);
     return *n;
   }
 
@@ -135,7 +136,7 @@ private:
     value->set_type(onnx::AttributeProto::TENSOR);
     tensor.set_name(out);
     *value->mutable_t() = std::move(tensor);
-    emit(c);
+    emit(std::move(c));
     return out;
   }
   std::string ints(const onnx::NodeProto &owner, const std::string &role,
@@ -226,8 +227,7 @@ private:
     setIntAttr(n, "axis", axis);
     setIntAttr(n, "strict", strict);
     setStringAttr(n, "lifted_from", owner.op_type());
-    emit(n);
-    return n.output(0);
+    return emit(std::move(n)).output(0);
   }
 
   std::string unsupported(const onnx::NodeProto &n, int then, const std::string &why) {
@@ -259,7 +259,7 @@ private:
 
   std::string liftNode(onnx::NodeProto &n) {
     if (!n.domain().empty() && n.domain() != "ai.onnx") {
-      emit(n); // the training domain has its own version
+      emit(std::move(n)); // the training domain has its own version
       return "";
     }
     const onnx::OpSchema *then = onnx::OpSchemaRegistry::Schema(n.op_type(), int(opset_));
@@ -270,7 +270,7 @@ private:
     // Upsample and Scatter are deprecated at 13 (their schemas there are their last ones).
     const bool renamed = n.op_type() == "Upsample" || n.op_type() == "Scatter";
     if (now && now->SinceVersion() == v && !renamed) {
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     const std::string op = n.op_type();
@@ -279,7 +279,7 @@ private:
     auto same = sameAsOpset13().find(op);
     if (same != sameAsOpset13().end() && same->second.count(v)) {
       ++lift_.kept[key];
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     ++lift_.rewritten[key];
@@ -293,19 +293,19 @@ private:
         n.set_input(1, alignTrailing(n, n.input(1), n.input(0), intAttr(n, "axis", 0),
                                      /*strict=*/true));
       dropAttrs(n, {"broadcast", "axis"});
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Gemm" && v < 7) { // C's unidirectional broadcast is what broadcast=1 allowed
       dropAttrs(n, {"broadcast"});
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "PRelu" && v < 7) {
       // The slope is per channel (dimension 1), as PyTorch exported it: [C] meets [N, C, ...]
       // as [C, 1, ...], where numpy's rule would align it with the last dimension.
       n.set_input(1, alignTrailing(n, n.input(1), n.input(0), 1, /*strict=*/false));
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && v < 13) {
@@ -314,7 +314,7 @@ private:
       int64_t axis = intAttr(n, "axis", 1);
       if (axis == -1) {
         setIntAttr(n, "axis", -1);
-        emit(n);
+        emit(std::move(n));
         return "";
       }
       std::string x = n.input(0), y = n.output(0);
@@ -334,14 +334,14 @@ private:
       n.set_input(0, flat.output(0));
       n.set_output(0, fresh(y + "_2d_out"));
       setIntAttr(n, "axis", 1);
-      emit(n);
+      const onnx::NodeProto &rows = emit(std::move(n));
       onnx::NodeProto back;
       back.set_op_type("Reshape");
-      back.set_name(n.name() + "/reshape");
-      back.add_input(n.output(0));
+      back.set_name(rows.name() + "/reshape");
+      back.add_input(rows.output(0));
       back.add_input(shape.output(0));
       back.add_output(y);
-      emit(back);
+      emit(std::move(back));
       return "";
     }
     if (op == "BatchNormalization" && v < 9) {
@@ -358,7 +358,7 @@ private:
         while (n.output_size() > 1)
           n.mutable_output()->RemoveLast();
       dropAttrs(n, {"is_test", "spatial"});
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Dropout" && v < 12) {
@@ -380,7 +380,7 @@ private:
         t.add_int32_data(1);
         n.add_input(constant(n, "training_mode", t));
       }
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Clip" && v < 11) {
@@ -395,7 +395,7 @@ private:
         n.add_input(loName);
       if (hi)
         n.add_input(hiName);
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Pad" && v < 11) {
@@ -412,22 +412,22 @@ private:
       n.add_input(padsName);
       if (!valueName.empty())
         n.add_input(valueName);
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Reshape" && v < 5) {
       attrToInput(n, "shape", 1);
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Split" && v < 13) {
       attrToInput(n, "split", 1);
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if ((op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") && v < 13) {
       attrToInput(n, "axes", 1);
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Slice" && v < 10) {
@@ -436,7 +436,7 @@ private:
       attrToInput(n, "ends", 2);
       if (hasAxes)
         attrToInput(n, "axes", 3);
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "TopK" && v < 10) {
@@ -445,13 +445,13 @@ private:
         return unsupported(n, v, "without its k attribute");
       n.add_input(ints(n, "k", {k->i()}));
       dropAttrs(n, {"k"});
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Concat" && v < 4) {
       if (!attr(n, "axis"))
         setIntAttr(n, "axis", 1);
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Cast" && v < 6) {
@@ -460,12 +460,12 @@ private:
       if (!to || !onnx::TensorProto_DataType_Parse(to->s(), &type))
         return unsupported(n, v, "whose 'to' names no ONNX type");
       setIntAttr(n, "to", type);
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Scatter") { // renamed ScatterElements at 11, the same op
       n.set_op_type("ScatterElements");
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "Upsample") {
@@ -502,11 +502,11 @@ private:
       setStringAttr(n, "coordinate_transformation_mode", "asymmetric");
       if (mode == "nearest")
         setStringAttr(n, "nearest_mode", "floor");
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "If" && branchesMeanTheSame(n)) { // If-13 only added sequence types
-      emit(n);
+      emit(std::move(n));
       return "";
     }
     if (op == "If")
