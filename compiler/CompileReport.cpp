@@ -393,6 +393,9 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   // ONNX models of an opset below 13: the nodes plait's importer rewrote into opset 13's forms.
   if (auto lift = module->getAttrOfType<DictionaryAttr>("plait.onnx_opset_lift"))
     report["onnx_opset_lift"] = scalarsToJson(lift);
+  // ONNX Loop and Scan nodes, unrolled at import.
+  if (auto unrolled = module->getAttrOfType<DictionaryAttr>("plait.onnx_unrolled"))
+    report["onnx_unrolled"] = scalarsToJson(unrolled);
   // Quantized ONNX models: what the importer did with their QuantizeLinear/DequantizeLinear.
   if (auto quantization = module->getAttrOfType<DictionaryAttr>("plait.quantization"))
     report["quantization"] = scalarsToJson(quantization);
@@ -717,6 +720,19 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
     os << fmt::format("  onnx opset       : {}, lifted to {} by plait's importer: {}\n",
                       l.value("from", int64_t(0)), l.value("to", int64_t(0)),
                       fmt::join(clauses, "; "));
+  }
+  if (report.contains("onnx_unrolled")) {
+    const auto &u = report["onnx_unrolled"];
+    int64_t loops = u.value("loops", int64_t(0)), scans = u.value("scans", int64_t(0));
+    std::vector<std::string> nodes;
+    if (loops > 0)
+      nodes.push_back(fmt::format("{} Loop{}", loops, loops == 1 ? "" : "s"));
+    if (scans > 0)
+      nodes.push_back(fmt::format("{} Scan{}", scans, scans == 1 ? "" : "s"));
+    os << fmt::format("  onnx loops       : {} unrolled at import into {} iterations ({} body "
+                      "nodes imported; plait plans one static program)\n",
+                      fmt::join(nodes, " and "), u.value("iterations", int64_t(0)),
+                      u.value("nodes", int64_t(0)));
   }
   if (report.contains("quantization")) {
     const auto &q = report["quantization"];

@@ -118,6 +118,20 @@ def train_plait(bindir, model_path, plan, data_dir, steps, compile_flags, run_fl
     return [json.loads(line)["loss"] for line in log.read_text().splitlines()]
 
 
+def torch_steps(model, opt, data, batch, steps):
+    """STEPS steps of OPT on model(x, y) -> loss over consecutive batches of DATA; returns the
+    per-step losses and the final state_dict as numpy arrays."""
+    losses = []
+    for s in range(steps):
+        rows = slice(s * batch, (s + 1) * batch)
+        opt.zero_grad()
+        loss = model(torch.from_numpy(data["x"][rows]), torch.from_numpy(data["y"][rows]))
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
+
+
 def two_ranks_finite(label, bindir, model_path, tmp, data_dir, compile_flags):
     """Ten ddp steps on two ranks (each draws its own values: the rank is in the key): prints
     the line and returns whether every loss is finite."""

@@ -29,8 +29,8 @@ from torch import nn
 from torch.nn import functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from dropout_parity import (export_training, parity_setup, train_plait,  # noqa: E402
-                            write_data)
+from dropout_parity import (export_training, parity_setup, torch_steps,  # noqa: E402
+                            train_plait, write_data)
 from train_parity import compare_training, read_safetensors  # noqa: E402
 
 BATCH, STEPS, LR, MOMENTUM = 4, 20, 0.05, 0.9
@@ -90,19 +90,6 @@ def unpool_onnx(model, path):
     onnx.save(onnx_model, str(path))
 
 
-def train_torch(model, data):
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-    losses = []
-    for s in range(STEPS):
-        rows = slice(s * BATCH, (s + 1) * BATCH)
-        opt.zero_grad()
-        loss = model(torch.from_numpy(data["x"][rows]), torch.from_numpy(data["y"][rows]))
-        loss.backward()
-        opt.step()
-        losses.append(float(loss))
-    return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
-
-
 def main():
     args, bindir, data = parity_setup(__doc__, 13, STEPS * BATCH, (C, H, W), (C, H, W))
     if args.write_model:
@@ -123,7 +110,8 @@ def main():
             else:
                 export_training(model, data, BATCH, path)
             model.load_state_dict(initial)
-            torch_losses, torch_weights = train_torch(model, data)
+            opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+            torch_losses, torch_weights = torch_steps(model, opt, data, BATCH, STEPS)
             for threads in (1, 2):
                 weights = tmp / "w.safetensors"
                 losses = train_plait(bindir, path, tmp / f"{name}.plan", tmp / "data", STEPS,

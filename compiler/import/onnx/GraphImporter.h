@@ -60,6 +60,16 @@ public:
   /// Imports the nodes of `graph` (an If's branch) in place, as if they stood in the main
   /// graph: they read the outer graph's values by name, and their outputs are values too.
   mlir::LogicalResult importSubgraph(const onnx::GraphProto &graph);
+  /// Imports `body` (a Loop's or Scan's body) once, for one iteration: its inputs are bound to
+  /// `inputs`, in order, its initializers to constants, and its nodes read these and the
+  /// enclosing graph's values by name. `use` receives the entries of its outputs while its
+  /// values are still bound (so that a diagnostic can trace them); afterwards every name the
+  /// body defined is unbound again, and an enclosing value it shadowed restored, so that the
+  /// next iteration imports the same nodes afresh.
+  mlir::LogicalResult
+  importBody(const onnx::NodeProto &owner, const onnx::GraphProto &body,
+             llvm::ArrayRef<ValueEntry> inputs,
+             llvm::function_ref<mlir::LogicalResult(llvm::MutableArrayRef<ValueEntry>)> use);
   std::string nodeName(const onnx::NodeProto &node) const;
 
   mlir::MLIRContext &ctx;
@@ -81,6 +91,12 @@ public:
   /// (--explain): DequantizeLinear pairs given the straight-through gradient, and
   /// DequantizeLinears of known tensors (quantized weights) folded into float constants.
   int64_t straightThroughPairs = 0, dequantizedConstants = 0;
+  /// What the control-flow importers unrolled, for the module's `plait.onnx_unrolled`
+  /// (--explain): Loop and Scan nodes, their iterations, and the body nodes imported for them.
+  int64_t unrolledLoops = 0, unrolledScans = 0, unrolledIterations = 0, unrolledNodes = 0;
+  /// Body nodes imported by importBody so far, loops within loops included (at most
+  /// kMaxUnrolledNodes).
+  int64_t bodyNodesImported = 0;
 
 private:
   llvm::DenseMap<mlir::Attribute, mlir::Value> constantCache_;

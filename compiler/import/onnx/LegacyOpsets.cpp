@@ -1,5 +1,6 @@
-// Lifting models of opsets below 13 to opset 13 (LegacyOpsets.h), and the importer of the one
-// helper node a lift inserts, plait.legacy's AlignTrailing.
+// Lifting models of opsets below 13 to opset 13 (LegacyOpsets.h), and the importer of the
+// helper node a lift inserts, plait.legacy's AlignTrailing (the other, BatchedScan, an opset-8
+// Scan, is imported with Scan in ControlFlowOps.cpp).
 //
 // Each rule below is the difference between an op's old definition and its opset-13 one, as
 // ONNX's operator changelog states it. Versions that only widened the types, or added an
@@ -14,6 +15,7 @@
 #include "compiler/import/onnx/Importer.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -60,17 +62,27 @@ const llvm::StringMap<std::set<int>> &sameAsOpset13() {
       {"AveragePool", {1, 7, 10}}, {"Gemm", {7, 9, 11}}, {"LRN", {1}},
       {"InstanceNormalization", {1}}, {"MeanVarianceNormalization", {9}},
       {"QuantizeLinear", {10}}, {"DequantizeLinear", {10}},
+      // Control flow (their subgraphs are lifted node by node): If-13 and Loop-13 added
+      // sequence types, Loop-11 reworded Loop-1, Scan-11 allowed negative axes.
+      {"If", {1, 11}}, {"Loop", {1, 11}}, {"Scan", {9}},
   };
   // clang-format on
   return table;
 }
 
-/// Rewrites one graph's nodes; keeps the names in use so that new values get fresh ones.
+/// Rewrites a model's nodes, those inside subgraphs (If branches, Loop and Scan bodies)
+/// included; keeps the names in use so that new values get fresh ones.
 class Lifter {
 public:
   Lifter(onnx::ModelProto &model, int64_t opset, OpsetLift &lift)
       : model_(model), opset_(opset), lift_(lift) {
-    const onnx::GraphProto &g = model.graph();
+    noteGraph(model.graph());
+  }
+
+  std::string run() { return liftGraph(*model_.mutable_graph()); }
+
+private:
+  void noteGraph(const onnx::GraphProto &g) {
     for (const auto &v : g.input())
       noteType(v);
     for (const auto &v : g.output())
@@ -81,13 +93,24 @@ public:
       names_.insert(t.name());
       elemType_[t.name()] = t.data_type();
     }
-    for (const auto &n : g.node())
+    for (const auto &n : g.node()) {
       for (const std::string &out : n.output())
         names_.insert(out);
+      for (const auto &a : n.attribute()) {
+        if (a.has_g())
+          noteGraph(a.g());
+        for (const auto &sub : a.graphs())
+          noteGraph(sub);
+      }
+    }
   }
 
-  std::string run() {
-    onnx::GraphProto &g = *model_.mutable_graph();
+  /// Lifts `g`'s nodes in place: a node's subgraphs first, then the node, whose replacement
+  /// (and any nodes a rule adds) goes where it stood.
+  std::string liftGraph(onnx::GraphProto &g) {
+    onnx::GraphProto *outer = graph_;
+    graph_ = &g;
+    auto restore = llvm::make_scope_exit([&] { graph_ = outer; });
     google::protobuf::RepeatedPtrField<onnx::NodeProto> old;
     old.Swap(g.mutable_node());
     for (int i = 0; i < old.size(); ++i) {
@@ -96,13 +119,20 @@ public:
       // their index in the user's graph gives them, before helper nodes shift the indices.
       if (node.name().empty())
         node.set_name(node.op_type() + "_" + std::to_string(i));
+      for (auto &a : *node.mutable_attribute()) {
+        if (a.has_g())
+          if (std::string error = liftGraph(*a.mutable_g()); !error.empty())
+            return error;
+        for (auto &sub : *a.mutable_graphs())
+          if (std::string error = liftGraph(sub); !error.empty())
+            return error;
+      }
       if (std::string error = liftNode(node); !error.empty())
         return error;
     }
     return "";
   }
 
-private:
   void noteType(const onnx::ValueInfoProto &v) {
     names_.insert(v.name());
     if (v.type().has_tensor_type())
@@ -116,9 +146,9 @@ private:
     return name;
   }
 
-  /// Appends `node` to the graph (moved: a Constant's tensor is not copied).
+  /// Appends `node` to the graph being lifted (moved: a Constant's tensor is not copied).
   const onnx::NodeProto &emit(onnx::NodeProto node) {
-    onnx::NodeProto *n = model_.mutable_graph()->add_node();
+    onnx::NodeProto *n = graph_->add_node();
     *n = std::move(node);
     return *n;
   }
@@ -233,28 +263,6 @@ private:
   std::string unsupported(const onnx::NodeProto &n, int then, const std::string &why) {
     return "node '" + n.name() + "' (" + n.op_type() + ") is defined there by version " +
            std::to_string(then) + ", " + why;
-  }
-
-  /// Whether every node of an If's branches (and of theirs) means at 13 what it means at the
-  /// model's opset, so that the If can be read as it is.
-  bool branchesMeanTheSame(const onnx::NodeProto &n) const {
-    for (const auto &a : n.attribute()) {
-      if (!a.has_g())
-        continue;
-      for (const onnx::NodeProto &inner : a.g().node()) {
-        const onnx::OpSchema *then = onnx::OpSchemaRegistry::Schema(inner.op_type(), int(opset_));
-        const onnx::OpSchema *now = onnx::OpSchemaRegistry::Schema(inner.op_type(), 13);
-        if (!then || !now || !inner.domain().empty())
-          return false;
-        auto same = sameAsOpset13().find(inner.op_type());
-        const bool unchanged =
-            then->SinceVersion() == now->SinceVersion() ||
-            (same != sameAsOpset13().end() && same->second.count(then->SinceVersion()));
-        if (!unchanged || (inner.op_type() == "If" && !branchesMeanTheSame(inner)))
-          return false;
-      }
-    }
-    return true;
   }
 
   std::string liftNode(onnx::NodeProto &n) {
@@ -505,16 +513,14 @@ private:
       emit(std::move(n));
       return "";
     }
-    if (op == "If" && branchesMeanTheSame(n)) { // If-13 only added sequence types
+    // Scan-8 scans a batch of sequences (axis 0 the batch, 1 the sequence).
+    if (op == "Scan" && v < 9) {
+      n.set_domain(kLegacyDomain);
+      n.set_op_type("BatchedScan");
+      setStringAttr(n, "lifted_from", op);
       emit(std::move(n));
       return "";
     }
-    if (op == "If")
-      return unsupported(n, v,
-                         "and its branches hold ops whose definitions changed since, "
-                         "which plait does not lift inside an If");
-    if (op == "Loop" || op == "Scan")
-      return unsupported(n, v, "and plait imports no loops");
     return unsupported(n, v,
                        "but plait imports version " +
                            std::to_string(now ? now->SinceVersion() : 0) +
@@ -523,6 +529,7 @@ private:
   }
 
   onnx::ModelProto &model_;
+  onnx::GraphProto *graph_ = nullptr; // the graph whose nodes liftGraph is rewriting
   int64_t opset_;
   OpsetLift &lift_;
   std::set<std::string> names_;

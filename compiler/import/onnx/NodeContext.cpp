@@ -330,6 +330,34 @@ LogicalResult NodeContext::importSubgraph(const onnx::GraphProto &graph) {
   return graph_.importSubgraph(graph);
 }
 
+const ValueEntry *NodeContext::inputEntry(unsigned i) { return presentInput(i); }
+
+LogicalResult
+NodeContext::importBody(const onnx::GraphProto &body, llvm::ArrayRef<ValueEntry> inputs,
+                        llvm::function_ref<LogicalResult(llvm::MutableArrayRef<ValueEntry>)> use) {
+  return graph_.importBody(node_, body, inputs, use);
+}
+
+void NodeContext::countUnrolled(bool scan, int64_t iterations, int64_t bodyNodes) {
+  ++(scan ? graph_.unrolledScans : graph_.unrolledLoops);
+  graph_.unrolledIterations += iterations;
+  graph_.unrolledNodes += iterations * bodyNodes;
+}
+
+void NodeContext::setOutputEntry(unsigned i, ValueEntry entry) {
+  if (hasOutput(i))
+    graph_.values[node_.output(i)] = std::move(entry);
+}
+
+Value NodeContext::valueOf(ValueEntry &entry) {
+  return graph_.materialize(entry.paramName.empty() ? node_.output(0) : entry.paramName, entry);
+}
+
+std::string NodeContext::bindingHint(llvm::StringRef name) {
+  std::string hint = graph_.runtimeDependencyHint(name);
+  return llvm::StringRef(hint).contains("--const-input") ? hint : std::string();
+}
+
 LogicalResult NodeContext::setResult(Value value) {
   if (!value)
     return failure();

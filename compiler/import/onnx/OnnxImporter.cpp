@@ -16,6 +16,7 @@
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/version_converter/convert.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -328,6 +329,65 @@ LogicalResult GraphImporter::importSubgraph(const onnx::GraphProto &graph) {
   return success();
 }
 
+LogicalResult GraphImporter::importBody(
+    const onnx::NodeProto &owner, const onnx::GraphProto &body, llvm::ArrayRef<ValueEntry> inputs,
+    llvm::function_ref<LogicalResult(llvm::MutableArrayRef<ValueEntry>)> use) {
+  // The names the body defines, and the enclosing entries they shadow (a checked model has
+  // none: ONNX forbids a subgraph to redefine an outer name, but a body must not be able to
+  // change what the rest of the graph reads).
+  llvm::SmallVector<std::string> defined;
+  for (const onnx::ValueInfoProto &in : body.input())
+    defined.push_back(in.name());
+  for (const onnx::TensorProto &init : body.initializer())
+    defined.push_back(init.name());
+  for (const onnx::NodeProto &node : body.node())
+    for (const std::string &out : node.output())
+      if (!out.empty())
+        defined.push_back(out);
+  // Loops within loops multiply: the budget is over every body node imported.
+  bodyNodesImported += body.node_size();
+  if (bodyNodesImported > kMaxUnrolledNodes)
+    return nodeError(owner, "unrolls, with the loops around and before it, into more than " +
+                                llvm::Twine(kMaxUnrolledNodes) +
+                                " body nodes in all, more than plait unrolls");
+  llvm::StringMap<ValueEntry> shadowed;
+  for (const std::string &name : defined) {
+    auto it = values.find(name);
+    if (it != values.end())
+      shadowed.try_emplace(name, it->second);
+  }
+  auto restore = llvm::make_scope_exit([&] {
+    for (const std::string &name : defined)
+      values.erase(name);
+    for (auto &entry : shadowed)
+      values[entry.getKey()] = entry.getValue();
+  });
+
+  for (auto [info, entry] : llvm::zip(body.input(), inputs))
+    values[info.name()] = entry;
+  for (const onnx::TensorProto &init : body.initializer()) {
+    auto attr = decodeTensorProto(init, &ctx, baseDir);
+    if (!attr)
+      return nodeError(owner, "body initializer '" + init.name() + "' " +
+                                  llvm::toString(attr.takeError()));
+    ValueEntry entry;
+    entry.kind = ValueEntry::Kind::Folded;
+    entry.folded = std::make_shared<HostTensor>(HostTensor::fromAttr(*attr));
+    entry.type = entry.folded->type(&ctx);
+    values[init.name()] = std::move(entry);
+  }
+  if (failed(importSubgraph(body)))
+    return failure();
+  llvm::SmallVector<ValueEntry> outputs;
+  for (const onnx::ValueInfoProto &out : body.output()) {
+    ValueEntry *entry = lookup(owner, out.name());
+    if (!entry)
+      return failure();
+    outputs.push_back(*entry);
+  }
+  return use(outputs);
+}
+
 /// Compares the types the importer produced with ONNX shape inference where the latter is fully
 /// static: a disagreement would otherwise surface far from its cause. Runs after the import, on
 /// models whose every node the importer has validated: libonnx's shape inference is not safe on
@@ -520,6 +580,15 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
                                            b.getI64IntegerAttr(straightThroughPairs)),
                             b.getNamedAttr("dequantized_constants",
                                            b.getI64IntegerAttr(dequantizedConstants))}));
+  }
+  if (unrolledLoops > 0 || unrolledScans > 0) {
+    Builder b(&ctx);
+    (*module)->setAttr(
+        "plait.onnx_unrolled",
+        b.getDictionaryAttr({b.getNamedAttr("loops", b.getI64IntegerAttr(unrolledLoops)),
+                             b.getNamedAttr("scans", b.getI64IntegerAttr(unrolledScans)),
+                             b.getNamedAttr("iterations", b.getI64IntegerAttr(unrolledIterations)),
+                             b.getNamedAttr("nodes", b.getI64IntegerAttr(unrolledNodes))}));
   }
   return module;
 }

@@ -40,12 +40,6 @@ constexpr ActivationInfo kActivations[] = {
     {"Elu", true, false, 1.0, 0},        {"Softsign", false, false, 0, 0},
     {"Softplus", false, false, 0, 0}};
 
-/// The most time steps (over all directions) a layer is unrolled into. Each is some 20 ops
-/// forward and 40 in the training step: an LSTM of 2,048 steps compiles for training in 9 s
-/// on a 2-core machine (57,364 kernels a step), and compile time grows a little faster than
-/// the steps.
-constexpr int64_t kMaxUnrolledSteps = 4096;
-
 /// The layer's shape and attributes, read and checked once.
 struct Recurrence {
   Cell cell;

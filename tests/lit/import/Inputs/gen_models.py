@@ -39,6 +39,14 @@ def vi(name, elem, shape):
     return helper.make_tensor_value_info(name, elem, shape)
 
 
+def sum_loop_body():
+    """A Loop body adding x to its one loop-carried value."""
+    return helper.make_graph([helper.make_node("Add", ["s_in", "x"], ["s_out"], name="add_x"),
+                              helper.make_node("Identity", ["c"], ["c_out"], name="keep")],
+                             "sum", [vi("it", I64, []), vi("c", BOOL, []), vi("s_in", F, [2])],
+                             [vi("c_out", BOOL, []), vi("s_out", F, [2])])
+
+
 def main():
     rng = np.random.default_rng(0)
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
@@ -267,6 +275,113 @@ def main():
     ], [vi("x", F, [4, 3])], [vi("loss", F, [])],
         inits=[tensor("w", np.full((3, 2), 0.5, np.float32)), tensor("s0", np.array([0])),
                tensor("s2", np.array([2])), tensor("s1", np.array([1]))])
+    # Loop and Scan (control-flow.test), unrolled at import.
+    # loop_rows: for i < 3: acc += x[i] (the iteration number folds into a static slice), and
+    # each row squared is a scan output, stacked [3, 4].
+    rows_body = helper.make_graph([
+        helper.make_node("Gather", ["x", "i"], ["row"], name="row", axis=0),
+        helper.make_node("Add", ["acc_in", "row"], ["acc_out"], name="accumulate"),
+        helper.make_node("Mul", ["row", "row"], ["sq"], name="square"),
+        helper.make_node("Identity", ["c_in"], ["c_out"], name="keep_going"),
+    ], "rows", [vi("i", I64, []), vi("c_in", BOOL, []), vi("acc_in", F, [4])],
+        [vi("c_out", BOOL, []), vi("acc_out", F, [4]), vi("sq", F, [4])])
+    save("loop_rows", [
+        helper.make_node("Loop", ["m", "", "acc0"], ["acc", "squares"], name="rows_loop",
+                         body=rows_body),
+    ], [vi("x", F, [3, 4])], [vi("acc", F, [4]), vi("squares", F, [3, 4])],
+        inits=[tensor("m", np.array(3, np.int64)), tensor("acc0", np.zeros(4, np.float32))])
+    # loop_while: a while loop (no trip count) whose condition folds: k counts 0, 1, 2, ... and
+    # the loop goes on while k + 1 < 4, adding x each time (4 iterations).
+    while_body = helper.make_graph([
+        const("one", np.array(1, np.int64), name="one"),
+        const("four", np.array(4, np.int64), name="four"),
+        helper.make_node("Add", ["k_in", "one"], ["k_out"], name="count"),
+        helper.make_node("Less", ["k_out", "four"], ["go"], name="test"),
+        helper.make_node("Add", ["s_in", "x"], ["s_out"], name="add_x"),
+    ], "while", [vi("it", I64, []), vi("c", BOOL, []), vi("k_in", I64, []), vi("s_in", F, [2])],
+        [vi("go", BOOL, []), vi("k_out", I64, []), vi("s_out", F, [2])])
+    save("loop_while", [
+        helper.make_node("Loop", ["", "yes", "k0", "x"], ["k", "s"], name="while_loop",
+                         body=while_body),
+    ], [vi("x", F, [2])], [vi("k", I64, []), vi("s", F, [2])],
+        inits=[tensor("yes", np.array(True)), tensor("k0", np.array(0, np.int64))])
+    # loop_runtime_cond: the body's condition depends on x, known only at run time.
+    cond_body = helper.make_graph([
+        helper.make_node("ReduceSum", ["s_in"], ["total"], name="total", keepdims=0),
+        helper.make_node("Greater", ["total", "limit"], ["go"], name="test"),
+        helper.make_node("Add", ["s_in", "x"], ["s_out"], name="add_x"),
+    ], "cond", [vi("it", I64, []), vi("c", BOOL, []), vi("s_in", F, [2])],
+        [vi("go", BOOL, []), vi("s_out", F, [2])])
+    save("loop_runtime_cond", [
+        helper.make_node("Loop", ["m", "yes", "x"], ["s"], name="until_loop", body=cond_body),
+    ], [vi("x", F, [2])], [vi("s", F, [2])],
+        inits=[tensor("m", np.array(10, np.int64)), tensor("yes", np.array(True)),
+               tensor("limit", np.array(5.0, np.float32))])
+    # loop_forever: neither a trip count nor a condition; loop_long: 5,000 iterations;
+    # loop_trip_input: the trip count is a graph input; loop_zero: no iteration, and a scan
+    # output.
+    save("loop_forever", [helper.make_node("Loop", ["", "", "acc0"], ["acc", "squares"],
+                                           name="endless", body=rows_body)],
+         [vi("x", F, [3, 4])], [vi("acc", F, [4])],
+         inits=[tensor("acc0", np.zeros(4, np.float32))])
+    save("loop_long", [helper.make_node("Loop", ["m", "", "acc0"], ["acc"], name="long_loop",
+                                        body=sum_loop_body())],
+         [vi("x", F, [2])], [vi("acc", F, [2])],
+         inits=[tensor("m", np.array(5000, np.int64)), tensor("acc0", np.zeros(2, np.float32))])
+    save("loop_trip_input", [helper.make_node("Loop", ["m", "", "acc0"], ["acc", "squares"],
+                                              name="rows_loop", body=rows_body)],
+         [vi("x", F, [3, 4]), vi("m", I64, [])], [vi("acc", F, [4]), vi("squares", F, [3, 4])],
+         inits=[tensor("acc0", np.zeros(4, np.float32))])
+    save("loop_zero", [helper.make_node("Loop", ["m", "", "acc0"], ["acc", "squares"],
+                                        name="rows_loop", body=rows_body)],
+         [vi("x", F, [3, 4])], [vi("acc", F, [4]), vi("squares", F, [0, 4])],
+         inits=[tensor("m", np.array(0, np.int64)), tensor("acc0", np.zeros(4, np.float32))])
+    # loop_nested: 100 iterations of a Loop of 1,000 (100,000 body nodes in all).
+    inner = helper.make_node("Loop", ["m_inner", "", "s_in"], ["s_out"], name="inner_loop",
+                             body=sum_loop_body())
+    outer_body = helper.make_graph([inner, helper.make_node("Identity", ["c"], ["c_out"],
+                                                            name="keep")],
+                                   "outer", [vi("it", I64, []), vi("c", BOOL, []),
+                                             vi("s_in", F, [2])],
+                                   [vi("c_out", BOOL, []), vi("s_out", F, [2])])
+    save("loop_nested", [helper.make_node("Loop", ["m_outer", "", "acc0"], ["acc"],
+                                          name="outer_loop", body=outer_body)],
+         [vi("x", F, [2])], [vi("acc", F, [2])],
+         inits=[tensor("m_outer", np.array(100, np.int64)),
+                tensor("m_inner", np.array(1000, np.int64)),
+                tensor("acc0", np.zeros(2, np.float32))])
+    # scan_reverse: a running sum over axis 1 of x [2, 3], read in reverse and stacked in
+    # reverse (a suffix sum: [x0+x1+x2, x1+x2, x2] per row) along axis 1.
+    sum_body = helper.make_graph([
+        helper.make_node("Add", ["sum_in", "next"], ["sum_out"], name="add"),
+        helper.make_node("Identity", ["sum_out"], ["scan_out"], name="out"),
+    ], "sum", [vi("sum_in", F, [2]), vi("next", F, [2])],
+        [vi("sum_out", F, [2]), vi("scan_out", F, [2])])
+    save("scan_reverse", [
+        helper.make_node("Scan", ["zeros", "x"], ["total", "suffix"], name="suffix_scan",
+                         body=sum_body, num_scan_inputs=1, scan_input_axes=[1],
+                         scan_input_directions=[1], scan_output_axes=[1],
+                         scan_output_directions=[1]),
+    ], [vi("x", F, [2, 3])], [vi("total", F, [2]), vi("suffix", F, [2, 3])],
+        inits=[tensor("zeros", np.zeros(2, np.float32))])
+    # scan_lengths: two scan inputs of 3 and 4 steps; scan8_lens: an opset-8 (batched) Scan
+    # whose sequence_lens is shorter than its inputs.
+    pair_body = helper.make_graph([
+        helper.make_node("Add", ["sum_in", "a"], ["s1"], name="add_a"),
+        helper.make_node("Add", ["s1", "b"], ["sum_out"], name="add_b"),
+    ], "pair", [vi("sum_in", F, [2]), vi("a", F, [2]), vi("b", F, [2])],
+        [vi("sum_out", F, [2])])
+    save("scan_lengths", [
+        helper.make_node("Scan", ["zeros", "a", "b"], ["total"], name="pair_scan",
+                         body=pair_body, num_scan_inputs=2),
+    ], [vi("a", F, [3, 2]), vi("b", F, [4, 2])], [vi("total", F, [2])],
+        inits=[tensor("zeros", np.zeros(2, np.float32))], check=False)
+    save("scan8_lens", [
+        helper.make_node("Scan", ["lens", "zeros", "x"], ["total", "sums"], name="batched_scan",
+                         body=sum_body, num_scan_inputs=1),
+    ], [vi("x", F, [1, 3, 2])], [vi("total", F, [1, 2]), vi("sums", F, [1, 3, 2])],
+        inits=[tensor("zeros", np.zeros((1, 2), np.float32)),
+               tensor("lens", np.array([2], np.int32))], opset=8)
     save("custom_domain", [helper.make_node("FusedThing", ["x"], ["y"], name="fused",
                                             domain="com.example")],
          [vi("x", F, [4])], [vi("y", F, [4])], check=False, domains=["com.example"])
