@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -320,11 +320,105 @@ def upgraded_model_path(test, model, target, workdir):
     return path
 
 
+def is_sequence(value_info):
+    return value_info.type.WhichOneof("value") == "sequence_type"
+
+
+def read_sequence(path):
+    seq = onnx.SequenceProto()
+    with open(path, "rb") as f:
+        seq.ParseFromString(f.read())
+    return seq
+
+
+def sequence_adapter(model, data_set, workdir):
+    """A plan takes and returns tensors, so a test whose graph inputs or outputs are sequences
+    runs as a model that takes each sequence as its tensors (SequenceConstruct of one graph
+    input per tensor of this data set's sequence; SequenceEmpty for an empty one) and returns
+    each output sequence's tensors (SequenceAt per position of the expected sequence). Returns
+    (model path, input .pb files, expected output .pb files), or None when no graph input or
+    output is a sequence."""
+    inputs, outputs = graph_io(model)
+    if not any(is_sequence(v) for v in list(inputs) + list(outputs)):
+        return None
+    adapted = onnx.ModelProto()
+    adapted.CopyFrom(model)
+    g = adapted.graph
+    new_inputs, in_files, nodes = [], [], []
+    for i, vi in enumerate(inputs):
+        pb = os.path.join(data_set, "input_%d.pb" % i)
+        if not is_sequence(vi):
+            # The shape of this data set's tensor (the model may name its dimensions).
+            t = onnx.load_tensor(pb)
+            new_inputs.append(helper.make_tensor_value_info(vi.name, elem_type(vi), list(t.dims))
+                              if elem_type(vi) is not None else vi)
+            in_files.append(pb)
+            continue
+        seq = read_sequence(pb)
+        if len(seq.tensor_values) == 0:
+            nodes.append(helper.make_node("SequenceEmpty", [], [vi.name],
+                                          dtype=vi.type.sequence_type.elem_type.tensor_type
+                                          .elem_type))
+            continue
+        names = []
+        for k, t in enumerate(seq.tensor_values):
+            name = "%s__%d" % (vi.name, k)
+            names.append(name)
+            new_inputs.append(helper.make_tensor_value_info(name, t.data_type, list(t.dims)))
+            path = os.path.join(workdir, "%s.pb" % sanitize(name))
+            t2 = onnx.TensorProto()
+            t2.CopyFrom(t)
+            t2.name = name
+            with open(path, "wb") as f:
+                f.write(t2.SerializeToString())
+            in_files.append(path)
+        nodes.append(helper.make_node("SequenceConstruct", names, [vi.name]))
+    new_outputs, out_files = [], []
+    for i, vi in enumerate(outputs):
+        pb = os.path.join(data_set, "output_%d.pb" % i)
+        if not is_sequence(vi):
+            new_outputs.append(vi)
+            out_files.append(pb)
+            continue
+        for k, t in enumerate(read_sequence(pb).tensor_values):
+            name, pos = "%s__%d" % (vi.name, k), "%s__pos%d" % (vi.name, k)
+            nodes.append(helper.make_node("Constant", [], [pos],
+                                          value=numpy_helper.from_array(np.array(k, np.int64))))
+            nodes.append(helper.make_node("SequenceAt", [vi.name, pos], [name]))
+            new_outputs.append(helper.make_tensor_value_info(name, t.data_type, list(t.dims)))
+            path = os.path.join(workdir, "expected_%s.pb" % sanitize(name))
+            with open(path, "wb") as f:
+                f.write(t.SerializeToString())
+            out_files.append(path)
+    inits = {i.name for i in g.initializer}
+    kept = [vi for vi in g.input if vi.name in inits]
+    del g.input[:]
+    g.input.extend(new_inputs + kept)
+    del g.output[:]
+    g.output.extend(new_outputs)
+    graph_nodes = list(g.node)
+    del g.node[:]
+    first = [n for n in nodes if n.op_type in ("SequenceConstruct", "SequenceEmpty")]
+    last = [n for n in nodes if n not in first]
+    g.node.extend(first + graph_nodes + last)
+    path = os.path.join(workdir, "model-sequences-as-tensors.onnx")
+    onnx.save(adapted, path)
+    return path, in_files, out_files
+
+
 def run_data_set(test, args, tool, model, data_set, workdir, compiled):
     """Compiles (binding constants as asked) and runs one data set. Returns (status, reason)."""
     inputs, outputs = graph_io(model)
     in_pbs = [os.path.join(data_set, "input_%d.pb" % i) for i in range(len(inputs))]
+    out_pbs = [os.path.join(data_set, "output_%d.pb" % i) for i in range(len(outputs))]
     model_path = compiled.get("model_path") or os.path.join(test.path, "model.onnx")
+    adapter = sequence_adapter(model, data_set, workdir)
+    if adapter:
+        # The adapted model depends on this data set's sequence lengths: compiled for it alone.
+        model_path, in_pbs, out_pbs = adapter
+        model = onnx.load(model_path)
+        inputs, outputs = graph_io(model)
+        compiled = {"model_path": model_path}
     by_name = {vi.name: pb for vi, pb in zip(inputs, in_pbs)}
 
     # A plan compiled without constant bindings serves every data set; one with bindings is
@@ -370,7 +464,7 @@ def run_data_set(test, args, tool, model, data_set, workdir, compiled):
         if elem_type(vi) is None:
             return "failed", "output '%s' is not a tensor (%s), yet plait compiled the model" % (
                 vi.name, vi.type.WhichOneof("value"))
-        want = read_pb_tensor(os.path.join(data_set, "output_%d.pb" % i))
+        want = read_pb_tensor(out_pbs[i])
         path = os.path.join(outdir, sanitize(vi.name) + ".npy")
         if not os.path.exists(path):
             written = sorted(os.listdir(outdir)) if os.path.isdir(outdir) else []

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""ONNX Loop and Scan, unrolled at import, in training against PyTorch.
+"""ONNX Loop and Scan, unrolled at import, and sequences, in training against PyTorch.
 
-Three models, each trained 20 steps with Adam by plait (1 and 2 threads) and by PyTorch from
+Four models, each trained 20 steps with Adam by plait (1 and 2 threads) and by PyTorch from
 the same weights on the same batches:
 - loop: an Elman recurrence written as a Python for loop over the sequence in a
   torch.jit.script module (h = tanh(cell([x_t, h])), summed over the steps, then a linear
@@ -10,6 +10,9 @@ the same weights on the same batches:
 - loop11: the same module exported at opset 11, whose Loop body holds nodes that changed by
   opset 13 (Unsqueeze and Squeeze, their axes attributes): plait's lift rewrites the nodes
   inside the body.
+- list: the recurrence collecting its states in a Python list, stacked, split and indexed:
+  ONNX sequences (SequenceEmpty, SequenceInsert in the Loop's body, ConcatFromSequence,
+  SplitToSequence, SequenceAt), which plait keeps as lists of tensors at import.
 - scan: a backward Elman recurrence as an ONNX Scan written with onnx.helper: the sequence read
   along axis 1 in reverse (scan_input_axes, scan_input_directions), the hidden states stacked
   along axis 1 in reverse again so that they line up with the inputs (scan_output_axes,
@@ -24,6 +27,7 @@ Run with /usr/bin/python3 (torch 1.13, onnx 1.12):
 import pathlib
 import sys
 import tempfile
+from typing import List
 
 import numpy as np
 import onnx
@@ -58,6 +62,28 @@ class Recurrence(nn.Module):
         return (d * d).mean()
 
 
+class ListRecurrence(nn.Module):
+    """The recurrence collecting its states in a Python list (SequenceEmpty, SequenceInsert
+    in the Loop's body), stacked (ConcatFromSequence), split again (SplitToSequence) and a
+    piece taken (SequenceAt)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.Linear(FEATURES + HIDDEN, HIDDEN)
+        self.head = nn.Linear(HIDDEN, OUT)
+
+    def forward(self, x, y):
+        h = torch.zeros(x.size(0), self.head.in_features)
+        states: List[torch.Tensor] = []
+        for t in range(x.size(1)):
+            h = torch.tanh(self.cell(torch.cat([x[:, t], h], 1)))
+            states.append(h)
+        hs = torch.stack(states, 1)
+        first = torch.split(hs, 2, dim=1)[0]
+        d = self.head(hs).mean(1) - y
+        return (d * d).mean() + 0.1 * (first * first).mean()
+
+
 class BackwardScan(nn.Module):
     def __init__(self):
         super().__init__()
@@ -83,8 +109,14 @@ def export_loop(model, data, path, opset):
                       str(path), input_names=["x", "y"], output_names=["loss"],
                       opset_version=opset, training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False)
-    loops = [n for n in onnx.load(str(path)).graph.node if n.op_type == "Loop"]
+    graph = onnx.load(str(path)).graph
+    loops = [n for n in graph.node if n.op_type == "Loop"]
     assert len(loops) == 1, "the export holds no Loop: it unrolled the recurrence itself"
+    ops = {n.op_type for n in graph.node} | {n.op_type for n in loops[0].attribute[0].g.node}
+    if isinstance(model, ListRecurrence):
+        wanted = {"SequenceEmpty", "SequenceInsert", "ConcatFromSequence", "SplitToSequence",
+                  "SequenceAt"}
+        assert wanted <= ops, f"the export lacks {wanted - ops}"
 
 
 def scan_onnx(model, path):
@@ -133,7 +165,7 @@ def main():
         for name, data in (("loop", loop_data), ("scan", scan_data)):
             write_data(tmp / f"{name}_data", data)
         cases = (("loop", Recurrence, "loop", 13), ("loop11", Recurrence, "loop", 11),
-                 ("scan", BackwardScan, "scan", 13))
+                 ("list", ListRecurrence, "loop", 13), ("scan", BackwardScan, "scan", 13))
         for name, cls, data_name, opset in cases:
             data = loop_data if data_name == "loop" else scan_data
             torch.manual_seed(0)

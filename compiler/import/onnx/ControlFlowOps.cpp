@@ -52,27 +52,11 @@ LogicalResult importIf(NodeContext &ctx) {
 //===----------------------------------------------------------------------===//
 
 ValueEntry foldedEntry(NodeContext &ctx, HostTensor value) {
-  ValueEntry entry;
-  entry.kind = ValueEntry::Kind::Folded;
-  entry.type = value.type(ctx.context());
-  entry.folded = std::make_shared<HostTensor>(std::move(value));
-  return entry;
-}
-
-ValueEntry runtimeEntry(Value value) {
-  ValueEntry entry;
-  entry.kind = ValueEntry::Kind::Runtime;
-  entry.value = value;
-  entry.type = llvm::cast<RankedTensorType>(value.getType());
-  return entry;
+  return foldedEntry(std::move(value), ctx.context());
 }
 
 RankedTensorType typeOf(NodeContext &ctx, const ValueEntry &entry) {
-  if (entry.value)
-    return llvm::cast<RankedTensorType>(entry.value.getType());
-  if (entry.folded)
-    return entry.folded->type(ctx.context());
-  return entry.type;
+  return entryType(entry, ctx.context());
 }
 
 std::string typeString(Type type) {
@@ -82,28 +66,47 @@ std::string typeString(Type type) {
   return text;
 }
 
-/// The iterations' values `parts` (in the order they take in the result) stacked along a new
-/// axis `axis` (in [0, rank]): a Loop's or Scan's scan output, named `what` in errors.
-FailureOr<ValueEntry> stack(NodeContext &ctx, llvm::MutableArrayRef<ValueEntry> parts, int64_t axis,
-                            const llvm::Twine &what) {
+} // namespace
+
+FailureOr<ValueEntry> joinEntries(NodeContext &ctx, llvm::MutableArrayRef<ValueEntry> parts,
+                                  int64_t axis, bool newAxis, const llvm::Twine &what,
+                                  llvm::StringRef partName) {
   RankedTensorType first = typeOf(ctx, parts[0]);
   if (!first)
-    return ctx.error(what + " has an unsupported type");
-  for (size_t t = 1; t < parts.size(); ++t)
-    if (typeOf(ctx, parts[t]) != first)
-      return ctx.error(what + " is " + typeString(first) + " in iteration 0 but " +
-                       typeString(typeOf(ctx, parts[t])) + " in iteration " + llvm::Twine(t) +
-                       "; plait stacks only values of one type");
+    return ctx.error(what + (parts[0].kind == ValueEntry::Kind::Sequence
+                                 ? " is a sequence; plait joins tensors only"
+                                 : " has an unsupported type"));
   llvm::SmallVector<int64_t> shape(first.getShape());
-  shape.insert(shape.begin() + axis, 1);
-  llvm::SmallVector<int64_t> stacked = shape;
-  stacked[axis] = int64_t(parts.size());
+  if (newAxis)
+    shape.insert(shape.begin() + axis, 1);
+  llvm::SmallVector<int64_t> joined = shape;
+  joined[axis] = 0;
+  for (size_t t = 0; t < parts.size(); ++t) {
+    RankedTensorType type = typeOf(ctx, parts[t]);
+    bool fits = type && type.getElementType() == first.getElementType() &&
+                type.getRank() == first.getRank();
+    for (int64_t d = 0; fits && d < first.getRank(); ++d)
+      fits = type.getDimSize(d) == first.getDimSize(d) || (!newAxis && d == axis);
+    if (!fits)
+      return ctx.error(what + " is " + typeString(first) + " in " + partName + " 0 but " +
+                       (type ? typeString(type) : std::string("a sequence")) + " in " + partName +
+                       " " + llvm::Twine(t) + "; plait " +
+                       (newAxis ? "stacks only tensors of one type"
+                                : "concatenates only tensors equal but along the axis"));
+    joined[axis] += newAxis ? 1 : type.getDimSize(axis);
+  }
+  auto partShape = [&](const ValueEntry &part) {
+    llvm::SmallVector<int64_t> s = shape;
+    if (!newAxis)
+      s[axis] = typeOf(ctx, part).getDimSize(axis);
+    return s;
+  };
   if (llvm::all_of(parts, [](const ValueEntry &e) { return e.kind == ValueEntry::Kind::Folded; }) &&
-      fitsFolding(stacked)) {
+      fitsFolding(joined)) {
     std::vector<HostTensor> pieces;
     pieces.reserve(parts.size());
     for (const ValueEntry &part : parts)
-      pieces.push_back(part.folded->reshaped(shape));
+      pieces.push_back(part.folded->reshaped(partShape(part)));
     llvm::SmallVector<const HostTensor *> inputs;
     for (const HostTensor &piece : pieces)
       inputs.push_back(&piece);
@@ -112,7 +115,7 @@ FailureOr<ValueEntry> stack(NodeContext &ctx, llvm::MutableArrayRef<ValueEntry> 
   llvm::SmallVector<Value> values;
   for (ValueEntry &part : parts) {
     Value v = ctx.valueOf(part);
-    v = v ? ctx.reshape(v, shape) : Value();
+    v = v ? ctx.reshape(v, partShape(part)) : Value();
     if (!v)
       return failure();
     values.push_back(v);
@@ -122,6 +125,15 @@ FailureOr<ValueEntry> stack(NodeContext &ctx, llvm::MutableArrayRef<ValueEntry> 
   if (!result)
     return failure();
   return runtimeEntry(result);
+}
+
+namespace {
+
+/// The iterations' values `parts` (in the order they take in the result) stacked along a new
+/// axis `axis` (in [0, rank]): a Loop's or Scan's scan output, named `what` in errors.
+FailureOr<ValueEntry> stack(NodeContext &ctx, llvm::MutableArrayRef<ValueEntry> parts, int64_t axis,
+                            const llvm::Twine &what) {
+  return joinEntries(ctx, parts, axis, /*newAxis=*/true, what, "iteration");
 }
 
 /// `x` cut along `axis` into its slices, each without that axis: a Scan's scan input.

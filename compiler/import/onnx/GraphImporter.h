@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compiler/import/onnx/Importer.h"
 #include "compiler/import/onnx/OnnxImporter.h"
@@ -23,9 +24,11 @@ constexpr int64_t kMaxOpset = 17;
 /// What the importer knows about one ONNX value.
 struct ValueEntry {
   enum class Kind {
-    Runtime, // computed by plait ops (or a function argument)
-    Folded,  // known at import time; materialised as plait.constant where a real op uses it
-    Param,   // a float initializer: a trainable plait.param, created on first use
+    Runtime,  // computed by plait ops (or a function argument)
+    Folded,   // known at import time; materialised as plait.constant where a real op uses it
+    Param,    // a float initializer: a trainable plait.param, created on first use
+    Sequence, // an ONNX sequence: its tensors, each an entry, known in number and order at
+              // import (SequenceOps.cpp); it exists only in the importer
   };
   Kind kind = Kind::Runtime;
   mlir::Value value;
@@ -33,7 +36,24 @@ struct ValueEntry {
   std::shared_ptr<const HostTensor> folded;        // Folded; Param once read as a constant
   const onnx::TensorProto *initializer = nullptr; // Param
   std::string paramName;                          // Param: the plait.param's name
+  /// Sequence: its tensors in order, and their element type (that of an empty sequence too).
+  std::shared_ptr<const std::vector<ValueEntry>> elements;
+  mlir::Type elementType;
 };
+
+/// Entries of values the importers compute themselves (ControlFlowOps.cpp, SequenceOps.cpp).
+ValueEntry runtimeEntry(mlir::Value value);
+ValueEntry foldedEntry(HostTensor value, mlir::MLIRContext *ctx);
+/// The tensor type of a tensor entry (null for a sequence, or a param of an unsupported dtype).
+mlir::RankedTensorType entryType(const ValueEntry &entry, mlir::MLIRContext *ctx);
+
+/// `parts` (tensor entries) joined along `axis`: stacked along a new axis (`newAxis`; equal
+/// types, `axis` in [0, rank]) or concatenated (equal but along `axis`, in [0, rank)). Folded
+/// when every part is. Errors name the value `what` and the part ("iteration 3", "element 3":
+/// `partName`) that does not fit. (ControlFlowOps.cpp)
+mlir::FailureOr<ValueEntry> joinEntries(NodeContext &ctx, llvm::MutableArrayRef<ValueEntry> parts,
+                                        int64_t axis, bool newAxis, const llvm::Twine &what,
+                                        llvm::StringRef partName);
 
 class GraphImporter {
 public:

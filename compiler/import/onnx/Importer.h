@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/import/onnx/HostTensor.h"
 #include "ir/PlaitDialect.h"
@@ -145,7 +146,8 @@ public:
   /// Imports `graph`'s nodes in place of this node (the branch an If takes); they read the
   /// enclosing graph's values by name.
   mlir::LogicalResult importSubgraph(const onnx::GraphProto &graph);
-  /// The entry of input `i` (to bind it to a loop body's input); null after an error.
+  /// The entry of input `i`, a tensor or a sequence (to bind it to a loop body's input); null
+  /// after an error.
   const ValueEntry *inputEntry(unsigned i);
   /// One iteration of a loop's body (GraphImporter::importBody).
   mlir::LogicalResult
@@ -206,9 +208,18 @@ public:
   mlir::NamedAttribute boolAttr(llvm::StringRef name, bool value);
   mlir::NamedAttribute arrayAttr(llvm::StringRef name, llvm::ArrayRef<int64_t> values);
 
+  //===--- Sequences (SequenceOps.cpp) --------------------------------------===//
+  /// The entry of input `i`, which must be a sequence; null after an error.
+  const ValueEntry *sequenceInput(unsigned i);
+  /// Output `i` is the sequence of `elements` (tensor entries) of element type `elementType`.
+  void setSequence(unsigned i, std::vector<ValueEntry> elements, mlir::Type elementType);
+
 private:
-  /// The entry of input `i`; null after an error when it is absent or unknown.
+  /// The entry of input `i`, a tensor; null after an error when it is absent, unknown or a
+  /// sequence.
   ValueEntry *presentInput(unsigned i);
+  /// The entry of present input `i`, unless it is a sequence (an error); null after an error.
+  ValueEntry *tensorLookup(unsigned i);
 
   GraphImporter &graph_;
   const onnx::NodeProto &node_;
@@ -275,6 +286,7 @@ void registerQuantizeOps(OpImporterMap &map);
 void registerTrainingOps(OpImporterMap &map);
 void registerRandomOps(OpImporterMap &map);
 void registerControlFlowOps(OpImporterMap &map);
+void registerSequenceOps(OpImporterMap &map);
 void registerLegacyOps(OpImporterMap &map); // LegacyOpsets.cpp: plait.legacy's helper nodes
 
 /// ONNX's training domain, whose optimizer ops (Adagrad, Adam, Momentum; version 1) plait

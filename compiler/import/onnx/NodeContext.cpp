@@ -33,12 +33,72 @@ llvm::StringRef NodeContext::outputName(unsigned i) const {
   return hasOutput(i) ? llvm::StringRef(node_.output(i)) : llvm::StringRef();
 }
 
+ValueEntry runtimeEntry(Value value) {
+  ValueEntry entry;
+  entry.kind = ValueEntry::Kind::Runtime;
+  entry.value = value;
+  entry.type = llvm::cast<RankedTensorType>(value.getType());
+  return entry;
+}
+
+ValueEntry foldedEntry(HostTensor value, MLIRContext *ctx) {
+  ValueEntry entry;
+  entry.kind = ValueEntry::Kind::Folded;
+  entry.type = value.type(ctx);
+  entry.folded = std::make_shared<HostTensor>(std::move(value));
+  return entry;
+}
+
+RankedTensorType entryType(const ValueEntry &entry, MLIRContext *ctx) {
+  if (entry.kind == ValueEntry::Kind::Sequence)
+    return {};
+  if (entry.value)
+    return llvm::cast<RankedTensorType>(entry.value.getType());
+  if (entry.folded)
+    return entry.folded->type(ctx);
+  return entry.type;
+}
+
 ValueEntry *NodeContext::presentInput(unsigned i) {
   if (!hasInput(i)) {
     (void)error("missing input #" + llvm::Twine(i));
     return nullptr;
   }
-  return graph_.lookup(node_, node_.input(i));
+  return tensorLookup(i);
+}
+
+ValueEntry *NodeContext::tensorLookup(unsigned i) {
+  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  if (entry && entry->kind == ValueEntry::Kind::Sequence) {
+    (void)error("input '" + node_.input(i) + "' is a sequence, where " + node_.op_type() +
+                " takes a tensor");
+    return nullptr;
+  }
+  return entry;
+}
+
+const ValueEntry *NodeContext::sequenceInput(unsigned i) {
+  if (!hasInput(i)) {
+    (void)error("missing input #" + llvm::Twine(i));
+    return nullptr;
+  }
+  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  if (entry && entry->kind != ValueEntry::Kind::Sequence) {
+    (void)error("input '" + node_.input(i) + "' is a tensor, where " + node_.op_type() +
+                " takes a sequence");
+    return nullptr;
+  }
+  return entry;
+}
+
+void NodeContext::setSequence(unsigned i, std::vector<ValueEntry> elements, Type elementType) {
+  if (!hasOutput(i))
+    return;
+  ValueEntry entry;
+  entry.kind = ValueEntry::Kind::Sequence;
+  entry.elements = std::make_shared<const std::vector<ValueEntry>>(std::move(elements));
+  entry.elementType = elementType;
+  graph_.values[node_.output(i)] = std::move(entry);
 }
 
 RankedTensorType NodeContext::inputType(unsigned i) {
@@ -72,7 +132,7 @@ Value NodeContext::input(unsigned i) {
 Value NodeContext::constantInput(unsigned i) {
   if (!hasInput(i))
     return input(i);
-  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  ValueEntry *entry = tensorLookup(i);
   if (!entry)
     return {};
   if (entry->kind != ValueEntry::Kind::Param)
@@ -146,7 +206,8 @@ const HostTensor *NodeContext::knownInput(unsigned i) {
   if (!hasInput(i))
     return nullptr;
   ValueEntry *entry = graph_.lookup(node_, node_.input(i));
-  if (!entry || entry->kind == ValueEntry::Kind::Runtime)
+  if (!entry || entry->kind == ValueEntry::Kind::Runtime ||
+      entry->kind == ValueEntry::Kind::Sequence)
     return nullptr;
   return graph_.constantValue(node_, node_.input(i), *entry);
 }
@@ -170,7 +231,7 @@ const HostTensor *NodeContext::requireConstInput(unsigned i, llvm::StringRef rol
     (void)error("missing input '" + role + "'");
     return nullptr;
   }
-  ValueEntry *entry = graph_.lookup(node_, node_.input(i));
+  ValueEntry *entry = tensorLookup(i);
   if (!entry)
     return nullptr;
   if (entry->kind != ValueEntry::Kind::Runtime)
@@ -330,7 +391,13 @@ LogicalResult NodeContext::importSubgraph(const onnx::GraphProto &graph) {
   return graph_.importSubgraph(graph);
 }
 
-const ValueEntry *NodeContext::inputEntry(unsigned i) { return presentInput(i); }
+const ValueEntry *NodeContext::inputEntry(unsigned i) {
+  if (!hasInput(i)) {
+    (void)error("missing input #" + llvm::Twine(i));
+    return nullptr;
+  }
+  return graph_.lookup(node_, node_.input(i));
+}
 
 LogicalResult
 NodeContext::importBody(const onnx::GraphProto &body, llvm::ArrayRef<ValueEntry> inputs,

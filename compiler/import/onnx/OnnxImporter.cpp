@@ -285,6 +285,7 @@ static const OpImporterMap &opImporters() {
     registerTrainingOps(m);
     registerRandomOps(m);
     registerControlFlowOps(m);
+    registerSequenceOps(m);
     registerLegacyOps(m);
     return m;
   }();
@@ -523,6 +524,10 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
     auto it = values.find(info.name());
     if (it == values.end())
       return graphError("graph output '" + info.name() + "' is not produced by any node");
+    if (it->second.kind == ValueEntry::Kind::Sequence)
+      return graphError("graph output '" + info.name() +
+                        "': unsupported type sequence (a plan's outputs are tensors: "
+                        "concatenate or stack it with ConcatFromSequence)");
     Value v = materialize(info.name(), it->second);
     if (!v)
       return failure();

@@ -382,6 +382,47 @@ def main():
     ], [vi("x", F, [1, 3, 2])], [vi("total", F, [1, 2]), vi("sums", F, [1, 3, 2])],
         inits=[tensor("zeros", np.zeros((1, 2), np.float32)),
                tensor("lens", np.array([2], np.int32))], opset=8)
+    # Sequences known at import (sequence.test): c inserted before [a, b], stacked along a
+    # new axis 1; x split into its 3 rows (keepdims=0) and the last one taken; the number of
+    # rows from SequenceLength.
+    save("sequence_ops", [
+        helper.make_node("SequenceConstruct", ["a", "b"], ["ab"], name="construct"),
+        const("zero", np.array(0, np.int64)),
+        helper.make_node("SequenceInsert", ["ab", "c", "zero"], ["cab"], name="insert_front"),
+        helper.make_node("ConcatFromSequence", ["cab"], ["stacked"], name="stack", axis=1,
+                         new_axis=1),
+        helper.make_node("SplitToSequence", ["x"], ["rows"], name="rows", axis=0, keepdims=0),
+        const("last", np.array(-1, np.int64)),
+        helper.make_node("SequenceAt", ["rows", "last"], ["row"], name="last_row"),
+        helper.make_node("SequenceLength", ["rows"], ["n"], name="count"),
+    ], [vi("a", F, [2]), vi("b", F, [2]), vi("c", F, [2]), vi("x", F, [3, 4])],
+        [vi("stacked", F, [2, 3]), vi("row", F, [4]), vi("n", I64, [])])
+    # What a sequence cannot do in plait, each in one line: a position out of range, a
+    # position known only at run time, a sequence as a graph output, a sequence where a tensor
+    # is expected, an empty sequence concatenated, a tensor of another element type inserted.
+    seq_ab = [helper.make_node("SequenceConstruct", ["a", "b"], ["ab"], name="construct")]
+    ab_inputs = [vi("a", F, [2]), vi("b", F, [2])]
+    save("sequence_at_range", seq_ab + [
+        const("five", np.array(5, np.int64)),
+        helper.make_node("SequenceAt", ["ab", "five"], ["y"], name="at_five"),
+    ], ab_inputs, [vi("y", F, [2])])
+    save("sequence_at_runtime", seq_ab + [
+        helper.make_node("SequenceAt", ["ab", "p"], ["y"], name="at_p"),
+    ], ab_inputs + [vi("p", I64, [])], [vi("y", F, [2])])
+    save("sequence_output", seq_ab, ab_inputs,
+         [helper.make_value_info("ab", helper.make_sequence_type_proto(
+             helper.make_tensor_type_proto(F, [2])))])
+    save("sequence_as_tensor", seq_ab + [helper.make_node("Relu", ["ab"], ["y"], name="relu")],
+         ab_inputs, [vi("y", F, [2])], check=False)
+    save("sequence_empty_concat", [
+        helper.make_node("SequenceEmpty", [], ["e"], name="empty", dtype=F),
+        helper.make_node("ConcatFromSequence", ["e"], ["y"], name="concat_empty", axis=0),
+    ], [], [vi("y", F, [0])])
+    save("sequence_insert_type", seq_ab + [
+        helper.make_node("SequenceInsert", ["ab", "i"], ["abi"], name="insert_int"),
+        const("zero", np.array(0, np.int64)),
+        helper.make_node("SequenceAt", ["abi", "zero"], ["y"], name="first"),
+    ], ab_inputs + [vi("i", I64, [2])], [vi("y", F, [2])], check=False)
     save("custom_domain", [helper.make_node("FusedThing", ["x"], ["y"], name="fused",
                                             domain="com.example")],
          [vi("x", F, [4])], [vi("y", F, [4])], check=False, domains=["com.example"])
