@@ -320,90 +320,141 @@ def upgraded_model_path(test, model, target, workdir):
     return path
 
 
-def is_sequence(value_info):
-    return value_info.type.WhichOneof("value") == "sequence_type"
+def is_wrapped(value_info):
+    """A graph input or output a plan cannot take or return as it is."""
+    return value_info.type.WhichOneof("value") in ("sequence_type", "optional_type")
 
 
-def read_sequence(path):
-    seq = onnx.SequenceProto()
+def read_proto(path, proto):
     with open(path, "rb") as f:
-        seq.ParseFromString(f.read())
-    return seq
+        proto.ParseFromString(f.read())
+    return proto
+
+
+class Adapter:
+    """A plan takes and returns tensors, so a test whose graph inputs or outputs are sequences
+    or optionals runs as a model that takes and returns their tensors. For an input: one graph
+    input per tensor of this data set's value, gathered by SequenceConstruct (SequenceEmpty for
+    an empty sequence) and wrapped by Optional (an empty optional: Optional with the declared
+    type). For an output: OptionalGetElement of an optional that holds a value, then one
+    SequenceAt per position of a sequence; an empty optional's output is OptionalHasElement,
+    expected false. The model's own nodes are unchanged."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.inputs, self.in_files, self.first, self.outputs, self.out_files, self.last = (
+            [], [], [], [], [], [])
+
+    def write(self, name, tensor, prefix=""):
+        t = onnx.TensorProto()
+        t.CopyFrom(tensor)
+        t.name = name
+        path = os.path.join(self.workdir, "%s%s.pb" % (prefix, sanitize(name)))
+        with open(path, "wb") as f:
+            f.write(t.SerializeToString())
+        return path
+
+    def feed_tensor(self, name, tensor):
+        self.inputs.append(helper.make_tensor_value_info(name, tensor.data_type,
+                                                         list(tensor.dims)))
+        self.in_files.append(self.write(name, tensor))
+
+    def feed_sequence(self, name, seq, elem_type):
+        if len(seq.tensor_values) == 0:
+            self.first.append(helper.make_node("SequenceEmpty", [], [name], dtype=elem_type))
+            return
+        names = ["%s__%d" % (name, k) for k in range(len(seq.tensor_values))]
+        for n, t in zip(names, seq.tensor_values):
+            self.feed_tensor(n, t)
+        self.first.append(helper.make_node("SequenceConstruct", names, [name]))
+
+    def feed(self, vi, pb):
+        kind = vi.type.WhichOneof("value")
+        if kind == "sequence_type":
+            self.feed_sequence(vi.name, read_proto(pb, onnx.SequenceProto()),
+                               vi.type.sequence_type.elem_type.tensor_type.elem_type)
+        elif kind == "optional_type":
+            opt = read_proto(pb, onnx.OptionalProto())
+            inner = vi.name + "__value"
+            if opt.HasField("tensor_value"):
+                self.feed_tensor(inner, opt.tensor_value)
+            elif opt.HasField("sequence_value"):
+                elem = vi.type.optional_type.elem_type.sequence_type.elem_type
+                self.feed_sequence(inner, opt.sequence_value, elem.tensor_type.elem_type)
+            else:
+                self.first.append(helper.make_node(
+                    "Optional", [], [vi.name], type=vi.type.optional_type.elem_type))
+                return
+            self.first.append(helper.make_node("Optional", [inner], [vi.name]))
+        else:
+            # The shape of this data set's tensor (the model may name its dimensions).
+            t = onnx.load_tensor(pb)
+            self.inputs.append(helper.make_tensor_value_info(vi.name, elem_type(vi),
+                                                             list(t.dims)))
+            self.in_files.append(pb)
+
+    def expect_tensor(self, name, tensor):
+        self.outputs.append(helper.make_tensor_value_info(name, tensor.data_type,
+                                                          list(tensor.dims)))
+        self.out_files.append(self.write(name, tensor, "expected_"))
+
+    def expect_sequence(self, value, seq):
+        for k, t in enumerate(seq.tensor_values):
+            name, pos = "%s__%d" % (value, k), "%s__pos%d" % (value, k)
+            self.last.append(helper.make_node(
+                "Constant", [], [pos], value=numpy_helper.from_array(np.array(k, np.int64))))
+            self.last.append(helper.make_node("SequenceAt", [value, pos], [name]))
+            self.expect_tensor(name, t)
+
+    def expect(self, vi, pb):
+        kind = vi.type.WhichOneof("value")
+        if kind == "sequence_type":
+            self.expect_sequence(vi.name, read_proto(pb, onnx.SequenceProto()))
+        elif kind == "optional_type":
+            opt = read_proto(pb, onnx.OptionalProto())
+            if not opt.HasField("tensor_value") and not opt.HasField("sequence_value"):
+                has = vi.name + "__has"
+                self.last.append(helper.make_node("OptionalHasElement", [vi.name], [has]))
+                self.expect_tensor(has, numpy_helper.from_array(np.array(False)))
+                return
+            inner = vi.name + "__value"
+            self.last.append(helper.make_node("OptionalGetElement", [vi.name], [inner]))
+            if opt.HasField("tensor_value"):
+                self.expect_tensor(inner, opt.tensor_value)
+            else:
+                self.expect_sequence(inner, opt.sequence_value)
+        else:
+            self.outputs.append(vi)
+            self.out_files.append(pb)
 
 
 def sequence_adapter(model, data_set, workdir):
-    """A plan takes and returns tensors, so a test whose graph inputs or outputs are sequences
-    runs as a model that takes each sequence as its tensors (SequenceConstruct of one graph
-    input per tensor of this data set's sequence; SequenceEmpty for an empty one) and returns
-    each output sequence's tensors (SequenceAt per position of the expected sequence). Returns
-    (model path, input .pb files, expected output .pb files), or None when no graph input or
-    output is a sequence."""
+    """The model adapted to take and return tensors (Adapter) for this data set. Returns (model
+    path, input .pb files, expected output .pb files), or None when every graph input and
+    output is a tensor."""
     inputs, outputs = graph_io(model)
-    if not any(is_sequence(v) for v in list(inputs) + list(outputs)):
+    if not any(is_wrapped(v) for v in list(inputs) + list(outputs)):
         return None
+    a = Adapter(workdir)
+    for i, vi in enumerate(inputs):
+        a.feed(vi, os.path.join(data_set, "input_%d.pb" % i))
+    for i, vi in enumerate(outputs):
+        a.expect(vi, os.path.join(data_set, "output_%d.pb" % i))
     adapted = onnx.ModelProto()
     adapted.CopyFrom(model)
     g = adapted.graph
-    new_inputs, in_files, nodes = [], [], []
-    for i, vi in enumerate(inputs):
-        pb = os.path.join(data_set, "input_%d.pb" % i)
-        if not is_sequence(vi):
-            # The shape of this data set's tensor (the model may name its dimensions).
-            t = onnx.load_tensor(pb)
-            new_inputs.append(helper.make_tensor_value_info(vi.name, elem_type(vi), list(t.dims))
-                              if elem_type(vi) is not None else vi)
-            in_files.append(pb)
-            continue
-        seq = read_sequence(pb)
-        if len(seq.tensor_values) == 0:
-            nodes.append(helper.make_node("SequenceEmpty", [], [vi.name],
-                                          dtype=vi.type.sequence_type.elem_type.tensor_type
-                                          .elem_type))
-            continue
-        names = []
-        for k, t in enumerate(seq.tensor_values):
-            name = "%s__%d" % (vi.name, k)
-            names.append(name)
-            new_inputs.append(helper.make_tensor_value_info(name, t.data_type, list(t.dims)))
-            path = os.path.join(workdir, "%s.pb" % sanitize(name))
-            t2 = onnx.TensorProto()
-            t2.CopyFrom(t)
-            t2.name = name
-            with open(path, "wb") as f:
-                f.write(t2.SerializeToString())
-            in_files.append(path)
-        nodes.append(helper.make_node("SequenceConstruct", names, [vi.name]))
-    new_outputs, out_files = [], []
-    for i, vi in enumerate(outputs):
-        pb = os.path.join(data_set, "output_%d.pb" % i)
-        if not is_sequence(vi):
-            new_outputs.append(vi)
-            out_files.append(pb)
-            continue
-        for k, t in enumerate(read_sequence(pb).tensor_values):
-            name, pos = "%s__%d" % (vi.name, k), "%s__pos%d" % (vi.name, k)
-            nodes.append(helper.make_node("Constant", [], [pos],
-                                          value=numpy_helper.from_array(np.array(k, np.int64))))
-            nodes.append(helper.make_node("SequenceAt", [vi.name, pos], [name]))
-            new_outputs.append(helper.make_tensor_value_info(name, t.data_type, list(t.dims)))
-            path = os.path.join(workdir, "expected_%s.pb" % sanitize(name))
-            with open(path, "wb") as f:
-                f.write(t.SerializeToString())
-            out_files.append(path)
     inits = {i.name for i in g.initializer}
     kept = [vi for vi in g.input if vi.name in inits]
     del g.input[:]
-    g.input.extend(new_inputs + kept)
+    g.input.extend(a.inputs + kept)
     del g.output[:]
-    g.output.extend(new_outputs)
+    g.output.extend(a.outputs)
     graph_nodes = list(g.node)
     del g.node[:]
-    first = [n for n in nodes if n.op_type in ("SequenceConstruct", "SequenceEmpty")]
-    last = [n for n in nodes if n not in first]
-    g.node.extend(first + graph_nodes + last)
-    path = os.path.join(workdir, "model-sequences-as-tensors.onnx")
+    g.node.extend(a.first + graph_nodes + a.last)
+    path = os.path.join(workdir, "model-as-tensors.onnx")
     onnx.save(adapted, path)
-    return path, in_files, out_files
+    return path, a.in_files, a.out_files
 
 
 def run_data_set(test, args, tool, model, data_set, workdir, compiled):

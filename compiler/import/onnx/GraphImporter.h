@@ -29,6 +29,8 @@ struct ValueEntry {
     Param,    // a float initializer: a trainable plait.param, created on first use
     Sequence, // an ONNX sequence: its tensors, each an entry, known in number and order at
               // import (SequenceOps.cpp); it exists only in the importer
+    Optional, // an ONNX optional: empty or holding one entry (a tensor or a sequence), known
+              // at import (SequenceOps.cpp); it exists only in the importer
   };
   Kind kind = Kind::Runtime;
   mlir::Value value;
@@ -37,6 +39,7 @@ struct ValueEntry {
   const onnx::TensorProto *initializer = nullptr; // Param
   std::string paramName;                          // Param: the plait.param's name
   /// Sequence: its tensors in order, and their element type (that of an empty sequence too).
+  /// Optional: none, or the one value it holds.
   std::shared_ptr<const std::vector<ValueEntry>> elements;
   mlir::Type elementType;
 };

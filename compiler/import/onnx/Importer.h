@@ -208,11 +208,13 @@ public:
   mlir::NamedAttribute boolAttr(llvm::StringRef name, bool value);
   mlir::NamedAttribute arrayAttr(llvm::StringRef name, llvm::ArrayRef<int64_t> values);
 
-  //===--- Sequences (SequenceOps.cpp) --------------------------------------===//
+  //===--- Sequences and optionals (SequenceOps.cpp) ------------------------===//
   /// The entry of input `i`, which must be a sequence; null after an error.
   const ValueEntry *sequenceInput(unsigned i);
   /// Output `i` is the sequence of `elements` (tensor entries) of element type `elementType`.
   void setSequence(unsigned i, std::vector<ValueEntry> elements, mlir::Type elementType);
+  /// Output `i` is an optional holding `value` (a tensor or sequence entry), or empty.
+  void setOptional(unsigned i, std::optional<ValueEntry> value);
 
 private:
   /// The entry of input `i`, a tensor; null after an error when it is absent, unknown or a

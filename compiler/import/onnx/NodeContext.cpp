@@ -50,7 +50,7 @@ ValueEntry foldedEntry(HostTensor value, MLIRContext *ctx) {
 }
 
 RankedTensorType entryType(const ValueEntry &entry, MLIRContext *ctx) {
-  if (entry.kind == ValueEntry::Kind::Sequence)
+  if (entry.kind == ValueEntry::Kind::Sequence || entry.kind == ValueEntry::Kind::Optional)
     return {};
   if (entry.value)
     return llvm::cast<RankedTensorType>(entry.value.getType());
@@ -74,6 +74,11 @@ ValueEntry *NodeContext::tensorLookup(unsigned i) {
                 " takes a tensor");
     return nullptr;
   }
+  if (entry && entry->kind == ValueEntry::Kind::Optional) {
+    (void)error("input '" + node_.input(i) + "' is an optional, where " + node_.op_type() +
+                " takes a tensor (OptionalGetElement gives its value)");
+    return nullptr;
+  }
   return entry;
 }
 
@@ -84,11 +89,24 @@ const ValueEntry *NodeContext::sequenceInput(unsigned i) {
   }
   ValueEntry *entry = graph_.lookup(node_, node_.input(i));
   if (entry && entry->kind != ValueEntry::Kind::Sequence) {
-    (void)error("input '" + node_.input(i) + "' is a tensor, where " + node_.op_type() +
-                " takes a sequence");
+    (void)error("input '" + node_.input(i) + "' is " +
+                (entry->kind == ValueEntry::Kind::Optional ? "an optional" : "a tensor") +
+                ", where " + node_.op_type() + " takes a sequence");
     return nullptr;
   }
   return entry;
+}
+
+void NodeContext::setOptional(unsigned i, std::optional<ValueEntry> value) {
+  if (!hasOutput(i))
+    return;
+  ValueEntry entry;
+  entry.kind = ValueEntry::Kind::Optional;
+  std::vector<ValueEntry> held;
+  if (value)
+    held.push_back(std::move(*value));
+  entry.elements = std::make_shared<const std::vector<ValueEntry>>(std::move(held));
+  graph_.values[node_.output(i)] = std::move(entry);
 }
 
 void NodeContext::setSequence(unsigned i, std::vector<ValueEntry> elements, Type elementType) {
@@ -207,7 +225,7 @@ const HostTensor *NodeContext::knownInput(unsigned i) {
     return nullptr;
   ValueEntry *entry = graph_.lookup(node_, node_.input(i));
   if (!entry || entry->kind == ValueEntry::Kind::Runtime ||
-      entry->kind == ValueEntry::Kind::Sequence)
+      entry->kind == ValueEntry::Kind::Sequence || entry->kind == ValueEntry::Kind::Optional)
     return nullptr;
   return graph_.constantValue(node_, node_.input(i), *entry);
 }

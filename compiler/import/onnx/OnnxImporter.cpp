@@ -528,6 +528,10 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
       return graphError("graph output '" + info.name() +
                         "': unsupported type sequence (a plan's outputs are tensors: "
                         "concatenate or stack it with ConcatFromSequence)");
+    if (it->second.kind == ValueEntry::Kind::Optional)
+      return graphError("graph output '" + info.name() +
+                        "': unsupported type optional (a plan's outputs are tensors: give "
+                        "its value with OptionalGetElement)");
     Value v = materialize(info.name(), it->second);
     if (!v)
       return failure();

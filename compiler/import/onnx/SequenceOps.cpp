@@ -4,7 +4,8 @@
 // a Python list: `outs: List[Tensor] = []` (SequenceEmpty), `outs.append(h)` in a loop
 // (SequenceInsert in the Loop's body, unrolled: ControlFlowOps.cpp), `torch.stack(outs, 1)`
 // (ConcatFromSequence), `torch.split` and `unbind` (SplitToSequence) and indexing (SequenceAt).
-// A sequence can be a graph's input or output only as tensors: plait's plans take and return
+// Optionals are the same: empty or holding one value, known at import. A sequence or an
+// optional can be a graph's input or output only as tensors: plait's plans take and return
 // tensors.
 #include "compiler/import/onnx/GraphImporter.h"
 
@@ -307,9 +308,61 @@ LogicalResult importSequenceMap(NodeContext &ctx) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Optionals: empty, or holding a tensor or a sequence, known at import
+//===----------------------------------------------------------------------===//
+
+LogicalResult importOptional(NodeContext &ctx) {
+  if (!ctx.hasInput(0)) {
+    if (!ctx.hasAttr("type"))
+      return ctx.error("an empty Optional needs its attribute type");
+    ctx.setOptional(0, std::nullopt);
+    return success();
+  }
+  const ValueEntry *value = ctx.inputEntry(0);
+  if (!value)
+    return failure();
+  if (value->kind == ValueEntry::Kind::Optional)
+    return ctx.error("input '" + ctx.inputName(0) + "' is already an optional");
+  ctx.setOptional(0, *value);
+  return success();
+}
+
+/// Opset 18's reading, which ORT's takes at 15 too: a tensor or a sequence holds its value,
+/// and an omitted input is empty.
+LogicalResult importOptionalHasElement(NodeContext &ctx) {
+  bool has = false;
+  if (ctx.hasInput(0)) {
+    const ValueEntry *value = ctx.inputEntry(0);
+    if (!value)
+      return failure();
+    has = value->kind != ValueEntry::Kind::Optional || !value->elements->empty();
+  }
+  ctx.setOutput(0, HostTensor::splatInt(ElemKind::Bool, {}, has));
+  return success();
+}
+
+/// The optional's value (an error when it is empty); a tensor or a sequence is its own value.
+LogicalResult importOptionalGetElement(NodeContext &ctx) {
+  const ValueEntry *value = ctx.inputEntry(0);
+  if (!value)
+    return failure();
+  if (value->kind != ValueEntry::Kind::Optional) {
+    ctx.setOutputEntry(0, *value);
+    return success();
+  }
+  if (value->elements->empty())
+    return ctx.error("input '" + ctx.inputName(0) + "' is an empty optional");
+  ctx.setOutputEntry(0, value->elements->front());
+  return success();
+}
+
 } // namespace
 
 void registerSequenceOps(OpImporterMap &map) {
+  map["Optional"] = importOptional;
+  map["OptionalHasElement"] = importOptionalHasElement;
+  map["OptionalGetElement"] = importOptionalGetElement;
   map["SequenceEmpty"] = importSequenceEmpty;
   map["SequenceConstruct"] = importSequenceConstruct;
   map["SequenceInsert"] = importSequenceInsert;

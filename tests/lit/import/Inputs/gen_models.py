@@ -423,6 +423,25 @@ def main():
         const("zero", np.array(0, np.int64)),
         helper.make_node("SequenceAt", ["abi", "zero"], ["y"], name="first"),
     ], ab_inputs + [vi("i", I64, [2])], [vi("y", F, [2])], check=False)
+    # Optionals known at import: one holding x (its value taken, HasElement folded true) and
+    # an empty one (HasElement folded false); taking the value of the empty one, or returning
+    # an optional, is refused.
+    opt_type = helper.make_tensor_type_proto(F, [2])
+    save("optional_ops", [
+        helper.make_node("Optional", ["x"], ["ox"], name="wrap"),
+        helper.make_node("OptionalGetElement", ["ox"], ["y"], name="unwrap"),
+        helper.make_node("OptionalHasElement", ["ox"], ["has_x"], name="has_x"),
+        helper.make_node("Optional", [], ["none"], name="nothing", type=opt_type),
+        helper.make_node("OptionalHasElement", ["none"], ["has_none"], name="has_none"),
+    ], [vi("x", F, [2])], [vi("y", F, [2]), vi("has_x", BOOL, []), vi("has_none", BOOL, [])],
+        opset=16)
+    save("optional_get_empty", [
+        helper.make_node("Optional", [], ["none"], name="nothing", type=opt_type),
+        helper.make_node("OptionalGetElement", ["none"], ["y"], name="unwrap_none"),
+    ], [], [vi("y", F, [2])], opset=16)
+    save("optional_output", [helper.make_node("Optional", ["x"], ["ox"], name="wrap")],
+         [vi("x", F, [2])], [helper.make_value_info("ox", helper.make_optional_type_proto(
+             opt_type))], opset=16)
     save("custom_domain", [helper.make_node("FusedThing", ["x"], ["y"], name="fused",
                                             domain="com.example")],
          [vi("x", F, [4])], [vi("y", F, [4])], check=False, domains=["com.example"])
