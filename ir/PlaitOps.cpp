@@ -316,6 +316,34 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   return success();
 }
 
+/// det: [..., n, n] -> [...].
+LogicalResult DetOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkShapeRuleInputs(context, loc, adaptor)))
+    return failure();
+  ShapeRule rule(loc, getOperationName());
+  auto x = rankedType(adaptor.getX());
+  if (x.getRank() < 2)
+    return rule.fail("x must have rank >= 2 (matrices in its last two axes)");
+  int64_t n = x.getShape().back();
+  if (x.getShape()[x.getRank() - 2] != n || n < 1)
+    return rule.fail("the matrices of x must be square and not empty, got ",
+                     x.getShape()[x.getRank() - 2], " x ", n);
+  results.push_back(RankedTensorType::get(x.getShape().drop_back(2), x.getElementType()));
+  return success();
+}
+
+LogicalResult CofactorsOp::verify() {
+  auto x = cast<RankedTensorType>(getX().getType());
+  if (x.getRank() < 2)
+    return emitOpError("x must have rank >= 2 (matrices in its last two axes)");
+  int64_t n = x.getShape().back();
+  if (x.getShape()[x.getRank() - 2] != n || n < 1)
+    return emitOpError("the matrices of x must be square and not empty, got ")
+           << x.getShape()[x.getRank() - 2] << " x " << n;
+  return success();
+}
+
 namespace {
 LogicalResult verifySoftmaxAxis(Operation *op, int64_t axis, int64_t rank) {
   if (!normalizeAxis(axis, rank))

@@ -347,6 +347,43 @@ def Plait_TopKOp : Plait_Op<"top_k", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
 }
 
+def Plait_DetOp : Plait_Op<"det", [Pure, InferTypeOpAdaptor]> {
+  let summary = "determinant of each square matrix of the last two axes";
+  let description = [{
+    `x` is [..., n, n] (n >= 1); the result [...] holds each matrix's determinant, computed
+    in f64 by an LU factorisation with partial pivoting (codegen/schema/Determinant.h) and
+    rounded once to the element type. Its gradient is plait.cofactors of `x` times the
+    result's gradient. The ONNX importer writes it for Det.
+
+    ```mlir
+    %d = plait.det %x : (tensor<3x4x4xf32>) -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def Plait_CofactorsOp : Plait_Op<"cofactors", [Pure, SameOperandsAndResultType]> {
+  let summary = "cofactor matrix of each square matrix of the last two axes";
+  let description = [{
+    For each n x n matrix A of `x` ([..., n, n], n >= 1), C[i][j] = (-1)^(i+j) times the
+    determinant of A without row i and column j: the gradient of det(A) with respect to A.
+    Computed in f64: det(A) * inverse(A)^T from one LU factorisation where A is invertible,
+    each minor's own determinant where it is singular (codegen/schema/Determinant.h). The
+    cofactor of a 1 x 1 matrix is 1. It has no gradient of its own (the step differentiates
+    once).
+
+    ```mlir
+    %c = plait.cofactors %x : tensor<3x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x);
+  let results = (outs Plait_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+  let hasVerifier = 1;
+}
+
 class Plait_SoftmaxLikeOp<string mnemonic, string doc> :
     Plait_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = doc # " along `axis`";

@@ -363,6 +363,16 @@ PLAIT_VJP(SoftmaxOp) {
   og[0] = g.mul(y, g.sub(rg[0], dot));
   return success();
 }
+PLAIT_VJP(DetOp) {
+  // d det(A) / dA is A's cofactor matrix: dA = dy[..., None, None] * cofactors(A).
+  Value x = op.getX();
+  SmallVector<int64_t> shape(rankedType(rg[0]).getShape());
+  shape.append({1, 1});
+  Value dy = g.reshape(rg[0], shape);
+  Value cof = g.b.create<CofactorsOp>(g.loc, x.getType(), x);
+  og[0] = g.mul(dy, cof);
+  return success();
+}
 PLAIT_VJP(LogSoftmaxOp) {
   int64_t axis = *normalizeAxis(op.getAxis(), op.getType().getRank());
   Value p = g.b.create<ExpOp>(g.loc, op.getResult());
@@ -863,6 +873,7 @@ void registerVJPInterfaces(DialectRegistry &registry) {
     ReduceMaxOp::attachInterface<ReduceMaxOpVJP>(*ctx);
     ReduceMinOp::attachInterface<ReduceMinOpVJP>(*ctx);
     SoftmaxOp::attachInterface<SoftmaxOpVJP>(*ctx);
+    DetOp::attachInterface<DetOpVJP>(*ctx);
     LogSoftmaxOp::attachInterface<LogSoftmaxOpVJP>(*ctx);
     LayerNormOp::attachInterface<LayerNormOpVJP>(*ctx);
     RmsNormOp::attachInterface<RmsNormOpVJP>(*ctx);

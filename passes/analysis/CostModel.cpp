@@ -471,6 +471,16 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
             true);
     return cost;
   }
+  if ((k == "det" || k == "cofactors") && a.shape.size() >= 2) {
+    // LinalgKernels.cpp: an LU factorisation per matrix, 2/3 n^3 multiply-adds, serial over
+    // the matrices; cofactors solves n columns more (2 n^3). A singular matrix's cofactors
+    // (each minor factorised) are not modelled.
+    const double n = double(a.shape.back());
+    const double matrices = n > 0 ? numel(a) / (n * n) : 0;
+    cost.flops = matrices * (k == "det" ? 2.0 / 3.0 : 2.0 / 3.0 + 2.0) * n * n * n;
+    cost.rateClass = "binary";
+    return cost;
+  }
   if ((k == "attention" && instr.inputs.size() == 3) ||
       (k == "attention_grad" && instr.inputs.size() == 6)) {
     // AttentionKernels.cpp: per head, blocks of kAttentionRowBlock query rows, each scored

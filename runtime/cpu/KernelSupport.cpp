@@ -682,6 +682,27 @@ Status planTopK(const KernelCall &call, int64_t &rows, int64_t &n, int64_t &k) {
   return {};
 }
 
+Status planSquareMatrices(const KernelCall &call, bool cofactors, int64_t &batch, int64_t &n) {
+  const char *kName = cofactors ? "cofactors" : "det";
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kName, 1, 1, 1));
+  const TensorView &x = call.inputs[0];
+  const TensorView &out = call.outputs[0];
+  PLAIT_RETURN_IF_ERROR(checkSameDtype(kName, x, out));
+  if (!isFloat(x.dtype))
+    return unsupportedDtype(kName, x.dtype);
+  if (x.rank() < 2)
+    return Status::errorf("{}: x must have rank >= 2 (matrices in its last two axes)", kName);
+  n = x.shape.back();
+  if (x.shape[x.rank() - 2] != n || n < 1)
+    return Status::errorf("{}: the matrices of x must be square and not empty, got {} x {}", kName,
+                          x.shape[x.rank() - 2], n);
+  const ShapeRef xShape(x.shape);
+  const Dims outShape = cofactors ? Dims(xShape) : Dims(xShape.slice(0, xShape.size() - 2));
+  PLAIT_RETURN_IF_ERROR(checkShape(kName, "output", out.shape, outShape));
+  batch = product(x.shape, 0, x.shape.size() - 2);
+  return {};
+}
+
 Status planWeightEma(const KernelCall &call, EmaSchedule &schedule) {
   constexpr const char *kName = "weight_ema";
   const size_t n = call.outputs.size();

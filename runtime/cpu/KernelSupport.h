@@ -82,6 +82,10 @@ Status sliceView(const Attrs &attrs, const TensorView &x, const TensorView &y, i
 /// CUDA kernels.
 Status planTopK(const KernelCall &call, int64_t &rows, int64_t &n, int64_t &k);
 
+/// det's or (`cofactors`) cofactors' call checked (one float input [..., n, n], n >= 1; the
+/// output of its dtype and of shape [...], or of x's shape): `batch` matrices of n x n.
+Status planSquareMatrices(const KernelCall &call, bool cofactors, int64_t &batch, int64_t &n);
+
 /// weight_ema's call checked (N params, their N averages, the step; N results: each param, its
 /// average and new average of one float dtype and shape, an f32 scalar step) and its schedule
 /// (0 < decay < 1, 0 <= min_decay <= decay, power >= 0, inv_gamma > 0, start >= 0, every >=

@@ -1,7 +1,9 @@
-// Linear-algebra kernels: matmul (numpy semantics, batched with broadcasting) and gemm.
+// Linear-algebra kernels: matmul (numpy semantics, batched with broadcasting), gemm, and the
+// determinant and cofactor matrix of square matrices (codegen/schema/Determinant.h).
 #include <algorithm>
 #include <cstring>
 
+#include "codegen/schema/Determinant.h"
 #include "codegen/schema/MatmulLayout.h"
 #include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/Gemm.h"
@@ -260,11 +262,63 @@ Status gemmKernel(const KernelCall &call) {
   });
 }
 
+/// det of each n x n matrix of x ([..., n, n] -> [...]), in f64 (Determinant.h); 16-bit
+/// floats through f32 copies. Scratch: one matrix and its pivots (Workspace.cpp).
+Status detKernel(const KernelCall &call) {
+  int64_t batch, n;
+  PLAIT_RETURN_IF_ERROR(planSquareMatrices(call, false, batch, n));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &detKernel);
+  Scratch scratch(call, "det");
+  double *lu = nullptr;
+  int64_t *pivot = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(n * n, lu));
+  PLAIT_RETURN_IF_ERROR(scratch.take(n, pivot));
+  return dispatchF32F64("det", call.inputs[0].dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T *x = call.inputs[0].as<T>();
+    T *out = call.outputs[0].as<T>();
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t i = 0; i < n * n; ++i)
+        lu[i] = double(x[b * n * n + i]);
+      out[b] = T(linalg::luDeterminant(lu, n, pivot));
+    }
+    return Status();
+  });
+}
+
+/// cofactors of each n x n matrix of x (the gradient of det), in f64 (Determinant.h).
+/// Scratch: linalg::cofactorScratch(n) doubles and the n x n result in f64 (Workspace.cpp).
+Status cofactorsKernel(const KernelCall &call) {
+  int64_t batch, n;
+  PLAIT_RETURN_IF_ERROR(planSquareMatrices(call, true, batch, n));
+  if (hasHalfTensor(call))
+    return runStagedInF32(call, &cofactorsKernel);
+  Scratch scratch(call, "cofactors");
+  double *work = nullptr, *c = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(linalg::cofactorScratch(n), work));
+  PLAIT_RETURN_IF_ERROR(scratch.take(n * n, c));
+  return dispatchF32F64("cofactors", call.inputs[0].dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T *x = call.inputs[0].as<T>();
+    T *out = call.outputs[0].as<T>();
+    for (int64_t b = 0; b < batch; ++b) {
+      const T *a = x + b * n * n;
+      linalg::cofactors([a](int64_t i) { return double(a[i]); }, n, c, work);
+      for (int64_t i = 0; i < n * n; ++i)
+        out[b * n * n + i] = T(c[i]);
+    }
+    return Status();
+  });
+}
+
 } // namespace
 
 void registerLinalgKernels() {
   registerKernel("matmul", &matmulKernel);
   registerKernel("gemm", &gemmKernel);
+  registerKernel("det", &detKernel);
+  registerKernel("cofactors", &cofactorsKernel);
 }
 
 } // namespace plait::rt::cpu

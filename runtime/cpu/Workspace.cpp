@@ -59,7 +59,8 @@ constexpr std::string_view kStagedKernels[] = {
     "avg_pool2d_grad", "softmax_cross_entropy_grad", "nll_loss_grad",
     "sgd_update", "adamw_update", "adagrad_update", "rmsprop_update", "lion_update",
     "adamax_update", "nadam_update", "radam_update", "adadelta_update", "rprop_update",
-    "asgd_update", "lamb_update", "lamb_norms", "attention", "attention_grad"};
+    "asgd_update", "lamb_update", "lamb_norms", "attention", "attention_grad", "det",
+    "cofactors"};
 // clang-format on
 
 // The unary maps, which compute bf16/f16 in pieces of halfMapPiece elements.
@@ -211,6 +212,17 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   auto operands = [&](size_t inputs, size_t outputs) {
     return in.size() >= inputs && out.size() >= outputs;
   };
+  if ((kernel == "det" || kernel == "cofactors") && operands(1, 1) && in[0].shape->size() >= 2) {
+    // LinalgKernels.cpp: det a matrix and its pivots; cofactors Determinant.h's scratch and
+    // the matrix's cofactors, in f64.
+    const uint64_t n = uint64_t(std::max<int64_t>(in[0].shape->back(), 0));
+    const uint64_t matrix = saturatingMul(n, n);
+    if (kernel == "det")
+      return saturatingAdd(chunk(matrix, 8), chunk(n, 8));
+    const uint64_t minor = n > 1 ? saturatingMul(n - 1, n - 1) : 1;
+    return saturatingAdd(chunk(saturatingAdd(saturatingAdd(matrix, minor), 2 * n), 8),
+                         chunk(matrix, 8));
+  }
   if ((kernel == "matmul" || kernel == "gemm") && operands(2, 1))
     return isHalfType(in[0].dtype) ? halfGemmBytes(kernel, in, attrs) : 0;
   if (kernel == "conv2d" && operands(2, 1))

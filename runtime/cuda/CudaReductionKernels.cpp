@@ -206,6 +206,25 @@ Status topKKernel(const CudaKernelCall &call) {
                   kName);
 }
 
+/// det or cofactors of square matrices (checks as LinalgKernels.cpp's), a thread per matrix.
+template <bool kCofactors> Status squareMatrixKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kCofactors ? "cofactors" : "det";
+  int64_t batch, n;
+  PLAIT_RETURN_IF_ERROR(cpu::planSquareMatrices(call.asHostCall(), kCofactors, batch, n));
+  const TensorView &x = call.inputs[0];
+  if (!hasCudaElementCode(x.dtype))
+    return noCudaDtype(kName, x.dtype);
+  uint64_t used = 0;
+  void *work = nullptr;
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(
+      call, kName, uint64_t(detWorkspaceDoubles(kCofactors, batch, n)) * 8, used, work));
+  if (call.check)
+    return {};
+  return launched(launchDet(kCofactors, code(x.dtype), x.data, call.outputs[0].data, batch, n,
+                            static_cast<double *>(work), call.stream),
+                  kName);
+}
+
 LossGeometry lossGeometry(const cpu::LossShape &s) {
   LossGeometry g;
   g.batch = s.batch;
@@ -304,6 +323,8 @@ void registerCudaReductionKernels() {
   registerCudaKernel("rms_norm_grad", &normGradKernel<true>);
   registerCudaKernel("argmax", &argKernel<true>);
   registerCudaKernel("top_k", &topKKernel);
+  registerCudaKernel("det", &squareMatrixKernel<false>);
+  registerCudaKernel("cofactors", &squareMatrixKernel<true>);
   registerCudaKernel("argmin", &argKernel<false>);
   registerCudaKernel("softmax_cross_entropy", &lossKernel<true>);
   registerCudaKernel("nll_loss", &lossKernel<false>);

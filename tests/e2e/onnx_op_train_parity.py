@@ -6,6 +6,8 @@ Each model is a small PyTorch module built here around one ONNX op:
   groups, stride 2, padding and output padding, then ConvTranspose2d with dilation, unequal
   strides and no bias; beside it a ConvTranspose1d with output padding. Mean squared error
   against targets.
+- det: Det (plait.det, its gradient plait.cofactors): a normalizing flow's log|det W| of a
+  parameter and the determinants of data-dependent 3 x 3 matrices.
 - einsum: Einsum (diagonals as gathers, summed labels as reductions, contractions as batched
   matmuls): projections, attention scores, a diagonal, an ellipsis broadcast against a size-1
   dimension, a trace with an implicit output, and an outer product.
@@ -327,6 +329,32 @@ class Trig(nn.Module):
         }
 
 
+class Determinant(nn.Module):
+    """A normalizing flow's linear layer: z = x W and its log-likelihood term log|det W| (Det
+    of a parameter), and the determinants of data-dependent 3 x 3 matrices (a batched Det whose
+    gradient, the cofactors, flows into the projection that built them)."""
+    inputs = "xy"
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.eye(4) + 0.2 * torch.randn(4, 4))
+        self.proj = nn.Linear(4, 9)
+
+    def forward(self, x, y):
+        z = x @ self.w
+        logdet = torch.log(torch.abs(torch.det(self.w)))
+        m = torch.tanh(self.proj(z)).view(-1, 3, 3)
+        d = torch.det(m) - y
+        return 0.5 * (z * z).mean() - logdet + 0.1 * (d * d).mean()
+
+    @staticmethod
+    def data(n, rng):
+        return {
+            "x": rng.standard_normal((n, 4)).astype(np.float32),
+            "y": rng.standard_normal((n,)).astype(np.float32),
+        }
+
+
 class TorchTransformer(nn.Module):
     """torch.nn's own transformer layers as torch.onnx.export writes them (no hand-written
     attention): a post-norm TransformerEncoder (ReLU) and a pre-norm one (GELU) of two layers
@@ -546,7 +574,8 @@ class Norms(nn.Module):
         }
 
 
-MODELS = {"batch_norm": BatchNorms, "conv_transpose": Decoder, "einsum": Einsummer, "gather_elements": Gatherer,
+MODELS = {"batch_norm": BatchNorms, "conv_transpose": Decoder, "det": Determinant,
+          "einsum": Einsummer, "gather_elements": Gatherer,
           "grid_sample": GridSampler, "recurrent": Recurrent, "resize": Resizer,
           "norms": Norms, "padded_embedding": PaddedEmbedding, "scatter": Scatterer, "topk": Router, "trig": Trig,
           "torch_layers": TorchLayers, "torch_transformer": TorchTransformer,

@@ -819,9 +819,18 @@ LogicalResult importOneHot(NodeContext &ctx) {
   return ctx.setResult(hot ? ctx.create<WhereOp>({hot, onV, offV}) : Value());
 }
 
+/// Det: plait.det of the matrices in the last two axes (its gradient: plait.cofactors).
+LogicalResult importDet(NodeContext &ctx) {
+  if (failed(ctx.requireFloatInput(0)))
+    return failure();
+  Value x = ctx.input(0);
+  return x ? ctx.setResult(ctx.create<DetOp>({x})) : failure();
+}
+
 } // namespace
 
 void registerTensorOps(OpImporterMap &map) {
+  map["Det"] = importDet;
   map["Reshape"] = importReshape;
   map["Flatten"] = importFlatten;
   map["Squeeze"] = importSqueeze;

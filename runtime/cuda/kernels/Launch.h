@@ -168,6 +168,18 @@ cudaError_t launchNormGrad(bool rms, int dtype, const void *x, const void *scale
 cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x, int64_t *out,
                              int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
 
+/// det (`cofactors` false: y [batch]) or cofactors (y [batch, n, n]) of the `batch` n x n
+/// matrices of float `x`, one thread per matrix in f64 (codegen/schema/Determinant.h), with
+/// `workspace` of detWorkspaceDoubles doubles.
+cudaError_t launchDet(bool cofactors, int dtype, const void *x, void *y, int64_t batch, int64_t n,
+                      double *workspace, cudaStream_t stream);
+/// The doubles of workspace launchDet takes: a matrix and its pivots per matrix (det), or
+/// Determinant.h's scratch and the f64 cofactors per matrix.
+inline int64_t detWorkspaceDoubles(bool cofactors, int64_t batch, int64_t n) {
+  const int64_t scratch = cofactors ? n * n + (n > 1 ? (n - 1) * (n - 1) : 1) + 2 * n : 0;
+  return batch * (cofactors ? scratch + n * n : n * n + n);
+}
+
 /// top_k of rows of n elements (n <= kTopKThreadRow: a thread per row; longer: a block per
 /// row): the i64 indices of each row's k first elements, largest (smallest) first, ties to
 /// the lower index, NaN larger than every number (TopKOp).

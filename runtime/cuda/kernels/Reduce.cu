@@ -6,6 +6,7 @@
 // rounding, not bitwise. Run against the CPU backend on an H200 by tests/gpu/run.sh.
 #include <cfloat>
 
+#include "codegen/schema/Determinant.h"
 #include "runtime/cuda/kernels/Device.cuh"
 
 namespace plait::rt::cuda {
@@ -598,6 +599,33 @@ __global__ void topKBlockKernel(const S *x, int64_t *out, int64_t rows, int64_t 
   }
 }
 
+/// det of matrix b of `x` (a thread per matrix): its f64 copy factorised in `work`.
+template <typename S>
+__global__ void detKernel(const S *x, S *y, int64_t batch, int64_t n, double *work) {
+  PLAIT_GRID_STRIDE(b, batch) {
+    double *lu = work + b * (n * n + n);
+    int64_t *pivot = reinterpret_cast<int64_t *>(lu + n * n);
+    const S *a = x + b * n * n;
+    for (int64_t i = 0; i < n * n; ++i)
+      lu[i] = double(load(a, i));
+    store(y, b, Compute<S>(linalg::luDeterminant(lu, n, pivot)));
+  }
+}
+
+/// cofactors of matrix b of `x` (a thread per matrix), computed in f64 in `work`.
+template <typename S>
+__global__ void cofactorsKernel(const S *x, S *y, int64_t batch, int64_t n, double *work) {
+  const int64_t scratch = linalg::cofactorScratch(n);
+  PLAIT_GRID_STRIDE(b, batch) {
+    double *mine = work + b * (scratch + n * n);
+    double *c = mine + scratch;
+    const S *a = x + b * n * n;
+    linalg::cofactors([a](int64_t i) { return double(load(a, i)); }, n, c, mine);
+    for (int64_t i = 0; i < n * n; ++i)
+      store(y + b * n * n, i, Compute<S>(c[i]));
+  }
+}
+
 template <typename Fn> bool dispatchIndex(int dtype, Fn &&fn) {
   switch (dtype) {
   case kI64: fn(int64_t{}); return true;
@@ -685,6 +713,23 @@ cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x
     using S = decltype(tag);
     argExtremeKernel<S><<<gridFor(outer * inner), kThreads, 0, stream>>>(
         max, selectLast, static_cast<const S *>(x), out, outer, n, inner);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchDet(bool cofactors, int dtype, const void *x, void *y, int64_t batch, int64_t n,
+                      double *workspace, cudaStream_t stream) {
+  if (batch == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    const S *in = static_cast<const S *>(x);
+    S *out = static_cast<S *>(y);
+    const unsigned blocks = threadBlocks(batch);
+    if (cofactors)
+      cofactorsKernel<S><<<blocks, kThreads, 0, stream>>>(in, out, batch, n, workspace);
+    else
+      detKernel<S><<<blocks, kThreads, 0, stream>>>(in, out, batch, n, workspace);
   });
   return ok ? cudaGetLastError() : unsupported();
 }

@@ -1,4 +1,4 @@
-// Diagnostics of matmul, gemm, conv2d and the pooling ops.
+// Diagnostics of matmul, gemm, conv2d, the pooling ops, det and cofactors.
 // RUN: plait-opt --split-input-file --verify-diagnostics %s
 
 func.func @matmul_element_types(%a: tensor<2x3xf32>, %b: tensor<3x4xf64>) {
@@ -523,5 +523,40 @@ func.func @matmul_bias_batched_rhs(%a: tensor<2x2x3xf32>, %b: tensor<2x3x4xf32>,
 func.func @matmul_bias_integer(%a: tensor<2x3xi64>, %b: tensor<3x4xi64>, %c: tensor<4xi64>) {
   // expected-error @+1 {{'plait.matmul' op operand #2 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values, but got 'tensor<4xi64>'}}
   %0 = plait.matmul %a, %b, %c : (tensor<2x3xi64>, tensor<3x4xi64>, tensor<4xi64>) -> tensor<2x4xi64>
+  return
+}
+
+// -----
+
+func.func @det_not_square(%x: tensor<2x3x4xf32>) {
+  // expected-error @+2 {{'plait.det' op the matrices of x must be square and not empty, got 3 x 4}}
+  // expected-error @+1 {{'plait.det' op failed to infer returned types}}
+  %0 = plait.det %x : (tensor<2x3x4xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @det_of_a_vector(%x: tensor<4xf32>) {
+  // expected-error @+2 {{'plait.det' op x must have rank >= 2 (matrices in its last two axes)}}
+  // expected-error @+1 {{'plait.det' op failed to infer returned types}}
+  %0 = plait.det %x : (tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @det_wrong_result(%x: tensor<2x3x3xf32>) {
+  // expected-error @+2 {{'plait.det' op inferred type(s) 'tensor<2xf32>' are incompatible with return type(s) of operation 'tensor<3xf32>'}}
+  // expected-error @+1 {{'plait.det' op failed to infer returned types}}
+  %0 = plait.det %x : (tensor<2x3x3xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @cofactors_not_square(%x: tensor<2x3xf64>) {
+  // expected-error @+1 {{'plait.cofactors' op the matrices of x must be square and not empty, got 2 x 3}}
+  %0 = plait.cofactors %x : tensor<2x3xf64>
   return
 }

@@ -158,6 +158,18 @@ func.func @reductions(%x: tensor<2x3x4xf32>, %i: tensor<2x3xi32>) {
   return
 }
 
+// CHECK-LABEL: func.func @determinants
+// CHECK-NEXT: %0 = plait.det %arg0 : (tensor<2x3x3xf32>) -> tensor<2xf32>
+// CHECK-NEXT: %1 = plait.det %arg1 : (tensor<1x1xf64>) -> tensor<f64>
+// CHECK-NEXT: %2 = plait.cofactors %arg0 : tensor<2x3x3xf32>
+// CHECK-NEXT: return
+func.func @determinants(%x: tensor<2x3x3xf32>, %y: tensor<1x1xf64>) {
+  %0 = plait.det %x : (tensor<2x3x3xf32>) -> tensor<2xf32>
+  %1 = plait.det %y : (tensor<1x1xf64>) -> tensor<f64>
+  %2 = plait.cofactors %x : tensor<2x3x3xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @normalisation(
 // CHECK-NEXT: %0 = plait.softmax %arg0 {axis = -1 : i64} : tensor<2x3x8xf32>
 // CHECK-NEXT: %1 = plait.log_softmax %arg0 {axis = 1 : i64} : tensor<2x3x8xf32>

@@ -295,6 +295,12 @@ const VJPCase kCases[] = {
   {"log_softmax_axis0", R"(func.func @main(%a: tensor<4x3xf64>) -> tensor<4x3xf64> {
     %0 = plait.log_softmax %a {axis = 0 : i64} : tensor<4x3xf64>
     return %0 : tensor<4x3xf64> })", -2, 2},
+  {"det", R"(func.func @main(%a: tensor<2x3x3xf64>) -> tensor<2xf64> {
+    %0 = plait.det %a : (tensor<2x3x3xf64>) -> tensor<2xf64>
+    return %0 : tensor<2xf64> })", -2, 2},
+  {"det_1x1", R"(func.func @main(%a: tensor<4x1x1xf64>) -> tensor<4xf64> {
+    %0 = plait.det %a : (tensor<4x1x1xf64>) -> tensor<4xf64>
+    return %0 : tensor<4xf64> })"},
   {"layer_norm", R"(func.func @main(%x: tensor<2x3x4xf64>, %g: tensor<4xf64>, %b: tensor<4xf64>) -> tensor<2x3x4xf64> {
     %0 = plait.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> tensor<2x3x4xf64>
     return %0 : tensor<2x3x4xf64> })"},

@@ -350,3 +350,108 @@ TEST(LinalgKernels, Errors) {
 
 } // namespace
 } // namespace plait::rt::test
+
+namespace plait::rt::test {
+namespace {
+
+/// The determinant of the n x n row-major `a` by cofactor expansion along the first row (the
+/// definition; exponential, for the small test matrices).
+double expansion(const std::vector<double> &a, int64_t n) {
+  if (n == 1)
+    return a[0];
+  double det = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<double> minor;
+    for (int64_t r = 1; r < n; ++r)
+      for (int64_t c = 0; c < n; ++c)
+        if (c != j)
+          minor.push_back(a[r * n + c]);
+    det += (j % 2 == 0 ? 1 : -1) * a[j] * expansion(minor, n - 1);
+  }
+  return det;
+}
+
+/// The cofactor matrix by the definition.
+std::vector<double> cofactorsByMinors(const std::vector<double> &a, int64_t n) {
+  std::vector<double> c(n * n, 1.0);
+  for (int64_t i = 0; n > 1 && i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      std::vector<double> minor;
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t s = 0; s < n && r != i; ++s)
+          if (s != j)
+            minor.push_back(a[r * n + s]);
+      c[i * n + j] = ((i + j) % 2 == 0 ? 1 : -1) * expansion(minor, n - 1);
+    }
+  return c;
+}
+
+TEST(LinalgKernels, DetOfEachMatrix) {
+  // [[1, 2], [3, 4]] -> -2; [[2, 0], [0, 3]] -> 6; a row swap on the way (the first pivot 0).
+  auto x = makeFloat(DType::F64, {3, 2, 2}, {1, 2, 3, 4, 2, 0, 0, 3, 0, 1, 1, 0});
+  EXPECT_EQ(runOk("det", {x}, DType::F64, {3}).values<double>(), (std::vector<double>{-2, 6, -1}));
+  // Random 1..5 x 5 matrices against the expansion, f32 and f64.
+  for (int64_t n = 1; n <= 5; ++n) {
+    auto a = randomFloats({2, n, n}, uint32_t(n));
+    std::vector<double> values(a.doubles());
+    std::vector<double> want;
+    for (int64_t b = 0; b < 2; ++b)
+      want.push_back(expansion({values.begin() + b * n * n, values.begin() + (b + 1) * n * n}, n));
+    EXPECT_TRUE(allClose(runOk("det", {a}, DType::F32, {2}).doubles(), want)) << n;
+    auto a64 = convertedTo(DType::F64, a);
+    auto got = runOk("det", {a64}, DType::F64, {2}).values<double>();
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-12 * std::max(1.0, std::abs(want[i]))) << n;
+  }
+  // A singular matrix (a row twice): exactly 0. A scalar batch of one matrix: shape [].
+  auto s = makeFloat(DType::F32, {3, 3}, {1, 2, 3, 1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(runOk("det", {s}, DType::F32, {}).floats(), (std::vector<float>{0}));
+}
+
+TEST(LinalgKernels, CofactorsAreTheGradientOfDet) {
+  for (int64_t n = 1; n <= 5; ++n) {
+    auto a = convertedTo(DType::F64, randomFloats({2, n, n}, uint32_t(10 + n)));
+    std::vector<double> values(a.values<double>()), want;
+    for (int64_t b = 0; b < 2; ++b) {
+      auto c = cofactorsByMinors({values.begin() + b * n * n, values.begin() + (b + 1) * n * n}, n);
+      want.insert(want.end(), c.begin(), c.end());
+    }
+    auto got = runOk("cofactors", {a}, DType::F64, {2, n, n}).values<double>();
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-10 * std::max(1.0, std::abs(want[i]))) << n << " " << i;
+  }
+  // Singular matrices, where det * inverse^T does not exist: of rank n - 1 the cofactors are
+  // not zero (each minor's own determinant), of rank n - 2 they are.
+  // (Entries whose factorisations are exact, so that det is exactly 0.)
+  std::vector<double> rank2 = {1, 2, 3, 2, 4, 6, 1, 0, 1}, rank1 = {1, 2, 4, 2, 4, 8, 4, 8, 16};
+  auto s = makeFloat(DType::F64, {2, 3, 3}, [&] {
+    std::vector<double> v(rank2);
+    v.insert(v.end(), rank1.begin(), rank1.end());
+    return v;
+  }());
+  auto want = cofactorsByMinors(rank2, 3);
+  for (int i = 0; i < 9; ++i)
+    want.push_back(0.0);
+  EXPECT_EQ(runOk("cofactors", {s}, DType::F64, {2, 3, 3}).values<double>(), want);
+}
+
+TEST(LinalgKernels, DetAndCofactorsOfHalvesRunInF32) {
+  auto a = makeFloat(DType::BF16, {2, 2, 2}, {1, 2, 3, 4, 0.5, 0.25, -1, 2});
+  EXPECT_TRUE(allClose(runOk("det", {a}, DType::BF16, {2}).floats(), {-2, 1.25}));
+  EXPECT_TRUE(allClose(runOk("cofactors", {a}, DType::BF16, {2, 2, 2}).floats(),
+                       {4, -3, -2, 1, 2, 1, -0.25, 0.5}));
+}
+
+TEST(LinalgKernels, DetAndCofactorsErrors) {
+  auto r = runKernel("det", {make<float>({2, 3}, {1, 2, 3, 4, 5, 6})}, {{DType::F32, {}}});
+  EXPECT_EQ(r.status.message(), "det: the matrices of x must be square and not empty, got 2 x 3");
+  r = runKernel("det", {make<float>({2}, {1, 2})}, {{DType::F32, {}}});
+  EXPECT_EQ(r.status.message(), "det: x must have rank >= 2 (matrices in its last two axes)");
+  r = runKernel("det", {make<float>({1, 1}, {1})}, {{DType::F32, {1}}});
+  EXPECT_EQ(r.status.message(), "det: output has shape [1], expected []");
+  r = runKernel("cofactors", {make<int64_t>({1, 1}, {1})}, {{DType::I64, {1, 1}}});
+  EXPECT_EQ(r.status.message(), "cofactors: unsupported dtype i64");
+}
+
+} // namespace
+} // namespace plait::rt::test
