@@ -59,6 +59,13 @@ RankedTensorType typeOf(NodeContext &ctx, const ValueEntry &entry) {
   return entryType(entry, ctx.context());
 }
 
+/// Why an entry that is not a tensor of a supported type cannot be one.
+std::string notATensor(const ValueEntry &entry) {
+  return entry.kind == ValueEntry::Kind::Sequence   ? "is a sequence"
+         : entry.kind == ValueEntry::Kind::Optional ? "is an optional"
+                                                    : "has an unsupported type";
+}
+
 std::string typeString(Type type) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -73,9 +80,7 @@ FailureOr<ValueEntry> joinEntries(NodeContext &ctx, llvm::MutableArrayRef<ValueE
                                   llvm::StringRef partName) {
   RankedTensorType first = typeOf(ctx, parts[0]);
   if (!first)
-    return ctx.error(what + (parts[0].kind == ValueEntry::Kind::Sequence
-                                 ? " is a sequence; plait joins tensors only"
-                                 : " has an unsupported type"));
+    return ctx.error(what + " " + notATensor(parts[0]) + "; plait joins tensors only");
   llvm::SmallVector<int64_t> shape(first.getShape());
   if (newAxis)
     shape.insert(shape.begin() + axis, 1);
@@ -89,8 +94,8 @@ FailureOr<ValueEntry> joinEntries(NodeContext &ctx, llvm::MutableArrayRef<ValueE
       fits = type.getDimSize(d) == first.getDimSize(d) || (!newAxis && d == axis);
     if (!fits)
       return ctx.error(what + " is " + typeString(first) + " in " + partName + " 0 but " +
-                       (type ? typeString(type) : std::string("a sequence")) + " in " + partName +
-                       " " + llvm::Twine(t) + "; plait " +
+                       (type ? typeString(type) : notATensor(parts[t])) + " in " + partName + " " +
+                       llvm::Twine(t) + "; plait " +
                        (newAxis ? "stacks only tensors of one type"
                                 : "concatenates only tensors equal but along the axis"));
     joined[axis] += newAxis ? 1 : type.getDimSize(axis);
@@ -332,7 +337,7 @@ FailureOr<llvm::SmallVector<ValueEntry>> runScan(NodeContext &ctx, const ScanSpe
   for (int j = 0; j < spec.scanInputs; ++j) {
     RankedTensorType type = typeOf(ctx, xs[j]);
     if (!type)
-      return ctx.error("scan input #" + llvm::Twine(j) + " has an unsupported type");
+      return ctx.error("scan input #" + llvm::Twine(j) + " " + notATensor(xs[j]));
     auto axis = normalizedAxis(ctx, spec.inputAxes[j], type.getRank(), "scan_input_axes entry");
     if (!axis)
       return failure();

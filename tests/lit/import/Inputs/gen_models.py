@@ -423,6 +423,15 @@ def main():
         const("zero", np.array(0, np.int64)),
         helper.make_node("SequenceAt", ["abi", "zero"], ["y"], name="first"),
     ], ab_inputs + [vi("i", I64, [2])], [vi("y", F, [2])], check=False)
+    # A sequence where Scan takes a tensor to scan.
+    scan_body = helper.make_graph([helper.make_node("Add", ["s", "x_t"], ["so"], name="add")],
+                                  "step", [vi("s", F, [2]), vi("x_t", F, [2])],
+                                  [vi("so", F, [2])])
+    save("sequence_scanned", [
+        helper.make_node("SequenceConstruct", ["x"], ["seq"], name="construct"),
+        helper.make_node("Scan", ["z", "seq"], ["y"], name="scan_seq", body=scan_body,
+                         num_scan_inputs=1),
+    ], [vi("z", F, [2]), vi("x", F, [3, 2])], [vi("y", F, [2])], check=False)
     # Optionals known at import: one holding x (its value taken, HasElement folded true) and
     # an empty one (HasElement folded false); taking the value of the empty one, or returning
     # an optional, is refused.
