@@ -316,32 +316,33 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   return success();
 }
 
+/// Why `x` does not hold square, non-empty matrices in its last two axes (det, cofactors);
+/// empty when it does.
+static std::string squareMatricesError(RankedTensorType x) {
+  if (x.getRank() < 2)
+    return "x must have rank >= 2 (matrices in its last two axes)";
+  int64_t rows = x.getShape()[x.getRank() - 2], n = x.getShape().back();
+  if (rows != n || n < 1)
+    return "the matrices of x must be square and not empty, got " + std::to_string(rows) + " x " +
+           std::to_string(n);
+  return "";
+}
+
 /// det: [..., n, n] -> [...].
 LogicalResult DetOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
                                       Adaptor adaptor, SmallVectorImpl<Type> &results) {
   if (failed(checkShapeRuleInputs(context, loc, adaptor)))
     return failure();
-  ShapeRule rule(loc, getOperationName());
   auto x = rankedType(adaptor.getX());
-  if (x.getRank() < 2)
-    return rule.fail("x must have rank >= 2 (matrices in its last two axes)");
-  int64_t n = x.getShape().back();
-  if (x.getShape()[x.getRank() - 2] != n || n < 1)
-    return rule.fail("the matrices of x must be square and not empty, got ",
-                     x.getShape()[x.getRank() - 2], " x ", n);
+  if (std::string error = squareMatricesError(x); !error.empty())
+    return ShapeRule(loc, getOperationName()).fail(error);
   results.push_back(RankedTensorType::get(x.getShape().drop_back(2), x.getElementType()));
   return success();
 }
 
 LogicalResult CofactorsOp::verify() {
-  auto x = cast<RankedTensorType>(getX().getType());
-  if (x.getRank() < 2)
-    return emitOpError("x must have rank >= 2 (matrices in its last two axes)");
-  int64_t n = x.getShape().back();
-  if (x.getShape()[x.getRank() - 2] != n || n < 1)
-    return emitOpError("the matrices of x must be square and not empty, got ")
-           << x.getShape()[x.getRank() - 2] << " x " << n;
-  return success();
+  std::string error = squareMatricesError(cast<RankedTensorType>(getX().getType()));
+  return error.empty() ? success() : emitOpError(error);
 }
 
 namespace {

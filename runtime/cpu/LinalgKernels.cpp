@@ -262,51 +262,40 @@ Status gemmKernel(const KernelCall &call) {
   });
 }
 
-/// det of each n x n matrix of x ([..., n, n] -> [...]), in f64 (Determinant.h); 16-bit
-/// floats through f32 copies. Scratch: one matrix and its pivots (Workspace.cpp).
-Status detKernel(const KernelCall &call) {
+/// det (`kCofactors` false: [..., n, n] -> [...]) or cofactors (the gradient of det, of x's
+/// shape) of each n x n matrix of x, in f64 (Determinant.h); 16-bit floats through f32
+/// copies. Scratch (Workspace.cpp): det a matrix and its pivots; cofactors
+/// linalg::cofactorScratch(n) doubles and the matrix's cofactors in f64.
+template <bool kCofactors> Status squareMatrixKernel(const KernelCall &call) {
+  constexpr const char *kName = kCofactors ? "cofactors" : "det";
   int64_t batch, n;
-  PLAIT_RETURN_IF_ERROR(planSquareMatrices(call, false, batch, n));
+  PLAIT_RETURN_IF_ERROR(planSquareMatrices(call, kCofactors, batch, n));
   if (hasHalfTensor(call))
-    return runStagedInF32(call, &detKernel);
-  Scratch scratch(call, "det");
-  double *lu = nullptr;
-  int64_t *pivot = nullptr;
-  PLAIT_RETURN_IF_ERROR(scratch.take(n * n, lu));
-  PLAIT_RETURN_IF_ERROR(scratch.take(n, pivot));
-  return dispatchF32F64("det", call.inputs[0].dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    const T *x = call.inputs[0].as<T>();
-    T *out = call.outputs[0].as<T>();
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t i = 0; i < n * n; ++i)
-        lu[i] = double(x[b * n * n + i]);
-      out[b] = T(linalg::luDeterminant(lu, n, pivot));
-    }
-    return Status();
-  });
-}
-
-/// cofactors of each n x n matrix of x (the gradient of det), in f64 (Determinant.h).
-/// Scratch: linalg::cofactorScratch(n) doubles and the n x n result in f64 (Workspace.cpp).
-Status cofactorsKernel(const KernelCall &call) {
-  int64_t batch, n;
-  PLAIT_RETURN_IF_ERROR(planSquareMatrices(call, true, batch, n));
-  if (hasHalfTensor(call))
-    return runStagedInF32(call, &cofactorsKernel);
-  Scratch scratch(call, "cofactors");
+    return runStagedInF32(call, &squareMatrixKernel<kCofactors>);
+  Scratch scratch(call, kName);
   double *work = nullptr, *c = nullptr;
-  PLAIT_RETURN_IF_ERROR(scratch.take(linalg::cofactorScratch(n), work));
-  PLAIT_RETURN_IF_ERROR(scratch.take(n * n, c));
-  return dispatchF32F64("cofactors", call.inputs[0].dtype, [&](auto tag) -> Status {
+  int64_t *pivot = nullptr;
+  if constexpr (kCofactors) {
+    PLAIT_RETURN_IF_ERROR(scratch.take(linalg::cofactorScratch(n), work));
+    PLAIT_RETURN_IF_ERROR(scratch.take(n * n, c));
+  } else {
+    PLAIT_RETURN_IF_ERROR(scratch.take(n * n, work));
+    PLAIT_RETURN_IF_ERROR(scratch.take(n, pivot));
+  }
+  return dispatchF32F64(kName, call.inputs[0].dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    const T *x = call.inputs[0].as<T>();
     T *out = call.outputs[0].as<T>();
     for (int64_t b = 0; b < batch; ++b) {
-      const T *a = x + b * n * n;
-      linalg::cofactors([a](int64_t i) { return double(a[i]); }, n, c, work);
-      for (int64_t i = 0; i < n * n; ++i)
-        out[b * n * n + i] = T(c[i]);
+      const T *a = call.inputs[0].as<T>() + b * n * n;
+      if constexpr (kCofactors) {
+        linalg::cofactors([a](int64_t i) { return double(a[i]); }, n, c, work);
+        for (int64_t i = 0; i < n * n; ++i)
+          out[b * n * n + i] = T(c[i]);
+      } else {
+        for (int64_t i = 0; i < n * n; ++i)
+          work[i] = double(a[i]);
+        out[b] = T(linalg::luDeterminant(work, n, pivot));
+      }
     }
     return Status();
   });
@@ -317,8 +306,8 @@ Status cofactorsKernel(const KernelCall &call) {
 void registerLinalgKernels() {
   registerKernel("matmul", &matmulKernel);
   registerKernel("gemm", &gemmKernel);
-  registerKernel("det", &detKernel);
-  registerKernel("cofactors", &cofactorsKernel);
+  registerKernel("det", &squareMatrixKernel<false>);
+  registerKernel("cofactors", &squareMatrixKernel<true>);
 }
 
 } // namespace plait::rt::cpu

@@ -2,6 +2,8 @@
 // (runtime/cpu/*Kernels.cpp say which, next to each Scratch::take), in the same arithmetic.
 #include "runtime/cpu/Workspace.h"
 
+#include "codegen/schema/Determinant.h"
+
 #include "runtime/cpu/ReductionSplit.h"
 
 #include <algorithm>
@@ -215,13 +217,11 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   if ((kernel == "det" || kernel == "cofactors") && operands(1, 1) && in[0].shape->size() >= 2) {
     // LinalgKernels.cpp: det a matrix and its pivots; cofactors Determinant.h's scratch and
     // the matrix's cofactors, in f64.
-    const uint64_t n = uint64_t(std::max<int64_t>(in[0].shape->back(), 0));
-    const uint64_t matrix = saturatingMul(n, n);
+    const int64_t n = std::max<int64_t>(in[0].shape->back(), 0);
+    const uint64_t matrix = saturatingMul(uint64_t(n), uint64_t(n));
     if (kernel == "det")
-      return saturatingAdd(chunk(matrix, 8), chunk(n, 8));
-    const uint64_t minor = n > 1 ? saturatingMul(n - 1, n - 1) : 1;
-    return saturatingAdd(chunk(saturatingAdd(saturatingAdd(matrix, minor), 2 * n), 8),
-                         chunk(matrix, 8));
+      return saturatingAdd(chunk(matrix, 8), chunk(uint64_t(n), 8));
+    return saturatingAdd(chunk(uint64_t(linalg::cofactorScratch(n)), 8), chunk(matrix, 8));
   }
   if ((kernel == "matmul" || kernel == "gemm") && operands(2, 1))
     return isHalfType(in[0].dtype) ? halfGemmBytes(kernel, in, attrs) : 0;

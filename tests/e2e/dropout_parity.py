@@ -132,6 +132,21 @@ def torch_steps(model, opt, data, batch, steps):
     return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 
+def threads_match_torch(name, bindir, model_path, tmp, data_dir, steps, compile_flags,
+                        torch_losses, torch_weights):
+    """Trains MODEL_PATH (compiled with --train and COMPILE_FLAGS) STEPS steps on 1 thread,
+    then on 2, and compares each run's losses and final weights with PyTorch's
+    (train_parity.compare_training). Returns whether both agree."""
+    ok = True
+    for threads in (1, 2):
+        weights = tmp / "w.safetensors"
+        losses = train_plait(bindir, model_path, tmp / f"{name}.plan", data_dir, steps,
+                             compile_flags, ["--threads", str(threads), "--save-weights", weights])
+        ok &= compare_training(f"{name} ({threads} thread{'s' if threads > 1 else ''})", losses,
+                               read_safetensors(weights), torch_losses, torch_weights)
+    return ok
+
+
 def two_ranks_finite(label, bindir, model_path, tmp, data_dir, compile_flags):
     """Ten ddp steps on two ranks (each draws its own values: the rank is in the key): prints
     the line and returns whether every loss is finite."""

@@ -36,9 +36,8 @@ from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from dropout_parity import (parity_setup, torch_steps, train_plait,  # noqa: E402
-                            write_data)
-from train_parity import compare_training, read_safetensors  # noqa: E402
+from dropout_parity import (parity_setup, threads_match_torch,  # noqa: E402
+                            torch_steps, write_data)
 
 BATCH, STEPS, LR = 4, 20, 0.01
 SEQ, FEATURES, HIDDEN, OUT = 6, 5, 8, 3
@@ -62,15 +61,10 @@ class Recurrence(nn.Module):
         return (d * d).mean()
 
 
-class ListRecurrence(nn.Module):
-    """The recurrence collecting its states in a Python list (SequenceEmpty, SequenceInsert
-    in the Loop's body), stacked (ConcatFromSequence), split again (SplitToSequence) and a
-    piece taken (SequenceAt)."""
-
-    def __init__(self):
-        super().__init__()
-        self.cell = nn.Linear(FEATURES + HIDDEN, HIDDEN)
-        self.head = nn.Linear(HIDDEN, OUT)
+class ListRecurrence(Recurrence):
+    """The recurrence (Recurrence's layers) collecting its states in a Python list
+    (SequenceEmpty, SequenceInsert in the Loop's body), stacked (ConcatFromSequence), split
+    again (SplitToSequence) and a piece taken (SequenceAt)."""
 
     def forward(self, x, y):
         h = torch.zeros(x.size(0), self.head.in_features)
@@ -179,14 +173,9 @@ def main():
             model.load_state_dict(initial)
             opt = torch.optim.Adam(model.parameters(), lr=LR)
             torch_losses, torch_weights = torch_steps(model, opt, data, BATCH, STEPS)
-            for threads in (1, 2):
-                weights = tmp / "w.safetensors"
-                losses = train_plait(bindir, path, tmp / f"{name}.plan", tmp / f"{data_name}_data",
-                                     STEPS, ["--optimizer", "adam", "--lr", str(LR)],
-                                     ["--threads", str(threads), "--save-weights", weights])
-                ok &= compare_training(f"{name} ({threads} thread{'s' if threads > 1 else ''})",
-                                       losses, read_safetensors(weights), torch_losses,
-                                       torch_weights)
+            ok &= threads_match_torch(name, bindir, path, tmp, tmp / f"{data_name}_data", STEPS,
+                                      ["--optimizer", "adam", "--lr", str(LR)], torch_losses,
+                                      torch_weights)
     return 0 if ok else 1
 
 

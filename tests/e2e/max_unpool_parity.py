@@ -29,9 +29,8 @@ from torch import nn
 from torch.nn import functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from dropout_parity import (export_training, parity_setup, torch_steps,  # noqa: E402
-                            train_plait, write_data)
-from train_parity import compare_training, read_safetensors  # noqa: E402
+from dropout_parity import (export_training, parity_setup,  # noqa: E402
+                            threads_match_torch, torch_steps, write_data)
 
 BATCH, STEPS, LR, MOMENTUM = 4, 20, 0.05, 0.9
 C, H, W = 2, 8, 8
@@ -112,15 +111,9 @@ def main():
             model.load_state_dict(initial)
             opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
             torch_losses, torch_weights = torch_steps(model, opt, data, BATCH, STEPS)
-            for threads in (1, 2):
-                weights = tmp / "w.safetensors"
-                losses = train_plait(bindir, path, tmp / f"{name}.plan", tmp / "data", STEPS,
-                                     ["--optimizer", "sgd", "--lr", str(LR), "--momentum",
-                                      str(MOMENTUM)],
-                                     ["--threads", str(threads), "--save-weights", weights])
-                ok &= compare_training(f"{name} ({threads} thread{'s' if threads > 1 else ''})",
-                                       losses, read_safetensors(weights), torch_losses,
-                                       torch_weights)
+            ok &= threads_match_torch(name, bindir, path, tmp, tmp / "data", STEPS,
+                                      ["--optimizer", "sgd", "--lr", str(LR), "--momentum",
+                                       str(MOMENTUM)], torch_losses, torch_weights)
     return 0 if ok else 1
 
 

@@ -132,6 +132,51 @@ FailureOr<ValueEntry> joinEntries(NodeContext &ctx, llvm::MutableArrayRef<ValueE
   return runtimeEntry(result);
 }
 
+FailureOr<llvm::SmallVector<ValueEntry>> splitEntries(NodeContext &ctx, ValueEntry x, int64_t axis,
+                                                      llvm::ArrayRef<int64_t> sizes, bool squeeze) {
+  RankedTensorType type = typeOf(ctx, x);
+  auto pieceShape = [&](int64_t size) {
+    llvm::SmallVector<int64_t> shape(type.getShape());
+    if (squeeze)
+      shape.erase(shape.begin() + axis);
+    else
+      shape[axis] = size;
+    return shape;
+  };
+  llvm::SmallVector<ValueEntry> pieces;
+  if (x.kind == ValueEntry::Kind::Folded) {
+    llvm::SmallVector<int64_t> starts(type.getRank(), 0), ends(type.getShape()),
+        steps(type.getRank(), 1);
+    int64_t at = 0;
+    for (int64_t size : sizes) {
+      starts[axis] = at;
+      ends[axis] = at += size;
+      pieces.push_back(
+          foldedEntry(ctx, foldSlice(*x.folded, starts, ends, steps).reshaped(pieceShape(size))));
+    }
+    return pieces;
+  }
+  Value v = ctx.valueOf(x);
+  if (!v)
+    return failure();
+  llvm::SmallVector<Value> parts{v};
+  if (sizes.size() > 1) {
+    Operation *split = ctx.createOp(SplitOp::getOperationName(), {v},
+                                    {ctx.i64Attr("axis", axis), ctx.arrayAttr("sizes", sizes)}, {},
+                                    unsigned(sizes.size()));
+    if (!split)
+      return failure();
+    parts.assign(split->result_begin(), split->result_end());
+  }
+  for (auto [part, size] : llvm::zip(parts, sizes)) {
+    Value piece = ctx.reshape(part, pieceShape(size));
+    if (!piece)
+      return failure();
+    pieces.push_back(runtimeEntry(piece));
+  }
+  return pieces;
+}
+
 namespace {
 
 /// The iterations' values `parts` (in the order they take in the result) stacked along a new
@@ -143,42 +188,9 @@ FailureOr<ValueEntry> stack(NodeContext &ctx, llvm::MutableArrayRef<ValueEntry> 
 
 /// `x` cut along `axis` into its slices, each without that axis: a Scan's scan input.
 FailureOr<llvm::SmallVector<ValueEntry>> unstack(NodeContext &ctx, ValueEntry x, int64_t axis) {
-  RankedTensorType type = typeOf(ctx, x);
-  const int64_t n = type.getDimSize(axis);
-  llvm::SmallVector<int64_t> sliceShape(type.getShape());
-  sliceShape.erase(sliceShape.begin() + axis);
-  llvm::SmallVector<ValueEntry> slices;
-  if (x.kind == ValueEntry::Kind::Folded) {
-    llvm::SmallVector<int64_t> starts(type.getRank(), 0), ends(type.getShape()),
-        steps(type.getRank(), 1);
-    for (int64_t t = 0; t < n; ++t) {
-      starts[axis] = t;
-      ends[axis] = t + 1;
-      slices.push_back(
-          foldedEntry(ctx, foldSlice(*x.folded, starts, ends, steps).reshaped(sliceShape)));
-    }
-    return slices;
-  }
-  Value v = ctx.valueOf(x);
-  if (!v)
-    return failure();
-  llvm::SmallVector<Value> pieces{v};
-  if (n > 1) {
-    Operation *split = ctx.createOp(
-        SplitOp::getOperationName(), {v},
-        {ctx.i64Attr("axis", axis), ctx.arrayAttr("sizes", llvm::SmallVector<int64_t>(n, 1))}, {},
-        unsigned(n));
-    if (!split)
-      return failure();
-    pieces.assign(split->result_begin(), split->result_end());
-  }
-  for (Value piece : pieces) {
-    Value slice = ctx.reshape(piece, sliceShape);
-    if (!slice)
-      return failure();
-    slices.push_back(runtimeEntry(slice));
-  }
-  return slices;
+  const int64_t n = typeOf(ctx, x).getDimSize(axis);
+  return splitEntries(ctx, std::move(x), axis, llvm::SmallVector<int64_t>(n, 1),
+                      /*squeeze=*/true);
 }
 
 const onnx::GraphProto *bodyOf(NodeContext &ctx) {

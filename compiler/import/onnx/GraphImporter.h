@@ -58,6 +58,14 @@ mlir::FailureOr<ValueEntry> joinEntries(NodeContext &ctx, llvm::MutableArrayRef<
                                         int64_t axis, bool newAxis, const llvm::Twine &what,
                                         llvm::StringRef partName);
 
+/// The tensor entry `x` cut along `axis` into pieces of `sizes` (adding up to the axis),
+/// each without the axis when `squeeze` (all of size 1): foldSlice of a folded value, else one
+/// plait.split (none for a single piece) and reshapes. (ControlFlowOps.cpp)
+mlir::FailureOr<llvm::SmallVector<ValueEntry>> splitEntries(NodeContext &ctx, ValueEntry x,
+                                                            int64_t axis,
+                                                            llvm::ArrayRef<int64_t> sizes,
+                                                            bool squeeze);
+
 class GraphImporter {
 public:
   GraphImporter(mlir::MLIRContext &ctx, llvm::StringRef path, onnx::ModelProto &model,

@@ -158,54 +158,6 @@ LogicalResult importConcatFromSequence(NodeContext &ctx) {
   return success();
 }
 
-/// `x` cut along `axis` into pieces of `sizes` (adding up to the axis), each without the axis
-/// when `squeeze` (all of size 1).
-FailureOr<std::vector<ValueEntry>> splitEntry(NodeContext &ctx, unsigned input, int64_t axis,
-                                              llvm::ArrayRef<int64_t> sizes, bool squeeze) {
-  RankedTensorType type = ctx.inputType(input);
-  auto pieceShape = [&](int64_t size) {
-    llvm::SmallVector<int64_t> shape(type.getShape());
-    if (squeeze)
-      shape.erase(shape.begin() + axis);
-    else
-      shape[axis] = size;
-    return shape;
-  };
-  std::vector<ValueEntry> pieces;
-  if (const HostTensor *folded = ctx.foldedInput(input)) {
-    llvm::SmallVector<int64_t> starts(type.getRank(), 0), ends(type.getShape()),
-        steps(type.getRank(), 1);
-    int64_t at = 0;
-    for (int64_t size : sizes) {
-      starts[axis] = at;
-      ends[axis] = at + size;
-      at += size;
-      pieces.push_back(foldedEntry(
-          foldSlice(*folded, starts, ends, steps).reshaped(pieceShape(size)), ctx.context()));
-    }
-    return pieces;
-  }
-  Value x = ctx.input(input);
-  if (!x)
-    return failure();
-  llvm::SmallVector<Value> parts{x};
-  if (sizes.size() > 1) {
-    Operation *split = ctx.createOp(SplitOp::getOperationName(), {x},
-                                    {ctx.i64Attr("axis", axis), ctx.arrayAttr("sizes", sizes)}, {},
-                                    unsigned(sizes.size()));
-    if (!split)
-      return failure();
-    parts.assign(split->result_begin(), split->result_end());
-  }
-  for (auto [part, size] : llvm::zip(parts, sizes)) {
-    Value piece = ctx.reshape(part, pieceShape(size));
-    if (!piece)
-      return failure();
-    pieces.push_back(runtimeEntry(piece));
-  }
-  return pieces;
-}
-
 LogicalResult importSplitToSequence(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
@@ -249,10 +201,11 @@ LogicalResult importSplitToSequence(NodeContext &ctx) {
   }
   if (sizes.empty() || llvm::is_contained(sizes, 0))
     return ctx.error("would hold empty tensors, and plait plans no empty tensors");
-  auto pieces = splitEntry(ctx, 0, *axis, sizes, squeeze);
+  auto pieces = splitEntries(ctx, *ctx.inputEntry(0), *axis, sizes, squeeze);
   if (failed(pieces))
     return failure();
-  ctx.setSequence(0, std::move(*pieces), type.getElementType());
+  ctx.setSequence(0, std::vector<ValueEntry>(pieces->begin(), pieces->end()),
+                  type.getElementType());
   return success();
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "codegen/schema/Determinant.h"
 #include "runtime/OptimizerSchedule.h"
 
 namespace plait::rt::cuda {
@@ -176,8 +177,7 @@ cudaError_t launchDet(bool cofactors, int dtype, const void *x, void *y, int64_t
 /// The doubles of workspace launchDet takes: a matrix and its pivots per matrix (det), or
 /// Determinant.h's scratch and the f64 cofactors per matrix.
 inline int64_t detWorkspaceDoubles(bool cofactors, int64_t batch, int64_t n) {
-  const int64_t scratch = cofactors ? n * n + (n > 1 ? (n - 1) * (n - 1) : 1) + 2 * n : 0;
-  return batch * (cofactors ? scratch + n * n : n * n + n);
+  return batch * (cofactors ? linalg::cofactorScratch(n) + n * n : n * n + n);
 }
 
 /// top_k of rows of n elements (n <= kTopKThreadRow: a thread per row; longer: a block per
