@@ -44,7 +44,9 @@ LogicalResult HyperOp::verify() {
     return emitOpError("unknown hyper-parameter '")
            << getName() << "' (expected lr, step or prev_lr)";
   if (getType().getRank() != 0)
-    return emitOpError("must be a scalar tensor<f32>");
+    return emitOpError("must be a scalar tensor");
+  if (getName() == "step" && !getType().getElementType().isF32())
+    return emitOpError("step must be a tensor<f32>, got ") << getType();
   return success();
 }
 
@@ -491,11 +493,14 @@ LogicalResult GroupedUpdateOp::verify() {
       if (v.getType() != param)
         return emitOpError("update ") << t << ": " << v.getType() << " differs from its param's "
                                       << param;
-    for (int64_t k : {updateLrOperand(update), updateLrOperand(update) + 1}) {
+    const int64_t lrOperand = updateLrOperand(update);
+    for (int64_t k : {lrOperand, lrOperand + 1}) {
       auto scalar = cast<RankedTensorType>(getInputs()[t * per + k].getType());
-      if (!scalar.getElementType().isF32() || scalar.getRank() != 0)
-        return emitOpError("update ") << t << ": operand " << k << " (lr, step) must be "
-                                      << "tensor<f32>";
+      const bool lr = k == lrOperand, f64 = lr && scalar.getElementType().isF64();
+      if ((!scalar.getElementType().isF32() && !f64) || scalar.getRank() != 0)
+        return emitOpError("update ")
+               << t << ": operand " << k
+               << (lr ? " (lr) must be tensor<f64> or tensor<f32>" : " (step) must be tensor<f32>");
     }
   }
   return success();

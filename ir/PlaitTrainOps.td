@@ -33,14 +33,15 @@ def Plait_HyperOp : Plait_Op<"hyper", [Pure]> {
     `name` is `lr` (the learning rate of this step, from the plan's schedule), `step`
     (the 1-based step number) or `prev_lr` (the previous step's learning rate, step 1's on
     step 1: ASGD's eta follows the lr of the step before, as torch computes it at the end of
-    each step).
+    each step). `lr` and `prev_lr` are f64, as torch's Python float, or f32 (plans before
+    2026-12-06 held them so, rounding the lr); `step` is f32, exact to 2^24 steps.
 
     ```mlir
-    %lr = plait.hyper "lr" : tensor<f32>
+    %lr = plait.hyper "lr" : tensor<f64>
     ```
   }];
   let arguments = (ins StrAttr:$name);
-  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let results = (outs StaticShapeTensorOf<[F32, F64]>:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -317,7 +318,7 @@ def Plait_SgdUpdateOp : Plait_Op<"sgd_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Optional<Plait_FloatTensor>:$momentum_buffer,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$dampening,
@@ -352,7 +353,7 @@ def Plait_AdamWUpdateOp : Plait_Op<"adamw_update",
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
                        Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_avg_sq,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
@@ -385,7 +386,7 @@ def Plait_AdagradUpdateOp : Plait_Op<"adagrad_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Plait_FloatTensor:$sum,
                        DefaultValuedAttr<F64Attr, "0.0">:$lr_decay,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
@@ -420,7 +421,7 @@ def Plait_RMSpropUpdateOp : Plait_Op<"rmsprop_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Variadic<Plait_FloatTensor>:$states,
                        DefaultValuedAttr<F64Attr, "0.99">:$alpha,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
@@ -451,7 +452,7 @@ def Plait_LionUpdateOp : Plait_Op<"lion_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Plait_FloatTensor:$exp_avg,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.99">:$beta2,
@@ -480,7 +481,7 @@ def Plait_AdamaxUpdateOp : Plait_Op<"adamax_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_inf,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
@@ -516,7 +517,7 @@ def Plait_NAdamUpdateOp : Plait_Op<"nadam_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_avg_sq,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
@@ -553,7 +554,7 @@ def Plait_RAdamUpdateOp : Plait_Op<"radam_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_avg_sq,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
@@ -585,7 +586,7 @@ def Plait_AdadeltaUpdateOp : Plait_Op<"adadelta_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Plait_FloatTensor:$square_avg, Plait_FloatTensor:$acc_delta,
                        DefaultValuedAttr<F64Attr, "0.9">:$rho,
                        DefaultValuedAttr<F64Attr, "1.0e-6">:$eps,
@@ -616,7 +617,7 @@ def Plait_RpropUpdateOp : Plait_Op<"rprop_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Plait_FloatTensor:$prev, Plait_FloatTensor:$step_size,
                        DefaultValuedAttr<F64Attr, "0.5">:$etaminus,
                        DefaultValuedAttr<F64Attr, "1.2">:$etaplus,
@@ -647,7 +648,7 @@ def Plait_AsgdUpdateOp : Plait_Op<"asgd_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Plait_FloatTensor:$ax,
                        DefaultValuedAttr<F64Attr, "1.0e-4">:$lambd,
                        DefaultValuedAttr<F64Attr, "0.75">:$alpha,
@@ -687,7 +688,7 @@ def Plait_LambUpdateOp : Plait_Op<"lamb_update",
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
-                       StaticShapeTensorOf<[F32]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
                        Plait_FloatTensor:$exp_avg, Plait_FloatTensor:$exp_avg_sq,
                        Optional<StaticShapeTensorOf<[F32]>>:$norms,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,

@@ -782,11 +782,14 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     Value gradNorm;
     if (clipGradNorm > 0 || logGradNorm)
       gradNorm = clipByGlobalNorm(b, loc, *grads, clipGradNorm, clipGradNormType);
+    // The lr in f64, the double torch's schedulers compute and its optimizers read (an f32
+    // lr is off by up to 3e-8 relative: an f64 model's every update drifts from torch's).
     auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
-    Value lrValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("lr"));
+    auto f64Scalar = RankedTensorType::get({}, b.getF64Type());
+    Value lrValue = b.create<HyperOp>(loc, f64Scalar, b.getStringAttr("lr"));
     Value stepValue = b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("step"));
-    Value prevLrValue =
-        optimizer == "asgd" ? b.create<HyperOp>(loc, f32Scalar, b.getStringAttr("prev_lr"))
+    Value prevLrValue = optimizer == "asgd"
+                            ? b.create<HyperOp>(loc, f64Scalar, b.getStringAttr("prev_lr"))
                             : Value();
     OptimizerConfig opt{optimizer,
                         beta1,

@@ -318,10 +318,11 @@ Status Executor::run() {
 void Executor::setHyperParameters(int64_t step, double lr, double prevLr) {
   for (uint32_t i : hyperTensors_) {
     const PlanTensor &t = plan_.tensors[i];
-    float value = t.name == "lr"        ? static_cast<float>(lr)
-                  : t.name == "prev_lr" ? static_cast<float>(prevLr)
-                                        : static_cast<float>(step);
-    std::memcpy(arena_.data() + t.offset, &value, sizeof value);
+    writeHyperParameter(t,
+                        t.name == "lr"        ? lr
+                        : t.name == "prev_lr" ? prevLr
+                                              : double(step),
+                        arena_.data() + t.offset);
     touch(i);
   }
 }

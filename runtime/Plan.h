@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,17 @@ struct PlanTensor {
     return n;
   }
 };
+
+/// Writes a hyper-parameter's value (Hyper tensor `t`: an f32 or f64 scalar, as the loader
+/// checks) to `dst`, its bytes in an arena or a host buffer.
+inline void writeHyperParameter(const PlanTensor &t, double value, void *dst) {
+  if (t.dtype == DType::F64) {
+    std::memcpy(dst, &value, sizeof value);
+  } else {
+    float f = static_cast<float>(value);
+    std::memcpy(dst, &f, sizeof f);
+  }
+}
 
 /// What a collective instruction does, decoded from its kernel name and attributes.
 struct CollectiveSpec {

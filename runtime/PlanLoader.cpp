@@ -618,8 +618,10 @@ private:
         continue;
       if (tensor.name != "lr" && tensor.name != "step" && tensor.name != "prev_lr")
         return fail("{}: unknown hyper-parameter (expected lr, step or prev_lr)", tensorLabel(t));
-      if (tensor.dtype != DType::F32 || !tensor.shape.empty())
-        return fail("{}: a hyper-parameter must be a f32 scalar", tensorLabel(t));
+      const bool f64 = tensor.dtype == DType::F64 && tensor.name != "step";
+      if ((tensor.dtype != DType::F32 && !f64) || !tensor.shape.empty())
+        return fail("{}: a hyper-parameter must be a scalar of f32 (or f64, the lr)",
+                    tensorLabel(t));
     }
     out_.training = root_.training();
     if (root_.updates()) {

@@ -9,7 +9,7 @@ PKGS=(
   libopenblas-dev libmimalloc2.0
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev
-  python3 python3-numpy python3-torch python3-onnx libonnx-testdata
+  python3 python3-numpy python3-torch python3-torchvision python3-onnx libonnx-testdata
   chromium
 )
 missing=()

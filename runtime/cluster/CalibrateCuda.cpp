@@ -34,7 +34,7 @@ struct DeviceCall {
   void *workspace = nullptr;
   uint64_t workspaceBytes = 0;
   std::shared_ptr<void> cache;
-  std::vector<const float *> hostScalars;
+  std::vector<const double *> hostScalars;
 
   DeviceCall() = default;
   DeviceCall(const DeviceCall &) = delete;

@@ -12,13 +12,14 @@
 
 namespace plait::rt::cpu {
 
-/// Reads the f32 scalar hyper-parameter `what` (lr or step) set by the runtime.
+/// Reads the scalar hyper-parameter `what` (lr or step) set by the runtime: f64 (the lr of
+/// plans since 2026-12-06) or f32 (the step, and older plans' lr).
 inline Status readScalar(std::string_view kernel, std::string_view what, const TensorView &t,
                   double &value) {
-  if (t.dtype != DType::F32 || t.numel() != 1)
-    return Status::errorf("{}: {} must be an f32 scalar, got {} {}", kernel, what,
+  if ((t.dtype != DType::F32 && t.dtype != DType::F64) || t.numel() != 1)
+    return Status::errorf("{}: {} must be an f32 or f64 scalar, got {} {}", kernel, what,
                           dtypeName(t.dtype), shapeString(t.shape));
-  value = double(*t.as<float>());
+  value = t.dtype == DType::F64 ? *t.as<double>() : double(*t.as<float>());
   return Status();
 }
 

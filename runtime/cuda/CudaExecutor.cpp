@@ -113,7 +113,8 @@ std::string CudaExecutor::where(size_t i) const {
 
 Status CudaExecutor::bindInstructions() {
   bound_.resize(plan_.instrs.size());
-  hyperValues_.assign(plan_.tensors.size(), 0.0f);
+  hyperValues_.assign(plan_.tensors.size(), 0.0);
+  hyperBytes_.assign(plan_.tensors.size(), 0);
   for (uint32_t t = 0; t < plan_.tensors.size(); ++t)
     if (plan_.tensors[t].kind == TensorKind::Hyper)
       hyperTensors_.push_back(t);
@@ -339,10 +340,12 @@ Status CudaExecutor::setInput(size_t index, DType dtype, const std::vector<int64
 }
 
 void CudaExecutor::setHyperParameters(int64_t step, double lr, double prevLr) {
-  for (uint32_t i : hyperTensors_)
-    hyperValues_[i] = plan_.tensors[i].name == "lr"        ? static_cast<float>(lr)
-                      : plan_.tensors[i].name == "prev_lr" ? static_cast<float>(prevLr)
-                                                           : static_cast<float>(step);
+  for (uint32_t i : hyperTensors_) {
+    const PlanTensor &t = plan_.tensors[i];
+    // The kernels read the double; the device copy is the tensor's own dtype.
+    hyperValues_[i] = t.name == "lr" ? lr : t.name == "prev_lr" ? prevLr : double(step);
+    writeHyperParameter(t, hyperValues_[i], &hyperBytes_[i]);
+  }
 }
 
 Status CudaExecutor::runInstr(size_t i) {
@@ -465,10 +468,9 @@ Status CudaExecutor::run() {
   PLAIT_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   stepCommBytes_ = {};
   for (uint32_t t : hyperTensors_) // the step's lr and step number, before any kernel
-    PLAIT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<uint8_t *>(arena_) +
-                                                   plan_.tensors[t].offset,
-                                               &hyperValues_[t], sizeof(float),
-                                               cudaMemcpyHostToDevice, compute_));
+    PLAIT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(static_cast<uint8_t *>(arena_) + plan_.tensors[t].offset, &hyperBytes_[t],
+                        plan_.tensors[t].bytes, cudaMemcpyHostToDevice, compute_));
   if (graph_) {
     PLAIT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_, compute_));
   } else if (!graphTried_ && stepsRun_ >= 1) {

@@ -112,7 +112,7 @@ private:
   struct BoundInstr {
     std::vector<TensorView> inputs, outputs; // device pointers
     CudaKernelFn fn = nullptr;
-    std::vector<const float *> hostScalars; // per input: a hyper-parameter's host value
+    std::vector<const double *> hostScalars; // per input: a hyper-parameter's host value
     std::shared_ptr<void> cache;            // the kernel's per-instruction state
     void *fusedFunction = nullptr;          // CUfunction of a fused_elementwise
     // Collectives
@@ -156,7 +156,8 @@ private:
   std::unique_ptr<CudaModule> module_;
   std::unique_ptr<NcclComms> nccl_;
   std::vector<BoundInstr> bound_;
-  std::vector<float> hyperValues_; // by tensor index (only Hyper tensors meaningful)
+  std::vector<double> hyperValues_;  // by tensor index (only Hyper tensors meaningful)
+  std::vector<uint64_t> hyperBytes_; // the same, as each tensor's dtype holds it (f32, f64)
   std::vector<uint32_t> hyperTensors_;
   std::vector<bool> inputSet_;
   std::vector<size_t> inFlight_;

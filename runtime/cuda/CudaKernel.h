@@ -40,7 +40,7 @@ struct CudaKernelCall {
   CudaLibraries *libraries = nullptr; // cuBLASLt and cuDNN handles, their workspace
   /// Per input: the host value of a hyper-parameter tensor ("lr", "step"), or null. The
   /// optimizer kernels take their scalars from here instead of reading device memory.
-  const std::vector<const float *> *hostScalars = nullptr;
+  const std::vector<const double *> *hostScalars = nullptr;
   /// Where kernels that validate data on the device (indices, loss targets) record a
   /// failure: the executor reads it after the step and names the instruction.
   int *deviceError = nullptr;
@@ -57,7 +57,7 @@ struct CudaKernelCall {
   /// The same operands as a CPU KernelCall, for the shared argument checks (KernelSupport.h).
   KernelCall asHostCall() const { return KernelCall{inputs, outputs, attrs, rank, worldSize}; }
   /// The host value of input `i` when it is a hyper-parameter, else null.
-  const float *hostScalar(size_t i) const {
+  const double *hostScalar(size_t i) const {
     return hostScalars && i < hostScalars->size() ? (*hostScalars)[i] : nullptr;
   }
 };

@@ -32,15 +32,18 @@ constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update",
 Status readScalar(const CudaKernelCall &call, std::string_view kernel, std::string_view what,
                   size_t index, double &value) {
   const TensorView &t = call.inputs[index];
-  if (t.dtype != DType::F32 || t.numel() != 1)
-    return Status::errorf("{}: {} must be an f32 scalar, got {} {}", kernel, what,
-                          dtypeName(t.dtype), shapeString(t.shape));
-  const float *host = call.hostScalar(index);
+  // The kernels read them on the device too: the lr as a double (an f32 lr, of hand-written
+  // IR, runs on the CPU backend only), the step as a float.
+  const DType expected = what == "lr" ? DType::F64 : DType::F32;
+  if (t.dtype != expected || t.numel() != 1)
+    return Status::errorf("{}: {} must be an {} scalar on the CUDA backend, got {} {}", kernel,
+                          what, dtypeName(expected), dtypeName(t.dtype), shapeString(t.shape));
+  const double *host = call.hostScalar(index);
   if (!host)
     return Status::errorf("{}: {} is not a hyper-parameter the runtime writes (the CUDA "
                           "backend reads lr and step on the host)",
                           kernel, what);
-  value = double(*host);
+  value = *host;
   return {};
 }
 
@@ -65,7 +68,7 @@ UpdateTensor updateTensor(const TensorView *in, const TensorView *out, size_t lr
   u.in[1] = in[1].data;
   u.out[0] = out[0].data;
   u.n = in[0].numel();
-  u.lr = static_cast<const float *>(in[lr].data);
+  u.lr = static_cast<const double *>(in[lr].data);
   u.step = static_cast<const float *>(in[lr + 1].data);
   return u;
 }

@@ -432,10 +432,9 @@ std::vector<UpdateVariant> updateVariants() {
 /// are second moments or their maxima (two-state updates).
 std::vector<OwnedTensor> updateOperands(std::mt19937 &rng, DType dtype, DType gradDtype,
                                         int64_t n, const UpdateVariant &v) {
-  std::vector<OwnedTensor> in = {randomTensor(rng, dtype, {n}, -1, 1),
-                                 randomTensor(rng, gradDtype, {n}, -1, 1),
-                                 rt::test::makeFloat(DType::F32, {}, {0.01}),
-                                 rt::test::makeFloat(DType::F32, {}, {v.step})};
+  std::vector<OwnedTensor> in = {
+      randomTensor(rng, dtype, {n}, -1, 1), randomTensor(rng, gradDtype, {n}, -1, 1),
+      rt::test::makeFloat(DType::F64, {}, {0.01}), rt::test::makeFloat(DType::F32, {}, {v.step})};
   const bool twoState = std::string(v.update) != "rmsprop_update" && v.states == 2;
   for (size_t k = 0; k < v.states; ++k)
     in.push_back(k == 0 ? randomTensor(rng, dtype, {n}, 0.5, 1)
@@ -603,7 +602,7 @@ std::vector<OwnedTensor> lambOperands(std::mt19937 &rng, DType dtype, DType grad
                                       int64_t n, double step, double paramScale = 1) {
   return {randomTensor(rng, dtype, {n}, -paramScale, paramScale),
           randomTensor(rng, gradDtype, {n}, -1, 1),
-          rt::test::makeFloat(DType::F32, {}, {0.01}),
+          rt::test::makeFloat(DType::F64, {}, {0.01}),
           rt::test::makeFloat(DType::F32, {}, {step}),
           randomTensor(rng, dtype, {n}, -0.1, 0.1),
           randomTensor(rng, dtype, {n}, 0.0, 0.1)};
@@ -831,7 +830,7 @@ TEST(EmulatedKernels, ShardedLambUpdateMatchesTheCpuKernelBitForBit) {
 TEST(EmulatedKernels, LambRefusesWhatTheCpuKernelRefuses) {
   using rt::test::AttrsBuilder;
   const OwnedTensor x = rt::test::makeFloat(DType::F32, {4}, {0.5, -1.0, 0.25, 2.0});
-  const OwnedTensor lr = rt::test::makeFloat(DType::F32, {}, {0.1}),
+  const OwnedTensor lr = rt::test::makeFloat(DType::F64, {}, {0.1}),
                     step = rt::test::makeFloat(DType::F32, {}, {1});
   const OwnedTensor norms1 = rt::test::makeFloat(DType::F32, {1, 2}, {1.0, 1.0}),
                     norms3 = rt::test::makeFloat(DType::F32, {3, 2}, std::vector<double>(6, 0));

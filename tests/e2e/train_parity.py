@@ -1104,7 +1104,7 @@ def compare_states(label, plait_states, torch_states, what="optimizer states"):
             ok = False
             continue
         worst = max(worst, float(np.max(np.abs(got - want))))
-        if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+        if not np.allclose(got, want, rtol=rtol, atol=atol):
             print(f"{label}: {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")
             ok = False
     print(f"{label}: {len(torch_states)} {what}, max abs diff {worst:.1e}: "
@@ -1130,9 +1130,10 @@ def compare_lrs(label, plait_lrs, torch_lrs):
 
 
 def compare_training(label, plait_losses, plait_weights, torch_losses, torch_weights,
-                     noise_only=None):
-    """Per-step losses within 1e-4 relative, final weights within rtol 1e-4 / atol 1e-5
-    (outside the `noise_only` slices); prints each mismatch and a summary line."""
+                     noise_only=None, loss_rtol=1e-4, rtol=1e-4, atol=1e-5):
+    """Per-step losses within `loss_rtol` relative (1e-4), final weights within `rtol` /
+    `atol` (1e-4 / 1e-5; outside the `noise_only` slices); prints each mismatch and a
+    summary line."""
     ok = len(plait_losses) == len(torch_losses)
     worst_loss = 0.0
     for s, (a, b) in enumerate(zip(plait_losses, torch_losses)):
@@ -1142,8 +1143,9 @@ def compare_training(label, plait_losses, plait_weights, torch_losses, torch_wei
             continue
         rel = abs(a - b) / max(abs(b), 1e-12)
         worst_loss = max(worst_loss, rel)
-        if rel > 1e-4:
-            print(f"{label}: step {s + 1}: plait loss {a:.7g} vs pytorch {b:.7g} (rel {rel:.2e})")
+        if rel > loss_rtol:
+            print(f"{label}: step {s + 1}: plait loss {a:.17g} vs pytorch {b:.17g} "
+                  f"(rel {rel:.2e})")
             ok = False
     worst_weight = 0.0
     for k, want in torch_weights.items():
@@ -1155,7 +1157,7 @@ def compare_training(label, plait_losses, plait_weights, torch_losses, torch_wei
         if noise_only:
             got, want = outside(noise_only, k, got), outside(noise_only, k, want)
         worst_weight = max(worst_weight, float(np.max(np.abs(got - want))))
-        if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+        if not np.allclose(got, want, rtol=rtol, atol=atol):
             print(f"{label}: weight {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")
             ok = False
     print(f"{label}: {len(torch_losses)} steps, loss {torch_losses[0]:.4f} -> "

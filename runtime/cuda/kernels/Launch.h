@@ -327,7 +327,8 @@ struct UpdateTensor {
   const void *in[5] = {};
   void *out[4] = {};
   int64_t n = 0;
-  const float *lr = nullptr, *step = nullptr;
+  const double *lr = nullptr; // f64, as plait-compile writes the lr
+  const float *step = nullptr;
 };
 
 /// The updates of `count` tensors, sgd_update, adamw_update, adagrad_update, rmsprop_update,

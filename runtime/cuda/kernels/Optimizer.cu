@@ -230,13 +230,14 @@ __device__ __forceinline__ void updateElement(int64_t i, const UpdateTensor &u,
 /// tensor of a plan's group).
 template <typename S, typename G, typename Factors>
 __global__ void updateKernel(UpdateList list, Factors f, double lrScale) {
-  const float *lr = nullptr, *step = nullptr;
+  const double *lr = nullptr;
+  const float *step = nullptr;
   forEachListChunk(list, [&](int t, int64_t first) {
     const UpdateTensor &u = list.tensors[t];
     if (u.lr != lr || u.step != step) {
       lr = u.lr;
       step = u.step;
-      stepFactors(double(*lr) * lrScale, double(*step), f);
+      stepFactors(*lr * lrScale, double(*step), f);
     }
     const int64_t end = first + kListChunk < u.n ? first + kListChunk : u.n;
     for (int64_t i = first + threadIdx.x; i < end; i += blockDim.x)

@@ -11,16 +11,24 @@ func.func @hyper_unknown_name() {
 // -----
 
 func.func @hyper_not_scalar() {
-  // expected-error @+1 {{'plait.hyper' op must be a scalar tensor<f32>}}
+  // expected-error @+1 {{'plait.hyper' op must be a scalar tensor}}
   %0 = plait.hyper "lr" : tensor<1xf32>
   return
 }
 
 // -----
 
-func.func @hyper_not_f32() {
-  // expected-error @+1 {{'plait.hyper' op result #0 must be statically shaped tensor of 32-bit float values, but got 'tensor<f64>'}}
-  %0 = plait.hyper "lr" : tensor<f64>
+func.func @hyper_not_float() {
+  // expected-error @+1 {{'plait.hyper' op result #0 must be statically shaped tensor of 32-bit float or 64-bit float values, but got 'tensor<i32>'}}
+  %0 = plait.hyper "lr" : tensor<i32>
+  return
+}
+
+// -----
+
+func.func @hyper_step_f64() {
+  // expected-error @+1 {{'plait.hyper' op step must be a tensor<f32>, got 'tensor<f64>'}}
+  %0 = plait.hyper "step" : tensor<f64>
   return
 }
 
@@ -354,8 +362,16 @@ func.func @grouped_half(%p: tensor<4xbf16>, %lr: tensor<f32>) {
 // -----
 
 func.func @grouped_scalars(%p: tensor<4xf32>, %lr: tensor<1xf32>) {
-  // expected-error @+1 {{'plait.grouped_update' op update 0: operand 2 (lr, step) must be tensor<f32>}}
+  // expected-error @+1 {{'plait.grouped_update' op update 0: operand 2 (lr) must be tensor<f64> or tensor<f32>}}
   %0 = plait.grouped_update %p, %p, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_step_f64(%p: tensor<4xf32>, %lr: tensor<f64>) {
+  // expected-error @+1 {{'plait.grouped_update' op update 0: operand 3 (step) must be tensor<f32>}}
+  %0 = plait.grouped_update %p, %p, %lr, %lr {update = "sgd_update", operands_per_update = 4 : i64, results_per_update = 1 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<f64>) -> tensor<4xf32>
   return
 }
 

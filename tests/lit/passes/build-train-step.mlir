@@ -91,7 +91,7 @@
 // RMSPROP-NEXT: plait.assign %[[GA]], %[[NEW]]#1 : tensor<3x4xf32>
 // RMSPROP-NEXT: plait.assign %[[BUF]], %[[NEW]]#2 : tensor<3x4xf32>
 // RMSPROP0: %[[SQ:.*]] = plait.state "fc.weight.square_avg" : tensor<3x4xf32>
-// RMSPROP0-NEXT: plait.rmsprop_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SQ]] : (tensor<3x4xf32>, tensor<3x4xf32>, tensor<f32>, tensor<f32>, tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>)
+// RMSPROP0-NEXT: plait.rmsprop_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SQ]] : (tensor<3x4xf32>, tensor<3x4xf32>, tensor<f64>, tensor<f32>, tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>)
 // RMSPROP0-NOT: grad_avg
 // Lion: one state, exp_avg; its beta2 default is the paper's 0.99 (the op's, so not printed),
 // its weight decay decoupled.
@@ -133,7 +133,7 @@
 // RPROP-NEXT: plait.assign %[[SIZE]], %[[NSIZE]] : tensor<3x4xf32>
 // ASGD keeps torch's ax; its update reads the previous step's lr (plait.hyper "prev_lr").
 // ASGD-LABEL: module attributes {plait.lr_schedule = {kind = "constant", lr = 1.000000e-02 : f64
-// ASGD: %[[PREV:.*]] = plait.hyper "prev_lr" : tensor<f32>
+// ASGD: %[[PREV:.*]] = plait.hyper "prev_lr" : tensor<f64>
 // ASGD-NEXT: %[[AX:.*]] = plait.state "fc.weight.ax" : tensor<3x4xf32>
 // ASGD-NEXT: %{{.*}}, %[[NAX:.*]] = plait.asgd_update %{{.*}}, %{{.*}}, %[[PREV]], %{{.*}}, %[[AX]] {t0 = 1.000000e+02 : f64, weight_decay = 1.000000e-02 : f64}
 // ASGD: plait.assign %[[AX]], %[[NAX]] : tensor<3x4xf32>
@@ -148,7 +148,7 @@
 // LAMB-SAME: optimizer = "lamb", weight_decay = 1.000000e-02 : f64}
 // LAMB: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
 // LAMB-NEXT: %[[V:.*]] = plait.state "fc.weight.exp_avg_sq" : tensor<3x4xf32>
-// LAMB-NEXT: %{{.*}}, %[[NM:.*]], %[[NV:.*]] = plait.lamb_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[V]] : (tensor<3x4xf32>, tensor<3x4xf32>, tensor<f32>, tensor<f32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>)
+// LAMB-NEXT: %{{.*}}, %[[NM:.*]], %[[NV:.*]] = plait.lamb_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[V]] : (tensor<3x4xf32>, tensor<3x4xf32>, tensor<f64>, tensor<f32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>)
 // LAMB: plait.assign %[[M]], %[[NM]] : tensor<3x4xf32>
 // LAMB-NEXT: plait.assign %[[V]], %[[NV]] : tensor<3x4xf32>
 // LAMB-NOT: segments

@@ -11,7 +11,7 @@
 // layers.0 (weight 9 + bias 3 = 12 elements, 6 per rank) and layers.1 (9, padded to 10).
 // ZERO2: %[[N0:.*]] = plait.lamb_norms %{{.*}} {groups = [array<i64: 0, 1>], segments = array<i64: 9, 3>} : (tensor<6xf32>, tensor<6xf32>, tensor<f32>, tensor<6xf32>, tensor<6xf32>) -> tensor<2x2xf32>
 // ZERO2-NEXT: %[[R0:.*]] = plait.all_reduce %[[N0]] {groups = [array<i64: 0, 1>]} : tensor<2x2xf32>
-// ZERO2-NEXT: plait.lamb_update %{{.*}}, %[[R0]] {groups = [array<i64: 0, 1>], segments = array<i64: 9, 3>} : (tensor<6xf32>, tensor<6xf32>, tensor<f32>, tensor<f32>, tensor<6xf32>, tensor<6xf32>, tensor<2x2xf32>)
+// ZERO2-NEXT: plait.lamb_update %{{.*}}, %[[R0]] {groups = [array<i64: 0, 1>], segments = array<i64: 9, 3>} : (tensor<6xf32>, tensor<6xf32>, tensor<f64>, tensor<f32>, tensor<6xf32>, tensor<6xf32>, tensor<2x2xf32>)
 // ZERO2: plait.lamb_norms {{.*}} segments = array<i64: 9>} : {{.*}} -> tensor<1x2xf32>
 
 // hsdp:2 on 4 ranks: the norms are summed over the shard group only (each replica group
@@ -24,13 +24,13 @@
 // --no-weight-decay: the bias units take no trust ratio (timm: decay 0, no adaptation), so
 // they need no norms; the decayed weights' units do.
 // NODECAY: plait.lamb_norms {{.*}} {groups = [array<i64: 0, 1>], segments = array<i64: 9>, weight_decay = 1.000000e-01 : f64}
-// NODECAY: plait.lamb_update {{.*}} {weight_decay = 0.000000e+00 : f64} : (tensor<2xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<2xf32>, tensor<2xf32>) ->
+// NODECAY: plait.lamb_update {{.*}} {weight_decay = 0.000000e+00 : f64} : (tensor<2xf32>, tensor<2xf32>, tensor<f64>, tensor<f32>, tensor<2xf32>, tensor<2xf32>) ->
 // NODECAY: plait.lamb_norms {{.*}} segments = array<i64: 9>, weight_decay = 1.000000e-01 : f64}
 // NODECAY-NOT: plait.lamb_norms
 
 // ddp: whole params on every rank, each update takes its own norms.
 // DDP-NOT: plait.lamb_norms
-// DDP-COUNT-3: plait.lamb_update {{.*}} : (tensor<{{[0-9x]+}}xf32>, tensor<{{[0-9x]+}}xf32>, tensor<f32>, tensor<f32>, tensor<{{[0-9x]+}}xf32>, tensor<{{[0-9x]+}}xf32>) ->
+// DDP-COUNT-3: plait.lamb_update {{.*}} : (tensor<{{[0-9x]+}}xf32>, tensor<{{[0-9x]+}}xf32>, tensor<f64>, tensor<f32>, tensor<{{[0-9x]+}}xf32>, tensor<{{[0-9x]+}}xf32>) ->
 
 // Two units of the same layout would share attributes; their updates still stand alone.
 // GROUP-NOT: grouped_update

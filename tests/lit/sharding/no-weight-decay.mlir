@@ -20,8 +20,8 @@
 // ZERO2: name = "layers.0", numel = 9 : i64, padded_numel = 10 : i64, params = ["layers.0.weight"]
 // ZERO2-SAME: name = "layers.0/1", numel = 3 : i64, padded_numel = 4 : i64, params = ["layers.0.bias"]
 // ZERO2-SAME: name = "layers.1", numel = 9 : i64
-// ZERO2-DAG: plait.sgd_update %{{.*}} {weight_decay = 1.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>) -> tensor<5xf32>
-// ZERO2-DAG: plait.sgd_update %{{.*}} : (tensor<2xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>) -> tensor<2xf32>
+// ZERO2-DAG: plait.sgd_update %{{.*}} {weight_decay = 1.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f64>, tensor<f32>) -> tensor<5xf32>
+// ZERO2-DAG: plait.sgd_update %{{.*}} : (tensor<2xf32>, tensor<2xf32>, tensor<f64>, tensor<f32>) -> tensor<2xf32>
 // WHOLE: name = "layers.0", numel = 12 : i64
 // WHOLE-NOT: layers.0/1
 

@@ -157,7 +157,7 @@
 // AMSOFF-NOT: name = "layers.0.bias.max_exp_avg_sq"
 // NESTEROVON-DAG: plait.sgd_update {{.*}} {momentum = 9.000000e-01 : f64, nesterov = true} : (tensor<3xf32>
 // NESTEROVON-DAG: plait.sgd_update {{.*}} {momentum = 9.000000e-01 : f64} : (tensor<3x3xf32>
-// NESTEROVOFF-DAG: plait.sgd_update {{.*}} : (tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<f32>) ->
+// NESTEROVOFF-DAG: plait.sgd_update {{.*}} : (tensor<3xf32>, tensor<3xf32>, tensor<f64>, tensor<f32>) ->
 // NESTEROVOFF-DAG: plait.sgd_update {{.*}} {momentum = 9.000000e-01 : f64, nesterov = true} : (tensor<3x3xf32>
 // CENTERED-DAG: plait.state "layers.0.weight.grad_avg"
 // CENTERED-DAG: plait.state "layers.1.weight.grad_avg"

@@ -58,25 +58,25 @@
 // RMSPROP: plait.state "layers.1.square_avg" {plait.layout = {{.*}}name = "layers.1.weight.square_avg"{{.*}}} : tensor<5xf32>
 // RMSPROP-NEXT: plait.state "layers.1.grad_avg" {plait.layout = {{.*}}name = "layers.1.weight.grad_avg"{{.*}}} : tensor<5xf32>
 // RMSPROP-NEXT: plait.state "layers.1.momentum_buffer" {plait.layout = {{.*}}name = "layers.1.weight.momentum_buffer"{{.*}}} : tensor<5xf32>
-// RMSPROP: %{{.*}}, %[[NEW:.*]]:3 = plait.rmsprop_update %{{.*}} {centered = true, momentum = 9.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+// RMSPROP: %{{.*}}, %[[NEW:.*]]:3 = plait.rmsprop_update %{{.*}} {centered = true, momentum = 9.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f64>, tensor<f32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
 // RMSPROP-NOT: plait.state "layers.1.weight.
 // LION: plait.state "layers.1.exp_avg" {plait.layout = {{.*}}name = "layers.1.weight.exp_avg"{{.*}}} : tensor<5xf32>
-// LION: plait.lion_update %{{.*}} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>)
+// LION: plait.lion_update %{{.*}} : (tensor<5xf32>, tensor<5xf32>, tensor<f64>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>)
 // ADAMAX: plait.state "layers.1.exp_avg" {plait.layout = {{.*}}name = "layers.1.weight.exp_avg"{{.*}}} : tensor<5xf32>
 // ADAMAX-NEXT: plait.state "layers.1.exp_inf" {plait.layout = {{.*}}name = "layers.1.weight.exp_inf"{{.*}}} : tensor<5xf32>
-// ADAMAX-NEXT: plait.adamax_update %{{.*}} {weight_decay = 1.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+// ADAMAX-NEXT: plait.adamax_update %{{.*}} {weight_decay = 1.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f64>, tensor<f32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
 // ADADELTA: plait.state "layers.1.square_avg" {plait.layout = {{.*}}name = "layers.1.weight.square_avg"{{.*}}} : tensor<5xf32>
 // ADADELTA-NEXT: plait.state "layers.1.acc_delta" {plait.layout = {{.*}}name = "layers.1.weight.acc_delta"{{.*}}} : tensor<5xf32>
-// ADADELTA-NEXT: plait.adadelta_update %{{.*}} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+// ADADELTA-NEXT: plait.adadelta_update %{{.*}} : (tensor<5xf32>, tensor<5xf32>, tensor<f64>, tensor<f32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
 // RPROP: plait.state "layers.1.prev" {plait.layout = {{.*}}name = "layers.1.weight.prev"{{.*}}} : tensor<5xf32>
 // RPROP-NEXT: plait.state "layers.1.step_size" {plait.layout = {{.*}}name = "layers.1.weight.step_size"{{.*}}} : tensor<5xf32>
 // ASGD: plait.state "layers.1.ax" {plait.layout = {{.*}}name = "layers.1.weight.ax"{{.*}}} : tensor<5xf32>
-// ASGD: plait.asgd_update %{{.*}} {t0 = 5.000000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>)
-// RPROP-NEXT: plait.rprop_update %{{.*}} {etaplus = 1.500000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+// ASGD: plait.asgd_update %{{.*}} {t0 = 5.000000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f64>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>)
+// RPROP-NEXT: plait.rprop_update %{{.*}} {etaplus = 1.500000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f64>, tensor<f32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
 // ADAGRAD: plait.state "layers.1.sum" {plait.layout = {{.*}}name = "layers.1.weight.sum"{{.*}}} : tensor<5xf32>
 // AMSGRAD: plait.state "layers.1.max_exp_avg_sq" {plait.layout = {{.*}}name = "layers.1.weight.max_exp_avg_sq"{{.*}}} : tensor<5xf32>
-// AMSGRAD: plait.adamw_update %{{.*}} {amsgrad = true, weight_decay = 0.000000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
-// ADAGRAD: plait.adagrad_update %{{.*}} {lr_decay = 5.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f32>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>)
+// AMSGRAD: plait.adamw_update %{{.*}} {amsgrad = true, weight_decay = 0.000000e+00 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<f64>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>)
+// ADAGRAD: plait.adagrad_update %{{.*}} {lr_decay = 5.000000e-01 : f64} : (tensor<5xf32>, tensor<5xf32>, tensor<f64>, tensor<f32>, tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>)
 
 // zero2: the same, but the gradient is reduced as soon as the unit's gradients exist,
 // before the backward of layers.0 runs.

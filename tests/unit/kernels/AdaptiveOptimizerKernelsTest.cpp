@@ -457,7 +457,7 @@ std::vector<OwnedTensor> cycledStep(const CycledUpdate &u, const Attrs &attrs, d
   std::vector<OwnedTensor> inputs(4 + u.states, f32(kParam0));
   inputs[1] = f32(kGrads[1]);
   const size_t lrAt = kind == cpu::UpdateKind::AdamW ? 4 : 2;
-  inputs[lrAt] = f32Scalar(0.01);
+  inputs[lrAt] = lrScalar(0.01);
   inputs[lrAt + 1] = f32Scalar(step);
   for (size_t j = 0; j < u.states; ++j)
     inputs[cpu::updateStateOperand(kind, j)] = f32(state);
@@ -575,7 +575,7 @@ TEST(MomentumCycle, Errors) {
     attrs.set("momentum_cycle", {{}, values, {}});
     int64_t n = (int64_t)kParam0.size();
     KernelResult r = runKernel(
-        "sgd_update", {f32(kParam0), f32(kGrads[0]), f32Scalar(0.1), f32Scalar(2), f32(kParam0)},
+        "sgd_update", {f32(kParam0), f32(kGrads[0]), lrScalar(0.1), f32Scalar(2), f32(kParam0)},
         {{DType::F32, {n}}, {DType::F32, {n}}}, attrs);
     ASSERT_FALSE(r.status.ok());
     EXPECT_NE(r.status.message().find(why), std::string::npos) << r.status.message();

@@ -123,12 +123,12 @@ TEST(LambUpdate, FlatShardsMatchTheWholeParams) {
   // The whole params' updates, each with its own norms.
   std::vector<double> wholeParam, wholeM, wholeV;
   for (auto [from, n] : {std::pair<size_t, size_t>{0, 5}, {5, 4}}) {
-    KernelResult r = runKernel("lamb_update",
-                               {f32(slice(p, from, n)), f32(slice(g, from, n)), f32Scalar(0.1),
-                                f32Scalar(3), f32(slice(m, from, n)), f32(slice(v, from, n))},
-                               {{DType::F32, {int64_t(n)}}, {DType::F32, {int64_t(n)}},
-                                {DType::F32, {int64_t(n)}}},
-                               plain);
+    KernelResult r = runKernel(
+        "lamb_update",
+        {f32(slice(p, from, n)), f32(slice(g, from, n)), lrScalar(0.1), f32Scalar(3),
+         f32(slice(m, from, n)), f32(slice(v, from, n))},
+        {{DType::F32, {int64_t(n)}}, {DType::F32, {int64_t(n)}}, {DType::F32, {int64_t(n)}}},
+        plain);
     ASSERT_TRUE(r.status.ok()) << r.status.message();
     for (auto [out, into] : {std::pair{0, &wholeParam}, {1, &wholeM}, {2, &wholeV}}) {
       std::vector<float> x = r.out(size_t(out)).floats();
@@ -156,11 +156,10 @@ TEST(LambUpdate, FlatShardsMatchTheWholeParams) {
   }
   for (size_t s = 0; s < 2; ++s) {
     KernelResult r = runKernel("lamb_update",
-                               {f32(slice(p, 5 * s, 5)), f32(slice(g, 5 * s, 5)), f32Scalar(0.1),
+                               {f32(slice(p, 5 * s, 5)), f32(slice(g, 5 * s, 5)), lrScalar(0.1),
                                 f32Scalar(3), f32(slice(m, 5 * s, 5)), f32(slice(v, 5 * s, 5)),
                                 makeFloat(DType::F32, {2, 2}, norms)},
-                               {{DType::F32, {5}}, {DType::F32, {5}}, {DType::F32, {5}}},
-                               shard[s]);
+                               {{DType::F32, {5}}, {DType::F32, {5}}, {DType::F32, {5}}}, shard[s]);
     ASSERT_TRUE(r.status.ok()) << r.status.message();
     // The padding element (the last of shard 1) takes ratio 1: 0 - lr * (0 + wd * 0) = 0.
     const size_t n = s == 0 ? 5 : 4;
@@ -184,7 +183,7 @@ TEST(LambUpdate, SameBitsOnAnyThreadCount) {
   }
   auto step = [&]() {
     return runKernel("lamb_update",
-                     {f32(p), f32(g), f32Scalar(0.01), f32Scalar(1), f32(zeros), f32(zeros)},
+                     {f32(p), f32(g), lrScalar(0.01), f32Scalar(1), f32(zeros), f32(zeros)},
                      {{DType::F32, {n}}, {DType::F32, {n}}, {DType::F32, {n}}});
   };
   KernelResult one = step();
@@ -207,11 +206,12 @@ TEST(LambUpdate, RejectsBadShardLayouts) {
     KernelResult result;
     const char *message;
   } cases[] = {
-      {runKernel("lamb_update", {x, x, f32Scalar(0.1), f32Scalar(1), x, x, ones},
+      {runKernel("lamb_update", {x, x, lrScalar(0.1), f32Scalar(1), x, x, ones},
                  {{DType::F32, {4}}, {DType::F32, {4}}, {DType::F32, {4}}}),
        "lamb_update: takes norms (a 7th operand) exactly when it has segments"},
       {runKernel("lamb_update",
-                 {x, x, f32Scalar(0.1), f32Scalar(1), x, x, makeFloat(DType::F32, {3, 2}, std::vector<double>(6, 0.0))},
+                 {x, x, lrScalar(0.1), f32Scalar(1), x, x,
+                  makeFloat(DType::F32, {3, 2}, std::vector<double>(6, 0.0))},
                  {{DType::F32, {4}}, {DType::F32, {4}}, {DType::F32, {4}}}, twoRanks),
        "lamb_update: norms must be f32 2x2, got f32 [3, 2]"},
       {runKernel("lamb_norms", {x, x, f32Scalar(1), x, x}, {{DType::F32, {2, 2}}},

@@ -18,7 +18,7 @@ void checkSgd(double lr, const Attrs &attrs, bool momentum, const std::vector<Sg
   OwnedTensor param = f32(kParam0), buffer = f32(std::vector<double>(kParam0.size(), 0.0));
   int64_t n = (int64_t)kParam0.size();
   for (size_t k = 0; k < expected.size(); ++k) {
-    std::vector<OwnedTensor> inputs{param, f32(kGrads[k]), f32Scalar(lr), f32Scalar(k + 1.0)};
+    std::vector<OwnedTensor> inputs{param, f32(kGrads[k]), lrScalar(lr), f32Scalar(k + 1.0)};
     std::vector<std::pair<DType, std::vector<int64_t>>> outputs{{DType::F32, {n}}};
     if (momentum) {
       inputs.push_back(buffer);
@@ -88,17 +88,31 @@ TEST(SgdUpdate, FirstStepIgnoresTheStoredBuffer) {
   auto param = makeFloat(DType::F64, {2}, {1, -2});
   auto grad = makeFloat(DType::F64, {2}, {0.5, 0.25});
   auto stale = makeFloat(DType::F64, {2}, {100, 100});
-  auto r = runKernel("sgd_update", {param, grad, f32Scalar(0.5), f32Scalar(1), stale},
+  auto r = runKernel("sgd_update", {param, grad, lrScalar(0.5), f32Scalar(1), stale},
                      {{DType::F64, {2}}, {DType::F64, {2}}}, attrs);
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   EXPECT_TRUE(allClose(r.out(0).values<double>(), {0.75, -2.125}, 0, 0));
   EXPECT_TRUE(allClose(r.out(1).values<double>(), {0.5, 0.25}, 0, 0));
   // Step 2: buf = 0.5 * buf + g.
-  r = runKernel("sgd_update", {param, grad, f32Scalar(0.5), f32Scalar(2), stale},
+  r = runKernel("sgd_update", {param, grad, lrScalar(0.5), f32Scalar(2), stale},
                 {{DType::F64, {2}}, {DType::F64, {2}}}, attrs);
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   EXPECT_TRUE(allClose(r.out(1).values<double>(), {50.5, 50.25}, 0, 0));
   EXPECT_TRUE(allClose(r.out(0).values<double>(), {1 - 25.25, -2 - 25.125}, 0, 0));
+}
+
+TEST(SgdUpdate, AnF64LrIsReadExactly) {
+  // plait-compile's lr is f64, as torch's Python float: 0.1 rounded to f32 (0.100000001490116)
+  // would move an f64 param by 1.5e-9 relative more than torch does.
+  auto param = makeFloat(DType::F64, {2}, {1, -2});
+  auto grad = makeFloat(DType::F64, {2}, {0.3, 0.7});
+  auto r = runKernel("sgd_update", {param, grad, makeFloat(DType::F64, {}, {0.1}), f32Scalar(1)},
+                     {{DType::F64, {2}}});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.out(0).values<double>(), (std::vector<double>{1 - 0.1 * 0.3, -2 - 0.1 * 0.7}));
+  r = runKernel("sgd_update", {param, grad, f32Scalar(0.1), f32Scalar(1)}, {{DType::F64, {2}}});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_NE(r.out(0).values<double>(), (std::vector<double>{1 - 0.1 * 0.3, -2 - 0.1 * 0.7}));
 }
 
 struct AdamWStep {
@@ -111,7 +125,7 @@ void checkAdamW(double lr, const Attrs &attrs, const std::vector<AdamWStep> &exp
   OwnedTensor param = f32(kParam0), m = f32(zeros), v = f32(zeros);
   for (size_t k = 0; k < expected.size(); ++k) {
     KernelResult r =
-        runKernel("adamw_update", {param, f32(kGrads[k]), m, v, f32Scalar(lr), f32Scalar(k + 1.0)},
+        runKernel("adamw_update", {param, f32(kGrads[k]), m, v, lrScalar(lr), f32Scalar(k + 1.0)},
                   {{DType::F32, {n}}, {DType::F32, {n}}, {DType::F32, {n}}}, attrs);
     ASSERT_TRUE(r.status.ok()) << r.status.message();
     EXPECT_TRUE(allClose(r.out(0).floats(), expected[k].param, kRtol, kAtol)) << "step " << k + 1;
@@ -225,7 +239,7 @@ TEST(UpdateLrScale, ScalesTheStepsLearningRate) {
       std::vector<OwnedTensor> inputs(4 + k.states, f32(kParam0));
       inputs[1] = f32(kGrads[0]);
       const size_t lrAt = kind == cpu::UpdateKind::AdamW ? 4 : 2;
-      inputs[lrAt] = f32Scalar(lr);
+      inputs[lrAt] = lrScalar(lr);
       inputs[lrAt + 1] = f32Scalar(9);
       // States of 0.25: sums, averages of squares and maxima are >= 0.
       for (size_t j = 0; j < k.states; ++j)
@@ -257,7 +271,7 @@ TEST(RMSpropUpdate, OutputsMayAliasTheirInputs) {
   OwnedTensor sq = f32(kGrads[2]), buffer = f32(kGrads[1]);
   for (int64_t i = 0; i < n; ++i) // square_avg covers grad_avg's square, as training keeps it
     sq.view.as<float>()[i] = std::fabs(sq.view.as<float>()[i]) + 0.1f;
-  OwnedTensor lr = f32Scalar(0.01), step = f32Scalar(3);
+  OwnedTensor lr = lrScalar(0.01), step = f32Scalar(3);
   KernelResult expected =
       runKernel("rmsprop_update", {param, grad, lr, step, sq, ga, buffer},
                 std::vector<std::pair<DType, std::vector<int64_t>>>(4, {DType::F32, {n}}), attrs);
@@ -339,7 +353,7 @@ TEST(AdamWUpdate, OutputsMayAliasTheirInputs) {
   OwnedTensor m = f32(kGrads[0]), v = f32(kGrads[2]);
   for (int64_t i = 0; i < n; ++i) // exp_avg_sq is never negative
     v.view.as<float>()[i] = std::fabs(v.view.as<float>()[i]);
-  OwnedTensor lr = f32Scalar(0.01), step = f32Scalar(3);
+  OwnedTensor lr = lrScalar(0.01), step = f32Scalar(3);
   KernelResult expected = runKernel("adamw_update", {param, grad, m, v, lr, step},
                                     {{DType::F32, {n}}, {DType::F32, {n}}, {DType::F32, {n}}});
   ASSERT_TRUE(expected.status.ok()) << expected.status.message();
@@ -357,7 +371,7 @@ TEST(SgdUpdate, OutputsMayAliasTheirInputs) {
   int64_t n = (int64_t)kParam0.size();
   auto attrs = AttrsBuilder().f("momentum", 0.9).f("weight_decay", 0.01).i("nesterov", 1).build();
   OwnedTensor param = f32(kParam0), grad = f32(kGrads[1]), buffer = f32(kGrads[0]);
-  OwnedTensor lr = f32Scalar(0.1), step = f32Scalar(2);
+  OwnedTensor lr = lrScalar(0.1), step = f32Scalar(2);
   KernelResult expected = runKernel("sgd_update", {param, grad, lr, step, buffer},
                                     {{DType::F32, {n}}, {DType::F32, {n}}}, attrs);
   ASSERT_TRUE(expected.status.ok()) << expected.status.message();
@@ -373,7 +387,7 @@ TEST(SgdUpdate, OutputsMayAliasTheirInputs) {
 // tensor's results where its own update puts them (here in place, as plans run it).
 TEST(GroupedUpdate, EachTensorAsItsOwnUpdate) {
   std::vector<std::vector<double>> params = {kParam0, {1.5, -0.5}, {0.25, 0.75, -2.0}};
-  OwnedTensor lr = f32Scalar(0.01), step = f32Scalar(2);
+  OwnedTensor lr = lrScalar(0.01), step = f32Scalar(2);
   std::vector<OwnedTensor> owned; // param, grad, m, v per tensor
   std::vector<TensorView> in, out;
   std::vector<KernelResult> expected;
@@ -476,7 +490,7 @@ TEST(GroupedUpdate, HalfGradientsUpdateAsTheirCasts) {
                                 : kind.attrs.getFloat("initial_accumulator_value", 0) != 0
                                     ? 1
                                     : 2;
-      OwnedTensor lr = f32Scalar(0.01), step = f32Scalar(stepNumber);
+      OwnedTensor lr = lrScalar(0.01), step = f32Scalar(stepNumber);
       const int perResult = 1 + kind.states;
       std::vector<OwnedTensor> owned, results;
       owned.reserve(6 * kTensors);
@@ -548,7 +562,7 @@ TEST(GroupedUpdate, HalfGradientsUpdateAsTheirCasts) {
 }
 
 TEST(GroupedUpdate, Errors) {
-  auto p = f32({1, 2}), g = f32({0.5, 0.5}), lr = f32Scalar(0.1), step = f32Scalar(1);
+  auto p = f32({1, 2}), g = f32({0.5, 0.5}), lr = lrScalar(0.1), step = f32Scalar(1);
   auto grouped = [&](std::string update, int64_t per, int64_t perResult,
                      std::vector<OwnedTensor> inputs, size_t results) {
     std::vector<std::pair<DType, std::vector<int64_t>>> outputs(results, {DType::F32, {2}});
@@ -596,7 +610,7 @@ TEST(GroupedUpdate, Errors) {
 TEST(OptimizerKernels, HalfPrecisionParamsGoThroughFloat) {
   auto param = makeFloat(DType::BF16, {2}, {1, -2});
   auto grad = makeFloat(DType::BF16, {2}, {0.5, 0.25});
-  auto out = runOk("sgd_update", {param, grad, f32Scalar(0.5), f32Scalar(1)}, DType::BF16, {2});
+  auto out = runOk("sgd_update", {param, grad, lrScalar(0.5), f32Scalar(1)}, DType::BF16, {2});
   EXPECT_TRUE(allClose(out.floats(), {0.75, -2.125}, 0, 0));
 }
 
@@ -607,41 +621,40 @@ TEST(OptimizerKernels, Errors) {
   };
   auto p = f32({1, 2}), g = f32({0.5, 0.5});
   expectError(runKernel("sgd_update",
-                        {make<int64_t>({2}, {1, 2}), make<int64_t>({2}, {1, 1}), f32Scalar(0.1),
+                        {make<int64_t>({2}, {1, 2}), make<int64_t>({2}, {1, 1}), lrScalar(0.1),
                          f32Scalar(1)},
                         {{DType::I64, {2}}}),
               "sgd_update: unsupported dtype i64");
-  expectError(runKernel("sgd_update", {p, g, f32Scalar(0.1), f32Scalar(1)}, {{DType::F32, {2}}},
+  expectError(runKernel("sgd_update", {p, g, lrScalar(0.1), f32Scalar(1)}, {{DType::F32, {2}}},
                         AttrsBuilder().f("momentum", 0.9).build()),
               "needs a momentum buffer exactly when momentum is non-zero");
-  expectError(runKernel("sgd_update", {p, g, makeFloat(DType::F64, {}, {0.1}), f32Scalar(1)},
-                        {{DType::F32, {2}}}),
-              "sgd_update: lr must be an f32 scalar, got f64 []");
-  expectError(runKernel("sgd_update", {p, f32({1, 2, 3}), f32Scalar(0.1), f32Scalar(1)},
+  expectError(
+      runKernel("sgd_update", {p, g, make<int32_t>({}, {1}), f32Scalar(1)}, {{DType::F32, {2}}}),
+      "sgd_update: lr must be an f32 or f64 scalar, got i32 []");
+  expectError(runKernel("sgd_update", {p, f32({1, 2, 3}), lrScalar(0.1), f32Scalar(1)},
                         {{DType::F32, {2}}}),
               "sgd_update: grad has shape [3], expected [2]");
-  expectError(runKernel("adamw_update", {p, g, p, p, f32Scalar(0.1), f32Scalar(0)},
+  expectError(runKernel("adamw_update", {p, g, p, p, lrScalar(0.1), f32Scalar(0)},
                         {{DType::F32, {2}}, {DType::F32, {2}}, {DType::F32, {2}}}),
               "adamw_update: step must be a whole number >= 1, got 0");
-  expectError(runKernel("adamw_update", {p, g, p, p, f32Scalar(0.1), f32Scalar(1)},
+  expectError(runKernel("adamw_update", {p, g, p, p, lrScalar(0.1), f32Scalar(1)},
                         {{DType::F32, {2}}, {DType::F32, {2}}}),
               "adamw_update: expected 3 outputs, got 2");
   expectError(runKernel("adamw_update",
-                        {p, g, makeFloat(DType::F64, {2}, {0, 0}), p, f32Scalar(0.1),
-                         f32Scalar(1)},
+                        {p, g, makeFloat(DType::F64, {2}, {0, 0}), p, lrScalar(0.1), f32Scalar(1)},
                         {{DType::F32, {2}}, {DType::F32, {2}}, {DType::F32, {2}}}),
               "adamw_update: unsupported dtype f32 x f64");
-  expectError(runKernel("adagrad_update", {p, g, f32Scalar(0.1), f32Scalar(1), f32({1, 2, 3})},
+  expectError(runKernel("adagrad_update", {p, g, lrScalar(0.1), f32Scalar(1), f32({1, 2, 3})},
                         {{DType::F32, {2}}, {DType::F32, {2}}}),
               "adagrad_update: sum has shape [3], expected [2]");
-  expectError(runKernel("rmsprop_update", {p, g, f32Scalar(0.1), f32Scalar(1), p},
+  expectError(runKernel("rmsprop_update", {p, g, lrScalar(0.1), f32Scalar(1), p},
                         {{DType::F32, {2}}, {DType::F32, {2}}},
                         AttrsBuilder().i("centered", 1).build()),
               "rmsprop_update: takes 2 states with centered true and momentum 0, got 1");
-  expectError(runKernel("rmsprop_update", {p, g, f32Scalar(0.1), f32Scalar(0), p},
+  expectError(runKernel("rmsprop_update", {p, g, lrScalar(0.1), f32Scalar(0), p},
                         {{DType::F32, {2}}, {DType::F32, {2}}}),
               "rmsprop_update: step must be a whole number >= 1, got 0");
-  expectError(runKernel("rmsprop_update", {p, g, f32Scalar(0.1), f32Scalar(1), p, p},
+  expectError(runKernel("rmsprop_update", {p, g, lrScalar(0.1), f32Scalar(1), p, p},
                         {{DType::F32, {2}}, {DType::F32, {2}}}),
               "rmsprop_update: expected 3 outputs, got 2");
 }

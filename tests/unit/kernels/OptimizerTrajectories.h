@@ -29,6 +29,8 @@ inline OwnedTensor f32(std::vector<double> v) {
   return makeFloat(DType::F32, {n}, v);
 }
 inline OwnedTensor f32Scalar(double v) { return makeFloat(DType::F32, {}, {v}); }
+/// An lr operand: f64, as plait-compile writes the lr hyper-parameter.
+inline OwnedTensor lrScalar(double v) { return makeFloat(DType::F64, {}, {v}); }
 
 /// Runs three steps of `update` (param, grad, lr, step and its states; adamw_update's moments
 /// before lr and step, amsgrad's max_exp_avg_sq after) from kParam0 with kGrads and zero
@@ -46,7 +48,7 @@ inline void checkStateful(const char *update, double lr, const Attrs &attrs, siz
     std::vector<OwnedTensor> inputs(4 + states, param);
     inputs[1] = f32(kGrads[k]);
     const size_t lrAt = kind == cpu::UpdateKind::AdamW ? 4 : 2; // adamw: after its moments
-    inputs[lrAt] = f32Scalar(lr);
+    inputs[lrAt] = lrScalar(lr);
     inputs[lrAt + 1] = f32Scalar(firstStep + double(k));
     for (size_t j = 0; j < states; ++j)
       inputs[cpu::updateStateOperand(kind, j)] = state[j];

@@ -335,6 +335,21 @@ TEST(TrainingPlan, UpdatesPersistAcrossStepsAndStateStartsAtZero) {
   EXPECT_FLOAT_EQ(*exec->view(3).as<float>(), 0.5f); // lr of step 3 after warm-up
 }
 
+TEST(TrainingPlan, AnF64LrHoldsTheSchedulesDouble) {
+  // plait-compile's lr is f64: the schedule's double reaches the kernels unrounded (warm-up
+  // step 1 of 3 to 0.1: 0.1 / 3, which f32 would round by 1.2e-8 relative).
+  auto p = tinyTrainingPlan();
+  p.tensors[3].dtype = fb::DType::F64;
+  p.schedule = {"linear-warmup", 0.1, 3, 0, 0};
+  Plan plan;
+  ASSERT_TRUE(loadPlanFromBytes(plan::serializePlan(p), "t.plan", plan).ok());
+  std::unique_ptr<Executor> exec;
+  ASSERT_TRUE(Executor::create(plan, {}, exec).ok());
+  exec->setHyperParameters(1, plan.schedule.at(1), plan.schedule.before(1));
+  EXPECT_EQ(*exec->view(3).as<double>(), plan.schedule.at(1));
+  EXPECT_NE(double(float(plan.schedule.at(1))), plan.schedule.at(1));
+}
+
 TEST(TrainingPlan, LoaderRejectsBadUpdatesAndHyperParameters) {
   auto rejects = [](plan::PlanDesc p, const std::string &needle) {
     Plan plan;
@@ -354,6 +369,13 @@ TEST(TrainingPlan, LoaderRejectsBadUpdatesAndHyperParameters) {
   p = tinyTrainingPlan();
   p.tensors[3].name = "momentum";
   rejects(p, "unknown hyper-parameter (expected lr, step or prev_lr)");
+  p = tinyTrainingPlan();
+  p.tensors[3].dtype = fb::DType::I32;
+  rejects(p, "a hyper-parameter must be a scalar of f32 (or f64, the lr)");
+  p = tinyTrainingPlan();
+  p.tensors[3].name = "step";
+  p.tensors[3].dtype = fb::DType::F64;
+  rejects(p, "tensor 3 ('step'): a hyper-parameter must be a scalar of f32 (or f64, the lr)");
   p = tinyTrainingPlan();
   p.schedule.kind = "sawtooth";
   rejects(p, "unknown learning-rate schedule 'sawtooth'");
