@@ -1104,7 +1104,7 @@ def compare_states(label, plait_states, torch_states, what="optimizer states"):
             ok = False
             continue
         worst = max(worst, float(np.max(np.abs(got - want))))
-        if not np.allclose(got, want, rtol=rtol, atol=atol):
+        if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
             print(f"{label}: {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")
             ok = False
     print(f"{label}: {len(torch_states)} {what}, max abs diff {worst:.1e}: "

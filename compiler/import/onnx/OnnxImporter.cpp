@@ -117,6 +117,14 @@ Value GraphImporter::counterBuffer(const std::string &name, Location loc) {
 Value GraphImporter::materialize(llvm::StringRef name, ValueEntry &entry) {
   if (entry.value)
     return entry.value;
+  // Callers check for sequences and optionals first (NodeContext::tensorLookup names them);
+  // this keeps a missed check an error instead of a null initializer dereferenced.
+  if (entry.kind == ValueEntry::Kind::Sequence || entry.kind == ValueEntry::Kind::Optional) {
+    (void)graphError("'" + name + "' is " +
+                     (entry.kind == ValueEntry::Kind::Sequence ? "a sequence" : "an optional") +
+                     " where a tensor is expected");
+    return {};
+  }
   Location loc = NameLoc::get(StringAttr::get(&ctx, name));
   if (entry.kind == ValueEntry::Kind::Folded) {
     entry.value = constant(*entry.folded, loc);

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""CPU training step of torchvision's architectures: plait against PyTorch eager.
+
+Each model is a torchvision classifier (torchvision 0.14: ResNet-18, MobileNetV3-Small,
+EfficientNet-B0, ShuffleNetV2 x0.5, DenseNet-121, RegNetY-400MF, ConvNeXt-Tiny, Swin-T, and a
+ViT-B/16 cut to 4 layers) with 10 classes and a cross-entropy loss, exported as users export it
+(torch.onnx.export, training mode: BatchNorm with the batch's statistics) and compiled with
+`plait-compile --train --optimizer sgd --lr 0.01 --momentum 0.9`. Dropout and stochastic depth
+are off in both (p = 0), so both run the same arithmetic. Both train the same batches of
+RES x RES images: plait with `plait-run --threads T --log-jsonl` (the median logged step_ms
+after WARMUP steps), PyTorch with torch.set_num_threads(T) (the median of the timed steps:
+forward, backward, optimizer step). Runs alternate plait and PyTorch, --repeat times; the
+table shows the medians of the runs and plait / PyTorch (below 1: plait faster). The models'
+training parity is e2e.torchvision.<model> (tests/e2e/torchvision_parity.py).
+
+Run with /usr/bin/python3:  torchvision_step.py BUILD [--threads 1,2] [--steps 10] [--repeat 2]
+                                                 [--res 96] [--batch 8] [--only NAME ...]
+"""
+import argparse
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from onnx_ops_step import WARMUP, run_plait, timed_step  # noqa: E402
+
+import torchvision  # noqa: E402
+
+CLASSES = 10
+
+
+def vit_4_layers(res):
+    """ViT-B/16's width (768, 12 heads, MLP 3072) at 4 of its 12 layers."""
+    return torchvision.models.VisionTransformer(image_size=res, patch_size=16, num_layers=4,
+                                                num_heads=12, hidden_dim=768, mlp_dim=3072,
+                                                num_classes=CLASSES)
+
+
+MODELS = {
+    "resnet18": lambda r: torchvision.models.resnet18(num_classes=CLASSES),
+    "mobilenet_v3_small": lambda r: torchvision.models.mobilenet_v3_small(num_classes=CLASSES),
+    "efficientnet_b0": lambda r: torchvision.models.efficientnet_b0(num_classes=CLASSES),
+    "shufflenet_v2_x0_5": lambda r: torchvision.models.shufflenet_v2_x0_5(num_classes=CLASSES),
+    "densenet121": lambda r: torchvision.models.densenet121(num_classes=CLASSES),
+    "regnet_y_400mf": lambda r: torchvision.models.regnet_y_400mf(num_classes=CLASSES),
+    "convnext_tiny": lambda r: torchvision.models.convnext_tiny(num_classes=CLASSES),
+    "swin_t": lambda r: torchvision.models.swin_t(num_classes=CLASSES),
+    "vit_b_16_4_layers": vit_4_layers,
+}
+
+
+class Classifier(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.net(x), y)
+
+
+def build(name, res):
+    torch.manual_seed(0)
+    net = MODELS[name](res)
+    for m in net.modules():
+        if isinstance(m, nn.Dropout) or type(m).__name__ == "StochasticDepth":
+            m.p = 0.0
+    return Classifier(net)
+
+
+def run_torch(model, data, steps, threads, batch):
+    torch.set_num_threads(threads)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    ms = []
+    for s in range(steps):
+        args = [torch.from_numpy(data[k][s * batch:(s + 1) * batch]) for k in ("x", "y")]
+        ms.append(timed_step(model, opt, args))
+    return statistics.median(ms[WARMUP:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("build", type=pathlib.Path)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--res", type=int, default=96)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--only", action="append", choices=sorted(MODELS))
+    args = ap.parse_args()
+    bindir = args.build / "bin"
+    threads = [int(t) for t in args.threads.split(",")]
+    warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's shape notes
+    rows = []
+    rng = np.random.default_rng(1)
+    n = args.steps * args.batch
+    data = {"x": rng.standard_normal((n, 3, args.res, args.res)).astype(np.float32),
+            "y": rng.integers(0, CLASSES, size=(n,)).astype(np.int64)}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        (tmp / "data").mkdir()
+        for k, v in data.items():
+            np.save(tmp / "data" / f"{k}.npy", v)
+        for name in args.only or list(MODELS):
+            work = tmp / name
+            work.mkdir()
+            model = build(name, args.res)
+            example = tuple(torch.from_numpy(data[k][:args.batch]) for k in ("x", "y"))
+            torch.onnx.export(model, example, str(work / "m.onnx"), input_names=["x", "y"],
+                              output_names=["loss"], opset_version=13,
+                              do_constant_folding=False, export_params=True,
+                              training=torch.onnx.TrainingMode.TRAINING)
+            subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", work / "m.plan",
+                            "--train", "--optimizer", "sgd", "--lr", "0.01", "--momentum",
+                            "0.9"], check=True)
+            for t in threads:
+                plait_ms, torch_ms = [], []
+                for _ in range(args.repeat):
+                    plait_ms.append(run_plait(bindir, work / "m.plan", tmp / "data",
+                                              args.steps, t, work))
+                    torch_ms.append(run_torch(build(name, args.res), data, args.steps, t,
+                                              args.batch))
+                p, q = statistics.median(plait_ms), statistics.median(torch_ms)
+                rows.append((name, t, p, q))
+                print(f"{name:20} threads {t}: plait {p:9.2f} ms  pytorch {q:9.2f} ms  "
+                      f"x{p / q:.2f}", flush=True)
+    print(f"\n{args.batch} images of {args.res}x{args.res} a step\n")
+    print("| model | threads | plait ms | PyTorch ms | plait / PyTorch |")
+    print("|---|---|---|---|---|")
+    for name, t, p, q in rows:
+        print(f"| {name} | {t} | {p:.2f} | {q:.2f} | {p / q:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
