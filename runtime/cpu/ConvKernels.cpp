@@ -1,4 +1,5 @@
-// conv2d (NCHW, grouped, dilated, optional bias) as im2col followed by one GEMM per group;
+// conv2d (NCHW, grouped, dilated, optional bias) as im2col followed by one GEMM per group
+// (a depthwise convolution directly, plane by plane: ConvSupport.h depthwiseConv2d);
 // its (image, group) units split across the rank's threads (forEachConvUnit; with fewer
 // units than threads, the im2col and GEMMs split instead), and the bias add by output plane.
 #include "runtime/cpu/ConvSupport.h"
@@ -27,6 +28,10 @@ template <typename T> Status convolve(const KernelCall &call, const ConvShape &s
   const T *x = call.inputs[0].as<T>(), *w = call.inputs[1].as<T>();
   const T *bias = call.inputs.size() > 2 ? call.inputs[2].as<T>() : nullptr;
   T *out = call.outputs[0].as<T>();
+  if (s.depthwise()) { // no columns, no GEMM (Workspace.cpp: no workspace)
+    depthwiseConv2d(x, w, bias, s, out);
+    return Status();
+  }
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   Scratch scratch(call, "conv2d");
   // workspace: the im2col columns, a matrix per chunk of units (Workspace.cpp convColumns)

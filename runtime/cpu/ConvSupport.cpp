@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
@@ -113,10 +114,123 @@ template <typename T> void col2im(const T *col, const ConvShape &s, T *x) {
   });
 }
 
+namespace {
+
+/// Calls tap(i, j, oh, lo, hi, ih, off, step) for every kernel tap (i, j) and output row oh
+/// whose input row ih is inside the image, with the tap's valid output columns [lo, hi) and
+/// their input columns ow * step + off.
+template <typename Tap> void forEachTapRow(const ConvShape &s, Tap &&tap) {
+  const Window2d &win = s.window;
+  for (int64_t i = 0; i < win.kernel[0]; ++i)
+    for (int64_t j = 0; j < win.kernel[1]; ++j) {
+      const int64_t off = j * win.dilation[1] - win.padBegin[1], step = win.stride[1];
+      const auto [lo, hi] = validColumns(off, step, s.width, s.outWidth);
+      for (int64_t oh = 0; oh < s.outHeight; ++oh) {
+        const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
+        if (ih >= 0 && ih < s.height && lo < hi)
+          tap(i, j, oh, lo, hi, ih, off, step);
+      }
+    }
+}
+
+int64_t taps(const ConvShape &s) { return s.window.kernel[0] * s.window.kernel[1]; }
+
+} // namespace
+
+template <typename T>
+void depthwiseConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y) {
+  const int64_t planes = s.batch * s.channels;
+  parallelFor(planes, grainFor(kElementGrain, taps(s) * s.outPlane()),
+              [&](int64_t, int64_t begin, int64_t end) {
+                for (int64_t q = begin; q < end; ++q) {
+                  const int64_t c = q % s.channels;
+                  const T *plane = x + q * s.inPlane(),
+                          *taps = w + c * s.window.kernel[0] * s.window.kernel[1];
+                  T *out = y + q * s.outPlane();
+                  std::fill(out, out + s.outPlane(), bias ? bias[c] : T(0));
+                  forEachTapRow(s, [&](int64_t i, int64_t j, int64_t oh, int64_t lo, int64_t hi,
+                                       int64_t ih, int64_t off, int64_t step) {
+                    const T k = taps[i * s.window.kernel[1] + j];
+                    const T *row = plane + ih * s.width; // input column ow * step + off
+                    T *dst = out + oh * s.outWidth;
+                    if (step == 1)
+                      for (int64_t ow = lo; ow < hi; ++ow)
+                        dst[ow] += k * row[ow + off];
+                    else
+                      for (int64_t ow = lo; ow < hi; ++ow)
+                        dst[ow] += k * row[ow * step + off];
+                  });
+                }
+              });
+}
+
+template <typename T>
+void depthwiseConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *dx) {
+  const int64_t planes = s.batch * s.channels;
+  parallelFor(planes, grainFor(kElementGrain, taps(s) * s.outPlane()),
+              [&](int64_t, int64_t begin, int64_t end) {
+                for (int64_t q = begin; q < end; ++q) {
+                  const int64_t c = q % s.channels;
+                  const T *grad = dy + q * s.outPlane(),
+                          *taps = w + c * s.window.kernel[0] * s.window.kernel[1];
+                  T *plane = dx + q * s.inPlane();
+                  std::fill(plane, plane + s.inPlane(), T(0));
+                  forEachTapRow(s, [&](int64_t i, int64_t j, int64_t oh, int64_t lo, int64_t hi,
+                                       int64_t ih, int64_t off, int64_t step) {
+                    const T k = taps[i * s.window.kernel[1] + j];
+                    const T *src = grad + oh * s.outWidth;
+                    T *row = plane + ih * s.width; // input column ow * step + off
+                    for (int64_t ow = lo; ow < hi; ++ow)
+                      row[ow * step + off] += k * src[ow];
+                  });
+                }
+              });
+}
+
+template <typename T>
+void depthwiseConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *dw,
+                               bool accumulate) {
+  const int64_t n = taps(s);
+  parallelFor(s.channels, grainFor(kElementGrain, s.batch * n * s.outPlane()),
+              [&](int64_t, int64_t begin, int64_t end) {
+                std::vector<double> sums(static_cast<size_t>(n));
+                for (int64_t c = begin; c < end; ++c) {
+                  std::fill(sums.begin(), sums.end(), 0.0);
+                  for (int64_t b = 0; b < s.batch; ++b) {
+                    const int64_t q = b * s.channels + c;
+                    const T *plane = x + q * s.inPlane(), *grad = dy + q * s.outPlane();
+                    forEachTapRow(s, [&](int64_t i, int64_t j, int64_t oh, int64_t lo, int64_t hi,
+                                         int64_t ih, int64_t off, int64_t step) {
+                      const T *row = plane + ih * s.width, *g = grad + oh * s.outWidth;
+                      double acc = 0;
+                      for (int64_t ow = lo; ow < hi; ++ow)
+                        acc += double(g[ow]) * double(row[ow * step + off]);
+                      sums[size_t(i * s.window.kernel[1] + j)] += acc;
+                    });
+                  }
+                  T *out = dw + c * n;
+                  for (int64_t k = 0; k < n; ++k)
+                    out[k] = accumulate ? T(double(out[k]) + sums[size_t(k)]) : T(sums[size_t(k)]);
+                }
+              });
+}
+
 // The kernels compute in f32 and f64 only (half precision is staged through f32).
 template void im2col<float>(const float *, const ConvShape &, float *);
 template void im2col<double>(const double *, const ConvShape &, double *);
 template void col2im<float>(const float *, const ConvShape &, float *);
 template void col2im<double>(const double *, const ConvShape &, double *);
+template void depthwiseConv2d<float>(const float *, const float *, const float *, const ConvShape &,
+                                     float *);
+template void depthwiseConv2d<double>(const double *, const double *, const double *,
+                                      const ConvShape &, double *);
+template void depthwiseConv2dGradInput<float>(const float *, const float *, const ConvShape &,
+                                              float *);
+template void depthwiseConv2dGradInput<double>(const double *, const double *, const ConvShape &,
+                                               double *);
+template void depthwiseConv2dGradWeight<float>(const float *, const float *, const ConvShape &,
+                                               float *, bool);
+template void depthwiseConv2dGradWeight<double>(const double *, const double *, const ConvShape &,
+                                                double *, bool);
 
 } // namespace plait::rt::cpu

@@ -38,6 +38,10 @@ struct ConvShape {
   /// Column matrices conv2d and conv2d_grad_input keep: one per chunk of their (image, group)
   /// units (Workspace.h convColumnSlots, which the plan's workspace declares).
   int64_t unitSlots() const { return convColumnSlots(batch * group, unitWork()); }
+  /// A depthwise convolution (MobileNet's, ConvNeXt's): one input channel and one filter per
+  /// group. Computed directly, plane by plane (depthwiseConv2d and its adjoints): as GEMMs
+  /// they would be one row each, an im2col and a BLAS call per (image, channel).
+  bool depthwise() const { return groupChannels == 1 && filters == group; }
   /// A 1x1 unpadded stride-1 convolution: x itself is the column matrix.
   bool pointwise() const {
     const Window2d &w = window;
@@ -63,6 +67,18 @@ template <typename T> void im2col(const T *x, const ConvShape &s, T *col);
 /// back to the input position it was read from (padding entries are dropped). Split across
 /// threads by channel: each plane's sums keep their one-thread order.
 template <typename T> void col2im(const T *col, const ConvShape &s, T *x);
+
+/// A depthwise convolution (ConvShape::depthwise), without im2col or GEMM, each (image,
+/// channel) plane on one thread (the same bits on any number of threads); every output sums
+/// its taps in kernel order. conv2d: y = x * w (+ bias). Its adjoints: dx from dy and w,
+/// and dw (added to dw with `accumulate`) from x and dy, each channel's taps summed over the
+/// images in order, in double.
+template <typename T>
+void depthwiseConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y);
+template <typename T>
+void depthwiseConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *dx);
+template <typename T>
+void depthwiseConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *dw, bool accumulate);
 
 /// The column matrices (patch() x outPlane()) of groups' input planes, as conv2d and its
 /// adjoints multiply them: the planes themselves for a pointwise convolution, else their

@@ -128,6 +128,10 @@ Status gatherGradKernel(const KernelCall &call) {
 template <typename T> Status convGradInput(const KernelCall &call, const ConvShape &s) {
   const T *dy = call.inputs[0].as<T>(), *w = call.inputs[1].as<T>();
   T *dx = call.outputs[0].as<T>();
+  if (s.depthwise()) { // no columns, no GEMM (Workspace.cpp: no workspace)
+    depthwiseConv2dGradInput(dy, w, s, dx);
+    return Status();
+  }
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   // A pointwise convolution's column matrix is the input itself: the GEMM writes dx directly.
   bool pointwise = s.pointwise();
@@ -172,6 +176,10 @@ Status convGradWeight(const KernelCall &call, const ConvShape &s, bool accumulat
   if (s.batch == 0) {
     if (!accumulate)
       std::fill(dw, dw + size, T(0));
+    return Status();
+  }
+  if (s.depthwise()) { // no columns, no GEMM (Workspace.cpp: no workspace)
+    depthwiseConv2dGradWeight(x, dy, s, dw, accumulate);
     return Status();
   }
   Scratch scratch(call, "conv2d_grad_weight");

@@ -116,12 +116,19 @@ bool pointwiseConv(const std::vector<int64_t> &w, const Attrs &attrs) {
          pads == std::vector<int64_t>{0, 0, 0, 0};
 }
 
+/// A depthwise conv2d (ConvShape::depthwise: w [C, 1, kH, kW] in C groups), computed without
+/// columns (ConvSupport.h depthwiseConv2d and its adjoints).
+bool depthwiseConv(const std::vector<int64_t> &w, const Attrs &attrs) {
+  return w.size() == 4 && w[1] == 1 && attrs.getInt("group", 1) == w[0];
+}
+
 /// The im2col column matrices (ColumnMatrix, and conv2d_grad_input's `col`): patch x outPlane
 /// elements each, patch from the weight `w`, outPlane from the conv output (or its gradient)
 /// `y`; `slots` of them, in one chunk.
 uint64_t convColumns(const OperandType &w, const OperandType &y, const Attrs &attrs,
                      uint64_t slots) {
-  if (w.shape->size() != 4 || y.shape->size() != 4 || pointwiseConv(*w.shape, attrs))
+  if (w.shape->size() != 4 || y.shape->size() != 4 || pointwiseConv(*w.shape, attrs) ||
+      depthwiseConv(*w.shape, attrs))
     return 0;
   return chunk(saturatingMul(saturatingMul(product(*w.shape, 1, 4), product(*y.shape, 2, 4)),
                              slots),
@@ -232,6 +239,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   if (kernel == "conv2d_grad_weight" && operands(2, 1)) { // (x, dy) -> dw
     if (!in[0].shape->empty() && (*in[0].shape)[0] == 0)
       return 0; // an empty batch: dw is zeroed, no columns are built
+    if (depthwiseConv(*out[0].shape, attrs()))
+      return 0; // summed directly, no columns and no copies of dw
     // a column matrix and, but for the first, a dw per run of images of F x patch x outPlane
     // multiply-adds (GradKernels.cpp convGradWeight)
     uint64_t runs = 1;

@@ -86,12 +86,17 @@ TEST(ConvKernels, GroupedStridedDilatedMatchesPyTorch) {
 
 TEST(ConvKernels, GeometriesMatchDirectConvolution) {
   const ConvCase cases[] = {
-      {1, 3, 8, 8, 4, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},   // same padding
-      {2, 2, 7, 6, 3, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false},  // pointwise fast path
-      {1, 2, 7, 6, 2, 1, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, true},   // strided 1x1
-      {1, 4, 6, 6, 4, 3, 3, 4, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},   // depthwise
-      {1, 2, 6, 7, 2, 2, 3, 1, {2, 3}, {0, 1, 2, 0}, {2, 1}, false},  // asymmetric pads
-      {1, 1, 4, 4, 1, 4, 4, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false},  // kernel = input
+      {1, 3, 8, 8, 4, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},  // same padding
+      {2, 2, 7, 6, 3, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false}, // pointwise fast path
+      {1, 2, 7, 6, 2, 1, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, true},  // strided 1x1
+      {1, 4, 6, 6, 4, 3, 3, 4, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},  // depthwise
+      {1, 2, 6, 7, 2, 2, 3, 1, {2, 3}, {0, 1, 2, 0}, {2, 1}, false}, // asymmetric pads
+      {1, 1, 4, 4, 1, 4, 4, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false}, // kernel = input
+      // depthwise, computed directly (ConvShape::depthwise): strided with asymmetric pads and
+      // a bias, dilated, and ConvNeXt's 7x7 with pads of 3
+      {2, 3, 9, 8, 3, 3, 3, 3, {2, 2}, {1, 0, 1, 2}, {1, 1}, true},
+      {2, 2, 7, 7, 2, 3, 3, 2, {1, 1}, {2, 2, 2, 2}, {2, 2}, false},
+      {2, 3, 12, 12, 3, 7, 7, 3, {1, 1}, {3, 3, 3, 3}, {1, 1}, true},
   };
   for (const ConvCase &c : cases) {
     int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);

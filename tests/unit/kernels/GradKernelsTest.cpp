@@ -225,6 +225,11 @@ TEST(ConvGrad, MatchesBruteForceAdjointOverGeometries) {
       {2, 3, 3, 4, 2, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}}, // pointwise: no im2col
       {1, 2, 6, 6, 2, 2, 2, 1, {3, 3}, {0, 0, 0, 0}, {1, 1}}, // stride beyond the kernel
       {1, 1, 3, 3, 1, 3, 3, 1, {1, 1}, {2, 2, 2, 2}, {1, 1}}, // pads as wide as the kernel
+      // depthwise, computed directly (ConvShape::depthwise): strided with asymmetric pads,
+      // dilated, and ConvNeXt's 7x7 with pads of 3
+      {2, 3, 9, 8, 3, 3, 3, 3, {2, 2}, {1, 0, 1, 2}, {1, 1}},
+      {2, 2, 7, 7, 2, 3, 3, 2, {1, 1}, {2, 2, 2, 2}, {2, 2}},
+      {2, 3, 12, 12, 3, 7, 7, 3, {1, 1}, {3, 3, 3, 3}, {1, 1}},
   };
   for (const ConvCase &c : cases) {
     int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
