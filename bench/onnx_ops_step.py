@@ -294,14 +294,36 @@ def timed_step(model, opt, args):
     return (time.perf_counter() - start) * 1e3
 
 
-def run_torch(model, data, names, steps, threads):
+def run_torch(model, data, names, steps, threads, batch=BATCH, momentum=0.0):
     torch.set_num_threads(threads)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=momentum)
     ms = []
     for s in range(steps):
-        args = [torch.from_numpy(data[k][s * BATCH:(s + 1) * BATCH]) for k in names]
+        args = [torch.from_numpy(data[k][s * batch:(s + 1) * batch]) for k in names]
         ms.append(timed_step(model, opt, args))
     return statistics.median(ms[WARMUP:])
+
+
+def time_alternating(name, threads, repeat, plait_ms, torch_ms, rows, digits=3):
+    """plait_ms(t) and torch_ms(t), each a run's median step, alternated `repeat` times per
+    thread count; appends (name, t, plait median, PyTorch median) to `rows` and prints it."""
+    width = digits + 6
+    for t in threads:
+        p_runs, q_runs = [], []
+        for _ in range(repeat):
+            p_runs.append(plait_ms(t))
+            q_runs.append(torch_ms(t))
+        p, q = statistics.median(p_runs), statistics.median(q_runs)
+        rows.append((name, t, p, q))
+        print(f"{name:20} threads {t}: plait {p:{width}.{digits}f} ms  pytorch "
+              f"{q:{width}.{digits}f} ms  x{p / q:.2f}", flush=True)
+
+
+def print_table(rows, digits=3):
+    print("\n| model | threads | plait ms | PyTorch ms | plait / PyTorch |")
+    print("|---|---|---|---|---|")
+    for name, t, p, q in rows:
+        print(f"| {name} | {t} | {p:.{digits}f} | {q:.{digits}f} | {p / q:.2f} |")
 
 
 def main():
@@ -338,20 +360,11 @@ def main():
                                         else torch.onnx.TrainingMode.EVAL))
             subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", work / "m.plan",
                             "--train", "--optimizer", "sgd", "--lr", "0.01"], check=True)
-            for t in threads:
-                plait_ms, torch_ms = [], []
-                for _ in range(args.repeat):
-                    plait_ms.append(run_plait(bindir, work / "m.plan", work / "data",
-                                              args.steps, t, work))
-                    torch_ms.append(run_torch(cls(), data, names, args.steps, t))
-                p, q = statistics.median(plait_ms), statistics.median(torch_ms)
-                rows.append((name, t, p, q))
-                print(f"{name:18} threads {t}: plait {p:8.3f} ms  pytorch {q:8.3f} ms  "
-                      f"x{p / q:.2f}", flush=True)
-    print("\n| model | threads | plait ms | PyTorch ms | plait / PyTorch |")
-    print("|---|---|---|---|---|")
-    for name, t, p, q in rows:
-        print(f"| {name} | {t} | {p:.3f} | {q:.3f} | {p / q:.2f} |")
+            time_alternating(
+                name, threads, args.repeat,
+                lambda t: run_plait(bindir, work / "m.plan", work / "data", args.steps, t, work),
+                lambda t: run_torch(cls(), data, names, args.steps, t), rows)
+    print_table(rows)
 
 
 if __name__ == "__main__":

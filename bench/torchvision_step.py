@@ -18,7 +18,6 @@ Run with /usr/bin/python3:  torchvision_step.py BUILD [--threads 1,2] [--steps 1
 """
 import argparse
 import pathlib
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,11 +25,12 @@ import warnings
 
 import numpy as np
 import torch
-from torch import nn
-from torch.nn import functional as F
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from onnx_ops_step import WARMUP, run_plait, timed_step  # noqa: E402
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
+from onnx_ops_step import print_table, run_plait, run_torch, time_alternating  # noqa: E402
+from torchvision_parity import Classifier, without_randomness  # noqa: E402
 
 import torchvision  # noqa: E402
 
@@ -57,32 +57,9 @@ MODELS = {
 }
 
 
-class Classifier(nn.Module):
-    def __init__(self, net):
-        super().__init__()
-        self.net = net
-
-    def forward(self, x, y):
-        return F.cross_entropy(self.net(x), y)
-
-
 def build(name, res):
     torch.manual_seed(0)
-    net = MODELS[name](res)
-    for m in net.modules():
-        if isinstance(m, nn.Dropout) or type(m).__name__ == "StochasticDepth":
-            m.p = 0.0
-    return Classifier(net)
-
-
-def run_torch(model, data, steps, threads, batch):
-    torch.set_num_threads(threads)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    ms = []
-    for s in range(steps):
-        args = [torch.from_numpy(data[k][s * batch:(s + 1) * batch]) for k in ("x", "y")]
-        ms.append(timed_step(model, opt, args))
-    return statistics.median(ms[WARMUP:])
+    return Classifier(without_randomness(MODELS[name](res)))
 
 
 def main():
@@ -121,22 +98,14 @@ def main():
             subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", work / "m.plan",
                             "--train", "--optimizer", "sgd", "--lr", "0.01", "--momentum",
                             "0.9"], check=True)
-            for t in threads:
-                plait_ms, torch_ms = [], []
-                for _ in range(args.repeat):
-                    plait_ms.append(run_plait(bindir, work / "m.plan", tmp / "data",
-                                              args.steps, t, work))
-                    torch_ms.append(run_torch(build(name, args.res), data, args.steps, t,
-                                              args.batch))
-                p, q = statistics.median(plait_ms), statistics.median(torch_ms)
-                rows.append((name, t, p, q))
-                print(f"{name:20} threads {t}: plait {p:9.2f} ms  pytorch {q:9.2f} ms  "
-                      f"x{p / q:.2f}", flush=True)
-    print(f"\n{args.batch} images of {args.res}x{args.res} a step\n")
-    print("| model | threads | plait ms | PyTorch ms | plait / PyTorch |")
-    print("|---|---|---|---|---|")
-    for name, t, p, q in rows:
-        print(f"| {name} | {t} | {p:.2f} | {q:.2f} | {p / q:.2f} |")
+            time_alternating(
+                name, threads, args.repeat,
+                lambda t: run_plait(bindir, work / "m.plan", tmp / "data", args.steps, t, work),
+                lambda t: run_torch(build(name, args.res), data, ("x", "y"), args.steps, t,
+                                    batch=args.batch, momentum=0.9),
+                rows, digits=2)
+    print(f"\n{args.batch} images of {args.res}x{args.res} a step")
+    print_table(rows, digits=2)
 
 
 if __name__ == "__main__":

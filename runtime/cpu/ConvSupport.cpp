@@ -135,56 +135,55 @@ template <typename Tap> void forEachTapRow(const ConvShape &s, Tap &&tap) {
 
 int64_t taps(const ConvShape &s) { return s.window.kernel[0] * s.window.kernel[1]; }
 
+/// Calls body(q, taps) for every (image, channel) plane q of a depthwise convolution, `taps`
+/// its channel's kH x kW filter in w; the planes split across threads, each on one.
+template <typename T, typename Body>
+void forEachDepthwisePlane(const ConvShape &s, const T *w, Body &&body) {
+  parallelFor(s.batch * s.channels, grainFor(kElementGrain, taps(s) * s.outPlane()),
+              [&](int64_t, int64_t begin, int64_t end) {
+                for (int64_t q = begin; q < end; ++q)
+                  body(q, w + (q % s.channels) * taps(s));
+              });
+}
+
 } // namespace
 
 template <typename T>
 void depthwiseConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y) {
-  const int64_t planes = s.batch * s.channels;
-  parallelFor(planes, grainFor(kElementGrain, taps(s) * s.outPlane()),
-              [&](int64_t, int64_t begin, int64_t end) {
-                for (int64_t q = begin; q < end; ++q) {
-                  const int64_t c = q % s.channels;
-                  const T *plane = x + q * s.inPlane(),
-                          *taps = w + c * s.window.kernel[0] * s.window.kernel[1];
-                  T *out = y + q * s.outPlane();
-                  std::fill(out, out + s.outPlane(), bias ? bias[c] : T(0));
-                  forEachTapRow(s, [&](int64_t i, int64_t j, int64_t oh, int64_t lo, int64_t hi,
-                                       int64_t ih, int64_t off, int64_t step) {
-                    const T k = taps[i * s.window.kernel[1] + j];
-                    const T *row = plane + ih * s.width; // input column ow * step + off
-                    T *dst = out + oh * s.outWidth;
-                    if (step == 1)
-                      for (int64_t ow = lo; ow < hi; ++ow)
-                        dst[ow] += k * row[ow + off];
-                    else
-                      for (int64_t ow = lo; ow < hi; ++ow)
-                        dst[ow] += k * row[ow * step + off];
-                  });
-                }
-              });
+  forEachDepthwisePlane(s, w, [&](int64_t q, const T *taps) {
+    const T *plane = x + q * s.inPlane();
+    T *out = y + q * s.outPlane();
+    std::fill(out, out + s.outPlane(), bias ? bias[q % s.channels] : T(0));
+    forEachTapRow(s, [&](int64_t i, int64_t j, int64_t oh, int64_t lo, int64_t hi, int64_t ih,
+                         int64_t off, int64_t step) {
+      const T k = taps[i * s.window.kernel[1] + j];
+      const T *row = plane + ih * s.width; // input column ow * step + off
+      T *dst = out + oh * s.outWidth;
+      if (step == 1)
+        for (int64_t ow = lo; ow < hi; ++ow)
+          dst[ow] += k * row[ow + off];
+      else
+        for (int64_t ow = lo; ow < hi; ++ow)
+          dst[ow] += k * row[ow * step + off];
+    });
+  });
 }
 
 template <typename T>
 void depthwiseConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *dx) {
-  const int64_t planes = s.batch * s.channels;
-  parallelFor(planes, grainFor(kElementGrain, taps(s) * s.outPlane()),
-              [&](int64_t, int64_t begin, int64_t end) {
-                for (int64_t q = begin; q < end; ++q) {
-                  const int64_t c = q % s.channels;
-                  const T *grad = dy + q * s.outPlane(),
-                          *taps = w + c * s.window.kernel[0] * s.window.kernel[1];
-                  T *plane = dx + q * s.inPlane();
-                  std::fill(plane, plane + s.inPlane(), T(0));
-                  forEachTapRow(s, [&](int64_t i, int64_t j, int64_t oh, int64_t lo, int64_t hi,
-                                       int64_t ih, int64_t off, int64_t step) {
-                    const T k = taps[i * s.window.kernel[1] + j];
-                    const T *src = grad + oh * s.outWidth;
-                    T *row = plane + ih * s.width; // input column ow * step + off
-                    for (int64_t ow = lo; ow < hi; ++ow)
-                      row[ow * step + off] += k * src[ow];
-                  });
-                }
-              });
+  forEachDepthwisePlane(s, w, [&](int64_t q, const T *taps) {
+    const T *grad = dy + q * s.outPlane();
+    T *plane = dx + q * s.inPlane();
+    std::fill(plane, plane + s.inPlane(), T(0));
+    forEachTapRow(s, [&](int64_t i, int64_t j, int64_t oh, int64_t lo, int64_t hi, int64_t ih,
+                         int64_t off, int64_t step) {
+      const T k = taps[i * s.window.kernel[1] + j];
+      const T *src = grad + oh * s.outWidth;
+      T *row = plane + ih * s.width; // input column ow * step + off
+      for (int64_t ow = lo; ow < hi; ++ow)
+        row[ow * step + off] += k * src[ow];
+    });
+  });
 }
 
 template <typename T>
