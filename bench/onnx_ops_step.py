@@ -304,9 +304,10 @@ def run_torch(model, data, names, steps, threads, batch=BATCH, momentum=0.0):
     return statistics.median(ms[WARMUP:])
 
 
-def time_alternating(name, threads, repeat, plait_ms, torch_ms, rows, digits=3):
-    """plait_ms(t) and torch_ms(t), each a run's median step, alternated `repeat` times per
-    thread count; appends (name, t, plait median, PyTorch median) to `rows` and prints it."""
+def time_alternating(name, threads, repeat, plait_ms, torch_ms, rows, digits=3, peer="pytorch"):
+    """plait_ms(t) and torch_ms(t) (or another `peer`'s), each a run's median step, alternated
+    `repeat` times per thread count; appends (name, t, plait median, peer median) to `rows`
+    and prints it."""
     width = digits + 6
     for t in threads:
         p_runs, q_runs = [], []
@@ -315,12 +316,12 @@ def time_alternating(name, threads, repeat, plait_ms, torch_ms, rows, digits=3):
             q_runs.append(torch_ms(t))
         p, q = statistics.median(p_runs), statistics.median(q_runs)
         rows.append((name, t, p, q))
-        print(f"{name:20} threads {t}: plait {p:{width}.{digits}f} ms  pytorch "
+        print(f"{name:20} threads {t}: plait {p:{width}.{digits}f} ms  {peer} "
               f"{q:{width}.{digits}f} ms  x{p / q:.2f}", flush=True)
 
 
-def print_table(rows, digits=3):
-    print("\n| model | threads | plait ms | PyTorch ms | plait / PyTorch |")
+def print_table(rows, digits=3, peer="PyTorch"):
+    print(f"\n| model | threads | plait ms | {peer} ms | plait / {peer} |")
     print("|---|---|---|---|---|")
     for name, t, p, q in rows:
         print(f"| {name} | {t} | {p:.{digits}f} | {q:.{digits}f} | {p / q:.2f} |")

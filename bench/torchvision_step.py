@@ -13,8 +13,13 @@ forward, backward, optimizer step). Runs alternate plait and PyTorch, --repeat t
 table shows the medians of the runs and plait / PyTorch (below 1: plait faster). The models'
 training parity is e2e.torchvision.<model> (tests/e2e/torchvision_parity.py).
 
+With --against FLAG (a plait-compile switch, e.g. --no-conv-image-blocks) PyTorch is not
+run: plait's plan is timed against a second plan compiled with FLAG added, the two
+alternating, and the last column is plait / plait with FLAG.
+
 Run with /usr/bin/python3:  torchvision_step.py BUILD [--threads 1,2] [--steps 10] [--repeat 2]
                                                  [--res 96] [--batch 8] [--only NAME ...]
+                                                 [--against FLAG]
 """
 import argparse
 import pathlib
@@ -72,6 +77,7 @@ def main():
     ap.add_argument("--res", type=int, default=96)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--only", action="append", choices=sorted(MODELS))
+    ap.add_argument("--against", metavar="FLAG")
     args = ap.parse_args()
     bindir = args.build / "bin"
     threads = [int(t) for t in args.threads.split(",")]
@@ -95,17 +101,24 @@ def main():
                               output_names=["loss"], opset_version=13,
                               do_constant_folding=False, export_params=True,
                               training=torch.onnx.TrainingMode.TRAINING)
-            subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", work / "m.plan",
-                            "--train", "--optimizer", "sgd", "--lr", "0.01", "--momentum",
-                            "0.9"], check=True)
-            time_alternating(
-                name, threads, args.repeat,
-                lambda t: run_plait(bindir, work / "m.plan", tmp / "data", args.steps, t, work),
-                lambda t: run_torch(build(name, args.res), data, ("x", "y"), args.steps, t,
-                                    batch=args.batch, momentum=0.9),
-                rows, digits=2)
+            compile_args = [work / "m.onnx", "--train", "--optimizer", "sgd", "--lr", "0.01",
+                            "--momentum", "0.9"]
+            subprocess.run([bindir / "plait-compile", "-o", work / "m.plan"] + compile_args,
+                           check=True)
+            plait = lambda t, plan=work / "m.plan": run_plait(bindir, plan, tmp / "data",
+                                                              args.steps, t, work)
+            if args.against:
+                subprocess.run([bindir / "plait-compile", "-o", work / "against.plan",
+                                args.against] + compile_args, check=True)
+                peer = lambda t: plait(t, work / "against.plan")
+            else:
+                peer = lambda t: run_torch(build(name, args.res), data, ("x", "y"), args.steps,
+                                           t, batch=args.batch, momentum=0.9)
+            time_alternating(name, threads, args.repeat, plait, peer, rows, digits=2,
+                             peer=f"plait {args.against}" if args.against else "pytorch")
     print(f"\n{args.batch} images of {args.res}x{args.res} a step")
-    print_table(rows, digits=2)
+    print_table(rows, digits=2,
+                peer=f"plait {args.against}" if args.against else "PyTorch")
 
 
 if __name__ == "__main__":

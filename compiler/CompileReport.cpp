@@ -422,6 +422,16 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
                                       castsLeft)
                         : "");
   }
+  if (auto blocks = module->getAttrOfType<DictionaryAttr>("plait.conv_image_blocks")) {
+    auto get = [&](const char *key) { return blocks.getAs<IntegerAttr>(key).getInt(); };
+    report["conv_image_blocks"] = scalarsToJson(blocks);
+    if (get("blocked") > 0)
+      report["optimizations"]["conv_image_blocks"] = fmt::format(
+          "{} of {} convolution kernels (conv2d and its gradients) multiply the im2col columns "
+          "of up to {} images in one GEMM, their output planes being small (workspace: the "
+          "blocks' columns; off: --no-conv-image-blocks)",
+          get("blocked"), get("convolutions"), get("most"));
+  }
   if (auto fusedCounts = module->getAttrOfType<DictionaryAttr>("plait.fuse_elementwise")) {
     // Each fused kernel by its plan name, with its program's instructions in order: the ops
     // it absorbed (a cast to bf16 as round_bf16; a cast to f32 is no instruction), the

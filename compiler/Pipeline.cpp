@@ -359,6 +359,12 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     if (failed(pm.run(**module)))
       return 1;
   }
+  if (!options.train.enabled && options.convImageBlocks && options.device != "cuda") {
+    PassManager pm(&ctx);
+    pm.addPass(createConvImageBlocksPass());
+    if (failed(pm.run(**module)))
+      return 1;
+  }
 
   if (options.emit == "mlir") {
     std::error_code ec;

@@ -139,6 +139,8 @@ struct CompileOptions {
                                               // off: --no-grouped-casts
   bool fusedLossCast = true;                  // plait-fuse-loss-cast (with `fusion`);
                                               // off: --no-fused-loss-cast
+  bool convImageBlocks = true;                // plait-conv-image-blocks (CPU plans);
+                                              // off: --no-conv-image-blocks
   bool codegen = true;                        // C++ (or CUDA) for fused kernels;
                                               // off: --no-codegen
   std::string device = "cpu";                 // --device cpu|cuda

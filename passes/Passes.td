@@ -609,4 +609,35 @@ def FuseGemmEpiloguePass : Pass<"plait-fuse-gemm-epilogue", "mlir::ModuleOp"> {
   }];
 }
 
+def ConvImageBlocksPass : Pass<"plait-conv-image-blocks", "mlir::ModuleOp"> {
+  let summary = "CPU convolutions multiply several images' columns in one GEMM";
+  let description = [{
+    Sets `image_block` on each plait.conv2d, conv2d_grad_input and conv2d_grad_weight whose
+    output planes are small: the CPU kernels then lay the im2col columns of that many images
+    side by side and multiply them in one GEMM per group (conv2d scatters the product to its
+    images; the gradients gather each image's dy first), where they would otherwise run a GEMM
+    per image a few columns wide (ResNet-18's layer4 at 96x96: 9). The block is
+    runtime/cpu/Workspace.h's convImageBlock: for output planes of at most 64 pixels, enough
+    images to fill 512 columns, at most the batch; none is set on larger planes (whose GEMMs
+    are wide enough), a batch of one, a pointwise convolution (its columns are the input's
+    planes as they are: gathering a block's would cost what the wider GEMM saves) or a
+    grouped one (a depthwise one is computed directly, without columns; another's weight
+    gradient splits across threads by image, which a block of the batch would not). The
+    kernels take a block on any convolution. The plan's workspace grows by the
+    blocks' columns and a staging matrix for each. The module records
+    `plait.conv_image_blocks` {convolutions, blocked, most} for the report. plait-compile runs
+    it last on CPU plans unless --no-conv-image-blocks.
+
+    ```mlir
+    // before
+    %y = plait.conv2d %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+        strides = array<i64: 1, 1>} : (tensor<8x512x3x3xf32>, tensor<512x512x3x3xf32>)
+        -> tensor<8x512x3x3xf32>
+    // after: the 8 images' 9 columns each in one GEMM of 72 columns
+    %y = plait.conv2d %x, %w {dilations = array<i64: 1, 1>, image_block = 8 : i64,
+        pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : ...
+    ```
+  }];
+}
+
 #endif // PLAIT_PASSES_TD

@@ -317,6 +317,10 @@ int main(int argc, char **argv) {
   app.add_flag("--no-gemm-epilogue", [&](int64_t) { options.gemmEpilogue = false; },
                "keep a linear layer's bias add an op of its own instead of the GEMM's bias "
                "epilogue (plait-fuse-gemm-epilogue)");
+  app.add_flag(
+      "--no-conv-image-blocks", [&](int64_t) { options.convImageBlocks = false; },
+      "run a CPU convolution's GEMMs one image at a time, also where its output planes "
+      "are small (plait-conv-image-blocks)");
   app.add_flag("--no-fused-grad-cast", [&](int64_t) { options.fusedGradCast = false; },
                "keep each bf16-mixed gradient's cast to f32 a kernel of its own, its f32 copy "
                "stored for the optimizer, instead of the grouped update reading the bf16 "

@@ -537,14 +537,20 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
         double batch = double(y->shape[0]), group = double(x.shape[1] / w->shape[1]);
         double patch = numel(*w) / double(w->shape[0]);
         double plane = double(y->shape[2]) * double(y->shape[3]);
-        cost.rows = batch * group;
+        // A GEMM per group of each block of image_block images (plait-conv-image-blocks).
+        const std::vector<int64_t> *imageBlock = plan::intsAttr(instr, "image_block");
+        double block = imageBlock && imageBlock->size() == 1 && (*imageBlock)[0] > 1
+                           ? std::min(double((*imageBlock)[0]), std::max(batch, 1.0))
+                           : 1.0;
+        double blocks = std::ceil(batch / block);
+        cost.rows = blocks * group;
         cost.elements = batch * group * patch * plane; // the columns
         cost.rateClass = "conv";
-        // Its units (conv2d_grad_weight: images) split across threads, a column matrix per
-        // chunk (Workspace.h convColumnSlots, ConvSupport.h forEachConvUnit); when there are
-        // too few for two chunks, its GEMMs split as matmul's and im2col/col2im by channel.
+        // Its units (conv2d_grad_weight: image blocks) split across threads, a column matrix
+        // per chunk (Workspace.h convColumnSlots, ConvSupport.h forEachConvUnit); when there
+        // are too few for two chunks, its GEMMs split as matmul's and im2col/col2im by channel.
         bool byImage = k == "conv2d_grad_weight";
-        double units = byImage ? batch : cost.rows;
+        double units = byImage ? blocks : cost.rows;
         double unitWork = multiplyAddsPerCall(cost) * (byImage ? group : 1);
         double slots =
             double(rt::convColumnSlots(clampedInt64(units), clampedInt64(unitWork)));

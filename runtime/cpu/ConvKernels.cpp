@@ -1,6 +1,7 @@
-// conv2d (NCHW, grouped, dilated, optional bias) as im2col followed by one GEMM per group
-// (a depthwise convolution directly, plane by plane: ConvSupport.h depthwiseConv2d);
-// its (image, group) units split across the rank's threads (forEachConvUnit; with fewer
+// conv2d (NCHW, grouped, dilated, optional bias) as im2col followed by one GEMM per group of
+// a block of images (their columns side by side: the call's image_block, 1 by default), or a
+// depthwise convolution directly, plane by plane (ConvSupport.h depthwiseConv2d); its
+// (image block, group) units split across the rank's threads (forEachConvUnit; with fewer
 // units than threads, the im2col and GEMMs split instead), and the bias add by output plane.
 #include "runtime/cpu/ConvSupport.h"
 #include "runtime/cpu/Gemm.h"
@@ -34,16 +35,22 @@ template <typename T> Status convolve(const KernelCall &call, const ConvShape &s
   }
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   Scratch scratch(call, "conv2d");
-  // workspace: the im2col columns, a matrix per chunk of units (Workspace.cpp convColumns)
+  // workspace: the im2col columns, a matrix per chunk of units, and with blocks of several
+  // images a staging matrix for each (Workspace.cpp convColumns)
   ColumnMatrix<T> columns(s);
   PLAIT_RETURN_IF_ERROR(columns.allocate(scratch, s.unitSlots()));
   PLAIT_RETURN_IF_ERROR(forEachConvUnit(s, [&](int64_t slot, int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
-      const int64_t n = u / s.group, g = u % s.group;
-      PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(false, false, filtersPerGroup, outPlane, patch, 1.0,
-                                            w + g * filtersPerGroup * patch, patch,
-                                            columns.of(x + s.inputOffset(n, g), slot), outPlane,
-                                            0.0, out + s.outputOffset(n, g), outPlane));
+      const int64_t block = u / s.group, g = u % s.group;
+      const int64_t first = block * s.imageBlock, count = s.blockImages(block);
+      const int64_t width = count * outPlane; // the block's columns
+      // One image's product is its output; a block's is staged, then scattered to its images.
+      T *product = count == 1 ? out + s.outputOffset(first, g) : columns.stage(slot);
+      PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(
+          false, false, filtersPerGroup, width, patch, 1.0, w + g * filtersPerGroup * patch, patch,
+          columns.of(x, first, count, g, slot), width, 0.0, product, width));
+      if (count > 1)
+        scatterBlock(product, s, first, count, g, out);
     }
     return Status();
   }));

@@ -35,6 +35,10 @@ Status planConvShape(std::string_view kernel, const Attrs &attrs, const TensorVi
   s.window.ceilMode = false;
   s.outHeight = s.window.outputSize(0, s.height);
   s.outWidth = s.window.outputSize(1, s.width);
+  const int64_t block = attrs.getInt("image_block", 1);
+  if (block < 1)
+    return Status::errorf("{}: image_block {} must be at least 1", kernel, block);
+  s.imageBlock = std::max<int64_t>(std::min(block, s.batch), 1);
   return checkShape(kernel, yName, y.shape, {s.batch, s.filters, s.outHeight, s.outWidth});
 }
 
@@ -60,13 +64,13 @@ std::pair<int64_t, int64_t> validColumns(int64_t off, int64_t stride, int64_t wi
 
 } // namespace
 
-template <typename T> void im2col(const T *x, const ConvShape &s, T *col) {
+template <typename T> void im2col(const T *x, const ConvShape &s, T *col, int64_t ld) {
   const Window2d &win = s.window;
   parallelFor(s.groupChannels, channelGrain(s), [&](int64_t, int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c)
       for (int64_t i = 0; i < win.kernel[0]; ++i)
         for (int64_t j = 0; j < win.kernel[1]; ++j) {
-          T *row = col + ((c * win.kernel[0] + i) * win.kernel[1] + j) * s.outPlane();
+          T *row = col + ((c * win.kernel[0] + i) * win.kernel[1] + j) * ld;
           const T *plane = x + c * s.inPlane();
           for (int64_t oh = 0; oh < s.outHeight; ++oh) {
             T *dst = row + oh * s.outWidth;
@@ -90,14 +94,14 @@ template <typename T> void im2col(const T *x, const ConvShape &s, T *col) {
   });
 }
 
-template <typename T> void col2im(const T *col, const ConvShape &s, T *x) {
+template <typename T> void col2im(const T *col, const ConvShape &s, int64_t ld, T *x) {
   const Window2d &win = s.window;
   parallelFor(s.groupChannels, channelGrain(s), [&](int64_t, int64_t begin, int64_t end) {
     std::fill(x + begin * s.inPlane(), x + end * s.inPlane(), T(0));
     for (int64_t c = begin; c < end; ++c)
       for (int64_t i = 0; i < win.kernel[0]; ++i)
         for (int64_t j = 0; j < win.kernel[1]; ++j) {
-          const T *row = col + ((c * win.kernel[0] + i) * win.kernel[1] + j) * s.outPlane();
+          const T *row = col + ((c * win.kernel[0] + i) * win.kernel[1] + j) * ld;
           T *plane = x + c * s.inPlane();
           for (int64_t oh = 0; oh < s.outHeight; ++oh) {
             int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
@@ -111,6 +115,40 @@ template <typename T> void col2im(const T *col, const ConvShape &s, T *x) {
               dst[ow * step + off] += src[ow];
           }
         }
+  });
+}
+
+namespace {
+
+/// Calls copy(blockRow, planeRow) for each filter f of group g and image i of the block
+/// [first, first + count): row f of the block's matrix at image i's columns, and that image's
+/// plane of filter f in the [N, F, OH, OW] tensor. Split across threads by filter.
+template <typename Copy>
+void forEachBlockPlane(const ConvShape &s, int64_t first, int64_t count, int64_t g, Copy &&copy) {
+  const int64_t plane = s.outPlane(), columns = count * plane;
+  parallelFor(s.filtersPerGroup(), grainFor(kElementGrain, columns),
+              [&](int64_t, int64_t begin, int64_t end) {
+                for (int64_t f = begin; f < end; ++f)
+                  for (int64_t i = 0; i < count; ++i)
+                    copy(f * columns + i * plane, s.outputOffset(first + i, g) + f * plane);
+              });
+}
+
+} // namespace
+
+template <typename T>
+void gatherBlock(const T *y, const ConvShape &s, int64_t first, int64_t count, int64_t g,
+                 T *block) {
+  forEachBlockPlane(s, first, count, g, [&](int64_t to, int64_t from) {
+    std::copy(y + from, y + from + s.outPlane(), block + to);
+  });
+}
+
+template <typename T>
+void scatterBlock(const T *block, const ConvShape &s, int64_t first, int64_t count, int64_t g,
+                  T *y) {
+  forEachBlockPlane(s, first, count, g, [&](int64_t from, int64_t to) {
+    std::copy(block + from, block + from + s.outPlane(), y + to);
   });
 }
 
@@ -215,10 +253,18 @@ void depthwiseConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *d
 }
 
 // The kernels compute in f32 and f64 only (half precision is staged through f32).
-template void im2col<float>(const float *, const ConvShape &, float *);
-template void im2col<double>(const double *, const ConvShape &, double *);
-template void col2im<float>(const float *, const ConvShape &, float *);
-template void col2im<double>(const double *, const ConvShape &, double *);
+template void im2col<float>(const float *, const ConvShape &, float *, int64_t);
+template void im2col<double>(const double *, const ConvShape &, double *, int64_t);
+template void col2im<float>(const float *, const ConvShape &, int64_t, float *);
+template void col2im<double>(const double *, const ConvShape &, int64_t, double *);
+template void gatherBlock<float>(const float *, const ConvShape &, int64_t, int64_t, int64_t,
+                                 float *);
+template void gatherBlock<double>(const double *, const ConvShape &, int64_t, int64_t, int64_t,
+                                  double *);
+template void scatterBlock<float>(const float *, const ConvShape &, int64_t, int64_t, int64_t,
+                                  float *);
+template void scatterBlock<double>(const double *, const ConvShape &, int64_t, int64_t, int64_t,
+                                   double *);
 template void depthwiseConv2d<float>(const float *, const float *, const float *, const ConvShape &,
                                      float *);
 template void depthwiseConv2d<double>(const double *, const double *, const double *,

@@ -124,7 +124,8 @@ Status gatherGradKernel(const KernelCall &call) {
 // conv2d_grad_input, conv2d_grad_weight
 //===----------------------------------------------------------------------===//
 
-/// dx[n, group g] = col2im(W_g^T dy[n, g]) with W_g the group's [F/group, patch] filters.
+/// dx[n, group g] = col2im(W_g^T dy[n, g]) with W_g the group's [F/group, patch] filters, one
+/// GEMM per group of a block of images (image_block), their gathered dy side by side.
 template <typename T> Status convGradInput(const KernelCall &call, const ConvShape &s) {
   const T *dy = call.inputs[0].as<T>(), *w = call.inputs[1].as<T>();
   T *dx = call.outputs[0].as<T>();
@@ -133,35 +134,44 @@ template <typename T> Status convGradInput(const KernelCall &call, const ConvSha
     return Status();
   }
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
-  // A pointwise convolution's column matrix is the input itself: the GEMM writes dx directly.
-  bool pointwise = s.pointwise();
   Scratch scratch(call, "conv2d_grad_input");
-  // workspace: the columns of one unit per chunk of units (Workspace.cpp convColumns)
+  // workspace: the columns of one unit per chunk of units, and with blocks of several images
+  // a staging matrix for their dy (Workspace.cpp convColumns)
   ColumnMatrix<T> col(s);
   PLAIT_RETURN_IF_ERROR(col.allocate(scratch, s.unitSlots()));
   return forEachConvUnit(s, [&](int64_t slot, int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
-      const int64_t n = u / s.group, g = u % s.group;
-      T *image = dx + s.inputOffset(n, g);
-      T *columns = pointwise ? image : col.slot(slot);
-      PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(true, false, patch, outPlane, filtersPerGroup, 1.0,
-                                            w + g * filtersPerGroup * patch, patch,
-                                            dy + s.outputOffset(n, g), outPlane, 0.0, columns,
-                                            outPlane));
-      if (!pointwise)
-        col2im(columns, s, image);
+      const int64_t block = u / s.group, g = u % s.group;
+      const int64_t first = block * s.imageBlock, count = s.blockImages(block);
+      const int64_t width = count * outPlane; // the block's columns
+      const T *grad = dy + s.outputOffset(first, g);
+      if (count > 1) {
+        gatherBlock(dy, s, first, count, g, col.stage(slot));
+        grad = col.stage(slot);
+      }
+      // A pointwise convolution's one image: its column matrix is dx itself.
+      T *image = dx + s.inputOffset(first, g);
+      const bool direct = s.pointwise() && count == 1;
+      T *columns = direct ? image : col.slot(slot);
+      PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(true, false, patch, width, filtersPerGroup, 1.0,
+                                            w + g * filtersPerGroup * patch, patch, grad, width,
+                                            0.0, columns, width));
+      if (!direct)
+        for (int64_t i = 0; i < count; ++i)
+          col2im(columns + i * outPlane, s, width, dx + s.inputOffset(first + i, g));
     }
     return Status();
   });
 }
 
-/// dw_g = sum over n of dy[n, g] im2col(x[n, g])^T, added to dw with `accumulate` (a
-/// bf16/f16 call's later slices of images: halfConvGradWeight). Two forms
-/// (Workspace.h convGradWeightRuns), each with the same bits on any number of threads:
-///  - blocked (more filters per group than output pixels): the images in order into dw
-///    itself, each image's columns built once and its GEMM split across threads into fixed
-///    blocks of kConvGradWeightBlockRows filters (each block's GEMM whole on one thread);
-///  - runs: the images cut into convColumnSlots(batch, one image's multiply-adds) fixed runs
+/// dw_g = sum over the image blocks (image_block) of dy[block, g] im2col(x[block, g])^T, the
+/// block's images side by side in one GEMM, added to dw with `accumulate` (a bf16/f16 call's
+/// later slices of images: halfConvGradWeight). Two forms (Workspace.h convGradWeightRuns),
+/// each with the same bits on any number of threads:
+///  - row panels (more filters per group than a block's output pixels): the blocks in order
+///    into dw itself, each block's columns built once and its GEMM split across threads into
+///    fixed panels of convGradWeightPanelRows filters (each panel's GEMM whole on one thread);
+///  - runs: the blocks cut into convColumnSlots(blocks, one block's multiply-adds) fixed runs
 ///    (a function of the shapes alone: 1 for small convolutions, which then split their
 ///    GEMMs), each summed in order by GEMMs accumulating into its own dw (run 0 into dw
 ///    itself, the others into workspace copies), and the copies added into dw in run order.
@@ -183,30 +193,41 @@ Status convGradWeight(const KernelCall &call, const ConvShape &s, bool accumulat
     return Status();
   }
   Scratch scratch(call, "conv2d_grad_weight");
-  // workspace: a column matrix per run, and the dw of every run but the first
-  // (Workspace.cpp computeBytes)
-  const int64_t imageWork = s.unitWork() * s.group; // multiply-adds
-  const int64_t runs = convGradWeightRuns(s.batch, imageWork, filtersPerGroup, outPlane);
+  // workspace: a column matrix (and with blocks of several images a staging matrix for their
+  // dy) per run, and the dw of every run but the first (Workspace.cpp computeBytes)
+  const int64_t blocks = s.blocks(), blockWork = s.unitWork() * s.group; // multiply-adds
+  const int64_t runs = convGradWeightRuns(blocks, blockWork, filtersPerGroup, s.blockColumns());
   ColumnMatrix<T> columns(s);
   PLAIT_RETURN_IF_ERROR(columns.allocate(scratch, runs));
-  if (convGradWeightBlocked(filtersPerGroup, outPlane)) {
-    // The blocks' GEMMs fail only on a dimension over BLAS's limit: checked once, here.
-    for (int64_t v : {patch, outPlane})
+  // Block b's group g: its columns and dy (gathered when it has several images), in `slot`.
+  auto operands = [&](int64_t b, int64_t g, int64_t slot, const T *&cols, const T *&grad) {
+    const int64_t first = b * s.imageBlock, count = s.blockImages(b);
+    cols = columns.of(x, first, count, g, slot);
+    grad = dy + s.outputOffset(first, g);
+    if (count > 1) {
+      gatherBlock(dy, s, first, count, g, columns.stage(slot));
+      grad = columns.stage(slot);
+    }
+    return count * outPlane; // the block's columns
+  };
+  if (convGradWeightRowPanels(filtersPerGroup, s.blockColumns())) {
+    // The panels' GEMMs fail only on a dimension over BLAS's limit: checked once, here.
+    for (int64_t v : {patch, s.blockColumns()})
       if (v > INT_MAX)
         return Status::errorf("gemm: dimension {} exceeds the BLAS limit {}", v, INT_MAX);
-    const int64_t blocks = (filtersPerGroup + kConvGradWeightBlockRows - 1) /
-                           kConvGradWeightBlockRows;
-    for (int64_t n = 0; n < s.batch; ++n)
+    const int64_t panelRows = convGradWeightPanelRows(filtersPerGroup);
+    const int64_t panels = (filtersPerGroup + panelRows - 1) / panelRows;
+    for (int64_t b = 0; b < blocks; ++b)
       for (int64_t g = 0; g < s.group; ++g) {
-        const T *cols = columns.of(x + s.inputOffset(n, g));
-        const double beta = n == 0 && !accumulate ? 0.0 : 1.0;
-        parallelFor(blocks, 1, [&](int64_t, int64_t first, int64_t last) {
-          for (int64_t b = first; b < last; ++b) {
-            const int64_t row = b * kConvGradWeightBlockRows;
-            const int64_t rows = std::min(kConvGradWeightBlockRows, filtersPerGroup - row);
-            (void)gemmRowMajor<T>(false, true, rows, patch, outPlane, 1.0,
-                                  dy + s.outputOffset(n, g) + row * outPlane, outPlane, cols,
-                                  outPlane, beta, dw + (g * filtersPerGroup + row) * patch,
+        const T *cols, *grad;
+        const int64_t width = operands(b, g, 0, cols, grad);
+        const double beta = b == 0 && !accumulate ? 0.0 : 1.0;
+        parallelFor(panels, 1, [&](int64_t, int64_t first, int64_t last) {
+          for (int64_t p = first; p < last; ++p) {
+            const int64_t row = p * panelRows;
+            const int64_t rows = std::min(panelRows, filtersPerGroup - row);
+            (void)gemmRowMajor<T>(false, true, rows, patch, width, 1.0, grad + row * width, width,
+                                  cols, width, beta, dw + (g * filtersPerGroup + row) * patch,
                                   patch);
           }
         });
@@ -216,18 +237,20 @@ Status convGradWeight(const KernelCall &call, const ConvShape &s, bool accumulat
   T *copies = nullptr;
   if (runs > 1)
     PLAIT_RETURN_IF_ERROR(scratch.take(size * (runs - 1), copies));
-  const int64_t grain = grainFor(kMultiplyAddGrain, imageWork * ((s.batch + runs - 1) / runs));
+  const int64_t grain = grainFor(kMultiplyAddGrain, blockWork * ((blocks + runs - 1) / runs));
   PLAIT_RETURN_IF_ERROR(parallelForSlots(runs, grain, [&](int64_t, int64_t first, int64_t last) {
     for (int64_t run = first; run < last; ++run) {
       T *sum = run == 0 ? dw : copies + (run - 1) * size;
-      const int64_t begin = run * s.batch / runs, end = (run + 1) * s.batch / runs;
-      for (int64_t n = begin; n < end; ++n)
-        for (int64_t g = 0; g < s.group; ++g)
-          PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(
-              false, true, filtersPerGroup, patch, outPlane, 1.0, dy + s.outputOffset(n, g),
-              outPlane, columns.of(x + s.inputOffset(n, g), run), outPlane,
-              n == begin && !(accumulate && run == 0) ? 0.0 : 1.0,
-              sum + g * filtersPerGroup * patch, patch));
+      const int64_t begin = run * blocks / runs, end = (run + 1) * blocks / runs;
+      for (int64_t b = begin; b < end; ++b)
+        for (int64_t g = 0; g < s.group; ++g) {
+          const T *cols, *grad;
+          const int64_t width = operands(b, g, run, cols, grad);
+          PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(false, true, filtersPerGroup, patch, width, 1.0,
+                                                grad, width, cols, width,
+                                                b == begin && !(accumulate && run == 0) ? 0.0 : 1.0,
+                                                sum + g * filtersPerGroup * patch, patch));
+        }
     }
     return Status();
   }));
@@ -280,6 +303,7 @@ Status halfConvGradWeight(const KernelCall &call, const ConvShape &s) {
     dw.data = acc, dw.dtype = DType::F32;
     ConvShape slice = s;
     slice.batch = n;
+    slice.imageBlock = std::min(s.imageBlock, n);
     uint64_t innerUsed = 0;
     KernelCall inner{inputs,         call.outputs,   call.attrs,          call.rank,
                      call.worldSize, scratch.rest(), scratch.restBytes(), &innerUsed};

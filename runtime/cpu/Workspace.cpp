@@ -122,17 +122,36 @@ bool depthwiseConv(const std::vector<int64_t> &w, const Attrs &attrs) {
   return w.size() == 4 && w[1] == 1 && attrs.getInt("group", 1) == w[0];
 }
 
-/// The im2col column matrices (ColumnMatrix, and conv2d_grad_input's `col`): patch x outPlane
-/// elements each, patch from the weight `w`, outPlane from the conv output (or its gradient)
-/// `y`; `slots` of them, in one chunk.
+/// A conv2d's images per GEMM (ConvShape::imageBlock): its `image_block` (1 when absent;
+/// the kernel refuses one below 1) but at most `batch`, and 1 for an empty batch.
+uint64_t imageBlock(const Attrs &attrs, uint64_t batch) {
+  const int64_t block = attrs.getInt("image_block", 1);
+  return block < 1 || batch == 0 ? 1 : std::min(uint64_t(block), batch);
+}
+
+/// The column matrices of conv2d and its adjoints (ColumnMatrix), `slots` of them: patch x
+/// (block x outPlane) elements each, patch from the weight `w`, outPlane from the conv output
+/// (or its gradient) `y`, block from its batch; none for a pointwise convolution of one image
+/// a block or a depthwise one. With more than one image a block, as many staging matrices of
+/// F/group x (block x outPlane).
 uint64_t convColumns(const OperandType &w, const OperandType &y, const Attrs &attrs,
                      uint64_t slots) {
-  if (w.shape->size() != 4 || y.shape->size() != 4 || pointwiseConv(*w.shape, attrs) ||
-      depthwiseConv(*w.shape, attrs))
+  if (w.shape->size() != 4 || y.shape->size() != 4 || depthwiseConv(*w.shape, attrs))
     return 0;
-  return chunk(saturatingMul(saturatingMul(product(*w.shape, 1, 4), product(*y.shape, 2, 4)),
-                             slots),
-               dtypeSize(w.dtype));
+  const uint64_t block = imageBlock(attrs, product(*y.shape, 0, 1));
+  const uint64_t columns = saturatingMul(block, product(*y.shape, 2, 4));
+  const uint64_t group = uint64_t(std::max<int64_t>(attrs.getInt("group", 1), 1));
+  const uint64_t cols =
+      pointwiseConv(*w.shape, attrs) && block == 1
+          ? 0
+          : chunk(saturatingMul(saturatingMul(product(*w.shape, 1, 4), columns), slots),
+                  dtypeSize(w.dtype));
+  const uint64_t stage =
+      block == 1
+          ? 0
+          : chunk(saturatingMul(saturatingMul(product(*w.shape, 0, 1) / group, columns), slots),
+                  dtypeSize(w.dtype));
+  return saturatingAdd(cols, stage);
 }
 
 /// convColumnSlots of `units` of `unitWork` multiply-adds each, either of them maybe huge.
@@ -140,16 +159,19 @@ uint64_t slotsFor(uint64_t units, uint64_t unitWork) {
   return uint64_t(convColumnSlots(clampedInt64(units), clampedInt64(unitWork)));
 }
 
-/// conv2d's and conv2d_grad_input's slots: one per chunk of their (image, group) units, each
-/// F/group x patch x outPlane multiply-adds (w the weight, y the output or its gradient).
+/// conv2d's and conv2d_grad_input's slots: one per chunk of their (image block, group) units,
+/// each F/group x patch x (block x outPlane) multiply-adds (w the weight, y the output or its
+/// gradient).
 uint64_t unitSlots(const OperandType &w, const OperandType &y, const Attrs &attrs) {
   if (w.shape->size() != 4 || y.shape->size() != 4)
     return 1;
   uint64_t group = uint64_t(std::max<int64_t>(attrs.getInt("group", 1), 1));
   uint64_t filtersPerGroup = product(*w.shape, 0, 1) / group;
-  return slotsFor(saturatingMul(product(*y.shape, 0, 1), group),
+  const uint64_t batch = product(*y.shape, 0, 1), block = imageBlock(attrs, batch);
+  const uint64_t blocks = batch / block + (batch % block != 0);
+  return slotsFor(saturatingMul(blocks, group),
                   saturatingMul(saturatingMul(filtersPerGroup, product(*w.shape, 1, 4)),
-                                product(*y.shape, 2, 4)));
+                                saturatingMul(block, product(*y.shape, 2, 4))));
 }
 
 /// The accumulator copies of a reduction of `x` into `y` over its "axes" (none: every axis):
@@ -241,16 +263,18 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
       return 0; // an empty batch: dw is zeroed, no columns are built
     if (depthwiseConv(*out[0].shape, attrs()))
       return 0; // summed directly, no columns and no copies of dw
-    // a column matrix and, but for the first, a dw per run of images of F x patch x outPlane
-    // multiply-adds (GradKernels.cpp convGradWeight)
+    // a column matrix (and staging matrix) and, but for the first, a dw per run of image
+    // blocks of F x patch x (block x outPlane) multiply-adds (GradKernels.cpp convGradWeight)
     uint64_t runs = 1;
     if (!in[0].shape->empty() && in[1].shape->size() == 4 && out[0].shape->size() == 4) {
       const uint64_t group = uint64_t(std::max<int64_t>(attrs().getInt("group", 1), 1));
-      const uint64_t outPlane = product(*in[1].shape, 2, 4);
-      runs = convGradWeightBlocked(clampedInt64(product(*out[0].shape, 0, 1) / group),
-                                   clampedInt64(outPlane))
+      const uint64_t batch = product(*in[0].shape, 0, 1), block = imageBlock(attrs(), batch);
+      const uint64_t blocks = batch / block + (batch % block != 0);
+      const uint64_t columns = saturatingMul(block, product(*in[1].shape, 2, 4));
+      runs = convGradWeightRowPanels(clampedInt64(product(*out[0].shape, 0, 1) / group),
+                                     clampedInt64(columns))
                  ? 1
-                 : slotsFor(product(*in[0].shape, 0, 1), saturatingMul(numel(out[0]), outPlane));
+                 : slotsFor(blocks, saturatingMul(numel(out[0]), columns));
     }
     return saturatingAdd(convColumns(out[0], in[1], attrs(), runs),
                          runs > 1 ? chunk(saturatingMul(numel(out[0]), runs - 1),

@@ -138,7 +138,8 @@ inline int64_t fusedSumSlots(int64_t iterationNumel, int64_t resultNumel) {
 
 /// Column matrices conv2d and its adjoints keep (ConvSupport.h forEachConvUnit,
 /// GradKernels.cpp convGradWeight): one per chunk when their units (conv2d, conv2d_grad_input:
-/// (image, group) pairs; conv2d_grad_weight: images) of `unitWork` multiply-adds each split
+/// (image block, group) pairs; conv2d_grad_weight: image blocks; convImageBlock) of
+/// `unitWork` multiply-adds each split
 /// across threads, each chunk building and multiplying its own. As many as the units make
 /// chunks of Parallel.h's kMultiplyAddGrain, at most kConvColumnSlots; 1 (no split) below two.
 inline constexpr int64_t kConvColumnSlots = 4;
@@ -148,22 +149,50 @@ inline int64_t convColumnSlots(int64_t units, int64_t unitWork) {
   return chunks < 2 ? 1 : (chunks < kConvColumnSlots ? chunks : kConvColumnSlots);
 }
 
-/// conv2d_grad_weight (GradKernels.cpp) sums each image's dw_g = dy[n, g] im2col(x[n, g])^T
-/// into dw. When a group's dw is larger than an image's column matrix (more filters per group
-/// than output pixels, kConvGradWeightBlockRows of them at least: a deep layer's small
-/// images), it takes the images in order into dw itself, each GEMM split into fixed blocks of
-/// kConvGradWeightBlockRows filters (one column matrix, no copies of dw). Otherwise the
-/// images are cut into convColumnSlots runs, each with its column matrix and, but for the
-/// first, its own copy of dw, added after. Either way the bits do not depend on the thread
-/// count. Returns the runs (1 for the blocked form).
-inline constexpr int64_t kConvGradWeightBlockRows = 32;
-inline bool convGradWeightBlocked(int64_t filtersPerGroup, int64_t outPlane) {
-  return filtersPerGroup > outPlane && filtersPerGroup >= 2 * kConvGradWeightBlockRows;
+/// Images whose columns conv2d and its adjoints multiply in one GEMM (their `image_block`,
+/// which plait-compile's plait-conv-image-blocks sets from this): for output planes of at
+/// most kConvBlockPlane pixels, as many as fill kConvBlockColumns columns, at most the batch;
+/// otherwise 1, a GEMM per image. A deep layer's small planes make GEMMs a few columns wide,
+/// which OpenBLAS runs slowly: ResNet-18's layer4 at 96x96 (9 pixels) takes half the time as
+/// one GEMM of 8 images (forward and input gradient), layer3 (36) 0.8 of it, while planes of
+/// 144 or 576 pixels gain nothing (bench/README.md, conv_image_blocks.py). A pointwise convolution
+/// (`pointwise`: 1x1, stride 1, no padding) reads each image's planes as its columns without
+/// copying them; gathering a block's costs what its wider GEMM saves, so it keeps a GEMM per image.
+/// The pass also leaves grouped convolutions at 1 (passes/fusion/ConvImageBlocks.cpp); the kernels
+/// take any block.
+inline constexpr int64_t kConvBlockPlane = 64;
+inline constexpr int64_t kConvBlockColumns = 512;
+inline int64_t convImageBlock(int64_t batch, int64_t outPlane, bool pointwise) {
+  if (pointwise || batch <= 1 || outPlane <= 0 || outPlane > kConvBlockPlane)
+    return 1;
+  const int64_t block = (kConvBlockColumns + outPlane - 1) / outPlane;
+  return block < batch ? block : batch;
 }
-inline int64_t convGradWeightRuns(int64_t batch, int64_t imageWork, int64_t filtersPerGroup,
-                                  int64_t outPlane) {
-  return convGradWeightBlocked(filtersPerGroup, outPlane) ? 1
-                                                          : convColumnSlots(batch, imageWork);
+
+/// conv2d_grad_weight (GradKernels.cpp) sums each block of images' dw_g = dy[block, g]
+/// im2col(x[block, g])^T into dw (a block: convImageBlock images, their columns side by side,
+/// `columns` in all). When a group's dw is larger than a block's column matrix (more filters
+/// per group than the block's output pixels, kConvGradWeightBlockRows of them at least: a
+/// deep layer's small images), it takes the blocks in order into dw itself, each GEMM split
+/// into convGradWeightPanelRows row panels (one column matrix, no copies of dw). Otherwise
+/// the blocks are cut into convColumnSlots runs, each with its column matrix and, but for the
+/// first, its own copy of dw, added after. Either way the bits do not depend on the thread
+/// count. Returns the runs (1 for the row-panel form).
+inline constexpr int64_t kConvGradWeightBlockRows = 32;
+/// The row panels' height: a multiple of kConvGradWeightBlockRows cutting the group's filters
+/// into at most kConvColumnSlots panels (ResNet-18's layer4 weight gradient of 8 images takes
+/// 0.79 of the time in panels of 128 filters as in panels of 32: bench/README.md).
+inline int64_t convGradWeightPanelRows(int64_t filtersPerGroup) {
+  const int64_t quarter = (filtersPerGroup + kConvColumnSlots - 1) / kConvColumnSlots;
+  return (quarter + kConvGradWeightBlockRows - 1) / kConvGradWeightBlockRows *
+         kConvGradWeightBlockRows;
+}
+inline bool convGradWeightRowPanels(int64_t filtersPerGroup, int64_t columns) {
+  return filtersPerGroup > columns && filtersPerGroup >= 2 * kConvGradWeightBlockRows;
+}
+inline int64_t convGradWeightRuns(int64_t blocks, int64_t blockWork, int64_t filtersPerGroup,
+                                  int64_t columns) {
+  return convGradWeightRowPanels(filtersPerGroup, columns) ? 1 : convColumnSlots(blocks, blockWork);
 }
 
 /// Argmax planes max_pool2d_grad keeps (GradKernels.cpp), one per chunk when its planes split

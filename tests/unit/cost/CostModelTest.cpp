@@ -381,6 +381,14 @@ TEST(OpCost, RowsOfRowWiseKernels) {
   OpCost dx = opCost(conv, {"conv2d_grad_input", {2, 1}, {0}});
   EXPECT_DOUBLE_EQ(dx.rows, 4);
   EXPECT_DOUBLE_EQ(dx.elements, 2 * 2 * 27 * 36);
+  // With image_block (plait-conv-image-blocks) a GEMM per group of each block of images: the
+  // same columns, fewer calls; a block larger than the batch is the batch.
+  for (int64_t block : {2, 5}) {
+    OpCost blocked = opCost(conv, {"conv2d_grad_input", {2, 1}, {0}, {{"image_block", {block}}}});
+    EXPECT_DOUBLE_EQ(blocked.rows, 2) << block; // 1 block x 2 groups
+    EXPECT_DOUBLE_EQ(blocked.elements, 2 * 2 * 27 * 36) << block;
+    EXPECT_DOUBLE_EQ(blocked.flops, dx.flops) << block;
+  }
   EXPECT_DOUBLE_EQ(opCost(conv, {"max_pool2d", {0}, {2}}).rows, 12);
   EXPECT_DOUBLE_EQ(opCost(conv, {"avg_pool2d_grad", {2}, {0}}).rows, 8);
 }

@@ -52,13 +52,16 @@ std::vector<double> referenceConv(const ConvCase &c, const std::vector<double> &
   return y;
 }
 
-Attrs convAttrs(const ConvCase &c) {
-  return AttrsBuilder()
-      .ints("strides", {c.strides[0], c.strides[1]})
+/// The case's attributes, and `imageBlock` images per GEMM (0: no image_block attribute).
+Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0) {
+  AttrsBuilder attrs;
+  attrs.ints("strides", {c.strides[0], c.strides[1]})
       .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
       .ints("dilations", {c.dilations[0], c.dilations[1]})
-      .i("group", c.group)
-      .build();
+      .i("group", c.group);
+  if (imageBlock != 0)
+    attrs.i("image_block", imageBlock);
+  return attrs.build();
 }
 
 TEST(ConvKernels, GroupedStridedDilatedMatchesPyTorch) {
@@ -173,6 +176,46 @@ TEST(ConvKernels, HalfConvolutionsStageAFewImagesAtATime) {
   }
 }
 
+// With image_block, conv2d multiplies the columns of several images in one GEMM and scatters
+// the product to them: the seven-loop reference's values over blocks of 1 to more than the
+// batch (a short last block), pointwise (whose one-image columns are x itself), strided and
+// grouped convolutions, in f32 and f64; the same bits on 1 and 2 threads for each block (the
+// units are fixed by the shapes). The harness checks the declared workspace (Workspace.cpp
+// convColumns: the columns and a staging matrix per slot).
+TEST(ConvKernels, ImageBlocksMultiplySeveralImagesInOneGemm) {
+  const ConvCase cases[] = {
+      {5, 3, 8, 8, 4, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},  // same padding
+      {5, 4, 5, 6, 6, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false}, // pointwise
+      {4, 4, 9, 7, 6, 3, 2, 2, {2, 1}, {1, 0, 1, 1}, {1, 2}, true},  // grouped, strided
+      {3, 2, 4, 4, 2, 3, 3, 2, {1, 1}, {1, 1, 1, 1}, {1, 1}, false}, // depthwise: no blocks
+  };
+  for (const ConvCase &c : cases) {
+    int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
+    int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+    auto x = pattern(c.n * c.c * c.h * c.w, 13, -6, 0.3);
+    auto w = pattern(c.m * (c.c / c.group) * c.kh * c.kw, 7, -3, 0.2);
+    auto b = pattern(c.m, 3, -1, 1);
+    const std::vector<double> want = referenceConv(c, x, w, b);
+    for (DType dt : {DType::F32, DType::F64})
+      for (int64_t block : {1, 2, 3, 9}) {
+        SCOPED_TRACE(::testing::Message() << dtypeName(dt) << ", image_block " << block << ", "
+                                          << c.c << " channels, group " << c.group);
+        std::vector<OwnedTensor> in = {makeFloat(dt, {c.n, c.c, c.h, c.w}, x),
+                                       makeFloat(dt, {c.m, c.c / c.group, c.kh, c.kw}, w)};
+        if (c.bias)
+          in.push_back(makeFloat(dt, {c.m}, b));
+        std::vector<float> byThreads[2];
+        for (int threads : {1, 2}) {
+          KernelThreads use(threads);
+          byThreads[threads - 1] =
+              runOk("conv2d", in, dt, {c.n, c.m, oh, ow}, convAttrs(c, block)).floats();
+        }
+        EXPECT_EQ(byThreads[0], byThreads[1]);
+        EXPECT_TRUE(allClose(byThreads[0], want));
+      }
+  }
+}
+
 TEST(ConvKernels, Errors) {
   ConvCase c{1, 1, 3, 3, 1, 2, 2, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false};
   auto x = makeFloat(DType::F32, {1, 2, 3, 3}, std::vector<double>(18, 1));
@@ -189,6 +232,8 @@ TEST(ConvKernels, Errors) {
   EXPECT_EQ(r.status.message(), "conv2d: 'strides' must have 2 entries, got 1");
   r = runKernel("conv2d", {x1, w}, {{DType::F32, {1, 1, 3, 3}}}, convAttrs(c));
   EXPECT_EQ(r.status.message(), "conv2d: output has shape [1, 1, 3, 3], expected [1, 1, 2, 2]");
+  r = runKernel("conv2d", {x1, w}, {{DType::F32, {1, 1, 2, 2}}}, convAttrs(c, -2));
+  EXPECT_EQ(r.status.message(), "conv2d: image_block -2 must be at least 1");
 }
 
 } // namespace

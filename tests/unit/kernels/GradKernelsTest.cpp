@@ -134,13 +134,16 @@ int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_
   return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
 }
 
-Attrs convAttrs(const ConvCase &c) {
-  return AttrsBuilder()
-      .ints("strides", {c.strides[0], c.strides[1]})
+/// The case's attributes, and `imageBlock` images per GEMM (0: no image_block attribute).
+Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0) {
+  AttrsBuilder attrs;
+  attrs.ints("strides", {c.strides[0], c.strides[1]})
       .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
       .ints("dilations", {c.dilations[0], c.dilations[1]})
-      .i("group", c.group)
-      .build();
+      .i("group", c.group);
+  if (imageBlock != 0)
+    attrs.i("image_block", imageBlock);
+  return attrs.build();
 }
 
 /// The seven-loop convolution run backwards: every product x * w that the forward adds into
@@ -173,6 +176,21 @@ void referenceConvGrads(const ConvCase &c, const std::vector<double> &x,
               }
         }
 }
+
+/// A case's shapes, patterned x, w and dy, and the brute-force adjoint's dx and dw.
+struct ConvGradCase {
+  explicit ConvGradCase(const ConvCase &c) {
+    const int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
+    const int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+    xs = {c.n, c.c, c.h, c.w}, ws = {c.m, c.c / c.group, c.kh, c.kw}, ys = {c.n, c.m, oh, ow};
+    xv = pattern(c.n * c.c * c.h * c.w, 11, -5, 0.37);
+    wv = pattern(c.m * (c.c / c.group) * c.kh * c.kw, 7, -3, 0.21);
+    dyv = pattern(c.n * c.m * oh * ow, 5, -2.2, 0.9);
+    referenceConvGrads(c, xv, wv, dyv, dxRef, dwRef);
+  }
+  std::vector<int64_t> xs, ws, ys;
+  std::vector<double> xv, wv, dyv, dxRef, dwRef;
+};
 
 TEST(ConvGrad, MatchesPyTorchStridedPadded) {
   ConvCase c{1, 2, 4, 4, 3, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}};
@@ -232,27 +250,20 @@ TEST(ConvGrad, MatchesBruteForceAdjointOverGeometries) {
       {2, 3, 12, 12, 3, 7, 7, 3, {1, 1}, {3, 3, 3, 3}, {1, 1}},
   };
   for (const ConvCase &c : cases) {
-    int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
-    int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
-    std::vector<int64_t> xs{c.n, c.c, c.h, c.w}, ws{c.m, c.c / c.group, c.kh, c.kw},
-        ys{c.n, c.m, oh, ow};
-    auto xv = pattern(c.n * c.c * c.h * c.w, 11, -5, 0.37);
-    auto wv = pattern(c.m * (c.c / c.group) * c.kh * c.kw, 7, -3, 0.21);
-    auto dyv = pattern(c.n * c.m * oh * ow, 5, -2.2, 0.9);
-    std::vector<double> dxRef, dwRef;
-    referenceConvGrads(c, xv, wv, dyv, dxRef, dwRef);
+    const ConvGradCase g(c);
     for (DType dt : {DType::F64, DType::F32}) {
-      auto x = makeFloat(dt, xs, xv), w = makeFloat(dt, ws, wv), dy = makeFloat(dt, ys, dyv);
-      auto dx = runOk("conv2d_grad_input", {dy, w}, dt, xs, convAttrs(c));
-      auto dw = runOk("conv2d_grad_weight", {x, dy}, dt, ws, convAttrs(c));
-      EXPECT_TRUE(allClose(dx.floats(), dxRef)) << "dx, case group " << c.group;
-      EXPECT_TRUE(allClose(dw.floats(), dwRef)) << "dw, case group " << c.group;
+      auto x = makeFloat(dt, g.xs, g.xv), w = makeFloat(dt, g.ws, g.wv);
+      auto dy = makeFloat(dt, g.ys, g.dyv);
+      auto dx = runOk("conv2d_grad_input", {dy, w}, dt, g.xs, convAttrs(c));
+      auto dw = runOk("conv2d_grad_weight", {x, dy}, dt, g.ws, convAttrs(c));
+      EXPECT_TRUE(allClose(dx.floats(), g.dxRef)) << "dx, case group " << c.group;
+      EXPECT_TRUE(allClose(dw.floats(), g.dwRef)) << "dw, case group " << c.group;
     }
   }
 }
 
 // A deep layer's conv2d_grad_weight (more filters than output pixels: Workspace.h
-// convGradWeightBlocked) takes the images in order into dw itself, its GEMMs in fixed blocks
+// convGradWeightRowPanels) takes the images in order into dw itself, its GEMMs in fixed panels
 // of filters: within float rounding of the seven-loop reference, the same bits on 1 and 2
 // threads (the blocks do not depend on the thread count), one column matrix of workspace
 // and no copies of dw; grouped too. The harness checks the declared workspace.
@@ -261,7 +272,7 @@ TEST(ConvGrad, DeepLayersSumImagesIntoDwInFilterBlocks) {
                             ConvCase{2, 8, 5, 5, 160, 3, 3, 2, {2, 2}, {1, 1, 1, 1}, {1, 1}}}) {
     const int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
     const int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
-    ASSERT_TRUE(convGradWeightBlocked(c.m / c.group, oh * ow));
+    ASSERT_TRUE(convGradWeightRowPanels(c.m / c.group, oh * ow));
     const std::vector<int64_t> xShape{c.n, c.c, c.h, c.w}, wShape{c.m, c.c / c.group, c.kh, c.kw},
         yShape{c.n, c.m, oh, ow};
     OwnedTensor x = randomFloats(xShape, 1, -1, 1), dy = randomFloats(yShape, 2, -1, 1);
@@ -310,6 +321,68 @@ TEST(ConvGrad, HalfWeightGradientStagesAFewImagesAtATime) {
       }
 }
 
+// With image_block, conv2d_grad_input and conv2d_grad_weight gather several images' dy side by
+// side and multiply them in one GEMM (dx: then col2im per image; dw: one GEMM over the block's
+// columns, the blocks summed in order): the brute-force adjoint's values over blocks of 1 to
+// more than the batch (a short last block), pointwise, strided, grouped and deep-layer
+// geometries (more filters than a block's pixels: dw in row panels), in f32 and f64; the same
+// bits on 1 and 2 threads for each block. The harness checks the declared workspace.
+TEST(ConvGrad, ImageBlocksGatherSeveralImagesIntoOneGemm) {
+  const ConvCase cases[] = {
+      {5, 3, 8, 8, 4, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},   // same padding
+      {5, 4, 5, 6, 6, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},   // pointwise
+      {4, 4, 9, 7, 6, 3, 2, 2, {2, 1}, {1, 0, 1, 1}, {1, 2}},   // grouped, strided
+      {5, 16, 3, 3, 96, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}}, // deep: dw in row panels
+  };
+  for (const ConvCase &c : cases) {
+    const ConvGradCase g(c);
+    for (DType dt : {DType::F64, DType::F32})
+      for (int64_t block : {1, 2, 3, 9}) {
+        SCOPED_TRACE(::testing::Message() << dtypeName(dt) << ", image_block " << block << ", "
+                                          << c.c << " channels, " << c.m << " filters");
+        auto x = makeFloat(dt, g.xs, g.xv), w = makeFloat(dt, g.ws, g.wv);
+        auto dy = makeFloat(dt, g.ys, g.dyv);
+        std::vector<float> dx[2], dw[2];
+        for (int threads : {1, 2}) {
+          KernelThreads use(threads);
+          dx[threads - 1] =
+              runOk("conv2d_grad_input", {dy, w}, dt, g.xs, convAttrs(c, block)).floats();
+          dw[threads - 1] =
+              runOk("conv2d_grad_weight", {x, dy}, dt, g.ws, convAttrs(c, block)).floats();
+        }
+        EXPECT_EQ(dx[0], dx[1]);
+        EXPECT_EQ(dw[0], dw[1]);
+        EXPECT_TRUE(allClose(dx[0], g.dxRef, 1e-4, 1e-4));
+        EXPECT_TRUE(allClose(dw[0], g.dwRef, 1e-4, 1e-4));
+      }
+  }
+}
+
+// bf16 gradients stage a few images at a time, each slice's blocks at most its images.
+TEST(ConvGrad, HalfGradientsStageImageBlocks) {
+  const ConvCase c{3, 8, 256, 256, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}};
+  ASSERT_EQ(batchStageEntries(3, 8 * 256 * 256), 2);
+  const std::vector<int64_t> shape{3, 8, 256, 256}, wShape{8, 8, 3, 3};
+  OwnedTensor x = convertedTo(DType::BF16, randomFloats(shape, 4, -1, 1));
+  OwnedTensor dy = convertedTo(DType::BF16, randomFloats(shape, 5, -1, 1));
+  OwnedTensor w = convertedTo(DType::BF16, randomFloats(wShape, 6, -0.5, 0.5));
+  auto wide = [&](const OwnedTensor &t) { return convertedTo(DType::F32, t); };
+  for (const char *kernel : {"conv2d_grad_input", "conv2d_grad_weight"}) {
+    SCOPED_TRACE(kernel);
+    const bool input = std::string_view(kernel) == "conv2d_grad_input";
+    std::vector<OwnedTensor> in =
+        input ? std::vector<OwnedTensor>{dy, w} : std::vector<OwnedTensor>{x, dy};
+    std::vector<OwnedTensor> wideIn = {wide(in[0]), wide(in[1])};
+    const std::vector<int64_t> &out = input ? shape : wShape;
+    std::vector<float> got = runOk(kernel, in, DType::BF16, out, convAttrs(c, 3)).floats();
+    std::vector<float> want =
+        convertedTo(DType::BF16, runOk(kernel, wideIn, DType::F32, out, convAttrs(c))).floats();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], std::abs(want[i]) / 128 + 1e-6) << "element " << i;
+  }
+}
+
 TEST(ConvGrad, ShapeAndDtypeErrors) {
   ConvCase c{1, 2, 4, 4, 3, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}};
   auto w = makeFloat(DType::F32, {3, 2, 3, 3}, pattern(54, 5, -2, 0.5));
@@ -332,6 +405,20 @@ TEST(ConvGrad, ShapeAndDtypeErrors) {
   r = runKernel("conv2d_grad_weight", {x, dy}, {{DType::I64, {3, 2, 3, 3}}}, convAttrs(c));
   ASSERT_FALSE(r.status.ok());
   EXPECT_NE(r.status.message().find("unsupported dtype i64"), std::string::npos);
+  auto dy32 = makeFloat(DType::F32, {1, 3, 2, 2}, pattern(12, 3, -1, 1.0));
+  r = runKernel("conv2d_grad_input", {dy32, w}, {{DType::F32, {1, 2, 4, 4}}}, convAttrs(c, 0));
+  EXPECT_TRUE(r.status.ok()) << r.status.message(); // 0 in convAttrs: no attribute
+  AttrsBuilder zero;
+  zero.ints("strides", {2, 2})
+      .ints("pads", {1, 1, 1, 1})
+      .ints("dilations", {1, 1})
+      .i("image_block", 0);
+  r = runKernel("conv2d_grad_input", {dy32, w}, {{DType::F32, {1, 2, 4, 4}}}, zero.build());
+  EXPECT_EQ(r.status.message(), "conv2d_grad_input: image_block 0 must be at least 1");
+  r = runKernel("conv2d_grad_weight",
+                {makeFloat(DType::F32, {1, 2, 4, 4}, pattern(32, 3, 0, 1)), dy32},
+                {{DType::F32, {3, 2, 3, 3}}}, zero.build());
+  EXPECT_EQ(r.status.message(), "conv2d_grad_weight: image_block 0 must be at least 1");
 }
 
 //===----------------------------------------------------------------------===//
