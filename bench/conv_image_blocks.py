@@ -27,7 +27,6 @@ Run with /usr/bin/python3:  conv_image_blocks.py BUILD [--threads 1,2] [--steps 
                                                         [--repeat 3] [--only NAME ...]
                                                         [--no-gemm-table]
 """
-import argparse
 import ctypes
 import os
 import pathlib
@@ -44,9 +43,8 @@ from torch import nn
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from onnx_ops_step import run_plait, run_torch  # noqa: E402
-
-BATCH = 8
+from onnx_ops_step import (BATCH, bench_parser, export_case, run_plait,  # noqa: E402
+                           run_torch)
 
 
 def layer(channels, size, kernel=3, out=None):
@@ -152,13 +150,7 @@ def main():
     if "--gemm-table-only" in sys.argv:
         gemm_table()
         return
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("build", type=pathlib.Path)
-    ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--only", action="append", choices=sorted(LAYERS))
+    ap = bench_parser(__doc__, LAYERS, steps=12, repeat=3)
     ap.add_argument("--no-gemm-table", action="store_true")
     args = ap.parse_args()
     bindir = args.build / "bin"
@@ -168,19 +160,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         for i, name in enumerate(args.only or list(LAYERS)):
-            torch.manual_seed(0)
             cls = LAYERS[name]
-            rng = np.random.default_rng(1)
-            data = {k: rng.standard_normal((args.steps * BATCH,) + s).astype(np.float32)
-                    for k, s in cls.shapes.items()}
             work = tmp / f"layer{i}"
-            (work / "data").mkdir(parents=True)
-            for k, v in data.items():
-                np.save(work / "data" / f"{k}.npy", v)
-            example = tuple(torch.from_numpy(data[k][:BATCH]) for k in cls.shapes)
-            torch.onnx.export(cls(), example, str(work / "m.onnx"), input_names=list(cls.shapes),
-                              output_names=["loss"], opset_version=13,
-                              do_constant_folding=False, export_params=True)
+            data = export_case(cls, args.steps, work)
             plans = {}
             for mode, extra in (("blocked", []), ("per_image", ["--no-conv-image-blocks"])):
                 plans[mode] = work / f"{mode}.plan"

@@ -327,15 +327,42 @@ def print_table(rows, digits=3, peer="PyTorch"):
         print(f"| {name} | {t} | {p:.{digits}f} | {q:.{digits}f} | {p / q:.2f} |")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
+def bench_parser(doc, choices, steps, repeat):
+    """The CPU step benches' arguments: BUILD, --threads, --steps, --repeat, --only (one of
+    `choices`, repeatable); a bench adds its own."""
+    ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build", type=pathlib.Path)
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--only", action="append", choices=sorted(MODELS))
-    args = ap.parse_args()
+    ap.add_argument("--steps", type=int, default=steps)
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--only", action="append", choices=sorted(choices))
+    return ap
+
+
+def export_case(cls, steps, work):
+    """A module class's case in `work`: `steps` batches of its inputs (make_data) saved as
+    work/data/<name>.npy, and cls() exported to work/m.onnx (opset 13 unless the class says,
+    training mode where it asks), its weights from torch.manual_seed(0). Returns the data."""
+    torch.manual_seed(0)
+    names = list(cls.shapes)
+    data = make_data(cls, steps * BATCH, np.random.default_rng(1))
+    (work / "data").mkdir(parents=True)
+    for k, v in data.items():
+        np.save(work / "data" / f"{k}.npy", v)
+    model = cls()
+    example = tuple(torch.from_numpy(data[k][:BATCH]) for k in names)
+    torch.onnx.export(model, example, str(work / "m.onnx"), input_names=names,
+                      output_names=["loss"], opset_version=getattr(model, "opset", 13),
+                      do_constant_folding=False, export_params=True,
+                      training=(torch.onnx.TrainingMode.TRAINING
+                                if getattr(model, "training_export", False)
+                                else torch.onnx.TrainingMode.EVAL))
+    return data
+
+
+def main():
+    args = bench_parser(__doc__, MODELS, steps=20, repeat=3).parse_args()
     bindir = args.build / "bin"
     threads = [int(t) for t in args.threads.split(",")]
     warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's shape notes
@@ -343,28 +370,15 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         for name in args.only or list(MODELS):
-            torch.manual_seed(0)
             cls = MODELS[name]
-            names = list(cls.shapes)
-            data = make_data(cls, args.steps * BATCH, np.random.default_rng(1))
             work = tmp / name
-            (work / "data").mkdir(parents=True)
-            for k, v in data.items():
-                np.save(work / "data" / f"{k}.npy", v)
-            model = cls()
-            example = tuple(torch.from_numpy(data[k][:BATCH]) for k in names)
-            torch.onnx.export(model, example, str(work / "m.onnx"), input_names=names,
-                              output_names=["loss"], opset_version=getattr(model, "opset", 13),
-                              do_constant_folding=False, export_params=True,
-                              training=(torch.onnx.TrainingMode.TRAINING
-                                        if getattr(model, "training_export", False)
-                                        else torch.onnx.TrainingMode.EVAL))
+            data = export_case(cls, args.steps, work)
             subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", work / "m.plan",
                             "--train", "--optimizer", "sgd", "--lr", "0.01"], check=True)
             time_alternating(
                 name, threads, args.repeat,
                 lambda t: run_plait(bindir, work / "m.plan", work / "data", args.steps, t, work),
-                lambda t: run_torch(cls(), data, names, args.steps, t), rows)
+                lambda t: run_torch(cls(), data, list(cls.shapes), args.steps, t), rows)
     print_table(rows)
 
 

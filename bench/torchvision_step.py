@@ -21,7 +21,6 @@ Run with /usr/bin/python3:  torchvision_step.py BUILD [--threads 1,2] [--steps 1
                                                  [--res 96] [--batch 8] [--only NAME ...]
                                                  [--against FLAG]
 """
-import argparse
 import pathlib
 import subprocess
 import sys
@@ -34,7 +33,8 @@ import torch
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
-from onnx_ops_step import print_table, run_plait, run_torch, time_alternating  # noqa: E402
+from onnx_ops_step import (bench_parser, print_table, run_plait, run_torch,  # noqa: E402
+                           time_alternating)
 from torchvision_parity import Classifier, without_randomness  # noqa: E402
 
 import torchvision  # noqa: E402
@@ -68,15 +68,9 @@ def build(name, res):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("build", type=pathlib.Path)
-    ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap = bench_parser(__doc__, MODELS, steps=10, repeat=2)
     ap.add_argument("--res", type=int, default=96)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--only", action="append", choices=sorted(MODELS))
     ap.add_argument("--against", metavar="FLAG")
     args = ap.parse_args()
     bindir = args.build / "bin"

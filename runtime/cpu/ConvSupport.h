@@ -134,6 +134,16 @@ public:
     return cols;
   }
 
+  /// Group g's planes of images [first, first + count) of dy as the block's [F/group,
+  /// count * outPlane()] matrix: dy itself for one image, else gathered (gatherBlock) into
+  /// slot `slot`'s staging matrix, valid until that slot's next use.
+  const T *gradOf(const T *dy, int64_t first, int64_t count, int64_t g, int64_t slot) {
+    if (count == 1)
+      return dy + shape_.outputOffset(first, g);
+    gatherBlock(dy, shape_, first, count, g, stage(slot));
+    return stage(slot);
+  }
+
   /// Buffer `slot` itself (null when pointwise, one image a block), and its staging matrix
   /// (null with one image a block).
   T *slot(int64_t slot) const { return buffer_ ? buffer_ + slot * size() : nullptr; }

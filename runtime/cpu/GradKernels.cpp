@@ -144,11 +144,7 @@ template <typename T> Status convGradInput(const KernelCall &call, const ConvSha
       const int64_t block = u / s.group, g = u % s.group;
       const int64_t first = block * s.imageBlock, count = s.blockImages(block);
       const int64_t width = count * outPlane; // the block's columns
-      const T *grad = dy + s.outputOffset(first, g);
-      if (count > 1) {
-        gatherBlock(dy, s, first, count, g, col.stage(slot));
-        grad = col.stage(slot);
-      }
+      const T *grad = col.gradOf(dy, first, count, g, slot);
       // A pointwise convolution's one image: its column matrix is dx itself.
       T *image = dx + s.inputOffset(first, g);
       const bool direct = s.pointwise() && count == 1;
@@ -203,11 +199,7 @@ Status convGradWeight(const KernelCall &call, const ConvShape &s, bool accumulat
   auto operands = [&](int64_t b, int64_t g, int64_t slot, const T *&cols, const T *&grad) {
     const int64_t first = b * s.imageBlock, count = s.blockImages(b);
     cols = columns.of(x, first, count, g, slot);
-    grad = dy + s.outputOffset(first, g);
-    if (count > 1) {
-      gatherBlock(dy, s, first, count, g, columns.stage(slot));
-      grad = columns.stage(slot);
-    }
+    grad = columns.gradOf(dy, first, count, g, slot);
     return count * outPlane; // the block's columns
   };
   if (convGradWeightRowPanels(filtersPerGroup, s.blockColumns())) {

@@ -129,6 +129,11 @@ uint64_t imageBlock(const Attrs &attrs, uint64_t batch) {
   return block < 1 || batch == 0 ? 1 : std::min(uint64_t(block), batch);
 }
 
+/// The image blocks of `batch` images, `block` at a time (ConvShape::blocks).
+uint64_t imageBlocks(uint64_t batch, uint64_t block) {
+  return batch / block + (batch % block != 0);
+}
+
 /// The column matrices of conv2d and its adjoints (ColumnMatrix), `slots` of them: patch x
 /// (block x outPlane) elements each, patch from the weight `w`, outPlane from the conv output
 /// (or its gradient) `y`, block from its batch; none for a pointwise convolution of one image
@@ -168,8 +173,7 @@ uint64_t unitSlots(const OperandType &w, const OperandType &y, const Attrs &attr
   uint64_t group = uint64_t(std::max<int64_t>(attrs.getInt("group", 1), 1));
   uint64_t filtersPerGroup = product(*w.shape, 0, 1) / group;
   const uint64_t batch = product(*y.shape, 0, 1), block = imageBlock(attrs, batch);
-  const uint64_t blocks = batch / block + (batch % block != 0);
-  return slotsFor(saturatingMul(blocks, group),
+  return slotsFor(saturatingMul(imageBlocks(batch, block), group),
                   saturatingMul(saturatingMul(filtersPerGroup, product(*w.shape, 1, 4)),
                                 saturatingMul(block, product(*y.shape, 2, 4))));
 }
@@ -269,12 +273,11 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     if (!in[0].shape->empty() && in[1].shape->size() == 4 && out[0].shape->size() == 4) {
       const uint64_t group = uint64_t(std::max<int64_t>(attrs().getInt("group", 1), 1));
       const uint64_t batch = product(*in[0].shape, 0, 1), block = imageBlock(attrs(), batch);
-      const uint64_t blocks = batch / block + (batch % block != 0);
       const uint64_t columns = saturatingMul(block, product(*in[1].shape, 2, 4));
       runs = convGradWeightRowPanels(clampedInt64(product(*out[0].shape, 0, 1) / group),
                                      clampedInt64(columns))
                  ? 1
-                 : slotsFor(blocks, saturatingMul(numel(out[0]), columns));
+                 : slotsFor(imageBlocks(batch, block), saturatingMul(numel(out[0]), columns));
     }
     return saturatingAdd(convColumns(out[0], in[1], attrs(), runs),
                          runs > 1 ? chunk(saturatingMul(numel(out[0]), runs - 1),

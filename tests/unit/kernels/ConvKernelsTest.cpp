@@ -52,6 +52,16 @@ std::vector<double> referenceConv(const ConvCase &c, const std::vector<double> &
   return y;
 }
 
+/// conv2d's operands for the case in `dt`: x, w and, when the case has one, the bias.
+std::vector<OwnedTensor> convInputs(const ConvCase &c, DType dt, const std::vector<double> &x,
+                                    const std::vector<double> &w, const std::vector<double> &b) {
+  std::vector<OwnedTensor> in = {makeFloat(dt, {c.n, c.c, c.h, c.w}, x),
+                                 makeFloat(dt, {c.m, c.c / c.group, c.kh, c.kw}, w)};
+  if (c.bias)
+    in.push_back(makeFloat(dt, {c.m}, b));
+  return in;
+}
+
 /// The case's attributes, and `imageBlock` images per GEMM (0: no image_block attribute).
 Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0) {
   AttrsBuilder attrs;
@@ -108,10 +118,7 @@ TEST(ConvKernels, GeometriesMatchDirectConvolution) {
     auto w = pattern(c.m * (c.c / c.group) * c.kh * c.kw, 7, -3, 0.2);
     auto b = pattern(c.m, 3, -1, 1);
     for (DType dt : {DType::F32, DType::F64}) {
-      std::vector<OwnedTensor> in = {makeFloat(dt, {c.n, c.c, c.h, c.w}, x),
-                                     makeFloat(dt, {c.m, c.c / c.group, c.kh, c.kw}, w)};
-      if (c.bias)
-        in.push_back(makeFloat(dt, {c.m}, b));
+      std::vector<OwnedTensor> in = convInputs(c, dt, x, w, b);
       auto out = runOk("conv2d", in, dt, {c.n, c.m, oh, ow}, convAttrs(c));
       std::vector<double> got;
       for (float v : out.floats())
@@ -200,10 +207,7 @@ TEST(ConvKernels, ImageBlocksMultiplySeveralImagesInOneGemm) {
       for (int64_t block : {1, 2, 3, 9}) {
         SCOPED_TRACE(::testing::Message() << dtypeName(dt) << ", image_block " << block << ", "
                                           << c.c << " channels, group " << c.group);
-        std::vector<OwnedTensor> in = {makeFloat(dt, {c.n, c.c, c.h, c.w}, x),
-                                       makeFloat(dt, {c.m, c.c / c.group, c.kh, c.kw}, w)};
-        if (c.bias)
-          in.push_back(makeFloat(dt, {c.m}, b));
+        std::vector<OwnedTensor> in = convInputs(c, dt, x, w, b);
         std::vector<float> byThreads[2];
         for (int threads : {1, 2}) {
           KernelThreads use(threads);
