@@ -424,20 +424,23 @@ std::string cpuModel() {
   return "CPU";
 }
 
-// A warning when OpenBLAS runs generic kernels on a CPU that supports better ones (only when
-// BlasCore.h's re-exec was turned off or could not happen).
+// A warning when OpenBLAS runs kernels below what this CPU supports: generic ones (only when
+// BlasCore.h's re-exec was turned off or could not happen), or older ones an OPENBLAS_CORETYPE
+// in the environment asked for.
 std::string blasCoreWarning(const std::string &core) {
-  std::string better = plait::rt::betterBlasCore(core);
-  if (better.empty())
+  std::string cpu = plait::rt::cpuBlasCore();
+  std::string stronger = plait::rt::strongerBlasCore(core, cpu);
+  if (stronger.empty())
     return "";
-  return fmt::format("OpenBLAS chose its {} kernels on a CPU that supports {}: setting "
-                     "OPENBLAS_CORETYPE={} may make GEMMs several times faster",
-                     core, better, better);
+  bool generic = !plait::rt::betterBlasCore(core, cpu).empty();
+  return fmt::format("OpenBLAS runs its {} kernels on a CPU that supports {}: {} may make GEMMs "
+                     "{}",
+                     core, stronger,
+                     std::getenv("OPENBLAS_CORETYPE") && !generic
+                         ? "unsetting OPENBLAS_CORETYPE"
+                         : "setting OPENBLAS_CORETYPE=" + stronger,
+                     generic ? "several times faster" : "faster");
 }
-
-
-
-// decimal, which the spec then prints as written.
 
 // The GEMMs of samples/gpt (batch 4 × seq 16 = 64 tokens, d_model 32, vocab 64): the
 // forward projections and the two backward GEMMs of the largest (fc).

@@ -19,6 +19,12 @@ bool hasFlag(const std::string &flags, const char *flag) {
   return flags.find(std::string(" ") + flag + " ") != std::string::npos;
 }
 
+// PLAIT_BLAS_CORETYPE=keep: OpenBLAS's (or the user's) choice as it is, without a note.
+bool keepBlasCore() {
+  const char *mode = std::getenv("PLAIT_BLAS_CORETYPE");
+  return mode && std::strcmp(mode, "keep") == 0;
+}
+
 } // namespace
 
 std::string blasCoreName() {
@@ -26,15 +32,7 @@ std::string blasCoreName() {
   return name ? name : "";
 }
 
-std::string betterBlasCore(const std::string &core) {
-  // OpenBLAS's choices for x86 CPUs it does not recognise.
-  static const char *const kGeneric[] = {"Prescott", "Core2", "Penryn", "Nehalem", "Katmai",
-                                         "Sandybridge"};
-  bool generic = false;
-  for (const char *g : kGeneric)
-    generic = generic || core == g;
-  if (!generic)
-    return "";
+std::string cpuBlasCore() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line))
@@ -50,13 +48,39 @@ std::string betterBlasCore(const std::string &core) {
   return "";
 }
 
+int blasCoreTier(const std::string &core) {
+  static const char *const kAvx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+  static const char *const kAvx2[] = {"Haswell", "Zen", "Excavator"};
+  for (const char *c : kAvx512)
+    if (core == c)
+      return 2;
+  for (const char *c : kAvx2)
+    if (core == c)
+      return 1;
+  return 0;
+}
+
+std::string betterBlasCore(const std::string &core, const std::string &cpu) {
+  // OpenBLAS's choices for x86 CPUs it does not recognise.
+  static const char *const kGeneric[] = {"Prescott", "Core2",  "Penryn",
+                                         "Nehalem",  "Katmai", "Sandybridge"};
+  for (const char *g : kGeneric)
+    if (core == g)
+      return cpu;
+  return "";
+}
+
+std::string strongerBlasCore(const std::string &core, const std::string &cpu) {
+  return blasCoreTier(core) < blasCoreTier(cpu) ? cpu : "";
+}
+
 void selectBlasCore(char **argv) {
   if (std::getenv("OPENBLAS_CORETYPE") || std::getenv(kDetectedVar))
     return;
-  if (const char *mode = std::getenv("PLAIT_BLAS_CORETYPE"); mode && std::strcmp(mode, "keep") == 0)
+  if (keepBlasCore())
     return;
   std::string detected = blasCoreName();
-  std::string better = betterBlasCore(detected);
+  std::string better = betterBlasCore(detected, cpuBlasCore());
   if (better.empty())
     return;
   ::setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
@@ -70,11 +94,22 @@ void selectBlasCore(char **argv) {
 std::string blasCoreNote() {
   const char *detected = std::getenv(kDetectedVar);
   const char *set = std::getenv("OPENBLAS_CORETYPE");
-  if (!detected || !set)
+  if (detected && set)
+    return fmt::format("blas: OpenBLAS {} kernels (plait set OPENBLAS_CORETYPE={}; OpenBLAS had "
+                       "detected {}; PLAIT_BLAS_CORETYPE=keep turns this off)",
+                       blasCoreName(), set, detected);
+  if (!set || keepBlasCore())
     return "";
-  return fmt::format("blas: OpenBLAS {} kernels (plait set OPENBLAS_CORETYPE={}; OpenBLAS had "
-                     "detected {}; PLAIT_BLAS_CORETYPE=keep turns this off)",
-                     blasCoreName(), set, detected);
+  // The user's (or the environment's) own setting, kept as it is: say so when it holds
+  // OpenBLAS below what this CPU runs.
+  std::string core = blasCoreName();
+  std::string stronger = strongerBlasCore(core, cpuBlasCore());
+  if (stronger.empty())
+    return "";
+  return fmt::format("blas: OpenBLAS {} kernels, as this environment's OPENBLAS_CORETYPE={} asks, "
+                     "on a CPU that runs {} ones: unsetting it may make GEMMs faster "
+                     "(PLAIT_BLAS_CORETYPE=keep silences this)",
+                     core, set, stronger == "SkylakeX" ? "AVX-512" : "AVX2");
 }
 
 } // namespace plait::rt

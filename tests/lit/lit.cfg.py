@@ -12,6 +12,18 @@ config.environment["PATH"] = os.pathsep.join(
     [config.plait_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "/usr/bin:/bin")])
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%plait_src", config.plait_src_root))
+# REQUIRES: cpu-avx2 -- the CPU runs OpenBLAS's AVX2 (Haswell) kernels or better.
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+if {"avx2", "fma"} <= _cpu_flags():
+    config.available_features.add("cpu-avx2")
 # REQUIRES: nvcc -- the CUDA toolkit's nvcc compiles plait-compile --device cuda's kernels.
 if config.plait_nvcc and os.access(config.plait_nvcc, os.X_OK):
     config.available_features.add("nvcc")
