@@ -33,6 +33,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -51,6 +52,24 @@ FailureOr<func::FuncOp> entryFunction(ModuleOp module, const std::string &path) 
   return emitError(module.getLoc()) << path << ": expected a function @main (found "
                                     << llvm::range_size(module.getOps<func::FuncOp>())
                                     << " functions)";
+}
+
+/// Every string the model carries (param and input names, init specs, any attribute) goes into
+/// the plan, the report's JSON, checkpoints and safetensors headers: each must be UTF-8. One
+/// error at the first op that carries one that is not.
+LogicalResult verifyUtf8Strings(ModuleOp module) {
+  WalkResult result = module.walk([](Operation *op) {
+    StringAttr bad;
+    op->getAttrDictionary().walk([&](StringAttr s) {
+      if (!bad && !llvm::json::isUTF8(s.getValue()))
+        bad = s;
+    });
+    if (!bad)
+      return WalkResult::advance();
+    op->emitError() << "the string " << bad << " is not UTF-8";
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
 }
 
 FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx, const CompileOptions &options) {
@@ -277,7 +296,8 @@ int addRunEstimate(const plan::PlanDesc &plan, const CompileOptions &options,
 /// --emit mlir the IR is written here and `out` stays empty.
 int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
   auto module = loadModel(ctx, options);
-  if (failed(module) || failed(verify(**module)))
+  if (failed(module) || failed(verify(**module)) || failed(verifyTensorSizes(**module)) ||
+      failed(verifyUtf8Strings(**module)))
     return 1;
   auto func = entryFunction(**module, options.modelPath);
   if (failed(func))

@@ -45,6 +45,51 @@ int64_t tensorBytes(RankedTensorType type) {
 
 namespace {
 
+/// The error for `type`, or "" when plait can size it.
+std::string tensorSizeError(RankedTensorType type) {
+  Type element = type.getElementType();
+  if (!element.isIntOrFloat())
+    return "has an element type plait has no kernels for";
+  if (!type.hasStaticShape())
+    return ""; // the memory plan asks for static shapes itself, naming the op
+  int64_t width = element.isInteger(1) ? 8 : int64_t(element.getIntOrFloatBitWidth());
+  if (width % 8 != 0)
+    return "has an element type plait has no kernels for";
+  int64_t bytes = width / 8;
+  for (int64_t d : type.getShape())
+    if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > kMaxTensorBytes)
+      return "holds more than 2^48 bytes (256 TiB), the most plait plans for one tensor";
+  return "";
+}
+
+} // namespace
+
+LogicalResult verifyTensorSizes(Operation *root) {
+  auto check = [](Value v, Operation *where) -> LogicalResult {
+    auto type = llvm::dyn_cast<RankedTensorType>(v.getType());
+    if (!type)
+      return success();
+    std::string error = tensorSizeError(type);
+    if (error.empty())
+      return success();
+    return where->emitError() << "a value of type " << type << " " << error;
+  };
+  WalkResult result = root->walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (failed(check(arg, op)))
+            return WalkResult::interrupt();
+    for (Value v : op->getResults())
+      if (failed(check(v, op)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+namespace {
+
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 /// Collects every tensor value with its kind and size; fails on unranked/dynamic types.

@@ -51,6 +51,16 @@ struct MemoryPlan {
 /// Bytes of a tensor as the runtime stores it (i1 takes one byte per element).
 int64_t tensorBytes(mlir::RankedTensorType type);
 
+/// The largest tensor plait plans: 2^48 bytes (256 TiB), far beyond any device's memory, and
+/// small enough that sizes, offsets and the kernels' workspaces computed from it stay in
+/// int64.
+constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+
+/// Checks every tensor value under `root` (block arguments and results) before anything sizes
+/// them: a static shape's element type must be an integer or float type and its bytes at
+/// most kMaxTensorBytes. One error at the first value that is not, naming its type.
+mlir::LogicalResult verifyTensorSizes(mlir::Operation *root);
+
 /// What planMemory may do beyond liveness: each is on by default, and each has an off switch
 /// on plait-compile.
 struct MemoryPlanOptions {

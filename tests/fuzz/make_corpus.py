@@ -9,6 +9,9 @@
   safetensors  files of every dtype, written here (the format is a JSON header and bytes)
   checkpoint   checkpoint metadata (meta.json) for one rank and for two ranks' shards
   onnx_tensor  the samples' arrays as TensorProtos (.pb), and the node tests' inputs
+  cluster      samples/clusters/*.yaml
+  mlir         small plait-zoo models of every family, and the lit tests' .mlir cases (each
+               `// -----` split), the dialect's valid and invalid forms
 
 Nothing here is committed: the corpus follows the samples and the plan format as they change.
 """
@@ -165,6 +168,44 @@ def plan_seeds(samples, out, plait_compile, plans_from):
         subprocess.run(cmd, check=True)
 
 
+def cluster_seeds(samples, out):
+    for spec in sorted((samples / "clusters").glob("*.yaml")):
+        shutil.copy(spec, out / spec.name)
+
+
+# Small models, so that a compile per execution stays fast.
+ZOO_MODELS = {
+    "gpt": ["--layers", "1", "--width", "8", "--heads", "2", "--batch", "2", "--seq", "4",
+            "--vocab", "11"],
+    "gpt-decomposed": ["--layers", "1", "--width", "8", "--heads", "2", "--batch", "2",
+                       "--seq", "4", "--vocab", "11", "--decomposed"],
+    "llama": ["--layers", "1", "--width", "8", "--heads", "2", "--ffn", "16", "--batch", "2",
+              "--seq", "4", "--vocab", "11"],
+    "mlp": ["--layers", "2", "--width", "8", "--batch", "2", "--classes", "3"],
+    "cnn": ["--layers", "1", "--width", "4", "--batch", "2", "--image", "8", "--classes", "3"],
+    "resnet": ["--layers", "1,1", "--width", "4", "--batch", "2", "--image", "16",
+               "--classes", "3", "--batch-norm"],
+}
+
+
+def mlir_seeds(lit, out, plait_zoo):
+    if plait_zoo:
+        for name, flags in ZOO_MODELS.items():
+            family = name.split("-")[0]
+            subprocess.run([plait_zoo, "--family", family, *flags, "-o",
+                            str(out / f"zoo_{name}.mlir")], check=True)
+    if lit:
+        for test in sorted(Path(lit).glob("**/*.mlir")):
+            for i, case in enumerate(test.read_text().split("// -----")):
+                # Without the RUN and CHECK lines; large cases slow every execution.
+                body = "\n".join(line for line in case.splitlines()
+                                 if not line.lstrip().startswith("// RUN")
+                                 and "CHECK" not in line)
+                if "func.func" in body and len(body) <= 16384:
+                    name = f"lit_{test.parent.name}_{test.stem}_{i}.mlir"
+                    (out / name).write_text(body + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -172,10 +213,13 @@ def main():
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--plait-compile", help="compile the plan seeds with this")
     parser.add_argument("--plans-from", help="copy the plan seeds from this folder instead")
+    parser.add_argument("--plait-zoo", help="write the .mlir seeds' zoo models with this")
+    parser.add_argument("--lit", type=Path, help="the lit tests, whose .mlir cases are seeds")
     args = parser.parse_args()
 
     shutil.rmtree(args.out, ignore_errors=True)
-    targets = ("onnx", "npy", "plan", "safetensors", "onnx_tensor", "checkpoint")
+    targets = ("onnx", "npy", "plan", "safetensors", "onnx_tensor", "checkpoint", "cluster",
+               "mlir")
     dirs = {name: args.out / name for name in targets}
     for d in dirs.values():
         d.mkdir(parents=True)
@@ -185,6 +229,8 @@ def main():
     onnx_tensor_seeds(args.samples, dirs["onnx_tensor"])
     plan_seeds(args.samples, dirs["plan"], args.plait_compile, args.plans_from)
     checkpoint_seeds(dirs["checkpoint"])
+    cluster_seeds(args.samples, dirs["cluster"])
+    mlir_seeds(args.lit, dirs["mlir"], args.plait_zoo)
     for name, d in dirs.items():
         print(f"{name}: {len(list(d.iterdir()))} seeds")
     return 0
