@@ -273,6 +273,37 @@ void trimTruthEdges(Group &group, const llvm::SmallPtrSetImpl<Operation *> &redu
   }
 }
 
+/// Takes the reductions out of `group` when the fused op's iteration shape, which its inputs
+/// and results define (plait.fused_elementwise: broadcast together), would not be the
+/// group's: a value broadcast to the group's shape and read only by a reduction, its members
+/// all of smaller shapes (the gradient of a broadcast_to, summed back over the dimensions
+/// it broadcast along). The sums would then run over the smaller shape, missing the
+/// broadcast's repetitions. Without its reductions the group stores their operand, of its
+/// shape, and the reductions stay ops of their own.
+void trimUnanchoredReductions(Group &group, const llvm::SmallPtrSetImpl<Operation *> &reduced) {
+  SmallVector<int64_t> shape;
+  auto join = [&](Value v) {
+    if (auto joined = broadcastShapes(shape, cast<RankedTensorType>(v.getType()).getShape()))
+      shape = *joined;
+  };
+  bool reduces = false;
+  for (Operation *m : group.ops) {
+    reduces = reduces || reduced.contains(m);
+    for (Value operand : m->getOperands())
+      if (!group.ops.contains(operand.getDefiningOp()))
+        join(operand);
+    if (reduced.contains(m) || llvm::any_of(m->getResult(0).getUsers(), [&](Operation *user) {
+          return !group.ops.contains(user);
+        }))
+      join(m->getResult(0));
+  }
+  if (!reduces || ArrayRef<int64_t>(shape) == group.type.getShape())
+    return;
+  for (Operation *m : SmallVector<Operation *>(group.ops.begin(), group.ops.end()))
+    if (reduced.contains(m))
+      group.ops.remove(m);
+}
+
 /// Replaces the group's ops by one fused op at the place of its last member, or before the
 /// first outside read of a result when that comes earlier. Returns how many bf16 roundings its
 /// program has, or nullopt when the group no longer has a place: each group's window was
@@ -500,6 +531,7 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
       OpBuilder builder(&getContext());
       for (const auto &group : groups) {
         trimTruthEdges(*group, reduced);
+        trimUnanchoredReductions(*group, reduced);
         if (group->ops.size() < 2) // single ops stay, merged groups are empty
           continue;
         int64_t groupReductions =

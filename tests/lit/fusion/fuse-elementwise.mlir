@@ -128,3 +128,34 @@ func.func @dead(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %4 = plait.exp %3 : tensor<4x8xf32>
   return %4 : tensor<4x8xf32>
 }
+
+// -----
+
+// The gradient of a broadcast_to, summed back (found by e2e.random_models): every member is
+// smaller than the group's shape, and the broadcast value is read only by the sum. A fused op
+// iterates over its inputs' and results' shapes broadcast together, [2, 3, 1] here, so the
+// sum would miss the broadcast's 4 repetitions: the reduction stays an op of its own and the
+// group stores the broadcast value it reads.
+// CHECK-LABEL: func.func @broadcast_then_sum
+// CHECK: %[[B:.*]] = plait.fused_elementwise %arg0, %arg1 {outputs = array<i64: 3>, program = array<i64: 2, 0, 1, -1, 9, 2, -1, -1>} : (tensor<2x1x1xf32>, tensor<f32>) -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[S:.*]] = plait.reduce_sum %[[B]] {axes = array<i64: 2>}
+// CHECK-NEXT: return %[[S]]
+func.func @broadcast_then_sum(%d: tensor<2x1x1xf32>, %c: tensor<f32>) -> tensor<2x3x1xf32> {
+  %0 = plait.mul %d, %c : (tensor<2x1x1xf32>, tensor<f32>) -> tensor<2x1x1xf32>
+  %1 = plait.broadcast_to %0 : (tensor<2x1x1xf32>) -> tensor<2x3x4xf32>
+  %2 = plait.reduce_sum %1 {axes = array<i64: 2>} : (tensor<2x3x4xf32>) -> tensor<2x3x1xf32>
+  return %2 : tensor<2x3x1xf32>
+}
+
+// The same sum where an input has the group's shape: the fused op's shape is the group's,
+// and the sum is fused.
+// CHECK-LABEL: func.func @broadcast_then_sum_anchored
+// CHECK: plait.fused_elementwise %arg0, %arg1, %arg2 {{.*}}reductions = array<i64: 1>{{.*}} -> tensor<2x3x1xf32>
+// CHECK-NOT: plait.reduce_sum
+func.func @broadcast_then_sum_anchored(%d: tensor<2x1x1xf32>, %c: tensor<f32>, %x: tensor<2x3x4xf32>) -> tensor<2x3x1xf32> {
+  %0 = plait.mul %d, %c : (tensor<2x1x1xf32>, tensor<f32>) -> tensor<2x1x1xf32>
+  %1 = plait.broadcast_to %0 : (tensor<2x1x1xf32>) -> tensor<2x3x4xf32>
+  %2 = plait.mul %1, %x : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %3 = plait.reduce_sum %2 {axes = array<i64: 2>} : (tensor<2x3x4xf32>) -> tensor<2x3x1xf32>
+  return %3 : tensor<2x3x1xf32>
+}
