@@ -154,7 +154,6 @@ def main():
     ap.add_argument("--no-gemm-table", action="store_true")
     args = ap.parse_args()
     bindir = args.build / "bin"
-    threads = [int(t) for t in args.threads.split(",")]
     warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's shape notes
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -169,7 +168,7 @@ def main():
                 subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", plans[mode],
                                 "--train", "--optimizer", "sgd", "--lr", "0.01"] + extra,
                                check=True)
-            for t in threads:
+            for t in args.threads:
                 runs = {"blocked": [], "per_image": [], "torch": []}
                 for _ in range(args.repeat):
                     for mode in ("per_image", "blocked"):

@@ -328,12 +328,13 @@ def print_table(rows, digits=3, peer="PyTorch"):
 
 
 def bench_parser(doc, choices, steps, repeat):
-    """The CPU step benches' arguments: BUILD, --threads, --steps, --repeat, --only (one of
-    `choices`, repeatable); a bench adds its own."""
+    """The CPU step benches' arguments: BUILD, --threads (a list of ints), --steps, --repeat,
+    --only (one of `choices`, repeatable); a bench adds its own."""
     ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build", type=pathlib.Path)
-    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--threads", default=[1, 2], type=lambda s: [int(t) for t in s.split(",")],
+                    help="thread counts to time, comma-separated (default 1,2)")
     ap.add_argument("--steps", type=int, default=steps)
     ap.add_argument("--repeat", type=int, default=repeat)
     ap.add_argument("--only", action="append", choices=sorted(choices))
@@ -364,7 +365,6 @@ def export_case(cls, steps, work):
 def main():
     args = bench_parser(__doc__, MODELS, steps=20, repeat=3).parse_args()
     bindir = args.build / "bin"
-    threads = [int(t) for t in args.threads.split(",")]
     warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's shape notes
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -376,7 +376,7 @@ def main():
             subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", work / "m.plan",
                             "--train", "--optimizer", "sgd", "--lr", "0.01"], check=True)
             time_alternating(
-                name, threads, args.repeat,
+                name, args.threads, args.repeat,
                 lambda t: run_plait(bindir, work / "m.plan", work / "data", args.steps, t, work),
                 lambda t: run_torch(cls(), data, list(cls.shapes), args.steps, t), rows)
     print_table(rows)

@@ -74,7 +74,6 @@ def main():
     ap.add_argument("--against", metavar="FLAG")
     args = ap.parse_args()
     bindir = args.build / "bin"
-    threads = [int(t) for t in args.threads.split(",")]
     warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's shape notes
     rows = []
     rng = np.random.default_rng(1)
@@ -108,7 +107,7 @@ def main():
             else:
                 peer = lambda t: run_torch(build(name, args.res), data, ("x", "y"), args.steps,
                                            t, batch=args.batch, momentum=0.9)
-            time_alternating(name, threads, args.repeat, plait, peer, rows, digits=2,
+            time_alternating(name, args.threads, args.repeat, plait, peer, rows, digits=2,
                              peer=f"plait {args.against}" if args.against else "pytorch")
     print(f"\n{args.batch} images of {args.res}x{args.res} a step")
     print_table(rows, digits=2,

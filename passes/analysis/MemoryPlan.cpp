@@ -37,25 +37,24 @@ int64_t MemoryPlan::bytesOf(BufferKind kind) const {
   return total;
 }
 
-int64_t tensorBytes(RankedTensorType type) {
-  Type element = type.getElementType();
-  int64_t width = element.isInteger(1) ? 8 : element.getIntOrFloatBitWidth();
-  return type.getNumElements() * (width / 8);
-}
-
 namespace {
+
+/// Bytes of one element as the runtime stores it (i1 takes one byte).
+int64_t elementBytes(Type element) {
+  return element.isInteger(1) ? 1 : int64_t(element.getIntOrFloatBitWidth()) / 8;
+}
 
 /// The error for `type`, or "" when plait can size it.
 std::string tensorSizeError(RankedTensorType type) {
   Type element = type.getElementType();
+  const char *noKernels = "has an element type plait has no kernels for";
   if (!element.isIntOrFloat())
-    return "has an element type plait has no kernels for";
+    return noKernels;
   if (!type.hasStaticShape())
     return ""; // the memory plan asks for static shapes itself, naming the op
-  int64_t width = element.isInteger(1) ? 8 : int64_t(element.getIntOrFloatBitWidth());
-  if (width % 8 != 0)
-    return "has an element type plait has no kernels for";
-  int64_t bytes = width / 8;
+  if (!element.isInteger(1) && element.getIntOrFloatBitWidth() % 8 != 0)
+    return noKernels;
+  int64_t bytes = elementBytes(element);
   for (int64_t d : type.getShape())
     if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > kMaxTensorBytes)
       return "holds more than 2^48 bytes (256 TiB), the most plait plans for one tensor";
@@ -63,6 +62,10 @@ std::string tensorSizeError(RankedTensorType type) {
 }
 
 } // namespace
+
+int64_t tensorBytes(RankedTensorType type) {
+  return type.getNumElements() * elementBytes(type.getElementType());
+}
 
 LogicalResult verifyTensorSizes(Operation *root) {
   auto check = [](Value v, Operation *where) -> LogicalResult {

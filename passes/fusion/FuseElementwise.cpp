@@ -247,6 +247,12 @@ bool canFuse(ArrayRef<Group *> groups, Operation *op, RankedTensorType type,
          inputs.size() <= fused::kMaxInputs;
 }
 
+/// Whether an op outside `group` reads member `m`'s result (the fused op then stores it).
+bool readOutside(const Group &group, Operation *m) {
+  return llvm::any_of(m->getResult(0).getUsers(),
+                      [&](Operation *user) { return !group.ops.contains(user); });
+}
+
 /// Takes out of `group` the members an i1 value would flow out of, until there are none: a
 /// member whose i1 result is read outside the group (a kernel stores no i1 value; canFuse let
 /// it in while its reader could still join); then a member of a smaller shape than the
@@ -257,14 +263,10 @@ void trimTruthEdges(Group &group, const llvm::SmallPtrSetImpl<Operation *> &redu
   for (bool changed = true; changed;) {
     changed = false;
     for (Operation *m : SmallVector<Operation *>(group.ops.begin(), group.ops.end())) {
-      bool storesTruth = isTruth(m->getResult(0)) &&
-                         llvm::any_of(m->getResult(0).getUsers(), [&](Operation *user) {
-                           return !group.ops.contains(user);
-                         });
-      bool storesSmaller =
-          !reduced.contains(m) && !sameShape(m->getResult(0).getType(), group.type) &&
-          llvm::any_of(m->getResult(0).getUsers(),
-                       [&](Operation *user) { return !group.ops.contains(user); });
+      bool storesTruth = isTruth(m->getResult(0)) && readOutside(group, m);
+      bool storesSmaller = !reduced.contains(m) &&
+                           !sameShape(m->getResult(0).getType(), group.type) &&
+                           readOutside(group, m);
       if (storesTruth || storesSmaller) {
         group.ops.remove(m);
         changed = true;
@@ -292,9 +294,7 @@ void trimUnanchoredReductions(Group &group, const llvm::SmallPtrSetImpl<Operatio
     for (Value operand : m->getOperands())
       if (!group.ops.contains(operand.getDefiningOp()))
         join(operand);
-    if (reduced.contains(m) || llvm::any_of(m->getResult(0).getUsers(), [&](Operation *user) {
-          return !group.ops.contains(user);
-        }))
+    if (reduced.contains(m) || readOutside(group, m))
       join(m->getResult(0));
   }
   if (!reduces || ArrayRef<int64_t>(shape) == group.type.getShape())
@@ -375,8 +375,7 @@ std::optional<int64_t> fuse(const Group &group, Positions &position, OpBuilder &
       if (roundsAfter(op)) // as the unfused kernel stores its result
         registers[result] = append(fused::RoundBf16, registers[result]);
     }
-    if (llvm::any_of(result.getUsers(),
-                     [&](Operation *user) { return !group.ops.contains(user); })) {
+    if (readOutside(group, op)) {
       outputs.push_back(outputRegister(registers.lookup(result)));
       reductions.push_back(fused::Store);
       escaping.push_back(result);

@@ -433,8 +433,7 @@ std::string blasCoreWarning(const std::string &core) {
   if (stronger.empty())
     return "";
   bool generic = !plait::rt::betterBlasCore(core, cpu).empty();
-  return fmt::format("OpenBLAS runs its {} kernels on a CPU that supports {}: {} may make GEMMs "
-                     "{}",
+  return fmt::format("OpenBLAS runs its {} kernels on a CPU that supports {}: {} may make GEMMs {}",
                      core, stronger,
                      std::getenv("OPENBLAS_CORETYPE") && !generic
                          ? "unsetting OPENBLAS_CORETYPE"

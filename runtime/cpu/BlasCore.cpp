@@ -109,7 +109,7 @@ std::string blasCoreNote() {
   return fmt::format("blas: OpenBLAS {} kernels, as this environment's OPENBLAS_CORETYPE={} asks, "
                      "on a CPU that runs {} ones: unsetting it may make GEMMs faster "
                      "(PLAIT_BLAS_CORETYPE=keep silences this)",
-                     core, set, stronger == "SkylakeX" ? "AVX-512" : "AVX2");
+                     core, set, blasCoreTier(stronger) == 2 ? "AVX-512" : "AVX2");
 }
 
 } // namespace plait::rt

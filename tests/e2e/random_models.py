@@ -28,7 +28,6 @@ import argparse
 import json
 import pathlib
 import random
-import struct
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,9 @@ import tempfile
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from train_parity import read_safetensors  # noqa: E402
 
 B = 2          # samples per step
 STEPS = 4
@@ -342,19 +344,6 @@ class Model:
         for out, fn, ins in self.ops:
             env[out] = weights[ins[0]] if fn is None else fn(*[env[i] for i in ins])
         return env[self.loss]
-
-
-def read_safetensors(path):
-    raw = pathlib.Path(path).read_bytes()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    body = raw[8 + n:]
-    out = {}
-    for name, info in header.items():
-        if name != "__metadata__":
-            b, e = info["data_offsets"]
-            out[name] = np.frombuffer(body[b:e], dtype=np.float32).reshape(info["shape"]).copy()
-    return out
 
 
 def torch_training(model, weights, data, dtype, batch=B):

@@ -3,21 +3,10 @@
 // and a spec that parses is written back (writeClusterSpec) to text that parses to a spec
 // written the same way again, as plait-calibrate's specs are read back.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "runtime/cluster/ClusterSpec.h"
 #include "tests/fuzz/FuzzChecks.h"
-
-namespace {
-
-[[noreturn]] void finding(const char *what, const std::string &detail) {
-  std::fprintf(stderr, "fuzz: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
-
-} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string name = "cluster.yaml";
@@ -32,11 +21,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   plait::cluster::ClusterSpec again;
   status = plait::cluster::parseClusterSpecText(written, name, again);
   if (!status.ok())
-    finding("a spec that parsed was written as text that does not parse:",
-            status.message() + "\n--- written:\n" + written);
+    plait::fuzz::finding("a spec that parsed was written as text that does not parse:",
+                         status.message() + "\n--- written:\n" + written);
   const std::string rewritten = plait::cluster::writeClusterSpec(again);
   if (rewritten != written)
-    finding("a written spec does not read back as itself:",
-            "--- written:\n" + written + "--- read back and written again:\n" + rewritten);
+    plait::fuzz::finding("a written spec does not read back as itself:",
+                         "--- written:\n" + written + "--- read back and written again:\n" +
+                             rewritten);
   return 0;
 }

@@ -5,50 +5,19 @@
 // A hash of the input picks the configuration, so one seed reaches forward plans, training
 // steps and two-rank placements.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "compiler/Diagnostics.h"
 #include "compiler/Pipeline.h"
 #include "tests/fuzz/FuzzChecks.h"
 
-namespace {
-
-std::string workDir() {
-  static const std::string dir = [] {
-    std::string d = (std::filesystem::temp_directory_path() / "plait-fuzz-mlir-XXXXXX").string();
-    if (!mkdtemp(d.data())) {
-      std::perror("fuzz: mkdtemp");
-      std::abort();
-    }
-    static std::string removeAtExit = d;
-    std::atexit([] { std::filesystem::remove_all(removeAtExit); });
-    return d;
-  }();
-  return dir;
-}
-
-[[noreturn]] void finding(const char *what, const std::string &detail) {
-  std::fprintf(stderr, "fuzz: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
-
-} // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const std::string path = workDir() + "/model.mlir";
-  {
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    file.write(reinterpret_cast<const char *>(data), static_cast<std::streamsize>(size));
-    if (!file.flush())
-      finding("cannot write the model file", path);
-  }
+  static const std::string dir = plait::fuzz::privateDir("plait-fuzz-mlir");
+  const std::string path = dir + "/model.mlir";
+  plait::fuzz::writeInput(path, data, size);
   plait::CompileOptions options;
   options.modelPath = path;
-  options.outputPath = workDir() + "/model.plan";
+  options.outputPath = dir + "/model.plan";
   options.codegen = false; // no host compiler per input
   // A hash of the input picks: bit 0 a training step (SGD with momentum, or AdamW with bit
   // 2), bit 1 two ranks (ddp, or fsdp with bit 2), bit 3 no fusion. (Not a byte of it: the
@@ -69,13 +38,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   plait::ErrorCapture errors;
   int rc = plait::compileModel(options);
   if (rc == 2)
-    finding("plait-compile reported an internal error for this model", errors.first);
+    plait::fuzz::finding("plait-compile reported an internal error for this model", errors.first);
   if (rc == 1) {
     if (errors.first.empty())
-      finding("plait-compile failed without a message", "");
+      plait::fuzz::finding("plait-compile failed without a message", "");
     plait::fuzz::expectOneLineError(errors.first, path);
   } else if (rc != 0) {
-    finding("plait-compile returned an unexpected code", std::to_string(rc));
+    plait::fuzz::finding("plait-compile returned an unexpected code", std::to_string(rc));
   }
   return 0;
 }

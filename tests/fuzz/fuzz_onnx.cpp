@@ -2,10 +2,6 @@
 // The importer reads a path (the ONNX checker and external data need the model's folder), so
 // every input is written to model.onnx in a private, otherwise empty temporary folder.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "compiler/import/onnx/OnnxImporter.h"
@@ -17,37 +13,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 
-namespace {
-
-std::string modelPath() {
-  static const std::string path = [] {
-    std::string dir = (std::filesystem::temp_directory_path() / "plait-fuzz-onnx-XXXXXX").string();
-    if (!mkdtemp(dir.data())) {
-      std::perror("fuzz: mkdtemp");
-      std::abort();
-    }
-    static std::string removeAtExit = dir;
-    std::atexit([] { std::filesystem::remove_all(removeAtExit); });
-    return dir + "/model.onnx";
-  }();
-  return path;
-}
-
-[[noreturn]] void finding(const char *what, const std::string &detail) {
-  std::fprintf(stderr, "fuzz: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
-
-} // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const std::string path = modelPath();
-  {
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    file.write(reinterpret_cast<const char *>(data), static_cast<std::streamsize>(size));
-    if (!file.flush())
-      finding("cannot write the model file", path);
-  }
+  static const std::string path = plait::fuzz::privateDir("plait-fuzz-onnx") + "/model.onnx";
+  plait::fuzz::writeInput(path, data, size);
   // A fresh context per input: attributes are uniqued for a context's lifetime, so one shared
   // context would grow with every input.
   mlir::DialectRegistry registry;
@@ -71,13 +39,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (mlir::failed(module)) {
     // The importer's contract: exactly one error, a complete line naming the model.
     if (errors != 1)
-      finding("the import failed with other than one error; the first:", first);
+      plait::fuzz::finding("the import failed with other than one error; the first:", first);
     plait::fuzz::expectOneLineError(first, path);
     return 0;
   }
   if (errors != 0)
-    finding("the import succeeded but reported an error:", first);
+    plait::fuzz::finding("the import succeeded but reported an error:", first);
   if (mlir::failed(mlir::verify(**module)))
-    finding("the importer made an invalid module", first);
+    plait::fuzz::finding("the importer made an invalid module", first);
   return 0;
 }

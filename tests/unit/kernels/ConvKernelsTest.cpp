@@ -11,6 +11,15 @@ struct ConvCase {
   int64_t n, c, h, w, m, kh, kw, group;
   int64_t strides[2], pads[4], dilations[2];
   bool bias;
+
+  /// The output's height and width.
+  int64_t outH() const { return outSize(h, kh, strides[0], pads[0], pads[2], dilations[0]); }
+  int64_t outW() const { return outSize(w, kw, strides[1], pads[1], pads[3], dilations[1]); }
+
+private:
+  static int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d) {
+    return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+  }
 };
 
 std::vector<double> pattern(int64_t count, int mod, double offset, double scale) {
@@ -20,15 +29,11 @@ std::vector<double> pattern(int64_t count, int mod, double offset, double scale)
   return v;
 }
 
-int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d) {
-  return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
-}
-
 /// The textbook seven-loop convolution.
 std::vector<double> referenceConv(const ConvCase &c, const std::vector<double> &x,
                                   const std::vector<double> &w, const std::vector<double> &b) {
-  int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
-  int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+  int64_t oh = c.outH();
+  int64_t ow = c.outW();
   int64_t cg = c.c / c.group, mg = c.m / c.group;
   std::vector<double> y;
   for (int64_t n = 0; n < c.n; ++n)
@@ -112,8 +117,8 @@ TEST(ConvKernels, GeometriesMatchDirectConvolution) {
       {2, 3, 12, 12, 3, 7, 7, 3, {1, 1}, {3, 3, 3, 3}, {1, 1}, true},
   };
   for (const ConvCase &c : cases) {
-    int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
-    int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+    int64_t oh = c.outH();
+    int64_t ow = c.outW();
     auto x = pattern(c.n * c.c * c.h * c.w, 11, -5, 0.3);
     auto w = pattern(c.m * (c.c / c.group) * c.kh * c.kw, 7, -3, 0.2);
     auto b = pattern(c.m, 3, -1, 1);
@@ -197,8 +202,8 @@ TEST(ConvKernels, ImageBlocksMultiplySeveralImagesInOneGemm) {
       {3, 2, 4, 4, 2, 3, 3, 2, {1, 1}, {1, 1, 1, 1}, {1, 1}, false}, // depthwise: no blocks
   };
   for (const ConvCase &c : cases) {
-    int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
-    int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+    int64_t oh = c.outH();
+    int64_t ow = c.outW();
     auto x = pattern(c.n * c.c * c.h * c.w, 13, -6, 0.3);
     auto w = pattern(c.m * (c.c / c.group) * c.kh * c.kw, 7, -3, 0.2);
     auto b = pattern(c.m, 3, -1, 1);

@@ -128,11 +128,16 @@ TEST(GatherGrad, BadDtypesAndShapesAreErrors) {
 struct ConvCase {
   int64_t n, c, h, w, m, kh, kw, group;
   int64_t strides[2], pads[4], dilations[2];
-};
 
-int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d) {
-  return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
-}
+  /// The output's height and width.
+  int64_t outH() const { return outSize(h, kh, strides[0], pads[0], pads[2], dilations[0]); }
+  int64_t outW() const { return outSize(w, kw, strides[1], pads[1], pads[3], dilations[1]); }
+
+private:
+  static int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d) {
+    return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+  }
+};
 
 /// The case's attributes, and `imageBlock` images per GEMM (0: no image_block attribute).
 Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0) {
@@ -151,8 +156,8 @@ Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0) {
 void referenceConvGrads(const ConvCase &c, const std::vector<double> &x,
                         const std::vector<double> &w, const std::vector<double> &dy,
                         std::vector<double> &dx, std::vector<double> &dw) {
-  int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
-  int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+  int64_t oh = c.outH();
+  int64_t ow = c.outW();
   int64_t cg = c.c / c.group, mg = c.m / c.group;
   dx.assign(x.size(), 0);
   dw.assign(w.size(), 0);
@@ -180,8 +185,8 @@ void referenceConvGrads(const ConvCase &c, const std::vector<double> &x,
 /// A case's shapes, patterned x, w and dy, and the brute-force adjoint's dx and dw.
 struct ConvGradCase {
   explicit ConvGradCase(const ConvCase &c) {
-    const int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
-    const int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+    const int64_t oh = c.outH();
+    const int64_t ow = c.outW();
     xs = {c.n, c.c, c.h, c.w}, ws = {c.m, c.c / c.group, c.kh, c.kw}, ys = {c.n, c.m, oh, ow};
     xv = pattern(c.n * c.c * c.h * c.w, 11, -5, 0.37);
     wv = pattern(c.m * (c.c / c.group) * c.kh * c.kw, 7, -3, 0.21);
@@ -270,8 +275,8 @@ TEST(ConvGrad, MatchesBruteForceAdjointOverGeometries) {
 TEST(ConvGrad, DeepLayersSumImagesIntoDwInFilterBlocks) {
   for (const ConvCase &c : {ConvCase{3, 16, 6, 6, 96, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
                             ConvCase{2, 8, 5, 5, 160, 3, 3, 2, {2, 2}, {1, 1, 1, 1}, {1, 1}}}) {
-    const int64_t oh = outSize(c.h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dilations[0]);
-    const int64_t ow = outSize(c.w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dilations[1]);
+    const int64_t oh = c.outH();
+    const int64_t ow = c.outW();
     ASSERT_TRUE(convGradWeightRowPanels(c.m / c.group, oh * ow));
     const std::vector<int64_t> xShape{c.n, c.c, c.h, c.w}, wShape{c.m, c.c / c.group, c.kh, c.kw},
         yShape{c.n, c.m, oh, ow};
