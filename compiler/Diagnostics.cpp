@@ -22,7 +22,9 @@ std::string formatLocation(Location loc, const std::string &modelPath) {
            std::to_string(file.getColumn());
   }
   if (auto name = dyn_cast<NameLoc>(loc))
-    return modelPath + ": node '" + name.getName().str() + "'";
+    // printable: a .mlir model's names are not checked for UTF-8 before they are printed
+    // (the verifier refuses such a name in a line that names it).
+    return modelPath + ": node '" + printableText(name.getName().getValue()) + "'";
   if (auto fused = dyn_cast<FusedLoc>(loc); fused && !fused.getLocations().empty())
     return formatLocation(fused.getLocations().front(), modelPath);
   return modelPath;

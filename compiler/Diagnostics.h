@@ -6,8 +6,20 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/JSON.h"
 
 namespace plait {
+
+/// `text` as a message line may carry it: UTF-8 (invalid bytes as U+FFFD, for the report's
+/// JSON and the terminal), with no control characters (each as '?'). Names from a model file
+/// (ONNX does not check that they are UTF-8) go through it.
+inline std::string printableText(llvm::StringRef text) {
+  std::string out = llvm::json::isUTF8(text) ? text.str() : llvm::json::fixUTF8(text);
+  for (char &c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      c = '?';
+  return out;
+}
 
 /// Prints each MLIR error as one line ("file:line:col: error: msg", or for ONNX models
 /// "model.onnx: node 'name': msg"), with its notes appended after "; note: ".

@@ -64,9 +64,20 @@ LogicalResult verifyUtf8Strings(ModuleOp module) {
       if (!bad && !llvm::json::isUTF8(s.getValue()))
         bad = s;
     });
+    // Names in locations too: the report's layer groups are named after them.
+    const char *where = "string";
+    if (!bad)
+      (void)op->getLoc()->walk([&](Location loc) {
+        auto name = dyn_cast<NameLoc>(loc);
+        if (!name || llvm::json::isUTF8(name.getName().getValue()))
+          return WalkResult::advance();
+        bad = name.getName();
+        where = "location name";
+        return WalkResult::interrupt();
+      });
     if (!bad)
       return WalkResult::advance();
-    op->emitError() << "the string " << bad << " is not UTF-8";
+    op->emitError() << "the " << where << " " << bad << " is not UTF-8";
     return WalkResult::interrupt();
   });
   return failure(result.wasInterrupted());

@@ -1,4 +1,5 @@
-// libFuzzer target: bytes as an ONNX model through importOnnxFile (what plait-compile imports).
+// libFuzzer target: bytes as an ONNX model through importOnnxFile (what plait-compile imports),
+// and a model that imports through the whole of plait-compile (FuzzCompile.h).
 // The importer reads a path (the ONNX checker and external data need the model's folder), so
 // every input is written to model.onnx in a private, otherwise empty temporary folder.
 #include <cstdint>
@@ -6,7 +7,7 @@
 
 #include "compiler/import/onnx/OnnxImporter.h"
 #include "ir/PlaitDialect.h"
-#include "tests/fuzz/FuzzChecks.h"
+#include "tests/fuzz/FuzzCompile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -14,7 +15,8 @@
 #include "mlir/IR/Verifier.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const std::string path = plait::fuzz::privateDir("plait-fuzz-onnx") + "/model.onnx";
+  static const std::string dir = plait::fuzz::privateDir("plait-fuzz-onnx");
+  static const std::string path = dir + "/model.onnx";
   plait::fuzz::writeInput(path, data, size);
   // A fresh context per input: attributes are uniqued for a context's lifetime, so one shared
   // context would grow with every input.
@@ -47,5 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     plait::fuzz::finding("the import succeeded but reported an error:", first);
   if (mlir::failed(mlir::verify(**module)))
     plait::fuzz::finding("the importer made an invalid module", first);
+  // An imported model goes on through the pipeline (which imports it again, in its own
+  // context) to a plan or one line naming the file.
+  plait::fuzz::expectCompiles(path, dir + "/model.plan", data, size, options.upgradeOpset);
   return 0;
 }

@@ -1,6 +1,7 @@
 // The ONNX graph walk: loads and checks a model, binds graph inputs, initializers and folded
 // constants to values, dispatches every node to its op importer and assembles func.func @main.
 #include "compiler/import/onnx/GraphImporter.h"
+#include "compiler/Diagnostics.h"
 #include "compiler/import/onnx/LegacyOpsets.h"
 
 #include <exception>
@@ -30,18 +31,14 @@ namespace plait::onnx_import {
 /// A message as one printable line: names read from a (possibly corrupt) model may hold
 /// control characters or invalid UTF-8.
 static std::string printable(const llvm::Twine &message) {
-  std::string text = message.str();
-  if (!llvm::json::isUTF8(text))
-    text = llvm::json::fixUTF8(text);
-  for (char &c : text)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      c = '?';
-  return text;
+  return printableText(message.str());
 }
 
 std::string GraphImporter::nodeName(const onnx::NodeProto &node) const {
+  // printable: the name is only for locations and messages, which the report's JSON and a
+  // terminal carry (ONNX does not check that names are UTF-8).
   if (!node.name().empty())
-    return node.name();
+    return printable(node.name());
   auto it = nodeIndex_.find(&node);
   return node.op_type() + "_" + std::to_string(it == nodeIndex_.end() ? 0 : it->second);
 }
@@ -125,7 +122,7 @@ Value GraphImporter::materialize(llvm::StringRef name, ValueEntry &entry) {
                      " where a tensor is expected");
     return {};
   }
-  Location loc = NameLoc::get(StringAttr::get(&ctx, name));
+  Location loc = NameLoc::get(StringAttr::get(&ctx, printable(name)));
   if (entry.kind == ValueEntry::Kind::Folded) {
     entry.value = constant(*entry.folded, loc);
     return entry.value;
