@@ -135,16 +135,22 @@ PLAIT_SIMD_CLONES void probabilitiesBlock(float *scores, int64_t rows, int64_t k
 
 /// dP to dS = P (dP - delta) in place, delta = sum_j P dP over the row, as softmax's backward
 /// sums it (not dout . out, equal in exact arithmetic): a query that sees one key then gets
-/// exactly 0, not rounding noise that AdamW would amplify into a real update.
+/// exactly 0, not rounding noise that AdamW would amplify into a real update. delta is
+/// divided by the row's sum of P, which the recomputed probabilities miss 1 by rounding (the
+/// lse's, exp's): each row of dS then sums to 0 as softmax's gradient does, where the
+/// missing part would be delta times that rounding (an attention's key weights, whose
+/// gradient is such sums, were 4x further from f64 than the decomposed ops' without it).
 PLAIT_SIMD_CLONES void scoreGradBlock(const float *probs, float *dprobs, int64_t rows,
                                       int64_t keys) {
   for (int64_t r = 0; r < rows; ++r) {
     const float *p = probs + r * keys;
     float *ds = dprobs + r * keys;
-    double delta = 0;
-    for (int64_t j = 0; j < keys; ++j)
+    double delta = 0, total = 0;
+    for (int64_t j = 0; j < keys; ++j) {
       delta += double(p[j]) * double(ds[j]);
-    const float d = float(delta);
+      total += double(p[j]);
+    }
+    const float d = float(delta / total); // total is about 1: never 0
     for (int64_t j = 0; j < keys; ++j)
       ds[j] = p[j] * (ds[j] - d);
   }
