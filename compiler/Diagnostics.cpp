@@ -33,11 +33,14 @@ std::string formatLocation(Location loc, const std::string &modelPath) {
 ErrorCapture *activeCapture = nullptr;
 bool errorReported = false; // reportError ran (printed or captured)
 
+/// A diagnostic as part of one line: its line breaks as spaces, and what it quotes from the
+/// model made printable (a string attribute's carriage returns were a second line, found
+/// by fuzz.mlir).
 std::string flatten(std::string text) {
   for (char &c : text)
     if (c == '\n')
       c = ' ';
-  return text;
+  return printableText(text);
 }
 
 } // namespace

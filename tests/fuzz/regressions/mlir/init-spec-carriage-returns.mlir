@@ -1,0 +1,12 @@
+
+
+func.func @param_same_name_different_init() {
+  // Identical copies are fine; the diagnostic points at the nearest earlier one.
+  %0 = plait.param "w" {init = "normal:0.02"} : tensor<2xf32>
+  // expected-note @+1 {{the earlier param}}
+  %1 = plait.param "w" {init = "normal:0.02"} : tensor<2xf32>
+  // expected-error @+1 {{'plait.param' op 'w' differs in type or initial value from an earlier param of the same name}}
+  %2 = plait.param "w" {value = dense<0.0> : tensor<2xf32>} : tensor<2xf32>
+  return
+}
+
