@@ -22,9 +22,7 @@ std::string formatLocation(Location loc, const std::string &modelPath) {
            std::to_string(file.getColumn());
   }
   if (auto name = dyn_cast<NameLoc>(loc))
-    // printable: a .mlir model's names are not checked for UTF-8 before they are printed
-    // (the verifier refuses such a name in a line that names it).
-    return modelPath + ": node '" + printableText(name.getName().getValue()) + "'";
+    return modelPath + ": node '" + name.getName().str() + "'";
   if (auto fused = dyn_cast<FusedLoc>(loc); fused && !fused.getLocations().empty())
     return formatLocation(fused.getLocations().front(), modelPath);
   return modelPath;
@@ -33,14 +31,11 @@ std::string formatLocation(Location loc, const std::string &modelPath) {
 ErrorCapture *activeCapture = nullptr;
 bool errorReported = false; // reportError ran (printed or captured)
 
-/// A diagnostic as part of one line: its line breaks as spaces, and what it quotes from the
-/// model made printable (a string attribute's carriage returns were a second line, found
-/// by fuzz.mlir).
 std::string flatten(std::string text) {
   for (char &c : text)
     if (c == '\n')
       c = ' ';
-  return printableText(text);
+  return text;
 }
 
 } // namespace
@@ -58,6 +53,11 @@ OneLineDiagnostics::OneLineDiagnostics(MLIRContext &ctx, std::string modelPath)
                                : where + ": " + message;
         for (Diagnostic &note : diag.getNotes())
           line += "; note: " + flatten(note.str());
+        // What the line quotes from the model made printable: a string attribute's carriage
+        // returns were a second line (found by fuzz.mlir), and a .mlir model's location
+        // names are not checked for UTF-8 before they are printed (the verifier refuses
+        // such a name in a line that names it).
+        line = printableText(line);
         if (activeCapture)
           activeCapture->add(line);
         else

@@ -76,6 +76,17 @@ KINK_MARGIN = 1e-6
 STRATEGIES = ["ddp", "zero2", "fsdp", "zero3", "zero1"]
 
 
+def from_zero(x):
+    """How near a kink at 0 (ReLU, abs) x is, and x's largest magnitude (Model.watched)."""
+    return x.abs(), x.abs().max()
+
+
+def apart(x, y):
+    """How near a comparison or max/min of x and y is to a tie, and their largest
+    magnitude (Model.watched)."""
+    return (x - y).abs(), torch.maximum(x.abs().max(), y.abs().max())
+
+
 def top_two_gap(x, axes):
     """The gap between the largest and the second largest element over `axes`, and x's
     largest magnitude: how near a max over them is to a tie."""
@@ -178,7 +189,6 @@ class Model:
         names = list(self.SMOOTH) + ([] if a.tie else list(self.KINKED) + ["clamp", "leaky"])
         u = self.rng.choice(names)
         t = tensor_type(a.shape)
-        at_zero = (lambda x: (x.abs(), x.abs().max()))
         if u == "clamp":
             out = self.new(a.shape, True)
             fn = self.watched(lambda x: x.clamp(-0.5, 0.5), lambda x: (
@@ -188,8 +198,8 @@ class Model:
         if u == "leaky":
             out = self.new(a.shape, a.tie)
             return self.emit(out, f"plait.leaky_relu {a.name} {{alpha = 1.000000e-01 : f64}} : "
-                             f"{t}", self.watched(lambda x: F.leaky_relu(x, 0.1), at_zero), [a])
-        fn = self.SMOOTH.get(u) or self.watched(self.KINKED[u], at_zero)
+                             f"{t}", self.watched(lambda x: F.leaky_relu(x, 0.1), from_zero), [a])
+        fn = self.SMOOTH.get(u) or self.watched(self.KINKED[u], from_zero)
         out = self.new(a.shape, a.tie or u == "relu")
         return self.emit(out, f"plait.{u} {a.name} : {t}", fn, [a])
 
@@ -251,7 +261,6 @@ class Model:
             b = self.bounded(b)
             e = self.new(b.shape, b.tie)
             b = self.emit(e, f"plait.exp {b.name} : {tensor_type(b.shape)}", torch.exp, [b])
-        apart = (lambda x, y: ((x - y).abs(), torch.maximum(x.abs().max(), y.abs().max())))
         fns = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
                "max": self.watched(torch.maximum, apart),
                "min": self.watched(torch.minimum, apart)}
@@ -269,8 +278,7 @@ class Model:
         op = self.rng.choice(["greater", "less"])
         self.emit(mask, f"plait.{op} {a.name}, {b.name} : ({t}, {t}) -> "
                   f"{tensor_type(self.full, 'i1')}",
-                  self.watched(torch.gt if op == "greater" else torch.lt, lambda x, y: (
-                      (x - y).abs(), torch.maximum(x.abs().max(), y.abs().max()))), [a, b])
+                  self.watched(torch.gt if op == "greater" else torch.lt, apart), [a, b])
         mask.grad = False
         out = self.new(self.full, True)
         return self.emit(out, f"plait.where {mask.name}, {c.name}, {d.name} : "
@@ -412,22 +420,16 @@ class Model:
         scores = self.new(ss, tie)
         self.emit(scores, f"plait.matmul {q.name}, {k.name} : ({tensor_type(qs)}, "
                   f"{tensor_type(ks)}) -> {tensor_type(ss)}", torch.matmul, [q, k])
-        scale = 1 / np.sqrt(dh)
-        c = self.new([], False)
-        self.lines.append(f"  {c.name} = plait.constant dense<{scale:.9e}> : tensor<f32>")
-        self.ops.append((c.name, lambda: torch.tensor(float(np.float32(scale))), []))
+        c = self.scalar(1 / np.sqrt(dh))
         scaled = self.new(ss, tie)
         self.emit(scaled, f"plait.mul {scores.name}, {c.name} : ({tensor_type(ss)}, "
                   f"tensor<f32>) -> {tensor_type(ss)}", torch.mul, [scores, c])
         if self.rng.random() < 0.5:
             rows = ", ".join("[" + ", ".join("true" if j > i else "false" for j in range(T)) + "]"
                              for i in range(T))
-            mask, inf = self.new([T, T], False), self.new([], False)
-            self.lines.append(f"  {mask.name} = plait.constant dense<[{rows}]> : "
-                              f"{tensor_type([T, T], 'i1')}")
-            self.ops.append((mask.name, lambda: torch.ones(T, T, dtype=torch.bool).triu(1), []))
-            self.lines.append(f"  {inf.name} = plait.constant dense<0xFF800000> : tensor<f32>")
-            self.ops.append((inf.name, lambda: torch.tensor(float("-inf")), []))
+            mask = self.constant(f"[{rows}]", lambda: torch.ones(T, T, dtype=torch.bool).triu(1),
+                                 [T, T], "i1")
+            inf = self.constant("0xFF800000", lambda: torch.tensor(float("-inf")))
             masked = self.new(ss, tie)
             scaled = self.emit(masked, f"plait.where {mask.name}, {inf.name}, {scaled.name} : "
                                f"({tensor_type([T, T], 'i1')}, tensor<f32>, {tensor_type(ss)}) "
@@ -504,11 +506,17 @@ class Model:
         return self.emit(out, f"plait.reshape {y.name} : ({it}) -> {t}",
                          lambda v, s=self.full[1:]: v.reshape(v.shape[0], *s), [y])
 
-    def constant(self, value):
-        c = self.new([], False)
-        self.lines.append(f"  {c.name} = plait.constant dense<{value:.9e}> : tensor<f32>")
-        self.ops.append((c.name, lambda: torch.tensor(float(np.float32(value))), []))
+    def constant(self, literal, value, shape=(), element="f32"):
+        """plait.constant dense<literal>; PyTorch reads value()."""
+        c = self.new(list(shape), False)
+        self.lines.append(f"  {c.name} = plait.constant dense<{literal}> : "
+                          f"{tensor_type(shape, element)}")
+        self.ops.append((c.name, value, []))
         return c
+
+    def scalar(self, x):
+        """An f32 scalar constant (PyTorch reads it rounded to f32, as plait parses it)."""
+        return self.constant(f"{x:.9e}", lambda: torch.tensor(float(np.float32(x))))
 
     def exported_norm(self):
         """A layer norm or RMS norm over the last axis as an export writes it, op by op, often
@@ -535,14 +543,14 @@ class Model:
             centred = self.new(self.full, a.tie)
             self.emit(centred, f"plait.sub {a.name}, {m.name} : ({t}, {r}) -> {t}", torch.sub,
                       [a, m])
-        two = self.constant(2.0)
+        two = self.scalar(2.0)
         sq = self.new(self.full, a.tie)
         self.emit(sq, f"plait.pow {centred.name}, {two.name} : ({t}, tensor<f32>) -> {t}",
                   torch.pow, [centred, two])
         var = self.new(row, a.tie)
         self.emit(var, f"plait.reduce_mean {sq.name} {{axes = array<i64: 2>}} : ({t}) -> {r}",
                   lambda x: x.mean(-1, keepdim=True), [sq])
-        e = self.constant(eps)
+        e = self.scalar(eps)
         ve = self.new(row, a.tie)
         self.emit(ve, f"plait.add {var.name}, {e.name} : ({r}, tensor<f32>) -> {r}", torch.add,
                   [var, e])
