@@ -46,11 +46,13 @@ OneLineDiagnostics::OneLineDiagnostics(MLIRContext &ctx, std::string modelPath)
         std::lock_guard<std::mutex> lock(mutex_);
         if (diag.getSeverity() != DiagnosticSeverity::Error)
           return success(); // warnings and remarks are not printed by the drivers
-        std::string message = flatten(diag.str());
+        // Whether the message names its place itself is asked before flattening: a path
+        // holding a newline was named twice.
+        std::string message = diag.str();
         std::string where = formatLocation(diag.getLocation(), modelPath_);
         std::string line = startsWith(message, modelPath_) || startsWith(message, where)
-                               ? message
-                               : where + ": " + message;
+                               ? flatten(message)
+                               : where + ": " + flatten(message);
         for (Diagnostic &note : diag.getNotes())
           line += "; note: " + flatten(note.str());
         // What the line quotes from the model made printable: a string attribute's carriage
@@ -73,16 +75,19 @@ bool anyErrorReported() { return errorReported; }
 
 int reportError(const std::string &message) {
   errorReported = true;
+  // A message quotes paths and names as given (a model path holding a newline made it two
+  // lines): made printable once, here, as OneLineDiagnostics does for MLIR's.
+  std::string line = printableText(message);
   if (activeCapture)
-    activeCapture->add(message);
+    activeCapture->add(line);
   else
-    llvm::errs() << "plait-compile: " << message << "\n";
+    llvm::errs() << "plait-compile: " << line << "\n";
   return 1;
 }
 
 int reportInternalError(const std::string &message) {
   errorReported = true; // said once: compileModel adds no second line
-  llvm::errs() << "plait-compile: internal error: " << message << "\n";
+  llvm::errs() << "plait-compile: internal error: " << printableText(message) << "\n";
   return 2;
 }
 

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compiler/Diagnostics.h"
 #include "compiler/Pipeline.h"
 #include "compiler/PlanSearch.h"
 #include "passes/GradientClipping.h"
@@ -337,8 +338,7 @@ int main(int argc, char **argv) {
   } catch (const CLI::CallForHelp &e) {
     return app.exit(e);
   } catch (const CLI::ParseError &e) {
-    std::cerr << "plait-compile: " << e.what() << "\n";
-    return 1;
+    return plait::reportError(e.what()); // quotes the value given: made printable
   }
   for (const char *flag : {"--optimizer", "--lr", "--weight-decay", "--momentum", "--dampening",
                            "--nesterov", "--betas", "--eps", "--alpha", "--centered",
@@ -406,8 +406,7 @@ int main(int argc, char **argv) {
     }
   if (app.count("--clip-grad-norm-type")) {
     if (std::string why = plait::invalidNormType(train.clipGradNormType); !why.empty()) {
-      std::cerr << "plait-compile: --" << why << "\n";
-      return 1;
+      return plait::reportError("--" + why);
     }
     if (!(train.clipGradNorm > 0) && !train.logGradNorm) {
       std::cerr << "plait-compile: --clip-grad-norm-type needs --clip-grad-norm or "
@@ -434,13 +433,11 @@ int main(int argc, char **argv) {
     auto [end, ec] = std::from_chars(rowText.data(), rowText.data() + rowText.size(), row);
     if (eq == std::string::npos || eq == 0 || rowText.empty() || ec != std::errc() ||
         end != rowText.data() + rowText.size()) {
-      std::cerr << "plait-compile: --padding-idx expects INITIALIZER=ROW (an integer row), got '"
-                << entry << "'\n";
-      return 1;
+      return plait::reportError("--padding-idx expects INITIALIZER=ROW (an integer row), got '" +
+                                entry + "'");
     }
     if (!train.paddingIdx.emplace(entry.substr(0, eq), row).second) {
-      std::cerr << "plait-compile: --padding-idx names '" << entry.substr(0, eq) << "' twice\n";
-      return 1;
+      return plait::reportError("--padding-idx names '" + entry.substr(0, eq) + "' twice");
     }
   }
   if (app.count("--label-smoothing") &&
@@ -613,18 +610,16 @@ int main(int argc, char **argv) {
   if (!memLimit.empty()) {
     auto bytes = plait::parseByteSize(memLimit);
     if (!bytes) {
-      std::cerr << "plait-compile: --mem-limit expects a byte count such as 24GiB, 512MB or "
-                   "1000000, got '"
-                << memLimit << "'\n";
-      return 1;
+      return plait::reportError(
+          "--mem-limit expects a byte count such as 24GiB, 512MB or 1000000, got '" + memLimit +
+          "'");
     }
     options.memLimit = *bytes;
   }
   for (const std::string &path : clusterPaths) {
     plait::cluster::ClusterSpec spec;
     if (auto status = plait::cluster::parseClusterSpec(path, spec); !status.ok()) {
-      std::cerr << "plait-compile: --cluster " << status.message() << "\n";
-      return 1;
+      return plait::reportError("--cluster " + status.message());
     }
     options.clusters.emplace_back(path, std::move(spec));
   }

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/Diagnostics.h"
 #include "ir/PlaitDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -703,7 +704,8 @@ void printFamilies() {
 }
 
 int fail(const std::string &message) {
-  std::cerr << "plait-zoo: " << message << "\n";
+  std::cerr << "plait-zoo: " << plait::printableText(message)
+            << "\n"; // one line, whatever it quotes
   return 1;
 }
 

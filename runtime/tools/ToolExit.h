@@ -19,9 +19,10 @@ inline constexpr int kExitUserError = 1;
 inline constexpr int kExitInternalError = 2;
 inline constexpr int kExitDiverged = 3; // plait-run: a non-finite loss or gradient norm
 
-/// Prints "TOOL: message" on stderr and returns `code`.
+/// Prints "TOOL: message" on stderr, one line whatever the message quotes (a path holding a
+/// newline: its control characters escaped), and returns `code`.
 inline int fail(const char *tool, int code, const std::string &message) {
-  fmt::print(stderr, "{}: {}\n", tool, message);
+  fmt::print(stderr, "{}: {}\n", tool, rt::printable(message));
   return code;
 }
 
