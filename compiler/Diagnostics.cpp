@@ -30,6 +30,19 @@ std::string formatLocation(Location loc, const std::string &modelPath) {
 
 ErrorCapture *activeCapture = nullptr;
 bool errorReported = false; // reportError ran (printed or captured)
+// An error line has been printed: later errors are its consequences (MLIR adds "failed to
+// infer returned types" after an op's own verifier error; found by fuzz.mlir) and are not
+// printed, so that a failed compile is one line.
+bool linePrinted = false;
+
+void printLine(const std::string &line) {
+  if (activeCapture) {
+    activeCapture->add(line);
+  } else if (!linePrinted) {
+    llvm::errs() << "plait-compile: " << line << "\n";
+    linePrinted = true;
+  }
+}
 
 std::string flatten(std::string text) {
   for (char &c : text)
@@ -59,11 +72,7 @@ OneLineDiagnostics::OneLineDiagnostics(MLIRContext &ctx, std::string modelPath)
         // returns were a second line (found by fuzz.mlir), and a .mlir model's location
         // names are not checked for UTF-8 before they are printed (the verifier refuses
         // such a name in a line that names it).
-        line = printableText(line);
-        if (activeCapture)
-          activeCapture->add(line);
-        else
-          llvm::errs() << "plait-compile: " << line << "\n";
+        printLine(printableText(line));
         reported_ = true;
         return success();
       }) {}
@@ -77,11 +86,7 @@ int reportError(const std::string &message) {
   errorReported = true;
   // A message quotes paths and names as given (a model path holding a newline made it two
   // lines): made printable once, here, as OneLineDiagnostics does for MLIR's.
-  std::string line = printableText(message);
-  if (activeCapture)
-    activeCapture->add(line);
-  else
-    llvm::errs() << "plait-compile: " << line << "\n";
+  printLine(printableText(message));
   return 1;
 }
 

@@ -47,8 +47,10 @@ public:
   void add(const std::string &line) {
     if (first.empty())
       first = line;
+    ++count;
   }
   std::string first;
+  int count = 0; // every error reported while it existed
 
 private:
   ErrorCapture *outer_;

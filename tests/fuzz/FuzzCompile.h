@@ -1,8 +1,9 @@
 // The compile check fuzz.mlir and fuzz.onnx share: a model file through compileModel, the
 // whole of plait-compile (import or parse, verify, the training step, sharding, fusion, the
 // memory plan, the plan writer; no host compiler: --no-codegen). The contract for any model:
-// a plan, or exit code 1 with one line naming the file; never a crash, an internal error
-// (exit code 2) or a silent failure.
+// a plan and no error, or exit code 1 with one line naming the file (plait-compile prints
+// only the first error: Diagnostics.cpp); never a crash, an internal error (exit code 2), an
+// error reported by a compile that succeeds, or a silent failure.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,8 @@ inline void expectCompiles(const std::string &modelPath, const std::string &plan
     if (errors.first.empty())
       finding("plait-compile failed without a message", "");
     expectOneLineError(errors.first, modelPath);
+  } else if (rc == 0 && errors.count > 0) {
+    finding("plait-compile succeeded but printed an error:", errors.first);
   } else if (rc != 0) {
     finding("plait-compile returned an unexpected code", std::to_string(rc));
   }
