@@ -35,7 +35,12 @@ bool errorReported = false; // reportError ran (printed or captured)
 // printed, so that a failed compile is one line.
 bool linePrinted = false;
 
-void printLine(const std::string &line) {
+/// Prints (or captures) one error line, made printable: what it quotes from the model or
+/// the command line (a string attribute's carriage returns, a path holding a newline, a
+/// .mlir model's location names, which are not checked for UTF-8 before they are printed)
+/// must not make it a second line.
+void printLine(const std::string &text) {
+  std::string line = printableText(text);
   if (activeCapture) {
     activeCapture->add(line);
   } else if (!linePrinted) {
@@ -68,11 +73,7 @@ OneLineDiagnostics::OneLineDiagnostics(MLIRContext &ctx, std::string modelPath)
                                : where + ": " + flatten(message);
         for (Diagnostic &note : diag.getNotes())
           line += "; note: " + flatten(note.str());
-        // What the line quotes from the model made printable: a string attribute's carriage
-        // returns were a second line (found by fuzz.mlir), and a .mlir model's location
-        // names are not checked for UTF-8 before they are printed (the verifier refuses
-        // such a name in a line that names it).
-        printLine(printableText(line));
+        printLine(line);
         reported_ = true;
         return success();
       }) {}
@@ -84,9 +85,7 @@ bool anyErrorReported() { return errorReported; }
 
 int reportError(const std::string &message) {
   errorReported = true;
-  // A message quotes paths and names as given (a model path holding a newline made it two
-  // lines): made printable once, here, as OneLineDiagnostics does for MLIR's.
-  printLine(printableText(message));
+  printLine(message);
   return 1;
 }
 

@@ -704,8 +704,8 @@ void printFamilies() {
 }
 
 int fail(const std::string &message) {
-  std::cerr << "plait-zoo: " << plait::printableText(message)
-            << "\n"; // one line, whatever it quotes
+  // One line, whatever it quotes.
+  std::cerr << "plait-zoo: " << plait::printableText(message) << "\n";
   return 1;
 }
 

@@ -747,12 +747,12 @@ class Model:
         result (FROM_RESULT) taken from the rounded result."""
         env = {"%x": x if bf16 is None else bf16.value(x)}
         for out, fn, ins, text in self.ops:
-            kind = text.split()[0]
             if fn is None:
                 value = weights[ins[0]]
             elif bf16 is None:
                 value = fn(*[env[i] for i in ins])
             else:
+                kind = text.split()[0]
                 args = [bf16.use(env[i]) for i in ins]
                 value = fn(*(bf16.broadcast(args) if kind in BROADCASTING else args))
                 if kind in FROM_RESULT:
