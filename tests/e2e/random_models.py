@@ -12,10 +12,12 @@ cross-entropy of s against x's argmax. The same ops are evaluated by PyTorch. Fo
 
   1. a forward plan gives the params plait initialises (--save-weights) and its loss, which
      must be PyTorch's on those weights;
-  2. the training step (the model's optimizer: SGD, SGD with Nesterov momentum or AdamW;
-     4 steps) is compiled three ways: as plait-compile makes it, with --no-fusion, and with
-     --no-codegen (the fused kernels interpreted), and the fused compile's --report must
-     show the exported attentions and norms each made one op;
+  2. the training step (the model's optimizer, one of the twelve in OPTIMIZERS; in a third
+     of the models after --clip-grad-norm, in a third some params at half the lr, in a
+     third some without weight decay; 4 steps) is compiled three ways: as plait-compile
+     makes it, with --no-fusion, and with --no-codegen (the fused kernels interpreted), and
+     the fused compile's --report must show the exported attentions and norms each made one
+     op;
   3. each run's losses and final weights must be PyTorch's (the same torch.optim optimizer
      over the same batches), and the three runs' losses must agree with each other more closely;
   4. every other model is also trained on 2 ranks (mpirun), under ddp, zero2, fsdp, zero3
@@ -50,13 +52,14 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from train_parity import read_safetensors  # noqa: E402
+from train_parity import Lamb, NAdam, read_safetensors  # noqa: E402
 
 B = 2          # samples per step
 STEPS = 4
 LR = 0.02
 ADAM_LR = 0.005
-# AdamW's eps, larger than its 1e-8. Adam divides each gradient by its own size, so a
+# The eps of AdamW and the other normalising optimizers, larger than their 1e-8 (1e-10
+# Adagrad's, 1e-6 LAMB's). Adam divides each gradient by its own size, so a
 # gradient that is 0 but for rounding (a param added along an axis a softmax then
 # normalises over) takes steps of about the learning rate in the direction of its rounding
 # noise, and a small one that cancels (an attention's key weights: each query's softmax
@@ -96,6 +99,9 @@ BF16_SAMPLES = 4
 # mostly fall the same way: seed 232's bias was 3.9e-4 off on 2 ranks, its update's
 # gradients rounded the other way from all four roundings at step 3 (3.2e-5 off at most).
 BF16_HALF_ULP = 2.0 ** -9
+# --clip-grad-norm's max norm, where a model clips (a third of them): below most models'
+# first gradients' norm, so that most of them clip.
+CLIP_NORM = 0.5
 # The ops whose gradient plait computes from their result (ir/VJP.cpp), as it does in
 # bf16-mixed: from the result stored in bf16, each op of the gradient rounded (`r`; `g` the
 # result's gradient, itself rounded). PyTorch reads its exact result: seed 262's tanh of a
@@ -729,8 +735,43 @@ class Model:
             loss = self.emit(both, f"plait.add {loss.name}, {ce.name} : (tensor<f32>, "
                              f"tensor<f32>) -> tensor<f32>", torch.add, [loss, ce])
         self.loss = loss.name
-        # The optimizer: plain SGD, SGD with Nesterov momentum, or AdamW.
-        self.optimizer = self.rng.choice(["sgd", "sgd", "nesterov", "adamw"])
+        # The optimizer, one of OPTIMIZERS; and in a third of the models the gradients
+        # clipped to a global norm first (clip_grad_norm_).
+        self.optimizer = self.rng.choice(sorted(OPTIMIZERS))
+        self.clip = self.rng.choice([None, None, CLIP_NORM])
+        # Param groups, each in a third of the models: some params at half the lr
+        # (--lr-scale), and some without weight decay where the optimizer has it
+        # (--no-weight-decay): torch param groups of their own.
+        names = sorted(self.params)
+        subset = lambda: set(self.rng.sample(names, self.rng.randint(1, len(names))))
+        self.half_lr = subset() if self.rng.random() < 1 / 3 else set()
+        decays = "--weight-decay" in OPTIMIZERS[self.optimizer][0] or self.optimizer == "adamw"
+        self.no_decay = subset() if decays and self.rng.random() < 1 / 3 else set()
+
+    def optimizer_flags(self):
+        """plait-compile's flags for the model's optimizer, clipping and param groups."""
+        flags = list(OPTIMIZERS[self.optimizer][0])
+        if self.clip:
+            flags += ["--clip-grad-norm", self.clip]
+        if self.half_lr:
+            flags += ["--lr-scale", f"^({'|'.join(sorted(self.half_lr))})$=0.5"]
+        if self.no_decay:
+            flags += ["--no-weight-decay", f"^({'|'.join(sorted(self.no_decay))})$"]
+        return flags
+
+    def param_groups(self, params):
+        """The torch param groups of `params` (name -> tensor) that optimizer_flags makes."""
+        flags = OPTIMIZERS[self.optimizer][0]
+        lr = float(flags[flags.index("--lr") + 1])
+        groups = {}
+        for name, p in params.items():
+            key = (name in self.half_lr, name in self.no_decay)
+            if key not in groups:
+                groups[key] = {"params": [], "lr": lr * 0.5 if key[0] else lr}
+                if key[1]:
+                    groups[key]["weight_decay"] = 0.0
+            groups[key]["params"].append(p)
+        return list(groups.values())
 
     def text(self, seed):
         head = (f"// e2e.random_models seed {seed}\n"
@@ -761,13 +802,49 @@ class Model:
         return env[self.loss]
 
 
-# Each optimizer's plait-compile flags and PyTorch's optimizer with the same settings.
+# Each optimizer's plait-compile flags and PyTorch's optimizer with the same settings: every
+# optimizer plait has whose update is continuous in the gradient. Lion and Rprop are not
+# drawn: they step by the sign of a gradient (or of a moment), and a gradient that is 0 but
+# for rounding (see ADAM_EPS) takes a full step in a direction rounding decides. The
+# normalising ones take ADAM_EPS as their eps, for the same reason; they run with some weight
+# decay, coupled or decoupled, and their less usual options (AMSGrad, centred RMSprop with
+# momentum, Adagrad's lr decay). Lion's and Lamb's torch versions are train_parity.py's
+# (PyTorch 1.13 has neither), and so is its NAdam (1.13's with PyTorch 2's fix).
 OPTIMIZERS = {
     "sgd": (["--optimizer", "sgd", "--lr", LR], lambda p: torch.optim.SGD(p, lr=LR)),
-    "nesterov": (["--optimizer", "sgd", "--lr", LR, "--momentum", 0.9, "--nesterov"],
-                 lambda p: torch.optim.SGD(p, lr=LR, momentum=0.9, nesterov=True)),
+    "nesterov": (["--optimizer", "sgd", "--lr", LR, "--momentum", 0.9, "--nesterov",
+                  "--weight-decay", 0.01],
+                 lambda p: torch.optim.SGD(p, lr=LR, momentum=0.9, nesterov=True,
+                                           weight_decay=0.01)),
     "adamw": (["--optimizer", "adamw", "--lr", ADAM_LR, "--eps", ADAM_EPS],
               lambda p: torch.optim.AdamW(p, lr=ADAM_LR, eps=ADAM_EPS)),
+    "adam-amsgrad": (["--optimizer", "adam", "--lr", ADAM_LR, "--eps", ADAM_EPS, "--amsgrad",
+                      "--weight-decay", 0.01],
+                     lambda p: torch.optim.Adam(p, lr=ADAM_LR, eps=ADAM_EPS, amsgrad=True,
+                                                weight_decay=0.01)),
+    "adagrad": (["--optimizer", "adagrad", "--lr", LR, "--eps", ADAM_EPS, "--lr-decay", 0.05],
+                lambda p: torch.optim.Adagrad(p, lr=LR, eps=ADAM_EPS, lr_decay=0.05)),
+    "rmsprop": (["--optimizer", "rmsprop", "--lr", ADAM_LR, "--eps", ADAM_EPS, "--alpha", 0.9,
+                 "--centered", "--momentum", 0.5],
+                lambda p: torch.optim.RMSprop(p, lr=ADAM_LR, eps=ADAM_EPS, alpha=0.9,
+                                              centered=True, momentum=0.5)),
+    "adamax": (["--optimizer", "adamax", "--lr", ADAM_LR, "--eps", ADAM_EPS, "--weight-decay",
+                0.01],
+               lambda p: torch.optim.Adamax(p, lr=ADAM_LR, eps=ADAM_EPS, weight_decay=0.01)),
+    "nadam": (["--optimizer", "nadam", "--lr", ADAM_LR, "--eps", ADAM_EPS, "--weight-decay",
+               0.05, "--decoupled-weight-decay"],
+              lambda p: NAdam(p, lr=ADAM_LR, eps=ADAM_EPS, weight_decay=0.05,
+                              decoupled_weight_decay=True)),
+    # (Four steps are all within RAdam's first five, its unrectified momentum steps.)
+    "radam": (["--optimizer", "radam", "--lr", ADAM_LR, "--eps", ADAM_EPS, "--weight-decay",
+               0.01],
+              lambda p: torch.optim.RAdam(p, lr=ADAM_LR, eps=ADAM_EPS, weight_decay=0.01)),
+    "adadelta": (["--optimizer", "adadelta", "--lr", 1.0, "--eps", 1e-4, "--rho", 0.8],
+                 lambda p: torch.optim.Adadelta(p, lr=1.0, eps=1e-4, rho=0.8)),
+    "asgd": (["--optimizer", "asgd", "--lr", LR, "--weight-decay", 0.01, "--lambd", 0.1],
+             lambda p: torch.optim.ASGD(p, lr=LR, weight_decay=0.01, lambd=0.1, foreach=False)),
+    "lamb": (["--optimizer", "lamb", "--lr", ADAM_LR, "--eps", ADAM_EPS, "--weight-decay", 0.01],
+             lambda p: Lamb(p, lr=ADAM_LR, eps=ADAM_EPS, weight_decay=0.01)),
 }
 
 
@@ -778,7 +855,7 @@ def torch_training(model, weights, data, dtype, world=1, bf16=None):
     mean rounded again (the bf16 reduction), the f64 params the f32 masters."""
     model.recording = dtype == torch.float64 and bf16 is None  # the exact run's margins
     params = {k: torch.tensor(v, dtype=dtype, requires_grad=True) for k, v in weights.items()}
-    opt = OPTIMIZERS[model.optimizer][1](list(params.values()))
+    opt = OPTIMIZERS[model.optimizer][1](model.param_groups(params))
     losses = []
     for step in range(STEPS):
         opt.zero_grad()
@@ -801,6 +878,9 @@ def torch_training(model, weights, data, dtype, world=1, bf16=None):
             for name, p in params.items():
                 p.grad = bf16.round(grads[name] / world) if name in grads else None
             losses.append(loss)
+        if model.clip:
+            torch.nn.utils.clip_grad_norm_(
+                [p for p in params.values() if p.grad is not None], model.clip)
         opt.step()
     return np.array(losses), {k: v.detach().numpy() for k, v in params.items()}
 
@@ -903,7 +983,7 @@ def check_seed(seed, bindir, work):
         rounded = roundings[world, precision]
         plan = work / f"{label}.plan"
         report = work / f"{label}.json"
-        run([compile_, path, "-o", plan, "--train", *OPTIMIZERS[model.optimizer][0], *flags,
+        run([compile_, path, "-o", plan, "--train", *model.optimizer_flags(), *flags,
              "--report", report])
         if label == "fused":
             fusion = json.loads(report.read_text())["fusion"]
@@ -989,7 +1069,12 @@ def main():
                     pathlib.Path(args.keep).mkdir(parents=True, exist_ok=True)
                     (pathlib.Path(args.keep) / f"seed{seed}.mlir").write_text(text)
             else:
-                print(f"seed {seed}: ok ({ops} ops, {model.optimizer}; {', '.join(labels)})")
+                extra = "".join(f", {what}" for what, drawn in [
+                    (f"clipped to {model.clip}", model.clip),
+                    (f"{len(model.half_lr)} at half lr", model.half_lr),
+                    (f"{len(model.no_decay)} undecayed", model.no_decay)] if drawn)
+                print(f"seed {seed}: ok ({ops} ops, {model.optimizer}{extra}; "
+                      f"{', '.join(labels)})")
     print(f"{len(seeds) - failed - skipped} of {len(seeds) - skipped} random models train as "
           f"PyTorch does ({skipped} skipped: they diverge in PyTorch, or rounding decides "
           f"their kinks)")
