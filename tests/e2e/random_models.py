@@ -40,6 +40,7 @@ generated kernels see in no sample: a failure prints the seed and the model's te
 """
 import argparse
 import json
+import math
 import pathlib
 import random
 import re
@@ -581,28 +582,30 @@ class Model:
                          f"({tensor_type([self.D, self.D])}, {tensor_type(rows, 'i64')}) -> {t}",
                          lambda w, i: w[i], [table, idx])
 
-    def conv(self, x, out_ch, kernel, group=1, bias=False):
+    def conv(self, x, out_ch, kernel, group=1, bias=False, dilation=1):
         """plait.conv2d of x [B, C, T, D], stride 1, padded to keep T x D."""
         in_ch, kh, kw = x.shape[1], kernel[0], kernel[1]
         w = self.param([out_ch, in_ch // group, kh, kw],
                        f"normal:{1 / np.sqrt(in_ch // group * kh * kw):.6f}")
         b = self.param([out_ch], "normal:0.1") if bias else None
-        ph, pw = kh // 2, kw // 2
+        ph, pw = dilation * (kh // 2), dilation * (kw // 2)
         shape = [B, out_ch, self.T, self.D]
         ins = [x, w] + ([b] if b else [])
         types = ", ".join(tensor_type(v.shape) for v in ins)
         out = self.new(shape, x.tie)
         return self.emit(out, f"plait.conv2d {', '.join(v.name for v in ins)} {{dilations = "
-                         f"array<i64: 1, 1>, group = {group} : i64, pads = array<i64: {ph}, {pw}, "
-                         f"{ph}, {pw}>, strides = array<i64: 1, 1>}} : ({types}) -> "
-                         f"{tensor_type(shape)}",
-                         lambda x, w, b=None, p=(ph, pw), g=group: F.conv2d(x, w, b, padding=p,
-                                                                          groups=g), ins)
+                         f"array<i64: {dilation}, {dilation}>, group = {group} : i64, pads = "
+                         f"array<i64: {ph}, {pw}, {ph}, {pw}>, strides = array<i64: 1, 1>}} : "
+                         f"({types}) -> {tensor_type(shape)}",
+                         lambda x, w, b=None, p=(ph, pw), g=group, d=dilation: F.conv2d(
+                             x, w, b, padding=p, groups=g, dilation=d), ins)
 
     def convolutions(self):
         """The [T, D] plane as a one-channel image: a convolution to C channels (3x3, 1x3 or
-        3x1, a bias or none), then either one back to a channel or a depthwise 3x3 and a
-        pointwise one (plait's im2col GEMMs, image blocks and depthwise kernels, and their
+        3x1, a bias or none), then one back to a channel, a depthwise 3x3 and a pointwise
+        one, or a 3x3 dilated by 2 to 4 channels in gcd(C, 4) groups (dense from 3 channels,
+        2 in each of 2 groups from 4, a depthwise one doubling 2 channels) and a pointwise
+        one (plait's im2col GEMMs, image blocks, grouped and depthwise kernels, and their
         gradients)."""
         a = self.pick()
         image = [B, 1, self.T, self.D]
@@ -613,10 +616,15 @@ class Model:
         channels = self.rng.choice([2, 3, 4])
         kernel = self.rng.choice([(3, 3), (1, 3), (3, 1)])
         y = self.conv(x, channels, kernel, bias=self.rng.random() < 0.5)
-        if self.rng.random() < 0.5:
+        branch = self.rng.choice(["back", "depthwise", "grouped"])
+        if branch == "back":
             y = self.conv(y, 1, (3, 3), bias=self.rng.random() < 0.5)
         else:
-            y = self.conv(y, channels, (3, 3), group=channels)
+            if branch == "depthwise":
+                y = self.conv(y, channels, (3, 3), group=channels)
+            else:
+                y = self.conv(y, 4, (3, 3), group=math.gcd(channels, 4), dilation=2,
+                              bias=self.rng.random() < 0.5)
             y = self.conv(y, 1, (1, 1))
         out = self.new(self.full, y.tie)
         return self.emit(out, f"plait.reshape {y.name} : ({it}) -> {t}",
