@@ -17,6 +17,9 @@ Each model is a small PyTorch module built here around one ONNX op:
   tensor smaller than its data in the other dimensions.
 - scatter: ScatterElements (scatter_add with repeated indices, scatter with distinct ones) and
   ScatterND (index_put of rows), as plait.gather_grad scatter-adds, and advanced indexing.
+- scatter_mul: ScatterElements with reduction 'mul' (torch's scatter_reduce 'prod', which 1.13
+  cannot export: a symbolic here writes it), at constant indices with repeats, as rounds of
+  scatters and products.
 - grid_sample: GridSample (opset 16; gathers at positions computed from the grid, weighted
   by differentiable functions of it): a learned grid read with bilinear, nearest and bicubic
   sampling under zeros, border and reflection padding, with and without aligned corners.
@@ -180,6 +183,45 @@ class Einsummer(nn.Module):
             "x": rng.standard_normal((n, 5, 6)).astype(np.float32),
             "y": rng.standard_normal((n, 5, 5)).astype(np.float32),
         }
+
+
+@torch.onnx.symbolic_helper.parse_args("v", "i", "v", "v", "s", "b")
+def _scatter_reduce_prod(g, data, dim, index, src, reduce, include_self):
+    """scatter_reduce(reduce='prod', include_self=True) as ONNX's ScatterElements with reduction
+    'mul' (opset 16), which PyTorch 1.13's exporter does not write."""
+    if reduce != "prod" or not include_self:
+        raise RuntimeError("only scatter_reduce 'prod' with include_self exports here")
+    return g.op("ScatterElements", data, index, src, axis_i=dim, reduction_s="mul")
+
+
+class ScatterMultiplier(nn.Module):
+    """ScatterElements with reduction 'mul' (torch's scatter_reduce 'prod', exported at opset
+    16 through _scatter_reduce_prod) at constant indices with repeats: a param's products
+    with learned factors of the data (bounded, so that SGD does not diverge), an element
+    multiplied up to four times."""
+    inputs = ("x",)
+    opset = 16
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 6))
+        self.u = nn.Parameter(torch.rand(4, 5) + 0.5)
+        # Along the last axis: position 0 of row 0 three times, 4 of row 1 twice.
+        # (Not in the state_dict: a constant of the model, not a buffer plait saves.)
+        self.register_buffer("at", torch.tensor([[0, 2, 0, 5, 0], [1, 1, 3, 4, 4],
+                                                 [5, 4, 3, 2, 1], [2, 2, 2, 2, 0]]),
+                             persistent=False)
+
+    def forward(self, x):
+        h = x * self.w                                                  # [B, 4, 6]
+        at = self.at.expand(x.shape[0], 4, 5)
+        factors = torch.sigmoid(x[:, :, :5] * self.u) + 0.5             # (0.5, 1.5)
+        y = h.scatter_reduce(2, at, factors, reduce="prod")
+        return (y * y).mean()
+
+    @staticmethod
+    def data(n, rng):
+        return {"x": rng.standard_normal((n, 4, 6)).astype(np.float32)}
 
 
 class Scatterer(nn.Module):
@@ -574,10 +616,13 @@ class Norms(nn.Module):
         }
 
 
+torch.onnx.register_custom_op_symbolic("aten::scatter_reduce", _scatter_reduce_prod, 16)
+
 MODELS = {"batch_norm": BatchNorms, "conv_transpose": Decoder, "det": Determinant,
           "einsum": Einsummer, "gather_elements": Gatherer,
           "grid_sample": GridSampler, "recurrent": Recurrent, "resize": Resizer,
-          "norms": Norms, "padded_embedding": PaddedEmbedding, "scatter": Scatterer, "topk": Router, "trig": Trig,
+          "norms": Norms, "padded_embedding": PaddedEmbedding, "scatter": Scatterer,
+          "scatter_mul": ScatterMultiplier, "topk": Router, "trig": Trig,
           "torch_layers": TorchLayers, "torch_transformer": TorchTransformer,
           "volumetric": Volumetric}
 

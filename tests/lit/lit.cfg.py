@@ -28,3 +28,9 @@ if {"avx2", "fma"} <= _cpu_flags():
 if config.plait_nvcc and os.access(config.plait_nvcc, os.X_OK):
     config.available_features.add("nvcc")
     config.environment["PLAIT_NVCC"] = config.plait_nvcc
+# REQUIRES: cuda-emulation -- plait-run-emulated (tests/cuda_emulation: plait-run with every op
+# that has a CUDA kernel running it under the emulation; not in sanitizer builds).
+_emulated = os.path.join(config.plait_obj_root, "tests", "cuda_emulation")
+if os.access(os.path.join(_emulated, "plait-run-emulated"), os.X_OK):
+    config.available_features.add("cuda-emulation")
+    config.environment["PATH"] = os.pathsep.join([_emulated, config.environment["PATH"]])

@@ -1,6 +1,6 @@
 // Internal interface between the ONNX graph walk (OnnxImporter.cpp) and the op importers, which
 // are grouped by family in ElementwiseOps.cpp, TensorOps.cpp, NeuralOps.cpp, ConvPoolOps.cpp and
-// the files named after their ops (EinsumOps.cpp, IndexingOps.cpp, ResizeOps.cpp,
+// the files named after their ops (EinsumOps.cpp, IndexingOps.cpp, ResizeOps.cpp, TfIdfOps.cpp,
 // GridSampleOps.cpp, RoiAlignOps.cpp, RecurrentOps.cpp, SpectralOps.cpp, TrainingOps.cpp).
 #pragma once
 
@@ -289,6 +289,7 @@ void registerTrainingOps(OpImporterMap &map);
 void registerRandomOps(OpImporterMap &map);
 void registerControlFlowOps(OpImporterMap &map);
 void registerSequenceOps(OpImporterMap &map);
+void registerTfIdfOps(OpImporterMap &map);
 void registerLegacyOps(OpImporterMap &map); // LegacyOpsets.cpp: plait.legacy's helper nodes
 
 /// ONNX's training domain, whose optimizer ops (Adagrad, Adam, Momentum; version 1) plait

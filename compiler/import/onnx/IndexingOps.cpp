@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 
@@ -216,7 +217,7 @@ LogicalResult importGatherND(NodeContext &ctx) {
 LogicalResult scatterInto(NodeContext &ctx, RankedTensorType type, Value data, Value row,
                           Value updates, llvm::ArrayRef<int64_t> table) {
   std::string reduction = ctx.stringAttr("reduction", "none");
-  if (reduction != "none" && reduction != "add")
+  if (reduction != "none" && reduction != "add") // mul: scatterMultiply
     return ctx.unsupported("reduction '" + reduction + "'");
   llvm::SmallVector<int64_t> grouped(shapeOf(row));
   grouped.push_back(table[1]);
@@ -246,8 +247,92 @@ LogicalResult scatterInto(NodeContext &ctx, RankedTensorType type, Value data, V
   return ctx.setResult(written ? ctx.create<WhereOp>({written, scattered, data}) : Value());
 }
 
+/// The table row of each update of a ScatterND (`k` >= 1: the k-tuples in indices' last
+/// dimension, rows of data viewed as [prod(shape[:k]), rest]) or of a ScatterElements (`k` 0:
+/// each index along `axis`, rows of the flat data), from indices known at import; nullopt
+/// after the error of an index out of range.
+std::optional<std::vector<int64_t>> knownScatterRows(NodeContext &ctx, const HostTensor &indices,
+                                                     llvm::ArrayRef<int64_t> shape, int64_t k,
+                                                     int64_t axis) {
+  llvm::ArrayRef<int64_t> indexShape = indices.shape();
+  const int64_t count = k ? indices.numElements() / k : indices.numElements();
+  llvm::SmallVector<int64_t> strides = stridesOf(k ? shape.take_front(size_t(k)) : shape);
+  llvm::SmallVector<int64_t> indexStrides = stridesOf(indexShape);
+  std::vector<int64_t> rows(static_cast<size_t>(count));
+  for (int64_t u = 0; u < count; ++u) {
+    int64_t row = 0;
+    for (int64_t d = 0; d < (k ? k : int64_t(shape.size())); ++d) {
+      // ScatterND: the tuple's entry d; ScatterElements: the update's own coordinate d, or
+      // along the axis its index.
+      const bool indexed = k || d == axis;
+      int64_t i =
+          k ? indices.getInt(u * k + d) : (u / indexStrides[size_t(d)]) % indexShape[size_t(d)];
+      if (indexed && !k)
+        i = indices.getInt(u);
+      const int64_t extent = shape[size_t(d)];
+      if (indexed && (i < -extent || i >= extent)) {
+        (void)ctx.error("indices entry " + llvm::Twine(i) + " is out of range for dimension " +
+                        llvm::Twine(d) + " of " + llvm::Twine(extent));
+        return std::nullopt;
+      }
+      row += (i < 0 ? i + extent : i) * strides[size_t(d)];
+    }
+    rows[size_t(u)] = row;
+  }
+  return rows;
+}
+
+/// ScatterElements and ScatterND with reduction "mul", from indices known at import: data
+/// viewed as `table` ([rows, rest]) multiplied by each update in turn, as ONNX's reference
+/// applies them (in index order). Updates are taken in rounds, each the next update of every
+/// row it writes, so that no round writes a row twice: a round's factor is its updates
+/// scattered into zeros (plait.gather_grad) plus 1 on the rows it leaves alone, and the
+/// product data * factor_1 * factor_2 * ... is exactly the reference's. Trains through the
+/// products, the gathers and their scatter-adds.
+LogicalResult scatterMultiply(NodeContext &ctx, RankedTensorType type, Value data,
+                              const std::vector<int64_t> &rows, Value updates,
+                              llvm::ArrayRef<int64_t> table) {
+  const int64_t count = int64_t(rows.size());
+  ElemKind kind = *kindOf(type.getElementType());
+  RankedTensorType tableType = RankedTensorType::get(table, type.getElementType());
+  Value u = ctx.reshape(updates, {count, table[1]});
+  Value result = u ? ctx.reshape(data, table) : Value();
+  // round[j]: how many earlier updates write update j's row.
+  std::vector<int64_t> round(static_cast<size_t>(count));
+  std::map<int64_t, int64_t> seen;
+  int64_t rounds = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    round[size_t(j)] = seen[rows[size_t(j)]]++;
+    rounds = std::max(rounds, round[size_t(j)] + 1);
+  }
+  for (int64_t r = 0; r < rounds && result; ++r) {
+    llvm::SmallVector<int64_t> picks, targets;
+    HostTensor untouched = HostTensor::splat(kind, {table[0], 1}, 1.0).materialized();
+    for (int64_t j = 0; j < count; ++j)
+      if (round[size_t(j)] == r) {
+        picks.push_back(j);
+        targets.push_back(rows[size_t(j)]);
+        untouched.setDouble(rows[size_t(j)], 0.0);
+      }
+    const int64_t n = int64_t(picks.size());
+    Value mine = n == count
+                     ? u
+                     : ctx.create<GatherOp>(
+                           {u, ctx.constant(HostTensor::fromInts(ElemKind::I64, {n}, picks))},
+                           {ctx.i64Attr("axis", 0)});
+    Value at = ctx.constant(HostTensor::fromInts(ElemKind::I64, {n}, targets));
+    Value scattered =
+        mine && at ? ctx.create<GatherGradOp>({mine, at}, {ctx.i64Attr("axis", 0)}, tableType)
+                   : Value();
+    Value factor = scattered ? ctx.create<AddOp>({scattered, ctx.constant(untouched)}) : Value();
+    result = factor ? ctx.create<MulOp>({result, factor}) : Value();
+  }
+  return ctx.setResult(result ? ctx.reshape(result, type.getShape()) : Value());
+}
+
 /// ScatterElements (torch.scatter / scatter_add): updates shaped like indices written into
-/// data at elementFlatIndex (reduction none or add).
+/// data at elementFlatIndex (reduction none or add), or multiplying it (mul, from indices
+/// known at import: scatterMultiply).
 LogicalResult importScatterElements(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
@@ -259,6 +344,14 @@ LogicalResult importScatterElements(NodeContext &ctx) {
     return failure();
   if (updateType.getShape() != indexType.getShape())
     return ctx.error("updates must have indices' shape");
+  if (ctx.stringAttr("reduction", "none") == "mul") {
+    const HostTensor *known = ctx.requireConstInput(1, "indices");
+    auto rows = known ? knownScatterRows(ctx, *known, type.getShape(), 0, *axis) : std::nullopt;
+    Value data = rows ? ctx.input(0) : Value(), updates = data ? ctx.input(2) : Value();
+    if (!updates)
+      return failure();
+    return scatterMultiply(ctx, type, data, *rows, updates, {type.getNumElements(), 1});
+  }
   Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
   Value updates = indices ? ctx.input(2) : Value();
   Value flat = updates ? elementFlatIndex(ctx, indices, type.getShape(), *axis) : Value();
@@ -267,8 +360,9 @@ LogicalResult importScatterElements(NodeContext &ctx) {
   return scatterInto(ctx, type, data, flat, updates, {type.getNumElements(), 1});
 }
 
-/// ScatterND: each k-tuple of indices addresses a slice of data, replaced by (or added to)
-/// the matching slice of updates (indices.shape[:-1] + data.shape[k:]).
+/// ScatterND: each k-tuple of indices addresses a slice of data, replaced by (added to,
+/// multiplied by: scatterMultiply) the matching slice of updates (indices.shape[:-1] +
+/// data.shape[k:]).
 LogicalResult importScatterND(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   RankedTensorType indexType = type ? ctx.inputType(1) : RankedTensorType();
@@ -286,6 +380,14 @@ LogicalResult importScatterND(NodeContext &ctx) {
   int64_t rows = 1;
   for (int64_t d = 0; d < *k; ++d)
     rows *= type.getDimSize(d);
+  if (ctx.stringAttr("reduction", "none") == "mul") {
+    const HostTensor *known = ctx.requireConstInput(1, "indices");
+    auto at = known ? knownScatterRows(ctx, *known, type.getShape(), *k, 0) : std::nullopt;
+    Value data = at ? ctx.input(0) : Value(), updates = data ? ctx.input(2) : Value();
+    if (!updates)
+      return failure();
+    return scatterMultiply(ctx, type, data, *at, updates, {rows, type.getNumElements() / rows});
+  }
   Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
   Value updates = indices ? ctx.input(2) : Value();
   Value row = updates ? tupleFlatIndex(ctx, indices, type.getShape()) : Value();

@@ -291,6 +291,7 @@ static const OpImporterMap &opImporters() {
     registerRandomOps(m);
     registerControlFlowOps(m);
     registerSequenceOps(m);
+    registerTfIdfOps(m);
     registerLegacyOps(m);
     return m;
   }();
