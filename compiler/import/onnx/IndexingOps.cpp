@@ -282,21 +282,23 @@ std::optional<std::vector<int64_t>> knownScatterRows(NodeContext &ctx, const Hos
   return rows;
 }
 
+/// The most times a reduction 'mul' may write one row (scatterMultiply's rounds, some 6 ops
+/// each).
+constexpr int64_t kMaxScatterMulRounds = 4096;
+
 /// ScatterElements and ScatterND with reduction "mul", from indices known at import: data
 /// viewed as `table` ([rows, rest]) multiplied by each update in turn, as ONNX's reference
 /// applies them (in index order). Updates are taken in rounds, each the next update of every
 /// row it writes, so that no round writes a row twice: a round's factor is its updates
-/// scattered into zeros (plait.gather_grad) plus 1 on the rows it leaves alone, and the
-/// product data * factor_1 * factor_2 * ... is exactly the reference's. Trains through the
-/// products, the gathers and their scatter-adds.
+/// scattered into zeros (plait.gather_grad) plus 1 on the rows it leaves alone (1 minus a
+/// scatter of ones), and the product data * factor_1 * factor_2 * ... is exactly the
+/// reference's. Trains through the products, the gathers and their scatter-adds.
 LogicalResult scatterMultiply(NodeContext &ctx, RankedTensorType type, Value data,
                               const std::vector<int64_t> &rows, Value updates,
                               llvm::ArrayRef<int64_t> table) {
   const int64_t count = int64_t(rows.size());
-  ElemKind kind = *kindOf(type.getElementType());
-  RankedTensorType tableType = RankedTensorType::get(table, type.getElementType());
-  Value u = ctx.reshape(updates, {count, table[1]});
-  Value result = u ? ctx.reshape(data, table) : Value();
+  Type element = type.getElementType();
+  ElemKind kind = *kindOf(element);
   // round[j]: how many earlier updates write update j's row.
   std::vector<int64_t> round(static_cast<size_t>(count));
   std::map<int64_t, int64_t> seen;
@@ -305,26 +307,41 @@ LogicalResult scatterMultiply(NodeContext &ctx, RankedTensorType type, Value dat
     round[size_t(j)] = seen[rows[size_t(j)]]++;
     rounds = std::max(rounds, round[size_t(j)] + 1);
   }
+  if (rounds > kMaxScatterMulRounds)
+    return ctx.unsupported("reduction 'mul' writing one element " + llvm::Twine(rounds) +
+                           " times (at most " + llvm::Twine(kMaxScatterMulRounds) + ")");
+  Value u = ctx.reshape(updates, {count, table[1]});
+  Value result = u ? ctx.reshape(data, table) : Value();
+  Value one = ctx.scalar(1.0, element);
+  std::map<llvm::SmallVector<int64_t>, Value> untouchedBy;
   for (int64_t r = 0; r < rounds && result; ++r) {
     llvm::SmallVector<int64_t> picks, targets;
-    HostTensor untouched = HostTensor::splat(kind, {table[0], 1}, 1.0).materialized();
     for (int64_t j = 0; j < count; ++j)
       if (round[size_t(j)] == r) {
         picks.push_back(j);
         targets.push_back(rows[size_t(j)]);
-        untouched.setDouble(rows[size_t(j)], 0.0);
       }
     const int64_t n = int64_t(picks.size());
-    Value mine = n == count
-                     ? u
-                     : ctx.create<GatherOp>(
-                           {u, ctx.constant(HostTensor::fromInts(ElemKind::I64, {n}, picks))},
-                           {ctx.i64Attr("axis", 0)});
+    auto axis0 = ctx.i64Attr("axis", 0);
+    Value mine =
+        n == count
+            ? u
+            : ctx.create<GatherOp>(
+                  {u, ctx.constant(HostTensor::fromInts(ElemKind::I64, {n}, picks))}, {axis0});
     Value at = ctx.constant(HostTensor::fromInts(ElemKind::I64, {n}, targets));
-    Value scattered =
-        mine && at ? ctx.create<GatherGradOp>({mine, at}, {ctx.i64Attr("axis", 0)}, tableType)
-                   : Value();
-    Value factor = scattered ? ctx.create<AddOp>({scattered, ctx.constant(untouched)}) : Value();
+    Value scattered = mine && at ? ctx.create<GatherGradOp>({mine, at}, {axis0},
+                                                            RankedTensorType::get(table, element))
+                                 : Value();
+    // 1 on the rows the round leaves, 0 on those it writes (1 minus a scatter of ones): once
+    // per set of rows (a row written many times is many rounds of that one row).
+    Value &untouched = untouchedBy[targets];
+    if (!untouched && scattered) {
+      Value written =
+          ctx.create<GatherGradOp>({ctx.constant(HostTensor::splat(kind, {n, 1}, 1.0)), at},
+                                   {axis0}, RankedTensorType::get({table[0], 1}, element));
+      untouched = written ? ctx.create<SubOp>({one, written}) : Value();
+    }
+    Value factor = untouched ? ctx.create<AddOp>({scattered, untouched}) : Value();
     result = factor ? ctx.create<MulOp>({result, factor}) : Value();
   }
   return ctx.setResult(result ? ctx.reshape(result, type.getShape()) : Value());

@@ -2,7 +2,8 @@
 their indices initializers (known at import), against numpy applying the updates one by one in
 index order, as ONNX's reference does (an element written k times is multiplied k times).
 
-  check_scatter_mul.py models DIR        writes DIR/<name>.onnx and DIR/<name>/{data,updates}.npy
+  check_scatter_mul.py models DIR        writes DIR/<name>.onnx and DIR/<name>/{data,updates}.npy,
+                                         and the models of the two errors
   check_scatter_mul.py check NAME DIR OUT  compares OUT/y.npy with the reference, exactly
 """
 import pathlib
@@ -59,6 +60,7 @@ if sys.argv[1] == "models":
                 rng.uniform(0.5, 2.0, update_shape).astype(np.float32) *
                 rng.choice([-1, 1], update_shape).astype(np.float32))
     model(d / "out-of-range.onnx", "ScatterND", [5, 3], np.array([[1], [5]]), [2, 3], {})
+    model(d / "many-rounds.onnx", "ScatterND", [2, 1], np.zeros((4097, 1)), [4097, 1], {})
     sys.exit(0)
 
 name, d, out = sys.argv[2], pathlib.Path(sys.argv[3]), pathlib.Path(sys.argv[4])
