@@ -911,7 +911,10 @@ def off_by(runs, f64):
 
 
 def run(cmd):
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    try:
+        p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    except OSError as e:  # a tool that cannot start (relinked under a sweep): that seed fails
+        raise RuntimeError(f"{cmd[0]} could not start: {e}") from e
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(str(c) for c in cmd)} failed ({p.returncode}):\n"
                            f"{p.stderr.strip()}")
