@@ -262,13 +262,12 @@ std::optional<std::vector<int64_t>> knownScatterRows(NodeContext &ctx, const Hos
   for (int64_t u = 0; u < count; ++u) {
     int64_t row = 0;
     for (int64_t d = 0; d < (k ? k : int64_t(shape.size())); ++d) {
-      // ScatterND: the tuple's entry d; ScatterElements: the update's own coordinate d, or
-      // along the axis its index.
+      // ScatterND: the tuple's entry d; ScatterElements: along the axis the update's index,
+      // elsewhere its own coordinate d.
       const bool indexed = k || d == axis;
-      int64_t i =
-          k ? indices.getInt(u * k + d) : (u / indexStrides[size_t(d)]) % indexShape[size_t(d)];
-      if (indexed && !k)
-        i = indices.getInt(u);
+      const int64_t i = k         ? indices.getInt(u * k + d)
+                        : indexed ? indices.getInt(u)
+                                  : (u / indexStrides[size_t(d)]) % indexShape[size_t(d)];
       const int64_t extent = shape[size_t(d)];
       if (indexed && (i < -extent || i >= extent)) {
         (void)ctx.error("indices entry " + llvm::Twine(i) + " is out of range for dimension " +
@@ -286,16 +285,22 @@ std::optional<std::vector<int64_t>> knownScatterRows(NodeContext &ctx, const Hos
 /// each).
 constexpr int64_t kMaxScatterMulRounds = 4096;
 
-/// ScatterElements and ScatterND with reduction "mul", from indices known at import: data
-/// viewed as `table` ([rows, rest]) multiplied by each update in turn, as ONNX's reference
+/// ScatterElements (`k` 0, along `axis`) and ScatterND (k-tuples) with reduction "mul", from
+/// the node's indices, which must be known at import (knownScatterRows): data viewed as
+/// `table` ([rows, rest]) multiplied by each update in turn, as ONNX's reference
 /// applies them (in index order). Updates are taken in rounds, each the next update of every
 /// row it writes, so that no round writes a row twice: a round's factor is its updates
 /// scattered into zeros (plait.gather_grad) plus 1 on the rows it leaves alone (1 minus a
 /// scatter of ones), and the product data * factor_1 * factor_2 * ... is exactly the
 /// reference's. Trains through the products, the gathers and their scatter-adds.
-LogicalResult scatterMultiply(NodeContext &ctx, RankedTensorType type, Value data,
-                              const std::vector<int64_t> &rows, Value updates,
+LogicalResult scatterMultiply(NodeContext &ctx, RankedTensorType type, int64_t k, int64_t axis,
                               llvm::ArrayRef<int64_t> table) {
+  const HostTensor *indices = ctx.requireConstInput(1, "indices");
+  auto known = indices ? knownScatterRows(ctx, *indices, type.getShape(), k, axis) : std::nullopt;
+  Value data = known ? ctx.input(0) : Value(), updates = data ? ctx.input(2) : Value();
+  if (!updates)
+    return failure();
+  const std::vector<int64_t> &rows = *known;
   const int64_t count = int64_t(rows.size());
   Type element = type.getElementType();
   ElemKind kind = *kindOf(element);
@@ -361,14 +366,8 @@ LogicalResult importScatterElements(NodeContext &ctx) {
     return failure();
   if (updateType.getShape() != indexType.getShape())
     return ctx.error("updates must have indices' shape");
-  if (ctx.stringAttr("reduction", "none") == "mul") {
-    const HostTensor *known = ctx.requireConstInput(1, "indices");
-    auto rows = known ? knownScatterRows(ctx, *known, type.getShape(), 0, *axis) : std::nullopt;
-    Value data = rows ? ctx.input(0) : Value(), updates = data ? ctx.input(2) : Value();
-    if (!updates)
-      return failure();
-    return scatterMultiply(ctx, type, data, *rows, updates, {type.getNumElements(), 1});
-  }
+  if (ctx.stringAttr("reduction", "none") == "mul")
+    return scatterMultiply(ctx, type, 0, *axis, {type.getNumElements(), 1});
   Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
   Value updates = indices ? ctx.input(2) : Value();
   Value flat = updates ? elementFlatIndex(ctx, indices, type.getShape(), *axis) : Value();
@@ -397,14 +396,8 @@ LogicalResult importScatterND(NodeContext &ctx) {
   int64_t rows = 1;
   for (int64_t d = 0; d < *k; ++d)
     rows *= type.getDimSize(d);
-  if (ctx.stringAttr("reduction", "none") == "mul") {
-    const HostTensor *known = ctx.requireConstInput(1, "indices");
-    auto at = known ? knownScatterRows(ctx, *known, type.getShape(), *k, 0) : std::nullopt;
-    Value data = at ? ctx.input(0) : Value(), updates = data ? ctx.input(2) : Value();
-    if (!updates)
-      return failure();
-    return scatterMultiply(ctx, type, data, *at, updates, {rows, type.getNumElements() / rows});
-  }
+  if (ctx.stringAttr("reduction", "none") == "mul")
+    return scatterMultiply(ctx, type, *k, 0, {rows, type.getNumElements() / rows});
   Value data = ctx.input(0), indices = data ? ctx.input(1) : Value();
   Value updates = indices ? ctx.input(2) : Value();
   Value row = updates ? tupleFlatIndex(ctx, indices, type.getShape()) : Value();

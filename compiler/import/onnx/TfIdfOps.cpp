@@ -56,7 +56,12 @@ LogicalResult importTfIdfVectorizer(NodeContext &ctx) {
   if (starts.empty() || starts.front() != 0)
     return ctx.error("ngram_counts must start at 0, the 1-grams' start in the pool");
   const int64_t levels = int64_t(starts.size()), poolSize = int64_t(pool.size());
-  SmallVector<int64_t> firstIndex; // the first n-gram of each level, counting all levels
+  // Each level's n-grams: where they start in the pool, how many, and the first one's
+  // position among all levels' (its ngram_indexes entry).
+  struct Level {
+    int64_t begin, grams, first;
+  };
+  SmallVector<Level> byLength;
   int64_t ngrams = 0;
   for (int64_t l = 0; l < levels; ++l) {
     const int64_t begin = starts[size_t(l)],
@@ -65,8 +70,8 @@ LogicalResult importTfIdfVectorizer(NodeContext &ctx) {
       return ctx.error("ngram_counts entry " + Twine(l) + " (" + Twine(begin) +
                        ") does not start a whole number of " + Twine(l + 1) +
                        "-grams within the pool of " + Twine(poolSize) + " ids");
-    firstIndex.push_back(ngrams);
-    ngrams += (end - begin) / (l + 1);
+    byLength.push_back({begin, (end - begin) / (l + 1), ngrams});
+    ngrams += byLength.back().grams;
   }
   if (int64_t(indexes.size()) != ngrams)
     return ctx.error("ngram_indexes has " + Twine(indexes.size()) + " entries for the pool's " +
@@ -90,11 +95,17 @@ LogicalResult importTfIdfVectorizer(NodeContext &ctx) {
     return failure();
   Value total; // [rows, outputs] f32
   for (int64_t n = minN; n <= std::min(maxN, levels); ++n) {
-    const int64_t begin = starts[size_t(n - 1)],
-                  count = (n < levels ? starts[size_t(n)] : poolSize) - begin;
-    const int64_t grams = count / n;
+    const auto [begin, grams, first] = byLength[size_t(n - 1)];
     if (grams == 0)
       continue;
+    // The pool's n-grams' j-th ids, [grams], compared at every distance.
+    SmallVector<Value> ids;
+    for (int64_t j = 0; j < n; ++j) {
+      SmallVector<int64_t> column;
+      for (int64_t g = 0; g < grams; ++g)
+        column.push_back(pool[size_t(begin + g * n + j)]);
+      ids.push_back(ctx.constant(HostTensor::fromInts(ElemKind::I64, {grams}, column)));
+    }
     Value level; // [rows, grams]
     for (int64_t distance = 1; distance <= (n == 1 ? 1 : maxSkip + 1); ++distance) {
       const int64_t windows = length - (n - 1) * distance;
@@ -106,13 +117,10 @@ LogicalResult importTfIdfVectorizer(NodeContext &ctx) {
                                "-grams (at most 2^28 comparisons a level)");
       Value match; // [rows, windows, grams] f32: 1 where every token matches
       for (int64_t j = 0; j < n; ++j) {
-        SmallVector<int64_t> column;
-        for (int64_t g = 0; g < grams; ++g)
-          column.push_back(pool[size_t(begin + g * n + j)]);
         Value tokens = sliceAlong(ctx, x, 1, j * distance, j * distance + windows, 1);
         tokens = tokens ? ctx.reshape(tokens, {rows, windows, 1}) : tokens;
-        Value ids = ctx.constant(HostTensor::fromInts(ElemKind::I64, {grams}, column));
-        Value equal = tokens && ids ? ctx.create<EqualOp>({tokens, ids}) : Value();
+        Value equal =
+            tokens && ids[size_t(j)] ? ctx.create<EqualOp>({tokens, ids[size_t(j)]}) : Value();
         Value one = equal ? ctx.cast(equal, f32) : equal;
         match = !one || !match ? one : ctx.create<MulOp>({match, one});
         if (!match)
@@ -128,8 +136,7 @@ LogicalResult importTfIdfVectorizer(NodeContext &ctx) {
       continue; // sequences shorter than every n-gram of this length
     // Onto the output positions: the counts [grams, rows] scatter-added into [outputs, rows]
     // at their ngram_indexes (small integers, exact in f32).
-    SmallVector<int64_t> at(indexes.begin() + firstIndex[size_t(n - 1)],
-                            indexes.begin() + firstIndex[size_t(n - 1)] + grams);
+    SmallVector<int64_t> at(indexes.begin() + first, indexes.begin() + first + grams);
     Value byGram = ctx.create<TransposeOp>({level}, {ctx.arrayAttr("perm", {1, 0})});
     Value placed =
         byGram ? ctx.create<GatherGradOp>(
@@ -149,14 +156,12 @@ LogicalResult importTfIdfVectorizer(NodeContext &ctx) {
     for (int64_t o = 0; o < outputs && o < int64_t(weights.size()); ++o)
       w[size_t(o)] = weights[size_t(o)];
     Value wv = ctx.constant(HostTensor::fromDoubles(ElemKind::F32, {outputs}, w));
-    if (mode == "TFIDF") {
-      total = ctx.create<MulOp>({total, wv});
-    } else {
+    // TFIDF: count x weight; IDF: (count > 0) x weight.
+    if (mode == "IDF") {
       Value seen = ctx.create<GreaterOp>({total, ctx.scalar(0.0, f32)});
-      Value spread = wv ? ctx.broadcastTo(wv, {rows, outputs}) : wv;
-      Value zero = ctx.constant(HostTensor::splat(ElemKind::F32, {rows, outputs}, 0.0));
-      total = seen && spread && zero ? ctx.create<WhereOp>({seen, spread, zero}) : Value();
+      total = seen ? ctx.cast(seen, f32) : seen;
     }
+    total = total ? ctx.create<MulOp>({total, wv}) : total;
   }
   return ctx.setResult(total && !batched ? ctx.reshape(total, {outputs}) : total);
 }
