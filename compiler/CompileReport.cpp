@@ -180,6 +180,12 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
       ModelStateBytes state = modelStateBytes(*placement, get("numel"), get("element_bytes"),
                                               get("states_per_param"), plan.worldSize,
                                               precision, gradBytes);
+      // States not of their params' shapes (Adafactor's rows and columns; placed ddp, so
+      // whole on every rank): their own elements, and the f32 masters under bf16-mixed.
+      if (unit.get("state_elements") && !placement->shardsOptimizer())
+        state.optimizer =
+            (get("state_elements") + (precision == Precision::Bf16Mixed ? get("numel") : 0)) *
+            get("element_bytes");
       grads += state.grads;
       if (precision == Precision::Bf16Mixed) {
         mixed = true;
@@ -616,7 +622,7 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
                                    t.value("always_adapt", false) ? ", every param" : "")
                      : " (no trust ratio without weight decay; --always-adapt)";
       else if (decay != 0)
-        detail = optimizer == "adamw" || optimizer == "lion" ||
+        detail = optimizer == "adamw" || optimizer == "lion" || optimizer == "adafactor" ||
                          t.value("decoupled_weight_decay", false)
                      ? " (decoupled: params decayed)"
                      : " (L2: added to the gradient)";
@@ -661,7 +667,21 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
                               "negated)",
                               groups);
       std::string kind = scheduleText(lr);
-      if (optimizer == "rprop") // its lr is only where each element's step size starts
+      if (optimizer == "adafactor") { // its step size and moments, as Hugging Face's
+        const bool relative = t.value("relative_step", false);
+        std::string step =
+            relative ? fmt::format("relative step min({}, 1/sqrt(step)) (the lr not read)",
+                                   t.value("warmup_init", false) ? "1e-6 * step" : "1e-2")
+                     : fmt::format("lr {:g} ({})", lr.value("lr", 0.0), kind);
+        if (t.value("scale_parameter", true))
+          step += " times each param's RMS (at least eps2)";
+        std::string moments = "second moment factored into rows and columns for params of "
+                              "rank >= 2";
+        if (t.contains("adafactor_beta1"))
+          moments += fmt::format(", first moment beta1 {:g}", t["adafactor_beta1"].get<double>());
+        os << fmt::format("  optimizer        : adafactor, {}, {}, weight decay {:g}{}\n", step,
+                          moments, decay, detail);
+      } else if (optimizer == "rprop") // its lr is only where each element's step size starts
         os << fmt::format("  optimizer        : rprop, initial step size {:g} (step 1's lr, {}: "
                           "each element's step size adapts from there){}\n",
                           lr.value("lr", 0.0), kind, detail);

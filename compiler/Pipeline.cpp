@@ -189,6 +189,13 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &train, int64_t
   o.decoupledWeightDecay = train.decoupledWeightDecay;
   o.alwaysAdapt = train.alwaysAdapt;
   o.trustClip = train.trustClip;
+  o.adafactorBeta1 = train.adafactorBeta1;
+  o.eps2 = train.eps2;
+  o.clipThreshold = train.clipThreshold;
+  o.decayRate = train.decayRate;
+  o.relativeStep = train.relativeStep;
+  o.warmupInit = train.warmupInit;
+  o.noScaleParameter = train.noScaleParameter;
   o.freeze = train.freeze;
   o.noWeightDecay = train.noWeightDecay;
   o.lrScale = train.lrScale;

@@ -35,6 +35,10 @@ struct TrainOptions {
   bool maximize = false; // every optimizer: step along the negated gradients
   bool decoupledWeightDecay = false; // NAdam and RAdam: NAdamW / RAdamW
   bool alwaysAdapt = false, trustClip = false; // LAMB: timm's always_adapt and trust_clip
+  // Adafactor (Hugging Face's): beta1 (negative: no first moment), eps[1], the update's RMS
+  // bound, beta2's power of the step, relative_step, warmup_init, not scale_parameter.
+  double adafactorBeta1 = -1, eps2 = 1e-3, clipThreshold = 1, decayRate = -0.8;
+  bool relativeStep = false, warmupInit = false, noScaleParameter = false;
   std::string freeze;      // regex of param names kept frozen
   std::string noWeightDecay; // regex of param names trained without weight decay
   std::string lrScale;       // --lr-scale 'REGEX=F,...': per-param learning-rate factors

@@ -713,6 +713,58 @@ def Plait_LambUpdateOp : Plait_Op<"lamb_update",
   }];
 }
 
+def Plait_AdafactorUpdateOp : Plait_Op<"adafactor_update",
+    [Pure, Plait_OptimizerUpdate,
+     AllTypesMatch<["param", "grad", "new_param"]>]> {
+  let summary = "one Adafactor step (Shazeer and Stern 2018, \"Adafactor: Adaptive Learning "
+                "Rates with Sublinear Memory Cost\"), as Hugging Face's Adafactor computes it";
+  let description = [{
+    With t the step: the step size is rho = lr (or, with `relative_step`, min(1e-2, 1/sqrt(t)),
+    min(1e-6 t, 1/sqrt(t)) with `warmup_init`), times max(eps2, rms(param)) with
+    `scale_parameter`; beta2t = 1 - t^decay_rate. The second moment of g^2 + eps1 is kept
+    factored for a param of rank >= 2 (its last two dimensions R x C): exp_avg_sq_row (the
+    shape without the last dimension) and exp_avg_sq_col (without the one before it), each
+    beta2t * old + (1 - beta2t) * the mean of g^2 + eps1 over the dimension it lacks, and
+    u = rsqrt(row / mean(row)) * rsqrt(col) * g; for a param of rank < 2 a whole
+    exp_avg_sq, u = rsqrt(exp_avg_sq) * g. Then u /= max(1, rms(u) / clip_threshold),
+    u *= rho; with `beta1`, exp_avg = beta1 * exp_avg + (1 - beta1) * u and u = exp_avg;
+    param += param * (-weight_decay * rho); param -= u. rms is over the whole tensor.
+
+    `states` are exp_avg (only with beta1), then exp_avg_sq_row and exp_avg_sq_col (rank >= 2)
+    or exp_avg_sq, all starting at 0; `new_states` their new values in that order. With
+    `relative_step` the lr operand (and lr_scale) is not read, as Hugging Face's relative
+    step ignores the group's lr.
+
+    ```mlir
+    %p2, %r2, %c2 = plait.adafactor_update %p, %g, %lr, %step, %r, %c {scale_parameter = false}
+        : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f64>, tensor<f32>, tensor<4xf32>,
+           tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32, F64]>:$lr, StaticShapeTensorOf<[F32]>:$step,
+                       Variadic<Plait_FloatTensor>:$states,
+                       DefaultValuedAttr<F64Attr, "1.0e-30">:$eps1,
+                       DefaultValuedAttr<F64Attr, "1.0e-3">:$eps2,
+                       DefaultValuedAttr<F64Attr, "1.0">:$clip_threshold,
+                       DefaultValuedAttr<F64Attr, "-0.8">:$decay_rate,
+                       OptionalAttr<F64Attr>:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "true">:$scale_parameter,
+                       DefaultValuedAttr<BoolAttr, "false">:$relative_step,
+                       DefaultValuedAttr<BoolAttr, "false">:$warmup_init,
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
+  let results = (outs Plait_FloatTensor:$new_param, Variadic<Plait_FloatTensor>:$new_states);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether the second moment is kept as a row and a column (a param of rank >= 2).
+    bool factored() {
+      return mlir::cast<mlir::RankedTensorType>(getParam().getType()).getRank() >= 2;
+    }
+  }];
+}
+
 def Plait_LambNormsOp : Plait_Op<"lamb_norms", [Pure]> {
   let summary = "this rank's part of a sharded LAMB update's per-param norms";
   let description = [{

@@ -32,9 +32,9 @@ namespace plait {
 namespace {
 
 /// The optimizers plait-build-train-step knows, in the order its messages list them.
-constexpr const char *kOptimizers[] = {"sgd",   "adam",  "adamw",    "adagrad", "rmsprop",
-                                       "lion",  "adamax", "nadam",   "radam",   "adadelta",
-                                       "rprop", "asgd",   "lamb"};
+constexpr const char *kOptimizers[] = {"sgd",   "adam",   "adamw", "adagrad",  "rmsprop",
+                                       "lion",  "adamax", "nadam", "radam",    "adadelta",
+                                       "rprop", "asgd",   "lamb",  "adafactor"};
 
 /// PyTorch's default learning rate of each optimizer (torch.optim.SGD has none: 1e-3 as for
 /// Adam; Lion's, as its authors recommend, a tenth of AdamW's).
@@ -57,6 +57,8 @@ double defaultEps(StringRef optimizer) {
     return 1e-10;
   if (optimizer == "adadelta" || optimizer == "lamb")
     return 1e-6;
+  if (optimizer == "adafactor") // Hugging Face's eps[0], added to the squared gradient
+    return 1e-30;
   return 1e-8;
 }
 
@@ -189,7 +191,7 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       return module.emitError("unknown optimizer '")
              << optimizer
              << "' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, "
-                "adadelta, rprop, asgd or lamb)";
+                "adadelta, rprop, asgd, lamb or adafactor)";
     if (!rt::LrSchedule::known(schedule))
       return module.emitError("unknown learning-rate schedule '")
              << schedule
@@ -263,6 +265,31 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
     if ((alwaysAdapt || trustClip) && optimizer != "lamb")
       return module.emitError(alwaysAdapt ? "always-adapt" : "trust-clip")
              << " is LAMB's; the " << optimizer << " optimizer has no trust ratio";
+    const bool adafactor = optimizer == "adafactor";
+    const std::pair<const char *, bool> adafactorOptions[] = {
+        {"adafactor-beta1", adafactorBeta1 >= 0}, {"eps2", eps2 != 1e-3},
+        {"clip-threshold", clipThreshold != 1.0}, {"decay-rate", decayRate != -0.8},
+        {"relative-step", relativeStep},          {"warmup-init", warmupInit},
+        {"no-scale-parameter", noScaleParameter}};
+    for (auto [name, given] : adafactorOptions)
+      if (given && !adafactor)
+        return module.emitError(name)
+               << " is Adafactor's; the " << optimizer << " optimizer has none";
+    if (adafactor) {
+      if (!(adafactorBeta1 < 1) || !(eps2 >= 0) || !(clipThreshold > 0) || !(decayRate <= 0) ||
+          !std::isfinite(double(eps2)) || !std::isfinite(double(clipThreshold)) ||
+          !std::isfinite(double(decayRate)))
+        return module.emitError("invalid Adafactor hyper-parameters (need adafactor-beta1 < 1, "
+                                "eps2 >= 0, clip-threshold > 0, decay-rate <= 0)");
+      if (warmupInit && !relativeStep)
+        return module.emitError("warmup-init warms up the relative step: give relative-step");
+      if (relativeStep && (lr > 0 || schedule != "constant" || warmupSteps > 0 || !lrScale.empty()))
+        return module.emitError("relative-step computes each step's lr from the step "
+                                "(Hugging Face's relative_step ignores the lr): drop ")
+               << (lr > 0             ? "lr"
+                   : !lrScale.empty() ? "lr-scale"
+                                      : "the lr schedule");
+    }
     if (centered && optimizer != "rmsprop")
       return module.emitError("centered is RMSprop's; the ") << optimizer
                                                                << " optimizer has none";
@@ -402,14 +429,25 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                                                       const OptimizerConfig &base) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     static const GroupKey kKeys[] = {
-        {"eps", &OptimizerConfig::eps,
-         {"adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta", "lamb"},
-         "> 0", 0, true, kInf, true},
+        {"eps",
+         &OptimizerConfig::eps,
+         {"adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta", "lamb",
+          "adafactor"},
+         "> 0",
+         0,
+         true,
+         kInf,
+         true},
         {"momentum", &OptimizerConfig::momentum, {"sgd", "rmsprop"}, ">= 0", 0, false, kInf, true},
-        {"weight_decay", &OptimizerConfig::weightDecay,
+        {"weight_decay",
+         &OptimizerConfig::weightDecay,
          {"sgd", "adam", "adamw", "adagrad", "rmsprop", "lion", "adamax", "nadam", "radam",
-          "adadelta", "asgd", "lamb"},
-         ">= 0", 0, false, kInf, true},
+          "adadelta", "asgd", "lamb", "adafactor"},
+         ">= 0",
+         0,
+         false,
+         kInf,
+         true},
         {"dampening", &OptimizerConfig::dampening, {"sgd"}, "finite", -kInf, true, kInf, true},
         {"alpha", &OptimizerConfig::alpha, {"rmsprop"}, "in [0, 1)", 0, false, 1, true},
         // ASGD's alpha (eta's power) shares the key torch's param groups give it.
@@ -417,10 +455,22 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
         {"lambd", &OptimizerConfig::lambd, {"asgd"}, ">= 0", 0, false, kInf, true},
         {"t0", &OptimizerConfig::t0, {"asgd"}, ">= 0", 0, false, kInf, true},
         {"lr_decay", &OptimizerConfig::lrDecay, {"adagrad"}, ">= 0", 0, false, kInf, true},
-        {"initial_accumulator_value", &OptimizerConfig::initialAccumulatorValue, {"adagrad"},
-         ">= 0", 0, false, kInf, true},
+        {"initial_accumulator_value",
+         &OptimizerConfig::initialAccumulatorValue,
+         {"adagrad"},
+         ">= 0",
+         0,
+         false,
+         kInf,
+         true},
         {"rho", &OptimizerConfig::rho, {"adadelta"}, "in [0, 1]", 0, false, 1, false},
-        {"momentum_decay", &OptimizerConfig::momentumDecay, {"nadam"}, ">= 0", 0, false, kInf,
+        {"momentum_decay",
+         &OptimizerConfig::momentumDecay,
+         {"nadam"},
+         ">= 0",
+         0,
+         false,
+         kInf,
          true}};
     static const GroupSwitch kSwitches[] = {
         {"nesterov", &OptimizerConfig::nesterov, {"sgd"}},
@@ -682,6 +732,13 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
       train.push_back(b.getNamedAttr("always_adapt", b.getBoolAttr(true)));
     if (trustClip)
       train.push_back(b.getNamedAttr("trust_clip", b.getBoolAttr(true)));
+    if (optimizer == "adafactor") { // what --explain says of its step size
+      train.push_back(b.getNamedAttr("relative_step", b.getBoolAttr(relativeStep)));
+      train.push_back(b.getNamedAttr("warmup_init", b.getBoolAttr(warmupInit)));
+      train.push_back(b.getNamedAttr("scale_parameter", b.getBoolAttr(!noScaleParameter)));
+      if (adafactorBeta1 >= 0)
+        train.push_back(b.getNamedAttr("adafactor_beta1", b.getF64FloatAttr(adafactorBeta1)));
+    }
     if (!noWeightDecay.empty())
       train.push_back(b.getNamedAttr("no_weight_decay", b.getStringAttr(noWeightDecay)));
     if (!lrScale.empty())
@@ -819,6 +876,13 @@ struct BuildTrainStepPass : impl::BuildTrainStepPassBase<BuildTrainStepPass> {
                         asgdAlpha,
                         t0,
                         maximize};
+    opt.adafactorBeta1 = adafactorBeta1;
+    opt.eps2 = eps2;
+    opt.clipThreshold = clipThreshold;
+    opt.decayRate = decayRate;
+    opt.scaleParameter = !noScaleParameter;
+    opt.relativeStep = relativeStep;
+    opt.warmupInit = warmupInit;
     // --no-weight-decay: those params' updates take weight decay 0 (plait-shard keeps them in
     // units of their own, so that each unit's params share one update's settings).
     std::optional<std::regex> noDecay;

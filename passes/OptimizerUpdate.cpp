@@ -128,6 +128,39 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value prevL
     assigns.push_back({v, update.getNewExpAvgSq()});
     return;
   }
+  if (opt.kind == "adafactor") {
+    // Hugging Face's state names: the second moment factored into a row and a column for a
+    // param of rank >= 2 (the shape without its last dimension, and without the one before).
+    SmallVector<Value> states;
+    if (opt.adafactorBeta1 >= 0)
+      states.push_back(state("exp_avg"));
+    auto ranked = cast<RankedTensorType>(type);
+    if (ranked.getRank() >= 2) {
+      ArrayRef<int64_t> shape = ranked.getShape();
+      SmallVector<int64_t> col(shape.drop_back(2));
+      col.push_back(shape.back());
+      states.push_back(b.create<StateOp>(loc, ranked.clone(shape.drop_back()),
+                                         b.getStringAttr(name + ".exp_avg_sq_row")));
+      states.push_back(
+          b.create<StateOp>(loc, ranked.clone(col), b.getStringAttr(name + ".exp_avg_sq_col")));
+    } else {
+      states.push_back(state("exp_avg_sq"));
+    }
+    SmallVector<Type> results{type};
+    for (Value s : states)
+      results.push_back(s.getType());
+    auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
+    auto update = b.create<AdafactorUpdateOp>(
+        loc, results, param, grad, lr, step, states, f64(opt.eps), f64(opt.eps2),
+        f64(opt.clipThreshold), f64(opt.decayRate),
+        opt.adafactorBeta1 >= 0 ? f64(opt.adafactorBeta1) : FloatAttr(), f64(opt.weightDecay),
+        b.getBoolAttr(opt.scaleParameter), b.getBoolAttr(opt.relativeStep),
+        b.getBoolAttr(opt.warmupInit), FloatAttr());
+    assigns.push_back({param, update.getNewParam()});
+    for (auto [s, next] : llvm::zip(states, update.getNewStates()))
+      assigns.push_back({s, next});
+    return;
+  }
   if (opt.kind == "rmsprop") {
     // torch.optim.RMSprop's state names: square_avg, grad_avg (centered), momentum_buffer.
     SmallVector<Value> states{state("square_avg")};

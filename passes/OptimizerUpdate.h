@@ -29,6 +29,10 @@ struct OptimizerConfig {
   double stepSizeMin, stepSizeMax; // Rprop: the step-size bounds
   double lambd, asgdAlpha, t0;     // ASGD: eta's decay and power, where averaging starts
   bool maximize;                   // step along the negated gradient (torch's maximize)
+  // Adafactor (Hugging Face's): beta1 (< 0: no first moment), eps[1], the update's RMS bound,
+  // beta2's power of the step, and its three switches.
+  double adafactorBeta1 = -1, eps2 = 1e-3, clipThreshold = 1, decayRate = -0.8;
+  bool scaleParameter = true, relativeStep = false, warmupInit = false;
 };
 
 /// (target, new value) pairs stored by plait.assign once every update has been built.

@@ -63,7 +63,7 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
            "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta, rprop, "
-           "asgd or lamb">,
+           "asgd, lamb or adafactor">,
     Option<"lr", "lr", "double", "-1.0",
            "base learning rate; negative means PyTorch's default for the optimizer (adagrad, "
            "rmsprop, rprop, asgd 1e-2; adamax, nadam 2e-3; adadelta 1; lion 1e-4; else 1e-3)">,
@@ -106,6 +106,24 @@ def BuildTrainStepPass : Pass<"plait-build-train-step", "mlir::ModuleOp"> {
            "is 0 (timm's always_adapt)">,
     Option<"trustClip", "trust-clip", "bool", "false",
            "LAMB: the trust ratio at most 1 (timm's trust_clip, LAMBC)">,
+    Option<"adafactorBeta1", "adafactor-beta1", "double", "-1.0",
+           "Adafactor: keep a first moment with this beta1 (Hugging Face's beta1; negative: "
+           "none, its default)">,
+    Option<"eps2", "eps2", "double", "1.0e-3",
+           "Adafactor: the least param RMS its step is scaled by (Hugging Face's eps[1]; "
+           "eps is eps[0], added to the squared gradient, default 1e-30)">,
+    Option<"clipThreshold", "clip-threshold", "double", "1.0",
+           "Adafactor: the RMS above which an update is scaled down">,
+    Option<"decayRate", "decay-rate", "double", "-0.8",
+           "Adafactor: the second moment's beta2 is 1 - step^decay-rate">,
+    Option<"relativeStep", "relative-step", "bool", "false",
+           "Adafactor: the lr is min(1e-2, 1/sqrt(step)) (Hugging Face's relative_step), not "
+           "the schedule's">,
+    Option<"warmupInit", "warmup-init", "bool", "false",
+           "Adafactor with relative-step: min(1e-6 * step, 1/sqrt(step))">,
+    Option<"noScaleParameter", "no-scale-parameter", "bool", "false",
+           "Adafactor: do not scale the step by the param's RMS (Hugging Face's "
+           "scale_parameter=False)">,
     Option<"amsgrad", "amsgrad", "bool", "false",
            "Adam and AdamW: the AMSGrad variant (the largest second moment seen)">,
     Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,

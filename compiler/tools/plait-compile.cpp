@@ -47,9 +47,9 @@ int main(int argc, char **argv) {
   app.add_flag("--train", train.enabled, "build the training step (loss, backward, optimizer)");
   app.add_option("--optimizer", train.optimizer,
                  "sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta, "
-                 "rprop, asgd or lamb")
+                 "rprop, asgd, lamb or adafactor")
       ->check(CLI::IsMember({"sgd", "adam", "adamw", "adagrad", "rmsprop", "lion", "adamax",
-                             "nadam", "radam", "adadelta", "rprop", "asgd", "lamb"}));
+                             "nadam", "radam", "adadelta", "rprop", "asgd", "lamb", "adafactor"}));
   app.add_option("--lr", train.lr,
                  "base learning rate (default as PyTorch: adagrad, rmsprop, rprop, asgd 1e-2; "
                  "adamax, nadam 2e-3; adadelta 1; lion 1e-4; else 1e-3; rprop's initial step "
@@ -95,6 +95,24 @@ int main(int argc, char **argv) {
                "decay is 0 (timm's always_adapt)");
   app.add_flag("--trust-clip", train.trustClip,
                "LAMB: the trust ratio at most 1 (timm's trust_clip, LAMBC)");
+  app.add_option("--beta1", train.adafactorBeta1,
+                 "Adafactor: keep a first moment with this beta1 (Hugging Face's beta1; "
+                 "default none; the other optimizers take --betas)");
+  app.add_option("--eps2", train.eps2,
+                 "Adafactor: the least param RMS that scales its step (Hugging Face's eps[1], "
+                 "default 1e-3; --eps is eps[0], default 1e-30)");
+  app.add_option("--clip-threshold", train.clipThreshold,
+                 "Adafactor: an update whose RMS is above this is scaled down to it (default 1)");
+  app.add_option("--decay-rate", train.decayRate,
+                 "Adafactor: the second moment's beta2 is 1 - step^R (default -0.8)");
+  app.add_flag("--relative-step", train.relativeStep,
+               "Adafactor: the lr is min(1e-2, 1/sqrt(step)), not --lr (Hugging Face's "
+               "relative_step)");
+  app.add_flag("--warmup-init", train.warmupInit,
+               "Adafactor with --relative-step: min(1e-6 * step, 1/sqrt(step))");
+  app.add_flag("--no-scale-parameter", train.noScaleParameter,
+               "Adafactor: the step not scaled by the param's RMS (Hugging Face's "
+               "scale_parameter=False)");
   app.add_flag("--maximize", train.maximize,
                "maximize the loss, as torch's maximize=True (any optimizer; a "
                "--param-group with maximize=false descends)");
@@ -340,27 +358,85 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     return plait::reportError(e.what()); // quotes the value given: made printable
   }
-  for (const char *flag : {"--optimizer", "--lr", "--weight-decay", "--momentum", "--dampening",
-                           "--nesterov", "--betas", "--eps", "--alpha", "--centered",
-                           "--lr-decay", "--amsgrad", "--maximize", "--decoupled-weight-decay",
-                           "--initial-accumulator-value", "--rho", "--no-weight-decay",
-                           "--etas", "--step-sizes", "--lambd", "--asgd-alpha", "--t0",
-                           "--lr-scale", "--param-group", "--always-adapt", "--trust-clip",
-                           "--momentum-decay", "--freeze", "--clip-grad-norm",
-                           "--clip-grad-norm-type", "--log-grad-norm", "--clip-grad-value",
+  for (const char *flag : {"--optimizer",
+                           "--lr",
+                           "--weight-decay",
+                           "--momentum",
+                           "--dampening",
+                           "--nesterov",
+                           "--betas",
+                           "--eps",
+                           "--alpha",
+                           "--centered",
+                           "--lr-decay",
+                           "--amsgrad",
+                           "--maximize",
+                           "--decoupled-weight-decay",
+                           "--initial-accumulator-value",
+                           "--rho",
+                           "--no-weight-decay",
+                           "--etas",
+                           "--step-sizes",
+                           "--lambd",
+                           "--asgd-alpha",
+                           "--t0",
+                           "--lr-scale",
+                           "--param-group",
+                           "--always-adapt",
+                           "--trust-clip",
+                           "--beta1",
+                           "--eps2",
+                           "--clip-threshold",
+                           "--decay-rate",
+                           "--relative-step",
+                           "--warmup-init",
+                           "--no-scale-parameter",
+                           "--momentum-decay",
+                           "--freeze",
+                           "--clip-grad-norm",
+                           "--clip-grad-norm-type",
+                           "--log-grad-norm",
+                           "--clip-grad-value",
                            "--label-smoothing",
                            "--ema-decay",
-                           "--ema-warmup", "--ema-buffers", "--ema-power", "--ema-inv-gamma",
-                           "--ema-min-decay", "--ema-start", "--ema-every", "--lr-schedule",
-                           "--warmup-steps", "--total-steps", "--min-lr", "--lr-gamma",
-                           "--lr-step-size", "--lr-power", "--decay-steps", "--lr-milestones",
-                           "--lr-cycle-steps", "--lr-cycle-mult", "--lr-step-size-down",
-                           "--lr-cyclic-mode", "--lr-pct-start", "--lr-anneal",
-                           "--lr-three-phase", "--lr-div-factor", "--lr-final-div-factor",
-                           "--base-momentum", "--max-momentum", "--no-cycle-momentum",
-                           "--lr-patience", "--lr-threshold", "--lr-threshold-mode",
-                           "--lr-cooldown", "--lr-eps", "--lr-plateau-steps", "--micro-batches",
-                           "--precision", "--sync-batch-norm", "--padding-idx"})
+                           "--ema-warmup",
+                           "--ema-buffers",
+                           "--ema-power",
+                           "--ema-inv-gamma",
+                           "--ema-min-decay",
+                           "--ema-start",
+                           "--ema-every",
+                           "--lr-schedule",
+                           "--warmup-steps",
+                           "--total-steps",
+                           "--min-lr",
+                           "--lr-gamma",
+                           "--lr-step-size",
+                           "--lr-power",
+                           "--decay-steps",
+                           "--lr-milestones",
+                           "--lr-cycle-steps",
+                           "--lr-cycle-mult",
+                           "--lr-step-size-down",
+                           "--lr-cyclic-mode",
+                           "--lr-pct-start",
+                           "--lr-anneal",
+                           "--lr-three-phase",
+                           "--lr-div-factor",
+                           "--lr-final-div-factor",
+                           "--base-momentum",
+                           "--max-momentum",
+                           "--no-cycle-momentum",
+                           "--lr-patience",
+                           "--lr-threshold",
+                           "--lr-threshold-mode",
+                           "--lr-cooldown",
+                           "--lr-eps",
+                           "--lr-plateau-steps",
+                           "--micro-batches",
+                           "--precision",
+                           "--sync-batch-norm",
+                           "--padding-idx"})
     if (app.count(flag) && !train.enabled) {
       std::cerr << "plait-compile: " << flag << " needs --train\n";
       return 1;
@@ -520,8 +596,16 @@ int main(int argc, char **argv) {
   const std::vector<std::pair<const char *, std::vector<std::string>>> optimizerFlags = {
       {"--betas", {"adam", "adamw", "lion", "adamax", "nadam", "radam", "lamb"}},
       {"--eps",
-       {"adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta", "lamb"}},
+       {"adam", "adamw", "adagrad", "rmsprop", "adamax", "nadam", "radam", "adadelta", "lamb",
+        "adafactor"}},
       {"--always-adapt", {"lamb"}},
+      {"--beta1", {"adafactor"}},
+      {"--eps2", {"adafactor"}},
+      {"--clip-threshold", {"adafactor"}},
+      {"--decay-rate", {"adafactor"}},
+      {"--relative-step", {"adafactor"}},
+      {"--warmup-init", {"adafactor"}},
+      {"--no-scale-parameter", {"adafactor"}},
       {"--trust-clip", {"lamb"}},
       {"--momentum", {"sgd", "rmsprop"}},
       {"--dampening", {"sgd"}},
@@ -533,7 +617,7 @@ int main(int argc, char **argv) {
       {"--rho", {"adadelta"}},
       {"--weight-decay",
        {"sgd", "adam", "adamw", "adagrad", "rmsprop", "lion", "adamax", "nadam", "radam",
-        "adadelta", "asgd", "lamb"}},
+        "adadelta", "asgd", "lamb", "adafactor"}},
       {"--etas", {"rprop"}},
       {"--step-sizes", {"rprop"}},
       {"--lambd", {"asgd"}},

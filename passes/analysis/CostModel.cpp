@@ -110,16 +110,26 @@ struct ElementCost {
 
 constexpr double T = kTranscendentalFlops;
 constexpr ElementCost kElementCosts[] = {
-    {"add", 1, false, "binary"},        {"sub", 1, false, "binary"},
-    {"mul", 1, false, "binary"},        {"div", 1, false, "binary"},
-    {"max", 1, false, "binary"},        {"min", 1, false, "binary"},
-    {"greater", 1, false, "binary"},    {"less", 1, false, "binary"},
-    {"equal", 1, false, "binary"},      {"and", 1, false, "binary"},
-    {"or", 1, false, "binary"},         {"neg", 1, false, "unary"},
-    {"shift_left", 1, false, "binary"}, {"shift_right", 1, false, "binary"},
-    {"abs", 1, false, "unary"},         {"relu", 1, false, "unary"},
-    {"not", 1, false, "unary"},         {"clamp", 2, false, "unary"},
-    {"reciprocal", 1, false, "unary"},  {"where", 1, false, "where"},
+    {"add", 1, false, "binary"},
+    {"sub", 1, false, "binary"},
+    {"mul", 1, false, "binary"},
+    {"div", 1, false, "binary"},
+    {"max", 1, false, "binary"},
+    {"min", 1, false, "binary"},
+    {"greater", 1, false, "binary"},
+    {"less", 1, false, "binary"},
+    {"equal", 1, false, "binary"},
+    {"and", 1, false, "binary"},
+    {"or", 1, false, "binary"},
+    {"neg", 1, false, "unary"},
+    {"shift_left", 1, false, "binary"},
+    {"shift_right", 1, false, "binary"},
+    {"abs", 1, false, "unary"},
+    {"relu", 1, false, "unary"},
+    {"not", 1, false, "unary"},
+    {"clamp", 2, false, "unary"},
+    {"reciprocal", 1, false, "unary"},
+    {"where", 1, false, "where"},
     // A fused program's rounding to bf16 (FusedElementwise.h): a few integer operations on
     // the value's bits, no memory.
     {"round_bf16", 2, false, "unary"},
@@ -127,44 +137,63 @@ constexpr ElementCost kElementCosts[] = {
     {"dropout_mask", 6, false, "unary"},
     // random: one hash per uniform element, two and a log, sqrt and cos per normal one.
     {"random", 10, false, "unary"},
-    {"cast", 1, false, "cast"},         {"exp", T, false, "transcendental"},
-    {"log", T, false, "transcendental"}, {"erf", T, false, "transcendental"},
-    {"tanh", T, false, "transcendental"}, {"sigmoid", T + 2, false, "transcendental"},
-    {"sqrt", T, false, "transcendental"}, {"rsqrt", T, false, "transcendental"},
-    {"sin", T, false, "transcendental"}, {"cos", T, false, "transcendental"},
-    {"gelu", T + 4, false, "transcendental"}, {"pow", 2 * T + 1, false, "pow"},
-    {"softmax", T + 4, false, "softmax"}, {"log_softmax", T + 4, false, "softmax"},
-    {"layer_norm", 8, false, "norm"},   {"rms_norm", 6, false, "norm"},
+    {"cast", 1, false, "cast"},
+    {"exp", T, false, "transcendental"},
+    {"log", T, false, "transcendental"},
+    {"erf", T, false, "transcendental"},
+    {"tanh", T, false, "transcendental"},
+    {"sigmoid", T + 2, false, "transcendental"},
+    {"sqrt", T, false, "transcendental"},
+    {"rsqrt", T, false, "transcendental"},
+    {"sin", T, false, "transcendental"},
+    {"cos", T, false, "transcendental"},
+    {"gelu", T + 4, false, "transcendental"},
+    {"pow", 2 * T + 1, false, "pow"},
+    {"softmax", T + 4, false, "softmax"},
+    {"log_softmax", T + 4, false, "softmax"},
+    {"layer_norm", 8, false, "norm"},
+    {"rms_norm", 6, false, "norm"},
     // With the residual add before them (add_layer_norm, add_rms_norm):
-    {"add_layer_norm", 9, false, "norm"}, {"add_rms_norm", 7, false, "norm"},
+    {"add_layer_norm", 9, false, "norm"},
+    {"add_rms_norm", 7, false, "norm"},
     // Their gradients: the statistics again, two row sums, dx and the parameter sums.
-    {"layer_norm_grad", 16, false, "norm"}, {"rms_norm_grad", 12, false, "norm"},
-    {"reduce_sum", 1, true, "reduction"}, {"reduce_mean", 1, true, "reduction"},
-    {"reduce_max", 1, true, "reduction"}, {"reduce_min", 1, true, "reduction"},
-    {"argmax", 1, true, "reduction"},   {"argmin", 1, true, "reduction"},
+    {"layer_norm_grad", 16, false, "norm"},
+    {"rms_norm_grad", 12, false, "norm"},
+    {"reduce_sum", 1, true, "reduction"},
+    {"reduce_mean", 1, true, "reduction"},
+    {"reduce_max", 1, true, "reduction"},
+    {"reduce_min", 1, true, "reduction"},
+    {"argmax", 1, true, "reduction"},
+    {"argmin", 1, true, "reduction"},
     // top_k: a compare per element, and a heap step for those that enter the k.
     {"top_k", 2, true, "reduction"},
     {"softmax_cross_entropy", T + 4, true, "loss"},
     {"softmax_cross_entropy_grad", T + 4, true, "loss_grad"},
-    {"nll_loss", 1, true, "reduction"}, {"nll_loss_grad", 1, false, "movement"},
-    {"max_pool2d", 1, true, "pool"},    {"avg_pool2d", 1, true, "pool"},
+    {"nll_loss", 1, true, "reduction"},
+    {"nll_loss_grad", 1, false, "movement"},
+    {"max_pool2d", 1, true, "pool"},
+    {"avg_pool2d", 1, true, "pool"},
     // A pool's gradient works over dx's windows: its result's elements (avg_pool2d_grad's
     // first operand is the smaller dy).
     {"max_pool2d_grad", 2, false, "pool_grad"},
     {"avg_pool2d_grad", 2, false, "pool_grad"},
     // torch's AdamW per element: decay, two moment updates, sqrt, divide, step: ~12 ops.
-    {"adamw_update", T + 12, false, "adamw"}, {"sgd_update", 4, false, "sgd"},
+    {"adamw_update", T + 12, false, "adamw"},
+    {"sgd_update", 4, false, "sgd"},
     // Adagrad: square, accumulate, sqrt, add eps, scale, divide, step; RMSprop: the same with
     // a decayed average (centered and momentum add theirs: extraUpdateFlops). Both read and
     // write like AdamW (a square root and a divide per element): its measured rate.
-    {"adagrad_update", T + 7, false, "adamw"}, {"rmsprop_update", T + 8, false, "adamw"},
+    {"adagrad_update", T + 7, false, "adamw"},
+    {"rmsprop_update", T + 8, false, "adamw"},
     // Lion: decay, interpolate, sign, step, the moment's update; no root or divide: SGD's rate.
     {"lion_update", 10, false, "sgd"},
     // Adamax: the moment, a decayed max of |g| + eps, the step (a divide, no root); NAdam: Adam's
     // moments, one root and two steps; RAdam: Adam's with a reciprocal and the rectification;
     // Adadelta: two roots, a divide and two decayed averages. All at AdamW's measured rate.
-    {"adamax_update", 11, false, "adamw"}, {"nadam_update", T + 15, false, "adamw"},
-    {"radam_update", T + 10, false, "adamw"}, {"adadelta_update", 2 * T + 14, false, "adamw"},
+    {"adamax_update", 11, false, "adamw"},
+    {"nadam_update", T + 15, false, "adamw"},
+    {"radam_update", T + 10, false, "adamw"},
+    {"adadelta_update", 2 * T + 14, false, "adamw"},
     // Rprop: the sign of g * prev, two selects, the clamped step size, the masked gradient's
     // sign and the step: ~9 compares and selects, no root or divide: SGD's rate.
     {"rprop_update", 9, false, "sgd"},
@@ -174,17 +203,27 @@ constexpr ElementCost kElementCosts[] = {
     // LAMB: Adam's moments and direction plus the decay term and the scaled step; a whole
     // tensor's update that adapts computes the direction twice (its norms pass: the norms'
     // entry, added by extraUpdateFlops). lamb_norms: the direction and two squares summed.
-    {"lamb_update", T + 12, false, "adamw"},  {"lamb_norms", T + 14, true, "adamw"},
+    {"lamb_update", T + 12, false, "adamw"},
+    {"lamb_norms", T + 14, true, "adamw"},
+    // Adafactor: the param's squares (scale_parameter), g^2 + eps into a row and a column
+    // sum, then u = rsqrt(row / mean) * rsqrt(col) * g twice (its RMS, then the step: a root
+    // and a divide each), the clip, the step size, the decay and the move.
+    {"adafactor_update", 2 * T + 20, false, "adamw"},
     // The weight EMA: two products and a sum per element, reading and writing like SGD.
     {"weight_ema", 3, false, "sgd"},
     // Data movement: one load and store per element moved (the CPU backend's loops; on GPUs
     // these are memory-bound and the bytes term decides). reshape is a view: no rate.
     // "movement" permutes or gathers elements; "copy" moves contiguous runs.
-    {"transpose", 1, false, "movement"}, {"reshape", 1, false, nullptr},
-    {"broadcast_to", 1, false, "movement"}, {"gather", 1, false, "movement"},
-    {"gather_grad", 1, false, "movement"}, {"trilu", 1, false, "movement"},
-    {"concat", 1, false, "copy"},       {"split", 1, true, "copy"},
-    {"slice", 1, false, "copy"},        {"pad", 1, false, "copy"},
+    {"transpose", 1, false, "movement"},
+    {"reshape", 1, false, nullptr},
+    {"broadcast_to", 1, false, "movement"},
+    {"gather", 1, false, "movement"},
+    {"gather_grad", 1, false, "movement"},
+    {"trilu", 1, false, "movement"},
+    {"concat", 1, false, "copy"},
+    {"split", 1, true, "copy"},
+    {"slice", 1, false, "copy"},
+    {"pad", 1, false, "copy"},
     {"local_shard", 1, false, "copy"},
 };
 
@@ -279,15 +318,52 @@ double rowGrains(double rows, double width, int64_t grain) {
 /// calls: Unary-, Binary-, Cast-, Random- and OptimizerKernels.cpp). argmax, argmin and
 /// reshape run on one thread (pools, norms, reductions, losses, gathers and movement: below).
 bool splitsElements(std::string_view k) {
-  static constexpr std::string_view kSplit[] = {
-      "add", "sub", "mul", "div", "max", "min", "greater", "less", "equal", "and", "or",
-      "neg", "abs", "relu", "reciprocal", "exp", "log", "erf", "tanh", "sigmoid", "sqrt",
-      "rsqrt", "sin", "cos", "gelu", "adamw_update", "sgd_update", "adagrad_update",
-      "rmsprop_update", "lion_update", "adamax_update", "nadam_update", "radam_update",
-      "adadelta_update", "rprop_update", "asgd_update", "lamb_update", "weight_ema", "where",
-      "clamp",
-      "not", "cast", "pow",
-      "dropout_mask", "random"};
+  static constexpr std::string_view kSplit[] = {"add",
+                                                "sub",
+                                                "mul",
+                                                "div",
+                                                "max",
+                                                "min",
+                                                "greater",
+                                                "less",
+                                                "equal",
+                                                "and",
+                                                "or",
+                                                "neg",
+                                                "abs",
+                                                "relu",
+                                                "reciprocal",
+                                                "exp",
+                                                "log",
+                                                "erf",
+                                                "tanh",
+                                                "sigmoid",
+                                                "sqrt",
+                                                "rsqrt",
+                                                "sin",
+                                                "cos",
+                                                "gelu",
+                                                "adamw_update",
+                                                "sgd_update",
+                                                "adagrad_update",
+                                                "rmsprop_update",
+                                                "lion_update",
+                                                "adamax_update",
+                                                "nadam_update",
+                                                "radam_update",
+                                                "adadelta_update",
+                                                "rprop_update",
+                                                "asgd_update",
+                                                "lamb_update",
+                                                "adafactor_update",
+                                                "weight_ema",
+                                                "where",
+                                                "clamp",
+                                                "not",
+                                                "cast",
+                                                "pow",
+                                                "dropout_mask",
+                                                "random"};
   return std::find(std::begin(kSplit), std::end(kSplit), k) != std::end(kSplit);
 }
 

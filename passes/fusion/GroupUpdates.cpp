@@ -43,9 +43,12 @@ namespace {
 
 /// Whether `op` is an update this pass groups: f32 or f64 tensors (half-precision updates
 /// stage through f32 copies per tensor, which the grouped kernel does not do), not a LAMB
-/// update of a flat shard (its norms come from the whole unit: it stands alone).
+/// update of a flat shard (its norms come from the whole unit: it stands alone), not an
+/// Adafactor update.
 bool groupable(Operation *op) {
-  if (!isOptimizerUpdate(op) || op->hasAttr("segments"))
+  // Adafactor's updates stand alone too: their states are not of their param's shape, and
+  // each takes row, column and whole-tensor sums of its own.
+  if (!isOptimizerUpdate(op) || op->hasAttr("segments") || isa<AdafactorUpdateOp>(op))
     return false;
   auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   return type && (type.getElementType().isF32() || type.getElementType().isF64());

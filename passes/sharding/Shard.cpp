@@ -188,6 +188,16 @@ SmallVector<StringRef> stateSuffixes(Operation *update) {
     return {"square_avg", "acc_delta"};
   if (isa<RpropUpdateOp>(update))
     return {"prev", "step_size"};
+  if (auto adafactor = dyn_cast<AdafactorUpdateOp>(update)) {
+    SmallVector<StringRef> names;
+    if (adafactor.getBeta1())
+      names.push_back("exp_avg");
+    if (adafactor.factored())
+      names.append({"exp_avg_sq_row", "exp_avg_sq_col"});
+    else
+      names.push_back("exp_avg_sq");
+    return names;
+  }
   if (auto rmsprop = dyn_cast<RMSpropUpdateOp>(update)) {
     SmallVector<StringRef> names{"square_avg"};
     if (rmsprop.getCentered())
@@ -441,6 +451,20 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         return signalPassFailure();
       }
 
+    // Adafactor's second moment is a row and a column of each param's last two dimensions
+    // (and every update takes the RMS of its whole param): not a flat shard's elements.
+    for (Unit &u : units)
+      if (worldSize > 1 && u.placement.shardsOptimizer() &&
+          isa<AdafactorUpdateOp>(u.params.front()->update)) {
+        module.emitError("unit '")
+            << u.name << "' is placed " << u.placement.str()
+            << ", which cuts its optimizer states into flat shards; Adafactor's factored "
+               "states follow its params' rows and columns (place it ddp: --strategy ddp, "
+               "or --placement '"
+            << u.name << "=ddp')";
+        return signalPassFailure();
+      }
+
     // With micro-batches, units with sharded gradients reduce each micro-batch's.
     int64_t microBatches = 1;
     if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train"))
@@ -508,6 +532,19 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     }
   }
 
+  /// The elements of unit `u`'s optimizer states (and weight EMA averages), as they are
+  /// before sharding.
+  static int64_t stateElements(const Unit &u) {
+    int64_t n = 0;
+    for (TrainableParam *p : u.params) {
+      for (Value state : stateOperands(p->update))
+        n += cast<RankedTensorType>(state.getType()).getNumElements();
+      if (emaOf(p->update))
+        n += p->type().getNumElements();
+    }
+    return n;
+  }
+
   void recordUnits(ModuleOp module, const std::vector<Unit> &units) {
     OpBuilder b(module.getContext());
     module->setAttr(kWorldSizeAttr, b.getI64IntegerAttr(worldSize));
@@ -549,6 +586,13 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         entries.push_back(b.getNamedAttr("accumulate_in_shard", b.getBoolAttr(true)));
       if (u.deferReplicaReduce)
         entries.push_back(b.getNamedAttr("defer_replica_reduce", b.getBoolAttr(true)));
+      // States not of their params' shapes (Adafactor's rows and columns; placed ddp only):
+      // their own element count, where states_per_param x numel would misstate it.
+      const int64_t states = stateElements(u);
+      const int64_t perParam = int64_t(stateOperands(u.params.front()->update).size() +
+                                       (emaOf(u.params.front()->update) ? 1 : 0));
+      if (states != perParam * u.numel())
+        entries.push_back(b.getNamedAttr("state_elements", b.getI64IntegerAttr(states)));
       list.push_back(b.getDictionaryAttr(entries));
     }
     module->setAttr("plait.units", b.getArrayAttr(list));

@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "runtime/OptimizerSchedule.h"
+#include "runtime/cpu/AdafactorSupport.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/OptimizerSupport.h"
@@ -813,6 +814,7 @@ void registerOptimizerKernels() {
   registerKernel("asgd_update", &asgdUpdateKernel);
   registerTwoStateUpdateKernels();
   registerLambKernels();
+  registerAdafactorKernels();
   registerKernel("grouped_update", &groupedUpdateKernel);
   registerKernel("weight_ema", &weightEmaKernel);
 }

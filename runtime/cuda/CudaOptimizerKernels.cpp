@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/cpu/AdafactorSupport.h"
 #include "runtime/cpu/OptimizerSupport.h"
 #include "runtime/cuda/CudaKernelSupport.h"
 
@@ -726,6 +727,66 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
   return s;
 }
 
+/// adafactor_update (param, grad, lr, step, [exp_avg,] row and col | exp_avg_sq): the CPU
+/// kernel's checks (cpu::readAdafactorLayout), the host lr and step checked, then
+/// launchAdafactor with its sums in workspace. f32 and f64 (bf16-mixed keeps f32 masters).
+Status adafactorUpdateKernel(const CudaKernelCall &call) {
+  constexpr std::string_view kAdafactor = "adafactor_update";
+  cpu::AdafactorStep s;
+  PLAIT_RETURN_IF_ERROR(cpu::readAdafactorLayout(kAdafactor, call.asHostCall(), s));
+  const TensorView *in = call.inputs.data();
+  const DType dtype = in[0].dtype;
+  if (dtype != DType::F32 && dtype != DType::F64)
+    return noCudaDtype(kAdafactor, dtype);
+  double lr = 0, step = 0;
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kAdafactor, "lr", 2, lr));
+  PLAIT_RETURN_IF_ERROR(readScalar(call, kAdafactor, "step", 3, step));
+  PLAIT_RETURN_IF_ERROR(checkStep(call, kAdafactor, step));
+  AdafactorFactors f;
+  f.eps1 = s.eps1;
+  f.eps2 = s.eps2;
+  f.clipThreshold = s.clipThreshold;
+  f.decayRate = s.decayRate;
+  f.weightDecay = s.weightDecay;
+  f.beta1 = s.beta1;
+  f.firstMoment = s.firstMoment;
+  f.scaleParameter = s.scaleParameter;
+  f.relativeStep = s.relativeStep;
+  f.warmupInit = s.warmupInit;
+  f.lrScale = call.attrs.getFloat("lr_scale", 1.0);
+  if (!(f.lrScale >= 0))
+    return Status::errorf("{}: lr_scale must be >= 0, got {}", kAdafactor, f.lrScale);
+  uint64_t used = 0;
+  void *work = nullptr;
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(
+      call, kAdafactor, adafactorWorkspaceBytes(s.numel, s.batches, s.factored), used, work));
+  if (call.check)
+    return {};
+  AdafactorTensor t;
+  auto input = [&](int k) { return k < 0 ? nullptr : in[size_t(k)].data; };
+  auto output = [&](int k) { return k < 0 ? nullptr : call.outputs[size_t(k - 3)].data; };
+  t.param = in[0].data;
+  t.grad = in[1].data;
+  t.m = input(s.mState);
+  t.row = input(s.rowState);
+  t.col = input(s.colState);
+  t.v = input(s.vState);
+  t.newParam = call.outputs[0].data;
+  t.newM = output(s.mState);
+  t.newRow = output(s.rowState);
+  t.newCol = output(s.colState);
+  t.newV = output(s.vState);
+  t.factored = s.factored;
+  t.batches = s.batches;
+  t.rows = s.rows;
+  t.cols = s.cols;
+  t.n = s.numel;
+  t.lr = static_cast<const double *>(in[2].data);
+  t.step = static_cast<const float *>(in[3].data);
+  return launched(launchAdafactor(code(dtype), t, f, static_cast<double *>(work), call.stream),
+                  kAdafactor);
+}
+
 /// weight_ema(params..., emas..., step) -> new emas: cpu::planWeightEma's checks, the step's
 /// on the host copy; the kernels read the device copy (launchWeightEmas, a launch per dtype
 /// and kMaxEmaTensors averages).
@@ -776,6 +837,7 @@ void registerCudaOptimizerKernels() {
   registerCudaKernel("asgd_update", &asgdUpdateKernel);
   registerCudaKernel("lamb_update", &lambUpdateKernel);
   registerCudaKernel("lamb_norms", &lambNormsKernel);
+  registerCudaKernel("adafactor_update", &adafactorUpdateKernel);
   registerCudaKernel("grouped_update", &groupedUpdateKernel);
   registerCudaKernel("weight_ema", &weightEmaKernel);
 }

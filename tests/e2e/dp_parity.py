@@ -40,11 +40,13 @@ import onnx
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from train_parity import KEY_BIAS, SAMPLES, make_dataset, read_safetensors  # noqa: E402
+from train_parity import (KEY_BIAS, SAMPLES, WHOLE_KEY_BIAS, make_dataset,  # noqa: E402
+                          read_safetensors)
 
 # Optimizer tensors per param (sgd with momentum; rmsprop: states_of).
 STATES = {"adam": 2, "adamw": 2, "sgd": 1, "adagrad": 1, "lion": 1, "adamax": 2, "nadam": 2,
-          "radam": 2, "adadelta": 2, "rprop": 2, "asgd": 1, "lamb": 2}
+          "radam": 2, "adadelta": 2, "rprop": 2, "asgd": 1, "lamb": 2,
+          "adafactor": 0}  # adafactor: rows and columns, adafactor_state_bytes
 TRAIN = {
     "mlp": ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"],
     "gpt": ["--optimizer", "adamw", "--lr", "3e-3"],
@@ -53,11 +55,36 @@ MIXED = {"mlp": "fc1=ddp,fc2|head=fsdp", "gpt": "wte|wpe=ddp,blocks=fsdp,ln_f|lm
 
 
 def placements(world):
+    if adafactor():  # its factored states are not cut into flat shards: ddp only
+        return [("ddp", [])]
     out = [("ddp", []), ("zero1", []), ("zero2", []), ("zero3", []), ("fsdp", []),
            ("fsdp-noreshard", ["--no-reshard-after-forward", "--prefetch", "2"])]
     if world == 4:
         out.append(("hsdp:2", []))
     return out
+
+
+def adafactor():
+    """Whether the run trains with Adafactor (whose states are rows and columns)."""
+    return any(flags[flags.index("--optimizer") + 1] == "adafactor" for flags in TRAIN.values()
+               if "--optimizer" in flags)
+
+
+def adafactor_state_bytes(model, names, flags):
+    """Bytes of Adafactor's states for params `names` of ONNX `model` (f32): a row and a
+    column (the shape without its last, and without its second-to-last, dimension) for a
+    param of rank >= 2, else a whole exp_avg_sq; with --beta1, an exp_avg too."""
+    shapes = {i.name: list(i.dims) for i in onnx.load(str(model)).graph.initializer}
+    total = 0
+    for name in names:
+        shape = shapes[name]
+        if len(shape) >= 2:
+            total += int(np.prod(shape[:-1])) + int(np.prod(shape[:-2] + shape[-1:]))
+        else:
+            total += int(np.prod(shape))
+        if "--beta1" in flags:
+            total += int(np.prod(shape))
+    return 4 * total
 
 
 def rebatch(src, dst, batch):
@@ -122,7 +149,7 @@ def compare(name, losses, weights, ref_losses, ref_w, steps):
         problems.append("losses differ: max rel %.3g" % rel.max())
     # Adam's, AdamW's and Lion's steps do not shrink with the gradient (a ratio to its RMS, a
     # sign): a gradient at rounding noise moves its weight by about lr either way.
-    adamw = TRAIN[name][1] in ("adam", "adamw", "lion")
+    adamw = TRAIN[name][1] in ("adam", "adamw", "lion", "adafactor")
     weight_issues, worst = weight_problems(adamw, {k: v for k, v in weights.items() if k != "ema"},
                                            {k: v for k, v in ref_w.items() if k != "ema"})
     if "ema" in ref_w:  # the weight EMA, gathered from its shards, as the reference's
@@ -151,8 +178,9 @@ def weight_problems(adamw, weights, ref_w):
             problems.append("weight %s missing or reshaped" % key)
             continue
         a, b = got.copy(), ref.copy()
-        if adamw and key in KEY_BIAS:
-            a[KEY_BIAS[key]] = b[KEY_BIAS[key]] = 0
+        masked = WHOLE_KEY_BIAS if adafactor() else KEY_BIAS  # train_parity says why
+        if adamw and key in masked:
+            a[masked[key]] = b[masked[key]] = 0
         d = np.abs(a - b)
         worst = max(worst, float(d.max()))
         if (d - 1e-4 * np.abs(b)).max() > atol:
@@ -246,7 +274,20 @@ def main():
 
         model = tmp / ("%s-b%d.onnx" % (name, global_batch // world))
         rebatch(SAMPLES / name / (name + ".onnx"), model, global_batch // world)
-        runs = placements(world) + [("mixed", ["--placement", MIXED[name]])]
+        runs = placements(world)
+        if adafactor():
+            # A sharded placement is refused in one line naming the unit, exit code 1.
+            p = subprocess.run([compile_bin, model, "--train", *TRAIN[name], "--world-size",
+                                str(world), "--strategy", "zero1", "-o", tmp / "no.plan"],
+                               capture_output=True, text=True, timeout=120)
+            lines = p.stderr.strip().splitlines()
+            if p.returncode != 1 or len(lines) != 1 or "Adafactor" not in p.stderr:
+                failures.append("%s zero1: expected a one-line refusal, exit 1; got %d: %s"
+                                % (name, p.returncode, p.stderr))
+            else:
+                print("%-5s world %d zero1: refused: %s" % (name, world, lines[0]))
+        else:
+            runs.append(("mixed", ["--placement", MIXED[name]]))
         for label, extra in runs:
             strategy = label.split("-")[0] if label != "mixed" else "fsdp"
             plan, report_path = tmp / "dp.plan", tmp / "report.json"
@@ -275,6 +316,9 @@ def main():
             expect = np.zeros(3, dtype=np.int64)
             for unit in report["units"]:
                 forms = closed_forms(unit, world, states_of(TRAIN[name], unit["params"][0]))
+                if adafactor():
+                    forms = forms[:2] + (adafactor_state_bytes(model, unit["params"],
+                                                               TRAIN[name]),)
                 got = (unit["params_bytes"], unit["grads_bytes"], unit["optimizer_bytes"])
                 if got != forms:
                     problems.append("unit %s: report %s, closed forms %s" % (unit["name"], got,

@@ -36,6 +36,10 @@ SAMPLES = ROOT / "samples"
 # RMS, so these entries take lr-sized steps in directions set by the noise: they cannot agree
 # between any two implementations. SGD keeps them at noise level, so gpt-sgd checks them.
 KEY_BIAS = {f"blocks.{i}.attn.qkv.bias": slice(32, 64) for i in range(2)}
+# The whole qkv biases: an Adafactor step divides each unfactored gradient by the root of its
+# own square's average (g / |g| at step 1), and clips the update by its RMS over the whole
+# tensor, so the key slice's rounding noise (|g| ~ 1e-10) moves the query and value parts too.
+WHOLE_KEY_BIAS = {f"blocks.{i}.attn.qkv.bias": slice(0, None) for i in range(2)}
 LR = torch.optim.lr_scheduler
 
 
@@ -154,6 +158,93 @@ class RAdamW(torch.optim.Optimizer):
                     p.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
                 else:
                     p.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
+
+
+class Adafactor(torch.optim.Optimizer):
+    """Hugging Face transformers' Adafactor (transformers/optimization.py; neither PyTorch
+    1.13 nor this machine has it), step for step: the second moment of grad^2 + eps[0]
+    factored into a row and a column for params of rank >= 2, the update's RMS clipped to
+    clip_threshold, the step size lr (or min(1e-2, 1/sqrt(step)) with relative_step) times
+    max(eps[1], rms(param)) with scale_parameter, an optional first moment (beta1), decoupled
+    weight decay. With maximize, the gradient negated first (plait's --maximize)."""
+
+    def __init__(self, params, lr=None, eps=(1e-30, 1e-3), clip_threshold=1.0,
+                 decay_rate=-0.8, beta1=None, weight_decay=0.0, scale_parameter=True,
+                 relative_step=True, warmup_init=False, maximize=False):
+        super().__init__(params, dict(lr=lr, eps=eps, clip_threshold=clip_threshold,
+                                      decay_rate=decay_rate, beta1=beta1,
+                                      weight_decay=weight_decay,
+                                      scale_parameter=scale_parameter,
+                                      relative_step=relative_step, warmup_init=warmup_init,
+                                      maximize=maximize))
+
+    @staticmethod
+    def _get_lr(group, state):
+        rel_step_sz = group["lr"]
+        if group["relative_step"]:
+            min_step = 1e-6 * state["step"] if group["warmup_init"] else 1e-2
+            rel_step_sz = min(min_step, 1.0 / math.sqrt(state["step"]))
+        param_scale = 1.0
+        if group["scale_parameter"]:
+            param_scale = max(group["eps"][1], state["RMS"])
+        return param_scale * rel_step_sz
+
+    @staticmethod
+    def _rms(tensor):
+        return tensor.norm(2) / (tensor.numel() ** 0.5)
+
+    @staticmethod
+    def _approx_sq_grad(exp_avg_sq_row, exp_avg_sq_col):
+        r_factor = (exp_avg_sq_row / exp_avg_sq_row.mean(dim=-1, keepdim=True)).rsqrt_()
+        c_factor = exp_avg_sq_col.unsqueeze(-2).rsqrt()
+        return torch.mul(r_factor.unsqueeze(-1), c_factor)
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = -p.grad if group["maximize"] else p.grad
+                state = self.state[p]
+                shape = grad.shape
+                factored = len(shape) >= 2
+                use_first_moment = group["beta1"] is not None
+                if not state:
+                    state["step"] = 0
+                    if use_first_moment:
+                        state["exp_avg"] = torch.zeros_like(grad)
+                    if factored:
+                        state["exp_avg_sq_row"] = torch.zeros(shape[:-1])
+                        state["exp_avg_sq_col"] = torch.zeros(shape[:-2] + shape[-1:])
+                    else:
+                        state["exp_avg_sq"] = torch.zeros_like(grad)
+                    state["RMS"] = 0
+                state["step"] += 1
+                state["RMS"] = self._rms(p)
+                lr = self._get_lr(group, state)
+                beta2t = 1.0 - math.pow(state["step"], group["decay_rate"])
+                update = (grad ** 2) + group["eps"][0]
+                if factored:
+                    exp_avg_sq_row = state["exp_avg_sq_row"]
+                    exp_avg_sq_col = state["exp_avg_sq_col"]
+                    exp_avg_sq_row.mul_(beta2t).add_(update.mean(dim=-1), alpha=(1.0 - beta2t))
+                    exp_avg_sq_col.mul_(beta2t).add_(update.mean(dim=-2), alpha=(1.0 - beta2t))
+                    update = self._approx_sq_grad(exp_avg_sq_row, exp_avg_sq_col)
+                    update.mul_(grad)
+                else:
+                    exp_avg_sq = state["exp_avg_sq"]
+                    exp_avg_sq.mul_(beta2t).add_(update, alpha=(1.0 - beta2t))
+                    update = exp_avg_sq.rsqrt().mul_(grad)
+                update.div_((self._rms(update) / group["clip_threshold"]).clamp_(min=1.0))
+                update.mul_(lr)
+                if use_first_moment:
+                    exp_avg = state["exp_avg"]
+                    exp_avg.mul_(group["beta1"]).add_(update, alpha=(1 - group["beta1"]))
+                    update = exp_avg
+                if group["weight_decay"] != 0:
+                    p.add_(p, alpha=(-group["weight_decay"] * lr))
+                p.add_(-update)
 
 
 class Lamb(torch.optim.Optimizer):
@@ -780,6 +871,22 @@ CONFIGS = {
                                "--no-weight-decay", "bias|ln"],
                        lambda p: Lamb(p, lr=3e-3), clip=1.0, noise_only=KEY_BIAS,
                        no_decay="bias|ln"),
+    # Adafactor (Hugging Face's): the second moment factored for matrices (and the cnn's
+    # 4-D kernels, over their last two dimensions), the step scaled by each param's RMS; with
+    # a first moment and decoupled decay; the relative step (the lr ignored).
+    "mlp-adafactor": config("mlp", ["--optimizer", "adafactor", "--lr", "1e-2"],
+                            lambda p: Adafactor(p, lr=1e-2, relative_step=False),
+                            states=["exp_avg_sq_row", "exp_avg_sq_col", "exp_avg_sq"]),
+    "cnn-adafactor": config("cnn", ["--optimizer", "adafactor", "--lr", "3e-3", "--beta1", "0.9",
+                                    "--weight-decay", "0.01", "--no-scale-parameter"],
+                            lambda p: Adafactor(p, lr=3e-3, beta1=0.9, weight_decay=0.01,
+                                                scale_parameter=False, relative_step=False),
+                            states=["exp_avg", "exp_avg_sq_row", "exp_avg_sq_col"]),
+    "gpt-adafactor": config("gpt", ["--optimizer", "adafactor", "--relative-step",
+                                    "--clip-threshold", "0.5", "--decay-rate", "-0.6",
+                                    "--clip-grad-norm", "1.0"],
+                            lambda p: Adafactor(p, clip_threshold=0.5, decay_rate=-0.6),
+                            clip=1.0, noise_only=WHOLE_KEY_BIAS),
     # Rprop's steps are signs times per-element step sizes (lr on step 1, then grown by etaplus
     # or shrunk by etaminus as each gradient keeps or flips its sign).
     "mlp-rprop": config("mlp", ["--optimizer", "rprop"],
@@ -961,7 +1068,8 @@ def train_torch(model, cfg, data, batch, steps, input_order, spans=None, states=
     if states is not None:
         for n, p in model.named_parameters():
             for key in cfg["states"] or []:
-                states[f"{n}.{key}"] = opt.state[p][key].detach().numpy()
+                if key in opt.state[p]:  # Adafactor: a row and a column, or a whole state
+                    states[f"{n}.{key}"] = opt.state[p][key].detach().numpy()
     if averaged is not None:  # the averaged params, under the model's names
         states["ema"] = {n: p.detach().numpy() for n, p in averaged.module.named_parameters()}
     if scheduled is not None:
@@ -1156,6 +1264,8 @@ def compare_training(label, plait_losses, plait_weights, torch_losses, torch_wei
             continue
         if noise_only:
             got, want = outside(noise_only, k, got), outside(noise_only, k, want)
+            if got.size == 0:  # all noise (WHOLE_KEY_BIAS)
+                continue
         worst_weight = max(worst_weight, float(np.max(np.abs(got - want))))
         if not np.allclose(got, want, rtol=rtol, atol=atol):
             print(f"{label}: weight {k}: max |plait - pytorch| = {np.max(np.abs(got - want)):.2e}")

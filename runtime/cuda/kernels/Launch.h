@@ -424,6 +424,43 @@ constexpr int kMaxEmaTensors = 80;
 cudaError_t launchWeightEmas(int dtype, const EmaTensor *tensors, int64_t count, const float *step,
                              const EmaSchedule &schedule, cudaStream_t stream);
 
+//===--- Adafactor (Adafactor.cu) --------------------------------------------------------===//
+
+/// adafactor_update's settings (runtime/cpu/AdafactorSupport.h reads and checks them); the
+/// factors of the step (the relative step size, beta2t) are computed on the device from the
+/// step's lr and step, as AdafactorStep::setStep does.
+struct AdafactorFactors {
+  double eps1 = 1e-30, eps2 = 1e-3, clipThreshold = 1, decayRate = -0.8, weightDecay = 0;
+  double beta1 = 0, lrScale = 1;
+  bool firstMoment = false, scaleParameter = true, relativeStep = false, warmupInit = false;
+};
+/// One adafactor_update: the param as [batches, rows, cols] (factored) or n elements, its
+/// operands (m: exp_avg or null; row and col when factored, else v) and results (each may
+/// alias the operand it replaces), and its lr (f64) and step (f32) in device memory.
+struct AdafactorTensor {
+  const void *param = nullptr, *grad = nullptr, *m = nullptr, *row = nullptr, *col = nullptr,
+             *v = nullptr;
+  void *newParam = nullptr, *newM = nullptr, *newRow = nullptr, *newCol = nullptr, *newV = nullptr;
+  bool factored = false;
+  int64_t batches = 1, rows = 1, cols = 1, n = 0;
+  const double *lr = nullptr;
+  const float *step = nullptr;
+};
+/// The slots the param's and the update's squares are summed in (a block each, over a fixed
+/// share of the elements: sums that do not depend on the grid), as LAMB's norms.
+inline int64_t adafactorSlots(int64_t n) { return lambNormSlots(n); }
+/// Device workspace of launchAdafactor: two sums per slot, a row mean per batch, and the
+/// step size and the update's divisor.
+inline uint64_t adafactorWorkspaceBytes(int64_t n, int64_t batches, bool factored) {
+  return uint64_t(2 * adafactorSlots(n) + (factored ? batches : 0) + 2) * sizeof(double);
+}
+/// One Adafactor step of a tensor of float `dtype` (f32 or f64) in five launches: the
+/// second moment (rows and columns, or elementwise), the rows' means per batch, the slots'
+/// sums of param^2 and u^2, a block that adds them in a fixed order into the step size and
+/// the update's divisor, and the update. `work`: adafactorWorkspaceBytes.
+cudaError_t launchAdafactor(int dtype, const AdafactorTensor &t, const AdafactorFactors &f,
+                            double *work, cudaStream_t stream);
+
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 
 struct PoolGeometry {

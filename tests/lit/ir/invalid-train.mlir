@@ -770,3 +770,51 @@ func.func @momentum_cycle_grouped(%p: tensor<4xf32>, %lr: tensor<f32>) {
   %0:2 = plait.grouped_update %p, %p, %lr, %lr, %p {update = "adagrad_update", operands_per_update = 5 : i64, results_per_update = 2 : i64, momentum_cycle = array<f64: 1.0, 0.85, 0.95, 10.0, 0.3, 0.0, 0.0>} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+func.func @adafactor_state_count(%p: tensor<4x8xf32>, %lr: tensor<f64>, %t: tensor<f32>, %r: tensor<4xf32>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.adafactor_update' op takes 3 states (exp_avg, exp_avg_sq_row, exp_avg_sq_col), not 2}}
+  %0:3 = plait.adafactor_update %p, %p, %lr, %t, %r, %c {beta1 = 0.9 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f64>, tensor<f32>, tensor<4xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @adafactor_row_shape(%p: tensor<4x8xf32>, %lr: tensor<f64>, %t: tensor<f32>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.adafactor_update' op state exp_avg_sq_row must be 'tensor<4xf32>', got 'tensor<8xf32>' -> 'tensor<8xf32>'}}
+  %0:3 = plait.adafactor_update %p, %p, %lr, %t, %c, %c : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f64>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @adafactor_vector_state(%p: tensor<6xf32>, %lr: tensor<f64>, %t: tensor<f32>) {
+  // expected-error @+1 {{'plait.adafactor_update' op gives a new value of each of its 1 states, not 0}}
+  %0 = plait.adafactor_update %p, %p, %lr, %t, %p : (tensor<6xf32>, tensor<6xf32>, tensor<f64>, tensor<f32>, tensor<6xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @adafactor_beta1(%p: tensor<6xf32>, %lr: tensor<f64>, %t: tensor<f32>) {
+  // expected-error @+1 {{'plait.adafactor_update' op needs 0 <= beta1 < 1, got 1}}
+  %0:3 = plait.adafactor_update %p, %p, %lr, %t, %p, %p {beta1 = 1.0 : f64} : (tensor<6xf32>, tensor<6xf32>, tensor<f64>, tensor<f32>, tensor<6xf32>, tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>, tensor<6xf32>)
+  return
+}
+
+// -----
+
+func.func @adafactor_warmup(%p: tensor<6xf32>, %lr: tensor<f64>, %t: tensor<f32>) {
+  // expected-error @+1 {{'plait.adafactor_update' op warmup_init applies to a relative step only (relative_step)}}
+  %0:2 = plait.adafactor_update %p, %p, %lr, %t, %p {warmup_init = true} : (tensor<6xf32>, tensor<6xf32>, tensor<f64>, tensor<f32>, tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>)
+  return
+}
+
+// -----
+
+func.func @adafactor_hyper(%p: tensor<6xf32>, %lr: tensor<f64>, %t: tensor<f32>) {
+  // expected-error @+1 {{'plait.adafactor_update' op needs eps1, eps2 and weight_decay >= 0, clip_threshold > 0 and decay_rate <= 0}}
+  %0:2 = plait.adafactor_update %p, %p, %lr, %t, %p {clip_threshold = 0.0 : f64} : (tensor<6xf32>, tensor<6xf32>, tensor<f64>, tensor<f32>, tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>)
+  return
+}

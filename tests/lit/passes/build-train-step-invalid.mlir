@@ -1,6 +1,6 @@
 // RUN: plait-opt --split-input-file --verify-diagnostics --plait-build-train-step %s
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=lbfgs' %s 2>&1 | FileCheck %s --check-prefix=OPT
-// OPT: error: unknown optimizer 'lbfgs' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta, rprop, asgd or lamb)
+// OPT: error: unknown optimizer 'lbfgs' (expected sgd, adam, adamw, adagrad, rmsprop, lion, adamax, nadam, radam, adadelta, rprop, asgd, lamb or adafactor)
 // RUN: not plait-opt --split-input-file --plait-build-train-step='clip-grad-value=-1' %s 2>&1 | FileCheck %s --check-prefix=CLIPVALUE
 // CLIPVALUE: error: clip-grad-value must be >= 0, got -1
 // RUN: not plait-opt --split-input-file --plait-build-train-step='schedule=plateau lr-threshold-mode=both' %s 2>&1 | FileCheck %s --check-prefix=PLATEAUMODE
@@ -9,6 +9,16 @@
 // PLATEAUFACTOR: error: the plateau schedule needs a factor (gamma) in (0, 1), got 1
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adamw always-adapt=true' %s 2>&1 | FileCheck %s --check-prefix=ADAPT
 // ADAPT: error: always-adapt is LAMB's; the adamw optimizer has no trust ratio
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=sgd eps2=0.5' %s 2>&1 | FileCheck %s --check-prefix=EPS2
+// EPS2: error: eps2 is Adafactor's; the sgd optimizer has none
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adafactor warmup-init=true' %s 2>&1 | FileCheck %s --check-prefix=WARMUPINIT
+// WARMUPINIT: error: warmup-init warms up the relative step: give relative-step
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adafactor relative-step=true lr=0.1' %s 2>&1 | FileCheck %s --check-prefix=RELLR
+// RELLR: error: relative-step computes each step's lr from the step (Hugging Face's relative_step ignores the lr): drop lr
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adafactor relative-step=true schedule=linear-warmup warmup-steps=5' %s 2>&1 | FileCheck %s --check-prefix=RELSCHED
+// RELSCHED: error: relative-step computes {{.*}}: drop the lr schedule
+// RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adafactor decay-rate=0.5' %s 2>&1 | FileCheck %s --check-prefix=DECAYRATE
+// DECAYRATE: error: invalid Adafactor hyper-parameters (need adafactor-beta1 < 1, eps2 >= 0, clip-threshold > 0, decay-rate <= 0)
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=sgd momentum=nan' %s 2>&1 | FileCheck %s --check-prefix=NANMOM
 // NANMOM: error: optimizer hyper-parameters must be finite numbers, got nan
 // RUN: not plait-opt --split-input-file --plait-build-train-step='optimizer=adamw centered=true' %s 2>&1 | FileCheck %s --check-prefix=CENTERED

@@ -24,6 +24,8 @@
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=radam weight-decay=0.1 decoupled-weight-decay=true' %s | FileCheck %s --check-prefix=RADAMW
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=lamb' %s | FileCheck %s --check-prefix=LAMB
 // RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=lamb weight-decay=0 always-adapt=true trust-clip=true' %s | FileCheck %s --check-prefix=LAMBC
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adafactor adafactor-beta1=0.9 weight-decay=0.01 clip-threshold=0.5' %s | FileCheck %s --check-prefix=ADAFACTOR
+// RUN: plait-opt --split-input-file --plait-build-train-step='optimizer=adafactor relative-step=true warmup-init=true no-scale-parameter=true' %s | FileCheck %s --check-prefix=ADAFACTORREL
 
 // A linear layer with ReLU and cross-entropy: the backward graph holds the loss gradient,
 // the ReLU mask (from its result, so the GEMM output need not outlive the ReLU), the weight
@@ -152,6 +154,26 @@
 // LAMB: plait.assign %[[M]], %[[NM]] : tensor<3x4xf32>
 // LAMB-NEXT: plait.assign %[[V]], %[[NV]] : tensor<3x4xf32>
 // LAMB-NOT: segments
+// Adafactor, Hugging Face's state names: the weight's second moment factored into a row (3)
+// and a column (4), the bias's whole (exp_avg_sq); exp_avg only with beta1; eps1 1e-30.
+// ADAFACTOR-LABEL: module attributes
+// ADAFACTOR-SAME: plait.train = {adafactor_beta1 = 9.000000e-01 : f64
+// ADAFACTOR-SAME: optimizer = "adafactor", relative_step = false, scale_parameter = true, warmup_init = false
+// ADAFACTOR: %[[M:.*]] = plait.state "fc.weight.exp_avg" : tensor<3x4xf32>
+// ADAFACTOR-NEXT: %[[R:.*]] = plait.state "fc.weight.exp_avg_sq_row" : tensor<3xf32>
+// ADAFACTOR-NEXT: %[[C:.*]] = plait.state "fc.weight.exp_avg_sq_col" : tensor<4xf32>
+// ADAFACTOR-NEXT: %{{.*}}, %[[NS:.*]]:3 = plait.adafactor_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[R]], %[[C]] {beta1 = 9.000000e-01 : f64, clip_threshold = 5.000000e-01 : f64, weight_decay = 1.000000e-02 : f64} : (tensor<3x4xf32>, tensor<3x4xf32>, tensor<f64>, tensor<f32>, tensor<3x4xf32>, tensor<3xf32>, tensor<4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3xf32>, tensor<4xf32>)
+// ADAFACTOR: plait.state "fc.bias.exp_avg" : tensor<3xf32>
+// ADAFACTOR-NEXT: plait.state "fc.bias.exp_avg_sq" : tensor<3xf32>
+// ADAFACTOR-NEXT: plait.adafactor_update
+// ADAFACTOR: plait.assign %[[M]], %[[NS]]#0 : tensor<3x4xf32>
+// ADAFACTOR-NEXT: plait.assign %[[R]], %[[NS]]#1 : tensor<3xf32>
+// ADAFACTOR-NEXT: plait.assign %[[C]], %[[NS]]#2 : tensor<4xf32>
+// The relative step: attributes of the update, and recorded; no first moment.
+// ADAFACTORREL-LABEL: module attributes
+// ADAFACTORREL-SAME: relative_step = true, scale_parameter = false, warmup_init = true
+// ADAFACTORREL-NOT: exp_avg"
+// ADAFACTORREL: plait.adafactor_update {{.*}} {relative_step = true, scale_parameter = false, warmup_init = true}
 // always_adapt and trust_clip are attributes of the update, and recorded.
 // LAMBC-LABEL: module attributes
 // LAMBC-SAME: plait.train = {always_adapt = true
