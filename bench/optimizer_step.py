@@ -9,8 +9,9 @@ state. Two shapes: 8 tensors of 1 Mi elements (the updates stream 32 MiB arrays 
 and 512 tensors of 4 Ki elements (the per-tensor cost of an update matters).
 
 For each optimizer (SGD with momentum, AdamW, Adagrad with lr decay, RMSprop centered with
-momentum, Adamax, NAdam, RAdam, Adadelta, LAMB, and AdamW with a weight EMA: plait's
---ema-decay against torch's AveragedModel, or a foreach EMA) and shape:
+momentum, Adamax, NAdam, RAdam, Adadelta, LAMB, Adafactor (its params square matrices), and
+AdamW with a weight EMA: plait's --ema-decay against torch's AveragedModel, or a foreach EMA)
+and shape:
   - plait: `plait-compile --train` with the optimizer's flags, then `plait-run --threads 1`
     (OPENBLAS_NUM_THREADS=1) for WARMUP + STEPS steps; a run's time is the median of its
     logged step_ms after the warm-up. The updates are grouped into multi-tensor kernels
@@ -67,24 +68,46 @@ OPTIMIZERS = {
     # PyTorch has no LAMB: timm's Lamb as tests/e2e/train_parity.py writes it (a loop over the
     # tensors in PyTorch ops, as timm's is; no foreach variant exists).
     "lamb": (["--optimizer", "lamb", "--lr", "1e-3"], ("Lamb", dict(lr=1e-3))),
+    # PyTorch 1.13 has no Adafactor: Hugging Face's as tests/e2e/train_parity.py writes it (a
+    # loop over the tensors in PyTorch ops, as HF's is). Its params are square matrices
+    # (MATRICES), so that its second moment is factored into rows and columns.
+    "adafactor": (["--optimizer", "adafactor", "--lr", "1e-3", "--beta1", "0.9"],
+                  ("Adafactor", dict(lr=1e-3, beta1=0.9, relative_step=False))),
     # AdamW with a weight EMA (decay 0.999) updated after every step: plait's --ema-decay
     # against torch's AveragedModel (single-tensor) or _foreach_mul_/_foreach_add_ (foreach).
     "adamw-ema": (["--optimizer", "adamw", "--lr", "1e-3", "--ema-decay", "0.999"],
                   ("AdamW", dict(lr=1e-3))),
 }
 EMA_DECAY = {"adamw-ema": 0.999}
+# The optimizers whose params are square matrices (w_i of width elements as sqrt(width) rows).
+MATRICES = {"adafactor"}
 
 
-def write_model(path, tensors, width):
-    """The .mlir model: loss = sum_i mean(x * w_i), w_i of `width` elements, init ones."""
+def param_shape(optimizer, width):
+    """w_i's shape: [width], or [r, r] (r = sqrt(width)) for the optimizers in MATRICES."""
+    if optimizer not in MATRICES:
+        return [width]
+    r = int(round(width ** 0.5))
+    assert r * r == width, width
+    return [r, r]
+
+
+def write_model(path, tensors, width, shape):
+    """The .mlir model: loss = sum_i mean(x * w_i), w_i of `width` elements in `shape`
+    (param_shape; x reshaped to it), init ones."""
     t = "tensor<1x%dxf32>" % width
+    w = "tensor<%sxf32>" % "x".join(map(str, shape))
     lines = ['func.func @main(%%x: %s {plait.name = "x"}) -> (tensor<f32> {plait.name = "loss"}) {'
              % t]
+    x = "%x"
+    if len(shape) > 1:
+        lines.append("  %%xr = plait.reshape %%x : (%s) -> %s" % (t, w))
+        x, t = "%xr", w
     total = None
     for i in range(tensors):
         lines += [
-            '  %%w%d = plait.param "w%d" {init = "ones"} : tensor<%dxf32>' % (i, i, width),
-            "  %%p%d = plait.mul %%x, %%w%d : (%s, tensor<%dxf32>) -> %s" % (i, i, t, width, t),
+            '  %%w%d = plait.param "w%d" {init = "ones"} : %s' % (i, i, w),
+            "  %%p%d = plait.mul %s, %%w%d : (%s, %s) -> %s" % (i, x, i, t, w, t),
             "  %%l%d = plait.reduce_mean %%p%d {axes = array<i64>, keepdims = false} : (%s) -> "
             "tensor<f32>" % (i, i, t),
         ]
@@ -104,11 +127,12 @@ def torch_worker(args):
     torch.set_num_threads(1)
     tensors, width = SHAPES[args.shape]
     name, kwargs = OPTIMIZERS[args.optimizer][1]
-    params = [torch.nn.Parameter(torch.ones(width)) for _ in range(tensors)]
-    if name == "Lamb":
+    shape = param_shape(args.optimizer, width)
+    params = [torch.nn.Parameter(torch.ones(shape)) for _ in range(tensors)]
+    if name in ("Lamb", "Adafactor"):
         sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
-        from train_parity import Lamb  # noqa: E402
-        opt = Lamb(params, **kwargs)
+        import train_parity  # noqa: E402
+        opt = getattr(train_parity, name)(params, **kwargs)
     elif name == "NAdam" and not args.foreach:
         # PyTorch 2's NAdam (plait's rule; 1.13's multiplies mu_product_next by mu once more,
         # pytorch/pytorch#92699), as tests/e2e/train_parity.py writes it: 1.13's single-tensor
@@ -126,7 +150,7 @@ def torch_worker(args):
             module, avg_fn=lambda a, p, n: decay * a + (1 - decay) * p)
     times, losses = [], []
     for s in range(args.steps):
-        xs = x[s:s + 1]
+        xs = x[s:s + 1].reshape(shape)
         start = time.perf_counter()
         loss = sum((xs * w).mean() for w in params)
         opt.zero_grad()
@@ -163,7 +187,7 @@ def bench(build, shape, optimizer, steps, repeat, work):
     rng = np.random.default_rng(7)
     np.save(data / "x.npy", rng.standard_normal((WARMUP + steps, width)).astype(np.float32))
     model, plan, report = case / "model.mlir", case / "model.plan", case / "report.json"
-    write_model(model, tensors, width)
+    write_model(model, tensors, width, param_shape(optimizer, width))
     run_checked([build / "bin" / "plait-compile", model, "-o", plan, "--train", "--report",
                  report] + OPTIMIZERS[optimizer][0])
     kernels = json.loads(report.read_text())["kernels"]
@@ -179,7 +203,7 @@ def bench(build, shape, optimizer, steps, repeat, work):
         times["plait"].append(statistics.median(ms[WARMUP:]))
         losses["plait"] = loss
         for variant, foreach in (("torch", False), ("torch-foreach", True)):
-            if foreach and OPTIMIZERS[optimizer][1][0] == "Lamb":
+            if foreach and OPTIMIZERS[optimizer][1][0] in ("Lamb", "Adafactor"):
                 continue
             ms, loss = run_torch(shape, optimizer, foreach, data, WARMUP + steps)
             times[variant].append(ms)
@@ -189,7 +213,7 @@ def bench(build, shape, optimizer, steps, repeat, work):
         "shape": shape,
         "optimizer": optimizer,
         "params": tensors * width,
-        "update_kernels": kernels.get("grouped_update", 0),
+        "update_kernels": kernels.get("grouped_update", 0) + kernels.get("adafactor_update", 0),
         "ema_kernels": kernels.get("weight_ema", 0),
         "step_ms": {v: statistics.median(r) if r else None for v, r in times.items()},
         "runs_ms": times,

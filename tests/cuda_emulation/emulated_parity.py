@@ -50,6 +50,15 @@ def cases():
     out.append(("mlp-lamb-fp32", "mlp", lamb, "fp32", 1))
     out.append(("gpt-lamb-zero3-w2", "gpt", lamb + ["--world-size", "2", "--strategy", "zero3"],
                 "fp32", 2))
+    # Adafactor: rows and columns of the second moment, the param's and the update's RMS
+    # summed on the device; the cnn's 4-D kernels factored over their last two dimensions,
+    # and the GPT's relative step with a first moment on two ranks (ddp).
+    out.append(("cnn-adafactor-fp32", "cnn", ["--optimizer", "adafactor", "--lr", "3e-3",
+                                             "--beta1", "0.9", "--weight-decay", "0.01"],
+                "fp32", 1))
+    out.append(("gpt-adafactor-ddp-w2", "gpt", ["--optimizer", "adafactor", "--relative-step",
+                                               "--beta1", "0.9", "--world-size", "2",
+                                               "--strategy", "ddp"], "fp32", 2))
     # plait-zoo's LLaMA: RMS norms (and their gradients, with the residual adds), rotary
     # embeddings (slices, neg, concat), SwiGLU.
     for precision in ("fp32", "bf16-mixed"):

@@ -12,7 +12,7 @@ cross-entropy of s against x's argmax. The same ops are evaluated by PyTorch. Fo
 
   1. a forward plan gives the params plait initialises (--save-weights) and its loss, which
      must be PyTorch's on those weights;
-  2. the training step (the model's optimizer, one of the twelve in OPTIMIZERS; in a third
+  2. the training step (the model's optimizer, one of the thirteen in OPTIMIZERS; in a third
      of the models after --clip-grad-norm, in a third some params at half the lr, in a
      third some without weight decay; 4 steps) is compiled three ways: as plait-compile
      makes it, with --no-fusion, and with --no-codegen (the fused kernels interpreted), and
@@ -21,7 +21,8 @@ cross-entropy of s against x's argmax. The same ops are evaluated by PyTorch. Fo
   3. each run's losses and final weights must be PyTorch's (the same torch.optim optimizer
      over the same batches), and the three runs' losses must agree with each other more closely;
   4. every other model is also trained on 2 ranks (mpirun), under ddp, zero2, fsdp, zero3
-     and zero1 in turn, against PyTorch over the global batch;
+     and zero1 in turn (Adafactor's: ddp, the only placement it takes), against PyTorch
+     over the global batch;
   5. every model is also trained with --precision bf16-mixed, and every fourth also on its
      2 ranks so;
   6. and in turn with --recompute all (whose losses must be the fused run's as closely as
@@ -53,7 +54,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from train_parity import Lamb, NAdam, read_safetensors  # noqa: E402
+from train_parity import Adafactor, Lamb, NAdam, read_safetensors  # noqa: E402
 
 B = 2          # samples per step
 STEPS = 4
@@ -853,6 +854,12 @@ OPTIMIZERS = {
              lambda p: torch.optim.ASGD(p, lr=LR, weight_decay=0.01, lambd=0.1, foreach=False)),
     "lamb": (["--optimizer", "lamb", "--lr", ADAM_LR, "--eps", ADAM_EPS, "--weight-decay", 0.01],
              lambda p: Lamb(p, lr=ADAM_LR, eps=ADAM_EPS, weight_decay=0.01)),
+    # Adafactor (Hugging Face's, train_parity.py's): its eps1 is added to the squared
+    # gradient, so ADAM_EPS squared; a first moment and decoupled decay.
+    "adafactor": (["--optimizer", "adafactor", "--lr", ADAM_LR, "--eps", ADAM_EPS ** 2,
+                   "--beta1", 0.9, "--weight-decay", 0.01],
+                  lambda p: Adafactor(p, lr=ADAM_LR, eps=(ADAM_EPS ** 2, 1e-3), beta1=0.9,
+                                      weight_decay=0.01, relative_step=False)),
 }
 
 
@@ -943,6 +950,8 @@ def check_seed(seed, bindir, work):
     # on 2 ranks, under the placements in turn, and every fourth also in bf16-mixed there.
     worlds = [1, 2] if seed % 2 == 0 else [1]
     strategy = STRATEGIES[seed // 2 % len(STRATEGIES)]
+    if model.optimizer == "adafactor":  # its factored states are not cut into flat shards
+        strategy = "ddp"
     refs = {world: torch_training(model, weights, data, torch.float64, world)
             for world in worlds}
     # A model whose training diverges in PyTorch too (a square of a square of a matmul, each

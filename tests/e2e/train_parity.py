@@ -214,9 +214,10 @@ class Adafactor(torch.optim.Optimizer):
                     state["step"] = 0
                     if use_first_moment:
                         state["exp_avg"] = torch.zeros_like(grad)
-                    if factored:
-                        state["exp_avg_sq_row"] = torch.zeros(shape[:-1])
-                        state["exp_avg_sq_col"] = torch.zeros(shape[:-2] + shape[-1:])
+                    if factored:  # (HF's are f32: these take the gradient's dtype)
+                        state["exp_avg_sq_row"] = torch.zeros(shape[:-1], dtype=grad.dtype)
+                        state["exp_avg_sq_col"] = torch.zeros(shape[:-2] + shape[-1:],
+                                                              dtype=grad.dtype)
                     else:
                         state["exp_avg_sq"] = torch.zeros_like(grad)
                     state["RMS"] = 0

@@ -159,6 +159,9 @@ def cases():
     # LAMB: each param's trust ratio from its norms, summed on the device in two stages.
     out.append(("gpt-lamb-fp32", "gpt", ["--optimizer", "lamb", "--lr", "3e-3",
                                         "--no-weight-decay", "bias|ln"], "fp32", 1))
+    # Adafactor: its rows, columns and RMS sums on the device (five launches per param).
+    out.append(("gpt-adafactor-fp32", "gpt", ["--optimizer", "adafactor", "--lr", "3e-3",
+                                             "--beta1", "0.9"], "fp32", 1))
     out.append(("gpt-amsgrad-bf16-mixed", "gpt",
                 ["--optimizer", "adamw", "--lr", "3e-3", "--amsgrad", "--precision",
                  "bf16-mixed"], "bf16-mixed", 1))
