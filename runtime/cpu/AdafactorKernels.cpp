@@ -1,11 +1,13 @@
 // Adafactor (ir/PlaitTrainOps.td adafactor_update), as Hugging Face's Adafactor computes a
-// step, in four passes over the param so that every result may be written over the operand
-// it replaces:
-//   1. (scale_parameter) the param's RMS, which scales the step size rho;
-//   2. the second moment of g^2 + eps1: factored, each row's and each column's mean folded
-//      into exp_avg_sq_row / exp_avg_sq_col; else elementwise into exp_avg_sq;
-//   3. the RMS of u = rsqrt(row / mean(row)) * rsqrt(col) * g (or rsqrt(exp_avg_sq) * g);
-//   4. u / max(1, rms(u) / clip_threshold) * rho, through exp_avg with beta1, decays and
+// step, in passes over the param such that every result may be written over the operand it
+// replaces:
+//   1. the second moment of g^2 + eps1: factored, each row's and each column's mean folded
+//      into exp_avg_sq_row / exp_avg_sq_col (a pass for the rows, one for the columns); else
+//      elementwise into exp_avg_sq;
+//   2. the sums of param^2 (scale_parameter: the step size rho is max(eps2, rms(param)) times
+//      the lr) and of u^2, u = rsqrt(row / mean(row)) * rsqrt(col) * g (or
+//      rsqrt(exp_avg_sq) * g), the column factors taken once per block of columns;
+//   3. u / max(1, rms(u) / clip_threshold) * rho, through exp_avg with beta1, decays and
 //      moves the param.
 // The sums are taken in double over fixed blocks (a row, 64 columns, a slot of rows),
 // combined in block order: the same bits on any number of threads.
@@ -23,41 +25,6 @@ namespace {
 
 constexpr std::string_view kUpdate = "adafactor_update";
 
-/// The sum of f(i)^2 over [0, n) in double: `kSlots` blocks at most, each summed by one
-/// thread in 8 lanes, added in block order.
-template <typename F> double blockSumOfSquares(int64_t n, int64_t unit, F &&f) {
-  constexpr int64_t kSlots = 64, kMinBlock = 4096;
-  if (n <= 0)
-    return 0;
-  const int64_t units = n / unit;
-  const int64_t slots = std::clamp<int64_t>(n / kMinBlock, 1, std::min(kSlots, units));
-  double partial[kSlots];
-  parallelFor(slots, 1, [&](int64_t, int64_t first, int64_t last) {
-    for (int64_t s = first; s < last; ++s)
-      partial[s] = f(units * s / slots * unit, units * (s + 1) / slots * unit);
-  });
-  double total = 0;
-  for (int64_t s = 0; s < slots; ++s)
-    total += partial[s];
-  return total;
-}
-
-/// Sum of x[i]^2 over [begin, end) in 8 double lanes.
-template <typename T> double sumSquares(const T *x, int64_t begin, int64_t end) {
-  constexpr int64_t kLanes = 8;
-  double lanes[kLanes] = {};
-  int64_t i = begin;
-  for (; i + kLanes <= end; i += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j)
-      lanes[j] += double(x[i + j]) * double(x[i + j]);
-  for (; i < end; ++i)
-    lanes[0] += double(x[i]) * double(x[i]);
-  double s = 0;
-  for (double l : lanes)
-    s += l;
-  return s;
-}
-
 /// The T constants of a step and the operand arrays.
 template <typename T> struct Arrays {
   const T *param, *grad, *m, *row, *col, *v; // the old values (m, row, col, v may be null)
@@ -74,7 +41,7 @@ template <typename T> Arrays<T> arraysOf(const KernelCall &call, const Adafactor
           output(s.rowState), output(s.colState), output(s.vState)};
 }
 
-/// Pass 2: the new second moment. Factored: each row's mean of g^2 + eps1 (one row per
+/// Pass 1: the new second moment. Factored: each row's mean of g^2 + eps1 (one row per
 /// task) and each column's (64 columns of one batch per task, down the rows in order).
 template <typename T> void secondMoment(const Arrays<T> &a, const AdafactorStep &s) {
   const T b2(s.beta2t), ob2(1 - s.beta2t), eps1(s.eps1);
@@ -127,122 +94,181 @@ template <typename T> void secondMoment(const Arrays<T> &a, const AdafactorStep 
               });
 }
 
-/// Calls body(r, rowFactor, colFactors) for rows [lo, hi) of a factored param: rowFactor =
-/// rsqrt(row / mean(row of its batch)), colFactors the batch's new columns (to be rsqrt-ed).
+/// The columns a factored pass takes at a time: their factors rsqrt(col) computed once for
+/// every row of a batch (on the stack), instead of once per element.
+constexpr int64_t kColumnBlock = 512;
+
+/// Calls body(rowBegin, rowEnd, c0, width, rowFactor, colFactors) over rows [lo, hi) of a
+/// factored param, batch by batch and kColumnBlock columns at a time: colFactors[j] =
+/// rsqrt(col[c0 + j]) of the batch's new column, and rowFactor(r) = rsqrt(row[r] / mean(the
+/// batch's new rows)), each as the CPU's f32 (or f64) operations give them.
 template <typename T, typename Body>
-void forFactoredRows(const Arrays<T> &a, const AdafactorStep &s, int64_t lo, int64_t hi,
-                     Body &&body) {
+void forFactoredBlocks(const Arrays<T> &a, const AdafactorStep &s, int64_t lo, int64_t hi,
+                       Body &&body) {
   const int64_t R = s.rows, C = s.cols;
-  int64_t batch = -1;
-  T mean(0);
-  for (int64_t r = lo; r < hi; ++r) {
-    if (r / R != batch) {
-      batch = r / R;
-      double sum = 0;
-      for (int64_t k = 0; k < R; ++k)
-        sum += double(a.newRow[batch * R + k]);
-      mean = T(sum / double(R));
+  T colFactors[kColumnBlock];
+  for (int64_t batch = lo / R; batch * R < hi; ++batch) {
+    const int64_t first = std::max(lo, batch * R), last = std::min(hi, (batch + 1) * R);
+    double sum = 0;
+    for (int64_t k = 0; k < R; ++k)
+      sum += double(a.newRow[batch * R + k]);
+    const T mean = T(sum / double(R));
+    auto rowFactor = [&](int64_t r) { return T(1) / std::sqrt(a.newRow[r] / mean); };
+    const T *col = a.newCol + batch * C;
+    for (int64_t c0 = 0; c0 < C; c0 += kColumnBlock) {
+      const int64_t width = std::min(kColumnBlock, C - c0);
+      for (int64_t j = 0; j < width; ++j)
+        colFactors[j] = T(1) / std::sqrt(col[c0 + j]);
+      body(first, last, c0, width, rowFactor, static_cast<const T *>(colFactors));
     }
-    const T rowFactor = T(1) / std::sqrt(a.newRow[r] / mean);
-    body(r, rowFactor, a.newCol + batch * C);
   }
 }
 
-/// Pass 3: sum of u^2 over the param.
-template <typename T> double updateSquares(const Arrays<T> &a, const AdafactorStep &s) {
-  if (!s.factored)
-    return blockSumOfSquares(s.numel, 1, [&](int64_t lo, int64_t hi) {
-      constexpr int64_t kLanes = 8;
-      double lanes[kLanes] = {};
-      int64_t i = lo;
-      auto u = [&](int64_t k) { return T(1) / std::sqrt(a.newV[k]) * a.grad[k]; };
-      for (; i + kLanes <= hi; i += kLanes)
-        for (int64_t j = 0; j < kLanes; ++j) {
-          const T x = u(i + j);
-          lanes[j] += double(x) * double(x);
-        }
-      for (; i < hi; ++i) {
-        const T x = u(i);
-        lanes[0] += double(x) * double(x);
+/// Adds x^2 of x[0, n) to 8 double lanes.
+template <typename T> void addSquares(const T *x, int64_t n, double lanes[8]) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int64_t j = 0; j < 8; ++j)
+      lanes[j] += double(x[i + j]) * double(x[i + j]);
+  for (; i < n; ++i)
+    lanes[0] += double(x[i]) * double(x[i]);
+}
+
+/// Pass 2: the sums of param^2 (with scale_parameter) and of u^2 over the param, u =
+/// rsqrt(row / mean) * rsqrt(col) * g (factored; the CPU's order: the factors' product,
+/// then g) or rsqrt(exp_avg_sq) * g, each slot's in 8 double lanes.
+template <typename T>
+void updateSquares(const Arrays<T> &a, const AdafactorStep &s, double &sumParam,
+                   double &sumUpdate) {
+  constexpr int64_t kPiece = 1024;
+  auto slot = [&](int64_t lo, int64_t hi, double out[2]) {
+    double lanesP[8] = {}, lanesU[8] = {};
+    T u[kPiece];
+    auto piece = [&](int64_t at, int64_t n) {
+      if (s.scaleParameter)
+        addSquares(a.param + at, n, lanesP);
+      addSquares(u, n, lanesU);
+    };
+    if (!s.factored) {
+      for (int64_t b = lo; b < hi; b += kPiece) {
+        const int64_t n = std::min(kPiece, hi - b);
+        for (int64_t i = 0; i < n; ++i)
+          u[i] = T(1) / std::sqrt(a.newV[b + i]) * a.grad[b + i];
+        piece(b, n);
       }
-      double sum = 0;
-      for (double l : lanes)
-        sum += l;
-      return sum;
-    });
-  const int64_t C = s.cols;
-  return blockSumOfSquares(s.numel, C, [&](int64_t lo, int64_t hi) {
-    double total = 0;
-    forFactoredRows<T>(a, s, lo / C, hi / C, [&](int64_t r, T rowFactor, const T *col) {
-      const T *g = a.grad + r * C;
-      constexpr int64_t kLanes = 8;
-      double lanes[kLanes] = {};
-      int64_t c = 0;
-      for (; c + kLanes <= C; c += kLanes)
-        for (int64_t j = 0; j < kLanes; ++j) {
-          const T x = rowFactor * (T(1) / std::sqrt(col[c + j])) * g[c + j];
-          lanes[j] += double(x) * double(x);
-        }
-      for (; c < C; ++c) {
-        const T x = rowFactor * (T(1) / std::sqrt(col[c])) * g[c];
-        lanes[0] += double(x) * double(x);
-      }
-      for (double l : lanes)
-        total += l;
-    });
-    return total;
+    } else {
+      const int64_t C = s.cols;
+      forFactoredBlocks<T>(a, s, lo / C, hi / C,
+                           [&](int64_t first, int64_t last, int64_t c0, int64_t width,
+                               auto &&rowFactor, const T *colFactors) {
+                             for (int64_t r = first; r < last; ++r) {
+                               const T rf = rowFactor(r);
+                               const T *g = a.grad + r * C + c0;
+                               for (int64_t j = 0; j < width; ++j)
+                                 u[j] = rf * colFactors[j] * g[j];
+                               piece(r * C + c0, width);
+                             }
+                           });
+    }
+    out[0] = out[1] = 0;
+    for (int64_t j = 0; j < 8; ++j) {
+      out[0] += lanesP[j];
+      out[1] += lanesU[j];
+    }
+  };
+  // Fixed slots (of whole rows when factored), added in order: the same bits on any number
+  // of threads.
+  constexpr int64_t kSlots = 64, kMinBlock = 4096;
+  const int64_t unit = s.factored ? s.cols : 1, units = s.numel / unit;
+  const int64_t slots = std::clamp<int64_t>(s.numel / kMinBlock, 1, std::min(kSlots, units));
+  double partial[kSlots][2];
+  parallelFor(slots, 1, [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t k = first; k < last; ++k)
+      slot(units * k / slots * unit, units * (k + 1) / slots * unit, partial[k]);
   });
+  sumParam = sumUpdate = 0;
+  for (int64_t k = 0; k < slots; ++k) {
+    sumParam += partial[k][0];
+    sumUpdate += partial[k][1];
+  }
 }
 
-/// Pass 4: the update of elements [lo, hi) whose u before scaling is `u(i)`.
-template <typename T, typename U>
-void applyUpdate(const Arrays<T> &a, const AdafactorStep &s, T denom, T rho, int64_t lo, int64_t hi,
-                 U &&u) {
-  const T b1(s.beta1), ob1(1 - s.beta1), decay(-s.weightDecay * double(rho));
-  const bool decays = s.weightDecay != 0;
-  for (int64_t i = lo; i < hi; ++i) {
-    T x = u(i) / denom * rho;
-    if (s.firstMoment) {
-      x = a.m[i] * b1 + x * ob1;
-      a.newM[i] = x;
+/// Pass 3 over elements [0, n) at `at`, u[i] their u before scaling: x = u / divisor * rho;
+/// with beta1 exp_avg = m * b1 + x * (1 - b1) and x = it; param + param * decay - x.
+template <bool kFirstMoment, bool kDecays, typename T>
+void applyPiece(const Arrays<T> &a, const AdafactorStep &s, T denom, T rho, T decay, int64_t at,
+                int64_t n, const T *u) {
+  const T b1(s.beta1), ob1(1 - s.beta1);
+  const T *param = a.param + at, *m = kFirstMoment ? a.m + at : nullptr;
+  T *newParam = a.newParam + at, *newM = kFirstMoment ? a.newM + at : nullptr;
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    T x = u[i] / denom * rho;
+    if constexpr (kFirstMoment) {
+      x = m[i] * b1 + x * ob1;
+      newM[i] = x;
     }
-    T p = a.param[i];
-    if (decays)
+    T p = param[i];
+    if constexpr (kDecays)
       p = p + p * decay;
-    a.newParam[i] = p - x;
+    newParam[i] = p - x;
   }
 }
 
-template <typename T> void adafactorStep(const KernelCall &call, const AdafactorStep &s) {
-  const Arrays<T> a = arraysOf<T>(call, s);
-  double rmsParam = 0;
-  if (s.scaleParameter) {
-    const double sum = blockSumOfSquares(
-        s.numel, 1, [&](int64_t lo, int64_t hi) { return sumSquares(a.param, lo, hi); });
-    // torch's norm / sqrt(numel) in the param's type, as Hugging Face's _rms.
-    rmsParam = double(T(std::sqrt(sum)) / T(std::sqrt(double(s.numel))));
-  }
-  const T rho = T(s.stepSize(rmsParam));
-  secondMoment<T>(a, s);
-  const double sumU = updateSquares<T>(a, s);
-  const T rmsU = T(std::sqrt(sumU)) / T(std::sqrt(double(s.numel)));
-  const T denom = std::max(rmsU / T(s.clipThreshold), T(1));
+template <typename T> void applyUpdate(const Arrays<T> &a, const AdafactorStep &s, T denom, T rho) {
+  const T decay = T(-s.weightDecay * double(rho));
+  auto apply = [&](int64_t at, int64_t n, const T *u) {
+    if (s.firstMoment)
+      s.weightDecay != 0 ? applyPiece<true, true>(a, s, denom, rho, decay, at, n, u)
+                         : applyPiece<true, false>(a, s, denom, rho, decay, at, n, u);
+    else
+      s.weightDecay != 0 ? applyPiece<false, true>(a, s, denom, rho, decay, at, n, u)
+                         : applyPiece<false, false>(a, s, denom, rho, decay, at, n, u);
+  };
+  constexpr int64_t kPiece = 1024;
   if (!s.factored) {
     parallelFor(s.numel, kElementGrain, [&](int64_t, int64_t lo, int64_t hi) {
-      applyUpdate<T>(a, s, denom, rho, lo, hi,
-                     [&](int64_t i) { return T(1) / std::sqrt(a.newV[i]) * a.grad[i]; });
+      T u[kPiece];
+      for (int64_t b = lo; b < hi; b += kPiece) {
+        const int64_t n = std::min(kPiece, hi - b);
+        for (int64_t i = 0; i < n; ++i)
+          u[i] = T(1) / std::sqrt(a.newV[b + i]) * a.grad[b + i];
+        apply(b, n, u);
+      }
     });
     return;
   }
   const int64_t C = s.cols;
   parallelFor(s.batches * s.rows, std::max<int64_t>(1, kElementGrain / C),
               [&](int64_t, int64_t lo, int64_t hi) {
-                forFactoredRows<T>(a, s, lo, hi, [&](int64_t r, T rowFactor, const T *col) {
-                  applyUpdate<T>(a, s, denom, rho, r * C, (r + 1) * C, [&](int64_t i) {
-                    return rowFactor * (T(1) / std::sqrt(col[i - r * C])) * a.grad[i];
-                  });
-                });
+                T u[kColumnBlock];
+                forFactoredBlocks<T>(a, s, lo, hi,
+                                     [&](int64_t first, int64_t last, int64_t c0, int64_t width,
+                                         auto &&rowFactor, const T *colFactors) {
+                                       for (int64_t r = first; r < last; ++r) {
+                                         const T rf = rowFactor(r);
+                                         const T *g = a.grad + r * C + c0;
+                                         for (int64_t j = 0; j < width; ++j)
+                                           u[j] = rf * colFactors[j] * g[j];
+                                         apply(r * C + c0, width, u);
+                                       }
+                                     });
               });
+}
+
+template <typename T> void adafactorStep(const KernelCall &call, const AdafactorStep &s) {
+  const Arrays<T> a = arraysOf<T>(call, s);
+  secondMoment<T>(a, s);
+  double sumParam, sumUpdate;
+  updateSquares<T>(a, s, sumParam, sumUpdate);
+  // torch's norm / sqrt(numel) in the param's type, as Hugging Face's _rms; the param's read
+  // before any result is written, so it is the old param's.
+  const T count = T(std::sqrt(double(s.numel)));
+  const double rmsParam = s.scaleParameter ? double(T(std::sqrt(sumParam)) / count) : 0.0;
+  const T rho = T(s.stepSize(rmsParam));
+  const T rmsU = T(std::sqrt(sumUpdate)) / count;
+  const T denom = std::max(rmsU / T(s.clipThreshold), T(1));
+  applyUpdate<T>(a, s, denom, rho);
 }
 
 Status adafactorUpdateKernel(const KernelCall &call) {
