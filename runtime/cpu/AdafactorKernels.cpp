@@ -25,9 +25,9 @@ namespace {
 
 constexpr std::string_view kUpdate = "adafactor_update";
 
-/// The T constants of a step and the operand arrays.
+/// The operands (old values; m, row, col, v null where absent) and results of one update.
 template <typename T> struct Arrays {
-  const T *param, *grad, *m, *row, *col, *v; // the old values (m, row, col, v may be null)
+  const T *param, *grad, *m, *row, *col, *v;
   T *newParam, *newM, *newRow, *newCol, *newV;
 };
 

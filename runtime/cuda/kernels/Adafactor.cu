@@ -207,8 +207,8 @@ cudaError_t launchTyped(const AdafactorTensor &t, const AdafactorFactors &f, dou
     vectorMomentKernel<T><<<threadBlocks(t.n), kThreads, 0, stream>>>(t, f);
   } else {
     const int64_t rows = t.batches * t.rows;
-    rowMomentKernel<T>
-        <<<unsigned(rows < kMaxGridBlocks ? rows : kMaxGridBlocks), kThreads, 0, stream>>>(t, f);
+    const unsigned rowBlocks = unsigned(rows < kMaxGridBlocks ? rows : kMaxGridBlocks);
+    rowMomentKernel<T><<<rowBlocks, kThreads, 0, stream>>>(t, f);
     if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
       return err;
     colMomentKernel<T><<<threadBlocks(t.batches * t.cols), kThreads, 0, stream>>>(t, f);
@@ -218,9 +218,8 @@ cudaError_t launchTyped(const AdafactorTensor &t, const AdafactorFactors &f, dou
   }
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return err;
-  squaresKernel<T>
-      <<<unsigned(slots < kMaxGridBlocks ? slots : kMaxGridBlocks), kThreads, 0, stream>>>(
-          t, f, means, slots, partial);
+  const unsigned slotBlocks = unsigned(slots < kMaxGridBlocks ? slots : kMaxGridBlocks);
+  squaresKernel<T><<<slotBlocks, kThreads, 0, stream>>>(t, f, means, slots, partial);
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return err;
   finishKernel<T><<<1, kThreads, 0, stream>>>(t, f, slots, partial, scalars);
