@@ -167,7 +167,9 @@ Status concatKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkShape("concat", "output", y.shape, shape));
   if (call.check)
     return {};
-  cpu::Dims parts;
+  // One part per input, however many (cpu::Dims holds kMaxRank entries and would drop the
+  // parts after the 16th: a DDP bucket's concat of more gradients left them uncopied).
+  std::vector<int64_t> parts;
   for (const TensorView &t : call.inputs)
     parts.push_back(t.shape[size_t(axis)]);
   std::vector<SlabCopy> copies = slabCopies(shape, axis, parts, dtypeSize(y.dtype));

@@ -52,7 +52,8 @@ def cases():
                 "fp32", 2))
     # Adafactor: rows and columns of the second moment, the param's and the update's RMS
     # summed on the device; the cnn's 4-D kernels factored over their last two dimensions,
-    # and the GPT's relative step with a first moment on two ranks (ddp).
+    # and the GPT's relative step with a first moment on two ranks under ddp, whose one
+    # bucket concatenates 29 gradients (the CUDA concat once dropped those after the 16th).
     out.append(("cnn-adafactor-fp32", "cnn", ["--optimizer", "adafactor", "--lr", "3e-3",
                                              "--beta1", "0.9", "--weight-decay", "0.01"],
                 "fp32", 1))

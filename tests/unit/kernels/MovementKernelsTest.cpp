@@ -157,5 +157,51 @@ TEST(MovementKernels, ConcatAndSplit) {
   EXPECT_EQ(r.status.message(), "split: sizes add up to 2, dimension 1 is 3");
 }
 
+TEST(MovementKernels, ConcatAndSplitOfManyTensors) {
+  // A data-parallel bucket: the gradients of 29 params flattened and concatenated, then split
+  // back (more parts than a shape has dimensions: the CUDA concat once dropped those after
+  // the 16th, and the shadow run compares its output here). Along axis 1 of [2, n] too.
+  constexpr int kParts = 29;
+  std::vector<OwnedTensor> flat, rows;
+  std::vector<double> whole, wide;
+  std::vector<int64_t> sizes;
+  int64_t total = 0;
+  for (int k = 0; k < kParts; ++k) {
+    const int64_t n = 1 + k % 5;
+    std::vector<double> v;
+    for (int64_t i = 0; i < n; ++i)
+      v.push_back(double(k) + double(i) / 8);
+    flat.push_back(makeFloat(DType::F32, {n}, v));
+    whole.insert(whole.end(), v.begin(), v.end());
+    sizes.push_back(n);
+    total += n;
+  }
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k < kParts; ++k)
+      for (int64_t i = 0; i < sizes[size_t(k)]; ++i)
+        wide.push_back(double(r) * 100 + double(k) + double(i) / 8);
+  for (int k = 0; k < kParts; ++k) {
+    std::vector<double> v;
+    for (int r = 0; r < 2; ++r)
+      for (int64_t i = 0; i < sizes[size_t(k)]; ++i)
+        v.push_back(double(r) * 100 + double(k) + double(i) / 8);
+    rows.push_back(makeFloat(DType::F32, {2, sizes[size_t(k)]}, v));
+  }
+  OwnedTensor bucket =
+      runOk("concat", flat, DType::F32, {total}, AttrsBuilder().i("axis", 0).build());
+  EXPECT_TRUE(allClose(bucket.floats(), whole, 0, 0));
+  OwnedTensor table =
+      runOk("concat", rows, DType::F32, {2, total}, AttrsBuilder().i("axis", 1).build());
+  EXPECT_TRUE(allClose(table.floats(), wide, 0, 0));
+  std::vector<std::pair<DType, std::vector<int64_t>>> outs;
+  for (int64_t n : sizes)
+    outs.push_back({DType::F32, {n}});
+  KernelResult parts =
+      runKernel("split", {bucket}, outs, AttrsBuilder().i("axis", 0).ints("sizes", sizes).build());
+  ASSERT_TRUE(parts.status.ok()) << parts.status.message();
+  for (int k = 0; k < kParts; ++k)
+    EXPECT_EQ(parts.out(size_t(k)).floats(), flat[size_t(k)].floats()) << "part " << k;
+}
+
 } // namespace
 } // namespace plait::rt::test
