@@ -556,6 +556,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       int64_t g = u.placement.shardGroupSize(worldSize);
       Type element = u.params.front()->type().getElementType();
       int64_t elementBytes = tensorBytes(RankedTensorType::get({1}, element));
+      // The weight EMA's average is sharded with the optimizer's states.
+      const int64_t statesPerParam = int64_t(stateOperands(u.params.front()->update).size() +
+                                             (emaOf(u.params.front()->update) ? 1 : 0));
       SmallVector<NamedAttribute> entries{
           b.getNamedAttr("name", b.getStringAttr(u.name)),
           b.getNamedAttr("placement", b.getStringAttr(u.placement.str())),
@@ -563,23 +566,23 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
           b.getNamedAttr("numel", b.getI64IntegerAttr(u.numel())),
           b.getNamedAttr("padded_numel", b.getI64IntegerAttr(paddedNumel(u.numel(), g))),
           b.getNamedAttr("element_bytes", b.getI64IntegerAttr(elementBytes)),
-          // The weight EMA's average is sharded with the optimizer's states.
-          b.getNamedAttr("states_per_param",
-                         b.getI64IntegerAttr(stateOperands(u.params.front()->update).size() +
-                                             (emaOf(u.params.front()->update) ? 1 : 0))),
+          b.getNamedAttr("states_per_param", b.getI64IntegerAttr(statesPerParam)),
           b.getNamedAttr("precision",
-                         b.getStringAttr(llvm::all_of(u.params, [](TrainableParam *p) {
-                                           return !halfCopies(p->op).empty();
-                                         })
+                         b.getStringAttr(llvm::all_of(u.params,
+                                                      [](TrainableParam *p) {
+                                                        return !halfCopies(p->op).empty();
+                                                      })
                                              ? "bf16-mixed"
                                              : "fp32")),
           // Bytes of a gradient element as it is reduced and kept: bf16 where every
           // gradient arrives as a cast from bf16, else (f32 accumulation over
           // micro-batches, or fp32) the params'.
           b.getNamedAttr("grad_element_bytes",
-                         b.getI64IntegerAttr(llvm::all_of(u.params, [](TrainableParam *p) {
-                                               return bool(halfGradient(unclipped(p->grad())));
-                                             })
+                         b.getI64IntegerAttr(llvm::all_of(u.params,
+                                                          [](TrainableParam *p) {
+                                                            return bool(
+                                                                halfGradient(unclipped(p->grad())));
+                                                          })
                                                  ? kHalfBytes
                                                  : elementBytes))};
       if (u.accumulateInShard)
@@ -589,9 +592,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       // States not of their params' shapes (Adafactor's rows and columns; placed ddp only):
       // their own element count, where states_per_param x numel would misstate it.
       const int64_t states = stateElements(u);
-      const int64_t perParam = int64_t(stateOperands(u.params.front()->update).size() +
-                                       (emaOf(u.params.front()->update) ? 1 : 0));
-      if (states != perParam * u.numel())
+      if (states != statesPerParam * u.numel())
         entries.push_back(b.getNamedAttr("state_elements", b.getI64IntegerAttr(states)));
       list.push_back(b.getDictionaryAttr(entries));
     }

@@ -94,32 +94,46 @@ template <typename T> void secondMoment(const Arrays<T> &a, const AdafactorStep 
               });
 }
 
-/// The columns a factored pass takes at a time: their factors rsqrt(col) computed once for
-/// every row of a batch (on the stack), instead of once per element.
-constexpr int64_t kColumnBlock = 512;
+/// The elements a piece of the update holds (and, factored, the columns whose factors
+/// rsqrt(col) are computed once for every row of a batch, instead of once per element).
+constexpr int64_t kPiece = 512;
 
-/// Calls body(rowBegin, rowEnd, c0, width, rowFactor, colFactors) over rows [lo, hi) of a
-/// factored param, batch by batch and kColumnBlock columns at a time: colFactors[j] =
-/// rsqrt(col[c0 + j]) of the batch's new column, and rowFactor(r) = rsqrt(row[r] / mean(the
-/// batch's new rows)), each as the CPU's f32 (or f64) operations give them.
-template <typename T, typename Body>
-void forFactoredBlocks(const Arrays<T> &a, const AdafactorStep &s, int64_t lo, int64_t hi,
-                       Body &&body) {
-  const int64_t R = s.rows, C = s.cols;
-  T colFactors[kColumnBlock];
-  for (int64_t batch = lo / R; batch * R < hi; ++batch) {
-    const int64_t first = std::max(lo, batch * R), last = std::min(hi, (batch + 1) * R);
+/// Calls fn(at, n, u) over elements [lo, hi) in pieces of at most kPiece, u[0, n) their
+/// update before it is clipped and scaled, as the CPU's f32 (or f64) operations give it:
+/// rsqrt(exp_avg_sq) * g, or factored (lo and hi whole rows) rsqrt(row / mean(the batch's
+/// new rows)) * rsqrt(col) * g, the factors' product first.
+template <typename T, typename Fn>
+void forUpdatePieces(const Arrays<T> &a, const AdafactorStep &s, int64_t lo, int64_t hi, Fn &&fn) {
+  T u[kPiece];
+  if (!s.factored) {
+    for (int64_t b = lo; b < hi; b += kPiece) {
+      const int64_t n = std::min(kPiece, hi - b);
+      for (int64_t i = 0; i < n; ++i)
+        u[i] = T(1) / std::sqrt(a.newV[b + i]) * a.grad[b + i];
+      fn(b, n, static_cast<const T *>(u));
+    }
+    return;
+  }
+  const int64_t R = s.rows, C = s.cols, rowLo = lo / C, rowHi = hi / C;
+  T colFactors[kPiece];
+  for (int64_t batch = rowLo / R; batch * R < rowHi; ++batch) {
+    const int64_t first = std::max(rowLo, batch * R), last = std::min(rowHi, (batch + 1) * R);
     double sum = 0;
     for (int64_t k = 0; k < R; ++k)
       sum += double(a.newRow[batch * R + k]);
     const T mean = T(sum / double(R));
-    auto rowFactor = [&](int64_t r) { return T(1) / std::sqrt(a.newRow[r] / mean); };
     const T *col = a.newCol + batch * C;
-    for (int64_t c0 = 0; c0 < C; c0 += kColumnBlock) {
-      const int64_t width = std::min(kColumnBlock, C - c0);
+    for (int64_t c0 = 0; c0 < C; c0 += kPiece) {
+      const int64_t width = std::min(kPiece, C - c0);
       for (int64_t j = 0; j < width; ++j)
         colFactors[j] = T(1) / std::sqrt(col[c0 + j]);
-      body(first, last, c0, width, rowFactor, static_cast<const T *>(colFactors));
+      for (int64_t r = first; r < last; ++r) {
+        const T rowFactor = T(1) / std::sqrt(a.newRow[r] / mean);
+        const T *g = a.grad + r * C + c0;
+        for (int64_t j = 0; j < width; ++j)
+          u[j] = rowFactor * colFactors[j] * g[j];
+        fn(r * C + c0, width, static_cast<const T *>(u));
+      }
     }
   }
 }
@@ -140,36 +154,13 @@ template <typename T> void addSquares(const T *x, int64_t n, double lanes[8]) {
 template <typename T>
 void updateSquares(const Arrays<T> &a, const AdafactorStep &s, double &sumParam,
                    double &sumUpdate) {
-  constexpr int64_t kPiece = 1024;
   auto slot = [&](int64_t lo, int64_t hi, double out[2]) {
     double lanesP[8] = {}, lanesU[8] = {};
-    T u[kPiece];
-    auto piece = [&](int64_t at, int64_t n) {
+    forUpdatePieces<T>(a, s, lo, hi, [&](int64_t at, int64_t n, const T *u) {
       if (s.scaleParameter)
         addSquares(a.param + at, n, lanesP);
       addSquares(u, n, lanesU);
-    };
-    if (!s.factored) {
-      for (int64_t b = lo; b < hi; b += kPiece) {
-        const int64_t n = std::min(kPiece, hi - b);
-        for (int64_t i = 0; i < n; ++i)
-          u[i] = T(1) / std::sqrt(a.newV[b + i]) * a.grad[b + i];
-        piece(b, n);
-      }
-    } else {
-      const int64_t C = s.cols;
-      forFactoredBlocks<T>(a, s, lo / C, hi / C,
-                           [&](int64_t first, int64_t last, int64_t c0, int64_t width,
-                               auto &&rowFactor, const T *colFactors) {
-                             for (int64_t r = first; r < last; ++r) {
-                               const T rf = rowFactor(r);
-                               const T *g = a.grad + r * C + c0;
-                               for (int64_t j = 0; j < width; ++j)
-                                 u[j] = rf * colFactors[j] * g[j];
-                               piece(r * C + c0, width);
-                             }
-                           });
-    }
+    });
     out[0] = out[1] = 0;
     for (int64_t j = 0; j < 8; ++j) {
       out[0] += lanesP[j];
@@ -225,34 +216,11 @@ template <typename T> void applyUpdate(const Arrays<T> &a, const AdafactorStep &
       s.weightDecay != 0 ? applyPiece<false, true>(a, s, denom, rho, decay, at, n, u)
                          : applyPiece<false, false>(a, s, denom, rho, decay, at, n, u);
   };
-  constexpr int64_t kPiece = 1024;
-  if (!s.factored) {
-    parallelFor(s.numel, kElementGrain, [&](int64_t, int64_t lo, int64_t hi) {
-      T u[kPiece];
-      for (int64_t b = lo; b < hi; b += kPiece) {
-        const int64_t n = std::min(kPiece, hi - b);
-        for (int64_t i = 0; i < n; ++i)
-          u[i] = T(1) / std::sqrt(a.newV[b + i]) * a.grad[b + i];
-        apply(b, n, u);
-      }
-    });
-    return;
-  }
-  const int64_t C = s.cols;
-  parallelFor(s.batches * s.rows, std::max<int64_t>(1, kElementGrain / C),
+  // Whole rows per task when factored (each row's factor needs its batch's mean).
+  const int64_t unit = s.factored ? s.cols : 1;
+  parallelFor(s.numel / unit, std::max<int64_t>(1, kElementGrain / unit),
               [&](int64_t, int64_t lo, int64_t hi) {
-                T u[kColumnBlock];
-                forFactoredBlocks<T>(a, s, lo, hi,
-                                     [&](int64_t first, int64_t last, int64_t c0, int64_t width,
-                                         auto &&rowFactor, const T *colFactors) {
-                                       for (int64_t r = first; r < last; ++r) {
-                                         const T rf = rowFactor(r);
-                                         const T *g = a.grad + r * C + c0;
-                                         for (int64_t j = 0; j < width; ++j)
-                                           u[j] = rf * colFactors[j] * g[j];
-                                         apply(r * C + c0, width, u);
-                                       }
-                                     });
+                forUpdatePieces<T>(a, s, lo * unit, hi * unit, apply);
               });
 }
 

@@ -8,18 +8,14 @@
 #include <cstdint>
 #include <string_view>
 
+#include "runtime/AdafactorSettings.h"
 #include "runtime/cpu/KernelSupport.h"
 
 namespace plait::rt::cpu {
 
 /// One adafactor_update's settings, its operands' layout and (setStep) the factors of its
 /// step.
-struct AdafactorStep {
-  double eps1, eps2, clipThreshold, decayRate, weightDecay;
-  bool firstMoment;    // beta1 given: an exp_avg state
-  double beta1;        // its beta1 (0 without)
-  bool scaleParameter; // the step size times max(eps2, rms(param))
-  bool relativeStep, warmupInit;
+struct AdafactorStep : AdafactorSettings {
   // The param as [batches, rows, cols] (factored: rank >= 2, the last two dimensions rows
   // and cols), and where its states are among the operands (-1 when absent).
   bool factored;

@@ -743,16 +743,7 @@ Status adafactorUpdateKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdafactor, "step", 3, step));
   PLAIT_RETURN_IF_ERROR(checkStep(call, kAdafactor, step));
   AdafactorFactors f;
-  f.eps1 = s.eps1;
-  f.eps2 = s.eps2;
-  f.clipThreshold = s.clipThreshold;
-  f.decayRate = s.decayRate;
-  f.weightDecay = s.weightDecay;
-  f.beta1 = s.beta1;
-  f.firstMoment = s.firstMoment;
-  f.scaleParameter = s.scaleParameter;
-  f.relativeStep = s.relativeStep;
-  f.warmupInit = s.warmupInit;
+  static_cast<AdafactorSettings &>(f) = s;
   f.lrScale = call.attrs.getFloat("lr_scale", 1.0);
   if (!(f.lrScale >= 0))
     return Status::errorf("{}: lr_scale must be >= 0, got {}", kAdafactor, f.lrScale);

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "codegen/schema/Determinant.h"
+#include "runtime/AdafactorSettings.h"
 #include "runtime/OptimizerSchedule.h"
 
 namespace plait::rt::cuda {
@@ -429,10 +430,8 @@ cudaError_t launchWeightEmas(int dtype, const EmaTensor *tensors, int64_t count,
 /// adafactor_update's settings (runtime/cpu/AdafactorSupport.h reads and checks them); the
 /// factors of the step (the relative step size, beta2t) are computed on the device from the
 /// step's lr and step, as AdafactorStep::setStep does.
-struct AdafactorFactors {
-  double eps1 = 1e-30, eps2 = 1e-3, clipThreshold = 1, decayRate = -0.8, weightDecay = 0;
-  double beta1 = 0, lrScale = 1;
-  bool firstMoment = false, scaleParameter = true, relativeStep = false, warmupInit = false;
+struct AdafactorFactors : AdafactorSettings {
+  double lrScale = 1;
 };
 /// One adafactor_update: the param as [batches, rows, cols] (factored) or n elements, its
 /// operands (m: exp_avg or null; row and col when factored, else v) and results (each may
