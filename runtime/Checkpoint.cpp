@@ -118,10 +118,6 @@ struct LocalSegment {
   uint64_t offset;                   // element offset in the rank's tensor
 };
 
-bool isPersistent(const PlanTensor &t) {
-  return t.kind == TensorKind::Param || t.kind == TensorKind::State;
-}
-
 std::vector<LocalSegment> localSegments(const PlanTensor &t, uint32_t rank) {
   std::vector<LocalSegment> out;
   if (!t.sharded) {
@@ -164,13 +160,13 @@ Status agree(Communicator &comm, const Status &mine, const std::string &what) {
 }
 
 // This rank's file, if it writes anything: the tensors it holds under their plan names.
-Status writeRankFile(const std::string &path, const Executor &exec, uint32_t rank,
+Status writeRankFile(const std::string &path, const TensorStore &store, uint32_t rank,
                      uint64_t &bytes, uint32_t &crc) {
-  const Plan &plan = exec.plan();
+  const Plan &plan = store.plan();
   std::vector<std::pair<std::string, TensorView>> entries;
   for (uint32_t t = 0; t < plan.tensors.size(); ++t)
     if (isPersistent(plan.tensors[t]) && writesTensor(plan.tensors[t], rank))
-      entries.emplace_back(plan.tensors[t].name, exec.view(t));
+      entries.emplace_back(plan.tensors[t].name, store.view(t));
   bytes = 0;
   crc = 0;
   if (entries.empty())
@@ -340,9 +336,9 @@ int64_t CheckpointTensor::numel() const {
   return n;
 }
 
-Status saveCheckpoint(const std::string &dir, const CheckpointInfo &info, const Executor &exec,
+Status saveCheckpoint(const std::string &dir, const CheckpointInfo &info, const TensorStore &store,
                       Communicator &comm, int keep) {
-  const Plan &plan = exec.plan();
+  const Plan &plan = store.plan();
   const uint32_t rank = comm.rank(), world = comm.size();
   const std::string what = fmt::format("checkpoint of step {} in {}", info.step, dir);
   const std::string name = stepDirName(info.step);
@@ -363,8 +359,8 @@ Status saveCheckpoint(const std::string &dir, const CheckpointInfo &info, const 
   std::vector<int64_t> mine(2 * world + 1, 0), sums(2 * world + 1, 0);
   uint64_t bytes = 0;
   uint32_t crc = 0;
-  Status wrote = writeRankFile((fs::path(tmp) / rankFileName(rank)).string(), exec, rank,
-                               bytes, crc);
+  Status wrote =
+      writeRankFile((fs::path(tmp) / rankFileName(rank)).string(), store, rank, bytes, crc);
   mine[rank] = int64_t(bytes);
   mine[world + rank] = int64_t(crc);
   mine[2 * world] = wrote.ok() ? 0 : 1;
@@ -640,8 +636,8 @@ Status checkSameOptimizer(const CheckpointIndex &index, const Plan &plan) {
 
 } // namespace
 
-Status restoreCheckpoint(const CheckpointIndex &index, const Executor &exec) {
-  const Plan &plan = exec.plan();
+Status restoreCheckpoint(const CheckpointIndex &index, const TensorStore &store) {
+  const Plan &plan = store.plan();
   FileCache files(index);
   // Params first: a checkpoint of another model is named by a missing param, not a state.
   for (TensorKind kind : {TensorKind::Param, TensorKind::State}) {
@@ -651,8 +647,8 @@ Status restoreCheckpoint(const CheckpointIndex &index, const Executor &exec) {
       const PlanTensor &tensor = plan.tensors[t];
       if (tensor.kind != kind)
         continue;
-      uint8_t *base = static_cast<uint8_t *>(exec.view(t).data);
-      for (const LocalSegment &s : localSegments(tensor, exec.rank())) {
+      uint8_t *base = static_cast<uint8_t *>(store.view(t).data);
+      for (const LocalSegment &s : localSegments(tensor, store.rank())) {
         auto it = index.tensors.find(s.logical);
         // A weight EMA (--ema-decay) that the saving run did not keep starts from the params
         // it saved, as an EMA added to a model copies it.

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/Executor.h"
 #include "runtime/LrController.h"
 #include "runtime/Status.h"
+#include "runtime/TensorStore.h"
 #include "runtime/comm/Comm.h"
 #include "runtime/io/HostTensor.h"
 
@@ -54,7 +54,7 @@ struct CheckpointInfo {
 /// The `keep` newest checkpoints are kept (at least 1).
 ///
 /// Collective: every rank of `comm` calls it after the same step.
-Status saveCheckpoint(const std::string &dir, const CheckpointInfo &info, const Executor &exec,
+Status saveCheckpoint(const std::string &dir, const CheckpointInfo &info, const TensorStore &store,
                       Communicator &comm, int keep);
 
 /// One logical tensor of a checkpoint (a param or a state, whole, as a world-1 run holds it)
@@ -120,10 +120,11 @@ Status findCheckpoint(const std::string &dir, CheckpointIndex &out,
 /// not; what a launcher asks before passing --resume.
 bool hasCheckpoint(const std::string &dir);
 
-/// Overwrites every param and optimizer state of `exec` (this rank's shards included) with
-/// the values of a checkpoint read by readCheckpoint or findCheckpoint, resharding as the plan needs. Errors name the logical tensor
-/// that is missing or whose shape or dtype differs.
-Status restoreCheckpoint(const CheckpointIndex &index, const Executor &exec);
+/// Overwrites every param and optimizer state of `store` (an Executor's arena, or a
+/// HostTensors of a device's; this rank's shards included) with the values of a checkpoint
+/// read by readCheckpoint or findCheckpoint, resharding as the plan needs. Errors name the
+/// logical tensor that is missing or whose shape or dtype differs.
+Status restoreCheckpoint(const CheckpointIndex &index, const TensorStore &store);
 
 /// The whole value of logical tensor `name` of a checkpoint read by readCheckpoint or
 /// findCheckpoint, assembled from its segments.

@@ -65,7 +65,9 @@ Status Executor::create(const Plan &plan, const ExecutorOptions &options,
 }
 
 // One communicator per distinct partition, created in plan order (collectives, then sharded
-// params) so that every rank makes the same collective calls in the same order.
+// params) so that every rank makes the same collective calls in the same order; the shard
+// groups' are made here for gatherShards (the communicator keeps them), whose gathers then
+// create none mid-run.
 Status Executor::createGroups() {
   for (size_t i = 0; i < plan_.instrs.size(); ++i) {
     const PlanInstr &in = plan_.instrs[i];
@@ -78,11 +80,11 @@ Status Executor::createGroups() {
     if (!s.ok())
       return s.withPrefix(where(i));
   }
-  shardGroups_.assign(plan_.tensors.size(), 0);
   for (uint32_t t = 0; t < plan_.tensors.size(); ++t) {
     if (!plan_.tensors[t].sharded)
       continue;
-    Status s = comm_->group(plan_.tensors[t].shard.groups, shardGroups_[t]);
+    CommGroup group = 0;
+    Status s = comm_->group(plan_.tensors[t].shard.groups, group);
     if (!s.ok())
       return s.withPrefix(fmt::format("{}: tensor {} ('{}'): ", plan_.path, t,
                                       printable(plan_.tensors[t].name)));
@@ -104,25 +106,7 @@ Status Executor::initialiseParamsAndConstants() {
 }
 
 Status Executor::gatherParam(uint32_t tensor, std::vector<uint8_t> &out) {
-  const PlanTensor &t = plan_.tensors[tensor];
-  const uint8_t *mine = arena_.data() + t.offset;
-  if (!t.sharded) {
-    out.assign(mine, mine + t.bytes);
-    return {};
-  }
-  out.assign(t.shard.paddedNumel * dtypeSize(t.dtype), 0);
-  CollectiveArgs args;
-  args.kind = CollectiveKind::AllGather;
-  args.dtype = t.dtype;
-  args.send = mine;
-  args.recv = out.data();
-  args.count = uint64_t(t.numel());
-  CommRequest request;
-  Status s = comm_->start(shardGroups_[tensor], args, request);
-  if (s.ok())
-    s = comm_->wait(request);
-  return s.withPrefix(fmt::format("{}: gathering the shards of tensor {} ('{}'): ",
-                                  plan_.path, tensor, printable(t.name)));
+  return gatherShards(*this, *comm_, tensor, out);
 }
 
 TensorView Executor::view(uint32_t tensor) const {

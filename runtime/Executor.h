@@ -12,6 +12,7 @@
 #include "runtime/GeneratedKernels.h"
 #include "runtime/Plan.h"
 #include "runtime/Status.h"
+#include "runtime/TensorStore.h"
 #include "runtime/comm/Comm.h"
 
 namespace plait::rt {
@@ -27,7 +28,7 @@ struct ExecutorOptions {
   Communicator *comm = nullptr;
 };
 
-class Executor {
+class Executor final : public TensorStore {
 public:
   /// Allocates the rank's arena and workspace and writes every param and constant into the
   /// arena. `plan` must outlive the executor.
@@ -70,7 +71,7 @@ public:
 
   /// A tensor in the arena (valid until the executor is destroyed; its contents are only
   /// meaningful while the tensor is live, since the arena reuses memory over a step).
-  TensorView view(uint32_t tensor) const;
+  TensorView view(uint32_t tensor) const override;
   /// Graph output `index` (a position in Plan::outputs), read after run().
   TensorView output(size_t index) const { return view(plan_.outputs[index]); }
 
@@ -78,10 +79,10 @@ public:
   /// null (the default) records nothing and costs one pointer test per event.
   void setTrace(StepTrace *trace) { trace_ = trace; }
 
-  const Plan &plan() const { return plan_; }
+  const Plan &plan() const override { return plan_; }
   /// One line on the plan's generated kernels (empty when the plan fuses nothing).
   const std::string &generatedNote() const { return generated_.note; }
-  uint32_t rank() const { return options_.rank; }
+  uint32_t rank() const override { return options_.rank; }
   uint64_t arenaBytes() const { return arena_.size(); }
   uint64_t workspaceBytes() const { return workspace_.size(); }
   uint64_t instructionsRun() const { return instructionsRun_; }
@@ -120,7 +121,6 @@ private:
   Arena workspace_; // kernels' scratch (KernelCall::workspace), shared by every instruction
   GeneratedKernels generated_; // the plan's generated code, per instruction
   std::vector<BoundInstr> bound_;
-  std::vector<CommGroup> shardGroups_; // by tensor; meaningful for sharded params
   std::vector<size_t> inFlight_;       // instructions whose collectives are in flight
   CommBytes stepCommBytes_;
   std::vector<bool> inputSet_;

@@ -21,6 +21,7 @@
 #include "runtime/LrController.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/RunActivity.h"
+#include "runtime/RunCheckpoints.h"
 #include "runtime/RunMonitor.h"
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/Mpirun.h"
@@ -258,56 +259,6 @@ std::string outputFileName(const std::string &tensorName, size_t index) {
 
 namespace {
 
-/// Appends every tensor of `kind` whose plan name `keep` accepts as a world-1 run holds it:
-/// a whole one as it is, a sharded one gathered from its group (every rank takes part, in
-/// plan order) and split into its pieces, whose bytes `gathered` keeps.
-template <typename Keep>
-Status wholeTensors(Executor &exec, TensorKind kind, Keep keep,
-                    std::deque<std::vector<uint8_t>> &gathered,
-                    std::vector<std::pair<std::string, TensorView>> &out) {
-  const Plan &plan = exec.plan();
-  for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
-    const PlanTensor &tensor = plan.tensors[t];
-    if (tensor.kind != kind || !keep(tensor.name))
-      continue;
-    if (!tensor.sharded) {
-      out.emplace_back(tensor.name, exec.view(t));
-      continue;
-    }
-    PLAIT_RETURN_IF_ERROR(exec.gatherParam(t, gathered.emplace_back()));
-    for (const ShardPiece &p : tensor.shard.pieces)
-      out.emplace_back(p.name,
-                       TensorView{gathered.back().data() + p.offset * dtypeSize(tensor.dtype),
-                                  tensor.dtype, p.shape});
-  }
-  return {};
-}
-
-/// Writes every param under its name (the ONNX initializer names) as safetensors, from
-/// rank 0, sharded ones gathered first, so the file names and shapes are those of a world-1
-/// run. `ema` (--save-ema-weights): each param with a weight EMA written with its average's
-/// values (a sharded unit's gathered too); frozen params and the buffers not averaged as they
-/// are, so that the file is a whole state_dict of the averaged model.
-Status saveWeights(const std::string &path, Executor &exec, bool writer, bool ema) {
-  std::deque<std::vector<uint8_t>> gathered;
-  std::vector<std::pair<std::string, TensorView>> params, averages;
-  PLAIT_RETURN_IF_ERROR(wholeTensors(
-      exec, TensorKind::Param, [](const std::string &) { return true; }, gathered, params));
-  if (ema) {
-    PLAIT_RETURN_IF_ERROR(wholeTensors(
-        exec, TensorKind::State,
-        [](const std::string &name) { return !averagedParam(name).empty(); }, gathered,
-        averages));
-    std::map<std::string, TensorView> byParam;
-    for (const auto &[name, view] : averages)
-      byParam.emplace(averagedParam(name), view);
-    for (auto &[name, view] : params)
-      if (auto it = byParam.find(name); it != byParam.end())
-        view = it->second;
-  }
-  return writer ? writeSafetensors(path, params) : Status();
-}
-
 /// Whether the plan keeps a weight EMA (compiled with --ema-decay).
 bool hasWeightEma(const Plan &plan) {
   return std::any_of(plan.instrs.begin(), plan.instrs.end(), [&](const PlanInstr &in) {
@@ -379,120 +330,6 @@ struct ExitHook {
       ::_exit(3);
   }
 };
-
-// --resume: the newest usable checkpoint, the same on every rank, restored into `exec`.
-// Returns what it records (its step, samples seen, data position) in `resumed`. The plan may
-// take another global batch than the checkpoint's steps did: the data continues at the
-// checkpoint's position (a batch-size ramp, or a resume on fewer or more ranks).
-Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, Executor &exec,
-                            Communicator &comm, const DataLoader *data,
-                            CheckpointInfo &resumed) {
-  CheckpointIndex index;
-  std::vector<std::string> skipped;
-  Status found = findCheckpoint(options.checkpointDir, index, skipped);
-  if (comm.rank() == 0)
-    for (const std::string &why : skipped)
-      fmt::print(stderr, "plait-run: skipping a damaged checkpoint: {}\n", why);
-  if (!found.ok())
-    return found.withPrefix("--resume: ");
-  // Every rank looked at the same files; check that they chose the same step.
-  int64_t mine = index.info.step, sum = 0;
-  PLAIT_RETURN_IF_ERROR(sumOverWorld(comm, &mine, &sum, 1));
-  if (sum != mine * int64_t(comm.size()))
-    return Status::errorf("--resume: the ranks chose different checkpoints in {} (files "
-                          "changing while the run starts?)", options.checkpointDir);
-  PLAIT_RETURN_IF_ERROR(restoreCheckpoint(index, exec)); // first: is it this model at all?
-  resumed = index.info;
-  if (data) {
-    // What a checkpoint written before these were recorded leaves out, as its run (of one
-    // global batch throughout) took the data.
-    auto [position, epoch] = data->fromStart(resumed.step, resumed.globalBatch);
-    if (resumed.dataPosition < 0)
-      resumed.dataPosition = position;
-    if (resumed.dataEpoch < 0)
-      resumed.dataEpoch = epoch;
-  }
-  if (comm.rank() == 0) {
-    fmt::print(stderr, "plait-run: resuming after step {} from {} (saved by {} rank{})\n",
-               index.info.step, index.path, index.worldSize, index.worldSize == 1 ? "" : "s");
-    if (resumed.globalBatch != plan.globalBatch())
-      fmt::print(stderr, "plait-run: its steps took a global batch of {} samples, {} takes {}: "
-                 "the data continues at sample {} ({} samples seen)\n", resumed.globalBatch,
-                 plan.path, plan.globalBatch(), std::max<int64_t>(resumed.dataPosition, 0),
-                 resumed.samplesSeen);
-    // Another order from here on: allowed (a choice), but said.
-    int64_t shuffleSeed = options.shuffle ? int64_t(options.seed) : -1;
-    auto order = [](int64_t seed) {
-      return seed < 0 ? std::string("in order") : fmt::format("shuffled with seed {}", seed);
-    };
-    if (data && resumed.shuffleSeed != shuffleSeed)
-      fmt::print(stderr, "plait-run: its run took the data {}, this one takes it {}: the "
-                 "samples of the rest of the epoch change\n", order(resumed.shuffleSeed),
-                 order(shuffleSeed));
-  }
-  return {};
-}
-
-// The lr schedule of a resumed run: the plateau schedule continues from the checkpoint's
-// state (its lr, best loss, counts and open window); a checkpoint without one (its run had
-// another schedule) starts it afresh, and a plan of another schedule ignores one, both said.
-void resumeSchedule(const Plan &plan, const RunOptions &options, const CheckpointInfo &resumed,
-                    bool lead, LrController &lrs) {
-  if (resumed.step == 0)
-    return;
-  if (lrs.readsLoss() && resumed.plateau) {
-    lrs.restore(*resumed.plateau);
-    if (lead)
-      fmt::print(stderr,
-                 "plait-run: the plateau schedule continues at lr {:g} (best mean "
-                 "loss {:g}, {} reduction{} so far)\n",
-                 resumed.plateau->lr, resumed.plateau->best, resumed.plateau->reductions,
-                 resumed.plateau->reductions == 1 ? "" : "s");
-  } else if (lrs.readsLoss() && lead) {
-    fmt::print(stderr,
-               "plait-run: the checkpoint in {} records no plateau schedule (its run "
-               "had another): the plateau schedule starts afresh at lr {:g}\n",
-               options.checkpointDir, plan.schedule.lr);
-  } else if (resumed.plateau && lead) {
-    fmt::print(stderr,
-               "plait-run: the checkpoint's plateau schedule (at lr {:g}) is not "
-               "continued: {} has the {} schedule\n",
-               resumed.plateau->lr, plan.path, plan.schedule.kind);
-  }
-}
-
-// ", lr reduced N times to X" for a plateau run that reduced it.
-std::string plateauSummary(const LrController &lrs) {
-  if (!lrs.readsLoss())
-    return "";
-  const PlateauState &p = lrs.plateau();
-  return p.reductions == 0 ? ", lr not reduced"
-                           : fmt::format(", lr reduced {} time{} to {:g}", p.reductions,
-                                         p.reductions == 1 ? "" : "s", p.lr);
-}
-
-// A resumed run's log keeps the records up to the checkpoint's step and continues after
-// them, so the file reads as one uninterrupted run.
-Status openResumedLog(const std::string &path, int64_t resumedStep, std::ofstream &log) {
-  std::vector<std::string> kept;
-  {
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-      nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-      if (!record.is_discarded() && record.contains("step") &&
-          record["step"].is_number_integer() && record["step"].get<int64_t>() <= resumedStep)
-        kept.push_back(line);
-    }
-  }
-  log.open(path, std::ios::trunc);
-  if (!log)
-    return Status::errorf("--log-jsonl {}: cannot open for writing", path);
-  for (const std::string &line : kept)
-    log << line << '\n';
-  log.flush();
-  return {};
-}
 
 // "PLAN: CONTEXT: message", whatever the message started with (the plan's path is not
 // repeated), keeping the error's kind.
@@ -617,21 +454,6 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   const int gradNorm = plan.gradNormOutput();
   int64_t lastCheckpoint = resumedStep; // the newest checkpoint's step (0: none)
   const int64_t firstStep = resumedStep + 1, stepsRun = options.steps - resumedStep;
-  // What a checkpoint after `step` records: the samples seen over every batch size so far,
-  // and where the next step's batch starts.
-  auto checkpointInfo = [&](int64_t step) {
-    CheckpointInfo info;
-    info.step = step;
-    info.globalBatch = plan.globalBatch();
-    info.seed = options.seed;
-    info.samplesSeen = resumedFrom.samplesSeen + (step - resumedStep) * plan.globalBatch();
-    info.dataPosition = options.dataDir.empty() ? -1 : data.position(step);
-    info.dataEpoch = options.dataDir.empty() ? -1 : data.epoch(step);
-    info.shuffleSeed = options.shuffle ? int64_t(options.seed) : -1;
-    if (plan.training && lrs.readsLoss())
-      info.plateau = lrs.plateau();
-    return info;
-  };
   for (int64_t step = firstStep; step <= options.steps; ++step) {
     exitHook.before(comm.rank(), step);
     activity::setStep(step);
@@ -671,12 +493,11 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
           checkFinite(plan, step, loss, norm, options.checkpointDir, lastCheckpoint));
     if (plan.training && lrs.readsLoss())
       lrs.observe(loss.get<double>()); // a training plan's loss is a float scalar
-    if (!options.checkpointDir.empty() &&
-        ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) ||
-         step == options.steps)) {
+    if (checkpointDue(options, step)) {
+      CheckpointInfo info = checkpointAfter(options, plan, step, resumedFrom,
+                                            options.dataDir.empty() ? nullptr : &data, lrs);
       PLAIT_RETURN_IF_ERROR(
-          saveCheckpoint(options.checkpointDir, checkpointInfo(step), *exec, comm,
-                         options.keepCheckpoints)
+          saveCheckpoint(options.checkpointDir, info, *exec, comm, options.keepCheckpoints)
               .withPrefix(fmt::format("step {}: writing the checkpoint: ", step)));
       lastCheckpoint = step;
     }
@@ -687,9 +508,9 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   if (lead && !options.outputDir.empty())
     PLAIT_RETURN_IF_ERROR(writeOutputs(options, *exec, written));
   if (!options.saveWeights.empty())
-    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec, lead, false));
+    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec, comm, lead, false));
   if (!options.saveEmaWeights.empty())
-    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveEmaWeights, *exec, lead, true));
+    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveEmaWeights, *exec, comm, lead, true));
   if (!lead)
     return {};
   std::string onRanks = plan.worldSize > 1 ? " on " + rankCount(plan.worldSize) : "";

@@ -573,4 +573,19 @@ Status CudaExecutor::readTensor(uint32_t tensor, std::vector<uint8_t> &out) cons
   return {};
 }
 
+Status CudaExecutor::writeTensor(uint32_t tensor, const std::vector<uint8_t> &bytes) {
+  const PlanTensor &t = plan_.tensors[tensor];
+  if (bytes.size() != t.bytes)
+    return Status::internal(fmt::format("{}: writing tensor {} ('{}'): {} bytes, planned {}",
+                                        plan_.path, tensor, printable(t.name), bytes.size(),
+                                        t.bytes));
+  if (t.bytes == 0)
+    return {};
+  PLAIT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<uint8_t *>(arena_) + t.offset,
+                                             bytes.data(), t.bytes, cudaMemcpyHostToDevice,
+                                             compute_));
+  PLAIT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(compute_));
+  return {};
+}
+
 } // namespace plait::rt

@@ -85,6 +85,9 @@ public:
 
   /// Copies tensor `tensor` from the device (after run()).
   Status readTensor(uint32_t tensor, std::vector<uint8_t> &out) const;
+  /// Copies `bytes` (the tensor's planned size) onto the device as tensor `tensor` (between
+  /// steps: a resumed checkpoint's params and states).
+  Status writeTensor(uint32_t tensor, const std::vector<uint8_t> &bytes);
   /// Graph output `index` (a position in Plan::outputs), copied from the device.
   Status readOutput(size_t index, std::vector<uint8_t> &out) const {
     return readTensor(plan_.outputs[index], out);

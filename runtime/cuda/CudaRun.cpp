@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/DataLoader.h"
+#include "runtime/HostTensors.h"
 #include "runtime/LrController.h"
+#include "runtime/RunCheckpoints.h"
 #include "runtime/cuda/CudaExecutor.h"
 #include "runtime/cuda/CudaStatus.h"
 #include "runtime/io/Npy.h"
@@ -24,24 +26,18 @@ namespace {
 
 /// Options whose machinery is the CPU executor's alone so far.
 Status refuseUnsupported(const RunOptions &options, const Plan &plan) {
-  const char *option = !options.checkpointDir.empty()    ? "--checkpoint-dir"
-                       : options.resume                  ? "--resume"
-                       : !options.monitor.tracePath.empty() ? "--trace"
-                                                          : nullptr;
-  if (option)
-    return Status::errorf("{}: {} is not supported by the CUDA backend yet (the CPU backend "
-                          "has it: compile with --device cpu)",
-                          plan.path, option);
-  for (const auto &[flag, path] : {std::pair<const char *, const std::string *>{
-                                        "--save-weights", &options.saveWeights},
-                                    {"--save-ema-weights", &options.saveEmaWeights}})
-    for (uint32_t t = 0; t < plan.tensors.size() && !path->empty(); ++t)
-      if (plan.tensors[t].sharded && (plan.tensors[t].kind == TensorKind::Param ||
-                                      plan.tensors[t].kind == TensorKind::State))
-        return Status::errorf("{}: {} of sharded params (tensor {} '{}') is not supported by "
-                              "the CUDA backend yet",
-                              plan.path, flag, t, printable(plan.tensors[t].name));
+  if (!options.monitor.tracePath.empty())
+    return Status::errorf("{}: --trace is not supported by the CUDA backend yet (the CPU "
+                          "backend has it: compile with --device cpu)",
+                          plan.path);
   return {};
+}
+
+/// Host copies of this rank's params and states, read from the device now.
+Status pullPersistent(const CudaExecutor &exec, std::unique_ptr<HostTensors> &out) {
+  out = std::make_unique<HostTensors>(exec.plan(), exec.rank());
+  return out->pull(
+      [&](uint32_t t, std::vector<uint8_t> &bytes) { return exec.readTensor(t, bytes); });
 }
 
 /// A scalar output's value as a double (f32, f64, bf16, f16), or null JSON.
@@ -127,35 +123,6 @@ Status writeOutputs(const RunOptions &options, const CudaExecutor &exec,
     written.push_back(path);
   }
   return {};
-}
-
-/// --save-weights: every param under its name, as safetensors (unsharded params only, which
-/// every rank holds whole; refuseUnsupported turned sharded ones away). `ema`
-/// (--save-ema-weights): each param that has a weight EMA (a state "<param>.ema") written
-/// with the average's values instead.
-Status saveWeights(const std::string &path, const CudaExecutor &exec, bool ema) {
-  const Plan &plan = exec.plan();
-  std::vector<std::vector<uint8_t>> bytes;
-  std::vector<std::pair<std::string, TensorView>> params;
-  for (uint32_t t = 0; t < plan.tensors.size(); ++t)
-    if (plan.tensors[t].kind == TensorKind::Param)
-      bytes.emplace_back();
-  std::map<std::string, uint32_t> averages; // param name -> its average's tensor
-  for (uint32_t t = 0; ema && t < plan.tensors.size(); ++t)
-    if (plan.tensors[t].kind == TensorKind::State && !averagedParam(plan.tensors[t].name).empty())
-      averages.emplace(averagedParam(plan.tensors[t].name), t);
-  size_t next = 0;
-  for (uint32_t t = 0; t < plan.tensors.size(); ++t) {
-    const PlanTensor &tensor = plan.tensors[t];
-    if (tensor.kind != TensorKind::Param)
-      continue;
-    std::vector<uint8_t> &host = bytes[next++];
-    auto average = averages.find(tensor.name);
-    PLAIT_RETURN_IF_ERROR(
-        exec.readTensor(average != averages.end() ? average->second : t, host));
-    params.emplace_back(tensor.name, TensorView{host.data(), tensor.dtype, tensor.shape});
-  }
-  return writeSafetensors(path, params);
 }
 
 /// The device's copy bandwidth: a cudaMemcpy device-to-device of 256 MiB, best of 10, counted
@@ -258,9 +225,33 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
     PLAIT_RETURN_IF_ERROR(DataLoader::open(options.dataDir, plan, data, comm.size(), comm.rank()));
   if (options.shuffle && !options.dataDir.empty())
     data.setShuffle(options.seed);
+  const DataLoader *loader = options.dataDir.empty() ? nullptr : &data;
+  if (!options.checkpointDir.empty() && !plan.training)
+    return Status::errorf("{}: checkpoints hold a training run's params and optimizer state; "
+                          "this plan does not train",
+                          plan.path);
+  // --resume: the checkpoint restored into host copies of the params and states (their
+  // padding as the device holds it), then copied onto the device.
+  CheckpointInfo resumedFrom;
+  if (options.resume) {
+    std::unique_ptr<HostTensors> host;
+    PLAIT_RETURN_IF_ERROR(pullPersistent(*exec, host));
+    PLAIT_RETURN_IF_ERROR(resumeFromCheckpoint(options, plan, *host, comm, loader, resumedFrom));
+    PLAIT_RETURN_IF_ERROR(host->push([&](uint32_t t, const std::vector<uint8_t> &bytes) {
+      return exec->writeTensor(t, bytes);
+    }));
+    if (loader)
+      data.setOrigin(resumedFrom.step, resumedFrom.dataPosition, resumedFrom.dataEpoch);
+  }
+  const int64_t resumedStep = resumedFrom.step;
   bool lead = comm.rank() == 0;
+  LrController lrs(plan.schedule); // each step's lr; the plateau schedule reads the loss
+  if (plan.training)
+    resumeSchedule(plan, options, resumedFrom, lead, lrs);
   std::ofstream log;
-  if (lead && !options.logJsonl.empty()) {
+  if (lead && !options.logJsonl.empty() && resumedStep > 0) {
+    PLAIT_RETURN_IF_ERROR(openResumedLog(options.logJsonl, resumedStep, log));
+  } else if (lead && !options.logJsonl.empty()) {
     log.open(options.logJsonl, std::ios::trunc);
     if (!log)
       return Status::errorf("--log-jsonl {}: cannot open for writing", options.logJsonl);
@@ -268,8 +259,9 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
   double totalMs = 0;
   nlohmann::json firstLoss, loss, firstGradNorm, gradNorm;
   const int gradNormIndex = plan.gradNormOutput();
-  LrController lrs(plan.schedule); // each step's lr; the plateau schedule reads the loss
-  for (int64_t step = 1; step <= options.steps; ++step) {
+  int64_t lastCheckpoint = resumedStep; // the newest checkpoint's step (0: none)
+  const int64_t firstStep = resumedStep + 1, stepsRun = options.steps - resumedStep;
+  for (int64_t step = firstStep; step <= options.steps; ++step) {
     for (size_t i = 0; i < plan.inputs.size(); ++i) {
       const PlanTensor &t = plan.tensors[plan.inputs[i]];
       const void *bytes = options.dataDir.empty() ? inputs[i].bytes.data()
@@ -288,16 +280,14 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
             .count();
     totalMs += ms;
     PLAIT_RETURN_IF_ERROR(lossOf(*exec, loss));
-    if (plan.training && lrs.readsLoss() && loss.is_number())
-      lrs.observe(loss.get<double>());
     if (gradNormIndex >= 0)
       PLAIT_RETURN_IF_ERROR(scalarOutput(*exec, size_t(gradNormIndex), gradNorm));
-    if (step == 1) {
+    if (step == firstStep) {
       firstLoss = loss;
       firstGradNorm = gradNorm;
     }
-    if (step == 1 && options.steps > 1)
-      exec->resetKernelTimes(); // step 1 carries the one-time setup
+    if (step == firstStep && stepsRun > 1)
+      exec->resetKernelTimes(); // the first step carries the one-time setup
 
     if (log.is_open()) {
       int64_t samples = plan.globalBatch();
@@ -318,31 +308,58 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
       if (!log)
         return Status::errorf("--log-jsonl {}: write error", options.logJsonl);
     }
-    if (plan.training && !options.allowNonfinite)
-      PLAIT_RETURN_IF_ERROR(checkFinite(plan, step, loss, gradNorm, options.checkpointDir, 0));
+    if (plan.training && !options.allowNonfinite) // before this step's checkpoint
+      PLAIT_RETURN_IF_ERROR(
+          checkFinite(plan, step, loss, gradNorm, options.checkpointDir, lastCheckpoint));
+    if (plan.training && lrs.readsLoss() && loss.is_number())
+      lrs.observe(loss.get<double>());
+    if (checkpointDue(options, step)) {
+      std::unique_ptr<HostTensors> host;
+      PLAIT_RETURN_IF_ERROR(pullPersistent(*exec, host));
+      PLAIT_RETURN_IF_ERROR(
+          saveCheckpoint(options.checkpointDir,
+                         checkpointAfter(options, plan, step, resumedFrom, loader, lrs), *host,
+                         comm, options.keepCheckpoints)
+              .withPrefix(fmt::format("step {}: writing the checkpoint: ", step)));
+      lastCheckpoint = step;
+    }
   }
   std::vector<std::string> written;
-  if (lead && !options.saveWeights.empty())
-    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *exec, false));
-  if (lead && !options.saveEmaWeights.empty())
-    PLAIT_RETURN_IF_ERROR(saveWeights(options.saveEmaWeights, *exec, true));
+  if (!options.saveWeights.empty() || !options.saveEmaWeights.empty()) {
+    std::unique_ptr<HostTensors> host; // every rank: sharded params are gathered
+    PLAIT_RETURN_IF_ERROR(pullPersistent(*exec, host));
+    if (!options.saveWeights.empty())
+      PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *host, comm, lead, false));
+    if (!options.saveEmaWeights.empty())
+      PLAIT_RETURN_IF_ERROR(saveWeights(options.saveEmaWeights, *host, comm, lead, true));
+  }
   if (lead && !options.outputDir.empty())
     PLAIT_RETURN_IF_ERROR(writeOutputs(options, *exec, written));
   if (lead && !options.kernelTimes.empty())
-    PLAIT_RETURN_IF_ERROR(writeKernelTimes(options.kernelTimes, *exec,
-                                           options.steps > 1 ? options.steps - 1 : 1));
+    PLAIT_RETURN_IF_ERROR(
+        writeKernelTimes(options.kernelTimes, *exec, stepsRun > 1 ? stepsRun - 1 : 1));
   if (!lead)
     return {};
   std::string onRanks = plan.worldSize > 1 ? fmt::format(" on {} ranks", plan.worldSize) : "";
-  if (plan.training)
-    summary =
-        fmt::format("{}: trained {} steps{} on CUDA, loss {} -> {}{}, {:.3f} ms/step "
-                    "(arena {} bytes, workspace {} bytes)",
-                    plan.path, options.steps, onRanks, firstLoss.dump(), loss.dump(),
-                    gradNormIndex < 0 ? std::string()
-                                      : fmt::format(", grad_norm {} -> {}", firstGradNorm.dump(),
-                                                    gradNorm.dump()),
-                    totalMs / double(options.steps), exec->arenaBytes(), exec->workspaceBytes());
+  std::string resumed =
+      resumedStep > 0 ? fmt::format(" (steps {}-{}, resumed)", firstStep, options.steps) : "";
+  std::string saved =
+      options.checkpointDir.empty() ? "" : fmt::format("; checkpoint -> {}", options.checkpointDir);
+  if (plan.training && stepsRun <= 0)
+    summary = fmt::format("{}: the checkpoint in {} is at step {}, nothing left to run for "
+                          "--steps {}",
+                          plan.path, options.checkpointDir, resumedStep, options.steps);
+  else if (plan.training)
+    summary = fmt::format(
+        "{}: trained {} steps{}{} on CUDA, loss {} -> {}{}{}, {:.3f} ms/step "
+        "(arena {} bytes, workspace {} bytes){}{}{}",
+        plan.path, stepsRun, resumed, onRanks, firstLoss.dump(), loss.dump(),
+        gradNormIndex < 0
+            ? std::string()
+            : fmt::format(", grad_norm {} -> {}", firstGradNorm.dump(), gradNorm.dump()),
+        plateauSummary(lrs), totalMs / double(stepsRun), exec->arenaBytes(), exec->workspaceBytes(),
+        options.saveWeights.empty() ? "" : "; weights -> " + options.saveWeights,
+        options.saveEmaWeights.empty() ? "" : "; EMA weights -> " + options.saveEmaWeights, saved);
   else
     summary = fmt::format("{}: ran {} instructions x {} steps{} on CUDA in {:.3f} ms; {} "
                           "outputs{}",

@@ -6,7 +6,10 @@ model for --device cuda and --device cpu with the same flags, train both STEPS s
 data (tests/e2e/train_parity.make_dataset), and compare the per-step losses: relative
 difference at most 1e-4 (fp32) or 1e-2 (bf16-mixed). The fp32 CUDA runs also time every
 instruction (plait-run --kernel-times), and a second table gives each fused kernel's achieved
-bandwidth (bytes read + written per second) against the device's copy bandwidth. With two or
+bandwidth (bytes read + written per second) against the device's copy bandwidth. The GPT's
+fp32 plan also checkpoints on the CUDA backend: half the steps with --checkpoint-dir, the rest
+with --resume, against its straight run; and across backends, a CPU run's checkpoint resumed
+on CUDA and a CUDA run's resumed on the CPU, each against the CPU's straight run. With two or
 more GPUs, the GPT's 2-rank DDP plan runs on NCCL against the CPU backend's MPI run (NCCL
 refuses two ranks on one GPU, so one GPU skips it, saying so).
 
@@ -30,6 +33,7 @@ import argparse
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -185,6 +189,11 @@ def prepare(args, work):
                       work / ("%s-cpu.jsonl" % stem),
                       weights=work / ("%s-cpu.safetensors" % stem) if ranks == 1 else None,
                       nproc=ranks)
+    # A CPU checkpoint halfway, for the CUDA backend to resume (CHECKPOINT_CASE).
+    stem, sample = CHECKPOINT_CASE
+    shutil.rmtree(work / "ckpt-cpu", ignore_errors=True)
+    train(run_bin, work / ("%s-cpu.plan" % stem), work / ("data-" + sample), args.steps // 2,
+          work / ("%s-cpu-half.jsonl" % stem), extra=["--checkpoint-dir", work / "ckpt-cpu"])
     if args.device_under_test == "cuda":
         prepare_large(args, work)
     (work / "prepared.json").write_text(json.dumps({"steps": args.steps}))
@@ -209,6 +218,8 @@ def prepare_large(args, work):
 
 
 MODES = (("graph", []), ("eager", ["--no-cuda-graphs"]))
+# The case whose plans checkpoint and resume across the backends (checkpoints()).
+CHECKPOINT_CASE = ("gpt-fp32", "gpt")
 
 
 def timed_kernels(run_bin, plan, data, steps, stem, model, kernel_rows):
@@ -331,6 +342,64 @@ def on_device(args, work, rows, kernel_rows):
                             cuda[-1], dw, step_ms(cpu_log), eager_ms, graph_ms))
 
 
+def checkpoints(args, work, rows):
+    """Checkpoints on the CUDA backend: the straight run's steps against (1) a CUDA run of half
+    the steps with --checkpoint-dir, then --resume to the end; (2) the CPU run's checkpoint of
+    half the steps (prepared) resumed on CUDA; (3) (1)'s CUDA checkpoint resumed on the CPU
+    backend. (1) compares with the straight CUDA run, (2) and (3) with the straight CPU run;
+    steps half+1..N of each, within the case's tolerance (run to run, the CUDA backend's float
+    atomics in gather gradients and fused sums are not bit-reproducible)."""
+    stem, sample = CHECKPOINT_CASE
+    run_bin = args.build / "bin" / "plait-run"
+    data = work / ("data-" + sample)
+    half, steps = args.steps // 2, args.steps
+    tolerance = TOLERANCE["fp32"]
+    cuda_plan, cpu_plan = work / ("%s-cuda.plan" % stem), work / ("%s-cpu.plan" % stem)
+    straight = {"cuda": work / ("%s-cuda-graph.jsonl" % stem), "cpu": work / ("%s-cpu.jsonl" % stem)}
+    ckpt_cuda = work / "ckpt-cuda"
+    shutil.rmtree(ckpt_cuda, ignore_errors=True)
+    first = train(run_bin, cuda_plan, data, half, work / ("%s-cuda-half.jsonl" % stem),
+                  extra=["--checkpoint-dir", ckpt_cuda])
+    runs = []  # (label, plan, checkpoint directory to copy, reference)
+    if first:
+        runs.append(("cuda -> cuda", cuda_plan, ckpt_cuda, "cuda"))
+    runs.append(("cpu -> cuda", cuda_plan, work / "ckpt-cpu", "cpu"))
+    if first:
+        runs.append(("cuda -> cpu", cpu_plan, ckpt_cuda, "cpu"))
+    for label, plan, source, reference in runs:
+        tag = label.replace(" -> ", "-to-")
+        resume_dir = work / ("ckpt-" + tag)
+        shutil.rmtree(resume_dir, ignore_errors=True)
+        if not source.exists():
+            FAILURES.append("checkpoint %s: %s was not written" % (label, source))
+            rows.append((label, None, tolerance, "NOT RUN"))
+            continue
+        shutil.copytree(source, resume_dir)  # each resume writes its own checkpoints
+        log = work / ("%s-resumed-%s.jsonl" % (stem, tag))
+        log.unlink(missing_ok=True)
+        if not train(run_bin, plan, data, steps, log,
+                     extra=["--checkpoint-dir", resume_dir, "--resume"]):
+            rows.append((label, None, tolerance, "FAIL"))
+            continue
+        if not straight[reference].exists():
+            FAILURES.append("checkpoint %s: no straight %s run to compare with" % (label,
+                                                                                reference))
+            rows.append((label, None, tolerance, "NOT RUN"))
+            continue
+        want, got = losses(straight[reference])[half:], losses(log)
+        if len(got) != steps - half or len(want) != steps - half:
+            FAILURES.append("checkpoint %s: %d steps logged after step %d, %d expected" % (
+                label, len(got), half, steps - half))
+            rows.append((label, None, tolerance, "FAIL"))
+            continue
+        rel = float(np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-12)))
+        ok = bool(np.all(np.isfinite(got))) and rel <= tolerance
+        if not ok:
+            FAILURES.append("checkpoint %s: losses after step %d differ by %.3g (relative)" % (
+                label, half, rel))
+        rows.append((label, rel, tolerance, "ok" if ok else "FAIL"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True, type=pathlib.Path)
@@ -353,8 +422,9 @@ def main():
             return 1
         print("prepared %s for %d steps" % (work, args.steps))
         return 0
-    rows, kernel_rows, large_rows = [], [], []
+    rows, kernel_rows, large_rows, checkpoint_rows = [], [], [], []
     on_device(args, work, rows, kernel_rows)
+    checkpoints(args, work, checkpoint_rows)
     if args.device_under_test == "cuda":
         on_device_large(args, work, large_rows, kernel_rows)
 
@@ -369,6 +439,16 @@ def main():
         else:
             print("%-11s %-10s %12.3g %9.0e %-7s %10.6g %10.6g %10.6g %9.3g %9.3f %9.3f %9.3f"
                   % r)
+
+    print("\nCheckpoints (%s, %d steps): saved after step %d on one backend, resumed on the "
+          "named one, steps %d..%d against that backend's straight run" % (
+              CHECKPOINT_CASE[0], args.steps, args.steps // 2, args.steps // 2 + 1, args.steps))
+    print("%-13s %12s %9s %-7s" % ("saved -> run", "max rel diff", "tolerance", "result"))
+    for r in checkpoint_rows:
+        if r[1] is None:
+            print("%-13s %12s %9.0e %-7s" % (r[0], "-", r[2], r[3]))
+        else:
+            print("%-13s %12.3g %9.0e %-7s" % r)
 
     if large_rows:
         print("\nLarger model: plait-zoo %s, AdamW, %d steps on CUDA only (losses must be "

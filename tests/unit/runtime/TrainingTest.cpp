@@ -2,16 +2,20 @@
 // tensors, end-of-step updates, the data loader and the safetensors writer.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "codegen/PlanBuilder.h"
+#include "runtime/Checkpoint.h"
 #include "runtime/DataLoader.h"
 #include "runtime/Executor.h"
+#include "runtime/HostTensors.h"
 #include "runtime/LrController.h"
 #include "runtime/PlanLoader.h"
 #include "runtime/io/Npy.h"
@@ -348,6 +352,93 @@ TEST(TrainingPlan, AnF64LrHoldsTheSchedulesDouble) {
   exec->setHyperParameters(1, plan.schedule.at(1), plan.schedule.before(1));
   EXPECT_EQ(*exec->view(3).as<double>(), plan.schedule.at(1));
   EXPECT_NE(double(float(plan.schedule.at(1))), plan.schedule.at(1));
+}
+
+// The CUDA backend checkpoints through host copies of its params and states (HostTensors,
+// filled from and written back to the device): what they save is the executor's own file byte
+// for byte, and a checkpoint restored into them and pushed back trains on as one restored
+// into the arena directly, and as the run that saved it.
+TEST(HostTensors, CheckpointAsTheExecutorDoes) {
+  Plan plan;
+  ASSERT_TRUE(loadPlanFromBytes(plan::serializePlan(tinyTrainingPlan()), "t.plan", plan).ok());
+  float x[2] = {1.0f, 2.0f};
+  auto step = [&](Executor &e, int s) {
+    ASSERT_TRUE(e.setInput(0, TensorView{x, DType::F32, {2}}).ok());
+    e.setHyperParameters(s, plan.schedule.at(s), plan.schedule.before(s));
+    ASSERT_TRUE(e.run().ok());
+  };
+  auto readFrom = [](const Executor &e) {
+    return [&e](uint32_t t, std::vector<uint8_t> &out) {
+      const auto *bytes = static_cast<const uint8_t *>(e.view(t).data);
+      out.assign(bytes, bytes + e.plan().tensors[t].bytes);
+      return Status();
+    };
+  };
+  std::unique_ptr<Executor> trained, fresh, direct;
+  ASSERT_TRUE(Executor::create(plan, {}, trained).ok());
+  ASSERT_TRUE(Executor::create(plan, {}, fresh).ok());
+  ASSERT_TRUE(Executor::create(plan, {}, direct).ok());
+  for (int s = 1; s <= 3; ++s)
+    step(*trained, s);
+
+  HostTensors host(plan, 0);
+  ASSERT_TRUE(host.pull(readFrom(*trained)).ok());
+  EXPECT_EQ(host.view(0).data, nullptr); // the input is not persistent: no copy
+  ASSERT_NE(host.view(5).data, nullptr);
+  EXPECT_EQ(host.view(5).as<float>()[1], trained->view(5).as<float>()[1]);
+  const auto dir = std::filesystem::temp_directory_path() / "plait-host-tensors-test";
+  std::filesystem::remove_all(dir);
+  CheckpointInfo info;
+  info.step = 3;
+  info.globalBatch = 1;
+  auto comm = makeLocalComm();
+  ASSERT_TRUE(saveCheckpoint((dir / "arena").string(), info, *trained, *comm, 1).ok());
+  ASSERT_TRUE(saveCheckpoint((dir / "host").string(), info, host, *comm, 1).ok());
+  auto bytesOf = [](const std::filesystem::path &path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string rankFile = "step-00000003/rank-00000.safetensors";
+  EXPECT_FALSE(bytesOf(dir / "arena" / rankFile).empty());
+  EXPECT_EQ(bytesOf(dir / "arena" / rankFile), bytesOf(dir / "host" / rankFile));
+
+  CheckpointIndex index;
+  ASSERT_TRUE(readCheckpoint((dir / "host" / "step-00000003").string(), index).ok());
+  HostTensors copies(plan, 0);
+  ASSERT_TRUE(copies.pull(readFrom(*fresh)).ok());
+  ASSERT_TRUE(restoreCheckpoint(index, copies).ok());
+  ASSERT_TRUE(copies
+                  .push([&](uint32_t t, const std::vector<uint8_t> &bytes) {
+                    std::memcpy(fresh->view(t).data, bytes.data(), bytes.size());
+                    return Status();
+                  })
+                  .ok());
+  ASSERT_TRUE(restoreCheckpoint(index, *direct).ok());
+  for (Executor *e : {trained.get(), fresh.get(), direct.get()})
+    step(*e, 4);
+  for (uint32_t t : {1u, 5u}) // the param and the state
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(fresh->view(t).as<float>()[i], trained->view(t).as<float>()[i]) << t;
+      EXPECT_EQ(direct->view(t).as<float>()[i], trained->view(t).as<float>()[i]) << t;
+    }
+  EXPECT_EQ(*fresh->output(0).as<float>(), *trained->output(0).as<float>());
+  std::filesystem::remove_all(dir);
+}
+
+// A device copy of the wrong size is the backend's bug, said as such, not a short buffer.
+TEST(HostTensors, AReadOfTheWrongSizeIsAnInternalError) {
+  Plan plan;
+  ASSERT_TRUE(loadPlanFromBytes(plan::serializePlan(tinyTrainingPlan()), "t.plan", plan).ok());
+  HostTensors host(plan, 0);
+  Status s = host.pull([](uint32_t, std::vector<uint8_t> &out) {
+    out.assign(3, 0);
+    return Status();
+  });
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.isInternal());
+  EXPECT_NE(s.message().find("t.plan: tensor 1 ('w') read as 3 bytes, planned 8"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(TrainingPlan, LoaderRejectsBadUpdatesAndHyperParameters) {
