@@ -19,31 +19,6 @@ namespace plait::rt {
 
 namespace {
 
-// The loss, by the training convention, is the first output when it is a float scalar.
-bool scalarLoss(const Executor &exec, double &out) {
-  if (exec.plan().outputs.empty())
-    return false;
-  TensorView v = exec.output(0);
-  if (v.numel() != 1)
-    return false;
-  switch (v.dtype) {
-  case DType::F32:
-    out = *v.as<float>();
-    return true;
-  case DType::F64:
-    out = *v.as<double>();
-    return true;
-  case DType::BF16:
-    out = bf16ToFloat(*v.as<uint16_t>());
-    return true;
-  case DType::F16:
-    out = f16ToFloat(*v.as<uint16_t>());
-    return true;
-  default:
-    return false;
-  }
-}
-
 double median(std::vector<double> values) {
   if (values.empty())
     return 0;
@@ -112,13 +87,14 @@ bool RunMonitor::traced(int64_t step) const {
   return trace_ && step < firstStep_ + options_.traceSteps;
 }
 
-void RunMonitor::beginStep(int64_t step, Executor &exec) {
+void RunMonitor::beginStep(int64_t step, Executor *exec) {
   if (firstStep_ < 0)
     firstStep_ = step;
-  if (!trace_)
+  if (!trace_ || !exec)
     return;
   bool traced = this->traced(step);
-  exec.setTrace(traced ? trace_.get() : nullptr);
+  exec->setTrace(traced ? trace_.get() : nullptr);
+  traced_ = traced ? exec : nullptr;
   if (traced) {
     trace_->beginStep(step);
     batchBegin_ = trace_->now();
@@ -132,22 +108,25 @@ void RunMonitor::batchLoaded() {
   }
 }
 
-void RunMonitor::endStep(int64_t step, double stepMs, Executor &exec) {
+void RunMonitor::endStep(int64_t step, double stepMs, const StepOutcome &outcome) {
   stepMs_.push_back(stepMs);
-  arenaHighWater_ = std::max(arenaHighWater_, exec.stepArenaHighWater());
-  workspaceHighWater_ = std::max(workspaceHighWater_, exec.stepWorkspaceHighWater());
-  if (traced(step)) {
+  memoryMeasured_ = memoryMeasured_ && outcome.memoryMeasured;
+  arenaHighWater_ = std::max(arenaHighWater_, outcome.arenaHighWater);
+  workspaceHighWater_ = std::max(workspaceHighWater_, outcome.workspaceHighWater);
+  if (traced_ && traced(step)) {
     trace_->endStep();
-    exec.setTrace(nullptr);
+    traced_->setTrace(nullptr);
+    traced_ = nullptr;
   }
   if (!progress_)
     return;
   StepProgress p;
   p.step = step;
-  p.hasLoss = scalarLoss(exec, p.loss);
+  p.hasLoss = outcome.hasLoss;
+  p.loss = outcome.loss;
   p.stepMs = stepMs;
   p.samples = plan_->globalBatch();
-  p.arenaHighWater = exec.stepArenaHighWater();
+  p.arenaHighWater = outcome.arenaHighWater;
   progress_->step(p);
 }
 
@@ -178,18 +157,26 @@ Status RunMonitor::finish(Communicator &comm) {
   return {};
 }
 
-std::string RunMonitor::comparison(const Executor &exec) const {
+std::string RunMonitor::comparison(uint64_t workspaceBytes) const {
   const Plan &plan = *plan_;
-  std::string text = fmt::format("\nmemory (rank {}): arena high water {} bytes", rank_,
-                                 formatThousands(arenaHighWater_));
-  if (rank_ < plan.peakBytes.size())
-    text += fmt::format(", plan peak {} bytes ({})", formatThousands(plan.peakBytes[rank_]),
-                        againstPlan(double(arenaHighWater_), double(plan.peakBytes[rank_])));
-  else
-    text += ", the plan records no peak";
-  text += fmt::format("; workspace high water {} of {} bytes",
-                      formatThousands(workspaceHighWater_),
-                      formatThousands(exec.workspaceBytes()));
+  std::string text;
+  if (!memoryMeasured_) {
+    text = fmt::format("\nmemory (rank {}): the plan's arena, {} bytes, and a workspace of {} "
+                       "bytes on the device (no high water measured)",
+                       rank_,
+                       formatThousands(rank_ < plan.arenaBytes.size() ? plan.arenaBytes[rank_] : 0),
+                       formatThousands(workspaceBytes));
+  } else {
+    text = fmt::format("\nmemory (rank {}): arena high water {} bytes", rank_,
+                       formatThousands(arenaHighWater_));
+    if (rank_ < plan.peakBytes.size())
+      text += fmt::format(", plan peak {} bytes ({})", formatThousands(plan.peakBytes[rank_]),
+                          againstPlan(double(arenaHighWater_), double(plan.peakBytes[rank_])));
+    else
+      text += ", the plan records no peak";
+    text += fmt::format("; workspace high water {} of {} bytes",
+                        formatThousands(workspaceHighWater_), formatThousands(workspaceBytes));
+  }
 
   if (stepMs_.empty())
     return text + "\nstep time: no step ran";

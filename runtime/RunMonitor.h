@@ -18,6 +18,16 @@ class Executor;
 struct Plan;
 class StepTrace;
 
+/// What the step loop tells the monitor after a step: its loss (a scalar first output), and
+/// the memory it touched where the backend measures it (the CPU executor; the CUDA backend
+/// allocates the plan's arena and measures no high water).
+struct StepOutcome {
+  bool hasLoss = false;
+  double loss = 0;
+  bool memoryMeasured = false;
+  uint64_t arenaHighWater = 0, workspaceHighWater = 0;
+};
+
 struct MonitorOptions {
   ProgressMode progress = ProgressMode::Auto; // --progress
   std::string tracePath;                      // --trace FILE.json; empty: no trace
@@ -36,19 +46,20 @@ public:
                int64_t steps);
   /// At the start of step `step` (before its batch is loaded). Steps come in order; the first
   /// is 1, or the step after the checkpoint a resumed run starts from. The trace records the
-  /// first --trace-steps steps of this run.
-  void beginStep(int64_t step, Executor &exec);
+  /// first --trace-steps steps of this run, of `exec` (null: a backend without traces).
+  void beginStep(int64_t step, Executor *exec);
   /// After the step's batch is in the arena.
   void batchLoaded();
-  /// After the step ran `stepMs` milliseconds (Executor::run alone).
-  void endStep(int64_t step, double stepMs, Executor &exec);
+  /// After the step ran `stepMs` milliseconds (the executor's run() alone).
+  void endStep(int64_t step, double stepMs, const StepOutcome &outcome);
   /// After the last step, on every rank: ends the progress display and, with a trace,
   /// gathers every rank's events to rank 0, which writes the file.
   Status finish(Communicator &comm);
 
   /// Rank 0, after finish(): lines that follow plait-run's summary line (each starting with a
-  /// newline), comparing the measured memory and step time with the plan's.
-  std::string comparison(const Executor &exec) const;
+  /// newline), comparing the measured memory and step time with the plan's; `workspaceBytes`
+  /// is the kernel workspace the executor allocated.
+  std::string comparison(uint64_t workspaceBytes) const;
 
 private:
   bool traced(int64_t step) const;
@@ -63,6 +74,8 @@ private:
   int64_t batchBegin_ = -1; // the traced step's batch started here; -1: none pending
   std::vector<double> stepMs_; // every step's Executor::run time
   uint64_t arenaHighWater_ = 0, workspaceHighWater_ = 0;
+  bool memoryMeasured_ = true; // every step's memory was measured
+  Executor *traced_ = nullptr; // the executor recording the traced step, if one is open
 };
 
 } // namespace plait::rt

@@ -457,7 +457,7 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   for (int64_t step = firstStep; step <= options.steps; ++step) {
     exitHook.before(comm.rank(), step);
     activity::setStep(step);
-    monitor.beginStep(step, *exec);
+    monitor.beginStep(step, exec.get());
     if (!options.dataDir.empty())
       PLAIT_RETURN_IF_ERROR(data.loadBatch(step - 1, *exec));
     else
@@ -477,11 +477,13 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     totalMs += lastMs;
     arenaHighWater = std::max(arenaHighWater, exec->stepArenaHighWater());
     workspaceHighWater = std::max(workspaceHighWater, exec->stepWorkspaceHighWater());
-    monitor.endStep(step, lastMs, *exec);
     // The step's loss and gradients' norm (null where the plan has none), read once.
     const nlohmann::json loss = lossOf(*exec);
     const nlohmann::json norm =
         gradNorm >= 0 ? scalarOutput(*exec, size_t(gradNorm)) : nlohmann::json();
+    monitor.endStep(step, lastMs,
+                    StepOutcome{loss.is_number(), loss.is_number() ? loss.get<double>() : 0.0, true,
+                                exec->stepArenaHighWater(), exec->stepWorkspaceHighWater()});
     if (step == firstStep) {
       firstLoss = loss;
       firstGradNorm = norm;
@@ -543,7 +545,7 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
                           options.steps == 1 ? std::string("once")
                                              : fmt::format("x {} steps", options.steps),
                           onRanks, totalMs, memory, outputsSummary(*exec, written));
-  summary += monitor.comparison(*exec); // further lines: measured against the plan
+  summary += monitor.comparison(exec->workspaceBytes()); // further lines: measured against the plan
   if (!exec->generatedNote().empty())
     summary += "\n" + exec->generatedNote();
   if (plan.device != "cuda")

@@ -16,6 +16,7 @@
 #include "runtime/HostTensors.h"
 #include "runtime/LrController.h"
 #include "runtime/RunCheckpoints.h"
+#include "runtime/RunMonitor.h"
 #include "runtime/cuda/CudaExecutor.h"
 #include "runtime/cuda/CudaStatus.h"
 #include "runtime/io/Npy.h"
@@ -256,12 +257,15 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
     if (!log)
       return Status::errorf("--log-jsonl {}: cannot open for writing", options.logJsonl);
   }
+  RunMonitor monitor; // progress and the end-of-run comparison (--trace is refused above)
+  PLAIT_RETURN_IF_ERROR(monitor.start(options.monitor, plan, comm, options.steps));
   double totalMs = 0;
   nlohmann::json firstLoss, loss, firstGradNorm, gradNorm;
   const int gradNormIndex = plan.gradNormOutput();
   int64_t lastCheckpoint = resumedStep; // the newest checkpoint's step (0: none)
   const int64_t firstStep = resumedStep + 1, stepsRun = options.steps - resumedStep;
   for (int64_t step = firstStep; step <= options.steps; ++step) {
+    monitor.beginStep(step, nullptr);
     for (size_t i = 0; i < plan.inputs.size(); ++i) {
       const PlanTensor &t = plan.tensors[plan.inputs[i]];
       const void *bytes = options.dataDir.empty() ? inputs[i].bytes.data()
@@ -282,6 +286,10 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
     PLAIT_RETURN_IF_ERROR(lossOf(*exec, loss));
     if (gradNormIndex >= 0)
       PLAIT_RETURN_IF_ERROR(scalarOutput(*exec, size_t(gradNormIndex), gradNorm));
+    StepOutcome outcome; // the device's memory is the plan's arena, not measured per step
+    outcome.hasLoss = loss.is_number();
+    outcome.loss = outcome.hasLoss ? loss.get<double>() : 0.0;
+    monitor.endStep(step, ms, outcome);
     if (step == firstStep) {
       firstLoss = loss;
       firstGradNorm = gradNorm;
@@ -324,6 +332,7 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
       lastCheckpoint = step;
     }
   }
+  PLAIT_RETURN_IF_ERROR(monitor.finish(comm));
   std::vector<std::string> written;
   if (!options.saveWeights.empty() || !options.saveEmaWeights.empty()) {
     std::unique_ptr<HostTensors> host; // every rank: sharded params are gathered
@@ -366,6 +375,7 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
                           plan.path, plan.instrs.size(), options.steps, onRanks, totalMs,
                           plan.outputs.size(),
                           written.empty() ? "" : " written to " + options.outputDir);
+  summary += monitor.comparison(exec->workspaceBytes()); // measured against the plan
   summary += "\n" + exec->note();
   if (!exec->graphNote().empty())
     summary += "\n" + exec->graphNote();
