@@ -729,14 +729,16 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
 
 /// adafactor_update (param, grad, lr, step, [exp_avg,] row and col | exp_avg_sq): the CPU
 /// kernel's checks (cpu::readAdafactorLayout), the host lr and step checked, then
-/// launchAdafactor with its sums in workspace. f32 and f64 (bf16-mixed keeps f32 masters).
+/// launchAdafactor with its sums in workspace. f32, f64, and bf16 and f16 computed in f32 as
+/// the CPU kernel's staging computes them.
 Status adafactorUpdateKernel(const CudaKernelCall &call) {
   constexpr std::string_view kAdafactor = "adafactor_update";
   cpu::AdafactorStep s;
   PLAIT_RETURN_IF_ERROR(cpu::readAdafactorLayout(kAdafactor, call.asHostCall(), s));
   const TensorView *in = call.inputs.data();
   const DType dtype = in[0].dtype;
-  if (dtype != DType::F32 && dtype != DType::F64)
+  const bool half = dtype == DType::BF16 || dtype == DType::F16;
+  if (dtype != DType::F32 && dtype != DType::F64 && !half)
     return noCudaDtype(kAdafactor, dtype);
   double lr = 0, step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kAdafactor, "lr", 2, lr));
@@ -749,8 +751,9 @@ Status adafactorUpdateKernel(const CudaKernelCall &call) {
     return Status::errorf("{}: lr_scale must be >= 0, got {}", kAdafactor, f.lrScale);
   uint64_t used = 0;
   void *work = nullptr;
-  PLAIT_RETURN_IF_ERROR(takeWorkspace(
-      call, kAdafactor, adafactorWorkspaceBytes(s.numel, s.batches, s.factored), used, work));
+  const uint64_t bytes =
+      adafactorWorkspaceBytes(s.numel, s.batches, s.rows, s.cols, s.factored, half);
+  PLAIT_RETURN_IF_ERROR(takeWorkspace(call, kAdafactor, bytes, used, work));
   if (call.check)
     return {};
   AdafactorTensor t;

@@ -667,6 +667,68 @@ TEST(EmulatedKernels, LambUpdateMatchesTheCpuKernel) {
       }
 }
 
+// adafactor_update of bf16 and f16 params, computed in f32 as the CPU kernel stages them
+// (widened, the new second moment kept in f32 until it is rounded into its results): a
+// batched matrix with a first moment and weight decay, a vector (exp_avg_sq) with the relative
+// step, and a matrix without the param's scale; each in place and into fresh results, every
+// result bit for bit the CPU kernel's.
+TEST(EmulatedKernels, AdafactorUpdateInHalfMatchesTheCpuKernel) {
+  using rt::test::AttrsBuilder;
+  std::mt19937 rng(59);
+  struct Variant {
+    const char *what;
+    std::vector<int64_t> shape;
+    rt::Attrs attrs;
+    bool firstMoment;
+  };
+  const std::vector<Variant> variants = {
+      {"batched matrix, beta1, decay",
+       {3, 5, 70},
+       AttrsBuilder().f("beta1", 0.9).f("weight_decay", 0.01).f("eps1", 1e-30).build(),
+       true},
+      {"vector, relative step",
+       {37},
+       AttrsBuilder().i("relative_step", 1).i("warmup_init", 1).build(),
+       false},
+      {"matrix, no param scale", {9, 300}, AttrsBuilder().i("scale_parameter", 0).build(), false},
+  };
+  for (const Variant &v : variants)
+    for (DType dtype : {DType::BF16, DType::F16})
+      for (bool inPlace : {false, true}) {
+        SCOPED_TRACE(std::string(v.what) + ", " + rt::dtypeName(dtype) +
+                     (inPlace ? ", in place" : ""));
+        const bool factored = v.shape.size() >= 2;
+        std::vector<int64_t> rowShape(v.shape.begin(), v.shape.end() - 1), colShape = v.shape;
+        if (factored)
+          colShape.erase(colShape.end() - 2);
+        std::vector<OwnedTensor> in = {
+            randomTensor(rng, dtype, v.shape, -1, 1), randomTensor(rng, dtype, v.shape, -0.5, 0.5),
+            rt::test::makeFloat(DType::F64, {}, {0.02}), rt::test::makeFloat(DType::F32, {}, {4})};
+        std::vector<std::pair<DType, std::vector<int64_t>>> results = {{dtype, v.shape}};
+        std::vector<size_t> resultInput = {0};
+        auto state = [&](std::vector<int64_t> shape, double lo, double hi) {
+          resultInput.push_back(in.size());
+          results.push_back({dtype, shape});
+          in.push_back(randomTensor(rng, dtype, shape, lo, hi));
+        };
+        if (v.firstMoment)
+          state(v.shape, -0.1, 0.1);
+        if (factored) {
+          state(rowShape, 0.01, 0.2);
+          state(colShape, 0.01, 0.2);
+        } else {
+          state(v.shape, 0.01, 0.2);
+        }
+        rt::test::KernelResult cpu = rt::test::runKernel("adafactor_update", in, results, v.attrs);
+        ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
+        std::vector<std::vector<uint8_t>> got =
+            emulatedUpdate("adafactor_update", in, resultInput, v.attrs, inPlace);
+        ASSERT_EQ(got.size(), results.size());
+        for (size_t r = 0; r < results.size(); ++r)
+          expectSameBits("result " + std::to_string(r), got[r], cpu.out(r));
+      }
+}
+
 // grouped_update of lamb_update: 53 tensors (more than a launch's list of updates, 36, and of
 // norms, 48), one of them many slots wide, f32 params with bf16 gradients, each with its own
 // ratio; adapting and not.

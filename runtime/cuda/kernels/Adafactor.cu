@@ -1,6 +1,8 @@
-// adafactor_update (Hugging Face's Adafactor) on the device, f32 and f64: the CPU kernel's
-// four passes (runtime/cpu/AdafactorKernels.cpp) as five launches, each element's math that
-// kernel's operation by operation:
+// adafactor_update (Hugging Face's Adafactor) on the device, f32, f64, bf16 and f16: the CPU
+// kernel's four passes (runtime/cpu/AdafactorKernels.cpp) as five launches, each element's
+// math that kernel's operation by operation (a 16-bit tensor's in f32, as the CPU kernel stages
+// it: loaded widened, its new second moment kept in f32 in the workspace until a sixth launch
+// rounds it into the results, its new param and exp_avg rounded as they are stored):
 //   1. the second moment: a block per row sums g^2 + eps1 over its columns (a fixed tree), a
 //      thread per column down its rows in order; or, unfactored, elementwise;
 //   2. each batch's mean of its new rows (a thread per batch, in order);
@@ -55,54 +57,63 @@ __device__ __forceinline__ StepFactors stepFactors(const AdafactorTensor &t,
   return s;
 }
 
-/// Pass 1, unfactored: exp_avg_sq = v * b2 + (g^2 + eps1) * (1 - b2), elementwise.
-template <typename T> __global__ void vectorMomentKernel(AdafactorTensor t, AdafactorFactors f) {
+/// Pass 1, unfactored: exp_avg_sq = v * b2 + (g^2 + eps1) * (1 - b2), elementwise. Stored
+/// types S, computed (and the new moments written) in T = Compute<S>.
+template <typename S> __global__ void vectorMomentKernel(AdafactorTensor t, AdafactorFactors f) {
+  using T = Compute<S>;
   const StepFactors s = stepFactors(t, f);
   const T b2 = T(s.beta2t), ob2 = T(1 - s.beta2t), eps1 = T(f.eps1);
-  const T *g = static_cast<const T *>(t.grad), *v = static_cast<const T *>(t.v);
+  const S *g = static_cast<const S *>(t.grad), *v = static_cast<const S *>(t.v);
   T *out = static_cast<T *>(t.newV);
   PLAIT_GRID_STRIDE(i, t.n) {
-    const T gi = g[i];
-    out[i] = v[i] * b2 + (gi * gi + eps1) * ob2;
+    const T gi = load(g, i);
+    out[i] = load(v, i) * b2 + (gi * gi + eps1) * ob2;
   }
 }
 
 /// Pass 1, factored rows: a block per row (grid-striding) sums g^2 + eps1 over its columns.
-template <typename T> __global__ void rowMomentKernel(AdafactorTensor t, AdafactorFactors f) {
+template <typename S> __global__ void rowMomentKernel(AdafactorTensor t, AdafactorFactors f) {
+  using T = Compute<S>;
   __shared__ double shared[kThreads];
   const StepFactors s = stepFactors(t, f);
   const T b2 = T(s.beta2t), ob2 = T(1 - s.beta2t), eps1 = T(f.eps1);
-  const T *row = static_cast<const T *>(t.row);
+  const S *row = static_cast<const S *>(t.row);
   T *out = static_cast<T *>(t.newRow);
   for (int64_t r = blockIdx.x; r < t.batches * t.rows; r += gridDim.x) {
-    const T *g = static_cast<const T *>(t.grad) + r * t.cols;
+    const S *g = static_cast<const S *>(t.grad) + r * t.cols;
     double sum = 0;
-    for (int64_t c = threadIdx.x; c < t.cols; c += blockDim.x)
-      sum += double(g[c] * g[c] + eps1);
+    for (int64_t c = threadIdx.x; c < t.cols; c += blockDim.x) {
+      const T gc = load(g, c);
+      sum += double(gc * gc + eps1);
+    }
     sum = blockSum(sum, shared);
     if (threadIdx.x == 0)
-      out[r] = row[r] * b2 + T(sum / double(t.cols)) * ob2;
+      out[r] = load(row, r) * b2 + T(sum / double(t.cols)) * ob2;
   }
 }
 
 /// Pass 1, factored columns: a thread per column of each batch, down its rows in order.
-template <typename T> __global__ void colMomentKernel(AdafactorTensor t, AdafactorFactors f) {
+template <typename S> __global__ void colMomentKernel(AdafactorTensor t, AdafactorFactors f) {
+  using T = Compute<S>;
   const StepFactors s = stepFactors(t, f);
   const T b2 = T(s.beta2t), ob2 = T(1 - s.beta2t), eps1 = T(f.eps1);
-  const T *col = static_cast<const T *>(t.col), *grad = static_cast<const T *>(t.grad);
+  const S *col = static_cast<const S *>(t.col), *grad = static_cast<const S *>(t.grad);
   T *out = static_cast<T *>(t.newCol);
   PLAIT_GRID_STRIDE(k, t.batches * t.cols) {
     const int64_t batch = k / t.cols, c = k % t.cols;
-    const T *g = grad + batch * t.rows * t.cols + c;
+    const S *g = grad + batch * t.rows * t.cols + c;
     double sum = 0;
-    for (int64_t r = 0; r < t.rows; ++r)
-      sum += double(g[r * t.cols] * g[r * t.cols] + eps1);
-    out[k] = col[k] * b2 + T(sum / double(t.rows)) * ob2;
+    for (int64_t r = 0; r < t.rows; ++r) {
+      const T gr = load(g, r * t.cols);
+      sum += double(gr * gr + eps1);
+    }
+    out[k] = load(col, k) * b2 + T(sum / double(t.rows)) * ob2;
   }
 }
 
 /// Pass 2: each batch's mean of its new rows, summed in order.
-template <typename T> __global__ void rowMeanKernel(AdafactorTensor t, double *means) {
+template <typename S> __global__ void rowMeanKernel(AdafactorTensor t, double *means) {
+  using T = Compute<S>;
   const T *row = static_cast<const T *>(t.newRow);
   PLAIT_GRID_STRIDE(b, t.batches) {
     double sum = 0;
@@ -114,9 +125,11 @@ template <typename T> __global__ void rowMeanKernel(AdafactorTensor t, double *m
 
 /// Element i's u before it is clipped and scaled: rsqrt(row / mean) * rsqrt(col) * g, or
 /// rsqrt(exp_avg_sq) * g (the CPU kernel's order).
-template <typename T>
-__device__ __forceinline__ T direction(const AdafactorTensor &t, const double *means, int64_t i) {
-  const T g = static_cast<const T *>(t.grad)[i];
+template <typename S>
+__device__ __forceinline__ Compute<S> direction(const AdafactorTensor &t, const double *means,
+                                                int64_t i) {
+  using T = Compute<S>;
+  const T g = load(static_cast<const S *>(t.grad), i);
   if (!t.factored)
     return T(1) / root(static_cast<const T *>(t.newV)[i]) * g;
   const int64_t r = i / t.cols, c = i % t.cols, batch = r / t.rows;
@@ -126,18 +139,21 @@ __device__ __forceinline__ T direction(const AdafactorTensor &t, const double *m
 
 /// Pass 3: slot c sums param^2 (with scale_parameter) and u^2 over its share of the
 /// elements into partial[c] and partial[slots + c].
-template <typename T>
+template <typename S>
 __global__ void squaresKernel(AdafactorTensor t, AdafactorFactors f, const double *means,
                               int64_t slots, double *partial) {
+  using T = Compute<S>;
   __shared__ double shared[kThreads];
-  const T *param = static_cast<const T *>(t.param);
+  const S *param = static_cast<const S *>(t.param);
   for (int64_t c = blockIdx.x; c < slots; c += gridDim.x) {
     const int64_t lo = t.n * c / slots, hi = t.n * (c + 1) / slots;
     double pp = 0, uu = 0;
     for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-      if (f.scaleParameter)
-        pp += double(param[i]) * double(param[i]);
-      const T u = direction<T>(t, means, i);
+      if (f.scaleParameter) {
+        const T p = load(param, i);
+        pp += double(p) * double(p);
+      }
+      const T u = direction<S>(t, means, i);
       uu += double(u) * double(u);
     }
     pp = blockSum(pp, shared);
@@ -151,9 +167,10 @@ __global__ void squaresKernel(AdafactorTensor t, AdafactorFactors f, const doubl
 
 /// Pass 4 (one block): the slots' sums in a fixed order, then rho and the divisor as the CPU
 /// kernel rounds them, into scalars[0] and scalars[1].
-template <typename T>
+template <typename S>
 __global__ void finishKernel(AdafactorTensor t, AdafactorFactors f, int64_t slots,
                              const double *partial, double *scalars) {
+  using T = Compute<S>;
   __shared__ double shared[kThreads];
   double pp = 0, uu = 0;
   for (int64_t c = threadIdx.x; c < slots; c += blockDim.x) {
@@ -178,54 +195,86 @@ __global__ void finishKernel(AdafactorTensor t, AdafactorFactors f, int64_t slot
 
 /// Pass 5: x = u / divisor * rho; with beta1 exp_avg = m * b1 + x * (1 - b1) and x = it;
 /// param + param * (-weight_decay * rho) - x.
-template <typename T>
+template <typename S>
 __global__ void applyKernel(AdafactorTensor t, AdafactorFactors f, const double *means,
                             const double *scalars) {
+  using T = Compute<S>;
   const T rho = T(scalars[0]), denom = T(scalars[1]);
   const T b1 = T(f.beta1), ob1 = T(1 - f.beta1), decay = T(-f.weightDecay * double(rho));
-  const T *param = static_cast<const T *>(t.param), *m = static_cast<const T *>(t.m);
-  T *newParam = static_cast<T *>(t.newParam), *newM = static_cast<T *>(t.newM);
+  const S *param = static_cast<const S *>(t.param), *m = static_cast<const S *>(t.m);
+  S *newParam = static_cast<S *>(t.newParam), *newM = static_cast<S *>(t.newM);
   PLAIT_GRID_STRIDE(i, t.n) {
-    T x = direction<T>(t, means, i) / denom * rho;
+    T x = direction<S>(t, means, i) / denom * rho;
     if (f.firstMoment) {
-      x = m[i] * b1 + x * ob1;
-      newM[i] = x;
+      x = load(m, i) * b1 + x * ob1;
+      store(newM, i, x); // rounded as stored; the param moves by the unrounded x, as staged
     }
-    T p = param[i];
+    T p = load(param, i);
     if (f.weightDecay != 0)
       p = p + p * decay;
-    newParam[i] = p - x;
+    store(newParam, i, p - x);
   }
 }
 
-template <typename T>
-cudaError_t launchTyped(const AdafactorTensor &t, const AdafactorFactors &f, double *work,
+/// A 16-bit tensor's last launch: its new second moment, kept in f32, rounded into `to`.
+template <typename S> __global__ void narrowKernel(const float *from, void *to, int64_t n) {
+  PLAIT_GRID_STRIDE(i, n) { store(static_cast<S *>(to), i, from[i]); }
+}
+
+template <typename S>
+cudaError_t launchTyped(AdafactorTensor t, const AdafactorFactors &f, double *work,
                         cudaStream_t stream) {
   const int64_t slots = adafactorSlots(t.n);
   double *partial = work, *scalars = work + 2 * slots, *means = scalars + 2;
+  // A 16-bit tensor's new second moment in f32, after the doubles (Launch.h's
+  // adafactorWorkspaceBytes), rounded into its results at the end.
+  constexpr bool kHalf = !std::is_same_v<S, Compute<S>>;
+  void *newRow = t.newRow, *newCol = t.newCol, *newV = t.newV;
+  const int64_t rowCount = t.batches * t.rows, colCount = t.batches * t.cols;
+  if (kHalf) {
+    float *wide = reinterpret_cast<float *>(means + (t.factored ? t.batches : 0));
+    if (t.factored) {
+      t.newRow = wide;
+      t.newCol = wide + rowCount;
+    } else {
+      t.newV = wide;
+    }
+  }
   if (!t.factored) {
-    vectorMomentKernel<T><<<threadBlocks(t.n), kThreads, 0, stream>>>(t, f);
+    vectorMomentKernel<S><<<threadBlocks(t.n), kThreads, 0, stream>>>(t, f);
   } else {
-    const int64_t rows = t.batches * t.rows;
-    const unsigned rowBlocks = unsigned(rows < kMaxGridBlocks ? rows : kMaxGridBlocks);
-    rowMomentKernel<T><<<rowBlocks, kThreads, 0, stream>>>(t, f);
+    const unsigned rowBlocks = unsigned(rowCount < kMaxGridBlocks ? rowCount : kMaxGridBlocks);
+    rowMomentKernel<S><<<rowBlocks, kThreads, 0, stream>>>(t, f);
     if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
       return err;
-    colMomentKernel<T><<<threadBlocks(t.batches * t.cols), kThreads, 0, stream>>>(t, f);
+    colMomentKernel<S><<<threadBlocks(colCount), kThreads, 0, stream>>>(t, f);
     if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
       return err;
-    rowMeanKernel<T><<<threadBlocks(t.batches), kThreads, 0, stream>>>(t, means);
+    rowMeanKernel<S><<<threadBlocks(t.batches), kThreads, 0, stream>>>(t, means);
   }
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return err;
   const unsigned slotBlocks = unsigned(slots < kMaxGridBlocks ? slots : kMaxGridBlocks);
-  squaresKernel<T><<<slotBlocks, kThreads, 0, stream>>>(t, f, means, slots, partial);
+  squaresKernel<S><<<slotBlocks, kThreads, 0, stream>>>(t, f, means, slots, partial);
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return err;
-  finishKernel<T><<<1, kThreads, 0, stream>>>(t, f, slots, partial, scalars);
+  finishKernel<S><<<1, kThreads, 0, stream>>>(t, f, slots, partial, scalars);
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return err;
-  applyKernel<T><<<threadBlocks(t.n), kThreads, 0, stream>>>(t, f, means, scalars);
+  applyKernel<S><<<threadBlocks(t.n), kThreads, 0, stream>>>(t, f, means, scalars);
+  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess || !kHalf)
+    return err;
+  if (t.factored) {
+    const float *rows = static_cast<const float *>(t.newRow);
+    const float *cols = static_cast<const float *>(t.newCol);
+    narrowKernel<S><<<threadBlocks(rowCount), kThreads, 0, stream>>>(rows, newRow, rowCount);
+    if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+      return err;
+    narrowKernel<S><<<threadBlocks(colCount), kThreads, 0, stream>>>(cols, newCol, colCount);
+  } else {
+    const float *v = static_cast<const float *>(t.newV);
+    narrowKernel<S><<<threadBlocks(t.n), kThreads, 0, stream>>>(v, newV, t.n);
+  }
   return cudaGetLastError();
 }
 
@@ -235,11 +284,12 @@ cudaError_t launchAdafactor(int dtype, const AdafactorTensor &t, const Adafactor
                             double *work, cudaStream_t stream) {
   if (t.n == 0)
     return cudaSuccess;
-  if (dtype == kF32)
-    return launchTyped<float>(t, f, work, stream);
-  if (dtype == kF64)
-    return launchTyped<double>(t, f, work, stream);
-  return unsupported();
+  cudaError_t err = cudaErrorInvalidValue;
+  if (!dispatchFloat(dtype, [&](auto tag) {
+        err = launchTyped<decltype(tag)>(t, f, work, stream);
+      }))
+    return unsupported();
+  return err;
 }
 
 } // namespace plait::rt::cuda

@@ -449,14 +449,23 @@ struct AdafactorTensor {
 /// share of the elements: sums that do not depend on the grid), as LAMB's norms.
 inline int64_t adafactorSlots(int64_t n) { return lambNormSlots(n); }
 /// Device workspace of launchAdafactor: two sums per slot, a row mean per batch, and the
-/// step size and the update's divisor.
-inline uint64_t adafactorWorkspaceBytes(int64_t n, int64_t batches, bool factored) {
-  return uint64_t(2 * adafactorSlots(n) + (factored ? batches : 0) + 2) * sizeof(double);
+/// step size and the update's divisor; for a bf16 or f16 param (`half`) also f32 copies of
+/// the new second moment (rows and columns, or exp_avg_sq), which the later passes read
+/// unrounded, as the CPU kernel's f32 staging keeps them, and which a last launch rounds
+/// into the results.
+inline uint64_t adafactorWorkspaceBytes(int64_t n, int64_t batches, int64_t rows, int64_t cols,
+                                        bool factored, bool half) {
+  uint64_t bytes = uint64_t(2 * adafactorSlots(n) + (factored ? batches : 0) + 2) * sizeof(double);
+  if (half)
+    bytes += uint64_t(factored ? batches * (rows + cols) : n) * sizeof(float);
+  return bytes;
 }
-/// One Adafactor step of a tensor of float `dtype` (f32 or f64) in five launches: the
-/// second moment (rows and columns, or elementwise), the rows' means per batch, the slots'
-/// sums of param^2 and u^2, a block that adds them in a fixed order into the step size and
-/// the update's divisor, and the update. `work`: adafactorWorkspaceBytes.
+/// One Adafactor step of a tensor of float `dtype` (f32, f64, bf16 or f16; the 16-bit ones
+/// computed in f32) in five launches (six for the 16-bit ones): the second moment (rows and
+/// columns, or elementwise), the rows' means per batch, the slots' sums of param^2 and u^2, a
+/// block that adds them in a fixed order into the step size and the update's divisor, the
+/// update, and for 16-bit floats the new second moment rounded into its results. `work`:
+/// adafactorWorkspaceBytes.
 cudaError_t launchAdafactor(int dtype, const AdafactorTensor &t, const AdafactorFactors &f,
                             double *work, cudaStream_t stream);
 

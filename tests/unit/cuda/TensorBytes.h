@@ -27,14 +27,15 @@ inline std::vector<uint8_t> encode(rt::DType dtype, const std::vector<float> &x)
   return bytes;
 }
 
-/// The f32 or bf16 elements in `bytes`, as floats.
+/// The f32, bf16 or f16 elements in `bytes`, as floats.
 inline std::vector<float> decode(rt::DType dtype, const std::vector<uint8_t> &bytes) {
-  std::vector<float> x(bytes.size() / (dtype == rt::DType::BF16 ? 2 : 4));
+  const bool half = dtype == rt::DType::BF16 || dtype == rt::DType::F16;
+  std::vector<float> x(bytes.size() / (half ? 2 : 4));
   for (size_t i = 0; i < x.size(); ++i) {
-    if (dtype == rt::DType::BF16) {
+    if (half) {
       uint16_t b;
       std::memcpy(&b, bytes.data() + 2 * i, 2);
-      x[i] = rt::bf16ToFloat(b);
+      x[i] = dtype == rt::DType::BF16 ? rt::bf16ToFloat(b) : rt::f16ToFloat(b);
     } else {
       std::memcpy(&x[i], bytes.data() + 4 * i, 4);
     }
