@@ -905,7 +905,12 @@ def close(got, f64, noise, rtol=RTOL, atol=ATOL):
     element, or within 4x `noise`, how far rounding moves PyTorch's own run (its f32 run;
     for a bf16-mixed plan, the largest of the Bf16 emulations'): a model whose training
     amplifies rounding (a norm of a nearly constant row; gradients that grow 1000x in four
-    steps) is held to what its precision can do for it, not to a fixed bound."""
+    steps) is held to what its precision can do for it, not to a fixed bound. Where PyTorch's
+    f32 run itself breaks down (seed 434: NaN from step 2, its f64 run and plait's f32 run
+    within 1.3e-7 of each other), the noise is not finite, and allows nothing: plait is held
+    to RTOL/ATOL alone."""
+    if not np.all(np.isfinite(noise)):
+        noise = 0.0
     got, f64 = np.asarray(got, dtype=np.float64), np.asarray(f64, dtype=np.float64)
     err = np.max(np.abs(got - f64), initial=0)
     return bool(err <= atol + rtol * np.max(np.abs(f64), initial=0) + 4 * noise)
@@ -1043,6 +1048,7 @@ def check_seed(seed, bindir, work):
     # model that amplifies it: 4x what f32 moves PyTorch's losses by.
     ref_losses, f32_losses = refs[1][0], roundings[1, "fp32"][0][0]
     noise = np.abs(f32_losses - ref_losses)
+    noise = np.where(np.isfinite(noise), noise, 0.0)  # no allowance where PyTorch's f32 broke
     fused = np.asarray(runs["fused"])
     for label in [label for label in ("no-fusion", "no-codegen", "recompute") if label in runs]:
         rtol = SELF_RTOL_ATTENTION if label == "no-fusion" and model.expect_fused["attention"] \
