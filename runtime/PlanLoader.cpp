@@ -672,7 +672,7 @@ private:
         if (s->cyclic_mode())
           sched.cyclicMode = str(s->cyclic_mode());
         if (const auto *milestones = s->milestones())
-          sched.milestones.assign(milestones->begin(), milestones->end());
+          sched.milestones = copyScalars(milestones); // 8-byte elements: maybe misaligned
         if (!LrSchedule::known(sched.kind))
           return fail("unknown learning-rate schedule '{}'", printable(sched.kind));
         if (std::string why = sched.invalid(); !why.empty())
