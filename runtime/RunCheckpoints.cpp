@@ -43,7 +43,7 @@ Status wholeTensors(const TensorStore &store, Communicator &comm, TensorKind kin
 } // namespace
 
 Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, const TensorStore &store,
-                            Communicator &comm, const DataLoader *data, CheckpointInfo &resumed) {
+                            Communicator &comm, DataLoader *data, CheckpointInfo &resumed) {
   CheckpointIndex index;
   std::vector<std::string> skipped;
   Status found = findCheckpoint(options.checkpointDir, index, skipped);
@@ -69,6 +69,7 @@ Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, const T
       resumed.dataPosition = position;
     if (resumed.dataEpoch < 0)
       resumed.dataEpoch = epoch;
+    data->setOrigin(resumed.step, resumed.dataPosition, resumed.dataEpoch);
   }
   if (comm.rank() == 0) {
     fmt::print(stderr, "plait-run: resuming after step {} from {} (saved by {} rank{})\n",
@@ -127,9 +128,9 @@ std::string plateauSummary(const LrController &lrs) {
                                          p.reductions == 1 ? "" : "s", p.lr);
 }
 
-Status openResumedLog(const std::string &path, int64_t resumedStep, std::ofstream &log) {
+Status openStepLog(const std::string &path, int64_t resumedStep, std::ofstream &log) {
   std::vector<std::string> kept;
-  {
+  if (resumedStep > 0) {
     std::ifstream in(path);
     std::string line;
     while (std::getline(in, line)) {

@@ -20,10 +20,11 @@ namespace plait::rt {
 /// --resume: the newest usable checkpoint in --checkpoint-dir, the same on every rank,
 /// restored into `store`. Returns what it records (its step, samples seen, data position) in
 /// `resumed`, the position filled in from `data` (null: the run has no --data) where an older
-/// checkpoint left it out. The plan may take another global batch than the checkpoint's
-/// steps did: the data continues at the checkpoint's position. Collective.
+/// checkpoint left it out, and sets `data`'s origin there: the plan may take another global
+/// batch than the checkpoint's steps did, and the data continues at the checkpoint's position.
+/// Collective.
 Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, const TensorStore &store,
-                            Communicator &comm, const DataLoader *data, CheckpointInfo &resumed);
+                            Communicator &comm, DataLoader *data, CheckpointInfo &resumed);
 
 /// The lr schedule of a resumed run: the plateau schedule continues from the checkpoint's
 /// state; a checkpoint without one starts it afresh, and a plan of another schedule ignores
@@ -31,9 +32,9 @@ Status resumeFromCheckpoint(const RunOptions &options, const Plan &plan, const T
 void resumeSchedule(const Plan &plan, const RunOptions &options, const CheckpointInfo &resumed,
                     bool lead, LrController &lrs);
 
-/// A resumed run's --log-jsonl: keeps the records up to `resumedStep` and continues after
-/// them, so the file reads as one uninterrupted run.
-Status openResumedLog(const std::string &path, int64_t resumedStep, std::ofstream &log);
+/// --log-jsonl, opened afresh; a resumed run's (`resumedStep` > 0) keeps the file's records up
+/// to that step and continues after them, so the file reads as one uninterrupted run.
+Status openStepLog(const std::string &path, int64_t resumedStep, std::ofstream &log);
 
 /// Whether a checkpoint is written after `step` (every --checkpoint-every steps and after the
 /// last, where --checkpoint-dir is given).

@@ -94,7 +94,7 @@ void RunMonitor::beginStep(int64_t step, Executor *exec) {
     return;
   bool traced = this->traced(step);
   exec->setTrace(traced ? trace_.get() : nullptr);
-  traced_ = traced ? exec : nullptr;
+  tracedExec_ = traced ? exec : nullptr;
   if (traced) {
     trace_->beginStep(step);
     batchBegin_ = trace_->now();
@@ -113,10 +113,10 @@ void RunMonitor::endStep(int64_t step, double stepMs, const StepOutcome &outcome
   memoryMeasured_ = memoryMeasured_ && outcome.memoryMeasured;
   arenaHighWater_ = std::max(arenaHighWater_, outcome.arenaHighWater);
   workspaceHighWater_ = std::max(workspaceHighWater_, outcome.workspaceHighWater);
-  if (traced_ && traced(step)) {
+  if (tracedExec_ && traced(step)) {
     trace_->endStep();
-    traced_->setTrace(nullptr);
-    traced_ = nullptr;
+    tracedExec_->setTrace(nullptr);
+    tracedExec_ = nullptr;
   }
   if (!progress_)
     return;

@@ -75,7 +75,7 @@ private:
   std::vector<double> stepMs_; // every step's Executor::run time
   uint64_t arenaHighWater_ = 0, workspaceHighWater_ = 0;
   bool memoryMeasured_ = true; // every step's memory was measured
-  Executor *traced_ = nullptr; // the executor recording the traced step, if one is open
+  Executor *tracedExec_ = nullptr; // the executor recording the traced step, if one is open
 };
 
 } // namespace plait::rt

@@ -7,7 +7,6 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -30,7 +29,6 @@
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaRun.h"
 #include "runtime/io/Npy.h"
-#include "runtime/io/Safetensors.h"
 #include "runtime/io/TensorFile.h"
 
 namespace plait::rt {
@@ -266,8 +264,12 @@ bool hasWeightEma(const Plan &plan) {
   });
 }
 
-/// The options that need something of the plan, checked once it is loaded.
+/// The options that need something of the plan, checked once it is loaded (for both backends).
 Status checkPlanOptions(const Plan &plan, const RunOptions &options) {
+  if (!options.checkpointDir.empty() && !plan.training)
+    return Status::errorf("{}: checkpoints hold a training run's params and optimizer state; "
+                          "this plan does not train",
+                          plan.path);
   if (!options.saveEmaWeights.empty() && !hasWeightEma(plan))
     return Status::errorf("{}: --save-ema-weights: the plan keeps no weight EMA (compile it "
                           "with --train --ema-decay D)",
@@ -417,32 +419,19 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
   if (options.shuffle && !options.dataDir.empty())
     data.setShuffle(options.seed);
 
-  if (!options.checkpointDir.empty() && !plan.training)
-    return Status::errorf("{}: checkpoints hold a training run's params and optimizer state; "
-                          "this plan does not train", plan.path);
-  int64_t resumedStep = 0;
   CheckpointInfo resumedFrom; // what the checkpoint resumed from records
-  if (options.resume) {
-    const DataLoader *loader = options.dataDir.empty() ? nullptr : &data;
-    PLAIT_RETURN_IF_ERROR(
-        resumeFromCheckpoint(options, plan, *exec, comm, loader, resumedFrom));
-    resumedStep = resumedFrom.step;
-    if (loader)
-      data.setOrigin(resumedStep, resumedFrom.dataPosition, resumedFrom.dataEpoch);
-  }
+  if (options.resume)
+    PLAIT_RETURN_IF_ERROR(resumeFromCheckpoint(
+        options, plan, *exec, comm, options.dataDir.empty() ? nullptr : &data, resumedFrom));
+  const int64_t resumedStep = resumedFrom.step;
 
   bool lead = comm.rank() == 0; // logs, writes files and summarises for the job
   LrController lrs(plan.schedule); // each step's lr; the plateau schedule reads the loss
   if (plan.training)
     resumeSchedule(plan, options, resumedFrom, lead, lrs);
-  std::ofstream log;
-  if (lead && !options.logJsonl.empty() && resumedStep > 0) {
-    PLAIT_RETURN_IF_ERROR(openResumedLog(options.logJsonl, resumedStep, log));
-  } else if (lead && !options.logJsonl.empty()) {
-    log.open(options.logJsonl, std::ios::trunc); // the log describes this run only
-    if (!log)
-      return Status::errorf("--log-jsonl {}: cannot open for writing", options.logJsonl);
-  }
+  std::ofstream log; // the log describes this run, continuing a resumed one's
+  if (lead && !options.logJsonl.empty())
+    PLAIT_RETURN_IF_ERROR(openStepLog(options.logJsonl, resumedStep, log));
 
   RunMonitor monitor; // progress, --trace, the end-of-run comparison
   PLAIT_RETURN_IF_ERROR(monitor.start(options.monitor, plan, comm, options.steps));

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -20,7 +19,6 @@
 #include "runtime/cuda/CudaExecutor.h"
 #include "runtime/cuda/CudaStatus.h"
 #include "runtime/io/Npy.h"
-#include "runtime/io/Safetensors.h"
 
 namespace plait::rt {
 namespace {
@@ -34,10 +32,9 @@ Status refuseUnsupported(const RunOptions &options, const Plan &plan) {
   return {};
 }
 
-/// Host copies of this rank's params and states, read from the device now.
-Status pullPersistent(const CudaExecutor &exec, std::unique_ptr<HostTensors> &out) {
-  out = std::make_unique<HostTensors>(exec.plan(), exec.rank());
-  return out->pull(
+/// `host` filled with this rank's params and states, read from the device now.
+Status pullPersistent(const CudaExecutor &exec, HostTensors &host) {
+  return host.pull(
       [&](uint32_t t, std::vector<uint8_t> &bytes) { return exec.readTensor(t, bytes); });
 }
 
@@ -226,23 +223,17 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
     PLAIT_RETURN_IF_ERROR(DataLoader::open(options.dataDir, plan, data, comm.size(), comm.rank()));
   if (options.shuffle && !options.dataDir.empty())
     data.setShuffle(options.seed);
-  const DataLoader *loader = options.dataDir.empty() ? nullptr : &data;
-  if (!options.checkpointDir.empty() && !plan.training)
-    return Status::errorf("{}: checkpoints hold a training run's params and optimizer state; "
-                          "this plan does not train",
-                          plan.path);
+  DataLoader *loader = options.dataDir.empty() ? nullptr : &data;
   // --resume: the checkpoint restored into host copies of the params and states (their
   // padding as the device holds it), then copied onto the device.
   CheckpointInfo resumedFrom;
   if (options.resume) {
-    std::unique_ptr<HostTensors> host;
+    HostTensors host(plan, exec->rank());
     PLAIT_RETURN_IF_ERROR(pullPersistent(*exec, host));
-    PLAIT_RETURN_IF_ERROR(resumeFromCheckpoint(options, plan, *host, comm, loader, resumedFrom));
-    PLAIT_RETURN_IF_ERROR(host->push([&](uint32_t t, const std::vector<uint8_t> &bytes) {
+    PLAIT_RETURN_IF_ERROR(resumeFromCheckpoint(options, plan, host, comm, loader, resumedFrom));
+    PLAIT_RETURN_IF_ERROR(host.push([&](uint32_t t, const std::vector<uint8_t> &bytes) {
       return exec->writeTensor(t, bytes);
     }));
-    if (loader)
-      data.setOrigin(resumedFrom.step, resumedFrom.dataPosition, resumedFrom.dataEpoch);
   }
   const int64_t resumedStep = resumedFrom.step;
   bool lead = comm.rank() == 0;
@@ -250,13 +241,8 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
   if (plan.training)
     resumeSchedule(plan, options, resumedFrom, lead, lrs);
   std::ofstream log;
-  if (lead && !options.logJsonl.empty() && resumedStep > 0) {
-    PLAIT_RETURN_IF_ERROR(openResumedLog(options.logJsonl, resumedStep, log));
-  } else if (lead && !options.logJsonl.empty()) {
-    log.open(options.logJsonl, std::ios::trunc);
-    if (!log)
-      return Status::errorf("--log-jsonl {}: cannot open for writing", options.logJsonl);
-  }
+  if (lead && !options.logJsonl.empty())
+    PLAIT_RETURN_IF_ERROR(openStepLog(options.logJsonl, resumedStep, log));
   RunMonitor monitor; // progress and the end-of-run comparison (--trace is refused above)
   PLAIT_RETURN_IF_ERROR(monitor.start(options.monitor, plan, comm, options.steps));
   double totalMs = 0;
@@ -322,12 +308,12 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
     if (plan.training && lrs.readsLoss() && loss.is_number())
       lrs.observe(loss.get<double>());
     if (checkpointDue(options, step)) {
-      std::unique_ptr<HostTensors> host;
+      HostTensors host(plan, exec->rank());
       PLAIT_RETURN_IF_ERROR(pullPersistent(*exec, host));
       PLAIT_RETURN_IF_ERROR(
           saveCheckpoint(options.checkpointDir,
-                         checkpointAfter(options, plan, step, resumedFrom, loader, lrs), *host,
-                         comm, options.keepCheckpoints)
+                         checkpointAfter(options, plan, step, resumedFrom, loader, lrs), host, comm,
+                         options.keepCheckpoints)
               .withPrefix(fmt::format("step {}: writing the checkpoint: ", step)));
       lastCheckpoint = step;
     }
@@ -335,12 +321,12 @@ Status cuda_backend::runPlanOnRank(const RunOptions &options, Plan &plan, Commun
   PLAIT_RETURN_IF_ERROR(monitor.finish(comm));
   std::vector<std::string> written;
   if (!options.saveWeights.empty() || !options.saveEmaWeights.empty()) {
-    std::unique_ptr<HostTensors> host; // every rank: sharded params are gathered
+    HostTensors host(plan, exec->rank()); // every rank: sharded params are gathered
     PLAIT_RETURN_IF_ERROR(pullPersistent(*exec, host));
     if (!options.saveWeights.empty())
-      PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, *host, comm, lead, false));
+      PLAIT_RETURN_IF_ERROR(saveWeights(options.saveWeights, host, comm, lead, false));
     if (!options.saveEmaWeights.empty())
-      PLAIT_RETURN_IF_ERROR(saveWeights(options.saveEmaWeights, *host, comm, lead, true));
+      PLAIT_RETURN_IF_ERROR(saveWeights(options.saveEmaWeights, host, comm, lead, true));
   }
   if (lead && !options.outputDir.empty())
     PLAIT_RETURN_IF_ERROR(writeOutputs(options, *exec, written));
