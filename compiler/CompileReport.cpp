@@ -370,6 +370,9 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     int64_t grads = 0;
     module->walk([&](Operation *op) { grads += isa<LayerNormGradOp, RmsNormGradOp>(op); });
     report["fusion"]["norm"]["backward"] = grads;
+    int64_t batchNorms = get("batch_norm"), batchNormGrads = 0;
+    module->walk([&](BatchNormGradOp) { ++batchNormGrads; });
+    report["fusion"]["norm"]["batch_norm_backward"] = batchNormGrads;
     int64_t adds = get("residual_adds");
     std::vector<std::string> clauses;
     if (layerNorms + rmsNorms > 0)
@@ -383,6 +386,15 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
                                     "(layer_norm_grad / rms_norm_grad, recomputing the row "
                                     "statistics from the input)",
                                     grads, grads == 1 ? "" : "s"));
+    if (batchNorms > 0)
+      clauses.push_back(fmt::format(
+          "{} training-mode BatchNorm{} computed by one kernel each instead of {} ops, keeping "
+          "only the input and the per-channel statistics for the backward{} (batch_norm / "
+          "batch_norm_grad; off: --no-fused-batch-norm)",
+          batchNorms, batchNorms == 1 ? "" : "s", get("batch_norm_ops"),
+          batchNormGrads > 0 ? fmt::format(", and their {} gradient{} by one kernel each",
+                                           batchNormGrads, batchNormGrads == 1 ? "" : "s")
+                             : std::string()));
     if (adds > 0)
       clauses.push_back(fmt::format("{} residual add{} computed in the kernel of the norm that "
                                     "reads {} sum (add_layer_norm / add_rms_norm; off: "

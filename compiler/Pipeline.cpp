@@ -351,7 +351,8 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     if (options.fusedAttention)
       pm.addPass(createFuseAttentionPass());
     if (options.fusedNorm)
-      pm.addPass(createFuseNormPass(FuseNormPassOptions{options.fusedAddNorm}));
+      pm.addPass(
+          createFuseNormPass(FuseNormPassOptions{options.fusedAddNorm, options.fusedBatchNorm}));
     if (failed(pm.run(**module)))
       return 1;
   }

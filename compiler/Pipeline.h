@@ -135,6 +135,8 @@ struct CompileOptions {
                                               // off: --no-fused-norm
   bool fusedAddNorm = true;                   // residual add + norm in one op (with
                                               // fusedNorm); off: --no-fused-add-norm
+  bool fusedBatchNorm = true;                 // training-mode BatchNorm as one op (with
+                                              // fusedNorm); off: --no-fused-batch-norm
   bool gemmEpilogue = true;                   // plait-fuse-gemm-epilogue (with `fusion`);
                                               // off: --no-gemm-epilogue
   bool fusedGradCast = true;                  // grouped updates read bf16 gradients (with

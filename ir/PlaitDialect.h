@@ -49,6 +49,11 @@ mlir::LogicalResult verifyNormParam(mlir::Operation *op, mlir::Value x, int64_t 
                                     mlir::Value param, llvm::StringRef paramName);
 /// A norm's epsilon, added to a variance before its square root: finite and > 0.
 mlir::LogicalResult verifyEpsilon(mlir::Operation *op, double epsilon);
+/// batch_norm / batch_norm_grad: x of rank >= 2 with C = x.shape[1] channels, and each of
+/// `perChannel` (named by `names`) of shape [C] and x's element type.
+mlir::LogicalResult verifyBatchNormOperands(mlir::Operation *op, mlir::Value x,
+                                            mlir::ValueRange perChannel,
+                                            llvm::ArrayRef<llvm::StringRef> names);
 
 /// Checks plait.attention's (and attention_grad's) q [B, S, H, D], k [B, T, H, D],
 /// v [B, T, H, E], scale, output `out` [B, S, H, E] and log-sum-exp `lse` [B, H, S] (f32),

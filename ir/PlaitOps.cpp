@@ -104,6 +104,25 @@ LogicalResult verifyEpsilon(Operation *op, double epsilon) {
   return success();
 }
 
+LogicalResult verifyBatchNormOperands(Operation *op, Value x, ValueRange perChannel,
+                                      ArrayRef<StringRef> names) {
+  auto type = rankedType(x);
+  if (type.getRank() < 2)
+    return op->emitOpError("'x' must have rank >= 2 ([N, C, ...]), got ") << type;
+  const int64_t channels = type.getDimSize(1);
+  for (auto [value, name] : llvm::zip(perChannel, names)) {
+    auto got = rankedType(value);
+    if (got.getRank() != 1 || got.getDimSize(0) != channels)
+      return op->emitOpError("'") << name << "' has shape " << shapeToString(got.getShape())
+                                  << ", expected " << shapeToString({channels})
+                                  << " (x's channels)";
+    if (got.getElementType() != type.getElementType())
+      return op->emitOpError("'") << name << "' element type " << got.getElementType()
+                                  << " differs from the input's " << type.getElementType();
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Sources
 //===----------------------------------------------------------------------===//
@@ -368,6 +387,16 @@ LogicalResult LayerNormOp::verify() {
   if (failed(verifyNormParam(*this, getX(), getAxis(), getScale(), "scale")))
     return failure();
   if (getBias() && failed(verifyNormParam(*this, getX(), getAxis(), getBias(), "bias")))
+    return failure();
+  return verifyEpsilon(*this, getEpsilon().convertToDouble());
+}
+
+LogicalResult BatchNormOp::verify() {
+  if (getY().getType() != getX().getType())
+    return emitOpError("'y' has type ")
+           << getY().getType() << ", expected the input's " << getX().getType();
+  if (failed(verifyBatchNormOperands(*this, getX(), {getScale(), getBias(), getMean(), getVar()},
+                                     {"scale", "bias", "mean", "var"})))
     return failure();
   return verifyEpsilon(*this, getEpsilon().convertToDouble());
 }

@@ -171,6 +171,32 @@ def Plait_RmsNormOp : Plait_Op<"rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Plait_BatchNormOp : Plait_Op<"batch_norm", [Pure]> {
+  let summary = "training-mode batch normalisation over every axis but the channel axis 1";
+  let description = [{
+    Per channel c of x ([N, C, ...], rank >= 2): mean[c] and the biased (population)
+    variance var[c] over every axis but 1, and
+    y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c]. `scale` and `bias` are
+    [C] of x's element type; y has x's type, mean and var are [C] of x's element type (a
+    running mean and variance are computed from them). One kernel reads x once for the
+    statistics (each channel's values again from cache) and once to write y, where the
+    decomposed form (reduce_mean, x - mean kept for the backward, its square's mean, the
+    normalisation) reads and writes x's size several times. plait-fuse-norm writes it for a
+    decomposed training-mode BatchNorm.
+
+    ```mlir
+    %y, %mean, %var = plait.batch_norm %x, %g, %b {epsilon = 1.0e-05 : f64}
+        : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+        -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$scale, Plait_FloatTensor:$bias,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Plait_FloatTensor:$y, Plait_FloatTensor:$mean, Plait_FloatTensor:$var);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Plait_AddLayerNormOp : Plait_Op<"add_layer_norm", [Pure]> {
   let summary = "a residual add and the layer norm of its sum, in one op";
   let description = [{

@@ -115,6 +115,16 @@ LogicalResult LayerNormGradOp::verify() {
                         getEpsilon().convertToDouble());
 }
 
+LogicalResult BatchNormGradOp::verify() {
+  if (getDy().getType() != getX().getType() || getDx().getType() != getX().getType())
+    return emitOpError("'dy' and 'dx' must have the input's type ") << getX().getType();
+  if (failed(verifyBatchNormOperands(*this, getX(),
+                                     {getScale(), getMean(), getVar(), getDscale(), getDbias()},
+                                     {"scale", "mean", "var", "dscale", "dbias"})))
+    return failure();
+  return verifyEpsilon(*this, getEpsilon().convertToDouble());
+}
+
 LogicalResult RmsNormGradOp::verify() {
   return verifyNormGrad(*this, getX(), getScale(), getDy(), getAxis(),
                         getEpsilon().convertToDouble());

@@ -187,6 +187,29 @@ def Plait_LayerNormGradOp : Plait_Op<"layer_norm_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Plait_BatchNormGradOp : Plait_Op<"batch_norm_grad", [Pure]> {
+  let summary = "gradients of plait.batch_norm's y with respect to x, scale and bias";
+  let description = [{
+    Operands: the forward's x, scale, mean and var, and dy (x's type); epsilon is the
+    forward's. Per channel c, with rstd = 1 / sqrt(var[c] + epsilon), xhat = (x - mean[c]) *
+    rstd and n the values per channel: dbias[c] = sum(dy), dscale[c] = sum(dy * xhat), and
+    dx = scale[c] * rstd * (dy - dbias[c] / n - xhat * dscale[c] / n). One kernel reads x and
+    dy twice per channel (the second time from cache) and writes dx.
+
+    ```mlir
+    %dx, %dg, %db = plait.batch_norm_grad %x, %g, %mean, %var, %dy {epsilon = 1.0e-05 : f64}
+        : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4x4xf32>)
+        -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$scale, Plait_FloatTensor:$mean,
+                       Plait_FloatTensor:$var, Plait_FloatTensor:$dy,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Plait_FloatTensor:$dx, Plait_FloatTensor:$dscale, Plait_FloatTensor:$dbias);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Plait_RmsNormGradOp : Plait_Op<"rms_norm_grad", [Pure]> {
   let summary = "gradients of plait.rms_norm with respect to x and scale";
   let description = [{

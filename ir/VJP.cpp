@@ -451,6 +451,40 @@ PLAIT_VJP(LayerNormOp) {
   return success();
 }
 
+/// batch_norm: y's gradient is one batch_norm_grad; a gradient reaching the statistics
+/// themselves (BatchNormalization-9's saved mean and variance, read by the loss) adds
+/// dmean / n and 2 (x - mean) dvar / n per channel, as the decomposed mean and variance would.
+PLAIT_VJP(BatchNormOp) {
+  Value x = op.getX();
+  auto xt = rankedType(x);
+  Value dx;
+  if (rg[0]) {
+    auto grad = g.b.create<BatchNormGradOp>(
+        g.loc, TypeRange{xt, op.getScale().getType(), op.getBias().getType()}, x, op.getScale(),
+        op.getMean(), op.getVar(), rg[0], op.getEpsilonAttr());
+    dx = grad.getDx();
+    og[1] = grad.getDscale();
+    og[2] = grad.getDbias();
+  }
+  SmallVector<int64_t> channelShape(xt.getRank(), 1);
+  channelShape[1] = xt.getDimSize(1);
+  const double n = double(xt.getNumElements()) / double(std::max<int64_t>(xt.getDimSize(1), 1));
+  auto accumulate = [&](Value term) {
+    term = g.broadcastTo(term, xt);
+    dx = dx ? g.add(dx, term) : term;
+  };
+  if (rg[1])
+    accumulate(g.mulScalar(g.reshape(rg[1], channelShape), 1.0 / n));
+  if (rg[2]) {
+    Value mean = g.reshape(op.getMean(), channelShape);
+    Value centred = g.sub(x, mean);
+    Value dvar = g.mulScalar(g.reshape(rg[2], channelShape), 2.0 / n);
+    accumulate(g.mul(centred, dvar));
+  }
+  og[0] = dx;
+  return success();
+}
+
 PLAIT_VJP(RmsNormOp) {
   auto grad = g.b.create<RmsNormGradOp>(g.loc, TypeRange{op.getX().getType(), op.getScale().getType()},
                                         op.getX(), op.getScale(), rg[0], op.getAxisAttr(),
@@ -876,6 +910,7 @@ void registerVJPInterfaces(DialectRegistry &registry) {
     DetOp::attachInterface<DetOpVJP>(*ctx);
     LogSoftmaxOp::attachInterface<LogSoftmaxOpVJP>(*ctx);
     LayerNormOp::attachInterface<LayerNormOpVJP>(*ctx);
+    BatchNormOp::attachInterface<BatchNormOpVJP>(*ctx);
     RmsNormOp::attachInterface<RmsNormOpVJP>(*ctx);
     AddLayerNormOp::attachInterface<AddLayerNormOpVJP>(*ctx);
     AddRmsNormOp::attachInterface<AddRmsNormOpVJP>(*ctx);

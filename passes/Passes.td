@@ -553,6 +553,8 @@ def FuseNormPass : Pass<"plait-fuse-norm", "mlir::ModuleOp"> {
   let options = [
     Option<"residualAdds", "residual-adds", "bool", "true",
            "a residual add and the norm of its sum become one add_layer_norm / add_rms_norm">,
+    Option<"batchNorm", "batch-norm", "bool", "true",
+           "a decomposed training-mode BatchNorm becomes one plait.batch_norm">,
   ];
   let description = [{
     Per reduce_mean (keepdims, over trailing axes [a, rank)) of a square (pow(c, 2) or
@@ -562,13 +564,22 @@ def FuseNormPass : Pass<"plait-fuse-norm", "mlir::ModuleOp"> {
     plait.layer_norm(x, gamma, beta) {axis = a, epsilon} when c = x - reduce_mean(x) over the
     same axes, else plait.rms_norm(c, gamma). Every intermediate must have no other reader;
     without gamma the scale is a constant of ones. The module records `plait.fuse_norm`
-    {layer_norm, rms_norm, ops, residual_adds} for the report. plait-compile runs it before
+    {layer_norm, rms_norm, batch_norm, batch_norm_ops, ops, residual_adds} for the report. plait-compile runs it before
     building the training step unless --no-fused-norm (or --no-fusion).
 
     Then (unless residual-adds=false: --no-fused-add-norm) each norm op, these and imported
     ones, whose input is a plait.add of two values of the sum's type (a residual add, no
     broadcasting) becomes plait.add_layer_norm / add_rms_norm with the add: one kernel that
     stores the sum (the residual stream, which other ops read) and normalises it.
+
+    Then (unless batch-norm=false: --no-fused-batch-norm) each training-mode BatchNorm, as the
+    ONNX importer and plait-zoo write it: mean = reduce_mean(x), c = x - mean and
+    var = reduce_mean(c^2), both keepdims over every axis of x but 1, + eps, the
+    normalisation of c (as above), then optionally * gamma and + beta of one value per channel
+    ([C, 1, ...] or [1, C, 1, ...]), becomes plait.batch_norm(x, gamma, beta) {epsilon}, its
+    mean and var results (reshaped back) read by the means' other readers (the running
+    statistics), which must all follow the chain. A SyncBatchNorm's statistics (plait.sync_mean
+    between the mean and its readers) do not match, and stay decomposed.
 
     ```mlir
     // before (PyTorch's export of nn.LayerNorm below opset 17)

@@ -316,23 +316,31 @@ int main(int argc, char **argv) {
   app.add_option("--recompute", options.recompute,
                  "activation recomputation: none, all, or auto (as much as --mem-limit needs)")
       ->check(CLI::IsMember({"none", "all", "auto"}));
-  app.add_flag("--no-fusion", [&](int64_t) { options.fusion = false; },
-               "no kernel fusion: keep every transpose that feeds a matrix product "
-               "(plait-fold-transposes), every elementwise op and reduction a kernel of its "
-               "own (plait-fuse-elementwise), attention decomposed (plait-fuse-attention), layer "
-               "and RMS norms decomposed (plait-fuse-norm), bias adds apart from their GEMMs "
-               "(plait-fuse-gemm-epilogue)");
+  app.add_flag(
+      "--no-fusion", [&](int64_t) { options.fusion = false; },
+      "no kernel fusion: keep every transpose that feeds a matrix product "
+      "(plait-fold-transposes), every elementwise op and reduction a kernel of its "
+      "own (plait-fuse-elementwise), attention decomposed (plait-fuse-attention), layer "
+      "and RMS norms and BatchNorms decomposed (plait-fuse-norm), bias adds apart from their "
+      "GEMMs (plait-fuse-gemm-epilogue)");
   app.add_flag("--no-fused-attention", [&](int64_t) { options.fusedAttention = false; },
                "keep attention decomposed (matmul, scale, mask, softmax, matmul) instead of "
                "one plait.attention kernel (plait-fuse-attention)");
-  app.add_flag("--no-fused-norm", [&](int64_t) { options.fusedNorm = false; },
-               "keep a decomposed layer norm or RMS norm (mean, subtract, square, mean, add, "
-               "sqrt, divide, scale, shift) as it is instead of one plait.layer_norm or "
-               "plait.rms_norm kernel (plait-fuse-norm), and a norm's gradient as reductions "
-               "and elementwise ops instead of one layer_norm_grad / rms_norm_grad kernel");
+  app.add_flag(
+      "--no-fused-norm", [&](int64_t) { options.fusedNorm = false; },
+      "keep a decomposed layer norm, RMS norm or BatchNorm (mean, subtract, square, "
+      "mean, add, sqrt, divide, scale, shift) as it is instead of one plait.layer_norm, "
+      "plait.rms_norm or plait.batch_norm kernel (plait-fuse-norm), and a norm's gradient as "
+      "reductions and elementwise ops instead of one layer_norm_grad / rms_norm_grad / "
+      "batch_norm_grad kernel");
   app.add_flag("--no-fused-add-norm", [&](int64_t) { options.fusedAddNorm = false; },
                "keep a residual add an op of its own instead of computing it in the kernel of "
                "the norm that reads its sum (add_layer_norm / add_rms_norm)");
+  app.add_flag(
+      "--no-fused-batch-norm", [&](int64_t) { options.fusedBatchNorm = false; },
+      "keep a training-mode BatchNorm decomposed (mean, centred values, their "
+      "squares' mean, normalisation, scale, shift, and the backward's reductions) "
+      "instead of one plait.batch_norm kernel and one batch_norm_grad kernel");
   app.add_flag("--no-gemm-epilogue", [&](int64_t) { options.gemmEpilogue = false; },
                "keep a linear layer's bias add an op of its own instead of the GEMM's bias "
                "epilogue (plait-fuse-gemm-epilogue)");

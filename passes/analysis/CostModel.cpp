@@ -159,6 +159,10 @@ constexpr ElementCost kElementCosts[] = {
     // Their gradients: the statistics again, two row sums, dx and the parameter sums.
     {"layer_norm_grad", 16, false, "norm"},
     {"rms_norm_grad", 12, false, "norm"},
+    // Training-mode BatchNorm: the statistics (two passes), then y; its gradient two sums
+    // and dx (per element of x).
+    {"batch_norm", 8, true, "norm"},
+    {"batch_norm_grad", 12, true, "norm"},
     {"reduce_sum", 1, true, "reduction"},
     {"reduce_mean", 1, true, "reduction"},
     {"reduce_max", 1, true, "reduction"},
@@ -272,6 +276,8 @@ double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const El
     return 0;
   std::string_view cls = c.rateClass;
   const plan::TensorDesc &a = plan.tensors[instr.inputs[0]];
+  if (instr.kernel == "batch_norm" || instr.kernel == "batch_norm_grad") // per channel
+    return a.shape.size() >= 2 ? double(a.shape[1]) : 0;
   if (cls == "softmax" || cls == "norm") {
     int64_t rank = int64_t(a.shape.size()), axis;
     if (!axisAttr(instr, -1, rank, axis))
@@ -399,6 +405,11 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
                                                 clampedInt64(width)))
                      : rowGrains(numel(a) / width, width, rt::cpu::kElementGrain),
             1, false);
+    return;
+  }
+  if ((k == "batch_norm" || k == "batch_norm_grad") && a.shape.size() >= 2) {
+    // Channels, each all of its values (NormalizationKernels.cpp).
+    splitAs(cost, double(a.shape[1]), 1, false);
     return;
   }
   if (k == "top_k" && !a.shape.empty()) { // rows (ReductionKernels.cpp)

@@ -99,6 +99,11 @@ public:
       shape[batchDim_.lookup(x) + result.getRank() - oldType(x).getRank()] /= k_;
       return retype(op, broadcast.getResult(), shape);
     }
+    if (auto bn = dyn_cast<BatchNormOp>(op)) { // y follows x; the statistics are per channel
+      if (!batched(bn.getX()))
+        return refuse(op) << ": its scale or bias carries the batch but its input does not";
+      return retype(op, bn.getY(), cast<RankedTensorType>(bn.getX().getType()).getShape());
+    }
     if (auto attention = dyn_cast<AttentionOp>(op)) {
       if (!batched(attention.getQ()))
         return refuse(op) << ": its keys and values carry the batch but its queries do not";

@@ -1,5 +1,5 @@
-// -plait-fuse-norm: a decomposed layer norm or RMS norm of an imported model becomes one
-// plait.layer_norm or plait.rms_norm op.
+// -plait-fuse-norm: a decomposed layer norm, RMS norm or training-mode BatchNorm of an imported
+// model becomes one plait.layer_norm, plait.rms_norm or plait.batch_norm op.
 //
 // Exporters before ONNX opset 17 (PyTorch 1.13's default among them) write nn.LayerNorm as
 //   m = reduce_mean(x, axes)          d = x - m          v = reduce_mean(d ^ 2, axes)
@@ -24,6 +24,19 @@
 // --no-fused-add-norm). The module records `plait.fuse_norm` {layer_norm, rms_norm, ops,
 // residual_adds} for the report. plait-compile runs it before building the training step
 // unless --no-fused-norm or --no-fusion.
+//
+// Then a training-mode BatchNorm, as the ONNX importer and plait-zoo write it (over every axis
+// of x but the channel axis 1):
+//   mean = reduce_mean(x)      c = x - mean      var = reduce_mean(c ^ 2)
+//   y = c / sqrt(var + eps) [* gamma] [+ beta]     (gamma, beta one value per channel)
+// becomes one plait.batch_norm(x, gamma, beta) -> (y, mean, var): the running statistics read
+// its mean and var (reshaped back to the keepdims shape), so the two means may have other
+// readers, after the chain; its gradient is one batch_norm_grad. Where the decomposed form
+// keeps c for the backward and reads or writes x's size in four kernels forward, the op reads
+// x twice (the second time per channel, from cache) and writes y, and keeps x and two [C]
+// vectors. A SyncBatchNorm (plait.sync_mean between the means and their readers) stays
+// decomposed: its all-reduces fall between the statistics and the normalisation. Off:
+// batch-norm=false, --no-fused-batch-norm.
 //
 // -plait-expand-norm-grad: the training step differentiates each norm op into one
 // layer_norm_grad / rms_norm_grad (ir/VJP.cpp); under --no-fused-norm plait-compile runs this
@@ -94,6 +107,45 @@ bool isUnitOver(Operation *op, Value v) {
          typeOf(div.getResult()) == typeOf(v);
 }
 
+/// The op that divides `c` by the square root of `add` (variance + eps): div(c, sqrt(.)), or
+/// c times rsqrt(.), reciprocal(sqrt(.)) or 1 / sqrt(.), each intermediate read by nothing
+/// else; appends the ops between to `denominator`. Null when the chain is anything else.
+Operation *matchNormalise(Value c, AddOp add, SmallVectorImpl<Operation *> &denominator) {
+  Operation *root = onlyReader(add.getResult());
+  if (auto sqrt = dyn_cast_or_null<SqrtOp>(root)) {
+    denominator.push_back(sqrt);
+    Operation *reader = onlyReader(sqrt.getResult());
+    if (auto div = dyn_cast_or_null<DivOp>(reader);
+        div && div.getLhs() == c && div.getRhs() == sqrt.getResult())
+      return div;
+    if (reader && (isa<ReciprocalOp>(reader) || isUnitOver(reader, sqrt.getResult()))) {
+      denominator.push_back(reader); // reciprocal(s) or 1 / s (PyTorch's rsqrt, exported)
+      auto mul = dyn_cast_or_null<MulOp>(onlyReader(reader->getResult(0)));
+      if (mul && otherOperand(mul, reader->getResult(0)) == c)
+        return mul;
+    }
+  } else if (auto rsqrt = dyn_cast_or_null<RsqrtOp>(root)) {
+    denominator.push_back(rsqrt);
+    auto mul = dyn_cast_or_null<MulOp>(onlyReader(rsqrt.getResult()));
+    if (mul && otherOperand(mul, rsqrt.getResult()) == c)
+      return mul;
+  }
+  return nullptr;
+}
+
+/// The value squared by `square` (pow(c, 2) or mul(c, c)), or null.
+Value squaredValue(Operation *square) {
+  if (auto pow = dyn_cast_or_null<PowOp>(square)) {
+    std::optional<double> e = splatValue(pow.getRhs());
+    if (!e || *e != 2.0 || typeOf(pow.getRhs()).getNumElements() != 1)
+      return Value();
+    return pow.getLhs();
+  }
+  if (auto mul = dyn_cast_or_null<MulOp>(square); mul && mul.getLhs() == mul.getRhs())
+    return mul.getLhs();
+  return Value();
+}
+
 /// A value of exactly `shape` (a parameter of the normalised shape), for gamma and beta.
 bool hasShape(Value v, ArrayRef<int64_t> shape, Type element) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
@@ -144,26 +196,7 @@ bool matchNorm(ReduceMeanOp variance, Match &m) {
     return false;
   m.epsilon = *epsilon;
   SmallVector<Operation *> denominator{add};
-  Operation *normalise = nullptr;
-  Operation *root = onlyReader(add.getResult());
-  if (auto sqrt = dyn_cast_or_null<SqrtOp>(root)) {
-    denominator.push_back(sqrt);
-    Operation *reader = onlyReader(sqrt.getResult());
-    if (auto div = dyn_cast_or_null<DivOp>(reader); div && div.getLhs() == c &&
-                                                    div.getRhs() == sqrt.getResult()) {
-      normalise = div;
-    } else if (reader && (isa<ReciprocalOp>(reader) || isUnitOver(reader, sqrt.getResult()))) {
-      denominator.push_back(reader); // reciprocal(s) or 1 / s (PyTorch's rsqrt, exported)
-      auto mul = dyn_cast_or_null<MulOp>(onlyReader(reader->getResult(0)));
-      if (mul && otherOperand(mul, reader->getResult(0)) == c)
-        normalise = mul;
-    }
-  } else if (auto rsqrt = dyn_cast_or_null<RsqrtOp>(root)) {
-    denominator.push_back(rsqrt);
-    auto mul = dyn_cast_or_null<MulOp>(onlyReader(rsqrt.getResult()));
-    if (mul && otherOperand(mul, rsqrt.getResult()) == c)
-      normalise = mul;
-  }
+  Operation *normalise = matchNormalise(c, add, denominator);
   if (!normalise || typeOf(normalise->getResult(0)) != cType)
     return false;
 
@@ -246,6 +279,175 @@ void rewrite(Match &m) {
       c->erase();
 }
 
+/// A decomposed training-mode BatchNorm: the statistics over every axis of x but 1, the
+/// normalisation and the per-channel affine.
+struct BatchNormMatch {
+  Value x, scale, bias; // scale and bias as found (any shape that broadcasts per channel)
+  double epsilon = 0;
+  ReduceMeanOp mean, variance;
+  Operation *last = nullptr;      // the op whose result y replaces
+  SmallVector<Operation *> chain; // every op replaced but the two means, in program order
+};
+
+/// Whether `v` (of element type `element`) broadcasts against [N, C, ...] of `rank` as one
+/// value per channel: C at x's axis 1, 1 elsewhere ([C, 1, 1] or [1, C, 1, 1]).
+bool isPerChannel(Value v, int64_t rank, int64_t channels, Type element) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || type.getElementType() != element || type.getRank() > rank ||
+      type.getRank() < rank - 1)
+    return false;
+  int64_t lead = rank - type.getRank();
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.getDimSize(d) != (d + lead == 1 ? channels : 1))
+      return false;
+  return true;
+}
+
+/// Whether every reader of `v` but the ops in `chain` comes after `op` in its block.
+bool readersFollow(Value v, Operation *op, ArrayRef<Operation *> chain) {
+  return llvm::all_of(v.getUsers(), [&](Operation *user) {
+    return llvm::is_contained(chain, user) ||
+           (user->getBlock() == op->getBlock() && op->isBeforeInBlock(user));
+  });
+}
+
+/// Matches the BatchNorm whose variance is `variance`: reduce_mean(square(x - mean)) with
+/// mean = reduce_mean(x), both keepdims over every axis but 1, then + eps, the normalisation
+/// and optionally * gamma and + beta per channel. The two means may have other readers (the
+/// running statistics), all after the chain's last op; the other intermediates may not.
+bool matchBatchNorm(ReduceMeanOp variance, BatchNormMatch &m) {
+  auto cType = typeOf(variance.getX());
+  int64_t rank = cType.getRank();
+  if (rank < 2 || !variance.getKeepdims() || !isa<FloatType>(cType.getElementType()))
+    return false;
+  auto axes = normalizeAxes(variance.getAxes(), rank);
+  SmallVector<int64_t> expected{0};
+  for (int64_t d = 2; d < rank; ++d)
+    expected.push_back(d);
+  if (!axes || ArrayRef<int64_t>(*axes) != ArrayRef<int64_t>(expected))
+    return false;
+  Operation *square = variance.getX().getDefiningOp();
+  Value c = squaredValue(square);
+  auto sub = c ? c.getDefiningOp<SubOp>() : SubOp();
+  if (!sub || !square->hasOneUse() || typeOf(c) != cType)
+    return false;
+  auto mean = sub.getRhs().getDefiningOp<ReduceMeanOp>();
+  if (!mean || mean.getX() != sub.getLhs() || typeOf(sub.getLhs()) != cType ||
+      !mean.getKeepdims() || normalizeAxes(mean.getAxes(), rank) != axes)
+    return false;
+  // variance + eps among the variance's readers (another may be the running variance's).
+  AddOp add;
+  for (Operation *user : variance->getUsers())
+    if (auto a = dyn_cast<AddOp>(user)) {
+      Value eps = otherOperand(a, variance.getResult());
+      std::optional<double> epsilon = eps ? splatValue(eps) : std::nullopt;
+      if (epsilon && *epsilon > 0 && std::isfinite(*epsilon) && typeOf(eps).getNumElements() == 1 &&
+          typeOf(a.getResult()) == typeOf(variance)) {
+        add = a;
+        m.epsilon = *epsilon;
+        break;
+      }
+    }
+  if (!add)
+    return false;
+  SmallVector<Operation *> denominator{add};
+  Operation *normalise = matchNormalise(c, add, denominator);
+  if (!normalise || typeOf(normalise->getResult(0)) != cType ||
+      !llvm::all_of(c.getUsers(), [&](Operation *u) { return u == square || u == normalise; }))
+    return false;
+  const int64_t channels = cType.getDimSize(1);
+  Type element = cType.getElementType();
+  m.x = sub.getLhs();
+  m.last = normalise;
+  SmallVector<Operation *> affine;
+  if (auto mul = dyn_cast_or_null<MulOp>(onlyReader(normalise->getResult(0)))) {
+    Value gamma = otherOperand(mul, normalise->getResult(0));
+    if (gamma && isPerChannel(gamma, rank, channels, element) && typeOf(mul.getResult()) == cType) {
+      m.scale = gamma;
+      m.last = mul;
+      affine.push_back(mul);
+    }
+  }
+  if (auto plus = dyn_cast_or_null<AddOp>(onlyReader(m.last->getResult(0)))) {
+    Value beta = otherOperand(plus, m.last->getResult(0));
+    if (beta && isPerChannel(beta, rank, channels, element) && typeOf(plus.getResult()) == cType) {
+      m.bias = beta;
+      m.last = plus;
+      affine.push_back(plus);
+    }
+  }
+  m.chain.push_back(sub);
+  m.chain.push_back(square);
+  m.chain.append(denominator.begin(), denominator.end());
+  m.chain.push_back(normalise);
+  m.chain.append(affine.begin(), affine.end());
+  m.chain.push_back(variance);
+  m.chain.push_back(mean);
+  if (!readersFollow(mean.getResult(), m.last, m.chain) ||
+      !readersFollow(variance.getResult(), m.last, m.chain))
+    return false;
+  m.mean = mean;
+  m.variance = variance;
+  return true;
+}
+
+/// Replaces a matched BatchNorm with plait.batch_norm at its last op: y replaces that op's
+/// result, and the mean and variance (reshaped back to their keepdims shape) the two means'
+/// other readers. Erases the chain and the constants only it read.
+void rewriteBatchNorm(BatchNormMatch &m) {
+  OpBuilder b(m.last);
+  Location loc = m.last->getLoc();
+  auto xType = typeOf(m.x);
+  const int64_t channels = xType.getDimSize(1);
+  auto perChannel = RankedTensorType::get({channels}, xType.getElementType());
+  // gamma and beta as [C]: the [C] param a reshape made per-channel, else a reshape of it.
+  auto asChannels = [&](Value v, double fill) -> Value {
+    if (!v)
+      return b.create<ConstantOp>(
+          loc, DenseElementsAttr::get(perChannel, b.getFloatAttr(xType.getElementType(), fill)));
+    if (auto reshape = v.getDefiningOp<ReshapeOp>();
+        reshape && reshape->getOperand(0).getType() == perChannel)
+      return reshape->getOperand(0);
+    return b.create<ReshapeOp>(loc, perChannel, v);
+  };
+  Value scale = asChannels(m.scale, 1.0);
+  Value bias = asChannels(m.bias, 0.0);
+  auto bn = b.create<BatchNormOp>(loc, TypeRange{xType, perChannel, perChannel}, m.x, scale, bias,
+                                  b.getF64FloatAttr(m.epsilon));
+  m.last->getResult(0).replaceAllUsesWith(bn.getY());
+  for (auto [old, fresh] : {std::pair{m.mean.getResult(), bn.getMean()},
+                            std::pair{m.variance.getResult(), bn.getVar()}}) {
+    if (llvm::all_of(old.getUsers(), [&](Operation *u) { return llvm::is_contained(m.chain, u); }))
+      continue;
+    b.setInsertionPointAfter(bn);
+    Value kept = b.create<ReshapeOp>(loc, old.getType(), fresh);
+    old.replaceUsesWithIf(
+        kept, [&](OpOperand &use) { return !llvm::is_contained(m.chain, use.getOwner()); });
+  }
+  llvm::SetVector<Operation *> constants; // the exponent and epsilon, often shared
+  for (Operation *op : m.chain)
+    for (Value operand : op->getOperands())
+      if (auto c = operand.getDefiningOp<ConstantOp>())
+        constants.insert(c);
+  // Erase in an order where no erased op still has readers: the affine ops last to first,
+  // then the normalisation and denominator, the square, the centred values, the means.
+  SmallVector<Operation *> order(m.chain.begin(), m.chain.end());
+  while (!order.empty()) {
+    auto it = llvm::find_if(order, [](Operation *op) { return op->use_empty(); });
+    if (it == order.end())
+      break; // unreachable: the chain's readers are in the chain
+    (*it)->erase();
+    order.erase(it);
+  }
+  for (Operation *c : constants)
+    if (c->use_empty())
+      c->erase();
+  for (Value v : {m.scale, m.bias}) // a reshape to [C, 1, ...] that only the chain read
+    if (auto reshape = v ? v.getDefiningOp<ReshapeOp>() : ReshapeOp();
+        reshape && reshape->use_empty())
+      reshape->erase();
+}
+
 /// Makes `norm` (a layer_norm or rms_norm) and the plait.add that computes its input one
 /// add_layer_norm / add_rms_norm, when both addends have the sum's type. The fused op stands
 /// at the norm when every other reader of the sum follows the norm, else at the add when the
@@ -305,6 +507,22 @@ struct FuseNormPass : impl::FuseNormPassBase<FuseNormPass> {
         rewrite(m);
       }
     });
+    int64_t batchNorms = 0, batchNormOps = 0;
+    if (this->batchNorm)
+      module.walk([&](func::FuncOp func) {
+        SmallVector<ReduceMeanOp> means;
+        func.walk([&](ReduceMeanOp op) { means.push_back(op); });
+        // In program order: a rewrite erases its variance (the one visited) and its centring
+        // mean, which came before it.
+        for (ReduceMeanOp mean : means) {
+          BatchNormMatch m;
+          if (!matchBatchNorm(mean, m))
+            continue;
+          batchNormOps += m.chain.size();
+          ++batchNorms;
+          rewriteBatchNorm(m);
+        }
+      });
     int64_t residualAdds = 0;
     if (this->residualAdds) {
       SmallVector<Operation *> norms;
@@ -319,10 +537,11 @@ struct FuseNormPass : impl::FuseNormPassBase<FuseNormPass> {
     auto count = [&](const char *name, int64_t n) {
       return b.getNamedAttr(name, b.getI64IntegerAttr(n));
     };
-    module->setAttr("plait.fuse_norm",
-                    b.getDictionaryAttr({count("layer_norm", layerNorms),
-                                         count("rms_norm", rmsNorms), count("ops", ops),
-                                         count("residual_adds", residualAdds)}));
+    module->setAttr(
+        "plait.fuse_norm",
+        b.getDictionaryAttr({count("layer_norm", layerNorms), count("rms_norm", rmsNorms),
+                             count("batch_norm", batchNorms), count("batch_norm_ops", batchNormOps),
+                             count("ops", ops), count("residual_adds", residualAdds)}));
   }
 };
 

@@ -113,6 +113,38 @@ Status checkNormCall(const KernelCall &call, std::string_view kernel, NormCall k
   return Status();
 }
 
+Status checkBatchNormCall(const KernelCall &call, bool grad, BatchNormShape &out) {
+  const std::string_view kernel = grad ? "batch_norm_grad" : "batch_norm";
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, grad ? 5 : 3, grad ? 5 : 3, 3));
+  const TensorView &x = call.inputs[0];
+  if (x.rank() < 2)
+    return Status::errorf("{}: x has shape {}, expected [N, C, ...]", kernel, shapeString(x.shape));
+  const Dims channels{x.shape[1]};
+  auto check = [&](std::string_view what, const TensorView &t, ShapeRef shape) -> Status {
+    PLAIT_RETURN_IF_ERROR(checkShape(kernel, what, t.shape, shape));
+    return checkSameDtype(kernel, x, t);
+  };
+  static constexpr std::string_view kForward[] = {"scale", "bias"};
+  static constexpr std::string_view kGrad[] = {"scale", "mean", "var"};
+  if (grad) {
+    for (size_t i = 0; i < 3; ++i)
+      PLAIT_RETURN_IF_ERROR(check(kGrad[i], call.inputs[i + 1], channels));
+    PLAIT_RETURN_IF_ERROR(check("dy", call.inputs[4], x.shape));
+  } else {
+    for (size_t i = 0; i < 2; ++i)
+      PLAIT_RETURN_IF_ERROR(check(kForward[i], call.inputs[i + 1], channels));
+  }
+  static constexpr std::string_view kResults[2][3] = {{"y", "mean", "var"},
+                                                      {"dx", "dscale", "dbias"}};
+  PLAIT_RETURN_IF_ERROR(check(kResults[grad][0], call.outputs[0], x.shape));
+  for (size_t o = 1; o < 3; ++o)
+    PLAIT_RETURN_IF_ERROR(check(kResults[grad][o], call.outputs[o], channels));
+  out.batch = x.shape[0];
+  out.channels = x.shape[1];
+  out.spatial = product(x.shape, 2, x.rank());
+  return Status();
+}
+
 Status checkAttentionCall(const KernelCall &call, bool grad, AttentionShape &out) {
   const std::string_view kernel = grad ? "attention_grad" : "attention";
   PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, grad ? 6 : 3, grad ? 6 : 3, grad ? 3 : 2));

@@ -189,6 +189,16 @@ enum class NormCall {
 Status checkNormCall(const KernelCall &call, std::string_view kernel, NormCall kind, bool rms,
                      int64_t &axis);
 
+/// batch_norm (x, scale, bias) -> (y, mean, var) and, `grad`, batch_norm_grad (x, scale,
+/// mean, var, dy) -> (dx, dscale, dbias) checked: x of rank >= 2 viewed as [N, C, S] (S the
+/// product of its axes from 2), dy, y and dx of its shape, the per-channel operands and
+/// results [C], all of x's dtype. Shared by the CPU and CUDA kernels.
+struct BatchNormShape {
+  int64_t batch = 0, channels = 0, spatial = 0;
+  int64_t perChannel() const { return batch * spatial; }
+};
+Status checkBatchNormCall(const KernelCall &call, bool grad, BatchNormShape &out);
+
 /// Product of shape[begin, end).
 int64_t product(ShapeRef shape, size_t begin, size_t end);
 

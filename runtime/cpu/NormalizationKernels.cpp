@@ -1,6 +1,6 @@
 // Normalisation kernels: softmax and log_softmax along an axis, layer_norm and rms_norm (and
 // add_layer_norm, add_rms_norm: a residual add and the norm of its sum), and the norms'
-// gradients layer_norm_grad and rms_norm_grad.
+// gradients layer_norm_grad and rms_norm_grad; training-mode batch_norm and batch_norm_grad.
 // Float compares in branch-free selects (clamps, NaN-propagating max) only vectorise when
 // the compiler may assume FP operations do not trap; plait never unmasks FP exceptions, so
 // this changes no result (it is clang's default).
@@ -356,9 +356,122 @@ template <bool kRms> Status normGradKernel(const KernelCall &call) {
   });
 }
 
+/// batch_norm (x, scale, bias) -> (y, mean, var): per channel of x viewed as [N, C, S], its
+/// N rows of S values summed (blocked lanes of the compute type, blocks added in double) for
+/// the mean, then the squared deviations (the channel's values again, from cache: two passes,
+/// stable when the mean is large against the spread), then y = (x - mean) * rstd * scale +
+/// bias. Channels split across threads, each one thread's, so the result does not depend on
+/// the number of threads. bf16/f16: loaded widened, computed in f32, y and the statistics
+/// rounded as they are stored.
+Status batchNormKernel(const KernelCall &call) {
+  BatchNormShape d;
+  PLAIT_RETURN_IF_ERROR(checkBatchNormCall(call, false, d));
+  const double eps = call.attrs.getFloat("epsilon", 1e-5);
+  const int64_t count = d.perChannel();
+  return dispatchElements<false>("batch_norm", call.inputs[0].dtype, [&](auto elements) -> Status {
+    using E = decltype(elements);
+    using S = typename E::Stored;
+    using T = typename E::Value;
+    const S *x = call.inputs[0].as<S>(), *scale = call.inputs[1].as<S>(),
+            *bias = call.inputs[2].as<S>();
+    S *y = call.outputs[0].as<S>(), *meanOut = call.outputs[1].as<S>(),
+      *varOut = call.outputs[2].as<S>();
+    parallelFor(
+        d.channels, grainFor(kElementGrain, 2 * count), [&](int64_t, int64_t begin, int64_t end) {
+          for (int64_t c = begin; c < end; ++c) {
+            auto row = [&](int64_t n) { return (n * d.channels + c) * d.spatial; };
+            double total = 0;
+            for (int64_t n = 0; n < d.batch; ++n) {
+              const S *xr = x + row(n);
+              total += blockedIndexSum<T>(d.spatial, [&](int64_t i) { return E::load(xr[i]); });
+            }
+            const double mean = count ? total / double(count) : 0.0;
+            const T m = T(mean);
+            double squares = 0;
+            for (int64_t n = 0; n < d.batch; ++n) {
+              const S *xr = x + row(n);
+              squares += blockedIndexSum<T>(d.spatial, [&](int64_t i) {
+                T dev = E::load(xr[i]) - m;
+                return dev * dev;
+              });
+            }
+            const double var = count ? squares / double(count) : 0.0;
+            const T s = T(1.0 / std::sqrt(var + eps)), g = E::load(scale[c]), b = E::load(bias[c]);
+            for (int64_t n = 0; n < d.batch; ++n) {
+              const S *xr = x + row(n);
+              S *yr = y + row(n);
+              for (int64_t i = 0; i < d.spatial; ++i)
+                yr[i] = E::store((E::load(xr[i]) - m) * s * g + b);
+            }
+            meanOut[c] = E::store(m);
+            varOut[c] = E::store(T(var));
+          }
+        });
+    return Status();
+  });
+}
+
+/// batch_norm_grad (x, scale, mean, var, dy) -> (dx, dscale, dbias): per channel, with the
+/// forward's statistics, rstd = 1 / sqrt(var + eps) and xhat = (x - mean) * rstd, the sums
+/// dbias = sum(dy) and dscale = sum(dy * xhat) in one pass (blocked lanes, blocks in
+/// double), then dx = scale * rstd * (dy - dbias / n - xhat * dscale / n) from the channel's
+/// values again (from cache). Channels split across threads, each one thread's.
+Status batchNormGradKernel(const KernelCall &call) {
+  BatchNormShape d;
+  PLAIT_RETURN_IF_ERROR(checkBatchNormCall(call, true, d));
+  const double eps = call.attrs.getFloat("epsilon", 1e-5);
+  const int64_t count = d.perChannel();
+  return dispatchElements<false>(
+      "batch_norm_grad", call.inputs[0].dtype, [&](auto elements) -> Status {
+        using E = decltype(elements);
+        using S = typename E::Stored;
+        using T = typename E::Value;
+        const S *x = call.inputs[0].as<S>(), *scale = call.inputs[1].as<S>(),
+                *meanIn = call.inputs[2].as<S>(), *varIn = call.inputs[3].as<S>(),
+                *dy = call.inputs[4].as<S>();
+        S *dx = call.outputs[0].as<S>(), *dscale = call.outputs[1].as<S>(),
+          *dbias = call.outputs[2].as<S>();
+        parallelFor(d.channels, grainFor(kElementGrain, 3 * count),
+                    [&](int64_t, int64_t begin, int64_t end) {
+                      for (int64_t c = begin; c < end; ++c) {
+                        auto row = [&](int64_t n) { return (n * d.channels + c) * d.spatial; };
+                        const T m = E::load(meanIn[c]);
+                        const T s = T(1.0 / std::sqrt(double(E::load(varIn[c])) + eps));
+                        double sumDy = 0, sumDyXhat = 0;
+                        for (int64_t n = 0; n < d.batch; ++n) {
+                          const S *xr = x + row(n), *dyr = dy + row(n);
+                          sumDy += blockedIndexSum<T>(d.spatial,
+                                                      [&](int64_t i) { return E::load(dyr[i]); });
+                          sumDyXhat += blockedIndexSum<T>(d.spatial, [&](int64_t i) {
+                            return E::load(dyr[i]) * ((E::load(xr[i]) - m) * s);
+                          });
+                        }
+                        dbias[c] = E::store(T(sumDy));
+                        dscale[c] = E::store(T(sumDyXhat));
+                        if (count == 0)
+                          continue;
+                        const T meanDy = T(sumDy / double(count)),
+                                meanDyXhat = T(sumDyXhat / double(count));
+                        const T gs = E::load(scale[c]) * s;
+                        for (int64_t n = 0; n < d.batch; ++n) {
+                          const S *xr = x + row(n), *dyr = dy + row(n);
+                          S *dxr = dx + row(n);
+                          for (int64_t i = 0; i < d.spatial; ++i) {
+                            T xhat = (E::load(xr[i]) - m) * s;
+                            dxr[i] = E::store(gs * (E::load(dyr[i]) - meanDy - xhat * meanDyXhat));
+                          }
+                        }
+                      }
+                    });
+        return Status();
+      });
+}
+
 } // namespace
 
 void registerNormalizationKernels() {
+  registerKernel("batch_norm", &batchNormKernel);
+  registerKernel("batch_norm_grad", &batchNormGradKernel);
   registerKernel("softmax", &softmaxKernel<false>);
   registerKernel("log_softmax", &softmaxKernel<true>);
   registerKernel("layer_norm", &normKernel<false>);

@@ -159,6 +159,34 @@ template <bool kRms> Status normGradKernel(const CudaKernelCall &call) {
                   kName);
 }
 
+/// batch_norm (x, scale, bias) -> (y, mean, var) and, kGrad, batch_norm_grad (x, scale, mean,
+/// var, dy) -> (dx, dscale, dbias); the operand checks are the CPU kernels'
+/// (cpu::checkBatchNormCall).
+template <bool kGrad> Status batchNormKernel(const CudaKernelCall &call) {
+  constexpr const char *kName = kGrad ? "batch_norm_grad" : "batch_norm";
+  cpu::BatchNormShape d;
+  PLAIT_RETURN_IF_ERROR(cpu::checkBatchNormCall(call.asHostCall(), kGrad, d));
+  const TensorView &x = call.inputs[0];
+  if (!isFloatingDtype(x.dtype))
+    return noCudaDtype(kName, x.dtype);
+  if (call.check)
+    return {};
+  const double eps = call.attrs.getFloat("epsilon", 1e-5);
+  if constexpr (kGrad)
+    return launched(launchBatchNormGrad(code(x.dtype), x.data, call.inputs[1].data,
+                                        call.inputs[2].data, call.inputs[3].data,
+                                        call.inputs[4].data, call.outputs[0].data,
+                                        call.outputs[1].data, call.outputs[2].data, d.batch,
+                                        d.channels, d.spatial, eps, call.stream),
+                    kName);
+  else
+    return launched(launchBatchNorm(code(x.dtype), x.data, call.inputs[1].data, call.inputs[2].data,
+                                    call.outputs[0].data, call.outputs[1].data,
+                                    call.outputs[2].data, d.batch, d.channels, d.spatial, eps,
+                                    call.stream),
+                    kName);
+}
+
 /// argmax / argmin along `axis` (keepdims and select_last_index as ReductionKernels.cpp).
 template <bool kMax> Status argKernel(const CudaKernelCall &call) {
   constexpr const char *kName = kMax ? "argmax" : "argmin";
@@ -320,6 +348,8 @@ void registerCudaReductionKernels() {
   registerCudaKernel("add_layer_norm", &normKernel<false, true>);
   registerCudaKernel("add_rms_norm", &normKernel<true, true>);
   registerCudaKernel("layer_norm_grad", &normGradKernel<false>);
+  registerCudaKernel("batch_norm", &batchNormKernel<false>);
+  registerCudaKernel("batch_norm_grad", &batchNormKernel<true>);
   registerCudaKernel("rms_norm_grad", &normGradKernel<true>);
   registerCudaKernel("argmax", &argKernel<true>);
   registerCudaKernel("top_k", &topKKernel);

@@ -211,6 +211,59 @@ TEST(EmulatedKernels, NormGradientsMatchTheCpuKernels) {
       }
 }
 
+// batch_norm and batch_norm_grad, f32 and bf16, over [3, 5, 7, 9] (63 values a row: blocks
+// stride across rows of the channel), [37, 6] (one value a row) and [2, 300, 4] (more channels
+// than the emulated grid's blocks take in one pass is not needed: each block loops).
+TEST(EmulatedKernels, BatchNormMatchesTheCpuKernels) {
+  std::mt19937 rng(9);
+  const double eps = 1e-5;
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 5, 7, 9}, {37, 6}, {2, 300, 4}}) {
+      SCOPED_TRACE(std::string(rt::dtypeName(dtype)) + " " + std::to_string(shape[1]) +
+                   " channels");
+      const int64_t channels = shape[1], batch = shape[0];
+      int64_t spatial = 1;
+      for (size_t d = 2; d < shape.size(); ++d)
+        spatial *= shape[d];
+      OwnedTensor x = randomTensor(rng, dtype, shape, 1, 3), // mean far from 0: two passes
+          scale = randomTensor(rng, dtype, {channels}, 0.5, 1.5),
+                  shift = randomTensor(rng, dtype, {channels}, -1, 1),
+                  dy = randomTensor(rng, dtype, shape, -1, 1);
+      rt::Attrs attrs = rt::test::AttrsBuilder().f("epsilon", eps).build();
+      rt::test::KernelResult cpu =
+          rt::test::runKernel("batch_norm", {x, scale, shift},
+                              {{dtype, shape}, {dtype, {channels}}, {dtype, {channels}}}, attrs);
+      ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
+      std::vector<uint8_t> xb = bytes(x), sb = bytes(scale), bb = bytes(shift), y(xb.size()),
+                           mean(sb.size()), var(sb.size());
+      ASSERT_EQ(cuda::launchBatchNorm(int(dtype), xb.data(), sb.data(), bb.data(), y.data(),
+                                      mean.data(), var.data(), batch, channels, spatial, eps,
+                                      nullptr),
+                cudaSuccess)
+          << plait_emu::lastFailure();
+      expectClose("y", dtype, y, cpu.out(0), toleranceOf(dtype));
+      expectClose("mean", dtype, mean, cpu.out(1), toleranceOf(dtype));
+      expectClose("var", dtype, var, cpu.out(2), toleranceOf(dtype));
+
+      // The gradient from the CPU forward's statistics.
+      rt::test::KernelResult grad =
+          rt::test::runKernel("batch_norm_grad", {x, scale, cpu.out(1), cpu.out(2), dy},
+                              {{dtype, shape}, {dtype, {channels}}, {dtype, {channels}}}, attrs);
+      ASSERT_TRUE(grad.status.ok()) << grad.status.message();
+      std::vector<uint8_t> mb = bytes(cpu.out(1)), vb = bytes(cpu.out(2)), dyb = bytes(dy),
+                           dx(xb.size()), dscale(sb.size()), dbias(sb.size());
+      ASSERT_EQ(cuda::launchBatchNormGrad(int(dtype), xb.data(), sb.data(), mb.data(), vb.data(),
+                                          dyb.data(), dx.data(), dscale.data(), dbias.data(), batch,
+                                          channels, spatial, eps, nullptr),
+                cudaSuccess)
+          << plait_emu::lastFailure();
+      const double tol = dtype == DType::F32 ? 1e-4 : 2e-2;
+      expectClose("dx", dtype, dx, grad.out(0), tol);
+      expectClose("dscale", dtype, dscale, grad.out(1), tol);
+      expectClose("dbias", dtype, dbias, grad.out(2), tol);
+    }
+}
+
 //===--- attention ----------------------------------------------------------------------------===//
 
 using attention_test::Case;

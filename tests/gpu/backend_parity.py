@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The CUDA backend against the CPU backend, for tests/gpu/run.sh (a GPU machine).
 
-For each sample (mlp, cnn, gpt) and precision (fp32, bf16-mixed) at world size 1: compile the
+For each sample (mlp, cnn, gpt; and plait-zoo's ResNet with BatchNorms) and precision (fp32,
+bf16-mixed) at world size 1: compile the
 model for --device cuda and --device cpu with the same flags, train both STEPS steps on the same
 data (tests/e2e/train_parity.make_dataset), and compare the per-step losses: relative
 difference at most 1e-4 (fp32) or 1e-2 (bf16-mixed). The fp32 CUDA runs also time every
@@ -52,6 +53,12 @@ TRAIN = {
     "cnn": ["--optimizer", "sgd", "--lr", "0.02", "--momentum", "0.5"],
     "gpt": ["--optimizer", "adamw", "--lr", "3e-3"],
 }
+# plait-zoo models among the cases, as their plait-zoo arguments: a ResNet whose convolutions
+# are followed by training-mode BatchNorms (plait.batch_norm and batch_norm_grad, and the
+# running statistics), batches of 8 images, 3 x 32 x 32, of 10 classes (inputs x and y).
+ZOO = {"resnet-bn": ["--family", "resnet", "--layers", "1,1", "--width", "16", "--batch", "8",
+                     "--image", "32", "--classes", "10", "--batch-norm"]}
+TRAIN["resnet-bn"] = ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"]
 TOLERANCE = {"fp32": 1e-4, "bf16-mixed": 1e-2}
 # A model big enough for the kernels to be bound by bandwidth and FLOPs rather than by launches
 # (the samples' kernels move kilobytes): plait-zoo's GPT, 2 blocks of width 1024, 8 x 512
@@ -166,6 +173,10 @@ def cases():
     # Adafactor: its rows, columns and RMS sums on the device (five launches per param).
     out.append(("gpt-adafactor-fp32", "gpt", ["--optimizer", "adafactor", "--lr", "3e-3",
                                              "--beta1", "0.9"], "fp32", 1))
+    # Training-mode BatchNorm (fused: batch_norm, batch_norm_grad), fp32 and bf16-mixed.
+    for precision in ("fp32", "bf16-mixed"):
+        out.append(("resnet-bn-" + precision, "resnet-bn",
+                    TRAIN["resnet-bn"] + ["--precision", precision], precision, 1))
     out.append(("gpt-amsgrad-bf16-mixed", "gpt",
                 ["--optimizer", "adamw", "--lr", "3e-3", "--amsgrad", "--precision",
                  "bf16-mixed"], "bf16-mixed", 1))
@@ -179,8 +190,17 @@ def prepare(args, work):
         data = work / ("data-" + sample)
         data.mkdir(exist_ok=True)
         make_dataset(sample, args.steps, data)
+    for sample, zoo_args in ZOO.items():
+        run([args.build / "bin" / "plait-zoo", *zoo_args, "-o", work / (sample + ".mlir")], 60,
+            "plait-zoo " + sample)
+        data = work / ("data-" + sample)
+        data.mkdir(exist_ok=True)
+        rng = np.random.default_rng(11)
+        np.save(data / "x.npy", rng.standard_normal((args.steps * 8, 3, 32, 32)).astype(np.float32))
+        np.save(data / "y.npy", rng.integers(0, 10, size=(args.steps * 8,)).astype(np.int64))
     for stem, sample, flags, _, ranks in cases():
-        model = ROOT / "samples" / sample / (sample + ".onnx")
+        model = (work / (sample + ".mlir") if sample in ZOO
+                 else ROOT / "samples" / sample / (sample + ".onnx"))
         for device in ("cpu", "cuda"):
             target = args.device_under_test if device == "cuda" else "cpu"
             plan = work / ("%s-%s.plan" % (stem, device))

@@ -165,6 +165,16 @@ cudaError_t launchNormGrad(bool rms, int dtype, const void *x, const void *scale
                            void *dx, void *dscale, void *dbias, double *partial, int64_t rows,
                            int64_t n, double eps, cudaStream_t stream);
 
+/// batch_norm (x, scale, bias) -> (y, mean, var) and batch_norm_grad (x, scale, mean, var,
+/// dy) -> (dx, dscale, dbias) over x as [batch, channels, spatial]: a block per channel.
+cudaError_t launchBatchNorm(int dtype, const void *x, const void *scale, const void *bias, void *y,
+                            void *mean, void *var, int64_t batch, int64_t channels, int64_t spatial,
+                            double eps, cudaStream_t stream);
+cudaError_t launchBatchNormGrad(int dtype, const void *x, const void *scale, const void *mean,
+                                const void *var, const void *dy, void *dx, void *dscale,
+                                void *dbias, int64_t batch, int64_t channels, int64_t spatial,
+                                double eps, cudaStream_t stream);
+
 /// argmax / argmin along the middle axis of [outer, n, inner] into i64 (the first extreme;
 /// NaN counts as the extreme; select_last_index takes the last).
 cudaError_t launchArgExtreme(bool max, bool selectLast, int dtype, const void *x, int64_t *out,

@@ -1,4 +1,5 @@
-// Reductions over axes, softmax / log_softmax and the classification losses, accumulating in
+// Reductions over axes, softmax / log_softmax, the norms (batch_norm included) and the
+// classification losses, accumulating in
 // double for floats as the CPU kernels do (ReductionKernels.cpp, NormalizationKernels.cpp,
 // LossKernels.cpp, GradKernels.cpp), with no per-element atomics. A reduction runs a thread,
 // a warp or a block per output element (reduceShapeFor, LaunchGeometry.h); the warp's and
@@ -492,6 +493,78 @@ __global__ void normGradColumnsKernel(const double *partial, int params, int64_t
   }
 }
 
+/// batch_norm over x as [N, C, S]: a block per channel (grid-stride over the channels), its
+/// N * S values summed in double by the block for the mean, then the squared deviations,
+/// then y = (x - mean) * rstd * scale + bias in the compute type, as NormalizationKernels.cpp
+/// computes them; thread 0 stores the channel's mean and var.
+template <typename S>
+__global__ void batchNormKernel(const S *x, const S *scale, const S *bias, S *y, S *meanOut,
+                                S *varOut, int64_t batch, int64_t channels, int64_t spatial,
+                                double eps) {
+  using C = Compute<S>;
+  __shared__ double shared[kThreads];
+  const int64_t count = batch * spatial;
+  for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    auto at = [&](int64_t i) { return (i / spatial * channels + c) * spatial + i % spatial; };
+    double total = 0;
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
+      total += double(load(x, at(i)));
+    total = blockReduce(total, shared, AddOp());
+    const C m = C(count ? total / double(count) : 0.0);
+    double sq = 0;
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+      C d = load(x, at(i)) - m;
+      sq += double(d * d);
+    }
+    sq = blockReduce(sq, shared, AddOp());
+    const double var = count ? sq / double(count) : 0.0;
+    const C s = C(1.0 / ::sqrt(var + eps)), g = load(scale, c), b = load(bias, c);
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
+      store(y, at(i), (load(x, at(i)) - m) * s * g + b);
+    if (threadIdx.x == 0) {
+      store(meanOut, c, m);
+      store(varOut, c, C(var));
+    }
+  }
+}
+
+/// batch_norm_grad: a block per channel; with the forward's mean and var, sum(dy) and
+/// sum(dy * xhat) in double by the block (dbias and dscale), then dx = scale * rstd * (dy -
+/// dbias / n - xhat * dscale / n), as NormalizationKernels.cpp computes them.
+template <typename S>
+__global__ void batchNormGradKernel(const S *x, const S *scale, const S *meanIn, const S *varIn,
+                                    const S *dy, S *dx, S *dscale, S *dbias, int64_t batch,
+                                    int64_t channels, int64_t spatial, double eps) {
+  using C = Compute<S>;
+  __shared__ double shared[kThreads];
+  const int64_t count = batch * spatial;
+  for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    auto at = [&](int64_t i) { return (i / spatial * channels + c) * spatial + i % spatial; };
+    const C m = load(meanIn, c);
+    const C s = C(1.0 / ::sqrt(double(load(varIn, c)) + eps));
+    double sumDy = 0, sumDyXhat = 0;
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+      C d = load(dy, at(i));
+      sumDy += double(d);
+      sumDyXhat += double(d * ((load(x, at(i)) - m) * s));
+    }
+    sumDy = blockReduce(sumDy, shared, AddOp());
+    sumDyXhat = blockReduce(sumDyXhat, shared, AddOp());
+    if (threadIdx.x == 0) {
+      store(dbias, c, C(sumDy));
+      store(dscale, c, C(sumDyXhat));
+    }
+    if (count == 0)
+      continue;
+    const C meanDy = C(sumDy / double(count)), meanDyXhat = C(sumDyXhat / double(count));
+    const C gs = load(scale, c) * s;
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+      C xhat = (load(x, at(i)) - m) * s;
+      store(dx, at(i), gs * (load(dy, at(i)) - meanDy - xhat * meanDyXhat));
+    }
+  }
+}
+
 /// One thread per (outer, inner) column, walking n in order as ReductionKernels.cpp does.
 template <typename S>
 __global__ void argExtremeKernel(bool max, bool selectLast, const S *x, int64_t *out,
@@ -701,6 +774,37 @@ cudaError_t launchNormGrad(bool rms, int dtype, const void *x, const void *scale
           static_cast<const S *>(dy), static_cast<S *>(dx), partial, params, rows, n, eps);
     normGradColumnsKernel<S><<<threadBlocks(n * params), kThreads, 0, stream>>>(
         partial, params, blocks, n, static_cast<S *>(dscale), static_cast<S *>(dbias));
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchBatchNorm(int dtype, const void *x, const void *scale, const void *bias,
+                            void *y, void *mean, void *var, int64_t batch, int64_t channels,
+                            int64_t spatial, double eps, cudaStream_t stream) {
+  if (channels == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    batchNormKernel<S><<<rowBlocks(channels), kThreads, 0, stream>>>(
+        static_cast<const S *>(x), static_cast<const S *>(scale), static_cast<const S *>(bias),
+        static_cast<S *>(y), static_cast<S *>(mean), static_cast<S *>(var), batch, channels,
+        spatial, eps);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchBatchNormGrad(int dtype, const void *x, const void *scale, const void *mean,
+                                const void *var, const void *dy, void *dx, void *dscale,
+                                void *dbias, int64_t batch, int64_t channels, int64_t spatial,
+                                double eps, cudaStream_t stream) {
+  if (channels == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    batchNormGradKernel<S><<<rowBlocks(channels), kThreads, 0, stream>>>(
+        static_cast<const S *>(x), static_cast<const S *>(scale), static_cast<const S *>(mean),
+        static_cast<const S *>(var), static_cast<const S *>(dy), static_cast<S *>(dx),
+        static_cast<S *>(dscale), static_cast<S *>(dbias), batch, channels, spatial, eps);
   });
   return ok ? cudaGetLastError() : unsupported();
 }

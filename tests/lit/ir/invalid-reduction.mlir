@@ -290,3 +290,51 @@ func.func @add_layer_norm_bias(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tenso
   %y, %s = plait.add_layer_norm %x, %x, %g, %b {axis = -1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<8xf32>, tensor<4xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
   return
 }
+
+// -----
+
+func.func @batch_norm_rank(%x: tensor<6xf32>, %g: tensor<6xf32>) {
+  // expected-error @+1 {{'plait.batch_norm' op 'x' must have rank >= 2 ([N, C, ...]), got 'tensor<6xf32>'}}
+  %y, %m, %v = plait.batch_norm %x, %g, %g : (tensor<6xf32>, tensor<6xf32>, tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>, tensor<6xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_scale(%x: tensor<2x3x4xf32>, %g: tensor<4xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'plait.batch_norm' op 'scale' has shape 4, expected 3 (x's channels)}}
+  %y, %m, %v = plait.batch_norm %x, %g, %b : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_bias_type(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %b: tensor<3xf64>) {
+  // expected-error @+1 {{'plait.batch_norm' op 'bias' element type 'f64' differs from the input's 'f32'}}
+  %y, %m, %v = plait.batch_norm %x, %g, %b : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf64>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_y(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'plait.batch_norm' op 'y' has type 'tensor<2x3x4xbf16>', expected the input's 'tensor<2x3x4xf32>'}}
+  %y, %m, %v = plait.batch_norm %x, %g, %g : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xbf16>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_var(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'plait.batch_norm' op 'var' has shape 1x3, expected 3 (x's channels)}}
+  %y, %m, %v = plait.batch_norm %x, %g, %g : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<1x3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_epsilon(%x: tensor<2x3xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'plait.batch_norm' op epsilon must be a finite number > 0, got -1}}
+  %y, %m, %v = plait.batch_norm %x, %g, %g {epsilon = -1.0 : f64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}

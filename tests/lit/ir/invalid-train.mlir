@@ -818,3 +818,27 @@ func.func @adafactor_hyper(%p: tensor<6xf32>, %lr: tensor<f64>, %t: tensor<f32>)
   %0:2 = plait.adafactor_update %p, %p, %lr, %t, %p {clip_threshold = 0.0 : f64} : (tensor<6xf32>, tensor<6xf32>, tensor<f64>, tensor<f32>, tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>)
   return
 }
+
+// -----
+
+func.func @batch_norm_grad_dy(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %dy: tensor<2x3xf32>) {
+  // expected-error @+1 {{'plait.batch_norm_grad' op 'dy' and 'dx' must have the input's type 'tensor<2x3x4xf32>'}}
+  %0:3 = plait.batch_norm_grad %x, %g, %g, %g, %dy : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_mean(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %m: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.batch_norm_grad' op 'mean' has shape 4, expected 3 (x's channels)}}
+  %0:3 = plait.batch_norm_grad %x, %g, %m, %g, %x : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<4xf32>, tensor<3xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_dbias(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'plait.batch_norm_grad' op 'dbias' element type 'bf16' differs from the input's 'f32'}}
+  %0:3 = plait.batch_norm_grad %x, %g, %g, %g, %x : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xbf16>)
+  return
+}

@@ -186,6 +186,16 @@ func.func @normalisation(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %g2: tensor<3
   return
 }
 
+// CHECK-LABEL: func.func @batch_norms(
+// CHECK-NEXT: %y, %mean, %var = plait.batch_norm %arg0, %arg1, %arg1 : (tensor<2x3x8xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x8xf32>, tensor<3xf32>, tensor<3xf32>)
+// CHECK-NEXT: %dx, %dscale, %dbias = plait.batch_norm_grad %arg0, %arg1, %mean, %var, %y {epsilon = 1.000000e-03 : f64} : (tensor<2x3x8xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<3xf32>, tensor<3xf32>)
+// CHECK-NEXT: return
+func.func @batch_norms(%x: tensor<2x3x8xf32>, %g: tensor<3xf32>) {
+  %y, %m, %v = plait.batch_norm %x, %g, %g {epsilon = 1.0e-05 : f64} : (tensor<2x3x8xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x8xf32>, tensor<3xf32>, tensor<3xf32>)
+  %d:3 = plait.batch_norm_grad %x, %g, %m, %v, %y {epsilon = 1.0e-03 : f64} : (tensor<2x3x8xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
 // CHECK-LABEL: func.func @add_norms(
 // CHECK-NEXT: %y, %sum = plait.add_layer_norm %arg0, %arg0, %arg1, %arg1 {axis = -1 : i64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>)
 // CHECK-NEXT: %y_0, %sum_1 = plait.add_rms_norm %arg0, %y, %arg1 {axis = 2 : i64, epsilon = 1.000000e-03 : f64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>)

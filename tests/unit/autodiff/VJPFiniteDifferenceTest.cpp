@@ -322,6 +322,20 @@ const VJPCase kCases[] = {
   {"add_layer_norm_only_y", R"(func.func @main(%x: tensor<2x3x4xf64>, %r: tensor<2x3x4xf64>, %g: tensor<3x4xf64>) -> tensor<2x3x4xf64> {
     %y, %s = plait.add_layer_norm %x, %r, %g {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<2x3x4xf64>, tensor<3x4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x4xf64>)
     return %y : tensor<2x3x4xf64> })"},
+  {"batch_norm", R"(func.func @main(%x: tensor<3x2x4xf64>, %g: tensor<2xf64>, %b: tensor<2xf64>) -> tensor<3x2x4xf64> {
+    %y, %m, %v = plait.batch_norm %x, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<3x2x4xf64>, tensor<2xf64>, tensor<2xf64>) -> (tensor<3x2x4xf64>, tensor<2xf64>, tensor<2xf64>)
+    return %y : tensor<3x2x4xf64> })"},
+  // The statistics read too (BatchNormalization-9's saved mean and var): their gradients
+  // reach x through the mean and the variance.
+  {"batch_norm_statistics", R"(func.func @main(%x: tensor<5x3xf64>, %g: tensor<3xf64>, %b: tensor<3xf64>) -> tensor<5x3xf64> {
+    %y, %m, %v = plait.batch_norm %x, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<5x3xf64>, tensor<3xf64>, tensor<3xf64>) -> (tensor<5x3xf64>, tensor<3xf64>, tensor<3xf64>)
+    %mv = plait.mul %m, %v : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+    %0 = plait.add %y, %mv : (tensor<5x3xf64>, tensor<3xf64>) -> tensor<5x3xf64>
+    return %0 : tensor<5x3xf64> })"},
+  {"batch_norm_only_statistics", R"(func.func @main(%x: tensor<4x2x3xf64>, %g: tensor<2xf64>, %b: tensor<2xf64>) -> tensor<2xf64> {
+    %y, %m, %v = plait.batch_norm %x, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<4x2x3xf64>, tensor<2xf64>, tensor<2xf64>) -> (tensor<4x2x3xf64>, tensor<2xf64>, tensor<2xf64>)
+    %0 = plait.sub %v, %m : (tensor<2xf64>, tensor<2xf64>) -> tensor<2xf64>
+    return %0 : tensor<2xf64> })"},
   // The same three as the ops plait-expand-norm-grad writes (--no-fused-norm).
   {"layer_norm_expanded", R"(func.func @main(%x: tensor<2x3x4xf64>, %g: tensor<4xf64>, %b: tensor<4xf64>) -> tensor<2x3x4xf64> {
     %0 = plait.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> tensor<2x3x4xf64>

@@ -363,6 +363,126 @@ TEST(NormalizationKernels, NormGradErrors) {
   EXPECT_FALSE(r.status.ok());
 }
 
+/// Training-mode BatchNorm in double, written as the textbook chain rule through the mean
+/// and the variance (not the kernels' closed form): y, mean, var, and dx, dscale, dbias.
+struct BatchNormReference {
+  std::vector<double> y, mean, var, dx, dscale, dbias;
+  BatchNormReference(const std::vector<double> &x, const std::vector<double> &g,
+                     const std::vector<double> &b, const std::vector<double> &dy, int64_t batch,
+                     int64_t channels, int64_t spatial, double eps)
+      : y(x.size()), mean(channels), var(channels), dx(x.size()), dscale(channels),
+        dbias(channels) {
+    const double count = double(batch * spatial);
+    auto each = [&](int64_t c, auto fn) {
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t s = 0; s < spatial; ++s)
+          fn(size_t((n * channels + c) * spatial + s));
+    };
+    for (int64_t c = 0; c < channels; ++c) {
+      double m = 0, v = 0;
+      each(c, [&](size_t i) { m += x[i]; });
+      m /= count;
+      each(c, [&](size_t i) { v += (x[i] - m) * (x[i] - m); });
+      v /= count;
+      mean[c] = m;
+      var[c] = v;
+      const double r = 1 / std::sqrt(v + eps);
+      double dvar = 0, dmean = 0, centred = 0;
+      each(c, [&](size_t i) {
+        y[i] = (x[i] - m) * r * g[c] + b[c];
+        dscale[c] += dy[i] * (x[i] - m) * r;
+        dbias[c] += dy[i];
+        dvar += dy[i] * g[c] * (x[i] - m) * -0.5 * std::pow(v + eps, -1.5);
+        dmean -= dy[i] * g[c] * r;
+        centred += -2 * (x[i] - m);
+      });
+      dmean += dvar * centred / count;
+      each(c, [&](size_t i) {
+        dx[i] = dy[i] * g[c] * r + dvar * 2 * (x[i] - m) / count + dmean / count;
+      });
+    }
+  }
+};
+
+TEST(NormalizationKernels, BatchNormAndItsGradientMatchTheChainRule) {
+  for (DType dtype : {DType::F32, DType::F64, DType::BF16})
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{4, 3, 5, 6}, {16, 5}, {2, 7, 1100}}) {
+      SCOPED_TRACE(std::string(dtypeName(dtype)) + " " + std::to_string(shape[1]));
+      const int64_t batch = shape[0], channels = shape[1];
+      int64_t spatial = 1;
+      for (size_t d = 2; d < shape.size(); ++d)
+        spatial *= shape[d];
+      // Values far from 0 (a mean of about 3): a one-pass variance would lose digits.
+      auto values = [&](std::vector<int64_t> sh, uint32_t seed, double lo, double hi) {
+        return makeFloat(dtype, sh, randomFloats(sh, seed, lo, hi).doubles());
+      };
+      OwnedTensor x = values(shape, 1, 2, 4), g = values({channels}, 2, 0.5, 1.5),
+                  b = values({channels}, 3, -1, 1), dy = values(shape, 4, -1, 1);
+      BatchNormReference ref(x.doubles(), g.doubles(), b.doubles(), dy.doubles(), batch, channels,
+                             spatial, 1e-5);
+      Attrs attrs = AttrsBuilder().f("epsilon", 1e-5).build();
+      KernelResult f = runKernel("batch_norm", {x, g, b},
+                                 {{dtype, shape}, {dtype, {channels}}, {dtype, {channels}}}, attrs);
+      ASSERT_TRUE(f.status.ok()) << f.status.message();
+      const double tol = dtype == DType::F64 ? 1e-12 : dtype == DType::F32 ? 2e-5 : 2e-2;
+      EXPECT_TRUE(allClose(f.out(0).doubles(), ref.y, tol, tol));
+      EXPECT_TRUE(allClose(f.out(1).doubles(), ref.mean, tol, tol));
+      EXPECT_TRUE(allClose(f.out(2).doubles(), ref.var, tol, tol));
+      KernelResult r = runKernel("batch_norm_grad", {x, g, f.out(1), f.out(2), dy},
+                                 {{dtype, shape}, {dtype, {channels}}, {dtype, {channels}}}, attrs);
+      ASSERT_TRUE(r.status.ok()) << r.status.message();
+      // bf16: the statistics the gradient reads are rounded, and dscale sums many products.
+      const double gradTol = dtype == DType::BF16 ? 6e-2 : tol * 10;
+      EXPECT_TRUE(allClose(r.out(0).doubles(), ref.dx, gradTol, gradTol));
+      EXPECT_TRUE(allClose(r.out(1).doubles(), ref.dscale, gradTol, gradTol));
+      EXPECT_TRUE(allClose(r.out(2).doubles(), ref.dbias, gradTol, gradTol));
+    }
+}
+
+TEST(NormalizationKernels, BatchNormIsTheSameOnAnyNumberOfThreads) {
+  const std::vector<int64_t> shape{8, 64, 12, 12};
+  OwnedTensor x = randomFloats(shape, 7, -2, 2), g = randomFloats({64}, 8, 0.5, 1.5),
+              b = randomFloats({64}, 9, -1, 1), dy = randomFloats(shape, 10, -1, 1);
+  Attrs attrs = AttrsBuilder().f("epsilon", 1e-5).build();
+  auto run = [&](int threads) {
+    KernelThreads pool(threads);
+    KernelResult f =
+        runKernel("batch_norm", {x, g, b},
+                  {{DType::F32, shape}, {DType::F32, {64}}, {DType::F32, {64}}}, attrs);
+    EXPECT_TRUE(f.status.ok()) << f.status.message();
+    KernelResult r =
+        runKernel("batch_norm_grad", {x, g, f.out(1), f.out(2), dy},
+                  {{DType::F32, shape}, {DType::F32, {64}}, {DType::F32, {64}}}, attrs);
+    EXPECT_TRUE(r.status.ok()) << r.status.message();
+    std::vector<std::vector<float>> all;
+    for (int i = 0; i < 3; ++i)
+      all.push_back(f.out(i).floats());
+    for (int i = 0; i < 3; ++i)
+      all.push_back(r.out(i).floats());
+    return all;
+  };
+  EXPECT_EQ(run(1), run(3));
+}
+
+TEST(NormalizationKernels, BatchNormErrors) {
+  auto x = make<float>({2, 3, 2}, std::vector<float>(12, 1));
+  auto three = make<float>({3}, {1, 1, 1});
+  Attrs attrs = AttrsBuilder().f("epsilon", 1e-5).build();
+  auto r = runKernel("batch_norm", {x, make<float>({2}, {1, 1}), three},
+                     {{DType::F32, {2, 3, 2}}, {DType::F32, {3}}, {DType::F32, {3}}}, attrs);
+  EXPECT_EQ(r.status.message(), "batch_norm: scale has shape [2], expected [3]");
+  r = runKernel("batch_norm", {make<float>({3}, {1, 2, 3}), three, three},
+                {{DType::F32, {3}}, {DType::F32, {3}}, {DType::F32, {3}}}, attrs);
+  EXPECT_EQ(r.status.message(), "batch_norm: x has shape [3], expected [N, C, ...]");
+  r = runKernel("batch_norm_grad",
+                {x, three, three, three, make<float>({2, 3}, std::vector<float>(6))},
+                {{DType::F32, {2, 3, 2}}, {DType::F32, {3}}, {DType::F32, {3}}}, attrs);
+  EXPECT_EQ(r.status.message(), "batch_norm_grad: dy has shape [2, 3], expected [2, 3, 2]");
+  r = runKernel("batch_norm", {x, three, make<double>({3}, {0, 0, 0})},
+                {{DType::F32, {2, 3, 2}}, {DType::F32, {3}}, {DType::F32, {3}}}, attrs);
+  EXPECT_EQ(r.status.message(), "batch_norm: unsupported dtype f32 x f64");
+}
+
 TEST(NormalizationKernels, Errors) {
   auto x = make<float>({2, 4}, std::vector<float>(8, 1));
   auto r = runKernel("softmax", {x}, {{DType::F32, {2, 4}}}, AttrsBuilder().i("axis", 2).build());
