@@ -5,8 +5,8 @@ Each seed draws a small plait-dialect model: an input x [B, T, D], then 6 to 14 
 over it (elementwise maps, broadcasting binary ops against params and keepdims reductions,
 comparisons and where, softmax and log-softmax, layer norm, matmuls with and without bias or
 a transposed weight, a matmul over T between two transposes, reshapes, slices swapped and
-concatenated, reductions broadcast back, self-attention and layer/RMS norms written op by op
-as exports write them, embedding lookups at x's argmax, convolutions over the [T, D] plane),
+concatenated, reductions broadcast back, self-attention, layer/RMS norms and training-mode
+BatchNorms written op by op as exports write them, embedding lookups at x's argmax, convolutions over the [T, D] plane),
 whose unused results are summed into s and the loss mean(s * s), plus in some models a
 cross-entropy of s against x's argmax. The same ops are evaluated by PyTorch. For each model:
 
@@ -26,7 +26,9 @@ cross-entropy of s against x's argmax. The same ops are evaluated by PyTorch. Fo
   5. every model is also trained with --precision bf16-mixed, and every fourth also on its
      2 ranks so;
   6. and in turn with --recompute all (whose losses must be the fused run's as closely as
-     the other compiles'), or with --micro-batches 2 on 1 rank or on its 2.
+     the other compiles'), or with --micro-batches 2 on 1 rank or on its 2 (not a model with
+     a BatchNorm, whose statistics a micro-batch changes: recompute instead; on 2 ranks its
+     reference is each rank's half of the batch, their gradients averaged).
 
 PyTorch's run is in f64; plait's f32 results must be within 2e-5 of its largest element, or
 within 4x what PyTorch's own f32 run is off by (training that amplifies rounding). Its
@@ -243,11 +245,12 @@ class Model:
         self.pool = [Value("%x", self.full, False)]
         # What the fused compile must have made one op of: exported attentions, norms and
         # the residual adds before them (checked against its --report).
-        self.expect_fused = {"attention": 0, "norm": 0, "residual_adds": 0}
+        self.expect_fused = {"attention": 0, "norm": 0, "residual_adds": 0, "batch_norm": 0}
         # The smallest distance of a kink's or comparison's operand from where it decides
         # (relative to the operands' size), over PyTorch's f64 runs: see watched().
         self.margin, self.recording = np.inf, False
         self.skipped = None  # why the model is not tested
+        self.mixes_batch = False  # a BatchNorm: statistics over the batch (of each rank)
 
     # -- building blocks ----------------------------------------------------------------
     def new(self, shape, tie):
@@ -701,12 +704,83 @@ class Model:
         return self.emit(shifted, f"plait.add {beta.name}, {out.name} : ({p}, {t}) -> {t}",
                          torch.add, [beta, out])
 
+    def exported_batch_norm(self):
+        """A training-mode BatchNorm over T as channels (the statistics over axes 0 and 2), op
+        by op as the ONNX importer writes it: the mean, the centred values, their square (pow
+        or a product) and its mean, + eps, rsqrt or a division by the square root, then
+        gamma and beta per channel ([T, 1] or [1, T, 1], each or neither); what
+        plait-fuse-norm makes one batch_norm of. PyTorch evaluates it as one op, as the
+        fused kernel computes it: under bf16-mixed its intermediates are not rounded, only y
+        (and the gradients it sends). It mixes the batch: the reference computes it per rank
+        (torch_training), and the model takes no micro-batches."""
+        a = self.pick(smooth_only=True) or self.pick()
+        self.mixes_batch = True
+        self.expect_fused["batch_norm"] += 1
+        t, r = tensor_type(self.full), tensor_type([1, self.T, 1])
+        row = [1, self.T, 1]
+
+        def text(out, line):  # an op of the chain: plait's text only
+            self.lines.append(f"  {out.name} = {line}")
+            return out
+
+        m = text(self.new(row, a.tie),
+                 f"plait.reduce_mean {a.name} {{axes = array<i64: 0, 2>}} : ({t}) -> {r}")
+        c = text(self.new(self.full, a.tie), f"plait.sub {a.name}, {m.name} : ({t}, {r}) -> {t}")
+        sq = self.new(self.full, a.tie)
+        if self.rng.random() < 0.5:
+            two = self.scalar(2.0)
+            text(sq, f"plait.pow {c.name}, {two.name} : ({t}, tensor<f32>) -> {t}")
+        else:
+            text(sq, f"plait.mul {c.name}, {c.name} : ({t}, {t}) -> {t}")
+        var = text(self.new(row, a.tie),
+                   f"plait.reduce_mean {sq.name} {{axes = array<i64: 0, 2>}} : ({t}) -> {r}")
+        eps = self.rng.choice([1e-5, 1e-3])
+        e = self.scalar(eps)
+        ve = text(self.new(row, a.tie), f"plait.add {var.name}, {e.name} : ({r}, tensor<f32>) -> {r}")
+        n = self.new(self.full, a.tie)
+        if self.rng.random() < 0.5:
+            inv = text(self.new(row, a.tie), f"plait.rsqrt {ve.name} : {r}")
+            text(n, f"plait.mul {c.name}, {inv.name} : ({t}, {r}) -> {t}")
+        else:
+            sd = text(self.new(row, a.tie), f"plait.sqrt {ve.name} : {r}")
+            text(n, f"plait.div {c.name}, {sd.name} : ({t}, {r}) -> {t}")
+        out, ins = n, [a]
+        shape = self.rng.choice([[self.T, 1], [1, self.T, 1]])
+        p = tensor_type(shape)
+        gamma = beta = None
+        if self.rng.random() < 0.75:
+            gamma = self.param(shape, "normal:0.5")
+            out = text(self.new(self.full, a.tie),
+                       f"plait.mul {out.name}, {gamma.name} : ({t}, {p}) -> {t}")
+            ins.append(gamma)
+        if self.rng.random() < 0.75:
+            beta = self.param(shape, "normal:0.1")
+            out = text(self.new(self.full, a.tie),
+                       f"plait.add {out.name}, {beta.name} : ({t}, {p}) -> {t}")
+            ins.append(beta)
+
+        def batch_norm(x, *affine, eps=float(np.float32(eps)), scaled=gamma is not None,
+                       shifted=beta is not None):
+            mean = x.mean((0, 2), keepdim=True)
+            y = (x - mean) / torch.sqrt(((x - mean) ** 2).mean((0, 2), keepdim=True) + eps)
+            if scaled:
+                y = y * affine[0]
+            if shifted:
+                y = y + affine[-1]
+            return y
+
+        self.ops.append((out.name, batch_norm, [v.name for v in ins], "plait.batch_norm"))
+        for v in ins:
+            v.uses += 1
+        out.grad = any(v.grad for v in ins)
+        return out
+
     def build(self):
         kinds = [(self.unary, 4), (self.safe_map, 2), (self.binary, 5), (self.select, 1),
                  (self.softmax, 1), (self.layer_norm, 1), (self.matmul, 3),
                  (self.matmul_over_t, 1), (self.reshape, 1), (self.swap_halves, 1),
                  (self.broadcast_back, 1), (self.attention, 1), (self.exported_norm, 1),
-                 (self.embedding, 1), (self.convolutions, 1)]
+                 (self.embedding, 1), (self.convolutions, 1), (self.exported_batch_norm, 1)]
         for _ in range(self.rng.randint(6, 14)):
             make = self.rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
             self.pool.append(make())
@@ -875,7 +949,7 @@ def torch_training(model, weights, data, dtype, world=1, bf16=None):
     for step in range(STEPS):
         opt.zero_grad()
         batch = torch.tensor(data[step * B * world:(step + 1) * B * world], dtype=dtype)
-        if bf16 is None:
+        if bf16 is None and not (model.mixes_batch and world > 1):
             loss = model.forward(batch, params)
             loss.backward()
             losses.append(float(loss))
@@ -889,9 +963,11 @@ def torch_training(model, weights, data, dtype, world=1, bf16=None):
                 loss += float(rank_loss) / world
                 for name, p in params.items():
                     if p.grad is not None:
-                        grads[name] = grads.get(name, 0) + bf16.round(p.grad)
+                        grads[name] = grads.get(name, 0) + (bf16.round(p.grad) if bf16 else
+                                                            p.grad)
             for name, p in params.items():
-                p.grad = bf16.round(grads[name] / world) if name in grads else None
+                mean = grads[name] / world if name in grads else None
+                p.grad = bf16.round(mean) if bf16 and mean is not None else mean
             losses.append(loss)
         if model.clip:
             torch.nn.utils.clip_grad_norm_(
@@ -997,7 +1073,7 @@ def check_seed(seed, bindir, work):
     # And in turn: the activations recomputed in the backward, or the batch as 2 micro-batches
     # (a sample each, their gradients summed), on one rank or on the model's two.
     micro = ["--micro-batches", "2"]
-    if seed % 3 == 0:
+    if seed % 3 == 0 or model.mixes_batch:  # a BatchNorm's statistics are per micro-batch
         configs.append(("recompute", ["--recompute", "all"], 1, "fp32"))
     elif seed % 3 == 1:
         configs.append(("micro-batches", micro, 1, "fp32"))
@@ -1014,11 +1090,13 @@ def check_seed(seed, bindir, work):
             fusion = json.loads(report.read_text())["fusion"]
             made = {"attention": fusion["attention"]["fused"],
                     "norm": fusion["norm"]["layer_norm"] + fusion["norm"]["rms_norm"],
-                    "residual_adds": fusion["norm"]["residual_adds"]}
+                    "residual_adds": fusion["norm"]["residual_adds"],
+                    "batch_norm": fusion["norm"]["batch_norm"]}
             # (More residual adds than drawn is right: a norm's input drawn as an add is one.)
             expect = model.expect_fused
             if made["attention"] != expect["attention"] or made["norm"] != expect["norm"] or \
-                    made["residual_adds"] < expect["residual_adds"]:
+                    made["residual_adds"] < expect["residual_adds"] or \
+                    made["batch_norm"] != expect["batch_norm"]:
                 problems.append(f"fused: the passes made {made} of the exported ops, not "
                                 f"{expect}")
         if label == "recompute" and not json.loads(report.read_text())["recompute"]["recomputed"]:
