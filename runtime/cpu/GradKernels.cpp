@@ -5,6 +5,10 @@
 //
 // Except where a comment says otherwise, outputs must not share bytes with inputs (the memory
 // plan guarantees it: an op's results never overlap its operands).
+// Float compares in branch-free selects (max_pool2d_grad's window maxima, PoolSupport.h) only
+// vectorise when the compiler may assume FP operations do not trap; plait never unmasks FP
+// exceptions, so this changes no result (it is clang's default).
+#pragma GCC optimize("no-trapping-math")
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -363,13 +367,13 @@ void maxPoolGrad(const T *x, const T *dy, T *dx, const PoolShape &s, int64_t *ar
                  int64_t slots) {
   int64_t inPlane = s.height * s.width, outPlane = s.outHeight * s.outWidth;
   int64_t grain = std::max(poolPlaneGrain(s), (s.planes + slots - 1) / slots);
+  const InteriorColumns inner = interiorColumns(s);
   parallelFor(s.planes, grain, [&](int64_t chunk, int64_t begin, int64_t end) {
     int64_t *best = argmax + chunk * outPlane;
     for (int64_t p = begin; p < end; ++p) {
       const T *plane = x + p * inPlane;
       for (int64_t oh = 0; oh < s.outHeight; ++oh)
-        for (int64_t ow = 0; ow < s.outWidth; ++ow)
-          best[oh * s.outWidth + ow] = maxPoolWindow(plane, s, oh, ow).offset;
+        maxPoolRow<T, true>(plane, s, inner, oh, nullptr, best + oh * s.outWidth);
       T *out = dx + p * inPlane;
       const T *g = dy + p * outPlane;
       std::fill(out, out + inPlane, T(0));

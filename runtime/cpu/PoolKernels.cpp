@@ -23,14 +23,15 @@ Status planPool(const KernelCall &call, std::string_view kernel, bool hasDilatio
 
 /// Max over the window positions that lie inside the input. NaN wins, as in PyTorch; a
 /// window with no position inside the input (only possible with odd dilations) gives -inf.
+/// A row of windows at a time (maxPoolRow), written straight into the output row.
 template <typename T> void maxPool(const T *x, T *y, const PoolShape &s) {
+  const InteriorColumns inner = interiorColumns(s);
   parallelFor(s.planes, poolPlaneGrain(s), [&](int64_t, int64_t begin, int64_t end) {
-    T *out = y + begin * s.outHeight * s.outWidth;
     for (int64_t p = begin; p < end; ++p) {
       const T *plane = x + p * s.height * s.width;
+      T *out = y + p * s.outHeight * s.outWidth;
       for (int64_t oh = 0; oh < s.outHeight; ++oh)
-        for (int64_t ow = 0; ow < s.outWidth; ++ow)
-          *out++ = maxPoolWindow(plane, s, oh, ow).value;
+        maxPoolRow<T, false>(plane, s, inner, oh, out + oh * s.outWidth, nullptr);
     }
   });
 }

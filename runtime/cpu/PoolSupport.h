@@ -70,6 +70,94 @@ inline WindowMax<T> maxPoolWindow(const T *plane, const PoolShape &s, int64_t oh
   return best;
 }
 
+/// The output columns [begin, end) of a max_pool2d whose windows lie wholly inside the plane
+/// horizontally (no tap in the padding): maxPoolRow needs no bounds check for them.
+struct InteriorColumns {
+  int64_t begin, end;
+};
+inline InteriorColumns interiorColumns(const PoolShape &s) {
+  const Window2d &w = s.window;
+  const int64_t first = (w.padBegin[1] + w.stride[1] - 1) / w.stride[1];
+  const int64_t lastTap = s.width - 1 - (w.kernel[1] - 1) * w.dilation[1] + w.padBegin[1];
+  const int64_t end = lastTap < 0 ? 0 : std::min(s.outWidth, lastTap / w.stride[1] + 1);
+  return {std::min(first, end), end};
+}
+
+/// maxPoolWindow over output row `oh`: each column's value into `value[ow]` (when `value` is
+/// not null) and, with kOffsets, its plane offset into `offset[ow]`. The interior columns
+/// (interiorColumns), in blocks of kMaxPoolBlock, take the taps one at a time across the
+/// block, with maxPoolWindow's order and rule (the first inside tap unconditionally, then a
+/// strictly greater value or a NaN), without a bounds check, keeping the winning tap's
+/// number (an int32, the values' width, so the compiler can vectorise the selects); the
+/// others call maxPoolWindow.
+inline constexpr int64_t kMaxPoolBlock = 256;
+template <typename T, bool kOffsets>
+inline void maxPoolRow(const T *plane, const PoolShape &s, InteriorColumns inner, int64_t oh,
+                       T *value, int64_t *offset) {
+  const Window2d &w = s.window;
+  auto edge = [&](int64_t ow) {
+    WindowMax<T> m = maxPoolWindow(plane, s, oh, ow);
+    if (value)
+      value[ow] = m.value;
+    if constexpr (kOffsets)
+      offset[ow] = m.offset;
+  };
+  for (int64_t ow = 0; ow < inner.begin; ++ow)
+    edge(ow);
+  for (int64_t ow = std::max(inner.begin, inner.end); ow < s.outWidth; ++ow)
+    edge(ow);
+  const int64_t h0 = oh * w.stride[0] - w.padBegin[0], stride = w.stride[1];
+  bool anyRow = false;
+  for (int64_t i = 0; i < w.kernel[0]; ++i) {
+    const int64_t ih = h0 + i * w.dilation[0];
+    anyRow |= ih >= 0 && ih < s.height;
+  }
+  if (!anyRow) { // no row of the windows inside the plane (odd dilations): no tap at all
+    for (int64_t ow = inner.begin; ow < inner.end; ++ow)
+      edge(ow);
+    return;
+  }
+  for (int64_t c0 = inner.begin; c0 < inner.end; c0 += kMaxPoolBlock) {
+    const int64_t n = std::min(kMaxPoolBlock, inner.end - c0);
+    T best[kMaxPoolBlock];
+    int32_t tap[kMaxPoolBlock];
+    bool first = true;
+    for (int64_t i = 0; i < w.kernel[0]; ++i) {
+      const int64_t ih = h0 + i * w.dilation[0];
+      if (ih < 0 || ih >= s.height)
+        continue;
+      for (int64_t j = 0; j < w.kernel[1]; ++j) {
+        // The tap of column c0 + k reads in[k * stride].
+        const T *in = plane + ih * s.width + j * w.dilation[1] - w.padBegin[1] + c0 * stride;
+        const int32_t t = int32_t(i * w.kernel[1] + j);
+        if (first) {
+          for (int64_t k = 0; k < n; ++k) {
+            best[k] = in[k * stride];
+            tap[k] = t;
+          }
+          first = false;
+          continue;
+        }
+        for (int64_t k = 0; k < n; ++k) {
+          const T v = in[k * stride];
+          const bool wins = v > best[k] || v != v; // v != v: NaN
+          best[k] = wins ? v : best[k];
+          if constexpr (kOffsets)
+            tap[k] = wins ? t : tap[k];
+        }
+      }
+    }
+    if (value)
+      std::copy(best, best + n, value + c0);
+    if constexpr (kOffsets)
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t i = tap[k] / w.kernel[1], j = tap[k] % w.kernel[1];
+        offset[c0 + k] = (h0 + i * w.dilation[0]) * s.width + (c0 + k) * stride +
+                         j * w.dilation[1] - w.padBegin[1];
+      }
+  }
+}
+
 /// The extent of an avg_pool2d window along one dimension: the input positions
 /// [begin, end) it covers, and `padded`, its size once cut at the end of the padded input
 /// (which only matters with ceil_mode).

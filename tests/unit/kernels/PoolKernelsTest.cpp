@@ -1,5 +1,6 @@
 // max_pool2d and avg_pool2d: padding, dilation, ceil_mode, count_include_pad (PyTorch values).
 #include <cmath>
+#include <random>
 
 #include "KernelTestSupport.h"
 #include "runtime/cpu/Workspace.h"
@@ -58,6 +59,95 @@ TEST(PoolKernels, MaxPoolAsymmetricPadsAndNaN) {
   EXPECT_TRUE(std::isnan(out[1]));
   EXPECT_EQ(out[2], 4);
   EXPECT_EQ(out[3], 6);
+}
+
+// max_pool2d and max_pool2d_grad over random geometries (kernels 1-4, strides 1-3, pads 0-2
+// on each side, dilations 1-3, ceil_mode) against a per-window reference of the rule: the
+// first tap inside the input, then a strictly greater value or a NaN. Values from a few
+// integers (ties everywhere), some NaN and -inf; f32 and f64; the forward's bits and the
+// gradient routed to the same elements.
+TEST(PoolKernels, MaxPoolMatchesThePerWindowRuleOnRandomGeometries) {
+  std::mt19937 rng(17);
+  auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+  int tested = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const int64_t n = pick(1, 2), c = pick(1, 3), h = pick(1, 13), w = pick(1, 13);
+    const int64_t kh = pick(1, 4), kw = pick(1, 4), sh = pick(1, 3), sw = pick(1, 3);
+    const int64_t dh = pick(1, 3), dw = pick(1, 3);
+    const int64_t pt = pick(0, 2), pl = pick(0, 2), pb = pick(0, 2), pr = pick(0, 2);
+    const bool ceil = pick(0, 1);
+    auto extent = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+      int64_t span = in + p0 + p1 - d * (k - 1) - 1;
+      if (span < 0)
+        return int64_t(0);
+      int64_t out = (ceil ? (span + s - 1) / s : span / s) + 1;
+      if (ceil && (out - 1) * s >= in + p0) // the last window must start inside
+        --out;
+      return out;
+    };
+    const int64_t oh = extent(h, kh, sh, dh, pt, pb), ow = extent(w, kw, sw, dw, pl, pr);
+    // Pads must stay below the dilated kernel's extent (ONNX and PyTorch refuse more).
+    if (oh <= 0 || ow <= 0 || pt >= (kh - 1) * dh + 1 || pb >= (kh - 1) * dh + 1 ||
+        pl >= (kw - 1) * dw + 1 || pr >= (kw - 1) * dw + 1)
+      continue;
+    ++tested;
+    Attrs attrs = AttrsBuilder()
+                      .ints("kernel", {kh, kw})
+                      .ints("strides", {sh, sw})
+                      .ints("pads", {pt, pl, pb, pr})
+                      .ints("dilations", {dh, dw})
+                      .i("ceil_mode", ceil)
+                      .build();
+    std::vector<double> x(size_t(n * c * h * w)), dy(size_t(n * c * oh * ow));
+    for (double &v : x) {
+      int64_t r = pick(0, 40);
+      v = r == 0 ? std::nan("") : r == 1 ? -INFINITY : double(r % 5 - 2);
+    }
+    for (double &v : dy)
+      v = double(pick(1, 9));
+    // The reference: each window's chosen offset in its plane (-1: none inside).
+    std::vector<double> want(dy.size()), wantDx(x.size(), 0.0);
+    for (int64_t p = 0; p < n * c; ++p)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          int64_t at = -1;
+          double best = -INFINITY;
+          for (int64_t a = 0; a < kh; ++a)
+            for (int64_t b = 0; b < kw; ++b) {
+              int64_t y = i * sh - pt + a * dh, z = j * sw - pl + b * dw;
+              if (y < 0 || y >= h || z < 0 || z >= w)
+                continue;
+              double v = x[size_t(p * h * w + y * w + z)];
+              if (at < 0 || v > best || std::isnan(v)) {
+                at = y * w + z;
+                best = v;
+              }
+            }
+          size_t o = size_t((p * oh + i) * ow + j);
+          want[o] = best;
+          if (at >= 0)
+            wantDx[size_t(p * h * w + at)] += dy[o];
+        }
+    for (DType dtype : {DType::F32, DType::F64}) {
+      SCOPED_TRACE(::testing::Message()
+                   << dtypeName(dtype) << " x [" << n << "," << c << "," << h << "," << w
+                   << "] kernel " << kh << "x" << kw << " strides " << sh << "," << sw
+                   << " dilations " << dh << "," << dw << " pads " << pt << "," << pl << ","
+                   << pb << "," << pr << (ceil ? " ceil" : ""));
+      OwnedTensor xt = makeFloat(dtype, {n, c, h, w}, x);
+      OwnedTensor got = runOk("max_pool2d", {xt}, dtype, {n, c, oh, ow}, attrs);
+      std::vector<double> values = got.doubles();
+      for (size_t o = 0; o < want.size(); ++o)
+        if (std::isnan(want[o]))
+          EXPECT_TRUE(std::isnan(values[o])) << o;
+        else
+          EXPECT_EQ(values[o], want[o]) << o;
+      OwnedTensor dx = runOk("max_pool2d_grad", {xt, makeFloat(dtype, {n, c, oh, ow}, dy)},
+                             dtype, {n, c, h, w}, attrs);
+      EXPECT_EQ(dx.doubles(), wantDx);
+    }
+  }
+  EXPECT_GT(tested, 200);
 }
 
 TEST(PoolKernels, AvgPoolCountIncludePad) {
