@@ -106,3 +106,16 @@ func.func @main(%x: tensor<4x3xf32>) -> tensor<f32> {
   %s = plait.reduce_mean %y {axes = array<i64>, keepdims = false} : (tensor<4x3xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A BatchNorm's statistics follow its input's batch: scale and bias are per channel, and
+// one computed from the batch while the input is not has no rule.
+func.func @main(%x: tensor<4x3xf32> {plait.name = "x"}) -> tensor<f32> {
+  %p = plait.param "p" {init = "ones"} : tensor<2x4xf32>
+  %s = plait.reduce_mean %x {axes = array<i64: 1>, keepdims = false} : (tensor<4x3xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'plait.batch_norm' op cannot run on micro-batches of 2 (--micro-batches 2 of the batch 4): its scale or bias carries the batch but its input does not}}
+  %y, %m, %v = plait.batch_norm %p, %s, %s : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %l = plait.reduce_mean %y {axes = array<i64>, keepdims = false} : (tensor<2x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
