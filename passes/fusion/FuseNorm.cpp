@@ -146,6 +146,17 @@ Value squaredValue(Operation *square) {
   return Value();
 }
 
+/// The epsilon of `add` = `variance` + eps (either order): a positive finite scalar constant,
+/// the sum of the variance's type; nullopt when `add` is anything else.
+std::optional<double> epsilonAdded(AddOp add, Value variance) {
+  Value eps = otherOperand(add, variance);
+  std::optional<double> epsilon = eps ? splatValue(eps) : std::nullopt;
+  if (!epsilon || !(*epsilon > 0) || !std::isfinite(*epsilon) ||
+      typeOf(eps).getNumElements() != 1 || typeOf(add.getResult()) != typeOf(variance))
+    return std::nullopt;
+  return epsilon;
+}
+
 /// A value of exactly `shape` (a parameter of the normalised shape), for gamma and beta.
 bool hasShape(Value v, ArrayRef<int64_t> shape, Type element) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
@@ -168,31 +179,17 @@ bool matchNorm(ReduceMeanOp variance, Match &m) {
   Operation *square = variance.getX().getDefiningOp();
   if (!axis || !square || !square->hasOneUse())
     return false;
-  Value c;
-  if (auto pow = dyn_cast<PowOp>(square)) {
-    std::optional<double> e = splatValue(pow.getRhs());
-    if (!e || *e != 2.0 || typeOf(pow.getRhs()).getNumElements() != 1)
-      return false;
-    c = pow.getLhs();
-  } else if (auto mul = dyn_cast<MulOp>(square)) {
-    if (mul.getLhs() != mul.getRhs())
-      return false;
-    c = mul.getLhs();
-  } else {
+  Value c = squaredValue(square);
+  if (!c)
     return false;
-  }
   auto cType = typeOf(c);
   if (typeOf(square->getResult(0)) != cType || !isa<FloatType>(cType.getElementType()))
     return false;
 
   // variance + eps, then its square root's reciprocal in one of three spellings.
   auto add = dyn_cast_or_null<AddOp>(onlyReader(variance.getResult()));
-  if (!add)
-    return false;
-  Value eps = otherOperand(add, variance.getResult());
-  std::optional<double> epsilon = eps ? splatValue(eps) : std::nullopt;
-  if (!epsilon || !(*epsilon > 0) || !std::isfinite(*epsilon) ||
-      typeOf(eps).getNumElements() != 1 || typeOf(add.getResult()) != typeOf(variance.getResult()))
+  std::optional<double> epsilon = add ? epsilonAdded(add, variance.getResult()) : std::nullopt;
+  if (!epsilon)
     return false;
   m.epsilon = *epsilon;
   SmallVector<Operation *> denominator{add};
@@ -286,7 +283,7 @@ struct BatchNormMatch {
   double epsilon = 0;
   ReduceMeanOp mean, variance;
   Operation *last = nullptr;      // the op whose result y replaces
-  SmallVector<Operation *> chain; // every op replaced but the two means, in program order
+  SmallVector<Operation *> chain; // every op replaced, the two means last
 };
 
 /// Whether `v` (of element type `element`) broadcasts against [N, C, ...] of `rank` as one
@@ -337,17 +334,14 @@ bool matchBatchNorm(ReduceMeanOp variance, BatchNormMatch &m) {
     return false;
   // variance + eps among the variance's readers (another may be the running variance's).
   AddOp add;
-  for (Operation *user : variance->getUsers())
-    if (auto a = dyn_cast<AddOp>(user)) {
-      Value eps = otherOperand(a, variance.getResult());
-      std::optional<double> epsilon = eps ? splatValue(eps) : std::nullopt;
-      if (epsilon && *epsilon > 0 && std::isfinite(*epsilon) && typeOf(eps).getNumElements() == 1 &&
-          typeOf(a.getResult()) == typeOf(variance)) {
-        add = a;
-        m.epsilon = *epsilon;
-        break;
-      }
+  for (Operation *user : variance->getUsers()) {
+    auto a = dyn_cast<AddOp>(user);
+    if (std::optional<double> epsilon = a ? epsilonAdded(a, variance.getResult()) : std::nullopt) {
+      add = a;
+      m.epsilon = *epsilon;
+      break;
     }
+  }
   if (!add)
     return false;
   SmallVector<Operation *> denominator{add};
@@ -429,8 +423,7 @@ void rewriteBatchNorm(BatchNormMatch &m) {
     for (Value operand : op->getOperands())
       if (auto c = operand.getDefiningOp<ConstantOp>())
         constants.insert(c);
-  // Erase in an order where no erased op still has readers: the affine ops last to first,
-  // then the normalisation and denominator, the square, the centred values, the means.
+  // Erase each op once nothing reads it (the chain's readers are all in the chain).
   SmallVector<Operation *> order(m.chain.begin(), m.chain.end());
   while (!order.empty()) {
     auto it = llvm::find_if(order, [](Operation *op) { return op->use_empty(); });

@@ -133,7 +133,8 @@ inline void maxPoolRow(const T *plane, const PoolShape &s, InteriorColumns inner
         if (first) {
           for (int64_t k = 0; k < n; ++k) {
             best[k] = in[k * stride];
-            tap[k] = t;
+            if constexpr (kOffsets)
+              tap[k] = t;
           }
           first = false;
           continue;

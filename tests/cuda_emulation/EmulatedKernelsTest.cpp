@@ -211,9 +211,9 @@ TEST(EmulatedKernels, NormGradientsMatchTheCpuKernels) {
       }
 }
 
-// batch_norm and batch_norm_grad, f32 and bf16, over [3, 5, 7, 9] (63 values a row: blocks
-// stride across rows of the channel), [37, 6] (one value a row) and [2, 300, 4] (more channels
-// than the emulated grid's blocks take in one pass is not needed: each block loops).
+// batch_norm and batch_norm_grad, f32 and bf16, over [3, 5, 7, 9] (63 values a row: each
+// block strides across the rows of its channel), [37, 6] (one value a row) and [2, 300, 4]
+// (300 blocks, a row of 4 each).
 TEST(EmulatedKernels, BatchNormMatchesTheCpuKernels) {
   std::mt19937 rng(9);
   const double eps = 1e-5;
