@@ -65,10 +65,10 @@ OPTIMIZERS = {
     "adadelta": (["--optimizer", "adadelta", "--lr", "1.0"], ("Adadelta", dict(lr=1.0))),
     "rprop": (["--optimizer", "rprop", "--lr", "1e-2"], ("Rprop", dict(lr=1e-2))),
     "asgd": (["--optimizer", "asgd", "--lr", "1e-2"], ("ASGD", dict(lr=1e-2))),
-    # PyTorch has no LAMB: timm's Lamb as tests/e2e/train_parity.py writes it (a loop over the
+    # PyTorch has no LAMB: timm's Lamb as tests/e2e/torch_optimizers.py writes it (a loop over the
     # tensors in PyTorch ops, as timm's is; no foreach variant exists).
     "lamb": (["--optimizer", "lamb", "--lr", "1e-3"], ("Lamb", dict(lr=1e-3))),
-    # PyTorch 1.13 has no Adafactor: Hugging Face's as tests/e2e/train_parity.py writes it (a
+    # PyTorch 1.13 has no Adafactor: Hugging Face's as tests/e2e/torch_optimizers.py writes it (a
     # loop over the tensors in PyTorch ops, as HF's is). Its params are square matrices
     # (MATRICES), so that its second moment is factored into rows and columns.
     "adafactor": (["--optimizer", "adafactor", "--lr", "1e-3", "--beta1", "0.9"],
@@ -131,14 +131,14 @@ def torch_worker(args):
     params = [torch.nn.Parameter(torch.ones(shape)) for _ in range(tensors)]
     if name in ("Lamb", "Adafactor"):
         sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
-        import train_parity  # noqa: E402
-        opt = getattr(train_parity, name)(params, **kwargs)
+        import torch_optimizers  # noqa: E402
+        opt = getattr(torch_optimizers, name)(params, **kwargs)
     elif name == "NAdam" and not args.foreach:
         # PyTorch 2's NAdam (plait's rule; 1.13's multiplies mu_product_next by mu once more,
-        # pytorch/pytorch#92699), as tests/e2e/train_parity.py writes it: 1.13's single-tensor
+        # pytorch/pytorch#92699), as tests/e2e/torch_optimizers.py writes it: 1.13's single-tensor
         # loop with the fix. The foreach run is 1.13's own (the same work; its losses differ).
         sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
-        from train_parity import NAdam  # noqa: E402
+        from torch_optimizers import NAdam  # noqa: E402
         opt = NAdam(params, **kwargs)
     else:
         opt = getattr(torch.optim, name)(params, foreach=args.foreach, **kwargs)

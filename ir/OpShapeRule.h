@@ -1,6 +1,6 @@
 // The shape rules' shared pieces for the ops' inferReturnTypes (PlaitOps.cpp,
-// PlaitLossOps.cpp): the failure reporter worded like the verifier, and the guard every rule
-// starts with.
+// PlaitMovementOps.cpp, PlaitLossOps.cpp): the failure reporter worded like the verifier, the
+// guard every rule starts with, and the check of an array attribute's entries.
 #pragma once
 
 #include <optional>
@@ -52,6 +52,18 @@ mlir::LogicalResult checkShapeRuleInputs(mlir::MLIRContext *context,
     if (!type || !type.hasStaticShape())
       return mlir::failure();
   }
+  return mlir::success();
+}
+
+/// Checks that `attr` has `count` entries, each >= `minValue`.
+inline mlir::LogicalResult checkArray(const ShapeRule &rule, llvm::StringRef name,
+                                      llvm::ArrayRef<int64_t> attr, size_t count,
+                                      int64_t minValue) {
+  if (attr.size() != count)
+    return rule.fail("'", name, "' must have ", count, " entries, got ", attr.size());
+  for (int64_t v : attr)
+    if (v < minValue)
+      return rule.fail("'", name, "' entries must be >= ", minValue, ", got ", v);
   return mlir::success();
 }
 

@@ -1,5 +1,5 @@
 // Adafactor's kernel: three-step trajectories against Hugging Face's Adafactor
-// (tests/e2e/train_parity.py's Adafactor, run in PyTorch 1.13, float32; values baked in) for
+// (tests/e2e/torch_optimizers.py's Adafactor, run in PyTorch 1.13, float32; values baked in) for
 // a factored matrix, a batch of factored matrices and an unfactored vector; a large call in
 // f32 against the same in f64; the sums' independence of the threads; bf16 staged through
 // f32; and the operand checks' messages.

@@ -259,7 +259,7 @@ TEST(RAdamUpdate, RectifiedStepsMatchTorch) {
 }
 
 // PyTorch 2.1's decoupled_weight_decay (NAdamW, RAdamW): the params decayed by
-// 1 - lr * weight_decay first, the gradient left alone (tests/e2e/train_parity.py's NAdam and
+// 1 - lr * weight_decay first, the gradient left alone (tests/e2e/torch_optimizers.py's NAdam and
 // RAdamW classes, which follow PyTorch 2's code on 1.13).
 TEST(NAdamUpdate, DecoupledWeightDecayMatchesTorch2) {
   checkStateful("nadam_update", 0.01,

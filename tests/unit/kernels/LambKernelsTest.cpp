@@ -1,4 +1,4 @@
-// LAMB's kernels: three-step trajectories against timm's Lamb (tests/e2e/train_parity.py's
+// LAMB's kernels: three-step trajectories against timm's Lamb (tests/e2e/torch_optimizers.py's
 // Lamb, run in PyTorch 1.13, float32; values baked in), a flat shard's lamb_norms and
 // lamb_update against the whole params' updates, and the sums' independence of the threads.
 #include <cmath>
