@@ -180,12 +180,16 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
       ModelStateBytes state = modelStateBytes(*placement, get("numel"), get("element_bytes"),
                                               get("states_per_param"), plan.worldSize,
                                               precision, gradBytes);
-      // States not of their params' shapes (Adafactor's rows and columns; placed ddp, so
-      // whole on every rank): their own elements, and the f32 masters under bf16-mixed.
-      if (unit.get("state_elements") && !placement->shardsOptimizer())
+      // States not of their params' shapes (Adafactor's rows and columns; placed ddp, or on
+      // one rank, so whole on every rank): their own elements, and the f32 masters under
+      // bf16-mixed. Sharded, only exp_avg is (states_per_param); the rows and columns are
+      // whole on every rank.
+      if (unit.get("state_elements") && (!placement->shardsOptimizer() || plan.worldSize == 1))
         state.optimizer =
             (get("state_elements") + (precision == Precision::Bf16Mixed ? get("numel") : 0)) *
             get("element_bytes");
+      if (unit.get("replicated_state_elements"))
+        state.optimizer += get("replicated_state_elements") * get("element_bytes");
       grads += state.grads;
       if (precision == Precision::Bf16Mixed) {
         mixed = true;
@@ -691,6 +695,13 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
                               "rank >= 2";
         if (t.contains("adafactor_beta1"))
           moments += fmt::format(", first moment beta1 {:g}", t["adafactor_beta1"].get<double>());
+        if (report["world_size"].get<int>() > 1 && report.contains("units") &&
+            llvm::any_of(report["units"], [](const nlohmann::json &u) {
+              return u.value("placement", "ddp") != "ddp";
+            }))
+          moments += " (on a sharded unit: the rows, columns and vectors' second moments whole "
+                     "on every rank, from sums over its shards all-reduced twice a step, "
+                     "adafactor_stats and adafactor_norms; the first moment sharded)";
         os << fmt::format("  optimizer        : adafactor, {}, {}, weight decay {:g}{}\n", step,
                           moments, decay, detail);
       } else if (optimizer == "rprop") // its lr is only where each element's step size starts

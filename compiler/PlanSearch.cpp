@@ -249,11 +249,9 @@ void adopt(ModuleOp module, Candidate &fitting, std::optional<PlacedStep> *place
 }
 
 /// Every placement worth comparing on `world` ranks: ddp, zero1-3 and hsdp:G for each G
-/// dividing the world size strictly between 1 and it (fsdp is zero3); one rank, or an
-/// optimizer whose states cannot be cut into flat shards (Adafactor's factored ones): ddp
-/// alone.
-std::vector<std::string> placementsFor(int64_t world, const TrainOptions &train) {
-  if (world == 1 || (train.enabled && train.optimizer == "adafactor"))
+/// dividing the world size strictly between 1 and it (fsdp is zero3); one rank: ddp alone.
+std::vector<std::string> placementsFor(int64_t world) {
+  if (world == 1)
     return {"ddp"};
   std::vector<std::string> out{"ddp", "zero1", "zero2", "zero3"};
   for (int64_t g = 2; g < world; ++g)
@@ -267,7 +265,7 @@ std::vector<std::string> placementsFor(int64_t world, const TrainOptions &train)
 std::vector<std::string> candidateStrategies(const CompileOptions &options) {
   std::vector<std::string> out{options.dist.strategy};
   int64_t world = options.dist.worldSize;
-  for (const std::string &s : placementsFor(world, options.train))
+  for (const std::string &s : placementsFor(world))
     if (std::find(out.begin(), out.end(), s) == out.end() &&
         !(s == "zero3" && out.front() == "fsdp"))
       out.push_back(s);
@@ -525,7 +523,7 @@ LogicalResult searchStrategy(ModuleOp module, CompileOptions &options,
   const cluster::ClusterSpec &spec = *options.cluster;
   int64_t world = options.dist.worldSize;
   int64_t limit = options.memLimit > 0 ? options.memLimit : (int64_t)spec.device.memoryBytes;
-  std::vector<std::string> strategies = placementsFor(world, options.train);
+  std::vector<std::string> strategies = placementsFor(world);
   std::vector<std::string> recomputes{"none", "all"};
   if (options.recomputeFixed)
     recomputes = {options.recompute == "all" ? "all" : "none"};

@@ -362,53 +362,6 @@ LogicalResult LambUpdateOp::verify() {
                             norms ? norms.getType() : Type());
 }
 
-LogicalResult AdafactorUpdateOp::verify() {
-  if (!(getEps1().convertToDouble() >= 0.0 && getEps2().convertToDouble() >= 0.0 &&
-        getClipThreshold().convertToDouble() > 0.0 && getDecayRate().convertToDouble() <= 0.0 &&
-        getWeightDecay().convertToDouble() >= 0.0))
-    return emitOpError("needs eps1, eps2 and weight_decay >= 0, clip_threshold > 0 and "
-                       "decay_rate <= 0");
-  if (auto beta1 = getBeta1AttrName(); (*this)->hasAttr(beta1)) {
-    double b1 = getBeta1Attr().getValueAsDouble();
-    if (!(b1 >= 0.0 && b1 < 1.0))
-      return emitOpError("needs 0 <= beta1 < 1, got ") << b1;
-  }
-  if (getWarmupInit() && !getRelativeStep())
-    return emitOpError("warmup_init applies to a relative step only (relative_step)");
-  // The state types: exp_avg as the param; the factored row and column without the last
-  // dimension and without the one before it.
-  auto param = cast<RankedTensorType>(getParam().getType());
-  SmallVector<Type> expected;
-  SmallVector<StringRef> names;
-  if (getBeta1()) {
-    expected.push_back(param);
-    names.push_back("exp_avg");
-  }
-  if (factored()) {
-    ArrayRef<int64_t> shape = param.getShape();
-    SmallVector<int64_t> col(shape.drop_back(2));
-    col.push_back(shape.back());
-    expected.push_back(param.clone(shape.drop_back()));
-    expected.push_back(param.clone(col));
-    names.append({"exp_avg_sq_row", "exp_avg_sq_col"});
-  } else {
-    expected.push_back(param);
-    names.push_back("exp_avg_sq");
-  }
-  if (getStates().size() != expected.size())
-    return emitOpError("takes ") << expected.size() << " states (" << llvm::join(names, ", ")
-                                 << "), not " << getStates().size();
-  if (getNewStates().size() != expected.size())
-    return emitOpError("gives a new value of each of its ")
-           << expected.size() << " states, not " << getNewStates().size();
-  for (auto [k, want] : llvm::enumerate(expected))
-    if (getStates()[k].getType() != want || getNewStates()[k].getType() != want)
-      return emitOpError("state ")
-             << names[k] << " must be " << want << ", got " << getStates()[k].getType() << " -> "
-             << getNewStates()[k].getType();
-  return success();
-}
-
 LogicalResult LambNormsOp::verify() {
   if (failed(verifyAdamLike(*this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
                             getEps().convertToDouble())))

@@ -758,6 +758,17 @@ def Plait_AdafactorUpdateOp : Plait_Op<"adafactor_update",
     `relative_step` the lr operand (and lr_scale) is not read, as Hugging Face's relative
     step ignores the group's lr.
 
+    On a flat shard (plait-shard) `segments` lists the element counts of the unit's params
+    laid end to end in its flat buffer, cut into as many equal shards as a group of `groups`
+    has ranks (this rank's is shard i, i its position in its group), and `factors` each
+    param's last two dimensions (rows, cols; 0, 0 for a param of rank < 2): the layout
+    codegen/schema/AdafactorShard.h describes. `param`, `grad` and exp_avg are this rank's
+    shard; each param's second moment is whole on every rank (its exp_avg_sq_row and
+    exp_avg_sq_col, or exp_avg_sq, of the param's own shapes, in segment order), and two
+    more operands follow the states: `stats` (plait.adafactor_stats summed over the group)
+    and `norms` (plait.adafactor_norms summed over the group). Every rank computes the same
+    new second moments; each moves its shard's elements (padding past the segments stays).
+
     ```mlir
     %p2, %r2, %c2 = plait.adafactor_update %p, %g, %lr, %step, %r, %c {scale_parameter = false}
         : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f64>, tensor<f32>, tensor<4xf32>,
@@ -776,16 +787,93 @@ def Plait_AdafactorUpdateOp : Plait_Op<"adafactor_update",
                        DefaultValuedAttr<BoolAttr, "true">:$scale_parameter,
                        DefaultValuedAttr<BoolAttr, "false">:$relative_step,
                        DefaultValuedAttr<BoolAttr, "false">:$warmup_init,
-                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale);
+                       DefaultValuedAttr<F64Attr, "1.0">:$lr_scale,
+                       OptionalAttr<DenseI64ArrayAttr>:$segments,
+                       OptionalAttr<DenseI64ArrayAttr>:$factors,
+                       OptionalAttr<Plait_RankGroups>:$groups);
   let results = (outs Plait_FloatTensor:$new_param, Variadic<Plait_FloatTensor>:$new_states);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Whether the second moment is kept as a row and a column (a param of rank >= 2).
+    /// Whether the second moment is kept as a row and a column (a param of rank >= 2; on a
+    /// flat shard, per segment: `factors`).
     bool factored() {
       return mlir::cast<mlir::RankedTensorType>(getParam().getType()).getRank() >= 2;
     }
+    /// An update of a flat shard (plait-shard): `segments`, and stats and norms after the
+    /// states.
+    bool sharded() { return getSegments().has_value(); }
+    /// The states proper: `states` without a sharded update's stats and norms (once
+    /// plait-shard has added them: two operands more than results).
+    mlir::OperandRange getMomentStates() {
+      return getStates().drop_back(getShardStats() ? 2 : 0);
+    }
+    /// A sharded update's stats and norms (null when not sharded, or before plait-shard
+    /// has added them).
+    mlir::Value getShardStats() {
+      return sharded() && getStates().size() == getNewStates().size() + 2
+                 ? getStates()[getStates().size() - 2] : mlir::Value();
+    }
+    mlir::Value getShardNorms() {
+      return sharded() && getStates().size() == getNewStates().size() + 2
+                 ? getStates().back() : mlir::Value();
+    }
   }];
+}
+
+def Plait_AdafactorStatsOp : Plait_Op<"adafactor_stats", [Pure]> {
+  let summary = "this rank's part of a sharded Adafactor update's sums";
+  let description = [{
+    For the flat shard that a sharded plait.adafactor_update moves (its `segments`,
+    `factors` and `groups`), this rank's part of the sums the update needs from every rank's
+    elements, in f64, laid out as codegen/schema/AdafactorShard.h says: per segment the sum of
+    param^2; then per factored segment the sums of g^2 + eps1 over the row and the column of
+    each of its rows and columns, and per unfactored one g^2 + eps1 of each element (0 where
+    this rank holds none of them). Summed over the group (plait.all_reduce), they are the
+    whole params' sums, which every rank folds into its whole second-moment states.
+
+    ```mlir
+    %s = plait.adafactor_stats %p, %g {segments = array<i64: 6, 2>,
+        factors = array<i64: 2, 3, 0, 0>, groups = [array<i64: 0, 1>]}
+        : (tensor<4xf32>, tensor<4xf32>) -> tensor<9xf64>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$segments, DenseI64ArrayAttr:$factors,
+                       OptionalAttr<Plait_RankGroups>:$groups,
+                       DefaultValuedAttr<F64Attr, "1.0e-30">:$eps1);
+  let results = (outs StaticShapeTensorOf<[F64]>:$stats);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_AdafactorNormsOp : Plait_Op<"adafactor_norms", [Pure]> {
+  let summary = "this rank's part of a sharded Adafactor update's sums of u^2";
+  let description = [{
+    For each segment of a sharded plait.adafactor_update, the sum over this rank's elements
+    of u^2, u the update's direction before it is clipped (rsqrt(row / mean(row)) *
+    rsqrt(col) * g, or rsqrt(exp_avg_sq) * g), from the new second moments that the
+    update computes from the same `states` (each param's whole second-moment states, in
+    segment order), `stats` (plait.adafactor_stats summed over the group) and step: an f64
+    tensor of one sum per segment, to be summed over the group and given to the update,
+    whose rms(u) it is.
+
+    ```mlir
+    %n = plait.adafactor_norms %p, %g, %step, %s, %r, %c, %v {segments = array<i64: 6, 2>,
+        factors = array<i64: 2, 3, 0, 0>, groups = [array<i64: 0, 1>]}
+        : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<9xf64>, tensor<2xf32>,
+           tensor<3xf32>, tensor<2xf32>) -> tensor<2xf64>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$param, Plait_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$step, StaticShapeTensorOf<[F64]>:$stats,
+                       Variadic<Plait_FloatTensor>:$states,
+                       DenseI64ArrayAttr:$segments, DenseI64ArrayAttr:$factors,
+                       OptionalAttr<Plait_RankGroups>:$groups,
+                       DefaultValuedAttr<F64Attr, "-0.8">:$decay_rate);
+  let results = (outs StaticShapeTensorOf<[F64]>:$norms);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Plait_LambNormsOp : Plait_Op<"lamb_norms", [Pure]> {

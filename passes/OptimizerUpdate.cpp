@@ -155,7 +155,8 @@ void appendUpdate(OpBuilder &b, ParamOp param, Value grad, Value lr, Value prevL
         f64(opt.clipThreshold), f64(opt.decayRate),
         opt.adafactorBeta1 >= 0 ? f64(opt.adafactorBeta1) : FloatAttr(), f64(opt.weightDecay),
         b.getBoolAttr(opt.scaleParameter), b.getBoolAttr(opt.relativeStep),
-        b.getBoolAttr(opt.warmupInit), FloatAttr());
+        b.getBoolAttr(opt.warmupInit), FloatAttr(), DenseI64ArrayAttr(), DenseI64ArrayAttr(),
+        ArrayAttr());
     assigns.push_back({param, update.getNewParam()});
     for (auto [s, next] : llvm::zip(states, update.getNewStates()))
       assigns.push_back({s, next});

@@ -213,6 +213,11 @@ constexpr ElementCost kElementCosts[] = {
     // sum, then u = rsqrt(row / mean) * rsqrt(col) * g twice (its RMS, then the step: a root
     // and a divide each), the clip, the step size, the decay and the move.
     {"adafactor_update", 2 * T + 20, false, "adamw"},
+    // Sharded (its sums taken by these two first, over this rank's shard): the param's
+    // square and g^2 + eps into a row and a column sum; then u (a root and a divide for the
+    // row, one for the column) squared and summed.
+    {"adafactor_stats", 6, true, "adamw"},
+    {"adafactor_norms", T + 10, true, "adamw"},
     // The weight EMA: two products and a sum per element, reading and writing like SGD.
     {"weight_ema", 3, false, "sgd"},
     // Data movement: one load and store per element moved (the CPU backend's loops; on GPUs

@@ -1,5 +1,6 @@
 // -plait-shard: group params into units, place each unit (ddp, zero1/2/3, fsdp, hsdp:G) and
 // rewrite its gradients, optimizer state and (for zero3/fsdp/hsdp) params into shards.
+#include "codegen/schema/AdafactorShard.h"
 #include "passes/GradientClipping.h"
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
@@ -12,6 +13,7 @@
 #include <map>
 #include <regex>
 
+#include "codegen/schema/AdafactorShard.h"
 #include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 #include "ir/RankGroups.h"
@@ -254,8 +256,10 @@ DenseMap<Operation *, int64_t> stepPhases(Block &body, Value loss) {
 
 /// Two updates differ in anything but their tensors (the flat update needs one setting).
 bool sameSettings(Operation *a, Operation *b) {
+  // Adafactor's second moment is a row and a column per matrix, one tensor per vector: its
+  // state count follows each param's rank, not its settings.
   return a->getName() == b->getName() && a->getAttrDictionary() == b->getAttrDictionary() &&
-         stateOperands(a).size() == stateOperands(b).size();
+         (isa<AdafactorUpdateOp>(a) || stateOperands(a).size() == stateOperands(b).size());
 }
 
 /// When p's update reads a negation of its gradient that nothing else reads, marked as a param
@@ -451,20 +455,6 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         return signalPassFailure();
       }
 
-    // Adafactor's second moment is a row and a column of each param's last two dimensions
-    // (and every update takes the RMS of its whole param): not a flat shard's elements.
-    for (Unit &u : units)
-      if (worldSize > 1 && u.placement.shardsOptimizer() &&
-          isa<AdafactorUpdateOp>(u.params.front()->update)) {
-        module.emitError("unit '")
-            << u.name << "' is placed " << u.placement.str()
-            << ", which cuts its optimizer states into flat shards; Adafactor's factored "
-               "states follow its params' rows and columns (place it ddp: --strategy ddp, "
-               "or --placement '"
-            << u.name << "=ddp')";
-        return signalPassFailure();
-      }
-
     // With micro-batches, units with sharded gradients reduce each micro-batch's.
     int64_t microBatches = 1;
     if (auto train = module->getAttrOfType<DictionaryAttr>("plait.train"))
@@ -511,6 +501,7 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         appendGradNormOutput(*func, norm);
     negateGradients(units); // after clipping, as torch's step; before LAMB's norms read them
     materializeLambNorms(body);
+    materializeAdafactorSums(body);
     // Assigns end the step; the new ones were built before the terminator, after old ones.
     Operation *terminator = body.getTerminator();
     for (AssignOp assign : llvm::to_vector(body.getOps<AssignOp>()))
@@ -556,9 +547,14 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       int64_t g = u.placement.shardGroupSize(worldSize);
       Type element = u.params.front()->type().getElementType();
       int64_t elementBytes = tensorBytes(RankedTensorType::get({1}, element));
-      // The weight EMA's average is sharded with the optimizer's states.
-      const int64_t statesPerParam = int64_t(stateOperands(u.params.front()->update).size() +
-                                             (emaOf(u.params.front()->update) ? 1 : 0));
+      // The weight EMA's average is sharded with the optimizer's states. A sharded
+      // Adafactor unit shards only its exp_avg; its second moments stay whole on every rank.
+      Operation *first = u.params.front()->update;
+      auto adafactor = dyn_cast<AdafactorUpdateOp>(first);
+      const bool replicatedMoments = adafactor && worldSize > 1 && u.placement.shardsOptimizer();
+      const int64_t statesPerParam =
+          replicatedMoments ? int64_t((adafactor.getBeta1() ? 1 : 0) + (emaOf(first) ? 1 : 0))
+                            : int64_t(stateOperands(first).size() + (emaOf(first) ? 1 : 0));
       SmallVector<NamedAttribute> entries{
           b.getNamedAttr("name", b.getStringAttr(u.name)),
           b.getNamedAttr("placement", b.getStringAttr(u.placement.str())),
@@ -589,11 +585,22 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
         entries.push_back(b.getNamedAttr("accumulate_in_shard", b.getBoolAttr(true)));
       if (u.deferReplicaReduce)
         entries.push_back(b.getNamedAttr("defer_replica_reduce", b.getBoolAttr(true)));
-      // States not of their params' shapes (Adafactor's rows and columns; placed ddp only):
-      // their own element count, where states_per_param x numel would misstate it.
+      // States not of their params' shapes (Adafactor's rows and columns): their own
+      // element count, where states_per_param x numel would misstate it; sharded, the
+      // second moments' elements, whole on every rank, beside the sharded exp_avg.
       const int64_t states = stateElements(u);
-      if (states != statesPerParam * u.numel())
+      if (replicatedMoments) {
+        int64_t moments = 0;
+        for (TrainableParam *p : u.params) {
+          auto update = cast<AdafactorUpdateOp>(p->update);
+          for (Value m : update.getMomentStates().drop_front(update.getBeta1() ? 1 : 0))
+            moments += cast<RankedTensorType>(m.getType()).getNumElements();
+        }
+        entries.push_back(
+            b.getNamedAttr("replicated_state_elements", b.getI64IntegerAttr(moments)));
+      } else if (states != statesPerParam * u.numel()) {
         entries.push_back(b.getNamedAttr("state_elements", b.getI64IntegerAttr(states)));
+      }
       list.push_back(b.getDictionaryAttr(entries));
     }
     module->setAttr("plait.units", b.getArrayAttr(list));
@@ -626,6 +633,46 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       operands.push_back(norms);
       auto rebuilt = b.create<LambUpdateOp>(loc, update->getResultTypes(), operands,
                                             update->getAttrs());
+      update->replaceAllUsesWith(rebuilt);
+      update->erase();
+    }
+  }
+
+  /// A flat shard's Adafactor update takes sums over the whole unit: plait.adafactor_stats of
+  /// this rank's elements (the params' squares, the rows', columns' and vectors' g^2 + eps1),
+  /// all-reduced over the shard group, then plait.adafactor_norms (u^2 from the second
+  /// moments those give), all-reduced; both just before the update, after clipping.
+  void materializeAdafactorSums(Block &body) {
+    for (AdafactorUpdateOp update : llvm::to_vector(body.getOps<AdafactorUpdateOp>())) {
+      if (!update.sharded() || update.getShardStats())
+        continue;
+      OpBuilder b(update);
+      Location loc = update.getLoc();
+      ArrayAttr groups = update.getGroupsAttr();
+      auto allReduce = [&](Value v) -> Value {
+        if (groups && cast<DenseI64ArrayAttr>(groups[0]).size() > 1)
+          return b.create<AllReduceOp>(loc, v, groups, b.getStringAttr("sum"));
+        return v;
+      };
+      std::vector<adafactor::Segment> segments;
+      int64_t statsLength = 0;
+      adafactor::layoutSegments(
+          std::vector<int64_t>(update.getSegments()->begin(), update.getSegments()->end()),
+          std::vector<int64_t>(update.getFactors()->begin(), update.getFactors()->end()), segments,
+          statsLength);
+      Value stats = allReduce(
+          b.create<AdafactorStatsOp>(loc, RankedTensorType::get({statsLength}, b.getF64Type()),
+                                     update.getParam(), update.getGrad(), update.getSegmentsAttr(),
+                                     update.getFactorsAttr(), groups, update.getEps1Attr()));
+      SmallVector<Value> moments(update.getMomentStates().drop_front(update.getBeta1() ? 1 : 0));
+      Value norms = allReduce(b.create<AdafactorNormsOp>(
+          loc, RankedTensorType::get({int64_t(segments.size())}, b.getF64Type()), update.getParam(),
+          update.getGrad(), update.getStep(), stats, moments, update.getSegmentsAttr(),
+          update.getFactorsAttr(), groups, update.getDecayRateAttr()));
+      SmallVector<Value> operands(update->getOperands());
+      operands.append({stats, norms});
+      auto rebuilt =
+          b.create<AdafactorUpdateOp>(loc, update->getResultTypes(), operands, update->getAttrs());
       update->replaceAllUsesWith(rebuilt);
       update->erase();
     }
@@ -673,6 +720,37 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
                                 b.getNamedAttr("groups", shardGroups),
                                 b.getNamedAttr("padded_numel", b.getI64IntegerAttr(padded)),
                                 b.getNamedAttr("pieces", b.getArrayAttr(pieces))});
+  }
+
+  /// A flat shard's Adafactor update: exp_avg (with beta1) sharded as `states` holds it, and
+  /// each param's second moment whole on every rank, its own state ops kept (the names and
+  /// shapes ddp gives them, so that checkpoints move between placements); `segments`,
+  /// `factors` and `groups` describe the shard (codegen/schema/AdafactorShard.h), and
+  /// materializeAdafactorSums adds its stats and norms once clipping is done. The moments
+  /// are appended to `states`, which then lists every state in the update's order.
+  static Operation *buildAdafactorShardUpdate(OpBuilder &b, Location loc, Unit &u,
+                                              AdafactorUpdateOp like, Value param, Value grad,
+                                              ArrayAttr groups, SmallVector<Value> &states) {
+    SmallVector<int64_t> segments, factors;
+    for (TrainableParam *p : u.params) {
+      auto update = cast<AdafactorUpdateOp>(p->update);
+      RankedTensorType type = p->type();
+      segments.push_back(type.getNumElements());
+      factors.push_back(update.factored() ? type.getDimSize(type.getRank() - 2) : 0);
+      factors.push_back(update.factored() ? type.getDimSize(type.getRank() - 1) : 0);
+      for (Value moment : update.getMomentStates().drop_front(update.getBeta1() ? 1 : 0))
+        states.push_back(moment);
+    }
+    SmallVector<Value> operands{param, grad, like.getLr(), like.getStep()};
+    operands.append(states.begin(), states.end());
+    SmallVector<Type> results{param.getType()};
+    for (Value state : states)
+      results.push_back(state.getType());
+    auto update = b.create<AdafactorUpdateOp>(loc, results, operands, like->getAttrs());
+    update.setSegments(segments);
+    update.setFactors(factors);
+    update.setGroupsAttr(groups);
+    return update;
   }
 
   LogicalResult placeFlat(func::FuncOp func, Unit &u, DenseMap<Operation *, int64_t> &position,
@@ -773,7 +851,10 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     Operation *terminator = body.getTerminator();
     b.setInsertionPoint(terminator);
     SmallVector<Value> states;
+    auto adafactor = dyn_cast<AdafactorUpdateOp>(like);
     for (StringRef suffix : stateSuffixes(like)) {
+      if (adafactor && suffix != "exp_avg")
+        continue; // its second moments stay whole: below
       auto state =
           b.create<StateOp>(loc, shardType, b.getStringAttr(u.name + "." + suffix.str()));
       state->setAttr(kStateLayoutAttr, stateLayout(b, u, suffix, shardGroups, padded));
@@ -781,7 +862,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     }
     if (cast<RankedTensorType>(gradShard.getType()).getElementType() != element)
       gradShard = b.create<CastOp>(loc, shardType, gradShard); // bf16-mixed: up for the update
-    Operation *update = buildShardUpdate(b, loc, like, paramShard, gradShard, states);
+    Operation *update = adafactor ? buildAdafactorShardUpdate(b, loc, u, adafactor, paramShard,
+                                                              gradShard, shardGroups, states)
+                                  : buildShardUpdate(b, loc, like, paramShard, gradShard, states);
     u.shardUpdate = update;
     if (auto lamb = dyn_cast<LambUpdateOp>(update); lamb && lamb.adapts()) {
       // Each param's trust ratio needs its norms over the whole unit: its segment of the flat

@@ -138,16 +138,6 @@ void forUpdatePieces(const Arrays<T> &a, const AdafactorStep &s, int64_t lo, int
   }
 }
 
-/// Adds x^2 of x[0, n) to 8 double lanes.
-template <typename T> void addSquares(const T *x, int64_t n, double lanes[8]) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int64_t j = 0; j < 8; ++j)
-      lanes[j] += double(x[i + j]) * double(x[i + j]);
-  for (; i < n; ++i)
-    lanes[0] += double(x[i]) * double(x[i]);
-}
-
 /// Pass 2: the sums of param^2 (with scale_parameter) and of u^2 over the param, u =
 /// rsqrt(row / mean) * rsqrt(col) * g (factored; the CPU's order: the factors' product,
 /// then g) or rsqrt(exp_avg_sq) * g, each slot's in 8 double lanes.
@@ -240,6 +230,8 @@ template <typename T> void adafactorStep(const KernelCall &call, const Adafactor
 }
 
 Status adafactorUpdateKernel(const KernelCall &call) {
+  if (call.attrs.has("segments"))
+    return adafactorShardUpdateKernel(call);
   AdafactorStep s;
   PLAIT_RETURN_IF_ERROR(readAdafactorLayout(kUpdate, call, s));
   double step, lr = 0;
@@ -259,8 +251,7 @@ Status adafactorUpdateKernel(const KernelCall &call) {
 
 } // namespace
 
-Status readAdafactorLayout(std::string_view kernel, const KernelCall &call, AdafactorStep &s) {
-  const Attrs &attrs = call.attrs;
+Status readAdafactorSettings(std::string_view kernel, const Attrs &attrs, AdafactorSettings &s) {
   s.firstMoment = attrs.has("beta1");
   s.beta1 = attrs.getFloat("beta1", 0.0);
   s.eps1 = attrs.getFloat("eps1", 1e-30);
@@ -278,6 +269,11 @@ Status readAdafactorLayout(std::string_view kernel, const KernelCall &call, Adaf
                           "decay_rate <= 0, 0 <= beta1 < 1 and warmup_init only with "
                           "relative_step",
                           kernel);
+  return Status();
+}
+
+Status readAdafactorLayout(std::string_view kernel, const KernelCall &call, AdafactorStep &s) {
+  PLAIT_RETURN_IF_ERROR(readAdafactorSettings(kernel, call.attrs, s));
   const auto &in = call.inputs;
   if (in.empty())
     return Status::errorf("{}: takes param, grad, lr, step and its states", kernel);
@@ -334,6 +330,10 @@ Status readAdafactorLayout(std::string_view kernel, const KernelCall &call, Adaf
   return Status();
 }
 
-void registerAdafactorKernels() { registerKernel(kUpdate, &adafactorUpdateKernel); }
+void registerAdafactorKernels() {
+  registerKernel(kUpdate, &adafactorUpdateKernel);
+  registerKernel("adafactor_stats", &adafactorStatsKernel);
+  registerKernel("adafactor_norms", &adafactorNormsKernel);
+}
 
 } // namespace plait::rt::cpu

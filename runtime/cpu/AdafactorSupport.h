@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
+#include "codegen/schema/AdafactorShard.h"
 #include "runtime/AdafactorSettings.h"
 #include "runtime/cpu/KernelSupport.h"
 
@@ -40,13 +42,55 @@ struct AdafactorStep : AdafactorSettings {
   }
 };
 
+/// Adds x^2 of x[0, n) to 8 double lanes (both CPU kernels' sums of squares).
+template <typename T> void addSquares(const T *x, int64_t n, double lanes[8]) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int64_t j = 0; j < 8; ++j)
+      lanes[j] += double(x[i + j]) * double(x[i + j]);
+  for (; i < n; ++i)
+    lanes[0] += double(x[i]) * double(x[i]);
+}
+
 /// Checks an adafactor_update call (param, grad, lr, step, states... -> new param, new
 /// states...: the states as the op's verifier lays them out, each result of its state's type
 /// and shape) and reads its settings and layout, not its data (on the CUDA backend the
 /// operands are device memory): both backends' kernels call it first.
 Status readAdafactorLayout(std::string_view kernel, const KernelCall &call, AdafactorStep &s);
 
-/// Registers adafactor_update (AdafactorKernels.cpp).
+/// Reads and checks adafactor_update's (and adafactor_norms') hyper-parameters.
+Status readAdafactorSettings(std::string_view kernel, const Attrs &attrs, AdafactorSettings &s);
+
+/// A sharded Adafactor op's layout (codegen/schema/AdafactorShard.h) on this rank: its
+/// `segments` and `factors` (the call's own attribute lists: read, not copied, as a kernel
+/// allocates nothing), the stats' length, the second-moment states' count, and where this
+/// rank's shard of `numel` elements starts in the unit's flat buffer.
+struct AdafactorShardLayout {
+  const std::vector<int64_t> *lengths = nullptr, *factors = nullptr;
+  int64_t statsLength = 0, total = 0, offset = 0, numel = 0;
+  size_t segments = 0;
+  int moments = 0;
+};
+
+/// Reads `segments`, `factors`, `groups` and `group_size` of a sharded Adafactor op whose
+/// param and grad are inputs 0 and 1 (1-D, alike, f32/f64/bf16/f16), for rank `call.rank`.
+Status readAdafactorShard(std::string_view kernel, const KernelCall &call,
+                          AdafactorShardLayout &out);
+
+/// Checks a sharded op's second-moment states, inputs [first, first + moments) (and, with
+/// `results`, outputs [resultFirst, ...)): each segment's row and column sums' counts, or its
+/// elements, of the param's dtype; and that input `statsAt` is f64 [statsLength].
+Status checkAdafactorShardOperands(std::string_view kernel, const KernelCall &call,
+                                   const AdafactorShardLayout &l, size_t first, size_t statsAt,
+                                   bool results, size_t resultFirst);
+
+/// adafactor_stats, adafactor_norms and adafactor_update with `segments`
+/// (AdafactorShardKernels.cpp).
+Status adafactorStatsKernel(const KernelCall &call);
+Status adafactorNormsKernel(const KernelCall &call);
+Status adafactorShardUpdateKernel(const KernelCall &call);
+
+/// Registers adafactor_update, adafactor_stats and adafactor_norms (AdafactorKernels.cpp).
 void registerAdafactorKernels();
 
 } // namespace plait::rt::cpu

@@ -61,7 +61,8 @@ constexpr std::string_view kStagedKernels[] = {
     "avg_pool2d_grad", "softmax_cross_entropy_grad", "nll_loss_grad",
     "sgd_update", "adamw_update", "adagrad_update", "rmsprop_update", "lion_update",
     "adamax_update", "nadam_update", "radam_update", "adadelta_update", "rprop_update",
-    "asgd_update", "lamb_update", "lamb_norms", "adafactor_update", "attention", "attention_grad", "det",
+    "asgd_update", "lamb_update", "lamb_norms", "adafactor_update", "adafactor_stats",
+    "adafactor_norms", "attention", "attention_grad", "det",
     "cofactors"};
 // clang-format on
 

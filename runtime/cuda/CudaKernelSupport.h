@@ -81,6 +81,18 @@ inline bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes)
 } // namespace plait::rt::cuda
 
 namespace plait::rt {
+/// The optimizer kernels' hyper-parameters (CudaOptimizerKernels.cpp): the host value of input
+/// `index` (`what`: "lr", an f64 scalar, or "step", f32; in a checking call its type only),
+/// the step number's check (skipped by a checking call), and a float dtype check.
+Status readScalar(const CudaKernelCall &call, std::string_view kernel, std::string_view what,
+                  size_t index, double &value);
+Status checkStep(const CudaKernelCall &call, std::string_view kernel, double step);
+Status checkFloat(std::string_view kernel, DType t);
+/// adafactor_update with `segments` (CudaAdafactorKernels.cpp; the whole one's kernel hands it
+/// over), and the registration of adafactor_stats and adafactor_norms.
+Status adafactorShardUpdate(const CudaKernelCall &call);
+void registerCudaAdafactorShardKernels();
+
 // The kernel families (one source file each); registerCudaKernels() calls them all.
 void registerCudaElementwiseKernels(); // unary, binary, where, cast       (CudaElementwiseKernels.cpp)
 void registerCudaReductionKernels();   // reduce_*, softmax, losses        (CudaReductionKernels.cpp)

@@ -15,18 +15,6 @@
 #include "runtime/cuda/CudaKernelSupport.h"
 
 namespace plait::rt {
-namespace {
-
-using namespace cuda;
-
-constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update",
-                           kAdagrad = "adagrad_update", kRMSprop = "rmsprop_update",
-                           kLion = "lion_update", kAdamax = "adamax_update",
-                           kNAdam = "nadam_update", kRAdam = "radam_update",
-                           kAdadelta = "adadelta_update", kRprop = "rprop_update",
-                           kAsgd = "asgd_update",
-                           kLamb = "lamb_update",
-                           kLambNorms = "lamb_norms";
 
 /// The host value of hyper-parameter input `index` (`what`: lr or step); in a checking call
 /// its shape and dtype only.
@@ -51,7 +39,7 @@ Status readScalar(const CudaKernelCall &call, std::string_view kernel, std::stri
 Status checkFloat(std::string_view kernel, DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16
              ? Status()
-             : noCudaDtype(kernel, t);
+             : cuda::noCudaDtype(kernel, t);
 }
 
 /// The step number's check (its host value; skipped by a checking call, which has none).
@@ -60,6 +48,17 @@ Status checkStep(const CudaKernelCall &call, std::string_view kernel, double ste
     return {};
   return Status::errorf("{}: step must be a whole number >= 1, got {}", kernel, step);
 }
+
+namespace {
+
+using namespace cuda;
+
+constexpr std::string_view kSgd = "sgd_update", kAdamW = "adamw_update",
+                           kAdagrad = "adagrad_update", kRMSprop = "rmsprop_update",
+                           kLion = "lion_update", kAdamax = "adamax_update",
+                           kNAdam = "nadam_update", kRAdam = "radam_update",
+                           kAdadelta = "adadelta_update", kRprop = "rprop_update",
+                           kAsgd = "asgd_update", kLamb = "lamb_update", kLambNorms = "lamb_norms";
 
 /// An update's tensor in a launch with its param, gradient, new param, element count and
 /// hyper-parameters (lr at operand `lr`, step after it) set, its states left to the caller.
@@ -732,6 +731,8 @@ Status groupedUpdateKernel(const CudaKernelCall &call) {
 /// launchAdafactor with its sums in workspace. f32, f64, and bf16 and f16 computed in f32 as
 /// the CPU kernel's staging computes them.
 Status adafactorUpdateKernel(const CudaKernelCall &call) {
+  if (call.attrs.has("segments"))
+    return adafactorShardUpdate(call);
   constexpr std::string_view kAdafactor = "adafactor_update";
   cpu::AdafactorStep s;
   PLAIT_RETURN_IF_ERROR(cpu::readAdafactorLayout(kAdafactor, call.asHostCall(), s));
@@ -831,6 +832,7 @@ void registerCudaOptimizerKernels() {
   registerCudaKernel("asgd_update", &asgdUpdateKernel);
   registerCudaKernel("lamb_update", &lambUpdateKernel);
   registerCudaKernel("lamb_norms", &lambNormsKernel);
+  registerCudaAdafactorShardKernels();
   registerCudaKernel("adafactor_update", &adafactorUpdateKernel);
   registerCudaKernel("grouped_update", &groupedUpdateKernel);
   registerCudaKernel("weight_ema", &weightEmaKernel);

@@ -23,8 +23,12 @@ With --ema-decay D every plan keeps a weight EMA: its averages are sharded state
 checkpoints, the resumed run's EMA weights (--save-ema-weights) are bitwise the reference's,
 and a resharded run's within 1e-4 relative + 2e-4.
 
+With --optimizer-flags "FLAGS" every plan trains with those plait-compile optimizer flags
+(Adafactor's: its exp_avg sharded, its rows and columns whole on every rank, saved once).
+
 Run with /usr/bin/python3:  checkpoint_resume.py --build BUILD --sample gpt [--steps 12]
                                                  [--precision bf16-mixed] [--ema-decay D]
+                                                 [--optimizer-flags "--optimizer ..."]
 """
 import argparse
 import json
@@ -67,7 +71,11 @@ def main():
                          "fp32, 2e-2 absolute for bf16-mixed)")
     ap.add_argument("--ema-decay", type=float, default=None,
                     help="keep a weight EMA with this decay, and check it as the weights")
+    ap.add_argument("--optimizer-flags", default=None,
+                    help="train with these plait-compile optimizer flags instead")
     args = ap.parse_args()
+    if args.optimizer_flags is not None:
+        TRAIN[args.sample] = args.optimizer_flags.split()
     ema = args.ema_decay is not None
     if ema:
         TRAIN[args.sample] = TRAIN[args.sample] + ["--ema-decay", str(args.ema_decay)]

@@ -21,8 +21,7 @@ cross-entropy of s against x's argmax. The same ops are evaluated by PyTorch. Fo
   3. each run's losses and final weights must be PyTorch's (the same torch.optim optimizer
      over the same batches), and the three runs' losses must agree with each other more closely;
   4. every other model is also trained on 2 ranks (mpirun), under ddp, zero2, fsdp, zero3
-     and zero1 in turn (Adafactor's: ddp, the only placement it takes), against PyTorch
-     over the global batch;
+     and zero1 in turn, against PyTorch over the global batch;
   5. every model is also trained with --precision bf16-mixed, and every fourth also on its
      2 ranks so;
   6. and in turn with --recompute all (whose losses must be the fused run's as closely as
@@ -183,8 +182,6 @@ def check_seed(seed, bindir, work):
     # on 2 ranks, under the placements in turn, and every fourth also in bf16-mixed there.
     worlds = [1, 2] if seed % 2 == 0 else [1]
     strategy = STRATEGIES[seed // 2 % len(STRATEGIES)]
-    if model.optimizer == "adafactor":  # its factored states are not cut into flat shards
-        strategy = "ddp"
     refs = {world: torch_training(model, weights, data, torch.float64, world)
             for world in worlds}
     # A model whose training diverges in PyTorch too (a square of a square of a matmul, each

@@ -26,9 +26,8 @@ inline void expectCompiles(const std::string &modelPath, const std::string &plan
   options.outputPath = planPath;
   options.codegen = false; // no host compiler per input
   // The hash picks: bit 0 a training step (SGD with momentum, AdamW with bit 2, Adafactor
-  // with bits 2 and 4), bit 1 two ranks (ddp, or fsdp with bit 2 but for Adafactor, which
-  // takes ddp only), bit 3 no fusion. (Not a byte of the input: the .mlir seeds all end in a
-  // newline, and would all pick the same.)
+  // with bits 2 and 4), bit 1 two ranks (ddp, or fsdp with bit 2), bit 3 no fusion. (Not a
+  // byte of the input: the .mlir seeds all end in a newline, and would all pick the same.)
   uint32_t hash = 2166136261u; // FNV-1a
   for (size_t i = 0; i < size; ++i)
     hash = (hash ^ data[i]) * 16777619u;
@@ -40,7 +39,7 @@ inline void expectCompiles(const std::string &modelPath, const std::string &plan
   options.train.momentum = options.train.optimizer == "sgd" ? 0.9 : 0.0;
   if ((pick & 2) != 0 && options.train.enabled) {
     options.dist.worldSize = 2;
-    options.dist.strategy = (pick & 4) != 0 && !adafactor ? "fsdp" : "ddp";
+    options.dist.strategy = (pick & 4) != 0 ? "fsdp" : "ddp";
   }
   options.fusion = (pick & 8) == 0;
 

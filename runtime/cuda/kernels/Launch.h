@@ -479,6 +479,51 @@ inline uint64_t adafactorWorkspaceBytes(int64_t n, int64_t batches, int64_t rows
 cudaError_t launchAdafactor(int dtype, const AdafactorTensor &t, const AdafactorFactors &f,
                             double *work, cudaStream_t stream);
 
+/// One piece of a sharded Adafactor step (codegen/schema/AdafactorShard.h): segment k's
+/// elements [e0, e0 + n), which are this rank's local elements from `local` on; the segment
+/// `length` elements of [.., rows, cols] (rows 0: unfactored), its own stats from `stats` on.
+/// launchAdafactorShardMoments takes the whole segment (e0 0, n its length).
+struct AdafactorPiece {
+  int64_t k = 0, e0 = 0, n = 0, local = 0;
+  int64_t length = 0, rows = 0, cols = 0, stats = 0;
+};
+/// A sharded step's operands: this rank's shards (param, grad, exp_avg or null; their new
+/// values), the piece's segment's whole second-moment states (row and col, or v; their new
+/// values), the stats and norms summed over the group, and the lr (f64) and step (f32) in
+/// device memory.
+struct AdafactorShardTensors {
+  const void *param = nullptr, *grad = nullptr, *m = nullptr;
+  void *newParam = nullptr, *newM = nullptr;
+  const void *row = nullptr, *col = nullptr, *v = nullptr;
+  void *newRow = nullptr, *newCol = nullptr, *newV = nullptr;
+  const double *stats = nullptr, *norms = nullptr, *lr = nullptr;
+  const float *step = nullptr;
+};
+/// Device workspace of a sharded launch on a piece of `n` elements over `batches` batches
+/// of rows: the batches' row means, then the slots' sums (or the step size and divisor).
+inline uint64_t adafactorShardWorkspaceBytes(int64_t n, int64_t batches) {
+  return uint64_t(batches + adafactorSlots(n) + 2) * sizeof(double);
+}
+/// adafactor_stats on a piece: its sum of param^2 into stats[k], and its rows' and columns'
+/// sums of g^2 + eps1 (or its elements') into the segment's entries; `stats` zeroed first by
+/// the caller, `param` and `grad` this rank's shards.
+cudaError_t launchAdafactorStats(int dtype, const AdafactorPiece &p, const void *param,
+                                 const void *grad, double eps1, double *stats, double *work,
+                                 cudaStream_t stream);
+/// adafactor_norms on a piece: its sum of u^2 into norms[k].
+cudaError_t launchAdafactorNorms(int dtype, const AdafactorPiece &p, const AdafactorShardTensors &t,
+                                 const AdafactorFactors &f, double *norms, double *work,
+                                 cudaStream_t stream);
+/// adafactor_update with segments on a piece: its step size and divisor, then its elements
+/// (reading the old second moments).
+cudaError_t launchAdafactorShardApply(int dtype, const AdafactorPiece &p,
+                                      const AdafactorShardTensors &t, const AdafactorFactors &f,
+                                      double *work, cudaStream_t stream);
+/// A segment's new second moments, whole (after every piece's launchAdafactorShardApply).
+cudaError_t launchAdafactorShardMoments(int dtype, const AdafactorPiece &segment,
+                                        const AdafactorShardTensors &t, const AdafactorFactors &f,
+                                        cudaStream_t stream);
+
 //===--- pooling (Pool.cu) ---------------------------------------------------------------===//
 
 struct PoolGeometry {

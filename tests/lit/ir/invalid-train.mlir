@@ -821,6 +821,135 @@ func.func @adafactor_hyper(%p: tensor<6xf32>, %lr: tensor<f64>, %t: tensor<f32>)
 
 // -----
 
+// The sharded Adafactor ops (codegen/schema/AdafactorShard.h): a 6-element matrix 2x3 and a
+// 2-element vector on two ranks of 4 elements.
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_stats_factors(%p: tensor<4xf32>) {
+    // expected-error @+1 {{'plait.adafactor_stats' op needs 2 factors (rows and cols, or 0 and 0) per segment: 2 segments, 2 factors}}
+    %0 = plait.adafactor_stats %p, %p {segments = array<i64: 6, 2>, factors = array<i64: 2, 3>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>) -> tensor<9xf64>
+    return
+  }
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_stats_divide(%p: tensor<4xf32>) {
+    // expected-error @+1 {{'plait.adafactor_stats' op segment 0's factors 4 x 3 do not divide its 6 elements}}
+    %0 = plait.adafactor_stats %p, %p {segments = array<i64: 6, 2>, factors = array<i64: 4, 3, 0, 0>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>) -> tensor<9xf64>
+    return
+  }
+}
+
+// -----
+
+func.func @adafactor_stats_fit(%p: tensor<4xf32>) {
+  // expected-error @+1 {{'plait.adafactor_stats' op segments (8 elements) must fit the flat buffer (4 x 1 ranks)}}
+  %0 = plait.adafactor_stats %p, %p {segments = array<i64: 6, 2>, factors = array<i64: 2, 3, 0, 0>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<9xf64>
+  return
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_stats_length(%p: tensor<4xf32>) {
+    // expected-error @+1 {{'plait.adafactor_stats' op stats must be tensor<9xf64>, got 'tensor<8xf64>'}}
+    %0 = plait.adafactor_stats %p, %p {segments = array<i64: 6, 2>, factors = array<i64: 2, 3, 0, 0>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf64>
+    return
+  }
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_stats_flat(%p: tensor<2x2xf32>) {
+    // expected-error @+1 {{'plait.adafactor_stats' op works on a flat (1-D) shard, got 'tensor<2x2xf32>'}}
+    %0 = plait.adafactor_stats %p, %p {segments = array<i64: 6, 2>, factors = array<i64: 2, 3, 0, 0>, groups = [array<i64: 0, 1>]} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<9xf64>
+    return
+  }
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_norms_states(%p: tensor<4xf32>, %t: tensor<f32>, %s: tensor<9xf64>, %r: tensor<2xf32>, %c: tensor<3xf32>) {
+    // expected-error @+1 {{'plait.adafactor_norms' op takes 3 second-moment states for its 2 segments, not 2}}
+    %0 = plait.adafactor_norms %p, %p, %t, %s, %r, %c {segments = array<i64: 6, 2>, factors = array<i64: 2, 3, 0, 0>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<9xf64>, tensor<2xf32>, tensor<3xf32>) -> tensor<2xf64>
+    return
+  }
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_norms_column(%p: tensor<4xf32>, %t: tensor<f32>, %s: tensor<9xf64>, %r: tensor<2xf32>) {
+    // expected-error @+1 {{'plait.adafactor_norms' op state 1 (exp_avg_sq_col) must hold 3 'f32' elements, got 'tensor<2xf32>'}}
+    %0 = plait.adafactor_norms %p, %p, %t, %s, %r, %r, %r {segments = array<i64: 6, 2>, factors = array<i64: 2, 3, 0, 0>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<9xf64>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf64>
+    return
+  }
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_norms_result(%p: tensor<4xf32>, %t: tensor<f32>, %s: tensor<9xf64>, %r: tensor<2xf32>, %c: tensor<3xf32>) {
+    // expected-error @+1 {{'plait.adafactor_norms' op norms must be tensor<2xf64>, got 'tensor<1xf64>'}}
+    %0 = plait.adafactor_norms %p, %p, %t, %s, %r, %c, %r {segments = array<i64: 6, 2>, factors = array<i64: 2, 3, 0, 0>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<9xf64>, tensor<2xf32>, tensor<3xf32>, tensor<2xf32>) -> tensor<1xf64>
+    return
+  }
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_update_no_factors(%p: tensor<4xf32>, %lr: tensor<f64>, %t: tensor<f32>, %s: tensor<9xf64>, %n: tensor<2xf64>, %r: tensor<2xf32>, %c: tensor<3xf32>) {
+    // expected-error @+1 {{'plait.adafactor_update' op with segments needs factors (each segment's rows and cols)}}
+    %0:4 = plait.adafactor_update %p, %p, %lr, %t, %r, %c, %r, %s, %n {segments = array<i64: 6, 2>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<f32>, tensor<2xf32>, tensor<3xf32>, tensor<2xf32>, tensor<9xf64>, tensor<2xf64>) -> (tensor<4xf32>, tensor<2xf32>, tensor<3xf32>, tensor<2xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_update_no_sums(%p: tensor<4xf32>, %lr: tensor<f64>, %t: tensor<f32>, %r: tensor<2xf32>, %c: tensor<3xf32>) {
+    // expected-error @+1 {{'plait.adafactor_update' op with segments takes its states, then stats and norms (3 operands after the step for 3 new states)}}
+    %0:4 = plait.adafactor_update %p, %p, %lr, %t, %r, %c, %r {segments = array<i64: 6, 2>, factors = array<i64: 2, 3, 0, 0>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<f32>, tensor<2xf32>, tensor<3xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<3xf32>, tensor<2xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_update_stats(%p: tensor<4xf32>, %lr: tensor<f64>, %t: tensor<f32>, %s: tensor<8xf64>, %n: tensor<2xf64>, %r: tensor<2xf32>, %c: tensor<3xf32>) {
+    // expected-error @+1 {{'plait.adafactor_update' op stats must be tensor<9xf64>, got 'tensor<8xf64>'}}
+    %0:4 = plait.adafactor_update %p, %p, %lr, %t, %r, %c, %r, %s, %n {segments = array<i64: 6, 2>, factors = array<i64: 2, 3, 0, 0>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<f32>, tensor<2xf32>, tensor<3xf32>, tensor<2xf32>, tensor<8xf64>, tensor<2xf64>) -> (tensor<4xf32>, tensor<2xf32>, tensor<3xf32>, tensor<2xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {plait.world_size = 2 : i64} {
+  func.func @adafactor_update_new_state(%p: tensor<4xf32>, %lr: tensor<f64>, %t: tensor<f32>, %s: tensor<9xf64>, %n: tensor<2xf64>, %r: tensor<2xf32>, %c: tensor<3xf32>) {
+    // expected-error @+1 {{'plait.adafactor_update' op new state 1 (exp_avg_sq_col) must be 'tensor<3xf32>', got 'tensor<2xf32>'}}
+    %0:4 = plait.adafactor_update %p, %p, %lr, %t, %r, %c, %r, %s, %n {segments = array<i64: 6, 2>, factors = array<i64: 2, 3, 0, 0>, groups = [array<i64: 0, 1>]} : (tensor<4xf32>, tensor<4xf32>, tensor<f64>, tensor<f32>, tensor<2xf32>, tensor<3xf32>, tensor<2xf32>, tensor<9xf64>, tensor<2xf64>) -> (tensor<4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>)
+    return
+  }
+}
+
+// -----
+
+func.func @adafactor_update_groups_alone(%p: tensor<6xf32>, %lr: tensor<f64>, %t: tensor<f32>) {
+  // expected-error @+1 {{'plait.adafactor_update' op has factors or groups but no segments}}
+  %0:2 = plait.adafactor_update %p, %p, %lr, %t, %p {factors = array<i64: 0, 0>} : (tensor<6xf32>, tensor<6xf32>, tensor<f64>, tensor<f32>, tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>)
+  return
+}
+
+// -----
+
 func.func @batch_norm_grad_dy(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %dy: tensor<2x3xf32>) {
   // expected-error @+1 {{'plait.batch_norm_grad' op 'dy' and 'dx' must have the input's type 'tensor<2x3x4xf32>'}}
   %0:3 = plait.batch_norm_grad %x, %g, %g, %g, %dy : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
