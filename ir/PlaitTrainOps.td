@@ -194,7 +194,9 @@ def Plait_BatchNormGradOp : Plait_Op<"batch_norm_grad", [Pure]> {
     forward's. Per channel c, with rstd = 1 / sqrt(var[c] + epsilon), xhat = (x - mean[c]) *
     rstd and n the values per channel: dbias[c] = sum(dy), dscale[c] = sum(dy * xhat), and
     dx = scale[c] * rstd * (dy - dbias[c] / n - xhat * dscale[c] / n). One kernel reads x and
-    dy twice per channel (the second time from cache) and writes dx.
+    dy twice per channel (the second time from cache) and writes dx. For bf16 and f16 the
+    kernels take mean and var from x again, in f32 as the forward computed them, not the
+    rounded operands (PyTorch keeps a 16-bit input's statistics in f32).
 
     ```mlir
     %dx, %dg, %db = plait.batch_norm_grad %x, %g, %mean, %var, %dy {epsilon = 1.0e-05 : f64}

@@ -356,13 +356,41 @@ template <bool kRms> Status normGradKernel(const KernelCall &call) {
   });
 }
 
+/// The statistics of channel c of x viewed as [N, C, S] (`row(n)` the offset of its n-th
+/// row): the mean of its N rows of S values (blocked lanes of the compute type, blocks added
+/// in double) in the compute type, then the mean squared deviation (the channel's values
+/// again, from cache: two passes, stable when the mean is large against the spread), in
+/// double. batch_norm's, and batch_norm_grad's for bf16/f16, whose stored statistics are
+/// rounded: the gradient then uses the forward's own unrounded ones, as PyTorch's saved
+/// statistics are f32 for 16-bit inputs.
+template <typename E, typename Row>
+void channelStatistics(const typename E::Stored *x, const BatchNormShape &d, Row &&row,
+                       typename E::Value &mean, double &var) {
+  using S = typename E::Stored;
+  using T = typename E::Value;
+  const int64_t count = d.perChannel();
+  double total = 0;
+  for (int64_t n = 0; n < d.batch; ++n) {
+    const S *xr = x + row(n);
+    total += blockedIndexSum<T>(d.spatial, [&](int64_t i) { return E::load(xr[i]); });
+  }
+  const T m = T(count ? total / double(count) : 0.0);
+  double squares = 0;
+  for (int64_t n = 0; n < d.batch; ++n) {
+    const S *xr = x + row(n);
+    squares += blockedIndexSum<T>(d.spatial, [&](int64_t i) {
+      T dev = E::load(xr[i]) - m;
+      return dev * dev;
+    });
+  }
+  mean = m;
+  var = count ? squares / double(count) : 0.0;
+}
+
 /// batch_norm (x, scale, bias) -> (y, mean, var): per channel of x viewed as [N, C, S], its
-/// N rows of S values summed (blocked lanes of the compute type, blocks added in double) for
-/// the mean, then the squared deviations (the channel's values again, from cache: two passes,
-/// stable when the mean is large against the spread), then y = (x - mean) * rstd * scale +
-/// bias. Channels split across threads, each one thread's, so the result does not depend on
-/// the number of threads. bf16/f16: loaded widened, computed in f32, y and the statistics
-/// rounded as they are stored.
+/// statistics (channelStatistics), then y = (x - mean) * rstd * scale + bias. Channels split across
+/// threads, each one thread's, so the result does not depend on the number of threads. bf16/f16:
+/// loaded widened, computed in f32, y and the statistics rounded as they are stored.
 Status batchNormKernel(const KernelCall &call) {
   BatchNormShape d;
   PLAIT_RETURN_IF_ERROR(checkBatchNormCall(call, false, d));
@@ -380,22 +408,9 @@ Status batchNormKernel(const KernelCall &call) {
         d.channels, grainFor(kElementGrain, 2 * count), [&](int64_t, int64_t begin, int64_t end) {
           for (int64_t c = begin; c < end; ++c) {
             auto row = [&](int64_t n) { return (n * d.channels + c) * d.spatial; };
-            double total = 0;
-            for (int64_t n = 0; n < d.batch; ++n) {
-              const S *xr = x + row(n);
-              total += blockedIndexSum<T>(d.spatial, [&](int64_t i) { return E::load(xr[i]); });
-            }
-            const double mean = count ? total / double(count) : 0.0;
-            const T m = T(mean);
-            double squares = 0;
-            for (int64_t n = 0; n < d.batch; ++n) {
-              const S *xr = x + row(n);
-              squares += blockedIndexSum<T>(d.spatial, [&](int64_t i) {
-                T dev = E::load(xr[i]) - m;
-                return dev * dev;
-              });
-            }
-            const double var = count ? squares / double(count) : 0.0;
+            T m;
+            double var;
+            channelStatistics<E>(x, d, row, m, var);
             const T s = T(1.0 / std::sqrt(var + eps)), g = E::load(scale[c]), b = E::load(bias[c]);
             for (int64_t n = 0; n < d.batch; ++n) {
               const S *xr = x + row(n);
@@ -412,7 +427,9 @@ Status batchNormKernel(const KernelCall &call) {
 }
 
 /// batch_norm_grad (x, scale, mean, var, dy) -> (dx, dscale, dbias): per channel, with the
-/// forward's statistics, rstd = 1 / sqrt(var + eps) and xhat = (x - mean) * rstd, the sums
+/// forward's statistics (bf16/f16: recomputed from x, unrounded, as the forward computed
+/// them; the rounded mean and var operands are not read), rstd = 1 / sqrt(var + eps) and
+/// xhat = (x - mean) * rstd, the sums
 /// dbias = sum(dy) and dscale = sum(dy * xhat) in one pass (blocked lanes, blocks in
 /// double), then dx = scale * rstd * (dy - dbias / n - xhat * dscale / n) from the channel's
 /// values again (from cache). Channels split across threads, each one thread's.
@@ -435,8 +452,16 @@ Status batchNormGradKernel(const KernelCall &call) {
                     [&](int64_t, int64_t begin, int64_t end) {
                       for (int64_t c = begin; c < end; ++c) {
                         auto row = [&](int64_t n) { return (n * d.channels + c) * d.spatial; };
-                        const T m = E::load(meanIn[c]);
-                        const T s = T(1.0 / std::sqrt(double(E::load(varIn[c])) + eps));
+                        // bf16/f16: the forward's statistics before they were rounded.
+                        T m;
+                        double var;
+                        if constexpr (!std::is_same_v<S, T>) {
+                          channelStatistics<E>(x, d, row, m, var);
+                        } else {
+                          m = meanIn[c];
+                          var = double(varIn[c]);
+                        }
+                        const T s = T(1.0 / std::sqrt(var + eps));
                         double sumDy = 0, sumDyXhat = 0;
                         for (int64_t n = 0; n < d.batch; ++n) {
                           const S *xr = x + row(n), *dyr = dy + row(n);

@@ -497,6 +497,30 @@ __global__ void normGradColumnsKernel(const double *partial, int params, int64_t
 /// N * S values summed in double by the block for the mean, then the squared deviations,
 /// then y = (x - mean) * rstd * scale + bias in the compute type, as NormalizationKernels.cpp
 /// computes them; thread 0 stores the channel's mean and var.
+/// The statistics of one channel (`at(i)` its i-th of `count` values), by the block: the
+/// mean (a double sum) in the compute type, then the mean squared deviation in double.
+/// batch_norm's, and batch_norm_grad's for bf16/f16 (NormalizationKernels.cpp
+/// channelStatistics: the stored statistics are rounded, the forward's are not). Every thread
+/// of the block must call it.
+template <typename S, typename At>
+__device__ void channelStatistics(const S *x, At at, int64_t count, double *shared,
+                                  Compute<S> &mean, double &var) {
+  using C = Compute<S>;
+  double total = 0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
+    total += double(load(x, at(i)));
+  total = blockReduce(total, shared, AddOp());
+  const C m = C(count ? total / double(count) : 0.0);
+  double sq = 0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+    C d = load(x, at(i)) - m;
+    sq += double(d * d);
+  }
+  sq = blockReduce(sq, shared, AddOp());
+  mean = m;
+  var = count ? sq / double(count) : 0.0;
+}
+
 template <typename S>
 __global__ void batchNormKernel(const S *x, const S *scale, const S *bias, S *y, S *meanOut,
                                 S *varOut, int64_t batch, int64_t channels, int64_t spatial,
@@ -506,18 +530,9 @@ __global__ void batchNormKernel(const S *x, const S *scale, const S *bias, S *y,
   const int64_t count = batch * spatial;
   for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
     auto at = [&](int64_t i) { return (i / spatial * channels + c) * spatial + i % spatial; };
-    double total = 0;
-    for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
-      total += double(load(x, at(i)));
-    total = blockReduce(total, shared, AddOp());
-    const C m = C(count ? total / double(count) : 0.0);
-    double sq = 0;
-    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-      C d = load(x, at(i)) - m;
-      sq += double(d * d);
-    }
-    sq = blockReduce(sq, shared, AddOp());
-    const double var = count ? sq / double(count) : 0.0;
+    C m;
+    double var;
+    channelStatistics(x, at, count, shared, m, var);
     const C s = C(1.0 / ::sqrt(var + eps)), g = load(scale, c), b = load(bias, c);
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
       store(y, at(i), (load(x, at(i)) - m) * s * g + b);
@@ -528,7 +543,8 @@ __global__ void batchNormKernel(const S *x, const S *scale, const S *bias, S *y,
   }
 }
 
-/// batch_norm_grad: a block per channel; with the forward's mean and var, sum(dy) and
+/// batch_norm_grad: a block per channel; with the forward's mean and var (bf16/f16:
+/// recomputed from x, unrounded, as the forward computed them), sum(dy) and
 /// sum(dy * xhat) in double by the block (dbias and dscale), then dx = scale * rstd * (dy -
 /// dbias / n - xhat * dscale / n), as NormalizationKernels.cpp computes them.
 template <typename S>
@@ -540,8 +556,16 @@ __global__ void batchNormGradKernel(const S *x, const S *scale, const S *meanIn,
   const int64_t count = batch * spatial;
   for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
     auto at = [&](int64_t i) { return (i / spatial * channels + c) * spatial + i % spatial; };
-    const C m = load(meanIn, c);
-    const C s = C(1.0 / ::sqrt(double(load(varIn, c)) + eps));
+    // bf16/f16: the forward's statistics before they were rounded.
+    C m;
+    double var;
+    if constexpr (!std::is_same_v<S, C>) {
+      channelStatistics(x, at, count, shared, m, var);
+    } else {
+      m = load(meanIn, c);
+      var = double(load(varIn, c));
+    }
+    const C s = C(1.0 / ::sqrt(var + eps));
     double sumDy = 0, sumDyXhat = 0;
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
       C d = load(dy, at(i));

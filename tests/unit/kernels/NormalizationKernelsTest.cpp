@@ -431,8 +431,10 @@ TEST(NormalizationKernels, BatchNormAndItsGradientMatchTheChainRule) {
       KernelResult r = runKernel("batch_norm_grad", {x, g, f.out(1), f.out(2), dy},
                                  {{dtype, shape}, {dtype, {channels}}, {dtype, {channels}}}, attrs);
       ASSERT_TRUE(r.status.ok()) << r.status.message();
-      // bf16: the statistics the gradient reads are rounded, and dscale sums many products.
-      const double gradTol = dtype == DType::BF16 ? 6e-2 : tol * 10;
+      // bf16: dscale sums many products of rounded values. (The gradient recomputes the
+      // statistics unrounded: from the forward's bf16 mean, 3 +- 2^-7 here against a spread
+      // of 0.58, dx and dscale were up to 14% off, -0.551 for -0.483.)
+      const double gradTol = dtype == DType::BF16 ? 1e-2 : tol * 10;
       EXPECT_TRUE(allClose(r.out(0).doubles(), ref.dx, gradTol, gradTol));
       EXPECT_TRUE(allClose(r.out(1).doubles(), ref.dscale, gradTol, gradTol));
       EXPECT_TRUE(allClose(r.out(2).doubles(), ref.dbias, gradTol, gradTol));
