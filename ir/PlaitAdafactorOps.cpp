@@ -19,13 +19,10 @@ namespace {
 LogicalResult verifyShardLayout(Operation *op, Value param, Value grad, ArrayRef<int64_t> segments,
                                 ArrayRef<int64_t> factors, ArrayAttr groups,
                                 std::vector<adafactor::Segment> &out, int64_t &statsLength) {
-  int64_t groupSize = 1;
-  if (groups) {
-    auto size = verifyGroups(op, groups, "groups", /*everyRank=*/true);
-    if (failed(size))
-      return failure();
-    groupSize = *size;
-  }
+  auto shardGroups = verifyShardGroups(op, groups);
+  if (failed(shardGroups))
+    return failure();
+  const int64_t groupSize = *shardGroups;
   auto type = cast<RankedTensorType>(param.getType());
   if (type.getRank() != 1)
     return op->emitOpError("works on a flat (1-D) shard, got ") << type;

@@ -324,13 +324,10 @@ static LogicalResult verifyLambSegments(Operation *op, Value param,
       return op->emitOpError("takes norms only with segments (a flat shard)");
     return success();
   }
-  int64_t groupSize = 1;
-  if (groups) {
-    auto size = verifyGroups(op, groups, "groups", /*everyRank=*/true);
-    if (failed(size))
-      return failure();
-    groupSize = *size;
-  }
+  auto shardGroups = verifyShardGroups(op, groups);
+  if (failed(shardGroups))
+    return failure();
+  const int64_t groupSize = *shardGroups;
   auto type = cast<RankedTensorType>(param.getType());
   if (type.getRank() != 1)
     return op->emitOpError("with segments works on a flat (1-D) shard, got ") << type;

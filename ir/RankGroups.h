@@ -37,6 +37,14 @@ RankGroupList groupsOf(mlir::ArrayAttr attr);
 mlir::FailureOr<int64_t> verifyGroups(mlir::Operation *op, mlir::ArrayAttr attr,
                                       llvm::StringRef what, bool everyRank = false);
 
+/// The optional `groups` of an op on a flat shard (every rank in one of them, verifyGroups):
+/// their group size, 1 without them (one rank).
+inline mlir::FailureOr<int64_t> verifyShardGroups(mlir::Operation *op, mlir::ArrayAttr groups) {
+  if (!groups)
+    return int64_t(1);
+  return verifyGroups(op, groups, "groups", /*everyRank=*/true);
+}
+
 /// Position of `rank` within its group, or nullopt when it is in none.
 std::optional<int64_t> indexInGroup(const RankGroupList &groups, int64_t rank);
 /// The group `rank` belongs to, or nullptr.

@@ -1,19 +1,18 @@
 // -plait-shard: group params into units, place each unit (ddp, zero1/2/3, fsdp, hsdp:G) and
 // rewrite its gradients, optimizer state and (for zero3/fsdp/hsdp) params into shards.
-#include "codegen/schema/AdafactorShard.h"
 #include "passes/GradientClipping.h"
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
 #include "passes/analysis/MemoryPlan.h"
 #include "passes/sharding/FlatUnit.h"
 #include "passes/sharding/Placement.h"
+#include "passes/sharding/ShardedUpdates.h"
 #include "passes/sharding/SyncMeans.h"
 
 #include <deque>
 #include <map>
 #include <regex>
 
-#include "codegen/schema/AdafactorShard.h"
 #include "ir/OpKinds.h"
 #include "ir/PlaitDialect.h"
 #include "ir/RankGroups.h"
@@ -210,22 +209,6 @@ SmallVector<StringRef> stateSuffixes(Operation *update) {
   }
   return stateOperands(update).empty() ? SmallVector<StringRef>{}
                                        : SmallVector<StringRef>{"momentum_buffer"};
-}
-
-/// The update op of one flat shard, with `like`'s hyper-parameters (a copy of it on the
-/// shard's param, gradient and states).
-Operation *buildShardUpdate(OpBuilder &b, Location loc, Operation *like, Value param, Value grad,
-                            ArrayRef<Value> states) {
-  Operation *update = b.clone(*like);
-  update->setLoc(loc);
-  update->setOperand(0, param);
-  update->setOperand(1, grad);
-  StringRef name = like->getName().stripDialect();
-  for (auto [k, state] : llvm::enumerate(states))
-    update->setOperand(updateStateOperand(name, unsigned(k)), state);
-  for (Value result : update->getResults())
-    result.setType(param.getType());
-  return update;
 }
 
 /// The phases of the step in program order, numbered from 0: a forward (the ops the loss is
@@ -591,11 +574,9 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       const int64_t states = stateElements(u);
       if (replicatedMoments) {
         int64_t moments = 0;
-        for (TrainableParam *p : u.params) {
-          auto update = cast<AdafactorUpdateOp>(p->update);
-          for (Value m : update.getMomentStates().drop_front(update.getBeta1() ? 1 : 0))
+        for (TrainableParam *p : u.params)
+          for (Value m : secondMoments(cast<AdafactorUpdateOp>(p->update)))
             moments += cast<RankedTensorType>(m.getType()).getNumElements();
-        }
         entries.push_back(
             b.getNamedAttr("replicated_state_elements", b.getI64IntegerAttr(moments)));
       } else if (states != statesPerParam * u.numel()) {
@@ -604,78 +585,6 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
       list.push_back(b.getDictionaryAttr(entries));
     }
     module->setAttr("plait.units", b.getArrayAttr(list));
-  }
-
-  /// A flat shard's LAMB update takes its params' norms over the whole unit: plait.lamb_norms
-  /// of this rank's part of each segment, all-reduced over the shard group, just before it
-  /// (after clipping, so that the norms see the gradients the update reads).
-  void materializeLambNorms(Block &body) {
-    for (LambUpdateOp update : llvm::to_vector(body.getOps<LambUpdateOp>())) {
-      if (!update.getSegments() || update.getNorms())
-        continue;
-      OpBuilder b(update);
-      Location loc = update.getLoc();
-      auto segments = *update.getSegments();
-      auto normsType =
-          RankedTensorType::get({int64_t(segments.size()), 2}, b.getF32Type());
-      Value norms = b.create<LambNormsOp>(
-          loc, normsType, update.getParam(), update.getGrad(), update.getStep(),
-          update.getExpAvg(), update.getExpAvgSq(), update.getBeta1Attr(),
-          update.getBeta2Attr(), update.getEpsAttr(), update.getWeightDecayAttr(),
-          update.getSegmentsAttr(), update.getGroupsAttr());
-      // A cycled beta1 (--lr-schedule onecycle, cyclic) moves the norms' update too.
-      if (Attribute cycle = update->getAttr(kMomentumCycleAttr))
-        norms.getDefiningOp()->setAttr(kMomentumCycleAttr, cycle);
-      ArrayAttr groups = update.getGroupsAttr();
-      if (groups && cast<DenseI64ArrayAttr>(groups[0]).size() > 1)
-        norms = b.create<AllReduceOp>(loc, norms, groups, b.getStringAttr("sum"));
-      SmallVector<Value> operands(update->getOperands());
-      operands.push_back(norms);
-      auto rebuilt = b.create<LambUpdateOp>(loc, update->getResultTypes(), operands,
-                                            update->getAttrs());
-      update->replaceAllUsesWith(rebuilt);
-      update->erase();
-    }
-  }
-
-  /// A flat shard's Adafactor update takes sums over the whole unit: plait.adafactor_stats of
-  /// this rank's elements (the params' squares, the rows', columns' and vectors' g^2 + eps1),
-  /// all-reduced over the shard group, then plait.adafactor_norms (u^2 from the second
-  /// moments those give), all-reduced; both just before the update, after clipping.
-  void materializeAdafactorSums(Block &body) {
-    for (AdafactorUpdateOp update : llvm::to_vector(body.getOps<AdafactorUpdateOp>())) {
-      if (!update.sharded() || update.getShardStats())
-        continue;
-      OpBuilder b(update);
-      Location loc = update.getLoc();
-      ArrayAttr groups = update.getGroupsAttr();
-      auto allReduce = [&](Value v) -> Value {
-        if (groups && cast<DenseI64ArrayAttr>(groups[0]).size() > 1)
-          return b.create<AllReduceOp>(loc, v, groups, b.getStringAttr("sum"));
-        return v;
-      };
-      std::vector<adafactor::Segment> segments;
-      int64_t statsLength = 0;
-      adafactor::layoutSegments(
-          std::vector<int64_t>(update.getSegments()->begin(), update.getSegments()->end()),
-          std::vector<int64_t>(update.getFactors()->begin(), update.getFactors()->end()), segments,
-          statsLength);
-      Value stats = allReduce(
-          b.create<AdafactorStatsOp>(loc, RankedTensorType::get({statsLength}, b.getF64Type()),
-                                     update.getParam(), update.getGrad(), update.getSegmentsAttr(),
-                                     update.getFactorsAttr(), groups, update.getEps1Attr()));
-      SmallVector<Value> moments(update.getMomentStates().drop_front(update.getBeta1() ? 1 : 0));
-      Value norms = allReduce(b.create<AdafactorNormsOp>(
-          loc, RankedTensorType::get({int64_t(segments.size())}, b.getF64Type()), update.getParam(),
-          update.getGrad(), update.getStep(), stats, moments, update.getSegmentsAttr(),
-          update.getFactorsAttr(), groups, update.getDecayRateAttr()));
-      SmallVector<Value> operands(update->getOperands());
-      operands.append({stats, norms});
-      auto rebuilt =
-          b.create<AdafactorUpdateOp>(loc, update->getResultTypes(), operands, update->getAttrs());
-      update->replaceAllUsesWith(rebuilt);
-      update->erase();
-    }
   }
 
   /// ddp: each gradient is averaged over all ranks where it is produced.
@@ -720,37 +629,6 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
                                 b.getNamedAttr("groups", shardGroups),
                                 b.getNamedAttr("padded_numel", b.getI64IntegerAttr(padded)),
                                 b.getNamedAttr("pieces", b.getArrayAttr(pieces))});
-  }
-
-  /// A flat shard's Adafactor update: exp_avg (with beta1) sharded as `states` holds it, and
-  /// each param's second moment whole on every rank, its own state ops kept (the names and
-  /// shapes ddp gives them, so that checkpoints move between placements); `segments`,
-  /// `factors` and `groups` describe the shard (codegen/schema/AdafactorShard.h), and
-  /// materializeAdafactorSums adds its stats and norms once clipping is done. The moments
-  /// are appended to `states`, which then lists every state in the update's order.
-  static Operation *buildAdafactorShardUpdate(OpBuilder &b, Location loc, Unit &u,
-                                              AdafactorUpdateOp like, Value param, Value grad,
-                                              ArrayAttr groups, SmallVector<Value> &states) {
-    SmallVector<int64_t> segments, factors;
-    for (TrainableParam *p : u.params) {
-      auto update = cast<AdafactorUpdateOp>(p->update);
-      RankedTensorType type = p->type();
-      segments.push_back(type.getNumElements());
-      factors.push_back(update.factored() ? type.getDimSize(type.getRank() - 2) : 0);
-      factors.push_back(update.factored() ? type.getDimSize(type.getRank() - 1) : 0);
-      for (Value moment : update.getMomentStates().drop_front(update.getBeta1() ? 1 : 0))
-        states.push_back(moment);
-    }
-    SmallVector<Value> operands{param, grad, like.getLr(), like.getStep()};
-    operands.append(states.begin(), states.end());
-    SmallVector<Type> results{param.getType()};
-    for (Value state : states)
-      results.push_back(state.getType());
-    auto update = b.create<AdafactorUpdateOp>(loc, results, operands, like->getAttrs());
-    update.setSegments(segments);
-    update.setFactors(factors);
-    update.setGroupsAttr(groups);
-    return update;
   }
 
   LogicalResult placeFlat(func::FuncOp func, Unit &u, DenseMap<Operation *, int64_t> &position,
@@ -862,9 +740,16 @@ struct ShardPass : impl::ShardPassBase<ShardPass> {
     }
     if (cast<RankedTensorType>(gradShard.getType()).getElementType() != element)
       gradShard = b.create<CastOp>(loc, shardType, gradShard); // bf16-mixed: up for the update
-    Operation *update = adafactor ? buildAdafactorShardUpdate(b, loc, u, adafactor, paramShard,
-                                                              gradShard, shardGroups, states)
-                                  : buildShardUpdate(b, loc, like, paramShard, gradShard, states);
+    Operation *update;
+    if (adafactor) {
+      SmallVector<AdafactorUpdateOp> perParam;
+      for (TrainableParam *p : u.params)
+        perParam.push_back(cast<AdafactorUpdateOp>(p->update));
+      update =
+          buildAdafactorShardUpdate(b, loc, perParam, paramShard, gradShard, shardGroups, states);
+    } else {
+      update = buildShardUpdate(b, loc, like, paramShard, gradShard, states);
+    }
     u.shardUpdate = update;
     if (auto lamb = dyn_cast<LambUpdateOp>(update); lamb && lamb.adapts()) {
       // Each param's trust ratio needs its norms over the whole unit: its segment of the flat

@@ -36,23 +36,22 @@ constexpr int64_t kPiece = 512;
 /// One segment's second moment as a sharded step reads it: the old states (rows and columns,
 /// or v) and the stats summed over the group, each new value computed where it is read.
 template <typename T> struct Moment {
-  adafactor::Segment seg;
-  const adafactor::Segment *s = &seg;
+  adafactor::Segment s;
   const T *row = nullptr, *col = nullptr, *v = nullptr;
   const double *stats = nullptr; // the segment's own entries
   T b2 = 0, ob2 = 0;
 
-  T newRow(int64_t r) const { return row[r] * b2 + T(stats[r] / double(s->cols)) * ob2; }
+  T newRow(int64_t r) const { return row[r] * b2 + T(stats[r] / double(s.cols)) * ob2; }
   T newCol(int64_t j) const {
-    return col[j] * b2 + T(stats[s->rowCount() + j] / double(s->rows)) * ob2;
+    return col[j] * b2 + T(stats[s.rowCount() + j] / double(s.rows)) * ob2;
   }
   T newV(int64_t e) const { return v[e] * b2 + T(stats[e]) * ob2; }
   /// The mean of a batch's new rows, as the whole kernel rounds it.
   T rowMean(int64_t batch) const {
     double sum = 0;
-    for (int64_t k = 0; k < s->rows; ++k)
-      sum += double(newRow(batch * s->rows + k));
-    return T(sum / double(s->rows));
+    for (int64_t k = 0; k < s.rows; ++k)
+      sum += double(newRow(batch * s.rows + k));
+    return T(sum / double(s.rows));
   }
 };
 
@@ -64,7 +63,7 @@ template <typename T> struct Moment {
 template <typename T, typename Fn>
 void forDirections(const Moment<T> &m, const T *g, int64_t e0, int64_t e1, Fn &&fn) {
   T u[kPiece];
-  if (!m.s->factored()) {
+  if (!m.s.factored()) {
     for (int64_t b = e0; b < e1; b += kPiece) {
       const int64_t n = std::min(kPiece, e1 - b);
       for (int64_t i = 0; i < n; ++i)
@@ -73,7 +72,7 @@ void forDirections(const Moment<T> &m, const T *g, int64_t e0, int64_t e1, Fn &&
     }
     return;
   }
-  const int64_t R = m.s->rows, C = m.s->cols, rowLo = e0 / C, rowHi = (e1 - 1) / C + 1;
+  const int64_t R = m.s.rows, C = m.s.cols, rowLo = e0 / C, rowHi = (e1 - 1) / C + 1;
   T colFactors[kPiece];
   for (int64_t batch = rowLo / R; batch * R < rowHi; ++batch) {
     const int64_t first = std::max(rowLo, batch * R), last = std::min(rowHi, (batch + 1) * R);
@@ -184,7 +183,7 @@ template <typename T>
 Moment<T> momentOf(const KernelCall &call, const adafactor::Segment &seg, int moment, size_t first,
                    const double *stats, double beta2t) {
   Moment<T> m;
-  m.seg = seg;
+  m.s = seg;
   const TensorView *state = &call.inputs[first + size_t(moment)];
   if (seg.factored()) {
     m.row = state[0].as<T>();
@@ -283,10 +282,14 @@ Status checkAdafactorShardOperands(std::string_view kernel, const KernelCall &ca
         }
       });
   PLAIT_RETURN_IF_ERROR(status);
-  const TensorView &stats = call.inputs[statsAt];
-  if (stats.dtype != DType::F64 || stats.shape != std::vector<int64_t>{l.statsLength})
-    return Status::errorf("{}: stats must be f64 [{}], got {} {}", kernel, l.statsLength,
-                          dtypeName(stats.dtype), shapeString(stats.shape));
+  return checkAdafactorSums(kernel, "stats", call.inputs[statsAt], l.statsLength);
+}
+
+Status checkAdafactorSums(std::string_view kernel, std::string_view what, const TensorView &t,
+                          int64_t length) {
+  if (t.dtype != DType::F64 || t.shape != std::vector<int64_t>{length})
+    return Status::errorf("{}: {} must be f64 [{}], got {} {}", kernel, what, length,
+                          dtypeName(t.dtype), shapeString(t.shape));
   return Status();
 }
 
@@ -296,9 +299,7 @@ Status adafactorStatsKernel(const KernelCall &call) {
   AdafactorShardLayout l;
   PLAIT_RETURN_IF_ERROR(readAdafactorShard(kStats, call, l));
   const TensorView &stats = call.outputs[0];
-  if (stats.dtype != DType::F64 || stats.shape != std::vector<int64_t>{l.statsLength})
-    return Status::errorf("{}: stats must be f64 [{}], got {} {}", kStats, l.statsLength,
-                          dtypeName(stats.dtype), shapeString(stats.shape));
+  PLAIT_RETURN_IF_ERROR(checkAdafactorSums(kStats, "stats", stats, l.statsLength));
   const double eps1 = call.attrs.getFloat("eps1", 1e-30);
   if (!(eps1 >= 0))
     return Status::errorf("{}: needs eps1 >= 0, got {}", kStats, eps1);
@@ -329,9 +330,7 @@ Status adafactorNormsKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkAdafactorShardOperands(kNorms, call, l, 4, 3, false, 0));
   const TensorView &norms = call.outputs[0];
   const int64_t segments = int64_t(l.segments);
-  if (norms.dtype != DType::F64 || norms.shape != std::vector<int64_t>{segments})
-    return Status::errorf("{}: norms must be f64 [{}], got {} {}", kNorms, segments,
-                          dtypeName(norms.dtype), shapeString(norms.shape));
+  PLAIT_RETURN_IF_ERROR(checkAdafactorSums(kNorms, "norms", norms, segments));
   const double decayRate = call.attrs.getFloat("decay_rate", -0.8);
   if (!(decayRate <= 0))
     return Status::errorf("{}: needs decay_rate <= 0, got {}", kNorms, decayRate);
@@ -376,10 +375,7 @@ Status adafactorShardUpdateKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(
       checkAdafactorShardOperands(kUpdate, call, l, first, statsAt, true, first - 3));
   const TensorView &norms = in[statsAt + 1];
-  const int64_t segments = int64_t(l.segments);
-  if (norms.dtype != DType::F64 || norms.shape != std::vector<int64_t>{segments})
-    return Status::errorf("{}: norms must be f64 [{}], got {} {}", kUpdate, segments,
-                          dtypeName(norms.dtype), shapeString(norms.shape));
+  PLAIT_RETURN_IF_ERROR(checkAdafactorSums(kUpdate, "norms", norms, int64_t(l.segments)));
   double step, lr = 0;
   PLAIT_RETURN_IF_ERROR(readStep(kUpdate, in[3], step));
   if (!s.relativeStep)
@@ -395,11 +391,7 @@ Status adafactorShardUpdateKernel(const KernelCall &call) {
     T *newP = call.outputs[0].as<T>(), *newM = s.firstMoment ? call.outputs[1].as<T>() : nullptr;
     const T b1(s.beta1), ob1(1 - s.beta1);
     // The padding past the segments keeps its values.
-    int64_t covered = 0;
-    adafactor::forShardPieces(
-        *l.lengths, *l.factors, l.offset, l.numel,
-        [&](size_t, const adafactor::Segment &, int, int64_t, int64_t hi) { covered = hi; });
-    for (int64_t i = covered; i < l.numel; ++i) {
+    for (int64_t i = l.covered(); i < l.numel; ++i) {
       newP[i] = p[i];
       if (newM)
         newM[i] = m[i];

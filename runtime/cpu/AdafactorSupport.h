@@ -70,7 +70,13 @@ struct AdafactorShardLayout {
   int64_t statsLength = 0, total = 0, offset = 0, numel = 0;
   size_t segments = 0;
   int moments = 0;
+  /// This rank's elements that belong to a segment: [0, covered()); the rest is padding.
+  int64_t covered() const { return std::clamp<int64_t>(total - offset, 0, numel); }
 };
+
+/// Checks that `t`, the op's `what` (stats or norms), is f64 [length].
+Status checkAdafactorSums(std::string_view kernel, std::string_view what, const TensorView &t,
+                          int64_t length);
 
 /// Reads `segments`, `factors`, `groups` and `group_size` of a sharded Adafactor op whose
 /// param and grad are inputs 0 and 1 (1-D, alike, f32/f64/bf16/f16), for rank `call.rank`.

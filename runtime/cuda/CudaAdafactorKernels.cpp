@@ -78,9 +78,7 @@ Status statsKernel(const CudaKernelCall &call) {
   cpu::AdafactorShardLayout l;
   PLAIT_RETURN_IF_ERROR(cpu::readAdafactorShard(kStats, host, l));
   const TensorView &stats = call.outputs[0];
-  if (stats.dtype != DType::F64 || stats.shape != std::vector<int64_t>{l.statsLength})
-    return Status::errorf("{}: stats must be f64 [{}], got {} {}", kStats, l.statsLength,
-                          dtypeName(stats.dtype), shapeString(stats.shape));
+  PLAIT_RETURN_IF_ERROR(cpu::checkAdafactorSums(kStats, "stats", stats, l.statsLength));
   const DType dtype = call.inputs[0].dtype;
   PLAIT_RETURN_IF_ERROR(checkFloat(kStats, dtype));
   const double eps1 = call.attrs.getFloat("eps1", 1e-30);
@@ -115,10 +113,7 @@ Status normsKernel(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(cpu::checkArity(host, kNorms, inputs, inputs, 1));
   PLAIT_RETURN_IF_ERROR(cpu::checkAdafactorShardOperands(kNorms, host, l, 4, 3, false, 0));
   const TensorView &norms = call.outputs[0];
-  const int64_t segments = int64_t(l.segments);
-  if (norms.dtype != DType::F64 || norms.shape != std::vector<int64_t>{segments})
-    return Status::errorf("{}: norms must be f64 [{}], got {} {}", kNorms, segments,
-                          dtypeName(norms.dtype), shapeString(norms.shape));
+  PLAIT_RETURN_IF_ERROR(cpu::checkAdafactorSums(kNorms, "norms", norms, int64_t(l.segments)));
   const DType dtype = call.inputs[0].dtype;
   PLAIT_RETURN_IF_ERROR(checkFloat(kNorms, dtype));
   AdafactorFactors f;
@@ -180,10 +175,7 @@ Status adafactorShardUpdate(const CudaKernelCall &call) {
   PLAIT_RETURN_IF_ERROR(
       cpu::checkAdafactorShardOperands(kUpdate, host, l, first, statsAt, true, first - 3));
   const TensorView &norms = in[statsAt + 1];
-  const int64_t segments = int64_t(l.segments);
-  if (norms.dtype != DType::F64 || norms.shape != std::vector<int64_t>{segments})
-    return Status::errorf("{}: norms must be f64 [{}], got {} {}", kUpdate, segments,
-                          dtypeName(norms.dtype), shapeString(norms.shape));
+  PLAIT_RETURN_IF_ERROR(cpu::checkAdafactorSums(kUpdate, "norms", norms, int64_t(l.segments)));
   PLAIT_RETURN_IF_ERROR(checkFloat(kUpdate, param.dtype));
   double lr = 0, step = 0;
   PLAIT_RETURN_IF_ERROR(readScalar(call, kUpdate, "lr", 2, lr));
@@ -207,10 +199,7 @@ Status adafactorShardUpdate(const CudaKernelCall &call) {
   t.norms = static_cast<const double *>(norms.data);
   // The padding past the segments keeps its values (copied where the result is not the
   // operand itself).
-  int64_t covered = 0;
-  adafactor::forShardPieces(
-      *l.lengths, *l.factors, l.offset, l.numel,
-      [&](size_t, const adafactor::Segment &, int, int64_t, int64_t hi) { covered = hi; });
+  const int64_t covered = l.covered();
   const size_t elementBytes = param.bytes() / size_t(std::max<int64_t>(param.numel(), 1));
   if (covered < l.numel) {
     const size_t offset = size_t(covered) * elementBytes,
