@@ -65,6 +65,22 @@ def optimizer_kernels(bindir, plan, data, work):
     return {k: v / max(len(steps), 1) for k, v in by.items()}
 
 
+def zoo_gpt(bindir, tmp, layers, width, steps):
+    """A plait-zoo GPT (8 heads, 128 tokens, vocabulary 8192, batch BATCH) in `tmp`, and
+    random token data for `steps` steps of WORLD ranks: (model, data directory)."""
+    vocab, seq = 8192, 128
+    model = tmp / "zoo.mlir"
+    run([bindir / "plait-zoo", "--family", "gpt", "--layers", layers, "--width", width,
+         "--heads", 8, "--batch", BATCH, "--seq", seq, "--vocab", vocab, "-o", model])
+    data = tmp / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    rows = steps * BATCH * WORLD
+    for name in ("idx", "targets"):
+        np.save(data / (name + ".npy"), rng.integers(0, vocab, (rows, seq)).astype(np.int64))
+    return model, data
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build", type=pathlib.Path)
@@ -74,19 +90,9 @@ def main():
     ap.add_argument("--width", type=int, default=512)
     args = ap.parse_args()
     bindir = args.build / "bin"
-    vocab, seq = 8192, 128
     with tempfile.TemporaryDirectory(prefix="plait-adafactor-") as tmp:
         tmp = pathlib.Path(tmp)
-        model = tmp / "zoo.mlir"
-        run([bindir / "plait-zoo", "--family", "gpt", "--layers", args.layers, "--width",
-             args.width, "--heads", 8, "--batch", BATCH, "--seq", seq, "--vocab", vocab,
-             "-o", model])
-        data = tmp / "data"
-        data.mkdir()
-        rng = np.random.default_rng(0)
-        rows = args.steps * BATCH * WORLD
-        for name in ("idx", "targets"):
-            np.save(data / (name + ".npy"), rng.integers(0, vocab, (rows, seq)).astype(np.int64))
+        model, data = zoo_gpt(bindir, tmp, args.layers, args.width, args.steps)
         plans, reports = {}, {}
         for opt, flags in OPTIMIZERS.items():
             for placement in PLACEMENTS:

@@ -539,6 +539,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     summary += "\n" + exec->generatedNote();
   if (plan.device != "cuda")
     summary += "\n" + cpu::kernelThreadsNote();
+  if (plan.device != "cuda" && !comm.note().empty())
+    summary += "\n" + comm.note();
   return {};
 }
 
@@ -566,7 +568,7 @@ Status runPlan(const RunOptions &options, std::string &summary) {
   cpu::setKernelThreads(options.threads > 0 ? options.threads : cpu::defaultKernelThreads());
   std::unique_ptr<Communicator> comm;
   if (mpi::active())
-    PLAIT_RETURN_IF_ERROR(mpi::makeWorldComm(comm));
+    PLAIT_RETURN_IF_ERROR(mpi::makeWorldComm(comm, {options.reduceAlgorithm}));
   else
     comm = makeLocalComm();
   comm->setTimeout(options.timeoutSeconds);

@@ -11,6 +11,7 @@
 #include "runtime/Plan.h"
 #include "runtime/RunMonitor.h"
 #include "runtime/Status.h"
+#include "runtime/comm/Mpi.h"
 
 namespace plait::rt {
 
@@ -33,6 +34,8 @@ struct RunOptions {
   bool resume = false;         // continue from the newest usable checkpoint
   double timeoutSeconds = 300; // deadline of each collective and of the launch
   int maxRestarts = 0;         // --nproc: relaunch from the last checkpoint this many times
+  /// How float all-reduces and reduce-scatters are summed over MPI (--reduce-algorithm).
+  mpi::ReduceAlgorithm reduceAlgorithm = mpi::ReduceAlgorithm::Auto;
   /// Threads per rank for the CPU kernels (cpu/Parallel.h); 0: defaultKernelThreads(), this
   /// rank's share of the CPUs.
   int threads = 0;

@@ -336,8 +336,11 @@ Status measureThreadScaling(MPI_Comm local, bool quick, ThreadRates &out) {
   return {};
 }
 
-// One collective at each buffer size from `minBytes` to `maxBytes` (×4), on `comm`.
-Status measureCollective(MPI_Comm comm, Collective collective, uint64_t maxBytes, bool quick,
+// One collective at each buffer size from 8 bytes to `maxBytes` (x4), started and waited for
+// through plait's communicator `plait` on its group `group` (the ranks of `comm`), as
+// plait-run's executor does: the algorithm the runs will use is the one measured.
+Status measureCollective(rt::Communicator &plait, rt::CommGroup group, MPI_Comm comm,
+                         Collective collective, uint64_t maxBytes, bool quick,
                          CollectiveRates &out) {
   int size = 0;
   PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_size(comm, &size));
@@ -352,22 +355,17 @@ Status measureCollective(MPI_Comm comm, Collective collective, uint64_t maxBytes
     recv.assign(collective == Collective::ReduceScatter ? shard : count, 0.0f);
     int reps = quick ? 5 : bytes <= (1u << 20) ? 30 : 8;
     double seconds = 0;
+    rt::CollectiveArgs args;
+    args.kind = collective == Collective::AllReduce   ? rt::CollectiveKind::AllReduce
+                : collective == Collective::AllGather ? rt::CollectiveKind::AllGather
+                                                      : rt::CollectiveKind::ReduceScatter;
+    args.count = collective == Collective::AllReduce ? count : shard;
+    args.send = send.data();
+    args.recv = recv.data();
     auto run = [&]() -> Status {
-      switch (collective) {
-      case Collective::AllReduce:
-        PLAIT_MPI_RETURN_IF_ERROR(
-            MPI_Allreduce(send.data(), recv.data(), int(count), MPI_FLOAT, MPI_SUM, comm));
-        break;
-      case Collective::AllGather:
-        PLAIT_MPI_RETURN_IF_ERROR(MPI_Allgather(send.data(), int(shard), MPI_FLOAT, recv.data(),
-                                                int(shard), MPI_FLOAT, comm));
-        break;
-      case Collective::ReduceScatter:
-        PLAIT_MPI_RETURN_IF_ERROR(MPI_Reduce_scatter_block(send.data(), recv.data(), int(shard),
-                                                           MPI_FLOAT, MPI_SUM, comm));
-        break;
-      }
-      return {};
+      rt::CommRequest request = 0;
+      PLAIT_RETURN_IF_ERROR(plait.start(group, args, request));
+      return plait.wait(request);
     };
     PLAIT_RETURN_IF_ERROR(timeOnAllRanks(comm, quick ? 2 : 5, reps, run, seconds));
     out.samples.push_back({collective, ranks, bytes, seconds});
@@ -376,10 +374,10 @@ Status measureCollective(MPI_Comm comm, Collective collective, uint64_t maxBytes
   return {};
 }
 
-// The three collectives on `comm` and one link fitted over all of them; nothing when `comm`
-// has one rank.
-Status measureLink(MPI_Comm comm, bool quick, std::vector<CollectiveRates> &rates,
-                   std::optional<Link> &link) {
+// The three collectives on `comm` (plait's group `group`) and one link fitted over all of
+// them; nothing when `comm` has one rank.
+Status measureLink(rt::Communicator &plait, rt::CommGroup group, MPI_Comm comm, bool quick,
+                   std::vector<CollectiveRates> &rates, std::optional<Link> &link) {
   int size = 0;
   PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_size(comm, &size));
   if (size < 2)
@@ -388,11 +386,33 @@ Status measureLink(MPI_Comm comm, bool quick, std::vector<CollectiveRates> &rate
   std::vector<CollectiveSample> all;
   for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter}) {
     CollectiveRates r;
-    PLAIT_RETURN_IF_ERROR(measureCollective(comm, c, maxBytes, quick, r));
+    PLAIT_RETURN_IF_ERROR(measureCollective(plait, group, comm, c, maxBytes, quick, r));
     all.insert(all.end(), r.samples.begin(), r.samples.end());
     rates.push_back(std::move(r));
   }
   link = fitRing(all);
+  return {};
+}
+
+// The world's ranks as groups of plait's communicator: one group per node (`byNode`, member i
+// its local rank i) or one per local rank (member n on node n), as the MPI_Comm_split of
+// calibrate() made them.
+Status nodeGroups(int node, int localRank, int nodes, int localSize, bool byNode,
+                  rt::RankGroups &out) {
+  int worldSize = nodes * localSize, worldRank = 0;
+  PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_rank(MPI_COMM_WORLD, &worldRank));
+  int mine[2] = {node, localRank};
+  std::vector<int> all(2 * size_t(worldSize));
+  PLAIT_MPI_RETURN_IF_ERROR(
+      MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, MPI_COMM_WORLD));
+  out.groupSize = uint32_t(byNode ? localSize : nodes);
+  out.ranks.assign(size_t(worldSize), 0);
+  for (int r = 0; r < worldSize; ++r) {
+    int n = all[2 * size_t(r)], l = all[2 * size_t(r) + 1];
+    size_t at =
+        byNode ? size_t(n) * size_t(localSize) + size_t(l) : size_t(l) * size_t(nodes) + size_t(n);
+    out.ranks[at] = uint32_t(r);
+  }
   return {};
 }
 
@@ -637,8 +657,23 @@ Status calibrate(const CalibrateOptions &options, Calibration &out) {
   PLAIT_RETURN_IF_ERROR(measureKernelClasses(quick, c.kernels));
   PLAIT_RETURN_IF_ERROR(measureThreadScaling(local, quick, c.threads));
 
-  PLAIT_RETURN_IF_ERROR(measureLink(local, quick, c.intraNode, c.intraLink));
-  PLAIT_RETURN_IF_ERROR(measureLink(cross, quick, c.interNode, c.interLink));
+  // The collectives go through plait's own communicator, with the algorithm plait-run
+  // will use (--reduce-algorithm).
+  std::unique_ptr<rt::Communicator> plait;
+  PLAIT_RETURN_IF_ERROR(rt::mpi::makeWorldComm(plait, {options.reduce}));
+  c.reduceAlgorithm = rt::mpi::reduceAlgorithmName(options.reduce);
+  int node = 0;
+  PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_rank(cross, &node));
+  rt::RankGroups byNode, byLocalRank;
+  PLAIT_RETURN_IF_ERROR(
+      nodeGroups(node, localRank, int(c.nodes), localSize, /*byNode=*/true, byNode));
+  PLAIT_RETURN_IF_ERROR(
+      nodeGroups(node, localRank, int(c.nodes), localSize, /*byNode=*/false, byLocalRank));
+  rt::CommGroup localGroup = 0, crossGroup = 0;
+  PLAIT_RETURN_IF_ERROR(plait->group(byNode, localGroup));
+  PLAIT_RETURN_IF_ERROR(plait->group(byLocalRank, crossGroup));
+  PLAIT_RETURN_IF_ERROR(measureLink(*plait, localGroup, local, quick, c.intraNode, c.intraLink));
+  PLAIT_RETURN_IF_ERROR(measureLink(*plait, crossGroup, cross, quick, c.interNode, c.interLink));
   PLAIT_RETURN_IF_ERROR(broadcastLinks(c));
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
@@ -758,8 +793,9 @@ std::string calibrationTable(const Calibration &c) {
                    const std::optional<Link> &link) {
     if (rates.empty())
       return;
-    out += fmt::format("\nMPI collectives {} ({} ranks): median time per buffer size\n", what,
-                       rates.front().ranks);
+    out += fmt::format("\nMPI collectives {} ({} ranks, through plait's communicator, "
+                       "--reduce-algorithm {}): median time per buffer size\n",
+                       what, rates.front().ranks, c.reduceAlgorithm);
     out += "  bytes        ";
     for (const CollectiveRates &r : rates)
       out += fmt::format("{:>16}", collectiveName(r.collective));

@@ -11,12 +11,15 @@
 #include "runtime/Status.h"
 #include "runtime/cluster/ClusterSpec.h"
 #include "runtime/cluster/RingModel.h"
+#include "runtime/comm/Mpi.h"
 
 namespace plait::cluster {
 
 struct CalibrateOptions {
   bool quick = false;       ///< small sizes and few repetitions (tests)
   uint64_t streamBytes = 0; ///< bytes per STREAM array; 0: from the last-level cache size
+  /// How plait's communicator sums the all-reduces and reduce-scatters it times.
+  rt::mpi::ReduceAlgorithm reduce = rt::mpi::ReduceAlgorithm::Auto;
 };
 
 /// One GEMM shape and its rate: the median over repetitions of the slowest rank's time.
@@ -67,6 +70,7 @@ struct Calibration {
   std::string host, date, cpuModel;
   uint32_t rank = 0; ///< this process's rank in MPI_COMM_WORLD
   uint32_t worldSize = 1, nodes = 1, ranksPerNode = 1;
+  std::string reduceAlgorithm = "auto"; ///< CalibrateOptions::reduce, by name
   int blasThreads = 1;
   std::string blasCore;    ///< the kernels OpenBLAS chose ("SkylakeX", "Haswell", "Prescott")
   std::string blasWarning; ///< why blasCore is slower than this CPU allows, or ""

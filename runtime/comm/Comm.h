@@ -103,6 +103,10 @@ public:
   /// and wait() never grow it during a step (what MPI itself allocates is MPI's affair).
   virtual void reserveRequests(uint32_t count) { (void)count; }
 
+  /// One line on how this run's reductions were carried (which algorithm, how many of
+  /// each), for plait-run's summary; "" when there is nothing to say (one process).
+  virtual std::string note() const { return {}; }
+
   /// Returns once every rank of the world has called it (whole-run bookkeeping such as the
   /// trace's common time origin, never the step's collectives).
   virtual Status barrier() = 0;

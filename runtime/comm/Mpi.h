@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "runtime/Status.h"
 #include "runtime/comm/Comm.h"
@@ -27,8 +28,37 @@ void finalize();
 /// rank's error stops ranks that would otherwise wait for it forever. Requires active().
 [[noreturn]] void abortJob(int code);
 
+/// How float all-reduces and reduce-scatters are summed (plait-run --reduce-algorithm).
+enum class ReduceAlgorithm : uint8_t {
+  Auto,     ///< the pairwise exchange (PairwiseReduce.h) where pairwiseWins(), MPI's elsewhere
+  Pairwise, ///< the pairwise exchange at every size
+  Mpi,      ///< MPI's own non-blocking collectives at every size
+};
+/// "auto", "pairwise", "mpi".
+const char *reduceAlgorithmName(ReduceAlgorithm a);
+
+/// Under Auto, all-reduces over more than two ranks take the pairwise exchange from this many
+/// bytes per rank's chunk (the buffer / the group size); below it Open MPI's own, whose
+/// recursive doubling needs log2(p) round trips to the exchange's 2(p-1), were as fast or
+/// faster on 4 ranks. Two ranks, and every reduce-scatter, take the exchange at every size:
+/// Open MPI's non-blocking schedules cost more (bench/mpi_reductions.py measures both).
+inline constexpr uint64_t kPairwiseMinChunkBytes = 256u << 10;
+
+/// Whether Auto sums a `kind` collective whose whole buffer is `bytes` over `groupSize` ranks
+/// pairwise.
+inline bool pairwiseWins(CollectiveKind kind, uint64_t bytes, uint32_t groupSize) {
+  if (groupSize < 2)
+    return false;
+  return kind == CollectiveKind::ReduceScatter || groupSize == 2 ||
+         bytes / groupSize >= kPairwiseMinChunkBytes;
+}
+
+struct MpiOptions {
+  ReduceAlgorithm reduce = ReduceAlgorithm::Auto;
+};
+
 /// A communicator over all ranks of MPI_COMM_WORLD (requires active()). MPI errors come
 /// back as Status, naming the MPI call, instead of aborting.
-Status makeWorldComm(std::unique_ptr<Communicator> &out);
+Status makeWorldComm(std::unique_ptr<Communicator> &out, const MpiOptions &options = {});
 
 } // namespace plait::rt::mpi

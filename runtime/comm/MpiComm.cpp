@@ -1,5 +1,7 @@
 // The MPI communicator: one MPI communicator per group partition (MPI_Comm_split), collectives
-// started with MPI_Iallreduce / MPI_Ireduce_scatter_block / MPI_Iallgather / MPI_Ibcast.
+// started with MPI_Iallreduce / MPI_Ireduce_scatter_block / MPI_Iallgather / MPI_Ibcast, and
+// float all-reduces and reduce-scatters where pairwiseWins() by plait's pairwise exchange
+// (PairwiseReduce.h), one at a time in the order they were started.
 #include <sched.h>
 
 #include <chrono>
@@ -9,6 +11,7 @@
 
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/MpiStatus.h"
+#include "runtime/comm/PairwiseReduce.h"
 
 namespace plait::rt::mpi {
 
@@ -65,6 +68,8 @@ MPI_Datatype mpiType(DType t) {
 
 class MpiComm final : public Communicator {
 public:
+  explicit MpiComm(const MpiOptions &options) : options_(options) {}
+
   ~MpiComm() override {
     // Reached with requests outstanding only after an error, on the way to MPI_Abort.
     for (MPI_Comm &c : groupComms_)
@@ -111,6 +116,8 @@ public:
                                              member ? int(index) : 0, &comm));
     out = CommGroup(groupComms_.size());
     groupComms_.push_back(comm);
+    groupSizes_.push_back(groups.groupSize);
+    groupIndices_.push_back(member ? index : 0);
     groupIndex_.emplace(groups, out);
     return {};
   }
@@ -128,6 +135,8 @@ public:
     MPI_Op sum = args.dtype == DType::BF16  ? sumBf16_
                  : args.dtype == DType::F16 ? sumF16_
                                             : MPI_SUM;
+    if (usePairwise(groupSizes_[group], args))
+      return startPairwise(group, args, out);
     MPI_Request request = MPI_REQUEST_NULL;
     switch (args.kind) {
     case CollectiveKind::AllReduce:
@@ -148,15 +157,11 @@ public:
           MPI_Ibcast(args.recv, count, type, int(args.root), comm, &request));
       break;
     }
-    if (freeSlots_.empty()) {
-      freeSlots_.push_back(uint32_t(requests_.size()));
-      requests_.push_back(MPI_REQUEST_NULL);
-      completedIndices_.resize(requests_.size());
-    }
-    out = freeSlots_.back();
-    freeSlots_.pop_back();
+    out = takeSlot();
     requests_[out] = request;
-    ++outstanding_;
+    if ((args.kind == CollectiveKind::AllReduce || args.kind == CollectiveKind::ReduceScatter) &&
+        pairwiseSums(args.dtype))
+      ++libraryReductions_;
     return {};
   }
 
@@ -164,10 +169,14 @@ public:
     // MPI_Wait has no deadline: test until done, yielding the core between tests (ranks
     // often outnumber cores here), and give up after timeout_ seconds. A request poll()
     // saw complete is MPI_REQUEST_NULL already and tests complete at once.
+    // A pairwise reduction is done once progressPairwise() has finished it; the others
+    // still progress meanwhile, as peers may be waiting for their messages.
     auto start = std::chrono::steady_clock::now();
     for (uint64_t spins = 0;; ++spins) {
+      PLAIT_RETURN_IF_ERROR(progressPairwise());
       int done = 0;
-      PLAIT_MPI_RETURN_IF_ERROR(MPI_Test(&requests_[request], &done, MPI_STATUS_IGNORE));
+      if (!pairwisePending_[request])
+        PLAIT_MPI_RETURN_IF_ERROR(MPI_Test(&requests_[request], &done, MPI_STATUS_IGNORE));
       if (done)
         break;
       if (spins % 64 == 63 &&
@@ -222,28 +231,113 @@ public:
     requests_.reserve(count);
     freeSlots_.reserve(count);
     completedIndices_.reserve(count);
+    pairwise_.reserve(count);
+    pairwisePending_.reserve(count);
+    pairwiseQueue_.reserve(count);
+    if (options_.reduce != ReduceAlgorithm::Mpi && !scratch_)
+      scratch_.reset(new uint8_t[kPairwiseScratchBytes]);
   }
 
   Status poll() override {
     if (outstanding_ == 0)
       return {};
+    PLAIT_RETURN_IF_ERROR(progressPairwise());
     int completed = 0;
     PLAIT_MPI_RETURN_IF_ERROR(MPI_Testsome(int(requests_.size()), requests_.data(), &completed,
                                            completedIndices_.data(), MPI_STATUSES_IGNORE));
     return {};
   }
 
+  std::string note() const override {
+    if (options_.reduce == ReduceAlgorithm::Mpi)
+      return fmt::format("reductions: {} float all-reduces/reduce-scatters by Open MPI's own "
+                         "collectives (--reduce-algorithm mpi)",
+                         libraryReductions_);
+    return fmt::format("reductions: {} float all-reduces/reduce-scatters by pairwise "
+                       "exchange over MPI point-to-point, {} by Open MPI's own collectives "
+                       "(--reduce-algorithm {}; mpi: all by Open MPI)",
+                       pairwiseReductions_, libraryReductions_,
+                       reduceAlgorithmName(options_.reduce));
+  }
+
 private:
+  bool usePairwise(uint32_t groupSize, const CollectiveArgs &args) const {
+    if (options_.reduce == ReduceAlgorithm::Mpi || groupSize < 2 || !pairwiseSums(args.dtype))
+      return false;
+    uint64_t whole = args.count * dtypeSize(args.dtype);
+    if (args.kind == CollectiveKind::ReduceScatter)
+      whole *= groupSize;
+    else if (args.kind != CollectiveKind::AllReduce)
+      return false;
+    return whole != 0 && (options_.reduce == ReduceAlgorithm::Pairwise ||
+                          pairwiseWins(args.kind, whole, groupSize));
+  }
+
+  CommRequest takeSlot() {
+    if (freeSlots_.empty()) {
+      freeSlots_.push_back(uint32_t(requests_.size()));
+      requests_.push_back(MPI_REQUEST_NULL);
+      completedIndices_.resize(requests_.size());
+      pairwise_.emplace_back();
+      pairwisePending_.push_back(false);
+    }
+    CommRequest slot = freeSlots_.back();
+    freeSlots_.pop_back();
+    requests_[slot] = MPI_REQUEST_NULL;
+    pairwisePending_[slot] = false;
+    ++outstanding_;
+    return slot;
+  }
+
+  Status startPairwise(CommGroup group, const CollectiveArgs &args, CommRequest &out) {
+    if (!scratch_)
+      scratch_.reset(new uint8_t[kPairwiseScratchBytes]);
+    out = takeSlot();
+    // One scratch serves every reduction: they run one at a time, in the order started,
+    // which is the plan's order on every rank (so no two ranks wait on each other's second).
+    pairwise_[out].init(args, groupComms_[group], groupIndices_[group], groupSizes_[group],
+                        scratch_.get());
+    pairwisePending_[out] = true;
+    pairwiseQueue_.push_back(out);
+    ++pairwiseReductions_;
+    return progressPairwise();
+  }
+
+  // Advances the oldest pairwise reduction, and the next ones as each completes.
+  Status progressPairwise() {
+    while (pairwiseHead_ < pairwiseQueue_.size()) {
+      CommRequest slot = pairwiseQueue_[pairwiseHead_];
+      bool done = false;
+      PLAIT_RETURN_IF_ERROR(pairwise_[slot].progress(done));
+      if (!done)
+        return {};
+      pairwisePending_[slot] = false;
+      ++pairwiseHead_;
+    }
+    pairwiseQueue_.clear(); // keeps its capacity
+    pairwiseHead_ = 0;
+    return {};
+  }
+
+  MpiOptions options_;
   MPI_Comm world_ = MPI_COMM_NULL;
   uint32_t rank_ = 0, size_ = 1;
   MPI_Op sumBf16_ = MPI_OP_NULL, sumF16_ = MPI_OP_NULL;
   std::vector<MPI_Comm> groupComms_;          // by CommGroup; MPI_COMM_NULL: not a member
+  std::vector<uint32_t> groupSizes_;          // by CommGroup: the group's size
+  std::vector<uint32_t> groupIndices_;        // by CommGroup: this rank's index in it
   std::map<RankGroups, CommGroup> groupIndex_;
   std::vector<MPI_Request> requests_;         // by CommRequest slot
   std::vector<CommRequest> freeSlots_;
   std::vector<int> completedIndices_;         // MPI_Testsome's output
   uint32_t outstanding_ = 0;                  // slots started and not yet waited for
   double timeout_ = 300;                      // seconds wait() may block
+  std::vector<PairwiseReduction> pairwise_;   // by CommRequest slot
+  std::vector<uint8_t> pairwisePending_;      // by slot: a pairwise reduction not yet done
+  std::vector<CommRequest> pairwiseQueue_;    // started, oldest first, from pairwiseHead_
+  size_t pairwiseHead_ = 0;
+  std::unique_ptr<uint8_t[]> scratch_; // kPairwiseScratchBytes, once one is used
+  uint64_t pairwiseReductions_ = 0, libraryReductions_ = 0; // float sums, for note()
 };
 
 } // namespace
@@ -287,8 +381,20 @@ void abortJob(int code) {
   std::_Exit(code); // MPI_Abort does not return; this only keeps [[noreturn]] honest
 }
 
-Status makeWorldComm(std::unique_ptr<Communicator> &out) {
-  auto comm = std::make_unique<MpiComm>();
+const char *reduceAlgorithmName(ReduceAlgorithm a) {
+  switch (a) {
+  case ReduceAlgorithm::Auto:
+    return "auto";
+  case ReduceAlgorithm::Pairwise:
+    return "pairwise";
+  case ReduceAlgorithm::Mpi:
+    return "mpi";
+  }
+  return "?";
+}
+
+Status makeWorldComm(std::unique_ptr<Communicator> &out, const MpiOptions &options) {
+  auto comm = std::make_unique<MpiComm>(options);
   PLAIT_RETURN_IF_ERROR(comm->init());
   out = std::move(comm);
   return {};

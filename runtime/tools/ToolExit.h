@@ -1,9 +1,11 @@
 // How plait's command-line tools end: exit codes, the one-line "TOOL: message" on stderr
-// (also for a bad flag), and ending a whole MPI job when one rank fails. Shared by plait-run, plait-ckpt, plait-report
+// (also for a bad flag), ending a whole MPI job when one rank fails, and the options two tools
+// share. Shared by plait-run, plait-ckpt, plait-report
 // and plait-calibrate.
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -41,6 +43,18 @@ inline std::optional<int> parseArgs(const char *tool, CLI::App &app, int argc, c
 
 /// The exit code of a failed status: 2 for internal errors, 3 for a diverged training run,
 /// 1 for the user's.
+/// The --reduce-algorithm option of plait-run and plait-calibrate (runtime/comm/Mpi.h).
+inline CLI::Option *addReduceAlgorithmOption(CLI::App &app, rt::mpi::ReduceAlgorithm &out,
+                                             const std::string &help) {
+  using rt::mpi::ReduceAlgorithm;
+  std::map<std::string, ReduceAlgorithm> names;
+  for (ReduceAlgorithm a : {ReduceAlgorithm::Auto, ReduceAlgorithm::Pairwise, ReduceAlgorithm::Mpi})
+    names.emplace(rt::mpi::reduceAlgorithmName(a), a);
+  return app.add_option("--reduce-algorithm", out, help)
+      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case))
+      ->default_str(rt::mpi::reduceAlgorithmName(out));
+}
+
 inline int exitCode(const rt::Status &status) {
   return status.isInternal()   ? kExitInternalError
          : status.isDiverged() ? kExitDiverged

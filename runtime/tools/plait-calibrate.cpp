@@ -20,6 +20,7 @@
 
 namespace {
 
+using plait::tools::addReduceAlgorithmOption;
 using plait::tools::exitCode;
 using plait::tools::kExitUserError;
 
@@ -77,6 +78,10 @@ int main(int argc, char **argv) {
   app.add_option("--nproc", nproc, "start N local ranks under mpirun (one device per rank)");
   app.add_option("--stream-mib", streamMiB,
                  "MiB per memory-bandwidth array (default: together 4x the last-level cache)");
+  addReduceAlgorithmOption(
+      app, options.reduce,
+      "how the timed all-reduces and reduce-scatters are summed, as plait-run's "
+      "option of that name: auto, pairwise or mpi");
   std::string device = "cpu";
   int gpu = 0;
   app.add_option("--device", device,

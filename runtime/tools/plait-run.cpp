@@ -19,6 +19,7 @@
 
 namespace {
 
+using plait::tools::addReduceAlgorithmOption;
 using plait::tools::exitCode;
 using plait::tools::kExitInternalError;
 using plait::tools::kExitUserError;
@@ -118,6 +119,14 @@ int main(int argc, char **argv) {
                  "--nproc: when a rank fails, restart the job from the last checkpoint up to "
                  "this many times")
       ->capture_default_str();
+
+  addReduceAlgorithmOption(
+      app, options.reduceAlgorithm,
+      "CPU plans on several ranks: how float all-reduces and reduce-scatters are "
+      "summed: auto (plait's pairwise exchange over MPI point-to-point for "
+      "reduce-scatters, and for all-reduces on 2 ranks or from 256 KiB a "
+      "rank's chunk on more; Open MPI's own collectives for the rest), "
+      "pairwise (the exchange always) or mpi (Open MPI's own always)");
 
   app.add_option("--threads", options.threads,
                  "threads per rank for the CPU kernels (GEMMs, attention, fused kernels, "

@@ -118,9 +118,13 @@ def closed_forms(unit, world, states):
     return params, grads, opt
 
 
+RUN_FLAGS = []  # --run-flags: more plait-run flags for the multi-rank runs
+
+
 def train(build, plan, data, steps, world, out, ema=False):
     """The run's log records and final weights; with `ema`, its weight EMA's too
-    (--save-ema-weights, gathered from the shards) under the key "ema"."""
+    (--save-ema-weights, gathered from the shards) under the key "ema". With RUN_FLAGS
+    naming a --reduce-algorithm, the run's summary must say it took that path."""
     log, weights, averages = out / "log.jsonl", out / "w.safetensors", out / "ema.safetensors"
     for f in (log, weights, averages):
         if f.exists():
@@ -130,8 +134,19 @@ def train(build, plan, data, steps, world, out, ema=False):
     if ema:
         run_cmd += ["--save-ema-weights", str(averages)]
     if world > 1:
-        run_cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", str(world)] + run_cmd
-    run(["timeout", "240"] + run_cmd, 260)
+        run_cmd = (["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", str(world)] +
+                   run_cmd + RUN_FLAGS)
+    summary = run(["timeout", "240"] + run_cmd, 260)
+    if world > 1 and "--reduce-algorithm" in RUN_FLAGS:
+        algorithm = RUN_FLAGS[RUN_FLAGS.index("--reduce-algorithm") + 1]
+        # "reductions: N float ... by pairwise exchange ..., M by Open MPI's own ..." or
+        # "reductions: M float ... by Open MPI's own collectives (--reduce-algorithm mpi)"
+        match = re.search(r"reductions: (\d+) float [^ ]+ by (pairwise exchange|Open MPI)",
+                          summary)
+        pairwise = int(match.group(1)) if match and match.group(2) != "Open MPI" else 0
+        if not match or (algorithm == "pairwise") != (pairwise > 0):
+            sys.exit("FAILED: --reduce-algorithm %s, but the run says: %s" % (
+                algorithm, match.group(0) if match else summary))
     records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     w = read_safetensors(weights)
     if ema:
@@ -239,7 +254,10 @@ def main():
                     help="train with --optimizer adam and this weight decay (L2) instead")
     ap.add_argument("--optimizer-flags", default=None,
                     help="train with these plait-compile optimizer flags instead")
+    ap.add_argument("--run-flags", default="",
+                    help="more plait-run flags for the multi-rank runs")
     args = ap.parse_args()
+    RUN_FLAGS.extend(args.run_flags.split())
     if args.optimizer_flags is not None:
         TRAIN[args.sample] = args.optimizer_flags.split()
     if args.adam_l2 is not None:

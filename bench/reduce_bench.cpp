@@ -1,0 +1,102 @@
+// plait-bench-reduce: times float all-reduces (in place, as plans run them) and
+// reduce-scatters through plait's MPI communicator, summed by the pairwise exchange and by
+// Open MPI's own non-blocking collectives, alternating, at buffer sizes from 1 KiB to
+// --max-mib. Each time is the median over repetitions of the slowest rank's start-to-wait;
+// rank 0 prints a Markdown table. Run under mpirun (bench/mpi_reductions.py does).
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/Mpi.h"
+
+using namespace plait::rt;
+
+namespace {
+
+double seconds(Communicator &comm, CommGroup group, const CollectiveArgs &args) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto start = std::chrono::steady_clock::now();
+  CommRequest request = 0;
+  Status s = comm.start(group, args, request);
+  if (s.ok())
+    s = comm.wait(request);
+  if (!s.ok()) {
+    std::fprintf(stderr, "plait-bench-reduce: %s\n", s.message().c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  double local = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double slowest = 0;
+  MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  uint64_t maxMiB = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 64;
+  int reps = argc > 2 ? std::atoi(argv[2]) : 7;
+  if (!mpi::initialize().ok())
+    return 2;
+  std::unique_ptr<Communicator> pairwise, library;
+  if (!mpi::makeWorldComm(pairwise, {mpi::ReduceAlgorithm::Pairwise}).ok() ||
+      !mpi::makeWorldComm(library, {mpi::ReduceAlgorithm::Mpi}).ok())
+    return 2;
+  const uint32_t p = pairwise->size();
+  RankGroups world;
+  world.groupSize = p;
+  for (uint32_t r = 0; r < p; ++r)
+    world.ranks.push_back(r);
+  CommGroup gp = 0, gl = 0;
+  if (!pairwise->group(world, gp).ok() || !library->group(world, gl).ok())
+    return 2;
+  if (pairwise->rank() == 0) {
+    std::printf("%u ranks; median of %d of the slowest rank's start-to-wait, the two "
+                "algorithms alternating\n\n",
+                p, reps);
+    std::printf("| collective | buffer | Open MPI | pairwise | Open MPI / pairwise | pairwise "
+                "bus GB/s |\n|---|---:|---:|---:|---:|---:|\n");
+  }
+  for (CollectiveKind kind : {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter})
+    for (uint64_t bytes = 1024; bytes <= (maxMiB << 20); bytes *= 4) {
+      uint64_t n = bytes / 4 / p * p;
+      std::vector<float> send(n), recv(kind == CollectiveKind::AllReduce ? n : n / p);
+      for (uint64_t i = 0; i < n; ++i)
+        send[i] = float(i % 97) * 0.25f;
+      CollectiveArgs args;
+      args.kind = kind;
+      args.count = kind == CollectiveKind::AllReduce ? n : n / p;
+      // Plans reduce their gradient buckets in place (MemoryPlan's collective aliases).
+      args.send = kind == CollectiveKind::AllReduce ? recv.data() : send.data();
+      args.recv = recv.data();
+      std::vector<double> tp, tl;
+      for (int r = 0; r < reps + 1; ++r) { // the first of each: warm-up
+        double a = seconds(*pairwise, gp, args), b = seconds(*library, gl, args);
+        if (r > 0) {
+          tp.push_back(a);
+          tl.push_back(b);
+        }
+      }
+      double mp = median(tp), ml = median(tl);
+      // The ring model's bus bandwidth (CommModel.h): bytes each rank sends over the time.
+      double factor = kind == CollectiveKind::AllReduce ? 2.0 * (p - 1) / p : double(p - 1) / p;
+      if (pairwise->rank() == 0)
+        std::printf("| %s | %s | %.3f ms | %.3f ms | %.2f | %.2f |\n", collectiveKindName(kind),
+                    n * 4 >= (1u << 20) ? (std::to_string(n * 4 >> 20) + " MiB").c_str()
+                                        : (std::to_string(n * 4 >> 10) + " KiB").c_str(),
+                    ml * 1e3, mp * 1e3, ml / mp, factor * double(n * 4) / mp / 1e9);
+    }
+  pairwise.reset();
+  library.reset();
+  mpi::finalize();
+  return 0;
+}
