@@ -45,9 +45,12 @@ const char *reduceAlgorithmName(ReduceAlgorithm a);
 inline constexpr uint64_t kPairwiseMinChunkBytes = 256u << 10;
 
 /// Whether Auto sums a `kind` collective whose whole buffer is `bytes` over `groupSize` ranks
-/// pairwise.
-inline bool pairwiseWins(CollectiveKind kind, uint64_t bytes, uint32_t groupSize) {
-  if (groupSize < 2)
+/// pairwise; `oneNode`: every rank of the group shares one node's memory. A group across
+/// nodes keeps Open MPI's own: the exchange sends every rank's chunks to every other rank, so
+/// (p - ranks per node)/p of each rank's buffer crosses the network, where a ring crosses
+/// each node's link with one buffer (a node-aware order is not written yet).
+inline bool pairwiseWins(CollectiveKind kind, uint64_t bytes, uint32_t groupSize, bool oneNode) {
+  if (groupSize < 2 || !oneNode)
     return false;
   return kind == CollectiveKind::ReduceScatter || groupSize == 2 ||
          bytes / groupSize >= kPairwiseMinChunkBytes;

@@ -114,10 +114,23 @@ public:
     MPI_Comm comm = MPI_COMM_NULL;
     PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_split(world_, member ? int(group) : MPI_UNDEFINED,
                                              member ? int(index) : 0, &comm));
+    // Whether the group lives on one node: the same answer on every member, so that all of
+    // them choose the same algorithm (pairwiseWins).
+    bool oneNode = true;
+    if (comm != MPI_COMM_NULL) {
+      MPI_Comm local = MPI_COMM_NULL;
+      PLAIT_MPI_RETURN_IF_ERROR(
+          MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
+      int localSize = 0;
+      PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_size(local, &localSize));
+      PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_free(&local));
+      oneNode = uint32_t(localSize) == groups.groupSize;
+    }
     out = CommGroup(groupComms_.size());
     groupComms_.push_back(comm);
     groupSizes_.push_back(groups.groupSize);
     groupIndices_.push_back(member ? index : 0);
+    groupOneNode_.push_back(oneNode);
     groupIndex_.emplace(groups, out);
     return {};
   }
@@ -135,7 +148,7 @@ public:
     MPI_Op sum = args.dtype == DType::BF16  ? sumBf16_
                  : args.dtype == DType::F16 ? sumF16_
                                             : MPI_SUM;
-    if (usePairwise(groupSizes_[group], args))
+    if (usePairwise(group, args))
       return startPairwise(group, args, out);
     MPI_Request request = MPI_REQUEST_NULL;
     switch (args.kind) {
@@ -261,7 +274,8 @@ public:
   }
 
 private:
-  bool usePairwise(uint32_t groupSize, const CollectiveArgs &args) const {
+  bool usePairwise(CommGroup group, const CollectiveArgs &args) const {
+    const uint32_t groupSize = groupSizes_[group];
     if (options_.reduce == ReduceAlgorithm::Mpi || groupSize < 2 || !pairwiseSums(args.dtype))
       return false;
     uint64_t whole = args.count * dtypeSize(args.dtype);
@@ -270,7 +284,7 @@ private:
     else if (args.kind != CollectiveKind::AllReduce)
       return false;
     return whole != 0 && (options_.reduce == ReduceAlgorithm::Pairwise ||
-                          pairwiseWins(args.kind, whole, groupSize));
+                          pairwiseWins(args.kind, whole, groupSize, groupOneNode_[group]));
   }
 
   CommRequest takeSlot() {
@@ -326,6 +340,7 @@ private:
   std::vector<MPI_Comm> groupComms_;          // by CommGroup; MPI_COMM_NULL: not a member
   std::vector<uint32_t> groupSizes_;          // by CommGroup: the group's size
   std::vector<uint32_t> groupIndices_;        // by CommGroup: this rank's index in it
+  std::vector<bool> groupOneNode_;            // by CommGroup: all its ranks on one node
   std::map<RankGroups, CommGroup> groupIndex_;
   std::vector<MPI_Request> requests_;         // by CommRequest slot
   std::vector<CommRequest> freeSlots_;

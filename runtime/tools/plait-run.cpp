@@ -122,11 +122,11 @@ int main(int argc, char **argv) {
 
   addReduceAlgorithmOption(
       app, options.reduceAlgorithm,
-      "CPU plans on several ranks: how float all-reduces and reduce-scatters are "
-      "summed: auto (plait's pairwise exchange over MPI point-to-point for "
-      "reduce-scatters, and for all-reduces on 2 ranks or from 256 KiB a "
-      "rank's chunk on more; Open MPI's own collectives for the rest), "
-      "pairwise (the exchange always) or mpi (Open MPI's own always)");
+      "CPU plans on several ranks: how float all-reduces and reduce-scatters are summed: "
+      "auto (plait's pairwise exchange over MPI point-to-point within one node for "
+      "reduce-scatters, and for all-reduces on 2 ranks or from 256 KiB a rank's chunk on "
+      "more; Open MPI's own collectives for the rest), pairwise (the exchange always) or "
+      "mpi (Open MPI's own always)");
 
   app.add_option("--threads", options.threads,
                  "threads per rank for the CPU kernels (GEMMs, attention, fused kernels, "

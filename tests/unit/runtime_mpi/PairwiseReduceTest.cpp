@@ -228,16 +228,20 @@ TEST_F(PairwiseReduceTest, AgreesWithOpenMpiOnExactSums) {
   EXPECT_NE(library_->note().find("--reduce-algorithm mpi"), std::string::npos);
 }
 
-// Auto: two ranks, and reduce-scatters, exchange pairwise at any size; all-reduces over more
-// ranks leave buffers of less than kPairwiseMinChunkBytes a rank to Open MPI.
+// Auto: two ranks, and reduce-scatters, exchange pairwise at any size on one node; all-reduces
+// over more ranks leave buffers of less than kPairwiseMinChunkBytes a rank, and groups across
+// nodes everything, to Open MPI (this test's ranks share one node).
 TEST_F(PairwiseReduceTest, AutoChoosesByGroupAndChunkSize) {
   const CollectiveKind ar = CollectiveKind::AllReduce, rs = CollectiveKind::ReduceScatter;
-  EXPECT_TRUE(pairwiseWins(ar, 4, 2));
-  EXPECT_TRUE(pairwiseWins(rs, 16, 4));
-  EXPECT_FALSE(pairwiseWins(ar, 4 * kPairwiseMinChunkBytes - 1, 4));
-  EXPECT_TRUE(pairwiseWins(ar, 4 * kPairwiseMinChunkBytes, 4));
-  EXPECT_FALSE(pairwiseWins(ar, 1u << 30, 1));
-  EXPECT_FALSE(pairwiseWins(rs, 1u << 30, 1));
+  EXPECT_TRUE(pairwiseWins(ar, 4, 2, true));
+  EXPECT_TRUE(pairwiseWins(rs, 16, 4, true));
+  EXPECT_FALSE(pairwiseWins(ar, 4 * kPairwiseMinChunkBytes - 1, 4, true));
+  EXPECT_TRUE(pairwiseWins(ar, 4 * kPairwiseMinChunkBytes, 4, true));
+  EXPECT_FALSE(pairwiseWins(ar, 1u << 30, 1, true));
+  EXPECT_FALSE(pairwiseWins(rs, 1u << 30, 1, true));
+  // Across nodes Open MPI's own, whatever the size.
+  EXPECT_FALSE(pairwiseWins(ar, 1u << 30, 2, false));
+  EXPECT_FALSE(pairwiseWins(rs, 1u << 30, 4, false));
 
   std::unique_ptr<Communicator> automatic;
   ASSERT_TRUE(makeWorldComm(automatic).ok());
