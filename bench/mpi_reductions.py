@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """plait's pairwise reductions against Open MPI's own: collectives alone, then training steps.
 
-1. plait-bench-reduce under mpirun (2 ranks, and --ranks more): float all-reduces (in place,
-   as plans run them) and reduce-scatters from 1 KiB to --max-mib through plait's
+1. plait-bench-reduce under mpirun (2 ranks, and --ranks more; bf16 on 2): float all-reduces
+   (in place, as plans run them) and reduce-scatters from 1 KiB to --max-mib through plait's
    communicator, summed by the pairwise exchange and by Open MPI 4.1's non-blocking
    collectives (MPI_Iallreduce, MPI_Ireduce_scatter_block), alternating; each the median of
    the slowest rank's start-to-wait.
@@ -15,7 +15,8 @@
    through plait's communicator, --reduce-algorithm auto), unless --cluster names one.
 
 Run with /usr/bin/python3:  mpi_reductions.py BUILD [--steps 10] [--repeat 2] [--ranks 4]
-                                               [--max-mib 64] [--cluster SPEC.yaml]
+                                               [--max-mib 64] [--dtypes f32 bf16]
+                                               [--cluster SPEC.yaml]
 """
 import argparse
 import collections
@@ -62,14 +63,17 @@ def main():
     ap.add_argument("--ranks", type=int, nargs="*", default=[4],
                     help="rank counts for the collectives table besides 2")
     ap.add_argument("--max-mib", type=int, default=64)
+    ap.add_argument("--dtypes", nargs="*", default=["f32", "bf16"],
+                    help="the collectives' dtypes (bf16: bf16-mixed gradients; on 2 ranks)")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--width", type=int, default=512)
     ap.add_argument("--cluster", type=pathlib.Path, default=None)
     args = ap.parse_args()
     bindir = args.build / "bin"
 
-    for ranks in [WORLD] + args.ranks:
-        print(run(mpirun(ranks) + [bindir / "plait-bench-reduce", args.max_mib, 7]))
+    for dtype in args.dtypes:
+        for ranks in [WORLD] + (args.ranks if dtype == "f32" else []):
+            print(run(mpirun(ranks) + [bindir / "plait-bench-reduce", args.max_mib, 7, dtype]))
 
     with tempfile.TemporaryDirectory(prefix="plait-reductions-") as tmp:
         tmp = pathlib.Path(tmp)

@@ -12,6 +12,7 @@
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/MpiStatus.h"
 #include "runtime/comm/PairwiseReduce.h"
+#include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::mpi {
 
@@ -20,19 +21,20 @@ namespace {
 bool initializedHere = false;
 
 // MPI has no 16-bit float types: bf16 and f16 travel as 16-bit words and are summed by these
-// user operations, in f32, rounding once per addition (as the CPU kernels do).
+// user operations, in f32, rounding once per addition (as the CPU kernels do; the inline
+// conversions of cpu/VectorMath.h, so that the loops vectorise).
 void sumBf16(void *in, void *inout, int *len, MPI_Datatype *) {
   const uint16_t *a = static_cast<const uint16_t *>(in);
   uint16_t *b = static_cast<uint16_t *>(inout);
-  for (int i = 0; i < *len; ++i)
-    b[i] = floatToBf16(bf16ToFloat(a[i]) + bf16ToFloat(b[i]));
+  for (int i = 0, n = *len; i < n; ++i)
+    b[i] = cpu::narrowBf16(cpu::widenBf16(a[i]) + cpu::widenBf16(b[i]));
 }
 
 void sumF16(void *in, void *inout, int *len, MPI_Datatype *) {
   const uint16_t *a = static_cast<const uint16_t *>(in);
   uint16_t *b = static_cast<uint16_t *>(inout);
-  for (int i = 0; i < *len; ++i)
-    b[i] = floatToF16(f16ToFloat(a[i]) + f16ToFloat(b[i]));
+  for (int i = 0, n = *len; i < n; ++i)
+    b[i] = cpu::narrowF16(cpu::widenF16(a[i]) + cpu::widenF16(b[i]));
 }
 
 MPI_Datatype mpiType(DType t) {
@@ -114,8 +116,9 @@ public:
     MPI_Comm comm = MPI_COMM_NULL;
     PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_split(world_, member ? int(group) : MPI_UNDEFINED,
                                              member ? int(index) : 0, &comm));
-    // Whether the group lives on one node: the same answer on every member, so that all of
-    // them choose the same algorithm (pairwiseWins).
+    // Whether the group lives on one node, agreed by all its members (the minimum of their
+    // answers), so that all of them choose the same algorithm (pairwiseWins) even where
+    // MPI's idea of locality differs between them.
     bool oneNode = true;
     if (comm != MPI_COMM_NULL) {
       MPI_Comm local = MPI_COMM_NULL;
@@ -124,7 +127,9 @@ public:
       int localSize = 0;
       PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_size(local, &localSize));
       PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_free(&local));
-      oneNode = uint32_t(localSize) == groups.groupSize;
+      int mine = uint32_t(localSize) == groups.groupSize, all = 0;
+      PLAIT_MPI_RETURN_IF_ERROR(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm));
+      oneNode = all != 0;
     }
     out = CommGroup(groupComms_.size());
     groupComms_.push_back(comm);

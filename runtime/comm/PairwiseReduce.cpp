@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "runtime/comm/MpiStatus.h"
+#include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::mpi {
 
@@ -29,15 +30,17 @@ void addSegment(DType dtype, const uint8_t *a, const uint8_t *b, uint8_t *out, u
   }
   case DType::BF16:
   case DType::F16: {
+    // The inline, branch-free conversions (cpu/VectorMath.h: the same rounding as
+    // floatToBf16 / floatToF16), so that these loops vectorise.
     const uint16_t *x = reinterpret_cast<const uint16_t *>(a),
                    *y = reinterpret_cast<const uint16_t *>(b);
     uint16_t *z = reinterpret_cast<uint16_t *>(out);
     if (dtype == DType::BF16)
       for (uint64_t i = 0; i < n; ++i)
-        z[i] = floatToBf16(bf16ToFloat(x[i]) + bf16ToFloat(y[i]));
+        z[i] = cpu::narrowBf16(cpu::widenBf16(x[i]) + cpu::widenBf16(y[i]));
     else
       for (uint64_t i = 0; i < n; ++i)
-        z[i] = floatToF16(f16ToFloat(x[i]) + f16ToFloat(y[i]));
+        z[i] = cpu::narrowF16(cpu::widenF16(x[i]) + cpu::widenF16(y[i]));
     break;
   }
   default: // pairwiseSums() admits none other
