@@ -6,7 +6,6 @@
 // (bench/mpi_reductions.py does).
 #include <mpi.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cluster/KernelSamples.h"
 #include "runtime/comm/Mpi.h"
 
 using namespace plait::rt;
@@ -35,11 +35,6 @@ double seconds(Communicator &comm, CommGroup group, const CollectiveArgs &args) 
   double slowest = 0;
   MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return slowest;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 } // namespace
@@ -105,7 +100,7 @@ int main(int argc, char **argv) {
           tl.push_back(b);
         }
       }
-      double mp = median(tp), ml = median(tl);
+      double mp = plait::cluster::median(tp), ml = plait::cluster::median(tl);
       // The ring model's bus bandwidth (CommModel.h): bytes each rank sends over the time.
       double factor = kind == CollectiveKind::AllReduce ? 2.0 * (p - 1) / p : double(p - 1) / p;
       if (pairwise->rank() == 0)

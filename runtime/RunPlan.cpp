@@ -539,8 +539,8 @@ Status runOnRank(const RunOptions &options, Communicator &comm, std::string &sum
     summary += "\n" + exec->generatedNote();
   if (plan.device != "cuda")
     summary += "\n" + cpu::kernelThreadsNote();
-  if (plan.device != "cuda" && !comm.note().empty())
-    summary += "\n" + comm.note();
+  if (std::string note = comm.note(); plan.device != "cuda" && !note.empty())
+    summary += "\n" + note;
   return {};
 }
 

@@ -394,24 +394,24 @@ Status measureLink(rt::Communicator &plait, rt::CommGroup group, MPI_Comm comm, 
   return {};
 }
 
-// The world's ranks as groups of plait's communicator: one group per node (`byNode`, member i
-// its local rank i) or one per local rank (member n on node n), as the MPI_Comm_split of
-// calibrate() made them.
-Status nodeGroups(int node, int localRank, int nodes, int localSize, bool byNode,
-                  rt::RankGroups &out) {
-  int worldSize = nodes * localSize, worldRank = 0;
-  PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_rank(MPI_COMM_WORLD, &worldRank));
+// The world's ranks as partitions of plait's communicator, as the MPI_Comm_splits of
+// calibrate() made them: one group per node (`byNode`, member i its local rank i) and one per
+// local rank (`byLocalRank`, member n on node n).
+Status nodeGroups(int node, int localRank, int nodes, int localSize, rt::RankGroups &byNode,
+                  rt::RankGroups &byLocalRank) {
+  const int worldSize = nodes * localSize;
   int mine[2] = {node, localRank};
   std::vector<int> all(2 * size_t(worldSize));
   PLAIT_MPI_RETURN_IF_ERROR(
       MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, MPI_COMM_WORLD));
-  out.groupSize = uint32_t(byNode ? localSize : nodes);
-  out.ranks.assign(size_t(worldSize), 0);
+  byNode.groupSize = uint32_t(localSize);
+  byLocalRank.groupSize = uint32_t(nodes);
+  byNode.ranks.assign(size_t(worldSize), 0);
+  byLocalRank.ranks.assign(size_t(worldSize), 0);
   for (int r = 0; r < worldSize; ++r) {
-    int n = all[2 * size_t(r)], l = all[2 * size_t(r) + 1];
-    size_t at =
-        byNode ? size_t(n) * size_t(localSize) + size_t(l) : size_t(l) * size_t(nodes) + size_t(n);
-    out.ranks[at] = uint32_t(r);
+    size_t n = size_t(all[2 * size_t(r)]), l = size_t(all[2 * size_t(r) + 1]);
+    byNode.ranks[n * size_t(localSize) + l] = uint32_t(r);
+    byLocalRank.ranks[l * size_t(nodes) + n] = uint32_t(r);
   }
   return {};
 }
@@ -665,10 +665,7 @@ Status calibrate(const CalibrateOptions &options, Calibration &out) {
   int node = 0;
   PLAIT_MPI_RETURN_IF_ERROR(MPI_Comm_rank(cross, &node));
   rt::RankGroups byNode, byLocalRank;
-  PLAIT_RETURN_IF_ERROR(
-      nodeGroups(node, localRank, int(c.nodes), localSize, /*byNode=*/true, byNode));
-  PLAIT_RETURN_IF_ERROR(
-      nodeGroups(node, localRank, int(c.nodes), localSize, /*byNode=*/false, byLocalRank));
+  PLAIT_RETURN_IF_ERROR(nodeGroups(node, localRank, int(c.nodes), localSize, byNode, byLocalRank));
   rt::CommGroup localGroup = 0, crossGroup = 0;
   PLAIT_RETURN_IF_ERROR(plait->group(byNode, localGroup));
   PLAIT_RETURN_IF_ERROR(plait->group(byLocalRank, crossGroup));

@@ -12,7 +12,6 @@
 #include "runtime/comm/Mpi.h"
 #include "runtime/comm/MpiStatus.h"
 #include "runtime/comm/PairwiseReduce.h"
-#include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::mpi {
 
@@ -21,20 +20,13 @@ namespace {
 bool initializedHere = false;
 
 // MPI has no 16-bit float types: bf16 and f16 travel as 16-bit words and are summed by these
-// user operations, in f32, rounding once per addition (as the CPU kernels do; the inline
-// conversions of cpu/VectorMath.h, so that the loops vectorise).
+// user operations (sumElements: in f32, rounding once per addition, as the CPU kernels do).
 void sumBf16(void *in, void *inout, int *len, MPI_Datatype *) {
-  const uint16_t *a = static_cast<const uint16_t *>(in);
-  uint16_t *b = static_cast<uint16_t *>(inout);
-  for (int i = 0, n = *len; i < n; ++i)
-    b[i] = cpu::narrowBf16(cpu::widenBf16(a[i]) + cpu::widenBf16(b[i]));
+  sumElements(DType::BF16, in, inout, inout, uint64_t(*len));
 }
 
 void sumF16(void *in, void *inout, int *len, MPI_Datatype *) {
-  const uint16_t *a = static_cast<const uint16_t *>(in);
-  uint16_t *b = static_cast<uint16_t *>(inout);
-  for (int i = 0, n = *len; i < n; ++i)
-    b[i] = cpu::narrowF16(cpu::widenF16(a[i]) + cpu::widenF16(b[i]));
+  sumElements(DType::F16, in, inout, inout, uint64_t(*len));
 }
 
 MPI_Datatype mpiType(DType t) {

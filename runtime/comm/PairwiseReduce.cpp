@@ -10,45 +10,42 @@ namespace plait::rt::mpi {
 
 namespace {
 
-// out = a + b over n elements (out may be a), rounding 16-bit floats once per addition from
-// f32, as MPI's reductions in MpiComm.cpp and the CPU kernels do.
-void addSegment(DType dtype, const uint8_t *a, const uint8_t *b, uint8_t *out, uint64_t n) {
+// out[i] = a[i] + b[i] with T's values widened to f32 (or kept) and narrowed back, once per
+// addition. `widen` and `narrow` are lambdas, so that they inline and the loop vectorises.
+template <typename T, typename Widen, typename Narrow>
+void addElements(const uint8_t *a, const uint8_t *b, uint8_t *out, uint64_t n, Widen widen,
+                 Narrow narrow) {
+  const T *x = reinterpret_cast<const T *>(a), *y = reinterpret_cast<const T *>(b);
+  T *z = reinterpret_cast<T *>(out);
+  for (uint64_t i = 0; i < n; ++i)
+    z[i] = narrow(widen(x[i]) + widen(y[i]));
+}
+
+} // namespace
+
+// The inline, branch-free conversions of cpu/VectorMath.h (the same rounding as floatToBf16 /
+// floatToF16), so that the 16-bit loops vectorise.
+void sumElements(DType dtype, const void *a, const void *b, void *out, uint64_t n) {
+  auto *x = static_cast<const uint8_t *>(a), *y = static_cast<const uint8_t *>(b);
+  auto *z = static_cast<uint8_t *>(out);
+  auto same = [](auto v) { return v; };
   switch (dtype) {
-  case DType::F32: {
-    const float *x = reinterpret_cast<const float *>(a), *y = reinterpret_cast<const float *>(b);
-    float *z = reinterpret_cast<float *>(out);
-    for (uint64_t i = 0; i < n; ++i)
-      z[i] = x[i] + y[i];
-    break;
-  }
-  case DType::F64: {
-    const double *x = reinterpret_cast<const double *>(a), *y = reinterpret_cast<const double *>(b);
-    double *z = reinterpret_cast<double *>(out);
-    for (uint64_t i = 0; i < n; ++i)
-      z[i] = x[i] + y[i];
-    break;
-  }
+  case DType::F32:
+    return addElements<float>(x, y, z, n, same, same);
+  case DType::F64:
+    return addElements<double>(x, y, z, n, same, same);
   case DType::BF16:
-  case DType::F16: {
-    // The inline, branch-free conversions (cpu/VectorMath.h: the same rounding as
-    // floatToBf16 / floatToF16), so that these loops vectorise.
-    const uint16_t *x = reinterpret_cast<const uint16_t *>(a),
-                   *y = reinterpret_cast<const uint16_t *>(b);
-    uint16_t *z = reinterpret_cast<uint16_t *>(out);
-    if (dtype == DType::BF16)
-      for (uint64_t i = 0; i < n; ++i)
-        z[i] = cpu::narrowBf16(cpu::widenBf16(x[i]) + cpu::widenBf16(y[i]));
-    else
-      for (uint64_t i = 0; i < n; ++i)
-        z[i] = cpu::narrowF16(cpu::widenF16(x[i]) + cpu::widenF16(y[i]));
-    break;
-  }
+    return addElements<uint16_t>(
+        x, y, z, n, [](uint16_t v) { return cpu::widenBf16(v); },
+        [](float v) { return cpu::narrowBf16(v); });
+  case DType::F16:
+    return addElements<uint16_t>(
+        x, y, z, n, [](uint16_t v) { return cpu::widenF16(v); },
+        [](float v) { return cpu::narrowF16(v); });
   default: // pairwiseSums() admits none other
     break;
   }
 }
-
-} // namespace
 
 bool pairwiseSums(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F64 || dtype == DType::BF16 || dtype == DType::F16;
@@ -162,8 +159,8 @@ void PairwiseReduction::finishRecv(int slot, const Cursor &c) {
   uint64_t own = kind_ == CollectiveKind::ReduceScatter ? 0 : chunkBegin(index_);
   uint8_t *sum = recv_ + (own + first) * elementBytes_;
   const uint8_t *mine = send_ + (chunkBegin(index_) + first) * elementBytes_;
-  addSegment(dtype_, c.step == 1 ? mine : sum, scratch_ + uint64_t(slot) * kPairwiseSegmentBytes,
-             sum, n);
+  sumElements(dtype_, c.step == 1 ? mine : sum, scratch_ + uint64_t(slot) * kPairwiseSegmentBytes,
+              sum, n);
 }
 
 Status PairwiseReduction::progress(bool &done) {

@@ -37,6 +37,11 @@ inline constexpr int kPairwiseTag = 0x504c;
 /// Whether the pairwise exchange can sum `dtype` (floats: the sums gradients need).
 bool pairwiseSums(DType dtype);
 
+/// out = a + b over `n` elements of a dtype pairwiseSums() admits (out may be a or b); bf16
+/// and f16 through f32, rounded once per addition as the CPU kernels round. Also MpiComm's
+/// MPI user operations for 16-bit floats.
+void sumElements(DType dtype, const void *a, const void *b, void *out, uint64_t n);
+
 /// One all-reduce or reduce-scatter (CollectiveArgs' meaning of send, recv and count) over
 /// `comm`, where this process is rank `index` of `size` >= 2. Holds no memory of its own:
 /// `scratch` (kPairwiseScratchBytes) is lent by the communicator while it runs.

@@ -19,6 +19,7 @@
 #include "runtime/cuda/CudaKernel.h"
 #include "runtime/cuda/kernels/Launch.h"
 #include "tests/unit/cuda/CudaTestSupport.h"
+#include "tests/unit/cuda/DeviceBuffers.h"
 
 namespace plait {
 namespace {
@@ -101,18 +102,12 @@ std::vector<Tensor> runBoth(const std::string &name, const std::vector<Tensor> &
   rt::Status s = rt::findKernel(name)(cpu);
   EXPECT_TRUE(s.ok()) << s.message();
   // The device: copies of every operand, host copies of the hyper-parameters.
-  std::vector<void *> buffers;
-  auto alloc = [&](size_t bytes) {
-    void *p = nullptr;
-    EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(bytes, 1)), cudaSuccess);
-    buffers.push_back(p);
-    return p;
-  };
+  DeviceBuffers memory;
   std::vector<rt::TensorView> din = in, dout = out;
   std::vector<double> hostValues(in.size());
   std::vector<const double *> hostScalars(in.size(), nullptr);
   for (size_t i = 0; i < din.size(); ++i) {
-    din[i].data = alloc(inputs[i].bytes.size());
+    din[i].data = memory.alloc(inputs[i].bytes.size());
     EXPECT_EQ(cudaMemcpy(din[i].data, inputs[i].bytes.data(), inputs[i].bytes.size(),
                          cudaMemcpyHostToDevice),
               cudaSuccess);
@@ -125,7 +120,7 @@ std::vector<Tensor> runBoth(const std::string &name, const std::vector<Tensor> &
   }
   std::vector<Tensor> device = outputs;
   for (size_t o = 0; o < dout.size(); ++o)
-    dout[o].data = alloc(device[o].bytes.size());
+    dout[o].data = memory.alloc(device[o].bytes.size());
   uint64_t need = 0;
   rt::CudaKernelCall check{din, dout, attrs};
   check.check = true;
@@ -133,7 +128,7 @@ std::vector<Tensor> runBoth(const std::string &name, const std::vector<Tensor> &
   check.hostScalars = &hostScalars;
   EXPECT_TRUE(rt::findCudaKernel(name)(check).ok());
   rt::CudaKernelCall call{din, dout, attrs};
-  call.workspace = alloc(need);
+  call.workspace = memory.alloc(need);
   call.workspaceBytes = need;
   call.hostScalars = &hostScalars;
   s = rt::findCudaKernel(name)(call);
@@ -143,8 +138,6 @@ std::vector<Tensor> runBoth(const std::string &name, const std::vector<Tensor> &
     EXPECT_EQ(cudaMemcpy(device[o].bytes.data(), dout[o].data, device[o].bytes.size(),
                          cudaMemcpyDeviceToHost),
               cudaSuccess);
-  for (void *p : buffers)
-    cudaFree(p);
   for (size_t o = 0; o < outputs.size(); ++o) {
     const size_t n = size_t(outputs[o].numel());
     for (size_t i = 0; i < n; ++i) {

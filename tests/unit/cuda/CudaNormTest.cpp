@@ -19,6 +19,7 @@
 #include "runtime/cuda/CudaKernel.h"
 #include "runtime/cuda/kernels/Launch.h"
 #include "tests/unit/cuda/CudaTestSupport.h"
+#include "tests/unit/cuda/DeviceBuffers.h"
 
 namespace plait {
 namespace {
@@ -142,23 +143,17 @@ void expectCudaMatchesCpu(NormCall c, DType dtype, double tolerance) {
   // CUDA: device copies, the workspace the checking call asks for.
   uint64_t need = 0;
   ASSERT_TRUE(checkCall(c, need).ok());
-  std::vector<void *> buffers;
-  auto alloc = [&](size_t bytes) {
-    void *p = nullptr;
-    EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(bytes, 1)), cudaSuccess);
-    buffers.push_back(p);
-    return p;
-  };
+  DeviceBuffers memory;
   std::vector<rt::TensorView> din = c.in, dout = c.out;
   for (size_t i = 0; i < din.size(); ++i) {
-    din[i].data = alloc(inputs[i].size());
+    din[i].data = memory.alloc(inputs[i].size());
     ASSERT_EQ(cudaMemcpy(din[i].data, inputs[i].data(), inputs[i].size(), cudaMemcpyHostToDevice),
               cudaSuccess);
   }
   for (size_t o = 0; o < dout.size(); ++o)
-    dout[o].data = alloc(gpuOut[o].size());
+    dout[o].data = memory.alloc(gpuOut[o].size());
   rt::CudaKernelCall call{din, dout, attrs};
-  call.workspace = alloc(need);
+  call.workspace = memory.alloc(need);
   call.workspaceBytes = need;
   s = rt::findCudaKernel(c.name)(call);
   EXPECT_TRUE(s.ok()) << s.message();
@@ -166,8 +161,6 @@ void expectCudaMatchesCpu(NormCall c, DType dtype, double tolerance) {
   for (size_t o = 0; o < dout.size(); ++o)
     EXPECT_EQ(cudaMemcpy(gpuOut[o].data(), dout[o].data, gpuOut[o].size(), cudaMemcpyDeviceToHost),
               cudaSuccess);
-  for (void *p : buffers)
-    cudaFree(p);
   for (size_t o = 0; o < gpuOut.size(); ++o) {
     std::vector<float> want = decode(dtype, cpuOut[o]), got = decode(dtype, gpuOut[o]);
     for (size_t i = 0; i < want.size(); ++i)

@@ -85,44 +85,40 @@ std::vector<uint8_t> buffer(DType dtype, uint32_t r, uint64_t n) {
   return out;
 }
 
-// Elements [begin, end) summed over `p` ranks in the exchange's order for the chunk's owner
-// `owner`: its own value first, then rank owner-1's, owner-2's, ... (mod p), each addition
-// rounded to the dtype; appended to `out`.
+// Elements [begin, end) of T summed over `p` ranks in the exchange's order for the chunk's
+// owner `owner`: its own value first, then rank owner-1's, owner-2's, ... (mod p), each
+// addition by `add` (rounded to the dtype); appended to `out`.
+template <typename T, typename Add>
+void appendSumsOf(uint32_t p, uint32_t owner, const std::vector<std::vector<uint8_t>> &all,
+                  uint64_t begin, uint64_t end, Add add, std::vector<uint8_t> &out) {
+  size_t at = out.size();
+  out.resize(at + (end - begin) * sizeof(T));
+  for (uint64_t i = begin; i < end; ++i, at += sizeof(T)) {
+    T sum, next;
+    std::memcpy(&sum, all[owner].data() + i * sizeof(T), sizeof(T));
+    for (uint32_t t = 1; t < p; ++t) {
+      std::memcpy(&next, all[(owner + p - t) % p].data() + i * sizeof(T), sizeof(T));
+      sum = add(sum, next);
+    }
+    std::memcpy(out.data() + at, &sum, sizeof(T));
+  }
+}
+
 void appendSums(DType dtype, uint32_t p, uint32_t owner,
                 const std::vector<std::vector<uint8_t>> &all, uint64_t begin, uint64_t end,
                 std::vector<uint8_t> &out) {
-  const size_t e = dtypeSize(dtype);
-  size_t at = out.size();
-  out.resize(at + (end - begin) * e);
-  uint8_t *o = out.data() + at;
-  for (uint64_t i = begin; i < end; ++i, o += e) {
-    auto from = [&](uint32_t t) { return all[(owner + p - t) % p].data() + i * e; };
-    if (dtype == DType::F32) {
-      float a, b;
-      std::memcpy(&a, from(0), 4);
-      for (uint32_t t = 1; t < p; ++t) {
-        std::memcpy(&b, from(t), 4);
-        a = a + b;
-      }
-      std::memcpy(o, &a, 4);
-    } else if (dtype == DType::F64) {
-      double a, b;
-      std::memcpy(&a, from(0), 8);
-      for (uint32_t t = 1; t < p; ++t) {
-        std::memcpy(&b, from(t), 8);
-        a = a + b;
-      }
-      std::memcpy(o, &a, 8);
-    } else {
-      uint16_t a, b;
-      std::memcpy(&a, from(0), 2);
-      for (uint32_t t = 1; t < p; ++t) {
-        std::memcpy(&b, from(t), 2);
-        a = toHalf(dtype, fromHalf(dtype, a) + fromHalf(dtype, b));
-      }
-      std::memcpy(o, &a, 2);
-    }
-  }
+  auto plus = [](auto a, auto b) { return a + b; };
+  if (dtype == DType::F32)
+    appendSumsOf<float>(p, owner, all, begin, end, plus, out);
+  else if (dtype == DType::F64)
+    appendSumsOf<double>(p, owner, all, begin, end, plus, out);
+  else
+    appendSumsOf<uint16_t>(
+        p, owner, all, begin, end,
+        [dtype](uint16_t a, uint16_t b) {
+          return toHalf(dtype, fromHalf(dtype, a) + fromHalf(dtype, b));
+        },
+        out);
 }
 
 // The first element where `got` differs from `want` ("" when none), for a readable failure.
