@@ -10,7 +10,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.plait_obj_root, "tests", "lit")
 config.environment["PATH"] = os.pathsep.join(
     [config.plait_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "/usr/bin:/bin")])
-config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%python", getattr(config, "plait_python", "/usr/bin/python3")))
 config.substitutions.append(("%plait_src", config.plait_src_root))
 # REQUIRES: cpu-avx2 -- the CPU runs OpenBLAS's AVX2 (Haswell) kernels or better.
 def _cpu_flags():
