@@ -444,6 +444,17 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
                                       castsLeft)
                         : "");
   }
+  if (auto wino = module->getAttrOfType<DictionaryAttr>("plait.conv_winograd")) {
+    auto get = [&](const char *key) { return wino.getAs<IntegerAttr>(key).getInt(); };
+    report["conv_winograd"] = scalarsToJson(wino);
+    if (get("winograd") > 0)
+      report["optimizations"]["conv_winograd"] = fmt::format(
+          "{} of {} conv2d and conv2d_grad_input kernels by Winograd F(2x2, 3x3): 16 "
+          "multiply-adds per input channel for each 2x2 block of outputs instead of 36, as 16 "
+          "GEMMs between transforms (workspace: the transformed weights, and a chunk of "
+          "transformed tiles and its products per thread; off: --no-winograd)",
+          get("winograd"), get("convolutions"));
+  }
   if (auto blocks = module->getAttrOfType<DictionaryAttr>("plait.conv_image_blocks")) {
     auto get = [&](const char *key) { return blocks.getAs<IntegerAttr>(key).getInt(); };
     report["conv_image_blocks"] = scalarsToJson(blocks);

@@ -398,9 +398,13 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     if (failed(pm.run(**module)))
       return 1;
   }
-  if (!options.train.enabled && options.convImageBlocks && options.device != "cuda") {
+  if (!options.train.enabled && (options.convImageBlocks || options.convWinograd) &&
+      options.device != "cuda") {
     PassManager pm(&ctx);
-    pm.addPass(createConvImageBlocksPass());
+    if (options.convWinograd)
+      pm.addPass(createConvWinogradPass());
+    if (options.convImageBlocks)
+      pm.addPass(createConvImageBlocksPass());
     if (failed(pm.run(**module)))
       return 1;
   }

@@ -147,6 +147,8 @@ struct CompileOptions {
                                               // off: --no-fused-loss-cast
   bool convImageBlocks = true;                // plait-conv-image-blocks (CPU plans);
                                               // off: --no-conv-image-blocks
+  bool convWinograd = true;                   // plait-conv-winograd (CPU plans);
+                                              // off: --no-winograd
   bool codegen = true;                        // C++ (or CUDA) for fused kernels;
                                               // off: --no-codegen
   std::string device = "cpu";                 // --device cpu|cuda

@@ -635,6 +635,43 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
                            ? std::min(double((*imageBlock)[0]), std::max(batch, 1.0))
                            : 1.0;
         double blocks = std::ceil(batch / block);
+        const std::vector<int64_t> *winograd = plan::intsAttr(instr, "winograd");
+        auto ones = [&](const char *name) { // absent, or [1, 1]
+          const std::vector<int64_t> *v = plan::intsAttr(instr, name);
+          return !v || *v == std::vector<int64_t>{1, 1};
+        };
+        if (k != "conv2d_grad_weight" && winograd && winograd->size() == 1 && (*winograd)[0] != 0 &&
+            w->shape[2] == 3 && w->shape[3] == 3 && group == 1 && ones("strides") &&
+            ones("dilations")) {
+          // Winograd F(2x2, 3x3) (plait-conv-winograd, runtime/cpu/Winograd.cpp): 16 GEMMs of
+          // [out channels, in channels] x [in channels, tiles] per chunk of tiles, and the
+          // transforms of each tile's 16 values per input and output channel.
+          const double inC = double(k == "conv2d" ? w->shape[1] : w->shape[0]);
+          const double outC = double(k == "conv2d" ? w->shape[0] : w->shape[1]);
+          const int64_t tilesWide = (out.shape[3] + 1) / 2; // of y, or of dx
+          const int64_t tileRows = out.shape[0] * ((out.shape[2] + 1) / 2);
+          const double tiles = double(tilesWide) * double(tileRows);
+          const double chunkRows =
+              std::max<double>(1.0, double(rt::winogradChunkRows(tilesWide, tileRows)));
+          const double chunkTiles = chunkRows * double(tilesWide);
+          const double chunks = std::ceil(double(tileRows) / chunkRows);
+          cost.flops = 2.0 * 16.0 * tiles * inC * outC;
+          cost.rows = 16.0 * chunks;
+          cost.elements = 16.0 * tiles * (inC + outC);
+          cost.rateClass = "conv";
+          const double unitWork = 16.0 * inC * outC * chunkTiles;
+          const double slots =
+              double(rt::winogradSlots(tilesWide, tileRows, clampedInt64(inC), clampedInt64(outC)));
+          if (slots > 1)
+            splitAs(cost,
+                    std::min(chunks / double(rt::cpu::grainFor(rt::cpu::kMultiplyAddGrain,
+                                                               clampedInt64(unitWork))),
+                             slots),
+                    1, true);
+          else
+            splitAs(cost, 16.0, chunks, true); // each chunk's 16 GEMMs across threads
+          return cost;
+        }
         cost.rows = blocks * group;
         cost.elements = batch * group * patch * plane; // the columns
         cost.rateClass = "conv";

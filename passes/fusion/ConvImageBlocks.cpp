@@ -31,6 +31,8 @@ namespace {
 /// leave on one thread (RegNetY-400MF's grouped 3x3 convolutions: a step 1.03x as long on
 /// two threads with blocks, bench/README.md).
 template <typename Op> int64_t imageBlockOf(Op op, Value w, Value y) {
+  if (op->hasAttr("winograd")) // no columns (plait-conv-winograd)
+    return 1;
   auto wType = dyn_cast<RankedTensorType>(w.getType());
   auto yType = dyn_cast<RankedTensorType>(y.getType());
   if (!wType || !yType || !wType.hasStaticShape() || !yType.hasStaticShape() ||

@@ -8,6 +8,7 @@
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/Winograd.h"
 #include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
@@ -35,25 +36,29 @@ template <typename T> Status convolve(const KernelCall &call, const ConvShape &s
   }
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   Scratch scratch(call, "conv2d");
-  // workspace: the im2col columns, a matrix per chunk of units, and with blocks of several
-  // images a staging matrix for each (Workspace.cpp convColumns)
-  ColumnMatrix<T> columns(s);
-  PLAIT_RETURN_IF_ERROR(columns.allocate(scratch, s.unitSlots()));
-  PLAIT_RETURN_IF_ERROR(forEachConvUnit(s, [&](int64_t slot, int64_t begin, int64_t end) {
-    for (int64_t u = begin; u < end; ++u) {
-      const int64_t block = u / s.group, g = u % s.group;
-      const int64_t first = block * s.imageBlock, count = s.blockImages(block);
-      const int64_t width = count * outPlane; // the block's columns
-      // One image's product is its output; a block's is staged, then scattered to its images.
-      T *product = count == 1 ? out + s.outputOffset(first, g) : columns.stage(slot);
-      PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(
-          false, false, filtersPerGroup, width, patch, 1.0, w + g * filtersPerGroup * patch, patch,
-          columns.of(x, first, count, g, slot), width, 0.0, product, width));
-      if (count > 1)
-        scatterBlock(product, s, first, count, g, out);
-    }
-    return Status();
-  }));
+  if (s.winograd) { // workspace: Workspace.cpp winogradBytes
+    PLAIT_RETURN_IF_ERROR(winogradConv3x3(x, w, winogradConvOf(s, false), scratch, out));
+  } else {
+    // workspace: the im2col columns, a matrix per chunk of units, and with blocks of several
+    // images a staging matrix for each (Workspace.cpp convColumns)
+    ColumnMatrix<T> columns(s);
+    PLAIT_RETURN_IF_ERROR(columns.allocate(scratch, s.unitSlots()));
+    PLAIT_RETURN_IF_ERROR(forEachConvUnit(s, [&](int64_t slot, int64_t begin, int64_t end) {
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t block = u / s.group, g = u % s.group;
+        const int64_t first = block * s.imageBlock, count = s.blockImages(block);
+        const int64_t width = count * outPlane; // the block's columns
+        // One image's product is its output; a block's is staged, then scattered to its images.
+        T *product = count == 1 ? out + s.outputOffset(first, g) : columns.stage(slot);
+        PLAIT_RETURN_IF_ERROR(gemmRowMajor<T>(
+            false, false, filtersPerGroup, width, patch, 1.0, w + g * filtersPerGroup * patch,
+            patch, columns.of(x, first, count, g, slot), width, 0.0, product, width));
+        if (count > 1)
+          scatterBlock(product, s, first, count, g, out);
+      }
+      return Status();
+    }));
+  }
   if (bias) // split across threads by output plane (image, filter)
     parallelFor(s.batch * s.filters, grainFor(kElementGrain, outPlane),
                 [&](int64_t, int64_t begin, int64_t end) {

@@ -39,6 +39,10 @@ Status planConvShape(std::string_view kernel, const Attrs &attrs, const TensorVi
   if (block < 1)
     return Status::errorf("{}: image_block {} must be at least 1", kernel, block);
   s.imageBlock = std::max<int64_t>(std::min(block, s.batch), 1);
+  const Window2d &win = s.window;
+  s.winograd = attrs.getBool("winograd", false) && s.group == 1 && win.kernel[0] == 3 &&
+               win.kernel[1] == 3 && win.stride[0] == 1 && win.stride[1] == 1 &&
+               win.dilation[0] == 1 && win.dilation[1] == 1;
   return checkShape(kernel, yName, y.shape, {s.batch, s.filters, s.outHeight, s.outWidth});
 }
 

@@ -20,6 +20,7 @@
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/PoolSupport.h"
+#include "runtime/cpu/Winograd.h"
 #include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::cpu {
@@ -139,6 +140,9 @@ template <typename T> Status convGradInput(const KernelCall &call, const ConvSha
   }
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   Scratch scratch(call, "conv2d_grad_input");
+  if (s.winograd) { // dx: dy correlated with w turned, padded by 2 - pad (Winograd.h)
+    return winogradConv3x3(dy, w, winogradConvOf(s, true), scratch, dx);
+  }
   // workspace: the columns of one unit per chunk of units, and with blocks of several images
   // a staging matrix for their dy (Workspace.cpp convColumns)
   ColumnMatrix<T> col(s);

@@ -123,6 +123,18 @@ bool depthwiseConv(const std::vector<int64_t> &w, const Attrs &attrs) {
   return w.size() == 4 && w[1] == 1 && attrs.getInt("group", 1) == w[0];
 }
 
+/// A conv2d or conv2d_grad_input computed by Winograd F(2x2, 3x3) (ConvShape::winograd): its
+/// `winograd` on a 3x3 window of stride 1 and dilation 1 in one group.
+bool winogradConv(const std::vector<int64_t> &w, const Attrs &attrs) {
+  if (!attrs.getBool("winograd", false) || w.size() != 4 || w[2] != 3 || w[3] != 3 ||
+      attrs.getInt("group", 1) != 1)
+    return false;
+  auto ones = [&](const char *name) {
+    return !attrs.has(name) || attrs.getInts(name) == std::vector<int64_t>{1, 1};
+  };
+  return ones("strides") && ones("dilations");
+}
+
 /// A conv2d's images per GEMM (ConvShape::imageBlock): its `image_block` (1 when absent;
 /// the kernel refuses one below 1) but at most `batch`, and 1 for an empty batch.
 uint64_t imageBlock(const Attrs &attrs, uint64_t batch) {
@@ -163,6 +175,33 @@ uint64_t convColumns(const OperandType &w, const OperandType &y, const Attrs &at
 /// convColumnSlots of `units` of `unitWork` multiply-adds each, either of them maybe huge.
 uint64_t slotsFor(uint64_t units, uint64_t unitWork) {
   return uint64_t(convColumnSlots(clampedInt64(units), clampedInt64(unitWork)));
+}
+
+/// Winograd.cpp's workspace: the transformed weights (16 x outChannels x inChannels), then per
+/// slot a transformed chunk of input tiles (16 x inChannels x chunk) and its products (16 x
+/// outChannels x chunk). `out` is the result's shape (y, or dx for the adjoint).
+uint64_t winogradBytes(uint64_t inChannels, uint64_t outChannels, const std::vector<int64_t> &out,
+                       DType dtype) {
+  if (out.size() != 4)
+    return 0;
+  const uint64_t tilesWide = (product(out, 3, 4) + 1) / 2;
+  const uint64_t tileRows = saturatingMul(product(out, 0, 1), (product(out, 2, 3) + 1) / 2);
+  if (tileRows == 0 || tilesWide == 0 || outChannels == 0 || inChannels == 0)
+    return 0;
+  const uint64_t chunkRows =
+      uint64_t(winogradChunkRows(clampedInt64(tilesWide), clampedInt64(tileRows)));
+  const uint64_t chunkTiles = saturatingMul(chunkRows, tilesWide);
+  const uint64_t chunks = tileRows / chunkRows + (tileRows % chunkRows != 0);
+  const uint64_t slots = slotsFor(
+      chunks, saturatingMul(saturatingMul(16, inChannels), saturatingMul(outChannels, chunkTiles)));
+  const size_t size = dtypeSize(dtype);
+  return saturatingAdd(
+      chunk(saturatingMul(16, saturatingMul(outChannels, inChannels)), size),
+      saturatingAdd(
+          chunk(saturatingMul(slots, saturatingMul(16, saturatingMul(inChannels, chunkTiles))),
+                size),
+          chunk(saturatingMul(slots, saturatingMul(16, saturatingMul(outChannels, chunkTiles))),
+                size)));
 }
 
 /// conv2d's and conv2d_grad_input's slots: one per chunk of their (image block, group) units,
@@ -259,10 +298,18 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   }
   if ((kernel == "matmul" || kernel == "gemm") && operands(2, 1))
     return isHalfType(in[0].dtype) ? halfGemmBytes(kernel, in, attrs) : 0;
-  if (kernel == "conv2d" && operands(2, 1))
+  if (kernel == "conv2d" && operands(2, 1)) {
+    if (winogradConv(*in[1].shape, attrs())) // Winograd.cpp: x's channels in, y's out
+      return winogradBytes(product(*in[1].shape, 1, 2), product(*in[1].shape, 0, 1), *out[0].shape,
+                           in[1].dtype);
     return convColumns(in[1], out[0], attrs(), unitSlots(in[1], out[0], attrs()));
-  if (kernel == "conv2d_grad_input" && operands(2, 1)) // (dy, w) -> dx
+  }
+  if (kernel == "conv2d_grad_input" && operands(2, 1)) { // (dy, w) -> dx
+    if (winogradConv(*in[1].shape, attrs()))             // dy's channels in, dx's out
+      return winogradBytes(product(*in[1].shape, 0, 1), product(*in[1].shape, 1, 2), *out[0].shape,
+                           in[1].dtype);
     return convColumns(in[1], in[0], attrs(), unitSlots(in[1], in[0], attrs()));
+  }
   if (kernel == "conv2d_grad_weight" && operands(2, 1)) { // (x, dy) -> dw
     if (!in[0].shape->empty() && (*in[0].shape)[0] == 0)
       return 0; // an empty batch: dw is zeroed, no columns are built

@@ -169,6 +169,46 @@ inline int64_t convImageBlock(int64_t batch, int64_t outPlane, bool pointwise) {
   return block < batch ? block : batch;
 }
 
+/// conv2d and conv2d_grad_input by Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray,
+/// 2016; runtime/cpu/Winograd.h), where plait-compile's plait-conv-winograd sets `winograd`
+/// on them: a 3x3 window of stride 1 and dilation 1 in one group. Each 2x2 block of outputs
+/// (a tile) takes 16 multiply-adds per input channel instead of 36, as 16 GEMMs of
+/// [outChannels, inChannels] x [inChannels, tiles], between transforms of the input tiles and
+/// of the products. The tiles go in chunks of whole rows of tiles, about kWinogradChunkTiles,
+/// each chunk's transformed input and products in a workspace slot (as many slots as
+/// convColumnSlots gives the chunks), after the transformed weights. Worth it (winogradPays) where
+/// the multiply-adds saved (in x out channels a tile) outweigh the transforms ((in + out) channels
+/// a tile): in x out at least kWinogradChannelRatio x (in + out), as 64 in and 64 out give; and on
+/// output planes of at least kWinogradMinPlane pixels a side, whose rows of tiles are long enough
+/// for the transforms' loops. Measured on ResNet-18 at 96x96, batch 8 (bench/README.md): its 24x24
+/// and 12x12 layers at 0.75 and 0.92 of im2col's time; its 6x6 ones took 1.3 (rows of 3
+/// tiles) and DenseNet-121's 128-to-32 3x3 convolutions came out at par, so they keep im2col.
+inline constexpr int64_t kWinogradChunkTiles = 128;
+inline constexpr int64_t kWinogradChannelRatio = 32;
+inline constexpr int64_t kWinogradMinPlane = 12;
+inline bool winogradPays(int64_t inChannels, int64_t outChannels, int64_t outHeight,
+                         int64_t outWidth) {
+  constexpr int64_t kMax = int64_t(1) << 24; // no overflow below
+  return inChannels > 0 && outChannels > 0 && inChannels < kMax && outChannels < kMax &&
+         inChannels * outChannels >= kWinogradChannelRatio * (inChannels + outChannels) &&
+         outHeight >= kWinogradMinPlane && outWidth >= kWinogradMinPlane;
+}
+/// Rows of tiles of one chunk (whole rows, about kWinogradChunkTiles tiles; the last chunk
+/// may hold fewer), for rows of `tilesWide` tiles and `tileRows` rows in the batch; and the
+/// workspace slots of the chunks.
+inline int64_t winogradChunkRows(int64_t tilesWide, int64_t tileRows) {
+  const int64_t rows = tilesWide >= kWinogradChunkTiles ? 1 : kWinogradChunkTiles / tilesWide;
+  return rows < tileRows ? rows : tileRows;
+}
+inline int64_t winogradSlots(int64_t tilesWide, int64_t tileRows, int64_t inChannels,
+                             int64_t outChannels) {
+  const int64_t rows = winogradChunkRows(tilesWide, tileRows);
+  if (rows <= 0 || tilesWide <= 0)
+    return 1;
+  return convColumnSlots((tileRows + rows - 1) / rows,
+                         16 * inChannels * outChannels * rows * tilesWide);
+}
+
 /// conv2d_grad_weight (GradKernels.cpp) sums each block of images' dw_g = dy[block, g]
 /// im2col(x[block, g])^T into dw (a block: convImageBlock images, their columns side by side,
 /// `columns` in all). When a group's dw is larger than a block's column matrix (more filters

@@ -225,6 +225,55 @@ TEST(ConvKernels, ImageBlocksMultiplySeveralImagesInOneGemm) {
   }
 }
 
+// conv2d by Winograd F(2x2, 3x3) (`winograd`): within float rounding of the seven-loop
+// reference over pads of 0 to 2, planes of odd sides (overhanging tiles), several chunks in
+// several slots and an empty batch; the same bits on 1 and 2 threads; exactly its declared
+// workspace (the harness). ConvGrad.WinogradInputGradientMatchesTheAdjoint checks the input
+// gradient.
+TEST(ConvKernels, WinogradMatchesTheDirectConvolution) {
+  const ConvCase cases[] = {
+      {1, 3, 8, 8, 4, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},     // same padding
+      {2, 5, 7, 9, 3, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},    // odd planes: overhang
+      {1, 4, 6, 5, 6, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, true},     // no padding
+      {2, 3, 5, 6, 2, 3, 3, 1, {1, 1}, {2, 0, 1, 2}, {1, 1}, false},    // asymmetric pads
+      {1, 2, 3, 3, 3, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},    // one overhanging tile
+      {2, 32, 18, 18, 32, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true}, // 2 chunks in 2 slots
+      {0, 3, 4, 4, 2, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},    // an empty batch
+  };
+  for (const ConvCase &c : cases) {
+    const int64_t oh = c.outH(), ow = c.outW();
+    auto x = pattern(c.n * c.c * c.h * c.w, 11, -5, 0.3);
+    auto w = pattern(c.m * c.c * 9, 7, -3, 0.2);
+    auto b = pattern(c.m, 3, -1, 1);
+    const std::vector<double> wantY = referenceConv(c, x, w, b);
+    const Attrs attrs = AttrsBuilder()
+                            .ints("strides", {1, 1})
+                            .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
+                            .ints("dilations", {1, 1})
+                            .i("group", 1)
+                            .i("winograd", 1)
+                            .build();
+    for (DType dt : {DType::F32, DType::F64}) {
+      SCOPED_TRACE(::testing::Message()
+                   << dtypeName(dt) << ", x [" << c.n << ", " << c.c << ", " << c.h << ", " << c.w
+                   << "], pads " << c.pads[0] << c.pads[1] << c.pads[2] << c.pads[3]);
+      std::vector<OwnedTensor> in = convInputs(c, dt, x, w, b);
+      std::vector<float> y[2];
+      for (int threads : {1, 2}) {
+        KernelThreads use(threads);
+        y[threads - 1] = runOk("conv2d", in, dt, {c.n, c.m, oh, ow}, attrs).floats();
+      }
+      EXPECT_EQ(y[0], y[1]);
+      EXPECT_TRUE(allClose(y[0], wantY));
+      if (dt == DType::F64) { // the transforms' rounding is far below f32's tolerance
+        std::vector<double> got = runOk("conv2d", in, dt, {c.n, c.m, oh, ow}, attrs).doubles();
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], wantY[i], 1e-12 * (1 + std::fabs(wantY[i])));
+      }
+    }
+  }
+}
+
 TEST(ConvKernels, Errors) {
   ConvCase c{1, 1, 3, 3, 1, 2, 2, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false};
   auto x = makeFloat(DType::F32, {1, 2, 3, 3}, std::vector<double>(18, 1));

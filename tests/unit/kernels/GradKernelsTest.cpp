@@ -267,6 +267,46 @@ TEST(ConvGrad, MatchesBruteForceAdjointOverGeometries) {
   }
 }
 
+// conv2d_grad_input by Winograd F(2x2, 3x3) (`winograd`: dy correlated with the turned
+// weights, padded by 2 - pad): within float rounding (f64: 1e-12) of the brute-force adjoint
+// over pads of 0 to 2, odd planes, several chunks in several slots and an empty batch; the
+// same bits on 1 and 2 threads; exactly its declared workspace (the harness).
+TEST(ConvGrad, WinogradInputGradientMatchesTheAdjoint) {
+  const ConvCase cases[] = {
+      {1, 3, 8, 8, 4, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},     // same padding
+      {2, 5, 7, 9, 3, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},     // odd planes
+      {1, 4, 6, 5, 6, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},     // no padding
+      {2, 3, 5, 6, 2, 3, 3, 1, {1, 1}, {2, 0, 1, 2}, {1, 1}},     // asymmetric pads
+      {2, 32, 18, 18, 32, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}}, // chunks in 2 slots
+      {0, 3, 4, 4, 2, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},     // an empty batch
+  };
+  for (const ConvCase &c : cases) {
+    const ConvGradCase g(c);
+    AttrsBuilder attrs;
+    attrs.ints("strides", {1, 1})
+        .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
+        .ints("dilations", {1, 1})
+        .i("winograd", 1);
+    for (DType dt : {DType::F64, DType::F32}) {
+      SCOPED_TRACE(::testing::Message() << dtypeName(dt) << ", x [" << c.n << ", " << c.c << ", "
+                                        << c.h << ", " << c.w << "]");
+      auto w = makeFloat(dt, g.ws, g.wv), dy = makeFloat(dt, g.ys, g.dyv);
+      std::vector<double> dx[2];
+      for (int threads : {1, 2}) {
+        KernelThreads use(threads);
+        dx[threads - 1] = runOk("conv2d_grad_input", {dy, w}, dt, g.xs, attrs.build()).doubles();
+      }
+      EXPECT_EQ(dx[0], dx[1]);
+      if (dt == DType::F32) {
+        EXPECT_TRUE(allClose(std::vector<float>(dx[0].begin(), dx[0].end()), g.dxRef));
+        continue;
+      }
+      for (size_t i = 0; i < g.dxRef.size(); ++i)
+        ASSERT_NEAR(dx[0][i], g.dxRef[i], 1e-12 * (1 + std::fabs(g.dxRef[i]))) << i;
+    }
+  }
+}
+
 // A deep layer's conv2d_grad_weight (more filters than output pixels: Workspace.h
 // convGradWeightRowPanels) takes the images in order into dw itself, its GEMMs in fixed panels
 // of filters: within float rounding of the seven-loop reference, the same bits on 1 and 2
