@@ -79,6 +79,18 @@ Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0) {
   return attrs.build();
 }
 
+/// The case's attributes with `winograd` (plait-conv-winograd): its 3x3 stride-1 windows by
+/// Winograd F(2x2, 3x3).
+Attrs winogradAttrs(const ConvCase &c) {
+  return AttrsBuilder()
+      .ints("strides", {c.strides[0], c.strides[1]})
+      .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
+      .ints("dilations", {c.dilations[0], c.dilations[1]})
+      .i("group", c.group)
+      .i("winograd", 1)
+      .build();
+}
+
 TEST(ConvKernels, GroupedStridedDilatedMatchesPyTorch) {
   ConvCase c{2, 4, 5, 5, 6, 3, 3, 2, {2, 1}, {1, 2, 1, 2}, {1, 2}, true};
   auto x = pattern(2 * 4 * 5 * 5, 7, -3, 0.5);
@@ -90,8 +102,8 @@ TEST(ConvKernels, GroupedStridedDilatedMatchesPyTorch) {
   auto out = runOk("conv2d", in, DType::F32, {2, 6, 3, 5}, convAttrs(c)).floats();
   // PyTorch: F.conv2d(x, w, b, stride=(2,1), padding=(1,2), dilation=(1,2), groups=2).
   std::vector<float> head(out.begin(), out.begin() + 12);
-  EXPECT_TRUE(allClose(head, {0.625, -0.75, -0.75, -0.75, 0.125, -1.0, -1.125, 1.25, 0.0, 1.375,
-                              2.375, 0.5}));
+  EXPECT_TRUE(allClose(
+      head, {0.625, -0.75, -0.75, -0.75, 0.125, -1.0, -1.125, 1.25, 0.0, 1.375, 2.375, 0.5}));
   double sum = 0, sumSq = 0;
   for (float v : out) {
     sum += v;
@@ -137,13 +149,14 @@ TEST(ConvKernels, GeometriesMatchDirectConvolution) {
 TEST(ConvKernels, HalfPrecision) {
   ConvCase c{1, 1, 3, 3, 1, 2, 2, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false};
   std::vector<double> x = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w = {1, 0, 0, 1};
-  auto out = runOk("conv2d", {makeFloat(DType::F16, {1, 1, 3, 3}, x),
-                              makeFloat(DType::F16, {1, 1, 2, 2}, w)},
+  auto out = runOk("conv2d",
+                   {makeFloat(DType::F16, {1, 1, 3, 3}, x), makeFloat(DType::F16, {1, 1, 2, 2}, w)},
                    DType::F16, {1, 1, 2, 2}, convAttrs(c));
   EXPECT_TRUE(allClose(out.floats(), {6, 8, 12, 14}));
 }
 
-// bf16/f16 conv2d and conv2d_grad_input stage a few images at a time (Workspace.h
+// bf16/f16 conv2d and conv2d_grad_input, by im2col and by Winograd (`winograd`), stage a few
+// images at a time (Workspace.h
 // batchStagedWholeInputs: here 2 of the 3 images of 8 x 256 x 256, then 1), the weight and
 // bias whole; the harness checks each call used exactly the workspace Workspace.cpp
 // declares. On one thread the bits of the f32 kernel on widened operands, rounded; on two,
@@ -153,39 +166,41 @@ TEST(ConvKernels, HalfConvolutionsStageAFewImagesAtATime) {
   ConvCase c{3, 8, 256, 256, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true};
   const std::vector<int64_t> image{3, 8, 256, 256}, weight{8, 8, 3, 3};
   ASSERT_EQ(batchStageEntries(3, 8 * 256 * 256), 2);
-  for (int threads : {1, 2}) {
-    KernelThreads use(threads);
-    for (DType dt : {DType::BF16, DType::F16}) {
-      if (threads == 2 && dt == DType::F16)
-        continue;
-      SCOPED_TRACE(::testing::Message() << dtypeName(dt) << " on " << threads << " threads");
-      OwnedTensor x = convertedTo(dt, randomFloats(image, 1, -2, 2));
-      OwnedTensor w = convertedTo(dt, randomFloats(weight, 2, -0.5, 0.5));
-      OwnedTensor b = convertedTo(dt, randomFloats({8}, 3, -1, 1));
-      OwnedTensor dy = convertedTo(dt, randomFloats(image, 4, -1, 1));
-      auto wide = [&](const OwnedTensor &t) { return convertedTo(DType::F32, t); };
-      std::vector<float> got[2] = {
-          runOk("conv2d", {x, w, b}, dt, image, convAttrs(c)).floats(),
-          runOk("conv2d_grad_input", {dy, w}, dt, image, convAttrs(c)).floats()};
-      std::vector<float> want[2] = {
-          convertedTo(dt, runOk("conv2d", {wide(x), wide(w), wide(b)}, DType::F32, image,
-                            convAttrs(c)))
-              .floats(),
-          convertedTo(dt, runOk("conv2d_grad_input", {wide(dy), wide(w)}, DType::F32, image,
-                            convAttrs(c)))
-              .floats()};
-      for (int k = 0; k < 2; ++k) {
-        ASSERT_EQ(got[k].size(), want[k].size());
-        if (threads == 1) {
-          EXPECT_EQ(got[k], want[k]) << (k ? "conv2d_grad_input" : "conv2d");
+  for (int threads : {1, 2})
+    for (bool winograd : {false, true}) {
+      KernelThreads use(threads);
+      const Attrs attrs = winograd ? winogradAttrs(c) : convAttrs(c);
+      for (DType dt : {DType::BF16, DType::F16}) {
+        if (threads == 2 && dt == DType::F16)
           continue;
+        SCOPED_TRACE(::testing::Message() << dtypeName(dt) << " on " << threads << " threads"
+                                          << (winograd ? ", winograd" : ""));
+        OwnedTensor x = convertedTo(dt, randomFloats(image, 1, -2, 2));
+        OwnedTensor w = convertedTo(dt, randomFloats(weight, 2, -0.5, 0.5));
+        OwnedTensor b = convertedTo(dt, randomFloats({8}, 3, -1, 1));
+        OwnedTensor dy = convertedTo(dt, randomFloats(image, 4, -1, 1));
+        auto wide = [&](const OwnedTensor &t) { return convertedTo(DType::F32, t); };
+        std::vector<float> got[2] = {
+            runOk("conv2d", {x, w, b}, dt, image, attrs).floats(),
+            runOk("conv2d_grad_input", {dy, w}, dt, image, attrs).floats()};
+        std::vector<float> want[2] = {
+            convertedTo(dt, runOk("conv2d", {wide(x), wide(w), wide(b)}, DType::F32, image, attrs))
+                .floats(),
+            convertedTo(dt,
+                        runOk("conv2d_grad_input", {wide(dy), wide(w)}, DType::F32, image, attrs))
+                .floats()};
+        for (int k = 0; k < 2; ++k) {
+          ASSERT_EQ(got[k].size(), want[k].size());
+          if (threads == 1) {
+            EXPECT_EQ(got[k], want[k]) << (k ? "conv2d_grad_input" : "conv2d");
+            continue;
+          }
+          for (size_t i = 0; i < want[k].size(); ++i)
+            ASSERT_NEAR(got[k][i], want[k][i], std::abs(want[k][i]) / 128 + 1e-6)
+                << (k ? "conv2d_grad_input" : "conv2d") << " element " << i;
         }
-        for (size_t i = 0; i < want[k].size(); ++i)
-          ASSERT_NEAR(got[k][i], want[k][i], std::abs(want[k][i]) / 128 + 1e-6)
-              << (k ? "conv2d_grad_input" : "conv2d") << " element " << i;
       }
     }
-  }
 }
 
 // With image_block, conv2d multiplies the columns of several images in one GEMM and scatters
@@ -246,13 +261,7 @@ TEST(ConvKernels, WinogradMatchesTheDirectConvolution) {
     auto w = pattern(c.m * c.c * 9, 7, -3, 0.2);
     auto b = pattern(c.m, 3, -1, 1);
     const std::vector<double> wantY = referenceConv(c, x, w, b);
-    const Attrs attrs = AttrsBuilder()
-                            .ints("strides", {1, 1})
-                            .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
-                            .ints("dilations", {1, 1})
-                            .i("group", 1)
-                            .i("winograd", 1)
-                            .build();
+    const Attrs attrs = winogradAttrs(c);
     for (DType dt : {DType::F32, DType::F64}) {
       SCOPED_TRACE(::testing::Message()
                    << dtypeName(dt) << ", x [" << c.n << ", " << c.c << ", " << c.h << ", " << c.w
