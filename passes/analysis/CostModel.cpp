@@ -319,6 +319,17 @@ void splitAs(OpCost &cost, double grains, double calls, bool gemm) {
   cost.splitGemm = gemm;
 }
 
+/// Marks a GEMM kernel's `units` of `unitWork` multiply-adds each as split across threads in
+/// at most `slots` chunks of whole units, as ConvSupport.h forEachConvUnit and the Winograd
+/// kernel split them (a chunk at least a kMultiplyAddGrain of work).
+void splitUnits(OpCost &cost, double units, double unitWork, double slots) {
+  splitAs(cost,
+          std::min(
+              units / double(rt::cpu::grainFor(rt::cpu::kMultiplyAddGrain, clampedInt64(unitWork))),
+              slots),
+          1, true);
+}
+
 /// Grains of a parallelFor over `rows` rows of `width` elements, each chunk about `grain`
 /// elements of whole rows (grainFor).
 double rowGrains(double rows, double width, int64_t grain) {
@@ -636,13 +647,14 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
                            : 1.0;
         double blocks = std::ceil(batch / block);
         const std::vector<int64_t> *winograd = plan::intsAttr(instr, "winograd");
-        auto ones = [&](const char *name) { // absent, or [1, 1]
+        auto pair = [&](const char *name) { // absent: 1, 1; another length: no window it takes
           const std::vector<int64_t> *v = plan::intsAttr(instr, name);
-          return !v || *v == std::vector<int64_t>{1, 1};
+          return !v ? std::vector<int64_t>{1, 1} : v->size() == 2 ? *v : std::vector<int64_t>{0, 0};
         };
+        const std::vector<int64_t> strides = pair("strides"), dilations = pair("dilations");
         if (k != "conv2d_grad_weight" && winograd && winograd->size() == 1 && (*winograd)[0] != 0 &&
-            w->shape[2] == 3 && w->shape[3] == 3 && group == 1 && ones("strides") &&
-            ones("dilations")) {
+            rt::winogradWindow(w->shape[2], w->shape[3], strides[0], strides[1], dilations[0],
+                               dilations[1], int64_t(group))) {
           // Winograd F(2x2, 3x3) (plait-conv-winograd, runtime/cpu/Winograd.cpp): 16 GEMMs of
           // [out channels, in channels] x [in channels, tiles] per chunk of tiles, and the
           // transforms of each tile's 16 values per input and output channel.
@@ -651,23 +663,19 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
           const int64_t tilesWide = (out.shape[3] + 1) / 2; // of y, or of dx
           const int64_t tileRows = out.shape[0] * ((out.shape[2] + 1) / 2);
           const double tiles = double(tilesWide) * double(tileRows);
-          const double chunkRows =
-              std::max<double>(1.0, double(rt::winogradChunkRows(tilesWide, tileRows)));
-          const double chunkTiles = chunkRows * double(tilesWide);
-          const double chunks = std::ceil(double(tileRows) / chunkRows);
+          const rt::WinogradChunks chunking = // an empty result: no chunks
+              tilesWide > 0 && tileRows > 0
+                  ? rt::winogradChunks(tilesWide, tileRows, clampedInt64(inC), clampedInt64(outC))
+                  : rt::WinogradChunks{1, 0, 0, 1};
+          const double chunkTiles = double(chunking.tiles), chunks = double(chunking.count);
           cost.flops = 2.0 * 16.0 * tiles * inC * outC;
           cost.rows = 16.0 * chunks;
           cost.elements = 16.0 * tiles * (inC + outC);
           cost.rateClass = "conv";
           const double unitWork = 16.0 * inC * outC * chunkTiles;
-          const double slots =
-              double(rt::winogradSlots(tilesWide, tileRows, clampedInt64(inC), clampedInt64(outC)));
+          const double slots = double(chunking.slots);
           if (slots > 1)
-            splitAs(cost,
-                    std::min(chunks / double(rt::cpu::grainFor(rt::cpu::kMultiplyAddGrain,
-                                                               clampedInt64(unitWork))),
-                             slots),
-                    1, true);
+            splitUnits(cost, chunks, unitWork, slots);
           else
             splitAs(cost, 16.0, chunks, true); // each chunk's 16 GEMMs across threads
           return cost;
@@ -684,11 +692,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
         double slots =
             double(rt::convColumnSlots(clampedInt64(units), clampedInt64(unitWork)));
         if (slots > 1)
-          splitAs(cost,
-                  std::min(units / double(rt::cpu::grainFor(rt::cpu::kMultiplyAddGrain,
-                                                            clampedInt64(unitWork))),
-                           slots),
-                  1, true);
+          splitUnits(cost, units, unitWork, slots);
         else
           splitAs(cost, multiplyAddsPerCall(cost) / double(rt::cpu::kMultiplyAddGrain),
                   cost.rows, true);

@@ -31,13 +31,11 @@ template <typename Op> bool winogradOf(Op op, Value w, int64_t inChannels, Value
   auto wType = dyn_cast<RankedTensorType>(w.getType());
   auto outType = dyn_cast<RankedTensorType>(out.getType());
   if (!wType || !outType || !wType.hasStaticShape() || !outType.hasStaticShape() ||
-      wType.getRank() != 4 || outType.getRank() != 4 || op.getGroup() != 1 ||
-      wType.getDimSize(2) != 3 || wType.getDimSize(3) != 3)
-    return false;
-  auto ones = [](ArrayRef<int64_t> values) {
-    return llvm::all_of(values, [](int64_t v) { return v == 1; });
-  };
-  if (!ones(op.getStrides()) || !ones(op.getDilations()))
+      wType.getRank() != 4 || outType.getRank() != 4 || op.getStrides().size() != 2 ||
+      op.getDilations().size() != 2 ||
+      !rt::winogradWindow(wType.getDimSize(2), wType.getDimSize(3), op.getStrides()[0],
+                          op.getStrides()[1], op.getDilations()[0], op.getDilations()[1],
+                          op.getGroup()))
     return false;
   return rt::winogradPays(inChannels, outType.getDimSize(1), outType.getDimSize(2),
                           outType.getDimSize(3));

@@ -40,9 +40,9 @@ Status planConvShape(std::string_view kernel, const Attrs &attrs, const TensorVi
     return Status::errorf("{}: image_block {} must be at least 1", kernel, block);
   s.imageBlock = std::max<int64_t>(std::min(block, s.batch), 1);
   const Window2d &win = s.window;
-  s.winograd = attrs.getBool("winograd", false) && s.group == 1 && win.kernel[0] == 3 &&
-               win.kernel[1] == 3 && win.stride[0] == 1 && win.stride[1] == 1 &&
-               win.dilation[0] == 1 && win.dilation[1] == 1;
+  s.winograd = attrs.getBool("winograd", false) &&
+               winogradWindow(win.kernel[0], win.kernel[1], win.stride[0], win.stride[1],
+                              win.dilation[0], win.dilation[1], s.group);
   return checkShape(kernel, yName, y.shape, {s.batch, s.filters, s.outHeight, s.outWidth});
 }
 

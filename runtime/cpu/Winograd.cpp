@@ -184,9 +184,9 @@ Status winogradConv3x3(const T *in, const T *w, const WinogradConv &c, Scratch &
     std::fill(out, out + c.batch * c.outChannels * c.outHeight * c.outWidth, T(0));
     return Status();
   }
-  const int64_t chunkRows = winogradChunkRows(tw, tileRows), chunkTiles = chunkRows * tw;
-  const int64_t chunks = (tileRows + chunkRows - 1) / chunkRows;
-  const int64_t slots = winogradSlots(tw, tileRows, c.inChannels, c.outChannels);
+  const WinogradChunks chunking = winogradChunks(tw, tileRows, c.inChannels, c.outChannels);
+  const int64_t chunkRows = chunking.rows, chunkTiles = chunking.tiles;
+  const int64_t chunks = chunking.count, slots = chunking.slots;
   T *u = nullptr, *v = nullptr, *m = nullptr;
   // workspace (Workspace.cpp winogradBytes): U, then per slot a V and an M
   PLAIT_RETURN_IF_ERROR(scratch.take(16 * c.outChannels * c.inChannels, u));

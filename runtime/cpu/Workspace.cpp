@@ -126,13 +126,17 @@ bool depthwiseConv(const std::vector<int64_t> &w, const Attrs &attrs) {
 /// A conv2d or conv2d_grad_input computed by Winograd F(2x2, 3x3) (ConvShape::winograd): its
 /// `winograd` on a 3x3 window of stride 1 and dilation 1 in one group.
 bool winogradConv(const std::vector<int64_t> &w, const Attrs &attrs) {
-  if (!attrs.getBool("winograd", false) || w.size() != 4 || w[2] != 3 || w[3] != 3 ||
-      attrs.getInt("group", 1) != 1)
+  if (!attrs.getBool("winograd", false) || w.size() != 4)
     return false;
-  auto ones = [&](const char *name) {
-    return !attrs.has(name) || attrs.getInts(name) == std::vector<int64_t>{1, 1};
+  auto pair = [&](const char *name) { // absent: 1, 1; another length: not a window it takes
+    if (!attrs.has(name))
+      return std::vector<int64_t>{1, 1};
+    const std::vector<int64_t> &v = attrs.getInts(name);
+    return v.size() == 2 ? v : std::vector<int64_t>{0, 0};
   };
-  return ones("strides") && ones("dilations");
+  const std::vector<int64_t> strides = pair("strides"), dilations = pair("dilations");
+  return winogradWindow(w[2], w[3], strides[0], strides[1], dilations[0], dilations[1],
+                        attrs.getInt("group", 1));
 }
 
 /// A conv2d's images per GEMM (ConvShape::imageBlock): its `image_block` (1 when absent;
@@ -188,12 +192,10 @@ uint64_t winogradBytes(uint64_t inChannels, uint64_t outChannels, const std::vec
   const uint64_t tileRows = saturatingMul(product(out, 0, 1), (product(out, 2, 3) + 1) / 2);
   if (tileRows == 0 || tilesWide == 0 || outChannels == 0 || inChannels == 0)
     return 0;
-  const uint64_t chunkRows =
-      uint64_t(winogradChunkRows(clampedInt64(tilesWide), clampedInt64(tileRows)));
-  const uint64_t chunkTiles = saturatingMul(chunkRows, tilesWide);
-  const uint64_t chunks = tileRows / chunkRows + (tileRows % chunkRows != 0);
-  const uint64_t slots = slotsFor(
-      chunks, saturatingMul(saturatingMul(16, inChannels), saturatingMul(outChannels, chunkTiles)));
+  const WinogradChunks chunking =
+      winogradChunks(clampedInt64(tilesWide), clampedInt64(tileRows), clampedInt64(inChannels),
+                     clampedInt64(outChannels));
+  const uint64_t chunkTiles = uint64_t(chunking.tiles), slots = uint64_t(chunking.slots);
   const size_t size = dtypeSize(dtype);
   return saturatingAdd(
       chunk(saturatingMul(16, saturatingMul(outChannels, inChannels)), size),

@@ -183,6 +183,13 @@ inline int64_t convImageBlock(int64_t batch, int64_t outPlane, bool pointwise) {
 /// for the transforms' loops. Measured on ResNet-18 at 96x96, batch 8 (bench/README.md): its 24x24
 /// and 12x12 layers at 0.75 and 0.92 of im2col's time; its 6x6 ones took 1.3 (rows of 3
 /// tiles) and DenseNet-121's 128-to-32 3x3 convolutions came out at par, so they keep im2col.
+/// The windows it computes (ConvShape::winograd, Workspace.cpp, the cost model and the pass
+/// all ask this): 3x3, stride 1, dilation 1, one group.
+inline bool winogradWindow(int64_t kernelH, int64_t kernelW, int64_t strideH, int64_t strideW,
+                           int64_t dilationH, int64_t dilationW, int64_t group) {
+  return kernelH == 3 && kernelW == 3 && strideH == 1 && strideW == 1 && dilationH == 1 &&
+         dilationW == 1 && group == 1;
+}
 inline constexpr int64_t kWinogradChunkTiles = 128;
 inline constexpr int64_t kWinogradChannelRatio = 32;
 inline constexpr int64_t kWinogradMinPlane = 12;
@@ -193,20 +200,27 @@ inline bool winogradPays(int64_t inChannels, int64_t outChannels, int64_t outHei
          inChannels * outChannels >= kWinogradChannelRatio * (inChannels + outChannels) &&
          outHeight >= kWinogradMinPlane && outWidth >= kWinogradMinPlane;
 }
-/// Rows of tiles of one chunk (whole rows, about kWinogradChunkTiles tiles; the last chunk
-/// may hold fewer), for rows of `tilesWide` tiles and `tileRows` rows in the batch; and the
-/// workspace slots of the chunks.
-inline int64_t winogradChunkRows(int64_t tilesWide, int64_t tileRows) {
-  const int64_t rows = tilesWide >= kWinogradChunkTiles ? 1 : kWinogradChunkTiles / tilesWide;
-  return rows < tileRows ? rows : tileRows;
-}
-inline int64_t winogradSlots(int64_t tilesWide, int64_t tileRows, int64_t inChannels,
-                             int64_t outChannels) {
-  const int64_t rows = winogradChunkRows(tilesWide, tileRows);
-  if (rows <= 0 || tilesWide <= 0)
-    return 1;
-  return convColumnSlots((tileRows + rows - 1) / rows,
-                         16 * inChannels * outChannels * rows * tilesWide);
+/// How the Winograd kernel cuts `tileRows` rows of `tilesWide` tiles (all positive): chunks
+/// of `rows` whole rows (about kWinogradChunkTiles tiles; the last may hold fewer), `tiles`
+/// tiles each, `count` of them, and the workspace `slots` convColumnSlots gives them, each
+/// chunk 16 x in x out x tiles multiply-adds (counted saturating: any shape a plan names).
+struct WinogradChunks {
+  int64_t rows, tiles, count, slots;
+};
+inline WinogradChunks winogradChunks(int64_t tilesWide, int64_t tileRows, int64_t inChannels,
+                                     int64_t outChannels) {
+  WinogradChunks c;
+  c.rows = tilesWide >= kWinogradChunkTiles ? 1 : kWinogradChunkTiles / tilesWide;
+  c.rows = c.rows < tileRows ? c.rows : tileRows;
+  c.count = tileRows / c.rows + (tileRows % c.rows != 0);
+  int64_t tiles = 0, work = 0;
+  const bool overflow = __builtin_mul_overflow(c.rows, tilesWide, &tiles) ||
+                        __builtin_mul_overflow(tiles, int64_t(16), &work) ||
+                        __builtin_mul_overflow(work, inChannels, &work) ||
+                        __builtin_mul_overflow(work, outChannels, &work);
+  c.tiles = tiles;
+  c.slots = convColumnSlots(c.count, overflow ? INT64_MAX : work);
+  return c;
 }
 
 /// conv2d_grad_weight (GradKernels.cpp) sums each block of images' dw_g = dy[block, g]

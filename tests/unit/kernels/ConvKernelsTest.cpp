@@ -67,8 +67,9 @@ std::vector<OwnedTensor> convInputs(const ConvCase &c, DType dt, const std::vect
   return in;
 }
 
-/// The case's attributes, and `imageBlock` images per GEMM (0: no image_block attribute).
-Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0) {
+/// The case's attributes, `imageBlock` images per GEMM (0: no image_block attribute), and
+/// with `winograd` its 3x3 stride-1 windows by Winograd F(2x2, 3x3) (plait-conv-winograd).
+Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0, bool winograd = false) {
   AttrsBuilder attrs;
   attrs.ints("strides", {c.strides[0], c.strides[1]})
       .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
@@ -76,19 +77,9 @@ Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0) {
       .i("group", c.group);
   if (imageBlock != 0)
     attrs.i("image_block", imageBlock);
+  if (winograd)
+    attrs.i("winograd", 1);
   return attrs.build();
-}
-
-/// The case's attributes with `winograd` (plait-conv-winograd): its 3x3 stride-1 windows by
-/// Winograd F(2x2, 3x3).
-Attrs winogradAttrs(const ConvCase &c) {
-  return AttrsBuilder()
-      .ints("strides", {c.strides[0], c.strides[1]})
-      .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
-      .ints("dilations", {c.dilations[0], c.dilations[1]})
-      .i("group", c.group)
-      .i("winograd", 1)
-      .build();
 }
 
 TEST(ConvKernels, GroupedStridedDilatedMatchesPyTorch) {
@@ -169,7 +160,7 @@ TEST(ConvKernels, HalfConvolutionsStageAFewImagesAtATime) {
   for (int threads : {1, 2})
     for (bool winograd : {false, true}) {
       KernelThreads use(threads);
-      const Attrs attrs = winograd ? winogradAttrs(c) : convAttrs(c);
+      const Attrs attrs = winograd ? convAttrs(c, 0, true) : convAttrs(c);
       for (DType dt : {DType::BF16, DType::F16}) {
         if (threads == 2 && dt == DType::F16)
           continue;
@@ -261,7 +252,7 @@ TEST(ConvKernels, WinogradMatchesTheDirectConvolution) {
     auto w = pattern(c.m * c.c * 9, 7, -3, 0.2);
     auto b = pattern(c.m, 3, -1, 1);
     const std::vector<double> wantY = referenceConv(c, x, w, b);
-    const Attrs attrs = winogradAttrs(c);
+    const Attrs attrs = convAttrs(c, 0, true);
     for (DType dt : {DType::F32, DType::F64}) {
       SCOPED_TRACE(::testing::Message()
                    << dtypeName(dt) << ", x [" << c.n << ", " << c.c << ", " << c.h << ", " << c.w

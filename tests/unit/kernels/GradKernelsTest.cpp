@@ -139,8 +139,9 @@ private:
   }
 };
 
-/// The case's attributes, and `imageBlock` images per GEMM (0: no image_block attribute).
-Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0) {
+/// The case's attributes, `imageBlock` images per GEMM (0: no image_block attribute), and
+/// with `winograd` its 3x3 stride-1 windows by Winograd F(2x2, 3x3) (plait-conv-winograd).
+Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0, bool winograd = false) {
   AttrsBuilder attrs;
   attrs.ints("strides", {c.strides[0], c.strides[1]})
       .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
@@ -148,6 +149,8 @@ Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0) {
       .i("group", c.group);
   if (imageBlock != 0)
     attrs.i("image_block", imageBlock);
+  if (winograd)
+    attrs.i("winograd", 1);
   return attrs.build();
 }
 
@@ -282,11 +285,7 @@ TEST(ConvGrad, WinogradInputGradientMatchesTheAdjoint) {
   };
   for (const ConvCase &c : cases) {
     const ConvGradCase g(c);
-    AttrsBuilder attrs;
-    attrs.ints("strides", {1, 1})
-        .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
-        .ints("dilations", {1, 1})
-        .i("winograd", 1);
+    const Attrs attrs = convAttrs(c, 0, true);
     for (DType dt : {DType::F64, DType::F32}) {
       SCOPED_TRACE(::testing::Message() << dtypeName(dt) << ", x [" << c.n << ", " << c.c << ", "
                                         << c.h << ", " << c.w << "]");
@@ -294,7 +293,7 @@ TEST(ConvGrad, WinogradInputGradientMatchesTheAdjoint) {
       std::vector<double> dx[2];
       for (int threads : {1, 2}) {
         KernelThreads use(threads);
-        dx[threads - 1] = runOk("conv2d_grad_input", {dy, w}, dt, g.xs, attrs.build()).doubles();
+        dx[threads - 1] = runOk("conv2d_grad_input", {dy, w}, dt, g.xs, attrs).doubles();
       }
       EXPECT_EQ(dx[0], dx[1]);
       if (dt == DType::F32) {
