@@ -449,10 +449,10 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     report["conv_winograd"] = scalarsToJson(wino);
     if (get("winograd") > 0)
       report["optimizations"]["conv_winograd"] = fmt::format(
-          "{} of {} conv2d and conv2d_grad_input kernels by Winograd F(2x2, 3x3): 16 "
-          "multiply-adds per input channel for each 2x2 block of outputs instead of 36, as 16 "
-          "GEMMs between transforms (workspace: the transformed weights, and a chunk of "
-          "transformed tiles and its products per thread; off: --no-winograd)",
+          "{} of {} conv2d, conv2d_grad_input and conv2d_grad_weight kernels by Winograd "
+          "F(2x2, 3x3): 16 multiply-adds per input channel for each 2x2 block of outputs "
+          "instead of 36, as 16 GEMMs between transforms (workspace: the transformed weights, "
+          "and a chunk of transformed tiles and its products per thread; off: --no-winograd)",
           get("winograd"), get("convolutions"));
   }
   if (auto blocks = module->getAttrOfType<DictionaryAttr>("plait.conv_image_blocks")) {

@@ -670,19 +670,22 @@ def ConvImageBlocksPass : Pass<"plait-conv-image-blocks", "mlir::ModuleOp"> {
 }
 
 def ConvWinogradPass : Pass<"plait-conv-winograd", "mlir::ModuleOp"> {
-  let summary = "CPU 3x3 convolutions and their input gradients by Winograd F(2x2, 3x3)";
+  let summary = "CPU 3x3 convolutions and their gradients by Winograd F(2x2, 3x3)";
   let description = [{
-    Sets `winograd = true` on each plait.conv2d and conv2d_grad_input of a 3x3 window with
-    stride 1 and dilation 1 in one group whose shapes make it pay
+    Sets `winograd = true` on each plait.conv2d, conv2d_grad_input and conv2d_grad_weight of
+    a 3x3 window with stride 1 and dilation 1 in one group whose shapes make it pay
     (runtime/cpu/Workspace.h winogradPays: in x out channels at least 32 x (in + out), as 64
-    and 64 give, and output planes of at least 12 pixels a side). The CPU kernels then compute each 2x2 block of outputs from
-    its 4x4 input patch with 16 multiply-adds per input channel instead of 36 (Lavin and
-    Gray's minimal filtering; runtime/cpu/Winograd.h): 16 GEMMs over the tiles between
-    transforms of the input tiles, the weights and the products. The input gradient is the
-    same correlation of dy with the weights turned 180 degrees. conv2d_grad_weight keeps
-    im2col. The results differ from im2col's by rounding (the transforms add and subtract
+    and 64 give, and output planes of at least 12 pixels a side). The CPU kernels then
+    compute each 2x2 block of outputs from its 4x4 input patch with 16 multiply-adds per
+    input channel instead of 36 (Lavin and Gray's minimal filtering; runtime/cpu/Winograd.h):
+    16 GEMMs over the tiles between transforms of the input tiles, the weights and the
+    products. The input gradient is the same correlation of dy with the weights turned 180
+    degrees; the weight gradient is the algorithm's transpose, each tile's transformed 2x2 of
+    dy times its transformed 4x4 of x, summed over the tiles by 16 GEMMs and transformed
+    back once. The results differ from im2col's by rounding (the transforms add and subtract
     inputs before the products). The plan's workspace holds the transformed weights and a
-    transformed chunk of tiles and its products per thread's slot. The module records
+    transformed chunk of tiles and its products per thread's slot (the weight gradient: the
+    summed products and one chunk's transformed x and dy). The module records
     `plait.conv_winograd` {convolutions, winograd} for the report. plait-compile runs it on
     CPU plans, before plait-conv-image-blocks (which leaves such convolutions alone), unless
     --no-winograd.

@@ -346,8 +346,8 @@ int main(int argc, char **argv) {
                "epilogue (plait-fuse-gemm-epilogue)");
   app.add_flag(
       "--no-winograd", [&](int64_t) { options.convWinograd = false; },
-      "compute CPU 3x3 stride-1 convolutions and their input gradients by im2col and "
-      "GEMMs instead of Winograd F(2x2, 3x3) (plait-conv-winograd)");
+      "compute CPU 3x3 stride-1 convolutions and their gradients by im2col and GEMMs "
+      "instead of Winograd F(2x2, 3x3) (plait-conv-winograd)");
   app.add_flag(
       "--no-conv-image-blocks", [&](int64_t) { options.convImageBlocks = false; },
       "run a CPU convolution's GEMMs one image at a time, also where its output planes "

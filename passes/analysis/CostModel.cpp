@@ -652,21 +652,26 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
           return !v ? std::vector<int64_t>{1, 1} : v->size() == 2 ? *v : std::vector<int64_t>{0, 0};
         };
         const std::vector<int64_t> strides = pair("strides"), dilations = pair("dilations");
-        if (k != "conv2d_grad_weight" && winograd && winograd->size() == 1 && (*winograd)[0] != 0 &&
+        if (winograd && winograd->size() == 1 && (*winograd)[0] != 0 &&
             rt::winogradWindow(w->shape[2], w->shape[3], strides[0], strides[1], dilations[0],
                                dilations[1], int64_t(group))) {
           // Winograd F(2x2, 3x3) (plait-conv-winograd, runtime/cpu/Winograd.cpp): 16 GEMMs of
           // [out channels, in channels] x [in channels, tiles] per chunk of tiles, and the
-          // transforms of each tile's 16 values per input and output channel.
-          const double inC = double(k == "conv2d" ? w->shape[1] : w->shape[0]);
-          const double outC = double(k == "conv2d" ? w->shape[0] : w->shape[1]);
-          const int64_t tilesWide = (out.shape[3] + 1) / 2; // of y, or of dx
-          const int64_t tileRows = out.shape[0] * ((out.shape[2] + 1) / 2);
+          // transforms of each tile's 16 values per input and output channel; the weight
+          // gradient: 16 GEMMs [F, tiles] x [tiles, C] per (longer) chunk summed in order.
+          const bool gradWeight = k == "conv2d_grad_weight";
+          const double inC = double(k == "conv2d_grad_input" ? w->shape[0] : w->shape[1]);
+          const double outC = double(k == "conv2d_grad_input" ? w->shape[1] : w->shape[0]);
+          const plan::TensorDesc &tiled = gradWeight ? *y : out; // y or dy, or dx
+          const int64_t tilesWide = (tiled.shape[3] + 1) / 2;
+          const int64_t tileRows = tiled.shape[0] * ((tiled.shape[2] + 1) / 2);
           const double tiles = double(tilesWide) * double(tileRows);
           const rt::WinogradChunks chunking = // an empty result: no chunks
-              tilesWide > 0 && tileRows > 0
-                  ? rt::winogradChunks(tilesWide, tileRows, clampedInt64(inC), clampedInt64(outC))
-                  : rt::WinogradChunks{1, 0, 0, 1};
+              tilesWide <= 0 || tileRows <= 0 ? rt::WinogradChunks{1, 0, 0, 1}
+              : gradWeight
+                  ? rt::winogradGradChunks(tilesWide, tileRows, clampedInt64(inC),
+                                           clampedInt64(outC))
+                  : rt::winogradChunks(tilesWide, tileRows, clampedInt64(inC), clampedInt64(outC));
           const double chunkTiles = double(chunking.tiles), chunks = double(chunking.count);
           cost.flops = 2.0 * 16.0 * tiles * inC * outC;
           cost.rows = 16.0 * chunks;

@@ -22,8 +22,9 @@ struct ConvShape {
   int64_t group, outHeight, outWidth;
   Window2d window;
   int64_t imageBlock = 1; // 1 to batch (1 for an empty batch)
-  /// By Winograd F(2x2, 3x3) (Winograd.h): the call's `winograd` on a 3x3 window of stride 1
-  /// and dilation 1 in one group (Workspace.cpp winogradConv); conv2d_grad_weight ignores it.
+  /// By Winograd F(2x2, 3x3) (Winograd.h; conv2d_grad_weight by its transpose): the call's
+  /// `winograd` on a 3x3 window of stride 1 and dilation 1 in one group (Workspace.cpp
+  /// winogradConv).
   bool winograd = false;
 
   int64_t inPlane() const { return height * width; }

@@ -197,6 +197,8 @@ Status convGradWeight(const KernelCall &call, const ConvShape &s, bool accumulat
     return Status();
   }
   Scratch scratch(call, "conv2d_grad_weight");
+  if (s.winograd) // the transpose of F(2x2, 3x3) (Winograd.h)
+    return winogradConvGradWeight3x3(x, dy, winogradConvOf(s, false), scratch, dw, accumulate);
   // workspace: a column matrix (and with blocks of several images a staging matrix for their
   // dy) per run, and the dw of every run but the first (Workspace.cpp computeBytes)
   const int64_t blocks = s.blocks(), blockWork = s.unitWork() * s.group; // multiply-adds

@@ -5,6 +5,11 @@
 //   A^T = [1 1 1 0; 0 1 -1 -1].
 // Summed over input channels, each of the 16 elementwise products is a GEMM over the tiles:
 // M[xi] [outChannels, tiles] = U[xi] [outChannels, inChannels] x V[xi] [inChannels, tiles].
+//
+// The weight gradient is that product's transpose: y = A^T [(G k G^T) . V] A gives, for a
+// tile's 2x2 of dy, dk = G^T [(A dy A^T) . V] G, and since G^T . G is linear the sum over
+// images and tiles is taken between the transforms, again 16 GEMMs:
+// P[xi] [outChannels, inChannels] = D[xi] [outChannels, tiles] x V[xi]^T [tiles, inChannels].
 #include "runtime/cpu/Winograd.h"
 
 #include <algorithm>
@@ -157,6 +162,83 @@ PLAIT_SIMD_CLONES void transformOutputRow(const T *m, const WinogradConv &c, int
   }
 }
 
+/// D[xi][o][tx - tx0] = (A d A^T)[xi] for the tiles [tx0, tx1) (at most kRowSegment) of tile
+/// row `ty` of image `n` of dy (`out`'s shape), output channel `o`, d the tile's 2x2 of dy
+/// (zero past the plane's last row or column); D's rows `ld` long, xi's `xiPitch` apart.
+/// A d A^T is separable as B^T d B is: the rows' combinations (d0, d0 + d1, d0 - d1, -d1)
+/// over the tiles' even and odd columns, then the columns' the same way.
+template <typename T>
+PLAIT_SIMD_CLONES void transformGradRow(const T *dy, const WinogradConv &c, int64_t n, int64_t ty,
+                                        int64_t tx0, int64_t tx1, int64_t o, T *d, int64_t ld,
+                                        int64_t xiPitch) {
+  const int64_t tw = tx1 - tx0;
+  T cols[12 * kRowSegment];
+  T *even = cols, *odd = cols + 2 * tw;       // dy's two rows' even and odd columns
+  T *re = cols + 4 * tw, *ro = cols + 8 * tw; // A over the rows
+  const T *plane = dy + (n * c.outChannels + o) * c.outHeight * c.outWidth;
+  for (int r = 0; r < 2; ++r) {
+    const int64_t row = 2 * ty + r;
+    T *e = even + r * tw, *od = odd + r * tw;
+    if (row >= c.outHeight) {
+      std::fill(e, e + tw, T(0));
+      std::fill(od, od + tw, T(0));
+      continue;
+    }
+    const T *src = plane + row * c.outWidth;
+    for (int64_t m = 0; m < tw; ++m) {
+      const int64_t q = 2 * (tx0 + m);
+      e[m] = q < c.outWidth ? src[q] : T(0);
+      od[m] = q + 1 < c.outWidth ? src[q + 1] : T(0);
+    }
+  }
+  for (int64_t m = 0; m < tw; ++m) {
+    re[0 * tw + m] = even[m];
+    re[1 * tw + m] = even[m] + even[tw + m];
+    re[2 * tw + m] = even[m] - even[tw + m];
+    re[3 * tw + m] = -even[tw + m];
+    ro[0 * tw + m] = odd[m];
+    ro[1 * tw + m] = odd[m] + odd[tw + m];
+    ro[2 * tw + m] = odd[m] - odd[tw + m];
+    ro[3 * tw + m] = -odd[tw + m];
+  }
+  for (int k = 0; k < 4; ++k) {
+    const T *e = re + k * tw, *od = ro + k * tw;
+    T *d0 = d + (4 * k + 0) * xiPitch + o * ld, *d1 = d + (4 * k + 1) * xiPitch + o * ld;
+    T *d2 = d + (4 * k + 2) * xiPitch + o * ld, *d3 = d + (4 * k + 3) * xiPitch + o * ld;
+    for (int64_t tx = 0; tx < tw; ++tx) {
+      d0[tx] = e[tx];
+      d1[tx] = e[tx] + od[tx];
+      d2[tx] = e[tx] - od[tx];
+      d3[tx] = -od[tx];
+    }
+  }
+}
+
+/// dw's 3x3 windows of output channel `o` = G^T P G of each input channel's summed products
+/// P[xi][o][ch] (xi's `pairs` apart), written or with `accumulate` added.
+template <typename T>
+void transformGradWeights(const T *p, const WinogradConv &c, int64_t o, T *dw, bool accumulate) {
+  const int64_t pairs = c.outChannels * c.inChannels;
+  for (int64_t ch = 0; ch < c.inChannels; ++ch) {
+    const T *src = p + o * c.inChannels + ch;
+    T t[3][4]; // G^T P
+    for (int b = 0; b < 4; ++b) {
+      const T p0 = src[(0 + b) * pairs], p1 = src[(4 + b) * pairs];
+      const T p2 = src[(8 + b) * pairs], p3 = src[(12 + b) * pairs];
+      t[0][b] = p0 + T(0.5) * (p1 + p2);
+      t[1][b] = T(0.5) * (p1 - p2);
+      t[2][b] = T(0.5) * (p1 + p2) + p3;
+    }
+    T *dst = dw + (o * c.inChannels + ch) * 9;
+    for (int a = 0; a < 3; ++a) { // (G^T P) G
+      const T y[3] = {t[a][0] + T(0.5) * (t[a][1] + t[a][2]), T(0.5) * (t[a][1] - t[a][2]),
+                      T(0.5) * (t[a][1] + t[a][2]) + t[a][3]};
+      for (int b = 0; b < 3; ++b)
+        dst[a * 3 + b] = accumulate ? dst[a * 3 + b] + y[b] : y[b];
+    }
+  }
+}
+
 } // namespace
 
 WinogradConv winogradConvOf(const ConvShape &s, bool adjoint) {
@@ -260,9 +342,73 @@ Status winogradConv3x3(const T *in, const T *w, const WinogradConv &c, Scratch &
       });
 }
 
+template <typename T>
+Status winogradConvGradWeight3x3(const T *x, const T *dy, const WinogradConv &c, Scratch &scratch,
+                                 T *dw, bool accumulate) {
+  const int64_t tw = c.tilesWide(), tileRows = c.batch * c.tilesHigh();
+  if (c.outChannels == 0 || c.inChannels == 0)
+    return Status();
+  if (tileRows == 0 || tw == 0) { // nothing to sum
+    if (!accumulate)
+      std::fill(dw, dw + c.outChannels * c.inChannels * 9, T(0));
+    return Status();
+  }
+  const WinogradChunks chunking = winogradGradChunks(tw, tileRows, c.inChannels, c.outChannels);
+  const int64_t chunkRows = chunking.rows, chunkTiles = chunking.tiles;
+  T *p = nullptr, *v = nullptr, *d = nullptr;
+  // workspace (Workspace.cpp winogradGradBytes): the sums, then one chunk's V and D
+  PLAIT_RETURN_IF_ERROR(scratch.take(16 * c.outChannels * c.inChannels, p));
+  PLAIT_RETURN_IF_ERROR(scratch.take(16 * c.inChannels * chunkTiles, v));
+  PLAIT_RETURN_IF_ERROR(scratch.take(16 * c.outChannels * chunkTiles, d));
+  for (int64_t k = 0; k < chunking.count; ++k) {
+    const int64_t firstRow = k * chunkRows, count = std::min(chunkRows, tileRows - firstRow);
+    const int64_t tiles = count * tw;
+    // x's channels, then dy's, each channel's tiles on one thread
+    parallelFor(c.inChannels + c.outChannels, grainFor(kElementGrain, 16 * tiles),
+                [&](int64_t, int64_t begin, int64_t end) {
+                  for (int64_t ch = begin; ch < end; ++ch)
+                    for (int64_t r = 0; r < count; ++r) {
+                      const int64_t row = firstRow + r;
+                      const int64_t n = row / c.tilesHigh(), ty = row % c.tilesHigh();
+                      for (int64_t tx0 = 0; tx0 < tw; tx0 += kRowSegment) {
+                        const int64_t tx1 = std::min(tw, tx0 + kRowSegment);
+                        if (ch < c.inChannels)
+                          transformInputRow(x, c, n, ty, tx0, tx1, ch, v + r * tw + tx0, tiles,
+                                            c.inChannels * tiles);
+                        else
+                          transformGradRow(dy, c, n, ty, tx0, tx1, ch - c.inChannels,
+                                           d + r * tw + tx0, tiles, c.outChannels * tiles);
+                      }
+                    }
+                });
+    Status errors[16];
+    parallelFor(16, 1, [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t xi = begin; xi < end; ++xi)
+        errors[xi] = gemmRowMajor<T>(false, true, c.outChannels, c.inChannels, tiles, 1.0,
+                                     d + xi * c.outChannels * tiles, tiles,
+                                     v + xi * c.inChannels * tiles, tiles, k == 0 ? 0.0 : 1.0,
+                                     p + xi * c.outChannels * c.inChannels, c.inChannels);
+    });
+    for (const Status &e : errors)
+      if (!e.ok())
+        return e;
+  }
+  parallelFor(c.outChannels, grainFor(kElementGrain, 16 * c.inChannels),
+              [&](int64_t, int64_t begin, int64_t end) {
+                for (int64_t o = begin; o < end; ++o)
+                  transformGradWeights(p, c, o, dw, accumulate);
+              });
+  return Status();
+}
+
 template Status winogradConv3x3<float>(const float *, const float *, const WinogradConv &,
                                        Scratch &, float *);
 template Status winogradConv3x3<double>(const double *, const double *, const WinogradConv &,
                                         Scratch &, double *);
+
+template Status winogradConvGradWeight3x3<float>(const float *, const float *, const WinogradConv &,
+                                                 Scratch &, float *, bool);
+template Status winogradConvGradWeight3x3<double>(const double *, const double *,
+                                                  const WinogradConv &, Scratch &, double *, bool);
 
 } // namespace plait::rt::cpu

@@ -1,4 +1,5 @@
-// conv2d and conv2d_grad_input of a 3x3 stride-1 window by Winograd's F(2x2, 3x3).
+// conv2d, conv2d_grad_input and conv2d_grad_weight of a 3x3 stride-1 window by Winograd's
+// F(2x2, 3x3).
 #pragma once
 
 #include <cstdint>
@@ -37,5 +38,18 @@ WinogradConv winogradConvOf(const ConvShape &s, bool adjoint);
 /// of threads. Defined for float and double.
 template <typename T>
 Status winogradConv3x3(const T *in, const T *w, const WinogradConv &c, Scratch &scratch, T *out);
+
+/// conv2d_grad_weight of the convolution `c` (winogradConvOf(s, false): x is `in`, dy has
+/// `out`'s shape): dw [outChannels, inChannels, 3, 3] = the sum over images and tiles of
+/// G^T [(A d A^T) . (B^T x B)] G, d a tile's 2x2 of dy (zero past the plane) and x its 4x4
+/// patch; F(2x2, 3x3)'s matrices transposed, the sum over tiles taken between the transforms
+/// as 16 GEMMs of [outChannels, tiles] x [tiles, inChannels] per chunk of tiles. Written into
+/// dw, or added to it with `accumulate`. The chunks in order, each chunk's transforms split
+/// by channel and its GEMMs by product across threads: the same bits on any number of
+/// threads. Its workspace (Workspace.h winogradGradChunks): the summed products, then one
+/// chunk's transformed x and dy. Defined for float and double.
+template <typename T>
+Status winogradConvGradWeight3x3(const T *x, const T *dy, const WinogradConv &c, Scratch &scratch,
+                                 T *dw, bool accumulate);
 
 } // namespace plait::rt::cpu

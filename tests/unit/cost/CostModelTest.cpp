@@ -391,8 +391,8 @@ TEST(OpCost, RowsOfRowWiseKernels) {
   }
   // With winograd (plait-conv-winograd) on a 3x3 window in one group: 16 GEMMs a chunk of
   // 2x2 output tiles, 16 multiply-adds per input and output channel a tile, and each tile's 16
-  // transformed values per input and output channel. Ignored on conv2d_grad_weight and on a
-  // grouped convolution.
+  // transformed values per input and output channel; conv2d_grad_weight the same over dy's
+  // tiles. Ignored on a grouped convolution.
   plan::PlanDesc wino = tensors({{2, 6, 8, 7}, {4, 6, 3, 3}, {2, 4, 8, 7}});
   const double tiles = 2 * 4 * 4; // 2 images of 4 x 4 tiles (the last column overhangs)
   OpCost wy = opCost(wino, {"conv2d", {0, 1}, {2}, {{"winograd", {1}}}});
@@ -402,7 +402,10 @@ TEST(OpCost, RowsOfRowWiseKernels) {
   OpCost wdx = opCost(wino, {"conv2d_grad_input", {2, 1}, {0}, {{"winograd", {1}}}});
   EXPECT_DOUBLE_EQ(wdx.flops, 2.0 * 16 * tiles * 4 * 6);
   OpCost wdw = opCost(wino, {"conv2d_grad_weight", {0, 2}, {1}, {{"winograd", {1}}}});
-  EXPECT_DOUBLE_EQ(wdw.flops, opCost(wino, {"conv2d_grad_weight", {0, 2}, {1}}).flops);
+  EXPECT_DOUBLE_EQ(wdw.flops, 2.0 * 16 * tiles * 6 * 4);
+  EXPECT_DOUBLE_EQ(wdw.rows, 16); // one chunk
+  EXPECT_DOUBLE_EQ(wdw.elements, 16 * tiles * (6 + 4));
+  EXPECT_LT(wdw.flops, opCost(wino, {"conv2d_grad_weight", {0, 2}, {1}}).flops);
   EXPECT_DOUBLE_EQ(opCost(conv, {"conv2d", {0, 1}, {2}, {{"winograd", {1}}}}).flops,
                    opCost(conv, {"conv2d", {0, 1}, {2}}).flops); // 2 groups
   EXPECT_DOUBLE_EQ(opCost(conv, {"max_pool2d", {0}, {2}}).rows, 12);

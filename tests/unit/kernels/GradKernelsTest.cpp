@@ -306,6 +306,47 @@ TEST(ConvGrad, WinogradInputGradientMatchesTheAdjoint) {
   }
 }
 
+// conv2d_grad_weight by the transpose of Winograd F(2x2, 3x3) (`winograd`: each tile's
+// transformed 2x2 of dy times its transformed 4x4 of x, summed over the tiles by 16 GEMMs):
+// within float rounding (f64: 1e-12) of the brute-force adjoint over pads of 0 to 2, odd
+// planes (tiles overhanging dy), several chunks of tile rows and tile rows longer than a
+// chunk, an empty batch (dw zeroed); the same bits on 1 and 2 threads; exactly its declared
+// workspace (the harness).
+TEST(ConvGrad, WinogradWeightGradientMatchesTheAdjoint) {
+  ASSERT_EQ(winogradGradChunks(9, 4 * 9, 64, 64).count, 2); // 18x18: chunks of 28 rows
+  ASSERT_EQ(winogradGradChunks(300, 2, 64, 64).rows, 1);    // 1x600: a row a chunk
+  const ConvCase cases[] = {
+      {1, 3, 8, 8, 4, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},     // same padding
+      {2, 5, 7, 9, 3, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},     // odd planes
+      {1, 4, 6, 5, 6, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},     // no padding
+      {2, 3, 5, 6, 2, 3, 3, 1, {1, 1}, {2, 0, 1, 2}, {1, 1}},     // asymmetric pads
+      {4, 64, 18, 18, 64, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}}, // two chunks
+      {2, 64, 1, 600, 64, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}}, // rows past a chunk
+      {0, 3, 4, 4, 2, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},     // an empty batch
+  };
+  for (const ConvCase &c : cases) {
+    const ConvGradCase g(c);
+    const Attrs attrs = convAttrs(c, 0, true);
+    for (DType dt : {DType::F64, DType::F32}) {
+      SCOPED_TRACE(::testing::Message() << dtypeName(dt) << ", x [" << c.n << ", " << c.c << ", "
+                                        << c.h << ", " << c.w << "]");
+      auto x = makeFloat(dt, g.xs, g.xv), dy = makeFloat(dt, g.ys, g.dyv);
+      std::vector<double> dw[2];
+      for (int threads : {1, 2}) {
+        KernelThreads use(threads);
+        dw[threads - 1] = runOk("conv2d_grad_weight", {x, dy}, dt, g.ws, attrs).doubles();
+      }
+      EXPECT_EQ(dw[0], dw[1]);
+      if (dt == DType::F32) {
+        EXPECT_TRUE(allClose(std::vector<float>(dw[0].begin(), dw[0].end()), g.dwRef, 1e-4, 1e-4));
+        continue;
+      }
+      for (size_t i = 0; i < g.dwRef.size(); ++i)
+        ASSERT_NEAR(dw[0][i], g.dwRef[i], 1e-12 * (1 + std::fabs(g.dwRef[i]))) << i;
+    }
+  }
+}
+
 // A deep layer's conv2d_grad_weight (more filters than output pixels: Workspace.h
 // convGradWeightRowPanels) takes the images in order into dw itself, its GEMMs in fixed panels
 // of filters: within float rounding of the seven-loop reference, the same bits on 1 and 2
@@ -337,8 +378,8 @@ TEST(ConvGrad, DeepLayersSumImagesIntoDwInFilterBlocks) {
 // bf16/f16 conv2d_grad_weight stages a few images at a time (here 2 of the 3 images of
 // 8 x 256 x 256, then 1) and sums their dw into one f32 dw, rounded at the end: within a
 // unit in the last place of the f32 kernel's dw on the widened operands (the images are
-// grouped differently), on one thread and on two; in the blocked form too. The harness
-// checks the declared workspace.
+// grouped differently), on one thread and on two; in the blocked form too, and both by im2col
+// and by Winograd (`winograd`). The harness checks the declared workspace.
 TEST(ConvGrad, HalfWeightGradientStagesAFewImagesAtATime) {
   ASSERT_EQ(batchStageEntries(3, 8 * 256 * 256), 2);
   for (const ConvCase &c : {ConvCase{3, 8, 256, 256, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
@@ -352,16 +393,20 @@ TEST(ConvGrad, HalfWeightGradientStagesAFewImagesAtATime) {
             wShape{c.m, c.c / c.group, c.kh, c.kw}, yShape{c.n, c.m, c.h, c.w};
         OwnedTensor x = convertedTo(dt, randomFloats(xShape, 4, -1, 1));
         OwnedTensor dy = convertedTo(dt, randomFloats(yShape, 5, -1, 1));
-        std::vector<float> got =
-            runOk("conv2d_grad_weight", {x, dy}, dt, wShape, convAttrs(c)).floats();
-        std::vector<float> want =
-            convertedTo(dt, runOk("conv2d_grad_weight", {convertedTo(DType::F32, x), convertedTo(DType::F32, dy)},
-                              DType::F32, wShape, convAttrs(c)))
-                .floats();
-        ASSERT_EQ(got.size(), want.size());
-        const double ulp = dt == DType::BF16 ? 1.0 / 128 : 1.0 / 1024;
-        for (size_t i = 0; i < want.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], std::abs(want[i]) * ulp + 1e-6) << "element " << i;
+        for (bool winograd : {false, true}) {
+          SCOPED_TRACE(winograd ? "by Winograd" : "by im2col");
+          const Attrs attrs = convAttrs(c, 0, winograd);
+          std::vector<float> got = runOk("conv2d_grad_weight", {x, dy}, dt, wShape, attrs).floats();
+          std::vector<float> want =
+              convertedTo(dt, runOk("conv2d_grad_weight",
+                                    {convertedTo(DType::F32, x), convertedTo(DType::F32, dy)},
+                                    DType::F32, wShape, attrs))
+                  .floats();
+          ASSERT_EQ(got.size(), want.size());
+          const double ulp = dt == DType::BF16 ? 1.0 / 128 : 1.0 / 1024;
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], std::abs(want[i]) * ulp + 1e-6) << "element " << i;
+        }
       }
 }
 
