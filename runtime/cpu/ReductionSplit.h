@@ -1,6 +1,6 @@
 // How a reduction (reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod) splits its
 // walk across threads: a pure function of its input's shape and reduced axes, shared by the
-// kernels (ReductionKernels.cpp) and the cost model (passes/analysis/CostModel.cpp), so the
+// kernels (ReductionKernels.cpp) and the cost model (passes/analysis/OpCost.cpp), so the
 // model splits exactly what the runtime splits.
 //
 // The walk runs over the input's dimensions merged as its row plan merges them (Broadcast.h):
