@@ -7,6 +7,7 @@ does not fail the run, and the closing line and JSON summary are written.
 """
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -18,13 +19,20 @@ FILTER = r"^test_(relu|abs|reshape_reordered_all_dims|reshape_negative_dim|add_b
 
 
 def make_bin(root):
+    """The fake tools, each fake_plait.py MODE. Under CTest (PLAIT_PYFORK_NAME: the build
+    directory whose tests/pyfork.py server has numpy and onnx imported) they run forked from
+    that server, as the suite's Python tests do, instead of importing both for every call."""
     bindir = os.path.join(root, "bin")
     os.makedirs(bindir)
+    python = ["/usr/bin/python3"]
+    if os.environ.get("PLAIT_PYFORK_NAME"):
+        python += [os.path.join(os.path.dirname(HERE), "pyfork.py"), "run",
+                   os.environ["PLAIT_PYFORK_NAME"]]
     for tool, mode in (("plait-compile", "compile"), ("plait-run", "run")):
         path = os.path.join(bindir, tool)
+        command = python + [os.path.join(HERE, "fake_plait.py"), mode]
         with open(path, "w") as f:
-            f.write('#!/bin/sh\nexec /usr/bin/python3 %s %s "$@"\n'
-                    % (os.path.join(HERE, "fake_plait.py"), mode))
+            f.write('#!/bin/sh\nexec %s "$@"\n' % " ".join(shlex.quote(w) for w in command))
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
 
 
