@@ -674,8 +674,8 @@ def ConvWinogradPass : Pass<"plait-conv-winograd", "mlir::ModuleOp"> {
   let description = [{
     Sets `winograd = true` on each plait.conv2d, conv2d_grad_input and conv2d_grad_weight of
     a 3x3 window with stride 1 and dilation 1 in one group whose shapes make it pay
-    (runtime/cpu/Workspace.h winogradPays: in x out channels at least 32 x (in + out), as 64
-    and 64 give, and output planes of at least 12 pixels a side). The CPU kernels then
+    (runtime/cpu/Workspace.h winogradPays: in x out channels at least 16 x (in + out), as 32
+    and 32 give, and output planes of at least 6 pixels a side). The CPU kernels then
     compute each 2x2 block of outputs from its 4x4 input patch with 16 multiply-adds per
     input channel instead of 36 (Lavin and Gray's minimal filtering; runtime/cpu/Winograd.h):
     16 GEMMs over the tiles between transforms of the input tiles, the weights and the

@@ -5,8 +5,7 @@
 // Winograd's minimal filtering computes a 2x2 block of outputs with 16 per input channel
 // instead of 36, as 16 GEMMs over the blocks between cheap transforms; the input gradient of
 // a stride-1 convolution is the same kind of correlation (of dy with the weights turned), and
-// the weight gradient the algorithm's transpose (16 GEMMs summing over the blocks, which
-// pays on smaller planes: Workspace.h winogradGradPays). Where
+// the weight gradient the algorithm's transpose (16 GEMMs summing over the blocks). Where
 // it pays is a function of the shapes alone (Workspace.h winogradPays), decided here so that
 // the plan states it, the memory plan counts its workspace (Workspace.cpp winogradBytes), and
 // --no-winograd can leave it out. The module records `plait.conv_winograd` {convolutions,
@@ -27,11 +26,10 @@ namespace plait {
 namespace {
 
 /// Whether the convolution whose weight is `w` [F, C, 3, 3], reading planes of `in` channels
-/// and writing `out` [N, outChannels, H, W] (the weight gradient: summing over dy's tiles,
-/// `gradWeight`), runs by Winograd: static shapes, a 3x3 window of stride 1 and dilation 1,
-/// one group, and shapes that pay.
-template <typename Op>
-bool winogradOf(Op op, Value w, int64_t inChannels, Value out, bool gradWeight = false) {
+/// and writing `out` [N, outChannels, H, W] (the weight gradient: summing over dy's tiles),
+/// runs by Winograd: static shapes, a 3x3 window of stride 1 and dilation 1, one group, and
+/// shapes that pay.
+template <typename Op> bool winogradOf(Op op, Value w, int64_t inChannels, Value out) {
   auto wType = dyn_cast<RankedTensorType>(w.getType());
   auto outType = dyn_cast<RankedTensorType>(out.getType());
   if (!wType || !outType || !wType.hasStaticShape() || !outType.hasStaticShape() ||
@@ -41,8 +39,8 @@ bool winogradOf(Op op, Value w, int64_t inChannels, Value out, bool gradWeight =
                           op.getStrides()[1], op.getDilations()[0], op.getDilations()[1],
                           op.getGroup()))
     return false;
-  return (gradWeight ? rt::winogradGradPays : rt::winogradPays)(
-      inChannels, outType.getDimSize(1), outType.getDimSize(2), outType.getDimSize(3));
+  return rt::winogradPays(inChannels, outType.getDimSize(1), outType.getDimSize(2),
+                          outType.getDimSize(3));
 }
 
 int64_t channels(Value v, int64_t dim) {
@@ -67,8 +65,7 @@ struct ConvWinogradPass : impl::ConvWinogradPassBase<ConvWinogradPass> {
       else if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) // dy's channels in, dx's out
         mark(op, winogradOf(grad, grad.getW(), channels(grad.getW(), 0), grad.getResult()));
       else if (auto grad = dyn_cast<Conv2dGradWeightOp>(op)) // the forward's, over dy's tiles
-        mark(op, winogradOf(grad, grad.getResult(), channels(grad.getResult(), 1), grad.getGrad(),
-                            true));
+        mark(op, winogradOf(grad, grad.getResult(), channels(grad.getResult(), 1), grad.getGrad()));
     });
     getOperation()->setAttr(
         "plait.conv_winograd",

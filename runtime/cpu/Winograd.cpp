@@ -24,35 +24,52 @@
 namespace plait::rt::cpu {
 namespace {
 
-/// U[xi][o][c] = (G k G^T)[xi] for the window k of output channel o and input channel c: w's
-/// [o][c] window, or for the adjoint w's [c][o] window turned 180 degrees.
+/// Input channels the weight transforms take at a time (their scratch is on the stack).
+constexpr int64_t kChannelBlock = 128;
+
+/// U[xi][o][ch] = (G k G^T)[xi] for the windows k of output channel o and input channels
+/// [ch0, ch1) (at most kChannelBlock): w's [o][ch] windows, or for the adjoint w's [ch][o]
+/// windows turned 180 degrees. The windows' taps are gathered a channel block at a time, so
+/// that both of G's passes run over contiguous channels and vectorise.
+template <typename T>
+PLAIT_SIMD_CLONES void transformWeightBlock(const T *w, const WinogradConv &c, int64_t o,
+                                            int64_t ch0, int64_t ch1, T *u) {
+  const int64_t n = ch1 - ch0, pairs = c.outChannels * c.inChannels;
+  T k[9][kChannelBlock], gk[4][3][kChannelBlock]; // the taps k[a * 3 + b], then G k
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t ch = ch0 + i;
+    const T *src = c.adjoint ? w + (ch * c.outChannels + o) * 9 : w + (o * c.inChannels + ch) * 9;
+    for (int e = 0; e < 9; ++e)
+      k[e][i] = src[c.adjoint ? 8 - e : e];
+  }
+  for (int b = 0; b < 3; ++b)
+    for (int64_t i = 0; i < n; ++i) {
+      gk[0][b][i] = k[b][i];
+      gk[1][b][i] = T(0.5) * (k[b][i] + k[3 + b][i] + k[6 + b][i]);
+      gk[2][b][i] = T(0.5) * (k[b][i] - k[3 + b][i] + k[6 + b][i]);
+      gk[3][b][i] = k[6 + b][i];
+    }
+  T *dst = u + o * c.inChannels + ch0;
+  for (int a = 0; a < 4; ++a) { // (G k) G^T
+    T *d0 = dst + (a * 4 + 0) * pairs, *d1 = dst + (a * 4 + 1) * pairs;
+    T *d2 = dst + (a * 4 + 2) * pairs, *d3 = dst + (a * 4 + 3) * pairs;
+    for (int64_t i = 0; i < n; ++i) {
+      d0[i] = gk[a][0][i];
+      d1[i] = T(0.5) * (gk[a][0][i] + gk[a][1][i] + gk[a][2][i]);
+      d2[i] = T(0.5) * (gk[a][0][i] - gk[a][1][i] + gk[a][2][i]);
+      d3[i] = gk[a][2][i];
+    }
+  }
+}
+
+/// U[xi][o][c] = (G k G^T)[xi] for every output channel o and input channel c.
 template <typename T> void transformWeights(const T *w, const WinogradConv &c, T *u) {
-  const int64_t pairs = c.outChannels * c.inChannels;
   parallelFor(c.outChannels, grainFor(kElementGrain, 16 * c.inChannels),
               [&](int64_t, int64_t begin, int64_t end) {
                 for (int64_t o = begin; o < end; ++o)
-                  for (int64_t ch = 0; ch < c.inChannels; ++ch) {
-                    T k[3][3];
-                    const T *src = c.adjoint ? w + (ch * c.outChannels + o) * 9
-                                             : w + (o * c.inChannels + ch) * 9;
-                    for (int a = 0; a < 3; ++a)
-                      for (int b = 0; b < 3; ++b)
-                        k[a][b] = c.adjoint ? src[(2 - a) * 3 + (2 - b)] : src[a * 3 + b];
-                    T gk[4][3]; // G k
-                    for (int b = 0; b < 3; ++b) {
-                      gk[0][b] = k[0][b];
-                      gk[1][b] = T(0.5) * (k[0][b] + k[1][b] + k[2][b]);
-                      gk[2][b] = T(0.5) * (k[0][b] - k[1][b] + k[2][b]);
-                      gk[3][b] = k[2][b];
-                    }
-                    T *dst = u + o * c.inChannels + ch;
-                    for (int a = 0; a < 4; ++a) { // (G k) G^T
-                      dst[(a * 4 + 0) * pairs] = gk[a][0];
-                      dst[(a * 4 + 1) * pairs] = T(0.5) * (gk[a][0] + gk[a][1] + gk[a][2]);
-                      dst[(a * 4 + 2) * pairs] = T(0.5) * (gk[a][0] - gk[a][1] + gk[a][2]);
-                      dst[(a * 4 + 3) * pairs] = gk[a][2];
-                    }
-                  }
+                  for (int64_t ch = 0; ch < c.inChannels; ch += kChannelBlock)
+                    transformWeightBlock(w, c, o, ch, std::min(c.inChannels, ch + kChannelBlock),
+                                         u);
               });
 }
 
@@ -214,29 +231,34 @@ PLAIT_SIMD_CLONES void transformGradRow(const T *dy, const WinogradConv &c, int6
   }
 }
 
-/// dw's 3x3 windows of output channel `o` = G^T P G of each input channel's summed products
-/// P[xi][o][ch] (xi's `pairs` apart), written or with `accumulate` added.
+/// dw's 3x3 windows of output channel `o` and input channels [ch0, ch1) (at most
+/// kChannelBlock) = G^T P G of their summed products P[xi][o][ch] (xi's `pairs` apart),
+/// written or with `accumulate` added: both of G's passes over contiguous channels.
 template <typename T>
-void transformGradWeights(const T *p, const WinogradConv &c, int64_t o, T *dw, bool accumulate) {
-  const int64_t pairs = c.outChannels * c.inChannels;
-  for (int64_t ch = 0; ch < c.inChannels; ++ch) {
-    const T *src = p + o * c.inChannels + ch;
-    T t[3][4]; // G^T P
-    for (int b = 0; b < 4; ++b) {
-      const T p0 = src[(0 + b) * pairs], p1 = src[(4 + b) * pairs];
-      const T p2 = src[(8 + b) * pairs], p3 = src[(12 + b) * pairs];
-      t[0][b] = p0 + T(0.5) * (p1 + p2);
-      t[1][b] = T(0.5) * (p1 - p2);
-      t[2][b] = T(0.5) * (p1 + p2) + p3;
-    }
-    T *dst = dw + (o * c.inChannels + ch) * 9;
-    for (int a = 0; a < 3; ++a) { // (G^T P) G
-      const T y[3] = {t[a][0] + T(0.5) * (t[a][1] + t[a][2]), T(0.5) * (t[a][1] - t[a][2]),
-                      T(0.5) * (t[a][1] + t[a][2]) + t[a][3]};
-      for (int b = 0; b < 3; ++b)
-        dst[a * 3 + b] = accumulate ? dst[a * 3 + b] + y[b] : y[b];
+PLAIT_SIMD_CLONES void transformGradWeightBlock(const T *p, const WinogradConv &c, int64_t o,
+                                                int64_t ch0, int64_t ch1, T *dw, bool accumulate) {
+  const int64_t n = ch1 - ch0, pairs = c.outChannels * c.inChannels;
+  const T *src = p + o * c.inChannels + ch0;
+  T t[3][4][kChannelBlock], y[9][kChannelBlock]; // G^T P, then (G^T P) G
+  for (int b = 0; b < 4; ++b) {
+    const T *p0 = src + (0 + b) * pairs, *p1 = src + (4 + b) * pairs;
+    const T *p2 = src + (8 + b) * pairs, *p3 = src + (12 + b) * pairs;
+    for (int64_t i = 0; i < n; ++i) {
+      t[0][b][i] = p0[i] + T(0.5) * (p1[i] + p2[i]);
+      t[1][b][i] = T(0.5) * (p1[i] - p2[i]);
+      t[2][b][i] = T(0.5) * (p1[i] + p2[i]) + p3[i];
     }
   }
+  for (int a = 0; a < 3; ++a)
+    for (int64_t i = 0; i < n; ++i) {
+      y[a * 3 + 0][i] = t[a][0][i] + T(0.5) * (t[a][1][i] + t[a][2][i]);
+      y[a * 3 + 1][i] = T(0.5) * (t[a][1][i] - t[a][2][i]);
+      y[a * 3 + 2][i] = T(0.5) * (t[a][1][i] + t[a][2][i]) + t[a][3][i];
+    }
+  T *dst = dw + (o * c.inChannels + ch0) * 9;
+  for (int64_t i = 0; i < n; ++i)
+    for (int e = 0; e < 9; ++e)
+      dst[i * 9 + e] = accumulate ? dst[i * 9 + e] + y[e][i] : y[e][i];
 }
 
 } // namespace
@@ -396,7 +418,9 @@ Status winogradConvGradWeight3x3(const T *x, const T *dy, const WinogradConv &c,
   parallelFor(c.outChannels, grainFor(kElementGrain, 16 * c.inChannels),
               [&](int64_t, int64_t begin, int64_t end) {
                 for (int64_t o = begin; o < end; ++o)
-                  transformGradWeights(p, c, o, dw, accumulate);
+                  for (int64_t ch = 0; ch < c.inChannels; ch += kChannelBlock)
+                    transformGradWeightBlock(
+                        p, c, o, ch, std::min(c.inChannels, ch + kChannelBlock), dw, accumulate);
               });
   return Status();
 }

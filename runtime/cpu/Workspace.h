@@ -171,45 +171,36 @@ inline int64_t convImageBlock(int64_t batch, int64_t outPlane, bool pointwise) {
 
 /// conv2d and conv2d_grad_input by Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray,
 /// 2016; runtime/cpu/Winograd.h; conv2d_grad_weight by its transpose: winogradGradChunks),
-/// where plait-compile's plait-conv-winograd sets `winograd` on them: a 3x3 window of stride 1 and
-/// dilation 1 in one group. Each 2x2 block of outputs (a tile) takes 16 multiply-adds per input
-/// channel instead of 36, as 16 GEMMs of [outChannels, inChannels] x [inChannels, tiles], between
-/// transforms of the input tiles and of the products. The tiles go in chunks of whole rows of
-/// tiles, about kWinogradChunkTiles, each chunk's transformed input and products in a workspace
-/// slot (as many slots as convColumnSlots gives the chunks), after the transformed weights. Worth
-/// it (winogradPays) where the multiply-adds saved (in x out channels a tile) outweigh the
-/// transforms ((in + out) channels a tile): in x out at least kWinogradChannelRatio x (in + out),
-/// as 64 in and 64 out give; and on output planes of at least kWinogradMinPlane pixels a side,
-/// whose rows of tiles are long enough for the transforms' loops. Measured on ResNet-18 at 96x96,
-/// batch 8 (bench/README.md): its 24x24 and 12x12 layers at 0.75 and 0.92 of im2col's time; its 6x6
-/// ones took 1.3 (rows of 3 tiles) and DenseNet-121's 128-to-32 3x3 convolutions came out at par,
-/// so they keep im2col. The windows it computes (ConvShape::winograd, Workspace.cpp, the cost model
-/// and the pass all ask this): 3x3, stride 1, dilation 1, one group.
+/// where plait-compile's plait-conv-winograd sets `winograd` on them: a 3x3 window of stride 1
+/// and dilation 1 in one group. Each 2x2 block of outputs (a tile) takes 16 multiply-adds per
+/// input channel instead of 36, as 16 GEMMs of [outChannels, inChannels] x [inChannels, tiles],
+/// between transforms of the input tiles and of the products. The tiles go in chunks of whole
+/// rows of tiles, about kWinogradChunkTiles, each chunk's transformed input and products in a
+/// workspace slot (as many slots as convColumnSlots gives the chunks), after the transformed
+/// weights. Worth it (winogradPays) where the multiply-adds saved (in x out channels a tile)
+/// outweigh the transforms ((in + out) channels a tile): in x out at least
+/// kWinogradChannelRatio x (in + out), as 32 in and 32 out or 128 in and 32 out give; and on
+/// output planes of at least kWinogradMinPlane pixels a side. Measured on ResNet-18 and
+/// DenseNet-121 at 96x96, batch 8 (bench/README.md), with the weights' transform vectorised
+/// over channels: ResNet-18's 24x24, 12x12 and 6x6 layers at 0.55-0.87 of im2col's time in all
+/// three kernels, DenseNet-121's step 0.81x; ResNet-18's 3x3 planes (2x2 tiles cover 16 pixels
+/// for 9) took 1.75x in the weight gradient, so they keep im2col. The windows it computes
+/// (ConvShape::winograd, Workspace.cpp, the cost model and the pass all ask this): 3x3,
+/// stride 1, dilation 1, one group.
 inline bool winogradWindow(int64_t kernelH, int64_t kernelW, int64_t strideH, int64_t strideW,
                            int64_t dilationH, int64_t dilationW, int64_t group) {
   return kernelH == 3 && kernelW == 3 && strideH == 1 && strideW == 1 && dilationH == 1 &&
          dilationW == 1 && group == 1;
 }
 inline constexpr int64_t kWinogradChunkTiles = 128;
-inline constexpr int64_t kWinogradChannelRatio = 32;
-inline constexpr int64_t kWinogradMinPlane = 12;
+inline constexpr int64_t kWinogradChannelRatio = 16;
+inline constexpr int64_t kWinogradMinPlane = 6;
 inline bool winogradPays(int64_t inChannels, int64_t outChannels, int64_t outHeight,
                          int64_t outWidth) {
   constexpr int64_t kMax = int64_t(1) << 24; // no overflow below
   return inChannels > 0 && outChannels > 0 && inChannels < kMax && outChannels < kMax &&
          inChannels * outChannels >= kWinogradChannelRatio * (inChannels + outChannels) &&
          outHeight >= kWinogradMinPlane && outWidth >= kWinogradMinPlane;
-}
-/// conv2d_grad_weight by Winograd (winogradGradChunks) where the channels pay as above and dy's
-/// planes are at least kWinogradGradMinPlane pixels a side: its GEMMs sum over all the
-/// images' tiles, so short rows of tiles cost it little. Measured on ResNet-18 at 96x96, batch
-/// 8 (bench/README.md): 0.71x im2col's time on its 24x24 planes, 0.63x on 12x12, 0.82x on 6x6
-/// (256 channels), and 1.75x on 3x3 (512 channels: 2x2 tiles cover 16 pixels for 9).
-inline constexpr int64_t kWinogradGradMinPlane = 6;
-inline bool winogradGradPays(int64_t inChannels, int64_t outChannels, int64_t outHeight,
-                             int64_t outWidth) {
-  return winogradPays(inChannels, outChannels, kWinogradMinPlane, kWinogradMinPlane) &&
-         outHeight >= kWinogradGradMinPlane && outWidth >= kWinogradGradMinPlane;
 }
 /// How the Winograd kernel cuts `tileRows` rows of `tilesWide` tiles (all positive): chunks
 /// of `rows` whole rows (about kWinogradChunkTiles tiles; the last may hold fewer), `tiles`

@@ -233,7 +233,8 @@ TEST(ConvKernels, ImageBlocksMultiplySeveralImagesInOneGemm) {
 
 // conv2d by Winograd F(2x2, 3x3) (`winograd`): within float rounding of the seven-loop
 // reference over pads of 0 to 2, planes of odd sides (overhanging tiles), several chunks in
-// several slots and an empty batch; the same bits on 1 and 2 threads; exactly its declared
+// several slots, weights transformed in two blocks of input channels and an empty batch; the
+// same bits on 1 and 2 threads; exactly its declared
 // workspace (the harness). ConvGrad.WinogradInputGradientMatchesTheAdjoint checks the input
 // gradient.
 TEST(ConvKernels, WinogradMatchesTheDirectConvolution) {
@@ -244,6 +245,7 @@ TEST(ConvKernels, WinogradMatchesTheDirectConvolution) {
       {2, 3, 5, 6, 2, 3, 3, 1, {1, 1}, {2, 0, 1, 2}, {1, 1}, false},    // asymmetric pads
       {1, 2, 3, 3, 3, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},    // one overhanging tile
       {2, 32, 18, 18, 32, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true}, // 2 chunks in 2 slots
+      {1, 136, 4, 4, 3, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},  // 2 channel blocks
       {0, 3, 4, 4, 2, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},    // an empty batch
   };
   for (const ConvCase &c : cases) {

@@ -272,8 +272,9 @@ TEST(ConvGrad, MatchesBruteForceAdjointOverGeometries) {
 
 // conv2d_grad_input by Winograd F(2x2, 3x3) (`winograd`: dy correlated with the turned
 // weights, padded by 2 - pad): within float rounding (f64: 1e-12) of the brute-force adjoint
-// over pads of 0 to 2, odd planes, several chunks in several slots and an empty batch; the
-// same bits on 1 and 2 threads; exactly its declared workspace (the harness).
+// over pads of 0 to 2, odd planes, several chunks in several slots, weights transformed in
+// two blocks of dy's channels and an empty batch; the same bits on 1 and 2 threads; exactly
+// its declared workspace (the harness).
 TEST(ConvGrad, WinogradInputGradientMatchesTheAdjoint) {
   const ConvCase cases[] = {
       {1, 3, 8, 8, 4, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},     // same padding
@@ -281,6 +282,7 @@ TEST(ConvGrad, WinogradInputGradientMatchesTheAdjoint) {
       {1, 4, 6, 5, 6, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},     // no padding
       {2, 3, 5, 6, 2, 3, 3, 1, {1, 1}, {2, 0, 1, 2}, {1, 1}},     // asymmetric pads
       {2, 32, 18, 18, 32, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}}, // chunks in 2 slots
+      {1, 3, 4, 4, 136, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},   // 2 blocks of dy's channels
       {0, 3, 4, 4, 2, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},     // an empty batch
   };
   for (const ConvCase &c : cases) {
@@ -310,8 +312,8 @@ TEST(ConvGrad, WinogradInputGradientMatchesTheAdjoint) {
 // transformed 2x2 of dy times its transformed 4x4 of x, summed over the tiles by 16 GEMMs):
 // within float rounding (f64: 1e-12) of the brute-force adjoint over pads of 0 to 2, odd
 // planes (tiles overhanging dy), several chunks of tile rows and tile rows longer than a
-// chunk, an empty batch (dw zeroed); the same bits on 1 and 2 threads; exactly its declared
-// workspace (the harness).
+// chunk, products transformed back in two blocks of x's channels, an empty batch (dw
+// zeroed); the same bits on 1 and 2 threads; exactly its declared workspace (the harness).
 TEST(ConvGrad, WinogradWeightGradientMatchesTheAdjoint) {
   ASSERT_EQ(winogradGradChunks(9, 4 * 9, 64, 64).count, 2); // 18x18: chunks of 28 rows
   ASSERT_EQ(winogradGradChunks(300, 2, 64, 64).rows, 1);    // 1x600: a row a chunk
@@ -322,6 +324,7 @@ TEST(ConvGrad, WinogradWeightGradientMatchesTheAdjoint) {
       {2, 3, 5, 6, 2, 3, 3, 1, {1, 1}, {2, 0, 1, 2}, {1, 1}},     // asymmetric pads
       {4, 64, 18, 18, 64, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}}, // two chunks
       {2, 64, 1, 600, 64, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}}, // rows past a chunk
+      {1, 136, 4, 4, 3, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},   // 2 blocks of x's channels
       {0, 3, 4, 4, 2, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},     // an empty batch
   };
   for (const ConvCase &c : cases) {
