@@ -378,7 +378,7 @@ Status winogradConvGradWeight3x3(const T *x, const T *dy, const WinogradConv &c,
   const WinogradChunks chunking = winogradGradChunks(tw, tileRows, c.inChannels, c.outChannels);
   const int64_t chunkRows = chunking.rows, chunkTiles = chunking.tiles;
   T *p = nullptr, *v = nullptr, *d = nullptr;
-  // workspace (Workspace.cpp winogradGradBytes): the sums, then one chunk's V and D
+  // workspace (Workspace.cpp winogradBytes, gradWeight): the sums, then one chunk's V and D
   PLAIT_RETURN_IF_ERROR(scratch.take(16 * c.outChannels * c.inChannels, p));
   PLAIT_RETURN_IF_ERROR(scratch.take(16 * c.inChannels * chunkTiles, v));
   PLAIT_RETURN_IF_ERROR(scratch.take(16 * c.outChannels * chunkTiles, d));

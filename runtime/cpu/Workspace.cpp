@@ -181,42 +181,24 @@ uint64_t slotsFor(uint64_t units, uint64_t unitWork) {
   return uint64_t(convColumnSlots(clampedInt64(units), clampedInt64(unitWork)));
 }
 
-/// Winograd.cpp's conv2d_grad_weight workspace: the summed products (16 x outChannels x
-/// inChannels), then one chunk's transformed x (16 x inChannels x chunk) and dy (16 x
-/// outChannels x chunk) (Workspace.h winogradGradChunks). `dy` is the gradient's shape.
-uint64_t winogradGradBytes(uint64_t inChannels, uint64_t outChannels,
-                           const std::vector<int64_t> &dy, DType dtype) {
-  if (dy.size() != 4)
-    return 0;
-  const uint64_t tilesWide = (product(dy, 3, 4) + 1) / 2;
-  const uint64_t tileRows = saturatingMul(product(dy, 0, 1), (product(dy, 2, 3) + 1) / 2);
-  if (tileRows == 0 || tilesWide == 0 || outChannels == 0 || inChannels == 0)
-    return 0;
-  const uint64_t chunkTiles =
-      uint64_t(winogradGradChunks(clampedInt64(tilesWide), clampedInt64(tileRows),
-                                  clampedInt64(inChannels), clampedInt64(outChannels))
-                   .tiles);
-  const size_t size = dtypeSize(dtype);
-  return saturatingAdd(
-      chunk(saturatingMul(16, saturatingMul(outChannels, inChannels)), size),
-      saturatingAdd(chunk(saturatingMul(16, saturatingMul(inChannels, chunkTiles)), size),
-                    chunk(saturatingMul(16, saturatingMul(outChannels, chunkTiles)), size)));
-}
-
 /// Winograd.cpp's workspace: the transformed weights (16 x outChannels x inChannels), then per
 /// slot a transformed chunk of input tiles (16 x inChannels x chunk) and its products (16 x
-/// outChannels x chunk). `out` is the result's shape (y, or dx for the adjoint).
-uint64_t winogradBytes(uint64_t inChannels, uint64_t outChannels, const std::vector<int64_t> &out,
-                       DType dtype) {
-  if (out.size() != 4)
+/// outChannels x chunk). `tiled` is the shape whose 2x2 tiles it walks: the result's (y, or dx
+/// for the adjoint), or for conv2d_grad_weight (`gradWeight`) dy's, whose workspace is the
+/// summed products, then one chunk's transformed x and dy (Workspace.h winogradGradChunks,
+/// one slot).
+uint64_t winogradBytes(uint64_t inChannels, uint64_t outChannels, const std::vector<int64_t> &tiled,
+                       DType dtype, bool gradWeight = false) {
+  if (tiled.size() != 4)
     return 0;
-  const uint64_t tilesWide = (product(out, 3, 4) + 1) / 2;
-  const uint64_t tileRows = saturatingMul(product(out, 0, 1), (product(out, 2, 3) + 1) / 2);
+  const uint64_t tilesWide = (product(tiled, 3, 4) + 1) / 2;
+  const uint64_t tileRows = saturatingMul(product(tiled, 0, 1), (product(tiled, 2, 3) + 1) / 2);
   if (tileRows == 0 || tilesWide == 0 || outChannels == 0 || inChannels == 0)
     return 0;
+  const int64_t wide = clampedInt64(tilesWide), rows = clampedInt64(tileRows);
+  const int64_t in = clampedInt64(inChannels), out = clampedInt64(outChannels);
   const WinogradChunks chunking =
-      winogradChunks(clampedInt64(tilesWide), clampedInt64(tileRows), clampedInt64(inChannels),
-                     clampedInt64(outChannels));
+      gradWeight ? winogradGradChunks(wide, rows, in, out) : winogradChunks(wide, rows, in, out);
   const uint64_t chunkTiles = uint64_t(chunking.tiles), slots = uint64_t(chunking.slots);
   const size_t size = dtypeSize(dtype);
   return saturatingAdd(
@@ -340,8 +322,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     if (depthwiseConv(*out[0].shape, attrs()))
       return 0; // summed directly, no columns and no copies of dw
     if (winogradConv(*out[0].shape, attrs())) // Winograd.cpp: x's channels in, dy's out
-      return winogradGradBytes(product(*out[0].shape, 1, 2), product(*out[0].shape, 0, 1),
-                               *in[1].shape, out[0].dtype);
+      return winogradBytes(product(*out[0].shape, 1, 2), product(*out[0].shape, 0, 1), *in[1].shape,
+                           out[0].dtype, true);
     // a column matrix (and staging matrix) and, but for the first, a dw per run of image
     // blocks of F x patch x (block x outPlane) multiply-adds (GradKernels.cpp convGradWeight)
     uint64_t runs = 1;

@@ -270,6 +270,26 @@ TEST(ConvGrad, MatchesBruteForceAdjointOverGeometries) {
   }
 }
 
+/// Runs a Winograd gradient `kernel` on `inputs` (dtype `dt`) into `outShape` on 1 and 2
+/// threads: the same bits on both, within f32 rounding (`atol`) of the brute-force `ref` in
+/// f32, within 1e-12 of it in f64.
+void expectWinogradGradient(const char *kernel, const std::vector<OwnedTensor> &inputs, DType dt,
+                            const std::vector<int64_t> &outShape, const Attrs &attrs,
+                            const std::vector<double> &ref, double atol) {
+  std::vector<double> got[2];
+  for (int threads : {1, 2}) {
+    KernelThreads use(threads);
+    got[threads - 1] = runOk(kernel, inputs, dt, outShape, attrs).doubles();
+  }
+  EXPECT_EQ(got[0], got[1]);
+  if (dt == DType::F32) {
+    EXPECT_TRUE(allClose(std::vector<float>(got[0].begin(), got[0].end()), ref, 1e-4, atol));
+    return;
+  }
+  for (size_t i = 0; i < ref.size(); ++i)
+    ASSERT_NEAR(got[0][i], ref[i], 1e-12 * (1 + std::fabs(ref[i]))) << i;
+}
+
 // conv2d_grad_input by Winograd F(2x2, 3x3) (`winograd`: dy correlated with the turned
 // weights, padded by 2 - pad): within float rounding (f64: 1e-12) of the brute-force adjoint
 // over pads of 0 to 2, odd planes, several chunks in several slots, weights transformed in
@@ -291,19 +311,9 @@ TEST(ConvGrad, WinogradInputGradientMatchesTheAdjoint) {
     for (DType dt : {DType::F64, DType::F32}) {
       SCOPED_TRACE(::testing::Message() << dtypeName(dt) << ", x [" << c.n << ", " << c.c << ", "
                                         << c.h << ", " << c.w << "]");
-      auto w = makeFloat(dt, g.ws, g.wv), dy = makeFloat(dt, g.ys, g.dyv);
-      std::vector<double> dx[2];
-      for (int threads : {1, 2}) {
-        KernelThreads use(threads);
-        dx[threads - 1] = runOk("conv2d_grad_input", {dy, w}, dt, g.xs, attrs).doubles();
-      }
-      EXPECT_EQ(dx[0], dx[1]);
-      if (dt == DType::F32) {
-        EXPECT_TRUE(allClose(std::vector<float>(dx[0].begin(), dx[0].end()), g.dxRef));
-        continue;
-      }
-      for (size_t i = 0; i < g.dxRef.size(); ++i)
-        ASSERT_NEAR(dx[0][i], g.dxRef[i], 1e-12 * (1 + std::fabs(g.dxRef[i]))) << i;
+      expectWinogradGradient("conv2d_grad_input",
+                             {makeFloat(dt, g.ys, g.dyv), makeFloat(dt, g.ws, g.wv)}, dt, g.xs,
+                             attrs, g.dxRef, 1e-5);
     }
   }
 }
@@ -333,19 +343,9 @@ TEST(ConvGrad, WinogradWeightGradientMatchesTheAdjoint) {
     for (DType dt : {DType::F64, DType::F32}) {
       SCOPED_TRACE(::testing::Message() << dtypeName(dt) << ", x [" << c.n << ", " << c.c << ", "
                                         << c.h << ", " << c.w << "]");
-      auto x = makeFloat(dt, g.xs, g.xv), dy = makeFloat(dt, g.ys, g.dyv);
-      std::vector<double> dw[2];
-      for (int threads : {1, 2}) {
-        KernelThreads use(threads);
-        dw[threads - 1] = runOk("conv2d_grad_weight", {x, dy}, dt, g.ws, attrs).doubles();
-      }
-      EXPECT_EQ(dw[0], dw[1]);
-      if (dt == DType::F32) {
-        EXPECT_TRUE(allClose(std::vector<float>(dw[0].begin(), dw[0].end()), g.dwRef, 1e-4, 1e-4));
-        continue;
-      }
-      for (size_t i = 0; i < g.dwRef.size(); ++i)
-        ASSERT_NEAR(dw[0][i], g.dwRef[i], 1e-12 * (1 + std::fabs(g.dwRef[i]))) << i;
+      expectWinogradGradient("conv2d_grad_weight",
+                             {makeFloat(dt, g.xs, g.xv), makeFloat(dt, g.ys, g.dyv)}, dt, g.ws,
+                             attrs, g.dwRef, 1e-4);
     }
   }
 }
