@@ -11,9 +11,10 @@ a step runs both convolutions forward, both weight gradients and the second's in
 gradient. Exported to ONNX (opset 13) and compiled with `plait-compile --train --optimizer
 sgd --lr 0.01`, with and without --no-conv-image-blocks; PyTorch trains the same module with
 the same SGD. The three run alternating, --repeat times: plait with `plait-run --threads T
---log-jsonl` (the median logged step_ms after the warm-up steps), PyTorch with
-torch.set_num_threads(T) (the median of the timed steps). The table shows the medians of the
-runs, blocked / per image, and blocked / PyTorch (below 1: plait faster).
+--log-jsonl` (the median logged step_ms after the warm-up steps), PyTorch on T threads
+(onnx_ops_step.torch_thread_splits: the fastest split between its OpenMP and OpenBLAS
+threads; the median of the timed steps). The table shows the medians of the runs, blocked /
+per image, and blocked / PyTorch (below 1: plait faster).
 
 A second table times the GEMMs alone, OpenBLAS's cblas_sgemm called through ctypes as the
 kernels call it (row-major, one thread, OPENBLAS_CORETYPE as the environment sets it): for

@@ -8,8 +8,9 @@ ViT-B/16 cut to 4 layers) with 10 classes and a cross-entropy loss, exported as 
 `plait-compile --train --optimizer sgd --lr 0.01 --momentum 0.9`. Dropout and stochastic depth
 are off in both (p = 0), so both run the same arithmetic. Both train the same batches of
 RES x RES images: plait with `plait-run --threads T --log-jsonl` (the median logged step_ms
-after WARMUP steps), PyTorch with torch.set_num_threads(T) (the median of the timed steps:
-forward, backward, optimizer step). Runs alternate plait and PyTorch, --repeat times; the
+after WARMUP steps), PyTorch on T threads (the median of the timed steps: forward, backward,
+optimizer step; on 2 threads the fastest of its OpenMP and OpenBLAS thread splits,
+onnx_ops_step.torch_thread_splits). Runs alternate plait and PyTorch, --repeat times; the
 table shows the medians of the runs and plait / PyTorch (below 1: plait faster). The models'
 training parity is e2e.torchvision.<model> (tests/e2e/torchvision_parity.py).
 

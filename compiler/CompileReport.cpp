@@ -455,6 +455,16 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
           "and a chunk of transformed tiles and its products per thread; off: --no-winograd)",
           get("winograd"), get("convolutions"));
   }
+  if (auto fold = module->getAttrOfType<DictionaryAttr>("plait.fold_matmul_rows")) {
+    auto get = [&](const char *key) { return fold.getAs<IntegerAttr>(key).getInt(); };
+    report["fold_matmul_rows"] = scalarsToJson(fold);
+    if (get("folded") > 0)
+      report["optimizations"]["fold_matmul_rows"] = fmt::format(
+          "{} of {} permuted matmuls of one shared matrix folded into GEMMs over chunks of "
+          "their rows, instead of a GEMM per batch entry of fewer than 256 rows (workspace: "
+          "a chunk of gathered lhs rows; off: --no-fold-matmul-rows)",
+          get("folded"), get("permuted"));
+  }
   if (auto blocks = module->getAttrOfType<DictionaryAttr>("plait.conv_image_blocks")) {
     auto get = [&](const char *key) { return blocks.getAs<IntegerAttr>(key).getInt(); };
     report["conv_image_blocks"] = scalarsToJson(blocks);

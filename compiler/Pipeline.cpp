@@ -398,9 +398,12 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     if (failed(pm.run(**module)))
       return 1;
   }
-  if (!options.train.enabled && (options.convImageBlocks || options.convWinograd) &&
+  if (!options.train.enabled &&
+      (options.convImageBlocks || options.convWinograd || options.foldMatmulRows) &&
       options.device != "cuda") {
     PassManager pm(&ctx);
+    if (options.foldMatmulRows)
+      pm.addPass(createFoldMatmulRowsPass());
     if (options.convWinograd)
       pm.addPass(createConvWinogradPass());
     if (options.convImageBlocks)

@@ -149,6 +149,8 @@ struct CompileOptions {
                                               // off: --no-conv-image-blocks
   bool convWinograd = true;                   // plait-conv-winograd (CPU plans);
                                               // off: --no-winograd
+  bool foldMatmulRows = true;                 // plait-fold-matmul-rows (CPU plans);
+                                              // off: --no-fold-matmul-rows
   bool codegen = true;                        // C++ (or CUDA) for fused kernels;
                                               // off: --no-codegen
   std::string device = "cpu";                 // --device cpu|cuda

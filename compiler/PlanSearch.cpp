@@ -156,6 +156,8 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
     if (options.groupedCasts)
       pm.addPass(createGroupCastsPass());
   }
+  if (options.foldMatmulRows && options.device != "cuda")
+    pm.addPass(createFoldMatmulRowsPass());
   if (options.convWinograd && options.device != "cuda")
     pm.addPass(createConvWinogradPass());
   if (options.convImageBlocks && options.device != "cuda")

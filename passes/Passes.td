@@ -669,6 +669,33 @@ def ConvImageBlocksPass : Pass<"plait-conv-image-blocks", "mlir::ModuleOp"> {
   }];
 }
 
+def FoldMatmulRowsPass : Pass<"plait-fold-matmul-rows", "mlir::ModuleOp"> {
+  let summary = "CPU permuted matmuls of one shared matrix in GEMMs over chunks of rows";
+  let description = [{
+    Sets `fold_rows = true` on each plait.matmul with `lhs_perm`, `rhs_perm` or
+    `result_perm` whose rhs is one matrix for every batch entry and whose entries have fewer
+    than 256 rows (codegen/schema/MatmulLayout.h foldedChunkRows). The CPU kernel runs one
+    GEMM per batch entry of such a product; plait-fold-transposes makes them where a
+    permutation moves the batch next to K, as nn.MultiheadAttention's [B, T, D] -> [T, B, D]
+    around its in-projection does (GEMMs of B rows against the whole weight). With
+    `fold_rows` the kernel takes the result's stored rows in order, gathers their lhs rows
+    into its workspace a chunk at a time (at least 256 rows, about 2 MiB of f32), and runs
+    one GEMM per chunk. The results differ from the entries' GEMMs at most by rounding (BLAS
+    blocks a larger call differently). The module records `plait.fold_matmul_rows`
+    {permuted, folded} for the report. plait-compile runs it on CPU plans, after
+    plait-fold-transposes, unless --no-fold-matmul-rows.
+
+    ```mlir
+    // before: 37 GEMMs of 8 rows
+    %y = plait.matmul %x, %w, %b {lhs_perm = array<i64: 1, 0, 2>, transpose_rhs = true}
+        : (tensor<8x37x768xf32>, tensor<2304x768xf32>, tensor<2304xf32>) -> tensor<37x8x2304xf32>
+    // after: one GEMM of 296 rows, gathered
+    %y = plait.matmul %x, %w, %b {fold_rows = true, lhs_perm = array<i64: 1, 0, 2>,
+        transpose_rhs = true} : ...
+    ```
+  }];
+}
+
 def ConvWinogradPass : Pass<"plait-conv-winograd", "mlir::ModuleOp"> {
   let summary = "CPU 3x3 convolutions and their gradients by Winograd F(2x2, 3x3)";
   let description = [{

@@ -10,6 +10,7 @@
 // one GEMM per batch entry at strided offsets, and no transposed copy exists.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,6 +53,26 @@ std::vector<int64_t> permuted(const Shape &shape, const Perm &perm) {
   for (size_t i = 0; i < perm.size(); ++i)
     out[i] = shape[size_t(perm[i])];
   return out;
+}
+
+/// A permuted matmul whose rhs has no batch of its own (one matrix for every batch entry)
+/// computes each logical row of its lhs against that matrix. Its `entries` GEMMs of `m` rows
+/// each would be small where a permutation moved the batch next to K (plait-fold-transposes
+/// folding the [B, T, D] -> [T, B, D] of nn.MultiheadAttention's in-projection: GEMMs of B
+/// rows, 0.4x the GEMM rate of one of B x T rows on this VM). The CPU kernel folds them
+/// instead: it takes the result's stored rows in order, a chunk at a time, gathers their lhs
+/// rows into its workspace, and runs one GEMM per chunk (LinalgKernels.cpp foldedMatmul).
+/// The rows of a chunk, or 0 where the entries' own GEMMs are kept: a single entry, entries
+/// of kFoldMinRows rows or more, or a gathered chunk above kFoldMaxElements elements.
+constexpr int64_t kFoldMinRows = 256;
+constexpr int64_t kFoldChunkElements = int64_t(1) << 19; // 2 MiB of f32
+constexpr int64_t kFoldMaxElements = int64_t(1) << 22;
+inline int64_t foldedChunkRows(int64_t entries, int64_t m, int64_t k) {
+  if (entries <= 1 || m <= 0 || k <= 0 || m >= kFoldMinRows)
+    return 0;
+  const int64_t rows = entries > INT64_MAX / m ? INT64_MAX : entries * m;
+  const int64_t chunk = std::min(rows, std::max(kFoldMinRows, kFoldChunkElements / k));
+  return chunk > kFoldMaxElements / k ? 0 : chunk;
 }
 
 } // namespace plait::matmul

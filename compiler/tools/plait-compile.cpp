@@ -349,6 +349,11 @@ int main(int argc, char **argv) {
       "compute CPU 3x3 stride-1 convolutions and their gradients by im2col and GEMMs "
       "instead of Winograd F(2x2, 3x3) (plait-conv-winograd)");
   app.add_flag(
+      "--no-fold-matmul-rows", [&](int64_t) { options.foldMatmulRows = false; },
+      "run a CPU permuted matmul of one shared matrix as one GEMM per batch entry, also "
+      "where its entries have few rows, instead of gathering its rows into GEMMs of at "
+      "least 256 (plait-fold-matmul-rows)");
+  app.add_flag(
       "--no-conv-image-blocks", [&](int64_t) { options.convImageBlocks = false; },
       "run a CPU convolution's GEMMs one image at a time, also where its output planes "
       "are small (plait-conv-image-blocks)");

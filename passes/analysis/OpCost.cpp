@@ -509,16 +509,27 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
       std::vector<int64_t> rhs = logical(b, "rhs_perm", "transpose_rhs");
       reduced = lhs.back();
       // The runtime's GEMM calls (LinalgKernels.cpp): one per batch entry, except a batched
-      // lhs against one unbatched, unpermuted rhs, which folds into a single GEMM.
+      // lhs against one unbatched, unpermuted rhs, which folds into a single GEMM, and a
+      // permuted one marked `fold_rows`, whose entries of few rows fold into GEMMs of
+      // chunks of rows gathered first (matmul::foldedChunkRows).
       double m = double(lhs[lhs.size() - 2]), n = rhs.size() >= 2 ? double(rhs.back()) : 1;
       double entries = m * n > 0 ? std::max(1.0, numel(out) / (m * n)) : 1;
       bool permuted = plan::intsAttr(instr, "lhs_perm") || plan::intsAttr(instr, "rhs_perm") ||
                       plan::intsAttr(instr, "result_perm");
       double batchB = 1;
-      for (size_t d = 0; d + 2 < b.shape.size(); ++d)
-        batchB *= double(b.shape[d]);
+      for (size_t d = 0; d + 2 < rhs.size(); ++d)
+        batchB *= double(rhs[d]);
       bool folds = !permuted && batchB == 1 && !intAttr(instr, "transpose_lhs", 0);
       cost.rows = folds ? 1 : entries;
+      int64_t chunkRows =
+          permuted && intAttr(instr, "fold_rows", 0) && batchB == 1
+              ? matmul::foldedChunkRows(int64_t(entries), lhs[lhs.size() - 2], reduced)
+              : 0;
+      if (chunkRows > 0) {
+        double rows = entries * m;
+        cost.rows = std::ceil(rows / double(chunkRows));
+        cost.side.push_back({"copy", rows * double(reduced), 0}); // the gathered lhs rows
+      }
     }
     cost.flops = 2 * numel(out) * double(reduced);
     cost.contraction = true;

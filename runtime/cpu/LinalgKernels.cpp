@@ -9,6 +9,7 @@
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Parallel.h"
 
 namespace plait::rt::cpu {
 namespace {
@@ -94,11 +95,60 @@ Status batchedMatmul(const MatmulShape &s, const T *a, const T *b, T *out, doubl
   return status;
 }
 
+/// The lhs rows of a folded matmul (matmul::foldedChunkRows), in the order of the result's
+/// stored rows: `rowDims` the result's stored dimensions but the last, `rowStrides` the lhs
+/// element stride one step along each of them moves, `kStride` the stride of the lhs's K.
+struct FoldedRows {
+  Dims rowDims, rowStrides;
+  int64_t kStride = 1;
+
+  /// The lhs offset of the result's stored row r.
+  int64_t lhsOffset(int64_t r) const {
+    int64_t off = 0;
+    for (size_t d = rowDims.size(); d-- > 0;) {
+      off += (r % rowDims[d]) * rowStrides[d];
+      r /= rowDims[d];
+    }
+    return off;
+  }
+};
+
+/// A permuted matmul of a shared rhs folded into GEMMs of `chunkRows` rows: the result's
+/// stored rows (`rows` of n, contiguous) a chunk at a time, each chunk's lhs rows gathered
+/// into the workspace as `chunkRows` x k (rows of k elements) and multiplied in one GEMM
+/// written in place, onto the bias rows when beta is 1.
+template <typename T, typename Gemm>
+Status foldedMatmul(const FoldedRows &f, int64_t rows, int64_t chunkRows, int64_t k, int64_t n,
+                    const T *a, const T *b, bool transB, int64_t ldb, T *out, double beta,
+                    Scratch &scratch, Gemm &&gemm) {
+  T *gathered = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(chunkRows * k, gathered));
+  for (int64_t r0 = 0; r0 < rows; r0 += chunkRows) {
+    const int64_t count = std::min(chunkRows, rows - r0);
+    parallelFor(count, grainFor(kElementGrain, k), [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T *src = a + f.lhsOffset(r0 + r);
+        T *dst = gathered + r * k;
+        if (f.kStride == 1)
+          std::memcpy(dst, src, size_t(k) * sizeof(T));
+        else
+          for (int64_t i = 0; i < k; ++i)
+            dst[i] = src[i * f.kStride];
+      }
+    });
+    PLAIT_RETURN_IF_ERROR(
+        gemm(false, transB, count, n, k, gathered, k, b, ldb, beta, out + r0 * n, n));
+  }
+  return Status();
+}
+
 /// matmul with lhs_perm / rhs_perm / result_perm: one GEMM per batch entry, each operand and
-/// the result read or written in place through strides (no transposed copies).
+/// the result read or written in place through strides (no transposed copies); or, with
+/// `fold_rows` (plait-fold-matmul-rows), one rhs matrix for every entry and entries of few
+/// rows, folded (foldedMatmul).
 template <typename T, typename Gemm>
 Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out, double beta,
-                      Gemm &&gemm) {
+                      Scratch &scratch, Gemm &&gemm) {
   constexpr std::string_view kName = "matmul";
   const TensorView &x = call.inputs[0], &y = call.inputs[1];
   const std::vector<int64_t> *perms[3] = {nullptr, nullptr, nullptr};
@@ -151,9 +201,33 @@ Status permutedMatmul(const KernelCall &call, const T *a, const T *b, T *out, do
       !blasMatrix(k, n, bsStride[rb - 2], bsStride[rb - 1], transB, ldb) ||
       !blasMatrix(m, n, rStride[rank - 2], rStride[rank - 1], transC, ldc) || transC)
     return Status::errorf("{}: the permuted layout is not a strided GEMM", kName);
-  // Walk the batch: each operand's offset from its own strides (0 along broadcast dims).
   size_t nb = batch.size();
   int64_t count = product(batch, 0, nb);
+  const int64_t chunkRows =
+      call.attrs.getBool("fold_rows", false) && product(batchB, 0, batchB.size()) == 1
+          ? matmul::foldedChunkRows(count, m, k)
+          : 0;
+  if (chunkRows > 0) {
+    // Stored result dimension j holds logical dimension L: the m dimension moves the lhs by
+    // its row stride, a batch dimension by its own (0 where the lhs broadcasts).
+    FoldedRows f;
+    f.kStride = asStride[ra - 1];
+    for (size_t j = 0; j + 1 < rank; ++j) {
+      size_t logical = perms[2] ? size_t((*perms[2])[j]) : j;
+      int64_t stride = 0;
+      if (logical == rank - 2) {
+        stride = asStride[ra - 2];
+      } else if (logical >= nb - batchA.size()) {
+        size_t da = logical + batchA.size() - nb;
+        stride = batchA[da] == 1 ? 0 : asStride[da];
+      }
+      f.rowDims.push_back(stored[j]);
+      f.rowStrides.push_back(stride);
+    }
+    return foldedMatmul<T>(f, count * m, chunkRows, k, n, a, b, transB, ldb, out, beta, scratch,
+                           gemm);
+  }
+  // Walk the batch: each operand's offset from its own strides (0 along broadcast dims).
   Dims index(nb, 0);
   for (int64_t e = 0; e < count; ++e) {
     int64_t offA = 0, offB = 0, offC = 0;
@@ -210,16 +284,18 @@ Status matmulKernel(const KernelCall &call) {
     PLAIT_RETURN_IF_ERROR(planMatmul(a, b, s));
     PLAIT_RETURN_IF_ERROR(checkShape("matmul", "output", out.shape, s.result));
   }
-  // The bias rows first (the GEMMs add onto them), then the products.
+  // The bias rows first (the GEMMs add onto them), then the products. The workspace: a
+  // folded matmul's gathered rows, then a half GEMM's f32 tiles.
+  Scratch scratch(call, "matmul");
   auto run = [&](auto tag, auto &&gemm) -> Status {
     using T = decltype(tag);
     if (bias)
       broadcastInto<T>(*bias, out);
-    return permuted ? permutedMatmul<T>(call, a.as<T>(), b.as<T>(), out.as<T>(), beta, gemm)
-                    : batchedMatmul<T>(s, a.as<T>(), b.as<T>(), out.as<T>(), beta, gemm);
+    return permuted
+               ? permutedMatmul<T>(call, a.as<T>(), b.as<T>(), out.as<T>(), beta, scratch, gemm)
+               : batchedMatmul<T>(s, a.as<T>(), b.as<T>(), out.as<T>(), beta, gemm);
   };
   if (isHalf(a.dtype)) { // tile by tile in f32 (halfGemmRowMajor), bias bits copied as they are
-    Scratch scratch(call, "matmul");
     float *tiles = nullptr;
     return run(uint16_t{}, [&](bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                                const uint16_t *x, int64_t lda, const uint16_t *y, int64_t ldb,

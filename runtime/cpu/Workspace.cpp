@@ -3,6 +3,7 @@
 #include "runtime/cpu/Workspace.h"
 
 #include "codegen/schema/Determinant.h"
+#include "codegen/schema/MatmulLayout.h"
 
 #include "runtime/cpu/ReductionSplit.h"
 
@@ -46,12 +47,12 @@ uint64_t valueBytes(DType t) { return isHalfType(t) ? 4 : dtypeSize(t); }
 
 // The kernels that compute bf16/f16 through f32 copies (runStagedInF32; attention and the
 // row-wise kernels a few entries of dimension 0 at a time): every float kernel but matmul and
-// gemm (f32 tiles: halfGemmBytes), gather_grad (a tile of rows), the unary maps (pieces:
-// kHalfMapKernels), the binary ops (pieces of their result: kHalfBinaryKernels), the
-// reductions and clamp (which read half elements widened: computeBytes, the reductions' with
-// f32 accumulators), the norms' gradients (a row of each operand at a time in f32) and
-// weight_ema (two f32 buffers of its largest half average). Movement, indexing, cast, where
-// and the logical ops move or test elements as they are.
+// gemm (f32 tiles, a folded matmul's gathered rows: gemmBytes), gather_grad (a tile of rows), the
+// unary maps (pieces: kHalfMapKernels), the binary ops (pieces of their result:
+// kHalfBinaryKernels), the reductions and clamp (which read half elements widened: computeBytes,
+// the reductions' with f32 accumulators), the norms' gradients (a row of each operand at a time in
+// f32) and weight_ema (two f32 buffers of its largest half average). Movement, indexing, cast,
+// where and the logical ops move or test elements as they are.
 // clang-format off
 constexpr std::string_view kStagedKernels[] = {
     "softmax", "log_softmax", "layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm",
@@ -236,11 +237,14 @@ uint64_t reduceSlots(const OperandType &x, const OperandType &y, const Attrs &at
       clampedInt64(numel(x)), clampedInt64(numel(y))));
 }
 
-/// The f32 tiles of a bf16/f16 matmul or gemm (Gemm.cpp halfGemmRowMajor), for the
-/// dimensions of each of its GEMMs (LinalgKernels.cpp): a matmul's batch folds into M when
-/// its rhs has no batch and its lhs is not transposed. 0 when it computes nothing.
-uint64_t halfGemmBytes(std::string_view kernel, const std::vector<OperandType> &in,
-                       const LazyAttrs &attrs) {
+/// A matmul's or gemm's workspace (LinalgKernels.cpp): a folded permuted matmul's gathered
+/// lhs rows (`fold_rows`: matmul::foldedChunkRows, elements as stored), then for bf16/f16 the f32
+/// tiles (Gemm.cpp halfGemmRowMajor) for the dimensions of each of its GEMMs: a matmul's batch
+/// folds into M when its rhs has no batch and its lhs is not transposed, a folded one's chunk is M.
+/// 0 when it computes nothing.
+uint64_t gemmBytes(std::string_view kernel, const std::vector<OperandType> &in,
+                   const LazyAttrs &attrs) {
+  uint64_t gathered = 0;
   const std::vector<int64_t> &x = *in[0].shape, &y = *in[1].shape;
   int64_t m = 0, n = 0, k = 0;
   if (kernel == "gemm") {
@@ -282,9 +286,18 @@ uint64_t halfGemmBytes(std::string_view kernel, const std::vector<OperandType> &
       return 0; // no GEMM runs
     if (!permuted && batchB == 1 && !a.getBool("transpose_lhs", false))
       m = clampedInt64(saturatingMul(uint64_t(std::max<int64_t>(m, 0)), batchA));
+    int64_t rows = permuted && a.getBool("fold_rows", false) && batchB == 1
+                       ? matmul::foldedChunkRows(clampedInt64(batchA), std::max<int64_t>(m, 0), k)
+                       : 0;
+    if (rows > 0) {
+      gathered = chunk(saturatingMul(uint64_t(rows), uint64_t(k)), dtypeSize(in[0].dtype));
+      m = rows;
+    }
   }
+  if (!isHalfType(in[0].dtype))
+    return gathered;
   int64_t floats = halfGemmTile(m, n, k).floats();
-  return floats == 0 ? 0 : chunk(uint64_t(floats), 4);
+  return saturatingAdd(gathered, floats == 0 ? 0 : chunk(uint64_t(floats), 4));
 }
 
 /// The workspace of the kernel computing in f32/f64 (after any half staging).
@@ -303,7 +316,7 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     return saturatingAdd(chunk(uint64_t(linalg::cofactorScratch(n)), 8), chunk(matrix, 8));
   }
   if ((kernel == "matmul" || kernel == "gemm") && operands(2, 1))
-    return isHalfType(in[0].dtype) ? halfGemmBytes(kernel, in, attrs) : 0;
+    return gemmBytes(kernel, in, attrs);
   if (kernel == "conv2d" && operands(2, 1)) {
     if (winogradConv(*in[1].shape, attrs())) // Winograd.cpp: x's channels in, y's out
       return winogradBytes(product(*in[1].shape, 1, 2), product(*in[1].shape, 0, 1), *out[0].shape,

@@ -357,10 +357,22 @@ TEST(OpCost, RowsOfRowWiseKernels) {
   plan::PlanDesc mm = tensors({{4, 8, 16}, {16, 32}, {4, 8, 32}, {4, 16, 32}, {8, 4, 16}});
   EXPECT_DOUBLE_EQ(opCost(mm, {"matmul", {0, 1}, {2}}).rows, 1); // the batch folds into M
   EXPECT_DOUBLE_EQ(opCost(mm, {"matmul", {0, 3}, {2}}).rows, 4); // one GEMM per entry
-  // A permuted lhs ([8, 4, 16] read as [4, 8, 16]) never folds.
+  // A permuted lhs ([8, 4, 16] read as [4, 8, 16]) folds only with fold_rows
+  // (plait-fold-matmul-rows): its 32 rows gathered (a copy of 32 x 16 elements) into one GEMM.
   OpCost perm = opCost(mm, {"matmul", {4, 1}, {2}, {{"lhs_perm", {1, 0, 2}}}});
   EXPECT_DOUBLE_EQ(perm.rows, 4);
   EXPECT_DOUBLE_EQ(perm.flops, 2.0 * 4 * 8 * 32 * 16);
+  EXPECT_TRUE(perm.side.empty());
+  OpCost folded =
+      opCost(mm, {"matmul", {4, 1}, {2}, {{"lhs_perm", {1, 0, 2}}, {"fold_rows", {1}}}});
+  EXPECT_DOUBLE_EQ(folded.rows, 1);
+  EXPECT_DOUBLE_EQ(folded.flops, perm.flops);
+  ASSERT_EQ(folded.side.size(), 1u);
+  EXPECT_STREQ(folded.side[0].rateClass, "copy");
+  EXPECT_DOUBLE_EQ(folded.side[0].elements, 32 * 16);
+  // A batched rhs never folds: each entry has its own matrix.
+  EXPECT_DOUBLE_EQ(
+      opCost(mm, {"matmul", {4, 3}, {2}, {{"lhs_perm", {1, 0, 2}}, {"fold_rows", {1}}}}).rows, 4);
   // gemm moves its bias into the result: columns at the movement rate.
   plan::PlanDesc g = tensors({{8, 16}, {16, 32}, {32}, {8, 32}});
   EXPECT_DOUBLE_EQ(opCost(g, {"gemm", {0, 1, 2}, {3}}).columns, 256);

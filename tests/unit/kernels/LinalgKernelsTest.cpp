@@ -1,5 +1,6 @@
 // matmul (1-D promotion, broadcast batches, every numeric dtype) and gemm.
 #include "KernelTestSupport.h"
+#include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::test {
 namespace {
@@ -178,6 +179,74 @@ TEST(LinalgKernels, MatmulReadsAndWritesPermutedLayouts) {
   EXPECT_NE(bad.status.message().find("lhs_perm must keep the innermost dimension"),
             std::string::npos)
       << bad.status.message();
+}
+
+// fold_rows (plait-fold-matmul-rows): a permuted matmul of one shared rhs matrix computed
+// as GEMMs over chunks of the result's stored rows, their lhs rows gathered first. Each case
+// against the same call without the attribute (a GEMM per batch entry): f64 within 1e-12,
+// f32 within 1e-5 and 1e-7 x K, bf16 within its rounding of the f32 product; on 1 and 2
+// threads; each taking exactly its declared workspace (the harness checks). Cases: the
+// in-projection of nn.MultiheadAttention ([B, T, D] read as [T, B, D], with a bias), its
+// input gradient (the product stored [B, T, D]), both permutations at once in 4-D, an lhs
+// read transposed (K strided) against a transposed rhs, a broadcast lhs batch against a rhs batch
+// of ones, and 300 rows of K = 4096 in two chunks (256 rows and 44).
+TEST(LinalgKernels, MatmulFoldsPermutedRowsIntoChunks) {
+  struct Case {
+    std::vector<int64_t> a, b, out;
+    int64_t k;
+    bool bias;
+    AttrsBuilder attrs;
+  };
+  // The lhs_perm, rhs_perm and result_perm given (not empty).
+  auto perms = [](std::vector<int64_t> lhs, std::vector<int64_t> rhs, std::vector<int64_t> out) {
+    AttrsBuilder attrs;
+    const char *names[3] = {"lhs_perm", "rhs_perm", "result_perm"};
+    std::vector<int64_t> *values[3] = {&lhs, &rhs, &out};
+    for (int i = 0; i < 3; ++i)
+      if (!values[i]->empty())
+        attrs.ints(names[i], *values[i]);
+    return attrs;
+  };
+  std::vector<Case> cases = {
+      {{8, 37, 64}, {64, 48}, {37, 8, 48}, 64, true, perms({1, 0, 2}, {}, {})},
+      {{37, 8, 40}, {40, 24}, {8, 37, 24}, 40, false, perms({}, {}, {1, 0, 2})},
+      {{5, 6, 7, 16}, {16, 9}, {5, 6, 7, 9}, 16, false, perms({2, 0, 1, 3}, {}, {1, 2, 0, 3})},
+      {{2, 16, 30}, {9, 16}, {2, 30, 9}, 16, true, perms({0, 2, 1}, {}, {}).i("transpose_rhs", 1)},
+      {{1, 6, 3, 8}, {1, 5, 8}, {1, 3, 6, 5}, 8, false, perms({0, 2, 1, 3}, {0, 2, 1}, {})},
+      {{3, 100, 4096}, {4096, 5}, {100, 3, 5}, 4096, true, perms({1, 0, 2}, {}, {})}};
+  for (const Case &c : cases) {
+    std::string what = "lhs " + std::to_string(c.a.size()) + "-D [" + std::to_string(c.a[0]) +
+                       ", ...] out " + std::to_string(c.out.back());
+    std::vector<std::vector<int64_t>> shapes = {c.a, c.b};
+    if (c.bias)
+      shapes.push_back({c.out.back()});
+    for (DType dtype : {DType::F64, DType::F32, DType::BF16}) {
+      std::vector<OwnedTensor> in;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        std::vector<float> r = randomFloats(shapes[i], uint32_t(11 + i), -1, 1).floats();
+        in.push_back(makeFloat(dtype, shapes[i], std::vector<double>(r.begin(), r.end())));
+      }
+      Attrs folded = AttrsBuilder(c.attrs).i("fold_rows", 1).build(), plain = c.attrs.build();
+      // Folded, it gathers (a workspace); not, an f32/f64 matmul takes none.
+      std::vector<OperandType> operands;
+      for (size_t i = 0; i < shapes.size(); ++i)
+        operands.push_back({dtype, &shapes[i]});
+      std::vector<OperandType> result = {{dtype, &c.out}};
+      EXPECT_GT(kernelWorkspaceBytes("matmul", operands, result, folded), 0u) << what;
+      if (dtype != DType::BF16)
+        EXPECT_EQ(kernelWorkspaceBytes("matmul", operands, result, plain), 0u) << what;
+      std::vector<double> want = runOk("matmul", in, dtype, c.out, plain).doubles();
+      for (int threads : {1, 2}) {
+        KernelThreads scope(threads);
+        std::vector<double> got = runOk("matmul", in, dtype, c.out, folded).doubles();
+        // f32: BLAS blocks the two calls' sums of K products differently.
+        double rtol = dtype == DType::F64 ? 1e-12 : dtype == DType::F32 ? 1e-5 : 1.0 / 128;
+        double atol = dtype == DType::F32 ? 1e-7 * double(c.k) : rtol;
+        EXPECT_TRUE(allClose(got, want, rtol, atol))
+            << what << " " << dtypeName(dtype) << " threads " << threads;
+      }
+    }
+  }
 }
 
 // matmul's bias (plait-fuse-gemm-epilogue): the product plus the bias on every row, for
