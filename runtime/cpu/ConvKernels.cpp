@@ -30,12 +30,10 @@ template <typename T> Status convolve(const KernelCall &call, const ConvShape &s
   const T *x = call.inputs[0].as<T>(), *w = call.inputs[1].as<T>();
   const T *bias = call.inputs.size() > 2 ? call.inputs[2].as<T>() : nullptr;
   T *out = call.outputs[0].as<T>();
-  if (s.depthwise()) { // no columns, no GEMM (Workspace.cpp: no workspace)
-    depthwiseConv2d(x, w, bias, s, out);
-    return Status();
-  }
-  int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   Scratch scratch(call, "conv2d");
+  if (s.depthwise()) // no columns, no GEMM (Workspace.cpp depthwiseBytes: channel blocks)
+    return depthwiseConv2d(x, w, bias, s, out, scratch);
+  int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   if (s.winograd) { // workspace: Workspace.cpp winogradBytes
     PLAIT_RETURN_IF_ERROR(winogradConv3x3(x, w, winogradConvOf(s, false), scratch, out));
   } else {

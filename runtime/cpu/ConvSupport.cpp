@@ -7,6 +7,7 @@
 
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/cpu/VectorMath.h"
 
 namespace plait::rt::cpu {
 
@@ -158,102 +159,240 @@ void scatterBlock(const T *block, const ConvShape &s, int64_t first, int64_t cou
 
 namespace {
 
-/// Calls tap(i, j, oh, lo, hi, ih, off, step) for every kernel tap (i, j) and output row oh
-/// whose input row ih is inside the image, with the tap's valid output columns [lo, hi) and
-/// their input columns ow * step + off.
-template <typename Tap> void forEachTapRow(const ConvShape &s, Tap &&tap) {
+int64_t taps(const ConvShape &s) { return s.window.kernel[0] * s.window.kernel[1]; }
+
+constexpr int64_t kBlock = kDepthwiseChannelBlock;
+
+/// The depthwise blocks of `s` (Workspace.h depthwiseBlocks, which the plan's workspace
+/// declares).
+DepthwiseBlocks blocksOf(const ConvShape &s, bool gradWeight) {
+  return depthwiseBlocks(s.batch, s.channels, s.inPlane(), s.outPlane(), taps(s), gradWeight);
+}
+
+/// Channels [c0, c0 + count) of `src`'s planes of `plane` pixels as a block [pixel][kBlock]
+/// (the lanes past `count` zero), and back.
+template <typename T> void toBlock(const T *src, int64_t plane, int64_t count, T *block) {
+  for (int64_t c = 0; c < kBlock; ++c)
+    for (int64_t p = 0; p < plane; ++p)
+      block[p * kBlock + c] = c < count ? src[c * plane + p] : T(0);
+}
+template <typename T> void fromBlock(const T *block, int64_t plane, int64_t count, T *dst) {
+  for (int64_t c = 0; c < count; ++c)
+    for (int64_t p = 0; p < plane; ++p)
+      dst[c * plane + p] = block[p * kBlock + c];
+}
+
+/// Runs body(slot, unit) over a depthwise convolution's units, in chunks of whole units
+/// across threads, chunk k in workspace slot k (as forEachConvUnit; each unit on one thread,
+/// so the bits do not depend on the thread count).
+template <typename Body>
+void forEachDepthwiseUnit(const DepthwiseBlocks &d, int64_t unitWork, Body &&body) {
+  const int64_t grain = std::max(grainFor(kMultiplyAddGrain, std::max<int64_t>(unitWork, 1)),
+                                 (d.units + d.slots - 1) / d.slots);
+  parallelFor(d.units, grain, [&](int64_t slot, int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u)
+      body(slot, u);
+  });
+}
+
+/// The valid taps along one axis of output coordinate o: [lo, hi), those whose input
+/// o * stride - pad + t * dilation falls in [0, size).
+std::pair<int64_t, int64_t> tapRange(int64_t o, int64_t stride, int64_t pad, int64_t dilation,
+                                     int64_t kernel, int64_t size) {
+  const int64_t base = o * stride - pad;
+  int64_t lo = 0, hi = kernel;
+  while (lo < kernel && base + lo * dilation < 0)
+    ++lo;
+  while (hi > lo && base + (hi - 1) * dilation >= size)
+    --hi;
+  return {lo, hi};
+}
+
+/// One block's output plane Y [pixel][kBlock] from its input plane X and taps K [tap][kBlock]:
+/// each output starts from its bias (or 0) and adds its valid taps in kernel order, as the
+/// plane-by-plane loop before it did (the same bits).
+template <typename T>
+PLAIT_SIMD_CLONES void depthwiseBlock(const ConvShape &s, const T *X, const T *K, const T *bias,
+                                      T *Y) {
+  const Window2d &win = s.window;
+  for (int64_t oh = 0; oh < s.outHeight; ++oh) {
+    const auto [i0, i1] =
+        tapRange(oh, win.stride[0], win.padBegin[0], win.dilation[0], win.kernel[0], s.height);
+    for (int64_t ow = 0; ow < s.outWidth; ++ow) {
+      const auto [j0, j1] =
+          tapRange(ow, win.stride[1], win.padBegin[1], win.dilation[1], win.kernel[1], s.width);
+      T acc[kBlock];
+      for (int64_t c = 0; c < kBlock; ++c)
+        acc[c] = bias ? bias[c] : T(0);
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
+        for (int64_t j = j0; j < j1; ++j) {
+          const int64_t iw = ow * win.stride[1] - win.padBegin[1] + j * win.dilation[1];
+          const T *x = X + (ih * s.width + iw) * kBlock, *k = K + (i * win.kernel[1] + j) * kBlock;
+          for (int64_t c = 0; c < kBlock; ++c)
+            acc[c] += k[c] * x[c];
+        }
+      }
+      T *y = Y + (oh * s.outWidth + ow) * kBlock;
+      for (int64_t c = 0; c < kBlock; ++c)
+        y[c] = acc[c];
+    }
+  }
+}
+
+/// One block's input gradient DX [pixel][kBlock] from DY and K: each input sums, from 0, the
+/// taps that read it in kernel order (an output row and column for each, where the stride
+/// divides), as the plane-by-plane loop before it added them (the same bits). kUnit: stride
+/// 1 on both axes (no division).
+template <bool kUnit, typename T>
+PLAIT_VECTOR_INLINE void gradInputRows(const ConvShape &s, const T *DY, const T *K, T *DX) {
+  const Window2d &win = s.window;
+  const int64_t s0 = win.stride[0], s1 = win.stride[1], d0 = win.dilation[0], d1 = win.dilation[1];
+  for (int64_t ih = 0; ih < s.height; ++ih)
+    for (int64_t iw = 0; iw < s.width; ++iw) {
+      T acc[kBlock] = {};
+      for (int64_t i = 0; i < win.kernel[0]; ++i) {
+        const int64_t nh = ih + win.padBegin[0] - i * d0; // oh * s0 where it is one
+        if (nh < 0)
+          break; // and every later tap
+        if (kUnit ? nh >= s.outHeight : nh % s0 != 0 || nh / s0 >= s.outHeight)
+          continue;
+        const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kBlock;
+        const T *kRow = K + i * win.kernel[1] * kBlock;
+        for (int64_t j = 0; j < win.kernel[1]; ++j) {
+          const int64_t nw = iw + win.padBegin[1] - j * d1;
+          if (nw < 0)
+            break;
+          if (kUnit ? nw >= s.outWidth : nw % s1 != 0 || nw / s1 >= s.outWidth)
+            continue;
+          const T *dy = dyRow + (kUnit ? nw : nw / s1) * kBlock, *k = kRow + j * kBlock;
+          for (int64_t c = 0; c < kBlock; ++c)
+            acc[c] += k[c] * dy[c];
+        }
+      }
+      T *dx = DX + (ih * s.width + iw) * kBlock;
+      for (int64_t c = 0; c < kBlock; ++c)
+        dx[c] = acc[c];
+    }
+}
+template <typename T>
+PLAIT_SIMD_CLONES void depthwiseGradInputBlock(const ConvShape &s, const T *DY, const T *K, T *DX) {
+  if (s.window.stride[0] == 1 && s.window.stride[1] == 1)
+    gradInputRows<true>(s, DY, K, DX);
+  else
+    gradInputRows<false>(s, DY, K, DX);
+}
+
+/// One image's part of a block's weight gradient: for each tap in kernel order and each
+/// output row it reads, the row's products summed in f64, then added to the tap's sum in
+/// SUMS [tap][kBlock], as the plane-by-plane loop did.
+template <typename T>
+PLAIT_SIMD_CLONES void depthwiseGradWeightBlock(const ConvShape &s, const T *X, const T *DY,
+                                                double *SUMS) {
   const Window2d &win = s.window;
   for (int64_t i = 0; i < win.kernel[0]; ++i)
-    for (int64_t j = 0; j < win.kernel[1]; ++j) {
+    for (int64_t j = 0; j < win.kernel[1]; ++j) { // forEachTapRow's order, written out
       const int64_t off = j * win.dilation[1] - win.padBegin[1], step = win.stride[1];
       const auto [lo, hi] = validColumns(off, step, s.width, s.outWidth);
-      for (int64_t oh = 0; oh < s.outHeight; ++oh) {
+      double *sum = SUMS + (i * win.kernel[1] + j) * kBlock;
+      for (int64_t oh = 0; oh < s.outHeight && lo < hi; ++oh) {
         const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
-        if (ih >= 0 && ih < s.height && lo < hi)
-          tap(i, j, oh, lo, hi, ih, off, step);
+        if (ih < 0 || ih >= s.height)
+          continue;
+        double acc[kBlock] = {};
+        for (int64_t ow = lo; ow < hi; ++ow) {
+          const T *g = DY + (oh * s.outWidth + ow) * kBlock;
+          const T *x = X + (ih * s.width + ow * step + off) * kBlock;
+          for (int64_t c = 0; c < kBlock; ++c)
+            acc[c] += double(g[c]) * double(x[c]);
+        }
+        for (int64_t c = 0; c < kBlock; ++c)
+          sum[c] += acc[c];
       }
     }
 }
 
-int64_t taps(const ConvShape &s) { return s.window.kernel[0] * s.window.kernel[1]; }
-
-/// Calls body(q, taps) for every (image, channel) plane q of a depthwise convolution, `taps`
-/// its channel's kH x kW filter in w; the planes split across threads, each on one.
-template <typename T, typename Body>
-void forEachDepthwisePlane(const ConvShape &s, const T *w, Body &&body) {
-  parallelFor(s.batch * s.channels, grainFor(kElementGrain, taps(s) * s.outPlane()),
-              [&](int64_t, int64_t begin, int64_t end) {
-                for (int64_t q = begin; q < end; ++q)
-                  body(q, w + (q % s.channels) * taps(s));
-              });
+/// The taps of channels [c0, c0 + count) as K [tap][kBlock] (the lanes past count zero).
+template <typename T>
+void blockTaps(const ConvShape &s, const T *w, int64_t c0, int64_t count, T *K) {
+  const int64_t n = taps(s);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t c = 0; c < kBlock; ++c)
+      K[t * kBlock + c] = c < count ? w[(c0 + c) * n + t] : T(0);
 }
 
 } // namespace
 
 template <typename T>
-void depthwiseConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y) {
-  forEachDepthwisePlane(s, w, [&](int64_t q, const T *taps) {
-    const T *plane = x + q * s.inPlane();
-    T *out = y + q * s.outPlane();
-    std::fill(out, out + s.outPlane(), bias ? bias[q % s.channels] : T(0));
-    forEachTapRow(s, [&](int64_t i, int64_t j, int64_t oh, int64_t lo, int64_t hi, int64_t ih,
-                         int64_t off, int64_t step) {
-      const T k = taps[i * s.window.kernel[1] + j];
-      const T *row = plane + ih * s.width; // input column ow * step + off
-      T *dst = out + oh * s.outWidth;
-      if (step == 1)
-        for (int64_t ow = lo; ow < hi; ++ow)
-          dst[ow] += k * row[ow + off];
-      else
-        for (int64_t ow = lo; ow < hi; ++ow)
-          dst[ow] += k * row[ow * step + off];
-    });
+Status depthwiseConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y,
+                       Scratch &scratch) {
+  const DepthwiseBlocks d = blocksOf(s, false);
+  T *buffers = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
+  const int64_t blocks = d.units / std::max<int64_t>(s.batch, 1);
+  forEachDepthwiseUnit(d, taps(s) * s.outPlane() * kBlock, [&](int64_t slot, int64_t u) {
+    const int64_t b = u / blocks, c0 = (u % blocks) * kBlock;
+    const int64_t count = std::min(kBlock, s.channels - c0);
+    T *X = buffers + slot * d.elements, *Y = X + s.inPlane() * kBlock;
+    T *K = Y + s.outPlane() * kBlock, biasBlock[kBlock] = {};
+    blockTaps(s, w, c0, count, K);
+    for (int64_t c = 0; bias && c < count; ++c)
+      biasBlock[c] = bias[c0 + c];
+    toBlock(x + (b * s.channels + c0) * s.inPlane(), s.inPlane(), count, X);
+    depthwiseBlock(s, X, K, bias ? biasBlock : nullptr, Y);
+    fromBlock(Y, s.outPlane(), count, y + (b * s.channels + c0) * s.outPlane());
   });
+  return Status();
 }
 
 template <typename T>
-void depthwiseConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *dx) {
-  forEachDepthwisePlane(s, w, [&](int64_t q, const T *taps) {
-    const T *grad = dy + q * s.outPlane();
-    T *plane = dx + q * s.inPlane();
-    std::fill(plane, plane + s.inPlane(), T(0));
-    forEachTapRow(s, [&](int64_t i, int64_t j, int64_t oh, int64_t lo, int64_t hi, int64_t ih,
-                         int64_t off, int64_t step) {
-      const T k = taps[i * s.window.kernel[1] + j];
-      const T *src = grad + oh * s.outWidth;
-      T *row = plane + ih * s.width; // input column ow * step + off
-      for (int64_t ow = lo; ow < hi; ++ow)
-        row[ow * step + off] += k * src[ow];
-    });
+Status depthwiseConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *dx,
+                                Scratch &scratch) {
+  const DepthwiseBlocks d = blocksOf(s, false);
+  T *buffers = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
+  const int64_t blocks = d.units / std::max<int64_t>(s.batch, 1);
+  forEachDepthwiseUnit(d, taps(s) * s.outPlane() * kBlock, [&](int64_t slot, int64_t u) {
+    const int64_t b = u / blocks, c0 = (u % blocks) * kBlock;
+    const int64_t count = std::min(kBlock, s.channels - c0);
+    T *DX = buffers + slot * d.elements, *DY = DX + s.inPlane() * kBlock;
+    T *K = DY + s.outPlane() * kBlock;
+    blockTaps(s, w, c0, count, K);
+    toBlock(dy + (b * s.channels + c0) * s.outPlane(), s.outPlane(), count, DY);
+    depthwiseGradInputBlock(s, DY, K, DX);
+    fromBlock(DX, s.inPlane(), count, dx + (b * s.channels + c0) * s.inPlane());
   });
+  return Status();
 }
 
 template <typename T>
-void depthwiseConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *dw,
-                               bool accumulate) {
+Status depthwiseConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *dw,
+                                 bool accumulate, Scratch &scratch) {
+  const DepthwiseBlocks d = blocksOf(s, true);
   const int64_t n = taps(s);
-  parallelFor(s.channels, grainFor(kElementGrain, s.batch * n * s.outPlane()),
-              [&](int64_t, int64_t begin, int64_t end) {
-                std::vector<double> sums(static_cast<size_t>(n));
-                for (int64_t c = begin; c < end; ++c) {
-                  std::fill(sums.begin(), sums.end(), 0.0);
-                  for (int64_t b = 0; b < s.batch; ++b) {
-                    const int64_t q = b * s.channels + c;
-                    const T *plane = x + q * s.inPlane(), *grad = dy + q * s.outPlane();
-                    forEachTapRow(s, [&](int64_t i, int64_t j, int64_t oh, int64_t lo, int64_t hi,
-                                         int64_t ih, int64_t off, int64_t step) {
-                      const T *row = plane + ih * s.width, *g = grad + oh * s.outWidth;
-                      double acc = 0;
-                      for (int64_t ow = lo; ow < hi; ++ow)
-                        acc += double(g[ow]) * double(row[ow * step + off]);
-                      sums[size_t(i * s.window.kernel[1] + j)] += acc;
-                    });
-                  }
-                  T *out = dw + c * n;
-                  for (int64_t k = 0; k < n; ++k)
-                    out[k] = accumulate ? T(double(out[k]) + sums[size_t(k)]) : T(sums[size_t(k)]);
-                }
-              });
+  T *buffers = nullptr;
+  double *sums = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
+  PLAIT_RETURN_IF_ERROR(scratch.take(d.sums * d.slots, sums));
+  forEachDepthwiseUnit(d, s.batch * n * s.outPlane() * kBlock, [&](int64_t slot, int64_t u) {
+    const int64_t c0 = u * kBlock, count = std::min(kBlock, s.channels - c0);
+    T *X = buffers + slot * d.elements, *DY = X + s.inPlane() * kBlock;
+    double *SUMS = sums + slot * d.sums;
+    std::fill(SUMS, SUMS + d.sums, 0.0);
+    for (int64_t b = 0; b < s.batch; ++b) { // the images in order
+      toBlock(x + (b * s.channels + c0) * s.inPlane(), s.inPlane(), count, X);
+      toBlock(dy + (b * s.channels + c0) * s.outPlane(), s.outPlane(), count, DY);
+      depthwiseGradWeightBlock(s, X, DY, SUMS);
+    }
+    for (int64_t c = 0; c < count; ++c) {
+      T *out = dw + (c0 + c) * n;
+      for (int64_t t = 0; t < n; ++t) {
+        const double sum = SUMS[t * kBlock + c];
+        out[t] = accumulate ? T(double(out[t]) + sum) : T(sum);
+      }
+    }
+  });
+  return Status();
 }
 
 // The kernels compute in f32 and f64 only (half precision is staged through f32).
@@ -269,17 +408,17 @@ template void scatterBlock<float>(const float *, const ConvShape &, int64_t, int
                                   float *);
 template void scatterBlock<double>(const double *, const ConvShape &, int64_t, int64_t, int64_t,
                                    double *);
-template void depthwiseConv2d<float>(const float *, const float *, const float *, const ConvShape &,
-                                     float *);
-template void depthwiseConv2d<double>(const double *, const double *, const double *,
-                                      const ConvShape &, double *);
-template void depthwiseConv2dGradInput<float>(const float *, const float *, const ConvShape &,
-                                              float *);
-template void depthwiseConv2dGradInput<double>(const double *, const double *, const ConvShape &,
-                                               double *);
-template void depthwiseConv2dGradWeight<float>(const float *, const float *, const ConvShape &,
-                                               float *, bool);
-template void depthwiseConv2dGradWeight<double>(const double *, const double *, const ConvShape &,
-                                                double *, bool);
+template Status depthwiseConv2d<float>(const float *, const float *, const float *,
+                                       const ConvShape &, float *, Scratch &);
+template Status depthwiseConv2d<double>(const double *, const double *, const double *,
+                                        const ConvShape &, double *, Scratch &);
+template Status depthwiseConv2dGradInput<float>(const float *, const float *, const ConvShape &,
+                                                float *, Scratch &);
+template Status depthwiseConv2dGradInput<double>(const double *, const double *, const ConvShape &,
+                                                 double *, Scratch &);
+template Status depthwiseConv2dGradWeight<float>(const float *, const float *, const ConvShape &,
+                                                 float *, bool, Scratch &);
+template Status depthwiseConv2dGradWeight<double>(const double *, const double *, const ConvShape &,
+                                                  double *, bool, Scratch &);
 
 } // namespace plait::rt::cpu

@@ -93,17 +93,23 @@ template <typename T>
 void scatterBlock(const T *block, const ConvShape &s, int64_t first, int64_t count, int64_t g,
                   T *y);
 
-/// A depthwise convolution (ConvShape::depthwise), without im2col or GEMM, each (image,
-/// channel) plane on one thread (the same bits on any number of threads); every output sums
-/// its taps in kernel order. conv2d: y = x * w (+ bias). Its adjoints: dx from dy and w,
-/// and dw (added to dw with `accumulate`) from x and dy, each channel's taps summed over the
-/// images in order, in double.
+/// A depthwise convolution (ConvShape::depthwise), without im2col or GEMM: blocks of
+/// kDepthwiseChannelBlock channels of an image transposed into the workspace as
+/// [pixel][channel] (Workspace.h depthwiseBlocks), so that the loops run over the channels,
+/// each block on one thread (the same bits on any number of threads); every output sums its
+/// taps in kernel order. conv2d: y = x * w (+ bias). Its adjoints: dx from dy and w, each
+/// tap adding onto the inputs it read in kernel order, and dw (added to dw with
+/// `accumulate`) from x and dy, each channel's taps summed row by row over the images in
+/// order, in double.
 template <typename T>
-void depthwiseConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y);
+Status depthwiseConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y,
+                       Scratch &scratch);
 template <typename T>
-void depthwiseConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *dx);
+Status depthwiseConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *dx,
+                                Scratch &scratch);
 template <typename T>
-void depthwiseConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *dw, bool accumulate);
+Status depthwiseConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *dw,
+                                 bool accumulate, Scratch &scratch);
 
 /// The column matrices of image blocks' groups, as conv2d and its adjoints multiply them:
 /// patch() x (images x outPlane()), each image's columns side by side. One image of a

@@ -134,12 +134,10 @@ Status gatherGradKernel(const KernelCall &call) {
 template <typename T> Status convGradInput(const KernelCall &call, const ConvShape &s) {
   const T *dy = call.inputs[0].as<T>(), *w = call.inputs[1].as<T>();
   T *dx = call.outputs[0].as<T>();
-  if (s.depthwise()) { // no columns, no GEMM (Workspace.cpp: no workspace)
-    depthwiseConv2dGradInput(dy, w, s, dx);
-    return Status();
-  }
-  int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   Scratch scratch(call, "conv2d_grad_input");
+  if (s.depthwise()) // no columns, no GEMM (Workspace.cpp depthwiseBytes: channel blocks)
+    return depthwiseConv2dGradInput(dy, w, s, dx, scratch);
+  int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   if (s.winograd) { // dx: dy correlated with w turned, padded by 2 - pad (Winograd.h)
     return winogradConv3x3(dy, w, winogradConvOf(s, true), scratch, dx);
   }
@@ -192,11 +190,9 @@ Status convGradWeight(const KernelCall &call, const ConvShape &s, bool accumulat
       std::fill(dw, dw + size, T(0));
     return Status();
   }
-  if (s.depthwise()) { // no columns, no GEMM (Workspace.cpp: no workspace)
-    depthwiseConv2dGradWeight(x, dy, s, dw, accumulate);
-    return Status();
-  }
   Scratch scratch(call, "conv2d_grad_weight");
+  if (s.depthwise()) // no columns, no GEMM (Workspace.cpp depthwiseBytes: channel blocks)
+    return depthwiseConv2dGradWeight(x, dy, s, dw, accumulate, scratch);
   if (s.winograd) // the transpose of F(2x2, 3x3) (Winograd.h)
     return winogradConvGradWeight3x3(x, dy, winogradConvOf(s, false), scratch, dw, accumulate);
   // workspace: a column matrix (and with blocks of several images a staging matrix for their

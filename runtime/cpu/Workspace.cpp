@@ -152,6 +152,21 @@ uint64_t imageBlocks(uint64_t batch, uint64_t block) {
   return batch / block + (batch % block != 0);
 }
 
+/// A depthwise convolution's blocks of channels (Workspace.h depthwiseBlocks) of x [N, C, H, W]
+/// (or dx), y [N, C, OH, OW] (or dy) and w [C, 1, kH, kW]: `slots` of elements of `dtype`, then
+/// the weight gradient's sums in f64. 0 when x is not 4-D (the kernel rejects it).
+uint64_t depthwiseBytes(const std::vector<int64_t> &x, const std::vector<int64_t> &y,
+                        const std::vector<int64_t> &w, DType dtype, bool gradWeight) {
+  if (x.size() != 4 || y.size() != 4 || w.size() != 4)
+    return 0;
+  DepthwiseBlocks d =
+      depthwiseBlocks(x[0], x[1], clampedInt64(product(x, 2, 4)), clampedInt64(product(y, 2, 4)),
+                      clampedInt64(product(w, 2, 4)), gradWeight);
+  const uint64_t slots = uint64_t(d.slots);
+  return saturatingAdd(chunk(saturatingMul(uint64_t(d.elements), slots), dtypeSize(dtype)),
+                       chunk(saturatingMul(uint64_t(d.sums), slots), 8));
+}
+
 /// The column matrices of conv2d and its adjoints (ColumnMatrix), `slots` of them: patch x
 /// (block x outPlane) elements each, patch from the weight `w`, outPlane from the conv output
 /// (or its gradient) `y`, block from its batch; none for a pointwise convolution of one image
@@ -318,12 +333,18 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   if ((kernel == "matmul" || kernel == "gemm") && operands(2, 1))
     return gemmBytes(kernel, in, attrs);
   if (kernel == "conv2d" && operands(2, 1)) {
+    if (in[0].shape->size() == 4 && out[0].shape->size() == 4 &&
+        depthwiseConv(*in[1].shape, attrs())) // x's planes in, y's out
+      return depthwiseBytes(*in[0].shape, *out[0].shape, *in[1].shape, in[0].dtype, false);
     if (winogradConv(*in[1].shape, attrs())) // Winograd.cpp: x's channels in, y's out
       return winogradBytes(product(*in[1].shape, 1, 2), product(*in[1].shape, 0, 1), *out[0].shape,
                            in[1].dtype);
     return convColumns(in[1], out[0], attrs(), unitSlots(in[1], out[0], attrs()));
   }
   if (kernel == "conv2d_grad_input" && operands(2, 1)) { // (dy, w) -> dx
+    if (in[0].shape->size() == 4 && out[0].shape->size() == 4 &&
+        depthwiseConv(*in[1].shape, attrs())) // dx's planes in the block's first buffer
+      return depthwiseBytes(*out[0].shape, *in[0].shape, *in[1].shape, in[0].dtype, false);
     if (winogradConv(*in[1].shape, attrs()))             // dy's channels in, dx's out
       return winogradBytes(product(*in[1].shape, 0, 1), product(*in[1].shape, 1, 2), *out[0].shape,
                            in[1].dtype);
@@ -332,8 +353,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
   if (kernel == "conv2d_grad_weight" && operands(2, 1)) { // (x, dy) -> dw
     if (!in[0].shape->empty() && (*in[0].shape)[0] == 0)
       return 0; // an empty batch: dw is zeroed, no columns are built
-    if (depthwiseConv(*out[0].shape, attrs()))
-      return 0; // summed directly, no columns and no copies of dw
+    if (depthwiseConv(*out[0].shape, attrs()) && in[1].shape->size() == 4)
+      return depthwiseBytes(*in[0].shape, *in[1].shape, *out[0].shape, in[0].dtype, true);
     if (winogradConv(*out[0].shape, attrs())) // Winograd.cpp: x's channels in, dy's out
       return winogradBytes(product(*out[0].shape, 1, 2), product(*out[0].shape, 0, 1), *in[1].shape,
                            out[0].dtype, true);

@@ -5,6 +5,8 @@
 // (PlaitKernelWorkspace) into the plan writer.
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -147,6 +149,39 @@ inline int64_t convColumnSlots(int64_t units, int64_t unitWork) {
   const int64_t grain = cpu::grainFor(cpu::kMultiplyAddGrain, unitWork);
   const int64_t chunks = units / grain;
   return chunks < 2 ? 1 : (chunks < kConvColumnSlots ? chunks : kConvColumnSlots);
+}
+
+/// A depthwise convolution (w [C, 1, kH, kW] in C groups; ConvSupport.h depthwiseConv2d and
+/// its adjoints) computes kDepthwiseChannelBlock channels at a time, their planes transposed
+/// into the workspace as [pixel][channel] so that every loop runs over the block's channels
+/// (one image's planes are too small to vectorise: ConvNeXt's 24x24 to 3x3). Its units are
+/// (image, block) pairs for conv2d and conv2d_grad_input and blocks for conv2d_grad_weight
+/// (its images summed in order within a unit), split across threads as convolution units
+/// are, convColumnSlots of them with a workspace slot each. A slot holds `elements` of the
+/// kernel's type (the block's input plane and output plane, and for conv2d and
+/// conv2d_grad_input its taps) and, for conv2d_grad_weight, `sums` doubles (its taps' sums).
+/// Products saturate: a huge shape asks for more workspace than any plan gets.
+inline constexpr int64_t kDepthwiseChannelBlock = 16;
+struct DepthwiseBlocks {
+  int64_t units = 0, slots = 1, elements = 0, sums = 0;
+};
+inline DepthwiseBlocks depthwiseBlocks(int64_t batch, int64_t channels, int64_t inPlane,
+                                       int64_t outPlane, int64_t taps, bool gradWeight) {
+  auto mul = [](int64_t a, int64_t b) {
+    int64_t r;
+    return a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+  };
+  auto add = [](int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; };
+  DepthwiseBlocks d;
+  const int64_t blocks =
+      channels / kDepthwiseChannelBlock + (channels % kDepthwiseChannelBlock != 0);
+  d.units = gradWeight ? blocks : mul(batch, blocks);
+  const int64_t unitWork =
+      mul(mul(mul(taps, outPlane), kDepthwiseChannelBlock), gradWeight ? batch : 1);
+  d.slots = convColumnSlots(d.units, std::max<int64_t>(unitWork, 1));
+  d.elements = mul(add(add(inPlane, outPlane), gradWeight ? 0 : taps), kDepthwiseChannelBlock);
+  d.sums = gradWeight ? mul(taps, kDepthwiseChannelBlock) : 0;
+  return d;
 }
 
 /// Images whose columns conv2d and its adjoints multiply in one GEMM (their `image_block`,

@@ -243,6 +243,126 @@ TEST(ConvGrad, MatchesPyTorchGroupedDilated) {
                         0.0625,  -1.25,   -1.4375, 1.1875,  0.25,    0.0625,  -0.125,  -1.4375}));
 }
 
+/// A depthwise convolution plane by plane, as the kernels computed it before their channel
+/// blocks (every sum in the same order): y from its bias and its taps in kernel order; dx
+/// from 0, each tap in kernel order adding onto the inputs it read; dw per channel, each
+/// tap's rows summed in double, the rows then the images in order.
+template <typename T> struct DepthwisePlaneLoops {
+  const ConvCase &c;
+  int64_t oh, ow;
+  /// Calls fn(i, j, y, x) for every valid tap of every output (y, x: plane offsets), taps in
+  /// kernel order, then rows, then columns.
+  template <typename Fn> void taps(Fn &&fn) const {
+    for (int64_t i = 0; i < c.kh; ++i)
+      for (int64_t j = 0; j < c.kw; ++j)
+        for (int64_t r = 0; r < oh; ++r)
+          for (int64_t q = 0; q < ow; ++q) {
+            int64_t ih = r * c.strides[0] - c.pads[0] + i * c.dilations[0];
+            int64_t iw = q * c.strides[1] - c.pads[1] + j * c.dilations[1];
+            if (ih >= 0 && ih < c.h && iw >= 0 && iw < c.w)
+              fn(i, j, r, r * ow + q, ih * c.w + iw);
+          }
+  }
+  std::vector<T> conv(const std::vector<T> &x, const std::vector<T> &w,
+                      const std::vector<T> &b) const {
+    std::vector<T> y(size_t(c.n * c.c * oh * ow));
+    for (int64_t p = 0; p < c.n * c.c; ++p) {
+      T *out = y.data() + p * oh * ow;
+      const T *in = x.data() + p * c.h * c.w, *k = w.data() + (p % c.c) * c.kh * c.kw;
+      std::fill(out, out + oh * ow, b[size_t(p % c.c)]);
+      taps([&](int64_t i, int64_t j, int64_t, int64_t o, int64_t at) {
+        out[o] += k[i * c.kw + j] * in[at];
+      });
+    }
+    return y;
+  }
+  std::vector<T> gradInput(const std::vector<T> &dy, const std::vector<T> &w) const {
+    std::vector<T> dx(size_t(c.n * c.c * c.h * c.w), T(0));
+    for (int64_t p = 0; p < c.n * c.c; ++p) {
+      const T *g = dy.data() + p * oh * ow, *k = w.data() + (p % c.c) * c.kh * c.kw;
+      T *out = dx.data() + p * c.h * c.w;
+      taps([&](int64_t i, int64_t j, int64_t, int64_t o, int64_t at) {
+        out[at] += k[i * c.kw + j] * g[o];
+      });
+    }
+    return dx;
+  }
+  std::vector<T> gradWeight(const std::vector<T> &x, const std::vector<T> &dy) const {
+    std::vector<T> dw(size_t(c.c * c.kh * c.kw));
+    for (int64_t ch = 0; ch < c.c; ++ch) {
+      std::vector<double> sums(size_t(c.kh * c.kw), 0.0);
+      for (int64_t b = 0; b < c.n; ++b) {
+        const int64_t p = b * c.c + ch;
+        const T *in = x.data() + p * c.h * c.w, *g = dy.data() + p * oh * ow;
+        // a row's products summed apart, then added: one (tap, row) at a time
+        int64_t tap = -1, row = -1;
+        double acc = 0;
+        taps([&](int64_t i, int64_t j, int64_t r, int64_t o, int64_t at) {
+          if (i * c.kw + j != tap || r != row) {
+            if (tap >= 0)
+              sums[size_t(tap)] += acc;
+            tap = i * c.kw + j, row = r, acc = 0;
+          }
+          acc += double(g[o]) * double(in[at]);
+        });
+        if (tap >= 0)
+          sums[size_t(tap)] += acc;
+      }
+      for (int64_t t = 0; t < c.kh * c.kw; ++t)
+        dw[size_t(ch * c.kh * c.kw + t)] = T(sums[size_t(t)]);
+    }
+    return dw;
+  }
+};
+
+template <typename T> std::vector<T> valuesOf(const OwnedTensor &t) {
+  std::vector<T> v(size_t(t.view.numel()));
+  std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(T));
+  return v;
+}
+
+// Depthwise convolutions in blocks of 16 channels transposed into the workspace
+// (ConvSupport.h depthwiseConv2d): the bits of the plane-by-plane loops above, in f32 and
+// f64, on 1 and 2 threads, for channels in whole blocks, a partial block and blocks of more
+// than one slot, 7x7 (ConvNeXt), 5x5 strided (EfficientNet), 3x3 strided with asymmetric pads,
+// and dilated windows.
+TEST(ConvGrad, DepthwiseChannelBlocksGiveThePlaneLoopsBits) {
+  const ConvCase cases[] = {
+      {3, 40, 12, 12, 40, 7, 7, 40, {1, 1}, {3, 3, 3, 3}, {1, 1}},
+      {2, 16, 11, 9, 16, 5, 5, 16, {2, 2}, {2, 2, 2, 2}, {1, 1}},
+      {2, 24, 9, 8, 24, 3, 3, 24, {2, 1}, {1, 0, 1, 2}, {1, 1}},
+      {2, 20, 8, 10, 20, 3, 3, 20, {1, 2}, {2, 2, 2, 2}, {2, 2}},
+      {8, 96, 6, 6, 96, 7, 7, 96, {1, 1}, {3, 3, 3, 3}, {1, 1}},
+  };
+  auto check = [](auto tag, const ConvCase &c, DType dt) {
+    using T = decltype(tag);
+    const DepthwisePlaneLoops<T> ref{c, c.outH(), c.outW()};
+    const std::vector<int64_t> xs{c.n, c.c, c.h, c.w}, ws{c.m, 1, c.kh, c.kw},
+        ys{c.n, c.m, c.outH(), c.outW()};
+    // Random values, so that a sum in another order would round differently.
+    auto random = [&](std::vector<int64_t> shape, uint32_t seed) {
+      std::vector<float> v = randomFloats(shape, seed, -1, 1).floats();
+      return makeFloat(dt, shape, std::vector<double>(v.begin(), v.end()));
+    };
+    auto x = random(xs, 1), w = random(ws, 2), dy = random(ys, 3), b = random({c.m}, 4);
+    std::vector<T> want[3] = {ref.conv(valuesOf<T>(x), valuesOf<T>(w), valuesOf<T>(b)),
+                              ref.gradInput(valuesOf<T>(dy), valuesOf<T>(w)),
+                              ref.gradWeight(valuesOf<T>(x), valuesOf<T>(dy))};
+    for (int threads : {1, 2}) {
+      KernelThreads use(threads);
+      SCOPED_TRACE(::testing::Message() << "channels " << c.c << " window " << c.kh << "x" << c.kw
+                                        << " " << dtypeName(dt) << " on " << threads << " threads");
+      EXPECT_EQ(valuesOf<T>(runOk("conv2d", {x, w, b}, dt, ys, convAttrs(c))), want[0]);
+      EXPECT_EQ(valuesOf<T>(runOk("conv2d_grad_input", {dy, w}, dt, xs, convAttrs(c))), want[1]);
+      EXPECT_EQ(valuesOf<T>(runOk("conv2d_grad_weight", {x, dy}, dt, ws, convAttrs(c))), want[2]);
+    }
+  };
+  for (const ConvCase &c : cases) {
+    check(float{}, c, DType::F32);
+    check(double{}, c, DType::F64);
+  }
+}
+
 TEST(ConvGrad, MatchesBruteForceAdjointOverGeometries) {
   const ConvCase cases[] = {
       {2, 3, 5, 6, 4, 3, 2, 1, {1, 2}, {1, 0, 2, 1}, {1, 1}}, // asymmetric pads
