@@ -321,48 +321,51 @@ void blockTaps(const ConvShape &s, const T *w, int64_t c0, int64_t count, T *K) 
       K[t * kBlock + c] = c < count ? w[(c0 + c) * n + t] : T(0);
 }
 
+/// Runs body(b, c0, count, in, out, K) for each (image b, block of `count` channels from c0)
+/// unit of conv2d or conv2d_grad_input, with its slot's buffers: `in` for the block's input
+/// plane (x; dx), `out` for its output plane (y; dy), and K holding the block's taps.
+template <typename T, typename Body>
+Status forEachImageBlock(const ConvShape &s, const T *w, Scratch &scratch, Body &&body) {
+  const DepthwiseBlocks d = blocksOf(s, false);
+  T *buffers = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
+  const int64_t blocks = d.units / std::max<int64_t>(s.batch, 1);
+  forEachDepthwiseUnit(d, taps(s) * s.outPlane() * kBlock, [&](int64_t slot, int64_t u) {
+    const int64_t b = u / blocks, c0 = (u % blocks) * kBlock;
+    const int64_t count = std::min(kBlock, s.channels - c0);
+    T *in = buffers + slot * d.elements, *out = in + s.inPlane() * kBlock;
+    T *K = out + s.outPlane() * kBlock;
+    blockTaps(s, w, c0, count, K);
+    body(b, c0, count, in, out, K);
+  });
+  return Status();
+}
+
 } // namespace
 
 template <typename T>
 Status depthwiseConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y,
                        Scratch &scratch) {
-  const DepthwiseBlocks d = blocksOf(s, false);
-  T *buffers = nullptr;
-  PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
-  const int64_t blocks = d.units / std::max<int64_t>(s.batch, 1);
-  forEachDepthwiseUnit(d, taps(s) * s.outPlane() * kBlock, [&](int64_t slot, int64_t u) {
-    const int64_t b = u / blocks, c0 = (u % blocks) * kBlock;
-    const int64_t count = std::min(kBlock, s.channels - c0);
-    T *X = buffers + slot * d.elements, *Y = X + s.inPlane() * kBlock;
-    T *K = Y + s.outPlane() * kBlock, biasBlock[kBlock] = {};
-    blockTaps(s, w, c0, count, K);
-    for (int64_t c = 0; bias && c < count; ++c)
-      biasBlock[c] = bias[c0 + c];
-    toBlock(x + (b * s.channels + c0) * s.inPlane(), s.inPlane(), count, X);
-    depthwiseBlock(s, X, K, bias ? biasBlock : nullptr, Y);
-    fromBlock(Y, s.outPlane(), count, y + (b * s.channels + c0) * s.outPlane());
-  });
-  return Status();
+  return forEachImageBlock<T>(
+      s, w, scratch, [&](int64_t b, int64_t c0, int64_t count, T *X, T *Y, const T *K) {
+        T biasBlock[kBlock] = {};
+        for (int64_t c = 0; bias && c < count; ++c)
+          biasBlock[c] = bias[c0 + c];
+        toBlock(x + (b * s.channels + c0) * s.inPlane(), s.inPlane(), count, X);
+        depthwiseBlock(s, X, K, bias ? biasBlock : nullptr, Y);
+        fromBlock(Y, s.outPlane(), count, y + (b * s.channels + c0) * s.outPlane());
+      });
 }
 
 template <typename T>
 Status depthwiseConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *dx,
                                 Scratch &scratch) {
-  const DepthwiseBlocks d = blocksOf(s, false);
-  T *buffers = nullptr;
-  PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
-  const int64_t blocks = d.units / std::max<int64_t>(s.batch, 1);
-  forEachDepthwiseUnit(d, taps(s) * s.outPlane() * kBlock, [&](int64_t slot, int64_t u) {
-    const int64_t b = u / blocks, c0 = (u % blocks) * kBlock;
-    const int64_t count = std::min(kBlock, s.channels - c0);
-    T *DX = buffers + slot * d.elements, *DY = DX + s.inPlane() * kBlock;
-    T *K = DY + s.outPlane() * kBlock;
-    blockTaps(s, w, c0, count, K);
-    toBlock(dy + (b * s.channels + c0) * s.outPlane(), s.outPlane(), count, DY);
-    depthwiseGradInputBlock(s, DY, K, DX);
-    fromBlock(DX, s.inPlane(), count, dx + (b * s.channels + c0) * s.inPlane());
-  });
-  return Status();
+  return forEachImageBlock<T>(
+      s, w, scratch, [&](int64_t b, int64_t c0, int64_t count, T *DX, T *DY, const T *K) {
+        toBlock(dy + (b * s.channels + c0) * s.outPlane(), s.outPlane(), count, DY);
+        depthwiseGradInputBlock(s, DY, K, DX);
+        fromBlock(DX, s.inPlane(), count, dx + (b * s.channels + c0) * s.inPlane());
+      });
 }
 
 template <typename T>
