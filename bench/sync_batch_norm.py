@@ -17,6 +17,7 @@ Run with /usr/bin/python3:  sync_batch_norm.py BUILD [--steps 20] [--repeat 3]
                                                  [--cluster samples/clusters/a100-80gb-8.yaml ...]
 """
 import argparse
+import ctypes
 import json
 import os
 import pathlib
@@ -55,8 +56,11 @@ def run_plait(bindir, plan, datadir, steps, work):
 
 
 def torch_rank(rank, port, data, steps, out):
-    """One rank of DistributedDataParallel (gloo): rank r trains slice r of each step's batch."""
+    """One rank of DistributedDataParallel (gloo): rank r trains slice r of each step's batch,
+    on one OpenMP and one OpenBLAS thread (torch.set_num_threads leaves OpenBLAS's own threads
+    on every core: onnx_ops_step.torch_thread_splits)."""
     torch.set_num_threads(1)
+    ctypes.CDLL("libopenblas.so.0").openblas_set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=WORLD)
     torch.manual_seed(0)
