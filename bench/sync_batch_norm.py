@@ -89,7 +89,7 @@ def predicted(bindir, model, cluster, work):
     report = work / "predict.json"
     cmd = [bindir / "plait-compile", model, "--train", "--optimizer", "sgd", "--lr", "0.1",
            "--momentum", "0.9", "--world-size", "8", "--strategy", "ddp", "--cluster", cluster,
-           "-o", work / "predict.plan", "--report", report]
+           "--device", "cuda", "-o", work / "predict.plan", "--report", report]
     subprocess.run(cmd, check=True, capture_output=True)
     r = json.loads(report.read_text())
     return r["predicted_step_ms"], r.get("sync_batch_norm", {}).get("all_reduces", 0)
