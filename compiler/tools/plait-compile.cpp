@@ -728,6 +728,16 @@ int main(int argc, char **argv) {
     options.clusterPath = options.clusters.front().first;
     options.cluster = options.clusters.front().second;
   }
+  // A GPU cluster with the default --device cpu: the plan's kernels are the CPU's (Winograd
+  // convolutions with 2.25x fewer FLOPs, image blocks), and so are the predicted steps.
+  if (app.count("--device") == 0)
+    for (const auto &[path, spec] : options.clusters)
+      if (spec.device.kind == plait::cluster::DeviceKind::Gpu) {
+        std::cerr << "plait-compile: note: --cluster " << path << " is a GPU cluster, but the "
+                  << "plan is for the CPU (no --device): its predicted step is of the CPU's "
+                     "kernels; give --device cuda to plan and predict the GPU's\n";
+        break;
+      }
   options.worldSizeGiven = app.count("--world-size") > 0;
   if ((app.count("--train-tokens") || app.count("--steps")) && options.clusters.empty()) {
     std::cerr << "plait-compile: --train-tokens and --steps need --cluster (the run's time "
