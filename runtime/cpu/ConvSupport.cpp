@@ -187,9 +187,8 @@ template <typename T> void fromBlock(const T *block, int64_t plane, int64_t coun
 /// so the bits do not depend on the thread count).
 template <typename Body>
 void forEachDepthwiseUnit(const DepthwiseBlocks &d, int64_t unitWork, Body &&body) {
-  const int64_t grain = std::max(grainFor(kMultiplyAddGrain, std::max<int64_t>(unitWork, 1)),
-                                 (d.units + d.slots - 1) / d.slots);
-  parallelFor(d.units, grain, [&](int64_t slot, int64_t begin, int64_t end) {
+  parallelFor(d.units, slotGrain(d.units, unitWork, d.slots), [&](int64_t slot, int64_t begin,
+                                                                   int64_t end) {
     for (int64_t u = begin; u < end; ++u)
       body(slot, u);
   });

@@ -180,6 +180,12 @@ template <typename Body> Status parallelForSlots(int64_t n, int64_t grain, Body 
   return Status();
 }
 
+/// The parallelFor grain that cuts `units` of `unitWork` multiply-adds each into chunks of
+/// about kMultiplyAddGrain, at most `slots` of them (a workspace slot each).
+inline int64_t slotGrain(int64_t units, int64_t unitWork, int64_t slots) {
+  return std::max(grainFor(kMultiplyAddGrain, unitWork), (units + slots - 1) / slots);
+}
+
 /// Runs body(slot, begin, end) -> Status over a convolution's units, its (image block, group)
 /// pairs in order (unit u: block u / group, group u % group). With at least as many units as
 /// threads they split across threads (Parallel.h), whole units of about kMultiplyAddGrain a
@@ -191,9 +197,7 @@ template <typename Body> Status forEachConvUnit(const ConvShape &s, Body &&body)
   const int64_t units = s.blocks() * s.group, slots = s.unitSlots();
   if (units < kernelThreads())
     return body(int64_t(0), int64_t(0), units);
-  return parallelForSlots(
-      units, std::max(grainFor(kMultiplyAddGrain, s.unitWork()), (units + slots - 1) / slots),
-      body);
+  return parallelForSlots(units, slotGrain(units, s.unitWork(), slots), body);
 }
 
 } // namespace plait::rt::cpu

@@ -259,6 +259,8 @@ uint64_t reduceSlots(const OperandType &x, const OperandType &y, const Attrs &at
 /// 0 when it computes nothing.
 uint64_t gemmBytes(std::string_view kernel, const std::vector<OperandType> &in,
                    const LazyAttrs &attrs) {
+  if (kernel == "gemm" && !isHalfType(in[0].dtype))
+    return 0; // no tiles, and gemm never folds: its attributes need no decoding
   uint64_t gathered = 0;
   const std::vector<int64_t> &x = *in[0].shape, &y = *in[1].shape;
   int64_t m = 0, n = 0, k = 0;
