@@ -187,11 +187,11 @@ template <typename T> void fromBlock(const T *block, int64_t plane, int64_t coun
 /// so the bits do not depend on the thread count).
 template <typename Body>
 void forEachDepthwiseUnit(const DepthwiseBlocks &d, int64_t unitWork, Body &&body) {
-  parallelFor(d.units, slotGrain(d.units, unitWork, d.slots), [&](int64_t slot, int64_t begin,
-                                                                   int64_t end) {
-    for (int64_t u = begin; u < end; ++u)
-      body(slot, u);
-  });
+  parallelFor(d.units, slotGrain(d.units, unitWork, d.slots),
+              [&](int64_t slot, int64_t begin, int64_t end) {
+                for (int64_t u = begin; u < end; ++u)
+                  body(slot, u);
+              });
 }
 
 /// The valid taps along one axis of output coordinate o: [lo, hi), those whose input
