@@ -3,15 +3,17 @@
 
 Measured: onnx_ops_step.py's training-mode ResNet block (conv 3x3 -> BatchNorm2d -> ReLU ->
 conv 3x3 -> BatchNorm2d, plus the input, [8, 64, 32, 32] per rank) on 2 ranks with ddp, one
-thread each (mpirun -np 2), SGD: plait with each rank's own BatchNorm statistics and with
---sync-batch-norm (two all-reduces of 64 floats in each BatchNorm's forward and two in its
-backward), and the peer, PyTorch's DistributedDataParallel over gloo with its own statistics
+thread each (mpirun -np 2), SGD: plait with each rank's own BatchNorm statistics, with
+--sync-batch-norm fused (each BatchNorm's statistics one all-gather of 2 x 64 floats a rank, its
+gradient's sums one all-reduce of 2 x 64) and decomposed (--no-fused-sync-batch-norm: two
+all-reduces of 64 floats in each BatchNorm's forward and two in its backward), and the peer, PyTorch's DistributedDataParallel over gloo with its own statistics
 (PyTorch 1.13's SyncBatchNorm refuses CPU tensors). Each is the median logged step after
-WARMUP steps; runs alternate the three, --repeat times, and the table shows the medians.
+WARMUP steps; runs alternate the four, --repeat times, and the table shows the medians.
 
 Predicted: plait-zoo's ResNet-18 (--batch-norm, batch 32 a GPU, 224x224) on 8 GPUs of each
---cluster, ddp, with and without --sync-batch-norm: the cost model's step time (the all-reduces
-of the statistics are latency-bound: 20 BatchNorms, 80 of them a step).
+--cluster, ddp, without --sync-batch-norm, with it fused and decomposed: the cost model's step
+time (the collectives of the statistics are latency-bound: 20 BatchNorms, 40 collectives a step
+fused, 80 all-reduces decomposed).
 
 Run with /usr/bin/python3:  sync_batch_norm.py BUILD [--steps 20] [--repeat 3]
                                                  [--cluster samples/clusters/a100-80gb-8.yaml ...]
@@ -85,14 +87,15 @@ def run_torch(data, steps, port):
     return out.get()
 
 
-def predicted(bindir, model, cluster, work):
+def predicted(bindir, model, cluster, work, flags=()):
     report = work / "predict.json"
     cmd = [bindir / "plait-compile", model, "--train", "--optimizer", "sgd", "--lr", "0.1",
            "--momentum", "0.9", "--world-size", "8", "--strategy", "ddp", "--cluster", cluster,
-           "--device", "cuda", "-o", work / "predict.plan", "--report", report]
+           "--device", "cuda", "-o", work / "predict.plan", "--report", report, *flags]
     subprocess.run(cmd, check=True, capture_output=True)
     r = json.loads(report.read_text())
-    return r["predicted_step_ms"], r.get("sync_batch_norm", {}).get("all_reduces", 0)
+    sync = r.get("sync_batch_norm", {})
+    return r["predicted_step_ms"], sync.get("all_reduces", 0) + sync.get("all_gathers", 0)
 
 
 def main():
@@ -121,20 +124,23 @@ def main():
         torch.onnx.export(model, example, str(work / "m.onnx"), input_names=names,
                           output_names=["loss"], opset_version=13, do_constant_folding=False,
                           export_params=True, training=torch.onnx.TrainingMode.TRAINING)
+        variants = (("local", []), ("sync", ["--sync-batch-norm"]),
+                    ("decomposed", ["--sync-batch-norm", "--no-fused-sync-batch-norm"]))
         plans = {}
-        for label, flags in (("local", []), ("sync", ["--sync-batch-norm"])):
+        for label, flags in variants:
             plans[label] = work / f"{label}.plan"
             subprocess.run([bindir / "plait-compile", work / "m.onnx", "-o", plans[label],
                             "--train", "--optimizer", "sgd", "--lr", "0.01", "--world-size",
                             str(WORLD), "--strategy", "ddp", *flags], check=True)
-        times = {"local": [], "sync": [], "torch": []}
+        times = {"local": [], "sync": [], "decomposed": [], "torch": []}
         for r in range(args.repeat):
-            for label in ("local", "sync"):
+            for label, _ in variants:
                 times[label].append(run_plait(bindir, plans[label], work / "data", args.steps,
                                               work))
             times["torch"].append(run_torch(data, args.steps, 29500 + r))
-            print("run %d: plait local %.3f ms, plait sync %.3f ms, PyTorch DDP %.3f ms"
-                  % (r + 1, times["local"][-1], times["sync"][-1], times["torch"][-1]),
+            print("run %d: plait local %.3f ms, sync fused %.3f ms, sync decomposed %.3f ms, "
+                  "PyTorch DDP %.3f ms" % (r + 1, times["local"][-1], times["sync"][-1],
+                                           times["decomposed"][-1], times["torch"][-1]),
                   flush=True)
         m = {k: statistics.median(v) for k, v in times.items()}
         print("\n| ResNet block, 2 ranks x 1 thread | step ms | / plait local | / PyTorch DDP |")
@@ -145,21 +151,27 @@ def main():
               % (m["local"], m["local"] / m["torch"]))
         print("| plait ddp, --sync-batch-norm | %.3f | %.2f | %.2f |"
               % (m["sync"], m["sync"] / m["local"], m["sync"] / m["torch"]))
+        print("| plait ddp, --sync-batch-norm --no-fused-sync-batch-norm | %.3f | %.2f | %.2f |"
+              % (m["decomposed"], m["decomposed"] / m["local"], m["decomposed"] / m["torch"]))
 
         zoo = {}
-        for label, flags in (("local", []), ("sync", ["--sync-batch-norm"])):
+        for label in ("local", "sync"):
             zoo[label] = work / f"resnet18-{label}.mlir"
             subprocess.run([bindir / "plait-zoo", "--family", "resnet", "--layers", "2,2,2,2",
                             "--width", "64", "--batch", "32", "--image", "224", "--classes",
-                            "1000", "--batch-norm", *flags, "-o", zoo[label]], check=True)
-        print("\n| ResNet-18, batch 32 a GPU, 8 GPUs, ddp | predicted local ms | predicted sync "
-              "ms | all-reduces added | sync / local |")
-        print("|---|---|---|---|---|")
+                            "1000", "--batch-norm", *(["--sync-batch-norm"] if label == "sync"
+                                                      else []), "-o", zoo[label]], check=True)
+        print("\n| ResNet-18, batch 32 a GPU, 8 GPUs, ddp | predicted local ms | sync fused ms "
+              "| collectives added | sync fused / local | sync decomposed ms | collectives added "
+              "| sync decomposed / local |")
+        print("|---|---|---|---|---|---|---|---|")
         for cluster in clusters:
             local, _ = predicted(bindir, zoo["local"], cluster, work)
-            sync, reduces = predicted(bindir, zoo["sync"], cluster, work)
-            print("| %s | %.2f | %.2f | %d | %.3f |" % (cluster.stem, local, sync, reduces,
-                                                        sync / local))
+            sync, added = predicted(bindir, zoo["sync"], cluster, work)
+            dec, addedDec = predicted(bindir, zoo["sync"], cluster, work,
+                                      ["--no-fused-sync-batch-norm"])
+            print("| %s | %.2f | %.2f | %d | %.3f | %.2f | %d | %.3f |"
+                  % (cluster.stem, local, sync, added, sync / local, dec, addedDec, dec / local))
 
 
 if __name__ == "__main__":

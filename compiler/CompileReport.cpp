@@ -375,6 +375,8 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     module->walk([&](Operation *op) { grads += isa<LayerNormGradOp, RmsNormGradOp>(op); });
     report["fusion"]["norm"]["backward"] = grads;
     int64_t batchNorms = get("batch_norm"), batchNormGrads = 0;
+    const int64_t syncBatchNorms =
+        norm.getAs<IntegerAttr>("sync_batch_norm") ? get("sync_batch_norm") : 0;
     module->walk([&](BatchNormGradOp) { ++batchNormGrads; });
     report["fusion"]["norm"]["batch_norm_backward"] = batchNormGrads;
     int64_t adds = get("residual_adds");
@@ -394,11 +396,18 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
       clauses.push_back(fmt::format(
           "{} training-mode BatchNorm{} computed by one kernel each instead of {} ops, keeping "
           "only the input and the per-channel statistics for the backward{} (batch_norm / "
-          "batch_norm_grad; off: --no-fused-batch-norm)",
+          "batch_norm_grad; off: --no-fused-batch-norm){}",
           batchNorms, batchNorms == 1 ? "" : "s", get("batch_norm_ops"),
           batchNormGrads > 0 ? fmt::format(", and their {} gradient{} by one kernel each",
                                            batchNormGrads, batchNormGrads == 1 ? "" : "s")
-                             : std::string()));
+                             : std::string(),
+          syncBatchNorms > 0
+              ? fmt::format(", {} of them SyncBatchNorm{}, whose statistics and gradient sums "
+                            "each rank computes in a kernel of their own and all ranks "
+                            "exchange in one collective each way (off: "
+                            "--no-fused-sync-batch-norm)",
+                            syncBatchNorms, syncBatchNorms == 1 ? "" : "s")
+              : std::string()));
     if (adds > 0)
       clauses.push_back(fmt::format("{} residual add{} computed in the kernel of the norm that "
                                     "reads {} sum (add_layer_norm / add_rms_norm; off: "
@@ -767,11 +776,26 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
       if (report.contains("sync_batch_norm")) {
         const auto &sync = report["sync_batch_norm"];
         int64_t world = sync["world_size"].get<int64_t>();
-        os << fmt::format("  sync batch norm  : {} statistics a step ({} elements), the global "
-                          "batch's: {}\n",
-                          sync["statistics"].get<int64_t>(), sync["elements"].get<int64_t>(),
-                          world > 1 ? fmt::format("{} all-reduces (mean) over {} ranks",
-                                                  sync["all_reduces"].get<int64_t>(), world)
+        const int64_t statistics = sync.value("statistics", int64_t(0)),
+                      fused = sync.value("batch_norms", int64_t(0)),
+                      fusedGrads = sync.value("batch_norm_grads", int64_t(0)),
+                      gathers = sync.value("all_gathers", int64_t(0));
+        std::vector<std::string> what;
+        if (statistics > 0)
+          what.push_back(fmt::format("{} statistics", statistics));
+        if (fused + fusedGrads > 0)
+          what.push_back(fmt::format("{} fused BatchNorm{} and {} gradient{}", fused,
+                                     fused == 1 ? "" : "s", fusedGrads,
+                                     fusedGrads == 1 ? "" : "s"));
+        const int64_t reduces = sync["all_reduces"].get<int64_t>();
+        std::string collectives =
+            fmt::format("{} all-reduce{} (mean)", reduces, reduces == 1 ? "" : "s");
+        if (gathers > 0)
+          collectives =
+              fmt::format("{} all-gather{} and {}", gathers, gathers == 1 ? "" : "s", collectives);
+        os << fmt::format("  sync batch norm  : {} a step ({} elements), the global batch's: {}\n",
+                          fmt::join(what, " and "), sync["elements"].get<int64_t>(),
+                          world > 1 ? fmt::format("{} over {} ranks", collectives, world)
                                     : std::string("one rank holds all of it"));
       }
     }

@@ -351,8 +351,8 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
     if (options.fusedAttention)
       pm.addPass(createFuseAttentionPass());
     if (options.fusedNorm)
-      pm.addPass(
-          createFuseNormPass(FuseNormPassOptions{options.fusedAddNorm, options.fusedBatchNorm}));
+      pm.addPass(createFuseNormPass(FuseNormPassOptions{
+          options.fusedAddNorm, options.fusedBatchNorm, options.fusedSyncBatchNorm}));
     if (failed(pm.run(**module)))
       return 1;
   }

@@ -137,6 +137,8 @@ struct CompileOptions {
                                               // fusedNorm); off: --no-fused-add-norm
   bool fusedBatchNorm = true;                 // training-mode BatchNorm as one op (with
                                               // fusedNorm); off: --no-fused-batch-norm
+  bool fusedSyncBatchNorm = true;             // a SyncBatchNorm so too (with fusedBatchNorm);
+                                              // off: --no-fused-sync-batch-norm
   bool gemmEpilogue = true;                   // plait-fuse-gemm-epilogue (with `fusion`);
                                               // off: --no-gemm-epilogue
   bool fusedGradCast = true;                  // grouped updates read bf16 gradients (with

@@ -55,6 +55,14 @@ mlir::LogicalResult verifyBatchNormOperands(mlir::Operation *op, mlir::Value x,
                                             mlir::ValueRange perChannel,
                                             llvm::ArrayRef<llvm::StringRef> names);
 
+/// The type a training-mode BatchNorm computes its statistics in: f32 for bf16/f16, else
+/// `element`.
+mlir::Type batchNormComputeType(mlir::Type element);
+/// A SyncBatchNorm's per-rank vector `vector` (named `name`) of x's 2C statistics or sums:
+/// 1-D of 2C values (W * 2C with `multiple`, W >= 1) in batchNormComputeType.
+mlir::LogicalResult verifyBatchNormVector(mlir::Operation *op, mlir::Value x, mlir::Value vector,
+                                          llvm::StringRef name, bool multiple);
+
 /// Checks plait.attention's (and attention_grad's) q [B, S, H, D], k [B, T, H, D],
 /// v [B, T, H, E], scale, output `out` [B, S, H, E] and log-sum-exp `lse` [B, H, S] (f32),
 /// emitting the error on `op`.

@@ -101,6 +101,32 @@ LogicalResult verifyBatchNormOperands(Operation *op, Value x, ValueRange perChan
   return success();
 }
 
+Type batchNormComputeType(Type element) {
+  if (isa<BFloat16Type, Float16Type>(element))
+    return Float32Type::get(element.getContext());
+  return element;
+}
+
+LogicalResult verifyBatchNormVector(Operation *op, Value x, Value vector, StringRef name,
+                                    bool multiple) {
+  auto type = rankedType(x);
+  const int64_t pair = 2 * type.getDimSize(1);
+  Type compute = batchNormComputeType(type.getElementType());
+  auto got = rankedType(vector);
+  const bool shapeOk = got.getRank() == 1 && (multiple ? got.getDimSize(0) >= pair && pair > 0 &&
+                                                             got.getDimSize(0) % pair == 0
+                                                       : got.getDimSize(0) == pair);
+  if (!shapeOk)
+    return op->emitOpError("'") << name << "' has shape " << shapeToString(got.getShape())
+                                << ", expected " << (multiple ? "[W * " : "[") << pair << "] ("
+                                << (multiple ? "each rank's " : "") << "2 values per channel of x)";
+  if (got.getElementType() != compute)
+    return op->emitOpError("'") << name << "' element type " << got.getElementType()
+                                << " is not the compute type " << compute << " of x's "
+                                << type.getElementType();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Sources
 //===----------------------------------------------------------------------===//
@@ -376,7 +402,20 @@ LogicalResult BatchNormOp::verify() {
   if (failed(verifyBatchNormOperands(*this, getX(), {getScale(), getBias(), getMean(), getVar()},
                                      {"scale", "bias", "mean", "var"})))
     return failure();
+  if (getStats()) {
+    if (getSync())
+      return emitOpError("'sync' and 'stats' exclude each other (plait-shard lowers 'sync' to "
+                         "'stats')");
+    if (failed(verifyBatchNormVector(*this, getX(), getStats(), "stats", /*multiple=*/true)))
+      return failure();
+  }
   return verifyEpsilon(*this, getEpsilon().convertToDouble());
+}
+
+LogicalResult BatchNormStatsOp::verify() {
+  if (failed(verifyBatchNormOperands(*this, getX(), {}, {})))
+    return failure();
+  return verifyBatchNormVector(*this, getX(), getStats(), "stats", /*multiple=*/false);
 }
 
 LogicalResult RmsNormOp::verify() {

@@ -184,6 +184,14 @@ def Plait_BatchNormOp : Plait_Op<"batch_norm", [Pure]> {
     normalisation) reads and writes x's size several times. plait-fuse-norm writes it for a
     decomposed training-mode BatchNorm.
 
+    `sync` (a SyncBatchNorm): the statistics are the global batch's, each of the data-parallel
+    ranks holding an equal slice of it; plait-shard lowers it (SyncMeans.cpp) to
+    batch_norm_stats, an all_gather of every rank's statistics and this op with `stats`, or
+    drops it at world size 1. With `stats` ([W * 2C] in the compute type: f32 for bf16/f16
+    x, else x's; rank r's local mean at [2Cr, 2Cr + C) and variance after it), mean and var
+    are combined from the W ranks' in rank order, in double: mean = sum(mean_r) / W,
+    var = sum(var_r + (mean_r - mean)^2) / W (Chan et al.), and x is read once.
+
     ```mlir
     %y, %mean, %var = plait.batch_norm %x, %g, %b {epsilon = 1.0e-05 : f64}
         : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
@@ -191,8 +199,27 @@ def Plait_BatchNormOp : Plait_Op<"batch_norm", [Pure]> {
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$scale, Plait_FloatTensor:$bias,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       Optional<Plait_FloatTensor>:$stats,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon, UnitAttr:$sync);
   let results = (outs Plait_FloatTensor:$y, Plait_FloatTensor:$mean, Plait_FloatTensor:$var);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_BatchNormStatsOp : Plait_Op<"batch_norm_stats", [Pure]> {
+  let summary = "this rank's training-mode BatchNorm statistics, to gather over the ranks";
+  let description = [{
+    Per channel c of x ([N, C, ...]): the mean and the biased variance over every axis but 1,
+    computed as plait.batch_norm computes them, as one vector [mean(C), var(C)] of 2C values in
+    the compute type (f32 for bf16/f16 x, else x's element type), which a SyncBatchNorm
+    all-gathers over the ranks for plait.batch_norm's `stats`.
+
+    ```mlir
+    %s = plait.batch_norm_stats %x : (tensor<2x3x4x4xf32>) -> tensor<6xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x);
+  let results = (outs Plait_FloatTensor:$stats);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }

@@ -122,6 +122,22 @@ LogicalResult BatchNormGradOp::verify() {
                                      {getScale(), getMean(), getVar(), getDscale(), getDbias()},
                                      {"scale", "mean", "var", "dscale", "dbias"})))
     return failure();
+  if (getSums()) {
+    if (getSync())
+      return emitOpError("'sync' and 'sums' exclude each other (plait-shard lowers 'sync' to "
+                         "'sums')");
+    if (failed(verifyBatchNormVector(*this, getX(), getSums(), "sums", /*multiple=*/false)))
+      return failure();
+  }
+  return verifyEpsilon(*this, getEpsilon().convertToDouble());
+}
+
+LogicalResult BatchNormGradSumsOp::verify() {
+  if (getDy().getType() != getX().getType())
+    return emitOpError("'dy' has type ") << getDy().getType() << ", expected " << getX().getType();
+  if (failed(verifyBatchNormOperands(*this, getX(), {getMean(), getVar()}, {"mean", "var"})) ||
+      failed(verifyBatchNormVector(*this, getX(), getSums(), "sums", /*multiple=*/false)))
+    return failure();
   return verifyEpsilon(*this, getEpsilon().convertToDouble());
 }
 

@@ -198,6 +198,15 @@ def Plait_BatchNormGradOp : Plait_Op<"batch_norm_grad", [Pure]> {
     kernels take mean and var from x again, in f32 as the forward computed them, not the
     rounded operands (PyTorch keeps a 16-bit input's statistics in f32).
 
+    `sync`: the gradient of a SyncBatchNorm's y (plait.batch_norm's `sync`), whose statistics
+    are every rank's: dx reads the rank-mean of every rank's two sums, n stays this rank's
+    count, and dscale and dbias are this rank's sums (the data-parallel gradient averaging
+    then takes their mean). plait-shard lowers it to batch_norm_grad_sums, an all_reduce
+    (mean) of them, and this op with `sums` ([2C] in the compute type: sum(dy) then
+    sum(dy * xhat), each the mean over the ranks), or drops it at world size 1. With `sums`
+    the mean and var operands are read for every element type (the rounded ones for
+    bf16/f16: this rank's x does not hold the global statistics).
+
     ```mlir
     %dx, %dg, %db = plait.batch_norm_grad %x, %g, %mean, %var, %dy {epsilon = 1.0e-05 : f64}
         : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4x4xf32>)
@@ -206,8 +215,30 @@ def Plait_BatchNormGradOp : Plait_Op<"batch_norm_grad", [Pure]> {
   }];
   let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$scale, Plait_FloatTensor:$mean,
                        Plait_FloatTensor:$var, Plait_FloatTensor:$dy,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       Optional<Plait_FloatTensor>:$sums,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon, UnitAttr:$sync);
   let results = (outs Plait_FloatTensor:$dx, Plait_FloatTensor:$dscale, Plait_FloatTensor:$dbias);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Plait_BatchNormGradSumsOp : Plait_Op<"batch_norm_grad_sums", [Pure]> {
+  let summary = "this rank's sums of a SyncBatchNorm's gradient, to average over the ranks";
+  let description = [{
+    Operands as plait.batch_norm_grad's x, mean, var (the global statistics) and dy: per
+    channel c, with xhat = (x - mean[c]) / sqrt(var[c] + epsilon), [sum(dy) (C values),
+    sum(dy * xhat) (C values)] over this rank's values, as batch_norm_grad sums them, in the
+    compute type (f32 for bf16/f16 x, else x's element type). A SyncBatchNorm's backward
+    all-reduces them (mean) for batch_norm_grad's `sums`.
+
+    ```mlir
+    %s = plait.batch_norm_grad_sums %x, %mean, %var, %dy {epsilon = 1.0e-05 : f64}
+        : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4x4xf32>) -> tensor<6xf32>
+    ```
+  }];
+  let arguments = (ins Plait_FloatTensor:$x, Plait_FloatTensor:$mean, Plait_FloatTensor:$var,
+                       Plait_FloatTensor:$dy, DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Plait_FloatTensor:$sums);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }

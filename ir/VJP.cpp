@@ -454,14 +454,19 @@ PLAIT_VJP(LayerNormOp) {
 /// batch_norm: y's gradient is one batch_norm_grad; a gradient reaching the statistics
 /// themselves (BatchNormalization-9's saved mean and variance, read by the loss) adds
 /// dmean / n and 2 (x - mean) dvar / n per channel, as the decomposed mean and variance would.
+/// A SyncBatchNorm's (`sync`) is batch_norm_grad {sync}, and a gradient reaching its global
+/// statistics is averaged over the ranks first (plait.sync_mean), as the decomposed form's.
 PLAIT_VJP(BatchNormOp) {
+  if (op.getStats())
+    return op.emitOpError("with 'stats' (a lowered SyncBatchNorm) has no gradient: the training "
+                          "step differentiates the 'sync' form");
   Value x = op.getX();
   auto xt = rankedType(x);
   Value dx;
   if (rg[0]) {
     auto grad = g.b.create<BatchNormGradOp>(
         g.loc, TypeRange{xt, op.getScale().getType(), op.getBias().getType()}, x, op.getScale(),
-        op.getMean(), op.getVar(), rg[0], op.getEpsilonAttr());
+        op.getMean(), op.getVar(), rg[0], /*sums=*/Value(), op.getEpsilonAttr(), op.getSyncAttr());
     dx = grad.getDx();
     og[1] = grad.getDscale();
     og[2] = grad.getDbias();
@@ -473,12 +478,15 @@ PLAIT_VJP(BatchNormOp) {
     term = g.broadcastTo(term, xt);
     dx = dx ? g.add(dx, term) : term;
   };
+  auto statGrad = [&](Value grad) -> Value {
+    return op.getSync() ? g.b.create<SyncMeanOp>(g.loc, grad).getResult() : grad;
+  };
   if (rg[1])
-    accumulate(g.mulScalar(g.reshape(rg[1], channelShape), 1.0 / n));
+    accumulate(g.mulScalar(g.reshape(statGrad(rg[1]), channelShape), 1.0 / n));
   if (rg[2]) {
     Value mean = g.reshape(op.getMean(), channelShape);
     Value centred = g.sub(x, mean);
-    Value dvar = g.mulScalar(g.reshape(rg[2], channelShape), 2.0 / n);
+    Value dvar = g.mulScalar(g.reshape(statGrad(rg[2]), channelShape), 2.0 / n);
     accumulate(g.mul(centred, dvar));
   }
   og[0] = dx;

@@ -555,6 +555,8 @@ def FuseNormPass : Pass<"plait-fuse-norm", "mlir::ModuleOp"> {
            "a residual add and the norm of its sum become one add_layer_norm / add_rms_norm">,
     Option<"batchNorm", "batch-norm", "bool", "true",
            "a decomposed training-mode BatchNorm becomes one plait.batch_norm">,
+    Option<"syncBatchNorm", "sync-batch-norm", "bool", "true",
+           "with batch-norm, a SyncBatchNorm becomes one plait.batch_norm {sync} too">,
   ];
   let description = [{
     Per reduce_mean (keepdims, over trailing axes [a, rank)) of a square (pow(c, 2) or
@@ -564,7 +566,8 @@ def FuseNormPass : Pass<"plait-fuse-norm", "mlir::ModuleOp"> {
     plait.layer_norm(x, gamma, beta) {axis = a, epsilon} when c = x - reduce_mean(x) over the
     same axes, else plait.rms_norm(c, gamma). Every intermediate must have no other reader;
     without gamma the scale is a constant of ones. The module records `plait.fuse_norm`
-    {layer_norm, rms_norm, batch_norm, batch_norm_ops, ops, residual_adds} for the report. plait-compile runs it before
+    {layer_norm, rms_norm, batch_norm, batch_norm_ops, sync_batch_norm, ops, residual_adds} for
+    the report. plait-compile runs it before
     building the training step unless --no-fused-norm (or --no-fusion).
 
     Then (unless residual-adds=false: --no-fused-add-norm) each norm op, these and imported
@@ -578,8 +581,10 @@ def FuseNormPass : Pass<"plait-fuse-norm", "mlir::ModuleOp"> {
     normalisation of c (as above), then optionally * gamma and + beta of one value per channel
     ([C, 1, ...] or [1, C, 1, ...]), becomes plait.batch_norm(x, gamma, beta) {epsilon}, its
     mean and var results (reshaped back) read by the means' other readers (the running
-    statistics), which must all follow the chain. A SyncBatchNorm's statistics (plait.sync_mean
-    between the mean and its readers) do not match, and stay decomposed.
+    statistics), which must all follow the chain. A SyncBatchNorm (a plait.sync_mean the only
+    reader of each mean, read in its place) becomes plait.batch_norm {sync} (unless
+    sync-batch-norm=false: --no-fused-sync-batch-norm), which plait-shard lowers with its
+    gradient to a statistics kernel, one collective and the fused kernel, forward and backward.
 
     ```mlir
     // before (PyTorch's export of nn.LayerNorm below opset 17)

@@ -341,6 +341,12 @@ int main(int argc, char **argv) {
       "keep a training-mode BatchNorm decomposed (mean, centred values, their "
       "squares' mean, normalisation, scale, shift, and the backward's reductions) "
       "instead of one plait.batch_norm kernel and one batch_norm_grad kernel");
+  app.add_flag(
+      "--no-fused-sync-batch-norm", [&](int64_t) { options.fusedSyncBatchNorm = false; },
+      "with --sync-batch-norm, keep each BatchNorm decomposed, its mean and variance each "
+      "all-reduced, and each one's gradient, instead of a statistics kernel, one all-gather "
+      "and the batch_norm kernel forward and a sums kernel, one all-reduce and the "
+      "batch_norm_grad kernel backward");
   app.add_flag("--no-gemm-epilogue", [&](int64_t) { options.gemmEpilogue = false; },
                "keep a linear layer's bias add an op of its own instead of the GEMM's bias "
                "epilogue (plait-fuse-gemm-epilogue)");

@@ -77,6 +77,12 @@ double extraUpdateFlops(const plan::InstrDesc &instr, std::string_view update) {
   return extra;
 }
 
+/// The training-mode BatchNorm kernels, each a channel at a time (NormalizationKernels.cpp).
+bool isBatchNormKernel(std::string_view kernel) {
+  return kernel == "batch_norm" || kernel == "batch_norm_grad" || kernel == "batch_norm_stats" ||
+         kernel == "batch_norm_grad_sums";
+}
+
 bool isCollective(const std::string &kernel) {
   return kernel == "all_reduce" || kernel == "all_gather" || kernel == "reduce_scatter" ||
          kernel == "broadcast";
@@ -147,6 +153,9 @@ constexpr ElementCost kElementCosts[] = {
     // and dx (per element of x).
     {"batch_norm", 8, true, "norm"},
     {"batch_norm_grad", 12, true, "norm"},
+    // A SyncBatchNorm's parts: this rank's statistics (two passes), its gradient's two sums.
+    {"batch_norm_stats", 4, true, "norm"},
+    {"batch_norm_grad_sums", 6, true, "norm"},
     {"reduce_sum", 1, true, "reduction"},
     {"reduce_mean", 1, true, "reduction"},
     {"reduce_max", 1, true, "reduction"},
@@ -240,7 +249,7 @@ double rowsOf(const plan::PlanDesc &plan, const plan::InstrDesc &instr, const El
     return 0;
   std::string_view cls = c.rateClass;
   const plan::TensorDesc &a = plan.tensors[instr.inputs[0]];
-  if (instr.kernel == "batch_norm" || instr.kernel == "batch_norm_grad") // per channel
+  if (isBatchNormKernel(instr.kernel)) // per channel
     return a.shape.size() >= 2 ? double(a.shape[1]) : 0;
   if (cls == "softmax" || cls == "norm") {
     int64_t rank = int64_t(a.shape.size()), axis;
@@ -378,7 +387,7 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
             1, false);
     return;
   }
-  if ((k == "batch_norm" || k == "batch_norm_grad") && a.shape.size() >= 2) {
+  if (isBatchNormKernel(k) && a.shape.size() >= 2) {
     // Channels, each all of its values (NormalizationKernels.cpp).
     splitAs(cost, double(a.shape[1]), 1, false);
     return;
@@ -749,6 +758,9 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
   if (const ElementCost *c = elementCost(k)) {
     cost.elements = c->perInput ? numel(a) : numel(out);
     cost.flops = (c->flops + extraUpdateFlops(instr, k)) * cost.elements;
+    // A SyncBatchNorm's batch_norm reads every rank's statistics (its 4th operand): y only.
+    if (k == "batch_norm" && instr.inputs.size() > 3)
+      cost.flops = 4 * cost.elements;
     if (c->rateClass)
       cost.rateClass = c->rateClass;
     cost.rows = rowsOf(plan, instr, *c);

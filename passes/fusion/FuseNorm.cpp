@@ -34,9 +34,13 @@
 // readers, after the chain; its gradient is one batch_norm_grad. Where the decomposed form
 // keeps c for the backward and reads or writes x's size in four kernels forward, the op reads
 // x twice (the second time per channel, from cache) and writes y, and keeps x and two [C]
-// vectors. A SyncBatchNorm (plait.sync_mean between the means and their readers) stays
-// decomposed: its all-reduces fall between the statistics and the normalisation. Off:
-// batch-norm=false, --no-fused-batch-norm.
+// vectors. A SyncBatchNorm (a plait.sync_mean after each mean, read in its place) becomes a
+// plait.batch_norm {sync}, its gradient a batch_norm_grad {sync}: plait-shard lowers each to a
+// kernel of this rank's statistics (or gradient sums), one collective of both (an all_gather
+// forward, an all_reduce backward, where the decomposed form all-reduces the mean, then the
+// variance, and each one's gradient) and the fused kernel reading them (SyncMeans.cpp). Off:
+// batch-norm=false, --no-fused-batch-norm; the SyncBatchNorm's alone: sync-batch-norm=false,
+// --no-fused-sync-batch-norm.
 //
 // -plait-expand-norm-grad: the training step differentiates each norm op into one
 // layer_norm_grad / rms_norm_grad (ir/VJP.cpp); under --no-fused-norm plait-compile runs this
@@ -281,7 +285,8 @@ void rewrite(Match &m) {
 struct BatchNormMatch {
   Value x, scale, bias; // scale and bias as found (any shape that broadcasts per channel)
   double epsilon = 0;
-  ReduceMeanOp mean, variance;
+  Value mean, variance;           // the statistics as their readers see them (synced ones)
+  bool sync = false;              // a SyncBatchNorm: both are plait.sync_means
   Operation *last = nullptr;      // the op whose result y replaces
   SmallVector<Operation *> chain; // every op replaced, the two means last
 };
@@ -311,8 +316,10 @@ bool readersFollow(Value v, Operation *op, ArrayRef<Operation *> chain) {
 /// Matches the BatchNorm whose variance is `variance`: reduce_mean(square(x - mean)) with
 /// mean = reduce_mean(x), both keepdims over every axis but 1, then + eps, the normalisation
 /// and optionally * gamma and + beta per channel. The two means may have other readers (the
-/// running statistics), all after the chain's last op; the other intermediates may not.
-bool matchBatchNorm(ReduceMeanOp variance, BatchNormMatch &m) {
+/// running statistics), all after the chain's last op; the other intermediates may not. With
+/// `sync`, a SyncBatchNorm matches too: each mean's only reader a plait.sync_mean, which the
+/// chain reads instead.
+bool matchBatchNorm(ReduceMeanOp variance, BatchNormMatch &m, bool sync) {
   auto cType = typeOf(variance.getX());
   int64_t rank = cType.getRank();
   if (rank < 2 || !variance.getKeepdims() || !isa<FloatType>(cType.getElementType()))
@@ -328,15 +335,24 @@ bool matchBatchNorm(ReduceMeanOp variance, BatchNormMatch &m) {
   auto sub = c ? c.getDefiningOp<SubOp>() : SubOp();
   if (!sub || !square->hasOneUse() || typeOf(c) != cType)
     return false;
-  auto mean = sub.getRhs().getDefiningOp<ReduceMeanOp>();
-  if (!mean || mean.getX() != sub.getLhs() || typeOf(sub.getLhs()) != cType ||
-      !mean.getKeepdims() || normalizeAxes(mean.getAxes(), rank) != axes)
+  // A SyncBatchNorm's statistics: each mean's only reader a sync_mean, read in its place.
+  auto syncMean = sub.getRhs().getDefiningOp<SyncMeanOp>();
+  auto syncVar =
+      variance->hasOneUse() ? dyn_cast<SyncMeanOp>(*variance->getUsers().begin()) : SyncMeanOp();
+  if (bool(syncMean) != bool(syncVar) || (syncMean && !sync))
     return false;
+  auto mean = (syncMean ? syncMean.getInput() : sub.getRhs()).getDefiningOp<ReduceMeanOp>();
+  if (!mean || mean.getX() != sub.getLhs() || typeOf(sub.getLhs()) != cType ||
+      !mean.getKeepdims() || normalizeAxes(mean.getAxes(), rank) != axes ||
+      (syncMean && !mean->hasOneUse()))
+    return false;
+  Value meanStat = syncMean ? syncMean.getResult() : mean.getResult();
+  Value varStat = syncVar ? syncVar.getResult() : variance.getResult();
   // variance + eps among the variance's readers (another may be the running variance's).
   AddOp add;
-  for (Operation *user : variance->getUsers()) {
+  for (Operation *user : varStat.getUsers()) {
     auto a = dyn_cast<AddOp>(user);
-    if (std::optional<double> epsilon = a ? epsilonAdded(a, variance.getResult()) : std::nullopt) {
+    if (std::optional<double> epsilon = a ? epsilonAdded(a, varStat) : std::nullopt) {
       add = a;
       m.epsilon = *epsilon;
       break;
@@ -375,13 +391,17 @@ bool matchBatchNorm(ReduceMeanOp variance, BatchNormMatch &m) {
   m.chain.append(denominator.begin(), denominator.end());
   m.chain.push_back(normalise);
   m.chain.append(affine.begin(), affine.end());
+  if (syncMean) {
+    m.chain.push_back(syncVar);
+    m.chain.push_back(syncMean);
+  }
   m.chain.push_back(variance);
   m.chain.push_back(mean);
-  if (!readersFollow(mean.getResult(), m.last, m.chain) ||
-      !readersFollow(variance.getResult(), m.last, m.chain))
+  if (!readersFollow(meanStat, m.last, m.chain) || !readersFollow(varStat, m.last, m.chain))
     return false;
-  m.mean = mean;
-  m.variance = variance;
+  m.mean = meanStat;
+  m.variance = varStat;
+  m.sync = bool(syncMean);
   return true;
 }
 
@@ -407,10 +427,10 @@ void rewriteBatchNorm(BatchNormMatch &m) {
   Value scale = asChannels(m.scale, 1.0);
   Value bias = asChannels(m.bias, 0.0);
   auto bn = b.create<BatchNormOp>(loc, TypeRange{xType, perChannel, perChannel}, m.x, scale, bias,
-                                  b.getF64FloatAttr(m.epsilon));
+                                  /*stats=*/Value(), b.getF64FloatAttr(m.epsilon),
+                                  m.sync ? b.getUnitAttr() : UnitAttr());
   m.last->getResult(0).replaceAllUsesWith(bn.getY());
-  for (auto [old, fresh] : {std::pair{m.mean.getResult(), bn.getMean()},
-                            std::pair{m.variance.getResult(), bn.getVar()}}) {
+  for (auto [old, fresh] : {std::pair{m.mean, bn.getMean()}, std::pair{m.variance, bn.getVar()}}) {
     if (llvm::all_of(old.getUsers(), [&](Operation *u) { return llvm::is_contained(m.chain, u); }))
       continue;
     b.setInsertionPointAfter(bn);
@@ -500,7 +520,7 @@ struct FuseNormPass : impl::FuseNormPassBase<FuseNormPass> {
         rewrite(m);
       }
     });
-    int64_t batchNorms = 0, batchNormOps = 0;
+    int64_t batchNorms = 0, batchNormOps = 0, syncBatchNorms = 0;
     if (this->batchNorm)
       module.walk([&](func::FuncOp func) {
         SmallVector<ReduceMeanOp> means;
@@ -509,10 +529,11 @@ struct FuseNormPass : impl::FuseNormPassBase<FuseNormPass> {
         // mean, which came before it.
         for (ReduceMeanOp mean : means) {
           BatchNormMatch m;
-          if (!matchBatchNorm(mean, m))
+          if (!matchBatchNorm(mean, m, this->syncBatchNorm))
             continue;
           batchNormOps += m.chain.size();
           ++batchNorms;
+          syncBatchNorms += m.sync;
           rewriteBatchNorm(m);
         }
       });
@@ -534,7 +555,8 @@ struct FuseNormPass : impl::FuseNormPassBase<FuseNormPass> {
         "plait.fuse_norm",
         b.getDictionaryAttr({count("layer_norm", layerNorms), count("rms_norm", rmsNorms),
                              count("batch_norm", batchNorms), count("batch_norm_ops", batchNormOps),
-                             count("ops", ops), count("residual_adds", residualAdds)}));
+                             count("sync_batch_norm", syncBatchNorms), count("ops", ops),
+                             count("residual_adds", residualAdds)}));
   }
 };
 

@@ -113,9 +113,16 @@ Status checkNormCall(const KernelCall &call, std::string_view kernel, NormCall k
   return Status();
 }
 
-Status checkBatchNormCall(const KernelCall &call, bool grad, BatchNormShape &out) {
-  const std::string_view kernel = grad ? "batch_norm_grad" : "batch_norm";
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, grad ? 5 : 3, grad ? 5 : 3, 3));
+DType batchNormComputeDtype(DType x) {
+  return x == DType::BF16 || x == DType::F16 ? DType::F32 : x;
+}
+
+Status checkBatchNormCall(const KernelCall &call, BatchNormKind kind, BatchNormShape &out) {
+  const std::string_view kernel = batchNormKernelName(kind);
+  static constexpr size_t kInputs[] = {3, 5, 1, 4}, kOutputs[] = {3, 3, 1, 1};
+  const bool optional = kind == BatchNormKind::kForward || kind == BatchNormKind::kGrad;
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, kInputs[size_t(kind)],
+                                   kInputs[size_t(kind)] + optional, kOutputs[size_t(kind)]));
   const TensorView &x = call.inputs[0];
   if (x.rank() < 2)
     return Status::errorf("{}: x has shape {}, expected [N, C, ...]", kernel, shapeString(x.shape));
@@ -124,21 +131,60 @@ Status checkBatchNormCall(const KernelCall &call, bool grad, BatchNormShape &out
     PLAIT_RETURN_IF_ERROR(checkShape(kernel, what, t.shape, shape));
     return checkSameDtype(kernel, x, t);
   };
-  static constexpr std::string_view kForward[] = {"scale", "bias"};
-  static constexpr std::string_view kGrad[] = {"scale", "mean", "var"};
-  if (grad) {
-    for (size_t i = 0; i < 3; ++i)
-      PLAIT_RETURN_IF_ERROR(check(kGrad[i], call.inputs[i + 1], channels));
-    PLAIT_RETURN_IF_ERROR(check("dy", call.inputs[4], x.shape));
-  } else {
-    for (size_t i = 0; i < 2; ++i)
-      PLAIT_RETURN_IF_ERROR(check(kForward[i], call.inputs[i + 1], channels));
+  const int64_t pair = 2 * x.shape[1];
+  const DType compute = batchNormComputeDtype(x.dtype);
+  // A [copies * 2C] vector of the compute type (copies 0: any W >= 1 of them).
+  auto vector = [&](std::string_view what, const TensorView &t, int64_t copies) -> Status {
+    const bool ok =
+        t.rank() == 1 && (copies > 0 ? t.shape[0] == copies * pair
+                                     : pair > 0 && t.shape[0] >= pair && t.shape[0] % pair == 0);
+    if (!ok)
+      return Status::errorf("{}: {} has shape {}, expected [{}{}]", kernel, what,
+                            shapeString(t.shape), copies > 0 ? "" : "W * ", pair);
+    if (t.dtype != compute)
+      return Status::errorf("{}: {} has dtype {}, expected {} (the compute type of x's {})", kernel,
+                            what, dtypeName(t.dtype), dtypeName(compute), dtypeName(x.dtype));
+    return Status();
+  };
+  switch (kind) {
+  case BatchNormKind::kForward:
+  case BatchNormKind::kGrad: {
+    const bool grad = kind == BatchNormKind::kGrad;
+    static constexpr std::string_view kForward[] = {"scale", "bias"};
+    static constexpr std::string_view kGrad[] = {"scale", "mean", "var"};
+    if (grad) {
+      for (size_t i = 0; i < 3; ++i)
+        PLAIT_RETURN_IF_ERROR(check(kGrad[i], call.inputs[i + 1], channels));
+      PLAIT_RETURN_IF_ERROR(check("dy", call.inputs[4], x.shape));
+    } else {
+      for (size_t i = 0; i < 2; ++i)
+        PLAIT_RETURN_IF_ERROR(check(kForward[i], call.inputs[i + 1], channels));
+    }
+    static constexpr std::string_view kResults[2][3] = {{"y", "mean", "var"},
+                                                        {"dx", "dscale", "dbias"}};
+    PLAIT_RETURN_IF_ERROR(check(kResults[grad][0], call.outputs[0], x.shape));
+    for (size_t o = 1; o < 3; ++o)
+      PLAIT_RETURN_IF_ERROR(check(kResults[grad][o], call.outputs[o], channels));
+    if (call.inputs.size() > kInputs[size_t(kind)]) {
+      const TensorView &extra = call.inputs.back();
+      PLAIT_RETURN_IF_ERROR(vector(grad ? "sums" : "stats", extra, grad ? 1 : 0));
+      if (grad)
+        out.sums = true;
+      else
+        out.ranks = extra.shape[0] / pair;
+    }
+    break;
   }
-  static constexpr std::string_view kResults[2][3] = {{"y", "mean", "var"},
-                                                      {"dx", "dscale", "dbias"}};
-  PLAIT_RETURN_IF_ERROR(check(kResults[grad][0], call.outputs[0], x.shape));
-  for (size_t o = 1; o < 3; ++o)
-    PLAIT_RETURN_IF_ERROR(check(kResults[grad][o], call.outputs[o], channels));
+  case BatchNormKind::kStats:
+    PLAIT_RETURN_IF_ERROR(vector("stats", call.outputs[0], 1));
+    break;
+  case BatchNormKind::kGradSums:
+    PLAIT_RETURN_IF_ERROR(check("mean", call.inputs[1], channels));
+    PLAIT_RETURN_IF_ERROR(check("var", call.inputs[2], channels));
+    PLAIT_RETURN_IF_ERROR(check("dy", call.inputs[3], x.shape));
+    PLAIT_RETURN_IF_ERROR(vector("sums", call.outputs[0], 1));
+    break;
+  }
   out.batch = x.shape[0];
   out.channels = x.shape[1];
   out.spatial = product(x.shape, 2, x.rank());

@@ -189,15 +189,30 @@ enum class NormCall {
 Status checkNormCall(const KernelCall &call, std::string_view kernel, NormCall kind, bool rms,
                      int64_t &axis);
 
-/// batch_norm (x, scale, bias) -> (y, mean, var) and, `grad`, batch_norm_grad (x, scale,
-/// mean, var, dy) -> (dx, dscale, dbias) checked: x of rank >= 2 viewed as [N, C, S] (S the
-/// product of its axes from 2), dy, y and dx of its shape, the per-channel operands and
-/// results [C], all of x's dtype. Shared by the CPU and CUDA kernels.
+/// The training-mode BatchNorm kernels: batch_norm (x, scale, bias [, stats]) -> (y, mean,
+/// var), batch_norm_grad (x, scale, mean, var, dy [, sums]) -> (dx, dscale, dbias), and a
+/// SyncBatchNorm's batch_norm_stats (x) -> stats and batch_norm_grad_sums (x, mean, var, dy)
+/// -> sums.
+enum class BatchNormKind { kForward, kGrad, kStats, kGradSums };
+/// Their calls checked: x of rank >= 2 viewed as [N, C, S] (S the product of its axes from
+/// 2), dy, y and dx of its shape, the per-channel operands and results [C], all of x's dtype;
+/// `stats` [W * 2C] (W >= 1: every rank's [mean(C), var(C)]) and the stats and sums vectors
+/// [2C] in batchNormComputeDtype. Shared by the CPU and CUDA kernels.
 struct BatchNormShape {
   int64_t batch = 0, channels = 0, spatial = 0;
+  int64_t ranks = 0; // batch_norm: the ranks whose statistics `stats` holds (0: none)
+  bool sums = false; // batch_norm_grad: reads every rank's mean sums
   int64_t perChannel() const { return batch * spatial; }
 };
-Status checkBatchNormCall(const KernelCall &call, bool grad, BatchNormShape &out);
+/// The kernel's name: batch_norm, batch_norm_grad, batch_norm_stats or batch_norm_grad_sums.
+constexpr std::string_view batchNormKernelName(BatchNormKind kind) {
+  constexpr std::string_view kNames[] = {"batch_norm", "batch_norm_grad", "batch_norm_stats",
+                                         "batch_norm_grad_sums"};
+  return kNames[size_t(kind)];
+}
+/// f32 for bf16/f16, else `x` (the type the kernels compute the statistics in).
+DType batchNormComputeDtype(DType x);
+Status checkBatchNormCall(const KernelCall &call, BatchNormKind kind, BatchNormShape &out);
 
 /// Product of shape[begin, end).
 int64_t product(ShapeRef shape, size_t begin, size_t end);

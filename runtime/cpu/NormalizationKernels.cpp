@@ -387,13 +387,33 @@ void channelStatistics(const typename E::Stored *x, const BatchNormShape &d, Row
   var = count ? squares / double(count) : 0.0;
 }
 
-/// batch_norm (x, scale, bias) -> (y, mean, var): per channel of x viewed as [N, C, S], its
-/// statistics (channelStatistics), then y = (x - mean) * rstd * scale + bias. Channels split across
-/// threads, each one thread's, so the result does not depend on the number of threads. bf16/f16:
-/// loaded widened, computed in f32, y and the statistics rounded as they are stored.
+/// The global statistics of channel c from `stats`, every one of `ranks` ranks' [mean(C),
+/// var(C)] (a SyncBatchNorm's all-gathered batch_norm_stats), combined in rank order in
+/// double (equal counts: mean = sum(mean_r) / W, var = sum(var_r + (mean_r - mean)^2) / W).
+template <typename T>
+void combinedStatistics(const T *stats, int64_t ranks, int64_t channels, int64_t c, T &mean,
+                        double &var) {
+  double total = 0;
+  for (int64_t r = 0; r < ranks; ++r)
+    total += double(stats[r * 2 * channels + c]);
+  const double m = total / double(ranks);
+  double spread = 0;
+  for (int64_t r = 0; r < ranks; ++r) {
+    const double dev = double(stats[r * 2 * channels + c]) - m;
+    spread += double(stats[r * 2 * channels + channels + c]) + dev * dev;
+  }
+  mean = T(m);
+  var = spread / double(ranks);
+}
+
+/// batch_norm (x, scale, bias [, stats]) -> (y, mean, var): per channel of x viewed as
+/// [N, C, S], its statistics (channelStatistics; with `stats`, every rank's combined:
+/// combinedStatistics), then y = (x - mean) * rstd * scale + bias. Channels split across
+/// threads, each one thread's, so the result does not depend on the number of threads.
+/// bf16/f16: loaded widened, computed in f32, y and the statistics rounded as they are stored.
 Status batchNormKernel(const KernelCall &call) {
   BatchNormShape d;
-  PLAIT_RETURN_IF_ERROR(checkBatchNormCall(call, false, d));
+  PLAIT_RETURN_IF_ERROR(checkBatchNormCall(call, BatchNormKind::kForward, d));
   const double eps = call.attrs.getFloat("epsilon", 1e-5);
   const int64_t count = d.perChannel();
   return dispatchElements<false>("batch_norm", call.inputs[0].dtype, [&](auto elements) -> Status {
@@ -402,40 +422,123 @@ Status batchNormKernel(const KernelCall &call) {
     using T = typename E::Value;
     const S *x = call.inputs[0].as<S>(), *scale = call.inputs[1].as<S>(),
             *bias = call.inputs[2].as<S>();
+    const T *stats = d.ranks > 0 ? call.inputs[3].as<T>() : nullptr;
     S *y = call.outputs[0].as<S>(), *meanOut = call.outputs[1].as<S>(),
       *varOut = call.outputs[2].as<S>();
-    parallelFor(
-        d.channels, grainFor(kElementGrain, 2 * count), [&](int64_t, int64_t begin, int64_t end) {
-          for (int64_t c = begin; c < end; ++c) {
-            auto row = [&](int64_t n) { return (n * d.channels + c) * d.spatial; };
-            T m;
-            double var;
-            channelStatistics<E>(x, d, row, m, var);
-            const T s = T(1.0 / std::sqrt(var + eps)), g = E::load(scale[c]), b = E::load(bias[c]);
-            for (int64_t n = 0; n < d.batch; ++n) {
-              const S *xr = x + row(n);
-              S *yr = y + row(n);
-              for (int64_t i = 0; i < d.spatial; ++i)
-                yr[i] = E::store((E::load(xr[i]) - m) * s * g + b);
-            }
-            meanOut[c] = E::store(m);
-            varOut[c] = E::store(T(var));
-          }
-        });
+    parallelFor(d.channels, grainFor(kElementGrain, (stats ? 1 : 2) * count),
+                [&](int64_t, int64_t begin, int64_t end) {
+                  for (int64_t c = begin; c < end; ++c) {
+                    auto row = [&](int64_t n) { return (n * d.channels + c) * d.spatial; };
+                    T m;
+                    double var;
+                    if (stats)
+                      combinedStatistics(stats, d.ranks, d.channels, c, m, var);
+                    else
+                      channelStatistics<E>(x, d, row, m, var);
+                    const T s = T(1.0 / std::sqrt(var + eps)), g = E::load(scale[c]),
+                            b = E::load(bias[c]);
+                    for (int64_t n = 0; n < d.batch; ++n) {
+                      const S *xr = x + row(n);
+                      S *yr = y + row(n);
+                      for (int64_t i = 0; i < d.spatial; ++i)
+                        yr[i] = E::store((E::load(xr[i]) - m) * s * g + b);
+                    }
+                    meanOut[c] = E::store(m);
+                    varOut[c] = E::store(T(var));
+                  }
+                });
     return Status();
   });
 }
 
-/// batch_norm_grad (x, scale, mean, var, dy) -> (dx, dscale, dbias): per channel, with the
-/// forward's statistics (bf16/f16: recomputed from x, unrounded, as the forward computed
-/// them; the rounded mean and var operands are not read), rstd = 1 / sqrt(var + eps) and
-/// xhat = (x - mean) * rstd, the sums
-/// dbias = sum(dy) and dscale = sum(dy * xhat) in one pass (blocked lanes, blocks in
-/// double), then dx = scale * rstd * (dy - dbias / n - xhat * dscale / n) from the channel's
-/// values again (from cache). Channels split across threads, each one thread's.
+/// batch_norm_stats (x) -> stats [2C]: this rank's [mean(C), var(C)] in the compute type, as
+/// batch_norm computes them (channelStatistics), for a SyncBatchNorm to all-gather.
+Status batchNormStatsKernel(const KernelCall &call) {
+  BatchNormShape d;
+  PLAIT_RETURN_IF_ERROR(checkBatchNormCall(call, BatchNormKind::kStats, d));
+  return dispatchElements<false>(
+      "batch_norm_stats", call.inputs[0].dtype, [&](auto elements) -> Status {
+        using E = decltype(elements);
+        using S = typename E::Stored;
+        using T = typename E::Value;
+        const S *x = call.inputs[0].as<S>();
+        T *stats = call.outputs[0].as<T>();
+        parallelFor(d.channels, grainFor(kElementGrain, 2 * d.perChannel()),
+                    [&](int64_t, int64_t begin, int64_t end) {
+                      for (int64_t c = begin; c < end; ++c) {
+                        auto row = [&](int64_t n) { return (n * d.channels + c) * d.spatial; };
+                        T m;
+                        double var;
+                        channelStatistics<E>(x, d, row, m, var);
+                        stats[c] = m;
+                        stats[d.channels + c] = T(var);
+                      }
+                    });
+        return Status();
+      });
+}
+
+/// sum(dy) and sum(dy * xhat) of channel c (xhat = (x - m) * s), blocked lanes of the compute
+/// type, blocks added in double: batch_norm_grad's and batch_norm_grad_sums'.
+template <typename E, typename Row>
+void channelGradSums(const typename E::Stored *x, const typename E::Stored *dy,
+                     const BatchNormShape &d, Row &&row, typename E::Value m, typename E::Value s,
+                     double &sumDy, double &sumDyXhat) {
+  using S = typename E::Stored;
+  using T = typename E::Value;
+  sumDy = 0;
+  sumDyXhat = 0;
+  for (int64_t n = 0; n < d.batch; ++n) {
+    const S *xr = x + row(n), *dyr = dy + row(n);
+    sumDy += blockedIndexSum<T>(d.spatial, [&](int64_t i) { return E::load(dyr[i]); });
+    sumDyXhat += blockedIndexSum<T>(
+        d.spatial, [&](int64_t i) { return E::load(dyr[i]) * ((E::load(xr[i]) - m) * s); });
+  }
+}
+
+/// batch_norm_grad_sums (x, mean, var, dy) -> sums [2C]: this rank's [sum(dy) (C),
+/// sum(dy * xhat) (C)] with the given (global) statistics, as batch_norm_grad sums them, in the
+/// compute type, for a SyncBatchNorm to all-reduce.
+Status batchNormGradSumsKernel(const KernelCall &call) {
+  BatchNormShape d;
+  PLAIT_RETURN_IF_ERROR(checkBatchNormCall(call, BatchNormKind::kGradSums, d));
+  const double eps = call.attrs.getFloat("epsilon", 1e-5);
+  return dispatchElements<false>(
+      "batch_norm_grad_sums", call.inputs[0].dtype, [&](auto elements) -> Status {
+        using E = decltype(elements);
+        using S = typename E::Stored;
+        using T = typename E::Value;
+        const S *x = call.inputs[0].as<S>(), *meanIn = call.inputs[1].as<S>(),
+                *varIn = call.inputs[2].as<S>(), *dy = call.inputs[3].as<S>();
+        T *sums = call.outputs[0].as<T>();
+        parallelFor(d.channels, grainFor(kElementGrain, 2 * d.perChannel()),
+                    [&](int64_t, int64_t begin, int64_t end) {
+                      for (int64_t c = begin; c < end; ++c) {
+                        auto row = [&](int64_t n) { return (n * d.channels + c) * d.spatial; };
+                        const T m = E::load(meanIn[c]);
+                        const T s = T(1.0 / std::sqrt(double(E::load(varIn[c])) + eps));
+                        double sumDy, sumDyXhat;
+                        channelGradSums<E>(x, dy, d, row, m, s, sumDy, sumDyXhat);
+                        sums[c] = T(sumDy);
+                        sums[d.channels + c] = T(sumDyXhat);
+                      }
+                    });
+        return Status();
+      });
+}
+
+/// batch_norm_grad (x, scale, mean, var, dy [, sums]) -> (dx, dscale, dbias): per channel,
+/// with the forward's statistics (bf16/f16 without `sums`: recomputed from x, unrounded, as
+/// the forward computed them; the rounded mean and var operands are not read), rstd =
+/// 1 / sqrt(var + eps) and xhat = (x - mean) * rstd, the sums dbias = sum(dy) and dscale =
+/// sum(dy * xhat) in one pass (channelGradSums), then dx = scale * rstd * (dy - dbias / n -
+/// xhat * dscale / n) from the channel's values again (from cache). With `sums` (a
+/// SyncBatchNorm's: the rank-mean of every rank's two sums, and its mean and var the global
+/// ones) dx reads those in place of this rank's, which dscale and dbias stay. Channels split
+/// across threads, each one thread's.
 Status batchNormGradKernel(const KernelCall &call) {
   BatchNormShape d;
-  PLAIT_RETURN_IF_ERROR(checkBatchNormCall(call, true, d));
+  PLAIT_RETURN_IF_ERROR(checkBatchNormCall(call, BatchNormKind::kGrad, d));
   const double eps = call.attrs.getFloat("epsilon", 1e-5);
   const int64_t count = d.perChannel();
   return dispatchElements<false>(
@@ -446,6 +549,7 @@ Status batchNormGradKernel(const KernelCall &call) {
         const S *x = call.inputs[0].as<S>(), *scale = call.inputs[1].as<S>(),
                 *meanIn = call.inputs[2].as<S>(), *varIn = call.inputs[3].as<S>(),
                 *dy = call.inputs[4].as<S>();
+        const T *sums = d.sums ? call.inputs[5].as<T>() : nullptr;
         S *dx = call.outputs[0].as<S>(), *dscale = call.outputs[1].as<S>(),
           *dbias = call.outputs[2].as<S>();
         parallelFor(d.channels, grainFor(kElementGrain, 3 * count),
@@ -456,25 +560,27 @@ Status batchNormGradKernel(const KernelCall &call) {
                         T m;
                         double var;
                         if constexpr (!std::is_same_v<S, T>) {
-                          channelStatistics<E>(x, d, row, m, var);
+                          if (!sums) {
+                            channelStatistics<E>(x, d, row, m, var);
+                          } else {
+                            m = E::load(meanIn[c]);
+                            var = double(E::load(varIn[c]));
+                          }
                         } else {
                           m = meanIn[c];
                           var = double(varIn[c]);
                         }
                         const T s = T(1.0 / std::sqrt(var + eps));
-                        double sumDy = 0, sumDyXhat = 0;
-                        for (int64_t n = 0; n < d.batch; ++n) {
-                          const S *xr = x + row(n), *dyr = dy + row(n);
-                          sumDy += blockedIndexSum<T>(d.spatial,
-                                                      [&](int64_t i) { return E::load(dyr[i]); });
-                          sumDyXhat += blockedIndexSum<T>(d.spatial, [&](int64_t i) {
-                            return E::load(dyr[i]) * ((E::load(xr[i]) - m) * s);
-                          });
-                        }
+                        double sumDy, sumDyXhat;
+                        channelGradSums<E>(x, dy, d, row, m, s, sumDy, sumDyXhat);
                         dbias[c] = E::store(T(sumDy));
                         dscale[c] = E::store(T(sumDyXhat));
                         if (count == 0)
                           continue;
+                        if (sums) {
+                          sumDy = double(sums[c]);
+                          sumDyXhat = double(sums[d.channels + c]);
+                        }
                         const T meanDy = T(sumDy / double(count)),
                                 meanDyXhat = T(sumDyXhat / double(count));
                         const T gs = E::load(scale[c]) * s;
@@ -497,6 +603,8 @@ Status batchNormGradKernel(const KernelCall &call) {
 void registerNormalizationKernels() {
   registerKernel("batch_norm", &batchNormKernel);
   registerKernel("batch_norm_grad", &batchNormGradKernel);
+  registerKernel("batch_norm_stats", &batchNormStatsKernel);
+  registerKernel("batch_norm_grad_sums", &batchNormGradSumsKernel);
   registerKernel("softmax", &softmaxKernel<false>);
   registerKernel("log_softmax", &softmaxKernel<true>);
   registerKernel("layer_norm", &normKernel<false>);

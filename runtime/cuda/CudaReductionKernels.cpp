@@ -159,31 +159,43 @@ template <bool kRms> Status normGradKernel(const CudaKernelCall &call) {
                   kName);
 }
 
-/// batch_norm (x, scale, bias) -> (y, mean, var) and, kGrad, batch_norm_grad (x, scale, mean,
-/// var, dy) -> (dx, dscale, dbias); the operand checks are the CPU kernels'
+/// The training-mode BatchNorm kernels (cpu::BatchNormKind): batch_norm (x, scale, bias
+/// [, stats]) -> (y, mean, var), batch_norm_grad (x, scale, mean, var, dy [, sums]) -> (dx,
+/// dscale, dbias), and a SyncBatchNorm's batch_norm_stats (x) -> stats and
+/// batch_norm_grad_sums (x, mean, var, dy) -> sums; the operand checks are the CPU kernels'
 /// (cpu::checkBatchNormCall).
-template <bool kGrad> Status batchNormKernel(const CudaKernelCall &call) {
-  constexpr const char *kName = kGrad ? "batch_norm_grad" : "batch_norm";
+template <cpu::BatchNormKind kKind> Status batchNormKernel(const CudaKernelCall &call) {
+  using Kind = cpu::BatchNormKind;
+  constexpr std::string_view kName = cpu::batchNormKernelName(kKind);
   cpu::BatchNormShape d;
-  PLAIT_RETURN_IF_ERROR(cpu::checkBatchNormCall(call.asHostCall(), kGrad, d));
+  PLAIT_RETURN_IF_ERROR(cpu::checkBatchNormCall(call.asHostCall(), kKind, d));
   const TensorView &x = call.inputs[0];
   if (!isFloatingDtype(x.dtype))
     return noCudaDtype(kName, x.dtype);
   if (call.check)
     return {};
+  const std::vector<TensorView> &in = call.inputs, &out = call.outputs;
   const double eps = call.attrs.getFloat("epsilon", 1e-5);
-  if constexpr (kGrad)
-    return launched(launchBatchNormGrad(code(x.dtype), x.data, call.inputs[1].data,
-                                        call.inputs[2].data, call.inputs[3].data,
-                                        call.inputs[4].data, call.outputs[0].data,
-                                        call.outputs[1].data, call.outputs[2].data, d.batch,
-                                        d.channels, d.spatial, eps, call.stream),
+  if constexpr (kKind == Kind::kForward)
+    return launched(launchBatchNorm(code(x.dtype), x.data, in[1].data, in[2].data,
+                                    d.ranks > 0 ? in[3].data : nullptr, d.ranks, out[0].data,
+                                    out[1].data, out[2].data, d.batch, d.channels, d.spatial, eps,
+                                    call.stream),
+                    kName);
+  else if constexpr (kKind == Kind::kGrad)
+    return launched(launchBatchNormGrad(code(x.dtype), x.data, in[1].data, in[2].data, in[3].data,
+                                        in[4].data, d.sums ? in[5].data : nullptr, out[0].data,
+                                        out[1].data, out[2].data, d.batch, d.channels, d.spatial,
+                                        eps, call.stream),
+                    kName);
+  else if constexpr (kKind == Kind::kStats)
+    return launched(launchBatchNormStats(code(x.dtype), x.data, out[0].data, d.batch, d.channels,
+                                         d.spatial, call.stream),
                     kName);
   else
-    return launched(launchBatchNorm(code(x.dtype), x.data, call.inputs[1].data, call.inputs[2].data,
-                                    call.outputs[0].data, call.outputs[1].data,
-                                    call.outputs[2].data, d.batch, d.channels, d.spatial, eps,
-                                    call.stream),
+    return launched(launchBatchNormGradSums(code(x.dtype), x.data, in[1].data, in[2].data,
+                                            in[3].data, out[0].data, d.batch, d.channels, d.spatial,
+                                            eps, call.stream),
                     kName);
 }
 
@@ -348,8 +360,10 @@ void registerCudaReductionKernels() {
   registerCudaKernel("add_layer_norm", &normKernel<false, true>);
   registerCudaKernel("add_rms_norm", &normKernel<true, true>);
   registerCudaKernel("layer_norm_grad", &normGradKernel<false>);
-  registerCudaKernel("batch_norm", &batchNormKernel<false>);
-  registerCudaKernel("batch_norm_grad", &batchNormKernel<true>);
+  registerCudaKernel("batch_norm", &batchNormKernel<cpu::BatchNormKind::kForward>);
+  registerCudaKernel("batch_norm_grad", &batchNormKernel<cpu::BatchNormKind::kGrad>);
+  registerCudaKernel("batch_norm_stats", &batchNormKernel<cpu::BatchNormKind::kStats>);
+  registerCudaKernel("batch_norm_grad_sums", &batchNormKernel<cpu::BatchNormKind::kGradSums>);
   registerCudaKernel("rms_norm_grad", &normGradKernel<true>);
   registerCudaKernel("argmax", &argKernel<true>);
   registerCudaKernel("top_k", &topKKernel);

@@ -8,6 +8,7 @@
 // deadlocks and refused launches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -236,9 +237,9 @@ TEST(EmulatedKernels, BatchNormMatchesTheCpuKernels) {
       ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
       std::vector<uint8_t> xb = bytes(x), sb = bytes(scale), bb = bytes(shift), y(xb.size()),
                            mean(sb.size()), var(sb.size());
-      ASSERT_EQ(cuda::launchBatchNorm(int(dtype), xb.data(), sb.data(), bb.data(), y.data(),
-                                      mean.data(), var.data(), batch, channels, spatial, eps,
-                                      nullptr),
+      ASSERT_EQ(cuda::launchBatchNorm(int(dtype), xb.data(), sb.data(), bb.data(), nullptr, 0,
+                                      y.data(), mean.data(), var.data(), batch, channels, spatial,
+                                      eps, nullptr),
                 cudaSuccess)
           << plait_emu::lastFailure();
       expectClose("y", dtype, y, cpu.out(0), toleranceOf(dtype));
@@ -253,14 +254,160 @@ TEST(EmulatedKernels, BatchNormMatchesTheCpuKernels) {
       std::vector<uint8_t> mb = bytes(cpu.out(1)), vb = bytes(cpu.out(2)), dyb = bytes(dy),
                            dx(xb.size()), dscale(sb.size()), dbias(sb.size());
       ASSERT_EQ(cuda::launchBatchNormGrad(int(dtype), xb.data(), sb.data(), mb.data(), vb.data(),
-                                          dyb.data(), dx.data(), dscale.data(), dbias.data(), batch,
-                                          channels, spatial, eps, nullptr),
+                                          dyb.data(), nullptr, dx.data(), dscale.data(),
+                                          dbias.data(), batch, channels, spatial, eps, nullptr),
                 cudaSuccess)
           << plait_emu::lastFailure();
       const double tol = dtype == DType::F32 ? 1e-4 : 2e-2;
       expectClose("dx", dtype, dx, grad.out(0), tol);
       expectClose("dscale", dtype, dscale, grad.out(1), tol);
       expectClose("dbias", dtype, dbias, grad.out(2), tol);
+    }
+}
+
+/// got (a CUDA kernel's result, any float dtype: f64 too) against the CPU kernel's `want`
+/// within tol * max(1, |want|).
+void expectCloseTensor(const char *what, const OwnedTensor &got, const OwnedTensor &want,
+                       double tol) {
+  std::vector<double> g = got.doubles(), w = want.doubles();
+  ASSERT_EQ(g.size(), w.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < g.size() && reported < 5; ++i)
+    if (!(std::fabs(g[i] - w[i]) <= tol * std::max(1.0, std::fabs(w[i])))) {
+      ADD_FAILURE() << what << "[" << i << "] = " << g[i] << ", expected " << w[i];
+      ++reported;
+    }
+}
+
+/// got (a CUDA kernel's result, any float dtype: f64 too) bit for bit the CPU kernel's `want`
+/// (the same arithmetic on the same operands); the first element that differs reported.
+void expectSameBits(const char *what, const OwnedTensor &got, const OwnedTensor &want) {
+  ASSERT_EQ(got.view.bytes(), want.view.bytes()) << what;
+  if (std::memcmp(got.bytes.data(), want.bytes.data(), want.view.bytes()) == 0)
+    return;
+  std::vector<double> g = got.doubles(), w = want.doubles();
+  for (size_t i = 0; i < g.size(); ++i)
+    if (std::memcmp(&g[i], &w[i], sizeof(double)) != 0) {
+      ADD_FAILURE() << what << ": the bits differ first at [" << i << "]: " << g[i] << ", expected "
+                    << w[i];
+      return;
+    }
+}
+
+// A SyncBatchNorm's kernels over a batch split between two ranks, f32, bf16 and f64, each
+// rank's half [2, 5, 7, 9], [19, 6] or [1, 300, 4] (rows of 63, of one value, 300 blocks):
+// batch_norm_stats of each half, batch_norm with both ranks' statistics gathered, then
+// batch_norm_grad_sums of each half with the global mean and var, and batch_norm_grad with the
+// rank-mean of both ranks' sums. Each CUDA kernel reads what its CPU twin reads (the CPU
+// kernels' results of the step before), so that the comparisons do not compound: what the
+// block sums over a channel (the statistics, the sums, dscale, dbias) agrees to rounding, and
+// what follows elementwise from the same gathered statistics or mean sums (y, mean and var
+// combined in rank order, dx) bit for bit.
+TEST(EmulatedKernels, SyncBatchNormMatchesTheCpuKernels) {
+  std::mt19937 rng(13);
+  const double eps = 1e-5;
+  const int64_t ranks = 2;
+  for (DType dtype : {DType::F32, DType::BF16, DType::F64})
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 5, 7, 9}, {19, 6}, {1, 300, 4}}) {
+      SCOPED_TRACE(std::string(rt::dtypeName(dtype)) + " " + std::to_string(shape[1]) +
+                   " channels");
+      const int64_t channels = shape[1], batch = shape[0];
+      int64_t spatial = 1;
+      for (size_t d = 2; d < shape.size(); ++d)
+        spatial *= shape[d];
+      // The stats and sums vectors are of the compute type: f32 for bf16.
+      const DType compute = dtype == DType::BF16 ? DType::F32 : dtype;
+      const bool f64 = dtype == DType::F64;
+      const double statsTol = f64 ? 1e-12 : toleranceOf(DType::F32);
+      const double sumsTol = f64 ? 1e-10 : 1e-4;
+      const double gradTol = f64 ? 1e-10 : dtype == DType::F32 ? 1e-4 : 2e-2;
+      const OwnedTensor scale = randomTensor(rng, dtype, {channels}, 0.5, 1.5),
+                        shift = randomTensor(rng, dtype, {channels}, -1, 1);
+      std::vector<OwnedTensor> x, dy;
+      for (int64_t r = 0; r < ranks; ++r) {
+        x.push_back(randomTensor(rng, dtype, shape, 1, 3)); // mean far from 0: two passes
+        dy.push_back(randomTensor(rng, dtype, shape, -1, 1));
+      }
+      const rt::Attrs attrs = rt::test::AttrsBuilder().f("epsilon", eps).build();
+      const std::vector<std::pair<DType, std::vector<int64_t>>> results = {
+          {dtype, shape}, {dtype, {channels}}, {dtype, {channels}}};
+
+      // batch_norm_stats on each rank, all-gathered in rank order.
+      std::vector<double> gathered;
+      for (int64_t r = 0; r < ranks; ++r) {
+        rt::test::KernelResult cpu =
+            rt::test::runKernel("batch_norm_stats", {x[r]}, {{compute, {2 * channels}}}, attrs);
+        ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
+        OwnedTensor stats(compute, {2 * channels});
+        ASSERT_EQ(cuda::launchBatchNormStats(int(dtype), x[r].view.data, stats.view.data, batch,
+                                             channels, spatial, nullptr),
+                  cudaSuccess)
+            << plait_emu::lastFailure();
+        expectCloseTensor("stats", stats, cpu.out(0), statsTol);
+        std::vector<double> mine = cpu.out(0).doubles();
+        gathered.insert(gathered.end(), mine.begin(), mine.end());
+      }
+      const OwnedTensor stats = rt::test::makeFloat(compute, {ranks * 2 * channels}, gathered);
+
+      // batch_norm with the gathered statistics: every rank's mean and var the global ones.
+      std::vector<rt::test::KernelResult> forward;
+      for (int64_t r = 0; r < ranks; ++r) {
+        forward.push_back(
+            rt::test::runKernel("batch_norm", {x[r], scale, shift, stats}, results, attrs));
+        const rt::test::KernelResult &cpu = forward.back();
+        ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
+        OwnedTensor y(dtype, shape), mean(dtype, {channels}), var(dtype, {channels});
+        ASSERT_EQ(cuda::launchBatchNorm(int(dtype), x[r].view.data, scale.view.data,
+                                        shift.view.data, stats.view.data, ranks, y.view.data,
+                                        mean.view.data, var.view.data, batch, channels, spatial,
+                                        eps, nullptr),
+                  cudaSuccess)
+            << plait_emu::lastFailure();
+        expectSameBits("y", y, cpu.out(0));
+        expectSameBits("mean", mean, cpu.out(1));
+        expectSameBits("var", var, cpu.out(2));
+      }
+      const OwnedTensor &mean = forward[0].out(1), &var = forward[0].out(2);
+
+      // batch_norm_grad_sums on each rank with the global statistics, their rank-mean (a mean
+      // all-reduce) the sums batch_norm_grad reads.
+      std::vector<double> total(size_t(2 * channels));
+      for (int64_t r = 0; r < ranks; ++r) {
+        rt::test::KernelResult cpu = rt::test::runKernel(
+            "batch_norm_grad_sums", {x[r], mean, var, dy[r]}, {{compute, {2 * channels}}}, attrs);
+        ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
+        OwnedTensor sums(compute, {2 * channels});
+        ASSERT_EQ(cuda::launchBatchNormGradSums(int(dtype), x[r].view.data, mean.view.data,
+                                                var.view.data, dy[r].view.data, sums.view.data,
+                                                batch, channels, spatial, eps, nullptr),
+                  cudaSuccess)
+            << plait_emu::lastFailure();
+        expectCloseTensor("sums", sums, cpu.out(0), sumsTol);
+        std::vector<double> mine = cpu.out(0).doubles();
+        for (size_t i = 0; i < total.size(); ++i)
+          total[i] += mine[i];
+      }
+      for (double &t : total)
+        t /= double(ranks);
+      const OwnedTensor sums = rt::test::makeFloat(compute, {2 * channels}, total);
+
+      // batch_norm_grad with the mean sums: dx from the global ones, dscale and dbias this
+      // rank's own.
+      for (int64_t r = 0; r < ranks; ++r) {
+        rt::test::KernelResult cpu = rt::test::runKernel(
+            "batch_norm_grad", {x[r], scale, mean, var, dy[r], sums}, results, attrs);
+        ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
+        OwnedTensor dx(dtype, shape), dscale(dtype, {channels}), dbias(dtype, {channels});
+        ASSERT_EQ(cuda::launchBatchNormGrad(
+                      int(dtype), x[r].view.data, scale.view.data, mean.view.data, var.view.data,
+                      dy[r].view.data, sums.view.data, dx.view.data, dscale.view.data,
+                      dbias.view.data, batch, channels, spatial, eps, nullptr),
+                  cudaSuccess)
+            << plait_emu::lastFailure();
+        expectSameBits("dx", dx, cpu.out(0));
+        expectCloseTensor("dscale", dscale, cpu.out(1), gradTol);
+        expectCloseTensor("dbias", dbias, cpu.out(2), gradTol);
+      }
     }
 }
 

@@ -165,15 +165,29 @@ cudaError_t launchNormGrad(bool rms, int dtype, const void *x, const void *scale
                            void *dx, void *dscale, void *dbias, double *partial, int64_t rows,
                            int64_t n, double eps, cudaStream_t stream);
 
-/// batch_norm (x, scale, bias) -> (y, mean, var) and batch_norm_grad (x, scale, mean, var,
-/// dy) -> (dx, dscale, dbias) over x as [batch, channels, spatial]: a block per channel.
-cudaError_t launchBatchNorm(int dtype, const void *x, const void *scale, const void *bias, void *y,
-                            void *mean, void *var, int64_t batch, int64_t channels, int64_t spatial,
-                            double eps, cudaStream_t stream);
+/// batch_norm (x, scale, bias [, stats]) -> (y, mean, var) and batch_norm_grad (x, scale,
+/// mean, var, dy [, sums]) -> (dx, dscale, dbias) over x as [batch, channels, spatial]: a
+/// block per channel. `stats` (or null): every one of `ranks` ranks' [mean(C), var(C)] in
+/// the compute type (f32 for bf16/f16), combined in place of x's own statistics; `sums` (or
+/// null): the rank-mean of every rank's batch_norm_grad_sums, which dx reads in place of this
+/// rank's (dscale and dbias stay this rank's).
+cudaError_t launchBatchNorm(int dtype, const void *x, const void *scale, const void *bias,
+                            const void *stats, int64_t ranks, void *y, void *mean, void *var,
+                            int64_t batch, int64_t channels, int64_t spatial, double eps,
+                            cudaStream_t stream);
 cudaError_t launchBatchNormGrad(int dtype, const void *x, const void *scale, const void *mean,
-                                const void *var, const void *dy, void *dx, void *dscale,
-                                void *dbias, int64_t batch, int64_t channels, int64_t spatial,
-                                double eps, cudaStream_t stream);
+                                const void *var, const void *dy, const void *sums, void *dx,
+                                void *dscale, void *dbias, int64_t batch, int64_t channels,
+                                int64_t spatial, double eps, cudaStream_t stream);
+/// A SyncBatchNorm's batch_norm_stats (x) -> stats [mean(C), var(C)] (batch_norm's own
+/// statistics of x) and batch_norm_grad_sums (x, mean, var, dy) -> sums [sum(dy) (C),
+/// sum(dy * xhat) (C)] (batch_norm_grad's sums with the given statistics), both vectors of
+/// the compute type: a block per channel.
+cudaError_t launchBatchNormStats(int dtype, const void *x, void *stats, int64_t batch,
+                                 int64_t channels, int64_t spatial, cudaStream_t stream);
+cudaError_t launchBatchNormGradSums(int dtype, const void *x, const void *mean, const void *var,
+                                    const void *dy, void *sums, int64_t batch, int64_t channels,
+                                    int64_t spatial, double eps, cudaStream_t stream);
 
 /// argmax / argmin along the middle axis of [outer, n, inner] into i64 (the first extreme;
 /// NaN counts as the extreme; select_last_index takes the last).

@@ -493,15 +493,11 @@ __global__ void normGradColumnsKernel(const double *partial, int params, int64_t
   }
 }
 
-/// batch_norm over x as [N, C, S]: a block per channel (grid-stride over the channels), its
-/// N * S values summed in double by the block for the mean, then the squared deviations,
-/// then y = (x - mean) * rstd * scale + bias in the compute type, as NormalizationKernels.cpp
-/// computes them; thread 0 stores the channel's mean and var.
 /// The statistics of one channel (`at(i)` its i-th of `count` values), by the block: the
 /// mean (a double sum) in the compute type, then the mean squared deviation in double.
-/// batch_norm's, and batch_norm_grad's for bf16/f16 (NormalizationKernels.cpp
-/// channelStatistics: the stored statistics are rounded, the forward's are not). Every thread
-/// of the block must call it.
+/// batch_norm's, batch_norm_stats', and batch_norm_grad's for bf16/f16
+/// (NormalizationKernels.cpp channelStatistics: the stored statistics are rounded, the
+/// forward's are not). Every thread of the block must call it.
 template <typename S, typename At>
 __device__ void channelStatistics(const S *x, At at, int64_t count, double *shared,
                                   Compute<S> &mean, double &var) {
@@ -521,8 +517,34 @@ __device__ void channelStatistics(const S *x, At at, int64_t count, double *shar
   var = count ? sq / double(count) : 0.0;
 }
 
+/// The statistics of channel c from `stats`, every one of `ranks` ranks' [mean(C), var(C)]
+/// (a SyncBatchNorm's all-gathered batch_norm_stats), combined in rank order in double as
+/// NormalizationKernels.cpp combinedStatistics does (equal counts: mean = sum(mean_r) / W,
+/// var = sum(var_r + (mean_r - mean)^2) / W). Each thread combines them itself: the W pairs
+/// are few, and the same order gives every thread the same values.
+template <typename C>
+__device__ void combinedStatistics(const C *stats, int64_t ranks, int64_t channels, int64_t c,
+                                   C &mean, double &var) {
+  double total = 0;
+  for (int64_t r = 0; r < ranks; ++r)
+    total += double(stats[r * 2 * channels + c]);
+  const double m = total / double(ranks);
+  double spread = 0;
+  for (int64_t r = 0; r < ranks; ++r) {
+    const double dev = double(stats[r * 2 * channels + c]) - m;
+    spread += double(stats[r * 2 * channels + channels + c]) + dev * dev;
+  }
+  mean = C(m);
+  var = spread / double(ranks);
+}
+
+/// batch_norm over x as [N, C, S]: a block per channel (grid-stride over the channels), its
+/// statistics (channelStatistics; with `stats`, every one of `ranks` ranks' combined:
+/// combinedStatistics), then y = (x - mean) * rstd * scale + bias in the compute type, as
+/// NormalizationKernels.cpp computes them; thread 0 stores the channel's mean and var.
 template <typename S>
-__global__ void batchNormKernel(const S *x, const S *scale, const S *bias, S *y, S *meanOut,
+__global__ void batchNormKernel(const S *x, const S *scale, const S *bias,
+                                const Compute<S> *stats, int64_t ranks, S *y, S *meanOut,
                                 S *varOut, int64_t batch, int64_t channels, int64_t spatial,
                                 double eps) {
   using C = Compute<S>;
@@ -532,7 +554,10 @@ __global__ void batchNormKernel(const S *x, const S *scale, const S *bias, S *y,
     auto at = [&](int64_t i) { return (i / spatial * channels + c) * spatial + i % spatial; };
     C m;
     double var;
-    channelStatistics(x, at, count, shared, m, var);
+    if (stats)
+      combinedStatistics(stats, ranks, channels, c, m, var);
+    else
+      channelStatistics(x, at, count, shared, m, var);
     const C s = C(1.0 / ::sqrt(var + eps)), g = load(scale, c), b = load(bias, c);
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
       store(y, at(i), (load(x, at(i)) - m) * s * g + b);
@@ -543,43 +568,108 @@ __global__ void batchNormKernel(const S *x, const S *scale, const S *bias, S *y,
   }
 }
 
-/// batch_norm_grad: a block per channel; with the forward's mean and var (bf16/f16:
-/// recomputed from x, unrounded, as the forward computed them), sum(dy) and
-/// sum(dy * xhat) in double by the block (dbias and dscale), then dx = scale * rstd * (dy -
-/// dbias / n - xhat * dscale / n), as NormalizationKernels.cpp computes them.
+/// batch_norm_stats: a block per channel, its statistics as batch_norm computes them
+/// (channelStatistics), stored by thread 0 unrounded in the compute type as [mean(C),
+/// var(C)] (NormalizationKernels.cpp batchNormStatsKernel).
 template <typename S>
-__global__ void batchNormGradKernel(const S *x, const S *scale, const S *meanIn, const S *varIn,
-                                    const S *dy, S *dx, S *dscale, S *dbias, int64_t batch,
-                                    int64_t channels, int64_t spatial, double eps) {
+__global__ void batchNormStatsKernel(const S *x, Compute<S> *stats, int64_t batch,
+                                     int64_t channels, int64_t spatial) {
   using C = Compute<S>;
   __shared__ double shared[kThreads];
   const int64_t count = batch * spatial;
   for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
     auto at = [&](int64_t i) { return (i / spatial * channels + c) * spatial + i % spatial; };
-    // bf16/f16: the forward's statistics before they were rounded.
     C m;
     double var;
-    if constexpr (!std::is_same_v<S, C>) {
+    channelStatistics(x, at, count, shared, m, var);
+    if (threadIdx.x == 0) {
+      stats[c] = m;
+      stats[channels + c] = C(var);
+    }
+  }
+}
+
+/// sum(dy) and sum(dy * xhat) of one channel (`at(i)` its i-th of `count` values; xhat =
+/// (x - m) * s), in double by the block: batch_norm_grad's and batch_norm_grad_sums'
+/// (NormalizationKernels.cpp channelGradSums). Every thread of the block must call it; every
+/// thread gets both.
+template <typename S, typename At>
+__device__ void channelGradSums(const S *x, const S *dy, At at, int64_t count, Compute<S> m,
+                                Compute<S> s, double *shared, double &sumDy,
+                                double &sumDyXhat) {
+  using C = Compute<S>;
+  sumDy = 0;
+  sumDyXhat = 0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+    C d = load(dy, at(i));
+    sumDy += double(d);
+    sumDyXhat += double(d * ((load(x, at(i)) - m) * s));
+  }
+  sumDy = blockReduce(sumDy, shared, AddOp());
+  sumDyXhat = blockReduce(sumDyXhat, shared, AddOp());
+}
+
+/// batch_norm_grad_sums: a block per channel, with the given (a SyncBatchNorm's global) mean
+/// and var, the channel's sum(dy) and sum(dy * xhat) as batch_norm_grad sums them, stored by
+/// thread 0 in the compute type as [sum(dy) (C), sum(dy * xhat) (C)]
+/// (NormalizationKernels.cpp batchNormGradSumsKernel).
+template <typename S>
+__global__ void batchNormGradSumsKernel(const S *x, const S *meanIn, const S *varIn,
+                                        const S *dy, Compute<S> *sums, int64_t batch,
+                                        int64_t channels, int64_t spatial, double eps) {
+  using C = Compute<S>;
+  __shared__ double shared[kThreads];
+  const int64_t count = batch * spatial;
+  for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    auto at = [&](int64_t i) { return (i / spatial * channels + c) * spatial + i % spatial; };
+    const C m = load(meanIn, c), s = C(1.0 / ::sqrt(double(load(varIn, c)) + eps));
+    double sumDy, sumDyXhat;
+    channelGradSums(x, dy, at, count, m, s, shared, sumDy, sumDyXhat);
+    if (threadIdx.x == 0) {
+      sums[c] = C(sumDy);
+      sums[channels + c] = C(sumDyXhat);
+    }
+  }
+}
+
+/// batch_norm_grad: a block per channel; with the forward's mean and var (bf16/f16 without
+/// `sums`: recomputed from x, unrounded, as the forward computed them), sum(dy) and
+/// sum(dy * xhat) in double by the block (dbias and dscale), then dx = scale * rstd * (dy -
+/// dbias / n - xhat * dscale / n), as NormalizationKernels.cpp computes them. With `sums` (a
+/// SyncBatchNorm's: the rank-mean of every rank's two sums, and mean and var the global
+/// ones) dx reads those in place of this rank's, which dscale and dbias stay.
+template <typename S>
+__global__ void batchNormGradKernel(const S *x, const S *scale, const S *meanIn, const S *varIn,
+                                    const S *dy, const Compute<S> *sums, S *dx, S *dscale,
+                                    S *dbias, int64_t batch, int64_t channels, int64_t spatial,
+                                    double eps) {
+  using C = Compute<S>;
+  __shared__ double shared[kThreads];
+  const int64_t count = batch * spatial;
+  for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    auto at = [&](int64_t i) { return (i / spatial * channels + c) * spatial + i % spatial; };
+    // bf16/f16 without `sums`: the forward's statistics before they were rounded.
+    C m;
+    double var;
+    if (!std::is_same_v<S, C> && !sums) {
       channelStatistics(x, at, count, shared, m, var);
     } else {
       m = load(meanIn, c);
       var = double(load(varIn, c));
     }
     const C s = C(1.0 / ::sqrt(var + eps));
-    double sumDy = 0, sumDyXhat = 0;
-    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-      C d = load(dy, at(i));
-      sumDy += double(d);
-      sumDyXhat += double(d * ((load(x, at(i)) - m) * s));
-    }
-    sumDy = blockReduce(sumDy, shared, AddOp());
-    sumDyXhat = blockReduce(sumDyXhat, shared, AddOp());
+    double sumDy, sumDyXhat;
+    channelGradSums(x, dy, at, count, m, s, shared, sumDy, sumDyXhat);
     if (threadIdx.x == 0) {
       store(dbias, c, C(sumDy));
       store(dscale, c, C(sumDyXhat));
     }
     if (count == 0)
       continue;
+    if (sums) {
+      sumDy = double(sums[c]);
+      sumDyXhat = double(sums[channels + c]);
+    }
     const C meanDy = C(sumDy / double(count)), meanDyXhat = C(sumDyXhat / double(count));
     const C gs = load(scale, c) * s;
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
@@ -803,32 +893,61 @@ cudaError_t launchNormGrad(bool rms, int dtype, const void *x, const void *scale
 }
 
 cudaError_t launchBatchNorm(int dtype, const void *x, const void *scale, const void *bias,
-                            void *y, void *mean, void *var, int64_t batch, int64_t channels,
-                            int64_t spatial, double eps, cudaStream_t stream) {
+                            const void *stats, int64_t ranks, void *y, void *mean, void *var,
+                            int64_t batch, int64_t channels, int64_t spatial, double eps,
+                            cudaStream_t stream) {
   if (channels == 0)
     return cudaSuccess;
   bool ok = dispatchFloat(dtype, [&](auto tag) {
     using S = decltype(tag);
     batchNormKernel<S><<<rowBlocks(channels), kThreads, 0, stream>>>(
         static_cast<const S *>(x), static_cast<const S *>(scale), static_cast<const S *>(bias),
-        static_cast<S *>(y), static_cast<S *>(mean), static_cast<S *>(var), batch, channels,
-        spatial, eps);
+        static_cast<const Compute<S> *>(stats), ranks, static_cast<S *>(y),
+        static_cast<S *>(mean), static_cast<S *>(var), batch, channels, spatial, eps);
   });
   return ok ? cudaGetLastError() : unsupported();
 }
 
 cudaError_t launchBatchNormGrad(int dtype, const void *x, const void *scale, const void *mean,
-                                const void *var, const void *dy, void *dx, void *dscale,
-                                void *dbias, int64_t batch, int64_t channels, int64_t spatial,
-                                double eps, cudaStream_t stream) {
+                                const void *var, const void *dy, const void *sums, void *dx,
+                                void *dscale, void *dbias, int64_t batch, int64_t channels,
+                                int64_t spatial, double eps, cudaStream_t stream) {
   if (channels == 0)
     return cudaSuccess;
   bool ok = dispatchFloat(dtype, [&](auto tag) {
     using S = decltype(tag);
     batchNormGradKernel<S><<<rowBlocks(channels), kThreads, 0, stream>>>(
         static_cast<const S *>(x), static_cast<const S *>(scale), static_cast<const S *>(mean),
-        static_cast<const S *>(var), static_cast<const S *>(dy), static_cast<S *>(dx),
-        static_cast<S *>(dscale), static_cast<S *>(dbias), batch, channels, spatial, eps);
+        static_cast<const S *>(var), static_cast<const S *>(dy),
+        static_cast<const Compute<S> *>(sums), static_cast<S *>(dx), static_cast<S *>(dscale),
+        static_cast<S *>(dbias), batch, channels, spatial, eps);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchBatchNormStats(int dtype, const void *x, void *stats, int64_t batch,
+                                 int64_t channels, int64_t spatial, cudaStream_t stream) {
+  if (channels == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    batchNormStatsKernel<S><<<rowBlocks(channels), kThreads, 0, stream>>>(
+        static_cast<const S *>(x), static_cast<Compute<S> *>(stats), batch, channels, spatial);
+  });
+  return ok ? cudaGetLastError() : unsupported();
+}
+
+cudaError_t launchBatchNormGradSums(int dtype, const void *x, const void *mean, const void *var,
+                                    const void *dy, void *sums, int64_t batch, int64_t channels,
+                                    int64_t spatial, double eps, cudaStream_t stream) {
+  if (channels == 0)
+    return cudaSuccess;
+  bool ok = dispatchFloat(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    batchNormGradSumsKernel<S><<<rowBlocks(channels), kThreads, 0, stream>>>(
+        static_cast<const S *>(x), static_cast<const S *>(mean), static_cast<const S *>(var),
+        static_cast<const S *>(dy), static_cast<Compute<S> *>(sums), batch, channels, spatial,
+        eps);
   });
   return ok ? cudaGetLastError() : unsupported();
 }

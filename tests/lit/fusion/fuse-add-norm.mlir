@@ -5,7 +5,7 @@
 // type becomes one add_layer_norm / add_rms_norm, with the sum a result of its own.
 
 // A pre-norm transformer's residual stream: h1 = h0 + a, y = layer_norm(h1), h1 read on.
-// CHECK: module attributes {plait.fuse_norm = {batch_norm = 0 : i64, batch_norm_ops = 0 : i64, layer_norm = 0 : i64, ops = 0 : i64, residual_adds = 2 : i64, rms_norm = 0 : i64}}
+// CHECK: module attributes {plait.fuse_norm = {batch_norm = 0 : i64, batch_norm_ops = 0 : i64, layer_norm = 0 : i64, ops = 0 : i64, residual_adds = 2 : i64, rms_norm = 0 : i64, sync_batch_norm = 0 : i64}}
 // CHECK-LABEL: func.func @residual_stream
 // CHECK-NEXT: %[[G:.*]] = plait.param "ln.weight"
 // CHECK-NEXT: %[[B:.*]] = plait.param "ln.bias"
@@ -13,7 +13,7 @@
 // CHECK-NEXT: %[[S:.*]] = plait.param "rms.weight"
 // CHECK-NEXT: %[[Y2:.*]], %[[SUM2:.*]] = plait.add_rms_norm %[[SUM]], %[[Y]], %[[S]] {axis = -1 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>)
 // CHECK-NEXT: return %[[Y2]], %[[SUM2]]
-// OFF: module attributes {plait.fuse_norm = {batch_norm = 0 : i64, batch_norm_ops = 0 : i64, layer_norm = 0 : i64, ops = 0 : i64, residual_adds = 0 : i64, rms_norm = 0 : i64}}
+// OFF: module attributes {plait.fuse_norm = {batch_norm = 0 : i64, batch_norm_ops = 0 : i64, layer_norm = 0 : i64, ops = 0 : i64, residual_adds = 0 : i64, rms_norm = 0 : i64, sync_batch_norm = 0 : i64}}
 // OFF-LABEL: func.func @residual_stream
 // OFF-NOT: add_layer_norm
 // OFF-NOT: add_rms_norm

@@ -1,11 +1,13 @@
 // RUN: plait-opt %s --plait-fuse-norm | FileCheck %s
 // RUN: plait-opt %s --plait-fuse-norm=batch-norm=false | FileCheck %s --check-prefix=OFF
+// RUN: plait-opt %s --plait-fuse-norm=sync-batch-norm=false | FileCheck %s --check-prefix=NOSYNC
 
 // plait-fuse-norm: a decomposed training-mode BatchNorm (the statistics over every axis but 1)
 // becomes one plait.batch_norm; its mean and variance stay readable by the running statistics.
 // Chains that are something else stay as they are.
-// CHECK: module attributes {plait.fuse_norm = {batch_norm = 3 : i64, batch_norm_ops = 24 : i64, layer_norm = 0 : i64, ops = 0 : i64, residual_adds = 0 : i64, rms_norm = 0 : i64}}
-// OFF: module attributes {plait.fuse_norm = {batch_norm = 0 : i64, batch_norm_ops = 0 : i64, layer_norm = 0 : i64, ops = 0 : i64, residual_adds = 0 : i64, rms_norm = 0 : i64}}
+// CHECK: module attributes {plait.fuse_norm = {batch_norm = 4 : i64, batch_norm_ops = 33 : i64, layer_norm = 0 : i64, ops = 0 : i64, residual_adds = 0 : i64, rms_norm = 0 : i64, sync_batch_norm = 1 : i64}}
+// OFF: module attributes {plait.fuse_norm = {batch_norm = 0 : i64, batch_norm_ops = 0 : i64, layer_norm = 0 : i64, ops = 0 : i64, residual_adds = 0 : i64, rms_norm = 0 : i64, sync_batch_norm = 0 : i64}}
+// NOSYNC: module attributes {plait.fuse_norm = {batch_norm = 3 : i64, batch_norm_ops = 24 : i64, layer_norm = 0 : i64, ops = 0 : i64, residual_adds = 0 : i64, rms_norm = 0 : i64, sync_batch_norm = 0 : i64}}
 // OFF-NOT: plait.batch_norm
 
 // As the ONNX importer writes BatchNormalization with training_mode: gamma and beta reshaped to
@@ -130,10 +132,19 @@ func.func @mean_read_early(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<
   return %y, %rm : tensor<2x3x4xf32>, tensor<3xf32>
 }
 
-// Not fused: a SyncBatchNorm's statistics (sync_mean between the mean and its readers).
+// A SyncBatchNorm's statistics (a sync_mean the only reader of each mean) fuse too, as a
+// batch_norm {sync}, which plait-shard lowers (sharding/sync-batch-norm.mlir); off:
+// sync-batch-norm=false.
 // CHECK-LABEL: func.func @synchronised
-// CHECK-NOT: plait.batch_norm
-// CHECK: return
+// CHECK-NEXT: %[[ONES:.*]] = plait.constant dense<1.000000e+00> : tensor<3xf32>
+// CHECK-NEXT: %[[ZEROS:.*]] = plait.constant dense<0.000000e+00> : tensor<3xf32>
+// CHECK-NEXT: %[[Y:.*]], %{{.*}}, %{{.*}} = plait.batch_norm %arg0, %[[ONES]], %[[ZEROS]] {epsilon = 9.99999974{{[0-9]*}}E-6 : f64, sync}
+// CHECK-NEXT: return %[[Y]]
+// NOSYNC-LABEL: func.func @synchronised
+// NOSYNC-NOT: plait.batch_norm
+// NOSYNC: plait.sync_mean
+// NOSYNC: plait.sync_mean
+// NOSYNC: return
 func.func @synchronised(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   %lm = plait.reduce_mean %x {axes = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
   %m = plait.sync_mean %lm : tensor<1x3x1xf32>
@@ -141,6 +152,23 @@ func.func @synchronised(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   %sq = plait.mul %c, %c : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   %lv = plait.reduce_mean %sq {axes = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
   %v = plait.sync_mean %lv : tensor<1x3x1xf32>
+  %eps = plait.constant dense<1.0e-5> : tensor<f32>
+  %ve = plait.add %v, %eps : (tensor<1x3x1xf32>, tensor<f32>) -> tensor<1x3x1xf32>
+  %r = plait.rsqrt %ve : tensor<1x3x1xf32>
+  %y = plait.mul %c, %r : (tensor<2x3x4xf32>, tensor<1x3x1xf32>) -> tensor<2x3x4xf32>
+  return %y : tensor<2x3x4xf32>
+}
+
+// Not fused: only the mean synchronised (not a SyncBatchNorm's statistics).
+// CHECK-LABEL: func.func @half_synchronised
+// CHECK-NOT: plait.batch_norm
+// CHECK: return
+func.func @half_synchronised(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %lm = plait.reduce_mean %x {axes = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
+  %m = plait.sync_mean %lm : tensor<1x3x1xf32>
+  %c = plait.sub %x, %m : (tensor<2x3x4xf32>, tensor<1x3x1xf32>) -> tensor<2x3x4xf32>
+  %sq = plait.mul %c, %c : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %v = plait.reduce_mean %sq {axes = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
   %eps = plait.constant dense<1.0e-5> : tensor<f32>
   %ve = plait.add %v, %eps : (tensor<1x3x1xf32>, tensor<f32>) -> tensor<1x3x1xf32>
   %r = plait.rsqrt %ve : tensor<1x3x1xf32>

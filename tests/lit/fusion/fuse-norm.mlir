@@ -2,7 +2,7 @@
 
 // plait-fuse-norm: decomposed layer norms and RMS norms become one op each; chains that are
 // something else, or whose intermediates other ops read, stay as they are.
-// CHECK: module attributes {plait.fuse_norm = {batch_norm = 0 : i64, batch_norm_ops = 0 : i64, layer_norm = 3 : i64, ops = 43 : i64, residual_adds = 0 : i64, rms_norm = 3 : i64}}
+// CHECK: module attributes {plait.fuse_norm = {batch_norm = 0 : i64, batch_norm_ops = 0 : i64, layer_norm = 3 : i64, ops = 43 : i64, residual_adds = 0 : i64, rms_norm = 3 : i64, sync_batch_norm = 0 : i64}}
 
 // PyTorch's export of nn.LayerNorm below opset 17: mean, sub, pow 2, mean, + eps, sqrt, div,
 // * gamma, + beta.

@@ -338,3 +338,43 @@ func.func @batch_norm_epsilon(%x: tensor<2x3xf32>, %g: tensor<3xf32>) {
   %y, %m, %v = plait.batch_norm %x, %g, %g {epsilon = -1.0 : f64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>)
   return
 }
+
+// -----
+
+func.func @batch_norm_stats_and_sync(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %s: tensor<12xf32>) {
+  // expected-error @+1 {{'plait.batch_norm' op 'sync' and 'stats' exclude each other (plait-shard lowers 'sync' to 'stats')}}
+  %y, %m, %v = plait.batch_norm %x, %g, %g, %s {sync} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<12xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_stats_shape(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %s: tensor<8xf32>) {
+  // expected-error @+1 {{'plait.batch_norm' op 'stats' has shape 8, expected [W * 6] (each rank's 2 values per channel of x)}}
+  %y, %m, %v = plait.batch_norm %x, %g, %g, %s : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<8xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_stats_bf16(%x: tensor<2x3x4xbf16>, %g: tensor<3xbf16>, %s: tensor<12xbf16>) {
+  // expected-error @+1 {{'plait.batch_norm' op 'stats' element type 'bf16' is not the compute type 'f32' of x's 'bf16'}}
+  %y, %m, %v = plait.batch_norm %x, %g, %g, %s : (tensor<2x3x4xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<12xbf16>) -> (tensor<2x3x4xbf16>, tensor<3xbf16>, tensor<3xbf16>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_local_stats(%x: tensor<2x3x4xf64>) {
+  // expected-error @+1 {{'plait.batch_norm_stats' op 'stats' has shape 12, expected [6] (2 values per channel of x)}}
+  %s = plait.batch_norm_stats %x : (tensor<2x3x4xf64>) -> tensor<12xf64>
+  return
+}
+
+// -----
+
+func.func @batch_norm_local_stats_type(%x: tensor<2x3x4xf64>) {
+  // expected-error @+1 {{'plait.batch_norm_stats' op 'stats' element type 'f32' is not the compute type 'f64' of x's 'f64'}}
+  %s = plait.batch_norm_stats %x : (tensor<2x3x4xf64>) -> tensor<6xf32>
+  return
+}

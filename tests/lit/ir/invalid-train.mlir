@@ -971,3 +971,43 @@ func.func @batch_norm_grad_dbias(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>) {
   %0:3 = plait.batch_norm_grad %x, %g, %g, %g, %x : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xbf16>)
   return
 }
+
+// -----
+
+func.func @batch_norm_grad_sums_and_sync(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %s: tensor<6xf32>) {
+  // expected-error @+1 {{'plait.batch_norm_grad' op 'sync' and 'sums' exclude each other (plait-shard lowers 'sync' to 'sums')}}
+  %0:3 = plait.batch_norm_grad %x, %g, %g, %g, %x, %s {sync} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4xf32>, tensor<6xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_sums_shape(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %s: tensor<12xf32>) {
+  // expected-error @+1 {{'plait.batch_norm_grad' op 'sums' has shape 12, expected [6] (2 values per channel of x)}}
+  %0:3 = plait.batch_norm_grad %x, %g, %g, %g, %x, %s : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4xf32>, tensor<12xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_sums_dy(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %dy: tensor<2x3x5xf32>) {
+  // expected-error @+1 {{'plait.batch_norm_grad_sums' op 'dy' has type 'tensor<2x3x5xf32>', expected 'tensor<2x3x4xf32>'}}
+  %s = plait.batch_norm_grad_sums %x, %g, %g, %dy : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x5xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_sums_type(%x: tensor<2x3x4xf16>, %g: tensor<3xf16>) {
+  // expected-error @+1 {{'plait.batch_norm_grad_sums' op 'sums' element type 'f16' is not the compute type 'f32' of x's 'f16'}}
+  %s = plait.batch_norm_grad_sums %x, %g, %g, %x : (tensor<2x3x4xf16>, tensor<3xf16>, tensor<3xf16>, tensor<2x3x4xf16>) -> tensor<6xf16>
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_sums_eps(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'plait.batch_norm_grad_sums' op epsilon must be a finite number > 0, got 0}}
+  %s = plait.batch_norm_grad_sums %x, %g, %g, %x {epsilon = 0.0 : f64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4xf32>) -> tensor<6xf32>
+  return
+}

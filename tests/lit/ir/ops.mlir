@@ -196,6 +196,26 @@ func.func @batch_norms(%x: tensor<2x3x8xf32>, %g: tensor<3xf32>) {
   return
 }
 
+// A SyncBatchNorm's forms: sync before plait-shard, then this rank's statistics and sums and
+// the kernels reading every rank's (bf16: the vectors in f32).
+// CHECK-LABEL: func.func @sync_batch_norms(
+// CHECK-NEXT: %y, %mean, %var = plait.batch_norm %arg0, %arg1, %arg1 {sync} : (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>) -> (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>)
+// CHECK-NEXT: %dx, %dscale, %dbias = plait.batch_norm_grad %arg0, %arg1, %mean, %var, %y {sync} : (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<2x3x8xbf16>) -> (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>)
+// CHECK-NEXT: %0 = plait.batch_norm_stats %arg0 : (tensor<2x3x8xbf16>) -> tensor<6xf32>
+// CHECK-NEXT: %y_0, %mean_1, %var_2 = plait.batch_norm %arg0, %arg1, %arg1, %arg2 : (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<12xf32>) -> (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>)
+// CHECK-NEXT: %1 = plait.batch_norm_grad_sums %arg0, %mean_1, %var_2, %y_0 : (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<2x3x8xbf16>) -> tensor<6xf32>
+// CHECK-NEXT: %dx_3, %dscale_4, %dbias_5 = plait.batch_norm_grad %arg0, %arg1, %mean_1, %var_2, %y_0, %1 : (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<2x3x8xbf16>, tensor<6xf32>) -> (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>)
+// CHECK-NEXT: return
+func.func @sync_batch_norms(%x: tensor<2x3x8xbf16>, %g: tensor<3xbf16>, %all: tensor<12xf32>) {
+  %y, %m, %v = plait.batch_norm %x, %g, %g {sync} : (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>) -> (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>)
+  %d:3 = plait.batch_norm_grad %x, %g, %m, %v, %y {sync} : (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<2x3x8xbf16>) -> (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>)
+  %s = plait.batch_norm_stats %x : (tensor<2x3x8xbf16>) -> tensor<6xf32>
+  %y2, %m2, %v2 = plait.batch_norm %x, %g, %g, %all : (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<12xf32>) -> (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>)
+  %sums = plait.batch_norm_grad_sums %x, %m2, %v2, %y2 : (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<2x3x8xbf16>) -> tensor<6xf32>
+  %d2:3 = plait.batch_norm_grad %x, %g, %m2, %v2, %y2, %sums : (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<2x3x8xbf16>, tensor<6xf32>) -> (tensor<2x3x8xbf16>, tensor<3xbf16>, tensor<3xbf16>)
+  return
+}
+
 // CHECK-LABEL: func.func @add_norms(
 // CHECK-NEXT: %y, %sum = plait.add_layer_norm %arg0, %arg0, %arg1, %arg1 {axis = -1 : i64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>)
 // CHECK-NEXT: %y_0, %sum_1 = plait.add_rms_norm %arg0, %y, %arg1 {axis = 2 : i64, epsilon = 1.000000e-03 : f64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>)

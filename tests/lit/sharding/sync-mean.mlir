@@ -15,7 +15,7 @@
 
 // Every rank takes part (hsdp's shard groups too: each rank holds its own slice of the batch):
 // two statistics forward, their gradients backward.
-// W2: plait.sync_means = {all_reduces = 4 : i64, elements = 12 : i64, statistics = 4 : i64, world_size = 2 : i64}
+// W2: plait.sync_means = {all_gathers = 0 : i64, all_reduces = 4 : i64, batch_norm_grads = 0 : i64, batch_norms = 0 : i64, elements = 12 : i64, statistics = 4 : i64, world_size = 2 : i64}
 // W2-NOT: = plait.sync_mean
 // W2: plait.all_reduce %{{.*}} {groups = [array<i64: 0, 1>], reduce = "mean"} : tensor<1x3xf32>
 // W2: plait.all_reduce %{{.*}} {groups = [array<i64: 0, 1>], reduce = "mean"} : tensor<1x3xf32>
@@ -26,7 +26,7 @@
 // HSDP: plait.constant dense<1.06666672> : tensor<f32> {plait.unbiased_count = 16 : i64}
 // HSDP: plait.all_reduce %{{.*}} {groups = [array<i64: 0, 1, 2, 3>], reduce = "mean"} : tensor<1x3xf32>
 // One rank: the statistics are the batch's already.
-// W1: plait.sync_means = {all_reduces = 0 : i64, elements = 12 : i64, statistics = 4 : i64, world_size = 1 : i64}
+// W1: plait.sync_means = {all_gathers = 0 : i64, all_reduces = 0 : i64, batch_norm_grads = 0 : i64, batch_norms = 0 : i64, elements = 12 : i64, statistics = 4 : i64, world_size = 1 : i64}
 // W1-NOT: plait.all_reduce
 // W1-NOT: = plait.sync_mean
 // W1: plait.constant dense<1.33333337> : tensor<f32> {plait.unbiased_count = 4 : i64}

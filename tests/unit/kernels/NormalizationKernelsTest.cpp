@@ -441,6 +441,100 @@ TEST(NormalizationKernels, BatchNormAndItsGradientMatchTheChainRule) {
     }
 }
 
+// A SyncBatchNorm's kernels on W ranks, each holding a slice of the batch: batch_norm_stats
+// of each slice, batch_norm reading all of them (the all-gather's concatenation), then
+// batch_norm_grad_sums of each slice and batch_norm_grad reading their rank-mean (the
+// all-reduce's) give each slice of the whole batch's y, mean, var and dx, and dscale and dbias
+// that sum to the whole batch's over the ranks.
+TEST(NormalizationKernels, SyncBatchNormOverRankSlicesIsTheWholeBatchs) {
+  for (DType dtype : {DType::F64, DType::F32, DType::BF16})
+    for (int64_t ranks : {1, 2, 3})
+      for (std::vector<int64_t> shape : {std::vector<int64_t>{6, 3, 5, 4}, {12, 5}}) {
+        SCOPED_TRACE(std::string(dtypeName(dtype)) + " W" + std::to_string(ranks) + " C" +
+                     std::to_string(shape[1]));
+        const int64_t batch = shape[0], channels = shape[1];
+        int64_t size = 1;
+        for (int64_t d : shape)
+          size *= d;
+        const int64_t slice = size / ranks; // a rank's values
+        std::vector<int64_t> local = shape;
+        local[0] = batch / ranks;
+        const DType compute = dtype == DType::F64 ? DType::F64 : DType::F32;
+        auto values = [&](std::vector<int64_t> sh, uint32_t seed, double lo, double hi) {
+          return makeFloat(dtype, sh, randomFloats(sh, seed, lo, hi).doubles());
+        };
+        // Each rank's slice of values about 3 + r: the ranks' means differ.
+        std::vector<double> xs = randomFloats(shape, 11, 2, 4).doubles();
+        for (int64_t r = 0; r < ranks; ++r)
+          for (int64_t i = 0; i < slice; ++i)
+            xs[size_t(r * slice + i)] += double(r);
+        OwnedTensor x = makeFloat(dtype, shape, xs), g = values({channels}, 12, 0.5, 1.5),
+                    b = values({channels}, 13, -1, 1), dy = values(shape, 14, -1, 1);
+        Attrs attrs = AttrsBuilder().f("epsilon", 1e-5).build();
+        const std::vector<std::pair<DType, std::vector<int64_t>>> perChannel3{
+            {dtype, shape}, {dtype, {channels}}, {dtype, {channels}}};
+        KernelResult whole = runKernel("batch_norm", {x, g, b}, perChannel3, attrs);
+        ASSERT_TRUE(whole.status.ok()) << whole.status.message();
+        KernelResult wholeGrad = runKernel(
+            "batch_norm_grad", {x, g, whole.out(1), whole.out(2), dy}, perChannel3, attrs);
+        ASSERT_TRUE(wholeGrad.status.ok()) << wholeGrad.status.message();
+        auto part = [&](const OwnedTensor &t, int64_t r) {
+          std::vector<double> all = t.doubles();
+          return makeFloat(
+              dtype, local,
+              std::vector<double>(all.begin() + r * slice, all.begin() + (r + 1) * slice));
+        };
+        const std::vector<std::pair<DType, std::vector<int64_t>>> localSpecs{
+            {dtype, local}, {dtype, {channels}}, {dtype, {channels}}};
+        std::vector<double> gathered;
+        for (int64_t r = 0; r < ranks; ++r) {
+          KernelResult st =
+              runKernel("batch_norm_stats", {part(x, r)}, {{compute, {2 * channels}}}, attrs);
+          ASSERT_TRUE(st.status.ok()) << st.status.message();
+          std::vector<double> v = st.out(0).doubles();
+          gathered.insert(gathered.end(), v.begin(), v.end());
+        }
+        OwnedTensor all = makeFloat(compute, {ranks * 2 * channels}, gathered);
+        // f64: the combination (Chan et al.) against two passes over the whole batch.
+        const double tol = dtype == DType::F64 ? 1e-12 : dtype == DType::F32 ? 2e-6 : 2e-2;
+        std::vector<KernelResult> forward;
+        std::vector<double> sums(size_t(2 * channels), 0.0);
+        for (int64_t r = 0; r < ranks; ++r) {
+          forward.push_back(runKernel("batch_norm", {part(x, r), g, b, all}, localSpecs, attrs));
+          const KernelResult &f = forward.back();
+          ASSERT_TRUE(f.status.ok()) << f.status.message();
+          EXPECT_TRUE(allClose(f.out(0).doubles(), part(whole.out(0), r).doubles(), tol, tol));
+          EXPECT_TRUE(allClose(f.out(1).doubles(), whole.out(1).doubles(), tol, tol));
+          EXPECT_TRUE(allClose(f.out(2).doubles(), whole.out(2).doubles(), tol, tol));
+          KernelResult s =
+              runKernel("batch_norm_grad_sums", {part(x, r), f.out(1), f.out(2), part(dy, r)},
+                        {{compute, {2 * channels}}}, attrs);
+          ASSERT_TRUE(s.status.ok()) << s.status.message();
+          std::vector<double> mine = s.out(0).doubles();
+          for (size_t i = 0; i < mine.size(); ++i)
+            sums[i] += mine[i] / double(ranks);
+        }
+        OwnedTensor rankMean = makeFloat(compute, {2 * channels}, sums);
+        const double gradTol = dtype == DType::BF16 ? 3e-2 : tol * 10;
+        std::vector<double> dscale(size_t(channels), 0.0), dbias(size_t(channels), 0.0);
+        for (int64_t r = 0; r < ranks; ++r) {
+          const KernelResult &f = forward[size_t(r)];
+          KernelResult d = runKernel("batch_norm_grad",
+                                     {part(x, r), g, f.out(1), f.out(2), part(dy, r), rankMean},
+                                     localSpecs, attrs);
+          ASSERT_TRUE(d.status.ok()) << d.status.message();
+          EXPECT_TRUE(
+              allClose(d.out(0).doubles(), part(wholeGrad.out(0), r).doubles(), gradTol, gradTol));
+          for (int64_t c = 0; c < channels; ++c) {
+            dscale[size_t(c)] += d.out(1).doubles()[size_t(c)];
+            dbias[size_t(c)] += d.out(2).doubles()[size_t(c)];
+          }
+        }
+        EXPECT_TRUE(allClose(dscale, wholeGrad.out(1).doubles(), gradTol, gradTol));
+        EXPECT_TRUE(allClose(dbias, wholeGrad.out(2).doubles(), gradTol, gradTol));
+      }
+}
+
 TEST(NormalizationKernels, BatchNormIsTheSameOnAnyNumberOfThreads) {
   const std::vector<int64_t> shape{8, 64, 12, 12};
   OwnedTensor x = randomFloats(shape, 7, -2, 2), g = randomFloats({64}, 8, 0.5, 1.5),
@@ -483,6 +577,19 @@ TEST(NormalizationKernels, BatchNormErrors) {
   r = runKernel("batch_norm", {x, three, make<double>({3}, {0, 0, 0})},
                 {{DType::F32, {2, 3, 2}}, {DType::F32, {3}}, {DType::F32, {3}}}, attrs);
   EXPECT_EQ(r.status.message(), "batch_norm: unsupported dtype f32 x f64");
+  // A SyncBatchNorm's vectors: 2 values a channel, of the compute type.
+  r = runKernel("batch_norm", {x, three, three, make<float>({8}, std::vector<float>(8))},
+                {{DType::F32, {2, 3, 2}}, {DType::F32, {3}}, {DType::F32, {3}}}, attrs);
+  EXPECT_EQ(r.status.message(), "batch_norm: stats has shape [8], expected [W * 6]");
+  r = runKernel("batch_norm_stats", {x}, {{DType::F64, {6}}}, attrs);
+  EXPECT_EQ(r.status.message(),
+            "batch_norm_stats: stats has dtype f64, expected f32 (the compute type of x's f32)");
+  r = runKernel("batch_norm_grad_sums", {x, three, three, x}, {{DType::F32, {12}}}, attrs);
+  EXPECT_EQ(r.status.message(), "batch_norm_grad_sums: sums has shape [12], expected [6]");
+  r = runKernel("batch_norm_grad",
+                {x, three, three, three, x, make<float>({12}, std::vector<float>(12))},
+                {{DType::F32, {2, 3, 2}}, {DType::F32, {3}}, {DType::F32, {3}}}, attrs);
+  EXPECT_EQ(r.status.message(), "batch_norm_grad: sums has shape [12], expected [6]");
 }
 
 TEST(NormalizationKernels, Errors) {
