@@ -474,6 +474,17 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
           "a chunk of gathered lhs rows; off: --no-fold-matmul-rows)",
           get("folded"), get("permuted"));
   }
+  if (auto grouped = module->getAttrOfType<DictionaryAttr>("plait.conv_grouped_direct")) {
+    auto get = [&](const char *key) { return grouped.getAs<IntegerAttr>(key).getInt(); };
+    report["conv_grouped_direct"] = scalarsToJson(grouped);
+    if (get("direct") > 0)
+      report["optimizations"]["conv_grouped_direct"] = fmt::format(
+          "{} of {} grouped convolution kernels (conv2d and its gradients, not depthwise) "
+          "computed directly a group at a time, their groups of at most 16 channels and "
+          "filters, instead of im2col and a GEMM per image and group (workspace: a group's "
+          "planes and taps; off: --no-direct-grouped-conv)",
+          get("direct"), get("grouped"));
+  }
   if (auto blocks = module->getAttrOfType<DictionaryAttr>("plait.conv_image_blocks")) {
     auto get = [&](const char *key) { return blocks.getAs<IntegerAttr>(key).getInt(); };
     report["conv_image_blocks"] = scalarsToJson(blocks);

@@ -399,13 +399,16 @@ int buildPlan(MLIRContext &ctx, CompileOptions options, Compiled &out) {
       return 1;
   }
   if (!options.train.enabled &&
-      (options.convImageBlocks || options.convWinograd || options.foldMatmulRows) &&
+      (options.convImageBlocks || options.convWinograd || options.foldMatmulRows ||
+       options.convGroupedDirect) &&
       options.device != "cuda") {
     PassManager pm(&ctx);
     if (options.foldMatmulRows)
       pm.addPass(createFoldMatmulRowsPass());
     if (options.convWinograd)
       pm.addPass(createConvWinogradPass());
+    if (options.convGroupedDirect)
+      pm.addPass(createConvGroupedDirectPass());
     if (options.convImageBlocks)
       pm.addPass(createConvImageBlocksPass());
     if (failed(pm.run(**module)))

@@ -149,6 +149,8 @@ struct CompileOptions {
                                               // off: --no-fused-loss-cast
   bool convImageBlocks = true;                // plait-conv-image-blocks (CPU plans);
                                               // off: --no-conv-image-blocks
+  bool convGroupedDirect = true;              // plait-conv-grouped-direct (CPU plans);
+                                              // off: --no-direct-grouped-conv
   bool convWinograd = true;                   // plait-conv-winograd (CPU plans);
                                               // off: --no-winograd
   bool foldMatmulRows = true;                 // plait-fold-matmul-rows (CPU plans);

@@ -160,6 +160,8 @@ LogicalResult applyChoice(ModuleOp module, const CompileOptions &options, const 
     pm.addPass(createFoldMatmulRowsPass());
   if (options.convWinograd && options.device != "cuda")
     pm.addPass(createConvWinogradPass());
+  if (options.convGroupedDirect && options.device != "cuda")
+    pm.addPass(createConvGroupedDirectPass());
   if (options.convImageBlocks && options.device != "cuda")
     pm.addPass(createConvImageBlocksPass());
   if (failed(pm.run(module)))

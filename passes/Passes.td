@@ -643,6 +643,25 @@ def FuseGemmEpiloguePass : Pass<"plait-fuse-gemm-epilogue", "mlir::ModuleOp"> {
   }];
 }
 
+def ConvGroupedDirectPass : Pass<"plait-conv-grouped-direct", "mlir::ModuleOp"> {
+  let summary = "CPU grouped convolutions of narrow groups computed directly, not as GEMMs";
+  let description = [{
+    Sets `direct = true` on each plait.conv2d, conv2d_grad_input and conv2d_grad_weight that
+    is grouped (not depthwise) with at most 16 input channels and 16 filters a group
+    (runtime/cpu/Workspace.h groupedDirectShape: RegNet's group width 8, ResNeXt-50's 4 to
+    16). The CPU kernels then compute it a group at a time, the group's planes transposed
+    into the workspace as [pixel][lane] and its taps as [tap][lane][lane], where they would
+    otherwise build a column matrix 9 times the input's size for a GEMM of at most 16 rows per
+    image and group. The module records `plait.conv_grouped_direct` {grouped, direct} for the
+    report. plait-compile runs it on CPU plans unless --no-direct-grouped-conv.
+
+    ```mlir
+    %y = plait.conv2d %x, %w {direct = true, group = 8 : i64, pads = array<i64: 1, 1, 1, 1>}
+        : (tensor<8x64x24x24xf32>, tensor<64x8x3x3xf32>) -> tensor<8x64x24x24xf32>
+    ```
+  }];
+}
+
 def ConvImageBlocksPass : Pass<"plait-conv-image-blocks", "mlir::ModuleOp"> {
   let summary = "CPU convolutions multiply several images' columns in one GEMM";
   let description = [{

@@ -360,6 +360,11 @@ int main(int argc, char **argv) {
       "where its entries have few rows, instead of gathering its rows into GEMMs of at "
       "least 256 (plait-fold-matmul-rows)");
   app.add_flag(
+      "--no-direct-grouped-conv", [&](int64_t) { options.convGroupedDirect = false; },
+      "compute a CPU grouped convolution of at most 16 channels and filters a group by "
+      "im2col and a GEMM per image and group instead of directly, a group at a time "
+      "(plait-conv-grouped-direct)");
+  app.add_flag(
       "--no-conv-image-blocks", [&](int64_t) { options.convImageBlocks = false; },
       "run a CPU convolution's GEMMs one image at a time, also where its output planes "
       "are small (plait-conv-image-blocks)");

@@ -33,6 +33,8 @@ template <typename T> Status convolve(const KernelCall &call, const ConvShape &s
   Scratch scratch(call, "conv2d");
   if (s.depthwise()) // no columns, no GEMM (Workspace.cpp depthwiseBytes: channel blocks)
     return depthwiseConv2d(x, w, bias, s, out, scratch);
+  if (s.groupedDirect) // no columns, no GEMM (Workspace.cpp groupedBytes: a group at a time)
+    return groupedConv2d(x, w, bias, s, out, scratch);
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   if (s.winograd) { // workspace: Workspace.cpp winogradBytes
     PLAIT_RETURN_IF_ERROR(winogradConv3x3(x, w, winogradConvOf(s, false), scratch, out));

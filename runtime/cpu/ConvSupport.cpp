@@ -1,6 +1,8 @@
 // conv2d geometry and the im2col/col2im column layout shared by conv2d and its adjoints.
 #include "runtime/cpu/ConvSupport.h"
 
+#include <cstring>
+
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -44,6 +46,8 @@ Status planConvShape(std::string_view kernel, const Attrs &attrs, const TensorVi
   s.winograd = attrs.getBool("winograd", false) &&
                winogradWindow(win.kernel[0], win.kernel[1], win.stride[0], win.stride[1],
                               win.dilation[0], win.dilation[1], s.group);
+  s.groupedDirect = attrs.getBool("direct", false) &&
+                    groupedDirectShape(s.group, s.groupChannels, s.filtersPerGroup());
   return checkShape(kernel, yName, y.shape, {s.batch, s.filters, s.outHeight, s.outWidth});
 }
 
@@ -340,7 +344,326 @@ Status forEachImageBlock(const ConvShape &s, const T *w, Scratch &scratch, Body 
   return Status();
 }
 
+//===--- grouped convolutions computed directly ---------------------------------------===//
+
+constexpr int64_t kLanes = kGroupedDirectLanes;
+static_assert(kLanes == kBlock, "toBlock and fromBlock lay out both kinds of block");
+
+/// kLanes values of T as one vector (GCC's vector extension): a lane per filter or channel,
+/// so that the compiler keeps each accumulator in registers and multiplies it by a broadcast
+/// value, where plain loops over the lanes inside a loop over the group's channels were
+/// vectorised across the channels instead (16 strided reductions and their permutes: slower
+/// than the GEMMs).
+template <typename T> struct LanesOf {
+  typedef T type __attribute__((vector_size(kLanes * sizeof(T))));
+};
+template <typename T> using Lanes = typename LanesOf<T>::type;
+/// Outputs (or inputs) the direct grouped kernels compute at once along a row.
+constexpr int64_t kPixels = 4;
+
+/// Adds kLanes values at `p` times `scale` onto `acc` (taken by reference: a vector returned
+/// by value would change the ABI between the clones).
+template <typename T> PLAIT_VECTOR_INLINE void addLanes(Lanes<T> &acc, const T *p, T scale) {
+  Lanes<T> v;
+  std::memcpy(&v, p, sizeof v);
+  acc += v * scale;
+}
+
+/// The grouped blocks of `s` (Workspace.h groupedBlocks, which the plan's workspace declares).
+DepthwiseBlocks groupedBlocksOf(const ConvShape &s, bool gradWeight) {
+  return groupedBlocks(s.batch, s.group, s.inPlane(), s.outPlane(), taps(s), gradWeight);
+}
+
+/// Group g's taps as K [tap][a][b] (kLanes x kLanes, the rest zero): w[f][c][tap] at a = f,
+/// b = c when `byChannel` (conv2d_grad_input's, lanes the channels), else a = c, b = f
+/// (conv2d's, lanes the filters).
+template <typename T>
+void groupTaps(const ConvShape &s, const T *w, int64_t g, bool byChannel, T *K) {
+  const int64_t n = taps(s), cg = s.groupChannels, fg = s.filtersPerGroup();
+  std::fill(K, K + n * kLanes * kLanes, T(0));
+  for (int64_t f = 0; f < fg; ++f)
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t t = 0; t < n; ++t)
+        K[(t * kLanes + (byChannel ? f : c)) * kLanes + (byChannel ? c : f)] =
+            w[((g * fg + f) * cg + c) * n + t];
+}
+
+/// One (image, group)'s output plane Y [pixel][filter lane] from its input plane X [pixel]
+/// [channel lane] and taps K [tap][channel][filter]: each output from its bias (or 0), then
+/// each valid tap in kernel order, each over the group's channels in order.
+template <typename T>
+PLAIT_SIMD_CLONES void groupedBlock(const ConvShape &s, const T *X, const T *K, const T *bias,
+                                    T *Y) {
+  const Window2d &win = s.window;
+  const int64_t cg = s.groupChannels;
+  const int64_t s1 = win.stride[1], p1 = win.padBegin[1], d1 = win.dilation[1];
+  // The columns whose every horizontal tap is inside the plane: [a, b).
+  const int64_t a = (p1 + s1 - 1) / s1;
+  const int64_t last = s.width - 1 - (win.kernel[1] - 1) * d1 + p1;
+  const int64_t b = last < 0 ? a : std::max(a, std::min(s.outWidth, last / s1 + 1));
+  for (int64_t oh = 0; oh < s.outHeight; ++oh) {
+    const auto [i0, i1] =
+        tapRange(oh, win.stride[0], win.padBegin[0], win.dilation[0], win.kernel[0], s.height);
+    for (int64_t ow = 0; ow < s.outWidth;) {
+      if (ow >= a && ow + kPixels <= b) {
+        // kPixels outputs at once, each a chain of its own (one accumulator's adds wait on
+        // each other), every tap read once for all of them; the same sums in the same order.
+        Lanes<T> acc[kPixels];
+        for (int64_t q = 0; q < kPixels; ++q) {
+          acc[q] = Lanes<T>{};
+          if (bias)
+            std::memcpy(&acc[q], bias, sizeof acc[q]);
+        }
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
+          for (int64_t j = 0; j < win.kernel[1]; ++j) {
+            const T *x = X + (ih * s.width + ow * s1 - p1 + j * d1) * kLanes;
+            const T *k = K + (i * win.kernel[1] + j) * kLanes * kLanes;
+            for (int64_t c = 0; c < cg; ++c)
+              for (int64_t q = 0; q < kPixels; ++q)
+                addLanes(acc[q], k + c * kLanes, x[q * s1 * kLanes + c]);
+          }
+        }
+        std::memcpy(Y + (oh * s.outWidth + ow) * kLanes, acc, sizeof acc);
+        ow += kPixels;
+        continue;
+      }
+      const auto [j0, j1] =
+          tapRange(ow, win.stride[1], win.padBegin[1], win.dilation[1], win.kernel[1], s.width);
+      Lanes<T> acc{};
+      if (bias)
+        std::memcpy(&acc, bias, sizeof acc);
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
+        for (int64_t j = j0; j < j1; ++j) {
+          const int64_t iw = ow * win.stride[1] - win.padBegin[1] + j * win.dilation[1];
+          const T *x = X + (ih * s.width + iw) * kLanes;
+          const T *k = K + (i * win.kernel[1] + j) * kLanes * kLanes;
+          for (int64_t c = 0; c < cg; ++c)
+            addLanes(acc, k + c * kLanes, x[c]);
+        }
+      }
+      std::memcpy(Y + (oh * s.outWidth + ow) * kLanes, &acc, sizeof acc);
+      ++ow;
+    }
+  }
+}
+
+/// One (image, group)'s input gradient DX [pixel][channel lane] from DY [pixel][filter lane]
+/// and K [tap][filter][channel]: each input sums, from 0, the taps that read it in kernel
+/// order (gradInputRows' walk), each over the group's filters in order.
+template <bool kUnit, typename T>
+PLAIT_VECTOR_INLINE void groupedGradInputRows(const ConvShape &s, const T *DY, const T *K, T *DX) {
+  const Window2d &win = s.window;
+  const int64_t s0 = win.stride[0], s1 = win.stride[1], d0 = win.dilation[0], d1 = win.dilation[1];
+  const int64_t fg = s.filtersPerGroup(), p1 = win.padBegin[1];
+  // The interior columns, each read by its taps from inside dy's row: [a, b). A block is
+  // kPixels of them s1 apart, of one phase (the same taps divide), computed at once as
+  // groupedBlock's outputs are: the same sums in the same order as one at a time.
+  const int64_t a = std::max<int64_t>(0, (win.kernel[1] - 1) * d1 - p1);
+  const int64_t b = std::min(s.width, s.outWidth * s1 - p1);
+  auto firstOfPhase = [&](int64_t r) { return a + ((r - a) % s1 + s1) % s1; };
+  auto blocksOfPhase = [&](int64_t start) {
+    return b > start ? (b - start + s1 - 1) / s1 / kPixels : 0;
+  };
+  // Whether column iw is in one of its phase's blocks.
+  auto inBlock = [&](int64_t iw) {
+    const int64_t start = firstOfPhase(iw % s1);
+    return iw >= start && (iw - start) / s1 < blocksOfPhase(start) * kPixels;
+  };
+  for (int64_t ih = 0; ih < s.height; ++ih) {
+    for (int64_t r = 0; r < std::min(s1, s.width); ++r) {
+      const int64_t start = firstOfPhase(r), blocks = blocksOfPhase(start);
+      for (int64_t k0 = 0; k0 < blocks; ++k0) {
+        const int64_t iw = start + k0 * kPixels * s1;
+        Lanes<T> acc[kPixels] = {};
+        for (int64_t i = 0; i < win.kernel[0]; ++i) {
+          const int64_t nh = ih + win.padBegin[0] - i * d0;
+          if (nh < 0)
+            break;
+          if (kUnit ? nh >= s.outHeight : nh % s0 != 0 || nh / s0 >= s.outHeight)
+            continue;
+          const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kLanes;
+          for (int64_t j = 0; j < win.kernel[1]; ++j) {
+            const int64_t nw = iw + p1 - j * d1;
+            if (!kUnit && nw % s1 != 0)
+              continue;
+            const T *dy = dyRow + (kUnit ? nw : nw / s1) * kLanes;
+            const T *k = K + (i * win.kernel[1] + j) * kLanes * kLanes;
+            for (int64_t f = 0; f < fg; ++f)
+              for (int64_t q = 0; q < kPixels; ++q)
+                addLanes(acc[q], k + f * kLanes, dy[q * kLanes + f]);
+          }
+        }
+        for (int64_t q = 0; q < kPixels; ++q)
+          std::memcpy(DX + (ih * s.width + iw + q * s1) * kLanes, &acc[q], sizeof acc[q]);
+      }
+    }
+    for (int64_t iw = 0; iw < s.width; ++iw) {
+      if (inBlock(iw))
+        continue;
+      Lanes<T> acc{};
+      for (int64_t i = 0; i < win.kernel[0]; ++i) {
+        const int64_t nh = ih + win.padBegin[0] - i * d0;
+        if (nh < 0)
+          break;
+        if (kUnit ? nh >= s.outHeight : nh % s0 != 0 || nh / s0 >= s.outHeight)
+          continue;
+        const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kLanes;
+        for (int64_t j = 0; j < win.kernel[1]; ++j) {
+          const int64_t nw = iw + win.padBegin[1] - j * d1;
+          if (nw < 0)
+            break;
+          if (kUnit ? nw >= s.outWidth : nw % s1 != 0 || nw / s1 >= s.outWidth)
+            continue;
+          const T *dy = dyRow + (kUnit ? nw : nw / s1) * kLanes;
+          const T *k = K + (i * win.kernel[1] + j) * kLanes * kLanes;
+          for (int64_t f = 0; f < fg; ++f)
+            addLanes(acc, k + f * kLanes, dy[f]);
+        }
+      }
+      std::memcpy(DX + (ih * s.width + iw) * kLanes, &acc, sizeof acc);
+    }
+  }
+}
+template <typename T>
+PLAIT_SIMD_CLONES void groupedGradInputBlock(const ConvShape &s, const T *DY, const T *K, T *DX) {
+  if (s.window.stride[0] == 1 && s.window.stride[1] == 1)
+    groupedGradInputRows<true>(s, DY, K, DX);
+  else
+    groupedGradInputRows<false>(s, DY, K, DX);
+}
+
+/// One image's part of a group's weight gradient: for each tap in kernel order, the image's
+/// products dy[f] * x[c] over the output pixels it reads, row by row, summed in the kernel's
+/// type into a vector of filter lanes per channel, then added to the tap's sums in SUMS
+/// [tap][channel][filter] (f64). kChannels: the group's channels when the caller knows them
+/// (its accumulators then stay in registers), else 0 and `s.groupChannels` of them in `rows`.
+template <int64_t kChannels, typename T>
+PLAIT_VECTOR_INLINE void groupedGradWeightTaps(const ConvShape &s, const T *X, const T *DY,
+                                               Lanes<T> *rows, double *SUMS) {
+  const Window2d &win = s.window;
+  const int64_t cg = kChannels > 0 ? kChannels : s.groupChannels;
+  Lanes<T> fixed[kChannels > 0 ? kChannels : 1];
+  Lanes<T> *acc = kChannels > 0 ? fixed : rows;
+  for (int64_t i = 0; i < win.kernel[0]; ++i)
+    for (int64_t j = 0; j < win.kernel[1]; ++j) {
+      const int64_t off = j * win.dilation[1] - win.padBegin[1], step = win.stride[1];
+      const auto [lo, hi] = validColumns(off, step, s.width, s.outWidth);
+      double *sum = SUMS + (i * win.kernel[1] + j) * kLanes * kLanes;
+      for (int64_t c = 0; c < cg; ++c)
+        acc[c] = Lanes<T>{};
+      for (int64_t oh = 0; oh < s.outHeight && lo < hi; ++oh) {
+        const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
+        if (ih < 0 || ih >= s.height)
+          continue;
+        for (int64_t ow = lo; ow < hi; ++ow) {
+          Lanes<T> g;
+          std::memcpy(&g, DY + (oh * s.outWidth + ow) * kLanes, sizeof g);
+          const T *x = X + (ih * s.width + ow * step + off) * kLanes;
+          for (int64_t c = 0; c < cg; ++c)
+            acc[c] += g * x[c];
+        }
+      }
+      for (int64_t c = 0; c < cg; ++c) {
+        T lanes[kLanes];
+        std::memcpy(lanes, &acc[c], sizeof lanes);
+        for (int64_t f = 0; f < kLanes; ++f)
+          sum[c * kLanes + f] += double(lanes[f]);
+      }
+    }
+}
+template <typename T>
+PLAIT_SIMD_CLONES void groupedGradWeightBlock(const ConvShape &s, const T *X, const T *DY,
+                                              Lanes<T> *rows, double *SUMS) {
+  switch (s.groupChannels) {
+  case 4:
+    return groupedGradWeightTaps<4>(s, X, DY, rows, SUMS);
+  case 8:
+    return groupedGradWeightTaps<8>(s, X, DY, rows, SUMS);
+  case 16:
+    return groupedGradWeightTaps<16>(s, X, DY, rows, SUMS);
+  default:
+    return groupedGradWeightTaps<0>(s, X, DY, rows, SUMS);
+  }
+}
+
+/// Runs body(b, g, in, out, K) for each (image b, group g) unit of conv2d or conv2d_grad_input
+/// with its slot's buffers: `in` for the group's input plane (x; dx), `out` for its output
+/// plane (y; dy), and K holding its taps (groupTaps, `byChannel` for conv2d_grad_input).
+template <typename T, typename Body>
+Status forEachImageGroup(const ConvShape &s, const T *w, bool byChannel, Scratch &scratch,
+                         Body &&body) {
+  const DepthwiseBlocks d = groupedBlocksOf(s, false);
+  T *buffers = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
+  forEachDepthwiseUnit(d, taps(s) * s.outPlane() * kLanes * kLanes, [&](int64_t slot, int64_t u) {
+    const int64_t b = u / s.group, g = u % s.group;
+    T *in = buffers + slot * d.elements, *out = in + s.inPlane() * kLanes;
+    T *K = out + s.outPlane() * kLanes;
+    groupTaps(s, w, g, byChannel, K);
+    body(b, g, in, out, K);
+  });
+  return Status();
+}
+
 } // namespace
+
+template <typename T>
+Status groupedConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y,
+                     Scratch &scratch) {
+  const int64_t fg = s.filtersPerGroup();
+  return forEachImageGroup<T>(s, w, false, scratch, [&](int64_t b, int64_t g, T *X, T *Y, T *K) {
+    T biasLanes[kLanes] = {};
+    for (int64_t f = 0; bias && f < fg; ++f)
+      biasLanes[f] = bias[g * fg + f];
+    toBlock(x + s.inputOffset(b, g), s.inPlane(), s.groupChannels, X);
+    groupedBlock(s, X, K, bias ? biasLanes : nullptr, Y);
+    fromBlock(Y, s.outPlane(), fg, y + s.outputOffset(b, g));
+  });
+}
+
+template <typename T>
+Status groupedConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *dx,
+                              Scratch &scratch) {
+  return forEachImageGroup<T>(s, w, true, scratch, [&](int64_t b, int64_t g, T *DX, T *DY, T *K) {
+    toBlock(dy + s.outputOffset(b, g), s.outPlane(), s.filtersPerGroup(), DY);
+    groupedGradInputBlock(s, DY, K, DX);
+    fromBlock(DX, s.inPlane(), s.groupChannels, dx + s.inputOffset(b, g));
+  });
+}
+
+template <typename T>
+Status groupedConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *dw, bool accumulate,
+                               Scratch &scratch) {
+  const DepthwiseBlocks d = groupedBlocksOf(s, true);
+  const int64_t n = taps(s), cg = s.groupChannels, fg = s.filtersPerGroup();
+  T *buffers = nullptr;
+  double *sums = nullptr;
+  PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
+  PLAIT_RETURN_IF_ERROR(scratch.take(d.sums * d.slots, sums));
+  forEachDepthwiseUnit(
+      d, s.batch * n * s.outPlane() * kLanes * kLanes, [&](int64_t slot, int64_t g) {
+        T *X = buffers + slot * d.elements, *DY = X + s.inPlane() * kLanes;
+        double *SUMS = sums + slot * d.sums;
+        Lanes<T> ROW[kLanes]; // a tap's products, [channel][filter lane] (groups of other widths)
+        std::fill(SUMS, SUMS + d.sums, 0.0);
+        for (int64_t b = 0; b < s.batch; ++b) { // the images in order
+          toBlock(x + s.inputOffset(b, g), s.inPlane(), cg, X);
+          toBlock(dy + s.outputOffset(b, g), s.outPlane(), fg, DY);
+          groupedGradWeightBlock(s, X, DY, ROW, SUMS);
+        }
+        for (int64_t f = 0; f < fg; ++f)
+          for (int64_t c = 0; c < cg; ++c) {
+            T *out = dw + ((g * fg + f) * cg + c) * n;
+            for (int64_t t = 0; t < n; ++t) {
+              const double sum = SUMS[(t * kLanes + c) * kLanes + f];
+              out[t] = accumulate ? T(double(out[t]) + sum) : T(sum);
+            }
+          }
+      });
+  return Status();
+}
 
 template <typename T>
 Status depthwiseConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y,
@@ -396,6 +719,19 @@ Status depthwiseConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T 
   });
   return Status();
 }
+
+template Status groupedConv2d<float>(const float *, const float *, const float *, const ConvShape &,
+                                     float *, Scratch &);
+template Status groupedConv2d<double>(const double *, const double *, const double *,
+                                      const ConvShape &, double *, Scratch &);
+template Status groupedConv2dGradInput<float>(const float *, const float *, const ConvShape &,
+                                              float *, Scratch &);
+template Status groupedConv2dGradInput<double>(const double *, const double *, const ConvShape &,
+                                               double *, Scratch &);
+template Status groupedConv2dGradWeight<float>(const float *, const float *, const ConvShape &,
+                                               float *, bool, Scratch &);
+template Status groupedConv2dGradWeight<double>(const double *, const double *, const ConvShape &,
+                                                double *, bool, Scratch &);
 
 // The kernels compute in f32 and f64 only (half precision is staged through f32).
 template void im2col<float>(const float *, const ConvShape &, float *, int64_t);

@@ -26,6 +26,9 @@ struct ConvShape {
   /// `winograd` on a 3x3 window of stride 1 and dilation 1 in one group (Workspace.cpp
   /// winogradConv).
   bool winograd = false;
+  /// Computed directly, a group at a time (groupedConv2d and its adjoints): the call's
+  /// `direct` on a grouped shape that takes it (Workspace.h groupedDirectShape).
+  bool groupedDirect = false;
 
   int64_t inPlane() const { return height * width; }
   int64_t filtersPerGroup() const { return filters / group; }
@@ -110,6 +113,21 @@ Status depthwiseConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *
 template <typename T>
 Status depthwiseConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *dw,
                                  bool accumulate, Scratch &scratch);
+
+/// A grouped convolution computed directly (ConvShape::groupedDirect; Workspace.h
+/// groupedBlocks), its (image, group) units split across threads: conv2d adds, from its bias
+/// (or 0), each valid tap's products over the group's channels in kernel order; conv2d_grad_input
+/// adds, from 0, the taps that read each input in kernel order, each over the group's filters;
+/// conv2d_grad_weight (added to dw with `accumulate`) sums each tap's products over the images
+/// in order, an image's in the kernel's type and the images in double.
+template <typename T>
+Status groupedConv2d(const T *x, const T *w, const T *bias, const ConvShape &s, T *y,
+                     Scratch &scratch);
+template <typename T>
+Status groupedConv2dGradInput(const T *dy, const T *w, const ConvShape &s, T *dx, Scratch &scratch);
+template <typename T>
+Status groupedConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *dw, bool accumulate,
+                               Scratch &scratch);
 
 /// The column matrices of image blocks' groups, as conv2d and its adjoints multiply them:
 /// patch() x (images x outPlane()), each image's columns side by side. One image of a

@@ -137,6 +137,8 @@ template <typename T> Status convGradInput(const KernelCall &call, const ConvSha
   Scratch scratch(call, "conv2d_grad_input");
   if (s.depthwise()) // no columns, no GEMM (Workspace.cpp depthwiseBytes: channel blocks)
     return depthwiseConv2dGradInput(dy, w, s, dx, scratch);
+  if (s.groupedDirect) // no columns, no GEMM (Workspace.cpp groupedBytes: a group at a time)
+    return groupedConv2dGradInput(dy, w, s, dx, scratch);
   int64_t filtersPerGroup = s.filtersPerGroup(), patch = s.patch(), outPlane = s.outPlane();
   if (s.winograd) { // dx: dy correlated with w turned, padded by 2 - pad (Winograd.h)
     return winogradConv3x3(dy, w, winogradConvOf(s, true), scratch, dx);
@@ -193,6 +195,8 @@ Status convGradWeight(const KernelCall &call, const ConvShape &s, bool accumulat
   Scratch scratch(call, "conv2d_grad_weight");
   if (s.depthwise()) // no columns, no GEMM (Workspace.cpp depthwiseBytes: channel blocks)
     return depthwiseConv2dGradWeight(x, dy, s, dw, accumulate, scratch);
+  if (s.groupedDirect) // no columns, no GEMM (Workspace.cpp groupedBytes: a group at a time)
+    return groupedConv2dGradWeight(x, dy, s, dw, accumulate, scratch);
   if (s.winograd) // the transpose of F(2x2, 3x3) (Winograd.h)
     return winogradConvGradWeight3x3(x, dy, winogradConvOf(s, false), scratch, dw, accumulate);
   // workspace: a column matrix (and with blocks of several images a staging matrix for their

@@ -124,6 +124,29 @@ bool depthwiseConv(const std::vector<int64_t> &w, const Attrs &attrs) {
   return w.size() == 4 && w[1] == 1 && attrs.getInt("group", 1) == w[0];
 }
 
+/// A grouped conv2d (or adjoint) computed directly (ConvShape::groupedDirect): its `direct`
+/// on a grouped shape of at most kGroupedDirectLanes channels and filters a group.
+bool groupedDirectConv(const std::vector<int64_t> &w, const Attrs &attrs) {
+  const int64_t group = attrs.getInt("group", 1);
+  return attrs.getBool("direct", false) && w.size() == 4 && group > 0 && w[0] % group == 0 &&
+         groupedDirectShape(group, w[1], w[0] / group);
+}
+
+/// A direct grouped convolution's workspace (Workspace.h groupedBlocks) of x [N, C, H, W] (or
+/// dx), y [N, F, OH, OW] (or dy) and w [F, C/group, kH, kW]. 0 when x is not 4-D.
+uint64_t groupedBytes(const std::vector<int64_t> &x, const std::vector<int64_t> &y,
+                      const std::vector<int64_t> &w, const Attrs &attrs, DType dtype,
+                      bool gradWeight) {
+  if (x.size() != 4 || y.size() != 4 || w.size() != 4)
+    return 0;
+  DepthwiseBlocks d =
+      groupedBlocks(x[0], attrs.getInt("group", 1), clampedInt64(product(x, 2, 4)),
+                    clampedInt64(product(y, 2, 4)), clampedInt64(product(w, 2, 4)), gradWeight);
+  const uint64_t slots = uint64_t(d.slots);
+  return saturatingAdd(chunk(saturatingMul(uint64_t(d.elements), slots), dtypeSize(dtype)),
+                       chunk(saturatingMul(uint64_t(d.sums), slots), 8));
+}
+
 /// A conv2d or conv2d_grad_input computed by Winograd F(2x2, 3x3) (ConvShape::winograd): its
 /// `winograd` on a 3x3 window of stride 1 and dilation 1 in one group.
 bool winogradConv(const std::vector<int64_t> &w, const Attrs &attrs) {
@@ -174,7 +197,8 @@ uint64_t depthwiseBytes(const std::vector<int64_t> &x, const std::vector<int64_t
 /// F/group x (block x outPlane).
 uint64_t convColumns(const OperandType &w, const OperandType &y, const Attrs &attrs,
                      uint64_t slots) {
-  if (w.shape->size() != 4 || y.shape->size() != 4 || depthwiseConv(*w.shape, attrs))
+  if (w.shape->size() != 4 || y.shape->size() != 4 || depthwiseConv(*w.shape, attrs) ||
+      groupedDirectConv(*w.shape, attrs))
     return 0;
   const uint64_t block = imageBlock(attrs, product(*y.shape, 0, 1));
   const uint64_t columns = saturatingMul(block, product(*y.shape, 2, 4));
@@ -338,6 +362,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     if (in[0].shape->size() == 4 && out[0].shape->size() == 4 &&
         depthwiseConv(*in[1].shape, attrs())) // x's planes in, y's out
       return depthwiseBytes(*in[0].shape, *out[0].shape, *in[1].shape, in[0].dtype, false);
+    if (groupedDirectConv(*in[1].shape, attrs())) // x's planes in, y's out, the taps
+      return groupedBytes(*in[0].shape, *out[0].shape, *in[1].shape, attrs(), in[0].dtype, false);
     if (winogradConv(*in[1].shape, attrs())) // Winograd.cpp: x's channels in, y's out
       return winogradBytes(product(*in[1].shape, 1, 2), product(*in[1].shape, 0, 1), *out[0].shape,
                            in[1].dtype);
@@ -347,6 +373,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
     if (in[0].shape->size() == 4 && out[0].shape->size() == 4 &&
         depthwiseConv(*in[1].shape, attrs())) // dx's planes in the block's first buffer
       return depthwiseBytes(*out[0].shape, *in[0].shape, *in[1].shape, in[0].dtype, false);
+    if (groupedDirectConv(*in[1].shape, attrs())) // dx's planes in the first buffer, dy's after
+      return groupedBytes(*out[0].shape, *in[0].shape, *in[1].shape, attrs(), in[0].dtype, false);
     if (winogradConv(*in[1].shape, attrs()))             // dy's channels in, dx's out
       return winogradBytes(product(*in[1].shape, 0, 1), product(*in[1].shape, 1, 2), *out[0].shape,
                            in[1].dtype);
@@ -357,6 +385,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
       return 0; // an empty batch: dw is zeroed, no columns are built
     if (depthwiseConv(*out[0].shape, attrs()) && in[1].shape->size() == 4)
       return depthwiseBytes(*in[0].shape, *in[1].shape, *out[0].shape, in[0].dtype, true);
+    if (groupedDirectConv(*out[0].shape, attrs()) && in[1].shape->size() == 4)
+      return groupedBytes(*in[0].shape, *in[1].shape, *out[0].shape, attrs(), in[0].dtype, true);
     if (winogradConv(*out[0].shape, attrs())) // Winograd.cpp: x's channels in, dy's out
       return winogradBytes(product(*out[0].shape, 1, 2), product(*out[0].shape, 0, 1), *in[1].shape,
                            out[0].dtype, true);

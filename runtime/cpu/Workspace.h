@@ -161,17 +161,19 @@ inline int64_t convColumnSlots(int64_t units, int64_t unitWork) {
 /// kernel's type (the block's input plane and output plane, and for conv2d and
 /// conv2d_grad_input its taps) and, for conv2d_grad_weight, `sums` doubles (its taps' sums).
 /// Products saturate: a huge shape asks for more workspace than any plan gets.
+/// Products and sums of the blocks' sizes, saturating at INT64_MAX (a negative factor too).
+inline int64_t blockProduct(int64_t a, int64_t b) {
+  int64_t r;
+  return a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+inline int64_t blockSum(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
 inline constexpr int64_t kDepthwiseChannelBlock = 16;
 struct DepthwiseBlocks {
   int64_t units = 0, slots = 1, elements = 0, sums = 0;
 };
 inline DepthwiseBlocks depthwiseBlocks(int64_t batch, int64_t channels, int64_t inPlane,
                                        int64_t outPlane, int64_t taps, bool gradWeight) {
-  auto mul = [](int64_t a, int64_t b) {
-    int64_t r;
-    return a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-  };
-  auto add = [](int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; };
+  auto mul = blockProduct, add = blockSum;
   DepthwiseBlocks d;
   const int64_t blocks =
       channels / kDepthwiseChannelBlock + (channels % kDepthwiseChannelBlock != 0);
@@ -181,6 +183,36 @@ inline DepthwiseBlocks depthwiseBlocks(int64_t batch, int64_t channels, int64_t 
   d.slots = convColumnSlots(d.units, std::max<int64_t>(unitWork, 1));
   d.elements = mul(add(add(inPlane, outPlane), gradWeight ? 0 : taps), kDepthwiseChannelBlock);
   d.sums = gradWeight ? mul(taps, kDepthwiseChannelBlock) : 0;
+  return d;
+}
+
+/// A grouped convolution of at most kGroupedDirectLanes input channels and filters a group
+/// (RegNet's group width 8, ResNeXt-50's 4 to 16; not a depthwise one, computed as above):
+/// as GEMMs it is an im2col and a BLAS call of at most 16 rows per (image, group), which ran
+/// at 7-10 GFLOP/s against 50-60 for ResNet's. With `direct` (plait-conv-image-blocks sets it;
+/// --no-direct-grouped-conv) conv2d and its adjoints compute it directly (ConvSupport.h
+/// groupedConv2d), a group's planes transposed into the workspace as [pixel][lane], the lanes
+/// its filters (conv2d, conv2d_grad_weight) or its input channels (conv2d_grad_input), and its
+/// taps as [tap][lane][lane]. Units: (image, group) pairs for conv2d and conv2d_grad_input,
+/// groups for conv2d_grad_weight (the images summed in order within a unit), with slots as the
+/// depthwise blocks' (`elements`: the input and output planes of kGroupedDirectLanes lanes a
+/// pixel, and but for conv2d_grad_weight the taps; `sums`: its taps' f64 sums).
+inline constexpr int64_t kGroupedDirectLanes = 16;
+inline bool groupedDirectShape(int64_t group, int64_t groupChannels, int64_t filtersPerGroup) {
+  return group > 1 && groupChannels >= 1 && filtersPerGroup >= 1 &&
+         groupChannels <= kGroupedDirectLanes && filtersPerGroup <= kGroupedDirectLanes &&
+         !(groupChannels == 1 && filtersPerGroup == 1);
+}
+inline DepthwiseBlocks groupedBlocks(int64_t batch, int64_t group, int64_t inPlane,
+                                     int64_t outPlane, int64_t taps, bool gradWeight) {
+  auto mul = blockProduct, add = blockSum;
+  constexpr int64_t L = kGroupedDirectLanes;
+  DepthwiseBlocks d;
+  d.units = gradWeight ? group : mul(batch, group);
+  const int64_t unitWork = mul(mul(mul(taps, outPlane), L * L), gradWeight ? batch : 1);
+  d.slots = convColumnSlots(d.units, std::max<int64_t>(unitWork, 1));
+  d.elements = add(mul(add(inPlane, outPlane), L), gradWeight ? 0 : mul(taps, L * L));
+  d.sums = gradWeight ? mul(taps, L * L) : 0;
   return d;
 }
 

@@ -141,7 +141,8 @@ private:
 
 /// The case's attributes, `imageBlock` images per GEMM (0: no image_block attribute), and
 /// with `winograd` its 3x3 stride-1 windows by Winograd F(2x2, 3x3) (plait-conv-winograd).
-Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0, bool winograd = false) {
+Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0, bool winograd = false,
+                bool direct = false) {
   AttrsBuilder attrs;
   attrs.ints("strides", {c.strides[0], c.strides[1]})
       .ints("pads", {c.pads[0], c.pads[1], c.pads[2], c.pads[3]})
@@ -151,6 +152,8 @@ Attrs convAttrs(const ConvCase &c, int64_t imageBlock = 0, bool winograd = false
     attrs.i("image_block", imageBlock);
   if (winograd)
     attrs.i("winograd", 1);
+  if (direct)
+    attrs.i("direct", 1);
   return attrs.build();
 }
 
@@ -361,6 +364,53 @@ TEST(ConvGrad, DepthwiseChannelBlocksGiveThePlaneLoopsBits) {
     check(float{}, c, DType::F32);
     check(double{}, c, DType::F64);
   }
+}
+
+// Grouped convolutions of narrow groups computed directly (plait-conv-grouped-direct's
+// `direct`, ConvShape::groupedDirect): conv2d and both adjoints within rounding of im2col and
+// GEMMs (f64: 1e-12), the same bits on 1 and 2 threads, with exactly the workspace
+// Workspace.cpp groupedBytes declares (runOk checks it). RegNet's width 8, stride 2, 4
+// channels against 16 filters with asymmetric pads, a dilated window, a depthwise multiplier
+// of 2 (1 channel, 2 filters a group) and a pointwise one of 16 a group.
+TEST(ConvGrad, GroupedDirectMatchesTheGemmPath) {
+  const ConvCase cases[] = {
+      {8, 64, 12, 12, 64, 3, 3, 8, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {3, 32, 11, 9, 32, 3, 3, 4, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {2, 16, 9, 8, 64, 3, 3, 4, {2, 1}, {1, 0, 1, 2}, {1, 1}},
+      {2, 12, 8, 10, 12, 3, 3, 3, {1, 2}, {2, 2, 2, 2}, {2, 2}},
+      {2, 8, 7, 7, 16, 5, 5, 8, {1, 1}, {2, 2, 2, 2}, {1, 1}},
+      {2, 32, 6, 6, 32, 1, 1, 2, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+  };
+  for (const ConvCase &c : cases)
+    for (DType dt : {DType::F64, DType::F32}) {
+      SCOPED_TRACE(::testing::Message() << c.c / c.group << " channels, " << c.m / c.group
+                                        << " filters a group, " << dtypeName(dt));
+      const std::vector<int64_t> xs{c.n, c.c, c.h, c.w}, ws{c.m, c.c / c.group, c.kh, c.kw},
+          ys{c.n, c.m, c.outH(), c.outW()};
+      auto random = [&](std::vector<int64_t> shape, uint32_t seed) {
+        std::vector<float> v = randomFloats(shape, seed, -1, 1).floats();
+        return makeFloat(dt, shape, std::vector<double>(v.begin(), v.end()));
+      };
+      auto x = random(xs, 5), w = random(ws, 6), dy = random(ys, 7), b = random({c.m}, 8);
+      const Attrs gemm = convAttrs(c), direct = convAttrs(c, 0, false, true);
+      const std::vector<double> want[3] = {
+          runOk("conv2d", {x, w, b}, dt, ys, gemm).doubles(),
+          runOk("conv2d_grad_input", {dy, w}, dt, xs, gemm).doubles(),
+          runOk("conv2d_grad_weight", {x, dy}, dt, ws, gemm).doubles()};
+      const double tol = dt == DType::F64 ? 1e-12 : 2e-5;
+      std::vector<double> got[2][3];
+      for (int threads : {1, 2}) {
+        KernelThreads use(threads);
+        std::vector<double> *g = got[threads - 1];
+        g[0] = runOk("conv2d", {x, w, b}, dt, ys, direct).doubles();
+        g[1] = runOk("conv2d_grad_input", {dy, w}, dt, xs, direct).doubles();
+        g[2] = runOk("conv2d_grad_weight", {x, dy}, dt, ws, direct).doubles();
+        for (int k = 0; k < 3; ++k)
+          EXPECT_TRUE(allClose(g[k], want[k], tol, tol)) << "kernel " << k;
+      }
+      for (int k = 0; k < 3; ++k)
+        EXPECT_EQ(got[0][k], got[1][k]) << "kernel " << k;
+    }
 }
 
 TEST(ConvGrad, MatchesBruteForceAdjointOverGeometries) {
