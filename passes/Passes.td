@@ -649,7 +649,9 @@ def ConvGroupedDirectPass : Pass<"plait-conv-grouped-direct", "mlir::ModuleOp"> 
     Sets `direct = true` on each plait.conv2d, conv2d_grad_input and conv2d_grad_weight that
     is grouped (not depthwise) with at most 16 input channels and 16 filters a group
     (runtime/cpu/Workspace.h groupedDirectShape: RegNet's group width 8, ResNeXt-50's 4 to
-    16). The CPU kernels then compute it a group at a time, the group's planes transposed
+    16) and whose output planes have at most 256 pixels or whose groups have 16 filters
+    (groupedDirectPays: on larger planes a group's GEMM is wide, and the direct kernels'
+    unused lanes cost more). The CPU kernels then compute it a group at a time, the group's planes transposed
     into the workspace as [pixel][lane] and its taps as [tap][lane][lane], where they would
     otherwise build a column matrix 9 times the input's size for a GEMM of at most 16 rows per
     image and group. The module records `plait.conv_grouped_direct` {grouped, direct} for the

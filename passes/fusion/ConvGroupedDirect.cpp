@@ -6,7 +6,8 @@
 // grouped 3x3 convolutions ran at 7-10 GFLOP/s where its dense 1x1 ones ran at 50-60. With
 // `direct` the kernels compute such a convolution a group at a time, its planes transposed to
 // [pixel][lane] (runtime/cpu/ConvSupport.h groupedConv2d; Workspace.h groupedDirectShape, the
-// shapes it takes: a depthwise one is computed directly anyway). Decided here so that the plan
+// shapes it takes: a depthwise one is computed directly anyway; groupedDirectPays, those where
+// it is faster: planes of at most 256 pixels, or 16 filters a group). Decided here so that the plan
 // states it, the memory plan counts its workspace, and --no-direct-grouped-conv can leave it
 // out. The module records `plait.conv_grouped_direct` {grouped, direct} for the report.
 #include "passes/Passes.h"
@@ -28,28 +29,32 @@ struct ConvGroupedDirectPass : impl::ConvGroupedDirectPassBase<ConvGroupedDirect
   void runOnOperation() final {
     int64_t grouped = 0, direct = 0;
     Builder b(&getContext());
-    // `w` the weight (or the weight gradient): [F, C/group, kH, kW].
-    auto mark = [&](auto op, Value w) {
+    // `w` the weight (or the weight gradient): [F, C/group, kH, kW]; `y` the output (or its
+    // gradient): [N, F, OH, OW].
+    auto mark = [&](auto op, Value w, Value y) {
       const int64_t group = op.getGroup();
       auto type = dyn_cast<RankedTensorType>(w.getType());
-      if (group <= 1 || !type || type.getRank() != 4 || !type.hasStaticShape())
+      auto yType = dyn_cast<RankedTensorType>(y.getType());
+      if (group <= 1 || !type || type.getRank() != 4 || !type.hasStaticShape() || !yType ||
+          yType.getRank() != 4 || !yType.hasStaticShape())
         return;
       const int64_t filters = type.getDimSize(0), groupChannels = type.getDimSize(1);
       if (groupChannels == 1 && filters == group) // depthwise: direct anyway
         return;
       ++grouped;
-      if (filters % group != 0 || !rt::groupedDirectShape(group, groupChannels, filters / group))
+      if (filters % group != 0 || !rt::groupedDirectShape(group, groupChannels, filters / group) ||
+          !rt::groupedDirectPays(filters / group, yType.getDimSize(2) * yType.getDimSize(3)))
         return;
       op->setAttr("direct", b.getBoolAttr(true));
       ++direct;
     };
     getOperation().walk([&](Operation *op) {
       if (auto conv = dyn_cast<Conv2dOp>(op))
-        mark(conv, conv.getW());
+        mark(conv, conv.getW(), conv.getResult());
       else if (auto grad = dyn_cast<Conv2dGradInputOp>(op))
-        mark(grad, grad.getW());
+        mark(grad, grad.getW(), grad.getGrad());
       else if (auto grad = dyn_cast<Conv2dGradWeightOp>(op))
-        mark(grad, grad.getResult());
+        mark(grad, grad.getResult(), grad.getGrad());
     });
     getOperation()->setAttr(
         "plait.conv_grouped_direct",

@@ -203,6 +203,16 @@ inline bool groupedDirectShape(int64_t group, int64_t groupChannels, int64_t fil
          groupChannels <= kGroupedDirectLanes && filtersPerGroup <= kGroupedDirectLanes &&
          !(groupChannels == 1 && filtersPerGroup == 1);
 }
+/// Where the direct kernels beat im2col and GEMMs (plait-conv-grouped-direct marks only
+/// those): output planes of at most kGroupedDirectPlane pixels, or groups of 16 filters (every
+/// lane used). On larger planes a GEMM per group is wide and the direct kernels' unused lanes
+/// cost more: training steps of 4 grouped 3x3 layers of 128 channels at 24x24, one thread,
+/// direct / GEMMs: 1.40 with 4 channels a group, 0.99 with 8, 0.63 with 16; at 12x12, 0.67
+/// with 4 and 0.64 with 8 (bench/README.md).
+inline constexpr int64_t kGroupedDirectPlane = 256;
+inline bool groupedDirectPays(int64_t filtersPerGroup, int64_t outPlane) {
+  return outPlane <= kGroupedDirectPlane || filtersPerGroup >= kGroupedDirectLanes;
+}
 inline DepthwiseBlocks groupedBlocks(int64_t batch, int64_t group, int64_t inPlane,
                                      int64_t outPlane, int64_t taps, bool gradWeight) {
   auto mul = blockProduct, add = blockSum;
