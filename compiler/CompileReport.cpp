@@ -375,8 +375,7 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
     module->walk([&](Operation *op) { grads += isa<LayerNormGradOp, RmsNormGradOp>(op); });
     report["fusion"]["norm"]["backward"] = grads;
     int64_t batchNorms = get("batch_norm"), batchNormGrads = 0;
-    const int64_t syncBatchNorms =
-        norm.getAs<IntegerAttr>("sync_batch_norm") ? get("sync_batch_norm") : 0;
+    const int64_t syncBatchNorms = get("sync_batch_norm");
     module->walk([&](BatchNormGradOp) { ++batchNormGrads; });
     report["fusion"]["norm"]["batch_norm_backward"] = batchNormGrads;
     int64_t adds = get("residual_adds");

@@ -13,6 +13,7 @@
 #include "passes/Passes.h"
 
 #include "ir/PlaitDialect.h"
+#include "passes/fusion/Convolutions.h"
 #include "runtime/cpu/Workspace.h"
 
 #include "mlir/IR/Builders.h"
@@ -29,8 +30,6 @@ struct ConvGroupedDirectPass : impl::ConvGroupedDirectPassBase<ConvGroupedDirect
   void runOnOperation() final {
     int64_t grouped = 0, direct = 0;
     Builder b(&getContext());
-    // `w` the weight (or the weight gradient): [F, C/group, kH, kW]; `y` the output (or its
-    // gradient): [N, F, OH, OW].
     auto mark = [&](auto op, Value w, Value y) {
       const int64_t group = op.getGroup();
       auto type = dyn_cast<RankedTensorType>(w.getType());
@@ -48,14 +47,7 @@ struct ConvGroupedDirectPass : impl::ConvGroupedDirectPassBase<ConvGroupedDirect
       op->setAttr("direct", b.getBoolAttr(true));
       ++direct;
     };
-    getOperation().walk([&](Operation *op) {
-      if (auto conv = dyn_cast<Conv2dOp>(op))
-        mark(conv, conv.getW(), conv.getResult());
-      else if (auto grad = dyn_cast<Conv2dGradInputOp>(op))
-        mark(grad, grad.getW(), grad.getGrad());
-      else if (auto grad = dyn_cast<Conv2dGradWeightOp>(op))
-        mark(grad, grad.getResult(), grad.getGrad());
-    });
+    forEachConvolution(getOperation(), mark);
     getOperation()->setAttr(
         "plait.conv_grouped_direct",
         b.getDictionaryAttr({b.getNamedAttr("grouped", b.getI64IntegerAttr(grouped)),

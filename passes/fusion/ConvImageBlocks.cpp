@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 
 #include "ir/PlaitDialect.h"
+#include "passes/fusion/Convolutions.h"
 #include "runtime/cpu/Workspace.h"
 
 #include "mlir/IR/Builders.h"
@@ -60,14 +61,7 @@ struct ConvImageBlocksPass : impl::ConvImageBlocksPassBase<ConvImageBlocksPass> 
       ++blocked;
       most = std::max(most, block);
     };
-    getOperation().walk([&](Operation *op) {
-      if (auto conv = dyn_cast<Conv2dOp>(op))
-        mark(conv, conv.getW(), conv.getResult());
-      else if (auto grad = dyn_cast<Conv2dGradInputOp>(op))
-        mark(grad, grad.getW(), grad.getGrad());
-      else if (auto grad = dyn_cast<Conv2dGradWeightOp>(op))
-        mark(grad, grad.getResult(), grad.getGrad());
-    });
+    forEachConvolution(getOperation(), mark);
     getOperation()->setAttr(
         "plait.conv_image_blocks",
         b.getDictionaryAttr({b.getNamedAttr("convolutions", b.getI64IntegerAttr(convolutions)),

@@ -124,6 +124,14 @@ bool depthwiseConv(const std::vector<int64_t> &w, const Attrs &attrs) {
   return w.size() == 4 && w[1] == 1 && attrs.getInt("group", 1) == w[0];
 }
 
+/// The slots of depthwise or direct grouped blocks: `elements` of `dtype` and `sums` doubles
+/// each.
+uint64_t blockSlotBytes(const DepthwiseBlocks &d, DType dtype) {
+  const uint64_t slots = uint64_t(d.slots);
+  return saturatingAdd(chunk(saturatingMul(uint64_t(d.elements), slots), dtypeSize(dtype)),
+                       chunk(saturatingMul(uint64_t(d.sums), slots), 8));
+}
+
 /// A grouped conv2d (or adjoint) computed directly (ConvShape::groupedDirect): its `direct`
 /// on a grouped shape of at most kGroupedDirectLanes channels and filters a group.
 bool groupedDirectConv(const std::vector<int64_t> &w, const Attrs &attrs) {
@@ -142,9 +150,7 @@ uint64_t groupedBytes(const std::vector<int64_t> &x, const std::vector<int64_t> 
   DepthwiseBlocks d =
       groupedBlocks(x[0], attrs.getInt("group", 1), clampedInt64(product(x, 2, 4)),
                     clampedInt64(product(y, 2, 4)), clampedInt64(product(w, 2, 4)), gradWeight);
-  const uint64_t slots = uint64_t(d.slots);
-  return saturatingAdd(chunk(saturatingMul(uint64_t(d.elements), slots), dtypeSize(dtype)),
-                       chunk(saturatingMul(uint64_t(d.sums), slots), 8));
+  return blockSlotBytes(d, dtype);
 }
 
 /// A conv2d or conv2d_grad_input computed by Winograd F(2x2, 3x3) (ConvShape::winograd): its
@@ -185,9 +191,7 @@ uint64_t depthwiseBytes(const std::vector<int64_t> &x, const std::vector<int64_t
   DepthwiseBlocks d =
       depthwiseBlocks(x[0], x[1], clampedInt64(product(x, 2, 4)), clampedInt64(product(y, 2, 4)),
                       clampedInt64(product(w, 2, 4)), gradWeight);
-  const uint64_t slots = uint64_t(d.slots);
-  return saturatingAdd(chunk(saturatingMul(uint64_t(d.elements), slots), dtypeSize(dtype)),
-                       chunk(saturatingMul(uint64_t(d.sums), slots), 8));
+  return blockSlotBytes(d, dtype);
 }
 
 /// The column matrices of conv2d and its adjoints (ColumnMatrix), `slots` of them: patch x
