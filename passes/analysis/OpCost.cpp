@@ -624,6 +624,39 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
           return !v ? std::vector<int64_t>{1, 1} : v->size() == 2 ? *v : std::vector<int64_t>{0, 0};
         };
         const std::vector<int64_t> strides = pair("strides"), dilations = pair("dilations");
+        // A depthwise convolution, and a grouped one marked `direct`, are computed without
+        // GEMMs (ConvSupport.h depthwiseConv2d, groupedConv2d): timed whole by the
+        // conv_depthwise or conv_grouped class, per vector multiply-add and per vector laid out
+        // (Workspace.h directConvWork), its units split across threads as forEachDepthwiseUnit
+        // splits them.
+        const bool depthwise = w->shape[1] == 1 && double(w->shape[0]) == group;
+        const int64_t filtersPerGroup = group > 0 ? w->shape[0] / int64_t(group) : 0;
+        if (depthwise || (intAttr(instr, "direct", 0) != 0 &&
+                          rt::groupedDirectShape(int64_t(group), w->shape[1], filtersPerGroup))) {
+          const bool gradWeight = k == "conv2d_grad_weight";
+          const rt::ConvKind kind = k == "conv2d"              ? rt::ConvKind::Forward
+                                    : k == "conv2d_grad_input" ? rt::ConvKind::GradInput
+                                                               : rt::ConvKind::GradWeight;
+          const double inPlane = double(x.shape[2]) * double(x.shape[3]);
+          const double taps = double(w->shape[2]) * double(w->shape[3]);
+          const rt::DirectConvWork work =
+              rt::directConvWork(kind, depthwise, batch, double(x.shape[1]), double(w->shape[0]),
+                                 group, inPlane, plane, taps);
+          cost.elements = work.multiplyAdds;
+          cost.rows = work.moved;
+          cost.rateClass = depthwise ? "conv_depthwise" : "conv_grouped";
+          cost.contraction = false;
+          const int64_t n = clampedInt64(batch), in = clampedInt64(inPlane),
+                        out = clampedInt64(plane), t = clampedInt64(taps);
+          const rt::DepthwiseBlocks units =
+              depthwise ? rt::depthwiseBlocks(n, x.shape[1], in, out, t, gradWeight)
+                        : rt::groupedBlocks(n, int64_t(group), in, out, t, gradWeight);
+          const double lanes = double(rt::kGroupedDirectLanes);
+          const double unitWork =
+              taps * plane * (depthwise ? lanes : lanes * lanes) * (gradWeight ? batch : 1);
+          splitUnits(cost, double(units.units), unitWork, double(units.slots));
+          return cost;
+        }
         if (winograd && winograd->size() == 1 && (*winograd)[0] != 0 &&
             rt::winogradWindow(w->shape[2], w->shape[3], strides[0], strides[1], dilations[0],
                                dilations[1], int64_t(group))) {

@@ -58,10 +58,16 @@ struct Link {
 /// call and ns_per_row per GEMM of its batch. "fused" is the fused elementwise kernel's own
 /// per-call cost; its ops are timed by their own classes. "conv" is the convolutions' own cost
 /// (im2col or col2im per column element, a GEMM call per image and group) beside their FLOPs.
+/// "conv_depthwise" and "conv_grouped" are the whole cost of the convolutions computed without
+/// GEMMs (depthwise ones; grouped ones marked `direct`): ns_per_element per vector multiply-add
+/// and ns_per_row per vector laid out in the workspace (runtime/cpu/Workspace.h
+/// directConvWork), a class each as their loops differ (a depthwise output's taps are one
+/// chain of adds; a group's filters make independent lanes).
 inline constexpr std::string_view kKernelClassNames[] = {
-    "binary",    "unary",   "transcendental", "pow",  "where", "cast", "movement",
-    "copy",      "reduction", "loss",         "loss_grad", "softmax", "norm", "pool", "pool_grad",
-    "adamw",     "sgd",     "matmul",         "fused", "conv"};
+    "binary",   "unary", "transcendental", "pow",         "where",     "cast",
+    "movement", "copy",  "reduction",      "loss",        "loss_grad", "softmax",
+    "norm",     "pool",  "pool_grad",      "adamw",       "sgd",       "matmul",
+    "fused",    "conv",  "conv_depthwise", "conv_grouped"};
 
 /// A measured kernel: time = overhead + elements × nsPerElement·1e-9 + rows × nsPerRow·1e-9
 /// seconds. A row is what a row-wise kernel works on at a time (the softmax's, norm's or

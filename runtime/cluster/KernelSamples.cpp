@@ -104,11 +104,13 @@ std::string registered(const std::string &variant) {
     return "matmul";
   if (variant.rfind("fused_", 0) == 0)
     return "fused_elementwise";
-  // Rows of 16 (the row-wise kernels), small planes and images (pools, convolutions).
-  for (std::string_view suffix : {"_16", "_small"})
-    if (hasSuffix(variant, suffix))
-      return variant.substr(0, variant.size() - suffix.size());
-  return variant;
+  // Rows of 16 (the row-wise kernels), small planes and images (pools, convolutions), the
+  // direct convolutions ("conv2d_grad_input_depthwise_small" is conv2d_grad_input).
+  std::string base = variant;
+  for (std::string_view suffix : {"_16", "_small", "_depthwise", "_grouped"})
+    if (hasSuffix(base, suffix))
+      base = base.substr(0, base.size() - suffix.size());
+  return base;
 }
 
 // The operands of `kernel` (a registered kernel or a variant) for `elements` f32 elements
@@ -203,6 +205,42 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     k.rows = planes;
     if (hasSuffix(pool, "_grad"))
       k.elements = k.outputs[0].numel(); // a gradient's work is over dx's windows
+  } else if (kernel.rfind("conv2d", 0) == 0 && (kernel.find("_depthwise") != std::string::npos ||
+                                                kernel.find("_grouped") != std::string::npos)) {
+    // The direct convolutions (conv_depthwise, conv_grouped: runtime/cpu/ConvSupport.h,
+    // Workspace.h directConvWork): 3x3, padded by 1, over one image's C = max(16, elements /
+    // plane) channels (a multiple of 16), depthwise (w [C, 1, 3, 3]) on planes of 24x24 (8x8:
+    // "_small"), as MobileNet's and EfficientNet's middle layers are (a block's planes then fill L1
+    // and more, as theirs do), or in groups of 8 channels and filters on 12x12 (RegNet's width at
+    // the largest plane it computes directly; "_small": 4 on 4x4), marked `direct`. `elements`
+    // counts their vector multiply-adds, `rows` the vectors laid out.
+    const bool small = hasSuffix(kernel, "_small");
+    const bool depthwise = kernel.find("_depthwise") != std::string::npos;
+    const std::string conv = registered(kernel);
+    const int64_t side = depthwise ? (small ? 8 : 24) : (small ? 4 : 12);
+    const int64_t channels = std::max<int64_t>(16, elements / (side * side) / 16 * 16);
+    const int64_t width = depthwise ? 1 : small ? 4 : 8, group = channels / width;
+    const std::vector<int64_t> x{1, channels, side, side}, w{channels, width, 3, 3};
+    if (conv == "conv2d")
+      k.in(DType::F32, x), k.in(DType::F32, w), k.out(DType::F32, x);
+    else if (conv == "conv2d_grad_input") // (dy, w) -> dx
+      k.in(DType::F32, x), k.in(DType::F32, w), k.out(DType::F32, x);
+    else // conv2d_grad_weight: (x, dy) -> dw
+      k.in(DType::F32, x), k.in(DType::F32, x), k.out(DType::F32, w);
+    k.ints("strides", {1, 1});
+    k.ints("pads", {1, 1, 1, 1});
+    k.ints("dilations", {1, 1});
+    k.ints("group", {group});
+    if (!depthwise)
+      k.ints("direct", {1});
+    const rt::ConvKind kind = conv == "conv2d"              ? rt::ConvKind::Forward
+                              : conv == "conv2d_grad_input" ? rt::ConvKind::GradInput
+                                                            : rt::ConvKind::GradWeight;
+    const double plane = double(side * side);
+    const rt::DirectConvWork work = rt::directConvWork(
+        kind, depthwise, 1, double(channels), double(channels), double(group), plane, plane, 9);
+    k.elements = int64_t(work.multiplyAdds);
+    k.rows = int64_t(work.moved);
   } else if (kernel.rfind("conv2d", 0) == 0) {
     // One filter of 3×3 over 4 channels, padded by 1: a column of 36 values per output pixel
     // and 72 FLOPs, so that the time is the kernel's own (im2col or col2im, a GEMM call per
@@ -222,7 +260,7 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     k.ints("dilations", {1, 1});
     k.elements = images * 36 * side * side; // the columns
     k.rows = images;                        // the GEMMs
-  } else if (kernel == "adamw_update") { // in place, as plans update parameters
+  } else if (kernel == "adamw_update") {    // in place, as plans update parameters
     k.in(DType::F32, shape), k.in(DType::F32, shape), k.in(DType::F32, shape);
     k.in(DType::F32, shape), k.in(DType::F32, {}, 0.001f), k.in(DType::F32, {}, 1.0f);
     k.outputs = {k.inputs[0], k.inputs[2], k.inputs[3]};
@@ -281,6 +319,14 @@ const std::vector<KernelClass> &kernelClasses() {
       {"conv",
        {"conv2d", "conv2d_grad_input", "conv2d_grad_weight", "conv2d_small",
         "conv2d_grad_input_small", "conv2d_grad_weight_small"}},
+      {"conv_depthwise",
+       {"conv2d_depthwise", "conv2d_grad_input_depthwise", "conv2d_grad_weight_depthwise",
+        "conv2d_depthwise_small", "conv2d_grad_input_depthwise_small",
+        "conv2d_grad_weight_depthwise_small"}},
+      {"conv_grouped",
+       {"conv2d_grouped", "conv2d_grad_input_grouped", "conv2d_grad_weight_grouped",
+        "conv2d_grouped_small", "conv2d_grad_input_grouped_small",
+        "conv2d_grad_weight_grouped_small"}},
   };
   return classes;
 }

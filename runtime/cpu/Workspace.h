@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -224,6 +225,40 @@ inline DepthwiseBlocks groupedBlocks(int64_t batch, int64_t group, int64_t inPla
   d.elements = add(mul(add(inPlane, outPlane), L), gradWeight ? 0 : mul(taps, L * L));
   d.sums = gradWeight ? mul(taps, L * L) : 0;
   return d;
+}
+
+/// What a direct convolution (a depthwise one, or a grouped one with `direct`) does, for the
+/// cost model and plait-calibrate's "conv_depthwise" and "conv_grouped" classes, in vectors of
+/// kGroupedDirectLanes lanes (a block's channels, a group's filters or channels): `multiplyAdds`,
+/// the vector multiply-adds of its inner loops (each output pixel's taps, for a grouped convolution
+/// over the group's channels, or filters for the input gradient; a depthwise input gradient visits
+/// each input pixel's taps, those the stride skips too; a depthwise weight gradient's are
+/// counted twice: it sums in f64), and `moved`, the vectors it lays out in the workspace
+/// and back (each unit's planes, transposed a value at a time; the taps; the weight
+/// gradients' f64 sums). Their ratio is what tells the two kinds apart: 4.5 multiply-adds a
+/// moved vector for a 3x3 depthwise layer, 36 for a group of 8.
+struct DirectConvWork {
+  double multiplyAdds = 0, moved = 0;
+};
+enum class ConvKind { Forward, GradInput, GradWeight };
+inline DirectConvWork directConvWork(ConvKind kind, bool depthwise, double batch, double channels,
+                                     double filters, double group, double inPlane, double outPlane,
+                                     double taps) {
+  constexpr double L = double(kGroupedDirectLanes);
+  DirectConvWork w;
+  if (depthwise) {
+    const double units = batch * std::ceil(channels / L);
+    w.multiplyAdds = units * (kind == ConvKind::GradInput ? inPlane : outPlane) * taps *
+                     (kind == ConvKind::GradWeight ? 2 : 1);
+    w.moved = units * (inPlane + outPlane + taps);
+  } else {
+    const double units = batch * group;
+    const double lanesSummed = (kind == ConvKind::GradInput ? filters : channels) / group;
+    w.multiplyAdds = units * outPlane * taps * lanesSummed;
+    w.moved = units * (inPlane + outPlane +
+                       (kind == ConvKind::GradWeight ? taps * channels / group : taps * L));
+  }
+  return w;
 }
 
 /// Images whose columns conv2d and its adjoints multiply in one GEMM (their `image_block`,

@@ -198,7 +198,8 @@ TEST(ClusterSpec, KernelRates) {
   EXPECT_EQ(errorOf(replaced("    binary:", "    binry:")),
             "spec.yaml:14: device.kernels.binry: unknown kernel class (expected one of binary, "
             "unary, transcendental, pow, where, cast, movement, copy, reduction, loss, loss_grad, "
-            "softmax, norm, pool, pool_grad, adamw, sgd, matmul, fused, conv)");
+            "softmax, norm, pool, pool_grad, adamw, sgd, matmul, fused, conv, conv_depthwise, "
+            "conv_grouped)");
   EXPECT_EQ(errorOf(replaced("ns_per_element: 0.3", "ns_per_element: -1")),
             "spec.yaml:14: device.kernels.binary.ns_per_element: '-1': must be positive");
   EXPECT_EQ(errorOf(replaced("ns_per_element: 0.3", "ns_per_element: 0.3 ns")),

@@ -424,6 +424,59 @@ TEST(OpCost, RowsOfRowWiseKernels) {
   EXPECT_DOUBLE_EQ(opCost(conv, {"avg_pool2d_grad", {2}, {0}}).rows, 8);
 }
 
+// Depthwise convolutions, and grouped ones marked `direct`, are timed whole by their classes:
+// vector multiply-adds of 16 lanes as elements, vectors laid out in the workspace as rows
+// (Workspace.h directConvWork); their FLOPs are still the convolution's.
+TEST(OpCost, DirectConvolutionsCountVectorsNotColumns) {
+  // Depthwise: 20 channels (2 blocks of 16 lanes) of 8x8, 3x3 taps, stride 2 to 4x4.
+  plan::PlanDesc dw = tensors({{2, 20, 8, 8}, {20, 1, 3, 3}, {2, 20, 4, 4}});
+  const std::vector<plan::AttrDesc> strided = {{"group", {20}}, {"strides", {2, 2}}};
+  const double units = 2 * 2; // images x blocks
+  OpCost y = opCost(dw, {"conv2d", {0, 1}, {2}, strided});
+  EXPECT_STREQ(y.rateClass, "conv_depthwise");
+  EXPECT_FALSE(y.contraction);
+  EXPECT_DOUBLE_EQ(y.flops, 2.0 * 2 * 20 * 16 * 9);
+  EXPECT_DOUBLE_EQ(y.elements, units * 16 * 9);
+  EXPECT_DOUBLE_EQ(y.rows, units * (64 + 16 + 9));
+  // The input gradient visits every input pixel's taps (those of other phases too); the
+  // weight gradient sums in f64 (twice the vectors).
+  EXPECT_DOUBLE_EQ(opCost(dw, {"conv2d_grad_input", {2, 1}, {0}, strided}).elements,
+                   units * 64 * 9);
+  OpCost dwW = opCost(dw, {"conv2d_grad_weight", {0, 2}, {1}, strided});
+  EXPECT_DOUBLE_EQ(dwW.elements, units * 16 * 9 * 2);
+  EXPECT_DOUBLE_EQ(dwW.flops, y.flops);
+  // A channel multiplier (w [2C, 1, ...]) is not depthwise: the GEMM path.
+  plan::PlanDesc mult = tensors({{2, 4, 8, 8}, {8, 1, 3, 3}, {2, 8, 6, 6}});
+  EXPECT_STREQ(opCost(mult, {"conv2d", {0, 1}, {2}, {{"group", {4}}}}).rateClass, "conv");
+
+  // Grouped: 4 groups of 8 channels and 8 filters, 6x6 -> 6x6 (padded).
+  plan::PlanDesc g = tensors({{2, 32, 6, 6}, {32, 8, 3, 3}, {2, 32, 6, 6}});
+  const std::vector<plan::AttrDesc> direct = {
+      {"group", {4}}, {"pads", {1, 1, 1, 1}}, {"direct", {1}}};
+  const double pairs = 2 * 4; // images x groups
+  OpCost gy = opCost(g, {"conv2d", {0, 1}, {2}, direct});
+  EXPECT_STREQ(gy.rateClass, "conv_grouped");
+  EXPECT_DOUBLE_EQ(gy.elements, pairs * 36 * 9 * 8);
+  EXPECT_DOUBLE_EQ(gy.rows, pairs * (36 + 36 + 9 * 16));
+  OpCost gw = opCost(g, {"conv2d_grad_weight", {0, 2}, {1}, direct});
+  EXPECT_DOUBLE_EQ(gw.rows, pairs * (36 + 36 + 9 * 8)); // its taps' f64 sums, not the taps
+  EXPECT_DOUBLE_EQ(gw.flops, gy.flops);
+  // Without `direct` (--no-direct-grouped-conv) the same convolution is im2col and GEMMs.
+  OpCost gemm = opCost(g, {"conv2d", {0, 1}, {2}, {{"group", {4}}, {"pads", {1, 1, 1, 1}}}});
+  EXPECT_STREQ(gemm.rateClass, "conv");
+  EXPECT_TRUE(gemm.contraction);
+  EXPECT_DOUBLE_EQ(gemm.flops, gy.flops);
+
+  // Timed by the class alone when the spec measured it: overhead + vectors, no GEMM rate.
+  ClusterSpec spec = oneCpuNode(1);
+  spec.device.kernels["conv_grouped"] = {0.5, 1e-6, 3};
+  plan::PlanDesc timed = g;
+  timed.instrs.push_back({"conv2d", {0, 1}, {2}, direct});
+  Prediction p;
+  ASSERT_TRUE(predictStep(timed, spec, p).ok());
+  EXPECT_NEAR(p.instrSeconds[0], 1e-6 + (gy.elements * 0.5 + gy.rows * 3) * 1e-9, 1e-15);
+}
+
 // Measured per-row times, the matmul kernel's per-call and per-GEMM costs and the fused
 // kernel's own overhead join the prediction.
 TEST(CostMeasuredKernels, RowsGemmsAndFusedCalls) {
