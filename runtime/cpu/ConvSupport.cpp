@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -167,22 +168,99 @@ int64_t taps(const ConvShape &s) { return s.window.kernel[0] * s.window.kernel[1
 
 constexpr int64_t kBlock = kDepthwiseChannelBlock;
 
+constexpr int64_t kLanes = kGroupedDirectLanes;
+static_assert(kLanes == kBlock, "toBlock and fromBlock lay out both kinds of block");
+
+/// kLanes values of T as one vector (GCC's vector extension): a lane per filter or channel
+/// (a depthwise block's: per channel), so that the compiler keeps each accumulator in registers and
+/// multiplies it by a broadcast value, where plain loops over the lanes inside a loop over the
+/// group's channels were vectorised across the channels instead (16 strided reductions and their
+/// permutes: slower than the GEMMs).
+template <typename T> struct LanesOf {
+  typedef T type __attribute__((vector_size(kLanes * sizeof(T))));
+};
+template <typename T> using Lanes = typename LanesOf<T>::type;
+/// Outputs (or inputs) the direct kernels compute at once along a row.
+constexpr int64_t kPixels = 4;
+
+/// Adds kLanes values at `p` times `scale` onto `acc` (taken by reference: a vector returned
+/// by value would change the ABI between the clones).
+template <typename T> PLAIT_VECTOR_INLINE void addLanes(Lanes<T> &acc, const T *p, T scale) {
+  Lanes<T> v;
+  std::memcpy(&v, p, sizeof v);
+  acc += v * scale;
+}
+
 /// The depthwise blocks of `s` (Workspace.h depthwiseBlocks, which the plan's workspace
 /// declares).
 DepthwiseBlocks blocksOf(const ConvShape &s, bool gradWeight) {
   return depthwiseBlocks(s.batch, s.channels, s.inPlane(), s.outPlane(), taps(s), gradWeight);
 }
 
+/// A 16x16 tile transposed in registers: v[r][c] becomes v[c][r]. Four rounds of two-vector
+/// shuffles, round b swapping the off-diagonal b x b blocks of every 2b x 2b block (rows r
+/// and r + b exchange their halves), each shuffle one permute instruction on AVX-512.
+template <typename T> struct ShuffleMaskOf {
+  using Index = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  typedef Index type __attribute__((vector_size(kLanes * sizeof(Index))));
+};
+template <typename T> PLAIT_VECTOR_INLINE void transposeTile(Lanes<T> (&v)[kLanes]) {
+  static_assert(kLanes == 16, "the masks below are for 16 lanes");
+  using M = typename ShuffleMaskOf<T>::type;
+  const M top[4] = {{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+                    {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+                    {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+                    {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}};
+  const M bottom[4] = {{1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
+                       {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+                       {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+                       {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}};
+  // Unrolled whole, so that the tile stays in registers and the masks are constants.
+#pragma GCC unroll 4
+  for (int round = 0; round < 4; ++round)
+#pragma GCC unroll 16
+    for (int r = 0; r < kLanes; ++r)
+      if (const int b = 1 << round; !(r & b)) {
+        const Lanes<T> upper = v[r], lower = v[r + b];
+        v[r] = __builtin_shuffle(upper, lower, top[round]);
+        v[r + b] = __builtin_shuffle(upper, lower, bottom[round]);
+      }
+}
+
 /// Channels [c0, c0 + count) of `src`'s planes of `plane` pixels as a block [pixel][kBlock]
-/// (the lanes past `count` zero), and back.
-template <typename T> void toBlock(const T *src, int64_t plane, int64_t count, T *block) {
-  for (int64_t c = 0; c < kBlock; ++c)
-    for (int64_t p = 0; p < plane; ++p)
+/// (the lanes past `count` zero), and back: 16 pixels at a time as a tile transposed in
+/// registers (the rest one value at a time). A value at a time throughout, a channel's pass
+/// over the plane wrote a value into every line of the block (a block's pixel is a cache line
+/// of f32), and the transposes took 3 times the convolution's own loops.
+template <typename T>
+PLAIT_SIMD_CLONES void toBlock(const T *src, int64_t plane, int64_t count, T *block) {
+  int64_t p0 = 0;
+  for (; p0 + kLanes <= plane; p0 += kLanes) {
+    Lanes<T> v[kLanes];
+    for (int64_t c = 0; c < kLanes; ++c) {
+      v[c] = Lanes<T>{};
+      if (c < count)
+        std::memcpy(&v[c], src + c * plane + p0, sizeof v[c]);
+    }
+    transposeTile<T>(v);
+    std::memcpy(block + p0 * kBlock, v, sizeof v);
+  }
+  for (int64_t p = p0; p < plane; ++p)
+    for (int64_t c = 0; c < kBlock; ++c)
       block[p * kBlock + c] = c < count ? src[c * plane + p] : T(0);
 }
-template <typename T> void fromBlock(const T *block, int64_t plane, int64_t count, T *dst) {
+template <typename T>
+PLAIT_SIMD_CLONES void fromBlock(const T *block, int64_t plane, int64_t count, T *dst) {
+  int64_t p0 = 0;
+  for (; p0 + kLanes <= plane; p0 += kLanes) {
+    Lanes<T> v[kLanes];
+    std::memcpy(v, block + p0 * kBlock, sizeof v);
+    transposeTile<T>(v);
+    for (int64_t c = 0; c < count; ++c)
+      std::memcpy(dst + c * plane + p0, &v[c], sizeof v[c]);
+  }
   for (int64_t c = 0; c < count; ++c)
-    for (int64_t p = 0; p < plane; ++p)
+    for (int64_t p = p0; p < plane; ++p)
       dst[c * plane + p] = block[p * kBlock + c];
 }
 
@@ -211,49 +289,143 @@ std::pair<int64_t, int64_t> tapRange(int64_t o, int64_t stride, int64_t pad, int
   return {lo, hi};
 }
 
+/// Loads kLanes values at `p` (a block's pixel) into `v`, and adds `k` times those at `p`
+/// onto `acc` (vectors by reference, as addLanes takes them).
+template <typename T> PLAIT_VECTOR_INLINE void loadLanes(Lanes<T> &v, const T *p) {
+  std::memcpy(&v, p, sizeof v);
+}
+template <typename T>
+PLAIT_VECTOR_INLINE void addProduct(Lanes<T> &acc, const Lanes<T> &k, const T *p) {
+  Lanes<T> v;
+  std::memcpy(&v, p, sizeof v);
+  acc += k * v;
+}
+
 /// One block's output plane Y [pixel][kBlock] from its input plane X and taps K [tap][kBlock]:
 /// each output starts from its bias (or 0) and adds its valid taps in kernel order, as the
-/// plane-by-plane loop before it did (the same bits).
+/// plane-by-plane loop before it did (the same bits). Along a row's interior (every
+/// horizontal tap inside the plane) kPixels outputs at once, each its own chain of adds,
+/// every tap loaded once for them: one output's taps are a chain whose adds wait on each
+/// other, so one at a time ran at the adds' latency.
 template <typename T>
 PLAIT_SIMD_CLONES void depthwiseBlock(const ConvShape &s, const T *X, const T *K, const T *bias,
                                       T *Y) {
   const Window2d &win = s.window;
+  const int64_t s1 = win.stride[1], p1 = win.padBegin[1], d1 = win.dilation[1];
+  // The columns whose every horizontal tap is inside the plane: [a, b).
+  const int64_t a = (p1 + s1 - 1) / s1;
+  const int64_t last = s.width - 1 - (win.kernel[1] - 1) * d1 + p1;
+  const int64_t b = last < 0 ? a : std::max(a, std::min(s.outWidth, last / s1 + 1));
+  Lanes<T> start{};
+  if (bias)
+    loadLanes(start, bias);
   for (int64_t oh = 0; oh < s.outHeight; ++oh) {
     const auto [i0, i1] =
         tapRange(oh, win.stride[0], win.padBegin[0], win.dilation[0], win.kernel[0], s.height);
-    for (int64_t ow = 0; ow < s.outWidth; ++ow) {
+    for (int64_t ow = 0; ow < s.outWidth;) {
+      if (ow >= a && ow + kPixels <= b) {
+        Lanes<T> acc[kPixels];
+        for (int64_t q = 0; q < kPixels; ++q)
+          acc[q] = start;
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
+          for (int64_t j = 0; j < win.kernel[1]; ++j) {
+            const T *x = X + (ih * s.width + ow * s1 - p1 + j * d1) * kBlock;
+            Lanes<T> k;
+            loadLanes(k, K + (i * win.kernel[1] + j) * kBlock);
+            for (int64_t q = 0; q < kPixels; ++q)
+              addProduct(acc[q], k, x + q * s1 * kBlock);
+          }
+        }
+        std::memcpy(Y + (oh * s.outWidth + ow) * kBlock, acc, sizeof acc);
+        ow += kPixels;
+        continue;
+      }
       const auto [j0, j1] =
           tapRange(ow, win.stride[1], win.padBegin[1], win.dilation[1], win.kernel[1], s.width);
-      T acc[kBlock];
-      for (int64_t c = 0; c < kBlock; ++c)
-        acc[c] = bias ? bias[c] : T(0);
+      Lanes<T> acc = start;
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
         for (int64_t j = j0; j < j1; ++j) {
           const int64_t iw = ow * win.stride[1] - win.padBegin[1] + j * win.dilation[1];
-          const T *x = X + (ih * s.width + iw) * kBlock, *k = K + (i * win.kernel[1] + j) * kBlock;
-          for (int64_t c = 0; c < kBlock; ++c)
-            acc[c] += k[c] * x[c];
+          Lanes<T> k;
+          loadLanes(k, K + (i * win.kernel[1] + j) * kBlock);
+          addProduct(acc, k, X + (ih * s.width + iw) * kBlock);
         }
       }
-      T *y = Y + (oh * s.outWidth + ow) * kBlock;
-      for (int64_t c = 0; c < kBlock; ++c)
-        y[c] = acc[c];
+      std::memcpy(Y + (oh * s.outWidth + ow) * kBlock, &acc, sizeof acc);
+      ++ow;
     }
   }
 }
 
+/// The input gradients' interior columns [a, b) of a row, those every tap reads from inside
+/// dy's row, as blocks of kPixels columns s1 apart, each of one phase (column mod s1: the
+/// same taps divide), which the direct kernels compute at once.
+struct InteriorPhases {
+  int64_t a, b, s1;
+  explicit InteriorPhases(const ConvShape &s)
+      : a(std::max<int64_t>(0, (s.window.kernel[1] - 1) * s.window.dilation[1] -
+                                   s.window.padBegin[1])),
+        b(std::min(s.width, s.outWidth * s.window.stride[1] - s.window.padBegin[1])),
+        s1(s.window.stride[1]) {}
+  /// The first interior column of phase r.
+  int64_t first(int64_t r) const { return a + ((r - a) % s1 + s1) % s1; }
+  /// The whole blocks of the phase whose first column is `start`.
+  int64_t blocks(int64_t start) const {
+    return b > start ? (b - start + s1 - 1) / s1 / kPixels : 0;
+  }
+  /// Whether column iw is in one of its phase's blocks.
+  bool inBlock(int64_t iw) const {
+    const int64_t start = first(iw % s1);
+    return iw >= start && (iw - start) / s1 < blocks(start) * kPixels;
+  }
+};
+
 /// One block's input gradient DX [pixel][kBlock] from DY and K: each input sums, from 0, the
 /// taps that read it in kernel order (an output row and column for each, where the stride
 /// divides), as the plane-by-plane loop before it added them (the same bits). kUnit: stride
-/// 1 on both axes (no division).
+/// 1 on both axes (no division). Along a row's interior (every tap reading inside dy's row)
+/// kPixels inputs s1 apart, of one phase (the same taps divide), at once, as depthwiseBlock
+/// computes its outputs.
 template <bool kUnit, typename T>
 PLAIT_VECTOR_INLINE void gradInputRows(const ConvShape &s, const T *DY, const T *K, T *DX) {
   const Window2d &win = s.window;
   const int64_t s0 = win.stride[0], s1 = win.stride[1], d0 = win.dilation[0], d1 = win.dilation[1];
-  for (int64_t ih = 0; ih < s.height; ++ih)
+  const int64_t p1 = win.padBegin[1];
+  const InteriorPhases phases(s);
+  for (int64_t ih = 0; ih < s.height; ++ih) {
+    for (int64_t r = 0; r < std::min(s1, s.width); ++r) {
+      const int64_t start = phases.first(r), blocks = phases.blocks(start);
+      for (int64_t k0 = 0; k0 < blocks; ++k0) {
+        const int64_t iw = start + k0 * kPixels * s1;
+        Lanes<T> acc[kPixels] = {};
+        for (int64_t i = 0; i < win.kernel[0]; ++i) {
+          const int64_t nh = ih + win.padBegin[0] - i * d0;
+          if (nh < 0)
+            break;
+          if (kUnit ? nh >= s.outHeight : nh % s0 != 0 || nh / s0 >= s.outHeight)
+            continue;
+          const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kBlock;
+          for (int64_t j = 0; j < win.kernel[1]; ++j) {
+            const int64_t nw = iw + p1 - j * d1;
+            if (!kUnit && nw % s1 != 0)
+              continue;
+            const T *dy = dyRow + (kUnit ? nw : nw / s1) * kBlock;
+            Lanes<T> k;
+            loadLanes(k, K + (i * win.kernel[1] + j) * kBlock);
+            for (int64_t q = 0; q < kPixels; ++q)
+              addProduct(acc[q], k, dy + q * kBlock);
+          }
+        }
+        for (int64_t q = 0; q < kPixels; ++q)
+          std::memcpy(DX + (ih * s.width + iw + q * s1) * kBlock, &acc[q], sizeof acc[q]);
+      }
+    }
     for (int64_t iw = 0; iw < s.width; ++iw) {
-      T acc[kBlock] = {};
+      if (phases.inBlock(iw))
+        continue;
+      Lanes<T> acc{};
       for (int64_t i = 0; i < win.kernel[0]; ++i) {
         const int64_t nh = ih + win.padBegin[0] - i * d0; // oh * s0 where it is one
         if (nh < 0)
@@ -263,20 +435,19 @@ PLAIT_VECTOR_INLINE void gradInputRows(const ConvShape &s, const T *DY, const T 
         const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kBlock;
         const T *kRow = K + i * win.kernel[1] * kBlock;
         for (int64_t j = 0; j < win.kernel[1]; ++j) {
-          const int64_t nw = iw + win.padBegin[1] - j * d1;
+          const int64_t nw = iw + p1 - j * d1;
           if (nw < 0)
             break;
           if (kUnit ? nw >= s.outWidth : nw % s1 != 0 || nw / s1 >= s.outWidth)
             continue;
-          const T *dy = dyRow + (kUnit ? nw : nw / s1) * kBlock, *k = kRow + j * kBlock;
-          for (int64_t c = 0; c < kBlock; ++c)
-            acc[c] += k[c] * dy[c];
+          Lanes<T> k;
+          loadLanes(k, kRow + j * kBlock);
+          addProduct(acc, k, dyRow + (kUnit ? nw : nw / s1) * kBlock);
         }
       }
-      T *dx = DX + (ih * s.width + iw) * kBlock;
-      for (int64_t c = 0; c < kBlock; ++c)
-        dx[c] = acc[c];
+      std::memcpy(DX + (ih * s.width + iw) * kBlock, &acc, sizeof acc);
     }
+  }
 }
 template <typename T>
 PLAIT_SIMD_CLONES void depthwiseGradInputBlock(const ConvShape &s, const T *DY, const T *K, T *DX) {
@@ -345,29 +516,6 @@ Status forEachImageBlock(const ConvShape &s, const T *w, Scratch &scratch, Body 
 }
 
 //===--- grouped convolutions computed directly ---------------------------------------===//
-
-constexpr int64_t kLanes = kGroupedDirectLanes;
-static_assert(kLanes == kBlock, "toBlock and fromBlock lay out both kinds of block");
-
-/// kLanes values of T as one vector (GCC's vector extension): a lane per filter or channel,
-/// so that the compiler keeps each accumulator in registers and multiplies it by a broadcast
-/// value, where plain loops over the lanes inside a loop over the group's channels were
-/// vectorised across the channels instead (16 strided reductions and their permutes: slower
-/// than the GEMMs).
-template <typename T> struct LanesOf {
-  typedef T type __attribute__((vector_size(kLanes * sizeof(T))));
-};
-template <typename T> using Lanes = typename LanesOf<T>::type;
-/// Outputs (or inputs) the direct grouped kernels compute at once along a row.
-constexpr int64_t kPixels = 4;
-
-/// Adds kLanes values at `p` times `scale` onto `acc` (taken by reference: a vector returned
-/// by value would change the ABI between the clones).
-template <typename T> PLAIT_VECTOR_INLINE void addLanes(Lanes<T> &acc, const T *p, T scale) {
-  Lanes<T> v;
-  std::memcpy(&v, p, sizeof v);
-  acc += v * scale;
-}
 
 /// The grouped blocks of `s` (Workspace.h groupedBlocks, which the plan's workspace declares).
 DepthwiseBlocks groupedBlocksOf(const ConvShape &s, bool gradWeight) {
@@ -457,23 +605,12 @@ PLAIT_VECTOR_INLINE void groupedGradInputRows(const ConvShape &s, const T *DY, c
   const Window2d &win = s.window;
   const int64_t s0 = win.stride[0], s1 = win.stride[1], d0 = win.dilation[0], d1 = win.dilation[1];
   const int64_t fg = s.filtersPerGroup(), p1 = win.padBegin[1];
-  // The interior columns, each read by its taps from inside dy's row: [a, b). A block is
-  // kPixels of them s1 apart, of one phase (the same taps divide), computed at once as
+  // The interior columns in blocks of kPixels of one phase, computed at once as
   // groupedBlock's outputs are: the same sums in the same order as one at a time.
-  const int64_t a = std::max<int64_t>(0, (win.kernel[1] - 1) * d1 - p1);
-  const int64_t b = std::min(s.width, s.outWidth * s1 - p1);
-  auto firstOfPhase = [&](int64_t r) { return a + ((r - a) % s1 + s1) % s1; };
-  auto blocksOfPhase = [&](int64_t start) {
-    return b > start ? (b - start + s1 - 1) / s1 / kPixels : 0;
-  };
-  // Whether column iw is in one of its phase's blocks.
-  auto inBlock = [&](int64_t iw) {
-    const int64_t start = firstOfPhase(iw % s1);
-    return iw >= start && (iw - start) / s1 < blocksOfPhase(start) * kPixels;
-  };
+  const InteriorPhases phases(s);
   for (int64_t ih = 0; ih < s.height; ++ih) {
     for (int64_t r = 0; r < std::min(s1, s.width); ++r) {
-      const int64_t start = firstOfPhase(r), blocks = blocksOfPhase(start);
+      const int64_t start = phases.first(r), blocks = phases.blocks(start);
       for (int64_t k0 = 0; k0 < blocks; ++k0) {
         const int64_t iw = start + k0 * kPixels * s1;
         Lanes<T> acc[kPixels] = {};
@@ -500,7 +637,7 @@ PLAIT_VECTOR_INLINE void groupedGradInputRows(const ConvShape &s, const T *DY, c
       }
     }
     for (int64_t iw = 0; iw < s.width; ++iw) {
-      if (inBlock(iw))
+      if (phases.inBlock(iw))
         continue;
       Lanes<T> acc{};
       for (int64_t i = 0; i < win.kernel[0]; ++i) {
