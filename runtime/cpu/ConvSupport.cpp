@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include <algorithm>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -198,33 +197,41 @@ DepthwiseBlocks blocksOf(const ConvShape &s, bool gradWeight) {
 }
 
 /// A 16x16 tile transposed in registers: v[r][c] becomes v[c][r]. Four rounds of two-vector
-/// shuffles, round b swapping the off-diagonal b x b blocks of every 2b x 2b block (rows r
-/// and r + b exchange their halves), each shuffle one permute instruction on AVX-512.
-template <typename T> struct ShuffleMaskOf {
-  using Index = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
-  typedef Index type __attribute__((vector_size(kLanes * sizeof(Index))));
-};
+/// shuffles (__builtin_shufflevector: GCC and Clang), round b swapping the off-diagonal b x b
+/// blocks of every 2b x 2b block (rows r and r + b exchange halves), each shuffle one permute
+/// instruction on AVX-512.
+template <int B, typename T> PLAIT_VECTOR_INLINE void swapBlocks(Lanes<T> &upper, Lanes<T> &lower) {
+  const Lanes<T> u = upper, l = lower;
+  if constexpr (B == 1) {
+    upper =
+        __builtin_shufflevector(u, l, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+    lower =
+        __builtin_shufflevector(u, l, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+  } else if constexpr (B == 2) {
+    upper = __builtin_shufflevector(u, l, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+    lower =
+        __builtin_shufflevector(u, l, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+  } else if constexpr (B == 4) {
+    upper = __builtin_shufflevector(u, l, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+    lower =
+        __builtin_shufflevector(u, l, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+  } else {
+    upper = __builtin_shufflevector(u, l, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    lower =
+        __builtin_shufflevector(u, l, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  }
+}
+template <int B, typename T> PLAIT_VECTOR_INLINE void swapRound(Lanes<T> (&v)[kLanes]) {
+  for (int r = 0; r < kLanes; r += 2 * B)
+    for (int i = r; i < r + B; ++i)
+      swapBlocks<B, T>(v[i], v[i + B]);
+}
 template <typename T> PLAIT_VECTOR_INLINE void transposeTile(Lanes<T> (&v)[kLanes]) {
-  static_assert(kLanes == 16, "the masks below are for 16 lanes");
-  using M = typename ShuffleMaskOf<T>::type;
-  const M top[4] = {{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
-                    {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
-                    {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
-                    {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}};
-  const M bottom[4] = {{1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
-                       {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
-                       {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
-                       {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}};
-  // Unrolled whole, so that the tile stays in registers and the masks are constants.
-#pragma GCC unroll 4
-  for (int round = 0; round < 4; ++round)
-#pragma GCC unroll 16
-    for (int r = 0; r < kLanes; ++r)
-      if (const int b = 1 << round; !(r & b)) {
-        const Lanes<T> upper = v[r], lower = v[r + b];
-        v[r] = __builtin_shuffle(upper, lower, top[round]);
-        v[r + b] = __builtin_shuffle(upper, lower, bottom[round]);
-      }
+  static_assert(kLanes == 16, "the shuffles are for 16 lanes");
+  swapRound<1, T>(v);
+  swapRound<2, T>(v);
+  swapRound<4, T>(v);
+  swapRound<8, T>(v);
 }
 
 /// Channels [c0, c0 + count) of `src`'s planes of `plane` pixels as a block [pixel][kBlock]
