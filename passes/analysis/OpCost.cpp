@@ -388,8 +388,15 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
     return;
   }
   if (isBatchNormKernel(k) && a.shape.size() >= 2) {
-    // Channels, each all of its values (NormalizationKernels.cpp).
-    splitAs(cost, double(a.shape[1]), 1, false);
+    // Channels, each all of its values, chunks of kElementGrain values (NormalizationKernels.cpp:
+    // the passes' reads of one value counted as one, two or three).
+    const double reads = k == "batch_norm_grad"                         ? 3
+                         : k == "batch_norm" && instr.inputs.size() > 3 ? 1
+                                                                        : 2;
+    const double channels = double(a.shape[1]);
+    splitAs(cost,
+            rowGrains(channels, reads * numel(a) / std::max(channels, 1.0), rt::cpu::kElementGrain),
+            1, false);
     return;
   }
   if (k == "top_k" && !a.shape.empty()) { // rows (ReductionKernels.cpp)

@@ -334,6 +334,20 @@ TEST(OpCost, RowsOfRowWiseKernels) {
   EXPECT_DOUBLE_EQ(opCost(plan, {"softmax_cross_entropy", {1, 2}, {3}}).rows, 32);
   EXPECT_DOUBLE_EQ(opCost(plan, {"reduce_sum", {1}, {2}}).rows, 32);
   EXPECT_DOUBLE_EQ(opCost(plan, {"mul", {1, 1}, {1}}).rows, 0);
+  // A training-mode BatchNorm's rows are its channels; they split across threads in chunks
+  // of kElementGrain values read (its gradient reads x and dy in its sums and again for dx: 3
+  // a value), so a deep layer's few values a channel make few chunks.
+  plan::PlanDesc bn = tensors({{8, 512, 3, 3}, {512}, {512}, {8, 512, 3, 3}});
+  OpCost y = opCost(bn, {"batch_norm", {0, 1, 2}, {3, 1, 2}});
+  EXPECT_STREQ(y.rateClass, "norm");
+  EXPECT_DOUBLE_EQ(y.rows, 512);
+  const double perChannel = 8 * 9;
+  EXPECT_DOUBLE_EQ(y.splitGrains,
+                   512.0 / double(rt::cpu::grainFor(rt::cpu::kElementGrain, 2 * perChannel)));
+  OpCost bnGrad = opCost(bn, {"batch_norm_grad", {0, 1, 1, 2, 3}, {3, 1, 2}});
+  EXPECT_DOUBLE_EQ(bnGrad.splitGrains,
+                   512.0 / double(rt::cpu::grainFor(rt::cpu::kElementGrain, 3 * perChannel)));
+  EXPECT_LT(bnGrad.splitGrains, 512.0);
   plan::InstrDesc fused{"fused_elementwise", {4}, {4, 5},
                         {{"program", {fused::Mul, 0, 0, -1}}, {"outputs", {1, 1}},
                          {"reductions", {fused::Store, fused::Sum}}}};
