@@ -389,14 +389,17 @@ struct InteriorPhases {
   }
 };
 
-/// One block's input gradient DX [pixel][kBlock] from DY and K: each input sums, from 0, the
-/// taps that read it in kernel order (an output row and column for each, where the stride
-/// divides), as the plane-by-plane loop before it added them (the same bits). kUnit: stride
-/// 1 on both axes (no division). Along a row's interior (every tap reading inside dy's row)
-/// kPixels inputs s1 apart, of one phase (the same taps divide), at once, as depthwiseBlock
-/// computes its outputs.
-template <bool kUnit, typename T>
-PLAIT_VECTOR_INLINE void gradInputRows(const ConvShape &s, const T *DY, const T *K, T *DX) {
+/// An input gradient's walk, for a depthwise block and a direct group alike: DX [pixel][lane]
+/// from DY [pixel][lane], each input summing, from 0, the taps that read it in kernel order (an
+/// output row and column for each, where the stride divides), as the plane-by-plane loops
+/// before them added them (the same bits). kUnit: stride 1 on both axes (no division). Along
+/// a row's interior (every tap reading inside dy's row) kPixels inputs s1 apart, of one phase
+/// (the same taps divide), at once, as the forward kernels compute their outputs. `taps`
+/// gives tap (i, j)'s values (`at`) and adds a tap's products onto kPixels inputs (`block`) or
+/// one (`one`): a depthwise block's one vector a tap, a group's one a filter.
+template <bool kUnit, typename T, typename Taps>
+PLAIT_VECTOR_INLINE void inputGradientRows(const ConvShape &s, const T *DY, const Taps &taps,
+                                           T *DX) {
   const Window2d &win = s.window;
   const int64_t s0 = win.stride[0], s1 = win.stride[1], d0 = win.dilation[0], d1 = win.dilation[1];
   const int64_t p1 = win.padBegin[1];
@@ -413,20 +416,16 @@ PLAIT_VECTOR_INLINE void gradInputRows(const ConvShape &s, const T *DY, const T 
             break;
           if (kUnit ? nh >= s.outHeight : nh % s0 != 0 || nh / s0 >= s.outHeight)
             continue;
-          const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kBlock;
+          const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kLanes;
           for (int64_t j = 0; j < win.kernel[1]; ++j) {
             const int64_t nw = iw + p1 - j * d1;
             if (!kUnit && nw % s1 != 0)
               continue;
-            const T *dy = dyRow + (kUnit ? nw : nw / s1) * kBlock;
-            Lanes<T> k;
-            loadLanes(k, K + (i * win.kernel[1] + j) * kBlock);
-            for (int64_t q = 0; q < kPixels; ++q)
-              addProduct(acc[q], k, dy + q * kBlock);
+            taps.block(acc, taps.at(i, j), dyRow + (kUnit ? nw : nw / s1) * kLanes);
           }
         }
         for (int64_t q = 0; q < kPixels; ++q)
-          std::memcpy(DX + (ih * s.width + iw + q * s1) * kBlock, &acc[q], sizeof acc[q]);
+          std::memcpy(DX + (ih * s.width + iw + q * s1) * kLanes, &acc[q], sizeof acc[q]);
       }
     }
     for (int64_t iw = 0; iw < s.width; ++iw) {
@@ -439,29 +438,46 @@ PLAIT_VECTOR_INLINE void gradInputRows(const ConvShape &s, const T *DY, const T 
           break; // and every later tap
         if (kUnit ? nh >= s.outHeight : nh % s0 != 0 || nh / s0 >= s.outHeight)
           continue;
-        const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kBlock;
-        const T *kRow = K + i * win.kernel[1] * kBlock;
+        const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kLanes;
         for (int64_t j = 0; j < win.kernel[1]; ++j) {
           const int64_t nw = iw + p1 - j * d1;
           if (nw < 0)
             break;
           if (kUnit ? nw >= s.outWidth : nw % s1 != 0 || nw / s1 >= s.outWidth)
             continue;
-          Lanes<T> k;
-          loadLanes(k, kRow + j * kBlock);
-          addProduct(acc, k, dyRow + (kUnit ? nw : nw / s1) * kBlock);
+          taps.one(acc, taps.at(i, j), dyRow + (kUnit ? nw : nw / s1) * kLanes);
         }
       }
-      std::memcpy(DX + (ih * s.width + iw) * kBlock, &acc, sizeof acc);
+      std::memcpy(DX + (ih * s.width + iw) * kLanes, &acc, sizeof acc);
     }
   }
 }
+
+/// A depthwise block's taps K [tap][kBlock]: one vector multiply-add a tap.
+template <typename T> struct DepthwiseTaps {
+  const T *K;
+  int64_t kw;
+  PLAIT_VECTOR_INLINE const T *at(int64_t i, int64_t j) const { return K + (i * kw + j) * kBlock; }
+  PLAIT_VECTOR_INLINE void block(Lanes<T> (&acc)[kPixels], const T *k, const T *dy) const {
+    Lanes<T> v;
+    loadLanes(v, k);
+    for (int64_t q = 0; q < kPixels; ++q)
+      addProduct(acc[q], v, dy + q * kBlock);
+  }
+  PLAIT_VECTOR_INLINE void one(Lanes<T> &acc, const T *k, const T *dy) const {
+    Lanes<T> v;
+    loadLanes(v, k);
+    addProduct(acc, v, dy);
+  }
+};
+
 template <typename T>
 PLAIT_SIMD_CLONES void depthwiseGradInputBlock(const ConvShape &s, const T *DY, const T *K, T *DX) {
+  const DepthwiseTaps<T> taps{K, s.window.kernel[1]};
   if (s.window.stride[0] == 1 && s.window.stride[1] == 1)
-    gradInputRows<true>(s, DY, K, DX);
+    inputGradientRows<true>(s, DY, taps, DX);
   else
-    gradInputRows<false>(s, DY, K, DX);
+    inputGradientRows<false>(s, DY, taps, DX);
 }
 
 /// One image's part of a block's weight gradient: for each tap in kernel order and each
@@ -604,78 +620,32 @@ PLAIT_SIMD_CLONES void groupedBlock(const ConvShape &s, const T *X, const T *K, 
   }
 }
 
-/// One (image, group)'s input gradient DX [pixel][channel lane] from DY [pixel][filter lane]
-/// and K [tap][filter][channel]: each input sums, from 0, the taps that read it in kernel
-/// order (gradInputRows' walk), each over the group's filters in order.
-template <bool kUnit, typename T>
-PLAIT_VECTOR_INLINE void groupedGradInputRows(const ConvShape &s, const T *DY, const T *K, T *DX) {
-  const Window2d &win = s.window;
-  const int64_t s0 = win.stride[0], s1 = win.stride[1], d0 = win.dilation[0], d1 = win.dilation[1];
-  const int64_t fg = s.filtersPerGroup(), p1 = win.padBegin[1];
-  // The interior columns in blocks of kPixels of one phase, computed at once as
-  // groupedBlock's outputs are: the same sums in the same order as one at a time.
-  const InteriorPhases phases(s);
-  for (int64_t ih = 0; ih < s.height; ++ih) {
-    for (int64_t r = 0; r < std::min(s1, s.width); ++r) {
-      const int64_t start = phases.first(r), blocks = phases.blocks(start);
-      for (int64_t k0 = 0; k0 < blocks; ++k0) {
-        const int64_t iw = start + k0 * kPixels * s1;
-        Lanes<T> acc[kPixels] = {};
-        for (int64_t i = 0; i < win.kernel[0]; ++i) {
-          const int64_t nh = ih + win.padBegin[0] - i * d0;
-          if (nh < 0)
-            break;
-          if (kUnit ? nh >= s.outHeight : nh % s0 != 0 || nh / s0 >= s.outHeight)
-            continue;
-          const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kLanes;
-          for (int64_t j = 0; j < win.kernel[1]; ++j) {
-            const int64_t nw = iw + p1 - j * d1;
-            if (!kUnit && nw % s1 != 0)
-              continue;
-            const T *dy = dyRow + (kUnit ? nw : nw / s1) * kLanes;
-            const T *k = K + (i * win.kernel[1] + j) * kLanes * kLanes;
-            for (int64_t f = 0; f < fg; ++f)
-              for (int64_t q = 0; q < kPixels; ++q)
-                addLanes(acc[q], k + f * kLanes, dy[q * kLanes + f]);
-          }
-        }
-        for (int64_t q = 0; q < kPixels; ++q)
-          std::memcpy(DX + (ih * s.width + iw + q * s1) * kLanes, &acc[q], sizeof acc[q]);
-      }
-    }
-    for (int64_t iw = 0; iw < s.width; ++iw) {
-      if (phases.inBlock(iw))
-        continue;
-      Lanes<T> acc{};
-      for (int64_t i = 0; i < win.kernel[0]; ++i) {
-        const int64_t nh = ih + win.padBegin[0] - i * d0;
-        if (nh < 0)
-          break;
-        if (kUnit ? nh >= s.outHeight : nh % s0 != 0 || nh / s0 >= s.outHeight)
-          continue;
-        const T *dyRow = DY + (kUnit ? nh : nh / s0) * s.outWidth * kLanes;
-        for (int64_t j = 0; j < win.kernel[1]; ++j) {
-          const int64_t nw = iw + win.padBegin[1] - j * d1;
-          if (nw < 0)
-            break;
-          if (kUnit ? nw >= s.outWidth : nw % s1 != 0 || nw / s1 >= s.outWidth)
-            continue;
-          const T *dy = dyRow + (kUnit ? nw : nw / s1) * kLanes;
-          const T *k = K + (i * win.kernel[1] + j) * kLanes * kLanes;
-          for (int64_t f = 0; f < fg; ++f)
-            addLanes(acc, k + f * kLanes, dy[f]);
-        }
-      }
-      std::memcpy(DX + (ih * s.width + iw) * kLanes, &acc, sizeof acc);
-    }
+/// One (image, group)'s taps K [tap][filter][channel] for its input gradient (DX [pixel]
+/// [channel lane] from DY [pixel][filter lane], inputGradientRows' walk): each tap over the
+/// group's filters in order.
+template <typename T> struct GroupedTaps {
+  const T *K;
+  int64_t kw, fg;
+  PLAIT_VECTOR_INLINE const T *at(int64_t i, int64_t j) const {
+    return K + (i * kw + j) * kLanes * kLanes;
   }
-}
+  PLAIT_VECTOR_INLINE void block(Lanes<T> (&acc)[kPixels], const T *k, const T *dy) const {
+    for (int64_t f = 0; f < fg; ++f)
+      for (int64_t q = 0; q < kPixels; ++q)
+        addLanes(acc[q], k + f * kLanes, dy[q * kLanes + f]);
+  }
+  PLAIT_VECTOR_INLINE void one(Lanes<T> &acc, const T *k, const T *dy) const {
+    for (int64_t f = 0; f < fg; ++f)
+      addLanes(acc, k + f * kLanes, dy[f]);
+  }
+};
 template <typename T>
 PLAIT_SIMD_CLONES void groupedGradInputBlock(const ConvShape &s, const T *DY, const T *K, T *DX) {
+  const GroupedTaps<T> taps{K, s.window.kernel[1], s.filtersPerGroup()};
   if (s.window.stride[0] == 1 && s.window.stride[1] == 1)
-    groupedGradInputRows<true>(s, DY, K, DX);
+    inputGradientRows<true>(s, DY, taps, DX);
   else
-    groupedGradInputRows<false>(s, DY, K, DX);
+    inputGradientRows<false>(s, DY, taps, DX);
 }
 
 /// One image's part of a group's weight gradient: for each tap in kernel order, the image's
