@@ -928,6 +928,19 @@ void printExplain(const nlohmann::json &report, llvm::raw_ostream &os) {
                       p["compute_ms"].get<double>(),
                       p["comm_ms"].get<double>(), p["exposed_comm_ms"].get<double>(),
                       100 * p["mfu"].get<double>());
+    // Classes the spec's calibration predates: those instructions are on the roofline.
+    if (p.contains("unmeasured_classes") && !p["unmeasured_classes"].empty()) {
+      std::string classes;
+      int64_t count = 0;
+      for (const auto &[name, n] : p["unmeasured_classes"].items()) {
+        classes += fmt::format("{}{} ({})", classes.empty() ? "" : ", ", name, n.get<int64_t>());
+        count += n.get<int64_t>();
+      }
+      os << fmt::format(
+          "  unmeasured       : {} instruction{} of kernel classes the spec has no "
+          "rate for, timed on the roofline: {} (plait-calibrate writes every class)\n",
+          count, count == 1 ? "" : "s", classes);
+    }
   }
 }
 
@@ -959,7 +972,8 @@ int addPrediction(const plan::PlanDesc &plan, const CompileOptions &options,
                          {"compute_share", prediction.placement.computeShare},
                          {"threads_per_rank", prediction.placement.threads},
                          {"kernels", kernels},
-                         {"instructions_us", std::move(instructions)}};
+                         {"instructions_us", std::move(instructions)},
+                         {"unmeasured_classes", prediction.unmeasured}};
   report["cluster"] = {{"name", spec.name},
                        {"file", options.clusterPath},
                        {"source", spec.source},

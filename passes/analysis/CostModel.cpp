@@ -184,6 +184,8 @@ rt::Status predictStep(const plan::PlanDesc &plan, const cluster::ClusterSpec &s
       if (peak <= 0)
         peak = device.peak(cluster::Dtype::Fp32);
       auto measured = cost.rateClass ? device.kernels.find(cost.rateClass) : device.kernels.end();
+      if (cost.rateClass && measured == device.kernels.end() && !device.kernels.empty())
+        ++out.unmeasured[cost.rateClass];
       double partsNs = 0, partsOverhead = 0;
       bool partsMeasured = !cost.parts.empty();
       for (auto [rateClass, elements] : cost.parts) {

@@ -156,6 +156,10 @@ struct Prediction {
   /// Per instruction of the plan, in order: its predicted seconds (a collective's: its
   /// transfer; views and copies the runtime elides: 0).
   std::vector<double> instrSeconds;
+  /// A spec that measured kernel classes (device.kernels, plait-calibrate's) but not one
+  /// this plan's instructions use: per such class, how many instructions fell back to the
+  /// roofline (a spec calibrated before the class existed). Empty for datasheet specs.
+  std::map<std::string, int64_t> unmeasured;
 };
 
 /// Predicts the step of `plan` (rank 0's instruction stream) on `spec`.
