@@ -221,12 +221,10 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     const int64_t channels = std::max<int64_t>(16, elements / (side * side) / 16 * 16);
     const int64_t width = depthwise ? 1 : small ? 4 : 8, group = channels / width;
     const std::vector<int64_t> x{1, channels, side, side}, w{channels, width, 3, 3};
-    if (conv == "conv2d")
-      k.in(DType::F32, x), k.in(DType::F32, w), k.out(DType::F32, x);
-    else if (conv == "conv2d_grad_input") // (dy, w) -> dx
-      k.in(DType::F32, x), k.in(DType::F32, w), k.out(DType::F32, x);
-    else // conv2d_grad_weight: (x, dy) -> dw
+    if (conv == "conv2d_grad_weight") // (x, dy) -> dw
       k.in(DType::F32, x), k.in(DType::F32, x), k.out(DType::F32, w);
+    else // conv2d: (x, w) -> y; conv2d_grad_input: (dy, w) -> dx; y and x alike (stride 1)
+      k.in(DType::F32, x), k.in(DType::F32, w), k.out(DType::F32, x);
     k.ints("strides", {1, 1});
     k.ints("pads", {1, 1, 1, 1});
     k.ints("dilations", {1, 1});
