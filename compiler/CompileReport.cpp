@@ -452,48 +452,37 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
                                       castsLeft)
                         : "");
   }
-  if (auto wino = module->getAttrOfType<DictionaryAttr>("plait.conv_winograd")) {
-    auto get = [&](const char *key) { return wino.getAs<IntegerAttr>(key).getInt(); };
-    report["conv_winograd"] = scalarsToJson(wino);
-    if (get("winograd") > 0)
-      report["optimizations"]["conv_winograd"] = fmt::format(
-          "{} of {} conv2d, conv2d_grad_input and conv2d_grad_weight kernels by Winograd "
-          "F(2x2, 3x3): 16 multiply-adds per input channel for each 2x2 block of outputs "
-          "instead of 36, as 16 GEMMs between transforms (workspace: the transformed weights, "
-          "and a chunk of transformed tiles and its products per thread; off: --no-winograd)",
-          get("winograd"), get("convolutions"));
-  }
-  if (auto fold = module->getAttrOfType<DictionaryAttr>("plait.fold_matmul_rows")) {
-    auto get = [&](const char *key) { return fold.getAs<IntegerAttr>(key).getInt(); };
-    report["fold_matmul_rows"] = scalarsToJson(fold);
-    if (get("folded") > 0)
-      report["optimizations"]["fold_matmul_rows"] = fmt::format(
-          "{} of {} permuted matmuls of one shared matrix folded into GEMMs over chunks of "
-          "their rows, instead of a GEMM per batch entry of fewer than 256 rows (workspace: "
-          "a chunk of gathered lhs rows; off: --no-fold-matmul-rows)",
-          get("folded"), get("permuted"));
-  }
-  if (auto grouped = module->getAttrOfType<DictionaryAttr>("plait.conv_grouped_direct")) {
-    auto get = [&](const char *key) { return grouped.getAs<IntegerAttr>(key).getInt(); };
-    report["conv_grouped_direct"] = scalarsToJson(grouped);
-    if (get("direct") > 0)
-      report["optimizations"]["conv_grouped_direct"] = fmt::format(
-          "{} of {} grouped convolution kernels (conv2d and its gradients, not depthwise) "
-          "computed directly a group at a time, their groups of at most 16 channels and "
-          "filters, instead of im2col and a GEMM per image and group (workspace: a group's "
-          "planes and taps; off: --no-direct-grouped-conv)",
-          get("direct"), get("grouped"));
-  }
-  if (auto blocks = module->getAttrOfType<DictionaryAttr>("plait.conv_image_blocks")) {
-    auto get = [&](const char *key) { return blocks.getAs<IntegerAttr>(key).getInt(); };
-    report["conv_image_blocks"] = scalarsToJson(blocks);
-    if (get("blocked") > 0)
-      report["optimizations"]["conv_image_blocks"] = fmt::format(
-          "{} of {} convolution kernels (conv2d and its gradients) multiply the im2col columns "
-          "of up to {} images in one GEMM, their output planes being small (workspace: the "
-          "blocks' columns; off: --no-conv-image-blocks)",
-          get("blocked"), get("convolutions"), get("most"));
-  }
+  // A pass that records its counts on the module: them in the report under `key`, and, when
+  // it changed `done` of `of` ops, its line: `text` with those two counts (and `extra`'s).
+  auto countedPass = [&](const char *attr, const char *key, const char *done, const char *of,
+                         const char *extra, const char *text) {
+    auto counts = module->getAttrOfType<DictionaryAttr>(attr);
+    if (!counts)
+      return;
+    auto get = [&](const char *name) { return counts.getAs<IntegerAttr>(name).getInt(); };
+    report[key] = scalarsToJson(counts);
+    if (get(done) > 0)
+      report["optimizations"][key] =
+          fmt::format(fmt::runtime(text), get(done), get(of), extra ? get(extra) : 0);
+  };
+  countedPass("plait.conv_winograd", "conv_winograd", "winograd", "convolutions", nullptr,
+              "{} of {} conv2d, conv2d_grad_input and conv2d_grad_weight kernels by Winograd "
+              "F(2x2, 3x3): 16 multiply-adds per input channel for each 2x2 block of outputs "
+              "instead of 36, as 16 GEMMs between transforms (workspace: the transformed weights, "
+              "and a chunk of transformed tiles and its products per thread; off: --no-winograd)");
+  countedPass("plait.fold_matmul_rows", "fold_matmul_rows", "folded", "permuted", nullptr,
+              "{} of {} permuted matmuls of one shared matrix folded into GEMMs over chunks of "
+              "their rows, instead of a GEMM per batch entry of fewer than 256 rows (workspace: "
+              "a chunk of gathered lhs rows; off: --no-fold-matmul-rows)");
+  countedPass("plait.conv_grouped_direct", "conv_grouped_direct", "direct", "grouped", nullptr,
+              "{} of {} grouped convolution kernels (conv2d and its gradients, not depthwise) "
+              "computed directly a group at a time, their groups of at most 16 channels and "
+              "filters, instead of im2col and a GEMM per image and group (workspace: a group's "
+              "planes and taps; off: --no-direct-grouped-conv)");
+  countedPass("plait.conv_image_blocks", "conv_image_blocks", "blocked", "convolutions", "most",
+              "{} of {} convolution kernels (conv2d and its gradients) multiply the im2col "
+              "columns of up to {} images in one GEMM, their output planes being small "
+              "(workspace: the blocks' columns; off: --no-conv-image-blocks)");
   if (auto fusedCounts = module->getAttrOfType<DictionaryAttr>("plait.fuse_elementwise")) {
     // Each fused kernel by its plan name, with its program's instructions in order: the ops
     // it absorbed (a cast to bf16 as round_bf16; a cast to f32 is no instruction), the

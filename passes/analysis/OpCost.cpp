@@ -641,14 +641,11 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
         if (depthwise || (intAttr(instr, "direct", 0) != 0 &&
                           rt::groupedDirectShape(int64_t(group), w->shape[1], filtersPerGroup))) {
           const bool gradWeight = k == "conv2d_grad_weight";
-          const rt::ConvKind kind = k == "conv2d"              ? rt::ConvKind::Forward
-                                    : k == "conv2d_grad_input" ? rt::ConvKind::GradInput
-                                                               : rt::ConvKind::GradWeight;
           const double inPlane = double(x.shape[2]) * double(x.shape[3]);
           const double taps = double(w->shape[2]) * double(w->shape[3]);
           const rt::DirectConvWork work =
-              rt::directConvWork(kind, depthwise, batch, double(x.shape[1]), double(w->shape[0]),
-                                 group, inPlane, plane, taps);
+              rt::directConvWork(rt::convKindOf(k), depthwise, batch, double(x.shape[1]),
+                                 double(w->shape[0]), group, inPlane, plane, taps);
           cost.elements = work.multiplyAdds;
           cost.rows = work.moved;
           cost.rateClass = depthwise ? "conv_depthwise" : "conv_grouped";
@@ -658,10 +655,7 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
           const rt::DepthwiseBlocks units =
               depthwise ? rt::depthwiseBlocks(n, x.shape[1], in, out, t, gradWeight)
                         : rt::groupedBlocks(n, int64_t(group), in, out, t, gradWeight);
-          const double lanes = double(rt::kGroupedDirectLanes);
-          const double unitWork =
-              taps * plane * (depthwise ? lanes : lanes * lanes) * (gradWeight ? batch : 1);
-          splitUnits(cost, double(units.units), unitWork, double(units.slots));
+          splitUnits(cost, double(units.units), double(units.unitWork), double(units.slots));
           return cost;
         }
         if (winograd && winograd->size() == 1 && (*winograd)[0] != 0 &&

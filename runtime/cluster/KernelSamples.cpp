@@ -231,12 +231,10 @@ void kernelOperands(const std::string &kernel, int64_t elements, KernelOperands 
     k.ints("group", {group});
     if (!depthwise)
       k.ints("direct", {1});
-    const rt::ConvKind kind = conv == "conv2d"              ? rt::ConvKind::Forward
-                              : conv == "conv2d_grad_input" ? rt::ConvKind::GradInput
-                                                            : rt::ConvKind::GradWeight;
     const double plane = double(side * side);
-    const rt::DirectConvWork work = rt::directConvWork(
-        kind, depthwise, 1, double(channels), double(channels), double(group), plane, plane, 9);
+    const rt::DirectConvWork work =
+        rt::directConvWork(rt::convKindOf(conv), depthwise, 1, double(channels), double(channels),
+                           double(group), plane, plane, 9);
     k.elements = int64_t(work.multiplyAdds);
     k.rows = int64_t(work.moved);
   } else if (kernel.rfind("conv2d", 0) == 0) {

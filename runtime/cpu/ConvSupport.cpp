@@ -274,9 +274,8 @@ PLAIT_SIMD_CLONES void fromBlock(const T *block, int64_t plane, int64_t count, T
 /// Runs body(slot, unit) over a depthwise convolution's units, in chunks of whole units
 /// across threads, chunk k in workspace slot k (as forEachConvUnit; each unit on one thread,
 /// so the bits do not depend on the thread count).
-template <typename Body>
-void forEachDepthwiseUnit(const DepthwiseBlocks &d, int64_t unitWork, Body &&body) {
-  parallelFor(d.units, slotGrain(d.units, unitWork, d.slots),
+template <typename Body> void forEachDepthwiseUnit(const DepthwiseBlocks &d, Body &&body) {
+  parallelFor(d.units, slotGrain(d.units, d.unitWork, d.slots),
               [&](int64_t slot, int64_t begin, int64_t end) {
                 for (int64_t u = begin; u < end; ++u)
                   body(slot, u);
@@ -308,15 +307,57 @@ PLAIT_VECTOR_INLINE void addProduct(Lanes<T> &acc, const Lanes<T> &k, const T *p
   acc += k * v;
 }
 
-/// One block's output plane Y [pixel][kBlock] from its input plane X and taps K [tap][kBlock]:
-/// each output starts from its bias (or 0) and adds its valid taps in kernel order, as the
-/// plane-by-plane loop before it did (the same bits). Along a row's interior (every
-/// horizontal tap inside the plane) kPixels outputs at once, each its own chain of adds,
-/// every tap loaded once for them: one output's taps are a chain whose adds wait on each
+/// A direct convolution's taps, for a depthwise block and a direct group alike: tap (i, j)'s
+/// values (`at`), and a tap's products added onto kPixels outputs (or inputs) `step` values
+/// apart (`block`) or one (`one`). A depthwise block's taps K [tap][kBlock] are one vector
+/// multiply-add a tap.
+template <typename T> struct DepthwiseTaps {
+  const T *K;
+  int64_t kw;
+  PLAIT_VECTOR_INLINE const T *at(int64_t i, int64_t j) const { return K + (i * kw + j) * kBlock; }
+  PLAIT_VECTOR_INLINE void block(Lanes<T> (&acc)[kPixels], const T *k, const T *p,
+                                 int64_t step) const {
+    Lanes<T> v;
+    loadLanes(v, k);
+    for (int64_t q = 0; q < kPixels; ++q)
+      addProduct(acc[q], v, p + q * step);
+  }
+  PLAIT_VECTOR_INLINE void one(Lanes<T> &acc, const T *k, const T *p) const {
+    Lanes<T> v;
+    loadLanes(v, k);
+    addProduct(acc, v, p);
+  }
+};
+/// A group's taps K [tap][a][b] (groupTaps): each tap over its `lanes` rows a in order (the
+/// group's channels for conv2d, its filters for conv2d_grad_input), each a vector of b times
+/// that lane's value of the pixel.
+template <typename T> struct GroupedTaps {
+  const T *K;
+  int64_t kw, lanes;
+  PLAIT_VECTOR_INLINE const T *at(int64_t i, int64_t j) const {
+    return K + (i * kw + j) * kLanes * kLanes;
+  }
+  PLAIT_VECTOR_INLINE void block(Lanes<T> (&acc)[kPixels], const T *k, const T *p,
+                                 int64_t step) const {
+    for (int64_t a = 0; a < lanes; ++a)
+      for (int64_t q = 0; q < kPixels; ++q)
+        addLanes(acc[q], k + a * kLanes, p[q * step + a]);
+  }
+  PLAIT_VECTOR_INLINE void one(Lanes<T> &acc, const T *k, const T *p) const {
+    for (int64_t a = 0; a < lanes; ++a)
+      addLanes(acc, k + a * kLanes, p[a]);
+  }
+};
+
+/// A direct convolution's output plane Y [pixel][lane] from its input plane X [pixel][lane]
+/// and `taps`: each output starts from its bias (or 0) and adds its valid taps in kernel
+/// order, as the plane-by-plane loops before them did (the same bits). Along a row's interior
+/// (every horizontal tap inside the plane) kPixels outputs at once, each its own chain of
+/// adds, every tap read once for them: one output's taps are a chain whose adds wait on each
 /// other, so one at a time ran at the adds' latency.
-template <typename T>
-PLAIT_SIMD_CLONES void depthwiseBlock(const ConvShape &s, const T *X, const T *K, const T *bias,
-                                      T *Y) {
+template <typename T, typename Taps>
+PLAIT_VECTOR_INLINE void outputRows(const ConvShape &s, const T *X, const Taps &taps, const T *bias,
+                                    T *Y) {
   const Window2d &win = s.window;
   const int64_t s1 = win.stride[1], p1 = win.padBegin[1], d1 = win.dilation[1];
   // The columns whose every horizontal tap is inside the plane: [a, b).
@@ -336,15 +377,11 @@ PLAIT_SIMD_CLONES void depthwiseBlock(const ConvShape &s, const T *X, const T *K
           acc[q] = start;
         for (int64_t i = i0; i < i1; ++i) {
           const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
-          for (int64_t j = 0; j < win.kernel[1]; ++j) {
-            const T *x = X + (ih * s.width + ow * s1 - p1 + j * d1) * kBlock;
-            Lanes<T> k;
-            loadLanes(k, K + (i * win.kernel[1] + j) * kBlock);
-            for (int64_t q = 0; q < kPixels; ++q)
-              addProduct(acc[q], k, x + q * s1 * kBlock);
-          }
+          for (int64_t j = 0; j < win.kernel[1]; ++j)
+            taps.block(acc, taps.at(i, j), X + (ih * s.width + ow * s1 - p1 + j * d1) * kLanes,
+                       s1 * kLanes);
         }
-        std::memcpy(Y + (oh * s.outWidth + ow) * kBlock, acc, sizeof acc);
+        std::memcpy(Y + (oh * s.outWidth + ow) * kLanes, acc, sizeof acc);
         ow += kPixels;
         continue;
       }
@@ -355,15 +392,20 @@ PLAIT_SIMD_CLONES void depthwiseBlock(const ConvShape &s, const T *X, const T *K
         const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
         for (int64_t j = j0; j < j1; ++j) {
           const int64_t iw = ow * win.stride[1] - win.padBegin[1] + j * win.dilation[1];
-          Lanes<T> k;
-          loadLanes(k, K + (i * win.kernel[1] + j) * kBlock);
-          addProduct(acc, k, X + (ih * s.width + iw) * kBlock);
+          taps.one(acc, taps.at(i, j), X + (ih * s.width + iw) * kLanes);
         }
       }
-      std::memcpy(Y + (oh * s.outWidth + ow) * kBlock, &acc, sizeof acc);
+      std::memcpy(Y + (oh * s.outWidth + ow) * kLanes, &acc, sizeof acc);
       ++ow;
     }
   }
+}
+
+/// One depthwise block's output plane from its input plane X and taps K [tap][kBlock].
+template <typename T>
+PLAIT_SIMD_CLONES void depthwiseBlock(const ConvShape &s, const T *X, const T *K, const T *bias,
+                                      T *Y) {
+  outputRows(s, X, DepthwiseTaps<T>{K, s.window.kernel[1]}, bias, Y);
 }
 
 /// The input gradients' interior columns [a, b) of a row, those every tap reads from inside
@@ -421,7 +463,7 @@ PLAIT_VECTOR_INLINE void inputGradientRows(const ConvShape &s, const T *DY, cons
             const int64_t nw = iw + p1 - j * d1;
             if (!kUnit && nw % s1 != 0)
               continue;
-            taps.block(acc, taps.at(i, j), dyRow + (kUnit ? nw : nw / s1) * kLanes);
+            taps.block(acc, taps.at(i, j), dyRow + (kUnit ? nw : nw / s1) * kLanes, kLanes);
           }
         }
         for (int64_t q = 0; q < kPixels; ++q)
@@ -452,24 +494,6 @@ PLAIT_VECTOR_INLINE void inputGradientRows(const ConvShape &s, const T *DY, cons
     }
   }
 }
-
-/// A depthwise block's taps K [tap][kBlock]: one vector multiply-add a tap.
-template <typename T> struct DepthwiseTaps {
-  const T *K;
-  int64_t kw;
-  PLAIT_VECTOR_INLINE const T *at(int64_t i, int64_t j) const { return K + (i * kw + j) * kBlock; }
-  PLAIT_VECTOR_INLINE void block(Lanes<T> (&acc)[kPixels], const T *k, const T *dy) const {
-    Lanes<T> v;
-    loadLanes(v, k);
-    for (int64_t q = 0; q < kPixels; ++q)
-      addProduct(acc[q], v, dy + q * kBlock);
-  }
-  PLAIT_VECTOR_INLINE void one(Lanes<T> &acc, const T *k, const T *dy) const {
-    Lanes<T> v;
-    loadLanes(v, k);
-    addProduct(acc, v, dy);
-  }
-};
 
 template <typename T>
 PLAIT_SIMD_CLONES void depthwiseGradInputBlock(const ConvShape &s, const T *DY, const T *K, T *DX) {
@@ -527,7 +551,7 @@ Status forEachImageBlock(const ConvShape &s, const T *w, Scratch &scratch, Body 
   T *buffers = nullptr;
   PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
   const int64_t blocks = d.units / std::max<int64_t>(s.batch, 1);
-  forEachDepthwiseUnit(d, taps(s) * s.outPlane() * kBlock, [&](int64_t slot, int64_t u) {
+  forEachDepthwiseUnit(d, [&](int64_t slot, int64_t u) {
     const int64_t b = u / blocks, c0 = (u % blocks) * kBlock;
     const int64_t count = std::min(kBlock, s.channels - c0);
     T *in = buffers + slot * d.elements, *out = in + s.inPlane() * kBlock;
@@ -560,85 +584,16 @@ void groupTaps(const ConvShape &s, const T *w, int64_t g, bool byChannel, T *K) 
 }
 
 /// One (image, group)'s output plane Y [pixel][filter lane] from its input plane X [pixel]
-/// [channel lane] and taps K [tap][channel][filter]: each output from its bias (or 0), then
-/// each valid tap in kernel order, each over the group's channels in order.
+/// [channel lane] and taps K [tap][channel][filter]: outputRows, each tap over the group's
+/// channels in order.
 template <typename T>
 PLAIT_SIMD_CLONES void groupedBlock(const ConvShape &s, const T *X, const T *K, const T *bias,
                                     T *Y) {
-  const Window2d &win = s.window;
-  const int64_t cg = s.groupChannels;
-  const int64_t s1 = win.stride[1], p1 = win.padBegin[1], d1 = win.dilation[1];
-  // The columns whose every horizontal tap is inside the plane: [a, b).
-  const int64_t a = (p1 + s1 - 1) / s1;
-  const int64_t last = s.width - 1 - (win.kernel[1] - 1) * d1 + p1;
-  const int64_t b = last < 0 ? a : std::max(a, std::min(s.outWidth, last / s1 + 1));
-  for (int64_t oh = 0; oh < s.outHeight; ++oh) {
-    const auto [i0, i1] =
-        tapRange(oh, win.stride[0], win.padBegin[0], win.dilation[0], win.kernel[0], s.height);
-    for (int64_t ow = 0; ow < s.outWidth;) {
-      if (ow >= a && ow + kPixels <= b) {
-        // kPixels outputs at once, each a chain of its own (one accumulator's adds wait on
-        // each other), every tap read once for all of them; the same sums in the same order.
-        Lanes<T> acc[kPixels];
-        for (int64_t q = 0; q < kPixels; ++q) {
-          acc[q] = Lanes<T>{};
-          if (bias)
-            std::memcpy(&acc[q], bias, sizeof acc[q]);
-        }
-        for (int64_t i = i0; i < i1; ++i) {
-          const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
-          for (int64_t j = 0; j < win.kernel[1]; ++j) {
-            const T *x = X + (ih * s.width + ow * s1 - p1 + j * d1) * kLanes;
-            const T *k = K + (i * win.kernel[1] + j) * kLanes * kLanes;
-            for (int64_t c = 0; c < cg; ++c)
-              for (int64_t q = 0; q < kPixels; ++q)
-                addLanes(acc[q], k + c * kLanes, x[q * s1 * kLanes + c]);
-          }
-        }
-        std::memcpy(Y + (oh * s.outWidth + ow) * kLanes, acc, sizeof acc);
-        ow += kPixels;
-        continue;
-      }
-      const auto [j0, j1] =
-          tapRange(ow, win.stride[1], win.padBegin[1], win.dilation[1], win.kernel[1], s.width);
-      Lanes<T> acc{};
-      if (bias)
-        std::memcpy(&acc, bias, sizeof acc);
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t ih = oh * win.stride[0] - win.padBegin[0] + i * win.dilation[0];
-        for (int64_t j = j0; j < j1; ++j) {
-          const int64_t iw = ow * win.stride[1] - win.padBegin[1] + j * win.dilation[1];
-          const T *x = X + (ih * s.width + iw) * kLanes;
-          const T *k = K + (i * win.kernel[1] + j) * kLanes * kLanes;
-          for (int64_t c = 0; c < cg; ++c)
-            addLanes(acc, k + c * kLanes, x[c]);
-        }
-      }
-      std::memcpy(Y + (oh * s.outWidth + ow) * kLanes, &acc, sizeof acc);
-      ++ow;
-    }
-  }
+  outputRows(s, X, GroupedTaps<T>{K, s.window.kernel[1], s.groupChannels}, bias, Y);
 }
 
-/// One (image, group)'s taps K [tap][filter][channel] for its input gradient (DX [pixel]
-/// [channel lane] from DY [pixel][filter lane], inputGradientRows' walk): each tap over the
-/// group's filters in order.
-template <typename T> struct GroupedTaps {
-  const T *K;
-  int64_t kw, fg;
-  PLAIT_VECTOR_INLINE const T *at(int64_t i, int64_t j) const {
-    return K + (i * kw + j) * kLanes * kLanes;
-  }
-  PLAIT_VECTOR_INLINE void block(Lanes<T> (&acc)[kPixels], const T *k, const T *dy) const {
-    for (int64_t f = 0; f < fg; ++f)
-      for (int64_t q = 0; q < kPixels; ++q)
-        addLanes(acc[q], k + f * kLanes, dy[q * kLanes + f]);
-  }
-  PLAIT_VECTOR_INLINE void one(Lanes<T> &acc, const T *k, const T *dy) const {
-    for (int64_t f = 0; f < fg; ++f)
-      addLanes(acc, k + f * kLanes, dy[f]);
-  }
-};
+/// One (image, group)'s input gradient DX [pixel][channel lane] from DY [pixel][filter lane]
+/// and taps K [tap][filter][channel]: inputGradientRows, each tap over the group's filters.
 template <typename T>
 PLAIT_SIMD_CLONES void groupedGradInputBlock(const ConvShape &s, const T *DY, const T *K, T *DX) {
   const GroupedTaps<T> taps{K, s.window.kernel[1], s.filtersPerGroup()};
@@ -711,7 +666,7 @@ Status forEachImageGroup(const ConvShape &s, const T *w, bool byChannel, Scratch
   const DepthwiseBlocks d = groupedBlocksOf(s, false);
   T *buffers = nullptr;
   PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
-  forEachDepthwiseUnit(d, taps(s) * s.outPlane() * kLanes * kLanes, [&](int64_t slot, int64_t u) {
+  forEachDepthwiseUnit(d, [&](int64_t slot, int64_t u) {
     const int64_t b = u / s.group, g = u % s.group;
     T *in = buffers + slot * d.elements, *out = in + s.inPlane() * kLanes;
     T *K = out + s.outPlane() * kLanes;
@@ -756,26 +711,25 @@ Status groupedConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T *d
   double *sums = nullptr;
   PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
   PLAIT_RETURN_IF_ERROR(scratch.take(d.sums * d.slots, sums));
-  forEachDepthwiseUnit(
-      d, s.batch * n * s.outPlane() * kLanes * kLanes, [&](int64_t slot, int64_t g) {
-        T *X = buffers + slot * d.elements, *DY = X + s.inPlane() * kLanes;
-        double *SUMS = sums + slot * d.sums;
-        Lanes<T> ROW[kLanes]; // a tap's products, [channel][filter lane] (groups of other widths)
-        std::fill(SUMS, SUMS + d.sums, 0.0);
-        for (int64_t b = 0; b < s.batch; ++b) { // the images in order
-          toBlock(x + s.inputOffset(b, g), s.inPlane(), cg, X);
-          toBlock(dy + s.outputOffset(b, g), s.outPlane(), fg, DY);
-          groupedGradWeightBlock(s, X, DY, ROW, SUMS);
+  forEachDepthwiseUnit(d, [&](int64_t slot, int64_t g) {
+    T *X = buffers + slot * d.elements, *DY = X + s.inPlane() * kLanes;
+    double *SUMS = sums + slot * d.sums;
+    Lanes<T> ROW[kLanes]; // a tap's products, [channel][filter lane] (groups of other widths)
+    std::fill(SUMS, SUMS + d.sums, 0.0);
+    for (int64_t b = 0; b < s.batch; ++b) { // the images in order
+      toBlock(x + s.inputOffset(b, g), s.inPlane(), cg, X);
+      toBlock(dy + s.outputOffset(b, g), s.outPlane(), fg, DY);
+      groupedGradWeightBlock(s, X, DY, ROW, SUMS);
+    }
+    for (int64_t f = 0; f < fg; ++f)
+      for (int64_t c = 0; c < cg; ++c) {
+        T *out = dw + ((g * fg + f) * cg + c) * n;
+        for (int64_t t = 0; t < n; ++t) {
+          const double sum = SUMS[(t * kLanes + c) * kLanes + f];
+          out[t] = accumulate ? T(double(out[t]) + sum) : T(sum);
         }
-        for (int64_t f = 0; f < fg; ++f)
-          for (int64_t c = 0; c < cg; ++c) {
-            T *out = dw + ((g * fg + f) * cg + c) * n;
-            for (int64_t t = 0; t < n; ++t) {
-              const double sum = SUMS[(t * kLanes + c) * kLanes + f];
-              out[t] = accumulate ? T(double(out[t]) + sum) : T(sum);
-            }
-          }
-      });
+      }
+  });
   return Status();
 }
 
@@ -813,7 +767,7 @@ Status depthwiseConv2dGradWeight(const T *x, const T *dy, const ConvShape &s, T 
   double *sums = nullptr;
   PLAIT_RETURN_IF_ERROR(scratch.take(d.elements * d.slots, buffers));
   PLAIT_RETURN_IF_ERROR(scratch.take(d.sums * d.slots, sums));
-  forEachDepthwiseUnit(d, s.batch * n * s.outPlane() * kBlock, [&](int64_t slot, int64_t u) {
+  forEachDepthwiseUnit(d, [&](int64_t slot, int64_t u) {
     const int64_t c0 = u * kBlock, count = std::min(kBlock, s.channels - c0);
     T *X = buffers + slot * d.elements, *DY = X + s.inPlane() * kBlock;
     double *SUMS = sums + slot * d.sums;

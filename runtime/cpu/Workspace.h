@@ -171,6 +171,7 @@ inline int64_t blockSum(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64
 inline constexpr int64_t kDepthwiseChannelBlock = 16;
 struct DepthwiseBlocks {
   int64_t units = 0, slots = 1, elements = 0, sums = 0;
+  int64_t unitWork = 1; ///< one unit's multiply-adds (lanes included): how its units split
 };
 inline DepthwiseBlocks depthwiseBlocks(int64_t batch, int64_t channels, int64_t inPlane,
                                        int64_t outPlane, int64_t taps, bool gradWeight) {
@@ -179,9 +180,9 @@ inline DepthwiseBlocks depthwiseBlocks(int64_t batch, int64_t channels, int64_t 
   const int64_t blocks =
       channels / kDepthwiseChannelBlock + (channels % kDepthwiseChannelBlock != 0);
   d.units = gradWeight ? blocks : mul(batch, blocks);
-  const int64_t unitWork =
-      mul(mul(mul(taps, outPlane), kDepthwiseChannelBlock), gradWeight ? batch : 1);
-  d.slots = convColumnSlots(d.units, std::max<int64_t>(unitWork, 1));
+  d.unitWork = std::max<int64_t>(
+      mul(mul(mul(taps, outPlane), kDepthwiseChannelBlock), gradWeight ? batch : 1), 1);
+  d.slots = convColumnSlots(d.units, d.unitWork);
   d.elements = mul(add(add(inPlane, outPlane), gradWeight ? 0 : taps), kDepthwiseChannelBlock);
   d.sums = gradWeight ? mul(taps, kDepthwiseChannelBlock) : 0;
   return d;
@@ -220,8 +221,8 @@ inline DepthwiseBlocks groupedBlocks(int64_t batch, int64_t group, int64_t inPla
   constexpr int64_t L = kGroupedDirectLanes;
   DepthwiseBlocks d;
   d.units = gradWeight ? group : mul(batch, group);
-  const int64_t unitWork = mul(mul(mul(taps, outPlane), L * L), gradWeight ? batch : 1);
-  d.slots = convColumnSlots(d.units, std::max<int64_t>(unitWork, 1));
+  d.unitWork = std::max<int64_t>(mul(mul(mul(taps, outPlane), L * L), gradWeight ? batch : 1), 1);
+  d.slots = convColumnSlots(d.units, d.unitWork);
   d.elements = add(mul(add(inPlane, outPlane), L), gradWeight ? 0 : mul(taps, L * L));
   d.sums = gradWeight ? mul(taps, L * L) : 0;
   return d;
@@ -241,6 +242,12 @@ struct DirectConvWork {
   double multiplyAdds = 0, moved = 0;
 };
 enum class ConvKind { Forward, GradInput, GradWeight };
+/// The kind of conv2d, conv2d_grad_input or conv2d_grad_weight (another name: GradWeight).
+inline ConvKind convKindOf(std::string_view kernel) {
+  return kernel == "conv2d"              ? ConvKind::Forward
+         : kernel == "conv2d_grad_input" ? ConvKind::GradInput
+                                         : ConvKind::GradWeight;
+}
 inline DirectConvWork directConvWork(ConvKind kind, bool depthwise, double batch, double channels,
                                      double filters, double group, double inPlane, double outPlane,
                                      double taps) {
