@@ -15,6 +15,11 @@
 //   matmul(., transpose(v, [0,2,1,3]))                          [B, H, S, E]
 // -> plait.attention(q, k, v) [B, S, H, E], transposed back for the readers that want
 // [B, H, S, E] (a reader that transposes it to [B, S, H, E] reads the result directly).
+// q and k may also be multiplied or divided by scalar constants on their way (folded into
+// the scale). PyTorch's nn.MultiheadAttention exports the same chain over rank-3 [N, S, T]
+// scores of N = B * H heads, split out of [S, N, D] tensors by transposes (or read as
+// [N, S, D] tensors); the op reads those as [1, S, N, D] (or [N, S, 1, D]) through a
+// reshape, which moves no data.
 // The mask must be "key j is hidden from query i when j > i" (causal), as a constant or as
 // trilu(constant true, upper, k = 1), and its fill -inf or a float no larger than -1e30;
 // every intermediate must have no other reader. With --device cuda (the module's
@@ -46,18 +51,43 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// The [B, S, H, D] source of a head operand: follows transposes back from `v`, composing
-/// their permutations, and returns the first value that is not a transpose's result when
-/// the composed permutation (source -> v) equals `want`; a null Value otherwise.
-Value headSource(Value v, ArrayRef<int64_t> want) {
+/// The source of a head operand: follows transposes back from `v`, composing their
+/// permutations, and with `scale` also multiplies or divides by a scalar constant (folded
+/// into *scale); returns the first value that is neither when the composed permutation
+/// (source -> v) equals `want`, a null Value otherwise.
+Value headSource(Value v, ArrayRef<int64_t> want, double *scale) {
   SmallVector<int64_t> perm; // v[d] = source[perm[d]]
   for (int64_t d = 0; d < typeOf(v).getRank(); ++d)
     perm.push_back(d);
-  while (auto t = v.getDefiningOp<TransposeOp>()) {
-    ArrayRef<int64_t> p = t.getPerm(); // t[d] = input[p[d]]
-    for (int64_t &d : perm)
-      d = p[d];
-    v = t.getX();
+  while (true) {
+    if (auto t = v.getDefiningOp<TransposeOp>()) {
+      ArrayRef<int64_t> p = t.getPerm(); // t[d] = input[p[d]]
+      for (int64_t &d : perm)
+        d = p[d];
+      v = t.getX();
+      continue;
+    }
+    if (!scale)
+      break;
+    if (auto mul = v.getDefiningOp<MulOp>()) {
+      std::optional<double> c = splatValue(mul.getRhs());
+      Value other = mul.getLhs();
+      if (!c) {
+        c = splatValue(mul.getLhs());
+        other = mul.getRhs();
+      }
+      if (!c || typeOf(other) != typeOf(v))
+        break;
+      *scale *= *c;
+      v = other;
+      continue;
+    }
+    auto div = v.getDefiningOp<DivOp>();
+    std::optional<double> c = div ? splatValue(div.getRhs()) : std::nullopt;
+    if (!c || *c == 0 || typeOf(div.getLhs()) != typeOf(v))
+      break;
+    *scale /= *c;
+    v = div.getLhs();
   }
   return ArrayRef<int64_t>(perm) == want ? v : Value();
 }
@@ -96,9 +126,16 @@ bool isCausalMask(Value v, int64_t s, int64_t t, bool hidden) {
   return true;
 }
 
+/// How q, k and v hold their heads. kHeads: [B, S, H, D], the attention op's own layout.
+/// The rank-3 forms hold N = B * H heads, as PyTorch's nn.MultiheadAttention exports them:
+/// kSeqMajor [S, N, D] (the op reads it as [1, S, N, D]), kBatchMajor [N, S, D] (as
+/// [N, S, 1, D]); both are reshapes, which move no data.
+enum class Layout { kHeads, kSeqMajor, kBatchMajor };
+
 /// One softmax's attempt: the attention op's pieces, or the reason it stays decomposed.
 struct Match {
-  Value q, k, v;
+  Value q, k, v; // in `layout`
+  Layout layout = Layout::kHeads;
   double scale = 1.0;
   bool causal = false;
   MatmulOp output; // matmul(p, v)
@@ -114,11 +151,12 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
     return m;
   };
   auto type = typeOf(softmax.getResult());
-  if (type.getRank() != 4 || (softmax.getAxis() != -1 && softmax.getAxis() != 3))
-    return fail("softmax is not over the last axis of a rank-4 tensor");
+  const int64_t rank = type.getRank();
+  if ((rank != 3 && rank != 4) || (softmax.getAxis() != -1 && softmax.getAxis() != rank - 1))
+    return fail("softmax is not over the last axis of a rank-3 or rank-4 tensor");
   if (!type.getElementType().isF32() && !type.getElementType().isBF16())
     return fail("element type is not f32 or bf16");
-  const int64_t s = type.getDimSize(2), t = type.getDimSize(3);
+  const int64_t s = type.getDimSize(rank - 2), t = type.getDimSize(rank - 1);
   if (!softmax.getResult().hasOneUse())
     return fail("the probabilities have other readers");
   auto pv = dyn_cast<MatmulOp>(*softmax.getResult().getUsers().begin());
@@ -167,20 +205,41 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
     m.chain.push_back(div);
     x = div.getLhs();
   }
-  if (!(std::isfinite(m.scale) && m.scale > 0))
-    return fail("the scale is not a finite number > 0");
   auto qk = x.getDefiningOp<MatmulOp>();
   if (!qk || !x.hasOneUse() || qk.getTransposeLhs() || qk.getTransposeRhs() || qk.getLhsPerm() ||
       qk.getRhsPerm() || qk.getResultPerm() || qk.getBias())
     return fail("the scores are not a plain matmul of q and k");
   m.chain.push_back(qk);
-  m.q = headSource(qk.getLhs(), {0, 2, 1, 3});
-  m.k = headSource(qk.getRhs(), {0, 2, 3, 1});
-  m.v = headSource(pv.getRhs(), {0, 2, 1, 3});
+  // Per layout, the permutations from the sources to q, k^T and v as the matmuls read them.
+  struct Form {
+    Layout layout;
+    SmallVector<int64_t, 4> q, kt, v;
+  };
+  SmallVector<Form, 2> forms;
+  if (rank == 4)
+    forms.push_back({Layout::kHeads, {0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}});
+  else
+    forms.append({Form{Layout::kSeqMajor, {1, 0, 2}, {1, 2, 0}, {1, 0, 2}},
+                  Form{Layout::kBatchMajor, {0, 1, 2}, {0, 2, 1}, {0, 1, 2}}});
+  double operandScale = 1.0; // q's and k's scalar factors
+  for (const Form &form : forms) {
+    operandScale = 1.0;
+    m.layout = form.layout;
+    m.q = headSource(qk.getLhs(), form.q, &operandScale);
+    m.k = headSource(qk.getRhs(), form.kt, &operandScale);
+    m.v = headSource(pv.getRhs(), form.v, nullptr);
+    if (m.q && m.k && m.v)
+      break;
+  }
   if (!m.q || !m.k || !m.v)
-    return fail("q, k and v are not [batch, seq, heads, dim] tensors split into heads by transposes");
-  if (maxHeadDim > 0 && (typeOf(m.q).getDimSize(3) > maxHeadDim ||
-                         typeOf(m.v).getDimSize(3) > maxHeadDim))
+    return fail(rank == 4 ? "q, k and v are not [batch, seq, heads, dim] tensors split into "
+                            "heads by transposes"
+                          : "q, k and v are not [seq, heads, dim] or [heads, seq, dim] tensors");
+  m.scale *= operandScale;
+  if (!(std::isfinite(m.scale) && m.scale > 0))
+    return fail("the scale is not a finite number > 0");
+  if (maxHeadDim > 0 &&
+      (typeOf(m.q).getShape().back() > maxHeadDim || typeOf(m.v).getShape().back() > maxHeadDim))
     return fail("a head dimension exceeds the CUDA kernel's " + std::to_string(maxHeadDim));
   if (typeOf(m.q).getElementType() != type.getElementType() ||
       typeOf(m.k).getElementType() != type.getElementType() ||
@@ -189,37 +248,63 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
   return m;
 }
 
+/// `v` ([S, N, D] or [N, S, D] in `layout`) as the attention op reads it, [B, S, H, D]: a
+/// reshape (of the reshape's operand where `v` is one already).
+Value asHeads(OpBuilder &b, Location loc, Value v, Layout layout) {
+  if (layout == Layout::kHeads)
+    return v;
+  ArrayRef<int64_t> d = typeOf(v).getShape();
+  SmallVector<int64_t, 4> shape = layout == Layout::kSeqMajor
+                                      ? SmallVector<int64_t, 4>{1, d[0], d[1], d[2]}
+                                      : SmallVector<int64_t, 4>{d[0], d[1], 1, d[2]};
+  if (auto reshape = v.getDefiningOp<ReshapeOp>())
+    v = reshape.getOperand();
+  return b.create<ReshapeOp>(loc, RankedTensorType::get(shape, typeOf(v).getElementType()), v);
+}
+
 /// Replaces the matched chain with plait.attention.
 void rewrite(Match &m) {
   MatmulOp pv = m.output;
   OpBuilder b(pv);
   Location loc = pv.getLoc();
-  auto q = typeOf(m.q), v = typeOf(m.v);
+  Value q4 = asHeads(b, loc, m.q, m.layout), k4 = asHeads(b, loc, m.k, m.layout),
+        v4 = asHeads(b, loc, m.v, m.layout);
+  auto q = typeOf(q4), v = typeOf(v4);
   auto outType = RankedTensorType::get({q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
                                         v.getDimSize(3)},
                                        q.getElementType());
   auto lseType = RankedTensorType::get({q.getDimSize(0), q.getDimSize(2), q.getDimSize(1)},
                                        b.getF32Type());
-  auto attention = b.create<AttentionOp>(loc, TypeRange{outType, lseType}, m.q, m.k, m.v,
+  auto attention = b.create<AttentionOp>(loc, TypeRange{outType, lseType}, q4, k4, v4,
                                          b.getF64FloatAttr(m.scale), b.getBoolAttr(m.causal));
   Value out = attention.getOut();
-  // Readers that transpose the heads back read the output as it is; the others get it in
-  // the decomposed layout [B, H, S, E].
-  Value heads;
+  // The output in its sources' layout ([B, S, H, E], [S, N, E] or [N, S, E]); readers that
+  // transpose the heads back to it read that, the others get the decomposed layout
+  // ([B, H, S, E] or [N, S, E]).
+  SmallVector<int64_t, 4> back = {0, 2, 1, 3}; // the decomposed layout -> the sources'
+  if (m.layout != Layout::kHeads) {
+    ArrayRef<int64_t> d = typeOf(pv.getResult()).getShape(); // [N, S, E]
+    SmallVector<int64_t, 3> shape = {d[0], d[1], d[2]};
+    if (m.layout == Layout::kSeqMajor)
+      shape = {d[1], d[0], d[2]};
+    back = {1, 0, 2};
+    out = b.create<ReshapeOp>(loc, RankedTensorType::get(shape, q.getElementType()), out);
+  }
+  Value heads = m.layout == Layout::kBatchMajor ? out : Value();
   SmallVector<Operation *> dead;
   for (OpOperand &use : llvm::make_early_inc_range(pv.getResult().getUses())) {
     auto t = dyn_cast<TransposeOp>(use.getOwner());
-    if (t && t.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3}) {
+    if (t && m.layout != Layout::kBatchMajor && t.getPerm() == ArrayRef<int64_t>(back)) {
       t.getResult().replaceAllUsesWith(out);
       dead.push_back(t);
       continue;
     }
     if (!heads)
-      heads = b.create<TransposeOp>(loc, out, b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      heads = b.create<TransposeOp>(loc, out, b.getDenseI64ArrayAttr(back));
     use.set(heads);
   }
-  // The chain, consumer first, then the transposes, constants and mask (trilu) that fed it
-  // once nothing else reads them.
+  // The chain, consumer first, then the transposes, reshapes, scalings, constants and mask
+  // (trilu) that fed it once nothing else reads them.
   dead.push_back(pv);
   dead.append(m.chain.begin(), m.chain.end());
   llvm::SmallPtrSet<Operation *, 8> queued(dead.begin(), dead.end());
@@ -228,8 +313,8 @@ void rewrite(Match &m) {
     dead[i]->erase();
     for (Value operand : operands)
       if (Operation *def = operand.getDefiningOp();
-          def && isa<TransposeOp, ConstantOp, TriluOp>(def) && def->use_empty() &&
-          queued.insert(def).second)
+          def && isa<TransposeOp, ConstantOp, TriluOp, MulOp, DivOp, ReshapeOp>(def) &&
+          def->use_empty() && queued.insert(def).second)
         dead.push_back(def);
   }
 }

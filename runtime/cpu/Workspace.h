@@ -21,7 +21,7 @@ namespace plait::rt {
 
 /// The query rows an attention / attention_grad kernel scores at once: its workspace holds
 /// this many rows of scores (and of their gradients), never a whole [S, T] matrix.
-inline constexpr int64_t kAttentionRowBlock = 64;
+inline constexpr int64_t kAttentionRowBlock = 256;
 
 /// The query rows an attention kernel's workspace holds: kAttentionRowBlock, or fewer for
 /// short sequences, but room for 4 whole heads of them, so that heads split across threads

@@ -94,6 +94,10 @@ MODELS = {
     "vit": (small_vit, 64, ["f64", "f32"]),
 }
 
+# Attentions the f32 plan must compute by plait.attention (the fused kernel takes f32 and
+# bf16; f64 stays decomposed): nn.MultiheadAttention's rank-3 heads, one per layer.
+FUSED_ATTENTIONS = {"vit": 2}
+
 # Per dtype: (loss rtol, weight rtol, weight atol).
 TOLERANCES = {"f64": (1e-8, 1e-6, 1e-8), "f32": (1e-4, 1e-4, 1e-5)}
 
@@ -149,10 +153,17 @@ def run(name, variant, bindir, steps, batch=4):
         for k, v in data.items():
             np.save(tmp / "data" / f"{k}.npy", v)
         compile_cmd = [bindir / "plait-compile", onnx_path, "-o", plan, "--train", "--optimizer",
-                       "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM)]
+                       "sgd", "--lr", str(LR), "--momentum", str(MOMENTUM), "--report",
+                       tmp / "report.json"]
         if world > 1:
             compile_cmd += ["--world-size", str(world), "--strategy", strategy]
         subprocess.run(compile_cmd, check=True)
+        fused = json.loads((tmp / "report.json").read_text())["fusion"]["attention"]
+        want = FUSED_ATTENTIONS.get(name, 0) if dtype == "f32" else 0
+        if fused["fused"] != want:
+            print(f"FAIL {name} ({variant}): {fused['fused']} attentions fused, expected {want} "
+                  f"({fused})")
+            return False
         log, weights = tmp / "log.jsonl", tmp / "w.safetensors"
         command = [bindir / "plait-run", plan, "--data", tmp / "data", "--steps", str(steps),
                    "--threads", "2" if variant == "f32" else "1", "--log-jsonl", log,

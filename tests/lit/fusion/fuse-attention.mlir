@@ -141,3 +141,80 @@ func.func @cuda_long_head(%q: tensor<1x2x1x512xf32>, %k: tensor<1x2x1x512xf32>, 
   return %o : tensor<1x1x2x512xf32>
 }
 }
+
+// -----
+
+// nn.MultiheadAttention as PyTorch exports it (torchvision's ViT): the [S, N, D] slices of
+// the in-projection (N = batch x heads) split into rank-3 heads by transposes, q divided by
+// the scale before the product, the [N, S, E] output transposed back to [S, N, E]. The op
+// reads the sources through reshapes to [1, S, N, D] (the reshape of a reshape folded), and
+// the transposing reader takes its output through one reshape.
+// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK-LABEL: func.func @multihead_seq_major
+// CHECK-NEXT: %[[Q:.*]] = plait.reshape %arg0 : (tensor<3x2x8xf32>) -> tensor<1x3x4x4xf32>
+// CHECK-NEXT: %[[K:.*]] = plait.reshape %arg1 : (tensor<5x4x4xf32>) -> tensor<1x5x4x4xf32>
+// CHECK-NEXT: %[[V:.*]] = plait.reshape %arg2 : (tensor<5x4x2xf32>) -> tensor<1x5x4x2xf32>
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = plait.attention %[[Q]], %[[K]], %[[V]] {scale = 5.000000e-01 : f64} : (tensor<1x3x4x4xf32>, tensor<1x5x4x4xf32>, tensor<1x5x4x2xf32>) -> (tensor<1x3x4x2xf32>, tensor<1x4x3xf32>)
+// CHECK-NEXT: %[[Y:.*]] = plait.reshape %[[O]] : (tensor<1x3x4x2xf32>) -> tensor<3x4x2xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @multihead_seq_major(%q: tensor<3x2x8xf32>, %k: tensor<5x4x4xf32>, %v: tensor<5x4x2xf32>) -> tensor<3x4x2xf32> {
+  %qr = plait.reshape %q : (tensor<3x2x8xf32>) -> tensor<3x4x4xf32>
+  %qh = plait.transpose %qr {perm = array<i64: 1, 0, 2>} : (tensor<3x4x4xf32>) -> tensor<4x3x4xf32>
+  %c = plait.constant dense<2.0> : tensor<f32>
+  %qs = plait.div %qh, %c : (tensor<4x3x4xf32>, tensor<f32>) -> tensor<4x3x4xf32>
+  %kt = plait.transpose %k {perm = array<i64: 1, 2, 0>} : (tensor<5x4x4xf32>) -> tensor<4x4x5xf32>
+  %vh = plait.transpose %v {perm = array<i64: 1, 0, 2>} : (tensor<5x4x2xf32>) -> tensor<4x5x2xf32>
+  %s = plait.matmul %qs, %kt : (tensor<4x3x4xf32>, tensor<4x4x5xf32>) -> tensor<4x3x5xf32>
+  %p = plait.softmax %s {axis = -1 : i64} : tensor<4x3x5xf32>
+  %o = plait.matmul %p, %vh : (tensor<4x3x5xf32>, tensor<4x5x2xf32>) -> tensor<4x3x2xf32>
+  %ot = plait.transpose %o {perm = array<i64: 1, 0, 2>} : (tensor<4x3x2xf32>) -> tensor<3x4x2xf32>
+  return %ot : tensor<3x4x2xf32>
+}
+
+// -----
+
+// Rank-3 heads read as [N, S, D] tensors (k^T a transpose of one), k multiplied by a scalar
+// and the scores scaled too (both folded), a causal mask: the op reads them as [N, S, 1, D]
+// and its output is the [N, S, E] result; the scaling of q that another op also reads stays.
+// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK-LABEL: func.func @multihead_batch_major
+// CHECK-DAG: %[[Q:.*]] = plait.reshape %arg0 : (tensor<2x4x8xf32>) -> tensor<2x4x1x8xf32>
+// CHECK-DAG: %[[K:.*]] = plait.reshape %arg1 : (tensor<2x4x8xf32>) -> tensor<2x4x1x8xf32>
+// CHECK-DAG: %[[V:.*]] = plait.reshape %arg2 : (tensor<2x4x8xf32>) -> tensor<2x4x1x8xf32>
+// CHECK: %[[O:.*]], %{{.*}} = plait.attention %[[Q]], %[[K]], %[[V]] {causal = true, scale = 2.500000e-01 : f64}
+// CHECK-NEXT: %[[Y:.*]] = plait.reshape %[[O]] : (tensor<2x4x1x8xf32>) -> tensor<2x4x8xf32>
+// CHECK-NEXT: return %[[Y]], %{{.*}}
+func.func @multihead_batch_major(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  %half = plait.constant dense<0.5> : tensor<f32>
+  %qs = plait.mul %q, %half : (tensor<2x4x8xf32>, tensor<f32>) -> tensor<2x4x8xf32>
+  %kt = plait.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %quarter = plait.constant dense<0.25> : tensor<f32>
+  %ks = plait.mul %quarter, %kt : (tensor<f32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %s = plait.matmul %qs, %ks : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %c = plait.constant dense<2.0> : tensor<f32>
+  %ss = plait.mul %s, %c : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %ones = plait.constant dense<true> : tensor<4x4xi1>
+  %mask = plait.trilu %ones {upper = true, k = 1 : i64} : tensor<4x4xi1>
+  %inf = plait.constant dense<0xFF800000> : tensor<f32>
+  %m = plait.where %mask, %inf, %ss : (tensor<4x4xi1>, tensor<f32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %p = plait.softmax %m {axis = 2 : i64} : tensor<2x4x4xf32>
+  %o = plait.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o, %qs : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}
+
+// -----
+
+// Rank-3 heads whose q and k lie in different layouts ([S, N, D] and [N, T, D]) stay
+// decomposed, as does a rank-2 softmax.
+// CHECK: module attributes {plait.fuse_attention = {fused = 0 : i64, left = 2 : i64, reasons = {"q, k and v are not [seq, heads, dim] or [heads, seq, dim] tensors" = 1 : i64, "softmax is not over the last axis of a rank-3 or rank-4 tensor" = 1 : i64}}}
+// CHECK-LABEL: func.func @multihead_mixed
+// CHECK-NOT: plait.attention
+func.func @multihead_mixed(%q: tensor<3x2x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>, %x: tensor<2x3xf32>) -> (tensor<2x3x4xf32>, tensor<2x3xf32>) {
+  %qh = plait.transpose %q {perm = array<i64: 1, 0, 2>} : (tensor<3x2x4xf32>) -> tensor<2x3x4xf32>
+  %kt = plait.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+  %s = plait.matmul %qh, %kt : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %p = plait.softmax %s {axis = -1 : i64} : tensor<2x3x3xf32>
+  %o = plait.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %px = plait.softmax %x {axis = -1 : i64} : tensor<2x3xf32>
+  return %o, %px : tensor<2x3x4xf32>, tensor<2x3xf32>
+}

@@ -132,15 +132,15 @@ TEST(AttentionKernels, UnmaskedWithMoreKeysThanQueriesAndAnotherValueWidth) {
 }
 
 TEST(AttentionKernels, RowsBeyondOneBlock) {
-  // 150 queries: blocks of 64, 64 and 22 rows; causal blocks see 64, 128 and 150 keys.
-  ASSERT_EQ(kAttentionRowBlock, 64);
-  checkCase({1, 150, 150, 2, 16, 8, true}, DType::F32, 1e-4, 1e-5);
-  checkCase({1, 70, 33, 1, 8, 8, false}, DType::F32, 1e-4, 1e-5);
+  // 600 queries: blocks of 256, 256 and 88 rows; causal blocks see 256, 512 and 600 keys.
+  ASSERT_EQ(kAttentionRowBlock, 256);
+  checkCase({1, 600, 600, 2, 16, 8, true}, DType::F32, 1e-4, 1e-5);
+  checkCase({1, 270, 33, 1, 8, 8, false}, DType::F32, 1e-4, 1e-5);
 }
 
 TEST(AttentionKernels, HeadsSplitAcrossThreadsMatchTheFormulas) {
   // Heads of 128 queries and keys of width 64 are worth splitting: 3 threads take 4 heads,
-  // each scoring blocks of 64 / 3 = 21 rows of the workspace's 64. The kernels must not
+  // each scoring blocks of 256 / 3 = 85 rows of the workspace's 256. The kernels must not
   // allocate in their region (checked by runKernel where the counter is linked).
   KernelThreads threads(3);
   checkCase({2, 128, 128, 2, 64, 64, true}, DType::F32, 1e-4, 1e-5);
@@ -150,6 +150,7 @@ TEST(AttentionKernels, HeadsSplitAcrossThreadsMatchTheFormulas) {
 TEST(AttentionKernels, ShortHeadsLeaveRoomForFourWholeHeads) {
   EXPECT_EQ(attentionWorkspaceRows(16), 64);
   EXPECT_EQ(attentionWorkspaceRows(5), 20);
+  EXPECT_EQ(attentionWorkspaceRows(37), 148); // a ViT's 36 patches and its class token
   EXPECT_EQ(attentionWorkspaceRows(64), kAttentionRowBlock);
   EXPECT_EQ(attentionWorkspaceRows(1000), kAttentionRowBlock);
 }

@@ -123,11 +123,11 @@ TEST(KernelWorkspaceBytes, ChunksOfWhatEachKernelKeeps) {
                  {{DType::BF16, {0, 3, 5}}}),
             0u);
   // bf16 attention stages 4 of the 8 batch entries at a time (2^20 floats per copy): q, k, v
-  // and out, 4 MiB each, then the f32 kernel's block of 64 query rows' scores over 512 keys.
+  // and out, 4 MiB each, then the f32 kernel's block of 256 query rows' scores over 512 keys.
   const std::vector<int64_t> heads{8, 512, 8, 64};
   EXPECT_EQ(need("attention", {{DType::BF16, heads}, {DType::BF16, heads}, {DType::BF16, heads}},
                  {{DType::BF16, heads}, {DType::F32, {8, 8, 512}}}),
-            4u * (4 << 20) + 64 * 512 * 4);
+            4u * (4 << 20) + 256 * 512 * 4);
   // A bf16 embedding gradient, [32000, 512] from 4096 tokens: the normalised indices, then a
   // tile of 512 rows of f32, not f32 copies of the [32000, 512] result and of the grad.
   EXPECT_EQ(need("gather_grad", {{DType::BF16, {8, 512, 512}}, {DType::I64, {8, 512}}},
