@@ -40,8 +40,8 @@ import onnx
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from train_parity import (KEY_BIAS, SAMPLES, WHOLE_KEY_BIAS, make_dataset,  # noqa: E402
-                          read_safetensors)
+from train_configs import KEY_BIAS, WHOLE_KEY_BIAS  # noqa: E402
+from train_parity import SAMPLES, make_dataset, read_safetensors  # noqa: E402
 
 # Optimizer tensors per param (sgd with momentum; rmsprop: states_of).
 STATES = {"adam": 2, "adamw": 2, "sgd": 1, "adagrad": 1, "lion": 1, "adamax": 2, "nadam": 2,
@@ -182,7 +182,7 @@ def weight_problems(adamw, weights, ref_w):
     agree to 2.6e-7; with the fused attention (plait.attention), whose trajectory rounds
     differently, 1.19e-4 for one element of the second block's value projection, the losses
     within 4.7e-7. So AdamW runs get 2e-4; SGD, without that amplification, 2e-5. The
-    attention key bias is masked under AdamW (see train_parity.KEY_BIAS)."""
+    attention key bias is masked under AdamW (see train_configs.KEY_BIAS)."""
     problems, worst = [], 0.0
     atol = 2e-4 if adamw else 2e-5
     for key, ref in ref_w.items():

@@ -22,13 +22,6 @@ private:
   }
 };
 
-std::vector<double> pattern(int64_t count, int mod, double offset, double scale) {
-  std::vector<double> v(count);
-  for (int64_t i = 0; i < count; ++i)
-    v[i] = (double(i % mod) + offset) * scale;
-  return v;
-}
-
 /// The textbook seven-loop convolution.
 std::vector<double> referenceConv(const ConvCase &c, const std::vector<double> &x,
                                   const std::vector<double> &w, const std::vector<double> &b) {

@@ -54,6 +54,13 @@ OwnedTensor randomFloats(std::vector<int64_t> shape, uint32_t seed, double lo, d
   return makeFloat(DType::F32, std::move(shape), v);
 }
 
+std::vector<double> pattern(int64_t count, int mod, double offset, double scale) {
+  std::vector<double> v(count);
+  for (int64_t i = 0; i < count; ++i)
+    v[i] = (double(i % mod) + offset) * scale;
+  return v;
+}
+
 OwnedTensor makeFloat(DType dtype, std::vector<int64_t> shape, const std::vector<double> &values) {
   OwnedTensor t(dtype, std::move(shape));
   EXPECT_EQ((int64_t)values.size(), t.view.numel()) << "test tensor size mismatch";

@@ -81,6 +81,9 @@ OwnedTensor makeAs(DType dtype, std::vector<int64_t> shape, std::vector<T> value
   return t;
 }
 
+/// `count` values (i % mod + offset) * scale: a short repeating ramp of test data.
+std::vector<double> pattern(int64_t count, int mod, double offset, double scale);
+
 /// A float tensor of any float dtype (bf16/f16 rounded from `values`).
 OwnedTensor makeFloat(DType dtype, std::vector<int64_t> shape, const std::vector<double> &values);
 
