@@ -201,10 +201,13 @@ def Plait_BatchNormGradOp : Plait_Op<"batch_norm_grad", [Pure]> {
 
     `sync`: the gradient of a SyncBatchNorm's y (plait.batch_norm's `sync`), whose statistics
     are every rank's: dx reads the rank-mean of every rank's two sums, n stays this rank's
-    count, and dscale and dbias are this rank's sums (the data-parallel gradient averaging
-    then takes their mean). plait-shard lowers it to batch_norm_grad_sums, an all_reduce
-    (mean) of them, and this op with `sums` ([2C] in the compute type: sum(dy) then
-    sum(dy * xhat), each the mean over the ranks), or drops it at world size 1. With `sums`
+    count, and dscale and dbias are the rank-mean of the ranks' sums (what the data-parallel
+    gradient averaging of this rank's sums gives; every rank holds it, so the averaging leaves
+    it as it is). plait-shard lowers it to batch_norm_grad_sums, an all_reduce (mean) of
+    them, and this op with `sums` ([2C] in the compute type: sum(dy) then sum(dy * xhat),
+    each the mean over the ranks: they are dbias and dscale, and the kernel takes no sums of
+    its own, one pass over x and dy), or drops it at world size 1 (and where nothing reads
+    dx: then dscale and dbias are this rank's sums, which the averaging averages). With `sums`
     the mean and var operands are read for every element type (the rounded ones for
     bf16/f16: this rank's x does not hold the global statistics).
 

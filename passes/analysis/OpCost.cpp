@@ -390,9 +390,11 @@ void splitElementKernel(const plan::PlanDesc &plan, const plan::InstrDesc &instr
   if (isBatchNormKernel(k) && a.shape.size() >= 2) {
     // Channels, each all of its values, chunks of kElementGrain values (NormalizationKernels.cpp:
     // the passes' reads of one value counted as one, two or three).
-    const double reads = k == "batch_norm_grad"                         ? 3
-                         : k == "batch_norm" && instr.inputs.size() > 3 ? 1
-                                                                        : 2;
+    // A SyncBatchNorm's batch_norm reads every rank's statistics (its 4th operand), its
+    // batch_norm_grad the ranks' sums (its 6th): one pass each.
+    const bool synced = (k == "batch_norm" && instr.inputs.size() > 3) ||
+                        (k == "batch_norm_grad" && instr.inputs.size() > 5);
+    const double reads = synced ? 1 : k == "batch_norm_grad" ? 3 : 2;
     const double channels = double(a.shape[1]);
     splitAs(cost,
             rowGrains(channels, reads * numel(a) / std::max(channels, 1.0), rt::cpu::kElementGrain),
@@ -792,9 +794,12 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
   if (const ElementCost *c = elementCost(k)) {
     cost.elements = c->perInput ? numel(a) : numel(out);
     cost.flops = (c->flops + extraUpdateFlops(instr, k)) * cost.elements;
-    // A SyncBatchNorm's batch_norm reads every rank's statistics (its 4th operand): y only.
+    // A SyncBatchNorm's batch_norm reads every rank's statistics (its 4th operand): y only;
+    // its batch_norm_grad the ranks' sums (its 6th): dx only.
     if (k == "batch_norm" && instr.inputs.size() > 3)
       cost.flops = 4 * cost.elements;
+    if (k == "batch_norm_grad" && instr.inputs.size() > 5)
+      cost.flops = 6 * cost.elements;
     if (c->rateClass)
       cost.rateClass = c->rateClass;
     cost.rows = rowsOf(plan, instr, *c);

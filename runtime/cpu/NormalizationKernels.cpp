@@ -534,8 +534,9 @@ Status batchNormGradSumsKernel(const KernelCall &call) {
 /// sum(dy * xhat) in one pass (channelGradSums), then dx = scale * rstd * (dy - dbias / n -
 /// xhat * dscale / n) from the channel's values again (from cache). With `sums` (a
 /// SyncBatchNorm's: the rank-mean of every rank's two sums, and its mean and var the global
-/// ones) dx reads those in place of this rank's, which dscale and dbias stay. Channels split
-/// across threads, each one thread's.
+/// ones) those are dbias and dscale, and dx reads them: one pass over x and dy, no sums
+/// taken here (the data-parallel averaging of dscale and dbias then leaves them as they are:
+/// every rank holds the same). Channels split across threads, each one thread's.
 Status batchNormGradKernel(const KernelCall &call) {
   BatchNormShape d;
   PLAIT_RETURN_IF_ERROR(checkBatchNormCall(call, BatchNormKind::kGrad, d));
@@ -572,15 +573,16 @@ Status batchNormGradKernel(const KernelCall &call) {
                         }
                         const T s = T(1.0 / std::sqrt(var + eps));
                         double sumDy, sumDyXhat;
-                        channelGradSums<E>(x, dy, d, row, m, s, sumDy, sumDyXhat);
+                        if (sums) {
+                          sumDy = double(sums[c]);
+                          sumDyXhat = double(sums[d.channels + c]);
+                        } else {
+                          channelGradSums<E>(x, dy, d, row, m, s, sumDy, sumDyXhat);
+                        }
                         dbias[c] = E::store(T(sumDy));
                         dscale[c] = E::store(T(sumDyXhat));
                         if (count == 0)
                           continue;
-                        if (sums) {
-                          sumDy = double(sums[c]);
-                          sumDyXhat = double(sums[d.channels + c]);
-                        }
                         const T meanDy = T(sumDy / double(count)),
                                 meanDyXhat = T(sumDyXhat / double(count));
                         const T gs = E::load(scale[c]) * s;

@@ -263,7 +263,7 @@ __global__ void batchNormGradSumsKernel(const S *x, const S *meanIn, const S *va
 /// sum(dy * xhat) in double by the block (dbias and dscale), then dx = scale * rstd * (dy -
 /// dbias / n - xhat * dscale / n), as NormalizationKernels.cpp computes them. With `sums` (a
 /// SyncBatchNorm's: the rank-mean of every rank's two sums, and mean and var the global
-/// ones) dx reads those in place of this rank's, which dscale and dbias stay.
+/// ones) those are dbias and dscale, and dx reads them: no sums are taken here.
 template <typename S>
 __global__ void batchNormGradKernel(const S *x, const S *scale, const S *meanIn, const S *varIn,
                                     const S *dy, const Compute<S> *sums, S *dx, S *dscale,
@@ -285,17 +285,18 @@ __global__ void batchNormGradKernel(const S *x, const S *scale, const S *meanIn,
     }
     const C s = C(1.0 / ::sqrt(var + eps));
     double sumDy, sumDyXhat;
-    channelGradSums(x, dy, at, count, m, s, shared, sumDy, sumDyXhat);
+    if (sums) {
+      sumDy = double(sums[c]);
+      sumDyXhat = double(sums[channels + c]);
+    } else {
+      channelGradSums(x, dy, at, count, m, s, shared, sumDy, sumDyXhat);
+    }
     if (threadIdx.x == 0) {
       store(dbias, c, C(sumDy));
       store(dscale, c, C(sumDyXhat));
     }
     if (count == 0)
       continue;
-    if (sums) {
-      sumDy = double(sums[c]);
-      sumDyXhat = double(sums[channels + c]);
-    }
     const C meanDy = C(sumDy / double(count)), meanDyXhat = C(sumDyXhat / double(count));
     const C gs = load(scale, c) * s;
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {

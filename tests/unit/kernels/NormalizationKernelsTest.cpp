@@ -445,7 +445,8 @@ TEST(NormalizationKernels, BatchNormAndItsGradientMatchTheChainRule) {
 // of each slice, batch_norm reading all of them (the all-gather's concatenation), then
 // batch_norm_grad_sums of each slice and batch_norm_grad reading their rank-mean (the
 // all-reduce's) give each slice of the whole batch's y, mean, var and dx, and dscale and dbias
-// that sum to the whole batch's over the ranks.
+// that are the rank-mean itself on every rank (no sums of the rank's own: their W copies sum
+// to the whole batch's).
 TEST(NormalizationKernels, SyncBatchNormOverRankSlicesIsTheWholeBatchs) {
   for (DType dtype : {DType::F64, DType::F32, DType::BF16})
     for (int64_t ranks : {1, 2, 3})
@@ -525,6 +526,16 @@ TEST(NormalizationKernels, SyncBatchNormOverRankSlicesIsTheWholeBatchs) {
           ASSERT_TRUE(d.status.ok()) << d.status.message();
           EXPECT_TRUE(
               allClose(d.out(0).doubles(), part(wholeGrad.out(0), r).doubles(), gradTol, gradTol));
+          EXPECT_EQ(d.out(2).doubles(),
+                    convertedTo(dtype, makeFloat(compute, {channels},
+                                                 std::vector<double>(sums.begin(),
+                                                                     sums.begin() + channels)))
+                        .doubles());
+          EXPECT_EQ(d.out(1).doubles(),
+                    convertedTo(dtype,
+                                makeFloat(compute, {channels},
+                                          std::vector<double>(sums.begin() + channels, sums.end())))
+                        .doubles());
           for (int64_t c = 0; c < channels; ++c) {
             dscale[size_t(c)] += d.out(1).doubles()[size_t(c)];
             dbias[size_t(c)] += d.out(2).doubles()[size_t(c)];
