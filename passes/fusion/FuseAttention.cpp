@@ -10,7 +10,8 @@
 // gradient recomputes the scores. The rewrite, per softmax over the last axis:
 //   matmul(transpose(q, [0,2,1,3]), transpose(k, [0,2,3,1]))   scores [B, H, S, T]
 //   [mul/div by a scalar constant]                              the scale (else 1)
-//   [where(causal mask, -inf, .) or where(seen, ., -inf)]       a causal mask
+//   [where(causal mask, -inf, .), where(seen, ., -inf)          a causal mask
+//    or . + (0 where seen, -inf where hidden)]
 //   softmax(axis = -1)
 //   matmul(., transpose(v, [0,2,1,3]))                          [B, H, S, E]
 // -> plait.attention(q, k, v) [B, S, H, E], transposed back for the readers that want
@@ -21,7 +22,8 @@
 // [N, S, D] tensors); the op reads those as [1, S, N, D] (or [N, S, 1, D]) through a
 // reshape, which moves no data.
 // The mask must be "key j is hidden from query i when j > i" (causal), as a constant or as
-// trilu(constant true, upper, k = 1), and its fill -inf or a float no larger than -1e30;
+// trilu(constant true, upper, k = 1), and its fill -inf or a float no larger than -1e30
+// (added: a constant of 0 and such fills);
 // every intermediate must have no other reader. With --device cuda (the module's
 // `plait.device`), heads longer than the CUDA kernels take (256) stay decomposed too.
 // Anything else stays decomposed, and the module records why in `plait.fuse_attention`
@@ -132,6 +134,34 @@ bool isCausalMask(Value v, int64_t s, int64_t t, bool hidden) {
 /// [N, S, 1, D]); both are reshapes, which move no data.
 enum class Layout { kHeads, kSeqMajor, kBatchMajor };
 
+/// True when `v` is a float constant [S, T] (or with leading 1s) that adds a causal mask to
+/// the scores: 0 where key j is seen (j <= i), -inf or a float no larger than -1e30 where it
+/// is hidden (j > i). PyTorch's generate_square_subsequent_mask, added by baddbmm.
+bool isAdditiveCausalMask(Value v, int64_t s, int64_t t) {
+  auto type = typeOf(v);
+  if (!isa<FloatType>(type.getElementType()) || type.getRank() < 2)
+    return false;
+  ArrayRef<int64_t> shape = type.getShape();
+  for (size_t d = 0; d + 2 < shape.size(); ++d)
+    if (shape[d] != 1)
+      return false;
+  if (shape[shape.size() - 2] != s || shape.back() != t)
+    return false;
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (!dense)
+    return false;
+  int64_t index = 0;
+  for (const APFloat &value : dense.getValues<APFloat>()) {
+    int64_t i = index / t, j = index % t;
+    double d = value.convertToDouble();
+    if (j > i ? !(d <= -1e30) : d != 0)
+      return false;
+    ++index;
+  }
+  return true;
+}
+
 /// One softmax's attempt: the attention op's pieces, or the reason it stays decomposed.
 struct Match {
   Value q, k, v; // in `layout`
@@ -184,6 +214,19 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
     m.causal = true;
     m.chain.push_back(where);
     x = hiddenForm ? where.getY() : where.getX();
+  } else if (auto add = x.getDefiningOp<AddOp>()) {
+    // scores + mask, the mask 0 where a key is seen and -inf where it is hidden (PyTorch's
+    // MultiheadAttention with a float attn_mask: baddbmm(mask, q, k^T)).
+    if (!x.hasOneUse())
+      return fail("the masked scores have other readers");
+    Value scores = add.getLhs(), mask = add.getRhs();
+    if (typeOf(scores) != typeOf(x))
+      std::swap(scores, mask);
+    if (typeOf(scores) != typeOf(x) || !isAdditiveCausalMask(mask, s, t))
+      return fail("the scores are added to something other than a causal mask");
+    m.causal = true;
+    m.chain.push_back(add);
+    x = scores;
   }
   if (auto mul = x.getDefiningOp<MulOp>()) {
     std::optional<double> c = splatValue(mul.getRhs());

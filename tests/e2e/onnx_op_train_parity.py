@@ -399,9 +399,12 @@ class Determinant(nn.Module):
 
 class TorchTransformer(nn.Module):
     """torch.nn's own transformer layers as torch.onnx.export writes them (no hand-written
-    attention): a post-norm TransformerEncoder (ReLU) and a pre-norm one (GELU) of two layers
-    each, and a MultiheadAttention with its output projection, batch first."""
+    attention): a post-norm TransformerEncoder (ReLU) under a causal mask (PyTorch's float
+    generate_square_subsequent_mask) and a pre-norm one (GELU) of two layers each, and a
+    MultiheadAttention with its output projection, batch first. plait-fuse-attention makes
+    every one of their attentions one op (rank-3 heads; the float mask as causal)."""
     inputs = "xy"
+    attentions = 5  # what the report must count as fused
 
     def __init__(self):
         super().__init__()
@@ -412,9 +415,12 @@ class TorchTransformer(nn.Module):
                                        norm_first=True, activation="gelu"), 2)
         self.mha = nn.MultiheadAttention(16, 4, batch_first=True)
         self.head = nn.Linear(16 * 5, 4)
+        # A constant of the export (opset 13 has no Trilu to trace it from).
+        self.register_buffer("causal", nn.Transformer.generate_square_subsequent_mask(5),
+                             persistent=False)
 
     def forward(self, x, y):
-        h = self.pre(self.post(x))
+        h = self.pre(self.post(x, mask=self.causal))
         a, _ = self.mha(h, x, x, need_weights=False)
         return F.cross_entropy(self.head((h + a).flatten(1)), y)
 
@@ -728,6 +734,10 @@ def run_model(name, bindir, steps):
         fused = json.loads(report.read_text()).get("fusion", {}).get("norm", {})
         if expected and any(fused.get(k) != v for k, v in expected.items()):
             print(f"{name}: plait-fuse-norm fused {fused}, expected {expected}")
+            return False
+        attention = json.loads(report.read_text()).get("fusion", {}).get("attention", {})
+        if hasattr(model, "attentions") and attention.get("fused") != model.attentions:
+            print(f"{name}: plait-fuse-attention fused {attention}, expected {model.attentions}")
             return False
         # (label, plan, threads, micro-batches, ranks, the exported module, --sync-batch-norm):
         # 2 threads, then each of the model's variants (more plait-compile flags) on 1. A

@@ -218,3 +218,31 @@ func.func @multihead_mixed(%q: tensor<3x2x4xf32>, %k: tensor<2x3x4xf32>, %v: ten
   %px = plait.softmax %x {axis = -1 : i64} : tensor<2x3xf32>
   return %o, %px : tensor<2x3x4xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// PyTorch's float causal mask (generate_square_subsequent_mask: 0 where a key is seen, -inf
+// where it is hidden) added to the scores, as MultiheadAttention's baddbmm exports it, after a
+// multiply by 1: a causal attention. A mask that is not causal (it hides the diagonal) stays
+// decomposed.
+// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 1 : i64, reasons = {"the scores are added to something other than a causal mask" = 1 : i64}}}
+// CHECK-LABEL: func.func @additive_mask
+// CHECK: plait.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.000000e+00 : f64}
+// CHECK-NOT: plait.attention
+// CHECK: plait.softmax
+func.func @additive_mask(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %kt = plait.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+  %s = plait.matmul %q, %kt : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %one = plait.constant dense<1.0> : tensor<f32>
+  %s1 = plait.mul %s, %one : (tensor<2x3x3xf32>, tensor<f32>) -> tensor<2x3x3xf32>
+  %mask = plait.constant dense<[[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]]> : tensor<1x3x3xf32>
+  %m = plait.add %mask, %s1 : (tensor<1x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %p = plait.softmax %m {axis = -1 : i64} : tensor<2x3x3xf32>
+  %o = plait.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %s2 = plait.matmul %q, %kt : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %strict = plait.constant dense<[[0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000]]> : tensor<3x3xf32>
+  %m2 = plait.add %s2, %strict : (tensor<2x3x3xf32>, tensor<3x3xf32>) -> tensor<2x3x3xf32>
+  %p2 = plait.softmax %m2 {axis = -1 : i64} : tensor<2x3x3xf32>
+  %o2 = plait.matmul %p2, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %o, %o2 : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
