@@ -41,6 +41,7 @@
 #include <cmath>
 #include <map>
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
@@ -94,19 +95,38 @@ Value headSource(Value v, ArrayRef<int64_t> want, double *scale) {
   return ArrayRef<int64_t>(perm) == want ? v : Value();
 }
 
+/// True when `type` is [S, T], or [S, T] after leading 1s: one mask for every batch entry
+/// and head.
+bool isMaskShape(RankedTensorType type, int64_t s, int64_t t) {
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape.size() < 2 || shape[shape.size() - 2] != s || shape.back() != t)
+    return false;
+  return llvm::all_of(shape.drop_back(2), [](int64_t d) { return d == 1; });
+}
+
+/// True when `v` is a constant whose every entry (query i, key j) of its [S, T] values in
+/// order (t keys a row) passes ok(i, j, value).
+template <typename T, typename Ok> bool everyEntry(Value v, int64_t t, Ok ok) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (!dense)
+    return false;
+  int64_t index = 0;
+  for (T value : dense.getValues<T>()) {
+    if (!ok(index / t, index % t, value))
+      return false;
+    ++index;
+  }
+  return true;
+}
+
 /// True when `v` is an i1 [S, T] (or with leading 1s) that is true exactly where key j is
 /// hidden from query i (`hidden`: j > i), or exactly where it is seen (j <= i): a constant
 /// with those values, or the triangle of a constant all true that trilu keeps (upper, k = 1
 /// for the hidden keys; lower, k = 0 for the seen ones).
 bool isCausalMask(Value v, int64_t s, int64_t t, bool hidden) {
   auto type = typeOf(v);
-  if (!type.getElementType().isInteger(1) || type.getRank() < 2)
-    return false;
-  ArrayRef<int64_t> shape = type.getShape();
-  for (size_t d = 0; d + 2 < shape.size(); ++d)
-    if (shape[d] != 1)
-      return false;
-  if (shape[shape.size() - 2] != s || shape.back() != t)
+  if (!type.getElementType().isInteger(1) || !isMaskShape(type, s, t))
     return false;
   if (auto trilu = v.getDefiningOp<TriluOp>()) {
     auto ones = trilu.getX().getDefiningOp<ConstantOp>();
@@ -114,18 +134,21 @@ bool isCausalMask(Value v, int64_t s, int64_t t, bool hidden) {
     return trilu.getUpper() == hidden && trilu.getK() == (hidden ? 1 : 0) && dense &&
            dense.isSplat() && dense.getSplatValue<bool>();
   }
-  auto c = v.getDefiningOp<ConstantOp>();
-  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
-  if (!dense)
+  return everyEntry<bool>(
+      v, t, [&](int64_t i, int64_t j, bool value) { return value == (hidden ? j > i : j <= i); });
+}
+
+/// True when `v` is a float constant [S, T] (or with leading 1s) that adds a causal mask to
+/// the scores: 0 where key j is seen (j <= i), -inf or a float no larger than -1e30 where it
+/// is hidden (j > i). PyTorch's generate_square_subsequent_mask, added by baddbmm.
+bool isAdditiveCausalMask(Value v, int64_t s, int64_t t) {
+  auto type = typeOf(v);
+  if (!isa<FloatType>(type.getElementType()) || !isMaskShape(type, s, t))
     return false;
-  int64_t index = 0;
-  for (bool value : dense.getValues<bool>()) {
-    int64_t i = index / t, j = index % t;
-    if (value != (hidden ? j > i : j <= i))
-      return false;
-    ++index;
-  }
-  return true;
+  return everyEntry<APFloat>(v, t, [](int64_t i, int64_t j, const APFloat &value) {
+    double d = value.convertToDouble();
+    return j > i ? d <= -1e30 : d == 0;
+  });
 }
 
 /// How q, k and v hold their heads. kHeads: [B, S, H, D], the attention op's own layout.
@@ -133,34 +156,6 @@ bool isCausalMask(Value v, int64_t s, int64_t t, bool hidden) {
 /// kSeqMajor [S, N, D] (the op reads it as [1, S, N, D]), kBatchMajor [N, S, D] (as
 /// [N, S, 1, D]); both are reshapes, which move no data.
 enum class Layout { kHeads, kSeqMajor, kBatchMajor };
-
-/// True when `v` is a float constant [S, T] (or with leading 1s) that adds a causal mask to
-/// the scores: 0 where key j is seen (j <= i), -inf or a float no larger than -1e30 where it
-/// is hidden (j > i). PyTorch's generate_square_subsequent_mask, added by baddbmm.
-bool isAdditiveCausalMask(Value v, int64_t s, int64_t t) {
-  auto type = typeOf(v);
-  if (!isa<FloatType>(type.getElementType()) || type.getRank() < 2)
-    return false;
-  ArrayRef<int64_t> shape = type.getShape();
-  for (size_t d = 0; d + 2 < shape.size(); ++d)
-    if (shape[d] != 1)
-      return false;
-  if (shape[shape.size() - 2] != s || shape.back() != t)
-    return false;
-  auto c = v.getDefiningOp<ConstantOp>();
-  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
-  if (!dense)
-    return false;
-  int64_t index = 0;
-  for (const APFloat &value : dense.getValues<APFloat>()) {
-    int64_t i = index / t, j = index % t;
-    double d = value.convertToDouble();
-    if (j > i ? !(d <= -1e30) : d != 0)
-      return false;
-    ++index;
-  }
-  return true;
-}
 
 /// One softmax's attempt: the attention op's pieces, or the reason it stays decomposed.
 struct Match {
