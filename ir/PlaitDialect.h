@@ -69,4 +69,8 @@ mlir::LogicalResult verifyBatchNormVector(mlir::Operation *op, mlir::Value x, ml
 mlir::LogicalResult verifyAttentionOperands(mlir::Operation *op, mlir::Value q, mlir::Value k,
                                             mlir::Value v, double scale, mlir::Value out,
                                             mlir::Value lse);
+
+/// Checks plait.attention's (and attention_grad's) `dropout` in [0, 1) and its `step`: a
+/// scalar, present exactly when dropout > 0.
+mlir::LogicalResult verifyAttentionDropout(mlir::Operation *op, double dropout, mlir::Value step);
 } // namespace plait

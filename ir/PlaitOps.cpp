@@ -499,9 +499,22 @@ LogicalResult verifyAttentionOperands(Operation *op, Value q, Value k, Value v, 
   return success();
 }
 
+LogicalResult verifyAttentionDropout(Operation *op, double dropout, Value step) {
+  if (!(dropout >= 0.0 && dropout < 1.0))
+    return op->emitOpError("dropout ") << dropout << " is not in [0, 1)";
+  if ((dropout > 0) != bool(step))
+    return op->emitOpError(dropout > 0 ? "dropout needs the step operand"
+                                       : "a step operand needs dropout > 0");
+  if (step && rankedType(step).getRank() != 0)
+    return op->emitOpError("step must be a scalar");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
-  return verifyAttentionOperands(*this, getQ(), getK(), getV(), getScale().convertToDouble(),
-                                 getOut(), getLse());
+  if (failed(verifyAttentionOperands(*this, getQ(), getK(), getV(), getScale().convertToDouble(),
+                                     getOut(), getLse())))
+    return failure();
+  return verifyAttentionDropout(*this, getDropout().convertToDouble(), getStep());
 }
 
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,

@@ -278,6 +278,13 @@ def Plait_AttentionOp : Plait_Op<"attention", [Pure]> {
     matmul, scale, mask, softmax, matmul chain; the kernels never hold more than a block of
     query rows' scores. `scale` is finite and > 0.
 
+    With `dropout` > 0 (and the `step` operand, plait.hyper "step") the probabilities are
+    dropped as plait.dropout_mask {ratio = dropout, seed, stream} would drop a [B, H, S, T]
+    tensor of them (DropoutMask.h: element ((b * H + h) * S + i) * T + j kept and scaled by
+    1 / (1 - dropout), else 0) before they meet v; lse stays the undropped one. The fused
+    form of softmax, that mask's product and the product with v; the CPU kernels only (the
+    CUDA ones take no dropout, so plait-fuse-attention leaves it decomposed there).
+
     ```mlir
     %o, %lse = plait.attention %q, %k, %v {scale = 0.125 : f64, causal = true}
         : (tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>)
@@ -285,7 +292,11 @@ def Plait_AttentionOp : Plait_Op<"attention", [Pure]> {
     ```
   }];
   let arguments = (ins Plait_FloatTensor:$q, Plait_FloatTensor:$k, Plait_FloatTensor:$v,
-                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal);
+                       Optional<StaticShapeTensorOf<[F32]>>:$step, F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout,
+                       DefaultValuedAttr<I64Attr, "0">:$seed,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
   let results = (outs Plait_FloatTensor:$out, StaticShapeTensorOf<[F32]>:$lse);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

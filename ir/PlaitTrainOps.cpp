@@ -156,7 +156,7 @@ LogicalResult AttentionGradOp::verify() {
   if (getDq().getType() != getQ().getType() || getDk().getType() != getK().getType() ||
       getDv().getType() != getV().getType())
     return emitOpError("results must have the types of q, k and v");
-  return success();
+  return verifyAttentionDropout(*this, getDropout().convertToDouble(), getStep());
 }
 
 LogicalResult MaxPool2dGradOp::verify() {

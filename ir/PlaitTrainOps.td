@@ -146,7 +146,9 @@ def Plait_AttentionGradOp : Plait_Op<"attention_grad", [Pure]> {
     attributes are the forward's. With delta_i = dot(dout_i, out_i), p_ij = exp(s_ij - lse_i),
     ds_ij = p_ij * (dot(dout_i, v_j) - delta_i): dq_i = scale * sum_j ds_ij k_j,
     dk_j = scale * sum_i ds_ij q_i, dv_j = sum_i p_ij dout_i. The scores are recomputed a
-    block of rows at a time.
+    block of rows at a time. With the forward's `dropout` (and `step`), m_ij its mask (0 or
+    1 / (1 - dropout)): dv_j = sum_i p_ij m_ij dout_i and ds_ij = p_ij * (m_ij dot(dout_i,
+    v_j) - delta_i), delta_i still dot(dout_i, out_i).
 
     ```mlir
     %dq, %dk, %dv = plait.attention_grad %q, %k, %v, %o, %lse, %do {scale = 0.125 : f64, causal = true}
@@ -157,8 +159,11 @@ def Plait_AttentionGradOp : Plait_Op<"attention_grad", [Pure]> {
   }];
   let arguments = (ins Plait_FloatTensor:$q, Plait_FloatTensor:$k, Plait_FloatTensor:$v,
                        Plait_FloatTensor:$out, StaticShapeTensorOf<[F32]>:$lse,
-                       Plait_FloatTensor:$dout, F64Attr:$scale,
-                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+                       Plait_FloatTensor:$dout, Optional<StaticShapeTensorOf<[F32]>>:$step,
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout,
+                       DefaultValuedAttr<I64Attr, "0">:$seed,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
   let results = (outs Plait_FloatTensor:$dq, Plait_FloatTensor:$dk, Plait_FloatTensor:$dv);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -535,9 +535,9 @@ PLAIT_VJP(AttentionOp) {
   if (!rg[0])
     return success();
   auto grads = g.b.create<AttentionGradOp>(
-      g.loc, TypeRange{op.getQ().getType(), op.getK().getType(), op.getV().getType()},
-      op.getQ(), op.getK(), op.getV(), op.getOut(), op.getLse(), rg[0], op.getScaleAttr(),
-      op.getCausalAttr());
+      g.loc, TypeRange{op.getQ().getType(), op.getK().getType(), op.getV().getType()}, op.getQ(),
+      op.getK(), op.getV(), op.getOut(), op.getLse(), rg[0], op.getStep(), op.getScaleAttr(),
+      op.getCausalAttr(), op.getDropoutAttr(), op.getSeedAttr(), op.getStreamAttr());
   og[0] = grads.getDq();
   og[1] = grads.getDk();
   og[2] = grads.getDv();

@@ -40,6 +40,10 @@ struct KernelCall {
   uint64_t *workspaceUsed = nullptr;
   /// fused_elementwise: the instruction's generated code, or null (interpret the program).
   GeneratedKernelFn generated = nullptr;
+  /// A call on a slice of a larger batch (half-precision staging, KernelSupport.h
+  /// runStagedInF32Entries): the batch entry its views start at, which a kernel drawing
+  /// per-element dropout adds to its element indices (attention). 0 otherwise.
+  int64_t batchOffset = 0;
 };
 
 using KernelFn = Status (*)(const KernelCall &call);

@@ -566,8 +566,8 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     cost.rateClass = "binary";
     return cost;
   }
-  if ((k == "attention" && instr.inputs.size() == 3) ||
-      (k == "attention_grad" && instr.inputs.size() == 6)) {
+  if ((k == "attention" && (instr.inputs.size() == 3 || instr.inputs.size() == 4)) ||
+      (k == "attention_grad" && (instr.inputs.size() == 6 || instr.inputs.size() == 7))) {
     // AttentionKernels.cpp: per head, blocks of kAttentionRowBlock query rows, each scored
     // against the keys any of its rows sees (causal: up to its last row) by GEMMs, 2 in the
     // forward (q k^T, p v) and 5 in the gradient (q k^T, p^T dout, dout v^T, ds k, ds^T q).
@@ -593,6 +593,10 @@ OpCost opCost(const plan::PlanDesc &plan, const plan::InstrDesc &instr) {
     // The softmax over each block of scores: the forward normalises its rows, the gradient
     // exponentiates them again and forms dS; as many rows as queries.
     cost.side.push_back({"softmax", scores, heads * double(s)});
+    // Dropout on the probabilities: a mask draw per score (the forward's once, the gradient's
+    // twice: P M for dv, then dP M), at plait.dropout_mask's class.
+    if (instr.inputs.size() == (grad ? 7u : 4u))
+      cost.side.push_back({"unary", scores * (grad ? 2 : 1), 0});
     // The heads split across threads, whole heads of kMultiplyAddGrain or more a chunk, at
     // most one chunk per workspace slot (AttentionKernels.cpp's forEachBlock).
     double headWork = std::max(1.0, double(s) * double(t) * (d + e));

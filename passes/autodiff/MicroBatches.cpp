@@ -128,6 +128,11 @@ LogicalResult accumulateMicroBatches(func::FuncOp func, int64_t microBatches, Va
         mask.setStream(dropout::microBatchStream(mask.getStream(), index));
       if (auto draw = dyn_cast<RandomOp>(copy))
         draw.setStream(dropout::microBatchStream(draw.getStream(), index));
+      // The fused attention's dropout draws as the mask it replaced would.
+      if (auto attention = dyn_cast<AttentionOp>(copy); attention && attention.getStep())
+        attention.setStream(dropout::microBatchStream(attention.getStream(), index));
+      if (auto grad = dyn_cast<AttentionGradOp>(copy); grad && grad.getStep())
+        grad.setStream(dropout::microBatchStream(grad.getStream(), index));
     }
     bufferValues.clear();
     for (auto [param, result] : buffers)

@@ -163,13 +163,16 @@ struct Match {
   Layout layout = Layout::kHeads;
   double scale = 1.0;
   bool causal = false;
-  MatmulOp output; // matmul(p, v)
+  DropoutMaskOp dropout;          // the probabilities' dropout mask, if any
+  MatmulOp output;                // matmul(p, v)
   SmallVector<Operation *> chain; // the decomposed ops, consumer first
   std::string reason;
 };
 
-/// `maxHeadDim`: the longest head dimension the target's kernels take (0: any).
-Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
+/// `cuda`: the target's kernels are CUDA's, whose heads are at most kCudaAttentionMaxHeadDim
+/// long and which take no dropout.
+Match matchAttention(SoftmaxOp softmax, bool cuda) {
+  const int64_t maxHeadDim = cuda ? rt::kCudaAttentionMaxHeadDim : 0;
   Match m;
   auto fail = [&](std::string why) {
     m.reason = std::move(why);
@@ -184,8 +187,22 @@ Match matchAttention(SoftmaxOp softmax, int64_t maxHeadDim) {
   const int64_t s = type.getDimSize(rank - 2), t = type.getDimSize(rank - 1);
   if (!softmax.getResult().hasOneUse())
     return fail("the probabilities have other readers");
-  auto pv = dyn_cast<MatmulOp>(*softmax.getResult().getUsers().begin());
-  if (!pv || pv.getLhs() != softmax.getResult() || pv.getTransposeLhs() || pv.getTransposeRhs() ||
+  Value probs = softmax.getResult();
+  // Dropout on the probabilities: p * dropout_mask (either order), the mask drawn at p's shape.
+  if (auto mul = dyn_cast<MulOp>(*probs.getUsers().begin())) {
+    Value mask = mul.getLhs() == probs ? mul.getRhs() : mul.getLhs();
+    auto draw = mask.getDefiningOp<DropoutMaskOp>();
+    if (!draw || mask.getType() != probs.getType() || mul.getType() != probs.getType() ||
+        !mul.getResult().hasOneUse())
+      return fail("the probabilities are multiplied by something other than a dropout mask");
+    if (cuda)
+      return fail("dropout on the probabilities (the CUDA kernels take none)");
+    m.dropout = draw;
+    m.chain.push_back(mul);
+    probs = mul.getResult();
+  }
+  auto pv = dyn_cast<MatmulOp>(*probs.getUsers().begin());
+  if (!pv || pv.getLhs() != probs || pv.getTransposeLhs() || pv.getTransposeRhs() ||
       pv.getLhsPerm() || pv.getRhsPerm() || pv.getResultPerm() || pv.getBias())
     return fail("the probabilities are not multiplied by v");
   m.output = pv;
@@ -313,8 +330,12 @@ void rewrite(Match &m) {
                                        q.getElementType());
   auto lseType = RankedTensorType::get({q.getDimSize(0), q.getDimSize(2), q.getDimSize(1)},
                                        b.getF32Type());
-  auto attention = b.create<AttentionOp>(loc, TypeRange{outType, lseType}, q4, k4, v4,
-                                         b.getF64FloatAttr(m.scale), b.getBoolAttr(m.causal));
+  auto attention = b.create<AttentionOp>(
+      loc, TypeRange{outType, lseType}, q4, k4, v4, m.dropout ? m.dropout.getStep() : Value(),
+      b.getF64FloatAttr(m.scale), b.getBoolAttr(m.causal),
+      b.getF64FloatAttr(m.dropout ? m.dropout.getRatio().convertToDouble() : 0.0),
+      b.getI64IntegerAttr(m.dropout ? m.dropout.getSeed() : 0),
+      b.getI64IntegerAttr(m.dropout ? m.dropout.getStream() : 0));
   Value out = attention.getOut();
   // The output in its sources' layout ([B, S, H, E], [S, N, E] or [N, S, E]); readers that
   // transpose the heads back to it read that, the others get the decomposed layout
@@ -351,22 +372,23 @@ void rewrite(Match &m) {
     dead[i]->erase();
     for (Value operand : operands)
       if (Operation *def = operand.getDefiningOp();
-          def && isa<TransposeOp, ConstantOp, TriluOp, MulOp, DivOp, ReshapeOp>(def) &&
+          def &&
+          isa<TransposeOp, ConstantOp, TriluOp, MulOp, DivOp, ReshapeOp, DropoutMaskOp, HyperOp>(
+              def) &&
           def->use_empty() && queued.insert(def).second)
         dead.push_back(def);
   }
 }
 
 /// Fuses every matching attention of `module`; returns the count and, per reason, the
-/// softmaxes left decomposed. Heads longer than `maxHeadDim` (when > 0) stay decomposed.
-int64_t fuseAttentions(ModuleOp module, int64_t maxHeadDim,
-                       std::map<std::string, int64_t> &left) {
+/// softmaxes left decomposed (`cuda`: what the CUDA kernels do not take too).
+int64_t fuseAttentions(ModuleOp module, bool cuda, std::map<std::string, int64_t> &left) {
   int64_t fused = 0;
   module.walk([&](func::FuncOp func) {
     SmallVector<SoftmaxOp> softmaxes;
     func.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
     for (SoftmaxOp softmax : softmaxes) {
-      Match m = matchAttention(softmax, maxHeadDim);
+      Match m = matchAttention(softmax, cuda);
       if (!m.reason.empty()) {
         ++left[m.reason];
         continue;
@@ -383,8 +405,7 @@ struct FuseAttentionPass : impl::FuseAttentionPassBase<FuseAttentionPass> {
     ModuleOp module = getOperation();
     auto device = module->getAttrOfType<StringAttr>("plait.device");
     std::map<std::string, int64_t> left; // reason -> softmaxes left; ordered: the report's order
-    int64_t fused = fuseAttentions(
-        module, device && device.getValue() == "cuda" ? rt::kCudaAttentionMaxHeadDim : 0, left);
+    int64_t fused = fuseAttentions(module, device && device.getValue() == "cuda", left);
     Builder b(module.getContext());
     SmallVector<NamedAttribute> reasons;
     int64_t leftCount = 0;

@@ -12,6 +12,7 @@
 #include <limits>
 #include <mutex>
 
+#include "codegen/schema/DropoutMask.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelFamilies.h"
 #include "runtime/cpu/KernelSupport.h"
@@ -27,10 +28,14 @@ namespace {
 struct Head {
   int64_t qOffset, kOffset, vOffset, oOffset, lseOffset; // in elements
   int64_t qPitch, vPitch, oPitch;                        // q and k rows; v rows; out rows
+  /// Query row 0's row in the [B, H, S, T] probabilities a dropout mask is drawn over,
+  /// counting the entries before a staged slice (`batchOffset`).
+  uint64_t maskRow;
 };
 
-Head headAt(const AttentionShape &a, int64_t b, int64_t h) {
+Head headAt(const AttentionShape &a, int64_t b, int64_t h, int64_t batchOffset) {
   Head head;
+  head.maskRow = uint64_t(((batchOffset + b) * a.heads + h) * a.queries);
   head.qOffset = (b * a.queries * a.heads + h) * a.dim;
   head.kOffset = (b * a.keys * a.heads + h) * a.dim;
   head.vOffset = (b * a.keys * a.heads + h) * a.valueDim;
@@ -55,7 +60,7 @@ int64_t blockKeys(const AttentionShape &a, int64_t i0, int64_t rows) {
 /// head is one thread's, its blocks in order, so dk and dv accumulate as on one thread, but
 /// over smaller blocks (more threads round their sums differently).
 template <typename Fn>
-Status forEachBlock(const AttentionShape &a, int64_t blockRows, Fn &&fn) {
+Status forEachBlock(const AttentionShape &a, int64_t batchOffset, int64_t blockRows, Fn &&fn) {
   const int64_t heads = a.batch * a.heads;
   // Heads per chunk: kMultiplyAddGrain or more (a 16-token head is about 1 us), and at most
   // blockRows slots.
@@ -67,7 +72,7 @@ Status forEachBlock(const AttentionShape &a, int64_t blockRows, Fn &&fn) {
   Status failed;
   parallelFor(heads, grain, [&](int64_t slot, int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
-      const Head head = headAt(a, bh / a.heads, bh % a.heads);
+      const Head head = headAt(a, bh / a.heads, bh % a.heads, batchOffset);
       for (int64_t i0 = 0; i0 < a.queries; i0 += rowsPerSlot) {
         const int64_t rows = std::min(rowsPerSlot, a.queries - i0);
         Status s = fn(slot * rowsPerSlot, head, i0, rows, blockKeys(a, i0, rows));
@@ -133,6 +138,20 @@ PLAIT_SIMD_CLONES void probabilitiesBlock(float *scores, int64_t rows, int64_t k
   }
 }
 
+/// Dropout of a block's probabilities (or of their gradients), `from` into `to` (the same
+/// block or another): element (r, j) is kept and times `kept` where DropoutMask.h keeps
+/// element (row + r) * T + j of the stream `key`, T the head's keys; else 0. The draws are
+/// plait.dropout_mask's over the decomposed [B, H, S, T] probabilities, bit for bit.
+void dropBlock(const float *from, float *to, int64_t rows, int64_t keys, int64_t keysTotal,
+               uint64_t row, uint64_t key, uint64_t threshold, float kept) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t first = (row + uint64_t(r)) * uint64_t(keysTotal);
+    for (int64_t j = 0; j < keys; ++j)
+      to[r * keys + j] =
+          dropout::keep(key, first + uint64_t(j), threshold) ? from[r * keys + j] * kept : 0.0f;
+  }
+}
+
 /// dP to dS = P (dP - delta) in place, delta = sum_j P dP over the row, as softmax's backward
 /// sums it (not dout . out, equal in exact arithmetic): a query that sees one key then gets
 /// exactly 0, not rounding noise that AdamW would amplify into a real update. delta is
@@ -156,6 +175,21 @@ PLAIT_SIMD_CLONES void scoreGradBlock(const float *probs, float *dprobs, int64_t
   }
 }
 
+/// A call's dropout on the probabilities: whether it has one, and the mask's draw.
+struct Dropout {
+  explicit Dropout(const AttentionShape &a)
+      : on(a.dropout > 0), key(a.dropoutKey), threshold(dropout::threshold(a.dropout)),
+        kept(float(1.0 / (1.0 - a.dropout))), keysTotal(a.keys) {}
+  /// dropBlock of a block of `rows` query rows from `row` on, `keys` of them scored.
+  void apply(const float *from, float *to, int64_t rows, int64_t keys, uint64_t row) const {
+    dropBlock(from, to, rows, keys, keysTotal, row, key, threshold, kept);
+  }
+  bool on;
+  uint64_t key, threshold;
+  float kept; // 1 / (1 - dropout) in f32, as plait.dropout_mask stores it
+  int64_t keysTotal;
+};
+
 /// f32 attention: out [B, S, H, E] and lse [B, H, S].
 Status attentionF32(const KernelCall &call) {
   AttentionShape a;
@@ -174,16 +208,19 @@ Status attentionF32(const KernelCall &call) {
   Scratch scratch(call, "attention");
   float *scores; // Workspace.cpp: blockRows x T floats
   PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, scores));
+  const Dropout drop(a);
   auto block = [&](int64_t slotRow, const Head &hd, int64_t i0, int64_t rows,
                    int64_t keys) -> Status {
     float *slotScores = scores + slotRow * a.keys;
     PLAIT_RETURN_IF_ERROR(scoreBlock(a, hd, q, k, i0, rows, keys, slotScores));
     softmaxBlock(slotScores, rows, keys, i0, a.causal, lse + hd.lseOffset + i0);
+    if (drop.on)
+      drop.apply(slotScores, slotScores, rows, keys, hd.maskRow + uint64_t(i0));
     return gemmRowMajor<float>(false, false, rows, a.valueDim, keys, 1.0, slotScores, keys,
                                v + hd.vOffset, hd.vPitch, 0.0,
                                out + hd.oOffset + i0 * hd.oPitch, hd.oPitch);
   };
-  return forEachBlock(a, blockRows, block);
+  return forEachBlock(a, call.batchOffset, blockRows, block);
 }
 
 /// f32 attention_grad: dq, dk, dv from q, k, v, out, lse and dout.
@@ -208,6 +245,7 @@ Status attentionGradF32(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, probsAll));
   PLAIT_RETURN_IF_ERROR(scratch.take(blockRows * a.keys, dprobsAll));
   const float scale = float(a.scale);
+  const Dropout drop(a);
   auto block = [&](int64_t slotRow, const Head &hd, int64_t i0, int64_t rows,
                    int64_t keys) -> Status {
     float *probs = probsAll + slotRow * a.keys, *dprobs = dprobsAll + slotRow * a.keys;
@@ -216,13 +254,18 @@ Status attentionGradF32(const KernelCall &call) {
     // P = exp(scale q k^T - lse), zero where masked.
     PLAIT_RETURN_IF_ERROR(scoreBlock(a, hd, q, k, i0, rows, keys, probs));
     probabilitiesBlock(probs, rows, keys, i0, a.causal, lse + hd.lseOffset + i0);
-    // dv[0, keys) += P^T dout; dP = dout v^T.
+    // dv[0, keys) += (P M)^T dout, M the dropout mask (1 without); dP = (dout v^T) M.
+    const uint64_t maskRow = hd.maskRow + uint64_t(i0);
+    if (drop.on)
+      drop.apply(probs, dprobs, rows, keys, maskRow); // P M, in dprobs until dP
     PLAIT_RETURN_IF_ERROR(gemmRowMajor<float>(true, false, keys, a.valueDim, rows, 1.0,
-                                              probs, keys, doBlock, hd.oPitch, 1.0,
-                                              dv + hd.vOffset, hd.vPitch));
+                                              drop.on ? dprobs : probs, keys, doBlock, hd.oPitch,
+                                              1.0, dv + hd.vOffset, hd.vPitch));
     PLAIT_RETURN_IF_ERROR(gemmRowMajor<float>(false, true, rows, keys, a.valueDim, 1.0,
                                               doBlock, hd.oPitch, v + hd.vOffset, hd.vPitch,
                                               0.0, dprobs, keys));
+    if (drop.on)
+      drop.apply(dprobs, dprobs, rows, keys, maskRow);
     scoreGradBlock(probs, dprobs, rows, keys); // dS = P (dP - delta), in dprobs
     // dq rows = scale dS k; dk[0, keys) += scale dS^T q rows.
     PLAIT_RETURN_IF_ERROR(gemmRowMajor<float>(false, false, rows, a.dim, keys, scale, dprobs,
@@ -231,7 +274,7 @@ Status attentionGradF32(const KernelCall &call) {
     return gemmRowMajor<float>(true, false, keys, a.dim, rows, scale, dprobs, keys, qBlock,
                                hd.qPitch, 1.0, dk + hd.kOffset, hd.qPitch);
   };
-  return forEachBlock(a, blockRows, block);
+  return forEachBlock(a, call.batchOffset, blockRows, block);
 }
 
 /// attention (kGrad false) or attention_grad: operands checked, bf16 staged through f32 a
@@ -243,7 +286,9 @@ template <bool kGrad> Status attentionKernel(const KernelCall &call) {
   PLAIT_RETURN_IF_ERROR(checkAttentionCall(call, kGrad, a));
   if (!hasHalfTensor(call))
     return kF32(call);
-  return runStagedInF32Entries(call, kF32);
+  // The step (dropout) is staged whole; every other operand by batch entries.
+  return runStagedInF32Entries(
+      call, kF32, uint64_t(batchStagedWholeInputs(kGrad ? "attention_grad" : "attention")));
 }
 
 } // namespace

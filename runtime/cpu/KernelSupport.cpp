@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/schema/DropoutMask.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/cpu/Workspace.h"
 
@@ -193,7 +194,8 @@ Status checkBatchNormCall(const KernelCall &call, BatchNormKind kind, BatchNormS
 
 Status checkAttentionCall(const KernelCall &call, bool grad, AttentionShape &out) {
   const std::string_view kernel = grad ? "attention_grad" : "attention";
-  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, grad ? 6 : 3, grad ? 6 : 3, grad ? 3 : 2));
+  const size_t operands = grad ? 6 : 3; // then the step, with dropout
+  PLAIT_RETURN_IF_ERROR(checkArity(call, kernel, operands, operands + 1, grad ? 3 : 2));
   const TensorView &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
   const char *names[] = {"q", "k", "v"};
   for (int i = 0; i < 3; ++i) {
@@ -241,6 +243,31 @@ Status checkAttentionCall(const KernelCall &call, bool grad, AttentionShape &out
   out.causal = call.attrs.getBool("causal", false);
   if (!(std::isfinite(out.scale) && out.scale > 0))
     return Status::errorf("{}: scale must be a finite number > 0, got {}", kernel, out.scale);
+  // Dropout on the probabilities: the mask plait.dropout_mask {ratio = dropout, seed, stream}
+  // would draw this step on this rank (DropoutMask.h).
+  out.dropout = call.attrs.getFloat("dropout", 0.0);
+  if (!(out.dropout >= 0.0 && out.dropout < 1.0))
+    return Status::errorf("{}: dropout must be in [0, 1), got {}", kernel, out.dropout);
+  const bool hasStep = call.inputs.size() > operands;
+  if ((out.dropout > 0) != hasStep)
+    return Status::errorf("{}: {}", kernel,
+                          hasStep ? "a step operand needs dropout > 0"
+                                  : "dropout needs the step operand");
+  if (hasStep)
+    PLAIT_RETURN_IF_ERROR(drawKeyOf(kernel, call, call.inputs[operands], out.dropoutKey));
+  return Status();
+}
+
+Status drawKeyOf(std::string_view kernel, const KernelCall &call, const TensorView &stepView,
+                 uint64_t &key) {
+  if (stepView.dtype != DType::F32 || stepView.numel() != 1)
+    return Status::errorf("{}: step must be one f32 value, got {} {}", kernel,
+                          dtypeName(stepView.dtype), shapeString(stepView.shape));
+  const float step = *stepView.as<float>();
+  if (!(step >= 0.0f) || step > 16777216.0f)
+    return Status::errorf("{}: step {} is not a step number", kernel, step);
+  key = dropout::streamKey(uint64_t(call.attrs.getInt("seed", 0)),
+                           uint64_t(call.attrs.getInt("stream", 0)), uint64_t(step), call.rank);
   return Status();
 }
 
@@ -498,6 +525,7 @@ Status runStagedInF32Batches(const KernelCall &call, KernelFn f32Kernel, int64_t
     uint64_t innerUsed = 0;
     KernelCall inner{inputs,         call.outputs,   call.attrs,          call.rank,
                      call.worldSize, scratch.rest(), scratch.restBytes(), &innerUsed};
+    inner.batchOffset = call.batchOffset + b0;
     status = f32Kernel(inner);
     scratch.addNested(innerUsed);
     for (size_t i = 0; i < count && status.ok(); ++i) {

@@ -171,8 +171,18 @@ struct AttentionShape {
   int64_t batch = 0, queries = 0, keys = 0, heads = 0, dim = 0, valueDim = 0;
   double scale = 1;
   bool causal = false;
+  /// Dropout on the probabilities (the `dropout` attribute; 0: none) and its stream's key
+  /// (DropoutMask.h streamKey of seed, stream, the step operand and the rank).
+  double dropout = 0;
+  uint64_t dropoutKey = 0;
 };
 Status checkAttentionCall(const KernelCall &call, bool grad, AttentionShape &out);
+
+/// The key of a kernel's per-step draws (dropout_mask, random, attention's dropout):
+/// DropoutMask.h's streamKey of the call's `seed` and `stream` attributes, the step (one f32
+/// value on the host, checked: a step number) and the call's rank.
+Status drawKeyOf(std::string_view kernel, const KernelCall &call, const TensorView &step,
+                 uint64_t &key);
 
 /// The calls of the norm kernels (checkNormCall).
 enum class NormCall {

@@ -26,16 +26,7 @@ template <typename T> T storeValue(double v) {
 /// streamKey of its seed, stream, step and rank.
 Status drawKey(const char *name, const KernelCall &call, uint64_t &key) {
   PLAIT_RETURN_IF_ERROR(checkArity(call, name, 1, 1, 1));
-  const TensorView &stepView = call.inputs[0];
-  if (stepView.dtype != DType::F32 || stepView.numel() != 1)
-    return Status::errorf("{}: step must be one f32 value, got {} {}", name,
-                          dtypeName(stepView.dtype), shapeString(stepView.shape));
-  const float step = *stepView.as<float>();
-  if (!(step >= 0.0f) || step > 16777216.0f)
-    return Status::errorf("{}: step {} is not a step number", name, step);
-  key = dropout::streamKey(uint64_t(call.attrs.getInt("seed", 0)),
-                           uint64_t(call.attrs.getInt("stream", 0)), uint64_t(step), call.rank);
-  return Status();
+  return drawKeyOf(name, call, call.inputs[0], key);
 }
 
 /// Fills the float result `y` with draw(T{}, i, significand bits) for each element i, split

@@ -498,7 +498,8 @@ uint64_t computeBytes(std::string_view kernel, const std::vector<OperandType> &i
       return 0;
     return saturatingAdd(chunk(inner, dtypeSize(in[0].dtype)), chunk(inner, 8));
   }
-  if ((kernel == "attention" && operands(3, 2)) || (kernel == "attention_grad" && operands(6, 3))) {
+  if ((kernel == "attention" && (operands(3, 2) || operands(4, 2))) ||
+      (kernel == "attention_grad" && (operands(6, 3) || operands(7, 3)))) {
     // AttentionKernels.cpp: a block of query rows' scores (the gradient: and of their
     // gradients), attentionWorkspaceRows rows of T, T = k's dimension 1.
     const std::vector<int64_t> &q = *in[0].shape, &k = *in[1].shape;

@@ -84,12 +84,16 @@ template <typename RankOf> uint64_t lowerRankInputs(size_t inputs, RankOf &&rank
 /// The bf16/f16 kernels that stage through f32 a few entries of dimension 0 at a time
 /// whatever their attributes (runStagedInF32Entries): attention and its gradient, conv2d and
 /// conv2d_grad_input (an image's result needs only that image), and the pools and their
-/// gradients (planes). Returns the inputs they stage whole, a bit each (conv2d's weight and
-/// bias, conv2d_grad_input's weight), or -1 for any other kernel. conv2d_grad_weight sums
-/// over the images and stays staged whole.
+/// gradients (planes). Returns the inputs they stage whole, a bit each (attention's step,
+/// conv2d's weight and bias, conv2d_grad_input's weight), or -1 for any other kernel.
+/// conv2d_grad_weight sums over the images and stays staged whole.
 inline int64_t batchStagedWholeInputs(std::string_view kernel) {
-  if (kernel == "attention" || kernel == "attention_grad" || kernel == "max_pool2d" ||
-      kernel == "avg_pool2d" || kernel == "max_pool2d_grad" || kernel == "avg_pool2d_grad")
+  if (kernel == "attention") // its step (with dropout)
+    return 0b1000;
+  if (kernel == "attention_grad")
+    return 0b1000000;
+  if (kernel == "max_pool2d" || kernel == "avg_pool2d" || kernel == "max_pool2d_grad" ||
+      kernel == "avg_pool2d_grad")
     return 0;
   if (kernel == "conv2d")
     return 0b110;

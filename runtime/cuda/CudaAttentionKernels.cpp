@@ -16,6 +16,12 @@ static_assert(kAttentionMaxHeadDim == kCudaAttentionMaxHeadDim,
 /// code takes (f32 or bf16, D and E <= kAttentionMaxHeadDim), as the device walks them.
 Status planAttention(std::string_view kernel, const CudaKernelCall &call, bool grad,
                      AttentionGeometry &g) {
+  // Dropout on the probabilities is the CPU kernels' only (plait-fuse-attention leaves it
+  // decomposed for CUDA); refused before the checks, which would read the step on the host.
+  if (call.attrs.getFloat("dropout", 0.0) != 0.0)
+    return Status::errorf("{}: dropout on the probabilities is not supported by the CUDA "
+                          "kernels (compile for cuda: plait-fuse-attention leaves it decomposed)",
+                          kernel);
   cpu::AttentionShape s;
   PLAIT_RETURN_IF_ERROR(cpu::checkAttentionCall(call.asHostCall(), grad, s));
   const DType dtype = call.inputs[0].dtype;

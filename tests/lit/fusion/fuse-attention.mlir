@@ -246,3 +246,45 @@ func.func @additive_mask(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tenso
   %o2 = plait.matmul %p2, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %o, %o2 : tensor<2x3x4xf32>, tensor<2x3x4xf32>
 }
+
+// -----
+
+// Dropout on the probabilities (p * dropout_mask, as the importer writes an exported Dropout):
+// the attention draws that mask itself, from the same step, ratio, seed and stream.
+// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK-LABEL: func.func @dropout
+// CHECK: %[[STEP:.*]] = plait.hyper "step"
+// CHECK-NOT: plait.dropout_mask
+// CHECK: plait.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[STEP]] {dropout = 1.000000e-01 : f64, scale = 5.000000e-01 : f64, seed = 3 : i64, stream = 42 : i64}
+// CHECK-NOT: plait.dropout_mask
+func.func @dropout(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %kt = plait.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+  %s = plait.matmul %q, %kt : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %half = plait.constant dense<0.5> : tensor<f32>
+  %ss = plait.mul %s, %half : (tensor<2x3x3xf32>, tensor<f32>) -> tensor<2x3x3xf32>
+  %p = plait.softmax %ss {axis = -1 : i64} : tensor<2x3x3xf32>
+  %step = plait.hyper "step" : tensor<f32>
+  %mask = plait.dropout_mask %step {ratio = 1.000000e-01 : f64, seed = 3 : i64, stream = 42 : i64} : (tensor<f32>) -> tensor<2x3x3xf32>
+  %pd = plait.mul %p, %mask : (tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %o = plait.matmul %pd, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+
+// -----
+
+// For --device cuda the dropout stays decomposed: the CUDA kernels take none.
+// CHECK: module attributes {plait.device = "cuda", plait.fuse_attention = {fused = 0 : i64, left = 1 : i64, reasons = {"dropout on the probabilities (the CUDA kernels take none)" = 1 : i64}}}
+// CHECK-LABEL: func.func @cuda_dropout
+// CHECK-NOT: plait.attention
+module attributes {plait.device = "cuda"} {
+func.func @cuda_dropout(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %kt = plait.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+  %s = plait.matmul %q, %kt : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %p = plait.softmax %s {axis = -1 : i64} : tensor<2x3x3xf32>
+  %step = plait.hyper "step" : tensor<f32>
+  %mask = plait.dropout_mask %step {ratio = 1.000000e-01 : f64, seed = 0 : i64, stream = 1 : i64} : (tensor<f32>) -> tensor<2x3x3xf32>
+  %pd = plait.mul %mask, %p : (tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %o = plait.matmul %pd, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+}

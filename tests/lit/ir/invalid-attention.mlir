@@ -79,3 +79,35 @@ func.func @grad_results(%q: tensor<2x16x4x8xf32>, %l: tensor<2x4x16xf32>) {
   return
 }
 
+
+// -----
+
+func.func @dropout_without_step(%q: tensor<1x2x1x4xf32>) {
+  // expected-error @+1 {{'plait.attention' op dropout needs the step operand}}
+  %o, %l = plait.attention %q, %q, %q {scale = 0.5 : f64, dropout = 0.1 : f64} : (tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>) -> (tensor<1x2x1x4xf32>, tensor<1x1x2xf32>)
+  return
+}
+
+// -----
+
+func.func @step_without_dropout(%q: tensor<1x2x1x4xf32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.attention' op a step operand needs dropout > 0}}
+  %o, %l = plait.attention %q, %q, %q, %step {scale = 0.5 : f64} : (tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<f32>) -> (tensor<1x2x1x4xf32>, tensor<1x1x2xf32>)
+  return
+}
+
+// -----
+
+func.func @dropout_ratio(%q: tensor<1x2x1x4xf32>, %step: tensor<f32>) {
+  // expected-error @+1 {{'plait.attention' op dropout 1.000000e+00 is not in [0, 1)}}
+  %o, %l = plait.attention %q, %q, %q, %step {scale = 0.5 : f64, dropout = 1.0 : f64} : (tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<f32>) -> (tensor<1x2x1x4xf32>, tensor<1x1x2xf32>)
+  return
+}
+
+// -----
+
+func.func @grad_step_rank(%q: tensor<1x2x1x4xf32>, %l: tensor<1x1x2xf32>, %step: tensor<1xf32>) {
+  // expected-error @+1 {{'plait.attention_grad' op step must be a scalar}}
+  %dq, %dk, %dv = plait.attention_grad %q, %q, %q, %q, %l, %q, %step {scale = 0.5 : f64, dropout = 0.1 : f64} : (tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<1x1x2xf32>, tensor<1x2x1x4xf32>, tensor<1xf32>) -> (tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>)
+  return
+}

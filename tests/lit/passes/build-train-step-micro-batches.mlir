@@ -66,3 +66,22 @@ func.func @main(%x: tensor<2x4xf32> {plait.name = "x"}, %y: tensor<2xi64> {plait
 // FOUR-COUNT-2: plait.adamw_update
 // FOUR-NOT: plait.adamw_update
 // FOUR: return
+
+// -----
+
+// The fused attention's dropout draws per micro-batch as the mask it replaced would: the first
+// micro-batch's attention and its gradient keep the stream, the second's take
+// microBatchStream(42, 1).
+// CHECK-LABEL: func.func @main
+// CHECK: plait.attention {{.*}}stream = 42 : i64
+// CHECK: plait.attention_grad {{.*}}stream = 42 : i64
+// CHECK: plait.attention {{.*}}stream = -7046029254386353089 : i64
+// CHECK: plait.attention_grad {{.*}}stream = -7046029254386353089 : i64
+func.func @main(%x: tensor<2x3x1x4xf32> {plait.name = "x"}) -> (tensor<f32> {plait.name = "loss"}) {
+  %w = plait.param "w" {value = dense<0.5> : tensor<4xf32>} : tensor<4xf32>
+  %q = plait.mul %x, %w : (tensor<2x3x1x4xf32>, tensor<4xf32>) -> tensor<2x3x1x4xf32>
+  %step = plait.hyper "step" : tensor<f32>
+  %o, %l = plait.attention %q, %q, %q, %step {scale = 0.5 : f64, dropout = 0.1 : f64, seed = 0 : i64, stream = 42 : i64} : (tensor<2x3x1x4xf32>, tensor<2x3x1x4xf32>, tensor<2x3x1x4xf32>, tensor<f32>) -> (tensor<2x3x1x4xf32>, tensor<2x1x3xf32>)
+  %loss = plait.reduce_sum %o {axes = array<i64>, keepdims = false} : (tensor<2x3x1x4xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}

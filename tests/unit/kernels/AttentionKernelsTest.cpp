@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "KernelTestSupport.h"
+#include "codegen/schema/DropoutMask.h"
 #include "runtime/cpu/Workspace.h"
 
 namespace plait::rt::test {
@@ -21,9 +22,11 @@ struct Reference {
   std::vector<double> out, lse, dq, dk, dv;
 };
 
+/// `dropout` > 0: the probabilities dropped by the mask of DropoutMask.h's stream `key` over
+/// their [B, H, S, T] indices, kept ones times 1 / (1 - dropout) in f32, before they meet v.
 Reference reference(const Case &c, double scale, const std::vector<double> &q,
                     const std::vector<double> &k, const std::vector<double> &v,
-                    const std::vector<double> &dout) {
+                    const std::vector<double> &dout, double dropout = 0, uint64_t key = 0) {
   const int64_t B = c.batch, S = c.queries, T = c.keys, H = c.heads, D = c.dim, E = c.valueDim;
   Reference r;
   r.out.assign(B * S * H * E, 0);
@@ -53,23 +56,30 @@ Reference reference(const Case &c, double scale, const std::vector<double> &q,
           sum += std::exp(s[j] - m);
         const double lse = m + std::log(sum);
         r.lse[(b * H + h) * S + i] = lse;
-        for (int64_t j = 0; j < n; ++j)
+        std::vector<double> mask(n, 1.0);
+        for (int64_t j = 0; j < n; ++j) {
           p[j] = std::exp(s[j] - lse);
+          if (dropout > 0)
+            mask[j] = dropout::keep(key, uint64_t(((b * H + h) * S + i) * T + j),
+                                    dropout::threshold(dropout))
+                          ? double(float(1.0 / (1.0 - dropout)))
+                          : 0.0;
+        }
         for (int64_t e = 0; e < E; ++e) {
           double acc = 0;
           for (int64_t j = 0; j < n; ++j)
-            acc += p[j] * v[vi(b, j, h, e)];
+            acc += p[j] * mask[j] * v[vi(b, j, h, e)];
           r.out[oi(b, i, h, e)] = acc;
         }
-        // Backward: dP = dout v^T, dS = P (dP - sum_j P dP).
+        // Backward: dP = (dout v^T) M, dS = P (dP - sum_j P dP).
         std::vector<double> dp(n);
         double weighted = 0;
         for (int64_t j = 0; j < n; ++j) {
           double dot = 0;
           for (int64_t e = 0; e < E; ++e)
             dot += dout[oi(b, i, h, e)] * v[vi(b, j, h, e)];
-          dp[j] = dot;
-          weighted += p[j] * dot;
+          dp[j] = dot * mask[j];
+          weighted += p[j] * dp[j];
         }
         for (int64_t j = 0; j < n; ++j) {
           const double ds = p[j] * (dp[j] - weighted);
@@ -78,7 +88,7 @@ Reference reference(const Case &c, double scale, const std::vector<double> &q,
             r.dk[ki(b, j, h, d)] += scale * ds * q[qi(b, i, h, d)];
           }
           for (int64_t e = 0; e < E; ++e)
-            r.dv[vi(b, j, h, e)] += p[j] * dout[oi(b, i, h, e)];
+            r.dv[vi(b, j, h, e)] += p[j] * mask[j] * dout[oi(b, i, h, e)];
         }
       }
   return r;
@@ -91,10 +101,12 @@ OwnedTensor holding(DType dtype, std::vector<int64_t> shape, std::vector<double>
   return t;
 }
 
-void checkCase(const Case &c, DType dtype, double rtol, double atol) {
+/// `dropout` > 0: with dropout on the probabilities, drawn for step 3 of stream 11.
+void checkCase(const Case &c, DType dtype, double rtol, double atol, double dropout = 0) {
   SCOPED_TRACE(testing::Message() << "B=" << c.batch << " S=" << c.queries << " T=" << c.keys
                                   << " H=" << c.heads << " D=" << c.dim << " E=" << c.valueDim
-                                  << " causal=" << c.causal << " dtype=" << dtypeName(dtype));
+                                  << " causal=" << c.causal << " dtype=" << dtypeName(dtype)
+                                  << " dropout=" << dropout);
   const std::vector<int64_t> qShape{c.batch, c.queries, c.heads, c.dim},
       kShape{c.batch, c.keys, c.heads, c.dim}, vShape{c.batch, c.keys, c.heads, c.valueDim},
       oShape{c.batch, c.queries, c.heads, c.valueDim}, lseShape{c.batch, c.heads, c.queries};
@@ -105,17 +117,28 @@ void checkCase(const Case &c, DType dtype, double rtol, double atol) {
   OwnedTensor qt = holding(dtype, qShape, q), kt = holding(dtype, kShape, k),
               vt = holding(dtype, vShape, v), dot = holding(dtype, oShape, dout);
   const double scale = 1.0 / std::sqrt(double(c.dim));
-  const Attrs attrs = AttrsBuilder().f("scale", scale).i("causal", c.causal).build();
-  Reference ref = reference(c, scale, q, k, v, dout);
+  AttrsBuilder attrsBuilder;
+  attrsBuilder.f("scale", scale).i("causal", c.causal);
+  std::vector<OwnedTensor> step; // the step operand, with dropout
+  if (dropout > 0) {
+    attrsBuilder.f("dropout", dropout).i("seed", 0).i("stream", 11);
+    step.push_back(makeFloat(DType::F32, {}, {3.0}));
+  }
+  const Attrs attrs = attrsBuilder.build();
+  Reference ref = reference(c, scale, q, k, v, dout, dropout, dropout::streamKey(0, 11, 3, 0));
 
-  KernelResult fwd = runKernel("attention", {qt, kt, vt}, {{dtype, oShape}, {DType::F32, lseShape}},
-                               attrs);
+  std::vector<OwnedTensor> fwdInputs{qt, kt, vt};
+  fwdInputs.insert(fwdInputs.end(), step.begin(), step.end());
+  KernelResult fwd =
+      runKernel("attention", fwdInputs, {{dtype, oShape}, {DType::F32, lseShape}}, attrs);
   ASSERT_TRUE(fwd.status.ok()) << fwd.status.message();
   EXPECT_TRUE(allClose(fwd.out(0).floats(), ref.out, rtol, atol));
   EXPECT_TRUE(allClose(fwd.out(1).floats(), ref.lse, 1e-5, 1e-5));
 
   // The gradient reads the kernel's own out and lse, as a training step does.
-  KernelResult bwd = runKernel("attention_grad", {qt, kt, vt, fwd.out(0), fwd.out(1), dot},
+  std::vector<OwnedTensor> bwdInputs{qt, kt, vt, fwd.out(0), fwd.out(1), dot};
+  bwdInputs.insert(bwdInputs.end(), step.begin(), step.end());
+  KernelResult bwd = runKernel("attention_grad", bwdInputs,
                                {{dtype, qShape}, {dtype, kShape}, {dtype, vShape}}, attrs);
   ASSERT_TRUE(bwd.status.ok()) << bwd.status.message();
   EXPECT_TRUE(allClose(bwd.out(0).floats(), ref.dq, rtol, atol)) << "dq";
@@ -153,6 +176,36 @@ TEST(AttentionKernels, ShortHeadsLeaveRoomForFourWholeHeads) {
   EXPECT_EQ(attentionWorkspaceRows(37), 148); // a ViT's 36 patches and its class token
   EXPECT_EQ(attentionWorkspaceRows(64), kAttentionRowBlock);
   EXPECT_EQ(attentionWorkspaceRows(1000), kAttentionRowBlock);
+}
+
+TEST(AttentionKernels, DropoutDrawsThePlainMasksOverTheProbabilities) {
+  // The mask plait.dropout_mask would draw over [B, H, S, T]: causal heads across blocks and
+  // threads, keys past the queries, and bf16 staged an entry or two at a time (the entries
+  // before a staged slice counted in the mask's indices).
+  checkCase({2, 300, 300, 2, 8, 8, true}, DType::F32, 1e-4, 1e-5, 0.1);
+  checkCase({1, 5, 9, 3, 4, 6, false}, DType::F32, 1e-4, 1e-5, 0.5);
+  {
+    KernelThreads threads(3);
+    checkCase({2, 128, 128, 2, 64, 64, true}, DType::F32, 1e-4, 1e-5, 0.25);
+  }
+  checkCase({3, 12, 12, 2, 8, 8, true}, DType::BF16, 3e-2, 3e-2, 0.1);
+  // Entries 0-1, then entry 2 alone: its mask rows start past the first slice's.
+  ASSERT_EQ(batchStageEntries(3, 64 * 4 * 2048), 2);
+  checkCase({3, 64, 64, 4, 2048, 16, true}, DType::BF16, 3e-2, 3e-2, 0.1);
+}
+
+TEST(AttentionKernels, DropoutNeedsItsStepAndARatioBelowOne) {
+  const OwnedTensor q = randomFloats({1, 2, 1, 4}, 1), step = makeFloat(DType::F32, {}, {1.0});
+  const std::vector<std::pair<DType, std::vector<int64_t>>> outs{{DType::F32, {1, 2, 1, 4}},
+                                                                 {DType::F32, {1, 1, 2}}};
+  KernelResult r = runKernel("attention", {q, q, q}, outs,
+                             AttrsBuilder().f("scale", 0.5).f("dropout", 0.1).build());
+  EXPECT_EQ(r.status.message(), "attention: dropout needs the step operand");
+  r = runKernel("attention", {q, q, q, step}, outs, AttrsBuilder().f("scale", 0.5).build());
+  EXPECT_EQ(r.status.message(), "attention: a step operand needs dropout > 0");
+  r = runKernel("attention", {q, q, q, step}, outs,
+                AttrsBuilder().f("scale", 0.5).f("dropout", 1.0).build());
+  EXPECT_EQ(r.status.message(), "attention: dropout must be in [0, 1), got 1");
 }
 
 TEST(AttentionKernels, Bf16ComputesInF32) {
