@@ -103,6 +103,25 @@ TEST(CudaAttention, HeadDimensionsBeyondTheLimitAreRefusedNamingTheKernel) {
   }
 }
 
+TEST(CudaAttention, DropoutIsRefusedInOneLine) {
+  // The CPU kernels' dropout on the probabilities: plait-fuse-attention leaves it decomposed
+  // for CUDA plans, and the kernels refuse it before reading the (device) step operand.
+  for (bool grad : {false, true}) {
+    const std::string name = grad ? "attention_grad" : "attention";
+    std::vector<rt::TensorView> in, out;
+    describe({1, 4, 4, 2, 8, 8}, grad, DType::F32, in, out);
+    rt::Attrs attrs = attentionAttrs(0.125, true);
+    rt::AttrValue ratio;
+    ratio.floats = {0.1};
+    attrs.set("dropout", ratio);
+    uint64_t need = 0;
+    rt::Status s = callKernel(name.c_str(), in, out, attrs, true, &need);
+    EXPECT_EQ(s.message(), name + ": dropout on the probabilities is not supported by the CUDA "
+                                  "kernels (compile for cuda: plait-fuse-attention leaves it "
+                                  "decomposed)");
+  }
+}
+
 TEST(CudaAttention, MismatchedShapesAndDtypesAreRefusedNamingTheKernel) {
   for (bool grad : {false, true}) {
     const std::string name = grad ? "attention_grad" : "attention";
