@@ -350,7 +350,16 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
   if (auto attention = module->getAttrOfType<DictionaryAttr>("plait.fuse_attention")) {
     int64_t fused = attention.getAs<IntegerAttr>("fused").getInt();
     int64_t left = attention.getAs<IntegerAttr>("left").getInt();
-    report["fusion"]["attention"] = {{"fused", fused}, {"left", left}, {"reasons", nlohmann::json::object()}};
+    auto count = [&](const char *key) {
+      auto value = attention.getAs<IntegerAttr>(key);
+      return value ? value.getInt() : int64_t(0);
+    };
+    const int64_t causal = count("causal"), dropped = count("dropout");
+    report["fusion"]["attention"] = {{"fused", fused},
+                                     {"causal", causal},
+                                     {"dropout", dropped},
+                                     {"left", left},
+                                     {"reasons", nlohmann::json::object()}};
     std::string reasons;
     if (auto dict = attention.getAs<DictionaryAttr>("reasons"))
       for (NamedAttribute named : dict) {
@@ -361,9 +370,10 @@ nlohmann::json buildReport(ModuleOp module, const MemoryPlan &memory,
       }
     if (fused > 0 || left > 0)
       report["optimizations"]["fuse_attention"] = fmt::format(
-          "{} attention{} computed by one fused kernel each, keeping a log-sum-exp per query "
-          "row instead of the [S, T] scores and probabilities{}{} (off: --no-fused-attention)",
-          fused, fused == 1 ? "" : "s", reasons.empty() ? "" : "; softmaxes ",
+          "{} attention{} ({} causal, {} drawing their probabilities' dropout) computed by one "
+          "fused kernel each, keeping a log-sum-exp per query row instead of the [S, T] scores "
+          "and probabilities{}{} (off: --no-fused-attention)",
+          fused, fused == 1 ? "" : "s", causal, dropped, reasons.empty() ? "" : "; softmaxes ",
           reasons);
   }
   if (auto norm = module->getAttrOfType<DictionaryAttr>("plait.fuse_norm")) {

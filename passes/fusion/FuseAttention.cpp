@@ -380,10 +380,16 @@ void rewrite(Match &m) {
   }
 }
 
-/// Fuses every matching attention of `module`; returns the count and, per reason, the
+/// What plait-fuse-attention fused: attentions, those of them causal and those drawing their
+/// probabilities' dropout.
+struct FusedCounts {
+  int64_t fused = 0, causal = 0, dropout = 0;
+};
+
+/// Fuses every matching attention of `module`; returns the counts and, per reason, the
 /// softmaxes left decomposed (`cuda`: what the CUDA kernels do not take too).
-int64_t fuseAttentions(ModuleOp module, bool cuda, std::map<std::string, int64_t> &left) {
-  int64_t fused = 0;
+FusedCounts fuseAttentions(ModuleOp module, bool cuda, std::map<std::string, int64_t> &left) {
+  FusedCounts counts;
   module.walk([&](func::FuncOp func) {
     SmallVector<SoftmaxOp> softmaxes;
     func.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
@@ -393,11 +399,13 @@ int64_t fuseAttentions(ModuleOp module, bool cuda, std::map<std::string, int64_t
         ++left[m.reason];
         continue;
       }
+      counts.causal += m.causal;
+      counts.dropout += bool(m.dropout);
       rewrite(m);
-      ++fused;
+      ++counts.fused;
     }
   });
-  return fused;
+  return counts;
 }
 
 struct FuseAttentionPass : impl::FuseAttentionPassBase<FuseAttentionPass> {
@@ -405,7 +413,7 @@ struct FuseAttentionPass : impl::FuseAttentionPassBase<FuseAttentionPass> {
     ModuleOp module = getOperation();
     auto device = module->getAttrOfType<StringAttr>("plait.device");
     std::map<std::string, int64_t> left; // reason -> softmaxes left; ordered: the report's order
-    int64_t fused = fuseAttentions(module, device && device.getValue() == "cuda", left);
+    FusedCounts fused = fuseAttentions(module, device && device.getValue() == "cuda", left);
     Builder b(module.getContext());
     SmallVector<NamedAttribute> reasons;
     int64_t leftCount = 0;
@@ -413,10 +421,13 @@ struct FuseAttentionPass : impl::FuseAttentionPassBase<FuseAttentionPass> {
       reasons.push_back(b.getNamedAttr(reason, b.getI64IntegerAttr(count)));
       leftCount += count;
     }
-    module->setAttr("plait.fuse_attention",
-                    b.getDictionaryAttr({b.getNamedAttr("fused", b.getI64IntegerAttr(fused)),
-                                         b.getNamedAttr("left", b.getI64IntegerAttr(leftCount)),
-                                         b.getNamedAttr("reasons", b.getDictionaryAttr(reasons))}));
+    module->setAttr(
+        "plait.fuse_attention",
+        b.getDictionaryAttr({b.getNamedAttr("fused", b.getI64IntegerAttr(fused.fused)),
+                             b.getNamedAttr("causal", b.getI64IntegerAttr(fused.causal)),
+                             b.getNamedAttr("dropout", b.getI64IntegerAttr(fused.dropout)),
+                             b.getNamedAttr("left", b.getI64IntegerAttr(leftCount)),
+                             b.getNamedAttr("reasons", b.getDictionaryAttr(reasons))}));
   }
 };
 

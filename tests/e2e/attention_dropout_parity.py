@@ -10,8 +10,9 @@ plan compiled as is and the one compiled with --no-fused-attention draw the same
 must train alike: 20 SGD steps, per-step losses within 1e-6 relative in f32 (1 and 2 threads,
 and 2 ranks under ddp: each rank draws its own masks), within 2e-2 under --precision
 bf16-mixed (the fused kernels keep the probabilities in f32, the decomposed ops round them to
-bf16). The report must count every attention fused. PyTorch draws other masks, so it is not
-the reference here; e2e.train.torch_transformer checks the same layers against it at p = 0.
+bf16). The report must count every attention fused, each with its dropout, one causal.
+PyTorch draws other masks, so it is not the reference here; e2e.train.torch_transformer
+checks the same layers against it at p = 0.
 
 Run with /usr/bin/python3:  attention_dropout_parity.py --build BUILD
 """
@@ -101,7 +102,8 @@ def main():
                                   flags + ["--no-fused-attention"], threads, ranks)
                 worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(fused, plain))
                 good = (len(fused) == len(plain) == STEPS and worst <= tol and
-                        report.get("fused") == ATTENTIONS)
+                        report.get("fused") == ATTENTIONS and report.get("dropout") == ATTENTIONS
+                        and report.get("causal") == 1)
                 print(f"{label}: {report.get('fused')} of {ATTENTIONS} attentions fused, losses "
                       f"{fused[0]:.4f} -> {fused[-1]:.4f}, max rel diff to --no-fused-attention "
                       f"{worst:.1e} (bound {tol:g}): {'ok' if good else 'FAIL'}")

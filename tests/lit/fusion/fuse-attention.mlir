@@ -4,7 +4,7 @@
 // a constant causal mask filled with -inf, softmax, the product with v, heads merged back.
 // All of it becomes one plait.attention on the [B, S, H, D] operands, whose output the
 // merging transpose's reader takes directly.
-// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK: module attributes {plait.fuse_attention = {causal = 1 : i64, dropout = 0 : i64, fused = 1 : i64, left = 0 : i64, reasons = {}}}
 // CHECK-LABEL: func.func @causal
 // CHECK-NOT: plait.constant
 // CHECK-NEXT: %[[O:.*]], %[[L:.*]] = plait.attention %arg0, %arg1, %arg2 {causal = true, scale = 0.35355338454246521 : f64} : (tensor<2x4x2x8xf32>, tensor<2x4x2x8xf32>, tensor<2x4x2x8xf32>) -> (tensor<2x4x2x8xf32>, tensor<2x2x4xf32>)
@@ -32,7 +32,7 @@ func.func @causal(%q: tensor<2x4x2x8xf32>, %k: tensor<2x4x2x8xf32>, %v: tensor<2
 // Unmasked attention scaled by a division, k split into heads by two transposes, more keys
 // than queries and a value width of its own; the [B, H, S, E] result's reader gets it
 // transposed back from the attention's output.
-// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK: module attributes {plait.fuse_attention = {causal = 0 : i64, dropout = 0 : i64, fused = 1 : i64, left = 0 : i64, reasons = {}}}
 // CHECK-LABEL: func.func @unmasked
 // CHECK-NEXT: %[[O:.*]], %{{.*}} = plait.attention %arg0, %arg1, %arg2 {scale = 2.500000e-01 : f64} : (tensor<1x3x2x16xf32>, tensor<1x5x2x16xf32>, tensor<1x5x2x4xf32>) -> (tensor<1x3x2x4xf32>, tensor<1x2x3xf32>)
 // CHECK-NEXT: %[[H:.*]] = plait.transpose %[[O]] {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x4xf32>) -> tensor<1x2x3x4xf32>
@@ -53,7 +53,7 @@ func.func @unmasked(%q: tensor<1x3x2x16xf32>, %k: tensor<1x5x2x16xf32>, %v: tens
 // -----
 
 // plait-zoo's causal mask: the triangle above the diagonal of a constant all true.
-// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK: module attributes {plait.fuse_attention = {causal = 1 : i64, dropout = 0 : i64, fused = 1 : i64, left = 0 : i64, reasons = {}}}
 // CHECK-LABEL: func.func @trilu_mask
 // CHECK-NOT: plait.trilu
 // CHECK: plait.attention %arg0, %arg1, %arg2 {causal = true, scale = 5.000000e-01 : f64}
@@ -78,7 +78,7 @@ func.func @trilu_mask(%q: tensor<1x3x1x4xf32>, %k: tensor<1x3x1x4xf32>, %v: tens
 
 // The mask as Hugging Face writes it: where(seen, scores, lowest float), seen the lower
 // triangle with the diagonal (trilu, lower, k = 0).
-// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK: module attributes {plait.fuse_attention = {causal = 1 : i64, dropout = 0 : i64, fused = 1 : i64, left = 0 : i64, reasons = {}}}
 // CHECK-LABEL: func.func @seen_mask
 // CHECK-NOT: plait.where
 // CHECK: plait.attention %arg0, %arg1, %arg2 {causal = true, scale = 5.000000e-01 : f64}
@@ -103,7 +103,7 @@ func.func @seen_mask(%q: tensor<1x3x1x4xf32>, %k: tensor<1x3x1x4xf32>, %v: tenso
 
 // A mask that is not causal (it hides the diagonal too) stays decomposed, as does a softmax
 // whose probabilities are also returned; the report gets a count per reason.
-// CHECK: module attributes {plait.fuse_attention = {fused = 0 : i64, left = 2 : i64, reasons = {"the mask is not a causal mask" = 1 : i64, "the probabilities have other readers" = 1 : i64}}}
+// CHECK: module attributes {plait.fuse_attention = {causal = 0 : i64, dropout = 0 : i64, fused = 0 : i64, left = 2 : i64, reasons = {"the mask is not a causal mask" = 1 : i64, "the probabilities have other readers" = 1 : i64}}}
 // CHECK-LABEL: func.func @left
 // CHECK-NOT: plait.attention
 // CHECK: plait.softmax
@@ -127,7 +127,7 @@ func.func @left(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2
 // -----
 
 // For --device cuda a head longer than the CUDA kernels take (256) stays decomposed.
-// CHECK: module attributes {plait.device = "cuda", plait.fuse_attention = {fused = 0 : i64, left = 1 : i64, reasons = {"a head dimension exceeds the CUDA kernel's 256" = 1 : i64}}}
+// CHECK: module attributes {plait.device = "cuda", plait.fuse_attention = {causal = 0 : i64, dropout = 0 : i64, fused = 0 : i64, left = 1 : i64, reasons = {"a head dimension exceeds the CUDA kernel's 256" = 1 : i64}}}
 // CHECK-LABEL: func.func @cuda_long_head
 // CHECK-NOT: plait.attention
 module attributes {plait.device = "cuda"} {
@@ -149,7 +149,7 @@ func.func @cuda_long_head(%q: tensor<1x2x1x512xf32>, %k: tensor<1x2x1x512xf32>, 
 // the scale before the product, the [N, S, E] output transposed back to [S, N, E]. The op
 // reads the sources through reshapes to [1, S, N, D] (the reshape of a reshape folded), and
 // the transposing reader takes its output through one reshape.
-// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK: module attributes {plait.fuse_attention = {causal = 0 : i64, dropout = 0 : i64, fused = 1 : i64, left = 0 : i64, reasons = {}}}
 // CHECK-LABEL: func.func @multihead_seq_major
 // CHECK-NEXT: %[[Q:.*]] = plait.reshape %arg0 : (tensor<3x2x8xf32>) -> tensor<1x3x4x4xf32>
 // CHECK-NEXT: %[[K:.*]] = plait.reshape %arg1 : (tensor<5x4x4xf32>) -> tensor<1x5x4x4xf32>
@@ -176,7 +176,7 @@ func.func @multihead_seq_major(%q: tensor<3x2x8xf32>, %k: tensor<5x4x4xf32>, %v:
 // Rank-3 heads read as [N, S, D] tensors (k^T a transpose of one), k multiplied by a scalar
 // and the scores scaled too (both folded), a causal mask: the op reads them as [N, S, 1, D]
 // and its output is the [N, S, E] result; the scaling of q that another op also reads stays.
-// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK: module attributes {plait.fuse_attention = {causal = 1 : i64, dropout = 0 : i64, fused = 1 : i64, left = 0 : i64, reasons = {}}}
 // CHECK-LABEL: func.func @multihead_batch_major
 // CHECK-DAG: %[[Q:.*]] = plait.reshape %arg0 : (tensor<2x4x8xf32>) -> tensor<2x4x1x8xf32>
 // CHECK-DAG: %[[K:.*]] = plait.reshape %arg1 : (tensor<2x4x8xf32>) -> tensor<2x4x1x8xf32>
@@ -206,7 +206,7 @@ func.func @multihead_batch_major(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %
 
 // Rank-3 heads whose q and k lie in different layouts ([S, N, D] and [N, T, D]) stay
 // decomposed, as does a rank-2 softmax.
-// CHECK: module attributes {plait.fuse_attention = {fused = 0 : i64, left = 2 : i64, reasons = {"q, k and v are not [seq, heads, dim] or [heads, seq, dim] tensors" = 1 : i64, "softmax is not over the last axis of a rank-3 or rank-4 tensor" = 1 : i64}}}
+// CHECK: module attributes {plait.fuse_attention = {causal = 0 : i64, dropout = 0 : i64, fused = 0 : i64, left = 2 : i64, reasons = {"q, k and v are not [seq, heads, dim] or [heads, seq, dim] tensors" = 1 : i64, "softmax is not over the last axis of a rank-3 or rank-4 tensor" = 1 : i64}}}
 // CHECK-LABEL: func.func @multihead_mixed
 // CHECK-NOT: plait.attention
 func.func @multihead_mixed(%q: tensor<3x2x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>, %x: tensor<2x3xf32>) -> (tensor<2x3x4xf32>, tensor<2x3xf32>) {
@@ -225,7 +225,7 @@ func.func @multihead_mixed(%q: tensor<3x2x4xf32>, %k: tensor<2x3x4xf32>, %v: ten
 // where it is hidden) added to the scores, as MultiheadAttention's baddbmm exports it, after a
 // multiply by 1: a causal attention. A mask that is not causal (it hides the diagonal) stays
 // decomposed.
-// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 1 : i64, reasons = {"the scores are added to something other than a causal mask" = 1 : i64}}}
+// CHECK: module attributes {plait.fuse_attention = {causal = 1 : i64, dropout = 0 : i64, fused = 1 : i64, left = 1 : i64, reasons = {"the scores are added to something other than a causal mask" = 1 : i64}}}
 // CHECK-LABEL: func.func @additive_mask
 // CHECK: plait.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.000000e+00 : f64}
 // CHECK-NOT: plait.attention
@@ -251,7 +251,7 @@ func.func @additive_mask(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tenso
 
 // Dropout on the probabilities (p * dropout_mask, as the importer writes an exported Dropout):
 // the attention draws that mask itself, from the same step, ratio, seed and stream.
-// CHECK: module attributes {plait.fuse_attention = {fused = 1 : i64, left = 0 : i64, reasons = {}}}
+// CHECK: module attributes {plait.fuse_attention = {causal = 0 : i64, dropout = 1 : i64, fused = 1 : i64, left = 0 : i64, reasons = {}}}
 // CHECK-LABEL: func.func @dropout
 // CHECK: %[[STEP:.*]] = plait.hyper "step"
 // CHECK-NOT: plait.dropout_mask
@@ -273,7 +273,7 @@ func.func @dropout(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x
 // -----
 
 // For --device cuda the dropout stays decomposed: the CUDA kernels take none.
-// CHECK: module attributes {plait.device = "cuda", plait.fuse_attention = {fused = 0 : i64, left = 1 : i64, reasons = {"dropout on the probabilities (the CUDA kernels take none)" = 1 : i64}}}
+// CHECK: module attributes {plait.device = "cuda", plait.fuse_attention = {causal = 0 : i64, dropout = 0 : i64, fused = 0 : i64, left = 1 : i64, reasons = {"dropout on the probabilities (the CUDA kernels take none)" = 1 : i64}}}
 // CHECK-LABEL: func.func @cuda_dropout
 // CHECK-NOT: plait.attention
 module attributes {plait.device = "cuda"} {
