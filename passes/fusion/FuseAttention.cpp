@@ -40,6 +40,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -53,6 +54,33 @@ namespace plait {
 namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// `v` as a multiply or divide of `other` (v's type) by a scalar constant `c`, the constant on
+/// either side of a multiply.
+struct ScalarFactor {
+  Value other;
+  double c;
+  bool divide;
+  double applied(double x) const { return divide ? x / c : x * c; }
+};
+std::optional<ScalarFactor> scalarFactor(Value v) {
+  if (auto mul = v.getDefiningOp<MulOp>()) {
+    std::optional<double> c = splatValue(mul.getRhs());
+    Value other = mul.getLhs();
+    if (!c) {
+      c = splatValue(mul.getLhs());
+      other = mul.getRhs();
+    }
+    if (!c || typeOf(other) != typeOf(v))
+      return std::nullopt;
+    return ScalarFactor{other, *c, false};
+  }
+  auto div = v.getDefiningOp<DivOp>();
+  std::optional<double> c = div ? splatValue(div.getRhs()) : std::nullopt;
+  if (!c || *c == 0 || typeOf(div.getLhs()) != typeOf(v))
+    return std::nullopt;
+  return ScalarFactor{div.getLhs(), *c, true};
+}
 
 /// The source of a head operand: follows transposes back from `v`, composing their
 /// permutations, and with `scale` also multiplies or divides by a scalar constant (folded
@@ -70,27 +98,11 @@ Value headSource(Value v, ArrayRef<int64_t> want, double *scale) {
       v = t.getX();
       continue;
     }
-    if (!scale)
+    std::optional<ScalarFactor> factor = scale ? scalarFactor(v) : std::nullopt;
+    if (!factor)
       break;
-    if (auto mul = v.getDefiningOp<MulOp>()) {
-      std::optional<double> c = splatValue(mul.getRhs());
-      Value other = mul.getLhs();
-      if (!c) {
-        c = splatValue(mul.getLhs());
-        other = mul.getRhs();
-      }
-      if (!c || typeOf(other) != typeOf(v))
-        break;
-      *scale *= *c;
-      v = other;
-      continue;
-    }
-    auto div = v.getDefiningOp<DivOp>();
-    std::optional<double> c = div ? splatValue(div.getRhs()) : std::nullopt;
-    if (!c || *c == 0 || typeOf(div.getLhs()) != typeOf(v))
-      break;
-    *scale /= *c;
-    v = div.getLhs();
+    *scale = factor->applied(*scale);
+    v = factor->other;
   }
   return ArrayRef<int64_t>(perm) == want ? v : Value();
 }
@@ -240,25 +252,13 @@ Match matchAttention(SoftmaxOp softmax, bool cuda) {
     m.chain.push_back(add);
     x = scores;
   }
-  if (auto mul = x.getDefiningOp<MulOp>()) {
-    std::optional<double> c = splatValue(mul.getRhs());
-    Value other = mul.getLhs();
-    if (!c) {
-      c = splatValue(mul.getLhs());
-      other = mul.getRhs();
-    }
-    if (!c || typeOf(other) != typeOf(x) || !x.hasOneUse())
+  if (isa_and_nonnull<MulOp, DivOp>(x.getDefiningOp())) {
+    std::optional<ScalarFactor> factor = scalarFactor(x);
+    if (!factor || !x.hasOneUse())
       return fail("the scores are scaled by something other than a scalar constant");
-    m.scale = *c;
-    m.chain.push_back(mul);
-    x = other;
-  } else if (auto div = x.getDefiningOp<DivOp>()) {
-    std::optional<double> c = splatValue(div.getRhs());
-    if (!c || typeOf(div.getLhs()) != typeOf(x) || !x.hasOneUse() || *c == 0)
-      return fail("the scores are scaled by something other than a scalar constant");
-    m.scale = 1.0 / *c;
-    m.chain.push_back(div);
-    x = div.getLhs();
+    m.scale = factor->applied(1.0);
+    m.chain.push_back(x.getDefiningOp());
+    x = factor->other;
   }
   auto qk = x.getDefiningOp<MatmulOp>();
   if (!qk || !x.hasOneUse() || qk.getTransposeLhs() || qk.getTransposeRhs() || qk.getLhsPerm() ||
